@@ -1,0 +1,110 @@
+# kad -- plain Makefile.  Targets: all test demo asan ubsan fuzz bench clean
+#
+#   make          build/libkad.a, build/libkad.so, build/kad (checked build)
+#   make demo     run the example kernels on the interpreter and check them
+#   make test     everything: venv, C tests, golden tests, pytest, sanitizers, fuzz
+#   make asan     C tests and golden tests under AddressSanitizer
+#   make ubsan    the same under UndefinedBehaviorSanitizer
+#   make fuzz     build the libFuzzer front-end target and run it for FUZZ_SECONDS
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+WARN    := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wmissing-prototypes -Wno-unused-parameter
+CPPFLAGS += -DKAD_CHECKED -D_POSIX_C_SOURCE=200809L
+PYTHON  ?= python3
+VENV    := .venv
+VPY     := $(VENV)/bin/python
+FUZZ_SECONDS ?= 60
+
+SRCS := src/util.c src/lex.c src/parse_py.c src/sema.c src/ir.c src/irparse.c \
+        src/sema_ops.c src/verify.c src/pass.c src/interp.c src/kad.c
+HDRS := src/kad_int.h src/ops.h include/kad.h
+
+OBJS        := $(SRCS:src/%.c=build/obj/%.o)
+PIC_OBJS    := $(SRCS:src/%.c=build/pic/%.o)
+ASAN_OBJS   := $(SRCS:src/%.c=build/asan/%.o)
+UBSAN_OBJS  := $(SRCS:src/%.c=build/ubsan/%.o)
+SAN_ASAN    := -fsanitize=address -fno-omit-frame-pointer
+SAN_UBSAN   := -fsanitize=undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+
+.PHONY: all test demo asan ubsan fuzz bench clean venv ctest golden pytest
+all: build/libkad.a build/libkad.so build/kad build/test_c
+
+build/obj/%.o: src/%.c $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+build/pic/%.o: src/%.c $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -fPIC -c $< -o $@
+build/asan/%.o: src/%.c $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_ASAN) -c $< -o $@
+build/ubsan/%.o: src/%.c $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_UBSAN) -c $< -o $@
+
+build/libkad.a: $(OBJS)
+	rm -f $@ && ar rcs $@ $^
+build/libkad.so: $(PIC_OBJS)
+	$(CC) -shared -o $@ $^ -lm
+build/kad: src/main.c build/libkad.a $(HDRS)
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) src/main.c build/libkad.a -lm -o $@
+build/test_c: tests/c/test_main.c build/libkad.a $(HDRS)
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -Isrc tests/c/test_main.c build/libkad.a -lm -o $@
+
+# Sanitizer builds: the CLI and the C tests, then the C tests and the golden tests.
+build/asan/kad: src/main.c $(ASAN_OBJS)
+	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_ASAN) src/main.c $(ASAN_OBJS) -lm -o $@
+build/asan/test_c: tests/c/test_main.c $(ASAN_OBJS)
+	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_ASAN) -Isrc tests/c/test_main.c $(ASAN_OBJS) -lm -o $@
+build/ubsan/kad: src/main.c $(UBSAN_OBJS)
+	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_UBSAN) src/main.c $(UBSAN_OBJS) -lm -o $@
+build/ubsan/test_c: tests/c/test_main.c $(UBSAN_OBJS)
+	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_UBSAN) -Isrc tests/c/test_main.c $(UBSAN_OBJS) -lm -o $@
+
+asan: build/asan/kad build/asan/test_c
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 build/asan/test_c
+	ASAN_OPTIONS=detect_leaks=1 $(PYTHON) tests/runtests.py --kad build/asan/kad --name asan
+ubsan: build/ubsan/kad build/ubsan/test_c
+	UBSAN_OPTIONS=print_stacktrace=1 build/ubsan/test_c
+	UBSAN_OPTIONS=print_stacktrace=1 $(PYTHON) tests/runtests.py --kad build/ubsan/kad --name ubsan
+
+# libFuzzer needs clang; tests/setup.sh installs it when missing.
+build/fuzz_frontend: fuzz/fuzz_frontend.c $(SRCS) $(HDRS)
+	@mkdir -p build
+	clang -g -O1 $(CPPFLAGS) -fsanitize=fuzzer,address,undefined -Isrc fuzz/fuzz_frontend.c $(SRCS) -lm -o $@
+fuzz: build/fuzz_frontend
+	@mkdir -p build/fuzz-corpus
+	cp -n examples/*.py tests/kernels/*.py build/fuzz-corpus/ 2>/dev/null || true
+	build/fuzz_frontend -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=8192 \
+	    -dict=fuzz/python.dict build/fuzz-corpus
+
+$(VENV)/.done: tests/requirements.txt
+	bash tests/setup.sh $(PYTHON) $(VENV)
+	touch $@
+venv: $(VENV)/.done
+
+ctest: build/test_c
+	build/test_c
+golden: build/kad
+	$(PYTHON) tests/runtests.py --kad build/kad
+pytest: all venv
+	$(VPY) -m pytest -q tests/python
+
+demo: all venv
+	$(VPY) examples/demo.py
+
+bench: all
+	$(CC) $(WARN) $(CPPFLAGS) -O2 -Isrc bench/frontend_bench.c build/libkad.a -lm -o build/frontend_bench
+	build/frontend_bench bench/kernels/long_kernel.py long_kernel
+
+test: all venv
+	build/test_c
+	$(PYTHON) tests/runtests.py --kad build/kad
+	$(VPY) -m pytest -q tests/python
+	$(MAKE) asan
+	$(MAKE) ubsan
+	$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
+
+clean:
+	rm -rf build

@@ -1,0 +1,96 @@
+/* kad.h -- the public C API of kad, a compiler that differentiates GPU kernels.
+ *
+ * Usage:
+ *   kad_ctx *c = kad_ctx_new();
+ *   kad_add_source(c, "add.py", text);
+ *   kad_kernel *k = kad_specialize(c, "add_kernel", "x_ptr=*fp32,n=i32,BLOCK=1024", 0);
+ *   if (!k) fputs(kad_diagnostics(c), stderr);
+ *   puts(kad_kernel_ir(k));
+ *   kad_run(k, grid, args, nargs, KAD_RUN_AS_WRITTEN);
+ *   kad_ctx_free(c);
+ *
+ * Every object belongs to its context and lives until kad_ctx_free.  No
+ * function prints or exits; errors are reported through kad_diagnostics()
+ * as "file:line:col: error: message" followed by the source line and a
+ * caret.  A context is not thread-safe; distinct contexts are independent
+ * (kad has no global mutable state).
+ */
+#ifndef KAD_H
+#define KAD_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KAD_VERSION "0.1.0"
+
+typedef struct kad_ctx kad_ctx;
+typedef struct kad_kernel kad_kernel;
+
+/* Flags for kad_specialize. */
+enum {
+    KAD_UNROLL_CONST_LOOPS = 1 << 0, /* unroll `range` loops with constexpr bounds */
+    KAD_NO_SIMPLIFY = 1 << 1,        /* skip the simplify pass */
+};
+
+/* Interpreter modes for kad_run. */
+enum {
+    KAD_RUN_AS_WRITTEN = 0, /* float32 in float32; fp16/bf16 rounded like the GPU stores them */
+    KAD_RUN_F64 = 1,        /* every float value in double; float buffers hold float64 */
+};
+
+/* One runtime argument of kad_run, in the order of the kernel's runtime
+ * (non-constexpr) parameters: pointer params set data/nbytes, integer
+ * scalars i, float scalars f. */
+typedef struct kad_arg {
+    void *data;
+    int64_t nbytes;
+    int64_t i;
+    double f;
+} kad_arg;
+
+kad_ctx *kad_ctx_new(void); /* NULL if out of memory */
+void kad_ctx_free(kad_ctx *c);
+const char *kad_version(void);
+
+/* Adds a Python source file (a module of @triton.jit functions).  Returns 0,
+ * or -1 on syntax errors (see kad_diagnostics). */
+int kad_add_source(kad_ctx *c, const char *filename, const char *text);
+
+/* Specializes a kernel of the added sources for a signature such as
+ * "x_ptr=*fp32,y_ptr=*bf16,n=i32,eps=fp32,BLOCK=1024,ACT='gelu'" and lowers
+ * it to verified IR.  NULL on error. */
+kad_kernel *kad_specialize(kad_ctx *c, const char *kernel, const char *sig, unsigned flags);
+
+/* Parses a kernel in textual IR and verifies it.  NULL on error. */
+kad_kernel *kad_parse_ir(kad_ctx *c, const char *filename, const char *text);
+
+/* Runs a named pass on a kernel in place ("simplify", "dce", "verify").
+ * Returns 0 or -1. */
+int kad_run_pass(kad_kernel *k, const char *pass);
+
+/* The kernel's textual IR (owned by the context). */
+const char *kad_kernel_ir(kad_kernel *k);
+
+/* Runtime parameters of a specialized kernel, in call order. */
+int kad_kernel_nparams(const kad_kernel *k);
+const char *kad_kernel_param_name(const kad_kernel *k, int i);
+/* Type of parameter i: "*fp32", "i32", "fp32", ... */
+const char *kad_kernel_param_type(const kad_kernel *k, int i);
+
+/* Runs the kernel on the CPU interpreter over grid[0] x grid[1] x grid[2]
+ * programs.  Returns 0, or -1 with a diagnostic naming the source line and
+ * program id (out-of-bounds access, failed device_assert, ...). */
+int kad_run(kad_kernel *k, const int64_t grid[3], const kad_arg *args, int nargs, int mode);
+
+/* All diagnostics reported so far in this context, rendered; "" if none. */
+const char *kad_diagnostics(kad_ctx *c);
+/* Forgets the diagnostics reported so far. */
+void kad_clear_diagnostics(kad_ctx *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

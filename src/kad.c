@@ -1,0 +1,211 @@
+/* kad.c -- the public API (include/kad.h) and the pipeline.
+ *
+ * kad_specialize is the one straight-line function that runs the stages in
+ * order: parse (at kad_add_source), sema, verify, simplify, verify.  Each
+ * entry point sets the arena's out-of-memory jump so that exhaustion
+ * becomes an error instead of a crash.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kad_int.h"
+
+struct kad_ctx {
+    Arena *a;
+    Diags d;
+    Vec(Module *) mods;
+};
+
+struct kad_kernel {
+    kad_ctx *c;
+    Func *f;
+    const char *ir; /* cached text; reset when a pass changes f */
+};
+
+/* Default byte limit of a context's arena: generous, but a bound. */
+#define CTX_ARENA_LIMIT ((size_t)4 << 30)
+
+kad_ctx *kad_ctx_new(void)
+{
+    Arena *a = arena_new(CTX_ARENA_LIMIT);
+    if (!a)
+        return NULL;
+    jmp_buf oom;
+    arena_set_oom(a, &oom);
+    if (setjmp(oom)) {
+        arena_free(a);
+        return NULL;
+    }
+    kad_ctx *c = arena_alloc(a, sizeof *c);
+    c->a = a;
+    diag_init(&c->d, a);
+    arena_set_oom(a, NULL);
+    return c;
+}
+
+void kad_ctx_free(kad_ctx *c)
+{
+    if (c)
+        arena_free(c->a);
+}
+
+const char *kad_version(void) { return KAD_VERSION; }
+
+/* Brackets an API call: on arena exhaustion, control returns to the
+ * setjmp with a nonzero value and the call reports an error. */
+#define API_BEGIN(c, failval)                                           \
+    jmp_buf oom_;                                                       \
+    arena_set_oom((c)->a, &oom_);                                       \
+    if (setjmp(oom_)) {                                                 \
+        arena_set_oom((c)->a, NULL);                                    \
+        (c)->d.nerrors++;                                               \
+        return failval;                                                 \
+    }
+#define API_END(c) arena_set_oom((c)->a, NULL)
+
+int kad_add_source(kad_ctx *c, const char *filename, const char *text)
+{
+    API_BEGIN(c, -1);
+    const char *file = arena_strdup(c->a, filename);
+    const char *copy = arena_strdup(c->a, text);
+    diag_add_source(&c->d, file, copy);
+    int before = c->d.nerrors;
+    Module *m = parse_module(c->a, &c->d, file, copy);
+    if (m && c->d.nerrors == before)
+        vec_push(c->a, c->mods, m);
+    API_END(c);
+    return m && c->d.nerrors == before ? 0 : -1;
+}
+
+static kad_kernel *kernel_new(kad_ctx *c, Func *f)
+{
+    kad_kernel *k = arena_alloc(c->a, sizeof *k);
+    k->c = c;
+    k->f = f;
+    return k;
+}
+
+kad_kernel *kad_specialize(kad_ctx *c, const char *kernel, const char *sig, unsigned flags)
+{
+    API_BEGIN(c, NULL);
+    kad_kernel *k = NULL;
+    Signature s = {0};
+    diag_add_source(&c->d, "<sig>", arena_strdup(c->a, sig ? sig : ""));
+    if (!sig_parse(c->a, &c->d, sig ? sig : "", &s))
+        goto out;
+    SemaOptions opt = {.unroll_const_loops = (flags & KAD_UNROLL_CONST_LOOPS) != 0};
+    Func *f = sema_kernel(c->a, &c->d, c->mods.v, c->mods.n, kernel, &s, &opt);
+    if (!f)
+        goto out;
+#ifdef KAD_CHECKED
+    if (!ir_verify(f, &c->d))
+        goto out;
+#endif
+    if (!(flags & KAD_NO_SIMPLIFY) && !pass_run(f, "simplify", &c->d))
+        goto out;
+#ifdef KAD_CHECKED
+    if (!ir_verify(f, &c->d))
+        goto out;
+#endif
+    k = kernel_new(c, f);
+out:
+    API_END(c);
+    return k;
+}
+
+kad_kernel *kad_parse_ir(kad_ctx *c, const char *filename, const char *text)
+{
+    API_BEGIN(c, NULL);
+    kad_kernel *k = NULL;
+    const char *file = arena_strdup(c->a, filename);
+    const char *copy = arena_strdup(c->a, text);
+    diag_add_source(&c->d, file, copy);
+    Func *f = ir_parse(c->a, &c->d, file, copy);
+    if (f && ir_verify(f, &c->d))
+        k = kernel_new(c, f);
+    API_END(c);
+    return k;
+}
+
+int kad_run_pass(kad_kernel *k, const char *pass)
+{
+    kad_ctx *c = k->c;
+    API_BEGIN(c, -1);
+    bool ok = pass_run(k->f, pass, &c->d);
+#ifdef KAD_CHECKED
+    ok = ok && ir_verify(k->f, &c->d);
+#endif
+    k->ir = NULL;
+    API_END(c);
+    return ok ? 0 : -1;
+}
+
+const char *kad_kernel_ir(kad_kernel *k)
+{
+    kad_ctx *c = k->c;
+    API_BEGIN(c, "");
+    if (!k->ir)
+        k->ir = ir_to_string(c->a, k->f);
+    API_END(c);
+    return k->ir;
+}
+
+int kad_kernel_nparams(const kad_kernel *k) { return k->f->nparams; }
+
+const char *kad_kernel_param_name(const kad_kernel *k, int i)
+{
+    if (i < 0 || i >= k->f->nparams)
+        return NULL;
+    const char *n = k->f->vals.v[k->f->params[i]].name;
+    return n ? n : "";
+}
+
+const char *kad_kernel_param_type(const kad_kernel *k, int i)
+{
+    if (i < 0 || i >= k->f->nparams)
+        return NULL;
+    kad_ctx *c = k->c;
+    API_BEGIN(c, NULL);
+    Buf b = {.a = c->a};
+    type_print(&b, ir_type(k->f, k->f->params[i]));
+    API_END(c);
+    return buf_str(&b);
+}
+
+int kad_run(kad_kernel *k, const int64_t grid[3], const kad_arg *args, int nargs, int mode)
+{
+    kad_ctx *c = k->c;
+    API_BEGIN(c, -1);
+    int rc = -1;
+    if (nargs != k->f->nparams) {
+        diag_error(&c->d, k->f->loc, "kernel '%s' takes %d runtime arguments, %d given", k->f->name,
+                   k->f->nparams, nargs);
+        goto out;
+    }
+    if (mode != KAD_RUN_AS_WRITTEN && mode != KAD_RUN_F64) {
+        diag_error(&c->d, k->f->loc, "unknown interpreter mode %d", mode);
+        goto out;
+    }
+    InterpArg *ia = arena_alloc(c->a, sizeof *ia * (size_t)(nargs ? nargs : 1));
+    for (int i = 0; i < nargs; i++)
+        ia[i] = (InterpArg){args[i].data, args[i].nbytes, args[i].i, args[i].f};
+    if (interp_run(k->f, grid, ia, nargs, mode == KAD_RUN_F64 ? IM_F64 : IM_AS_WRITTEN, &c->d))
+        rc = 0;
+out:
+    API_END(c);
+    return rc;
+}
+
+const char *kad_diagnostics(kad_ctx *c)
+{
+    API_BEGIN(c, "error: out of memory\n");
+    const char *s = diag_render(&c->d);
+    API_END(c);
+    return s;
+}
+
+void kad_clear_diagnostics(kad_ctx *c)
+{
+    c->d.list.n = 0;
+    c->d.nerrors = 0;
+}

@@ -1,0 +1,689 @@
+/* kad_int.h -- the one internal header of kad.
+ *
+ * Types shared by the stages, then, under a heading per file, the functions
+ * each file exports.  Everything not declared here is static in its file.
+ *
+ * Pipeline (kad.c: kad_specialize):
+ *   lex.c      source text -> tokens (INDENT/DEDENT, locations)
+ *   parse_py.c tokens -> Module (AST of the Triton subset of Python)
+ *   sema.c     Module + kernel name + signature -> Func (typed tile IR):
+ *              names, statements, control flow, inlining of helpers
+ *   sema_ops.c typing and lowering of operators, tl.* builtins, methods
+ *   verify.c   checks a Func (run after every stage in checked builds)
+ *   pass.c     IR passes (simplify, ...), by name for `kad opt --pass`
+ *   ir.c       IR construction helpers and the printer
+ *   irparse.c  textual IR -> Func
+ *   interp.c   runs a Func over a grid on host buffers
+ *   kad.c      the public API (include/kad.h)
+ *   main.c     the `kad` command line
+ *
+ * Memory: everything of one compilation lives in one Arena (util.c); nothing
+ * is freed piecemeal.  Errors in user input go to a Diags sink with a Loc;
+ * library code never prints and never exits.  Internal invariant failures
+ * use ASSERT/die (checked builds), which abort: they are kad bugs.
+ */
+#ifndef KAD_INT_H
+#define KAD_INT_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../include/kad.h"
+#include "ops.h"
+
+#define KAD_VERSION_STRING "0.1.0"
+
+/* ------------------------------------------------------------------ */
+/* util.c: arenas, growable arrays, string buffers, diagnostics        */
+/* ------------------------------------------------------------------ */
+
+/* A source location.  line and col are 1-based; col counts bytes. */
+typedef struct Loc {
+    const char *file; /* file name as given (owned by the arena) */
+    int line, col;
+} Loc;
+
+/* Internal errors (kad bugs, not user errors): abort with file:line. */
+_Noreturn void die_(const char *file, int line, const char *fmt, ...);
+#define die(...) die_(__FILE__, __LINE__, __VA_ARGS__)
+#ifdef KAD_CHECKED
+#define ASSERT(c) ((c) ? (void)0 : die("assertion failed: %s", #c))
+#else
+#define ASSERT(c) ((void)0)
+#endif
+
+/* Arena: a bump allocator owning all memory of one compilation or run.
+ * arena_alloc returns zeroed memory.  When the arena's byte limit is
+ * exceeded (or malloc fails) it longjmps to *oom if set, else dies. */
+typedef struct Arena Arena;
+Arena *arena_new(size_t limit); /* limit 0: no limit.  NULL if malloc fails */
+void arena_free(Arena *a);
+void arena_set_oom(Arena *a, jmp_buf *oom); /* where to jump on exhaustion */
+void *arena_alloc(Arena *a, size_t n);
+char *arena_strdup(Arena *a, const char *s);
+char *arena_strndup(Arena *a, const char *s, size_t n);
+char *arena_printf(Arena *a, const char *fmt, ...);
+char *arena_vprintf(Arena *a, const char *fmt, va_list ap);
+size_t arena_used(const Arena *a);
+
+/* Growable array in an arena: Vec(T) v = {0}; vec_push(a, v, x); v.v[i], v.n */
+#define Vec(T) struct { T *v; int n, cap; }
+void vec_grow_(Arena *a, void **data, int *cap, size_t elem, int need);
+#define vec_reserve(a, vec, need) \
+    ((need) > (vec).cap ? vec_grow_((a), (void **)&(vec).v, &(vec).cap, sizeof *(vec).v, (need)) : (void)0)
+#define vec_push(a, vec, x) \
+    (vec_reserve((a), (vec), (vec).n + 1), (vec).v[(vec).n++] = (x))
+
+/* A growing string. */
+typedef struct Buf {
+    Arena *a;
+    char *s; /* always NUL-terminated once anything was written */
+    size_t len, cap;
+} Buf;
+void buf_puts(Buf *b, const char *s);
+void buf_putc(Buf *b, char c);
+void buf_printf(Buf *b, const char *fmt, ...);
+const char *buf_str(Buf *b); /* "" when empty */
+
+/* Diagnostics.  Messages are rendered as
+ *   file:line:col: error: message
+ *       <the source line>
+ *       ^
+ * when the file's text is registered (diag_add_source). */
+typedef enum DiagKind { DG_ERROR, DG_NOTE } DiagKind;
+typedef struct Diag {
+    DiagKind kind;
+    Loc loc;
+    char *msg;
+} Diag;
+typedef struct SourceText {
+    const char *name, *text;
+} SourceText;
+typedef struct Diags {
+    Arena *a;
+    Vec(Diag) list;
+    Vec(SourceText) sources;
+    int nerrors;
+    int max_errors; /* stop recording after this many (0: 50) */
+} Diags;
+void diag_init(Diags *d, Arena *a);
+void diag_add_source(Diags *d, const char *name, const char *text);
+void diag_error(Diags *d, Loc loc, const char *fmt, ...);
+void diag_verror(Diags *d, Loc loc, const char *fmt, va_list ap);
+void diag_note(Diags *d, Loc loc, const char *fmt, ...);
+const char *diag_render(Diags *d); /* all diagnostics, in order */
+
+/* Reads a whole file (NULL on error). */
+char *read_file(Arena *a, const char *path, size_t *len);
+
+/* ------------------------------------------------------------------ */
+/* Types: dtypes and tile types                                        */
+/* ------------------------------------------------------------------ */
+
+/*      enum      name    bits float signed  triton name */
+#define KAD_DTYPES(X) \
+    X(DT_VOID, "void",  0, 0, 0, "void")       \
+    X(DT_I1,   "i1",    1, 0, 1, "int1")       \
+    X(DT_I8,   "i8",    8, 0, 1, "int8")       \
+    X(DT_U8,   "u8",    8, 0, 0, "uint8")      \
+    X(DT_I16,  "i16",  16, 0, 1, "int16")      \
+    X(DT_U16,  "u16",  16, 0, 0, "uint16")     \
+    X(DT_I32,  "i32",  32, 0, 1, "int32")      \
+    X(DT_U32,  "u32",  32, 0, 0, "uint32")     \
+    X(DT_I64,  "i64",  64, 0, 1, "int64")      \
+    X(DT_U64,  "u64",  64, 0, 0, "uint64")     \
+    X(DT_F16,  "fp16", 16, 1, 1, "float16")    \
+    X(DT_BF16, "bf16", 16, 1, 1, "bfloat16")   \
+    X(DT_F32,  "fp32", 32, 1, 1, "float32")    \
+    X(DT_F64,  "fp64", 64, 1, 1, "float64")    \
+    X(DT_PTR,  "ptr",  64, 0, 0, "pointer")
+
+typedef enum Dtype {
+#define X(e, n, b, f, s, t) e,
+    KAD_DTYPES(X)
+#undef X
+    DT_COUNT
+} Dtype;
+
+const char *dtype_name(Dtype t);        /* "fp32" */
+const char *dtype_triton_name(Dtype t); /* "float32" */
+int dtype_bits(Dtype t);
+int dtype_bytes(Dtype t); /* storage size: i1 is 1 byte */
+bool dtype_is_float(Dtype t);
+bool dtype_is_int(Dtype t); /* i1 included */
+bool dtype_is_signed(Dtype t);
+Dtype dtype_parse(const char *s, size_t n); /* "fp32", "i32", ...; DT_VOID if unknown */
+
+#define KAD_MAX_RANK 4
+
+/* The type of an IR value: a dtype (for pointers, also the pointee dtype)
+ * and a tile shape.  rank 0 is a scalar.  Dimensions are > 0. */
+typedef struct Type {
+    uint8_t dt;   /* Dtype */
+    uint8_t elem; /* pointee Dtype when dt == DT_PTR, else DT_VOID */
+    uint8_t rank;
+    int32_t shape[KAD_MAX_RANK];
+} Type;
+
+Type type_scalar(Dtype dt);
+Type type_ptr(Dtype elem, int rank, const int32_t *shape); /* rank 0: scalar pointer */
+Type type_tile(Dtype dt, int rank, const int32_t *shape);
+Type type_with_dtype(Type t, Dtype dt); /* same shape, other dtype (not ptr) */
+Type type_with_shape(Type t, int rank, const int32_t *shape);
+bool type_eq(Type a, Type b);
+bool type_same_shape(Type a, Type b);
+int64_t type_numel(Type t); /* 1 for scalars */
+/* "fp32", "i32[128]", "*fp32[64,64]", "*bf16" */
+void type_print(Buf *b, Type t);
+
+/* ------------------------------------------------------------------ */
+/* lex.c                                                               */
+/* ------------------------------------------------------------------ */
+
+/* Token kinds.  Operators and delimiters have one kind each; keywords are
+ * TK_NAME tokens (the parser compares the text), except that the parser may
+ * use tok_is(). */
+#define KAD_TOKENS(X) \
+    X(TK_EOF, "end of file") X(TK_NEWLINE, "newline") X(TK_INDENT, "indent") \
+    X(TK_DEDENT, "dedent") X(TK_NAME, "name") X(TK_INT, "integer") \
+    X(TK_FLOAT, "float") X(TK_STRING, "string") \
+    X(TK_LPAREN, "(") X(TK_RPAREN, ")") X(TK_LBRACKET, "[") X(TK_RBRACKET, "]") \
+    X(TK_LBRACE, "{") X(TK_RBRACE, "}") X(TK_COMMA, ",") X(TK_COLON, ":") \
+    X(TK_SEMI, ";") X(TK_DOT, ".") X(TK_ARROW, "->") X(TK_AT, "@") \
+    X(TK_ASSIGN, "=") X(TK_WALRUS, ":=") X(TK_ELLIPSIS, "...") \
+    X(TK_PLUS, "+") X(TK_MINUS, "-") X(TK_STAR, "*") X(TK_SLASH, "/") \
+    X(TK_DSLASH, "//") X(TK_PERCENT, "%") X(TK_DSTAR, "**") X(TK_AMP, "&") \
+    X(TK_PIPE, "|") X(TK_CARET, "^") X(TK_TILDE, "~") X(TK_LSHIFT, "<<") \
+    X(TK_RSHIFT, ">>") X(TK_LT, "<") X(TK_LE, "<=") X(TK_GT, ">") \
+    X(TK_GE, ">=") X(TK_EQ, "==") X(TK_NE, "!=") \
+    X(TK_PLUSEQ, "+=") X(TK_MINUSEQ, "-=") X(TK_STAREQ, "*=") \
+    X(TK_SLASHEQ, "/=") X(TK_DSLASHEQ, "//=") X(TK_PERCENTEQ, "%=") \
+    X(TK_DSTAREQ, "**=") X(TK_AMPEQ, "&=") X(TK_PIPEEQ, "|=") \
+    X(TK_CARETEQ, "^=") X(TK_LSHIFTEQ, "<<=") X(TK_RSHIFTEQ, ">>=") \
+    X(TK_ATEQ, "@=")
+
+typedef enum TokKind {
+#define X(e, s) e,
+    KAD_TOKENS(X)
+#undef X
+    TK_COUNT
+} TokKind;
+
+typedef struct Token {
+    TokKind kind;
+    Loc loc;
+    const char *text; /* points into the source */
+    int len;          /* bytes of text */
+    int64_t ival;     /* TK_INT (overflow is a lex error) */
+    double fval;      /* TK_FLOAT */
+    const char *str;  /* TK_STRING: decoded value, NUL-terminated (arena) */
+} Token;
+
+const char *tok_kind_name(TokKind k);
+/* Tokenizes a whole file.  Inside brackets newlines and indentation are
+ * ignored; a final NEWLINE and the closing DEDENTs precede TK_EOF.
+ * Lexical errors go to d; the token array is still usable. */
+Token *lex(Arena *a, Diags *d, const char *file, const char *text, int *ntok);
+
+/* ------------------------------------------------------------------ */
+/* parse_py.c: the AST                                                 */
+/* ------------------------------------------------------------------ */
+
+typedef enum ExprKind {
+    EX_NAME,      /* name */
+    EX_INT,       /* ival */
+    EX_FLOAT,     /* fval */
+    EX_STR,       /* str */
+    EX_BOOL,      /* bval */
+    EX_NONE,
+    EX_ATTR,      /* attr.value . attr.name */
+    EX_CALL,      /* call */
+    EX_SUBSCRIPT, /* sub: value[index, ...] */
+    EX_SLICE,     /* slice: lo:hi:step, each may be NULL (only inside a subscript) */
+    EX_BINOP,     /* bin */
+    EX_UNOP,      /* un */
+    EX_COMPARE,   /* cmp: first op1 x1 op2 x2 ... (chained) */
+    EX_BOOLOP,    /* boolop: x1 and x2 and ... */
+    EX_IFEXP,     /* ifexp: then if cond else els */
+    EX_TUPLE,     /* seq */
+    EX_LIST,      /* seq */
+} ExprKind;
+
+typedef enum BinOp {
+    BO_ADD, BO_SUB, BO_MUL, BO_DIV, BO_FLOORDIV, BO_MOD, BO_POW,
+    BO_LSHIFT, BO_RSHIFT, BO_BITAND, BO_BITOR, BO_BITXOR, BO_MATMUL
+} BinOp;
+typedef enum UnOp { UO_NEG, UO_POS, UO_INVERT, UO_NOT } UnOp;
+typedef enum CmpOp { CO_LT, CO_LE, CO_GT, CO_GE, CO_EQ, CO_NE, CO_IS, CO_ISNOT, CO_IN, CO_NOTIN } CmpOp;
+typedef enum BoolOpKind { BL_AND, BL_OR } BoolOpKind;
+
+typedef struct Expr Expr;
+typedef struct Keyword {
+    const char *name;
+    Expr *value;
+    Loc loc;
+} Keyword;
+
+struct Expr {
+    ExprKind kind;
+    Loc loc; /* of the expression's first token; for binops, of the operator */
+    union {
+        const char *name; /* EX_NAME */
+        int64_t ival;     /* EX_INT */
+        double fval;      /* EX_FLOAT */
+        const char *str;  /* EX_STR (adjacent literals concatenated) */
+        bool bval;        /* EX_BOOL */
+        struct { Expr *value; const char *name; } attr;
+        struct { Expr *func; Expr **args; int nargs; Keyword *kw; int nkw; } call;
+        struct { Expr *value; Expr **index; int nindex; } sub; /* x[i, :, None] */
+        struct { Expr *lo, *hi, *step; } slice;
+        struct { BinOp op; Expr *l, *r; } bin;
+        struct { UnOp op; Expr *x; } un;
+        struct { Expr *first; CmpOp *ops; Expr **rest; int n; } cmp;
+        struct { BoolOpKind op; Expr **xs; int n; } boolop;
+        struct { Expr *cond, *then, *els; } ifexp;
+        struct { Expr **xs; int n; } seq; /* EX_TUPLE, EX_LIST */
+    };
+};
+
+typedef struct Stmt Stmt;
+typedef struct Stmts {
+    Stmt **v;
+    int n;
+} Stmts;
+
+typedef enum StmtKind {
+    ST_EXPR,      /* expr */
+    ST_ASSIGN,    /* assign: t1 = t2 = value; targets may be tuples */
+    ST_AUGASSIGN, /* aug: target op= value */
+    ST_ANNASSIGN, /* ann: target: ann [= value] */
+    ST_IF,        /* if_: elif chains nest in els */
+    ST_FOR,       /* for_ */
+    ST_WHILE,     /* while_ */
+    ST_RETURN,    /* expr (NULL for bare return) */
+    ST_PASS,
+    ST_BREAK,
+    ST_CONTINUE,
+    ST_ASSERT,    /* assert_ */
+    ST_FUNCDEF,   /* nested def: parsed, refused by sema */
+} StmtKind;
+
+struct Stmt {
+    StmtKind kind;
+    Loc loc;
+    union {
+        Expr *expr;
+        struct { Expr **targets; int ntargets; Expr *value; } assign;
+        struct { BinOp op; Expr *target; Expr *value; } aug;
+        struct { Expr *target; Expr *ann; Expr *value; } ann;
+        struct { Expr *cond; Stmts then, els; } if_;
+        struct { Expr *target; Expr *iter; Stmts body, orelse; } for_;
+        struct { Expr *cond; Stmts body, orelse; } while_;
+        struct { Expr *test; Expr *msg; } assert_;
+    };
+};
+
+typedef struct Param {
+    const char *name;
+    Expr *ann;  /* annotation or NULL (tl.constexpr marks a constexpr) */
+    Expr *dflt; /* default or NULL */
+    Loc loc;
+} Param;
+
+typedef struct Decorator {
+    const char *name; /* dotted name as written: "triton.jit", "jit", "triton.autotune" */
+    bool called;      /* written with arguments: @triton.jit(...) (arguments are skipped) */
+    Loc loc;
+} Decorator;
+
+typedef struct FuncDef {
+    const char *name;
+    Loc loc;
+    Param *params;
+    int nparams;
+    Stmts body;
+    Decorator *decos;
+    int ndecos;
+    bool is_jit; /* has a decorator resolving to triton.jit */
+} FuncDef;
+
+/* `import triton.language as tl`      -> alias "tl",       qual "triton.language"
+ * `import triton`                     -> alias "triton",   qual "triton"
+ * `import triton.language`            -> alias "triton",   qual "triton" (binds the top name)
+ * `from triton.language.extra import libdevice` -> alias "libdevice", qual "triton.language.extra.libdevice"
+ * `from triton.language.math import rsqrt as r` -> alias "r", qual "triton.language.math.rsqrt" */
+typedef struct Import {
+    const char *alias, *qual;
+    Loc loc;
+} Import;
+
+/* Module-level `NAME = expr`, `NAME: ann = expr`. */
+typedef struct Global {
+    const char *name;
+    Expr *value;
+    Expr *ann; /* or NULL */
+    Loc loc;
+} Global;
+
+typedef struct Module {
+    const char *file;
+    Vec(FuncDef *) funcs;  /* every def at module level that is @triton.jit */
+    Vec(Import) imports;
+    Vec(Global) globals;
+} Module;
+
+/* Parses a whole file.  Module-level statements that are not imports,
+ * simple assignments or @triton.jit functions are skipped.  Returns NULL
+ * only if lexing/parsing failed hard; errors go to d. */
+Module *parse_module(Arena *a, Diags *d, const char *file, const char *text);
+/* Writes the AST in a compact S-expression form (tests, `kad ast`). */
+void ast_dump(Buf *b, const Module *m);
+
+/* ------------------------------------------------------------------ */
+/* The IR                                                              */
+/* ------------------------------------------------------------------ */
+
+typedef enum OpKind {
+#define X(e, name, nargs, nres, nreg, pure, ew, diff) e,
+    KAD_OPS(X)
+#undef X
+    OP_COUNT
+} OpKind;
+
+typedef struct OpInfo {
+    const char *name;
+    int nargs, nres, nregions;
+    bool pure, elementwise;
+    char diff; /* 'D', 'Z', 'M', 'C' as in ops.h */
+} OpInfo;
+extern const OpInfo op_info[OP_COUNT]; /* constant table, defined in ir.c */
+OpKind op_by_name(const char *s, size_t n); /* OP_COUNT if unknown */
+
+/* Inst.flags */
+enum {
+    IF_HAS_MASK = 1 << 0,  /* load/store/atomic_add: a mask operand follows */
+    IF_HAS_OTHER = 1 << 1, /* load: an `other` operand follows the mask */
+    IF_KEEP_DIMS = 1 << 2, /* reductions */
+    IF_REVERSE = 1 << 3,   /* cumsum/cumprod */
+};
+
+/* OP_DOT ival: the forward's input precision. */
+typedef enum DotPrec { DP_DEFAULT, DP_TF32, DP_TF32X3, DP_IEEE } DotPrec;
+
+/* Values are indices into Func.vals; 0 means "no value". */
+typedef int32_t ValId;
+
+typedef struct Value {
+    Type ty;
+    const char *name; /* source-name hint ("offs", "acc"), or NULL */
+    Loc loc;          /* where it was defined (params: the parameter) */
+} Value;
+
+typedef struct Block Block;
+
+/* One instruction.  Results, operands and regions are arena arrays. */
+typedef struct Inst {
+    uint16_t op;    /* OpKind */
+    uint16_t flags; /* IF_* */
+    int nargs, nres, nregions;
+    ValId *args;
+    ValId *res;
+    Block **regions;
+    int64_t ival;                 /* op-specific integer attribute (see ops.h) */
+    double fval;                  /* OP_CONST float value */
+    int32_t ints[KAD_MAX_RANK];   /* op-specific list (permute, hints) */
+    int nints;
+    const char *sattr;            /* op-specific string (assert message) */
+    Loc loc;                      /* the source construct it came from */
+} Inst;
+
+/* A region: parameters, then instructions; the last instruction of a
+ * region of for/if/while-body is OP_YIELD, of a while-cond OP_CONDITION.
+ * A region whose parent yields nothing still ends in an empty yield. */
+struct Block {
+    ValId *params;
+    int nparams;
+    Vec(Inst) insts;
+};
+
+/* A specialized constexpr parameter, kept for printing and emitters. */
+typedef struct ConstParam {
+    const char *name;
+    const char *value; /* as Python would spell it: 1024, 1e-06, True, 'relu', tl.float16 */
+} ConstParam;
+
+/* A kernel in IR form.
+ *
+ * Structured control flow:
+ *   for:   args = lb, ub, step (same int dtype, scalars), inits...
+ *          region 0 params = iv, carried... ; yields the next carried values
+ *          results = the carried values after the last iteration
+ *          (iterates iv = lb, lb+step, ... while iv < ub for step > 0,
+ *           iv > ub for step < 0, like Python's range)
+ *   if:    args = cond (i1 scalar); regions then, else, each yielding the
+ *          results; results = the yielded values of the taken region
+ *   while: args = inits...; region 0 (cond) params = carried, ends in
+ *          `condition %c`; region 1 (body) params = carried, yields the
+ *          next carried values; results = carried values when %c is false
+ * Regions see every value defined before them in enclosing regions. */
+typedef struct Func {
+    const char *name;
+    Arena *a;
+    Vec(Value) vals;   /* vals.v[0] is a dummy so that 0 means "none" */
+    ValId *params;     /* runtime parameters in signature order (no constexprs) */
+    int nparams;
+    Vec(ConstParam) consts; /* constexpr parameters in signature order */
+    Block *body;       /* params of body are unused (the kernel params live in `params`) */
+    Loc loc;
+} Func;
+
+/* ------------------------------------------------------------------ */
+/* ir.c: construction, printing                                        */
+/* ------------------------------------------------------------------ */
+
+Func *ir_func_new(Arena *a, const char *name, Loc loc);
+ValId ir_value_new(Func *f, Type ty, const char *name, Loc loc);
+ValId ir_param_add(Func *f, Type ty, const char *name, Loc loc);
+Block *ir_block_new(Func *f);
+ValId ir_block_param_add(Func *f, Block *b, Type ty, const char *name, Loc loc);
+/* Appends an instruction; args copied; nres results created with the given
+ * types (may be NULL when nres == 0).  Returns the instruction, valid until
+ * the next append to the same block. */
+Inst *ir_emit(Func *f, Block *b, OpKind op, const ValId *args, int nargs,
+              const Type *res_types, int nres, Loc loc);
+/* Short forms for single-result ops; return the result. */
+ValId ir_op1(Func *f, Block *b, OpKind op, Type ty, ValId x, Loc loc);
+ValId ir_op2(Func *f, Block *b, OpKind op, Type ty, ValId x, ValId y, Loc loc);
+ValId ir_op3(Func *f, Block *b, OpKind op, Type ty, ValId x, ValId y, ValId z, Loc loc);
+ValId ir_const_int(Func *f, Block *b, Type ty, int64_t v, Loc loc);
+ValId ir_const_float(Func *f, Block *b, Type ty, double v, Loc loc);
+/* Adds a region to inst (a for/if/while being built). */
+Block *ir_inst_add_region(Func *f, Inst *inst);
+static inline Type ir_type(const Func *f, ValId v) { return f->vals.v[v].ty; }
+
+/* The textual form (see docs/ARCHITECTURE.md, "Textual IR"):
+ *   kernel @name(%x_ptr: *fp32, %n: i32) [BLOCK = 1024] {
+ *     %pid = program_id 0 : i32
+ *     %offs = arange 0 : i32[1024]
+ *     %x = load %p, mask %m, other %o : fp32[1024]
+ *     %s = sum %x {axis = 0} : fp32
+ *     %r:2 = for %i = %lb to %ub step %st iter_args(%acc = %a0, %k = %k0) -> (fp32[64], i32) { ... yield %a, %b }
+ *     %v = if %c -> (fp32[64]) { ... yield %a } else { ... yield %b }
+ *     store %p, %v, mask %m
+ *   }
+ * ir_print writes it; irparse reads it back; print(parse(print(f))) == print(f). */
+void ir_print(Buf *b, const Func *f);
+char *ir_to_string(Arena *a, const Func *f);
+
+/* ------------------------------------------------------------------ */
+/* irparse.c                                                           */
+/* ------------------------------------------------------------------ */
+
+/* Parses one kernel in textual IR.  NULL on error (located in d; file is
+ * the name used in locations). */
+Func *ir_parse(Arena *a, Diags *d, const char *file, const char *text);
+
+/* ------------------------------------------------------------------ */
+/* verify.c                                                            */
+/* ------------------------------------------------------------------ */
+
+/* Checks operand counts and types, shapes of elementwise ops, region
+ * structure, terminators, yields against results, single definition and
+ * dominance.  Problems are reported as errors at the instruction's Loc,
+ * prefixed "IR verifier: ".  Returns true when f is valid. */
+bool ir_verify(const Func *f, Diags *d);
+
+/* ------------------------------------------------------------------ */
+/* pass.c                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Runs the named pass on f in place ("simplify", "dce", "verify").
+ * Unknown names are an error in d.  Returns false on error. */
+bool pass_run(Func *f, const char *name, Diags *d);
+const char *pass_names(void); /* "simplify, dce, verify" for help texts */
+
+/* ------------------------------------------------------------------ */
+/* sema.c                                                              */
+/* ------------------------------------------------------------------ */
+
+/* One parameter of a signature string "x_ptr=*fp32,n=i32,BLOCK=1024". */
+typedef enum SigKind { SIG_PTR, SIG_SCALAR, SIG_CONST } SigKind;
+typedef enum ConstKind { CK_NONE, CK_INT, CK_FLOAT, CK_BOOL, CK_STR, CK_DTYPE } ConstKind;
+typedef struct ConstVal {
+    ConstKind kind;
+    int64_t i;     /* CK_INT, CK_BOOL */
+    double f;      /* CK_FLOAT */
+    const char *s; /* CK_STR */
+    Dtype dt;      /* CK_DTYPE */
+} ConstVal;
+typedef struct SigParam {
+    const char *name;
+    SigKind kind;
+    Dtype dt;       /* SIG_PTR: pointee; SIG_SCALAR: the scalar type */
+    ConstVal value; /* SIG_CONST */
+    Loc loc;        /* inside the signature string (file "<sig>") */
+} SigParam;
+typedef struct Signature {
+    Vec(SigParam) params;
+} Signature;
+
+/* Parses a signature string; errors located in "<sig>" at column = offset+1. */
+bool sig_parse(Arena *a, Diags *d, const char *text, Signature *out);
+
+typedef struct SemaOptions {
+    bool unroll_const_loops; /* also unroll `range` loops with constexpr bounds */
+} SemaOptions;
+
+/* Specializes kernel `name` (a @triton.jit function of one of mods; helpers
+ * may come from any of them) for sig and lowers it to IR.  NULL on error. */
+Func *sema_kernel(Arena *a, Diags *d, Module **mods, int nmods, const char *name,
+                  const Signature *sig, const SemaOptions *opt);
+
+/* ------------------------------------------------------------------ */
+/* sema.c and sema_ops.c: the values of specialization                 */
+/* ------------------------------------------------------------------ */
+
+/* While specializing, an expression evaluates to an SVal: a compile-time
+ * constant (constexpr), a runtime IR value, a tuple, or a name of the
+ * triton namespace.  sema.c owns names, statements, control flow and
+ * inlining; sema_ops.c owns the typing and lowering of every operation on
+ * values (Python operators, tl.* builtins, methods, attributes). */
+typedef enum SvKind {
+    SV_ERROR,   /* an error was already reported: propagate without new ones */
+    SV_NONE,    /* Python None */
+    SV_CONST,   /* constexpr: c (int, float, bool, str, dtype) */
+    SV_VALUE,   /* runtime IR value: v */
+    SV_TUPLE,   /* elts[0..n) */
+    SV_SLICE,   /* a full slice `:` inside a subscript */
+    SV_MODULE,  /* a namespace: qual ("triton.language", "triton.language.extra.libdevice") */
+    SV_BUILTIN, /* a builtin function: qual ("triton.language.exp", "builtins.min", "triton.cdiv") */
+    SV_FUNC,    /* a @triton.jit function: fn of module mod */
+    SV_METHOD,  /* a bound method: elts[0] is self, qual is the method name ("to", "reshape") */
+} SvKind;
+
+typedef struct SVal {
+    SvKind kind;
+    ConstVal c;          /* SV_CONST */
+    ValId v;             /* SV_VALUE */
+    struct SVal *elts;   /* SV_TUPLE, SV_METHOD */
+    int n;
+    const char *qual;    /* SV_MODULE, SV_BUILTIN, SV_METHOD */
+    const FuncDef *fn;   /* SV_FUNC */
+    const Module *mod;   /* SV_FUNC */
+} SVal;
+
+/* Where lowering emits: sema.c moves b into and out of regions. */
+typedef struct Lower {
+    Arena *a;
+    Diags *d;
+    Func *f;
+    Block *b;
+} Lower;
+
+/* sema_ops.c -- every function reports its own errors (at loc) and returns
+ * SV_ERROR (or 0 for ValId) after an error; given an SV_ERROR operand it
+ * returns SV_ERROR without a new message. */
+
+/* A qualified name of the triton namespace (after import aliases are
+ * resolved): dtypes ("triton.language.float32" -> CK_DTYPE), builtin
+ * functions (-> SV_BUILTIN), namespaces (-> SV_MODULE). */
+SVal lower_global(Lower *L, const char *qual, Loc loc);
+/* x.name: value attributes (dtype, shape, T), methods (-> SV_METHOD),
+ * members of namespaces (via lower_global), attributes of dtype constants. */
+SVal lower_attr(Lower *L, SVal x, const char *name, Loc loc);
+/* Calls fn (SV_BUILTIN or SV_METHOD) with positional and keyword arguments.
+ * Keyword argument values are already evaluated. */
+SVal lower_call(Lower *L, SVal fn, const SVal *args, int nargs, const char *const *kwnames,
+                const SVal *kwvals, int nkw, Loc loc);
+/* Python operators on constants (Python semantics, folded) and values
+ * (Triton semantics: promotion, broadcasting, explicit casts in the IR). */
+SVal lower_binop(Lower *L, BinOp op, SVal x, SVal y, Loc loc);
+SVal lower_unop(Lower *L, UnOp op, SVal x, Loc loc);
+SVal lower_compare(Lower *L, CmpOp op, SVal x, SVal y, Loc loc);
+/* `and`/`or` on two already evaluated operands (constexpr: Python value
+ * semantics; values: logical and/or of i1 tiles). */
+SVal lower_boolop(Lower *L, BoolOpKind op, SVal x, SVal y, Loc loc);
+/* x[idx...] with idx elements SV_SLICE (`:`), SV_NONE (new axis) or
+ * constant ints on tuples. */
+SVal lower_subscript(Lower *L, SVal x, const SVal *idx, int n, Loc loc);
+/* Materializes x as an IR value: constants become `const` (Python int ->
+ * i32, or i64 when out of i32 range; float -> fp32; bool -> i1). */
+ValId lower_value(Lower *L, SVal x, Loc loc);
+/* Converts v to type ty: dtype cast, then broadcast of shape (used for
+ * loop-carried and if-yielded values).  Reports an error when the shape
+ * cannot be broadcast. */
+ValId lower_convert(Lower *L, ValId v, Type ty, Loc loc);
+/* The truth value of a condition: *is_const with *cval for constexprs,
+ * else an i1 scalar IR value (ints/floats compared with 0).  Tiles are an
+ * error.  Returns false after an error. */
+bool lower_truth(Lower *L, SVal x, bool *is_const, bool *cval, ValId *v, Loc loc);
+/* Writes a constant the way Python would print it (for ConstParam). */
+const char *const_repr(Arena *a, ConstVal c);
+
+/* ------------------------------------------------------------------ */
+/* interp.c                                                            */
+/* ------------------------------------------------------------------ */
+
+/* One runtime argument, in the order of Func.params. */
+typedef struct InterpArg {
+    void *data;     /* pointer params: host buffer */
+    int64_t nbytes; /* its size in bytes (bounds checks) */
+    int64_t i;      /* integer scalars */
+    double f;       /* float scalars */
+} InterpArg;
+
+typedef enum InterpMode {
+    IM_AS_WRITTEN, /* each float op rounded to its dtype (fp32, fp16, bf16) */
+    IM_F64,        /* every float computed in double; float buffers hold doubles */
+} InterpMode;
+
+/* Runs every program of the grid, in order (x fastest).  Errors (out-of-
+ * bounds access, failed device_assert, ...) name the source line and the
+ * program id and stop the run.  Returns true on success. */
+bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs,
+                InterpMode mode, Diags *d);
+
+#endif

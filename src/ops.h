@@ -1,0 +1,122 @@
+/* ops.h -- the one table of IR operations.
+ *
+ * Every op is listed here once.  The OpKind enum, the name table used by the
+ * printer and the parser, the verifier's arity checks and the per-mode
+ * "has a derivative rule" checks are all generated from these rows, so an op
+ * cannot be half-added.  Include after defining X (see kad_int.h).
+ *
+ * Columns:
+ *   enum      OP_ name
+ *   name      spelling in the textual IR
+ *   nargs     operand count, -1 = variadic (checked by the verifier per op)
+ *   nres      result count, -1 = variadic (structured control flow)
+ *   nreg      region count
+ *   pure      1 = no side effects (may be removed when unused, recomputed)
+ *   ew        1 = elementwise: all operands and the result have one shape
+ *   diff      how AD treats it: D differentiable (needs a rule), Z zero
+ *             derivative / not a float op (indices, masks, comparisons),
+ *             M memory (load/store: shadow-pointer rules), C control flow
+ *
+ * Attributes (Inst fields) used by each op are documented in its comment.
+ * Binary elementwise ops take operands of identical type (sema inserts the
+ * broadcasts and casts); comparisons return i1 of the operand shape.
+ */
+#define KAD_OPS(X) \
+  /* enum              name            nargs nres nreg pure ew diff */ \
+  /* constants and indices */ \
+  X(OP_CONST,          "const",          0,  1,  0,  1,  0, 'Z') /* ival or fval by result dtype; tile result = all lanes equal */ \
+  X(OP_PROGRAM_ID,     "program_id",     0,  1,  0,  1,  0, 'Z') /* ival = axis 0..2; result i32 */ \
+  X(OP_NUM_PROGRAMS,   "num_programs",   0,  1,  0,  1,  0, 'Z') /* ival = axis 0..2; result i32 */ \
+  X(OP_ARANGE,         "arange",         0,  1,  0,  1,  0, 'Z') /* ival = start; result i32[end-start] */ \
+  /* elementwise arithmetic (float and int) */ \
+  X(OP_ADD,            "add",            2,  1,  0,  1,  1, 'D') \
+  X(OP_SUB,            "sub",            2,  1,  0,  1,  1, 'D') \
+  X(OP_MUL,            "mul",            2,  1,  0,  1,  1, 'D') \
+  X(OP_DIV,            "div",            2,  1,  0,  1,  1, 'D') /* float: true division; int: C (truncating) division */ \
+  X(OP_REM,            "rem",            2,  1,  0,  1,  1, 'D') /* int: C remainder (sign of dividend); float: fmod */ \
+  X(OP_POW,            "pow",            2,  1,  0,  1,  1, 'D') /* float only */ \
+  X(OP_MAXIMUM,        "maximum",        2,  1,  0,  1,  1, 'D') \
+  X(OP_MINIMUM,        "minimum",        2,  1,  0,  1,  1, 'D') \
+  X(OP_ATAN2,          "atan2",          2,  1,  0,  1,  1, 'D') \
+  X(OP_NEG,            "neg",            1,  1,  0,  1,  1, 'D') \
+  X(OP_ABS,            "abs",            1,  1,  0,  1,  1, 'D') \
+  /* elementwise integer / bitwise / logical (i1 for logical) */ \
+  X(OP_AND,            "and",            2,  1,  0,  1,  1, 'Z') \
+  X(OP_OR,             "or",             2,  1,  0,  1,  1, 'Z') \
+  X(OP_XOR,            "xor",            2,  1,  0,  1,  1, 'Z') \
+  X(OP_NOT,            "not",            1,  1,  0,  1,  1, 'Z') /* bitwise not; logical not on i1 */ \
+  X(OP_SHL,            "shl",            2,  1,  0,  1,  1, 'Z') \
+  X(OP_SHR,            "shr",            2,  1,  0,  1,  1, 'Z') /* arithmetic for signed, logical for unsigned */ \
+  X(OP_UMULHI,         "umulhi",         2,  1,  0,  1,  1, 'Z') \
+  /* comparisons: result i1 */ \
+  X(OP_LT,             "lt",             2,  1,  0,  1,  1, 'Z') \
+  X(OP_LE,             "le",             2,  1,  0,  1,  1, 'Z') \
+  X(OP_GT,             "gt",             2,  1,  0,  1,  1, 'Z') \
+  X(OP_GE,             "ge",             2,  1,  0,  1,  1, 'Z') \
+  X(OP_EQ,             "eq",             2,  1,  0,  1,  1, 'Z') \
+  X(OP_NE,             "ne",             2,  1,  0,  1,  1, 'Z') \
+  X(OP_ISNAN,          "isnan",          1,  1,  0,  1,  1, 'Z') \
+  X(OP_ISINF,          "isinf",          1,  1,  0,  1,  1, 'Z') \
+  /* elementwise math (float only) */ \
+  X(OP_EXP,            "exp",            1,  1,  0,  1,  1, 'D') \
+  X(OP_EXP2,           "exp2",           1,  1,  0,  1,  1, 'D') \
+  X(OP_EXPM1,          "expm1",          1,  1,  0,  1,  1, 'D') \
+  X(OP_LOG,            "log",            1,  1,  0,  1,  1, 'D') \
+  X(OP_LOG2,           "log2",           1,  1,  0,  1,  1, 'D') \
+  X(OP_LOG1P,          "log1p",          1,  1,  0,  1,  1, 'D') \
+  X(OP_SQRT,           "sqrt",           1,  1,  0,  1,  1, 'D') \
+  X(OP_RSQRT,          "rsqrt",          1,  1,  0,  1,  1, 'D') \
+  X(OP_SIGMOID,        "sigmoid",        1,  1,  0,  1,  1, 'D') \
+  X(OP_SIN,            "sin",            1,  1,  0,  1,  1, 'D') \
+  X(OP_COS,            "cos",            1,  1,  0,  1,  1, 'D') \
+  X(OP_TAN,            "tan",            1,  1,  0,  1,  1, 'D') \
+  X(OP_ASIN,           "asin",           1,  1,  0,  1,  1, 'D') \
+  X(OP_ACOS,           "acos",           1,  1,  0,  1,  1, 'D') \
+  X(OP_ATAN,           "atan",           1,  1,  0,  1,  1, 'D') \
+  X(OP_SINH,           "sinh",           1,  1,  0,  1,  1, 'D') \
+  X(OP_COSH,           "cosh",           1,  1,  0,  1,  1, 'D') \
+  X(OP_TANH,           "tanh",           1,  1,  0,  1,  1, 'D') \
+  X(OP_ERF,            "erf",            1,  1,  0,  1,  1, 'D') \
+  X(OP_FLOOR,          "floor",          1,  1,  0,  1,  1, 'Z') \
+  X(OP_CEIL,           "ceil",           1,  1,  0,  1,  1, 'Z') \
+  X(OP_TRUNC,          "trunc",          1,  1,  0,  1,  1, 'Z') \
+  X(OP_RINT,           "rint",           1,  1,  0,  1,  1, 'Z') /* round half to even */ \
+  X(OP_FMA,            "fma",            3,  1,  0,  1,  1, 'D') /* a*b+c */ \
+  X(OP_WHERE,          "where",          3,  1,  0,  1,  1, 'D') /* cond(i1), a, b */ \
+  /* conversions */ \
+  X(OP_CAST,           "cast",           1,  1,  0,  1,  1, 'D') /* to the result dtype (value conversion) */ \
+  X(OP_BITCAST,        "bitcast",        1,  1,  0,  1,  1, 'Z') /* same width reinterpretation; ptr<->ptr */ \
+  /* hints: identity on values, kept for the Triton emitter */ \
+  X(OP_MULTIPLE_OF,    "multiple_of",    1,  1,  0,  1,  1, 'Z') /* ints = the multiples per axis (nints = rank, or 1) */ \
+  X(OP_MAX_CONTIGUOUS, "max_contiguous", 1,  1,  0,  1,  1, 'Z') /* ints as above */ \
+  /* shape ops */ \
+  X(OP_BROADCAST,      "broadcast",      1,  1,  0,  1,  0, 'D') /* to the result shape; rank-0 or same-rank size-1 axes */ \
+  X(OP_EXPAND_DIMS,    "expand_dims",    1,  1,  0,  1,  0, 'D') /* ival = axis (normalized, 0..rank) */ \
+  X(OP_RESHAPE,        "reshape",        1,  1,  0,  1,  0, 'D') /* to the result shape, row-major, same numel */ \
+  X(OP_PERMUTE,        "permute",        1,  1,  0,  1,  0, 'D') /* ints = perm, nints = rank; trans = permute [1,0] */ \
+  /* reductions and scans; ival = axis (normalized) */ \
+  X(OP_SUM,            "sum",            1,  1,  0,  1,  0, 'D') /* flags KEEP_DIMS */ \
+  X(OP_MAX,            "max",            1,  1,  0,  1,  0, 'D') /* flags KEEP_DIMS */ \
+  X(OP_MIN,            "min",            1,  1,  0,  1,  0, 'D') /* flags KEEP_DIMS */ \
+  X(OP_ARGMAX,         "argmax",         1,  1,  0,  1,  0, 'Z') /* result i32; first index of the max; flags KEEP_DIMS */ \
+  X(OP_ARGMIN,         "argmin",         1,  1,  0,  1,  0, 'Z') /* result i32; first index of the min; flags KEEP_DIMS */ \
+  X(OP_CUMSUM,         "cumsum",         1,  1,  0,  1,  0, 'D') /* flags REVERSE */ \
+  X(OP_CUMPROD,        "cumprod",        1,  1,  0,  1,  0, 'D') /* flags REVERSE */ \
+  /* matrix product: a[M,K], b[K,N], acc[M,N]; ival = input precision (DotPrec) */ \
+  X(OP_DOT,            "dot",            3,  1,  0,  1,  0, 'D') \
+  /* random numbers (Philox 4x32-10, like tl.rand/randn/randint): seed (scalar int), offset (int tile) */ \
+  X(OP_RAND,           "rand",           2,  1,  0,  1,  1, 'Z') /* uniform fp32 in [0, 1) */ \
+  X(OP_RANDN,          "randn",          2,  1,  0,  1,  1, 'Z') /* standard normal fp32 */ \
+  X(OP_RANDINT,        "randint",        2,  1,  0,  1,  1, 'Z') /* u32 */ \
+  /* memory */ \
+  X(OP_ADDPTR,         "addptr",         2,  1,  0,  1,  1, 'Z') /* ptr + int offset (in elements of the pointee) */ \
+  X(OP_LOAD,           "load",          -1,  1,  0,  0,  1, 'M') /* ptr [, mask [, other]]: flags HAS_MASK, HAS_OTHER */ \
+  X(OP_STORE,          "store",         -1,  0,  0,  0,  1, 'M') /* ptr, value [, mask]: flags HAS_MASK */ \
+  X(OP_ATOMIC_ADD,     "atomic_add",    -1,  1,  0,  0,  1, 'M') /* ptr, value [, mask] -> old value; flags HAS_MASK */ \
+  X(OP_ASSERT,         "assert",         1,  0,  0,  0,  0, 'Z') /* device_assert: cond (i1, any shape); sattr = message */ \
+  /* structured control flow (see kad_int.h, "Structured control flow") */ \
+  X(OP_FOR,            "for",           -1, -1,  1,  0,  0, 'C') /* lb, ub, step, inits... ; region params: iv, carried... */ \
+  X(OP_IF,             "if",             1, -1,  2,  0,  0, 'C') /* cond (i1 scalar); regions then, else */ \
+  X(OP_WHILE,          "while",         -1, -1,  2,  0,  0, 'C') /* inits...; regions cond (ends in condition), body */ \
+  X(OP_YIELD,          "yield",         -1,  0,  0,  0,  0, 'C') /* terminator of for/if/while-body regions */ \
+  X(OP_CONDITION,      "condition",      1,  0,  0,  0,  0, 'C') /* terminator of a while's cond region: cond (i1 scalar) */
