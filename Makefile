@@ -17,7 +17,7 @@ VPY     := $(VENV)/bin/python
 FUZZ_SECONDS ?= 60
 
 SRCS := src/util.c src/lex.c src/parse_py.c src/sema.c src/ir.c src/irparse.c \
-        src/sema_ops.c src/verify.c src/pass.c src/interp.c src/kad.c
+        src/sema_ops.c src/verify.c src/pass.c src/interp.c src/kad.c src/ad_rev.c src/check.c src/emit_triton.c
 HDRS := src/kad_int.h src/ops.h include/kad.h
 
 OBJS        := $(SRCS:src/%.c=build/obj/%.o)
@@ -49,17 +49,17 @@ build/libkad.so: $(PIC_OBJS)
 	$(CC) -shared -o $@ $^ -lm
 build/kad: src/main.c build/libkad.a $(HDRS)
 	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) src/main.c build/libkad.a -lm -o $@
-build/test_c: tests/c/test_main.c build/libkad.a $(HDRS)
+build/test_c: $(wildcard tests/c/*.c) build/libkad.a $(HDRS)
 	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -Isrc tests/c/test_main.c build/libkad.a -lm -o $@
 
 # Sanitizer builds: the CLI and the C tests, then the C tests and the golden tests.
 build/asan/kad: src/main.c $(ASAN_OBJS)
 	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_ASAN) src/main.c $(ASAN_OBJS) -lm -o $@
-build/asan/test_c: tests/c/test_main.c $(ASAN_OBJS)
+build/asan/test_c: $(wildcard tests/c/*.c) $(ASAN_OBJS)
 	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_ASAN) -Isrc tests/c/test_main.c $(ASAN_OBJS) -lm -o $@
 build/ubsan/kad: src/main.c $(UBSAN_OBJS)
 	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_UBSAN) src/main.c $(UBSAN_OBJS) -lm -o $@
-build/ubsan/test_c: tests/c/test_main.c $(UBSAN_OBJS)
+build/ubsan/test_c: $(wildcard tests/c/*.c) $(UBSAN_OBJS)
 	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_UBSAN) -Isrc tests/c/test_main.c $(UBSAN_OBJS) -lm -o $@
 
 asan: build/asan/kad build/asan/test_c
@@ -75,7 +75,8 @@ build/fuzz_frontend: fuzz/fuzz_frontend.c $(SRCS) $(HDRS)
 	clang -g -O1 $(CPPFLAGS) -fsanitize=fuzzer,address,undefined -Isrc fuzz/fuzz_frontend.c $(SRCS) -lm -o $@
 fuzz: build/fuzz_frontend
 	@mkdir -p build/fuzz-corpus
-	cp -n examples/*.py tests/kernels/*.py build/fuzz-corpus/ 2>/dev/null || true
+	for f in examples/*.py tests/kernels/*.py tests/sema/*.py; do \
+	    [ -f "$$f" ] && (echo; cat "$$f") > build/fuzz-corpus/seed-$$(basename $$f); done; true
 	build/fuzz_frontend -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=8192 \
 	    -dict=fuzz/python.dict build/fuzz-corpus
 
@@ -96,7 +97,7 @@ demo: all venv
 
 bench: all
 	$(CC) $(WARN) $(CPPFLAGS) -O2 -Isrc bench/frontend_bench.c build/libkad.a -lm -o build/frontend_bench
-	build/frontend_bench bench/kernels/long_kernel.py long_kernel
+	build/frontend_bench bench/kernels/long_kernel.py fused_block_kernel "x_ptr=*fp32,gate_ptr=*fp32,res_ptr=*fp32,w_ptr=*fp32,b_ptr=*fp32,out_ptr=*fp32,mean_ptr=*fp32,rstd_ptr=*fp32,max_ptr=*fp32,n_rows=i32,n_cols=i32,stride_x=i32,stride_out=i32,eps=fp32,seed=i32,ACT='gelu_tanh',P=0.1,HAS_BIAS=True,HAS_RESIDUAL=True,BLOCK=1024" 500
 
 test: all venv
 	build/test_c

@@ -90,6 +90,38 @@ const char *kad_diagnostics(kad_ctx *c);
 /* Forgets the diagnostics reported so far. */
 void kad_clear_diagnostics(kad_ctx *c);
 
+/* ---- Reverse-mode AD (docs/AD.md) ---- */
+
+/* The backward kernel of k: same grid, parameters = k's runtime parameters,
+ * then d_<out> for each output in `out`, then d_<x> for each input in `wrt`
+ * (comma-separated pointer-parameter names, e.g. "x_ptr,w_ptr").  The
+ * caller zero-fills the input gradients; output gradients are only read.
+ * NULL with located diagnostics when k cannot be differentiated. */
+kad_kernel *kad_grad(kad_kernel *k, const char *wrt, const char *out);
+
+/* Options of kad_check.  Zero fields take the defaults. */
+typedef struct kad_check_opts {
+    const char *wrt, *out; /* as for kad_grad */
+    int64_t grid[3];       /* programs; 0 in y/z means 1 */
+    const char *shapes;    /* element count of every pointer parameter: "x_ptr=64x128,w_ptr=128" */
+    const char *args;      /* value of every scalar parameter: "n_cols=128,eps=1e-5" */
+    const char *ranges;    /* optional input distributions: "x_ptr=0.5:2" (default -1:1) */
+    uint64_t seed;         /* random inputs, cotangents, directions (default 1) */
+    int directions;        /* random directions per input (default 4) */
+    int64_t elem_limit;    /* per-element check up to this many elements (default 4096; <0: never) */
+    double rtol;           /* relative tolerance (default 1e-6) */
+} kad_check_opts;
+
+/* Checks kad_grad(k) against float64 central finite differences on the
+ * interpreter.  Returns the report (one line per input, then PASS or FAIL)
+ * and sets *passed to 1 or 0; NULL on error (see kad_diagnostics). */
+const char *kad_check(kad_kernel *k, const kad_check_opts *o, int *passed);
+
+/* The kernel as a Python module holding one @triton.jit function that
+ * computes what k computes (see docs/EMIT.md); owned by the context.  NULL
+ * with a located diagnostic when some IR construct has no Triton spelling. */
+const char *kad_kernel_triton(kad_kernel *k);
+
 #ifdef __cplusplus
 }
 #endif

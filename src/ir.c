@@ -1,11 +1,590 @@
-/* ir.c -- STUB, to be written (IR helper). */
+/* ir.c -- construction of the tile IR and its textual form.
+ *
+ * Job: the builder helpers every producer of IR uses (sema, irparse, the
+ * passes), the op table and op_by_name, and the printer (ir_print).
+ *
+ * Invariants kept by the builders:
+ *   - Func.vals.v[0] is a dummy value, so ValId 0 means "no value";
+ *   - every result and region parameter is a fresh value (defined once);
+ *   - an Inst owns arena arrays for args, results and regions; regions are
+ *     separate Block objects, so only the Inst array of the parent block
+ *     moves when it grows: a Block* obtained from ir_inst_add_region stays
+ *     valid while the builder emits into it, and the builder re-fetches the
+ *     parent Inst (&b->insts.v[idx]) after emitting into nested regions.
+ *
+ * The printer writes exactly the format documented in docs/IR.md ("Textual
+ * IR"); irparse.c reads it back and print(parse(print(f))) == print(f).
+ * Requires: types and values as built here.  Guarantees: deterministic
+ * output (names depend only on the Func, never on addresses).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "kad_int.h"
+
 const OpInfo op_info[OP_COUNT] = {
 #define X(e, name, nargs, nres, nreg, pure, ew, diff) [e] = {name, nargs, nres, nreg, pure, ew, diff},
     KAD_OPS(X)
 #undef X
 };
-OpKind op_by_name(const char *s, size_t n) { (void)s; (void)n; return OP_COUNT; }
-Func *ir_func_new(Arena *a, const char *name, Loc loc) { Func *f = arena_alloc(a, sizeof *f); f->a = a; f->name = name; f->loc = loc; return f; }
-void ir_print(Buf *b, const Func *f) { (void)f; buf_puts(b, "# printer not implemented\n"); }
-char *ir_to_string(Arena *a, const Func *f) { Buf b = {.a = a}; ir_print(&b, f); return (char *)buf_str(&b); }
+
+OpKind op_by_name(const char *s, size_t n)
+{
+    for (int op = 0; op < OP_COUNT; op++)
+        if (strlen(op_info[op].name) == n && memcmp(op_info[op].name, s, n) == 0)
+            return (OpKind)op;
+    return OP_COUNT;
+}
+
+/* ------------------------------------------------------------------ */
+/* Construction                                                        */
+/* ------------------------------------------------------------------ */
+
+Func *ir_func_new(Arena *a, const char *name, Loc loc)
+{
+    Func *f = arena_alloc(a, sizeof *f);
+    f->a = a;
+    f->name = name ? arena_strdup(a, name) : "kernel";
+    f->loc = loc;
+    Value dummy = {0};
+    vec_push(a, f->vals, dummy); /* ValId 0 = "none" */
+    f->body = ir_block_new(f);
+    return f;
+}
+
+ValId ir_value_new(Func *f, Type ty, const char *name, Loc loc)
+{
+    Value v = {.ty = ty, .name = name ? arena_strdup(f->a, name) : NULL, .loc = loc};
+    if (f->vals.n == 0) { /* a Func not made by ir_func_new: keep 0 = none */
+        Value dummy = {0};
+        vec_push(f->a, f->vals, dummy);
+    }
+    vec_push(f->a, f->vals, v);
+    return (ValId)(f->vals.n - 1);
+}
+
+/* Appends x to an arena array of n elements by copying (arrays here are
+ * short: parameters, regions). */
+static void *array_append(Arena *a, const void *old, int n, const void *x, size_t elem)
+{
+    char *p = arena_alloc(a, (size_t)(n + 1) * elem);
+    if (n)
+        memcpy(p, old, (size_t)n * elem);
+    memcpy(p + (size_t)n * elem, x, elem);
+    return p;
+}
+
+ValId ir_param_add(Func *f, Type ty, const char *name, Loc loc)
+{
+    ValId v = ir_value_new(f, ty, name, loc);
+    f->params = array_append(f->a, f->params, f->nparams, &v, sizeof v);
+    f->nparams++;
+    return v;
+}
+
+Block *ir_block_new(Func *f) { return arena_alloc(f->a, sizeof(Block)); }
+
+ValId ir_block_param_add(Func *f, Block *b, Type ty, const char *name, Loc loc)
+{
+    ValId v = ir_value_new(f, ty, name, loc);
+    b->params = array_append(f->a, b->params, b->nparams, &v, sizeof v);
+    b->nparams++;
+    return v;
+}
+
+Inst *ir_emit(Func *f, Block *b, OpKind op, const ValId *args, int nargs,
+              const Type *res_types, int nres, Loc loc)
+{
+    ASSERT((unsigned)op < OP_COUNT && nargs >= 0 && nres >= 0);
+    Inst in = {0};
+    in.op = (uint16_t)op;
+    in.loc = loc;
+    in.nargs = nargs;
+    if (nargs) {
+        in.args = arena_alloc(f->a, (size_t)nargs * sizeof *in.args);
+        memcpy(in.args, args, (size_t)nargs * sizeof *in.args);
+    }
+    in.nres = nres;
+    if (nres) {
+        in.res = arena_alloc(f->a, (size_t)nres * sizeof *in.res);
+        for (int i = 0; i < nres; i++)
+            in.res[i] = ir_value_new(f, res_types[i], NULL, loc);
+    }
+    vec_push(f->a, b->insts, in);
+    return &b->insts.v[b->insts.n - 1];
+}
+
+ValId ir_op1(Func *f, Block *b, OpKind op, Type ty, ValId x, Loc loc)
+{
+    return ir_emit(f, b, op, &x, 1, &ty, 1, loc)->res[0];
+}
+
+ValId ir_op2(Func *f, Block *b, OpKind op, Type ty, ValId x, ValId y, Loc loc)
+{
+    ValId a[2] = {x, y};
+    return ir_emit(f, b, op, a, 2, &ty, 1, loc)->res[0];
+}
+
+ValId ir_op3(Func *f, Block *b, OpKind op, Type ty, ValId x, ValId y, ValId z, Loc loc)
+{
+    ValId a[3] = {x, y, z};
+    return ir_emit(f, b, op, a, 3, &ty, 1, loc)->res[0];
+}
+
+ValId ir_const_int(Func *f, Block *b, Type ty, int64_t v, Loc loc)
+{
+    Inst *in = ir_emit(f, b, OP_CONST, NULL, 0, &ty, 1, loc);
+    in->ival = v;
+    return in->res[0];
+}
+
+ValId ir_const_float(Func *f, Block *b, Type ty, double v, Loc loc)
+{
+    Inst *in = ir_emit(f, b, OP_CONST, NULL, 0, &ty, 1, loc);
+    in->fval = v;
+    return in->res[0];
+}
+
+Block *ir_inst_add_region(Func *f, Inst *inst)
+{
+    Block *r = ir_block_new(f);
+    inst->regions = array_append(f->a, inst->regions, inst->nregions, &r, sizeof r);
+    inst->nregions++;
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Printer                                                             */
+/* ------------------------------------------------------------------ */
+
+/* Printed names.  Every value defined in f gets one name, assigned in
+ * order of definition (kernel params; then, per instruction, the params
+ * and instructions of its regions, then its results -- a loop's results
+ * exist only after the loop).  A value with a source-name hint prints as
+ * the hint when that name is still free, else as hint.N with the smallest
+ * free N >= 1; a value without a hint as %N, N counting from 0.  Hints
+ * that are purely numeric count as no hint, so the two kinds of names never
+ * collide, and the names printed form valid hints again: reading the text
+ * back and printing it gives the same names. */
+typedef struct Namer {
+    Arena *a;
+    const char **names; /* by ValId; NULL: not defined anywhere */
+    int nvals;
+    const char **set; /* open-addressing set of the names in use */
+    uint32_t mask;
+    int next_num; /* the next %N */
+} Namer;
+
+static uint32_t str_hash(const char *s)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+static bool namer_used(const Namer *nm, const char *s)
+{
+    for (uint32_t i = str_hash(s) & nm->mask;; i = (i + 1) & nm->mask) {
+        if (!nm->set[i])
+            return false;
+        if (!strcmp(nm->set[i], s))
+            return true;
+    }
+}
+
+static void namer_insert(Namer *nm, const char *s)
+{
+    uint32_t i = str_hash(s) & nm->mask;
+    while (nm->set[i])
+        i = (i + 1) & nm->mask;
+    nm->set[i] = s;
+}
+
+/* The hint as it may be printed: NULL when absent or purely numeric;
+ * characters outside [A-Za-z0-9_.] become '_' so the name lexes. */
+static const char *clean_hint(Arena *a, const char *h)
+{
+    if (!h || !*h)
+        return NULL;
+    bool numeric = true, clean = true;
+    for (const char *p = h; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c < '0' || c > '9')
+            numeric = false;
+        if (!(c == '_' || c == '.' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+              (c >= 'A' && c <= 'Z')))
+            clean = false;
+    }
+    if (numeric)
+        return NULL;
+    if (clean)
+        return h;
+    char *s = arena_strdup(a, h);
+    for (char *p = s; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (!(c == '_' || c == '.' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+              (c >= 'A' && c <= 'Z')))
+            *p = '_';
+    }
+    return s;
+}
+
+static void namer_define(Namer *nm, const Func *f, ValId v)
+{
+    if (v <= 0 || v >= nm->nvals || nm->names[v])
+        return; /* invalid or defined twice: the verifier reports it */
+    const char *h = clean_hint(nm->a, f->vals.v[v].name);
+    const char *s;
+    if (!h) {
+        s = arena_printf(nm->a, "%d", nm->next_num++);
+    } else if (!namer_used(nm, h)) {
+        s = h;
+    } else {
+        for (int n = 1;; n++) {
+            s = arena_printf(nm->a, "%s.%d", h, n);
+            if (!namer_used(nm, s))
+                break;
+        }
+    }
+    namer_insert(nm, s);
+    nm->names[v] = s;
+}
+
+static void namer_block(Namer *nm, const Func *f, const Block *b)
+{
+    for (int i = 0; i < b->nparams; i++)
+        namer_define(nm, f, b->params[i]);
+    for (int i = 0; i < b->insts.n; i++) {
+        const Inst *in = &b->insts.v[i];
+        for (int r = 0; r < in->nregions; r++)
+            if (in->regions[r])
+                namer_block(nm, f, in->regions[r]);
+        for (int r = 0; r < in->nres; r++)
+            namer_define(nm, f, in->res[r]);
+    }
+}
+
+static void namer_init(Namer *nm, Arena *a, const Func *f)
+{
+    nm->a = a;
+    nm->nvals = f->vals.n;
+    nm->names = arena_alloc(a, (size_t)(f->vals.n + 1) * sizeof *nm->names);
+    uint32_t cap = 16;
+    while (cap < 2u * (uint32_t)f->vals.n + 16)
+        cap *= 2;
+    nm->set = arena_alloc(a, cap * sizeof *nm->set);
+    nm->mask = cap - 1;
+    nm->next_num = 0;
+    for (int i = 0; i < f->nparams; i++)
+        namer_define(nm, f, f->params[i]);
+    if (f->body)
+        namer_block(nm, f, f->body);
+}
+
+const char **ir_names(Arena *a, const Func *f)
+{
+    Namer nm;
+    namer_init(&nm, a, f);
+    return nm.names;
+}
+
+typedef struct Printer {
+    Buf *b;
+    const Func *f;
+    Namer nm;
+} Printer;
+
+static void put_val(Printer *p, ValId v)
+{
+    if (v > 0 && v < p->nm.nvals && p->nm.names[v])
+        buf_printf(p->b, "%%%s", p->nm.names[v]);
+    else
+        buf_printf(p->b, "%%?%d", (int)v); /* not defined: invalid IR, printed for debugging */
+}
+
+static void put_type_of(Printer *p, ValId v)
+{
+    if (v > 0 && v < p->f->vals.n)
+        type_print(p->b, p->f->vals.v[v].ty);
+    else
+        buf_puts(p->b, "?");
+}
+
+static void indent(Printer *p, int depth)
+{
+    for (int i = 0; i < depth; i++)
+        buf_puts(p->b, "  ");
+}
+
+/* Floats print like Python's repr: the fewest significant digits that
+ * read back (strtod) to the same double, in fixed notation when the
+ * decimal exponent is in [-4, 16), else in scientific notation; always
+ * with a '.', 'e', "inf" or "nan" so the text stays a float literal. */
+void ir_format_float(Buf *b, double x)
+{
+    if (isnan(x)) {
+        buf_puts(b, "nan");
+        return;
+    }
+    if (isinf(x)) {
+        buf_puts(b, x < 0 ? "-inf" : "inf");
+        return;
+    }
+    char tmp[64];
+    int prec = 1;
+    for (; prec < 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, x);
+        if (strtod(tmp, NULL) == x)
+            break;
+    }
+    snprintf(tmp, sizeof tmp, "%.*e", prec - 1, x);
+    int exp10 = atoi(strchr(tmp, 'e') + 1);
+    if (exp10 >= -4 && exp10 < 16) {
+        int decimals = prec - 1 - exp10;
+        snprintf(tmp, sizeof tmp, "%.*f", decimals > 1 ? decimals : 1, x);
+    }
+    buf_puts(b, tmp);
+}
+
+static void put_string(Buf *b, const char *s)
+{
+    buf_putc(b, '"');
+    for (const unsigned char *q = (const unsigned char *)s; *q; q++) {
+        if (*q == '"' || *q == '\\')
+            buf_printf(b, "\\%c", *q);
+        else if (*q == '\n')
+            buf_puts(b, "\\n");
+        else if (*q == '\t')
+            buf_puts(b, "\\t");
+        else if (*q < 0x20 || *q == 0x7f)
+            buf_printf(b, "\\x%02x", *q);
+        else
+            buf_putc(b, (char)*q);
+    }
+    buf_putc(b, '"');
+}
+
+static const char *const dot_prec_names[] = {"default", "tf32", "tf32x3", "ieee"};
+
+const char *ir_dot_prec_name(int prec)
+{
+    return prec >= 0 && prec < 4 ? dot_prec_names[prec] : "?";
+}
+
+static bool is_reduction(OpKind op)
+{
+    return op == OP_SUM || op == OP_MAX || op == OP_MIN || op == OP_ARGMAX || op == OP_ARGMIN;
+}
+
+/* Attributes in braces after the operands ({axis = 1, keep_dims}, ...). */
+static void put_attrs(Printer *p, const Inst *in)
+{
+    Buf *b = p->b;
+    OpKind op = (OpKind)in->op;
+    if (is_reduction(op)) {
+        buf_printf(b, " {axis = %lld%s}", (long long)in->ival, in->flags & IF_KEEP_DIMS ? ", keep_dims" : "");
+    } else if (op == OP_CUMSUM || op == OP_CUMPROD) {
+        buf_printf(b, " {axis = %lld%s}", (long long)in->ival, in->flags & IF_REVERSE ? ", reverse" : "");
+    } else if (op == OP_EXPAND_DIMS) {
+        buf_printf(b, " {axis = %lld}", (long long)in->ival);
+    } else if (op == OP_PERMUTE || op == OP_MULTIPLE_OF || op == OP_MAX_CONTIGUOUS) {
+        buf_printf(b, " {%s = [", op == OP_PERMUTE ? "perm" : "values");
+        for (int i = 0; i < in->nints && i < KAD_MAX_RANK; i++)
+            buf_printf(b, i ? ", %d" : "%d", (int)in->ints[i]);
+        buf_puts(b, "]}");
+    } else if (op == OP_DOT) {
+        if (in->ival != DP_DEFAULT)
+            buf_printf(b, " {precision = %s}", ir_dot_prec_name((int)in->ival));
+    } else if (op == OP_ASSERT) {
+        buf_puts(b, " {msg = ");
+        put_string(b, in->sattr ? in->sattr : "");
+        buf_putc(b, '}');
+    }
+}
+
+static void print_block(Printer *p, const Block *blk, int depth);
+
+/* Values in a comma-separated list. */
+static void put_vals(Printer *p, const ValId *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (i)
+            buf_puts(p->b, ", ");
+        put_val(p, v[i]);
+    }
+}
+
+/* " -> (t1, t2)" after a control-flow header, omitted without results. */
+static void put_result_types(Printer *p, const Inst *in)
+{
+    if (!in->nres)
+        return;
+    buf_puts(p->b, " -> (");
+    for (int i = 0; i < in->nres; i++) {
+        if (i)
+            buf_puts(p->b, ", ");
+        put_type_of(p, in->res[i]);
+    }
+    buf_putc(p->b, ')');
+}
+
+/* A region's body and its closing brace at depth. */
+static void put_region(Printer *p, const Inst *in, int r, int depth)
+{
+    buf_puts(p->b, " {\n");
+    if (r < in->nregions && in->regions[r])
+        print_block(p, in->regions[r], depth + 1);
+    indent(p, depth);
+    buf_putc(p->b, '}');
+}
+
+/* "(%a = %a0, %b = %b0)": region params paired with initial values. */
+static void put_bindings(Printer *p, const Block *r, int pfirst, const ValId *inits, int ninits)
+{
+    int np = r ? r->nparams - pfirst : 0;
+    int n = np > ninits ? np : ninits;
+    buf_putc(p->b, '(');
+    for (int i = 0; i < n; i++) {
+        if (i)
+            buf_puts(p->b, ", ");
+        put_val(p, i < np ? r->params[pfirst + i] : 0);
+        buf_puts(p->b, " = ");
+        put_val(p, i < ninits ? inits[i] : 0);
+    }
+    buf_putc(p->b, ')');
+}
+
+static void print_inst(Printer *p, const Inst *in, int depth)
+{
+    Buf *b = p->b;
+    OpKind op = (OpKind)in->op;
+    indent(p, depth);
+    if (op >= OP_COUNT) {
+        buf_printf(b, "?op%d\n", (int)op);
+        return;
+    }
+    if (in->nres) {
+        put_vals(p, in->res, in->nres);
+        buf_puts(b, " = ");
+    }
+    buf_puts(b, op_info[op].name);
+    switch (op) {
+    case OP_FOR: {
+        const Block *r = in->nregions > 0 ? in->regions[0] : NULL;
+        buf_putc(b, ' ');
+        put_val(p, r && r->nparams > 0 ? r->params[0] : 0);
+        buf_puts(b, " = ");
+        put_val(p, in->nargs > 0 ? in->args[0] : 0);
+        buf_puts(b, " to ");
+        put_val(p, in->nargs > 1 ? in->args[1] : 0);
+        buf_puts(b, " step ");
+        put_val(p, in->nargs > 2 ? in->args[2] : 0);
+        if (in->nargs > 3 || (r && r->nparams > 1)) {
+            buf_puts(b, " iter_args");
+            put_bindings(p, r, 1, in->args + (in->nargs > 3 ? 3 : in->nargs),
+                         in->nargs > 3 ? in->nargs - 3 : 0);
+        }
+        put_result_types(p, in);
+        put_region(p, in, 0, depth);
+        break;
+    }
+    case OP_IF:
+        buf_putc(b, ' ');
+        put_vals(p, in->args, in->nargs);
+        put_result_types(p, in);
+        put_region(p, in, 0, depth);
+        buf_puts(b, " else");
+        put_region(p, in, 1, depth);
+        break;
+    case OP_WHILE: {
+        const Block *c = in->nregions > 0 ? in->regions[0] : NULL;
+        const Block *body = in->nregions > 1 ? in->regions[1] : NULL;
+        buf_putc(b, ' ');
+        put_bindings(p, c, 0, in->args, in->nargs);
+        put_result_types(p, in);
+        put_region(p, in, 0, depth);
+        buf_puts(b, " do (");
+        if (body)
+            put_vals(p, body->params, body->nparams);
+        buf_putc(b, ')');
+        put_region(p, in, 1, depth);
+        break;
+    }
+    default: {
+        /* immediates before the operands */
+        const Type *rt = in->nres ? &p->f->vals.v[in->res[0]].ty : NULL;
+        if (op == OP_CONST) {
+            if (rt && dtype_is_float((Dtype)rt->dt)) {
+                buf_putc(b, ' ');
+                ir_format_float(b, in->fval);
+            } else if (rt && rt->dt == DT_U64) {
+                buf_printf(b, " %llu", (unsigned long long)in->ival); /* stored as the bit pattern */
+            } else {
+                buf_printf(b, " %lld", (long long)in->ival);
+            }
+        } else if (op == OP_PROGRAM_ID || op == OP_NUM_PROGRAMS || op == OP_ARANGE) {
+            buf_printf(b, " %lld", (long long)in->ival);
+        }
+        /* operands; the optional ones of memory ops are keyword-prefixed */
+        for (int i = 0; i < in->nargs; i++) {
+            buf_puts(b, i ? ", " : " ");
+            if (op == OP_LOAD || op == OP_STORE || op == OP_ATOMIC_ADD) {
+                int nfixed = op == OP_LOAD ? 1 : 2;
+                if (i == nfixed && (in->flags & IF_HAS_MASK))
+                    buf_puts(b, "mask ");
+                else if (i >= nfixed && (in->flags & IF_HAS_OTHER))
+                    buf_puts(b, "other ");
+            }
+            put_val(p, in->args[i]);
+        }
+        put_attrs(p, in);
+        if (in->nres == 1) {
+            buf_puts(b, " : ");
+            put_type_of(p, in->res[0]);
+        }
+        break;
+    }
+    }
+    buf_putc(b, '\n');
+}
+
+static void print_block(Printer *p, const Block *blk, int depth)
+{
+    for (int i = 0; i < blk->insts.n; i++)
+        print_inst(p, &blk->insts.v[i], depth);
+}
+
+void ir_print(Buf *b, const Func *f)
+{
+    Printer p = {.b = b, .f = f};
+    namer_init(&p.nm, b->a, f);
+    buf_printf(b, "kernel @%s(", f->name ? f->name : "kernel");
+    for (int i = 0; i < f->nparams; i++) {
+        if (i)
+            buf_puts(b, ", ");
+        put_val(&p, f->params[i]);
+        buf_puts(b, ": ");
+        put_type_of(&p, f->params[i]);
+    }
+    buf_putc(b, ')');
+    if (f->consts.n) {
+        buf_puts(b, " [");
+        for (int i = 0; i < f->consts.n; i++)
+            buf_printf(b, "%s%s = %s", i ? ", " : "", f->consts.v[i].name, f->consts.v[i].value);
+        buf_putc(b, ']');
+    }
+    buf_puts(b, " {\n");
+    if (f->body)
+        print_block(&p, f->body, 1);
+    buf_puts(b, "}\n");
+}
+
+char *ir_to_string(Arena *a, const Func *f)
+{
+    Buf b = {.a = a};
+    ir_print(&b, f);
+    return (char *)buf_str(&b);
+}

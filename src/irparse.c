@@ -1,4 +1,1000 @@
-/* irparse.c -- STUB, to be written (IR helper). */
+/* irparse.c -- textual IR -> Func.
+ *
+ * Job: read back what ir_print writes (docs/IR.md, "Textual IR"), so every
+ * pass can be tested on its own and IR can be written by hand.
+ *
+ * Requires: nothing of the input -- any byte string is accepted without a
+ * crash (the fuzzer feeds garbage); nesting of regions is bounded.
+ * Guarantees: a Func built with the ir.c builders whose Locs point into the
+ * IR text (file:line:col); every name used was defined before, in the same
+ * region or an enclosing one; no name is defined twice; op names, result
+ * counts, operand keywords and attributes have the right syntax.  Types of
+ * operands are NOT checked here: that is the verifier's job (ir_verify),
+ * which callers run next.
+ *
+ * Lines matter: an instruction ends at the end of its line, which gives
+ * errors a precise place ("expected ':' and a type after the operands" at
+ * the end of the line).  Blank lines and comments (`#` to end of line) are
+ * skipped.  Value names are `%[A-Za-z0-9_.]+`; purely numeric names carry
+ * no hint, others become the value's source-name hint, so printing the
+ * parsed Func gives the same names back.
+ *
+ * The first error stops the parse (longjmp to ir_parse): later errors would
+ * mostly be consequences of the first.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "kad_int.h"
+
+#define MAX_DEPTH 100  /* regions nested deeper are refused */
+#define MAX_VALUES 256 /* operands / results / iter_args of one instruction */
+
+typedef enum PTok {
+    P_EOF, P_NL, P_VAL, P_AT, P_ID, P_INT, P_FLOAT, P_STR,
+    P_LPAREN, P_RPAREN, P_LBRACK, P_RBRACK, P_LBRACE, P_RBRACE,
+    P_COMMA, P_COLON, P_EQ, P_STAR, P_ARROW,
+} PTok;
+
+static const char *const ptok_names[] = {
+    "end of input", "end of line", "value name", "'@' name", "name", "integer", "float", "string",
+    "'('", "')'", "'['", "']'", "'{'", "'}'", "','", "':'", "'='", "'*'", "'->'",
+};
+
+typedef struct Tok {
+    PTok kind;
+    Loc loc;
+    const char *text; /* P_VAL, P_AT: the name after the sigil; else the token */
+    int len;
+    int64_t ival;     /* P_INT */
+    bool big;         /* P_INT above INT64_MAX: ival holds the u64 bit pattern */
+    double fval;      /* P_FLOAT (also P_INT's value) */
+    const char *str;  /* P_STR: decoded */
+} Tok;
+
+/* One name of the function: defined once; visible while its region is open. */
+typedef struct Entry {
+    const char *name;
+    ValId v;
+    bool visible;
+} Entry;
+
+typedef struct P {
+    Arena *a;
+    Diags *d;
+    Func *f;
+    const char *file;
+    const char *src, *pos; /* the text; where the lexer stands (after tok) */
+    int line;
+    const char *line_start;
+    Tok tok;               /* the current token */
+    jmp_buf fail;
+    Vec(Entry) ents;
+    int *table; /* open addressing: entry index + 1, 0 = empty */
+    uint32_t mask;
+    Vec(int) scope; /* entries defined in the open regions, innermost last */
+} P;
+
+static _Noreturn void perr(P *p, Loc loc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    diag_verror(p->d, loc, fmt, ap);
+    va_end(ap);
+    longjmp(p->fail, 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* Lexer                                                               */
+/* ------------------------------------------------------------------ */
+
+static bool is_name_char(char c)
+{
+    return c == '_' || c == '.' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+           (c >= 'A' && c <= 'Z');
+}
+
+static Loc loc_here(P *p, const char *at)
+{
+    return (Loc){p->file, p->line, (int)(at - p->line_start) + 1};
+}
+
+/* What the current token looks like, for messages. */
+static const char *tok_desc(P *p, const Tok *t)
+{
+    switch (t->kind) {
+    case P_VAL:
+        return arena_printf(p->a, "'%%%.*s'", t->len, t->text);
+    case P_AT:
+        return arena_printf(p->a, "'@%.*s'", t->len, t->text);
+    case P_ID: case P_INT: case P_FLOAT:
+        return arena_printf(p->a, "'%.*s'", t->len > 40 ? 40 : t->len, t->text);
+    default:
+        return ptok_names[t->kind];
+    }
+}
+
+/* Number: [-]digits[.digits][(e|E)[+-]digits], or [-]inf / nan. */
+static void lex_number(P *p, Tok *t, const char *s)
+{
+    const char *q = s;
+    if (*q == '-')
+        q++;
+    if (!strncmp(q, "inf", 3) && !is_name_char(q[3])) {
+        t->kind = P_FLOAT;
+        t->fval = *s == '-' ? -INFINITY : INFINITY;
+        t->len = (int)(q + 3 - s);
+        return;
+    }
+    if (*q < '0' || *q > '9')
+        perr(p, t->loc, "expected a number after '-'");
+    bool is_float = false;
+    while (*q >= '0' && *q <= '9')
+        q++;
+    if (*q == '.') {
+        is_float = true;
+        q++;
+        while (*q >= '0' && *q <= '9')
+            q++;
+    }
+    if (*q == 'e' || *q == 'E') {
+        const char *e = q + 1;
+        if (*e == '+' || *e == '-')
+            e++;
+        if (*e >= '0' && *e <= '9') {
+            is_float = true;
+            q = e;
+            while (*q >= '0' && *q <= '9')
+                q++;
+        }
+    }
+    if (is_name_char(*q))
+        perr(p, t->loc, "malformed number '%.*s'", (int)(q - s + 1), s);
+    t->len = (int)(q - s);
+    char *tmp = arena_strndup(p->a, s, (size_t)t->len);
+    errno = 0;
+    if (is_float) {
+        t->kind = P_FLOAT;
+        t->fval = strtod(tmp, NULL);
+    } else {
+        t->kind = P_INT;
+        t->ival = strtoll(tmp, NULL, 10);
+        if (errno == ERANGE && *s != '-') { /* u64 constants above INT64_MAX */
+            errno = 0;
+            t->ival = (int64_t)strtoull(tmp, NULL, 10);
+            t->big = true;
+        }
+        if (errno == ERANGE)
+            perr(p, t->loc, "integer %s out of the range of i64 and u64", tmp);
+        t->fval = (double)t->ival;
+    }
+}
+
+/* "..." with escapes \" \\ \n \t \xNN. */
+static void lex_string(P *p, Tok *t, const char *s)
+{
+    Buf b = {.a = p->a};
+    const char *q = s + 1;
+    for (;;) {
+        char c = *q;
+        if (c == '\0' || c == '\n')
+            perr(p, t->loc, "unterminated string");
+        q++;
+        if (c == '"')
+            break;
+        if (c != '\\') {
+            buf_putc(&b, c);
+            continue;
+        }
+        c = *q++;
+        if (c == 'n')
+            buf_putc(&b, '\n');
+        else if (c == 't')
+            buf_putc(&b, '\t');
+        else if (c == '"' || c == '\\')
+            buf_putc(&b, c);
+        else if (c == 'x' && strchr("0123456789abcdefABCDEF", q[0]) && q[0] &&
+                 strchr("0123456789abcdefABCDEF", q[1]) && q[1]) {
+            char hex[3] = {q[0], q[1], 0};
+            int v = (int)strtol(hex, NULL, 16);
+            if (v == 0)
+                perr(p, loc_here(p, q - 2), "'\\x00' is not allowed in a string");
+            buf_putc(&b, (char)v);
+            q += 2;
+        } else {
+            perr(p, loc_here(p, q - 2), "unknown escape sequence in string");
+        }
+    }
+    t->kind = P_STR;
+    t->str = arena_strdup(p->a, buf_str(&b));
+    t->len = (int)(q - s);
+}
+
+/* Scans the token at p->pos into p->tok. */
+static void next(P *p)
+{
+    const char *s = p->pos;
+    for (;;) {
+        while (*s == ' ' || *s == '\t' || *s == '\r')
+            s++;
+        if (*s == '#')
+            while (*s && *s != '\n')
+                s++;
+        else
+            break;
+    }
+    Tok *t = &p->tok;
+    memset(t, 0, sizeof *t);
+    t->loc = loc_here(p, s);
+    t->text = s;
+    t->len = 1;
+    char c = *s;
+    if (c == '\0') {
+        t->kind = P_EOF;
+        t->len = 0;
+    } else if (c == '\n') {
+        t->kind = P_NL;
+        p->line++;
+        p->line_start = s + 1;
+    } else if (c == '%' || c == '@') {
+        const char *q = s + 1;
+        while (is_name_char(*q))
+            q++;
+        if (q == s + 1)
+            perr(p, t->loc, "expected a name after '%c'", c);
+        t->kind = c == '%' ? P_VAL : P_AT;
+        t->text = s + 1;
+        t->len = (int)(q - s - 1);
+        s = q - 1;
+    } else if (c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+        const char *q = s;
+        while (is_name_char(*q))
+            q++;
+        t->kind = P_ID;
+        t->len = (int)(q - s);
+        if ((t->len == 3 && !memcmp(s, "inf", 3)) || (t->len == 3 && !memcmp(s, "nan", 3))) {
+            t->kind = P_FLOAT;
+            t->fval = s[0] == 'i' ? INFINITY : NAN;
+        }
+        s = q - 1;
+    } else if ((c >= '0' && c <= '9') || (c == '-' && s[1] != '>')) {
+        lex_number(p, t, s);
+        s += t->len - 1;
+    } else if (c == '"') {
+        lex_string(p, t, s);
+        s += t->len - 1;
+    } else {
+        static const char punct[] = "()[]{},:=*";
+        static const PTok kinds[] = {P_LPAREN, P_RPAREN, P_LBRACK, P_RBRACK, P_LBRACE,
+                                     P_RBRACE, P_COMMA, P_COLON, P_EQ, P_STAR};
+        const char *k = strchr(punct, c);
+        if (c == '-') {
+            t->kind = P_ARROW;
+            t->len = 2;
+            s++;
+        } else if (k) {
+            t->kind = kinds[k - punct];
+        } else if ((unsigned char)c >= 0x20 && (unsigned char)c < 0x7f) {
+            perr(p, t->loc, "unexpected character '%c'", c);
+        } else {
+            perr(p, t->loc, "unexpected byte 0x%02x", (unsigned char)c);
+        }
+    }
+    p->pos = s + (c ? 1 : 0);
+}
+
+static bool at(P *p, PTok k) { return p->tok.kind == k; }
+
+static bool at_id(P *p, const char *w)
+{
+    return p->tok.kind == P_ID && (size_t)p->tok.len == strlen(w) && !memcmp(p->tok.text, w, (size_t)p->tok.len);
+}
+
+static bool accept(P *p, PTok k)
+{
+    if (!at(p, k))
+        return false;
+    next(p);
+    return true;
+}
+
+static Tok expect(P *p, PTok k, const char *what)
+{
+    if (!at(p, k))
+        perr(p, p->tok.loc, "expected %s, found %s", what, tok_desc(p, &p->tok));
+    Tok t = p->tok;
+    next(p);
+    return t;
+}
+
+static void expect_id(P *p, const char *w)
+{
+    if (!at_id(p, w))
+        perr(p, p->tok.loc, "expected '%s', found %s", w, tok_desc(p, &p->tok));
+    next(p);
+}
+
+static void skip_nls(P *p)
+{
+    while (at(p, P_NL))
+        next(p);
+}
+
+/* ------------------------------------------------------------------ */
+/* Names                                                               */
+/* ------------------------------------------------------------------ */
+
+static uint32_t hash_name(const char *s, int n)
+{
+    uint32_t h = 2166136261u;
+    for (int i = 0; i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 16777619u;
+    return h;
+}
+
+/* The slot of name in the table: its entry, or the empty slot for it. */
+static int *lookup_slot(P *p, const char *s, int n)
+{
+    for (uint32_t i = hash_name(s, n) & p->mask;; i = (i + 1) & p->mask) {
+        int e = p->table[i];
+        if (!e)
+            return &p->table[i];
+        const char *name = p->ents.v[e - 1].name;
+        if ((int)strlen(name) == n && !memcmp(name, s, (size_t)n))
+            return &p->table[i];
+    }
+}
+
+static void grow_table(P *p)
+{
+    uint32_t cap = (p->mask + 1) * 2;
+    p->table = arena_alloc(p->a, cap * sizeof *p->table);
+    p->mask = cap - 1;
+    for (int e = 0; e < p->ents.n; e++) {
+        const char *name = p->ents.v[e].name;
+        *lookup_slot(p, name, (int)strlen(name)) = e + 1;
+    }
+}
+
+/* Defines the name of token t (a P_VAL) as a new value of type ty, in the
+ * innermost open region: a kernel parameter, a parameter of block
+ * params_of or, with neither, an instruction result that the caller
+ * stores.  Purely numeric names carry no hint. */
+static ValId define_(P *p, const Tok *t, Type ty, Block *params_of, bool kernel_param)
+{
+    int *slot = lookup_slot(p, t->text, t->len);
+    if (*slot) {
+        Entry *e = &p->ents.v[*slot - 1];
+        perr(p, t->loc, "redefinition of %%%s (first defined at %d:%d)", e->name,
+             p->f->vals.v[e->v].loc.line, p->f->vals.v[e->v].loc.col);
+    }
+    bool numeric = true;
+    for (int i = 0; i < t->len; i++)
+        if (t->text[i] < '0' || t->text[i] > '9')
+            numeric = false;
+    const char *name = arena_strndup(p->a, t->text, (size_t)t->len);
+    const char *hint = numeric ? NULL : name;
+    ValId v = kernel_param ? ir_param_add(p->f, ty, hint, t->loc)
+              : params_of             ? ir_block_param_add(p->f, params_of, ty, hint, t->loc)
+                                      : ir_value_new(p->f, ty, hint, t->loc);
+    Entry e = {name, v, true};
+    vec_push(p->a, p->ents, e);
+    *slot = p->ents.n;
+    vec_push(p->a, p->scope, p->ents.n - 1);
+    if ((uint32_t)p->ents.n * 2 > p->mask)
+        grow_table(p);
+    return v;
+}
+#define define(p, t, ty, params_of) define_((p), (t), (ty), (params_of), false)
+
+/* The value a name token refers to. */
+static ValId use(P *p, const Tok *t)
+{
+    int e = *lookup_slot(p, t->text, t->len);
+    if (!e)
+        perr(p, t->loc, "use of undefined value %%%.*s", t->len, t->text);
+    if (!p->ents.v[e - 1].visible)
+        perr(p, t->loc, "use of %%%.*s outside the region that defines it", t->len, t->text);
+    return p->ents.v[e - 1].v;
+}
+
+static ValId parse_use(P *p)
+{
+    Tok t = expect(p, P_VAL, "a value name (%name)");
+    return use(p, &t);
+}
+
+/* Regions: names defined inside are hidden when the region closes. */
+static int scope_open(P *p) { return p->scope.n; }
+static void scope_close(P *p, int mark)
+{
+    while (p->scope.n > mark)
+        p->ents.v[p->scope.v[--p->scope.n]].visible = false;
+}
+
+/* ------------------------------------------------------------------ */
+/* Types and attributes                                                */
+/* ------------------------------------------------------------------ */
+
+/* type := ['*'] dtype ['[' int (',' int)* ']'] */
+static Type parse_type(P *p)
+{
+    Loc loc = p->tok.loc;
+    bool ptr = accept(p, P_STAR);
+    if (!at(p, P_ID))
+        perr(p, p->tok.loc, "expected a type, found %s", tok_desc(p, &p->tok));
+    Dtype dt = dtype_parse(p->tok.text, (size_t)p->tok.len);
+    if (dt == DT_VOID || dt == DT_PTR)
+        perr(p, p->tok.loc, "unknown type '%.*s'", p->tok.len, p->tok.text);
+    next(p);
+    int32_t shape[KAD_MAX_RANK];
+    int rank = 0;
+    if (accept(p, P_LBRACK)) {
+        do {
+            Tok d = p->tok;
+            if (!at(p, P_INT) || d.ival <= 0 || d.ival > INT32_MAX)
+                perr(p, d.loc, "expected a dimension (a positive integer), found %s", tok_desc(p, &d));
+            if (rank == KAD_MAX_RANK)
+                perr(p, d.loc, "tiles have at most %d dimensions", KAD_MAX_RANK);
+            shape[rank++] = (int32_t)d.ival;
+            next(p);
+        } while (accept(p, P_COMMA));
+        expect(p, P_RBRACK, "']' after the dimensions");
+    }
+    int64_t numel = 1;
+    for (int i = 0; i < rank; i++) {
+        numel *= shape[i]; /* stays below 2^62: checked after each factor */
+        if (numel > INT32_MAX)
+            perr(p, loc, "tile of more than 2^31-1 elements");
+    }
+    return ptr ? type_ptr(dt, rank, shape) : type_tile(dt, rank, shape);
+}
+
+typedef enum AKind { A_FLAG, A_INT, A_LIST, A_ID, A_STR } AKind;
+typedef struct Attr {
+    const char *key;
+    AKind kind;
+    Loc loc;
+    int64_t ival;
+    int32_t ints[KAD_MAX_RANK];
+    int nints;
+    const char *s; /* A_ID, A_STR */
+} Attr;
+
+/* attrs := '{' attr (',' attr)* '}'
+ * attr  := name ['=' (int | '[' int (',' int)* ']' | name | string)] */
+static int parse_attrs(P *p, Attr *out, int max)
+{
+    int n = 0;
+    expect(p, P_LBRACE, "'{'");
+    do {
+        Tok k = expect(p, P_ID, "an attribute name");
+        if (n == max)
+            perr(p, k.loc, "too many attributes");
+        Attr *at_ = &out[n++];
+        memset(at_, 0, sizeof *at_);
+        at_->key = arena_strndup(p->a, k.text, (size_t)k.len);
+        at_->loc = k.loc;
+        for (int i = 0; i < n - 1; i++)
+            if (!strcmp(out[i].key, at_->key))
+                perr(p, k.loc, "attribute '%s' given twice", at_->key);
+        if (!accept(p, P_EQ)) {
+            at_->kind = A_FLAG;
+            continue;
+        }
+        if (at(p, P_INT)) {
+            at_->kind = A_INT;
+            at_->ival = p->tok.ival;
+            next(p);
+        } else if (accept(p, P_LBRACK)) {
+            at_->kind = A_LIST;
+            do {
+                Tok v = p->tok;
+                if (!at(p, P_INT) || v.ival < INT32_MIN || v.ival > INT32_MAX)
+                    perr(p, v.loc, "expected an integer (i32) in the list, found %s", tok_desc(p, &v));
+                if (at_->nints == KAD_MAX_RANK)
+                    perr(p, v.loc, "lists have at most %d elements", KAD_MAX_RANK);
+                at_->ints[at_->nints++] = (int32_t)v.ival;
+                next(p);
+            } while (accept(p, P_COMMA));
+            expect(p, P_RBRACK, "']' after the list");
+        } else if (at(p, P_ID)) {
+            at_->kind = A_ID;
+            at_->s = arena_strndup(p->a, p->tok.text, (size_t)p->tok.len);
+            next(p);
+        } else if (at(p, P_STR)) {
+            at_->kind = A_STR;
+            at_->s = p->tok.str;
+            next(p);
+        } else {
+            perr(p, p->tok.loc, "expected an attribute value, found %s", tok_desc(p, &p->tok));
+        }
+    } while (accept(p, P_COMMA));
+    expect(p, P_RBRACE, "'}' after the attributes");
+    return n;
+}
+
+static bool is_reduction(OpKind op)
+{
+    return op == OP_SUM || op == OP_MAX || op == OP_MIN || op == OP_ARGMAX || op == OP_ARGMIN;
+}
+
+/* Stores the attributes of an op into in; unknown, missing or ill-typed
+ * attributes are errors. */
+static void apply_attrs(P *p, Inst *in, const Attr *as, int n, Loc oploc)
+{
+    OpKind op = (OpKind)in->op;
+    const char *name = op_info[op].name;
+    bool has_axis = is_reduction(op) || op == OP_CUMSUM || op == OP_CUMPROD || op == OP_EXPAND_DIMS;
+    bool has_list = op == OP_PERMUTE || op == OP_MULTIPLE_OF || op == OP_MAX_CONTIGUOUS;
+    const char *list_key = op == OP_PERMUTE ? "perm" : "values";
+    bool seen_axis = false, seen_list = false;
+    for (int i = 0; i < n; i++) {
+        const Attr *a = &as[i];
+        AKind want;
+        if (has_axis && !strcmp(a->key, "axis")) {
+            want = A_INT;
+            in->ival = a->ival;
+            seen_axis = true;
+        } else if (is_reduction(op) && !strcmp(a->key, "keep_dims")) {
+            want = A_FLAG;
+            in->flags |= IF_KEEP_DIMS;
+        } else if ((op == OP_CUMSUM || op == OP_CUMPROD) && !strcmp(a->key, "reverse")) {
+            want = A_FLAG;
+            in->flags |= IF_REVERSE;
+        } else if (has_list && !strcmp(a->key, list_key)) {
+            want = A_LIST;
+            memcpy(in->ints, a->ints, sizeof in->ints);
+            in->nints = a->nints;
+            seen_list = true;
+        } else if (op == OP_DOT && !strcmp(a->key, "precision")) {
+            want = A_ID;
+            int k = 0;
+            while (k < 4 && !(a->kind == A_ID && !strcmp(a->s, ir_dot_prec_name(k))))
+                k++;
+            if (a->kind == A_ID && k == 4)
+                perr(p, a->loc, "unknown dot precision '%s' (expected default, tf32, tf32x3 or ieee)", a->s);
+            in->ival = k;
+        } else if (op == OP_ASSERT && !strcmp(a->key, "msg")) {
+            want = A_STR;
+            in->sattr = a->s;
+        } else {
+            perr(p, a->loc, "unknown attribute '%s' for '%s'", a->key, name);
+        }
+        if (a->kind != want) {
+            static const char *const what[] = {"no value", "an integer", "a list of integers",
+                                               "a name", "a string"};
+            perr(p, a->loc, "attribute '%s' of '%s' takes %s", a->key, name, what[want]);
+        }
+    }
+    if (has_axis && !seen_axis)
+        perr(p, oploc, "'%s' needs the attribute {axis = N}", name);
+    if (has_list && !seen_list)
+        perr(p, oploc, "'%s' needs the attribute {%s = [...]}", name, list_key);
+    if (op == OP_ASSERT && !in->sattr)
+        in->sattr = "";
+}
+
+/* ------------------------------------------------------------------ */
+/* Instructions and regions                                            */
+/* ------------------------------------------------------------------ */
+
+static void parse_block(P *p, Block *b, int depth, Loc open);
+
+static void expect_eol(P *p, const char *after)
+{
+    if (!at(p, P_NL) && !at(p, P_EOF))
+        perr(p, p->tok.loc, "expected the end of the line after %s, found %s", after, tok_desc(p, &p->tok));
+}
+
+/* region := '{' NL inst* '}' ; the region's params are already defined. */
+static void parse_region_body(P *p, Block *b, int depth)
+{
+    Tok open = expect(p, P_LBRACE, "'{' to open a region");
+    if (!at(p, P_NL))
+        perr(p, p->tok.loc, "expected the end of the line after '{', found %s", tok_desc(p, &p->tok));
+    parse_block(p, b, depth + 1, open.loc);
+    expect(p, P_RBRACE, "'}'");
+}
+
+/* '-> (' type (',' type)* ')', or nothing. */
+static int parse_result_types(P *p, Type *tys, int max)
+{
+    int n = 0;
+    if (!accept(p, P_ARROW))
+        return 0;
+    expect(p, P_LPAREN, "'(' after '->'");
+    do {
+        if (n == max)
+            perr(p, p->tok.loc, "too many results");
+        tys[n++] = parse_type(p);
+    } while (accept(p, P_COMMA));
+    expect(p, P_RPAREN, "')' after the result types");
+    return n;
+}
+
+/* bindings := '(' [%param '=' %init (',' %param '=' %init)*] ')'
+ * Reads the names; the params are defined by the caller once the region
+ * opens (inits are uses in the enclosing region). */
+static int parse_bindings(P *p, Tok *names, ValId *inits, int max)
+{
+    int n = 0;
+    expect(p, P_LPAREN, "'('");
+    if (accept(p, P_RPAREN))
+        return 0;
+    do {
+        if (n == max)
+            perr(p, p->tok.loc, "too many loop-carried values");
+        names[n] = expect(p, P_VAL, "a value name (%name)");
+        expect(p, P_EQ, "'=' after the loop-carried value's name");
+        inits[n] = parse_use(p);
+        n++;
+    } while (accept(p, P_COMMA));
+    expect(p, P_RPAREN, "')'");
+    return n;
+}
+
+/* Emits a control-flow instruction whose regions are already built, then
+ * defines its results (visible only after it). */
+static void emit_cf(P *p, Block *b, OpKind op, const ValId *args, int nargs, Block **regs, int nregs,
+                    const Tok *res, const Type *tys, int nres, Loc loc)
+{
+    Inst *in = ir_emit(p->f, b, op, args, nargs, NULL, 0, loc);
+    in->regions = arena_alloc(p->a, (size_t)nregs * sizeof *in->regions);
+    memcpy(in->regions, regs, (size_t)nregs * sizeof *regs);
+    in->nregions = nregs;
+    if (nres) {
+        ValId *rv = arena_alloc(p->a, (size_t)nres * sizeof *rv);
+        for (int i = 0; i < nres; i++)
+            rv[i] = define(p, &res[i], tys[i], NULL);
+        in = &b->insts.v[b->insts.n - 1]; /* define() does not touch b, but stay safe */
+        in->res = rv;
+        in->nres = nres;
+    }
+}
+
+static void check_result_count(P *p, int nres, int ntys, Loc loc, const char *what)
+{
+    if (nres != ntys)
+        perr(p, loc, "'%s' names %d result%s but lists %d result type%s", what, nres, nres == 1 ? "" : "s",
+             ntys, ntys == 1 ? "" : "s");
+}
+
+static Type type_of(P *p, ValId v) { return p->f->vals.v[v].ty; }
+
+/* for := results '=' 'for' %iv '=' %lb 'to' %ub 'step' %st
+ *        ['iter_args' bindings] ['->' '(' types ')'] region */
+static void parse_for(P *p, Block *b, const Tok *res, int nres, Loc loc, int depth)
+{
+    Tok iv = expect(p, P_VAL, "the induction variable (%name)");
+    expect(p, P_EQ, "'=' after the induction variable");
+    ValId args[MAX_VALUES + 3];
+    args[0] = parse_use(p);
+    expect_id(p, "to");
+    args[1] = parse_use(p);
+    expect_id(p, "step");
+    args[2] = parse_use(p);
+    Tok names[MAX_VALUES];
+    int n = 0;
+    if (at_id(p, "iter_args")) {
+        next(p);
+        n = parse_bindings(p, names, args + 3, MAX_VALUES);
+    }
+    Type tys[MAX_VALUES];
+    int ntys = parse_result_types(p, tys, MAX_VALUES);
+    check_result_count(p, nres, ntys, loc, "for");
+    if (ntys != n)
+        perr(p, loc, "'for' has %d iter_args but %d result types", n, ntys);
+    Block *body = ir_block_new(p->f);
+    int mark = scope_open(p);
+    define(p, &iv, type_of(p, args[0]), body);
+    for (int i = 0; i < n; i++)
+        define(p, &names[i], type_of(p, args[3 + i]), body);
+    parse_region_body(p, body, depth);
+    scope_close(p, mark);
+    emit_cf(p, b, OP_FOR, args, n + 3, &body, 1, res, tys, nres, loc);
+}
+
+/* if := [results '='] 'if' %cond ['->' '(' types ')'] region ['else' region] */
+static void parse_if(P *p, Block *b, const Tok *res, int nres, Loc loc, int depth)
+{
+    ValId cond = parse_use(p);
+    Type tys[MAX_VALUES];
+    int ntys = parse_result_types(p, tys, MAX_VALUES);
+    check_result_count(p, nres, ntys, loc, "if");
+    Block *regs[2] = {ir_block_new(p->f), ir_block_new(p->f)};
+    int mark = scope_open(p);
+    parse_region_body(p, regs[0], depth);
+    scope_close(p, mark);
+    if (at_id(p, "else")) {
+        next(p);
+        mark = scope_open(p);
+        parse_region_body(p, regs[1], depth);
+        scope_close(p, mark);
+    } else if (nres) {
+        perr(p, p->tok.loc, "an 'if' with results needs an 'else' region");
+    } else {
+        ir_emit(p->f, regs[1], OP_YIELD, NULL, 0, NULL, 0, loc); /* `if` without else */
+    }
+    emit_cf(p, b, OP_IF, &cond, 1, regs, 2, res, tys, nres, loc);
+}
+
+/* while := [results '='] 'while' bindings ['->' '(' types ')'] region
+ *          'do' '(' [%param (',' %param)*] ')' region */
+static void parse_while(P *p, Block *b, const Tok *res, int nres, Loc loc, int depth)
+{
+    Tok names[MAX_VALUES];
+    ValId inits[MAX_VALUES];
+    int n = parse_bindings(p, names, inits, MAX_VALUES);
+    Type tys[MAX_VALUES];
+    int ntys = parse_result_types(p, tys, MAX_VALUES);
+    check_result_count(p, nres, ntys, loc, "while");
+    if (ntys != n)
+        perr(p, loc, "'while' has %d loop-carried values but %d result types", n, ntys);
+    Block *regs[2] = {ir_block_new(p->f), ir_block_new(p->f)};
+    int mark = scope_open(p);
+    for (int i = 0; i < n; i++)
+        define(p, &names[i], type_of(p, inits[i]), regs[0]);
+    parse_region_body(p, regs[0], depth);
+    scope_close(p, mark);
+    expect_id(p, "do");
+    expect(p, P_LPAREN, "'(' after 'do'");
+    mark = scope_open(p);
+    int nb = 0;
+    if (!at(p, P_RPAREN)) {
+        do {
+            Tok t = expect(p, P_VAL, "a value name (%name)");
+            if (nb == n)
+                perr(p, t.loc, "'do' names more values than the while carries (%d)", n);
+            define(p, &t, type_of(p, inits[nb]), regs[1]);
+            nb++;
+        } while (accept(p, P_COMMA));
+    }
+    Tok close = expect(p, P_RPAREN, "')'");
+    if (nb != n)
+        perr(p, close.loc, "'do' names %d values but the while carries %d", nb, n);
+    parse_region_body(p, regs[1], depth);
+    scope_close(p, mark);
+    emit_cf(p, b, OP_WHILE, inits, n, regs, 2, res, tys, nres, loc);
+}
+
+/* inst := [%r (',' %r)* '='] op [imm] [operand (',' operand)*] [attrs] [':' type] NL
+ * operand := ['mask' | 'other'] %v        (keywords: load/store/atomic_add)
+ * imm := number  (const, program_id, num_programs, arange) */
+static void parse_inst(P *p, Block *b, int depth)
+{
+    Loc loc = p->tok.loc;
+    Tok res[MAX_VALUES];
+    int nres = 0;
+    if (at(p, P_VAL)) {
+        do {
+            if (nres == MAX_VALUES)
+                perr(p, p->tok.loc, "too many results");
+            res[nres++] = expect(p, P_VAL, "a result name (%name)");
+        } while (accept(p, P_COMMA));
+        expect(p, P_EQ, "'=' after the result names");
+    }
+    if (!at(p, P_ID))
+        perr(p, p->tok.loc, "expected an op name, found %s", tok_desc(p, &p->tok));
+    Tok optok = p->tok;
+    OpKind op = op_by_name(optok.text, (size_t)optok.len);
+    if (op == OP_COUNT)
+        perr(p, optok.loc, "unknown op '%.*s'", optok.len, optok.text);
+    next(p);
+    const OpInfo *oi = &op_info[op];
+    if (op == OP_FOR || op == OP_IF || op == OP_WHILE) {
+        if (depth >= MAX_DEPTH)
+            perr(p, optok.loc, "regions nested more than %d deep", MAX_DEPTH);
+        if (op == OP_FOR)
+            parse_for(p, b, res, nres, loc, depth);
+        else if (op == OP_IF)
+            parse_if(p, b, res, nres, loc, depth);
+        else
+            parse_while(p, b, res, nres, loc, depth);
+        expect_eol(p, "'}'");
+        return;
+    }
+    if (nres != oi->nres)
+        perr(p, loc, "'%s' has %d result%s, %d named", oi->name, oi->nres, oi->nres == 1 ? "" : "s", nres);
+
+    /* immediate */
+    Tok imm = {0};
+    bool has_imm = op == OP_CONST || op == OP_PROGRAM_ID || op == OP_NUM_PROGRAMS || op == OP_ARANGE;
+    if (has_imm) {
+        imm = p->tok;
+        if (!at(p, P_INT) && !(op == OP_CONST && at(p, P_FLOAT)))
+            perr(p, imm.loc, "expected %s after '%s', found %s",
+                 op == OP_CONST ? "a number" : "an integer", oi->name, tok_desc(p, &imm));
+        next(p);
+    }
+
+    /* operands */
+    ValId args[MAX_VALUES];
+    int nargs = 0;
+    uint16_t flags = 0;
+    bool mem = op == OP_LOAD || op == OP_STORE || op == OP_ATOMIC_ADD;
+    int nfixed = op == OP_LOAD ? 1 : 2;
+    if (at(p, P_VAL) || (mem && (at_id(p, "mask") || at_id(p, "other")))) {
+        do {
+            if (nargs == MAX_VALUES)
+                perr(p, p->tok.loc, "too many operands");
+            if (mem && at_id(p, "mask")) {
+                if (nargs != nfixed || (flags & IF_HAS_MASK))
+                    perr(p, p->tok.loc, "'mask' must follow the %s operand%s of '%s'",
+                         op == OP_LOAD ? "pointer" : "pointer and value", op == OP_LOAD ? "" : "s", oi->name);
+                flags |= IF_HAS_MASK;
+                next(p);
+            } else if (mem && at_id(p, "other")) {
+                if (op != OP_LOAD)
+                    perr(p, p->tok.loc, "'other' is only an operand of 'load'");
+                if (nargs != 2 || !(flags & IF_HAS_MASK) || (flags & IF_HAS_OTHER))
+                    perr(p, p->tok.loc, "'other' must follow the 'mask' operand of 'load'");
+                flags |= IF_HAS_OTHER;
+                next(p);
+            } else if (mem && nargs >= nfixed) {
+                perr(p, p->tok.loc, "extra operands of '%s' must be 'mask %%m'%s", oi->name,
+                     op == OP_LOAD ? " or 'other %o'" : "");
+            }
+            args[nargs++] = parse_use(p);
+        } while (accept(p, P_COMMA));
+    }
+    if (oi->nargs >= 0 && nargs != oi->nargs)
+        perr(p, optok.loc, "'%s' takes %d operand%s, %d given", oi->name, oi->nargs, oi->nargs == 1 ? "" : "s",
+             nargs);
+    if (mem && nargs < nfixed)
+        perr(p, optok.loc, "'%s' takes %s", oi->name,
+             op == OP_LOAD ? "a pointer operand" : "a pointer and a value operand");
+
+    Attr attrs[8];
+    int nattrs = 0;
+    if (at(p, P_LBRACE))
+        nattrs = parse_attrs(p, attrs, 8);
+
+    Type ty = {0};
+    if (oi->nres == 1) {
+        if (!accept(p, P_COLON))
+            perr(p, p->tok.loc, "expected ':' and a type after the operands, found %s", tok_desc(p, &p->tok));
+        ty = parse_type(p);
+    }
+    expect_eol(p, oi->nres ? "the type" : "the operands");
+
+    Inst *in = ir_emit(p->f, b, op, args, nargs, NULL, 0, loc);
+    in->flags = flags;
+    apply_attrs(p, in, attrs, nattrs, optok.loc);
+    if (has_imm) {
+        if (op == OP_CONST && dtype_is_float((Dtype)ty.dt)) {
+            in->fval = imm.fval;
+        } else if (imm.kind != P_INT) {
+            perr(p, imm.loc, "a constant of type %s needs an integer value", dtype_name((Dtype)ty.dt));
+        } else if (imm.big && !(op == OP_CONST && ty.dt == DT_U64)) {
+            perr(p, imm.loc, "integer %.*s out of range", imm.len, imm.text);
+        } else {
+            in->ival = imm.ival;
+        }
+    }
+    if (oi->nres == 1) {
+        ValId r = define(p, &res[0], ty, NULL);
+        in = &b->insts.v[b->insts.n - 1];
+        in->res = arena_alloc(p->a, sizeof *in->res);
+        in->res[0] = r;
+        in->nres = 1;
+    }
+}
+
+/* block := (inst NL | NL)* up to the closing '}' */
+static void parse_block(P *p, Block *b, int depth, Loc open)
+{
+    for (;;) {
+        skip_nls(p);
+        if (at(p, P_RBRACE))
+            return;
+        if (at(p, P_EOF))
+            perr(p, p->tok.loc, "expected '}' to close the region opened at %d:%d", open.line, open.col);
+        parse_inst(p, b, depth);
+    }
+}
+
+/* consts := '[' NAME '=' value (',' NAME '=' value)* ']'
+ * A value is kept as written (Python spelling): a quoted string, or the
+ * text up to the next ',' or ']'.  Scanned by hand from the lexer's
+ * position, since values such as tl.float16 or 'relu' are not IR tokens. */
+static void parse_consts(P *p)
+{
+    const char *s = p->pos;
+    for (;;) {
+        while (*s == ' ' || *s == '\t')
+            s++;
+        const char *n0 = s;
+        while (is_name_char(*s))
+            s++;
+        if (s == n0 || (*n0 >= '0' && *n0 <= '9'))
+            perr(p, loc_here(p, n0), "expected a constexpr parameter name");
+        const char *name = arena_strndup(p->a, n0, (size_t)(s - n0));
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (*s != '=')
+            perr(p, loc_here(p, s), "expected '=' after constexpr parameter '%s'", name);
+        s++;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        const char *v0 = s;
+        if (*s == '\'' || *s == '"') {
+            char q = *s++;
+            while (*s && *s != q && *s != '\n')
+                s += (*s == '\\' && s[1] && s[1] != '\n') ? 2 : 1;
+            if (*s != q)
+                perr(p, loc_here(p, v0), "unterminated string");
+            s++;
+        } else {
+            while (*s && *s != ',' && *s != ']' && *s != '\n' && *s != '#')
+                s++;
+        }
+        const char *v1 = s;
+        while (v1 > v0 && (v1[-1] == ' ' || v1[-1] == '\t'))
+            v1--;
+        if (v1 == v0)
+            perr(p, loc_here(p, v0), "expected a value for constexpr parameter '%s'", name);
+        for (int i = 0; i < p->f->consts.n; i++)
+            if (!strcmp(p->f->consts.v[i].name, name))
+                perr(p, loc_here(p, n0), "constexpr parameter '%s' given twice", name);
+        ConstParam cp = {name, arena_strndup(p->a, v0, (size_t)(v1 - v0))};
+        vec_push(p->a, p->f->consts, cp);
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (*s == ',') {
+            s++;
+            continue;
+        }
+        if (*s != ']')
+            perr(p, loc_here(p, s), "expected ',' or ']' in the constexpr list");
+        p->pos = s + 1;
+        next(p);
+        return;
+    }
+}
+
+/* func := 'kernel' '@' NAME '(' [%p ':' type (',' %p ':' type)*] ')' [consts]
+ *         region EOF */
+static void parse_func(P *p)
+{
+    skip_nls(p);
+    expect_id(p, "kernel");
+    Tok name = expect(p, P_AT, "'@' and the kernel's name");
+    p->f = ir_func_new(p->a, arena_strndup(p->a, name.text, (size_t)name.len), name.loc);
+    expect(p, P_LPAREN, "'(' after the kernel's name");
+    if (!at(p, P_RPAREN)) {
+        do {
+            Tok t = expect(p, P_VAL, "a parameter name (%name)");
+            expect(p, P_COLON, "':' and a type after the parameter name");
+            Type ty = parse_type(p);
+            define_(p, &t, ty, NULL, true);
+        } while (accept(p, P_COMMA));
+    }
+    expect(p, P_RPAREN, "')' after the parameters");
+    if (at(p, P_LBRACK))
+        parse_consts(p);
+    parse_region_body(p, p->f->body, 0);
+    skip_nls(p);
+    if (!at(p, P_EOF))
+        perr(p, p->tok.loc, "expected the end of the input after the kernel, found %s", tok_desc(p, &p->tok));
+}
+
 Func *ir_parse(Arena *a, Diags *d, const char *file, const char *text)
-{ (void)a; (void)text; diag_error(d, (Loc){file, 1, 1}, "IR parser not implemented"); return NULL; }
+{
+    P p = {0};
+    p.a = a;
+    p.d = d;
+    p.file = arena_strdup(a, file ? file : "<ir>");
+    p.src = p.pos = p.line_start = text ? text : "";
+    p.line = 1;
+    p.mask = 255;
+    p.table = arena_alloc(a, 256 * sizeof *p.table);
+    if (setjmp(p.fail))
+        return NULL;
+    next(&p);
+    parse_func(&p);
+    return p.f;
+}

@@ -209,3 +209,58 @@ void kad_clear_diagnostics(kad_ctx *c)
     c->d.list.n = 0;
     c->d.nerrors = 0;
 }
+
+/* ---- Reverse-mode AD ---- */
+
+/* The AdSpec of comma-separated name lists. */
+static AdSpec ad_spec(Arena *a, const char *wrt, const char *out)
+{
+    AdSpec spec = {0};
+    const char **w, **o;
+    spec.nwrt = ad_split_names(a, wrt ? wrt : "", &w);
+    spec.nouts = ad_split_names(a, out ? out : "", &o);
+    spec.wrt = w;
+    spec.outs = o;
+    return spec;
+}
+
+kad_kernel *kad_grad(kad_kernel *k, const char *wrt, const char *out)
+{
+    kad_ctx *c = k->c;
+    API_BEGIN(c, NULL);
+    kad_kernel *g = NULL;
+    AdSpec spec = ad_spec(c->a, wrt, out);
+    Func *f = ad_backward(c->a, &c->d, k->f, &spec);
+    if (f)
+        g = kernel_new(c, f);
+    API_END(c);
+    return g;
+}
+
+const char *kad_check(kad_kernel *k, const kad_check_opts *o, int *passed)
+{
+    kad_ctx *c = k->c;
+    *passed = 0;
+    API_BEGIN(c, NULL);
+    AdSpec spec = ad_spec(c->a, o->wrt, o->out);
+    CheckConfig cfg = {
+        .grid = {o->grid[0], o->grid[1] ? o->grid[1] : 1, o->grid[2] ? o->grid[2] : 1},
+        .shapes = o->shapes, .args = o->args, .ranges = o->ranges, .seed = o->seed,
+        .directions = o->directions, .elem_limit = o->elem_limit, .rtol = o->rtol,
+    };
+    bool ok = false;
+    const char *rep = check_gradients(c->a, &c->d, k->f, &spec, &cfg, &ok);
+    *passed = ok;
+    API_END(c);
+    return rep;
+}
+
+const char *kad_kernel_triton(kad_kernel *k)
+{
+    kad_ctx *c = k->c;
+    API_BEGIN(c, NULL);
+    Buf b = {.a = c->a};
+    bool ok = emit_triton(&b, k->f, NULL, &c->d);
+    API_END(c);
+    return ok ? buf_str(&b) : NULL;
+}

@@ -217,7 +217,11 @@ typedef struct Token {
     Loc loc;
     const char *text; /* points into the source */
     int len;          /* bytes of text */
-    int64_t ival;     /* TK_INT (overflow is a lex error) */
+    int64_t ival;     /* TK_INT */
+    bool big;         /* TK_INT does not fit in int64 (ival 0, or INT64_MIN for
+                         exactly 2**63 so that -9223372036854775808 parses); the
+                         parser reports it in kernel code only: host code may
+                         hold such numbers */
     double fval;      /* TK_FLOAT */
     const char *str;  /* TK_STRING: decoded value, NUL-terminated (arena) */
 } Token;
@@ -504,7 +508,7 @@ ValId ir_const_float(Func *f, Block *b, Type ty, double v, Loc loc);
 Block *ir_inst_add_region(Func *f, Inst *inst);
 static inline Type ir_type(const Func *f, ValId v) { return f->vals.v[v].ty; }
 
-/* The textual form (see docs/ARCHITECTURE.md, "Textual IR"):
+/* The textual form (see docs/IR.md, "Textual IR"):
  *   kernel @name(%x_ptr: *fp32, %n: i32) [BLOCK = 1024] {
  *     %pid = program_id 0 : i32
  *     %offs = arange 0 : i32[1024]
@@ -517,6 +521,14 @@ static inline Type ir_type(const Func *f, ValId v) { return f->vals.v[v].ty; }
  * ir_print writes it; irparse reads it back; print(parse(print(f))) == print(f). */
 void ir_print(Buf *b, const Func *f);
 char *ir_to_string(Arena *a, const Func *f);
+/* A float constant as the printer writes it: the shortest decimal that
+ * reads back to x, always a float literal ("1.0", "1e-06", "-inf", "nan"). */
+void ir_format_float(Buf *b, double x);
+/* "default", "tf32", "tf32x3", "ieee" for a DotPrec. */
+const char *ir_dot_prec_name(int prec);
+/* The names ir_print gives the values of f (without '%'), by ValId; NULL
+ * for values not defined in f.  For messages that name values. */
+const char **ir_names(Arena *a, const Func *f);
 
 /* ------------------------------------------------------------------ */
 /* irparse.c                                                           */
@@ -662,6 +674,70 @@ ValId lower_convert(Lower *L, ValId v, Type ty, Loc loc);
 bool lower_truth(Lower *L, SVal x, bool *is_const, bool *cval, ValId *v, Loc loc);
 /* Writes a constant the way Python would print it (for ConstParam). */
 const char *const_repr(Arena *a, ConstVal c);
+
+/* ------------------------------------------------------------------ */
+/* ad_rev.c: reverse-mode AD (see docs/AD.md)                          */
+/* ------------------------------------------------------------------ */
+
+/* What to differentiate, by pointer-parameter name. */
+typedef struct AdSpec {
+    const char *const *wrt;  /* differentiated inputs (only read by the kernel) */
+    int nwrt;
+    const char *const *outs; /* differentiated outputs (only written by the kernel) */
+    int nouts;
+    int mutate;              /* tests only: AD_MUTATE_* deliberately breaks a rule */
+} AdSpec;
+enum { AD_MUTATE_NONE = 0, AD_MUTATE_EXP = 1 /* d(exp x) = d*x instead of d*exp(x) */ };
+
+/* The backward kernel of fwd: params = fwd's params, then d_<out> per
+ * output, then d_<wrt> per input; same grid.  Unsupported constructs are
+ * located errors in d; returns NULL after any error.  fwd is unchanged. */
+Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec);
+/* The backward kernel as kad hands it out: ad_reverse, then the simplify
+ * pass (CSE, DCE: the primal sweep's dead stores' operands go away), with
+ * ir_verify before and after.  NULL after an error. */
+Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec);
+/* Splits "x_ptr, w_ptr" at commas into trimmed names; returns the count. */
+int ad_split_names(Arena *a, const char *s, const char ***out);
+
+/* ------------------------------------------------------------------ */
+/* check.c: the float64 finite-difference gradient checker             */
+/* ------------------------------------------------------------------ */
+
+typedef struct CheckConfig {
+    int64_t grid[3];
+    const char *shapes; /* "x_ptr=64x128,w_ptr=128": elements of every pointer param */
+    const char *args;   /* "n=1000,eps=1e-5": value of every scalar param */
+    const char *ranges; /* optional "x_ptr=0.5:2": input distribution (default -1:1) */
+    uint64_t seed;      /* 0: 1 */
+    int directions;     /* random directions per input; 0: 4 */
+    int64_t elem_limit; /* per-element FD for inputs of <= this many elements; 0: 4096; <0: never */
+    double rtol;        /* 0: CHECK_RTOL */
+} CheckConfig;
+#define CHECK_RTOL 1e-6
+
+/* Differentiates fwd per spec, runs forward and backward on the
+ * interpreter in float64 and compares with central finite differences.
+ * Returns the report (one line per input, then PASS or FAIL) and sets
+ * *passed; NULL on an error (bad configuration, AD refusal, interpreter
+ * error), reported in d. */
+const char *check_gradients(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec,
+                            const CheckConfig *cfg, bool *passed);
+
+/* ------------------------------------------------------------------ */
+/* emit_triton.c                                                       */
+/* ------------------------------------------------------------------ */
+
+typedef struct EmitOptions {
+    const char *name;   /* name of the @triton.jit function (NULL: the Func's) */
+    const char *header; /* header comment text, may span lines (NULL: names the kernel) */
+} EmitOptions;
+
+/* Appends to out a Python module holding f as one @triton.jit function
+ * (runtime params, then the constexprs with their specialized values as
+ * defaults) that computes what f computes.  IR without a Triton spelling
+ * is a located error in d; returns false after any error.  opt may be NULL. */
+bool emit_triton(Buf *out, const Func *f, const EmitOptions *opt, Diags *d);
 
 /* ------------------------------------------------------------------ */
 /* interp.c                                                            */

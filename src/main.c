@@ -1,6 +1,7 @@
 /* main.c -- the `kad` command line.
  *
  *   kad ir FILE.py:KERNEL --sig SIG [--unroll] [--no-simplify] [--include F.py]...
+ *   kad emit FILE.py:KERNEL --sig SIG [same options as ir] | kad emit FILE.ir
  *   kad opt --pass NAME [--pass NAME]... [FILE.ir]      (stdin when no file)
  *   kad ast FILE.py
  *   kad version
@@ -18,8 +19,18 @@ static const char usage[] =
     "usage:\n"
     "  kad ir FILE.py:KERNEL --sig SIG [--unroll] [--no-simplify] [--include FILE.py]...\n"
     "      specialize KERNEL for SIG (e.g. 'x_ptr=*fp32,n=i32,BLOCK=1024') and print its IR\n"
+    "  kad emit FILE.py:KERNEL --sig SIG [--unroll] [--no-simplify] [--include FILE.py]...\n"
+    "  kad emit FILE.ir\n"
+    "      print the specialized kernel as Triton source (see docs/EMIT.md)\n"
     "  kad opt --pass NAME [--pass NAME]... [FILE.ir]\n"
     "      read textual IR (stdin when no FILE), run passes, print the IR\n"
+    "  kad grad FILE.py:KERNEL --sig SIG --wrt X,... --out Y,... [--include FILE.py]...\n"
+    "  kad grad FILE.ir --wrt X,... --out Y,...\n"
+    "      print the backward kernel's IR (reverse mode; see docs/AD.md)\n"
+    "  kad check FILE.py:KERNEL --sig SIG --wrt X,... --out Y,... --grid NX[,NY,NZ]\n"
+    "            --shape P=64x128... --arg N=VALUE... [--range P=LO:HI]... [--seed N]\n"
+    "            [--dirs K] [--elem-limit N] [--rtol X]      (or FILE.ir instead of FILE.py:KERNEL)\n"
+    "      check the backward against float64 finite differences; exit status 1 on FAIL\n"
     "  kad ast FILE.py\n"
     "      print the syntax tree of a kernel file\n"
     "  kad version\n";
@@ -82,8 +93,11 @@ static int add_file(kad_ctx *c, const char *path)
     return rc;
 }
 
-static int cmd_ir(int argc, char **argv)
+/* `kad ir` and `kad emit` (triton: print the kernel as Triton source; the
+ * target may also be FILE.ir, textual IR). */
+static int cmd_ir(int argc, char **argv, bool triton)
 {
+    const char *cmd = triton ? "emit" : "ir";
     const char *target = NULL, *sig = NULL;
     unsigned flags = 0;
     kad_ctx *c = kad_ctx_new();
@@ -104,14 +118,26 @@ static int cmd_ir(int argc, char **argv)
         } else if (argv[i][0] != '-' && !target)
             target = argv[i];
         else {
-            fprintf(stderr, "kad ir: unexpected argument '%s'\n%s", argv[i], usage);
+            fprintf(stderr, "kad %s: unexpected argument '%s'\n%s", cmd, argv[i], usage);
             kad_ctx_free(c);
             return 2;
         }
     }
+    size_t tlen = target ? strlen(target) : 0;
+    if (triton && tlen > 3 && !strcmp(target + tlen - 3, ".ir")) {
+        char *text = slurp(target, "file");
+        kad_kernel *k = text ? kad_parse_ir(c, target, text) : NULL;
+        free(text);
+        const char *py = k ? kad_kernel_triton(k) : NULL;
+        if (!py)
+            return fail(c);
+        fputs(py, stdout);
+        kad_ctx_free(c);
+        return 0;
+    }
     const char *colon = target ? strrchr(target, ':') : NULL;
     if (!colon || colon == target || !colon[1]) {
-        fprintf(stderr, "kad ir: expected FILE.py:KERNEL\n%s", usage);
+        fprintf(stderr, "kad %s: expected FILE.py:KERNEL\n%s", cmd, usage);
         kad_ctx_free(c);
         return 2;
     }
@@ -125,9 +151,10 @@ static int cmd_ir(int argc, char **argv)
     if (rc != 0)
         return fail(c);
     kad_kernel *k = kad_specialize(c, colon + 1, sig ? sig : "", flags);
-    if (!k)
+    const char *text = !k ? NULL : triton ? kad_kernel_triton(k) : kad_kernel_ir(k);
+    if (!text)
         return fail(c);
-    fputs(kad_kernel_ir(k), stdout);
+    fputs(text, stdout);
     kad_ctx_free(c);
     return 0;
 }
@@ -195,6 +222,154 @@ static int cmd_ast(int argc, char **argv)
     return rc;
 }
 
+/* ---- kad grad, kad check ---- */
+
+/* Options shared by `grad` and `check`. */
+typedef struct AdArgs {
+    const char *target, *sig, *wrt, *out;
+    unsigned flags;
+    kad_check_opts o;
+    Buf shapes, args, ranges; /* comma-joined repeated options */
+} AdArgs;
+
+static void join_opt(Buf *b, const char *v)
+{
+    if (b->len)
+        buf_putc(b, ',');
+    buf_puts(b, v);
+}
+
+/* Parses the options of `grad` (check == false) or `check`; 0 or 2 (usage). */
+static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *x)
+{
+    const char *cmd = check ? "check" : "grad";
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool has = v != NULL;
+        if (!strcmp(a, "--sig") && has)
+            x->sig = argv[++i];
+        else if (!strcmp(a, "--wrt") && has)
+            x->wrt = argv[++i];
+        else if (!strcmp(a, "--out") && has)
+            x->out = argv[++i];
+        else if (!strcmp(a, "--unroll"))
+            x->flags |= KAD_UNROLL_CONST_LOOPS;
+        else if (!strcmp(a, "--include") && has) {
+            if (add_file(c, argv[++i]) != 0)
+                return 1;
+        } else if (check && !strcmp(a, "--grid") && has) {
+            char *end;
+            const char *q = argv[++i];
+            for (int k = 0; k < 3; k++) {
+                x->o.grid[k] = strtoll(q, &end, 10);
+                if (end == q || (*end && *end != ','))
+                    goto bad;
+                if (!*end)
+                    break;
+                q = end + 1;
+            }
+        } else if (check && !strcmp(a, "--shape") && has)
+            join_opt(&x->shapes, argv[++i]);
+        else if (check && !strcmp(a, "--arg") && has)
+            join_opt(&x->args, argv[++i]);
+        else if (check && !strcmp(a, "--range") && has)
+            join_opt(&x->ranges, argv[++i]);
+        else if (check && !strcmp(a, "--seed") && has)
+            x->o.seed = strtoull(argv[++i], NULL, 10);
+        else if (check && !strcmp(a, "--dirs") && has)
+            x->o.directions = atoi(argv[++i]);
+        else if (check && !strcmp(a, "--elem-limit") && has)
+            x->o.elem_limit = strtoll(argv[++i], NULL, 10);
+        else if (check && !strcmp(a, "--rtol") && has)
+            x->o.rtol = strtod(argv[++i], NULL);
+        else if (a[0] != '-' && !x->target)
+            x->target = a;
+        else
+            goto bad;
+        continue;
+    bad:
+        fprintf(stderr, "kad %s: unexpected argument '%s'\n%s", cmd, a, usage);
+        return 2;
+    }
+    if (!x->target || !x->wrt || !x->out) {
+        fprintf(stderr, "kad %s: expected a kernel, --wrt and --out\n%s", cmd, usage);
+        return 2;
+    }
+    return 0;
+}
+
+/* FILE.ir, or FILE.py:KERNEL specialized for sig.  NULL after an error
+ * (diagnostics in c) or a usage error (*usage_err set). */
+static kad_kernel *load_target(kad_ctx *c, const char *target, const char *sig, unsigned flags,
+                               int *usage_err)
+{
+    size_t n = strlen(target);
+    if (n > 3 && !strcmp(target + n - 3, ".ir")) {
+        char *text = slurp(target, "file");
+        if (!text)
+            return NULL;
+        kad_kernel *k = kad_parse_ir(c, target, text);
+        free(text);
+        return k;
+    }
+    const char *colon = strrchr(target, ':');
+    if (!colon || colon == target || !colon[1]) {
+        fprintf(stderr, "kad: expected FILE.py:KERNEL or FILE.ir, got '%s'\n%s", target, usage);
+        *usage_err = 1;
+        return NULL;
+    }
+    char *path = malloc((size_t)(colon - target) + 1);
+    if (!path)
+        return NULL;
+    memcpy(path, target, (size_t)(colon - target));
+    path[colon - target] = 0;
+    int rc = add_file(c, path);
+    free(path);
+    if (rc != 0)
+        return NULL;
+    return kad_specialize(c, colon + 1, sig ? sig : "", flags);
+}
+
+static int cmd_ad(int argc, char **argv, bool check)
+{
+    kad_ctx *c = kad_ctx_new();
+    if (!c)
+        return 1;
+    Arena *a = arena_new(0);
+    if (!a) {
+        kad_ctx_free(c);
+        return 1;
+    }
+    AdArgs x = {.shapes = {.a = a}, .args = {.a = a}, .ranges = {.a = a}};
+    int rc = parse_ad_args(c, argc, argv, check, &x);
+    int usage_err = 0;
+    kad_kernel *k = rc ? NULL : load_target(c, x.target, x.sig, x.flags, &usage_err);
+    if (!rc && !k)
+        rc = usage_err ? 2 : 1;
+    if (!rc && !check) {
+        kad_kernel *g = kad_grad(k, x.wrt, x.out);
+        if (g)
+            fputs(kad_kernel_ir(g), stdout);
+        rc = g ? 0 : 1;
+    } else if (!rc) {
+        x.o.wrt = x.wrt;
+        x.o.out = x.out;
+        x.o.shapes = buf_str(&x.shapes);
+        x.o.args = buf_str(&x.args);
+        x.o.ranges = buf_str(&x.ranges);
+        int passed = 0;
+        const char *rep = kad_check(k, &x.o, &passed);
+        if (rep)
+            fputs(rep, stdout);
+        rc = rep && passed ? 0 : 1;
+    }
+    if (rc == 1)
+        fputs(kad_diagnostics(c), stderr);
+    arena_free(a);
+    kad_ctx_free(c);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -203,9 +378,13 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "ir"))
-        return cmd_ir(argc - 2, argv + 2);
+        return cmd_ir(argc - 2, argv + 2, false);
+    if (!strcmp(cmd, "emit"))
+        return cmd_ir(argc - 2, argv + 2, true);
     if (!strcmp(cmd, "opt"))
         return cmd_opt(argc - 2, argv + 2);
+    if (!strcmp(cmd, "grad") || !strcmp(cmd, "check"))
+        return cmd_ad(argc - 2, argv + 2, !strcmp(cmd, "check"));
     if (!strcmp(cmd, "ast"))
         return cmd_ast(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {

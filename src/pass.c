@@ -1,6 +1,685 @@
-/* pass.c -- STUB, to be written (IR helper). */
+/* pass.c -- IR passes, run by name (pass_run; `kad opt --pass NAME`).
+ *
+ * Every pass takes a verified Func and leaves a verified Func; it rewrites
+ * f in place (instruction arrays are rebuilt in f's arena, values keep
+ * their ValIds, so no use-lists need patching).  Scratch data lives in an
+ * arena of the pass, freed when it returns.
+ *
+ *   verify    ir_verify.
+ *   dce       removes unused instructions without effects.
+ *   simplify  folds constants, inlines `if` on a constant condition, CSE,
+ *             exact algebraic identities, then dce.
+ *
+ * Passes never change what a kernel computes in the interpreter's
+ * as-written mode (IM_AS_WRITTEN): float folding is limited to operations
+ * whose double result rounded to the dtype is exactly what a correctly
+ * rounded op of that dtype gives.  (In IM_F64 mode the interpreter would
+ * have computed a folded fp32/fp16 constant expression in double; the
+ * folded value is the as-written one.)
+ */
+#include <math.h>
 #include <string.h>
+
 #include "kad_int.h"
+
+/* ------------------------------------------------------------------ */
+/* Shared helpers                                                      */
+/* ------------------------------------------------------------------ */
+
+/* Scratch arena of a pass; falls back to f's arena without memory. */
+static Arena *scratch_new(Func *f)
+{
+    Arena *a = arena_new(0);
+    return a ? a : f->a;
+}
+
+static void scratch_free(Func *f, Arena *a)
+{
+    if (a != f->a)
+        arena_free(a);
+}
+
+/* ------------------------------------------------------------------ */
+/* dce                                                                 */
+/* ------------------------------------------------------------------ */
+
+/* dce -- removes instructions whose results are unused and that have no
+ * effect: pure ops, loads (reading memory has no effect; an unused load
+ * that would fault is removed too, as Triton does), and for/if whose
+ * regions hold no effect.  Kept always: store, atomic_add, assert, while
+ * (it might not terminate), yield, condition, and control flow containing
+ * any of them.
+ * Requires: a verified Func.  Keeps: everything else, order, ValIds.
+ * Breaks: nothing (removed values are simply no longer defined). */
+
+typedef struct Dce {
+    int *uses; /* by ValId: number of operand uses in live instructions */
+    bool changed;
+} Dce;
+
+static void count_uses(Dce *c, const Block *b, int delta)
+{
+    for (int i = 0; i < b->insts.n; i++) {
+        const Inst *in = &b->insts.v[i];
+        for (int k = 0; k < in->nargs; k++)
+            c->uses[in->args[k]] += delta;
+        for (int r = 0; r < in->nregions; r++)
+            count_uses(c, in->regions[r], delta);
+    }
+}
+
+static bool has_effect(const Inst *in)
+{
+    switch ((OpKind)in->op) {
+    case OP_STORE: case OP_ATOMIC_ADD: case OP_ASSERT: case OP_WHILE:
+        return true;
+    default:
+        break;
+    }
+    for (int r = 0; r < in->nregions; r++) {
+        const Block *b = in->regions[r];
+        for (int i = 0; i < b->insts.n; i++)
+            if (has_effect(&b->insts.v[i]))
+                return true;
+    }
+    return false;
+}
+
+static bool removable(const Dce *c, const Inst *in)
+{
+    if (in->op == OP_YIELD || in->op == OP_CONDITION || has_effect(in))
+        return false;
+    if (!op_info[in->op].pure && in->op != OP_LOAD && in->op != OP_FOR && in->op != OP_IF)
+        return false;
+    for (int i = 0; i < in->nres; i++)
+        if (c->uses[in->res[i]] > 0)
+            return false;
+    return true;
+}
+
+/* Walks b backwards (uses before definitions: the reverse of the text
+ * order), so one sweep removes whole chains of dead values. */
+static void dce_block(Dce *c, Block *b)
+{
+    int ndead = 0;
+    for (int i = b->insts.n - 1; i >= 0; i--) {
+        Inst *in = &b->insts.v[i];
+        for (int r = in->nregions - 1; r >= 0; r--)
+            dce_block(c, in->regions[r]);
+        if (removable(c, in)) {
+            for (int k = 0; k < in->nargs; k++)
+                c->uses[in->args[k]]--;
+            for (int r = 0; r < in->nregions; r++)
+                count_uses(c, in->regions[r], -1);
+            in->op = OP_COUNT; /* marked; compacted below */
+            ndead++;
+        }
+    }
+    if (!ndead)
+        return;
+    int n = 0;
+    for (int i = 0; i < b->insts.n; i++)
+        if (b->insts.v[i].op != OP_COUNT)
+            b->insts.v[n++] = b->insts.v[i];
+    b->insts.n = n;
+    c->changed = true;
+}
+
+static bool pass_dce(Func *f)
+{
+    Arena *a = scratch_new(f);
+    Dce c = {.uses = arena_alloc(a, (size_t)f->vals.n * sizeof(int))};
+    count_uses(&c, f->body, 1);
+    do {
+        c.changed = false;
+        dce_block(&c, f->body);
+    } while (c.changed);
+    scratch_free(f, a);
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* simplify: constant arithmetic                                       */
+/* ------------------------------------------------------------------ */
+
+/* A known constant (all lanes equal). */
+typedef struct CVal {
+    bool known;
+    int64_t i; /* integer dtypes: the value, normalized by wrap() */
+    double x;  /* float dtypes: the value, already rounded to the dtype */
+} CVal;
+
+/* x reduced to dtype dt with two's-complement wrap-around; i1 is 0 or 1;
+ * unsigned values are kept non-negative (u64 as its bit pattern). */
+static int64_t wrap(Dtype dt, uint64_t x)
+{
+    int bits = dtype_bits(dt);
+    if (dt == DT_I1)
+        return (int64_t)(x & 1);
+    if (bits >= 64)
+        return (int64_t)x;
+    uint64_t mask = ((uint64_t)1 << bits) - 1;
+    x &= mask;
+    if (dtype_is_signed(dt) && (x >> (bits - 1)) & 1)
+        x |= ~mask;
+    return (int64_t)x;
+}
+
+/* Round-to-nearest-even of x to a binary format with p significant bits,
+ * minimum normal exponent emin and largest finite value maxf. */
+static double round_format(double x, int p, int emin, double maxf)
+{
+    if (x == 0 || !isfinite(x))
+        return x;
+    int e = ilogb(x);
+    if (e < emin)
+        e = emin; /* subnormal: fixed quantum */
+    double q = ldexp(1.0, e - p + 1);
+    double r = nearbyint(x / q) * q; /* x / q is exact: a power-of-two scaling */
+    if (fabs(r) > maxf)
+        return x < 0 ? -INFINITY : INFINITY;
+    return r;
+}
+
+/* x rounded to float dtype dt, as storing it in dt would. */
+static double round_to(Dtype dt, double x)
+{
+    switch (dt) {
+    case DT_F32: return (double)(float)x;
+    case DT_F16: return round_format(x, 11, -14, 65504.0);
+    case DT_BF16: return round_format(x, 8, -126, ldexp(255.0, 120)); /* (2 - 2^-7) * 2^127 */
+    default: return x;
+    }
+}
+
+static bool lt_int(Dtype dt, int64_t a, int64_t b)
+{
+    return dtype_is_signed(dt) && dt != DT_I1 ? a < b : (uint64_t)a < (uint64_t)b;
+}
+
+/* Folds an integer op on constants.  false: not folded (division by zero,
+ * overflowing division, shift out of range, unsupported op). */
+static bool fold_int(OpKind op, Dtype dt, const CVal *a, const CVal *b, int64_t *out)
+{
+    uint64_t x = (uint64_t)a->i, y = b ? (uint64_t)b->i : 0;
+    int bits = dtype_bits(dt);
+    bool sgn = dtype_is_signed(dt) && dt != DT_I1;
+    switch (op) {
+    case OP_ADD: *out = wrap(dt, x + y); return true;
+    case OP_SUB: *out = wrap(dt, x - y); return true;
+    case OP_MUL: *out = wrap(dt, x * y); return true;
+    case OP_DIV: case OP_REM:
+        if (b->i == 0)
+            return false;
+        if (sgn) {
+            int64_t min = bits >= 64 ? INT64_MIN : -((int64_t)1 << (bits - 1));
+            if (a->i == min && b->i == -1)
+                return false; /* overflows: undefined on the device */
+            *out = wrap(dt, (uint64_t)(op == OP_DIV ? a->i / b->i : a->i % b->i));
+        } else {
+            *out = wrap(dt, op == OP_DIV ? x / y : x % y);
+        }
+        return true;
+    case OP_MAXIMUM: *out = lt_int(dt, a->i, b->i) ? b->i : a->i; return true;
+    case OP_MINIMUM: *out = lt_int(dt, b->i, a->i) ? b->i : a->i; return true;
+    case OP_NEG: *out = wrap(dt, 0 - x); return true;
+    case OP_ABS: *out = sgn && a->i < 0 ? wrap(dt, 0 - x) : a->i; return true;
+    case OP_AND: *out = wrap(dt, x & y); return true;
+    case OP_OR: *out = wrap(dt, x | y); return true;
+    case OP_XOR: *out = wrap(dt, x ^ y); return true;
+    case OP_NOT: *out = wrap(dt, ~x); return true;
+    case OP_SHL: case OP_SHR:
+        if (b->i < 0 || b->i >= bits)
+            return false; /* undefined on the device */
+        if (op == OP_SHL)
+            *out = wrap(dt, x << y);
+        else if (sgn && a->i < 0)
+            *out = wrap(dt, ~(~x >> y)); /* arithmetic shift */
+        else
+            *out = wrap(dt, x >> y);
+        return true;
+    case OP_UMULHI:
+        if (bits != 32)
+            return false;
+        *out = wrap(dt, ((x & 0xffffffffu) * (y & 0xffffffffu)) >> 32);
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Folds a float op whose correctly rounded result in the dtype equals the
+ * double result rounded to the dtype.  Transcendental functions are not
+ * folded: their last bit depends on the math library. */
+static bool fold_float(OpKind op, Dtype dt, const CVal *a, const CVal *b, double *out)
+{
+    double x = a->x, y = b ? b->x : 0, r;
+    switch (op) {
+    case OP_ADD: r = x + y; break;
+    case OP_SUB: r = x - y; break;
+    case OP_MUL: r = x * y; break;
+    case OP_DIV: r = x / y; break;
+    case OP_REM: r = fmod(x, y); break;
+    case OP_NEG: r = -x; break;
+    case OP_ABS: r = fabs(x); break;
+    case OP_SQRT: r = sqrt(x); break;
+    case OP_FLOOR: r = floor(x); break;
+    case OP_CEIL: r = ceil(x); break;
+    case OP_TRUNC: r = trunc(x); break;
+    case OP_RINT: r = nearbyint(x); break;
+    case OP_MAXIMUM: case OP_MINIMUM:
+        if (isnan(x) || isnan(y) || (x == 0 && y == 0))
+            return false; /* NaN propagation and the sign of zero are the device's choice */
+        r = (op == OP_MAXIMUM) == (x > y) ? x : y;
+        break;
+    default:
+        return false;
+    }
+    *out = round_to(dt, r);
+    return true;
+}
+
+/* Comparison of two constants of dtype dt (ints or floats). */
+static bool fold_cmp(OpKind op, Dtype dt, const CVal *a, const CVal *b, int64_t *out)
+{
+    bool lt, eq, unordered = false;
+    if (dtype_is_float(dt)) {
+        unordered = isnan(a->x) || isnan(b->x);
+        lt = a->x < b->x;
+        eq = a->x == b->x;
+    } else {
+        lt = lt_int(dt, a->i, b->i);
+        eq = a->i == b->i;
+    }
+    bool r;
+    switch (op) {
+    case OP_LT: r = lt; break;
+    case OP_LE: r = lt || eq; break;
+    case OP_GT: r = !lt && !eq && !unordered; break;
+    case OP_GE: r = !lt && !unordered; break;
+    case OP_EQ: r = eq; break;
+    case OP_NE: r = !eq; break;
+    default: return false;
+    }
+    *out = r;
+    return true;
+}
+
+/* Value conversion of a constant from dtype s to dtype d. */
+static bool fold_cast(Dtype s, Dtype d, const CVal *a, CVal *out)
+{
+    bool sf = dtype_is_float(s), df = dtype_is_float(d);
+    if (s == DT_PTR || d == DT_PTR)
+        return false;
+    if (!sf && !df) {
+        /* to i1 is a truth test (x != 0), not a wrap */
+        out->i = d == DT_I1 ? a->i != 0 : wrap(d, (uint64_t)a->i);
+    } else if (!sf && df) {
+        bool uns = !dtype_is_signed(s) || s == DT_I1;
+        double v = uns ? (double)(uint64_t)a->i : (double)a->i;
+        if (fabs(v) > 9007199254740992.0) /* 2^53: the double is already rounded */
+            return false;
+        out->x = round_to(d, v);
+    } else if (sf && !df) {
+        double t = trunc(a->x);
+        if (isnan(a->x) || d == DT_I1)
+            return false;
+        /* only in range: out of range the device saturates or wraps by width */
+        int bits = dtype_bits(d);
+        double lo = dtype_is_signed(d) ? -ldexp(1.0, bits - 1) : 0.0;
+        double hi = dtype_is_signed(d) ? ldexp(1.0, bits - 1) : ldexp(1.0, bits);
+        if (!(t >= lo && t < hi))
+            return false;
+        out->i = t < 0 ? (int64_t)t : wrap(d, (uint64_t)t);
+    } else {
+        out->x = round_to(d, a->x);
+    }
+    out->known = true;
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* simplify: the walk                                                  */
+/* ------------------------------------------------------------------ */
+
+/* simplify -- one forward walk over the regions, rebuilding each block:
+ *   - operands are renamed through `repl` (values proven equal to others);
+ *   - ops whose operands are all constants (splats included) become
+ *     `const` in place (same result ValId): integer ops with the dtype's
+ *     wrap-around, C division (never by zero), floats as fold_float says,
+ *     comparisons, casts, and shape ops (broadcast, reshape, permute,
+ *     expand_dims) of a constant;
+ *   - `where` with a constant condition and `if` on a constant condition
+ *     (the taken region is inlined, its yield becomes the results);
+ *   - exact identities: x+0, 0+x, x-0, x*1, 1*x, x/1, x|0, x^0, x<<0, x>>0
+ *     and x*0 -> 0, x&0 -> 0 on ints; x*1.0, 1.0*x, x/1.0, x-0.0 on floats
+ *     (x+0.0 is not exact: -0.0 + 0.0 is +0.0);
+ *   - CSE: a pure op equal (op, operands, attributes, result type) to one
+ *     earlier in the same or an enclosing region is replaced by it;
+ *   then dce.
+ * Requires: a verified Func.  Keeps: verified, ValIds of the survivors,
+ * order.  Breaks: value names of replaced values (uses now print the
+ * replacement's name). */
+
+typedef struct CseEnt {
+    uint32_t hash;
+    int next; /* next entry of the bucket, -1 */
+    Inst in;  /* a copy: op, flags, args, attributes, the result */
+} CseEnt;
+
+typedef struct S {
+    Func *f;
+    Arena *a; /* scratch */
+    ValId *repl;
+    CVal *cv;
+    Vec(CseEnt) cse;
+    int *buckets;
+    uint32_t nbuckets; /* power of two */
+} S;
+
+static ValId rep(S *s, ValId v)
+{
+    while (s->repl[v])
+        v = s->repl[v];
+    return v;
+}
+
+static Type tyv(S *s, ValId v) { return s->f->vals.v[v].ty; }
+
+/* Turns in into `const` of its result type. */
+static void make_const(S *s, Inst *in, CVal c)
+{
+    in->op = OP_CONST;
+    in->nargs = 0;
+    in->args = NULL;
+    in->flags = 0;
+    in->nints = 0;
+    in->sattr = NULL;
+    if (dtype_is_float((Dtype)tyv(s, in->res[0]).dt)) {
+        in->ival = 0;
+        in->fval = c.x;
+    } else {
+        in->ival = c.i;
+        in->fval = 0;
+    }
+}
+
+static bool is_const_eq(S *s, ValId v, double x)
+{
+    const CVal *c = &s->cv[v];
+    if (!c->known)
+        return false;
+    Type t = tyv(s, v);
+    if (dtype_is_float((Dtype)t.dt))
+        return c->x == x && !signbit(c->x) == !signbit(x);
+    return dtype_is_int((Dtype)t.dt) && (double)c->i == x;
+}
+
+/* Exact identities of a binary op: the value it equals, or 0; *zero set
+ * when the result is the constant 0 (ints only). */
+static ValId identity(S *s, const Inst *in, bool *zero)
+{
+    *zero = false;
+    if (in->nargs != 2 || in->nres != 1)
+        return 0;
+    ValId x = in->args[0], y = in->args[1];
+    Type t = tyv(s, in->res[0]);
+    bool fl = dtype_is_float((Dtype)t.dt), in_ = dtype_is_int((Dtype)t.dt);
+    if (!type_eq(tyv(s, x), t) || !type_eq(tyv(s, y), t))
+        return 0;
+    switch ((OpKind)in->op) {
+    case OP_ADD:
+        if (in_ && is_const_eq(s, y, 0)) return x;
+        if (in_ && is_const_eq(s, x, 0)) return y;
+        break;
+    case OP_SUB:
+        if ((in_ || fl) && is_const_eq(s, y, 0)) return x; /* x - (+0.0) == x, also for -0.0 */
+        break;
+    case OP_MUL:
+        if ((in_ || fl) && is_const_eq(s, y, 1)) return x;
+        if ((in_ || fl) && is_const_eq(s, x, 1)) return y;
+        if (in_ && (is_const_eq(s, y, 0) || is_const_eq(s, x, 0))) *zero = true;
+        break;
+    case OP_DIV:
+        if ((in_ || fl) && is_const_eq(s, y, 1)) return x;
+        break;
+    case OP_OR: case OP_XOR: case OP_SHL: case OP_SHR:
+        if (in_ && is_const_eq(s, y, 0)) return x;
+        if (in_ && (in->op == OP_OR || in->op == OP_XOR) && is_const_eq(s, x, 0)) return y;
+        break;
+    case OP_AND:
+        if (in_ && (is_const_eq(s, y, 0) || is_const_eq(s, x, 0))) *zero = true;
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+/* Tries to fold in (operands renamed) into a constant. */
+static void try_fold(S *s, Inst *in)
+{
+    OpKind op = (OpKind)in->op;
+    if (in->nres != 1 || in->nregions || !op_info[op].pure || op == OP_CONST || in->nargs == 0)
+        return;
+    for (int i = 0; i < in->nargs; i++)
+        if (!s->cv[in->args[i]].known)
+            return;
+    Type rt = tyv(s, in->res[0]);
+    Dtype rd = (Dtype)rt.dt, ad = (Dtype)tyv(s, in->args[0]).dt;
+    const CVal *a = &s->cv[in->args[0]];
+    const CVal *b = in->nargs > 1 ? &s->cv[in->args[1]] : NULL;
+    CVal r = {.known = true};
+    switch (op) {
+    case OP_BROADCAST: case OP_RESHAPE: case OP_PERMUTE: case OP_EXPAND_DIMS:
+    case OP_MULTIPLE_OF: case OP_MAX_CONTIGUOUS:
+        if (op == OP_MULTIPLE_OF || op == OP_MAX_CONTIGUOUS)
+            return; /* hints are kept for the emitter */
+        r = *a;
+        break;
+    case OP_CAST:
+        if (!fold_cast(ad, rd, a, &r))
+            return;
+        break;
+    case OP_LT: case OP_LE: case OP_GT: case OP_GE: case OP_EQ: case OP_NE:
+        if (!fold_cmp(op, ad, a, b, &r.i))
+            return;
+        break;
+    case OP_ISNAN: case OP_ISINF:
+        if (!dtype_is_float(ad))
+            return;
+        r.i = op == OP_ISNAN ? isnan(a->x) != 0 : isinf(a->x) != 0;
+        break;
+    default:
+        if (!op_info[op].elementwise || in->nargs > 2)
+            return;
+        if (dtype_is_float(rd)) {
+            if (!fold_float(op, rd, a, b, &r.x))
+                return;
+        } else if (dtype_is_int(rd)) {
+            if (!fold_int(op, rd, a, b, &r.i))
+                return;
+        } else {
+            return;
+        }
+        break;
+    }
+    make_const(s, in, r);
+}
+
+static uint32_t inst_hash(S *s, const Inst *in)
+{
+    uint32_t h = 2166136261u;
+#define MIX(v) (h = (h ^ (uint32_t)(v)) * 16777619u)
+    MIX(in->op);
+    MIX(in->flags);
+    MIX(in->nargs);
+    for (int i = 0; i < in->nargs; i++)
+        MIX(in->args[i]);
+    MIX(in->ival);
+    MIX(in->ival >> 32);
+    uint64_t fb;
+    memcpy(&fb, &in->fval, sizeof fb);
+    MIX(fb);
+    MIX(fb >> 32);
+    for (int i = 0; i < in->nints; i++)
+        MIX(in->ints[i]);
+    Type t = tyv(s, in->res[0]);
+    MIX(t.dt);
+    MIX(t.elem);
+    MIX(t.rank);
+    for (int i = 0; i < t.rank; i++)
+        MIX(t.shape[i]);
+#undef MIX
+    return h;
+}
+
+static bool inst_same(S *s, const Inst *a, const Inst *b)
+{
+    if (a->op != b->op || a->flags != b->flags || a->nargs != b->nargs || a->ival != b->ival ||
+        memcmp(&a->fval, &b->fval, sizeof a->fval) || a->nints != b->nints)
+        return false;
+    for (int i = 0; i < a->nargs; i++)
+        if (a->args[i] != b->args[i])
+            return false;
+    for (int i = 0; i < a->nints; i++)
+        if (a->ints[i] != b->ints[i])
+            return false;
+    if ((a->sattr == NULL) != (b->sattr == NULL) || (a->sattr && strcmp(a->sattr, b->sattr)))
+        return false;
+    return type_eq(tyv(s, a->res[0]), tyv(s, b->res[0]));
+}
+
+/* The result of an equal instruction seen before in scope, or 0 (then in
+ * is recorded). */
+static ValId cse(S *s, const Inst *in)
+{
+    if (!op_info[in->op].pure || in->nres != 1 || in->nregions)
+        return 0;
+    uint32_t h = inst_hash(s, in);
+    uint32_t k = h & (s->nbuckets - 1);
+    for (int e = s->buckets[k]; e >= 0; e = s->cse.v[e].next)
+        if (s->cse.v[e].hash == h && inst_same(s, &s->cse.v[e].in, in))
+            return s->cse.v[e].in.res[0];
+    CseEnt ent = {h, s->buckets[k], *in};
+    vec_push(s->a, s->cse, ent);
+    s->buckets[k] = s->cse.n - 1;
+    return 0;
+}
+
+/* Forgets the CSE entries recorded since mark (leaving a region).  The
+ * entries are a stack and each one heads its bucket when popped. */
+static void cse_pop(S *s, int mark)
+{
+    while (s->cse.n > mark) {
+        CseEnt *e = &s->cse.v[--s->cse.n];
+        s->buckets[e->hash & (s->nbuckets - 1)] = e->next;
+    }
+}
+
+static void simplify_block(S *s, Block *b);
+
+/* Simplifies region r in its own CSE scope. */
+static void simplify_region(S *s, Block *r)
+{
+    int mark = s->cse.n;
+    simplify_block(s, r);
+    cse_pop(s, mark);
+}
+
+static void simplify_block(S *s, Block *b)
+{
+    Inst *old = b->insts.v;
+    int nold = b->insts.n;
+    b->insts.v = NULL;
+    b->insts.n = b->insts.cap = 0;
+    for (int i = 0; i < nold; i++) {
+        Inst in = old[i];
+        for (int k = 0; k < in.nargs; k++)
+            in.args[k] = rep(s, in.args[k]);
+        OpKind op = (OpKind)in.op;
+
+        /* if on a constant condition: inline the taken region */
+        if (op == OP_IF && s->cv[in.args[0]].known) {
+            Block *taken = in.regions[s->cv[in.args[0]].i ? 0 : 1];
+            simplify_block(s, taken); /* its values now live in b's scope */
+            for (int k = 0; k + 1 < taken->insts.n; k++)
+                vec_push(s->f->a, b->insts, taken->insts.v[k]);
+            const Inst *y = &taken->insts.v[taken->insts.n - 1];
+            for (int k = 0; k < in.nres && k < y->nargs; k++)
+                s->repl[in.res[k]] = rep(s, y->args[k]);
+            continue;
+        }
+        for (int r = 0; r < in.nregions; r++)
+            simplify_region(s, in.regions[r]);
+
+        /* where with a constant condition, or equal branches */
+        if (op == OP_WHERE && (s->cv[in.args[0]].known || in.args[1] == in.args[2])) {
+            ValId pick = in.args[1] == in.args[2] || s->cv[in.args[0]].i ? in.args[1] : in.args[2];
+            s->repl[in.res[0]] = pick;
+            continue;
+        }
+        try_fold(s, &in);
+        bool zero;
+        ValId same = in.op == OP_CONST ? 0 : identity(s, &in, &zero);
+        if (same) {
+            s->repl[in.res[0]] = same;
+            continue;
+        }
+        if (in.op != OP_CONST && zero)
+            make_const(s, &in, (CVal){.known = true});
+        ValId prev = cse(s, &in);
+        if (prev) {
+            s->repl[in.res[0]] = prev;
+            continue;
+        }
+        if (in.op == OP_CONST) {
+            Type t = tyv(s, in.res[0]);
+            CVal c = {.known = true};
+            if (dtype_is_float((Dtype)t.dt))
+                c.x = round_to((Dtype)t.dt, in.fval);
+            else
+                c.i = wrap((Dtype)t.dt, (uint64_t)in.ival);
+            s->cv[in.res[0]] = c;
+        }
+        vec_push(s->f->a, b->insts, in);
+    }
+}
+
+static bool pass_simplify(Func *f)
+{
+    Arena *a = scratch_new(f);
+    S s = {.f = f, .a = a};
+    s.repl = arena_alloc(a, (size_t)f->vals.n * sizeof *s.repl);
+    s.cv = arena_alloc(a, (size_t)f->vals.n * sizeof *s.cv);
+    s.nbuckets = 1024;
+    while (s.nbuckets < (uint32_t)f->vals.n)
+        s.nbuckets *= 2;
+    s.buckets = arena_alloc(a, s.nbuckets * sizeof *s.buckets);
+    memset(s.buckets, 0xff, s.nbuckets * sizeof *s.buckets); /* -1: empty */
+    simplify_block(&s, f->body);
+    scratch_free(f, a);
+    return pass_dce(f);
+}
+
+/* ------------------------------------------------------------------ */
+/* By name                                                             */
+/* ------------------------------------------------------------------ */
+
 bool pass_run(Func *f, const char *name, Diags *d)
-{ (void)f; if (!name) return false; if (!strcmp(name, "verify")) return ir_verify(f, d); diag_error(d, (Loc){0}, "unknown pass '%s'", name); return false; }
-const char *pass_names(void) { return "verify"; }
+{
+    if (!name) {
+        diag_error(d, (Loc){0}, "no pass named");
+        return false;
+    }
+    if (!strcmp(name, "verify"))
+        return ir_verify(f, d);
+    if (!strcmp(name, "dce"))
+        return pass_dce(f);
+    if (!strcmp(name, "simplify"))
+        return pass_simplify(f);
+    diag_error(d, (Loc){0}, "unknown pass '%s' (passes: %s)", name, pass_names());
+    return false;
+}
+
+const char *pass_names(void) { return "simplify, dce, verify"; }

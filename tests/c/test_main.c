@@ -42,6 +42,8 @@ static void run_one(T *t, const char *name, void (*fn)(T *))
 #include "test_lex.c"
 #include "test_ir.c"
 #include "test_interp.c"
+#include "test_emit.c"
+#include "test_ad.c"
 
 int main(void)
 {
@@ -50,6 +52,8 @@ int main(void)
     tests_lex(&t);
     tests_ir(&t);
     tests_interp(&t);
+    tests_emit(&t);
+    tests_ad(&t);
     printf("c: %d passed, %d failed\n", t.passed, t.failed);
     return t.failed ? 1 : 0;
 }

@@ -1,0 +1,88 @@
+/* fuzz_frontend.c -- libFuzzer target for the front ends.
+ *
+ * The input is split at its first newline: the first line is a signature,
+ * the rest a Python module.  The module goes through the lexer, the parser
+ * and, for its first @triton.jit function, sema and the verifier.  The whole
+ * input is also read as textual IR.  Memory is capped by the arena limit, so
+ * exhaustion is an error path, not a crash.  Build and run: `make fuzz`.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kad_int.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void fuzz_python(const char *sig, const char *src)
+{
+    Arena *a = arena_new((size_t)256 << 20);
+    if (!a)
+        return;
+    jmp_buf oom;
+    arena_set_oom(a, &oom);
+    if (setjmp(oom) == 0) {
+        Diags d;
+        diag_init(&d, a);
+        diag_add_source(&d, "fuzz.py", src);
+        Module *m = parse_module(a, &d, "fuzz.py", src);
+        if (m) {
+            Buf b = {.a = a};
+            ast_dump(&b, m);
+        }
+        if (m && d.nerrors == 0 && m->funcs.n > 0) {
+            Signature s = {0};
+            if (sig_parse(a, &d, sig, &s)) {
+                SemaOptions opt = {.unroll_const_loops = (sig[0] & 1) != 0};
+                Func *f = sema_kernel(a, &d, &m, 1, m->funcs.v[0]->name, &s, &opt);
+                if (f && ir_verify(f, &d) && pass_run(f, "simplify", &d) && ir_verify(f, &d))
+                    (void)ir_to_string(a, f);
+            }
+        }
+        (void)diag_render(&d);
+    }
+    arena_free(a);
+}
+
+static void fuzz_ir(const char *text)
+{
+    Arena *a = arena_new((size_t)256 << 20);
+    if (!a)
+        return;
+    jmp_buf oom;
+    arena_set_oom(a, &oom);
+    if (setjmp(oom) == 0) {
+        Diags d;
+        diag_init(&d, a);
+        Func *f = ir_parse(a, &d, "fuzz.ir", text);
+        if (f && ir_verify(f, &d)) {
+            (void)ir_to_string(a, f);
+            if (pass_run(f, "simplify", &d))
+                (void)ir_verify(f, &d);
+        }
+        (void)diag_render(&d);
+    }
+    arena_free(a);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *buf = malloc(size + 1);
+    if (!buf)
+        return 0;
+    memcpy(buf, data, size);
+    buf[size] = 0;
+    size_t n = strlen(buf); /* stop at an embedded NUL, like the CLI refuses them */
+    char *nl = memchr(buf, '\n', n);
+    const char *sig = "", *src = buf;
+    if (nl) {
+        *nl = 0;
+        sig = buf;
+        src = nl + 1;
+    }
+    fuzz_python(sig, src);
+    if (nl)
+        *nl = '\n';
+    fuzz_ir(buf);
+    free(buf);
+    return 0;
+}

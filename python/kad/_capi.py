@@ -1,0 +1,290 @@
+"""A thin ctypes binding of kad's C API (include/kad.h).
+
+No compiler logic lives here: every call goes straight to libkad.  What this
+module adds is argument marshalling (numpy buffers and Python scalars to
+kad_arg), a check that each buffer's element type matches the parameter it
+is passed for, and errors: a C call that fails raises KadError carrying the
+context's rendered diagnostics ("file:line:col: error: ...").
+
+The library is build/libkad.so under the repository root, unless the
+environment variable KAD_LIB names another file.
+
+    ctx = Context()
+    ctx.add_source("add.py", text)
+    k = ctx.specialize("add_kernel", "x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32,BLOCK=256")
+    print(k.ir)
+    k.run((4,), dict(x_ptr=x, y_ptr=y, out_ptr=out, n=1000))            # float32 buffers
+    k.run((4,), dict(x_ptr=x64, y_ptr=y64, out_ptr=out64, n=1000), mode="f64")
+"""
+import ctypes
+import os
+import threading
+
+import numpy as np
+
+__all__ = ["KadError", "Context", "Kernel", "library_path", "version"]
+
+# kad_specialize flags and kad_run modes (include/kad.h).
+UNROLL_CONST_LOOPS = 1 << 0
+NO_SIMPLIFY = 1 << 1
+_MODES = {"as_written": 0, "f64": 1}
+
+
+class KadError(Exception):
+    """A failed kad call; str(e) is the C diagnostics text."""
+
+
+class _KadArg(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("nbytes", ctypes.c_int64),
+        ("i", ctypes.c_int64),
+        ("f", ctypes.c_double),
+    ]
+
+
+def library_path():
+    """Where libkad is loaded from: $KAD_LIB, else <repo>/build/libkad.so."""
+    env = os.environ.get("KAD_LIB")
+    if env:
+        return env
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return os.path.join(repo, "build", "libkad.so")
+
+
+_lib = None
+_lib_lock = threading.Lock()
+
+
+def _load():
+    """Loads libkad once and declares the signatures of its functions."""
+    global _lib
+    with _lib_lock:
+        if _lib is not None:
+            return _lib
+        path = library_path()
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as e:
+            raise KadError(f"cannot load kad's library {path}: {e} (run `make`, or set KAD_LIB)") from e
+        P, S, I, U = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint
+        sigs = {
+            "kad_ctx_new": ([], P),
+            "kad_ctx_free": ([P], None),
+            "kad_version": ([], S),
+            "kad_add_source": ([P, S, S], I),
+            "kad_specialize": ([P, S, S, U], P),
+            "kad_parse_ir": ([P, S, S], P),
+            "kad_run_pass": ([P, S], I),
+            "kad_kernel_ir": ([P], S),
+            "kad_kernel_nparams": ([P], I),
+            "kad_kernel_param_name": ([P, I], S),
+            "kad_kernel_param_type": ([P, I], S),
+            "kad_run": ([P, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(_KadArg), I, I], I),
+            "kad_diagnostics": ([P], S),
+            "kad_clear_diagnostics": ([P], None),
+        }
+        for name, (argtypes, restype) in sigs.items():
+            fn = getattr(lib, name)
+            fn.argtypes = argtypes
+            fn.restype = restype
+        _lib = lib
+        return lib
+
+
+def version():
+    """kad's version string."""
+    return _load().kad_version().decode()
+
+
+def _enc(s):
+    return s.encode("utf-8")
+
+
+def _dec(b):
+    return b.decode("utf-8", errors="replace") if b is not None else ""
+
+
+class Context:
+    """A kad context: the sources added to it and the kernels made from them.
+
+    Every Kernel keeps its Context alive; the C context is freed when the
+    last of them is garbage-collected, or by close()."""
+
+    def __init__(self):
+        self._lib = _load()
+        self._c = self._lib.kad_ctx_new()
+        if not self._c:
+            raise MemoryError("kad_ctx_new failed")
+
+    def close(self):
+        if self._c:
+            self._lib.kad_ctx_free(self._c)
+            self._c = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _handle(self):
+        if not self._c:
+            raise KadError("the context is closed")
+        return self._c
+
+    def diagnostics(self):
+        """All diagnostics reported so far in this context, rendered."""
+        return _dec(self._lib.kad_diagnostics(self._handle()))
+
+    def _fail(self, what):
+        """Raises KadError with the pending diagnostics, then forgets them."""
+        text = self.diagnostics()
+        self._lib.kad_clear_diagnostics(self._c)
+        raise KadError(text.rstrip("\n") or f"{what} failed without a diagnostic")
+
+    def _begin(self):
+        self._lib.kad_clear_diagnostics(self._handle())
+
+    def add_source(self, filename, text):
+        """Adds a Python module of @triton.jit functions (parsed now)."""
+        self._begin()
+        if self._lib.kad_add_source(self._c, _enc(filename), _enc(text)) != 0:
+            self._fail(f"add_source({filename!r})")
+
+    def specialize(self, kernel, sig, unroll=False, simplify=True):
+        """Specializes kernel for the signature string; returns a Kernel."""
+        self._begin()
+        flags = (UNROLL_CONST_LOOPS if unroll else 0) | (0 if simplify else NO_SIMPLIFY)
+        k = self._lib.kad_specialize(self._c, _enc(kernel), _enc(sig), flags)
+        if not k:
+            self._fail(f"specialize({kernel!r})")
+        return Kernel(self, k)
+
+    def parse_ir(self, name, text):
+        """Parses and verifies a kernel in textual IR; name is used in locations."""
+        self._begin()
+        k = self._lib.kad_parse_ir(self._c, _enc(name), _enc(text))
+        if not k:
+            self._fail(f"parse_ir({name!r})")
+        return Kernel(self, k)
+
+
+# Element types a buffer may have for a pointer parameter, per mode.  In f64
+# mode every floating-point buffer holds float64 (kad's f64 contract).
+_FLOAT_ELEMS = {"fp16": np.float16, "bf16": np.uint16, "fp32": np.float32, "fp64": np.float64}
+_INT_ELEMS = {
+    "i1": (np.bool_, np.int8, np.uint8),
+    "i8": (np.int8,),
+    "u8": (np.uint8,),
+    "i16": (np.int16,),
+    "u16": (np.uint16,),
+    "i32": (np.int32,),
+    "u32": (np.uint32,),
+    "i64": (np.int64,),
+    "u64": (np.uint64,),
+}
+
+
+def _buffer_dtypes(ptr_type, mode):
+    """Accepted numpy dtypes for a pointer parameter "*fp32", "*bf16[...]"..."""
+    elem = ptr_type[1:].split("[", 1)[0]
+    if elem in _FLOAT_ELEMS:
+        if mode == "f64":
+            return (np.dtype(np.float64),)
+        accepted = [_FLOAT_ELEMS[elem]]
+        if elem == "bf16":  # numpy has no bfloat16: bit patterns in 16-bit ints
+            accepted.append(np.int16)
+        return tuple(np.dtype(t) for t in accepted)
+    if elem in _INT_ELEMS:
+        return tuple(np.dtype(t) for t in _INT_ELEMS[elem])
+    return None  # unknown to this binding: not checked
+
+
+class Kernel:
+    """A specialized (or parsed) kernel of a Context."""
+
+    def __init__(self, ctx, handle):
+        self._ctx = ctx  # keeps the C context alive
+        self._k = handle
+
+    @property
+    def ir(self):
+        """The kernel's textual IR."""
+        self._ctx._handle()
+        return _dec(self._ctx._lib.kad_kernel_ir(self._k))
+
+    @property
+    def params(self):
+        """Runtime parameters in call order: [(name, type)], e.g. ("x_ptr", "*fp32")."""
+        lib = self._ctx._lib
+        self._ctx._handle()
+        return [(_dec(lib.kad_kernel_param_name(self._k, i)), _dec(lib.kad_kernel_param_type(self._k, i)))
+                for i in range(lib.kad_kernel_nparams(self._k))]
+
+    def run_pass(self, name):
+        """Runs a named IR pass ("simplify", "dce", "verify") in place."""
+        self._ctx._begin()
+        if self._ctx._lib.kad_run_pass(self._k, _enc(name)) != 0:
+            self._ctx._fail(f"pass {name!r}")
+
+    def run(self, grid, args, mode="as_written"):
+        """Runs the kernel on kad's CPU interpreter.
+
+        grid: an int or a tuple of up to 3 ints.  args: the runtime
+        arguments in parameter order, or a dict by name: numpy arrays for
+        pointer parameters (C-contiguous; written in place), Python ints and
+        floats for scalars.  mode: "as_written" or "f64"."""
+        if mode not in _MODES:
+            raise ValueError(f"mode must be one of {sorted(_MODES)}, not {mode!r}")
+        params = self.params
+        if isinstance(args, dict):
+            unknown = set(args) - {n for n, _ in params}
+            missing = [n for n, _ in params if n not in args]
+            if unknown or missing:
+                raise TypeError(f"arguments: missing {missing}, unknown {sorted(unknown)}; "
+                                f"the kernel takes {[n for n, _ in params]}")
+            values = [args[n] for n, _ in params]
+        else:
+            values = list(args)
+            if len(values) != len(params):
+                raise TypeError(f"the kernel takes {len(params)} runtime arguments "
+                                f"({[n for n, _ in params]}), {len(values)} given")
+
+        grid = (grid,) if isinstance(grid, int) else tuple(grid)
+        if not 1 <= len(grid) <= 3:
+            raise ValueError("grid must have 1 to 3 dimensions")
+        grid3 = (ctypes.c_int64 * 3)(*(list(map(int, grid)) + [1] * (3 - len(grid))))
+
+        cargs = (_KadArg * max(1, len(params)))()
+        keep = []  # buffers stay referenced until the call returns
+        for i, ((name, ty), v) in enumerate(zip(params, values)):
+            if ty.startswith("*"):
+                if not isinstance(v, np.ndarray):
+                    raise TypeError(f"{name}: expected a numpy array for {ty}, got {type(v).__name__}")
+                if not v.flags.c_contiguous or not v.flags.writeable:
+                    raise ValueError(f"{name}: the array must be C-contiguous and writeable")
+                ok = _buffer_dtypes(ty, mode)
+                if ok is not None and v.dtype not in ok:
+                    raise TypeError(f"{name}: a {ty} buffer in {mode} mode must hold "
+                                    f"{' or '.join(str(d) for d in ok)}, not {v.dtype}")
+                keep.append(v)
+                cargs[i].data = v.ctypes.data
+                cargs[i].nbytes = v.nbytes
+            elif ty.startswith("fp") or ty == "bf16":
+                cargs[i].f = float(v)
+            else:
+                if isinstance(v, float) and not v.is_integer():
+                    raise TypeError(f"{name}: expected an integer for {ty}, got {v!r}")
+                cargs[i].i = int(v)
+        self._ctx._begin()
+        rc = self._ctx._lib.kad_run(self._k, grid3, cargs, len(params), _MODES[mode])
+        del keep
+        if rc != 0:
+            self._ctx._fail("run")

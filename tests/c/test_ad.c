@@ -1,0 +1,228 @@
+/* test_ad.c -- reverse-mode AD (ad_rev.c) checked by the float64
+ * finite-difference checker (check.c), and the checker checked by a
+ * deliberately broken rule.
+ *
+ * The forward kernels are the textual-IR files of tests/grad/ (the same
+ * files the `kad grad` golden tests print), so the binary runs from the
+ * repository root like `make ctest` does.  Each case names the inputs,
+ * outputs, grid, buffer sizes, scalar values and input ranges the checker
+ * needs; the random inputs keep away from kinks and ties (see docs/AD.md).
+ */
+
+typedef struct AdCase {
+    const char *file, *wrt, *out;
+    int64_t grid;
+    const char *shapes, *args, *ranges;
+} AdCase;
+
+static const AdCase ad_cases[] = {
+    {"ew_chain", "x_ptr", "y_ptr", 2, "x_ptr=100,y_ptr=100", "n=100", NULL},
+    {"softmax_row", "x_ptr", "y_ptr", 5, "x_ptr=5x20,y_ptr=100", "n_cols=20", NULL},
+    {"rms_norm_weight", "x_ptr,w_ptr", "y_ptr", 6, "x_ptr=6x13,w_ptr=13,y_ptr=78,r_ptr=6",
+     "n=13,eps=1e-5", NULL},
+    {"shapes_reductions", "x_ptr,b_ptr", "y_ptr,z_ptr,w_ptr", 1,
+     "x_ptr=32,b_ptr=8,y_ptr=32,z_ptr=4,w_ptr=9", NULL, NULL},
+    {"matmul_kloop", "a_ptr,b_ptr", "c_ptr", 1, "a_ptr=16x48,b_ptr=48x16,c_ptr=256", "K=48",
+     "a_ptr=-0.3:0.3"},
+    {"runtime_if", "x_ptr,w_ptr", "y_ptr", 4, "x_ptr=32,w_ptr=1,y_ptr=32", "nrows=3", NULL},
+    {"early_return", "x_ptr", "y_ptr", 6, "x_ptr=6,y_ptr=6", "n=4", NULL},
+    {"chunked_sum_loop", "x_ptr,w_ptr", "y_ptr", 1, "x_ptr=24,w_ptr=8,y_ptr=1", "n=24", NULL},
+    {"unary_rules", "x_ptr", "y_ptr", 1, "x_ptr=16,y_ptr=16", NULL, "x_ptr=0.2:0.8"},
+    {"binary_rules", "a_ptr,b_ptr", "y_ptr", 1, "a_ptr=16,b_ptr=16,y_ptr=16", NULL,
+     "a_ptr=0.2:0.8,b_ptr=0.9:2"},
+    {"cast_bf16", "x_ptr", "y_ptr", 1, "x_ptr=16,y_ptr=16", NULL, NULL},
+    {"layer_norm_chunked", "X,W,B", "Y", 3, "X=3x40,Y=3x40,W=40,B=40,Mean=3,Rstd=3",
+     "stride_x=40,stride_y=40,N=40,eps=1e-5", NULL},
+};
+
+/* Parses tests/grad/NAME.ir into a (verified) Func, or NULL. */
+static Func *ad_load(Arena *a, Diags *d, const char *name)
+{
+    const char *path = arena_printf(a, "tests/grad/%s.ir", name);
+    size_t len;
+    char *text = read_file(a, path, &len);
+    if (!text) {
+        printf("  cannot read %s (run from the repository root)\n", path);
+        return NULL;
+    }
+    diag_add_source(d, path, text);
+    Func *f = ir_parse(a, d, path, text);
+    return f && ir_verify(f, d) ? f : NULL;
+}
+
+/* Runs the checker on one case; returns the report (NULL on error, with
+ * the diagnostics printed) and sets *passed. */
+static const char *ad_run_case(Arena *a, const AdCase *c, int mutate, uint64_t seed, bool *passed)
+{
+    Diags d;
+    diag_init(&d, a);
+    *passed = false;
+    Func *f = ad_load(a, &d, c->file);
+    const char **w, **o;
+    AdSpec spec = {0};
+    spec.nwrt = ad_split_names(a, c->wrt, &w);
+    spec.nouts = ad_split_names(a, c->out, &o);
+    spec.wrt = w;
+    spec.outs = o;
+    spec.mutate = mutate;
+    CheckConfig cfg = {.grid = {c->grid, 1, 1}, .shapes = c->shapes, .args = c->args, .ranges = c->ranges,
+                       .seed = seed};
+    const char *rep = f ? check_gradients(a, &d, f, &spec, &cfg, passed) : NULL;
+    if (!rep)
+        printf("  %s: %s", c->file, diag_render(&d));
+    return rep;
+}
+
+/* Every case passes, for two seeds of the checker. */
+static void test_ad_gradients(T *t)
+{
+    for (size_t i = 0; i < sizeof ad_cases / sizeof *ad_cases; i++) {
+        for (uint64_t seed = 1; seed <= 2; seed++) {
+            Arena *a = arena_new(0);
+            bool ok;
+            const char *rep = ad_run_case(a, &ad_cases[i], AD_MUTATE_NONE, seed * 7919, &ok);
+            if (rep && !ok)
+                printf("  %s (seed %llu):\n%s", ad_cases[i].file, (unsigned long long)seed * 7919, rep);
+            CHECK(t, rep && ok);
+            arena_free(a);
+        }
+    }
+}
+
+/* The checker can fail: a wrong exp rule (d*x instead of d*exp(x)) must
+ * turn the PASS of a kernel using exp into a FAIL; the same kernel passes
+ * without the mutation. */
+static void test_ad_mutation_fails(T *t)
+{
+    static const char *const with_exp[] = {"ew_chain", "softmax_row", "unary_rules"};
+    for (size_t i = 0; i < 3; i++) {
+        const AdCase *c = NULL;
+        for (size_t k = 0; k < sizeof ad_cases / sizeof *ad_cases; k++)
+            if (!strcmp(ad_cases[k].file, with_exp[i]))
+                c = &ad_cases[k];
+        Arena *a = arena_new(0);
+        bool ok_good = false, ok_bad = true;
+        const char *good = ad_run_case(a, c, AD_MUTATE_NONE, 12345, &ok_good);
+        const char *bad = ad_run_case(a, c, AD_MUTATE_EXP, 12345, &ok_bad);
+        CHECK(t, good && ok_good);
+        CHECK(t, bad && !ok_bad);
+        CHECK(t, bad && strstr(bad, "FAIL"));
+        arena_free(a);
+    }
+}
+
+/* Compiles IR text and differentiates it; returns the rendered
+ * diagnostics ("" when AD succeeded). */
+static const char *ad_errors(Arena *a, const char *ir, const char *wrt, const char *out)
+{
+    Diags d;
+    diag_init(&d, a);
+    diag_add_source(&d, "t.ir", ir);
+    Func *f = ir_parse(a, &d, "t.ir", ir);
+    if (!f || !ir_verify(f, &d))
+        return arena_printf(a, "PARSE: %s", diag_render(&d));
+    const char **w, **o;
+    AdSpec spec = {0};
+    spec.nwrt = ad_split_names(a, wrt, &w);
+    spec.nouts = ad_split_names(a, out, &o);
+    spec.wrt = w;
+    spec.outs = o;
+    Func *g = ad_backward(a, &d, f, &spec);
+    (void)g; /* the diagnostics say everything */
+    return diag_render(&d);
+}
+
+/* Refusals are located errors naming the construct. */
+static void test_ad_refusals(T *t)
+{
+    Arena *a = arena_new(0);
+    /* a pointer selected from two parameters */
+    const char *amb = "kernel @k(%x_ptr: *fp32, %z_ptr: *fp32, %y_ptr: *fp32, %c: i1) {\n"
+                      "  %p = where %c, %x_ptr, %z_ptr : *fp32\n"
+                      "  %x = load %p : fp32\n"
+                      "  store %y_ptr, %x\n"
+                      "}\n";
+    const char *e = ad_errors(a, amb, "x_ptr", "y_ptr");
+    CHECK(t, strstr(e, "t.ir:3:3: error: cannot differentiate a load through a pointer of ambiguous") != NULL);
+    /* an output written twice, and a store inside a loop */
+    const char *twice = "kernel @k(%x_ptr: *fp32, %y_ptr: *fp32, %n: i32) {\n"
+                        "  %x = load %x_ptr : fp32\n"
+                        "  store %y_ptr, %x\n"
+                        "  %lb = const 0 : i32\n"
+                        "  %st = const 1 : i32\n"
+                        "  for %i = %lb to %n step %st {\n"
+                        "    %q = addptr %y_ptr, %lb : *fp32\n"
+                        "    store %q, %x\n"
+                        "    yield\n"
+                        "  }\n"
+                        "}\n";
+    e = ad_errors(a, twice, "x_ptr", "y_ptr");
+    CHECK(t, strstr(e, "t.ir:8:5: error: output 'y_ptr' is stored at more than one site (first at line 3)") != NULL);
+    CHECK(t, strstr(e, "t.ir:8:5: error: store to output 'y_ptr' inside a loop") != NULL);
+    /* cumprod has no rule yet; a while carrying a differentiated value */
+    const char *cp = "kernel @k(%x_ptr: *fp32, %y_ptr: *fp32) {\n"
+                     "  %i = arange 0 : i32[8]\n"
+                     "  %xp0 = broadcast %x_ptr : *fp32[8]\n"
+                     "  %xp = addptr %xp0, %i : *fp32[8]\n"
+                     "  %x = load %xp : fp32[8]\n"
+                     "  %c = cumprod %x {axis = 0} : fp32[8]\n"
+                     "  %s = sum %c {axis = 0} : fp32\n"
+                     "  %h = while (%v = %s) -> (fp32) {\n"
+                     "    %z = const 10.0 : fp32\n"
+                     "    %b = lt %v, %z : i1\n"
+                     "    condition %b\n"
+                     "  } do (%v.1) {\n"
+                     "    %v.2 = mul %v.1, %v.1 : fp32\n"
+                     "    yield %v.2\n"
+                     "  }\n"
+                     "  store %y_ptr, %h\n"
+                     "}\n";
+    e = ad_errors(a, cp, "x_ptr", "y_ptr");
+    CHECK(t, strstr(e, "t.ir:6:3: error: no adjoint rule for 'cumprod'") != NULL);
+    CHECK(t, strstr(e, "t.ir:8:3: error: loop-carried value 'v' is not a linear accumulator; kad needs a tape") != NULL);
+    /* names that are not differentiable pointer parameters */
+    const char *ok = "kernel @k(%x_ptr: *fp32, %y_ptr: *fp32, %n: i32) {\n"
+                     "  %x = load %x_ptr : fp32\n"
+                     "  store %y_ptr, %x\n"
+                     "}\n";
+    e = ad_errors(a, ok, "n", "y_ptr");
+    CHECK(t, strstr(e, "'n' is not a pointer to floating-point data") != NULL);
+    e = ad_errors(a, ok, "q_ptr", "y_ptr");
+    CHECK(t, strstr(e, "kernel 'k' has no runtime parameter 'q_ptr'") != NULL);
+    e = ad_errors(a, ok, "x_ptr", "y_ptr");
+    CHECK(t, strcmp(e, "") == 0);
+    arena_free(a);
+}
+
+/* The backward kernel's signature and names follow the contract. */
+static void test_ad_signature(T *t)
+{
+    Arena *a = arena_new(0);
+    Diags d;
+    diag_init(&d, a);
+    Func *f = ad_load(a, &d, "rms_norm_weight");
+    const char *wrt[] = {"w_ptr", "x_ptr"}, *outs[] = {"y_ptr"};
+    AdSpec spec = {.wrt = wrt, .nwrt = 2, .outs = outs, .nouts = 1};
+    Func *g = f ? ad_backward(a, &d, f, &spec) : NULL;
+    CHECK(t, g != NULL);
+    if (g) {
+        const char *want[] = {"x_ptr", "w_ptr", "y_ptr", "r_ptr", "n", "eps", "d_y_ptr", "d_x_ptr", "d_w_ptr"};
+        CHECK(t, g->nparams == 9);
+        for (int i = 0; i < g->nparams && i < 9; i++)
+            CHECK(t, strcmp(g->vals.v[g->params[i]].name, want[i]) == 0);
+        const char *ir = ir_to_string(a, g);
+        CHECK(t, strstr(ir, "kernel @rms_bwd(") == ir);
+        CHECK(t, strstr(ir, "store") == NULL); /* every store removed, scratch rstd included */
+        CHECK(t, strstr(ir, "%dy = load %d_q, mask %mask") != NULL);
+        CHECK(t, strstr(ir, "atomic_add %d_pw, %dw, mask %mask") != NULL);
+    }
+    arena_free(a);
+}
+
+static void tests_ad(T *t)
+{
+    RUN(t, test_ad_gradients);
+    RUN(t, test_ad_mutation_fails);
+    RUN(t, test_ad_refusals);
+    RUN(t, test_ad_signature);
+}

@@ -1,0 +1,11 @@
+# tl.dot needs 2-D (or batched 3-D) tiles.
+# RUN: ir %s:k --sig 'x_ptr=*fp32'
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr):
+    offs = tl.arange(0, 64)
+    x = tl.load(x_ptr + offs)
+    tl.store(x_ptr + offs, tl.dot(x, x))

@@ -1,0 +1,11 @@
+# Unsupported keyword arguments are named.
+# RUN: ir %s:k --sig 'x_ptr=*fp32'
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr):
+    offs = tl.arange(0, 16)
+    x = tl.load(x_ptr + offs, mask=offs < 8, pad=0.0)
+    tl.store(x_ptr + offs, x)

@@ -1,0 +1,11 @@
+# A tl function kad does not know is named in the error.
+# RUN: ir %s:k --sig 'x_ptr=*fp32'
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr):
+    offs = tl.arange(0, 16)
+    x = tl.load(x_ptr + offs)
+    tl.store(x_ptr + offs, tl.sort(x))

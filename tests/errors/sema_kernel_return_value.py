@@ -1,0 +1,9 @@
+# RUN: ir %s:k --sig 'x_ptr=*fp32'
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr):
+    x = tl.load(x_ptr)
+    return x

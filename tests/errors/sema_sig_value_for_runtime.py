@@ -1,0 +1,10 @@
+# RUN: ir %s:k --sig 'x_ptr=*fp32,n=1024,BLOCK=16'
+# RUN: ir %s:k --sig 'x_ptr=*fp32,n=fp16,BLOCK=16'
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, 0.0, mask=offs < n)

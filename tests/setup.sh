@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what `make test` needs on a fresh machine: a C compiler and clang
+# (libFuzzer) from Debian's packages when missing, and a Python venv with the
+# pinned packages of tests/requirements.txt.  Usage: tests/setup.sh PYTHON VENV
+set -euo pipefail
+PY=${1:-python3}
+VENV=${2:-.venv}
+
+need_apt=()
+command -v cc >/dev/null 2>&1 || need_apt+=(gcc)
+command -v clang >/dev/null 2>&1 || need_apt+=(clang)
+if ! echo 'int main(void){return 0;}' | clang -x c - -fsanitize=fuzzer -o /dev/null >/dev/null 2>&1; then
+    command -v clang >/dev/null 2>&1 && need_apt+=(libclang-rt-14-dev)
+fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && SUDO=sudo
+    echo "setup: installing ${need_apt[*]} with apt-get"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+    "$PY" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -r tests/requirements.txt
+echo "setup: done ($("$VENV/bin/python" -c 'import numpy, sys; print("python", sys.version.split()[0], "numpy", numpy.__version__)'))"
