@@ -122,6 +122,23 @@ const char *kad_check(kad_kernel *k, const kad_check_opts *o, int *passed);
  * with a located diagnostic when some IR construct has no Triton spelling. */
 const char *kad_kernel_triton(kad_kernel *k);
 
+/* ---- The backward module (docs/GRAD.md) ---- */
+
+/* The backward of k as a Python module: @triton.jit <kernel>_bwd taking the
+ * forward's parameters in the def's order, then d_<out> per output, then
+ * d_<x> per input, and the host function launch_<kernel>_bwd(grid, *args,
+ * num_warps=None, num_stages=None, **constexprs) that callers use.  wrt and
+ * out as for kad_grad.  Owned by the context; NULL with located diagnostics
+ * when k cannot be differentiated or printed. */
+const char *kad_grad_module(kad_kernel *k, const char *wrt, const char *out);
+
+/* One call from sources to module: specializes `kernel` of the sources
+ * added to c for sig (flags as for kad_specialize), then kad_grad_module.
+ * For the CPU interpreter, kad_grad(kad_specialize(...), wrt, out) gives
+ * the same backward as a kad_kernel. */
+const char *kad_grad_source(kad_ctx *c, const char *kernel, const char *sig, const char *wrt,
+                            const char *out, unsigned flags);
+
 #ifdef __cplusplus
 }
 #endif

@@ -53,6 +53,20 @@ enum { ROLE_NONE, ROLE_IN, ROLE_OUT };
 
 typedef Vec(ValId) ValVec;
 
+/* Where a store to an output sits: its `if` nesting, so that two stores in
+ * the two branches of one `if` are known to be mutually exclusive. */
+typedef struct IfStep {
+    const Inst *inst; /* an enclosing `if` */
+    int region;       /* 0: then, 1: else */
+} IfStep;
+typedef struct StoreSite {
+    const Inst *store;
+    int param;          /* fw param index of the output */
+    const IfStep *path; /* enclosing ifs, outermost first */
+    int npath;
+    int loop_depth;
+} StoreSite;
+
 typedef struct Ad {
     Arena *a;
     Diags *d;
@@ -68,7 +82,9 @@ typedef struct Ad {
     int *nuses;          /* by fw ValId: operand uses anywhere */
     const Inst **def;    /* by fw ValId: defining instruction (NULL: param) */
     uint8_t *stored;     /* by fw param index: some store/atomic writes through it */
-    const Inst **site;   /* by fw param index: the (first) store to an output */
+    const Inst **first_store;  /* by fw param index: the first tl.store through it, or NULL */
+    const Inst **first_atomic; /* by fw param index: the first atomic_add through it, or NULL */
+    Vec(struct StoreSite) sites; /* stores to outputs seen so far (validation) */
     ValId *pm;           /* fw value -> its primal copy in the current bw scope */
     ValId *sm;           /* fw pointer -> its shadow (gradient-buffer pointer) */
     ValId *adj;          /* fw value -> accumulated adjoint (0 = zero so far) */
@@ -144,6 +160,15 @@ static const char *display(const Ad *ad, ValId v, ValId alt)
 static const Inst *block_term(const Block *b)
 {
     return b->insts.n ? &b->insts.v[b->insts.n - 1] : NULL;
+}
+
+int ad_mutation_by_name(const char *name)
+{
+    static const char *const names[] = {"none", "exp", "mul", "max", "where", "cumsum"};
+    for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
+        if (name && !strcmp(name, names[i]))
+            return i;
+    return -1;
 }
 
 int ad_split_names(Arena *a, const char *s, const char ***out)
@@ -303,6 +328,7 @@ static void backward_inst(Ad *ad, const Inst *in)
     OpKind op = (OpKind)in->op;
     switch (op) {
     case OP_STORE:
+    case OP_ATOMIC_ADD: /* out += v: v reaches the output like a stored value */
         if (root_role(ad, in->args[0]) == ROLE_OUT)
             set_flag(ad, ad->useful, in->args[1], true);
         return;
@@ -370,8 +396,13 @@ static void index_block(Ad *ad, const Block *b)
             ad->def[in->res[k]] = in;
         for (int r = 0; r < in->nregions; r++)
             index_block(ad, in->regions[r]);
-        if ((in->op == OP_STORE || in->op == OP_ATOMIC_ADD) && ad->root[in->args[0]] > 0)
-            ad->stored[ad->root[in->args[0]] - 1] = 1;
+        if ((in->op == OP_STORE || in->op == OP_ATOMIC_ADD) && ad->root[in->args[0]] > 0) {
+            int p = ad->root[in->args[0]] - 1;
+            const Inst **first = in->op == OP_STORE ? &ad->first_store[p] : &ad->first_atomic[p];
+            ad->stored[p] = 1;
+            if (!*first)
+                *first = in;
+        }
     }
 }
 
@@ -559,27 +590,117 @@ static bool aff_of(const Ad *ad, ValId v, ValId iv, int id, Aff *out, int depth)
     return out->civ < AFF_LIMIT && out->civ > -AFF_LIMIT && out->lo > -AFF_LIMIT && out->hi < AFF_LIMIT;
 }
 
-/* Do the iterations of `loop` store through p at disjoint addresses? */
+/* A loop-invariant integer known to be >= *lb >= 1: a positive constant,
+ * num_programs (a grid has at least one program per axis), and sums and
+ * products of such values.  Grid-stride loops step by
+ * `tl.num_programs(0) * BLOCK`. */
+static bool positive_lb(const Ad *ad, ValId v, int64_t *lb, int depth)
+{
+    const Inst *in = ad->def[v];
+    int64_t a, b;
+    if (!in || depth > 32 || is_float_type(fty(ad, v)) || fty(ad, v).dt == DT_PTR)
+        return false;
+    switch (in->op) {
+    case OP_CONST:
+        *lb = in->ival;
+        return in->ival >= 1 && in->ival < AFF_LIMIT;
+    case OP_NUM_PROGRAMS:
+        *lb = 1;
+        return true;
+    case OP_BROADCAST:
+    case OP_EXPAND_DIMS:
+    case OP_MULTIPLE_OF:
+    case OP_MAX_CONTIGUOUS:
+        return positive_lb(ad, in->args[0], lb, depth + 1);
+    case OP_CAST: /* integer widening keeps the value */
+        if (dtype_is_float((Dtype)fty(ad, in->args[0]).dt) ||
+            dtype_bits((Dtype)fty(ad, v).dt) < dtype_bits((Dtype)fty(ad, in->args[0]).dt))
+            return false;
+        return positive_lb(ad, in->args[0], lb, depth + 1);
+    case OP_ADD:
+    case OP_MUL:
+        if (!positive_lb(ad, in->args[0], &a, depth + 1) || !positive_lb(ad, in->args[1], &b, depth + 1))
+            return false;
+        *lb = in->op == OP_ADD ? a + b : a * b;
+        return *lb < AFF_LIMIT;
+    default:
+        return false;
+    }
+}
+
+/* Is the carried slot whose region parameter is `cur` advanced by a
+ * positive loop invariant each iteration (`next = cur + inc`)?  Sets *lb to
+ * a lower bound of inc.  `id` marks the loop's own definitions. */
+static bool counter_step(const Ad *ad, ValId cur, ValId next, int id, int64_t *lb)
+{
+    const Inst *in = ad->def[next];
+    if (!in || in->op != OP_ADD || ad->stamp[next] != id)
+        return false;
+    ValId inc = in->args[0] == cur ? in->args[1] : in->args[1] == cur ? in->args[0] : 0;
+    return inc && ad->stamp[inc] != id && positive_lb(ad, inc, lb, 0);
+}
+
+/* Do the iterations of `loop` store through p at disjoint addresses?  The
+ * loop advances a counter iv by at least lb >= 1 per iteration (a `for`
+ * with a constant or provably positive step; a `while` whose carried
+ * counter is advanced by a positive invariant, the grid-stride loop), and
+ * the store's offsets are civ * iv + [lo, hi] + invariant with
+ * |civ| * lb > hi - lo. */
 static bool loop_store_disjoint(Ad *ad, const Inst *loop, ValId p)
 {
-    int64_t step;
-    if (!loop || loop->op != OP_FOR || !const_int(ad, loop->args[2], &step) || step == 0 ||
-        step > AFF_LIMIT || step < -AFF_LIMIT)
+    if (!loop)
         return false;
     int id = ++ad->gen;
-    mark_defs_(ad, loop->regions[0], id);
+    for (int r = 0; r < loop->nregions; r++)
+        mark_defs_(ad, loop->regions[r], id);
     Aff a;
-    if (!aff_of(ad, p, loop->regions[0]->params[0], id, &a, 0))
+    int64_t lb;
+    if (loop->op == OP_FOR) {
+        int64_t step;
+        if (const_int(ad, loop->args[2], &step) && step != 0 && step < AFF_LIMIT && step > -AFF_LIMIT)
+            lb = step < 0 ? -step : step;
+        else if (!positive_lb(ad, loop->args[2], &lb, 0))
+            return false;
+        if (!aff_of(ad, p, loop->regions[0]->params[0], id, &a, 0))
+            return false;
+        int64_t civ = a.civ < 0 ? -a.civ : a.civ;
+        return civ > 0 && civ * lb > a.hi - a.lo;
+    }
+    if (loop->op != OP_WHILE)
         return false;
-    int64_t stride = a.civ * step;
-    return (stride < 0 ? -stride : stride) > a.hi - a.lo;
+    const Block *body = loop->regions[1];
+    const Inst *y = block_term(body);
+    for (int i = 0; i < body->nparams; i++) {
+        ValId iv = body->params[i];
+        if (!counter_step(ad, iv, y->args[i], id, &lb) || !aff_of(ad, p, iv, id, &a, 0))
+            continue;
+        int64_t civ = a.civ < 0 ? -a.civ : a.civ;
+        if (civ > 0 && civ * lb > a.hi - a.lo)
+            return true;
+    }
+    return false;
+}
+
+/* Are two stores mutually exclusive: in different branches of one `if`? */
+static bool sites_exclusive(const StoreSite *x, const StoreSite *y)
+{
+    for (int k = 0; k < x->npath && k < y->npath; k++) {
+        if (x->path[k].inst != y->path[k].inst)
+            return false;
+        if (x->path[k].region != y->path[k].region)
+            return true;
+    }
+    return false;
 }
 
 static const char *const tape_msg =
     "loop-carried value '%s' is not a linear accumulator; kad needs a tape for this loop "
     "(not supported yet)";
 
-static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *loop)
+/* path/npath: the enclosing ifs (for StoreSite); loop: the innermost
+ * enclosing loop, loop_depth: how many loops enclose b. */
+static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *loop, const IfStep *path,
+                           int npath)
 {
     for (int i = 0; i < b->insts.n; i++) {
         const Inst *in = &b->insts.v[i];
@@ -619,21 +740,39 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
                 diag_error(ad->d, in->loc, "%s to differentiated input '%s': inputs must only be read",
                            what, root_name(ad, p));
             } else if (role == ROLE_OUT && op == OP_ATOMIC_ADD) {
-                diag_error(ad->d, in->loc,
-                           "atomic_add to differentiated output '%s' is not supported yet (only tl.store)",
-                           root_name(ad, p));
-            } else if (role == ROLE_OUT) {
-                const Inst *first = ad->site[r - 1];
-                if (first && first != in)
+                /* out += v is linear: dv = d_out at the same addresses, from any
+                 * site, iteration or program.  Mixed with a store, the order of
+                 * the writes would decide what reaches the output. */
+                const Inst *st = ad->first_store[r - 1];
+                if (st)
                     diag_error(ad->d, in->loc,
-                               "output '%s' is stored at more than one site (first at line %d); "
-                               "not supported yet", root_name(ad, p), first->loc.line);
-                ad->site[r - 1] = in;
+                               "output '%s' is both stored (line %d) and atomically added to; not "
+                               "supported (the gradient would depend on the order of the writes)",
+                               root_name(ad, p), st->loc.line);
+                if (ad->nuses[in->res[0]] > 0)
+                    diag_error(ad->d, in->loc,
+                               "the result of atomic_add on output '%s' is used: the old value depends "
+                               "on the order of the programs and cannot be differentiated",
+                               root_name(ad, p));
+            } else if (role == ROLE_OUT) {
+                StoreSite site = {in, r - 1, path, npath, loop_depth};
+                for (int k = 0; k < ad->sites.n; k++) {
+                    const StoreSite *o = &ad->sites.v[k];
+                    if (o->param == r - 1 && (o->loop_depth || loop_depth || !sites_exclusive(o, &site))) {
+                        diag_error(ad->d, in->loc,
+                                   "output '%s' is stored at more than one site (first at line %d) "
+                                   "outside the two branches of one `if`; not supported yet",
+                                   root_name(ad, p), o->store->loc.line);
+                        break;
+                    }
+                }
+                vec_push(ad->a, ad->sites, site);
                 if (loop_depth > 1 || (loop_depth == 1 && !loop_store_disjoint(ad, loop, p)))
                     diag_error(ad->d, in->loc,
                                "store to output '%s' inside a loop: kad cannot prove that the "
-                               "iterations write distinct addresses (it can for one `for` whose "
-                               "constant step exceeds the span of `iv + tl.arange(...)` offsets)",
+                               "iterations write distinct addresses (it can for one `for` or "
+                               "grid-stride `while` whose step exceeds the span of the "
+                               "`iv + tl.arange(...)` offsets)",
                                root_name(ad, p));
                 const Inst *pd = ad->def[p];
                 if (pd && pd->op == OP_BROADCAST && fty(ad, pd->args[0]).rank == 0)
@@ -658,7 +797,7 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
                 if ((active(ad, c) || active(ad, in->res[k])) && !linear_chain(ad, r, k))
                     diag_error(ad->d, in->loc, tape_msg, display(ad, c, in->res[k]));
             }
-            validate_block(ad, r, loop_depth + 1, in);
+            validate_block(ad, r, loop_depth + 1, in, path, npath);
             break;
         }
         case OP_WHILE: {
@@ -666,13 +805,17 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
             for (int k = 0; k < in->nres; k++)
                 if (active(ad, c->params[k]) || active(ad, in->res[k]))
                     diag_error(ad->d, in->loc, tape_msg, display(ad, c->params[k], in->res[k]));
-            validate_block(ad, c, loop_depth + 1, NULL);
-            validate_block(ad, in->regions[1], loop_depth + 1, NULL);
+            validate_block(ad, c, loop_depth + 1, NULL, path, npath); /* no stores in a condition */
+            validate_block(ad, in->regions[1], loop_depth + 1, in, path, npath);
             break;
         }
         case OP_IF:
-            validate_block(ad, in->regions[0], loop_depth, loop);
-            validate_block(ad, in->regions[1], loop_depth, loop);
+            for (int r = 0; r < 2; r++) {
+                IfStep *np = arena_alloc(ad->a, sizeof *np * (size_t)(npath + 1));
+                memcpy(np, path, sizeof *np * (size_t)npath);
+                np[npath] = (IfStep){in, r};
+                validate_block(ad, in->regions[r], loop_depth, loop, np, npath + 1);
+            }
             break;
         default:
             if (op_info[op].diff == 'D' && !has_rule(op) && in->nres == 1 && active(ad, in->res[0]))
@@ -1056,7 +1199,7 @@ static void adj_rule(Em *e, const Inst *in)
         break;
     case OP_MUL:
         if (ACT(a0))
-            accum(e, a0, MUL(d, P(e, a1)));
+            accum(e, a0, MUL(d, P(e, ad->spec->mutate == AD_MUTATE_MUL ? a0 : a1)));
         if (ACT(a1))
             accum(e, a1, MUL(d, P(e, a0)));
         break;
@@ -1110,12 +1253,14 @@ static void adj_rule(Em *e, const Inst *in)
             accum(e, a1, MUL(d, P(e, a0)));
         accum(e, a2, d);
         break;
-    case OP_WHERE: /* the condition gets nothing; each side its lanes */
+    case OP_WHERE: { /* the condition gets nothing; each side its lanes */
+        bool swap = ad->spec->mutate == AD_MUTATE_WHERE;
         if (ACT(a1))
-            accum(e, a1, ewhere(e, P0(ad, a0), d, K(0.0)));
+            accum(e, a1, swap ? ewhere(e, P0(ad, a0), K(0.0), d) : ewhere(e, P0(ad, a0), d, K(0.0)));
         if (ACT(a2))
-            accum(e, a2, ewhere(e, P0(ad, a0), K(0.0), d));
+            accum(e, a2, swap ? ewhere(e, P0(ad, a0), d, K(0.0)) : ewhere(e, P0(ad, a0), K(0.0), d));
         break;
+    }
     case OP_CAST: /* the adjoint cast back (accum converts to the operand's adjoint dtype) */
         accum(e, a0, d);
         break;
@@ -1221,13 +1366,16 @@ static void adj_rule(Em *e, const Inst *in)
         ValId m = ecmp(e, OP_EQ, x, yb);
         ValId cnt = ereduce(e, OP_SUM, ecast(e, m, (Dtype)bty(ad, d).dt), axis, true);
         ValId cb = bcast_back(e, cnt, xt, axis, true);
-        accum(e, a0, ewhere(e, m, DIV(db, cb), ec(e, db, 0.0)));
+        if (ad->spec->mutate == AD_MUTATE_MAX)
+            accum(e, a0, db);
+        else
+            accum(e, a0, ewhere(e, m, DIV(db, cb), ec(e, db, 0.0)));
         break;
     }
     case OP_CUMSUM: {
         Inst *ni = ir_emit(ad->bw, e->b, OP_CUMSUM, &d, 1, (Type[]){bty(ad, d)}, 1, e->loc);
         ni->ival = in->ival;
-        ni->flags = (uint16_t)((in->flags & IF_REVERSE) ^ IF_REVERSE);
+        ni->flags = (uint16_t)((in->flags & IF_REVERSE) ^ (ad->spec->mutate == AD_MUTATE_CUMSUM ? 0 : IF_REVERSE));
         accum(e, a0, ni->res[0]);
         break;
     }
@@ -1270,7 +1418,8 @@ static bool inst_needs_adj(const Ad *ad, const Inst *in)
     for (int i = 0; i < in->nres; i++)
         if (active(ad, in->res[i]))
             return true;
-    if (in->op == OP_STORE && root_role(ad, in->args[0]) == ROLE_OUT && active(ad, in->args[1]))
+    if ((in->op == OP_STORE || in->op == OP_ATOMIC_ADD) && root_role(ad, in->args[0]) == ROLE_OUT &&
+        active(ad, in->args[1]))
         return true;
     if (in->op == OP_YIELD)
         for (int i = 0; i < in->nargs; i++)
@@ -1533,8 +1682,10 @@ static void adj_while(Ad *ad, Block *bb, const Inst *in)
     }
 }
 
-/* Memory: a store to an output reads the output's gradient; a load from a
- * differentiated input adds its adjoint into the input's gradient. */
+/* Memory: a store (or atomic_add) to an output reads the output's
+ * gradient; a load from a differentiated input adds its adjoint into the
+ * input's gradient.  store and atomic_add share the operand layout
+ * (ptr, value [, mask]). */
 static void adj_store(Ad *ad, Block *bb, const Inst *in)
 {
     ValId p = in->args[0], v = in->args[1];
@@ -1585,6 +1736,7 @@ static void adj_block(Ad *ad, const Block *fb, Block *bb)
         case OP_CONDITION:
             break;
         case OP_STORE:
+        case OP_ATOMIC_ADD:
             adj_store(ad, bb, in);
             break;
         case OP_LOAD:
@@ -1666,7 +1818,8 @@ Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     int np = fwd->nparams;
     ad->role = arena_alloc(a, sizeof(int) * (size_t)(np + 1));
     ad->stored = arena_alloc(a, (size_t)np + 1);
-    ad->site = arena_alloc(a, sizeof(const Inst *) * (size_t)(np + 1));
+    ad->first_store = arena_alloc(a, sizeof(const Inst *) * (size_t)(np + 1));
+    ad->first_atomic = arena_alloc(a, sizeof(const Inst *) * (size_t)(np + 1));
     ad->grad = arena_alloc(a, sizeof(ValId) * (size_t)(np + 1));
     ad->root = arena_alloc(a, sizeof(int) * (size_t)nv);
     ad->varied = arena_alloc(a, (size_t)nv);
@@ -1685,7 +1838,7 @@ Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
 
     /* 1-2: analysis and validation */
     analyze(ad);
-    validate_block(ad, fwd->body, 0, NULL);
+    validate_block(ad, fwd->body, 0, NULL, NULL, 0);
     if (d->nerrors != before)
         return NULL;
 
@@ -1712,13 +1865,71 @@ Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     return bw;
 }
 
+/* Operand uses of every value in b (regions included). */
+static void count_uses_in(int *uses, const Block *b)
+{
+    for (int i = 0; i < b->insts.n; i++) {
+        const Inst *in = &b->insts.v[i];
+        for (int k = 0; k < in->nargs; k++)
+            uses[in->args[k]]++;
+        for (int r = 0; r < in->nregions; r++)
+            count_uses_in(uses, in->regions[r]);
+    }
+}
+
+static bool block_has_effect(const Block *b)
+{
+    for (int i = 0; i < b->insts.n; i++) {
+        const Inst *in = &b->insts.v[i];
+        if (in->op == OP_STORE || in->op == OP_ATOMIC_ADD || in->op == OP_ASSERT)
+            return true;
+        for (int r = 0; r < in->nregions; r++)
+            if (block_has_effect(in->regions[r]))
+                return true;
+    }
+    return false;
+}
+
+/* The dce pass keeps every `while` (it might not terminate).  In a backward
+ * kernel each `while` recomputes one of the forward's, which terminated, so
+ * a recomputation without effects whose results nobody uses (the primal
+ * sweep's copy of a loop that only stored) is dead code: drop it.  Returns
+ * whether something was removed. */
+static bool drop_dead_whiles(Block *b, int *uses)
+{
+    bool removed = false;
+    int n = 0;
+    for (int i = 0; i < b->insts.n; i++) {
+        Inst *in = &b->insts.v[i];
+        bool dead = in->op == OP_WHILE;
+        for (int k = 0; dead && k < in->nres; k++)
+            dead = uses[in->res[k]] == 0;
+        dead = dead && !block_has_effect(in->regions[0]) && !block_has_effect(in->regions[1]);
+        if (dead) {
+            removed = true;
+            continue;
+        }
+        for (int r = 0; r < in->nregions; r++)
+            removed = drop_dead_whiles(in->regions[r], uses) || removed;
+        b->insts.v[n++] = *in;
+    }
+    b->insts.n = n;
+    return removed;
+}
+
 Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
 {
     Func *bw = ad_reverse(a, d, fwd, spec);
     if (!bw)
         return NULL;
     /* A backward that does not verify is a kad bug; say so plainly. */
-    if (!ir_verify(bw, d) || !pass_run(bw, "simplify", d) || !ir_verify(bw, d)) {
+    bool ok = ir_verify(bw, d) && pass_run(bw, "simplify", d);
+    int *uses = ok ? arena_alloc(a, sizeof(int) * (size_t)bw->vals.n) : NULL;
+    if (uses)
+        count_uses_in(uses, bw->body);
+    if (ok && drop_dead_whiles(bw->body, uses))
+        ok = pass_run(bw, "dce", d);
+    if (!ok || !ir_verify(bw, d)) {
         diag_note(d, fwd->loc, "kad bug: the backward kernel of '%s' is invalid", fwd->name);
         return NULL;
     }

@@ -361,6 +361,18 @@ const char *check_gradients(Arena *a, Diags *d, const Func *fwd, const AdSpec *s
 {
     *passed = false;
     Chk c0 = {.a = a, .d = d, .fw = fwd, .cfg = cfg}, *c = &c0;
+    /* Testing aid: KAD_TEST_MUTATE=exp (mul, max, where, cumsum) breaks one
+     * adjoint rule, so that tests can prove this checker fails on it. */
+    AdSpec mspec = *spec;
+    const char *mut = getenv("KAD_TEST_MUTATE");
+    if (mut && *mut) {
+        mspec.mutate = ad_mutation_by_name(mut);
+        if (mspec.mutate < 0) {
+            diag_error(d, fwd->loc, "unknown KAD_TEST_MUTATE '%s' (none, exp, mul, max, where, cumsum)", mut);
+            return NULL;
+        }
+        spec = &mspec;
+    }
     const Func *bw = c->bw = ad_backward(a, d, fwd, spec);
     if (!bw)
         return NULL;
@@ -387,6 +399,8 @@ const char *check_gradients(Arena *a, Diags *d, const Func *fwd, const AdSpec *s
 
     Buf rep = {.a = a};
     bool ok = true;
+    if (spec->mutate)
+        buf_printf(&rep, "note: adjoint rule mutated on purpose (KAD_TEST_MUTATE=%s)\n", mut);
     /* The contract: the backward writes only the input gradients. */
     for (int i = 0; i < c->np; i++) {
         CParam *p = &c->p[i];

@@ -940,7 +940,8 @@ static void parse_consts(P *p)
         for (int i = 0; i < p->f->consts.n; i++)
             if (!strcmp(p->f->consts.v[i].name, name))
                 perr(p, loc_here(p, n0), "constexpr parameter '%s' given twice", name);
-        ConstParam cp = {name, arena_strndup(p->a, v0, (size_t)(v1 - v0))};
+        /* pos 0: the text does not say where the constexpr stood in the def */
+        ConstParam cp = {.name = name, .value = arena_strndup(p->a, v0, (size_t)(v1 - v0))};
         vec_push(p->a, p->f->consts, cp);
         while (*s == ' ' || *s == '\t')
             s++;

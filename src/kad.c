@@ -264,3 +264,26 @@ const char *kad_kernel_triton(kad_kernel *k)
     API_END(c);
     return ok ? buf_str(&b) : NULL;
 }
+
+/* ---- The backward module ---- */
+
+const char *kad_grad_module(kad_kernel *k, const char *wrt, const char *out)
+{
+    kad_ctx *c = k->c;
+    API_BEGIN(c, NULL);
+    const char *text = NULL;
+    AdSpec spec = ad_spec(c->a, wrt, out);
+    Func *bw = ad_backward(c->a, &c->d, k->f, &spec);
+    Buf b = {.a = c->a};
+    if (bw && emit_triton_backward(&b, k->f, bw, &spec, &c->d))
+        text = buf_str(&b);
+    API_END(c);
+    return text;
+}
+
+const char *kad_grad_source(kad_ctx *c, const char *kernel, const char *sig, const char *wrt,
+                            const char *out, unsigned flags)
+{
+    kad_kernel *k = kad_specialize(c, kernel, sig, flags);
+    return k ? kad_grad_module(k, wrt, out) : NULL;
+}

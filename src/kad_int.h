@@ -273,7 +273,9 @@ typedef struct Keyword {
 
 struct Expr {
     ExprKind kind;
-    Loc loc; /* of the expression's first token; for binops, of the operator */
+    Loc loc; /* of the expression's first token; binops, compares, and/or and
+                x-if-c-else-y: of the operator; attributes: of the name; calls:
+                of the callee (so `x.to(...)` points at `to`); subscripts: `[` */
     union {
         const char *name; /* EX_NAME */
         int64_t ival;     /* EX_INT */
@@ -457,6 +459,10 @@ struct Block {
 typedef struct ConstParam {
     const char *name;
     const char *value; /* as Python would spell it: 1024, 1e-06, True, 'relu', tl.float16 */
+    int pos;           /* 1 + its position among all parameters of the kernel's def (runtime
+                          and constexpr), set by sema; 0 when unknown (IR read from text,
+                          where constexprs are taken to come last).  Memory only: the IR
+                          text does not carry it.  The backward module keeps the def's order. */
 } ConstParam;
 
 /* A kernel in IR form.
@@ -687,7 +693,18 @@ typedef struct AdSpec {
     int nouts;
     int mutate;              /* tests only: AD_MUTATE_* deliberately breaks a rule */
 } AdSpec;
-enum { AD_MUTATE_NONE = 0, AD_MUTATE_EXP = 1 /* d(exp x) = d*x instead of d*exp(x) */ };
+enum {
+    AD_MUTATE_NONE = 0,
+    AD_MUTATE_EXP = 1,    /* d(exp x) = d*x instead of d*exp(x) */
+    AD_MUTATE_MUL = 2,    /* d(a*b)/da = d*a instead of d*b */
+    AD_MUTATE_MAX = 3,    /* max/min reductions: d to every lane, not the extremal ones */
+    AD_MUTATE_WHERE = 4,  /* where(c, a, b): the two sides' adjoints swapped */
+    AD_MUTATE_CUMSUM = 5, /* cumsum: the adjoint scans in the same direction */
+};
+/* Testing aid: the AD_MUTATE_* of a name ("exp", "mul", "max", "where",
+ * "cumsum"); -1 if unknown.  check_gradients applies the mutation named by
+ * the environment variable KAD_TEST_MUTATE (docs/AD.md). */
+int ad_mutation_by_name(const char *name);
 
 /* The backward kernel of fwd: params = fwd's params, then d_<out> per
  * output, then d_<wrt> per input; same grid.  Unsupported constructs are
@@ -731,6 +748,14 @@ const char *check_gradients(Arena *a, Diags *d, const Func *fwd, const AdSpec *s
 typedef struct EmitOptions {
     const char *name;   /* name of the @triton.jit function (NULL: the Func's) */
     const char *header; /* header comment text, may span lines (NULL: names the kernel) */
+    /* A backward kernel (emit_triton_backward sets these): params [0, nfwd) are the
+     * forward's, then nouts output gradients, then the input gradients.  The header is
+     * then the whole module comment, parameters follow the def's order (ConstParam.pos,
+     * constexprs without defaults), and the body is split into the sections "recompute
+     * the forward" and "reverse sweep" (from the first statement reading an output
+     * gradient). */
+    bool backward;
+    int nfwd, nouts;
 } EmitOptions;
 
 /* Appends to out a Python module holding f as one @triton.jit function
@@ -738,6 +763,11 @@ typedef struct EmitOptions {
  * defaults) that computes what f computes.  IR without a Triton spelling
  * is a located error in d; returns false after any error.  opt may be NULL. */
 bool emit_triton(Buf *out, const Func *f, const EmitOptions *opt, Diags *d);
+/* Appends the backward module of docs/GRAD.md: bwd (= ad_backward(fwd, spec)) as
+ * @triton.jit <fwd>_bwd with the forward's parameters in the def's order, then the
+ * gradient pointers, a header naming kernel, signature, inputs and outputs, and the
+ * host launcher launch_<fwd>_bwd.  Returns false after a located error in d. */
+bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSpec *spec, Diags *d);
 
 /* ------------------------------------------------------------------ */
 /* interp.c                                                            */

@@ -453,9 +453,11 @@ static void lex_string(Lexer *L, const char *s, bool raw, bool fmt, bool bytes)
                 continue;
             }
             if (raw || fmt || bytes) {
-                /* kept raw; a backslash still protects the next quote */
+                /* kept raw; a backslash still protects the next character
+                 * (a quote above all), except an f-string brace: in
+                 * rf'\{{' the braces are the escaped literal '{' */
                 buf_putc(&b, *p++);
-                if (*p)
+                if (*p && !(fmt && (*p == '{' || *p == '}')))
                     buf_putc(&b, *p++);
                 continue;
             }
@@ -593,9 +595,10 @@ static bool lex_operator(Lexer *L)
 {
     const char *p = L->p;
     for (size_t i = 0; i < sizeof op_toks / sizeof op_toks[0]; i++) {
-        size_t n = strlen(op_toks[i].s);
-        if (strncmp(p, op_toks[i].s, n) != 0)
+        const char *s = op_toks[i].s;
+        if (s[0] != p[0] || (s[1] && (s[1] != p[1] || (s[2] && s[2] != p[2]))))
             continue;
+        size_t n = s[1] ? s[2] ? 3 : 2 : 1;
         TokKind k = op_toks[i].k;
         if (k == TK_LPAREN || k == TK_LBRACKET || k == TK_LBRACE)
             open_paren(L, p);

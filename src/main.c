@@ -3,6 +3,8 @@
  *   kad ir FILE.py:KERNEL --sig SIG [--unroll] [--no-simplify] [--include F.py]...
  *   kad emit FILE.py:KERNEL --sig SIG [same options as ir] | kad emit FILE.ir
  *   kad opt --pass NAME [--pass NAME]... [FILE.ir]      (stdin when no file)
+ *   kad grad FILE.py:KERNEL --sig SIG --wrt X --out Y [-o F] [--ir]   (docs/GRAD.md)
+ *   kad check FILE.py:KERNEL --sig SIG --wrt X --out Y --grid G ...   (docs/AD.md)
  *   kad ast FILE.py
  *   kad version
  *
@@ -24,9 +26,10 @@ static const char usage[] =
     "      print the specialized kernel as Triton source (see docs/EMIT.md)\n"
     "  kad opt --pass NAME [--pass NAME]... [FILE.ir]\n"
     "      read textual IR (stdin when no FILE), run passes, print the IR\n"
-    "  kad grad FILE.py:KERNEL --sig SIG --wrt X,... --out Y,... [--include FILE.py]...\n"
-    "  kad grad FILE.ir --wrt X,... --out Y,...\n"
-    "      print the backward kernel's IR (reverse mode; see docs/AD.md)\n"
+    "  kad grad FILE.py:KERNEL --sig SIG --wrt X,... --out Y,... [-o FILE] [--ir] [--include FILE.py]...\n"
+    "  kad grad FILE.ir --wrt X,... --out Y,... [-o FILE] [--ir]\n"
+    "      print the backward as a Triton module with its launcher (docs/GRAD.md),\n"
+    "      or with --ir the backward kernel's IR (reverse mode; see docs/AD.md)\n"
     "  kad check FILE.py:KERNEL --sig SIG --wrt X,... --out Y,... --grid NX[,NY,NZ]\n"
     "            --shape P=64x128... --arg N=VALUE... [--range P=LO:HI]... [--seed N]\n"
     "            [--dirs K] [--elem-limit N] [--rtol X]      (or FILE.ir instead of FILE.py:KERNEL)\n"
@@ -227,6 +230,8 @@ static int cmd_ast(int argc, char **argv)
 /* Options shared by `grad` and `check`. */
 typedef struct AdArgs {
     const char *target, *sig, *wrt, *out;
+    const char *outfile; /* grad -o FILE: write the module there instead of stdout */
+    bool ir;             /* grad --ir: print the backward IR instead of the Triton module */
     unsigned flags;
     kad_check_opts o;
     Buf shapes, args, ranges; /* comma-joined repeated options */
@@ -254,6 +259,10 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
             x->out = argv[++i];
         else if (!strcmp(a, "--unroll"))
             x->flags |= KAD_UNROLL_CONST_LOOPS;
+        else if (!check && !strcmp(a, "--ir"))
+            x->ir = true;
+        else if (!check && !strcmp(a, "-o") && has)
+            x->outfile = argv[++i];
         else if (!strcmp(a, "--include") && has) {
             if (add_file(c, argv[++i]) != 0)
                 return 1;
@@ -330,6 +339,25 @@ static kad_kernel *load_target(kad_ctx *c, const char *target, const char *sig, 
     return kad_specialize(c, colon + 1, sig ? sig : "", flags);
 }
 
+/* Writes text to path (stdout when NULL); 0, or 1 after a message. */
+static int write_output(const char *path, const char *text)
+{
+    if (!path) {
+        fputs(text, stdout);
+        return 0;
+    }
+    FILE *fp = fopen(path, "wb");
+    if (!fp) {
+        fprintf(stderr, "kad: cannot write '%s'\n", path);
+        return 1;
+    }
+    bool ok = fputs(text, fp) >= 0;
+    ok = fclose(fp) == 0 && ok;
+    if (!ok)
+        fprintf(stderr, "kad: error writing '%s'\n", path);
+    return ok ? 0 : 1;
+}
+
 static int cmd_ad(int argc, char **argv, bool check)
 {
     kad_ctx *c = kad_ctx_new();
@@ -347,10 +375,9 @@ static int cmd_ad(int argc, char **argv, bool check)
     if (!rc && !k)
         rc = usage_err ? 2 : 1;
     if (!rc && !check) {
-        kad_kernel *g = kad_grad(k, x.wrt, x.out);
-        if (g)
-            fputs(kad_kernel_ir(g), stdout);
-        rc = g ? 0 : 1;
+        kad_kernel *g = x.ir ? kad_grad(k, x.wrt, x.out) : NULL;
+        const char *text = x.ir ? (g ? kad_kernel_ir(g) : NULL) : kad_grad_module(k, x.wrt, x.out);
+        rc = text ? write_output(x.outfile, text) : 1;
     } else if (!rc) {
         x.o.wrt = x.wrt;
         x.o.out = x.out;

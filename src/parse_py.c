@@ -98,7 +98,9 @@ static bool accept(Parser *P, TokKind k)
 
 static bool tok_is_word(const Token *t, const char *w)
 {
-    return t->kind == TK_NAME && (size_t)t->len == strlen(w) && !memcmp(t->text, w, (size_t)t->len);
+    /* strncmp stops at w's NUL, so a shorter w never reads past its end */
+    return t->kind == TK_NAME && t->text[0] == w[0] && !strncmp(t->text, w, (size_t)t->len) &&
+           w[t->len] == 0;
 }
 static bool at_kw(Parser *P, const char *w) { return tok_is_word(peek(P), w); }
 static bool accept_kw(Parser *P, const char *w)
@@ -118,7 +120,7 @@ static const char *const py_keywords[] = {
 
 static bool tok_is_keyword(const Token *t)
 {
-    if (t->kind != TK_NAME)
+    if (t->kind != TK_NAME || t->len < 2 || t->len > 8)
         return false;
     for (size_t k = 0; k < sizeof py_keywords / sizeof py_keywords[0]; k++)
         if (tok_is_word(t, py_keywords[k]))
@@ -294,7 +296,8 @@ static Expr *parse_strings(Parser *P)
         }
         /* the lexer keeps \N{NAME} undecoded (no Unicode name table) */
         const char *quote = strpbrk(t->text, "'\"");
-        bool raw = memchr(t->text, 'r', (size_t)(quote - t->text)) || memchr(t->text, 'R', (size_t)(quote - t->text));
+        size_t plen = (size_t)(quote - t->text);
+        bool raw = memchr(t->text, 'r', plen) || memchr(t->text, 'R', plen);
         for (int k = (int)(quote - t->text); !raw && k + 2 < t->len; k++)
             if (t->text[k] == '\\') {
                 if (t->text[k + 1] == 'N' && t->text[k + 2] == '{') {
@@ -364,7 +367,8 @@ static Expr *parse_atom(Parser *P)
     case TK_INT: {
         advance(P);
         if (t->big) {
-            perr(P, t->loc, "integer literal %.*s does not fit in 64 bits", t->len, t->text);
+            perr(P, t->loc, "integer literal %.*s is too large: kad's integer constants are signed 64-bit",
+                 t->len, t->text);
             return P->bad;
         }
         Expr *e = new_expr(P, EX_INT, t->loc);
@@ -432,8 +436,7 @@ static Expr *parse_atom(Parser *P)
  * arg: test | NAME '=' test      (positional arguments first) */
 static Expr *parse_call(Parser *P, Expr *func)
 {
-    Token *open = advance(P); /* ( */
-    (void)open;
+    advance(P); /* ( */
     ExprVec args = {0};
     Vec(Keyword) kws = {0};
     while (!at(P, TK_RPAREN)) {
@@ -1021,10 +1024,11 @@ static const struct {
     const char *word, *what;
 } refused_stmts[] = {
     {"del", "'del' statements"}, {"global", "'global' statements"},
-    {"nonlocal", "'nonlocal' statements"}, {"import", "imports inside a kernel"},
-    {"from", "imports inside a kernel"}, {"raise", "'raise' statements"},
+    {"nonlocal", "'nonlocal' statements"}, {"import", "imports"},
+    {"from", "imports"}, {"raise", "'raise' statements"},
     {"with", "'with' statements"}, {"try", "'try' statements"}, {"class", "class definitions"},
-    {"async", "async code"}, {"yield", "'yield'"}, {"lambda", "lambda expressions"},
+    {"async", "'async' definitions and statements"}, {"yield", "'yield' expressions"},
+    {"lambda", "lambda expressions"},
 };
 
 /* small_stmt: 'pass' | 'break' | 'continue' | 'return' [testlist]
@@ -1178,6 +1182,19 @@ static Stmt *parse_while(Parser *P)
     return P->failed ? NULL : s;
 }
 
+/* `match` is a keyword only in a line `match subject:` that opens a block;
+ * elsewhere it is a plain name (a helper may be called match). */
+static bool is_match_stmt(Parser *P)
+{
+    if (!at_kw(P, "match"))
+        return false;
+    int k = P->i + 1;
+    while (P->t[k].kind != TK_NEWLINE && P->t[k].kind != TK_EOF)
+        k++;
+    return k > P->i + 1 && P->t[k - 1].kind == TK_COLON && P->t[k].kind == TK_NEWLINE &&
+           P->t[k + 1].kind == TK_INDENT;
+}
+
 /* stmt: if_stmt | for_stmt | while_stmt | funcdef | decorated | simple_stmts
  * (a nested def is kept as ST_FUNCDEF without its body: sema refuses it) */
 static void parse_stmt(Parser *P, StmtVec *out)
@@ -1202,12 +1219,8 @@ static void parse_stmt(Parser *P, StmtVec *out)
     } else if (tok_is_word(t, "elif") || tok_is_word(t, "else")) {
         perr(P, t->loc, "'%.*s' without a matching 'if'", t->len, t->text);
         return;
-    } else if (tok_is_word(t, "except") || tok_is_word(t, "finally") || tok_is_word(t, "match")) {
-        if (!tok_is_word(t, "match") || peek2(P)->kind == TK_NAME || peek2(P)->kind == TK_LPAREN) {
-            perr(P, t->loc, "'%.*s' statements are not supported in Triton kernels", t->len, t->text);
-            return;
-        }
-        parse_simple_stmts(P, out); /* `match` used as a plain name */
+    } else if (tok_is_word(t, "except") || tok_is_word(t, "finally") || is_match_stmt(P)) {
+        perr(P, t->loc, "'%.*s' statements are not supported in Triton kernels", t->len, t->text);
         return;
     } else {
         parse_simple_stmts(P, out);
@@ -1230,7 +1243,8 @@ static bool parse_params(Parser *P, FuncDef *fn)
     while (!at(P, TK_RPAREN)) {
         Token *t = peek(P);
         if (t->kind == TK_STAR || t->kind == TK_DSTAR || t->kind == TK_SLASH) {
-            perr(P, t->loc, "'%s' in a kernel's parameter list is not supported by kad (use plain parameters)",
+            perr(P, t->loc,
+                 "'%s' in a kernel's parameter list is not supported by kad (use plain parameters)",
                  tok_kind_name(t->kind));
             return false;
         }
@@ -1345,7 +1359,8 @@ static void drop_global(Parser *P, const char *name)
     Module *m = P->m;
     for (int k = 0; k < m->globals.n; k++)
         if (!strcmp(m->globals.v[k].name, name)) {
-            memmove(&m->globals.v[k], &m->globals.v[k + 1], sizeof *m->globals.v * (size_t)(m->globals.n - k - 1));
+            memmove(&m->globals.v[k], &m->globals.v[k + 1],
+                    sizeof *m->globals.v * (size_t)(m->globals.n - k - 1));
             m->globals.n--;
             return;
         }
@@ -1434,7 +1449,8 @@ static void parse_import(Parser *P, bool alt)
             return;
         }
         advance(P);
-        Import im = {tok_str(P, nt), arena_printf(P->a, "%s%s%.*s", m, relative_only ? "" : ".", nt->len, nt->text),
+        Import im = {tok_str(P, nt),
+                     arena_printf(P->a, "%s%s%.*s", m, relative_only ? "" : ".", nt->len, nt->text),
                      nt->loc};
         if (accept_kw(P, "as")) {
             if (!at(P, TK_NAME)) {
@@ -1449,10 +1465,20 @@ static void parse_import(Parser *P, bool alt)
         expect(P, TK_RPAREN, "to close the import list");
 }
 
+/* Whether a decorator's qualified name is Triton's jit: triton.jit and
+ * its definition triton.runtime.jit.jit, also when re-exported through a
+ * module kad cannot see (`from .compat import triton` gives
+ * ".compat.triton.jit"; Triton's own `from ..runtime.jit import jit`). */
 static bool is_jit_name(const char *qual)
 {
-    return !strcmp(qual, "triton.jit") || !strcmp(qual, "triton.runtime.jit") ||
-           !strcmp(qual, "triton.runtime.jit.jit");
+    static const char *const forms[] = {"triton.jit", "triton.runtime.jit", "runtime.jit.jit"};
+    size_t n = strlen(qual);
+    for (size_t k = 0; k < sizeof forms / sizeof forms[0]; k++) {
+        size_t m = strlen(forms[k]);
+        if (n >= m && !strcmp(qual + n - m, forms[k]) && (n == m || qual[n - m - 1] == '.'))
+            return true;
+    }
+    return false;
 }
 
 /* decorated: ('@' dotted_name ['(' ... ')'] NEWLINE)+ (funcdef | classdef)
@@ -1507,7 +1533,7 @@ static void parse_module_assign(Parser *P)
     Token *first = peek(P);
     P->quiet = true;
     Stmt *s = parse_small_stmt(P);
-    bool ok = !P->failed && (at(P, TK_NEWLINE) || at(P, TK_EOF));
+    bool ok = !P->failed && (at(P, TK_NEWLINE) || at(P, TK_EOF) || at(P, TK_SEMI));
     P->quiet = false;
     P->failed = false;
     if (!ok) {
@@ -1520,7 +1546,6 @@ static void parse_module_assign(Parser *P)
         skip_stmt(P);
         return;
     }
-    accept(P, TK_NEWLINE);
     if (s->kind == ST_ASSIGN) {
         for (int t = 0; t < s->assign.ntargets; t++) {
             Expr *tg = s->assign.targets[t];
@@ -1545,6 +1570,13 @@ static void parse_module_assign(Parser *P)
         add_global(P, (Global){s->ann.target->name, s->ann.value, s->ann.ann, s->ann.target->loc});
     } else if (s->kind == ST_AUGASSIGN && s->aug.target->kind == EX_NAME) {
         drop_global(P, s->aug.target->name);
+    }
+    /* `A = 1; B = 2`: the next statement of the line */
+    if (accept(P, TK_SEMI) && at(P, TK_NAME) && !tok_is_keyword(peek(P)) && enter(P)) {
+        parse_module_assign(P);
+        leave(P);
+    } else if (!accept(P, TK_NEWLINE)) {
+        skip_stmt(P);
     }
 }
 
@@ -1681,7 +1713,9 @@ static const char *const cmpop_sym[] = {
     [CO_LT] = "<", [CO_LE] = "<=", [CO_GT] = ">", [CO_GE] = ">=", [CO_EQ] = "==", [CO_NE] = "!=",
     [CO_IS] = "is", [CO_ISNOT] = "is-not", [CO_IN] = "in", [CO_NOTIN] = "not-in",
 };
-static const char *const unop_sym[] = {[UO_NEG] = "neg", [UO_POS] = "pos", [UO_INVERT] = "~", [UO_NOT] = "not"};
+static const char *const unop_sym[] = {
+    [UO_NEG] = "neg", [UO_POS] = "pos", [UO_INVERT] = "~", [UO_NOT] = "not",
+};
 
 static void dump_expr(Buf *b, const Expr *e)
 {

@@ -1914,7 +1914,7 @@ static void bind_kernel_params(Sema *S, const Module *m, const FuncDef *fn, cons
             }
             env_set(S->a, &S->fr->env, p->name, v);
             if (v.kind != SV_ERROR) {
-                ConstParam cp = {p->name, sval_repr(S, v)};
+                ConstParam cp = {p->name, sval_repr(S, v), i + 1};
                 vec_push(S->a, f->consts, cp);
             }
             continue;

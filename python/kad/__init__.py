@@ -1,11 +1,40 @@
-"""kad: differentiating Triton kernels.  For now only the C library's binding.
+"""kad: differentiating Triton kernels.
 
-    import kad
+PyTorch users need one decorator (docs/PYTHON.md):
+
+    import kad, triton, triton.language as tl
+
+    @kad.differentiable(inputs=["x_ptr", "w_ptr"], outputs=["y_ptr"])
+    @triton.jit
+    def rmsnorm(x_ptr, w_ptr, y_ptr, stride, n_cols, eps, BLOCK: tl.constexpr): ...
+
+    rmsnorm[(M,)](x, w, y, x.stride(0), N, 1e-6, BLOCK=1024)   # same launch as before
+    y.sum().backward()                                           # x.grad, w.grad
+
+    kad.backward_source(rmsnorm, (M,), x, w, y, ...)             # the generated Triton backward
+    kad.check_backward(rmsnorm, (M,), args, my_backward)         # debug a hand-written one
+
+CPU tensors run on kad's C interpreter, CUDA tensors with Triton.  The C
+library's own binding (Context, Kernel) is here too:
+
     ctx = kad.Context()
     ctx.add_source("softmax.py", open("softmax.py").read())
     k = ctx.specialize("softmax_kernel", "x_ptr=*fp32,...,BLOCK=128")
     k.run((n_rows,), {...}, mode="f64")
 """
-from ._capi import Context, KadError, Kernel, library_path, version
+from ._capi import Context, KadError, Kernel, Pointer, library_path, version
 
-__all__ = ["Context", "KadError", "Kernel", "library_path", "version"]
+__all__ = ["Context", "KadError", "Kernel", "Pointer", "library_path", "version", "differentiable",
+           "backward_source", "check_backward", "cache_dir"]
+
+
+def __getattr__(name):
+    # The PyTorch layer is imported on first use: the C binding alone needs
+    # only numpy, and `import kad` stays cheap for the tests that use it.
+    if name in ("differentiable", "cache_dir", "DifferentiableKernel"):
+        from . import autograd
+        return getattr(autograd, name)
+    if name in ("backward_source", "check_backward", "BackwardReport"):
+        from . import check
+        return getattr(check, name)
+    raise AttributeError(f"module 'kad' has no attribute {name!r}")

@@ -22,7 +22,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["KadError", "Context", "Kernel", "library_path", "version"]
+__all__ = ["KadError", "Context", "Kernel", "Pointer", "library_path", "version"]
 
 # kad_specialize flags and kad_run modes (include/kad.h).
 UNROLL_CONST_LOOPS = 1 << 0
@@ -43,12 +43,51 @@ class _KadArg(ctypes.Structure):
     ]
 
 
+class Pointer:
+    """A raw buffer for a pointer parameter of Kernel.run: an address and the
+    number of bytes the kernel may touch from it (the interpreter checks
+    every access against that span).  Used for memory numpy does not own,
+    e.g. a torch tensor's storage; the caller keeps the memory alive and is
+    responsible for its element type."""
+
+    __slots__ = ("address", "nbytes")
+
+    def __init__(self, address, nbytes):
+        self.address = int(address)
+        self.nbytes = int(nbytes)
+
+    def __repr__(self):
+        return f"Pointer(0x{self.address:x}, nbytes={self.nbytes})"
+
+
+class _KadCheckOpts(ctypes.Structure):
+    """kad_check_opts (include/kad.h)."""
+    _fields_ = [
+        ("wrt", ctypes.c_char_p),
+        ("out", ctypes.c_char_p),
+        ("grid", ctypes.c_int64 * 3),
+        ("shapes", ctypes.c_char_p),
+        ("args", ctypes.c_char_p),
+        ("ranges", ctypes.c_char_p),
+        ("seed", ctypes.c_uint64),
+        ("directions", ctypes.c_int),
+        ("elem_limit", ctypes.c_int64),
+        ("rtol", ctypes.c_double),
+    ]
+
+
 def library_path():
-    """Where libkad is loaded from: $KAD_LIB, else <repo>/build/libkad.so."""
+    """Where libkad is loaded from: $KAD_LIB; else the copy an install put
+    beside this file (`pip install ./python` compiles it there); else
+    <repo>/build/libkad.so of the checkout this file lives in."""
     env = os.environ.get("KAD_LIB")
     if env:
         return env
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    here = os.path.dirname(os.path.abspath(__file__))
+    bundled = os.path.join(here, "libkad.so")
+    if os.path.exists(bundled):
+        return bundled
+    repo = os.path.dirname(os.path.dirname(here))
     return os.path.join(repo, "build", "libkad.so")
 
 
@@ -83,11 +122,24 @@ def _load():
             "kad_run": ([P, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(_KadArg), I, I], I),
             "kad_diagnostics": ([P], S),
             "kad_clear_diagnostics": ([P], None),
+            "kad_check": ([P, ctypes.POINTER(_KadCheckOpts), ctypes.POINTER(I)], S),
+        }
+        # Reverse mode (docs/AD.md, docs/GRAD.md).  Optional: a library
+        # built before they existed still loads; calling one then raises.
+        optional = {
+            "kad_grad": ([P, S, S], P),
+            "kad_grad_module": ([P, S, S], S),
+            "kad_grad_source": ([P, S, S, S, S, U], S),
         }
         for name, (argtypes, restype) in sigs.items():
             fn = getattr(lib, name)
             fn.argtypes = argtypes
             fn.restype = restype
+        for name, (argtypes, restype) in optional.items():
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.argtypes = argtypes
+                fn.restype = restype
         _lib = lib
         return lib
 
@@ -95,6 +147,11 @@ def _load():
 def version():
     """kad's version string."""
     return _load().kad_version().decode()
+
+
+def _names(x):
+    """["x_ptr", "w_ptr"] or "x_ptr,w_ptr" -> "x_ptr,w_ptr"."""
+    return x if isinstance(x, str) else ",".join(x)
 
 
 def _enc(s):
@@ -151,6 +208,13 @@ class Context:
 
     def _begin(self):
         self._lib.kad_clear_diagnostics(self._handle())
+
+    def _need(self, name):
+        """The C function `name`, or KadError when this library lacks it."""
+        fn = getattr(self._lib, name, None)
+        if fn is None:
+            raise KadError(f"{library_path()} has no {name}: rebuild it (`make`)")
+        return fn
 
     def add_source(self, filename, text):
         """Adds a Python module of @triton.jit functions (parsed now)."""
@@ -228,6 +292,26 @@ class Kernel:
         return [(_dec(lib.kad_kernel_param_name(self._k, i)), _dec(lib.kad_kernel_param_type(self._k, i)))
                 for i in range(lib.kad_kernel_nparams(self._k))]
 
+    def grad(self, wrt, out):
+        """The backward kernel (kad_grad): this kernel's runtime parameters,
+        then d_<out>..., then d_<wrt>...; wrt and out are lists of
+        pointer-parameter names (or comma-separated strings)."""
+        fn = self._ctx._need("kad_grad")
+        self._ctx._begin()
+        g = fn(self._k, _enc(_names(wrt)), _enc(_names(out)))
+        if not g:
+            self._ctx._fail("grad")
+        return Kernel(self._ctx, g)
+
+    def grad_module(self, wrt, out):
+        """The backward as a Python module text (kad_grad_module, docs/GRAD.md)."""
+        fn = self._ctx._need("kad_grad_module")
+        self._ctx._begin()
+        text = fn(self._k, _enc(_names(wrt)), _enc(_names(out)))
+        if text is None:
+            self._ctx._fail("grad_module")
+        return _dec(text)
+
     def run_pass(self, name):
         """Runs a named IR pass ("simplify", "dce", "verify") in place."""
         self._ctx._begin()
@@ -239,8 +323,8 @@ class Kernel:
 
         grid: an int or a tuple of up to 3 ints.  args: the runtime
         arguments in parameter order, or a dict by name: numpy arrays for
-        pointer parameters (C-contiguous; written in place), Python ints and
-        floats for scalars.  mode: "as_written" or "f64"."""
+        pointer parameters (C-contiguous; written in place) or Pointer
+        spans, Python ints and floats for scalars.  mode: "as_written" or "f64"."""
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {sorted(_MODES)}, not {mode!r}")
         params = self.params
@@ -265,7 +349,10 @@ class Kernel:
         cargs = (_KadArg * max(1, len(params)))()
         keep = []  # buffers stay referenced until the call returns
         for i, ((name, ty), v) in enumerate(zip(params, values)):
-            if ty.startswith("*"):
+            if ty.startswith("*") and isinstance(v, Pointer):
+                cargs[i].data = v.address
+                cargs[i].nbytes = v.nbytes
+            elif ty.startswith("*"):
                 if not isinstance(v, np.ndarray):
                     raise TypeError(f"{name}: expected a numpy array for {ty}, got {type(v).__name__}")
                 if not v.flags.c_contiguous or not v.flags.writeable:
@@ -288,3 +375,37 @@ class Kernel:
         del keep
         if rc != 0:
             self._ctx._fail("run")
+
+    def check_gradients(self, grid, wrt, out, shapes, args=None, ranges=None, seed=0, directions=0,
+                        elem_limit=0, rtol=0.0):
+        """Runs kad's float64 gradient checker (kad_check) on this kernel.
+
+        wrt, out: pointer-parameter names (lists or comma-separated).  shapes:
+        {pointer param: element count}; args: {scalar param: value}; ranges:
+        {input: (lo, hi)}.  Zero options take the C defaults (4 directions,
+        per-element check up to 4096 elements, rtol 1e-6).  Returns (passed,
+        report); raises KadError with the located diagnostics when kad cannot
+        differentiate the kernel or the configuration is wrong."""
+        def names(v):
+            return ",".join(v) if isinstance(v, (list, tuple)) else (v or "")
+
+        def kv(d, fmt=str):
+            return ",".join(f"{k}={fmt(v)}" for k, v in (d or {}).items())
+
+        grid = (grid,) if isinstance(grid, int) else tuple(grid)
+        if not 1 <= len(grid) <= 3:
+            raise ValueError("grid must have 1 to 3 dimensions")
+        o = _KadCheckOpts()
+        o.wrt, o.out = _enc(names(wrt)), _enc(names(out))
+        for i, g in enumerate(list(map(int, grid)) + [1] * (3 - len(grid))):
+            o.grid[i] = g
+        o.shapes = _enc(kv(shapes))
+        o.args = _enc(kv(args, lambda v: repr(float(v)) if isinstance(v, float) else str(v)))
+        o.ranges = _enc(kv(ranges, lambda r: f"{float(r[0])!r}:{float(r[1])!r}"))
+        o.seed, o.directions, o.elem_limit, o.rtol = int(seed), int(directions), int(elem_limit), float(rtol)
+        passed = ctypes.c_int(0)
+        self._ctx._begin()
+        rep = self._ctx._lib.kad_check(self._k, ctypes.byref(o), ctypes.byref(passed))
+        if rep is None:
+            self._ctx._fail("check_gradients")
+        return bool(passed.value), _dec(rep)

@@ -60,7 +60,7 @@ static Func *build_sample(Arena *a)
     Type f64t = type_tile(DT_F32, 1, sh);
     ValId p = ir_param_add(f, type_ptr(DT_F32, 0, NULL), "x_ptr", L0);
     ValId n = ir_param_add(f, i32, "n", L0);
-    ConstParam cp = {"BLOCK", "64"};
+    ConstParam cp = {.name = "BLOCK", .value = "64"};
     vec_push(a, f->consts, cp);
     Block *b = f->body;
     ValId zero = ir_const_int(f, b, i32, 0, L0);

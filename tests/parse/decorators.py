@@ -7,6 +7,7 @@ import triton as tt
 import triton.language as tl
 from triton import jit
 from numba import jit as numba_jit
+from .triton_compat import triton as compat_triton
 
 
 @triton.jit
@@ -33,6 +34,12 @@ def called(x, n):
 @triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
 @triton.jit
 def stacked(x, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    return x
+
+
+@compat_triton.jit
+def reexported(x):
+    # triton re-exported by a module kad cannot see
     return x
 
 

@@ -25,6 +25,7 @@ NAME = f"kernel_{BLOCK}"
 DEVICE = triton.runtime.driver.active.get_active_torch_device()
 print("host code", BLOCK)
 BLOCK2 = BLOCK * 2
+S1 = 1; S2 = 2; S1 = 3
 
 
 @triton.jit

@@ -1,0 +1,443 @@
+"""@kad.differentiable: an unchanged Triton kernel as a PyTorch autograd op.
+
+    @kad.differentiable(inputs=["x_ptr", "w_ptr"], outputs=["y_ptr"])
+    @triton.jit
+    def rmsnorm(x_ptr, w_ptr, y_ptr, ...): ...
+
+    rmsnorm[(M,)](x, w, y, ...)      # launches as before; y joins the graph
+    y.sum().backward()               # x.grad, w.grad
+
+How a launch runs.  The call is bound and checked (_launch.py) before
+anything runs.  When autograd has nothing to do (grad mode off, or no
+declared input and no output tensor requires grad) the kernel just runs.
+Otherwise the launch happens inside an autograd.Function that takes the
+declared inputs, the other tensor arguments and the outputs, marks the
+outputs dirty (they are written in place, so the tensors the caller passed
+become the Function's outputs: existing host code keeps working) and saves
+the inputs (PyTorch's version counters then catch an input modified before
+backward).
+
+Where it runs.  CPU tensors run on kad's C interpreter, forward and
+backward; CUDA tensors run the forward with Triton and the backward through
+the generated module's launch_<kernel>_bwd (docs/GRAD.md).
+
+The backward.  It is specialized on the call's signature, on the inputs that
+need a gradient (ctx.needs_input_grad: an input that does not require grad
+costs nothing) and on the outputs whose gradient is not None (the others are
+skipped).  Input gradients are allocated with the inputs' sizes and strides
+and zero-filled (the generated kernel adds into them); output gradients are
+copied into the outputs' layout when autograd hands them over in another
+one (e.g. the expanded ones of y.sum()).  The backward kernel recomputes the
+forward from the inputs; it reads neither the outputs nor scratch buffers.
+
+Caches.  Per decorated kernel: one kad context holding its sources; the
+specialized forward and backward kernels (CPU) and the imported backward
+modules (GPU) per (signature, wrt, out).  On disk: the backward modules,
+under $KAD_CACHE_DIR (default ~/.cache/kad), named by a hash of the sources,
+the signature, wrt/out and kad's version -- Triton needs them as files
+anyway, and its own cache keeps their compiled binaries.  The CPU path keeps
+no disk cache: specializing and differentiating a kernel takes well under a
+millisecond, less than reading a file.
+
+An output that is already part of the graph when the kernel writes it (a
+buffer written by several launches) gets the gradient of its previous value
+on the elements this launch left alone: the launch first fills it with a
+NaN pattern, runs, and puts the old values back where the pattern survived.
+"""
+import hashlib
+import importlib.util
+import os
+import sys
+import threading
+
+import torch
+
+from . import _capi
+from ._capi import KadError, Pointer
+from ._launch import FLOAT_DTYPES, bind
+from ._sources import collect_sources, unwrap
+
+__all__ = ["differentiable", "DifferentiableKernel", "cache_dir"]
+
+
+def cache_dir():
+    """Where generated backward modules are kept: $KAD_CACHE_DIR, else
+    $XDG_CACHE_HOME/kad, else ~/.cache/kad."""
+    d = os.environ.get("KAD_CACHE_DIR")
+    if d:
+        return d
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "kad")
+
+
+def span_bytes(t):
+    """Bytes from t.data_ptr() to the end of t's last element."""
+    if t.numel() == 0:
+        return 0
+    last = sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+    return (last + 1) * t.element_size()
+
+
+def kad_args(launch, override=None):
+    """The runtime arguments of a launch for Kernel.run: tensors as Pointer
+    spans of their storage (any strides), scalars as they are."""
+    out = []
+    for n, v in launch.runtime:
+        if override and n in override:
+            v = override[n]
+        if isinstance(v, torch.Tensor):
+            out.append(Pointer(v.data_ptr(), span_bytes(v)))
+        else:
+            out.append(v)
+    return out
+
+
+class Program:
+    """kad's view of one decorated kernel: a context holding its sources and
+    the caches of what was made from them.  Thread-safe (one lock: a kad
+    context is not)."""
+
+    def __init__(self, jit):
+        self.kernel = jit.fn.__name__
+        self.sources = collect_sources(jit)
+        self.ctx = _capi.Context()
+        for s in self.sources:
+            self.ctx.add_source(s.name, s.text)
+        h = hashlib.sha256()
+        for s in self.sources:
+            h.update(s.name.encode() + b"\0" + s.text.encode() + b"\0")
+        self.digest = h.hexdigest()
+        self.lock = threading.Lock()
+        self.fwd = {}  # sig -> Kernel
+        self.bwd = {}  # (sig, wrt, out) -> Kernel (CPU)
+        self.modules = {}  # (sig, wrt, out) -> module (GPU)
+        self.texts = {}  # (sig, wrt, out) -> module text
+
+    def forward(self, sig):
+        with self.lock:
+            k = self.fwd.get(sig)
+            if k is None:
+                k = self.fwd[sig] = self.ctx.specialize(self.kernel, sig)
+            return k
+
+    def backward(self, sig, wrt, out):
+        """The backward as a kad Kernel, for the CPU interpreter."""
+        key = (sig, tuple(wrt), tuple(out))
+        k = self.bwd.get(key)
+        if k is None:
+            fwd = self.forward(sig)
+            with self.lock:
+                k = self.bwd[key] = fwd.grad(wrt, out)
+        return k
+
+    def _key(self, sig, wrt, out):
+        h = hashlib.sha256()
+        for part in (_capi.version(), self.digest, self.kernel, sig, ",".join(wrt), ",".join(out)):
+            h.update(part.encode() + b"\0")
+        return h.hexdigest()
+
+    def module_text(self, sig, wrt, out):
+        """The backward module's text: from the disk cache, else generated."""
+        key = (sig, tuple(wrt), tuple(out))
+        text = self.texts.get(key)
+        if text is not None:
+            return text
+        path = self.module_path(sig, wrt, out)
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        else:
+            fwd = self.forward(sig)
+            with self.lock:
+                text = fwd.grad_module(wrt, out)
+            _write_atomically(path, text)
+        self.texts[key] = text
+        return text
+
+    def module_path(self, sig, wrt, out):
+        return os.path.join(cache_dir(), f"{self.kernel}_bwd_{self._key(sig, wrt, out)[:40]}.py")
+
+    def module(self, sig, wrt, out):
+        """The imported backward module (GPU)."""
+        key = (sig, tuple(wrt), tuple(out))
+        mod = self.modules.get(key)
+        if mod is None:
+            self.module_text(sig, wrt, out)  # makes sure the file exists
+            path = self.module_path(sig, wrt, out)
+            name = "kad_bwd_" + os.path.basename(path)[:-3]
+            spec = importlib.util.spec_from_file_location(name, path)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[name] = mod  # Triton looks kernels' modules up
+            spec.loader.exec_module(mod)
+            self.modules[key] = mod
+        return mod
+
+
+def _write_atomically(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+# NaN bit patterns with a payload no arithmetic produces (see the header).
+_POISON = {
+    torch.float32: (torch.int32, 0x7FC0DEAD - 2**32),
+    torch.float64: (torch.int64, 0x7FF8DEADBEEFDEAD),
+    torch.float16: (torch.int16, 0x7E5B),
+    torch.bfloat16: (torch.int16, 0x7FAD),
+}
+
+
+class Run:
+    """What one differentiable launch needs from forward to backward.  Holds
+    detached aliases only (no autograd references: no cycles)."""
+
+    def __init__(self, dk, launch, inputs, others, outputs):
+        self.dk = dk
+        self.launch = launch
+        self.inputs = inputs  # declared input names with tensor arguments
+        self.others = others  # other tensor arguments (read-only data, scratch)
+        self.outputs = outputs  # declared output names
+        self.written = {}  # output name -> bool mask of the elements the launch wrote
+
+    def forward(self, in_graph):
+        """Runs the kernel; for outputs already in the graph records which
+        elements it wrote."""
+        saved = {}
+        for n in in_graph:
+            y = self.launch.values[n].detach()
+            ity, pattern = _POISON[y.dtype]
+            saved[n] = (y.clone(), y.view(ity))
+            y.view(ity).fill_(pattern)
+        self.dk._run_forward(self.launch)
+        for n, (old, bits) in saved.items():
+            ity, pattern = _POISON[old.dtype]
+            written = bits != pattern
+            y = self.launch.values[n].detach()
+            y.copy_(torch.where(written, y, old))
+            self.written[n] = written
+        # keep only detached aliases from here on
+        for n, v in list(self.launch.values.items()):
+            if isinstance(v, torch.Tensor):
+                self.launch.values[n] = v.detach()
+
+
+class _KadFunction(torch.autograd.Function):
+    """apply(run, *inputs, *others, *outputs) -> outputs (marked dirty)."""
+
+    @staticmethod
+    def forward(ctx, run, in_graph, *tensors):
+        ni, no = len(run.inputs), len(run.others)
+        run.forward(in_graph)
+        ctx.run = run
+        ctx.save_for_backward(*tensors[:ni + no])
+        outs = tensors[ni + no:]
+        ctx.mark_dirty(*outs)
+        ctx.set_materialize_grads(False)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, *grads):
+        run = ctx.run
+        ni, no = len(run.inputs), len(run.others)
+        saved = ctx.saved_tensors
+        needs = ctx.needs_input_grad[2:]
+        wrt = [n for n, need in zip(run.inputs, needs[:ni]) if need]
+        out_grads = dict(zip(run.outputs, grads))
+        out = [n for n in run.outputs if out_grads[n] is not None]
+        result = [None] * (ni + no + len(run.outputs))
+        if wrt and out:
+            override = dict(zip(run.inputs + run.others, saved))
+            d_ins = run.dk._run_backward(run.launch, wrt, out, out_grads, override)
+            for i, n in enumerate(run.inputs):
+                if n in d_ins:
+                    result[i] = d_ins[n]
+        # outputs that were already in the graph: their old values survive
+        # where this launch did not write
+        for k, n in enumerate(run.outputs):
+            g = out_grads[n]
+            if needs[ni + no + k] and g is not None and n in run.written:
+                result[ni + no + k] = g.masked_fill(run.written[n], 0)
+        return (None, None, *result)
+
+
+class DifferentiableKernel:
+    """A Triton kernel (JITFunction, or autotune/heuristics wrapper) whose
+    launches PyTorch can differentiate.  kernel[grid](...) and
+    kernel.run(..., grid=...) launch as Triton does; other attributes are
+    the wrapped object's."""
+
+    def __init__(self, fn, inputs, outputs):
+        self.fn = fn
+        self.chain, self.jit = unwrap(fn)
+        names = [p.name for p in self.jit.params]
+        const = {p.name for p in self.jit.params if p.is_constexpr}
+        for role, lst in (("inputs", inputs), ("outputs", outputs)):
+            if isinstance(lst, str):
+                raise TypeError(f"kad.differentiable: {role} must be a list of parameter names, not a string")
+            for n in lst:
+                if n not in names:
+                    raise ValueError(f"kad.differentiable: {role} names '{n}', which is not a parameter of "
+                                     f"{self.jit.fn.__name__} (its parameters: {', '.join(names)})")
+                if n in const:
+                    raise ValueError(f"kad.differentiable: {role} names '{n}', a tl.constexpr parameter; "
+                                     f"inputs and outputs are pointer parameters")
+        both = set(inputs) & set(outputs)
+        if both:
+            raise ValueError(f"kad.differentiable: {sorted(both)} listed as both input and output")
+        if not outputs:
+            raise ValueError("kad.differentiable: give at least one output")
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self._program = None
+        self._plock = threading.Lock()
+        self.__name__ = self.jit.fn.__name__
+        self.__doc__ = self.jit.fn.__doc__
+
+    def __repr__(self):
+        return f"<kad.differentiable {self.__name__} inputs={self.inputs} outputs={self.outputs}>"
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name in ("fn", "chain", "jit"):
+            raise AttributeError(name)
+        return getattr(self.fn, name)
+
+    @property
+    def program(self):
+        """kad's context for this kernel, made at the first launch."""
+        with self._plock:
+            if self._program is None:
+                self._program = Program(self.jit)
+            return self._program
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+
+    def bind(self, grid, args, kwargs, after_launch=False):
+        return bind(self.jit, self.chain, grid, args, kwargs, self.inputs + self.outputs, after_launch)
+
+    # ---------------------------------------------------------------- launching
+
+    def run(self, *args, grid, **kwargs):
+        launch = self.bind(grid, args, kwargs)
+        launch.call = (grid, args, kwargs)  # for the Triton launch, as the caller wrote it
+        tens = dict(launch.tensors())
+        outs = [tens[n] for n in self.outputs]
+        ins = list(self.inputs)
+        in_graph = [n for n in self.outputs if tens[n].requires_grad]
+        wants = torch.is_grad_enabled() and (any(tens[n].requires_grad for n in ins) or in_graph)
+        if not wants:
+            self._run_forward(launch)
+            return None
+        self._check_for_autograd(launch, tens)
+        needed = [n for n in ins if tens[n].requires_grad]
+        if launch.device == "cpu" or not self._has_autotuner():
+            # compile now: an error is raised before anything launches
+            self._prepare_backward(launch, needed)
+        others = [n for n, _ in launch.tensors() if n not in self.inputs and n not in self.outputs]
+        r = Run(self, launch, ins, others, self.outputs)
+        _KadFunction.apply(r, in_graph, *[tens[n] for n in ins], *[tens[n] for n in others], *outs)
+        return None
+
+    def _has_autotuner(self):
+        return any(type(w).__name__ == "Autotuner" for w in self.chain)
+
+    def _check_for_autograd(self, launch, tens):
+        for n in self.inputs:
+            t = tens[n]
+            if t.requires_grad and t.dtype not in FLOAT_DTYPES:
+                raise TypeError(f"input '{n}' is a {t.dtype} tensor that requires grad: only float32, float16, "
+                                f"bfloat16 and float64 buffers are differentiated")
+            if t.requires_grad and any(s == 0 and k > 1 for k, s in zip(t.shape, t.stride())):
+                raise ValueError(f"input '{n}' has overlapping memory (a stride of 0, e.g. from expand()): its "
+                                 f"gradient would need one slot per element; pass {n}.contiguous()")
+        for n in self.outputs:
+            t = tens[n]
+            if t.dtype not in FLOAT_DTYPES:
+                raise TypeError(f"output '{n}' is a {t.dtype} tensor: only float outputs are differentiated")
+            if t.is_leaf and t.requires_grad:
+                raise RuntimeError(f"output '{n}' is a leaf tensor that requires grad: the kernel writes it in "
+                                   f"place; pass a fresh tensor (e.g. torch.empty_like)")
+        names = list(dict.fromkeys(self.outputs))
+        for i, a in enumerate(names):
+            for b in list(self.inputs) + names[i + 1:]:
+                if a != b and _overlap(tens[a], tens[b]):
+                    raise ValueError(f"'{a}' and '{b}' share memory: kad differentiates kernels whose outputs "
+                                     f"do not alias their inputs or each other")
+
+    def _prepare_backward(self, launch, wrt):
+        out = list(self.outputs)
+        if not wrt:
+            return
+        if launch.device == "cpu":
+            self.program.backward(launch.sig, wrt, out)
+        else:
+            self.program.module(launch.sig, wrt, out)
+
+    def _run_forward(self, launch):
+        """Runs the forward: kad's interpreter on CPU, Triton on GPU."""
+        if launch.device == "cpu":
+            k = self.program.forward(launch.sig)
+            k.run(launch.grid, kad_args(launch))
+            return
+        grid, args, kwargs = launch.call
+        self.fn[grid](*args, **kwargs)
+        if self._has_autotuner():
+            # the backward must use the config that ran
+            fresh = self.bind(grid, args, kwargs, after_launch=True)
+            launch.values, launch.options, launch.sig, launch.config = (
+                fresh.values, fresh.options, fresh.sig, fresh.config)
+
+    def _run_backward(self, launch, wrt, out, out_grads, override):
+        """Gradients of the inputs wrt (name -> tensor) for the output
+        gradients out_grads (name -> tensor) of the outputs out."""
+        tens = dict(launch.tensors())
+        tens.update(override)
+        d_outs = []
+        for n in out:
+            y, g = tens[n], out_grads[n]
+            if g.stride() != y.stride() or g.dtype != y.dtype or g.device != y.device:
+                d = torch.empty_strided(y.size(), y.stride(), dtype=y.dtype, device=y.device)
+                d.copy_(g)
+                g = d
+            d_outs.append(g)
+        d_ins = {}
+        for n in wrt:
+            x = tens[n]
+            d_ins[n] = torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device=x.device).zero_()
+        if launch.device == "cpu":
+            k = self.program.backward(launch.sig, wrt, out)
+            bufs = kad_args(launch, override) + [Pointer(t.data_ptr(), span_bytes(t))
+                                                 for t in d_outs + [d_ins[n] for n in wrt]]
+            k.run(launch.grid, bufs)
+        else:
+            mod = self.program.module(launch.sig, wrt, out)
+            fn = getattr(mod, f"launch_{launch.name}_bwd")
+            runtime = [override.get(n, v) for n, v in launch.runtime]
+            opts = {k: launch.options[k] for k in ("num_warps", "num_stages") if k in launch.options}
+            fn(launch.grid, *runtime, *d_outs, *[d_ins[n] for n in wrt], **opts)
+        return d_ins
+
+
+def _overlap(a, b):
+    """Whether two tensors' storage spans intersect."""
+    if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    return a0 < b0 + span_bytes(b) and b0 < a0 + span_bytes(a)
+
+
+def differentiable(inputs, outputs):
+    """Decorator: makes a @triton.jit kernel (also wrapped in triton.autotune
+    or triton.heuristics) differentiable by PyTorch.
+
+    inputs: the pointer parameters to differentiate (their tensors get .grad);
+    outputs: the pointer parameters the kernel writes and the loss depends
+    on.  Other parameters (scratch buffers, labels, sizes) are passed through.
+    Must be the outermost decorator."""
+    def wrap(fn):
+        return DifferentiableKernel(fn, inputs, outputs)
+    return wrap

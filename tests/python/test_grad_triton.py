@@ -1,0 +1,512 @@
+"""Execution test of the backward module (docs/GRAD.md): kad's Triton gradients vs PyTorch autograd.
+
+For every differentiable corpus kernel (tests/python/corpus.py; the table GRADS below says which
+pointers are differentiated inputs and outputs), `kad grad` prints the backward module; the test
+imports it, runs the original forward kernel and then the backward through
+`launch_<kernel>_bwd(grid, *runtime_args, *d_outs, *d_ins, **constexprs)`, both on Triton's CPU
+interpreter (TRITON_INTERPRET=1) with CPU torch tensors, and compares the input gradients with
+PyTorch autograd of the same math written plainly in torch, in float64, on the same (rounded)
+inputs.  The torch references are the independent check: they are written from the math, not from
+the kernel or from kad's IR, and the forward outputs of the original kernel are compared with them
+too (so a reference that does not describe the kernel fails loudly).
+
+Objective: L = sum over outputs y of <y, dy> over the elements the forward writes, dy random
+(rounded to the output's dtype); the gradient buffers start zero-filled, the output gradients are
+read only where the forward stores.
+
+Tolerances (|got - want| <= rtol*|want| + atol*max|want|, per input):
+  fp32   rtol 1e-4, atol 1e-5   fp32 arithmetic against float64: reductions over a few hundred
+                                 elements and atomic accumulation across programs stay within a
+                                 few hundred ulps of the largest gradient.
+  fp16   rtol 4e-3, atol 4e-3   the gradient is rounded to fp16 (2^-11) at each atomic_add, and
+                                 a few programs add into the same element.
+  bf16   rtol 3e-2, atol 3e-2   the same with bf16's 2^-8 (GPU only, see below).
+  TF32 dots on the GPU (fp32 dots at default precision: matmul_fp32_relu_tf32,
+  linear_attention_intra_fp32): rtol 4e-3, atol 4e-3, TF32 keeping 10 mantissa bits of each
+  operand of the forward and the adjoint dots.
+Elements at a kink of the math (relu/clamp at its threshold) are left out of the comparison: there
+the gradient is a convention, not a derivative.
+
+Triton's interpreter has no libdevice: the functions kernels use get numpy stand-ins for the
+duration of this module (as in test_emit_triton.py).  Its bf16 arithmetic is wrong (numpy has no
+bf16), so bf16 cases are skipped on the CPU with a printed reason; the GPU run covers them.
+
+With KAD_GRAD_TEST_DEVICE=cuda the same tests compile the modules with Triton and run on a GPU.
+Skipped when torch or triton is not installed.
+"""
+import importlib
+import importlib.util
+import os
+import subprocess
+import sys
+
+DEVICE = os.environ.get("KAD_GRAD_TEST_DEVICE", os.environ.get("KAD_EMIT_TEST_DEVICE", "cpu"))
+if DEVICE == "cpu":
+    os.environ["TRITON_INTERPRET"] = "1"  # before any @triton.jit kernel is defined
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+tl = pytest.importorskip("triton.language")
+
+import harness  # noqa: E402
+import kadnum  # noqa: E402
+from corpus import CASES, parse_sig  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.dirname(HERE)
+REPO = os.path.dirname(TESTS)
+KAD = os.environ.get("KAD", os.path.join(REPO, "build", "kad"))
+if TESTS not in sys.path:
+    sys.path.insert(0, TESTS)  # tests/kernels imports as the package `kernels`
+
+F = torch.nn.functional
+
+
+# ---------------------------------------------------------------- libdevice stand-ins
+
+_LIBDEVICE_NP = {
+    "tanh": np.tanh, "log1p": np.log1p, "expm1": np.expm1, "sinh": np.sinh, "cosh": np.cosh,
+    "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "trunc": np.trunc,
+    "rint": np.rint,
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _libdevice_stand_ins():
+    if DEVICE != "cpu":
+        yield
+        return
+    from triton.language.extra import libdevice
+    from triton.runtime import interpreter
+
+    def stand_in(np_fn):
+        def fn(x, _semantic=None, **_):
+            data = x.handle.data
+            out = np_fn(data.astype(np.float64)).astype(data.dtype)
+            return tl.tensor(interpreter.TensorHandle(out, x.handle.dtype.scalar), x.type)
+
+        fn.__triton_builtin__ = True
+        return fn
+
+    saved = {name: getattr(libdevice, name) for name in _LIBDEVICE_NP}
+    for name, np_fn in _LIBDEVICE_NP.items():
+        setattr(libdevice, name, stand_in(np_fn))
+    yield
+    for name, fn in saved.items():
+        setattr(libdevice, name, fn)
+
+
+# ---------------------------------------------------------------- torch references
+#
+# ref(v) -> {output: (index, values)}: v maps every runtime parameter to a float64 tensor of the
+# buffer's shape (the rounded inputs; differentiated ones require grad) or to its scalar value;
+# `values` is what the forward writes at buffer[index].
+
+ALL = np.s_[...]
+
+
+def _gelu(x, approximate):
+    if approximate == "tanh":
+        return 0.5 * x * (1 + torch.tanh((2 / np.pi) ** 0.5 * (x + 0.044715 * x**3)))
+    return 0.5 * x * (1 + torch.erf(x / 2**0.5))
+
+
+def _softplus(v):
+    x, beta, thr = v["x_ptr"], v["beta"], v["threshold"]
+    bx = beta * x
+    soft = torch.log1p(torch.exp(torch.clamp(bx, max=thr))) / beta
+    return {"y_ptr": (ALL, torch.where(bx > thr, x, soft))}
+
+
+def _dropout(v):
+    x, p = v["x_ptr"], v["p"]
+    keep = torch.from_numpy(kadnum.philox_uniform(v["seed"], np.arange(x.numel())) > p)
+    return {"out_ptr": (ALL, torch.where(keep, x / (1 - p), torch.zeros_like(x)))}
+
+
+def _softmax(v):
+    n = v["n_cols"]
+    return {"output_ptr": (np.s_[:, :n], torch.softmax(v["input_ptr"][:, :n], dim=1))}
+
+
+def _log_softmax(v):
+    rows, n = v["n_rows"], v["n_cols"]
+    return {"y_ptr": (np.s_[:rows, :n], torch.log_softmax(v["x_ptr"][:rows, :n], dim=1))}
+
+
+def _layer_norm(v):
+    n = v["N"]
+    x = v["X"][:, :n]
+    mean = x.mean(dim=1)
+    var = ((x - mean[:, None]) ** 2).mean(dim=1)
+    rstd = 1 / torch.sqrt(var + v["eps"])
+    y = (x - mean[:, None]) * rstd[:, None] * v["W"] + v["B"]
+    return {"Y": (np.s_[:, :n], y), "Mean": (ALL, mean), "Rstd": (ALL, rstd)}
+
+
+def _rms_norm(v):
+    n = v["n_cols"]
+    x = v["x_ptr"][:, :n]
+    rstd = 1 / torch.sqrt((x * x).mean(dim=1) + v["eps"])
+    return {"y_ptr": (np.s_[:, :n], x * rstd[:, None] * v["w_ptr"]), "rstd_ptr": (ALL, rstd)}
+
+
+def _minmax(v):
+    n = v["n_cols"]
+    x = v["x_ptr"][:, :n]
+    lo, hi = x.amin(dim=1, keepdim=True), x.amax(dim=1, keepdim=True)
+    unit = (x - lo) / (hi - lo + v["eps"])
+    return {"y_ptr": (np.s_[:, :n], unit * (v["new_hi"] - v["new_lo"]) + v["new_lo"])}
+
+
+def _swiglu(v):
+    n = v["n_cols"]
+    a, b = v["a_ptr"][:, :n], v["b_ptr"][:, :n]
+    return {"c_ptr": (np.s_[:, :n], a * torch.sigmoid(a) * b)}
+
+
+def _cumsum(reverse):
+    def ref(v):
+        rows, n = v["n_rows"], v["n_cols"]
+        x = v["x_ptr"][:rows, :n]
+        y = torch.flip(torch.cumsum(torch.flip(x, [1]), 1), [1]) if reverse else torch.cumsum(x, 1)
+        return {"y_ptr": (np.s_[:rows, :n], y)}
+    return ref
+
+
+def _row_sum(v):
+    return {"out_ptr": (ALL, v["x_ptr"][:, :v["N"]].sum(dim=1))}
+
+
+def _row_stats(v):
+    x = v["x_ptr"][:, :v["N"]]
+    hi, lo = x.amax(dim=1), x.amin(dim=1)
+    mid = (hi + lo) / 2
+    unit = (x - lo[:, None]) / torch.clamp(hi - lo, min=1e-6)[:, None]
+    return {"max_ptr": (ALL, hi), "min_ptr": (ALL, lo),
+            "mad_ptr": (ALL, (x - mid[:, None]).abs().mean(dim=1)),
+            "unit_ptr": (np.s_[:, :v["N"]], unit)}
+
+
+def _mean_dim(transposed):
+    def ref(v):
+        x = v["x_ptr"].transpose(1, 2) if transposed else v["x_ptr"]  # [B, M, N]
+        return {"out_ptr": (ALL, x.mean(dim=1))}
+    return ref
+
+
+def _head_affine(v):
+    L = v["L"]
+    y = v["x_ptr"] * v["w_ptr"][None, :, None] + v["bias_ptr"][None, :, None]
+    return {"y_ptr": (np.s_[:, :, :L], y)}
+
+
+def _box_filter(v):
+    H, W = v["H"], v["W"]
+    p = F.pad(v["src_ptr"], (1, 1, 1, 1))
+    acc = sum(p[1 + dy:1 + dy + H, 1 + dx:1 + dx + W] for dy in (-1, 0, 1) for dx in (-1, 0, 1))
+    return {"dst_ptr": (np.s_[:, :W], acc / 9)}
+
+
+def _transpose(v):
+    return {"y_ptr": (np.s_[:, :v["M"]], v["x_ptr"].T)}
+
+
+def _group_sum(v):
+    m = v["M"]
+    x = v["x_ptr"]
+    return {"out_ptr": (np.s_[:, :m], x.reshape(m, 4, 8).sum(dim=2).T)}
+
+
+def _bias_act(act):
+    def ref(v):
+        h = v["x_ptr"] + v["bias_ptr"][None, :]
+        y = h * torch.sigmoid(h) if act == "silu" else torch.relu(h) ** 2
+        return {"y_ptr": (np.s_[:, :v["N"]], y)}
+    return ref
+
+
+def _matmul(act, b_transposed):
+    def ref(v):
+        b = v["b_ptr"].T if b_transposed else v["b_ptr"]
+        c = v["a_ptr"] @ b
+        if act == "leaky_relu":
+            c = torch.where(c >= 0, c, 0.01 * c)
+        elif act == "relu":
+            c = torch.relu(c)
+        elif act == "fast_gelu":
+            c = c * torch.sigmoid(1.702 * c)
+        return {"c_ptr": (ALL, c)}
+    return ref
+
+
+def _linear_attention(v):
+    T, scale = v["T"], v["scale"]
+    q, k, vv = v["q_ptr"], v["k_ptr"], v["v_ptr"]  # [BH, T, K], [BH, T, K], [BH, T, V]
+    t = torch.arange(T)
+    causal = (t[:, None] >= t[None, :]) & ((t[:, None] // 16) == (t[None, :] // 16))
+    s = torch.where(causal, (q @ k.transpose(1, 2)) * scale, torch.zeros(()))
+    return {"o_ptr": (ALL, s @ vv)}
+
+
+def _ew(out, fn):
+    """An elementwise kernel: out = fn(x)."""
+    return lambda v: {out: (ALL, fn(v["x_ptr"], v))}
+
+
+def _kinks(*points):
+    """Excludes inputs x_ptr within 1e-6 of the given points (the gradient there is a convention)."""
+    return lambda v: {"x_ptr": np.any([np.abs(v["x_ptr"] - p) < 1e-6 for p in points], axis=0)}
+
+
+# case id prefix -> (wrt, outs, reference, kinks or None)
+GRADS = {
+    "vector_add": ("x_ptr,y_ptr", "out_ptr",
+                   lambda v: {"out_ptr": (ALL, v["x_ptr"] + v["y_ptr"])}, None),
+    "relu": ("x_ptr", "y_ptr", _ew("y_ptr", lambda x, v: torch.relu(x)), _kinks(0)),
+    "gelu_none": ("x_ptr", "y_ptr", _ew("y_ptr", lambda x, v: _gelu(x, "none")), None),
+    "gelu_tanh": ("x_ptr", "y_ptr", _ew("y_ptr", lambda x, v: _gelu(x, "tanh")), None),
+    "silu": ("x_ptr", "out_ptr", _ew("out_ptr", lambda x, v: x * torch.sigmoid(x)), None),
+    "leaky_relu_slope_0.2": ("x_ptr", "y_ptr",
+                             _ew("y_ptr", lambda x, v: torch.where(x >= 0, x, 0.2 * x)), _kinks(0)),
+    "leaky_relu_defaults": ("x_ptr", "y_ptr",
+                            _ew("y_ptr", lambda x, v: torch.where(x >= 0, x, 0.01 * x)), _kinks(0)),
+    "softplus": ("x_ptr", "y_ptr", _softplus, None),
+    "clamp_fp32": ("x_ptr", "y_ptr", _ew("y_ptr", lambda x, v: torch.clamp(x, v["lo"], v["hi"])),
+                   _kinks(-0.5, 0.75)),
+    "relu6": ("x_ptr", "y_ptr", _ew("y_ptr", lambda x, v: torch.clamp(x, 0, 6)), _kinks(0, 6)),
+    "cast_scale": ("x_ptr", "y_ptr", _ew("y_ptr", lambda x, v: x * v["scale"]), None),
+    "dropout": ("x_ptr", "out_ptr", _dropout, None),
+    "persistent_scale_while": ("x_ptr", "y_ptr", _ew("y_ptr", lambda x, v: v["alpha"] * x + v["beta"]),
+                               None),
+    "softmax_fp": ("input_ptr", "output_ptr", _softmax, None),
+    "log_softmax": ("x_ptr", "y_ptr", _log_softmax, None),
+    "layer_norm": ("X,W,B", "Y,Mean,Rstd", _layer_norm, None),
+    "rms_norm": ("x_ptr,w_ptr", "y_ptr,rstd_ptr", _rms_norm, None),
+    "minmax_scale": ("x_ptr", "y_ptr", _minmax, None),
+    "swiglu": ("a_ptr,b_ptr", "c_ptr", _swiglu, None),
+    "cumsum_fp32_forward": ("x_ptr", "y_ptr", _cumsum(False), None),
+    "cumsum_fp16_reverse": ("x_ptr", "y_ptr", _cumsum(True), None),
+    "row_sum": ("x_ptr", "out_ptr", _row_sum, None),
+    "row_stats": ("x_ptr", "max_ptr,min_ptr,mad_ptr,unit_ptr", _row_stats, None),
+    "mean_dim1_strided": ("x_ptr", "out_ptr", _mean_dim(True), None),
+    "mean_dim1_contiguous": ("x_ptr", "out_ptr", _mean_dim(False), None),
+    "head_affine": ("x_ptr,w_ptr,bias_ptr", "y_ptr", _head_affine, None),
+    "box_filter": ("src_ptr", "dst_ptr", _box_filter, None),
+    "transpose_fp32": ("x_ptr", "y_ptr", _transpose, None),
+    "group_sum": ("x_ptr", "out_ptr", _group_sum, None),
+    "fused_bias_silu": ("x_ptr,bias_ptr", "y_ptr", _bias_act("silu"), None),
+    "fused_bias_squared_relu": ("x_ptr,bias_ptr", "y_ptr", _bias_act("squared_relu"), None),
+    "matmul_fp16_leaky_relu": ("a_ptr,b_ptr", "c_ptr", _matmul("leaky_relu", False), None),
+    "matmul_fp16_in_fp32_out": ("a_ptr,b_ptr", "c_ptr", _matmul("", False), None),
+    "matmul_fp32_relu_tf32": ("a_ptr,b_ptr", "c_ptr", _matmul("relu", False), None),
+    "matmul_fp16_fast_gelu_bT": ("a_ptr,b_ptr", "c_ptr", _matmul("fast_gelu", True), None),
+    "linear_attention": ("q_ptr,k_ptr,v_ptr", "o_ptr", _linear_attention, None),
+}
+
+# Corpus kernels kad refuses to differentiate, with the reason its error must give.
+REFUSED = {
+    "axpby_beta0": ("x_ptr", "y_ptr", "load from output 'y_ptr'"),  # y = a*x + b*y reads y
+    "cross_entropy_fp32": ("logits_ptr", "loss_ptr,lse_ptr", "needs a tape"),  # online logsumexp
+    "softmax_exp2_fp32": ("x_ptr", "y_ptr", "needs a tape"),  # online softmax
+    "histogram_atomic_add": ("x_ptr", "hist_ptr", "hist_ptr"),  # integer counts
+    "split_k_colsum_zero_init": ("x_ptr", "out_ptr", "out_ptr"),  # atomic_add into the output
+}
+
+# Corpus cases with nothing to differentiate (integer data, or in/out buffers only).
+NOT_DIFFERENTIABLE = {"axpby_beta_half", "histogram_atomic_add", "transpose_i32",
+                      "split_k_colsum_zero_init", "split_k_colsum_accumulate",
+                      "cross_entropy_fp32", "cross_entropy_bf16", "softmax_exp2_fp32",
+                      "softmax_exp2_bf16", "axpby_beta0"}
+
+TF32_CASES = {"matmul_fp32_relu_tf32", "linear_attention_intra_fp32"}
+
+
+def grad_spec(case_id):
+    """The GRADS entry of the longest prefix of case_id (relu6_fp16 is relu6, not relu)."""
+    best = max((p for p in GRADS if case_id.startswith(p)), key=len, default=None)
+    return GRADS[best] if best else None
+
+
+def test_every_corpus_case_is_classified():
+    unclassified = [c.id for c in CASES if grad_spec(c.id) is None and c.id not in NOT_DIFFERENTIABLE]
+    assert not unclassified, f"add these corpus cases to GRADS or NOT_DIFFERENTIABLE: {unclassified}"
+
+
+# ---------------------------------------------------------------- running
+
+
+def load_module(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def kad_grad(case, wrt, outs):
+    cmd = [KAD, "grad", f"tests/kernels/{case.file}:{case.kernel}", "--sig", case.sig,
+           "--wrt", wrt, "--out", outs]
+    for e in case.extra:
+        cmd += ["--include", f"tests/kernels/{e}"]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+
+
+def const_value(text):
+    """A constexpr of a kad signature as the Python value Triton is launched with."""
+    if text.startswith("tl."):
+        return getattr(tl, text[3:])
+    if text in ("True", "False"):
+        return text == "True"
+    if text[:1] in "'\"":
+        return text[1:-1]
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def to_torch(buf):
+    if buf.dtype == np.uint16:  # bf16 bit patterns (kadnum's encoding)
+        t = torch.from_numpy(buf.view(np.int16)).view(torch.bfloat16)
+    else:
+        t = torch.from_numpy(buf)
+    return t.to(DEVICE)
+
+
+def torch_dtype(dt):
+    return {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[dt]
+
+
+def tolerance(case, dt):
+    if DEVICE != "cpu" and case.id in TF32_CASES:
+        return 4e-3, 4e-3
+    return {"fp32": (1e-4, 1e-5), "fp16": (4e-3, 4e-3), "bf16": (3e-2, 3e-2)}[dt]
+
+
+def unwrap(fn):
+    while type(fn).__name__ in ("Autotuner", "Heuristics"):
+        fn = fn.fn
+    return fn
+
+
+DIFF_CASES = [c for c in CASES if grad_spec(c.id) is not None]
+
+
+@pytest.mark.parametrize("case", DIFF_CASES, ids=[c.id for c in DIFF_CASES])
+def test_gradients_match_torch(case, tmp_path):
+    wrt_s, outs_s, ref, kinks = grad_spec(case.id)
+    wrt, outs = wrt_s.split(","), outs_s.split(",")
+    params = parse_sig(case.sig)
+    dtypes = {n: t for n, k, t in params if k == "ptr"}
+    if DEVICE == "cpu" and any(dtypes[n] == "bf16" for n in wrt + outs):
+        msg = "Triton's interpreter computes bf16 wrongly (numpy has no bf16): covered on the GPU"
+        print(f"SKIP {case.id}: {msg}")
+        pytest.skip(msg)
+
+    p = kad_grad(case, wrt_s, outs_s)
+    assert p.returncode == 0, f"kad grad failed:\n{p.stderr}"
+    path = tmp_path / f"{case.kernel}_bwd.py"
+    path.write_text(p.stdout)
+    bwd = load_module(str(path), f"kad_bwd_{case.id.replace('.', '_')}")
+    launch_bwd = getattr(bwd, f"launch_{case.kernel}_bwd")
+
+    prep = harness.prepare(case, "as_written")
+    runtime = [n for n, _, _ in prep.runtime]
+    consts = {n: const_value(t) for n, t in prep.consts.items()}
+    args = {n: to_torch(v) if isinstance(v, np.ndarray) else v for n, v in prep.args.items()}
+
+    # forward: the original kernel
+    original = getattr(importlib.import_module("kernels." + case.file[:-3]), case.kernel)
+    unwrap(original)[case.grid](**{n: args[n] for n in runtime}, **consts)
+
+    # the torch reference, in float64 on the rounded inputs
+    v = {}
+    for n in runtime:
+        if isinstance(prep.values[n], np.ndarray):
+            v[n] = torch.tensor(prep.values[n], dtype=torch.float64, requires_grad=n in wrt)
+        else:
+            v[n] = prep.values[n]
+    want = ref(v)
+    assert sorted(want) == sorted(outs)
+    rng = np.random.default_rng(harness.case_seed(case) + 1)
+    loss, d_outs = 0, []
+    for n in outs:
+        index, val = want[n]
+        got = kadnum.decode(prep.args[n], dtypes[n], "as_written") if DEVICE == "cpu" else \
+            args[n].cpu().to(torch.float64).numpy()
+        rtol, atol = tolerance(case, dtypes[n])
+        exp = val.detach().numpy()
+        scale = np.abs(exp).max() if exp.size else 0.0
+        assert np.all(np.abs(got[index] - exp) <= rtol * np.abs(exp) + atol * scale + 1e-30), \
+            f"forward output {n} differs from the torch reference: the reference is wrong"
+        dy = kadnum.quantize(rng.standard_normal(prep.values[n].shape), dtypes[n])
+        loss = loss + (val * torch.from_numpy(dy)[index]).sum()
+        d_outs.append(to_torch(kadnum.encode(dy, dtypes[n], "as_written")))
+    grads = torch.autograd.grad(loss, [v[n] for n in wrt], allow_unused=True)
+
+    # backward: through the module's launcher, gradient buffers zero-filled
+    d_ins = [torch.zeros_like(args[n]) for n in wrt]
+    launch_bwd(case.grid, *[args[n] for n in runtime], *d_outs, *d_ins, **consts)
+    if DEVICE != "cpu":
+        torch.cuda.synchronize()
+
+    excluded = kinks(prep.values) if kinks else {}
+    for n, d, g in zip(wrt, d_ins, grads):
+        got = d.cpu().to(torch.float64).numpy()
+        exp = np.zeros(got.shape) if g is None else g.numpy()
+        rtol, atol = tolerance(case, dtypes[n])
+        bad = np.abs(got - exp) > rtol * np.abs(exp) + atol * np.abs(exp).max()
+        bad |= np.isnan(got)
+        if n in excluded:
+            bad &= ~excluded[n]
+        if bad.any():
+            k = np.flatnonzero(bad.reshape(-1))
+            pytest.fail(f"d_{n}: {bad.sum()} of {bad.size} elements differ from torch autograd, "
+                        f"e.g. at flat {k[:5]}: kad {got.reshape(-1)[k[:5]]} torch {exp.reshape(-1)[k[:5]]}"
+                        f"\nmodule:\n{p.stdout}")
+
+
+@pytest.mark.parametrize("case_id", sorted(REFUSED))
+def test_refused_with_a_located_error(case_id):
+    case = next(c for c in CASES if c.id == case_id)
+    wrt, outs, reason = REFUSED[case_id]
+    p = kad_grad(case, wrt, outs)
+    assert p.returncode == 1 and p.stdout == ""
+    assert f"tests/kernels/{case.file}:" in p.stderr and ": error: " in p.stderr, p.stderr
+    assert reason in p.stderr, p.stderr
+
+
+def test_launcher_contract(tmp_path):
+    """The launcher checks its arguments and constexprs, and passes num_warps/num_stages on."""
+    case = next(c for c in CASES if c.id == "softmax_fp32")
+    p = kad_grad(case, "input_ptr", "output_ptr")
+    assert p.returncode == 0, p.stderr
+    text = p.stdout
+    assert "# Backward of the Triton kernel softmax_kernel, generated by kad " in text
+    assert "BLOCK_SIZE=128" in text and "tl.atomic_add" in text and "not deterministic" in text
+    assert ("def softmax_kernel_bwd(\n    output_ptr,\n    input_ptr,\n    input_row_stride,\n"
+            "    output_row_stride,\n    n_cols,\n    BLOCK_SIZE: tl.constexpr,\n    d_output_ptr,\n"
+            "    d_input_ptr,\n):") in text
+    path = tmp_path / "bwd.py"
+    path.write_text(text)
+    mod = load_module(str(path), "kad_bwd_contract")
+    launch = mod.launch_softmax_kernel_bwd
+    with pytest.raises(TypeError, match="expected 7 arguments"):
+        launch((1,), 1, 2, 3)
+    with pytest.raises(ValueError, match="specialized for BLOCK_SIZE=128"):
+        launch((1,), *range(7), BLOCK_SIZE=256)
+    with pytest.raises(TypeError, match="unexpected keyword 'BLOCK'"):
+        launch((1,), *range(7), BLOCK=128)
+    # a real launch with the forward's launch options
+    x = torch.randn(2, 16, device=DEVICE)
+    dy = torch.randn(2, 16, device=DEVICE)
+    dx = torch.zeros_like(x)
+    launch((2,), torch.empty_like(x), x, 16, 16, 16, dy, dx, BLOCK_SIZE=128, num_warps=4, num_stages=2)
+    if DEVICE != "cpu":
+        torch.cuda.synchronize()
+    y = torch.softmax(x.double(), dim=1)
+    want = y * (dy.double() - (dy.double() * y).sum(dim=1, keepdim=True))
+    assert torch.allclose(dx.double().cpu(), want.cpu(), rtol=1e-4, atol=1e-5)
