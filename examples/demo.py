@@ -6,10 +6,17 @@ every operation rounded like on the GPU; "f64": every float in float64), and
 compare with a numpy reference.  Prints one PASS or FAIL line per example and
 exits with status 1 if any failed.
 
+Then the backward of each example: the start of the backward kernel that
+`kad grad` prints (docs/AD.md), and a "PASS name backward" line from kad's
+gradient checker (forward and backward on the interpreter in float64 against
+central finite differences, relative tolerance 1e-6).
+
     make demo                  # or: .venv/bin/python examples/demo.py [-q]
 """
 import dataclasses
 import os
+import re
+import subprocess
 import sys
 from typing import Callable
 
@@ -21,6 +28,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 import kad  # noqa: E402
 
 IR_LINES = 25
+BACKWARD_LINES = 30
+KAD = os.path.join(os.path.dirname(HERE), "build", "kad")
 
 
 @dataclasses.dataclass
@@ -77,6 +86,37 @@ EXAMPLES = [
 ]
 
 
+# The backward of each example: differentiated inputs and outputs.
+BACKWARD = {
+    "vector_add": (("x_ptr", "y_ptr"), ("out_ptr",)),
+    "softmax": (("x_ptr",), ("y_ptr",)),
+    "rms_norm": (("x_ptr", "w_ptr"), ("y_ptr",)),
+    "matmul": (("a_ptr", "b_ptr"), ("c_ptr",)),
+}
+
+
+def backward_source(ex):
+    """What `kad grad` prints for the example (the backward kernel)."""
+    wrt, out = BACKWARD[ex.name]
+    p = subprocess.run([KAD, "grad", f"{os.path.join(HERE, ex.file)}:{ex.kernel}", "--sig", ex.sig,
+                        "--wrt", ",".join(wrt), "--out", ",".join(out)],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise kad.KadError(p.stderr.strip() or f"kad grad exited with status {p.returncode}")
+    return p.stdout
+
+
+def check_backward(ex, kernel):
+    """kad's float64 gradient check of the example; returns (passed, max rel err, report)."""
+    wrt, out = BACKWARD[ex.name]
+    made = ex.make(np.random.default_rng(0))
+    shapes = {n: int(np.size(v)) for n, v in made.items() if isinstance(v, np.ndarray)}
+    args = {n: v for n, v in made.items() if not isinstance(v, np.ndarray)}
+    passed, report = kernel.check_gradients(ex.grid, wrt, out, shapes, args)
+    errs = [float(x) for x in re.findall(r"max rel err ([0-9.e+-]+)", report)]
+    return passed, max(errs, default=float("nan")), report
+
+
 def specialize(ex):
     ctx = kad.Context()
     with open(os.path.join(HERE, ex.file), encoding="utf-8") as f:
@@ -128,6 +168,23 @@ def main(argv):
             failed += not ok
         except (kad.KadError, TypeError, ValueError) as e:
             print(f"FAIL {ex.name}: {e}")
+            failed += 1
+            continue
+        try:
+            if not quiet:
+                lines = backward_source(ex).splitlines()
+                print(f"-- {ex.name} backward: kad grad --wrt {','.join(BACKWARD[ex.name][0])} "
+                      f"--out {','.join(BACKWARD[ex.name][1])}")
+                print("\n".join(lines[:BACKWARD_LINES]))
+                if len(lines) > BACKWARD_LINES:
+                    print(f"  ... ({len(lines) - BACKWARD_LINES} more lines)")
+            passed, err, report = check_backward(ex, k)
+            print(f"{'PASS' if passed else 'FAIL'} {ex.name} backward (kad check: max rel err {err:.2g})")
+            if not passed:
+                print(report)
+            failed += not passed
+        except (kad.KadError, OSError) as e:
+            print(f"FAIL {ex.name} backward: {e}")
             failed += 1
     return 1 if failed else 0
 

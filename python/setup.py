@@ -50,4 +50,7 @@ class BinaryDistribution(Distribution):
         return True
 
 
-setup(version=kad_version(), cmdclass={"build_py": BuildWithLibrary}, distclass=BinaryDistribution)
+# Keep setuptools' metadata folder under build/ (ignored by git), not beside the package.
+os.makedirs(os.path.join(HERE, "build"), exist_ok=True)
+setup(version=kad_version(), cmdclass={"build_py": BuildWithLibrary}, distclass=BinaryDistribution,
+      options={"egg_info": {"egg_base": "build"}})

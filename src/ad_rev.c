@@ -629,15 +629,17 @@ static bool positive_lb(const Ad *ad, ValId v, int64_t *lb, int depth)
 }
 
 /* Is the carried slot whose region parameter is `cur` advanced by a
- * positive loop invariant each iteration (`next = cur + inc`)?  Sets *lb to
- * a lower bound of inc.  `id` marks the loop's own definitions. */
-static bool counter_step(const Ad *ad, ValId cur, ValId next, int id, int64_t *lb)
+ * positive amount each iteration (`next = cur + inc`)?  Sets *lb to a lower
+ * bound of inc.  positive_lb only accepts values built from constants and
+ * num_programs, so inc is the same in every iteration even when it is
+ * computed inside the loop. */
+static bool counter_step(const Ad *ad, ValId cur, ValId next, int64_t *lb)
 {
     const Inst *in = ad->def[next];
-    if (!in || in->op != OP_ADD || ad->stamp[next] != id)
+    if (!in || in->op != OP_ADD)
         return false;
     ValId inc = in->args[0] == cur ? in->args[1] : in->args[1] == cur ? in->args[0] : 0;
-    return inc && ad->stamp[inc] != id && positive_lb(ad, inc, lb, 0);
+    return inc && positive_lb(ad, inc, lb, 0);
 }
 
 /* Do the iterations of `loop` store through p at disjoint addresses?  The
@@ -672,7 +674,7 @@ static bool loop_store_disjoint(Ad *ad, const Inst *loop, ValId p)
     const Inst *y = block_term(body);
     for (int i = 0; i < body->nparams; i++) {
         ValId iv = body->params[i];
-        if (!counter_step(ad, iv, y->args[i], id, &lb) || !aff_of(ad, p, iv, id, &a, 0))
+        if (!counter_step(ad, iv, y->args[i], &lb) || !aff_of(ad, p, iv, id, &a, 0))
             continue;
         int64_t civ = a.civ < 0 ? -a.civ : a.civ;
         if (civ > 0 && civ * lb > a.hi - a.lo)
@@ -812,7 +814,8 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
         case OP_IF:
             for (int r = 0; r < 2; r++) {
                 IfStep *np = arena_alloc(ad->a, sizeof *np * (size_t)(npath + 1));
-                memcpy(np, path, sizeof *np * (size_t)npath);
+                if (npath)
+                    memcpy(np, path, sizeof *np * (size_t)npath);
                 np[npath] = (IfStep){in, r};
                 validate_block(ad, in->regions[r], loop_depth, loop, np, npath + 1);
             }

@@ -361,10 +361,11 @@ const char *check_gradients(Arena *a, Diags *d, const Func *fwd, const AdSpec *s
 {
     *passed = false;
     Chk c0 = {.a = a, .d = d, .fw = fwd, .cfg = cfg}, *c = &c0;
-    /* Testing aid: KAD_TEST_MUTATE=exp (mul, max, where, cumsum) breaks one
-     * adjoint rule, so that tests can prove this checker fails on it. */
+    /* Testing aid: cfg->mutate = "exp" (mul, max, where, cumsum) breaks one
+     * adjoint rule, so that tests can prove this checker fails on it.  The
+     * CLI sets it from KAD_TEST_MUTATE; the library reads no environment. */
     AdSpec mspec = *spec;
-    const char *mut = getenv("KAD_TEST_MUTATE");
+    const char *mut = cfg->mutate;
     if (mut && *mut) {
         mspec.mutate = ad_mutation_by_name(mut);
         if (mspec.mutate < 0) {

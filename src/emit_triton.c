@@ -38,6 +38,11 @@
  *                hints (`acc.1` -> `acc_1`), kernel parameters keep theirs.
  *   6. print     the module text.
  *
+ * Backward kernels (emit_triton_backward, docs/GRAD.md) go through the
+ * same passes with EmitOptions.backward: parameters in the forward def's
+ * order, the body split into "recompute the forward" and "reverse sweep",
+ * then the host launcher launch_<kernel>_bwd after the function.
+ *
  * Triton typing is modelled where it differs from the IR's explicit
  * types: Python literals are weak scalars in Triton's binary operators but
  * become fp32/i32 tensors elsewhere, fp16/bf16 division and remainder run
@@ -140,6 +145,8 @@ typedef struct Em {
     Vec(int) reads;         /* classes read by the expression being rendered */
     bool libdevice;         /* some op printed through libdevice */
     bool failed;
+    const InstInfo *early_return; /* the last top-level `if`, without results: an
+                                     empty then-branch prints as `return` */
     /* the names in use (open addressing) */
     const char **set;
     uint32_t mask;
@@ -391,7 +398,8 @@ static void choose_operands(Em *E, InstInfo *info)
     const Inst *in = info->in;
     OpKind op = (OpKind)in->op;
     info->eff = arena_alloc(E->a, sizeof(ValId) * (size_t)(in->nargs + 1));
-    memcpy(info->eff, in->args, sizeof(ValId) * (size_t)in->nargs);
+    if (in->nargs > 0) /* args is NULL for ops without operands */
+        memcpy(info->eff, in->args, sizeof(ValId) * (size_t)in->nargs);
     if (broadcasts_operands(op) && in->nres == 1) {
         Type rs = vtype(E, in->res[0]);
         for (int i = 0; i < in->nargs; i++)
@@ -1149,7 +1157,8 @@ static void print_moves(Em *E, Buf *b, int depth, InstInfo *info, int first, con
         Move m = {.dst = dc, .name = E->measuring ? var_name(E, dst) : E->vi[dc].name, .src = x.s};
         m.nreads = E->reads.n;
         m.reads = arena_alloc(E->a, sizeof(int) * (size_t)(m.nreads + 1));
-        memcpy(m.reads, E->reads.v, sizeof(int) * (size_t)m.nreads);
+        if (m.nreads > 0)
+            memcpy(m.reads, E->reads.v, sizeof(int) * (size_t)m.nreads);
         mv[nm++] = m;
     }
     int left = nm;
@@ -1270,7 +1279,16 @@ static void print_inst(Em *E, Buf *b, InstInfo *info, int depth)
         buf_printf(b, "if %s:\n", opnd(E, info, 0, CTX_SLOT).s);
         if (E->measuring)
             return;
-        pass_if_empty(b, print_region(E, b, info, 0, depth + 1, in->res, in->nres), depth + 1);
+        bool then_printed = print_region(E, b, info, 0, depth + 1, in->res, in->nres);
+        if (!then_printed && info == E->early_return) {
+            /* nothing follows the if: `if c: return`, the else-branch
+             * unindented after it, as the source's early return read */
+            indent(b, depth + 1);
+            buf_puts(b, "return\n");
+            print_region(E, b, info, 1, depth, in->res, in->nres);
+            return;
+        }
+        pass_if_empty(b, then_printed, depth + 1);
         Buf els = {.a = E->a};
         if (print_region(E, &els, info, 1, depth + 1, in->res, in->nres)) {
             indent(b, depth);
@@ -1531,11 +1549,41 @@ static void set_hint(Em *E, ValId v, int prio)
     x->hint = h;
 }
 
+/* A name for an unnamed pointer or mask that got its own line (too long to
+ * inline) from the load it feeds: `x = tl.load(x_ptrs, mask=x_mask)`, as
+ * an author splitting the line would write it. */
+static void hint_from_load(Em *E, ValId v)
+{
+    ValInfo *x = &E->vi[v];
+    if (x->hint || x->param || x->nuses != 1 || !x->useri || x->useri->in->op != OP_LOAD || x->uarg > 1)
+        return;
+    const char *h = py_ident(E->a, E->f->vals.v[x->useri->in->res[0]].name);
+    if (!h)
+        return;
+    x->hint = arena_printf(E->a, "%s_%s", h, x->uarg == 0 ? "ptrs" : "mask");
+    x->prio = 1;
+}
+
 static void coalesce(Em *E)
 {
     for (int v = 1; v < E->nvals; v++)
-        if (E->vi[v].var)
+        if (E->vi[v].var) {
             set_hint(E, v, E->vi[v].param ? 3 : 1);
+            hint_from_load(E, v);
+        }
+    /* a mask shared by a load and its gradient's atomic_add: `x_mask` */
+    for (int k = 0; k < E->order.n; k++) {
+        InstInfo *info = E->order.v[k];
+        const Inst *in = info->in;
+        if (info->dead || in->op != OP_LOAD || !(in->flags & IF_HAS_MASK))
+            continue;
+        ValInfo *m = &E->vi[info->eff[1]];
+        const char *h = py_ident(E->a, E->f->vals.v[in->res[0]].name);
+        if (h && m->var && !m->hint && !m->param) {
+            m->hint = arena_printf(E->a, "%s_mask", h);
+            m->prio = 1;
+        }
+    }
     /* a loop's carried value is one variable: region params and results */
     for (int k = 0; k < E->order.n; k++) {
         const Inst *in = E->order.v[k]->in;
@@ -1722,19 +1770,7 @@ static void comment_lines(Buf *b, const char *text)
     }
 }
 
-/* One parameter of a def: a runtime parameter (index into Func.params) or
- * a constexpr (index into Func.consts). */
-typedef struct DefParam {
-    bool cnst;
-    int i;
-} DefParam;
-
-/* The parameters of the def that f was specialized from, in the def's
- * order: the first nfwd runtime parameters and every constexpr, each
- * constexpr at its ConstParam.pos.  When some position is unknown (IR read
- * from text) or inconsistent, the constexprs follow the runtime ones, the
- * order emit_triton always uses.  Returns nfwd + f->consts.n entries. */
-static DefParam *def_order(Arena *a, const Func *f, int nfwd)
+DefParam *def_order(Arena *a, const Func *f, int nfwd)
 {
     int n = nfwd + f->consts.n;
     DefParam *o = arena_alloc(a, sizeof *o * (size_t)(n + 1));
@@ -1880,8 +1916,10 @@ static bool reads_marked(const Inst *in, bool *mark)
 }
 
 /* The body of a backward kernel in its two sections: the top-level
- * statements before the first one that reads an output gradient (the
- * forward recomputed), and the rest (the reverse sweep). */
+ * statements before the first one that reads an output gradient's data
+ * (the forward recomputed, with the pointer arithmetic of the gradients
+ * that ad_rev replays next to the forward's), and the rest (the reverse
+ * sweep). */
 static void print_backward_body(Em *E, Buf *text)
 {
     const Func *f = E->f;
@@ -1890,14 +1928,24 @@ static void print_backward_body(Em *E, Buf *text)
     for (int i = E->opt->nfwd; i < E->opt->nfwd + E->opt->nouts && i < f->nparams; i++)
         mark[f->params[i]] = true;
     int split = body->insts.n;
-    for (int i = 0; i < body->insts.n && split == body->insts.n; i++)
-        if (reads_marked(&body->insts.v[i], mark))
+    for (int i = 0; i < body->insts.n && split == body->insts.n; i++) {
+        const Inst *in = &body->insts.v[i];
+        if (!reads_marked(in, mark))
+            continue;
+        /* the output gradients' pointers are set up with the forward's
+         * (the same offsets): the sweep starts where data is read */
+        bool ptrs = in->nres > 0 && !in->nregions;
+        for (int r = 0; r < in->nres; r++)
+            if (ir_type(f, in->res[r]).dt != DT_PTR)
+                ptrs = false;
+        if (!ptrs)
             split = i;
+    }
     Buf fwd = {.a = E->a}, rev = {.a = E->a};
     for (int i = 0; i < body->insts.n; i++)
         print_inst(E, i < split ? &fwd : &rev, &E->body[i], 1);
     if (fwd.len)
-        buf_printf(text, "    # recompute the forward (its stores left out)\n%s", buf_str(&fwd));
+        buf_printf(text, "    # recompute the forward, its stores left out (d_*: the gradients' pointers)\n%s", buf_str(&fwd));
     if (fwd.len && rev.len)
         buf_putc(text, '\n');
     if (rev.len)
@@ -1934,6 +1982,14 @@ bool emit_triton(Buf *out, const Func *f, const EmitOptions *opt, Diags *d)
     coalesce(E);
     coalesce_names(E);
     assign_names(E, kname);
+    for (int i = body ? body->insts.n - 1 : -1; i >= 0; i--) {
+        const InstInfo *info = &E->body[i];
+        if (info->dead || info->in->op == OP_YIELD)
+            continue;
+        if (info->in->op == OP_IF && info->in->nres == 0)
+            E->early_return = info;
+        break;
+    }
     Buf text = {.a = E->a};
     if (body && opt && opt->backward)
         print_backward_body(E, &text);
@@ -1943,205 +1999,4 @@ bool emit_triton(Buf *out, const Func *f, const EmitOptions *opt, Diags *d)
         return false;
     print_module(E, out, kname, buf_str(&text));
     return !E->failed;
-}
-
-/* ------------------------------------------------------------------ */
-/* The backward module (docs/GRAD.md)                                  */
-/* ------------------------------------------------------------------ */
-
-static bool uses_atomics(const Block *b)
-{
-    for (int i = 0; b && i < b->insts.n; i++) {
-        const Inst *in = &b->insts.v[i];
-        if (in->op == OP_ATOMIC_ADD)
-            return true;
-        for (int r = 0; r < in->nregions; r++)
-            if (uses_atomics(in->regions[r]))
-                return true;
-    }
-    return false;
-}
-
-/* Appends text wrapped at spaces to lines of at most width characters,
- * continuation lines starting with cont; the first line starts at col. */
-static void wrap(Buf *b, const char *text, size_t width, const char *cont, size_t col)
-{
-    const char *p = text;
-    bool first = true;
-    while (*p) {
-        const char *sp = strchr(p, ' ');
-        size_t n = sp ? (size_t)(sp - p) : strlen(p);
-        if (!first && col + 1 + n > width) {
-            buf_printf(b, "\n%s", cont);
-            col = strlen(cont);
-        } else if (!first) {
-            buf_putc(b, ' ');
-            col++;
-        }
-        first = false;
-        for (size_t i = 0; i < n; i++)
-            buf_putc(b, p[i]);
-        col += n;
-        p += n;
-        while (*p == ' ')
-            p++;
-    }
-}
-
-/* "a, b and c" of names[0..n) (each with prefix). */
-static const char *name_list(Arena *a, const char *const *names, int n, const char *prefix)
-{
-    Buf b = {.a = a};
-    for (int i = 0; i < n; i++)
-        buf_printf(&b, "%s%s%s", i == 0 ? "" : i == n - 1 ? " and " : ", ", prefix, names[i]);
-    return buf_str(&b);
-}
-
-/* The module comment of a backward module. */
-static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const AdSpec *spec,
-                              const DefParam *o, int nfwd, const char *lname)
-{
-    Buf sig = {.a = a}, h = {.a = a};
-    for (int k = 0; k < nfwd + bwd->consts.n; k++) {
-        if (sig.len)
-            buf_puts(&sig, ", ");
-        if (o[k].cnst) {
-            buf_printf(&sig, "%s=%s", bwd->consts.v[o[k].i].name, bwd->consts.v[o[k].i].value);
-        } else {
-            ValId p = bwd->params[o[k].i];
-            buf_printf(&sig, "%s=", bwd->vals.v[p].name ? bwd->vals.v[p].name : "?");
-            type_print(&sig, ir_type(bwd, p));
-        }
-    }
-    buf_printf(&h, "Backward of the Triton kernel %s, generated by kad %s.\n", fwd->name, KAD_VERSION_STRING);
-    buf_puts(&h, "Specialized for: ");
-    wrap(&h, sig.len ? buf_str(&sig) : "(no parameters)", LINE_LIMIT - 2, "    ", 17);
-    buf_puts(&h, "\n");
-    Buf t = {.a = a};
-    buf_printf(&t, "Outputs: %s (gradients read from %s).", name_list(a, spec->outs, spec->nouts, ""),
-               name_list(a, spec->outs, spec->nouts, "d_"));
-    wrap(&h, buf_str(&t), LINE_LIMIT - 2, "    ", 0);
-    buf_puts(&h, "\n");
-    t.len = 0;
-    buf_printf(&t, "Inputs: %s (gradients added into %s: the inputs' shapes and strides, zero-filled by the caller).",
-               name_list(a, spec->wrt, spec->nwrt, ""), name_list(a, spec->wrt, spec->nwrt, "d_"));
-    wrap(&h, buf_str(&t), LINE_LIMIT - 2, "    ", 0);
-    buf_puts(&h, "\n\n");
-    t.len = 0;
-    buf_printf(&t, "Launch it with %s(grid, *args, **constexprs): the forward's grid, the forward's runtime "
-                   "arguments followed by the gradient buffers, and the constexprs as keywords "
-                   "(see kad's docs/GRAD.md). Each program recomputes its part of the forward in "
-                   "registers, then sweeps back.",
-               lname);
-    wrap(&h, buf_str(&t), LINE_LIMIT - 2, "", 0);
-    buf_puts(&h, "\n");
-    if (uses_atomics(bwd->body)) {
-        t.len = 0;
-        buf_puts(&t, "Input gradients are accumulated with tl.atomic_add: the order of those float additions "
-                     "is not deterministic, so results may differ in the last bits from run to run.");
-        wrap(&h, buf_str(&t), LINE_LIMIT - 2, "", 0);
-        buf_puts(&h, "\n");
-    }
-    return buf_str(&h);
-}
-
-/* The host launcher: checks the arguments and launches the kernel with
- * the constexprs in their places. */
-static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int nfwd,
-                           const char *fwd_name, const char *kname, const char *lname)
-{
-    int nc = bwd->consts.n, nargs = bwd->nparams;
-    Buf names = {.a = a}, quoted = {.a = a};
-    for (int i = 0; i < nargs; i++) {
-        const char *n = bwd->vals.v[bwd->params[i]].name;
-        buf_printf(&names, "%s%s", i ? ", " : "", n ? n : "?");
-        buf_printf(&quoted, "%s\"%s\"%s", i ? " " : "", n ? n : "?", nargs == 1 || i + 1 < nargs ? "," : "");
-    }
-    buf_printf(out, "\n\ndef %s(grid, *args, num_warps=None, num_stages=None, **constexprs):\n", lname);
-    buf_puts(out, "    \"\"\"");
-    Buf doc = {.a = a};
-    buf_printf(&doc, "Runs the backward of %s: every kernel it needs (today one, %s). args: the "
-                     "forward's runtime arguments, then the gradient buffers (%s).",
-               fwd_name, kname, buf_str(&names));
-    if (nc) {
-        Buf cs = {.a = a};
-        for (int i = 0; i < nc; i++)
-            buf_printf(&cs, "%s%s=%s", i ? ", " : "", bwd->consts.v[i].name, bwd->consts.v[i].value);
-        buf_printf(&doc, " constexprs: only the specialized values, which are the defaults (%s).", buf_str(&cs));
-    }
-    buf_puts(&doc, " num_warps, num_stages: passed to the launch when given.");
-    wrap(out, buf_str(&doc), LINE_LIMIT, "    ", 7);
-    buf_puts(out, "\n    \"\"\"\n    names = (");
-    wrap(out, buf_str(&quoted), LINE_LIMIT - 1, "             ", 13);
-    buf_puts(out, ")\n    if len(args) != len(names):\n");
-    buf_printf(out, "        raise TypeError(f\"%s: expected {len(names)} arguments after the grid \"\n"
-                    "                        f\"({', '.join(names)}), got {len(args)}\")\n", lname);
-    if (nc) {
-        buf_puts(out, "    specialized = {");
-        for (int i = 0; i < nc; i++)
-            buf_printf(out, "%s\"%s\": %s", i ? ", " : "", bwd->consts.v[i].name, bwd->consts.v[i].value);
-        buf_puts(out, "}\n");
-        buf_puts(out, "    for name, value in constexprs.items():\n"
-                      "        if name not in specialized:\n");
-        buf_printf(out, "            raise TypeError(f\"%s: unexpected keyword {name!r}\")\n", lname);
-        buf_puts(out, "        if value != specialized[name]:\n"
-                      "            raise ValueError(f\"this backward is specialized for {name}={specialized[name]!r}, \"\n"
-                      "                             f\"got {value!r}: generate it for that signature\")\n");
-    } else {
-        buf_puts(out, "    if constexprs:\n");
-        buf_printf(out, "        raise TypeError(f\"%s: unexpected keywords {sorted(constexprs)}\")\n", lname);
-    }
-    buf_puts(out, "    options = {}\n"
-                  "    if num_warps is not None:\n"
-                  "        options[\"num_warps\"] = num_warps\n"
-                  "    if num_stages is not None:\n"
-                  "        options[\"num_stages\"] = num_stages\n");
-    /* the call: runtime arguments in slices, constexpr values in their places */
-    Buf call = {.a = a};
-    int from = 0, at = 0;
-    for (int k = 0; k <= nfwd + nc; k++) {
-        bool end = k == nfwd + nc;
-        if (!end && !o[k].cnst) {
-            at++;
-            continue;
-        }
-        int to = end ? nargs : at;
-        if (to > from) {
-            if (from == 0 && to == nargs)
-                buf_printf(&call, "%s*args", call.len ? ", " : "");
-            else if (from == 0)
-                buf_printf(&call, "%s*args[:%d]", call.len ? ", " : "", to);
-            else if (to == nargs)
-                buf_printf(&call, "%s*args[%d:]", call.len ? ", " : "", from);
-            else
-                buf_printf(&call, "%s*args[%d:%d]", call.len ? ", " : "", from, to);
-        }
-        from = to;
-        if (!end)
-            buf_printf(&call, "%s%s", call.len ? ", " : "", bwd->consts.v[o[k].i].value);
-    }
-    if (nc)
-        buf_puts(out, "    # the runtime arguments with the constexpr values in their places\n");
-    buf_printf(out, "    %s[grid](%s%s**options)\n", kname, buf_str(&call), call.len ? ", " : "");
-}
-
-bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSpec *spec, Diags *d)
-{
-    Arena *a = out->a;
-    int nfwd = fwd->nparams;
-    ASSERT(bwd->nparams == nfwd + spec->nouts + spec->nwrt && bwd->consts.n == fwd->consts.n);
-    const char *kname = py_ident(a, arena_printf(a, "%s_bwd", fwd->name));
-    const char *lname = arena_printf(a, "launch_%s", kname);
-    DefParam *o = def_order(a, bwd, nfwd);
-    EmitOptions opt = {
-        .name = kname,
-        .header = bwd_header(a, fwd, bwd, spec, o, nfwd, lname),
-        .backward = true,
-        .nfwd = nfwd,
-        .nouts = spec->nouts,
-    };
-    if (!emit_triton(out, bwd, &opt, d))
-        return false;
-    print_launcher(out, a, bwd, o, nfwd, fwd->name, kname, lname);
-    return true;
 }

@@ -730,6 +730,7 @@ typedef struct CheckConfig {
     int directions;     /* random directions per input; 0: 4 */
     int64_t elem_limit; /* per-element FD for inputs of <= this many elements; 0: 4096; <0: never */
     double rtol;        /* 0: CHECK_RTOL */
+    const char *mutate; /* testing aid: NULL or an adjoint rule to break (ad_mutation_by_name) */
 } CheckConfig;
 #define CHECK_RTOL 1e-6
 
@@ -763,7 +764,18 @@ typedef struct EmitOptions {
  * defaults) that computes what f computes.  IR without a Triton spelling
  * is a located error in d; returns false after any error.  opt may be NULL. */
 bool emit_triton(Buf *out, const Func *f, const EmitOptions *opt, Diags *d);
-/* Appends the backward module of docs/GRAD.md: bwd (= ad_backward(fwd, spec)) as
+/* One parameter of a kernel's def: a runtime parameter (index into
+ * Func.params) or a constexpr (index into Func.consts). */
+typedef struct DefParam {
+    bool cnst;
+    int i;
+} DefParam;
+/* The def's parameters in order: the first nfwd runtime parameters and every
+ * constexpr at its ConstParam.pos; when a position is unknown (IR read from
+ * text), the constexprs follow the runtime ones.  nfwd + consts.n entries. */
+DefParam *def_order(Arena *a, const Func *f, int nfwd);
+
+/* emit_grad.c: appends the backward module of docs/GRAD.md: bwd (= ad_backward(fwd, spec)) as
  * @triton.jit <fwd>_bwd with the forward's parameters in the def's order, then the
  * gradient pointers, a header naming kernel, signature, inputs and outputs, and the
  * host launcher launch_<fwd>_bwd.  Returns false after a located error in d. */

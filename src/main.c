@@ -384,6 +384,8 @@ static int cmd_ad(int argc, char **argv, bool check)
         x.o.shapes = buf_str(&x.shapes);
         x.o.args = buf_str(&x.args);
         x.o.ranges = buf_str(&x.ranges);
+        /* Testing aid (docs/AD.md): break one adjoint rule to prove the checker fails. */
+        x.o.mutate = getenv("KAD_TEST_MUTATE");
         int passed = 0;
         const char *rep = kad_check(k, &x.o, &passed);
         if (rep)

@@ -25,13 +25,13 @@ library's own binding (Context, Kernel) is here too:
 from ._capi import Context, KadError, Kernel, Pointer, library_path, version
 
 __all__ = ["Context", "KadError", "Kernel", "Pointer", "library_path", "version", "differentiable",
-           "backward_source", "check_backward", "cache_dir"]
+           "backward_source", "check_backward", "cache_dir", "f64_mode"]
 
 
 def __getattr__(name):
     # The PyTorch layer is imported on first use: the C binding alone needs
     # only numpy, and `import kad` stays cheap for the tests that use it.
-    if name in ("differentiable", "cache_dir", "DifferentiableKernel"):
+    if name in ("differentiable", "cache_dir", "DifferentiableKernel", "f64_mode"):
         from . import autograd
         return getattr(autograd, name)
     if name in ("backward_source", "check_backward", "BackwardReport"):

@@ -73,6 +73,7 @@ class _KadCheckOpts(ctypes.Structure):
         ("directions", ctypes.c_int),
         ("elem_limit", ctypes.c_int64),
         ("rtol", ctypes.c_double),
+        ("mutate", ctypes.c_char_p),
     ]
 
 
@@ -403,6 +404,9 @@ class Kernel:
         o.args = _enc(kv(args, lambda v: repr(float(v)) if isinstance(v, float) else str(v)))
         o.ranges = _enc(kv(ranges, lambda r: f"{float(r[0])!r}:{float(r[1])!r}"))
         o.seed, o.directions, o.elem_limit, o.rtol = int(seed), int(directions), int(elem_limit), float(rtol)
+        # Testing aid (docs/AD.md): KAD_TEST_MUTATE=<rule> breaks one adjoint rule on purpose.
+        mutate = os.environ.get("KAD_TEST_MUTATE")
+        o.mutate = _enc(mutate) if mutate else None
         passed = ctypes.c_int(0)
         self._ctx._begin()
         rep = self._ctx._lib.kad_check(self._k, ctypes.byref(o), ctypes.byref(passed))

@@ -26,7 +26,7 @@ import operator
 
 import torch
 
-__all__ = ["Launch", "bind", "TORCH_TO_KAD", "FLOAT_DTYPES"]
+__all__ = ["Launch", "Param", "bind", "params_of", "TORCH_TO_KAD", "FLOAT_DTYPES"]
 
 # torch dtype -> kad/Triton element type name.
 TORCH_TO_KAD = {
@@ -136,6 +136,32 @@ def _runtime_type(name, v, annotation):
     raise TypeError(f"argument '{name}' has type {type(v).__name__}: expected a tensor, int, float or bool")
 
 
+class Param:
+    """A kernel parameter: name, whether it is tl.constexpr, and the type
+    its annotation gives a runtime parameter (`n: tl.int64`), or ''."""
+
+    __slots__ = ("name", "is_constexpr", "annotation_type")
+
+    def __init__(self, name, is_constexpr, annotation_type=""):
+        self.name = name
+        self.is_constexpr = is_constexpr
+        self.annotation_type = annotation_type
+
+
+def params_of(jit):
+    """The Params of a JITFunction, or of the interpreter's stand-in
+    (TRITON_INTERPRET=1), which keeps only the Python function."""
+    ps = getattr(jit, "params", None)
+    if ps is not None:
+        return [Param(p.name, bool(p.is_constexpr), getattr(p, "annotation_type", "") or "") for p in ps]
+    out = []
+    for p in inspect.signature(jit.fn).parameters.values():
+        a = p.annotation
+        text = a if isinstance(a, str) else getattr(a, "__name__", "") if a is not inspect.Parameter.empty else ""
+        out.append(Param(p.name, "constexpr" in text))
+    return out
+
+
 def _annotation(jit_param):
     """kad type from a runtime parameter's annotation (`n: tl.int64`), or ''."""
     a = getattr(jit_param, "annotation_type", "") or ""
@@ -178,6 +204,9 @@ def resolve_config(chain, args, kwargs, after_launch):
         elif kind == "Autotuner":
             cfg = getattr(w, "best_config", None) if after_launch else None
             config = cfg if cfg is not None else w.configs[0]
+            clash = sorted(set(kwargs) & set(config.kwargs))
+            if clash:  # Triton refuses this too, but only once it benchmarks
+                raise ValueError(f"{', '.join(clash)} are set by the autotuner's configs: do not pass them")
             kwargs.update(config.all_kwargs())
         else:
             raise TypeError(f"kad does not know the kernel wrapper {kind}: use triton.jit, triton.autotune "
@@ -188,8 +217,9 @@ def resolve_config(chain, args, kwargs, after_launch):
 def bind(jit, chain, grid, args, kwargs, declared, after_launch=False):
     """Binds kernel[grid](*args, **kwargs) to a Launch; declared lists the
     pointer parameters whose arguments must be tensors (inputs + outputs)."""
-    params = [(p.name, bool(p.is_constexpr)) for p in jit.params]
-    by_name = {p.name: p for p in jit.params}
+    ps = params_of(jit)
+    params = [(p.name, p.is_constexpr) for p in ps]
+    by_name = {p.name: p for p in ps}
     names = [n for n, _ in params]
     kernel_kwargs, options = {}, {}
     for k, v in kwargs.items():

@@ -44,6 +44,8 @@ buffer written by several launches) gets the gradient of its previous value
 on the elements this launch left alone: the launch first fills it with a
 NaN pattern, runs, and puts the old values back where the pattern survived.
 """
+import contextlib
+import contextvars
 import hashlib
 import importlib.util
 import os
@@ -53,11 +55,57 @@ import threading
 import torch
 
 from . import _capi
-from ._capi import KadError, Pointer
-from ._launch import FLOAT_DTYPES, bind
+from ._capi import Pointer
+from ._launch import FLOAT_DTYPES, bind, params_of
 from ._sources import collect_sources, unwrap
 
-__all__ = ["differentiable", "DifferentiableKernel", "cache_dir"]
+__all__ = ["differentiable", "DifferentiableKernel", "cache_dir", "f64_mode"]
+
+# Set by f64_mode(): CPU launches run the interpreter in float64 mode.
+_F64 = contextvars.ContextVar("kad_f64_mode", default=False)
+
+
+@contextlib.contextmanager
+def f64_mode():
+    """Within this block, CPU launches whose float tensors are all float64
+    run on the interpreter with every float value in double, casts to fp32,
+    fp16 or bf16 included (the interpreter's f64 mode, docs/INTERPRETER.md).
+    For torch.autograd.gradcheck on kernels that compute in fp32: it checks
+    the calculus, not the rounding.  Float tensors of other dtypes (e.g. the
+    fp32 statistics a host wrapper allocates) go through float64 copies."""
+    tok = _F64.set(True)
+    try:
+        yield
+    finally:
+        _F64.reset(tok)
+
+
+def _cpu_mode():
+    """The interpreter mode of a CPU launch ("f64" inside f64_mode())."""
+    return "f64" if _F64.get() else "as_written"
+
+
+def run_cpu(kernel, grid, values, mode, written=None):
+    """Runs a kad Kernel on CPU tensors and scalars (runtime parameters in
+    order).  In f64 mode a float tensor that is not float64 is run on a
+    float64 copy of its storage span, copied back afterwards if the kernel
+    may write it (written: the tensors it writes; None: any)."""
+    args, staged = [], []
+    for v in values:
+        if not isinstance(v, torch.Tensor):
+            args.append(v)
+            continue
+        if mode == "f64" and v.dtype in FLOAT_DTYPES and v.dtype != torch.float64 and v.numel():
+            last = sum((n - 1) * s for n, s in zip(v.shape, v.stride()))
+            span = v.as_strided((last + 1,), (1,), v.storage_offset())
+            v64 = span.double()
+            if written is None or any(v is w for w in written):
+                staged.append((span, v64))
+            v = v64
+        args.append(Pointer(v.data_ptr(), span_bytes(v)))
+    kernel.run(grid, args, mode=mode)
+    for span, v64 in staged:
+        span.copy_(v64)
 
 
 def cache_dir():
@@ -76,20 +124,6 @@ def span_bytes(t):
         return 0
     last = sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
     return (last + 1) * t.element_size()
-
-
-def kad_args(launch, override=None):
-    """The runtime arguments of a launch for Kernel.run: tensors as Pointer
-    spans of their storage (any strides), scalars as they are."""
-    out = []
-    for n, v in launch.runtime:
-        if override and n in override:
-            v = override[n]
-        if isinstance(v, torch.Tensor):
-            out.append(Pointer(v.data_ptr(), span_bytes(v)))
-        else:
-            out.append(v)
-    return out
 
 
 class Program:
@@ -183,7 +217,7 @@ def _write_atomically(path, text):
 
 # NaN bit patterns with a payload no arithmetic produces (see the header).
 _POISON = {
-    torch.float32: (torch.int32, 0x7FC0DEAD - 2**32),
+    torch.float32: (torch.int32, 0x7FC0DEAD),
     torch.float64: (torch.int64, 0x7FF8DEADBEEFDEAD),
     torch.float16: (torch.int16, 0x7E5B),
     torch.bfloat16: (torch.int16, 0x7FAD),
@@ -192,40 +226,62 @@ _POISON = {
 
 class Run:
     """What one differentiable launch needs from forward to backward.  Holds
-    detached aliases only (no autograd references: no cycles)."""
+    detached aliases only (no autograd references: no cycles).
 
-    def __init__(self, dk, launch, inputs, others, outputs):
+    The tensors autograd sees as modified in place ("dirty") are the outputs,
+    or their bases when they are views: PyTorch cannot let one Function
+    modify several views in place, and after an in-place change of a base
+    every view of it reads its history from the base.  Each output's
+    gradient is then cut out of its dirty tensor's gradient."""
+
+    def __init__(self, dk, launch, inputs, others, outputs, dirty, dirty_of):
         self.dk = dk
         self.launch = launch
         self.inputs = inputs  # declared input names with tensor arguments
         self.others = others  # other tensor arguments (read-only data, scratch)
         self.outputs = outputs  # declared output names
-        self.written = {}  # output name -> bool mask of the elements the launch wrote
+        self.dirty = dirty  # the dirty tensors (detached aliases after forward)
+        self.dirty_of = dirty_of  # output name -> index into dirty
+        self.written = {}  # dirty index -> bool mask of the elements the launch wrote
 
     def forward(self, in_graph):
-        """Runs the kernel; for outputs already in the graph records which
-        elements it wrote."""
+        """Runs the kernel; for dirty tensors already in the graph records
+        which elements it wrote (see the module header)."""
         saved = {}
-        for n in in_graph:
-            y = self.launch.values[n].detach()
+        for i in in_graph:
+            y = self.dirty[i].detach()
             ity, pattern = _POISON[y.dtype]
-            saved[n] = (y.clone(), y.view(ity))
+            saved[i] = (y.clone(), y.view(ity))
             y.view(ity).fill_(pattern)
         self.dk._run_forward(self.launch)
-        for n, (old, bits) in saved.items():
+        for i, (old, bits) in saved.items():
             ity, pattern = _POISON[old.dtype]
             written = bits != pattern
-            y = self.launch.values[n].detach()
+            y = self.dirty[i].detach()
             y.copy_(torch.where(written, y, old))
-            self.written[n] = written
+            self.written[i] = written
         # keep only detached aliases from here on
+        self.dirty = [t.detach() for t in self.dirty]
         for n, v in list(self.launch.values.items()):
             if isinstance(v, torch.Tensor):
                 self.launch.values[n] = v.detach()
 
+    def output_grad(self, n, dirty_grads):
+        """The gradient of output n, in n's layout, from its dirty tensor's."""
+        g = dirty_grads[self.dirty_of[n]]
+        y = self.launch.values[n]
+        base = self.dirty[self.dirty_of[n]]
+        if g is None or y is base:
+            return g
+        full = g
+        if g.stride() != base.stride() or g.dtype != base.dtype:
+            full = torch.empty_strided(base.size(), base.stride(), dtype=base.dtype, device=base.device)
+            full.copy_(g)
+        return full.as_strided(y.size(), y.stride(), y.storage_offset() - base.storage_offset())
+
 
 class _KadFunction(torch.autograd.Function):
-    """apply(run, *inputs, *others, *outputs) -> outputs (marked dirty)."""
+    """apply(run, in_graph, *inputs, *others, *dirty) -> dirty (marked so)."""
 
     @staticmethod
     def forward(ctx, run, in_graph, *tensors):
@@ -246,21 +302,20 @@ class _KadFunction(torch.autograd.Function):
         saved = ctx.saved_tensors
         needs = ctx.needs_input_grad[2:]
         wrt = [n for n, need in zip(run.inputs, needs[:ni]) if need]
-        out_grads = dict(zip(run.outputs, grads))
+        out_grads = {n: run.output_grad(n, grads) for n in run.outputs}
         out = [n for n in run.outputs if out_grads[n] is not None]
-        result = [None] * (ni + no + len(run.outputs))
+        result = [None] * (ni + no + len(run.dirty))
         if wrt and out:
             override = dict(zip(run.inputs + run.others, saved))
             d_ins = run.dk._run_backward(run.launch, wrt, out, out_grads, override)
             for i, n in enumerate(run.inputs):
                 if n in d_ins:
                     result[i] = d_ins[n]
-        # outputs that were already in the graph: their old values survive
-        # where this launch did not write
-        for k, n in enumerate(run.outputs):
-            g = out_grads[n]
-            if needs[ni + no + k] and g is not None and n in run.written:
-                result[ni + no + k] = g.masked_fill(run.written[n], 0)
+        # dirty tensors that were already in the graph: their old values
+        # survive where this launch did not write
+        for i, g in enumerate(grads):
+            if needs[ni + no + i] and g is not None and i in run.written:
+                result[ni + no + i] = g.masked_fill(run.written[i], 0)
         return (None, None, *result)
 
 
@@ -273,8 +328,9 @@ class DifferentiableKernel:
     def __init__(self, fn, inputs, outputs):
         self.fn = fn
         self.chain, self.jit = unwrap(fn)
-        names = [p.name for p in self.jit.params]
-        const = {p.name for p in self.jit.params if p.is_constexpr}
+        ps = params_of(self.jit)
+        names = [p.name for p in ps]
+        const = {p.name for p in ps if p.is_constexpr}
         for role, lst in (("inputs", inputs), ("outputs", outputs)):
             if isinstance(lst, str):
                 raise TypeError(f"kad.differentiable: {role} must be a list of parameter names, not a string")
@@ -325,27 +381,35 @@ class DifferentiableKernel:
         launch = self.bind(grid, args, kwargs)
         launch.call = (grid, args, kwargs)  # for the Triton launch, as the caller wrote it
         tens = dict(launch.tensors())
-        outs = [tens[n] for n in self.outputs]
         ins = list(self.inputs)
-        in_graph = [n for n in self.outputs if tens[n].requires_grad]
+        dirty, dirty_of = [], {}
+        for n in self.outputs:
+            t = tens[n]
+            d = t._base if t._base is not None else t
+            k = next((i for i, e in enumerate(dirty) if e is d), None)
+            if k is None:
+                k = len(dirty)
+                dirty.append(d)
+            dirty_of[n] = k
+        in_graph = [i for i, d in enumerate(dirty) if d.requires_grad]
         wants = torch.is_grad_enabled() and (any(tens[n].requires_grad for n in ins) or in_graph)
         if not wants:
             self._run_forward(launch)
             return None
-        self._check_for_autograd(launch, tens)
+        self._check_for_autograd(launch, tens, dirty)
         needed = [n for n in ins if tens[n].requires_grad]
         if launch.device == "cpu" or not self._has_autotuner():
             # compile now: an error is raised before anything launches
             self._prepare_backward(launch, needed)
         others = [n for n, _ in launch.tensors() if n not in self.inputs and n not in self.outputs]
-        r = Run(self, launch, ins, others, self.outputs)
-        _KadFunction.apply(r, in_graph, *[tens[n] for n in ins], *[tens[n] for n in others], *outs)
+        r = Run(self, launch, ins, others, self.outputs, dirty, dirty_of)
+        _KadFunction.apply(r, in_graph, *[tens[n] for n in ins], *[tens[n] for n in others], *dirty)
         return None
 
     def _has_autotuner(self):
         return any(type(w).__name__ == "Autotuner" for w in self.chain)
 
-    def _check_for_autograd(self, launch, tens):
+    def _check_for_autograd(self, launch, tens, dirty):
         for n in self.inputs:
             t = tens[n]
             if t.requires_grad and t.dtype not in FLOAT_DTYPES:
@@ -358,9 +422,11 @@ class DifferentiableKernel:
             t = tens[n]
             if t.dtype not in FLOAT_DTYPES:
                 raise TypeError(f"output '{n}' is a {t.dtype} tensor: only float outputs are differentiated")
-            if t.is_leaf and t.requires_grad:
-                raise RuntimeError(f"output '{n}' is a leaf tensor that requires grad: the kernel writes it in "
-                                   f"place; pass a fresh tensor (e.g. torch.empty_like)")
+        for d in dirty:
+            if d.is_leaf and d.requires_grad:
+                n = next(n for n in self.outputs if tens[n] is d or tens[n]._base is d)
+                raise RuntimeError(f"output '{n}' is (a view of) a leaf tensor that requires grad: the kernel "
+                                   f"writes it in place; pass a fresh tensor (e.g. torch.empty_like)")
         names = list(dict.fromkeys(self.outputs))
         for i, a in enumerate(names):
             for b in list(self.inputs) + names[i + 1:]:
@@ -380,8 +446,9 @@ class DifferentiableKernel:
     def _run_forward(self, launch):
         """Runs the forward: kad's interpreter on CPU, Triton on GPU."""
         if launch.device == "cpu":
+            launch.mode = _cpu_mode()  # the backward runs in the same mode
             k = self.program.forward(launch.sig)
-            k.run(launch.grid, kad_args(launch))
+            run_cpu(k, launch.grid, [v for _, v in launch.runtime], launch.mode)
             return
         grid, args, kwargs = launch.call
         self.fn[grid](*args, **kwargs)
@@ -410,9 +477,8 @@ class DifferentiableKernel:
             d_ins[n] = torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device=x.device).zero_()
         if launch.device == "cpu":
             k = self.program.backward(launch.sig, wrt, out)
-            bufs = kad_args(launch, override) + [Pointer(t.data_ptr(), span_bytes(t))
-                                                 for t in d_outs + [d_ins[n] for n in wrt]]
-            k.run(launch.grid, bufs)
+            values = [override.get(n, v) for n, v in launch.runtime] + d_outs + [d_ins[n] for n in wrt]
+            run_cpu(k, launch.grid, values, getattr(launch, "mode", "as_written"), written=list(d_ins.values()))
         else:
             mod = self.program.module(launch.sig, wrt, out)
             fn = getattr(mod, f"launch_{launch.name}_bwd")

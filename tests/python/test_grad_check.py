@@ -135,6 +135,20 @@ MUTATIONS = [
 ]
 
 
+# Kernels of tests/grad/loop_stores.py (stores and atomics in loops and
+# branches): (kernel, sig, grid, shapes, args, ranges, wrt, out).
+GRAD_LOOP_STORES = [
+    ("grid_stride_while", "x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=64", 3,
+     dict(x_ptr=1000, y_ptr=1000), dict(n=1000), {}, "x_ptr", "y_ptr"),
+    ("grid_stride_for", "x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=64", 3,
+     dict(x_ptr=1000, y_ptr=1000), dict(n=1000), {}, "x_ptr", "y_ptr"),
+    ("if_else_stores", "x_ptr=*fp32,y_ptr=*fp32,flag_ptr=*i32", 20,
+     dict(x_ptr=20, y_ptr=20, flag_ptr=20), {}, dict(flag_ptr=(-1, 1)), "x_ptr", "y_ptr"),
+    ("atomic_colsum", "x_ptr=*fp32,out_ptr=*fp32,M=i32,BLOCK=16", 3,
+     dict(x_ptr=160, out_ptr=16), dict(M=10), {}, "x_ptr", "out_ptr"),
+]
+
+
 def case_by_id(cid):
     return CASES[CASE_IDS.index(cid)]
 
@@ -207,6 +221,19 @@ def test_variant_gradient(name, cid, g):
     expect(case_by_id(cid), g, name)
 
 
+@pytest.mark.parametrize("kernel,sig,grid,shapes,args,ranges,wrt,out", GRAD_LOOP_STORES,
+                         ids=[k[0] for k in GRAD_LOOP_STORES])
+def test_loop_store_gradient(kernel, sig, grid, shapes, args, ranges, wrt, out):
+    ctx = kad.Context()
+    path = os.path.join(REPO, "tests", "grad", "loop_stores.py")
+    with open(path, encoding="utf-8") as f:
+        ctx.add_source("tests/grad/loop_stores.py", f.read())
+    k = ctx.specialize(kernel, sig)
+    for seed in (1, 2):
+        passed, report = k.check_gradients(grid, wrt, out, shapes, args, ranges=ranges, seed=seed)
+        assert passed, report
+
+
 @pytest.mark.parametrize("cid,rule", MUTATIONS, ids=[f"{c}-{r}" for c, r in MUTATIONS])
 def test_mutated_rule_fails(cid, rule, monkeypatch):
     case = case_by_id(cid)
@@ -228,14 +255,18 @@ def test_unknown_mutation_is_an_error(monkeypatch):
 
 def test_cli_check_exit_status():
     """`kad check` exits 0 on PASS and 1 on FAIL (here: a mutated rule)."""
-    case = case_by_id("silu_fp32")
+    case = case_by_id("softplus_beta1")
+    g = spec_of(case)
     shapes, args = config_of(case)
     cmd = [os.path.join(REPO, "build", "kad"), "check", f"tests/kernels/{case.file}:{case.kernel}",
-           "--sig", case.sig, "--wrt", "x_ptr", "--out", "out_ptr", "--grid", "1"]
+           "--sig", case.sig, "--wrt", ",".join(g.wrt), "--out", ",".join(g.out),
+           "--grid", ",".join(map(str, case.grid))]
     for k, v in shapes.items():
         cmd += ["--shape", f"{k}={v}"]
     for k, v in args.items():
         cmd += ["--arg", f"{k}={v}"]
+    for k, (lo, hi) in g.ranges.items():
+        cmd += ["--range", f"{k}={lo}:{hi}"]
     env = dict(os.environ)
     env.pop("KAD_TEST_MUTATE", None)
     ok = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
@@ -243,3 +274,11 @@ def test_cli_check_exit_status():
     env["KAD_TEST_MUTATE"] = "exp"
     bad = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
     assert bad.returncode == 1 and "FAIL (rtol 1e-06)" in bad.stdout, bad.stdout + bad.stderr
+
+
+def test_demo_backward():
+    """The backward of each example of examples/demo.py passes the checker."""
+    import demo
+    for ex in demo.EXAMPLES:
+        passed, err, report = demo.check_backward(ex, demo.specialize(ex))
+        assert passed and err <= 1e-6, f"{ex.name}:\n{report}"

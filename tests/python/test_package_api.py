@@ -1,0 +1,333 @@
+"""The package's contract beyond the math: which backward is specialized,
+caching, strided tensors, several launches in one graph, check_backward,
+backward_source (also run under Triton's interpreter), and errors.  CPU
+tensors (kad's interpreter)."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import kad
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))  # tests/ -> `import kernels`
+
+
+@kad.differentiable(inputs=["x_ptr", "w_ptr"], outputs=["y_ptr", "rstd_ptr"])
+@triton.jit
+def rmsnorm(x_ptr, w_ptr, y_ptr, rstd_ptr, stride_x, stride_y, n_cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
+    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    tl.store(rstd_ptr + row, rstd)
+    tl.store(y_ptr + row * stride_y + cols, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def launch(x, w, y=None, rstd=None):
+    M, N = x.shape
+    y = torch.empty_like(x) if y is None else y
+    rstd = torch.empty(M) if rstd is None else rstd
+    rmsnorm[(M,)](x, w, y, rstd, x.stride(0), y.stride(0), N, 1e-6, BLOCK=triton.next_power_of_2(N))
+    return y, rstd
+
+
+def ref(x, w):
+    r = torch.rsqrt((x * x).mean(1, keepdim=True) + 1e-6)
+    return x * r * w, r[:, 0]
+
+
+def leaves(M=8, N=48, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(M, N, generator=g).requires_grad_(), (1 + 0.1 * torch.randn(N, generator=g)).requires_grad_()
+
+
+def check_grads(loss_fn, xs):
+    """Gradients of loss_fn(kad) vs loss_fn(ref) for leaves xs."""
+    got = torch.autograd.grad(loss_fn(launch), xs, allow_unused=True)
+    exp = torch.autograd.grad(loss_fn(lambda x, w: ref(x, w)), xs, allow_unused=True)
+    for a, b in zip(got, exp):
+        assert (a is None) == (b is None)
+        if a is not None:
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------- specialization and caching
+
+
+def test_only_inputs_that_require_grad_are_differentiated():
+    x, w = leaves()
+    x.requires_grad_(False)
+    y, _ = launch(x, w)
+    y.sum().backward()
+    assert x.grad is None and w.grad is not None
+    assert [k[1:] for k in rmsnorm.program.bwd if k[2] == ("y_ptr",)][-1] == (("w_ptr",), ("y_ptr",))
+
+
+def test_outputs_without_gradient_are_skipped_and_several_outputs_work():
+    x, w = leaves()
+    y, rstd = launch(x, w)
+    (y * 2).sum().backward()  # rstd unused: its gradient is None
+    assert any(k[2] == ("y_ptr",) for k in rmsnorm.program.bwd)
+    x2, w2 = leaves()
+    check_grads(lambda f: (lambda y, r: (y ** 2).sum() + (3 * r).sum())(*f(x2, w2)), [x2, w2])
+
+
+def test_no_grad_launch_runs_the_forward_only():
+    x, w = leaves()
+    with torch.no_grad():
+        y, _ = launch(x, w)
+    assert y.grad_fn is None
+    torch.testing.assert_close(y, ref(x, w)[0].detach(), rtol=1e-5, atol=1e-6)
+
+
+def test_second_launch_compiles_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("KAD_CACHE_DIR", str(tmp_path))
+    x, w = leaves(seed=3)
+    launch(x, w)[0].sum().backward()
+    n = len(rmsnorm.program.bwd), len(rmsnorm.program.fwd)
+    x, w = leaves(seed=4)
+    launch(x, w)[0].sum().backward()
+    assert (len(rmsnorm.program.bwd), len(rmsnorm.program.fwd)) == n
+
+
+def test_backward_source_is_cached_on_disk(tmp_path, monkeypatch):
+    monkeypatch.setenv("KAD_CACHE_DIR", str(tmp_path))
+    x, w = leaves(M=4, N=40)
+    y, r = torch.empty_like(x), torch.empty(4)
+    src = kad.backward_source(rmsnorm, (4,), x, w, y, r, 40, 40, 40, 1e-6, BLOCK=64)
+    assert "def rmsnorm_bwd(" in src and "def launch_rmsnorm_bwd(" in src
+    files = list(tmp_path.iterdir())
+    assert len(files) == 1 and files[0].read_text() == src
+    # a fresh decorated object (a new process, as far as kad knows) reads the file
+    again = kad.differentiable(inputs=["x_ptr", "w_ptr"], outputs=["y_ptr", "rstd_ptr"])(rmsnorm.fn)
+    files[0].write_text(src + "# from the cache\n")
+    assert kad.backward_source(again, (4,), x, w, y, r, 40, 40, 40, 1e-6, BLOCK=64).endswith("# from the cache\n")
+
+
+# ---------------------------------------------------------------- layouts and graphs
+
+
+def test_strided_inputs_get_gradients_with_their_strides():
+    base = torch.randn(8, 64)
+    x = base[:, 8:56].clone().requires_grad_()  # leaf
+    xs = torch.randn(8, 100)[:, :48].requires_grad_()  # row stride 100: not contiguous
+    w = torch.ones(48, requires_grad=True)
+    strides = []
+    y = torch.empty(8, 50)[:, :48]  # the output is strided too
+    _ = x
+    xs.register_hook(lambda g: strides.append(g.stride()))
+    launch(xs, w, y=y)
+    y.sum().backward()
+    assert strides == [xs.stride()]
+    exp = torch.autograd.grad(ref(xs, w)[0].sum(), [xs, w])
+    torch.testing.assert_close(xs.grad, exp[0], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(w.grad, exp[1], rtol=1e-4, atol=1e-5)
+
+
+def test_kernel_launched_several_times_in_one_graph():
+    x, w = leaves()
+    check_grads(lambda f: f(f(x, w)[0], w)[0].pow(2).sum(), [x, w])
+
+
+def test_one_output_buffer_written_by_two_launches():
+    x, w = leaves(M=8)
+
+    def two_halves(f):
+        if f is launch:
+            y = torch.empty(8, 48)
+            launch(x[:4], w, y=y[:4])
+            launch(x[4:], w, y=y[4:])
+            return (y * torch.arange(48.0)).sum()
+        return (ref(x, w)[0] * torch.arange(48.0)).sum()
+    got = torch.autograd.grad(two_halves(launch), [x, w])
+    exp = torch.autograd.grad(two_halves(None), [x, w])
+    for a, b in zip(got, exp):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_overwritten_output_passes_no_gradient_to_the_first_launch():
+    x1, w = leaves(seed=1)
+    x2, _ = leaves(seed=2)
+    y = torch.empty(8, 48)
+    launch(x1, w, y=y)
+    launch(x2, w, y=y)  # overwrites every element
+    y.sum().backward()
+    assert x1.grad is not None and x1.grad.abs().max() == 0
+    assert x2.grad.abs().max() > 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_buffers(dtype):
+    x, w = leaves()
+    xh, wh = x.detach().to(dtype).requires_grad_(), w.detach().to(dtype).requires_grad_()
+    y, _ = launch(xh, wh)
+    assert y.dtype == dtype
+    y.float().sum().backward()
+    exp = torch.autograd.grad(ref(xh.float(), wh.float())[0].sum(), [x, w], allow_unused=True)
+    xr, wr = xh.detach().float().requires_grad_(), wh.detach().float().requires_grad_()
+    exp = torch.autograd.grad(ref(xr, wr)[0].sum(), [xr, wr])
+    assert xh.grad.dtype == dtype and wh.grad.dtype == dtype
+    torch.testing.assert_close(xh.grad.float(), exp[0], rtol=3e-2, atol=3e-2)
+    torch.testing.assert_close(wh.grad.float(), exp[1], rtol=3e-2, atol=3e-1)
+
+
+# ---------------------------------------------------------------- check_backward
+
+
+def my_rmsnorm_backward(x, w, y, rstd, stride_x, stride_y, n_cols, eps, dy, drstd, BLOCK, bug=False):
+    """A hand-written backward of rmsnorm w.r.t. y (drstd ignored: rstd is a statistic)."""
+    xf = x.detach()
+    r = torch.rsqrt((xf * xf).mean(1, keepdim=True) + eps)
+    xhat = xf * r
+    dxhat = dy * w.detach()
+    dw = (dy * xhat).sum(0)
+    if bug:  # the planted bug: forgets the term through the row's mean square
+        dx = r * dxhat
+    else:
+        dx = r * (dxhat - xhat * (dxhat * xhat).mean(1, keepdim=True))
+    return dx, dw
+
+
+@pytest.fixture
+def rms_only_y():
+    return kad.differentiable(inputs=["x_ptr", "w_ptr"], outputs=["y_ptr"])(rmsnorm.fn)
+
+
+def test_check_backward_passes_a_correct_backward(rms_only_y):
+    x, w = leaves(M=6, N=40)
+    args = (x.detach(), w.detach(), torch.empty(6, 40), torch.empty(6), 40, 40, 40, 1e-6)
+    rep = kad.check_backward(rms_only_y, (6,), args, lambda *a, **k: my_rmsnorm_backward(*a[:9], None, **k),
+                             kwargs=dict(BLOCK=64))
+    assert rep.ok, str(rep)
+    assert rep["x_ptr"].rel_vs_f64 < 1e-5 and rep["w_ptr"].rel_vs_kad < 1e-5
+
+
+def test_check_backward_catches_a_planted_bug(rms_only_y):
+    x, w = leaves(M=6, N=40)
+    args = (x.detach(), w.detach(), torch.empty(6, 40), torch.empty(6), 40, 40, 40, 1e-6)
+    rep = kad.check_backward(rms_only_y, (6,), args,
+                             lambda *a, **k: my_rmsnorm_backward(*a[:9], None, bug=True, **k), kwargs=dict(BLOCK=64))
+    assert not rep.ok
+    assert not rep["x_ptr"].ok and rep["w_ptr"].ok  # the bug is in dx only
+    assert rep["x_ptr"].rel_vs_f64 > 1e-2
+    assert len(rep["x_ptr"].worst_vs_f64) == 2  # an index into the [6, 40] gradient
+    text = str(rep)
+    assert "FAIL" in text and "WRONG" in text and "x_ptr" in text
+
+
+# ---------------------------------------------------------------- the generated source under Triton's interpreter
+
+
+def test_generated_backward_runs_under_triton_interpreter(tmp_path, monkeypatch):
+    monkeypatch.setenv("KAD_CACHE_DIR", str(tmp_path / "cache"))
+    x, w = leaves(M=4, N=40)
+    y, r = torch.empty(4, 40), torch.empty(4)
+    src = kad.backward_source(rmsnorm, (4,), x, w, y, r, 40, 40, 40, 1e-6, BLOCK=64)
+    y2, _ = launch(x, w)
+    dy = torch.randn(4, 40, generator=torch.Generator().manual_seed(5))
+    gx, gw = torch.autograd.grad(y2, [x, w], dy)
+    (tmp_path / "bwd.py").write_text(src)
+    torch.save(dict(x=x.detach(), w=w.detach(), dy=dy, gx=gx, gw=gw), tmp_path / "data.pt")
+    script = textwrap.dedent("""
+        import sys, torch
+        sys.path.insert(0, sys.argv[1])
+        import bwd
+        d = torch.load(sys.argv[1] + "/data.pt")
+        dx, dw = torch.zeros_like(d["x"]), torch.zeros_like(d["w"])
+        bwd.launch_rmsnorm_bwd((4,), d["x"], d["w"], torch.empty(4, 40), torch.empty(4), 40, 40, 40, 1e-6,
+                               d["dy"], torch.zeros(4), dx, dw)
+        torch.testing.assert_close(dx, d["gx"], rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(dw, d["gw"], rtol=1e-4, atol=1e-5)
+        print("ok")
+    """)
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    p = subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0 and "ok" in p.stdout, p.stdout + p.stderr
+
+
+# ---------------------------------------------------------------- errors
+
+
+@kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])
+@triton.jit
+def inplace_scale(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    y = tl.load(y_ptr + offs, mask=offs < n)  # reads its own output: kad refuses
+    tl.store(y_ptr + offs, y * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def test_non_differentiable_kernel_raises_the_c_diagnostic_before_launching():
+    x = torch.randn(16, requires_grad=True)
+    y = torch.full((16,), 7.0)
+    with pytest.raises(kad.KadError) as e:
+        inplace_scale[(1,)](x, y, 16, BLOCK=16)
+    msg = str(e.value)
+    assert "test_package_api.py:" in msg and "load from output 'y_ptr'" in msg
+    assert "tl.load(y_ptr + offs" in msg and "^" in msg
+    assert (y == 7.0).all()  # nothing ran
+
+
+def test_without_grad_the_same_kernel_just_runs():
+    x, y = torch.full((16,), 2.0), torch.full((16,), 3.0)
+    inplace_scale[(1,)](x, y, 16, BLOCK=16)
+    assert (y == 6.0).all()
+
+
+@pytest.mark.parametrize("grid,args,kwargs,exc,match", [
+    ((2, 1, 1, 1), None, {}, ValueError, "1 to 3 dimensions"),
+    ("x", None, {}, TypeError, "grid"),
+    ((-1,), None, {}, ValueError, "non-negative"),
+    ((4,), "short", {}, TypeError, "missing argument"),
+    ((4,), None, dict(BLOK=64), TypeError, "unexpected keyword argument 'BLOK'"),
+    ((4,), "notensor", {}, TypeError, "'w_ptr' must be a torch.Tensor"),
+    ((4,), "u64", {}, ValueError, "unsigned 64-bit"),
+])
+def test_launch_mistakes_raise_before_anything_runs(grid, args, kwargs, exc, match):
+    x, w = leaves(M=4, N=40)
+    y, r = torch.full((4, 40), 7.0), torch.empty(4)
+    full = [x, w, y, r, 40, 40, 40, 1e-6]
+    if args == "short":
+        full = full[:-1]
+    elif args == "notensor":
+        full[1] = 1.0
+    elif args == "u64":
+        full[4] = 2 ** 63
+    kwargs = dict(dict(BLOCK=64), **kwargs) if "BLOK" not in kwargs else kwargs
+    with pytest.raises(exc, match=match):
+        rmsnorm[grid](*full, **kwargs)
+    assert (y == 7.0).all()
+
+
+def test_aliasing_and_leaf_outputs_are_refused():
+    x, w = leaves(M=4, N=40)
+    with pytest.raises(ValueError, match="share memory"):
+        rmsnorm[(4,)](x, w, x.detach(), torch.empty(4), 40, 40, 40, 1e-6, BLOCK=64)
+    with pytest.raises(RuntimeError, match="leaf tensor that requires grad"):
+        rmsnorm[(4,)](x, w, torch.empty(4, 40, requires_grad=True), torch.empty(4), 40, 40, 40, 1e-6, BLOCK=64)
+
+
+def test_passing_an_autotuned_meta_parameter_is_refused():
+    from kernels import matmul
+    k = kad.differentiable(inputs=["a_ptr", "b_ptr"], outputs=["c_ptr"])(matmul.matmul_kernel)
+    a, b, c = torch.randn(8, 8, requires_grad=True), torch.randn(8, 8), torch.empty(8, 8)
+    with pytest.raises(ValueError, match="BLOCK_M are set by the autotuner"):
+        k[(1,)](a, b, c, 8, 8, 8, 8, 1, 8, 1, 8, 1, BLOCK_M=32, ACTIVATION="")
+
+
+def test_decorator_mistakes():
+    with pytest.raises(ValueError, match="not a parameter"):
+        kad.differentiable(inputs=["z_ptr"], outputs=["y_ptr"])(rmsnorm.fn)
+    with pytest.raises(ValueError, match="constexpr"):
+        kad.differentiable(inputs=["BLOCK"], outputs=["y_ptr"])(rmsnorm.fn)
+    with pytest.raises(TypeError, match="above @triton.jit"):
+        kad.differentiable(inputs=["x"], outputs=["y"])(lambda x, y: None)

@@ -1,0 +1,55 @@
+"""GPU-only checks of the package (skipped without CUDA; CI has none).
+
+The bulk of the GPU run is the other package tests with CUDA tensors:
+    KAD_TEST_DEVICE=cuda python3 -m pytest -q tests/python/test_package_corpus.py \
+        tests/python/test_package_models.py tests/python/test_package_gpu.py
+(command and result recorded in docs/PYTHON.md).  Here: what only a GPU
+shows -- the autotuner's best config reaching the backward, check_backward
+on CUDA tensors, bf16 and fp16 through Triton.
+"""
+import pytest
+import torch
+
+import kad
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def test_autotuned_forward_and_backward_use_the_best_config():
+    import test_package_models as m
+    x = torch.randn(64, 300, device="cuda", requires_grad=True)
+    w = torch.ones(300, device="cuda", requires_grad=True)
+    b = torch.zeros(300, device="cuda", requires_grad=True)
+    y = m.layer_norm(x, w, b)
+    assert m._layer_norm_fwd_fused.fn.best_config is not None
+    y.pow(2).sum().backward()
+    xr, wr, br = (t.detach().clone().requires_grad_() for t in (x, w, b))
+    torch.nn.functional.layer_norm(xr, (300,), wr, br, 1e-5).pow(2).sum().backward()
+    for a, r in ((x, xr), (w, wr), (b, br)):
+        torch.testing.assert_close(a.grad, r.grad, rtol=1e-3, atol=1e-3)
+
+
+def test_check_backward_on_cuda():
+    import test_package_api as a
+    k = kad.differentiable(inputs=["x_ptr", "w_ptr"], outputs=["y_ptr"])(a.rmsnorm.fn)
+    x, w = torch.randn(6, 40, device="cuda"), 1 + 0.1 * torch.randn(40, device="cuda")
+    args = (x, w, torch.empty(6, 40, device="cuda"), torch.empty(6, device="cuda"), 40, 40, 40, 1e-6)
+    good = kad.check_backward(k, (6,), args, lambda *p, **kw: a.my_rmsnorm_backward(*p[:9], None, **kw),
+                              kwargs=dict(BLOCK=64))
+    bad = kad.check_backward(k, (6,), args, lambda *p, **kw: a.my_rmsnorm_backward(*p[:9], None, bug=True, **kw),
+                             kwargs=dict(BLOCK=64))
+    print(good, bad, sep="\n")
+    assert good.ok and not bad.ok
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_on_cuda(dtype):
+    import test_package_models as m
+    x = torch.randn(32, 512, device="cuda", dtype=dtype, requires_grad=True)
+    w = (1 + 0.1 * torch.randn(512, device="cuda")).to(dtype).requires_grad_()
+    y = m.rms_norm(x, w)
+    y.float().sum().backward()
+    xr, wr = x.detach().float().requires_grad_(), w.detach().float().requires_grad_()
+    m.ref_rms_norm(xr, wr).sum().backward()
+    torch.testing.assert_close(x.grad.float(), xr.grad, rtol=5e-2, atol=5e-2)
+    torch.testing.assert_close(w.grad.float(), wr.grad, rtol=5e-2, atol=5e-1)
