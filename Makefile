@@ -17,7 +17,7 @@ VPY     := $(VENV)/bin/python
 FUZZ_SECONDS ?= 60
 
 SRCS := src/util.c src/lex.c src/parse_py.c src/sema.c src/ir.c src/irparse.c \
-        src/sema_ops.c src/verify.c src/pass.c src/interp.c src/kad.c src/ad_rev.c src/check.c src/emit_triton.c \
+        src/sema_ops.c src/sema_builtins.c src/verify.c src/pass.c src/interp.c src/kad.c src/ad_rev.c src/check.c src/emit_triton.c \
         src/emit_grad.c
 HDRS := src/kad_int.h src/ops.h include/kad.h
 
@@ -104,6 +104,7 @@ test: all venv
 	build/test_c
 	$(PYTHON) tests/runtests.py --kad build/kad
 	$(VPY) -m pytest -q tests/python
+	$(VPY) examples/demo.py -q
 	$(MAKE) asan
 	$(MAKE) ubsan
 	$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)

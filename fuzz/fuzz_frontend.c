@@ -13,7 +13,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void fuzz_python(const char *sig, const char *src)
+/* What one fuzz step runs on the input: sig and text as split below. */
+typedef void FuzzBody(Arena *a, Diags *d, const char *sig, const char *text);
+
+/* Runs body with a fresh arena capped at 256 MiB and a diagnostics sink.
+ * Exhausting the arena longjmps back here (setjmp must sit in a frame that
+ * outlives the body, hence the callback); the diagnostics are rendered
+ * after the body, as the CLI would, so the renderer is fuzzed too. */
+static void fuzz_in_arena(FuzzBody *body, const char *sig, const char *text)
 {
     Arena *a = arena_new((size_t)256 << 20);
     if (!a)
@@ -23,45 +30,44 @@ static void fuzz_python(const char *sig, const char *src)
     if (setjmp(oom) == 0) {
         Diags d;
         diag_init(&d, a);
-        diag_add_source(&d, "fuzz.py", src);
-        Module *m = parse_module(a, &d, "fuzz.py", src);
-        if (m) {
-            Buf b = {.a = a};
-            ast_dump(&b, m);
-        }
-        if (m && d.nerrors == 0 && m->funcs.n > 0) {
-            Signature s = {0};
-            if (sig_parse(a, &d, sig, &s)) {
-                SemaOptions opt = {.unroll_const_loops = (sig[0] & 1) != 0};
-                Func *f = sema_kernel(a, &d, &m, 1, m->funcs.v[0]->name, &s, &opt);
-                if (f && ir_verify(f, &d) && pass_run(f, "simplify", &d) && ir_verify(f, &d))
-                    (void)ir_to_string(a, f);
-            }
-        }
+        body(a, &d, sig, text);
         (void)diag_render(&d);
     }
     arena_free(a);
 }
 
-static void fuzz_ir(const char *text)
+/* The Python front end: lexer, parser, AST dump, and for the first function
+ * sema (unrolling constant loops or not, by a bit of the input), the
+ * verifier, simplify and the printer. */
+static void fuzz_python(Arena *a, Diags *d, const char *sig, const char *src)
 {
-    Arena *a = arena_new((size_t)256 << 20);
-    if (!a)
-        return;
-    jmp_buf oom;
-    arena_set_oom(a, &oom);
-    if (setjmp(oom) == 0) {
-        Diags d;
-        diag_init(&d, a);
-        Func *f = ir_parse(a, &d, "fuzz.ir", text);
-        if (f && ir_verify(f, &d)) {
-            (void)ir_to_string(a, f);
-            if (pass_run(f, "simplify", &d))
-                (void)ir_verify(f, &d);
-        }
-        (void)diag_render(&d);
+    diag_add_source(d, "fuzz.py", src);
+    Module *m = parse_module(a, d, "fuzz.py", src);
+    if (m) {
+        Buf b = {.a = a};
+        ast_dump(&b, m);
     }
-    arena_free(a);
+    if (m && d->nerrors == 0 && m->funcs.n > 0) {
+        Signature s = {0};
+        if (sig_parse(a, d, sig, &s)) {
+            SemaOptions opt = {.unroll_const_loops = (sig[0] & 1) != 0};
+            Func *f = sema_kernel(a, d, &m, 1, m->funcs.v[0]->name, &s, &opt);
+            if (f && ir_verify(f, d) && pass_run(f, "simplify", d) && ir_verify(f, d))
+                (void)ir_to_string(a, f);
+        }
+    }
+}
+
+/* The IR front end: parser, verifier, printer, simplify. */
+static void fuzz_ir(Arena *a, Diags *d, const char *sig, const char *text)
+{
+    (void)sig;
+    Func *f = ir_parse(a, d, "fuzz.ir", text);
+    if (f && ir_verify(f, d)) {
+        (void)ir_to_string(a, f);
+        if (pass_run(f, "simplify", d))
+            (void)ir_verify(f, d);
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -79,10 +85,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sig = buf;
         src = nl + 1;
     }
-    fuzz_python(sig, src);
+    fuzz_in_arena(fuzz_python, sig, src);
     if (nl)
         *nl = '\n';
-    fuzz_ir(buf);
+    fuzz_in_arena(fuzz_ir, "", buf);
     free(buf);
     return 0;
 }

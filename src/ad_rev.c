@@ -25,9 +25,14 @@
  *   2. validation: every construct AD cannot handle exactly is refused with
  *      an error at the instruction's Loc (stores to inputs, loads from
  *      outputs, ambiguous pointers, non-linear loop-carried values, ...).
- *      Emission starts only when validation found nothing.
+ *      Emission starts only when validation found nothing.  Before it,
+ *      maxima the outputs provably do not depend on (softmax's x - max(x))
+ *      are made inactive: their adjoint is zero exactly (2b).
  *   3. emission: the primal sweep (clone_block), then the adjoint sweep
- *      (adj_block), whose per-op rules all sit in adj_rule.
+ *      (adj_block), whose per-op rules all sit in adj_rule.  Contributions
+ *      to one value from one op are summed before they are accumulated
+ *      (x * x: (d * x) * 2), and loads through one pointer and mask in one
+ *      block share one atomic_add.
  *
  * Requires: a verified fwd.  Guarantees: the result is a new Func in `a`
  * (fwd is not modified) that verifies; or NULL with located errors.
@@ -499,7 +504,19 @@ static bool has_rule(OpKind op)
     return op_info[op].diff == 'D' && op != OP_CUMPROD;
 }
 
-static void mark_defs_(Ad *ad, const Block *b, int id);
+/* Stamps every value defined in b (regions included) with id. */
+static void mark_defs(Ad *ad, const Block *b, int id)
+{
+    for (int i = 0; i < b->nparams; i++)
+        ad->stamp[b->params[i]] = id;
+    for (int i = 0; i < b->insts.n; i++) {
+        const Inst *in = &b->insts.v[i];
+        for (int k = 0; k < in->nres; k++)
+            ad->stamp[in->res[k]] = id;
+        for (int r = 0; r < in->nregions; r++)
+            mark_defs(ad, in->regions[r], id);
+    }
+}
 
 /* Stores inside a loop.  The adjoint adds d_y[address] into the stored
  * value once per iteration, which is right only if no two iterations write
@@ -654,7 +671,7 @@ static bool loop_store_disjoint(Ad *ad, const Inst *loop, ValId p)
         return false;
     int id = ++ad->gen;
     for (int r = 0; r < loop->nregions; r++)
-        mark_defs_(ad, loop->regions[r], id);
+        mark_defs(ad, loop->regions[r], id);
     Aff a;
     int64_t lb;
     if (loop->op == OP_FOR) {
@@ -829,6 +846,254 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
 }
 
 /* ------------------------------------------------------------------ */
+/* 2b. Shift-invariant maxima: adjoints that are zero exactly          */
+/* ------------------------------------------------------------------ */
+
+/* A numerically stable softmax computes exp(x - m) / sum(exp(x - m)) with
+ * m = max(x): the result does not depend on m at all, so m's adjoint is
+ * zero in exact arithmetic, and the rounding noise kad would compute for
+ * it (a sum over the row, the max's tie mask) is better left out.
+ *
+ * The proof treats m as a free scalar and gives every value a class
+ * saying how it depends on m, c = e^m:
+ *   SH_NONE  not at all          SH_ZERO  the constant 0 (any SH_MUL too)
+ *   SH_ADD k v0 + k*m            SH_MUL k v0 * c^k
+ *   SH_ANY   some other way
+ * with v0 independent of m.  The rules below are identities of exact
+ * arithmetic (k integer, m one number per program, c > 0): x - m is
+ * SH_ADD -1, exp turns SH_ADD k into SH_MUL k, a sum keeps SH_MUL k, a
+ * quotient of SH_MUL k by SH_MUL k is SH_NONE, log(SH_MUL k) is SH_ADD k
+ * (logsumexp: m + log(sum(exp(x - m))) is SH_NONE).  m is shift-invariant
+ * when every stored value, pointer and mask of a differentiated output is
+ * SH_NONE or SH_ZERO and no dependent value enters control flow.  Then
+ * m and every value that depends on the inputs only through m get no
+ * adjoint; the others' adjoints are the partial derivatives with m held
+ * fixed, which is the gradient, since the outputs do not depend on m. */
+enum { SH_NONE, SH_ZERO, SH_ADD, SH_MUL, SH_ANY };
+typedef struct Sh {
+    uint8_t kind; /* SH_* */
+    int32_t k;    /* SH_ADD: m's coefficient; SH_MUL: c's power */
+} Sh;
+
+#define SH_LIMIT (1 << 20) /* beyond this, SH_ANY (no overflow) */
+
+static Sh sh_mk(int kind, int64_t k)
+{
+    if ((kind == SH_ADD || kind == SH_MUL) && k == 0)
+        return (Sh){SH_NONE, 0};
+    if (k > SH_LIMIT || k < -SH_LIMIT)
+        return (Sh){SH_ANY, 0};
+    return (Sh){(uint8_t)kind, (int32_t)k};
+}
+
+static bool sh_dep(Sh x) { return x.kind == SH_ADD || x.kind == SH_MUL || x.kind == SH_ANY; }
+
+/* x as v0 + k*m (SH_NONE and SH_ZERO: k = 0). */
+static bool sh_as_add(Sh x, int64_t *k)
+{
+    *k = x.kind == SH_ADD ? x.k : 0;
+    return x.kind == SH_NONE || x.kind == SH_ZERO || x.kind == SH_ADD;
+}
+
+/* x as v0 * c^k (SH_NONE and SH_ZERO: k = 0). */
+static bool sh_as_mul(Sh x, int64_t *k)
+{
+    *k = x.kind == SH_MUL ? x.k : 0;
+    return x.kind == SH_NONE || x.kind == SH_ZERO || x.kind == SH_MUL;
+}
+
+/* The class shared by two values combined lane by lane without changing
+ * their dependence on m (select, maximum): equal classes; 0 joins
+ * any SH_MUL (max(0, v0*c^k) = c^k * max(0, v0)). */
+static Sh sh_same(Sh x, Sh y)
+{
+    if (x.kind == SH_ZERO && y.kind != SH_ADD && y.kind != SH_ANY)
+        return y;
+    if (y.kind == SH_ZERO && x.kind != SH_ADD && x.kind != SH_ANY)
+        return x;
+    if (x.kind == y.kind && x.k == y.k && x.kind != SH_ANY)
+        return x;
+    return (Sh){SH_ANY, 0};
+}
+
+/* x + sign*y. */
+static Sh sh_add(Sh x, Sh y, int sign)
+{
+    int64_t a, b;
+    if (sh_as_add(x, &a) && sh_as_add(y, &b))
+        return sh_mk(SH_ADD, a + sign * b);
+    return sh_same(x, y); /* v0*c^k + w0*c^k */
+}
+
+/* x * y (sign 1) or x / y (sign -1). */
+static Sh sh_mul(Sh x, Sh y, int sign)
+{
+    int64_t a, b;
+    if (sh_as_mul(x, &a) && sh_as_mul(y, &b))
+        return sh_mk(SH_MUL, a + sign * b);
+    return (Sh){SH_ANY, 0};
+}
+
+/* Is v the float constant 0 (through broadcasts)? */
+static bool zero_const(const Ad *ad, ValId v)
+{
+    const Inst *in = ad->def[v];
+    while (in && (in->op == OP_BROADCAST || in->op == OP_EXPAND_DIMS))
+        in = ad->def[in->args[0]];
+    return in && in->op == OP_CONST && is_float_type(fty(ad, in->res[0])) && in->fval == 0.0;
+}
+
+/* The class of the result of `in` from its operands' classes. */
+static Sh sh_rule(const Ad *ad, const Inst *in, const Sh *cls)
+{
+    Sh x = cls[in->args[0]];
+    Sh y = in->nargs > 1 ? cls[in->args[1]] : (Sh){SH_NONE, 0};
+    Sh z = in->nargs > 2 ? cls[in->args[2]] : (Sh){SH_NONE, 0};
+    int64_t k;
+    switch ((OpKind)in->op) {
+    case OP_BROADCAST:
+    case OP_EXPAND_DIMS:
+    case OP_RESHAPE:
+    case OP_PERMUTE:
+    case OP_MAX: /* max(v0 + k*m) = max(v0) + k*m; max(v0*c^k) = max(v0)*c^k */
+    case OP_MIN:
+        return x;
+    case OP_CAST: /* a float conversion is the identity in exact arithmetic */
+        if (is_float_type(fty(ad, in->args[0])) && is_float_type(fty(ad, in->res[0])))
+            return x;
+        break;
+    case OP_NEG:
+        return x.kind == SH_ADD ? sh_mk(SH_ADD, -(int64_t)x.k) : x;
+    case OP_ADD:
+        return sh_add(x, y, 1);
+    case OP_SUB:
+        return sh_add(x, y, -1);
+    case OP_MUL:
+        return sh_mul(x, y, 1);
+    case OP_DIV:
+        return sh_mul(x, y, -1);
+    case OP_FMA: /* a*b + c, and a@b + acc */
+    case OP_DOT:
+        return sh_add(sh_mul(x, y, 1), z, 1);
+    case OP_MAXIMUM:
+    case OP_MINIMUM:
+        return sh_same(x, y);
+    case OP_WHERE:
+        return sh_dep(x) ? (Sh){SH_ANY, 0} : sh_same(y, z);
+    case OP_SUM: /* sums of v0*c^k are c^k times the sum */
+    case OP_CUMSUM:
+        if (x.kind != SH_ADD)
+            return x;
+        break;
+    case OP_EXP:
+        if (sh_as_add(x, &k))
+            return sh_mk(SH_MUL, k);
+        break;
+    case OP_LOG:
+        if (sh_as_mul(x, &k))
+            return sh_mk(SH_ADD, k);
+        break;
+    default:
+        break;
+    }
+    for (int i = 0; i < in->nargs; i++)
+        if (sh_dep(cls[in->args[i]]))
+            return (Sh){SH_ANY, 0};
+    return (Sh){SH_NONE, 0};
+}
+
+/* Classes of b's values with m free; false when m might reach an output
+ * (see above). */
+static bool sh_block(const Ad *ad, const Block *b, ValId m, Sh *cls)
+{
+    for (int i = 0; i < b->insts.n; i++) {
+        const Inst *in = &b->insts.v[i];
+        bool dep = false;
+        for (int k = 0; k < in->nargs; k++)
+            dep = dep || sh_dep(cls[in->args[k]]);
+        switch (in->op) {
+        case OP_FOR:
+        case OP_IF:
+        case OP_WHILE:
+            if (dep)
+                return false;
+            for (int r = 0; r < in->nregions; r++)
+                if (!sh_block(ad, in->regions[r], m, cls))
+                    return false;
+            continue;
+        case OP_YIELD:
+        case OP_CONDITION:
+            if (dep)
+                return false;
+            continue;
+        case OP_STORE:
+        case OP_ATOMIC_ADD: /* scratch stores are dropped; inputs are refused */
+            if (dep && (ad->root[in->args[0]] < 0 || root_role(ad, in->args[0]) != ROLE_NONE))
+                return false;
+            continue;
+        default:
+            break;
+        }
+        if (in->nres != 1)
+            continue;
+        ValId r = in->res[0];
+        if (r == m)
+            cls[r] = (Sh){SH_ADD, 1};
+        else if (dep)
+            cls[r] = sh_rule(ad, in, cls);
+        else if (in->op == OP_CONST && zero_const(ad, r))
+            cls[r] = (Sh){SH_ZERO, 0};
+        else if ((in->op == OP_BROADCAST || in->op == OP_EXPAND_DIMS) && cls[in->args[0]].kind == SH_ZERO)
+            cls[r] = cls[in->args[0]];
+    }
+    return true;
+}
+
+/* Marks in `only` the values that depend on the inputs only through m:
+ * m, and results of differentiable ops whose varied operands all are
+ * marked (loads are never: they read the inputs). */
+static void through_only(const Ad *ad, const Block *b, ValId m, uint8_t *only)
+{
+    for (int i = 0; i < b->insts.n; i++) {
+        const Inst *in = &b->insts.v[i];
+        for (int r = 0; r < in->nregions; r++)
+            through_only(ad, in->regions[r], m, only);
+        if (in->nres != 1 || op_info[in->op].diff != 'D')
+            continue;
+        bool some = false, all = true;
+        for (int k = 0; k < in->nargs; k++) {
+            ValId a = in->args[k];
+            some = some || only[a];
+            all = all && (only[a] || !ad->varied[a]);
+        }
+        only[in->res[0]] = in->res[0] == m || (some && all);
+    }
+}
+
+/* Finds the shift-invariant maxima and minima in b and takes them (with
+ * what depends on the inputs only through them) out of the adjoint. */
+static void drop_shift_invariant(Ad *ad, const Block *b)
+{
+    for (int i = 0; i < b->insts.n; i++) {
+        const Inst *in = &b->insts.v[i];
+        for (int r = 0; r < in->nregions; r++)
+            drop_shift_invariant(ad, in->regions[r]);
+        if ((in->op != OP_MAX && in->op != OP_MIN) || !active(ad, in->res[0]) ||
+            type_numel(fty(ad, in->res[0])) != 1)
+            continue;
+        ValId m = in->res[0];
+        Sh *cls = arena_alloc(ad->a, sizeof *cls * (size_t)ad->nvals);
+        if (!sh_block(ad, ad->fw->body, m, cls))
+            continue;
+        uint8_t *only = arena_alloc(ad->a, (size_t)ad->nvals);
+        through_only(ad, ad->fw->body, m, only);
+        for (int v = 0; v < ad->nvals; v++)
+            if (only[v])
+                ad->useful[v] = 0;
+    }
+}
+
+/* ------------------------------------------------------------------ */
 /* 3a. Primal sweep: clone without stores, with shadow pointers         */
 /* ------------------------------------------------------------------ */
 
@@ -883,36 +1148,75 @@ enum { CL_YIELD = 1, CL_SKIP_CHAIN = 2 };
 
 static void clone_block(Ad *ad, const Block *fb, Block *bb, unsigned mode, const bool *ysh);
 
-static void clone_for(Ad *ad, Block *bb, const Inst *in)
+/* Region ops (for, if, while) are rebuilt in bw with more operands and
+ * results than in fw: after the forward's carried values come the shadows
+ * of the carried pointers, and in adjoint regions the adjoints of outside
+ * values.  These helpers fill and bind those lists in that one order, for
+ * the primal sweep and the adjoint sweep alike. */
+
+/* sh[i]: does carried slot i (carried by fw value vs[i]) need a shadow? */
+static bool *shadow_flags(Ad *ad, const ValId *vs, int n)
 {
-    const Block *r = in->regions[0];
-    int nc = in->nres, nsh = 0;
-    bool *sh = arena_alloc(ad->a, (size_t)nc + 1);
-    for (int i = 0; i < nc; i++)
-        nsh += sh[i] = needs_shadow(ad, r->params[1 + i]);
-    ValId *args = arena_alloc(ad->a, sizeof *args * (size_t)(3 + nc + nsh));
-    Type *tys = arena_alloc(ad->a, sizeof *tys * (size_t)(nc + nsh + 1));
-    int na = 0, nt = 0;
-    for (int i = 0; i < 3 + nc; i++)
-        args[na++] = P0(ad, in->args[i]);
-    for (int i = 0; i < nc; i++)
-        tys[nt++] = fty(ad, in->res[i]);
-    for (int i = 0; i < nc; i++)
-        if (sh[i]) {
-            args[na++] = S0(ad, in->args[3 + i]);
-            tys[nt++] = fty(ad, in->res[i]);
+    bool *sh = arena_alloc(ad->a, (size_t)n + 1);
+    for (int i = 0; i < n; i++)
+        sh[i] = needs_shadow(ad, vs[i]);
+    return sh;
+}
+
+/* The operands and result types of a rebuilt region op or terminator. */
+typedef struct Slots {
+    ValId *args; /* operands */
+    Type *tys;   /* result types (unused for terminators) */
+    int na, nt;
+} Slots;
+
+static Slots slots_new(Ad *ad, int cap)
+{
+    Slots s = {arena_alloc(ad->a, sizeof(ValId) * (size_t)(cap + 1)),
+               arena_alloc(ad->a, sizeof(Type) * (size_t)(cap + 1)), 0, 0};
+    return s;
+}
+
+/* Appends n carried slots: the primal copies of fw values fv[i] (except
+ * those skip marks), then the shadows of those sh marks.  rt (fw values
+ * whose types the results take) may be NULL for a terminator; fv may be
+ * NULL for an `if`, whose results have no operands. */
+static void add_carried(Ad *ad, Slots *s, const ValId *fv, const ValId *rt, int n, const bool *skip,
+                        const bool *sh)
+{
+    for (int shadow = 0; shadow < 2; shadow++)
+        for (int i = 0; i < n; i++) {
+            if (shadow ? !(sh && sh[i]) : skip && skip[i])
+                continue;
+            if (fv)
+                s->args[s->na++] = shadow ? S0(ad, fv[i]) : P0(ad, fv[i]);
+            if (rt)
+                s->tys[s->nt++] = fty(ad, rt[i]);
         }
-    Inst *ni = ir_emit(ad->bw, bb, OP_FOR, args, na, tys, nt, in->loc);
-    int idx = bb->insts.n - 1;
-    Block *nr = ir_inst_add_region(ad->bw, ni);
-    for (int i = 0; i < 1 + nc; i++)
-        ad->pm[r->params[i]] = param_like(ad, nr, r->params[i], "");
-    for (int i = 0; i < nc; i++)
+}
+
+/* The parameters of a rebuilt region mirroring fr's: its first nlead (a
+ * for's induction variable), the carried values' primal copies (those skip
+ * marks get none: pm cleared), then the shadows of those sh marks. */
+static void add_params(Ad *ad, Block *reg, const Block *fr, int nlead, const bool *skip, const bool *sh)
+{
+    int n = fr->nparams - nlead;
+    for (int i = 0; i < nlead; i++)
+        ad->pm[fr->params[i]] = param_like(ad, reg, fr->params[i], "");
+    for (int i = 0; i < n; i++) {
+        ValId p = fr->params[nlead + i];
+        ad->pm[p] = skip && skip[i] ? 0 : param_like(ad, reg, p, "");
+    }
+    for (int i = 0; i < n; i++)
         if (sh[i])
-            ad->sm[r->params[1 + i]] = param_like(ad, nr, r->params[1 + i], "d_");
-    clone_block(ad, r, nr, CL_YIELD, sh);
-    ni = &bb->insts.v[idx];
-    for (int i = 0, j = nc; i < nc; i++) {
+            ad->sm[fr->params[nlead + i]] = param_like(ad, reg, fr->params[nlead + i], "d_");
+}
+
+/* Maps in's results onto ni's: primal copies first, then the shadows of
+ * the positions sh marks. */
+static void bind_results(Ad *ad, const Inst *in, const Inst *ni, const bool *sh)
+{
+    for (int i = 0, j = in->nres; i < in->nres; i++) {
         ad->pm[in->res[i]] = ni->res[i];
         name_after(ad, ni->res[i], "", in->res[i]);
         if (sh[i]) {
@@ -922,77 +1226,36 @@ static void clone_for(Ad *ad, Block *bb, const Inst *in)
     }
 }
 
-static void clone_if(Ad *ad, Block *bb, const Inst *in)
+/* Operands before the carried ones (for: lb, ub, step; if: the condition)
+ * and region parameters before them (for: the induction variable). */
+static int fixed_operands(const Inst *in) { return in->op == OP_FOR ? 3 : in->op == OP_IF ? 1 : 0; }
+static int lead_params(const Inst *in) { return in->op == OP_FOR ? 1 : 0; }
+
+/* The fw values that carry each result through the regions: they decide
+ * which results get shadows. */
+static const ValId *carriers(const Inst *in)
 {
-    int nr = in->nres, nsh = 0;
-    bool *sh = arena_alloc(ad->a, (size_t)nr + 1);
-    for (int i = 0; i < nr; i++)
-        nsh += sh[i] = needs_shadow(ad, in->res[i]);
-    Type *tys = arena_alloc(ad->a, sizeof *tys * (size_t)(nr + nsh + 1));
-    int nt = 0;
-    for (int i = 0; i < nr; i++)
-        tys[nt++] = fty(ad, in->res[i]);
-    for (int i = 0; i < nr; i++)
-        if (sh[i])
-            tys[nt++] = fty(ad, in->res[i]);
-    ValId c = P0(ad, in->args[0]);
-    Inst *ni = ir_emit(ad->bw, bb, OP_IF, &c, 1, tys, nt, in->loc);
+    return in->op == OP_IF ? in->res : in->regions[0]->params + lead_params(in);
+}
+
+/* for, if, while in the primal sweep: the same op over the copied regions,
+ * carrying shadows next to the carried pointers. */
+static void clone_region_op(Ad *ad, Block *bb, const Inst *in)
+{
+    int n = in->nres, nfix = fixed_operands(in);
+    bool *sh = shadow_flags(ad, carriers(in), n);
+    Slots s = slots_new(ad, nfix + 2 * n);
+    for (int i = 0; i < nfix; i++)
+        s.args[s.na++] = P0(ad, in->args[i]);
+    add_carried(ad, &s, in->op == OP_IF ? NULL : in->args + nfix, in->res, n, NULL, sh);
+    ir_emit(ad->bw, bb, (OpKind)in->op, s.args, s.na, s.tys, s.nt, in->loc);
     int idx = bb->insts.n - 1;
-    for (int r = 0; r < 2; r++) {
+    for (int r = 0; r < in->nregions; r++) {
         Block *reg = ir_inst_add_region(ad->bw, &bb->insts.v[idx]);
+        add_params(ad, reg, in->regions[r], lead_params(in), NULL, sh);
         clone_block(ad, in->regions[r], reg, CL_YIELD, sh);
     }
-    ni = &bb->insts.v[idx];
-    for (int i = 0, j = nr; i < nr; i++) {
-        ad->pm[in->res[i]] = ni->res[i];
-        name_after(ad, ni->res[i], "", in->res[i]);
-        if (sh[i]) {
-            ad->sm[in->res[i]] = ni->res[j];
-            name_after(ad, ni->res[j++], "d_", in->res[i]);
-        }
-    }
-}
-
-static void clone_while(Ad *ad, Block *bb, const Inst *in)
-{
-    const Block *c = in->regions[0];
-    int nc = in->nres, nsh = 0;
-    bool *sh = arena_alloc(ad->a, (size_t)nc + 1);
-    for (int i = 0; i < nc; i++)
-        nsh += sh[i] = needs_shadow(ad, c->params[i]);
-    ValId *args = arena_alloc(ad->a, sizeof *args * (size_t)(nc + nsh + 1));
-    Type *tys = arena_alloc(ad->a, sizeof *tys * (size_t)(nc + nsh + 1));
-    int na = 0;
-    for (int i = 0; i < nc; i++) {
-        tys[na] = fty(ad, in->res[i]);
-        args[na++] = P0(ad, in->args[i]);
-    }
-    for (int i = 0; i < nc; i++)
-        if (sh[i]) {
-            tys[na] = fty(ad, in->res[i]);
-            args[na++] = S0(ad, in->args[i]);
-        }
-    Inst *ni = ir_emit(ad->bw, bb, OP_WHILE, args, na, tys, na, in->loc);
-    int idx = bb->insts.n - 1;
-    for (int r = 0; r < 2; r++) {
-        const Block *fr = in->regions[r];
-        Block *reg = ir_inst_add_region(ad->bw, &bb->insts.v[idx]);
-        for (int i = 0; i < nc; i++)
-            ad->pm[fr->params[i]] = param_like(ad, reg, fr->params[i], "");
-        for (int i = 0; i < nc; i++)
-            if (sh[i])
-                ad->sm[fr->params[i]] = param_like(ad, reg, fr->params[i], "d_");
-        clone_block(ad, fr, reg, CL_YIELD, sh);
-    }
-    ni = &bb->insts.v[idx];
-    for (int i = 0, j = nc; i < nc; i++) {
-        ad->pm[in->res[i]] = ni->res[i];
-        name_after(ad, ni->res[i], "", in->res[i]);
-        if (sh[i]) {
-            ad->sm[in->res[i]] = ni->res[j];
-            name_after(ad, ni->res[j++], "d_", in->res[i]);
-        }
-    }
+    bind_results(ad, in, &bb->insts.v[idx], sh);
 }
 
 /* Copies fb into bb: stores and (scratch) atomics dropped, shadows made
@@ -1009,25 +1272,16 @@ static void clone_block(Ad *ad, const Block *fb, Block *bb, unsigned mode, const
         case OP_ATOMIC_ADD:
             continue; /* validated: outputs and scratch only, atomic results unused */
         case OP_FOR:
-            clone_for(ad, bb, in);
-            continue;
         case OP_IF:
-            clone_if(ad, bb, in);
-            continue;
         case OP_WHILE:
-            clone_while(ad, bb, in);
+            clone_region_op(ad, bb, in);
             continue;
         case OP_YIELD: {
             if (!(mode & CL_YIELD))
                 continue;
-            ValId *args = arena_alloc(ad->a, sizeof *args * (size_t)(2 * in->nargs + 1));
-            int n = 0;
-            for (int i = 0; i < in->nargs; i++)
-                args[n++] = P0(ad, in->args[i]);
-            for (int i = 0; i < in->nargs; i++)
-                if (ysh && ysh[i])
-                    args[n++] = S0(ad, in->args[i]);
-            ir_emit(ad->bw, bb, OP_YIELD, args, n, NULL, 0, in->loc);
+            Slots s = slots_new(ad, 2 * in->nargs);
+            add_carried(ad, &s, in->args, NULL, in->nargs, NULL, ysh);
+            ir_emit(ad->bw, bb, OP_YIELD, s.args, s.na, NULL, 0, in->loc);
             continue;
         }
         default:
@@ -1172,9 +1426,35 @@ static ValId unbroadcast(Em *e, ValId d, Type xt)
     return d;
 }
 
+/* Hands operand k's contribution x to accum(), or, when the same value is
+ * also operand j != k, keeps it in c[k]: merge_contribs() adds those up so
+ * that the value's adjoint gets one term (x * x gives (d * x) * 2). */
+static void give(Em *e, const Inst *in, ValId *c, int k, ValId x)
+{
+    for (int j = 0; j < in->nargs; j++)
+        if (j != k && in->args[j] == in->args[k]) {
+            c[k] = x;
+            return;
+        }
+    accum(e, in->args[k], x);
+}
+
+static void merge_contribs(Em *e, const Inst *in, ValId *c)
+{
+    for (int k = 1; k < in->nargs; k++)
+        for (int j = 0; j < k && c[k]; j++)
+            if (c[j] && in->args[j] == in->args[k]) {
+                c[j] = c[j] == c[k] ? e2(e, OP_MUL, c[j], ec(e, c[j], 2.0)) : e2(e, OP_ADD, c[j], c[k]);
+                c[k] = 0;
+            }
+    for (int k = 0; k < in->nargs; k++)
+        if (c[k])
+            accum(e, in->args[k], c[k]);
+}
+
 /* Every adjoint rule, one case per op, neighbours together.  d is the
- * adjoint of the result y; accum() adds the operands' contributions and
- * ignores inactive operands (ACT() saves emitting code for them). */
+ * adjoint of the result y; GIVE(k, x) adds x to operand k's adjoint
+ * (inactive operands ignore it; ACT() saves emitting code for them). */
 static void adj_rule(Em *e, const Inst *in)
 {
     Ad *ad = e->ad;
@@ -1182,7 +1462,10 @@ static void adj_rule(Em *e, const Inst *in)
     if (!d || !active(ad, y))
         return;
     ValId a0 = in->args[0], a1 = in->nargs > 1 ? in->args[1] : 0, a2 = in->nargs > 2 ? in->args[2] : 0;
+    ValId c[3] = {0, 0, 0}; /* contributions to repeated operands (give) */
+    ASSERT(in->nargs <= 3);
 #define ACT(v) active(ad, (v))
+#define GIVE(k, x) give(e, in, c, (k), (x))
 #define MUL(x, z) e2(e, OP_MUL, (x), (z))
 #define DIV(x, z) e2(e, OP_DIV, (x), (z))
 #define ADD(x, z) e2(e, OP_ADD, (x), (z))
@@ -1192,170 +1475,170 @@ static void adj_rule(Em *e, const Inst *in)
     switch ((OpKind)in->op) {
     /* arithmetic */
     case OP_ADD:
-        accum(e, a0, d);
-        accum(e, a1, d);
+        GIVE(0, d);
+        GIVE(1, d);
         break;
     case OP_SUB:
-        accum(e, a0, d);
+        GIVE(0, d);
         if (ACT(a1))
-            accum(e, a1, NEG(d));
+            GIVE(1, NEG(d));
         break;
     case OP_MUL:
         if (ACT(a0))
-            accum(e, a0, MUL(d, P(e, ad->spec->mutate == AD_MUTATE_MUL ? a0 : a1)));
+            GIVE(0, MUL(d, P(e, ad->spec->mutate == AD_MUTATE_MUL ? a0 : a1)));
         if (ACT(a1))
-            accum(e, a1, MUL(d, P(e, a0)));
+            GIVE(1, a1 == a0 && c[0] ? c[0] : MUL(d, P(e, a0)));
         break;
     case OP_DIV: /* y = a/b: da = d/b, db = -d*y/b */
         if (ACT(a0))
-            accum(e, a0, DIV(d, P(e, a1)));
+            GIVE(0, DIV(d, P(e, a1)));
         if (ACT(a1))
-            accum(e, a1, NEG(DIV(MUL(d, P(e, y)), P(e, a1))));
+            GIVE(1, NEG(DIV(MUL(d, P(e, y)), P(e, a1))));
         break;
     case OP_REM: /* float fmod: y = a - trunc(a/b)*b */
-        accum(e, a0, d);
+        GIVE(0, d);
         if (ACT(a1))
-            accum(e, a1, NEG(MUL(d, e1(e, OP_TRUNC, DIV(P(e, a0), P(e, a1))))));
+            GIVE(1, NEG(MUL(d, e1(e, OP_TRUNC, DIV(P(e, a0), P(e, a1))))));
         break;
     case OP_POW: /* da = d*b*a^(b-1), db = d*y*log(a) */
         if (ACT(a0))
-            accum(e, a0, MUL(MUL(d, P(e, a1)), e2(e, OP_POW, P(e, a0), SUB(P(e, a1), K(1.0)))));
+            GIVE(0, MUL(MUL(d, P(e, a1)), e2(e, OP_POW, P(e, a0), SUB(P(e, a1), K(1.0)))));
         if (ACT(a1))
-            accum(e, a1, MUL(MUL(d, P(e, y)), e1(e, OP_LOG, P(e, a0))));
+            GIVE(1, MUL(MUL(d, P(e, y)), e1(e, OP_LOG, P(e, a0))));
         break;
     case OP_MAXIMUM: /* ties: the whole gradient to the first operand */
     case OP_MINIMUM: {
         ValId m = ecmp(e, in->op == OP_MAXIMUM ? OP_GE : OP_LE, P(e, a0), P(e, a1));
         if (ACT(a0))
-            accum(e, a0, ewhere(e, m, d, K(0.0)));
+            GIVE(0, ewhere(e, m, d, K(0.0)));
         if (ACT(a1))
-            accum(e, a1, ewhere(e, m, K(0.0), d));
+            GIVE(1, ewhere(e, m, K(0.0), d));
         break;
     }
     case OP_ATAN2: { /* atan2(a, b): da = d*b/(a^2+b^2), db = -d*a/(a^2+b^2) */
         ValId pa = P(e, a0), pb = P(e, a1);
         ValId r = ADD(MUL(pa, pa), MUL(pb, pb));
         if (ACT(a0))
-            accum(e, a0, DIV(MUL(d, pb), r));
+            GIVE(0, DIV(MUL(d, pb), r));
         if (ACT(a1))
-            accum(e, a1, NEG(DIV(MUL(d, pa), r)));
+            GIVE(1, NEG(DIV(MUL(d, pa), r)));
         break;
     }
     case OP_NEG:
-        accum(e, a0, NEG(d));
+        GIVE(0, NEG(d));
         break;
     case OP_ABS: { /* sign(x)*d, 0 at x == 0 (PyTorch's convention) */
         ValId x = P(e, a0), z = K(0.0);
-        accum(e, a0, ewhere(e, ecmp(e, OP_GT, x, z), d, ewhere(e, ecmp(e, OP_LT, x, z), NEG(d), z)));
+        GIVE(0, ewhere(e, ecmp(e, OP_GT, x, z), d, ewhere(e, ecmp(e, OP_LT, x, z), NEG(d), z)));
         break;
     }
     case OP_FMA: /* a*b + c */
         if (ACT(a0))
-            accum(e, a0, MUL(d, P(e, a1)));
+            GIVE(0, MUL(d, P(e, a1)));
         if (ACT(a1))
-            accum(e, a1, MUL(d, P(e, a0)));
-        accum(e, a2, d);
+            GIVE(1, a1 == a0 && c[0] ? c[0] : MUL(d, P(e, a0)));
+        GIVE(2, d);
         break;
     case OP_WHERE: { /* the condition gets nothing; each side its lanes */
         bool swap = ad->spec->mutate == AD_MUTATE_WHERE;
         if (ACT(a1))
-            accum(e, a1, swap ? ewhere(e, P0(ad, a0), K(0.0), d) : ewhere(e, P0(ad, a0), d, K(0.0)));
+            GIVE(1, swap ? ewhere(e, P0(ad, a0), K(0.0), d) : ewhere(e, P0(ad, a0), d, K(0.0)));
         if (ACT(a2))
-            accum(e, a2, swap ? ewhere(e, P0(ad, a0), d, K(0.0)) : ewhere(e, P0(ad, a0), K(0.0), d));
+            GIVE(2, swap ? ewhere(e, P0(ad, a0), d, K(0.0)) : ewhere(e, P0(ad, a0), K(0.0), d));
         break;
     }
     case OP_CAST: /* the adjoint cast back (accum converts to the operand's adjoint dtype) */
-        accum(e, a0, d);
+        GIVE(0, d);
         break;
     /* elementwise math: y = f(x) */
     case OP_EXP:
-        accum(e, a0, MUL(d, P(e, ad->spec->mutate == AD_MUTATE_EXP ? a0 : y)));
+        GIVE(0, MUL(d, P(e, ad->spec->mutate == AD_MUTATE_EXP ? a0 : y)));
         break;
     case OP_EXP2:
-        accum(e, a0, MUL(MUL(d, P(e, y)), K(AD_LN2)));
+        GIVE(0, MUL(MUL(d, P(e, y)), K(AD_LN2)));
         break;
     case OP_EXPM1:
-        accum(e, a0, MUL(d, ADD(P(e, y), K(1.0))));
+        GIVE(0, MUL(d, ADD(P(e, y), K(1.0))));
         break;
     case OP_LOG:
-        accum(e, a0, DIV(d, P(e, a0)));
+        GIVE(0, DIV(d, P(e, a0)));
         break;
     case OP_LOG2:
-        accum(e, a0, DIV(d, MUL(P(e, a0), K(AD_LN2))));
+        GIVE(0, DIV(d, MUL(P(e, a0), K(AD_LN2))));
         break;
     case OP_LOG1P:
-        accum(e, a0, DIV(d, ADD(P(e, a0), K(1.0))));
+        GIVE(0, DIV(d, ADD(P(e, a0), K(1.0))));
         break;
     case OP_SQRT:
-        accum(e, a0, DIV(MUL(d, K(0.5)), P(e, y)));
+        GIVE(0, DIV(MUL(d, K(0.5)), P(e, y)));
         break;
     case OP_RSQRT: { /* -0.5*d*y^3 */
         ValId py = P(e, y);
-        accum(e, a0, MUL(MUL(d, K(-0.5)), MUL(py, MUL(py, py))));
+        GIVE(0, MUL(MUL(d, K(-0.5)), MUL(py, MUL(py, py))));
         break;
     }
     case OP_SIGMOID: {
         ValId py = P(e, y);
-        accum(e, a0, MUL(d, MUL(py, SUB(K(1.0), py))));
+        GIVE(0, MUL(d, MUL(py, SUB(K(1.0), py))));
         break;
     }
     case OP_SIN:
-        accum(e, a0, MUL(d, e1(e, OP_COS, P(e, a0))));
+        GIVE(0, MUL(d, e1(e, OP_COS, P(e, a0))));
         break;
     case OP_COS:
-        accum(e, a0, NEG(MUL(d, e1(e, OP_SIN, P(e, a0)))));
+        GIVE(0, NEG(MUL(d, e1(e, OP_SIN, P(e, a0)))));
         break;
     case OP_TAN: {
         ValId py = P(e, y);
-        accum(e, a0, MUL(d, ADD(K(1.0), MUL(py, py))));
+        GIVE(0, MUL(d, ADD(K(1.0), MUL(py, py))));
         break;
     }
     case OP_ASIN:
     case OP_ACOS: { /* +-d/sqrt(1-x^2) */
         ValId x = P(e, a0);
         ValId g = MUL(d, e1(e, OP_RSQRT, SUB(K(1.0), MUL(x, x))));
-        accum(e, a0, in->op == OP_ASIN ? g : NEG(g));
+        GIVE(0, in->op == OP_ASIN ? g : NEG(g));
         break;
     }
     case OP_ATAN: {
         ValId x = P(e, a0);
-        accum(e, a0, DIV(d, ADD(K(1.0), MUL(x, x))));
+        GIVE(0, DIV(d, ADD(K(1.0), MUL(x, x))));
         break;
     }
     case OP_SINH:
-        accum(e, a0, MUL(d, e1(e, OP_COSH, P(e, a0))));
+        GIVE(0, MUL(d, e1(e, OP_COSH, P(e, a0))));
         break;
     case OP_COSH:
-        accum(e, a0, MUL(d, e1(e, OP_SINH, P(e, a0))));
+        GIVE(0, MUL(d, e1(e, OP_SINH, P(e, a0))));
         break;
     case OP_TANH: {
         ValId py = P(e, y);
-        accum(e, a0, MUL(d, SUB(K(1.0), MUL(py, py))));
+        GIVE(0, MUL(d, SUB(K(1.0), MUL(py, py))));
         break;
     }
     case OP_ERF: { /* d * 2/sqrt(pi) * exp(-x^2) */
         ValId x = P(e, a0);
-        accum(e, a0, MUL(MUL(d, K(AD_2_SQRTPI)), e1(e, OP_EXP, NEG(MUL(x, x)))));
+        GIVE(0, MUL(MUL(d, K(AD_2_SQRTPI)), e1(e, OP_EXP, NEG(MUL(x, x)))));
         break;
     }
     /* shape ops */
     case OP_BROADCAST:
-        accum(e, a0, unbroadcast(e, d, adt(fty(ad, a0))));
+        GIVE(0, unbroadcast(e, d, adt(fty(ad, a0))));
         break;
     case OP_EXPAND_DIMS:
     case OP_RESHAPE:
-        accum(e, a0, eshape(e, OP_RESHAPE, d, adt(fty(ad, a0)), 0));
+        GIVE(0, eshape(e, OP_RESHAPE, d, adt(fty(ad, a0)), 0));
         break;
     case OP_PERMUTE: {
         int32_t inv[KAD_MAX_RANK];
         for (int i = 0; i < in->nints; i++)
             inv[in->ints[i]] = i;
-        accum(e, a0, epermute(e, d, inv));
+        GIVE(0, epermute(e, d, inv));
         break;
     }
     /* reductions and scans */
     case OP_SUM:
-        accum(e, a0, bcast_back(e, d, fty(ad, a0), (int)in->ival, in->flags & IF_KEEP_DIMS));
+        GIVE(0, bcast_back(e, d, fty(ad, a0), (int)in->ival, in->flags & IF_KEEP_DIMS));
         break;
     case OP_MAX:
     case OP_MIN: {
@@ -1370,16 +1653,16 @@ static void adj_rule(Em *e, const Inst *in)
         ValId cnt = ereduce(e, OP_SUM, ecast(e, m, (Dtype)bty(ad, d).dt), axis, true);
         ValId cb = bcast_back(e, cnt, xt, axis, true);
         if (ad->spec->mutate == AD_MUTATE_MAX)
-            accum(e, a0, db);
+            GIVE(0, db);
         else
-            accum(e, a0, ewhere(e, m, DIV(db, cb), ec(e, db, 0.0)));
+            GIVE(0, ewhere(e, m, DIV(db, cb), ec(e, db, 0.0)));
         break;
     }
     case OP_CUMSUM: {
         Inst *ni = ir_emit(ad->bw, e->b, OP_CUMSUM, &d, 1, (Type[]){bty(ad, d)}, 1, e->loc);
         ni->ival = in->ival;
         ni->flags = (uint16_t)((in->flags & IF_REVERSE) ^ (ad->spec->mutate == AD_MUTATE_CUMSUM ? 0 : IF_REVERSE));
-        accum(e, a0, ni->res[0]);
+        GIVE(0, ni->res[0]);
         break;
     }
     case OP_DOT: { /* y = a@b + acc: da = d@b^T, db = a^T@d, dacc = d */
@@ -1390,22 +1673,24 @@ static void adj_rule(Em *e, const Inst *in)
             ValId z = ezero(e, at);
             ValId r = ir_op3(ad->bw, e->b, OP_DOT, at, d, epermute(e, P(e, a1), tr), z, e->loc);
             e->b->insts.v[e->b->insts.n - 1].ival = in->ival;
-            accum(e, a0, r);
+            GIVE(0, r);
         }
         if (ACT(a1)) {
             ValId z = ezero(e, bt);
             ValId r = ir_op3(ad->bw, e->b, OP_DOT, bt, epermute(e, P(e, a0), tr), d, z, e->loc);
             e->b->insts.v[e->b->insts.n - 1].ival = in->ival;
-            accum(e, a1, r);
+            GIVE(1, r);
         }
-        accum(e, a2, d);
+        GIVE(2, d);
         break;
     }
     default:
         /* validate_block refused every active op without a rule */
         die("no adjoint rule for '%s'", op_info[in->op].name);
     }
+    merge_contribs(e, in, c);
 #undef ACT
+#undef GIVE
 #undef MUL
 #undef DIV
 #undef ADD
@@ -1439,19 +1724,6 @@ static bool block_needs_adj(const Ad *ad, const Block *b)
         if (inst_needs_adj(ad, &b->insts.v[i]))
             return true;
     return false;
-}
-
-static void mark_defs(Ad *ad, const Block *b, int id)
-{
-    for (int i = 0; i < b->nparams; i++)
-        ad->stamp[b->params[i]] = id;
-    for (int i = 0; i < b->insts.n; i++) {
-        const Inst *in = &b->insts.v[i];
-        for (int k = 0; k < in->nres; k++)
-            ad->stamp[in->res[k]] = id;
-        for (int r = 0; r < in->nregions; r++)
-            mark_defs(ad, in->regions[r], id);
-    }
 }
 
 static void collect_uses(Ad *ad, const Block *b, int id, ValVec *out)
@@ -1489,6 +1761,37 @@ static ValId adj_or_zero(Em *e, ValId v)
     return e->ad->adj[v] ? e->ad->adj[v] : ezero(e, adt(fty(e->ad, v)));
 }
 
+/* Appends the adjoints of L (zeros where none yet) as operands and their
+ * adjoint types as result types. */
+static void add_adjoints(Em *e, Slots *s, ValVec L)
+{
+    for (int j = 0; j < L.n; j++) {
+        s->args[s->na++] = adj_or_zero(e, L.v[j]);
+        s->tys[s->nt++] = adt(fty(e->ad, L.v[j]));
+    }
+}
+
+/* The terminating yield of an adjoint region: the carried slots as in
+ * add_carried (n of them, from the forward yield yi), then the adjoints of
+ * L. */
+static void adjoint_yield(Em *e, const Inst *yi, int n, const bool *skip, const bool *sh, ValVec L)
+{
+    Slots s = slots_new(e->ad, 2 * n + L.n);
+    add_carried(e->ad, &s, n ? yi->args : NULL, NULL, n, skip, sh);
+    add_adjoints(e, &s, L);
+    ir_emit(e->ad->bw, e->b, OP_YIELD, s.args, s.na, NULL, 0, e->loc);
+}
+
+/* The adjoints of L become the last L.n results of ni. */
+static void bind_adjoints(Ad *ad, const Inst *ni, ValVec L)
+{
+    for (int j = 0; j < L.n; j++) {
+        ValId v = ni->res[ni->nres - L.n + j];
+        ad->adj[L.v[j]] = v;
+        name_after(ad, v, "d", L.v[j]);
+    }
+}
+
 static void adj_block(Ad *ad, const Block *fb, Block *bb);
 
 /* if c: the adjoint is an `if` on the same condition; each side recomputes
@@ -1500,18 +1803,18 @@ static void adj_if(Ad *ad, Block *bb, const Inst *in)
         return;
     ValVec L = collect_outside(ad, in);
     ValId *saved = arena_alloc(ad->a, sizeof *saved * (size_t)(L.n + 1));
-    Type *tys = arena_alloc(ad->a, sizeof *tys * (size_t)(L.n + 1));
+    Slots s = slots_new(ad, L.n);
     for (int j = 0; j < L.n; j++) {
         saved[j] = ad->adj[L.v[j]];
-        tys[j] = adt(fty(ad, L.v[j]));
+        s.tys[s.nt++] = adt(fty(ad, L.v[j]));
     }
     ValId c = P0(ad, in->args[0]);
-    ir_emit(ad->bw, bb, OP_IF, &c, 1, tys, L.n, in->loc);
+    ir_emit(ad->bw, bb, OP_IF, &c, 1, s.tys, s.nt, in->loc);
     int idx = bb->insts.n - 1;
     for (int r = 0; r < 2; r++) {
         const Block *fr = in->regions[r];
         Block *reg = ir_inst_add_region(ad->bw, &bb->insts.v[idx]);
-        for (int j = 0; j < L.n; j++)
+        for (int j = 0; j < L.n; j++) /* each side starts from the adjoints before the if */
             ad->adj[L.v[j]] = saved[j];
         clone_block(ad, fr, reg, 0, NULL);
         Em e = {ad, reg, in->loc};
@@ -1520,169 +1823,69 @@ static void adj_if(Ad *ad, Block *bb, const Inst *in)
             if (active(ad, in->res[i]))
                 accum(&e, yi->args[i], ad->adj[in->res[i]]);
         adj_block(ad, fr, reg);
-        ValId *ys = arena_alloc(ad->a, sizeof *ys * (size_t)(L.n + 1));
-        for (int j = 0; j < L.n; j++)
-            ys[j] = adj_or_zero(&e, L.v[j]);
-        ir_emit(ad->bw, reg, OP_YIELD, ys, L.n, NULL, 0, in->loc);
+        adjoint_yield(&e, yi, 0, NULL, NULL, L);
     }
-    const Inst *ni = &bb->insts.v[idx];
-    for (int j = 0; j < L.n; j++) {
-        ad->adj[L.v[j]] = ni->res[j];
-        name_after(ad, ni->res[j], "d", L.v[j]);
-    }
+    bind_adjoints(ad, &bb->insts.v[idx], L);
 }
 
-/* for with linear accumulators: the adjoint loop runs forward over the same
- * range, recomputing each iteration's body (chains left out) with the
- * non-differentiated carried values (pointers, counters) carried again,
- * and applies the body's adjoint with the constant adjoint of each
- * accumulator.  Adjoints of outside values are carried. */
-static void adj_for(Ad *ad, Block *bb, const Inst *in)
+/* for and while.  A for's differentiated carried values are linear
+ * accumulators (validated), a while has none.  The adjoint loop runs
+ * forward over the same iterations, recomputing each iteration's body
+ * (chains left out) with the non-differentiated carried values (pointers,
+ * counters) carried again, and applies the body's adjoint with the
+ * constant adjoint of each accumulator.  The adjoints of outside values
+ * are carried too and leave as results.  A while's condition region is
+ * recomputed as it is. */
+static void adj_loop(Ad *ad, Block *bb, const Inst *in)
 {
     if (!inst_needs_adj(ad, in))
         return;
-    const Block *r = in->regions[0];
-    int nc = in->nres;
-    bool *diff = arena_alloc(ad->a, (size_t)nc + 1), *sh = arena_alloc(ad->a, (size_t)nc + 1);
-    ValId *dres = arena_alloc(ad->a, sizeof *dres * (size_t)(nc + 1));
-    for (int i = 0; i < nc; i++) {
-        diff[i] = active(ad, r->params[1 + i]) || active(ad, in->res[i]);
-        sh[i] = needs_shadow(ad, r->params[1 + i]);
+    int n = in->nres, nfix = fixed_operands(in);
+    const ValId *car = carriers(in);
+    const Block *body = in->regions[in->nregions - 1];
+    bool *sh = shadow_flags(ad, car, n);
+    bool *diff = arena_alloc(ad->a, (size_t)n + 1);
+    ValId *dres = arena_alloc(ad->a, sizeof *dres * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        diff[i] = active(ad, car[i]) || active(ad, in->res[i]);
         dres[i] = diff[i] ? ad->adj[in->res[i]] : 0;
     }
     ValVec L = collect_outside(ad, in);
     Em eo = {ad, bb, in->loc};
-    int cap = 3 + 2 * nc + L.n + 1;
-    ValId *args = arena_alloc(ad->a, sizeof *args * (size_t)cap);
-    Type *tys = arena_alloc(ad->a, sizeof *tys * (size_t)cap);
-    int na = 0, nt = 0;
-    for (int i = 0; i < 3; i++)
-        args[na++] = P0(ad, in->args[i]);
-    for (int i = 0; i < nc; i++)
-        if (!diff[i]) {
-            args[na++] = P0(ad, in->args[3 + i]);
-            tys[nt++] = fty(ad, in->res[i]);
-        }
-    for (int i = 0; i < nc; i++)
-        if (sh[i]) {
-            args[na++] = S0(ad, in->args[3 + i]);
-            tys[nt++] = fty(ad, in->res[i]);
-        }
-    for (int j = 0; j < L.n; j++) {
-        args[na++] = adj_or_zero(&eo, L.v[j]);
-        tys[nt++] = adt(fty(ad, L.v[j]));
-    }
-    Inst *ni = ir_emit(ad->bw, bb, OP_FOR, args, na, tys, nt, in->loc);
+    Slots s = slots_new(ad, nfix + 2 * n + L.n);
+    for (int i = 0; i < nfix; i++)
+        s.args[s.na++] = P0(ad, in->args[i]);
+    add_carried(ad, &s, in->args + nfix, in->res, n, diff, sh);
+    add_adjoints(&eo, &s, L);
+    ir_emit(ad->bw, bb, (OpKind)in->op, s.args, s.na, s.tys, s.nt, in->loc);
     int idx = bb->insts.n - 1;
-    Block *nr = ir_inst_add_region(ad->bw, ni);
-    ad->pm[r->params[0]] = param_like(ad, nr, r->params[0], "");
-    for (int i = 0; i < nc; i++)
-        ad->pm[r->params[1 + i]] = diff[i] ? 0 : param_like(ad, nr, r->params[1 + i], "");
-    for (int i = 0; i < nc; i++)
-        if (sh[i])
-            ad->sm[r->params[1 + i]] = param_like(ad, nr, r->params[1 + i], "d_");
-    for (int j = 0; j < L.n; j++)
-        ad->adj[L.v[j]] = param_like(ad, nr, L.v[j], "d");
-    for (int k = 0; k < r->insts.n; k++) /* chain values are never recomputed */
-        if (r->insts.v[k].nres == 1 && ad->chain[r->insts.v[k].res[0]])
-            ad->pm[r->insts.v[k].res[0]] = 0;
-    clone_block(ad, r, nr, CL_SKIP_CHAIN, NULL);
-    Em e = {ad, nr, in->loc};
-    const Inst *yi = block_term(r);
-    for (int i = 0; i < nc; i++)
-        if (dres[i])
-            accum(&e, yi->args[i], dres[i]);
-    adj_block(ad, r, nr);
-    ValId *ys = arena_alloc(ad->a, sizeof *ys * (size_t)cap);
-    int ny = 0;
-    for (int i = 0; i < nc; i++)
-        if (!diff[i])
-            ys[ny++] = P0(ad, yi->args[i]);
-    for (int i = 0; i < nc; i++)
-        if (sh[i])
-            ys[ny++] = S0(ad, yi->args[i]);
-    for (int j = 0; j < L.n; j++)
-        ys[ny++] = adj_or_zero(&e, L.v[j]);
-    ir_emit(ad->bw, nr, OP_YIELD, ys, ny, NULL, 0, in->loc);
-    ni = &bb->insts.v[idx];
-    for (int j = 0; j < L.n; j++) {
-        ValId v = ni->res[nt - L.n + j];
-        ad->adj[L.v[j]] = v;
-        name_after(ad, v, "d", L.v[j]);
-    }
-    /* The initial value reaches the result through the chain: d(init) = d(result). */
-    for (int i = 0; i < nc; i++)
-        if (dres[i])
-            accum(&eo, in->args[3 + i], dres[i]);
-}
-
-/* while without differentiated carried values (validated): the adjoint is
- * a while recomputing the condition and the body, carrying the adjoints of
- * outside values. */
-static void adj_while(Ad *ad, Block *bb, const Inst *in)
-{
-    if (!inst_needs_adj(ad, in))
-        return;
-    int nc = in->nres;
-    bool *sh = arena_alloc(ad->a, (size_t)nc + 1);
-    for (int i = 0; i < nc; i++)
-        sh[i] = needs_shadow(ad, in->regions[0]->params[i]);
-    ValVec L = collect_outside(ad, in);
-    Em eo = {ad, bb, in->loc};
-    int cap = 2 * nc + L.n + 1;
-    ValId *args = arena_alloc(ad->a, sizeof *args * (size_t)cap);
-    Type *tys = arena_alloc(ad->a, sizeof *tys * (size_t)cap);
-    int na = 0;
-    for (int i = 0; i < nc; i++) {
-        tys[na] = fty(ad, in->res[i]);
-        args[na++] = P0(ad, in->args[i]);
-    }
-    for (int i = 0; i < nc; i++)
-        if (sh[i]) {
-            tys[na] = fty(ad, in->res[i]);
-            args[na++] = S0(ad, in->args[i]);
-        }
-    for (int j = 0; j < L.n; j++) {
-        tys[na] = adt(fty(ad, L.v[j]));
-        args[na++] = adj_or_zero(&eo, L.v[j]);
-    }
-    ir_emit(ad->bw, bb, OP_WHILE, args, na, tys, na, in->loc);
-    int idx = bb->insts.n - 1;
-    for (int r = 0; r < 2; r++) {
+    for (int r = 0; r < in->nregions; r++) {
         const Block *fr = in->regions[r];
         Block *reg = ir_inst_add_region(ad->bw, &bb->insts.v[idx]);
-        for (int i = 0; i < nc; i++)
-            ad->pm[fr->params[i]] = param_like(ad, reg, fr->params[i], "");
-        for (int i = 0; i < nc; i++)
-            if (sh[i])
-                ad->sm[fr->params[i]] = param_like(ad, reg, fr->params[i], "d_");
+        add_params(ad, reg, fr, lead_params(in), diff, sh);
         for (int j = 0; j < L.n; j++)
             ad->adj[L.v[j]] = param_like(ad, reg, L.v[j], "d");
-        if (r == 0) {
+        if (fr != body) {
             clone_block(ad, fr, reg, CL_YIELD, NULL); /* ends in `condition` */
             continue;
         }
-        clone_block(ad, fr, reg, 0, NULL);
-        adj_block(ad, fr, reg);
+        for (int k = 0; k < fr->insts.n; k++) /* chain values are never recomputed */
+            if (fr->insts.v[k].nres == 1 && ad->chain[fr->insts.v[k].res[0]])
+                ad->pm[fr->insts.v[k].res[0]] = 0;
+        clone_block(ad, fr, reg, CL_SKIP_CHAIN, NULL);
         Em e = {ad, reg, in->loc};
         const Inst *yi = block_term(fr);
-        ValId *ys = arena_alloc(ad->a, sizeof *ys * (size_t)cap);
-        int ny = 0;
-        for (int i = 0; i < nc; i++)
-            ys[ny++] = P0(ad, yi->args[i]);
-        for (int i = 0; i < nc; i++)
-            if (sh[i])
-                ys[ny++] = S0(ad, yi->args[i]);
-        for (int j = 0; j < L.n; j++)
-            ys[ny++] = adj_or_zero(&e, L.v[j]);
-        ir_emit(ad->bw, reg, OP_YIELD, ys, ny, NULL, 0, in->loc);
+        for (int i = 0; i < n; i++)
+            if (dres[i])
+                accum(&e, yi->args[i], dres[i]);
+        adj_block(ad, fr, reg);
+        adjoint_yield(&e, yi, n, diff, sh, L);
     }
-    const Inst *ni = &bb->insts.v[idx];
-    for (int j = 0; j < L.n; j++) {
-        ValId v = ni->res[na - L.n + j];
-        ad->adj[L.v[j]] = v;
-        name_after(ad, v, "d", L.v[j]);
-    }
+    bind_adjoints(ad, &bb->insts.v[idx], L);
+    /* The initial value reaches the result through the chain: d(init) = d(result). */
+    for (int i = 0; i < n; i++)
+        if (dres[i])
+            accum(&eo, in->args[nfix + i], dres[i]);
 }
 
 /* Memory: a store (or atomic_add) to an output reads the output's
@@ -1712,26 +1915,65 @@ static void adj_store(Ad *ad, Block *bb, const Inst *in)
     accum(&e, v, r);
 }
 
-static void adj_load(Ad *ad, Block *bb, const Inst *in)
+/* Load sites of one block that share the pointer and the mask (the same
+ * ValIds: the same addresses, the same live lanes) add their adjoints up
+ * in registers, and only the earliest site -- the last one the reverse
+ * walk reaches -- issues the atomic_add: one sweep over the gradient
+ * instead of one per site. */
+typedef struct PendingLoad {
+    ValId p, mask; /* fw pointer and mask (0: unmasked) */
+    ValId sum;     /* bw: the later sites' adjoints so far, or 0 */
+} PendingLoad;
+typedef Vec(PendingLoad) PendingVec;
+
+/* Does a load before position k of fb read through p under mask m? */
+static bool earlier_load(const Block *fb, int k, ValId p, ValId m)
 {
-    ValId p = in->args[0], x = in->res[0], d = ad->adj[x];
-    if (!d || !active(ad, x))
-        return;
+    for (int j = 0; j < k; j++) {
+        const Inst *o = &fb->insts.v[j];
+        if (o->op == OP_LOAD && o->args[0] == p && (o->flags & IF_HAS_MASK ? o->args[1] : 0) == m)
+            return true;
+    }
+    return false;
+}
+
+/* The load at position k of fb. */
+static void adj_load(Ad *ad, Block *bb, const Block *fb, int k, PendingVec *pending)
+{
+    const Inst *in = &fb->insts.v[k];
+    ValId p = in->args[0], x = in->res[0], d = active(ad, x) ? ad->adj[x] : 0;
+    ValId m = in->flags & IF_HAS_MASK ? in->args[1] : 0;
     Em e = {ad, bb, in->loc};
-    bool mask = in->flags & IF_HAS_MASK;
-    if ((in->flags & IF_HAS_OTHER) && active(ad, in->args[2])) /* masked-off lanes came from `other` */
-        accum(&e, in->args[2], ewhere(&e, P0(ad, in->args[1]), ec(&e, d, 0.0), d));
+    if (d && (in->flags & IF_HAS_OTHER) && active(ad, in->args[2])) /* masked-off lanes came from `other` */
+        accum(&e, in->args[2], ewhere(&e, P0(ad, m), ec(&e, d, 0.0), d));
     if (root_role(ad, p) != ROLE_IN)
         return;
+    PendingLoad *pl = NULL;
+    for (int i = 0; i < pending->n; i++)
+        if (pending->v[i].p == p && pending->v[i].mask == m)
+            pl = &pending->v[i];
+    ValId sum = pl ? pl->sum : 0;
+    if (d)
+        sum = sum ? e2(&e, OP_ADD, sum, d) : d;
+    if (earlier_load(fb, k, p, m)) {
+        if (pl)
+            pl->sum = sum;
+        else
+            vec_push(ad->a, *pending, ((PendingLoad){p, m, sum}));
+        return;
+    }
+    if (!sum)
+        return;
     Type pt = fty(ad, p);
-    ValId args[3] = {S0(ad, p), ecast(&e, d, (Dtype)pt.elem), mask ? P0(ad, in->args[1]) : 0};
+    ValId args[3] = {S0(ad, p), ecast(&e, sum, (Dtype)pt.elem), m ? P0(ad, m) : 0};
     Type rt = type_tile((Dtype)pt.elem, pt.rank, pt.shape);
-    Inst *at = ir_emit(ad->bw, bb, OP_ATOMIC_ADD, args, mask ? 3 : 2, &rt, 1, in->loc);
-    at->flags = mask ? IF_HAS_MASK : 0;
+    Inst *at = ir_emit(ad->bw, bb, OP_ATOMIC_ADD, args, m ? 3 : 2, &rt, 1, in->loc);
+    at->flags = m ? IF_HAS_MASK : 0;
 }
 
 static void adj_block(Ad *ad, const Block *fb, Block *bb)
 {
+    PendingVec pending = {0};
     for (int k = fb->insts.n - 1; k >= 0; k--) {
         const Inst *in = &fb->insts.v[k];
         switch (in->op) {
@@ -1743,16 +1985,14 @@ static void adj_block(Ad *ad, const Block *fb, Block *bb)
             adj_store(ad, bb, in);
             break;
         case OP_LOAD:
-            adj_load(ad, bb, in);
+            adj_load(ad, bb, fb, k, &pending);
             break;
         case OP_FOR:
-            adj_for(ad, bb, in);
+        case OP_WHILE:
+            adj_loop(ad, bb, in);
             break;
         case OP_IF:
             adj_if(ad, bb, in);
-            break;
-        case OP_WHILE:
-            adj_while(ad, bb, in);
             break;
         default:
             if (op_info[in->op].diff == 'D' && in->nres == 1) {
@@ -1841,6 +2081,7 @@ Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
 
     /* 1-2: analysis and validation */
     analyze(ad);
+    drop_shift_invariant(ad, fwd->body);
     validate_block(ad, fwd->body, 0, NULL, NULL, 0);
     if (d->nerrors != before)
         return NULL;
@@ -1938,5 +2179,3 @@ Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     }
     return bw;
 }
-
-static void mark_defs_(Ad *ad, const Block *b, int id) { mark_defs(ad, b, id); }

@@ -242,42 +242,63 @@ static int64_t float_to_int(double x, Dtype dt)
     return (int64_t)x;
 }
 
-/* The bit pattern of a float value in dtype dt (rounded to dt first). */
-static uint64_t float_bits(double x, Dtype dt)
+/* One element of dtype dt as it lies in memory (native byte order, like
+ * the buffers Triton is given).  A float is rounded to dt on the way out
+ * unless f64 (IM_F64 buffers hold doubles).  Loads, stores and atomics go
+ * through these, and so does bitcast, which is a store in one dtype and a
+ * load in another of the same width. */
+static double load_float(const uint8_t *p, Dtype dt, bool f64)
 {
-    switch (dt) {
-    case DT_F16: return f16_encode(x);
-    case DT_BF16: return bf16_encode(x);
-    case DT_F32: {
-        float f = (float)x;
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        return u;
+    if (f64 || dt == DT_F64) {
+        double d;
+        memcpy(&d, p, 8);
+        return d;
     }
-    default: {
-        uint64_t u;
-        memcpy(&u, &x, 8);
-        return u;
+    if (dt == DT_F32) {
+        float f;
+        memcpy(&f, p, 4);
+        return f;
     }
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return dt == DT_F16 ? f16_decode(h) : bf16_decode(h);
+}
+
+static void store_float(uint8_t *p, Dtype dt, bool f64, double v)
+{
+    if (f64 || dt == DT_F64) {
+        memcpy(p, &v, 8);
+    } else if (dt == DT_F32) {
+        float f = (float)v;
+        memcpy(p, &f, 4);
+    } else {
+        uint16_t h = dt == DT_F16 ? f16_encode(v) : bf16_encode(v);
+        memcpy(p, &h, 2);
     }
 }
 
-static double float_from_bits(uint64_t u, Dtype dt)
+static int64_t load_int(const uint8_t *p, Dtype dt)
 {
     switch (dt) {
-    case DT_F16: return f16_decode((uint16_t)u);
-    case DT_BF16: return bf16_decode((uint16_t)u);
-    case DT_F32: {
-        uint32_t v = (uint32_t)u;
-        float f;
-        memcpy(&f, &v, 4);
-        return f;
+    case DT_I1: return *p != 0; /* Triton stores i1 as one byte */
+    case DT_I8: return (int8_t)*p;
+    case DT_U8: return *p;
+    case DT_I16: { int16_t v; memcpy(&v, p, 2); return v; }
+    case DT_U16: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case DT_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+    case DT_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
+    default: { int64_t v; memcpy(&v, p, 8); return v; }
     }
-    default: {
-        double d;
-        memcpy(&d, &u, 8);
-        return d;
-    }
+}
+
+static void store_int(uint8_t *p, Dtype dt, int64_t v)
+{
+    switch (dt) {
+    case DT_I1: *p = v != 0; break;
+    case DT_I8: case DT_U8: *p = (uint8_t)v; break;
+    case DT_I16: case DT_U16: { uint16_t u = (uint16_t)v; memcpy(p, &u, 2); break; }
+    case DT_I32: case DT_U32: { uint32_t u = (uint32_t)v; memcpy(p, &u, 4); break; }
+    default: memcpy(p, &v, 8); break;
     }
 }
 
@@ -766,41 +787,31 @@ static void int_binop(Interp *S, const XInst *xi)
 }
 
 /* Comparisons: NaN compares false except with ne (Triton's != is the
- * unordered fcmp une). */
+ * unordered fcmp une: !(a == b), the same as != for integers).
+ * COMPARE_LANES(T) sets r[i] = a[i] op b[i] for lanes of element type T. */
+#define COMPARE_LANES(T)                                        \
+    do {                                                        \
+        const T *a = xi->x, *b = xi->y;                         \
+        switch (op) {                                           \
+        case OP_LT: LOOP(n) r[i] = a[i] < b[i]; break;          \
+        case OP_LE: LOOP(n) r[i] = a[i] <= b[i]; break;         \
+        case OP_GT: LOOP(n) r[i] = a[i] > b[i]; break;          \
+        case OP_GE: LOOP(n) r[i] = a[i] >= b[i]; break;         \
+        case OP_EQ: LOOP(n) r[i] = a[i] == b[i]; break;         \
+        default: LOOP(n) r[i] = !(a[i] == b[i]); break;         \
+        }                                                       \
+    } while (0)
+
 static void compare(Interp *S, const XInst *xi)
 {
     int64_t *r = xi->r, n = xi->n;
     int op = xi->op;
     if (xi->cls == C_FLOAT) {
-        const double *a = xi->x, *b = xi->y;
-        switch (op) {
-        case OP_LT: LOOP(n) r[i] = a[i] < b[i]; break;
-        case OP_LE: LOOP(n) r[i] = a[i] <= b[i]; break;
-        case OP_GT: LOOP(n) r[i] = a[i] > b[i]; break;
-        case OP_GE: LOOP(n) r[i] = a[i] >= b[i]; break;
-        case OP_EQ: LOOP(n) r[i] = a[i] == b[i]; break;
-        default: LOOP(n) r[i] = !(a[i] == b[i]); break;
-        }
+        COMPARE_LANES(double);
     } else if (xi->cls == C_INT) {
-        const int64_t *a = xi->x, *b = xi->y;
-        switch (op) {
-        case OP_LT: LOOP(n) r[i] = a[i] < b[i]; break;
-        case OP_LE: LOOP(n) r[i] = a[i] <= b[i]; break;
-        case OP_GT: LOOP(n) r[i] = a[i] > b[i]; break;
-        case OP_GE: LOOP(n) r[i] = a[i] >= b[i]; break;
-        case OP_EQ: LOOP(n) r[i] = a[i] == b[i]; break;
-        default: LOOP(n) r[i] = a[i] != b[i]; break;
-        }
+        COMPARE_LANES(int64_t);
     } else if (xi->cls == C_U64) {
-        const uint64_t *a = xi->x, *b = xi->y;
-        switch (op) {
-        case OP_LT: LOOP(n) r[i] = a[i] < b[i]; break;
-        case OP_LE: LOOP(n) r[i] = a[i] <= b[i]; break;
-        case OP_GT: LOOP(n) r[i] = a[i] > b[i]; break;
-        case OP_GE: LOOP(n) r[i] = a[i] >= b[i]; break;
-        case OP_EQ: LOOP(n) r[i] = a[i] == b[i]; break;
-        default: LOOP(n) r[i] = a[i] != b[i]; break;
-        }
+        COMPARE_LANES(uint64_t);
     } else {
         /* pointers: ordered by (buffer, offset) */
         const PtrLane *a = xi->x, *b = xi->y;
@@ -819,6 +830,7 @@ static void compare(Interp *S, const XInst *xi)
     }
     (void)S;
 }
+#undef COMPARE_LANES
 
 static void unary(Interp *S, const XInst *xi)
 {
@@ -926,9 +938,10 @@ static void cast_op(Interp *S, const XInst *xi)
     }
 }
 
-/* Same-width reinterpretation.  A float operand is first rounded to its
- * dtype (a no-op in IM_AS_WRITTEN; in IM_F64 its bits are those of the
- * declared dtype). */
+/* Same-width reinterpretation: each lane is stored in its dtype's memory
+ * format and loaded back in the result's.  A float operand is thereby
+ * rounded to its dtype first (a no-op in IM_AS_WRITTEN; in IM_F64 its bits
+ * are those of the declared dtype). */
 static void bitcast_op(Interp *S, const XInst *xi)
 {
     Type st = vtype(S, xi->in->args[0]);
@@ -941,19 +954,17 @@ static void bitcast_op(Interp *S, const XInst *xi)
         }
         unsupported(S, xi);
     }
-    int w = dtype_bits(sdt);
-    uint64_t mask = w == 64 ? UINT64_MAX : ((uint64_t)1 << w) - 1;
     bool sf = dtype_is_float(sdt), rf = dtype_is_float(rdt);
     LOOP(n) {
-        uint64_t bits;
+        uint8_t elem[8] = {0}; /* the lane's bytes, at most 64 bits */
         if (sf)
-            bits = float_bits(((const double *)xi->x)[i], sdt);
+            store_float(elem, sdt, false, ((const double *)xi->x)[i]);
         else
-            bits = (uint64_t)((const int64_t *)xi->x)[i] & mask;
+            store_int(elem, sdt, ((const int64_t *)xi->x)[i]);
         if (rf)
-            ((double *)xi->r)[i] = float_from_bits(bits, rdt);
+            ((double *)xi->r)[i] = load_float(elem, rdt, false);
         else
-            ((int64_t *)xi->r)[i] = iwrap(bits, xi->ifmt);
+            ((int64_t *)xi->r)[i] = load_int(elem, rdt);
     }
 }
 
@@ -993,61 +1004,6 @@ static inline uint8_t *lane_addr(Interp *S, const XInst *xi, const PtrLane *p, i
             return B->data + off;
     }
     access_error(S, xi, p, i, es, what);
-}
-
-static double load_float(const uint8_t *p, Dtype dt, bool f64)
-{
-    if (f64 || dt == DT_F64) {
-        double d;
-        memcpy(&d, p, 8);
-        return d;
-    }
-    if (dt == DT_F32) {
-        float f;
-        memcpy(&f, p, 4);
-        return f;
-    }
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return dt == DT_F16 ? f16_decode(h) : bf16_decode(h);
-}
-
-static void store_float(uint8_t *p, Dtype dt, bool f64, double v)
-{
-    if (f64 || dt == DT_F64) {
-        memcpy(p, &v, 8);
-    } else if (dt == DT_F32) {
-        float f = (float)v;
-        memcpy(p, &f, 4);
-    } else {
-        uint16_t h = dt == DT_F16 ? f16_encode(v) : bf16_encode(v);
-        memcpy(p, &h, 2);
-    }
-}
-
-static int64_t load_int(const uint8_t *p, Dtype dt)
-{
-    switch (dt) {
-    case DT_I1: return *p != 0; /* Triton stores i1 as one byte */
-    case DT_I8: return (int8_t)*p;
-    case DT_U8: return *p;
-    case DT_I16: { int16_t v; memcpy(&v, p, 2); return v; }
-    case DT_U16: { uint16_t v; memcpy(&v, p, 2); return v; }
-    case DT_I32: { int32_t v; memcpy(&v, p, 4); return v; }
-    case DT_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
-    default: { int64_t v; memcpy(&v, p, 8); return v; }
-    }
-}
-
-static void store_int(uint8_t *p, Dtype dt, int64_t v)
-{
-    switch (dt) {
-    case DT_I1: *p = v != 0; break;
-    case DT_I8: case DT_U8: *p = (uint8_t)v; break;
-    case DT_I16: case DT_U16: { uint16_t u = (uint16_t)v; memcpy(p, &u, 2); break; }
-    case DT_I32: case DT_U32: { uint32_t u = (uint32_t)v; memcpy(p, &u, 4); break; }
-    default: memcpy(p, &v, 8); break;
-    }
 }
 
 /* Operand positions of the optional mask and other. */

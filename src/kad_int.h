@@ -8,7 +8,8 @@
  *   parse_py.c tokens -> Module (AST of the Triton subset of Python)
  *   sema.c     Module + kernel name + signature -> Func (typed tile IR):
  *              names, statements, control flow, inlining of helpers
- *   sema_ops.c typing and lowering of operators, tl.* builtins, methods
+ *   sema_ops.c typing and lowering of operators, attributes, conversions
+ *   sema_builtins.c tl.*, libdevice and Python builtins, tensor methods
  *   verify.c   checks a Func (run after every stage in checked builds)
  *   pass.c     IR passes (simplify, ...), by name for `kad opt --pass`
  *   ir.c       IR construction helpers and the printer
@@ -641,9 +642,10 @@ typedef struct Lower {
     Block *b;
 } Lower;
 
-/* sema_ops.c -- every function reports its own errors (at loc) and returns
- * SV_ERROR (or 0 for ValId) after an error; given an SV_ERROR operand it
- * returns SV_ERROR without a new message. */
+/* sema_ops.c (lower_global and lower_call: sema_builtins.c) -- every
+ * function reports its own errors (at loc) and returns SV_ERROR (or 0 for
+ * ValId) after an error; given an SV_ERROR operand it returns SV_ERROR
+ * without a new message. */
 
 /* A qualified name of the triton namespace (after import aliases are
  * resolved): dtypes ("triton.language.float32" -> CK_DTYPE), builtin
@@ -680,6 +682,92 @@ ValId lower_convert(Lower *L, ValId v, Type ty, Loc loc);
 bool lower_truth(Lower *L, SVal x, bool *is_const, bool *cval, ValId *v, Loc loc);
 /* Writes a constant the way Python would print it (for ConstParam). */
 const char *const_repr(Arena *a, ConstVal c);
+
+/* ------------------------------------------------------------------ */
+/* sema_ops.c and sema_builtins.c                                      */
+/* ------------------------------------------------------------------ */
+
+/* What the builtins (sema_builtins.c) lower their calls with: sema_ops.c's
+ * values, Triton's promotion and broadcasting, emission.  The ops_*
+ * functions report their own errors like the lower_* ones above. */
+
+/* SVal construction; sval_value(0) (a failed lowering) is SV_ERROR. */
+SVal sval_error(void);
+SVal sval_none(void);
+SVal sval_value(ValId v);
+SVal sval_int(int64_t i);
+SVal sval_float(double f);
+SVal sval_bool(bool b);
+SVal sval_dtype(Dtype dt);
+SVal sval_tuple(Lower *L, const SVal *elts, int n);
+bool sval_is_none(SVal x); /* None, as SV_NONE or as a constant */
+bool sval_is_num(SVal x);  /* a constexpr int, float or bool */
+bool sval_is_int(SVal x);  /* a constexpr int or bool */
+bool sval_truthy(SVal x);  /* Python truthiness of a non-value */
+bool const_truthy(ConstVal c);
+double const_as_double(ConstVal c); /* of a number */
+
+/* Messages: a type, a shape "[64,32]", an operand in the user's terms. */
+Type ops_type(Lower *L, ValId v);
+const char *ops_tystr(Lower *L, Type t);
+const char *ops_shapestr(Lower *L, int rank, const int32_t *shape);
+const char *ops_describe(Lower *L, SVal x);
+/* Reports an error at loc; returns SV_ERROR. */
+SVal ops_fail(Lower *L, Loc loc, const char *fmt, ...);
+/* "integer overflow in constexpr 'op'". */
+SVal ops_overflow(Lower *L, const char *op, Loc loc);
+/* Triton's signedness: int1 counts as unsigned. */
+bool ops_unsigned(Dtype d);
+
+/* Emission into L->b.  ops_emit_attr: one operand (or none: x = 0) and an
+ * integer attribute (ival) and flags.  ops_emit_const: the constant c as
+ * type ty (reports a float that does not fit an integer dtype). */
+ValId ops_emit1(Lower *L, OpKind op, Type ty, ValId x, Loc loc);
+ValId ops_emit2(Lower *L, OpKind op, Type ty, ValId x, ValId y, Loc loc);
+ValId ops_emit_attr(Lower *L, OpKind op, Type ty, ValId x, int64_t ival, int flags, Loc loc);
+ValId ops_emit_const(Lower *L, ConstVal c, Type ty, Loc loc);
+ValId ops_emit_zero(Lower *L, Type ty, Loc loc);
+/* v as dtype dt (not pointers; to i1 is `ne 0`); v itself if it has dt. */
+ValId ops_cast(Lower *L, ValId v, Dtype dt, Loc loc);
+/* The numpy broadcast of two shapes into out (rank *rank); false if they
+ * do not broadcast. */
+bool ops_bcast_shape(int ra, const int32_t *a, int rb, const int32_t *b, int *rank, int32_t *out);
+/* v broadcast to a shape the caller checked (expand_dims, broadcast). */
+ValId ops_bcast_to(Lower *L, ValId v, int rank, const int32_t *shape, Loc loc);
+/* v with a size-1 axis inserted at axis; v with its axes permuted (axis i
+ * of the result is axis perm[i] of v).  The caller checked the arguments. */
+ValId ops_expand_dims(Lower *L, ValId v, int axis, Loc loc);
+ValId ops_permute(Lower *L, ValId v, const int32_t *perm, Loc loc);
+/* A comparison of two constexprs, folded with Python semantics. */
+SVal ops_fold_compare(Lower *L, CmpOp op, SVal x, SVal y, Loc loc);
+
+/* An operand of a Triton operation: a Python number not yet materialized,
+ * or a runtime value. */
+typedef struct Opnd {
+    bool is_const; /* a Python number, not yet materialized */
+    bool weak;     /* takes part in promotion as a Python scalar */
+    ConstVal c;
+    ValId v;
+    Type ty;       /* for constants: Triton's to_tensor type, rank 0 */
+} Opnd;
+/* x as an operand (weak: a number is weakly typed); anything but a number
+ * or a value is an error naming ctx ("'+'", "tl.where"). */
+bool ops_opnd(Lower *L, SVal x, bool weak, Opnd *o, const char *ctx, Loc loc);
+/* Two operands; two numbers are both converted to tensors (not weak). */
+bool ops_opnd_pair(Lower *L, SVal x, SVal y, bool weak, Opnd *a, Opnd *b, const char *ctx, Loc loc);
+/* o as dtype dt (DT_PTR: o's own pointer type) broadcast to the shape. */
+ValId ops_materialize(Lower *L, const Opnd *o, Dtype dt, int rank, const int32_t *shape, Loc loc);
+/* The common dtype of two numeric operands (Triton's
+ * binary_op_type_checking_impl); DT_VOID after an error. */
+Dtype ops_unify_dtype(Lower *L, const Opnd *a, const Opnd *b, bool divmod, const char *op, Loc loc);
+/* Two operands at their common dtype and broadcast shape, materialized. */
+bool ops_unify2(Lower *L, SVal x, SVal y, bool weak, bool divmod, const char *op, Loc loc, ValId *vx,
+                ValId *vy);
+
+/* sema_builtins.c: how messages show a qualified name ("tl.exp",
+ * "libdevice.pow"); whether x.name is a tensor method kad lowers. */
+const char *builtin_user_name(Arena *a, const char *qual);
+bool builtin_is_method(const char *name);
 
 /* ------------------------------------------------------------------ */
 /* ad_rev.c: reverse-mode AD (see docs/AD.md)                          */

@@ -17,134 +17,41 @@ With KAD_EMIT_TEST_DEVICE=cuda the same pairs are compiled by Triton and run on 
 carried types, if results, constexpr rules).  There, float buffers must agree to 1e-6 relative
 (atomics and instruction selection may reorder rounding); everything else bit for bit.
 
-Triton's interpreter has no libdevice (its functions need the CUDA bitcode library); the few
-libdevice functions kernels use get numpy stand-ins for the duration of this module.  Original
-and emitted kernel call the same stand-ins, so the comparison stays exact.
+Triton's interpreter has no libdevice: the few libdevice functions kernels use get numpy
+stand-ins while this module's tests run (triton_cpu.py), and interpreter mode is in force only
+then, so other test modules keep Triton's compiled-mode functions.  Original and emitted kernel
+call the same stand-ins, so the comparison stays exact.
 """
-import importlib
-import importlib.util
 import os
-import subprocess
-import sys
 
-DEVICE = os.environ.get("KAD_EMIT_TEST_DEVICE", "cpu")
-if DEVICE == "cpu":
-    os.environ["TRITON_INTERPRET"] = "1"  # before any @triton.jit kernel is defined
+import numpy as np
+import pytest
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-torch = pytest.importorskip("torch")
-triton = pytest.importorskip("triton")
-tl = pytest.importorskip("triton.language")
+pytest.importorskip("torch")
+pytest.importorskip("triton")
 
 import harness  # noqa: E402
+import triton_cpu  # noqa: E402
 from corpus import CASES  # noqa: E402
+from triton_cpu import REPO, load_module  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TESTS = os.path.dirname(HERE)
-REPO = os.path.dirname(TESTS)
-KAD = os.environ.get("KAD", os.path.join(REPO, "build", "kad"))
-if TESTS not in sys.path:
-    sys.path.insert(0, TESTS)  # tests/kernels imports as the package `kernels`
-
-
-# ---------------------------------------------------------------- libdevice stand-ins
-
-_LIBDEVICE_NP = {
-    "tanh": np.tanh, "log1p": np.log1p, "expm1": np.expm1, "sinh": np.sinh, "cosh": np.cosh,
-    "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "trunc": np.trunc,
-    "rint": np.rint,
-}
+DEVICE = triton_cpu.device_from_env("KAD_EMIT_TEST_DEVICE")
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _libdevice_stand_ins():
-    if DEVICE != "cpu":
+def _triton_interpreter():
+    with triton_cpu.interpreter(DEVICE):
         yield
-        return
-    from triton.language.extra import libdevice
-    from triton.runtime import interpreter
-
-    def stand_in(np_fn):
-        def fn(x, _semantic=None, **_):
-            data = x.handle.data
-            out = np_fn(data.astype(np.float64)).astype(data.dtype)
-            return tl.tensor(interpreter.TensorHandle(out, x.handle.dtype.scalar), x.type)
-
-        fn.__triton_builtin__ = True
-        return fn
-
-    saved = {name: getattr(libdevice, name) for name in _LIBDEVICE_NP}
-    for name, np_fn in _LIBDEVICE_NP.items():
-        setattr(libdevice, name, stand_in(np_fn))
-    yield
-    for name, fn in saved.items():
-        setattr(libdevice, name, fn)
 
 
 # ---------------------------------------------------------------- running one pair
 
 
-def const_value(text):
-    """A constexpr of a kad signature as the Python value Triton is launched with."""
-    if text.startswith("tl."):
-        return getattr(tl, text[3:])
-    if text in ("True", "False"):
-        return text == "True"
-    if text[:1] in "'\"":
-        return text[1:-1]
-    try:
-        return int(text)
-    except ValueError:
-        return float(text)
-
-
-def sig_params(sig):
-    """'x=*fp32,n=i32,B=64' -> (runtime names, {constexpr: value})."""
-    runtime, consts = [], {}
-    for part in sig.split(","):
-        name, _, text = (s.strip() for s in part.partition("="))
-        if text.startswith("*") or text in ("i1", "i8", "i16", "i32", "i64", "u32", "u64",
-                                            "fp16", "bf16", "fp32", "fp64"):
-            runtime.append(name)
-        else:
-            consts[name] = const_value(text)
-    return runtime, consts
-
-
-def to_torch(buf):
-    if buf.dtype == np.uint16:  # bf16 bit patterns (kadnum's encoding)
-        return torch.from_numpy(buf.view(np.int16)).view(torch.bfloat16)
-    return torch.from_numpy(buf)
-
-
-def to_numpy_(dst, t):
-    """Copies a device tensor back into the numpy buffer it was made from."""
-    t = t.cpu()
-    if dst.dtype == np.uint16:
-        t = t.view(torch.int16)
-    dst[...] = t.numpy().view(dst.dtype)
-
-
-def unwrap(fn):
-    while type(fn).__name__ in ("Autotuner", "Heuristics"):
-        fn = fn.fn
-    return fn
-
-
-def load_module(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def emit(path, kernel, sig, out_dir, includes=()):
-    cmd = [KAD, "emit", f"{path}:{kernel}", "--sig", sig]
+    args = ["emit", f"{path}:{kernel}", "--sig", sig]
     for inc in includes:
-        cmd += ["--include", inc]
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+        args += ["--include", inc]
+    p = triton_cpu.run_kad(args)
     assert p.returncode == 0, f"kad emit failed:\n{p.stderr}"
     dst = os.path.join(out_dir, f"emitted_{kernel}.py")
     with open(dst, "w") as f:
@@ -154,17 +61,8 @@ def emit(path, kernel, sig, out_dir, includes=()):
 
 def launch(fn, grid, sig, args):
     """Runs fn over grid; args maps runtime names to numpy buffers (changed in place) or scalars."""
-    runtime, consts = sig_params(sig)
-    kwargs = {n: to_torch(args[n]) if isinstance(args[n], np.ndarray) else args[n] for n in runtime}
-    if DEVICE != "cpu":
-        kwargs = {n: v.to(DEVICE) if isinstance(v, torch.Tensor) else v for n, v in kwargs.items()}
-    kwargs.update(consts)
-    unwrap(fn)[tuple(grid)](**kwargs)
-    if DEVICE != "cpu":
-        torch.cuda.synchronize()
-        for n in runtime:
-            if isinstance(args[n], np.ndarray):
-                to_numpy_(args[n], kwargs[n])
+    runtime, consts = triton_cpu.sig_params(sig)
+    triton_cpu.launch(fn, grid, {n: args[n] for n in runtime}, consts, DEVICE)
 
 
 def check_pair(original, emitted_path, kernel, sig, grid, make_args, source):
@@ -197,7 +95,7 @@ def test_corpus_kernel(case, tmp_path):
     path = os.path.join("tests", "kernels", case.file)
     includes = [os.path.join("tests", "kernels", e) for e in case.extra]
     emitted, source = emit(path, case.kernel, case.sig, str(tmp_path), includes)
-    original = getattr(importlib.import_module("kernels." + case.file[:-3]), case.kernel)
+    original = getattr(triton_cpu.corpus_module(case.file), case.kernel)
     check_pair(original, emitted, case.kernel, case.sig, case.grid,
                lambda: harness.prepare(case, "as_written").args, source)
 

@@ -27,76 +27,35 @@ Tolerances (|got - want| <= rtol*|want| + atol*max|want|, per input):
 Elements at a kink of the math (relu/clamp at its threshold) are left out of the comparison: there
 the gradient is a convention, not a derivative.
 
-Triton's interpreter has no libdevice: the functions kernels use get numpy stand-ins for the
-duration of this module (as in test_emit_triton.py).  Its bf16 arithmetic is wrong (numpy has no
-bf16), so bf16 cases are skipped on the CPU with a printed reason; the GPU run covers them.
+Triton's interpreter has no libdevice: the functions kernels use get numpy stand-ins while this
+module's tests run, the only time interpreter mode is in force (triton_cpu.py).  Its bf16
+arithmetic is wrong (numpy has no bf16), so bf16 cases are skipped on the CPU with a printed
+reason; the GPU run covers them.
 
 With KAD_GRAD_TEST_DEVICE=cuda the same tests compile the modules with Triton and run on a GPU.
 Skipped when torch or triton is not installed.
 """
-import importlib
-import importlib.util
-import os
-import subprocess
-import sys
-
-DEVICE = os.environ.get("KAD_GRAD_TEST_DEVICE", os.environ.get("KAD_EMIT_TEST_DEVICE", "cpu"))
-if DEVICE == "cpu":
-    os.environ["TRITON_INTERPRET"] = "1"  # before any @triton.jit kernel is defined
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
 torch = pytest.importorskip("torch")
-triton = pytest.importorskip("triton")
-tl = pytest.importorskip("triton.language")
+pytest.importorskip("triton")
 
 import harness  # noqa: E402
 import kadnum  # noqa: E402
+import triton_cpu  # noqa: E402
 from corpus import CASES, parse_sig  # noqa: E402
+from triton_cpu import const_value, load_module  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TESTS = os.path.dirname(HERE)
-REPO = os.path.dirname(TESTS)
-KAD = os.environ.get("KAD", os.path.join(REPO, "build", "kad"))
-if TESTS not in sys.path:
-    sys.path.insert(0, TESTS)  # tests/kernels imports as the package `kernels`
+DEVICE = triton_cpu.device_from_env("KAD_GRAD_TEST_DEVICE", "KAD_EMIT_TEST_DEVICE")
 
 F = torch.nn.functional
 
 
-# ---------------------------------------------------------------- libdevice stand-ins
-
-_LIBDEVICE_NP = {
-    "tanh": np.tanh, "log1p": np.log1p, "expm1": np.expm1, "sinh": np.sinh, "cosh": np.cosh,
-    "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "trunc": np.trunc,
-    "rint": np.rint,
-}
-
-
 @pytest.fixture(scope="module", autouse=True)
-def _libdevice_stand_ins():
-    if DEVICE != "cpu":
+def _triton_interpreter():
+    with triton_cpu.interpreter(DEVICE):
         yield
-        return
-    from triton.language.extra import libdevice
-    from triton.runtime import interpreter
-
-    def stand_in(np_fn):
-        def fn(x, _semantic=None, **_):
-            data = x.handle.data
-            out = np_fn(data.astype(np.float64)).astype(data.dtype)
-            return tl.tensor(interpreter.TensorHandle(out, x.handle.dtype.scalar), x.type)
-
-        fn.__triton_builtin__ = True
-        return fn
-
-    saved = {name: getattr(libdevice, name) for name in _LIBDEVICE_NP}
-    for name, np_fn in _LIBDEVICE_NP.items():
-        setattr(libdevice, name, stand_in(np_fn))
-    yield
-    for name, fn in saved.items():
-        setattr(libdevice, name, fn)
 
 
 # ---------------------------------------------------------------- torch references
@@ -343,57 +302,22 @@ def test_every_corpus_case_is_classified():
 # ---------------------------------------------------------------- running
 
 
-def load_module(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def kad_grad(case, wrt, outs):
-    cmd = [KAD, "grad", f"tests/kernels/{case.file}:{case.kernel}", "--sig", case.sig,
-           "--wrt", wrt, "--out", outs]
+    args = ["grad", f"tests/kernels/{case.file}:{case.kernel}", "--sig", case.sig,
+            "--wrt", wrt, "--out", outs]
     for e in case.extra:
-        cmd += ["--include", f"tests/kernels/{e}"]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
-
-
-def const_value(text):
-    """A constexpr of a kad signature as the Python value Triton is launched with."""
-    if text.startswith("tl."):
-        return getattr(tl, text[3:])
-    if text in ("True", "False"):
-        return text == "True"
-    if text[:1] in "'\"":
-        return text[1:-1]
-    try:
-        return int(text)
-    except ValueError:
-        return float(text)
+        args += ["--include", f"tests/kernels/{e}"]
+    return triton_cpu.run_kad(args)
 
 
 def to_torch(buf):
-    if buf.dtype == np.uint16:  # bf16 bit patterns (kadnum's encoding)
-        t = torch.from_numpy(buf.view(np.int16)).view(torch.bfloat16)
-    else:
-        t = torch.from_numpy(buf)
-    return t.to(DEVICE)
-
-
-def torch_dtype(dt):
-    return {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[dt]
+    return triton_cpu.to_torch(buf, DEVICE)
 
 
 def tolerance(case, dt):
     if DEVICE != "cpu" and case.id in TF32_CASES:
         return 4e-3, 4e-3
     return {"fp32": (1e-4, 1e-5), "fp16": (4e-3, 4e-3), "bf16": (3e-2, 3e-2)}[dt]
-
-
-def unwrap(fn):
-    while type(fn).__name__ in ("Autotuner", "Heuristics"):
-        fn = fn.fn
-    return fn
 
 
 DIFF_CASES = [c for c in CASES if grad_spec(c.id) is not None]
@@ -423,8 +347,8 @@ def test_gradients_match_torch(case, tmp_path):
     args = {n: to_torch(v) if isinstance(v, np.ndarray) else v for n, v in prep.args.items()}
 
     # forward: the original kernel
-    original = getattr(importlib.import_module("kernels." + case.file[:-3]), case.kernel)
-    unwrap(original)[case.grid](**{n: args[n] for n in runtime}, **consts)
+    original = getattr(triton_cpu.corpus_module(case.file), case.kernel)
+    triton_cpu.launch(original, case.grid, {n: args[n] for n in runtime}, consts, DEVICE)
 
     # the torch reference, in float64 on the rounded inputs
     v = {}

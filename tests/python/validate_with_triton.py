@@ -12,11 +12,11 @@ Triton computes, so it can be trusted to judge kad.
 Needs torch (CPU build) and triton, e.g. torch==2.13.0 and triton==3.6.0.
 One line per case, then "validate: N passed, N failed, N skipped".
 
-Interpreter gaps and how they are handled:
+Interpreter gaps and how they are handled (triton_cpu.py):
   - Triton's interpreter has no libdevice (its functions need the CUDA/HIP
-    bitcode libraries).  The two functions the corpus uses, tanh and log1p,
-    are replaced here by numpy-backed stand-ins for the duration of the run
-    (see _patch_libdevice); the kernels themselves are unchanged.
+    bitcode libraries).  The functions kernels use (tanh, log1p, ...) are
+    replaced by numpy-backed stand-ins for the duration of the run; the
+    kernels themselves are unchanged.
   - Autotune and heuristics wrappers are bypassed: the signature already
     fixes every constexpr, so the underlying jit function is launched with
     those values.
@@ -27,19 +27,14 @@ import os
 import sys
 import traceback
 
-os.environ["TRITON_INTERPRET"] = "1"
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-sys.path.insert(0, TESTS)  # makes tests/kernels importable as the package `kernels`
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import triton  # noqa: E402,F401  (sets up interpreter mode before triton.language)
-import triton.language as tl  # noqa: E402
 
 import harness  # noqa: E402
+import triton_cpu  # noqa: E402
 from corpus import CASES  # noqa: E402
 
 # Cases Triton's interpreter cannot run, with the reason.  Triton 3.6's
@@ -54,61 +49,11 @@ SKIP = {
 }
 
 
-def _patch_libdevice():
-    """Gives the interpreter numpy versions of the libdevice functions used."""
-    from triton.language.extra import libdevice
-    from triton.runtime import interpreter as interp
-
-    def unary(np_fn):
-        def fn(x, _semantic=None, **_):
-            if not isinstance(x, tl.tensor):
-                x = tl.tensor(interp.TensorHandle(np.array([x], dtype=np.float32), tl.float32), tl.float32)
-            data = x.handle.data
-            out = np_fn(data.astype(np.float64)).astype(data.dtype)
-            return tl.tensor(interp.TensorHandle(out, x.handle.dtype.scalar), x.type)
-        fn.__triton_builtin__ = True
-        return fn
-
-    libdevice.tanh = unary(np.tanh)
-    libdevice.log1p = unary(np.log1p)
-
-
-def _const_value(text):
-    if text.startswith("tl."):
-        return getattr(tl, text[3:])
-    if text in ("True", "False"):
-        return text == "True"
-    if text[:1] in "'\"":
-        return text[1:-1]
-    try:
-        return int(text)
-    except ValueError:
-        return float(text)
-
-
-def _to_torch(buf):
-    if buf.dtype == np.uint16:  # bf16 bit patterns
-        return torch.from_numpy(buf.view(np.int16)).view(torch.bfloat16)
-    return torch.from_numpy(buf)
-
-
-def _jit_fn(case):
-    mod = importlib.import_module("kernels." + case.file[:-3])
-    fn = getattr(mod, case.kernel)
-    while type(fn).__name__ in ("Autotuner", "Heuristics"):
-        fn = fn.fn
-    return fn
-
-
 def run_case(case):
     p = harness.prepare(case, "as_written")
-    fn = _jit_fn(case)
-    kwargs = {}
-    for name, kind, _ in p.runtime:
-        kwargs[name] = _to_torch(p.args[name]) if kind == "ptr" else p.args[name]
-    for name, text in p.consts.items():
-        kwargs[name] = _const_value(text)
-    fn[tuple(case.grid)](**kwargs)
+    fn = getattr(triton_cpu.corpus_module(case.file), case.kernel)
+    consts = {name: triton_cpu.const_value(text) for name, text in p.consts.items()}
+    triton_cpu.launch(fn, case.grid, {name: p.args[name] for name, _, _ in p.runtime}, consts)
     return harness.check(p)
 
 
@@ -119,18 +64,15 @@ def run_example(ex):
     mod = importlib.import_module(ex.file[:-3])
     fn = getattr(mod, ex.kernel)
     made = ex.make(np.random.default_rng(0))
-    kwargs, inputs, bufs = {}, {}, {}
+    args, inputs, bufs = {}, {}, {}
     for name, v in made.items():
         if isinstance(v, np.ndarray):
             bufs[name] = np.ascontiguousarray(v.astype(ex.dtypes[name]))
             inputs[name] = bufs[name].astype(np.float64)
-            kwargs[name] = torch.from_numpy(bufs[name])
+            args[name] = bufs[name]
         else:
-            kwargs[name] = inputs[name] = v
-    for name, text in [part.split("=") for part in ex.sig.split(",")]:
-        if not text.startswith("*") and text not in ("i32", "i64", "fp32", "fp64"):
-            kwargs[name] = _const_value(text)
-    fn[ex.grid](**kwargs)
+            args[name] = inputs[name] = v
+    triton_cpu.launch(fn, ex.grid, args, triton_cpu.sig_params(ex.sig)[1])
     expected = ex.ref(inputs)
     assert demo.EXAMPLES, "demo has no examples"
     return max(float(np.max(np.abs(bufs[o].astype(np.float64) - expected[o])
@@ -142,7 +84,11 @@ def main():
     ap.add_argument("-k", default="", help="only cases whose id contains this")
     ap.add_argument("-v", action="store_true", help="print tracebacks")
     args = ap.parse_args()
-    _patch_libdevice()
+    with triton_cpu.interpreter():
+        return run_all(args)
+
+
+def run_all(args):
     npass = nfail = nskip = 0
     for case in CASES:
         if args.k not in case.id:

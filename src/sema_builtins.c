@@ -1,0 +1,1965 @@
+/* sema_builtins.c -- the builtin functions that kernels call: tl.*,
+ * tl.math.*, libdevice.*, triton.cdiv and friends, Python builtins (min,
+ * max, abs, int, len, ...), tensor methods (x.sum(), x.to(...)) and dtype
+ * methods (dtype.is_floating()).
+ *
+ * The job.  sema.c resolves a name of the triton namespace with
+ * lower_global and calls it with lower_call, giving already-evaluated
+ * arguments.  A table per namespace maps each name to a handler (b_*), its
+ * Python parameter list and an auxiliary value; bind() matches positional
+ * and keyword arguments to the parameters as Python would, and the handler
+ * checks them as Triton does (triton/language/core.py, semantic.py,
+ * standard.py, math.py, random.py, extra/libdevice) and lowers the call.
+ *
+ * Invariants: handlers lower only through sema_ops.c's ops_* helpers
+ * (promotion, broadcasting, materialization), so the IR keeps that file's
+ * guarantees (explicit casts and broadcasts, one const per constant).  A
+ * builtin kad does not support, or supports only in part, is a located
+ * error naming it as the user wrote it ("tl.load", "libdevice.pow",
+ * "x.to"); an argument kad would have to ignore silently is refused.
+ *
+ * Requires: sema_ops.c (kad_int.h, "sema_ops.c and sema_builtins.c").
+ * Guarantees: every handler reports its own errors once and returns
+ * SV_ERROR after one; no output and no global state; memory from L->a.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kad_int.h"
+
+/* ------------------------------------------------------------------ */
+/* Builtin calls: argument binding                                     */
+/* ------------------------------------------------------------------ */
+
+#define MAX_PARAMS 12 /* the most parameters of any builtin (tl.load has 8) */
+
+typedef struct Builtin Builtin;
+
+/* One call being lowered: the bound arguments by parameter slot. */
+typedef struct Call {
+    Lower *L;
+    const Builtin *def;           /* the table entry called */
+    const char *fname;            /* as the user wrote it: "tl.load", "x.to" */
+    int np;                       /* parameters of def */
+    const char *pname[MAX_PARAMS]; /* their names, for messages and keywords */
+    SVal a[MAX_PARAMS];           /* the argument bound to each parameter */
+    bool has[MAX_PARAMS];         /* whether the call gave one (else the default) */
+    Loc loc;                      /* the call, where every message points */
+} Call;
+
+typedef SVal (*BuiltinFn)(Call *c);
+
+/* One entry of a namespace's table. */
+struct Builtin {
+    const char *name; /* the name in its namespace: "load" */
+    BuiltinFn fn;
+    /* Parameters: "x,axis=,*shape": `=` marks optional ones, `*` collects
+     * the remaining positional arguments into a tuple.  NULL: the handler
+     * refuses the call whatever its arguments. */
+    const char *params;
+    int aux; /* handler-specific: an OpKind, a flag */
+};
+
+/* Binds positional (self first when given) and keyword arguments to the
+ * parameters of def.  Unknown keywords are errors naming them. */
+static bool bind(Lower *L, Call *c, const Builtin *def, const char *fname, const SVal *self, const SVal *args,
+                 int nargs, const char *const *kwn, const SVal *kwv, int nkw, Loc loc)
+{
+    memset(c, 0, sizeof *c);
+    c->L = L, c->def = def, c->fname = fname, c->loc = loc;
+    bool vararg[MAX_PARAMS] = {0}, optional[MAX_PARAMS] = {0};
+    const char *p = def->params;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        ASSERT(c->np < MAX_PARAMS);
+        if (*p == '*') {
+            vararg[c->np] = optional[c->np] = true;
+            p++, n--;
+        }
+        if (n && p[n - 1] == '=') {
+            optional[c->np] = true;
+            n--;
+        }
+        c->pname[c->np++] = arena_strndup(L->a, p, n);
+        p = e ? e + 1 : p + strlen(p);
+    }
+    int total = nargs + (self ? 1 : 0);
+    for (int i = 0; i < nargs; i++)
+        if (args[i].kind == SV_ERROR)
+            return false;
+    for (int i = 0; i < nkw; i++)
+        if (kwv[i].kind == SV_ERROR)
+            return false;
+    int slot = 0;
+    for (int i = 0; i < total; i++) {
+        SVal v = self ? (i == 0 ? *self : args[i - 1]) : args[i];
+        if (slot < c->np && vararg[slot]) {
+            int rest = total - i;
+            SVal *e = arena_alloc(L->a, sizeof *e * (size_t)(rest + 1));
+            for (int k = 0; k < rest; k++)
+                e[k] = self ? (i + k == 0 ? *self : args[i + k - 1]) : args[i + k];
+            c->a[slot] = sval_tuple(L, e, rest);
+            c->has[slot] = true;
+            slot++;
+            break;
+        }
+        if (slot >= c->np) {
+            int maxpos = c->np - (self ? 1 : 0);
+            diag_error(L->d, loc, "%s() takes at most %d positional argument%s but %d %s given", fname,
+                       maxpos, maxpos == 1 ? "" : "s", nargs, nargs == 1 ? "was" : "were");
+            return false;
+        }
+        c->a[slot] = v;
+        c->has[slot++] = true;
+    }
+    for (int k = 0; k < nkw; k++) {
+        int j = 0;
+        while (j < c->np && strcmp(c->pname[j], kwn[k]) != 0)
+            j++;
+        if (j == c->np) {
+            diag_error(L->d, loc, "%s() does not support the keyword argument '%s'", fname, kwn[k]);
+            return false;
+        }
+        if (c->has[j]) {
+            diag_error(L->d, loc, "%s() got multiple values for argument '%s'", fname, kwn[k]);
+            return false;
+        }
+        c->a[j] = kwv[k];
+        c->has[j] = true;
+    }
+    for (int j = 0; j < c->np; j++)
+        if (!c->has[j] && !optional[j]) {
+            diag_error(L->d, loc, "%s() missing required argument '%s'", fname, c->pname[j]);
+            return false;
+        }
+    return true;
+}
+
+static bool absent(Call *c, int i) { return !c->has[i] || sval_is_none(c->a[i]); }
+
+/* Reports that argument i is not what: "tl.sum: 'axis' must be a constexpr
+ * int, got fp32[16]". */
+static bool arg_wrong(Call *c, int i, const char *what)
+{
+    diag_error(c->L->d, c->loc, "%s: '%s' must be %s, got %s", c->fname, c->pname[i], what,
+               ops_describe(c->L, c->a[i]));
+    return false;
+}
+
+/* A constexpr int argument. */
+static bool arg_int(Call *c, int i, int64_t *out)
+{
+    SVal x = c->a[i];
+    if (!sval_is_int(x))
+        return arg_wrong(c, i, "a constexpr int");
+    *out = x.c.i;
+    return true;
+}
+
+static bool arg_bool(Call *c, int i, bool dflt, bool *out)
+{
+    *out = dflt;
+    if (absent(c, i))
+        return true;
+    SVal x = c->a[i];
+    if (x.kind != SV_CONST)
+        return arg_wrong(c, i, "a constexpr bool");
+    *out = const_truthy(x.c);
+    return true;
+}
+
+static bool arg_str(Call *c, int i, const char *dflt, const char **out)
+{
+    *out = dflt;
+    if (absent(c, i))
+        return true;
+    SVal x = c->a[i];
+    if (x.kind != SV_CONST || x.c.kind != CK_STR)
+        return arg_wrong(c, i, "a constexpr string");
+    *out = x.c.s;
+    return true;
+}
+
+/* A dtype argument; pointer dtypes (pointee in *elem) only when elem is
+ * given. */
+static bool arg_dtype(Call *c, int i, Dtype *out, Dtype *elem)
+{
+    SVal x = c->a[i];
+    if (x.kind != SV_CONST || x.c.kind != CK_DTYPE)
+        return arg_wrong(c, i, "a dtype such as tl.float32");
+    *out = x.c.dt;
+    if (elem)
+        *elem = (Dtype)x.c.i;
+    if (x.c.dt == DT_PTR && !elem) {
+        diag_error(c->L->d, c->loc, "%s: pointer dtypes are not supported here", c->fname);
+        return false;
+    }
+    return true;
+}
+
+/* A tuple/list of constexpr ints (or, with allow_int, one int). */
+static bool int_list(Call *c, SVal x, bool allow_int, int64_t *out, int max, int *n, const char *what)
+{
+    if (sval_is_int(x) && allow_int) {
+        out[0] = x.c.i;
+        *n = 1;
+        return true;
+    }
+    if (x.kind == SV_TUPLE) {
+        if (x.n > max) {
+            diag_error(c->L->d, c->loc, "%s: %s has %d entries, at most %d are supported", c->fname, what,
+                       x.n, max);
+            return false;
+        }
+        for (int k = 0; k < x.n; k++) {
+            if (!sval_is_int(x.elts[k])) {
+                diag_error(c->L->d, c->loc, "%s: %s must hold constexpr ints, got %s", c->fname, what,
+                           ops_describe(c->L, x.elts[k]));
+                return false;
+            }
+            out[k] = x.elts[k].c.i;
+        }
+        *n = x.n;
+        return true;
+    }
+    diag_error(c->L->d, c->loc, "%s: %s must be a tuple or list of constexpr ints, got %s", c->fname, what,
+               ops_describe(c->L, x));
+    return false;
+}
+
+/* Unwraps f(x, (a, b)) written as f(x, a, b): a vararg tuple holding one
+ * tuple is that tuple (Triton's _unwrap_iterable). */
+static SVal unwrap_iterable(SVal t)
+{
+    if (t.kind == SV_TUPLE && t.n == 1 && t.elts[0].kind == SV_TUPLE)
+        return t.elts[0];
+    return t;
+}
+
+/* Checks a tile shape the way Triton's block_type does. */
+static bool check_shape(Call *c, int rank, const int64_t *dims)
+{
+    Diags *d = c->L->d;
+    if (rank > KAD_MAX_RANK) {
+        diag_error(d, c->loc, "%s: tiles of rank %d are not supported (kad allows up to %d axes)", c->fname,
+                   rank, KAD_MAX_RANK);
+        return false;
+    }
+    int64_t numel = 1;
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] <= 0 || (dims[i] & (dims[i] - 1)) != 0) {
+            diag_error(d, c->loc, "%s: tile dimensions must be powers of 2, got %lld", c->fname,
+                       (long long)dims[i]);
+            return false;
+        }
+        numel *= dims[i];
+        if (numel > 1048576) {
+            diag_error(d, c->loc, "%s: a tile may hold at most 1048576 elements", c->fname);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A tile shape argument (validated like Triton's block shapes). */
+static bool arg_shape(Call *c, SVal x, int *rank, int32_t *shape)
+{
+    int64_t d[KAD_MAX_RANK + 1];
+    int n;
+    if (!int_list(c, x, false, d, KAD_MAX_RANK, &n, "the shape"))
+        return false;
+    if (!check_shape(c, n, d))
+        return false;
+    for (int i = 0; i < n; i++)
+        shape[i] = (int32_t)d[i];
+    *rank = n;
+    return true;
+}
+
+/* A number or value as a value of its own type (Triton's to_tensor). */
+static ValId to_value(Lower *L, SVal x, const char *ctx, Loc loc)
+{
+    Opnd o;
+    if (!ops_opnd(L, x, false, &o, ctx, loc))
+        return 0;
+    if (!o.is_const)
+        return o.v;
+    return ops_materialize(L, &o, (Dtype)o.ty.dt, 0, NULL, loc);
+}
+
+/* A runtime tile (constants are not accepted: they have no shape). */
+static ValId arg_tile(Call *c, int i)
+{
+    if (c->a[i].kind == SV_VALUE)
+        return c->a[i].v;
+    arg_wrong(c, i, "a tensor");
+    return 0;
+}
+
+/* Normalizes an axis (negative counts from the end). */
+static bool wrap_axis(Call *c, int64_t axis, int rank, int *out)
+{
+    if (axis < -rank || axis >= rank) {
+        diag_error(c->L->d, c->loc, "%s: axis %lld is out of range for a tile of rank %d", c->fname,
+                   (long long)axis, rank);
+        return false;
+    }
+    *out = (int)(axis < 0 ? axis + rank : axis);
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Builtins: program structure, creation, memory                        */
+/* ------------------------------------------------------------------ */
+
+static SVal b_program_id(Call *c)
+{
+    int64_t axis;
+    if (!arg_int(c, 0, &axis))
+        return sval_error();
+    if (axis < 0 || axis > 2)
+        return ops_fail(c->L, c->loc, "%s axis must be 0, 1 or 2, got %lld", c->fname, (long long)axis);
+    return sval_value(ops_emit_attr(c->L, (OpKind)c->def->aux, type_scalar(DT_I32), 0, axis, 0, c->loc));
+}
+
+static SVal b_arange(Call *c)
+{
+    Lower *L = c->L;
+    if (!sval_is_int(c->a[0]) || !sval_is_int(c->a[1])) {
+        const char *d[2];
+        for (int i = 0; i < 2; i++)
+            d[i] = c->a[i].kind == SV_VALUE ? arena_printf(L->a, "a runtime %s", ops_describe(L, c->a[i]))
+                                            : ops_describe(L, c->a[i]);
+        return ops_fail(L, c->loc, "tl.arange bounds must be constexpr ints, got %s and %s", d[0], d[1]);
+    }
+    int64_t s = c->a[0].c.i, e = c->a[1].c.i;
+    if (s < INT32_MIN || s > INT32_MAX || e < INT32_MIN || e > INT32_MAX)
+        return ops_fail(L, c->loc, "tl.arange bounds must fit in int32, got %lld and %lld", (long long)s,
+                        (long long)e);
+    if (e <= s)
+        return ops_fail(L, c->loc, "tl.arange end must be greater than start, got %lld and %lld",
+                        (long long)s, (long long)e);
+    int64_t n = e - s;
+    if ((n & (n - 1)) != 0)
+        return ops_fail(L, c->loc, "tl.arange range must be a power of 2, got %lld (%lld to %lld)",
+                        (long long)n, (long long)s, (long long)e);
+    if (!check_shape(c, 1, &n))
+        return sval_error();
+    int32_t shape[1] = {(int32_t)n};
+    return sval_value(ops_emit_attr(L, OP_ARANGE, type_tile(DT_I32, 1, shape), 0, s, 0, c->loc));
+}
+
+/* A tile of dtype dt and the given shape holding v (a number or a scalar). */
+static SVal fill(Call *c, SVal v, Dtype dt, int rank, const int32_t *shape)
+{
+    Lower *L = c->L;
+    if (dt == DT_PTR || dt == DT_VOID)
+        return ops_fail(L, c->loc, "%s: cannot create a tile of pointers", c->fname);
+    if (sval_is_num(v))
+        return sval_value(ops_emit_const(L, v.c, type_tile(dt, rank, shape), c->loc));
+    if (v.kind == SV_VALUE) {
+        Type t = ops_type(L, v.v);
+        if (type_numel(t) != 1 || t.dt == DT_PTR)
+            return ops_fail(L, c->loc, "%s: the fill value must be a number or a scalar, got %s", c->fname,
+                            ops_tystr(L, t));
+        ValId x = ops_cast(L, v.v, dt, c->loc);
+        if (ops_type(L, x).rank > 0)
+            x = ops_emit1(L, OP_RESHAPE, type_tile(dt, 0, NULL), x, c->loc);
+        return sval_value(ops_bcast_to(L, x, rank, shape, c->loc));
+    }
+    return ops_fail(L, c->loc, "%s: the fill value must be a number or a scalar, got %s", c->fname,
+                    ops_describe(L, v));
+}
+
+/* tl.full(shape, value, dtype) and tl.zeros(shape, dtype) (no value). */
+static SVal b_full(Call *c)
+{
+    bool zeros = c->np == 2;
+    int rank;
+    int32_t shape[KAD_MAX_RANK];
+    Dtype dt;
+    if (!arg_shape(c, c->a[0], &rank, shape) || !arg_dtype(c, zeros ? 1 : 2, &dt, NULL))
+        return sval_error();
+    return fill(c, zeros ? sval_int(0) : c->a[1], dt, rank, shape);
+}
+
+static SVal b_zeros_like(Call *c)
+{
+    ValId x = arg_tile(c, 0);
+    if (!x)
+        return sval_error();
+    Type t = ops_type(c->L, x);
+    return fill(c, sval_int(0), (Dtype)t.dt, t.rank, t.shape);
+}
+
+static bool check_hint(Call *c, int i, const char *const *allowed)
+{
+    const char *s;
+    if (!arg_str(c, i, "", &s))
+        return false;
+    if (!*s)
+        return true;
+    for (int k = 0; allowed[k]; k++)
+        if (strcmp(s, allowed[k]) == 0)
+            return true;
+    diag_error(c->L->d, c->loc, "%s: unsupported %s '%s'", c->fname, c->pname[i], s);
+    return false;
+}
+
+/* A pointer operand (scalar pointer or tile of pointers). */
+static ValId arg_pointer(Call *c, int i)
+{
+    Lower *L = c->L;
+    SVal p = c->a[i];
+    if (p.kind == SV_VALUE && ops_type(L, p.v).dt == DT_PTR)
+        return p.v;
+    diag_error(L->d, c->loc, "%s requires a pointer or a tile of pointers, got %s", c->fname,
+               ops_describe(L, p));
+    return 0;
+}
+
+/* A mask operand: i1 value or a bool constant. */
+static bool arg_mask(Call *c, int i, Opnd *o)
+{
+    Lower *L = c->L;
+    SVal m = c->a[i];
+    if (m.kind == SV_CONST && m.c.kind == CK_BOOL) {
+        memset(o, 0, sizeof *o);
+        o->is_const = true;
+        o->c = m.c;
+        o->ty = type_scalar(DT_I1);
+        return true;
+    }
+    if (m.kind == SV_VALUE && ops_type(L, m.v).dt == DT_I1) {
+        memset(o, 0, sizeof *o);
+        o->v = m.v;
+        o->ty = ops_type(L, m.v);
+        return true;
+    }
+    diag_error(L->d, c->loc, "%s: the mask must be a boolean (i1) tile or scalar, got %s", c->fname,
+               ops_describe(L, m));
+    return false;
+}
+
+/* tl.load's and tl.store's eviction_policy. */
+static const char *const evict_policies[] = {"evict_last", "evict_first", NULL};
+
+/* boundary_check=() or None is the default; anything else asks for block
+ * pointer semantics. */
+static bool boundary_check_given(Call *c, int i)
+{
+    SVal x = c->a[i];
+    return c->has[i] && !(x.kind == SV_TUPLE && x.n == 0) && !sval_is_none(x);
+}
+
+/* Refuses argument i (boundary_check, padding_option): it only means
+ * something for block pointers. */
+static SVal block_ptr_only(Call *c, int i)
+{
+    return ops_fail(c->L, c->loc, "%s: '%s' is only valid with block pointers, which kad does not support",
+                    c->fname, c->pname[i]);
+}
+
+static SVal b_load(Call *c)
+{
+    static const char *const cache[] = {".ca", ".cg", ".cv", NULL};
+    Lower *L = c->L;
+    ValId p = arg_pointer(c, 0);
+    if (!p)
+        return sval_error();
+    Type pt = ops_type(L, p);
+    bool has_mask = !absent(c, 1), has_other = !absent(c, 2);
+    if (has_other && !has_mask)
+        return ops_fail(L, c->loc, "tl.load: 'other' cannot be given without 'mask'");
+    if (boundary_check_given(c, 3))
+        return block_ptr_only(c, 3);
+    const char *pad;
+    if (!arg_str(c, 4, "", &pad))
+        return sval_error();
+    if (*pad)
+        return block_ptr_only(c, 4);
+    bool vol;
+    if (!check_hint(c, 5, cache) || !check_hint(c, 6, evict_policies) || !arg_bool(c, 7, false, &vol))
+        return sval_error();
+    Opnd m = {0}, o = {0}, po = {.v = p, .ty = pt};
+    if (has_mask && !arg_mask(c, 1, &m))
+        return sval_error();
+    if (has_other && !ops_opnd(L, c->a[2], true, &o, "tl.load 'other'", c->loc))
+        return sval_error();
+    if (has_other && o.ty.dt == DT_PTR)
+        return ops_fail(L, c->loc, "tl.load: 'other' must be a number or a tile of numbers");
+    if (pt.rank == 0 && ((has_mask && m.ty.rank > 0) || (has_other && o.ty.rank > 0)))
+        return ops_fail(L, c->loc, "tl.load: mask and other cannot be tiles when the pointer is a scalar");
+    int rank = pt.rank;
+    int32_t shape[KAD_MAX_RANK];
+    memcpy(shape, pt.shape, sizeof shape);
+    if (has_mask && !ops_bcast_shape(rank, shape, m.ty.rank, m.ty.shape, &rank, shape))
+        return ops_fail(L, c->loc, "tl.load: cannot broadcast the mask %s to the pointer shape %s",
+                        ops_tystr(L, m.ty), ops_shapestr(L, pt.rank, pt.shape));
+    if (has_other && !ops_bcast_shape(rank, shape, o.ty.rank, o.ty.shape, &rank, shape))
+        return ops_fail(L, c->loc, "tl.load: cannot broadcast 'other' %s to the pointer shape %s",
+                        ops_tystr(L, o.ty), ops_shapestr(L, pt.rank, pt.shape));
+    Dtype elem = (Dtype)pt.elem;
+    ValId args[3];
+    int n = 0;
+    args[n++] = ops_materialize(L, &po, DT_PTR, rank, shape, c->loc);
+    if (has_mask)
+        args[n++] = ops_materialize(L, &m, DT_I1, rank, shape, c->loc);
+    if (has_other)
+        args[n++] = ops_materialize(L, &o, elem, rank, shape, c->loc);
+    for (int i = 0; i < n; i++)
+        if (!args[i])
+            return sval_error();
+    Type rt = type_tile(elem, rank, shape);
+    Inst *in = ir_emit(L->f, L->b, OP_LOAD, args, n, &rt, 1, c->loc);
+    in->flags = (uint16_t)((has_mask ? IF_HAS_MASK : 0) | (has_other ? IF_HAS_OTHER : 0));
+    return sval_value(in->res[0]);
+}
+
+/* The common part of tl.store and tl.atomic_add (op) on pointer p: the
+ * value (slot 1, a number or a tile of numbers; ptr_value is the message
+ * for a pointer) and the optional mask (slot 2) are broadcast to the
+ * pointer's shape, which they may not widen, as the pointee dtype and i1.
+ * Returns op's result (None for a store). */
+static SVal store_like(Call *c, OpKind op, ValId p, const char *ptr_value)
+{
+    Lower *L = c->L;
+    Type pt = ops_type(L, p);
+    bool has_mask = !absent(c, 2);
+    Opnd v, m = {0};
+    if (!ops_opnd(L, c->a[1], true, &v, arena_printf(L->a, "%s value", c->fname), c->loc))
+        return sval_error();
+    if (v.ty.dt == DT_PTR)
+        return ops_fail(L, c->loc, "%s: %s", c->fname, ptr_value);
+    if (has_mask && !arg_mask(c, 2, &m))
+        return sval_error();
+    const Opnd *opnd[2] = {&v, &m};
+    const char *what[2] = {"value", "mask"};
+    for (int i = 0; i < (has_mask ? 2 : 1); i++) {
+        Type t = opnd[i]->ty;
+        int rank;
+        int32_t shape[KAD_MAX_RANK];
+        if (!ops_bcast_shape(pt.rank, pt.shape, t.rank, t.shape, &rank, shape) ||
+            !type_same_shape(pt, type_with_shape(pt, rank, shape)))
+            return ops_fail(L, c->loc, "%s: the %s %s cannot be broadcast to the pointer shape %s", c->fname,
+                            what[i], ops_tystr(L, t), ops_shapestr(L, pt.rank, pt.shape));
+    }
+    ValId args[3];
+    int n = 0;
+    args[n++] = p;
+    args[n++] = ops_materialize(L, &v, (Dtype)pt.elem, pt.rank, pt.shape, c->loc);
+    if (has_mask)
+        args[n++] = ops_materialize(L, &m, DT_I1, pt.rank, pt.shape, c->loc);
+    for (int i = 0; i < n; i++)
+        if (!args[i])
+            return sval_error();
+    bool store = op == OP_STORE;
+    Type rt = type_tile((Dtype)pt.elem, pt.rank, pt.shape);
+    Inst *in = ir_emit(L->f, L->b, op, args, n, store ? NULL : &rt, store ? 0 : 1, c->loc);
+    in->flags = (uint16_t)(has_mask ? IF_HAS_MASK : 0);
+    return store ? sval_none() : sval_value(in->res[0]);
+}
+
+static SVal b_store(Call *c)
+{
+    static const char *const cache[] = {".wb", ".cg", ".cs", ".wt", NULL};
+    ValId p = arg_pointer(c, 0);
+    if (!p)
+        return sval_error();
+    if (boundary_check_given(c, 3))
+        return block_ptr_only(c, 3);
+    if (!check_hint(c, 4, cache) || !check_hint(c, 5, evict_policies))
+        return sval_error();
+    return store_like(c, OP_STORE, p, "storing pointers is not supported");
+}
+
+static SVal b_atomic_add(Call *c)
+{
+    static const char *const sems[] = {"acquire", "release", "acq_rel", "relaxed", NULL};
+    static const char *const scopes[] = {"gpu", "cta", "sys", NULL};
+    ValId p = arg_pointer(c, 0);
+    if (!p)
+        return sval_error();
+    Dtype elem = (Dtype)ops_type(c->L, p).elem;
+    if (elem == DT_I16 || elem == DT_U16 || dtype_bits(elem) < 16)
+        return ops_fail(c->L, c->loc, "tl.atomic_add does not support %s", dtype_name(elem));
+    if (!check_hint(c, 3, sems) || !check_hint(c, 4, scopes))
+        return sval_error();
+    return store_like(c, OP_ATOMIC_ADD, p, "the value must be a number or a tile of numbers");
+}
+
+/* ------------------------------------------------------------------ */
+/* Builtins: elementwise                                               */
+/* ------------------------------------------------------------------ */
+
+static SVal b_where(Call *c)
+{
+    Lower *L = c->L;
+    Opnd k, a, b;
+    SVal cond = c->a[0];
+    if (cond.kind == SV_CONST && cond.c.kind == CK_BOOL) {
+        memset(&k, 0, sizeof k);
+        k.is_const = true, k.c = cond.c, k.ty = type_scalar(DT_I1);
+    } else if (!ops_opnd(L, cond, false, &k, "tl.where condition", c->loc)) {
+        return sval_error();
+    }
+    if (k.ty.dt == DT_PTR)
+        return ops_fail(L, c->loc, "tl.where: the condition must be boolean, got %s", ops_tystr(L, k.ty));
+    if (!ops_opnd_pair(L, c->a[1], c->a[2], true, &a, &b, "tl.where", c->loc))
+        return sval_error();
+    Dtype dt;
+    if (a.ty.dt == DT_PTR || b.ty.dt == DT_PTR) {
+        if (a.ty.dt != b.ty.dt || a.ty.elem != b.ty.elem)
+            return ops_fail(L, c->loc, "tl.where: cannot select between %s and %s", ops_tystr(L, a.ty),
+                            ops_tystr(L, b.ty));
+        dt = DT_PTR;
+    } else {
+        dt = ops_unify_dtype(L, &a, &b, false, "tl.where", c->loc);
+    }
+    if (dt == DT_VOID)
+        return sval_error();
+    int rank;
+    int32_t shape[KAD_MAX_RANK];
+    if (!ops_bcast_shape(a.ty.rank, a.ty.shape, b.ty.rank, b.ty.shape, &rank, shape) ||
+        !ops_bcast_shape(rank, shape, k.ty.rank, k.ty.shape, &rank, shape))
+        return ops_fail(L, c->loc, "tl.where: cannot broadcast shapes %s, %s and %s",
+                        ops_shapestr(L, k.ty.rank, k.ty.shape), ops_shapestr(L, a.ty.rank, a.ty.shape),
+                        ops_shapestr(L, b.ty.rank, b.ty.shape));
+    ValId vk = ops_materialize(L, &k, DT_I1, rank, shape, c->loc);
+    ValId va = ops_materialize(L, &a, dt, rank, shape, c->loc);
+    ValId vb = ops_materialize(L, &b, dt, rank, shape, c->loc);
+    if (!vk || !va || !vb)
+        return sval_error();
+    return sval_value(ir_op3(L->f, L->b, OP_WHERE, ops_type(L, va), vk, va, vb, c->loc));
+}
+
+/* PropagateNan.NONE is what kad's maximum/minimum implement. */
+static bool check_propagate_nan(Call *c, int i)
+{
+    if (absent(c, i))
+        return true;
+    SVal x = c->a[i];
+    if (x.kind == SV_BUILTIN && strcmp(x.qual, "triton.language.PropagateNan.NONE") == 0)
+        return true;
+    if (x.kind == SV_BUILTIN && strcmp(x.qual, "triton.language.PropagateNan.ALL") == 0)
+        diag_error(c->L->d, c->loc, "%s: propagate_nan=tl.PropagateNan.ALL is not supported by kad yet",
+                   c->fname);
+    else
+        diag_error(c->L->d, c->loc, "%s: propagate_nan must be tl.PropagateNan.NONE or ALL, got %s",
+                   c->fname, ops_describe(c->L, x));
+    return false;
+}
+
+static SVal b_minmax2(Call *c)
+{
+    Lower *L = c->L;
+    ValId x, y;
+    if (!check_propagate_nan(c, 2) || !ops_unify2(L, c->a[0], c->a[1], true, false, c->fname, c->loc, &x, &y))
+        return sval_error();
+    return sval_value(ops_emit2(L, (OpKind)c->def->aux, ops_type(L, x), x, y, c->loc));
+}
+
+static SVal b_clamp(Call *c)
+{
+    Lower *L = c->L;
+    ValId lo, hi, x, lo2, x2, hi2;
+    if (!check_propagate_nan(c, 3))
+        return sval_error();
+    /* Triton's order: unify(min, max), then x with min, then x with max. */
+    if (!ops_unify2(L, c->a[1], c->a[2], true, false, c->fname, c->loc, &lo, &hi) ||
+        !ops_unify2(L, c->a[0], sval_value(lo), true, false, c->fname, c->loc, &x, &lo2) ||
+        !ops_unify2(L, sval_value(x), sval_value(hi), true, false, c->fname, c->loc, &x2, &hi2) ||
+        !ops_unify2(L, sval_value(x2), sval_value(lo2), true, false, c->fname, c->loc, &x2, &lo2))
+        return sval_error();
+    Type t = ops_type(L, x2);
+    if (!dtype_is_float((Dtype)t.dt))
+        return ops_fail(L, c->loc, "tl.clamp only supports floating-point tiles, got %s", ops_tystr(L, t));
+    ValId r = ops_emit2(L, OP_MAXIMUM, t, x2, lo2, c->loc);
+    return sval_value(ops_emit2(L, OP_MINIMUM, t, r, hi2, c->loc));
+}
+
+/* Float-only math: Triton's _check_dtype(["fp32", "fp64"]) (fp32 only for
+ * the *_rn variants and libdevice's fast_* functions; int32 and int64 too
+ * for libdevice.abs). */
+static bool check_math_dtype(Call *c, Type t, bool fp32_only, bool int_ok)
+{
+    Dtype dt = (Dtype)t.dt;
+    if (dt == DT_F32 || (dt == DT_F64 && !fp32_only) || (int_ok && (dt == DT_I32 || dt == DT_I64)))
+        return true;
+    diag_error(c->L->d, c->loc, "%s expects %s, got %s%s", c->fname,
+               fp32_only ? "fp32" : int_ok ? "fp32, fp64, int32 or int64" : "fp32 or fp64",
+               ops_tystr(c->L, t), dt == DT_F16 || dt == DT_BF16 ? " (cast with .to(tl.float32) first)" : "");
+    return false;
+}
+
+/* x as a value whose dtype check_math_dtype accepts. */
+static ValId math_operand(Call *c, SVal x, bool fp32_only)
+{
+    ValId v = to_value(c->L, x, c->fname, c->loc);
+    return v && check_math_dtype(c, ops_type(c->L, v), fp32_only, false) ? v : 0;
+}
+
+enum { MF_FP32_ONLY = 1 << 16 };
+
+static SVal b_math1(Call *c)
+{
+    ValId x = math_operand(c, c->a[0], (c->def->aux & MF_FP32_ONLY) != 0);
+    if (!x)
+        return sval_error();
+    return sval_value(ops_emit1(c->L, (OpKind)(c->def->aux & 0xffff), ops_type(c->L, x), x, c->loc));
+}
+
+static SVal b_abs(Call *c)
+{
+    Lower *L = c->L;
+    ValId x = to_value(L, c->a[0], c->fname, c->loc);
+    if (!x)
+        return sval_error();
+    Type t = ops_type(L, x);
+    if (t.dt == DT_PTR)
+        return ops_fail(L, c->loc, "%s does not accept pointers", c->fname);
+    if (ops_unsigned((Dtype)t.dt))
+        return sval_value(x); /* a no-op, as in Triton */
+    return sval_value(ops_emit1(L, OP_ABS, t, x, c->loc));
+}
+
+/* Unifies n operands pairwise as tensors (numbers are converted to tensors
+ * first, as Triton's builtins do; then binary_op_type_legalization). */
+static bool unify_n(Call *c, const SVal *in, int n, ValId *out)
+{
+    Lower *L = c->L;
+    if (n == 1)
+        return (out[0] = to_value(L, in[0], c->fname, c->loc)) != 0;
+    SVal cur[3];
+    for (int i = 0; i < n; i++)
+        cur[i] = in[i];
+    for (int round = 0; round < 2; round++)
+        for (int i = 1; i < n; i++) {
+            if (!ops_unify2(L, cur[0], cur[i], false, false, c->fname, c->loc, &out[0], &out[i]))
+                return false;
+            cur[0] = sval_value(out[0]), cur[i] = sval_value(out[i]);
+        }
+    return true;
+}
+
+static SVal b_fma(Call *c)
+{
+    ValId v[3];
+    if (!unify_n(c, c->a, 3, v))
+        return sval_error();
+    Type t = ops_type(c->L, v[0]);
+    if (!dtype_is_float((Dtype)t.dt))
+        return ops_fail(c->L, c->loc, "%s expects floating-point operands, got %s", c->fname,
+                        ops_tystr(c->L, t));
+    return sval_value(ir_op3(c->L->f, c->L->b, OP_FMA, t, v[0], v[1], v[2], c->loc));
+}
+
+static SVal b_umulhi(Call *c)
+{
+    Lower *L = c->L;
+    for (int i = 0; i < 2; i++)
+        if (c->a[i].kind == SV_VALUE) {
+            Dtype dt = (Dtype)ops_type(L, c->a[i].v).dt;
+            if (dt != DT_I32 && dt != DT_I64 && dt != DT_U32 && dt != DT_U64)
+                return ops_fail(L, c->loc, "tl.umulhi expects int32, int64, uint32 or uint64, got %s",
+                                ops_describe(L, c->a[i]));
+        }
+    ValId v[2];
+    if (!unify_n(c, c->a, 2, v))
+        return sval_error();
+    return sval_value(ops_emit2(L, OP_UMULHI, ops_type(L, v[0]), v[0], v[1], c->loc));
+}
+
+static SVal b_fdiv(Call *c)
+{
+    Lower *L = c->L;
+    bool ieee;
+    if (!arg_bool(c, 2, false, &ieee))
+        return sval_error();
+    ValId x = to_value(L, c->a[0], c->fname, c->loc), y = to_value(L, c->a[1], c->fname, c->loc);
+    if (!x || !y)
+        return sval_error();
+    Type tx = ops_type(L, x), ty = ops_type(L, y);
+    if (!dtype_is_float((Dtype)tx.dt) || !dtype_is_float((Dtype)ty.dt))
+        return ops_fail(L, c->loc, "both operands of %s must be floating-point, got %s and %s", c->fname,
+                        ops_tystr(L, tx), ops_tystr(L, ty));
+    if (tx.dt != ty.dt)
+        return ops_fail(L, c->loc, "%s does not promote: the operands are %s and %s", c->fname,
+                        ops_tystr(L, tx), ops_tystr(L, ty));
+    if (!ops_unify2(L, sval_value(x), sval_value(y), false, true, c->fname, c->loc, &x, &y))
+        return sval_error();
+    return sval_value(ops_emit2(L, OP_DIV, ops_type(L, x), x, y, c->loc));
+}
+
+static SVal b_div_rn(Call *c)
+{
+    ValId v[2];
+    for (int i = 0; i < 2; i++)
+        if (c->a[i].kind == SV_VALUE && ops_type(c->L, c->a[i].v).dt != DT_F32 &&
+            !(c->def->aux && ops_type(c->L, c->a[i].v).dt == DT_F64))
+            return ops_fail(c->L, c->loc, "%s expects %s, got %s", c->fname,
+                            c->def->aux ? "fp32 or fp64" : "fp32", ops_describe(c->L, c->a[i]));
+    if (!unify_n(c, c->a, 2, v))
+        return sval_error();
+    if (!dtype_is_float((Dtype)ops_type(c->L, v[0]).dt))
+        return ops_fail(c->L, c->loc, "%s expects floating-point operands", c->fname);
+    return sval_value(ops_emit2(c->L, OP_DIV, ops_type(c->L, v[0]), v[0], v[1], c->loc));
+}
+
+static SVal b_sigmoid(Call *c)
+{
+    ValId x = math_operand(c, c->a[0], false);
+    return x ? sval_value(ops_emit1(c->L, OP_SIGMOID, ops_type(c->L, x), x, c->loc)) : sval_error();
+}
+
+static SVal b_cdiv(Call *c)
+{
+    Lower *L = c->L;
+    SVal x = c->a[0], d = c->a[1];
+    if (sval_is_int(x) && sval_is_int(d)) {
+        if (d.c.i == 0)
+            return ops_fail(L, c->loc, "%s: division by zero", c->fname);
+    }
+    /* (x + div - 1) // div, with the operators' own rules (folds constants). */
+    SVal t = lower_binop(L, BO_ADD, x, d, c->loc);
+    t = lower_binop(L, BO_SUB, t, sval_int(1), c->loc);
+    return lower_binop(L, BO_FLOORDIV, t, d, c->loc);
+}
+
+/* ------------------------------------------------------------------ */
+/* Builtins: reductions and scans                                      */
+/* ------------------------------------------------------------------ */
+
+/* Reduces x along axis (absent: all axes) with op; keep_dims as Triton. */
+static ValId reduce(Call *c, OpKind op, ValId x, SVal axis_sv, bool keep_dims)
+{
+    Lower *L = c->L;
+    Type t = ops_type(L, x);
+    if (t.rank == 0) {
+        diag_error(L->d, c->loc, "%s requires a tile, got the scalar %s", c->fname, ops_tystr(L, t));
+        return 0;
+    }
+    int rank = t.rank, axis;
+    bool all = sval_is_none(axis_sv) || axis_sv.kind == SV_ERROR;
+    if (all) {
+        if (t.rank > 1) {
+            int32_t n = (int32_t)type_numel(t);
+            t = type_with_shape(t, 1, &n);
+            x = ops_emit1(L, OP_RESHAPE, t, x, c->loc);
+        }
+        axis = 0;
+    } else {
+        if (!sval_is_int(axis_sv)) {
+            diag_error(L->d, c->loc, "%s: 'axis' must be a constexpr int or None, got %s", c->fname,
+                       ops_describe(L, axis_sv));
+            return 0;
+        }
+        if (!wrap_axis(c, axis_sv.c.i, t.rank, &axis))
+            return 0;
+    }
+    int32_t shape[KAD_MAX_RANK];
+    int n = 0;
+    for (int i = 0; i < t.rank; i++)
+        if (i != axis)
+            shape[n++] = t.shape[i];
+        else if (keep_dims)
+            shape[n++] = 1;
+    Dtype rdt = (op == OP_ARGMAX || op == OP_ARGMIN) ? DT_I32 : (Dtype)t.dt;
+    ValId r = ops_emit_attr(L, op, type_tile(rdt, n, shape), x, axis, keep_dims ? IF_KEEP_DIMS : 0, c->loc);
+    if (all && keep_dims && rank > 1) {
+        int32_t ones[KAD_MAX_RANK] = {1, 1, 1, 1};
+        r = ops_emit1(L, OP_RESHAPE, type_tile(rdt, rank, ones), r, c->loc);
+    }
+    return r;
+}
+
+static ValId reduce_operand(Call *c)
+{
+    ValId x = arg_tile(c, 0);
+    if (x && ops_type(c->L, x).dt == DT_PTR) {
+        diag_error(c->L->d, c->loc, "%s does not accept pointers", c->fname);
+        return 0;
+    }
+    return x;
+}
+
+/* Triton's _pick_sum_dtype: ints narrower than 32 bits sum in (u)int32. */
+static Dtype sum_dtype(Dtype dt)
+{
+    if (dtype_is_int(dt) && dtype_bits(dt) < 32)
+        return ops_unsigned(dt) ? DT_U32 : DT_I32;
+    return dt;
+}
+
+static SVal b_sum(Call *c)
+{
+    ValId x = reduce_operand(c);
+    bool keep;
+    if (!x || !arg_bool(c, 2, false, &keep))
+        return sval_error();
+    Dtype dt = sum_dtype((Dtype)ops_type(c->L, x).dt);
+    if (!absent(c, 3) && !arg_dtype(c, 3, &dt, NULL))
+        return sval_error();
+    x = ops_cast(c->L, x, dt, c->loc);
+    ValId r = reduce(c, OP_SUM, x, c->has[1] ? c->a[1] : sval_none(), keep);
+    return r ? sval_value(r) : sval_error();
+}
+
+/* The dtype tl.max / tl.min reduce in (Triton's core.max): bf16 in fp32;
+ * without return_indices, types narrower than 32 bits in fp32 / int32. */
+static Dtype max_dtype(Dtype dt, bool ret_idx)
+{
+    if (dt == DT_BF16)
+        dt = DT_F32;
+    if (!ret_idx && dtype_bits(dt) < 32)
+        dt = dtype_is_float(dt) ? DT_F32 : DT_I32;
+    return dt;
+}
+
+/* tl.max / tl.min (aux: OP_MAX or OP_MIN), with return_indices. */
+static SVal b_maxmin(Call *c)
+{
+    Lower *L = c->L;
+    ValId x = reduce_operand(c);
+    bool ret_idx, tie_left, keep;
+    if (!x || !arg_bool(c, 2, false, &ret_idx) || !arg_bool(c, 3, true, &tie_left) ||
+        !arg_bool(c, 4, false, &keep))
+        return sval_error();
+    x = ops_cast(L, x, max_dtype((Dtype)ops_type(L, x).dt, ret_idx), c->loc);
+    SVal axis = c->has[1] ? c->a[1] : sval_none();
+    ValId r = reduce(c, (OpKind)c->def->aux, x, axis, keep);
+    if (!r)
+        return sval_error();
+    if (!ret_idx)
+        return sval_value(r);
+    ValId i = reduce(c, c->def->aux == OP_MAX ? OP_ARGMAX : OP_ARGMIN, x, axis, keep);
+    if (!i)
+        return sval_error();
+    SVal two[2] = {sval_value(r), sval_value(i)};
+    return sval_tuple(L, two, 2);
+}
+
+static SVal b_argmaxmin(Call *c)
+{
+    ValId x = reduce_operand(c);
+    bool tie_left, keep;
+    if (!x || !arg_bool(c, 2, true, &tie_left) || !arg_bool(c, 3, false, &keep))
+        return sval_error();
+    if (ops_type(c->L, x).dt == DT_BF16)
+        x = ops_cast(c->L, x, DT_F32, c->loc);
+    ValId r = reduce(c, (OpKind)c->def->aux, x, c->a[1], keep);
+    return r ? sval_value(r) : sval_error();
+}
+
+static SVal b_scan(Call *c)
+{
+    Lower *L = c->L;
+    ValId x = reduce_operand(c);
+    bool rev;
+    if (!x || !arg_bool(c, 2, false, &rev))
+        return sval_error();
+    Type t = ops_type(L, x);
+    if (t.rank == 0)
+        return ops_fail(L, c->loc, "%s requires a tile, got the scalar %s", c->fname, ops_tystr(L, t));
+    Dtype dt = (Dtype)t.dt;
+    if (dt == DT_BF16)
+        dt = DT_F32;
+    if (c->def->aux == OP_CUMSUM) {
+        dt = sum_dtype(dt);
+        if (!absent(c, 3) && !arg_dtype(c, 3, &dt, NULL))
+            return sval_error();
+    }
+    int64_t a = 0;
+    int axis;
+    if (!absent(c, 1) && !arg_int(c, 1, &a))
+        return sval_error();
+    if (!wrap_axis(c, a, t.rank, &axis))
+        return sval_error();
+    x = ops_cast(L, x, dt, c->loc);
+    return sval_value(ops_emit_attr(L, (OpKind)c->def->aux, ops_type(L, x), x, axis, rev ? IF_REVERSE : 0,
+                                    c->loc));
+}
+
+static SVal b_softmax(Call *c)
+{
+    Lower *L = c->L;
+    ValId x = reduce_operand(c);
+    bool keep, ieee;
+    if (!x || !arg_bool(c, 2, false, &keep) || !arg_bool(c, 3, false, &ieee))
+        return sval_error();
+    SVal dim = absent(c, 1) ? sval_int(0) : c->a[1];
+    /* Triton's definition: z = x - max(x, dim); num = exp(z); num / sum(num, dim) */
+    Dtype mdt = max_dtype((Dtype)ops_type(L, x).dt, false);
+    ValId m = reduce(c, OP_MAX, ops_cast(L, x, mdt, c->loc), dim, keep);
+    if (!m)
+        return sval_error();
+    SVal z = lower_binop(L, BO_SUB, sval_value(x), sval_value(m), c->loc);
+    if (z.kind == SV_ERROR)
+        return z;
+    ValId e = math_operand(c, z, false);
+    if (!e)
+        return sval_error();
+    ValId num = ops_emit1(L, OP_EXP, ops_type(L, e), e, c->loc);
+    ValId den = reduce(c, OP_SUM, ops_cast(L, num, sum_dtype((Dtype)ops_type(L, num).dt), c->loc), dim, keep);
+    ValId q, r;
+    if (!den || !ops_unify2(L, sval_value(num), sval_value(den), false, true, c->fname, c->loc, &q, &r))
+        return sval_error();
+    return sval_value(ops_emit2(L, OP_DIV, ops_type(L, q), q, r, c->loc));
+}
+
+/* ------------------------------------------------------------------ */
+/* Builtins: dot                                                       */
+/* ------------------------------------------------------------------ */
+
+static SVal b_dot(Call *c)
+{
+    Lower *L = c->L;
+    ValId a = arg_tile(c, 0), b = a ? arg_tile(c, 1) : 0;
+    if (!a || !b)
+        return sval_error();
+    Type ta = ops_type(L, a), tb = ops_type(L, b);
+    if (ta.rank != tb.rank || (ta.rank != 2 && ta.rank != 3))
+        return ops_fail(L, c->loc, "tl.dot requires 2-D or 3-D tiles, got %s and %s", ops_tystr(L, ta),
+                        ops_tystr(L, tb));
+    Dtype dt = (Dtype)ta.dt;
+    if (dt != DT_I8 && dt != DT_U8 && dt != DT_F16 && dt != DT_BF16 && dt != DT_F32 && dt != DT_F64)
+        return ops_fail(L, c->loc, "tl.dot does not support %s operands", ops_tystr(L, ta));
+    if (ta.dt != tb.dt)
+        return ops_fail(L, c->loc, "tl.dot operands must have the same dtype, got %s and %s",
+                        ops_tystr(L, ta), ops_tystr(L, tb));
+    int r = ta.rank;
+    if (ta.shape[r - 1] != tb.shape[r - 2])
+        return ops_fail(L, c->loc, "tl.dot: the inner dimensions of %s and %s do not match", ops_tystr(L, ta),
+                        ops_tystr(L, tb));
+    if (r == 3 && ta.shape[0] != tb.shape[0])
+        return ops_fail(L, c->loc, "tl.dot: the batch dimensions of %s and %s do not match", ops_tystr(L, ta),
+                        ops_tystr(L, tb));
+    /* precision */
+    int prec = DP_DEFAULT;
+    if (!absent(c, 3)) {
+        const char *s;
+        if (!arg_str(c, 3, "", &s))
+            return sval_error();
+        if (strcmp(s, "tf32") == 0)
+            prec = DP_TF32;
+        else if (strcmp(s, "tf32x3") == 0)
+            prec = DP_TF32X3;
+        else if (strcmp(s, "ieee") == 0)
+            prec = DP_IEEE;
+        else
+            return ops_fail(L, c->loc, "tl.dot: input_precision must be 'tf32', 'tf32x3' or 'ieee', got '%s'",
+                            s);
+    }
+    if (!absent(c, 4)) {
+        bool tf32;
+        if (!absent(c, 3))
+            return ops_fail(L, c->loc, "tl.dot: only one of input_precision and allow_tf32 may be given");
+        if (!arg_bool(c, 4, true, &tf32))
+            return sval_error();
+        prec = tf32 ? DP_TF32 : DP_IEEE;
+    }
+    if (dt != DT_F32)
+        prec = DP_DEFAULT; /* the precision only concerns fp32 inputs */
+    if (!absent(c, 5)) {
+        int64_t k;
+        if (!arg_int(c, 5, &k))
+            return sval_error();
+    }
+    Dtype out = DT_F32;
+    if (!absent(c, 6) && !arg_dtype(c, 6, &out, NULL))
+        return sval_error();
+    Dtype rdt;
+    if (dtype_is_int(dt)) {
+        if (dt != DT_I8)
+            return ops_fail(L, c->loc, "tl.dot: only int8 integer operands are supported");
+        rdt = DT_I32;
+    } else if (out == DT_BF16) {
+        return ops_fail(L, c->loc, "tl.dot: out_dtype=tl.bfloat16 is not supported; use tl.float32 and cast");
+    } else if (dt == DT_F32 || dt == DT_BF16) {
+        rdt = DT_F32;
+    } else if (dt == DT_F64) {
+        rdt = DT_F64;
+    } else {
+        if (out != DT_F16 && out != DT_F32)
+            return ops_fail(L, c->loc,
+                            "tl.dot: out_dtype must be tl.float32 or tl.float16 for fp16 operands");
+        rdt = out;
+    }
+    int32_t shape[3];
+    if (r == 3)
+        shape[0] = ta.shape[0];
+    shape[r - 2] = ta.shape[r - 2];
+    shape[r - 1] = tb.shape[r - 1];
+    Type rt = type_tile(rdt, r, shape);
+    ValId acc;
+    if (absent(c, 2)) {
+        acc = ops_emit_zero(L, rt, c->loc);
+    } else {
+        acc = arg_tile(c, 2);
+        if (!acc)
+            return sval_error();
+        if (!type_eq(ops_type(L, acc), rt))
+            return ops_fail(L, c->loc, "tl.dot: the accumulator must be %s, got %s", ops_tystr(L, rt),
+                            ops_tystr(L, ops_type(L, acc)));
+    }
+    ValId args[3] = {a, b, acc};
+    Inst *in = ir_emit(L->f, L->b, OP_DOT, args, 3, &rt, 1, c->loc);
+    in->ival = prec;
+    return sval_value(in->res[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* Builtins: shapes                                                    */
+/* ------------------------------------------------------------------ */
+
+/* tl.permute(x, dims) and tl.trans(x, dims=()) (aux 1: no dims swaps the
+ * two axes). */
+static SVal b_permute(Call *c)
+{
+    Lower *L = c->L;
+    ValId x = arg_tile(c, 0);
+    if (!x)
+        return sval_error();
+    SVal dims = unwrap_iterable(c->has[1] ? c->a[1] : sval_tuple(L, NULL, 0));
+    if (c->def->aux && dims.kind == SV_TUPLE && dims.n == 0) { /* trans(): swap the two axes */
+        SVal d[2] = {sval_int(1), sval_int(0)};
+        dims = sval_tuple(L, d, 2);
+    }
+    Type t = ops_type(L, x);
+    int64_t d[KAD_MAX_RANK + 1];
+    int n;
+    if (!int_list(c, dims, false, d, KAD_MAX_RANK, &n, "the dims"))
+        return sval_error();
+    if (n != t.rank)
+        return ops_fail(L, c->loc, "%s: %d dims given for a tile of rank %d (%s)", c->fname, n, t.rank,
+                        ops_tystr(L, t));
+    bool seen[KAD_MAX_RANK] = {0};
+    int32_t perm[KAD_MAX_RANK];
+    for (int i = 0; i < n; i++) {
+        if (d[i] < 0 || d[i] >= n || seen[d[i]])
+            return ops_fail(L, c->loc, "%s: dims must be a permutation of 0..%d", c->fname, n - 1);
+        seen[d[i]] = true;
+        perm[i] = (int32_t)d[i];
+    }
+    return sval_value(ops_permute(L, x, perm, c->loc));
+}
+
+static SVal reshape(Call *c, ValId x, SVal shp)
+{
+    Lower *L = c->L;
+    int rank;
+    int32_t shape[KAD_MAX_RANK];
+    if (!arg_shape(c, unwrap_iterable(shp), &rank, shape))
+        return sval_error();
+    Type t = ops_type(L, x);
+    if (rank == 0)
+        return ops_fail(L, c->loc, "%s: the shape must not be empty", c->fname);
+    Type rt = type_with_shape(t, rank, shape);
+    if (type_numel(rt) != type_numel(t))
+        return ops_fail(L, c->loc, "%s cannot change the number of elements: %s to %s", c->fname,
+                        ops_tystr(L, t), ops_shapestr(L, rank, shape));
+    if (type_same_shape(t, rt))
+        return sval_value(x);
+    return sval_value(ops_emit1(L, OP_RESHAPE, rt, x, c->loc));
+}
+
+static SVal b_reshape(Call *c)
+{
+    ValId x = arg_tile(c, 0);
+    bool reorder;
+    if (!x || !arg_bool(c, 2, false, &reorder))
+        return sval_error();
+    if (!c->has[1])
+        return ops_fail(c->L, c->loc, "%s() missing required argument 'shape'", c->fname);
+    return reshape(c, x, c->a[1]);
+}
+
+static SVal b_ravel(Call *c)
+{
+    ValId x = arg_tile(c, 0);
+    bool reorder;
+    if (!x || !arg_bool(c, 1, false, &reorder))
+        return sval_error();
+    SVal n = sval_int(type_numel(ops_type(c->L, x)));
+    return reshape(c, x, sval_tuple(c->L, &n, 1));
+}
+
+static SVal b_broadcast_to(Call *c)
+{
+    Lower *L = c->L;
+    ValId x = to_value(L, c->a[0], c->fname, c->loc);
+    int rank;
+    int32_t shape[KAD_MAX_RANK];
+    if (!x || !c->has[1] || !arg_shape(c, unwrap_iterable(c->a[1]), &rank, shape))
+        return x && !c->has[1] ? ops_fail(L, c->loc, "%s() missing required argument 'shape'", c->fname)
+                               : sval_error();
+    Type t = ops_type(L, x);
+    if (t.rank > 0) {
+        if (t.rank != rank)
+            return ops_fail(L, c->loc,
+                            "%s: cannot broadcast %s to %s: the ranks differ (tl.broadcast_to does "
+                            "not add axes)", c->fname, ops_tystr(L, t), ops_shapestr(L, rank, shape));
+        for (int i = 0; i < rank; i++)
+            if (t.shape[i] != shape[i] && t.shape[i] != 1)
+                return ops_fail(L, c->loc, "%s: cannot broadcast %s to %s", c->fname, ops_tystr(L, t),
+                                ops_shapestr(L, rank, shape));
+    }
+    return sval_value(ops_bcast_to(L, x, rank, shape, c->loc));
+}
+
+static SVal b_broadcast(Call *c)
+{
+    Lower *L = c->L;
+    ValId x = to_value(L, c->a[0], c->fname, c->loc);
+    ValId y = x ? to_value(L, c->a[1], c->fname, c->loc) : 0;
+    if (!x || !y)
+        return sval_error();
+    Type tx = ops_type(L, x), ty = ops_type(L, y);
+    int rank;
+    int32_t shape[KAD_MAX_RANK];
+    if (!ops_bcast_shape(tx.rank, tx.shape, ty.rank, ty.shape, &rank, shape))
+        return ops_fail(L, c->loc, "cannot broadcast shapes %s and %s in %s",
+                        ops_shapestr(L, tx.rank, tx.shape), ops_shapestr(L, ty.rank, ty.shape), c->fname);
+    SVal two[2] = {sval_value(ops_bcast_to(L, x, rank, shape, c->loc)),
+                   sval_value(ops_bcast_to(L, y, rank, shape, c->loc))};
+    return sval_tuple(L, two, 2);
+}
+
+static SVal b_expand_dims(Call *c)
+{
+    Lower *L = c->L;
+    ValId x = to_value(L, c->a[0], c->fname, c->loc);
+    if (!x)
+        return sval_error();
+    int64_t ax[KAD_MAX_RANK + 1];
+    int n;
+    if (!int_list(c, c->a[1], true, ax, KAD_MAX_RANK, &n, "the axis"))
+        return sval_error();
+    Type t = ops_type(L, x);
+    int nd = t.rank + n;
+    if (nd > KAD_MAX_RANK)
+        return ops_fail(L, c->loc, "%s: the result would have rank %d (kad allows up to %d axes)", c->fname,
+                        nd, KAD_MAX_RANK);
+    int axes[KAD_MAX_RANK];
+    for (int i = 0; i < n; i++) {
+        if (!wrap_axis(c, ax[i], nd, &axes[i]))
+            return sval_error();
+        for (int j = 0; j < i; j++)
+            if (axes[j] == axes[i])
+                return ops_fail(L, c->loc, "%s: duplicate axis %d", c->fname, axes[i]);
+    }
+    for (int i = 0; i < n; i++) /* insert in increasing order */
+        for (int j = i + 1; j < n; j++)
+            if (axes[j] < axes[i]) {
+                int s = axes[i];
+                axes[i] = axes[j], axes[j] = s;
+            }
+    for (int i = 0; i < n; i++)
+        x = ops_expand_dims(L, x, axes[i], c->loc);
+    return sval_value(x);
+}
+
+/* ------------------------------------------------------------------ */
+/* Builtins: conversions and hints                                     */
+/* ------------------------------------------------------------------ */
+
+static SVal cast_to(Call *c, SVal xs, Dtype dt, Dtype elem, bool bitcast, const char *rounding)
+{
+    Lower *L = c->L;
+    Opnd o;
+    if (!ops_opnd(L, xs, false, &o, c->fname, c->loc))
+        return sval_error();
+    Dtype src = (Dtype)o.ty.dt;
+    if (src == DT_PTR || dt == DT_PTR) {
+        if (src == DT_PTR && dt == DT_PTR && o.ty.elem == elem)
+            return sval_value(o.v);
+        return ops_fail(L, c->loc, "%s: casts involving pointers are not supported by kad yet (%s to %s)",
+                        c->fname, ops_tystr(L, o.ty), dt == DT_PTR ? "a pointer" : dtype_name(dt));
+    }
+    if (rounding) {
+        bool down = dtype_is_float(src) && dtype_is_float(dt) && dtype_bits(dt) < dtype_bits(src);
+        if (strcmp(rounding, "rtne") != 0 && strcmp(rounding, "rtz") != 0)
+            return ops_fail(L, c->loc, "%s: fp_downcast_rounding must be 'rtne' or 'rtz', got '%s'", c->fname,
+                            rounding);
+        if (!down)
+            return ops_fail(L, c->loc,
+                            "%s: fp_downcast_rounding is only valid for float downcasts, not %s to %s",
+                            c->fname, dtype_name(src), dtype_name(dt));
+        if (strcmp(rounding, "rtz") == 0)
+            return ops_fail(L, c->loc, "%s: fp_downcast_rounding='rtz' is not supported by kad yet",
+                            c->fname);
+    }
+    if (bitcast) {
+        if (src == dt)
+            return sval_value(o.is_const ? ops_materialize(L, &o, src, 0, NULL, c->loc) : o.v);
+        if (dtype_bits(src) != dtype_bits(dt))
+            return ops_fail(L, c->loc, "%s: cannot bitcast %s to %s: sizes differ (%d and %d bits)", c->fname,
+                            dtype_name(src), dtype_name(dt), dtype_bits(src), dtype_bits(dt));
+        ValId v = o.is_const ? ops_materialize(L, &o, src, 0, NULL, c->loc) : o.v;
+        if (!v)
+            return sval_error();
+        return sval_value(ops_emit1(L, OP_BITCAST, type_with_dtype(ops_type(L, v), dt), v, c->loc));
+    }
+    ValId v = ops_materialize(L, &o, dt, o.ty.rank, o.ty.shape, c->loc);
+    return v ? sval_value(v) : sval_error();
+}
+
+/* tl.cast(x, dtype, fp_downcast_rounding=None, bitcast=False) and x.to(...) */
+static SVal b_cast(Call *c)
+{
+    Dtype dt, elem = DT_VOID;
+    bool bitcast;
+    const char *rounding = NULL;
+    if (!arg_dtype(c, 1, &dt, &elem) || !arg_bool(c, 3, false, &bitcast))
+        return sval_error();
+    if (!absent(c, 2) && !arg_str(c, 2, NULL, &rounding))
+        return sval_error();
+    return cast_to(c, c->a[0], dt, elem, bitcast, rounding);
+}
+
+/* multiple_of / max_contiguous (aux: the op) and max_constancy (aux 0). */
+static SVal b_hint(Call *c)
+{
+    Lower *L = c->L;
+    ValId x = arg_tile(c, 0);
+    int64_t v[KAD_MAX_RANK + 1];
+    int n;
+    if (!x || !int_list(c, c->a[1], true, v, KAD_MAX_RANK, &n, "the values"))
+        return sval_error();
+    Type t = ops_type(L, x);
+    int want = c->def->aux == OP_MULTIPLE_OF && t.rank == 0 ? 1 : t.rank;
+    if (n != want)
+        return ops_fail(L, c->loc, "%s: %d values given for %s (expected %d)", c->fname, n, ops_tystr(L, t),
+                        want);
+    for (int i = 0; i < n; i++)
+        if (v[i] <= 0 || v[i] > INT32_MAX)
+            return ops_fail(L, c->loc, "%s: values must be positive int32 constants, got %lld", c->fname,
+                            (long long)v[i]);
+    if (!c->def->aux)
+        return sval_value(x); /* max_constancy: accepted and ignored */
+    Inst *in = ir_emit(L->f, L->b, (OpKind)c->def->aux, &x, 1, &t, 1, c->loc);
+    for (int i = 0; i < n; i++)
+        in->ints[i] = (int32_t)v[i];
+    in->nints = n;
+    return sval_value(in->res[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* Builtins: assertions, random numbers, constexpr helpers              */
+/* ------------------------------------------------------------------ */
+
+static SVal b_static_assert(Call *c)
+{
+    const char *msg;
+    if (!arg_str(c, 1, "", &msg))
+        return sval_error();
+    SVal x = c->a[0];
+    if (x.kind == SV_VALUE)
+        return ops_fail(c->L, c->loc, "tl.static_assert needs a constexpr condition, got %s",
+                        ops_describe(c->L, x));
+    if (!sval_truthy(x))
+        return ops_fail(c->L, c->loc, "static_assert failed%s%s", *msg ? ": " : "", msg);
+    return sval_none();
+}
+
+static SVal b_nothing(Call *c) { (void)c; return sval_none(); }
+
+static SVal b_device_assert(Call *c)
+{
+    Lower *L = c->L;
+    const char *msg;
+    if (!arg_str(c, 1, "", &msg))
+        return sval_error();
+    SVal x = c->a[0];
+    ValId v;
+    if (x.kind == SV_CONST && x.c.kind != CK_STR && x.c.kind != CK_DTYPE) {
+        if (const_truthy(x.c) && absent(c, 2))
+            return sval_none();
+        v = ir_const_int(L->f, L->b, type_scalar(DT_I1), const_truthy(x.c), c->loc);
+    } else if (x.kind == SV_VALUE && ops_type(L, x.v).dt != DT_PTR) {
+        v = ops_cast(L, x.v, DT_I1, c->loc);
+    } else {
+        return ops_fail(L, c->loc, "tl.device_assert: the condition must be a tensor or a number, got %s",
+                        ops_describe(L, x));
+    }
+    if (!absent(c, 2)) { /* cond | ~mask */
+        Opnd m;
+        if (!arg_mask(c, 2, &m))
+            return sval_error();
+        ValId mv = m.is_const ? ops_emit_const(L, m.c, type_scalar(DT_I1), c->loc) : m.v;
+        ValId nm = ops_emit1(L, OP_NOT, ops_type(L, mv), mv, c->loc), a, b;
+        if (!ops_unify2(L, sval_value(v), sval_value(nm), false, false, c->fname, c->loc, &a, &b))
+            return sval_error();
+        v = ops_emit2(L, OP_OR, ops_type(L, a), a, b, c->loc);
+    }
+    Inst *in = ir_emit(L->f, L->b, OP_ASSERT, &v, 1, NULL, 0, c->loc);
+    in->sattr = arena_strdup(L->a, msg);
+    return sval_none();
+}
+
+static SVal b_rand(Call *c)
+{
+    Lower *L = c->L;
+    if (!absent(c, 2)) {
+        int64_t r;
+        if (!arg_int(c, 2, &r))
+            return sval_error();
+        if (r != 10)
+            return ops_fail(L, c->loc, "%s: only the default n_rounds=10 is supported by kad", c->fname);
+    }
+    ValId seed = to_value(L, c->a[0], c->fname, c->loc);
+    ValId off = seed ? to_value(L, c->a[1], c->fname, c->loc) : 0;
+    if (!seed || !off)
+        return sval_error();
+    Type ts = ops_type(L, seed), to = ops_type(L, off);
+    if (ts.rank != 0 || !dtype_is_int((Dtype)ts.dt) || ts.dt == DT_I1)
+        return ops_fail(L, c->loc, "%s: the seed must be an integer scalar, got %s", c->fname,
+                        ops_tystr(L, ts));
+    if (to.dt != DT_I32 && to.dt != DT_U32)
+        return ops_fail(L, c->loc,
+                        "%s: offsets must be int32 or uint32 (64-bit offsets are not supported by kad "
+                        "yet), got %s", c->fname, ops_tystr(L, to));
+    Dtype rdt = c->def->aux == OP_RANDINT ? DT_U32 : DT_F32;
+    return sval_value(ops_emit2(L, (OpKind)c->def->aux, type_with_dtype(to, rdt), seed, off, c->loc));
+}
+
+static SVal b_constexpr(Call *c)
+{
+    SVal x = c->a[0];
+    if (x.kind == SV_CONST || x.kind == SV_NONE || x.kind == SV_TUPLE)
+        return x;
+    return ops_fail(c->L, c->loc, "tl.constexpr() needs a compile-time constant, got %s",
+                    ops_describe(c->L, x));
+}
+
+static SVal b_loop_only(Call *c)
+{
+    return ops_fail(c->L, c->loc, "%s can only be used as the iterable of a for loop", c->fname);
+}
+
+static SVal b_block_ptr(Call *c)
+{
+    return ops_fail(c->L, c->loc, "block pointers (%s) are not supported by kad; use tiles of pointers "
+                    "(ptr + offsets) instead", c->fname);
+}
+
+static SVal b_next_pow2(Call *c)
+{
+    int64_t n;
+    if (!arg_int(c, 0, &n))
+        return sval_error();
+    if (n > ((int64_t)1 << 62))
+        return ops_overflow(c->L, "next_power_of_2", c->loc);
+    int64_t p = 1;
+    while (p < n)
+        p <<= 1;
+    return sval_int(p);
+}
+
+/* ------------------------------------------------------------------ */
+/* libdevice                                                           */
+/* ------------------------------------------------------------------ */
+
+enum {
+    LD_ISFIN = OP_COUNT + 1, /* isfinited / finitef: not (isnan or isinf) */
+    LD_LOG10,                /* log(x) / ln(10) */
+    LD_I32_RESULT = 1 << 17, /* libdevice returns int32 (isnan, isinf) */
+    LD_INT_OK = 1 << 18,     /* also accepts int32/int64 (abs) */
+};
+
+/* libdevice functions: arguments are converted to tensors; one dtype tuple
+ * of fp32 or fp64 (a mismatch is promoted, as extern_elementwise does). */
+static SVal b_libdevice(Call *c)
+{
+    Lower *L = c->L;
+    int n = c->np, aux = c->def->aux;
+    int op = aux & 0xffff;
+    ValId v[3];
+    if (!unify_n(c, c->a, n, v))
+        return sval_error();
+    Type t = ops_type(L, v[0]);
+    if (!check_math_dtype(c, t, (aux & MF_FP32_ONLY) != 0, (aux & LD_INT_OK) != 0))
+        return sval_error();
+    ValId r;
+    if (op == LD_ISFIN) {
+        Type bt = type_with_dtype(t, DT_I1);
+        ValId a = ops_emit1(L, OP_ISNAN, bt, v[0], c->loc), b = ops_emit1(L, OP_ISINF, bt, v[0], c->loc);
+        r = ops_emit1(L, OP_NOT, bt, ops_emit2(L, OP_OR, bt, a, b, c->loc), c->loc);
+    } else if (op == LD_LOG10) {
+        ValId lg = ops_emit1(L, OP_LOG, t, v[0], c->loc);
+        r = ops_emit2(L, OP_DIV, t, lg, ir_const_float(L->f, L->b, t, log(10.0), c->loc), c->loc);
+    } else if (n == 1) {
+        Type rt = (op == OP_ISNAN || op == OP_ISINF) ? type_with_dtype(t, DT_I1) : t;
+        r = ops_emit1(L, (OpKind)op, rt, v[0], c->loc);
+    } else if (n == 2) {
+        r = ops_emit2(L, (OpKind)op, t, v[0], v[1], c->loc);
+    } else {
+        r = ir_op3(L->f, L->b, (OpKind)op, t, v[0], v[1], v[2], c->loc);
+    }
+    if (aux & LD_I32_RESULT)
+        r = ops_cast(L, r, DT_I32, c->loc);
+    return sval_value(r);
+}
+
+static SVal b_refuse(Call *c)
+{
+    static const struct { const char *name, *why; } why[] = {
+        {"round", "rounds half away from zero, which kad's IR cannot express yet (libdevice.rint rounds "
+                  "half to even)"},
+        {"signbit", "is not supported by kad yet"},
+        {"tanh", "does not exist in triton.language; use libdevice.tanh"},
+    };
+    for (size_t i = 0; i < sizeof why / sizeof why[0]; i++)
+        if (strcmp(c->def->name, why[i].name) == 0)
+            return ops_fail(c->L, c->loc, "'%s' %s", c->fname, why[i].why);
+    return ops_fail(c->L, c->loc, "'%s' is not supported by kad yet", c->fname);
+}
+
+/* ------------------------------------------------------------------ */
+/* Python builtins                                                     */
+/* ------------------------------------------------------------------ */
+
+static SVal b_py_minmax(Call *c)
+{
+    Lower *L = c->L;
+    bool is_max = c->def->aux == OP_MAXIMUM;
+    SVal args = c->has[0] ? c->a[0] : sval_tuple(L, NULL, 0);
+    if (args.n == 1 && args.elts[0].kind == SV_TUPLE)
+        args = args.elts[0];
+    if (args.n == 0)
+        return ops_fail(L, c->loc, "%s() needs at least one argument", c->fname);
+    bool all_const = true;
+    for (int i = 0; i < args.n; i++)
+        all_const = all_const && sval_is_num(args.elts[i]);
+    if (all_const) {
+        SVal best = args.elts[0];
+        for (int i = 1; i < args.n; i++) {
+            SVal gt = ops_fold_compare(L, is_max ? CO_GT : CO_LT, args.elts[i], best, c->loc);
+            if (gt.kind == SV_ERROR)
+                return gt;
+            if (gt.c.i)
+                best = args.elts[i];
+        }
+        return best;
+    }
+    if (args.n != 2)
+        return ops_fail(L, c->loc, "%s() of tensors takes exactly two arguments (it is tl.%s)", c->fname,
+                        is_max ? "maximum" : "minimum");
+    ValId x, y;
+    if (!ops_unify2(L, args.elts[0], args.elts[1], true, false, c->fname, c->loc, &x, &y))
+        return sval_error();
+    return sval_value(ops_emit2(L, (OpKind)c->def->aux, ops_type(L, x), x, y, c->loc));
+}
+
+static SVal b_py_abs(Call *c)
+{
+    SVal x = c->a[0];
+    if (x.kind == SV_CONST && x.c.kind == CK_FLOAT)
+        return sval_float(fabs(x.c.f));
+    if (sval_is_int(x)) {
+        if (x.c.i == INT64_MIN)
+            return ops_overflow(c->L, "abs", c->loc);
+        return sval_int(x.c.i < 0 ? -x.c.i : x.c.i);
+    }
+    return b_abs(c);
+}
+
+/* int(), float(), bool() of constants (aux: the ConstKind). */
+static SVal b_py_conv(Call *c)
+{
+    SVal x = c->a[0];
+    if (x.kind == SV_CONST && x.c.kind == CK_STR && c->def->aux != CK_BOOL) {
+        /* float("inf"), float("-inf"), float("nan"), int("16"): Python's parsing */
+        const char *s = x.c.s;
+        char *end;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (c->def->aux == CK_FLOAT) {
+            double f = strtod(s, &end);
+            bool hex = strchr(s, 'x') || strchr(s, 'X');
+            while (*end == ' ' || *end == '\t')
+                end++;
+            if (end != s && !*end && !hex)
+                return sval_float(f);
+        } else {
+            long long i = strtoll(s, &end, 10);
+            while (*end == ' ' || *end == '\t')
+                end++;
+            if (end != s && !*end)
+                return sval_int(i);
+        }
+        return ops_fail(c->L, c->loc, "%s() cannot convert %s", c->fname, const_repr(c->L->a, x.c));
+    }
+    if (x.kind == SV_CONST && x.c.kind == CK_STR)
+        return sval_bool(const_truthy(x.c));
+    if (!sval_is_num(x))
+        return ops_fail(c->L, c->loc, "%s() of %s is not supported; use x.to(dtype) on tensors", c->fname,
+                        ops_describe(c->L, x));
+    switch (c->def->aux) {
+    case CK_INT:
+        if (x.c.kind == CK_FLOAT) {
+            if (!isfinite(x.c.f) || fabs(x.c.f) >= 9.2e18)
+                return ops_fail(c->L, c->loc, "int() of %s does not fit in 64 bits",
+                                const_repr(c->L->a, x.c));
+            return sval_int((int64_t)trunc(x.c.f));
+        }
+        return sval_int(x.c.i);
+    case CK_FLOAT: return sval_float(const_as_double(x.c));
+    default: return sval_bool(const_truthy(x.c));
+    }
+}
+
+static SVal b_py_len(Call *c)
+{
+    SVal x = c->a[0];
+    if (x.kind == SV_TUPLE)
+        return sval_int(x.n);
+    if (x.kind == SV_CONST && x.c.kind == CK_STR)
+        return sval_int((int64_t)strlen(x.c.s));
+    return ops_fail(c->L, c->loc, "len() of %s is not supported", ops_describe(c->L, x));
+}
+
+/* ------------------------------------------------------------------ */
+/* Builtin tables                                                      */
+/* ------------------------------------------------------------------ */
+
+static const Builtin tl_builtins[] = {
+    {"program_id", b_program_id, "axis", OP_PROGRAM_ID},
+    {"num_programs", b_program_id, "axis", OP_NUM_PROGRAMS},
+    {"arange", b_arange, "start,end", 0},
+    {"zeros", b_full, "shape,dtype", 0},
+    {"zeros_like", b_zeros_like, "input", 0},
+    {"full", b_full, "shape,value,dtype", 0},
+    {"load", b_load, "pointer,mask=,other=,boundary_check=,padding_option=,cache_modifier=,eviction_policy=,volatile=", 0},
+    {"store", b_store, "pointer,value,mask=,boundary_check=,cache_modifier=,eviction_policy=", 0},
+    {"atomic_add", b_atomic_add, "pointer,val,mask=,sem=,scope=", 0},
+    {"where", b_where, "condition,x,y", 0},
+    {"maximum", b_minmax2, "x,y,propagate_nan=", OP_MAXIMUM},
+    {"minimum", b_minmax2, "x,y,propagate_nan=", OP_MINIMUM},
+    {"clamp", b_clamp, "x,min,max,propagate_nan=", 0},
+    {"exp", b_math1, "x", OP_EXP},
+    {"exp2", b_math1, "x", OP_EXP2},
+    {"log", b_math1, "x", OP_LOG},
+    {"log2", b_math1, "x", OP_LOG2},
+    {"sqrt", b_math1, "x", OP_SQRT},
+    {"sqrt_rn", b_math1, "x", OP_SQRT | MF_FP32_ONLY},
+    {"rsqrt", b_math1, "x", OP_RSQRT},
+    {"sin", b_math1, "x", OP_SIN},
+    {"cos", b_math1, "x", OP_COS},
+    {"erf", b_math1, "x", OP_ERF},
+    {"floor", b_math1, "x", OP_FLOOR},
+    {"ceil", b_math1, "x", OP_CEIL},
+    {"abs", b_abs, "x", 0},
+    {"sigmoid", b_sigmoid, "x", 0},
+    {"fma", b_fma, "x,y,z", 0},
+    {"cdiv", b_cdiv, "x,div", 0},
+    {"umulhi", b_umulhi, "x,y", 0},
+    {"fdiv", b_fdiv, "x,y,ieee_rounding=", 0},
+    {"div_rn", b_div_rn, "x,y", 0},
+    {"sum", b_sum, "input,axis=,keep_dims=,dtype=", 0},
+    {"max", b_maxmin, "input,axis=,return_indices=,return_indices_tie_break_left=,keep_dims=", OP_MAX},
+    {"min", b_maxmin, "input,axis=,return_indices=,return_indices_tie_break_left=,keep_dims=", OP_MIN},
+    {"argmax", b_argmaxmin, "input,axis,tie_break_left=,keep_dims=", OP_ARGMAX},
+    {"argmin", b_argmaxmin, "input,axis,tie_break_left=,keep_dims=", OP_ARGMIN},
+    {"cumsum", b_scan, "input,axis=,reverse=,dtype=", OP_CUMSUM},
+    {"cumprod", b_scan, "input,axis=,reverse=", OP_CUMPROD},
+    {"softmax", b_softmax, "x,dim=,keep_dims=,ieee_rounding=", 0},
+    {"dot", b_dot, "input,other,acc=,input_precision=,allow_tf32=,max_num_imprecise_acc=,out_dtype=", 0},
+    {"trans", b_permute, "input,*dims", 1},
+    {"permute", b_permute, "input,*dims", 0},
+    {"reshape", b_reshape, "input,*shape,can_reorder=", 0},
+    {"view", b_reshape, "input,*shape", 0},
+    {"ravel", b_ravel, "x,can_reorder=", 0},
+    {"broadcast_to", b_broadcast_to, "input,*shape", 0},
+    {"broadcast", b_broadcast, "input,other", 0},
+    {"expand_dims", b_expand_dims, "input,axis", 0},
+    {"cast", b_cast, "input,dtype,fp_downcast_rounding=,bitcast=", 0},
+    {"multiple_of", b_hint, "input,values", OP_MULTIPLE_OF},
+    {"max_contiguous", b_hint, "input,values", OP_MAX_CONTIGUOUS},
+    {"max_constancy", b_hint, "input,values", 0},
+    {"static_assert", b_static_assert, "cond,msg=", 0},
+    {"static_print", b_nothing, "*values", 0},
+    {"device_assert", b_device_assert, "cond,msg=,mask=", 0},
+    {"debug_barrier", b_nothing, "", 0},
+    {"rand", b_rand, "seed,offset,n_rounds=", OP_RAND},
+    {"randn", b_rand, "seed,offset,n_rounds=", OP_RANDN},
+    {"randint", b_rand, "seed,offset,n_rounds=", OP_RANDINT},
+    {"constexpr", b_constexpr, "value", 0},
+    {"static_range", b_loop_only, NULL, 0},
+    {"range", b_loop_only, NULL, 0},
+    {"make_block_ptr", b_block_ptr, NULL, 0},
+    {"advance", b_block_ptr, NULL, 0},
+    {"tanh", b_refuse, NULL, 0},
+    {NULL, NULL, NULL, 0},
+};
+
+/* tl.math: these functions of tl under the same names (the same entries
+ * of tl_builtins), plus max/min as elementwise ops. */
+static const char *const math_from_tl[] = {
+    "exp", "exp2", "log", "log2", "sqrt", "sqrt_rn", "rsqrt", "sin", "cos", "erf", "floor", "ceil",
+    "abs", "fma", "umulhi", "fdiv", "div_rn", "clamp", "cdiv", "sigmoid", "softmax", NULL,
+};
+static const Builtin math_builtins[] = {
+    {"max", b_minmax2, "x,y,propagate_nan=", OP_MAXIMUM},
+    {"min", b_minmax2, "x,y,propagate_nan=", OP_MINIMUM},
+    {NULL, NULL, NULL, 0},
+};
+
+static const Builtin libdevice_builtins[] = {
+    {"exp", b_libdevice, "arg0", OP_EXP},
+    {"exp2", b_libdevice, "arg0", OP_EXP2},
+    {"expm1", b_libdevice, "arg0", OP_EXPM1},
+    {"log", b_libdevice, "arg0", OP_LOG},
+    {"log2", b_libdevice, "arg0", OP_LOG2},
+    {"log1p", b_libdevice, "arg0", OP_LOG1P},
+    {"log10", b_libdevice, "arg0", LD_LOG10},
+    {"sqrt", b_libdevice, "arg0", OP_SQRT},
+    {"sqrt_rn", b_libdevice, "arg0", OP_SQRT},
+    {"rsqrt", b_libdevice, "arg0", OP_RSQRT},
+    {"tanh", b_libdevice, "arg0", OP_TANH},
+    {"sinh", b_libdevice, "arg0", OP_SINH},
+    {"cosh", b_libdevice, "arg0", OP_COSH},
+    {"tan", b_libdevice, "arg0", OP_TAN},
+    {"sin", b_libdevice, "arg0", OP_SIN},
+    {"cos", b_libdevice, "arg0", OP_COS},
+    {"asin", b_libdevice, "arg0", OP_ASIN},
+    {"acos", b_libdevice, "arg0", OP_ACOS},
+    {"atan", b_libdevice, "arg0", OP_ATAN},
+    {"erf", b_libdevice, "arg0", OP_ERF},
+    {"floor", b_libdevice, "arg0", OP_FLOOR},
+    {"ceil", b_libdevice, "arg0", OP_CEIL},
+    {"trunc", b_libdevice, "arg0", OP_TRUNC},
+    {"rint", b_libdevice, "arg0", OP_RINT},
+    {"nearbyint", b_libdevice, "arg0", OP_RINT},
+    {"fabs", b_libdevice, "arg0", OP_ABS},
+    {"abs", b_libdevice, "arg0", OP_ABS | LD_INT_OK},
+    {"isnan", b_libdevice, "arg0", OP_ISNAN | LD_I32_RESULT},
+    {"isinf", b_libdevice, "arg0", OP_ISINF | LD_I32_RESULT},
+    {"isfinited", b_libdevice, "arg0", LD_ISFIN | LD_I32_RESULT},
+    {"finitef", b_libdevice, "arg0", LD_ISFIN | LD_I32_RESULT | MF_FP32_ONLY},
+    {"fast_expf", b_libdevice, "arg0", OP_EXP | MF_FP32_ONLY},
+    {"fast_logf", b_libdevice, "arg0", OP_LOG | MF_FP32_ONLY},
+    {"pow", b_libdevice, "arg0,arg1", OP_POW},
+    {"atan2", b_libdevice, "arg0,arg1", OP_ATAN2},
+    {"fmax", b_libdevice, "arg0,arg1", OP_MAXIMUM},
+    {"fmin", b_libdevice, "arg0,arg1", OP_MINIMUM},
+    {"div_rn", b_libdevice, "arg0,arg1", OP_DIV},
+    {"fma", b_libdevice, "arg0,arg1,arg2", OP_FMA},
+    {"round", b_refuse, NULL, 0},
+    {"signbit", b_refuse, NULL, 0},
+    {NULL, NULL, NULL, 0},
+};
+
+static const Builtin triton_builtins[] = {
+    {"cdiv", b_cdiv, "x,div", 0},
+    {"next_power_of_2", b_next_pow2, "n", 0},
+    {NULL, NULL, NULL, 0},
+};
+
+static const Builtin py_builtins[] = {
+    {"min", b_py_minmax, "*args", OP_MINIMUM},
+    {"max", b_py_minmax, "*args", OP_MAXIMUM},
+    {"abs", b_py_abs, "x", 0},
+    {"int", b_py_conv, "x", CK_INT},
+    {"float", b_py_conv, "x", CK_FLOAT},
+    {"bool", b_py_conv, "x", CK_BOOL},
+    {"len", b_py_len, "x", 0},
+    {"print", b_nothing, "*args", 0},
+    {"range", b_loop_only, NULL, 0},
+    {NULL, NULL, NULL, 0},
+};
+
+/* Tensor methods: x.NAME(...) is tl.NAME(x, ...); x.to(...) is tl.cast. */
+static const char *const tensor_methods[] = {
+    "reshape", "view", "broadcast_to", "expand_dims", "trans", "permute", "sum", "max", "min",
+    "argmax", "argmin", "cumsum", "cumprod", "softmax", "sigmoid", "exp", "exp2", "log", "log2",
+    "cos", "sin", "sqrt", "sqrt_rn", "rsqrt", "abs", "erf", "floor", "ceil", "cdiv", "ravel",
+    "cast", NULL,
+};
+
+static const Builtin to_method = {"to", b_cast, "input,dtype,fp_downcast_rounding=,bitcast=", 0};
+
+/* Namespaces kad knows: the table of each (first match wins), and how
+ * messages show a name in it (the user's usual import alias). */
+static const struct {
+    const char *prefix; /* with the trailing dot */
+    const Builtin *tab;
+    const char *const *from_tl; /* names that are tl_builtins' entries */
+    const char *shown;
+} namespaces[] = {
+    {"triton.language.extra.cuda.libdevice.", libdevice_builtins, NULL, "libdevice."},
+    {"triton.language.extra.libdevice.", libdevice_builtins, NULL, "libdevice."},
+    {"triton.language.math.", math_builtins, math_from_tl, "tl.math."},
+    {"triton.language.", tl_builtins, NULL, "tl."},
+    {"triton.", triton_builtins, NULL, "triton."},
+    {"builtins.", py_builtins, NULL, ""},
+};
+
+static const char *const module_names[] = {
+    "triton", "triton.language", "triton.language.math", "triton.language.extra",
+    "triton.language.extra.cuda", "triton.language.extra.libdevice",
+    "triton.language.extra.cuda.libdevice", "triton.language.PropagateNan", NULL,
+};
+
+static bool name_in(const char *const *names, const char *name)
+{
+    for (; names && *names; names++)
+        if (strcmp(*names, name) == 0)
+            return true;
+    return false;
+}
+
+static const Builtin *find_in(const Builtin *tab, const char *name)
+{
+    for (; tab->name; tab++)
+        if (strcmp(tab->name, name) == 0)
+            return tab;
+    return NULL;
+}
+
+/* The builtin a qualified name denotes, or NULL. */
+static const Builtin *find_builtin(const char *qual)
+{
+    for (size_t i = 0; i < sizeof namespaces / sizeof namespaces[0]; i++) {
+        size_t n = strlen(namespaces[i].prefix);
+        if (strncmp(qual, namespaces[i].prefix, n) == 0) {
+            const char *rest = qual + n;
+            if (strchr(rest, '.'))
+                return NULL;
+            if (name_in(namespaces[i].from_tl, rest))
+                return find_in(tl_builtins, rest);
+            return find_in(namespaces[i].tab, rest);
+        }
+    }
+    return NULL;
+}
+
+static SVal sval_builtin(Lower *L, const char *qual)
+{
+    return (SVal){.kind = SV_BUILTIN, .qual = arena_strdup(L->a, qual)};
+}
+
+static Dtype dtype_by_triton_name(const char *s)
+{
+    for (int t = DT_I1; t < DT_PTR; t++)
+        if (strcmp(dtype_triton_name((Dtype)t), s) == 0)
+            return (Dtype)t;
+    return DT_VOID;
+}
+
+/* Methods of dtype constants: is_floating(), is_int(), ... */
+static SVal dtype_method(Lower *L, SVal self, const char *name, int nargs, int nkw, Loc loc)
+{
+    Dtype d = self.c.dt;
+    if (nargs || nkw)
+        return ops_fail(L, loc, "dtype.%s() takes no arguments", name);
+    static const struct { const char *name; int what; } m[] = {
+        {"is_floating", 0}, {"is_int", 1}, {"is_int_signed", 2}, {"is_int_unsigned", 3}, {"is_ptr", 4},
+        {"is_bool", 5}, {"is_standard_floating", 0}, {"is_fp16", 10 + DT_F16}, {"is_bf16", 10 + DT_BF16},
+        {"is_fp32", 10 + DT_F32}, {"is_fp64", 10 + DT_F64}, {"is_int1", 10 + DT_I1}, {"is_int8", 10 + DT_I8},
+        {"is_int16", 10 + DT_I16}, {"is_int32", 10 + DT_I32}, {"is_int64", 10 + DT_I64},
+        {"is_uint8", 10 + DT_U8}, {"is_uint16", 10 + DT_U16}, {"is_uint32", 10 + DT_U32},
+        {"is_uint64", 10 + DT_U64},
+    };
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+        if (strcmp(m[i].name, name) != 0)
+            continue;
+        switch (m[i].what) {
+        case 0: return sval_bool(dtype_is_float(d));
+        case 1: return sval_bool(dtype_is_int(d));
+        case 2: return sval_bool(dtype_is_int(d) && !ops_unsigned(d));
+        case 3: return sval_bool(dtype_is_int(d) && ops_unsigned(d));
+        case 4: return sval_bool(d == DT_PTR);
+        case 5: return sval_bool(d == DT_I1);
+        default: return sval_bool((int)d == m[i].what - 10);
+        }
+    }
+    return ops_fail(L, loc, "dtype.%s() is not supported by kad yet", name);
+}
+
+/* ------------------------------------------------------------------ */
+/* The interface (kad_int.h)                                           */
+/* ------------------------------------------------------------------ */
+
+const char *builtin_user_name(Arena *a, const char *qual)
+{
+    if (strcmp(qual, "triton.language") == 0)
+        return "tl";
+    for (size_t i = 0; i < sizeof namespaces / sizeof namespaces[0]; i++) {
+        size_t n = strlen(namespaces[i].prefix);
+        if (strncmp(qual, namespaces[i].prefix, n) == 0)
+            return arena_printf(a, "%s%s", namespaces[i].shown, qual + n);
+    }
+    return qual;
+}
+
+bool builtin_is_method(const char *name)
+{
+    return strcmp(name, "to") == 0 || name_in(tensor_methods, name);
+}
+
+SVal lower_global(Lower *L, const char *qual, Loc loc)
+{
+    for (int i = 0; module_names[i]; i++)
+        if (strcmp(qual, module_names[i]) == 0)
+            return (SVal){.kind = SV_MODULE, .qual = arena_strdup(L->a, qual)};
+    if (strcmp(qual, "triton.language.PropagateNan.NONE") == 0 ||
+        strcmp(qual, "triton.language.PropagateNan.ALL") == 0 || strcmp(qual, "triton.jit") == 0)
+        return sval_builtin(L, qual);
+    const char *tl = "triton.language.";
+    if (strncmp(qual, tl, strlen(tl)) == 0 && !strchr(qual + strlen(tl), '.')) {
+        const char *name = qual + strlen(tl);
+        Dtype dt = dtype_by_triton_name(name);
+        if (dt != DT_VOID)
+            return sval_dtype(dt);
+        if (strncmp(name, "float8", 6) == 0 || strcmp(name, "void") == 0)
+            return ops_fail(L, loc, "'tl.%s' is not supported by kad yet", name);
+        if (strcmp(name, "pointer_type") == 0)
+            return ops_fail(L, loc, "'tl.pointer_type' is not supported by kad yet");
+    }
+    if (find_builtin(qual))
+        return sval_builtin(L, qual);
+    return ops_fail(L, loc, "'%s' is not supported by kad yet", builtin_user_name(L->a, qual));
+}
+
+SVal lower_call(Lower *L, SVal fn, const SVal *args, int nargs, const char *const *kwnames,
+                const SVal *kwvals, int nkw, Loc loc)
+{
+    if (fn.kind == SV_ERROR)
+        return fn;
+    const Builtin *def = NULL;
+    const SVal *self = NULL;
+    const char *fname;
+    if (fn.kind == SV_BUILTIN) {
+        def = find_builtin(fn.qual);
+        fname = builtin_user_name(L->a, fn.qual);
+        if (!def)
+            return ops_fail(L, loc, "'%s' is not callable here", fname);
+    } else if (fn.kind == SV_METHOD) {
+        SVal s = fn.elts[0];
+        if (s.kind == SV_CONST && s.c.kind == CK_DTYPE)
+            return dtype_method(L, s, fn.qual, nargs, nkw, loc);
+        self = &fn.elts[0];
+        fname = arena_printf(L->a, "x.%s", fn.qual);
+        def = strcmp(fn.qual, "to") == 0 ? &to_method : find_in(tl_builtins, fn.qual);
+        ASSERT(def);
+        if (!def)
+            return ops_fail(L, loc, "'%s' is not supported by kad yet", fname);
+    } else {
+        return ops_fail(L, loc, "%s is not callable", ops_describe(L, fn));
+    }
+    Call c;
+    if (!def->params) {
+        c = (Call){.L = L, .def = def, .fname = fname, .loc = loc};
+        return def->fn(&c);
+    }
+    if (!bind(L, &c, def, fname, self, args, nargs, kwnames, kwvals, nkw, loc))
+        return sval_error();
+    for (int i = 0; i < c.np; i++)
+        if (c.has[i] && c.a[i].kind == SV_ERROR)
+            return sval_error();
+    return def->fn(&c);
+}
+
