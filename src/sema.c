@@ -332,16 +332,11 @@ static void exec_list(Sema *S, const Stmts *s, int from, const Cont *k);
 /* SVal helpers                                                        */
 /* ------------------------------------------------------------------ */
 
-static SVal sv_error(void) { return (SVal){.kind = SV_ERROR}; }
-static SVal sv_none(void) { return (SVal){.kind = SV_NONE}; }
-static SVal sv_value(ValId v) { return (SVal){.kind = SV_VALUE, .v = v}; }
-static SVal sv_int(int64_t i) { return (SVal){.kind = SV_CONST, .c = {.kind = CK_INT, .i = i}}; }
-
 /* A ConstVal as an SVal: Python None is SV_NONE, not a constant. */
 static SVal sv_from_const(ConstVal c)
 {
     if (c.kind == CK_NONE)
-        return sv_none();
+        return sval_none();
     return (SVal){.kind = SV_CONST, .c = c};
 }
 
@@ -407,26 +402,6 @@ static bool sval_has_error(SVal x)
             if (sval_has_error(x.elts[i]))
                 return true;
     return false;
-}
-
-/* Python truthiness of a compile-time value (not SV_VALUE). */
-static bool const_truth(SVal x)
-{
-    switch (x.kind) {
-    case SV_NONE: return false;
-    case SV_TUPLE: return x.n > 0;
-    case SV_CONST:
-        switch (x.c.kind) {
-        case CK_NONE: return false;
-        case CK_INT:
-        case CK_BOOL: return x.c.i != 0;
-        case CK_FLOAT: return x.c.f != 0;
-        case CK_STR: return x.c.s[0] != 0;
-        case CK_DTYPE: return true;
-        }
-        return true;
-    default: return true;
-    }
 }
 
 static bool is_numconst(SVal x)
@@ -658,7 +633,7 @@ static SVal eval_module_const(Sema *S, const Module *m, const Expr *e, int globa
     S->L.b = sb;
     if (sval_has_value(v)) {
         diag_error(S->d, e->loc, "%s is not a compile-time constant", what);
-        return sv_error();
+        return sval_error();
     }
     return v;
 }
@@ -671,7 +646,7 @@ static SVal global_value(Sema *S, const Module *m, int gi, Loc use)
         return slot->val;
     if (slot->state == GS_BUSY) {
         diag_error(S->d, use, "module constant '%s' is defined in terms of itself", g->name);
-        return sv_error();
+        return sval_error();
     }
     slot->state = GS_BUSY;
     int errs = S->d->nerrors;
@@ -703,7 +678,7 @@ static SVal resolve_import(Sema *S, const Import *imp, Loc loc)
                "'%s' is imported from '%s', which is neither part of triton nor a @triton.jit "
                "function of the given sources (add its file with --include)",
                imp->alias, q);
-    return sv_error();
+    return sval_error();
 }
 
 /* name lookup: locals of the frame, module globals, imports, @triton.jit
@@ -728,10 +703,10 @@ static SVal lookup(Sema *S, const char *name, Loc loc)
         return (SVal){.kind = SV_BUILTIN, .qual = arena_printf(S->a, "builtins.%s", name)};
     if (in_list(py_unsupported, name)) {
         diag_error(S->d, loc, "Python builtin '%s' is not supported in Triton kernels", name);
-        return sv_error();
+        return sval_error();
     }
     diag_error(S->d, loc, "'%s' is not defined", name);
-    return sv_error();
+    return sval_error();
 }
 
 /* ------------------------------------------------------------------ */
@@ -747,13 +722,13 @@ typedef struct Merge {
     Vec(Type) ty;      /* result types */
 } Merge;
 
-static SVal placeholder(int k) { return sv_value(-(k + 1)); }
+static SVal placeholder(int k) { return sval_value(-(k + 1)); }
 
 /* Replaces the placeholders of x by res[...], naming them `hint`. */
 static SVal fill(Sema *S, SVal x, const ValId *res, const char *hint)
 {
     if (x.kind == SV_VALUE && x.v < 0) {
-        SVal r = sv_value(res[-x.v - 1]);
+        SVal r = sval_value(res[-x.v - 1]);
         if (hint)
             name_value(S, r, hint);
         return r;
@@ -812,7 +787,7 @@ static Type const_natural_type(ConstVal c)
 static SVal merge_one(Sema *S, Merge *m, SVal t, SVal e, Block *tb, Block *eb, const char *what, Loc loc)
 {
     if (t.kind == SV_ERROR || e.kind == SV_ERROR)
-        return sv_error();
+        return sval_error();
     if (sval_same(t, e))
         return t;
     if (t.kind == SV_TUPLE && e.kind == SV_TUPLE && t.n == e.n) {
@@ -826,7 +801,7 @@ static SVal merge_one(Sema *S, Merge *m, SVal t, SVal e, Block *tb, Block *eb, c
     if (!tok || !eok) {
         diag_error(S->d, loc, "%s is %s in the then branch and %s in the else branch", what, describe(S, t),
                    describe(S, e));
-        return sv_error();
+        return sval_error();
     }
     Func *f = S->L.f;
     ValId tv, ev;
@@ -836,7 +811,7 @@ static SVal merge_one(Sema *S, Merge *m, SVal t, SVal e, Block *tb, Block *eb, c
         if (!type_eq(a, b)) {
             diag_error(S->d, loc, "%s has type %s in the then branch and %s in the else branch", what,
                        type_str(S, a), type_str(S, b));
-            return sv_error();
+            return sval_error();
         }
         ty = a;
         tv = t.v;
@@ -856,7 +831,7 @@ static SVal merge_one(Sema *S, Merge *m, SVal t, SVal e, Block *tb, Block *eb, c
         if (!tv || !ev) {
             diag_error(S->d, loc, "%s is %s in the then branch and %s in the else branch", what,
                        describe(S, t), describe(S, e));
-            return sv_error();
+            return sval_error();
         }
     }
     vec_push(S->a, m->tv, tv);
@@ -900,7 +875,7 @@ static SVal call_jit(Sema *S, SVal fnv, const SVal *args, const Loc *alocs, int 
                    "call of '%s' exceeds the inlining depth limit of %d (recursive @triton.jit functions "
                    "are not supported)",
                    fn->name, MAX_INLINE_DEPTH);
-        return sv_error();
+        return sval_error();
     }
     int np = fn->nparams, errs = S->d->nerrors;
     SVal *bound = arena_alloc(S->a, sizeof *bound * (size_t)(np ? np : 1));
@@ -909,7 +884,7 @@ static SVal call_jit(Sema *S, SVal fnv, const SVal *args, const Loc *alocs, int 
     if (nargs > np) {
         diag_error(S->d, alocs[np], "'%s' takes %d argument%s but %d were given", fn->name, np,
                    np == 1 ? "" : "s", nargs);
-        return sv_error();
+        return sval_error();
     }
     for (int i = 0; i < nargs; i++) {
         bound[i] = args[i];
@@ -948,10 +923,10 @@ static SVal call_jit(Sema *S, SVal fnv, const SVal *args, const Loc *alocs, int 
                        fn->name, describe(S, bound[i]));
     }
     if (S->d->nerrors > errs)
-        return sv_error();
+        return sval_error();
     for (int i = 0; i < np; i++)
         if (sval_has_error(bound[i]))
-            return sv_error();
+            return sval_error();
 
     Frame nf = {.mod = m, .fn = fn, .global_limit = -1};
     for (int i = 0; i < np; i++) {
@@ -971,7 +946,7 @@ static SVal call_jit(Sema *S, SVal fnv, const SVal *args, const Loc *alocs, int 
         diag_note(S->d, loc, "in the call of '%s' from here", fn->name);
     if (S->depth == 0)
         S->recursed = false;
-    return nf.has_ret ? nf.ret : sv_none();
+    return nf.has_ret ? nf.ret : sval_none();
 }
 
 static SVal eval_call(Sema *S, const Expr *e)
@@ -980,7 +955,7 @@ static SVal eval_call(Sema *S, const Expr *e)
     int rk = range_kind(qual_of(S, S->fr->mod, &S->fr->env, fe));
     if (rk) {
         diag_error(S->d, e->loc, "%s() can only be used as the iterable of a for loop", range_name(rk));
-        return sv_error();
+        return sval_error();
     }
     SVal fn = eval_expr(S, fe);
     int na = e->call.nargs, nk = e->call.nkw;
@@ -1006,19 +981,19 @@ static SVal eval_call(Sema *S, const Expr *e)
         bad |= sval_has_error(kv[k]);
     }
     if (bad)
-        return sv_error();
+        return sval_error();
     switch (fn.kind) {
     case SV_FUNC: return call_jit(S, fn, args, alocs, na, e->call.kw, kv, nk, e->loc);
     case SV_BUILTIN:
         if ((rk = range_kind(fn.qual))) {
             diag_error(S->d, e->loc, "%s() can only be used as the iterable of a for loop", range_name(rk));
-            return sv_error();
+            return sval_error();
         }
         /* fallthrough */
     case SV_METHOD: return lower_call(&S->L, fn, args, na, kn, kv, nk, e->loc);
     default:
         diag_error(S->d, fe->loc, "%s is not callable", describe(S, fn));
-        return sv_error();
+        return sval_error();
     }
 }
 
@@ -1042,7 +1017,7 @@ static SVal eval_subscript(Sema *S, const Expr *e)
         }
     }
     if (bad)
-        return sv_error();
+        return sval_error();
     return lower_subscript(&S->L, x, idx, n, e->loc);
 }
 
@@ -1050,7 +1025,7 @@ static SVal eval_subscript(Sema *S, const Expr *e)
  * short circuit on a constexpr false. */
 static SVal eval_compare(Sema *S, const Expr *e)
 {
-    SVal left = eval_expr(S, e->cmp.first), result = sv_error();
+    SVal left = eval_expr(S, e->cmp.first), result = sval_error();
     for (int i = 0; i < e->cmp.n; i++) {
         SVal right = eval_expr(S, e->cmp.rest[i]);
         SVal c = lower_compare(&S->L, e->cmp.ops[i], left, right, e->loc);
@@ -1060,7 +1035,7 @@ static SVal eval_compare(Sema *S, const Expr *e)
             result = lower_boolop(&S->L, BL_AND, result, c, e->loc);
         if (result.kind == SV_ERROR)
             return result;
-        if (i + 1 < e->cmp.n && result.kind != SV_VALUE && !const_truth(result))
+        if (i + 1 < e->cmp.n && result.kind != SV_VALUE && !sval_truthy(result))
             return result;
         left = right;
     }
@@ -1077,7 +1052,7 @@ static SVal eval_boolop(Sema *S, const Expr *e)
         if (r.kind == SV_ERROR)
             return r;
         if (r.kind != SV_VALUE) {
-            bool t = const_truth(r);
+            bool t = sval_truthy(r);
             if (e->boolop.op == BL_AND ? !t : t)
                 return r;
             r = eval_expr(S, e->boolop.xs[i]);
@@ -1096,10 +1071,10 @@ static SVal eval_ifexp(Sema *S, const Expr *e)
     SVal c = eval_expr(S, e->ifexp.cond);
     if (c.kind == SV_ERROR)
         return c;
-    bool is_const = true, cval = const_truth(c);
+    bool is_const = true, cval = sval_truthy(c);
     ValId cv = 0;
     if (c.kind == SV_VALUE && !lower_truth(&S->L, c, &is_const, &cval, &cv, e->ifexp.cond->loc))
-        return sv_error();
+        return sval_error();
     if (is_const)
         return eval_expr(S, cval ? e->ifexp.then : e->ifexp.els);
     Func *f = S->L.f;
@@ -1124,7 +1099,7 @@ static SVal eval_expr(Sema *S, const Expr *e)
     case EX_FLOAT: return (SVal){.kind = SV_CONST, .c = {.kind = CK_FLOAT, .f = e->fval}};
     case EX_STR: return (SVal){.kind = SV_CONST, .c = {.kind = CK_STR, .s = e->str}};
     case EX_BOOL: return (SVal){.kind = SV_CONST, .c = {.kind = CK_BOOL, .i = e->bval}};
-    case EX_NONE: return sv_none();
+    case EX_NONE: return sval_none();
     case EX_ATTR: {
         SVal x = eval_expr(S, e->attr.value);
         if (x.kind == SV_ERROR)
@@ -1135,12 +1110,12 @@ static SVal eval_expr(Sema *S, const Expr *e)
     case EX_SUBSCRIPT: return eval_subscript(S, e);
     case EX_SLICE:
         diag_error(S->d, e->loc, "a slice is only allowed inside a subscript");
-        return sv_error();
+        return sval_error();
     case EX_BINOP: {
         SVal x = eval_expr(S, e->bin.l);
         SVal y = eval_expr(S, e->bin.r);
         if (x.kind == SV_ERROR || y.kind == SV_ERROR)
-            return sv_error();
+            return sval_error();
         return lower_binop(L, e->bin.op, x, y, e->loc);
     }
     case EX_UNOP: {
@@ -1161,7 +1136,7 @@ static SVal eval_expr(Sema *S, const Expr *e)
             t.elts[i] = eval_expr(S, e->seq.xs[i]);
             bad |= t.elts[i].kind == SV_ERROR;
         }
-        return bad ? sv_error() : t;
+        return bad ? sval_error() : t;
     }
     }
     die("unknown expression kind %d", (int)e->kind);
@@ -1186,7 +1161,7 @@ static void assign_target(Sema *S, const Expr *t, SVal v)
         if (v.kind != SV_TUPLE || v.n != n) {
             diag_error(S->d, t->loc, "cannot unpack %s into %d name%s", describe(S, v), n, n == 1 ? "" : "s");
             for (int i = 0; i < n; i++)
-                assign_target(S, t->seq.xs[i], sv_error());
+                assign_target(S, t->seq.xs[i], sval_error());
             return;
         }
         for (int i = 0; i < n; i++)
@@ -1278,20 +1253,20 @@ static void runtime_if(Sema *S, const Stmt *st, ValId cond, const Cont *k)
     S->L.b = tb;
     exec_list(S, &st->if_.then, 0, k);
     Env tenv = fr->env;
-    SVal tret = fr->has_ret ? fr->ret : sv_none();
+    SVal tret = fr->has_ret ? fr->ret : sval_none();
 
     fr->env = env_copy(S->a, &before);
     fr->done = fr->has_ret = false;
     S->L.b = eb;
     exec_list(S, &st->if_.els, 0, k);
     Env eenv = fr->env;
-    SVal eret = fr->has_ret ? fr->ret : sv_none();
+    SVal eret = fr->has_ret ? fr->ret : sval_none();
     fr->done = fr->has_ret = false;
     S->L.b = outer;
 
     Merge m = {0};
     if (k) {
-        SVal r = sv_none();
+        SVal r = sval_none();
         if (!fr->is_kernel)
             r = merge_one(S, &m, tret, eret, tb, eb,
                           arena_printf(S->a, "the return value of '%s'", fr->fn ? fr->fn->name : "?"), st->loc);
@@ -1331,7 +1306,7 @@ static void exec_if(Sema *S, const Stmt *st, const Cont *k)
         return;
     }
     if (c.kind != SV_VALUE)
-        cval = const_truth(c);
+        cval = sval_truthy(c);
     if (is_const)
         exec_list(S, cval ? &st->if_.then : &st->if_.els, 0, k);
     else
@@ -1358,7 +1333,7 @@ static SVal carry_template(Sema *S, Carried *c, SVal init, const char *name, Loc
     if (init.kind == SV_VALUE || is_numconst(init)) {
         ValId v = init.kind == SV_VALUE ? init.v : lower_value(&S->L, init, loc);
         if (!v)
-            return sv_error();
+            return sval_error();
         vec_push(S->a, c->inits, v);
         vec_push(S->a, c->leaf, name);
         return placeholder(c->inits.n - 1);
@@ -1485,7 +1460,7 @@ static void exec_unrolled(Sema *S, const Stmt *st, const SVal *vals, int64_t n, 
     Frame *fr = S->fr;
     fr->loop_depth++;
     for (int64_t i = 0; i < n; i++) {
-        SVal v = vals ? vals[i] : sv_int((int64_t)((uint64_t)start + (uint64_t)i * (uint64_t)step));
+        SVal v = vals ? vals[i] : sval_int((int64_t)((uint64_t)start + (uint64_t)i * (uint64_t)step));
         int errs = S->d->nerrors;
         assign_target(S, st->for_.target, v);
         exec_list(S, &st->for_.body, 0, NULL);
@@ -1547,7 +1522,7 @@ static void exec_ir_for(Sema *S, const Stmt *st, const SVal *b, const Loc *bl)
     Env before = fr->env;
     fr->env = env_copy(S->a, &before);
     bind_carried(S, &c, params);
-    bind(S, var, sv_value(iv));
+    bind(S, var, sval_value(iv));
     S->L.b = body;
     fr->loop_depth++;
     exec_list(S, &st->for_.body, 0, NULL);
@@ -1616,10 +1591,10 @@ static void exec_range_for(Sema *S, const Stmt *st, int rk)
         b[0] = a[0], bl[0] = al[0];
         b[1] = a[1], bl[1] = al[1];
     } else {
-        b[0] = sv_int(0), bl[0] = call->loc;
+        b[0] = sval_int(0), bl[0] = call->loc;
         b[1] = a[0], bl[1] = al[0];
     }
-    b[2] = have[2] ? a[2] : sv_int(1);
+    b[2] = have[2] ? a[2] : sval_int(1);
     bl[2] = have[2] ? al[2] : call->loc;
     bool all_const = true;
     for (int i = 0; i < 3; i++) {
@@ -1718,7 +1693,7 @@ static void exec_while(Sema *S, const Stmt *st)
     bool ok = cond.kind != SV_ERROR &&
               (cond.kind != SV_VALUE || lower_truth(&S->L, cond, &is_const, &cval, &cv, ce->loc));
     if (ok && cond.kind != SV_VALUE)
-        cval = const_truth(cond);
+        cval = sval_truthy(cond);
     if (!ok || is_const) {
         /* the condition does not depend on anything the loop changes */
         S->L.b = outer;
@@ -1754,10 +1729,10 @@ static void exec_return(Sema *S, const Stmt *st)
         diag_error(S->d, st->loc, "return inside a loop is not supported");
         return;
     }
-    SVal v = st->expr ? eval_expr(S, st->expr) : sv_none();
+    SVal v = st->expr ? eval_expr(S, st->expr) : sval_none();
     if (fr->is_kernel && v.kind != SV_NONE && v.kind != SV_ERROR) {
         diag_error(S->d, st->expr->loc, "a kernel cannot return a value");
-        v = sv_error();
+        v = sval_error();
     }
     fr->done = fr->has_ret = true;
     fr->ret = v;
@@ -1772,9 +1747,9 @@ static void exec_assert(Sema *S, const Stmt *st)
         diag_error(S->d, st->loc, "assert on a runtime value is not supported: use tl.device_assert(cond, msg)");
         return;
     }
-    if (const_truth(t))
+    if (sval_truthy(t))
         return;
-    SVal msg = st->assert_.msg ? eval_expr(S, st->assert_.msg) : sv_none();
+    SVal msg = st->assert_.msg ? eval_expr(S, st->assert_.msg) : sval_none();
     if (msg.kind == SV_CONST && msg.c.kind == CK_STR)
         diag_error(S->d, st->loc, "assertion failed: %s", msg.c.s);
     else if (msg.kind == SV_CONST)
@@ -1799,12 +1774,12 @@ static void exec_stmt(Sema *S, const Stmt *st)
     case ST_AUGASSIGN: {
         const Expr *t = st->aug.target;
         if (t->kind != EX_NAME) {
-            assign_target(S, t, sv_error()); /* reports subscripts and attributes */
+            assign_target(S, t, sval_error()); /* reports subscripts and attributes */
             return;
         }
         SVal cur = lookup(S, t->name, t->loc);
         SVal y = eval_expr(S, st->aug.value);
-        SVal r = cur.kind == SV_ERROR || y.kind == SV_ERROR ? sv_error()
+        SVal r = cur.kind == SV_ERROR || y.kind == SV_ERROR ? sval_error()
                                                               : lower_binop(&S->L, st->aug.op, cur, y, st->loc);
         bind(S, t->name, r);
         return;
@@ -1816,7 +1791,7 @@ static void exec_stmt(Sema *S, const Stmt *st)
         if (is_constexpr_ann(S, S->fr->mod, st->ann.ann) && sval_has_value(v)) {
             diag_error(S->d, st->ann.value->loc, "a tl.constexpr variable needs a compile-time constant, got %s",
                        describe(S, v));
-            v = sv_error();
+            v = sval_error();
         }
         assign_target(S, st->ann.target, v);
         return;
@@ -1943,7 +1918,7 @@ static void bind_kernel_params(Sema *S, const Module *m, const FuncDef *fn, cons
             ty = type_scalar(sp->dt);
         }
         ValId v = ir_param_add(f, ty, p->name, p->loc);
-        env_set(S->a, &S->fr->env, p->name, sv_value(v));
+        env_set(S->a, &S->fr->env, p->name, sval_value(v));
     }
 }
 
