@@ -111,7 +111,7 @@ typedef struct kad_check_opts {
     int64_t elem_limit;    /* per-element check up to this many elements (default 4096; <0: never) */
     double rtol;           /* relative tolerance (default 1e-6) */
     const char *mutate;    /* testing aid only: NULL, or the name of one adjoint rule
-                              ("exp", "mul", "max", "where", "cumsum") to break on purpose,
+                              ("exp", "mul", "max", "where", "cumsum", "max_drop") to break on purpose,
                               so tests can prove the checker fails */
 } kad_check_opts;
 

@@ -1103,6 +1103,12 @@ static SVal b_dot(Call *c)
         if (!type_eq(ops_type(L, acc), rt))
             return ops_fail(L, c->loc, "tl.dot: the accumulator must be %s, got %s", ops_tystr(L, rt),
                             ops_tystr(L, ops_type(L, acc)));
+        /* Triton asserts acc's dtype == out_dtype (default float32), also for fp64 and int8. */
+        if (rt.dt != out)
+            return ops_fail(L, c->loc,
+                            "tl.dot: an accumulator of dtype %s needs out_dtype=tl.%s (Triton requires "
+                            "acc's dtype to equal out_dtype, which defaults to tl.float32)",
+                            dtype_name(rdt), dtype_triton_name(rdt));
     }
     ValId args[3] = {a, b, acc};
     Inst *in = ir_emit(L->f, L->b, OP_DOT, args, 3, &rt, 1, c->loc);
