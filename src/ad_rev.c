@@ -17,22 +17,18 @@
  * adjoint rule needs it.
  *
  * Stages of ad_reverse:
- *   1. analysis (fixpoint over the whole kernel): pointer provenance (which
- *      parameter each pointer derives from), "varied" (depends on a
- *      differentiated input), "useful" (reaches a differentiated output);
- *      active = varied and useful and float.  Only active values get
- *      adjoints, so no dead gradient code is emitted.
- *   2. validation: every construct AD cannot handle exactly is refused with
- *      an error at the instruction's Loc (stores to inputs, loads from
- *      outputs, ambiguous pointers, non-linear loop-carried values, ...).
- *      Emission starts only when validation found nothing.  Before it,
- *      maxima the outputs provably do not depend on (softmax's x - max(x))
- *      are made inactive: their adjoint is zero exactly (2b).
- *   3. emission: the primal sweep (clone_block), then the adjoint sweep
+ *   1. ad_analyze (ad_analysis.c): roles, provenance, activity, shift
+ *      invariance and validation.  Every construct AD cannot handle
+ *      exactly is refused there with a located error; emission starts only
+ *      when it found nothing, and relies on its facts without checking
+ *      them again.
+ *   2. emission: the primal sweep (clone_block), then the adjoint sweep
  *      (adj_block), whose per-op rules all sit in adj_rule.  Contributions
  *      to one value from one op are summed before they are accumulated
- *      (x * x: (d * x) * 2), and loads through one pointer and mask in one
- *      block share one atomic_add.
+ *      (x * x: (d * x) * 2), loads through one pointer and mask in one
+ *      block share one atomic_add, and a store overwritten by a later
+ *      store through the same pointer gets the gradient only on the lanes
+ *      the later one leaves alone.
  *
  * Requires: a verified fwd.  Guarantees: the result is a new Func in `a`
  * (fwd is not modified) that verifies; or NULL with located errors.
@@ -49,55 +45,7 @@
 #define AD_LN2 0.69314718055994530942
 #define AD_2_SQRTPI 1.12837916709551257390
 
-/* What a pointer parameter is to AD. */
-enum { ROLE_NONE, ROLE_IN, ROLE_OUT };
-
-/* Provenance lattice per value: 0 unknown / not a pointer, p+1 derives
- * from parameter p, ROOT_AMBIG from several (or from memory). */
-#define ROOT_AMBIG (-1)
-
 typedef Vec(ValId) ValVec;
-
-/* Where a store to an output sits: its `if` nesting, so that two stores in
- * the two branches of one `if` are known to be mutually exclusive. */
-typedef struct IfStep {
-    const Inst *inst; /* an enclosing `if` */
-    int region;       /* 0: then, 1: else */
-} IfStep;
-typedef struct StoreSite {
-    const Inst *store;
-    int param;          /* fw param index of the output */
-    const IfStep *path; /* enclosing ifs, outermost first */
-    int npath;
-    int loop_depth;
-} StoreSite;
-
-typedef struct Ad {
-    Arena *a;
-    Diags *d;
-    const Func *fw;
-    Func *bw;
-    const AdSpec *spec;
-    int nvals;           /* fw->vals.n: size of the per-value arrays */
-    int *role;           /* by fw param index: ROLE_* */
-    int *root;           /* by fw ValId: provenance (see ROOT_AMBIG) */
-    uint8_t *varied;     /* by fw ValId: depends on a differentiated input */
-    uint8_t *useful;     /* by fw ValId: reaches a differentiated output */
-    uint8_t *chain;      /* by fw ValId: on a loop's linear-accumulator chain */
-    int *nuses;          /* by fw ValId: operand uses anywhere */
-    const Inst **def;    /* by fw ValId: defining instruction (NULL: param) */
-    uint8_t *stored;     /* by fw param index: some store/atomic writes through it */
-    const Inst **first_store;  /* by fw param index: the first tl.store through it, or NULL */
-    const Inst **first_atomic; /* by fw param index: the first atomic_add through it, or NULL */
-    Vec(struct StoreSite) sites; /* stores to outputs seen so far (validation) */
-    ValId *pm;           /* fw value -> its primal copy in the current bw scope */
-    ValId *sm;           /* fw pointer -> its shadow (gradient-buffer pointer) */
-    ValId *adj;          /* fw value -> accumulated adjoint (0 = zero so far) */
-    ValId *grad;         /* by fw param index: its gradient param in bw, or 0 */
-    int *stamp, *seen;   /* scratch marks for collect_outside */
-    int gen;             /* generation for stamp/seen */
-    bool changed;        /* analysis fixpoint: something changed this round */
-} Ad;
 
 /* ------------------------------------------------------------------ */
 /* Small helpers                                                       */
@@ -107,32 +55,10 @@ static Type fty(const Ad *ad, ValId v) { return ad->fw->vals.v[v].ty; }
 static Type bty(const Ad *ad, ValId v) { return ad->bw->vals.v[v].ty; }
 static const char *fname(const Ad *ad, ValId v) { return ad->fw->vals.v[v].name; }
 
-static bool is_float_type(Type t) { return t.dt != DT_PTR && dtype_is_float((Dtype)t.dt); }
-
-static bool active(const Ad *ad, ValId v)
-{
-    return v > 0 && ad->varied[v] && ad->useful[v] && is_float_type(fty(ad, v));
-}
-
-static int root_role(const Ad *ad, ValId v)
-{
-    int r = ad->root[v];
-    return r > 0 ? ad->role[r - 1] : ROLE_NONE;
-}
-
 /* A pointer into a differentiated buffer: it gets a shadow. */
 static bool needs_shadow(const Ad *ad, ValId v)
 {
-    return fty(ad, v).dt == DT_PTR && root_role(ad, v) != ROLE_NONE;
-}
-
-static const char *root_name(const Ad *ad, ValId v)
-{
-    int r = ad->root[v];
-    if (r <= 0)
-        return "?";
-    const char *n = fname(ad, ad->fw->params[r - 1]);
-    return n ? n : "?";
+    return fty(ad, v).dt == DT_PTR && ad_root_role(ad, v) != AD_ROLE_NONE;
 }
 
 /* The adjoint dtype: fp16/bf16 adjoints accumulate in fp32. */
@@ -153,23 +79,9 @@ static void name_after(Ad *ad, ValId bv, const char *prefix, ValId fv)
     ad->bw->vals.v[bv].name = arena_printf(ad->a, "%s%s", prefix, n);
 }
 
-/* How a value is called in messages. */
-static const char *display(const Ad *ad, ValId v, ValId alt)
-{
-    const char *n = fname(ad, v);
-    if (!n && alt)
-        n = fname(ad, alt);
-    return n ? n : arena_printf(ad->a, "#%d", (int)v);
-}
-
-static const Inst *block_term(const Block *b)
-{
-    return b->insts.n ? &b->insts.v[b->insts.n - 1] : NULL;
-}
-
 int ad_mutation_by_name(const char *name)
 {
-    static const char *const names[] = {"none", "exp", "mul", "max", "where", "cumsum"};
+    static const char *const names[] = {"none", "exp", "mul", "max", "where", "cumsum", "max_drop"};
     for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
         if (name && !strcmp(name, names[i]))
             return i;
@@ -196,905 +108,7 @@ int ad_split_names(Arena *a, const char *s, const char ***out)
 }
 
 /* ------------------------------------------------------------------ */
-/* 1. Analysis: provenance, varied, useful                             */
-/* ------------------------------------------------------------------ */
-
-static void join_root(Ad *ad, ValId v, int r)
-{
-    int old = ad->root[v];
-    int nw = old == 0 ? r : (r == 0 || r == old) ? old : ROOT_AMBIG;
-    if (nw != old) {
-        ad->root[v] = nw;
-        ad->changed = true;
-    }
-}
-
-static void set_flag(Ad *ad, uint8_t *arr, ValId v, bool on)
-{
-    if (on && v > 0 && !arr[v]) {
-        arr[v] = 1;
-        ad->changed = true;
-    }
-}
-
-/* Joins a carried/result value with the value flowing into it. */
-static void flow(Ad *ad, ValId to, ValId from)
-{
-    join_root(ad, to, ad->root[from]);
-    set_flag(ad, ad->varied, to, ad->varied[from]);
-}
-
-static bool is_ptr_shape_op(OpKind op)
-{
-    return op == OP_ADDPTR || op == OP_BROADCAST || op == OP_EXPAND_DIMS || op == OP_RESHAPE ||
-           op == OP_PERMUTE || op == OP_MULTIPLE_OF || op == OP_MAX_CONTIGUOUS;
-}
-
-static void forward_block(Ad *ad, const Block *b);
-
-/* Forward facts (root, varied) of one instruction's results. */
-static void forward_inst(Ad *ad, const Inst *in)
-{
-    OpKind op = (OpKind)in->op;
-    switch (op) {
-    case OP_FOR: {
-        const Block *r = in->regions[0];
-        int nc = in->nargs - 3;
-        for (int i = 0; i < nc; i++)
-            flow(ad, r->params[1 + i], in->args[3 + i]);
-        forward_block(ad, r);
-        const Inst *y = block_term(r);
-        for (int i = 0; i < nc; i++) {
-            flow(ad, r->params[1 + i], y->args[i]);
-            flow(ad, in->res[i], r->params[1 + i]);
-        }
-        return;
-    }
-    case OP_WHILE: {
-        const Block *c = in->regions[0], *body = in->regions[1];
-        for (int i = 0; i < in->nargs; i++)
-            flow(ad, c->params[i], in->args[i]);
-        forward_block(ad, c);
-        for (int i = 0; i < in->nres; i++)
-            flow(ad, body->params[i], c->params[i]);
-        forward_block(ad, body);
-        const Inst *y = block_term(body);
-        for (int i = 0; i < in->nres; i++) {
-            flow(ad, c->params[i], y->args[i]);
-            flow(ad, in->res[i], c->params[i]);
-        }
-        return;
-    }
-    case OP_IF:
-        for (int r = 0; r < 2; r++) {
-            forward_block(ad, in->regions[r]);
-            const Inst *y = block_term(in->regions[r]);
-            for (int i = 0; i < in->nres; i++)
-                flow(ad, in->res[i], y->args[i]);
-        }
-        return;
-    case OP_LOAD: {
-        ValId res = in->res[0];
-        if (fty(ad, res).dt == DT_PTR) {
-            join_root(ad, res, ROOT_AMBIG); /* a pointer read from memory */
-            return;
-        }
-        bool v = root_role(ad, in->args[0]) == ROLE_IN && is_float_type(fty(ad, res));
-        if (in->flags & IF_HAS_OTHER)
-            v = v || ad->varied[in->args[2]];
-        set_flag(ad, ad->varied, res, v);
-        return;
-    }
-    default:
-        break;
-    }
-    if (in->nres != 1)
-        return;
-    ValId res = in->res[0];
-    if (fty(ad, res).dt == DT_PTR) {
-        if (is_ptr_shape_op(op))
-            join_root(ad, res, ad->root[in->args[0]]);
-        else if (op == OP_WHERE) {
-            join_root(ad, res, ad->root[in->args[1]]);
-            join_root(ad, res, ad->root[in->args[2]]);
-        } else
-            join_root(ad, res, ROOT_AMBIG); /* bitcast or anything else: unknown */
-        return;
-    }
-    if (op_info[op].diff == 'D' && is_float_type(fty(ad, res))) {
-        bool v = false;
-        for (int i = 0; i < in->nargs; i++)
-            v = v || ad->varied[in->args[i]];
-        set_flag(ad, ad->varied, res, v);
-    }
-}
-
-static void forward_block(Ad *ad, const Block *b)
-{
-    for (int i = 0; i < b->insts.n; i++)
-        forward_inst(ad, &b->insts.v[i]);
-}
-
-static void backward_block(Ad *ad, const Block *b);
-
-/* Marks the values tied together by a loop-carried slot useful together. */
-static void useful_tie(Ad *ad, const ValId *vs, int n)
-{
-    bool u = false;
-    for (int i = 0; i < n; i++)
-        u = u || ad->useful[vs[i]];
-    for (int i = 0; i < n; i++)
-        set_flag(ad, ad->useful, vs[i], u);
-}
-
-/* Backward facts (useful) of one instruction's operands. */
-static void backward_inst(Ad *ad, const Inst *in)
-{
-    OpKind op = (OpKind)in->op;
-    switch (op) {
-    case OP_STORE:
-    case OP_ATOMIC_ADD: /* out += v: v reaches the output like a stored value */
-        if (root_role(ad, in->args[0]) == ROLE_OUT)
-            set_flag(ad, ad->useful, in->args[1], true);
-        return;
-    case OP_LOAD:
-        if ((in->flags & IF_HAS_OTHER) && ad->useful[in->res[0]])
-            set_flag(ad, ad->useful, in->args[2], true);
-        return;
-    case OP_FOR: {
-        const Block *r = in->regions[0];
-        for (int pass = 0; pass < 2; pass++) {
-            for (int i = 0; i < in->nres; i++) {
-                ValId t[4] = {in->res[i], r->params[1 + i], in->args[3 + i], block_term(r)->args[i]};
-                useful_tie(ad, t, 4);
-            }
-            if (pass == 0)
-                backward_block(ad, r);
-        }
-        return;
-    }
-    case OP_WHILE: {
-        const Block *c = in->regions[0], *body = in->regions[1];
-        for (int pass = 0; pass < 2; pass++) {
-            for (int i = 0; i < in->nres; i++) {
-                ValId t[5] = {in->res[i], c->params[i], body->params[i], in->args[i],
-                              block_term(body)->args[i]};
-                useful_tie(ad, t, 5);
-            }
-            if (pass == 0) {
-                backward_block(ad, body);
-                backward_block(ad, c);
-            }
-        }
-        return;
-    }
-    case OP_IF:
-        for (int r = 0; r < 2; r++) {
-            const Inst *y = block_term(in->regions[r]);
-            for (int i = 0; i < in->nres; i++)
-                set_flag(ad, ad->useful, y->args[i], ad->useful[in->res[i]]);
-            backward_block(ad, in->regions[r]);
-        }
-        return;
-    default:
-        break;
-    }
-    if (op_info[op].diff == 'D' && in->nres == 1 && ad->useful[in->res[0]])
-        for (int i = 0; i < in->nargs; i++)
-            set_flag(ad, ad->useful, in->args[i], true);
-}
-
-static void backward_block(Ad *ad, const Block *b)
-{
-    for (int i = b->insts.n - 1; i >= 0; i--)
-        backward_inst(ad, &b->insts.v[i]);
-}
-
-/* Definitions and use counts, for validation messages and checks. */
-static void index_block(Ad *ad, const Block *b)
-{
-    for (int i = 0; i < b->insts.n; i++) {
-        const Inst *in = &b->insts.v[i];
-        for (int k = 0; k < in->nargs; k++)
-            ad->nuses[in->args[k]]++;
-        for (int k = 0; k < in->nres; k++)
-            ad->def[in->res[k]] = in;
-        for (int r = 0; r < in->nregions; r++)
-            index_block(ad, in->regions[r]);
-        if ((in->op == OP_STORE || in->op == OP_ATOMIC_ADD) && ad->root[in->args[0]] > 0) {
-            int p = ad->root[in->args[0]] - 1;
-            const Inst **first = in->op == OP_STORE ? &ad->first_store[p] : &ad->first_atomic[p];
-            ad->stored[p] = 1;
-            if (!*first)
-                *first = in;
-        }
-    }
-}
-
-static void analyze(Ad *ad)
-{
-    for (int i = 0; i < ad->fw->nparams; i++) {
-        ValId p = ad->fw->params[i];
-        if (fty(ad, p).dt == DT_PTR)
-            ad->root[p] = i + 1;
-    }
-    /* Monotone facts over a finite lattice: a few rounds reach the fixpoint
-     * (each round settles at least one more level of loop nesting). */
-    for (int round = 0; round < 1000; round++) {
-        ad->changed = false;
-        forward_block(ad, ad->fw->body);
-        backward_block(ad, ad->fw->body);
-        if (!ad->changed)
-            break;
-    }
-    index_block(ad, ad->fw->body);
-}
-
-/* ------------------------------------------------------------------ */
-/* 2. Validation                                                       */
-/* ------------------------------------------------------------------ */
-
-/* Does b (or a region nested in it) use v? */
-static bool block_uses(const Block *b, ValId v)
-{
-    for (int i = 0; i < b->insts.n; i++) {
-        const Inst *in = &b->insts.v[i];
-        for (int k = 0; k < in->nargs; k++)
-            if (in->args[k] == v)
-                return true;
-        for (int r = 0; r < in->nregions; r++)
-            if (block_uses(in->regions[r], v))
-                return true;
-    }
-    return false;
-}
-
-/* Is carried slot i of a for body a linear accumulator?  The carried value
- * must flow through a chain of single-use ops -- add (either side), sub
- * (left side), dot/fma (accumulator operand) -- into the yield at position
- * i, and be used nowhere else.  Then its adjoint is the same in every
- * iteration and the other operands of the chain cannot depend on it.
- * Marks the chain's values in ad->chain. */
-static bool linear_chain(Ad *ad, const Block *body, int i)
-{
-    ValId cur = body->params[1 + i];
-    for (;;) {
-        const Inst *use = NULL;
-        int nuse = 0, pos = -1;
-        for (int k = 0; k < body->insts.n; k++) {
-            const Inst *in = &body->insts.v[k];
-            for (int j = 0; j < in->nargs; j++)
-                if (in->args[j] == cur) {
-                    nuse++;
-                    use = in;
-                    pos = j;
-                }
-            for (int r = 0; r < in->nregions; r++)
-                if (block_uses(in->regions[r], cur))
-                    return false;
-        }
-        if (nuse != 1)
-            return false;
-        switch (use->op) {
-        case OP_YIELD:
-            return pos == i;
-        case OP_ADD:
-            break;
-        case OP_SUB:
-            if (pos != 0)
-                return false;
-            break;
-        case OP_DOT:
-        case OP_FMA:
-            if (pos != 2)
-                return false;
-            break;
-        default:
-            return false;
-        }
-        if (!type_eq(fty(ad, use->res[0]), fty(ad, cur)))
-            return false;
-        ad->chain[use->res[0]] = 1;
-        cur = use->res[0];
-    }
-}
-
-static bool has_rule(OpKind op)
-{
-    return op_info[op].diff == 'D' && op != OP_CUMPROD;
-}
-
-/* Stamps every value defined in b (regions included) with id. */
-static void mark_defs(Ad *ad, const Block *b, int id)
-{
-    for (int i = 0; i < b->nparams; i++)
-        ad->stamp[b->params[i]] = id;
-    for (int i = 0; i < b->insts.n; i++) {
-        const Inst *in = &b->insts.v[i];
-        for (int k = 0; k < in->nres; k++)
-            ad->stamp[in->res[k]] = id;
-        for (int r = 0; r < in->nregions; r++)
-            mark_defs(ad, in->regions[r], id);
-    }
-}
-
-/* Stores inside a loop.  The adjoint adds d_y[address] into the stored
- * value once per iteration, which is right only if no two iterations write
- * the same address (else the last write wins and only it may get the
- * gradient).  Proof used: the store's element offset is
- *     civ * iv + lane + invariant,   lane in [lo, hi]
- * (iv the loop's induction variable, invariant defined outside the loop)
- * and the loop's step is a constant with |civ * step| > hi - lo: the
- * address ranges of two iterations are then disjoint.  This covers the
- * chunked sweeps `for start in range(0, N, BLOCK): ... start +
- * tl.arange(0, BLOCK)`. */
-typedef struct Aff {
-    int64_t civ, lo, hi;
-} Aff;
-
-#define AFF_LIMIT ((int64_t)1 << 40) /* beyond this, give up (no overflow) */
-
-/* The integer constant v (through broadcasts), if it is one. */
-static bool const_int(const Ad *ad, ValId v, int64_t *k)
-{
-    for (const Inst *in = ad->def[v]; in; in = ad->def[in->args[0]]) {
-        if (in->op == OP_CONST && !is_float_type(fty(ad, v))) {
-            *k = in->ival;
-            return true;
-        }
-        if (in->op != OP_BROADCAST && in->op != OP_EXPAND_DIMS)
-            return false;
-    }
-    return false;
-}
-
-/* v as an Aff; values not defined in the loop (stamp != id) are invariant. */
-static bool aff_of(const Ad *ad, ValId v, ValId iv, int id, Aff *out, int depth)
-{
-    *out = (Aff){0, 0, 0};
-    if (v == iv) {
-        out->civ = 1;
-        return true;
-    }
-    if (ad->stamp[v] != id)
-        return true;
-    const Inst *in = ad->def[v];
-    if (!in || depth > 64)
-        return false; /* carried values: unknown */
-    Aff a, b;
-    int64_t k;
-    switch (in->op) {
-    case OP_CONST:
-        return true;
-    case OP_ARANGE:
-        out->lo = in->ival;
-        out->hi = in->ival + fty(ad, v).shape[0] - 1;
-        return true;
-    case OP_BROADCAST:
-    case OP_EXPAND_DIMS:
-    case OP_RESHAPE:
-    case OP_MULTIPLE_OF:
-    case OP_MAX_CONTIGUOUS:
-        return aff_of(ad, in->args[0], iv, id, out, depth + 1);
-    case OP_CAST:
-        if (dtype_is_float((Dtype)fty(ad, in->args[0]).dt) ||
-            dtype_bits((Dtype)fty(ad, v).dt) < dtype_bits((Dtype)fty(ad, in->args[0]).dt))
-            return false;
-        return aff_of(ad, in->args[0], iv, id, out, depth + 1);
-    case OP_ADD:
-    case OP_ADDPTR:
-    case OP_SUB:
-        if (!aff_of(ad, in->args[0], iv, id, &a, depth + 1) || !aff_of(ad, in->args[1], iv, id, &b, depth + 1))
-            return false;
-        if (in->op == OP_SUB)
-            *out = (Aff){a.civ - b.civ, a.lo - b.hi, a.hi - b.lo};
-        else
-            *out = (Aff){a.civ + b.civ, a.lo + b.lo, a.hi + b.hi};
-        break;
-    case OP_MUL:
-        if (const_int(ad, in->args[1], &k) && aff_of(ad, in->args[0], iv, id, &a, depth + 1)) {
-        } else if (const_int(ad, in->args[0], &k) && aff_of(ad, in->args[1], iv, id, &a, depth + 1)) {
-        } else {
-            return false;
-        }
-        if (k > AFF_LIMIT || k < -AFF_LIMIT)
-            return false;
-        *out = (Aff){a.civ * k, k >= 0 ? a.lo * k : a.hi * k, k >= 0 ? a.hi * k : a.lo * k};
-        break;
-    default:
-        return false;
-    }
-    return out->civ < AFF_LIMIT && out->civ > -AFF_LIMIT && out->lo > -AFF_LIMIT && out->hi < AFF_LIMIT;
-}
-
-/* A loop-invariant integer known to be >= *lb >= 1: a positive constant,
- * num_programs (a grid has at least one program per axis), and sums and
- * products of such values.  Grid-stride loops step by
- * `tl.num_programs(0) * BLOCK`. */
-static bool positive_lb(const Ad *ad, ValId v, int64_t *lb, int depth)
-{
-    const Inst *in = ad->def[v];
-    int64_t a, b;
-    if (!in || depth > 32 || is_float_type(fty(ad, v)) || fty(ad, v).dt == DT_PTR)
-        return false;
-    switch (in->op) {
-    case OP_CONST:
-        *lb = in->ival;
-        return in->ival >= 1 && in->ival < AFF_LIMIT;
-    case OP_NUM_PROGRAMS:
-        *lb = 1;
-        return true;
-    case OP_BROADCAST:
-    case OP_EXPAND_DIMS:
-    case OP_MULTIPLE_OF:
-    case OP_MAX_CONTIGUOUS:
-        return positive_lb(ad, in->args[0], lb, depth + 1);
-    case OP_CAST: /* integer widening keeps the value */
-        if (dtype_is_float((Dtype)fty(ad, in->args[0]).dt) ||
-            dtype_bits((Dtype)fty(ad, v).dt) < dtype_bits((Dtype)fty(ad, in->args[0]).dt))
-            return false;
-        return positive_lb(ad, in->args[0], lb, depth + 1);
-    case OP_ADD:
-    case OP_MUL:
-        if (!positive_lb(ad, in->args[0], &a, depth + 1) || !positive_lb(ad, in->args[1], &b, depth + 1))
-            return false;
-        *lb = in->op == OP_ADD ? a + b : a * b;
-        return *lb < AFF_LIMIT;
-    default:
-        return false;
-    }
-}
-
-/* Is the carried slot whose region parameter is `cur` advanced by a
- * positive amount each iteration (`next = cur + inc`)?  Sets *lb to a lower
- * bound of inc.  positive_lb only accepts values built from constants and
- * num_programs, so inc is the same in every iteration even when it is
- * computed inside the loop. */
-static bool counter_step(const Ad *ad, ValId cur, ValId next, int64_t *lb)
-{
-    const Inst *in = ad->def[next];
-    if (!in || in->op != OP_ADD)
-        return false;
-    ValId inc = in->args[0] == cur ? in->args[1] : in->args[1] == cur ? in->args[0] : 0;
-    return inc && positive_lb(ad, inc, lb, 0);
-}
-
-/* Do the iterations of `loop` store through p at disjoint addresses?  The
- * loop advances a counter iv by at least lb >= 1 per iteration (a `for`
- * with a constant or provably positive step; a `while` whose carried
- * counter is advanced by a positive invariant, the grid-stride loop), and
- * the store's offsets are civ * iv + [lo, hi] + invariant with
- * |civ| * lb > hi - lo. */
-static bool loop_store_disjoint(Ad *ad, const Inst *loop, ValId p)
-{
-    if (!loop)
-        return false;
-    int id = ++ad->gen;
-    for (int r = 0; r < loop->nregions; r++)
-        mark_defs(ad, loop->regions[r], id);
-    Aff a;
-    int64_t lb;
-    if (loop->op == OP_FOR) {
-        int64_t step;
-        if (const_int(ad, loop->args[2], &step) && step != 0 && step < AFF_LIMIT && step > -AFF_LIMIT)
-            lb = step < 0 ? -step : step;
-        else if (!positive_lb(ad, loop->args[2], &lb, 0))
-            return false;
-        if (!aff_of(ad, p, loop->regions[0]->params[0], id, &a, 0))
-            return false;
-        int64_t civ = a.civ < 0 ? -a.civ : a.civ;
-        return civ > 0 && civ * lb > a.hi - a.lo;
-    }
-    if (loop->op != OP_WHILE)
-        return false;
-    const Block *body = loop->regions[1];
-    const Inst *y = block_term(body);
-    for (int i = 0; i < body->nparams; i++) {
-        ValId iv = body->params[i];
-        if (!counter_step(ad, iv, y->args[i], &lb) || !aff_of(ad, p, iv, id, &a, 0))
-            continue;
-        int64_t civ = a.civ < 0 ? -a.civ : a.civ;
-        if (civ > 0 && civ * lb > a.hi - a.lo)
-            return true;
-    }
-    return false;
-}
-
-/* Are two stores mutually exclusive: in different branches of one `if`? */
-static bool sites_exclusive(const StoreSite *x, const StoreSite *y)
-{
-    for (int k = 0; k < x->npath && k < y->npath; k++) {
-        if (x->path[k].inst != y->path[k].inst)
-            return false;
-        if (x->path[k].region != y->path[k].region)
-            return true;
-    }
-    return false;
-}
-
-static const char *const tape_msg =
-    "loop-carried value '%s' is not a linear accumulator; kad needs a tape for this loop "
-    "(not supported yet)";
-
-/* path/npath: the enclosing ifs (for StoreSite); loop: the innermost
- * enclosing loop, loop_depth: how many loops enclose b. */
-static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *loop, const IfStep *path,
-                           int npath)
-{
-    for (int i = 0; i < b->insts.n; i++) {
-        const Inst *in = &b->insts.v[i];
-        OpKind op = (OpKind)in->op;
-        switch (op) {
-        case OP_LOAD: {
-            ValId p = in->args[0];
-            int r = ad->root[p];
-            if (r == ROOT_AMBIG)
-                diag_error(ad->d, in->loc,
-                           "cannot differentiate a load through a pointer of ambiguous provenance "
-                           "(selected from several parameters, or read from memory)");
-            else if (r > 0 && ad->role[r - 1] == ROLE_OUT)
-                diag_error(ad->d, in->loc,
-                           "load from output '%s': a differentiated output must only be written",
-                           root_name(ad, p));
-            else if (r > 0 && ad->stored[r - 1] && ad->role[r - 1] == ROLE_NONE)
-                diag_error(ad->d, in->loc,
-                           "load from '%s', which the kernel also writes: the backward kernel drops "
-                           "stores, so this load would read different data",
-                           root_name(ad, p));
-            break;
-        }
-        case OP_STORE:
-        case OP_ATOMIC_ADD: {
-            ValId p = in->args[0];
-            int r = ad->root[p];
-            const char *what = op == OP_STORE ? "store" : "atomic_add";
-            if (r == ROOT_AMBIG) {
-                diag_error(ad->d, in->loc,
-                           "cannot differentiate a %s through a pointer of ambiguous provenance "
-                           "(selected from several parameters, or read from memory)", what);
-                break;
-            }
-            int role = r > 0 ? ad->role[r - 1] : ROLE_NONE;
-            if (role == ROLE_IN) {
-                diag_error(ad->d, in->loc, "%s to differentiated input '%s': inputs must only be read",
-                           what, root_name(ad, p));
-            } else if (role == ROLE_OUT && op == OP_ATOMIC_ADD) {
-                /* out += v is linear: dv = d_out at the same addresses, from any
-                 * site, iteration or program.  Mixed with a store, the order of
-                 * the writes would decide what reaches the output. */
-                const Inst *st = ad->first_store[r - 1];
-                if (st)
-                    diag_error(ad->d, in->loc,
-                               "output '%s' is both stored (line %d) and atomically added to; not "
-                               "supported (the gradient would depend on the order of the writes)",
-                               root_name(ad, p), st->loc.line);
-                if (ad->nuses[in->res[0]] > 0)
-                    diag_error(ad->d, in->loc,
-                               "the result of atomic_add on output '%s' is used: the old value depends "
-                               "on the order of the programs and cannot be differentiated",
-                               root_name(ad, p));
-            } else if (role == ROLE_OUT) {
-                StoreSite site = {in, r - 1, path, npath, loop_depth};
-                for (int k = 0; k < ad->sites.n; k++) {
-                    const StoreSite *o = &ad->sites.v[k];
-                    if (o->param == r - 1 && (o->loop_depth || loop_depth || !sites_exclusive(o, &site))) {
-                        diag_error(ad->d, in->loc,
-                                   "output '%s' is stored at more than one site (first at line %d) "
-                                   "outside the two branches of one `if`; not supported yet",
-                                   root_name(ad, p), o->store->loc.line);
-                        break;
-                    }
-                }
-                vec_push(ad->a, ad->sites, site);
-                if (loop_depth > 1 || (loop_depth == 1 && !loop_store_disjoint(ad, loop, p)))
-                    diag_error(ad->d, in->loc,
-                               "store to output '%s' inside a loop: kad cannot prove that the "
-                               "iterations write distinct addresses (it can for one `for` or "
-                               "grid-stride `while` whose step exceeds the span of the "
-                               "`iv + tl.arange(...)` offsets)",
-                               root_name(ad, p));
-                const Inst *pd = ad->def[p];
-                if (pd && pd->op == OP_BROADCAST && fty(ad, pd->args[0]).rank == 0)
-                    diag_error(ad->d, in->loc,
-                               "every lane of this store writes the same address of output '%s'; "
-                               "store a scalar instead", root_name(ad, p));
-            } else if (op == OP_ATOMIC_ADD && ad->nuses[in->res[0]] > 0) {
-                diag_error(ad->d, in->loc,
-                           "the result of atomic_add is used: the backward kernel drops atomics on "
-                           "scratch buffers, so it cannot recompute it");
-            }
-            break;
-        }
-        case OP_BITCAST:
-            if (ad->varied[in->args[0]] && ad->useful[in->res[0]])
-                diag_error(ad->d, in->loc, "cannot differentiate through 'bitcast' of a differentiated value");
-            break;
-        case OP_FOR: {
-            const Block *r = in->regions[0];
-            for (int k = 0; k < in->nres; k++) {
-                ValId c = r->params[1 + k];
-                if ((active(ad, c) || active(ad, in->res[k])) && !linear_chain(ad, r, k))
-                    diag_error(ad->d, in->loc, tape_msg, display(ad, c, in->res[k]));
-            }
-            validate_block(ad, r, loop_depth + 1, in, path, npath);
-            break;
-        }
-        case OP_WHILE: {
-            const Block *c = in->regions[0];
-            for (int k = 0; k < in->nres; k++)
-                if (active(ad, c->params[k]) || active(ad, in->res[k]))
-                    diag_error(ad->d, in->loc, tape_msg, display(ad, c->params[k], in->res[k]));
-            validate_block(ad, c, loop_depth + 1, NULL, path, npath); /* no stores in a condition */
-            validate_block(ad, in->regions[1], loop_depth + 1, in, path, npath);
-            break;
-        }
-        case OP_IF:
-            for (int r = 0; r < 2; r++) {
-                IfStep *np = arena_alloc(ad->a, sizeof *np * (size_t)(npath + 1));
-                if (npath)
-                    memcpy(np, path, sizeof *np * (size_t)npath);
-                np[npath] = (IfStep){in, r};
-                validate_block(ad, in->regions[r], loop_depth, loop, np, npath + 1);
-            }
-            break;
-        default:
-            if (op_info[op].diff == 'D' && !has_rule(op) && in->nres == 1 && active(ad, in->res[0]))
-                diag_error(ad->d, in->loc, "no adjoint rule for '%s'", op_info[op].name);
-            break;
-        }
-    }
-}
-
-/* ------------------------------------------------------------------ */
-/* 2b. Shift-invariant maxima: adjoints that are zero exactly          */
-/* ------------------------------------------------------------------ */
-
-/* A numerically stable softmax computes exp(x - m) / sum(exp(x - m)) with
- * m = max(x): the result does not depend on m at all, so m's adjoint is
- * zero in exact arithmetic, and the rounding noise kad would compute for
- * it (a sum over the row, the max's tie mask) is better left out.
- *
- * The proof treats m as a free scalar and gives every value a class
- * saying how it depends on m, c = e^m:
- *   SH_NONE  not at all          SH_ZERO  the constant 0 (any SH_MUL too)
- *   SH_ADD k v0 + k*m            SH_MUL k v0 * c^k
- *   SH_ANY   some other way
- * with v0 independent of m.  The rules below are identities of exact
- * arithmetic (k integer, m one number per program, c > 0): x - m is
- * SH_ADD -1, exp turns SH_ADD k into SH_MUL k, a sum keeps SH_MUL k, a
- * quotient of SH_MUL k by SH_MUL k is SH_NONE, log(SH_MUL k) is SH_ADD k
- * (logsumexp: m + log(sum(exp(x - m))) is SH_NONE).  m is shift-invariant
- * when every stored value, pointer and mask of a differentiated output is
- * SH_NONE or SH_ZERO and no dependent value enters control flow.  Then
- * m and every value that depends on the inputs only through m get no
- * adjoint; the others' adjoints are the partial derivatives with m held
- * fixed, which is the gradient, since the outputs do not depend on m. */
-enum { SH_NONE, SH_ZERO, SH_ADD, SH_MUL, SH_ANY };
-typedef struct Sh {
-    uint8_t kind; /* SH_* */
-    int32_t k;    /* SH_ADD: m's coefficient; SH_MUL: c's power */
-} Sh;
-
-#define SH_LIMIT (1 << 20) /* beyond this, SH_ANY (no overflow) */
-
-static Sh sh_mk(int kind, int64_t k)
-{
-    if ((kind == SH_ADD || kind == SH_MUL) && k == 0)
-        return (Sh){SH_NONE, 0};
-    if (k > SH_LIMIT || k < -SH_LIMIT)
-        return (Sh){SH_ANY, 0};
-    return (Sh){(uint8_t)kind, (int32_t)k};
-}
-
-static bool sh_dep(Sh x) { return x.kind == SH_ADD || x.kind == SH_MUL || x.kind == SH_ANY; }
-
-/* x as v0 + k*m (SH_NONE and SH_ZERO: k = 0). */
-static bool sh_as_add(Sh x, int64_t *k)
-{
-    *k = x.kind == SH_ADD ? x.k : 0;
-    return x.kind == SH_NONE || x.kind == SH_ZERO || x.kind == SH_ADD;
-}
-
-/* x as v0 * c^k (SH_NONE and SH_ZERO: k = 0). */
-static bool sh_as_mul(Sh x, int64_t *k)
-{
-    *k = x.kind == SH_MUL ? x.k : 0;
-    return x.kind == SH_NONE || x.kind == SH_ZERO || x.kind == SH_MUL;
-}
-
-/* The class shared by two values combined lane by lane without changing
- * their dependence on m (select, maximum): equal classes; 0 joins
- * any SH_MUL (max(0, v0*c^k) = c^k * max(0, v0)). */
-static Sh sh_same(Sh x, Sh y)
-{
-    if (x.kind == SH_ZERO && y.kind != SH_ADD && y.kind != SH_ANY)
-        return y;
-    if (y.kind == SH_ZERO && x.kind != SH_ADD && x.kind != SH_ANY)
-        return x;
-    if (x.kind == y.kind && x.k == y.k && x.kind != SH_ANY)
-        return x;
-    return (Sh){SH_ANY, 0};
-}
-
-/* x + sign*y. */
-static Sh sh_add(Sh x, Sh y, int sign)
-{
-    int64_t a, b;
-    if (sh_as_add(x, &a) && sh_as_add(y, &b))
-        return sh_mk(SH_ADD, a + sign * b);
-    return sh_same(x, y); /* v0*c^k + w0*c^k */
-}
-
-/* x * y (sign 1) or x / y (sign -1). */
-static Sh sh_mul(Sh x, Sh y, int sign)
-{
-    int64_t a, b;
-    if (sh_as_mul(x, &a) && sh_as_mul(y, &b))
-        return sh_mk(SH_MUL, a + sign * b);
-    return (Sh){SH_ANY, 0};
-}
-
-/* Is v the float constant 0 (through broadcasts)? */
-static bool zero_const(const Ad *ad, ValId v)
-{
-    const Inst *in = ad->def[v];
-    while (in && (in->op == OP_BROADCAST || in->op == OP_EXPAND_DIMS))
-        in = ad->def[in->args[0]];
-    return in && in->op == OP_CONST && is_float_type(fty(ad, in->res[0])) && in->fval == 0.0;
-}
-
-/* The class of the result of `in` from its operands' classes. */
-static Sh sh_rule(const Ad *ad, const Inst *in, const Sh *cls)
-{
-    Sh x = cls[in->args[0]];
-    Sh y = in->nargs > 1 ? cls[in->args[1]] : (Sh){SH_NONE, 0};
-    Sh z = in->nargs > 2 ? cls[in->args[2]] : (Sh){SH_NONE, 0};
-    int64_t k;
-    switch ((OpKind)in->op) {
-    case OP_BROADCAST:
-    case OP_EXPAND_DIMS:
-    case OP_RESHAPE:
-    case OP_PERMUTE:
-    case OP_MAX: /* max(v0 + k*m) = max(v0) + k*m; max(v0*c^k) = max(v0)*c^k */
-    case OP_MIN:
-        return x;
-    case OP_CAST: /* a float conversion is the identity in exact arithmetic */
-        if (is_float_type(fty(ad, in->args[0])) && is_float_type(fty(ad, in->res[0])))
-            return x;
-        break;
-    case OP_NEG:
-        return x.kind == SH_ADD ? sh_mk(SH_ADD, -(int64_t)x.k) : x;
-    case OP_ADD:
-        return sh_add(x, y, 1);
-    case OP_SUB:
-        return sh_add(x, y, -1);
-    case OP_MUL:
-        return sh_mul(x, y, 1);
-    case OP_DIV:
-        return sh_mul(x, y, -1);
-    case OP_FMA: /* a*b + c, and a@b + acc */
-    case OP_DOT:
-        return sh_add(sh_mul(x, y, 1), z, 1);
-    case OP_MAXIMUM:
-    case OP_MINIMUM:
-        return sh_same(x, y);
-    case OP_WHERE:
-        return sh_dep(x) ? (Sh){SH_ANY, 0} : sh_same(y, z);
-    case OP_SUM: /* sums of v0*c^k are c^k times the sum */
-    case OP_CUMSUM:
-        if (x.kind != SH_ADD)
-            return x;
-        break;
-    case OP_EXP:
-        if (sh_as_add(x, &k))
-            return sh_mk(SH_MUL, k);
-        break;
-    case OP_LOG:
-        if (sh_as_mul(x, &k))
-            return sh_mk(SH_ADD, k);
-        break;
-    default:
-        break;
-    }
-    for (int i = 0; i < in->nargs; i++)
-        if (sh_dep(cls[in->args[i]]))
-            return (Sh){SH_ANY, 0};
-    return (Sh){SH_NONE, 0};
-}
-
-/* Classes of b's values with m free; false when m might reach an output
- * (see above). */
-static bool sh_block(const Ad *ad, const Block *b, ValId m, Sh *cls)
-{
-    for (int i = 0; i < b->insts.n; i++) {
-        const Inst *in = &b->insts.v[i];
-        bool dep = false;
-        for (int k = 0; k < in->nargs; k++)
-            dep = dep || sh_dep(cls[in->args[k]]);
-        switch (in->op) {
-        case OP_FOR:
-        case OP_IF:
-        case OP_WHILE:
-            if (dep)
-                return false;
-            for (int r = 0; r < in->nregions; r++)
-                if (!sh_block(ad, in->regions[r], m, cls))
-                    return false;
-            continue;
-        case OP_YIELD:
-        case OP_CONDITION:
-            if (dep)
-                return false;
-            continue;
-        case OP_STORE:
-        case OP_ATOMIC_ADD: /* scratch stores are dropped; inputs are refused */
-            if (dep && (ad->root[in->args[0]] < 0 || root_role(ad, in->args[0]) != ROLE_NONE))
-                return false;
-            continue;
-        default:
-            break;
-        }
-        if (in->nres != 1)
-            continue;
-        ValId r = in->res[0];
-        if (r == m)
-            cls[r] = (Sh){SH_ADD, 1};
-        else if (dep)
-            cls[r] = sh_rule(ad, in, cls);
-        else if (in->op == OP_CONST && zero_const(ad, r))
-            cls[r] = (Sh){SH_ZERO, 0};
-        else if ((in->op == OP_BROADCAST || in->op == OP_EXPAND_DIMS) && cls[in->args[0]].kind == SH_ZERO)
-            cls[r] = cls[in->args[0]];
-    }
-    return true;
-}
-
-/* Marks in `only` the values that depend on the inputs only through m:
- * m, and results of differentiable ops whose varied operands all are
- * marked (loads are never: they read the inputs). */
-static void through_only(const Ad *ad, const Block *b, ValId m, uint8_t *only)
-{
-    for (int i = 0; i < b->insts.n; i++) {
-        const Inst *in = &b->insts.v[i];
-        for (int r = 0; r < in->nregions; r++)
-            through_only(ad, in->regions[r], m, only);
-        if (in->nres != 1 || op_info[in->op].diff != 'D')
-            continue;
-        bool some = false, all = true;
-        for (int k = 0; k < in->nargs; k++) {
-            ValId a = in->args[k];
-            some = some || only[a];
-            all = all && (only[a] || !ad->varied[a]);
-        }
-        only[in->res[0]] = in->res[0] == m || (some && all);
-    }
-}
-
-/* Finds the shift-invariant maxima and minima in b and takes them (with
- * what depends on the inputs only through them) out of the adjoint. */
-static void drop_shift_invariant(Ad *ad, const Block *b)
-{
-    for (int i = 0; i < b->insts.n; i++) {
-        const Inst *in = &b->insts.v[i];
-        for (int r = 0; r < in->nregions; r++)
-            drop_shift_invariant(ad, in->regions[r]);
-        if ((in->op != OP_MAX && in->op != OP_MIN) || !active(ad, in->res[0]) ||
-            type_numel(fty(ad, in->res[0])) != 1)
-            continue;
-        ValId m = in->res[0];
-        Sh *cls = arena_alloc(ad->a, sizeof *cls * (size_t)ad->nvals);
-        if (!sh_block(ad, ad->fw->body, m, cls))
-            continue;
-        uint8_t *only = arena_alloc(ad->a, (size_t)ad->nvals);
-        through_only(ad, ad->fw->body, m, only);
-        for (int v = 0; v < ad->nvals; v++)
-            if (only[v])
-                ad->useful[v] = 0;
-    }
-}
-
-/* ------------------------------------------------------------------ */
-/* 3a. Primal sweep: clone without stores, with shadow pointers         */
+/* Primal sweep: clone without stores, with shadow pointers            */
 /* ------------------------------------------------------------------ */
 
 /* Emits a copy of `in` (attributes, result types, Loc) with new operands. */
@@ -1305,7 +319,7 @@ static void clone_block(Ad *ad, const Block *fb, Block *bb, unsigned mode, const
 }
 
 /* ------------------------------------------------------------------ */
-/* 3b. Adjoint sweep                                                   */
+/* Adjoint sweep                                                       */
 /* ------------------------------------------------------------------ */
 
 /* Where adjoint code goes: the block and the forward instruction's Loc. */
@@ -1384,7 +398,7 @@ static ValId P(Em *e, ValId v) { return ecast(e, P0(e->ad, v), (Dtype)adt(fty(e-
 static void accum(Em *e, ValId v, ValId c)
 {
     Ad *ad = e->ad;
-    if (!active(ad, v) || !c)
+    if (!ad_active(ad, v) || !c)
         return;
     Type t = adt(fty(ad, v));
     c = ecast(e, c, (Dtype)t.dt);
@@ -1459,12 +473,12 @@ static void adj_rule(Em *e, const Inst *in)
 {
     Ad *ad = e->ad;
     ValId y = in->res[0], d = ad->adj[y];
-    if (!d || !active(ad, y))
+    if (!d || !ad_active(ad, y))
         return;
     ValId a0 = in->args[0], a1 = in->nargs > 1 ? in->args[1] : 0, a2 = in->nargs > 2 ? in->args[2] : 0;
     ValId c[3] = {0, 0, 0}; /* contributions to repeated operands (give) */
     ASSERT(in->nargs <= 3);
-#define ACT(v) active(ad, (v))
+#define ACT(v) ad_active(ad, (v))
 #define GIVE(k, x) give(e, in, c, (k), (x))
 #define MUL(x, z) e2(e, OP_MUL, (x), (z))
 #define DIV(x, z) e2(e, OP_DIV, (x), (z))
@@ -1666,7 +680,13 @@ static void adj_rule(Em *e, const Inst *in)
         break;
     }
     case OP_DOT: { /* y = a@b + acc: da = d@b^T, db = a^T@d, dacc = d */
-        static const int32_t tr[2] = {1, 0};
+        /* ^T swaps the last two axes; a leading batch axis (3-D dot) stays */
+        int32_t tr[KAD_MAX_RANK];
+        int rank = fty(ad, a0).rank;
+        for (int i = 0; i < rank; i++)
+            tr[i] = i;
+        tr[rank - 2] = rank - 1;
+        tr[rank - 1] = rank - 2;
         Type at = adt(fty(ad, a0)), bt = adt(fty(ad, a1));
         at.dt = bt.dt = bty(ad, d).dt;
         if (ACT(a0)) {
@@ -1704,14 +724,14 @@ static bool block_needs_adj(const Ad *ad, const Block *b);
 static bool inst_needs_adj(const Ad *ad, const Inst *in)
 {
     for (int i = 0; i < in->nres; i++)
-        if (active(ad, in->res[i]))
+        if (ad_active(ad, in->res[i]))
             return true;
-    if ((in->op == OP_STORE || in->op == OP_ATOMIC_ADD) && root_role(ad, in->args[0]) == ROLE_OUT &&
-        active(ad, in->args[1]))
+    if ((in->op == OP_STORE || in->op == OP_ATOMIC_ADD) && ad_root_role(ad, in->args[0]) == AD_ROLE_OUT &&
+        ad_active(ad, in->args[1]))
         return true;
     if (in->op == OP_YIELD)
         for (int i = 0; i < in->nargs; i++)
-            if (active(ad, in->args[i]))
+            if (ad_active(ad, in->args[i]))
                 return true;
     for (int r = 0; r < in->nregions; r++)
         if (block_needs_adj(ad, in->regions[r]))
@@ -1732,7 +752,7 @@ static void collect_uses(Ad *ad, const Block *b, int id, ValVec *out)
         const Inst *in = &b->insts.v[i];
         for (int k = 0; k < in->nargs; k++) {
             ValId v = in->args[k];
-            if (active(ad, v) && ad->stamp[v] != id && ad->seen[v] != id) {
+            if (ad_active(ad, v) && ad->stamp[v] != id && ad->seen[v] != id) {
                 ad->seen[v] = id;
                 vec_push(ad->a, *out, v);
             }
@@ -1749,7 +769,7 @@ static ValVec collect_outside(Ad *ad, const Inst *in)
     ValVec out = {0};
     int id = ++ad->gen;
     for (int r = 0; r < in->nregions; r++)
-        mark_defs(ad, in->regions[r], id);
+        ad_mark_defs(ad, in->regions[r], id);
     for (int r = 0; r < in->nregions; r++)
         collect_uses(ad, in->regions[r], id, &out);
     return out;
@@ -1818,9 +838,9 @@ static void adj_if(Ad *ad, Block *bb, const Inst *in)
             ad->adj[L.v[j]] = saved[j];
         clone_block(ad, fr, reg, 0, NULL);
         Em e = {ad, reg, in->loc};
-        const Inst *yi = block_term(fr);
+        const Inst *yi = ad_block_term(fr);
         for (int i = 0; i < in->nres; i++)
-            if (active(ad, in->res[i]))
+            if (ad_active(ad, in->res[i]))
                 accum(&e, yi->args[i], ad->adj[in->res[i]]);
         adj_block(ad, fr, reg);
         adjoint_yield(&e, yi, 0, NULL, NULL, L);
@@ -1847,7 +867,7 @@ static void adj_loop(Ad *ad, Block *bb, const Inst *in)
     bool *diff = arena_alloc(ad->a, (size_t)n + 1);
     ValId *dres = arena_alloc(ad->a, sizeof *dres * (size_t)(n + 1));
     for (int i = 0; i < n; i++) {
-        diff[i] = active(ad, car[i]) || active(ad, in->res[i]);
+        diff[i] = ad_active(ad, car[i]) || ad_active(ad, in->res[i]);
         dres[i] = diff[i] ? ad->adj[in->res[i]] : 0;
     }
     ValVec L = collect_outside(ad, in);
@@ -1874,7 +894,7 @@ static void adj_loop(Ad *ad, Block *bb, const Inst *in)
                 ad->pm[fr->insts.v[k].res[0]] = 0;
         clone_block(ad, fr, reg, CL_SKIP_CHAIN, NULL);
         Em e = {ad, reg, in->loc};
-        const Inst *yi = block_term(fr);
+        const Inst *yi = ad_block_term(fr);
         for (int i = 0; i < n; i++)
             if (dres[i])
                 accum(&e, yi->args[i], dres[i]);
@@ -1891,11 +911,21 @@ static void adj_loop(Ad *ad, Block *bb, const Inst *in)
 /* Memory: a store (or atomic_add) to an output reads the output's
  * gradient; a load from a differentiated input adds its adjoint into the
  * input's gradient.  store and atomic_add share the operand layout
- * (ptr, value [, mask]). */
-static void adj_store(Ad *ad, Block *bb, const Inst *in)
+ * (ptr, value [, mask]).
+ *
+ * The store at position k of fb may be overwritten by later stores of fb
+ * through the same pointer (ad_analysis.c accepts no other repeated
+ * stores): the output keeps the last write of each lane, so this value
+ * gets the gradient only on the lanes no later store writes --
+ * where(mask2, 0, load(d_y, mask1)) -- and none at all after a later
+ * unmasked store. */
+static void adj_store(Ad *ad, Block *bb, const Block *fb, int k)
 {
+    const Inst *in = &fb->insts.v[k];
     ValId p = in->args[0], v = in->args[1];
-    if (root_role(ad, p) != ROLE_OUT || !active(ad, v))
+    if (ad_root_role(ad, p) != AD_ROLE_OUT || !ad_active(ad, v))
+        return;
+    if (in->op == OP_STORE && ad_store_overwritten(fb, k))
         return;
     Em e = {ad, bb, in->loc};
     Type pt = fty(ad, p);
@@ -1911,6 +941,11 @@ static void adj_store(Ad *ad, Block *bb, const Inst *in)
     Inst *ld = ir_emit(ad->bw, bb, OP_LOAD, args, n, &lt, 1, in->loc);
     ld->flags = flags;
     ValId r = ld->res[0];
+    for (int j = k + 1; in->op == OP_STORE && j < fb->insts.n; j++) {
+        const Inst *o = &fb->insts.v[j];
+        if (o->op == OP_STORE && o->args[0] == p) /* masked (else overwritten above) */
+            r = ewhere(&e, P0(ad, o->args[2]), ec(&e, r, 0.0), r);
+    }
     name_after(ad, r, "d", v);
     accum(&e, v, r);
 }
@@ -1941,12 +976,12 @@ static bool earlier_load(const Block *fb, int k, ValId p, ValId m)
 static void adj_load(Ad *ad, Block *bb, const Block *fb, int k, PendingVec *pending)
 {
     const Inst *in = &fb->insts.v[k];
-    ValId p = in->args[0], x = in->res[0], d = active(ad, x) ? ad->adj[x] : 0;
+    ValId p = in->args[0], x = in->res[0], d = ad_active(ad, x) ? ad->adj[x] : 0;
     ValId m = in->flags & IF_HAS_MASK ? in->args[1] : 0;
     Em e = {ad, bb, in->loc};
-    if (d && (in->flags & IF_HAS_OTHER) && active(ad, in->args[2])) /* masked-off lanes came from `other` */
+    if (d && (in->flags & IF_HAS_OTHER) && ad_active(ad, in->args[2])) /* masked-off lanes came from `other` */
         accum(&e, in->args[2], ewhere(&e, P0(ad, m), ec(&e, d, 0.0), d));
-    if (root_role(ad, p) != ROLE_IN)
+    if (ad_root_role(ad, p) != AD_ROLE_IN)
         return;
     PendingLoad *pl = NULL;
     for (int i = 0; i < pending->n; i++)
@@ -1982,7 +1017,7 @@ static void adj_block(Ad *ad, const Block *fb, Block *bb)
             break;
         case OP_STORE:
         case OP_ATOMIC_ADD:
-            adj_store(ad, bb, in);
+            adj_store(ad, bb, fb, k);
             break;
         case OP_LOAD:
             adj_load(ad, bb, fb, k, &pending);
@@ -2008,83 +1043,18 @@ static void adj_block(Ad *ad, const Block *fb, Block *bb)
 /* Entry point                                                         */
 /* ------------------------------------------------------------------ */
 
-/* Resolves the names of spec to parameter roles; errors at the kernel. */
-static bool assign_roles(Ad *ad)
-{
-    const Func *f = ad->fw;
-    bool ok = true;
-    for (int pass = 0; pass < 2; pass++) {
-        const char *const *names = pass ? ad->spec->outs : ad->spec->wrt;
-        int n = pass ? ad->spec->nouts : ad->spec->nwrt;
-        for (int i = 0; i < n; i++) {
-            int found = -1;
-            for (int p = 0; p < f->nparams; p++) {
-                const char *pn = fname(ad, f->params[p]);
-                if (pn && !strcmp(pn, names[i]))
-                    found = p;
-            }
-            if (found < 0) {
-                diag_error(ad->d, f->loc, "kernel '%s' has no runtime parameter '%s' (to differentiate %s)",
-                           f->name, names[i], pass ? "as an output" : "with respect to");
-                ok = false;
-                continue;
-            }
-            Type t = fty(ad, f->params[found]);
-            if (t.dt != DT_PTR || !dtype_is_float((Dtype)t.elem)) {
-                diag_error(ad->d, ad->fw->vals.v[f->params[found]].loc,
-                           "'%s' is not a pointer to floating-point data: it cannot be differentiated",
-                           names[i]);
-                ok = false;
-                continue;
-            }
-            if (ad->role[found] != ROLE_NONE) {
-                diag_error(ad->d, ad->fw->vals.v[f->params[found]].loc,
-                           "'%s' is named twice (a differentiated parameter is an input or an output)",
-                           names[i]);
-                ok = false;
-                continue;
-            }
-            ad->role[found] = pass ? ROLE_OUT : ROLE_IN;
-        }
-    }
-    if (ok && !ad->spec->nouts) {
-        diag_error(ad->d, f->loc, "no differentiated output given");
-        ok = false;
-    }
-    return ok;
-}
 
 Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
 {
     Ad ad0 = {.a = a, .d = d, .fw = fwd, .spec = spec}, *ad = &ad0;
-    int nv = ad->nvals = fwd->vals.n;
-    int np = fwd->nparams;
-    ad->role = arena_alloc(a, sizeof(int) * (size_t)(np + 1));
-    ad->stored = arena_alloc(a, (size_t)np + 1);
-    ad->first_store = arena_alloc(a, sizeof(const Inst *) * (size_t)(np + 1));
-    ad->first_atomic = arena_alloc(a, sizeof(const Inst *) * (size_t)(np + 1));
+    if (!ad_analyze(ad))
+        return NULL;
+    int nv = ad->nvals, np = fwd->nparams;
     ad->grad = arena_alloc(a, sizeof(ValId) * (size_t)(np + 1));
-    ad->root = arena_alloc(a, sizeof(int) * (size_t)nv);
-    ad->varied = arena_alloc(a, (size_t)nv);
-    ad->useful = arena_alloc(a, (size_t)nv);
-    ad->chain = arena_alloc(a, (size_t)nv);
-    ad->nuses = arena_alloc(a, sizeof(int) * (size_t)nv);
-    ad->def = arena_alloc(a, sizeof(const Inst *) * (size_t)nv);
     ad->pm = arena_alloc(a, sizeof(ValId) * (size_t)nv);
     ad->sm = arena_alloc(a, sizeof(ValId) * (size_t)nv);
     ad->adj = arena_alloc(a, sizeof(ValId) * (size_t)nv);
-    ad->stamp = arena_alloc(a, sizeof(int) * (size_t)nv);
     ad->seen = arena_alloc(a, sizeof(int) * (size_t)nv);
-    int before = d->nerrors;
-    if (!assign_roles(ad))
-        return NULL;
-
-    /* 1-2: analysis and validation */
-    analyze(ad);
-    drop_shift_invariant(ad, fwd->body);
-    validate_block(ad, fwd->body, 0, NULL, NULL, 0);
-    if (d->nerrors != before)
-        return NULL;
 
     /* The backward kernel's signature. */
     Func *bw = ad->bw = ir_func_new(a, arena_printf(a, "%s_bwd", fwd->name), fwd->loc);
@@ -2092,7 +1062,7 @@ Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
         ValId p = fwd->params[i];
         ad->pm[p] = ir_param_add(bw, fty(ad, p), fname(ad, p), fwd->vals.v[p].loc);
     }
-    for (int role = ROLE_OUT; role >= ROLE_IN; role--) /* outputs' gradients first */
+    for (int role = AD_ROLE_OUT; role >= AD_ROLE_IN; role--) /* outputs' gradients first */
         for (int i = 0; i < np; i++)
             if (ad->role[i] == role) {
                 ValId p = fwd->params[i];
@@ -2103,7 +1073,7 @@ Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     for (int i = 0; i < fwd->consts.n; i++)
         vec_push(a, bw->consts, fwd->consts.v[i]);
 
-    /* 3: primal sweep, then the adjoint sweep. */
+    /* The primal sweep, then the adjoint sweep. */
     clone_block(ad, fwd->body, bw->body, 0, NULL);
     adj_block(ad, fwd->body, bw->body);
     return bw;
@@ -2179,3 +1149,4 @@ Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     }
     return bw;
 }
+

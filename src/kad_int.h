@@ -783,15 +783,18 @@ typedef struct AdSpec {
 } AdSpec;
 enum {
     AD_MUTATE_NONE = 0,
-    AD_MUTATE_EXP = 1,    /* d(exp x) = d*x instead of d*exp(x) */
-    AD_MUTATE_MUL = 2,    /* d(a*b)/da = d*a instead of d*b */
-    AD_MUTATE_MAX = 3,    /* max/min reductions: d to every lane, not the extremal ones */
-    AD_MUTATE_WHERE = 4,  /* where(c, a, b): the two sides' adjoints swapped */
-    AD_MUTATE_CUMSUM = 5, /* cumsum: the adjoint scans in the same direction */
+    AD_MUTATE_EXP = 1,      /* d(exp x) = d*x instead of d*exp(x) */
+    AD_MUTATE_MUL = 2,      /* d(a*b)/da = d*a instead of d*b */
+    AD_MUTATE_MAX = 3,      /* max/min reductions: d to every lane, not the extremal ones */
+    AD_MUTATE_WHERE = 4,    /* where(c, a, b): the two sides' adjoints swapped */
+    AD_MUTATE_CUMSUM = 5,   /* cumsum: the adjoint scans in the same direction */
+    AD_MUTATE_MAX_DROP = 6, /* scalar max/min reductions: adjoint dropped without the
+                               shift-invariance proof */
 };
 /* Testing aid: the AD_MUTATE_* of a name ("exp", "mul", "max", "where",
- * "cumsum"); -1 if unknown.  check_gradients applies the mutation named by
- * the environment variable KAD_TEST_MUTATE (docs/AD.md). */
+ * "cumsum", "max_drop"); -1 if unknown.  check_gradients applies the one
+ * CheckConfig.mutate names (the CLI and the Python tests take it from
+ * KAD_TEST_MUTATE; docs/AD.md). */
 int ad_mutation_by_name(const char *name);
 
 /* The backward kernel of fwd: params = fwd's params, then d_<out> per
@@ -804,6 +807,61 @@ Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec);
 Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec);
 /* Splits "x_ptr, w_ptr" at commas into trimmed names; returns the count. */
 int ad_split_names(Arena *a, const char *s, const char ***out);
+
+/* ------------------------------------------------------------------ */
+/* ad_analysis.c: what AD differentiates and what it refuses            */
+/* ------------------------------------------------------------------ */
+
+/* What a pointer parameter is to AD. */
+enum { AD_ROLE_NONE, AD_ROLE_IN, AD_ROLE_OUT };
+
+/* The state of one differentiation (ad_reverse): the facts ad_analyze
+ * computes about fw, then the maps ad_rev.c's sweeps fill.  Arrays "by
+ * ValId" are indexed by fw values (nvals entries). */
+typedef struct Ad {
+    Arena *a;
+    Diags *d;
+    const Func *fw;
+    const AdSpec *spec;
+    /* facts (ad_analysis.c) */
+    int nvals;                 /* fw->vals.n: size of the per-value arrays */
+    int *role;                 /* by fw param index: AD_ROLE_* */
+    int *root;                 /* by ValId: 0 none, p+1 derives from param p, <0 ambiguous */
+    uint8_t *varied;           /* by ValId: depends on a differentiated input */
+    uint8_t *useful;           /* by ValId: reaches a differentiated output */
+    uint8_t *chain;            /* by ValId: on a loop's linear-accumulator chain */
+    int *nuses;                /* by ValId: operand uses anywhere */
+    const Inst **def;          /* by ValId: defining instruction (NULL: param) */
+    uint8_t *stored;           /* by param index: some store/atomic writes through it */
+    const Inst **first_store;  /* by param index: the first tl.store through it, or NULL */
+    const Inst **first_atomic; /* by param index: the first atomic_add through it, or NULL */
+    int *stamp;                /* by ValId: scratch marks (ad_mark_defs) */
+    int gen;                   /* the last generation handed out for stamp/seen */
+    bool changed;              /* facts fixpoint: something changed this round */
+    /* emission (ad_rev.c) */
+    Func *bw;
+    ValId *pm;   /* by ValId: its primal copy in the current bw scope */
+    ValId *sm;   /* by ValId (pointers): its shadow (gradient-buffer pointer) */
+    ValId *adj;  /* by ValId: accumulated adjoint (0 = zero so far) */
+    ValId *grad; /* by param index: its gradient param in bw, or 0 */
+    int *seen;   /* by ValId: scratch marks (collect_outside) */
+} Ad;
+
+/* Resolves ad->spec to roles, computes the facts and validates fw (a, d,
+ * fw, spec set; the fact arrays are allocated here).  False after located
+ * errors in ad->d: then nothing may be emitted. */
+bool ad_analyze(Ad *ad);
+/* Does v get an adjoint: float, varied and useful? */
+bool ad_active(const Ad *ad, ValId v);
+/* The role of the parameter pointer v derives from (AD_ROLE_NONE if none). */
+int ad_root_role(const Ad *ad, ValId v);
+/* b's terminator (its last instruction), or NULL when b is empty. */
+const Inst *ad_block_term(const Block *b);
+/* Stamps every value defined in b (regions included) with id. */
+void ad_mark_defs(Ad *ad, const Block *b, int id);
+/* Is the store at position k of b overwritten on every lane by a later
+ * unmasked store in b through the same pointer value? */
+bool ad_store_overwritten(const Block *b, int k);
 
 /* ------------------------------------------------------------------ */
 /* check.c: the float64 finite-difference gradient checker             */

@@ -21,8 +21,15 @@ the kernel file (file:line:col) whose message names the construct: `refuse`
 gives the expected line and a substring of the message.
 
 The mutation tests prove the checker can fail: KAD_TEST_MUTATE=<rule>
-(a testing aid read by check.c) breaks one adjoint rule, and a kernel using
-that rule must then FAIL.
+(a testing aid passed to check.c) breaks one adjoint rule, and a kernel using
+that rule must then FAIL; max_drop drops scalar maxima's adjoints without
+kad's shift-invariance proof, which must FAIL wherever the outputs depend on
+the max.
+
+The kernels of tests/grad/shift_invariant.py, shared_atomic.py,
+store_twice.py and dot_batched.py (GRAD_FILES) pass the checker for two seeds, with padded
+sizes (BLOCK larger than n) where masks apply; refuse_store_twice.py's
+kernels are refused at the second store.
 """
 import dataclasses
 import os
@@ -149,6 +156,93 @@ GRAD_LOOP_STORES = [
 ]
 
 
+# Kernels of other tests/grad/*.py files through the checker.  Only for
+# shift_invariant.py: drop says whether kad drops the scalar max/min's
+# adjoint as exactly zero (None: not a scalar max, max_drop does not apply);
+# dep whether the outputs really depend on it, so that forcing the drop
+# (KAD_TEST_MUTATE=max_drop) must FAIL.  Kept but not dependent: the proof
+# is conservative (where_shift with no padded lane, a max through an `if`).
+@dataclasses.dataclass(frozen=True)
+class K:
+    file: str  # under tests/grad/
+    kernel: str
+    sig: str
+    grid: int
+    shapes: dict  # pointer param -> elements
+    args: dict = dataclasses.field(default_factory=dict)
+    ranges: dict = dataclasses.field(default_factory=dict)
+    wrt: str = "x_ptr"
+    out: str = "y_ptr"
+    label: str = ""  # distinguishes configurations of one kernel in test ids
+    drop: bool = None
+    dep: bool = False
+
+    @property
+    def id(self):
+        return f"{self.kernel}-{self.label}" if self.label else self.kernel
+
+
+_S = "shift_invariant.py"
+_S1 = "x_ptr=*fp32,y_ptr=*fp32,BLOCK=16"
+_SN = "x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16"
+_SM = "x_ptr=*fp32,y_ptr=*fp32,m_ptr=*fp32,BLOCK=16"
+_V16 = dict(x_ptr=16, y_ptr=16)
+GRAD_SHIFT = [
+    K(_S, "raw_shift", _S1, 1, _V16, drop=False, dep=True),
+    K(_S, "unnormalized", _S1, 1, _V16, drop=False, dep=True),
+    K(_S, "times_max", _S1, 1, _V16, drop=False, dep=True),
+    K(_S, "where_shift", _SN, 1, _V16, dict(n=16), label="full", drop=False),
+    K(_S, "where_shift", _SN, 1, _V16, dict(n=10), label="padded", drop=False, dep=True),
+    K(_S, "where_exp", _SN, 1, _V16, dict(n=16), label="full", drop=True),
+    K(_S, "where_exp", _SN, 1, _V16, dict(n=10), label="padded", drop=True),
+    K(_S, "rows2d", _S1, 1, dict(x_ptr=64, y_ptr=64)),
+    K(_S, "scratch_max", _SM, 1, dict(x_ptr=16, y_ptr=16, m_ptr=1), drop=True),
+    K(_S, "lse_out", "x_ptr=*fp32,y_ptr=*fp32,lse_ptr=*fp32,BLOCK=16", 1, dict(x_ptr=16, y_ptr=16, lse_ptr=1),
+      out="y_ptr,lse_ptr", drop=True),
+    K(_S, "max_out", _SM, 1, dict(x_ptr=16, y_ptr=16, m_ptr=1), label="m_scratch", drop=True),
+    K(_S, "max_out", _SM, 1, dict(x_ptr=16, y_ptr=16, m_ptr=1), out="y_ptr,m_ptr", label="m_output",
+      drop=False, dep=True),
+    K(_S, "min_shift", _S1, 1, _V16, drop=True),
+    K(_S, "in_if", "x_ptr=*fp32,y_ptr=*fp32,flag=i32,BLOCK=16", 1, _V16, dict(flag=1), label="taken",
+      drop=False),
+    K(_S, "in_if", "x_ptr=*fp32,y_ptr=*fp32,flag=i32,BLOCK=16", 1, _V16, dict(flag=0), label="not_taken",
+      drop=False),
+    K(_S, "masked_softmax", _SN, 1, _V16, dict(n=16), label="full", drop=True),
+    K(_S, "masked_softmax", _SN, 1, dict(x_ptr=10, y_ptr=10), dict(n=10), label="padded", drop=True),
+    K(_S, "masked_shift", _SN, 1, _V16, dict(n=16), label="full", drop=False, dep=True),
+    K(_S, "masked_shift", _SN, 1, dict(x_ptr=10, y_ptr=10), dict(n=10), label="padded", drop=False,
+      dep=True),
+]
+
+_A = "shared_atomic.py"
+_T = "store_twice.py"
+_AN = "x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16"
+GRAD_FILES = GRAD_SHIFT + [
+    K(_A, "twice", _AN, 3, dict(x_ptr=48, y_ptr=48), dict(n=48), label="full"),
+    K(_A, "twice", _AN, 3, dict(x_ptr=40, y_ptr=40), dict(n=40), label="padded"),
+    K(_A, "two_masks", _AN, 3, dict(x_ptr=40, y_ptr=40), dict(n=40), label="padded"),
+    K(_T, "overwrite_all", "x_ptr=*fp32,y_ptr=*fp32,BLOCK=16", 3, dict(x_ptr=48, y_ptr=48)),
+    K(_T, "overwrite_masked", "x_ptr=*fp32,y_ptr=*fp32,n=i32,k=i32,BLOCK=16", 3, dict(x_ptr=48, y_ptr=48),
+      dict(n=48, k=30), label="full"),
+    K(_T, "overwrite_masked", "x_ptr=*fp32,y_ptr=*fp32,n=i32,k=i32,BLOCK=16", 3, dict(x_ptr=40, y_ptr=40),
+      dict(n=40, k=25), label="padded"),
+    K(_T, "three_stores", "x_ptr=*fp32,y_ptr=*fp32,BLOCK=16", 3, dict(x_ptr=48, y_ptr=48)),
+    K(_T, "scalar_twice", "x_ptr=*fp32,y_ptr=*fp32", 7, dict(x_ptr=7, y_ptr=7)),
+    K(_T, "chunked_twice", _AN, 3, dict(x_ptr=144, y_ptr=144), dict(n=48), label="full"),
+    K(_T, "chunked_twice", _AN, 3, dict(x_ptr=150, y_ptr=150), dict(n=50), label="padded"),
+    K("dot_batched.py", "dot_batched", "a_ptr=*fp32,b_ptr=*fp32,c_ptr=*fp32,B=2,M=16,N=8,K=4", 1,
+      dict(a_ptr=128, b_ptr=64, c_ptr=256), wrt="a_ptr,b_ptr", out="c_ptr"),
+]
+
+
+def check_file_kernel(k, seed):
+    ctx = kad.Context()
+    with open(os.path.join(REPO, "tests", "grad", k.file), encoding="utf-8") as f:
+        ctx.add_source(f"tests/grad/{k.file}", f.read())
+    return ctx.specialize(k.kernel, k.sig).check_gradients(k.grid, k.wrt, k.out, k.shapes, k.args,
+                                                           ranges=k.ranges, seed=seed)
+
+
 def case_by_id(cid):
     return CASES[CASE_IDS.index(cid)]
 
@@ -232,6 +326,68 @@ def test_loop_store_gradient(kernel, sig, grid, shapes, args, ranges, wrt, out):
     for seed in (1, 2):
         passed, report = k.check_gradients(grid, wrt, out, shapes, args, ranges=ranges, seed=seed)
         assert passed, report
+
+
+@pytest.mark.parametrize("k", GRAD_FILES, ids=[f"{k.file[:-3]}-{k.id}" for k in GRAD_FILES])
+def test_grad_file_kernel(k, monkeypatch):
+    """Shift-invariant maxima, loads sharing one atomic, stores overwriting stores."""
+    monkeypatch.delenv("KAD_TEST_MUTATE", raising=False)
+    for seed in (1, 2):
+        passed, report = check_file_kernel(k, seed)
+        assert passed, report
+
+
+_MAXDROP = [k for k in GRAD_SHIFT if k.drop is not None]
+
+
+@pytest.mark.parametrize("k", _MAXDROP, ids=[k.id for k in _MAXDROP])
+def test_forced_max_drop(k, monkeypatch):
+    """KAD_TEST_MUTATE=max_drop drops every scalar max/min's adjoint without
+    the shift-invariance proof.  Where the outputs depend on the max the
+    checker must then FAIL: a wrong drop would be caught.  Where they do not
+    (whether kad proves it or not) the gradient is still right."""
+    monkeypatch.setenv("KAD_TEST_MUTATE", "max_drop")
+    passed, report = check_file_kernel(k, 1)
+    assert "KAD_TEST_MUTATE=max_drop" in report, report
+    if k.dep:
+        assert not passed, f"the checker missed a dropped max adjoint in {k.id}:\n{report}"
+    else:
+        assert passed, f"{k.id} does not depend on its max: dropping it must not matter:\n{report}"
+
+
+def test_dropped_max_has_no_tie_mask():
+    """kad drops exactly the maxima the table says: a kept max/min adjoint
+    compares x with the max (`eq`, the tie mask); a dropped one does not."""
+    env = dict(os.environ)
+    env.pop("KAD_TEST_MUTATE", None)
+    for k in _MAXDROP:
+        cmd = [os.path.join(REPO, "build", "kad"), "grad", f"tests/grad/{k.file}:{k.kernel}", "--ir",
+               "--sig", k.sig, "--wrt", k.wrt, "--out", k.out]
+        r = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert (" eq " in r.stdout) == (not k.drop), f"{k.id}: expected the max's adjoint " + \
+            ("dropped" if k.drop else "kept") + f":\n{r.stdout}"
+
+
+# Kernels of tests/grad/refuse_store_twice.py: (kernel, sig, line of the refused store).
+STORE_TWICE_REFUSED = [
+    ("different_ptrs", "x_ptr=*fp32,y_ptr=*fp32", 24),
+    ("before_loop", "x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16", 34),
+    ("before_if", "x_ptr=*fp32,y_ptr=*fp32,flag=i32", 43),
+    ("after_if", "x_ptr=*fp32,y_ptr=*fp32,flag=i32", 52),
+]
+
+
+@pytest.mark.parametrize("kernel,sig,line", STORE_TWICE_REFUSED, ids=[r[0] for r in STORE_TWICE_REFUSED])
+def test_store_twice_refused(kernel, sig, line):
+    """Repeated stores whose last write kad cannot tell: a located refusal, never a gradient."""
+    k = K("refuse_store_twice.py", kernel, sig, 1, dict(x_ptr=16, y_ptr=16), dict(n=16, flag=1))
+    k = dataclasses.replace(k, args={a: v for a, v in k.args.items() if f"{a}=" in sig})
+    with pytest.raises(kad.KadError) as e:
+        check_file_kernel(k, 1)
+    text = str(e.value)
+    assert re.search(rf"tests/grad/refuse_store_twice.py:{line}:\d+: error: output 'y_ptr' is stored at more "
+                     r"than one site \(first at line \d+\) and kad cannot tell which write is the last", text), text
 
 
 @pytest.mark.parametrize("cid,rule", MUTATIONS, ids=[f"{c}-{r}" for c, r in MUTATIONS])

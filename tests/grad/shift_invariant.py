@@ -1,0 +1,143 @@
+# Scalar max/min reductions whose adjoint kad drops as exactly zero (the
+# outputs provably do not depend on them: docs/AD.md, "Shift-invariant
+# maxima"), and ones where the adjoint must be kept.  In the expected
+# output a dropped max shows no `eq` tie mask and no `sum` of its adjoint.
+#   dropped: where_exp (a zero joins exp(x - m)), scratch_max (m only stored
+#     to a scratch buffer), lse_out (m + log(sum(exp(x - m)))), max_out with
+#     m_ptr not differentiated, min_shift (exp(min - x)), masked_softmax
+#     (padded lanes load -inf).
+#   kept: raw_shift (x - m is stored), unnormalized (exp(x - m) is stored),
+#     times_max (the output is scaled by m), where_shift (a 0 replaces
+#     x - m on some lanes), rows2d (a max per row: only scalar maxima are
+#     proved), max_out with m_ptr an output, in_if (m flows through an
+#     `if`: not analysed), masked_shift.
+# RUN: grad %s:raw_shift --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=16' --wrt x_ptr --out y_ptr
+# RUN: grad %s:unnormalized --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=16' --wrt x_ptr --out y_ptr
+# RUN: grad %s:times_max --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=16' --wrt x_ptr --out y_ptr
+# RUN: grad %s:where_shift --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16' --wrt x_ptr --out y_ptr
+# RUN: grad %s:where_exp --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16' --wrt x_ptr --out y_ptr
+# RUN: grad %s:rows2d --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=16' --wrt x_ptr --out y_ptr
+# RUN: grad %s:scratch_max --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,m_ptr=*fp32,BLOCK=16' --wrt x_ptr --out y_ptr
+# RUN: grad %s:lse_out --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,lse_ptr=*fp32,BLOCK=16' --wrt x_ptr --out y_ptr,lse_ptr
+# RUN: grad %s:max_out --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,m_ptr=*fp32,BLOCK=16' --wrt x_ptr --out y_ptr
+# RUN: grad %s:max_out --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,m_ptr=*fp32,BLOCK=16' --wrt x_ptr --out y_ptr,m_ptr
+# RUN: grad %s:min_shift --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=16' --wrt x_ptr --out y_ptr
+# RUN: grad %s:in_if --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,flag=i32,BLOCK=16' --wrt x_ptr --out y_ptr
+# RUN: grad %s:masked_softmax --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16' --wrt x_ptr --out y_ptr
+# RUN: grad %s:masked_shift --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16' --wrt x_ptr --out y_ptr
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def raw_shift(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + cols)
+    tl.store(y_ptr + cols, x - tl.max(x, axis=0))
+
+
+@triton.jit
+def unnormalized(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + cols)
+    tl.store(y_ptr + cols, tl.exp(x - tl.max(x, axis=0)))
+
+
+@triton.jit
+def times_max(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + cols)
+    m = tl.max(x, axis=0)
+    e = tl.exp(x - m)
+    tl.store(y_ptr + cols, e / tl.sum(e, axis=0) * m)
+
+
+@triton.jit
+def where_shift(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + cols)
+    z = tl.where(cols < n, x - tl.max(x, axis=0), 0.0)
+    e = tl.exp(z)
+    tl.store(y_ptr + cols, e / tl.sum(e, axis=0))
+
+
+@triton.jit
+def where_exp(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + cols)
+    e = tl.where(cols < n, tl.exp(x - tl.max(x, axis=0)), 0.0)
+    tl.store(y_ptr + cols, e / tl.sum(e, axis=0))
+
+
+@triton.jit
+def rows2d(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    r = tl.arange(0, 4)[:, None]
+    c = tl.arange(0, BLOCK)[None, :]
+    x = tl.load(x_ptr + r * BLOCK + c)
+    e = tl.exp(x - tl.max(x, axis=1, keep_dims=True))
+    tl.store(y_ptr + r * BLOCK + c, e / tl.sum(e, axis=1, keep_dims=True))
+
+
+@triton.jit
+def scratch_max(x_ptr, y_ptr, m_ptr, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + cols)
+    m = tl.max(x, axis=0)
+    tl.store(m_ptr, m)
+    e = tl.exp(x - m)
+    tl.store(y_ptr + cols, e / tl.sum(e, axis=0))
+
+
+@triton.jit
+def lse_out(x_ptr, y_ptr, lse_ptr, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + cols)
+    m = tl.max(x, axis=0)
+    e = tl.exp(x - m)
+    s = tl.sum(e, axis=0)
+    tl.store(lse_ptr, m + tl.log(s))
+    tl.store(y_ptr + cols, e / s)
+
+
+@triton.jit
+def max_out(x_ptr, y_ptr, m_ptr, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + cols)
+    m = tl.max(x, axis=0)
+    tl.store(m_ptr, m)
+    e = tl.exp(x - m)
+    tl.store(y_ptr + cols, e / tl.sum(e, axis=0))
+
+
+@triton.jit
+def min_shift(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + cols)
+    e = tl.exp(tl.min(x, axis=0) - x)
+    tl.store(y_ptr + cols, e / tl.sum(e, axis=0))
+
+
+@triton.jit
+def in_if(x_ptr, y_ptr, flag, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + cols)
+    m = tl.max(x, axis=0)
+    if flag > 0:
+        m = m * 1.0
+    e = tl.exp(x - m)
+    tl.store(y_ptr + cols, e / tl.sum(e, axis=0))
+
+
+@triton.jit
+def masked_softmax(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + cols, mask=cols < n, other=-float("inf"))
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(y_ptr + cols, e / tl.sum(e, axis=0), mask=cols < n)
+
+
+@triton.jit
+def masked_shift(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + cols, mask=cols < n, other=-float("inf"))
+    tl.store(y_ptr + cols, x - tl.max(x, axis=0), mask=cols < n)
