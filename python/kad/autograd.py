@@ -8,7 +8,9 @@
     y.sum().backward()               # x.grad, w.grad
 
 How a launch runs.  The call is bound and checked (_launch.py) before
-anything runs.  When autograd has nothing to do (grad mode off, or no
+anything runs; with grad mode on, a tensor that requires grad passed to a
+parameter declared neither input nor output is refused (kad would read it
+as a constant: a silently missing gradient).  When autograd has nothing to do (grad mode off, or no
 declared input and no output tensor requires grad) the kernel just runs.
 Otherwise the launch happens inside an autograd.Function that takes the
 declared inputs, the other tensor arguments and the outputs, marks the
@@ -380,6 +382,8 @@ class DifferentiableKernel:
     def run(self, *args, grid, **kwargs):
         launch = self.bind(grid, args, kwargs)
         launch.call = (grid, args, kwargs)  # for the Triton launch, as the caller wrote it
+        if torch.is_grad_enabled():
+            self._check_undeclared(launch)
         tens = dict(launch.tensors())
         ins = list(self.inputs)
         dirty, dirty_of = [], {}
@@ -408,6 +412,24 @@ class DifferentiableKernel:
 
     def _has_autotuner(self):
         return any(type(w).__name__ == "Autotuner" for w in self.chain)
+
+    def _check_undeclared(self, launch):
+        """Refuses a tensor that requires grad passed to a pointer parameter
+        declared neither input nor output.  kad reads such a parameter as a
+        constant, so its gradient would silently be missing -- or partial
+        when the same storage is also passed as a declared input (only the
+        declared uses would be differentiated).  Checked whenever grad mode
+        is on, also when no declared input requires grad, since then the
+        whole gradient would be lost."""
+        declared = set(self.inputs) | set(self.outputs)
+        for n, t in launch.tensors():
+            if n in declared or not t.requires_grad or t.dtype not in FLOAT_DTYPES:
+                continue
+            raise ValueError(
+                f"argument '{n}' of {self.__name__} is a tensor that requires grad, but '{n}' is not in "
+                f"kad.differentiable's inputs={self.inputs}: kad would treat it as a constant and its gradient "
+                f"would be silently missing (or partial, if it shares memory with a declared input); add "
+                f"'{n}' to inputs=[...], or pass its tensor as .detach() if no gradient should flow through it")
 
     def _check_for_autograd(self, launch, tens, dirty):
         for n in self.inputs:

@@ -331,3 +331,35 @@ def test_decorator_mistakes():
         kad.differentiable(inputs=["BLOCK"], outputs=["y_ptr"])(rmsnorm.fn)
     with pytest.raises(TypeError, match="above @triton.jit"):
         kad.differentiable(inputs=["x"], outputs=["y"])(lambda x, y: None)
+
+
+def test_tensor_requiring_grad_passed_to_an_undeclared_parameter_is_refused():
+    # w_ptr is not declared: kad would read w as a constant and its gradient
+    # would silently be missing.  Refused before anything runs, whether or
+    # not a declared input requires grad; rstd_ptr (undeclared scratch that
+    # does not require grad) and a detached w pass through.
+    x_only = kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])(rmsnorm.fn)
+    for x_grad in (True, False):
+        x, w = leaves(M=4, N=40)
+        x.requires_grad_(x_grad)
+        y = torch.full((4, 40), 7.0)
+        with pytest.raises(ValueError) as e:
+            x_only[(4,)](x, w, y, torch.empty(4), 40, 40, 40, 1e-6, BLOCK=64)
+        msg = str(e.value)
+        assert "'w_ptr'" in msg and "add 'w_ptr' to inputs=[...]" in msg and ".detach()" in msg, msg
+        assert (y == 7.0).all()  # nothing ran
+    # a view of a tensor that requires grad is refused too
+    with pytest.raises(ValueError, match="'rstd_ptr'"):
+        x_only[(4,)](x, w.detach(), y, torch.zeros(8, requires_grad=True)[:4], 40, 40, 40, 1e-6, BLOCK=64)
+    # the ways out: detach it (a constant on purpose) or grad mode off
+    x, w = leaves(M=4, N=40)
+    y = torch.empty(4, 40)
+    x_only[(4,)](x, w.detach(), y, torch.empty(4), 40, 40, 40, 1e-6, BLOCK=64)
+    y.sum().backward()
+    x2 = x.detach().clone().requires_grad_()
+    ref(x2, w.detach())[0].sum().backward()
+    torch.testing.assert_close(x.grad, x2.grad, rtol=1e-4, atol=1e-5)
+    assert w.grad is None
+    with torch.no_grad():
+        x_only[(4,)](x, w, y, torch.empty(4), 40, 40, 40, 1e-6, BLOCK=64)
+    torch.testing.assert_close(y, ref(x, w)[0].detach(), rtol=1e-5, atol=1e-6)
