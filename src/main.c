@@ -8,7 +8,8 @@
  *   kad ast FILE.py
  *   kad version
  *
- * Exit status: 0 success, 1 user error (diagnostics on stderr), 2 usage.
+ * Exit status: 0 success; 1 any user error: diagnostics on stderr, or a usage
+ * message for a malformed command line (kad check: also 1 on FAIL).
  * Everything goes through the public API except `ast`, a debugging aid.
  */
 #include <stdio.h>
@@ -123,7 +124,7 @@ static int cmd_ir(int argc, char **argv, bool triton)
         else {
             fprintf(stderr, "kad %s: unexpected argument '%s'\n%s", cmd, argv[i], usage);
             kad_ctx_free(c);
-            return 2;
+            return 1;
         }
     }
     size_t tlen = target ? strlen(target) : 0;
@@ -142,7 +143,7 @@ static int cmd_ir(int argc, char **argv, bool triton)
     if (!colon || colon == target || !colon[1]) {
         fprintf(stderr, "kad %s: expected FILE.py:KERNEL\n%s", cmd, usage);
         kad_ctx_free(c);
-        return 2;
+        return 1;
     }
     char *path = malloc((size_t)(colon - target) + 1);
     if (!path)
@@ -174,7 +175,7 @@ static int cmd_opt(int argc, char **argv)
             file = argv[i];
         else {
             fprintf(stderr, "kad opt: unexpected argument '%s'\n%s", argv[i], usage);
-            return 2;
+            return 1;
         }
     }
     char *text = slurp(file, "file");
@@ -201,7 +202,7 @@ static int cmd_ast(int argc, char **argv)
 {
     if (argc != 1) {
         fputs(usage, stderr);
-        return 2;
+        return 1;
     }
     char *text = slurp(argv[0], "file");
     if (!text)
@@ -298,11 +299,11 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
         continue;
     bad:
         fprintf(stderr, "kad %s: unexpected argument '%s'\n%s", cmd, a, usage);
-        return 2;
+        return 1;
     }
     if (!x->target || !x->wrt || !x->out) {
         fprintf(stderr, "kad %s: expected a kernel, --wrt and --out\n%s", cmd, usage);
-        return 2;
+        return 1;
     }
     return 0;
 }
@@ -373,7 +374,7 @@ static int cmd_ad(int argc, char **argv, bool check)
     int usage_err = 0;
     kad_kernel *k = rc ? NULL : load_target(c, x.target, x.sig, x.flags, &usage_err);
     if (!rc && !k)
-        rc = usage_err ? 2 : 1;
+        rc = 1; /* usage errors were already explained on stderr */
     if (!rc && !check) {
         kad_kernel *g = x.ir ? kad_grad(k, x.wrt, x.out) : NULL;
         const char *text = x.ir ? (g ? kad_kernel_ir(g) : NULL) : kad_grad_module(k, x.wrt, x.out);
@@ -403,7 +404,7 @@ int main(int argc, char **argv)
 {
     if (argc < 2) {
         fputs(usage, stderr);
-        return 2;
+        return 1;
     }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "ir"))
@@ -425,5 +426,5 @@ int main(int argc, char **argv)
         return 0;
     }
     fprintf(stderr, "kad: unknown command '%s'\n%s", cmd, usage);
-    return 2;
+    return 1;
 }
