@@ -214,9 +214,11 @@ def resolve_config(chain, args, kwargs, after_launch):
     return config
 
 
-def bind(jit, chain, grid, args, kwargs, declared, after_launch=False):
+def bind(jit, chain, grid, args, kwargs, declared, after_launch=False, f64_as=None):
     """Binds kernel[grid](*args, **kwargs) to a Launch; declared lists the
-    pointer parameters whose arguments must be tensors (inputs + outputs)."""
+    pointer parameters whose arguments must be tensors (inputs + outputs).
+    f64_as: inside kad.f64_mode, the kad type CPU float64 tensors get in the
+    signature (their buffers hold float64 whatever it is)."""
     ps = params_of(jit)
     params = [(p.name, p.is_constexpr) for p in ps]
     by_name = {p.name: p for p in ps}
@@ -269,6 +271,9 @@ def bind(jit, chain, grid, args, kwargs, declared, after_launch=False):
             continue
         if isinstance(v, torch.Tensor):
             devices.add(v.device.type)
+            if f64_as and v.dtype == torch.float64 and v.device.type == "cpu":
+                parts.append(f"{n}=*{f64_as}")
+                continue
         parts.append(f"{n}={_runtime_type(n, v, _annotation(by_name[n]))}")
     if len(devices) > 1:
         raise ValueError(f"the tensors of one launch must be on one device, got {sorted(devices)}")

@@ -58,24 +58,40 @@ import torch
 
 from . import _capi
 from ._capi import Pointer
-from ._launch import FLOAT_DTYPES, bind, params_of
+from ._launch import FLOAT_DTYPES, TORCH_TO_KAD, bind, params_of
 from ._sources import collect_sources, unwrap
 
 __all__ = ["differentiable", "DifferentiableKernel", "cache_dir", "f64_mode"]
 
-# Set by f64_mode(): CPU launches run the interpreter in float64 mode.
-_F64 = contextvars.ContextVar("kad_f64_mode", default=False)
+# Set by f64_mode(): None outside; inside, the kad type that float64 tensors
+# of CPU launches get in the signature ("fp64" unless typed_as says otherwise).
+_F64 = contextvars.ContextVar("kad_f64_mode", default=None)
 
 
 @contextlib.contextmanager
-def f64_mode():
+def f64_mode(typed_as=None):
     """Within this block, CPU launches whose float tensors are all float64
     run on the interpreter with every float value in double, casts to fp32,
     fp16 or bf16 included (the interpreter's f64 mode, docs/INTERPRETER.md).
     For torch.autograd.gradcheck on kernels that compute in fp32: it checks
     the calculus, not the rounding.  Float tensors of other dtypes (e.g. the
-    fp32 statistics a host wrapper allocates) go through float64 copies."""
-    tok = _F64.set(True)
+    fp32 statistics a host wrapper allocates) go through float64 copies.
+
+    typed_as=torch.float32 (or float16, bfloat16): float64 tensors are typed
+    as that dtype in the kernel's signature, so the kernel is specialized
+    exactly as for tensors of that dtype while its buffers hold, and every
+    value is computed in, float64 (the interpreter's f64 mode does this for
+    any float buffer).  Needed where a kernel is valid only for its real
+    dtype: a tl.dot into an fp32 accumulator, which Triton refuses for fp64
+    operands."""
+    if typed_as is None:
+        kad_type = "fp64"
+    elif typed_as in FLOAT_DTYPES:
+        kad_type = TORCH_TO_KAD[typed_as]
+    else:
+        raise TypeError(f"kad.f64_mode: typed_as must be one of {', '.join(map(str, FLOAT_DTYPES))}, "
+                        f"got {typed_as!r}")
+    tok = _F64.set(kad_type)
     try:
         yield
     finally:
@@ -375,7 +391,8 @@ class DifferentiableKernel:
         return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
 
     def bind(self, grid, args, kwargs, after_launch=False):
-        return bind(self.jit, self.chain, grid, args, kwargs, self.inputs + self.outputs, after_launch)
+        return bind(self.jit, self.chain, grid, args, kwargs, self.inputs + self.outputs, after_launch,
+                    f64_as=_F64.get())
 
     # ---------------------------------------------------------------- launching
 
