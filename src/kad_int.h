@@ -6,8 +6,11 @@
  * Pipeline (kad.c: kad_specialize):
  *   lex.c      source text -> tokens (INDENT/DEDENT, locations)
  *   parse_py.c tokens -> Module (AST of the Triton subset of Python)
+ *   ast_dump.c Module -> S-expression text (tests, `kad ast`)
  *   sema.c     Module + kernel name + signature -> Func (typed tile IR):
- *              names, statements, control flow, inlining of helpers
+ *              names, expressions, inlining of helpers
+ *   sema_sig.c signature strings; binding the kernel's parameters
+ *   sema_stmt.c statements and control flow (if/for/while, early return)
  *   sema_ops.c typing and lowering of operators, attributes, conversions
  *   sema_builtins.c tl.*, libdevice and Python builtins, tensor methods
  *   verify.c   checks a Func (run after every stage in checked builds)
@@ -386,6 +389,11 @@ typedef struct Module {
  * simple assignments or @triton.jit functions are skipped.  Returns NULL
  * only if lexing/parsing failed hard; errors go to d. */
 Module *parse_module(Arena *a, Diags *d, const char *file, const char *text);
+
+/* ------------------------------------------------------------------ */
+/* ast_dump.c                                                          */
+/* ------------------------------------------------------------------ */
+
 /* Writes the AST in a compact S-expression form (tests, `kad ast`). */
 void ast_dump(Buf *b, const Module *m);
 
@@ -684,6 +692,109 @@ bool lower_truth(Lower *L, SVal x, bool *is_const, bool *cval, ValId *v, Loc loc
 const char *const_repr(Arena *a, ConstVal c);
 
 /* ------------------------------------------------------------------ */
+/* sema.c, sema_sig.c and sema_stmt.c: the state of a specialization   */
+/* ------------------------------------------------------------------ */
+
+/* sema.c holds the state, names and expressions; sema_stmt.c runs
+ * statements and control flow; sema_sig.c parses signatures (sig_parse,
+ * above) and binds the kernel's parameters.  Only these three files use
+ * what follows. */
+
+typedef struct Binding {
+    const char *name;
+    SVal val;
+} Binding;
+/* Names of one scope; each name at most once.  Copied, never shared,
+ * between control-flow paths. */
+typedef Vec(Binding) Env;
+
+enum { GS_NEW, GS_BUSY, GS_DONE };
+/* The lazily evaluated value of one module global. */
+typedef struct GlobalSlot {
+    int state; /* GS_* */
+    SVal val;
+} GlobalSlot;
+
+/* One function being run: the kernel, an inlined helper, or module-level
+ * evaluation (globals, defaults: fn == NULL). */
+typedef struct Frame {
+    const Module *mod;
+    const FuncDef *fn;
+    bool is_kernel;
+    Env env;
+    int global_limit; /* only globals with index < limit are visible (-1: all);
+                         a global's initializer sees the ones before it */
+    int loop_depth;   /* > 0 inside a loop body (IR loop or unrolled) */
+    bool done;        /* control left the function: run nothing more */
+    bool has_ret;     /* a `return` ran; ret is its value */
+    SVal ret;
+} Frame;
+
+typedef struct Sema {
+    Arena *a;
+    Diags *d;
+    Lower L;             /* L.b: the block being emitted into */
+    Module **mods;
+    int nmods;
+    GlobalSlot **slots;  /* [module][global] */
+    const SemaOptions *opt;
+    Frame *fr;           /* the current frame */
+    int depth;           /* helper inlining depth */
+    bool recursed;       /* the depth limit was hit: only the outermost call gets a note */
+    Block *scratch;      /* for module-level evaluation: IR emitted here is dropped */
+} Sema;
+
+/* The rest of a statement list (and of the lists enclosing it, in one
+ * function), run after an `if` that may return: see sema_stmt.c's header
+ * comment. */
+typedef struct Cont {
+    const Stmts *s;
+    int from;
+    const struct Cont *next;
+} Cont;
+
+/* sema.c: values, environments, names, expressions. */
+bool sval_has_value(SVal x); /* a runtime value anywhere (so not a constexpr) */
+const char *sema_type_str(Sema *S, Type t);
+/* What x is, for messages: "None", "the constant 0.5", "a value of type fp32[64]". */
+const char *sema_describe(Sema *S, SVal x);
+Binding *sema_env_find(const Env *e, const char *name);
+void sema_env_set(Arena *a, Env *e, const char *name, SVal v);
+Env sema_env_copy(Arena *a, const Env *e);
+/* Gives an unnamed runtime value the variable's name as its print hint. */
+void sema_name_value(Sema *S, SVal v, const char *name);
+/* Binds name in the current frame (naming the value). */
+void sema_bind(Sema *S, const char *name, SVal v);
+bool sema_in_list(const char *const *list, const char *s); /* list ends in NULL */
+/* The qualified name an attribute chain resolves to without evaluating it
+ * ("tl.static_range" -> "triton.language.static_range"), or NULL when its
+ * root is a variable, a global or a helper. */
+const char *sema_qual_of(Sema *S, const Module *m, const Env *env, const Expr *e);
+/* Whether a parameter annotation says tl.constexpr. */
+bool sema_is_constexpr_ann(Sema *S, const Module *m, const Expr *ann);
+/* Which loop iterator a qualified name is: 0 none, else RK_*. */
+enum { RK_NONE, RK_RANGE, RK_TL_RANGE, RK_STATIC };
+int sema_range_kind(const char *q);
+const char *sema_range_name(int rk); /* "range", "tl.range", "tl.static_range" */
+/* e as a compile-time constant in module m's scope; `what` names it in
+ * the error when it is not one.  No IR reaches the kernel. */
+SVal sema_eval_module_const(Sema *S, const Module *m, const Expr *e, int global_limit, const char *what);
+/* Name lookup: locals of the frame, module globals, imports, @triton.jit
+ * functions of the module, Python builtins. */
+SVal sema_lookup(Sema *S, const char *name, Loc loc);
+SVal sema_eval_expr(Sema *S, const Expr *e);
+
+/* sema_stmt.c: runs s[from..] and then the continuation k, until the
+ * function is done; `a if c else b`. */
+void sema_exec_list(Sema *S, const Stmts *s, int from, const Cont *k);
+SVal sema_eval_ifexp(Sema *S, const Expr *e);
+
+/* sema_sig.c: binds the kernel's parameters from the signature: runtime
+ * ones become Func params (source order), constexpr ones constants
+ * (Func.consts). */
+void sema_bind_kernel_params(Sema *S, const Module *m, const FuncDef *fn, const Signature *sig);
+
+/* ------------------------------------------------------------------ */
 /* sema_ops.c and sema_builtins.c                                      */
 /* ------------------------------------------------------------------ */
 
@@ -926,6 +1037,144 @@ DefParam *def_order(Arena *a, const Func *f, int nfwd);
  * gradient pointers, a header naming kernel, signature, inputs and outputs, and the
  * host launcher launch_<fwd>_bwd.  Returns false after a located error in d. */
 bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSpec *spec, Diags *d);
+
+/* ------------------------------------------------------------------ */
+/* emit_triton.c, emit_expr.c, emit_stmt.c: the emitter's internals    */
+/* ------------------------------------------------------------------ */
+
+/* The state of one emit_triton call, shared by the emitter's three files
+ * (the passes: emit_triton.c; expressions: emit_expr.c; statements:
+ * emit_stmt.c).  The em_* functions are used by those files only. */
+
+/* A printed expression and the precedence of its outermost operator (PR_*,
+ * emit_expr.c). */
+typedef struct Ex {
+    const char *s;
+    int prec;
+} Ex;
+
+/* How an operand position treats a Python literal (see const_literal_ok). */
+typedef enum Ctx {
+    CTX_ANY,     /* no literal: a typed constant (tl.full) */
+    CTX_BIN,     /* weak scalar of a binary operator: converted straight to the peer's dtype */
+    CTX_TT,      /* to_tensor first (fp32/i32/...), then promoted with the peer tensor */
+    CTX_CONVERT, /* to_tensor, then cast to the pointee dtype (load other, store value) */
+    CTX_SLOT,    /* assigned to a variable: to_tensor's dtype must be the IR dtype */
+    CTX_RANGE,   /* a bound of range(): the loop variable's dtype comes from it */
+} Ctx;
+
+typedef struct InstInfo InstInfo;
+
+/* Per instruction, mirroring the IR's region tree. */
+struct InstInfo {
+    const Inst *in;
+    const Block *blk;  /* the block holding it */
+    int idx;           /* its index in blk */
+    InstInfo *parent;  /* the control-flow instruction whose region holds it, or NULL */
+    int depth;         /* number of enclosing control-flow instructions */
+    InstInfo **reg;    /* per region, the infos of its instructions */
+    ValId *eff;        /* operands as printed: implicit broadcasts skipped */
+    int pos, end;      /* print-order numbers: the instruction, and after its regions */
+    int mid;           /* while: the number between the condition and the body */
+    int region;        /* index of the region of parent holding it */
+    int rstart[2];     /* if: print-order number where each region starts */
+    bool effects;      /* writes memory or asserts (itself or inside its regions) */
+    bool dead;         /* pure and unused: not printed */
+};
+
+/* A live interval [lo, hi] in print-order positions (see liveness). */
+typedef struct Ival {
+    int lo, hi;
+} Ival;
+
+/* Per value. */
+typedef struct ValInfo {
+    InstInfo *defi;    /* defining instruction; NULL for kernel and region params */
+    const Block *blk;  /* block where it becomes visible */
+    InstInfo *scope;   /* the control-flow instruction whose region blk is, or NULL */
+    int depth;         /* control-flow depth of that block */
+    int nuses;         /* uses as printed (live instructions, after stripping) */
+    InstInfo *useri;   /* the user when nuses == 1 */
+    int uarg;          /* its operand index there */
+    bool cnst;         /* a constant (or broadcast of one): printed at each use */
+    bool inl;          /* printed inside its single user's expression */
+    bool param;        /* a kernel parameter */
+    bool iv;           /* a for loop's induction variable */
+    bool var;          /* printed as a Python variable */
+    int def_pos, last_pos;
+    /* coalescing (meaningful on class roots) */
+    int cls;           /* union-find parent */
+    int prio;          /* how strongly hint names the class: 3 param, 2 loop slot, 1 other */
+    const char *hint;  /* sanitized preferred name, or NULL */
+    const char *name;  /* the Python name, once assigned */
+    Vec(Ival) ivals;   /* live intervals of all members */
+} ValInfo;
+
+/* One emission: emit_triton.c's passes fill it, emit_expr.c and emit_stmt.c
+ * print from it. */
+typedef struct Emitter {
+    Arena *a;
+    const Func *f;
+    Diags *d;
+    const EmitOptions *opt;
+    ValInfo *vi;
+    int nvals;
+    InstInfo *body;         /* infos of f->body */
+    Vec(InstInfo *) order;  /* every instruction in print order */
+    int counter;            /* next print-order number */
+    bool measuring;         /* rendering only to measure line lengths: placeholder names */
+    Vec(int) reads;         /* classes read by the expression being rendered */
+    bool libdevice;         /* some op printed through libdevice */
+    bool failed;
+    const InstInfo *early_return; /* the last top-level `if`, without results: an
+                                     empty then-branch prints as `return` */
+    /* the names in use (open addressing) */
+    const char **set;
+    uint32_t mask;
+    int ntmp;
+} Emitter;
+
+static inline Type em_vtype(const Emitter *E, ValId v) { return E->f->vals.v[v].ty; }
+
+/* emit_triton.c */
+
+/* A located error in E->d; nothing while measuring (the final print
+ * reports it once). */
+void em_error(Emitter *E, Loc loc, const char *fmt, ...);
+/* The root of v's class: the values that share one Python variable. */
+int em_find(Emitter *E, int v);
+/* A hint as a Python identifier: characters outside [A-Za-z0-9_] become
+ * '_' (`acc.1` -> `acc_1`), a leading digit gets a 'v' in front.  NULL
+ * when there is no hint or it is purely numeric (an anonymous value). */
+const char *em_py_ident(Arena *a, const char *h);
+
+/* emit_expr.c */
+
+/* The constant instruction v is (through broadcasts), or NULL when v is
+ * not a constant. */
+const Inst *em_const_inst(const Emitter *E, ValId v);
+/* Operand i of info as printed in an operand position of kind ctx. */
+Ex em_opnd(Emitter *E, InstInfo *info, int i, Ctx ctx);
+/* The expression computing the (single) result of info. */
+Ex em_gen_inst(Emitter *E, InstInfo *info);
+/* The printed name of a variable value; records its class in E->reads. */
+const char *em_var_name(Emitter *E, ValId v);
+/* load/store/atomic_add arguments: "ptr[, value][, mask=m][, other=o]". */
+const char *em_mem_args(Emitter *E, InstInfo *info);
+/* The Python string literal of s. */
+const char *em_py_string(Emitter *E, const char *s);
+
+/* emit_stmt.c */
+
+/* Appends the copies dsts[k] = operand first+k of info as one parallel
+ * assignment (copies within one class vanish, a cycle is a tuple
+ * assignment), at indentation depth. */
+void em_print_moves(Emitter *E, Buf *b, int depth, InstInfo *info, int first, const ValId *dsts, int n,
+                    Ctx ctx);
+/* The statements of one instruction (control flow: its header and inits
+ * only when measuring); the instructions of a block. */
+void em_print_inst(Emitter *E, Buf *b, InstInfo *info, int depth);
+void em_print_block(Emitter *E, Buf *b, const Block *blk, InstInfo *infos, int depth);
 
 /* ------------------------------------------------------------------ */
 /* interp.c                                                            */
