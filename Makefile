@@ -36,7 +36,7 @@ build/obj/%.o: src/%.c $(HDRS)
 	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 build/pic/%.o: src/%.c $(HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -fPIC -c $< -o $@
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
 build/asan/%.o: src/%.c $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_ASAN) -c $< -o $@

@@ -26,6 +26,13 @@ extern "C" {
 
 #define KAD_VERSION "0.1.0"
 
+/* The shared library exports only this API (built with -fvisibility=hidden). */
+#if defined(__GNUC__)
+#define KAD_API __attribute__((visibility("default")))
+#else
+#define KAD_API
+#endif
+
 typedef struct kad_ctx kad_ctx;
 typedef struct kad_kernel kad_kernel;
 
@@ -51,44 +58,44 @@ typedef struct kad_arg {
     double f;
 } kad_arg;
 
-kad_ctx *kad_ctx_new(void); /* NULL if out of memory */
-void kad_ctx_free(kad_ctx *c);
-const char *kad_version(void);
+KAD_API kad_ctx *kad_ctx_new(void); /* NULL if out of memory */
+KAD_API void kad_ctx_free(kad_ctx *c);
+KAD_API const char *kad_version(void);
 
 /* Adds a Python source file (a module of @triton.jit functions).  Returns 0,
  * or -1 on syntax errors (see kad_diagnostics). */
-int kad_add_source(kad_ctx *c, const char *filename, const char *text);
+KAD_API int kad_add_source(kad_ctx *c, const char *filename, const char *text);
 
 /* Specializes a kernel of the added sources for a signature such as
  * "x_ptr=*fp32,y_ptr=*bf16,n=i32,eps=fp32,BLOCK=1024,ACT='gelu'" and lowers
  * it to verified IR.  NULL on error. */
-kad_kernel *kad_specialize(kad_ctx *c, const char *kernel, const char *sig, unsigned flags);
+KAD_API kad_kernel *kad_specialize(kad_ctx *c, const char *kernel, const char *sig, unsigned flags);
 
 /* Parses a kernel in textual IR and verifies it.  NULL on error. */
-kad_kernel *kad_parse_ir(kad_ctx *c, const char *filename, const char *text);
+KAD_API kad_kernel *kad_parse_ir(kad_ctx *c, const char *filename, const char *text);
 
 /* Runs a named pass on a kernel in place ("simplify", "dce", "verify").
  * Returns 0 or -1. */
-int kad_run_pass(kad_kernel *k, const char *pass);
+KAD_API int kad_run_pass(kad_kernel *k, const char *pass);
 
 /* The kernel's textual IR (owned by the context). */
-const char *kad_kernel_ir(kad_kernel *k);
+KAD_API const char *kad_kernel_ir(kad_kernel *k);
 
 /* Runtime parameters of a specialized kernel, in call order. */
-int kad_kernel_nparams(const kad_kernel *k);
-const char *kad_kernel_param_name(const kad_kernel *k, int i);
+KAD_API int kad_kernel_nparams(const kad_kernel *k);
+KAD_API const char *kad_kernel_param_name(const kad_kernel *k, int i);
 /* Type of parameter i: "*fp32", "i32", "fp32", ... */
-const char *kad_kernel_param_type(const kad_kernel *k, int i);
+KAD_API const char *kad_kernel_param_type(const kad_kernel *k, int i);
 
 /* Runs the kernel on the CPU interpreter over grid[0] x grid[1] x grid[2]
  * programs.  Returns 0, or -1 with a diagnostic naming the source line and
  * program id (out-of-bounds access, failed device_assert, ...). */
-int kad_run(kad_kernel *k, const int64_t grid[3], const kad_arg *args, int nargs, int mode);
+KAD_API int kad_run(kad_kernel *k, const int64_t grid[3], const kad_arg *args, int nargs, int mode);
 
 /* All diagnostics reported so far in this context, rendered; "" if none. */
-const char *kad_diagnostics(kad_ctx *c);
+KAD_API const char *kad_diagnostics(kad_ctx *c);
 /* Forgets the diagnostics reported so far. */
-void kad_clear_diagnostics(kad_ctx *c);
+KAD_API void kad_clear_diagnostics(kad_ctx *c);
 
 /* ---- Reverse-mode AD (docs/AD.md) ---- */
 
@@ -97,7 +104,7 @@ void kad_clear_diagnostics(kad_ctx *c);
  * (comma-separated pointer-parameter names, e.g. "x_ptr,w_ptr").  The
  * caller zero-fills the input gradients; output gradients are only read.
  * NULL with located diagnostics when k cannot be differentiated. */
-kad_kernel *kad_grad(kad_kernel *k, const char *wrt, const char *out);
+KAD_API kad_kernel *kad_grad(kad_kernel *k, const char *wrt, const char *out);
 
 /* Options of kad_check.  Zero fields take the defaults. */
 typedef struct kad_check_opts {
@@ -118,12 +125,12 @@ typedef struct kad_check_opts {
 /* Checks kad_grad(k) against float64 central finite differences on the
  * interpreter.  Returns the report (one line per input, then PASS or FAIL)
  * and sets *passed to 1 or 0; NULL on error (see kad_diagnostics). */
-const char *kad_check(kad_kernel *k, const kad_check_opts *o, int *passed);
+KAD_API const char *kad_check(kad_kernel *k, const kad_check_opts *o, int *passed);
 
 /* The kernel as a Python module holding one @triton.jit function that
  * computes what k computes (see docs/EMIT.md); owned by the context.  NULL
  * with a located diagnostic when some IR construct has no Triton spelling. */
-const char *kad_kernel_triton(kad_kernel *k);
+KAD_API const char *kad_kernel_triton(kad_kernel *k);
 
 /* ---- The backward module (docs/GRAD.md) ---- */
 
@@ -133,13 +140,13 @@ const char *kad_kernel_triton(kad_kernel *k);
  * num_warps=None, num_stages=None, **constexprs) that callers use.  wrt and
  * out as for kad_grad.  Owned by the context; NULL with located diagnostics
  * when k cannot be differentiated or printed. */
-const char *kad_grad_module(kad_kernel *k, const char *wrt, const char *out);
+KAD_API const char *kad_grad_module(kad_kernel *k, const char *wrt, const char *out);
 
 /* One call from sources to module: specializes `kernel` of the sources
  * added to c for sig (flags as for kad_specialize), then kad_grad_module.
  * For the CPU interpreter, kad_grad(kad_specialize(...), wrt, out) gives
  * the same backward as a kad_kernel. */
-const char *kad_grad_source(kad_ctx *c, const char *kernel, const char *sig, const char *wrt,
+KAD_API const char *kad_grad_source(kad_ctx *c, const char *kernel, const char *sig, const char *wrt,
                             const char *out, unsigned flags);
 
 #ifdef __cplusplus

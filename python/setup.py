@@ -30,7 +30,7 @@ def compile_library(out):
     if not srcs:
         raise RuntimeError(f"no C sources under {REPO}/src: build the package from a kad checkout")
     cc = shlex.split(os.environ.get("CC", "cc"))
-    cmd = cc + ["-std=c11", "-O2", "-fPIC", "-shared", "-DKAD_CHECKED", "-D_POSIX_C_SOURCE=200809L",
+    cmd = cc + ["-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-shared", "-DKAD_CHECKED", "-D_POSIX_C_SOURCE=200809L",
                 *srcs, "-lm", "-o", out]
     os.makedirs(os.path.dirname(out), exist_ok=True)
     print(" ".join(cmd))

@@ -254,7 +254,7 @@ static void forward_inst(Ad *ad, const Inst *in)
             join_root(ad, res, ROOT_AMBIG); /* bitcast or anything else: unknown */
         return;
     }
-    if (op_info[op].diff == 'D' && is_float_type(fty(ad, res))) {
+    if (op_differentiable(op) && is_float_type(fty(ad, res))) {
         bool v = false;
         for (int i = 0; i < in->nargs; i++)
             v = v || ad->varied[in->args[i]];
@@ -332,7 +332,7 @@ static void backward_inst(Ad *ad, const Inst *in)
     default:
         break;
     }
-    if (op_info[op].diff == 'D' && in->nres == 1 && ad->useful[in->res[0]])
+    if (op_differentiable(op) && in->nres == 1 && ad->useful[in->res[0]])
         for (int i = 0; i < in->nargs; i++)
             set_flag(ad, ad->useful, in->args[i], true);
 }
@@ -598,7 +598,7 @@ static void through_only(const Ad *ad, const Block *b, ValId m, uint8_t *only)
         const Inst *in = &b->insts.v[i];
         for (int r = 0; r < in->nregions; r++)
             through_only(ad, in->regions[r], m, only);
-        if (in->nres != 1 || op_info[in->op].diff != 'D')
+        if (in->nres != 1 || !op_differentiable(in->op))
             continue;
         bool some = false, all = true;
         for (int k = 0; k < in->nargs; k++) {
@@ -705,7 +705,7 @@ static bool linear_chain(Ad *ad, const Block *body, int i)
 
 static bool has_rule(OpKind op)
 {
-    return op_info[op].diff == 'D' && op != OP_CUMPROD;
+    return op_info[op].diff == 'D'; /* 'N': differentiable, no rule yet */
 }
 
 /* Stamps every value defined in b (regions included) with id. */
@@ -1087,7 +1087,7 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
             }
             break;
         default:
-            if (op_info[op].diff == 'D' && !has_rule(op) && in->nres == 1 && ad_active(ad, in->res[0]))
+            if (op_differentiable(op) && !has_rule(op) && in->nres == 1 && ad_active(ad, in->res[0]))
                 diag_error(ad->d, in->loc, "no adjoint rule for '%s'", op_info[op].name);
             break;
         }

@@ -1030,7 +1030,7 @@ static void adj_block(Ad *ad, const Block *fb, Block *bb)
             adj_if(ad, bb, in);
             break;
         default:
-            if (op_info[in->op].diff == 'D' && in->nres == 1) {
+            if (op_differentiable(in->op) && in->nres == 1) {
                 Em e = {ad, bb, in->loc};
                 adj_rule(&e, in);
             }
@@ -1044,7 +1044,10 @@ static void adj_block(Ad *ad, const Block *fb, Block *bb)
 /* ------------------------------------------------------------------ */
 
 
-Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
+/* The backward kernel of fwd: params = fwd's params, then d_<out> per
+ * output, then d_<wrt> per input; same grid.  Unsupported constructs are
+ * located errors in d; returns NULL after any error.  fwd is unchanged. */
+static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
 {
     Ad ad0 = {.a = a, .d = d, .fw = fwd, .spec = spec}, *ad = &ad0;
     if (!ad_analyze(ad))
@@ -1079,58 +1082,6 @@ Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     return bw;
 }
 
-/* Operand uses of every value in b (regions included). */
-static void count_uses_in(int *uses, const Block *b)
-{
-    for (int i = 0; i < b->insts.n; i++) {
-        const Inst *in = &b->insts.v[i];
-        for (int k = 0; k < in->nargs; k++)
-            uses[in->args[k]]++;
-        for (int r = 0; r < in->nregions; r++)
-            count_uses_in(uses, in->regions[r]);
-    }
-}
-
-static bool block_has_effect(const Block *b)
-{
-    for (int i = 0; i < b->insts.n; i++) {
-        const Inst *in = &b->insts.v[i];
-        if (in->op == OP_STORE || in->op == OP_ATOMIC_ADD || in->op == OP_ASSERT)
-            return true;
-        for (int r = 0; r < in->nregions; r++)
-            if (block_has_effect(in->regions[r]))
-                return true;
-    }
-    return false;
-}
-
-/* The dce pass keeps every `while` (it might not terminate).  In a backward
- * kernel each `while` recomputes one of the forward's, which terminated, so
- * a recomputation without effects whose results nobody uses (the primal
- * sweep's copy of a loop that only stored) is dead code: drop it.  Returns
- * whether something was removed. */
-static bool drop_dead_whiles(Block *b, int *uses)
-{
-    bool removed = false;
-    int n = 0;
-    for (int i = 0; i < b->insts.n; i++) {
-        Inst *in = &b->insts.v[i];
-        bool dead = in->op == OP_WHILE;
-        for (int k = 0; dead && k < in->nres; k++)
-            dead = uses[in->res[k]] == 0;
-        dead = dead && !block_has_effect(in->regions[0]) && !block_has_effect(in->regions[1]);
-        if (dead) {
-            removed = true;
-            continue;
-        }
-        for (int r = 0; r < in->nregions; r++)
-            removed = drop_dead_whiles(in->regions[r], uses) || removed;
-        b->insts.v[n++] = *in;
-    }
-    b->insts.n = n;
-    return removed;
-}
-
 Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
 {
     Func *bw = ad_reverse(a, d, fwd, spec);
@@ -1138,11 +1089,10 @@ Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
         return NULL;
     /* A backward that does not verify is a kad bug; say so plainly. */
     bool ok = ir_verify(bw, d) && pass_run(bw, "simplify", d);
-    int *uses = ok ? arena_alloc(a, sizeof(int) * (size_t)bw->vals.n) : NULL;
-    if (uses)
-        count_uses_in(uses, bw->body);
-    if (ok && drop_dead_whiles(bw->body, uses))
-        ok = pass_run(bw, "dce", d);
+    /* Each `while` of a backward recomputes one of the forward's, which
+     * terminated: the primal sweep's copy of a loop that only stored is dead. */
+    if (ok)
+        ok = pass_dce(bw, true);
     if (!ok || !ir_verify(bw, d)) {
         diag_note(d, fwd->loc, "kad bug: the backward kernel of '%s' is invalid", fwd->name);
         return NULL;

@@ -57,28 +57,10 @@
 /* How a float result is rounded to its dtype. */
 enum { R_NONE, R_F32, R_F16, R_BF16 };
 
-/* Rounds x to nearest-even with p significant bits, minimum normal
- * exponent emin (subnormals below it) and largest finite value maxf; values
- * rounding beyond maxf become infinities.  Scaling by powers of two is
- * exact, so the one rounding is nearbyint's (round-half-even by default). */
-static double round_to_format(double x, int p, int emin, double maxf)
-{
-    double ax = fabs(x);
-    if (!(ax > 0) || ax == INFINITY)
-        return x; /* zeros, NaN, infinities */
-    int e;
-    frexp(ax, &e); /* ax in [2^(e-1), 2^e): the ulp is 2^(e-p) */
-    int qe = e - p;
-    if (qe < emin - p + 1)
-        qe = emin - p + 1; /* subnormal: fixed quantum */
-    double q = ldexp(nearbyint(ldexp(ax, -qe)), qe);
-    if (q > maxf)
-        q = INFINITY;
-    return copysign(q, x);
-}
-
-static double round_f16(double x) { return round_to_format(x, 11, -14, 65504.0); }
-static double round_bf16(double x) { return round_to_format(x, 8, -126, 0x1.fep127); }
+/* Halves use util.c's dtype_round, the one the constant folder uses too,
+ * so a folded constant equals the interpreted result. */
+static double round_f16(double x) { return dtype_round(DT_F16, x); }
+static double round_bf16(double x) { return dtype_round(DT_BF16, x); }
 
 /* Rounding a double to fp32 with a C cast is a single correct rounding;
  * for +, -, *, / and sqrt of operands of a narrower format, computing in
@@ -154,7 +136,8 @@ static uint16_t bf16_encode(double x)
 }
 
 /* Integer formats: a value of width w is kept in an int64 whose upper
- * 64-w bits are copies of the sign bit (signed) or zero (unsigned, i1). */
+ * 64-w bits are copies of the sign bit (signed) or zero (unsigned, i1).
+ * iwrap is dtype_wrap (util.c) with the shift precomputed per op. */
 typedef struct IntFmt {
     uint8_t sh;  /* 64 - width */
     bool uns;    /* zero-extended */
@@ -163,7 +146,7 @@ typedef struct IntFmt {
 static IntFmt int_fmt(Dtype dt)
 {
     int w = dtype_bits(dt);
-    return (IntFmt){(uint8_t)(64 - w), dt == DT_I1 || !dtype_is_signed(dt)};
+    return (IntFmt){(uint8_t)(64 - w), !dtype_is_signed(dt)};
 }
 
 static inline int64_t iwrap(uint64_t u, IntFmt f)

@@ -130,7 +130,7 @@ char *read_file(Arena *a, const char *path, size_t *len);
 /*      enum      name    bits float signed  triton name */
 #define KAD_DTYPES(X) \
     X(DT_VOID, "void",  0, 0, 0, "void")       \
-    X(DT_I1,   "i1",    1, 0, 1, "int1")       \
+    X(DT_I1,   "i1",    1, 0, 0, "int1")       \
     X(DT_I8,   "i8",    8, 0, 1, "int8")       \
     X(DT_U8,   "u8",    8, 0, 0, "uint8")      \
     X(DT_I16,  "i16",  16, 0, 1, "int16")      \
@@ -158,7 +158,14 @@ int dtype_bits(Dtype t);
 int dtype_bytes(Dtype t); /* storage size: i1 is 1 byte */
 bool dtype_is_float(Dtype t);
 bool dtype_is_int(Dtype t); /* i1 included */
-bool dtype_is_signed(Dtype t);
+bool dtype_is_signed(Dtype t); /* i1 is unsigned (0 or 1), as Triton's int1 */
+/* x rounded to float dtype t as storing it in t would (fp32/fp16/bf16:
+ * round-to-nearest-even, overflow to inf); x itself for fp64 and others. */
+double dtype_round(Dtype t, double x);
+/* x reduced to int dtype t with two's-complement wrap-around: sign-extended
+ * for signed t, zero-extended for unsigned (u64 as its bit pattern, i1 as
+ * x & 1). */
+int64_t dtype_wrap(Dtype t, uint64_t x);
 Dtype dtype_parse(const char *s, size_t n); /* "fp32", "i32", ...; DT_VOID if unknown */
 
 #define KAD_MAX_RANK 4
@@ -416,6 +423,8 @@ typedef struct OpInfo {
 } OpInfo;
 extern const OpInfo op_info[OP_COUNT]; /* constant table, defined in ir.c */
 OpKind op_by_name(const char *s, size_t n); /* OP_COUNT if unknown */
+/* A float op whose result depends differentiably on its operands ('D' or 'N'). */
+static inline bool op_differentiable(int op) { return op_info[op].diff == 'D' || op_info[op].diff == 'N'; }
 
 /* Inst.flags */
 enum {
@@ -570,7 +579,10 @@ bool ir_verify(const Func *f, Diags *d);
 /* Runs the named pass on f in place ("simplify", "dce", "verify").
  * Unknown names are an error in d.  Returns false on error. */
 bool pass_run(Func *f, const char *name, Diags *d);
-const char *pass_names(void); /* "simplify, dce, verify" for help texts */
+/* Dead-code elimination ("dce").  whiles_terminate: the caller knows every
+ * `while` of f terminates (a backward kernel recomputing a forward that
+ * terminated), so an unused `while` without effects is removed too. */
+bool pass_dce(Func *f, bool whiles_terminate);
 
 /* ------------------------------------------------------------------ */
 /* sema.c                                                              */
@@ -908,10 +920,6 @@ enum {
  * KAD_TEST_MUTATE; docs/AD.md). */
 int ad_mutation_by_name(const char *name);
 
-/* The backward kernel of fwd: params = fwd's params, then d_<out> per
- * output, then d_<wrt> per input; same grid.  Unsupported constructs are
- * located errors in d; returns NULL after any error.  fwd is unchanged. */
-Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec);
 /* The backward kernel as kad hands it out: ad_reverse, then the simplify
  * pass (CSE, DCE: the primal sweep's dead stores' operands go away), with
  * ir_verify before and after.  NULL after an error. */

@@ -13,7 +13,8 @@
  *   nreg      region count
  *   pure      1 = no side effects (may be removed when unused, recomputed)
  *   ew        1 = elementwise: all operands and the result have one shape
- *   diff      how AD treats it: D differentiable (needs a rule), Z zero
+ *   diff      how AD treats it: D differentiable (needs a rule), N differentiable
+ *             but no adjoint rule yet (AD refuses it where it matters), Z zero
  *             derivative / not a float op (indices, masks, comparisons),
  *             M memory (load/store: shadow-pointer rules), C control flow
  *
@@ -101,7 +102,7 @@
   X(OP_ARGMAX,         "argmax",         1,  1,  0,  1,  0, 'Z') /* result i32; first index of the max; flags KEEP_DIMS */ \
   X(OP_ARGMIN,         "argmin",         1,  1,  0,  1,  0, 'Z') /* result i32; first index of the min; flags KEEP_DIMS */ \
   X(OP_CUMSUM,         "cumsum",         1,  1,  0,  1,  0, 'D') /* flags REVERSE */ \
-  X(OP_CUMPROD,        "cumprod",        1,  1,  0,  1,  0, 'D') /* flags REVERSE */ \
+  X(OP_CUMPROD,        "cumprod",        1,  1,  0,  1,  0, 'N') /* flags REVERSE */ \
   /* matrix product: a[M,K], b[K,N], acc[M,N]; ival = input precision (DotPrec) */ \
   X(OP_DOT,            "dot",            3,  1,  0,  1,  0, 'D') \
   /* random numbers (Philox 4x32-10, like tl.rand/randn/randint): seed (scalar int), offset (int tile) */ \

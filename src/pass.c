@@ -47,7 +47,8 @@ static void scratch_free(Func *f, Arena *a)
  * effect: pure ops, loads (reading memory has no effect; an unused load
  * that would fault is removed too, as Triton does), and for/if whose
  * regions hold no effect.  Kept always: store, atomic_add, assert, while
- * (it might not terminate), yield, condition, and control flow containing
+ * (it might not terminate; pass_dce's whiles_terminate drops that reason when
+ * the caller knows every while terminates), yield, condition, and control flow containing
  * any of them.
  * Requires: a verified Func.  Keeps: everything else, order, ValIds.
  * Breaks: nothing (removed values are simply no longer defined). */
@@ -55,6 +56,7 @@ static void scratch_free(Func *f, Arena *a)
 typedef struct Dce {
     int *uses; /* by ValId: number of operand uses in live instructions */
     bool changed;
+    bool whiles_terminate; /* a while without effects and uses may go */
 } Dce;
 
 static void count_uses(Dce *c, const Block *b, int delta)
@@ -68,18 +70,22 @@ static void count_uses(Dce *c, const Block *b, int delta)
     }
 }
 
-static bool has_effect(const Inst *in)
+static bool has_effect(const Dce *c, const Inst *in)
 {
     switch ((OpKind)in->op) {
-    case OP_STORE: case OP_ATOMIC_ADD: case OP_ASSERT: case OP_WHILE:
+    case OP_STORE: case OP_ATOMIC_ADD: case OP_ASSERT:
         return true;
+    case OP_WHILE:
+        if (!c->whiles_terminate)
+            return true;
+        break;
     default:
         break;
     }
     for (int r = 0; r < in->nregions; r++) {
         const Block *b = in->regions[r];
         for (int i = 0; i < b->insts.n; i++)
-            if (has_effect(&b->insts.v[i]))
+            if (has_effect(c, &b->insts.v[i]))
                 return true;
     }
     return false;
@@ -87,9 +93,10 @@ static bool has_effect(const Inst *in)
 
 static bool removable(const Dce *c, const Inst *in)
 {
-    if (in->op == OP_YIELD || in->op == OP_CONDITION || has_effect(in))
+    if (in->op == OP_YIELD || in->op == OP_CONDITION || has_effect(c, in))
         return false;
-    if (!op_info[in->op].pure && in->op != OP_LOAD && in->op != OP_FOR && in->op != OP_IF)
+    if (!op_info[in->op].pure && in->op != OP_LOAD && in->op != OP_FOR && in->op != OP_IF &&
+        in->op != OP_WHILE) /* a while gets here only when whiles_terminate */
         return false;
     for (int i = 0; i < in->nres; i++)
         if (c->uses[in->res[i]] > 0)
@@ -125,10 +132,10 @@ static void dce_block(Dce *c, Block *b)
     c->changed = true;
 }
 
-static bool pass_dce(Func *f)
+bool pass_dce(Func *f, bool whiles_terminate)
 {
     Arena *a = scratch_new(f);
-    Dce c = {.uses = arena_alloc(a, (size_t)f->vals.n * sizeof(int))};
+    Dce c = {.uses = arena_alloc(a, (size_t)f->vals.n * sizeof(int)), .whiles_terminate = whiles_terminate};
     count_uses(&c, f->body, 1);
     do {
         c.changed = false;
@@ -145,56 +152,13 @@ static bool pass_dce(Func *f)
 /* A known constant (all lanes equal). */
 typedef struct CVal {
     bool known;
-    int64_t i; /* integer dtypes: the value, normalized by wrap() */
+    int64_t i; /* integer dtypes: the value, normalized by dtype_wrap() */
     double x;  /* float dtypes: the value, already rounded to the dtype */
 } CVal;
 
-/* x reduced to dtype dt with two's-complement wrap-around; i1 is 0 or 1;
- * unsigned values are kept non-negative (u64 as its bit pattern). */
-static int64_t wrap(Dtype dt, uint64_t x)
-{
-    int bits = dtype_bits(dt);
-    if (dt == DT_I1)
-        return (int64_t)(x & 1);
-    if (bits >= 64)
-        return (int64_t)x;
-    uint64_t mask = ((uint64_t)1 << bits) - 1;
-    x &= mask;
-    if (dtype_is_signed(dt) && (x >> (bits - 1)) & 1)
-        x |= ~mask;
-    return (int64_t)x;
-}
-
-/* Round-to-nearest-even of x to a binary format with p significant bits,
- * minimum normal exponent emin and largest finite value maxf. */
-static double round_format(double x, int p, int emin, double maxf)
-{
-    if (x == 0 || !isfinite(x))
-        return x;
-    int e = ilogb(x);
-    if (e < emin)
-        e = emin; /* subnormal: fixed quantum */
-    double q = ldexp(1.0, e - p + 1);
-    double r = nearbyint(x / q) * q; /* x / q is exact: a power-of-two scaling */
-    if (fabs(r) > maxf)
-        return x < 0 ? -INFINITY : INFINITY;
-    return r;
-}
-
-/* x rounded to float dtype dt, as storing it in dt would. */
-static double round_to(Dtype dt, double x)
-{
-    switch (dt) {
-    case DT_F32: return (double)(float)x;
-    case DT_F16: return round_format(x, 11, -14, 65504.0);
-    case DT_BF16: return round_format(x, 8, -126, ldexp(255.0, 120)); /* (2 - 2^-7) * 2^127 */
-    default: return x;
-    }
-}
-
 static bool lt_int(Dtype dt, int64_t a, int64_t b)
 {
-    return dtype_is_signed(dt) && dt != DT_I1 ? a < b : (uint64_t)a < (uint64_t)b;
+    return dtype_is_signed(dt) ? a < b : (uint64_t)a < (uint64_t)b;
 }
 
 /* Folds an integer op on constants.  false: not folded (division by zero,
@@ -203,11 +167,11 @@ static bool fold_int(OpKind op, Dtype dt, const CVal *a, const CVal *b, int64_t 
 {
     uint64_t x = (uint64_t)a->i, y = b ? (uint64_t)b->i : 0;
     int bits = dtype_bits(dt);
-    bool sgn = dtype_is_signed(dt) && dt != DT_I1;
+    bool sgn = dtype_is_signed(dt);
     switch (op) {
-    case OP_ADD: *out = wrap(dt, x + y); return true;
-    case OP_SUB: *out = wrap(dt, x - y); return true;
-    case OP_MUL: *out = wrap(dt, x * y); return true;
+    case OP_ADD: *out = dtype_wrap(dt, x + y); return true;
+    case OP_SUB: *out = dtype_wrap(dt, x - y); return true;
+    case OP_MUL: *out = dtype_wrap(dt, x * y); return true;
     case OP_DIV: case OP_REM:
         if (b->i == 0)
             return false;
@@ -215,33 +179,33 @@ static bool fold_int(OpKind op, Dtype dt, const CVal *a, const CVal *b, int64_t 
             int64_t min = bits >= 64 ? INT64_MIN : -((int64_t)1 << (bits - 1));
             if (a->i == min && b->i == -1)
                 return false; /* overflows: undefined on the device */
-            *out = wrap(dt, (uint64_t)(op == OP_DIV ? a->i / b->i : a->i % b->i));
+            *out = dtype_wrap(dt, (uint64_t)(op == OP_DIV ? a->i / b->i : a->i % b->i));
         } else {
-            *out = wrap(dt, op == OP_DIV ? x / y : x % y);
+            *out = dtype_wrap(dt, op == OP_DIV ? x / y : x % y);
         }
         return true;
     case OP_MAXIMUM: *out = lt_int(dt, a->i, b->i) ? b->i : a->i; return true;
     case OP_MINIMUM: *out = lt_int(dt, b->i, a->i) ? b->i : a->i; return true;
-    case OP_NEG: *out = wrap(dt, 0 - x); return true;
-    case OP_ABS: *out = sgn && a->i < 0 ? wrap(dt, 0 - x) : a->i; return true;
-    case OP_AND: *out = wrap(dt, x & y); return true;
-    case OP_OR: *out = wrap(dt, x | y); return true;
-    case OP_XOR: *out = wrap(dt, x ^ y); return true;
-    case OP_NOT: *out = wrap(dt, ~x); return true;
+    case OP_NEG: *out = dtype_wrap(dt, 0 - x); return true;
+    case OP_ABS: *out = sgn && a->i < 0 ? dtype_wrap(dt, 0 - x) : a->i; return true;
+    case OP_AND: *out = dtype_wrap(dt, x & y); return true;
+    case OP_OR: *out = dtype_wrap(dt, x | y); return true;
+    case OP_XOR: *out = dtype_wrap(dt, x ^ y); return true;
+    case OP_NOT: *out = dtype_wrap(dt, ~x); return true;
     case OP_SHL: case OP_SHR:
         if (b->i < 0 || b->i >= bits)
             return false; /* undefined on the device */
         if (op == OP_SHL)
-            *out = wrap(dt, x << y);
+            *out = dtype_wrap(dt, x << y);
         else if (sgn && a->i < 0)
-            *out = wrap(dt, ~(~x >> y)); /* arithmetic shift */
+            *out = dtype_wrap(dt, ~(~x >> y)); /* arithmetic shift */
         else
-            *out = wrap(dt, x >> y);
+            *out = dtype_wrap(dt, x >> y);
         return true;
     case OP_UMULHI:
         if (bits != 32)
             return false;
-        *out = wrap(dt, ((x & 0xffffffffu) * (y & 0xffffffffu)) >> 32);
+        *out = dtype_wrap(dt, ((x & 0xffffffffu) * (y & 0xffffffffu)) >> 32);
         return true;
     default:
         return false;
@@ -275,7 +239,7 @@ static bool fold_float(OpKind op, Dtype dt, const CVal *a, const CVal *b, double
     default:
         return false;
     }
-    *out = round_to(dt, r);
+    *out = dtype_round(dt, r);
     return true;
 }
 
@@ -313,13 +277,13 @@ static bool fold_cast(Dtype s, Dtype d, const CVal *a, CVal *out)
         return false;
     if (!sf && !df) {
         /* to i1 is a truth test (x != 0), not a wrap */
-        out->i = d == DT_I1 ? a->i != 0 : wrap(d, (uint64_t)a->i);
+        out->i = d == DT_I1 ? a->i != 0 : dtype_wrap(d, (uint64_t)a->i);
     } else if (!sf && df) {
-        bool uns = !dtype_is_signed(s) || s == DT_I1;
+        bool uns = !dtype_is_signed(s);
         double v = uns ? (double)(uint64_t)a->i : (double)a->i;
         if (fabs(v) > 9007199254740992.0) /* 2^53: the double is already rounded */
             return false;
-        out->x = round_to(d, v);
+        out->x = dtype_round(d, v);
     } else if (sf && !df) {
         double t = trunc(a->x);
         if (isnan(a->x) || d == DT_I1)
@@ -330,9 +294,9 @@ static bool fold_cast(Dtype s, Dtype d, const CVal *a, CVal *out)
         double hi = dtype_is_signed(d) ? ldexp(1.0, bits - 1) : ldexp(1.0, bits);
         if (!(t >= lo && t < hi))
             return false;
-        out->i = t < 0 ? (int64_t)t : wrap(d, (uint64_t)t);
+        out->i = t < 0 ? (int64_t)t : dtype_wrap(d, (uint64_t)t);
     } else {
-        out->x = round_to(d, a->x);
+        out->x = dtype_round(d, a->x);
     }
     out->known = true;
     return true;
@@ -637,9 +601,9 @@ static void simplify_block(S *s, Block *b)
             Type t = tyv(s, in.res[0]);
             CVal c = {.known = true};
             if (dtype_is_float((Dtype)t.dt))
-                c.x = round_to((Dtype)t.dt, in.fval);
+                c.x = dtype_round((Dtype)t.dt, in.fval);
             else
-                c.i = wrap((Dtype)t.dt, (uint64_t)in.ival);
+                c.i = dtype_wrap((Dtype)t.dt, (uint64_t)in.ival);
             s->cv[in.res[0]] = c;
         }
         vec_push(s->f->a, b->insts, in);
@@ -659,12 +623,14 @@ static bool pass_simplify(Func *f)
     memset(s.buckets, 0xff, s.nbuckets * sizeof *s.buckets); /* -1: empty */
     simplify_block(&s, f->body);
     scratch_free(f, a);
-    return pass_dce(f);
+    return pass_dce(f, false);
 }
 
 /* ------------------------------------------------------------------ */
 /* By name                                                             */
 /* ------------------------------------------------------------------ */
+
+static const char *pass_names(void) { return "simplify, dce, verify"; }
 
 bool pass_run(Func *f, const char *name, Diags *d)
 {
@@ -675,11 +641,10 @@ bool pass_run(Func *f, const char *name, Diags *d)
     if (!strcmp(name, "verify"))
         return ir_verify(f, d);
     if (!strcmp(name, "dce"))
-        return pass_dce(f);
+        return pass_dce(f, false);
     if (!strcmp(name, "simplify"))
         return pass_simplify(f);
     diag_error(d, (Loc){0}, "unknown pass '%s' (passes: %s)", name, pass_names());
     return false;
 }
 
-const char *pass_names(void) { return "simplify, dce, verify"; }

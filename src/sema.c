@@ -146,14 +146,14 @@ void sema_bind(Sema *S, const char *name, SVal v)
 /* ------------------------------------------------------------------ */
 
 static const char *const py_builtins[] = {"min", "max", "abs", "int", "float", "bool", "len",
-                                          "range", "print", "isinstance", NULL};
+                                          "range", "print", NULL};
 /* Python builtins a kernel might reach for, refused by name rather than
  * reported as undefined. */
 static const char *const py_unsupported[] = {
     "sum", "zip", "enumerate", "list", "tuple", "dict", "set", "str", "round", "pow", "divmod",
     "map", "filter", "sorted", "reversed", "any", "all", "type", "getattr", "hasattr", "setattr",
     "iter", "next", "super", "object", "id", "hash", "repr", "chr", "ord", "slice", "callable",
-    "issubclass", "format", "hex", "oct", "bin", "complex", "bytes", NULL};
+    "isinstance", "issubclass", "format", "hex", "oct", "bin", "complex", "bytes", NULL};
 
 bool sema_in_list(const char *const *list, const char *s)
 {

@@ -150,13 +150,11 @@ SVal ops_fail(Lower *L, Loc loc, const char *fmt, ...)
 }
 
 /* ------------------------------------------------------------------ */
-/* Dtype rules (Triton's, not kad's table: Triton's int1 is unsigned)   */
+/* Dtype rules (Triton's)                                             */
 /* ------------------------------------------------------------------ */
 
-bool ops_unsigned(Dtype d)
-{
-    return d == DT_I1 || d == DT_U8 || d == DT_U16 || d == DT_U32 || d == DT_U64;
-}
+/* Triton's is_int_unsigned: u8..u64 and int1 (kad's table agrees). */
+bool ops_unsigned(Dtype d) { return dtype_is_int(d) && !dtype_is_signed(d); }
 /* Triton's "kind": bool < integral < floating. */
 static int dt_kind(Dtype d) { return d == DT_I1 ? 0 : dtype_is_float(d) ? 2 : 1; }
 
@@ -240,18 +238,6 @@ static bool int_range(Dtype d, int64_t *lo, int64_t *hi)
     return true;
 }
 
-/* Wraps an integer to dtype d the way an integer cast of a constant does. */
-static int64_t wrap_int(int64_t v, Dtype d)
-{
-    int bits = dtype_bits(d);
-    if (bits >= 64)
-        return v;
-    uint64_t m = ((uint64_t)1 << bits) - 1, u = (uint64_t)v & m;
-    if (!ops_unsigned(d) && (u >> (bits - 1)))
-        u |= ~m;
-    return (int64_t)u;
-}
-
 /* ------------------------------------------------------------------ */
 /* Emission helpers                                                    */
 /* ------------------------------------------------------------------ */
@@ -301,7 +287,7 @@ static bool const_for(Lower *L, ConstVal c, Dtype dt, int64_t *iv, double *fv, L
         *iv = (int64_t)t;
         return true;
     }
-    *iv = wrap_int(c.i, dt);
+    *iv = dtype_wrap(dt, (uint64_t)c.i); /* as an integer cast of a constant does */
     return true;
 }
 
@@ -936,12 +922,9 @@ static SVal dtype_attr(Lower *L, SVal x, const char *name, Loc loc)
     if (strcmp(name, "int_bitwidth") == 0 && dtype_is_int(dt))
         return sval_int(dtype_bits(dt));
     if (strcmp(name, "name") == 0) {
-        static const char *const tn[DT_COUNT] = {
-            [DT_I1] = "int1", [DT_I8] = "int8", [DT_U8] = "uint8", [DT_I16] = "int16", [DT_U16] = "uint16",
-            [DT_I32] = "int32", [DT_U32] = "uint32", [DT_I64] = "int64", [DT_U64] = "uint64",
-            [DT_F16] = "fp16", [DT_BF16] = "bf16", [DT_F32] = "fp32", [DT_F64] = "fp64"};
-        if (dt != DT_PTR && tn[dt])
-            return sval_str(tn[dt]);
+        /* Triton's dtype.name: "fp32", "bf16" for floats, "int32", "uint8" for ints */
+        if (dt != DT_PTR && dt != DT_VOID)
+            return sval_str(dtype_is_float(dt) ? dtype_name(dt) : dtype_triton_name(dt));
     }
     if (strncmp(name, "is_", 3) == 0)
         return sval_method(L, x, name);

@@ -6,6 +6,7 @@
  * exhaustion arena_alloc longjmps to the jmp_buf set with arena_set_oom (the
  * public API entry points set it and turn the jump into an error).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -339,6 +340,51 @@ int dtype_bytes(Dtype t) { return t == DT_I1 ? 1 : dtype_tab[t].bits / 8; }
 bool dtype_is_float(Dtype t) { return dtype_tab[t].is_float; }
 bool dtype_is_int(Dtype t) { return t != DT_VOID && t != DT_PTR && !dtype_tab[t].is_float; }
 bool dtype_is_signed(Dtype t) { return dtype_tab[t].is_signed; }
+
+/* Round-to-nearest-even of x to a binary format with p significant bits,
+ * minimum normal exponent emin (subnormals below it) and largest finite
+ * value maxf; values rounding beyond maxf become infinities.  Scaling by
+ * powers of two is exact, so the one rounding is nearbyint's (round-half-
+ * even in the default rounding mode). */
+static double round_format(double x, int p, int emin, double maxf)
+{
+    double ax = fabs(x);
+    if (!(ax > 0) || ax == INFINITY)
+        return x; /* zeros, NaN, infinities */
+    int e;
+    frexp(ax, &e); /* ax in [2^(e-1), 2^e): the ulp is 2^(e-p) */
+    int qe = e - p;
+    if (qe < emin - p + 1)
+        qe = emin - p + 1; /* subnormal: fixed quantum */
+    double q = ldexp(nearbyint(ldexp(ax, -qe)), qe);
+    if (q > maxf)
+        q = INFINITY;
+    return copysign(q, x);
+}
+
+/* The constant folder (pass.c), sema and the interpreter all round here,
+ * so that a folded constant equals what running the op would give. */
+double dtype_round(Dtype t, double x)
+{
+    switch (t) {
+    case DT_F32: return (double)(float)x; /* C's conversion: one correct rounding */
+    case DT_F16: return round_format(x, 11, -14, 65504.0);
+    case DT_BF16: return round_format(x, 8, -126, 0x1.fep127); /* (2 - 2^-7) * 2^127 */
+    default: return x;
+    }
+}
+
+int64_t dtype_wrap(Dtype t, uint64_t x)
+{
+    int bits = dtype_bits(t);
+    if (bits >= 64)
+        return (int64_t)x;
+    uint64_t mask = ((uint64_t)1 << bits) - 1;
+    x &= mask;
+    if (dtype_is_signed(t) && (x >> (bits - 1)) & 1)
+        x |= ~mask;
+    return (int64_t)x;
+}
 
 Dtype dtype_parse(const char *s, size_t n)
 {

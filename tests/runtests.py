@@ -85,6 +85,8 @@ def check_file(kad, path, update, timeout):
             want = f.read()
         if got_err != want:
             return "stderr differs:\n" + diff(want, got_err)
+        if got_out:
+            return "a failing run printed to stdout: %s" % got_out.strip()[:300]
         return None
     if any(c != 0 for c in codes):
         return "exit status %s: %s" % (codes, got_err.strip()[:600])

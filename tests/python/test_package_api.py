@@ -117,13 +117,10 @@ def test_backward_source_is_cached_on_disk(tmp_path, monkeypatch):
 
 
 def test_strided_inputs_get_gradients_with_their_strides():
-    base = torch.randn(8, 64)
-    x = base[:, 8:56].clone().requires_grad_()  # leaf
     xs = torch.randn(8, 100)[:, :48].requires_grad_()  # row stride 100: not contiguous
     w = torch.ones(48, requires_grad=True)
     strides = []
     y = torch.empty(8, 50)[:, :48]  # the output is strided too
-    _ = x
     xs.register_hook(lambda g: strides.append(g.stride()))
     launch(xs, w, y=y)
     y.sum().backward()
@@ -172,12 +169,14 @@ def test_half_precision_buffers(dtype):
     y, _ = launch(xh, wh)
     assert y.dtype == dtype
     y.float().sum().backward()
-    exp = torch.autograd.grad(ref(xh.float(), wh.float())[0].sum(), [x, w], allow_unused=True)
     xr, wr = xh.detach().float().requires_grad_(), wh.detach().float().requires_grad_()
     exp = torch.autograd.grad(ref(xr, wr)[0].sum(), [xr, wr])
     assert xh.grad.dtype == dtype and wh.grad.dtype == dtype
-    torch.testing.assert_close(xh.grad.float(), exp[0], rtol=3e-2, atol=3e-2)
-    torch.testing.assert_close(wh.grad.float(), exp[1], rtol=3e-2, atol=3e-1)
+    # 8 ulps of the storage type at 1.0 (measured: fp16 5e-4, bf16 4e-3 on dx); dw sums 8 rows
+    # of magnitude up to ~10, so its absolute bound is 10 times larger.
+    tol = {torch.float16: 2.0**-8, torch.bfloat16: 2.0**-5}[dtype]
+    torch.testing.assert_close(xh.grad.float(), exp[0], rtol=tol, atol=tol)
+    torch.testing.assert_close(wh.grad.float(), exp[1], rtol=tol, atol=10 * tol)
 
 
 # ---------------------------------------------------------------- check_backward
@@ -208,7 +207,8 @@ def test_check_backward_passes_a_correct_backward(rms_only_y):
     rep = kad.check_backward(rms_only_y, (6,), args, lambda *a, **k: my_rmsnorm_backward(*a[:9], None, **k),
                              kwargs=dict(BLOCK=64))
     assert rep.ok, str(rep)
-    assert rep["x_ptr"].rel_vs_f64 < 1e-5 and rep["w_ptr"].rel_vs_kad < 1e-5
+    assert rep["x_ptr"].rel_vs_f64 < 1e-5 and rep["w_ptr"].rel_vs_f64 < 1e-5
+    assert rep["x_ptr"].rel_vs_kad < 1e-5 and rep["w_ptr"].rel_vs_kad < 1e-5
 
 
 def test_check_backward_catches_a_planted_bug(rms_only_y):
