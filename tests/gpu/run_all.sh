@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Everything that must run on a GPU once per issue, in one call of the device tool:
+#
+#   bash tests/gpu/run_all.sh [PYTEST-ARGS...]
+#
+# Builds libkad, then runs with CUDA tensors: the emitted forward kernels against the originals
+# (test_emit_triton.py), the generated backward modules against PyTorch autograd
+# (test_grad_triton.py), the Python package suites, the GPU-only tests under tests/gpu/ and the
+# real-kernel corpus (tests/real, when its libraries are importable there).  Each suite's log is
+# written to $OUT/ when OUT is set (the device tool's output folder).  Exit status: non-zero if
+# any suite failed.
+set -u
+cd "$(dirname "$0")/../.."
+PY=${PYTHON:-python3}
+LOG=${OUT:-/tmp}
+make -s -j"$(nproc)" all || exit 1
+export KAD_CACHE_DIR=${KAD_CACHE_DIR:-$(mktemp -d)} PYTHONUNBUFFERED=1
+"$PY" -c 'import torch, triton, numpy; print("torch", torch.__version__, "triton", triton.__version__,
+"numpy", numpy.__version__, torch.cuda.get_device_name(0))'
+status=0
+suite() {
+    local name=$1; shift
+    echo "== $name"
+    if ! env "$@" 2>&1 | tee "$LOG/gpu_$name.log" | tail -n 15; then status=1; fi
+    # tee hides the status: read it back from the log's pytest summary
+    if grep -Eq '(^| )[0-9]+ (failed|error)' "$LOG/gpu_$name.log"; then status=1; fi
+}
+suite emit  KAD_EMIT_TEST_DEVICE=cuda "$PY" -m pytest -q tests/python/test_emit_triton.py "$@"
+suite grad  KAD_GRAD_TEST_DEVICE=cuda "$PY" -m pytest -q tests/python/test_grad_triton.py "$@"
+pkg_tests=$(ls tests/python/test_package_*.py)
+gpu_tests=$(ls tests/gpu/test_*.py 2>/dev/null)
+suite package KAD_TEST_DEVICE=cuda "$PY" -m pytest -q $pkg_tests $gpu_tests "$@"
+if [ -d tests/real ] && ls tests/real/test_*.py >/dev/null 2>&1; then
+    suite real KAD_TEST_DEVICE=cuda "$PY" -m pytest -q tests/real "$@"
+fi
+echo "== gpu run status: $status"
+exit $status
