@@ -177,6 +177,7 @@ def _first_line(e):
 
 def _relative(s):
     """Paths into the installed libraries, from the package directory on."""
+    s = re.sub(r"(?:/[^\s:'\"]+)*/site-packages/", "", s)
     return re.sub(r"(?:/[^\s:'\"]+)*/(" + "|".join(LIBS) + r")/", r"\1/", s)
 
 
