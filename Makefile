@@ -2,7 +2,8 @@
 #
 #   make          build/libkad.a, build/libkad.so, build/kad (checked build)
 #   make demo     run the example kernels on the interpreter and check them
-#   make test     everything: venv, C tests, golden tests, pytest, sanitizers, fuzz
+#   make test     everything: venv, C tests, golden tests, pytest, real corpus, sanitizers, fuzz
+#   make real     the real-kernel corpus (tests/real) alone; rewrites docs/COVERAGE.md
 #   make asan     C tests and golden tests under AddressSanitizer
 #   make ubsan    the same under UndefinedBehaviorSanitizer
 #   make fuzz     build the libFuzzer front-end target and run it for FUZZ_SECONDS
@@ -28,7 +29,7 @@ UBSAN_OBJS  := $(SRCS:src/%.c=build/ubsan/%.o)
 SAN_ASAN    := -fsanitize=address -fno-omit-frame-pointer
 SAN_UBSAN   := -fsanitize=undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
-.PHONY: all test demo asan ubsan fuzz bench clean venv ctest golden pytest
+.PHONY: all test demo asan ubsan fuzz bench clean venv ctest golden pytest real
 all: build/libkad.a build/libkad.so build/kad build/test_c
 
 build/obj/%.o: src/%.c $(HDRS)
@@ -81,7 +82,7 @@ fuzz: build/fuzz_frontend
 	build/fuzz_frontend -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=8192 \
 	    -dict=fuzz/python.dict build/fuzz-corpus
 
-$(VENV)/.done: tests/requirements.txt
+$(VENV)/.done: tests/requirements.txt tests/real/requirements.txt
 	bash tests/setup.sh $(PYTHON) $(VENV)
 	touch $@
 venv: $(VENV)/.done
@@ -92,6 +93,10 @@ golden: build/kad
 	$(PYTHON) tests/runtests.py --kad build/kad
 pytest: all venv
 	$(VPY) -m pytest -q tests/python
+
+# Kernels of public libraries (tests/real/requirements.txt) through kad; rewrites docs/COVERAGE.md.
+real: all venv
+	$(VPY) tests/real/run.py --write-doc
 
 demo: all venv
 	$(VPY) examples/demo.py
@@ -104,6 +109,7 @@ test: all venv
 	build/test_c
 	$(PYTHON) tests/runtests.py --kad build/kad
 	$(VPY) -m pytest -q tests/python
+	$(VPY) tests/real/run.py --write-doc
 	$(VPY) examples/demo.py -q
 	$(MAKE) asan
 	$(MAKE) ubsan

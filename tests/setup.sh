@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs on a fresh machine: a C compiler and clang
 # (libFuzzer) from Debian's packages when missing, and a Python venv with the
-# pinned packages of tests/requirements.txt.  Usage: tests/setup.sh PYTHON VENV
+# pinned packages of tests/requirements.txt and tests/real/requirements.txt.  Usage: tests/setup.sh PYTHON VENV
 set -euo pipefail
 PY=${1:-python3}
 VENV=${2:-.venv}
@@ -24,4 +24,7 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PY" -m venv "$VENV"
 fi
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r tests/requirements.txt
+# The kernel libraries of tests/real, pinned, without their dependencies (which
+# would pull a CUDA torch): torch and triton are the ones just installed.
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r tests/real/requirements.txt
 echo "setup: done ($("$VENV/bin/python" -c 'import numpy, sys; print("python", sys.version.split()[0], "numpy", numpy.__version__)'))"
