@@ -103,8 +103,20 @@ KAD_API void kad_clear_diagnostics(kad_ctx *c);
  * then d_<out> for each output in `out`, then d_<x> for each input in `wrt`
  * (comma-separated pointer-parameter names, e.g. "x_ptr,w_ptr").  The
  * caller zero-fills the input gradients; output gradients are only read.
- * NULL with located diagnostics when k cannot be differentiated. */
+ * A name in both wrt and out is a buffer the kernel updates in place: it
+ * gets one gradient parameter d_<x>, among the outputs'; the caller passes
+ * the value before the launch as x and the gradient of the value after it
+ * as d_<x>, which the backward overwrites with the gradient of the value
+ * before it (docs/GRAD.md).  NULL with located diagnostics when k cannot
+ * be differentiated. */
 KAD_API kad_kernel *kad_grad(kad_kernel *k, const char *wrt, const char *out);
+
+/* How k uses its runtime parameter i (a pointer): KAD_ACCESS_LOAD if some
+ * load may read through it, KAD_ACCESS_STORE if some store or atomic may
+ * write through it (a pointer of unknown provenance counts for every
+ * pointer parameter); 0 for scalars and unused pointers, -1 on error. */
+enum { KAD_ACCESS_LOAD = 1, KAD_ACCESS_STORE = 2 };
+KAD_API int kad_kernel_param_access(kad_kernel *k, int i);
 
 /* Options of kad_check.  Zero fields take the defaults. */
 typedef struct kad_check_opts {

@@ -131,10 +131,13 @@ static bool assign_roles(Ad *ad)
                 ok = false;
                 continue;
             }
+            if (pass && ad->role[found] == AD_ROLE_IN) { /* in wrt and in outs: updated in place */
+                ad->role[found] = AD_ROLE_INOUT;
+                continue;
+            }
             if (ad->role[found] != AD_ROLE_NONE) {
                 diag_error(ad->d, ad->fw->vals.v[f->params[found]].loc,
-                           "'%s' is named twice (a differentiated parameter is an input or an output)",
-                           names[i]);
+                           "'%s' is named twice as %s", names[i], pass ? "an output" : "an input");
                 ok = false;
                 continue;
             }
@@ -232,7 +235,7 @@ static void forward_inst(Ad *ad, const Inst *in)
             join_root(ad, res, ROOT_AMBIG); /* a pointer read from memory */
             return;
         }
-        bool v = ad_root_role(ad, in->args[0]) == AD_ROLE_IN && is_float_type(fty(ad, res));
+        bool v = ad_role_reads(ad_root_role(ad, in->args[0])) && is_float_type(fty(ad, res));
         if (in->flags & IF_HAS_OTHER)
             v = v || ad->varied[in->args[2]];
         set_flag(ad, ad->varied, res, v);
@@ -287,7 +290,7 @@ static void backward_inst(Ad *ad, const Inst *in)
     switch (op) {
     case OP_STORE:
     case OP_ATOMIC_ADD: /* out += v: v reaches the output like a stored value */
-        if (ad_root_role(ad, in->args[0]) == AD_ROLE_OUT)
+        if (ad_role_writes(ad_root_role(ad, in->args[0])))
             set_flag(ad, ad->useful, in->args[1], true);
         return;
     case OP_LOAD:
@@ -959,6 +962,51 @@ bool ad_store_overwritten(const Block *b, int k)
     return false;
 }
 
+/* A load from a buffer updated in place must read the value before the
+ * launch: the backward recomputes it from the buffer the caller passes,
+ * which holds that value.  Sufficient condition (docs/AD.md, "In-place
+ * buffers"): a later store in the same block goes through the same pointer
+ * value under the same mask (or none), and no store through that pointer
+ * comes before the load.  Then each element the load reads is written by
+ * the same lane of the same program, after the read; any other writer of
+ * it would race with that store in the forward.  Atomics into the buffer
+ * are refused: their order decides what a load reads. */
+static void validate_inplace_load(Ad *ad, const Block *b, int i)
+{
+    const Inst *ld = &b->insts.v[i];
+    ValId p = ld->args[0], m = ld->flags & IF_HAS_MASK ? ld->args[1] : 0;
+    int r = ad->root[p];
+    if (ad->first_atomic[r - 1]) {
+        diag_error(ad->d, ld->loc,
+                   "load from '%s', which the kernel updates in place and also atomically adds to "
+                   "(line %d): what the load reads depends on the order of the programs",
+                   root_name(ad, p), ad->first_atomic[r - 1]->loc.line);
+        return;
+    }
+    for (int j = 0; j < i; j++) {
+        const Inst *o = &b->insts.v[j];
+        if (o->op == OP_STORE && o->args[0] == p) {
+            diag_error(ad->d, ld->loc,
+                       "the kernel reads an element of '%s' after writing it (line %d): kad "
+                       "differentiates in-place updates only where every load reads the value "
+                       "before the launch",
+                       root_name(ad, p), o->loc.line);
+            return;
+        }
+    }
+    for (int j = i + 1; j < b->insts.n; j++) {
+        const Inst *o = &b->insts.v[j];
+        if (o->op == OP_STORE && o->args[0] == p && (!(o->flags & IF_HAS_MASK) || o->args[2] == m))
+            return;
+    }
+    diag_error(ad->d, ld->loc,
+               "load from '%s', which the kernel updates in place: kad cannot prove that it reads "
+               "the value before the launch (the kernel might read an element after writing it "
+               "through another lane or program); it can when a later tl.store in the same block "
+               "writes through the same pointer value, under the same mask or none",
+               root_name(ad, p));
+}
+
 static const char *const tape_msg =
     "loop-carried value '%s' is not a linear accumulator; kad needs a tape for this loop "
     "(not supported yet)";
@@ -981,8 +1029,12 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
                            "(selected from several parameters, or read from memory)");
             else if (r > 0 && ad->role[r - 1] == AD_ROLE_OUT)
                 diag_error(ad->d, in->loc,
-                           "load from output '%s': a differentiated output must only be written",
+                           "load from output '%s': a differentiated output must only be written (a "
+                           "buffer the kernel updates in place is named both as an input and as an "
+                           "output)",
                            root_name(ad, p));
+            else if (r > 0 && ad->role[r - 1] == AD_ROLE_INOUT)
+                validate_inplace_load(ad, b, i);
             else if (r > 0 && ad->stored[r - 1] && ad->role[r - 1] == AD_ROLE_NONE)
                 diag_error(ad->d, in->loc,
                            "load from '%s', which the kernel also writes: the backward kernel drops "
@@ -1005,7 +1057,7 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
             if (role == AD_ROLE_IN) {
                 diag_error(ad->d, in->loc, "%s to differentiated input '%s': inputs must only be read",
                            what, root_name(ad, p));
-            } else if (role == AD_ROLE_OUT && op == OP_ATOMIC_ADD) {
+            } else if (ad_role_writes(role) && op == OP_ATOMIC_ADD) {
                 /* out += v is linear: dv = d_out at the same addresses, from any
                  * site, iteration or program.  Mixed with a store, the order of
                  * the writes would decide what reaches the output. */
@@ -1020,7 +1072,7 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
                                "the result of atomic_add on output '%s' is used: the old value depends "
                                "on the order of the programs and cannot be differentiated",
                                root_name(ad, p));
-            } else if (role == AD_ROLE_OUT) {
+            } else if (ad_role_writes(role)) {
                 StoreSite site = {in, b, r - 1, path, npath, loop_depth};
                 for (int k = 0; k < sites->n; k++) {
                     const StoreSite *o = &sites->v[k];
@@ -1122,4 +1174,57 @@ bool ad_analyze(Ad *ad)
     SiteVec sites = {0};
     validate_block(ad, ad->fw->body, 0, NULL, NULL, 0, &sites);
     return ad->d->nerrors == before;
+}
+
+/* ------------------------------------------------------------------ */
+/* Queries                                                             */
+/* ------------------------------------------------------------------ */
+
+static int access_block(const Ad *ad, const Block *b, int i)
+{
+    int acc = 0;
+    for (int k = 0; k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        for (int r = 0; r < in->nregions; r++)
+            acc |= access_block(ad, in->regions[r], i);
+        if (in->op != OP_LOAD && in->op != OP_STORE && in->op != OP_ATOMIC_ADD)
+            continue;
+        int root = ad->root[in->args[0]];
+        if (root == i + 1 || root == ROOT_AMBIG)
+            acc |= in->op == OP_LOAD ? AD_ACCESS_LOAD : AD_ACCESS_STORE;
+    }
+    return acc;
+}
+
+int ad_param_access(Arena *a, const Func *f, int i)
+{
+    if (i < 0 || i >= f->nparams || f->vals.v[f->params[i]].ty.dt != DT_PTR)
+        return 0;
+    Ad ad0 = {.a = a, .fw = f}, *ad = &ad0;
+    int nv = ad->nvals = f->vals.n, np = f->nparams;
+    ad->role = arena_alloc(a, sizeof(int) * (size_t)(np + 1)); /* all AD_ROLE_NONE */
+    ad->stored = arena_alloc(a, (size_t)np + 1);
+    ad->first_store = arena_alloc(a, sizeof(const Inst *) * (size_t)(np + 1));
+    ad->first_atomic = arena_alloc(a, sizeof(const Inst *) * (size_t)(np + 1));
+    ad->root = arena_alloc(a, sizeof(int) * (size_t)nv);
+    ad->varied = arena_alloc(a, (size_t)nv);
+    ad->useful = arena_alloc(a, (size_t)nv);
+    ad->chain = arena_alloc(a, (size_t)nv);
+    ad->nuses = arena_alloc(a, sizeof(int) * (size_t)nv);
+    ad->def = arena_alloc(a, sizeof(const Inst *) * (size_t)nv);
+    ad->stamp = arena_alloc(a, sizeof(int) * (size_t)nv);
+    analyze(ad);
+    return access_block(ad, f->body, i);
+}
+
+int ad_spec_nwrt_only(const AdSpec *spec)
+{
+    int n = 0;
+    for (int i = 0; i < spec->nwrt; i++) {
+        bool both = false;
+        for (int k = 0; k < spec->nouts; k++)
+            both = both || !strcmp(spec->wrt[i], spec->outs[k]);
+        n += !both;
+    }
+    return n;
 }

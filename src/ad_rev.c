@@ -1,7 +1,8 @@
 /* ad_rev.c -- reverse-mode automatic differentiation of the tile IR.
  *
  * Job: from a forward kernel `fwd` and the names of its differentiated
- * inputs (read-only pointer params) and outputs (write-only pointer params),
+ * inputs (read-only pointer params), outputs (write-only pointer params)
+ * and in-place buffers (named as both: read, then written),
  * build the backward kernel as IR (docs/AD.md has the full contract):
  *
  *   kernel @k_bwd(<fwd params>, %d_y_ptr..., %d_x_ptr...) {
@@ -726,8 +727,10 @@ static bool inst_needs_adj(const Ad *ad, const Inst *in)
     for (int i = 0; i < in->nres; i++)
         if (ad_active(ad, in->res[i]))
             return true;
-    if ((in->op == OP_STORE || in->op == OP_ATOMIC_ADD) && ad_root_role(ad, in->args[0]) == AD_ROLE_OUT &&
+    if ((in->op == OP_STORE || in->op == OP_ATOMIC_ADD) && ad_role_writes(ad_root_role(ad, in->args[0])) &&
         ad_active(ad, in->args[1]))
+        return true;
+    if (in->op == OP_STORE && ad_root_role(ad, in->args[0]) == AD_ROLE_INOUT) /* clears d_<name> */
         return true;
     if (in->op == OP_YIELD)
         for (int i = 0; i < in->nargs; i++)
@@ -923,31 +926,46 @@ static void adj_store(Ad *ad, Block *bb, const Block *fb, int k)
 {
     const Inst *in = &fb->insts.v[k];
     ValId p = in->args[0], v = in->args[1];
-    if (ad_root_role(ad, p) != AD_ROLE_OUT || !ad_active(ad, v))
+    int role = ad_root_role(ad, p);
+    /* In place: d_<name> turns from the gradient of the value after the
+     * launch into that of the value before it, so the store, having read
+     * the gradient of what it wrote, clears it there (the old value does
+     * not reach those elements; loads add theirs afterwards).  An
+     * atomic_add passes the old value through: nothing to clear. */
+    bool clear = role == AD_ROLE_INOUT && in->op == OP_STORE;
+    if (!ad_role_writes(role) || (!ad_active(ad, v) && !clear))
         return;
     if (in->op == OP_STORE && ad_store_overwritten(fb, k))
-        return;
+        return; /* (a later unmasked store cleared these elements) */
     Em e = {ad, bb, in->loc};
     Type pt = fty(ad, p);
     Type lt = type_tile((Dtype)pt.elem, pt.rank, pt.shape);
-    ValId args[3] = {S0(ad, p), 0, 0};
-    int n = 1;
-    uint16_t flags = 0;
-    if (in->flags & IF_HAS_MASK) {
-        args[n++] = P0(ad, in->args[2]);
-        args[n++] = ezero(&e, lt); /* masked-off lanes were never written: no gradient */
-        flags = IF_HAS_MASK | IF_HAS_OTHER;
+    ValId m = in->flags & IF_HAS_MASK ? P0(ad, in->args[2]) : 0;
+    if (ad_active(ad, v)) {
+        ValId args[3] = {S0(ad, p), 0, 0};
+        int n = 1;
+        uint16_t flags = 0;
+        if (m) {
+            args[n++] = m;
+            args[n++] = ezero(&e, lt); /* masked-off lanes were never written: no gradient */
+            flags = IF_HAS_MASK | IF_HAS_OTHER;
+        }
+        Inst *ld = ir_emit(ad->bw, bb, OP_LOAD, args, n, &lt, 1, in->loc);
+        ld->flags = flags;
+        ValId r = ld->res[0];
+        for (int j = k + 1; in->op == OP_STORE && j < fb->insts.n; j++) {
+            const Inst *o = &fb->insts.v[j];
+            if (o->op == OP_STORE && o->args[0] == p) /* masked (else overwritten above) */
+                r = ewhere(&e, P0(ad, o->args[2]), ec(&e, r, 0.0), r);
+        }
+        name_after(ad, r, "d", v);
+        accum(&e, v, r);
     }
-    Inst *ld = ir_emit(ad->bw, bb, OP_LOAD, args, n, &lt, 1, in->loc);
-    ld->flags = flags;
-    ValId r = ld->res[0];
-    for (int j = k + 1; in->op == OP_STORE && j < fb->insts.n; j++) {
-        const Inst *o = &fb->insts.v[j];
-        if (o->op == OP_STORE && o->args[0] == p) /* masked (else overwritten above) */
-            r = ewhere(&e, P0(ad, o->args[2]), ec(&e, r, 0.0), r);
+    if (clear) {
+        ValId args[3] = {S0(ad, p), ezero(&e, lt), m};
+        Inst *st = ir_emit(ad->bw, bb, OP_STORE, args, m ? 3 : 2, NULL, 0, in->loc);
+        st->flags = m ? IF_HAS_MASK : 0;
     }
-    name_after(ad, r, "d", v);
-    accum(&e, v, r);
 }
 
 /* Load sites of one block that share the pointer and the mask (the same
@@ -981,7 +999,7 @@ static void adj_load(Ad *ad, Block *bb, const Block *fb, int k, PendingVec *pend
     Em e = {ad, bb, in->loc};
     if (d && (in->flags & IF_HAS_OTHER) && ad_active(ad, in->args[2])) /* masked-off lanes came from `other` */
         accum(&e, in->args[2], ewhere(&e, P0(ad, m), ec(&e, d, 0.0), d));
-    if (ad_root_role(ad, p) != AD_ROLE_IN)
+    if (!ad_role_reads(ad_root_role(ad, p)))
         return;
     PendingLoad *pl = NULL;
     for (int i = 0; i < pending->n; i++)
@@ -1065,9 +1083,9 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
         ValId p = fwd->params[i];
         ad->pm[p] = ir_param_add(bw, fty(ad, p), fname(ad, p), fwd->vals.v[p].loc);
     }
-    for (int role = AD_ROLE_OUT; role >= AD_ROLE_IN; role--) /* outputs' gradients first */
+    for (int pass = 0; pass < 2; pass++) /* outputs' gradients first, in-place buffers' among them */
         for (int i = 0; i < np; i++)
-            if (ad->role[i] == role) {
+            if (pass ? ad->role[i] == AD_ROLE_IN : ad_role_writes(ad->role[i])) {
                 ValId p = fwd->params[i];
                 ad->grad[i] = ir_param_add(bw, fty(ad, p), arena_printf(a, "d_%s", fname(ad, p)),
                                            fwd->vals.v[p].loc);

@@ -24,7 +24,10 @@
  * Both are 0 when the gradients are both exactly zero.
  *
  * It also checks the backward's contract: it must not write the forward's
- * buffers nor the output gradients.
+ * buffers nor the output gradients.  A buffer updated in place (named in
+ * wrt and out) is both: its random start is perturbed, its final contents
+ * are an output, and its d_ buffer (the cotangent on entry) holds the
+ * gradient of the start on exit.
  *
  * Requires: a verified forward Func; a complete configuration (element
  * count of every pointer param, value of every scalar param).  Guarantees:
@@ -59,7 +62,7 @@ typedef struct CParam {
     const char *name;
     Type ty;
     bool is_ptr, is_float; /* is_float: float scalar, or pointer to floats */
-    int role;              /* 0 other, 1 differentiated input, 2 differentiated output */
+    int role;              /* 0 other, 1 differentiated input, 2 differentiated output, 3 both (in place) */
     int64_t n;             /* pointer: element count */
     bool has_range;
     double lo, hi;         /* input distribution */
@@ -244,13 +247,13 @@ static bool fd(Chk *c, int k, const double *u, int64_t j, double h, double *out)
         if (!run(c, c->fw, c->fargs))
             return false;
         for (int i = 0; i < c->np; i++)
-            if (c->p[i].role == 2)
+            if (c->p[i].role >= 2)
                 memcpy(s == 0 ? c->p[i].yp : c->p[i].ym, c->p[i].work, c->p[i].nbytes);
     }
     double sum = 0;
     for (int i = 0; i < c->np; i++) {
         const CParam *o = &c->p[i];
-        if (o->role == 2)
+        if (o->role >= 2)
             for (int64_t q = 0; q < o->n; q++)
                 sum += (o->yp[q] - o->ym[q]) * o->dy[q];
     }
@@ -290,7 +293,7 @@ static bool setup(Chk *c, const AdSpec *spec)
                 p->role = 1;
         for (int k = 0; k < spec->nouts; k++)
             if (!strcmp(spec->outs[k], p->name))
-                p->role = 2;
+                p->role = p->role == 1 ? 3 : 2;
     }
     bool ok = parse_kv(c, "shape", cfg->shapes, kv_shape);
     ok = parse_kv(c, "arg", cfg->args, kv_arg) && ok;
@@ -333,13 +336,17 @@ static bool setup(Chk *c, const AdSpec *spec)
         ia->data = p->work;
         ia->nbytes = (int64_t)p->nbytes;
         double lo = p->has_range ? p->lo : -1, hi = p->has_range ? p->hi : 1;
-        if (p->role == 2) {
-            /* outputs start at zero; their cotangent is random */
+        if (p->role >= 2) {
+            /* outputs start at zero (in-place buffers at random values, below);
+             * their cotangent is random */
             p->dy = arena_alloc(c->a, p->nbytes);
             p->yp = arena_alloc(c->a, p->nbytes);
             p->ym = arena_alloc(c->a, p->nbytes);
             for (int64_t k = 0; k < p->n; k++)
                 p->dy[k] = rng_uniform(&rng, -1, 1);
+        }
+        if (p->role == 2) {
+            /* zero */
         } else if (p->is_float) {
             double *b = p->base;
             for (int64_t k = 0; k < p->n; k++)
@@ -388,7 +395,7 @@ const char *check_gradients(Arena *a, Diags *d, const Func *fwd, const AdSpec *s
         int k = bn && !strncmp(bn, "d_", 2) ? find_param(c, bn + 2, strlen(bn + 2)) : -1;
         ASSERT(k >= 0 && c->p[k].role);
         CParam *p = &c->p[k];
-        if (p->role == 2)
+        if (p->role >= 2) /* in place (3): the backward turns it into the old value's gradient */
             memcpy(p->grad, p->dy, p->nbytes);
         else
             memset(p->grad, 0, p->nbytes);
@@ -421,7 +428,7 @@ const char *check_gradients(Arena *a, Diags *d, const Func *fwd, const AdSpec *s
     Rng rng = {(cfg->seed ? cfg->seed : 1) ^ 0x5DEECE66Dull};
     for (int k = 0; k < c->np; k++) {
         CParam *p = &c->p[k];
-        if (p->role != 1)
+        if (p->role != 1 && p->role != 3)
             continue;
         const double *g = p->grad, *x = p->base;
         double gnorm = 0, xmax = 0;

@@ -112,11 +112,37 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
                name_list(a, spec->outs, spec->nouts, "d_"));
     wrap(&h, buf_str(&t), LINE_LIMIT - 2, "    ", 0);
     buf_puts(&h, "\n");
-    t.len = 0;
-    buf_printf(&t, "Inputs: %s (gradients added into %s: the inputs' shapes and strides, zero-filled by the caller).",
-               name_list(a, spec->wrt, spec->nwrt, ""), name_list(a, spec->wrt, spec->nwrt, "d_"));
-    wrap(&h, buf_str(&t), LINE_LIMIT - 2, "    ", 0);
-    buf_puts(&h, "\n\n");
+    /* names in wrt only (inputs) and in both (updated in place) */
+    const char **ins = arena_alloc(a, sizeof *ins * (size_t)(spec->nwrt + 1));
+    const char **both = arena_alloc(a, sizeof *both * (size_t)(spec->nwrt + 1));
+    int nins = 0, nboth = 0;
+    for (int i = 0; i < spec->nwrt; i++) {
+        bool inout = false;
+        for (int k = 0; k < spec->nouts; k++)
+            inout = inout || !strcmp(spec->wrt[i], spec->outs[k]);
+        if (inout)
+            both[nboth++] = spec->wrt[i];
+        else
+            ins[nins++] = spec->wrt[i];
+    }
+    if (nins) {
+        t.len = 0;
+        buf_printf(&t, "Inputs: %s (gradients added into %s: the inputs' shapes and strides, zero-filled by the "
+                       "caller).",
+                   name_list(a, ins, nins, ""), name_list(a, ins, nins, "d_"));
+        wrap(&h, buf_str(&t), LINE_LIMIT - 2, "    ", 0);
+        buf_puts(&h, "\n");
+    }
+    if (nboth) {
+        t.len = 0;
+        buf_printf(&t, "Updated in place: %s. Pass %s holding the value before the launch; %s holds the "
+                       "gradient of the value after the launch on entry and is overwritten with the gradient "
+                       "of the value before it.",
+                   name_list(a, both, nboth, ""), nboth == 1 ? "it" : "each", name_list(a, both, nboth, "d_"));
+        wrap(&h, buf_str(&t), LINE_LIMIT - 2, "    ", 0);
+        buf_puts(&h, "\n");
+    }
+    buf_puts(&h, "\n");
     t.len = 0;
     buf_printf(&t, "Launch it with %s(grid, *args, **constexprs): the forward's grid, the forward's runtime "
                    "arguments followed by the gradient buffers, and the constexprs as keywords "
@@ -219,7 +245,7 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
 {
     Arena *a = out->a;
     int nfwd = fwd->nparams;
-    ASSERT(bwd->nparams == nfwd + spec->nouts + spec->nwrt && bwd->consts.n == fwd->consts.n);
+    ASSERT(bwd->nparams == nfwd + spec->nouts + ad_spec_nwrt_only(spec) && bwd->consts.n == fwd->consts.n);
     const char *kname = arena_printf(a, "%s_bwd", ident(a, fwd->name));
     const char *lname = arena_printf(a, "launch_%s", kname);
     DefParam *o = def_order(a, bwd, nfwd);

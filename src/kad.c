@@ -268,6 +268,20 @@ const char *kad_kernel_triton(kad_kernel *k)
 
 /* ---- The backward module ---- */
 
+_Static_assert((int)KAD_ACCESS_LOAD == (int)AD_ACCESS_LOAD && (int)KAD_ACCESS_STORE == (int)AD_ACCESS_STORE,
+               "access bits");
+
+int kad_kernel_param_access(kad_kernel *k, int i)
+{
+    if (i < 0 || i >= k->f->nparams)
+        return -1;
+    kad_ctx *c = k->c;
+    API_BEGIN(c, -1);
+    int acc = ad_param_access(c->a, k->f, i);
+    API_END(c);
+    return acc;
+}
+
 const char *kad_grad_module(kad_kernel *k, const char *wrt, const char *out)
 {
     kad_ctx *c = k->c;

@@ -931,8 +931,13 @@ int ad_split_names(Arena *a, const char *s, const char ***out);
 /* ad_analysis.c: what AD differentiates and what it refuses            */
 /* ------------------------------------------------------------------ */
 
-/* What a pointer parameter is to AD. */
-enum { AD_ROLE_NONE, AD_ROLE_IN, AD_ROLE_OUT };
+/* What a pointer parameter is to AD.  AD_ROLE_INOUT: named both in wrt and
+ * in outs, a buffer the kernel updates in place (docs/AD.md, "In-place
+ * buffers"): read like an input (its pre-launch value), written like an
+ * output, one gradient buffer d_<name> for both. */
+enum { AD_ROLE_NONE, AD_ROLE_IN, AD_ROLE_OUT, AD_ROLE_INOUT };
+static inline bool ad_role_reads(int role) { return role == AD_ROLE_IN || role == AD_ROLE_INOUT; }
+static inline bool ad_role_writes(int role) { return role == AD_ROLE_OUT || role == AD_ROLE_INOUT; }
 
 /* The state of one differentiation (ad_reverse): the facts ad_analyze
  * computes about fw, then the maps ad_rev.c's sweeps fill.  Arrays "by
@@ -981,6 +986,15 @@ void ad_mark_defs(Ad *ad, const Block *b, int id);
 /* Is the store at position k of b overwritten on every lane by a later
  * unmasked store in b through the same pointer value? */
 bool ad_store_overwritten(const Block *b, int k);
+/* How the kernel uses pointer parameter i: AD_ACCESS_LOAD if some load may
+ * read through it, AD_ACCESS_STORE if some store or atomic may write
+ * through it (a pointer of ambiguous provenance counts for every pointer
+ * parameter). */
+enum { AD_ACCESS_LOAD = 1, AD_ACCESS_STORE = 2 };
+int ad_param_access(Arena *a, const Func *f, int i);
+/* The number of names in spec->wrt not also in spec->outs (in-place names
+ * get one gradient parameter, among the outputs'). */
+int ad_spec_nwrt_only(const AdSpec *spec);
 
 /* ------------------------------------------------------------------ */
 /* check.c: the float64 finite-difference gradient checker             */

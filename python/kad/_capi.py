@@ -131,6 +131,7 @@ def _load():
             "kad_grad": ([P, S, S], P),
             "kad_grad_module": ([P, S, S], S),
             "kad_grad_source": ([P, S, S, S, S, U], S),
+            "kad_kernel_param_access": ([P, I], I),
         }
         for name, (argtypes, restype) in sigs.items():
             fn = getattr(lib, name)
@@ -292,6 +293,18 @@ class Kernel:
         self._ctx._handle()
         return [(_dec(lib.kad_kernel_param_name(self._k, i)), _dec(lib.kad_kernel_param_type(self._k, i)))
                 for i in range(lib.kad_kernel_nparams(self._k))]
+
+    def param_access(self):
+        """{name: bits} for the pointer parameters: 1 if some load may read
+        through it, 2 if some store or atomic may write through it
+        (kad_kernel_param_access)."""
+        fn = self._ctx._need("kad_kernel_param_access")
+        self._ctx._handle()
+        out = {}
+        for i, (name, ty) in enumerate(self.params):
+            if ty.startswith("*"):
+                out[name] = fn(self._k, i)
+        return out
 
     def grad(self, wrt, out):
         """The backward kernel (kad_grad): this kernel's runtime parameters,

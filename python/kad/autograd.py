@@ -41,10 +41,19 @@ anyway, and its own cache keeps their compiled binaries.  The CPU path keeps
 no disk cache: specializing and differentiating a kernel takes well under a
 millisecond, less than reading a file.
 
-An output that is already part of the graph when the kernel writes it (a
-buffer written by several launches) gets the gradient of its previous value
-on the elements this launch left alone: the launch first fills it with a
-NaN pattern, runs, and puts the old values back where the pattern survived.
+In place.  A name in both inputs and outputs is a buffer the kernel
+updates in place (rotary embedding, s = a * s + b, y += b): as for PyTorch's
+in-place ops, the caller's tensor becomes the op's output and its gradient
+flows back to the value it held before the launch.  An output is treated so
+automatically when its tensor is already part of the graph (a buffer
+written by several launches: the elements the launch leaves alone keep
+their gradient) or when the kernel loads from it (its old value then
+reaches the result).  kad's backward takes such a buffer's gradient as
+d_<name> and turns it into the old value's (docs/GRAD.md): each store
+clears the gradient of the elements it writes, each load adds the
+gradient of what it read -- no written-element mask, no sentinel values.
+The backward recomputes the forward from the old value: a copy is taken
+before the launch only when the kernel loads from the buffer.
 """
 import contextlib
 import contextvars
@@ -164,6 +173,7 @@ class Program:
         self.bwd = {}  # (sig, wrt, out) -> Kernel (CPU)
         self.modules = {}  # (sig, wrt, out) -> module (GPU)
         self.texts = {}  # (sig, wrt, out) -> module text
+        self.access_of = {}  # sig -> {pointer name: load/store bits}
 
     def forward(self, sig):
         with self.lock:
@@ -171,6 +181,16 @@ class Program:
             if k is None:
                 k = self.fwd[sig] = self.ctx.specialize(self.kernel, sig)
             return k
+
+    def access(self, sig):
+        """{pointer name: bits}: 1 the kernel may load through it, 2 store."""
+        with self.lock:
+            acc = self.access_of.get(sig)
+        if acc is None:
+            k = self.forward(sig)
+            with self.lock:
+                acc = self.access_of[sig] = k.param_access()
+        return acc
 
     def backward(self, sig, wrt, out):
         """The backward as a kad Kernel, for the CPU interpreter."""
@@ -233,13 +253,14 @@ def _write_atomically(path, text):
     os.replace(tmp, path)
 
 
-# NaN bit patterns with a payload no arithmetic produces (see the header).
-_POISON = {
-    torch.float32: (torch.int32, 0x7FC0DEAD),
-    torch.float64: (torch.int64, 0x7FF8DEADBEEFDEAD),
-    torch.float16: (torch.int16, 0x7E5B),
-    torch.bfloat16: (torch.int16, 0x7FAD),
-}
+def _copy_span(t):
+    """A copy of t with t's sizes and strides, holding t's whole storage
+    span (a kernel may address elements between a view's rows)."""
+    if t.numel() == 0:
+        return t.clone()
+    last = sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+    span = t.detach().as_strided((last + 1,), (1,), t.storage_offset()).clone()
+    return span.as_strided(t.size(), t.stride(), 0)
 
 
 class Run:
@@ -252,32 +273,20 @@ class Run:
     every view of it reads its history from the base.  Each output's
     gradient is then cut out of its dirty tensor's gradient."""
 
-    def __init__(self, dk, launch, inputs, others, outputs, dirty, dirty_of):
+    def __init__(self, dk, launch, inputs, others, outputs, dirty, dirty_of, inout, old):
         self.dk = dk
         self.launch = launch
-        self.inputs = inputs  # declared input names with tensor arguments
+        self.inputs = inputs  # declared input names with tensor arguments, in-place ones excluded
         self.others = others  # other tensor arguments (read-only data, scratch)
         self.outputs = outputs  # declared output names
         self.dirty = dirty  # the dirty tensors (detached aliases after forward)
         self.dirty_of = dirty_of  # output name -> index into dirty
-        self.written = {}  # dirty index -> bool mask of the elements the launch wrote
+        self.inout = inout  # outputs updated in place (see the header)
+        self.old = old  # in-place name -> copy of its value before the launch (when the kernel loads it)
 
-    def forward(self, in_graph):
-        """Runs the kernel; for dirty tensors already in the graph records
-        which elements it wrote (see the module header)."""
-        saved = {}
-        for i in in_graph:
-            y = self.dirty[i].detach()
-            ity, pattern = _POISON[y.dtype]
-            saved[i] = (y.clone(), y.view(ity))
-            y.view(ity).fill_(pattern)
+    def forward(self):
+        """Runs the kernel."""
         self.dk._run_forward(self.launch)
-        for i, (old, bits) in saved.items():
-            ity, pattern = _POISON[old.dtype]
-            written = bits != pattern
-            y = self.dirty[i].detach()
-            y.copy_(torch.where(written, y, old))
-            self.written[i] = written
         # keep only detached aliases from here on
         self.dirty = [t.detach() for t in self.dirty]
         for n, v in list(self.launch.values.items()):
@@ -299,12 +308,12 @@ class Run:
 
 
 class _KadFunction(torch.autograd.Function):
-    """apply(run, in_graph, *inputs, *others, *dirty) -> dirty (marked so)."""
+    """apply(run, *inputs, *others, *dirty) -> dirty (marked so)."""
 
     @staticmethod
-    def forward(ctx, run, in_graph, *tensors):
+    def forward(ctx, run, *tensors):
         ni, no = len(run.inputs), len(run.others)
-        run.forward(in_graph)
+        run.forward()
         ctx.run = run
         ctx.save_for_backward(*tensors[:ni + no])
         outs = tensors[ni + no:]
@@ -318,23 +327,39 @@ class _KadFunction(torch.autograd.Function):
         run = ctx.run
         ni, no = len(run.inputs), len(run.others)
         saved = ctx.saved_tensors
-        needs = ctx.needs_input_grad[2:]
+        needs = ctx.needs_input_grad[1:]
         wrt = [n for n, need in zip(run.inputs, needs[:ni]) if need]
         out_grads = {n: run.output_grad(n, grads) for n in run.outputs}
-        out = [n for n in run.outputs if out_grads[n] is not None]
         result = [None] * (ni + no + len(run.dirty))
-        if wrt and out:
+        need_old = [i for i in range(len(run.dirty)) if needs[ni + no + i]]
+        if (wrt or need_old) and any(g is not None for g in out_grads.values()):
+            out = [n for n in run.outputs if out_grads[n] is not None or n in run.inout]
             override = dict(zip(run.inputs + run.others, saved))
-            d_ins = run.dk._run_backward(run.launch, wrt, out, out_grads, override)
+            override.update(run.old)
+            d = run.dk._run_backward(run.launch, wrt, run.inout, out, out_grads, override)
             for i, n in enumerate(run.inputs):
-                if n in d_ins:
-                    result[i] = d_ins[n]
-        # dirty tensors that were already in the graph: their old values
-        # survive where this launch did not write
-        for i, g in enumerate(grads):
-            if needs[ni + no + i] and g is not None and i in run.written:
-                result[ni + no + i] = g.masked_fill(run.written[i], 0)
-        return (None, None, *result)
+                if n in d:
+                    result[i] = d[n]
+            # the old values' gradients: the dirty tensor's gradient with
+            # each in-place output's part replaced by what the backward made
+            for i in need_old:
+                base = run.dirty[i]
+                g = grads[i]
+                full = torch.empty_strided(base.size(), base.stride(), dtype=base.dtype, device=base.device)
+                if g is None:
+                    full.zero_()
+                else:
+                    full.copy_(g)
+                for n in run.inout:
+                    if run.dirty_of[n] != i:
+                        continue
+                    y = run.launch.values[n]
+                    if y is base:
+                        full.copy_(d[n])
+                    else:
+                        full.as_strided(y.size(), y.stride(), y.storage_offset() - base.storage_offset()).copy_(d[n])
+                result[ni + no + i] = full
+        return (None, *result)
 
 
 class DifferentiableKernel:
@@ -359,9 +384,6 @@ class DifferentiableKernel:
                 if n in const:
                     raise ValueError(f"kad.differentiable: {role} names '{n}', a tl.constexpr parameter; "
                                      f"inputs and outputs are pointer parameters")
-        both = set(inputs) & set(outputs)
-        if both:
-            raise ValueError(f"kad.differentiable: {sorted(both)} listed as both input and output")
         if not outputs:
             raise ValueError("kad.differentiable: give at least one output")
         self.inputs = list(inputs)
@@ -402,7 +424,6 @@ class DifferentiableKernel:
         if torch.is_grad_enabled():
             self._check_undeclared(launch)
         tens = dict(launch.tensors())
-        ins = list(self.inputs)
         dirty, dirty_of = [], {}
         for n in self.outputs:
             t = tens[n]
@@ -412,19 +433,25 @@ class DifferentiableKernel:
                 k = len(dirty)
                 dirty.append(d)
             dirty_of[n] = k
-        in_graph = [i for i, d in enumerate(dirty) if d.requires_grad]
+        in_graph = any(d.requires_grad for d in dirty)
+        ins = [n for n in self.inputs if n not in self.outputs]
         wants = torch.is_grad_enabled() and (any(tens[n].requires_grad for n in ins) or in_graph)
         if not wants:
             self._run_forward(launch)
             return None
         self._check_for_autograd(launch, tens, dirty)
+        access = self.program.access(launch.sig)
+        inout = [n for n in self.outputs
+                 if n in self.inputs or dirty[dirty_of[n]].requires_grad or access.get(n, 0) & 1]
         needed = [n for n in ins if tens[n].requires_grad]
         if launch.device == "cpu" or not self._has_autotuner():
             # compile now: an error is raised before anything launches
-            self._prepare_backward(launch, needed)
+            self._prepare_backward(launch, needed, inout)
+        # the backward recomputes the forward from the values before the launch
+        old = {n: _copy_span(tens[n]) for n in inout if access.get(n, 0) & 1}
         others = [n for n, _ in launch.tensors() if n not in self.inputs and n not in self.outputs]
-        r = Run(self, launch, ins, others, self.outputs, dirty, dirty_of)
-        _KadFunction.apply(r, in_graph, *[tens[n] for n in ins], *[tens[n] for n in others], *dirty)
+        r = Run(self, launch, ins, others, self.outputs, dirty, dirty_of, inout, old)
+        _KadFunction.apply(r, *[tens[n] for n in ins], *[tens[n] for n in others], *dirty)
         return None
 
     def _has_autotuner(self):
@@ -473,10 +500,9 @@ class DifferentiableKernel:
                     raise ValueError(f"'{a}' and '{b}' share memory: kad differentiates kernels whose outputs "
                                      f"do not alias their inputs or each other")
 
-    def _prepare_backward(self, launch, wrt):
-        out = list(self.outputs)
-        if not wrt:
-            return
+    def _prepare_backward(self, launch, wrt, inout):
+        """Compiles the backward of this launch (all outputs differentiated)."""
+        wrt, out = _grad_names(launch, wrt, inout, self.outputs)
         if launch.device == "cpu":
             self.program.backward(launch.sig, wrt, out)
         else:
@@ -497,34 +523,55 @@ class DifferentiableKernel:
             launch.values, launch.options, launch.sig, launch.config = (
                 fresh.values, fresh.options, fresh.sig, fresh.config)
 
-    def _run_backward(self, launch, wrt, out, out_grads, override):
-        """Gradients of the inputs wrt (name -> tensor) for the output
-        gradients out_grads (name -> tensor) of the outputs out."""
+    def _run_backward(self, launch, wrt, inout, out, out_grads, override):
+        """Gradients (name -> tensor) of the inputs wrt and of the values
+        before the launch of the in-place outputs inout (their views' parts),
+        for the output gradients out_grads (name -> tensor or None) of the
+        outputs out."""
         tens = dict(launch.tensors())
         tens.update(override)
-        d_outs = []
+        wrt, out = _grad_names(launch, wrt, inout, out)
+        d_outs = {}
         for n in out:
             y, g = tens[n], out_grads[n]
-            if g.stride() != y.stride() or g.dtype != y.dtype or g.device != y.device:
+            if g is None or n in inout or g.stride() != y.stride() or g.dtype != y.dtype or g.device != y.device:
+                # a fresh buffer: the backward overwrites an in-place output's
                 d = torch.empty_strided(y.size(), y.stride(), dtype=y.dtype, device=y.device)
-                d.copy_(g)
+                if g is None:
+                    d.zero_()
+                else:
+                    d.copy_(g)
                 g = d
-            d_outs.append(g)
+            d_outs[n] = g
+        ins = [n for n in wrt if n not in inout]
         d_ins = {}
-        for n in wrt:
+        for n in ins:
             x = tens[n]
             d_ins[n] = torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device=x.device).zero_()
+        grads = [d_outs[n] for n in out] + [d_ins[n] for n in ins]
         if launch.device == "cpu":
             k = self.program.backward(launch.sig, wrt, out)
-            values = [override.get(n, v) for n, v in launch.runtime] + d_outs + [d_ins[n] for n in wrt]
-            run_cpu(k, launch.grid, values, getattr(launch, "mode", "as_written"), written=list(d_ins.values()))
+            values = [override.get(n, v) for n, v in launch.runtime] + grads
+            written = list(d_ins.values()) + [d_outs[n] for n in inout]
+            run_cpu(k, launch.grid, values, getattr(launch, "mode", "as_written"), written=written)
         else:
             mod = self.program.module(launch.sig, wrt, out)
             fn = getattr(mod, f"launch_{launch.name}_bwd")
             runtime = [override.get(n, v) for n, v in launch.runtime]
             opts = {k: launch.options[k] for k in ("num_warps", "num_stages") if k in launch.options}
-            fn(launch.grid, *runtime, *d_outs, *[d_ins[n] for n in wrt], **opts)
+            fn(launch.grid, *runtime, *grads, **opts)
+        d_ins.update((n, d_outs[n]) for n in inout)
         return d_ins
+
+
+def _grad_names(launch, wrt, inout, out):
+    """The backward's wrt (inputs, then in-place outputs) and out lists, in
+    parameter order: kad_grad orders the gradient parameters so (outputs,
+    in-place ones among them, then inputs)."""
+    order = {n: i for i, (n, _) in enumerate(launch.runtime)}
+    out = sorted(set(out) | set(inout), key=order.get)
+    wrt = sorted(set(wrt) | set(inout), key=order.get)
+    return wrt, out
 
 
 def _overlap(a, b):

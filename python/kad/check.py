@@ -177,7 +177,7 @@ def check_backward(kernel, grid, args, my_backward, kwargs=None, seed=0):
         d.copy_(torch.randn(y.shape, generator=gen, dtype=torch.float64))
         d_outs.append(d)
     with torch.no_grad():
-        mine = dk._run_backward(launch, wrt, out, dict(zip(out, d_outs)), {})
+        mine = dk._run_backward(launch, wrt, [], out, dict(zip(out, d_outs)), {})
         ref = _reference_f64(dk, launch, wrt, out, d_outs)
         theirs = my_backward(*args, *d_outs, **kwargs)
     if isinstance(theirs, torch.Tensor):

@@ -436,7 +436,7 @@ def _simple(g):
 
 
 case("output_also_loaded", memory.output_loaded_kernel, ["x_ptr"], ["y_ptr"],
-     refuse=(143, "load from output 'y_ptr'"))(_simple)
+     refuse=(143, "the kernel reads an element of 'y_ptr' after writing it"))(_simple)
 
 
 @case("store_twice_last_wins", memory.store_twice_kernel, ["x_ptr"], ["y_ptr"])
