@@ -161,6 +161,23 @@ static const char *load_modules(kad_ctx *c, Arena *a, const char *path, const Ro
             *slash = 0;
         }
         root = *dir ? dir : "/";
+        /* shown in diagnostics: the root as a prefix of the path given, when it has one */
+        int up = 1;
+        for (const char *m = modname; *m; m++)
+            up += *m == '.';
+        if (!strcmp(base, "__init__.py"))
+            up++;
+        size_t n = strlen(path);
+        while (up > 0 && n > 0) {
+            n--;
+            while (n > 0 && path[n] != '/')
+                n--;
+            up--;
+        }
+        if (!up && n > 0 && path[n] == '/')
+            root = arena_strndup(a, path, n);
+        else if (!up && path[0] != '/')
+            root = ".";
     }
     int rc = kad_add_module(c, modname, path, text);
     free(text);

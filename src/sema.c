@@ -421,10 +421,11 @@ SVal sema_resolve_qual(Sema *S, const Module *from, const char *q, const char *a
     for (int i = 0; i < S->nmods; i++)
         if ((fn = find_jit(S->mods[i], last)))
             return (SVal){.kind = SV_FUNC, .fn = fn, .mod = S->mods[i]};
-    const char *modname = dot ? arena_strndup(S->a, abs, (size_t)(dot - abs)) : abs;
+    const char *modname = dot ? arena_printf(S->a, "'%s' or '%.*s'", abs, (int)(dot - abs), abs)
+                              : arena_printf(S->a, "'%s'", abs);
     diag_error(S->d, loc,
                "'%s' is imported from '%s', which is neither part of triton nor found in the given sources "
-               "(module '%s' was not found: pass its package root with -I DIR, or its file with --include)",
+               "(no module %s was added: pass its package root with -I DIR, or its file with --include)",
                alias, q, modname);
     return sval_error();
 }
@@ -457,8 +458,9 @@ static SVal module_attr(Sema *S, const Module *m, const char *name, Loc loc)
             v = (SVal){.kind = SV_MODULE, .qual = sm->name, .mod = sm};
         else {
             diag_error(S->d, loc,
-                       "module '%s' (%s) defines no '%s' that kad can read, and no module '%s' was found "
-                       "(pass its package root with -I DIR)",
+                       "module '%s' (%s) defines no '%s' that kad can read (a name bound by host code kad "
+                       "does not run is set with kad_set_global, as the Python package does), and no "
+                       "module '%s' was found (pass its package root with -I DIR)",
                        m->name, m->file, name, sub);
             v = sval_error();
         }
