@@ -1,4 +1,4 @@
-# A name the module does not define, and an import cycle.
+# Names the modules do not define: a helper and a module attribute.
 # RUN: ir %s:k --sig 'x_ptr=*fp32' -I tests/pkgs
 import triton
 import triton.language as tl
