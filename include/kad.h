@@ -161,6 +161,30 @@ KAD_API const char *kad_grad_module(kad_kernel *k, const char *wrt, const char *
 KAD_API const char *kad_grad_source(kad_ctx *c, const char *kernel, const char *sig, const char *wrt,
                             const char *out, unsigned flags);
 
+/* ---- Named modules (docs/LANGUAGE.md, "Imports") ---- */
+
+/* Adds a Python source file as the module of dotted name modname
+ * ("pkg.ops.utils"; a package's __init__.py is the package itself, "pkg").
+ * Imports between added modules resolve like Python's, relative ones
+ * included.  kad_add_source names the module by the file's stem.  A module
+ * added again under the same name replaces the earlier one.  Returns 0, or
+ * -1 on syntax errors. */
+KAD_API int kad_add_module(kad_ctx *c, const char *modname, const char *filename, const char *text);
+
+/* Sets what module-level name `name` of module modname is bound to at
+ * launch time, for values only the host knows (chosen by host code at
+ * import time).  value is "128", "0.5", "True", "None", "'gelu'", a dtype
+ * ("fp16" or "triton.language.float16"), a qualified Triton function
+ * ("triton.language.math.exp", "triton.language.extra.cuda.libdevice.fast_expf"),
+ * or a function of an added module ("pkg.ops.utils.silu").  The value wins
+ * over the module's source.  Returns 0, or -1 with a diagnostic. */
+KAD_API int kad_set_global(kad_ctx *c, const char *modname, const char *name, const char *value);
+
+/* The absolute names of the modules module modname imports (with every
+ * parent package), one per line; for loaders (the CLI's -I) that add them
+ * with kad_add_module.  NULL if no module of that name was added. */
+KAD_API const char *kad_module_imports(kad_ctx *c, const char *modname);
+
 #ifdef __cplusplus
 }
 #endif

@@ -63,7 +63,15 @@ const char *kad_version(void) { return KAD_VERSION; }
     }
 #define API_END(c) arena_set_oom((c)->a, NULL)
 
-int kad_add_source(kad_ctx *c, const char *filename, const char *text)
+/* The base name of a path without its directory. */
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* Parses text and adds it as module modname (NULL: the file's stem). */
+static int add_module(kad_ctx *c, const char *modname, const char *filename, const char *text)
 {
     API_BEGIN(c, -1);
     const char *file = arena_strdup(c->a, filename);
@@ -71,10 +79,32 @@ int kad_add_source(kad_ctx *c, const char *filename, const char *text)
     diag_add_source(&c->d, file, copy);
     int before = c->d.nerrors;
     Module *m = parse_module(c->a, &c->d, file, copy);
-    if (m && c->d.nerrors == before)
-        vec_push(c->a, c->mods, m);
+    bool ok = m && c->d.nerrors == before;
+    if (ok) {
+        const char *base = base_name(file);
+        m->is_pkg = modname && !strcmp(base, "__init__.py");
+        if (modname) {
+            m->name = arena_strdup(c->a, modname);
+        } else {
+            const char *dot = strrchr(base, '.');
+            m->name = dot ? arena_strndup(c->a, base, (size_t)(dot - base)) : base;
+        }
+        /* a module added again under its name replaces the earlier one */
+        int k = 0;
+        while (k < c->mods.n && !(modname && !strcmp(c->mods.v[k]->name, modname)))
+            k++;
+        if (k < c->mods.n)
+            c->mods.v[k] = m;
+        else
+            vec_push(c->a, c->mods, m);
+    }
     API_END(c);
-    return m && c->d.nerrors == before ? 0 : -1;
+    return ok ? 0 : -1;
+}
+
+int kad_add_source(kad_ctx *c, const char *filename, const char *text)
+{
+    return add_module(c, NULL, filename, text);
 }
 
 static kad_kernel *kernel_new(kad_ctx *c, Func *f)
@@ -301,4 +331,89 @@ const char *kad_grad_source(kad_ctx *c, const char *kernel, const char *sig, con
 {
     kad_kernel *k = kad_specialize(c, kernel, sig, flags);
     return k ? kad_grad_module(k, wrt, out) : NULL;
+}
+
+/* ---- Named modules (docs/LANGUAGE.md, "Imports") ---- */
+
+int kad_add_module(kad_ctx *c, const char *modname, const char *filename, const char *text)
+{
+    if (!modname || !*modname)
+        return add_module(c, NULL, filename, text);
+    return add_module(c, modname, filename, text);
+}
+
+static Module *module_named(kad_ctx *c, const char *modname)
+{
+    for (int i = c->mods.n - 1; i >= 0; i--)
+        if (!strcmp(c->mods.v[i]->name, modname))
+            return c->mods.v[i];
+    return NULL;
+}
+
+int kad_set_global(kad_ctx *c, const char *modname, const char *name, const char *value)
+{
+    API_BEGIN(c, -1);
+    int rc = -1;
+    const char *file = arena_printf(c->a, "<host value of %s.%s>", modname, name);
+    const char *text = arena_printf(c->a, "%s = %s\n", name, value);
+    diag_add_source(&c->d, file, text);
+    Module *m = module_named(c, modname);
+    Loc loc = {file, 1, 1};
+    if (!m) {
+        diag_error(&c->d, loc, "kad_set_global: no module '%s' was added", modname);
+        goto out;
+    }
+    int before = c->d.nerrors;
+    Module *v = parse_module(c->a, &c->d, file, text);
+    if (c->d.nerrors != before)
+        goto out;
+    if (!v || v->globals.n != 1 || strcmp(v->globals.v[0].name, name)) {
+        diag_error(&c->d, loc, "kad_set_global: '%s' is not a value kad can read", value);
+        goto out;
+    }
+    for (int k = 0; k < m->host.n; k++)
+        if (!strcmp(m->host.v[k].name, name)) {
+            m->host.v[k] = v->globals.v[0];
+            rc = 0;
+            goto out;
+        }
+    vec_push(c->a, m->host, v->globals.v[0]);
+    rc = 0;
+out:
+    API_END(c);
+    return rc;
+}
+
+const char *kad_module_imports(kad_ctx *c, const char *modname)
+{
+    API_BEGIN(c, NULL);
+    const char *res = NULL;
+    Module *m = module_named(c, modname);
+    if (m) {
+        Buf b = {.a = c->a};
+        Vec(const char *) seen = {0};
+        for (int i = 0; i < m->imports.n; i++) {
+            const char *abs = sema_abs_name(c->a, m, m->imports.v[i].qual);
+            if (!abs)
+                continue;
+            /* every prefix: importing a.b.c imports a and a.b too */
+            for (const char *p = abs;; p++) {
+                if (*p == '.' || !*p) {
+                    const char *pre = arena_strndup(c->a, abs, (size_t)(p - abs));
+                    int k = 0;
+                    while (k < seen.n && strcmp(seen.v[k], pre))
+                        k++;
+                    if (k == seen.n) {
+                        vec_push(c->a, seen, pre);
+                        buf_printf(&b, "%s\n", pre);
+                    }
+                }
+                if (!*p)
+                    break;
+            }
+        }
+        res = buf_str(&b);
+    }
+    API_END(c);
+    return res;
 }

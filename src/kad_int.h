@@ -387,9 +387,14 @@ typedef struct Global {
 
 typedef struct Module {
     const char *file;
-    Vec(FuncDef *) funcs;  /* every def at module level that is @triton.jit */
+    const char *name;      /* dotted module name ("pkg.ops.utils"); the file stem for kad_add_source */
+    bool is_pkg;           /* a package's __init__.py: relative imports start at name itself */
+    Vec(FuncDef *) funcs;  /* every def at module level that is @triton.jit (or made one by
+                              `k = triton.jit(f)`, under both names) */
+    Vec(FuncDef *) plain;  /* other module-level defs that parse as the Triton subset */
     Vec(Import) imports;
     Vec(Global) globals;
+    Vec(Global) host;      /* values the host set (kad_set_global): they win over the source */
 } Module;
 
 /* Parses a whole file.  Module-level statements that are not imports,
@@ -617,9 +622,15 @@ typedef struct SemaOptions {
 } SemaOptions;
 
 /* Specializes kernel `name` (a @triton.jit function of one of mods; helpers
- * may come from any of them) for sig and lowers it to IR.  NULL on error. */
+ * may come from any of them; "pkg.mod.kernel" names the module) for sig and
+ * lowers it to IR.  NULL on error. */
 Func *sema_kernel(Arena *a, Diags *d, Module **mods, int nmods, const char *name,
                   const Signature *sig, const SemaOptions *opt);
+/* The absolute dotted name an import's qualified name refers to from module
+ * `from` (".utils.exp" in pkg.ops.k -> "pkg.ops.utils.exp"); absolute names
+ * are returned as they are; one going above the top package is resolved
+ * from the top; NULL for `from . import` of nothing. */
+const char *sema_abs_name(Arena *a, const Module *from, const char *qual);
 
 /* ------------------------------------------------------------------ */
 /* sema.c and sema_ops.c: the values of specialization                 */
@@ -651,7 +662,7 @@ typedef struct SVal {
     int n;
     const char *qual;    /* SV_MODULE, SV_BUILTIN, SV_METHOD */
     const FuncDef *fn;   /* SV_FUNC */
-    const Module *mod;   /* SV_FUNC */
+    const Module *mod;   /* SV_FUNC; SV_MODULE of an added module (NULL: a triton namespace) */
 } SVal;
 
 /* Where lowering emits: sema.c moves b into and out of regions. */
@@ -753,8 +764,14 @@ typedef struct Sema {
     Frame *fr;           /* the current frame */
     int depth;           /* helper inlining depth */
     bool recursed;       /* the depth limit was hit: only the outermost call gets a note */
+    int resolving;       /* depth of names resolved through other modules (import cycles) */
     Block *scratch;      /* for module-level evaluation: IR emitted here is dropped */
 } Sema;
+
+/* The value of an import's qualified name q (absolute, or relative to
+ * module `from`): a triton name, an added module, or what a name inside one
+ * is bound to.  alias names the binding in messages. */
+SVal sema_resolve_qual(Sema *S, const Module *from, const char *q, const char *alias, Loc loc);
 
 /* The rest of a statement list (and of the lists enclosing it, in one
  * function), run after an `if` that may return: see sema_stmt.c's header

@@ -8,26 +8,46 @@
  *   kad ast FILE.py
  *   kad version
  *
+ * FILE.py's imports are resolved like Python's: its own package root (found
+ * by walking up the directories that hold an __init__.py), then each
+ * `-I DIR` in order; DIR/a/b.py or DIR/a/b/__init__.py is module a.b.  The
+ * kernel's modules and, recursively, the modules they import are added
+ * with kad_add_module; modules not found (torch, host-only ones) are left
+ * out, and only a kernel using a name from one gets an error.
+ *
  * Exit status: 0 success; 1 any user error: diagnostics on stderr, or a usage
  * message for a malformed command line (kad check: also 1 on FAIL).
  * Everything goes through the public API except `ast`, a debugging aid.
  */
+#define _XOPEN_SOURCE 700 /* realpath */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kad_int.h"
 
+#ifndef PATH_MAX
+#define PATH_MAX 4096
+#endif
+
+/* Package roots: -I DIR, in order. */
+typedef struct Roots {
+    const char *v[64];
+    int n;
+} Roots;
+
 static const char usage[] =
     "usage:\n"
-    "  kad ir FILE.py:KERNEL --sig SIG [--unroll] [--no-simplify] [--include FILE.py]...\n"
+    "  kad ir FILE.py:KERNEL --sig SIG [--unroll] [--no-simplify] [--include FILE.py]... [-I DIR]...\n"
     "      specialize KERNEL for SIG (e.g. 'x_ptr=*fp32,n=i32,BLOCK=1024') and print its IR\n"
-    "  kad emit FILE.py:KERNEL --sig SIG [--unroll] [--no-simplify] [--include FILE.py]...\n"
+    "  kad emit FILE.py:KERNEL --sig SIG [--unroll] [--no-simplify] [--include FILE.py]... [-I DIR]...\n"
     "  kad emit FILE.ir\n"
     "      print the specialized kernel as Triton source (see docs/EMIT.md)\n"
     "  kad opt --pass NAME [--pass NAME]... [FILE.ir]\n"
     "      read textual IR (stdin when no FILE), run passes, print the IR\n"
     "  kad grad FILE.py:KERNEL --sig SIG --wrt X,... --out Y,... [-o FILE] [--ir] [--include FILE.py]...\n"
+    "           [-I DIR]...\n"
     "  kad grad FILE.ir --wrt X,... --out Y,... [-o FILE] [--ir]\n"
     "      print the backward as a Triton module with its launcher (docs/GRAD.md),\n"
     "      or with --ir the backward kernel's IR (reverse mode; see docs/AD.md)\n"
@@ -35,6 +55,8 @@ static const char usage[] =
     "            --shape P=64x128... --arg N=VALUE... [--range P=LO:HI]... [--seed N]\n"
     "            [--dirs K] [--elem-limit N] [--rtol X]      (or FILE.ir instead of FILE.py:KERNEL)\n"
     "      check the backward against float64 finite differences; exit status 1 on FAIL\n"
+    "  -I DIR: a package root where the kernel's imports are looked up (repeatable;\n"
+    "      the kernel file's own package root comes first)\n"
     "  kad ast FILE.py\n"
     "      print the syntax tree of a kernel file\n"
     "  kad version\n";
@@ -97,6 +119,144 @@ static int add_file(kad_ctx *c, const char *path)
     return rc;
 }
 
+static bool file_exists(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (fp)
+        fclose(fp);
+    return fp != NULL;
+}
+
+/* Adds the kernel file `path` as its module and, recursively, the modules
+ * it imports found under its package root or a -I root.  Returns the
+ * kernel's module name (in a), or NULL after an error (diagnostics in c). */
+static const char *load_modules(kad_ctx *c, Arena *a, const char *path, const Roots *roots)
+{
+    char *text = slurp(path, "file");
+    if (!text)
+        return NULL;
+    /* module name: the stem, prefixed by each enclosing package directory */
+    char real[PATH_MAX];
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    const char *modname = arena_strndup(a, base, dot ? (size_t)(dot - base) : strlen(base));
+    char *dir = realpath(path, real) ? arena_strdup(a, real) : NULL;
+    const char *root = NULL;
+    if (dir) {
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = 0;
+        if (!strcmp(modname, "__init__")) { /* a package's __init__.py: the package itself */
+            slash = strrchr(dir, '/');
+            modname = arena_strdup(a, slash ? slash + 1 : dir);
+            if (slash)
+                *slash = 0;
+        }
+        while (*dir && file_exists(arena_printf(a, "%s/__init__.py", dir))) {
+            slash = strrchr(dir, '/');
+            modname = arena_printf(a, "%s.%s", slash ? slash + 1 : dir, modname);
+            if (!slash)
+                break;
+            *slash = 0;
+        }
+        root = *dir ? dir : "/";
+        /* shown in diagnostics: the root as a prefix of the path given, when it has one */
+        int up = 1;
+        for (const char *m = modname; *m; m++)
+            up += *m == '.';
+        if (!strcmp(base, "__init__.py"))
+            up++;
+        size_t n = strlen(path);
+        while (up > 0 && n > 0) {
+            n--;
+            while (n > 0 && path[n] != '/')
+                n--;
+            up--;
+        }
+        if (!up && n > 0 && path[n] == '/')
+            root = arena_strndup(a, path, n);
+        else if (!up && path[0] != '/')
+            root = ".";
+    }
+    int rc = kad_add_module(c, modname, path, text);
+    free(text);
+    if (rc != 0)
+        return NULL;
+    /* breadth first over the imports of every added module */
+    Vec(const char *) todo = {0}, tried = {0};
+    vec_push(a, todo, modname);
+    vec_push(a, tried, modname);
+    for (int q = 0; q < todo.n; q++) {
+        const char *imps = kad_module_imports(c, todo.v[q]);
+        for (const char *p = imps; p && *p;) {
+            const char *nl = strchr(p, '\n');
+            const char *name = arena_strndup(a, p, (size_t)(nl - p));
+            p = nl + 1;
+            if (!strcmp(name, "triton") || !strncmp(name, "triton.", 7))
+                continue; /* kad knows Triton's own modules */
+            int k = 0;
+            while (k < tried.n && strcmp(tried.v[k], name))
+                k++;
+            if (k < tried.n)
+                continue;
+            vec_push(a, tried, name);
+            char *rel = arena_strdup(a, name);
+            for (char *r = rel; *r; r++)
+                if (*r == '.')
+                    *r = '/';
+            const char *found = NULL;
+            for (int i = -1; i < roots->n && !found; i++) {
+                const char *d = i < 0 ? root : roots->v[i];
+                if (!d)
+                    continue;
+                const char *f1 = arena_printf(a, "%s/%s.py", d, rel);
+                const char *f2 = arena_printf(a, "%s/%s/__init__.py", d, rel);
+                found = file_exists(f1) ? f1 : file_exists(f2) ? f2 : NULL;
+            }
+            if (!found)
+                continue; /* torch, host-only modules: an error only if a kernel uses them */
+            char *mtext = slurp(found, "file");
+            if (!mtext)
+                return NULL;
+            rc = kad_add_module(c, name, found, mtext);
+            free(mtext);
+            if (rc != 0)
+                return NULL;
+            vec_push(a, todo, name);
+        }
+    }
+    return modname;
+}
+
+/* Specializes KERNEL of FILE.py (target "FILE.py:KERNEL" split at colon). */
+static kad_kernel *load_py_kernel(kad_ctx *c, const char *target, const char *colon, const Roots *roots,
+                                  const char *sig, unsigned flags)
+{
+    Arena *a = arena_new(0);
+    if (!a)
+        return NULL;
+    const char *path = arena_strndup(a, target, (size_t)(colon - target));
+    const char *modname = load_modules(c, a, path, roots);
+    kad_kernel *k = NULL;
+    if (modname)
+        k = kad_specialize(c, arena_printf(a, "%s.%s", modname, colon + 1), sig ? sig : "", flags);
+    arena_free(a);
+    return k;
+}
+
+/* Reads `-I DIR` / `-IDIR` at argv[*i]; whether it was one. */
+static bool root_arg(int argc, char **argv, int *i, Roots *roots)
+{
+    const char *a = argv[*i];
+    if (strncmp(a, "-I", 2) != 0)
+        return false;
+    const char *d = a[2] ? a + 2 : *i + 1 < argc ? argv[++*i] : NULL;
+    if (d && roots->n < (int)(sizeof roots->v / sizeof roots->v[0]))
+        roots->v[roots->n++] = d;
+    return d != NULL;
+}
+
 /* `kad ir` and `kad emit` (triton: print the kernel as Triton source; the
  * target may also be FILE.ir, textual IR). */
 static int cmd_ir(int argc, char **argv, bool triton)
@@ -104,10 +264,13 @@ static int cmd_ir(int argc, char **argv, bool triton)
     const char *cmd = triton ? "emit" : "ir";
     const char *target = NULL, *sig = NULL;
     unsigned flags = 0;
+    Roots roots = {0};
     kad_ctx *c = kad_ctx_new();
     if (!c)
         return 1;
     for (int i = 0; i < argc; i++) {
+        if (root_arg(argc, argv, &i, &roots))
+            continue;
         if (!strcmp(argv[i], "--sig") && i + 1 < argc)
             sig = argv[++i];
         else if (!strncmp(argv[i], "--sig=", 6))
@@ -145,16 +308,7 @@ static int cmd_ir(int argc, char **argv, bool triton)
         kad_ctx_free(c);
         return 1;
     }
-    char *path = malloc((size_t)(colon - target) + 1);
-    if (!path)
-        return 1;
-    memcpy(path, target, (size_t)(colon - target));
-    path[colon - target] = 0;
-    int rc = add_file(c, path);
-    free(path);
-    if (rc != 0)
-        return fail(c);
-    kad_kernel *k = kad_specialize(c, colon + 1, sig ? sig : "", flags);
+    kad_kernel *k = load_py_kernel(c, target, colon, &roots, sig, flags);
     const char *text = !k ? NULL : triton ? kad_kernel_triton(k) : kad_kernel_ir(k);
     if (!text)
         return fail(c);
@@ -234,6 +388,7 @@ typedef struct AdArgs {
     const char *outfile; /* grad -o FILE: write the module there instead of stdout */
     bool ir;             /* grad --ir: print the backward IR instead of the Triton module */
     unsigned flags;
+    Roots roots;
     kad_check_opts o;
     Buf shapes, args, ranges; /* comma-joined repeated options */
 } AdArgs;
@@ -252,6 +407,8 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool has = v != NULL;
+        if (root_arg(argc, argv, &i, &x->roots))
+            continue;
         if (!strcmp(a, "--sig") && has)
             x->sig = argv[++i];
         else if (!strcmp(a, "--wrt") && has)
@@ -310,8 +467,8 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
 
 /* FILE.ir, or FILE.py:KERNEL specialized for sig.  NULL after an error
  * (diagnostics in c) or a usage error (*usage_err set). */
-static kad_kernel *load_target(kad_ctx *c, const char *target, const char *sig, unsigned flags,
-                               int *usage_err)
+static kad_kernel *load_target(kad_ctx *c, const char *target, const Roots *roots, const char *sig,
+                               unsigned flags, int *usage_err)
 {
     size_t n = strlen(target);
     if (n > 3 && !strcmp(target + n - 3, ".ir")) {
@@ -328,16 +485,7 @@ static kad_kernel *load_target(kad_ctx *c, const char *target, const char *sig, 
         *usage_err = 1;
         return NULL;
     }
-    char *path = malloc((size_t)(colon - target) + 1);
-    if (!path)
-        return NULL;
-    memcpy(path, target, (size_t)(colon - target));
-    path[colon - target] = 0;
-    int rc = add_file(c, path);
-    free(path);
-    if (rc != 0)
-        return NULL;
-    return kad_specialize(c, colon + 1, sig ? sig : "", flags);
+    return load_py_kernel(c, target, colon, roots, sig, flags);
 }
 
 /* Writes text to path (stdout when NULL); 0, or 1 after a message. */
@@ -372,7 +520,7 @@ static int cmd_ad(int argc, char **argv, bool check)
     AdArgs x = {.shapes = {.a = a}, .args = {.a = a}, .ranges = {.a = a}};
     int rc = parse_ad_args(c, argc, argv, check, &x);
     int usage_err = 0;
-    kad_kernel *k = rc ? NULL : load_target(c, x.target, x.sig, x.flags, &usage_err);
+    kad_kernel *k = rc ? NULL : load_target(c, x.target, &x.roots, x.sig, x.flags, &usage_err);
     if (!rc && !k)
         rc = 1; /* usage errors were already explained on stderr */
     if (!rc && !check) {

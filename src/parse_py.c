@@ -69,6 +69,7 @@ typedef struct Parser {
     int rec;       /* recursion depth of the parse functions */
     bool quiet;    /* parsing host code speculatively: errors are not reported */
     bool failed;   /* an error in the current statement: unwind, then resync */
+    bool qfail;    /* an error while quiet (sticky until cleared): the speculation failed */
     Module *m;
     Expr *bad;     /* returned after an error (an EX_NONE) */
 } Parser;
@@ -153,8 +154,10 @@ static void perr(Parser *P, Loc loc, const char *fmt, ...)
     if (P->failed)
         return; /* one error per statement: the rest would be noise */
     P->failed = true;
-    if (P->quiet)
+    if (P->quiet) {
+        P->qfail = true;
         return;
+    }
     va_list ap;
     va_start(ap, fmt);
     diag_verror(P->d, loc, fmt, ap);
@@ -1478,6 +1481,118 @@ static bool is_jit_name(const char *qual)
     return false;
 }
 
+/* A def that is not @triton.jit: host code, or a function made a kernel by
+ * a call (`k = triton.jit(f)`).  Parsed quietly; kept in Module.plain when
+ * it is in the Triton subset, else skipped. */
+static void parse_plain_def(Parser *P, Decorator *decos, int ndecos)
+{
+    int start = P->i;
+    P->quiet = true;
+    P->qfail = false;
+    FuncDef *fn = parse_funcdef(P, decos, ndecos);
+    bool ok = fn && !P->qfail && !P->failed;
+    P->quiet = false;
+    P->qfail = false;
+    P->failed = false;
+    if (!ok) {
+        P->i = start;
+        skip_stmt(P);
+        return;
+    }
+    fn->is_jit = false;
+    for (int k = 0; k < P->m->plain.n; k++)
+        if (!strcmp(P->m->plain.v[k]->name, fn->name)) {
+            P->m->plain.v[k] = fn;
+            return;
+        }
+    vec_push(P->a, P->m->plain, fn);
+}
+
+static FuncDef *find_def(FuncDef **v, int n, const Token *name)
+{
+    for (int k = n - 1; k >= 0; k--)
+        if ((int)strlen(v[k]->name) == name->len && !memcmp(v[k]->name, name->text, (size_t)name->len))
+            return v[k];
+    return NULL;
+}
+
+/* The dotted name starting at token j (NAME ('.' NAME)*), its end in *end;
+ * NULL when token j is not a name or is preceded by '.'. */
+static const char *tok_dotted(Parser *P, int j, int *end)
+{
+    Token *t = P->t;
+    if (t[j].kind != TK_NAME || (j > 0 && t[j - 1].kind == TK_DOT))
+        return NULL;
+    Buf b = {.a = P->a};
+    buf_printf(&b, "%.*s", t[j].len, t[j].text);
+    while (t[j + 1].kind == TK_DOT && t[j + 2].kind == TK_NAME) {
+        buf_printf(&b, ".%.*s", t[j + 2].len, t[j + 2].text);
+        j += 2;
+    }
+    *end = j + 1;
+    return buf_str(&b);
+}
+
+/* `X = triton.jit(f, ...)`, `X = triton.heuristics({...})(triton.jit(f))`,
+ * `X = triton.autotune(...)(k)`, `X = libentry()(k)`: a kernel made by a
+ * call.  Recognized by its tokens (the configs are host code kad need not
+ * parse): X becomes another name of the def (and a def made jit by the
+ * call becomes a kernel under its own name too).  Wrappers are taken to be
+ * transparent (they do not change arguments).  Returns whether the
+ * statement was consumed. */
+static bool parse_jit_assign(Parser *P)
+{
+    Token *t = P->t;
+    int i = P->i;
+    if (t[i].kind != TK_NAME || t[i + 1].kind != TK_ASSIGN)
+        return false;
+    int end = i + 2;
+    while (t[end].kind != TK_NEWLINE && t[end].kind != TK_EOF && t[end].kind != TK_SEMI)
+        end++;
+    FuncDef *target = NULL;
+    /* triton.jit(NAME , ...) anywhere in the value */
+    for (int j = i + 2; j < end && !target; j++) {
+        int e;
+        const char *d = tok_dotted(P, j, &e);
+        if (!d || e + 2 >= end || t[e].kind != TK_LPAREN || t[e + 1].kind != TK_NAME ||
+            (t[e + 2].kind != TK_COMMA && t[e + 2].kind != TK_RPAREN) || !is_jit_name(resolve_dotted(P, d)))
+            continue;
+        FuncDef *f = find_def(P->m->funcs.v, P->m->funcs.n, &t[e + 1]);
+        if (!f) {
+            FuncDef *pl = find_def(P->m->plain.v, P->m->plain.n, &t[e + 1]);
+            if (pl) {
+                f = arena_alloc(P->a, sizeof *f);
+                *f = *pl;
+                f->is_jit = true;
+                add_func(P, f);
+            }
+        }
+        target = f;
+    }
+    /* WRAPPER(...)(NAME) or triton.autotune/heuristics(...)(NAME) of a kernel */
+    if (!target && end - i >= 6 && t[end - 1].kind == TK_RPAREN && t[end - 2].kind == TK_NAME &&
+        t[end - 3].kind == TK_LPAREN && t[end - 4].kind == TK_RPAREN) {
+        FuncDef *f = find_def(P->m->funcs.v, P->m->funcs.n, &t[end - 2]);
+        int e;
+        const char *d = tok_dotted(P, i + 2, &e);
+        if (f && d && t[e].kind == TK_LPAREN)
+            target = f;
+    }
+    if (!target)
+        return false;
+    const char *name = tok_str(P, &t[i]);
+    drop_global(P, name);
+    if (strcmp(name, target->name)) {
+        FuncDef *alias = arena_alloc(P->a, sizeof *alias);
+        *alias = *target;
+        alias->name = name;
+        add_func(P, alias);
+    }
+    P->i = end;
+    skip_stmt(P);
+    return true;
+}
+
 /* decorated: ('@' dotted_name ['(' ... ')'] NEWLINE)+ (funcdef | classdef)
  * A def whose decorators include triton.jit is parsed as a kernel; any
  * other decorated definition is host code and skipped. */
@@ -1498,6 +1613,10 @@ static void parse_decorated(Parser *P, bool conditional)
         }
         skip_line(P); /* the decorator's arguments are host code */
         vec_push(P->a, decos, dc);
+    }
+    if (at_kw(P, "def") && !jit && !conditional) {
+        parse_plain_def(P, decos.v, decos.n);
+        return;
     }
     if (!at_kw(P, "def") || !jit || conditional) {
         skip_stmt(P); /* def, class or async def of host code */
@@ -1625,7 +1744,10 @@ static void parse_module_stmts(Parser *P, bool conditional)
             else
                 accept(P, TK_NEWLINE);
         } else if (t->kind == TK_NAME && !tok_is_keyword(t) && !conditional) {
-            parse_module_assign(P);
+            if (!parse_jit_assign(P))
+                parse_module_assign(P);
+        } else if (tok_is_word(t, "def") && !conditional) {
+            parse_plain_def(P, NULL, 0);
         } else {
             bool is_compound = false;
             for (size_t k = 0; k < sizeof compound / sizeof compound[0]; k++)

@@ -300,27 +300,178 @@ static SVal global_value(Sema *S, const Module *m, int gi, Loc use)
     return v;
 }
 
-static SVal resolve_import(Sema *S, const Import *imp, Loc loc)
+static const Module *find_module(const Sema *S, const char *name)
 {
-    const char *q = imp->qual;
-    if (!strcmp(q, "triton") || !strncmp(q, "triton.", 7))
-        return lower_global(&S->L, q, loc);
-    /* `from other_module import helper`: a @triton.jit function of one of
-     * the added sources, matched by name (the current module first) */
-    const char *dot = strrchr(q, '.');
-    const char *last = dot ? dot + 1 : q;
-    const Module *cur = S->fr->mod;
-    const FuncDef *fn = find_jit(cur, last);
+    for (int i = S->nmods - 1; i >= 0; i--)
+        if (S->mods[i]->name && !strcmp(S->mods[i]->name, name))
+            return S->mods[i];
+    return NULL;
+}
+
+const char *sema_abs_name(Arena *a, const Module *from, const char *qual)
+{
+    if (qual[0] != '.')
+        return qual;
+    int ndots = 0;
+    while (qual[ndots] == '.')
+        ndots++;
+    const char *rest = qual + ndots;
+    const char *name = from->name ? from->name : "";
+    size_t n = strlen(name);
+    /* the package: the module itself for __init__.py, else its parent;
+     * each further dot goes one package up */
+    int up = from->is_pkg ? ndots - 1 : ndots;
+    for (int k = 0; k < up && n; k++) {
+        while (n && name[n - 1] != '.')
+            n--;
+        if (n)
+            n--;
+    }
+    if (!n) /* above the top package: resolved from the top, so that sources added
+               without module names still find each other */
+        return *rest ? rest : NULL;
+    return *rest ? arena_printf(a, "%.*s.%s", (int)n, name, rest) : arena_strndup(a, name, n);
+}
+
+static SVal module_attr(Sema *S, const Module *m, const char *name, Loc loc);
+
+/* The value a module-level name of m set by the host has (kad_set_global):
+ * a dotted name is resolved absolutely (triton.language.exp, a module, a
+ * function of an added module), a bare dtype name (fp16) is that dtype,
+ * anything else is a constant expression. */
+static SVal host_value(Sema *S, const Module *m, const Global *g)
+{
+    const Expr *e = g->value;
+    Buf b = {.a = S->a};
+    const Expr *x = e;
+    const char *parts[64];
+    int np = 0;
+    while (x->kind == EX_ATTR && np < 63) {
+        parts[np++] = x->attr.name;
+        x = x->attr.value;
+    }
+    if (x->kind == EX_NAME) {
+        if (!np) {
+            Dtype dt = dtype_parse(x->name, strlen(x->name));
+            if (dt != DT_VOID && dt != DT_PTR)
+                return (SVal){.kind = SV_CONST, .c = {.kind = CK_DTYPE, .dt = dt}};
+        }
+        buf_puts(&b, x->name);
+        while (np)
+            buf_printf(&b, ".%s", parts[--np]);
+        return sema_resolve_qual(S, m, buf_str(&b), g->name, g->loc);
+    }
+    return sema_eval_module_const(S, m, e, -1, arena_printf(S->a, "the host value of '%s'", g->name));
+}
+
+static const Global *find_host(const Module *m, const char *name)
+{
+    for (int i = m->host.n - 1; i >= 0; i--)
+        if (!strcmp(m->host.v[i].name, name))
+            return &m->host.v[i];
+    return NULL;
+}
+
+/* The value of qualified name q (absolute or relative to module `from`):
+ * a triton name, an added module, or a name inside one (a @triton.jit
+ * function, a constant, an alias, an import it re-exports, a submodule).
+ * `alias` names the binding for messages. */
+SVal sema_resolve_qual(Sema *S, const Module *from, const char *q, const char *alias, Loc loc)
+{
+    const char *abs = sema_abs_name(S->a, from, q);
+    if (!abs) {
+        diag_error(S->d, loc, "'%s' is imported from '%s', a relative import beyond the top-level package of "
+                   "module '%s'", alias, q, from->name ? from->name : from->file);
+        return sval_error();
+    }
+    if (!strcmp(abs, "triton") || !strncmp(abs, "triton.", 7))
+        return lower_global(&S->L, abs, loc);
+    const Module *m = find_module(S, abs);
+    if (m)
+        return (SVal){.kind = SV_MODULE, .qual = m->name, .mod = m};
+    /* the longest prefix that is an added module, then attributes */
+    size_t n = strlen(abs);
+    while (n) {
+        while (n && abs[n - 1] != '.')
+            n--;
+        if (!n)
+            break;
+        n--;
+        const char *prefix = arena_strndup(S->a, abs, n);
+        if (!(m = find_module(S, prefix)))
+            continue;
+        SVal v = {.kind = SV_MODULE, .qual = m->name, .mod = m};
+        const char *p = abs + n + 1;
+        while (*p && v.kind != SV_ERROR) {
+            const char *dot = strchr(p, '.');
+            const char *part = dot ? arena_strndup(S->a, p, (size_t)(dot - p)) : p;
+            v = v.kind == SV_MODULE && v.mod ? module_attr(S, v.mod, part, loc) : lower_attr(&S->L, v, part, loc);
+            p = dot ? dot + 1 : "";
+        }
+        return v;
+    }
+    /* no added module of that name: a @triton.jit function of the added
+     * sources matched by name (the current module first) -- what
+     * kad_add_source without module names relies on */
+    const char *dot = strrchr(abs, '.');
+    const char *last = dot ? dot + 1 : abs;
+    const FuncDef *fn = find_jit(from, last);
     if (fn)
-        return (SVal){.kind = SV_FUNC, .fn = fn, .mod = cur};
+        return (SVal){.kind = SV_FUNC, .fn = fn, .mod = from};
     for (int i = 0; i < S->nmods; i++)
         if ((fn = find_jit(S->mods[i], last)))
             return (SVal){.kind = SV_FUNC, .fn = fn, .mod = S->mods[i]};
+    const char *modname = dot ? arena_printf(S->a, "'%s' or '%.*s'", abs, (int)(dot - abs), abs)
+                              : arena_printf(S->a, "'%s'", abs);
     diag_error(S->d, loc,
-               "'%s' is imported from '%s', which is neither part of triton nor a @triton.jit "
-               "function of the given sources (add its file with --include)",
-               imp->alias, q);
+               "'%s' is imported from '%s', which is neither part of triton nor found in the given sources "
+               "(no module %s was added: pass its package root with -I DIR, or its file with --include)",
+               alias, q, modname);
     return sval_error();
+}
+
+/* m.name for an added module m: what running m would bind to name. */
+static SVal module_attr(Sema *S, const Module *m, const char *name, Loc loc)
+{
+    if (S->resolving >= MAX_INLINE_DEPTH) {
+        diag_error(S->d, loc, "'%s' is imported in a cycle of modules (through '%s')", name, m->name);
+        return sval_error();
+    }
+    SVal v;
+    const Global *h = find_host(m, name);
+    int gi = find_global(m, name, -1);
+    const FuncDef *fn = find_jit(m, name);
+    const Import *imp = find_import(m, name);
+    S->resolving++;
+    if (h)
+        v = host_value(S, m, h);
+    else if (gi >= 0)
+        v = global_value(S, m, gi, loc);
+    else if (fn)
+        v = (SVal){.kind = SV_FUNC, .fn = fn, .mod = m};
+    else if (imp)
+        v = sema_resolve_qual(S, m, imp->qual, imp->alias, loc);
+    else {
+        const char *sub = arena_printf(S->a, "%s.%s", m->name, name);
+        const Module *sm = find_module(S, sub);
+        if (sm)
+            v = (SVal){.kind = SV_MODULE, .qual = sm->name, .mod = sm};
+        else {
+            diag_error(S->d, loc,
+                       "module '%s' (%s) defines no '%s' that kad can read (a name bound by host code kad "
+                       "does not run is set with kad_set_global, as the Python package does), and no "
+                       "module '%s' was found (pass its package root with -I DIR)",
+                       m->name, m->file, name, sub);
+            v = sval_error();
+        }
+    }
+    S->resolving--;
+    return v;
+}
+
+static SVal resolve_import(Sema *S, const Import *imp, Loc loc)
+{
+    return sema_resolve_qual(S, S->fr->mod, imp->qual, imp->alias, loc);
 }
 
 /* name lookup: locals of the frame, module globals, imports, @triton.jit
@@ -332,6 +483,9 @@ SVal sema_lookup(Sema *S, const char *name, Loc loc)
     if (b)
         return b->val;
     const Module *m = fr->mod;
+    const Global *h = find_host(m, name);
+    if (h)
+        return host_value(S, m, h);
     int gi = find_global(m, name, fr->global_limit);
     if (gi >= 0)
         return global_value(S, m, gi, loc);
@@ -572,6 +726,8 @@ SVal sema_eval_expr(Sema *S, const Expr *e)
         SVal x = sema_eval_expr(S, e->attr.value);
         if (x.kind == SV_ERROR)
             return x;
+        if (x.kind == SV_MODULE && x.mod)
+            return module_attr(S, x.mod, e->attr.name, e->loc);
         return lower_attr(L, x, e->attr.name, e->loc);
     }
     case EX_CALL: return eval_call(S, e);
@@ -621,6 +777,30 @@ Func *sema_kernel(Arena *a, Diags *d, Module **mods, int nmods, const char *name
     /* the last module added wins: the CLI adds --include files first */
     const FuncDef *fn = NULL;
     const Module *m = NULL;
+    const char *kdot = strrchr(name, '.');
+    if (kdot) {
+        /* "pkg.mod.kernel": the kernel of that module */
+        const char *modname = arena_strndup(a, name, (size_t)(kdot - name));
+        name = kdot + 1;
+        for (int i = nmods - 1; i >= 0 && !m; i--)
+            if (mods[i]->name && !strcmp(mods[i]->name, modname))
+                m = mods[i];
+        if (!m) {
+            diag_error(d, (Loc){nmods ? mods[nmods - 1]->file : NULL, 0, 0},
+                       "kernel '%s': no module '%s' was added", name, modname);
+            return NULL;
+        }
+        fn = find_jit(m, name);
+        if (!fn) {
+            Buf b = {.a = a};
+            for (int k = 0; k < m->funcs.n; k++)
+                buf_printf(&b, "%s%s", b.len ? ", " : "", m->funcs.v[k]->name);
+            diag_error(d, (Loc){m->file, 0, 0}, "kernel '%s' not found in module '%s'%s%s", name, modname,
+                       b.len ? "; its @triton.jit functions are: " : ": it has no @triton.jit functions",
+                       buf_str(&b));
+            return NULL;
+        }
+    }
     for (int i = nmods - 1; i >= 0 && !fn; i--)
         if ((fn = find_jit(mods[i], name)))
             m = mods[i];

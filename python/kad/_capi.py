@@ -113,6 +113,9 @@ def _load():
             "kad_ctx_free": ([P], None),
             "kad_version": ([], S),
             "kad_add_source": ([P, S, S], I),
+            "kad_add_module": ([P, S, S, S], I),
+            "kad_set_global": ([P, S, S, S], I),
+            "kad_module_imports": ([P, S], S),
             "kad_specialize": ([P, S, S, U], P),
             "kad_parse_ir": ([P, S, S], P),
             "kad_run_pass": ([P, S], I),
@@ -223,6 +226,26 @@ class Context:
         self._begin()
         if self._lib.kad_add_source(self._c, _enc(filename), _enc(text)) != 0:
             self._fail(f"add_source({filename!r})")
+
+    def add_module(self, modname, filename, text):
+        """Adds a Python source file as the module of dotted name modname
+        ("pkg.ops.utils"; a package's __init__.py is "pkg")."""
+        self._begin()
+        if self._lib.kad_add_module(self._c, _enc(modname), _enc(filename), _enc(text)) != 0:
+            self._fail(f"add_module({modname!r})")
+
+    def set_global(self, modname, name, value):
+        """Sets module-level name of module modname to value text (what host
+        code bound it to: "128", "'gelu'", "triton.language.math.exp", ...)."""
+        self._begin()
+        if self._lib.kad_set_global(self._c, _enc(modname), _enc(name), _enc(value)) != 0:
+            self._fail(f"set_global({modname!r}, {name!r}, {value!r})")
+
+    def module_imports(self, modname):
+        """Absolute names of the modules module modname imports (with their
+        parent packages); None if no such module was added."""
+        r = self._lib.kad_module_imports(self._c, _enc(modname))
+        return None if r is None else r.decode().split()
 
     def specialize(self, kernel, sig, unroll=False, simplify=True):
         """Specializes kernel for the signature string; returns a Kernel."""

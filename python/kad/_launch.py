@@ -209,8 +209,10 @@ def resolve_config(chain, args, kwargs, after_launch):
                 raise ValueError(f"{', '.join(clash)} are set by the autotuner's configs: do not pass them")
             kwargs.update(config.all_kwargs())
         else:
-            raise TypeError(f"kad does not know the kernel wrapper {kind}: use triton.jit, triton.autotune "
-                            f"or triton.heuristics")
+            # a wrapper unknown to kad that exposes the kernel as .fn (a
+            # library's caching layer such as @libentry()): taken to be
+            # transparent, passing the arguments on unchanged (docs/PYTHON.md)
+            continue
     return config
 
 

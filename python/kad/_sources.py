@@ -8,9 +8,19 @@ the kernel reaches through its globals (`from .utils import silu`, or
 a kernel's dependencies: by following the names the function's code uses
 through its __globals__, recursively through the helpers.
 
-Order matters to the C library: when several added modules define a
-function of the kernel's name, the last one wins, so helper modules are
-listed first and the kernel's own module last.
+Every source is added as a named module (its __name__), so that kad
+resolves imports like Python does: relative ones, `import a.b as m` then
+`m.f(...)`, constants and aliases of other modules, re-exports.  Which
+modules to add is asked of kad itself (kad_module_imports), starting from
+the kernel's module: each imported module that is loaded (sys.modules) and
+has a .py file is added, recursively.  Triton, torch and numpy are not.
+
+Values only the host knows (an alias chosen by host code at import time,
+`exp = getattr(libdevice, ...)`, try/except imports) are read from the live
+module globals: for every name the kernel and its helpers use (directly,
+or as `module.NAME`) whose value is a constant, a dtype, a Triton function
+or a @triton.jit function, host_values gives the value text that
+kad_set_global takes; it wins over what kad would read from the source.
 
 A kernel defined inside a function (common in tests) is not at module level,
 where kad looks for kernels.  Its module text is then rewritten: the
@@ -33,11 +43,12 @@ class Source:
     """One module text handed to the C library: its file name (used in
     diagnostics) and its text."""
 
-    __slots__ = ("name", "text")
+    __slots__ = ("name", "text", "module")
 
-    def __init__(self, name, text):
+    def __init__(self, name, text, module=None):
         self.name = name
         self.text = text
+        self.module = module
 
     def __repr__(self):
         return f"Source({self.name!r}, {len(self.text)} chars)"
@@ -175,3 +186,150 @@ def collect_sources(jit):
     sources = [Source(p, _read(p)) for p in order]
     sources.append(Source(kname, ktext))
     return sources
+
+
+_NOT_ADDED = ("triton", "torch", "numpy", "builtins", "math")
+_FLOAT_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
+
+
+def _module_name(fn):
+    name = getattr(fn, "__module__", None) or "__main__"
+    return name
+
+
+def _module_source(name):
+    """(path, text) of loaded module `name` when it has a Python file."""
+    import sys
+    mod = sys.modules.get(name)
+    path = getattr(mod, "__file__", None) if mod is not None else None
+    if not path or not path.endswith(".py") or not os.path.exists(path):
+        return None
+    return path, _read(path)
+
+
+def load_sources(ctx, jit):
+    """Adds the kernel's module and, recursively, the loaded modules it
+    imports to kad context ctx; returns the Sources added, kernel first."""
+    fn = jit.fn
+    kname, ktext = _module_text_for(fn)
+    kmod = _module_name(fn)
+    sources = [Source(kname, ktext, kmod)]
+    ctx.add_module(kmod, kname, ktext)
+    todo, seen = [kmod], {kmod}
+    while todo:
+        cur = todo.pop(0)
+        for name in ctx.module_imports(cur) or []:
+            if name in seen or name.split(".")[0] in _NOT_ADDED:
+                continue
+            seen.add(name)
+            src = _module_source(name)
+            if src is None:
+                continue  # host-only or not loaded: an error only if the kernel uses it
+            try:
+                ctx.add_module(name, src[0], src[1])
+            except Exception:  # not Triton code kad reads: a kernel using it gets "not found"
+                continue
+            sources.append(Source(src[0], src[1], name))
+            todo.append(name)
+    # helpers reached through globals whose modules the imports did not name
+    for s in collect_sources(jit)[:-1]:
+        if all(x.name != s.name for x in sources):
+            mod = _module_of_file(s.name)
+            if mod and mod not in seen:
+                seen.add(mod)
+                ctx.add_module(mod, s.name, s.text)
+                sources.append(Source(s.name, s.text, mod))
+    return sources
+
+
+def _module_of_file(path):
+    import sys
+    for name, mod in list(sys.modules.items()):
+        if getattr(mod, "__file__", None) == path:
+            return name
+    return None
+
+
+def _value_text(v):
+    """The kad_set_global text of a live value, or None when kad has no
+    spelling for it (the name is then read from the source as usual)."""
+    try:
+        import triton.language as tl
+    except ImportError:  # pragma: no cover
+        return None
+    if isinstance(v, tl.constexpr):
+        v = v.value
+    if v is None or isinstance(v, bool):
+        return repr(v)
+    if isinstance(v, int):
+        return repr(v)
+    if isinstance(v, float):
+        return repr(v) if v == v and abs(v) != float("inf") else None
+    if isinstance(v, str):
+        return repr(v)
+    if isinstance(v, tl.dtype):
+        if v.is_ptr():
+            return None
+        return "triton.language." + _FLOAT_DTYPES.get(v.name, v.name)
+    if _is_jit(v):
+        f = v.fn
+        mod = getattr(f, "__module__", "") or ""
+        if mod.startswith("triton."):
+            return f"triton.language.{f.__name__}"
+        if "<locals>" in getattr(f, "__qualname__", "<locals>"):
+            return None
+        return f"{mod}.{f.__name__}"
+    if isinstance(v, types.FunctionType):
+        mod = getattr(v, "__module__", "") or ""
+        if mod.startswith("triton.language") and "<locals>" not in v.__qualname__:
+            return f"{mod}.{v.__name__}"
+    return None
+
+
+def _code_names(fn):
+    code = getattr(fn, "__code__", None)
+    names, stack = set(), [code] if code is not None else []
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return names
+
+
+def host_values(jit, modules):
+    """[(module, name, value text)] for the names the kernel and its helpers
+    use, read from the live module globals (see the header).  modules: the
+    names of the modules added to kad."""
+    out, seen_fns, todo = {}, set(), [jit]
+    while todo:
+        cur = todo.pop()
+        if id(cur) in seen_fns:
+            continue
+        seen_fns.add(id(cur))
+        fn = cur.fn
+        mod = _module_name(fn)
+        names = _code_names(fn)
+        g = getattr(fn, "__globals__", {})
+        for name in sorted(names):
+            if name not in g:
+                continue
+            obj = g[name]
+            if isinstance(obj, types.ModuleType):
+                mname = obj.__name__
+                if mname.split(".")[0] in _NOT_ADDED or mname not in modules:
+                    continue
+                for attr in sorted(names):
+                    if attr in vars(obj):
+                        sub = vars(obj)[attr]
+                        t = _value_text(sub)
+                        if t is not None and t != f"{mname}.{attr}":
+                            out[(mname, attr)] = t
+                        if _is_jit(sub):
+                            todo.append(sub)
+                continue
+            t = _value_text(obj)
+            if t is not None and mod in modules and t != f"{mod}.{name}":  # not the def itself
+                out[(mod, name)] = t
+            if _is_jit(obj) and not (getattr(obj.fn, "__module__", "") or "").startswith("triton."):
+                todo.append(obj)
+    return [(m, n, t) for (m, n), t in sorted(out.items())]

@@ -68,7 +68,7 @@ import torch
 from . import _capi
 from ._capi import Pointer
 from ._launch import FLOAT_DTYPES, TORCH_TO_KAD, bind, params_of
-from ._sources import collect_sources, unwrap
+from ._sources import host_values, load_sources, unwrap
 
 __all__ = ["differentiable", "DifferentiableKernel", "cache_dir", "f64_mode"]
 
@@ -160,13 +160,19 @@ class Program:
 
     def __init__(self, jit):
         self.kernel = jit.fn.__name__
-        self.sources = collect_sources(jit)
         self.ctx = _capi.Context()
-        for s in self.sources:
-            self.ctx.add_source(s.name, s.text)
+        # named modules, resolved like Python's imports (docs/PYTHON.md)
+        self.sources = load_sources(self.ctx, jit)
+        # values only the host knows, read from the live module globals
+        self.host_values = host_values(jit, {s.module for s in self.sources})
+        for mod, name, value in self.host_values:
+            self.ctx.set_global(mod, name, value)
+        self.qualified = f"{self.sources[0].module}.{self.kernel}"  # the kernel of that module
         h = hashlib.sha256()
         for s in self.sources:
             h.update(s.name.encode() + b"\0" + s.text.encode() + b"\0")
+        for hv in self.host_values:
+            h.update("\0".join(hv).encode() + b"\0")
         self.digest = h.hexdigest()
         self.lock = threading.Lock()
         self.fwd = {}  # sig -> Kernel
@@ -179,7 +185,7 @@ class Program:
         with self.lock:
             k = self.fwd.get(sig)
             if k is None:
-                k = self.fwd[sig] = self.ctx.specialize(self.kernel, sig)
+                k = self.fwd[sig] = self.ctx.specialize(self.qualified, sig)
             return k
 
     def access(self, sig):

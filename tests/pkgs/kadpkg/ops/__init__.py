@@ -1,0 +1,2 @@
+from . import utils
+from .utils import safe_exp as reexported_exp
