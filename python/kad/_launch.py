@@ -188,6 +188,17 @@ def eval_grid(grid, meta):
     return out
 
 
+def wrapper_kind(w):
+    """"Autotuner" or "Heuristics" for Triton's wrappers and their subclasses
+    (a library's own autotuner, e.g. FlagGems' LibTuner, derives from
+    triton's Autotuner), else None.  By class name along the MRO, so that
+    the interpreter's stand-ins match too."""
+    for cls in type(w).__mro__:
+        if cls.__name__ in ("Autotuner", "Heuristics"):
+            return cls.__name__
+    return None
+
+
 def resolve_config(chain, args, kwargs, after_launch):
     """Fills kwargs with what the wrappers decide, outermost first, as their
     run() methods do: triton.heuristics values, the autotuner's config.
@@ -196,7 +207,7 @@ def resolve_config(chain, args, kwargs, after_launch):
     config used (or None) and updates kwargs in place."""
     config = None
     for w in chain:
-        kind = type(w).__name__
+        kind = wrapper_kind(w)
         if kind == "Heuristics":
             names = getattr(w, "arg_names", [])
             for v, heur in w.values.items():

@@ -67,7 +67,7 @@ import torch
 
 from . import _capi
 from ._capi import Pointer
-from ._launch import FLOAT_DTYPES, TORCH_TO_KAD, bind, params_of
+from ._launch import FLOAT_DTYPES, TORCH_TO_KAD, bind, params_of, wrapper_kind
 from ._sources import host_values, load_sources, unwrap
 
 __all__ = ["differentiable", "DifferentiableKernel", "cache_dir", "f64_mode"]
@@ -461,7 +461,7 @@ class DifferentiableKernel:
         return None
 
     def _has_autotuner(self):
-        return any(type(w).__name__ == "Autotuner" for w in self.chain)
+        return any(wrapper_kind(w) == "Autotuner" for w in self.chain)
 
     def _check_undeclared(self, launch):
         """Refuses a tensor that requires grad passed to a pointer parameter
