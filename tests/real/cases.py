@@ -506,3 +506,358 @@ def _(g, small):
         acc = t["A"].double() @ t["B"].double()
         return dict(C_ptr=acc.to(t["row_scale_ptr"].dtype) * t["row_scale_ptr"][:, None] * t["col_scale_ptr"][None, :])
     return dict(A=A, B=B, row_scale_ptr=randn(g, M, scale=1e-3), col_scale_ptr=randn(g, N, scale=1e-3)), launch, ref
+
+
+# xformers: split-K attention (xformers.ops.fmha.triton_splitk)
+def _xf_unroll(n):
+    def make(kernel):
+        # the host function specializes the vararg kernel for n groups/splits first (xformers' own
+        # xformers.triton.vararg_kernel.unroll_varargs), then launches what that returns
+        from xformers.triton.vararg_kernel import unroll_varargs
+        return unroll_varargs(kernel, N=n)
+    return make
+
+
+def _xf_splitk_make(kernel):
+    # FwOp.get_kernel() with AUTOTUNE off: the kernel unrolled for one quantization group under the
+    # BOUNDS_CHECKS_N heuristic (xformers' own _get_splitk_kernel(1))
+    from xformers.ops.fmha._triton.splitk_kernels import _get_splitk_kernel
+    return _get_splitk_kernel(1)
+
+
+def _attn_ref(q, k, v, scale):
+    # q (B, Mq, G, H, D), k/v (B, Mk, G, H, D) -> (B, G, H, Mq, D)
+    s = torch.einsum("bmghd,bnghd->bghmn", q, k) * scale
+    return torch.einsum("bghmn,bnghd->bghmd", torch.softmax(s, -1), v)
+
+
+@case("xf_splitk_attention_fwd", XF, "xformers.ops.fmha._triton.splitk_kernels", "_fwd_kernel_splitK",
+      ["Q", "K", "V"], ["Out_splitK"], make=_xf_splitk_make)
+def _(g, small):
+    # xformers.ops.fmha.triton_splitk.FwOp.apply on BMGHK inputs without bias, split_k = 1, no LSE
+    # (inference): one program per (query block, batch*group*head) runs over the keys in BLOCK_N
+    # steps through block pointers, keeping a running max and sum (online softmax)
+    B, Mq, G, H, D, Mk = (1, 2, 1, 2, 16, 20) if small else (2, 3, 1, 2, 16, 70)
+    scale = D ** -0.5
+    def launch(k, t):
+        q, kk, v = t["Q"], t["K"], t["V"]
+        o = torch.empty(B, 1, Mq, G, H, D, dtype=q.dtype, device=q.device).permute(0, 3, 4, 1, 2, 5)
+        st = lambda x, names: {f"stride_{n}": s for n, s in zip(names, x.stride())}
+        nones = {f"stride_{n}": None for n in ("lsek_z", "lsek_g", "lsek_h", "lsek_s", "lsek_m", "blocktablesz",
+                                               "blocktablesl", "bias_b", "bias_g", "bias_h", "bias_qm", "bias_km")}
+        nones.update({f"stride_{w}_fp8_scale_shift_{d}": None for w in "kv" for d in "zngh"})
+        k[lambda meta: (cdiv(Mq, meta["BLOCK_M"]), B * G * H, 1)](
+            Q=q, K=kk, V=v, sm_scale=scale, Out_splitK=o, LSE_splitk=None, block_tables=None, Seq_len=None,
+            Seq_starts_k=None, Seq_starts_q=None, Seq_starts_q_multiplier=None, additive_bias=None,
+            K_fp8_scale_shift=None, V_fp8_scale_shift=None,
+            **st(q, ("qz", "qm", "qg", "qh", "qk")), **st(kk, ("kz", "kn", "kg", "kh", "kk")),
+            **st(v, ("vz", "vn", "vg", "vh", "vk")), **st(o, ("osk_z", "osk_g", "osk_h", "osk_s", "osk_m", "osk_k")),
+            **nones, kv_cache_blocks_per_row=0, Z=B, H=H, G=G, N_CTX_Q=Mq, N_CTX_K=Mk, BLOCK_N_PER_SPLIT=Mk,
+            BLOCK_DMODEL=D, USE_SEQ_LEN=False, PACKED_PER_VAL=1, N_GROUPS=1, IS_CAUSAL=False, IS_LOCAL=False,
+            NUM_QUERIES_CAUSAL=1, IS_SPLITK=False, SPLIT_K_EARLY_EXIT=False, USE_PAGED_ATTENTION=False,
+            PAGE_SIZE=0, WINDOW_LEFT=-1, WINDOW_RIGHT=-1, WRITE_LSE=False, HAS_ADDITIVE_BIAS=False,
+            NUM_PROGRAMS_DIM2_CONST=1, IS_HIP=False, BLOCK_M=16, BLOCK_N=64, num_warps=2, num_stages=1)
+        return dict(Out_splitK=o[:, :, :, 0])
+    return dict(Q=randn(g, B, Mq, G, H, D), K=randn(g, B, Mk, G, H, D), V=randn(g, B, Mk, G, H, D)), launch, \
+        lambda t: dict(Out_splitK=_attn_ref(t["Q"], t["K"], t["V"], scale))
+
+
+def _merge_ref(o, lse):
+    # o (B, G, H, S, M, D), lse (B, G, H, S, M) -> out (B, M, G, H, D), lse (B, G, H, M)
+    w = torch.softmax(lse, 3)
+    out = (o * w[..., None]).sum(3)
+    return out.permute(0, 3, 1, 2, 4), torch.logsumexp(lse, 3)
+
+
+@case("xf_splitk_merge", XF, "xformers.ops.fmha._triton.splitk_kernels", "_splitK_reduce",
+      ["Out_splitK", "LSE_splitK"], ["Out", "LSE"])
+def _(g, small):
+    # xformers.ops.fmha.triton_splitk.merge_attentions(attn_out, lse_out, attn_split, lse_split):
+    # one program per (query, batch*group*head) combines the split partial outputs weighted by their LSEs
+    B, G, H, S, M, D = (1, 1, 2, 3, 2, 8) if small else (2, 1, 2, 5, 3, 24)
+    def launch(k, t):
+        o, lse = t["Out_splitK"], t["LSE_splitK"]
+        out, lse_out = empty(o, B, M, G, H, D), empty(lse, B, G, H, M)
+        st = lambda x, names: {f"stride_{n}": s for n, s in zip(names, x.stride())}
+        k[(M, B * G * H, 1)](o, lse, out, lse_out, split_k=S, splitK_pow2=np2(S),
+                             **st(o, ("osk_z", "osk_g", "osk_h", "osk_s", "osk_m", "osk_k")),
+                             **st(lse, ("lsek_z", "lsek_g", "lsek_h", "lsek_s", "lsek_m")),
+                             **st(out, ("oz", "om", "og", "oh", "ok")), **st(lse_out, ("lse_z", "lse_g", "lse_h", "lse_m")),
+                             head_dim=D, head_dim_pow_2=np2(D), G=G, H=H, WRITE_LSE=True, num_warps=4)
+        return dict(Out=out, LSE=lse_out)
+    def ref(t):
+        out, lse = _merge_ref(t["Out_splitK"], t["LSE_splitK"])
+        return dict(Out=out, LSE=lse)
+    return dict(Out_splitK=randn(g, B, G, H, S, M, D), LSE_splitK=randn(g, B, G, H, S, M, scale=2.0)), launch, ref
+
+
+@case("xf_splitk_merge_varargs", XF, "xformers.ops.fmha._triton.splitk_kernels", "_splitK_reduce_varargs",
+      ["Out_splitK0", "Out_splitK1", "LSE_splitK0", "LSE_splitK1"], ["Out", "LSE"], make=_xf_unroll(2))
+def _(g, small):
+    # xformers.ops.fmha.triton_splitk.merge_attentions_varargs with two partial attentions, each
+    # (B, G, H, M, D) with LSE (B, G, H, M); the result is (B, M, G, H, D)
+    B, M, G, H, D = (1, 2, 1, 2, 8) if small else (2, 3, 1, 2, 24)
+    def launch(k, t):
+        os_ = [t["Out_splitK0"], t["Out_splitK1"]]
+        ls = [t["LSE_splitK0"], t["LSE_splitK1"]]
+        out, lse_out = empty(os_[0], B, M, G, H, D), empty(ls[0], B, G, H, M)
+        from xformers.ops.fmha.triton_splitk import _prepare_reduce_kernel_params
+        args, grid = _prepare_reduce_kernel_params(out, lse_out, os_, ls)
+        k[grid](*os_, *ls, Out=out, LSE=lse_out, **args, head_dim=D, head_dim_pow_2=np2(D), WRITE_LSE=True)
+        return dict(Out=out, LSE=lse_out)
+    def ref(t):
+        o = torch.stack([t["Out_splitK0"], t["Out_splitK1"]], 3)  # B G H S M D
+        lse = torch.stack([t["LSE_splitK0"], t["LSE_splitK1"]], 3)
+        out, l = _merge_ref(o, lse)
+        return dict(Out=out, LSE=l)
+    return dict(Out_splitK0=randn(g, B, G, H, M, D), Out_splitK1=randn(g, B, G, H, M, D),
+                LSE_splitK0=randn(g, B, G, H, M, scale=2.0), LSE_splitK1=randn(g, B, G, H, M, scale=2.0)), launch, ref
+
+
+# xformers: indexing (xformers.ops._triton.k_index_select_cat / k_scaled_index_add)
+@case("xf_index_select_cat_fwd", XF, "xformers.ops._triton.k_index_select_cat", "index_select_cat_fwd_kernel",
+      ["source_ptr"], ["output_ptr"])
+def _(g, small):
+    # xformers.ops._triton.k_index_select_cat.index_select_cat_fwd(output, source, index): rows of a
+    # 2-d source gathered by index; one index and 512 columns per program
+    R, C, I = (6, 5, 3) if small else (40, 600, 17)
+    idx = torch.randint(0, R, (I,), generator=g)
+    def launch(k, t):
+        src = t["source_ptr"]
+        out = empty(src, I, C)
+        k[lambda meta: (cdiv(I, meta["BLOCK_SIZE_INDEX"]), cdiv(C, meta["BLOCK_SIZE_COL"]))](
+            out, src, t["idx"], I, C, src.stride(0), src.stride(1), BLOCK_SIZE_INDEX=1, BLOCK_SIZE_COL=512)
+        return dict(output_ptr=out)
+    return dict(source_ptr=randn(g, R, C), idx=idx), launch, lambda t: dict(output_ptr=t["source_ptr"][t["idx"]])
+
+
+@case("xf_index_select_cat_bwd", XF, "xformers.ops._triton.k_index_select_cat", "index_select_cat_bwd_kernel",
+      ["grad_output_ptr"], ["grad_source_ptr"])
+def _(g, small):
+    # xformers.ops._triton.k_index_select_cat.index_select_cat_bwd(grad_source, index, grad_output): the
+    # backward of the gather, itself a kernel: rows of grad_output stored at the (distinct) indexed rows
+    # of a zeroed grad_source
+    R, C, I = (6, 5, 3) if small else (40, 600, 17)
+    idx = torch.randperm(R, generator=g)[:I]
+    def launch(k, t):
+        go = t["grad_output_ptr"]
+        gs = torch.zeros(R, C, dtype=go.dtype, device=go.device)
+        k[lambda meta: (cdiv(I, meta["BLOCK_SIZE_INDEX"]), cdiv(C, meta["BLOCK_SIZE_COL"]))](
+            gs, t["idx"], go, R, I, C, gs.stride(0), gs.stride(1), BLOCK_SIZE_INDEX=1, BLOCK_SIZE_COL=512)
+        return dict(grad_source_ptr=gs)
+    def ref(t):
+        go = t["grad_output_ptr"]
+        return dict(grad_source_ptr=torch.zeros(R, C, dtype=go.dtype, device=go.device).index_add(0, t["idx"], go))
+    return dict(grad_output_ptr=randn(g, I, C), idx=idx), launch, ref
+
+
+@case("xf_scaled_index_add_fwd", XF, "xformers.ops._triton.k_scaled_index_add", "scaled_index_add_fwd_kernel",
+      ["input_ptr", "source_ptr", "scaling_ptr"], ["input_ptr"])
+def _(g, small):
+    # xformers.ops._triton.k_scaled_index_add.scaled_index_add_fwd(x, index, source, scaling, alpha):
+    # in place, x[index] += alpha * scaling * source, distinct indices
+    N, R, C, S = (5, 2, 4, 3) if small else (12, 3, 40, 7)
+    idx = torch.randperm(N, generator=g)[:S]
+    def launch(k, t):
+        x = t["input_ptr"].clone()
+        src, sc = t["source_ptr"], t["scaling_ptr"]
+        k[lambda meta: (cdiv(S, meta["BLOCK_SIZE_INDEX"]), cdiv(R, meta["BLOCK_SIZE_ROW"]),
+                        cdiv(C, meta["BLOCK_SIZE_COL"]))](
+            x, t["idx"], src, sc, 0.7, N, S, R, C, *x.stride(), BLOCK_SIZE_INDEX=1, BLOCK_SIZE_ROW=1,
+            BLOCK_SIZE_COL=512, HAS_SCALING=True)
+        return dict(input_ptr=x)
+    def ref(t):
+        return dict(input_ptr=t["input_ptr"].index_add(0, t["idx"], 0.7 * t["scaling_ptr"] * t["source_ptr"]))
+    return dict(input_ptr=randn(g, N, R, C), source_ptr=randn(g, S, R, C), scaling_ptr=randn(g, C), idx=idx), \
+        launch, ref
+
+
+@case("xf_tiled_matmul", XF, "xformers.ops._triton.tiled_matmul_kernels", "_xformers_tiled_matmul_kernel",
+      [f"{m}{i}{j}" for m in "AB" for i in range(1, 4) for j in range(1, 4)],
+      [f"C{i}{j}" for i in range(1, 4) for j in range(1, 4)])
+def _(g, small):
+    # xformers.ops.tiled_matmul (_launch_triton_matmul) with a 3 x 3 tiling of A (M x K) and B (K x N):
+    # each output tile sums the products over the K tiles, autotuned blocks, a K loop per program
+    ms, ns, ks = ((2, 3, 1), (2, 1, 3), (3, 2, 2)) if small else ((8, 5, 12), (7, 16, 9), (10, 20, 6))
+    def launch(k, t):
+        a = [[t[f"A{i+1}{j+1}"] for j in range(3)] for i in range(3)]
+        b = [[t[f"B{i+1}{j+1}"] for j in range(3)] for i in range(3)]
+        c = [[empty(a[0][0], ms[i], ns[j]) for j in range(3)] for i in range(3)]
+        from xformers.ops._triton.tiled_matmul_kernels import _get_strides
+        sam, sak = _get_strides(a, "a", "m", "k")
+        sbk, sbn = _get_strides(b, "b", "k", "n")
+        scm, scn = _get_strides(c, "c", "m", "n")
+        k[lambda meta: (sum(cdiv(m, meta["BLOCK_M"]) for m in ms) * sum(cdiv(n, meta["BLOCK_N"]) for n in ns),
+                        meta["SPLIT_K"])](
+            *[x for r in a for x in r], *[x for r in b for x in r], *[x for r in c for x in r], *ms, *ns, *ks,
+            *sam, *sak, *sbk, *sbn, *scm, *scn, ACC_TYPE=triton.language.float32)
+        return {f"C{i+1}{j+1}": c[i][j] for i in range(3) for j in range(3)}
+    def ref(t):
+        A = torch.cat([torch.cat([t[f"A{i}{j}"] for j in range(1, 4)], 1) for i in range(1, 4)], 0)
+        B = torch.cat([torch.cat([t[f"B{i}{j}"] for j in range(1, 4)], 1) for i in range(1, 4)], 0)
+        C = A @ B
+        r0, c0 = [0, ms[0], ms[0] + ms[1]], [0, ns[0], ns[0] + ns[1]]
+        return {f"C{i+1}{j+1}": C[r0[i]:r0[i] + ms[i], c0[j]:c0[j] + ns[j]] for i in range(3) for j in range(3)}
+    leaves = {f"A{i+1}{j+1}": randn(g, ms[i], ks[j]) for i in range(3) for j in range(3)}
+    leaves.update({f"B{i+1}{j+1}": randn(g, ks[i], ns[j]) for i in range(3) for j in range(3)})
+    return leaves, launch, ref
+
+
+# ---------------------------------------------------------------- more FlagGems 5.0.2 (hand-written kernels)
+
+@case("fg_cumsum_part", FG, "flag_gems.ops.cumsum", "scan_part_sum_kernel", ["inp"], ["out", "partial_sum"])
+def _(g, small):
+    # flag_gems.ops.cumsum.scan_then_fan_col(inp, out, n, dtype), first stage: each program scans its
+    # block (tl.cumsum) and writes the block's total; n <= 4096 -> one block of next_power_of_2(n)
+    # would make a single part, so a 2-part split (BLOCK_SIZE below n) is launched as for larger n
+    n, bs = (24, 16) if small else (300, 128)
+    parts = cdiv(n, bs)
+    def launch(k, t):
+        x = t["inp"]
+        out, ps = empty(x, n), empty(x, parts)
+        k[(parts,)](x, out, ps, n, parts, bs)
+        return dict(out=out, partial_sum=ps)
+    def ref(t):
+        x = F.pad(t["inp"], (0, parts * bs - n)).reshape(parts, bs)
+        return dict(out=x.cumsum(1).reshape(-1)[:n], partial_sum=x.sum(1))
+    return dict(inp=randn(g, n)), launch, ref
+
+
+@case("fg_var_mean_welford", FG, "flag_gems.ops.var_mean", "var_mean_welford_kernel", ["X"], ["Var", "Mean"])
+def _(g, small):
+    # flag_gems.ops.var_mean.var_mean(x, dim=[1], correction=1): rows reduced with Welford's running
+    # (mean, count, M2) in a loop over BLOCK_N columns (autotuned BLOCK_M/BLOCK_N)
+    M, N = (3, 20) if small else (8, 300)
+    def launch(k, t):
+        x = t["X"]
+        var, mean = empty(x, M, 1), empty(x, M, 1)
+        k[lambda meta: (cdiv(M, meta["BLOCK_M"]),)](x, var, mean, M, N, 1.0)
+        return dict(Var=var, Mean=mean)
+    def ref(t):
+        v, m = torch.var_mean(t["X"], 1, correction=1, keepdim=True)
+        return dict(Var=v, Mean=m)
+    return dict(X=randn(g, M, N, shift=0.5)), launch, ref
+
+
+@case("fg_softmax_backward_inner", FG, "flag_gems.ops.softmax", "softmax_backward_kernel_inner",
+      ["out_ptr", "out_grad_ptr"], ["in_grad_ptr"])
+def _(g, small):
+    # flag_gems.ops.softmax.softmax_backward(grad_output, output, dim=-1): a kernel that is itself a
+    # backward, in_grad = y * (dy - sum(dy * y)); grid over TILE_M rows
+    M, N = (3, 20) if small else (10, 300)
+    def launch(k, t):
+        y, dy = t["out_ptr"], t["out_grad_ptr"]
+        dx = torch.empty_like(y)
+        k[lambda meta: (cdiv(M, meta["TILE_M"]), 1, 1)](y, dy, dx, M, N)
+        return dict(in_grad_ptr=dx)
+    def ref(t):
+        y, dy = t["out_ptr"], t["out_grad_ptr"]
+        return dict(in_grad_ptr=y * (dy - (dy * y).sum(-1, keepdim=True)))
+    return dict(out_ptr=torch.softmax(randn(g, M, N, scale=2.0), -1), out_grad_ptr=randn(g, M, N)), launch, ref
+
+
+@case("fg_embedding", FG, "flag_gems.ops.embedding", "embedding_kernel", ["weight_ptr"], ["out_ptr"])
+def _(g, small):
+    # flag_gems.ops.embedding.embedding(weight, indices): one program per index copies a weight row;
+    # the gradient w.r.t. the weight accumulates over repeated indices
+    V, N, I = (6, 5, 7) if small else (30, 200, 40)
+    idx = torch.randint(0, V, (I,), generator=g)
+    def launch(k, t):
+        w = t["weight_ptr"]
+        out = empty(w, I, N)
+        k[I,](out, t["idx"], w, N, np2(N))
+        return dict(out_ptr=out)
+    return dict(weight_ptr=randn(g, V, N), idx=idx), launch, lambda t: dict(out_ptr=F.embedding(t["idx"], t["weight_ptr"]))
+
+
+# ---------------------------------------------------------------- more bitsandbytes 0.50.2
+
+@case("bnb_dequant_8bit", "bitsandbytes", "bitsandbytes.backends.triton.kernels_8bit_quant", "dequant_8bit_kernel",
+      ["code_ptr", "absmax_ptr"], ["out_ptr"])
+def _(g, small):
+    # bitsandbytes.backends.triton.kernels_8bit_quant.dequant_8bit_blockwise(a, absmax, code, blocksize):
+    # out[i] = code[a[i]] * absmax[i // blocksize], SPLIT_SIZE 256; differentiable in code and absmax
+    n, block = (40, 16) if small else (1000, 64)
+    a = torch.randint(0, 256, (n,), generator=g, dtype=torch.uint8)
+    def launch(k, t):
+        am = t["absmax_ptr"]
+        out = empty(am, n)
+        k[(cdiv(n, 256),)](t["A"], out, t["code_ptr"], am, n, block, 256)
+        return dict(out_ptr=out)
+    def ref(t):
+        return dict(out_ptr=t["code_ptr"][t["A"].long()] * t["absmax_ptr"].repeat_interleave(block)[:n])
+    return dict(code_ptr=torch.linspace(-1, 1, 256, dtype=torch.float64).float(),
+                absmax_ptr=randn(g, cdiv(n, block)).abs() + 0.5, A=a), launch, ref
+
+
+def _adam_leaves(g, n):
+    return dict(g_ptr=randn(g, n), p_ptr=randn(g, n), state1_ptr=randn(g, n, scale=0.1),
+                state2_ptr=randn(g, n, scale=0.1).abs() + 0.01)
+
+
+@case("bnb_adam_update_norm", "bitsandbytes", "bitsandbytes.backends.triton.kernels_optim",
+      "_optimizer_precondition_2state_32bit", ["g_ptr", "state1_ptr", "state2_ptr"], ["unorm_ptr"])
+def _(g, small):
+    # bitsandbytes.backends.triton.kernels_optim.optimizer_update_32bit_impl("lamb"/"adam", max_unorm > 0):
+    # the squared norm of the bias-corrected Adam update, a block sum per program atomically added
+    n = 40 if small else 1000
+    b1, b2, eps, step = 0.9, 0.999, 1e-8, 3
+    def launch(k, t):
+        gg = t["g_ptr"]
+        un = torch.zeros(1, dtype=gg.dtype, device=gg.device)
+        k[(cdiv(n, 256),)](gg, t["p_ptr"], t["state1_ptr"], t["state2_ptr"], un, b1, b2, eps, 0.0, step,
+                           b1 ** step, b2 ** step, 1e-3, 1.0, n, 3, 256, 1, num_warps=2)
+        return dict(unorm_ptr=un)
+    def ref(t):
+        gg = t["g_ptr"]
+        m = (t["state1_ptr"] * b1 + (1 - b1) * gg) / (1 - b1 ** step)
+        v = (t["state2_ptr"] * b2 + (1 - b2) * gg * gg) / (1 - b2 ** step)
+        return dict(unorm_ptr=((m / (v.sqrt() + eps)) ** 2).sum().reshape(1))
+    return _adam_leaves(g, n), launch, ref
+
+
+@case("bnb_adam_update", "bitsandbytes", "bitsandbytes.backends.triton.kernels_optim",
+      "_optimizer_update_2state_32bit_triton_kernel", ["g_ptr", "p_ptr", "state1_ptr", "state2_ptr"],
+      ["p_ptr", "state1_ptr", "state2_ptr"])
+def _(g, small):
+    # optimizer_update_32bit_impl("adam", max_unorm = 0): in place, one Adam step on p and both states
+    n = 40 if small else 1000
+    b1, b2, eps, step, lr = 0.9, 0.999, 1e-8, 3, 1e-3
+    def launch(k, t):
+        p, s1, s2 = t["p_ptr"].clone(), t["state1_ptr"].clone(), t["state2_ptr"].clone()
+        k[(cdiv(n, 256),)](t["g_ptr"], p, s1, s2, None, 0.0, 0.0, b1, b2, 0.0, 0.0, eps, 0.0, step,
+                           b1 ** step, b2 ** step, lr, 1.0, False, n, 3, 256, 1, num_warps=2)
+        return dict(p_ptr=p, state1_ptr=s1, state2_ptr=s2)
+    def ref(t):
+        gg = t["g_ptr"]
+        m = t["state1_ptr"] * b1 + (1 - b1) * gg
+        v = t["state2_ptr"] * b2 + (1 - b2) * gg * gg
+        c2 = math.sqrt(1 - b2 ** step)
+        p = t["p_ptr"] - lr * c2 / (1 - b1 ** step) * (m / (v.sqrt() + eps * c2))
+        return dict(p_ptr=p, state1_ptr=m, state2_ptr=v)
+    return _adam_leaves(g, n), launch, ref
+
+
+# ---------------------------------------------------------------- more torchao 0.18.0
+
+@case("ao_int_scaled_mm_block_ptr", "torchao", "torchao.kernel.intmm_triton",
+      "scaled_matmul_kernel_with_block_pointers", ["s1_ptr"], ["c_ptr"])
+def _(g, small):
+    # torchao.kernel.intmm_triton.int_scaled_matmul_cuda(a, b, scales1): int8 (M, K) @ int8 (K, N) through
+    # block pointers advanced along K, int32 accumulation, each row scaled by scales1 (M, 1); the first
+    # of its int8_mm_kernel_configs
+    M, N, K = (5, 6, 64) if small else (20, 24, 128)
+    A = torch.randint(-128, 128, (M, K), generator=g, dtype=torch.int8)
+    B = torch.randint(-128, 128, (K, N), generator=g, dtype=torch.int8)
+    def launch(k, t):
+        from torchao.kernel.intmm_triton import int8_mm_kernel_configs
+        cfg = int8_mm_kernel_configs[0]
+        a, b, s = t["A"], t["B"], t["s1_ptr"]
+        c = empty(s, M, N)
+        k[lambda meta: (cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]),)](
+            a, b, c, s, M, N, K, *a.stride(), *b.stride(), *c.stride(), *s.stride(), num_warps=cfg.num_warps,
+            num_stages=cfg.num_stages, EVEN_K=(K % 2 == 0), **cfg.kwargs)
+        return dict(c_ptr=c)
+    def ref(t):
+        return dict(c_ptr=(t["A"].double() @ t["B"].double()).to(t["s1_ptr"].dtype) * t["s1_ptr"])
+    return dict(A=A, B=B, s1_ptr=randn(g, M, 1, scale=1e-3)), launch, ref
