@@ -929,15 +929,19 @@ static void print_module(Emitter *E, Buf *out, const char *kname, const char *bo
     buf_puts(out, "\n\n@triton.jit\n");
 
     /* parameters.  Forward: runtime ones, then the constexprs with their
-     * values.  Backward: the def's order, constexprs without defaults (a
-     * default cannot precede the gradient pointers), then the gradients. */
+     * values (runtime parameters specialized to None or 1 unannotated, the
+     * value their default).  Backward: the def's order, constexprs without
+     * defaults (a default cannot precede the gradient pointers), runtime
+     * parameters specialized to None or 1 plain, then the gradients. */
     Vec(const char *) ps = {0};
     if (bwd) {
         DefParam *o = def_order(E->a, f, opt->nfwd);
         for (int k = 0; k < opt->nfwd + f->consts.n; k++) {
             if (o[k].cnst) {
-                const char *c = em_py_ident(E->a, f->consts.v[o[k].i].name);
-                vec_push(E->a, ps, arena_printf(E->a, "%s: tl.constexpr", c ? c : "_"));
+                const ConstParam *cp = &f->consts.v[o[k].i];
+                const char *c = em_py_ident(E->a, cp->name);
+                /* a runtime parameter Triton specializes (None, 1) stays a plain one */
+                vec_push(E->a, ps, cp->runtime ? (c ? c : "_") : arena_printf(E->a, "%s: tl.constexpr", c ? c : "_"));
             } else {
                 vec_push(E->a, ps, E->vi[em_find(E, f->params[o[k].i])].name);
             }
@@ -948,8 +952,11 @@ static void print_module(Emitter *E, Buf *out, const char *kname, const char *bo
         for (int i = 0; i < f->nparams; i++)
             vec_push(E->a, ps, E->vi[em_find(E, f->params[i])].name);
         for (int i = 0; i < f->consts.n; i++) {
-            const char *c = em_py_ident(E->a, f->consts.v[i].name);
-            vec_push(E->a, ps, arena_printf(E->a, "%s: tl.constexpr = %s", c ? c : "_", f->consts.v[i].value));
+            const ConstParam *cp = &f->consts.v[i];
+            const char *c = em_py_ident(E->a, cp->name);
+            /* a runtime parameter Triton specializes (None, 1): plain, its value the default */
+            vec_push(E->a, ps, arena_printf(E->a, cp->runtime ? "%s=%s" : "%s: tl.constexpr = %s", c ? c : "_",
+                                            cp->value));
         }
     }
     size_t len = strlen(kname) + 7;

@@ -481,6 +481,10 @@ typedef struct ConstParam {
                           and constexpr), set by sema; 0 when unknown (IR read from text,
                           where constexprs are taken to come last).  Memory only: the IR
                           text does not carry it.  The backward module keeps the def's order. */
+    bool runtime;      /* a runtime (non-constexpr) parameter that Triton's JIT specializes to a
+                          constant: None, or the int 1 (docs/LANGUAGE.md "Signatures").  Callers
+                          still pass it: emitted kernels keep it as a plain parameter, launchers
+                          pass it among the runtime arguments.  Memory only, like pos. */
 } ConstParam;
 
 /* A kernel in IR form.
