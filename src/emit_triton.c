@@ -218,11 +218,35 @@ static void unite(Emitter *E, int ra, int rb)
     B->cls = ra;
 }
 
+bool em_may_be_constexpr(const Emitter *E, ValId v)
+{
+    Type t = em_vtype(E, v);
+    if (v <= 0 || t.rank != 0)
+        return false;
+    const ValInfo *x = &E->vi[v];
+    if (x->param)
+        return dtype_is_int((Dtype)t.dt) && t.dt != DT_I1;
+    if (!x->defi)
+        return false; /* region parameters are variables (tensors) */
+    const Inst *in = x->defi->in;
+    if (in->op == OP_CONST)
+        return true;
+    if (!op_info[in->op].pure || !op_info[in->op].elementwise || in->nregions || in->op == OP_CAST ||
+        in->op == OP_BITCAST)
+        return false;
+    for (int i = 0; i < in->nargs; i++)
+        if (!em_may_be_constexpr(E, in->args[i]))
+            return false;
+    return true;
+}
+
 /* Joins the classes of a and b when that is safe (see the header). */
 static void try_unite(Emitter *E, ValId a, ValId b)
 {
     if (a <= 0 || b <= 0 || !E->vi[a].var || !E->vi[b].var)
         return;
+    if (em_may_be_constexpr(E, a) || em_may_be_constexpr(E, b))
+        return; /* copied with tl.cast (em_print_moves) */
     int ra = em_find(E, a), rb = em_find(E, b);
     if (ra == rb)
         return;
@@ -747,6 +771,8 @@ static bool same_name_ok(Emitter *E, int ra, int rb)
     for (int a = 1; a < E->nvals; a++) {
         if (!E->vi[a].var || (em_find(E, a) != ra && em_find(E, a) != rb))
             continue;
+        if (em_may_be_constexpr(E, a))
+            return false; /* a constexpr's variable must not be reassigned in a loop or branch */
         for (int b = 1; b < E->nvals; b++) {
             if (!E->vi[b].var || em_find(E, b) == em_find(E, a) || (em_find(E, b) != ra && em_find(E, b) != rb))
                 continue;

@@ -1155,6 +1155,12 @@ static inline Type em_vtype(const Emitter *E, ValId v) { return E->f->vals.v[v].
 void em_error(Emitter *E, Loc loc, const char *fmt, ...);
 /* The root of v's class: the values that share one Python variable. */
 int em_find(Emitter *E, int v);
+/* Whether v may be a Triton constexpr at some launch: a scalar computed
+ * only from scalar int kernel parameters (Triton's JIT makes one equal to 1
+ * a constexpr) and constants.  Such a value must not become a variable that
+ * a loop reassigns or an if-branch yields (Triton refuses a constexpr
+ * there): it joins no class there, and its copies convert with tl.cast. */
+bool em_may_be_constexpr(const Emitter *E, ValId v);
 /* A hint as a Python identifier: characters outside [A-Za-z0-9_] become
  * '_' (`acc.1` -> `acc_1`), a leading digit gets a 'v' in front.  NULL
  * when there is no hint or it is purely numeric (an anonymous value). */

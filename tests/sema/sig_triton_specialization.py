@@ -7,7 +7,6 @@
 # RUN: ir %s:affine --sig 'x_ptr=*fp32,b_ptr=*fp32,y_ptr=*fp32,stride=i32,n=i64,scale=fp32,flag=i1,BLOCK=16'
 # RUN: ir %s:offset --sig 'x_ptr=*i64,k=3000000000,j=-5'
 # RUN: ir %s:offset --sig 'x_ptr=*i64,k=1,j=None'
-# ROUNDTRIP
 import triton
 import triton.language as tl
 
