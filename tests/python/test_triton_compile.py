@@ -20,9 +20,11 @@ test_the_check_can_fail shows that the old `.to()` spelling of a scalar conversi
 Skipped when triton is not installed.
 """
 import ast
+import json
 import os
 import re
 import shlex
+import subprocess
 import sys
 
 import pytest
@@ -41,18 +43,6 @@ TARGET = GPUTarget("cuda", 90, 32)
 
 # kad type -> Triton signature type
 _INT_TYPES = {"i32", "i64", "u32"}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _fresh_triton_cache(tmp_path_factory):
-    """Compiles for real: no cache entry from an earlier run stands in."""
-    old = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton_cache"))
-    yield
-    if old is None:
-        os.environ.pop("TRITON_CACHE_DIR", None)
-    else:
-        os.environ["TRITON_CACHE_DIR"] = old
 
 
 def header_signature(text):
@@ -163,30 +153,82 @@ def corpus_grad_commands():
 
 
 MODULES = golden_commands() + corpus_grad_commands()
+OLD_TO = "old_to"  # the tag of test_the_check_can_fail's module
+
+
+def _old_spelling():
+    """bwd_rms_norm's module with the old `.to()` spelling of its scalar conversion."""
+    with open(os.path.join(TESTS, "emit", "bwd_rms_norm.out"), encoding="utf-8") as f:
+        text = f.read()
+    assert "tl.cast(n_cols, tl.float32)" in text
+    return text.replace("tl.cast(n_cols, tl.float32)", "n_cols.to(tl.float32)")
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """tag -> {ints_one: None (compiled) or the error}, or the kad error text.  The modules are
+    compiled in one fresh Python process: the interpreter-mode tests of this suite patch
+    triton.language for Triton's interpreter, which breaks compiling in their process."""
+    d = tmp_path_factory.mktemp("modules")
+    jobs, results = [], {}
+    for i, (tag, args) in enumerate(MODULES + [(OLD_TO, None)]):
+        if args is None:
+            text = _old_spelling()
+        else:
+            p = triton_cpu.run_kad(args)
+            if p.returncode != 0:
+                results[tag] = f"kad {' '.join(args)} failed:\n{p.stderr}"
+                continue
+            text = p.stdout
+        path = d / f"m{i}.py"
+        path.write_text(text)
+        jobs.append((tag, str(path)))
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton_cache"))  # compile for real
+    (d / "jobs.json").write_text(json.dumps(jobs))
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), str(d / "jobs.json")], env=env, cwd=HERE,
+                       capture_output=True, text=True, timeout=1800)
+    assert p.returncode == 0, p.stderr[-4000:]
+    for tag, ints_one, err in json.loads(p.stdout):
+        results.setdefault(tag, {})[ints_one] = err
+    return results
+
+
+@pytest.mark.parametrize("ints_one", [False, True], ids=["as_typed", "ints_1"])
+@pytest.mark.parametrize("tag", [t for t, _ in MODULES])
+def test_module_compiles(compiled, tag, ints_one):
+    r = compiled[tag]
+    assert isinstance(r, dict), r
+    assert r[ints_one] is None, f"{tag}: {r[ints_one]}"
+
+
+def test_the_check_can_fail(compiled):
+    """The old spelling of a scalar conversion compiles as typed, and fails with n = 1."""
+    r = compiled[OLD_TO]
+    assert r[False] is None, r[False]
+    assert r[True] is not None and "has no attribute 'to'" in r[True], r[True]
+
+
+def _worker(jobs_path):
+    """Compiles each job's module both ways; prints [[tag, ints_one, error or None], ...]."""
+    out = []
+    with open(jobs_path, encoding="utf-8") as f:
+        jobs = json.load(f)
+    for tag, path in jobs:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        for ints_one in (False, True):
+            try:
+                compile_module(text, path, _modname(tag) + str(ints_one), ints_one)
+                out.append([tag, ints_one, None])
+            except Exception as e:  # noqa: BLE001 -- reported to the test
+                out.append([tag, ints_one, f"{type(e).__name__}: {e}"])
+    print(json.dumps(out))
 
 
 def _modname(tag):
     return "kad_compile_" + re.sub(r"\W", "_", tag)
 
 
-@pytest.mark.parametrize("ints_one", [False, True], ids=["as_typed", "ints_1"])
-@pytest.mark.parametrize("tag,args", MODULES, ids=[t for t, _ in MODULES])
-def test_module_compiles(tag, args, ints_one, tmp_path):
-    p = triton_cpu.run_kad(args)
-    assert p.returncode == 0, f"kad {' '.join(args)} failed:\n{p.stderr}"
-    path = tmp_path / "module.py"
-    path.write_text(p.stdout)
-    compile_module(p.stdout, str(path), _modname(tag) + str(ints_one), ints_one)
-
-
-def test_the_check_can_fail(tmp_path):
-    """The old spelling of a scalar conversion compiles as typed, and fails with n = 1."""
-    with open(os.path.join(TESTS, "emit", "bwd_rms_norm.out"), encoding="utf-8") as f:
-        text = f.read()
-    assert "tl.cast(n_cols, tl.float32)" in text
-    old = text.replace("tl.cast(n_cols, tl.float32)", "n_cols.to(tl.float32)")
-    p = tmp_path / "old.py"
-    p.write_text(old)
-    compile_module(old, str(p), "kad_compile_old_typed", False)
-    with pytest.raises(triton.compiler.errors.CompilationError, match="has no attribute 'to'"):
-        compile_module(old, str(p), "kad_compile_old_one", True)
+if __name__ == "__main__":
+    _worker(sys.argv[1])
