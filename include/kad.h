@@ -81,7 +81,9 @@ KAD_API int kad_run_pass(kad_kernel *k, const char *pass);
 /* The kernel's textual IR (owned by the context). */
 KAD_API const char *kad_kernel_ir(kad_kernel *k);
 
-/* Runtime parameters of a specialized kernel, in call order. */
+/* Runtime parameters of a specialized kernel, in call order: what kad_run
+ * takes.  Runtime parameters the signature specialized as Triton does
+ * (`b_ptr=None`, `stride=1`) are constants of the kernel, not listed. */
 KAD_API int kad_kernel_nparams(const kad_kernel *k);
 KAD_API const char *kad_kernel_param_name(const kad_kernel *k, int i);
 /* Type of parameter i: "*fp32", "i32", "fp32", ... */

@@ -8,7 +8,9 @@
  * to_tensor, conversion to a pointee) provably yields the IR's value and
  * type and as typed tensors (tl.full, tl.zeros) elsewhere, and
  * `.to(tl.<dtype>)` where Triton's result type differs from the IR's
- * (fp16/bf16 division, math functions and reductions that widen).
+ * (fp16/bf16 division, math functions and reductions that widen);
+ * scalars convert with tl.cast(x, tl.<dtype>) instead, which also takes a
+ * constexpr (a runtime int parameter Triton specialized to 1).
  *
  * Requires: an Emitter after the scan (InstInfo.eff, ValInfo.cnst, and
  * ValInfo.inl for operands printed inside their user).  While measuring
@@ -240,9 +242,21 @@ static Ex call(Emitter *E, const char *fn, const char *args)
     return ex(arena_printf(E->a, "%s(%s)", fn, args), PR_ATOM);
 }
 
-static Ex cast_to(Emitter *E, Ex x, Dtype dt)
+/* x converted to to (a Triton dtype expression).  A scalar is converted
+ * with tl.cast, not .to(): Triton's JIT turns a runtime int parameter equal
+ * to 1 into a constexpr, and so every scalar computed from parameters may be
+ * a constexpr at some launch, which has no .to() method; tl.cast takes
+ * both (to_tensor first). */
+static Ex convert(Emitter *E, Ex x, const char *to, bool scalar, bool bitcast)
 {
-    return ex(arena_printf(E->a, "%s.to(tl.%s)", atom(E, x), dtn(dt)), PR_ATOM);
+    if (scalar)
+        return ex(arena_printf(E->a, "tl.cast(%s, %s%s)", x.s, to, bitcast ? ", bitcast=True" : ""), PR_ATOM);
+    return ex(arena_printf(E->a, "%s.to(%s%s)", atom(E, x), to, bitcast ? ", bitcast=True" : ""), PR_ATOM);
+}
+
+static Ex cast_to(Emitter *E, Ex x, Dtype dt, bool scalar)
+{
+    return convert(E, x, arena_printf(E->a, "tl.%s", dtn(dt)), scalar, false);
 }
 
 /* The printed name of a variable value. */
@@ -485,13 +499,13 @@ Ex em_gen_inst(Emitter *E, InstInfo *info)
         Buf b = {.a = E->a};
         for (int i = 0; i < in->nargs; i++) {
             Ex x = em_opnd(E, info, i, CTX_ANY);
-            buf_printf(&b, "%s%s", i ? ", " : "", up ? cast_to(E, x, DT_F32).s : x.s);
+            buf_printf(&b, "%s%s", i ? ", " : "", up ? cast_to(E, x, DT_F32, em_vtype(E, in->args[i]).rank == 0).s : x.s);
         }
         if (mf->libdevice)
             E->libdevice = true;
         r = call(E, arena_printf(E->a, "%s.%s", mf->libdevice ? "libdevice" : "tl", mf->name), buf_str(&b));
         if (up)
-            r = cast_to(E, r, rd);
+            r = cast_to(E, r, rd, rt.rank == 0);
         return r;
     } else {
         switch (op) {
@@ -543,8 +557,7 @@ Ex em_gen_inst(Emitter *E, InstInfo *info)
             const char *to = rd == DT_PTR
                                  ? arena_printf(E->a, "tl.pointer_type(tl.%s)", dtn((Dtype)rt.elem))
                                  : arena_printf(E->a, "tl.%s", dtn(rd));
-            return ex(arena_printf(E->a, "%s.to(%s%s)", atom(E, x), to, op == OP_BITCAST ? ", bitcast=True" : ""),
-                      PR_ATOM);
+            return convert(E, x, to, rt.rank == 0, op == OP_BITCAST);
         }
         case OP_MULTIPLE_OF: case OP_MAX_CONTIGUOUS:
             return call(E, op == OP_MULTIPLE_OF ? "tl.multiple_of" : "tl.max_contiguous",
@@ -619,7 +632,7 @@ Ex em_gen_inst(Emitter *E, InstInfo *info)
             r = call(E, fn, arena_printf(E->a, "%s, %s", em_opnd(E, info, 0, CTX_ANY).s, em_opnd(E, info, 1, CTX_ANY).s));
             Dtype td = op == OP_RANDINT ? DT_U32 : DT_F32;
             if (td != rd)
-                r = ex(arena_printf(E->a, "%s.to(tl.%s, bitcast=True)", atom(E, r), dtn(rd)), PR_ATOM);
+                r = convert(E, r, arena_printf(E->a, "tl.%s", dtn(rd)), rt.rank == 0, true);
             return r;
         }
         case OP_LOAD:
@@ -634,7 +647,7 @@ Ex em_gen_inst(Emitter *E, InstInfo *info)
     /* where Triton's result type differs from the IR's, convert back */
     Dtype w = triton_widens(op, ad, rd);
     if (w != DT_VOID)
-        r = cast_to(E, r, rd);
+        r = cast_to(E, r, rd, rt.rank == 0);
     return r;
 }
 

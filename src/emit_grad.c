@@ -161,15 +161,34 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
     return buf_str(&h);
 }
 
+/* Whether def position k is an argument of the launcher: a runtime
+ * parameter, or one Triton specializes to a constant (None, 1). */
+static bool is_arg(const Func *bwd, const DefParam *o, int k)
+{
+    return !o[k].cnst || bwd->consts.v[o[k].i].runtime;
+}
+
 /* The host launcher: checks the arguments and launches the kernel with
  * the constexprs in their places. */
 static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int nfwd,
                            const char *fwd_name, const char *kname, const char *lname)
 {
-    int nc = bwd->consts.n, nargs = bwd->nparams;
+    int ndef = nfwd + bwd->consts.n, nc = 0, nspec = 0;
+    for (int i = 0; i < bwd->consts.n; i++)
+        bwd->consts.v[i].runtime ? nspec++ : nc++;
+    int nargs = bwd->nparams + nspec;
+    /* the launcher's arguments: the def's runtime ones, then the gradients */
+    const char **argn = arena_alloc(a, sizeof *argn * (size_t)(nargs + 1));
+    int na = 0;
+    for (int k = 0; k < ndef; k++)
+        if (is_arg(bwd, o, k))
+            argn[na++] = o[k].cnst ? bwd->consts.v[o[k].i].name : bwd->vals.v[bwd->params[o[k].i]].name;
+    for (int i = nfwd; i < bwd->nparams; i++)
+        argn[na++] = bwd->vals.v[bwd->params[i]].name;
+    ASSERT(na == nargs);
     Buf names = {.a = a}, quoted = {.a = a};
     for (int i = 0; i < nargs; i++) {
-        const char *n = bwd->vals.v[bwd->params[i]].name;
+        const char *n = argn[i];
         buf_printf(&names, "%s%s", i ? ", " : "", n ? n : "?");
         buf_printf(&quoted, "%s\"%s\"%s", i ? " " : "", n ? n : "?", nargs == 1 || i + 1 < nargs ? "," : "");
     }
@@ -179,10 +198,19 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
     buf_printf(&doc, "Runs the backward of %s: every kernel it needs (today one, %s). args: the "
                      "forward's runtime arguments, then the gradient buffers (%s).",
                fwd_name, kname, buf_str(&names));
+    if (nspec) {
+        Buf cs = {.a = a};
+        for (int i = 0, j = 0; i < bwd->consts.n; i++)
+            if (bwd->consts.v[i].runtime)
+                buf_printf(&cs, "%s%s=%s", j++ ? ", " : "", bwd->consts.v[i].name, bwd->consts.v[i].value);
+        buf_printf(&doc, " Specialized as Triton does on the runtime arguments %s, which must have these values.",
+                   buf_str(&cs));
+    }
     if (nc) {
         Buf cs = {.a = a};
-        for (int i = 0; i < nc; i++)
-            buf_printf(&cs, "%s%s=%s", i ? ", " : "", bwd->consts.v[i].name, bwd->consts.v[i].value);
+        for (int i = 0, j = 0; i < bwd->consts.n; i++)
+            if (!bwd->consts.v[i].runtime)
+                buf_printf(&cs, "%s%s=%s", j++ ? ", " : "", bwd->consts.v[i].name, bwd->consts.v[i].value);
         buf_printf(&doc, " constexprs: only the specialized values, which are the defaults (%s).", buf_str(&cs));
     }
     buf_puts(&doc, " num_warps, num_stages: passed to the launch when given.");
@@ -192,10 +220,28 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
     buf_puts(out, ")\n    if len(args) != len(names):\n");
     buf_printf(out, "        raise TypeError(f\"%s: expected {len(names)} arguments after the grid \"\n"
                     "                        f\"({', '.join(names)}), got {len(args)}\")\n", lname);
+    /* runtime arguments Triton specializes: the body has their values built in */
+    for (int k = 0, at = 0; k < ndef; k++) {
+        if (!is_arg(bwd, o, k))
+            continue;
+        if (o[k].cnst) {
+            const ConstParam *cp = &bwd->consts.v[o[k].i];
+            if (!strcmp(cp->value, "None"))
+                buf_printf(out, "    if args[%d] is not None:\n", at);
+            else
+                buf_printf(out, "    if isinstance(args[%d], bool) or args[%d] != %s:\n", at, at, cp->value);
+            buf_printf(out, "        raise ValueError(f\"this backward is specialized for %s=%s (a constant for "
+                            "Triton), \"\n                         f\"got {args[%d]!r}: generate it for that "
+                            "signature\")\n",
+                       cp->name, cp->value, at);
+        }
+        at++;
+    }
     if (nc) {
         buf_puts(out, "    specialized = {");
-        for (int i = 0; i < nc; i++)
-            buf_printf(out, "%s\"%s\": %s", i ? ", " : "", bwd->consts.v[i].name, bwd->consts.v[i].value);
+        for (int i = 0, j = 0; i < bwd->consts.n; i++)
+            if (!bwd->consts.v[i].runtime)
+                buf_printf(out, "%s\"%s\": %s", j++ ? ", " : "", bwd->consts.v[i].name, bwd->consts.v[i].value);
         buf_puts(out, "}\n");
         buf_puts(out, "    for name, value in constexprs.items():\n"
                       "        if name not in specialized:\n");
@@ -215,9 +261,9 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
     /* the call: runtime arguments in slices, constexpr values in their places */
     Buf call = {.a = a};
     int from = 0, at = 0;
-    for (int k = 0; k <= nfwd + nc; k++) {
-        bool end = k == nfwd + nc;
-        if (!end && !o[k].cnst) {
+    for (int k = 0; k <= ndef; k++) {
+        bool end = k == ndef;
+        if (!end && is_arg(bwd, o, k)) {
             at++;
             continue;
         }

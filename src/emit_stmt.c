@@ -60,6 +60,9 @@ void em_print_moves(Emitter *E, Buf *b, int depth, InstInfo *info, int first, co
             continue;
         E->reads.n = 0;
         Ex x = em_opnd(E, info, first + k, ctx);
+        /* a copy into a loop-carried or yielded variable must be a tensor */
+        if (em_may_be_constexpr(E, src) && (!E->vi[src].defi || E->vi[src].defi->in->op != OP_CONST))
+            x.s = arena_printf(E->a, "tl.cast(%s, tl.%s)", x.s, dtype_triton_name((Dtype)em_vtype(E, dst).dt));
         Move m = {.dst = dc, .name = E->measuring ? em_var_name(E, dst) : E->vi[dc].name, .src = x.s};
         m.nreads = E->reads.n;
         m.reads = arena_alloc(E->a, sizeof(int) * (size_t)(m.nreads + 1));

@@ -218,11 +218,35 @@ static void unite(Emitter *E, int ra, int rb)
     B->cls = ra;
 }
 
+bool em_may_be_constexpr(const Emitter *E, ValId v)
+{
+    Type t = em_vtype(E, v);
+    if (v <= 0 || t.rank != 0)
+        return false;
+    const ValInfo *x = &E->vi[v];
+    if (x->param)
+        return dtype_is_int((Dtype)t.dt) && t.dt != DT_I1;
+    if (!x->defi)
+        return false; /* region parameters are variables (tensors) */
+    const Inst *in = x->defi->in;
+    if (in->op == OP_CONST)
+        return true;
+    if (!op_info[in->op].pure || !op_info[in->op].elementwise || in->nregions || in->op == OP_CAST ||
+        in->op == OP_BITCAST)
+        return false;
+    for (int i = 0; i < in->nargs; i++)
+        if (!em_may_be_constexpr(E, in->args[i]))
+            return false;
+    return true;
+}
+
 /* Joins the classes of a and b when that is safe (see the header). */
 static void try_unite(Emitter *E, ValId a, ValId b)
 {
     if (a <= 0 || b <= 0 || !E->vi[a].var || !E->vi[b].var)
         return;
+    if (em_may_be_constexpr(E, a) || em_may_be_constexpr(E, b))
+        return; /* copied with tl.cast (em_print_moves) */
     int ra = em_find(E, a), rb = em_find(E, b);
     if (ra == rb)
         return;
@@ -747,6 +771,8 @@ static bool same_name_ok(Emitter *E, int ra, int rb)
     for (int a = 1; a < E->nvals; a++) {
         if (!E->vi[a].var || (em_find(E, a) != ra && em_find(E, a) != rb))
             continue;
+        if (em_may_be_constexpr(E, a))
+            return false; /* a constexpr's variable must not be reassigned in a loop or branch */
         for (int b = 1; b < E->nvals; b++) {
             if (!E->vi[b].var || em_find(E, b) == em_find(E, a) || (em_find(E, b) != ra && em_find(E, b) != rb))
                 continue;
@@ -929,15 +955,19 @@ static void print_module(Emitter *E, Buf *out, const char *kname, const char *bo
     buf_puts(out, "\n\n@triton.jit\n");
 
     /* parameters.  Forward: runtime ones, then the constexprs with their
-     * values.  Backward: the def's order, constexprs without defaults (a
-     * default cannot precede the gradient pointers), then the gradients. */
+     * values (runtime parameters specialized to None or 1 unannotated, the
+     * value their default).  Backward: the def's order, constexprs without
+     * defaults (a default cannot precede the gradient pointers), runtime
+     * parameters specialized to None or 1 plain, then the gradients. */
     Vec(const char *) ps = {0};
     if (bwd) {
         DefParam *o = def_order(E->a, f, opt->nfwd);
         for (int k = 0; k < opt->nfwd + f->consts.n; k++) {
             if (o[k].cnst) {
-                const char *c = em_py_ident(E->a, f->consts.v[o[k].i].name);
-                vec_push(E->a, ps, arena_printf(E->a, "%s: tl.constexpr", c ? c : "_"));
+                const ConstParam *cp = &f->consts.v[o[k].i];
+                const char *c = em_py_ident(E->a, cp->name);
+                /* a runtime parameter Triton specializes (None, 1) stays a plain one */
+                vec_push(E->a, ps, cp->runtime ? (c ? c : "_") : arena_printf(E->a, "%s: tl.constexpr", c ? c : "_"));
             } else {
                 vec_push(E->a, ps, E->vi[em_find(E, f->params[o[k].i])].name);
             }
@@ -948,8 +978,11 @@ static void print_module(Emitter *E, Buf *out, const char *kname, const char *bo
         for (int i = 0; i < f->nparams; i++)
             vec_push(E->a, ps, E->vi[em_find(E, f->params[i])].name);
         for (int i = 0; i < f->consts.n; i++) {
-            const char *c = em_py_ident(E->a, f->consts.v[i].name);
-            vec_push(E->a, ps, arena_printf(E->a, "%s: tl.constexpr = %s", c ? c : "_", f->consts.v[i].value));
+            const ConstParam *cp = &f->consts.v[i];
+            const char *c = em_py_ident(E->a, cp->name);
+            /* a runtime parameter Triton specializes (None, 1): plain, its value the default */
+            vec_push(E->a, ps, arena_printf(E->a, cp->runtime ? "%s=%s" : "%s: tl.constexpr = %s", c ? c : "_",
+                                            cp->value));
         }
     }
     size_t len = strlen(kname) + 7;

@@ -486,6 +486,10 @@ typedef struct ConstParam {
                           and constexpr), set by sema; 0 when unknown (IR read from text,
                           where constexprs are taken to come last).  Memory only: the IR
                           text does not carry it.  The backward module keeps the def's order. */
+    bool runtime;      /* a runtime (non-constexpr) parameter that Triton's JIT specializes to a
+                          constant: None, or the int 1 (docs/LANGUAGE.md "Signatures").  Callers
+                          still pass it: emitted kernels keep it as a plain parameter, launchers
+                          pass it among the runtime arguments.  Memory only, like pos. */
 } ConstParam;
 
 /* A kernel in IR form.
@@ -1182,6 +1186,12 @@ static inline Type em_vtype(const Emitter *E, ValId v) { return E->f->vals.v[v].
 void em_error(Emitter *E, Loc loc, const char *fmt, ...);
 /* The root of v's class: the values that share one Python variable. */
 int em_find(Emitter *E, int v);
+/* Whether v may be a Triton constexpr at some launch: a scalar computed
+ * only from scalar int kernel parameters (Triton's JIT makes one equal to 1
+ * a constexpr) and constants.  Such a value must not become a variable that
+ * a loop reassigns or an if-branch yields (Triton refuses a constexpr
+ * there): it joins no class there, and its copies convert with tl.cast. */
+bool em_may_be_constexpr(const Emitter *E, ValId v);
 /* A hint as a Python identifier: characters outside [A-Za-z0-9_] become
  * '_' (`acc.1` -> `acc_1`), a leading digit gets a 'v' in front.  NULL
  * when there is no hint or it is purely numeric (an anonymous value). */

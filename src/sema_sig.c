@@ -6,7 +6,11 @@
  * from one: runtime parameters become Func params in source order (pointers,
  * or scalars of the types a kernel takes by value), tl.constexpr parameters
  * become constants (from the signature, else the parameter's default),
- * listed in Func.consts for the kernel header.
+ * listed in Func.consts for the kernel header.  A runtime parameter given a
+ * value is specialized as Triton's JIT does: None and the int 1 become
+ * constants (Func.consts, marked runtime), other ints i32/i64 by range,
+ * bools i1, floats fp32, and an annotated one (`n: tl.int64`) keeps its
+ * annotated type.
  *
  * Invariant: parsing knows nothing of the kernel: a bare dtype (`fp32`)
  * stays SIG_SCALAR, and binding decides from the parameter's annotation
@@ -294,6 +298,25 @@ static const char *param_list(Arena *a, const FuncDef *fn)
     return fn->nparams ? buf_str(&b) : "none";
 }
 
+/* The dtype a runtime parameter's annotation names (`n: tl.int64`,
+ * `n: "i64"`), DT_VOID when it has none or names no dtype. */
+static Dtype ann_dtype(Sema *S, const Module *m, const Expr *ann)
+{
+    if (!ann)
+        return DT_VOID;
+    if (ann->kind == EX_STR) {
+        const char *t = ann->str;
+        size_t n = strlen(t);
+        size_t pre = n > 3 && !memcmp(t, "tl.", 3) ? 3 : n > 16 && !memcmp(t, "triton.language.", 16) ? 16 : 0;
+        Dtype dt = pre ? dtype_by_triton_name(t + pre, n - pre) : dtype_parse(t, n);
+        return dt == DT_PTR ? DT_VOID : dt;
+    }
+    const char *q = sema_qual_of(S, m, NULL, ann);
+    if (q && !strncmp(q, "triton.language.", 16))
+        return dtype_by_triton_name(q + 16, strlen(q + 16));
+    return DT_VOID;
+}
+
 /* Binds the kernel's parameters from the signature: runtime ones become
  * Func params (source order), constexpr ones constants (Func.consts). */
 void sema_bind_kernel_params(Sema *S, const Module *m, const FuncDef *fn, const Signature *sig)
@@ -331,7 +354,7 @@ void sema_bind_kernel_params(Sema *S, const Module *m, const FuncDef *fn, const 
             }
             sema_env_set(S->a, &S->fr->env, p->name, v);
             if (v.kind != SV_ERROR) {
-                ConstParam cp = {p->name, sval_repr(S, v), i + 1};
+                ConstParam cp = {p->name, sval_repr(S, v), i + 1, false};
                 vec_push(S->a, f->consts, cp);
             }
             continue;
@@ -343,11 +366,42 @@ void sema_bind_kernel_params(Sema *S, const Module *m, const FuncDef *fn, const 
         }
         Type ty;
         if (sp->kind == SIG_CONST) {
-            diag_error(S->d, sp->loc,
-                       "parameter '%s' is not tl.constexpr: the signature must give its type (e.g. %s=i32), "
-                       "not a value; annotate it '%s: tl.constexpr' to specialize on a value",
-                       p->name, p->name, p->name);
-            continue;
+            /* a value for a runtime parameter: specialized as Triton's JIT does */
+            Dtype ann = ann_dtype(S, m, p->ann);
+            ConstKind ck = sp->value.kind;
+            if (ann != DT_VOID && (ck == CK_INT || ck == CK_BOOL || ck == CK_FLOAT)) {
+                /* `n: tl.int64` keeps its type whatever the value */
+                if (!dtype_in(ann, sig_scalar_dtypes, sizeof sig_scalar_dtypes / sizeof *sig_scalar_dtypes)) {
+                    diag_error(S->d, p->loc,
+                               "runtime scalar parameter '%s' is annotated %s: kad takes i1, i32, i64, u32, fp32 "
+                               "or fp64",
+                               p->name, dtype_name(ann));
+                    continue;
+                }
+                ty = type_scalar(ann);
+            } else if (ann == DT_VOID && (ck == CK_NONE || (ck == CK_INT && sp->value.i == 1))) {
+                /* None and the int 1 become constants (Triton: ("constexpr", value)) */
+                SVal v = sv_from_const(sp->value);
+                sema_env_set(S->a, &S->fr->env, p->name, v);
+                ConstParam cp = {p->name, sval_repr(S, v), i + 1, true};
+                vec_push(S->a, f->consts, cp);
+                continue;
+            } else if (ann == DT_VOID && ck == CK_INT) {
+                ty = type_scalar(sp->value.i >= INT32_MIN && sp->value.i <= INT32_MAX ? DT_I32 : DT_I64);
+            } else if (ann == DT_VOID && ck == CK_BOOL) {
+                ty = type_scalar(DT_I1);
+            } else if (ann == DT_VOID && ck == CK_FLOAT) {
+                ty = type_scalar(DT_F32);
+            } else {
+                diag_error(S->d, sp->loc,
+                           "parameter '%s' is not tl.constexpr: the signature must give its type (e.g. %s=i32) "
+                           "or a value Triton specializes on (None, an int, a float or a bool), not %s; "
+                           "annotate it '%s: tl.constexpr' to specialize on that value",
+                           p->name, p->name, ann != DT_VOID && ck == CK_NONE ? "None for an annotated parameter"
+                                                                              : "this value",
+                           p->name);
+                continue;
+            }
         } else if (sp->kind == SIG_PTR) {
             ty = type_ptr(sp->dt, 0, NULL);
         } else {

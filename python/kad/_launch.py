@@ -11,15 +11,20 @@ for the call -- typed exactly as Triton specializes the arguments:
   float           -> fp32          parameter annotated with a type (n: tl.int64) -> that type
   tl.constexpr    -> its value: 1024, 1e-06, True, 'gelu', tl.float16, None
 
-Triton's further specializations (an int equal to 1 becomes a constant,
-divisibility by 16) change no result, so kad does not mirror them.
+and, as Triton's JIT specializes runtime parameters (runtime/jit.py):
+
+  None            -> name=None (a constant: `x_ptr is None` folds)
+  int equal to 1  -> name=1 (a constant), unless the parameter is in the
+                     kernel's do_not_specialize or has a type annotation
+
+Divisibility by 16 changes no result, so kad does not mirror it.
 
 Everything a launch could get wrong is raised here, before a kernel runs:
 unknown or missing arguments (TypeError), a grid that is not 1 to 3
 non-negative ints (TypeError/ValueError), a declared input or output that is
 not a tensor, tensors on different devices, outputs aliasing each other or an
-input, argument values kad cannot type (u64 ints, a None for a runtime
-parameter).
+input, argument values kad cannot type (u64 ints), a None passed to a
+declared input or output.
 """
 import inspect
 import operator
@@ -76,7 +81,9 @@ class Launch:
 
     @property
     def runtime(self):
-        """[(name, value)] of the runtime (non-constexpr) parameters, in order."""
+        """[(name, value)] of the runtime (non-constexpr) parameters, in order:
+        also those Triton specializes (None, 1), which Triton launches take
+        but kad's compiled kernel does not have (line values up by name)."""
         return [(n, self.values[n]) for n, c in self.params if not c]
 
     @property
@@ -130,22 +137,31 @@ def _runtime_type(name, v, annotation):
         raise ValueError(f"argument '{name}' = {v} needs an unsigned 64-bit parameter, which kad does not support")
     if isinstance(v, float):
         return "fp32"
-    if v is None:
-        raise TypeError(f"argument '{name}' is None: Triton would make it a constant; kad cannot specialize a "
-                        f"runtime parameter on None (annotate it tl.constexpr)")
     raise TypeError(f"argument '{name}' has type {type(v).__name__}: expected a tensor, int, float or bool")
 
 
+def _specialized(v, param):
+    """The signature value of a runtime argument Triton's JIT turns into a
+    constant ('None' or '1'), else None."""
+    if v is None:
+        return "None"
+    if (type(v) is int and v == 1 and not param.do_not_specialize and not param.annotation_type):
+        return "1"
+    return None
+
+
 class Param:
-    """A kernel parameter: name, whether it is tl.constexpr, and the type
-    its annotation gives a runtime parameter (`n: tl.int64`), or ''."""
+    """A kernel parameter: name, whether it is tl.constexpr, the type its
+    annotation gives a runtime parameter (`n: tl.int64`) or '', and whether
+    it is in the kernel's do_not_specialize."""
 
-    __slots__ = ("name", "is_constexpr", "annotation_type")
+    __slots__ = ("name", "is_constexpr", "annotation_type", "do_not_specialize")
 
-    def __init__(self, name, is_constexpr, annotation_type=""):
+    def __init__(self, name, is_constexpr, annotation_type="", do_not_specialize=False):
         self.name = name
         self.is_constexpr = is_constexpr
         self.annotation_type = annotation_type
+        self.do_not_specialize = do_not_specialize
 
 
 def params_of(jit):
@@ -153,12 +169,14 @@ def params_of(jit):
     (TRITON_INTERPRET=1), which keeps only the Python function."""
     ps = getattr(jit, "params", None)
     if ps is not None:
-        return [Param(p.name, bool(p.is_constexpr), getattr(p, "annotation_type", "") or "") for p in ps]
+        return [Param(p.name, bool(p.is_constexpr), getattr(p, "annotation_type", "") or "",
+                      bool(getattr(p, "do_not_specialize", False))) for p in ps]
     out = []
-    for p in inspect.signature(jit.fn).parameters.values():
+    dns = getattr(jit, "do_not_specialize", None) or ()
+    for i, p in enumerate(inspect.signature(jit.fn).parameters.values()):
         a = p.annotation
         text = a if isinstance(a, str) else getattr(a, "__name__", "") if a is not inspect.Parameter.empty else ""
-        out.append(Param(p.name, "constexpr" in text))
+        out.append(Param(p.name, "constexpr" in text, "", i in dns or p.name in dns))
     return out
 
 
@@ -273,6 +291,9 @@ def bind(jit, chain, grid, args, kwargs, declared, after_launch=False, f64_as=No
     devices = set()
     for n in declared:
         v = values[n]
+        if v is None:
+            raise TypeError(f"argument '{n}' is None, but it is declared in kad.differentiable's inputs/outputs: "
+                            f"pass a tensor, or leave '{n}' out of inputs/outputs when it is optional")
         if not isinstance(v, torch.Tensor):
             raise TypeError(f"argument '{n}' must be a torch.Tensor (it is declared in inputs/outputs), "
                             f"got {type(v).__name__}")
@@ -287,7 +308,8 @@ def bind(jit, chain, grid, args, kwargs, declared, after_launch=False, f64_as=No
             if f64_as and v.dtype == torch.float64 and v.device.type == "cpu":
                 parts.append(f"{n}=*{f64_as}")
                 continue
-        parts.append(f"{n}={_runtime_type(n, v, _annotation(by_name[n]))}")
+        spec = _specialized(v, by_name[n])
+        parts.append(f"{n}={spec if spec else _runtime_type(n, v, _annotation(by_name[n]))}")
     if len(devices) > 1:
         raise ValueError(f"the tensors of one launch must be on one device, got {sorted(devices)}")
     device = devices.pop() if devices else "cpu"

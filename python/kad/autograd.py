@@ -113,11 +113,15 @@ def _cpu_mode():
 
 
 def run_cpu(kernel, grid, values, mode, written=None):
-    """Runs a kad Kernel on CPU tensors and scalars (runtime parameters in
-    order).  In f64 mode a float tensor that is not float64 is run on a
+    """Runs a kad Kernel on CPU tensors and scalars: values is a list in the
+    kernel's parameter order, or a dict name -> value lined up with the
+    kernel's parameters by name (runtime parameters Triton specializes to
+    None or 1 are constants of the kernel, not parameters).  In f64 mode a float tensor that is not float64 is run on a
     float64 copy of its storage span, copied back afterwards if the kernel
     may write it (written: the tensors it writes; None: any)."""
     args, staged = [], []
+    if isinstance(values, dict):
+        values = [values[n] for n, _ in kernel.params]
     for v in values:
         if not isinstance(v, torch.Tensor):
             args.append(v)
@@ -519,7 +523,7 @@ class DifferentiableKernel:
         if launch.device == "cpu":
             launch.mode = _cpu_mode()  # the backward runs in the same mode
             k = self.program.forward(launch.sig)
-            run_cpu(k, launch.grid, [v for _, v in launch.runtime], launch.mode)
+            run_cpu(k, launch.grid, dict(launch.runtime), launch.mode)
             return
         grid, args, kwargs = launch.call
         self.fn[grid](*args, **kwargs)
@@ -557,7 +561,11 @@ class DifferentiableKernel:
         grads = [d_outs[n] for n in out] + [d_ins[n] for n in ins]
         if launch.device == "cpu":
             k = self.program.backward(launch.sig, wrt, out)
-            values = [override.get(n, v) for n, v in launch.runtime] + grads
+            # the forward's parameters by name (the specialized ones are not parameters), then the gradients
+            names = [n for n, _ in k.params]
+            nf = len(names) - len(grads)
+            rt = {n: override.get(n, v) for n, v in launch.runtime}
+            values = [rt[n] for n in names[:nf]] + grads
             written = list(d_ins.values()) + [d_outs[n] for n in inout]
             run_cpu(k, launch.grid, values, getattr(launch, "mode", "as_written"), written=written)
         else:

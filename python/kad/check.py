@@ -133,7 +133,10 @@ def _reference_f64(dk, launch, wrt, out, d_outs):
     """Input gradients from kad's backward on the interpreter in float64."""
     bwd = dk.program.backward(launch.sig, wrt, out)
     keep, args = [], []
-    for _, v in launch.runtime:
+    # the forward's parameters by name: those Triton specializes (None, 1) are not parameters of bwd
+    rt = dict(launch.runtime)
+    names = [n for n, _ in bwd.params][:len(bwd.params) - len(d_outs) - len(wrt)]
+    for v in (rt[n] for n in names):
         if isinstance(v, torch.Tensor):
             s = _span64(v)
             keep.append(s)

@@ -438,3 +438,29 @@ def test_demo_backward():
     for ex in demo.EXAMPLES:
         passed, err, report = demo.check_backward(ex, demo.specialize(ex))
         assert passed and err <= 1e-6, f"{ex.name}:\n{report}"
+
+
+@pytest.mark.parametrize("sig,shapes,args", [
+    ("x_ptr=*fp32,w_ptr=*fp32,b_ptr=None,y_ptr=*fp32,stride=1,n=1,BLOCK=16",
+     ["x_ptr=5", "w_ptr=1", "y_ptr=5"], []),
+    ("x_ptr=*fp32,w_ptr=*fp32,b_ptr=None,y_ptr=*fp32,stride=i32,n=i32,BLOCK=16",
+     ["x_ptr=5x20", "w_ptr=16", "y_ptr=5x20"], ["stride=20", "n=13"]),
+    ("x_ptr=*fp32,w_ptr=*fp32,b_ptr=*fp32,y_ptr=*fp32,stride=1,n=i32,BLOCK=16",
+     ["x_ptr=5", "w_ptr=1", "b_ptr=1", "y_ptr=5"], ["n=1"]),
+], ids=["none_and_1", "none_any_stride", "bias_stride_1"])
+def test_cli_check_specialized_parameters(sig, shapes, args):
+    """`kad check` with runtime parameters specialized as Triton does (b_ptr=None, stride=1):
+    PASS, and FAIL with a mutated rule (the check can fail)."""
+    cmd = [os.path.join(REPO, "build", "kad"), "check", "tests/emit/bwd_specialized_params.py:lin",
+           "--sig", sig, "--wrt", "x_ptr,w_ptr", "--out", "y_ptr", "--grid", "5"]
+    for s in shapes:
+        cmd += ["--shape", s]
+    for a in args:
+        cmd += ["--arg", a]
+    env = dict(os.environ)
+    env.pop("KAD_TEST_MUTATE", None)
+    ok = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    assert ok.returncode == 0 and "PASS (rtol 1e-06)" in ok.stdout, ok.stdout + ok.stderr
+    env["KAD_TEST_MUTATE"] = "mul"
+    bad = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    assert bad.returncode == 1 and "FAIL (rtol 1e-06)" in bad.stdout, bad.stdout + bad.stderr

@@ -1,0 +1,234 @@
+"""Every Triton module kad emits compiles with Triton for sm_90, also under Triton's specializations.
+
+Triton's JIT specializes a runtime int parameter whose value is 1 into a constexpr (and a None
+into a constexpr None), so a kernel is compiled differently when a stride or a size happens to be
+1.  Emitted code must compile for any launch values: a construct that works on an i32 scalar but
+not on a Python int constant (`n.to(tl.float32)`: a constexpr has no .to()) would make the
+backward fail to compile on the GPU although the forward runs.
+
+This test needs no GPU: triton.compile runs Triton's front end, its MLIR passes and the bundled
+ptxas for a CUDA target (sm_90) on the CPU.  For every module the test suite produces -- the emit
+golden outputs (tests/emit/*.out), the backward modules of the grad golden tests (tests/grad RUN
+lines without --ir) and of every differentiable corpus case (test_grad_triton.GRADS) -- it compiles
+each @triton.jit function twice:
+  as typed:   the types of the module's "Specialized for:" header (constexprs and the runtime
+              parameters kad specialized, None or 1, as constexprs; gradient pointers d_X typed
+              as X);
+  ints = 1:   additionally every runtime integer parameter (i32, i64, u32) a constexpr 1, as
+              Triton's JIT makes it when launched with 1.
+test_the_check_can_fail shows that the old `.to()` spelling of a scalar conversion fails here.
+Skipped when triton is not installed.
+"""
+import ast
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+triton = pytest.importorskip("triton")
+import triton.language as tl  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+
+import triton_cpu  # noqa: E402
+from corpus import CASES  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.dirname(HERE)
+REPO = os.path.dirname(TESTS)
+TARGET = GPUTarget("cuda", 90, 32)
+
+# kad type -> Triton signature type
+_INT_TYPES = {"i32", "i64", "u32"}
+
+
+def header_signature(text):
+    """name -> spelled type or value, from the module's '# Specialized for:' comment."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("# Specialized for: "))
+    parts = [lines[start][len("# Specialized for: "):]]
+    for ln in lines[start + 1:]:
+        if not re.match(r"#\s{3,}\S", ln):
+            break
+        parts.append(ln[1:].strip())
+    sig = " ".join(parts)
+    if sig == "(no parameters)":
+        return {}
+    out = {}
+    for item in re.split(r",\s*(?=[A-Za-z_]\w*=)", sig):
+        name, _, val = item.partition("=")
+        out[name.strip()] = val.strip()
+    return out
+
+
+def py_value(text):
+    if text.startswith("tl."):
+        return getattr(tl, text[3:])
+    return ast.literal_eval(text)
+
+
+def jit_functions(text, path, modname):
+    names = re.findall(r"@triton\.jit\ndef (\w+)\(", text)
+    mod = triton_cpu.load_module(path, modname)
+    sys.modules[modname] = mod
+    return [getattr(mod, n) for n in names]
+
+
+def specialization(fn, sig, ints_one):
+    """(signature, constexprs) for triton.compile of fn."""
+    signature, consts = {}, {}
+    for p in fn.params:
+        n = p.name
+        spelled = sig.get(n)
+        if spelled is None and n.startswith("d_"):
+            spelled = sig.get(n[2:])
+        if spelled is None:
+            raise AssertionError(f"{fn.__name__}: parameter {n} is not in the header's signature")
+        is_type = spelled.startswith("*") or re.fullmatch(r"(i1|i8|i16|i32|i64|u8|u32|fp16|bf16|fp32|fp64)",
+                                                        spelled)
+        if p.is_constexpr or not is_type:
+            signature[n] = "constexpr"
+            consts[n] = py_value(spelled)
+        elif ints_one and spelled in _INT_TYPES:
+            signature[n] = "constexpr"
+            consts[n] = 1
+        else:
+            signature[n] = spelled
+    return signature, consts
+
+
+def compile_module(text, path, modname, ints_one):
+    sig = header_signature(text)
+    fns = jit_functions(text, path, modname)
+    assert fns, f"no @triton.jit function in {path}"
+    for fn in fns:
+        signature, consts = specialization(fn, sig, ints_one)
+        src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=consts)
+        triton.compile(src, target=TARGET)
+
+
+# ---------------------------------------------------------------- the modules
+
+
+def run_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return [ln[len("# RUN: "):].strip() for ln in f if ln.startswith("# RUN: ")]
+
+
+def golden_commands():
+    """The kad emit/grad commands of the emit and grad golden tests that succeed, printing
+    Triton modules (grad's --ir dropped)."""
+    out = []
+    for sub in ("emit", "grad"):
+        d = os.path.join(TESTS, sub)
+        for f in sorted(os.listdir(d)):
+            if not f.endswith((".py", ".ir")):
+                continue
+            path = os.path.join(d, f)
+            if os.path.exists(os.path.splitext(path)[0] + ".err"):
+                continue  # refusals
+            for i, cmd in enumerate(run_lines(path)):
+                args = shlex.split(cmd.replace("%s", path))
+                if args[0] not in ("emit", "grad") or "<" in args:
+                    continue
+                out.append((f"{sub}/{f}#{i}", [a for a in args if a != "--ir"]))
+    return out
+
+
+def corpus_grad_commands():
+    import test_grad_triton as g
+    out = []
+    for c in CASES:
+        spec = g.grad_spec(c.id)
+        if spec is None:
+            continue
+        args = ["grad", f"tests/kernels/{c.file}:{c.kernel}", "--sig", c.sig, "--wrt", spec[0], "--out", spec[1]]
+        for e in c.extra:
+            args += ["--include", f"tests/kernels/{e}"]
+        out.append((f"corpus/{c.id}", args))
+    return out
+
+
+MODULES = golden_commands() + corpus_grad_commands()
+OLD_TO = "old_to"  # the tag of test_the_check_can_fail's module
+
+
+def _old_spelling():
+    """bwd_rms_norm's module with the old `.to()` spelling of its scalar conversion."""
+    with open(os.path.join(TESTS, "emit", "bwd_rms_norm.out"), encoding="utf-8") as f:
+        text = f.read()
+    assert "tl.cast(n_cols, tl.float32)" in text
+    return text.replace("tl.cast(n_cols, tl.float32)", "n_cols.to(tl.float32)")
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """tag -> {ints_one: None (compiled) or the error}, or the kad error text.  The modules are
+    compiled in one fresh Python process: the interpreter-mode tests of this suite patch
+    triton.language for Triton's interpreter, which breaks compiling in their process."""
+    d = tmp_path_factory.mktemp("modules")
+    jobs, results = [], {}
+    for i, (tag, args) in enumerate(MODULES + [(OLD_TO, None)]):
+        if args is None:
+            text = _old_spelling()
+        else:
+            p = triton_cpu.run_kad(args)
+            if p.returncode != 0:
+                results[tag] = f"kad {' '.join(args)} failed:\n{p.stderr}"
+                continue
+            text = p.stdout
+        path = d / f"m{i}.py"
+        path.write_text(text)
+        jobs.append((tag, str(path)))
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton_cache"))  # compile for real
+    (d / "jobs.json").write_text(json.dumps(jobs))
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), str(d / "jobs.json")], env=env, cwd=HERE,
+                       capture_output=True, text=True, timeout=1800)
+    assert p.returncode == 0, p.stderr[-4000:]
+    for tag, ints_one, err in json.loads(p.stdout):
+        results.setdefault(tag, {})[ints_one] = err
+    return results
+
+
+@pytest.mark.parametrize("ints_one", [False, True], ids=["as_typed", "ints_1"])
+@pytest.mark.parametrize("tag", [t for t, _ in MODULES])
+def test_module_compiles(compiled, tag, ints_one):
+    r = compiled[tag]
+    assert isinstance(r, dict), r
+    assert r[ints_one] is None, f"{tag}: {r[ints_one]}"
+
+
+def test_the_check_can_fail(compiled):
+    """The old spelling of a scalar conversion compiles as typed, and fails with n = 1."""
+    r = compiled[OLD_TO]
+    assert r[False] is None, r[False]
+    assert r[True] is not None and "has no attribute 'to'" in r[True], r[True]
+
+
+def _worker(jobs_path):
+    """Compiles each job's module both ways; prints [[tag, ints_one, error or None], ...]."""
+    out = []
+    with open(jobs_path, encoding="utf-8") as f:
+        jobs = json.load(f)
+    for tag, path in jobs:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        for ints_one in (False, True):
+            try:
+                compile_module(text, path, _modname(tag) + str(ints_one), ints_one)
+                out.append([tag, ints_one, None])
+            except Exception as e:  # noqa: BLE001 -- reported to the test
+                out.append([tag, ints_one, f"{type(e).__name__}: {e}"])
+    print(json.dumps(out))
+
+
+def _modname(tag):
+    return "kad_compile_" + re.sub(r"\W", "_", tag)
+
+
+if __name__ == "__main__":
+    _worker(sys.argv[1])
