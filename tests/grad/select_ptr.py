@@ -88,8 +88,10 @@ def loop_carried(x_ptr, w_ptr, y_ptr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     p = x_ptr
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    scale = 1.0
     for i in range(0, 3):
-        acc += tl.load(p + offs) * (i + 1.0)
+        acc += tl.load(p + offs) * scale
+        scale += 1.0
         p = w_ptr
     tl.store(y_ptr + offs, acc * acc)
 
