@@ -6,10 +6,11 @@
  *   1. roles: the names of the AdSpec resolved to pointer parameters
  *      (differentiated inputs, differentiated outputs).
  *   2. facts (a fixpoint over the kernel, loops included): pointer
- *      provenance (which parameter each pointer derives from), "varied"
- *      (depends on a differentiated input), "useful" (reaches a
- *      differentiated output); active = varied and useful and float.  Only
- *      active values get adjoints, so no dead gradient code is emitted.
+ *      provenance (which parameter, or which of several, each pointer
+ *      derives from), "varied" (depends on a differentiated input),
+ *      "useful" (reaches a differentiated output); active = varied and
+ *      useful and float.  Only active values get adjoints, so no dead
+ *      gradient code is emitted.
  *   3. shift invariance: maxima/minima the outputs provably do not depend
  *      on (softmax's x - max(x)) are made inactive, since their adjoint is
  *      exactly zero.

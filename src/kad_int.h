@@ -1002,8 +1002,6 @@ bool ad_active(const Ad *ad, ValId v);
  * For a pointer selected among several parameters: the role of those that
  * are differentiated (validated to agree), AD_ROLE_NONE if none is. */
 int ad_root_role(const Ad *ad, ValId v);
-/* Can pointer v derive from parameter p (a candidate of its provenance)? */
-bool ad_root_has(const Ad *ad, ValId v, int p);
 /* b's terminator (its last instruction), or NULL when b is empty. */
 const Inst *ad_block_term(const Block *b);
 /* Stamps every value defined in b (regions included) with id. */
@@ -1013,13 +1011,15 @@ void ad_mark_defs(Ad *ad, const Block *b, int id);
 bool ad_store_overwritten(const Block *b, int k);
 /* How the kernel uses pointer parameter i: AD_ACCESS_LOAD if some load may
  * read through it, AD_ACCESS_STORE if some store or atomic may write
- * through it (a pointer of ambiguous provenance counts for every pointer
- * parameter). */
+ * through it (a pointer selected among parameters counts for each of them,
+ * one of ambiguous provenance for every pointer parameter). */
 enum { AD_ACCESS_LOAD = 1, AD_ACCESS_STORE = 2 };
 int ad_param_access(Arena *a, const Func *f, int i);
 /* The number of names in spec->wrt not also in spec->outs (in-place names
  * get one gradient parameter, among the outputs'). */
 int ad_spec_nwrt_only(const AdSpec *spec);
+/* Can pointer v derive from parameter p (a candidate of its provenance)? */
+bool ad_root_has(const Ad *ad, ValId v, int p);
 
 /* ------------------------------------------------------------------ */
 /* check.c: the float64 finite-difference gradient checker             */
