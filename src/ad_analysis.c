@@ -6,10 +6,11 @@
  *   1. roles: the names of the AdSpec resolved to pointer parameters
  *      (differentiated inputs, differentiated outputs).
  *   2. facts (a fixpoint over the kernel, loops included): pointer
- *      provenance (which parameter each pointer derives from), "varied"
- *      (depends on a differentiated input), "useful" (reaches a
- *      differentiated output); active = varied and useful and float.  Only
- *      active values get adjoints, so no dead gradient code is emitted.
+ *      provenance (which parameter, or which of several, each pointer
+ *      derives from), "varied" (depends on a differentiated input),
+ *      "useful" (reaches a differentiated output); active = varied and
+ *      useful and float.  Only active values get adjoints, so no dead
+ *      gradient code is emitted.
  *   3. shift invariance: maxima/minima the outputs provably do not depend
  *      on (softmax's x - max(x)) are made inactive, since their adjoint is
  *      exactly zero.
@@ -35,8 +36,12 @@
 #include "kad_int.h"
 
 /* Ad.root: 0 unknown / not a pointer, p+1 derives from parameter p,
- * ROOT_AMBIG from several (or from memory). */
+ * ROOT_AMBIG read from memory (or converted), ROOT_SET(s) one of the
+ * parameters of provenance set s (a `tl.where`, or values chosen in the
+ * branches of an `if` or the iterations of a loop). */
 #define ROOT_AMBIG (-1)
+#define ROOT_SET(s) (-2 - (s))
+#define SET_OF(r) (-2 - (r))
 
 /* Where a store to an output sits: its block and `if` nesting, so that two
  * stores in the two branches of one `if` are known to be mutually
@@ -48,7 +53,7 @@ typedef struct IfStep {
 typedef struct StoreSite {
     const Inst *store;
     const Block *block; /* the block holding the store */
-    int param;          /* fw param index of the output */
+    int root;           /* Ad.root code of the pointer (a parameter or a set) */
     const IfStep *path; /* enclosing ifs, outermost first */
     int npath;
     int loop_depth;
@@ -69,10 +74,23 @@ bool ad_active(const Ad *ad, ValId v)
     return v > 0 && ad->varied[v] && ad->useful[v] && is_float_type(fty(ad, v));
 }
 
+/* Is parameter p a candidate of root code r? */
+static bool root_has(const Ad *ad, int r, int p)
+{
+    return r > 0 ? r == p + 1 : r <= ROOT_SET(0) ? ad->psets.v[SET_OF(r)][p] != 0 : false;
+}
+
+bool ad_root_has(const Ad *ad, ValId v, int p) { return root_has(ad, ad->root[v], p); }
+
 int ad_root_role(const Ad *ad, ValId v)
 {
     int r = ad->root[v];
-    return r > 0 ? ad->role[r - 1] : AD_ROLE_NONE;
+    if (r > 0)
+        return ad->role[r - 1];
+    for (int p = 0; r <= ROOT_SET(0) && p < ad->fw->nparams; p++)
+        if (root_has(ad, r, p) && ad->role[p] != AD_ROLE_NONE)
+            return ad->role[p];
+    return AD_ROLE_NONE;
 }
 
 const Inst *ad_block_term(const Block *b)
@@ -80,14 +98,26 @@ const Inst *ad_block_term(const Block *b)
     return b->insts.n ? &b->insts.v[b->insts.n - 1] : NULL;
 }
 
+static const char *param_name(const Ad *ad, int p)
+{
+    const char *n = fname(ad, ad->fw->params[p]);
+    return n ? n : "?";
+}
+
+/* v's parameter, in messages quoted as '%s'; a set's candidates joined
+ * by "', '" so that the quoted text reads 'a', 'b'. */
 static const char *root_name(const Ad *ad, ValId v)
 {
     int r = ad->root[v];
-    if (r <= 0)
-        return "?";
-    const char *n = fname(ad, ad->fw->params[r - 1]);
-    return n ? n : "?";
+    if (r > 0)
+        return param_name(ad, r - 1);
+    Buf b = {ad->a, NULL, 0, 0};
+    for (int p = 0; r <= ROOT_SET(0) && p < ad->fw->nparams; p++)
+        if (root_has(ad, r, p))
+            buf_printf(&b, "%s%s", b.len ? "', '" : "", param_name(ad, p));
+    return b.len ? buf_str(&b) : "?";
 }
+
 
 /* How a value is called in messages. */
 static const char *display(const Ad *ad, ValId v, ValId alt)
@@ -155,10 +185,29 @@ static bool assign_roles(Ad *ad)
 /* 2. Facts: provenance, varied, useful                                */
 /* ------------------------------------------------------------------ */
 
+/* The root code of the union of the candidates of roots x and y (both
+ * single parameters or sets): sets are interned, so equal sets get one
+ * code. */
+static int root_union(Ad *ad, int x, int y)
+{
+    int np = ad->fw->nparams;
+    uint8_t *u = arena_alloc(ad->a, (size_t)np + 1);
+    for (int p = 0; p < np; p++)
+        u[p] = root_has(ad, x, p) || root_has(ad, y, p);
+    for (int s = 0; s < ad->psets.n; s++)
+        if (!memcmp(ad->psets.v[s], u, (size_t)np))
+            return ROOT_SET(s);
+    vec_push(ad->a, ad->psets, u);
+    return ROOT_SET(ad->psets.n - 1);
+}
+
 static void join_root(Ad *ad, ValId v, int r)
 {
     int old = ad->root[v];
-    int nw = old == 0 ? r : (r == 0 || r == old) ? old : ROOT_AMBIG;
+    int nw = old == 0 ? r
+             : (r == 0 || r == old) ? old
+             : (old == ROOT_AMBIG || r == ROOT_AMBIG) ? ROOT_AMBIG
+                                                       : root_union(ad, old, r);
     if (nw != old) {
         ad->root[v] = nw;
         ad->changed = true;
@@ -358,8 +407,9 @@ static void index_block(Ad *ad, const Block *b)
             ad->def[in->res[k]] = in;
         for (int r = 0; r < in->nregions; r++)
             index_block(ad, in->regions[r]);
-        if ((in->op == OP_STORE || in->op == OP_ATOMIC_ADD) && ad->root[in->args[0]] > 0) {
-            int p = ad->root[in->args[0]] - 1;
+        for (int p = 0; (in->op == OP_STORE || in->op == OP_ATOMIC_ADD) && p < ad->fw->nparams; p++) {
+            if (!ad_root_has(ad, in->args[0], p))
+                continue;
             const Inst **first = in->op == OP_STORE ? &ad->first_store[p] : &ad->first_atomic[p];
             ad->stored[p] = 1;
             if (!*first)
@@ -570,7 +620,7 @@ static bool sh_block(const Ad *ad, const Block *b, ValId m, Sh *cls)
             continue;
         case OP_STORE:
         case OP_ATOMIC_ADD: /* scratch stores are dropped; inputs are refused */
-            if (dep && (ad->root[in->args[0]] < 0 || ad_root_role(ad, in->args[0]) != AD_ROLE_NONE) &&
+            if (dep && (ad->root[in->args[0]] == ROOT_AMBIG || ad_root_role(ad, in->args[0]) != AD_ROLE_NONE) &&
                 !(in->op == OP_STORE && ad_store_overwritten(b, i)))
                 return false;
             continue;
@@ -1007,6 +1057,83 @@ static void validate_inplace_load(Ad *ad, const Block *b, int i)
                root_name(ad, p));
 }
 
+/* Do roots x and y share a candidate parameter? */
+static bool roots_meet(const Ad *ad, int x, int y)
+{
+    for (int p = 0; p < ad->fw->nparams; p++)
+        if (root_has(ad, x, p) && root_has(ad, y, p))
+            return true;
+    return false;
+}
+
+/* A load, store or atomic_add through a pointer selected among several
+ * parameters (docs/AD.md, "Pointers selected among parameters"): the
+ * checks of a single parameter apply to every candidate, and the
+ * differentiated ones must share one role (the shadow is the same
+ * selection over their gradients; the lanes of a candidate without one
+ * are masked off).  In-place buffers are refused: their loads are proven
+ * to read the pre-launch value through their own stores.  False after an
+ * error. */
+static bool validate_set_access(Ad *ad, const Inst *in)
+{
+    ValId p = in->args[0];
+    const char *what = in->op == OP_LOAD ? "load" : in->op == OP_STORE ? "store" : "atomic_add";
+    const char *names = root_name(ad, p);
+    int role = AD_ROLE_NONE;
+    Type pt = fty(ad, p);
+    for (int q = 0; q < ad->fw->nparams; q++) {
+        if (!ad_root_has(ad, p, q))
+            continue;
+        int rq = ad->role[q];
+        const char *why = NULL;
+        if (rq == AD_ROLE_INOUT)
+            why = "is updated in place (named both as an input and as an output); kad differentiates "
+                  "the loads of an in-place buffer only through pointers derived from it alone";
+        else if (in->op == OP_LOAD && rq == AD_ROLE_OUT)
+            why = "is a differentiated output, which must only be written";
+        else if (in->op == OP_LOAD && rq == AD_ROLE_NONE && ad->stored[q])
+            why = "is also written by the kernel: the backward kernel drops stores, so this load "
+                  "would read different data";
+        else if (in->op != OP_LOAD && rq == AD_ROLE_IN)
+            why = "is a differentiated input, which must only be read";
+        else if (rq != AD_ROLE_NONE && role != AD_ROLE_NONE && rq != role)
+            why = "does not share the role of the other differentiated candidates";
+        else if (fty(ad, ad->fw->params[q]).elem != pt.elem)
+            why = "has another element type";
+        if (why) {
+            diag_error(ad->d, in->loc, "cannot differentiate a %s through a pointer selected among '%s': '%s' %s",
+                       what, names, param_name(ad, q), why);
+            return false;
+        }
+        if (rq != AD_ROLE_NONE)
+            role = rq;
+    }
+    return true;
+}
+
+/* A pointer selected among differentiated and non-differentiated
+ * parameters carries, next to its shadow, which lanes have one (Ad.vm);
+ * region ops do not carry that mask: such a pointer must not be an `if`'s
+ * result or a loop-carried value.  vs: the values carrying in's slots. */
+static void validate_carried(Ad *ad, const Inst *in, const ValId *vs)
+{
+    for (int k = 0; k < in->nres; k++) {
+        ValId v = vs[k];
+        int r = ad->root[v];
+        if (r > ROOT_SET(0) || ad_root_role(ad, v) == AD_ROLE_NONE)
+            continue;
+        for (int q = 0; q < ad->fw->nparams; q++)
+            if (root_has(ad, r, q) && ad->role[q] == AD_ROLE_NONE) {
+                diag_error(ad->d, in->loc,
+                           "pointer '%s' is selected among '%s', of which '%s' is not differentiated, and "
+                           "carried out of this %s: not supported (select it with tl.where where it is used)",
+                           display(ad, v, in->res[k]), root_name(ad, v), param_name(ad, q),
+                           in->op == OP_IF ? "`if`" : "loop");
+                break;
+            }
+    }
+}
+
 static const char *const tape_msg =
     "loop-carried value '%s' is not a linear accumulator; kad needs a tape for this loop "
     "(not supported yet)";
@@ -1026,7 +1153,9 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
             if (r == ROOT_AMBIG)
                 diag_error(ad->d, in->loc,
                            "cannot differentiate a load through a pointer of ambiguous provenance "
-                           "(selected from several parameters, or read from memory)");
+                           "(read from memory, or converted)");
+            else if (r <= ROOT_SET(0))
+                validate_set_access(ad, in);
             else if (r > 0 && ad->role[r - 1] == AD_ROLE_OUT)
                 diag_error(ad->d, in->loc,
                            "load from output '%s': a differentiated output must only be written (a "
@@ -1050,10 +1179,12 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
             if (r == ROOT_AMBIG) {
                 diag_error(ad->d, in->loc,
                            "cannot differentiate a %s through a pointer of ambiguous provenance "
-                           "(selected from several parameters, or read from memory)", what);
+                           "(read from memory, or converted)", what);
                 break;
             }
-            int role = r > 0 ? ad->role[r - 1] : AD_ROLE_NONE;
+            if (r <= ROOT_SET(0) && !validate_set_access(ad, in))
+                break;
+            int role = ad_root_role(ad, p);
             if (role == AD_ROLE_IN) {
                 diag_error(ad->d, in->loc, "%s to differentiated input '%s': inputs must only be read",
                            what, root_name(ad, p));
@@ -1061,7 +1192,10 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
                 /* out += v is linear: dv = d_out at the same addresses, from any
                  * site, iteration or program.  Mixed with a store, the order of
                  * the writes would decide what reaches the output. */
-                const Inst *st = ad->first_store[r - 1];
+                const Inst *st = NULL;
+                for (int q = 0; q < ad->fw->nparams && !st; q++)
+                    if (root_has(ad, r, q) && ad_role_writes(ad->role[q]))
+                        st = ad->first_store[q];
                 if (st)
                     diag_error(ad->d, in->loc,
                                "output '%s' is both stored (line %d) and atomically added to; not "
@@ -1073,10 +1207,10 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
                                "on the order of the programs and cannot be differentiated",
                                root_name(ad, p));
             } else if (ad_role_writes(role)) {
-                StoreSite site = {in, b, r - 1, path, npath, loop_depth};
+                StoreSite site = {in, b, r, path, npath, loop_depth};
                 for (int k = 0; k < sites->n; k++) {
                     const StoreSite *o = &sites->v[k];
-                    if (o->param != r - 1 || sites_overwrite(o, &site) ||
+                    if (!roots_meet(ad, o->root, r) || sites_overwrite(o, &site) ||
                         (!o->loop_depth && !loop_depth && sites_exclusive(o, &site)))
                         continue;
                     diag_error(ad->d, in->loc,
@@ -1112,6 +1246,7 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
             break;
         case OP_FOR: {
             const Block *r = in->regions[0];
+            validate_carried(ad, in, r->params + 1);
             for (int k = 0; k < in->nres; k++) {
                 ValId c = r->params[1 + k];
                 if ((ad_active(ad, c) || ad_active(ad, in->res[k])) && !linear_chain(ad, r, k))
@@ -1122,6 +1257,7 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
         }
         case OP_WHILE: {
             const Block *c = in->regions[0];
+            validate_carried(ad, in, c->params);
             for (int k = 0; k < in->nres; k++)
                 if (ad_active(ad, c->params[k]) || ad_active(ad, in->res[k]))
                     diag_error(ad->d, in->loc, tape_msg, display(ad, c->params[k], in->res[k]));
@@ -1130,6 +1266,7 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
             break;
         }
         case OP_IF:
+            validate_carried(ad, in, in->res);
             for (int r = 0; r < 2; r++) {
                 IfStep *np = arena_alloc(ad->a, sizeof *np * (size_t)(npath + 1));
                 if (npath)
@@ -1190,7 +1327,7 @@ static int access_block(const Ad *ad, const Block *b, int i)
         if (in->op != OP_LOAD && in->op != OP_STORE && in->op != OP_ATOMIC_ADD)
             continue;
         int root = ad->root[in->args[0]];
-        if (root == i + 1 || root == ROOT_AMBIG)
+        if (root_has(ad, root, i) || root == ROOT_AMBIG)
             acc |= in->op == OP_LOAD ? AD_ACCESS_LOAD : AD_ACCESS_STORE;
     }
     return acc;

@@ -273,6 +273,69 @@ static void clone_region_op(Ad *ad, Block *bb, const Inst *in)
     bind_results(ad, in, &bb->insts.v[idx], sh);
 }
 
+/* The shadow of pointer v's selection (a candidate without a gradient
+ * takes the other side's shadow) and where it is real: vm, or a constant. */
+static ValId shadow_or(Ad *ad, ValId v, ValId other)
+{
+    return ad->sm[v] ? ad->sm[v] : S0(ad, other);
+}
+/* Where the shadow of where(c, a, b) is real, with c the primal
+ * condition: where(c, va, vb) written without constant operands (va, vb:
+ * the operands' vm, or all / no lanes). */
+static ValId valid_select(Ad *ad, Block *bb, ValId c, ValId a, ValId b, Loc loc)
+{
+    Func *f = ad->bw;
+    Type t = bty(ad, c);
+    ValId va = ad->vm[a], vb = ad->vm[b];
+    int ka = va ? -1 : ad->sm[a] ? 1 : 0, kb = vb ? -1 : ad->sm[b] ? 1 : 0;
+    ValId nc = ka == 0 || kb == 1 ? ir_op1(f, bb, OP_NOT, t, c, loc) : 0;
+    if (ka >= 0 && kb >= 0) /* (1, 0) or (0, 1): both 1 has no vm */
+        return ka ? c : nc;
+    if (ka >= 0)
+        return ka ? ir_op2(f, bb, OP_OR, t, c, vb, loc) : ir_op2(f, bb, OP_AND, t, nc, vb, loc);
+    if (kb >= 0)
+        return kb ? ir_op2(f, bb, OP_OR, t, nc, va, loc) : ir_op2(f, bb, OP_AND, t, c, va, loc);
+    return ir_op3(f, bb, OP_WHERE, t, c, va, vb, loc);
+}
+
+/* The shadow of the pointer in->res[0] (a pointer into a differentiated
+ * buffer): the same op over the operands' shadows.  A `where` between
+ * pointers of which one has no shadow (a non-differentiated parameter's)
+ * takes the other's shadow on those lanes, and records in vm which lanes
+ * are real; address arithmetic and shape ops carry vm along (the same
+ * shape op on the i1 tile; addptr and hints keep it). */
+static void clone_shadow(Ad *ad, Block *bb, const Inst *in)
+{
+    ValId fr = in->res[0];
+    ValId *sargs;
+    if (in->op == OP_WHERE) {
+        ValId a = in->args[1], b = in->args[2];
+        sargs = arena_alloc(ad->a, sizeof *sargs * 3);
+        sargs[0] = P0(ad, in->args[0]);
+        sargs[1] = shadow_or(ad, a, b);
+        sargs[2] = shadow_or(ad, b, a);
+        if (ad->vm[a] || ad->vm[b] || !ad->sm[a] || !ad->sm[b])
+            ad->vm[fr] = valid_select(ad, bb, sargs[0], a, b, in->loc);
+    } else {
+        sargs = map_args(ad, in, true);
+        ValId v0 = ad->vm[in->args[0]];
+        if (v0 && (in->op == OP_ADDPTR || in->op == OP_MULTIPLE_OF || in->op == OP_MAX_CONTIGUOUS)) {
+            ad->vm[fr] = v0;
+        } else if (v0) { /* a shape op (ad_analysis: pointers derive only through these) */
+            Type t = type_with_dtype(fty(ad, fr), DT_I1);
+            Inst *ni = ir_emit(ad->bw, bb, (OpKind)in->op, &v0, 1, &t, 1, in->loc);
+            ni->flags = in->flags;
+            ni->ival = in->ival;
+            memcpy(ni->ints, in->ints, sizeof ni->ints);
+            ni->nints = in->nints;
+            ad->vm[fr] = ni->res[0];
+        }
+    }
+    Inst *ni = emit_like(ad, bb, in, sargs);
+    ad->sm[fr] = ni->res[0];
+    name_after(ad, ni->res[0], "d_", fr);
+}
+
 /* Copies fb into bb: stores and (scratch) atomics dropped, shadows made
  * for pointers into differentiated buffers, region-carried shadows added.
  * CL_YIELD: copy fb's terminating yield, extended by the shadows of the
@@ -310,11 +373,8 @@ static void clone_block(Ad *ad, const Block *fb, Block *bb, unsigned mode, const
             ValId r = ni->res[0], fr = in->res[0];
             ad->pm[fr] = r;
             name_after(ad, r, "", fr);
-            if (needs_shadow(ad, fr)) {
-                ni = emit_like(ad, bb, in, map_args(ad, in, true));
-                ad->sm[fr] = ni->res[0];
-                name_after(ad, ni->res[0], "d_", fr);
-            }
+            if (needs_shadow(ad, fr))
+                clone_shadow(ad, bb, in);
         }
     }
 }
@@ -943,6 +1003,8 @@ static void adj_store(Ad *ad, Block *bb, const Block *fb, int k)
     ValId m = in->flags & IF_HAS_MASK ? P0(ad, in->args[2]) : 0;
     if (ad_active(ad, v)) {
         ValId args[3] = {S0(ad, p), 0, 0};
+        if (ad->vm[p]) /* lanes selecting a non-differentiated buffer: no gradient */
+            m = m ? e2(&e, OP_AND, m, ad->vm[p]) : ad->vm[p];
         int n = 1;
         uint16_t flags = 0;
         if (m) {
@@ -1018,10 +1080,13 @@ static void adj_load(Ad *ad, Block *bb, const Block *fb, int k, PendingVec *pend
     if (!sum)
         return;
     Type pt = fty(ad, p);
-    ValId args[3] = {S0(ad, p), ecast(&e, sum, (Dtype)pt.elem), m ? P0(ad, m) : 0};
+    ValId bm = m ? P0(ad, m) : 0;
+    if (ad->vm[p]) /* lanes selecting a non-differentiated buffer: nothing to add */
+        bm = bm ? e2(&e, OP_AND, bm, ad->vm[p]) : ad->vm[p];
+    ValId args[3] = {S0(ad, p), ecast(&e, sum, (Dtype)pt.elem), bm};
     Type rt = type_tile((Dtype)pt.elem, pt.rank, pt.shape);
-    Inst *at = ir_emit(ad->bw, bb, OP_ATOMIC_ADD, args, m ? 3 : 2, &rt, 1, in->loc);
-    at->flags = m ? IF_HAS_MASK : 0;
+    Inst *at = ir_emit(ad->bw, bb, OP_ATOMIC_ADD, args, bm ? 3 : 2, &rt, 1, in->loc);
+    at->flags = bm ? IF_HAS_MASK : 0;
 }
 
 static void adj_block(Ad *ad, const Block *fb, Block *bb)
@@ -1074,6 +1139,7 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     ad->grad = arena_alloc(a, sizeof(ValId) * (size_t)(np + 1));
     ad->pm = arena_alloc(a, sizeof(ValId) * (size_t)nv);
     ad->sm = arena_alloc(a, sizeof(ValId) * (size_t)nv);
+    ad->vm = arena_alloc(a, sizeof(ValId) * (size_t)nv);
     ad->adj = arena_alloc(a, sizeof(ValId) * (size_t)nv);
     ad->seen = arena_alloc(a, sizeof(int) * (size_t)nv);
 

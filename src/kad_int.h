@@ -971,7 +971,8 @@ typedef struct Ad {
     /* facts (ad_analysis.c) */
     int nvals;                 /* fw->vals.n: size of the per-value arrays */
     int *role;                 /* by fw param index: AD_ROLE_* */
-    int *root;                 /* by ValId: 0 none, p+1 derives from param p, <0 ambiguous */
+    int *root;                 /* by ValId: 0 none, p+1 derives from param p, -1 ambiguous
+                                * (read from memory), <= -2 one of several params (psets) */
     uint8_t *varied;           /* by ValId: depends on a differentiated input */
     uint8_t *useful;           /* by ValId: reaches a differentiated output */
     uint8_t *chain;            /* by ValId: on a loop's linear-accumulator chain */
@@ -983,10 +984,13 @@ typedef struct Ad {
     int *stamp;                /* by ValId: scratch marks (ad_mark_defs) */
     int gen;                   /* the last generation handed out for stamp/seen */
     bool changed;              /* facts fixpoint: something changed this round */
+    Vec(uint8_t *) psets;      /* provenance sets: root -2 - s is psets.v[s], nparams flags */
     /* emission (ad_rev.c) */
     Func *bw;
     ValId *pm;   /* by ValId: its primal copy in the current bw scope */
     ValId *sm;   /* by ValId (pointers): its shadow (gradient-buffer pointer) */
+    ValId *vm;   /* by ValId (pointers selected among params, some without a
+                  * gradient): i1 tile, true where the shadow is real; 0: everywhere */
     ValId *adj;  /* by ValId: accumulated adjoint (0 = zero so far) */
     ValId *grad; /* by param index: its gradient param in bw, or 0 */
     int *seen;   /* by ValId: scratch marks (collect_outside) */
@@ -998,7 +1002,9 @@ typedef struct Ad {
 bool ad_analyze(Ad *ad);
 /* Does v get an adjoint: float, varied and useful? */
 bool ad_active(const Ad *ad, ValId v);
-/* The role of the parameter pointer v derives from (AD_ROLE_NONE if none). */
+/* The role of the parameter pointer v derives from (AD_ROLE_NONE if none).
+ * For a pointer selected among several parameters: the role of those that
+ * are differentiated (validated to agree), AD_ROLE_NONE if none is. */
 int ad_root_role(const Ad *ad, ValId v);
 /* b's terminator (its last instruction), or NULL when b is empty. */
 const Inst *ad_block_term(const Block *b);
@@ -1009,13 +1015,15 @@ void ad_mark_defs(Ad *ad, const Block *b, int id);
 bool ad_store_overwritten(const Block *b, int k);
 /* How the kernel uses pointer parameter i: AD_ACCESS_LOAD if some load may
  * read through it, AD_ACCESS_STORE if some store or atomic may write
- * through it (a pointer of ambiguous provenance counts for every pointer
- * parameter). */
+ * through it (a pointer selected among parameters counts for each of them,
+ * one of ambiguous provenance for every pointer parameter). */
 enum { AD_ACCESS_LOAD = 1, AD_ACCESS_STORE = 2 };
 int ad_param_access(Arena *a, const Func *f, int i);
 /* The number of names in spec->wrt not also in spec->outs (in-place names
  * get one gradient parameter, among the outputs'). */
 int ad_spec_nwrt_only(const AdSpec *spec);
+/* Can pointer v derive from parameter p (a candidate of its provenance)? */
+bool ad_root_has(const Ad *ad, ValId v, int p);
 
 /* ------------------------------------------------------------------ */
 /* check.c: the float64 finite-difference gradient checker             */

@@ -27,7 +27,7 @@ kad's shift-invariance proof, which must FAIL wherever the outputs depend on
 the max.
 
 The kernels of tests/grad/shift_invariant.py, shared_atomic.py,
-store_twice.py and dot_batched.py (GRAD_FILES) pass the checker for two seeds, with padded
+store_twice.py, dot_batched.py and select_ptr.py (GRAD_FILES) pass the checker for two seeds, with padded
 sizes (BLOCK larger than n) where masks apply; refuse_store_twice.py's
 kernels are refused at the second store.
 """
@@ -233,6 +233,33 @@ GRAD_FILES = GRAD_SHIFT + [
     K("dot_batched.py", "dot_batched", "a_ptr=*fp32,b_ptr=*fp32,c_ptr=*fp32,B=2,M=16,N=8,K=4", 1,
       dict(a_ptr=128, b_ptr=64, c_ptr=256), wrt="a_ptr,b_ptr", out="c_ptr"),
 ]
+
+# select_ptr.py: pointers selected among parameters.  Where a candidate is
+# not differentiated (wrt="x_ptr" only), a gradient written through its
+# lanes into d_x_ptr would make the check fail.
+_P = "select_ptr.py"
+_PX = "x_ptr=*fp32,w_ptr=*fp32,y_ptr=*fp32"
+_P32 = dict(x_ptr=32, w_ptr=32, y_ptr=32)
+GRAD_SELECT = [
+    K(_P, "concat_k", "a1_ptr=*fp32,a2_ptr=*fp32,b1_ptr=*fp32,b2_ptr=*fp32,c_ptr=*fp32,M=i32,N=i32,K1=i32,"
+      "K2=i32,BM=16,BN=16,BK=16", (2, 2), dict(a1_ptr=20 * 20, a2_ptr=20 * 9, b1_ptr=20 * 18, b2_ptr=9 * 18,
+                                              c_ptr=20 * 18), dict(M=20, N=18, K1=20, K2=9),
+      wrt="a1_ptr,a2_ptr,b1_ptr,b2_ptr", out="c_ptr"),
+    K(_P, "scalar_select", _PX + ",BLOCK=16", 4, dict(x_ptr=32, w_ptr=32, y_ptr=64), wrt="x_ptr,w_ptr"),
+    K(_P, "scalar_select", _PX + ",BLOCK=16", 4, dict(x_ptr=32, w_ptr=32, y_ptr=64), label="x_only"),
+    K(_P, "tile_select", _PX + ",split=i32,BLOCK=16", 2, _P32, dict(split=20), wrt="x_ptr,w_ptr"),
+    K(_P, "tile_select", _PX + ",split=i32,BLOCK=16", 2, _P32, dict(split=20), label="x_only"),
+    K(_P, "half_diff_swapped", _PX + ",n=i32,BLOCK=16", 2, _P32, dict(n=32), label="full"),
+    K(_P, "half_diff_swapped", _PX + ",n=i32,BLOCK=16", 2, dict(x_ptr=27, w_ptr=27, y_ptr=27), dict(n=27),
+      label="padded"),
+    K(_P, "if_select", _PX + ",flag=i32,BLOCK=16", 2, _P32, dict(flag=1), wrt="x_ptr,w_ptr", label="taken"),
+    K(_P, "if_select", _PX + ",flag=i32,BLOCK=16", 2, _P32, dict(flag=0), wrt="x_ptr,w_ptr",
+      label="not_taken"),
+    K(_P, "loop_carried", _PX + ",BLOCK=16", 2, _P32, wrt="x_ptr,w_ptr"),
+    K(_P, "store_select", "x_ptr=*fp32,y1_ptr=*fp32,y2_ptr=*fp32,s_ptr=*fp32,BLOCK=16", 3,
+      dict(x_ptr=48, y1_ptr=16, y2_ptr=16, s_ptr=16), out="y1_ptr,y2_ptr"),
+]
+GRAD_FILES += GRAD_SELECT
 
 
 def check_file_kernel(k, seed):
