@@ -365,6 +365,8 @@ typedef struct FuncDef {
     Decorator *decos;
     int ndecos;
     bool is_jit; /* has a decorator resolving to triton.jit */
+    Diag *errs;  /* parse errors recorded by parse_module_lazy, reported only */
+    int nerrs;   /* when a specialization reaches the function (sema) */
 } FuncDef;
 
 /* `import triton.language as tl`      -> alias "tl",       qual "triton.language"
@@ -401,6 +403,12 @@ typedef struct Module {
  * simple assignments or @triton.jit functions are skipped.  Returns NULL
  * only if lexing/parsing failed hard; errors go to d. */
 Module *parse_module(Arena *a, Diags *d, const char *file, const char *text);
+/* Like parse_module, but an error inside a @triton.jit function (its def
+ * line included) is recorded on that FuncDef (errs/nerrs) instead of going
+ * to d; a def whose body or parameters failed is kept with what parsed.
+ * Lexical errors and errors outside jit functions still go to d.  sema
+ * reports a function's errors when a kernel reaches it. */
+Module *parse_module_lazy(Arena *a, Diags *d, const char *file, const char *text);
 
 /* ------------------------------------------------------------------ */
 /* ast_dump.c                                                          */

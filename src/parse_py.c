@@ -70,6 +70,7 @@ typedef struct Parser {
     bool quiet;    /* parsing host code speculatively: errors are not reported */
     bool failed;   /* an error in the current statement: unwind, then resync */
     bool qfail;    /* an error while quiet (sticky until cleared): the speculation failed */
+    bool lazy;     /* parse_module_lazy: errors in jit functions are recorded on them */
     Module *m;
     Expr *bad;     /* returned after an error (an EX_NONE) */
 } Parser;
@@ -1593,6 +1594,41 @@ static bool parse_jit_assign(Parser *P)
     return true;
 }
 
+/* A @triton.jit def under parse_module_lazy: its errors go to a private
+ * sink and are kept on the FuncDef, which is added whatever happened (a
+ * stub with no parameters and body when even its def line failed). */
+static void parse_jit_def_lazy(Parser *P, Decorator *decos, int ndecos)
+{
+    Token *name = peek2(P);
+    Diags *outer = P->d;
+    Diags own;
+    diag_init(&own, P->a);
+    own.max_errors = outer->max_errors;
+    P->d = &own;
+    FuncDef *fn = parse_funcdef(P, decos, ndecos);
+    bool def_failed = !fn;
+    if (def_failed)
+        resync(P); /* an error in the def line */
+    P->d = outer;
+    if (!fn) {
+        if (name->kind != TK_NAME || tok_is_keyword(name) || !own.nerrors) {
+            for (int k = 0; k < own.list.n; k++) /* no name to keep them under */
+                vec_push(P->a, outer->list, own.list.v[k]);
+            outer->nerrors += own.nerrors;
+            return;
+        }
+        fn = arena_alloc(P->a, sizeof *fn);
+        fn->name = tok_str(P, name);
+        fn->loc = name->loc;
+        fn->decos = decos;
+        fn->ndecos = ndecos;
+        fn->is_jit = true;
+    }
+    fn->errs = own.list.v;
+    fn->nerrs = own.list.n;
+    add_func(P, fn);
+}
+
 /* decorated: ('@' dotted_name ['(' ... ')'] NEWLINE)+ (funcdef | classdef)
  * A def whose decorators include triton.jit is parsed as a kernel; any
  * other decorated definition is host code and skipped. */
@@ -1620,6 +1656,10 @@ static void parse_decorated(Parser *P, bool conditional)
     }
     if (!at_kw(P, "def") || !jit || conditional) {
         skip_stmt(P); /* def, class or async def of host code */
+        return;
+    }
+    if (P->lazy) {
+        parse_jit_def_lazy(P, decos.v, decos.n);
         return;
     }
     FuncDef *fn = parse_funcdef(P, decos.v, decos.n);
@@ -1760,10 +1800,11 @@ static void parse_module_stmts(Parser *P, bool conditional)
     }
 }
 
-Module *parse_module(Arena *a, Diags *d, const char *file, const char *text)
+static Module *parse_module_mode(Arena *a, Diags *d, const char *file, const char *text, bool lazy)
 {
     int before = d->nerrors;
     Parser P = {0};
+    P.lazy = lazy;
     P.a = a;
     P.d = d;
     P.file = file;
@@ -1780,4 +1821,14 @@ Module *parse_module(Arena *a, Diags *d, const char *file, const char *text)
         }
     }
     return P.m;
+}
+
+Module *parse_module(Arena *a, Diags *d, const char *file, const char *text)
+{
+    return parse_module_mode(a, d, file, text, false);
+}
+
+Module *parse_module_lazy(Arena *a, Diags *d, const char *file, const char *text)
+{
+    return parse_module_mode(a, d, file, text, true);
 }

@@ -171,6 +171,22 @@ static int mod_index(const Sema *S, const Module *m)
     die("module not registered with sema");
 }
 
+/* A function parsed by parse_module_lazy with errors: reports them now
+ * that a specialization reaches it (true if there were any). */
+static bool report_parse_errors(Diags *d, const FuncDef *fn, Loc from)
+{
+    if (!fn->nerrs)
+        return false;
+    for (int k = 0; k < fn->nerrs; k++)
+        if (fn->errs[k].kind == DG_ERROR)
+            diag_error(d, fn->errs[k].loc, "%s", fn->errs[k].msg);
+        else
+            diag_note(d, fn->errs[k].loc, "%s", fn->errs[k].msg);
+    if (from.file)
+        diag_note(d, from, "'%s' is used here", fn->name);
+    return true;
+}
+
 static const FuncDef *find_jit(const Module *m, const char *name)
 {
     for (int i = 0; i < m->funcs.n; i++)
@@ -525,6 +541,8 @@ static SVal call_jit(Sema *S, SVal fnv, const SVal *args, const Loc *alocs, int 
                    fn->name, MAX_INLINE_DEPTH);
         return sval_error();
     }
+    if (report_parse_errors(S->d, fn, loc))
+        return sval_error();
     int np = fn->nparams, errs = S->d->nerrors;
     SVal *bound = arena_alloc(S->a, sizeof *bound * (size_t)(np ? np : 1));
     Loc *blocs = arena_alloc(S->a, sizeof *blocs * (size_t)(np ? np : 1));
@@ -817,6 +835,8 @@ Func *sema_kernel(Arena *a, Diags *d, Module **mods, int nmods, const char *name
         return NULL;
     }
 
+    if (report_parse_errors(d, fn, (Loc){0}))
+        return NULL;
     SemaOptions dflt = {0};
     Func *f = ir_func_new(a, fn->name, fn->loc);
     Sema S = {.a = a, .d = d, .mods = mods, .nmods = nmods, .opt = opt ? opt : &dflt};
