@@ -716,3 +716,49 @@ Token *lex(Arena *a, Diags *d, const char *file, const char *text, int *ntok)
     *ntok = L.toks.n;
     return L.toks.v;
 }
+
+const char *lex_fstring_text(Arena *a, Diags *d, const char *file, int line, const char *line_start,
+                             const char *p, const char *end, bool raw)
+{
+    Lexer L = {0};
+    L.a = a;
+    L.d = d;
+    L.file = file;
+    L.src = line_start;
+    L.line = line;
+    L.line_start = line_start;
+    Buf b = {.a = a};
+    while (p < end) {
+        int eol = at_eol(p);
+        if (eol) {
+            buf_putc(&b, '\n');
+            p += eol;
+            newline(&L, p);
+            continue;
+        }
+        if ((*p == '{' || *p == '}') && p + 1 < end && p[1] == *p) {
+            buf_putc(&b, *p);
+            p += 2;
+            continue;
+        }
+        if (*p == '\\' && p + 1 < end) {
+            int e2 = at_eol(p + 1);
+            if (e2 && !raw) { /* a line continuation inside the literal */
+                p += 1 + e2;
+                newline(&L, p);
+                continue;
+            }
+            if (!raw && p[1] != '{' && p[1] != '}') {
+                Buf one = {.a = a};
+                const char *q = decode_escape(&L, p, &one);
+                if (q > end)
+                    q = end;
+                buf_puts(&b, buf_str(&one));
+                p = q;
+                continue;
+            }
+        }
+        buf_putc(&b, *p++);
+    }
+    return buf_str(&b);
+}
