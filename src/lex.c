@@ -27,8 +27,9 @@
  * (imaginary literals like 2j lex as TK_FLOAT: the parser refuses them, again
  * only in kernel code).  TK_STRING carries the decoded value; for raw strings
  * no escapes are processed, and for f-strings and bytes the raw contents are
- * kept (the parser refuses both in kernel code; it recognizes them by the
- * prefix in Token.text).
+ * kept (the parser splits f-strings from Token.text, with lex_fstring_text
+ * for their literal parts, and refuses bytes in kernel code; it recognizes
+ * both by the prefix in Token.text).
  *
  * Requires a NUL-terminated text; a UTF-8 byte order mark is skipped.  Bytes
  * >= 0x80 are accepted in names (Python allows non-ASCII identifiers; kad does

@@ -13,9 +13,11 @@
  * (statements: expression, =, op=, annotated =, if/elif/else, for, while,
  * return, pass, break, continue, assert, nested def; expressions: Python's
  * operators, calls with keyword arguments, attributes, subscripts with slices
- * and None, tuples, lists, conditional expressions).  Python syntax outside
- * that subset (lambda, comprehensions, dict/set displays, f-strings, *args,
- * with/try/raise/del/global, ...) is a located error naming the construct.
+ * and None, tuples, lists, conditional expressions, f-strings).  Python
+ * syntax outside that subset (lambda, comprehensions, dict/set displays,
+ * *args, with/try/raise/del/global, ...) is a located error naming the
+ * construct.  parse_module_lazy keeps the errors of each @triton.jit
+ * function on its FuncDef instead (reported by sema if a kernel reaches it).
  * Every error in kernel code is reported; after an error the parser skips
  * to the next statement and goes on, so several errors are reported at once
  * (one per statement, to avoid cascades).
