@@ -1077,8 +1077,8 @@ static void validate_inplace_load(Ad *ad, const Block *b, int i, const BlockPos 
                "load from '%s', which the kernel updates in place: kad cannot prove that it reads "
                "the value before the launch (the kernel might read an element after writing it "
                "through another lane or program); it can when a later tl.store writes through the "
-               "same pointer value, under the same mask or none, in the same block or in a block "
-               "enclosing the load's `if`s (outside loops), after them",
+               "same pointer value, under the same mask or none, in the load's block or, for a load "
+               "inside runtime `if`s, after them in a block enclosing them",
                root_name(ad, p));
 }
 
