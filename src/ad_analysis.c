@@ -1012,16 +1012,84 @@ bool ad_store_overwritten(const Block *b, int k)
     return false;
 }
 
+/* Where a block sits: the instruction (index i of block b) whose region it
+ * is, and where that block sits in turn (NULL for the kernel's body). */
+typedef struct BlockPos {
+    const Block *b;
+    int i;
+    const struct BlockPos *up;
+} BlockPos;
+
+/* A store or atomic into buffer root r among insts [from, to) of b, in
+ * their regions too: the first one, or NULL. */
+static const Inst *store_into(const Ad *ad, const Block *b, int from, int to, int r)
+{
+    for (int j = from; j < to; j++) {
+        const Inst *o = &b->insts.v[j];
+        if ((o->op == OP_STORE || o->op == OP_ATOMIC_ADD) && ad->root[o->args[0]] == r)
+            return o;
+        for (int k = 0; k < o->nregions; k++) {
+            const Inst *s = store_into(ad, o->regions[k], 0, o->regions[k]->insts.n, r);
+            if (s)
+                return s;
+        }
+    }
+    return NULL;
+}
+
+/* Are a and b the same value: one ValId, or results of the same pure
+ * instruction (op, attributes, type) on the same values, recursively?  A
+ * pointer recomputed inside an `if` region (`x_ptr + offs` written again
+ * there) is then the pointer computed outside it. */
+static bool same_value(const Ad *ad, ValId a, ValId b, int depth)
+{
+    if (a == b)
+        return true;
+    if (!a || !b || depth > 32)
+        return false;
+    const Inst *x = ad->def[a], *y = ad->def[b];
+    if (!x || !y || x->op != y->op || !op_info[x->op].pure || x->nregions || y->nregions || x->nres != 1 ||
+        y->nres != 1 || x->flags != y->flags || x->ival != y->ival || x->nargs != y->nargs ||
+        x->nints != y->nints || memcmp(&x->fval, &y->fval, sizeof x->fval) ||
+        memcmp(x->ints, y->ints, sizeof x->ints[0] * (size_t)x->nints) || (x->sattr != NULL) != (y->sattr != NULL) ||
+        (x->sattr && strcmp(x->sattr, y->sattr)) || !type_eq(ad->fw->vals.v[a].ty, ad->fw->vals.v[b].ty))
+        return false;
+    for (int k = 0; k < x->nargs; k++)
+        if (!same_value(ad, x->args[k], y->args[k], depth + 1))
+            return false;
+    return true;
+}
+
+/* A store through pointer p under mask m (or none) at the top level of b
+ * after index i: it runs whenever instruction i does.  exact: the same
+ * ValIds (the load's block), else the same values (an enclosing block). */
+static bool matching_store_after(const Ad *ad, const Block *b, int i, ValId p, ValId m, bool exact)
+{
+    for (int j = i + 1; j < b->insts.n; j++) {
+        const Inst *o = &b->insts.v[j];
+        if (o->op != OP_STORE)
+            continue;
+        bool same_p = exact ? o->args[0] == p : same_value(ad, o->args[0], p, 0);
+        bool same_m = !(o->flags & IF_HAS_MASK) || (exact ? o->args[2] == m : same_value(ad, o->args[2], m, 0));
+        if (same_p && same_m)
+            return true;
+    }
+    return false;
+}
+
 /* A load from a buffer updated in place must read the value before the
  * launch: the backward recomputes it from the buffer the caller passes,
  * which holds that value.  Sufficient condition (docs/AD.md, "In-place
- * buffers"): a later store in the same block goes through the same pointer
- * value under the same mask (or none), and no store through that pointer
- * comes before the load.  Then each element the load reads is written by
- * the same lane of the same program, after the read; any other writer of
- * it would race with that store in the forward.  Atomics into the buffer
- * are refused: their order decides what a load reads. */
-static void validate_inplace_load(Ad *ad, const Block *b, int i)
+ * buffers"): a later store goes through the same pointer value under the
+ * same mask (or none) whenever the load runs -- in the load's block, or,
+ * for a load in a region of runtime `if`s (no loop between), in an
+ * enclosing block after that `if` -- and no store into the buffer comes
+ * before the load (in its block, the blocks enclosing it, or their earlier
+ * regions).  Then each element the load reads is written by the same lane
+ * of the same program, after the read; any other writer of it would race
+ * with that store in the forward.  Atomics into the buffer are refused:
+ * their order decides what a load reads. */
+static void validate_inplace_load(Ad *ad, const Block *b, int i, const BlockPos *up)
 {
     const Inst *ld = &b->insts.v[i];
     ValId p = ld->args[0], m = ld->flags & IF_HAS_MASK ? ld->args[1] : 0;
@@ -1033,9 +1101,13 @@ static void validate_inplace_load(Ad *ad, const Block *b, int i)
                    root_name(ad, p), ad->first_atomic[r - 1]->loc.line);
         return;
     }
-    for (int j = 0; j < i; j++) {
-        const Inst *o = &b->insts.v[j];
-        if (o->op == OP_STORE && o->args[0] == p) {
+    /* stores before the load, on the way out to the block of the matching store */
+    const Block *cb = b;
+    int ci = i;
+    const BlockPos *pos = up;
+    for (;;) {
+        const Inst *o = store_into(ad, cb, 0, ci, r);
+        if (o) {
             diag_error(ad->d, ld->loc,
                        "the kernel reads an element of '%s' after writing it (line %d): kad "
                        "differentiates in-place updates only where every load reads the value "
@@ -1043,17 +1115,20 @@ static void validate_inplace_load(Ad *ad, const Block *b, int i)
                        root_name(ad, p), o->loc.line);
             return;
         }
-    }
-    for (int j = i + 1; j < b->insts.n; j++) {
-        const Inst *o = &b->insts.v[j];
-        if (o->op == OP_STORE && o->args[0] == p && (!(o->flags & IF_HAS_MASK) || o->args[2] == m))
+        if (matching_store_after(ad, cb, ci, p, m, cb == b))
             return;
+        if (!pos || pos->b->insts.v[pos->i].op != OP_IF)
+            break;
+        cb = pos->b;
+        ci = pos->i;
+        pos = pos->up;
     }
     diag_error(ad->d, ld->loc,
                "load from '%s', which the kernel updates in place: kad cannot prove that it reads "
                "the value before the launch (the kernel might read an element after writing it "
-               "through another lane or program); it can when a later tl.store in the same block "
-               "writes through the same pointer value, under the same mask or none",
+               "through another lane or program); it can when a later tl.store writes through the "
+               "same pointer value, under the same mask or none, in the load's block or, for a load "
+               "inside runtime `if`s, after them in a block enclosing them",
                root_name(ad, p));
 }
 
@@ -1141,11 +1216,12 @@ static const char *const tape_msg =
 /* path/npath: the enclosing ifs (for StoreSite); loop: the innermost
  * enclosing loop, loop_depth: how many loops enclose b. */
 static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *loop, const IfStep *path,
-                           int npath, SiteVec *sites)
+                           int npath, SiteVec *sites, const BlockPos *up)
 {
     for (int i = 0; i < b->insts.n; i++) {
         const Inst *in = &b->insts.v[i];
         OpKind op = (OpKind)in->op;
+        BlockPos here = {b, i, up};
         switch (op) {
         case OP_LOAD: {
             ValId p = in->args[0];
@@ -1163,7 +1239,7 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
                            "output)",
                            root_name(ad, p));
             else if (r > 0 && ad->role[r - 1] == AD_ROLE_INOUT)
-                validate_inplace_load(ad, b, i);
+                validate_inplace_load(ad, b, i, up);
             else if (r > 0 && ad->stored[r - 1] && ad->role[r - 1] == AD_ROLE_NONE)
                 diag_error(ad->d, in->loc,
                            "load from '%s', which the kernel also writes: the backward kernel drops "
@@ -1252,7 +1328,7 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
                 if ((ad_active(ad, c) || ad_active(ad, in->res[k])) && !linear_chain(ad, r, k))
                     diag_error(ad->d, in->loc, tape_msg, display(ad, c, in->res[k]));
             }
-            validate_block(ad, r, loop_depth + 1, in, path, npath, sites);
+            validate_block(ad, r, loop_depth + 1, in, path, npath, sites, &here);
             break;
         }
         case OP_WHILE: {
@@ -1261,8 +1337,8 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
             for (int k = 0; k < in->nres; k++)
                 if (ad_active(ad, c->params[k]) || ad_active(ad, in->res[k]))
                     diag_error(ad->d, in->loc, tape_msg, display(ad, c->params[k], in->res[k]));
-            validate_block(ad, c, loop_depth + 1, NULL, path, npath, sites); /* no stores in a condition */
-            validate_block(ad, in->regions[1], loop_depth + 1, in, path, npath, sites);
+            validate_block(ad, c, loop_depth + 1, NULL, path, npath, sites, &here); /* no stores in a condition */
+            validate_block(ad, in->regions[1], loop_depth + 1, in, path, npath, sites, &here);
             break;
         }
         case OP_IF:
@@ -1272,7 +1348,7 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
                 if (npath)
                     memcpy(np, path, sizeof *np * (size_t)npath);
                 np[npath] = (IfStep){in, r};
-                validate_block(ad, in->regions[r], loop_depth, loop, np, npath + 1, sites);
+                validate_block(ad, in->regions[r], loop_depth, loop, np, npath + 1, sites, &here);
             }
             break;
         default:
@@ -1309,7 +1385,7 @@ bool ad_analyze(Ad *ad)
     analyze(ad);
     drop_shift_invariant(ad, ad->fw->body);
     SiteVec sites = {0};
-    validate_block(ad, ad->fw->body, 0, NULL, NULL, 0, &sites);
+    validate_block(ad, ad->fw->body, 0, NULL, NULL, 0, &sites, NULL);
     return ad->d->nerrors == before;
 }
 

@@ -172,6 +172,25 @@ static void dump_expr(Buf *b, const Expr *e)
         }
         buf_putc(b, ')');
         break;
+    case EX_FSTRING:
+        buf_puts(b, "(fstring");
+        for (int k = 0; k < e->seq.n; k++) {
+            buf_putc(b, ' ');
+            dump_expr(b, e->seq.xs[k]);
+        }
+        buf_putc(b, ')');
+        break;
+    case EX_FORMAT:
+        buf_puts(b, "(format ");
+        dump_expr(b, e->fmt.value);
+        if (e->fmt.conv)
+            buf_printf(b, " !%c", e->fmt.conv);
+        if (e->fmt.spec[0]) {
+            buf_puts(b, " :");
+            dump_str(b, e->fmt.spec);
+        }
+        buf_putc(b, ')');
+        break;
     }
 }
 

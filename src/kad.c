@@ -78,7 +78,7 @@ static int add_module(kad_ctx *c, const char *modname, const char *filename, con
     const char *copy = arena_strdup(c->a, text);
     diag_add_source(&c->d, file, copy);
     int before = c->d.nerrors;
-    Module *m = parse_module(c->a, &c->d, file, copy);
+    Module *m = parse_module_lazy(c->a, &c->d, file, copy);
     bool ok = m && c->d.nerrors == before;
     if (ok) {
         const char *base = base_name(file);

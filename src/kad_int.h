@@ -242,6 +242,12 @@ const char *tok_kind_name(TokKind k);
  * ignored; a final NEWLINE and the closing DEDENTs precede TK_EOF.
  * Lexical errors go to d; the token array is still usable. */
 Token *lex(Arena *a, Diags *d, const char *file, const char *text, int *ntok);
+/* The text of an f-string's literal part [p, end) of a token's source, as
+ * Python reads it: `{{`/`}}` are braces, escapes are decoded unless raw,
+ * a backslash before a brace stays.  line and line_start locate p (for
+ * errors in escapes, which go to d). */
+const char *lex_fstring_text(Arena *a, Diags *d, const char *file, int line, const char *line_start,
+                             const char *p, const char *end, bool raw);
 
 /* ------------------------------------------------------------------ */
 /* parse_py.c: the AST                                                 */
@@ -265,6 +271,8 @@ typedef enum ExprKind {
     EX_IFEXP,     /* ifexp: then if cond else els */
     EX_TUPLE,     /* seq */
     EX_LIST,      /* seq */
+    EX_FSTRING,   /* seq: the parts of f"...", each EX_STR or EX_FORMAT */
+    EX_FORMAT,    /* fmt: one replacement field {value!conv:spec} of an f-string */
 } ExprKind;
 
 typedef enum BinOp {
@@ -302,7 +310,8 @@ struct Expr {
         struct { Expr *first; CmpOp *ops; Expr **rest; int n; } cmp;
         struct { BoolOpKind op; Expr **xs; int n; } boolop;
         struct { Expr *cond, *then, *els; } ifexp;
-        struct { Expr **xs; int n; } seq; /* EX_TUPLE, EX_LIST */
+        struct { Expr **xs; int n; } seq; /* EX_TUPLE, EX_LIST, EX_FSTRING */
+        struct { Expr *value; char conv; const char *spec; } fmt; /* conv: 0, 's', 'r', 'a'; spec: "" if none */
     };
 };
 
@@ -365,6 +374,8 @@ typedef struct FuncDef {
     Decorator *decos;
     int ndecos;
     bool is_jit; /* has a decorator resolving to triton.jit */
+    Diag *errs;  /* parse errors recorded by parse_module_lazy, reported only */
+    int nerrs;   /* when a specialization reaches the function (sema) */
 } FuncDef;
 
 /* `import triton.language as tl`      -> alias "tl",       qual "triton.language"
@@ -401,6 +412,12 @@ typedef struct Module {
  * simple assignments or @triton.jit functions are skipped.  Returns NULL
  * only if lexing/parsing failed hard; errors go to d. */
 Module *parse_module(Arena *a, Diags *d, const char *file, const char *text);
+/* Like parse_module, but an error inside a @triton.jit function (its def
+ * line included) is recorded on that FuncDef (errs/nerrs) instead of going
+ * to d; a def whose body or parameters failed is kept with what parsed.
+ * Lexical errors and errors outside jit functions still go to d.  sema
+ * reports a function's errors when a kernel reaches it. */
+Module *parse_module_lazy(Arena *a, Diags *d, const char *file, const char *text);
 
 /* ------------------------------------------------------------------ */
 /* ast_dump.c                                                          */
@@ -717,6 +734,10 @@ ValId lower_convert(Lower *L, ValId v, Type ty, Loc loc);
 bool lower_truth(Lower *L, SVal x, bool *is_const, bool *cval, ValId *v, Loc loc);
 /* Writes a constant the way Python would print it (for ConstParam). */
 const char *const_repr(Arena *a, ConstVal c);
+/* Python's format(x, spec) of a constant after the f-string conversion
+ * conv (0, 's', 'r', 'a'; dtypes print as Triton's do); NULL with *err
+ * when the spec does not apply to the value. */
+const char *const_format(Arena *a, ConstVal c, char conv, const char *spec, const char **err);
 
 /* ------------------------------------------------------------------ */
 /* sema.c, sema_sig.c and sema_stmt.c: the state of a specialization   */

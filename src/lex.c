@@ -27,8 +27,9 @@
  * (imaginary literals like 2j lex as TK_FLOAT: the parser refuses them, again
  * only in kernel code).  TK_STRING carries the decoded value; for raw strings
  * no escapes are processed, and for f-strings and bytes the raw contents are
- * kept (the parser refuses both in kernel code; it recognizes them by the
- * prefix in Token.text).
+ * kept (the parser splits f-strings from Token.text, with lex_fstring_text
+ * for their literal parts, and refuses bytes in kernel code; it recognizes
+ * both by the prefix in Token.text).
  *
  * Requires a NUL-terminated text; a UTF-8 byte order mark is skipped.  Bytes
  * >= 0x80 are accepted in names (Python allows non-ASCII identifiers; kad does
@@ -715,4 +716,50 @@ Token *lex(Arena *a, Diags *d, const char *file, const char *text, int *ntok)
     push(&L, TK_EOF, L.p, 0);
     *ntok = L.toks.n;
     return L.toks.v;
+}
+
+const char *lex_fstring_text(Arena *a, Diags *d, const char *file, int line, const char *line_start,
+                             const char *p, const char *end, bool raw)
+{
+    Lexer L = {0};
+    L.a = a;
+    L.d = d;
+    L.file = file;
+    L.src = line_start;
+    L.line = line;
+    L.line_start = line_start;
+    Buf b = {.a = a};
+    while (p < end) {
+        int eol = at_eol(p);
+        if (eol) {
+            buf_putc(&b, '\n');
+            p += eol;
+            newline(&L, p);
+            continue;
+        }
+        if ((*p == '{' || *p == '}') && p + 1 < end && p[1] == *p) {
+            buf_putc(&b, *p);
+            p += 2;
+            continue;
+        }
+        if (*p == '\\' && p + 1 < end) {
+            int e2 = at_eol(p + 1);
+            if (e2 && !raw) { /* a line continuation inside the literal */
+                p += 1 + e2;
+                newline(&L, p);
+                continue;
+            }
+            if (!raw && p[1] != '{' && p[1] != '}') {
+                Buf one = {.a = a};
+                const char *q = decode_escape(&L, p, &one);
+                if (q > end)
+                    q = end;
+                buf_puts(&b, buf_str(&one));
+                p = q;
+                continue;
+            }
+        }
+        buf_putc(&b, *p++);
+    }
+    return buf_str(&b);
 }

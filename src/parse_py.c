@@ -13,9 +13,11 @@
  * (statements: expression, =, op=, annotated =, if/elif/else, for, while,
  * return, pass, break, continue, assert, nested def; expressions: Python's
  * operators, calls with keyword arguments, attributes, subscripts with slices
- * and None, tuples, lists, conditional expressions).  Python syntax outside
- * that subset (lambda, comprehensions, dict/set displays, f-strings, *args,
- * with/try/raise/del/global, ...) is a located error naming the construct.
+ * and None, tuples, lists, conditional expressions, f-strings).  Python
+ * syntax outside that subset (lambda, comprehensions, dict/set displays,
+ * *args, with/try/raise/del/global, ...) is a located error naming the
+ * construct.  parse_module_lazy keeps the errors of each @triton.jit
+ * function on its FuncDef instead (reported by sema if a kernel reaches it).
  * Every error in kernel code is reported; after an error the parser skips
  * to the next statement and goes on, so several errors are reported at once
  * (one per statement, to avoid cascades).
@@ -70,6 +72,7 @@ typedef struct Parser {
     bool quiet;    /* parsing host code speculatively: errors are not reported */
     bool failed;   /* an error in the current statement: unwind, then resync */
     bool qfail;    /* an error while quiet (sticky until cleared): the speculation failed */
+    bool lazy;     /* parse_module_lazy: errors in jit functions are recorded on them */
     Module *m;
     Expr *bad;     /* returned after an error (an EX_NONE) */
 } Parser;
@@ -227,7 +230,9 @@ static Expr *finish(Parser *P, Expr *e)
     case EX_BOOLOP: for (int k = 0; k < e->boolop.n; k++) KID(e->boolop.xs[k]); break;
     case EX_IFEXP: KID(e->ifexp.cond); KID(e->ifexp.then); KID(e->ifexp.els); break;
     case EX_TUPLE:
-    case EX_LIST: for (int k = 0; k < e->seq.n; k++) KID(e->seq.xs[k]); break;
+    case EX_LIST:
+    case EX_FSTRING: for (int k = 0; k < e->seq.n; k++) KID(e->seq.xs[k]); break;
+    case EX_FORMAT: KID(e->fmt.value); break;
     default: break;
     }
 #undef KID
@@ -275,20 +280,223 @@ static bool refuse_unsupported_atom(Parser *P, Token *t)
     return false;
 }
 
-/* strings: STRING+  (adjacent literals concatenate; f-strings and bytes
- * are refused) */
+/* ---- f-strings ---- */
+
+/* The location of q inside token t's source text. */
+static Loc loc_in_token(const Token *t, const char *q)
+{
+    Loc l = t->loc;
+    const char *ls = NULL;
+    for (const char *c = t->text; c < q; c++)
+        if (*c == '\n' || (*c == '\r' && c[1] != '\n')) {
+            l.line++;
+            ls = c + 1;
+        }
+    l.col = ls ? (int)(q - ls) + 1 : t->loc.col + (int)(q - t->text);
+    return l;
+}
+
+/* Skips a string literal nested in a replacement field at p (< end). */
+static const char *skip_field_string(const char *p, const char *end)
+{
+    char q = *p;
+    bool triple = p + 2 < end && p[1] == q && p[2] == q;
+    p += triple ? 3 : 1;
+    while (p < end) {
+        if (*p == '\\' && p + 1 < end) {
+            p += 2;
+            continue;
+        }
+        if (*p == q && (!triple || (p + 2 < end && p[1] == q && p[2] == q)))
+            return p + (triple ? 3 : 1);
+        p++;
+    }
+    return end;
+}
+
+/* Parses the expression source [s, e) of a replacement field: lexed on its
+ * own (inside parentheses, so it may span lines) with the locations of the
+ * token t it sits in. */
+static Expr *parse_field_expr(Parser *P, const Token *t, const char *s, const char *e)
+{
+    while (s < e && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\f'))
+        s++;
+    Loc at0 = loc_in_token(t, s);
+    if (s == e) {
+        perr(P, at0, "f-string: valid expression required before '%c'", *e);
+        return P->bad;
+    }
+    const char *text = arena_printf(P->a, "(%.*s)", (int)(e - s), s);
+    Diags scratch;
+    diag_init(&scratch, P->a);
+    int n;
+    Token *toks = lex(P->a, &scratch, P->file, text, &n);
+    if (scratch.nerrors) {
+        perr(P, at0, "f-string: invalid expression: %s", scratch.list.n ? scratch.list.v[0].msg : "?");
+        return P->bad;
+    }
+    for (int k = 0; k < n; k++) {
+        if (toks[k].loc.line == 1)
+            toks[k].loc.col += at0.col - 2;
+        toks[k].loc.line += at0.line - 1;
+    }
+    Parser Q = *P;
+    Q.t = toks;
+    Q.ntok = n;
+    Q.i = 1; /* after the '(' */
+    Expr *x = parse_test(&Q);
+    /* the whole text must be one expression: then come ')' and NEWLINE */
+    if (!Q.failed && !(at(&Q, TK_RPAREN) && peek2(&Q)->kind == TK_NEWLINE))
+        perr(&Q, peek(&Q)->loc, "f-string: expecting '}', found %s", tok_desc(&Q, peek(&Q)));
+    P->failed = Q.failed;
+    P->qfail = Q.qfail;
+    return P->failed ? P->bad : x;
+}
+
+/* The parts of one f-string token (appended to parts); false after an
+ * error.  Literal parts become EX_STR, fields EX_FORMAT. */
+static bool parse_fstring_token(Parser *P, const Token *t, ExprVec *parts)
+{
+    const char *q = strpbrk(t->text, "'\"");
+    size_t plen = (size_t)(q - t->text);
+    bool raw = memchr(t->text, 'r', plen) || memchr(t->text, 'R', plen);
+    bool triple = q[1] == *q && q[2] == *q && t->len - (int)plen >= 6;
+    const char *p = q + (triple ? 3 : 1);
+    const char *end = t->text + t->len - (triple ? 3 : 1);
+    const char *lit = p;
+    Diags scratch;
+    diag_init(&scratch, P->a);
+    for (;;) {
+        bool at_end = p >= end;
+        if (!at_end && !raw && *p == '\\' && p + 1 < end) {
+            if (p[1] == 'N' && p[2] == '{') {
+                perr(P, loc_in_token(t, p), "\\N{...} escapes are not supported by kad; write the character itself");
+                return false;
+            }
+            p += p[1] == '{' || p[1] == '}' ? 1 : 2;
+            continue;
+        }
+        if (!at_end && (*p == '{' || *p == '}') && p + 1 < end && p[1] == *p) {
+            p += 2;
+            continue;
+        }
+        if (!at_end && *p == '}') {
+            perr(P, loc_in_token(t, p), "f-string: single '}' is not allowed");
+            return false;
+        }
+        if (!at_end && *p != '{') {
+            p++;
+            continue;
+        }
+        if (p > lit) { /* the literal text before the field (or the end) */
+            Loc ll = loc_in_token(t, lit);
+            const char *line_start = lit - (ll.col - 1);
+            const char *str = lex_fstring_text(P->a, &scratch, P->file, ll.line, line_start, lit, p, raw);
+            if (scratch.nerrors) {
+                perr(P, scratch.list.v[0].loc, "%s", scratch.list.v[0].msg);
+                return false;
+            }
+            Expr *e = new_expr(P, EX_STR, ll);
+            e->str = str;
+            vec_push(P->a, *parts, e);
+        }
+        if (at_end)
+            return true;
+        /* a replacement field: {expr [=] [!conv] [:spec]} */
+        const char *open = p++;
+        const char *es = p;
+        int depth = 0;
+        bool selfdoc = false;
+        const char *ee = NULL;
+        while (p < end) {
+            char c = *p;
+            if (c == '\'' || c == '"') {
+                p = skip_field_string(p, end);
+                continue;
+            }
+            if (c == '(' || c == '[' || c == '{')
+                depth++;
+            else if ((c == ')' || c == ']' || c == '}') && depth > 0)
+                depth--;
+            else if (depth == 0 && (c == '}' || c == ':' || (c == '!' && p[1] != '=')))
+                break;
+            else if (depth == 0 && c == '=' && p[1] != '=' && p > es && !strchr("=!<>", p[-1])) {
+                selfdoc = true;
+                ee = p++;
+                while (p < end && (*p == ' ' || *p == '\t'))
+                    p++;
+                break;
+            }
+            p++;
+        }
+        if (!ee)
+            ee = p;
+        if (p >= end) {
+            perr(P, loc_in_token(t, open), "f-string: expecting '}'");
+            return false;
+        }
+        Expr *value = parse_field_expr(P, t, es, ee);
+        if (P->failed)
+            return false;
+        Expr *f = new_expr(P, EX_FORMAT, value->loc);
+        f->fmt.value = value;
+        f->fmt.spec = "";
+        if (selfdoc) {
+            Expr *e = new_expr(P, EX_STR, loc_in_token(t, es));
+            e->str = arena_strndup(P->a, es, (size_t)(p - es));
+            vec_push(P->a, *parts, e);
+        }
+        if (*p == '!') {
+            char c = p + 1 < end ? p[1] : 0;
+            if (c != 's' && c != 'r' && c != 'a') {
+                perr(P, loc_in_token(t, p), "f-string: invalid conversion character: expected 's', 'r', or 'a'");
+                return false;
+            }
+            f->fmt.conv = c;
+            p += 2;
+        }
+        if (p < end && *p == ':') {
+            const char *ss = ++p;
+            while (p < end && *p != '}') {
+                if (*p == '{') {
+                    perr(P, loc_in_token(t, p),
+                         "nested replacement fields in an f-string's format spec are not supported by kad");
+                    return false;
+                }
+                p++;
+            }
+            f->fmt.spec = arena_strndup(P->a, ss, (size_t)(p - ss));
+        } else if (selfdoc && !f->fmt.conv) {
+            f->fmt.conv = 'r'; /* {x=} is {x!r} without a format spec */
+        }
+        if (p >= end || *p != '}') {
+            perr(P, loc_in_token(t, p < end ? p : open), "f-string: expecting '}'");
+            return false;
+        }
+        f = finish(P, f);
+        vec_push(P->a, *parts, f);
+        lit = ++p;
+    }
+}
+
+/* strings: STRING+  (adjacent literals concatenate; bytes are refused; with
+ * an f-string among them the result is an EX_FSTRING of the parts) */
 static Expr *parse_strings(Parser *P)
 {
     Token *first = peek(P);
     Buf b = {.a = P->a};
+    ExprVec parts = {0};
+    bool fstr = false;
     while (at(P, TK_STRING)) {
         Token *t = advance(P);
+        bool is_f = false;
         /* the prefix letters before the quote */
         for (const char *c = t->text; *c != '\'' && *c != '"'; c++) {
-            if (*c == 'f' || *c == 'F' || *c == 't' || *c == 'T') {
-                perr(P, t->loc, "f-strings are not supported by kad yet (use a plain string)");
+            if (*c == 't' || *c == 'T') {
+                perr(P, t->loc, "template strings (t\"...\") are not supported in Triton kernels");
                 return P->bad;
             }
+            is_f |= *c == 'f' || *c == 'F';
             if (*c == 'b' || *c == 'B') {
                 perr(P, t->loc, "bytes literals are not supported in Triton kernels");
                 return P->bad;
@@ -306,7 +514,29 @@ static Expr *parse_strings(Parser *P)
                 }
                 k++; /* skip the escaped character */
             }
+        if (is_f || fstr) {
+            if (!fstr && b.len) { /* the plain literals before the first f-string */
+                Expr *e = new_expr(P, EX_STR, first->loc);
+                e->str = arena_strdup(P->a, buf_str(&b));
+                vec_push(P->a, parts, e);
+            }
+            fstr = true;
+            if (is_f) {
+                if (!parse_fstring_token(P, t, &parts))
+                    return P->bad;
+            } else {
+                Expr *e = new_expr(P, EX_STR, t->loc);
+                e->str = t->str;
+                vec_push(P->a, parts, e);
+            }
+            continue;
+        }
         buf_puts(&b, t->str);
+    }
+    if (fstr) {
+        Expr *e = new_expr(P, EX_FSTRING, first->loc);
+        VEC_COPY(P, parts, e->seq.xs, e->seq.n);
+        return finish(P, e);
     }
     Expr *e = new_expr(P, EX_STR, first->loc);
     e->str = arena_strdup(P->a, buf_str(&b));
@@ -924,6 +1154,7 @@ static bool check_target(Parser *P, Expr *e, bool tuple_ok)
         [EX_SLICE] = "a slice", [EX_BINOP] = "an expression", [EX_UNOP] = "an expression",
         [EX_COMPARE] = "a comparison", [EX_BOOLOP] = "an expression",
         [EX_IFEXP] = "a conditional expression", [EX_TUPLE] = "this tuple", [EX_LIST] = "this list",
+        [EX_FSTRING] = "an f-string",
     };
     const char *w = (unsigned)e->kind < sizeof what / sizeof what[0] && what[e->kind] ? what[e->kind]
                                                                                       : "this expression";
@@ -1593,6 +1824,41 @@ static bool parse_jit_assign(Parser *P)
     return true;
 }
 
+/* A @triton.jit def under parse_module_lazy: its errors go to a private
+ * sink and are kept on the FuncDef, which is added whatever happened (a
+ * stub with no parameters and body when even its def line failed). */
+static void parse_jit_def_lazy(Parser *P, Decorator *decos, int ndecos)
+{
+    Token *name = peek2(P);
+    Diags *outer = P->d;
+    Diags own;
+    diag_init(&own, P->a);
+    own.max_errors = outer->max_errors;
+    P->d = &own;
+    FuncDef *fn = parse_funcdef(P, decos, ndecos);
+    bool def_failed = !fn;
+    if (def_failed)
+        resync(P); /* an error in the def line */
+    P->d = outer;
+    if (!fn) {
+        if (name->kind != TK_NAME || tok_is_keyword(name) || !own.nerrors) {
+            for (int k = 0; k < own.list.n; k++) /* no name to keep them under */
+                vec_push(P->a, outer->list, own.list.v[k]);
+            outer->nerrors += own.nerrors;
+            return;
+        }
+        fn = arena_alloc(P->a, sizeof *fn);
+        fn->name = tok_str(P, name);
+        fn->loc = name->loc;
+        fn->decos = decos;
+        fn->ndecos = ndecos;
+        fn->is_jit = true;
+    }
+    fn->errs = own.list.v;
+    fn->nerrs = own.list.n;
+    add_func(P, fn);
+}
+
 /* decorated: ('@' dotted_name ['(' ... ')'] NEWLINE)+ (funcdef | classdef)
  * A def whose decorators include triton.jit is parsed as a kernel; any
  * other decorated definition is host code and skipped. */
@@ -1620,6 +1886,10 @@ static void parse_decorated(Parser *P, bool conditional)
     }
     if (!at_kw(P, "def") || !jit || conditional) {
         skip_stmt(P); /* def, class or async def of host code */
+        return;
+    }
+    if (P->lazy) {
+        parse_jit_def_lazy(P, decos.v, decos.n);
         return;
     }
     FuncDef *fn = parse_funcdef(P, decos.v, decos.n);
@@ -1760,10 +2030,11 @@ static void parse_module_stmts(Parser *P, bool conditional)
     }
 }
 
-Module *parse_module(Arena *a, Diags *d, const char *file, const char *text)
+static Module *parse_module_mode(Arena *a, Diags *d, const char *file, const char *text, bool lazy)
 {
     int before = d->nerrors;
     Parser P = {0};
+    P.lazy = lazy;
     P.a = a;
     P.d = d;
     P.file = file;
@@ -1780,4 +2051,14 @@ Module *parse_module(Arena *a, Diags *d, const char *file, const char *text)
         }
     }
     return P.m;
+}
+
+Module *parse_module(Arena *a, Diags *d, const char *file, const char *text)
+{
+    return parse_module_mode(a, d, file, text, false);
+}
+
+Module *parse_module_lazy(Arena *a, Diags *d, const char *file, const char *text)
+{
+    return parse_module_mode(a, d, file, text, true);
 }

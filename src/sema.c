@@ -171,6 +171,22 @@ static int mod_index(const Sema *S, const Module *m)
     die("module not registered with sema");
 }
 
+/* A function parsed by parse_module_lazy with errors: reports them now
+ * that a specialization reaches it (true if there were any). */
+static bool report_parse_errors(Diags *d, const FuncDef *fn, Loc from)
+{
+    if (!fn->nerrs)
+        return false;
+    for (int k = 0; k < fn->nerrs; k++)
+        if (fn->errs[k].kind == DG_ERROR)
+            diag_error(d, fn->errs[k].loc, "%s", fn->errs[k].msg);
+        else
+            diag_note(d, fn->errs[k].loc, "%s", fn->errs[k].msg);
+    if (from.file)
+        diag_note(d, from, "'%s' is used here", fn->name);
+    return true;
+}
+
 static const FuncDef *find_jit(const Module *m, const char *name)
 {
     for (int i = 0; i < m->funcs.n; i++)
@@ -525,6 +541,8 @@ static SVal call_jit(Sema *S, SVal fnv, const SVal *args, const Loc *alocs, int 
                    fn->name, MAX_INLINE_DEPTH);
         return sval_error();
     }
+    if (report_parse_errors(S->d, fn, loc))
+        return sval_error();
     int np = fn->nparams, errs = S->d->nerrors;
     SVal *bound = arena_alloc(S->a, sizeof *bound * (size_t)(np ? np : 1));
     Loc *blocs = arena_alloc(S->a, sizeof *blocs * (size_t)(np ? np : 1));
@@ -712,6 +730,48 @@ static SVal eval_boolop(Sema *S, const Expr *e)
     return r;
 }
 
+/* f"...": folds to a str constant, as Triton does; every field must be a
+ * compile-time value (Triton formats only constexprs). */
+static SVal eval_fstring(Sema *S, const Expr *e)
+{
+    Buf b = {.a = S->a};
+    bool bad = false;
+    for (int i = 0; i < e->seq.n; i++) {
+        const Expr *x = e->seq.xs[i];
+        if (x->kind == EX_STR) {
+            buf_puts(&b, x->str);
+            continue;
+        }
+        SVal v = sema_eval_expr(S, x->fmt.value);
+        if (v.kind == SV_ERROR) {
+            bad = true;
+            continue;
+        }
+        if (v.kind == SV_NONE)
+            v = (SVal){.kind = SV_CONST, .c = {.kind = CK_NONE}};
+        if (v.kind != SV_CONST) {
+            diag_error(S->d, x->fmt.value->loc,
+                       "an f-string can only format compile-time values (constexprs, constants, dtypes), "
+                       "as in Triton; this is %s",
+                       sema_describe(S, v));
+            bad = true;
+            continue;
+        }
+        const char *err;
+        const char *s = const_format(S->a, v.c, x->fmt.conv, x->fmt.spec, &err);
+        if (!s) {
+            diag_error(S->d, x->fmt.value->loc, "f-string: cannot format %s with '%s': %s", sema_describe(S, v),
+                       x->fmt.spec, err);
+            bad = true;
+            continue;
+        }
+        buf_puts(&b, s);
+    }
+    if (bad)
+        return sval_error();
+    return (SVal){.kind = SV_CONST, .c = {.kind = CK_STR, .s = buf_str(&b)}};
+}
+
 SVal sema_eval_expr(Sema *S, const Expr *e)
 {
     Lower *L = &S->L;
@@ -751,6 +811,8 @@ SVal sema_eval_expr(Sema *S, const Expr *e)
     case EX_COMPARE: return eval_compare(S, e);
     case EX_BOOLOP: return eval_boolop(S, e);
     case EX_IFEXP: return sema_eval_ifexp(S, e);
+    case EX_FSTRING: return eval_fstring(S, e);
+    case EX_FORMAT: die("an f-string field outside an f-string");
     case EX_TUPLE:
     case EX_LIST: {
         SVal t = {.kind = SV_TUPLE, .n = e->seq.n};
@@ -817,6 +879,8 @@ Func *sema_kernel(Arena *a, Diags *d, Module **mods, int nmods, const char *name
         return NULL;
     }
 
+    if (report_parse_errors(d, fn, (Loc){0}))
+        return NULL;
     SemaOptions dflt = {0};
     Func *f = ir_func_new(a, fn->name, fn->loc);
     Sema S = {.a = a, .d = d, .mods = mods, .nmods = nmods, .opt = opt ? opt : &dflt};

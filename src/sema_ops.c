@@ -1288,3 +1288,244 @@ const char *const_repr(Arena *a, ConstVal c)
     }
     return buf_str(&b);
 }
+
+/* ------------------------------------------------------------------ */
+/* f-string fields: str(), repr() and format() of constants            */
+/* ------------------------------------------------------------------ */
+
+/* str() of a Triton dtype: "int32", "fp32", "pointer<fp16>". */
+static void dtype_str(Buf *b, Dtype dt, Dtype elem)
+{
+    if (dt == DT_PTR) {
+        buf_puts(b, "pointer<");
+        dtype_str(b, elem, DT_VOID);
+        buf_putc(b, '>');
+    } else {
+        buf_puts(b, dtype_is_float(dt) ? dtype_name(dt) : dtype_triton_name(dt));
+    }
+}
+
+/* Python's repr of a str: single quotes unless the text has ' and no ". */
+static void repr_str(Buf *b, const char *s, bool ascii)
+{
+    char q = strchr(s, '\'') && !strchr(s, '"') ? '"' : '\'';
+    buf_putc(b, q);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == (unsigned char)q || c == '\\')
+            buf_printf(b, "\\%c", c);
+        else if (c == '\n')
+            buf_puts(b, "\\n");
+        else if (c == '\r')
+            buf_puts(b, "\\r");
+        else if (c == '\t')
+            buf_puts(b, "\\t");
+        else if (c < 0x20 || c == 0x7F || (ascii && c >= 0x80))
+            buf_printf(b, "\\x%02x", c);
+        else
+            buf_putc(b, (char)c);
+    }
+    buf_putc(b, q);
+}
+
+static const char *const_text(Arena *a, ConstVal c, char conv)
+{
+    Buf b = {.a = a};
+    switch (c.kind) {
+    case CK_STR:
+        if (conv == 'r' || conv == 'a')
+            repr_str(&b, c.s ? c.s : "", conv == 'a');
+        else
+            buf_puts(&b, c.s ? c.s : "");
+        break;
+    case CK_DTYPE:
+        if (conv && conv != 's' && c.dt != DT_PTR)
+            buf_printf(&b, "triton.language.%s", dtype_triton_name(c.dt));
+        else
+            dtype_str(&b, c.dt, (Dtype)c.i);
+        break;
+    default: return const_repr(a, c); /* None, bool, int, float: str == repr */
+    }
+    return buf_str(&b);
+}
+
+/* Inserts sep every `every` digits of the run of digits [s, s+n). */
+static void put_grouped(Buf *b, const char *s, int n, char sep, int every)
+{
+    for (int k = 0; k < n; k++) {
+        buf_putc(b, s[k]);
+        if (sep && (n - 1 - k) % every == 0 && k != n - 1)
+            buf_putc(b, sep);
+    }
+}
+
+/* Python's format(c, spec) after the conversion conv (0, 's', 'r', 'a').
+ * NULL with *err set when the spec does not apply (Python's ValueError or
+ * TypeError) or uses what kad does not format. */
+const char *const_format(Arena *a, ConstVal c, char conv, const char *spec, const char **err)
+{
+    *err = NULL;
+    if (conv) {
+        c = (ConstVal){.kind = CK_STR, .s = const_text(a, c, conv)};
+    }
+    if (!*spec)
+        return const_text(a, c, 0);
+    /* [[fill]align][sign][z][#][0][width][grouping][.precision][type] */
+    const char *p = spec;
+    char fill = ' ', align = 0, sign = 0, group = 0, type = 0;
+    bool alt = false;
+    int width = -1, prec = -1;
+    if (p[0] && p[1] && strchr("<>=^", p[1])) {
+        fill = p[0];
+        align = p[1];
+        p += 2;
+    } else if (*p && strchr("<>=^", *p)) {
+        align = *p++;
+    }
+    if (*p && strchr("+- ", *p))
+        sign = *p++;
+    if (*p == 'z')
+        p++;
+    if (*p == '#') {
+        alt = true;
+        p++;
+    }
+    if (*p == '0') {
+        if (!align) {
+            fill = '0';
+            align = '=';
+        }
+        p++;
+    }
+    while (*p >= '0' && *p <= '9')
+        width = (width < 0 ? 0 : width) * 10 + (*p++ - '0');
+    if (*p == ',' || *p == '_')
+        group = *p++;
+    if (*p == '.') {
+        p++;
+        if (!(*p >= '0' && *p <= '9')) {
+            *err = "format specifier missing precision";
+            return NULL;
+        }
+        prec = 0;
+        while (*p >= '0' && *p <= '9')
+            prec = prec * 10 + (*p++ - '0');
+    }
+    if (*p)
+        type = *p++;
+    if (*p || width > 10000 || prec > 1000) {
+        *err = "invalid format specifier";
+        return NULL;
+    }
+    Buf body = {.a = a};
+    const char *prefix = "";
+    bool neg = false, numeric = true;
+    ConstKind k = c.kind;
+    if (k == CK_BOOL)
+        k = CK_INT; /* bool.__format__ with a spec is int's */
+    if (k == CK_STR && (!type || type == 's')) {
+        if (sign || alt || group || align == '=') {
+            *err = "sign, '#', grouping and '=' alignment are not allowed with a string";
+            return NULL;
+        }
+        numeric = false;
+        const char *s = c.s ? c.s : "";
+        size_t n = strlen(s);
+        if (prec >= 0) { /* at most prec characters (UTF-8 aware) */
+            size_t cut = 0;
+            for (int chars = 0; cut < n && chars < prec; chars++)
+                do
+                    cut++;
+                while (cut < n && ((unsigned char)s[cut] & 0xC0) == 0x80);
+            n = cut;
+        }
+        buf_printf(&body, "%.*s", (int)n, s);
+    } else if (k == CK_INT && (!type || strchr("dboxXn", type))) {
+        if (prec >= 0) {
+            *err = "precision not allowed in integer format specifier";
+            return NULL;
+        }
+        neg = c.i < 0;
+        uint64_t u = neg ? (uint64_t)0 - (uint64_t)c.i : (uint64_t)c.i;
+        int base = type == 'b' ? 2 : type == 'o' ? 8 : (type == 'x' || type == 'X') ? 16 : 10;
+        char digits[80];
+        int nd = 0;
+        do {
+            int dg = (int)(u % (uint64_t)base);
+            digits[nd++] = (char)(dg < 10 ? '0' + dg : (type == 'X' ? 'A' : 'a') + dg - 10);
+            u /= (uint64_t)base;
+        } while (u);
+        if (alt && base != 10)
+            prefix = base == 2 ? "0b" : base == 8 ? "0o" : type == 'X' ? "0X" : "0x";
+        int every = base == 10 ? 3 : 4, lead = (neg || sign ? 1 : 0) + (int)strlen(prefix);
+        if (group && fill == '0' && align == '=') /* zero padding is grouped too */
+            while (nd < 79 && lead + nd + (nd - 1) / every < width)
+                digits[nd++] = '0';
+        char rev[80];
+        for (int i = 0; i < nd; i++)
+            rev[i] = digits[nd - 1 - i];
+        if (group == ',' && base != 10) {
+            *err = "cannot specify ',' with this format type";
+            return NULL;
+        }
+        put_grouped(&body, rev, nd, group, every);
+    } else if ((k == CK_INT || k == CK_FLOAT) && (!type || strchr("eEfFgG%n", type))) {
+        double f = k == CK_INT ? (double)c.i : c.f;
+        neg = signbit(f) && !isnan(f);
+        double af = fabs(f);
+        char t = type == 'n' ? 'g' : type;
+        char tmp[1200];
+        if (!t && prec < 0) {
+            Buf r = {.a = a};
+            repr_float(&r, af);
+            snprintf(tmp, sizeof tmp, "%s", buf_str(&r));
+        } else if (!t) { /* like 'g', but a fixed-point result keeps a '.0' */
+            snprintf(tmp, sizeof tmp, "%.*g", prec ? prec : 1, af);
+            if (isfinite(af) && !strpbrk(tmp, ".e"))
+                strcat(tmp, ".0");
+        } else if (t == '%') {
+            snprintf(tmp, sizeof tmp, "%.*f%%", prec < 0 ? 6 : prec, af * 100);
+        } else {
+            char f2[16];
+            snprintf(f2, sizeof f2, "%%%s.*%c", alt ? "#" : "", t);
+            snprintf(tmp, sizeof tmp, f2, prec < 0 ? 6 : prec, af);
+        }
+        int nd = 0;
+        while (tmp[nd] >= '0' && tmp[nd] <= '9')
+            nd++;
+        const char *rest = tmp + nd;
+        if (group && fill == '0' && align == '=') /* zero padding is grouped too */
+            for (int lead = (int)strlen(rest) + (neg || sign ? 1 : 0); nd < 400 && lead + nd + (nd - 1) / 3 < width;)
+                memmove(tmp + 1, tmp, strlen(tmp) + 1), tmp[0] = '0', nd++;
+        put_grouped(&body, tmp, nd, group, 3);
+        buf_puts(&body, tmp + nd);
+    } else {
+        *err = arena_printf(a, "unknown format code '%c' for a value of this type", type ? type : ' ');
+        if (c.kind == CK_NONE || c.kind == CK_DTYPE)
+            *err = "this value takes no format spec (only '{x}', '{x!r}' or '{x!s}')";
+        return NULL;
+    }
+    const char *sgn = neg ? "-" : sign == '+' ? "+" : sign == ' ' ? " " : "";
+    const char *text = buf_str(&body);
+    int len = (int)strlen(sgn) + (int)strlen(prefix);
+    for (const char *s = text; *s; s++)
+        len += ((unsigned char)*s & 0xC0) != 0x80;
+    int pad = width > len ? width - len : 0;
+    if (!align)
+        align = numeric ? '>' : '<';
+    Buf out = {.a = a};
+    int left = align == '<' ? 0 : align == '^' ? pad / 2 : pad;
+    if (align != '=')
+        for (int i = 0; i < left; i++)
+            buf_putc(&out, fill);
+    buf_puts(&out, sgn);
+    buf_puts(&out, prefix);
+    if (align == '=')
+        for (int i = 0; i < pad; i++)
+            buf_putc(&out, fill);
+    buf_puts(&out, text);
+    if (align != '=')
+        for (int i = 0; i < pad - left; i++)
+            buf_putc(&out, fill);
+    return buf_str(&out);
+}

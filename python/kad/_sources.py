@@ -36,7 +36,7 @@ import os
 import textwrap
 import types
 
-__all__ = ["Source", "collect_sources", "unwrap"]
+__all__ = ["Source", "collect_sources", "generated_source", "unwrap"]
 
 
 class Source:
@@ -166,7 +166,7 @@ def collect_sources(jit):
     """The Sources for the kernel of JITFunction jit: helper modules first,
     the kernel's own module last."""
     fn = jit.fn
-    kname, ktext = _module_text_for(fn)
+    kname, ktext = generated_source(jit) if _is_generated(fn) else _module_text_for(fn)
     order = []  # helper module files, in discovery order
     seen_files = {kname}
     seen_objs = {id(jit)}
@@ -207,15 +207,80 @@ def _module_source(name):
     return path, _read(path)
 
 
+def _is_generated(fn):
+    """True when fn's code was not compiled from its module's file: source
+    text made at run time and exec'd (xformers' unroll_varargs), whose def
+    the module file does not hold."""
+    import sys
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    mod = sys.modules.get(_module_name(fn))
+    path = getattr(mod, "__file__", None) if mod is not None else None
+    where = code.co_filename
+    if not path or not os.path.exists(where):
+        return True
+    return os.path.realpath(where) != os.path.realpath(path)
+
+
+def generated_source(jit):
+    """(file name, text) of a synthetic module for a generated kernel: its
+    own source (jit.src) made a @triton.jit def, with the names its code
+    uses bound as in its module's namespace (fn.__globals__): modules by an
+    import of the same name, everything else by `from MODULE import NAME`,
+    which kad resolves in the real module (its source, or what host_values
+    sets there).  The def line is where it was in the generated file when
+    that leaves room for the decorator line above it, else one line below."""
+    fn = jit.fn
+    kmod = _module_name(fn)
+    src = textwrap.dedent(jit.src)
+    first = getattr(getattr(fn, "__code__", None), "co_firstlineno", 1)
+    lines = [""] * max(0, first - 2) + ["@triton.jit", src.rstrip("\n"), ""]
+    g = getattr(fn, "__globals__", {})
+    plain = []
+    for name in sorted(_code_names(fn)):
+        if name not in g or name == fn.__name__:
+            continue
+        obj = g[name]
+        if isinstance(obj, types.ModuleType):
+            lines.append(f"import {obj.__name__} as {name}")
+        else:
+            plain.append(name)
+    if plain:
+        lines.append(f"from {kmod} import {', '.join(plain)}")
+    name = getattr(fn.__code__, "co_filename", None) or f"<generated {fn.__name__}>"
+    return name, "\n".join(lines) + "\n"
+
+
 def load_sources(ctx, jit):
     """Adds the kernel's module and, recursively, the loaded modules it
-    imports to kad context ctx; returns the Sources added, kernel first."""
+    imports to kad context ctx; returns the Sources added, kernel first.
+    A generated kernel (see _is_generated) comes first as a synthetic module
+    named MODULE.<generated NAME> beside its real module."""
     fn = jit.fn
-    kname, ktext = _module_text_for(fn)
     kmod = _module_name(fn)
-    sources = [Source(kname, ktext, kmod)]
-    ctx.add_module(kmod, kname, ktext)
-    todo, seen = [kmod], {kmod}
+    sources = []
+    if _is_generated(fn):
+        gname, gtext = generated_source(jit)
+        gmod = f"{kmod}.<generated {fn.__name__}>"
+        ctx.add_module(gmod, gname, gtext)
+        sources.append(Source(gname, gtext, gmod))
+        src = _module_source(kmod)
+        # the real module, read for its names (an empty one when it has no
+        # file: what the generated code uses then comes from host_values)
+        kname, ktext = src if src is not None else (f"<module {kmod}>", "")
+        try:
+            ctx.add_module(kmod, kname, ktext)
+        except Exception:  # its file is not Python kad reads: host values only
+            kname, ktext = f"<module {kmod}>", ""
+            ctx.add_module(kmod, kname, ktext)
+        sources.append(Source(kname, ktext, kmod))
+        todo, seen = [gmod, kmod], {gmod, kmod}
+    else:
+        kname, ktext = _module_text_for(fn)
+        sources.append(Source(kname, ktext, kmod))
+        ctx.add_module(kmod, kname, ktext)
+        todo, seen = [kmod], {kmod}
     while todo:
         cur = todo.pop(0)
         for name in ctx.module_imports(cur) or []:
