@@ -775,17 +775,9 @@ void ad_mark_defs(Ad *ad, const Block *b, int id)
     }
 }
 
-/* Stores inside a loop.  The adjoint adds d_y[address] into the stored
- * value once per iteration, which is right only if no two iterations write
- * the same address (else the last write wins and only it may get the
- * gradient).  Proof used: the store's element offset is
- *     civ * iv + lane + invariant,   lane in [lo, hi]
- * (iv the loop's induction variable, invariant a scalar defined outside
- * the loop; a tile defined outside, such as a hoisted tl.arange, differs
- * across lanes and counts in [lo, hi]) and the loop's step is a constant with |civ * step| > hi - lo: the
- * address ranges of two iterations are then disjoint.  This covers the
- * chunked sweeps `for start in range(0, N, BLOCK): ... start +
- * tl.arange(0, BLOCK)`. */
+/* Offsets as civ * iv + [lo, hi] (same_address_lanes below uses it with no
+ * loop: every lane's offset, scalars counting 0).  Stores in loops are
+ * proven by access.c (check_loop_store). */
 typedef struct Aff {
     int64_t civ, lo, hi;
 } Aff;
@@ -868,97 +860,28 @@ static bool aff_of(const Ad *ad, ValId v, ValId iv, int id, Aff *out, int depth)
     return out->civ < AFF_LIMIT && out->civ > -AFF_LIMIT && out->lo > -AFF_LIMIT && out->hi < AFF_LIMIT;
 }
 
-/* A loop-invariant integer known to be >= *lb >= 1: a positive constant,
- * num_programs (a grid has at least one program per axis), and sums and
- * products of such values.  Grid-stride loops step by
- * `tl.num_programs(0) * BLOCK`. */
-static bool positive_lb(const Ad *ad, ValId v, int64_t *lb, int depth)
+/* A store to an output inside loops (access.c): the adjoint reads d_out
+ * at the store's address once per iteration, which is right only when no
+ * two iterations of the enclosing loops write one element (else only the
+ * last write may get the gradient).  Lanes the address does not depend on
+ * are not varied: one iteration writing an element from several lanes is
+ * the forward's own race.  A proof that needs a runtime condition is
+ * refused with the condition in the message. */
+static void check_loop_store(Ad *ad, const Inst *st, ValId p)
 {
-    const Inst *in = ad->def[v];
-    int64_t a, b;
-    if (!in || depth > 32 || is_float_type(fty(ad, v)) || fty(ad, v).dt == DT_PTR)
-        return false;
-    switch (in->op) {
-    case OP_CONST:
-        *lb = in->ival;
-        return in->ival >= 1 && in->ival < AFF_LIMIT;
-    case OP_NUM_PROGRAMS:
-        *lb = 1;
-        return true;
-    case OP_BROADCAST:
-    case OP_EXPAND_DIMS:
-    case OP_MULTIPLE_OF:
-    case OP_MAX_CONTIGUOUS:
-        return positive_lb(ad, in->args[0], lb, depth + 1);
-    case OP_CAST: /* integer widening keeps the value */
-        if (dtype_is_float((Dtype)fty(ad, in->args[0]).dt) ||
-            dtype_bits((Dtype)fty(ad, v).dt) < dtype_bits((Dtype)fty(ad, in->args[0]).dt))
-            return false;
-        return positive_lb(ad, in->args[0], lb, depth + 1);
-    case OP_ADD:
-    case OP_MUL:
-        if (!positive_lb(ad, in->args[0], &a, depth + 1) || !positive_lb(ad, in->args[1], &b, depth + 1))
-            return false;
-        *lb = in->op == OP_ADD ? a + b : a * b;
-        return *lb < AFF_LIMIT;
-    default:
-        return false;
-    }
-}
-
-/* Is the carried slot whose region parameter is `cur` advanced by a
- * positive amount each iteration (`next = cur + inc`)?  Sets *lb to a lower
- * bound of inc.  positive_lb only accepts values built from constants and
- * num_programs, so inc is the same in every iteration even when it is
- * computed inside the loop. */
-static bool counter_step(const Ad *ad, ValId cur, ValId next, int64_t *lb)
-{
-    const Inst *in = ad->def[next];
-    if (!in || in->op != OP_ADD)
-        return false;
-    ValId inc = in->args[0] == cur ? in->args[1] : in->args[1] == cur ? in->args[0] : 0;
-    return inc && positive_lb(ad, inc, lb, 0);
-}
-
-/* Do the iterations of `loop` store through p at disjoint addresses?  The
- * loop advances a counter iv by at least lb >= 1 per iteration (a `for`
- * with a constant or provably positive step; a `while` whose carried
- * counter is advanced by a positive invariant, the grid-stride loop), and
- * the store's offsets are civ * iv + [lo, hi] + invariant with
- * |civ| * lb > hi - lo. */
-static bool loop_store_disjoint(Ad *ad, const Inst *loop, ValId p)
-{
-    if (!loop)
-        return false;
-    int id = ++ad->gen;
-    for (int r = 0; r < loop->nregions; r++)
-        ad_mark_defs(ad, loop->regions[r], id);
-    Aff a;
-    int64_t lb;
-    if (loop->op == OP_FOR) {
-        int64_t step;
-        if (const_int(ad, loop->args[2], &step) && step != 0 && step < AFF_LIMIT && step > -AFF_LIMIT)
-            lb = step < 0 ? -step : step;
-        else if (!positive_lb(ad, loop->args[2], &lb, 0))
-            return false;
-        if (!aff_of(ad, p, loop->regions[0]->params[0], id, &a, 0))
-            return false;
-        int64_t civ = a.civ < 0 ? -a.civ : a.civ;
-        return civ > 0 && civ * lb > a.hi - a.lo;
-    }
-    if (loop->op != OP_WHILE)
-        return false;
-    const Block *body = loop->regions[1];
-    const Inst *y = ad_block_term(body);
-    for (int i = 0; i < body->nparams; i++) {
-        ValId iv = body->params[i];
-        if (!counter_step(ad, iv, y->args[i], &lb) || !aff_of(ad, p, iv, id, &a, 0))
-            continue;
-        int64_t civ = a.civ < 0 ? -a.civ : a.civ;
-        if (civ > 0 && civ * lb > a.hi - a.lo)
-            return true;
-    }
-    return false;
+    Access *acc = access_analyze(ad->a, ad->fw);
+    AccResult r = access_injective(acc, st, ACC_VARY_LOOPS | ACC_VARY_LANES | ACC_SKIP_UNUSED_LANES);
+    if (r.v == ACC_PROVEN)
+        return;
+    const char *why = r.v == ACC_PROVEN_IF
+                          ? arena_printf(ad->a, "only when %s holds", access_cond_python(acc, r.cond)
+                                                                          ? access_cond_python(acc, r.cond)
+                                                                          : "a condition on runtime values")
+                          : r.why;
+    diag_error(ad->d, st->loc,
+               "store to output '%s' inside a loop: kad cannot prove that the iterations write "
+               "distinct addresses (%s)",
+               root_name(ad, p), why);
 }
 
 /* Does every lane of the pointer tile p hold the same address?  Then a
@@ -1298,13 +1221,8 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
                     break;
                 }
                 vec_push(ad->a, *sites, site);
-                if (loop_depth > 1 || (loop_depth == 1 && !loop_store_disjoint(ad, loop, p)))
-                    diag_error(ad->d, in->loc,
-                               "store to output '%s' inside a loop: kad cannot prove that the "
-                               "iterations write distinct addresses (it can for one `for` or "
-                               "grid-stride `while` whose step exceeds the span of the "
-                               "`iv + tl.arange(...)` offsets)",
-                               root_name(ad, p));
+                if (loop_depth > 0)
+                    check_loop_store(ad, in, p);
                 if (same_address_lanes(ad, p))
                     diag_error(ad->d, in->loc,
                                "every lane of this store writes the same address of output '%s'; "

@@ -935,6 +935,98 @@ const char *builtin_user_name(Arena *a, const char *qual);
 bool builtin_is_method(const char *name);
 
 /* ------------------------------------------------------------------ */
+/* access.c: affine access analysis (see docs/AD.md, "Access analysis") */
+/* ------------------------------------------------------------------ */
+
+/* A polynomial over symbols with integer coefficients: sum of k * s1*s2*s3.
+ * Symbols are integer scalars the launch fixes: runtime int parameters,
+ * tl.num_programs(axis), and values kad cannot express otherwise (named in
+ * messages by their IR name).  Symbol ids are >= 1; 0 pads a monomial. */
+#define ACC_NSYM 3
+#define ACC_NMONO 8
+typedef struct AccMono {
+    int64_t k;
+    int32_t s[ACC_NSYM]; /* sorted descending, 0 = none */
+} AccMono;
+typedef struct AccPoly {
+    int n;
+    AccMono m[ACC_NMONO];
+} AccPoly;
+/* A runtime condition in conjunctive form: every clause holds, a clause
+ * holds when one of its polynomials is >= 0. */
+#define ACC_NALT 4
+#define ACC_NCLAUSE 8
+typedef struct AccClause {
+    int n;
+    AccPoly p[ACC_NALT];
+} AccClause;
+typedef struct AccCond {
+    int n;
+    AccClause c[ACC_NCLAUSE];
+} AccCond;
+
+typedef enum AccVerdict {
+    ACC_PROVEN,        /* injective / disjoint for every launch */
+    ACC_PROVEN_IF,     /* ... whenever cond holds (a check over scalar params) */
+    ACC_NOT_INJECTIVE, /* two points of the domain reach one element (why: a witness) */
+    ACC_UNKNOWN,       /* kad cannot tell (why: the reason) */
+} AccVerdict;
+typedef struct AccResult {
+    AccVerdict v;
+    const char *why;     /* NOT_INJECTIVE, UNKNOWN: the reason; else NULL */
+    const AccCond *cond; /* PROVEN_IF: the condition (arena); else NULL */
+} AccResult;
+
+/* What a query lets vary; what stays fixed is one unknown value.  The
+ * lanes of the tile are those the access's mask (and enclosing `if`s, loop
+ * bounds) enable. */
+enum {
+    ACC_VARY_PIDS = 1,   /* tl.program_id of every axis */
+    ACC_VARY_LOOPS = 2,  /* the iterations of every loop enclosing the access */
+    ACC_VARY_LANES = 4,  /* the lanes of the tile */
+    ACC_SKIP_UNUSED_LANES = 8, /* lanes the address does not depend on are not varied
+                                  (several lanes writing one element in one iteration
+                                  is then allowed: "distinct iterations write distinct
+                                  elements") */
+};
+
+/* The analysis of one Func: every load, store and atomic_add's address as
+ * a base parameter plus an affine form over program ids, loop iterations,
+ * lanes, and quasi-affine // and % terms, with symbolic coefficients.  f
+ * must stay unchanged while the Access is used. */
+typedef struct Access Access;
+Access *access_analyze(Arena *a, const Func *f);
+/* The memory instructions of f in program order (load, store, atomic_add). */
+int access_count(const Access *A);
+const Inst *access_inst(const Access *A, int i);
+/* The pointer parameter an access goes through (index into f->params), or
+ * -1 when its address is not an affine form over one parameter. */
+int access_base(Access *A, const Inst *mem);
+/* Is (program ids, loop iterations, enabled lanes) -> element injective,
+ * over what `vary` (ACC_VARY_*) lets vary? */
+AccResult access_injective(Access *A, const Inst *mem, int vary);
+/* The grid axes (bit k: axis k) the address provably does not depend on:
+ * every program along such an axis touches the same elements (a weight
+ * read by every row program), so its gradient collides across that axis.
+ * Returns false when the address is unknown. */
+bool access_pid_independent(Access *A, const Inst *mem, unsigned *axes);
+/* Do two accesses through one base parameter, in one program and one
+ * iteration of their common loops, touch disjoint elements (on the lanes
+ * their masks enable)?  (Two halves of a row through two tl.store sites.) */
+AccResult access_disjoint(Access *A, const Inst *x, const Inst *y);
+/* The condition as a Python / Triton expression over the kernel's
+ * parameter names (`stride >= n_cols`, `tl.num_programs(0) * s >= 1`);
+ * NULL when it names a value that is not a parameter. */
+const char *access_cond_python(Access *A, const AccCond *c);
+/* Evaluates the condition for runtime values of the int parameters (by
+ * index into f->params; others ignored) and the grid.  False when it names
+ * a value that is not a parameter; else *holds is set. */
+bool access_cond_eval(Access *A, const AccCond *c, const int64_t *params, const int64_t grid[3],
+                      bool *holds);
+/* A report of every access (form, constraints, verdicts): `kad access`. */
+const char *access_report(Access *A);
+
+/* ------------------------------------------------------------------ */
 /* ad_rev.c: reverse-mode AD (see docs/AD.md)                          */
 /* ------------------------------------------------------------------ */
 

@@ -44,6 +44,8 @@ static const char usage[] =
     "  kad emit FILE.py:KERNEL --sig SIG [--unroll] [--no-simplify] [--include FILE.py]... [-I DIR]...\n"
     "  kad emit FILE.ir\n"
     "      print the specialized kernel as Triton source (see docs/EMIT.md)\n"
+    "  kad access [FILE.ir]\n"
+    "      the access analysis: each load/store/atomic's address as an affine form, its verdicts\n"
     "  kad opt --pass NAME [--pass NAME]... [FILE.ir]\n"
     "      read textual IR (stdin when no FILE), run passes, print the IR\n"
     "  kad grad FILE.py:KERNEL --sig SIG --wrt X,... --out Y,... [-o FILE] [--ir] [--include FILE.py]...\n"
@@ -352,6 +354,34 @@ static int cmd_opt(int argc, char **argv)
     return 0;
 }
 
+/* kad access FILE.ir: the access analysis of every load, store and atomic. */
+static int cmd_access(int argc, char **argv)
+{
+    if (argc > 1) {
+        fputs(usage, stderr);
+        return 1;
+    }
+    char *text = slurp(argc ? argv[0] : NULL, "file");
+    if (!text)
+        return 1;
+    Arena *a = arena_new(0);
+    Diags d;
+    diag_init(&d, a);
+    const char *name = argc ? argv[0] : "<stdin>";
+    diag_add_source(&d, name, text);
+    Func *f = ir_parse(a, &d, name, text);
+    int rc = 0;
+    if (!f || !ir_verify(f, &d)) {
+        fputs(diag_render(&d), stderr);
+        rc = 1;
+    } else {
+        fputs(access_report(access_analyze(a, f)), stdout);
+    }
+    free(text);
+    arena_free(a);
+    return rc;
+}
+
 static int cmd_ast(int argc, char **argv)
 {
     if (argc != 1) {
@@ -563,6 +593,8 @@ int main(int argc, char **argv)
         return cmd_opt(argc - 2, argv + 2);
     if (!strcmp(cmd, "grad") || !strcmp(cmd, "check"))
         return cmd_ad(argc - 2, argv + 2, !strcmp(cmd, "check"));
+    if (!strcmp(cmd, "access"))
+        return cmd_access(argc - 2, argv + 2);
     if (!strcmp(cmd, "ast"))
         return cmd_ast(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {

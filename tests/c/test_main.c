@@ -44,6 +44,7 @@ static void run_one(T *t, const char *name, void (*fn)(T *))
 #include "test_interp.c"
 #include "test_emit.c"
 #include "test_ad.c"
+#include "test_access.c"
 
 int main(void)
 {
@@ -54,6 +55,7 @@ int main(void)
     tests_interp(&t);
     tests_emit(&t);
     tests_ad(&t);
+    tests_access(&t);
     printf("c: %d passed, %d failed\n", t.passed, t.failed);
     return t.failed ? 1 : 0;
 }

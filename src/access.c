@@ -1,0 +1,1969 @@
+/* access.c -- affine access analysis of loads, stores and atomics.
+ *
+ * Job: for every memory instruction, the element it touches as
+ *     base parameter + c0 + sum_v coef_v * v
+ * where v ranges over the variables of a launch -- program ids (pid0..2,
+ * in [0, num_programs)), the iteration counter of each enclosing loop (t,
+ * from 0), the lane index of each axis of the tile (lane0..3), and fresh
+ * variables for quasi-affine `e // d` and `e % d` (d >= 1, e >= 0) -- and
+ * c0 and each coef are polynomials over symbols (int parameters,
+ * num_programs, values kad cannot express).  Loop-carried offsets and
+ * pointers advanced by a loop-invariant amount (`p += BLOCK`) are
+ * inductions init + inc * t.  The access's mask, the bounds of enclosing
+ * `for` loops, `while` conditions and `if` conditions give constraints
+ * `form < 0` on the variables.
+ *
+ * Decision (access_injective): order the varied variables so that each
+ * coefficient exceeds the largest span the earlier ones can cover (a
+ * mixed-radix argument; the span of a group of variables is bounded by
+ * their extents or by a constraint on exactly that group, as
+ * `cols + BLOCK * t < N`).  Each step is a polynomial inequality; those
+ * that cannot be decided statically form the runtime condition of
+ * ACC_PROVEN_IF.  A pair of variables with constant coefficients that can
+ * cancel (a witness), or a variable the address does not depend on, makes
+ * it ACC_NOT_INJECTIVE.  Anything not expressible (data-dependent offsets,
+ * products of two varying values, GROUP_M swizzles) is ACC_UNKNOWN, never
+ * guessed.
+ *
+ * Assumptions: integer offsets do not wrap (as the kernel itself assumes);
+ * a symbol bounding an enabled lane from above (`cols < n`) is at least 1
+ * when the domain is not empty (an empty domain is trivially injective).
+ *
+ * Requires: a verified Func that stays unchanged.  Keeps: the Func.  All
+ * memory lives in the caller's arena.
+ */
+#include <string.h>
+
+#include "kad_int.h"
+
+#define AC_NTERM 10
+#define AC_LIMIT ((int64_t)1 << 40) /* beyond this, give up (no overflow) */
+#define NVAR_MAX 60                  /* variable ids fit a uint64_t mask */
+#define V_PID 0                      /* vars 0..2: program ids */
+#define V_LANE 3                     /* vars 3..6: lane axes */
+#define V_DYN 7                      /* loops and fresh variables from here */
+#define V_HOLE 63                    /* placeholder for a carried value */
+
+enum { SYM_PARAM, SYM_NPROG, SYM_VAL };
+enum { VK_PID, VK_LANE, VK_LOOP, VK_DIV, VK_MOD };
+
+typedef struct AcTerm {
+    int var;
+    AccPoly c;
+} AcTerm;
+
+/* An affine form; why != NULL: unknown, with the reason. */
+typedef struct AcForm {
+    const char *why;
+    int base; /* pointers: param index + 1 */
+    AccPoly c0;
+    int nt;
+    AcTerm t[AC_NTERM]; /* sorted by var, coefficients non-zero */
+} AcForm;
+
+typedef struct AcSym {
+    int kind;
+    ValId v;   /* SYM_PARAM, SYM_VAL */
+    int axis;  /* SYM_NPROG */
+    uint64_t dep; /* vars (pids, loops) it may depend on */
+} AcSym;
+
+typedef struct AcVar {
+    int kind;
+    int loop;        /* VK_LOOP: index into loops */
+    const AcForm *e; /* VK_DIV, VK_MOD: e // d, e % d */
+    AccPoly d;
+    bool has_max;    /* max: the largest value (the smallest is 0) */
+    AccPoly max;
+    uint64_t dep;    /* original variables it is a function of */
+} AcVar;
+
+typedef struct AcLoop {
+    const Inst *in;
+    int parent; /* enclosing loop index, or -1 */
+    int var;
+} AcLoop;
+
+/* One memory instruction and its context. */
+typedef struct AcSite {
+    const Inst *in;
+    uint64_t loops;      /* var bits of the enclosing loops */
+    Vec(ValId) ctx;      /* conditions known true: enclosing `if` then-branches, `while` conditions */
+    Vec(int) fors;       /* enclosing `for` loops (their bounds) */
+    const AcForm *form;  /* the offset (NULL until asked) */
+} AcSite;
+
+struct Access {
+    Arena *a;
+    const Func *f;
+    const char **names;
+    int nv;
+    const Inst **def;  /* by ValId */
+    int *owner;        /* by ValId: loop index of a region param, -1 */
+    int *slot;         /* by ValId: its slot (for: 0 = iv) */
+    int *inloop;       /* by ValId: innermost enclosing loop + 1, 0 outside */
+    const AcForm **memo;
+    uint8_t *busy;
+    uint64_t *dep;
+    uint8_t *dep_done;
+    int hole_depth;
+    Vec(const AcForm **) log; /* memo entries set while a carried value is open */
+    Vec(AcLoop) loops;
+    Vec(AcVar) vars;
+    Vec(AcSym) syms;
+    Vec(AcSite) sites;
+    unsigned pid_axes; /* the grid axes some tl.program_id reads */
+};
+
+/* ------------------------------------------------------------------ */
+/* Polynomials                                                         */
+/* ------------------------------------------------------------------ */
+
+static AccPoly pconst(int64_t k)
+{
+    AccPoly p = {0};
+    if (k) {
+        p.n = 1;
+        p.m[0].k = k;
+    }
+    return p;
+}
+
+static int mono_cmp(const AccMono *x, const AccMono *y)
+{
+    for (int i = 0; i < ACC_NSYM; i++)
+        if (x->s[i] != y->s[i])
+            return x->s[i] < y->s[i] ? -1 : 1;
+    return 0;
+}
+
+static bool in_limit(int64_t k) { return k < AC_LIMIT && k > -AC_LIMIT; }
+
+/* Adds k * m's symbols into p, keeping monomials sorted and non-zero. */
+static bool padd_mono(AccPoly *p, AccMono m)
+{
+    if (!m.k)
+        return true;
+    int i = 0;
+    while (i < p->n && mono_cmp(&p->m[i], &m) < 0)
+        i++;
+    if (i < p->n && !mono_cmp(&p->m[i], &m)) {
+        p->m[i].k += m.k;
+        if (!in_limit(p->m[i].k))
+            return false;
+        if (!p->m[i].k) {
+            memmove(&p->m[i], &p->m[i + 1], sizeof m * (size_t)(p->n - i - 1));
+            p->n--;
+        }
+        return true;
+    }
+    if (p->n == ACC_NMONO || !in_limit(m.k))
+        return false;
+    memmove(&p->m[i + 1], &p->m[i], sizeof m * (size_t)(p->n - i));
+    p->m[i] = m;
+    p->n++;
+    return true;
+}
+
+static bool padd(AccPoly *r, const AccPoly *x, const AccPoly *y, int64_t sy)
+{
+    AccPoly p = *x;
+    for (int i = 0; i < y->n; i++) {
+        AccMono m = y->m[i];
+        m.k *= sy;
+        if (!padd_mono(&p, m))
+            return false;
+    }
+    *r = p;
+    return true;
+}
+
+static bool pmul(AccPoly *r, const AccPoly *x, const AccPoly *y)
+{
+    AccPoly p = {0};
+    for (int i = 0; i < x->n; i++)
+        for (int j = 0; j < y->n; j++) {
+            const AccMono *a = &x->m[i], *b = &y->m[j];
+            if (!in_limit(a->k) || !in_limit(b->k) || (a->k > (1 << 20) && b->k > (1 << 20)))
+                return false;
+            AccMono m = {a->k * b->k, {0}};
+            int32_t s[2 * ACC_NSYM];
+            int n = 0;
+            for (int k = 0; k < ACC_NSYM; k++) {
+                if (a->s[k])
+                    s[n++] = a->s[k];
+                if (b->s[k])
+                    s[n++] = b->s[k];
+            }
+            if (n > ACC_NSYM)
+                return false;
+            for (int u = 0; u < n; u++) /* descending insertion sort */
+                for (int w = u; w > 0 && s[w] > s[w - 1]; w--) {
+                    int32_t tmp = s[w];
+                    s[w] = s[w - 1];
+                    s[w - 1] = tmp;
+                }
+            memcpy(m.s, s, sizeof(int32_t) * (size_t)n);
+            if (!in_limit(m.k) || !padd_mono(&p, m))
+                return false;
+        }
+    *r = p;
+    return true;
+}
+
+static bool pscale(AccPoly *r, const AccPoly *x, int64_t k)
+{
+    AccPoly c = pconst(k);
+    return pmul(r, x, &c);
+}
+
+static bool pis_const(const AccPoly *p, int64_t *k)
+{
+    if (p->n == 0) {
+        *k = 0;
+        return true;
+    }
+    if (p->n == 1 && !p->m[0].s[0]) {
+        *k = p->m[0].k;
+        return true;
+    }
+    return false;
+}
+
+static bool peq(const AccPoly *x, const AccPoly *y)
+{
+    if (x->n != y->n)
+        return false;
+    for (int i = 0; i < x->n; i++)
+        if (x->m[i].k != y->m[i].k || mono_cmp(&x->m[i], &y->m[i]))
+            return false;
+    return true;
+}
+
+/* p / k when every coefficient is divisible by k. */
+static bool pdiv_exact(AccPoly *r, const AccPoly *p, int64_t k)
+{
+    if (k == 0)
+        return false;
+    AccPoly q = *p;
+    for (int i = 0; i < q.n; i++) {
+        if (q.m[i].k % k)
+            return false;
+        q.m[i].k /= k;
+    }
+    *r = q;
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Symbols and signs                                                   */
+/* ------------------------------------------------------------------ */
+
+static int sym_intern(Access *A, int kind, ValId v, int axis, uint64_t dep)
+{
+    for (int i = 0; i < A->syms.n; i++)
+        if (A->syms.v[i].kind == kind && A->syms.v[i].v == v && A->syms.v[i].axis == axis)
+            return i + 1;
+    AcSym s = {kind, v, axis, dep};
+    vec_push(A->a, A->syms, s);
+    return A->syms.n;
+}
+
+static AccPoly psym(int id)
+{
+    AccPoly p = {0};
+    p.n = 1;
+    p.m[0].k = 1;
+    p.m[0].s[0] = id;
+    return p;
+}
+
+/* Facts: the symbols known >= 1 (num_programs; upper bounds of enabled
+ * lanes).  pos is a bit set over symbol ids (ids < 64; others unknown). */
+typedef struct Facts {
+    uint64_t pos;
+} Facts;
+
+static bool sym_pos(const Facts *F, int id) { return id < 64 && (F->pos >> id & 1); }
+
+/* Is p >= 0 for every value of the symbols satisfying the facts?  Sound,
+ * incomplete: each negative monomial -k*X must be covered by a positive
+ * k'*X*Y (Y's symbols >= 1, X's >= 0), a negative constant by any positive
+ * monomial of symbols >= 1; what is left must be positive monomials of
+ * non-negative symbols and a non-negative constant. */
+static bool pnonneg(const Facts *F, const AccPoly *p)
+{
+    AccPoly q = *p;
+    for (int i = 0; i < q.n; i++)
+        for (int k = 0; k < ACC_NSYM && q.m[i].s[k]; k++)
+            if (!sym_pos(F, q.m[i].s[k]))
+                return false; /* every symbol must be known >= 1 */
+    /* With every symbol >= 1: cover negatives from positives that contain them. */
+    for (int i = 0; i < q.n; i++) {
+        if (q.m[i].k >= 0)
+            continue;
+        for (int j = 0; j < q.n && q.m[i].k < 0; j++) {
+            if (q.m[j].k <= 0 || j == i)
+                continue;
+            /* does m[j]'s symbol multiset contain m[i]'s? */
+            int32_t left[ACC_NSYM];
+            memcpy(left, q.m[j].s, sizeof left);
+            bool ok = true;
+            for (int k = 0; k < ACC_NSYM && q.m[i].s[k] && ok; k++) {
+                ok = false;
+                for (int l = 0; l < ACC_NSYM; l++)
+                    if (left[l] == q.m[i].s[k]) {
+                        left[l] = 0;
+                        ok = true;
+                        break;
+                    }
+            }
+            if (!ok)
+                continue;
+            int64_t take = q.m[j].k < -q.m[i].k ? q.m[j].k : -q.m[i].k;
+            q.m[j].k -= take;
+            q.m[i].k += take;
+        }
+        if (q.m[i].k < 0)
+            return false;
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Forms                                                               */
+/* ------------------------------------------------------------------ */
+
+static AcForm *fnew(Access *A) { return arena_alloc(A->a, sizeof(AcForm)); }
+
+static const AcForm *funknown(Access *A, const char *why)
+{
+    AcForm *f = fnew(A);
+    f->why = why;
+    return f;
+}
+
+static bool fis_const(const AcForm *f) { return !f->why && f->nt == 0; }
+
+static AccPoly *fcoef(AcForm *f, int var)
+{
+    for (int i = 0; i < f->nt; i++)
+        if (f->t[i].var == var)
+            return &f->t[i].c;
+    return NULL;
+}
+
+/* f += c * var */
+static bool fadd_term(AcForm *f, int var, const AccPoly *c)
+{
+    if (!c->n)
+        return true;
+    int i = 0;
+    while (i < f->nt && f->t[i].var < var)
+        i++;
+    if (i < f->nt && f->t[i].var == var) {
+        if (!padd(&f->t[i].c, &f->t[i].c, c, 1))
+            return false;
+        if (!f->t[i].c.n) {
+            memmove(&f->t[i], &f->t[i + 1], sizeof f->t[0] * (size_t)(f->nt - i - 1));
+            f->nt--;
+        }
+        return true;
+    }
+    if (f->nt == AC_NTERM)
+        return false;
+    memmove(&f->t[i + 1], &f->t[i], sizeof f->t[0] * (size_t)(f->nt - i));
+    f->t[i].var = var;
+    f->t[i].c = *c;
+    f->nt++;
+    return true;
+}
+
+static const char *const too_big = "the offset has too many terms";
+
+/* x + s * y */
+static const AcForm *fadd(Access *A, const AcForm *x, const AcForm *y, int64_t s)
+{
+    if (x->why)
+        return x;
+    if (y->why)
+        return y;
+    if (y->base && (x->base || s < 0))
+        return funknown(A, "arithmetic on two pointers");
+    AcForm *r = fnew(A);
+    *r = *x;
+    r->base = x->base ? x->base : y->base;
+    if (!padd(&r->c0, &x->c0, &y->c0, s))
+        return funknown(A, too_big);
+    for (int i = 0; i < y->nt; i++) {
+        AccPoly c;
+        if (!pscale(&c, &y->t[i].c, s) || !fadd_term(r, y->t[i].var, &c))
+            return funknown(A, too_big);
+    }
+    return r;
+}
+
+/* p * x, p a polynomial */
+static const AcForm *fscale(Access *A, const AcForm *x, const AccPoly *p)
+{
+    if (x->why)
+        return x;
+    if (x->base)
+        return funknown(A, "a pointer multiplied");
+    AcForm *r = fnew(A);
+    if (!pmul(&r->c0, &x->c0, p))
+        return funknown(A, too_big);
+    for (int i = 0; i < x->nt; i++) {
+        AccPoly c;
+        if (!pmul(&c, &x->t[i].c, p) || !fadd_term(r, x->t[i].var, &c))
+            return funknown(A, too_big);
+    }
+    return r;
+}
+
+static bool feq(const AcForm *x, const AcForm *y)
+{
+    if (x->why || y->why || x->base != y->base || x->nt != y->nt || !peq(&x->c0, &y->c0))
+        return false;
+    for (int i = 0; i < x->nt; i++)
+        if (x->t[i].var != y->t[i].var || !peq(&x->t[i].c, &y->t[i].c))
+            return false;
+    return true;
+}
+
+/* Variables that f depends on, as a mask over the original variables
+ * (fresh ones replaced by what they depend on; symbols by their deps). */
+static uint64_t fdeps(const Access *A, const AcForm *f)
+{
+    uint64_t m = 0;
+    for (int i = 0; i < f->nt; i++) {
+        int v = f->t[i].var;
+        m |= v < V_DYN ? (uint64_t)1 << v : A->vars.v[v].dep;
+        for (int k = 0; k < f->t[i].c.n; k++)
+            for (int s = 0; s < ACC_NSYM && f->t[i].c.m[k].s[s]; s++)
+                m |= A->syms.v[f->t[i].c.m[k].s[s] - 1].dep;
+    }
+    for (int k = 0; k < f->c0.n; k++)
+        for (int s = 0; s < ACC_NSYM && f->c0.m[k].s[s]; s++)
+            m |= A->syms.v[f->c0.m[k].s[s] - 1].dep;
+    return m;
+}
+
+static int var_new(Access *A, AcVar v)
+{
+    if (A->vars.n >= NVAR_MAX)
+        return -1;
+    vec_push(A->a, A->vars, v);
+    return A->vars.n - 1;
+}
+
+/* The largest value of f if every coefficient and extent is constant. */
+static bool fconst_max(const Access *A, const AcForm *f, int64_t lane_max[KAD_MAX_RANK], int64_t *mx)
+{
+    int64_t m;
+    if (!pis_const(&f->c0, &m))
+        return false;
+    for (int i = 0; i < f->nt; i++) {
+        int v = f->t[i].var;
+        int64_t c, e;
+        if (!pis_const(&f->t[i].c, &c) || c < 0)
+            return false;
+        if (v >= V_LANE && v < V_DYN)
+            e = lane_max[v - V_LANE];
+        else if (v >= V_DYN && A->vars.v[v].has_max && pis_const(&A->vars.v[v].max, &e))
+            ;
+        else
+            return false;
+        if (e < 0 || !in_limit(c * e) || !in_limit(m + c * e))
+            return false;
+        m += c * e;
+    }
+    *mx = m;
+    return true;
+}
+
+/* Every coefficient of f and its constant are statically >= 0 (so f >= 0,
+ * every variable being >= 0). */
+static bool fnonneg(const Facts *F, const AcForm *f)
+{
+    if (!pnonneg(F, &f->c0))
+        return false;
+    for (int i = 0; i < f->nt; i++)
+        if (!pnonneg(F, &f->t[i].c))
+            return false;
+    return true;
+}
+
+/* The fresh variable e // d or e % d (interned: equal ones share an id). */
+static int fresh_var(Access *A, int kind, const AcForm *e, const AccPoly *d, const int32_t *shape, int rank)
+{
+    for (int i = V_DYN; i < A->vars.n; i++) {
+        const AcVar *v = &A->vars.v[i];
+        if (v->kind == kind && feq(v->e, e) && peq(&v->d, d))
+            return i;
+    }
+    AcVar v = {kind, -1, e, *d, false, {0}, fdeps(A, e)};
+    int64_t dk, mx;
+    int64_t lane_max[KAD_MAX_RANK];
+    for (int k = 0; k < KAD_MAX_RANK; k++)
+        lane_max[k] = k < rank ? shape[k] - 1 : 0;
+    if (kind == VK_MOD) {
+        v.has_max = padd(&v.max, d, &(AccPoly){0}, 1);
+        AccPoly one = pconst(1);
+        v.has_max = v.has_max && padd(&v.max, &v.max, &one, -1);
+        if (pis_const(d, &dk) && fconst_max(A, e, lane_max, &mx) && mx < dk) {
+            v.max = pconst(mx);
+        }
+    } else if (pis_const(d, &dk) && fconst_max(A, e, lane_max, &mx)) {
+        v.has_max = true;
+        v.max = pconst(mx / dk);
+    }
+    return var_new(A, v);
+}
+
+/* f with its lane axes renumbered: map[k] is the new axis of lane k, or
+ * -1 when that axis has size 1 (the lane is 0 there). */
+static const AcForm *fremap(Access *A, const AcForm *f, const int *map, const int32_t *shape, int rank)
+{
+    if (f->why)
+        return f;
+    AcForm *r = fnew(A);
+    r->base = f->base;
+    r->c0 = f->c0;
+    for (int i = 0; i < f->nt; i++) {
+        int v = f->t[i].var;
+        if (v >= V_LANE && v < V_DYN) {
+            int nk = map[v - V_LANE];
+            if (nk >= 0 && !fadd_term(r, V_LANE + nk, &f->t[i].c))
+                return funknown(A, too_big);
+            continue;
+        }
+        if (v >= V_DYN && A->vars.v[v].kind != VK_LOOP && (A->vars.v[v].dep & (0xfull << V_LANE))) {
+            const AcVar *fv = &A->vars.v[v];
+            const AcForm *e = fremap(A, fv->e, map, shape, rank);
+            if (e->why)
+                return e;
+            AccPoly d = fv->d;
+            int nv = fresh_var(A, fv->kind, e, &d, shape, rank);
+            if (nv < 0)
+                return funknown(A, too_big);
+            v = nv;
+        }
+        if (!fadd_term(r, v, &f->t[i].c))
+            return funknown(A, too_big);
+    }
+    return r;
+}
+
+static Type vty(const Access *A, ValId v) { return A->f->vals.v[v].ty; }
+
+static const char *vname(const Access *A, ValId v)
+{
+    const char *n = A->names[v];
+    return n ? n : "?";
+}
+
+/* The pids and loops a value may depend on (conservative: carried values
+ * and loop results may depend on anything). */
+static uint64_t deps(Access *A, ValId v)
+{
+    if (A->dep_done[v])
+        return A->dep[v];
+    uint64_t m = 0;
+    const Inst *in = A->def[v];
+    if (!in) {
+        if (A->owner[v] >= 0)
+            m = ~(uint64_t)0;
+    } else if (in->op == OP_PROGRAM_ID) {
+        m = (uint64_t)1 << (V_PID + in->ival);
+    } else if (in->nregions) {
+        m = ~(uint64_t)0;
+    } else {
+        A->dep_done[v] = 1; /* no cycles outside loops; guards anyway */
+        A->dep[v] = ~(uint64_t)0;
+        for (int i = 0; i < in->nargs; i++)
+            m |= deps(A, in->args[i]);
+    }
+    for (int l = A->inloop[v] - 1; l >= 0; l = A->loops.v[l].parent)
+        m |= (uint64_t)1 << A->loops.v[l].var;
+    A->dep[v] = m;
+    A->dep_done[v] = 1;
+    return m;
+}
+
+static const AcForm *form_of(Access *A, ValId v);
+
+/* v as a polynomial (its form has no variables), else NULL. */
+static const AccPoly *poly_of(Access *A, ValId v)
+{
+    const AcForm *f = form_of(A, v);
+    return fis_const(f) && !f->base ? &f->c0 : NULL;
+}
+
+static const AcForm *fpoly(Access *A, AccPoly p)
+{
+    AcForm *f = fnew(A);
+    f->c0 = p;
+    return f;
+}
+
+/* Facts that hold everywhere: num_programs >= 1. */
+static Facts base_facts(const Access *A)
+{
+    Facts F = {0};
+    for (int i = 0; i < A->syms.n && i + 1 < 64; i++)
+        if (A->syms.v[i].kind == SYM_NPROG)
+            F.pos |= (uint64_t)1 << (i + 1);
+    return F;
+}
+
+/* The carried value v (region param of loop l, slot k) as init + inc * t:
+ * the slot's next value must be v plus an amount that is the same in
+ * every iteration. */
+static const AcForm *induction(Access *A, ValId v, int l, int k)
+{
+    const Inst *loop = A->loops.v[l].in;
+    ValId init, next;
+    if (loop->op == OP_FOR) {
+        init = loop->args[3 + k - 1];
+        next = ad_block_term(loop->regions[0])->args[k - 1];
+    } else {
+        init = loop->args[k];
+        next = ad_block_term(loop->regions[1])->args[k];
+    }
+    const AcForm *fi = form_of(A, init);
+    if (fi->why)
+        return fi;
+    if (A->hole_depth >= 1)
+        return funknown(A, "a carried value inside another's update");
+    A->hole_depth++;
+    int mark = A->log.n;
+    AcForm *hole = fnew(A);
+    hole->base = fi->base;
+    AccPoly one = pconst(1);
+    fadd_term(hole, V_HOLE, &one);
+    A->memo[v] = hole;
+    ValId twin = 0; /* a while's other region parameter of the same slot */
+    if (loop->op == OP_WHILE) {
+        twin = A->def[v] == NULL && loop->regions[0]->params[k] == v ? loop->regions[1]->params[k]
+                                                                     : loop->regions[0]->params[k];
+        A->memo[twin] = hole;
+    }
+    const AcForm *fn = form_of(A, next);
+    for (int i = mark; i < A->log.n; i++)
+        *A->log.v[i] = NULL; /* forms computed with the hole are dropped */
+    A->log.n = mark;
+    A->memo[v] = NULL;
+    if (twin)
+        A->memo[twin] = NULL;
+    A->hole_depth--;
+    if (fn->why)
+        return fn;
+    AcForm *inc = fnew(A);
+    *inc = *fn;
+    AccPoly *hc = fcoef(inc, V_HOLE);
+    if (!hc || !peq(hc, &one) || fn->base != fi->base)
+        return funknown(A, arena_printf(A->a, "'%s' is not advanced by adding to it", vname(A, v)));
+    AccPoly m1 = pconst(-1);
+    fadd_term(inc, V_HOLE, &m1);
+    inc->base = 0;
+    if (!fis_const(inc))
+        return funknown(A, arena_printf(A->a, "'%s' is advanced by an amount that changes between "
+                                              "iterations", vname(A, v)));
+    for (int i = 0; i < inc->c0.n; i++)
+        for (int s = 0; s < ACC_NSYM && inc->c0.m[i].s[s]; s++)
+            if (A->syms.v[inc->c0.m[i].s[s] - 1].dep >> A->loops.v[l].var & 1)
+                return funknown(A, arena_printf(A->a, "'%s' is advanced by an amount computed in "
+                                                      "the loop", vname(A, v)));
+    AcForm *t = fnew(A);
+    fadd_term(t, A->loops.v[l].var, &inc->c0);
+    return fadd(A, fi, t, 1);
+}
+
+static const AcForm *region_param(Access *A, ValId v)
+{
+    int l = A->owner[v];
+    if (l < 0) { /* a kernel parameter */
+        for (int p = 0; p < A->f->nparams; p++)
+            if (A->f->params[p] == v) {
+                Type t = vty(A, v);
+                if (t.dt == DT_PTR) {
+                    AcForm *f = fnew(A);
+                    f->base = p + 1;
+                    return f;
+                }
+                if (dtype_is_int((Dtype)t.dt))
+                    return fpoly(A, psym(sym_intern(A, SYM_PARAM, v, 0, 0)));
+            }
+        return funknown(A, "not an integer");
+    }
+    const Inst *loop = A->loops.v[l].in;
+    int k = A->slot[v];
+    if (loop->op == OP_FOR && k == 0) {
+        const AcForm *lb = form_of(A, loop->args[0]);
+        const AccPoly *step = poly_of(A, loop->args[2]);
+        if (lb->why)
+            return lb;
+        if (!step)
+            return funknown(A, "a loop step kad cannot express");
+        AcForm *t = fnew(A);
+        fadd_term(t, A->loops.v[l].var, step);
+        return fadd(A, lb, t, 1);
+    }
+    return induction(A, v, l, k);
+}
+
+/* Lane renumbering of a shape op from input shape (ri, si) to (ro, so). */
+static bool shape_map(const Inst *in, Type ti, Type to, int *map)
+{
+    for (int k = 0; k < KAD_MAX_RANK; k++)
+        map[k] = -1;
+    switch (in->op) {
+    case OP_BROADCAST:
+        if (ti.rank == 0)
+            return true;
+        for (int k = 0; k < ti.rank; k++)
+            map[k] = ti.shape[k] == 1 ? -1 : k;
+        return true;
+    case OP_EXPAND_DIMS:
+        for (int k = 0; k < ti.rank; k++)
+            map[k] = ti.shape[k] == 1 ? -1 : k + (k >= in->ival);
+        return true;
+    case OP_PERMUTE:
+        for (int k = 0; k < in->nints; k++)
+            map[in->ints[k]] = ti.shape[in->ints[k]] == 1 ? -1 : k;
+        return true;
+    case OP_RESHAPE: { /* only size-1 axes inserted or removed */
+        int o = 0;
+        for (int k = 0; k < ti.rank; k++) {
+            if (ti.shape[k] == 1)
+                continue;
+            while (o < to.rank && to.shape[o] == 1)
+                o++;
+            if (o == to.rank || to.shape[o] != ti.shape[k])
+                return false;
+            map[k] = o++;
+        }
+        while (o < to.rank && to.shape[o] == 1)
+            o++;
+        return o == to.rank;
+    }
+    default:
+        return false;
+    }
+}
+
+static const AcForm *compute(Access *A, ValId v)
+{
+    const Inst *in = A->def[v];
+    if (!in)
+        return region_param(A, v);
+    Type t = vty(A, v);
+    if (t.dt != DT_PTR && !dtype_is_int((Dtype)t.dt))
+        return funknown(A, "a float offset");
+    const AcForm *x, *y;
+    switch (in->op) {
+    case OP_CONST:
+        return fpoly(A, pconst(in->ival));
+    case OP_PROGRAM_ID: {
+        AcForm *f = fnew(A);
+        AccPoly one = pconst(1);
+        fadd_term(f, V_PID + (int)in->ival, &one);
+        return f;
+    }
+    case OP_NUM_PROGRAMS:
+        return fpoly(A, psym(sym_intern(A, SYM_NPROG, 0, (int)in->ival, 0)));
+    case OP_ARANGE: {
+        AcForm *f = fnew(A);
+        f->c0 = pconst(in->ival);
+        AccPoly one = pconst(1);
+        fadd_term(f, V_LANE, &one);
+        return f;
+    }
+    case OP_ADD:
+    case OP_ADDPTR:
+    case OP_SUB:
+        return fadd(A, form_of(A, in->args[0]), form_of(A, in->args[1]), in->op == OP_SUB ? -1 : 1);
+    case OP_NEG: {
+        AccPoly m1 = pconst(-1);
+        return fscale(A, form_of(A, in->args[0]), &m1);
+    }
+    case OP_MUL:
+        x = form_of(A, in->args[0]);
+        y = form_of(A, in->args[1]);
+        if (x->why || y->why)
+            return x->why ? x : y;
+        if (fis_const(y))
+            return fscale(A, x, &y->c0);
+        if (fis_const(x))
+            return fscale(A, y, &x->c0);
+        return funknown(A, "a product of two values that vary");
+    case OP_SHL: {
+        const AccPoly *s = poly_of(A, in->args[1]);
+        int64_t k;
+        if (!s || !pis_const(s, &k) || k < 0 || k > 30)
+            return funknown(A, "a shift by a non-constant amount");
+        AccPoly p = pconst((int64_t)1 << k);
+        return fscale(A, form_of(A, in->args[0]), &p);
+    }
+    case OP_DIV:
+    case OP_REM: {
+        x = form_of(A, in->args[0]);
+        const AccPoly *d = poly_of(A, in->args[1]);
+        if (x->why)
+            return x;
+        if (!d)
+            return funknown(A, "a division by a value that varies");
+        Facts F = base_facts(A);
+        int64_t dk, xk;
+        AccPoly one = pconst(1), dm1;
+        if (!padd(&dm1, d, &one, -1) || !fnonneg(&F, x))
+            return funknown(A, "'//' or '%' of possibly negative operands");
+        if (!pis_const(d, &dk) && !fis_const(x)) {
+            /* a symbolic divisor: the decision requires d >= 1 */
+        } else if (!pnonneg(&F, &dm1))
+            return funknown(A, "'//' or '%' by a possibly negative divisor");
+        if (pis_const(d, &dk) && fis_const(x) && pis_const(&x->c0, &xk))
+            return fpoly(A, pconst(in->op == OP_DIV ? xk / dk : xk % dk));
+        if (pis_const(d, &dk)) { /* exact: every coefficient a multiple of d */
+            AcForm *q = fnew(A);
+            bool exact = pdiv_exact(&q->c0, &x->c0, dk);
+            for (int i = 0; i < x->nt && exact; i++) {
+                AccPoly c;
+                exact = pdiv_exact(&c, &x->t[i].c, dk) && fadd_term(q, x->t[i].var, &c);
+            }
+            if (exact)
+                return in->op == OP_DIV ? q : fpoly(A, pconst(0));
+        }
+        if (fis_const(x))
+            break; /* a scalar: a symbol */
+        int fv = fresh_var(A, in->op == OP_DIV ? VK_DIV : VK_MOD, x, d, t.shape, t.rank);
+        if (fv < 0)
+            return funknown(A, too_big);
+        AcForm *f = fnew(A);
+        fadd_term(f, fv, &one);
+        return f;
+    }
+    case OP_CAST:
+        if (vty(A, in->args[0]).dt == DT_PTR || !dtype_is_int((Dtype)vty(A, in->args[0]).dt) ||
+            dtype_bits((Dtype)t.dt) < dtype_bits((Dtype)vty(A, in->args[0]).dt))
+            return funknown(A, "a narrowing or pointer conversion");
+        return form_of(A, in->args[0]);
+    case OP_MULTIPLE_OF:
+    case OP_MAX_CONTIGUOUS:
+        return form_of(A, in->args[0]);
+    case OP_BROADCAST:
+    case OP_EXPAND_DIMS:
+    case OP_PERMUTE:
+    case OP_RESHAPE: {
+        int map[KAD_MAX_RANK];
+        if (!shape_map(in, vty(A, in->args[0]), t, map))
+            return funknown(A, "a reshape that mixes axes");
+        return fremap(A, form_of(A, in->args[0]), map, t.shape, t.rank);
+    }
+    case OP_LOAD:
+        if (t.rank)
+            return funknown(A, arena_printf(A->a, "offsets loaded from memory ('%s', line %d)",
+                                            vname(A, v), in->loc.line));
+        break;
+    default:
+        break;
+    }
+    if (t.rank == 0 && t.dt != DT_PTR)
+        return fpoly(A, psym(sym_intern(A, SYM_VAL, v, 0, deps(A, v))));
+    return funknown(A, arena_printf(A->a, "'%s' ('%s', line %d) is not affine", vname(A, v),
+                                    op_info[in->op].name, in->loc.line));
+}
+
+static const AcForm *form_of(Access *A, ValId v)
+{
+    if (A->memo[v])
+        return A->memo[v];
+    if (A->busy[v])
+        return funknown(A, "a value defined in terms of itself");
+    A->busy[v] = 1;
+    const AcForm *f = compute(A, v);
+    A->busy[v] = 0;
+    Type t = vty(A, v);
+    if (f->why && t.rank == 0 && t.dt != DT_PTR && dtype_is_int((Dtype)t.dt) && A->def[v])
+        f = fpoly(A, psym(sym_intern(A, SYM_VAL, v, 0, deps(A, v)))); /* an opaque scalar */
+    A->memo[v] = f;
+    if (A->hole_depth)
+        vec_push(A->a, A->log, &A->memo[v]);
+    return f;
+}
+
+/* ------------------------------------------------------------------ */
+/* Building the analysis                                               */
+/* ------------------------------------------------------------------ */
+
+typedef struct WalkCtx {
+    uint64_t loops;
+    int loop; /* innermost loop index, -1 */
+    Vec(ValId) conds;
+    Vec(int) fors;
+} WalkCtx;
+
+static void walk(Access *A, const Block *b, WalkCtx *c)
+{
+    for (int i = 0; i < b->nparams; i++)
+        A->inloop[b->params[i]] = c->loop + 1;
+    for (int i = 0; i < b->insts.n; i++) {
+        const Inst *in = &b->insts.v[i];
+        for (int k = 0; k < in->nres; k++) {
+            A->def[in->res[k]] = in;
+            A->inloop[in->res[k]] = c->loop + 1;
+        }
+        if (in->op == OP_PROGRAM_ID)
+            A->pid_axes |= 1u << in->ival;
+        if (in->op == OP_LOAD || in->op == OP_STORE || in->op == OP_ATOMIC_ADD) {
+            AcSite s = {in, c->loops, {0}, {0}, NULL};
+            for (int k = 0; k < c->conds.n; k++)
+                vec_push(A->a, s.ctx, c->conds.v[k]);
+            for (int k = 0; k < c->fors.n; k++)
+                vec_push(A->a, s.fors, c->fors.v[k]);
+            vec_push(A->a, A->sites, s);
+        }
+        if (in->op == OP_FOR || in->op == OP_WHILE) {
+            AcLoop L = {in, c->loop, -1};
+            int li = A->loops.n;
+            vec_push(A->a, A->loops, L);
+            AcVar lv = {VK_LOOP, li, NULL, {0}, false, {0}, 0};
+            int var = var_new(A, lv);
+            A->loops.v[li].var = var;
+            if (var >= 0)
+                A->vars.v[var].dep = (uint64_t)1 << var;
+            for (int r = 0; r < in->nregions; r++)
+                for (int k = 0; k < in->regions[r]->nparams; k++) {
+                    A->owner[in->regions[r]->params[k]] = var >= 0 ? li : -2;
+                    A->slot[in->regions[r]->params[k]] = k;
+                }
+            WalkCtx sub = *c;
+            sub.loop = li;
+            sub.loops = var >= 0 ? c->loops | (uint64_t)1 << var : c->loops;
+            sub.conds.v = NULL, sub.conds.n = sub.conds.cap = 0;
+            sub.fors.v = NULL, sub.fors.n = sub.fors.cap = 0;
+            for (int k = 0; k < c->conds.n; k++)
+                vec_push(A->a, sub.conds, c->conds.v[k]);
+            for (int k = 0; k < c->fors.n; k++)
+                vec_push(A->a, sub.fors, c->fors.v[k]);
+            if (in->op == OP_FOR) {
+                vec_push(A->a, sub.fors, li);
+                walk(A, in->regions[0], &sub);
+            } else {
+                walk(A, in->regions[0], &sub);
+                vec_push(A->a, sub.conds, ad_block_term(in->regions[0])->args[0]);
+                walk(A, in->regions[1], &sub);
+            }
+        } else if (in->op == OP_IF) {
+            WalkCtx sub = *c;
+            sub.conds.v = NULL, sub.conds.n = sub.conds.cap = 0;
+            for (int k = 0; k < c->conds.n; k++)
+                vec_push(A->a, sub.conds, c->conds.v[k]);
+            vec_push(A->a, sub.conds, in->args[0]);
+            walk(A, in->regions[0], &sub);
+            walk(A, in->regions[1], c);
+        } else {
+            for (int r = 0; r < in->nregions; r++)
+                walk(A, in->regions[r], c);
+        }
+    }
+}
+
+Access *access_analyze(Arena *a, const Func *f)
+{
+    Access *A = arena_alloc(a, sizeof *A);
+    A->a = a;
+    A->f = f;
+    A->nv = f->vals.n;
+    size_t n = (size_t)A->nv;
+    A->names = ir_names(a, f);
+    A->def = arena_alloc(a, sizeof(const Inst *) * n);
+    A->owner = arena_alloc(a, sizeof(int) * n);
+    A->slot = arena_alloc(a, sizeof(int) * n);
+    A->inloop = arena_alloc(a, sizeof(int) * n);
+    A->memo = arena_alloc(a, sizeof(const AcForm *) * n);
+    A->busy = arena_alloc(a, n);
+    A->dep = arena_alloc(a, sizeof(uint64_t) * n);
+    A->dep_done = arena_alloc(a, n);
+    for (size_t i = 0; i < n; i++)
+        A->owner[i] = -1;
+    for (int k = 0; k < V_DYN; k++) {
+        AcVar v = {k < V_LANE ? VK_PID : VK_LANE, -1, NULL, {0}, false, {0}, (uint64_t)1 << k};
+        vec_push(a, A->vars, v);
+    }
+    WalkCtx c = {0, -1, {0}, {0}};
+    walk(A, f->body, &c);
+    return A;
+}
+
+int access_count(const Access *A) { return A->sites.n; }
+const Inst *access_inst(const Access *A, int i) { return A->sites.v[i].in; }
+
+static AcSite *site_of(Access *A, const Inst *mem)
+{
+    for (int i = 0; i < A->sites.n; i++)
+        if (A->sites.v[i].in == mem)
+            return &A->sites.v[i];
+    return NULL;
+}
+
+static const AcForm *site_form(Access *A, AcSite *s)
+{
+    if (!s->form) {
+        const AcForm *f = form_of(A, s->in->args[0]);
+        if (!f->why && !f->base)
+            f = funknown(A, "not a pointer of a parameter");
+        s->form = f;
+    }
+    return s->form;
+}
+
+int access_base(Access *A, const Inst *mem)
+{
+    AcSite *s = site_of(A, mem);
+    const AcForm *f = s ? site_form(A, s) : NULL;
+    return f && !f->why ? f->base - 1 : -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Constraints                                                         */
+/* ------------------------------------------------------------------ */
+
+typedef Vec(const AcForm *) Cons; /* each: form < 0 */
+
+/* The constraints an i1 value implies where it is true. */
+static void cons_of(Access *A, ValId m, Cons *out, int depth)
+{
+    const Inst *in = A->def[m];
+    if (!in || depth > 16)
+        return;
+    const AcForm *x, *y, *c = NULL;
+    switch (in->op) {
+    case OP_AND:
+        cons_of(A, in->args[0], out, depth + 1);
+        cons_of(A, in->args[1], out, depth + 1);
+        return;
+    case OP_BROADCAST:
+    case OP_EXPAND_DIMS:
+    case OP_PERMUTE:
+    case OP_RESHAPE: {
+        int map[KAD_MAX_RANK];
+        Type to = vty(A, m);
+        if (!shape_map(in, vty(A, in->args[0]), to, map))
+            return;
+        Cons sub = {0};
+        cons_of(A, in->args[0], &sub, depth + 1);
+        for (int i = 0; i < sub.n; i++) {
+            const AcForm *r = fremap(A, sub.v[i], map, to.shape, to.rank);
+            if (!r->why)
+                vec_push(A->a, *out, r);
+        }
+        return;
+    }
+    case OP_LT:
+    case OP_LE:
+    case OP_GT:
+    case OP_GE: {
+        if (vty(A, in->args[0]).dt == DT_PTR)
+            return;
+        bool flip = in->op == OP_GT || in->op == OP_GE;
+        x = form_of(A, in->args[flip ? 1 : 0]);
+        y = form_of(A, in->args[flip ? 0 : 1]);
+        c = fadd(A, x, y, -1);
+        if (in->op == OP_LE || in->op == OP_GE)
+            c = fadd(A, c, fpoly(A, pconst(1)), -1);
+        if (!c->why)
+            vec_push(A->a, *out, c);
+        return;
+    }
+    default:
+        return;
+    }
+}
+
+static Cons site_cons(Access *A, AcSite *s)
+{
+    Cons cs = {0};
+    const Inst *in = s->in;
+    if (in->flags & IF_HAS_MASK)
+        cons_of(A, in->args[in->op == OP_LOAD ? 1 : 2], &cs, 0);
+    for (int i = 0; i < s->ctx.n; i++)
+        cons_of(A, s->ctx.v[i], &cs, 0);
+    Facts F = base_facts(A);
+    for (int i = 0; i < s->fors.n; i++) { /* iv < ub for a positive step */
+        const Inst *loop = A->loops.v[s->fors.v[i]].in;
+        const AccPoly *step = poly_of(A, loop->args[2]);
+        AccPoly one = pconst(1), sm1;
+        if (!step || !padd(&sm1, step, &one, -1) || !pnonneg(&F, &sm1))
+            continue;
+        const AcForm *c = fadd(A, form_of(A, loop->regions[0]->params[0]), form_of(A, loop->args[1]), -1);
+        if (!c->why)
+            vec_push(A->a, cs, c);
+    }
+    return cs;
+}
+
+/* Facts from constraints: sum c_i x_i + c0 < 0 with every c_i >= 0 means
+ * -c0 >= 1 on a non-empty domain; when -c0 = sym + k, k <= 0, sym >= 1. */
+static void add_facts(Access *A, const Cons *cs, Facts *F)
+{
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < cs->n; i++) {
+            const AcForm *c = cs->v[i];
+            bool ok = true;
+            for (int k = 0; k < c->nt && ok; k++)
+                ok = pnonneg(F, &c->t[k].c);
+            if (!ok)
+                continue;
+            int sym = 0;
+            int64_t k0 = 0;
+            for (int k = 0; k < c->c0.n; k++) {
+                const AccMono *m = &c->c0.m[k];
+                if (!m->s[0])
+                    k0 = -m->k;
+                else if (m->k == -1 && !m->s[1] && !sym)
+                    sym = m->s[0];
+                else
+                    ok = false;
+            }
+            if (ok && sym && k0 <= 0 && sym < 64)
+                F->pos |= (uint64_t)1 << sym;
+        }
+    (void)A;
+}
+
+/* ------------------------------------------------------------------ */
+/* The decision                                                        */
+/* ------------------------------------------------------------------ */
+
+static const char *var_str(Access *A, int v);
+static const char *poly_str(Access *A, const AccPoly *p, bool py);
+
+typedef struct Dec {
+    Access *A;
+    const AcForm *f;
+    const Cons *cs;
+    Facts F;
+    int n;
+    int var[AC_NTERM];
+    AccPoly coef[AC_NTERM];
+    int32_t *shape;
+    int rank;
+} Dec;
+
+/* The largest value of variable v, if known. */
+static bool var_max(Dec *D, int v, AccPoly *mx)
+{
+    Access *A = D->A;
+    AccPoly one = pconst(1);
+    if (v < V_LANE) {
+        int id = sym_intern(A, SYM_NPROG, 0, v, 0);
+        AccPoly np = psym(id);
+        if (id < 64)
+            D->F.pos |= (uint64_t)1 << id;
+        return padd(mx, &np, &one, -1);
+    }
+    if (v < V_DYN) {
+        *mx = pconst(v - V_LANE < D->rank ? D->shape[v - V_LANE] - 1 : 0);
+        return true;
+    }
+    const AcVar *x = &A->vars.v[v];
+    if (x->has_max) {
+        *mx = x->max;
+        return true;
+    }
+    if (x->kind == VK_LOOP) {
+        const Inst *loop = A->loops.v[x->loop].in;
+        int64_t lb, ub, st;
+        const AccPoly *p0, *p1, *p2;
+        if (loop->op == OP_FOR && (p0 = poly_of(A, loop->args[0])) && (p1 = poly_of(A, loop->args[1])) &&
+            (p2 = poly_of(A, loop->args[2])) && pis_const(p0, &lb) && pis_const(p1, &ub) &&
+            pis_const(p2, &st) && st > 0) {
+            int64_t trip = ub > lb ? (ub - lb + st - 1) / st : 0;
+            *mx = pconst(trip > 0 ? trip - 1 : 0);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Bounds of the group G (the first k variables of the order) from
+ * constraints on exactly that group: f_G = q * c_G with q >= 0. */
+static int group_alts(Dec *D, const int *ord, int k, AccPoly *out, int nout)
+{
+    int got = 0;
+    for (int i = 0; i < D->cs->n && got < nout; i++) {
+        AcForm *c = (AcForm *)D->cs->v[i];
+        bool ok = true;
+        /* c's variables outside G must have non-negative coefficients; those in G too */
+        for (int t = 0; t < c->nt && ok; t++) {
+            ok = pnonneg(&D->F, &c->t[t].c);
+            bool in_g = false;
+            for (int j = 0; j < k; j++)
+                in_g |= D->var[ord[j]] == c->t[t].var;
+            (void)in_g;
+        }
+        if (!ok)
+            continue;
+        AccPoly q;
+        bool have = false;
+        for (int j = 0; j < k && ok; j++) {
+            AccPoly *cc = fcoef(c, D->var[ord[j]]);
+            if (!cc) {
+                ok = false;
+                break;
+            }
+            int64_t ck;
+            if (!have && pis_const(cc, &ck) && ck > 0) {
+                have = pdiv_exact(&q, &D->coef[ord[j]], ck);
+                if (!have)
+                    ok = false;
+            }
+        }
+        if (!ok || !have || !pnonneg(&D->F, &q))
+            continue;
+        for (int j = 0; j < k && ok; j++) {
+            AccPoly prod;
+            ok = pmul(&prod, &q, fcoef(c, D->var[ord[j]])) && peq(&prod, &D->coef[ord[j]]);
+        }
+        /* span <= q * (-c0 - 1) */
+        AccPoly b, one = pconst(1), zero = {0};
+        if (ok && padd(&b, &zero, &c->c0, -1) && padd(&b, &b, &one, -1) && pmul(&b, &b, &q))
+            out[got++] = b;
+    }
+    return got;
+}
+
+/* Static truth of p >= 0: 1 true, 0 false (a negative constant), -1 unknown. */
+static int ptruth(const Facts *F, const AccPoly *p)
+{
+    int64_t k;
+    if (pis_const(p, &k))
+        return k >= 0;
+    return pnonneg(F, p) ? 1 : -1;
+}
+
+/* Adds clause (one of alts >= 0) to cond; returns 0 when it is false. */
+static int add_clause(Dec *D, AccCond *cond, const AccPoly *alts, int n)
+{
+    AccClause c = {0};
+    for (int i = 0; i < n; i++) {
+        int t = ptruth(&D->F, &alts[i]);
+        if (t == 1)
+            return 1;
+        if (t == -1 && c.n < ACC_NALT)
+            c.p[c.n++] = alts[i];
+    }
+    if (!c.n)
+        return 0;
+    for (int i = 0; i < cond->n; i++) /* no duplicates */
+        if (cond->c[i].n == c.n && peq(&cond->c[i].p[0], &c.p[0]))
+            return 1;
+    if (cond->n == ACC_NCLAUSE)
+        return 0;
+    cond->c[cond->n++] = c;
+    return 1;
+}
+
+/* The dominance chain for one order: *cond gets the undecided clauses.
+ * Returns false when some clause is false (or not expressible). */
+#define NSPAN 12
+
+/* Keeps the alternatives no other one is statically below (dropping
+ * duplicates): the span is their minimum. */
+static int prune(const Facts *F, AccPoly *sp, int n)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        bool drop = false;
+        for (int j = 0; j < n && !drop; j++) {
+            if (j == i)
+                continue;
+            AccPoly d;
+            if (!padd(&d, &sp[i], &sp[j], -1) || ptruth(F, &d) != 1)
+                continue; /* sp[i] >= sp[j]: drop i, unless equal and i comes first */
+            drop = !(peq(&sp[i], &sp[j]) && i < j);
+        }
+        if (!drop)
+            sp[m++] = sp[i];
+    }
+    return m;
+}
+
+static bool chain(Dec *D, const int *ord, AccCond *cond)
+{
+    AccPoly span[NSPAN];
+    int ns = 1;
+    span[0] = pconst(0);
+    cond->n = 0;
+    AccPoly one = pconst(1);
+    Facts saved = D->F;
+    bool ok = true;
+    for (int k = 0; k < D->n && ok; k++) {
+        const AccPoly *a = &D->coef[ord[k]];
+        AccPoly am1;
+        if (!padd(&am1, a, &one, -1) || !add_clause(D, cond, &am1, 1)) {
+            ok = false;
+            break;
+        }
+        /* the condition requires a >= 1: later steps may assume it */
+        if (a->n == 1 && a->m[0].k > 0 && a->m[0].s[0] && !a->m[0].s[1] && a->m[0].s[0] < 64)
+            D->F.pos |= (uint64_t)1 << a->m[0].s[0];
+        if (k > 0) {
+            AccPoly alts[NSPAN];
+            int na = 0;
+            for (int s = 0; s < ns && na < ACC_NALT; s++)
+                if (padd(&alts[na], &am1, &span[s], -1))
+                    na++;
+            if (!na || !add_clause(D, cond, alts, na)) {
+                ok = false;
+                break;
+            }
+        }
+        /* the span of the first k+1 variables */
+        AccPoly ext[ACC_NALT + 1]; /* spans of a * v alone */
+        int ne = 0, order[1] = {ord[k]};
+        AccPoly mx;
+        if (var_max(D, D->var[ord[k]], &mx) && pmul(&ext[ne], a, &mx))
+            ne++;
+        ne += group_alts(D, order, 1, &ext[ne], ACC_NALT);
+        AccPoly nspan[NSPAN];
+        int nn = k > 0 ? group_alts(D, ord, k + 1, nspan, ACC_NALT) : 0;
+        for (int s = 0; s < ns; s++)
+            for (int e = 0; e < ne && nn < NSPAN; e++)
+                if (padd(&nspan[nn], &span[s], &ext[e], 1))
+                    nn++;
+        nn = prune(&D->F, nspan, nn);
+        if (!nn && k + 1 < D->n) {
+            ok = false; /* an unbounded variable below others */
+            break;
+        }
+        memcpy(span, nspan, sizeof span[0] * (size_t)nn);
+        ns = nn;
+    }
+    D->F = saved;
+    return ok;
+}
+
+static int coef_rank(const AccPoly *p)
+{
+    int deg = 0;
+    int64_t mag = 0;
+    for (int i = 0; i < p->n; i++) {
+        int d = 0;
+        while (d < ACC_NSYM && p->m[i].s[d])
+            d++;
+        if (d > deg)
+            deg = d;
+        int64_t k = p->m[i].k < 0 ? -p->m[i].k : p->m[i].k;
+        if (k > mag)
+            mag = k;
+    }
+    return deg * 1000000 + (int)(mag > 999999 ? 999999 : mag);
+}
+
+static bool next_perm(int *a, int n)
+{
+    int i = n - 2;
+    while (i >= 0 && a[i] >= a[i + 1])
+        i--;
+    if (i < 0)
+        return false;
+    int j = n - 1;
+    while (a[j] <= a[i])
+        j--;
+    int t = a[i];
+    a[i] = a[j];
+    a[j] = t;
+    for (int l = i + 1, r = n - 1; l < r; l++, r--) {
+        t = a[l];
+        a[l] = a[r];
+        a[r] = t;
+    }
+    return true;
+}
+
+static int64_t iabs(int64_t x) { return x < 0 ? -x : x; }
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* x and y (NULL: none) as one condition in the arena. */
+static const AccCond *cond_join(Access *A, const AccCond *x, const AccCond *y)
+{
+    AccCond *c = arena_alloc(A->a, sizeof *c);
+    *c = *x;
+    for (int i = 0; y && i < y->n; i++) {
+        if (c->n == ACC_NCLAUSE)
+            return NULL;
+        c->c[c->n++] = y->c[i];
+    }
+    return c;
+}
+
+static AccResult res(AccVerdict v, const char *why, const AccCond *c) { return (AccResult){v, why, c}; }
+
+/* The decision over f with constraints cs, for the variables `vary`
+ * (a mask over the original variables). */
+static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t vary, int32_t *shape, int rank,
+                        bool skip_unused_lanes)
+{
+    if (f->why)
+        return res(ACC_UNKNOWN, f->why, NULL);
+    Dec D = {A, f, cs, base_facts(A), 0, {0}, {{0}}, shape, rank};
+    add_facts(A, cs, &D.F);
+    /* symbols must not vary */
+    for (int i = -1; i < f->nt; i++) {
+        const AccPoly *p = i < 0 ? &f->c0 : &f->t[i].c;
+        for (int k = 0; k < p->n; k++)
+            for (int s = 0; s < ACC_NSYM && p->m[k].s[s]; s++) {
+                const AcSym *y = &A->syms.v[p->m[k].s[s] - 1];
+                if (y->dep & vary)
+                    return res(ACC_UNKNOWN,
+                               arena_printf(A->a, "the offset depends on '%s', which kad cannot express",
+                                            vname(A, y->v)),
+                               NULL);
+            }
+    }
+    /* the varied variables of f; each original varied variable must be recoverable */
+    for (int i = 0; i < f->nt; i++) {
+        int v = f->t[i].var;
+        uint64_t d = v < V_DYN ? (uint64_t)1 << v : A->vars.v[v].dep;
+        if (!(d & vary) || v == V_HOLE)
+            continue;
+        D.var[D.n] = v;
+        D.coef[D.n] = f->t[i].c;
+        D.n++;
+    }
+    AccCond extra = {0}; /* clauses every order needs */
+    AccPoly one = pconst(1);
+    for (int i = 0; i < D.n; i++) { /* divisors of fresh variables must be >= 1 */
+        const AcVar *x = &A->vars.v[D.var[i]];
+        AccPoly dm1;
+        if (D.var[i] >= V_DYN && x->kind != VK_LOOP &&
+            (!padd(&dm1, &x->d, &one, -1) || !add_clause(&D, &extra, &dm1, 1)))
+            return res(ACC_UNKNOWN, "a divisor that may be < 1", NULL);
+    }
+    for (int v = 0; v < 64; v++) {
+        if (!(vary >> v & 1))
+            continue;
+        if (v < V_LANE && !(A->pid_axes >> v & 1) && !(fdeps(A, f) >> v & 1)) {
+            /* an axis the kernel never reads: injective only on a grid of one program there */
+            AccPoly c = pconst(1);
+            AccPoly np = psym(sym_intern(A, SYM_NPROG, 0, v, 0));
+            if (!padd(&c, &c, &np, -1) || !add_clause(&D, &extra, &c, 1))
+                return res(ACC_UNKNOWN, too_big, NULL);
+            continue;
+        }
+        AccPoly mx;
+        int64_t mk;
+        bool trivial = v >= V_LANE && v < V_DYN && var_max(&D, v, &mx) && pis_const(&mx, &mk) && mk == 0;
+        if (trivial)
+            continue;
+        bool direct = false, via = false, has_div = false, has_mod = false;
+        int64_t mod_d = 0;
+        for (int i = 0; i < D.n; i++) {
+            int w = D.var[i];
+            if (w == v)
+                direct = true;
+            else if (w >= V_DYN && A->vars.v[w].kind != VK_LOOP && (A->vars.v[w].dep >> v & 1)) {
+                via = true;
+                const AcVar *x = &A->vars.v[w];
+                AccPoly *c1 = fcoef((AcForm *)x->e, v);
+                bool plain = x->e->nt == 1 && c1 && peq(c1, &one);
+                if (plain && x->kind == VK_DIV)
+                    has_div = true;
+                if (plain && x->kind == VK_MOD) {
+                    has_mod = true;
+                    if (!pis_const(&x->d, &mod_d))
+                        mod_d = 0;
+                }
+            }
+        }
+        if (direct || (has_div && has_mod))
+            continue;
+        if (!via) {
+            if (v >= V_LANE && v < V_DYN && skip_unused_lanes)
+                continue;
+            return res(ACC_NOT_INJECTIVE,
+                       arena_printf(A->a, "the offset does not depend on %s%s", var_str(A, v),
+                                    v < V_LANE ? arena_printf(A->a, " (programs along axis %d collide "
+                                                                    "when tl.num_programs(%d) > 1)",
+                                                              v, v)
+                                               : ""),
+                       NULL);
+        }
+        AccPoly mx2;
+        int64_t m2;
+        if (has_mod && !has_div && mod_d > 0 && var_max(&D, v, &mx2) && pis_const(&mx2, &m2) && m2 >= mod_d)
+            return res(ACC_NOT_INJECTIVE,
+                       arena_printf(A->a, "%s = 0 and %s = %lld reach the same element (the offset depends "
+                                          "on it only modulo %lld)",
+                                    var_str(A, v), var_str(A, v), (long long)mod_d, (long long)mod_d),
+                       NULL);
+        return res(ACC_UNKNOWN,
+                   arena_printf(A->a, "the offset depends on %s only through '//' or '%%'", var_str(A, v)),
+                   NULL);
+    }
+    if (D.n == 0)
+        return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL)) : res(ACC_PROVEN, NULL, NULL);
+    /* a witness: two variables with constant coefficients that cancel */
+    for (int i = 0; i < D.n; i++)
+        for (int j = i + 1; j < D.n; j++) {
+            int64_t a, b;
+            if (!pis_const(&D.coef[i], &a) || !pis_const(&D.coef[j], &b) || !a || !b)
+                continue;
+            int64_t g = gcd64(iabs(a), iabs(b)), di = iabs(b) / g, dj = iabs(a) / g;
+            AccPoly mi, mj;
+            int64_t xi, xj;
+            bool bi = var_max(&D, D.var[i], &mi), bj = var_max(&D, D.var[j], &mj);
+            bool ki = bi && pis_const(&mi, &xi), kj = bj && pis_const(&mj, &xj);
+            bool pi = D.var[i] < V_LANE, pj = D.var[j] < V_LANE; /* num_programs large enough */
+            if ((ki ? xi >= di : pi) && (kj ? xj >= dj : pj) && (ki || pi) && (kj || pj))
+                return res(ACC_NOT_INJECTIVE,
+                           arena_printf(A->a, "%s + %lld and %s %c %lld reach the same element%s%s",
+                                        var_str(A, D.var[i]), (long long)di, var_str(A, D.var[j]),
+                                        (a > 0) == (b > 0) ? '-' : '+', (long long)dj,
+                                        pi || pj ? " (given enough programs)" : "",
+                                        cs->n ? " where both are enabled" : ""),
+                           NULL);
+        }
+    if (D.n > 6)
+        return res(ACC_UNKNOWN, "too many varying terms", NULL);
+    /* the heuristic order: small coefficients first */
+    int ord[AC_NTERM];
+    for (int i = 0; i < D.n; i++)
+        ord[i] = i;
+    /* each variable goes with a lane axis: its own, or one a constraint ties
+     * it to (`pid_n * BN + rn < N`); the last axis first (row-major tiles),
+     * then by the size of the coefficient */
+    int assoc[AC_NTERM];
+    for (int i = 0; i < D.n; i++) {
+        int v = D.var[i];
+        assoc[i] = v >= V_LANE && v < V_DYN ? v - V_LANE : -1;
+        for (int c = 0; c < cs->n && assoc[i] < 0; c++)
+            if (fcoef((AcForm *)cs->v[c], v))
+                for (int k = KAD_MAX_RANK - 1; k >= 0 && assoc[i] < 0; k--)
+                    if (fcoef((AcForm *)cs->v[c], V_LANE + k))
+                        assoc[i] = k;
+    }
+#define ORD_KEY(i) ((int64_t)(4 - assoc[i]) * 100000000 + coef_rank(&D.coef[i]))
+    for (int i = 1; i < D.n; i++)
+        for (int j = i; j > 0 && ORD_KEY(ord[j]) < ORD_KEY(ord[j - 1]); j--) {
+            int t = ord[j];
+            ord[j] = ord[j - 1];
+            ord[j - 1] = t;
+        }
+    AccCond *best = arena_alloc(A->a, sizeof *best), tmp;
+    bool have = chain(&D, ord, best);
+    if (have && best->n == 0)
+        return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL)) : res(ACC_PROVEN, NULL, NULL);
+    int perm[AC_NTERM];
+    for (int i = 0; i < D.n; i++)
+        perm[i] = i;
+    do {
+        if (chain(&D, perm, &tmp)) {
+            if (tmp.n == 0)
+                return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL))
+                               : res(ACC_PROVEN, NULL, NULL);
+            if (!have) { /* the heuristic order's condition wins over others */
+                *best = tmp;
+                have = true;
+            }
+        }
+    } while (next_perm(perm, D.n));
+    if (!have)
+        return res(ACC_UNKNOWN, "no order of the terms separates them (their extents are unknown, or some "
+                                "coefficient is too small)", NULL);
+    const AccCond *c = cond_join(A, &extra, best);
+    return c ? res(ACC_PROVEN_IF, NULL, c) : res(ACC_UNKNOWN, "the condition is too long", NULL);
+}
+
+static uint64_t vary_mask(const AcSite *s, int vary)
+{
+    uint64_t m = 0;
+    if (vary & ACC_VARY_PIDS)
+        m |= 7;
+    if (vary & ACC_VARY_LANES)
+        m |= (uint64_t)0xf << V_LANE;
+    if (vary & ACC_VARY_LOOPS)
+        m |= s->loops;
+    return m;
+}
+
+AccResult access_injective(Access *A, const Inst *mem, int vary)
+{
+    AcSite *s = site_of(A, mem);
+    if (!s)
+        return res(ACC_UNKNOWN, "not a memory access", NULL);
+    const AcForm *f = site_form(A, s);
+    Cons cs = site_cons(A, s);
+    Type t = vty(A, mem->args[0]);
+    return decide(A, f, &cs, vary_mask(s, vary), t.shape, t.rank, vary & ACC_SKIP_UNUSED_LANES);
+}
+
+bool access_pid_independent(Access *A, const Inst *mem, unsigned *axes)
+{
+    AcSite *s = site_of(A, mem);
+    if (!s)
+        return false;
+    const AcForm *f = site_form(A, s);
+    if (f->why)
+        return false;
+    uint64_t d = fdeps(A, f);
+    *axes = (unsigned)(~d & 7);
+    return true;
+}
+
+AccResult access_disjoint(Access *A, const Inst *x, const Inst *y)
+{
+    AcSite *sx = site_of(A, x), *sy = site_of(A, y);
+    if (!sx || !sy)
+        return res(ACC_UNKNOWN, "not a memory access", NULL);
+    const AcForm *fx = site_form(A, sx), *fy = site_form(A, sy);
+    if (fx->why || fy->why)
+        return res(ACC_UNKNOWN, fx->why ? fx->why : fy->why, NULL);
+    if (fx->base != fy->base)
+        return res(ACC_PROVEN, NULL, NULL); /* different parameters (aliasing is the caller's matter) */
+    /* x's elements lie below y's, or above: max(fx) < min(fy) over the
+     * lanes their masks enable.  With equal variable parts, that is a
+     * comparison of the constants against the span of the lanes. */
+    AcForm *ux = fnew(A), *uy = fnew(A);
+    *ux = *fx;
+    *uy = *fy;
+    ux->base = uy->base = 0;
+    const AcForm *dlt = fadd(A, uy, ux, -1);
+    if (dlt->why)
+        return res(ACC_UNKNOWN, dlt->why, NULL);
+    AcForm *vx = fnew(A);
+    *vx = *fx;
+    vx->c0 = pconst(0);
+    vx->base = 0;
+    /* the parts outside the lanes must agree (same program, same iteration) */
+    for (int i = 0; i < dlt->nt; i++)
+        if (dlt->t[i].var >= V_LANE)
+            return res(ACC_UNKNOWN, "the two addresses differ in more than a constant", NULL);
+    Cons cx = site_cons(A, sx), cy = site_cons(A, sy);
+    Type tx = vty(A, x->args[0]);
+    Dec D = {A, vx, &cx, base_facts(A), 0, {0}, {{0}}, tx.shape, tx.rank};
+    add_facts(A, &cx, &D.F);
+    add_facts(A, &cy, &D.F);
+    /* span of x's lane part: sum of coef * max (coefficients >= 0) or a mask bound */
+    for (int i = 0; i < vx->nt; i++) {
+        int v = vx->t[i].var;
+        if (v < V_LANE || (v >= V_DYN && !(A->vars.v[v].dep & ((uint64_t)0xf << V_LANE))))
+            continue;
+        D.var[D.n] = v;
+        D.coef[D.n] = vx->t[i].c;
+        D.n++;
+    }
+    AccPoly spans[ACC_NALT];
+    int ns = 0;
+    if (D.n) {
+        int ord[AC_NTERM] = {0};
+        for (int i = 0; i < D.n; i++)
+            ord[i] = i;
+        ns = group_alts(&D, ord, D.n, spans, ACC_NALT);
+        AccPoly sum = pconst(0);
+        bool ok = true;
+        for (int i = 0; i < D.n && ok; i++) {
+            AccPoly mx, t;
+            ok = pnonneg(&D.F, &D.coef[i]) && var_max(&D, D.var[i], &mx) && pmul(&t, &D.coef[i], &mx) &&
+                 padd(&sum, &sum, &t, 1);
+        }
+        if (ok && ns < ACC_NALT)
+            spans[ns++] = sum;
+    } else {
+        spans[ns++] = pconst(0);
+    }
+    /* the same for y, whose lane part is equal: disjoint when |delta| > span */
+    AccPoly alts[ACC_NALT], one = pconst(1);
+    int na = 0;
+    AccCond *cond = arena_alloc(A->a, sizeof *cond);
+    for (int sign = 1; sign >= -1; sign -= 2) {
+        na = 0;
+        for (int i = 0; i < ns; i++) {
+            AccPoly d;
+            if (padd(&d, &(AccPoly){0}, &dlt->c0, sign) && padd(&d, &d, &spans[i], -1) && padd(&d, &d, &one, -1))
+                alts[na++] = d;
+        }
+        AccCond c = {0};
+        if (na && add_clause(&D, &c, alts, na)) {
+            if (c.n == 0)
+                return res(ACC_PROVEN, NULL, NULL);
+            if (!cond->n)
+                *cond = c;
+        }
+    }
+    if (cond->n)
+        return res(ACC_PROVEN_IF, NULL, cond);
+    int64_t dk, sk;
+    if (!cx.n && !cy.n && ns == 1 && pis_const(&dlt->c0, &dk) && pis_const(&spans[0], &sk) && iabs(dk) <= sk)
+        return res(ACC_NOT_INJECTIVE, arena_printf(A->a, "the ranges overlap (%lld apart, each %lld wide)",
+                                                   (long long)iabs(dk), (long long)sk + 1), NULL);
+    return res(ACC_UNKNOWN, "the two ranges may overlap", NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Printing and evaluation                                             */
+/* ------------------------------------------------------------------ */
+
+/* A scalar computed from parameters and constants as a Triton expression
+ * (`//` and `%` truncate like Triton's), or NULL. */
+static const char *val_expr(Access *A, ValId v, int depth)
+{
+    const Inst *in = A->def[v];
+    if (depth > 8)
+        return NULL;
+    if (!in) {
+        for (int p = 0; p < A->f->nparams; p++)
+            if (A->f->params[p] == v)
+                return vname(A, v);
+        return NULL;
+    }
+    if (in->op == OP_CONST && dtype_is_int((Dtype)vty(A, v).dt))
+        return arena_printf(A->a, "%lld", (long long)in->ival);
+    if (in->op == OP_NUM_PROGRAMS)
+        return arena_printf(A->a, "tl.num_programs(%d)", (int)in->ival);
+    const char *op = in->op == OP_ADD ? "+" : in->op == OP_SUB ? "-" : in->op == OP_MUL ? "*"
+                   : in->op == OP_DIV ? "//" : in->op == OP_REM ? "%" : NULL;
+    if (!op || in->nargs != 2)
+        return NULL;
+    const char *x = val_expr(A, in->args[0], depth + 1), *y = val_expr(A, in->args[1], depth + 1);
+    return x && y ? arena_printf(A->a, "(%s %s %s)", x, op, y) : NULL;
+}
+
+static const char *sym_str(Access *A, int id, bool py)
+{
+    const AcSym *s = &A->syms.v[id - 1];
+    if (s->kind == SYM_NPROG)
+        return py ? arena_printf(A->a, "tl.num_programs(%d)", s->axis) : arena_printf(A->a, "nprog%d", s->axis);
+    if (s->kind == SYM_PARAM)
+        return vname(A, s->v);
+    return py ? val_expr(A, s->v, 0) : arena_printf(A->a, "%%%s", vname(A, s->v));
+}
+
+static void mono_print(Access *A, Buf *b, const AccMono *m, int64_t k, bool py, bool *ok)
+{
+    bool any = false;
+    if (k != 1 || !m->s[0]) {
+        buf_printf(b, "%lld", (long long)k);
+        any = true;
+    }
+    for (int s = 0; s < ACC_NSYM && m->s[s]; s++) {
+        const char *n = sym_str(A, m->s[s], py);
+        if (!n)
+            *ok = false;
+        buf_printf(b, "%s%s", any ? "*" : "", n ? n : "?");
+        any = true;
+    }
+}
+
+static const char *poly_str(Access *A, const AccPoly *p, bool py)
+{
+    Buf b = {A->a, NULL, 0, 0};
+    bool ok = true;
+    if (!p->n)
+        buf_puts(&b, "0");
+    for (int i = p->n - 1; i >= 0; i--) { /* symbols first, the constant last */
+        int64_t k = p->m[i].k;
+        if (i != p->n - 1)
+            buf_puts(&b, k < 0 ? " - " : " + ");
+        else if (k < 0)
+            buf_puts(&b, "-");
+        mono_print(A, &b, &p->m[i], k < 0 ? -k : k, py, &ok);
+    }
+    return ok ? buf_str(&b) : NULL;
+}
+
+/* p >= 0 as `lhs >= rhs` with the positive monomials on the left. */
+static const char *ineq_str(Access *A, const AccPoly *p, bool py)
+{
+    AccPoly l = {0}, r = {0};
+    for (int i = 0; i < p->n; i++) {
+        AccMono m = p->m[i];
+        if (m.k > 0)
+            padd_mono(&l, m);
+        else {
+            m.k = -m.k;
+            padd_mono(&r, m);
+        }
+    }
+    const char *ls = poly_str(A, &l, py), *rs = poly_str(A, &r, py);
+    return ls && rs ? arena_printf(A->a, "%s >= %s", ls, rs) : NULL;
+}
+
+static const char *cond_str(Access *A, const AccCond *c, bool py)
+{
+    Buf b = {A->a, NULL, 0, 0};
+    for (int i = 0; i < c->n; i++) {
+        if (i)
+            buf_puts(&b, " and ");
+        bool paren = c->c[i].n > 1 && c->n > 1;
+        if (paren)
+            buf_putc(&b, '(');
+        for (int j = 0; j < c->c[i].n; j++) {
+            const char *s = ineq_str(A, &c->c[i].p[j], py);
+            if (!s)
+                return NULL;
+            buf_printf(&b, "%s%s", j ? " or " : "", s);
+        }
+        if (paren)
+            buf_putc(&b, ')');
+    }
+    return buf_str(&b);
+}
+
+const char *access_cond_python(Access *A, const AccCond *c) { return cond_str(A, c, true); }
+
+static bool peval(Access *A, const AccPoly *p, const int64_t *params, const int64_t grid[3], int64_t *out)
+{
+    int64_t r = 0;
+    for (int i = 0; i < p->n; i++) {
+        int64_t m = p->m[i].k;
+        for (int s = 0; s < ACC_NSYM && p->m[i].s[s]; s++) {
+            const AcSym *y = &A->syms.v[p->m[i].s[s] - 1];
+            int64_t x;
+            if (y->kind == SYM_NPROG)
+                x = grid[y->axis];
+            else if (y->kind == SYM_PARAM) {
+                int k = 0;
+                while (k < A->f->nparams && A->f->params[k] != y->v)
+                    k++;
+                if (k == A->f->nparams)
+                    return false;
+                x = params[k];
+            } else
+                return false;
+            if (!in_limit(x) || !in_limit(m) || (iabs(m) > (1 << 20) && iabs(x) > (1 << 20)))
+                return false;
+            m *= x;
+        }
+        if (!in_limit(m))
+            return false;
+        r += m;
+    }
+    *out = r;
+    return true;
+}
+
+bool access_cond_eval(Access *A, const AccCond *c, const int64_t *params, const int64_t grid[3], bool *holds)
+{
+    bool all = true;
+    for (int i = 0; i < c->n; i++) {
+        bool any = false;
+        for (int j = 0; j < c->c[i].n; j++) {
+            int64_t v;
+            if (!peval(A, &c->c[i].p[j], params, grid, &v))
+                return false;
+            any |= v >= 0;
+        }
+        all &= any;
+    }
+    *holds = all;
+    return true;
+}
+
+static const char *form_str(Access *A, const AcForm *f);
+
+static const char *var_str(Access *A, int v)
+{
+    if (v < V_LANE)
+        return arena_printf(A->a, "pid%d", v);
+    if (v < V_DYN)
+        return arena_printf(A->a, "lane%d", v - V_LANE);
+    if (v == V_HOLE)
+        return "?";
+    const AcVar *x = &A->vars.v[v];
+    if (x->kind == VK_LOOP) {
+        const Inst *in = A->loops.v[x->loop].in;
+        if (in->op == OP_FOR)
+            return arena_printf(A->a, "iter(%%%s)", vname(A, in->regions[0]->params[0]));
+        return arena_printf(A->a, "iter(while@%d)", in->loc.line);
+    }
+    return arena_printf(A->a, "(%s %s %s)", form_str(A, x->e), x->kind == VK_DIV ? "//" : "%",
+                        poly_str(A, &x->d, false));
+}
+
+static const char *form_str(Access *A, const AcForm *f)
+{
+    if (f->why)
+        return arena_printf(A->a, "unknown: %s", f->why);
+    Buf b = {A->a, NULL, 0, 0};
+    if (f->base)
+        buf_printf(&b, "%%%s + ", vname(A, A->f->params[f->base - 1]));
+    bool any = false;
+    for (int i = 0; i < f->nt; i++) {
+        const AccPoly *c = &f->t[i].c;
+        int64_t k;
+        const char *vs = var_str(A, f->t[i].var);
+        if (any)
+            buf_puts(&b, " + ");
+        if (pis_const(c, &k) && k == 1)
+            buf_puts(&b, vs);
+        else if (c->n == 1)
+            buf_printf(&b, "%s*%s", poly_str(A, c, false), vs);
+        else
+            buf_printf(&b, "(%s)*%s", poly_str(A, c, false), vs);
+        any = true;
+    }
+    if (f->c0.n || !any)
+        buf_printf(&b, "%s%s", any ? " + " : "", f->c0.n > 1 && any ? arena_printf(A->a, "(%s)", poly_str(A, &f->c0, false))
+                                                                    : poly_str(A, &f->c0, false));
+    return buf_str(&b);
+}
+
+static const char *verdict_str(Access *A, AccResult r)
+{
+    switch (r.v) {
+    case ACC_PROVEN:
+        return "proven";
+    case ACC_PROVEN_IF:
+        return arena_printf(A->a, "proven if %s", cond_str(A, r.cond, false));
+    case ACC_NOT_INJECTIVE:
+        return arena_printf(A->a, "not injective: %s", r.why);
+    default:
+        return arena_printf(A->a, "unknown: %s", r.why);
+    }
+}
+
+const char *access_report(Access *A)
+{
+    Buf b = {A->a, NULL, 0, 0};
+    for (int i = 0; i < A->sites.n; i++) {
+        AcSite *s = &A->sites.v[i];
+        const Inst *in = s->in;
+        buf_printf(&b, "%s line %d: %s\n", op_info[in->op].name, in->loc.line, form_str(A, site_form(A, s)));
+        Cons cs = site_cons(A, s);
+        for (int k = 0; k < cs.n; k++)
+            buf_printf(&b, "  where %s < 0\n", form_str(A, cs.v[k]));
+        buf_printf(&b, "  launch: %s\n", verdict_str(A, access_injective(A, in, ACC_VARY_PIDS | ACC_VARY_LOOPS |
+                                                                             ACC_VARY_LANES)));
+        if (s->loops)
+            buf_printf(&b, "  iterations: %s\n",
+                       verdict_str(A, access_injective(A, in, ACC_VARY_LOOPS | ACC_VARY_LANES |
+                                                                  ACC_SKIP_UNUSED_LANES)));
+        unsigned axes;
+        if (access_pid_independent(A, in, &axes) && axes)
+            buf_printf(&b, "  independent of:%s%s%s\n", axes & 1 ? " pid0" : "", axes & 2 ? " pid1" : "",
+                       axes & 4 ? " pid2" : "");
+        for (int j = 0; j < i; j++) {
+            const Inst *o = A->sites.v[j].in;
+            if (o->op == OP_LOAD && in->op == OP_LOAD)
+                continue;
+            if (access_base(A, o) != access_base(A, in) || access_base(A, in) < 0)
+                continue;
+            buf_printf(&b, "  vs line %d: disjoint %s\n", o->loc.line,
+                       verdict_str(A, access_disjoint(A, o, in)));
+        }
+    }
+    return buf_str(&b);
+}
