@@ -1024,9 +1024,19 @@ static void adj_store(Ad *ad, Block *bb, const Block *fb, int k)
         accum(&e, v, r);
     }
     if (clear) {
+        /* The reads of these gradient elements (above, and at sites the
+         * reverse walk passed earlier) and the loads' atomic_adds into them
+         * (later) are ordered around the clear in this program, but Triton
+         * may give them to other threads than the clearing store: their
+         * operands' layouts differ.  On a GPU a read could then see the
+         * zero, or an add be wiped by it (seen on an H100: FlagGems'
+         * fused_add_rms_norm lost the residual's gradient on 127 of 300
+         * columns).  Barriers on both sides order them. */
+        ir_emit(ad->bw, bb, OP_BARRIER, NULL, 0, NULL, 0, in->loc);
         ValId args[3] = {S0(ad, p), ezero(&e, lt), m};
         Inst *st = ir_emit(ad->bw, bb, OP_STORE, args, m ? 3 : 2, NULL, 0, in->loc);
         st->flags = m ? IF_HAS_MASK : 0;
+        ir_emit(ad->bw, bb, OP_BARRIER, NULL, 0, NULL, 0, in->loc);
     }
 }
 

@@ -171,6 +171,10 @@ void em_print_inst(Emitter *E, Buf *b, InstInfo *info, int depth)
         buf_printf(b, "tl.device_assert(%s, %s)\n", em_opnd(E, info, 0, CTX_SLOT).s,
                    em_py_string(E, in->sattr ? in->sattr : ""));
         return;
+    case OP_BARRIER:
+        indent(b, depth);
+        buf_printf(b, "tl.debug_barrier()\n");
+        return;
     case OP_FOR: {
         const Block *body = in->regions[0];
         int nc = in->nargs - 3;

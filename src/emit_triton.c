@@ -368,7 +368,7 @@ static void scan_block(Emitter *E, const Block *b, InstInfo *infos, InstInfo *pa
             return;
         }
         choose_operands(E, info);
-        info->effects = op == OP_STORE || op == OP_ATOMIC_ADD || op == OP_ASSERT;
+        info->effects = op == OP_STORE || op == OP_ATOMIC_ADD || op == OP_ASSERT || op == OP_BARRIER;
         if (in->nregions) {
             info->reg = arena_alloc(E->a, sizeof(InstInfo *) * (size_t)in->nregions);
             for (int r = 0; r < in->nregions; r++) {

@@ -1562,6 +1562,7 @@ static void exec_inst(Interp *S, const XInst *xi)
     case OP_STORE: store_op(S, xi); break;
     case OP_ATOMIC_ADD: atomic_add_op(S, xi); break;
     case OP_ASSERT: assert_op(S, xi); break;
+    case OP_BARRIER: break; /* one thread per program: accesses are already in order */
     case OP_FOR: for_op(S, xi); break;
     case OP_IF: if_op(S, xi); break;
     case OP_WHILE: while_op(S, xi); break;

@@ -25,12 +25,12 @@ suite() {
     # tee hides the status: read it back from the log's pytest summary
     if grep -Eq '(^| )[1-9][0-9]* (failed|errors?)([ ,]|$)' "$LOG/gpu_$name.log"; then status=1; fi
 }
-suite emit  KAD_EMIT_TEST_DEVICE=cuda "$PY" -m pytest -q tests/python/test_emit_triton.py "$@"
-suite grad  KAD_GRAD_TEST_DEVICE=cuda "$PY" -m pytest -q tests/python/test_grad_triton.py "$@"
+suite emit  KAD_TEST_DEVICE=cuda KAD_GRAD_TEST_DEVICE=cuda KAD_EMIT_TEST_DEVICE=cuda "$PY" -m pytest -q tests/python/test_emit_triton.py "$@"
+suite grad  KAD_TEST_DEVICE=cuda KAD_GRAD_TEST_DEVICE=cuda KAD_EMIT_TEST_DEVICE=cuda "$PY" -m pytest -q tests/python/test_grad_triton.py "$@"
 # every pytest file that picks its device from KAD_TEST_DEVICE
 pkg_tests=$(grep -l KAD_TEST_DEVICE tests/python/test_*.py)
 gpu_tests=$(ls tests/gpu/test_*.py 2>/dev/null)
-suite package KAD_TEST_DEVICE=cuda "$PY" -m pytest -q $pkg_tests $gpu_tests "$@"
+suite package KAD_TEST_DEVICE=cuda KAD_GRAD_TEST_DEVICE=cuda KAD_EMIT_TEST_DEVICE=cuda "$PY" -m pytest -q $pkg_tests $gpu_tests "$@"
 # the real-kernel corpus: its pinned libraries must be importable (the device machine has no
 # network: install them from carried wheels first, see docs/COVERAGE.md)
 if "$PY" -c 'import flag_gems' >/dev/null 2>&1 || GEMS_VENDOR=nvidia "$PY" -c 'import flag_gems' >/dev/null 2>&1; then

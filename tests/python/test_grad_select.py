@@ -123,9 +123,15 @@ def _reference(cid, bufs, dys):
     return {o: y.detach() for o, y in ys.items()}, dict(zip(ins, grads))
 
 
-def _close(got, want, what):
+# Cases with an fp32 tl.dot at default precision: TF32 on a GPU keeps 10 mantissa bits of each
+# operand, so there they get the TF32 tolerance of test_grad_triton.py (rtol, atol 4e-3).
+TF32_CASES = {"concat_k"}
+
+
+def _close(got, want, what, tf32=False):
     got = got.double().cpu()
-    tol = 1e-4 * want.abs() + 1e-5 * max(float(want.abs().max()), 1e-30)
+    r, a = (4e-3, 4e-3) if tf32 else (1e-4, 1e-5)
+    tol = r * want.abs() + a * max(float(want.abs().max()), 1e-30)
     bad = (got - want).abs() > tol
     assert not bad.any(), f"{what}: max |diff| {float((got - want).abs().max()):.3g}"
 
@@ -150,10 +156,11 @@ def test_package_gradients_match_torch(cid, select_module):
     want_y, want_g = _reference(cid, bufs, dys)
     loss = sum((run[o] * dys[o].to(PKG_DEVICE)).sum() for o in outs)
     loss.backward()
+    tf32 = PKG_DEVICE != "cpu" and cid in TF32_CASES
     for o in outs:
-        _close(run[o].detach(), want_y[o], f"{cid}: forward {o}")
+        _close(run[o].detach(), want_y[o], f"{cid}: forward {o}", tf32)
     for p in ins:
-        _close(t[p].grad, want_g[p], f"{cid}: d{p}")
+        _close(t[p].grad, want_g[p], f"{cid}: d{p}", tf32)
 
 
 @pytest.mark.parametrize("cid", sorted(CASES))
@@ -175,10 +182,11 @@ def test_emitted_backward_matches_torch(cid, tmp_path):
         t = {p: b.to(dev) for p, b in bufs.items()}
         args = [t[p] if p in t else scalars[p] for p in PARAMS[kernel]]
         getattr(fwd, kernel)[grid](*args, **consts)
+        tf32 = dev != "cpu" and cid in TF32_CASES
         for o in outs:
-            _close(t[o], want_y[o], f"{cid}: forward {o}")
+            _close(t[o], want_y[o], f"{cid}: forward {o}", tf32)
         d_in = {p: torch.zeros_like(t[p]) for p in ins}
         getattr(bwd, f"launch_{kernel}_bwd")(grid, *args, *[dys[o].to(dev) for o in outs],
                                             *[d_in[p] for p in ins], **consts)
     for p in ins:
-        _close(d_in[p], want_g[p], f"{cid}: d{p}")
+        _close(d_in[p], want_g[p], f"{cid}: d{p}", tf32)
