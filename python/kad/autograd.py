@@ -530,8 +530,10 @@ class DifferentiableKernel:
         if self._has_autotuner():
             # the backward must use the config that ran
             fresh = self.bind(grid, args, kwargs, after_launch=True)
-            launch.values, launch.options, launch.sig, launch.config = (
-                fresh.values, fresh.options, fresh.sig, fresh.config)
+            # (the grid too: a grid function of the meta-parameters, e.g. cdiv(M, meta["BLOCK_M"]),
+            # gives another grid for the config that ran than for the first one bind() assumed)
+            launch.values, launch.options, launch.sig, launch.config, launch.grid = (
+                fresh.values, fresh.options, fresh.sig, fresh.config, fresh.grid)
 
     def _run_backward(self, launch, wrt, inout, out, out_grads, override):
         """Gradients (name -> tensor) of the inputs wrt and of the values

@@ -53,3 +53,32 @@ def test_half_precision_on_cuda(dtype):
     m.ref_rms_norm(xr, wr).sum().backward()
     torch.testing.assert_close(x.grad.float(), xr.grad, rtol=5e-2, atol=5e-2)
     torch.testing.assert_close(w.grad.float(), wr.grad, rtol=5e-2, atol=5e-1)
+
+
+# A grid that depends on the autotuned block size: the config that runs (forced by pruning to
+# the second one) gives another grid than the first config, which kad assumes before the launch.
+# The backward must be launched on the grid of the config that ran (a stale grid covered a quarter
+# of the elements: FlagGems' l2_norm and weight_norm kernels in tests/real).
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 128}), triton.Config({"BLOCK": 32})], key=["n"],
+                 prune_configs_by={"early_config_prune": lambda configs, named_args, **kw: configs[1:]})
+@triton.jit
+def _square_tuned(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(y_ptr + offs, x * x, mask=m)
+
+
+def test_autotuned_grid_of_the_config_that_ran():
+    k = kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])(_square_tuned)
+    x = torch.randn(1000, device="cuda", requires_grad=True)
+    y = torch.empty(1000, device="cuda")
+    k[lambda meta: (triton.cdiv(1000, meta["BLOCK"]),)](x, y, 1000)
+    assert _square_tuned.best_config.kwargs["BLOCK"] == 32
+    g = torch.randn(1000, device="cuda")
+    (y * g).sum().backward()
+    torch.testing.assert_close(x.grad, 2 * x.detach() * g)

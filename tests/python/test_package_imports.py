@@ -68,6 +68,9 @@ def test_module_attributes_reexport_and_host_chosen_alias():
          lambda x: calc(x, x) + safe_exp(x) + silu(x) + safe_exp(x) + torch.tanh(x))
 
 
+@pytest.mark.skipif(DEVICE != "cpu", reason="Triton fixes a kernel's global values at its first compile "
+                    "(JITFunction.used_global_vals): an earlier test compiled mod_kernel, so Triton's forward would "
+                    "keep the old host_tanh; kad's interpreter reads the live value at each launch")
 def test_host_value_is_read_from_the_live_globals(monkeypatch):
     # the kernel's module binds host_tanh; what it is at launch time counts
     monkeypatch.setattr(K, "host_tanh", U.exp)

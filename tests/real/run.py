@@ -17,6 +17,8 @@ import os
 import sys
 import time
 
+import torch
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
@@ -25,6 +27,23 @@ import cases  # noqa: E402,F401  (registers the cases)
 
 EXPECTED = os.path.join(HERE, "expected.txt")
 DOC = os.path.join(corpus.ROOT, "docs", "COVERAGE.md")
+# Statuses of the last GPU run (tests/real/run.py --status-out on the GPU machine, the parts'
+# files concatenated): its first lines are comments naming date, device and versions.
+GPU_STATUS = os.path.join(HERE, "gpu_status.txt")
+
+
+def read_gpu_status():
+    head, st = [], {}
+    if os.path.exists(GPU_STATUS):
+        for line in open(GPU_STATUS):
+            if line.startswith("#"):
+                if line not in head:
+                    head.append(line)
+                continue
+            f = line.split(None, 2)
+            if len(f) >= 2:
+                st[f[0]] = (f[1], f[2].strip() if len(f) > 2 else "")
+    return head, st
 
 
 def read_expected():
@@ -64,8 +83,14 @@ def write_doc(results, seconds):
            f"**Summary: {n['correct']} correct, {n['refused']} refused, {n['wrong']} wrong, {n['error']} error "
            f"({len(results)} kernels; {seconds:.0f} s on CPU).**", "",
            "Libraries: " + ", ".join(f"{l} {corpus.version(l)}" for l in libs), "",
-           "| case | library | kernel (module:name) | status | reason / detail |",
-           "| --- | --- | --- | --- | --- |"]
+           ]
+    gpu_head, gpu = read_gpu_status()
+    if gpu:
+        out += ["GPU column: the same cases with CUDA tensors (Triton forward, kad's generated backward; no",
+                "float64 gradcheck), from `tests/real/gpu_status.txt`:", ""]
+        out += ["    " + h.lstrip("# ").rstrip() for h in gpu_head] + [""]
+    out += ["| case | library | kernel (module:name) | status | GPU | reason / detail |",
+            "| --- | --- | --- | --- | --- | --- |"]
     for c, r in results:
         detail = (r.reason + ": " if r.reason else "") + (r.detail.splitlines()[0] if r.detail else "")
         if r.status == "refused":
@@ -75,7 +100,10 @@ def write_doc(results, seconds):
             detail = md(detail)
         if r.note:
             detail += f" ({r.note})"
-        out.append(f"| {c.id} | {c.lib} {corpus.version(c.lib)} | `{c.module}:{c.kernel}` | {r.status} | {detail} |")
+        g = gpu.get(c.id, ("not run", ""))
+        gcell = g[0] if g[0] in (r.status, "not run") else f"**{g[0]}**: {md(g[1])}"
+        out.append(f"| {c.id} | {c.lib} {corpus.version(c.lib)} | `{c.module}:{c.kernel}` | {r.status} | {gcell} | "
+                   f"{detail} |")
     by = collections.defaultdict(list)
     for c, r in results:
         if r.status == "refused":
@@ -94,12 +122,17 @@ def main():
     ap.add_argument("--update-expected", action="store_true")
     ap.add_argument("-k", default="")
     ap.add_argument("-v", action="store_true", help="print kad's whole message for refusals")
+    ap.add_argument("--part", default="1/1", help="I/N: run every N-th case starting at the I-th")
+    ap.add_argument("--status-out", help="write 'case status detail' lines (for gpu_status.txt)")
     a = ap.parse_args()
     expected = read_expected()
     results, failures = [], []
     t0 = time.time()
-    for c in corpus.CASES:
+    part, nparts = (int(x) for x in a.part.split("/"))
+    for i, c in enumerate(corpus.CASES):
         if a.k and a.k not in c.id:
+            continue
+        if i % nparts != part - 1:
             continue
         t = time.time()
         r = corpus.run_case(c)
@@ -116,6 +149,15 @@ def main():
         if exp and r.status != exp and not bad:
             print(f"     note: expected {exp}, now {r.status} (tests/real/run.py --update-expected)")
     seconds = time.time() - t0
+    if a.status_out:
+        import datetime
+        import triton
+        dev = torch.cuda.get_device_name(0) if corpus.DEVICE == "cuda" else "cpu"
+        with open(a.status_out, "w") as f:
+            f.write(f"# {datetime.date.today()}, {dev}, torch {torch.__version__}, triton {triton.__version__}: "
+                    f"KAD_TEST_DEVICE={corpus.DEVICE} tests/real/run.py --part N/M --status-out FILE\n")
+            for c, r in results:
+                f.write(f"{c.id} {r.status} {(r.detail.splitlines() or [''])[0]}\n")
     n = collections.Counter(r.status for _, r in results)
     print(f"real corpus ({corpus.DEVICE}): {n['correct']} correct, {n['refused']} refused, "
           f"{n['wrong']} wrong, {n['error']} error in {seconds:.0f} s")
