@@ -844,7 +844,9 @@ def _(g, small):
       "scaled_matmul_kernel_with_block_pointers", ["s1_ptr"], ["c_ptr"])
 def _(g, small):
     # torchao.kernel.intmm_triton.int_scaled_matmul_cuda(a, b, scales1): int8 (M, K) @ int8 (K, N) through
-    # block pointers advanced along K, int32 accumulation, each row scaled by scales1 (M, 1); the first
+    # tiles of pointers advanced along K (despite the kernel's name, 0.18.0's version makes no block
+    # pointer; its neighbour matmul_kernel_with_block_pointers does), int32 accumulation, each row scaled
+    # by scales1 (M, 1); the first
     # of its int8_mm_kernel_configs
     M, N, K = (5, 6, 64) if small else (20, 24, 128)
     A = torch.randint(-128, 128, (M, K), generator=g, dtype=torch.int8)

@@ -89,6 +89,9 @@ def write_doc(results, seconds):
         out += ["GPU column: the same cases with CUDA tensors (Triton forward, kad's generated backward; no",
                 "float64 gradcheck), from `tests/real/gpu_status.txt`:", ""]
         out += ["    " + h.lstrip("# ").rstrip() for h in gpu_head] + [""]
+        gn = collections.Counter(v[0] for v in gpu.values())
+        out += [f"**GPU: {gn['correct']} correct, {gn['refused']} refused, {gn['wrong']} wrong, {gn['error']} error "
+                f"({len(gpu)} kernels).**", ""]
     out += ["| case | library | kernel (module:name) | status | GPU | reason / detail |",
             "| --- | --- | --- | --- | --- | --- |"]
     for c, r in results:
