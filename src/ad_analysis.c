@@ -1281,7 +1281,8 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
 /* Entry point                                                         */
 /* ------------------------------------------------------------------ */
 
-bool ad_analyze(Ad *ad)
+/* The facts' arrays of ad (zeroed: no roles, no roots, nothing varied). */
+static void alloc_facts(Ad *ad)
 {
     Arena *a = ad->a;
     int nv = ad->nvals = ad->fw->vals.n;
@@ -1297,6 +1298,11 @@ bool ad_analyze(Ad *ad)
     ad->nuses = arena_alloc(a, sizeof(int) * (size_t)nv);
     ad->def = arena_alloc(a, sizeof(const Inst *) * (size_t)nv);
     ad->stamp = arena_alloc(a, sizeof(int) * (size_t)nv);
+}
+
+bool ad_analyze(Ad *ad)
+{
+    alloc_facts(ad);
     int before = ad->d->nerrors;
     if (!assign_roles(ad))
         return false;
@@ -1332,18 +1338,7 @@ int ad_param_access(Arena *a, const Func *f, int i)
     if (i < 0 || i >= f->nparams || f->vals.v[f->params[i]].ty.dt != DT_PTR)
         return 0;
     Ad ad0 = {.a = a, .fw = f}, *ad = &ad0;
-    int nv = ad->nvals = f->vals.n, np = f->nparams;
-    ad->role = arena_alloc(a, sizeof(int) * (size_t)(np + 1)); /* all AD_ROLE_NONE */
-    ad->stored = arena_alloc(a, (size_t)np + 1);
-    ad->first_store = arena_alloc(a, sizeof(const Inst *) * (size_t)(np + 1));
-    ad->first_atomic = arena_alloc(a, sizeof(const Inst *) * (size_t)(np + 1));
-    ad->root = arena_alloc(a, sizeof(int) * (size_t)nv);
-    ad->varied = arena_alloc(a, (size_t)nv);
-    ad->useful = arena_alloc(a, (size_t)nv);
-    ad->chain = arena_alloc(a, (size_t)nv);
-    ad->nuses = arena_alloc(a, sizeof(int) * (size_t)nv);
-    ad->def = arena_alloc(a, sizeof(const Inst *) * (size_t)nv);
-    ad->stamp = arena_alloc(a, sizeof(int) * (size_t)nv);
+    alloc_facts(ad); /* every role AD_ROLE_NONE */
     analyze(ad);
     return access_block(ad, f->body, i);
 }
