@@ -1151,12 +1151,41 @@ static const Block *block_of(const Block *b, const Inst *x)
     return NULL;
 }
 
+/* The symbols of c that occur in a monomial of degree 2 or more (ids into
+ * out, at most max); their values are guarded at run time (SYM_GUARD). */
+enum { SYM_GUARD = 1 << 24, NBIG = 16 };
+static int big_syms(const AccCond *c, int *out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < c->n; i++)
+        for (int j = 0; j < c->c[i].n; j++)
+            for (int m = 0; m < c->c[i].p[j].n; m++) {
+                const AccMono *mo = &c->c[i].p[j].m[m];
+                for (int s = 0; mo->s[1] && s < ACC_NSYM && mo->s[s]; s++) {
+                    int k = 0;
+                    while (k < n && out[k] != mo->s[s])
+                        k++;
+                    if (k == n && n == max)
+                        return -1;
+                    if (k == n)
+                        out[n++] = mo->s[s];
+                }
+            }
+    return n;
+}
+
 /* Can the backward evaluate the condition exactly in int64?  Its symbols
- * must be int parameters of at most 32 bits or tl.num_programs, and the
- * sum of |k| * 2^(32 * degree) over each polynomial's monomials stay below
- * 2^62 (no overflow whatever the runtime values). */
+ * must be int parameters of at most 32 bits or tl.num_programs (below
+ * 2^32 in magnitude; those of products are further checked at run time to
+ * lie within +-SYM_GUARD, else the atomic is used), and the sum of
+ * |k| * bound^degree over each polynomial's monomials stay below 2^62, so
+ * that no intermediate overflows whatever the runtime values. */
 static bool cond_checkable(const Ad *ad, Access *A, const AccCond *c)
 {
+    int big[NBIG];
+    int nbig = big_syms(c, big, NBIG);
+    if (nbig < 0)
+        return false;
     for (int i = 0; i < c->n; i++)
         for (int j = 0; j < c->c[i].n; j++) {
             const AccPoly *p = &c->c[i].p[j];
@@ -1172,7 +1201,7 @@ static bool cond_checkable(const Ad *ad, Access *A, const AccCond *c)
                     } else if (kind != 2) {
                         return false;
                     }
-                    t *= 4294967296.0;
+                    t *= p->m[m].s[1] ? (double)SYM_GUARD : 4294967296.0;
                 }
                 bound += t;
             }
@@ -1182,14 +1211,44 @@ static bool cond_checkable(const Ad *ad, Access *A, const AccCond *c)
     return true;
 }
 
+/* Symbol id of the condition as an i64 scalar at the end of bw's body. */
+static ValId sym_value(Ad *ad, int id, Loc loc)
+{
+    Func *bw = ad->bw;
+    Block *b = bw->body;
+    int param = -1, axis = -1;
+    ValId x;
+    if (access_sym(ad->acc, id, &param, &axis) == 1) {
+        x = ad->pm[ad->fw->params[param]];
+    } else {
+        Type i32 = type_scalar(DT_I32);
+        Inst *np = ir_emit(bw, b, OP_NUM_PROGRAMS, NULL, 0, &i32, 1, loc);
+        np->ival = axis;
+        x = np->res[0];
+    }
+    if (ir_type(bw, x).dt != DT_I64)
+        x = ir_op1(bw, b, OP_CAST, type_scalar(DT_I64), x, loc);
+    return x;
+}
+
 /* The condition c as an i1 scalar computed in int64 at the end of bw's
- * body so far (the kernel's start). */
+ * body so far (the kernel's start), false when a guarded symbol is out of
+ * range. */
 static ValId cond_flag(Ad *ad, const AccCond *c, Loc loc)
 {
     Func *bw = ad->bw;
     Block *b = bw->body;
     Type i64 = type_scalar(DT_I64), i1 = type_scalar(DT_I1);
     ValId all = 0;
+    int big[NBIG];
+    int nbig = big_syms(c, big, NBIG);
+    for (int i = 0; i < nbig; i++) { /* -SYM_GUARD <= x <= SYM_GUARD */
+        ValId x = sym_value(ad, big[i], loc);
+        ValId lo = ir_op2(bw, b, OP_GE, i1, x, ir_const_int(bw, b, i64, -SYM_GUARD, loc), loc);
+        ValId hi = ir_op2(bw, b, OP_LE, i1, x, ir_const_int(bw, b, i64, SYM_GUARD, loc), loc);
+        ValId g = ir_op2(bw, b, OP_AND, i1, lo, hi, loc);
+        all = all ? ir_op2(bw, b, OP_AND, i1, all, g, loc) : g;
+    }
     for (int i = 0; i < c->n; i++) {
         ValId any = 0;
         for (int j = 0; j < c->c[i].n; j++) {
@@ -1199,18 +1258,7 @@ static ValId cond_flag(Ad *ad, const AccCond *c, Loc loc)
                 int64_t k = p->m[m].k;
                 ValId t = k == 1 && p->m[m].s[0] ? 0 : ir_const_int(bw, b, i64, k, loc);
                 for (int s = 0; s < ACC_NSYM && p->m[m].s[s]; s++) {
-                    int param = -1, axis = -1;
-                    ValId x;
-                    if (access_sym(ad->acc, p->m[m].s[s], &param, &axis) == 1) {
-                        x = ad->pm[ad->fw->params[param]];
-                    } else {
-                        Type i32 = type_scalar(DT_I32);
-                        Inst *np = ir_emit(bw, b, OP_NUM_PROGRAMS, NULL, 0, &i32, 1, loc);
-                        np->ival = axis;
-                        x = np->res[0];
-                    }
-                    if (ir_type(bw, x).dt != DT_I64)
-                        x = ir_op1(bw, b, OP_CAST, i64, x, loc);
+                    ValId x = sym_value(ad, p->m[m].s[s], loc);
                     t = t ? ir_op2(bw, b, OP_MUL, i64, t, x, loc) : x;
                 }
                 sum = sum ? ir_op2(bw, b, OP_ADD, i64, sum, t, loc) : t;

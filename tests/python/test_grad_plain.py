@@ -97,6 +97,15 @@ def grid3(x_ptr, y_ptr, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, x * tl.exp(x))
 
 
+@triton.jit
+def tiles(x_ptr, y_ptr, M, N, stride, BM: tl.constexpr, BN: tl.constexpr):
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    cols = tl.program_id(1) * BN + tl.arange(0, BN)
+    m = (rows < M)[:, None] & (cols < N)[None, :]
+    x = tl.load(x_ptr + rows[:, None] * stride + cols[None, :], mask=m, other=0.0)
+    tl.store(y_ptr + rows[:, None] * N + cols[None, :], tl.sin(x) * x, mask=m)
+
+
 def _module(kernel, sig, wrt, out):
     r = subprocess.run([KAD, "grad", f"{HERE}:{kernel}", "--sig", sig, "--wrt", wrt, "--out", out],
                        cwd=REPO, capture_output=True, text=True)
@@ -196,3 +205,28 @@ def test_three_axes_unconditional_plain_store():
     sweep = text.split("# reverse sweep")[1].split("def launch_")[0]
     assert "tl.store(" in sweep and "atomic" not in sweep and "plain_" not in text
     _check("grid3", sig, "x_ptr", "y_ptr", "2,3,2", ["x_ptr=48", "y_ptr=48"])
+
+
+@pytest.mark.parametrize("stride", [9, 6, 2])
+def test_tile_stride_condition(stride):
+    """A 2-D grid of tiles: the runtime condition has products of parameters and
+    tl.num_programs (evaluated in int64 with guarded ranges); stride < N overlaps rows."""
+    M, N = 7, 9
+    sig = "x_ptr=*fp32,y_ptr=*fp32,M=i32,N=i32,stride=i32,BM=4,BN=4"
+    text = _module("tiles", sig, "x_ptr", "y_ptr")
+    assert "d_x_ptr is written with plain tl.store (deterministic) when" in text.split("import triton")[0]
+    size = (M - 1) * stride + N
+    _check("tiles", sig, "x_ptr", "y_ptr", "2,3", [f"x_ptr={size}", f"y_ptr={M * N}"],
+           [f"M={M}", f"N={N}", f"stride={stride}"])
+    k = kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])(tiles)
+    x = torch.randn(size, device=DEVICE, requires_grad=True)
+    y = torch.empty(M * N, device=DEVICE)
+    k[(2, 3)](x, y, M, N, stride, BM=4, BN=4)
+    w = torch.randn_like(y)
+    (y * w).sum().backward()
+    xr = x.detach().clone().requires_grad_()
+    xs = torch.stack([xr[r * stride:r * stride + N] for r in range(M)])
+    ref = (torch.sin(xs) * xs).reshape(-1)
+    torch.testing.assert_close(y, ref, **TOL)
+    (ref * w).sum().backward()
+    torch.testing.assert_close(x.grad, xr.grad, **TOL)
