@@ -1967,3 +1967,20 @@ const char *access_report(Access *A)
     }
     return buf_str(&b);
 }
+
+int access_sym(Access *A, int id, int *param, int *axis)
+{
+    if (id < 1 || id > A->syms.n)
+        return 0;
+    const AcSym *y = &A->syms.v[id - 1];
+    if (y->kind == SYM_NPROG) {
+        *axis = y->axis;
+        return 2;
+    }
+    for (int k = 0; y->kind == SYM_PARAM && k < A->f->nparams; k++)
+        if (A->f->params[k] == y->v) {
+            *param = k;
+            return 1;
+        }
+    return 0;
+}

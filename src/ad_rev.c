@@ -1094,9 +1094,258 @@ static void adj_load(Ad *ad, Block *bb, const Block *fb, int k, PendingVec *pend
     if (ad->vm[p]) /* lanes selecting a non-differentiated buffer: nothing to add */
         bm = bm ? e2(&e, OP_AND, bm, ad->vm[p]) : ad->vm[p];
     ValId args[3] = {S0(ad, p), ecast(&e, sum, (Dtype)pt.elem), bm};
-    Type rt = type_tile((Dtype)pt.elem, pt.rank, pt.shape);
-    Inst *at = ir_emit(ad->bw, bb, OP_ATOMIC_ADD, args, bm ? 3 : 2, &rt, 1, in->loc);
-    at->flags = bm ? IF_HAS_MASK : 0;
+    int r = ad->root[p], plain = r > 0 ? ad->plain[r - 1] : 0;
+    Block *sb = bb, *ab = bb;
+    if (plain == 2) { /* if flag: store, else: atomic_add */
+        ir_emit(ad->bw, bb, OP_IF, &ad->flag[r - 1], 1, NULL, 0, in->loc);
+        int idx = bb->insts.n - 1;
+        sb = ir_inst_add_region(ad->bw, &bb->insts.v[idx]);
+        ab = ir_inst_add_region(ad->bw, &bb->insts.v[idx]);
+    }
+    if (plain) { /* each element has this one adder (plain_inputs) */
+        Inst *st = ir_emit(ad->bw, sb, OP_STORE, args, bm ? 3 : 2, NULL, 0, in->loc);
+        st->flags = bm ? IF_HAS_MASK : 0;
+    }
+    if (plain != 1) {
+        Type rt = type_tile((Dtype)pt.elem, pt.rank, pt.shape);
+        Inst *at = ir_emit(ad->bw, ab, OP_ATOMIC_ADD, args, bm ? 3 : 2, &rt, 1, in->loc);
+        at->flags = bm ? IF_HAS_MASK : 0;
+    }
+    if (plain == 2) {
+        ir_emit(ad->bw, sb, OP_YIELD, NULL, 0, NULL, 0, in->loc);
+        ir_emit(ad->bw, ab, OP_YIELD, NULL, 0, NULL, 0, in->loc);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Plain stores for input gradients                                    */
+/* ------------------------------------------------------------------ */
+
+/* The loads of fw (regions included) that may read through parameter i
+ * and get an adjoint: the only writers of d_<i> in the backward. */
+typedef Vec(const Inst *) InstPtrVec;
+static void input_loads(const Ad *ad, const Block *b, int i, InstPtrVec *out)
+{
+    for (int k = 0; b && k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        if (in->op == OP_LOAD && ad_root_has(ad, in->args[0], i) && ad_active(ad, in->res[0]))
+            vec_push(ad->a, *out, in);
+        for (int r = 0; r < in->nregions; r++)
+            input_loads(ad, in->regions[r], i, out);
+    }
+}
+
+/* The block of fw holding instruction x, or NULL. */
+static const Block *block_of(const Block *b, const Inst *x)
+{
+    for (int k = 0; b && k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        if (in == x)
+            return b;
+        for (int r = 0; r < in->nregions; r++) {
+            const Block *f = block_of(in->regions[r], x);
+            if (f)
+                return f;
+        }
+    }
+    return NULL;
+}
+
+/* The symbols of c that occur in a monomial of degree 2 or more (ids into
+ * out, at most max); their values are guarded at run time (SYM_GUARD). */
+enum { SYM_GUARD = 1 << 24, NBIG = 16 };
+static int big_syms(const AccCond *c, int *out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < c->n; i++)
+        for (int j = 0; j < c->c[i].n; j++)
+            for (int m = 0; m < c->c[i].p[j].n; m++) {
+                const AccMono *mo = &c->c[i].p[j].m[m];
+                for (int s = 0; mo->s[1] && s < ACC_NSYM && mo->s[s]; s++) {
+                    int k = 0;
+                    while (k < n && out[k] != mo->s[s])
+                        k++;
+                    if (k == n && n == max)
+                        return -1;
+                    if (k == n)
+                        out[n++] = mo->s[s];
+                }
+            }
+    return n;
+}
+
+/* Can the backward evaluate the condition exactly in int64?  Its symbols
+ * must be int parameters of at most 32 bits or tl.num_programs (below
+ * 2^32 in magnitude; those of products are further checked at run time to
+ * lie within +-SYM_GUARD, else the atomic is used), and the sum of
+ * |k| * bound^degree over each polynomial's monomials stay below 2^62, so
+ * that no intermediate overflows whatever the runtime values. */
+static bool cond_checkable(const Ad *ad, Access *A, const AccCond *c)
+{
+    int big[NBIG];
+    int nbig = big_syms(c, big, NBIG);
+    if (nbig < 0)
+        return false;
+    for (int i = 0; i < c->n; i++)
+        for (int j = 0; j < c->c[i].n; j++) {
+            const AccPoly *p = &c->c[i].p[j];
+            double bound = 0;
+            for (int m = 0; m < p->n; m++) {
+                double t = fabs((double)p->m[m].k);
+                for (int s = 0; s < ACC_NSYM && p->m[m].s[s]; s++) {
+                    int param = -1, axis = -1, kind = access_sym(A, p->m[m].s[s], &param, &axis);
+                    if (kind == 1) {
+                        Type ty = fty(ad, ad->fw->params[param]);
+                        if (ty.rank != 0 || !dtype_is_int(ty.dt) || dtype_bits(ty.dt) > 32)
+                            return false;
+                    } else if (kind != 2) {
+                        return false;
+                    }
+                    t *= p->m[m].s[1] ? (double)SYM_GUARD : 4294967296.0;
+                }
+                bound += t;
+            }
+            if (bound >= 4611686018427387904.0)
+                return false;
+        }
+    return true;
+}
+
+/* Symbol id of the condition as an i64 scalar at the end of bw's body. */
+static ValId sym_value(Ad *ad, int id, Loc loc)
+{
+    Func *bw = ad->bw;
+    Block *b = bw->body;
+    int param = -1, axis = -1;
+    ValId x;
+    if (access_sym(ad->acc, id, &param, &axis) == 1) {
+        x = ad->pm[ad->fw->params[param]];
+    } else {
+        Type i32 = type_scalar(DT_I32);
+        Inst *np = ir_emit(bw, b, OP_NUM_PROGRAMS, NULL, 0, &i32, 1, loc);
+        np->ival = axis;
+        x = np->res[0];
+    }
+    if (ir_type(bw, x).dt != DT_I64)
+        x = ir_op1(bw, b, OP_CAST, type_scalar(DT_I64), x, loc);
+    return x;
+}
+
+/* The condition c as an i1 scalar computed in int64 at the end of bw's
+ * body so far (the kernel's start), false when a guarded symbol is out of
+ * range. */
+static ValId cond_flag(Ad *ad, const AccCond *c, Loc loc)
+{
+    Func *bw = ad->bw;
+    Block *b = bw->body;
+    Type i64 = type_scalar(DT_I64), i1 = type_scalar(DT_I1);
+    ValId all = 0;
+    int big[NBIG];
+    int nbig = big_syms(c, big, NBIG);
+    for (int i = 0; i < nbig; i++) { /* -SYM_GUARD <= x <= SYM_GUARD */
+        ValId x = sym_value(ad, big[i], loc);
+        ValId lo = ir_op2(bw, b, OP_GE, i1, x, ir_const_int(bw, b, i64, -SYM_GUARD, loc), loc);
+        ValId hi = ir_op2(bw, b, OP_LE, i1, x, ir_const_int(bw, b, i64, SYM_GUARD, loc), loc);
+        ValId g = ir_op2(bw, b, OP_AND, i1, lo, hi, loc);
+        all = all ? ir_op2(bw, b, OP_AND, i1, all, g, loc) : g;
+    }
+    for (int i = 0; i < c->n; i++) {
+        ValId any = 0;
+        for (int j = 0; j < c->c[i].n; j++) {
+            const AccPoly *p = &c->c[i].p[j];
+            ValId sum = 0;
+            for (int m = 0; m < p->n; m++) {
+                int64_t k = p->m[m].k;
+                ValId t = k == 1 && p->m[m].s[0] ? 0 : ir_const_int(bw, b, i64, k, loc);
+                for (int s = 0; s < ACC_NSYM && p->m[m].s[s]; s++) {
+                    ValId x = sym_value(ad, p->m[m].s[s], loc);
+                    t = t ? ir_op2(bw, b, OP_MUL, i64, t, x, loc) : x;
+                }
+                sum = sum ? ir_op2(bw, b, OP_ADD, i64, sum, t, loc) : t;
+            }
+            if (!sum)
+                sum = ir_const_int(bw, b, i64, 0, loc);
+            ValId ge = ir_op2(bw, b, OP_GE, i1, sum, ir_const_int(bw, b, i64, 0, loc), loc);
+            any = any ? ir_op2(bw, b, OP_OR, i1, any, ge, loc) : ge;
+        }
+        all = all ? ir_op2(bw, b, OP_AND, i1, all, any, loc) : any;
+    }
+    return all ? all : ir_const_int(bw, b, i1, 1, loc);
+}
+
+/* Decides, per differentiated input, whether its gradient may be written
+ * with plain stores instead of atomic_adds: whether every element of d_x
+ * gets at most one write in the whole launch.  The writers are the active
+ * loads of x (adj_load); they must all be one site in registers (one
+ * block, one pointer value, one mask: adj_load's PendingLoad sums them and
+ * writes once) whose (program ids, loop iterations, lanes) -> element map
+ * access.c proves injective for every launch.  The caller zero-fills d_x,
+ * so elements never read stay 0, as with atomics.  Distinct sites stay
+ * atomic: access_disjoint compares two sites in one program and one
+ * iteration only, and a site of one program may meet another program's.
+ * Anything else (several sites, a pointer selected among parameters, a
+ * runtime condition, an unknown address) keeps the atomics, with the
+ * reason in ad->why. */
+static void plain_inputs(Ad *ad)
+{
+    const Func *fw = ad->fw;
+    Access *A = NULL;
+    for (int i = 0; i < fw->nparams; i++) {
+        if (ad->role[i] != AD_ROLE_IN)
+            continue;
+        const char **why = &ad->why[i];
+        InstPtrVec ls = {0};
+        input_loads(ad, fw->body, i, &ls);
+        if (ad->stored[i]) {
+            *why = "the kernel also writes it";
+            continue;
+        }
+        bool one = true;
+        for (int k = 0; k < ls.n && one; k++) {
+            const Inst *l = ls.v[k], *l0 = ls.v[0];
+            ValId m = l->flags & IF_HAS_MASK ? l->args[1] : 0, m0 = l0->flags & IF_HAS_MASK ? l0->args[1] : 0;
+            if (ad->root[l->args[0]] != i + 1) {
+                *why = "a pointer selected among several parameters or read from memory reaches it";
+                one = false;
+            } else if (k && (l->args[0] != l0->args[0] || m != m0 || block_of(fw->body, l) != block_of(fw->body, l0))) {
+                *why = "it is loaded at several sites, which kad does not prove disjoint across programs";
+                one = false;
+            }
+        }
+        if (!one)
+            continue;
+        if (!ls.n) { /* nothing writes d_x */
+            ad->plain[i] = 1;
+            continue;
+        }
+        if (!A)
+            A = ad->acc = access_analyze(ad->a, fw);
+        const Inst *l = ls.v[0];
+        if (access_base(A, l) != i) {
+            *why = "its address is not an affine form kad can analyze";
+            continue;
+        }
+        AccResult r = access_injective(A, l, ACC_VARY_PIDS | ACC_VARY_LOOPS | ACC_VARY_LANES);
+        unsigned axes = 0;
+        if (r.v == ACC_PROVEN)
+            ad->plain[i] = 1;
+        else if (r.v == ACC_PROVEN_IF) {
+            const char *py = access_cond_python(A, r.cond);
+            *why = arena_printf(ad->a, "elements are distinct per lane, iteration and program only when %s",
+                                py ? py : "a condition on runtime values holds");
+            if (py && cond_checkable(ad, A, r.cond)) {
+                ad->plain[i] = 2;
+                ad->cond[i] = r.cond;
+                ad->when[i] = py;
+            }
+        }
+        else if (r.v == ACC_NOT_INJECTIVE && access_pid_independent(A, l, &axes) && (axes & 1))
+            *why = "it is shared across programs (its address does not depend on tl.program_id(0))";
+        else if (r.v == ACC_NOT_INJECTIVE)
+            *why = arena_printf(ad->a, "the load is not injective (%s)", r.why);
+        else
+            *why = arena_printf(ad->a, "kad cannot tell whether the load is injective (%s)", r.why);
+    }
 }
 
 static void adj_block(Ad *ad, const Block *fb, Block *bb)
@@ -1169,6 +1418,28 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
             }
     for (int i = 0; i < fwd->consts.n; i++)
         vec_push(a, bw->consts, fwd->consts.v[i]);
+
+    ad->plain = arena_alloc(a, (size_t)np + 1);
+    ad->why = arena_alloc(a, sizeof(const char *) * (size_t)(np + 1));
+    ad->when = arena_alloc(a, sizeof(const char *) * (size_t)(np + 1));
+    ad->cond = arena_alloc(a, sizeof(const AccCond *) * (size_t)(np + 1));
+    ad->flag = arena_alloc(a, sizeof(ValId) * (size_t)(np + 1));
+    plain_inputs(ad);
+    for (int j = 0; spec->grad_write && j < spec->nwrt; j++) {
+        spec->grad_write[j] = "it is updated in place";
+        for (int i = 0; i < np; i++)
+            if (ad->role[i] == AD_ROLE_IN && fname(ad, fwd->params[i]) && !strcmp(fname(ad, fwd->params[i]), spec->wrt[j])) {
+                spec->grad_write[j] = ad->plain[i] == 1 ? NULL : ad->why[i];
+                if (spec->grad_when)
+                    spec->grad_when[j] = ad->plain[i] == 2 ? ad->when[i] : NULL;
+            }
+    }
+    /* the runtime conditions of plain stores, once at the kernel's start */
+    for (int i = 0; i < np; i++)
+        if (ad->plain[i] == 2) {
+            ad->flag[i] = cond_flag(ad, ad->cond[i], fwd->loc);
+            ad->bw->vals.v[ad->flag[i]].name = arena_printf(a, "plain_d_%s", fname(ad, fwd->params[i]));
+        }
 
     /* The primal sweep, then the adjoint sweep. */
     clone_block(ad, fwd->body, bw->body, 0, NULL);

@@ -2,7 +2,7 @@
  *
  * Job: wrap a backward kernel (ad_backward's Func) into the module that
  * callers rely on: a header comment (kernel, signature, inputs, outputs,
- * kad version, atomics), the @triton.jit <kernel>_bwd printed by
+ * kad version, how each input gradient is written), the @triton.jit <kernel>_bwd printed by
  * emit_triton in backward mode (the forward def's parameter order, then the
  * gradient pointers; sections "recompute the forward" / "reverse sweep"),
  * and the host function launch_<kernel>_bwd(grid, *args, num_warps=None,
@@ -151,7 +151,28 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
                lname);
     wrap(&h, buf_str(&t), LINE_LIMIT - 2, "", 0);
     buf_puts(&h, "\n");
-    if (uses_atomics(bwd->body)) {
+    if (spec->grad_write) {
+        /* per input (ad_backward's decision): plain stores or atomics, and why */
+        for (int i = 0; i < spec->nwrt; i++) {
+            t.len = 0;
+            if (!spec->grad_write[i])
+                buf_printf(&t, "d_%s is written with plain tl.store (deterministic): the forward reads each "
+                               "element of %s at most once in the whole launch.",
+                           spec->wrt[i], spec->wrt[i]);
+            else if (spec->grad_when && spec->grad_when[i])
+                buf_printf(&t, "d_%s is written with plain tl.store (deterministic) when %s holds for the "
+                               "launch (the kernel checks it at its start), else accumulated with "
+                               "tl.atomic_add, whose order of float additions is not deterministic.",
+                           spec->wrt[i], spec->grad_when[i]);
+            else
+                buf_printf(&t, "d_%s is accumulated with tl.atomic_add, because %s: the order of those float "
+                               "additions is not deterministic, so results may differ in the last bits from "
+                               "run to run.",
+                           spec->wrt[i], spec->grad_write[i]);
+            wrap(&h, buf_str(&t), LINE_LIMIT - 2, "    ", 0);
+            buf_puts(&h, "\n");
+        }
+    } else if (uses_atomics(bwd->body)) {
         t.len = 0;
         buf_puts(&t, "Input gradients are accumulated with tl.atomic_add: the order of those float additions "
                      "is not deterministic, so results may differ in the last bits from run to run.");

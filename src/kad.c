@@ -318,6 +318,8 @@ const char *kad_grad_module(kad_kernel *k, const char *wrt, const char *out)
     API_BEGIN(c, NULL);
     const char *text = NULL;
     AdSpec spec = ad_spec(c->a, wrt, out);
+    spec.grad_write = arena_alloc(c->a, sizeof *spec.grad_write * (size_t)(spec.nwrt + 1));
+    spec.grad_when = arena_alloc(c->a, sizeof *spec.grad_when * (size_t)(spec.nwrt + 1));
     Func *bw = ad_backward(c->a, &c->d, k->f, &spec);
     Buf b = {.a = c->a};
     if (bw && emit_triton_backward(&b, k->f, bw, &spec, &c->d))

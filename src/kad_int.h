@@ -1025,6 +1025,10 @@ bool access_cond_eval(Access *A, const AccCond *c, const int64_t *params, const 
                       bool *holds);
 /* A report of every access (form, constraints, verdicts): `kad access`. */
 const char *access_report(Access *A);
+/* What symbol id (>= 1, as in AccMono.s) stands for: 1 and *param (index
+ * into f->params) for an int parameter, 2 and *axis for
+ * tl.num_programs(axis), 0 for anything else. */
+int access_sym(Access *A, int id, int *param, int *axis);
 
 /* ------------------------------------------------------------------ */
 /* ad_rev.c: reverse-mode AD (see docs/AD.md)                          */
@@ -1037,6 +1041,12 @@ typedef struct AdSpec {
     const char *const *outs; /* differentiated outputs (only written by the kernel) */
     int nouts;
     int mutate;              /* tests only: AD_MUTATE_* deliberately breaks a rule */
+    const char **grad_write; /* out, optional (nwrt entries): ad_backward sets entry j to NULL
+                              * when d_<wrt[j]> is written with plain tl.store, else to why it
+                              * is accumulated with tl.atomic_add */
+    const char **grad_when;  /* out, optional (nwrt entries): where grad_write[j] is set, the
+                              * Python condition under which the backward still writes
+                              * d_<wrt[j]> with plain stores (checked at run time), or NULL */
 } AdSpec;
 enum {
     AD_MUTATE_NONE = 0,
@@ -1107,6 +1117,13 @@ typedef struct Ad {
     ValId *adj;  /* by ValId: accumulated adjoint (0 = zero so far) */
     ValId *grad; /* by param index: its gradient param in bw, or 0 */
     int *seen;   /* by ValId: scratch marks (collect_outside) */
+    uint8_t *plain;    /* by param index: input gradient written with plain stores
+                        * (1), or with them when flag[i] holds, else atomics (2) */
+    const char **why;  /* by param index (inputs): why atomics, or NULL */
+    const char **when; /* by param index (plain 2): the condition as Python */
+    const AccCond **cond; /* by param index (plain 2): the condition */
+    ValId *flag;       /* by param index (plain 2): bw i1 scalar, the condition */
+    Access *acc;       /* fw's access analysis, or NULL */
 } Ad;
 
 /* Resolves ad->spec to roles, computes the facts and validates fw (a, d,
