@@ -1647,10 +1647,11 @@ AccResult access_disjoint(Access *A, const Inst *x, const Inst *y)
     *vx = *fx;
     vx->c0 = pconst(0);
     vx->base = 0;
-    /* the parts outside the lanes must agree (same program, same iteration) */
-    for (int i = 0; i < dlt->nt; i++)
-        if (dlt->t[i].var >= V_LANE)
-            return res(ACC_UNKNOWN, "the two addresses differ in more than a constant", NULL);
+    /* every variable part must agree, program ids and iterations included:
+     * a difference that depends on the program id (y = x + B - pid*B)
+     * would make the constants' comparison below meaningless */
+    if (dlt->nt > 0)
+        return res(ACC_UNKNOWN, "the two addresses differ in more than a constant", NULL);
     Cons cx = site_cons(A, sx), cy = site_cons(A, sy);
     Type tx = vty(A, x->args[0]);
     Dec D = {A, vx, &cx, base_facts(A), 0, {0}, {{0}}, tx.shape, tx.rank};

@@ -213,6 +213,44 @@ static void test_access_disjoint_sites(T *t)
     }
 }
 
+/* A second site whose shift depends on the program id: y + 128*row + cols
+ * and y + 64 - 64*row + 128*row + cols.  Within one program the shift is
+ * 64 - 64*row; for row 1 the two sites meet.  Not provable by comparing
+ * constants: unknown. */
+static const char *const acc_pid_shift =
+    "kernel @pid_shift(%y: *fp32) [HALF = 64] {\n"
+    "  %row = program_id 0 : i32\n"
+    "  %c128 = const 128 : i32\n"
+    "  %base = mul %row, %c128 : i32\n"
+    "  %cols = arange 0 : i32[64]\n"
+    "  %b = broadcast %base : i32[64]\n"
+    "  %o1 = add %b, %cols : i32[64]\n"
+    "  %c64 = const 64 : i32\n"
+    "  %r64 = mul %row, %c64 : i32\n"
+    "  %sh = sub %c64, %r64 : i32\n"
+    "  %shb = broadcast %sh : i32[64]\n"
+    "  %o2 = add %o1, %shb : i32[64]\n"
+    "  %yb = broadcast %y : *fp32[64]\n"
+    "  %p1 = addptr %yb, %o1 : *fp32[64]\n"
+    "  %p2 = addptr %yb, %o2 : *fp32[64]\n"
+    "  %v = const 1.0 : fp32[64]\n"
+    "  store %p1, %v\n"
+    "  store %p2, %v\n"
+    "}\n";
+
+static void test_access_disjoint_pid_shift_unknown(T *t)
+{
+    Arena *a = arena_new(0);
+    Func *f = acc_parse(a, acc_pid_shift);
+    CHECK(t, f);
+    if (f) {
+        Access *A = access_analyze(a, f);
+        AccResult r = access_disjoint(A, acc_nth(A, OP_STORE, 0), acc_nth(A, OP_STORE, 1));
+        CHECK(t, r.v != ACC_PROVEN);
+    }
+    arena_free(a);
+}
+
 static const char *const acc_gather =
     "kernel @gather(%x: *fp32, %idx: *i32, %y: *fp32) [BLOCK = 16] {\n"
     "  %l = arange 0 : i32[16]\n"
@@ -251,5 +289,6 @@ static void tests_access(T *t)
     RUN(t, test_access_rowwise);
     RUN(t, test_access_brute_force);
     RUN(t, test_access_disjoint_sites);
+    RUN(t, test_access_disjoint_pid_shift_unknown);
     RUN(t, test_access_gather_unknown);
 }
