@@ -187,6 +187,19 @@ KAD_API int kad_set_global(kad_ctx *c, const char *modname, const char *name, co
  * with kad_add_module.  NULL if no module of that name was added. */
 KAD_API const char *kad_module_imports(kad_ctx *c, const char *modname);
 
+/* ---- Determinism audit (docs/AD.md, "Determinism audit") ---- */
+
+/* What makes k nondeterministic or batch-variant, as text owned by the
+ * context: one line per finding, "file:line:col: nondeterministic: ..."
+ * (a float atomic_add that may add into one element several times: a split
+ * reduction), "file:line:col: batch-variant: ..." (a loop accumulating
+ * floats whose trip count or stride depends on tl.num_programs or on a
+ * size that bounds the program ids), "file:line:col: note: ..." (a float
+ * atomic_add into distinct addresses: one add per element, order-free),
+ * then "KERNEL: clean: deterministic and batch-invariant[ (see the notes)]"
+ * or "KERNEL: N nondeterministic, M batch-variant".  NULL on error. */
+KAD_API const char *kad_audit(kad_kernel *k);
+
 #ifdef __cplusplus
 }
 #endif

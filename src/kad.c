@@ -419,3 +419,14 @@ const char *kad_module_imports(kad_ctx *c, const char *modname)
     API_END(c);
     return res;
 }
+
+/* ---- Determinism audit ---- */
+
+const char *kad_audit(kad_kernel *k)
+{
+    kad_ctx *c = k->c;
+    API_BEGIN(c, NULL);
+    const char *text = audit_report(c->a, k->f);
+    API_END(c);
+    return text;
+}

@@ -1031,6 +1031,16 @@ const char *access_report(Access *A);
 int access_sym(Access *A, int id, int *param, int *axis);
 
 /* ------------------------------------------------------------------ */
+/* audit.c: determinism audit (see docs/AD.md, "Determinism audit")    */
+/* ------------------------------------------------------------------ */
+
+/* The report of what makes f nondeterministic (float atomics that may add
+ * into one element several times) or batch-variant (float accumulation
+ * loops chunked by tl.num_programs or by a batch size), one located line
+ * per finding, then a summary line (`kad audit`, kad_audit). */
+const char *audit_report(Arena *a, const Func *f);
+
+/* ------------------------------------------------------------------ */
 /* ad_rev.c: reverse-mode AD (see docs/AD.md)                          */
 /* ------------------------------------------------------------------ */
 

@@ -5,6 +5,7 @@
  *   kad opt --pass NAME [--pass NAME]... [FILE.ir]      (stdin when no file)
  *   kad grad FILE.py:KERNEL --sig SIG --wrt X --out Y [-o F] [--ir]   (docs/GRAD.md)
  *   kad check FILE.py:KERNEL --sig SIG --wrt X --out Y --grid G ...   (docs/AD.md)
+ *   kad audit FILE.py:KERNEL --sig SIG [same options as ir] | kad audit FILE.ir
  *   kad ast FILE.py
  *   kad version
  *
@@ -44,6 +45,8 @@ static const char usage[] =
     "  kad emit FILE.py:KERNEL --sig SIG [--unroll] [--no-simplify] [--include FILE.py]... [-I DIR]...\n"
     "  kad emit FILE.ir\n"
     "      print the specialized kernel as Triton source (see docs/EMIT.md)\n"
+    "  kad audit FILE.py:KERNEL --sig SIG [same options as ir] | kad audit FILE.ir\n"
+    "      report float atomics and batch-variant accumulation loops (nondeterminism), located\n"
     "  kad access [FILE.ir]\n"
     "      the access analysis: each load/store/atomic's address as an affine form, its verdicts\n"
     "  kad opt --pass NAME [--pass NAME]... [FILE.ir]\n"
@@ -259,11 +262,13 @@ static bool root_arg(int argc, char **argv, int *i, Roots *roots)
     return d != NULL;
 }
 
-/* `kad ir` and `kad emit` (triton: print the kernel as Triton source; the
- * target may also be FILE.ir, textual IR). */
-static int cmd_ir(int argc, char **argv, bool triton)
+/* `kad ir`, `kad emit` (mode 1: print the kernel as Triton source) and
+ * `kad audit` (mode 2: the determinism audit); for emit and audit the
+ * target may also be FILE.ir, textual IR. */
+static int cmd_ir(int argc, char **argv, int mode)
 {
-    const char *cmd = triton ? "emit" : "ir";
+    bool triton = mode == 1, audit = mode == 2;
+    const char *cmd = audit ? "audit" : triton ? "emit" : "ir";
     const char *target = NULL, *sig = NULL;
     unsigned flags = 0;
     Roots roots = {0};
@@ -293,11 +298,11 @@ static int cmd_ir(int argc, char **argv, bool triton)
         }
     }
     size_t tlen = target ? strlen(target) : 0;
-    if (triton && tlen > 3 && !strcmp(target + tlen - 3, ".ir")) {
+    if ((triton || audit) && tlen > 3 && !strcmp(target + tlen - 3, ".ir")) {
         char *text = slurp(target, "file");
         kad_kernel *k = text ? kad_parse_ir(c, target, text) : NULL;
         free(text);
-        const char *py = k ? kad_kernel_triton(k) : NULL;
+        const char *py = !k ? NULL : audit ? kad_audit(k) : kad_kernel_triton(k);
         if (!py)
             return fail(c);
         fputs(py, stdout);
@@ -311,7 +316,7 @@ static int cmd_ir(int argc, char **argv, bool triton)
         return 1;
     }
     kad_kernel *k = load_py_kernel(c, target, colon, &roots, sig, flags);
-    const char *text = !k ? NULL : triton ? kad_kernel_triton(k) : kad_kernel_ir(k);
+    const char *text = !k ? NULL : audit ? kad_audit(k) : triton ? kad_kernel_triton(k) : kad_kernel_ir(k);
     if (!text)
         return fail(c);
     fputs(text, stdout);
@@ -586,9 +591,11 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "ir"))
-        return cmd_ir(argc - 2, argv + 2, false);
+        return cmd_ir(argc - 2, argv + 2, 0);
     if (!strcmp(cmd, "emit"))
-        return cmd_ir(argc - 2, argv + 2, true);
+        return cmd_ir(argc - 2, argv + 2, 1);
+    if (!strcmp(cmd, "audit"))
+        return cmd_ir(argc - 2, argv + 2, 2);
     if (!strcmp(cmd, "opt"))
         return cmd_opt(argc - 2, argv + 2);
     if (!strcmp(cmd, "grad") || !strcmp(cmd, "check"))

@@ -13,6 +13,7 @@ PyTorch users need one decorator (docs/PYTHON.md):
 
     kad.backward_source(rmsnorm, (M,), x, w, y, ...)             # the generated Triton backward
     kad.check_backward(rmsnorm, (M,), args, my_backward)         # debug a hand-written one
+    print(kad.audit(rmsnorm, (M,), x, w, y, ...))                # nondeterminism / batch variance
 
 CPU tensors run on kad's C interpreter, CUDA tensors with Triton.  The C
 library's own binding (Context, Kernel) is here too:
@@ -25,7 +26,7 @@ library's own binding (Context, Kernel) is here too:
 from ._capi import Context, KadError, Kernel, Pointer, library_path, version
 
 __all__ = ["Context", "KadError", "Kernel", "Pointer", "library_path", "version", "differentiable",
-           "backward_source", "check_backward", "cache_dir", "f64_mode"]
+           "backward_source", "check_backward", "cache_dir", "f64_mode", "audit"]
 
 
 def __getattr__(name):
@@ -34,7 +35,7 @@ def __getattr__(name):
     if name in ("differentiable", "cache_dir", "DifferentiableKernel", "f64_mode"):
         from . import autograd
         return getattr(autograd, name)
-    if name in ("backward_source", "check_backward", "BackwardReport"):
+    if name in ("backward_source", "check_backward", "BackwardReport", "audit", "AuditReport", "AuditFinding"):
         from . import check
         return getattr(check, name)
     raise AttributeError(f"module 'kad' has no attribute {name!r}")

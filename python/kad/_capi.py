@@ -135,6 +135,7 @@ def _load():
             "kad_grad_module": ([P, S, S], S),
             "kad_grad_source": ([P, S, S, S, S, U], S),
             "kad_kernel_param_access": ([P, I], I),
+            "kad_audit": ([P], S),
         }
         for name, (argtypes, restype) in sigs.items():
             fn = getattr(lib, name)
@@ -328,6 +329,17 @@ class Kernel:
             if ty.startswith("*"):
                 out[name] = fn(self._k, i)
         return out
+
+    def audit(self):
+        """The determinism audit (kad_audit): one line per finding
+        ("file:line:col: nondeterministic: ...", "... batch-variant: ...",
+        "... note: ..."), then a summary line."""
+        fn = self._ctx._need("kad_audit")
+        self._ctx._begin()
+        text = fn(self._k)
+        if text is None:
+            self._ctx._fail("audit")
+        return _dec(text)
 
     def grad(self, wrt, out):
         """The backward kernel (kad_grad): this kernel's runtime parameters,

@@ -20,6 +20,14 @@ check_backward(kernel, grid, args, my_backward, kwargs=None, seed=0)
     tensor, a tuple in the order of `inputs`, or a dict by name (None or a
     missing name: not checked).
 
+audit(kernel, grid, *args, **kwargs)
+    kad's determinism audit of the kernel specialized as that launch would
+    specialize it (docs/AD.md, "Determinism audit"): an AuditReport whose
+    str() is the report text and whose .findings lists the float atomics
+    and accumulation loops that make the kernel nondeterministic or
+    batch-variant.  kernel: a @triton.jit function (autotune/heuristics
+    wrappers included) or a kad.differentiable kernel.  Nothing is launched.
+
 Errors are relative to the reference's magnitude: max|u - r| / max|r|, so
 elements near zero do not dominate; `worst` is the index of the largest
 |u - r|.  An input passes when its error against the float64 reference is
@@ -33,9 +41,12 @@ import torch
 
 from ._capi import Pointer
 from ._launch import FLOAT_DTYPES
-from .autograd import DifferentiableKernel
+from ._launch import bind
+from ._sources import unwrap
+from .autograd import DifferentiableKernel, Program
 
-__all__ = ["backward_source", "check_backward", "BackwardReport", "InputReport"]
+__all__ = ["backward_source", "check_backward", "BackwardReport", "InputReport", "audit", "AuditReport",
+           "AuditFinding"]
 
 _FLOOR = {torch.float64: 1e-9, torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 6e-2}
 
@@ -207,3 +218,56 @@ def check_backward(kernel, grid, args, my_backward, kwargs=None, seed=0):
     if not rows:
         raise ValueError("my_backward returned no gradient for any differentiable input")
     return BackwardReport(dk.__name__, rows)
+
+
+@dataclasses.dataclass
+class AuditFinding:
+    """One line of the audit: kind is "nondeterministic", "batch-variant" or
+    "note" (a float atomic into distinct addresses: order-free); where is
+    "file:line:col"."""
+    kind: str
+    where: str
+    message: str
+
+    def __str__(self):
+        return f"{self.where}: {self.kind}: {self.message}"
+
+
+@dataclasses.dataclass
+class AuditReport:
+    """kad_audit's report: text (str() of the report), findings (every
+    located line, notes included); clean is True when nothing is
+    nondeterministic or batch-variant."""
+    text: str
+    findings: list
+
+    @property
+    def clean(self):
+        return all(f.kind == "note" for f in self.findings)
+
+    def __str__(self):
+        return self.text
+
+
+def _parse_audit(text):
+    findings = []
+    for line in text.splitlines():
+        for kind in ("nondeterministic", "batch-variant", "note"):
+            sep = f": {kind}: "
+            if sep in line:
+                where, msg = line.split(sep, 1)
+                findings.append(AuditFinding(kind, where, msg))
+                break
+    return AuditReport(text, findings)
+
+
+def audit(kernel, grid, *args, **kwargs):
+    """The determinism audit of kernel[grid](*args, **kwargs), not launched."""
+    if isinstance(kernel, DifferentiableKernel):
+        program = kernel.program
+        launch = kernel.bind(grid, args, kwargs)
+    else:
+        chain, jit = unwrap(kernel)
+        program = Program(jit)
+        launch = bind(jit, chain, grid, args, kwargs, [])
+    return _parse_audit(program.forward(launch.sig).audit())
