@@ -127,8 +127,7 @@ def run_cpu(kernel, grid, values, mode, written=None):
             args.append(v)
             continue
         if mode == "f64" and v.dtype in FLOAT_DTYPES and v.dtype != torch.float64 and v.numel():
-            last = sum((n - 1) * s for n, s in zip(v.shape, v.stride()))
-            span = v.as_strided((last + 1,), (1,), v.storage_offset())
+            span = storage_span(v)
             v64 = span.double()
             if written is None or any(v is w for w in written):
                 staged.append((span, v64))
@@ -149,12 +148,16 @@ def cache_dir():
     return os.path.join(base, "kad")
 
 
+def storage_span(t):
+    """t's storage from t.data_ptr() to its last element, as a flat view
+    (a kernel may address elements between a view's rows); t non-empty."""
+    last = sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+    return t.as_strided((last + 1,), (1,), t.storage_offset())
+
+
 def span_bytes(t):
     """Bytes from t.data_ptr() to the end of t's last element."""
-    if t.numel() == 0:
-        return 0
-    last = sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
-    return (last + 1) * t.element_size()
+    return storage_span(t).numel() * t.element_size() if t.numel() else 0
 
 
 class Program:
@@ -268,9 +271,7 @@ def _copy_span(t):
     span (a kernel may address elements between a view's rows)."""
     if t.numel() == 0:
         return t.clone()
-    last = sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
-    span = t.detach().as_strided((last + 1,), (1,), t.storage_offset()).clone()
-    return span.as_strided(t.size(), t.stride(), 0)
+    return storage_span(t.detach()).clone().as_strided(t.size(), t.stride(), 0)
 
 
 class Run:

@@ -43,7 +43,7 @@ from ._capi import Pointer
 from ._launch import FLOAT_DTYPES
 from ._launch import bind
 from ._sources import unwrap
-from .autograd import DifferentiableKernel, Program
+from .autograd import DifferentiableKernel, Program, storage_span
 
 __all__ = ["backward_source", "check_backward", "BackwardReport", "InputReport", "audit", "AuditReport",
            "AuditFinding"]
@@ -134,8 +134,7 @@ def _span64(t):
     float64 for float tensors, as the interpreter's f64 mode wants it."""
     if t.numel() == 0:
         return torch.empty(0, dtype=torch.float64)
-    last = sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
-    span = t.detach().as_strided((last + 1,), (1,), t.storage_offset())
+    span = storage_span(t.detach())
     dt = torch.float64 if t.dtype in FLOAT_DTYPES else t.dtype
     return span.to("cpu", dt).clone()
 
