@@ -112,6 +112,13 @@ KAD_API void kad_clear_diagnostics(kad_ctx *c);
  * before it (docs/GRAD.md).  NULL with located diagnostics when k cannot
  * be differentiated. */
 KAD_API kad_kernel *kad_grad(kad_kernel *k, const char *wrt, const char *out);
+/* kad_grad with flags: KAD_GRAD_ATOMICS accumulates every input gradient
+ * with tl.atomic_add (the order of float additions, and so the last bits,
+ * may change from run to run) instead of the deterministic default: plain
+ * stores where each element has one writer, per-program partials reduced
+ * in a fixed order where several programs add into one element. */
+enum { KAD_GRAD_ATOMICS = 1 };
+KAD_API kad_kernel *kad_grad_ex(kad_kernel *k, const char *wrt, const char *out, unsigned flags);
 
 /* How k uses its runtime parameter i (a pointer): KAD_ACCESS_LOAD if some
  * load may read through it, KAD_ACCESS_STORE if some store or atomic may
@@ -155,6 +162,8 @@ KAD_API const char *kad_kernel_triton(kad_kernel *k);
  * out as for kad_grad.  Owned by the context; NULL with located diagnostics
  * when k cannot be differentiated or printed. */
 KAD_API const char *kad_grad_module(kad_kernel *k, const char *wrt, const char *out);
+/* kad_grad_module with flags (KAD_GRAD_*, as for kad_grad_ex). */
+KAD_API const char *kad_grad_module_ex(kad_kernel *k, const char *wrt, const char *out, unsigned flags);
 
 /* One call from sources to module: specializes `kernel` of the sources
  * added to c for sig (flags as for kad_specialize), then kad_grad_module.

@@ -1300,6 +1300,10 @@ static void plain_inputs(Ad *ad)
             *why = "the kernel also writes it";
             continue;
         }
+        if (ad->spec->atomics) {
+            *why = "atomics were asked for (deterministic=False)";
+            continue;
+        }
         bool one = true;
         for (int k = 0; k < ls.n && one; k++) {
             const Inst *l = ls.v[k], *l0 = ls.v[0];

@@ -254,12 +254,15 @@ static AdSpec ad_spec(Arena *a, const char *wrt, const char *out)
     return spec;
 }
 
-kad_kernel *kad_grad(kad_kernel *k, const char *wrt, const char *out)
+kad_kernel *kad_grad(kad_kernel *k, const char *wrt, const char *out) { return kad_grad_ex(k, wrt, out, 0); }
+
+kad_kernel *kad_grad_ex(kad_kernel *k, const char *wrt, const char *out, unsigned flags)
 {
     kad_ctx *c = k->c;
     API_BEGIN(c, NULL);
     kad_kernel *g = NULL;
     AdSpec spec = ad_spec(c->a, wrt, out);
+    spec.atomics = (flags & KAD_GRAD_ATOMICS) != 0;
     Func *f = ad_backward(c->a, &c->d, k->f, &spec);
     if (f)
         g = kernel_new(c, f);
@@ -314,10 +317,16 @@ int kad_kernel_param_access(kad_kernel *k, int i)
 
 const char *kad_grad_module(kad_kernel *k, const char *wrt, const char *out)
 {
+    return kad_grad_module_ex(k, wrt, out, 0);
+}
+
+const char *kad_grad_module_ex(kad_kernel *k, const char *wrt, const char *out, unsigned flags)
+{
     kad_ctx *c = k->c;
     API_BEGIN(c, NULL);
     const char *text = NULL;
     AdSpec spec = ad_spec(c->a, wrt, out);
+    spec.atomics = (flags & KAD_GRAD_ATOMICS) != 0;
     spec.grad_write = arena_alloc(c->a, sizeof *spec.grad_write * (size_t)(spec.nwrt + 1));
     spec.grad_when = arena_alloc(c->a, sizeof *spec.grad_when * (size_t)(spec.nwrt + 1));
     Func *bw = ad_backward(c->a, &c->d, k->f, &spec);

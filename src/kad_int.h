@@ -1051,6 +1051,7 @@ typedef struct AdSpec {
     const char *const *outs; /* differentiated outputs (only written by the kernel) */
     int nouts;
     int mutate;              /* tests only: AD_MUTATE_* deliberately breaks a rule */
+    bool atomics;            /* accumulate every input gradient with atomic_add (KAD_GRAD_ATOMICS) */
     const char **grad_write; /* out, optional (nwrt entries): ad_backward sets entry j to NULL
                               * when d_<wrt[j]> is written with plain tl.store, else to why it
                               * is accumulated with tl.atomic_add */

@@ -51,11 +51,12 @@ static const char usage[] =
     "      the access analysis: each load/store/atomic's address as an affine form, its verdicts\n"
     "  kad opt --pass NAME [--pass NAME]... [FILE.ir]\n"
     "      read textual IR (stdin when no FILE), run passes, print the IR\n"
-    "  kad grad FILE.py:KERNEL --sig SIG --wrt X,... --out Y,... [-o FILE] [--ir] [--include FILE.py]...\n"
+    "  kad grad FILE.py:KERNEL --sig SIG --wrt X,... --out Y,... [-o FILE] [--ir] [--atomics] [--include FILE.py]...\n"
     "           [-I DIR]...\n"
     "  kad grad FILE.ir --wrt X,... --out Y,... [-o FILE] [--ir]\n"
     "      print the backward as a Triton module with its launcher (docs/GRAD.md),\n"
-    "      or with --ir the backward kernel's IR (reverse mode; see docs/AD.md)\n"
+    "      or with --ir the backward kernel's IR (reverse mode; see docs/AD.md); --atomics:\n"
+    "      input gradients accumulated with atomic_add (nondeterministic) instead of the default\n"
     "  kad check FILE.py:KERNEL --sig SIG --wrt X,... --out Y,... --grid NX[,NY,NZ]\n"
     "            --shape P=64x128... --arg N=VALUE... [--range P=LO:HI]... [--seed N]\n"
     "            [--dirs K] [--elem-limit N] [--rtol X]      (or FILE.ir instead of FILE.py:KERNEL)\n"
@@ -422,6 +423,7 @@ typedef struct AdArgs {
     const char *target, *sig, *wrt, *out;
     const char *outfile; /* grad -o FILE: write the module there instead of stdout */
     bool ir;             /* grad --ir: print the backward IR instead of the Triton module */
+    unsigned gflags;     /* grad --atomics: KAD_GRAD_ATOMICS */
     unsigned flags;
     Roots roots;
     kad_check_opts o;
@@ -454,6 +456,8 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
             x->flags |= KAD_UNROLL_CONST_LOOPS;
         else if (!check && !strcmp(a, "--ir"))
             x->ir = true;
+        else if (!check && !strcmp(a, "--atomics"))
+            x->gflags |= KAD_GRAD_ATOMICS;
         else if (!check && !strcmp(a, "-o") && has)
             x->outfile = argv[++i];
         else if (!strcmp(a, "--include") && has) {
@@ -559,8 +563,8 @@ static int cmd_ad(int argc, char **argv, bool check)
     if (!rc && !k)
         rc = 1; /* usage errors were already explained on stderr */
     if (!rc && !check) {
-        kad_kernel *g = x.ir ? kad_grad(k, x.wrt, x.out) : NULL;
-        const char *text = x.ir ? (g ? kad_kernel_ir(g) : NULL) : kad_grad_module(k, x.wrt, x.out);
+        kad_kernel *g = x.ir ? kad_grad_ex(k, x.wrt, x.out, x.gflags) : NULL;
+        const char *text = x.ir ? (g ? kad_kernel_ir(g) : NULL) : kad_grad_module_ex(k, x.wrt, x.out, x.gflags);
         rc = text ? write_output(x.outfile, text) : 1;
     } else if (!rc) {
         x.o.wrt = x.wrt;

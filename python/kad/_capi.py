@@ -27,6 +27,7 @@ __all__ = ["KadError", "Context", "Kernel", "Pointer", "library_path", "version"
 # kad_specialize flags and kad_run modes (include/kad.h).
 UNROLL_CONST_LOOPS = 1 << 0
 NO_SIMPLIFY = 1 << 1
+GRAD_ATOMICS = 1  # KAD_GRAD_ATOMICS
 _MODES = {"as_written": 0, "f64": 1}
 
 
@@ -133,6 +134,8 @@ def _load():
         optional = {
             "kad_grad": ([P, S, S], P),
             "kad_grad_module": ([P, S, S], S),
+            "kad_grad_ex": ([P, S, S, U], P),
+            "kad_grad_module_ex": ([P, S, S, U], S),
             "kad_grad_source": ([P, S, S, S, S, U], S),
             "kad_kernel_param_access": ([P, I], I),
             "kad_audit": ([P], S),
@@ -341,22 +344,24 @@ class Kernel:
             self._ctx._fail("audit")
         return _dec(text)
 
-    def grad(self, wrt, out):
-        """The backward kernel (kad_grad): this kernel's runtime parameters,
+    def grad(self, wrt, out, deterministic=True):
+        """The backward kernel (kad_grad_ex): this kernel's runtime parameters,
         then d_<out>..., then d_<wrt>...; wrt and out are lists of
-        pointer-parameter names (or comma-separated strings)."""
-        fn = self._ctx._need("kad_grad")
+        pointer-parameter names (or comma-separated strings).
+        deterministic=False: input gradients accumulated with atomic_add."""
+        fn = self._ctx._need("kad_grad_ex")
         self._ctx._begin()
-        g = fn(self._k, _enc(_names(wrt)), _enc(_names(out)))
+        g = fn(self._k, _enc(_names(wrt)), _enc(_names(out)), 0 if deterministic else GRAD_ATOMICS)
         if not g:
             self._ctx._fail("grad")
         return Kernel(self._ctx, g)
 
-    def grad_module(self, wrt, out):
-        """The backward as a Python module text (kad_grad_module, docs/GRAD.md)."""
-        fn = self._ctx._need("kad_grad_module")
+    def grad_module(self, wrt, out, deterministic=True):
+        """The backward as a Python module text (kad_grad_module_ex,
+        docs/GRAD.md); deterministic as for grad()."""
+        fn = self._ctx._need("kad_grad_module_ex")
         self._ctx._begin()
-        text = fn(self._k, _enc(_names(wrt)), _enc(_names(out)))
+        text = fn(self._k, _enc(_names(wrt)), _enc(_names(out)), 0 if deterministic else GRAD_ATOMICS)
         if text is None:
             self._ctx._fail("grad_module")
         return _dec(text)

@@ -205,50 +205,52 @@ class Program:
                 acc = self.access_of[sig] = k.param_access()
         return acc
 
-    def backward(self, sig, wrt, out):
-        """The backward as a kad Kernel, for the CPU interpreter."""
-        key = (sig, tuple(wrt), tuple(out))
+    def backward(self, sig, wrt, out, det=True):
+        """The backward as a kad Kernel, for the CPU interpreter (det:
+        deterministic, else input gradients accumulated with atomics)."""
+        key = (sig, tuple(wrt), tuple(out), det)
         k = self.bwd.get(key)
         if k is None:
             fwd = self.forward(sig)
             with self.lock:
-                k = self.bwd[key] = fwd.grad(wrt, out)
+                k = self.bwd[key] = fwd.grad(wrt, out, deterministic=det)
         return k
 
-    def _key(self, sig, wrt, out):
+    def _key(self, sig, wrt, out, det):
         h = hashlib.sha256()
-        for part in (_capi.version(), self.digest, self.kernel, sig, ",".join(wrt), ",".join(out)):
+        for part in (_capi.version(), self.digest, self.kernel, sig, ",".join(wrt), ",".join(out),
+                     "" if det else "atomics"):
             h.update(part.encode() + b"\0")
         return h.hexdigest()
 
-    def module_text(self, sig, wrt, out):
+    def module_text(self, sig, wrt, out, det=True):
         """The backward module's text: from the disk cache, else generated."""
-        key = (sig, tuple(wrt), tuple(out))
+        key = (sig, tuple(wrt), tuple(out), det)
         text = self.texts.get(key)
         if text is not None:
             return text
-        path = self.module_path(sig, wrt, out)
+        path = self.module_path(sig, wrt, out, det)
         if os.path.exists(path):
             with open(path, encoding="utf-8") as f:
                 text = f.read()
         else:
             fwd = self.forward(sig)
             with self.lock:
-                text = fwd.grad_module(wrt, out)
+                text = fwd.grad_module(wrt, out, deterministic=det)
             _write_atomically(path, text)
         self.texts[key] = text
         return text
 
-    def module_path(self, sig, wrt, out):
-        return os.path.join(cache_dir(), f"{self.kernel}_bwd_{self._key(sig, wrt, out)[:40]}.py")
+    def module_path(self, sig, wrt, out, det=True):
+        return os.path.join(cache_dir(), f"{self.kernel}_bwd_{self._key(sig, wrt, out, det)[:40]}.py")
 
-    def module(self, sig, wrt, out):
+    def module(self, sig, wrt, out, det=True):
         """The imported backward module (GPU)."""
-        key = (sig, tuple(wrt), tuple(out))
+        key = (sig, tuple(wrt), tuple(out), det)
         mod = self.modules.get(key)
         if mod is None:
-            self.module_text(sig, wrt, out)  # makes sure the file exists
-            path = self.module_path(sig, wrt, out)
+            self.module_text(sig, wrt, out, det)  # makes sure the file exists
+            path = self.module_path(sig, wrt, out, det)
             name = "kad_bwd_" + os.path.basename(path)[:-3]
             spec = importlib.util.spec_from_file_location(name, path)
             mod = importlib.util.module_from_spec(spec)
@@ -379,8 +381,9 @@ class DifferentiableKernel:
     kernel.run(..., grid=...) launch as Triton does; other attributes are
     the wrapped object's."""
 
-    def __init__(self, fn, inputs, outputs):
+    def __init__(self, fn, inputs, outputs, deterministic=True):
         self.fn = fn
+        self.deterministic = bool(deterministic)
         self.chain, self.jit = unwrap(fn)
         ps = params_of(self.jit)
         names = [p.name for p in ps]
@@ -515,9 +518,9 @@ class DifferentiableKernel:
         """Compiles the backward of this launch (all outputs differentiated)."""
         wrt, out = _grad_names(launch, wrt, inout, self.outputs)
         if launch.device == "cpu":
-            self.program.backward(launch.sig, wrt, out)
+            self.program.backward(launch.sig, wrt, out, self.deterministic)
         else:
-            self.program.module(launch.sig, wrt, out)
+            self.program.module(launch.sig, wrt, out, self.deterministic)
 
     def _run_forward(self, launch):
         """Runs the forward: kad's interpreter on CPU, Triton on GPU."""
@@ -563,7 +566,7 @@ class DifferentiableKernel:
             d_ins[n] = torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device=x.device).zero_()
         grads = [d_outs[n] for n in out] + [d_ins[n] for n in ins]
         if launch.device == "cpu":
-            k = self.program.backward(launch.sig, wrt, out)
+            k = self.program.backward(launch.sig, wrt, out, self.deterministic)
             # the forward's parameters by name (the specialized ones are not parameters), then the gradients
             names = [n for n, _ in k.params]
             nf = len(names) - len(grads)
@@ -572,7 +575,7 @@ class DifferentiableKernel:
             written = list(d_ins.values()) + [d_outs[n] for n in inout]
             run_cpu(k, launch.grid, values, getattr(launch, "mode", "as_written"), written=written)
         else:
-            mod = self.program.module(launch.sig, wrt, out)
+            mod = self.program.module(launch.sig, wrt, out, self.deterministic)
             fn = getattr(mod, f"launch_{launch.name}_bwd")
             runtime = [override.get(n, v) for n, v in launch.runtime]
             opts = {k: launch.options[k] for k in ("num_warps", "num_stages") if k in launch.options}
@@ -599,14 +602,18 @@ def _overlap(a, b):
     return a0 < b0 + span_bytes(b) and b0 < a0 + span_bytes(a)
 
 
-def differentiable(inputs, outputs):
+def differentiable(inputs, outputs, deterministic=True):
     """Decorator: makes a @triton.jit kernel (also wrapped in triton.autotune
     or triton.heuristics) differentiable by PyTorch.
 
     inputs: the pointer parameters to differentiate (their tensors get .grad);
     outputs: the pointer parameters the kernel writes and the loss depends
     on.  Other parameters (scratch buffers, labels, sizes) are passed through.
-    Must be the outermost decorator."""
+    deterministic: True (the default) makes input gradients bitwise
+    reproducible where kad's access analysis allows it (plain stores, or
+    per-program partials summed in a fixed order); False accumulates every
+    input gradient with tl.atomic_add.  The generated module's header says
+    which each input got.  Must be the outermost decorator."""
     def wrap(fn):
-        return DifferentiableKernel(fn, inputs, outputs)
+        return DifferentiableKernel(fn, inputs, outputs, deterministic)
     return wrap

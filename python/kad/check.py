@@ -65,7 +65,7 @@ def backward_source(kernel, grid, *args, **kwargs):
     wrt = [n for n in dk.inputs if tens[n].requires_grad]
     if not wrt:
         wrt = [n for n in dk.inputs if tens[n].dtype in FLOAT_DTYPES]
-    return dk.program.module_text(launch.sig, wrt, dk.outputs)
+    return dk.program.module_text(launch.sig, wrt, dk.outputs, dk.deterministic)
 
 
 @dataclasses.dataclass
@@ -141,7 +141,7 @@ def _span64(t):
 
 def _reference_f64(dk, launch, wrt, out, d_outs):
     """Input gradients from kad's backward on the interpreter in float64."""
-    bwd = dk.program.backward(launch.sig, wrt, out)
+    bwd = dk.program.backward(launch.sig, wrt, out, dk.deterministic)
     keep, args = [], []
     # the forward's parameters by name: those Triton specializes (None, 1) are not parameters of bwd
     rt = dict(launch.runtime)
