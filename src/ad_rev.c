@@ -1095,6 +1095,8 @@ static void adj_load(Ad *ad, Block *bb, const Block *fb, int k, PendingVec *pend
         bm = bm ? e2(&e, OP_AND, bm, ad->vm[p]) : ad->vm[p];
     ValId args[3] = {S0(ad, p), ecast(&e, sum, (Dtype)pt.elem), bm};
     int r = ad->root[p], plain = r > 0 ? ad->plain[r - 1] : 0;
+    if (plain == 3) /* folded: an atomic_add here, which ad_fold turns into partials */
+        plain = 0;
     Block *sb = bb, *ab = bb;
     if (plain == 2) { /* if flag: store, else: atomic_add */
         ir_emit(ad->bw, bb, OP_IF, &ad->flag[r - 1], 1, NULL, 0, in->loc);
@@ -1286,6 +1288,57 @@ static ValId cond_flag(Ad *ad, const AccCond *c, Loc loc)
  * Anything else (several sites, a pointer selected among parameters, a
  * runtime condition, an unknown address) keeps the atomics, with the
  * reason in ad->why. */
+/* The grid axes whose tl.program_id or tl.num_programs b uses (bits). */
+static unsigned used_axes(const Block *b)
+{
+    unsigned u = 0;
+    for (int k = 0; b && k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        if ((in->op == OP_PROGRAM_ID || in->op == OP_NUM_PROGRAMS) && in->ival >= 0 && in->ival < 3)
+            u |= 1u << in->ival;
+        for (int r = 0; r < in->nregions; r++)
+            u |= used_axes(in->regions[r]);
+    }
+    return u;
+}
+
+/* Input i, read at the one site l whose address does not depend on the
+ * program ids of `indep`: can its gradient be summed deterministically by
+ * folding the grid (ad_fold.c)?  The fold axis k is one the kernel uses and
+ * the address ignores; the lanes of l must be distinct elements (a tile
+ * holding one element twice would lose an addition), and programs differing
+ * in another used axis must not share an element (they run at once on one
+ * row of partials): for now, no other axis may be used at all.  Marks
+ * plain[i] = 3 and the axis in ad->fold_axis (one axis per backward). */
+static void fold_candidate(Ad *ad, Access *A, int i, const Inst *l, unsigned indep)
+{
+    unsigned used = used_axes(ad->fw->body);
+    int k = -1;
+    for (int j = 0; j < 3 && k < 0; j++)
+        if ((indep & used) & (1u << j))
+            k = j;
+    if (k < 0 && !used)
+        k = 0;
+    if (k < 0)
+        return;
+    if (used & ~(1u << k)) {
+        ad->why[i] = arena_printf(ad->a, "it is shared across the programs of grid axis %d, and the kernel also "
+                                         "uses other grid axes (kad does not fold those yet)", k);
+        return;
+    }
+    AccResult lanes = access_injective(A, l, ACC_VARY_LANES);
+    if (lanes.v != ACC_PROVEN) {
+        ad->why[i] = "it is shared across programs, and kad cannot prove that one load's lanes read distinct "
+                     "elements";
+        return;
+    }
+    if (ad->fold_axis >= 0 && ad->fold_axis != k)
+        return;
+    ad->fold_axis = k;
+    ad->plain[i] = 3;
+    ad->why[i] = NULL;
+}
+
 static void plain_inputs(Ad *ad)
 {
     const Func *fw = ad->fw;
@@ -1343,13 +1396,45 @@ static void plain_inputs(Ad *ad)
                 ad->when[i] = py;
             }
         }
-        else if (r.v == ACC_NOT_INJECTIVE && access_pid_independent(A, l, &axes) && (axes & 1))
-            *why = "it is shared across programs (its address does not depend on tl.program_id(0))";
+        else if (r.v == ACC_NOT_INJECTIVE && access_pid_independent(A, l, &axes) &&
+                 (axes & (used_axes(fw->body) | !used_axes(fw->body)))) {
+            int k = 0;
+            while (!(axes & (used_axes(fw->body) | !used_axes(fw->body)) & (1u << k)))
+                k++;
+            *why = arena_printf(ad->a, "it is shared across programs (its address does not depend on "
+                                       "tl.program_id(%d))", k);
+            fold_candidate(ad, A, i, l, axes);
+        }
         else if (r.v == ACC_NOT_INJECTIVE)
             *why = arena_printf(ad->a, "the load is not injective (%s)", r.why);
         else
             *why = arena_printf(ad->a, "kad cannot tell whether the load is injective (%s)", r.why);
     }
+}
+
+/* The inputs plain_inputs chose to fold (plain 3): their atomic_adds
+ * become per-program partials and sum kernels (ad_fold.c).  When the fold
+ * cannot follow a gradient pointer, they stay atomics, and say why. */
+static void fold_inputs(Ad *ad)
+{
+    const Func *fw = ad->fw;
+    int n = 0, *slot = arena_alloc(ad->a, sizeof(int) * (size_t)(fw->nparams + 1));
+    const char **names = arena_alloc(ad->a, sizeof(char *) * (size_t)(fw->nparams + 1));
+    for (int i = 0; i < fw->nparams; i++) {
+        if (ad->plain[i] != 3)
+            continue;
+        for (int k = 0; k < ad->bw->nparams; k++)
+            if (ad->bw->params[k] == ad->grad[i])
+                slot[n] = k;
+        names[n++] = fname(ad, fw->params[i]);
+    }
+    if (n && !ad_fold(ad->a, ad->bw, ad->fold_axis, slot, names, n))
+        for (int i = 0; i < fw->nparams; i++)
+            if (ad->plain[i] == 3) {
+                ad->plain[i] = 0;
+                ad->why[i] = "it is shared across programs, and kad could not follow its gradient pointers "
+                             "to sum them per program";
+            }
 }
 
 static void adj_block(Ad *ad, const Block *fb, Block *bb)
@@ -1428,16 +1513,8 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     ad->when = arena_alloc(a, sizeof(const char *) * (size_t)(np + 1));
     ad->cond = arena_alloc(a, sizeof(const AccCond *) * (size_t)(np + 1));
     ad->flag = arena_alloc(a, sizeof(ValId) * (size_t)(np + 1));
+    ad->fold_axis = -1;
     plain_inputs(ad);
-    for (int j = 0; spec->grad_write && j < spec->nwrt; j++) {
-        spec->grad_write[j] = "it is updated in place";
-        for (int i = 0; i < np; i++)
-            if (ad->role[i] == AD_ROLE_IN && fname(ad, fwd->params[i]) && !strcmp(fname(ad, fwd->params[i]), spec->wrt[j])) {
-                spec->grad_write[j] = ad->plain[i] == 1 ? NULL : ad->why[i];
-                if (spec->grad_when)
-                    spec->grad_when[j] = ad->plain[i] == 2 ? ad->when[i] : NULL;
-            }
-    }
     /* the runtime conditions of plain stores, once at the kernel's start */
     for (int i = 0; i < np; i++)
         if (ad->plain[i] == 2) {
@@ -1448,6 +1525,16 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     /* The primal sweep, then the adjoint sweep. */
     clone_block(ad, fwd->body, bw->body, 0, NULL);
     adj_block(ad, fwd->body, bw->body);
+    fold_inputs(ad);
+    for (int j = 0; spec->grad_write && j < spec->nwrt; j++) {
+        spec->grad_write[j] = "it is updated in place";
+        for (int i = 0; i < np; i++)
+            if (ad->role[i] == AD_ROLE_IN && fname(ad, fwd->params[i]) && !strcmp(fname(ad, fwd->params[i]), spec->wrt[j])) {
+                spec->grad_write[j] = ad->plain[i] == 1 || ad->plain[i] == 3 ? NULL : ad->why[i];
+                if (spec->grad_when)
+                    spec->grad_when[j] = ad->plain[i] == 2 ? ad->when[i] : NULL;
+            }
+    }
     return bw;
 }
 

@@ -222,7 +222,7 @@ static void reset(Chk *c)
 
 static bool run(Chk *c, const Func *f, const InterpArg *args)
 {
-    if (interp_run(f, c->cfg->grid, args, f->nparams, IM_F64, c->d))
+    if (interp_run(f, c->cfg->grid, args, func_nargs(f), IM_F64, c->d))
         return true;
     c->failed_run = true;
     return false;
@@ -390,8 +390,11 @@ const char *check_gradients(Arena *a, Diags *d, const Func *fwd, const AdSpec *s
     /* The backward run: forward buffers, then d_<name> gradient buffers. */
     c->bargs = arena_alloc(a, sizeof *c->bargs * (size_t)(bw->nparams + 1));
     memcpy(c->bargs, c->fargs, sizeof *c->bargs * (size_t)c->np);
-    for (int i = c->np; i < bw->nparams; i++) {
+    for (int i = c->np; i < func_nargs(bw); i++) {
         const char *bn = bw->vals.v[bw->params[i]].name;
+        for (int j = 0; bw->fold && j < bw->fold->n; j++)
+            if (bw->fold->in[j].slot == i) /* the partials, in d_<x>'s place */
+                bn = arena_printf(a, "d_%s", bw->fold->in[j].name);
         int k = bn && !strncmp(bn, "d_", 2) ? find_param(c, bn + 2, strlen(bn + 2)) : -1;
         ASSERT(k >= 0 && c->p[k].role);
         CParam *p = &c->p[k];

@@ -155,7 +155,19 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
         /* per input (ad_backward's decision): plain stores or atomics, and why */
         for (int i = 0; i < spec->nwrt; i++) {
             t.len = 0;
-            if (!spec->grad_write[i])
+            const FoldInput *fi = NULL;
+            for (int j = 0; bwd->fold && j < bwd->fold->n; j++)
+                if (!strcmp(bwd->fold->in[j].name, spec->wrt[i]))
+                    fi = &bwd->fold->in[j];
+            if (fi)
+                buf_printf(&t, "d_%s is summed deterministically, without atomics: every program along grid axis "
+                               "%d reads the same elements of %s, so the backward runs with nfold programs "
+                               "there, each summing the contributions of its share of the forward's programs in "
+                               "order into its own row of %s partials, and %s_sum_%s adds the rows in a fixed "
+                               "order (bitwise reproducible for a given nfold).",
+                           spec->wrt[i], bwd->fold->axis, spec->wrt[i], dtype_name(fi->pdt),
+                           ident(a, fwd->name), ident(a, spec->wrt[i]));
+            else if (!spec->grad_write[i])
                 buf_printf(&t, "d_%s is written with plain tl.store (deterministic): the forward reads each "
                                "element of %s at most once in the whole launch.",
                            spec->wrt[i], spec->wrt[i]);
@@ -189,6 +201,64 @@ static bool is_arg(const Func *bwd, const DefParam *o, int k)
     return !o[k].cnst || bwd->consts.v[o[k].i].runtime;
 }
 
+/* The name of gradient parameter i in the contract: a folded input's
+ * partials stand in d_<x>'s place. */
+static const char *grad_name(Arena *a, const Func *bwd, int i)
+{
+    for (int j = 0; bwd->fold && j < bwd->fold->n; j++)
+        if (bwd->fold->in[j].slot == i)
+            return arena_printf(a, "d_%s", bwd->fold->in[j].name);
+    return bwd->vals.v[bwd->params[i]].name;
+}
+
+/* A folded backward's launch (ad_fold.c): the grid with at most nfold
+ * programs along the folded axis, zero-filled partials in the gradients'
+ * places, their spans and the forward's program count appended; after the
+ * kernel, each input's sum kernel.  at0: the launcher's index of the first
+ * gradient (the contract's params nfwd..). */
+static void print_fold(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0, const char *kname)
+{
+    const FoldPlan *pl = bwd->fold;
+    buf_puts(out, "    # deterministic sums: the grid folded along its axis, partials, sum kernels (ad_fold)\n"
+                  "    if callable(grid):\n"
+                  "        grid = grid(dict(zip(names, args), **constexprs))\n"
+                  "    grid = tuple(grid) + (1,) * (3 - len(grid))\n");
+    buf_printf(out, "    programs = grid[%d]\n", pl->axis);
+    buf_puts(out, "    if min(grid) <= 0:\n        return\n");
+    buf_printf(out, "    dev = args[%d].device\n", at0 + pl->in[0].slot - nfwd);
+    buf_puts(out, "    if nfold is None:\n"
+                  "        nfold = (4 * torch.cuda.get_device_properties(dev).multi_processor_count\n"
+                  "                 if dev.type == \"cuda\" else 3)\n"
+                  "    nfold = max(1, min(int(nfold), programs))\n"
+                  "    args = list(args)\n"
+                  "    parts, spans = [], []\n");
+    for (int j = 0; j < pl->n; j++) {
+        int at = at0 + pl->in[j].slot - nfwd;
+        buf_printf(out, "    d = args[%d]\n", at);
+        buf_puts(out, "    span = 1 + sum((n - 1) * s for n, s in zip(d.shape, d.stride())) if d.numel() else 0\n");
+        buf_printf(out, "    parts.append(torch.zeros(nfold * span, dtype=torch.%s, device=dev))\n",
+                   pl->in[j].pdt == DT_F64 ? "float64" : "float32");
+        buf_printf(out, "    spans.append(span)\n    args[%d] = parts[-1]\n", at);
+    }
+    buf_puts(out, "    args += spans + [programs]\n");
+    buf_printf(out, "    grid = tuple(nfold if k == %d else g for k, g in enumerate(grid))\n", pl->axis);
+    (void)a;
+    (void)kname;
+}
+
+/* After the folded kernel: the sum kernels, d_<x> += the partials' rows. */
+static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0, const char *kname)
+{
+    const FoldPlan *pl = bwd->fold;
+    for (int j = 0; j < pl->n; j++) {
+        int at = at0 + pl->in[j].slot - nfwd;
+        const char *sname = arena_printf(a, "%s_sum_%s", kname, ident(a, pl->in[j].name));
+        buf_printf(out, "    %s[(triton.cdiv(spans[%d], %d),)](parts[%d], d_in[%d], spans[%d], nfold)\n", sname, j,
+                   FOLD_SUM_BLOCK, j, j, j);
+        (void)at;
+    }
+}
+
 /* The host launcher: checks the arguments and launches the kernel with
  * the constexprs in their places. */
 static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int nfwd,
@@ -197,15 +267,15 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
     int ndef = nfwd + bwd->consts.n, nc = 0, nspec = 0;
     for (int i = 0; i < bwd->consts.n; i++)
         bwd->consts.v[i].runtime ? nspec++ : nc++;
-    int nargs = bwd->nparams + nspec;
+    int nargs = func_nargs(bwd) + nspec;
     /* the launcher's arguments: the def's runtime ones, then the gradients */
     const char **argn = arena_alloc(a, sizeof *argn * (size_t)(nargs + 1));
     int na = 0;
     for (int k = 0; k < ndef; k++)
         if (is_arg(bwd, o, k))
             argn[na++] = o[k].cnst ? bwd->consts.v[o[k].i].name : bwd->vals.v[bwd->params[o[k].i]].name;
-    for (int i = nfwd; i < bwd->nparams; i++)
-        argn[na++] = bwd->vals.v[bwd->params[i]].name;
+    for (int i = nfwd; i < func_nargs(bwd); i++)
+        argn[na++] = grad_name(a, bwd, i);
     ASSERT(na == nargs);
     Buf names = {.a = a}, quoted = {.a = a};
     for (int i = 0; i < nargs; i++) {
@@ -213,12 +283,19 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_printf(&names, "%s%s", i ? ", " : "", n ? n : "?");
         buf_printf(&quoted, "%s\"%s\"%s", i ? " " : "", n ? n : "?", nargs == 1 || i + 1 < nargs ? "," : "");
     }
-    buf_printf(out, "\n\ndef %s(grid, *args, num_warps=None, num_stages=None, **constexprs):\n", lname);
+    buf_printf(out, "\n\ndef %s(grid, *args, num_warps=None, num_stages=None, %s**constexprs):\n", lname,
+               bwd->fold ? "nfold=None, " : "");
     buf_puts(out, "    \"\"\"");
     Buf doc = {.a = a};
-    buf_printf(&doc, "Runs the backward of %s: every kernel it needs (today one, %s). args: the "
-                     "forward's runtime arguments, then the gradient buffers (%s).",
-               fwd_name, kname, buf_str(&names));
+    if (bwd->fold)
+        buf_printf(&doc, "Runs the backward of %s: every kernel it needs (%s, then the sum kernel%s of the "
+                         "partials it fills). args: the forward's runtime arguments, then the gradient buffers "
+                         "(%s).",
+                   fwd_name, kname, bwd->fold->n > 1 ? "s" : "", buf_str(&names));
+    else
+        buf_printf(&doc, "Runs the backward of %s: every kernel it needs (today one, %s). args: the "
+                         "forward's runtime arguments, then the gradient buffers (%s).",
+                   fwd_name, kname, buf_str(&names));
     if (nspec) {
         Buf cs = {.a = a};
         for (int i = 0, j = 0; i < bwd->consts.n; i++)
@@ -235,6 +312,10 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_printf(&doc, " constexprs: only the specialized values, which are the defaults (%s).", buf_str(&cs));
     }
     buf_puts(&doc, " num_warps, num_stages: passed to the launch when given.");
+    if (bwd->fold)
+        buf_printf(&doc, " nfold: the programs along grid axis %d that sum the shared gradients (default: 4 per "
+                         "SM); the sums' last bits depend on it and on nothing else.",
+                   bwd->fold->axis);
     wrap(out, buf_str(&doc), LINE_LIMIT, "    ", 7);
     buf_puts(out, "\n    \"\"\"\n    names = (");
     wrap(out, buf_str(&quoted), LINE_LIMIT - 1, "             ", 13);
@@ -303,16 +384,26 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         if (!end)
             buf_printf(&call, "%s%s", call.len ? ", " : "", bwd->consts.v[o[k].i].value);
     }
+    int at0 = nargs - (func_nargs(bwd) - nfwd);
+    if (bwd->fold) {
+        buf_puts(out, "    d_in = [");
+        for (int j = 0; j < bwd->fold->n; j++)
+            buf_printf(out, "%sargs[%d]", j ? ", " : "", at0 + bwd->fold->in[j].slot - nfwd);
+        buf_puts(out, "]\n");
+        print_fold(out, a, bwd, nfwd, at0, kname);
+    }
     if (nc)
         buf_puts(out, "    # the runtime arguments with the constexpr values in their places\n");
     buf_printf(out, "    %s[grid](%s%s**options)\n", kname, buf_str(&call), call.len ? ", " : "");
+    if (bwd->fold)
+        print_fold_sums(out, a, bwd, nfwd, at0, kname);
 }
 
 bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSpec *spec, Diags *d)
 {
     Arena *a = out->a;
     int nfwd = fwd->nparams;
-    ASSERT(bwd->nparams == nfwd + spec->nouts + ad_spec_nwrt_only(spec) && bwd->consts.n == fwd->consts.n);
+    ASSERT(func_nargs(bwd) == nfwd + spec->nouts + ad_spec_nwrt_only(spec) && bwd->consts.n == fwd->consts.n);
     const char *kname = arena_printf(a, "%s_bwd", ident(a, fwd->name));
     const char *lname = arena_printf(a, "launch_%s", kname);
     DefParam *o = def_order(a, bwd, nfwd);
@@ -325,6 +416,18 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
     };
     if (!emit_triton(out, bwd, &opt, d))
         return false;
+    for (int j = 0; bwd->fold && j < bwd->fold->n; j++) {
+        const FoldInput *fi = &bwd->fold->in[j];
+        EmitOptions so = {
+            .name = arena_printf(a, "%s_sum_%s", kname, ident(a, fi->name)),
+            .header = arena_printf(a, "d_%s += the rows of its partials, summed in order (a fixed order: "
+                                      "deterministic)", fi->name),
+            .fragment = true,
+        };
+        buf_puts(out, "\n\n");
+        if (!emit_triton(out, fi->sum, &so, d))
+            return false;
+    }
     print_launcher(out, a, bwd, o, nfwd, fwd->name, kname, lname);
     return true;
 }

@@ -907,7 +907,10 @@ static void print_module(Emitter *E, Buf *out, const char *kname, const char *bo
     const Func *f = E->f;
     const EmitOptions *opt = E->opt;
     bool bwd = opt && opt->backward;
-    if (bwd) {
+    if (opt && opt->fragment) {
+        if (opt->header && *opt->header)
+            comment_lines(out, opt->header);
+    } else if (bwd) {
         /* emit_triton_backward wrote the whole module comment */
         comment_lines(out, opt->header ? opt->header : "");
     } else {
@@ -949,10 +952,15 @@ static void print_module(Emitter *E, Buf *out, const char *kname, const char *bo
             buf_puts(out, "# The body has the constexpr values built in; the constexpr parameters remain\n"
                           "# so that launches written for the original kernel keep working.\n");
     }
-    buf_puts(out, "import triton\nimport triton.language as tl\n");
-    if (E->libdevice)
-        buf_puts(out, "from triton.language.extra import libdevice\n");
-    buf_puts(out, "\n\n@triton.jit\n");
+    if (!(opt && opt->fragment)) {
+        buf_puts(out, "import triton\nimport triton.language as tl\n");
+        if (E->libdevice)
+            buf_puts(out, "from triton.language.extra import libdevice\n");
+        if (bwd && f->fold)
+            buf_puts(out, "import torch\n");
+        buf_puts(out, "\n\n");
+    }
+    buf_puts(out, "@triton.jit\n");
 
     /* parameters.  Forward: runtime ones, then the constexprs with their
      * values (runtime parameters specialized to None or 1 unannotated, the
@@ -1037,6 +1045,18 @@ static void print_backward_body(Emitter *E, Buf *text)
 {
     const Func *f = E->f;
     const Block *body = f->body;
+    if (f->fold) { /* ad_fold: one loop over the forward's programs */
+        const FoldPlan *pl = f->fold;
+        buf_printf(text, "    # folded grid (deterministic sums): this program runs the forward's programs q, q + nfold,\n"
+                         "    # q + 2 * nfold, ... along axis %d in order, summing the gradient of", pl->axis);
+        for (int j = 0; j < pl->n; j++)
+            buf_printf(text, "%s %s", j == 0 ? "" : j + 1 == pl->n ? " and" : ",", pl->in[j].name);
+        buf_puts(text, " into\n    # its own row of partials, which the sum kernel");
+        buf_puts(text, pl->n > 1 ? "s add" : " adds");
+        buf_puts(text, " in a fixed order\n");
+        em_print_block(E, text, body, E->body, 1);
+        return;
+    }
     bool *mark = arena_alloc(E->a, (size_t)f->vals.n + 1);
     for (int i = E->opt->nfwd; i < E->opt->nfwd + E->opt->nouts && i < f->nparams; i++)
         mark[f->params[i]] = true;

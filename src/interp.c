@@ -1634,6 +1634,14 @@ static void run_grid(Interp *S, const XBlock *body)
 bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs,
                 InterpMode mode, Diags *d)
 {
+    if (f->fold) /* a folded backward: its kernels, with the partials its plan allocates */
+        return fold_run(f, grid, args, nargs, mode, FOLD_CPU_PROGRAMS, d);
+    return interp_run_kernel(f, grid, args, nargs, mode, d);
+}
+
+bool interp_run_kernel(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs,
+                       InterpMode mode, Diags *d)
+{
     if (nargs != f->nparams) {
         diag_error(d, f->loc, "kernel '%s' takes %d runtime arguments, %d given", f->name,
                    f->nparams, nargs);

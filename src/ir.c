@@ -576,6 +576,18 @@ void ir_print(Buf *b, const Func *f)
             buf_printf(b, "%s%s = %s", i ? ", " : "", f->consts.v[i].name, f->consts.v[i].value);
         buf_putc(b, ']');
     }
+    if (f->fold) { /* fold(axis = K, programs = %G, %part = x: dtype span %span, ...) */
+        const FoldPlan *pl = f->fold;
+        buf_printf(b, " fold(axis = %d, programs = ", pl->axis);
+        put_val(&p, pl->programs);
+        for (int j = 0; j < pl->n; j++) {
+            buf_puts(b, ", ");
+            put_val(&p, f->params[pl->in[j].slot]);
+            buf_printf(b, " = %s: %s span ", pl->in[j].name, dtype_name(pl->in[j].dt));
+            put_val(&p, pl->in[j].span);
+        }
+        buf_putc(b, ')');
+    }
     buf_puts(b, " {\n");
     if (f->body)
         print_block(&p, f->body, 1);

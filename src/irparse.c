@@ -957,7 +957,64 @@ static void parse_consts(P *p)
     }
 }
 
-/* func := 'kernel' '@' NAME '(' [%p ':' type (',' %p ':' type)*] ')' [consts]
+/* fold := 'fold' '(' 'axis' '=' INT ',' 'programs' '=' %p
+ *          (',' %p '=' NAME ':' dtype 'span' %p)* ')'
+ * A folded backward's plan (ad_fold.c); its sum kernels follow from it. */
+static void parse_fold(P *p)
+{
+    Func *f = p->f;
+    Loc loc = p->tok.loc;
+    expect_id(p, "fold");
+    expect(p, P_LPAREN, "'(' after fold");
+    expect_id(p, "axis");
+    expect(p, P_EQ, "'='");
+    Tok ax = expect(p, P_INT, "the folded grid axis");
+    if (ax.ival < 0 || ax.ival > 2)
+        perr(p, ax.loc, "fold axis must be 0, 1 or 2");
+    FoldPlan *pl = arena_alloc(p->a, sizeof *pl);
+    pl->axis = (int)ax.ival;
+    expect(p, P_COMMA, "','");
+    expect_id(p, "programs");
+    expect(p, P_EQ, "'='");
+    pl->programs = parse_use(p);
+    Vec(FoldInput) ins = {0};
+    while (accept(p, P_COMMA)) {
+        FoldInput in = {0};
+        ValId part = parse_use(p);
+        in.slot = -1;
+        for (int i = 0; i < f->nparams; i++)
+            if (f->params[i] == part)
+                in.slot = i;
+        expect(p, P_EQ, "'='");
+        Tok nm = expect(p, P_ID, "the input's name");
+        in.name = arena_strndup(p->a, nm.text, (size_t)nm.len);
+        expect(p, P_COLON, "':'");
+        Tok dt = expect(p, P_ID, "the input's dtype");
+        in.dt = dtype_parse(dt.text, (size_t)dt.len);
+        expect_id(p, "span");
+        in.span = parse_use(p);
+        Type pt = ir_type(f, part);
+        if (in.slot < 0 || pt.dt != DT_PTR || in.dt == DT_VOID || in.dt == DT_PTR ||
+            pt.elem != fold_partial_dtype(in.dt) || ir_type(f, in.span).dt != DT_I64)
+            perr(p, nm.loc, "bad fold input '%s' (a partials parameter *%s, the input's dtype, an i64 span)",
+                 in.name, dtype_name(fold_partial_dtype(in.dt)));
+        in.pdt = (Dtype)pt.elem;
+        in.sum = fold_sum_kernel(p->a, arena_printf(p->a, "%s_sum_%s", f->name, in.name), in.dt, in.pdt, loc);
+        vec_push(p->a, ins, in);
+    }
+    expect(p, P_RPAREN, "')' after the fold plan");
+    pl->n = ins.n;
+    pl->in = ins.v;
+    pl->nargs = f->nparams - pl->n - 1;
+    if (pl->n < 1 || f->params[f->nparams - 1] != pl->programs || ir_type(f, pl->programs).dt != DT_I32)
+        perr(p, loc, "a fold plan needs at least one input, and its programs parameter (i32) last");
+    for (int j = 0; j < pl->n; j++)
+        if (f->params[pl->nargs + j] != pl->in[j].span || pl->in[j].slot >= pl->nargs)
+            perr(p, loc, "a fold plan's span parameters follow the contract's parameters, in its inputs' order");
+    f->fold = pl;
+}
+
+/* func := 'kernel' '@' NAME '(' [%p ':' type (',' %p ':' type)*] ')' [consts] [fold]
  *         region EOF */
 static void parse_func(P *p)
 {
@@ -977,6 +1034,8 @@ static void parse_func(P *p)
     expect(p, P_RPAREN, "')' after the parameters");
     if (at(p, P_LBRACK))
         parse_consts(p);
+    if (at_id(p, "fold"))
+        parse_fold(p);
     parse_region_body(p, p->f->body, 0);
     skip_nls(p);
     if (!at(p, P_EOF))

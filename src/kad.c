@@ -180,11 +180,11 @@ const char *kad_kernel_ir(kad_kernel *k)
     return k->ir;
 }
 
-int kad_kernel_nparams(const kad_kernel *k) { return k->f->nparams; }
+int kad_kernel_nparams(const kad_kernel *k) { return func_nargs(k->f); }
 
 const char *kad_kernel_param_name(const kad_kernel *k, int i)
 {
-    if (i < 0 || i >= k->f->nparams)
+    if (i < 0 || i >= func_nargs(k->f))
         return NULL;
     const char *n = k->f->vals.v[k->f->params[i]].name;
     return n ? n : "";
@@ -192,7 +192,7 @@ const char *kad_kernel_param_name(const kad_kernel *k, int i)
 
 const char *kad_kernel_param_type(const kad_kernel *k, int i)
 {
-    if (i < 0 || i >= k->f->nparams)
+    if (i < 0 || i >= func_nargs(k->f))
         return NULL;
     kad_ctx *c = k->c;
     API_BEGIN(c, NULL);
@@ -207,9 +207,9 @@ int kad_run(kad_kernel *k, const int64_t grid[3], const kad_arg *args, int nargs
     kad_ctx *c = k->c;
     API_BEGIN(c, -1);
     int rc = -1;
-    if (nargs != k->f->nparams) {
+    if (nargs != func_nargs(k->f)) {
         diag_error(&c->d, k->f->loc, "kernel '%s' takes %d runtime arguments, %d given", k->f->name,
-                   k->f->nparams, nargs);
+                   func_nargs(k->f), nargs);
         goto out;
     }
     if (mode != KAD_RUN_AS_WRITTEN && mode != KAD_RUN_F64) {

@@ -532,7 +532,12 @@ typedef struct Func {
     Vec(ConstParam) consts; /* constexpr parameters in signature order */
     Block *body;       /* params of body are unused (the kernel params live in `params`) */
     Loc loc;
+    const struct FoldPlan *fold; /* a folded backward (ad_fold.c): how to launch it, else NULL */
 } Func;
+
+/* The runtime arguments a caller passes to f: a folded backward's hidden
+ * parameters (spans, the forward's program count) are filled by its plan. */
+static inline int func_nargs(const Func *f);
 
 /* ------------------------------------------------------------------ */
 /* ir.c: construction, printing                                        */
@@ -1083,6 +1088,42 @@ Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec);
 int ad_split_names(Arena *a, const char *s, const char ***out);
 
 /* ------------------------------------------------------------------ */
+/* ad_fold.c: deterministic shared gradients (grid folding, partials)   */
+/* ------------------------------------------------------------------ */
+
+/* One input whose gradient is summed through partials. */
+typedef struct FoldInput {
+    int slot;          /* bw param index: the partials (the place of d_<x> in the contract) */
+    ValId span;        /* bw param (i64): elements of d_<x>'s storage span, the partials' row length */
+    const char *name;  /* x's name */
+    Dtype dt;          /* d_<x>'s dtype */
+    Dtype pdt;         /* the partials' dtype: fp64 for fp64, else fp32 */
+    Func *sum;         /* (part, d, span, nfold) [grid cdiv(span, FOLD_SUM_BLOCK)]: d += sum of rows */
+} FoldInput;
+/* How a folded backward runs: launched with P programs along `axis` (P <=
+ * the forward's count G there; program q runs the forward's programs q,
+ * q + P, ...), its partials parameters given zero-filled buffers of P rows
+ * of span elements, its span parameters those spans and its last parameter
+ * G; then each input's sum kernel. */
+typedef struct FoldPlan {
+    int axis;
+    int nargs;         /* the contract's arguments: params [0, nargs) */
+    ValId programs;    /* bw param (i32, the last): G */
+    int n;
+    FoldInput *in;
+} FoldPlan;
+enum { FOLD_SUM_BLOCK = 1024, FOLD_CPU_PROGRAMS = 3 };
+static inline int func_nargs(const Func *f) { return f->fold ? f->fold->nargs : f->nparams; }
+/* Folds bw (ad_backward's, before verification) along grid axis `axis` for
+ * the n inputs whose gradient parameters are params[slot[j]] (names[j]: the
+ * inputs' names): see ad_fold.c.  False, bw unchanged, when a gradient
+ * pointer flows where the fold cannot follow it. */
+bool ad_fold(Arena *a, Func *bw, int axis, const int *slot, const char *const *names, int n);
+Dtype fold_partial_dtype(Dtype dt);
+/* The sum kernel of an input of dtype dt with partials of dtype pdt. */
+Func *fold_sum_kernel(Arena *a, const char *name, Dtype dt, Dtype pdt, Loc loc);
+
+/* ------------------------------------------------------------------ */
 /* ad_analysis.c: what AD differentiates and what it refuses            */
 /* ------------------------------------------------------------------ */
 
@@ -1129,11 +1170,13 @@ typedef struct Ad {
     ValId *grad; /* by param index: its gradient param in bw, or 0 */
     int *seen;   /* by ValId: scratch marks (collect_outside) */
     uint8_t *plain;    /* by param index: input gradient written with plain stores
-                        * (1), or with them when flag[i] holds, else atomics (2) */
+                        * (1), or with them when flag[i] holds, else atomics (2), or
+                        * summed through per-program partials (3, ad_fold.c) */
     const char **why;  /* by param index (inputs): why atomics, or NULL */
     const char **when; /* by param index (plain 2): the condition as Python */
     const AccCond **cond; /* by param index (plain 2): the condition */
     ValId *flag;       /* by param index (plain 2): bw i1 scalar, the condition */
+    int fold_axis;     /* plain 3 (summed through partials, ad_fold.c): the grid axis folded, or -1 */
     Access *acc;       /* fw's access analysis, or NULL */
 } Ad;
 
@@ -1206,6 +1249,8 @@ typedef struct EmitOptions {
      * gradient). */
     bool backward;
     int nfwd, nouts;
+    bool fragment;      /* only the @triton.jit function: no module comment, no imports (a
+                         * second kernel of a module) */
 } EmitOptions;
 
 /* Appends to out a Python module holding f as one @triton.jit function
@@ -1396,5 +1441,12 @@ typedef enum InterpMode {
  * program id and stop the run.  Returns true on success. */
 bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs,
                 InterpMode mode, Diags *d);
+/* ad_fold.c: runs a folded backward's plan on the interpreter with at most
+ * nfold programs along the axis (args: the contract's nargs; mode: InterpMode). */
+bool fold_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs, int mode,
+              int64_t nfold, Diags *d);
+/* interp_run of f alone (a folded backward's kernel without its plan). */
+bool interp_run_kernel(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs,
+                       InterpMode mode, Diags *d);
 
 #endif

@@ -90,7 +90,10 @@ def test_distinct_atomic_is_a_note():
 
 def test_differentiable_kernel_and_backward():
     # a decorated kernel audits like the plain one; the backward of a kernel
-    # whose programs all read one weight accumulates d_w across programs
+    # whose programs all read one weight: with atomics (deterministic=False)
+    # d_w is nondeterministic; by default the grid is folded, and the audit
+    # finds no atomic on d_w, only the fold loop, whose order of sums
+    # depends on the grid (batch-variant: d_w sums every row)
     dk = kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])(row_mean)
     x, y = torch.randn(4, 100), torch.empty(4)
     assert kad.audit(dk, (4,), x, y, 4, 100, x.stride(0), BLOCK=32).clean
@@ -98,8 +101,11 @@ def test_differentiable_kernel_and_backward():
     ctx.add_source("scale.py", SCALE)
     k = ctx.specialize("scale_rows", "x_ptr=*fp32,w_ptr=*fp32,y_ptr=*fp32,n_cols=i32,BLOCK=64")
     assert "scale_rows: clean" in k.audit()
-    bw = k.grad(["x_ptr", "w_ptr"], ["y_ptr"]).audit()
+    bw = k.grad(["x_ptr", "w_ptr"], ["y_ptr"], deterministic=False).audit()
     assert "scale.py:7:" in bw and "nondeterministic: atomic_add of fp32 into d_w_ptr" in bw, bw
+    det = k.grad(["x_ptr", "w_ptr"], ["y_ptr"]).audit()
+    assert "into d_w_ptr" not in det and "scale_rows_bwd: 0 nondeterministic, 1 batch-variant" in det, det
+    assert "scale.py:4:1: batch-variant: for loop accumulating floats" in det, det
 
 
 SCALE = """\

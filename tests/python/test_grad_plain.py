@@ -129,8 +129,6 @@ def _check(kernel, sig, wrt, out, grid, shapes, args=(), ranges=()):
 ATOMIC = [
     ("windows", "x_ptr=*fp32,y_ptr=*fp32,BLOCK=8", "x_ptr", "y_ptr", "4", ["x_ptr=20", "y_ptr=32"], [], [],
      "not injective"),
-    ("broadcast_weight", "x_ptr=*fp32,w_ptr=*fp32,y_ptr=*fp32,BLOCK=8", "w_ptr", "y_ptr", "3",
-     ["x_ptr=24", "w_ptr=8", "y_ptr=24"], [], [], "shared across programs"),
     ("lanes_mod", "x_ptr=*fp32,y_ptr=*fp32,BLOCK=8", "x_ptr", "y_ptr", "3", ["x_ptr=12", "y_ptr=24"], [], [],
      "not injective"),
     ("gather", "x_ptr=*fp32,idx_ptr=*i32,y_ptr=*fp32,BLOCK=8", "x_ptr", "y_ptr", "2",
@@ -150,6 +148,40 @@ def test_colliding_reads_keep_the_atomic(kernel, sig, wrt, out, grid, shapes, ar
     assert "tl.store(" not in sweep and "plain_" not in text
     assert "tl.atomic_add(" in sweep
     _check(kernel, sig, wrt, out, grid, shapes, args, ranges)
+
+
+def test_shared_weight_is_folded():
+    # w is read by every program: its gradient is summed per program (the grid
+    # folded along axis 0) into partials, then by a sum kernel: no atomics;
+    # deterministic=False (kad grad --atomics) keeps the atomic_add
+    sig = "x_ptr=*fp32,w_ptr=*fp32,y_ptr=*fp32,BLOCK=8"
+    text = _module("broadcast_weight", sig, "w_ptr,x_ptr", "y_ptr")
+    header = text.split("import triton")[0]
+    assert "d_w_ptr is summed deterministically, without atomics: every program along grid axis 0" in header
+    assert "d_x_ptr is written with plain tl.store" in header, header
+    assert "def broadcast_weight_bwd_sum_w_ptr(part, d, span, nfold):" in text
+    assert not [ln for ln in text.splitlines() if "atomic_add(" in ln and "d_w" in ln]
+    assert "for pid0 in range(q, kad_programs_0, nfold):" in text
+    _check("broadcast_weight", sig, "w_ptr,x_ptr", "y_ptr", "5", ["x_ptr=40", "w_ptr=8", "y_ptr=40"])
+    r = subprocess.run([KAD, "grad", f"{HERE}:broadcast_weight", "--sig", sig, "--wrt", "w_ptr", "--out", "y_ptr",
+                        "--atomics"], cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 0 and "d_w_ptr is accumulated with tl.atomic_add, because atomics were asked" in r.stdout
+    assert "tl.atomic_add(" in r.stdout and "sum_w_ptr" not in r.stdout
+    # through the package, both ways, against PyTorch
+    for det in (True, False):
+        k = kad.differentiable(inputs=["x_ptr", "w_ptr"], outputs=["y_ptr"], deterministic=det)(broadcast_weight)
+        x = torch.randn(7 * 8, device=DEVICE, requires_grad=True)
+        w = torch.randn(8, device=DEVICE, requires_grad=True)
+        y = torch.empty_like(x)
+        k[(7,)](x, w, y, BLOCK=8)
+        g = torch.randn_like(y)
+        (y * g).sum().backward()
+        xr, wr = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+        ref = xr * torch.exp(wr).repeat(7)
+        torch.testing.assert_close(y, ref, **TOL)
+        (ref * g).sum().backward()
+        torch.testing.assert_close(x.grad, xr.grad, **TOL)
+        torch.testing.assert_close(w.grad, wr.grad, **TOL)
 
 
 def test_elementwise_plain_store():

@@ -80,9 +80,22 @@ def jit_functions(text, path, modname):
 def specialization(fn, sig, ints_one):
     """(signature, constexprs) for triton.compile of fn."""
     signature, consts = {}, {}
+    # a folded backward (ad_fold.c): partials, spans, the forward's program count, and the
+    # sum kernels <k>_bwd_sum_<x>(part, d, span, nfold)
+    fold = {}
+    m = re.fullmatch(r"\w+_bwd_sum_(\w+)", fn.__name__)
+    for n in [p.name for p in fn.params]:
+        x = m.group(1) if m and n in ("part", "d") else None
+        x = x or (n[2:-5] if n.startswith("d_") and n.endswith("_part") else None)
+        if x is not None and x in sig:
+            fold[n] = sig[x] if n == "d" else "*fp64" if sig[x] == "*fp64" else "*fp32"
+        elif n.startswith("kad_span_") or (m and n == "span"):
+            fold[n] = "i64"
+        elif n.startswith("kad_programs_") or (m and n == "nfold"):
+            fold[n] = "i32"
     for p in fn.params:
         n = p.name
-        spelled = sig.get(n)
+        spelled = fold.get(n) or sig.get(n)
         if spelled is None and n.startswith("d_"):
             spelled = sig.get(n[2:])
         if spelled is None:

@@ -1,0 +1,536 @@
+/* ad_fold.c -- deterministic shared gradients: grid folding and partials.
+ *
+ * Job: a weight or bias read by every program along one grid axis (RMSNorm's
+ * w, read by every row program) gets its gradient from all of them.  Float
+ * atomic_adds make that sum's order, and so its last bits, change from run to
+ * run.  Instead, the backward is folded along that axis: it is launched with
+ * P programs there (P <= the forward's count G); program q runs the forward
+ * programs q, q + P, q + 2P, ... in order and sums their contributions into
+ * its own row of a partials buffer (fp32 for fp16/bf16/fp32 inputs, fp64 for
+ * fp64); a second kernel then adds the P rows element by element, in the
+ * order q = 0 .. P-1, into d_<x>.  The result depends on P and nothing else.
+ *
+ *   kernel @k_bwd(..., %d_w: *fp32 (the partials now), ..., %kad_span_w: i64,
+ *                 %kad_programs: i32) {
+ *     %q = program_id 0
+ *     %d_w.row = addptr %d_w, q * kad_span_w
+ *     for %pid = %q to %kad_programs step num_programs(0) iter_args(acc) {
+ *       <the backward body, program_id(0) -> %pid, num_programs(0) -> %kad_programs,
+ *        %d_w -> %d_w.row>
+ *     }
+ *   }
+ *
+ * The site adding into the gradient (adj_load's atomic_add) becomes, at the
+ * body's top level, a register accumulator carried by the loop and stored
+ * once, on the last iteration, through the mask of every lane some
+ * iteration enabled; inside a nested region, a read-modify-write of the
+ * program's own partials row between two barriers (the threads holding a
+ * tile's lanes differ from one access to the next, and replicated lanes
+ * must all read before any writes).
+ *
+ * Requires (ad_rev.c decides, from access.c): per folded input one adding
+ * site whose address does not depend on tl.program_id(axis), whose lanes are
+ * distinct elements, and whose elements no two programs differing in another
+ * grid axis share.  Keeps: the backward's contract (launch_K_bwd / the
+ * interpreter run the plan; the partials are allocated zero-filled by them).
+ * Breaks nothing else: a value the transformation cannot follow (a pointer
+ * into the gradient carried in a way it does not know) makes ad_fold return
+ * false, and ad_rev falls back to atomics.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kad_int.h"
+
+typedef Vec(ValId) ValVec;
+
+typedef struct Fold {
+    Arena *a;
+    Func *f;
+    int axis;
+    int n;               /* folded inputs */
+    const int *slot;     /* by input: bw param index of d_<x> */
+    uint8_t *derived;    /* by ValId (< nv): input j + 1 whose gradient pointer this is, or 0 */
+    ValId *map;          /* by ValId (< nv): the value to use instead (rewrites), or 0 */
+    int nv;              /* the size of derived and map */
+} Fold;
+
+static int der(const Fold *F, ValId v) { return v > 0 && v < F->nv ? F->derived[v] : 0; }
+static ValId mapped(const Fold *F, ValId v) { return v > 0 && v < F->nv ? F->map[v] : 0; }
+
+/* ------------------------------------------------------------------ */
+/* Which values point into a folded gradient                           */
+/* ------------------------------------------------------------------ */
+
+static bool mark(Fold *F, ValId v, int j, bool *changed)
+{
+    if (der(F, v) == j)
+        return true;
+    if (der(F, v) && der(F, v) != j)
+        return false; /* two gradients through one value: not followed */
+    if (ir_type(F->f, v).dt != DT_PTR)
+        return false;
+    F->derived[v] = (uint8_t)j;
+    *changed = true;
+    return true;
+}
+
+/* One round over b: results of pointer ops with a derived operand, region
+ * parameters and results carried from derived values.  False when a derived
+ * value flows somewhere this pass does not follow. */
+static bool derive_block(Fold *F, const Block *b, bool *changed)
+{
+    for (int k = 0; b && k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        int j = 0;
+        for (int i = 0; i < in->nargs; i++)
+            if (der(F, in->args[i]))
+                j = j ? (j == der(F, in->args[i]) ? j : -1) : der(F, in->args[i]);
+        if (j < 0)
+            return false;
+        switch (in->op) {
+        case OP_ADDPTR:
+        case OP_BROADCAST:
+        case OP_EXPAND_DIMS:
+        case OP_RESHAPE:
+        case OP_MULTIPLE_OF:
+        case OP_MAX_CONTIGUOUS:
+        case OP_WHERE:
+            if (j && !mark(F, in->res[0], j, changed))
+                return false;
+            break;
+        case OP_LOAD:
+        case OP_STORE:
+            if (j && der(F, in->args[0]))
+                return false; /* the backward reads or writes the gradient: not a folded one */
+            break;
+        case OP_ATOMIC_ADD:
+            break;
+        case OP_FOR:
+        case OP_WHILE: {
+            int nfix = in->op == OP_FOR ? 3 : 0, lead = in->op == OP_FOR ? 1 : 0;
+            for (int i = nfix; i < in->nargs; i++) {
+                int d = der(F, in->args[i]);
+                if (!d)
+                    continue;
+                for (int r = 0; r < in->nregions; r++)
+                    if (!mark(F, in->regions[r]->params[lead + i - nfix], d, changed))
+                        return false;
+                if (!mark(F, in->res[i - nfix], d, changed))
+                    return false;
+            }
+            break;
+        }
+        case OP_YIELD:
+        case OP_CONDITION:
+            break; /* the parent maps them (below) */
+        default:
+            if (j)
+                return false;
+            break;
+        }
+        for (int r = 0; r < in->nregions; r++) {
+            const Block *rb = in->regions[r];
+            if (!derive_block(F, rb, changed))
+                return false;
+            const Inst *t = rb->insts.n ? &rb->insts.v[rb->insts.n - 1] : NULL;
+            if (!t || t->op != OP_YIELD)
+                continue;
+            int lead = in->op == OP_FOR ? 1 : 0;
+            for (int i = 0; i < t->nargs && i < in->nres; i++) {
+                int d = der(F, t->args[i]);
+                if (!d)
+                    continue;
+                if (!mark(F, in->res[i], d, changed))
+                    return false;
+                if (in->op != OP_IF)
+                    for (int r2 = 0; r2 < in->nregions; r2++)
+                        if (!mark(F, in->regions[r2]->params[lead + i], d, changed))
+                            return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Rewriting                                                           */
+/* ------------------------------------------------------------------ */
+
+static void retype(Fold *F, Dtype pdt)
+{
+    for (int v = 1; v < F->nv; v++)
+        if (F->derived[v])
+            F->f->vals.v[v].ty.elem = (uint8_t)pdt;
+}
+
+/* The site's value in the partials' dtype: the cast to x's dtype undone
+ * (adj_load casts the fp32 adjoint to the buffer's dtype), else a cast. */
+static ValId site_value(Fold *F, Block *b, const Inst *at, Dtype pdt)
+{
+    Func *f = F->f;
+    ValId v = at->args[1];
+    for (int k = 0; k < b->insts.n; k++) {
+        const Inst *d = &b->insts.v[k];
+        if (d->op == OP_CAST && d->nres == 1 && d->res[0] == v && ir_type(f, d->args[0]).dt == pdt)
+            return d->args[0];
+    }
+    if (ir_type(f, v).dt == pdt)
+        return v;
+    return ir_op1(f, b, OP_CAST, type_with_dtype(ir_type(f, v), pdt), v, at->loc);
+}
+
+/* The accumulators of the top-level sites, carried by the fold loop. */
+typedef struct Acc {
+    int site;       /* position of the atomic in the old body */
+    ValId init, mask_init;
+    ValId param, mask_param; /* region parameters */
+    ValId next, mask_next;   /* the values yielded */
+} Acc;
+typedef Vec(Acc) AccVec;
+
+static void rewrite_args(Fold *F, Inst *in)
+{
+    for (int i = 0; i < in->nargs; i++)
+        while (mapped(F, in->args[i]))
+            in->args[i] = mapped(F, in->args[i]);
+}
+
+/* Copies b's instructions into a new instruction list, rewriting operands,
+ * dropping program_id/num_programs of the axis (mapped) and turning nested
+ * atomic sites into read-modify-writes.  Top-level sites (top) are replaced
+ * by the accumulator code. */
+static void rebuild(Fold *F, Block *b, bool top, AccVec *accs, ValId pid, ValId nprog, ValId step, Dtype pdt)
+{
+    Func *f = F->f;
+    Inst *old = b->insts.v;
+    int nold = b->insts.n;
+    b->insts.v = NULL;
+    b->insts.n = b->insts.cap = 0;
+    for (int k = 0; k < nold; k++) {
+        Inst in = old[k];
+        rewrite_args(F, &in);
+        for (int r = 0; r < in.nregions; r++)
+            rebuild(F, in.regions[r], false, accs, pid, nprog, step, pdt);
+        if ((in.op == OP_PROGRAM_ID || in.op == OP_NUM_PROGRAMS) && in.ival == F->axis)
+            continue; /* mapped */
+        bool site = in.op == OP_ATOMIC_ADD && der(F, in.args[0]);
+        if (!site) {
+            vec_push(F->a, b->insts, in);
+            continue;
+        }
+        bool masked = in.flags & IF_HAS_MASK;
+        ValId p = in.args[0], m = masked ? in.args[2] : 0;
+        Type pt = ir_type(f, p);
+        ValId v = site_value(F, b, &in, pdt);
+        if (!top) { /* read-modify-write of this program's own row */
+            ir_emit(f, b, OP_BARRIER, NULL, 0, NULL, 0, in.loc);
+            Type vt = type_tile(pdt, pt.rank, pt.shape);
+            ValId la[3] = {p, m, ir_const_float(f, b, vt, 0.0, in.loc)};
+            Inst *ld = ir_emit(f, b, OP_LOAD, la, masked ? 3 : 1, &vt, 1, in.loc);
+            ld->flags = masked ? IF_HAS_MASK | IF_HAS_OTHER : 0;
+            ValId old_v = ld->res[0];
+            ValId sum = ir_op2(f, b, OP_ADD, vt, old_v, v, in.loc);
+            ValId sa[3] = {p, sum, m};
+            Inst *st = ir_emit(f, b, OP_STORE, sa, masked ? 3 : 2, NULL, 0, in.loc);
+            st->flags = masked ? IF_HAS_MASK : 0;
+            ir_emit(f, b, OP_BARRIER, NULL, 0, NULL, 0, in.loc);
+            continue;
+        }
+        /* register accumulation; stored on the last iteration */
+        Acc *ac = NULL;
+        for (int i = 0; i < accs->n; i++)
+            if (accs->v[i].site == k)
+                ac = &accs->v[i];
+        ASSERT(ac);
+        Type vt = ir_type(f, ac->param);
+        ValId c = masked ? ir_op3(f, b, OP_WHERE, vt, m, v, ir_const_float(f, b, vt, 0.0, in.loc), in.loc) : v;
+        ac->next = ir_op2(f, b, OP_ADD, vt, ac->param, c, in.loc);
+        if (masked)
+            ac->mask_next = ir_op2(f, b, OP_OR, ir_type(f, m), ac->mask_param, m, in.loc);
+        Type i32 = type_scalar(DT_I32);
+        ValId last = ir_op2(f, b, OP_GE, type_scalar(DT_I1), ir_op2(f, b, OP_ADD, i32, pid, step, in.loc), nprog,
+                            in.loc);
+        ir_emit(f, b, OP_IF, &last, 1, NULL, 0, in.loc);
+        int idx = b->insts.n - 1;
+        Block *then = ir_inst_add_region(f, &b->insts.v[idx]);
+        Block *els = ir_inst_add_region(f, &b->insts.v[idx]);
+        ValId sa[3] = {p, ac->next, ac->mask_next};
+        Inst *st = ir_emit(f, then, OP_STORE, sa, masked ? 3 : 2, NULL, 0, in.loc);
+        st->flags = masked ? IF_HAS_MASK : 0;
+        ir_emit(f, then, OP_YIELD, NULL, 0, NULL, 0, in.loc);
+        ir_emit(f, els, OP_YIELD, NULL, 0, NULL, 0, in.loc);
+    }
+}
+
+/* The sum kernel of one folded input: d[e] += part[0][e] + ... + part[P-1][e]
+ * for e < span, summed in the partials' dtype in the order of q, rounded once;
+ * elements whose sum is exactly zero are left alone (no program touched
+ * them: they may lie between a strided view's elements, which belong to
+ * someone else). */
+Func *fold_sum_kernel(Arena *a, const char *name, Dtype dt, Dtype pdt, Loc loc)
+{
+    Func *f = ir_func_new(a, name, loc);
+    int32_t shp[1] = {FOLD_SUM_BLOCK};
+    ValId part = ir_param_add(f, type_ptr(pdt, 0, NULL), "part", loc);
+    ValId d = ir_param_add(f, type_ptr(dt, 0, NULL), "d", loc);
+    ValId span = ir_param_add(f, type_scalar(DT_I64), "span", loc);
+    ValId nfold = ir_param_add(f, type_scalar(DT_I32), "nfold", loc);
+    Block *b = f->body;
+    Type i64 = type_scalar(DT_I64), i32 = type_scalar(DT_I32), t64 = type_tile(DT_I64, 1, shp);
+    Type tp = type_tile(pdt, 1, shp), t1 = type_tile(DT_I1, 1, shp);
+    ValId pid = ir_op1(f, b, OP_CAST, i64, ir_emit(f, b, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc)->res[0], loc);
+    ValId start = ir_op2(f, b, OP_MUL, i64, pid, ir_const_int(f, b, i64, FOLD_SUM_BLOCK, loc), loc);
+    Type ta = type_tile(DT_I32, 1, shp);
+    Inst *ar = ir_emit(f, b, OP_ARANGE, NULL, 0, &ta, 1, loc);
+    ar->ival = 0;
+    ValId lanes = ir_op1(f, b, OP_CAST, t64, ar->res[0], loc);
+    ValId offs = ir_op2(f, b, OP_ADD, t64, ir_op1(f, b, OP_BROADCAST, t64, start, loc), lanes, loc);
+    f->vals.v[offs].name = "offs";
+    ValId m = ir_op2(f, b, OP_LT, t1, offs, ir_op1(f, b, OP_BROADCAST, t64, span, loc), loc);
+    f->vals.v[m].name = "mask";
+    ValId zero = ir_const_float(f, b, tp, 0.0, loc);
+    ValId fa[4] = {ir_const_int(f, b, i32, 0, loc), nfold, ir_const_int(f, b, i32, 1, loc), zero};
+    ir_emit(f, b, OP_FOR, fa, 4, &tp, 1, loc);
+    int idx = b->insts.n - 1;
+    Block *r = ir_inst_add_region(f, &b->insts.v[idx]);
+    ValId q = ir_block_param_add(f, r, i32, "q", loc);
+    ValId acc = ir_block_param_add(f, r, tp, "acc", loc);
+    ValId row = ir_op2(f, r, OP_MUL, i64, ir_op1(f, r, OP_CAST, i64, q, loc), span, loc);
+    ValId at = ir_op2(f, r, OP_ADD, t64, offs, ir_op1(f, r, OP_BROADCAST, t64, row, loc), loc);
+    Type pp = type_ptr(pdt, 1, shp);
+    ValId ptr = ir_op2(f, r, OP_ADDPTR, pp, ir_op1(f, r, OP_BROADCAST, pp, part, loc), at, loc);
+    ValId la[3] = {ptr, m, ir_const_float(f, r, tp, 0.0, loc)};
+    Inst *ld = ir_emit(f, r, OP_LOAD, la, 3, &tp, 1, loc);
+    ld->flags = IF_HAS_MASK | IF_HAS_OTHER;
+    ValId nx = ir_op2(f, r, OP_ADD, tp, acc, ld->res[0], loc);
+    ir_emit(f, r, OP_YIELD, &nx, 1, NULL, 0, loc);
+    ValId total = b->insts.v[idx].res[0];
+    f->vals.v[total].name = "total";
+    ValId nz = ir_op2(f, b, OP_NE, t1, total, ir_const_float(f, b, tp, 0.0, loc), loc);
+    ValId mm = ir_op2(f, b, OP_AND, t1, m, nz, loc);
+    Type dp = type_ptr(dt, 1, shp), td = type_tile(dt, 1, shp);
+    ValId dptr = ir_op2(f, b, OP_ADDPTR, dp, ir_op1(f, b, OP_BROADCAST, dp, d, loc), offs, loc);
+    ValId da[3] = {dptr, mm, ir_const_float(f, b, td, 0.0, loc)};
+    Inst *dl = ir_emit(f, b, OP_LOAD, da, 3, &td, 1, loc);
+    dl->flags = IF_HAS_MASK | IF_HAS_OTHER;
+    ValId old = dl->res[0];
+    ValId sum = ir_op2(f, b, OP_ADD, tp, dt == pdt ? old : ir_op1(f, b, OP_CAST, tp, old, loc), total, loc);
+    ValId out = dt == pdt ? sum : ir_op1(f, b, OP_CAST, td, sum, loc);
+    ValId sa[3] = {dptr, out, mm};
+    Inst *st = ir_emit(f, b, OP_STORE, sa, 3, NULL, 0, loc);
+    st->flags = IF_HAS_MASK;
+    return f;
+}
+
+/* The top-level sites of the old body (positions), one accumulator each. */
+static bool top_sites(Fold *F, const Block *b, AccVec *accs)
+{
+    for (int k = 0; k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        if (in->op == OP_ATOMIC_ADD && der(F, in->args[0]))
+            vec_push(F->a, *accs, ((Acc){.site = k}));
+    }
+    return true;
+}
+
+Dtype fold_partial_dtype(Dtype dt) { return dt == DT_F64 ? DT_F64 : DT_F32; }
+
+bool ad_fold(Arena *a, Func *bw, int axis, const int *slot, const char *const *names, int n)
+{
+    Func *f = bw;
+    Fold F0 = {.a = a, .f = f, .axis = axis, .n = n, .slot = slot}, *F = &F0;
+    F->nv = f->vals.n;
+    F->derived = arena_alloc(a, (size_t)F->nv + 1);
+    Dtype pdt = DT_F32;
+    for (int j = 0; j < n; j++) {
+        Dtype dt = (Dtype)ir_type(f, f->params[slot[j]]).elem;
+        if (j && fold_partial_dtype(dt) != pdt)
+            return false; /* one partials dtype per fold (fp64 with others: not folded) */
+        pdt = fold_partial_dtype(dt);
+        F->derived[f->params[slot[j]]] = (uint8_t)(j + 1);
+    }
+    for (bool changed = true; changed;) {
+        changed = false;
+        if (!derive_block(F, f->body, &changed))
+            return false;
+    }
+    Loc loc = f->loc;
+    Block *old = f->body;
+    AccVec accs = {0};
+    top_sites(F, old, &accs);
+    /* x's dtypes, before the gradient pointers become the partials' */
+    Dtype *dts = arena_alloc(a, sizeof *dts * (size_t)n);
+    for (int j = 0; j < n; j++)
+        dts[j] = (Dtype)ir_type(f, f->params[slot[j]]).elem;
+    retype(F, pdt);
+
+    /* new parameters: the spans, the forward's program count */
+    FoldPlan *plan = arena_alloc(a, sizeof *plan);
+    plan->axis = axis;
+    plan->nargs = f->nparams;
+    plan->n = n;
+    plan->in = arena_alloc(a, sizeof *plan->in * (size_t)n);
+    for (int j = 0; j < n; j++) {
+        plan->in[j].slot = slot[j];
+        plan->in[j].name = names[j];
+        plan->in[j].dt = dts[j];
+        plan->in[j].pdt = pdt;
+        plan->in[j].span = ir_param_add(f, type_scalar(DT_I64), arena_printf(a, "kad_span_%s", names[j]), loc);
+        plan->in[j].sum = fold_sum_kernel(a, arena_printf(a, "%s_sum_%s", f->name, names[j]), dts[j], pdt, loc);
+    }
+    Type i32 = type_scalar(DT_I32), i64 = type_scalar(DT_I64);
+    plan->programs = ir_param_add(f, i32, arena_printf(a, "kad_programs_%d", axis), loc);
+
+    /* the new body: q, the rows of the partials, the accumulators, the loop */
+    Block *nb = ir_block_new(f);
+    f->body = nb;
+    Inst *pi = ir_emit(f, nb, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc);
+    pi->ival = axis;
+    ValId q = pi->res[0];
+    f->vals.v[q].name = "q";
+    Inst *ni = ir_emit(f, nb, OP_NUM_PROGRAMS, NULL, 0, &i32, 1, loc);
+    ni->ival = axis;
+    ValId step = ni->res[0];
+    f->vals.v[step].name = "nfold";
+    ValId q64 = ir_op1(f, nb, OP_CAST, i64, q, loc);
+    ValId *rows = arena_alloc(a, sizeof *rows * (size_t)n);
+    for (int j = 0; j < n; j++) {
+        ValId p = f->params[slot[j]];
+        rows[j] = ir_op2(f, nb, OP_ADDPTR, ir_type(f, p), p, ir_op2(f, nb, OP_MUL, i64, q64, plan->in[j].span, loc),
+                         loc);
+        f->vals.v[rows[j]].name = arena_printf(a, "d_%s_row", names[j]);
+    }
+    /* accumulator types: the sites' pointer shapes */
+    for (int i = 0; i < accs.n; i++) {
+        const Inst *at = &old->insts.v[accs.v[i].site];
+        Type pt = ir_type(f, at->args[0]);
+        Type vt = type_tile(pdt, pt.rank, pt.shape);
+        accs.v[i].init = ir_const_float(f, nb, vt, 0.0, loc);
+        if (at->flags & IF_HAS_MASK)
+            accs.v[i].mask_init = ir_const_int(f, nb, ir_type(f, at->args[2]), 0, loc);
+    }
+    ValVec fargs = {0};
+    Vec(Type) ftys = {0};
+    vec_push(a, fargs, q);
+    vec_push(a, fargs, plan->programs);
+    vec_push(a, fargs, step);
+    for (int i = 0; i < accs.n; i++) {
+        vec_push(a, fargs, accs.v[i].init);
+        vec_push(a, ftys, ir_type(f, accs.v[i].init));
+        if (accs.v[i].mask_init) {
+            vec_push(a, fargs, accs.v[i].mask_init);
+            vec_push(a, ftys, ir_type(f, accs.v[i].mask_init));
+        }
+    }
+    ir_emit(f, nb, OP_FOR, fargs.v, fargs.n, ftys.v, ftys.n, loc);
+    Block *r = ir_inst_add_region(f, &nb->insts.v[nb->insts.n - 1]);
+    ValId pid = ir_block_param_add(f, r, i32, arena_printf(a, "pid%d", axis), loc);
+    for (int i = 0; i < accs.n; i++) {
+        accs.v[i].param = ir_block_param_add(f, r, ir_type(f, accs.v[i].init), "acc", loc);
+        if (accs.v[i].mask_init)
+            accs.v[i].mask_param = ir_block_param_add(f, r, ir_type(f, accs.v[i].mask_init), "touched", loc);
+    }
+
+    /* the rewrites: the parameter -> its row; the axis's program id and
+     * count (at any depth) -> the loop variable and the forward's count */
+    int nv = f->vals.n;
+    uint8_t *d2 = arena_alloc(a, (size_t)nv + 1);
+    memcpy(d2, F->derived, (size_t)F->nv);
+    F->derived = d2;
+    F->nv = nv;
+    F->map = arena_alloc(a, sizeof(ValId) * (size_t)(nv + 1));
+    for (int j = 0; j < n; j++) {
+        ValId p = f->params[slot[j]];
+        F->map[p] = rows[j];
+        F->derived[rows[j]] = (uint8_t)(j + 1);
+    }
+    Vec(const Block *) stack = {0};
+    vec_push(a, stack, (const Block *)old);
+    while (stack.n) {
+        const Block *b = stack.v[--stack.n];
+        for (int k = 0; k < b->insts.n; k++) {
+            const Inst *in = &b->insts.v[k];
+            if (in->op == OP_PROGRAM_ID && in->ival == axis)
+                F->map[in->res[0]] = pid;
+            if (in->op == OP_NUM_PROGRAMS && in->ival == axis)
+                F->map[in->res[0]] = plan->programs;
+            for (int rr = 0; rr < in->nregions; rr++)
+                vec_push(a, stack, (const Block *)in->regions[rr]);
+        }
+    }
+    r->insts.v = old->insts.v;
+    r->insts.n = old->insts.n;
+    r->insts.cap = old->insts.cap;
+    rebuild(F, r, true, &accs, pid, plan->programs, step, pdt);
+    ValVec ys = {0};
+    for (int i = 0; i < accs.n; i++) {
+        vec_push(a, ys, accs.v[i].next);
+        if (accs.v[i].mask_init)
+            vec_push(a, ys, accs.v[i].mask_next);
+    }
+    ir_emit(f, r, OP_YIELD, ys.v, ys.n, NULL, 0, loc);
+    for (int j = 0; j < n; j++)
+        f->vals.v[f->params[slot[j]]].name = arena_printf(a, "d_%s_part", names[j]);
+    f->fold = plan;
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Running the plan on the interpreter                                 */
+/* ------------------------------------------------------------------ */
+
+bool fold_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs, int imode,
+              int64_t nfold, Diags *d)
+{
+    InterpMode mode = (InterpMode)imode;
+    const FoldPlan *pl = f->fold;
+    int ax = pl->axis;
+    int64_t G = grid[ax] > 0 ? grid[ax] : (ax ? 1 : 0);
+    if (G <= 0)
+        return true;
+    int64_t P = nfold > 0 && nfold < G ? nfold : G;
+    if (nargs != pl->nargs) {
+        diag_error(d, f->loc, "kernel '%s' takes %d runtime arguments, %d given", f->name, pl->nargs, nargs);
+        return false;
+    }
+    InterpArg *ia = calloc((size_t)f->nparams + 1, sizeof *ia);
+    void **parts = calloc((size_t)pl->n + 1, sizeof *parts);
+    bool ok = ia && parts;
+    if (!ok)
+        diag_error(d, f->loc, "out of memory");
+    for (int i = 0; ok && i < nargs; i++)
+        ia[i] = args[i];
+    for (int j = 0; ok && j < pl->n; j++) {
+        const InterpArg *g = &args[pl->in[j].slot];
+        int64_t esz = mode == IM_F64 && dtype_is_float(pl->in[j].dt) ? 8 : dtype_bits(pl->in[j].dt) / 8;
+        int64_t psz = mode == IM_F64 ? 8 : dtype_bits(pl->in[j].pdt) / 8;
+        int64_t span = esz > 0 ? g->nbytes / esz : 0;
+        parts[j] = calloc((size_t)(P * span > 0 ? P * span : 1), (size_t)psz);
+        if (!parts[j]) {
+            diag_error(d, f->loc, "out of memory for the partials of d_%s", pl->in[j].name);
+            ok = false;
+            break;
+        }
+        ia[pl->in[j].slot] = (InterpArg){.data = parts[j], .nbytes = P * span * psz};
+        ia[pl->nargs + j] = (InterpArg){.i = span};
+    }
+    ia[f->nparams - 1] = (InterpArg){.i = G};
+    int64_t g2[3] = {grid[0], grid[1], grid[2]};
+    g2[ax] = P;
+    if (ok)
+        ok = interp_run_kernel(f, g2, ia, f->nparams, mode, d);
+    for (int j = 0; ok && j < pl->n; j++) {
+        const InterpArg *g = &args[pl->in[j].slot];
+        int64_t span = ia[pl->nargs + j].i;
+        InterpArg sa[4] = {ia[pl->in[j].slot], *g, {.i = span}, {.i = P}};
+        int64_t sg[3] = {(span + FOLD_SUM_BLOCK - 1) / FOLD_SUM_BLOCK, 1, 1};
+        if (sg[0] > 0)
+            ok = interp_run_kernel(pl->in[j].sum, sg, sa, 4, mode, d);
+    }
+    for (int j = 0; parts && j < pl->n; j++)
+        free(parts[j]);
+    free(parts);
+    free(ia);
+    return ok;
+}
