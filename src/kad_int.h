@@ -1020,7 +1020,8 @@ AccResult access_disjoint(Access *A, const Inst *x, const Inst *y);
 const char *access_cond_python(Access *A, const AccCond *c);
 /* Evaluates the condition for runtime values of the int parameters (by
  * index into f->params; others ignored) and the grid.  False when it names
- * a value that is not a parameter; else *holds is set. */
+ * a value not computed from int parameters, constants and num_programs by
+ * + - * // %; else *holds is set. */
 bool access_cond_eval(Access *A, const AccCond *c, const int64_t *params, const int64_t grid[3],
                       bool *holds);
 /* A report of every access (form, constraints, verdicts): `kad access`. */
@@ -1029,6 +1030,16 @@ const char *access_report(Access *A);
  * into f->params) for an int parameter, 2 and *axis for
  * tl.num_programs(axis), 0 for anything else. */
 int access_sym(Access *A, int id, int *param, int *axis);
+/* Is the footprint of each program private along `axes` (bit k:
+ * tl.program_id(k))?  That is: is every element one program touches
+ * through any of the n accesses mems (one base parameter; over every
+ * iteration of their loops and every enabled lane) touched by no program
+ * whose program id differs from it in some axis of `axes`?  Within one
+ * program the sites may overlap freely (LayerNorm reads its row in three
+ * loops).  axes = 0 is trivially PROVEN.  NOT_INJECTIVE comes with a
+ * witness (two programs reaching one element); data-dependent addresses
+ * are UNKNOWN. */
+AccResult access_private(Access *A, const Inst *const *mems, int n, unsigned axes);
 
 /* ------------------------------------------------------------------ */
 /* audit.c: determinism audit (see docs/AD.md, "Determinism audit")    */
