@@ -1416,6 +1416,8 @@ static const AccCond *cond_join(Access *A, const AccCond *x, const AccCond *y)
 
 static AccResult res(AccVerdict v, const char *why, const AccCond *c) { return (AccResult){v, why, c}; }
 
+static bool cond_merge(AccCond *c, const AccCond *x);
+
 /* The decision over f with constraints cs, for the variables `vary`
  * (a mask over the original variables). */
 static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t vary, int32_t *shape, int rank,
@@ -1494,6 +1496,22 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
             }
         }
         if (direct || (has_div && has_mod))
+            continue;
+        /* a pair e // d, e % d gives e, which may determine v (a tile id
+         * pid + nprog * t split into row and column blocks): a sub-question */
+        bool paired = false;
+        for (int i = 0; i < D.n && !paired && via; i++)
+            for (int j = 0; j < D.n && !paired; j++) {
+                const AcVar *x = &A->vars.v[D.var[i]], *y = &A->vars.v[D.var[j]];
+                if (D.var[i] < V_DYN || D.var[j] < V_DYN || x->kind != VK_DIV || y->kind != VK_MOD ||
+                    !feq(x->e, y->e) || !peq(&x->d, &y->d) || !(fdeps(A, x->e) >> v & 1))
+                    continue;
+                AccResult sr = decide(A, x->e, cs, vary & fdeps(A, x->e), shape, rank, skip_unused_lanes);
+                if (sr.v == ACC_PROVEN_IF && !cond_merge(&extra, sr.cond))
+                    return res(ACC_UNKNOWN, "the condition is too long", NULL);
+                paired = sr.v == ACC_PROVEN || sr.v == ACC_PROVEN_IF;
+            }
+        if (paired)
             continue;
         if (!via) {
             if (v >= V_LANE && v < V_DYN && skip_unused_lanes)

@@ -650,6 +650,20 @@ static void test_access_private(T *t)
             CHECK(t, access_cond_eval(A, r.cond, narrow, g, &holds) && !holds);
         }
     }
+    /* the tile loop's store: distinct iterations write distinct elements when
+     * the rows do not overlap (tile = pid + nprog * t, split by // and %) */
+    Func *tf = acc_parse(a, acc_priv_tileloop);
+    CHECK(t, tf);
+    if (tf) {
+        A = access_analyze(a, tf);
+        r = access_injective(A, acc_nth(A, OP_STORE, 0), ACC_VARY_PIDS | ACC_VARY_LOOPS | ACC_VARY_LANES);
+        CHECK(t, r.v == ACC_PROVEN_IF);
+        if (r.v == ACC_PROVEN_IF) {
+            int64_t ok[5] = {0, 0, 100, 100, 100}, narrow[5] = {0, 0, 100, 100, 40}, g[3] = {5, 1, 1};
+            CHECK(t, access_cond_eval(A, r.cond, ok, g, &holds) && holds);
+            CHECK(t, access_cond_eval(A, r.cond, narrow, g, &holds) && !holds);
+        }
+    }
     /* gathers: unknown */
     Func *gf = acc_parse(a, acc_gather);
     CHECK(t, gf);
