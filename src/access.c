@@ -113,6 +113,7 @@ struct Access {
     Vec(AcSym) syms;
     Vec(AcSite) sites;
     unsigned pid_axes; /* the grid axes some tl.program_id reads */
+    const char *host_args, *host_grid; /* printing for the host (access_cond_host), else NULL */
 };
 
 /* ------------------------------------------------------------------ */
@@ -2147,13 +2148,19 @@ static const char *val_expr(Access *A, ValId v, int depth)
     if (!in) {
         for (int p = 0; p < A->f->nparams; p++)
             if (A->f->params[p] == v)
-                return vname(A, v);
+                return A->host_args ? arena_printf(A->a, "%s[\"%s\"]", A->host_args, vname(A, v)) : vname(A, v);
         return NULL;
     }
     if (in->op == OP_CONST && dtype_is_int((Dtype)vty(A, v).dt))
         return arena_printf(A->a, "%lld", (long long)in->ival);
     if (in->op == OP_NUM_PROGRAMS)
-        return arena_printf(A->a, "tl.num_programs(%d)", (int)in->ival);
+        return A->host_grid ? arena_printf(A->a, "%s[%d]", A->host_grid, (int)in->ival)
+                            : arena_printf(A->a, "tl.num_programs(%d)", (int)in->ival);
+    if (A->host_args && (in->op == OP_DIV || in->op == OP_REM) && in->nargs == 2) {
+        /* Python's // and % floor, Triton's truncate: the launcher defines these */
+        const char *x = val_expr(A, in->args[0], depth + 1), *y = val_expr(A, in->args[1], depth + 1);
+        return x && y ? arena_printf(A->a, "%s(%s, %s)", in->op == OP_DIV ? "_tdiv" : "_trem", x, y) : NULL;
+    }
     const char *op = in->op == OP_ADD ? "+" : in->op == OP_SUB ? "-" : in->op == OP_MUL ? "*"
                    : in->op == OP_DIV ? "//" : in->op == OP_REM ? "%" : NULL;
     if (!op || in->nargs != 2)
@@ -2165,8 +2172,12 @@ static const char *val_expr(Access *A, ValId v, int depth)
 static const char *sym_str(Access *A, int id, bool py)
 {
     const AcSym *s = &A->syms.v[id - 1];
+    if (s->kind == SYM_NPROG && A->host_grid)
+        return arena_printf(A->a, "%s[%d]", A->host_grid, s->axis);
     if (s->kind == SYM_NPROG)
         return py ? arena_printf(A->a, "tl.num_programs(%d)", s->axis) : arena_printf(A->a, "nprog%d", s->axis);
+    if (s->kind == SYM_PARAM && A->host_args)
+        return arena_printf(A->a, "%s[\"%s\"]", A->host_args, vname(A, s->v));
     if (s->kind == SYM_PARAM)
         return vname(A, s->v);
     return py ? val_expr(A, s->v, 0) : arena_printf(A->a, "%%%s", vname(A, s->v));
@@ -2244,6 +2255,15 @@ static const char *cond_str(Access *A, const AccCond *c, bool py)
 }
 
 const char *access_cond_python(Access *A, const AccCond *c) { return cond_str(A, c, true); }
+
+const char *access_cond_host(Access *A, const AccCond *c, const char *args, const char *grid)
+{
+    A->host_args = args;
+    A->host_grid = grid;
+    const char *s = cond_str(A, c, true);
+    A->host_args = A->host_grid = NULL;
+    return s;
+}
 
 /* A scalar computed from int parameters, constants and num_programs
  * (val_expr's values), with Triton's truncating `//` and `%`. */
@@ -2470,4 +2490,21 @@ int access_sym(Access *A, int id, int *param, int *axis)
             return 1;
         }
     return 0;
+}
+
+bool func_guards_hold(const Func *f, const int64_t *iargs, const int64_t grid[3], Diags *d)
+{
+    for (int i = 0; i < f->guards.n; i++) {
+        const FuncGuard *g = &f->guards.v[i];
+        bool holds = false;
+        if (!access_cond_eval(g->acc, g->cond, iargs, grid, &holds)) {
+            diag_error(d, g->loc, "%s (kad cannot evaluate the condition for this launch)", g->msg);
+            return false;
+        }
+        if (!holds) {
+            diag_error(d, g->loc, "%s", g->msg);
+            return false;
+        }
+    }
+    return true;
 }

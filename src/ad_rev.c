@@ -1448,6 +1448,8 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     /* The primal sweep, then the adjoint sweep. */
     clone_block(ad, fwd->body, bw->body, 0, NULL);
     adj_block(ad, fwd->body, bw->body);
+    bw->guards.v = ad->guards.v; /* launch conditions (check_loop_store) */
+    bw->guards.n = bw->guards.cap = ad->guards.n;
     return bw;
 }
 

@@ -1645,6 +1645,13 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
                        (long long)grid[k], INT32_MAX);
             return false;
         }
+    if (f->guards.n) { /* a backward's launch conditions */
+        int64_t *iargs = arena_alloc(f->a, sizeof *iargs * (size_t)(nargs ? nargs : 1));
+        for (int k = 0; k < nargs; k++)
+            iargs[k] = args[k].i;
+        if (!func_guards_hold(f, iargs, grid, d))
+            return false;
+    }
     Arena *a = arena_new(SCRATCH_LIMIT);
     if (!a) {
         diag_error(d, f->loc, "interpreter: out of memory");

@@ -532,6 +532,8 @@ typedef struct Func {
     Vec(ConstParam) consts; /* constexpr parameters in signature order */
     Block *body;       /* params of body are unused (the kernel params live in `params`) */
     Loc loc;
+    Vec(struct FuncGuard) guards; /* a backward's launch conditions (access.c): interp_run and
+                                   * the generated launcher refuse a launch that breaks one */
 } Func;
 
 /* ------------------------------------------------------------------ */
@@ -1040,6 +1042,25 @@ int access_sym(Access *A, int id, int *param, int *axis);
  * witness (two programs reaching one element); data-dependent addresses
  * are UNKNOWN. */
 AccResult access_private(Access *A, const Inst *const *mems, int n, unsigned axes);
+/* The condition as a Python expression for the host: int parameter p as
+ * args["p"], tl.num_programs(k) as grid[k] (args and grid: the names
+ * given); NULL when it names a value that is not computed from them. */
+const char *access_cond_host(Access *A, const AccCond *c, const char *args, const char *grid);
+
+/* A launch condition of a backward kernel: its gradient is right only
+ * when cond holds (a store in a loop proven to write distinct elements
+ * under it).  Symbols: the forward's int parameters, which are the
+ * backward's first parameters, and the grid. */
+typedef struct FuncGuard {
+    Access *acc;         /* the forward's analysis (cond's symbols) */
+    const AccCond *cond;
+    Loc loc;             /* the forward's construct that needs it */
+    const char *msg;     /* the refusal, without the location */
+} FuncGuard;
+/* Does every guard of f hold for these int arguments (by index into
+ * f->params) and grid?  False after a located error in d otherwise (also
+ * when a condition cannot be evaluated). */
+bool func_guards_hold(const Func *f, const int64_t *iargs, const int64_t grid[3], Diags *d);
 
 /* ------------------------------------------------------------------ */
 /* audit.c: determinism audit (see docs/AD.md, "Determinism audit")    */
@@ -1146,6 +1167,7 @@ typedef struct Ad {
     const AccCond **cond; /* by param index (plain 2): the condition */
     ValId *flag;       /* by param index (plain 2): bw i1 scalar, the condition */
     Access *acc;       /* fw's access analysis, or NULL */
+    Vec(FuncGuard) guards; /* launch conditions the backward needs (check_loop_store) */
 } Ad;
 
 /* Resolves ad->spec to roles, computes the facts and validates fw (a, d,
