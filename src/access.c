@@ -113,6 +113,7 @@ struct Access {
     Vec(AcSym) syms;
     Vec(AcSite) sites;
     unsigned pid_axes; /* the grid axes some tl.program_id reads */
+    const char *host_args, *host_grid; /* printing for the host (access_cond_host), else NULL */
 };
 
 /* ------------------------------------------------------------------ */
@@ -1150,6 +1151,9 @@ typedef struct Dec {
     AccPoly coef[AC_NTERM];
     int32_t *shape;
     int rank;
+    int nskip;    /* chain: the first nskip variables of the order need not be
+                   * recovered (access_private's per-program part) */
+    AccPoly init; /* chain: the span before the first variable */
 } Dec;
 
 /* The largest value of variable v, if known. */
@@ -1295,7 +1299,7 @@ static bool chain(Dec *D, const int *ord, AccCond *cond)
 {
     AccPoly span[NSPAN];
     int ns = 1;
-    span[0] = pconst(0);
+    span[0] = D->init;
     cond->n = 0;
     AccPoly one = pconst(1);
     Facts saved = D->F;
@@ -1303,14 +1307,16 @@ static bool chain(Dec *D, const int *ord, AccCond *cond)
     for (int k = 0; k < D->n && ok; k++) {
         const AccPoly *a = &D->coef[ord[k]];
         AccPoly am1;
-        if (!padd(&am1, a, &one, -1) || !add_clause(D, cond, &am1, 1)) {
+        /* a variable that need not be recovered needs a >= 0 only (its span
+         * starts at 0); the others a >= 1 */
+        if (!padd(&am1, a, &one, k < D->nskip ? 0 : -1) || !add_clause(D, cond, &am1, 1)) {
             ok = false;
             break;
         }
         /* the condition requires a >= 1: later steps may assume it */
-        if (a->n == 1 && a->m[0].k > 0 && a->m[0].s[0] && !a->m[0].s[1] && a->m[0].s[0] < 64)
+        if (k >= D->nskip && a->n == 1 && a->m[0].k > 0 && a->m[0].s[0] && !a->m[0].s[1] && a->m[0].s[0] < 64)
             D->F.pos |= (uint64_t)1 << a->m[0].s[0];
-        if (k > 0) {
+        if (k >= D->nskip && (k > 0 || D->init.n)) {
             AccPoly alts[NSPAN];
             int na = 0;
             for (int s = 0; s < ns && na < ACC_NALT; s++)
@@ -1411,6 +1417,8 @@ static const AccCond *cond_join(Access *A, const AccCond *x, const AccCond *y)
 
 static AccResult res(AccVerdict v, const char *why, const AccCond *c) { return (AccResult){v, why, c}; }
 
+static bool cond_merge(AccCond *c, const AccCond *x);
+
 /* The decision over f with constraints cs, for the variables `vary`
  * (a mask over the original variables). */
 static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t vary, int32_t *shape, int rank,
@@ -1418,7 +1426,7 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
 {
     if (f->why)
         return res(ACC_UNKNOWN, f->why, NULL);
-    Dec D = {A, f, cs, base_facts(A), 0, {0}, {{0}}, shape, rank};
+    Dec D = {A, f, cs, base_facts(A), 0, {0}, {{0}}, shape, rank, 0, {0}};
     add_facts(A, cs, &D.F);
     /* symbols must not vary */
     for (int i = -1; i < f->nt; i++) {
@@ -1489,6 +1497,22 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
             }
         }
         if (direct || (has_div && has_mod))
+            continue;
+        /* a pair e // d, e % d gives e, which may determine v (a tile id
+         * pid + nprog * t split into row and column blocks): a sub-question */
+        bool paired = false;
+        for (int i = 0; i < D.n && !paired && via; i++)
+            for (int j = 0; j < D.n && !paired; j++) {
+                const AcVar *x = &A->vars.v[D.var[i]], *y = &A->vars.v[D.var[j]];
+                if (D.var[i] < V_DYN || D.var[j] < V_DYN || x->kind != VK_DIV || y->kind != VK_MOD ||
+                    !feq(x->e, y->e) || !peq(&x->d, &y->d) || !(fdeps(A, x->e) >> v & 1))
+                    continue;
+                AccResult sr = decide(A, x->e, cs, vary & fdeps(A, x->e), shape, rank, skip_unused_lanes);
+                if (sr.v == ACC_PROVEN_IF && !cond_merge(&extra, sr.cond))
+                    return res(ACC_UNKNOWN, "the condition is too long", NULL);
+                paired = sr.v == ACC_PROVEN || sr.v == ACC_PROVEN_IF;
+            }
+        if (paired)
             continue;
         if (!via) {
             if (v >= V_LANE && v < V_DYN && skip_unused_lanes)
@@ -1654,7 +1678,7 @@ AccResult access_disjoint(Access *A, const Inst *x, const Inst *y)
         return res(ACC_UNKNOWN, "the two addresses differ in more than a constant", NULL);
     Cons cx = site_cons(A, sx), cy = site_cons(A, sy);
     Type tx = vty(A, x->args[0]);
-    Dec D = {A, vx, &cx, base_facts(A), 0, {0}, {{0}}, tx.shape, tx.rank};
+    Dec D = {A, vx, &cx, base_facts(A), 0, {0}, {{0}}, tx.shape, tx.rank, 0, {0}};
     add_facts(A, &cx, &D.F);
     add_facts(A, &cy, &D.F);
     /* span of x's lane part: sum of coef * max (coefficients >= 0) or a mask bound */
@@ -1714,6 +1738,403 @@ AccResult access_disjoint(Access *A, const Inst *x, const Inst *y)
 }
 
 /* ------------------------------------------------------------------ */
+/* Program-private footprints                                          */
+/* ------------------------------------------------------------------ */
+
+/* One access of a footprint: its offset (base removed), constraints and
+ * tile shape. */
+typedef struct PrivSite {
+    const AcForm *f;
+    Cons cs;
+    int32_t *shape;
+    int rank;
+} PrivSite;
+
+static uint64_t var_deps(const Access *A, int v) { return v < V_DYN ? (uint64_t)1 << v : A->vars.v[v].dep; }
+
+/* Appends the clauses of x to c (without duplicates); false when full. */
+static bool cond_merge(AccCond *c, const AccCond *x)
+{
+    for (int i = 0; i < x->n; i++) {
+        bool dup = false;
+        for (int j = 0; j < c->n && !dup; j++) {
+            dup = c->c[j].n == x->c[i].n;
+            for (int k = 0; dup && k < x->c[i].n; k++)
+                dup = peq(&c->c[j].p[k], &x->c[i].p[k]);
+        }
+        if (dup)
+            continue;
+        if (c->n == ACC_NCLAUSE)
+            return false;
+        c->c[c->n++] = x->c[i];
+    }
+    return true;
+}
+
+/* Is var v in every site with the coefficient it has in site 0? */
+static bool var_common(const PrivSite *ps, int n, int v)
+{
+    const AccPoly *c0 = fcoef((AcForm *)ps[0].f, v);
+    for (int i = 1; c0 && i < n; i++) {
+        const AccPoly *c = fcoef((AcForm *)ps[i].f, v);
+        if (!c || !peq(c, c0))
+            return false;
+    }
+    return c0 != NULL;
+}
+
+/* Does any constraint of cs or any other term of f involve var v? */
+static bool var_tied(Access *A, const AcForm *f, const Cons *cs, int v)
+{
+    for (int i = 0; i < cs->n; i++)
+        for (int t = 0; t < cs->v[i]->nt; t++)
+            if (var_deps(A, cs->v[i]->t[t].var) & var_deps(A, v))
+                return true;
+    for (int t = 0; t < f->nt; t++)
+        if (f->t[t].var != v && (var_deps(A, f->t[t].var) & var_deps(A, v)))
+            return true;
+    return false;
+}
+
+/* A sound witness: in one site, pid k (constant coefficient a) and a lane
+ * (constant b, extent known) nothing else involves, whose shifts cancel. */
+static const char *priv_witness(Access *A, const PrivSite *s, uint64_t outer)
+{
+    const AcForm *f = s->f;
+    for (int i = 0; i < f->nt; i++) {
+        int u = f->t[i].var;
+        int64_t a, b;
+        if (u >= V_LANE || !(outer >> u & 1) || !pis_const(&f->t[i].c, &a) || !a || var_tied(A, f, &s->cs, u))
+            continue;
+        for (int j = 0; j < f->nt; j++) {
+            int w = f->t[j].var;
+            if (w < V_LANE || w >= V_DYN || w - V_LANE >= s->rank || !pis_const(&f->t[j].c, &b) || !b ||
+                var_tied(A, f, &s->cs, w))
+                continue;
+            int64_t g = gcd64(iabs(a), iabs(b)), du = iabs(b) / g, dw = iabs(a) / g;
+            if (s->shape[w - V_LANE] - 1 >= dw)
+                return arena_printf(A->a, "programs pid%d = p and p + %lld touch the same element (lane%d "
+                                          "shifted by %lld; given enough programs)",
+                                    u, (long long)du, w - V_LANE, (long long)dw);
+        }
+    }
+    return NULL;
+}
+
+static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int depth);
+
+/* Can pid k be recovered from the variables the chain recovers (up)?
+ * Directly, or from a pair e // d, e % d (which gives e) when e alone
+ * determines the program (a sub-problem, whose condition goes to extra). */
+static AccResult priv_recover(Access *A, PrivSite *ps, int n, const int *up, int nu, int k, AccCond *extra,
+                              int depth)
+{
+    AccPoly one = pconst(1);
+    for (int i = 0; i < nu; i++)
+        if (up[i] == k)
+            return res(ACC_PROVEN, NULL, NULL);
+    for (int i = 0; i < nu; i++) {
+        const AcVar *x = &A->vars.v[up[i]];
+        if (up[i] < V_DYN || x->kind != VK_DIV || !(fdeps(A, x->e) >> k & 1))
+            continue;
+        for (int j = 0; j < nu; j++) {
+            const AcVar *y = &A->vars.v[up[j]];
+            if (up[j] < V_DYN || y->kind != VK_MOD || !feq(x->e, y->e) || !peq(&x->d, &y->d))
+                continue;
+            PrivSite *sub = arena_alloc(A->a, sizeof *sub * (size_t)n);
+            for (int s = 0; s < n; s++) {
+                sub[s] = ps[s];
+                sub[s].f = x->e;
+            }
+            AccResult r = priv_core(A, sub, n, (uint64_t)1 << k, depth + 1);
+            if (r.v == ACC_PROVEN_IF && !cond_merge(extra, r.cond))
+                return res(ACC_UNKNOWN, "the condition is too long", NULL);
+            if (r.v == ACC_PROVEN || r.v == ACC_PROVEN_IF)
+                return res(ACC_PROVEN, NULL, NULL);
+        }
+    }
+    for (int i = 0; i < nu; i++) { /* pid // d or pid % d alone, d constant: a witness */
+        const AcVar *x = &A->vars.v[up[i]];
+        int64_t d;
+        const AccPoly *c1 = up[i] >= V_DYN && x->kind != VK_LOOP ? fcoef((AcForm *)x->e, k) : NULL;
+        if (!c1 || x->e->nt != 1 || !peq(c1, &one) || !pis_const(&x->d, &d) || d < 2)
+            continue;
+        return res(ACC_NOT_INJECTIVE,
+                   x->kind == VK_DIV
+                       ? arena_printf(A->a, "programs pid%d = 0 and pid%d = 1 touch the same elements (the "
+                                            "address depends on it only through '// %lld')",
+                                      k, k, (long long)d)
+                       : arena_printf(A->a, "programs pid%d = 0 and pid%d = %lld touch the same elements (the "
+                                            "address depends on it only modulo %lld; given enough programs)",
+                                      k, k, (long long)d, (long long)d),
+                   NULL);
+    }
+    return res(ACC_UNKNOWN,
+               arena_printf(A->a, "the address depends on pid%d only through '//' or '%%' kad cannot invert", k),
+               NULL);
+}
+
+/* The footprints of programs differing in a pid of `outer` (var bits) are
+ * disjoint: every variable depending on those pids is recovered by a
+ * dominance chain (the "up" variables, common to every site with equal
+ * coefficients), below which each site's other variables and its constant
+ * offset form a bounded per-program part that need not be recovered. */
+static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int depth)
+{
+    if (depth > 3)
+        return res(ACC_UNKNOWN, "'//' and '%' nested too deeply", NULL);
+    AccCond extra = {0};
+    Dec D0 = {A, ps[0].f, &ps[0].cs, base_facts(A), 0, {0}, {{0}}, ps[0].shape, ps[0].rank, 0, {0}};
+    AccPoly one = pconst(1);
+    /* constant offsets of the sites relative to the lowest */
+    int64_t *off = arena_alloc(A->a, sizeof *off * (size_t)n), lo = 0;
+    for (int i = 0; i < n; i++) {
+        AccPoly d;
+        if (!padd(&d, &ps[i].f->c0, &ps[0].f->c0, -1) || !pis_const(&d, &off[i]))
+            return res(ACC_UNKNOWN, "the sites' offsets differ by an amount that is not a constant", NULL);
+        lo = off[i] < lo ? off[i] : lo;
+    }
+    int up[AC_NTERM], nu = 0, com[AC_NTERM], nc = 0;
+    for (int i = 0; i < n; i++)
+        for (int t = 0; t < ps[i].f->nt; t++) {
+            int v = ps[i].f->t[t].var;
+            if (v >= V_DYN && A->vars.v[v].kind != VK_LOOP) { /* divisors must be >= 1 */
+                AccPoly dm1;
+                if (!padd(&dm1, &A->vars.v[v].d, &one, -1) || !add_clause(&D0, &extra, &dm1, 1))
+                    return res(ACC_UNKNOWN, "a divisor that may be < 1", NULL);
+            }
+            bool common = var_common(ps, n, v), seen = false;
+            for (int j = 0; j < nu; j++)
+                seen |= up[j] == v;
+            for (int j = 0; j < nc; j++)
+                seen |= com[j] == v;
+            if (seen)
+                continue;
+            if (var_deps(A, v) & outer) {
+                if (!common)
+                    return res(ACC_UNKNOWN, "the sites place the programs differently", NULL);
+                up[nu++] = v;
+            } else if (common && i == 0) {
+                com[nc++] = v;
+            }
+        }
+    for (int k = 0; k < V_LANE; k++) {
+        if (!(outer >> k & 1))
+            continue;
+        bool dep = false;
+        for (int i = 0; i < nu; i++)
+            dep |= var_deps(A, up[i]) >> k & 1;
+        if (!dep)
+            return res(ACC_NOT_INJECTIVE,
+                       arena_printf(A->a, "the address does not depend on pid%d: the programs along axis %d "
+                                          "touch the same elements (when tl.num_programs(%d) > 1)",
+                                    k, k, k),
+                       NULL);
+    }
+    for (int i = 0; i < n; i++) {
+        const char *w = priv_witness(A, &ps[i], outer);
+        if (w)
+            return res(ACC_NOT_INJECTIVE, w, NULL);
+    }
+    for (int k = 0; k < V_LANE; k++) {
+        if (!(outer >> k & 1))
+            continue;
+        AccResult r = priv_recover(A, ps, n, up, nu, k, &extra, depth);
+        if (r.v != ACC_PROVEN)
+            return r;
+    }
+    /* the chain: per site, its other variables (not recovered) first, then
+     * the up variables in some order; subsets of the common variables may
+     * join the up ones (a tile's row lane above its column block).  The
+     * first try is decide's heuristic order over site 0 (whose condition
+     * wins over others'), then every subset and order. */
+    AccCond best = {0};
+    bool have = false;
+    int budget = 20000;
+    int hord[AC_NTERM], hn = 0;
+    unsigned hsel = 0;
+    bool hok = true;
+    {
+        const AcForm *f = ps[0].f;
+        const Cons *cs = &ps[0].cs;
+        int64_t key[AC_NTERM];
+        for (int i = 0; i < f->nt; i++) {
+            int v = f->t[i].var, assoc = v >= V_LANE && v < V_DYN ? v - V_LANE : -1;
+            for (int c = 0; c < cs->n && assoc < 0; c++)
+                if (fcoef((AcForm *)cs->v[c], v))
+                    for (int k = KAD_MAX_RANK - 1; k >= 0 && assoc < 0; k--)
+                        if (fcoef((AcForm *)cs->v[c], V_LANE + k))
+                            assoc = k;
+            int at = hn++;
+            int64_t kk = (int64_t)(4 - assoc) * 100000000 + coef_rank(&f->t[i].c);
+            while (at > 0 && key[at - 1] > kk) {
+                hord[at] = hord[at - 1];
+                key[at] = key[at - 1];
+                at--;
+            }
+            hord[at] = v;
+            key[at] = kk;
+        }
+        bool above = false;
+        for (int i = 0; i < hn && hok; i++) {
+            bool is_up = false;
+            for (int j = 0; j < nu; j++)
+                is_up |= up[j] == hord[i];
+            above |= is_up;
+            if (!above || is_up)
+                continue;
+            hok = false;
+            for (int j = 0; j < nc; j++)
+                if (com[j] == hord[i]) {
+                    hsel |= 1u << j;
+                    hok = true;
+                }
+        }
+    }
+    for (int size = hok ? -1 : 0; size <= nc; size++)
+        for (unsigned sel = 0; sel < 1u << nc; sel++) {
+            int bits = 0;
+            for (int i = 0; i < nc; i++)
+                bits += sel >> i & 1;
+            if (size < 0 ? sel : bits != size)
+                continue;
+            if (size < 0)
+                sel = hsel;
+            int uv[AC_NTERM], nuv = 0;
+            for (int i = 0; i < hn; i++) { /* in the heuristic order */
+                bool in = false;
+                for (int j = 0; j < nu; j++)
+                    in |= up[j] == hord[i];
+                for (int j = 0; j < nc; j++)
+                    in |= com[j] == hord[i] && (sel >> j & 1);
+                if (in)
+                    uv[nuv++] = hord[i];
+            }
+            if (nuv > 6)
+                continue;
+            int perm[AC_NTERM];
+            for (int i = 0; i < nuv; i++)
+                perm[i] = i;
+            do {
+                if (--budget < 0)
+                    goto done;
+                AccCond c = {0};
+                bool ok = true;
+                for (int s = 0; s < n && ok; s++) {
+                    const AcForm *f = ps[s].f;
+                    Dec D = {A, f, &ps[s].cs, base_facts(A), 0, {0}, {{0}}, ps[s].shape, ps[s].rank, 0,
+                             pconst(off[s] - lo)};
+                    add_facts(A, &ps[s].cs, &D.F);
+                    for (int t = 0; t < f->nt; t++) { /* the others, small coefficients first */
+                        bool in_up = false;
+                        for (int j = 0; j < nuv; j++)
+                            in_up |= uv[j] == f->t[t].var;
+                        if (in_up)
+                            continue;
+                        int at = D.n++;
+                        while (at > 0 && coef_rank(&D.coef[at - 1]) > coef_rank(&f->t[t].c)) {
+                            D.var[at] = D.var[at - 1];
+                            D.coef[at] = D.coef[at - 1];
+                            at--;
+                        }
+                        D.var[at] = f->t[t].var;
+                        D.coef[at] = f->t[t].c;
+                    }
+                    D.nskip = D.n;
+                    for (int j = 0; j < nuv; j++) {
+                        D.var[D.n] = uv[perm[j]];
+                        D.coef[D.n] = *fcoef((AcForm *)f, uv[perm[j]]);
+                        D.n++;
+                    }
+                    int ord[AC_NTERM];
+                    for (int j = 0; j < D.n; j++)
+                        ord[j] = j;
+                    AccCond cs;
+                    ok = chain(&D, ord, &cs) && cond_merge(&c, &cs);
+                }
+                if (!ok)
+                    continue;
+                if (c.n == 0)
+                    return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL))
+                                   : res(ACC_PROVEN, NULL, NULL);
+                if (!have) {
+                    best = c;
+                    have = true;
+                }
+            } while (size >= 0 && next_perm(perm, nuv));
+            if (size < 0)
+                break;
+        }
+done:
+    if (!have)
+        return res(ACC_UNKNOWN, "no order of the terms separates the programs' elements (their extents are "
+                                "unknown, or some coefficient is too small)", NULL);
+    const AccCond *c = cond_join(A, &extra, &best);
+    return c ? res(ACC_PROVEN_IF, NULL, c) : res(ACC_UNKNOWN, "the condition is too long", NULL);
+}
+
+AccResult access_private(Access *A, const Inst *const *mems, int n, unsigned axes)
+{
+    axes &= 7;
+    if (n <= 0 || !axes)
+        return res(ACC_PROVEN, NULL, NULL);
+    PrivSite *ps = arena_alloc(A->a, sizeof *ps * (size_t)n);
+    int base = 0;
+    uint64_t dep = 0;
+    for (int i = 0; i < n; i++) {
+        AcSite *s = site_of(A, mems[i]);
+        if (!s)
+            return res(ACC_UNKNOWN, "not a memory access", NULL);
+        const AcForm *f = site_form(A, s);
+        if (f->why)
+            return res(ACC_UNKNOWN, f->why, NULL);
+        if (i && f->base != base)
+            return res(ACC_UNKNOWN, "the accesses go through different parameters", NULL);
+        base = f->base;
+        for (int t = -1; t < f->nt; t++) { /* symbols must be fixed by the launch */
+            const AccPoly *p = t < 0 ? &f->c0 : &f->t[t].c;
+            for (int k = 0; k < p->n; k++)
+                for (int y = 0; y < ACC_NSYM && p->m[k].s[y]; y++)
+                    if (A->syms.v[p->m[k].s[y] - 1].dep)
+                        return res(ACC_UNKNOWN,
+                                   arena_printf(A->a, "the offset depends on '%s', which kad cannot express",
+                                                vname(A, A->syms.v[p->m[k].s[y] - 1].v)),
+                                   NULL);
+        }
+        AcForm *u = fnew(A);
+        *u = *f;
+        u->base = 0;
+        Type t = vty(A, mems[i]->args[0]);
+        ps[i].f = u;
+        ps[i].cs = site_cons(A, s);
+        ps[i].rank = t.rank;
+        ps[i].shape = arena_alloc(A->a, sizeof(int32_t) * KAD_MAX_RANK);
+        memcpy(ps[i].shape, t.shape, sizeof(int32_t) * (size_t)t.rank);
+        dep |= fdeps(A, u);
+    }
+    /* an axis the kernel never reads: private only on a grid of one program there */
+    AccCond extra = {0};
+    Dec D0 = {A, ps[0].f, &ps[0].cs, base_facts(A), 0, {0}, {{0}}, ps[0].shape, ps[0].rank, 0, {0}};
+    uint64_t outer = 0;
+    for (int k = 0; k < V_LANE; k++) {
+        if (!(axes >> k & 1))
+            continue;
+        if (!(A->pid_axes >> k & 1) && !(dep >> k & 1)) {
+            AccPoly c = pconst(1), np = psym(sym_intern(A, SYM_NPROG, 0, k, 0));
+            if (!padd(&c, &c, &np, -1) || !add_clause(&D0, &extra, &c, 1))
+                return res(ACC_UNKNOWN, too_big, NULL);
+            continue;
+        }
+        outer |= (uint64_t)1 << k;
+    }
+    AccResult r = outer ? priv_core(A, ps, n, outer, 0) : res(ACC_PROVEN, NULL, NULL);
+    if (!extra.n || (r.v != ACC_PROVEN && r.v != ACC_PROVEN_IF))
+        return r;
+    const AccCond *c = cond_join(A, &extra, r.cond);
+    return c ? res(ACC_PROVEN_IF, NULL, c) : res(ACC_UNKNOWN, "the condition is too long", NULL);
+}
+
+/* ------------------------------------------------------------------ */
 /* Printing and evaluation                                             */
 /* ------------------------------------------------------------------ */
 
@@ -1727,13 +2148,19 @@ static const char *val_expr(Access *A, ValId v, int depth)
     if (!in) {
         for (int p = 0; p < A->f->nparams; p++)
             if (A->f->params[p] == v)
-                return vname(A, v);
+                return A->host_args ? arena_printf(A->a, "%s[\"%s\"]", A->host_args, vname(A, v)) : vname(A, v);
         return NULL;
     }
     if (in->op == OP_CONST && dtype_is_int((Dtype)vty(A, v).dt))
         return arena_printf(A->a, "%lld", (long long)in->ival);
     if (in->op == OP_NUM_PROGRAMS)
-        return arena_printf(A->a, "tl.num_programs(%d)", (int)in->ival);
+        return A->host_grid ? arena_printf(A->a, "%s[%d]", A->host_grid, (int)in->ival)
+                            : arena_printf(A->a, "tl.num_programs(%d)", (int)in->ival);
+    if (A->host_args && (in->op == OP_DIV || in->op == OP_REM) && in->nargs == 2) {
+        /* Python's // and % floor, Triton's truncate: the launcher defines these */
+        const char *x = val_expr(A, in->args[0], depth + 1), *y = val_expr(A, in->args[1], depth + 1);
+        return x && y ? arena_printf(A->a, "%s(%s, %s)", in->op == OP_DIV ? "_tdiv" : "_trem", x, y) : NULL;
+    }
     const char *op = in->op == OP_ADD ? "+" : in->op == OP_SUB ? "-" : in->op == OP_MUL ? "*"
                    : in->op == OP_DIV ? "//" : in->op == OP_REM ? "%" : NULL;
     if (!op || in->nargs != 2)
@@ -1745,8 +2172,12 @@ static const char *val_expr(Access *A, ValId v, int depth)
 static const char *sym_str(Access *A, int id, bool py)
 {
     const AcSym *s = &A->syms.v[id - 1];
+    if (s->kind == SYM_NPROG && A->host_grid)
+        return arena_printf(A->a, "%s[%d]", A->host_grid, s->axis);
     if (s->kind == SYM_NPROG)
         return py ? arena_printf(A->a, "tl.num_programs(%d)", s->axis) : arena_printf(A->a, "nprog%d", s->axis);
+    if (s->kind == SYM_PARAM && A->host_args)
+        return arena_printf(A->a, "%s[\"%s\"]", A->host_args, vname(A, s->v));
     if (s->kind == SYM_PARAM)
         return vname(A, s->v);
     return py ? val_expr(A, s->v, 0) : arena_printf(A->a, "%%%s", vname(A, s->v));
@@ -1825,6 +2256,65 @@ static const char *cond_str(Access *A, const AccCond *c, bool py)
 
 const char *access_cond_python(Access *A, const AccCond *c) { return cond_str(A, c, true); }
 
+const char *access_cond_host(Access *A, const AccCond *c, const char *args, const char *grid)
+{
+    A->host_args = args;
+    A->host_grid = grid;
+    const char *s = cond_str(A, c, true);
+    A->host_args = A->host_grid = NULL;
+    return s;
+}
+
+/* A scalar computed from int parameters, constants and num_programs
+ * (val_expr's values), with Triton's truncating `//` and `%`. */
+static bool val_eval(Access *A, ValId v, const int64_t *params, const int64_t grid[3], int depth, int64_t *out)
+{
+    const Inst *in = A->def[v];
+    if (depth > 8)
+        return false;
+    if (!in) {
+        for (int p = 0; p < A->f->nparams; p++)
+            if (A->f->params[p] == v && params) {
+                *out = params[p];
+                return true;
+            }
+        return false;
+    }
+    if (in->op == OP_CONST && dtype_is_int((Dtype)vty(A, v).dt)) {
+        *out = in->ival;
+        return true;
+    }
+    if (in->op == OP_NUM_PROGRAMS) {
+        *out = grid[in->ival];
+        return true;
+    }
+    int64_t x, y;
+    if (in->nargs != 2 || !val_eval(A, in->args[0], params, grid, depth + 1, &x) ||
+        !val_eval(A, in->args[1], params, grid, depth + 1, &y) || !in_limit(x) || !in_limit(y))
+        return false;
+    switch (in->op) {
+    case OP_ADD:
+        *out = x + y;
+        return true;
+    case OP_SUB:
+        *out = x - y;
+        return true;
+    case OP_MUL:
+        if (iabs(x) > (1 << 20) && iabs(y) > (1 << 20))
+            return false;
+        *out = x * y;
+        return true;
+    case OP_DIV:
+    case OP_REM:
+        if (!y)
+            return false;
+        *out = in->op == OP_DIV ? x / y : x % y;
+        return true;
+    default:
+        return false;
+    }
+}
+
 static bool peval(Access *A, const AccPoly *p, const int64_t *params, const int64_t grid[3], int64_t *out)
 {
     int64_t r = 0;
@@ -1842,7 +2332,7 @@ static bool peval(Access *A, const AccPoly *p, const int64_t *params, const int6
                 if (k == A->f->nparams)
                     return false;
                 x = params[k];
-            } else
+            } else if (!val_eval(A, y->v, params, grid, 0, &x))
                 return false;
             if (!in_limit(x) || !in_limit(m) || (iabs(m) > (1 << 20) && iabs(x) > (1 << 20)))
                 return false;
@@ -1966,6 +2456,22 @@ const char *access_report(Access *A)
                        verdict_str(A, access_disjoint(A, o, in)));
         }
     }
+    /* per parameter: is each program's footprint (all its sites) private? */
+    for (int p = 0; p < A->f->nparams; p++) {
+        const Inst **ms = arena_alloc(A->a, sizeof *ms * (size_t)(A->sites.n + 1));
+        int n = 0;
+        for (int i = 0; i < A->sites.n; i++)
+            if (access_base(A, A->sites.v[i].in) == p)
+                ms[n++] = A->sites.v[i].in;
+        if (!n)
+            continue;
+        buf_printf(&b, "footprint of %%%s (%d site%s):\n", vname(A, A->f->params[p]), n, n > 1 ? "s" : "");
+        buf_printf(&b, "  private over every axis: %s\n", verdict_str(A, access_private(A, ms, n, 7)));
+        int nread = (A->pid_axes & 1) + (A->pid_axes >> 1 & 1) + (A->pid_axes >> 2 & 1);
+        for (int k = 0; k < 3 && nread > 1; k++)
+            if (A->pid_axes >> k & 1)
+                buf_printf(&b, "  private over pid%d: %s\n", k, verdict_str(A, access_private(A, ms, n, 1u << k)));
+    }
     return buf_str(&b);
 }
 
@@ -1984,4 +2490,21 @@ int access_sym(Access *A, int id, int *param, int *axis)
             return 1;
         }
     return 0;
+}
+
+bool func_guards_hold(const Func *f, const int64_t *iargs, const int64_t grid[3], Diags *d)
+{
+    for (int i = 0; i < f->guards.n; i++) {
+        const FuncGuard *g = &f->guards.v[i];
+        bool holds = false;
+        if (!access_cond_eval(g->acc, g->cond, iargs, grid, &holds)) {
+            diag_error(d, g->loc, "%s (kad cannot evaluate the condition for this launch)", g->msg);
+            return false;
+        }
+        if (!holds) {
+            diag_error(d, g->loc, "%s", g->msg);
+            return false;
+        }
+    }
+    return true;
 }

@@ -865,14 +865,26 @@ static bool aff_of(const Ad *ad, ValId v, ValId iv, int id, Aff *out, int depth)
  * two iterations of the enclosing loops write one element (else only the
  * last write may get the gradient).  Lanes the address does not depend on
  * are not varied: one iteration writing an element from several lanes is
- * the forward's own race.  A proof that needs a runtime condition is
- * refused with the condition in the message. */
+ * the forward's own race.  A proof that needs a runtime condition the
+ * host can evaluate becomes a guard of the backward (ad->guards): the
+ * launcher and the interpreter refuse a launch that breaks it; other
+ * conditions are refused with the condition in the message. */
 static void check_loop_store(Ad *ad, const Inst *st, ValId p)
 {
     Access *acc = access_analyze(ad->a, ad->fw);
     AccResult r = access_injective(acc, st, ACC_VARY_LOOPS | ACC_VARY_LANES | ACC_SKIP_UNUSED_LANES);
     if (r.v == ACC_PROVEN)
         return;
+    const char *py = r.v == ACC_PROVEN_IF ? access_cond_python(acc, r.cond) : NULL;
+    if (py && access_cond_host(acc, r.cond, "a", "g")) {
+        FuncGuard g = {acc, r.cond, st->loc,
+                       arena_printf(ad->a, "store to output '%s' inside a loop: the backward is right only when "
+                                           "the iterations write distinct elements, which needs %s; this launch "
+                                           "breaks it",
+                                    root_name(ad, p), py)};
+        vec_push(ad->a, ad->guards, g);
+        return;
+    }
     const char *why = r.v == ACC_PROVEN_IF
                           ? arena_printf(ad->a, "only when %s holds", access_cond_python(acc, r.cond)
                                                                           ? access_cond_python(acc, r.cond)

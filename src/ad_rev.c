@@ -1535,6 +1535,8 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
                     spec->grad_when[j] = ad->plain[i] == 2 ? ad->when[i] : NULL;
             }
     }
+    bw->guards.v = ad->guards.v; /* launch conditions (check_loop_store) */
+    bw->guards.n = bw->guards.cap = ad->guards.n;
     return bw;
 }
 

@@ -259,6 +259,49 @@ static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, int nfwd, int a
     }
 }
 
+/* The backward's launch conditions (Func.guards), checked on the host
+ * before the launch: the arguments by name, the grid as Triton takes it
+ * (a tuple, or a callable of the meta-parameters). */
+static void print_guards(Buf *out, Arena *a, const Func *bwd)
+{
+    if (!bwd->guards.n)
+        return;
+    buf_puts(out, "    # launch conditions: outside them the gradient would be wrong\n"
+                  "    _a = dict(zip(names, args))\n");
+    Buf meta = {.a = a};
+    for (int i = 0; i < bwd->consts.n; i++)
+        if (!bwd->consts.v[i].runtime)
+            buf_printf(&meta, "%s\"%s\": %s", meta.len ? ", " : "", bwd->consts.v[i].name, bwd->consts.v[i].value);
+    buf_printf(out, "    _g = tuple(grid({**_a, %s}) if callable(grid) else grid)\n", buf_str(&meta));
+    buf_puts(out, "    _g = _g + (1,) * (3 - len(_g))\n");
+    bool div = false;
+    const char **conds = arena_alloc(a, sizeof *conds * (size_t)bwd->guards.n);
+    for (int i = 0; i < bwd->guards.n; i++) {
+        const FuncGuard *g = &bwd->guards.v[i];
+        conds[i] = access_cond_host(g->acc, g->cond, "_a", "_g");
+        div |= conds[i] && (strstr(conds[i], "_tdiv(") || strstr(conds[i], "_trem("));
+    }
+    if (div)
+        buf_puts(out, "    def _tdiv(x, y):  # Triton's // on integers truncates\n"
+                      "        q = abs(x) // abs(y)\n"
+                      "        return q if (x < 0) == (y < 0) else -q\n\n"
+                      "    def _trem(x, y):\n"
+                      "        return x - _tdiv(x, y) * y\n\n");
+    for (int i = 0; i < bwd->guards.n; i++) {
+        const FuncGuard *g = &bwd->guards.v[i];
+        Buf msg = {.a = a};
+        const char *m = arena_printf(a, "%s:%d:%d: %s", g->loc.file ? g->loc.file : "<kernel>", g->loc.line,
+                                     g->loc.col, g->msg);
+        for (const char *p = m; *p; p++) {
+            if (*p == '\\' || *p == '"')
+                buf_putc(&msg, '\\');
+            buf_putc(&msg, *p);
+        }
+        buf_printf(out, "    if not (%s):\n        raise ValueError(\"%s\")\n", conds[i] ? conds[i] : "False",
+                   buf_str(&msg));
+    }
+}
+
 /* The host launcher: checks the arguments and launches the kernel with
  * the constexprs in their places. */
 static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int nfwd,
@@ -355,6 +398,7 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_puts(out, "    if constexprs:\n");
         buf_printf(out, "        raise TypeError(f\"%s: unexpected keywords {sorted(constexprs)}\")\n", lname);
     }
+    print_guards(out, a, bwd);
     buf_puts(out, "    options = {}\n"
                   "    if num_warps is not None:\n"
                   "        options[\"num_warps\"] = num_warps\n"

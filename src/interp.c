@@ -1634,6 +1634,13 @@ static void run_grid(Interp *S, const XBlock *body)
 bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs,
                 InterpMode mode, Diags *d)
 {
+    if (f->guards.n && nargs == func_nargs(f)) { /* a backward's launch conditions, on the forward's grid */
+        int64_t *iargs = arena_alloc(f->a, sizeof *iargs * (size_t)(nargs ? nargs : 1));
+        for (int k = 0; k < nargs; k++)
+            iargs[k] = args[k].i;
+        if (!func_guards_hold(f, iargs, grid, d))
+            return false;
+    }
     if (f->fold) /* a folded backward: its kernels, with the partials its plan allocates */
         return fold_run(f, grid, args, nargs, mode, FOLD_CPU_PROGRAMS, d);
     return interp_run_kernel(f, grid, args, nargs, mode, d);

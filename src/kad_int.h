@@ -533,6 +533,8 @@ typedef struct Func {
     Block *body;       /* params of body are unused (the kernel params live in `params`) */
     Loc loc;
     const struct FoldPlan *fold; /* a folded backward (ad_fold.c): how to launch it, else NULL */
+    Vec(struct FuncGuard) guards; /* a backward's launch conditions (access.c): interp_run and
+                                   * the generated launcher refuse a launch that breaks one */
 } Func;
 
 /* The runtime arguments a caller passes to f: a folded backward's hidden
@@ -1025,7 +1027,8 @@ AccResult access_disjoint(Access *A, const Inst *x, const Inst *y);
 const char *access_cond_python(Access *A, const AccCond *c);
 /* Evaluates the condition for runtime values of the int parameters (by
  * index into f->params; others ignored) and the grid.  False when it names
- * a value that is not a parameter; else *holds is set. */
+ * a value not computed from int parameters, constants and num_programs by
+ * + - * // %; else *holds is set. */
 bool access_cond_eval(Access *A, const AccCond *c, const int64_t *params, const int64_t grid[3],
                       bool *holds);
 /* A report of every access (form, constraints, verdicts): `kad access`. */
@@ -1034,6 +1037,35 @@ const char *access_report(Access *A);
  * into f->params) for an int parameter, 2 and *axis for
  * tl.num_programs(axis), 0 for anything else. */
 int access_sym(Access *A, int id, int *param, int *axis);
+/* Is the footprint of each program private along `axes` (bit k:
+ * tl.program_id(k))?  That is: is every element one program touches
+ * through any of the n accesses mems (one base parameter; over every
+ * iteration of their loops and every enabled lane) touched by no program
+ * whose program id differs from it in some axis of `axes`?  Within one
+ * program the sites may overlap freely (LayerNorm reads its row in three
+ * loops).  axes = 0 is trivially PROVEN.  NOT_INJECTIVE comes with a
+ * witness (two programs reaching one element); data-dependent addresses
+ * are UNKNOWN. */
+AccResult access_private(Access *A, const Inst *const *mems, int n, unsigned axes);
+/* The condition as a Python expression for the host: int parameter p as
+ * args["p"], tl.num_programs(k) as grid[k] (args and grid: the names
+ * given); NULL when it names a value that is not computed from them. */
+const char *access_cond_host(Access *A, const AccCond *c, const char *args, const char *grid);
+
+/* A launch condition of a backward kernel: its gradient is right only
+ * when cond holds (a store in a loop proven to write distinct elements
+ * under it).  Symbols: the forward's int parameters, which are the
+ * backward's first parameters, and the grid. */
+typedef struct FuncGuard {
+    Access *acc;         /* the forward's analysis (cond's symbols) */
+    const AccCond *cond;
+    Loc loc;             /* the forward's construct that needs it */
+    const char *msg;     /* the refusal, without the location */
+} FuncGuard;
+/* Does every guard of f hold for these int arguments (by index into
+ * f->params) and grid?  False after a located error in d otherwise (also
+ * when a condition cannot be evaluated). */
+bool func_guards_hold(const Func *f, const int64_t *iargs, const int64_t grid[3], Diags *d);
 
 /* ------------------------------------------------------------------ */
 /* audit.c: determinism audit (see docs/AD.md, "Determinism audit")    */
@@ -1178,6 +1210,7 @@ typedef struct Ad {
     ValId *flag;       /* by param index (plain 2): bw i1 scalar, the condition */
     int fold_axis;     /* plain 3 (summed through partials, ad_fold.c): the grid axis folded, or -1 */
     Access *acc;       /* fw's access analysis, or NULL */
+    Vec(FuncGuard) guards; /* launch conditions the backward needs (check_loop_store) */
 } Ad;
 
 /* Resolves ad->spec to roles, computes the facts and validates fw (a, d,

@@ -284,6 +284,489 @@ static void test_access_gather_unknown(T *t)
     arena_free(a);
 }
 
+static const char *const acc_priv_ln3 =
+    "kernel @ln3(%x: *fp32, %y: *fp32, %stride: i32, %N: i32) [BLOCK = 64] {\n"
+    "  %row = program_id 0 : i32\n"
+    "  %acc = const 0.0 : fp32[64]\n"
+    "  %0 = const 0 : i32\n"
+    "  %1 = const 64 : i32\n"
+    "  %acc.3 = for %off = %0 to %N step %1 iter_args(%acc.1 = %acc) -> (fp32[64]) {\n"
+    "    %2 = arange 0 : i32[64]\n"
+    "    %3 = broadcast %off : i32[64]\n"
+    "    %cols = add %3, %2 : i32[64]\n"
+    "    %4 = mul %row, %stride : i32\n"
+    "    %5 = addptr %x, %4 : *fp32\n"
+    "    %6 = broadcast %5 : *fp32[64]\n"
+    "    %7 = addptr %6, %cols : *fp32[64]\n"
+    "    %8 = broadcast %N : i32[64]\n"
+    "    %9 = lt %cols, %8 : i1[64]\n"
+    "    %10 = load %7, mask %9, other %acc : fp32[64]\n"
+    "    %acc.2 = add %acc.1, %10 : fp32[64]\n"
+    "    yield %acc.2\n"
+    "  }\n"
+    "  %11 = sum %acc.3 {axis = 0} : fp32\n"
+    "  %12 = cast %N : fp32\n"
+    "  %mean = div %11, %12 : fp32\n"
+    "  %acc2.2 = for %off.1 = %0 to %N step %1 iter_args(%acc2 = %acc) -> (fp32[64]) {\n"
+    "    %13 = arange 0 : i32[64]\n"
+    "    %14 = broadcast %off.1 : i32[64]\n"
+    "    %cols.1 = add %14, %13 : i32[64]\n"
+    "    %15 = mul %row, %stride : i32\n"
+    "    %16 = addptr %x, %15 : *fp32\n"
+    "    %17 = broadcast %16 : *fp32[64]\n"
+    "    %18 = addptr %17, %cols.1 : *fp32[64]\n"
+    "    %19 = broadcast %N : i32[64]\n"
+    "    %20 = lt %cols.1, %19 : i1[64]\n"
+    "    %21 = load %18, mask %20, other %acc : fp32[64]\n"
+    "    %22 = broadcast %mean : fp32[64]\n"
+    "    %v = sub %21, %22 : fp32[64]\n"
+    "    %23 = mul %v, %v : fp32[64]\n"
+    "    %acc2.1 = add %acc2, %23 : fp32[64]\n"
+    "    yield %acc2.1\n"
+    "  }\n"
+    "  %24 = sum %acc2.2 {axis = 0} : fp32\n"
+    "  %var = div %24, %12 : fp32\n"
+    "  for %off.2 = %0 to %N step %1 {\n"
+    "    %25 = arange 0 : i32[64]\n"
+    "    %26 = broadcast %off.2 : i32[64]\n"
+    "    %cols.2 = add %26, %25 : i32[64]\n"
+    "    %27 = mul %row, %stride : i32\n"
+    "    %28 = addptr %x, %27 : *fp32\n"
+    "    %29 = broadcast %28 : *fp32[64]\n"
+    "    %30 = addptr %29, %cols.2 : *fp32[64]\n"
+    "    %31 = broadcast %N : i32[64]\n"
+    "    %32 = lt %cols.2, %31 : i1[64]\n"
+    "    %v.1 = load %30, mask %32, other %acc : fp32[64]\n"
+    "    %33 = addptr %y, %27 : *fp32\n"
+    "    %34 = broadcast %33 : *fp32[64]\n"
+    "    %35 = addptr %34, %cols.2 : *fp32[64]\n"
+    "    %36 = broadcast %mean : fp32[64]\n"
+    "    %37 = sub %v.1, %36 : fp32[64]\n"
+    "    %38 = broadcast %var : fp32[64]\n"
+    "    %39 = mul %37, %38 : fp32[64]\n"
+    "    store %35, %39, mask %32\n"
+    "    yield\n"
+    "  }\n"
+    "}\n";
+
+static const char *const acc_priv_wrow =
+    "kernel @wrow(%x: *fp32, %w: *fp32, %y: *fp32, %N: i32) [BLOCK = 64] {\n"
+    "  %row = program_id 0 : i32\n"
+    "  %cols = arange 0 : i32[64]\n"
+    "  %0 = broadcast %N : i32[64]\n"
+    "  %m = lt %cols, %0 : i1[64]\n"
+    "  %1 = mul %row, %N : i32\n"
+    "  %2 = addptr %x, %1 : *fp32\n"
+    "  %3 = broadcast %2 : *fp32[64]\n"
+    "  %4 = addptr %3, %cols : *fp32[64]\n"
+    "  %5 = load %4, mask %m : fp32[64]\n"
+    "  %6 = broadcast %w : *fp32[64]\n"
+    "  %7 = addptr %6, %cols : *fp32[64]\n"
+    "  %8 = load %7, mask %m : fp32[64]\n"
+    "  %v = mul %5, %8 : fp32[64]\n"
+    "  %9 = addptr %y, %1 : *fp32\n"
+    "  %10 = broadcast %9 : *fp32[64]\n"
+    "  %11 = addptr %10, %cols : *fp32[64]\n"
+    "  store %11, %v, mask %m\n"
+    "}\n";
+
+static const char *const acc_priv_bias2d =
+    "kernel @bias2d(%x: *fp32, %b: *fp32, %y: *fp32, %N: i32) [B = 32] {\n"
+    "  %row = program_id 0 : i32\n"
+    "  %blk = program_id 1 : i32\n"
+    "  %0 = const 32 : i32\n"
+    "  %1 = mul %blk, %0 : i32\n"
+    "  %2 = arange 0 : i32[32]\n"
+    "  %3 = broadcast %1 : i32[32]\n"
+    "  %cols = add %3, %2 : i32[32]\n"
+    "  %4 = mul %row, %N : i32\n"
+    "  %5 = addptr %x, %4 : *fp32\n"
+    "  %6 = broadcast %5 : *fp32[32]\n"
+    "  %7 = addptr %6, %cols : *fp32[32]\n"
+    "  %8 = load %7 : fp32[32]\n"
+    "  %9 = addptr %b, %1 : *fp32\n"
+    "  %10 = broadcast %9 : *fp32[32]\n"
+    "  %11 = addptr %10, %2 : *fp32[32]\n"
+    "  %12 = load %11 : fp32[32]\n"
+    "  %v = add %8, %12 : fp32[32]\n"
+    "  %13 = addptr %y, %4 : *fp32\n"
+    "  %14 = broadcast %13 : *fp32[32]\n"
+    "  %15 = addptr %14, %cols : *fp32[32]\n"
+    "  store %15, %v\n"
+    "}\n";
+
+static const char *const acc_priv_windows =
+    "kernel @windows(%x: *fp32, %y: *fp32) [B = 16] {\n"
+    "  %pid = program_id 0 : i32\n"
+    "  %0 = const 16 : i32\n"
+    "  %1 = mul %pid, %0 : i32\n"
+    "  %2 = addptr %x, %1 : *fp32\n"
+    "  %3 = arange 0 : i32[32]\n"
+    "  %4 = broadcast %2 : *fp32[32]\n"
+    "  %5 = addptr %4, %3 : *fp32[32]\n"
+    "  %v = load %5 : fp32[32]\n"
+    "  %6 = const 2 : i32\n"
+    "  %7 = mul %pid, %6 : i32\n"
+    "  %8 = mul %7, %0 : i32\n"
+    "  %9 = addptr %y, %8 : *fp32\n"
+    "  %10 = broadcast %9 : *fp32[32]\n"
+    "  %11 = addptr %10, %3 : *fp32[32]\n"
+    "  store %11, %v\n"
+    "}\n";
+
+static const char *const acc_priv_transp =
+    "kernel @transp(%x: *fp32, %y: *fp32) [B = 16] {\n"
+    "  %pid = program_id 0 : i32\n"
+    "  %0 = addptr %x, %pid : *fp32\n"
+    "  %1 = arange 0 : i32[16]\n"
+    "  %2 = const 4 : i32[16]\n"
+    "  %3 = mul %1, %2 : i32[16]\n"
+    "  %4 = broadcast %0 : *fp32[16]\n"
+    "  %5 = addptr %4, %3 : *fp32[16]\n"
+    "  %v = load %5 : fp32[16]\n"
+    "  %6 = const 16 : i32\n"
+    "  %7 = mul %pid, %6 : i32\n"
+    "  %8 = addptr %y, %7 : *fp32\n"
+    "  %9 = broadcast %8 : *fp32[16]\n"
+    "  %10 = addptr %9, %1 : *fp32[16]\n"
+    "  store %10, %v\n"
+    "}\n";
+
+static const char *const acc_priv_wrapmod =
+    "kernel @wrapmod(%x: *fp32, %y: *fp32) [B = 16] {\n"
+    "  %pid = program_id 0 : i32\n"
+    "  %0 = const 4 : i32\n"
+    "  %1 = rem %pid, %0 : i32\n"
+    "  %2 = const 16 : i32\n"
+    "  %3 = mul %1, %2 : i32\n"
+    "  %4 = addptr %x, %3 : *fp32\n"
+    "  %5 = arange 0 : i32[16]\n"
+    "  %6 = broadcast %4 : *fp32[16]\n"
+    "  %7 = addptr %6, %5 : *fp32[16]\n"
+    "  %v = load %7 : fp32[16]\n"
+    "  %8 = mul %pid, %2 : i32\n"
+    "  %9 = addptr %y, %8 : *fp32\n"
+    "  %10 = broadcast %9 : *fp32[16]\n"
+    "  %11 = addptr %10, %5 : *fp32[16]\n"
+    "  store %11, %v\n"
+    "}\n";
+
+static const char *const acc_priv_halves =
+    "kernel @halves(%x: *fp32, %y: *fp32, %stride: i32) [HALF = 32] {\n"
+    "  %row = program_id 0 : i32\n"
+    "  %c = arange 0 : i32[32]\n"
+    "  %0 = mul %row, %stride : i32\n"
+    "  %1 = addptr %x, %0 : *fp32\n"
+    "  %2 = broadcast %1 : *fp32[32]\n"
+    "  %3 = addptr %2, %c : *fp32[32]\n"
+    "  %a = load %3 : fp32[32]\n"
+    "  %4 = const 32 : i32\n"
+    "  %5 = addptr %1, %4 : *fp32\n"
+    "  %6 = broadcast %5 : *fp32[32]\n"
+    "  %7 = addptr %6, %c : *fp32[32]\n"
+    "  %b = load %7 : fp32[32]\n"
+    "  %8 = addptr %y, %0 : *fp32\n"
+    "  %9 = broadcast %8 : *fp32[32]\n"
+    "  %10 = addptr %9, %c : *fp32[32]\n"
+    "  store %10, %b\n"
+    "  %11 = addptr %8, %4 : *fp32\n"
+    "  %12 = broadcast %11 : *fp32[32]\n"
+    "  %13 = addptr %12, %c : *fp32[32]\n"
+    "  store %13, %a\n"
+    "}\n";
+
+static const char *const acc_priv_tiles =
+    "kernel @tiles(%a: *fp32, %c: *fp32, %M: i32, %N: i32, %stride: i32) [BM = 16, BN = 32] {\n"
+    "  %pid = program_id 0 : i32\n"
+    "  %0 = const 32 : i32\n"
+    "  %1 = add %N, %0 : i32\n"
+    "  %2 = const 1 : i32\n"
+    "  %3 = sub %1, %2 : i32\n"
+    "  %num_n = div %3, %0 : i32\n"
+    "  %pm = div %pid, %num_n : i32\n"
+    "  %pn = rem %pid, %num_n : i32\n"
+    "  %4 = const 16 : i32\n"
+    "  %5 = mul %pm, %4 : i32\n"
+    "  %6 = arange 0 : i32[16]\n"
+    "  %7 = broadcast %5 : i32[16]\n"
+    "  %rm = add %7, %6 : i32[16]\n"
+    "  %8 = mul %pn, %0 : i32\n"
+    "  %9 = arange 0 : i32[32]\n"
+    "  %10 = broadcast %8 : i32[32]\n"
+    "  %rn = add %10, %9 : i32[32]\n"
+    "  %11 = expand_dims %rm {axis = 1} : i32[16,1]\n"
+    "  %12 = broadcast %M : i32[16,1]\n"
+    "  %13 = lt %11, %12 : i1[16,1]\n"
+    "  %14 = expand_dims %rn {axis = 0} : i32[1,32]\n"
+    "  %15 = broadcast %N : i32[1,32]\n"
+    "  %16 = lt %14, %15 : i1[1,32]\n"
+    "  %17 = broadcast %13 : i1[16,32]\n"
+    "  %18 = broadcast %16 : i1[16,32]\n"
+    "  %m = and %17, %18 : i1[16,32]\n"
+    "  %19 = broadcast %stride : i32[16,1]\n"
+    "  %20 = mul %11, %19 : i32[16,1]\n"
+    "  %21 = broadcast %a : *fp32[16,1]\n"
+    "  %22 = addptr %21, %20 : *fp32[16,1]\n"
+    "  %23 = broadcast %22 : *fp32[16,32]\n"
+    "  %24 = broadcast %14 : i32[16,32]\n"
+    "  %25 = addptr %23, %24 : *fp32[16,32]\n"
+    "  %v = load %25, mask %m : fp32[16,32]\n"
+    "  %26 = broadcast %c : *fp32[16,1]\n"
+    "  %27 = addptr %26, %20 : *fp32[16,1]\n"
+    "  %28 = broadcast %27 : *fp32[16,32]\n"
+    "  %29 = addptr %28, %24 : *fp32[16,32]\n"
+    "  %30 = const 2.0 : fp32[16,32]\n"
+    "  %31 = mul %v, %30 : fp32[16,32]\n"
+    "  store %29, %31, mask %m\n"
+    "}\n";
+
+static const char *const acc_priv_tileloop =
+    "kernel @tileloop(%a: *fp32, %c: *fp32, %M: i32, %N: i32, %stride: i32) [BM = 16, BN = 32] {\n"
+    "  %pid = program_id 0 : i32\n"
+    "  %nprog = num_programs 0 : i32\n"
+    "  %0 = const 32 : i32\n"
+    "  %1 = add %N, %0 : i32\n"
+    "  %2 = const 1 : i32\n"
+    "  %3 = sub %1, %2 : i32\n"
+    "  %num_n = div %3, %0 : i32\n"
+    "  %4 = const 16 : i32\n"
+    "  %5 = add %M, %4 : i32\n"
+    "  %6 = sub %5, %2 : i32\n"
+    "  %7 = div %6, %4 : i32\n"
+    "  %num_tiles = mul %7, %num_n : i32\n"
+    "  for %tile = %pid to %num_tiles step %nprog {\n"
+    "    %pm = div %tile, %num_n : i32\n"
+    "    %pn = rem %tile, %num_n : i32\n"
+    "    %8 = mul %pm, %4 : i32\n"
+    "    %9 = arange 0 : i32[16]\n"
+    "    %10 = broadcast %8 : i32[16]\n"
+    "    %rm = add %10, %9 : i32[16]\n"
+    "    %11 = mul %pn, %0 : i32\n"
+    "    %12 = arange 0 : i32[32]\n"
+    "    %13 = broadcast %11 : i32[32]\n"
+    "    %rn = add %13, %12 : i32[32]\n"
+    "    %14 = expand_dims %rm {axis = 1} : i32[16,1]\n"
+    "    %15 = broadcast %M : i32[16,1]\n"
+    "    %16 = lt %14, %15 : i1[16,1]\n"
+    "    %17 = expand_dims %rn {axis = 0} : i32[1,32]\n"
+    "    %18 = broadcast %N : i32[1,32]\n"
+    "    %19 = lt %17, %18 : i1[1,32]\n"
+    "    %20 = broadcast %16 : i1[16,32]\n"
+    "    %21 = broadcast %19 : i1[16,32]\n"
+    "    %m = and %20, %21 : i1[16,32]\n"
+    "    %22 = broadcast %stride : i32[16,1]\n"
+    "    %23 = mul %14, %22 : i32[16,1]\n"
+    "    %24 = broadcast %a : *fp32[16,1]\n"
+    "    %25 = addptr %24, %23 : *fp32[16,1]\n"
+    "    %26 = broadcast %25 : *fp32[16,32]\n"
+    "    %27 = broadcast %17 : i32[16,32]\n"
+    "    %28 = addptr %26, %27 : *fp32[16,32]\n"
+    "    %v = load %28, mask %m : fp32[16,32]\n"
+    "    %29 = broadcast %c : *fp32[16,1]\n"
+    "    %30 = addptr %29, %23 : *fp32[16,1]\n"
+    "    %31 = broadcast %30 : *fp32[16,32]\n"
+    "    %32 = addptr %31, %27 : *fp32[16,32]\n"
+    "    %33 = const 2.0 : fp32[16,32]\n"
+    "    %34 = mul %v, %33 : fp32[16,32]\n"
+    "    store %32, %34, mask %m\n"
+    "    yield\n"
+    "  }\n"
+    "}\n";
+
+/* A kernel's sites through parameter p (0-based), in program order. */
+static int acc_sites_of(Access *A, int p, const Inst **ms)
+{
+    int n = 0;
+    for (int k = 0; k < access_count(A); k++)
+        if (access_base(A, access_inst(A, k)) == p)
+            ms[n++] = access_inst(A, k);
+    return n;
+}
+
+static AccResult acc_priv(Arena *a, const char *text, int param, unsigned axes, Access **out)
+{
+    Func *f = acc_parse(a, text);
+    if (!f)
+        return (AccResult){ACC_UNKNOWN, "parse", NULL};
+    Access *A = access_analyze(a, f);
+    const Inst *ms[16];
+    int n = acc_sites_of(A, param, ms);
+    if (out)
+        *out = A;
+    return access_private(A, ms, n, axes);
+}
+
+/* access_private on the kernels of tests/access/priv_*.ir: the positive
+ * cases and their conditions for concrete launches, and the negative
+ * ones (which must never be proven). */
+static void test_access_private(T *t)
+{
+    Arena *a = arena_new(0);
+    Access *A = NULL;
+    bool holds = false;
+    int64_t g1[3] = {64, 1, 1};
+    /* LayerNorm: x's row read in three loops (params x, y, stride, N) */
+    AccResult r = acc_priv(a, acc_priv_ln3, 0, 7, &A);
+    CHECK(t, r.v == ACC_PROVEN_IF);
+    if (r.v == ACC_PROVEN_IF) {
+        int64_t ok[4] = {0, 0, 1000, 1000}, pad[4] = {0, 0, 1024, 1000}, over[4] = {0, 0, 500, 1000},
+                zero[4] = {0, 0, 0, 1000};
+        CHECK(t, access_cond_eval(A, r.cond, ok, g1, &holds) && holds);
+        CHECK(t, access_cond_eval(A, r.cond, pad, g1, &holds) && holds);
+        CHECK(t, access_cond_eval(A, r.cond, over, g1, &holds) && !holds);
+        CHECK(t, access_cond_eval(A, r.cond, zero, g1, &holds) && !holds); /* stride 0 */
+        CHECK(t, access_cond_python(A, r.cond) && strstr(access_cond_python(A, r.cond), "stride"));
+    }
+    /* w + cols: every row program reads w; private over no axis */
+    CHECK(t, acc_priv(a, acc_priv_wrow, 1, 1, NULL).v == ACC_NOT_INJECTIVE);
+    CHECK(t, acc_priv(a, acc_priv_wrow, 1, 0, NULL).v == ACC_PROVEN);
+    CHECK(t, acc_priv(a, acc_priv_wrow, 0, 1, NULL).v != ACC_NOT_INJECTIVE);
+    /* bias b + pid1*B + arange: private over pid1 only */
+    CHECK(t, acc_priv(a, acc_priv_bias2d, 1, 2, NULL).v == ACC_PROVEN);
+    CHECK(t, acc_priv(a, acc_priv_bias2d, 1, 1, NULL).v == ACC_NOT_INJECTIVE);
+    CHECK(t, acc_priv(a, acc_priv_bias2d, 1, 3, NULL).v == ACC_NOT_INJECTIVE);
+    /* overlapping windows, a transposed view, a wrapping % */
+    CHECK(t, acc_priv(a, acc_priv_windows, 0, 1, NULL).v == ACC_NOT_INJECTIVE);
+    CHECK(t, acc_priv(a, acc_priv_windows, 1, 1, NULL).v != ACC_NOT_INJECTIVE);
+    CHECK(t, acc_priv(a, acc_priv_transp, 0, 1, NULL).v == ACC_NOT_INJECTIVE);
+    CHECK(t, acc_priv(a, acc_priv_wrapmod, 0, 1, NULL).v == ACC_NOT_INJECTIVE);
+    /* two halves of a row (params x, y, stride): private when stride >= 64 */
+    r = acc_priv(a, acc_priv_halves, 1, 7, &A);
+    CHECK(t, r.v == ACC_PROVEN_IF);
+    if (r.v == ACC_PROVEN_IF) {
+        int64_t ok[3] = {0, 0, 64}, half[3] = {0, 0, 32};
+        CHECK(t, access_cond_eval(A, r.cond, ok, g1, &holds) && holds);
+        CHECK(t, access_cond_eval(A, r.cond, half, g1, &holds) && !holds);
+    }
+    /* tiles split by // and % (params a, c, M, N, stride; BM 16, BN 32) */
+    const char *tk[2] = {acc_priv_tiles, acc_priv_tileloop};
+    for (int i = 0; i < 2; i++) {
+        r = acc_priv(a, tk[i], 0, 7, &A);
+        CHECK(t, r.v == ACC_PROVEN_IF);
+        if (r.v == ACC_PROVEN_IF) {
+            int64_t ok[5] = {0, 0, 100, 100, 100}, narrow[5] = {0, 0, 100, 100, 40};
+            int64_t g[3] = {28, 1, 1};
+            CHECK(t, access_cond_eval(A, r.cond, ok, g, &holds) && holds);
+            CHECK(t, access_cond_eval(A, r.cond, narrow, g, &holds) && !holds);
+        }
+    }
+    /* the tile loop's store: distinct iterations write distinct elements when
+     * the rows do not overlap (tile = pid + nprog * t, split by // and %) */
+    Func *tf = acc_parse(a, acc_priv_tileloop);
+    CHECK(t, tf);
+    if (tf) {
+        A = access_analyze(a, tf);
+        r = access_injective(A, acc_nth(A, OP_STORE, 0), ACC_VARY_PIDS | ACC_VARY_LOOPS | ACC_VARY_LANES);
+        CHECK(t, r.v == ACC_PROVEN_IF);
+        if (r.v == ACC_PROVEN_IF) {
+            int64_t ok[5] = {0, 0, 100, 100, 100}, narrow[5] = {0, 0, 100, 100, 40}, g[3] = {5, 1, 1};
+            CHECK(t, access_cond_eval(A, r.cond, ok, g, &holds) && holds);
+            CHECK(t, access_cond_eval(A, r.cond, narrow, g, &holds) && !holds);
+        }
+    }
+    /* gathers: unknown */
+    Func *gf = acc_parse(a, acc_gather);
+    CHECK(t, gf);
+    if (gf) {
+        A = access_analyze(a, gf);
+        const Inst *ld = acc_nth(A, OP_LOAD, 1);
+        CHECK(t, access_private(A, &ld, 1, 1).v == ACC_UNKNOWN);
+    }
+    arena_free(a);
+}
+
+/* A kernel loading y[(pid*A + lane*B) OP M] and y[(pid*A + lane*B) OP M + K]. */
+static char *acc_priv_family(Arena *a, int A_, int B, int blk, const char *op, int M, int K)
+{
+    return arena_printf(a,
+                        "kernel @fam(%%y: *fp32, %%z: *fp32) [BLOCK = %d] {\n"
+                        "  %%pid = program_id 0 : i32\n"
+                        "  %%a = const %d : i32\n"
+                        "  %%pa = mul %%pid, %%a : i32\n"
+                        "  %%l = arange 0 : i32[%d]\n"
+                        "  %%b = const %d : i32[%d]\n"
+                        "  %%lb = mul %%l, %%b : i32[%d]\n"
+                        "  %%pb = broadcast %%pa : i32[%d]\n"
+                        "  %%o = add %%pb, %%lb : i32[%d]\n"
+                        "  %%mm = const %d : i32[%d]\n"
+                        "  %%o2 = %s %%o, %%mm : i32[%d]\n"
+                        "  %%kk = const %d : i32[%d]\n"
+                        "  %%o3 = add %%o2, %%kk : i32[%d]\n"
+                        "  %%yb = broadcast %%y : *fp32[%d]\n"
+                        "  %%p = addptr %%yb, %%o2 : *fp32[%d]\n"
+                        "  %%q = addptr %%yb, %%o3 : *fp32[%d]\n"
+                        "  %%v = load %%p : fp32[%d]\n"
+                        "  %%w = load %%q : fp32[%d]\n"
+                        "  %%s = add %%v, %%w : fp32[%d]\n"
+                        "  %%zb = broadcast %%z : *fp32[%d]\n"
+                        "  %%zp = addptr %%zb, %%l : *fp32[%d]\n"
+                        "  store %%zp, %%s\n"
+                        "}\n",
+                        blk, A_, blk, B, blk, blk, blk, blk, M, blk, op, blk, K, blk, blk, blk, blk, blk, blk,
+                        blk, blk, blk, blk);
+}
+
+/* Every PROVEN / PROVEN_IF (condition holding) of access_private over the
+ * two sites is checked against the footprints of all pairs of programs;
+ * NOT_INJECTIVE must have two programs meeting for some grid. */
+static void test_access_private_brute_force(T *t)
+{
+    static const char *const ops[] = {"add", "rem", "div"};
+    static const int ks[] = {0, 3, 8, -4};
+    int proven = 0, refuted = 0, wrong = 0, missed = 0;
+    for (int oi = 0; oi < 3; oi++)
+        for (int A_ = 0; A_ <= 9; A_++)
+            for (int B = 0; B <= 3; B++)
+                for (int ki = 0; ki < 4; ki++)
+                    for (int M = 1; M <= 9; M += 4) {
+                        if (oi == 0 && M > 1)
+                            continue;
+                        int blk = 4, K = ks[ki];
+                        Arena *a = arena_new(0);
+                        Access *A = NULL;
+                        AccResult r = acc_priv(a, acc_priv_family(a, A_, B, blk, ops[oi], oi ? M : 0, K), 0, 1, &A);
+                        bool any = false;
+                        for (int64_t g = 1; g <= 10; g++) {
+                            int64_t grid[3] = {g, 1, 1};
+                            bool holds = r.v == ACC_PROVEN;
+                            if (r.v == ACC_PROVEN_IF && !access_cond_eval(A, r.cond, NULL, grid, &holds))
+                                holds = false;
+                            bool meet = false;
+                            for (int64_t p1 = 0; p1 < g && !meet; p1++)
+                                for (int64_t p2 = 0; p2 < g && !meet; p2++)
+                                    for (int64_t l1 = 0; l1 < blk * 2 && p1 != p2 && !meet; l1++)
+                                        for (int64_t l2 = 0; l2 < blk * 2 && !meet; l2++) {
+                                            int64_t o1 = acc_family_off(A_, B, ops[oi], oi ? M : 0, p1, l1 % blk) +
+                                                         (l1 >= blk ? K : 0);
+                                            int64_t o2 = acc_family_off(A_, B, ops[oi], oi ? M : 0, p2, l2 % blk) +
+                                                         (l2 >= blk ? K : 0);
+                                            meet = o1 == o2;
+                                        }
+                            any |= meet;
+                            if (holds && meet) {
+                                wrong++;
+                                printf("  wrong proof: %s A=%d B=%d K=%d M=%d grid=%lld\n", ops[oi], A_, B, K, M,
+                                       (long long)g);
+                            }
+                            proven += holds && !meet;
+                        }
+                        if (r.v == ACC_NOT_INJECTIVE) {
+                            refuted++;
+                            if (!any) {
+                                missed++;
+                                printf("  wrong refutation: %s A=%d B=%d K=%d M=%d: %s\n", ops[oi], A_, B, K, M,
+                                       r.why);
+                            }
+                        }
+                        arena_free(a);
+                    }
+    CHECK(t, wrong == 0);
+    CHECK(t, missed == 0);
+    if (proven <= 100 || refuted <= 50)
+        printf("  proven %d, refuted %d\n", proven, refuted);
+    CHECK(t, proven > 100 && refuted > 50);
+}
+
 static void tests_access(T *t)
 {
     RUN(t, test_access_rowwise);
@@ -291,4 +774,6 @@ static void tests_access(T *t)
     RUN(t, test_access_disjoint_sites);
     RUN(t, test_access_disjoint_pid_shift_unknown);
     RUN(t, test_access_gather_unknown);
+    RUN(t, test_access_private);
+    RUN(t, test_access_private_brute_force);
 }

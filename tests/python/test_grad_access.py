@@ -3,8 +3,10 @@ proves the iterations write distinct elements: the persistent row loop, offsets
 carried and advanced each iteration, pointers advanced each iteration, a 2-D tile
 swept by rows, nested loops.  Each backward is compared with PyTorch autograd of
 the same math written plainly, and with float64 finite differences (`kad check`).
-One refusal: a persistent loop over a runtime row stride, which is only injective
-under a runtime condition that the message names.
+A persistent loop over a runtime row stride is only injective under a runtime
+condition: accepted with a launch guard, and a launch that breaks it is refused
+(by the interpreter and by the generated launcher). A tile loop whose tile id is
+split by // and % is accepted.
 CPU tensors run on kad's interpreter; KAD_TEST_DEVICE=cuda runs them with Triton.
 """
 import os
@@ -176,13 +178,75 @@ def test_nested_loops():
     _compare(fn, torch.exp, [x])
 
 
-def test_strided_rows_refused_with_condition():
+def test_strided_rows_guarded():
+    """Accepted with a launch condition (stride * nprog >= n_cols ...): right where it holds."""
+    k = kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])(strided_rows)
+    torch.manual_seed(5)
+    x = _leaf(4, 10)
+
+    def fn(x):
+        y = torch.zeros(4, 16, device=DEVICE)
+        k[(2,)](x, y, 4, 10, 16, BLOCK=16)
+        return y[:, :10]
+    _compare(fn, lambda x: x * 3.0, [x])
+
+
+def test_strided_rows_overlapping_launch_refused():
+    """Rows 5 apart with 10 columns: two iterations write one element; the backward refuses to run."""
     k = kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])(strided_rows)
     x = _leaf(4, 10)
-    y = torch.empty(4, 16, device=DEVICE)
-    with pytest.raises(kad.KadError, match=r"only when .*stride"):
-        k[(2,)](x, y, 4, 10, 16, BLOCK=16)
+    y = torch.zeros(40, device=DEVICE)
+    with pytest.raises(kad.KadError, match=r"this launch breaks it"):
+        k[(1,)](x, y, 4, 10, 5, BLOCK=16)
         y.sum().backward()
+
+
+@triton.jit
+def tile_loop(a_ptr, c_ptr, M, N, stride, BM: tl.constexpr, BN: tl.constexpr):
+    pid = tl.program_id(0)
+    nprog = tl.num_programs(0)
+    num_n = tl.cdiv(N, BN)
+    num_tiles = tl.cdiv(M, BM) * num_n
+    for tile in range(pid, num_tiles, nprog):
+        pm = tile // num_n
+        pn = tile % num_n
+        rm = pm * BM + tl.arange(0, BM)
+        rn = pn * BN + tl.arange(0, BN)
+        m = (rm[:, None] < M) & (rn[None, :] < N)
+        a = tl.load(a_ptr + rm[:, None] * stride + rn[None, :], mask=m, other=0.0)
+        tl.store(c_ptr + rm[:, None] * stride + rn[None, :], tl.exp(a) * a, mask=m)
+
+
+def test_tile_loop():
+    """A persistent tile loop whose tile id is split by // and % (issue 8)."""
+    k = kad.differentiable(inputs=["a_ptr"], outputs=["c_ptr"])(tile_loop)
+    torch.manual_seed(6)
+    a = _leaf(11, 13)
+
+    def fn(a):
+        c = torch.empty_like(a)
+        k[(3,)](a, c, 11, 13, 13, BM=4, BN=8)
+        return c
+    _compare(fn, lambda a: torch.exp(a) * a, [a])
+
+
+def test_launcher_guard(tmp_path):
+    """The generated launcher checks the condition on the host, for a tuple grid and a callable one."""
+    sig = "x_ptr=*fp32,y_ptr=*fp32,n_rows=i32,n_cols=i32,stride=i32,BLOCK=16"
+    r = subprocess.run([os.path.join(REPO, "build", "kad"), "grad", f"{HERE}:strided_rows", "--sig", sig,
+                        "--wrt", "x_ptr", "--out", "y_ptr"], cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "this launch breaks it" in r.stdout
+    path = tmp_path / "strided_rows_bwd.py"
+    path.write_text(r.stdout)
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("strided_rows_bwd", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    x, y, dy, dx = (torch.zeros(64) for _ in range(4))
+    for grid in [(1,), lambda meta: (1,)]:
+        with pytest.raises(ValueError, match=r"strided_rows|this launch breaks it"):
+            mod.launch_strided_rows_bwd(grid, x, y, 4, 10, 5, dy, dx)
 
 
 @pytest.mark.parametrize("kernel,sig,wrt,out,grid,shapes,args", [
@@ -196,6 +260,10 @@ def test_strided_rows_refused_with_condition():
      ["v_ptr=99", "g_ptr=9", "y_ptr=99"], ["M=11", "N=9"]),
     ("nested", "x_ptr=*fp32,y_ptr=*fp32,R=i32,C=i32,BLOCK=8", "x_ptr", "y_ptr", "1",
      ["x_ptr=63", "y_ptr=63"], ["R=3", "C=21"]),
+    ("strided_rows", "x_ptr=*fp32,y_ptr=*fp32,n_rows=i32,n_cols=i32,stride=i32,BLOCK=16", "x_ptr", "y_ptr", "2",
+     ["x_ptr=40", "y_ptr=64"], ["n_rows=4", "n_cols=10", "stride=16"]),
+    ("tile_loop", "a_ptr=*fp32,c_ptr=*fp32,M=i32,N=i32,stride=i32,BM=4,BN=8", "a_ptr", "c_ptr", "3",
+     ["a_ptr=143", "c_ptr=143"], ["M=11", "N=13", "stride=13"]),
 ])
 def test_kad_check_float64(kernel, sig, wrt, out, grid, shapes, args):
     """The backward against float64 central finite differences (kad check)."""

@@ -597,8 +597,9 @@ case("overlapping_loop_stores_refused", loops.overlapping_loop_store_kernel, ["x
      refuse=(148, OVERLAP))(lambda g: ((1,), [leaf(g, 8), zeros(11)], dict(BLOCK=8), None))
 case("overlapping_loop_stores_2d_refused", loops.overlapping_loop_store_2d_kernel, ["x_ptr"], ["y_ptr"],
      refuse=(159, OVERLAP))(lambda g: ((1,), [leaf(g, 16), zeros(40)], dict(BLOCK=8), None))
+# overlapping only when n > 1 (a launch condition): refused when the backward runs for n = 4
 case("overlapping_while_stores_refused", loops.overlapping_while_store_kernel, ["x_ptr"], ["y_ptr"],
-     refuse=(275, OVERLAP))(lambda g: ((1,), [leaf(g, 8), zeros(11), 4], dict(BLOCK=8), None))
+     refuse=(275, "this launch breaks it"))(lambda g: ((1,), [leaf(g, 8), zeros(11), 4], dict(BLOCK=8), None))
 
 
 @case("nested_loops_logsumexp", loops.nested_loops_kernel, ["x_ptr"], ["y_ptr"])
@@ -733,6 +734,11 @@ def test_refused(c):
     line, msg = c.refuse
     with pytest.raises(kad.KadError) as e:
         k[grid](*args, **kwargs)
+        # a launch condition of the backward is checked when the backward runs
+        for a in args:
+            if torch.is_tensor(a) and a.grad_fn is not None:
+                a.sum().backward()
+                break
     text = str(e.value)
     fname = os.path.basename(c.fn.fn.__code__.co_filename)
     loc = re.search(rf"adversarial/{re.escape(fname)}:(\d+):(\d+): error: ([^\n]*)", text)
