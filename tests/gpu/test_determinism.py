@@ -337,24 +337,36 @@ def atomics_problems(kernel_id, text, wrt):
 
 @pytest.fixture(scope="module")
 def runs():
-    """(spec id, dtype) -> (inputs, dy, [grads of each run], kernel): computed once per case."""
+    """(spec id, dtype) -> Run: computed once per case, shared by the tests of that case."""
     return {}
+
+
+class Run:
+    """The inputs, dy, the first run's gradients, the runs that differed from it (one message per
+    input, the first differing run), the kernel and its launch."""
+
+    def __init__(self, spec, dtype):
+        self.k = spec.kernel()
+        self.base = inputs_of(spec, ROWS, dtype)
+        t = {n: v.clone().requires_grad_() for n, v in self.base.items()}
+        grid, args, kwargs, y = spec.launch(self.k, t)
+        self.k[grid](*args, **kwargs)
+        self.launch = (grid, args, kwargs)
+        g = torch.Generator(device=DEVICE).manual_seed(1)
+        self.dy = torch.randn(y.shape, generator=g, device=DEVICE, dtype=torch.float32).to(y.dtype)
+        self.first = torch.autograd.grad(y, list(t.values()), self.dy)
+        self.diffs = {}
+        for r in range(2, REPS + 1):  # compared as they come: only the first run is kept
+            again = run_once(spec, self.k, self.base, self.dy)
+            for name, a, b in zip(self.base, again, self.first):
+                if name not in self.diffs and not same_bits(a, b):
+                    self.diffs[name] = f"d{name}: run {r} differs from run 1: {first_difference(a, b)}"
 
 
 def run_case(runs, spec, dtype):
     key = (spec.id, dtype)
     if key not in runs:
-        k = spec.kernel()
-        base = inputs_of(spec, ROWS, dtype)
-        t = {n: v.clone().requires_grad_() for n, v in base.items()}
-        grid, args, kwargs, y = spec.launch(k, t)
-        k[grid](*args, **kwargs)
-        g = torch.Generator(device=DEVICE).manual_seed(1)
-        dy = torch.randn(y.shape, generator=g, device=DEVICE, dtype=torch.float32).to(y.dtype)
-        results = [torch.autograd.grad(y, list(t.values()), dy)]
-        for _ in range(REPS - 1):
-            results.append(run_once(spec, k, base, dy))
-        runs[key] = (base, dy, results, k, (grid, args, kwargs))
+        runs[key] = Run(spec, dtype)
     return runs[key]
 
 
@@ -367,20 +379,15 @@ def run_once(spec, k, base, dy):
 
 @pytest.mark.parametrize("spec,dtype", CASES, ids=IDS)
 def test_bitwise_deterministic(runs, spec, dtype):
-    base, _, results, _, _ = run_case(runs, spec, dtype)
-    bad = []
-    for i, name in enumerate(base):
-        for r, res in enumerate(results[1:], start=2):
-            if not same_bits(res[i], results[0][i]):
-                bad.append(f"d{name}: run {r} differs from run 1: {first_difference(res[i], results[0][i])}")
-                break
-    assert not bad, "\n".join(bad)
+    run = run_case(runs, spec, dtype)
+    assert not run.diffs, "\n".join(run.diffs.values())
 
 
 @pytest.mark.parametrize("spec,dtype", CASES, ids=IDS)
 def test_no_atomics(runs, spec, dtype):
-    _, _, _, k, (grid, args, kwargs) = run_case(runs, spec, dtype)
-    text = kad.backward_source(k, grid, *args, **kwargs)
+    run = run_case(runs, spec, dtype)
+    grid, args, kwargs = run.launch
+    text = kad.backward_source(run.k, grid, *args, **kwargs)
     problems, notes = atomics_problems(spec.id, text, spec.inputs)
     for n in notes:
         print(f"{spec.id}: note: {n}")
@@ -391,25 +398,25 @@ def test_no_atomics(runs, spec, dtype):
 @pytest.mark.parametrize("spec,dtype", [c for c in CASES if c[0].rowwise], ids=[i for c, i in zip(CASES, IDS)
                                                                                  if c[0].rowwise])
 def test_batch_invariant(runs, spec, dtype):
-    base, dy, results, k, _ = run_case(runs, spec, dtype)
+    run = run_case(runs, spec, dtype)
     r = ROWS // 2 + 3
-    one = {n: (v[r:r + 1].clone() if n in spec.rowwise else v) for n, v in base.items()}
-    got = run_once(spec, k, one, dy[r:r + 1].clone())
+    one = {n: (v[r:r + 1].clone() if n in spec.rowwise else v) for n, v in run.base.items()}
+    got = run_once(spec, run.k, one, run.dy[r:r + 1].clone())
     bad = []
-    for i, name in enumerate(base):
-        if name in spec.rowwise and not same_bits(got[i][0], results[0][i][r]):
-            bad.append(f"d{name}[{r}]: batch of 1 vs batch of {ROWS}: {first_difference(got[i][0], results[0][i][r])}")
+    for i, name in enumerate(run.base):
+        if name in spec.rowwise and not same_bits(got[i][0], run.first[i][r]):
+            bad.append(f"d{name}[{r}]: batch of 1 vs batch of {ROWS}: {first_difference(got[i][0], run.first[i][r])}")
     assert not bad, "\n".join(bad)
 
 
 @pytest.mark.parametrize("spec,dtype", CASES, ids=IDS)
 def test_matches_torch(runs, spec, dtype):
-    base, dy, results, _, _ = run_case(runs, spec, dtype)
-    t = {n: v.detach().double().requires_grad_() for n, v in base.items()}
-    want = torch.autograd.grad(spec.ref(t), list(t.values()), dy.double())
+    run = run_case(runs, spec, dtype)
+    t = {n: v.detach().double().requires_grad_() for n, v in run.base.items()}
+    want = torch.autograd.grad(spec.ref(t), list(t.values()), run.dy.double())
     bad = []
-    for i, name in enumerate(base):
-        got, exp = results[0][i].double(), want[i]
+    for i, name in enumerate(run.base):
+        got, exp = run.first[i].double(), want[i]
         err = (got - exp).abs().max().item() / max(exp.abs().max().item(), 1e-30)
         if not err <= TOL[dtype]:  # NaN fails
             bad.append(f"d{name}: max error {err:.3g} of max |grad| {exp.abs().max().item():.3g} > {TOL[dtype]}")
