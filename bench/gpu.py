@@ -69,7 +69,8 @@ def npo2(n):
 
 
 def _two(M, N, dt, dev, g):
-    return dict(a=2 * torch.randn(M, N, generator=g, device=dev).to(dt), b=torch.randn(M, N, generator=g, device=dev).to(dt))
+    return dict(a=2 * torch.randn(M, N, generator=g, device=dev).to(dt),
+                b=torch.randn(M, N, generator=g, device=dev).to(dt))
 
 
 def _x_w(M, N, dt, dev, g):
