@@ -572,6 +572,47 @@ swiglu_case("bf16", 6, 200, 256, 128)
 swiglu_case("fp32", 3, 100, 100, 64)
 
 
+def geglu_case(dt, rows, cols, stride_in, stride_out, block):
+    case(
+        id=f"geglu_{dt}",
+        file="geglu.py",
+        kernel="geglu_fwd_kernel",
+        sig=(f"a_ptr=*{dt},b_ptr=*{dt},c_ptr=*{dt},stride_in=i32,stride_out=i32,n_cols=i32,"
+             f"BLOCK_SIZE={block}"),
+        grid=(rows,),
+        make=lambda r: dict(a_ptr=padded(rows, cols, stride_in, 2 * r.standard_normal((rows, cols))),
+                            b_ptr=padded(rows, cols, stride_in, r.standard_normal((rows, cols))),
+                            c_ptr=np.zeros((rows, stride_out)), stride_in=stride_in,
+                            stride_out=stride_out, n_cols=cols),
+        ref=lambda i: dict(c_ptr=padded(rows, cols, stride_out,
+                                        gelu_ref(i["a_ptr"][:, :cols], "tanh") * i["b_ptr"][:, :cols])),
+        outputs=("c_ptr",),
+    )
+
+
+geglu_case("bf16", 5, 200, 208, 200, 256)
+geglu_case("fp32", 4, 100, 112, 104, 128)
+
+
+def bias_add_case(dt, rows, cols, sx, sy, block):
+    case(
+        id=f"bias_add_{dt}",
+        file="bias_add.py",
+        kernel="bias_add_kernel",
+        sig=f"x_ptr=*{dt},b_ptr=*{dt},y_ptr=*{dt},stride_x=i32,stride_y=i32,n_cols=i32,BLOCK_N={block}",
+        grid=(rows, cdiv(cols, block)),
+        make=lambda r: dict(x_ptr=padded(rows, cols, sx, r.standard_normal((rows, cols))),
+                            b_ptr=r.standard_normal(cols), y_ptr=np.zeros((rows, sy)),
+                            stride_x=sx, stride_y=sy, n_cols=cols),
+        ref=lambda i: dict(y_ptr=padded(rows, cols, sy, i["x_ptr"][:, :cols] + i["b_ptr"][None, :])),
+        outputs=("y_ptr",),
+    )
+
+
+bias_add_case("fp32", 7, 150, 160, 152, 64)  # 3 column blocks, the last partial
+bias_add_case("fp16", 4, 64, 64, 64, 32)
+
+
 def _cumsum_case(dt, reverse):
     rows, cols, sx, sy = 10, 50, 50, 56
 

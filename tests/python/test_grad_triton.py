@@ -127,6 +127,17 @@ def _swiglu(v):
     return {"c_ptr": (np.s_[:, :n], a * torch.sigmoid(a) * b)}
 
 
+def _geglu(v):
+    n = v["n_cols"]
+    a, b = v["a_ptr"][:, :n], v["b_ptr"][:, :n]
+    return {"c_ptr": (np.s_[:, :n], _gelu(a, "tanh") * b)}
+
+
+def _bias_add(v):
+    n = v["n_cols"]
+    return {"y_ptr": (np.s_[:, :n], v["x_ptr"][:, :n] + v["b_ptr"][None, :])}
+
+
 def _cumsum(reverse):
     def ref(v):
         rows, n = v["n_rows"], v["n_cols"]
@@ -252,6 +263,8 @@ GRADS = {
     "rms_norm": ("x_ptr,w_ptr", "y_ptr,rstd_ptr", _rms_norm, None),
     "minmax_scale": ("x_ptr", "y_ptr", _minmax, None),
     "swiglu": ("a_ptr,b_ptr", "c_ptr", _swiglu, None),
+    "geglu": ("a_ptr,b_ptr", "c_ptr", _geglu, None),
+    "bias_add": ("x_ptr,b_ptr", "y_ptr", _bias_add, None),
     "cumsum_fp32_forward": ("x_ptr", "y_ptr", _cumsum(False), None),
     "cumsum_fp16_reverse": ("x_ptr", "y_ptr", _cumsum(True), None),
     "row_sum": ("x_ptr", "out_ptr", _row_sum, None),

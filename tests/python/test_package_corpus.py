@@ -42,8 +42,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), ""))  # tests/ -> `import kernels`
 
 import kad  # noqa: E402
-from kernels import (axpby, box_filter, cast_scale, clamp, cumsum, dropout, fused_bias_act, gelu,  # noqa: E402
-                     group_sum, head_affine_3d, layer_norm, leaky_relu, linear_attention, log_softmax,
+from kernels import (axpby, bias_add, box_filter, cast_scale, clamp, cumsum, dropout, fused_bias_act,  # noqa: E402
+                     gelu, geglu, group_sum, head_affine_3d, layer_norm, leaky_relu, linear_attention, log_softmax,
                      matmul, mean_dim, minmax_scale, persistent_scale, relu, rms_norm, row_stats, row_sum,
                      silu, softmax, softplus, split_k_colsum, swiglu, transpose, vector_add)
 
@@ -238,6 +238,23 @@ def _(g, small):
     a, b, c = leaf(rows, n, scale=2, gen=g), leaf(rows, n, gen=g), torch.empty(rows, n)
     return (rows, cdiv(n, block)), [a, b, c, n, n], dict(BLOCK_SIZE=block), dict(a_ptr=a, b_ptr=b), \
         dict(c_ptr=c), lambda t: dict(c_ptr=F.silu(t["a_ptr"]) * t["b_ptr"])
+
+
+@case("geglu", geglu.geglu_fwd_kernel, ["a_ptr", "b_ptr"], ["c_ptr"])
+def _(g, small):
+    rows, n, stride, block = (2, 20, 24, 32) if small else (3, 100, 112, 128)
+    a, b = leaf(rows, stride, scale=2, gen=g), leaf(rows, stride, gen=g)  # padding columns never read
+    c = torch.empty(rows, n)
+    return (rows,), [a, b, c, stride, n, n], dict(BLOCK_SIZE=block), dict(a_ptr=a, b_ptr=b), \
+        dict(c_ptr=c), lambda t: dict(c_ptr=F.gelu(t["a_ptr"][:, :n], approximate="tanh") * t["b_ptr"][:, :n])
+
+
+@case("bias_add_2d_grid", bias_add.bias_add_kernel, ["x_ptr", "b_ptr"], ["y_ptr"])
+def _(g, small):
+    rows, n, y_stride, block = (3, 10, 12, 4) if small else (7, 150, 152, 64)  # partial last column block
+    x, b, y = leaf(rows, n, gen=g), leaf(n, gen=g), torch.empty(rows, y_stride)
+    return (rows, cdiv(n, block)), [x, b, y, n, y_stride, n], dict(BLOCK_N=block), dict(x_ptr=x, b_ptr=b), \
+        dict(y_ptr=y[:, :n]), lambda t: dict(y_ptr=t["x_ptr"] + t["b_ptr"])
 
 
 @case("cumsum_reverse", cumsum.cumsum_rows_kernel, ["x_ptr"], ["y_ptr"])
