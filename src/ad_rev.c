@@ -1097,6 +1097,36 @@ static void adj_load(Ad *ad, Block *bb, const Block *fb, int k, PendingVec *pend
     int r = ad->root[p], plain = r > 0 ? ad->plain[r - 1] : 0;
     if (plain == 3) /* folded: an atomic_add here, which ad_fold turns into partials */
         plain = 0;
+    if (plain >= 4) { /* several sites, private to the program: read-modify-write (private_sites) */
+        Block *wb = bb, *fb2 = bb;
+        if (plain == 5) {
+            ir_emit(ad->bw, bb, OP_IF, &ad->flag[r - 1], 1, NULL, 0, in->loc);
+            int idx = bb->insts.n - 1;
+            wb = ir_inst_add_region(ad->bw, &bb->insts.v[idx]);
+            fb2 = ir_inst_add_region(ad->bw, &bb->insts.v[idx]);
+        }
+        Type vt = type_tile((Dtype)pt.elem, pt.rank, pt.shape);
+        ir_emit(ad->bw, wb, OP_BARRIER, NULL, 0, NULL, 0, in->loc);
+        ValId la[3] = {args[0], bm, ir_const_float(ad->bw, wb, vt, 0.0, in->loc)};
+        Inst *ld = ir_emit(ad->bw, wb, OP_LOAD, la, bm ? 3 : 1, &vt, 1, in->loc);
+        ld->flags = bm ? IF_HAS_MASK | IF_HAS_OTHER : 0;
+        ValId old = ld->res[0];
+        Type st32 = adt(vt);
+        ValId sum32 = ir_op2(ad->bw, wb, OP_ADD, st32,
+                             st32.dt == vt.dt ? old : ir_op1(ad->bw, wb, OP_CAST, st32, old, in->loc),
+                             st32.dt == bty(ad, sum).dt ? sum : ir_op1(ad->bw, wb, OP_CAST, st32, sum, in->loc), in->loc);
+        ValId sa[3] = {args[0], st32.dt == vt.dt ? sum32 : ir_op1(ad->bw, wb, OP_CAST, vt, sum32, in->loc), bm};
+        Inst *st = ir_emit(ad->bw, wb, OP_STORE, sa, bm ? 3 : 2, NULL, 0, in->loc);
+        st->flags = bm ? IF_HAS_MASK : 0;
+        ir_emit(ad->bw, wb, OP_BARRIER, NULL, 0, NULL, 0, in->loc);
+        if (plain == 5) {
+            Inst *at = ir_emit(ad->bw, fb2, OP_ATOMIC_ADD, args, bm ? 3 : 2, &vt, 1, in->loc);
+            at->flags = bm ? IF_HAS_MASK : 0;
+            ir_emit(ad->bw, wb, OP_YIELD, NULL, 0, NULL, 0, in->loc);
+            ir_emit(ad->bw, fb2, OP_YIELD, NULL, 0, NULL, 0, in->loc);
+        }
+        return;
+    }
     Block *sb = bb, *ab = bb;
     if (plain == 2) { /* if flag: store, else: atomic_add */
         ir_emit(ad->bw, bb, OP_IF, &ad->flag[r - 1], 1, NULL, 0, in->loc);
@@ -1153,126 +1183,12 @@ static const Block *block_of(const Block *b, const Inst *x)
     return NULL;
 }
 
-/* The symbols of c that occur in a monomial of degree 2 or more (ids into
- * out, at most max); their values are guarded at run time (SYM_GUARD). */
-enum { SYM_GUARD = 1 << 24, NBIG = 16 };
-static int big_syms(const AccCond *c, int *out, int max)
-{
-    int n = 0;
-    for (int i = 0; i < c->n; i++)
-        for (int j = 0; j < c->c[i].n; j++)
-            for (int m = 0; m < c->c[i].p[j].n; m++) {
-                const AccMono *mo = &c->c[i].p[j].m[m];
-                for (int s = 0; mo->s[1] && s < ACC_NSYM && mo->s[s]; s++) {
-                    int k = 0;
-                    while (k < n && out[k] != mo->s[s])
-                        k++;
-                    if (k == n && n == max)
-                        return -1;
-                    if (k == n)
-                        out[n++] = mo->s[s];
-                }
-            }
-    return n;
-}
-
-/* Can the backward evaluate the condition exactly in int64?  Its symbols
- * must be int parameters of at most 32 bits or tl.num_programs (below
- * 2^32 in magnitude; those of products are further checked at run time to
- * lie within +-SYM_GUARD, else the atomic is used), and the sum of
- * |k| * bound^degree over each polynomial's monomials stay below 2^62, so
- * that no intermediate overflows whatever the runtime values. */
+/* Can the launcher evaluate the condition (a Python expression over its
+ * arguments and grid)?  Then the input's flag is a constexpr parameter. */
 static bool cond_checkable(const Ad *ad, Access *A, const AccCond *c)
 {
-    int big[NBIG];
-    int nbig = big_syms(c, big, NBIG);
-    if (nbig < 0)
-        return false;
-    for (int i = 0; i < c->n; i++)
-        for (int j = 0; j < c->c[i].n; j++) {
-            const AccPoly *p = &c->c[i].p[j];
-            double bound = 0;
-            for (int m = 0; m < p->n; m++) {
-                double t = fabs((double)p->m[m].k);
-                for (int s = 0; s < ACC_NSYM && p->m[m].s[s]; s++) {
-                    int param = -1, axis = -1, kind = access_sym(A, p->m[m].s[s], &param, &axis);
-                    if (kind == 1) {
-                        Type ty = fty(ad, ad->fw->params[param]);
-                        if (ty.rank != 0 || !dtype_is_int(ty.dt) || dtype_bits(ty.dt) > 32)
-                            return false;
-                    } else if (kind != 2) {
-                        return false;
-                    }
-                    t *= p->m[m].s[1] ? (double)SYM_GUARD : 4294967296.0;
-                }
-                bound += t;
-            }
-            if (bound >= 4611686018427387904.0)
-                return false;
-        }
-    return true;
-}
-
-/* Symbol id of the condition as an i64 scalar at the end of bw's body. */
-static ValId sym_value(Ad *ad, int id, Loc loc)
-{
-    Func *bw = ad->bw;
-    Block *b = bw->body;
-    int param = -1, axis = -1;
-    ValId x;
-    if (access_sym(ad->acc, id, &param, &axis) == 1) {
-        x = ad->pm[ad->fw->params[param]];
-    } else {
-        Type i32 = type_scalar(DT_I32);
-        Inst *np = ir_emit(bw, b, OP_NUM_PROGRAMS, NULL, 0, &i32, 1, loc);
-        np->ival = axis;
-        x = np->res[0];
-    }
-    if (ir_type(bw, x).dt != DT_I64)
-        x = ir_op1(bw, b, OP_CAST, type_scalar(DT_I64), x, loc);
-    return x;
-}
-
-/* The condition c as an i1 scalar computed in int64 at the end of bw's
- * body so far (the kernel's start), false when a guarded symbol is out of
- * range. */
-static ValId cond_flag(Ad *ad, const AccCond *c, Loc loc)
-{
-    Func *bw = ad->bw;
-    Block *b = bw->body;
-    Type i64 = type_scalar(DT_I64), i1 = type_scalar(DT_I1);
-    ValId all = 0;
-    int big[NBIG];
-    int nbig = big_syms(c, big, NBIG);
-    for (int i = 0; i < nbig; i++) { /* -SYM_GUARD <= x <= SYM_GUARD */
-        ValId x = sym_value(ad, big[i], loc);
-        ValId lo = ir_op2(bw, b, OP_GE, i1, x, ir_const_int(bw, b, i64, -SYM_GUARD, loc), loc);
-        ValId hi = ir_op2(bw, b, OP_LE, i1, x, ir_const_int(bw, b, i64, SYM_GUARD, loc), loc);
-        ValId g = ir_op2(bw, b, OP_AND, i1, lo, hi, loc);
-        all = all ? ir_op2(bw, b, OP_AND, i1, all, g, loc) : g;
-    }
-    for (int i = 0; i < c->n; i++) {
-        ValId any = 0;
-        for (int j = 0; j < c->c[i].n; j++) {
-            const AccPoly *p = &c->c[i].p[j];
-            ValId sum = 0;
-            for (int m = 0; m < p->n; m++) {
-                int64_t k = p->m[m].k;
-                ValId t = k == 1 && p->m[m].s[0] ? 0 : ir_const_int(bw, b, i64, k, loc);
-                for (int s = 0; s < ACC_NSYM && p->m[m].s[s]; s++) {
-                    ValId x = sym_value(ad, p->m[m].s[s], loc);
-                    t = t ? ir_op2(bw, b, OP_MUL, i64, t, x, loc) : x;
-                }
-                sum = sum ? ir_op2(bw, b, OP_ADD, i64, sum, t, loc) : t;
-            }
-            if (!sum)
-                sum = ir_const_int(bw, b, i64, 0, loc);
-            ValId ge = ir_op2(bw, b, OP_GE, i1, sum, ir_const_int(bw, b, i64, 0, loc), loc);
-            any = any ? ir_op2(bw, b, OP_OR, i1, any, ge, loc) : ge;
-        }
-        all = all ? ir_op2(bw, b, OP_AND, i1, all, any, loc) : any;
-    }
-    return all ? all : ir_const_int(bw, b, i1, 1, loc);
+    (void)ad;
+    return access_cond_host(A, c, "_a", "_g") != NULL;
 }
 
 /* Decides, per differentiated input, whether its gradient may be written
@@ -1308,7 +1224,7 @@ static unsigned used_axes(const Block *b)
  * the address ignores; the lanes of l must be distinct elements (a tile
  * holding one element twice would lose an addition), and programs differing
  * in another used axis must not share an element (they run at once on one
- * row of partials): for now, no other axis may be used at all.  Marks
+ * row of partials: access_private over those axes).  Marks
  * plain[i] = 3 and the axis in ad->fold_axis (one axis per backward). */
 static void fold_candidate(Ad *ad, Access *A, int i, const Inst *l, unsigned indep)
 {
@@ -1321,10 +1237,21 @@ static void fold_candidate(Ad *ad, Access *A, int i, const Inst *l, unsigned ind
         k = 0;
     if (k < 0)
         return;
-    if (used & ~(1u << k)) {
-        ad->why[i] = arena_printf(ad->a, "it is shared across the programs of grid axis %d, and the kernel also "
-                                         "uses other grid axes (kad does not fold those yet)", k);
+    unsigned others = used & ~(1u << k);
+    if (others & indep) {
+        ad->why[i] = arena_printf(ad->a, "it is shared across the programs of grid axes %d and %d (kad folds one "
+                                         "axis)", k, others & indep & 1 ? 0 : others & indep & 2 ? 1 : 2);
         return;
+    }
+    if (others) { /* programs differing in another axis run at once on one row of partials */
+        const Inst *one[1] = {l};
+        AccResult pr = access_private(A, one, 1, others);
+        if (pr.v != ACC_PROVEN) {
+            ad->why[i] = arena_printf(ad->a, "it is shared across the programs of grid axis %d, and kad cannot prove "
+                                             "that programs along the other grid axes read distinct elements%s%s%s",
+                                      k, pr.why ? " (" : "", pr.why ? pr.why : "", pr.why ? ")" : "");
+            return;
+        }
     }
     AccResult lanes = access_injective(A, l, ACC_VARY_LANES);
     if (lanes.v != ACC_PROVEN) {
@@ -1337,6 +1264,43 @@ static void fold_candidate(Ad *ad, Access *A, int i, const Inst *l, unsigned ind
     ad->fold_axis = k;
     ad->plain[i] = 3;
     ad->why[i] = NULL;
+}
+
+/* Input i is loaded at several sites (LayerNorm reads x's row in three
+ * loops): its gradient needs no atomics when the elements one program
+ * reads, through all the sites, are read by no other program
+ * (access_private over every grid axis) and each site's lanes are distinct
+ * elements.  Then each site adds its adjoint by a read-modify-write of
+ * d_<x> between barriers (adj_load, plain 4), in program order; under a
+ * runtime condition, with atomics when it fails (plain 5). */
+static void private_sites(Ad *ad, Access *A, int i, const InstPtrVec *ls)
+{
+    const char **why = &ad->why[i];
+    *why = "it is loaded at several sites, which kad does not prove disjoint across programs";
+    for (int k = 0; k < ls->n; k++) {
+        if (access_base(A, ls->v[k]) != i)
+            return;
+        if (access_injective(A, ls->v[k], ACC_VARY_LANES).v != ACC_PROVEN) {
+            *why = "it is loaded at several sites, and kad cannot prove that a load's lanes read distinct elements";
+            return;
+        }
+    }
+    AccResult r = access_private(A, ls->v, ls->n, 7);
+    if (r.v == ACC_PROVEN) {
+        ad->plain[i] = 4;
+        *why = NULL;
+    } else if (r.v == ACC_PROVEN_IF) {
+        const char *py = access_cond_python(A, r.cond);
+        *why = arena_printf(ad->a, "it is loaded at several sites, whose elements no two programs share only when %s",
+                            py ? py : "a condition on runtime values holds");
+        if (py && cond_checkable(ad, A, r.cond)) {
+            ad->plain[i] = 5;
+            ad->cond[i] = r.cond;
+            ad->when[i] = py;
+        }
+    } else if (r.why) {
+        *why = arena_printf(ad->a, "it is loaded at several sites, and programs may share elements (%s)", r.why);
+    }
 }
 
 static void plain_inputs(Ad *ad)
@@ -1357,7 +1321,7 @@ static void plain_inputs(Ad *ad)
             *why = "atomics were asked for (deterministic=False)";
             continue;
         }
-        bool one = true;
+        bool one = true, several = false;
         for (int k = 0; k < ls.n && one; k++) {
             const Inst *l = ls.v[k], *l0 = ls.v[0];
             ValId m = l->flags & IF_HAS_MASK ? l->args[1] : 0, m0 = l0->flags & IF_HAS_MASK ? l0->args[1] : 0;
@@ -1365,12 +1329,17 @@ static void plain_inputs(Ad *ad)
                 *why = "a pointer selected among several parameters or read from memory reaches it";
                 one = false;
             } else if (k && (l->args[0] != l0->args[0] || m != m0 || block_of(fw->body, l) != block_of(fw->body, l0))) {
-                *why = "it is loaded at several sites, which kad does not prove disjoint across programs";
-                one = false;
+                several = true;
             }
         }
         if (!one)
             continue;
+        if (several) {
+            if (!A)
+                A = ad->acc = access_analyze(ad->a, fw);
+            private_sites(ad, A, i, &ls);
+            continue;
+        }
         if (!ls.n) { /* nothing writes d_x */
             ad->plain[i] = 1;
             continue;
@@ -1515,11 +1484,12 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     ad->flag = arena_alloc(a, sizeof(ValId) * (size_t)(np + 1));
     ad->fold_axis = -1;
     plain_inputs(ad);
-    /* the runtime conditions of plain stores, once at the kernel's start */
+    /* the runtime conditions of plain stores: i1 parameters the launcher computes */
     for (int i = 0; i < np; i++)
-        if (ad->plain[i] == 2) {
-            ad->flag[i] = cond_flag(ad, ad->cond[i], fwd->loc);
-            ad->bw->vals.v[ad->flag[i]].name = arena_printf(a, "plain_d_%s", fname(ad, fwd->params[i]));
+        if (ad->plain[i] == 2 || ad->plain[i] == 5) {
+            ad->flag[i] = ir_param_add(bw, type_scalar(DT_I1), arena_printf(a, "plain_d_%s", fname(ad, fwd->params[i])),
+                                       fwd->loc);
+            vec_push(a, bw->flags, ((FuncFlag){ad->flag[i], ad->acc, ad->cond[i]}));
         }
 
     /* The primal sweep, then the adjoint sweep. */
@@ -1530,9 +1500,11 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
         spec->grad_write[j] = "it is updated in place";
         for (int i = 0; i < np; i++)
             if (ad->role[i] == AD_ROLE_IN && fname(ad, fwd->params[i]) && !strcmp(fname(ad, fwd->params[i]), spec->wrt[j])) {
-                spec->grad_write[j] = ad->plain[i] == 1 || ad->plain[i] == 3 ? NULL : ad->why[i];
+                spec->grad_write[j] = ad->plain[i] == 1 || ad->plain[i] == 3 || ad->plain[i] == 4 ? NULL : ad->why[i];
                 if (spec->grad_when)
-                    spec->grad_when[j] = ad->plain[i] == 2 ? ad->when[i] : NULL;
+                    spec->grad_when[j] = ad->plain[i] == 2 || ad->plain[i] == 5 ? ad->when[i] : NULL;
+                if (spec->grad_rmw)
+                    spec->grad_rmw[j] = ad->plain[i] >= 4;
             }
     }
     bw->guards.v = ad->guards.v; /* launch conditions (check_loop_store) */

@@ -163,17 +163,29 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
                 buf_printf(&t, "d_%s is summed deterministically, without atomics: every program along grid axis "
                                "%d reads the same elements of %s, so the backward runs with nfold programs "
                                "there, each summing the contributions of its share of the forward's programs in "
-                               "order into its own row of %s partials, and %s_sum_%s adds the rows in a fixed "
+                               "order into its own row of %s partials, and %s_bwd_sum_%s adds the rows in a fixed "
                                "order (bitwise reproducible for a given nfold).",
                            spec->wrt[i], bwd->fold->axis, spec->wrt[i], dtype_name(fi->pdt),
                            ident(a, fwd->name), ident(a, spec->wrt[i]));
+            else if (spec->grad_rmw && spec->grad_rmw[i] && !spec->grad_write[i])
+                buf_printf(&t, "d_%s is added without atomics (deterministic): the forward reads %s at several "
+                               "sites, but no two programs read one element, so each program adds each site's "
+                               "gradient by a load and a store of its own elements, in program order.",
+                           spec->wrt[i], spec->wrt[i]);
+            else if (spec->grad_rmw && spec->grad_rmw[i])
+                buf_printf(&t, "d_%s is added without atomics (deterministic) when %s holds for the launch (the "
+                               "launcher checks it and passes the answer as a tl.constexpr): the forward reads %s at several sites, and then no "
+                               "two programs read one element, so each program adds each site's gradient by a load "
+                               "and a store of its own elements; else with tl.atomic_add, whose order of float "
+                               "additions is not deterministic.",
+                           spec->wrt[i], spec->grad_when[i], spec->wrt[i]);
             else if (!spec->grad_write[i])
                 buf_printf(&t, "d_%s is written with plain tl.store (deterministic): the forward reads each "
                                "element of %s at most once in the whole launch.",
                            spec->wrt[i], spec->wrt[i]);
             else if (spec->grad_when && spec->grad_when[i])
                 buf_printf(&t, "d_%s is written with plain tl.store (deterministic) when %s holds for the "
-                               "launch (the kernel checks it at its start), else accumulated with "
+                               "launch (the launcher checks it and passes the answer as a tl.constexpr), else accumulated with "
                                "tl.atomic_add, whose order of float additions is not deterministic.",
                            spec->wrt[i], spec->grad_when[i]);
             else
@@ -264,9 +276,10 @@ static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, int nfwd, int a
  * (a tuple, or a callable of the meta-parameters). */
 static void print_guards(Buf *out, Arena *a, const Func *bwd)
 {
-    if (!bwd->guards.n)
+    int ng = bwd->guards.n, nf = bwd->flags.n;
+    if (!ng && !nf)
         return;
-    buf_puts(out, "    # launch conditions: outside them the gradient would be wrong\n"
+    buf_puts(out, "    # conditions on this launch, evaluated here: the arguments by name, the grid\n"
                   "    _a = dict(zip(names, args))\n");
     Buf meta = {.a = a};
     for (int i = 0; i < bwd->consts.n; i++)
@@ -275,10 +288,11 @@ static void print_guards(Buf *out, Arena *a, const Func *bwd)
     buf_printf(out, "    _g = tuple(grid({**_a, %s}) if callable(grid) else grid)\n", buf_str(&meta));
     buf_puts(out, "    _g = _g + (1,) * (3 - len(_g))\n");
     bool div = false;
-    const char **conds = arena_alloc(a, sizeof *conds * (size_t)bwd->guards.n);
-    for (int i = 0; i < bwd->guards.n; i++) {
-        const FuncGuard *g = &bwd->guards.v[i];
-        conds[i] = access_cond_host(g->acc, g->cond, "_a", "_g");
+    const char **conds = arena_alloc(a, sizeof *conds * (size_t)(ng + nf + 1));
+    for (int i = 0; i < ng + nf; i++) {
+        const Access *acc = i < ng ? bwd->guards.v[i].acc : bwd->flags.v[i - ng].acc;
+        const AccCond *c = i < ng ? bwd->guards.v[i].cond : bwd->flags.v[i - ng].cond;
+        conds[i] = access_cond_host((Access *)acc, c, "_a", "_g");
         div |= conds[i] && (strstr(conds[i], "_tdiv(") || strstr(conds[i], "_trem("));
     }
     if (div)
@@ -299,6 +313,13 @@ static void print_guards(Buf *out, Arena *a, const Func *bwd)
         }
         buf_printf(out, "    if not (%s):\n        raise ValueError(\"%s\")\n", conds[i] ? conds[i] : "False",
                    buf_str(&msg));
+    }
+    if (nf) {
+        buf_puts(out, "    # plain stores where the access analysis proves them for this launch (tl.constexpr flags)\n"
+                      "    args = list(args) + [");
+        for (int j = 0; j < nf; j++)
+            buf_printf(out, "%sbool(%s)", j ? ", " : "", conds[ng + j] ? conds[ng + j] : "False");
+        buf_puts(out, "]\n");
     }
 }
 

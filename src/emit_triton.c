@@ -980,8 +980,13 @@ static void print_module(Emitter *E, Buf *out, const char *kname, const char *bo
                 vec_push(E->a, ps, E->vi[em_find(E, f->params[o[k].i])].name);
             }
         }
-        for (int i = opt->nfwd; i < f->nparams; i++)
-            vec_push(E->a, ps, E->vi[em_find(E, f->params[i])].name);
+        for (int i = opt->nfwd; i < f->nparams; i++) {
+            const char *n = E->vi[em_find(E, f->params[i])].name;
+            for (int j = 0; j < f->flags.n; j++) /* computed by the launcher: Triton compiles the branch taken */
+                if (f->flags.v[j].param == f->params[i])
+                    n = arena_printf(E->a, "%s: tl.constexpr", n);
+            vec_push(E->a, ps, n);
+        }
     } else {
         for (int i = 0; i < f->nparams; i++)
             vec_push(E->a, ps, E->vi[em_find(E, f->params[i])].name);

@@ -38,6 +38,7 @@
  * loops free of error plumbing.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kad_int.h"
@@ -1634,16 +1635,38 @@ static void run_grid(Interp *S, const XBlock *body)
 bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs,
                 InterpMode mode, Diags *d)
 {
-    if (f->guards.n && nargs == func_nargs(f)) { /* a backward's launch conditions, on the forward's grid */
-        int64_t *iargs = arena_alloc(f->a, sizeof *iargs * (size_t)(nargs ? nargs : 1));
-        for (int k = 0; k < nargs; k++)
-            iargs[k] = args[k].i;
-        if (!func_guards_hold(f, iargs, grid, d))
-            return false;
+    int nc = func_nargs(f);
+    if (nargs != nc) {
+        diag_error(d, f->loc, "kernel '%s' takes %d runtime arguments, %d given", f->name, nc, nargs);
+        return false;
     }
-    if (f->fold) /* a folded backward: its kernels, with the partials its plan allocates */
-        return fold_run(f, grid, args, nargs, mode, FOLD_CPU_PROGRAMS, d);
-    return interp_run_kernel(f, grid, args, nargs, mode, d);
+    if (!f->guards.n && !f->flags.n && !f->fold)
+        return interp_run_kernel(f, grid, args, nargs, mode, d);
+    /* a backward's launch conditions and flags, on the forward's grid */
+    int64_t *iargs = calloc((size_t)nc + 1, sizeof *iargs);
+    InterpArg *ext = calloc((size_t)(nc + f->flags.n) + 1, sizeof *ext);
+    bool ok = iargs && ext;
+    if (!ok)
+        diag_error(d, f->loc, "interpreter: out of memory");
+    for (int k = 0; ok && k < nc; k++) {
+        iargs[k] = args[k].i;
+        ext[k] = args[k];
+    }
+    if (ok)
+        ok = func_guards_hold(f, iargs, grid, d);
+    for (int j = 0; ok && j < f->flags.n; j++) {
+        bool holds = false; /* cannot evaluate: false, the atomics (always right) */
+        if (!access_cond_eval(f->flags.v[j].acc, f->flags.v[j].cond, iargs, grid, &holds))
+            holds = false;
+        ext[nc + j] = (InterpArg){.i = holds};
+    }
+    if (ok && f->fold) /* a folded backward: its kernels, with the partials its plan allocates */
+        ok = fold_run(f, grid, ext, nc + f->flags.n, mode, FOLD_CPU_PROGRAMS, d);
+    else if (ok)
+        ok = interp_run_kernel(f, grid, ext, nc + f->flags.n, mode, d);
+    free(iargs);
+    free(ext);
+    return ok;
 }
 
 bool interp_run_kernel(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs,

@@ -535,6 +535,8 @@ typedef struct Func {
     const struct FoldPlan *fold; /* a folded backward (ad_fold.c): how to launch it, else NULL */
     Vec(struct FuncGuard) guards; /* a backward's launch conditions (access.c): interp_run and
                                    * the generated launcher refuse a launch that breaks one */
+    Vec(struct FuncFlag) flags;   /* a backward's i1 parameters that its launcher computes (plain
+                                   * stores proven for this launch): after the contract's */
 } Func;
 
 /* The runtime arguments a caller passes to f: a folded backward's hidden
@@ -1062,6 +1064,17 @@ typedef struct FuncGuard {
     Loc loc;             /* the forward's construct that needs it */
     const char *msg;     /* the refusal, without the location */
 } FuncGuard;
+/* A flag of a backward kernel: an i1 parameter, true when cond holds for
+ * the launch (then an input's gradient is written with plain stores or
+ * private read-modify-writes, else with atomics).  The generated launcher
+ * computes it on the host and passes it as a tl.constexpr, so Triton
+ * compiles only the branch the launch takes; interp_run computes it with
+ * access_cond_eval (false when it cannot: atomics, always right). */
+typedef struct FuncFlag {
+    ValId param;
+    Access *acc;
+    const AccCond *cond;
+} FuncFlag;
 /* Does every guard of f hold for these int arguments (by index into
  * f->params) and grid?  False after a located error in d otherwise (also
  * when a condition cannot be evaluated). */
@@ -1089,6 +1102,9 @@ typedef struct AdSpec {
     int nouts;
     int mutate;              /* tests only: AD_MUTATE_* deliberately breaks a rule */
     bool atomics;            /* accumulate every input gradient with atomic_add (KAD_GRAD_ATOMICS) */
+    bool *grad_rmw;          /* out, optional (nwrt entries): d_<wrt[j]> is added by read-modify-writes
+                              * private to each program (several load sites; grad_when may hold
+                              * their condition) */
     const char **grad_write; /* out, optional (nwrt entries): ad_backward sets entry j to NULL
                               * when d_<wrt[j]> is written with plain tl.store, else to why it
                               * is accumulated with tl.atomic_add */
@@ -1145,7 +1161,7 @@ typedef struct FoldPlan {
     FoldInput *in;
 } FoldPlan;
 enum { FOLD_SUM_BLOCK = 1024, FOLD_CPU_PROGRAMS = 3 };
-static inline int func_nargs(const Func *f) { return f->fold ? f->fold->nargs : f->nparams; }
+static inline int func_nargs(const Func *f) { return (f->fold ? f->fold->nargs : f->nparams) - f->flags.n; }
 /* Folds bw (ad_backward's, before verification) along grid axis `axis` for
  * the n inputs whose gradient parameters are params[slot[j]] (names[j]: the
  * inputs' names): see ad_fold.c.  False, bw unchanged, when a gradient
@@ -1203,7 +1219,9 @@ typedef struct Ad {
     int *seen;   /* by ValId: scratch marks (collect_outside) */
     uint8_t *plain;    /* by param index: input gradient written with plain stores
                         * (1), or with them when flag[i] holds, else atomics (2), or
-                        * summed through per-program partials (3, ad_fold.c) */
+                        * summed through per-program partials (3, ad_fold.c), or added
+                        * by read-modify-writes private to the program (4; when flag[i]
+                        * holds, else atomics: 5) */
     const char **why;  /* by param index (inputs): why atomics, or NULL */
     const char **when; /* by param index (plain 2): the condition as Python */
     const AccCond **cond; /* by param index (plain 2): the condition */

@@ -210,16 +210,16 @@ static void test_ad_signature(T *t)
         /* the contract's parameters, then the fold's hidden ones (ad_fold.c): w is read by
          * every row program, so its gradient goes through per-program partials */
         const char *want[] = {"x_ptr", "w_ptr", "y_ptr", "r_ptr", "n", "eps", "d_y_ptr", "d_x_ptr",
-                              "d_w_ptr_part", "kad_span_w_ptr", "kad_programs_0"};
-        CHECK(t, func_nargs(g) == 9 && g->nparams == 11);
-        for (int i = 0; i < g->nparams && i < 11; i++)
+                              "d_w_ptr_part", "plain_d_x_ptr", "kad_span_w_ptr", "kad_programs_0"};
+        CHECK(t, func_nargs(g) == 9 && g->nparams == 12 && g->flags.n == 1 && g->flags.v[0].param == g->params[9]);
+        for (int i = 0; i < g->nparams && i < 12; i++)
             CHECK(t, strcmp(g->vals.v[g->params[i]].name, want[i]) == 0);
         CHECK(t, g->fold && g->fold->axis == 0 && g->fold->n == 1 && g->fold->in[0].slot == 8 &&
                      !strcmp(g->fold->in[0].name, "w_ptr") && g->fold->in[0].sum);
         const char *ir = ir_to_string(a, g);
         CHECK(t, strstr(ir, "kernel @rms_bwd(") == ir);
         /* every forward store removed, scratch rstd included: the stores left are d_x's
-         * plain store, under the runtime check that x's rows do not overlap, and the
+         * plain store, under the flag the launcher computes (x's rows do not overlap), and the
          * partials' row, on the fold loop's last iteration; no atomic_add on d_w */
         CHECK(t, strstr(ir, "store %d_p, %dx.1, mask %mask") != NULL);
         CHECK(t, strstr(ir, "if %plain_d_x_ptr {") != NULL);

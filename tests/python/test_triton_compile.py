@@ -93,6 +93,8 @@ def specialization(fn, sig, ints_one):
             fold[n] = "i64"
         elif n.startswith("kad_programs_") or (m and n == "nfold"):
             fold[n] = "i32"
+        elif n.startswith("plain_d_"):  # the launcher's flag: the plain-store branch
+            fold[n] = "True"
     for p in fn.params:
         n = p.name
         spelled = fold.get(n) or sig.get(n)
