@@ -37,6 +37,7 @@
  * into the gradient carried in a way it does not know) makes ad_fold return
  * false, and ad_rev falls back to atomics.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,7 +48,7 @@ typedef Vec(ValId) ValVec;
 typedef struct Fold {
     Arena *a;
     Func *f;
-    int axis;
+    unsigned axes;       /* the folded grid axes (bits) */
     int n;               /* folded inputs */
     const int *slot;     /* by input: bw param index of d_<x> */
     uint8_t *derived;    /* by ValId (< nv): input j + 1 whose gradient pointer this is, or 0 */
@@ -200,7 +201,7 @@ static void rewrite_args(Fold *F, Inst *in)
  * dropping program_id/num_programs of the axis (mapped) and turning nested
  * atomic sites into read-modify-writes.  Top-level sites (top) are replaced
  * by the accumulator code. */
-static void rebuild(Fold *F, Block *b, bool top, AccVec *accs, ValId pid, ValId nprog, ValId step, Dtype pdt)
+static void rebuild(Fold *F, Block *b, bool top, AccVec *accs, ValId pid, ValId total, ValId step, Dtype pdt)
 {
     Func *f = F->f;
     Inst *old = b->insts.v;
@@ -211,8 +212,9 @@ static void rebuild(Fold *F, Block *b, bool top, AccVec *accs, ValId pid, ValId 
         Inst in = old[k];
         rewrite_args(F, &in);
         for (int r = 0; r < in.nregions; r++)
-            rebuild(F, in.regions[r], false, accs, pid, nprog, step, pdt);
-        if ((in.op == OP_PROGRAM_ID || in.op == OP_NUM_PROGRAMS) && in.ival == F->axis)
+            rebuild(F, in.regions[r], false, accs, pid, total, step, pdt);
+        if ((in.op == OP_PROGRAM_ID || in.op == OP_NUM_PROGRAMS) && in.ival >= 0 && in.ival < 3 &&
+            (F->axes & (1u << in.ival)))
             continue; /* mapped */
         bool site = in.op == OP_ATOMIC_ADD && der(F, in.args[0]);
         if (!site) {
@@ -249,7 +251,7 @@ static void rebuild(Fold *F, Block *b, bool top, AccVec *accs, ValId pid, ValId 
         if (masked)
             ac->mask_next = ir_op2(f, b, OP_OR, ir_type(f, m), ac->mask_param, m, in.loc);
         Type i32 = type_scalar(DT_I32);
-        ValId last = ir_op2(f, b, OP_GE, type_scalar(DT_I1), ir_op2(f, b, OP_ADD, i32, pid, step, in.loc), nprog,
+        ValId last = ir_op2(f, b, OP_GE, type_scalar(DT_I1), ir_op2(f, b, OP_ADD, i32, pid, step, in.loc), total,
                             in.loc);
         ir_emit(f, b, OP_IF, &last, 1, NULL, 0, in.loc);
         int idx = b->insts.n - 1;
@@ -336,10 +338,13 @@ static bool top_sites(Fold *F, const Block *b, AccVec *accs)
 
 Dtype fold_partial_dtype(Dtype dt) { return dt == DT_F64 ? DT_F64 : DT_F32; }
 
-bool ad_fold(Arena *a, Func *bw, int axis, const int *slot, const char *const *names, int n)
+bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *const *names, int n)
 {
     Func *f = bw;
-    Fold F0 = {.a = a, .f = f, .axis = axis, .n = n, .slot = slot}, *F = &F0;
+    Fold F0 = {.a = a, .f = f, .axes = axes, .n = n, .slot = slot}, *F = &F0;
+    int axis = 0;
+    while (!(axes & (1u << axis)))
+        axis++;
     F->nv = f->vals.n;
     F->derived = arena_alloc(a, (size_t)F->nv + 1);
     Dtype pdt = DT_F32;
@@ -365,9 +370,10 @@ bool ad_fold(Arena *a, Func *bw, int axis, const int *slot, const char *const *n
         dts[j] = (Dtype)ir_type(f, f->params[slot[j]]).elem;
     retype(F, pdt);
 
-    /* new parameters: the spans, the forward's program count */
+    /* new parameters: the spans, the forward's program counts */
     FoldPlan *plan = arena_alloc(a, sizeof *plan);
     plan->axis = axis;
+    plan->axes = axes;
     plan->nargs = f->nparams;
     plan->n = n;
     plan->in = arena_alloc(a, sizeof *plan->in * (size_t)n);
@@ -380,7 +386,9 @@ bool ad_fold(Arena *a, Func *bw, int axis, const int *slot, const char *const *n
         plan->in[j].sum = fold_sum_kernel(a, arena_printf(a, "%s_sum_%s", f->name, names[j]), dts[j], pdt, loc);
     }
     Type i32 = type_scalar(DT_I32), i64 = type_scalar(DT_I64);
-    plan->programs = ir_param_add(f, i32, arena_printf(a, "kad_programs_%d", axis), loc);
+    for (int k = 0; k < 3; k++)
+        if (axes & (1u << k))
+            plan->programs[k] = ir_param_add(f, i32, arena_printf(a, "kad_programs_%d", k), loc);
 
     /* the new body: q, the rows of the partials, the accumulators, the loop */
     Block *nb = ir_block_new(f);
@@ -393,6 +401,12 @@ bool ad_fold(Arena *a, Func *bw, int axis, const int *slot, const char *const *n
     ni->ival = axis;
     ValId step = ni->res[0];
     f->vals.v[step].name = "nfold";
+    ValId total = 0; /* the folded programs: the product of the axes' counts */
+    for (int k = 0; k < 3; k++)
+        if (axes & (1u << k))
+            total = total ? ir_op2(f, nb, OP_MUL, i32, total, plan->programs[k], loc) : plan->programs[k];
+    if (total != plan->programs[axis])
+        f->vals.v[total].name = "nprograms";
     ValId q64 = ir_op1(f, nb, OP_CAST, i64, q, loc);
     ValId *rows = arena_alloc(a, sizeof *rows * (size_t)n);
     for (int j = 0; j < n; j++) {
@@ -413,7 +427,7 @@ bool ad_fold(Arena *a, Func *bw, int axis, const int *slot, const char *const *n
     ValVec fargs = {0};
     Vec(Type) ftys = {0};
     vec_push(a, fargs, q);
-    vec_push(a, fargs, plan->programs);
+    vec_push(a, fargs, total);
     vec_push(a, fargs, step);
     for (int i = 0; i < accs.n; i++) {
         vec_push(a, fargs, accs.v[i].init);
@@ -425,15 +439,36 @@ bool ad_fold(Arena *a, Func *bw, int axis, const int *slot, const char *const *n
     }
     ir_emit(f, nb, OP_FOR, fargs.v, fargs.n, ftys.v, ftys.n, loc);
     Block *r = ir_inst_add_region(f, &nb->insts.v[nb->insts.n - 1]);
-    ValId pid = ir_block_param_add(f, r, i32, arena_printf(a, "pid%d", axis), loc);
+    ValId t = ir_block_param_add(f, r, i32, total == plan->programs[axis] ? arena_printf(a, "pid%d", axis) : "t",
+                                 loc);
     for (int i = 0; i < accs.n; i++) {
         accs.v[i].param = ir_block_param_add(f, r, ir_type(f, accs.v[i].init), "acc", loc);
         if (accs.v[i].mask_init)
             accs.v[i].mask_param = ir_block_param_add(f, r, ir_type(f, accs.v[i].mask_init), "touched", loc);
     }
+    /* each folded axis's program id from t: t = pid_a + G_a * (pid_b + G_b * pid_c) */
+    ValId pids[3] = {0}, rest = t;
+    int last = 2;
+    while (!(axes & (1u << last)))
+        last--;
+    for (int k = 0; k < 3; k++) {
+        if (!(axes & (1u << k)))
+            continue;
+        if (k == last) {
+            pids[k] = rest;
+        } else {
+            pids[k] = ir_op2(f, r, OP_REM, i32, rest, plan->programs[k], loc);
+            rest = ir_op2(f, r, OP_DIV, i32, rest, plan->programs[k], loc);
+        }
+        if (pids[k] != t)
+            f->vals.v[pids[k]].name = arena_printf(a, "pid%d", k);
+    }
+    int pro = r->insts.n; /* the prologue's instructions, before the old body's */
+    for (int i = 0; i < accs.n; i++)
+        accs.v[i].site += pro;
 
-    /* the rewrites: the parameter -> its row; the axis's program id and
-     * count (at any depth) -> the loop variable and the forward's count */
+    /* the rewrites: the parameter -> its row; the axes' program ids and
+     * counts (at any depth) -> t's parts and the forward's counts */
     int nv = f->vals.n;
     uint8_t *d2 = arena_alloc(a, (size_t)nv + 1);
     memcpy(d2, F->derived, (size_t)F->nv);
@@ -451,18 +486,18 @@ bool ad_fold(Arena *a, Func *bw, int axis, const int *slot, const char *const *n
         const Block *b = stack.v[--stack.n];
         for (int k = 0; k < b->insts.n; k++) {
             const Inst *in = &b->insts.v[k];
-            if (in->op == OP_PROGRAM_ID && in->ival == axis)
-                F->map[in->res[0]] = pid;
-            if (in->op == OP_NUM_PROGRAMS && in->ival == axis)
-                F->map[in->res[0]] = plan->programs;
+            bool ours = in->ival >= 0 && in->ival < 3 && (axes & (1u << in->ival));
+            if (in->op == OP_PROGRAM_ID && ours)
+                F->map[in->res[0]] = pids[in->ival];
+            if (in->op == OP_NUM_PROGRAMS && ours)
+                F->map[in->res[0]] = plan->programs[in->ival];
             for (int rr = 0; rr < in->nregions; rr++)
                 vec_push(a, stack, (const Block *)in->regions[rr]);
         }
     }
-    r->insts.v = old->insts.v;
-    r->insts.n = old->insts.n;
-    r->insts.cap = old->insts.cap;
-    rebuild(F, r, true, &accs, pid, plan->programs, step, pdt);
+    for (int k = 0; k < old->insts.n; k++)
+        vec_push(a, r->insts, old->insts.v[k]);
+    rebuild(F, r, true, &accs, t, total, step, pdt);
     ValVec ys = {0};
     for (int i = 0; i < accs.n; i++) {
         vec_push(a, ys, accs.v[i].next);
@@ -485,11 +520,18 @@ bool fold_run(const Func *f, const int64_t grid[3], const InterpArg *args, int n
 {
     InterpMode mode = (InterpMode)imode;
     const FoldPlan *pl = f->fold;
-    int ax = pl->axis;
-    int64_t G = grid[ax] > 0 ? grid[ax] : (ax ? 1 : 0);
-    if (G <= 0)
+    int64_t T = 1;
+    for (int k = 0; k < 3; k++)
+        if (pl->axes & (1u << k))
+            T *= grid[k];
+    if (T <= 0 || grid[0] <= 0 || grid[1] <= 0 || grid[2] <= 0)
         return true;
-    int64_t P = nfold > 0 && nfold < G ? nfold : G;
+    if (T > INT32_MAX) {
+        diag_error(d, f->loc, "the folded grid of '%s' has %lld programs: more than %d", f->name, (long long)T,
+                   INT32_MAX);
+        return false;
+    }
+    int64_t P = nfold > 0 && nfold < T ? nfold : T;
     if (nargs != pl->nargs) {
         diag_error(d, f->loc, "kernel '%s' takes %d runtime arguments, %d given", f->name, pl->nargs, nargs);
         return false;
@@ -515,9 +557,12 @@ bool fold_run(const Func *f, const int64_t grid[3], const InterpArg *args, int n
         ia[pl->in[j].slot] = (InterpArg){.data = parts[j], .nbytes = P * span * psz};
         ia[pl->nargs + j] = (InterpArg){.i = span};
     }
-    ia[f->nparams - 1] = (InterpArg){.i = G};
     int64_t g2[3] = {grid[0], grid[1], grid[2]};
-    g2[ax] = P;
+    for (int k = 0, at = pl->nargs + pl->n; k < 3; k++)
+        if (pl->axes & (1u << k)) {
+            ia[at++] = (InterpArg){.i = grid[k]};
+            g2[k] = k == pl->axis ? P : 1;
+        }
     if (ok)
         ok = interp_run_kernel(f, g2, ia, f->nparams, mode, d);
     for (int j = 0; ok && j < pl->n; j++) {

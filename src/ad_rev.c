@@ -1220,36 +1220,27 @@ static unsigned used_axes(const Block *b)
 
 /* Input i, read at the one site l whose address does not depend on the
  * program ids of `indep`: can its gradient be summed deterministically by
- * folding the grid (ad_fold.c)?  The fold axis k is one the kernel uses and
- * the address ignores; the lanes of l must be distinct elements (a tile
- * holding one element twice would lose an addition), and programs differing
- * in another used axis must not share an element (they run at once on one
- * row of partials: access_private over those axes).  Marks
- * plain[i] = 3 and the axis in ad->fold_axis (one axis per backward). */
+ * folding the grid (ad_fold.c)?  The folded axes are those the kernel uses
+ * and the address ignores (every axis when the kernel uses none); the lanes
+ * of l must be distinct elements (a tile holding one element twice would
+ * lose an addition), and programs differing in another used axis must not
+ * share an element (they run at once on one row of partials: access_private
+ * over those axes).  Marks plain[i] = 3 and the axes in ad->fold_axes (one
+ * set of axes per backward: an input needing other axes keeps atomics). */
 static void fold_candidate(Ad *ad, Access *A, int i, const Inst *l, unsigned indep)
 {
     unsigned used = used_axes(ad->fw->body);
-    int k = -1;
-    for (int j = 0; j < 3 && k < 0; j++)
-        if ((indep & used) & (1u << j))
-            k = j;
-    if (k < 0 && !used)
-        k = 0;
-    if (k < 0)
+    unsigned axes = used ? indep & used : 1;
+    if (!axes)
         return;
-    unsigned others = used & ~(1u << k);
-    if (others & indep) {
-        ad->why[i] = arena_printf(ad->a, "it is shared across the programs of grid axes %d and %d (kad folds one "
-                                         "axis)", k, others & indep & 1 ? 0 : others & indep & 2 ? 1 : 2);
-        return;
-    }
+    unsigned others = used & ~axes;
     if (others) { /* programs differing in another axis run at once on one row of partials */
         const Inst *one[1] = {l};
         AccResult pr = access_private(A, one, 1, others);
         if (pr.v != ACC_PROVEN) {
-            ad->why[i] = arena_printf(ad->a, "it is shared across the programs of grid axis %d, and kad cannot prove "
-                                             "that programs along the other grid axes read distinct elements%s%s%s",
-                                      k, pr.why ? " (" : "", pr.why ? pr.why : "", pr.why ? ")" : "");
+            ad->why[i] = arena_printf(ad->a, "it is shared across programs, and kad cannot prove that programs "
+                                             "along the other grid axes read distinct elements%s%s%s",
+                                      pr.why ? " (" : "", pr.why ? pr.why : "", pr.why ? ")" : "");
             return;
         }
     }
@@ -1259,9 +1250,11 @@ static void fold_candidate(Ad *ad, Access *A, int i, const Inst *l, unsigned ind
                      "elements";
         return;
     }
-    if (ad->fold_axis >= 0 && ad->fold_axis != k)
+    if (ad->fold_axes && ad->fold_axes != axes) {
+        ad->why[i] = "it is shared across programs along other grid axes than another input kad folds";
         return;
-    ad->fold_axis = k;
+    }
+    ad->fold_axes = axes;
     ad->plain[i] = 3;
     ad->why[i] = NULL;
 }
@@ -1397,7 +1390,7 @@ static void fold_inputs(Ad *ad)
                 slot[n] = k;
         names[n++] = fname(ad, fw->params[i]);
     }
-    if (n && !ad_fold(ad->a, ad->bw, ad->fold_axis, slot, names, n))
+    if (n && !ad_fold(ad->a, ad->bw, ad->fold_axes, slot, names, n))
         for (int i = 0; i < fw->nparams; i++)
             if (ad->plain[i] == 3) {
                 ad->plain[i] = 0;
@@ -1482,7 +1475,7 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     ad->when = arena_alloc(a, sizeof(const char *) * (size_t)(np + 1));
     ad->cond = arena_alloc(a, sizeof(const AccCond *) * (size_t)(np + 1));
     ad->flag = arena_alloc(a, sizeof(ValId) * (size_t)(np + 1));
-    ad->fold_axis = -1;
+    ad->fold_axes = 0;
     plain_inputs(ad);
     /* the runtime conditions of plain stores: i1 parameters the launcher computes */
     for (int i = 0; i < np; i++)

@@ -159,13 +159,22 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
             for (int j = 0; bwd->fold && j < bwd->fold->n; j++)
                 if (!strcmp(bwd->fold->in[j].name, spec->wrt[i]))
                     fi = &bwd->fold->in[j];
+            const char *axes = NULL;
+            if (fi) {
+                unsigned m = bwd->fold->axes;
+                axes = m == 5   ? "axes 0 and 2"
+                       : m == 3 ? "axes 0 and 1"
+                       : m == 6 ? "axes 1 and 2"
+                       : m == 7 ? "axes 0, 1 and 2"
+                                : arena_printf(a, "axis %d", bwd->fold->axis);
+            }
             if (fi)
-                buf_printf(&t, "d_%s is summed deterministically, without atomics: every program along grid axis "
-                               "%d reads the same elements of %s, so the backward runs with nfold programs "
+                buf_printf(&t, "d_%s is summed deterministically, without atomics: every program along grid %s "
+                               "reads the same elements of %s, so the backward runs with nfold programs "
                                "there, each summing the contributions of its share of the forward's programs in "
                                "order into its own row of %s partials, and %s_bwd_sum_%s adds the rows in a fixed "
                                "order (bitwise reproducible for a given nfold).",
-                           spec->wrt[i], bwd->fold->axis, spec->wrt[i], dtype_name(fi->pdt),
+                           spec->wrt[i], axes, spec->wrt[i], dtype_name(fi->pdt),
                            ident(a, fwd->name), ident(a, spec->wrt[i]));
             else if (spec->grad_rmw && spec->grad_rmw[i] && !spec->grad_write[i])
                 buf_printf(&t, "d_%s is added without atomics (deterministic): the forward reads %s at several "
@@ -235,13 +244,19 @@ static void print_fold(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0, c
                   "    if callable(grid):\n"
                   "        grid = grid(dict(zip(names, args), **constexprs))\n"
                   "    grid = tuple(grid) + (1,) * (3 - len(grid))\n");
-    buf_printf(out, "    programs = grid[%d]\n", pl->axis);
+    Buf ax = {.a = a};
+    for (int k = 0; k < 3; k++)
+        if (pl->axes & (1u << k))
+            buf_printf(&ax, "%s%d", ax.len ? ", " : "", k);
+    bool multi = (pl->axes & (pl->axes - 1)) != 0;
+    buf_printf(out, "    programs = [grid[k] for k in (%s%s)]  # the forward's, along the folded axes\n", buf_str(&ax),
+               multi ? "" : ",");
     buf_puts(out, "    if min(grid) <= 0:\n        return\n");
     buf_printf(out, "    dev = args[%d].device\n", at0 + pl->in[0].slot - nfwd);
     buf_puts(out, "    if nfold is None:\n"
                   "        nfold = (4 * torch.cuda.get_device_properties(dev).multi_processor_count\n"
                   "                 if dev.type == \"cuda\" else 3)\n"
-                  "    nfold = max(1, min(int(nfold), programs))\n"
+                  "    nfold = max(1, min(int(nfold), math.prod(programs)))\n"
                   "    args = list(args)\n"
                   "    parts, spans = [], []\n");
     for (int j = 0; j < pl->n; j++) {
@@ -252,8 +267,12 @@ static void print_fold(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0, c
                    pl->in[j].pdt == DT_F64 ? "float64" : "float32");
         buf_printf(out, "    spans.append(span)\n    args[%d] = parts[-1]\n", at);
     }
-    buf_puts(out, "    args += spans + [programs]\n");
-    buf_printf(out, "    grid = tuple(nfold if k == %d else g for k, g in enumerate(grid))\n", pl->axis);
+    buf_puts(out, "    args += spans + programs\n");
+    if (multi)
+        buf_printf(out, "    grid = tuple(nfold if k == %d else 1 if k in (%s) else g for k, g in enumerate(grid))\n",
+                   pl->axis, buf_str(&ax));
+    else
+        buf_printf(out, "    grid = tuple(nfold if k == %d else g for k, g in enumerate(grid))\n", pl->axis);
     (void)a;
     (void)kname;
 }
@@ -377,9 +396,10 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
     }
     buf_puts(&doc, " num_warps, num_stages: passed to the launch when given.");
     if (bwd->fold)
-        buf_printf(&doc, " nfold: the programs along grid axis %d that sum the shared gradients (default: 4 per "
+        buf_printf(&doc, " nfold: the programs (along grid axis %d) that sum the shared gradients (default: 4 per "
                          "SM); the sums' last bits depend on it and on nothing else.",
                    bwd->fold->axis);
+    (void)0;
     wrap(out, buf_str(&doc), LINE_LIMIT, "    ", 7);
     buf_puts(out, "\n    \"\"\"\n    names = (");
     wrap(out, buf_str(&quoted), LINE_LIMIT - 1, "             ", 13);

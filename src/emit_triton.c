@@ -957,7 +957,7 @@ static void print_module(Emitter *E, Buf *out, const char *kname, const char *bo
         if (E->libdevice)
             buf_puts(out, "from triton.language.extra import libdevice\n");
         if (bwd && f->fold)
-            buf_puts(out, "import torch\n");
+            buf_puts(out, "import math\n\nimport torch\n");
         buf_puts(out, "\n\n");
     }
     buf_puts(out, "@triton.jit\n");
@@ -1052,8 +1052,13 @@ static void print_backward_body(Emitter *E, Buf *text)
     const Block *body = f->body;
     if (f->fold) { /* ad_fold: one loop over the forward's programs */
         const FoldPlan *pl = f->fold;
-        buf_printf(text, "    # folded grid (deterministic sums): this program runs the forward's programs q, q + nfold,\n"
-                         "    # q + 2 * nfold, ... along axis %d in order, summing the gradient of", pl->axis);
+        if (pl->axes & (pl->axes - 1))
+            buf_printf(text, "    # folded grid (deterministic sums): this program runs the forward's programs t = q, q + nfold,\n"
+                             "    # q + 2 * nfold, ... (t numbers the programs of the folded axes) in order, summing the\n"
+                             "    # gradient of");
+        else
+            buf_printf(text, "    # folded grid (deterministic sums): this program runs the forward's programs q, q + nfold,\n"
+                             "    # q + 2 * nfold, ... along axis %d in order, summing the gradient of", pl->axis);
         for (int j = 0; j < pl->n; j++)
             buf_printf(text, "%s %s", j == 0 ? "" : j + 1 == pl->n ? " and" : ",", pl->in[j].name);
         buf_puts(text, " into\n    # its own row of partials, which the sum kernel");

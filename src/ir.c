@@ -576,10 +576,19 @@ void ir_print(Buf *b, const Func *f)
             buf_printf(b, "%s%s = %s", i ? ", " : "", f->consts.v[i].name, f->consts.v[i].value);
         buf_putc(b, ']');
     }
-    if (f->fold) { /* fold(axis = K, programs = %G, %part = x: dtype span %span, ...) */
+    if (f->fold) { /* fold(axes = [K...], programs = [%G...], %part = x: dtype span %span, ...) */
         const FoldPlan *pl = f->fold;
-        buf_printf(b, " fold(axis = %d, programs = ", pl->axis);
-        put_val(&p, pl->programs);
+        buf_puts(b, " fold(axes = [");
+        for (int k = 0, n = 0; k < 3; k++)
+            if (pl->axes & (1u << k))
+                buf_printf(b, "%s%d", n++ ? ", " : "", k);
+        buf_puts(b, "], programs = [");
+        for (int k = 0, n = 0; k < 3; k++)
+            if (pl->axes & (1u << k)) {
+                buf_puts(b, n++ ? ", " : "");
+                put_val(&p, pl->programs[k]);
+            }
+        buf_putc(b, ']');
         for (int j = 0; j < pl->n; j++) {
             buf_puts(b, ", ");
             put_val(&p, f->params[pl->in[j].slot]);

@@ -957,7 +957,7 @@ static void parse_consts(P *p)
     }
 }
 
-/* fold := 'fold' '(' 'axis' '=' INT ',' 'programs' '=' %p
+/* fold := 'fold' '(' 'axes' '=' '[' INT (',' INT)* ']' ',' 'programs' '=' '[' %p (',' %p)* ']'
  *          (',' %p '=' NAME ':' dtype 'span' %p)* ')'
  * A folded backward's plan (ad_fold.c); its sum kernels follow from it. */
 static void parse_fold(P *p)
@@ -966,17 +966,31 @@ static void parse_fold(P *p)
     Loc loc = p->tok.loc;
     expect_id(p, "fold");
     expect(p, P_LPAREN, "'(' after fold");
-    expect_id(p, "axis");
+    expect_id(p, "axes");
     expect(p, P_EQ, "'='");
-    Tok ax = expect(p, P_INT, "the folded grid axis");
-    if (ax.ival < 0 || ax.ival > 2)
-        perr(p, ax.loc, "fold axis must be 0, 1 or 2");
+    expect(p, P_LBRACK, "'['");
     FoldPlan *pl = arena_alloc(p->a, sizeof *pl);
-    pl->axis = (int)ax.ival;
+    pl->axis = -1;
+    do {
+        Tok ax = expect(p, P_INT, "a folded grid axis");
+        if (ax.ival < 0 || ax.ival > 2 || (pl->axes & (1u << ax.ival)) || (pl->axis >= 0 && ax.ival < pl->axis))
+            perr(p, ax.loc, "fold axes are distinct, increasing, among 0, 1, 2");
+        if (pl->axis < 0)
+            pl->axis = (int)ax.ival;
+        pl->axes |= 1u << ax.ival;
+    } while (accept(p, P_COMMA));
+    expect(p, P_RBRACK, "']'");
     expect(p, P_COMMA, "','");
     expect_id(p, "programs");
     expect(p, P_EQ, "'='");
-    pl->programs = parse_use(p);
+    expect(p, P_LBRACK, "'['");
+    for (int k = 0, n = 0; k < 3; k++)
+        if (pl->axes & (1u << k)) {
+            if (n++)
+                expect(p, P_COMMA, "','");
+            pl->programs[k] = parse_use(p);
+        }
+    expect(p, P_RBRACK, "']'");
     Vec(FoldInput) ins = {0};
     while (accept(p, P_COMMA)) {
         FoldInput in = {0};
@@ -1005,9 +1019,16 @@ static void parse_fold(P *p)
     expect(p, P_RPAREN, "')' after the fold plan");
     pl->n = ins.n;
     pl->in = ins.v;
-    pl->nargs = f->nparams - pl->n - 1;
-    if (pl->n < 1 || f->params[f->nparams - 1] != pl->programs || ir_type(f, pl->programs).dt != DT_I32)
-        perr(p, loc, "a fold plan needs at least one input, and its programs parameter (i32) last");
+    int naxes = 0;
+    for (int k = 0; k < 3; k++)
+        naxes += (pl->axes >> k) & 1;
+    pl->nargs = f->nparams - pl->n - naxes;
+    for (int k = 0, at = f->nparams - naxes; k < 3; k++)
+        if (pl->axes & (1u << k))
+            if (pl->nargs < 0 || f->params[at++] != pl->programs[k] || ir_type(f, pl->programs[k]).dt != DT_I32)
+                perr(p, loc, "a fold plan's programs parameters (i32) come last, one per folded axis in order");
+    if (pl->n < 1)
+        perr(p, loc, "a fold plan needs at least one input");
     for (int j = 0; j < pl->n; j++)
         if (f->params[pl->nargs + j] != pl->in[j].span || pl->in[j].slot >= pl->nargs)
             perr(p, loc, "a fold plan's span parameters follow the contract's parameters, in its inputs' order");

@@ -1148,25 +1148,28 @@ typedef struct FoldInput {
     Dtype pdt;         /* the partials' dtype: fp64 for fp64, else fp32 */
     Func *sum;         /* (part, d, span, nfold) [grid cdiv(span, FOLD_SUM_BLOCK)]: d += sum of rows */
 } FoldInput;
-/* How a folded backward runs: launched with P programs along `axis` (P <=
- * the forward's count G there; program q runs the forward's programs q,
- * q + P, ...), its partials parameters given zero-filled buffers of P rows
- * of span elements, its span parameters those spans and its last parameter
- * G; then each input's sum kernel. */
+/* How a folded backward runs.  The forward's programs along the folded axes
+ * (G_a, G_b, ...: t = pid_a + G_a * (pid_b + G_b * pid_c) numbers them) are
+ * shared among P <= prod G programs along the first folded axis (the others
+ * launched with 1): program q runs t = q, q + P, ... in order.  Its partials
+ * parameters get zero-filled buffers of P rows of span elements, its span
+ * parameters those spans, its programs parameters the G's; then each
+ * input's sum kernel runs. */
 typedef struct FoldPlan {
-    int axis;
-    int nargs;         /* the contract's arguments: params [0, nargs) */
-    ValId programs;    /* bw param (i32, the last): G */
+    int axis;          /* the first folded axis: the one launched with P programs */
+    unsigned axes;     /* the folded axes (bits) */
+    int nargs;         /* the parameters before the fold's: params [0, nargs) */
+    ValId programs[3]; /* bw params (i32, last, by axis): G_k for each folded axis k, else 0 */
     int n;
     FoldInput *in;
 } FoldPlan;
 enum { FOLD_SUM_BLOCK = 1024, FOLD_CPU_PROGRAMS = 3 };
 static inline int func_nargs(const Func *f) { return (f->fold ? f->fold->nargs : f->nparams) - f->flags.n; }
-/* Folds bw (ad_backward's, before verification) along grid axis `axis` for
+/* Folds bw (ad_backward's, before verification) along the grid axes `axes` (bits) for
  * the n inputs whose gradient parameters are params[slot[j]] (names[j]: the
  * inputs' names): see ad_fold.c.  False, bw unchanged, when a gradient
  * pointer flows where the fold cannot follow it. */
-bool ad_fold(Arena *a, Func *bw, int axis, const int *slot, const char *const *names, int n);
+bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *const *names, int n);
 Dtype fold_partial_dtype(Dtype dt);
 /* The sum kernel of an input of dtype dt with partials of dtype pdt. */
 Func *fold_sum_kernel(Arena *a, const char *name, Dtype dt, Dtype pdt, Loc loc);
@@ -1226,7 +1229,7 @@ typedef struct Ad {
     const char **when; /* by param index (plain 2): the condition as Python */
     const AccCond **cond; /* by param index (plain 2): the condition */
     ValId *flag;       /* by param index (plain 2): bw i1 scalar, the condition */
-    int fold_axis;     /* plain 3 (summed through partials, ad_fold.c): the grid axis folded, or -1 */
+    unsigned fold_axes; /* plain 3 (summed through partials, ad_fold.c): the grid axes folded, or 0 */
     Access *acc;       /* fw's access analysis, or NULL */
     Vec(FuncGuard) guards; /* launch conditions the backward needs (check_loop_store) */
 } Ad;

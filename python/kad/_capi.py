@@ -17,6 +17,7 @@ environment variable KAD_LIB names another file.
     k.run((4,), dict(x_ptr=x64, y_ptr=y64, out_ptr=out64, n=1000), mode="f64")
 """
 import ctypes
+import hashlib
 import os
 import threading
 
@@ -156,6 +157,24 @@ def _load():
 def version():
     """kad's version string."""
     return _load().kad_version().decode()
+
+
+_build_id = None
+
+
+def build_id():
+    """A digest of the loaded library file: generated code depends on the
+    exact build, not only on the version string (a rebuilt libkad must not
+    reuse modules cached by the previous one)."""
+    global _build_id
+    if _build_id is None:
+        _load()
+        h = hashlib.sha256()
+        with open(library_path(), "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        _build_id = h.hexdigest()[:16]
+    return _build_id
 
 
 def _names(x):

@@ -218,7 +218,7 @@ class Program:
 
     def _key(self, sig, wrt, out, det):
         h = hashlib.sha256()
-        for part in (_capi.version(), self.digest, self.kernel, sig, ",".join(wrt), ",".join(out),
+        for part in (_capi.version(), _capi.build_id(), self.digest, self.kernel, sig, ",".join(wrt), ",".join(out),
                      "" if det else "atomics"):
             h.update(part.encode() + b"\0")
         return h.hexdigest()
