@@ -248,8 +248,8 @@ static void rebuild(Fold *F, Block *b, bool top, AccVec *accs, ValId pid, ValId 
         Type vt = ir_type(f, ac->param);
         ValId c = masked ? ir_op3(f, b, OP_WHERE, vt, m, v, ir_const_float(f, b, vt, 0.0, in.loc), in.loc) : v;
         ac->next = ir_op2(f, b, OP_ADD, vt, ac->param, c, in.loc);
-        if (masked)
-            ac->mask_next = ir_op2(f, b, OP_OR, ir_type(f, m), ac->mask_param, m, in.loc);
+        /* the mask to store through: this iteration's when every iteration has the same */
+        ac->mask_next = !masked ? 0 : ac->mask_param ? ir_op2(f, b, OP_OR, ir_type(f, m), ac->mask_param, m, in.loc) : m;
         Type i32 = type_scalar(DT_I32);
         ValId last = ir_op2(f, b, OP_GE, type_scalar(DT_I1), ir_op2(f, b, OP_ADD, i32, pid, step, in.loc), total,
                             in.loc);
@@ -323,6 +323,47 @@ Func *fold_sum_kernel(Arena *a, const char *name, Dtype dt, Dtype pdt, Loc loc)
     Inst *st = ir_emit(f, b, OP_STORE, sa, 3, NULL, 0, loc);
     st->flags = IF_HAS_MASK;
     return f;
+}
+
+/* Is v the same in every iteration of the fold loop (derived from
+ * parameters, constants and the program ids of unfolded axes only)?  A
+ * site whose mask is stores the accumulator through that mask; else
+ * through the union of the masks of every iteration ("touched"). */
+static bool invariant(const Fold *F, const Inst **def, uint8_t *memo, ValId v, int depth)
+{
+    if (v <= 0 || v >= F->nv || depth > 200)
+        return false;
+    if (memo[v])
+        return memo[v] == 1;
+    const Inst *in = def[v];
+    bool ok;
+    if (!in) {
+        ok = false;
+        for (int i = 0; i < F->f->nparams; i++)
+            ok = ok || F->f->params[i] == v;
+    } else if (in->op == OP_PROGRAM_ID) {
+        ok = !(in->ival >= 0 && in->ival < 3 && (F->axes & (1u << in->ival)));
+    } else if (in->nregions || !op_info[in->op].pure) {
+        ok = false; /* region results, loads: not followed */
+    } else {
+        ok = true;
+        for (int i = 0; i < in->nargs && ok; i++)
+            ok = invariant(F, def, memo, in->args[i], depth + 1);
+    }
+    memo[v] = ok ? 1 : 2;
+    return ok;
+}
+
+static void defs_of(const Block *b, const Inst **def, int nv)
+{
+    for (int k = 0; b && k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        for (int r = 0; r < in->nres; r++)
+            if (in->res[r] > 0 && in->res[r] < nv)
+                def[in->res[r]] = in;
+        for (int r = 0; r < in->nregions; r++)
+            defs_of(in->regions[r], def, nv);
+    }
 }
 
 /* The top-level sites of the old body (positions), one accumulator each. */
@@ -416,12 +457,15 @@ bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *con
         f->vals.v[rows[j]].name = arena_printf(a, "d_%s_row", names[j]);
     }
     /* accumulator types: the sites' pointer shapes */
+    const Inst **def = arena_alloc(a, sizeof *def * (size_t)(F->nv + 1));
+    uint8_t *memo = arena_alloc(a, (size_t)F->nv + 1);
+    defs_of(old, def, F->nv);
     for (int i = 0; i < accs.n; i++) {
         const Inst *at = &old->insts.v[accs.v[i].site];
         Type pt = ir_type(f, at->args[0]);
         Type vt = type_tile(pdt, pt.rank, pt.shape);
         accs.v[i].init = ir_const_float(f, nb, vt, 0.0, loc);
-        if (at->flags & IF_HAS_MASK)
+        if ((at->flags & IF_HAS_MASK) && !invariant(F, def, memo, at->args[2], 0))
             accs.v[i].mask_init = ir_const_int(f, nb, ir_type(f, at->args[2]), 0, loc);
     }
     ValVec fargs = {0};

@@ -508,6 +508,7 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
             .header = arena_printf(a, "d_%s += the rows of its partials, summed in order (a fixed order: "
                                       "deterministic)", fi->name),
             .fragment = true,
+            .jit_args = "do_not_specialize=[\"span\", \"nfold\"]",
         };
         buf_puts(out, "\n\n");
         if (!emit_triton(out, fi->sum, &so, d))

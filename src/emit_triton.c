@@ -960,7 +960,21 @@ static void print_module(Emitter *E, Buf *out, const char *kname, const char *bo
             buf_puts(out, "import math\n\nimport torch\n");
         buf_puts(out, "\n\n");
     }
-    buf_puts(out, "@triton.jit\n");
+    /* a folded backward's sizes are not specialized (== 1, divisibility): the kernel compiled
+     * for a batch of one row computes each row exactly as the one for 2048 rows */
+    const char *jit_args = opt ? opt->jit_args : NULL;
+    if (bwd && f->fold) {
+        Buf j = {.a = E->a};
+        buf_puts(&j, "do_not_specialize=[");
+        for (int i = f->fold->nargs, n = 0; i < f->nparams; i++)
+            buf_printf(&j, "%s\"%s\"", n++ ? ", " : "", E->vi[em_find(E, f->params[i])].name);
+        buf_putc(&j, ']');
+        jit_args = buf_str(&j);
+    }
+    if (jit_args)
+        buf_printf(out, "@triton.jit(%s)\n", jit_args);
+    else
+        buf_puts(out, "@triton.jit\n");
 
     /* parameters.  Forward: runtime ones, then the constexprs with their
      * values (runtime parameters specialized to None or 1 unannotated, the

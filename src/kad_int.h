@@ -1305,6 +1305,7 @@ typedef struct EmitOptions {
     int nfwd, nouts;
     bool fragment;      /* only the @triton.jit function: no module comment, no imports (a
                          * second kernel of a module) */
+    const char *jit_args; /* inside @triton.jit(...), e.g. do_not_specialize=[...]; NULL: none */
 } EmitOptions;
 
 /* Appends to out a Python module holding f as one @triton.jit function

@@ -71,7 +71,7 @@ def py_value(text):
 
 
 def jit_functions(text, path, modname):
-    names = re.findall(r"@triton\.jit\ndef (\w+)\(", text)
+    names = re.findall(r"@triton\.jit(?:\(.*\))?\ndef (\w+)\(", text)
     mod = triton_cpu.load_module(path, modname)
     sys.modules[modname] = mod
     return [getattr(mod, n) for n in names]
@@ -107,7 +107,7 @@ def specialization(fn, sig, ints_one):
         if p.is_constexpr or not is_type:
             signature[n] = "constexpr"
             consts[n] = py_value(spelled)
-        elif ints_one and spelled in _INT_TYPES:
+        elif ints_one and spelled in _INT_TYPES and not getattr(p, "do_not_specialize", False):
             signature[n] = "constexpr"
             consts[n] = 1
         else:
