@@ -266,24 +266,29 @@ static void rebuild(Fold *F, Block *b, bool top, AccVec *accs, ValId pid, ValId 
 }
 
 /* The sum kernel of one folded input: d[e] += part[0][e] + ... + part[P-1][e]
- * for e < span, summed in the partials' dtype in the order of q, rounded once;
- * elements whose sum is exactly zero are left alone (no program touched
- * them: they may lie between a strided view's elements, which belong to
- * someone else). */
+ * for e < span, in the partials' dtype, rounded once.  A program owns
+ * FOLD_SUM_BLOCK columns and steps through the rows FOLD_SUM_ROWS at a
+ * time: each step's [rows, columns] tile is summed over its rows by
+ * tl.sum (a fixed tree for the compiled kernel) and added to the running
+ * sum in row order, so the result depends on P alone.  Elements whose sum
+ * is exactly zero are left alone (no program touched them: they may lie
+ * between a strided view's elements, which belong to someone else). */
 Func *fold_sum_kernel(Arena *a, const char *name, Dtype dt, Dtype pdt, Loc loc)
 {
     Func *f = ir_func_new(a, name, loc);
-    int32_t shp[1] = {FOLD_SUM_BLOCK};
+    enum { R = FOLD_SUM_ROWS, C = FOLD_SUM_BLOCK };
+    int32_t sc[1] = {C}, sr[1] = {R}, s2[2] = {R, C}, s1c[2] = {1, C}, sr1[2] = {R, 1};
     ValId part = ir_param_add(f, type_ptr(pdt, 0, NULL), "part", loc);
     ValId d = ir_param_add(f, type_ptr(dt, 0, NULL), "d", loc);
     ValId span = ir_param_add(f, type_scalar(DT_I64), "span", loc);
     ValId nfold = ir_param_add(f, type_scalar(DT_I32), "nfold", loc);
     Block *b = f->body;
-    Type i64 = type_scalar(DT_I64), i32 = type_scalar(DT_I32), t64 = type_tile(DT_I64, 1, shp);
-    Type tp = type_tile(pdt, 1, shp), t1 = type_tile(DT_I1, 1, shp);
+    Type i64 = type_scalar(DT_I64), i32 = type_scalar(DT_I32), t64 = type_tile(DT_I64, 1, sc);
+    Type tp = type_tile(pdt, 1, sc), t1 = type_tile(DT_I1, 1, sc);
+    Type tp2 = type_tile(pdt, 2, s2), t12 = type_tile(DT_I1, 2, s2), t642 = type_tile(DT_I64, 2, s2);
     ValId pid = ir_op1(f, b, OP_CAST, i64, ir_emit(f, b, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc)->res[0], loc);
-    ValId start = ir_op2(f, b, OP_MUL, i64, pid, ir_const_int(f, b, i64, FOLD_SUM_BLOCK, loc), loc);
-    Type ta = type_tile(DT_I32, 1, shp);
+    ValId start = ir_op2(f, b, OP_MUL, i64, pid, ir_const_int(f, b, i64, C, loc), loc);
+    Type ta = type_tile(DT_I32, 1, sc);
     Inst *ar = ir_emit(f, b, OP_ARANGE, NULL, 0, &ta, 1, loc);
     ar->ival = 0;
     ValId lanes = ir_op1(f, b, OP_CAST, t64, ar->res[0], loc);
@@ -291,27 +296,49 @@ Func *fold_sum_kernel(Arena *a, const char *name, Dtype dt, Dtype pdt, Loc loc)
     f->vals.v[offs].name = "offs";
     ValId m = ir_op2(f, b, OP_LT, t1, offs, ir_op1(f, b, OP_BROADCAST, t64, span, loc), loc);
     f->vals.v[m].name = "mask";
+    /* the columns as a [1, C] row, the row numbers as an [R, 1] column */
+    Inst *e1 = ir_emit(f, b, OP_EXPAND_DIMS, &offs, 1, (Type[]){type_tile(DT_I64, 2, s1c)}, 1, loc);
+    e1->ival = 0;
+    ValId cols2 = ir_op1(f, b, OP_BROADCAST, t642, e1->res[0], loc);
+    Inst *e2 = ir_emit(f, b, OP_EXPAND_DIMS, &m, 1, (Type[]){type_tile(DT_I1, 2, s1c)}, 1, loc);
+    e2->ival = 0;
+    ValId m2 = ir_op1(f, b, OP_BROADCAST, t12, e2->res[0], loc);
+    Type tr = type_tile(DT_I32, 1, sr);
+    Inst *rr = ir_emit(f, b, OP_ARANGE, NULL, 0, &tr, 1, loc);
+    rr->ival = 0;
+    Inst *e3 = ir_emit(f, b, OP_EXPAND_DIMS, &rr->res[0], 1, (Type[]){type_tile(DT_I32, 2, sr1)}, 1, loc);
+    e3->ival = 1;
+    ValId rows = ir_op1(f, b, OP_BROADCAST, type_tile(DT_I32, 2, s2), e3->res[0], loc);
+    f->vals.v[rows].name = "rows";
     ValId zero = ir_const_float(f, b, tp, 0.0, loc);
-    ValId fa[4] = {ir_const_int(f, b, i32, 0, loc), nfold, ir_const_int(f, b, i32, 1, loc), zero};
+    ValId fa[4] = {ir_const_int(f, b, i32, 0, loc), nfold, ir_const_int(f, b, i32, R, loc), zero};
     ir_emit(f, b, OP_FOR, fa, 4, &tp, 1, loc);
     int idx = b->insts.n - 1;
     Block *r = ir_inst_add_region(f, &b->insts.v[idx]);
-    ValId q = ir_block_param_add(f, r, i32, "q", loc);
+    ValId q0 = ir_block_param_add(f, r, i32, "q0", loc);
     ValId acc = ir_block_param_add(f, r, tp, "acc", loc);
-    ValId row = ir_op2(f, r, OP_MUL, i64, ir_op1(f, r, OP_CAST, i64, q, loc), span, loc);
-    ValId at = ir_op2(f, r, OP_ADD, t64, offs, ir_op1(f, r, OP_BROADCAST, t64, row, loc), loc);
-    Type pp = type_ptr(pdt, 1, shp);
+    Type ti2 = type_tile(DT_I32, 2, s2);
+    ValId q = ir_op2(f, r, OP_ADD, ti2, ir_op1(f, r, OP_BROADCAST, ti2, q0, loc), rows, loc);
+    ValId mq = ir_op2(f, r, OP_AND, t12, m2,
+                      ir_op2(f, r, OP_LT, t12, q, ir_op1(f, r, OP_BROADCAST, ti2, nfold, loc), loc), loc);
+    ValId at = ir_op2(f, r, OP_ADD, t642,
+                      ir_op2(f, r, OP_MUL, t642, ir_op1(f, r, OP_CAST, t642, q, loc),
+                             ir_op1(f, r, OP_BROADCAST, t642, span, loc), loc),
+                      cols2, loc);
+    Type pp = type_ptr(pdt, 2, s2);
     ValId ptr = ir_op2(f, r, OP_ADDPTR, pp, ir_op1(f, r, OP_BROADCAST, pp, part, loc), at, loc);
-    ValId la[3] = {ptr, m, ir_const_float(f, r, tp, 0.0, loc)};
-    Inst *ld = ir_emit(f, r, OP_LOAD, la, 3, &tp, 1, loc);
+    ValId la[3] = {ptr, mq, ir_const_float(f, r, tp2, 0.0, loc)};
+    Inst *ld = ir_emit(f, r, OP_LOAD, la, 3, &tp2, 1, loc);
     ld->flags = IF_HAS_MASK | IF_HAS_OTHER;
-    ValId nx = ir_op2(f, r, OP_ADD, tp, acc, ld->res[0], loc);
+    Inst *sm = ir_emit(f, r, OP_SUM, &ld->res[0], 1, &tp, 1, loc);
+    sm->ival = 0;
+    ValId nx = ir_op2(f, r, OP_ADD, tp, acc, sm->res[0], loc);
     ir_emit(f, r, OP_YIELD, &nx, 1, NULL, 0, loc);
     ValId total = b->insts.v[idx].res[0];
     f->vals.v[total].name = "total";
     ValId nz = ir_op2(f, b, OP_NE, t1, total, ir_const_float(f, b, tp, 0.0, loc), loc);
     ValId mm = ir_op2(f, b, OP_AND, t1, m, nz, loc);
-    Type dp = type_ptr(dt, 1, shp), td = type_tile(dt, 1, shp);
+    Type dp = type_ptr(dt, 1, sc), td = type_tile(dt, 1, sc);
     ValId dptr = ir_op2(f, b, OP_ADDPTR, dp, ir_op1(f, b, OP_BROADCAST, dp, d, loc), offs, loc);
     ValId da[3] = {dptr, mm, ir_const_float(f, b, td, 0.0, loc)};
     Inst *dl = ir_emit(f, b, OP_LOAD, da, 3, &td, 1, loc);

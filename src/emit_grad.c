@@ -254,7 +254,7 @@ static void print_fold(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0, c
     buf_puts(out, "    if min(grid) <= 0:\n        return\n");
     buf_printf(out, "    dev = args[%d].device\n", at0 + pl->in[0].slot - nfwd);
     buf_puts(out, "    if nfold is None:\n"
-                  "        nfold = (4 * torch.cuda.get_device_properties(dev).multi_processor_count\n"
+                  "        nfold = (2 * torch.cuda.get_device_properties(dev).multi_processor_count\n"
                   "                 if dev.type == \"cuda\" else 3)\n"
                   "    nfold = max(1, min(int(nfold), math.prod(programs)))\n"
                   "    args = list(args)\n"
@@ -396,7 +396,7 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
     }
     buf_puts(&doc, " num_warps, num_stages: passed to the launch when given.");
     if (bwd->fold)
-        buf_printf(&doc, " nfold: the programs (along grid axis %d) that sum the shared gradients (default: 4 per "
+        buf_printf(&doc, " nfold: the programs (along grid axis %d) that sum the shared gradients (default: 2 per "
                          "SM); the sums' last bits depend on it and on nothing else.",
                    bwd->fold->axis);
     (void)0;

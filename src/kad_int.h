@@ -1146,7 +1146,8 @@ typedef struct FoldInput {
     const char *name;  /* x's name */
     Dtype dt;          /* d_<x>'s dtype */
     Dtype pdt;         /* the partials' dtype: fp64 for fp64, else fp32 */
-    Func *sum;         /* (part, d, span, nfold) [grid cdiv(span, FOLD_SUM_BLOCK)]: d += sum of rows */
+    Func *sum;         /* (part, d, span, nfold) [grid cdiv(span, FOLD_SUM_BLOCK)]: d += sum of rows
+                        * (FOLD_SUM_ROWS rows at a time, summed by a reduction, in row order) */
 } FoldInput;
 /* How a folded backward runs.  The forward's programs along the folded axes
  * (G_a, G_b, ...: t = pid_a + G_a * (pid_b + G_b * pid_c) numbers them) are
@@ -1163,7 +1164,7 @@ typedef struct FoldPlan {
     int n;
     FoldInput *in;
 } FoldPlan;
-enum { FOLD_SUM_BLOCK = 1024, FOLD_CPU_PROGRAMS = 3 };
+enum { FOLD_SUM_BLOCK = 64, FOLD_SUM_ROWS = 64, FOLD_CPU_PROGRAMS = 3 };
 static inline int func_nargs(const Func *f) { return (f->fold ? f->fold->nargs : f->nparams) - f->flags.n; }
 /* Folds bw (ad_backward's, before verification) along the grid axes `axes` (bits) for
  * the n inputs whose gradient parameters are params[slot[j]] (names[j]: the
