@@ -306,10 +306,7 @@ Func *fold_sum_kernel(Arena *a, const char *name, Dtype dt, Dtype pdt, Loc loc)
     Type tr = type_tile(DT_I32, 1, sr);
     Inst *rr = ir_emit(f, b, OP_ARANGE, NULL, 0, &tr, 1, loc);
     rr->ival = 0;
-    Inst *e3 = ir_emit(f, b, OP_EXPAND_DIMS, &rr->res[0], 1, (Type[]){type_tile(DT_I32, 2, sr1)}, 1, loc);
-    e3->ival = 1;
-    ValId rows = ir_op1(f, b, OP_BROADCAST, type_tile(DT_I32, 2, s2), e3->res[0], loc);
-    f->vals.v[rows].name = "rows";
+    ValId rows = rr->res[0];
     ValId zero = ir_const_float(f, b, tp, 0.0, loc);
     ValId fa[4] = {ir_const_int(f, b, i32, 0, loc), nfold, ir_const_int(f, b, i32, R, loc), zero};
     ir_emit(f, b, OP_FOR, fa, 4, &tp, 1, loc);
@@ -318,7 +315,11 @@ Func *fold_sum_kernel(Arena *a, const char *name, Dtype dt, Dtype pdt, Loc loc)
     ValId q0 = ir_block_param_add(f, r, i32, "q0", loc);
     ValId acc = ir_block_param_add(f, r, tp, "acc", loc);
     Type ti2 = type_tile(DT_I32, 2, s2);
-    ValId q = ir_op2(f, r, OP_ADD, ti2, ir_op1(f, r, OP_BROADCAST, ti2, q0, loc), rows, loc);
+    /* the rows q0 .. q0 + R - 1 as an [R, C] tile (1-D first: a scalar plus a range) */
+    ValId q1 = ir_op2(f, r, OP_ADD, tr, ir_op1(f, r, OP_BROADCAST, tr, q0, loc), rows, loc);
+    Inst *e3 = ir_emit(f, r, OP_EXPAND_DIMS, &q1, 1, (Type[]){type_tile(DT_I32, 2, sr1)}, 1, loc);
+    e3->ival = 1;
+    ValId q = ir_op1(f, r, OP_BROADCAST, ti2, e3->res[0], loc);
     ValId mq = ir_op2(f, r, OP_AND, t12, m2,
                       ir_op2(f, r, OP_LT, t12, q, ir_op1(f, r, OP_BROADCAST, ti2, nfold, loc), loc), loc);
     ValId at = ir_op2(f, r, OP_ADD, t642,
