@@ -923,6 +923,47 @@ static bool sites_exclusive(const StoreSite *x, const StoreSite *y)
     return false;
 }
 
+/* Do two stores outside loops, through one parameter, never write the same
+ * element in the whole launch?  Then neither overwrites the other, and each
+ * store's adjoint reads its own elements of the output gradient (rotary
+ * embeddings store a row's two halves through two tl.stores).  Proof: in
+ * one program they touch disjoint elements (access_disjoint), and no two
+ * programs share an element of their union (access_private over every grid
+ * axis). */
+static bool sites_disjoint(Ad *ad, const StoreSite *x, const StoreSite *y)
+{
+    if (x->loop_depth || y->loop_depth || x->root <= 0 || x->root != y->root)
+        return false;
+    Access *A = access_analyze(ad->a, ad->fw);
+    if (access_base(A, x->store) != x->root - 1 || access_base(A, y->store) != x->root - 1)
+        return false;
+    /* within a program, proven outright (a condition there, `n <= 0` when the masks are the
+     * same, would only turn this refusal into one at every launch); across programs, possibly
+     * under a condition on the strides */
+    if (access_disjoint(A, x->store, y->store).v != ACC_PROVEN)
+        return false;
+    const Inst *both[2] = {x->store, y->store};
+    AccResult r[2] = {{ACC_PROVEN, NULL, NULL}, access_private(A, both, 2, 7)};
+    for (int i = 0; i < 2; i++)
+        if (r[i].v != ACC_PROVEN &&
+            (r[i].v != ACC_PROVEN_IF || !access_cond_python(A, r[i].cond) || !access_cond_host(A, r[i].cond, "a", "g")))
+            return false;
+    /* under runtime conditions: launch guards (the launcher and the interpreter refuse a
+     * launch that breaks one) */
+    for (int i = 0; i < 2; i++)
+        if (r[i].v == ACC_PROVEN_IF) {
+            const char *root = ad->fw->vals.v[ad->fw->params[x->root - 1]].name;
+            FuncGuard g = {A, r[i].cond, y->store->loc,
+                           arena_printf(ad->a, "stores to output '%s' at lines %d and %d: the backward is right only "
+                                               "when they never write one element, which needs %s; this launch "
+                                               "breaks it",
+                                        root ? root : "?", x->store->loc.line, y->store->loc.line,
+                                        access_cond_python(A, r[i].cond))};
+            vec_push(ad->a, ad->guards, g);
+        }
+    return true;
+}
+
 /* Does the later of two stores overwrite the earlier one exactly where it
  * writes: the same block (both run, in program order, in the same
  * iteration) and the same pointer value (the same addresses, lane by
@@ -1222,7 +1263,8 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
                 for (int k = 0; k < sites->n; k++) {
                     const StoreSite *o = &sites->v[k];
                     if (!roots_meet(ad, o->root, r) || sites_overwrite(o, &site) ||
-                        (!o->loop_depth && !loop_depth && sites_exclusive(o, &site)))
+                        (!o->loop_depth && !loop_depth && sites_exclusive(o, &site)) ||
+                        sites_disjoint(ad, o, &site))
                         continue;
                     diag_error(ad->d, in->loc,
                                "output '%s' is stored at more than one site (first at line %d) and "

@@ -4,12 +4,15 @@
 # `where(mask2, 0, load(d_y, mask1))`, and nothing after a later unmasked
 # store (overwrite_all: exp(x) gets no gradient, and is not recomputed).
 # The same in the body of a chunked loop whose iterations write disjoint
-# addresses (chunked_twice).  Refusals: refuse_store_twice.py.
+# addresses (chunked_twice).  Two stores proven never to write one element
+# (disjoint_halves: a row's two halves) each read their own part of d_y;
+# the launcher guards the stride condition.  Refusals: refuse_store_twice.py.
 # RUN: grad %s:overwrite_all --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=16' --wrt x_ptr --out y_ptr
 # RUN: grad %s:overwrite_masked --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,k=i32,BLOCK=16' --wrt x_ptr --out y_ptr
 # RUN: grad %s:three_stores --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=16' --wrt x_ptr --out y_ptr
 # RUN: grad %s:scalar_twice --ir --sig 'x_ptr=*fp32,y_ptr=*fp32' --wrt x_ptr --out y_ptr
 # RUN: grad %s:chunked_twice --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16' --wrt x_ptr --out y_ptr
+# RUN: grad %s:disjoint_halves --sig 'x_ptr=*fp32,y_ptr=*fp32,stride=i32,HALF=8' --wrt x_ptr --out y_ptr
 import triton
 import triton.language as tl
 
@@ -56,3 +59,13 @@ def chunked_twice(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
         x = tl.load(x_ptr + row + offs, mask=m)
         tl.store(y_ptr + row + offs, x * 2.0, mask=m)
         tl.store(y_ptr + row + offs, tl.exp(x), mask=m & (x > 0.0))
+
+
+@triton.jit
+def disjoint_halves(x_ptr, y_ptr, stride, HALF: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, HALF)
+    a = tl.load(x_ptr + row * stride + offs)
+    b = tl.load(x_ptr + row * stride + HALF + offs)
+    tl.store(y_ptr + row * stride + offs, a * 2.0 - b * b)
+    tl.store(y_ptr + row * stride + HALF + offs, b * 3.0 + a * b)

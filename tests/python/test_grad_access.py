@@ -118,6 +118,48 @@ def _compare(fn, ref, leaves):
         torch.testing.assert_close(g, t.grad, **TOL)
 
 
+@triton.jit
+def two_halves(x_ptr, y_ptr, stride, HALF: tl.constexpr):
+    # a row's two halves stored by two tl.store calls (as rotary embeddings do)
+    row = tl.program_id(0)
+    offs = tl.arange(0, HALF)
+    a = tl.load(x_ptr + row * stride + offs)
+    b = tl.load(x_ptr + row * stride + HALF + offs)
+    tl.store(y_ptr + row * stride + offs, a * 2.0 - b * b)
+    tl.store(y_ptr + row * stride + HALF + offs, b * 3.0 + a * b)
+
+
+def test_two_store_sites_disjoint():
+    """Two stores that never write one element: each reads its own part of the output gradient;
+    x's two load sites are private to the row program (no atomics)."""
+    k = kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])(two_halves)
+    torch.manual_seed(0)
+    x = _leaf(5, 16)
+
+    def fn(x):
+        y = torch.empty_like(x)
+        k[(5,)](x, y, 16, HALF=8)
+        return y
+
+    def ref(x):
+        a, b = x[:, :8], x[:, 8:]
+        return torch.cat([a * 2.0 - b * b, b * 3.0 + a * b], dim=1)
+    _compare(fn, ref, [x])
+    src = kad.backward_source(k, (5,), x, torch.empty_like(x), 16, HALF=8)
+    assert "d_x_ptr is added without atomics (deterministic) when" in src
+    assert "stores to output 'y_ptr' at lines" in src  # the launch guard
+
+
+def test_two_store_sites_overlapping_launch_refused():
+    """Rows 12 apart with 16 columns: the two halves of neighbouring rows overlap."""
+    k = kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])(two_halves)
+    x = _leaf(61)
+    y = torch.zeros(61, device=DEVICE)
+    with pytest.raises((kad.KadError, ValueError), match=r"never write one element.*this launch breaks it"):
+        k[(4,)](x, y, 12, HALF=8)
+        y.sum().backward()
+
+
 def test_persistent_rows():
     k = kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])(persistent_rows)
     torch.manual_seed(0)
