@@ -204,10 +204,8 @@ static void rewrite_args(Fold *F, Inst *in)
 static void rebuild(Fold *F, Block *b, bool top, AccVec *accs, ValId pid, ValId total, ValId step, Dtype pdt)
 {
     Func *f = F->f;
-    Inst *old = b->insts.v;
-    int nold = b->insts.n;
-    b->insts.v = NULL;
-    b->insts.n = b->insts.cap = 0;
+    int nold;
+    Inst *old = ir_block_detach(b, &nold);
     for (int k = 0; k < nold; k++) {
         Inst in = old[k];
         rewrite_args(F, &in);

@@ -1259,6 +1259,29 @@ static void fold_candidate(Ad *ad, Access *A, int i, const Inst *l, unsigned ind
     ad->why[i] = NULL;
 }
 
+/* Input i's gradient mode from a verdict: `proven` when r is PROVEN; when
+ * it is PROVEN_IF, `cond` under r's condition (the launcher's flag) if the
+ * launcher can evaluate it, with why_if (a format taking the condition)
+ * saying why the atomics remain when it fails.  False for other verdicts. */
+static bool take_verdict(Ad *ad, Access *A, int i, AccResult r, int proven, int cond, const char *why_if)
+{
+    if (r.v == ACC_PROVEN) {
+        ad->plain[i] = (uint8_t)proven;
+        ad->why[i] = NULL;
+        return true;
+    }
+    if (r.v != ACC_PROVEN_IF)
+        return false;
+    const char *py = access_cond_python(A, r.cond);
+    ad->why[i] = arena_printf(ad->a, why_if, py ? py : "a condition on runtime values holds");
+    if (py && cond_checkable(ad, A, r.cond)) {
+        ad->plain[i] = (uint8_t)cond;
+        ad->cond[i] = r.cond;
+        ad->when[i] = py;
+    }
+    return true;
+}
+
 /* Input i is loaded at several sites (LayerNorm reads x's row in three
  * loops): its gradient needs no atomics when the elements one program
  * reads, through all the sites, are read by no other program
@@ -1279,19 +1302,10 @@ static void private_sites(Ad *ad, Access *A, int i, const InstPtrVec *ls)
         }
     }
     AccResult r = access_private(A, ls->v, ls->n, 7);
-    if (r.v == ACC_PROVEN) {
-        ad->plain[i] = 4;
-        *why = NULL;
-    } else if (r.v == ACC_PROVEN_IF) {
-        const char *py = access_cond_python(A, r.cond);
-        *why = arena_printf(ad->a, "it is loaded at several sites, whose elements no two programs share only when %s",
-                            py ? py : "a condition on runtime values holds");
-        if (py && cond_checkable(ad, A, r.cond)) {
-            ad->plain[i] = 5;
-            ad->cond[i] = r.cond;
-            ad->when[i] = py;
-        }
-    } else if (r.why) {
+    if (take_verdict(ad, A, i, r, 4, 5, "it is loaded at several sites, whose elements no two programs share "
+                                         "only when %s"))
+        return;
+    if (r.why) {
         *why = arena_printf(ad->a, "it is loaded at several sites, and programs may share elements (%s)", r.why);
     }
 }
@@ -1345,23 +1359,13 @@ static void plain_inputs(Ad *ad)
             continue;
         }
         AccResult r = access_injective(A, l, ACC_VARY_PIDS | ACC_VARY_LOOPS | ACC_VARY_LANES);
-        unsigned axes = 0;
-        if (r.v == ACC_PROVEN)
-            ad->plain[i] = 1;
-        else if (r.v == ACC_PROVEN_IF) {
-            const char *py = access_cond_python(A, r.cond);
-            *why = arena_printf(ad->a, "elements are distinct per lane, iteration and program only when %s",
-                                py ? py : "a condition on runtime values holds");
-            if (py && cond_checkable(ad, A, r.cond)) {
-                ad->plain[i] = 2;
-                ad->cond[i] = r.cond;
-                ad->when[i] = py;
-            }
-        }
-        else if (r.v == ACC_NOT_INJECTIVE && access_pid_independent(A, l, &axes) &&
-                 (axes & (used_axes(fw->body) | !used_axes(fw->body)))) {
+        if (take_verdict(ad, A, i, r, 1, 2, "elements are distinct per lane, iteration and program only when %s"))
+            continue;
+        /* the grid axes the kernel tells apart (axis 0 when it uses none) */
+        unsigned axes = 0, used = used_axes(fw->body), told = used ? used : 1;
+        if (r.v == ACC_NOT_INJECTIVE && access_pid_independent(A, l, &axes) && (axes & told)) {
             int k = 0;
-            while (!(axes & (used_axes(fw->body) | !used_axes(fw->body)) & (1u << k)))
+            while (!(axes & told & (1u << k)))
                 k++;
             *why = arena_printf(ad->a, "it is shared across programs (its address does not depend on "
                                        "tl.program_id(%d))", k);

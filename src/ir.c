@@ -603,6 +603,15 @@ void ir_print(Buf *b, const Func *f)
     buf_puts(b, "}\n");
 }
 
+Inst *ir_block_detach(Block *b, int *n)
+{
+    Inst *old = b->insts.v;
+    *n = b->insts.n;
+    b->insts.v = NULL;
+    b->insts.n = b->insts.cap = 0;
+    return old;
+}
+
 char *ir_to_string(Arena *a, const Func *f)
 {
     Buf b = {.a = a};

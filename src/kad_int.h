@@ -565,6 +565,9 @@ ValId ir_const_int(Func *f, Block *b, Type ty, int64_t v, Loc loc);
 ValId ir_const_float(Func *f, Block *b, Type ty, double v, Loc loc);
 /* Adds a region to inst (a for/if/while being built). */
 Block *ir_inst_add_region(Func *f, Inst *inst);
+/* Empties b's instruction list and returns its old array (*n entries), for
+ * a pass that rebuilds the block from it. */
+Inst *ir_block_detach(Block *b, int *n);
 static inline Type ir_type(const Func *f, ValId v) { return f->vals.v[v].ty; }
 
 /* The textual form (see docs/IR.md, "Textual IR"):

@@ -553,10 +553,8 @@ static void simplify_region(S *s, Block *r)
 
 static void simplify_block(S *s, Block *b)
 {
-    Inst *old = b->insts.v;
-    int nold = b->insts.n;
-    b->insts.v = NULL;
-    b->insts.n = b->insts.cap = 0;
+    int nold;
+    Inst *old = ir_block_detach(b, &nold);
     for (int i = 0; i < nold; i++) {
         Inst in = old[i];
         for (int k = 0; k < in.nargs; k++)
