@@ -393,14 +393,13 @@ static void defs_of(const Block *b, const Inst **def, int nv)
 }
 
 /* The top-level sites of the old body (positions), one accumulator each. */
-static bool top_sites(Fold *F, const Block *b, AccVec *accs)
+static void top_sites(Fold *F, const Block *b, AccVec *accs)
 {
     for (int k = 0; k < b->insts.n; k++) {
         const Inst *in = &b->insts.v[k];
         if (in->op == OP_ATOMIC_ADD && der(F, in->args[0]))
             vec_push(F->a, *accs, ((Acc){.site = k}));
     }
-    return true;
 }
 
 Dtype fold_partial_dtype(Dtype dt) { return dt == DT_F64 ? DT_F64 : DT_F32; }

@@ -252,6 +252,9 @@ static void print_fold(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0, c
     buf_printf(out, "    programs = [grid[k] for k in (%s%s)]  # the forward's, along the folded axes\n", buf_str(&ax),
                multi ? "" : ",");
     buf_puts(out, "    if min(grid) <= 0:\n        return\n");
+    if (multi)
+        buf_puts(out, "    if math.prod(programs) >= 2**31:\n"
+                      "        raise ValueError(f\"the folded grid has {math.prod(programs)} programs: more than 2**31 - 1\")\n");
     buf_printf(out, "    dev = args[%d].device\n", at0 + pl->in[0].slot - nfwd);
     buf_puts(out, "    if nfold is None:\n"
                   "        nfold = (2 * torch.cuda.get_device_properties(dev).multi_processor_count\n"

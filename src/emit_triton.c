@@ -1066,18 +1066,33 @@ static void print_backward_body(Emitter *E, Buf *text)
     const Block *body = f->body;
     if (f->fold) { /* ad_fold: one loop over the forward's programs */
         const FoldPlan *pl = f->fold;
+        Buf c = {.a = E->a};
+        buf_puts(&c, "folded grid (deterministic sums): this program runs the forward's programs ");
         if (pl->axes & (pl->axes - 1))
-            buf_printf(text, "    # folded grid (deterministic sums): this program runs the forward's programs t = q, q + nfold,\n"
-                             "    # q + 2 * nfold, ... (t numbers the programs of the folded axes) in order, summing the\n"
-                             "    # gradient of");
+            buf_puts(&c, "t = q, q + nfold, q + 2 * nfold, ... (t numbers the programs of the folded axes)");
         else
-            buf_printf(text, "    # folded grid (deterministic sums): this program runs the forward's programs q, q + nfold,\n"
-                             "    # q + 2 * nfold, ... along axis %d in order, summing the gradient of", pl->axis);
+            buf_printf(&c, "q, q + nfold, q + 2 * nfold, ... along axis %d", pl->axis);
+        buf_puts(&c, " in order, summing the gradient of");
         for (int j = 0; j < pl->n; j++)
-            buf_printf(text, "%s %s", j == 0 ? "" : j + 1 == pl->n ? " and" : ",", pl->in[j].name);
-        buf_puts(text, " into\n    # its own row of partials, which the sum kernel");
-        buf_puts(text, pl->n > 1 ? "s add" : " adds");
-        buf_puts(text, " in a fixed order\n");
+            buf_printf(&c, "%s %s", j == 0 ? "" : j + 1 == pl->n ? " and" : ",", pl->in[j].name);
+        buf_printf(&c, " into its own row of partials, which the sum kernel%s in a fixed order",
+                   pl->n > 1 ? "s add" : " adds");
+        /* wrapped at spaces into comment lines */
+        const char *p = buf_str(&c);
+        while (*p) {
+            size_t room = LINE_LIMIT - 6, n = strlen(p);
+            if (n > room) {
+                n = room;
+                while (n > 0 && p[n] != ' ')
+                    n--;
+                if (n == 0)
+                    n = room;
+            }
+            buf_printf(text, "    # %.*s\n", (int)n, p);
+            p += n;
+            while (*p == ' ')
+                p++;
+        }
         em_print_block(E, text, body, E->body, 1);
         return;
     }
