@@ -1,4 +1,4 @@
-/* access.c -- affine access analysis of loads, stores and atomics.
+/* access.c -- affine access analysis of loads, stores and atomics: the forms.
  *
  * Job: for every memory instruction, the element it touches as
  *     base parameter + c0 + sum_v coef_v * v
@@ -11,116 +11,28 @@
  * pointers advanced by a loop-invariant amount (`p += BLOCK`) are
  * inductions init + inc * t.  The access's mask, the bounds of enclosing
  * `for` loops, `while` conditions and `if` conditions give constraints
- * `form < 0` on the variables.
+ * `form < 0` on the variables.  Anything not expressible (data-dependent
+ * offsets, products of two varying values, GROUP_M swizzles) is an unknown
+ * form with its reason, never guessed.  The decisions over the forms and
+ * constraints (injectivity, disjointness, private footprints), and the
+ * printing and evaluation of their runtime conditions, are in
+ * access_decide.c; the types both files share are in access_int.h.
  *
- * Decision (access_injective): order the varied variables so that each
- * coefficient exceeds the largest span the earlier ones can cover (a
- * mixed-radix argument; the span of a group of variables is bounded by
- * their extents or by a constraint on exactly that group, as
- * `cols + BLOCK * t < N`).  Each step is a polynomial inequality; those
- * that cannot be decided statically form the runtime condition of
- * ACC_PROVEN_IF.  A pair of variables with constant coefficients that can
- * cancel (a witness), or a variable the address does not depend on, makes
- * it ACC_NOT_INJECTIVE.  Anything not expressible (data-dependent offsets,
- * products of two varying values, GROUP_M swizzles) is ACC_UNKNOWN, never
- * guessed.
+ * Assumption: integer offsets do not wrap (as the kernel itself assumes).
  *
- * Assumptions: integer offsets do not wrap (as the kernel itself assumes);
- * a symbol bounding an enabled lane from above (`cols < n`) is at least 1
- * when the domain is not empty (an empty domain is trivially injective).
- *
- * Requires: a verified Func that stays unchanged.  Keeps: the Func.  All
- * memory lives in the caller's arena.
+ * Requires: a verified Func that stays unchanged.  Keeps: the Func.
+ * Guarantees: forms are built lazily (site_form) and memoized per value;
+ * every form is exact or unknown.  All memory lives in the caller's arena.
  */
 #include <string.h>
 
-#include "kad_int.h"
-
-#define AC_NTERM 10
-#define AC_LIMIT ((int64_t)1 << 40) /* beyond this, give up (no overflow) */
-#define NVAR_MAX 60                  /* variable ids fit a uint64_t mask */
-#define V_PID 0                      /* vars 0..2: program ids */
-#define V_LANE 3                     /* vars 3..6: lane axes */
-#define V_DYN 7                      /* loops and fresh variables from here */
-#define V_HOLE 63                    /* placeholder for a carried value */
-
-enum { SYM_PARAM, SYM_NPROG, SYM_VAL };
-enum { VK_PID, VK_LANE, VK_LOOP, VK_DIV, VK_MOD };
-
-typedef struct AcTerm {
-    int var;
-    AccPoly c;
-} AcTerm;
-
-/* An affine form; why != NULL: unknown, with the reason. */
-typedef struct AcForm {
-    const char *why;
-    int base; /* pointers: param index + 1 */
-    AccPoly c0;
-    int nt;
-    AcTerm t[AC_NTERM]; /* sorted by var, coefficients non-zero */
-} AcForm;
-
-typedef struct AcSym {
-    int kind;
-    ValId v;   /* SYM_PARAM, SYM_VAL */
-    int axis;  /* SYM_NPROG */
-    uint64_t dep; /* vars (pids, loops) it may depend on */
-} AcSym;
-
-typedef struct AcVar {
-    int kind;
-    int loop;        /* VK_LOOP: index into loops */
-    const AcForm *e; /* VK_DIV, VK_MOD: e // d, e % d */
-    AccPoly d;
-    bool has_max;    /* max: the largest value (the smallest is 0) */
-    AccPoly max;
-    uint64_t dep;    /* original variables it is a function of */
-} AcVar;
-
-typedef struct AcLoop {
-    const Inst *in;
-    int parent; /* enclosing loop index, or -1 */
-    int var;
-} AcLoop;
-
-/* One memory instruction and its context. */
-typedef struct AcSite {
-    const Inst *in;
-    uint64_t loops;      /* var bits of the enclosing loops */
-    Vec(ValId) ctx;      /* conditions known true: enclosing `if` then-branches, `while` conditions */
-    Vec(int) fors;       /* enclosing `for` loops (their bounds) */
-    const AcForm *form;  /* the offset (NULL until asked) */
-} AcSite;
-
-struct Access {
-    Arena *a;
-    const Func *f;
-    const char **names;
-    int nv;
-    const Inst **def;  /* by ValId */
-    int *owner;        /* by ValId: loop index of a region param, -1 */
-    int *slot;         /* by ValId: its slot (for: 0 = iv) */
-    int *inloop;       /* by ValId: innermost enclosing loop + 1, 0 outside */
-    const AcForm **memo;
-    uint8_t *busy;
-    uint64_t *dep;
-    uint8_t *dep_done;
-    int hole_depth;
-    Vec(const AcForm **) log; /* memo entries set while a carried value is open */
-    Vec(AcLoop) loops;
-    Vec(AcVar) vars;
-    Vec(AcSym) syms;
-    Vec(AcSite) sites;
-    unsigned pid_axes; /* the grid axes some tl.program_id reads */
-    const char *host_args, *host_grid; /* printing for the host (access_cond_host), else NULL */
-};
+#include "access_int.h"
 
 /* ------------------------------------------------------------------ */
 /* Polynomials                                                         */
 /* ------------------------------------------------------------------ */
 
-static AccPoly pconst(int64_t k)
+AccPoly pconst(int64_t k)
 {
     AccPoly p = {0};
     if (k) {
@@ -138,10 +50,10 @@ static int mono_cmp(const AccMono *x, const AccMono *y)
     return 0;
 }
 
-static bool in_limit(int64_t k) { return k < AC_LIMIT && k > -AC_LIMIT; }
+bool in_limit(int64_t k) { return k < AC_LIMIT && k > -AC_LIMIT; }
 
 /* Adds k * m's symbols into p, keeping monomials sorted and non-zero. */
-static bool padd_mono(AccPoly *p, AccMono m)
+bool padd_mono(AccPoly *p, AccMono m)
 {
     if (!m.k)
         return true;
@@ -166,7 +78,7 @@ static bool padd_mono(AccPoly *p, AccMono m)
     return true;
 }
 
-static bool padd(AccPoly *r, const AccPoly *x, const AccPoly *y, int64_t sy)
+bool padd(AccPoly *r, const AccPoly *x, const AccPoly *y, int64_t sy)
 {
     AccPoly p = *x;
     for (int i = 0; i < y->n; i++) {
@@ -179,7 +91,7 @@ static bool padd(AccPoly *r, const AccPoly *x, const AccPoly *y, int64_t sy)
     return true;
 }
 
-static bool pmul(AccPoly *r, const AccPoly *x, const AccPoly *y)
+bool pmul(AccPoly *r, const AccPoly *x, const AccPoly *y)
 {
     AccPoly p = {0};
     for (int i = 0; i < x->n; i++)
@@ -218,7 +130,7 @@ static bool pscale(AccPoly *r, const AccPoly *x, int64_t k)
     return pmul(r, x, &c);
 }
 
-static bool pis_const(const AccPoly *p, int64_t *k)
+bool pis_const(const AccPoly *p, int64_t *k)
 {
     if (p->n == 0) {
         *k = 0;
@@ -231,7 +143,7 @@ static bool pis_const(const AccPoly *p, int64_t *k)
     return false;
 }
 
-static bool peq(const AccPoly *x, const AccPoly *y)
+bool peq(const AccPoly *x, const AccPoly *y)
 {
     if (x->n != y->n)
         return false;
@@ -242,7 +154,7 @@ static bool peq(const AccPoly *x, const AccPoly *y)
 }
 
 /* p / k when every coefficient is divisible by k. */
-static bool pdiv_exact(AccPoly *r, const AccPoly *p, int64_t k)
+bool pdiv_exact(AccPoly *r, const AccPoly *p, int64_t k)
 {
     if (k == 0)
         return false;
@@ -260,7 +172,7 @@ static bool pdiv_exact(AccPoly *r, const AccPoly *p, int64_t k)
 /* Symbols and signs                                                   */
 /* ------------------------------------------------------------------ */
 
-static int sym_intern(Access *A, int kind, ValId v, int axis, uint64_t dep)
+int sym_intern(Access *A, int kind, ValId v, int axis, uint64_t dep)
 {
     for (int i = 0; i < A->syms.n; i++)
         if (A->syms.v[i].kind == kind && A->syms.v[i].v == v && A->syms.v[i].axis == axis)
@@ -270,7 +182,7 @@ static int sym_intern(Access *A, int kind, ValId v, int axis, uint64_t dep)
     return A->syms.n;
 }
 
-static AccPoly psym(int id)
+AccPoly psym(int id)
 {
     AccPoly p = {0};
     p.n = 1;
@@ -279,12 +191,6 @@ static AccPoly psym(int id)
     return p;
 }
 
-/* Facts: the symbols known >= 1 (num_programs; upper bounds of enabled
- * lanes).  pos is a bit set over symbol ids (ids < 64; others unknown). */
-typedef struct Facts {
-    uint64_t pos;
-} Facts;
-
 static bool sym_pos(const Facts *F, int id) { return id < 64 && (F->pos >> id & 1); }
 
 /* Is p >= 0 for every value of the symbols satisfying the facts?  Sound,
@@ -292,7 +198,7 @@ static bool sym_pos(const Facts *F, int id) { return id < 64 && (F->pos >> id & 
  * k'*X*Y (Y's symbols >= 1, X's >= 0), a negative constant by any positive
  * monomial of symbols >= 1; what is left must be positive monomials of
  * non-negative symbols and a non-negative constant. */
-static bool pnonneg(const Facts *F, const AccPoly *p)
+bool pnonneg(const Facts *F, const AccPoly *p)
 {
     AccPoly q = *p;
     for (int i = 0; i < q.n; i++)
@@ -335,7 +241,7 @@ static bool pnonneg(const Facts *F, const AccPoly *p)
 /* Forms                                                               */
 /* ------------------------------------------------------------------ */
 
-static AcForm *fnew(Access *A) { return arena_alloc(A->a, sizeof(AcForm)); }
+AcForm *fnew(Access *A) { return arena_alloc(A->a, sizeof(AcForm)); }
 
 static const AcForm *funknown(Access *A, const char *why)
 {
@@ -346,7 +252,7 @@ static const AcForm *funknown(Access *A, const char *why)
 
 static bool fis_const(const AcForm *f) { return !f->why && f->nt == 0; }
 
-static AccPoly *fcoef(AcForm *f, int var)
+AccPoly *fcoef(AcForm *f, int var)
 {
     for (int i = 0; i < f->nt; i++)
         if (f->t[i].var == var)
@@ -380,10 +286,10 @@ static bool fadd_term(AcForm *f, int var, const AccPoly *c)
     return true;
 }
 
-static const char *const too_big = "the offset has too many terms";
+const char *const too_big = "the offset has too many terms";
 
 /* x + s * y */
-static const AcForm *fadd(Access *A, const AcForm *x, const AcForm *y, int64_t s)
+const AcForm *fadd(Access *A, const AcForm *x, const AcForm *y, int64_t s)
 {
     if (x->why)
         return x;
@@ -422,7 +328,7 @@ static const AcForm *fscale(Access *A, const AcForm *x, const AccPoly *p)
     return r;
 }
 
-static bool feq(const AcForm *x, const AcForm *y)
+bool feq(const AcForm *x, const AcForm *y)
 {
     if (x->why || y->why || x->base != y->base || x->nt != y->nt || !peq(&x->c0, &y->c0))
         return false;
@@ -434,7 +340,7 @@ static bool feq(const AcForm *x, const AcForm *y)
 
 /* Variables that f depends on, as a mask over the original variables
  * (fresh ones replaced by what they depend on; symbols by their deps). */
-static uint64_t fdeps(const Access *A, const AcForm *f)
+uint64_t fdeps(const Access *A, const AcForm *f)
 {
     uint64_t m = 0;
     for (int i = 0; i < f->nt; i++) {
@@ -556,9 +462,9 @@ static const AcForm *fremap(Access *A, const AcForm *f, const int *map, const in
     return r;
 }
 
-static Type vty(const Access *A, ValId v) { return A->f->vals.v[v].ty; }
+Type vty(const Access *A, ValId v) { return A->f->vals.v[v].ty; }
 
-static const char *vname(const Access *A, ValId v)
+const char *vname(const Access *A, ValId v)
 {
     const char *n = A->names[v];
     return n ? n : "?";
@@ -595,7 +501,7 @@ static uint64_t deps(Access *A, ValId v)
 static const AcForm *form_of(Access *A, ValId v);
 
 /* v as a polynomial (its form has no variables), else NULL. */
-static const AccPoly *poly_of(Access *A, ValId v)
+const AccPoly *poly_of(Access *A, ValId v)
 {
     const AcForm *f = form_of(A, v);
     return fis_const(f) && !f->base ? &f->c0 : NULL;
@@ -609,7 +515,7 @@ static const AcForm *fpoly(Access *A, AccPoly p)
 }
 
 /* Facts that hold everywhere: num_programs >= 1. */
-static Facts base_facts(const Access *A)
+Facts base_facts(const Access *A)
 {
     Facts F = {0};
     for (int i = 0; i < A->syms.n && i + 1 < 64; i++)
@@ -1001,7 +907,7 @@ Access *access_analyze(Arena *a, const Func *f)
 int access_count(const Access *A) { return A->sites.n; }
 const Inst *access_inst(const Access *A, int i) { return A->sites.v[i].in; }
 
-static AcSite *site_of(Access *A, const Inst *mem)
+AcSite *site_of(Access *A, const Inst *mem)
 {
     for (int i = 0; i < A->sites.n; i++)
         if (A->sites.v[i].in == mem)
@@ -1009,7 +915,7 @@ static AcSite *site_of(Access *A, const Inst *mem)
     return NULL;
 }
 
-static const AcForm *site_form(Access *A, AcSite *s)
+const AcForm *site_form(Access *A, AcSite *s)
 {
     if (!s->form) {
         const AcForm *f = form_of(A, s->in->args[0]);
@@ -1030,8 +936,6 @@ int access_base(Access *A, const Inst *mem)
 /* ------------------------------------------------------------------ */
 /* Constraints                                                         */
 /* ------------------------------------------------------------------ */
-
-typedef Vec(const AcForm *) Cons; /* each: form < 0 */
 
 /* The constraints an i1 value implies where it is true. */
 static void cons_of(Access *A, ValId m, Cons *out, int depth)
@@ -1083,7 +987,7 @@ static void cons_of(Access *A, ValId m, Cons *out, int depth)
     }
 }
 
-static Cons site_cons(Access *A, AcSite *s)
+Cons site_cons(Access *A, AcSite *s)
 {
     Cons cs = {0};
     const Inst *in = s->in;
@@ -1107,7 +1011,7 @@ static Cons site_cons(Access *A, AcSite *s)
 
 /* Facts from constraints: sum c_i x_i + c0 < 0 with every c_i >= 0 means
  * -c0 >= 1 on a non-empty domain; when -c0 = sym + k, k <= 0, sym >= 1. */
-static void add_facts(Access *A, const Cons *cs, Facts *F)
+void add_facts(Access *A, const Cons *cs, Facts *F)
 {
     for (int round = 0; round < 2; round++)
         for (int i = 0; i < cs->n; i++) {
@@ -1132,1379 +1036,4 @@ static void add_facts(Access *A, const Cons *cs, Facts *F)
                 F->pos |= (uint64_t)1 << sym;
         }
     (void)A;
-}
-
-/* ------------------------------------------------------------------ */
-/* The decision                                                        */
-/* ------------------------------------------------------------------ */
-
-static const char *var_str(Access *A, int v);
-static const char *poly_str(Access *A, const AccPoly *p, bool py);
-
-typedef struct Dec {
-    Access *A;
-    const AcForm *f;
-    const Cons *cs;
-    Facts F;
-    int n;
-    int var[AC_NTERM];
-    AccPoly coef[AC_NTERM];
-    int32_t *shape;
-    int rank;
-    int nskip;    /* chain: the first nskip variables of the order need not be
-                   * recovered (access_private's per-program part) */
-    AccPoly init; /* chain: the span before the first variable */
-} Dec;
-
-/* The largest value of variable v, if known. */
-static bool var_max(Dec *D, int v, AccPoly *mx)
-{
-    Access *A = D->A;
-    AccPoly one = pconst(1);
-    if (v < V_LANE) {
-        int id = sym_intern(A, SYM_NPROG, 0, v, 0);
-        AccPoly np = psym(id);
-        if (id < 64)
-            D->F.pos |= (uint64_t)1 << id;
-        return padd(mx, &np, &one, -1);
-    }
-    if (v < V_DYN) {
-        *mx = pconst(v - V_LANE < D->rank ? D->shape[v - V_LANE] - 1 : 0);
-        return true;
-    }
-    const AcVar *x = &A->vars.v[v];
-    if (x->has_max) {
-        *mx = x->max;
-        return true;
-    }
-    if (x->kind == VK_LOOP) {
-        const Inst *loop = A->loops.v[x->loop].in;
-        int64_t lb, ub, st;
-        const AccPoly *p0, *p1, *p2;
-        if (loop->op == OP_FOR && (p0 = poly_of(A, loop->args[0])) && (p1 = poly_of(A, loop->args[1])) &&
-            (p2 = poly_of(A, loop->args[2])) && pis_const(p0, &lb) && pis_const(p1, &ub) &&
-            pis_const(p2, &st) && st > 0) {
-            int64_t trip = ub > lb ? (ub - lb + st - 1) / st : 0;
-            *mx = pconst(trip > 0 ? trip - 1 : 0);
-            return true;
-        }
-    }
-    return false;
-}
-
-/* Bounds of the group G (the first k variables of the order) from
- * constraints on exactly that group: f_G = q * c_G with q >= 0. */
-static int group_alts(Dec *D, const int *ord, int k, AccPoly *out, int nout)
-{
-    int got = 0;
-    for (int i = 0; i < D->cs->n && got < nout; i++) {
-        AcForm *c = (AcForm *)D->cs->v[i];
-        bool ok = true;
-        /* c's variables outside G must have non-negative coefficients; those in G too */
-        for (int t = 0; t < c->nt && ok; t++) {
-            ok = pnonneg(&D->F, &c->t[t].c);
-            bool in_g = false;
-            for (int j = 0; j < k; j++)
-                in_g |= D->var[ord[j]] == c->t[t].var;
-            (void)in_g;
-        }
-        if (!ok)
-            continue;
-        AccPoly q;
-        bool have = false;
-        for (int j = 0; j < k && ok; j++) {
-            AccPoly *cc = fcoef(c, D->var[ord[j]]);
-            if (!cc) {
-                ok = false;
-                break;
-            }
-            int64_t ck;
-            if (!have && pis_const(cc, &ck) && ck > 0) {
-                have = pdiv_exact(&q, &D->coef[ord[j]], ck);
-                if (!have)
-                    ok = false;
-            }
-        }
-        if (!ok || !have || !pnonneg(&D->F, &q))
-            continue;
-        for (int j = 0; j < k && ok; j++) {
-            AccPoly prod;
-            ok = pmul(&prod, &q, fcoef(c, D->var[ord[j]])) && peq(&prod, &D->coef[ord[j]]);
-        }
-        /* span <= q * (-c0 - 1) */
-        AccPoly b, one = pconst(1), zero = {0};
-        if (ok && padd(&b, &zero, &c->c0, -1) && padd(&b, &b, &one, -1) && pmul(&b, &b, &q))
-            out[got++] = b;
-    }
-    return got;
-}
-
-/* Static truth of p >= 0: 1 true, 0 false (a negative constant), -1 unknown. */
-static int ptruth(const Facts *F, const AccPoly *p)
-{
-    int64_t k;
-    if (pis_const(p, &k))
-        return k >= 0;
-    return pnonneg(F, p) ? 1 : -1;
-}
-
-/* Adds clause (one of alts >= 0) to cond; returns 0 when it is false. */
-static int add_clause(Dec *D, AccCond *cond, const AccPoly *alts, int n)
-{
-    AccClause c = {0};
-    for (int i = 0; i < n; i++) {
-        int t = ptruth(&D->F, &alts[i]);
-        if (t == 1)
-            return 1;
-        if (t == -1 && c.n < ACC_NALT)
-            c.p[c.n++] = alts[i];
-    }
-    if (!c.n)
-        return 0;
-    for (int i = 0; i < cond->n; i++) /* no duplicates */
-        if (cond->c[i].n == c.n && peq(&cond->c[i].p[0], &c.p[0]))
-            return 1;
-    if (cond->n == ACC_NCLAUSE)
-        return 0;
-    cond->c[cond->n++] = c;
-    return 1;
-}
-
-/* The dominance chain for one order: *cond gets the undecided clauses.
- * Returns false when some clause is false (or not expressible). */
-#define NSPAN 12
-
-/* Keeps the alternatives no other one is statically below (dropping
- * duplicates): the span is their minimum. */
-static int prune(const Facts *F, AccPoly *sp, int n)
-{
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        bool drop = false;
-        for (int j = 0; j < n && !drop; j++) {
-            if (j == i)
-                continue;
-            AccPoly d;
-            if (!padd(&d, &sp[i], &sp[j], -1) || ptruth(F, &d) != 1)
-                continue; /* sp[i] >= sp[j]: drop i, unless equal and i comes first */
-            drop = !(peq(&sp[i], &sp[j]) && i < j);
-        }
-        if (!drop)
-            sp[m++] = sp[i];
-    }
-    return m;
-}
-
-static bool chain(Dec *D, const int *ord, AccCond *cond)
-{
-    AccPoly span[NSPAN];
-    int ns = 1;
-    span[0] = D->init;
-    cond->n = 0;
-    AccPoly one = pconst(1);
-    Facts saved = D->F;
-    bool ok = true;
-    for (int k = 0; k < D->n && ok; k++) {
-        const AccPoly *a = &D->coef[ord[k]];
-        AccPoly am1;
-        /* a variable that need not be recovered needs a >= 0 only (its span
-         * starts at 0); the others a >= 1 */
-        if (!padd(&am1, a, &one, k < D->nskip ? 0 : -1) || !add_clause(D, cond, &am1, 1)) {
-            ok = false;
-            break;
-        }
-        /* the condition requires a >= 1: later steps may assume it */
-        if (k >= D->nskip && a->n == 1 && a->m[0].k > 0 && a->m[0].s[0] && !a->m[0].s[1] && a->m[0].s[0] < 64)
-            D->F.pos |= (uint64_t)1 << a->m[0].s[0];
-        if (k >= D->nskip && (k > 0 || D->init.n)) {
-            AccPoly alts[NSPAN];
-            int na = 0;
-            for (int s = 0; s < ns && na < ACC_NALT; s++)
-                if (padd(&alts[na], &am1, &span[s], -1))
-                    na++;
-            if (!na || !add_clause(D, cond, alts, na)) {
-                ok = false;
-                break;
-            }
-        }
-        /* the span of the first k+1 variables */
-        AccPoly ext[ACC_NALT + 1]; /* spans of a * v alone */
-        int ne = 0, order[1] = {ord[k]};
-        AccPoly mx;
-        if (var_max(D, D->var[ord[k]], &mx) && pmul(&ext[ne], a, &mx))
-            ne++;
-        ne += group_alts(D, order, 1, &ext[ne], ACC_NALT);
-        AccPoly nspan[NSPAN];
-        int nn = k > 0 ? group_alts(D, ord, k + 1, nspan, ACC_NALT) : 0;
-        for (int s = 0; s < ns; s++)
-            for (int e = 0; e < ne && nn < NSPAN; e++)
-                if (padd(&nspan[nn], &span[s], &ext[e], 1))
-                    nn++;
-        nn = prune(&D->F, nspan, nn);
-        if (!nn && k + 1 < D->n) {
-            ok = false; /* an unbounded variable below others */
-            break;
-        }
-        memcpy(span, nspan, sizeof span[0] * (size_t)nn);
-        ns = nn;
-    }
-    D->F = saved;
-    return ok;
-}
-
-static int coef_rank(const AccPoly *p)
-{
-    int deg = 0;
-    int64_t mag = 0;
-    for (int i = 0; i < p->n; i++) {
-        int d = 0;
-        while (d < ACC_NSYM && p->m[i].s[d])
-            d++;
-        if (d > deg)
-            deg = d;
-        int64_t k = p->m[i].k < 0 ? -p->m[i].k : p->m[i].k;
-        if (k > mag)
-            mag = k;
-    }
-    return deg * 1000000 + (int)(mag > 999999 ? 999999 : mag);
-}
-
-static bool next_perm(int *a, int n)
-{
-    int i = n - 2;
-    while (i >= 0 && a[i] >= a[i + 1])
-        i--;
-    if (i < 0)
-        return false;
-    int j = n - 1;
-    while (a[j] <= a[i])
-        j--;
-    int t = a[i];
-    a[i] = a[j];
-    a[j] = t;
-    for (int l = i + 1, r = n - 1; l < r; l++, r--) {
-        t = a[l];
-        a[l] = a[r];
-        a[r] = t;
-    }
-    return true;
-}
-
-static int64_t iabs(int64_t x) { return x < 0 ? -x : x; }
-
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
-/* x and y (NULL: none) as one condition in the arena. */
-static const AccCond *cond_join(Access *A, const AccCond *x, const AccCond *y)
-{
-    AccCond *c = arena_alloc(A->a, sizeof *c);
-    *c = *x;
-    for (int i = 0; y && i < y->n; i++) {
-        if (c->n == ACC_NCLAUSE)
-            return NULL;
-        c->c[c->n++] = y->c[i];
-    }
-    return c;
-}
-
-static AccResult res(AccVerdict v, const char *why, const AccCond *c) { return (AccResult){v, why, c}; }
-
-static bool cond_merge(AccCond *c, const AccCond *x);
-
-/* The decision over f with constraints cs, for the variables `vary`
- * (a mask over the original variables). */
-static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t vary, int32_t *shape, int rank,
-                        bool skip_unused_lanes)
-{
-    if (f->why)
-        return res(ACC_UNKNOWN, f->why, NULL);
-    Dec D = {A, f, cs, base_facts(A), 0, {0}, {{0}}, shape, rank, 0, {0}};
-    add_facts(A, cs, &D.F);
-    /* symbols must not vary */
-    for (int i = -1; i < f->nt; i++) {
-        const AccPoly *p = i < 0 ? &f->c0 : &f->t[i].c;
-        for (int k = 0; k < p->n; k++)
-            for (int s = 0; s < ACC_NSYM && p->m[k].s[s]; s++) {
-                const AcSym *y = &A->syms.v[p->m[k].s[s] - 1];
-                if (y->dep & vary)
-                    return res(ACC_UNKNOWN,
-                               arena_printf(A->a, "the offset depends on '%s', which kad cannot express",
-                                            vname(A, y->v)),
-                               NULL);
-            }
-    }
-    /* the varied variables of f; each original varied variable must be recoverable */
-    for (int i = 0; i < f->nt; i++) {
-        int v = f->t[i].var;
-        uint64_t d = v < V_DYN ? (uint64_t)1 << v : A->vars.v[v].dep;
-        if (!(d & vary) || v == V_HOLE)
-            continue;
-        D.var[D.n] = v;
-        D.coef[D.n] = f->t[i].c;
-        D.n++;
-    }
-    AccCond extra = {0}; /* clauses every order needs */
-    AccPoly one = pconst(1);
-    for (int i = 0; i < D.n; i++) { /* divisors of fresh variables must be >= 1 */
-        const AcVar *x = &A->vars.v[D.var[i]];
-        AccPoly dm1;
-        if (D.var[i] >= V_DYN && x->kind != VK_LOOP &&
-            (!padd(&dm1, &x->d, &one, -1) || !add_clause(&D, &extra, &dm1, 1)))
-            return res(ACC_UNKNOWN, "a divisor that may be < 1", NULL);
-    }
-    for (int v = 0; v < 64; v++) {
-        if (!(vary >> v & 1))
-            continue;
-        if (v < V_LANE && !(A->pid_axes >> v & 1) && !(fdeps(A, f) >> v & 1)) {
-            /* an axis the kernel never reads: injective only on a grid of one program there */
-            AccPoly c = pconst(1);
-            AccPoly np = psym(sym_intern(A, SYM_NPROG, 0, v, 0));
-            if (!padd(&c, &c, &np, -1) || !add_clause(&D, &extra, &c, 1))
-                return res(ACC_UNKNOWN, too_big, NULL);
-            continue;
-        }
-        AccPoly mx;
-        int64_t mk;
-        bool trivial = v >= V_LANE && v < V_DYN && var_max(&D, v, &mx) && pis_const(&mx, &mk) && mk == 0;
-        if (trivial)
-            continue;
-        bool direct = false, via = false, has_div = false, has_mod = false;
-        int64_t mod_d = 0;
-        for (int i = 0; i < D.n; i++) {
-            int w = D.var[i];
-            if (w == v)
-                direct = true;
-            else if (w >= V_DYN && A->vars.v[w].kind != VK_LOOP && (A->vars.v[w].dep >> v & 1)) {
-                via = true;
-                const AcVar *x = &A->vars.v[w];
-                AccPoly *c1 = fcoef((AcForm *)x->e, v);
-                bool plain = x->e->nt == 1 && c1 && peq(c1, &one);
-                if (plain && x->kind == VK_DIV)
-                    has_div = true;
-                if (plain && x->kind == VK_MOD) {
-                    has_mod = true;
-                    if (!pis_const(&x->d, &mod_d))
-                        mod_d = 0;
-                }
-            }
-        }
-        if (direct || (has_div && has_mod))
-            continue;
-        /* a pair e // d, e % d gives e, which may determine v (a tile id
-         * pid + nprog * t split into row and column blocks): a sub-question */
-        bool paired = false;
-        for (int i = 0; i < D.n && !paired && via; i++)
-            for (int j = 0; j < D.n && !paired; j++) {
-                const AcVar *x = &A->vars.v[D.var[i]], *y = &A->vars.v[D.var[j]];
-                if (D.var[i] < V_DYN || D.var[j] < V_DYN || x->kind != VK_DIV || y->kind != VK_MOD ||
-                    !feq(x->e, y->e) || !peq(&x->d, &y->d) || !(fdeps(A, x->e) >> v & 1))
-                    continue;
-                AccResult sr = decide(A, x->e, cs, vary & fdeps(A, x->e), shape, rank, skip_unused_lanes);
-                if (sr.v == ACC_PROVEN_IF && !cond_merge(&extra, sr.cond))
-                    return res(ACC_UNKNOWN, "the condition is too long", NULL);
-                paired = sr.v == ACC_PROVEN || sr.v == ACC_PROVEN_IF;
-            }
-        if (paired)
-            continue;
-        if (!via) {
-            if (v >= V_LANE && v < V_DYN && skip_unused_lanes)
-                continue;
-            return res(ACC_NOT_INJECTIVE,
-                       arena_printf(A->a, "the offset does not depend on %s%s", var_str(A, v),
-                                    v < V_LANE ? arena_printf(A->a, " (programs along axis %d collide "
-                                                                    "when tl.num_programs(%d) > 1)",
-                                                              v, v)
-                                               : ""),
-                       NULL);
-        }
-        AccPoly mx2;
-        int64_t m2;
-        if (has_mod && !has_div && mod_d > 0 && var_max(&D, v, &mx2) && pis_const(&mx2, &m2) && m2 >= mod_d)
-            return res(ACC_NOT_INJECTIVE,
-                       arena_printf(A->a, "%s = 0 and %s = %lld reach the same element (the offset depends "
-                                          "on it only modulo %lld)",
-                                    var_str(A, v), var_str(A, v), (long long)mod_d, (long long)mod_d),
-                       NULL);
-        return res(ACC_UNKNOWN,
-                   arena_printf(A->a, "the offset depends on %s only through '//' or '%%'", var_str(A, v)),
-                   NULL);
-    }
-    if (D.n == 0)
-        return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL)) : res(ACC_PROVEN, NULL, NULL);
-    /* a witness: two variables with constant coefficients that cancel */
-    for (int i = 0; i < D.n; i++)
-        for (int j = i + 1; j < D.n; j++) {
-            int64_t a, b;
-            if (!pis_const(&D.coef[i], &a) || !pis_const(&D.coef[j], &b) || !a || !b)
-                continue;
-            int64_t g = gcd64(iabs(a), iabs(b)), di = iabs(b) / g, dj = iabs(a) / g;
-            AccPoly mi, mj;
-            int64_t xi, xj;
-            bool bi = var_max(&D, D.var[i], &mi), bj = var_max(&D, D.var[j], &mj);
-            bool ki = bi && pis_const(&mi, &xi), kj = bj && pis_const(&mj, &xj);
-            bool pi = D.var[i] < V_LANE, pj = D.var[j] < V_LANE; /* num_programs large enough */
-            if ((ki ? xi >= di : pi) && (kj ? xj >= dj : pj) && (ki || pi) && (kj || pj))
-                return res(ACC_NOT_INJECTIVE,
-                           arena_printf(A->a, "%s + %lld and %s %c %lld reach the same element%s%s",
-                                        var_str(A, D.var[i]), (long long)di, var_str(A, D.var[j]),
-                                        (a > 0) == (b > 0) ? '-' : '+', (long long)dj,
-                                        pi || pj ? " (given enough programs)" : "",
-                                        cs->n ? " where both are enabled" : ""),
-                           NULL);
-        }
-    if (D.n > 6)
-        return res(ACC_UNKNOWN, "too many varying terms", NULL);
-    /* the heuristic order: small coefficients first */
-    int ord[AC_NTERM];
-    for (int i = 0; i < D.n; i++)
-        ord[i] = i;
-    /* each variable goes with a lane axis: its own, or one a constraint ties
-     * it to (`pid_n * BN + rn < N`); the last axis first (row-major tiles),
-     * then by the size of the coefficient */
-    int assoc[AC_NTERM];
-    for (int i = 0; i < D.n; i++) {
-        int v = D.var[i];
-        assoc[i] = v >= V_LANE && v < V_DYN ? v - V_LANE : -1;
-        for (int c = 0; c < cs->n && assoc[i] < 0; c++)
-            if (fcoef((AcForm *)cs->v[c], v))
-                for (int k = KAD_MAX_RANK - 1; k >= 0 && assoc[i] < 0; k--)
-                    if (fcoef((AcForm *)cs->v[c], V_LANE + k))
-                        assoc[i] = k;
-    }
-#define ORD_KEY(i) ((int64_t)(4 - assoc[i]) * 100000000 + coef_rank(&D.coef[i]))
-    for (int i = 1; i < D.n; i++)
-        for (int j = i; j > 0 && ORD_KEY(ord[j]) < ORD_KEY(ord[j - 1]); j--) {
-            int t = ord[j];
-            ord[j] = ord[j - 1];
-            ord[j - 1] = t;
-        }
-    AccCond *best = arena_alloc(A->a, sizeof *best), tmp;
-    bool have = chain(&D, ord, best);
-    if (have && best->n == 0)
-        return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL)) : res(ACC_PROVEN, NULL, NULL);
-    int perm[AC_NTERM];
-    for (int i = 0; i < D.n; i++)
-        perm[i] = i;
-    do {
-        if (chain(&D, perm, &tmp)) {
-            if (tmp.n == 0)
-                return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL))
-                               : res(ACC_PROVEN, NULL, NULL);
-            if (!have) { /* the heuristic order's condition wins over others */
-                *best = tmp;
-                have = true;
-            }
-        }
-    } while (next_perm(perm, D.n));
-    if (!have)
-        return res(ACC_UNKNOWN, "no order of the terms separates them (their extents are unknown, or some "
-                                "coefficient is too small)", NULL);
-    const AccCond *c = cond_join(A, &extra, best);
-    return c ? res(ACC_PROVEN_IF, NULL, c) : res(ACC_UNKNOWN, "the condition is too long", NULL);
-}
-
-static uint64_t vary_mask(const AcSite *s, int vary)
-{
-    uint64_t m = 0;
-    if (vary & ACC_VARY_PIDS)
-        m |= 7;
-    if (vary & ACC_VARY_LANES)
-        m |= (uint64_t)0xf << V_LANE;
-    if (vary & ACC_VARY_LOOPS)
-        m |= s->loops;
-    return m;
-}
-
-AccResult access_injective(Access *A, const Inst *mem, int vary)
-{
-    AcSite *s = site_of(A, mem);
-    if (!s)
-        return res(ACC_UNKNOWN, "not a memory access", NULL);
-    const AcForm *f = site_form(A, s);
-    Cons cs = site_cons(A, s);
-    Type t = vty(A, mem->args[0]);
-    return decide(A, f, &cs, vary_mask(s, vary), t.shape, t.rank, vary & ACC_SKIP_UNUSED_LANES);
-}
-
-bool access_pid_independent(Access *A, const Inst *mem, unsigned *axes)
-{
-    AcSite *s = site_of(A, mem);
-    if (!s)
-        return false;
-    const AcForm *f = site_form(A, s);
-    if (f->why)
-        return false;
-    uint64_t d = fdeps(A, f);
-    *axes = (unsigned)(~d & 7);
-    return true;
-}
-
-AccResult access_disjoint(Access *A, const Inst *x, const Inst *y)
-{
-    AcSite *sx = site_of(A, x), *sy = site_of(A, y);
-    if (!sx || !sy)
-        return res(ACC_UNKNOWN, "not a memory access", NULL);
-    const AcForm *fx = site_form(A, sx), *fy = site_form(A, sy);
-    if (fx->why || fy->why)
-        return res(ACC_UNKNOWN, fx->why ? fx->why : fy->why, NULL);
-    if (fx->base != fy->base)
-        return res(ACC_PROVEN, NULL, NULL); /* different parameters (aliasing is the caller's matter) */
-    /* x's elements lie below y's, or above: max(fx) < min(fy) over the
-     * lanes their masks enable.  With equal variable parts, that is a
-     * comparison of the constants against the span of the lanes. */
-    AcForm *ux = fnew(A), *uy = fnew(A);
-    *ux = *fx;
-    *uy = *fy;
-    ux->base = uy->base = 0;
-    const AcForm *dlt = fadd(A, uy, ux, -1);
-    if (dlt->why)
-        return res(ACC_UNKNOWN, dlt->why, NULL);
-    AcForm *vx = fnew(A);
-    *vx = *fx;
-    vx->c0 = pconst(0);
-    vx->base = 0;
-    /* every variable part must agree, program ids and iterations included:
-     * a difference that depends on the program id (y = x + B - pid*B)
-     * would make the constants' comparison below meaningless */
-    if (dlt->nt > 0)
-        return res(ACC_UNKNOWN, "the two addresses differ in more than a constant", NULL);
-    Cons cx = site_cons(A, sx), cy = site_cons(A, sy);
-    Type tx = vty(A, x->args[0]);
-    Dec D = {A, vx, &cx, base_facts(A), 0, {0}, {{0}}, tx.shape, tx.rank, 0, {0}};
-    add_facts(A, &cx, &D.F);
-    add_facts(A, &cy, &D.F);
-    /* span of x's lane part: sum of coef * max (coefficients >= 0) or a mask bound */
-    for (int i = 0; i < vx->nt; i++) {
-        int v = vx->t[i].var;
-        if (v < V_LANE || (v >= V_DYN && !(A->vars.v[v].dep & ((uint64_t)0xf << V_LANE))))
-            continue;
-        D.var[D.n] = v;
-        D.coef[D.n] = vx->t[i].c;
-        D.n++;
-    }
-    AccPoly spans[ACC_NALT];
-    int ns = 0;
-    if (D.n) {
-        int ord[AC_NTERM] = {0};
-        for (int i = 0; i < D.n; i++)
-            ord[i] = i;
-        ns = group_alts(&D, ord, D.n, spans, ACC_NALT);
-        AccPoly sum = pconst(0);
-        bool ok = true;
-        for (int i = 0; i < D.n && ok; i++) {
-            AccPoly mx, t;
-            ok = pnonneg(&D.F, &D.coef[i]) && var_max(&D, D.var[i], &mx) && pmul(&t, &D.coef[i], &mx) &&
-                 padd(&sum, &sum, &t, 1);
-        }
-        if (ok && ns < ACC_NALT)
-            spans[ns++] = sum;
-    } else {
-        spans[ns++] = pconst(0);
-    }
-    /* the same for y, whose lane part is equal: disjoint when |delta| > span */
-    AccPoly alts[ACC_NALT], one = pconst(1);
-    int na = 0;
-    AccCond *cond = arena_alloc(A->a, sizeof *cond);
-    for (int sign = 1; sign >= -1; sign -= 2) {
-        na = 0;
-        for (int i = 0; i < ns; i++) {
-            AccPoly d;
-            if (padd(&d, &(AccPoly){0}, &dlt->c0, sign) && padd(&d, &d, &spans[i], -1) && padd(&d, &d, &one, -1))
-                alts[na++] = d;
-        }
-        AccCond c = {0};
-        if (na && add_clause(&D, &c, alts, na)) {
-            if (c.n == 0)
-                return res(ACC_PROVEN, NULL, NULL);
-            if (!cond->n)
-                *cond = c;
-        }
-    }
-    if (cond->n)
-        return res(ACC_PROVEN_IF, NULL, cond);
-    int64_t dk, sk;
-    if (!cx.n && !cy.n && ns == 1 && pis_const(&dlt->c0, &dk) && pis_const(&spans[0], &sk) && iabs(dk) <= sk)
-        return res(ACC_NOT_INJECTIVE, arena_printf(A->a, "the ranges overlap (%lld apart, each %lld wide)",
-                                                   (long long)iabs(dk), (long long)sk + 1), NULL);
-    return res(ACC_UNKNOWN, "the two ranges may overlap", NULL);
-}
-
-/* ------------------------------------------------------------------ */
-/* Program-private footprints                                          */
-/* ------------------------------------------------------------------ */
-
-/* One access of a footprint: its offset (base removed), constraints and
- * tile shape. */
-typedef struct PrivSite {
-    const AcForm *f;
-    Cons cs;
-    int32_t *shape;
-    int rank;
-} PrivSite;
-
-static uint64_t var_deps(const Access *A, int v) { return v < V_DYN ? (uint64_t)1 << v : A->vars.v[v].dep; }
-
-/* Appends the clauses of x to c (without duplicates); false when full. */
-static bool cond_merge(AccCond *c, const AccCond *x)
-{
-    for (int i = 0; i < x->n; i++) {
-        bool dup = false;
-        for (int j = 0; j < c->n && !dup; j++) {
-            dup = c->c[j].n == x->c[i].n;
-            for (int k = 0; dup && k < x->c[i].n; k++)
-                dup = peq(&c->c[j].p[k], &x->c[i].p[k]);
-        }
-        if (dup)
-            continue;
-        if (c->n == ACC_NCLAUSE)
-            return false;
-        c->c[c->n++] = x->c[i];
-    }
-    return true;
-}
-
-/* Is var v in every site with the coefficient it has in site 0? */
-static bool var_common(const PrivSite *ps, int n, int v)
-{
-    const AccPoly *c0 = fcoef((AcForm *)ps[0].f, v);
-    for (int i = 1; c0 && i < n; i++) {
-        const AccPoly *c = fcoef((AcForm *)ps[i].f, v);
-        if (!c || !peq(c, c0))
-            return false;
-    }
-    return c0 != NULL;
-}
-
-/* Does any constraint of cs or any other term of f involve var v? */
-static bool var_tied(Access *A, const AcForm *f, const Cons *cs, int v)
-{
-    for (int i = 0; i < cs->n; i++)
-        for (int t = 0; t < cs->v[i]->nt; t++)
-            if (var_deps(A, cs->v[i]->t[t].var) & var_deps(A, v))
-                return true;
-    for (int t = 0; t < f->nt; t++)
-        if (f->t[t].var != v && (var_deps(A, f->t[t].var) & var_deps(A, v)))
-            return true;
-    return false;
-}
-
-/* A sound witness: in one site, pid k (constant coefficient a) and a lane
- * (constant b, extent known) nothing else involves, whose shifts cancel. */
-static const char *priv_witness(Access *A, const PrivSite *s, uint64_t outer)
-{
-    const AcForm *f = s->f;
-    for (int i = 0; i < f->nt; i++) {
-        int u = f->t[i].var;
-        int64_t a, b;
-        if (u >= V_LANE || !(outer >> u & 1) || !pis_const(&f->t[i].c, &a) || !a || var_tied(A, f, &s->cs, u))
-            continue;
-        for (int j = 0; j < f->nt; j++) {
-            int w = f->t[j].var;
-            if (w < V_LANE || w >= V_DYN || w - V_LANE >= s->rank || !pis_const(&f->t[j].c, &b) || !b ||
-                var_tied(A, f, &s->cs, w))
-                continue;
-            int64_t g = gcd64(iabs(a), iabs(b)), du = iabs(b) / g, dw = iabs(a) / g;
-            if (s->shape[w - V_LANE] - 1 >= dw)
-                return arena_printf(A->a, "programs pid%d = p and p + %lld touch the same element (lane%d "
-                                          "shifted by %lld; given enough programs)",
-                                    u, (long long)du, w - V_LANE, (long long)dw);
-        }
-    }
-    return NULL;
-}
-
-static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int depth);
-
-/* Can pid k be recovered from the variables the chain recovers (up)?
- * Directly, or from a pair e // d, e % d (which gives e) when e alone
- * determines the program (a sub-problem, whose condition goes to extra). */
-static AccResult priv_recover(Access *A, PrivSite *ps, int n, const int *up, int nu, int k, AccCond *extra,
-                              int depth)
-{
-    AccPoly one = pconst(1);
-    for (int i = 0; i < nu; i++)
-        if (up[i] == k)
-            return res(ACC_PROVEN, NULL, NULL);
-    for (int i = 0; i < nu; i++) {
-        const AcVar *x = &A->vars.v[up[i]];
-        if (up[i] < V_DYN || x->kind != VK_DIV || !(fdeps(A, x->e) >> k & 1))
-            continue;
-        for (int j = 0; j < nu; j++) {
-            const AcVar *y = &A->vars.v[up[j]];
-            if (up[j] < V_DYN || y->kind != VK_MOD || !feq(x->e, y->e) || !peq(&x->d, &y->d))
-                continue;
-            PrivSite *sub = arena_alloc(A->a, sizeof *sub * (size_t)n);
-            for (int s = 0; s < n; s++) {
-                sub[s] = ps[s];
-                sub[s].f = x->e;
-            }
-            AccResult r = priv_core(A, sub, n, (uint64_t)1 << k, depth + 1);
-            if (r.v == ACC_PROVEN_IF && !cond_merge(extra, r.cond))
-                return res(ACC_UNKNOWN, "the condition is too long", NULL);
-            if (r.v == ACC_PROVEN || r.v == ACC_PROVEN_IF)
-                return res(ACC_PROVEN, NULL, NULL);
-        }
-    }
-    for (int i = 0; i < nu; i++) { /* pid // d or pid % d alone, d constant: a witness */
-        const AcVar *x = &A->vars.v[up[i]];
-        int64_t d;
-        const AccPoly *c1 = up[i] >= V_DYN && x->kind != VK_LOOP ? fcoef((AcForm *)x->e, k) : NULL;
-        if (!c1 || x->e->nt != 1 || !peq(c1, &one) || !pis_const(&x->d, &d) || d < 2)
-            continue;
-        return res(ACC_NOT_INJECTIVE,
-                   x->kind == VK_DIV
-                       ? arena_printf(A->a, "programs pid%d = 0 and pid%d = 1 touch the same elements (the "
-                                            "address depends on it only through '// %lld')",
-                                      k, k, (long long)d)
-                       : arena_printf(A->a, "programs pid%d = 0 and pid%d = %lld touch the same elements (the "
-                                            "address depends on it only modulo %lld; given enough programs)",
-                                      k, k, (long long)d, (long long)d),
-                   NULL);
-    }
-    return res(ACC_UNKNOWN,
-               arena_printf(A->a, "the address depends on pid%d only through '//' or '%%' kad cannot invert", k),
-               NULL);
-}
-
-/* The footprints of programs differing in a pid of `outer` (var bits) are
- * disjoint: every variable depending on those pids is recovered by a
- * dominance chain (the "up" variables, common to every site with equal
- * coefficients), below which each site's other variables and its constant
- * offset form a bounded per-program part that need not be recovered. */
-static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int depth)
-{
-    if (depth > 3)
-        return res(ACC_UNKNOWN, "'//' and '%' nested too deeply", NULL);
-    AccCond extra = {0};
-    Dec D0 = {A, ps[0].f, &ps[0].cs, base_facts(A), 0, {0}, {{0}}, ps[0].shape, ps[0].rank, 0, {0}};
-    AccPoly one = pconst(1);
-    /* constant offsets of the sites relative to the lowest */
-    int64_t *off = arena_alloc(A->a, sizeof *off * (size_t)n), lo = 0;
-    for (int i = 0; i < n; i++) {
-        AccPoly d;
-        if (!padd(&d, &ps[i].f->c0, &ps[0].f->c0, -1) || !pis_const(&d, &off[i]))
-            return res(ACC_UNKNOWN, "the sites' offsets differ by an amount that is not a constant", NULL);
-        lo = off[i] < lo ? off[i] : lo;
-    }
-    int up[AC_NTERM], nu = 0, com[AC_NTERM], nc = 0;
-    for (int i = 0; i < n; i++)
-        for (int t = 0; t < ps[i].f->nt; t++) {
-            int v = ps[i].f->t[t].var;
-            if (v >= V_DYN && A->vars.v[v].kind != VK_LOOP) { /* divisors must be >= 1 */
-                AccPoly dm1;
-                if (!padd(&dm1, &A->vars.v[v].d, &one, -1) || !add_clause(&D0, &extra, &dm1, 1))
-                    return res(ACC_UNKNOWN, "a divisor that may be < 1", NULL);
-            }
-            bool common = var_common(ps, n, v), seen = false;
-            for (int j = 0; j < nu; j++)
-                seen |= up[j] == v;
-            for (int j = 0; j < nc; j++)
-                seen |= com[j] == v;
-            if (seen)
-                continue;
-            if (var_deps(A, v) & outer) {
-                if (!common)
-                    return res(ACC_UNKNOWN, "the sites place the programs differently", NULL);
-                up[nu++] = v;
-            } else if (common && i == 0) {
-                com[nc++] = v;
-            }
-        }
-    for (int k = 0; k < V_LANE; k++) {
-        if (!(outer >> k & 1))
-            continue;
-        bool dep = false;
-        for (int i = 0; i < nu; i++)
-            dep |= var_deps(A, up[i]) >> k & 1;
-        if (!dep)
-            return res(ACC_NOT_INJECTIVE,
-                       arena_printf(A->a, "the address does not depend on pid%d: the programs along axis %d "
-                                          "touch the same elements (when tl.num_programs(%d) > 1)",
-                                    k, k, k),
-                       NULL);
-    }
-    for (int i = 0; i < n; i++) {
-        const char *w = priv_witness(A, &ps[i], outer);
-        if (w)
-            return res(ACC_NOT_INJECTIVE, w, NULL);
-    }
-    for (int k = 0; k < V_LANE; k++) {
-        if (!(outer >> k & 1))
-            continue;
-        AccResult r = priv_recover(A, ps, n, up, nu, k, &extra, depth);
-        if (r.v != ACC_PROVEN)
-            return r;
-    }
-    /* the chain: per site, its other variables (not recovered) first, then
-     * the up variables in some order; subsets of the common variables may
-     * join the up ones (a tile's row lane above its column block).  The
-     * first try is decide's heuristic order over site 0 (whose condition
-     * wins over others'), then every subset and order. */
-    AccCond best = {0};
-    bool have = false;
-    int budget = 20000;
-    int hord[AC_NTERM], hn = 0;
-    unsigned hsel = 0;
-    bool hok = true;
-    {
-        const AcForm *f = ps[0].f;
-        const Cons *cs = &ps[0].cs;
-        int64_t key[AC_NTERM];
-        for (int i = 0; i < f->nt; i++) {
-            int v = f->t[i].var, assoc = v >= V_LANE && v < V_DYN ? v - V_LANE : -1;
-            for (int c = 0; c < cs->n && assoc < 0; c++)
-                if (fcoef((AcForm *)cs->v[c], v))
-                    for (int k = KAD_MAX_RANK - 1; k >= 0 && assoc < 0; k--)
-                        if (fcoef((AcForm *)cs->v[c], V_LANE + k))
-                            assoc = k;
-            int at = hn++;
-            int64_t kk = (int64_t)(4 - assoc) * 100000000 + coef_rank(&f->t[i].c);
-            while (at > 0 && key[at - 1] > kk) {
-                hord[at] = hord[at - 1];
-                key[at] = key[at - 1];
-                at--;
-            }
-            hord[at] = v;
-            key[at] = kk;
-        }
-        bool above = false;
-        for (int i = 0; i < hn && hok; i++) {
-            bool is_up = false;
-            for (int j = 0; j < nu; j++)
-                is_up |= up[j] == hord[i];
-            above |= is_up;
-            if (!above || is_up)
-                continue;
-            hok = false;
-            for (int j = 0; j < nc; j++)
-                if (com[j] == hord[i]) {
-                    hsel |= 1u << j;
-                    hok = true;
-                }
-        }
-    }
-    for (int size = hok ? -1 : 0; size <= nc; size++)
-        for (unsigned sel = 0; sel < 1u << nc; sel++) {
-            int bits = 0;
-            for (int i = 0; i < nc; i++)
-                bits += sel >> i & 1;
-            if (size < 0 ? sel : bits != size)
-                continue;
-            if (size < 0)
-                sel = hsel;
-            int uv[AC_NTERM], nuv = 0;
-            for (int i = 0; i < hn; i++) { /* in the heuristic order */
-                bool in = false;
-                for (int j = 0; j < nu; j++)
-                    in |= up[j] == hord[i];
-                for (int j = 0; j < nc; j++)
-                    in |= com[j] == hord[i] && (sel >> j & 1);
-                if (in)
-                    uv[nuv++] = hord[i];
-            }
-            if (nuv > 6)
-                continue;
-            int perm[AC_NTERM];
-            for (int i = 0; i < nuv; i++)
-                perm[i] = i;
-            do {
-                if (--budget < 0)
-                    goto done;
-                AccCond c = {0};
-                bool ok = true;
-                for (int s = 0; s < n && ok; s++) {
-                    const AcForm *f = ps[s].f;
-                    Dec D = {A, f, &ps[s].cs, base_facts(A), 0, {0}, {{0}}, ps[s].shape, ps[s].rank, 0,
-                             pconst(off[s] - lo)};
-                    add_facts(A, &ps[s].cs, &D.F);
-                    for (int t = 0; t < f->nt; t++) { /* the others, small coefficients first */
-                        bool in_up = false;
-                        for (int j = 0; j < nuv; j++)
-                            in_up |= uv[j] == f->t[t].var;
-                        if (in_up)
-                            continue;
-                        int at = D.n++;
-                        while (at > 0 && coef_rank(&D.coef[at - 1]) > coef_rank(&f->t[t].c)) {
-                            D.var[at] = D.var[at - 1];
-                            D.coef[at] = D.coef[at - 1];
-                            at--;
-                        }
-                        D.var[at] = f->t[t].var;
-                        D.coef[at] = f->t[t].c;
-                    }
-                    D.nskip = D.n;
-                    for (int j = 0; j < nuv; j++) {
-                        D.var[D.n] = uv[perm[j]];
-                        D.coef[D.n] = *fcoef((AcForm *)f, uv[perm[j]]);
-                        D.n++;
-                    }
-                    int ord[AC_NTERM];
-                    for (int j = 0; j < D.n; j++)
-                        ord[j] = j;
-                    AccCond cs;
-                    ok = chain(&D, ord, &cs) && cond_merge(&c, &cs);
-                }
-                if (!ok)
-                    continue;
-                if (c.n == 0)
-                    return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL))
-                                   : res(ACC_PROVEN, NULL, NULL);
-                if (!have) {
-                    best = c;
-                    have = true;
-                }
-            } while (size >= 0 && next_perm(perm, nuv));
-            if (size < 0)
-                break;
-        }
-done:
-    if (!have)
-        return res(ACC_UNKNOWN, "no order of the terms separates the programs' elements (their extents are "
-                                "unknown, or some coefficient is too small)", NULL);
-    const AccCond *c = cond_join(A, &extra, &best);
-    return c ? res(ACC_PROVEN_IF, NULL, c) : res(ACC_UNKNOWN, "the condition is too long", NULL);
-}
-
-AccResult access_private(Access *A, const Inst *const *mems, int n, unsigned axes)
-{
-    axes &= 7;
-    if (n <= 0 || !axes)
-        return res(ACC_PROVEN, NULL, NULL);
-    PrivSite *ps = arena_alloc(A->a, sizeof *ps * (size_t)n);
-    int base = 0;
-    uint64_t dep = 0;
-    for (int i = 0; i < n; i++) {
-        AcSite *s = site_of(A, mems[i]);
-        if (!s)
-            return res(ACC_UNKNOWN, "not a memory access", NULL);
-        const AcForm *f = site_form(A, s);
-        if (f->why)
-            return res(ACC_UNKNOWN, f->why, NULL);
-        if (i && f->base != base)
-            return res(ACC_UNKNOWN, "the accesses go through different parameters", NULL);
-        base = f->base;
-        for (int t = -1; t < f->nt; t++) { /* symbols must be fixed by the launch */
-            const AccPoly *p = t < 0 ? &f->c0 : &f->t[t].c;
-            for (int k = 0; k < p->n; k++)
-                for (int y = 0; y < ACC_NSYM && p->m[k].s[y]; y++)
-                    if (A->syms.v[p->m[k].s[y] - 1].dep)
-                        return res(ACC_UNKNOWN,
-                                   arena_printf(A->a, "the offset depends on '%s', which kad cannot express",
-                                                vname(A, A->syms.v[p->m[k].s[y] - 1].v)),
-                                   NULL);
-        }
-        AcForm *u = fnew(A);
-        *u = *f;
-        u->base = 0;
-        Type t = vty(A, mems[i]->args[0]);
-        ps[i].f = u;
-        ps[i].cs = site_cons(A, s);
-        ps[i].rank = t.rank;
-        ps[i].shape = arena_alloc(A->a, sizeof(int32_t) * KAD_MAX_RANK);
-        memcpy(ps[i].shape, t.shape, sizeof(int32_t) * (size_t)t.rank);
-        dep |= fdeps(A, u);
-    }
-    /* an axis the kernel never reads: private only on a grid of one program there */
-    AccCond extra = {0};
-    Dec D0 = {A, ps[0].f, &ps[0].cs, base_facts(A), 0, {0}, {{0}}, ps[0].shape, ps[0].rank, 0, {0}};
-    uint64_t outer = 0;
-    for (int k = 0; k < V_LANE; k++) {
-        if (!(axes >> k & 1))
-            continue;
-        if (!(A->pid_axes >> k & 1) && !(dep >> k & 1)) {
-            AccPoly c = pconst(1), np = psym(sym_intern(A, SYM_NPROG, 0, k, 0));
-            if (!padd(&c, &c, &np, -1) || !add_clause(&D0, &extra, &c, 1))
-                return res(ACC_UNKNOWN, too_big, NULL);
-            continue;
-        }
-        outer |= (uint64_t)1 << k;
-    }
-    AccResult r = outer ? priv_core(A, ps, n, outer, 0) : res(ACC_PROVEN, NULL, NULL);
-    if (!extra.n || (r.v != ACC_PROVEN && r.v != ACC_PROVEN_IF))
-        return r;
-    const AccCond *c = cond_join(A, &extra, r.cond);
-    return c ? res(ACC_PROVEN_IF, NULL, c) : res(ACC_UNKNOWN, "the condition is too long", NULL);
-}
-
-/* ------------------------------------------------------------------ */
-/* Printing and evaluation                                             */
-/* ------------------------------------------------------------------ */
-
-/* A scalar computed from parameters and constants as a Triton expression
- * (`//` and `%` truncate like Triton's), or NULL. */
-static const char *val_expr(Access *A, ValId v, int depth)
-{
-    const Inst *in = A->def[v];
-    if (depth > 8)
-        return NULL;
-    if (!in) {
-        for (int p = 0; p < A->f->nparams; p++)
-            if (A->f->params[p] == v)
-                return A->host_args ? arena_printf(A->a, "%s[\"%s\"]", A->host_args, vname(A, v)) : vname(A, v);
-        return NULL;
-    }
-    if (in->op == OP_CONST && dtype_is_int((Dtype)vty(A, v).dt))
-        return arena_printf(A->a, "%lld", (long long)in->ival);
-    if (in->op == OP_NUM_PROGRAMS)
-        return A->host_grid ? arena_printf(A->a, "%s[%d]", A->host_grid, (int)in->ival)
-                            : arena_printf(A->a, "tl.num_programs(%d)", (int)in->ival);
-    if (A->host_args && (in->op == OP_DIV || in->op == OP_REM) && in->nargs == 2) {
-        /* Python's // and % floor, Triton's truncate: the launcher defines these */
-        const char *x = val_expr(A, in->args[0], depth + 1), *y = val_expr(A, in->args[1], depth + 1);
-        return x && y ? arena_printf(A->a, "%s(%s, %s)", in->op == OP_DIV ? "_tdiv" : "_trem", x, y) : NULL;
-    }
-    const char *op = in->op == OP_ADD ? "+" : in->op == OP_SUB ? "-" : in->op == OP_MUL ? "*"
-                   : in->op == OP_DIV ? "//" : in->op == OP_REM ? "%" : NULL;
-    if (!op || in->nargs != 2)
-        return NULL;
-    const char *x = val_expr(A, in->args[0], depth + 1), *y = val_expr(A, in->args[1], depth + 1);
-    return x && y ? arena_printf(A->a, "(%s %s %s)", x, op, y) : NULL;
-}
-
-static const char *sym_str(Access *A, int id, bool py)
-{
-    const AcSym *s = &A->syms.v[id - 1];
-    if (s->kind == SYM_NPROG && A->host_grid)
-        return arena_printf(A->a, "%s[%d]", A->host_grid, s->axis);
-    if (s->kind == SYM_NPROG)
-        return py ? arena_printf(A->a, "tl.num_programs(%d)", s->axis) : arena_printf(A->a, "nprog%d", s->axis);
-    if (s->kind == SYM_PARAM && A->host_args)
-        return arena_printf(A->a, "%s[\"%s\"]", A->host_args, vname(A, s->v));
-    if (s->kind == SYM_PARAM)
-        return vname(A, s->v);
-    return py ? val_expr(A, s->v, 0) : arena_printf(A->a, "%%%s", vname(A, s->v));
-}
-
-static void mono_print(Access *A, Buf *b, const AccMono *m, int64_t k, bool py, bool *ok)
-{
-    bool any = false;
-    if (k != 1 || !m->s[0]) {
-        buf_printf(b, "%lld", (long long)k);
-        any = true;
-    }
-    for (int s = 0; s < ACC_NSYM && m->s[s]; s++) {
-        const char *n = sym_str(A, m->s[s], py);
-        if (!n)
-            *ok = false;
-        buf_printf(b, "%s%s", any ? "*" : "", n ? n : "?");
-        any = true;
-    }
-}
-
-static const char *poly_str(Access *A, const AccPoly *p, bool py)
-{
-    Buf b = {A->a, NULL, 0, 0};
-    bool ok = true;
-    if (!p->n)
-        buf_puts(&b, "0");
-    for (int i = p->n - 1; i >= 0; i--) { /* symbols first, the constant last */
-        int64_t k = p->m[i].k;
-        if (i != p->n - 1)
-            buf_puts(&b, k < 0 ? " - " : " + ");
-        else if (k < 0)
-            buf_puts(&b, "-");
-        mono_print(A, &b, &p->m[i], k < 0 ? -k : k, py, &ok);
-    }
-    return ok ? buf_str(&b) : NULL;
-}
-
-/* p >= 0 as `lhs >= rhs` with the positive monomials on the left. */
-static const char *ineq_str(Access *A, const AccPoly *p, bool py)
-{
-    AccPoly l = {0}, r = {0};
-    for (int i = 0; i < p->n; i++) {
-        AccMono m = p->m[i];
-        if (m.k > 0)
-            padd_mono(&l, m);
-        else {
-            m.k = -m.k;
-            padd_mono(&r, m);
-        }
-    }
-    const char *ls = poly_str(A, &l, py), *rs = poly_str(A, &r, py);
-    return ls && rs ? arena_printf(A->a, "%s >= %s", ls, rs) : NULL;
-}
-
-static const char *cond_str(Access *A, const AccCond *c, bool py)
-{
-    Buf b = {A->a, NULL, 0, 0};
-    for (int i = 0; i < c->n; i++) {
-        if (i)
-            buf_puts(&b, " and ");
-        bool paren = c->c[i].n > 1 && c->n > 1;
-        if (paren)
-            buf_putc(&b, '(');
-        for (int j = 0; j < c->c[i].n; j++) {
-            const char *s = ineq_str(A, &c->c[i].p[j], py);
-            if (!s)
-                return NULL;
-            buf_printf(&b, "%s%s", j ? " or " : "", s);
-        }
-        if (paren)
-            buf_putc(&b, ')');
-    }
-    return buf_str(&b);
-}
-
-const char *access_cond_python(Access *A, const AccCond *c) { return cond_str(A, c, true); }
-
-const char *access_cond_host(Access *A, const AccCond *c, const char *args, const char *grid)
-{
-    A->host_args = args;
-    A->host_grid = grid;
-    const char *s = cond_str(A, c, true);
-    A->host_args = A->host_grid = NULL;
-    return s;
-}
-
-/* A scalar computed from int parameters, constants and num_programs
- * (val_expr's values), with Triton's truncating `//` and `%`. */
-static bool val_eval(Access *A, ValId v, const int64_t *params, const int64_t grid[3], int depth, int64_t *out)
-{
-    const Inst *in = A->def[v];
-    if (depth > 8)
-        return false;
-    if (!in) {
-        for (int p = 0; p < A->f->nparams; p++)
-            if (A->f->params[p] == v && params) {
-                *out = params[p];
-                return true;
-            }
-        return false;
-    }
-    if (in->op == OP_CONST && dtype_is_int((Dtype)vty(A, v).dt)) {
-        *out = in->ival;
-        return true;
-    }
-    if (in->op == OP_NUM_PROGRAMS) {
-        *out = grid[in->ival];
-        return true;
-    }
-    int64_t x, y;
-    if (in->nargs != 2 || !val_eval(A, in->args[0], params, grid, depth + 1, &x) ||
-        !val_eval(A, in->args[1], params, grid, depth + 1, &y) || !in_limit(x) || !in_limit(y))
-        return false;
-    switch (in->op) {
-    case OP_ADD:
-        *out = x + y;
-        return true;
-    case OP_SUB:
-        *out = x - y;
-        return true;
-    case OP_MUL:
-        if (iabs(x) > (1 << 20) && iabs(y) > (1 << 20))
-            return false;
-        *out = x * y;
-        return true;
-    case OP_DIV:
-    case OP_REM:
-        if (!y)
-            return false;
-        *out = in->op == OP_DIV ? x / y : x % y;
-        return true;
-    default:
-        return false;
-    }
-}
-
-static bool peval(Access *A, const AccPoly *p, const int64_t *params, const int64_t grid[3], int64_t *out)
-{
-    int64_t r = 0;
-    for (int i = 0; i < p->n; i++) {
-        int64_t m = p->m[i].k;
-        for (int s = 0; s < ACC_NSYM && p->m[i].s[s]; s++) {
-            const AcSym *y = &A->syms.v[p->m[i].s[s] - 1];
-            int64_t x;
-            if (y->kind == SYM_NPROG)
-                x = grid[y->axis];
-            else if (y->kind == SYM_PARAM) {
-                int k = 0;
-                while (k < A->f->nparams && A->f->params[k] != y->v)
-                    k++;
-                if (k == A->f->nparams)
-                    return false;
-                x = params[k];
-            } else if (!val_eval(A, y->v, params, grid, 0, &x))
-                return false;
-            if (!in_limit(x) || !in_limit(m) || (iabs(m) > (1 << 20) && iabs(x) > (1 << 20)))
-                return false;
-            m *= x;
-        }
-        if (!in_limit(m))
-            return false;
-        r += m;
-    }
-    *out = r;
-    return true;
-}
-
-bool access_cond_eval(Access *A, const AccCond *c, const int64_t *params, const int64_t grid[3], bool *holds)
-{
-    bool all = true;
-    for (int i = 0; i < c->n; i++) {
-        bool any = false;
-        for (int j = 0; j < c->c[i].n; j++) {
-            int64_t v;
-            if (!peval(A, &c->c[i].p[j], params, grid, &v))
-                return false;
-            any |= v >= 0;
-        }
-        all &= any;
-    }
-    *holds = all;
-    return true;
-}
-
-static const char *form_str(Access *A, const AcForm *f);
-
-static const char *var_str(Access *A, int v)
-{
-    if (v < V_LANE)
-        return arena_printf(A->a, "pid%d", v);
-    if (v < V_DYN)
-        return arena_printf(A->a, "lane%d", v - V_LANE);
-    if (v == V_HOLE)
-        return "?";
-    const AcVar *x = &A->vars.v[v];
-    if (x->kind == VK_LOOP) {
-        const Inst *in = A->loops.v[x->loop].in;
-        if (in->op == OP_FOR)
-            return arena_printf(A->a, "iter(%%%s)", vname(A, in->regions[0]->params[0]));
-        return arena_printf(A->a, "iter(while@%d)", in->loc.line);
-    }
-    return arena_printf(A->a, "(%s %s %s)", form_str(A, x->e), x->kind == VK_DIV ? "//" : "%",
-                        poly_str(A, &x->d, false));
-}
-
-static const char *form_str(Access *A, const AcForm *f)
-{
-    if (f->why)
-        return arena_printf(A->a, "unknown: %s", f->why);
-    Buf b = {A->a, NULL, 0, 0};
-    if (f->base)
-        buf_printf(&b, "%%%s + ", vname(A, A->f->params[f->base - 1]));
-    bool any = false;
-    for (int i = 0; i < f->nt; i++) {
-        const AccPoly *c = &f->t[i].c;
-        int64_t k;
-        const char *vs = var_str(A, f->t[i].var);
-        if (any)
-            buf_puts(&b, " + ");
-        if (pis_const(c, &k) && k == 1)
-            buf_puts(&b, vs);
-        else if (c->n == 1)
-            buf_printf(&b, "%s*%s", poly_str(A, c, false), vs);
-        else
-            buf_printf(&b, "(%s)*%s", poly_str(A, c, false), vs);
-        any = true;
-    }
-    if (f->c0.n || !any)
-        buf_printf(&b, "%s%s", any ? " + " : "", f->c0.n > 1 && any ? arena_printf(A->a, "(%s)", poly_str(A, &f->c0, false))
-                                                                    : poly_str(A, &f->c0, false));
-    return buf_str(&b);
-}
-
-static const char *verdict_str(Access *A, AccResult r)
-{
-    switch (r.v) {
-    case ACC_PROVEN:
-        return "proven";
-    case ACC_PROVEN_IF:
-        return arena_printf(A->a, "proven if %s", cond_str(A, r.cond, false));
-    case ACC_NOT_INJECTIVE:
-        return arena_printf(A->a, "not injective: %s", r.why);
-    default:
-        return arena_printf(A->a, "unknown: %s", r.why);
-    }
-}
-
-const char *access_report(Access *A)
-{
-    Buf b = {A->a, NULL, 0, 0};
-    for (int i = 0; i < A->sites.n; i++) {
-        AcSite *s = &A->sites.v[i];
-        const Inst *in = s->in;
-        buf_printf(&b, "%s line %d: %s\n", op_info[in->op].name, in->loc.line, form_str(A, site_form(A, s)));
-        Cons cs = site_cons(A, s);
-        for (int k = 0; k < cs.n; k++)
-            buf_printf(&b, "  where %s < 0\n", form_str(A, cs.v[k]));
-        buf_printf(&b, "  launch: %s\n", verdict_str(A, access_injective(A, in, ACC_VARY_PIDS | ACC_VARY_LOOPS |
-                                                                             ACC_VARY_LANES)));
-        if (s->loops)
-            buf_printf(&b, "  iterations: %s\n",
-                       verdict_str(A, access_injective(A, in, ACC_VARY_LOOPS | ACC_VARY_LANES |
-                                                                  ACC_SKIP_UNUSED_LANES)));
-        unsigned axes;
-        if (access_pid_independent(A, in, &axes) && axes)
-            buf_printf(&b, "  independent of:%s%s%s\n", axes & 1 ? " pid0" : "", axes & 2 ? " pid1" : "",
-                       axes & 4 ? " pid2" : "");
-        for (int j = 0; j < i; j++) {
-            const Inst *o = A->sites.v[j].in;
-            if (o->op == OP_LOAD && in->op == OP_LOAD)
-                continue;
-            if (access_base(A, o) != access_base(A, in) || access_base(A, in) < 0)
-                continue;
-            buf_printf(&b, "  vs line %d: disjoint %s\n", o->loc.line,
-                       verdict_str(A, access_disjoint(A, o, in)));
-        }
-    }
-    /* per parameter: is each program's footprint (all its sites) private? */
-    for (int p = 0; p < A->f->nparams; p++) {
-        const Inst **ms = arena_alloc(A->a, sizeof *ms * (size_t)(A->sites.n + 1));
-        int n = 0;
-        for (int i = 0; i < A->sites.n; i++)
-            if (access_base(A, A->sites.v[i].in) == p)
-                ms[n++] = A->sites.v[i].in;
-        if (!n)
-            continue;
-        buf_printf(&b, "footprint of %%%s (%d site%s):\n", vname(A, A->f->params[p]), n, n > 1 ? "s" : "");
-        buf_printf(&b, "  private over every axis: %s\n", verdict_str(A, access_private(A, ms, n, 7)));
-        int nread = (A->pid_axes & 1) + (A->pid_axes >> 1 & 1) + (A->pid_axes >> 2 & 1);
-        for (int k = 0; k < 3 && nread > 1; k++)
-            if (A->pid_axes >> k & 1)
-                buf_printf(&b, "  private over pid%d: %s\n", k, verdict_str(A, access_private(A, ms, n, 1u << k)));
-    }
-    return buf_str(&b);
-}
-
-int access_sym(Access *A, int id, int *param, int *axis)
-{
-    if (id < 1 || id > A->syms.n)
-        return 0;
-    const AcSym *y = &A->syms.v[id - 1];
-    if (y->kind == SYM_NPROG) {
-        *axis = y->axis;
-        return 2;
-    }
-    for (int k = 0; y->kind == SYM_PARAM && k < A->f->nparams; k++)
-        if (A->f->params[k] == y->v) {
-            *param = k;
-            return 1;
-        }
-    return 0;
-}
-
-bool func_guards_hold(const Func *f, const int64_t *iargs, const int64_t grid[3], Diags *d)
-{
-    for (int i = 0; i < f->guards.n; i++) {
-        const FuncGuard *g = &f->guards.v[i];
-        bool holds = false;
-        if (!access_cond_eval(g->acc, g->cond, iargs, grid, &holds)) {
-            diag_error(d, g->loc, "%s (kad cannot evaluate the condition for this launch)", g->msg);
-            return false;
-        }
-        if (!holds) {
-            diag_error(d, g->loc, "%s", g->msg);
-            return false;
-        }
-    }
-    return true;
 }

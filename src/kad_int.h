@@ -1,7 +1,8 @@
 /* kad_int.h -- the one internal header of kad.
  *
  * Types shared by the stages, then, under a heading per file, the functions
- * each file exports.  Everything not declared here is static in its file.
+ * each file exports.  Everything not declared here is static in its file,
+ * except the helpers access.c shares with access_decide.c (access_int.h).
  *
  * Pipeline (kad.c: kad_specialize):
  *   lex.c      source text -> tokens (INDENT/DEDENT, locations)
@@ -947,7 +948,8 @@ const char *builtin_user_name(Arena *a, const char *qual);
 bool builtin_is_method(const char *name);
 
 /* ------------------------------------------------------------------ */
-/* access.c: affine access analysis (see docs/AD.md, "Access analysis") */
+/* access.c (forms), access_decide.c (decisions, conditions, report): */
+/* affine access analysis (see docs/AD.md, "Access analysis")         */
 /* ------------------------------------------------------------------ */
 
 /* A polynomial over symbols with integer coefficients: sum of k * s1*s2*s3.

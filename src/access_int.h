@@ -1,0 +1,138 @@
+/* access_int.h -- internals shared by the two files of the access analysis.
+ *
+ * access.c builds the analysis (the affine form and the constraints of
+ * every memory instruction); access_decide.c decides over them
+ * (injectivity, disjointness, private footprints) and prints and evaluates
+ * the runtime conditions.  This header holds what both need: the variable
+ * and symbol numbering, the types behind Access, and the helpers of
+ * access.c that the decisions call.  Only access.c and access_decide.c
+ * include it; the rest of kad sees the API in kad_int.h.
+ */
+#ifndef ACCESS_INT_H
+#define ACCESS_INT_H
+
+#include "kad_int.h"
+
+#define AC_NTERM 10
+#define AC_LIMIT ((int64_t)1 << 40) /* beyond this, give up (no overflow) */
+#define NVAR_MAX 60                  /* variable ids fit a uint64_t mask */
+#define V_PID 0                      /* vars 0..2: program ids */
+#define V_LANE 3                     /* vars 3..6: lane axes */
+#define V_DYN 7                      /* loops and fresh variables from here */
+#define V_HOLE 63                    /* placeholder for a carried value */
+
+enum { SYM_PARAM, SYM_NPROG, SYM_VAL };
+enum { VK_PID, VK_LANE, VK_LOOP, VK_DIV, VK_MOD };
+
+typedef struct AcTerm {
+    int var;
+    AccPoly c;
+} AcTerm;
+
+/* An affine form; why != NULL: unknown, with the reason. */
+typedef struct AcForm {
+    const char *why;
+    int base; /* pointers: param index + 1 */
+    AccPoly c0;
+    int nt;
+    AcTerm t[AC_NTERM]; /* sorted by var, coefficients non-zero */
+} AcForm;
+
+typedef struct AcSym {
+    int kind;
+    ValId v;   /* SYM_PARAM, SYM_VAL */
+    int axis;  /* SYM_NPROG */
+    uint64_t dep; /* vars (pids, loops) it may depend on */
+} AcSym;
+
+typedef struct AcVar {
+    int kind;
+    int loop;        /* VK_LOOP: index into loops */
+    const AcForm *e; /* VK_DIV, VK_MOD: e // d, e % d */
+    AccPoly d;
+    bool has_max;    /* max: the largest value (the smallest is 0) */
+    AccPoly max;
+    uint64_t dep;    /* original variables it is a function of */
+} AcVar;
+
+typedef struct AcLoop {
+    const Inst *in;
+    int parent; /* enclosing loop index, or -1 */
+    int var;
+} AcLoop;
+
+/* One memory instruction and its context. */
+typedef struct AcSite {
+    const Inst *in;
+    uint64_t loops;      /* var bits of the enclosing loops */
+    Vec(ValId) ctx;      /* conditions known true: enclosing `if` then-branches, `while` conditions */
+    Vec(int) fors;       /* enclosing `for` loops (their bounds) */
+    const AcForm *form;  /* the offset (NULL until asked) */
+} AcSite;
+
+struct Access {
+    Arena *a;
+    const Func *f;
+    const char **names;
+    int nv;
+    const Inst **def;  /* by ValId */
+    int *owner;        /* by ValId: loop index of a region param, -1 */
+    int *slot;         /* by ValId: its slot (for: 0 = iv) */
+    int *inloop;       /* by ValId: innermost enclosing loop + 1, 0 outside */
+    const AcForm **memo;
+    uint8_t *busy;
+    uint64_t *dep;
+    uint8_t *dep_done;
+    int hole_depth;
+    Vec(const AcForm **) log; /* memo entries set while a carried value is open */
+    Vec(AcLoop) loops;
+    Vec(AcVar) vars;
+    Vec(AcSym) syms;
+    Vec(AcSite) sites;
+    unsigned pid_axes; /* the grid axes some tl.program_id reads */
+    const char *host_args, *host_grid; /* printing for the host (access_cond_host), else NULL */
+};
+
+/* Facts: the symbols known >= 1 (num_programs; upper bounds of enabled
+ * lanes).  pos is a bit set over symbol ids (ids < 64; others unknown). */
+typedef struct Facts {
+    uint64_t pos;
+} Facts;
+
+typedef Vec(const AcForm *) Cons; /* each: form < 0 */
+
+/* ------------------------------------------------------------------ */
+/* access.c: helpers the decisions use                                 */
+/* ------------------------------------------------------------------ */
+
+/* Polynomials (false: a term or coefficient beyond the limits). */
+AccPoly pconst(int64_t k);
+bool in_limit(int64_t k);
+bool padd_mono(AccPoly *p, AccMono m);
+bool padd(AccPoly *r, const AccPoly *x, const AccPoly *y, int64_t sy);
+bool pmul(AccPoly *r, const AccPoly *x, const AccPoly *y);
+bool pis_const(const AccPoly *p, int64_t *k);
+bool peq(const AccPoly *x, const AccPoly *y);
+bool pdiv_exact(AccPoly *r, const AccPoly *p, int64_t k);
+/* Symbols and signs */
+int sym_intern(Access *A, int kind, ValId v, int axis, uint64_t dep);
+AccPoly psym(int id);
+bool pnonneg(const Facts *F, const AccPoly *p);
+/* Forms; too_big: the reason when a result has too many terms */
+extern const char *const too_big;
+AcForm *fnew(Access *A);
+AccPoly *fcoef(AcForm *f, int var);
+const AcForm *fadd(Access *A, const AcForm *x, const AcForm *y, int64_t s);
+bool feq(const AcForm *x, const AcForm *y);
+uint64_t fdeps(const Access *A, const AcForm *f);
+Type vty(const Access *A, ValId v);
+const char *vname(const Access *A, ValId v);
+const AccPoly *poly_of(Access *A, ValId v);
+Facts base_facts(const Access *A);
+/* Sites and their constraints */
+AcSite *site_of(Access *A, const Inst *mem);
+const AcForm *site_form(Access *A, AcSite *s);
+Cons site_cons(Access *A, AcSite *s);
+void add_facts(Access *A, const Cons *cs, Facts *F);
+
+#endif
