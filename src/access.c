@@ -21,7 +21,7 @@
  * Assumption: integer offsets do not wrap (as the kernel itself assumes).
  *
  * Requires: a verified Func that stays unchanged.  Keeps: the Func.
- * Guarantees: forms are built lazily (site_form) and memoized per value;
+ * Guarantees: forms are built lazily (ac_site_form) and memoized per value;
  * every form is exact or unknown.  All memory lives in the caller's arena.
  */
 #include <string.h>
@@ -32,7 +32,7 @@
 /* Polynomials                                                         */
 /* ------------------------------------------------------------------ */
 
-AccPoly pconst(int64_t k)
+AccPoly ac_pconst(int64_t k)
 {
     AccPoly p = {0};
     if (k) {
@@ -50,10 +50,10 @@ static int mono_cmp(const AccMono *x, const AccMono *y)
     return 0;
 }
 
-bool in_limit(int64_t k) { return k < AC_LIMIT && k > -AC_LIMIT; }
+bool ac_in_limit(int64_t k) { return k < AC_LIMIT && k > -AC_LIMIT; }
 
 /* Adds k * m's symbols into p, keeping monomials sorted and non-zero. */
-bool padd_mono(AccPoly *p, AccMono m)
+bool ac_padd_mono(AccPoly *p, AccMono m)
 {
     if (!m.k)
         return true;
@@ -62,7 +62,7 @@ bool padd_mono(AccPoly *p, AccMono m)
         i++;
     if (i < p->n && !mono_cmp(&p->m[i], &m)) {
         p->m[i].k += m.k;
-        if (!in_limit(p->m[i].k))
+        if (!ac_in_limit(p->m[i].k))
             return false;
         if (!p->m[i].k) {
             memmove(&p->m[i], &p->m[i + 1], sizeof m * (size_t)(p->n - i - 1));
@@ -70,7 +70,7 @@ bool padd_mono(AccPoly *p, AccMono m)
         }
         return true;
     }
-    if (p->n == ACC_NMONO || !in_limit(m.k))
+    if (p->n == ACC_NMONO || !ac_in_limit(m.k))
         return false;
     memmove(&p->m[i + 1], &p->m[i], sizeof m * (size_t)(p->n - i));
     p->m[i] = m;
@@ -78,26 +78,26 @@ bool padd_mono(AccPoly *p, AccMono m)
     return true;
 }
 
-bool padd(AccPoly *r, const AccPoly *x, const AccPoly *y, int64_t sy)
+bool ac_padd(AccPoly *r, const AccPoly *x, const AccPoly *y, int64_t sy)
 {
     AccPoly p = *x;
     for (int i = 0; i < y->n; i++) {
         AccMono m = y->m[i];
         m.k *= sy;
-        if (!padd_mono(&p, m))
+        if (!ac_padd_mono(&p, m))
             return false;
     }
     *r = p;
     return true;
 }
 
-bool pmul(AccPoly *r, const AccPoly *x, const AccPoly *y)
+bool ac_pmul(AccPoly *r, const AccPoly *x, const AccPoly *y)
 {
     AccPoly p = {0};
     for (int i = 0; i < x->n; i++)
         for (int j = 0; j < y->n; j++) {
             const AccMono *a = &x->m[i], *b = &y->m[j];
-            if (!in_limit(a->k) || !in_limit(b->k) || (a->k > (1 << 20) && b->k > (1 << 20)))
+            if (!ac_in_limit(a->k) || !ac_in_limit(b->k) || (a->k > (1 << 20) && b->k > (1 << 20)))
                 return false;
             AccMono m = {a->k * b->k, {0}};
             int32_t s[2 * ACC_NSYM];
@@ -117,7 +117,7 @@ bool pmul(AccPoly *r, const AccPoly *x, const AccPoly *y)
                     s[w - 1] = tmp;
                 }
             memcpy(m.s, s, sizeof(int32_t) * (size_t)n);
-            if (!in_limit(m.k) || !padd_mono(&p, m))
+            if (!ac_in_limit(m.k) || !ac_padd_mono(&p, m))
                 return false;
         }
     *r = p;
@@ -126,11 +126,11 @@ bool pmul(AccPoly *r, const AccPoly *x, const AccPoly *y)
 
 static bool pscale(AccPoly *r, const AccPoly *x, int64_t k)
 {
-    AccPoly c = pconst(k);
-    return pmul(r, x, &c);
+    AccPoly c = ac_pconst(k);
+    return ac_pmul(r, x, &c);
 }
 
-bool pis_const(const AccPoly *p, int64_t *k)
+bool ac_pis_const(const AccPoly *p, int64_t *k)
 {
     if (p->n == 0) {
         *k = 0;
@@ -143,7 +143,7 @@ bool pis_const(const AccPoly *p, int64_t *k)
     return false;
 }
 
-bool peq(const AccPoly *x, const AccPoly *y)
+bool ac_peq(const AccPoly *x, const AccPoly *y)
 {
     if (x->n != y->n)
         return false;
@@ -154,7 +154,7 @@ bool peq(const AccPoly *x, const AccPoly *y)
 }
 
 /* p / k when every coefficient is divisible by k. */
-bool pdiv_exact(AccPoly *r, const AccPoly *p, int64_t k)
+bool ac_pdiv_exact(AccPoly *r, const AccPoly *p, int64_t k)
 {
     if (k == 0)
         return false;
@@ -172,7 +172,7 @@ bool pdiv_exact(AccPoly *r, const AccPoly *p, int64_t k)
 /* Symbols and signs                                                   */
 /* ------------------------------------------------------------------ */
 
-int sym_intern(Access *A, int kind, ValId v, int axis, uint64_t dep)
+int ac_sym_intern(Access *A, int kind, ValId v, int axis, uint64_t dep)
 {
     for (int i = 0; i < A->syms.n; i++)
         if (A->syms.v[i].kind == kind && A->syms.v[i].v == v && A->syms.v[i].axis == axis)
@@ -182,7 +182,7 @@ int sym_intern(Access *A, int kind, ValId v, int axis, uint64_t dep)
     return A->syms.n;
 }
 
-AccPoly psym(int id)
+AccPoly ac_psym(int id)
 {
     AccPoly p = {0};
     p.n = 1;
@@ -198,7 +198,7 @@ static bool sym_pos(const Facts *F, int id) { return id < 64 && (F->pos >> id & 
  * k'*X*Y (Y's symbols >= 1, X's >= 0), a negative constant by any positive
  * monomial of symbols >= 1; what is left must be positive monomials of
  * non-negative symbols and a non-negative constant. */
-bool pnonneg(const Facts *F, const AccPoly *p)
+bool ac_pnonneg(const Facts *F, const AccPoly *p)
 {
     AccPoly q = *p;
     for (int i = 0; i < q.n; i++)
@@ -241,18 +241,18 @@ bool pnonneg(const Facts *F, const AccPoly *p)
 /* Forms                                                               */
 /* ------------------------------------------------------------------ */
 
-AcForm *fnew(Access *A) { return arena_alloc(A->a, sizeof(AcForm)); }
+AcForm *ac_fnew(Access *A) { return arena_alloc(A->a, sizeof(AcForm)); }
 
 static const AcForm *funknown(Access *A, const char *why)
 {
-    AcForm *f = fnew(A);
+    AcForm *f = ac_fnew(A);
     f->why = why;
     return f;
 }
 
 static bool fis_const(const AcForm *f) { return !f->why && f->nt == 0; }
 
-AccPoly *fcoef(AcForm *f, int var)
+AccPoly *ac_fcoef(AcForm *f, int var)
 {
     for (int i = 0; i < f->nt; i++)
         if (f->t[i].var == var)
@@ -269,7 +269,7 @@ static bool fadd_term(AcForm *f, int var, const AccPoly *c)
     while (i < f->nt && f->t[i].var < var)
         i++;
     if (i < f->nt && f->t[i].var == var) {
-        if (!padd(&f->t[i].c, &f->t[i].c, c, 1))
+        if (!ac_padd(&f->t[i].c, &f->t[i].c, c, 1))
             return false;
         if (!f->t[i].c.n) {
             memmove(&f->t[i], &f->t[i + 1], sizeof f->t[0] * (size_t)(f->nt - i - 1));
@@ -286,10 +286,10 @@ static bool fadd_term(AcForm *f, int var, const AccPoly *c)
     return true;
 }
 
-const char *const too_big = "the offset has too many terms";
+const char *const ac_too_big = "the offset has too many terms";
 
 /* x + s * y */
-const AcForm *fadd(Access *A, const AcForm *x, const AcForm *y, int64_t s)
+const AcForm *ac_fadd(Access *A, const AcForm *x, const AcForm *y, int64_t s)
 {
     if (x->why)
         return x;
@@ -297,15 +297,15 @@ const AcForm *fadd(Access *A, const AcForm *x, const AcForm *y, int64_t s)
         return y;
     if (y->base && (x->base || s < 0))
         return funknown(A, "arithmetic on two pointers");
-    AcForm *r = fnew(A);
+    AcForm *r = ac_fnew(A);
     *r = *x;
     r->base = x->base ? x->base : y->base;
-    if (!padd(&r->c0, &x->c0, &y->c0, s))
-        return funknown(A, too_big);
+    if (!ac_padd(&r->c0, &x->c0, &y->c0, s))
+        return funknown(A, ac_too_big);
     for (int i = 0; i < y->nt; i++) {
         AccPoly c;
         if (!pscale(&c, &y->t[i].c, s) || !fadd_term(r, y->t[i].var, &c))
-            return funknown(A, too_big);
+            return funknown(A, ac_too_big);
     }
     return r;
 }
@@ -317,30 +317,30 @@ static const AcForm *fscale(Access *A, const AcForm *x, const AccPoly *p)
         return x;
     if (x->base)
         return funknown(A, "a pointer multiplied");
-    AcForm *r = fnew(A);
-    if (!pmul(&r->c0, &x->c0, p))
-        return funknown(A, too_big);
+    AcForm *r = ac_fnew(A);
+    if (!ac_pmul(&r->c0, &x->c0, p))
+        return funknown(A, ac_too_big);
     for (int i = 0; i < x->nt; i++) {
         AccPoly c;
-        if (!pmul(&c, &x->t[i].c, p) || !fadd_term(r, x->t[i].var, &c))
-            return funknown(A, too_big);
+        if (!ac_pmul(&c, &x->t[i].c, p) || !fadd_term(r, x->t[i].var, &c))
+            return funknown(A, ac_too_big);
     }
     return r;
 }
 
-bool feq(const AcForm *x, const AcForm *y)
+bool ac_feq(const AcForm *x, const AcForm *y)
 {
-    if (x->why || y->why || x->base != y->base || x->nt != y->nt || !peq(&x->c0, &y->c0))
+    if (x->why || y->why || x->base != y->base || x->nt != y->nt || !ac_peq(&x->c0, &y->c0))
         return false;
     for (int i = 0; i < x->nt; i++)
-        if (x->t[i].var != y->t[i].var || !peq(&x->t[i].c, &y->t[i].c))
+        if (x->t[i].var != y->t[i].var || !ac_peq(&x->t[i].c, &y->t[i].c))
             return false;
     return true;
 }
 
 /* Variables that f depends on, as a mask over the original variables
  * (fresh ones replaced by what they depend on; symbols by their deps). */
-uint64_t fdeps(const Access *A, const AcForm *f)
+uint64_t ac_fdeps(const Access *A, const AcForm *f)
 {
     uint64_t m = 0;
     for (int i = 0; i < f->nt; i++) {
@@ -368,20 +368,20 @@ static int var_new(Access *A, AcVar v)
 static bool fconst_max(const Access *A, const AcForm *f, int64_t lane_max[KAD_MAX_RANK], int64_t *mx)
 {
     int64_t m;
-    if (!pis_const(&f->c0, &m))
+    if (!ac_pis_const(&f->c0, &m))
         return false;
     for (int i = 0; i < f->nt; i++) {
         int v = f->t[i].var;
         int64_t c, e;
-        if (!pis_const(&f->t[i].c, &c) || c < 0)
+        if (!ac_pis_const(&f->t[i].c, &c) || c < 0)
             return false;
         if (v >= V_LANE && v < V_DYN)
             e = lane_max[v - V_LANE];
-        else if (v >= V_DYN && A->vars.v[v].has_max && pis_const(&A->vars.v[v].max, &e))
+        else if (v >= V_DYN && A->vars.v[v].has_max && ac_pis_const(&A->vars.v[v].max, &e))
             ;
         else
             return false;
-        if (e < 0 || !in_limit(c * e) || !in_limit(m + c * e))
+        if (e < 0 || !ac_in_limit(c * e) || !ac_in_limit(m + c * e))
             return false;
         m += c * e;
     }
@@ -393,10 +393,10 @@ static bool fconst_max(const Access *A, const AcForm *f, int64_t lane_max[KAD_MA
  * every variable being >= 0). */
 static bool fnonneg(const Facts *F, const AcForm *f)
 {
-    if (!pnonneg(F, &f->c0))
+    if (!ac_pnonneg(F, &f->c0))
         return false;
     for (int i = 0; i < f->nt; i++)
-        if (!pnonneg(F, &f->t[i].c))
+        if (!ac_pnonneg(F, &f->t[i].c))
             return false;
     return true;
 }
@@ -406,24 +406,24 @@ static int fresh_var(Access *A, int kind, const AcForm *e, const AccPoly *d, con
 {
     for (int i = V_DYN; i < A->vars.n; i++) {
         const AcVar *v = &A->vars.v[i];
-        if (v->kind == kind && feq(v->e, e) && peq(&v->d, d))
+        if (v->kind == kind && ac_feq(v->e, e) && ac_peq(&v->d, d))
             return i;
     }
-    AcVar v = {kind, -1, e, *d, false, {0}, fdeps(A, e)};
+    AcVar v = {kind, -1, e, *d, false, {0}, ac_fdeps(A, e)};
     int64_t dk, mx;
     int64_t lane_max[KAD_MAX_RANK];
     for (int k = 0; k < KAD_MAX_RANK; k++)
         lane_max[k] = k < rank ? shape[k] - 1 : 0;
     if (kind == VK_MOD) {
-        v.has_max = padd(&v.max, d, &(AccPoly){0}, 1);
-        AccPoly one = pconst(1);
-        v.has_max = v.has_max && padd(&v.max, &v.max, &one, -1);
-        if (pis_const(d, &dk) && fconst_max(A, e, lane_max, &mx) && mx < dk) {
-            v.max = pconst(mx);
+        v.has_max = ac_padd(&v.max, d, &(AccPoly){0}, 1);
+        AccPoly one = ac_pconst(1);
+        v.has_max = v.has_max && ac_padd(&v.max, &v.max, &one, -1);
+        if (ac_pis_const(d, &dk) && fconst_max(A, e, lane_max, &mx) && mx < dk) {
+            v.max = ac_pconst(mx);
         }
-    } else if (pis_const(d, &dk) && fconst_max(A, e, lane_max, &mx)) {
+    } else if (ac_pis_const(d, &dk) && fconst_max(A, e, lane_max, &mx)) {
         v.has_max = true;
-        v.max = pconst(mx / dk);
+        v.max = ac_pconst(mx / dk);
     }
     return var_new(A, v);
 }
@@ -434,7 +434,7 @@ static const AcForm *fremap(Access *A, const AcForm *f, const int *map, const in
 {
     if (f->why)
         return f;
-    AcForm *r = fnew(A);
+    AcForm *r = ac_fnew(A);
     r->base = f->base;
     r->c0 = f->c0;
     for (int i = 0; i < f->nt; i++) {
@@ -442,7 +442,7 @@ static const AcForm *fremap(Access *A, const AcForm *f, const int *map, const in
         if (v >= V_LANE && v < V_DYN) {
             int nk = map[v - V_LANE];
             if (nk >= 0 && !fadd_term(r, V_LANE + nk, &f->t[i].c))
-                return funknown(A, too_big);
+                return funknown(A, ac_too_big);
             continue;
         }
         if (v >= V_DYN && A->vars.v[v].kind != VK_LOOP && (A->vars.v[v].dep & (0xfull << V_LANE))) {
@@ -453,18 +453,18 @@ static const AcForm *fremap(Access *A, const AcForm *f, const int *map, const in
             AccPoly d = fv->d;
             int nv = fresh_var(A, fv->kind, e, &d, shape, rank);
             if (nv < 0)
-                return funknown(A, too_big);
+                return funknown(A, ac_too_big);
             v = nv;
         }
         if (!fadd_term(r, v, &f->t[i].c))
-            return funknown(A, too_big);
+            return funknown(A, ac_too_big);
     }
     return r;
 }
 
-Type vty(const Access *A, ValId v) { return A->f->vals.v[v].ty; }
+Type ac_vty(const Access *A, ValId v) { return A->f->vals.v[v].ty; }
 
-const char *vname(const Access *A, ValId v)
+const char *ac_vname(const Access *A, ValId v)
 {
     const char *n = A->names[v];
     return n ? n : "?";
@@ -501,7 +501,7 @@ static uint64_t deps(Access *A, ValId v)
 static const AcForm *form_of(Access *A, ValId v);
 
 /* v as a polynomial (its form has no variables), else NULL. */
-const AccPoly *poly_of(Access *A, ValId v)
+const AccPoly *ac_poly_of(Access *A, ValId v)
 {
     const AcForm *f = form_of(A, v);
     return fis_const(f) && !f->base ? &f->c0 : NULL;
@@ -509,13 +509,13 @@ const AccPoly *poly_of(Access *A, ValId v)
 
 static const AcForm *fpoly(Access *A, AccPoly p)
 {
-    AcForm *f = fnew(A);
+    AcForm *f = ac_fnew(A);
     f->c0 = p;
     return f;
 }
 
 /* Facts that hold everywhere: num_programs >= 1. */
-Facts base_facts(const Access *A)
+Facts ac_base_facts(const Access *A)
 {
     Facts F = {0};
     for (int i = 0; i < A->syms.n && i + 1 < 64; i++)
@@ -545,9 +545,9 @@ static const AcForm *induction(Access *A, ValId v, int l, int k)
         return funknown(A, "a carried value inside another's update");
     A->hole_depth++;
     int mark = A->log.n;
-    AcForm *hole = fnew(A);
+    AcForm *hole = ac_fnew(A);
     hole->base = fi->base;
-    AccPoly one = pconst(1);
+    AccPoly one = ac_pconst(1);
     fadd_term(hole, V_HOLE, &one);
     A->memo[v] = hole;
     ValId twin = 0; /* a while's other region parameter of the same slot */
@@ -566,25 +566,25 @@ static const AcForm *induction(Access *A, ValId v, int l, int k)
     A->hole_depth--;
     if (fn->why)
         return fn;
-    AcForm *inc = fnew(A);
+    AcForm *inc = ac_fnew(A);
     *inc = *fn;
-    AccPoly *hc = fcoef(inc, V_HOLE);
-    if (!hc || !peq(hc, &one) || fn->base != fi->base)
-        return funknown(A, arena_printf(A->a, "'%s' is not advanced by adding to it", vname(A, v)));
-    AccPoly m1 = pconst(-1);
+    AccPoly *hc = ac_fcoef(inc, V_HOLE);
+    if (!hc || !ac_peq(hc, &one) || fn->base != fi->base)
+        return funknown(A, arena_printf(A->a, "'%s' is not advanced by adding to it", ac_vname(A, v)));
+    AccPoly m1 = ac_pconst(-1);
     fadd_term(inc, V_HOLE, &m1);
     inc->base = 0;
     if (!fis_const(inc))
         return funknown(A, arena_printf(A->a, "'%s' is advanced by an amount that changes between "
-                                              "iterations", vname(A, v)));
+                                              "iterations", ac_vname(A, v)));
     for (int i = 0; i < inc->c0.n; i++)
         for (int s = 0; s < ACC_NSYM && inc->c0.m[i].s[s]; s++)
             if (A->syms.v[inc->c0.m[i].s[s] - 1].dep >> A->loops.v[l].var & 1)
                 return funknown(A, arena_printf(A->a, "'%s' is advanced by an amount computed in "
-                                                      "the loop", vname(A, v)));
-    AcForm *t = fnew(A);
+                                                      "the loop", ac_vname(A, v)));
+    AcForm *t = ac_fnew(A);
     fadd_term(t, A->loops.v[l].var, &inc->c0);
-    return fadd(A, fi, t, 1);
+    return ac_fadd(A, fi, t, 1);
 }
 
 static const AcForm *region_param(Access *A, ValId v)
@@ -593,14 +593,14 @@ static const AcForm *region_param(Access *A, ValId v)
     if (l < 0) { /* a kernel parameter */
         for (int p = 0; p < A->f->nparams; p++)
             if (A->f->params[p] == v) {
-                Type t = vty(A, v);
+                Type t = ac_vty(A, v);
                 if (t.dt == DT_PTR) {
-                    AcForm *f = fnew(A);
+                    AcForm *f = ac_fnew(A);
                     f->base = p + 1;
                     return f;
                 }
                 if (dtype_is_int((Dtype)t.dt))
-                    return fpoly(A, psym(sym_intern(A, SYM_PARAM, v, 0, 0)));
+                    return fpoly(A, ac_psym(ac_sym_intern(A, SYM_PARAM, v, 0, 0)));
             }
         return funknown(A, "not an integer");
     }
@@ -608,14 +608,14 @@ static const AcForm *region_param(Access *A, ValId v)
     int k = A->slot[v];
     if (loop->op == OP_FOR && k == 0) {
         const AcForm *lb = form_of(A, loop->args[0]);
-        const AccPoly *step = poly_of(A, loop->args[2]);
+        const AccPoly *step = ac_poly_of(A, loop->args[2]);
         if (lb->why)
             return lb;
         if (!step)
             return funknown(A, "a loop step kad cannot express");
-        AcForm *t = fnew(A);
+        AcForm *t = ac_fnew(A);
         fadd_term(t, A->loops.v[l].var, step);
-        return fadd(A, lb, t, 1);
+        return ac_fadd(A, lb, t, 1);
     }
     return induction(A, v, l, k);
 }
@@ -665,34 +665,34 @@ static const AcForm *compute(Access *A, ValId v)
     const Inst *in = A->def[v];
     if (!in)
         return region_param(A, v);
-    Type t = vty(A, v);
+    Type t = ac_vty(A, v);
     if (t.dt != DT_PTR && !dtype_is_int((Dtype)t.dt))
         return funknown(A, "a float offset");
     const AcForm *x, *y;
     switch (in->op) {
     case OP_CONST:
-        return fpoly(A, pconst(in->ival));
+        return fpoly(A, ac_pconst(in->ival));
     case OP_PROGRAM_ID: {
-        AcForm *f = fnew(A);
-        AccPoly one = pconst(1);
+        AcForm *f = ac_fnew(A);
+        AccPoly one = ac_pconst(1);
         fadd_term(f, V_PID + (int)in->ival, &one);
         return f;
     }
     case OP_NUM_PROGRAMS:
-        return fpoly(A, psym(sym_intern(A, SYM_NPROG, 0, (int)in->ival, 0)));
+        return fpoly(A, ac_psym(ac_sym_intern(A, SYM_NPROG, 0, (int)in->ival, 0)));
     case OP_ARANGE: {
-        AcForm *f = fnew(A);
-        f->c0 = pconst(in->ival);
-        AccPoly one = pconst(1);
+        AcForm *f = ac_fnew(A);
+        f->c0 = ac_pconst(in->ival);
+        AccPoly one = ac_pconst(1);
         fadd_term(f, V_LANE, &one);
         return f;
     }
     case OP_ADD:
     case OP_ADDPTR:
     case OP_SUB:
-        return fadd(A, form_of(A, in->args[0]), form_of(A, in->args[1]), in->op == OP_SUB ? -1 : 1);
+        return ac_fadd(A, form_of(A, in->args[0]), form_of(A, in->args[1]), in->op == OP_SUB ? -1 : 1);
     case OP_NEG: {
-        AccPoly m1 = pconst(-1);
+        AccPoly m1 = ac_pconst(-1);
         return fscale(A, form_of(A, in->args[0]), &m1);
     }
     case OP_MUL:
@@ -706,54 +706,54 @@ static const AcForm *compute(Access *A, ValId v)
             return fscale(A, y, &x->c0);
         return funknown(A, "a product of two values that vary");
     case OP_SHL: {
-        const AccPoly *s = poly_of(A, in->args[1]);
+        const AccPoly *s = ac_poly_of(A, in->args[1]);
         int64_t k;
-        if (!s || !pis_const(s, &k) || k < 0 || k > 30)
+        if (!s || !ac_pis_const(s, &k) || k < 0 || k > 30)
             return funknown(A, "a shift by a non-constant amount");
-        AccPoly p = pconst((int64_t)1 << k);
+        AccPoly p = ac_pconst((int64_t)1 << k);
         return fscale(A, form_of(A, in->args[0]), &p);
     }
     case OP_DIV:
     case OP_REM: {
         x = form_of(A, in->args[0]);
-        const AccPoly *d = poly_of(A, in->args[1]);
+        const AccPoly *d = ac_poly_of(A, in->args[1]);
         if (x->why)
             return x;
         if (!d)
             return funknown(A, "a division by a value that varies");
-        Facts F = base_facts(A);
+        Facts F = ac_base_facts(A);
         int64_t dk, xk;
-        AccPoly one = pconst(1), dm1;
-        if (!padd(&dm1, d, &one, -1) || !fnonneg(&F, x))
+        AccPoly one = ac_pconst(1), dm1;
+        if (!ac_padd(&dm1, d, &one, -1) || !fnonneg(&F, x))
             return funknown(A, "'//' or '%' of possibly negative operands");
-        if (!pis_const(d, &dk) && !fis_const(x)) {
+        if (!ac_pis_const(d, &dk) && !fis_const(x)) {
             /* a symbolic divisor: the decision requires d >= 1 */
-        } else if (!pnonneg(&F, &dm1))
+        } else if (!ac_pnonneg(&F, &dm1))
             return funknown(A, "'//' or '%' by a possibly negative divisor");
-        if (pis_const(d, &dk) && fis_const(x) && pis_const(&x->c0, &xk))
-            return fpoly(A, pconst(in->op == OP_DIV ? xk / dk : xk % dk));
-        if (pis_const(d, &dk)) { /* exact: every coefficient a multiple of d */
-            AcForm *q = fnew(A);
-            bool exact = pdiv_exact(&q->c0, &x->c0, dk);
+        if (ac_pis_const(d, &dk) && fis_const(x) && ac_pis_const(&x->c0, &xk))
+            return fpoly(A, ac_pconst(in->op == OP_DIV ? xk / dk : xk % dk));
+        if (ac_pis_const(d, &dk)) { /* exact: every coefficient a multiple of d */
+            AcForm *q = ac_fnew(A);
+            bool exact = ac_pdiv_exact(&q->c0, &x->c0, dk);
             for (int i = 0; i < x->nt && exact; i++) {
                 AccPoly c;
-                exact = pdiv_exact(&c, &x->t[i].c, dk) && fadd_term(q, x->t[i].var, &c);
+                exact = ac_pdiv_exact(&c, &x->t[i].c, dk) && fadd_term(q, x->t[i].var, &c);
             }
             if (exact)
-                return in->op == OP_DIV ? q : fpoly(A, pconst(0));
+                return in->op == OP_DIV ? q : fpoly(A, ac_pconst(0));
         }
         if (fis_const(x))
             break; /* a scalar: a symbol */
         int fv = fresh_var(A, in->op == OP_DIV ? VK_DIV : VK_MOD, x, d, t.shape, t.rank);
         if (fv < 0)
-            return funknown(A, too_big);
-        AcForm *f = fnew(A);
+            return funknown(A, ac_too_big);
+        AcForm *f = ac_fnew(A);
         fadd_term(f, fv, &one);
         return f;
     }
     case OP_CAST:
-        if (vty(A, in->args[0]).dt == DT_PTR || !dtype_is_int((Dtype)vty(A, in->args[0]).dt) ||
-            dtype_bits((Dtype)t.dt) < dtype_bits((Dtype)vty(A, in->args[0]).dt))
+        if (ac_vty(A, in->args[0]).dt == DT_PTR || !dtype_is_int((Dtype)ac_vty(A, in->args[0]).dt) ||
+            dtype_bits((Dtype)t.dt) < dtype_bits((Dtype)ac_vty(A, in->args[0]).dt))
             return funknown(A, "a narrowing or pointer conversion");
         return form_of(A, in->args[0]);
     case OP_MULTIPLE_OF:
@@ -764,21 +764,21 @@ static const AcForm *compute(Access *A, ValId v)
     case OP_PERMUTE:
     case OP_RESHAPE: {
         int map[KAD_MAX_RANK];
-        if (!shape_map(in, vty(A, in->args[0]), t, map))
+        if (!shape_map(in, ac_vty(A, in->args[0]), t, map))
             return funknown(A, "a reshape that mixes axes");
         return fremap(A, form_of(A, in->args[0]), map, t.shape, t.rank);
     }
     case OP_LOAD:
         if (t.rank)
             return funknown(A, arena_printf(A->a, "offsets loaded from memory ('%s', line %d)",
-                                            vname(A, v), in->loc.line));
+                                            ac_vname(A, v), in->loc.line));
         break;
     default:
         break;
     }
     if (t.rank == 0 && t.dt != DT_PTR)
-        return fpoly(A, psym(sym_intern(A, SYM_VAL, v, 0, deps(A, v))));
-    return funknown(A, arena_printf(A->a, "'%s' ('%s', line %d) is not affine", vname(A, v),
+        return fpoly(A, ac_psym(ac_sym_intern(A, SYM_VAL, v, 0, deps(A, v))));
+    return funknown(A, arena_printf(A->a, "'%s' ('%s', line %d) is not affine", ac_vname(A, v),
                                     op_info[in->op].name, in->loc.line));
 }
 
@@ -791,9 +791,9 @@ static const AcForm *form_of(Access *A, ValId v)
     A->busy[v] = 1;
     const AcForm *f = compute(A, v);
     A->busy[v] = 0;
-    Type t = vty(A, v);
+    Type t = ac_vty(A, v);
     if (f->why && t.rank == 0 && t.dt != DT_PTR && dtype_is_int((Dtype)t.dt) && A->def[v])
-        f = fpoly(A, psym(sym_intern(A, SYM_VAL, v, 0, deps(A, v)))); /* an opaque scalar */
+        f = fpoly(A, ac_psym(ac_sym_intern(A, SYM_VAL, v, 0, deps(A, v)))); /* an opaque scalar */
     A->memo[v] = f;
     if (A->hole_depth)
         vec_push(A->a, A->log, &A->memo[v]);
@@ -907,7 +907,7 @@ Access *access_analyze(Arena *a, const Func *f)
 int access_count(const Access *A) { return A->sites.n; }
 const Inst *access_inst(const Access *A, int i) { return A->sites.v[i].in; }
 
-AcSite *site_of(Access *A, const Inst *mem)
+AcSite *ac_site_of(Access *A, const Inst *mem)
 {
     for (int i = 0; i < A->sites.n; i++)
         if (A->sites.v[i].in == mem)
@@ -915,7 +915,7 @@ AcSite *site_of(Access *A, const Inst *mem)
     return NULL;
 }
 
-const AcForm *site_form(Access *A, AcSite *s)
+const AcForm *ac_site_form(Access *A, AcSite *s)
 {
     if (!s->form) {
         const AcForm *f = form_of(A, s->in->args[0]);
@@ -928,8 +928,8 @@ const AcForm *site_form(Access *A, AcSite *s)
 
 int access_base(Access *A, const Inst *mem)
 {
-    AcSite *s = site_of(A, mem);
-    const AcForm *f = s ? site_form(A, s) : NULL;
+    AcSite *s = ac_site_of(A, mem);
+    const AcForm *f = s ? ac_site_form(A, s) : NULL;
     return f && !f->why ? f->base - 1 : -1;
 }
 
@@ -954,8 +954,8 @@ static void cons_of(Access *A, ValId m, Cons *out, int depth)
     case OP_PERMUTE:
     case OP_RESHAPE: {
         int map[KAD_MAX_RANK];
-        Type to = vty(A, m);
-        if (!shape_map(in, vty(A, in->args[0]), to, map))
+        Type to = ac_vty(A, m);
+        if (!shape_map(in, ac_vty(A, in->args[0]), to, map))
             return;
         Cons sub = {0};
         cons_of(A, in->args[0], &sub, depth + 1);
@@ -970,14 +970,14 @@ static void cons_of(Access *A, ValId m, Cons *out, int depth)
     case OP_LE:
     case OP_GT:
     case OP_GE: {
-        if (vty(A, in->args[0]).dt == DT_PTR)
+        if (ac_vty(A, in->args[0]).dt == DT_PTR)
             return;
         bool flip = in->op == OP_GT || in->op == OP_GE;
         x = form_of(A, in->args[flip ? 1 : 0]);
         y = form_of(A, in->args[flip ? 0 : 1]);
-        c = fadd(A, x, y, -1);
+        c = ac_fadd(A, x, y, -1);
         if (in->op == OP_LE || in->op == OP_GE)
-            c = fadd(A, c, fpoly(A, pconst(1)), -1);
+            c = ac_fadd(A, c, fpoly(A, ac_pconst(1)), -1);
         if (!c->why)
             vec_push(A->a, *out, c);
         return;
@@ -987,7 +987,7 @@ static void cons_of(Access *A, ValId m, Cons *out, int depth)
     }
 }
 
-Cons site_cons(Access *A, AcSite *s)
+Cons ac_site_cons(Access *A, AcSite *s)
 {
     Cons cs = {0};
     const Inst *in = s->in;
@@ -995,14 +995,14 @@ Cons site_cons(Access *A, AcSite *s)
         cons_of(A, in->args[in->op == OP_LOAD ? 1 : 2], &cs, 0);
     for (int i = 0; i < s->ctx.n; i++)
         cons_of(A, s->ctx.v[i], &cs, 0);
-    Facts F = base_facts(A);
+    Facts F = ac_base_facts(A);
     for (int i = 0; i < s->fors.n; i++) { /* iv < ub for a positive step */
         const Inst *loop = A->loops.v[s->fors.v[i]].in;
-        const AccPoly *step = poly_of(A, loop->args[2]);
-        AccPoly one = pconst(1), sm1;
-        if (!step || !padd(&sm1, step, &one, -1) || !pnonneg(&F, &sm1))
+        const AccPoly *step = ac_poly_of(A, loop->args[2]);
+        AccPoly one = ac_pconst(1), sm1;
+        if (!step || !ac_padd(&sm1, step, &one, -1) || !ac_pnonneg(&F, &sm1))
             continue;
-        const AcForm *c = fadd(A, form_of(A, loop->regions[0]->params[0]), form_of(A, loop->args[1]), -1);
+        const AcForm *c = ac_fadd(A, form_of(A, loop->regions[0]->params[0]), form_of(A, loop->args[1]), -1);
         if (!c->why)
             vec_push(A->a, cs, c);
     }
@@ -1011,14 +1011,14 @@ Cons site_cons(Access *A, AcSite *s)
 
 /* Facts from constraints: sum c_i x_i + c0 < 0 with every c_i >= 0 means
  * -c0 >= 1 on a non-empty domain; when -c0 = sym + k, k <= 0, sym >= 1. */
-void add_facts(Access *A, const Cons *cs, Facts *F)
+void ac_add_facts(Access *A, const Cons *cs, Facts *F)
 {
     for (int round = 0; round < 2; round++)
         for (int i = 0; i < cs->n; i++) {
             const AcForm *c = cs->v[i];
             bool ok = true;
             for (int k = 0; k < c->nt && ok; k++)
-                ok = pnonneg(F, &c->t[k].c);
+                ok = ac_pnonneg(F, &c->t[k].c);
             if (!ok)
                 continue;
             int sym = 0;

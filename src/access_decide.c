@@ -56,16 +56,16 @@ typedef struct Dec {
 static bool var_max(Dec *D, int v, AccPoly *mx)
 {
     Access *A = D->A;
-    AccPoly one = pconst(1);
+    AccPoly one = ac_pconst(1);
     if (v < V_LANE) {
-        int id = sym_intern(A, SYM_NPROG, 0, v, 0);
-        AccPoly np = psym(id);
+        int id = ac_sym_intern(A, SYM_NPROG, 0, v, 0);
+        AccPoly np = ac_psym(id);
         if (id < 64)
             D->F.pos |= (uint64_t)1 << id;
-        return padd(mx, &np, &one, -1);
+        return ac_padd(mx, &np, &one, -1);
     }
     if (v < V_DYN) {
-        *mx = pconst(v - V_LANE < D->rank ? D->shape[v - V_LANE] - 1 : 0);
+        *mx = ac_pconst(v - V_LANE < D->rank ? D->shape[v - V_LANE] - 1 : 0);
         return true;
     }
     const AcVar *x = &A->vars.v[v];
@@ -77,11 +77,11 @@ static bool var_max(Dec *D, int v, AccPoly *mx)
         const Inst *loop = A->loops.v[x->loop].in;
         int64_t lb, ub, st;
         const AccPoly *p0, *p1, *p2;
-        if (loop->op == OP_FOR && (p0 = poly_of(A, loop->args[0])) && (p1 = poly_of(A, loop->args[1])) &&
-            (p2 = poly_of(A, loop->args[2])) && pis_const(p0, &lb) && pis_const(p1, &ub) &&
-            pis_const(p2, &st) && st > 0) {
+        if (loop->op == OP_FOR && (p0 = ac_poly_of(A, loop->args[0])) && (p1 = ac_poly_of(A, loop->args[1])) &&
+            (p2 = ac_poly_of(A, loop->args[2])) && ac_pis_const(p0, &lb) && ac_pis_const(p1, &ub) &&
+            ac_pis_const(p2, &st) && st > 0) {
             int64_t trip = ub > lb ? (ub - lb + st - 1) / st : 0;
-            *mx = pconst(trip > 0 ? trip - 1 : 0);
+            *mx = ac_pconst(trip > 0 ? trip - 1 : 0);
             return true;
         }
     }
@@ -98,7 +98,7 @@ static int group_alts(Dec *D, const int *ord, int k, AccPoly *out, int nout)
         bool ok = true;
         /* c's variables outside G must have non-negative coefficients; those in G too */
         for (int t = 0; t < c->nt && ok; t++) {
-            ok = pnonneg(&D->F, &c->t[t].c);
+            ok = ac_pnonneg(&D->F, &c->t[t].c);
             bool in_g = false;
             for (int j = 0; j < k; j++)
                 in_g |= D->var[ord[j]] == c->t[t].var;
@@ -109,27 +109,27 @@ static int group_alts(Dec *D, const int *ord, int k, AccPoly *out, int nout)
         AccPoly q;
         bool have = false;
         for (int j = 0; j < k && ok; j++) {
-            AccPoly *cc = fcoef(c, D->var[ord[j]]);
+            AccPoly *cc = ac_fcoef(c, D->var[ord[j]]);
             if (!cc) {
                 ok = false;
                 break;
             }
             int64_t ck;
-            if (!have && pis_const(cc, &ck) && ck > 0) {
-                have = pdiv_exact(&q, &D->coef[ord[j]], ck);
+            if (!have && ac_pis_const(cc, &ck) && ck > 0) {
+                have = ac_pdiv_exact(&q, &D->coef[ord[j]], ck);
                 if (!have)
                     ok = false;
             }
         }
-        if (!ok || !have || !pnonneg(&D->F, &q))
+        if (!ok || !have || !ac_pnonneg(&D->F, &q))
             continue;
         for (int j = 0; j < k && ok; j++) {
             AccPoly prod;
-            ok = pmul(&prod, &q, fcoef(c, D->var[ord[j]])) && peq(&prod, &D->coef[ord[j]]);
+            ok = ac_pmul(&prod, &q, ac_fcoef(c, D->var[ord[j]])) && ac_peq(&prod, &D->coef[ord[j]]);
         }
         /* span <= q * (-c0 - 1) */
-        AccPoly b, one = pconst(1), zero = {0};
-        if (ok && padd(&b, &zero, &c->c0, -1) && padd(&b, &b, &one, -1) && pmul(&b, &b, &q))
+        AccPoly b, one = ac_pconst(1), zero = {0};
+        if (ok && ac_padd(&b, &zero, &c->c0, -1) && ac_padd(&b, &b, &one, -1) && ac_pmul(&b, &b, &q))
             out[got++] = b;
     }
     return got;
@@ -139,9 +139,9 @@ static int group_alts(Dec *D, const int *ord, int k, AccPoly *out, int nout)
 static int ptruth(const Facts *F, const AccPoly *p)
 {
     int64_t k;
-    if (pis_const(p, &k))
+    if (ac_pis_const(p, &k))
         return k >= 0;
-    return pnonneg(F, p) ? 1 : -1;
+    return ac_pnonneg(F, p) ? 1 : -1;
 }
 
 /* Adds clause (one of alts >= 0) to cond; returns 0 when it is false. */
@@ -158,7 +158,7 @@ static int add_clause(Dec *D, AccCond *cond, const AccPoly *alts, int n)
     if (!c.n)
         return 0;
     for (int i = 0; i < cond->n; i++) /* no duplicates */
-        if (cond->c[i].n == c.n && peq(&cond->c[i].p[0], &c.p[0]))
+        if (cond->c[i].n == c.n && ac_peq(&cond->c[i].p[0], &c.p[0]))
             return 1;
     if (cond->n == ACC_NCLAUSE)
         return 0;
@@ -181,9 +181,9 @@ static int prune(const Facts *F, AccPoly *sp, int n)
             if (j == i)
                 continue;
             AccPoly d;
-            if (!padd(&d, &sp[i], &sp[j], -1) || ptruth(F, &d) != 1)
+            if (!ac_padd(&d, &sp[i], &sp[j], -1) || ptruth(F, &d) != 1)
                 continue; /* sp[i] >= sp[j]: drop i, unless equal and i comes first */
-            drop = !(peq(&sp[i], &sp[j]) && i < j);
+            drop = !(ac_peq(&sp[i], &sp[j]) && i < j);
         }
         if (!drop)
             sp[m++] = sp[i];
@@ -197,7 +197,7 @@ static bool chain(Dec *D, const int *ord, AccCond *cond)
     int ns = 1;
     span[0] = D->init;
     cond->n = 0;
-    AccPoly one = pconst(1);
+    AccPoly one = ac_pconst(1);
     Facts saved = D->F;
     bool ok = true;
     for (int k = 0; k < D->n && ok; k++) {
@@ -205,7 +205,7 @@ static bool chain(Dec *D, const int *ord, AccCond *cond)
         AccPoly am1;
         /* a variable that need not be recovered needs a >= 0 only (its span
          * starts at 0); the others a >= 1 */
-        if (!padd(&am1, a, &one, k < D->nskip ? 0 : -1) || !add_clause(D, cond, &am1, 1)) {
+        if (!ac_padd(&am1, a, &one, k < D->nskip ? 0 : -1) || !add_clause(D, cond, &am1, 1)) {
             ok = false;
             break;
         }
@@ -216,7 +216,7 @@ static bool chain(Dec *D, const int *ord, AccCond *cond)
             AccPoly alts[NSPAN];
             int na = 0;
             for (int s = 0; s < ns && na < ACC_NALT; s++)
-                if (padd(&alts[na], &am1, &span[s], -1))
+                if (ac_padd(&alts[na], &am1, &span[s], -1))
                     na++;
             if (!na || !add_clause(D, cond, alts, na)) {
                 ok = false;
@@ -227,14 +227,14 @@ static bool chain(Dec *D, const int *ord, AccCond *cond)
         AccPoly ext[ACC_NALT + 1]; /* spans of a * v alone */
         int ne = 0, order[1] = {ord[k]};
         AccPoly mx;
-        if (var_max(D, D->var[ord[k]], &mx) && pmul(&ext[ne], a, &mx))
+        if (var_max(D, D->var[ord[k]], &mx) && ac_pmul(&ext[ne], a, &mx))
             ne++;
         ne += group_alts(D, order, 1, &ext[ne], ACC_NALT);
         AccPoly nspan[NSPAN];
         int nn = k > 0 ? group_alts(D, ord, k + 1, nspan, ACC_NALT) : 0;
         for (int s = 0; s < ns; s++)
             for (int e = 0; e < ne && nn < NSPAN; e++)
-                if (padd(&nspan[nn], &span[s], &ext[e], 1))
+                if (ac_padd(&nspan[nn], &span[s], &ext[e], 1))
                     nn++;
         nn = prune(&D->F, nspan, nn);
         if (!nn && k + 1 < D->n) {
@@ -322,8 +322,8 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
 {
     if (f->why)
         return res(ACC_UNKNOWN, f->why, NULL);
-    Dec D = {A, f, cs, base_facts(A), 0, {0}, {{0}}, shape, rank, 0, {0}};
-    add_facts(A, cs, &D.F);
+    Dec D = {A, f, cs, ac_base_facts(A), 0, {0}, {{0}}, shape, rank, 0, {0}};
+    ac_add_facts(A, cs, &D.F);
     /* symbols must not vary */
     for (int i = -1; i < f->nt; i++) {
         const AccPoly *p = i < 0 ? &f->c0 : &f->t[i].c;
@@ -333,7 +333,7 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
                 if (y->dep & vary)
                     return res(ACC_UNKNOWN,
                                arena_printf(A->a, "the offset depends on '%s', which kad cannot express",
-                                            vname(A, y->v)),
+                                            ac_vname(A, y->v)),
                                NULL);
             }
     }
@@ -348,28 +348,28 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
         D.n++;
     }
     AccCond extra = {0}; /* clauses every order needs */
-    AccPoly one = pconst(1);
+    AccPoly one = ac_pconst(1);
     for (int i = 0; i < D.n; i++) { /* divisors of fresh variables must be >= 1 */
         const AcVar *x = &A->vars.v[D.var[i]];
         AccPoly dm1;
         if (D.var[i] >= V_DYN && x->kind != VK_LOOP &&
-            (!padd(&dm1, &x->d, &one, -1) || !add_clause(&D, &extra, &dm1, 1)))
+            (!ac_padd(&dm1, &x->d, &one, -1) || !add_clause(&D, &extra, &dm1, 1)))
             return res(ACC_UNKNOWN, "a divisor that may be < 1", NULL);
     }
     for (int v = 0; v < 64; v++) {
         if (!(vary >> v & 1))
             continue;
-        if (v < V_LANE && !(A->pid_axes >> v & 1) && !(fdeps(A, f) >> v & 1)) {
+        if (v < V_LANE && !(A->pid_axes >> v & 1) && !(ac_fdeps(A, f) >> v & 1)) {
             /* an axis the kernel never reads: injective only on a grid of one program there */
-            AccPoly c = pconst(1);
-            AccPoly np = psym(sym_intern(A, SYM_NPROG, 0, v, 0));
-            if (!padd(&c, &c, &np, -1) || !add_clause(&D, &extra, &c, 1))
-                return res(ACC_UNKNOWN, too_big, NULL);
+            AccPoly c = ac_pconst(1);
+            AccPoly np = ac_psym(ac_sym_intern(A, SYM_NPROG, 0, v, 0));
+            if (!ac_padd(&c, &c, &np, -1) || !add_clause(&D, &extra, &c, 1))
+                return res(ACC_UNKNOWN, ac_too_big, NULL);
             continue;
         }
         AccPoly mx;
         int64_t mk;
-        bool trivial = v >= V_LANE && v < V_DYN && var_max(&D, v, &mx) && pis_const(&mx, &mk) && mk == 0;
+        bool trivial = v >= V_LANE && v < V_DYN && var_max(&D, v, &mx) && ac_pis_const(&mx, &mk) && mk == 0;
         if (trivial)
             continue;
         bool direct = false, via = false, has_div = false, has_mod = false;
@@ -381,13 +381,13 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
             else if (w >= V_DYN && A->vars.v[w].kind != VK_LOOP && (A->vars.v[w].dep >> v & 1)) {
                 via = true;
                 const AcVar *x = &A->vars.v[w];
-                AccPoly *c1 = fcoef((AcForm *)x->e, v);
-                bool plain = x->e->nt == 1 && c1 && peq(c1, &one);
+                AccPoly *c1 = ac_fcoef((AcForm *)x->e, v);
+                bool plain = x->e->nt == 1 && c1 && ac_peq(c1, &one);
                 if (plain && x->kind == VK_DIV)
                     has_div = true;
                 if (plain && x->kind == VK_MOD) {
                     has_mod = true;
-                    if (!pis_const(&x->d, &mod_d))
+                    if (!ac_pis_const(&x->d, &mod_d))
                         mod_d = 0;
                 }
             }
@@ -401,9 +401,9 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
             for (int j = 0; j < D.n && !paired; j++) {
                 const AcVar *x = &A->vars.v[D.var[i]], *y = &A->vars.v[D.var[j]];
                 if (D.var[i] < V_DYN || D.var[j] < V_DYN || x->kind != VK_DIV || y->kind != VK_MOD ||
-                    !feq(x->e, y->e) || !peq(&x->d, &y->d) || !(fdeps(A, x->e) >> v & 1))
+                    !ac_feq(x->e, y->e) || !ac_peq(&x->d, &y->d) || !(ac_fdeps(A, x->e) >> v & 1))
                     continue;
-                AccResult sr = decide(A, x->e, cs, vary & fdeps(A, x->e), shape, rank, skip_unused_lanes);
+                AccResult sr = decide(A, x->e, cs, vary & ac_fdeps(A, x->e), shape, rank, skip_unused_lanes);
                 if (sr.v == ACC_PROVEN_IF && !cond_merge(&extra, sr.cond))
                     return res(ACC_UNKNOWN, "the condition is too long", NULL);
                 paired = sr.v == ACC_PROVEN || sr.v == ACC_PROVEN_IF;
@@ -423,7 +423,7 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
         }
         AccPoly mx2;
         int64_t m2;
-        if (has_mod && !has_div && mod_d > 0 && var_max(&D, v, &mx2) && pis_const(&mx2, &m2) && m2 >= mod_d)
+        if (has_mod && !has_div && mod_d > 0 && var_max(&D, v, &mx2) && ac_pis_const(&mx2, &m2) && m2 >= mod_d)
             return res(ACC_NOT_INJECTIVE,
                        arena_printf(A->a, "%s = 0 and %s = %lld reach the same element (the offset depends "
                                           "on it only modulo %lld)",
@@ -439,13 +439,13 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
     for (int i = 0; i < D.n; i++)
         for (int j = i + 1; j < D.n; j++) {
             int64_t a, b;
-            if (!pis_const(&D.coef[i], &a) || !pis_const(&D.coef[j], &b) || !a || !b)
+            if (!ac_pis_const(&D.coef[i], &a) || !ac_pis_const(&D.coef[j], &b) || !a || !b)
                 continue;
             int64_t g = gcd64(iabs(a), iabs(b)), di = iabs(b) / g, dj = iabs(a) / g;
             AccPoly mi, mj;
             int64_t xi, xj;
             bool bi = var_max(&D, D.var[i], &mi), bj = var_max(&D, D.var[j], &mj);
-            bool ki = bi && pis_const(&mi, &xi), kj = bj && pis_const(&mj, &xj);
+            bool ki = bi && ac_pis_const(&mi, &xi), kj = bj && ac_pis_const(&mj, &xj);
             bool pi = D.var[i] < V_LANE, pj = D.var[j] < V_LANE; /* num_programs large enough */
             if ((ki ? xi >= di : pi) && (kj ? xj >= dj : pj) && (ki || pi) && (kj || pj))
                 return res(ACC_NOT_INJECTIVE,
@@ -470,9 +470,9 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
         int v = D.var[i];
         assoc[i] = v >= V_LANE && v < V_DYN ? v - V_LANE : -1;
         for (int c = 0; c < cs->n && assoc[i] < 0; c++)
-            if (fcoef((AcForm *)cs->v[c], v))
+            if (ac_fcoef((AcForm *)cs->v[c], v))
                 for (int k = KAD_MAX_RANK - 1; k >= 0 && assoc[i] < 0; k--)
-                    if (fcoef((AcForm *)cs->v[c], V_LANE + k))
+                    if (ac_fcoef((AcForm *)cs->v[c], V_LANE + k))
                         assoc[i] = k;
     }
 #define ORD_KEY(i) ((int64_t)(4 - assoc[i]) * 100000000 + coef_rank(&D.coef[i]))
@@ -521,34 +521,34 @@ static uint64_t vary_mask(const AcSite *s, int vary)
 
 AccResult access_injective(Access *A, const Inst *mem, int vary)
 {
-    AcSite *s = site_of(A, mem);
+    AcSite *s = ac_site_of(A, mem);
     if (!s)
         return res(ACC_UNKNOWN, "not a memory access", NULL);
-    const AcForm *f = site_form(A, s);
-    Cons cs = site_cons(A, s);
-    Type t = vty(A, mem->args[0]);
+    const AcForm *f = ac_site_form(A, s);
+    Cons cs = ac_site_cons(A, s);
+    Type t = ac_vty(A, mem->args[0]);
     return decide(A, f, &cs, vary_mask(s, vary), t.shape, t.rank, vary & ACC_SKIP_UNUSED_LANES);
 }
 
 bool access_pid_independent(Access *A, const Inst *mem, unsigned *axes)
 {
-    AcSite *s = site_of(A, mem);
+    AcSite *s = ac_site_of(A, mem);
     if (!s)
         return false;
-    const AcForm *f = site_form(A, s);
+    const AcForm *f = ac_site_form(A, s);
     if (f->why)
         return false;
-    uint64_t d = fdeps(A, f);
+    uint64_t d = ac_fdeps(A, f);
     *axes = (unsigned)(~d & 7);
     return true;
 }
 
 AccResult access_disjoint(Access *A, const Inst *x, const Inst *y)
 {
-    AcSite *sx = site_of(A, x), *sy = site_of(A, y);
+    AcSite *sx = ac_site_of(A, x), *sy = ac_site_of(A, y);
     if (!sx || !sy)
         return res(ACC_UNKNOWN, "not a memory access", NULL);
-    const AcForm *fx = site_form(A, sx), *fy = site_form(A, sy);
+    const AcForm *fx = ac_site_form(A, sx), *fy = ac_site_form(A, sy);
     if (fx->why || fy->why)
         return res(ACC_UNKNOWN, fx->why ? fx->why : fy->why, NULL);
     if (fx->base != fy->base)
@@ -556,27 +556,27 @@ AccResult access_disjoint(Access *A, const Inst *x, const Inst *y)
     /* x's elements lie below y's, or above: max(fx) < min(fy) over the
      * lanes their masks enable.  With equal variable parts, that is a
      * comparison of the constants against the span of the lanes. */
-    AcForm *ux = fnew(A), *uy = fnew(A);
+    AcForm *ux = ac_fnew(A), *uy = ac_fnew(A);
     *ux = *fx;
     *uy = *fy;
     ux->base = uy->base = 0;
-    const AcForm *dlt = fadd(A, uy, ux, -1);
+    const AcForm *dlt = ac_fadd(A, uy, ux, -1);
     if (dlt->why)
         return res(ACC_UNKNOWN, dlt->why, NULL);
-    AcForm *vx = fnew(A);
+    AcForm *vx = ac_fnew(A);
     *vx = *fx;
-    vx->c0 = pconst(0);
+    vx->c0 = ac_pconst(0);
     vx->base = 0;
     /* every variable part must agree, program ids and iterations included:
      * a difference that depends on the program id (y = x + B - pid*B)
      * would make the constants' comparison below meaningless */
     if (dlt->nt > 0)
         return res(ACC_UNKNOWN, "the two addresses differ in more than a constant", NULL);
-    Cons cx = site_cons(A, sx), cy = site_cons(A, sy);
-    Type tx = vty(A, x->args[0]);
-    Dec D = {A, vx, &cx, base_facts(A), 0, {0}, {{0}}, tx.shape, tx.rank, 0, {0}};
-    add_facts(A, &cx, &D.F);
-    add_facts(A, &cy, &D.F);
+    Cons cx = ac_site_cons(A, sx), cy = ac_site_cons(A, sy);
+    Type tx = ac_vty(A, x->args[0]);
+    Dec D = {A, vx, &cx, ac_base_facts(A), 0, {0}, {{0}}, tx.shape, tx.rank, 0, {0}};
+    ac_add_facts(A, &cx, &D.F);
+    ac_add_facts(A, &cy, &D.F);
     /* span of x's lane part: sum of coef * max (coefficients >= 0) or a mask bound */
     for (int i = 0; i < vx->nt; i++) {
         int v = vx->t[i].var;
@@ -593,27 +593,27 @@ AccResult access_disjoint(Access *A, const Inst *x, const Inst *y)
         for (int i = 0; i < D.n; i++)
             ord[i] = i;
         ns = group_alts(&D, ord, D.n, spans, ACC_NALT);
-        AccPoly sum = pconst(0);
+        AccPoly sum = ac_pconst(0);
         bool ok = true;
         for (int i = 0; i < D.n && ok; i++) {
             AccPoly mx, t;
-            ok = pnonneg(&D.F, &D.coef[i]) && var_max(&D, D.var[i], &mx) && pmul(&t, &D.coef[i], &mx) &&
-                 padd(&sum, &sum, &t, 1);
+            ok = ac_pnonneg(&D.F, &D.coef[i]) && var_max(&D, D.var[i], &mx) && ac_pmul(&t, &D.coef[i], &mx) &&
+                 ac_padd(&sum, &sum, &t, 1);
         }
         if (ok && ns < ACC_NALT)
             spans[ns++] = sum;
     } else {
-        spans[ns++] = pconst(0);
+        spans[ns++] = ac_pconst(0);
     }
     /* the same for y, whose lane part is equal: disjoint when |delta| > span */
-    AccPoly alts[ACC_NALT], one = pconst(1);
+    AccPoly alts[ACC_NALT], one = ac_pconst(1);
     int na = 0;
     AccCond *cond = arena_alloc(A->a, sizeof *cond);
     for (int sign = 1; sign >= -1; sign -= 2) {
         na = 0;
         for (int i = 0; i < ns; i++) {
             AccPoly d;
-            if (padd(&d, &(AccPoly){0}, &dlt->c0, sign) && padd(&d, &d, &spans[i], -1) && padd(&d, &d, &one, -1))
+            if (ac_padd(&d, &(AccPoly){0}, &dlt->c0, sign) && ac_padd(&d, &d, &spans[i], -1) && ac_padd(&d, &d, &one, -1))
                 alts[na++] = d;
         }
         AccCond c = {0};
@@ -627,7 +627,7 @@ AccResult access_disjoint(Access *A, const Inst *x, const Inst *y)
     if (cond->n)
         return res(ACC_PROVEN_IF, NULL, cond);
     int64_t dk, sk;
-    if (!cx.n && !cy.n && ns == 1 && pis_const(&dlt->c0, &dk) && pis_const(&spans[0], &sk) && iabs(dk) <= sk)
+    if (!cx.n && !cy.n && ns == 1 && ac_pis_const(&dlt->c0, &dk) && ac_pis_const(&spans[0], &sk) && iabs(dk) <= sk)
         return res(ACC_NOT_INJECTIVE, arena_printf(A->a, "the ranges overlap (%lld apart, each %lld wide)",
                                                    (long long)iabs(dk), (long long)sk + 1), NULL);
     return res(ACC_UNKNOWN, "the two ranges may overlap", NULL);
@@ -656,7 +656,7 @@ static bool cond_merge(AccCond *c, const AccCond *x)
         for (int j = 0; j < c->n && !dup; j++) {
             dup = c->c[j].n == x->c[i].n;
             for (int k = 0; dup && k < x->c[i].n; k++)
-                dup = peq(&c->c[j].p[k], &x->c[i].p[k]);
+                dup = ac_peq(&c->c[j].p[k], &x->c[i].p[k]);
         }
         if (dup)
             continue;
@@ -670,10 +670,10 @@ static bool cond_merge(AccCond *c, const AccCond *x)
 /* Is var v in every site with the coefficient it has in site 0? */
 static bool var_common(const PrivSite *ps, int n, int v)
 {
-    const AccPoly *c0 = fcoef((AcForm *)ps[0].f, v);
+    const AccPoly *c0 = ac_fcoef((AcForm *)ps[0].f, v);
     for (int i = 1; c0 && i < n; i++) {
-        const AccPoly *c = fcoef((AcForm *)ps[i].f, v);
-        if (!c || !peq(c, c0))
+        const AccPoly *c = ac_fcoef((AcForm *)ps[i].f, v);
+        if (!c || !ac_peq(c, c0))
             return false;
     }
     return c0 != NULL;
@@ -700,11 +700,11 @@ static const char *priv_witness(Access *A, const PrivSite *s, uint64_t outer)
     for (int i = 0; i < f->nt; i++) {
         int u = f->t[i].var;
         int64_t a, b;
-        if (u >= V_LANE || !(outer >> u & 1) || !pis_const(&f->t[i].c, &a) || !a || var_tied(A, f, &s->cs, u))
+        if (u >= V_LANE || !(outer >> u & 1) || !ac_pis_const(&f->t[i].c, &a) || !a || var_tied(A, f, &s->cs, u))
             continue;
         for (int j = 0; j < f->nt; j++) {
             int w = f->t[j].var;
-            if (w < V_LANE || w >= V_DYN || w - V_LANE >= s->rank || !pis_const(&f->t[j].c, &b) || !b ||
+            if (w < V_LANE || w >= V_DYN || w - V_LANE >= s->rank || !ac_pis_const(&f->t[j].c, &b) || !b ||
                 var_tied(A, f, &s->cs, w))
                 continue;
             int64_t g = gcd64(iabs(a), iabs(b)), du = iabs(b) / g, dw = iabs(a) / g;
@@ -725,17 +725,17 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
 static AccResult priv_recover(Access *A, PrivSite *ps, int n, const int *up, int nu, int k, AccCond *extra,
                               int depth)
 {
-    AccPoly one = pconst(1);
+    AccPoly one = ac_pconst(1);
     for (int i = 0; i < nu; i++)
         if (up[i] == k)
             return res(ACC_PROVEN, NULL, NULL);
     for (int i = 0; i < nu; i++) {
         const AcVar *x = &A->vars.v[up[i]];
-        if (up[i] < V_DYN || x->kind != VK_DIV || !(fdeps(A, x->e) >> k & 1))
+        if (up[i] < V_DYN || x->kind != VK_DIV || !(ac_fdeps(A, x->e) >> k & 1))
             continue;
         for (int j = 0; j < nu; j++) {
             const AcVar *y = &A->vars.v[up[j]];
-            if (up[j] < V_DYN || y->kind != VK_MOD || !feq(x->e, y->e) || !peq(&x->d, &y->d))
+            if (up[j] < V_DYN || y->kind != VK_MOD || !ac_feq(x->e, y->e) || !ac_peq(&x->d, &y->d))
                 continue;
             PrivSite *sub = arena_alloc(A->a, sizeof *sub * (size_t)n);
             for (int s = 0; s < n; s++) {
@@ -752,8 +752,8 @@ static AccResult priv_recover(Access *A, PrivSite *ps, int n, const int *up, int
     for (int i = 0; i < nu; i++) { /* pid // d or pid % d alone, d constant: a witness */
         const AcVar *x = &A->vars.v[up[i]];
         int64_t d;
-        const AccPoly *c1 = up[i] >= V_DYN && x->kind != VK_LOOP ? fcoef((AcForm *)x->e, k) : NULL;
-        if (!c1 || x->e->nt != 1 || !peq(c1, &one) || !pis_const(&x->d, &d) || d < 2)
+        const AccPoly *c1 = up[i] >= V_DYN && x->kind != VK_LOOP ? ac_fcoef((AcForm *)x->e, k) : NULL;
+        if (!c1 || x->e->nt != 1 || !ac_peq(c1, &one) || !ac_pis_const(&x->d, &d) || d < 2)
             continue;
         return res(ACC_NOT_INJECTIVE,
                    x->kind == VK_DIV
@@ -780,13 +780,13 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
     if (depth > 3)
         return res(ACC_UNKNOWN, "'//' and '%' nested too deeply", NULL);
     AccCond extra = {0};
-    Dec D0 = {A, ps[0].f, &ps[0].cs, base_facts(A), 0, {0}, {{0}}, ps[0].shape, ps[0].rank, 0, {0}};
-    AccPoly one = pconst(1);
+    Dec D0 = {A, ps[0].f, &ps[0].cs, ac_base_facts(A), 0, {0}, {{0}}, ps[0].shape, ps[0].rank, 0, {0}};
+    AccPoly one = ac_pconst(1);
     /* constant offsets of the sites relative to the lowest */
     int64_t *off = arena_alloc(A->a, sizeof *off * (size_t)n), lo = 0;
     for (int i = 0; i < n; i++) {
         AccPoly d;
-        if (!padd(&d, &ps[i].f->c0, &ps[0].f->c0, -1) || !pis_const(&d, &off[i]))
+        if (!ac_padd(&d, &ps[i].f->c0, &ps[0].f->c0, -1) || !ac_pis_const(&d, &off[i]))
             return res(ACC_UNKNOWN, "the sites' offsets differ by an amount that is not a constant", NULL);
         lo = off[i] < lo ? off[i] : lo;
     }
@@ -796,7 +796,7 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
             int v = ps[i].f->t[t].var;
             if (v >= V_DYN && A->vars.v[v].kind != VK_LOOP) { /* divisors must be >= 1 */
                 AccPoly dm1;
-                if (!padd(&dm1, &A->vars.v[v].d, &one, -1) || !add_clause(&D0, &extra, &dm1, 1))
+                if (!ac_padd(&dm1, &A->vars.v[v].d, &one, -1) || !add_clause(&D0, &extra, &dm1, 1))
                     return res(ACC_UNKNOWN, "a divisor that may be < 1", NULL);
             }
             bool common = var_common(ps, n, v), seen = false;
@@ -857,9 +857,9 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
         for (int i = 0; i < f->nt; i++) {
             int v = f->t[i].var, assoc = v >= V_LANE && v < V_DYN ? v - V_LANE : -1;
             for (int c = 0; c < cs->n && assoc < 0; c++)
-                if (fcoef((AcForm *)cs->v[c], v))
+                if (ac_fcoef((AcForm *)cs->v[c], v))
                     for (int k = KAD_MAX_RANK - 1; k >= 0 && assoc < 0; k--)
-                        if (fcoef((AcForm *)cs->v[c], V_LANE + k))
+                        if (ac_fcoef((AcForm *)cs->v[c], V_LANE + k))
                             assoc = k;
             int at = hn++;
             int64_t kk = (int64_t)(4 - assoc) * 100000000 + coef_rank(&f->t[i].c);
@@ -918,9 +918,9 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
                 bool ok = true;
                 for (int s = 0; s < n && ok; s++) {
                     const AcForm *f = ps[s].f;
-                    Dec D = {A, f, &ps[s].cs, base_facts(A), 0, {0}, {{0}}, ps[s].shape, ps[s].rank, 0,
-                             pconst(off[s] - lo)};
-                    add_facts(A, &ps[s].cs, &D.F);
+                    Dec D = {A, f, &ps[s].cs, ac_base_facts(A), 0, {0}, {{0}}, ps[s].shape, ps[s].rank, 0,
+                             ac_pconst(off[s] - lo)};
+                    ac_add_facts(A, &ps[s].cs, &D.F);
                     for (int t = 0; t < f->nt; t++) { /* the others, small coefficients first */
                         bool in_up = false;
                         for (int j = 0; j < nuv; j++)
@@ -939,7 +939,7 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
                     D.nskip = D.n;
                     for (int j = 0; j < nuv; j++) {
                         D.var[D.n] = uv[perm[j]];
-                        D.coef[D.n] = *fcoef((AcForm *)f, uv[perm[j]]);
+                        D.coef[D.n] = *ac_fcoef((AcForm *)f, uv[perm[j]]);
                         D.n++;
                     }
                     int ord[AC_NTERM];
@@ -978,10 +978,10 @@ AccResult access_private(Access *A, const Inst *const *mems, int n, unsigned axe
     int base = 0;
     uint64_t dep = 0;
     for (int i = 0; i < n; i++) {
-        AcSite *s = site_of(A, mems[i]);
+        AcSite *s = ac_site_of(A, mems[i]);
         if (!s)
             return res(ACC_UNKNOWN, "not a memory access", NULL);
-        const AcForm *f = site_form(A, s);
+        const AcForm *f = ac_site_form(A, s);
         if (f->why)
             return res(ACC_UNKNOWN, f->why, NULL);
         if (i && f->base != base)
@@ -994,31 +994,31 @@ AccResult access_private(Access *A, const Inst *const *mems, int n, unsigned axe
                     if (A->syms.v[p->m[k].s[y] - 1].dep)
                         return res(ACC_UNKNOWN,
                                    arena_printf(A->a, "the offset depends on '%s', which kad cannot express",
-                                                vname(A, A->syms.v[p->m[k].s[y] - 1].v)),
+                                                ac_vname(A, A->syms.v[p->m[k].s[y] - 1].v)),
                                    NULL);
         }
-        AcForm *u = fnew(A);
+        AcForm *u = ac_fnew(A);
         *u = *f;
         u->base = 0;
-        Type t = vty(A, mems[i]->args[0]);
+        Type t = ac_vty(A, mems[i]->args[0]);
         ps[i].f = u;
-        ps[i].cs = site_cons(A, s);
+        ps[i].cs = ac_site_cons(A, s);
         ps[i].rank = t.rank;
         ps[i].shape = arena_alloc(A->a, sizeof(int32_t) * KAD_MAX_RANK);
         memcpy(ps[i].shape, t.shape, sizeof(int32_t) * (size_t)t.rank);
-        dep |= fdeps(A, u);
+        dep |= ac_fdeps(A, u);
     }
     /* an axis the kernel never reads: private only on a grid of one program there */
     AccCond extra = {0};
-    Dec D0 = {A, ps[0].f, &ps[0].cs, base_facts(A), 0, {0}, {{0}}, ps[0].shape, ps[0].rank, 0, {0}};
+    Dec D0 = {A, ps[0].f, &ps[0].cs, ac_base_facts(A), 0, {0}, {{0}}, ps[0].shape, ps[0].rank, 0, {0}};
     uint64_t outer = 0;
     for (int k = 0; k < V_LANE; k++) {
         if (!(axes >> k & 1))
             continue;
         if (!(A->pid_axes >> k & 1) && !(dep >> k & 1)) {
-            AccPoly c = pconst(1), np = psym(sym_intern(A, SYM_NPROG, 0, k, 0));
-            if (!padd(&c, &c, &np, -1) || !add_clause(&D0, &extra, &c, 1))
-                return res(ACC_UNKNOWN, too_big, NULL);
+            AccPoly c = ac_pconst(1), np = ac_psym(ac_sym_intern(A, SYM_NPROG, 0, k, 0));
+            if (!ac_padd(&c, &c, &np, -1) || !add_clause(&D0, &extra, &c, 1))
+                return res(ACC_UNKNOWN, ac_too_big, NULL);
             continue;
         }
         outer |= (uint64_t)1 << k;
@@ -1044,10 +1044,10 @@ static const char *val_expr(Access *A, ValId v, int depth)
     if (!in) {
         for (int p = 0; p < A->f->nparams; p++)
             if (A->f->params[p] == v)
-                return A->host_args ? arena_printf(A->a, "%s[\"%s\"]", A->host_args, vname(A, v)) : vname(A, v);
+                return A->host_args ? arena_printf(A->a, "%s[\"%s\"]", A->host_args, ac_vname(A, v)) : ac_vname(A, v);
         return NULL;
     }
-    if (in->op == OP_CONST && dtype_is_int((Dtype)vty(A, v).dt))
+    if (in->op == OP_CONST && dtype_is_int((Dtype)ac_vty(A, v).dt))
         return arena_printf(A->a, "%lld", (long long)in->ival);
     if (in->op == OP_NUM_PROGRAMS)
         return A->host_grid ? arena_printf(A->a, "%s[%d]", A->host_grid, (int)in->ival)
@@ -1073,10 +1073,10 @@ static const char *sym_str(Access *A, int id, bool py)
     if (s->kind == SYM_NPROG)
         return py ? arena_printf(A->a, "tl.num_programs(%d)", s->axis) : arena_printf(A->a, "nprog%d", s->axis);
     if (s->kind == SYM_PARAM && A->host_args)
-        return arena_printf(A->a, "%s[\"%s\"]", A->host_args, vname(A, s->v));
+        return arena_printf(A->a, "%s[\"%s\"]", A->host_args, ac_vname(A, s->v));
     if (s->kind == SYM_PARAM)
-        return vname(A, s->v);
-    return py ? val_expr(A, s->v, 0) : arena_printf(A->a, "%%%s", vname(A, s->v));
+        return ac_vname(A, s->v);
+    return py ? val_expr(A, s->v, 0) : arena_printf(A->a, "%%%s", ac_vname(A, s->v));
 }
 
 static void mono_print(Access *A, Buf *b, const AccMono *m, int64_t k, bool py, bool *ok)
@@ -1119,10 +1119,10 @@ static const char *ineq_str(Access *A, const AccPoly *p, bool py)
     for (int i = 0; i < p->n; i++) {
         AccMono m = p->m[i];
         if (m.k > 0)
-            padd_mono(&l, m);
+            ac_padd_mono(&l, m);
         else {
             m.k = -m.k;
-            padd_mono(&r, m);
+            ac_padd_mono(&r, m);
         }
     }
     const char *ls = poly_str(A, &l, py), *rs = poly_str(A, &r, py);
@@ -1176,7 +1176,7 @@ static bool val_eval(Access *A, ValId v, const int64_t *params, const int64_t gr
             }
         return false;
     }
-    if (in->op == OP_CONST && dtype_is_int((Dtype)vty(A, v).dt)) {
+    if (in->op == OP_CONST && dtype_is_int((Dtype)ac_vty(A, v).dt)) {
         *out = in->ival;
         return true;
     }
@@ -1186,7 +1186,7 @@ static bool val_eval(Access *A, ValId v, const int64_t *params, const int64_t gr
     }
     int64_t x, y;
     if (in->nargs != 2 || !val_eval(A, in->args[0], params, grid, depth + 1, &x) ||
-        !val_eval(A, in->args[1], params, grid, depth + 1, &y) || !in_limit(x) || !in_limit(y))
+        !val_eval(A, in->args[1], params, grid, depth + 1, &y) || !ac_in_limit(x) || !ac_in_limit(y))
         return false;
     switch (in->op) {
     case OP_ADD:
@@ -1230,11 +1230,11 @@ static bool peval(Access *A, const AccPoly *p, const int64_t *params, const int6
                 x = params[k];
             } else if (!val_eval(A, y->v, params, grid, 0, &x))
                 return false;
-            if (!in_limit(x) || !in_limit(m) || (iabs(m) > (1 << 20) && iabs(x) > (1 << 20)))
+            if (!ac_in_limit(x) || !ac_in_limit(m) || (iabs(m) > (1 << 20) && iabs(x) > (1 << 20)))
                 return false;
             m *= x;
         }
-        if (!in_limit(m))
+        if (!ac_in_limit(m))
             return false;
         r += m;
     }
@@ -1273,7 +1273,7 @@ static const char *var_str(Access *A, int v)
     if (x->kind == VK_LOOP) {
         const Inst *in = A->loops.v[x->loop].in;
         if (in->op == OP_FOR)
-            return arena_printf(A->a, "iter(%%%s)", vname(A, in->regions[0]->params[0]));
+            return arena_printf(A->a, "iter(%%%s)", ac_vname(A, in->regions[0]->params[0]));
         return arena_printf(A->a, "iter(while@%d)", in->loc.line);
     }
     return arena_printf(A->a, "(%s %s %s)", form_str(A, x->e), x->kind == VK_DIV ? "//" : "%",
@@ -1286,7 +1286,7 @@ static const char *form_str(Access *A, const AcForm *f)
         return arena_printf(A->a, "unknown: %s", f->why);
     Buf b = {A->a, NULL, 0, 0};
     if (f->base)
-        buf_printf(&b, "%%%s + ", vname(A, A->f->params[f->base - 1]));
+        buf_printf(&b, "%%%s + ", ac_vname(A, A->f->params[f->base - 1]));
     bool any = false;
     for (int i = 0; i < f->nt; i++) {
         const AccPoly *c = &f->t[i].c;
@@ -1294,7 +1294,7 @@ static const char *form_str(Access *A, const AcForm *f)
         const char *vs = var_str(A, f->t[i].var);
         if (any)
             buf_puts(&b, " + ");
-        if (pis_const(c, &k) && k == 1)
+        if (ac_pis_const(c, &k) && k == 1)
             buf_puts(&b, vs);
         else if (c->n == 1)
             buf_printf(&b, "%s*%s", poly_str(A, c, false), vs);
@@ -1328,8 +1328,8 @@ const char *access_report(Access *A)
     for (int i = 0; i < A->sites.n; i++) {
         AcSite *s = &A->sites.v[i];
         const Inst *in = s->in;
-        buf_printf(&b, "%s line %d: %s\n", op_info[in->op].name, in->loc.line, form_str(A, site_form(A, s)));
-        Cons cs = site_cons(A, s);
+        buf_printf(&b, "%s line %d: %s\n", op_info[in->op].name, in->loc.line, form_str(A, ac_site_form(A, s)));
+        Cons cs = ac_site_cons(A, s);
         for (int k = 0; k < cs.n; k++)
             buf_printf(&b, "  where %s < 0\n", form_str(A, cs.v[k]));
         buf_printf(&b, "  launch: %s\n", verdict_str(A, access_injective(A, in, ACC_VARY_PIDS | ACC_VARY_LOOPS |
@@ -1361,7 +1361,7 @@ const char *access_report(Access *A)
                 ms[n++] = A->sites.v[i].in;
         if (!n)
             continue;
-        buf_printf(&b, "footprint of %%%s (%d site%s):\n", vname(A, A->f->params[p]), n, n > 1 ? "s" : "");
+        buf_printf(&b, "footprint of %%%s (%d site%s):\n", ac_vname(A, A->f->params[p]), n, n > 1 ? "s" : "");
         buf_printf(&b, "  private over every axis: %s\n", verdict_str(A, access_private(A, ms, n, 7)));
         int nread = (A->pid_axes & 1) + (A->pid_axes >> 1 & 1) + (A->pid_axes >> 2 & 1);
         for (int k = 0; k < 3 && nread > 1; k++)

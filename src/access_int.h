@@ -106,33 +106,33 @@ typedef Vec(const AcForm *) Cons; /* each: form < 0 */
 /* ------------------------------------------------------------------ */
 
 /* Polynomials (false: a term or coefficient beyond the limits). */
-AccPoly pconst(int64_t k);
-bool in_limit(int64_t k);
-bool padd_mono(AccPoly *p, AccMono m);
-bool padd(AccPoly *r, const AccPoly *x, const AccPoly *y, int64_t sy);
-bool pmul(AccPoly *r, const AccPoly *x, const AccPoly *y);
-bool pis_const(const AccPoly *p, int64_t *k);
-bool peq(const AccPoly *x, const AccPoly *y);
-bool pdiv_exact(AccPoly *r, const AccPoly *p, int64_t k);
+AccPoly ac_pconst(int64_t k);
+bool ac_in_limit(int64_t k);
+bool ac_padd_mono(AccPoly *p, AccMono m);
+bool ac_padd(AccPoly *r, const AccPoly *x, const AccPoly *y, int64_t sy);
+bool ac_pmul(AccPoly *r, const AccPoly *x, const AccPoly *y);
+bool ac_pis_const(const AccPoly *p, int64_t *k);
+bool ac_peq(const AccPoly *x, const AccPoly *y);
+bool ac_pdiv_exact(AccPoly *r, const AccPoly *p, int64_t k);
 /* Symbols and signs */
-int sym_intern(Access *A, int kind, ValId v, int axis, uint64_t dep);
-AccPoly psym(int id);
-bool pnonneg(const Facts *F, const AccPoly *p);
-/* Forms; too_big: the reason when a result has too many terms */
-extern const char *const too_big;
-AcForm *fnew(Access *A);
-AccPoly *fcoef(AcForm *f, int var);
-const AcForm *fadd(Access *A, const AcForm *x, const AcForm *y, int64_t s);
-bool feq(const AcForm *x, const AcForm *y);
-uint64_t fdeps(const Access *A, const AcForm *f);
-Type vty(const Access *A, ValId v);
-const char *vname(const Access *A, ValId v);
-const AccPoly *poly_of(Access *A, ValId v);
-Facts base_facts(const Access *A);
+int ac_sym_intern(Access *A, int kind, ValId v, int axis, uint64_t dep);
+AccPoly ac_psym(int id);
+bool ac_pnonneg(const Facts *F, const AccPoly *p);
+/* Forms; ac_too_big: the reason when a result has too many terms */
+extern const char *const ac_too_big;
+AcForm *ac_fnew(Access *A);
+AccPoly *ac_fcoef(AcForm *f, int var);
+const AcForm *ac_fadd(Access *A, const AcForm *x, const AcForm *y, int64_t s);
+bool ac_feq(const AcForm *x, const AcForm *y);
+uint64_t ac_fdeps(const Access *A, const AcForm *f);
+Type ac_vty(const Access *A, ValId v);
+const char *ac_vname(const Access *A, ValId v);
+const AccPoly *ac_poly_of(Access *A, ValId v);
+Facts ac_base_facts(const Access *A);
 /* Sites and their constraints */
-AcSite *site_of(Access *A, const Inst *mem);
-const AcForm *site_form(Access *A, AcSite *s);
-Cons site_cons(Access *A, AcSite *s);
-void add_facts(Access *A, const Cons *cs, Facts *F);
+AcSite *ac_site_of(Access *A, const Inst *mem);
+const AcForm *ac_site_form(Access *A, AcSite *s);
+Cons ac_site_cons(Access *A, AcSite *s);
+void ac_add_facts(Access *A, const Cons *cs, Facts *F);
 
 #endif
