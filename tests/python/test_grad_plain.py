@@ -150,6 +150,40 @@ def test_colliding_reads_keep_the_atomic(kernel, sig, wrt, out, grid, shapes, ar
     _check(kernel, sig, wrt, out, grid, shapes, args, ranges)
 
 
+@triton.jit
+def ragged_weight(x_ptr, w_ptr, y_ptr, lens_ptr, BLOCK: tl.constexpr):
+    # row r uses the first lens[r] weights: the weight load's mask differs from row to row, so
+    # the fold stores each program's sum through the union of its rows' masks ("touched")
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    n = tl.load(lens_ptr + row)
+    m = cols < n
+    w = tl.load(w_ptr + cols, mask=m, other=0.0)
+    x = tl.load(x_ptr + row * BLOCK + cols, mask=m, other=0.0)
+    tl.store(y_ptr + row * BLOCK + cols, x * tl.sin(w), mask=m)
+
+
+def test_folded_weight_with_varying_masks():
+    sig = "x_ptr=*fp32,w_ptr=*fp32,y_ptr=*fp32,lens_ptr=*i32,BLOCK=8"
+    text = _module("ragged_weight", sig, "w_ptr,x_ptr", "y_ptr")
+    assert "touched = touched | " in text and "d_w_ptr is summed deterministically" in text
+    k = kad.differentiable(inputs=["x_ptr", "w_ptr"], outputs=["y_ptr"])(ragged_weight)
+    lens = torch.tensor([3, 8, 0, 5, 1, 7, 2], dtype=torch.int32, device=DEVICE)
+    x = torch.randn(7 * 8, device=DEVICE, requires_grad=True)
+    w = torch.randn(8, device=DEVICE, requires_grad=True)
+    y = torch.zeros_like(x)
+    k[(7,)](x, w, y, lens, BLOCK=8)
+    g = torch.randn_like(y)
+    (y * g).sum().backward()
+    xr, wr = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    m = (torch.arange(8, device=DEVICE)[None, :] < lens[:, None].long()).float()
+    ref = (xr.view(7, 8) * torch.sin(wr)[None, :] * m).reshape(-1)
+    torch.testing.assert_close(y, ref, **TOL)
+    (ref * g).sum().backward()
+    torch.testing.assert_close(x.grad, xr.grad, **TOL)
+    torch.testing.assert_close(w.grad, wr.grad, **TOL)
+
+
 def test_shared_weight_is_folded():
     # w is read by every program: its gradient is summed per program (the grid
     # folded along axis 0) into partials, then by a sum kernel: no atomics;
