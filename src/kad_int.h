@@ -1141,6 +1141,15 @@ Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec);
 int ad_split_names(Arena *a, const char *s, const char ***out);
 
 /* ------------------------------------------------------------------ */
+/* ad_plain.c: how each input gradient is written                       */
+/* ------------------------------------------------------------------ */
+
+/* Decides ad->plain (and why/when/cond/fold_axes) per differentiated input
+ * of ad (after ad_analyze; ad->plain etc. allocated): see ad_plain.c. */
+typedef struct Ad Ad;
+void ad_plain_inputs(Ad *ad);
+
+/* ------------------------------------------------------------------ */
 /* ad_fold.c: deterministic shared gradients (grid folding, partials)   */
 /* ------------------------------------------------------------------ */
 

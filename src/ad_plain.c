@@ -1,0 +1,242 @@
+/* ad_plain.c -- how each input gradient of a backward is written.
+ *
+ * Job: decide, per differentiated input, whether the backward can write its
+ * gradient without atomics (docs/AD.md, "Deterministic input gradients"):
+ * plain stores where each element has one reader in the launch (1, or 2
+ * under a condition the launcher evaluates), read-modify-writes private to
+ * the program for several load sites (4, or 5 under a condition), per-program
+ * partials for an input every program along some grid axes reads (3: grid
+ * folding, ad_fold.c); otherwise atomics, with the reason in ad->why.
+ *
+ * Requires: ad_analyze's facts (roles, provenance, activity) and ad->spec.
+ * Fills ad->plain, why, when, cond and fold_axes; ad->acc holds the
+ * forward's access analysis when one was needed.  Emits nothing: adj_load
+ * (ad_rev.c) writes what was decided.
+ */
+#include "kad_int.h"
+
+/* The loads of fw (regions included) that may read through parameter i
+ * and get an adjoint: the only writers of d_<i> in the backward. */
+typedef Vec(const Inst *) InstPtrVec;
+static void input_loads(const Ad *ad, const Block *b, int i, InstPtrVec *out)
+{
+    for (int k = 0; b && k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        if (in->op == OP_LOAD && ad_root_has(ad, in->args[0], i) && ad_active(ad, in->res[0]))
+            vec_push(ad->a, *out, in);
+        for (int r = 0; r < in->nregions; r++)
+            input_loads(ad, in->regions[r], i, out);
+    }
+}
+
+/* The block of fw holding instruction x, or NULL. */
+static const Block *block_of(const Block *b, const Inst *x)
+{
+    for (int k = 0; b && k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        if (in == x)
+            return b;
+        for (int r = 0; r < in->nregions; r++) {
+            const Block *f = block_of(in->regions[r], x);
+            if (f)
+                return f;
+        }
+    }
+    return NULL;
+}
+
+/* Can the launcher evaluate the condition (a Python expression over its
+ * arguments and grid)?  Then the input's flag is a constexpr parameter. */
+static bool cond_checkable(const Ad *ad, Access *A, const AccCond *c)
+{
+    (void)ad;
+    return access_cond_host(A, c, "_a", "_g") != NULL;
+}
+
+/* Decides, per differentiated input, whether its gradient may be written
+ * with plain stores instead of atomic_adds: whether every element of d_x
+ * gets at most one write in the whole launch.  The writers are the active
+ * loads of x (adj_load); they must all be one site in registers (one
+ * block, one pointer value, one mask: adj_load's PendingLoad sums them and
+ * writes once) whose (program ids, loop iterations, lanes) -> element map
+ * access.c proves injective for every launch.  The caller zero-fills d_x,
+ * so elements never read stay 0, as with atomics.  Distinct sites stay
+ * atomic: access_disjoint compares two sites in one program and one
+ * iteration only, and a site of one program may meet another program's.
+ * Anything else (several sites, a pointer selected among parameters, a
+ * runtime condition, an unknown address) keeps the atomics, with the
+ * reason in ad->why. */
+/* The grid axes whose tl.program_id or tl.num_programs b uses (bits). */
+static unsigned used_axes(const Block *b)
+{
+    unsigned u = 0;
+    for (int k = 0; b && k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        if ((in->op == OP_PROGRAM_ID || in->op == OP_NUM_PROGRAMS) && in->ival >= 0 && in->ival < 3)
+            u |= 1u << in->ival;
+        for (int r = 0; r < in->nregions; r++)
+            u |= used_axes(in->regions[r]);
+    }
+    return u;
+}
+
+/* Input i, read at the one site l whose address does not depend on the
+ * program ids of `indep`: can its gradient be summed deterministically by
+ * folding the grid (ad_fold.c)?  The folded axes are those the kernel uses
+ * and the address ignores (every axis when the kernel uses none); the lanes
+ * of l must be distinct elements (a tile holding one element twice would
+ * lose an addition), and programs differing in another used axis must not
+ * share an element (they run at once on one row of partials: access_private
+ * over those axes).  Marks plain[i] = 3 and the axes in ad->fold_axes (one
+ * set of axes per backward: an input needing other axes keeps atomics). */
+static void fold_candidate(Ad *ad, Access *A, int i, const Inst *l, unsigned indep)
+{
+    unsigned used = used_axes(ad->fw->body);
+    unsigned axes = used ? indep & used : 1;
+    if (!axes)
+        return;
+    unsigned others = used & ~axes;
+    if (others) { /* programs differing in another axis run at once on one row of partials */
+        const Inst *one[1] = {l};
+        AccResult pr = access_private(A, one, 1, others);
+        if (pr.v != ACC_PROVEN) {
+            ad->why[i] = arena_printf(ad->a, "it is shared across programs, and kad cannot prove that programs "
+                                             "along the other grid axes read distinct elements%s%s%s",
+                                      pr.why ? " (" : "", pr.why ? pr.why : "", pr.why ? ")" : "");
+            return;
+        }
+    }
+    AccResult lanes = access_injective(A, l, ACC_VARY_LANES);
+    if (lanes.v != ACC_PROVEN) {
+        ad->why[i] = "it is shared across programs, and kad cannot prove that one load's lanes read distinct "
+                     "elements";
+        return;
+    }
+    if (ad->fold_axes && ad->fold_axes != axes) {
+        ad->why[i] = "it is shared across programs along other grid axes than another input kad folds";
+        return;
+    }
+    ad->fold_axes = axes;
+    ad->plain[i] = 3;
+    ad->why[i] = NULL;
+}
+
+/* Input i's gradient mode from a verdict: `proven` when r is PROVEN; when
+ * it is PROVEN_IF, `cond` under r's condition (the launcher's flag) if the
+ * launcher can evaluate it, with why_if (a format taking the condition)
+ * saying why the atomics remain when it fails.  False for other verdicts. */
+static bool take_verdict(Ad *ad, Access *A, int i, AccResult r, int proven, int cond, const char *why_if)
+{
+    if (r.v == ACC_PROVEN) {
+        ad->plain[i] = (uint8_t)proven;
+        ad->why[i] = NULL;
+        return true;
+    }
+    if (r.v != ACC_PROVEN_IF)
+        return false;
+    const char *py = access_cond_python(A, r.cond);
+    ad->why[i] = arena_printf(ad->a, why_if, py ? py : "a condition on runtime values holds");
+    if (py && cond_checkable(ad, A, r.cond)) {
+        ad->plain[i] = (uint8_t)cond;
+        ad->cond[i] = r.cond;
+        ad->when[i] = py;
+    }
+    return true;
+}
+
+/* Input i is loaded at several sites (LayerNorm reads x's row in three
+ * loops): its gradient needs no atomics when the elements one program
+ * reads, through all the sites, are read by no other program
+ * (access_private over every grid axis) and each site's lanes are distinct
+ * elements.  Then each site adds its adjoint by a read-modify-write of
+ * d_<x> between barriers (adj_load, plain 4), in program order; under a
+ * runtime condition, with atomics when it fails (plain 5). */
+static void private_sites(Ad *ad, Access *A, int i, const InstPtrVec *ls)
+{
+    const char **why = &ad->why[i];
+    *why = "it is loaded at several sites, which kad does not prove disjoint across programs";
+    for (int k = 0; k < ls->n; k++) {
+        if (access_base(A, ls->v[k]) != i)
+            return;
+        if (access_injective(A, ls->v[k], ACC_VARY_LANES).v != ACC_PROVEN) {
+            *why = "it is loaded at several sites, and kad cannot prove that a load's lanes read distinct elements";
+            return;
+        }
+    }
+    AccResult r = access_private(A, ls->v, ls->n, 7);
+    if (take_verdict(ad, A, i, r, 4, 5, "it is loaded at several sites, whose elements no two programs share "
+                                         "only when %s"))
+        return;
+    if (r.why) {
+        *why = arena_printf(ad->a, "it is loaded at several sites, and programs may share elements (%s)", r.why);
+    }
+}
+
+void ad_plain_inputs(Ad *ad)
+{
+    const Func *fw = ad->fw;
+    Access *A = NULL;
+    for (int i = 0; i < fw->nparams; i++) {
+        if (ad->role[i] != AD_ROLE_IN)
+            continue;
+        const char **why = &ad->why[i];
+        InstPtrVec ls = {0};
+        input_loads(ad, fw->body, i, &ls);
+        if (ad->stored[i]) {
+            *why = "the kernel also writes it";
+            continue;
+        }
+        if (ad->spec->atomics) {
+            *why = "atomics were asked for (deterministic=False)";
+            continue;
+        }
+        bool one = true, several = false;
+        for (int k = 0; k < ls.n && one; k++) {
+            const Inst *l = ls.v[k], *l0 = ls.v[0];
+            ValId m = l->flags & IF_HAS_MASK ? l->args[1] : 0, m0 = l0->flags & IF_HAS_MASK ? l0->args[1] : 0;
+            if (ad->root[l->args[0]] != i + 1) {
+                *why = "a pointer selected among several parameters or read from memory reaches it";
+                one = false;
+            } else if (k && (l->args[0] != l0->args[0] || m != m0 || block_of(fw->body, l) != block_of(fw->body, l0))) {
+                several = true;
+            }
+        }
+        if (!one)
+            continue;
+        if (several) {
+            if (!A)
+                A = ad->acc = access_analyze(ad->a, fw);
+            private_sites(ad, A, i, &ls);
+            continue;
+        }
+        if (!ls.n) { /* nothing writes d_x */
+            ad->plain[i] = 1;
+            continue;
+        }
+        if (!A)
+            A = ad->acc = access_analyze(ad->a, fw);
+        const Inst *l = ls.v[0];
+        if (access_base(A, l) != i) {
+            *why = "its address is not an affine form kad can analyze";
+            continue;
+        }
+        AccResult r = access_injective(A, l, ACC_VARY_PIDS | ACC_VARY_LOOPS | ACC_VARY_LANES);
+        if (take_verdict(ad, A, i, r, 1, 2, "elements are distinct per lane, iteration and program only when %s"))
+            continue;
+        /* the grid axes the kernel tells apart (axis 0 when it uses none) */
+        unsigned axes = 0, used = used_axes(fw->body), told = used ? used : 1;
+        if (r.v == ACC_NOT_INJECTIVE && access_pid_independent(A, l, &axes) && (axes & told)) {
+            int k = 0;
+            while (!(axes & told & (1u << k)))
+                k++;
+            *why = arena_printf(ad->a, "it is shared across programs (its address does not depend on "
+                                       "tl.program_id(%d))", k);
+            fold_candidate(ad, A, i, l, axes);
+        }
+        else if (r.v == ACC_NOT_INJECTIVE)
+            *why = arena_printf(ad->a, "the load is not injective (%s)", r.why);
+        else
+            *why = arena_printf(ad->a, "kad cannot tell whether the load is injective (%s)", r.why);
+    }
+}
+
