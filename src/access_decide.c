@@ -298,6 +298,46 @@ static int64_t gcd64(int64_t a, int64_t b)
     return a;
 }
 
+/* p without its constant term, and that constant. */
+static void split_const(const AccPoly *p, AccPoly *rest, int64_t *k)
+{
+    rest->n = 0;
+    *k = 0;
+    for (int i = 0; i < p->n; i++) {
+        if (p->m[i].s[0])
+            rest->m[rest->n++] = p->m[i];
+        else
+            *k += p->m[i].k;
+    }
+}
+
+/* Drops the clauses another clause implies: of two one-polynomial clauses
+ * `q + k1 >= 0` and `q + k2 >= 0` with the same non-constant part q, the
+ * one with the larger constant (`stride >= 1 and stride >= 16` keeps
+ * `stride >= 16`).  The condition means the same. */
+static void cond_tighten(AccCond *c)
+{
+    for (int i = 0; i < c->n; i++) {
+        if (c->c[i].n != 1)
+            continue;
+        AccPoly qi, qj;
+        int64_t ki, kj;
+        split_const(&c->c[i].p[0], &qi, &ki);
+        for (int j = i + 1; j < c->n; j++) {
+            if (c->c[j].n != 1)
+                continue;
+            split_const(&c->c[j].p[0], &qj, &kj);
+            if (!ac_peq(&qi, &qj))
+                continue;
+            if (kj < ki) { /* j is the stronger: it takes i's place */
+                c->c[i] = c->c[j];
+                ki = kj;
+            }
+            c->c[j--] = c->c[--c->n];
+        }
+    }
+}
+
 /* x and y (NULL: none) as one condition in the arena. */
 static const AccCond *cond_join(Access *A, const AccCond *x, const AccCond *y)
 {
@@ -308,6 +348,7 @@ static const AccCond *cond_join(Access *A, const AccCond *x, const AccCond *y)
             return NULL;
         c->c[c->n++] = y->c[i];
     }
+    cond_tighten(c);
     return c;
 }
 
