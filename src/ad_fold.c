@@ -49,8 +49,6 @@ typedef struct Fold {
     Arena *a;
     Func *f;
     unsigned axes;       /* the folded grid axes (bits) */
-    int n;               /* folded inputs */
-    const int *slot;     /* by input: bw param index of d_<x> */
     uint8_t *derived;    /* by ValId (< nv): input j + 1 whose gradient pointer this is, or 0 */
     ValId *map;          /* by ValId (< nv): the value to use instead (rewrites), or 0 */
     int nv;              /* the size of derived and map */
@@ -407,7 +405,7 @@ Dtype fold_partial_dtype(Dtype dt) { return dt == DT_F64 ? DT_F64 : DT_F32; }
 bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *const *names, int n)
 {
     Func *f = bw;
-    Fold F0 = {.a = a, .f = f, .axes = axes, .n = n, .slot = slot}, *F = &F0;
+    Fold F0 = {.a = a, .f = f, .axes = axes}, *F = &F0;
     int axis = 0;
     while (!(axes & (1u << axis)))
         axis++;

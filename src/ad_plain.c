@@ -47,9 +47,8 @@ static const Block *block_of(const Block *b, const Inst *x)
 
 /* Can the launcher evaluate the condition (a Python expression over its
  * arguments and grid)?  Then the input's flag is a constexpr parameter. */
-static bool cond_checkable(const Ad *ad, Access *A, const AccCond *c)
+static bool cond_checkable(Access *A, const AccCond *c)
 {
-    (void)ad;
     return access_cond_host(A, c, "_a", "_g") != NULL;
 }
 
@@ -136,7 +135,7 @@ static bool take_verdict(Ad *ad, Access *A, int i, AccResult r, int proven, int 
         return false;
     const char *py = access_cond_python(A, r.cond);
     ad->why[i] = arena_printf(ad->a, why_if, py ? py : "a condition on runtime values holds");
-    if (py && cond_checkable(ad, A, r.cond)) {
+    if (py && cond_checkable(A, r.cond)) {
         ad->plain[i] = (uint8_t)cond;
         ad->cond[i] = r.cond;
         ad->when[i] = py;

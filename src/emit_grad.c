@@ -39,6 +39,12 @@ static const char *ident(Arena *a, const char *name)
     return s;
 }
 
+/* The sum kernel of folded input x in the module of backward kernel kname. */
+static const char *sum_name(Arena *a, const char *kname, const char *x)
+{
+    return arena_printf(a, "%s_sum_%s", kname, ident(a, x));
+}
+
 static bool uses_atomics(const Block *b)
 {
     for (int i = 0; b && i < b->insts.n; i++) {
@@ -172,10 +178,10 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
                 buf_printf(&t, "d_%s is summed deterministically, without atomics: every program along grid %s "
                                "reads the same elements of %s, so the backward runs with nfold programs "
                                "there, each summing the contributions of its share of the forward's programs in "
-                               "order into its own row of %s partials, and %s_bwd_sum_%s adds the rows in a fixed "
+                               "order into its own row of %s partials, and %s adds the rows in a fixed "
                                "order (bitwise reproducible for a given nfold).",
                            spec->wrt[i], axes, spec->wrt[i], dtype_name(fi->pdt),
-                           ident(a, fwd->name), ident(a, spec->wrt[i]));
+                           sum_name(a, arena_printf(a, "%s_bwd", ident(a, fwd->name)), spec->wrt[i]));
             else if (spec->grad_rmw && spec->grad_rmw[i] && !spec->grad_write[i])
                 buf_printf(&t, "d_%s is added without atomics (deterministic): the forward reads %s at several "
                                "sites, but no two programs read one element, so each program adds each site's "
@@ -237,7 +243,7 @@ static const char *grad_name(Arena *a, const Func *bwd, int i)
  * places, their spans and the forward's program count appended; after the
  * kernel, each input's sum kernel.  at0: the launcher's index of the first
  * gradient (the contract's params nfwd..). */
-static void print_fold(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0, const char *kname)
+static void print_fold(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0)
 {
     const FoldPlan *pl = bwd->fold;
     buf_puts(out, "    # deterministic sums: the grid folded along its axis, partials, sum kernels (ad_fold)\n"
@@ -276,20 +282,15 @@ static void print_fold(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0, c
                    pl->axis, buf_str(&ax));
     else
         buf_printf(out, "    grid = tuple(nfold if k == %d else g for k, g in enumerate(grid))\n", pl->axis);
-    (void)a;
-    (void)kname;
 }
 
 /* After the folded kernel: the sum kernels, d_<x> += the partials' rows. */
-static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0, const char *kname)
+static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, const char *kname)
 {
     const FoldPlan *pl = bwd->fold;
     for (int j = 0; j < pl->n; j++) {
-        int at = at0 + pl->in[j].slot - nfwd;
-        const char *sname = arena_printf(a, "%s_sum_%s", kname, ident(a, pl->in[j].name));
-        buf_printf(out, "    %s[(triton.cdiv(spans[%d], %d),)](parts[%d], d_in[%d], spans[%d], nfold)\n", sname, j,
-                   FOLD_SUM_BLOCK, j, j, j);
-        (void)at;
+        buf_printf(out, "    %s[(triton.cdiv(spans[%d], %d),)](parts[%d], d_in[%d], spans[%d], nfold)\n",
+                   sum_name(a, kname, pl->in[j].name), j, FOLD_SUM_BLOCK, j, j, j);
     }
 }
 
@@ -402,7 +403,6 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_printf(&doc, " nfold: the programs (along grid axis %d) that sum the shared gradients (default: 2 per "
                          "SM); the sums' last bits depend on it and on nothing else.",
                    bwd->fold->axis);
-    (void)0;
     wrap(out, buf_str(&doc), LINE_LIMIT, "    ", 7);
     buf_puts(out, "\n    \"\"\"\n    names = (");
     wrap(out, buf_str(&quoted), LINE_LIMIT - 1, "             ", 13);
@@ -478,13 +478,13 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         for (int j = 0; j < bwd->fold->n; j++)
             buf_printf(out, "%sargs[%d]", j ? ", " : "", at0 + bwd->fold->in[j].slot - nfwd);
         buf_puts(out, "]\n");
-        print_fold(out, a, bwd, nfwd, at0, kname);
+        print_fold(out, a, bwd, nfwd, at0);
     }
     if (nc)
         buf_puts(out, "    # the runtime arguments with the constexpr values in their places\n");
     buf_printf(out, "    %s[grid](%s%s**options)\n", kname, buf_str(&call), call.len ? ", " : "");
     if (bwd->fold)
-        print_fold_sums(out, a, bwd, nfwd, at0, kname);
+        print_fold_sums(out, a, bwd, kname);
 }
 
 bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSpec *spec, Diags *d)
@@ -507,7 +507,7 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
     for (int j = 0; bwd->fold && j < bwd->fold->n; j++) {
         const FoldInput *fi = &bwd->fold->in[j];
         EmitOptions so = {
-            .name = arena_printf(a, "%s_sum_%s", kname, ident(a, fi->name)),
+            .name = sum_name(a, kname, fi->name),
             .header = arena_printf(a, "d_%s += the rows of its partials, summed in order (a fixed order: "
                                       "deterministic)", fi->name),
             .fragment = true,

@@ -150,6 +150,20 @@ def test_colliding_reads_keep_the_atomic(kernel, sig, wrt, out, grid, shapes, ar
     _check(kernel, sig, wrt, out, grid, shapes, args, ranges)
 
 
+def _against_torch(run, ref, leaves):
+    """run(*leaves) launches the decorated kernel and returns its output; ref(*copies) is the same
+    math in PyTorch: the output and every leaf's gradient must agree."""
+    y = run(*leaves)
+    g = torch.randn_like(y)
+    (y * g).sum().backward()
+    copies = [t.detach().clone().requires_grad_() for t in leaves]
+    want = ref(*copies)
+    torch.testing.assert_close(y, want, **TOL)
+    (want * g).sum().backward()
+    for t, c in zip(leaves, copies):
+        torch.testing.assert_close(t.grad, c.grad, **TOL)
+
+
 @triton.jit
 def ragged_weight(x_ptr, w_ptr, y_ptr, lens_ptr, BLOCK: tl.constexpr):
     # row r uses the first lens[r] weights: the weight load's mask differs from row to row, so
@@ -169,19 +183,15 @@ def test_folded_weight_with_varying_masks():
     assert "touched = touched | " in text and "d_w_ptr is summed deterministically" in text
     k = kad.differentiable(inputs=["x_ptr", "w_ptr"], outputs=["y_ptr"])(ragged_weight)
     lens = torch.tensor([3, 8, 0, 5, 1, 7, 2], dtype=torch.int32, device=DEVICE)
-    x = torch.randn(7 * 8, device=DEVICE, requires_grad=True)
-    w = torch.randn(8, device=DEVICE, requires_grad=True)
-    y = torch.zeros_like(x)
-    k[(7,)](x, w, y, lens, BLOCK=8)
-    g = torch.randn_like(y)
-    (y * g).sum().backward()
-    xr, wr = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
     m = (torch.arange(8, device=DEVICE)[None, :] < lens[:, None].long()).float()
-    ref = (xr.view(7, 8) * torch.sin(wr)[None, :] * m).reshape(-1)
-    torch.testing.assert_close(y, ref, **TOL)
-    (ref * g).sum().backward()
-    torch.testing.assert_close(x.grad, xr.grad, **TOL)
-    torch.testing.assert_close(w.grad, wr.grad, **TOL)
+
+    def run(x, w):
+        y = torch.zeros_like(x)
+        k[(7,)](x, w, y, lens, BLOCK=8)
+        return y
+    leaves = [torch.randn(7 * 8, device=DEVICE, requires_grad=True),
+              torch.randn(8, device=DEVICE, requires_grad=True)]
+    _against_torch(run, lambda x, w: (x.view(7, 8) * torch.sin(w)[None, :] * m).reshape(-1), leaves)
 
 
 def test_shared_weight_is_folded():
@@ -204,18 +214,14 @@ def test_shared_weight_is_folded():
     # through the package, both ways, against PyTorch
     for det in (True, False):
         k = kad.differentiable(inputs=["x_ptr", "w_ptr"], outputs=["y_ptr"], deterministic=det)(broadcast_weight)
-        x = torch.randn(7 * 8, device=DEVICE, requires_grad=True)
-        w = torch.randn(8, device=DEVICE, requires_grad=True)
-        y = torch.empty_like(x)
-        k[(7,)](x, w, y, BLOCK=8)
-        g = torch.randn_like(y)
-        (y * g).sum().backward()
-        xr, wr = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
-        ref = xr * torch.exp(wr).repeat(7)
-        torch.testing.assert_close(y, ref, **TOL)
-        (ref * g).sum().backward()
-        torch.testing.assert_close(x.grad, xr.grad, **TOL)
-        torch.testing.assert_close(w.grad, wr.grad, **TOL)
+
+        def run(x, w):
+            y = torch.empty_like(x)
+            k[(7,)](x, w, y, BLOCK=8)
+            return y
+        leaves = [torch.randn(7 * 8, device=DEVICE, requires_grad=True),
+                  torch.randn(8, device=DEVICE, requires_grad=True)]
+        _against_torch(run, lambda x, w: x * torch.exp(w).repeat(7), leaves)
 
 
 def test_elementwise_plain_store():
@@ -227,15 +233,12 @@ def test_elementwise_plain_store():
     assert "if plain_d_x_ptr:" in sweep and "tl.store(" in sweep
     _check("elementwise", sig, "x_ptr", "y_ptr", "3", ["x_ptr=21", "y_ptr=21"], ["n=21"])
     k = kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])(elementwise)
-    x = torch.randn(21, device=DEVICE, requires_grad=True)
-    y = torch.empty_like(x)
-    k[(3,)](x, y, 21, BLOCK=8)
-    w = torch.randn_like(y)
-    (y * w).sum().backward()
-    xr = x.detach().clone().requires_grad_()
-    torch.testing.assert_close(y, xr * torch.sigmoid(xr), **TOL)
-    (xr * torch.sigmoid(xr) * w).sum().backward()
-    torch.testing.assert_close(x.grad, xr.grad, **TOL)
+
+    def run(x):
+        y = torch.empty_like(x)
+        k[(3,)](x, y, 21, BLOCK=8)
+        return y
+    _against_torch(run, lambda x: x * torch.sigmoid(x), [torch.randn(21, device=DEVICE, requires_grad=True)])
 
 
 @pytest.mark.parametrize("stride,n_cols", [(12, 10), (10, 10), (6, 10), (3, 10)])
