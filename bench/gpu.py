@@ -47,7 +47,7 @@ import torch.nn.functional as F  # noqa: E402
 import triton  # noqa: E402
 
 import kad  # noqa: E402
-from kernels import bias_add, geglu, layer_norm, rms_norm, softmax, swiglu  # noqa: E402
+from kernels import bias_add, box_filter, geglu, layer_norm, rms_norm, softmax, swiglu  # noqa: E402
 
 DOC = os.path.join(REPO, "docs", "BENCHMARKS.md")
 BEGIN, END = "<!-- gpu.py begin -->", "<!-- gpu.py end -->"
@@ -144,6 +144,13 @@ def _bias_add(t):
     return (M, cdiv(N, block)), [x, b, y, x.stride(0), y.stride(0), N], dict(BLOCK_N=block), y
 
 
+def _box(t):
+    x = t["x"]
+    H, W = x.shape
+    y = torch.empty_like(x)
+    return (cdiv(H, 16), cdiv(W, 32)), [x, y, H, W, x.stride(0), y.stride(0)], dict(BLOCK_H=16, BLOCK_W=32), y
+
+
 def _eager_rms(t):
     x, w = t["x"], t["w"]
     if hasattr(F, "rms_norm"):
@@ -167,6 +174,9 @@ KERNELS = [
      lambda t: torch.softmax(t["x"], -1), lambda M, N, s: 3 * M * N * s),  # read x (or y), dy; write dx
     ("bias-add", bias_add.bias_add_kernel, ["x_ptr", "b_ptr"], ["y_ptr"], _x_b, _bias_add,
      lambda t: t["x"] + t["b"], lambda M, N, s: 2 * M * N * s + N * s),  # read dy; write dx, db
+    ("box filter 3x3", box_filter.box_filter3x3_kernel, ["src_ptr"], ["dst_ptr"], _x, _box,
+     lambda t: F.avg_pool2d(t["x"][None], 3, 1, 1, count_include_pad=True)[0],
+     lambda M, N, s: 2 * M * N * s),  # read dy; write dx
 ]
 
 DTYPES = [("fp32", torch.float32), ("bf16", torch.bfloat16)]

@@ -88,6 +88,40 @@ static bool var_max(Dec *D, int v, AccPoly *mx)
     return false;
 }
 
+/* A lower bound lo >= 0 of the group value g = sum of c's coefficients
+ * times the variables of G (the first k of the order), from a constraint
+ * `-g + r + k0 < 0` of the site whose coefficients on G are the opposite of
+ * c's and whose others are >= 0 (so g > r + k0 >= k0): lo = k0 + 1, the
+ * largest such; 0 when none. */
+static int64_t group_low(Dec *D, const int *ord, int k, const AcForm *c)
+{
+    int64_t lo = 0;
+    for (int i = 0; i < D->cs->n; i++) {
+        AcForm *l = (AcForm *)D->cs->v[i];
+        int64_t k0;
+        if (l == c || !ac_pis_const(&l->c0, &k0) || k0 + 1 <= lo)
+            continue;
+        bool ok = true;
+        int ing = 0;
+        for (int t = 0; t < l->nt && ok; t++) {
+            bool in_g = false;
+            for (int j = 0; j < k; j++)
+                in_g |= D->var[ord[j]] == l->t[t].var;
+            if (!in_g) {
+                ok = ac_pnonneg(&D->F, &l->t[t].c);
+                continue;
+            }
+            AccPoly sum;
+            AccPoly *cc = ac_fcoef((AcForm *)c, l->t[t].var);
+            ok = cc && ac_padd(&sum, cc, &l->t[t].c, 1) && sum.n == 0;
+            ing++;
+        }
+        if (ok && ing == k)
+            lo = k0 + 1;
+    }
+    return lo;
+}
+
 /* Bounds of the group G (the first k variables of the order) from
  * constraints on exactly that group: f_G = q * c_G with q >= 0. */
 static int group_alts(Dec *D, const int *ord, int k, AccPoly *out, int nout)
@@ -127,9 +161,11 @@ static int group_alts(Dec *D, const int *ord, int k, AccPoly *out, int nout)
             AccPoly prod;
             ok = ac_pmul(&prod, &q, ac_fcoef(c, D->var[ord[j]])) && ac_peq(&prod, &D->coef[ord[j]]);
         }
-        /* span <= q * (-c0 - 1) */
-        AccPoly b, one = ac_pconst(1), zero = {0};
-        if (ok && ac_padd(&b, &zero, &c->c0, -1) && ac_padd(&b, &b, &one, -1) && ac_pmul(&b, &b, &q))
+        /* span <= q * (-c0 - 1 - lo): g = the group's value / q <= -c0 - 1 by c,
+         * and g >= lo >= 0 by a constraint with the opposite coefficients */
+        AccPoly b, one = ac_pconst(1), zero = {0}, low = ac_pconst(group_low(D, ord, k, c));
+        if (ok && ac_padd(&b, &zero, &c->c0, -1) && ac_padd(&b, &b, &one, -1) && ac_padd(&b, &b, &low, -1) &&
+            ac_pmul(&b, &b, &q))
             out[got++] = b;
     }
     return got;
@@ -311,32 +347,45 @@ static void split_const(const AccPoly *p, AccPoly *rest, int64_t *k)
     }
 }
 
-/* Drops the clauses another clause implies: of two one-polynomial clauses
- * `q + k1 >= 0` and `q + k2 >= 0` with the same non-constant part q, the
- * one with the larger constant (`stride >= 1 and stride >= 16` keeps
- * `stride >= 16`).  The condition means the same. */
-static void cond_tighten(AccCond *c)
+/* Does clause x imply clause y?  When each alternative `q + k >= 0` of x
+ * implies one of y: one with the same non-constant part q and a constant
+ * at least k. */
+static bool clause_implies(const AccClause *x, const AccClause *y)
 {
-    for (int i = 0; i < c->n; i++) {
-        if (c->c[i].n != 1)
-            continue;
-        AccPoly qi, qj;
-        int64_t ki, kj;
-        split_const(&c->c[i].p[0], &qi, &ki);
-        for (int j = i + 1; j < c->n; j++) {
-            if (c->c[j].n != 1)
-                continue;
-            split_const(&c->c[j].p[0], &qj, &kj);
-            if (!ac_peq(&qi, &qj))
-                continue;
-            if (kj < ki) { /* j is the stronger: it takes i's place */
-                c->c[i] = c->c[j];
-                ki = kj;
-            }
-            c->c[j--] = c->c[--c->n];
+    for (int i = 0; i < x->n; i++) {
+        AccPoly qx, qy;
+        int64_t kx, ky;
+        split_const(&x->p[i], &qx, &kx);
+        bool some = false;
+        for (int j = 0; j < y->n && !some; j++) {
+            split_const(&y->p[j], &qy, &ky);
+            some = ac_peq(&qx, &qy) && ky >= kx;
         }
+        if (!some)
+            return false;
     }
+    return true;
 }
+
+/* Drops, in place and keeping the order, the clauses of v[0..*n) another
+ * one implies (clause_implies; of equivalent ones, the first stays). */
+static void drop_implied(AccClause *v, int *n)
+{
+    int m = 0;
+    for (int j = 0; j < *n; j++) {
+        bool implied = false;
+        for (int i = 0; i < *n && !implied; i++)
+            implied = i != j && clause_implies(&v[i], &v[j]) && (i < j || !clause_implies(&v[j], &v[i]));
+        if (!implied)
+            v[m++] = v[j];
+    }
+    *n = m;
+}
+
+/* Drops the clauses another clause implies: of `stride >= 1 and stride >=
+ * 16`, `stride >= 16` stays; of `(s >= W + 1 or s >= n) and (s >= W or s
+ * >= n)`, the first.  The condition means the same. */
+static void cond_tighten(AccCond *c) { drop_implied(c->c, &c->n); }
 
 /* x and y (NULL: none) as one condition in the arena. */
 static const AccCond *cond_join(Access *A, const AccCond *x, const AccCond *y)
@@ -1446,3 +1495,34 @@ bool func_guards_hold(const Func *f, const int64_t *iargs, const int64_t grid[3]
     return true;
 }
 
+
+void access_cond_conj(Access *A, AccCondVec *out, const AccCond *c)
+{
+    Vec(AccClause) all = {0}; /* every clause of out and c */
+    for (int k = 0; k <= out->n; k++) {
+        const AccCond *x = k < out->n ? out->v[k] : c;
+        for (int i = 0; i < x->n; i++)
+            vec_push(A->a, all, x->c[i]);
+    }
+    drop_implied(all.v, &all.n);
+    out->n = 0;
+    for (int i = 0; i < all.n; i += ACC_NCLAUSE) {
+        AccCond *one = arena_alloc(A->a, sizeof *one);
+        for (int j = i; j < all.n && j < i + ACC_NCLAUSE; j++)
+            one->c[one->n++] = all.v[j];
+        vec_push(A->a, *out, (const AccCond *)one);
+    }
+}
+
+bool access_cond_implies(const AccCondVec *x, const AccCond *y)
+{
+    for (int j = 0; j < y->n; j++) {
+        bool some = false;
+        for (int k = 0; k < x->n && !some; k++)
+            for (int i = 0; i < x->v[k]->n && !some; i++)
+                some = clause_implies(&x->v[k]->c[i], &y->c[j]);
+        if (!some)
+            return false;
+    }
+    return true;
+}

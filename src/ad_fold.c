@@ -434,20 +434,24 @@ bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *con
         dts[j] = (Dtype)ir_type(f, f->params[slot[j]]).elem;
     retype(F, pdt);
 
-    /* new parameters: the spans, the forward's program counts */
-    FoldPlan *plan = arena_alloc(a, sizeof *plan);
+    /* new parameters: the spans, the forward's program counts (after the
+     * site rows' inputs when ad_site_rows made a plan) */
+    FoldPlan *plan = f->fold ? (FoldPlan *)f->fold : arena_alloc(a, sizeof *plan); /* ours: arena */
+    int n0 = f->fold ? plan->n : 0;
+    if (!f->fold)
+        plan->nargs = f->nparams;
     plan->axis = axis;
     plan->axes = axes;
-    plan->nargs = f->nparams;
-    plan->n = n;
-    plan->in = arena_alloc(a, sizeof *plan->in * (size_t)n);
+    FoldInput *ins = arena_alloc(a, sizeof *plan->in * (size_t)(n0 + n));
+    if (n0)
+        memcpy(ins, plan->in, sizeof *ins * (size_t)n0);
+    plan->in = ins;
+    plan->n = n0 + n;
     for (int j = 0; j < n; j++) {
-        plan->in[j].slot = slot[j];
-        plan->in[j].name = names[j];
-        plan->in[j].dt = dts[j];
-        plan->in[j].pdt = pdt;
-        plan->in[j].span = ir_param_add(f, type_scalar(DT_I64), arena_printf(a, "kad_span_%s", names[j]), loc);
-        plan->in[j].sum = fold_sum_kernel(a, arena_printf(a, "%s_sum_%s", f->name, names[j]), dts[j], pdt, loc);
+        FoldInput *in = &plan->in[n0 + j];
+        *in = (FoldInput){.slot = slot[j], .name = names[j], .dt = dts[j], .pdt = pdt};
+        in->span = ir_param_add(f, type_scalar(DT_I64), arena_printf(a, "kad_span_%s", names[j]), loc);
+        in->sum = fold_sum_kernel(a, arena_printf(a, "%s_sum_%s", f->name, names[j]), dts[j], pdt, loc);
     }
     Type i32 = type_scalar(DT_I32), i64 = type_scalar(DT_I64);
     for (int k = 0; k < 3; k++)
@@ -475,8 +479,8 @@ bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *con
     ValId *rows = arena_alloc(a, sizeof *rows * (size_t)n);
     for (int j = 0; j < n; j++) {
         ValId p = f->params[slot[j]];
-        rows[j] = ir_op2(f, nb, OP_ADDPTR, ir_type(f, p), p, ir_op2(f, nb, OP_MUL, i64, q64, plan->in[j].span, loc),
-                         loc);
+        rows[j] = ir_op2(f, nb, OP_ADDPTR, ir_type(f, p), p,
+                         ir_op2(f, nb, OP_MUL, i64, q64, plan->in[n0 + j].span, loc), loc);
         f->vals.v[rows[j]].name = arena_printf(a, "d_%s_row", names[j]);
     }
     /* accumulator types: the sites' pointer shapes */
@@ -579,6 +583,101 @@ bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *con
 }
 
 /* ------------------------------------------------------------------ */
+/* Site rows: one row of partials per adding site                      */
+/* ------------------------------------------------------------------ */
+
+/* Rewrites b's atomic_adds into the gradient (derived from it) into plain
+ * stores into row *k, *k + 1, ... of the partials (in the order met), or,
+ * under flag, `if flag: store into the row else atomic_add into row 0`. */
+static void site_rewrite(Fold *F, Block *b, ValId span, ValId flag, Dtype pdt, int *k)
+{
+    Func *f = F->f;
+    int nold;
+    Inst *old = ir_block_detach(b, &nold);
+    for (int i = 0; i < nold; i++) {
+        Inst in = old[i];
+        for (int r = 0; r < in.nregions; r++)
+            site_rewrite(F, in.regions[r], span, flag, pdt, k);
+        if (!(in.op == OP_ATOMIC_ADD && der(F, in.args[0]))) {
+            vec_push(F->a, b->insts, in);
+            continue;
+        }
+        bool masked = in.flags & IF_HAS_MASK;
+        ValId p = in.args[0], m = masked ? in.args[2] : 0;
+        Type pt = ir_type(f, p);
+        ValId v = site_value(F, b, &in, pdt);
+        Block *sb = b, *ab = NULL;
+        if (flag) {
+            ir_emit(f, b, OP_IF, &flag, 1, NULL, 0, in.loc);
+            int idx = b->insts.n - 1;
+            sb = ir_inst_add_region(f, &b->insts.v[idx]);
+            ab = ir_inst_add_region(f, &b->insts.v[idx]);
+        }
+        ValId rp = p;
+        if (*k) {
+            Type i64 = type_scalar(DT_I64);
+            ValId off = ir_op2(f, sb, OP_MUL, i64, ir_const_int(f, sb, i64, *k, in.loc), span, in.loc);
+            if (pt.rank)
+                off = ir_op1(f, sb, OP_BROADCAST, type_tile(DT_I64, pt.rank, pt.shape), off, in.loc);
+            rp = ir_op2(f, sb, OP_ADDPTR, pt, p, off, in.loc);
+        }
+        ValId sa[3] = {rp, v, m};
+        Inst *st = ir_emit(f, sb, OP_STORE, sa, masked ? 3 : 2, NULL, 0, in.loc);
+        st->flags = masked ? IF_HAS_MASK : 0;
+        if (flag) {
+            ir_emit(f, sb, OP_YIELD, NULL, 0, NULL, 0, in.loc);
+            Type vt = type_tile(pdt, pt.rank, pt.shape);
+            ValId aa[3] = {p, v, m};
+            Inst *at = ir_emit(f, ab, OP_ATOMIC_ADD, aa, masked ? 3 : 2, &vt, 1, in.loc);
+            at->flags = masked ? IF_HAS_MASK : 0;
+            ir_emit(f, ab, OP_YIELD, NULL, 0, NULL, 0, in.loc);
+        }
+        (*k)++;
+    }
+}
+
+bool ad_site_rows(Arena *a, Func *bw, int slot, const char *name, ValId flag)
+{
+    Func *f = bw;
+    if (f->fold && f->fold->axes)
+        return false; /* run before ad_fold */
+    Fold F0 = {.a = a, .f = f}, *F = &F0;
+    F->nv = f->vals.n;
+    F->derived = arena_alloc(a, (size_t)F->nv + 1);
+    ValId p = f->params[slot];
+    Dtype dt = (Dtype)ir_type(f, p).elem, pdt = fold_partial_dtype(dt);
+    F->derived[p] = 1;
+    for (bool changed = true; changed;) {
+        changed = false;
+        if (!derive_block(F, f->body, &changed))
+            return false;
+    }
+    retype(F, pdt);
+    Loc loc = f->loc;
+    FoldPlan *plan = (FoldPlan *)f->fold; /* ours (an earlier call): arena */
+    if (!plan) {
+        plan = arena_alloc(a, sizeof *plan);
+        plan->axis = -1;
+        plan->nargs = f->nparams;
+    }
+    FoldInput *ins = arena_alloc(a, sizeof *ins * (size_t)(plan->n + 1));
+    if (plan->n)
+        memcpy(ins, plan->in, sizeof *ins * (size_t)plan->n);
+    FoldInput *in = &ins[plan->n];
+    *in = (FoldInput){.slot = slot, .name = name, .dt = dt, .pdt = pdt, .flag = flag};
+    in->span = ir_param_add(f, type_scalar(DT_I64), arena_printf(a, "kad_span_%s", name), loc);
+    in->sum = fold_sum_kernel(a, arena_printf(a, "%s_sum_%s", f->name, name), dt, pdt, loc);
+    int k = 0;
+    site_rewrite(F, f->body, in->span, flag, pdt, &k);
+    in->rows = k > 0 ? k : 1;
+    plan->in = ins;
+    plan->n++;
+    f->fold = plan;
+    f->vals.v[p].name = arena_printf(a, "d_%s_part", name);
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
 /* Running the plan on the interpreter                                 */
 /* ------------------------------------------------------------------ */
 
@@ -605,23 +704,32 @@ bool fold_run(const Func *f, const int64_t grid[3], const InterpArg *args, int n
     }
     InterpArg *ia = calloc((size_t)f->nparams + 1, sizeof *ia);
     void **parts = calloc((size_t)pl->n + 1, sizeof *parts);
-    bool ok = ia && parts;
+    int64_t *rows = calloc((size_t)pl->n + 1, sizeof *rows);
+    bool ok = ia && parts && rows;
     if (!ok)
         diag_error(d, f->loc, "out of memory");
     for (int i = 0; ok && i < nargs; i++)
         ia[i] = args[i];
     for (int j = 0; ok && j < pl->n; j++) {
-        const InterpArg *g = &args[pl->in[j].slot];
-        int64_t esz = mode == IM_F64 && dtype_is_float(pl->in[j].dt) ? 8 : dtype_bits(pl->in[j].dt) / 8;
-        int64_t psz = mode == IM_F64 ? 8 : dtype_bits(pl->in[j].pdt) / 8;
+        const FoldInput *in = &pl->in[j];
+        const InterpArg *g = &args[in->slot];
+        int64_t esz = mode == IM_F64 && dtype_is_float(in->dt) ? 8 : dtype_bits(in->dt) / 8;
+        int64_t psz = mode == IM_F64 ? 8 : dtype_bits(in->pdt) / 8;
         int64_t span = esz > 0 ? g->nbytes / esz : 0;
-        parts[j] = calloc((size_t)(P * span > 0 ? P * span : 1), (size_t)psz);
+        rows[j] = !in->rows ? P : 1;
+        if (in->rows) { /* a row per site, or one (atomics) when the flag is false */
+            rows[j] = in->rows;
+            for (int i = 0; in->flag && i < f->nparams; i++)
+                if (f->params[i] == in->flag && i < nargs && !args[i].i)
+                    rows[j] = 1;
+        }
+        parts[j] = calloc((size_t)(rows[j] * span > 0 ? rows[j] * span : 1), (size_t)psz);
         if (!parts[j]) {
-            diag_error(d, f->loc, "out of memory for the partials of d_%s", pl->in[j].name);
+            diag_error(d, f->loc, "out of memory for the partials of d_%s", in->name);
             ok = false;
             break;
         }
-        ia[pl->in[j].slot] = (InterpArg){.data = parts[j], .nbytes = P * span * psz};
+        ia[in->slot] = (InterpArg){.data = parts[j], .nbytes = rows[j] * span * psz};
         ia[pl->nargs + j] = (InterpArg){.i = span};
     }
     int64_t g2[3] = {grid[0], grid[1], grid[2]};
@@ -635,7 +743,7 @@ bool fold_run(const Func *f, const int64_t grid[3], const InterpArg *args, int n
     for (int j = 0; ok && j < pl->n; j++) {
         const InterpArg *g = &args[pl->in[j].slot];
         int64_t span = ia[pl->nargs + j].i;
-        InterpArg sa[4] = {ia[pl->in[j].slot], *g, {.i = span}, {.i = P}};
+        InterpArg sa[4] = {ia[pl->in[j].slot], *g, {.i = span}, {.i = rows[j]}};
         int64_t sg[3] = {(span + FOLD_SUM_BLOCK - 1) / FOLD_SUM_BLOCK, 1, 1};
         if (sg[0] > 0)
             ok = interp_run_kernel(pl->in[j].sum, sg, sa, 4, mode, d);
@@ -643,6 +751,7 @@ bool fold_run(const Func *f, const int64_t grid[3], const InterpArg *args, int n
     for (int j = 0; parts && j < pl->n; j++)
         free(parts[j]);
     free(parts);
+    free(rows);
     free(ia);
     return ok;
 }

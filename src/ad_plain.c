@@ -13,6 +13,8 @@
  * forward's access analysis when one was needed.  Emits nothing: adj_load
  * (ad_rev.c) writes what was decided.
  */
+#include <string.h>
+
 #include "kad_int.h"
 
 /* The loads of fw (regions included) that may read through parameter i
@@ -137,10 +139,75 @@ static bool take_verdict(Ad *ad, Access *A, int i, AccResult r, int proven, int 
     ad->why[i] = arena_printf(ad->a, why_if, py ? py : "a condition on runtime values holds");
     if (py && cond_checkable(A, r.cond)) {
         ad->plain[i] = (uint8_t)cond;
-        ad->cond[i] = r.cond;
+        ad->cond[i].n = 0;
+        vec_push(ad->a, ad->cond[i], r.cond);
         ad->when[i] = py;
     }
     return true;
+}
+
+/* Input i is loaded at several sites that programs may share (a stencil's
+ * taps: neighbouring tiles read overlapping halos), but each site alone
+ * reads distinct elements over the whole launch (programs, iterations and
+ * lanes).  Then each site stores its adjoint into its own row of partials
+ * and a sum kernel adds the rows in order (plain 6, ad_site_rows); when
+ * that holds only under conditions the launcher evaluates, under their
+ * conjunction, with atomics when it fails (plain 7).  At most
+ * SITE_ROWS_MAX sites: the partials cost a row of the gradient's size per
+ * site. */
+enum { SITE_ROWS_MAX = 16 };
+static bool site_rows(Ad *ad, Access *A, int i, const InstPtrVec *ls)
+{
+    if (ls->n > SITE_ROWS_MAX)
+        return false;
+    AccCondVec conds = {0};
+    for (int k = 0; k < ls->n; k++) {
+        AccResult r = access_injective(A, ls->v[k], ACC_VARY_PIDS | ACC_VARY_LOOPS | ACC_VARY_LANES);
+        if (r.v == ACC_PROVEN)
+            continue;
+        if (r.v != ACC_PROVEN_IF || !cond_checkable(A, r.cond))
+            return false;
+        access_cond_conj(A, &conds, r.cond);
+    }
+    Buf py = {.a = ad->a};
+    for (int j = 0; j < conds.n; j++) {
+        const char *c = access_cond_python(A, conds.v[j]);
+        if (!c)
+            return false;
+        buf_printf(&py, conds.n > 1 ? "%s(%s)" : "%s%s", j ? " and " : "", c);
+    }
+    ad->plain[i] = conds.n ? 7 : 6;
+    ad->cond[i] = conds;
+    ad->when[i] = conds.n ? buf_str(&py) : NULL;
+    ad->why[i] = conds.n ? arena_printf(ad->a, "it is loaded at several sites that programs may share, each of "
+                                               "which reads distinct elements only when %s", buf_str(&py))
+                         : NULL;
+    return true;
+}
+
+/* Has c a clause `k - (positive terms) >= 0` (k > 0: an upper bound on
+ * sizes or program counts, as `63 >= n`) that the conjunction x does not
+ * imply? */
+static bool bounds_size(const AccCondVec *x, const AccCond *c)
+{
+    for (int j = 0; j < c->n; j++) {
+        const AccClause *cl = &c->c[j];
+        if (cl->n != 1)
+            continue;
+        const AccPoly *p = &cl->p[0];
+        int64_t k0 = 0;
+        bool neg = p->n > 0;
+        for (int m = 0; m < p->n; m++) {
+            if (!p->m[m].s[0])
+                k0 += p->m[m].k;
+            else
+                neg = neg && p->m[m].k < 0;
+        }
+        AccCond one = {.n = 1, .c = {*cl}};
+        if (neg && k0 > 0 && !access_cond_implies(x, &one))
+            return true;
+    }
+    return false;
 }
 
 /* Input i is loaded at several sites (LayerNorm reads x's row in three
@@ -154,21 +221,37 @@ static void private_sites(Ad *ad, Access *A, int i, const InstPtrVec *ls)
 {
     const char **why = &ad->why[i];
     *why = "it is loaded at several sites, which kad does not prove disjoint across programs";
+    bool lanes = true;
     for (int k = 0; k < ls->n; k++) {
         if (access_base(A, ls->v[k]) != i)
             return;
-        if (access_injective(A, ls->v[k], ACC_VARY_LANES).v != ACC_PROVEN) {
-            *why = "it is loaded at several sites, and kad cannot prove that a load's lanes read distinct elements";
-            return;
-        }
+        lanes = lanes && access_injective(A, ls->v[k], ACC_VARY_LANES).v == ACC_PROVEN;
     }
-    AccResult r = access_private(A, ls->v, ls->n, 7);
-    if (take_verdict(ad, A, i, r, 4, 5, "it is loaded at several sites, whose elements no two programs share "
-                                         "only when %s"))
+    AccResult r = {.v = ACC_UNKNOWN};
+    if (lanes)
+        r = access_private(A, ls->v, ls->n, 7);
+    /* private read-modify-writes (no partials) when proven; else site rows
+     * when proven for every launch; both under conditions: private ones
+     * unless their condition bounds the launch's size where the site rows'
+     * does not (a 1-D stencil's taps are private only to one program) */
+    if (r.v == ACC_PROVEN) {
+        take_verdict(ad, A, i, r, 4, 5, "");
         return;
-    if (r.why) {
-        *why = arena_printf(ad->a, "it is loaded at several sites, and programs may share elements (%s)", r.why);
     }
+    if (r.v == ACC_PROVEN_IF && cond_checkable(A, r.cond)) {
+        if (site_rows(ad, A, i, ls) && (ad->plain[i] == 6 || bounds_size(&ad->cond[i], r.cond)))
+            return;
+        take_verdict(ad, A, i, r, 4, 5, "it is loaded at several sites, whose elements no two programs share "
+                                        "only when %s");
+        return;
+    }
+    if (site_rows(ad, A, i, ls))
+        return;
+    if (!lanes)
+        *why = "it is loaded at several sites, and kad cannot prove that a load's lanes read distinct elements";
+    else if (!take_verdict(ad, A, i, r, 4, 5, "it is loaded at several sites, whose elements no two programs "
+                                              "share only when %s") && r.why)
+        *why = arena_printf(ad->a, "it is loaded at several sites, and programs may share elements (%s)", r.why);
 }
 
 void ad_plain_inputs(Ad *ad)

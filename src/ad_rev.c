@@ -1095,9 +1095,9 @@ static void adj_load(Ad *ad, Block *bb, const Block *fb, int k, PendingVec *pend
         bm = bm ? e2(&e, OP_AND, bm, ad->vm[p]) : ad->vm[p];
     ValId args[3] = {S0(ad, p), ecast(&e, sum, (Dtype)pt.elem), bm};
     int r = ad->root[p], plain = r > 0 ? ad->plain[r - 1] : 0;
-    if (plain == 3) /* folded: an atomic_add here, which ad_fold turns into partials */
+    if (plain == 3 || plain >= 6) /* an atomic_add here, which ad_fold or ad_site_rows turns into partials */
         plain = 0;
-    if (plain >= 4) { /* several sites, private to the program: read-modify-write (private_sites) */
+    if (plain == 4 || plain == 5) { /* several sites, private to the program: read-modify-write (private_sites) */
         Block *wb = bb, *fb2 = bb;
         if (plain == 5) {
             ir_emit(ad->bw, bb, OP_IF, &ad->flag[r - 1], 1, NULL, 0, in->loc);
@@ -1174,6 +1174,28 @@ static void fold_inputs(Ad *ad)
             }
 }
 
+/* The inputs ad_plain_inputs gave site rows (plain 6, 7): their atomic_adds
+ * become plain stores into one row of partials per site (ad_site_rows).
+ * When the rewrite cannot follow a gradient pointer, atomics stay. */
+static void site_inputs(Ad *ad)
+{
+    const Func *fw = ad->fw;
+    for (int i = 0; i < fw->nparams; i++) {
+        if (ad->plain[i] != 6 && ad->plain[i] != 7)
+            continue;
+        int slot = -1;
+        for (int k = 0; k < ad->bw->nparams; k++)
+            if (ad->bw->params[k] == ad->grad[i])
+                slot = k;
+        if (slot < 0 || !ad_site_rows(ad->a, ad->bw, slot, fname(ad, fw->params[i]),
+                                      ad->plain[i] == 7 ? ad->flag[i] : 0)) {
+            ad->plain[i] = 0;
+            ad->why[i] = "it is loaded at several sites that programs may share, and kad could not follow its "
+                         "gradient pointers to give each site its own row of partials";
+        }
+    }
+}
+
 static void adj_block(Ad *ad, const Block *fb, Block *bb)
 {
     PendingVec pending = {0};
@@ -1248,31 +1270,33 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     ad->plain = arena_alloc(a, (size_t)np + 1);
     ad->why = arena_alloc(a, sizeof(const char *) * (size_t)(np + 1));
     ad->when = arena_alloc(a, sizeof(const char *) * (size_t)(np + 1));
-    ad->cond = arena_alloc(a, sizeof(const AccCond *) * (size_t)(np + 1));
+    ad->cond = arena_alloc(a, sizeof *ad->cond * (size_t)(np + 1));
     ad->flag = arena_alloc(a, sizeof(ValId) * (size_t)(np + 1));
     ad->fold_axes = 0;
     ad_plain_inputs(ad);
     /* the runtime conditions of plain stores: i1 parameters the launcher computes */
     for (int i = 0; i < np; i++)
-        if (ad->plain[i] == 2 || ad->plain[i] == 5) {
+        if (ad->plain[i] == 2 || ad->plain[i] == 5 || ad->plain[i] == 7) {
             ad->flag[i] = ir_param_add(bw, type_scalar(DT_I1), arena_printf(a, "plain_d_%s", fname(ad, fwd->params[i])),
                                        fwd->loc);
-            vec_push(a, bw->flags, ((FuncFlag){ad->flag[i], ad->acc, ad->cond[i]}));
+            vec_push(a, bw->flags, ((FuncFlag){ad->flag[i], ad->acc, ad->cond[i].v, ad->cond[i].n}));
         }
 
     /* The primal sweep, then the adjoint sweep. */
     clone_block(ad, fwd->body, bw->body, 0, NULL);
     adj_block(ad, fwd->body, bw->body);
+    site_inputs(ad);
     fold_inputs(ad);
     for (int j = 0; spec->grad_write && j < spec->nwrt; j++) {
         spec->grad_write[j] = "it is updated in place";
         for (int i = 0; i < np; i++)
             if (ad->role[i] == AD_ROLE_IN && fname(ad, fwd->params[i]) && !strcmp(fname(ad, fwd->params[i]), spec->wrt[j])) {
-                spec->grad_write[j] = ad->plain[i] == 1 || ad->plain[i] == 3 || ad->plain[i] == 4 ? NULL : ad->why[i];
+                int m = ad->plain[i];
+                spec->grad_write[j] = m == 1 || m == 3 || m == 4 || m == 6 ? NULL : ad->why[i];
                 if (spec->grad_when)
-                    spec->grad_when[j] = ad->plain[i] == 2 || ad->plain[i] == 5 ? ad->when[i] : NULL;
+                    spec->grad_when[j] = m == 2 || m == 5 || m == 7 ? ad->when[i] : NULL;
                 if (spec->grad_rmw)
-                    spec->grad_rmw[j] = ad->plain[i] >= 4;
+                    spec->grad_rmw[j] = m == 4 || m == 5;
             }
     }
     bw->guards.v = ad->guards.v; /* launch conditions (check_loop_store) */

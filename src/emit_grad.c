@@ -174,7 +174,20 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
                        : m == 7 ? "axes 0, 1 and 2"
                                 : arena_printf(a, "axis %d", bwd->fold->axis);
             }
-            if (fi)
+            if (fi && fi->rows)
+                buf_printf(&t, "d_%s is summed deterministically, without atomics%s%s%s: the forward reads %s at "
+                               "%d sites, neighbouring programs' sites may meet, but each site alone reads "
+                               "distinct elements, so each site stores its gradient into its own row of %s "
+                               "partials and %s adds the rows in a fixed order%s.",
+                           spec->wrt[i], fi->flag ? ", when " : "",
+                           !fi->flag ? "" : spec->grad_when && spec->grad_when[i] ? spec->grad_when[i] : "its condition",
+                           fi->flag ? " holds for the launch (the launcher checks it and passes the answer as a "
+                                      "tl.constexpr)" : "",
+                           spec->wrt[i], fi->rows, dtype_name(fi->pdt),
+                           sum_name(a, arena_printf(a, "%s_bwd", ident(a, fwd->name)), spec->wrt[i]),
+                           fi->flag ? "; else with tl.atomic_add (every site into one row), whose order of "
+                                      "float additions is not deterministic" : "");
+            else if (fi)
                 buf_printf(&t, "d_%s is summed deterministically, without atomics: every program along grid %s "
                                "reads the same elements of %s, so the backward runs with nfold programs "
                                "there, each summing the contributions of its share of the forward's programs in "
@@ -239,48 +252,69 @@ static const char *grad_name(Arena *a, const Func *bwd, int i)
 }
 
 /* A folded backward's launch (ad_fold.c): the grid with at most nfold
- * programs along the folded axis, zero-filled partials in the gradients'
- * places, their spans and the forward's program count appended; after the
- * kernel, each input's sum kernel.  at0: the launcher's index of the first
- * gradient (the contract's params nfwd..). */
-static void print_fold(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0)
+ * programs along the folded axis (when one is folded), zero-filled
+ * partials in the gradients' places (nfold rows for a folded input, a row
+ * per site for site rows: one when their flag is false), their spans and
+ * the forward's program counts appended; after the kernel, each input's
+ * sum kernel.  at0: the launcher's index of the first gradient (the
+ * contract's params nfwd..); nargs: the launcher's arguments before the
+ * flags print_guards appends. */
+static void print_fold(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0, int nargs)
 {
     const FoldPlan *pl = bwd->fold;
-    buf_puts(out, "    # deterministic sums: the grid folded along its axis, partials, sum kernels (ad_fold)\n"
-                  "    if callable(grid):\n"
+    bool folded = pl->axes != 0;
+    buf_printf(out, "    # deterministic sums: %spartials, sum kernels (ad_fold)\n",
+               folded ? "the grid folded along its axis, " : "");
+    buf_puts(out, "    if callable(grid):\n"
                   "        grid = grid(dict(zip(names, args), **constexprs))\n"
                   "    grid = tuple(grid) + (1,) * (3 - len(grid))\n");
     Buf ax = {.a = a};
     for (int k = 0; k < 3; k++)
         if (pl->axes & (1u << k))
             buf_printf(&ax, "%s%d", ax.len ? ", " : "", k);
-    bool multi = (pl->axes & (pl->axes - 1)) != 0;
-    buf_printf(out, "    programs = [grid[k] for k in (%s%s)]  # the forward's, along the folded axes\n", buf_str(&ax),
-               multi ? "" : ",");
+    bool multi = folded && (pl->axes & (pl->axes - 1)) != 0;
+    if (folded)
+        buf_printf(out, "    programs = [grid[k] for k in (%s%s)]  # the forward's, along the folded axes\n",
+                   buf_str(&ax), multi ? "" : ",");
     buf_puts(out, "    if min(grid) <= 0:\n        return\n");
     if (multi)
         buf_puts(out, "    if math.prod(programs) >= 2**31:\n"
                       "        raise ValueError(f\"the folded grid has {math.prod(programs)} programs: more than 2**31 - 1\")\n");
     buf_printf(out, "    dev = args[%d].device\n", at0 + pl->in[0].slot - nfwd);
-    buf_puts(out, "    if nfold is None:\n"
-                  "        nfold = (2 * torch.cuda.get_device_properties(dev).multi_processor_count\n"
-                  "                 if dev.type == \"cuda\" else 3)\n"
-                  "    nfold = max(1, min(int(nfold), math.prod(programs)))\n"
-                  "    args = list(args)\n"
-                  "    parts, spans = [], []\n");
+    if (folded)
+        buf_puts(out, "    if nfold is None:\n"
+                      "        nfold = (2 * torch.cuda.get_device_properties(dev).multi_processor_count\n"
+                      "                 if dev.type == \"cuda\" else 3)\n"
+                      "    nfold = max(1, min(int(nfold), math.prod(programs)))\n");
+    buf_puts(out, "    args = list(args)\n"
+                  "    parts, spans, rows = [], [], []\n");
     for (int j = 0; j < pl->n; j++) {
-        int at = at0 + pl->in[j].slot - nfwd;
+        const FoldInput *in = &pl->in[j];
+        int at = at0 + in->slot - nfwd;
         buf_printf(out, "    d = args[%d]\n", at);
         buf_puts(out, "    span = 1 + sum((n - 1) * s for n, s in zip(d.shape, d.stride())) if d.numel() else 0\n");
-        buf_printf(out, "    parts.append(torch.zeros(nfold * span, dtype=torch.%s, device=dev))\n",
-                   pl->in[j].pdt == DT_F64 ? "float64" : "float32");
+        if (!in->rows) {
+            buf_puts(out, "    rows.append(nfold)\n");
+        } else {
+            int fl = -1;
+            for (int k = 0; k < bwd->flags.n; k++)
+                if (bwd->flags.v[k].param == in->flag)
+                    fl = k;
+            if (in->flag && fl >= 0)
+                buf_printf(out, "    rows.append(%d if args[%d] else 1)  # a row per site; atomics into one\n",
+                           in->rows, nargs + fl);
+            else
+                buf_printf(out, "    rows.append(%d)  # a row per site\n", in->rows);
+        }
+        buf_printf(out, "    parts.append(torch.zeros(rows[-1] * span, dtype=torch.%s, device=dev))\n",
+                   in->pdt == DT_F64 ? "float64" : "float32");
         buf_printf(out, "    spans.append(span)\n    args[%d] = parts[-1]\n", at);
     }
-    buf_puts(out, "    args += spans + programs\n");
+    buf_printf(out, "    args += spans%s\n", folded ? " + programs" : "");
     if (multi)
         buf_printf(out, "    grid = tuple(nfold if k == %d else 1 if k in (%s) else g for k, g in enumerate(grid))\n",
                    pl->axis, buf_str(&ax));
-    else
+    else if (folded)
         buf_printf(out, "    grid = tuple(nfold if k == %d else g for k, g in enumerate(grid))\n", pl->axis);
 }
 
@@ -289,8 +323,8 @@ static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, const char *kna
 {
     const FoldPlan *pl = bwd->fold;
     for (int j = 0; j < pl->n; j++) {
-        buf_printf(out, "    %s[(triton.cdiv(spans[%d], %d),)](parts[%d], d_in[%d], spans[%d], nfold)\n",
-                   sum_name(a, kname, pl->in[j].name), j, FOLD_SUM_BLOCK, j, j, j);
+        buf_printf(out, "    %s[(triton.cdiv(spans[%d], %d),)](parts[%d], d_in[%d], spans[%d], rows[%d])\n",
+                   sum_name(a, kname, pl->in[j].name), j, FOLD_SUM_BLOCK, j, j, j, j);
     }
 }
 
@@ -313,9 +347,21 @@ static void print_guards(Buf *out, Arena *a, const Func *bwd)
     bool div = false;
     const char **conds = arena_alloc(a, sizeof *conds * (size_t)(ng + nf + 1));
     for (int i = 0; i < ng + nf; i++) {
-        const Access *acc = i < ng ? bwd->guards.v[i].acc : bwd->flags.v[i - ng].acc;
-        const AccCond *c = i < ng ? bwd->guards.v[i].cond : bwd->flags.v[i - ng].cond;
-        conds[i] = access_cond_host((Access *)acc, c, "_a", "_g");
+        if (i < ng) {
+            conds[i] = access_cond_host((Access *)bwd->guards.v[i].acc, bwd->guards.v[i].cond, "_a", "_g");
+        } else { /* a flag: the conjunction of its conditions */
+            const FuncFlag *fl = &bwd->flags.v[i - ng];
+            Buf all = {.a = a};
+            for (int c = 0; c < fl->ncond; c++) {
+                const char *one = access_cond_host(fl->acc, fl->cond[c], "_a", "_g");
+                if (!one) {
+                    all.len = 0;
+                    break;
+                }
+                buf_printf(&all, fl->ncond > 1 ? "%s(%s)" : "%s%s", c ? " and " : "", one);
+            }
+            conds[i] = all.len ? buf_str(&all) : NULL;
+        }
         div |= conds[i] && (strstr(conds[i], "_tdiv(") || strstr(conds[i], "_trem("));
     }
     if (div)
@@ -371,7 +417,7 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_printf(&quoted, "%s\"%s\"%s", i ? " " : "", n ? n : "?", nargs == 1 || i + 1 < nargs ? "," : "");
     }
     buf_printf(out, "\n\ndef %s(grid, *args, num_warps=None, num_stages=None, %s**constexprs):\n", lname,
-               bwd->fold ? "nfold=None, " : "");
+               bwd->fold && bwd->fold->axes ? "nfold=None, " : "");
     buf_puts(out, "    \"\"\"");
     Buf doc = {.a = a};
     if (bwd->fold)
@@ -399,7 +445,7 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_printf(&doc, " constexprs: only the specialized values, which are the defaults (%s).", buf_str(&cs));
     }
     buf_puts(&doc, " num_warps, num_stages: passed to the launch when given.");
-    if (bwd->fold)
+    if (bwd->fold && bwd->fold->axes)
         buf_printf(&doc, " nfold: the programs (along grid axis %d) that sum the shared gradients (default: 2 per "
                          "SM); the sums' last bits depend on it and on nothing else.",
                    bwd->fold->axis);
@@ -478,7 +524,7 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         for (int j = 0; j < bwd->fold->n; j++)
             buf_printf(out, "%sargs[%d]", j ? ", " : "", at0 + bwd->fold->in[j].slot - nfwd);
         buf_puts(out, "]\n");
-        print_fold(out, a, bwd, nfwd, at0);
+        print_fold(out, a, bwd, nfwd, at0, nargs);
     }
     if (nc)
         buf_puts(out, "    # the runtime arguments with the constexpr values in their places\n");

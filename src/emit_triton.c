@@ -1064,7 +1064,7 @@ static void print_backward_body(Emitter *E, Buf *text)
 {
     const Func *f = E->f;
     const Block *body = f->body;
-    if (f->fold) { /* ad_fold: one loop over the forward's programs */
+    if (f->fold && f->fold->axes) { /* ad_fold: one loop over the forward's programs */
         const FoldPlan *pl = f->fold;
         Buf c = {.a = E->a};
         buf_puts(&c, "folded grid (deterministic sums): this program runs the forward's programs ");
@@ -1073,10 +1073,18 @@ static void print_backward_body(Emitter *E, Buf *text)
         else
             buf_printf(&c, "q, q + nfold, q + 2 * nfold, ... along axis %d", pl->axis);
         buf_puts(&c, " in order, summing the gradient of");
+        int nf = 0, k = 0;
         for (int j = 0; j < pl->n; j++)
-            buf_printf(&c, "%s %s", j == 0 ? "" : j + 1 == pl->n ? " and" : ",", pl->in[j].name);
+            nf += !pl->in[j].rows;
+        for (int j = 0; j < pl->n; j++)
+            if (!pl->in[j].rows) {
+                buf_printf(&c, "%s %s", k == 0 ? "" : k + 1 == nf ? " and" : ",", pl->in[j].name);
+                k++;
+            }
         buf_printf(&c, " into its own row of partials, which the sum kernel%s in a fixed order",
-                   pl->n > 1 ? "s add" : " adds");
+                   nf > 1 ? "s add" : " adds");
+        if (nf < pl->n)
+            buf_puts(&c, " (the inputs with site rows: a row per load site, see the header)");
         /* wrapped at spaces into comment lines */
         const char *p = buf_str(&c);
         while (*p) {

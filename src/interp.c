@@ -1655,9 +1655,10 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
     if (ok)
         ok = func_guards_hold(f, iargs, grid, d);
     for (int j = 0; ok && j < f->flags.n; j++) {
-        bool holds = false; /* cannot evaluate: false, the atomics (always right) */
-        if (!access_cond_eval(f->flags.v[j].acc, f->flags.v[j].cond, iargs, grid, &holds))
-            holds = false;
+        bool holds = true; /* cannot evaluate: false, the atomics (always right) */
+        for (int c = 0; c < f->flags.v[j].ncond && holds; c++)
+            if (!access_cond_eval(f->flags.v[j].acc, f->flags.v[j].cond[c], iargs, grid, &holds))
+                holds = false;
         ext[nc + j] = (InterpArg){.i = holds};
     }
     if (ok && f->fold) /* a folded backward: its kernels, with the partials its plan allocates */

@@ -576,7 +576,7 @@ void ir_print(Buf *b, const Func *f)
             buf_printf(b, "%s%s = %s", i ? ", " : "", f->consts.v[i].name, f->consts.v[i].value);
         buf_putc(b, ']');
     }
-    if (f->fold) { /* fold(axes = [K...], programs = [%G...], %part = x: dtype span %span, ...) */
+    if (f->fold) { /* fold(axes = [K...], programs = [%G...], %part = x: dtype span %span [rows N [flag %f]], ...) */
         const FoldPlan *pl = f->fold;
         buf_puts(b, " fold(axes = [");
         for (int k = 0, n = 0; k < 3; k++)
@@ -594,6 +594,12 @@ void ir_print(Buf *b, const Func *f)
             put_val(&p, f->params[pl->in[j].slot]);
             buf_printf(b, " = %s: %s span ", pl->in[j].name, dtype_name(pl->in[j].dt));
             put_val(&p, pl->in[j].span);
+            if (pl->in[j].rows)
+                buf_printf(b, " rows %d", pl->in[j].rows);
+            if (pl->in[j].flag) {
+                buf_puts(b, " flag ");
+                put_val(&p, pl->in[j].flag);
+            }
         }
         buf_putc(b, ')');
     }

@@ -957,9 +957,10 @@ static void parse_consts(P *p)
     }
 }
 
-/* fold := 'fold' '(' 'axes' '=' '[' INT (',' INT)* ']' ',' 'programs' '=' '[' %p (',' %p)* ']'
- *          (',' %p '=' NAME ':' dtype 'span' %p)* ')'
- * A folded backward's plan (ad_fold.c); its sum kernels follow from it. */
+/* fold := 'fold' '(' 'axes' '=' '[' [INT (',' INT)*] ']' ',' 'programs' '=' '[' [%p (',' %p)*] ']'
+ *          (',' %p '=' NAME ':' dtype 'span' %p ['rows' INT ['flag' %p]])* ')'
+ * A folded backward's plan (ad_fold.c; axes = [] when only site rows);
+ * its sum kernels follow from it. */
 static void parse_fold(P *p)
 {
     Func *f = p->f;
@@ -971,14 +972,16 @@ static void parse_fold(P *p)
     expect(p, P_LBRACK, "'['");
     FoldPlan *pl = arena_alloc(p->a, sizeof *pl);
     pl->axis = -1;
-    do {
+    while (p->tok.kind == P_INT) {
         Tok ax = expect(p, P_INT, "a folded grid axis");
         if (ax.ival < 0 || ax.ival > 2 || (pl->axes & (1u << ax.ival)) || (pl->axis >= 0 && ax.ival < pl->axis))
             perr(p, ax.loc, "fold axes are distinct, increasing, among 0, 1, 2");
         if (pl->axis < 0)
             pl->axis = (int)ax.ival;
         pl->axes |= 1u << ax.ival;
-    } while (accept(p, P_COMMA));
+        if (!accept(p, P_COMMA))
+            break;
+    }
     expect(p, P_RBRACK, "']'");
     expect(p, P_COMMA, "','");
     expect_id(p, "programs");
@@ -1007,6 +1010,19 @@ static void parse_fold(P *p)
         in.dt = dtype_parse(dt.text, (size_t)dt.len);
         expect_id(p, "span");
         in.span = parse_use(p);
+        if (at_id(p, "rows")) {
+            next(p);
+            Tok r = expect(p, P_INT, "the number of site rows");
+            if (r.ival < 1 || r.ival > 1024)
+                perr(p, r.loc, "site rows: between 1 and 1024");
+            in.rows = (int)r.ival;
+            if (at_id(p, "flag")) {
+                next(p);
+                in.flag = parse_use(p);
+                if (ir_type(f, in.flag).dt != DT_I1 || ir_type(f, in.flag).rank)
+                    perr(p, r.loc, "a site rows' flag is an i1 parameter");
+            }
+        }
         Type pt = ir_type(f, part);
         if (in.slot < 0 || pt.dt != DT_PTR || in.dt == DT_VOID || in.dt == DT_PTR ||
             pt.elem != fold_partial_dtype(in.dt) || ir_type(f, in.span).dt != DT_I64)
@@ -1029,6 +1045,9 @@ static void parse_fold(P *p)
                 perr(p, loc, "a fold plan's programs parameters (i32) come last, one per folded axis in order");
     if (pl->n < 1)
         perr(p, loc, "a fold plan needs at least one input");
+    for (int j = 0; j < pl->n; j++)
+        if (!pl->axes && !pl->in[j].rows)
+            perr(p, loc, "a fold plan without axes has site rows only");
     for (int j = 0; j < pl->n; j++)
         if (f->params[pl->nargs + j] != pl->in[j].span || pl->in[j].slot >= pl->nargs)
             perr(p, loc, "a fold plan's span parameters follow the contract's parameters, in its inputs' order");

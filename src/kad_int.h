@@ -978,6 +978,7 @@ typedef struct AccCond {
     int n;
     AccClause c[ACC_NCLAUSE];
 } AccCond;
+typedef Vec(const AccCond *) AccCondVec; /* a conjunction of conditions */
 
 typedef enum AccVerdict {
     ACC_PROVEN,        /* injective / disjoint for every launch */
@@ -1058,6 +1059,12 @@ AccResult access_private(Access *A, const Inst *const *mems, int n, unsigned axe
  * args["p"], tl.num_programs(k) as grid[k] (args and grid: the names
  * given); NULL when it names a value that is not computed from them. */
 const char *access_cond_host(Access *A, const AccCond *c, const char *args, const char *grid);
+/* Adds c to the conjunction out, its clauses merged into out's where they
+ * fit (clauses another implies dropped): out means (out and c). */
+void access_cond_conj(Access *A, AccCondVec *out, const AccCond *c);
+/* Does the conjunction x imply y?  True when each clause of y is implied by
+ * one of x's (a sufficient test: false may still be an implication). */
+bool access_cond_implies(const AccCondVec *x, const AccCond *y);
 
 /* A launch condition of a backward kernel: its gradient is right only
  * when cond holds (a store in a loop proven to write distinct elements
@@ -1078,7 +1085,8 @@ typedef struct FuncGuard {
 typedef struct FuncFlag {
     ValId param;
     Access *acc;
-    const AccCond *cond;
+    const AccCond *const *cond; /* true when every one holds */
+    int ncond;
 } FuncFlag;
 /* Does every guard of f hold for these int arguments (by index into
  * f->params) and grid?  False after a located error in d otherwise (also
@@ -1162,6 +1170,10 @@ typedef struct FoldInput {
     Dtype pdt;         /* the partials' dtype: fp64 for fp64, else fp32 */
     Func *sum;         /* (part, d, span, nfold) [grid cdiv(span, FOLD_SUM_BLOCK)]: d += sum of rows
                         * (FOLD_SUM_ROWS rows at a time, summed by a reduction, in row order) */
+    int rows;          /* site rows (ad_site_rows): one row per adding site, this many; 0: a folded
+                        * input, one row per fold program */
+    ValId flag;        /* site rows under a launcher flag (bw i1 param): when it is false, one row
+                        * that the sites add into with atomics; else 0 */
 } FoldInput;
 /* How a folded backward runs.  The forward's programs along the folded axes
  * (G_a, G_b, ...: t = pid_a + G_a * (pid_b + G_b * pid_c) numbers them) are
@@ -1171,8 +1183,8 @@ typedef struct FoldInput {
  * parameters those spans, its programs parameters the G's; then each
  * input's sum kernel runs. */
 typedef struct FoldPlan {
-    int axis;          /* the first folded axis: the one launched with P programs */
-    unsigned axes;     /* the folded axes (bits) */
+    int axis;          /* the first folded axis: the one launched with P programs; -1: none */
+    unsigned axes;     /* the folded axes (bits); 0: not folded (site rows only) */
     int nargs;         /* the parameters before the fold's: params [0, nargs) */
     ValId programs[3]; /* bw params (i32, last, by axis): G_k for each folded axis k, else 0 */
     int n;
@@ -1185,6 +1197,16 @@ static inline int func_nargs(const Func *f) { return (f->fold ? f->fold->nargs :
  * inputs' names): see ad_fold.c.  False, bw unchanged, when a gradient
  * pointer flows where the fold cannot follow it. */
 bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *const *names, int n);
+/* Site rows (ad_plain's plain 6 and 7): the gradient of the input whose
+ * gradient parameter is params[slot] (x: its name) is added at several
+ * sites, each adding to distinct elements over the whole launch, but two
+ * sites may meet across programs (a stencil's taps).  Each site k then
+ * stores into row k of a partials buffer (plain stores: no atomics), and
+ * the input's sum kernel adds the rows in order.  flag: a bw i1 param, or
+ * 0; when it is false at run time, the sites atomic_add into row 0.  Run
+ * before ad_fold (which extends the plan).  False, bw unchanged, when a
+ * gradient pointer flows where the rewrite cannot follow it. */
+bool ad_site_rows(Arena *a, Func *bw, int slot, const char *name, ValId flag);
 Dtype fold_partial_dtype(Dtype dt);
 /* The sum kernel of an input of dtype dt with partials of dtype pdt. */
 Func *fold_sum_kernel(Arena *a, const char *name, Dtype dt, Dtype pdt, Loc loc);
@@ -1239,10 +1261,11 @@ typedef struct Ad {
                         * (1), or with them when flag[i] holds, else atomics (2), or
                         * summed through per-program partials (3, ad_fold.c), or added
                         * by read-modify-writes private to the program (4; when flag[i]
-                        * holds, else atomics: 5) */
+                        * holds, else atomics: 5), or stored per site into rows of
+                        * partials (6; when flag[i] holds, else atomics: 7; ad_site_rows) */
     const char **why;  /* by param index (inputs): why atomics, or NULL */
     const char **when; /* by param index (plain 2): the condition as Python */
-    const AccCond **cond; /* by param index (plain 2): the condition */
+    AccCondVec *cond;  /* by param index (plain 2, 5, 7): the conditions (all must hold) */
     ValId *flag;       /* by param index (plain 2): bw i1 scalar, the condition */
     unsigned fold_axes; /* plain 3 (summed through partials, ad_fold.c): the grid axes folded, or 0 */
     Access *acc;       /* fw's access analysis, or NULL */

@@ -67,9 +67,6 @@ ALLOW_ATOMICS = {}
 
 # Known gaps, reported as xfail with the reason (not allowed: they are what is left to do).
 KNOWN_GAPS = {
-    "corpus:box_filter3x3": "neighbouring programs read overlapping halos of src at nine sites: its "
-                            "gradient keeps tl.atomic_add (a deterministic form would need a gather-style "
-                            "backward)",
     "corpus:matmul_relu_tf32": "the tile ids come from pid // and % grouping: kad does not prove which "
                                "programs share rows of a and columns of b, so d_a and d_b keep tl.atomic_add",
 }
