@@ -172,6 +172,83 @@ static void test_access_brute_force(T *t)
     CHECK(t, proven > 100 && refuted > 100); /* both answers are exercised */
 }
 
+/* Rows of a shifted, masked tile: y[pid * S + c], c = lane + D, stored
+ * where 0 <= c < W (a stencil tap at offset D).  The columns stored are
+ * max(0, D) .. min(W, BLOCK + D) - 1: injective over the launch when S is
+ * at least their count (or one program). */
+static char *acc_shifted(Arena *a, int D, int blk)
+{
+    return arena_printf(a,
+                        "kernel @shifted(%%y: *fp32, %%S: i32, %%W: i32) [BLOCK = %d] {\n"
+                        "  %%pid = program_id 0 : i32\n"
+                        "  %%l = arange 0 : i32[%d]\n"
+                        "  %%d = const %d : i32[%d]\n"
+                        "  %%c = add %%l, %%d : i32[%d]\n"
+                        "  %%z = const 0 : i32[%d]\n"
+                        "  %%m1 = ge %%c, %%z : i1[%d]\n"
+                        "  %%wb = broadcast %%W : i32[%d]\n"
+                        "  %%m2 = lt %%c, %%wb : i1[%d]\n"
+                        "  %%m = and %%m1, %%m2 : i1[%d]\n"
+                        "  %%rs = mul %%pid, %%S : i32\n"
+                        "  %%rb = broadcast %%rs : i32[%d]\n"
+                        "  %%o = add %%rb, %%c : i32[%d]\n"
+                        "  %%yb = broadcast %%y : *fp32[%d]\n"
+                        "  %%p = addptr %%yb, %%o : *fp32[%d]\n"
+                        "  %%v = const 1.0 : fp32[%d]\n"
+                        "  store %%p, %%v, mask %%m\n"
+                        "}\n",
+                        blk, blk, D, blk, blk, blk, blk, blk, blk, blk, blk, blk, blk, blk, blk);
+}
+
+/* The lower bounds of masks (c >= 0) narrow a group's span (group_low):
+ * every verdict against all pairs of stored (program, lane); a tap at
+ * D = -1 with W = 5 is injective for S = 5 (not only S = 6). */
+static void test_access_masked_shift_brute_force(T *t)
+{
+    int proven = 0, wrong = 0;
+    bool tight = false;
+    for (int D = -3; D <= 3; D++)
+        for (int blk = 4; blk <= 8; blk *= 2) {
+            Arena *a = arena_new(0);
+            Func *f = acc_parse(a, acc_shifted(a, D, blk));
+            if (!f) {
+                wrong++;
+                arena_free(a);
+                continue;
+            }
+            Access *A = access_analyze(a, f);
+            AccResult r = access_injective(A, acc_nth(A, OP_STORE, 0), ACC_VARY_PIDS | ACC_VARY_LANES);
+            for (int64_t W = 0; W <= 10; W++)
+                for (int64_t S = -2; S <= 10; S++)
+                    for (int64_t g = 1; g <= 4; g++) {
+                        int64_t grid[3] = {g, 1, 1}, params[3] = {0, S, W};
+                        bool holds = r.v == ACC_PROVEN;
+                        if (r.v == ACC_PROVEN_IF && !access_cond_eval(A, r.cond, params, grid, &holds))
+                            holds = false;
+                        bool coll = false;
+                        for (int64_t p1 = 0; p1 < g && !coll; p1++)
+                            for (int64_t l1 = 0; l1 < blk && !coll; l1++)
+                                for (int64_t p2 = 0; p2 < g && !coll; p2++)
+                                    for (int64_t l2 = 0; l2 < blk && !coll; l2++) {
+                                        int64_t c1 = l1 + D, c2 = l2 + D;
+                                        coll = (p1 != p2 || l1 != l2) && c1 >= 0 && c1 < W && c2 >= 0 &&
+                                               c2 < W && p1 * S + c1 == p2 * S + c2;
+                                    }
+                        if (holds && coll) {
+                            wrong++;
+                            printf("  wrong proof: D=%d BLOCK=%d W=%lld S=%lld grid=%lld\n", D, blk, (long long)W,
+                                   (long long)S, (long long)g);
+                        }
+                        proven += holds;
+                        tight |= D == -1 && blk == 8 && W == 5 && S == 5 && g == 3 && holds;
+                    }
+            arena_free(a);
+        }
+    CHECK(t, wrong == 0);
+    CHECK(t, proven > 500);
+    CHECK(t, tight);
+}
+
 static const char *const acc_halves =
     "kernel @halves(%y: *fp32) [HALF = 64] {\n"
     "  %row = program_id 0 : i32\n"
@@ -776,4 +853,5 @@ static void tests_access(T *t)
     RUN(t, test_access_gather_unknown);
     RUN(t, test_access_private);
     RUN(t, test_access_private_brute_force);
+    RUN(t, test_access_masked_shift_brute_force);
 }
