@@ -1028,30 +1028,35 @@ Cons ac_site_cons(Access *A, AcSite *s)
     return cs;
 }
 
-/* The constraints of s's mask, exactly (false when the mask holds more
- * than they say, or s sits under an `if` or `while` condition), and the
- * bounds iv < ub of its enclosing `for` loops of positive step. */
-bool ac_site_cons_exact(Access *A, AcSite *s, Cons *out)
+/* The constraints of s's mask, read exactly, and the bounds iv < ub of
+ * its enclosing `for` loops.  NULL, or why they would say less than holds:
+ * a mask part that is not a signed integer comparison of affine forms, an
+ * enclosing `if` or `while` condition, a loop step not known positive. */
+const char *ac_site_cons_exact(Access *A, AcSite *s, Cons *out)
 {
-    bool exact = s->ctx.n == 0;
+    if (s->ctx.n)
+        return "it is read under an `if` or in a `while` loop";
+    bool exact = true;
     const Inst *in = s->in;
     Cons cs = {0};
-    if (exact && (in->flags & IF_HAS_MASK))
+    if (in->flags & IF_HAS_MASK)
         cons_of(A, in->args[in->op == OP_LOAD ? 1 : 2], &cs, 0, &exact);
+    if (!exact)
+        return "its mask is not a conjunction of integer comparisons kad reads exactly";
     Facts F = ac_base_facts(A);
-    for (int i = 0; exact && i < s->fors.n; i++) {
+    for (int i = 0; i < s->fors.n; i++) {
         const Inst *loop = A->loops.v[s->fors.v[i]].in;
         const AccPoly *step = ac_poly_of(A, loop->args[2]);
         AccPoly one = ac_pconst(1), sm1;
         if (!step || !ac_padd(&sm1, step, &one, -1) || !ac_pnonneg(&F, &sm1))
-            return false;
+            return "an enclosing loop's step is not known to be positive";
         const AcForm *c = ac_fadd(A, form_of(A, loop->regions[0]->params[0]), form_of(A, loop->args[1]), -1);
         if (c->why)
-            return false;
+            return "an enclosing loop's bounds are not affine";
         vec_push(A->a, cs, c);
     }
     *out = cs;
-    return exact;
+    return NULL;
 }
 
 /* Facts from constraints: sum c_i x_i + c0 < 0 with every c_i >= 0 means

@@ -113,8 +113,9 @@ const AccCover *access_cover(Access *A, const Inst *mem, const char **why)
     if (nest(A->f->body, mem) != 1)
         return refuse(why, "it is read under an `if` or in a `while` loop");
     Cons cs = {0};
-    if (!ac_site_cons_exact(A, s, &cs))
-        return refuse(why, "its mask is not a conjunction of integer comparisons kad reads exactly");
+    const char *inexact = ac_site_cons_exact(A, s, &cs);
+    if (inexact)
+        return refuse(why, inexact);
     AccCover *c = arena_alloc(A->a, sizeof *c);
     Type pt = ac_vty(A, mem->args[0]);
     unsigned used = 0;

@@ -134,7 +134,7 @@ Facts ac_base_facts(const Access *A);
 AcSite *ac_site_of(Access *A, const Inst *mem);
 const AcForm *ac_site_form(Access *A, AcSite *s);
 Cons ac_site_cons(Access *A, AcSite *s);
-bool ac_site_cons_exact(Access *A, AcSite *s, Cons *out);
+const char *ac_site_cons_exact(Access *A, AcSite *s, Cons *out);
 void ac_add_facts(Access *A, const Cons *cs, Facts *F);
 
 /* ------------------------------------------------------------------ */
