@@ -59,7 +59,7 @@ static bool cond_checkable(Access *A, const AccCond *c)
  * loads of x (adj_load); they must all be one site in registers (one
  * block, one pointer value, one mask: adj_load's PendingLoad sums them and
  * writes once) whose (program ids, loop iterations, lanes) -> element map
- * access.c proves injective for every launch.  The caller zero-fills d_x,
+ * access.c proves injective for every launch.  d_x starts zero-filled,
  * so elements never read stay 0, as with atomics.  Distinct sites stay
  * atomic: access_disjoint compares two sites in one program and one
  * iteration only, and a site of one program may meet another program's.
