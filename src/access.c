@@ -937,17 +937,24 @@ int access_base(Access *A, const Inst *mem)
 /* Constraints                                                         */
 /* ------------------------------------------------------------------ */
 
-/* The constraints an i1 value implies where it is true. */
-static void cons_of(Access *A, ValId m, Cons *out, int depth)
+/* The constraints an i1 value implies where it is true.  *exact is
+ * cleared when they may be weaker than m (a part of m they leave out). */
+static void cons_of(Access *A, ValId m, Cons *out, int depth, bool *exact)
 {
     const Inst *in = A->def[m];
-    if (!in || depth > 16)
+    if (!in || depth > 16) {
+        *exact = false;
         return;
+    }
     const AcForm *x, *y, *c = NULL;
     switch (in->op) {
     case OP_AND:
-        cons_of(A, in->args[0], out, depth + 1);
-        cons_of(A, in->args[1], out, depth + 1);
+        cons_of(A, in->args[0], out, depth + 1, exact);
+        cons_of(A, in->args[1], out, depth + 1, exact);
+        return;
+    case OP_CONST: /* true: no constraint */
+        if (!in->ival)
+            *exact = false;
         return;
     case OP_BROADCAST:
     case OP_EXPAND_DIMS:
@@ -955,14 +962,18 @@ static void cons_of(Access *A, ValId m, Cons *out, int depth)
     case OP_RESHAPE: {
         int map[KAD_MAX_RANK];
         Type to = ac_vty(A, m);
-        if (!shape_map(in, ac_vty(A, in->args[0]), to, map))
+        if (!shape_map(in, ac_vty(A, in->args[0]), to, map)) {
+            *exact = false;
             return;
+        }
         Cons sub = {0};
-        cons_of(A, in->args[0], &sub, depth + 1);
+        cons_of(A, in->args[0], &sub, depth + 1, exact);
         for (int i = 0; i < sub.n; i++) {
             const AcForm *r = fremap(A, sub.v[i], map, to.shape, to.rank);
             if (!r->why)
                 vec_push(A->a, *out, r);
+            else
+                *exact = false;
         }
         return;
     }
@@ -970,8 +981,12 @@ static void cons_of(Access *A, ValId m, Cons *out, int depth)
     case OP_LE:
     case OP_GT:
     case OP_GE: {
-        if (ac_vty(A, in->args[0]).dt == DT_PTR)
-            return;
+        Dtype dt = (Dtype)ac_vty(A, in->args[0]).dt;
+        if (dt == DT_PTR || !dtype_is_int(dt) || !dtype_is_signed(dt)) {
+            *exact = false; /* unsigned comparisons: not the integers' order */
+            if (dt == DT_PTR)
+                return;
+        }
         bool flip = in->op == OP_GT || in->op == OP_GE;
         x = form_of(A, in->args[flip ? 1 : 0]);
         y = form_of(A, in->args[flip ? 0 : 1]);
@@ -980,9 +995,12 @@ static void cons_of(Access *A, ValId m, Cons *out, int depth)
             c = ac_fadd(A, c, fpoly(A, ac_pconst(1)), -1);
         if (!c->why)
             vec_push(A->a, *out, c);
+        else
+            *exact = false;
         return;
     }
     default:
+        *exact = false;
         return;
     }
 }
@@ -991,10 +1009,11 @@ Cons ac_site_cons(Access *A, AcSite *s)
 {
     Cons cs = {0};
     const Inst *in = s->in;
+    bool exact = true;
     if (in->flags & IF_HAS_MASK)
-        cons_of(A, in->args[in->op == OP_LOAD ? 1 : 2], &cs, 0);
+        cons_of(A, in->args[in->op == OP_LOAD ? 1 : 2], &cs, 0, &exact);
     for (int i = 0; i < s->ctx.n; i++)
-        cons_of(A, s->ctx.v[i], &cs, 0);
+        cons_of(A, s->ctx.v[i], &cs, 0, &exact);
     Facts F = ac_base_facts(A);
     for (int i = 0; i < s->fors.n; i++) { /* iv < ub for a positive step */
         const Inst *loop = A->loops.v[s->fors.v[i]].in;
@@ -1007,6 +1026,37 @@ Cons ac_site_cons(Access *A, AcSite *s)
             vec_push(A->a, cs, c);
     }
     return cs;
+}
+
+/* The constraints of s's mask, read exactly, and the bounds iv < ub of
+ * its enclosing `for` loops.  NULL, or why they would say less than holds:
+ * a mask part that is not a signed integer comparison of affine forms, an
+ * enclosing `if` or `while` condition, a loop step not known positive. */
+const char *ac_site_cons_exact(Access *A, AcSite *s, Cons *out)
+{
+    if (s->ctx.n)
+        return "it is read under an `if` or in a `while` loop";
+    bool exact = true;
+    const Inst *in = s->in;
+    Cons cs = {0};
+    if (in->flags & IF_HAS_MASK)
+        cons_of(A, in->args[in->op == OP_LOAD ? 1 : 2], &cs, 0, &exact);
+    if (!exact)
+        return "its mask is not a conjunction of integer comparisons kad reads exactly";
+    Facts F = ac_base_facts(A);
+    for (int i = 0; i < s->fors.n; i++) {
+        const Inst *loop = A->loops.v[s->fors.v[i]].in;
+        const AccPoly *step = ac_poly_of(A, loop->args[2]);
+        AccPoly one = ac_pconst(1), sm1;
+        if (!step || !ac_padd(&sm1, step, &one, -1) || !ac_pnonneg(&F, &sm1))
+            return "an enclosing loop's step is not known to be positive";
+        const AcForm *c = ac_fadd(A, form_of(A, loop->regions[0]->params[0]), form_of(A, loop->args[1]), -1);
+        if (c->why)
+            return "an enclosing loop's bounds are not affine";
+        vec_push(A->a, cs, c);
+    }
+    *out = cs;
+    return NULL;
 }
 
 /* Facts from constraints: sum c_i x_i + c0 < 0 with every c_i >= 0 means

@@ -1251,6 +1251,15 @@ const char *access_cond_host(Access *A, const AccCond *c, const char *args, cons
     return s;
 }
 
+const char *ac_poly_host(Access *A, const AccPoly *p, const char *args, const char *grid)
+{
+    A->host_args = args;
+    A->host_grid = grid;
+    const char *s = poly_str(A, p, true);
+    A->host_args = A->host_grid = NULL;
+    return s;
+}
+
 /* A scalar computed from int parameters, constants and num_programs
  * (val_expr's values), with Triton's truncating `//` and `%`. */
 static bool val_eval(Access *A, ValId v, const int64_t *params, const int64_t grid[3], int depth, int64_t *out)

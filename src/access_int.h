@@ -1,12 +1,13 @@
-/* access_int.h -- internals shared by the two files of the access analysis.
+/* access_int.h -- internals shared by the files of the access analysis.
  *
  * access.c builds the analysis (the affine form and the constraints of
  * every memory instruction); access_decide.c decides over them
  * (injectivity, disjointness, private footprints) and prints and evaluates
- * the runtime conditions.  This header holds what both need: the variable
- * and symbol numbering, the types behind Access, and the helpers of
- * access.c that the decisions call.  Only access.c and access_decide.c
- * include it; the rest of kad sees the API in kad_int.h.
+ * the runtime conditions; access_cover.c describes what a store covers.
+ * This header holds what they need: the variable and symbol numbering, the
+ * types behind Access, and the helpers of access.c that the decisions
+ * call.  Only access.c, access_decide.c and access_cover.c include it; the
+ * rest of kad sees the API in kad_int.h.
  */
 #ifndef ACCESS_INT_H
 #define ACCESS_INT_H
@@ -133,6 +134,16 @@ Facts ac_base_facts(const Access *A);
 AcSite *ac_site_of(Access *A, const Inst *mem);
 const AcForm *ac_site_form(Access *A, AcSite *s);
 Cons ac_site_cons(Access *A, AcSite *s);
+const char *ac_site_cons_exact(Access *A, AcSite *s, Cons *out);
 void ac_add_facts(Access *A, const Cons *cs, Facts *F);
+
+/* ------------------------------------------------------------------ */
+/* access_decide.c: the printing access_cover.c needs                 */
+/* ------------------------------------------------------------------ */
+
+/* p as a Python expression for the host (int parameter n as
+ * args["n"], num_programs(k) as grid[k]); NULL when it names a value not
+ * computed from them. */
+const char *ac_poly_host(Access *A, const AccPoly *p, const char *args, const char *grid);
 
 #endif

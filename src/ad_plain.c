@@ -9,7 +9,8 @@
  * folding, ad_fold.c); otherwise atomics, with the reason in ad->why.
  *
  * Requires: ad_analyze's facts (roles, provenance, activity) and ad->spec.
- * Fills ad->plain, why, when, cond and fold_axes; ad->acc holds the
+ * Fills ad->plain, why, when, cond, cover (what a plain store reaches, for
+ * the launcher's zero-fill: access_cover) and fold_axes; ad->acc holds the
  * forward's access analysis when one was needed.  Emits nothing: adj_load
  * (ad_rev.c) writes what was decided.
  */
@@ -60,7 +61,7 @@ static bool cond_checkable(Access *A, const AccCond *c)
  * loads of x (adj_load); they must all be one site in registers (one
  * block, one pointer value, one mask: adj_load's PendingLoad sums them and
  * writes once) whose (program ids, loop iterations, lanes) -> element map
- * access.c proves injective for every launch.  The caller zero-fills d_x,
+ * access.c proves injective for every launch.  d_x starts zero-filled,
  * so elements never read stay 0, as with atomics.  Distinct sites stay
  * atomic: access_disjoint compares two sites in one program and one
  * iteration only, and a site of one program may meet another program's.
@@ -303,8 +304,11 @@ void ad_plain_inputs(Ad *ad)
             continue;
         }
         AccResult r = access_injective(A, l, ACC_VARY_PIDS | ACC_VARY_LOOPS | ACC_VARY_LANES);
-        if (take_verdict(ad, A, i, r, 1, 2, "elements are distinct per lane, iteration and program only when %s"))
+        if (take_verdict(ad, A, i, r, 1, 2, "elements are distinct per lane, iteration and program only when %s")) {
+            if (ad->plain[i] == 1 || ad->plain[i] == 2) /* the launcher may skip the zero-fill */
+                ad->cover[i] = access_cover(A, l, &ad->cover_why[i]);
             continue;
+        }
         /* the grid axes the kernel tells apart (axis 0 when it uses none) */
         unsigned axes = 0, used = used_axes(fw->body), told = used ? used : 1;
         if (r.v == ACC_NOT_INJECTIVE && access_pid_independent(A, l, &axes) && (axes & told)) {

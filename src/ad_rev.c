@@ -1137,6 +1137,10 @@ static void adj_load(Ad *ad, Block *bb, const Block *fb, int k, PendingVec *pend
     if (plain) { /* each element has this one adder (ad_plain_inputs) */
         Inst *st = ir_emit(ad->bw, sb, OP_STORE, args, bm ? 3 : 2, NULL, 0, in->loc);
         st->flags = bm ? IF_HAS_MASK : 0;
+        if (ad->vm[p]) /* not the load's own mask: access_cover does not describe it */
+            ad->cover[r - 1] = NULL;
+        else
+            ad->wrote[r - 1] = 1;
     }
     if (plain != 1) {
         Type rt = type_tile((Dtype)pt.elem, pt.rank, pt.shape);
@@ -1272,6 +1276,9 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     ad->when = arena_alloc(a, sizeof(const char *) * (size_t)(np + 1));
     ad->cond = arena_alloc(a, sizeof *ad->cond * (size_t)(np + 1));
     ad->flag = arena_alloc(a, sizeof(ValId) * (size_t)(np + 1));
+    ad->cover = arena_alloc(a, sizeof(const AccCover *) * (size_t)(np + 1));
+    ad->wrote = arena_alloc(a, (size_t)np + 1);
+    ad->cover_why = arena_alloc(a, sizeof(const char *) * (size_t)(np + 1));
     ad->fold_axes = 0;
     ad_plain_inputs(ad);
     /* the runtime conditions of plain stores: i1 parameters the launcher computes */
@@ -1287,6 +1294,22 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     adj_block(ad, fwd->body, bw->body);
     site_inputs(ad);
     fold_inputs(ad);
+    /* gradients the launch may overwrite entirely: the launcher checks and skips their zero-fill */
+    for (int i = 0; i < np; i++) {
+        if (ad->role[i] != AD_ROLE_IN || !ad->grad[i])
+            continue;
+        int m = ad->plain[i];
+        FuncCover fc = {ad->grad[i], m == 2 ? ad->flag[i] : 0, ad->acc, NULL, NULL};
+        if ((m == 1 || m == 2) && ad->wrote[i] && ad->cover[i])
+            fc.cover = ad->cover[i];
+        else
+            fc.why = m == 0   ? "atomic_adds add into it"
+                     : m == 3 || m >= 6 ? "its sum kernel adds into it"
+                     : m >= 4 ? "read-modify-writes add into it"
+                     : !ad->wrote[i] ? "no store writes it"
+                     : ad->cover_why[i] ? ad->cover_why[i] : "kad cannot describe what its stores reach";
+        vec_push(a, bw->covers, fc);
+    }
     for (int j = 0; spec->grad_write && j < spec->nwrt; j++) {
         spec->grad_write[j] = "it is updated in place";
         for (int i = 0; i < np; i++)

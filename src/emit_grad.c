@@ -133,9 +133,10 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
     }
     if (nins) {
         t.len = 0;
-        buf_printf(&t, "Inputs: %s (gradients added into %s: the inputs' shapes and strides, zero-filled by the "
-                       "caller).",
-                   name_list(a, ins, nins, ""), name_list(a, ins, nins, "d_"));
+        buf_printf(&t, "Inputs: %s (gradients written into %s: buffers of the inputs' shapes and strides that "
+                       "need no initialization: %s zero-fills each one unless it proves that the launch writes "
+                       "every element of its view; a direct launch of %s_bwd needs them zero-filled).",
+                   name_list(a, ins, nins, ""), name_list(a, ins, nins, "d_"), lname, ident(a, fwd->name));
         wrap(&h, buf_str(&t), LINE_LIMIT - 2, "    ", 0);
         buf_puts(&h, "\n");
     }
@@ -328,14 +329,61 @@ static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, const char *kna
     }
 }
 
+/* The input gradients (the contract's params nfwd + nin..): zero-filled
+ * here, except where the launch provably writes every element of the view
+ * it is given (Func.covers, access_cover; under the flag of its plain
+ * stores when it has one: fconds, the flags' conditions for the host). */
+static void print_zero_fill(Buf *out, Arena *a, const Func *bwd, int nfwd, int nin, int at0,
+                            const char *const *fconds)
+{
+    int n = func_nargs(bwd);
+    if (nfwd + nin >= n)
+        return;
+    buf_puts(out, "    # input gradients need no initialization: zero-filled here unless this launch writes every\n"
+                  "    # element of the view given (the store's address and mask against d's shape and strides)\n");
+    for (int i = nfwd + nin; i < n; i++) {
+        const FuncCover *fc = NULL;
+        for (int j = 0; j < bwd->covers.n; j++)
+            if (bwd->covers.v[j].param == bwd->params[i])
+                fc = &bwd->covers.v[j];
+        const char *cv = fc && fc->cover ? access_cover_host(fc->acc, fc->cover, "d", "_a", "_g") : NULL;
+        const char *flag = NULL;
+        for (int j = 0; cv && fc->flag && j < bwd->flags.n; j++)
+            if (bwd->flags.v[j].param == fc->flag)
+                flag = fconds ? fconds[j] : NULL;
+        if (cv && fc->flag && !flag)
+            cv = NULL;
+        buf_printf(out, "    d = args[%d]  # %s\n", at0 + i - nfwd, grad_name(a, bwd, i));
+        if (!cv) {
+            const char *why = fc && fc->why ? fc->why : "kad cannot print its check for the host";
+            buf_puts(out, "    d.zero_()  # ");
+            wrap(out, why, LINE_LIMIT, "    # ", 18);
+            buf_puts(out, "\n");
+            continue;
+        }
+        /* inside the parentheses, the lines may break at any space */
+        buf_puts(out, "    ");
+        wrap(out, flag ? arena_printf(a, "if not ((%s) and %s):", flag, cv) : arena_printf(a, "if not (%s):", cv),
+             LINE_LIMIT, "            ", 4);
+        buf_puts(out, "\n        d.zero_()\n");
+    }
+}
+
 /* The backward's launch conditions (Func.guards), checked on the host
  * before the launch: the arguments by name, the grid as Triton takes it
- * (a tuple, or a callable of the meta-parameters). */
-static void print_guards(Buf *out, Arena *a, const Func *bwd)
+ * (a tuple, or a callable of the meta-parameters); then the input
+ * gradients' zero-fills (print_zero_fill; nin: the output gradients before
+ * them, at0: the launcher's index of the contract's param nfwd). */
+static void print_guards(Buf *out, Arena *a, const Func *bwd, int nfwd, int nin, int at0)
 {
     int ng = bwd->guards.n, nf = bwd->flags.n;
-    if (!ng && !nf)
+    bool covers = false;
+    for (int i = 0; i < bwd->covers.n; i++)
+        covers |= bwd->covers.v[i].cover != NULL;
+    if (!ng && !nf && !covers) {
+        print_zero_fill(out, a, bwd, nfwd, nin, at0, NULL);
         return;
+    }
     buf_puts(out, "    # conditions on this launch, evaluated here: the arguments by name, the grid\n"
                   "    _a = dict(zip(names, args))\n");
     Buf meta = {.a = a};
@@ -364,6 +412,12 @@ static void print_guards(Buf *out, Arena *a, const Func *bwd)
         }
         div |= conds[i] && (strstr(conds[i], "_tdiv(") || strstr(conds[i], "_trem("));
     }
+    for (int i = 0; i < bwd->covers.n; i++) {
+        if (!bwd->covers.v[i].cover)
+            continue;
+        const char *cv = access_cover_host(bwd->covers.v[i].acc, bwd->covers.v[i].cover, "d", "_a", "_g");
+        div |= cv && (strstr(cv, "_tdiv(") || strstr(cv, "_trem("));
+    }
     if (div)
         buf_puts(out, "    def _tdiv(x, y):  # Triton's // on integers truncates\n"
                       "        q = abs(x) // abs(y)\n"
@@ -390,11 +444,12 @@ static void print_guards(Buf *out, Arena *a, const Func *bwd)
             buf_printf(out, "%sbool(%s)", j ? ", " : "", conds[ng + j] ? conds[ng + j] : "False");
         buf_puts(out, "]\n");
     }
+    print_zero_fill(out, a, bwd, nfwd, nin, at0, conds + ng);
 }
 
 /* The host launcher: checks the arguments and launches the kernel with
  * the constexprs in their places. */
-static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int nfwd,
+static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int nfwd, int nins,
                            const char *fwd_name, const char *kname, const char *lname)
 {
     int ndef = nfwd + bwd->consts.n, nc = 0, nspec = 0;
@@ -488,7 +543,7 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_puts(out, "    if constexprs:\n");
         buf_printf(out, "        raise TypeError(f\"%s: unexpected keywords {sorted(constexprs)}\")\n", lname);
     }
-    print_guards(out, a, bwd);
+    print_guards(out, a, bwd, nfwd, nins, nargs - (func_nargs(bwd) - nfwd));
     buf_puts(out, "    options = {}\n"
                   "    if num_warps is not None:\n"
                   "        options[\"num_warps\"] = num_warps\n"
@@ -563,6 +618,11 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
         if (!emit_triton(out, fi->sum, &so, d))
             return false;
     }
-    print_launcher(out, a, bwd, o, nfwd, fwd->name, kname, lname);
+    bool covers = false;
+    for (int i = 0; i < bwd->covers.n; i++)
+        covers |= bwd->covers.v[i].cover != NULL;
+    if (covers)
+        buf_printf(out, "\n\n%s", access_cover_helper());
+    print_launcher(out, a, bwd, o, nfwd, spec->nouts, fwd->name, kname, lname);
     return true;
 }

@@ -538,6 +538,8 @@ typedef struct Func {
                                    * the generated launcher refuse a launch that breaks one */
     Vec(struct FuncFlag) flags;   /* a backward's i1 parameters that its launcher computes (plain
                                    * stores proven for this launch): after the contract's */
+    Vec(struct FuncCover) covers; /* a backward's input gradients: when its launcher need not
+                                   * zero-fill them (access_cover), or why it must */
 } Func;
 
 /* The runtime arguments a caller passes to f: a folded backward's hidden
@@ -1065,6 +1067,26 @@ void access_cond_conj(Access *A, AccCondVec *out, const AccCond *c);
 /* Does the conjunction x imply y?  True when each clause of y is implied by
  * one of x's (a sufficient test: false may still be an implication). */
 bool access_cond_implies(const AccCondVec *x, const AccCond *y);
+/* Coverage (access_cover.c; docs/AD.md, "Coverage"): the elements the
+ * whole launch reaches through mem (every program, every iteration of its
+ * `for` loops, the lanes its mask enables), described exactly enough that
+ * a launcher can check that they include every element of a tensor's
+ * view: then a gradient stored with mem's address and mask needs no
+ * zero-fill.  NULL, with the reason in *why (may be NULL), when kad cannot
+ * describe them exactly (a mask it does not read exactly, an enclosing
+ * `if` or `while`, `//` or `%` in the address, a constant offset). */
+typedef struct AccCover AccCover;
+const AccCover *access_cover(Access *A, const Inst *mem, const char **why);
+/* The check as a Python expression, true only when every element of the
+ * view of `tensor` (a Python expression for a torch.Tensor) is reached:
+ * int parameter p as args["p"], the grid as grid[k] (args and grid: the
+ * names given); a call of the function access_cover_helper defines.  NULL
+ * when a coefficient names a value not computed from them. */
+const char *access_cover_host(Access *A, const AccCover *c, const char *tensor, const char *args,
+                              const char *grid);
+/* The Python source (a module-level def of _kad_covers) that
+ * access_cover_host's expressions call. */
+const char *access_cover_helper(void);
 
 /* A launch condition of a backward kernel: its gradient is right only
  * when cond holds (a store in a loop proven to write distinct elements
@@ -1088,6 +1110,18 @@ typedef struct FuncFlag {
     const AccCond *const *cond; /* true when every one holds */
     int ncond;
 } FuncFlag;
+/* An input gradient of a backward kernel (its parameter) that the launch
+ * overwrites entirely when `cover` holds for the gradient tensor's view
+ * (and, when flag is not 0, the FuncFlag of that parameter holds: the
+ * plain stores are taken): then the launcher does not zero-fill it.  One
+ * per input gradient. */
+typedef struct FuncCover {
+    ValId param;
+    ValId flag;
+    Access *acc;
+    const AccCover *cover; /* NULL: always zero-filled, because of why */
+    const char *why;
+} FuncCover;
 /* Does every guard of f hold for these int arguments (by index into
  * f->params) and grid?  False after a located error in d otherwise (also
  * when a condition cannot be evaluated). */
@@ -1267,6 +1301,11 @@ typedef struct Ad {
     const char **when; /* by param index (plain 2): the condition as Python */
     AccCondVec *cond;  /* by param index (plain 2, 5, 7): the conditions (all must hold) */
     ValId *flag;       /* by param index (plain 2): bw i1 scalar, the condition */
+    const AccCover **cover; /* by param index (plain 1, 2): what its one load site reaches
+                             * (access_cover), or NULL; dropped when adj_load does not store it */
+    uint8_t *wrote;    /* by param index (plain 1, 2): adj_load stored its gradient with the
+                        * load's own address and mask */
+    const char **cover_why; /* by param index (plain 1, 2): why cover is NULL */
     unsigned fold_axes; /* plain 3 (summed through partials, ad_fold.c): the grid axes folded, or 0 */
     Access *acc;       /* fw's access analysis, or NULL */
     Vec(FuncGuard) guards; /* launch conditions the backward needs (check_loop_store) */

@@ -844,6 +844,96 @@ static void test_access_private_brute_force(T *t)
     CHECK(t, proven > 100 && refuted > 50);
 }
 
+/* Coverage (access_cover): the description the launcher checks, and the
+ * refusals where kad cannot read the written set exactly. */
+static const char *const acc_cover_kinds =
+    "kernel @kinds(%x: *fp32, %y: *fp32, %n: i32) [BLOCK = 64] {\n"
+    "  %pid = program_id 0 : i32\n"
+    "  %0 = const 64 : i32\n"
+    "  %1 = mul %pid, %0 : i32\n"
+    "  %2 = arange 0 : i32[64]\n"
+    "  %3 = broadcast %1 : i32[64]\n"
+    "  %offs = add %3, %2 : i32[64]\n"
+    "  %4 = broadcast %n : i32[64]\n"
+    "  %m = lt %offs, %4 : i1[64]\n"
+    "  %5 = broadcast %x : *fp32[64]\n"
+    "  %6 = addptr %5, %offs : *fp32[64]\n"
+    "  %a = load %6, mask %m : fp32[64]\n"
+    "  %7 = const 0.5 : fp32[64]\n"
+    "  %fm = lt %a, %7 : i1[64]\n"
+    "  %b = load %6, mask %fm : fp32[64]\n"
+    "  %8 = const 1 : i32\n"
+    "  %9 = addptr %x, %8 : *fp32\n"
+    "  %10 = broadcast %9 : *fp32[64]\n"
+    "  %11 = addptr %10, %offs : *fp32[64]\n"
+    "  %c = load %11, mask %m : fp32[64]\n"
+    "  %12 = const 0 : i32\n"
+    "  %pos = gt %n, %12 : i1\n"
+    "  %d = if %pos -> (fp32[64]) {\n"
+    "    %e = load %6, mask %m : fp32[64]\n"
+    "    yield %e\n"
+    "  } else {\n"
+    "    yield %a\n"
+    "  }\n"
+    "  %13 = broadcast %y : *fp32[64]\n"
+    "  %14 = addptr %13, %offs : *fp32[64]\n"
+    "  %15 = add %a, %b : fp32[64]\n"
+    "  %16 = add %15, %c : fp32[64]\n"
+    "  %17 = add %16, %d : fp32[64]\n"
+    "  store %14, %17, mask %m\n"
+    "}\n";
+
+static void test_access_cover(T *t)
+{
+    Arena *a = arena_new(0);
+    Func *f = acc_parse(a, acc_rowwise);
+    CHECK(t, f);
+    if (f) { /* x + row * stride + cols under cols < n_cols */
+        Access *A = access_analyze(a, f);
+        const char *why = NULL;
+        const AccCover *c = access_cover(A, acc_nth(A, OP_LOAD, 0), &why);
+        CHECK(t, c && !why);
+        const char *py = c ? access_cover_host(A, c, "d", "a", "g") : NULL;
+        CHECK(t, py && !strcmp(py, "_kad_covers(d, {0: (a[\"stride\"], g[0]), 1: (1, 128)}, "
+                                   "[(a[\"n_cols\"], (1,), (1,))], [-g[1], -g[2]])"));
+        if (py && strcmp(py, "_kad_covers(d, {0: (a[\"stride\"], g[0]), 1: (1, 128)}, "
+                             "[(a[\"n_cols\"], (1,), (1,))], [-g[1], -g[2]])"))
+            printf("  got %s\n", py);
+        CHECK(t, strstr(access_cover_helper(), "def _kad_covers(d, vs, clauses, negs):"));
+    }
+    f = acc_parse(a, acc_cover_kinds);
+    CHECK(t, f);
+    if (f) {
+        Access *A = access_analyze(a, f);
+        const char *why = NULL;
+        const AccCover *c = access_cover(A, acc_nth(A, OP_LOAD, 0), &why);
+        const char *py = c ? access_cover_host(A, c, "d", "a", "g") : NULL;
+        /* offs = pid * 64 + lane under offs < n: one clause on the run's index */
+        CHECK(t, py && !strcmp(py, "_kad_covers(d, {0: (64, g[0]), 1: (1, 64)}, [(a[\"n\"], (0, 1), (64, 1))], "
+                                   "[-g[1], -g[2]])"));
+        if (py && strcmp(py, "_kad_covers(d, {0: (64, g[0]), 1: (1, 64)}, [(a[\"n\"], (0, 1), (64, 1))], "
+                             "[-g[1], -g[2]])"))
+            printf("  got %s\n", py);
+        why = NULL; /* a mask computed from loaded values */
+        CHECK(t, !access_cover(A, acc_nth(A, OP_LOAD, 1), &why) && why && strstr(why, "mask"));
+        why = NULL; /* x + 1 + offs */
+        CHECK(t, !access_cover(A, acc_nth(A, OP_LOAD, 2), &why) && why && strstr(why, "offset"));
+        why = NULL; /* under an `if` */
+        CHECK(t, !access_cover(A, acc_nth(A, OP_LOAD, 3), &why) && why && strstr(why, "`if`"));
+    }
+    f = acc_parse(a, acc_priv_ln3);
+    CHECK(t, f);
+    if (f) { /* loops of positive step: their iterations are variables bounded by the loop */
+        Access *A = access_analyze(a, f);
+        const AccCover *c = access_cover(A, acc_nth(A, OP_LOAD, 0), NULL);
+        const char *py = c ? access_cover_host(A, c, "d", "a", "g") : NULL;
+        CHECK(t, py && strstr(py, ": (64, None)") && strstr(py, "(a[\"N\"], (2,), (64,))"));
+        if (py && !strstr(py, ": (64, None)"))
+            printf("  got %s\n", py);
+    }
+    arena_free(a);
+}
+
 static void tests_access(T *t)
 {
     RUN(t, test_access_rowwise);
@@ -854,4 +944,5 @@ static void tests_access(T *t)
     RUN(t, test_access_private);
     RUN(t, test_access_private_brute_force);
     RUN(t, test_access_masked_shift_brute_force);
+    RUN(t, test_access_cover);
 }

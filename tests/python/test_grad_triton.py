@@ -11,8 +11,9 @@ the kernel or from kad's IR, and the forward outputs of the original kernel are 
 too (so a reference that does not describe the kernel fails loudly).
 
 Objective: L = sum over outputs y of <y, dy> over the elements the forward writes, dy random
-(rounded to the output's dtype); the gradient buffers start zero-filled, the output gradients are
-read only where the forward stores.
+(rounded to the output's dtype); the input gradient buffers start filled with NaN (the launcher
+zero-fills each one unless the launch provably writes every element: docs/GRAD.md), the output
+gradients are read only where the forward stores.
 
 Tolerances (|got - want| <= rtol*|want| + atol*max|want|, per input):
   fp32   rtol 1e-4, atol 1e-5   fp32 arithmetic against float64: reductions over a few hundred
@@ -300,6 +301,16 @@ NOT_DIFFERENTIABLE = {"axpby_beta_half", "histogram_atomic_add", "transpose_i32"
 
 TF32_CASES = {"matmul_fp32_relu_tf32", "linear_attention_intra_fp32"}
 
+# Cases whose launcher proves it writes every element of these gradients (access_cover.c) and
+# skips their zero-fill; the others it zero-fills: a padded row stride (softmax_fp32, geglu_fp32,
+# bias_add_fp32), a folded weight (rms_norm's w_ptr), atomics, read-modify-writes.
+SKIPS_ZERO_FILL = {
+    "vector_add_fp32": ["x_ptr", "y_ptr"], "swiglu_fp32": ["a_ptr", "b_ptr"],
+    "softmax_fp16": ["input_ptr"], "softmax_fp32": [], "rms_norm_fp32": ["x_ptr"],
+    "geglu_fp32": [], "bias_add_fp32": [], "bias_add_fp16": ["x_ptr"], "transpose_fp32": ["x_ptr"],
+    "cumsum_fp32_forward": ["x_ptr"], "layer_norm_chunked": [],
+}
+
 
 def grad_spec(case_id):
     """The GRADS entry of the longest prefix of case_id (relu6_fp16 is relu6, not relu)."""
@@ -388,11 +399,26 @@ def test_gradients_match_torch(case, tmp_path):
         d_outs.append(to_torch(kadnum.encode(dy, dtypes[n], "as_written")))
     grads = torch.autograd.grad(loss, [v[n] for n in wrt], allow_unused=True)
 
-    # backward: through the module's launcher, gradient buffers zero-filled
-    d_ins = [torch.zeros_like(args[n]) for n in wrt]
-    launch_bwd(case.grid, *[args[n] for n in runtime], *d_outs, *d_ins, **consts)
+    # backward: through the module's launcher, gradient buffers filled with NaN (they need no
+    # initialization: the launcher zero-fills each one unless the launch writes all of it)
+    d_ins = [torch.full_like(args[n], float("nan")) for n in wrt]
+    filled = []
+    zero_ = torch.Tensor.zero_
+
+    def spy(t):
+        filled.extend(n for n, d in zip(wrt, d_ins) if d is t)
+        return zero_(t)
+
+    torch.Tensor.zero_ = spy
+    try:
+        launch_bwd(case.grid, *[args[n] for n in runtime], *d_outs, *d_ins, **consts)
+    finally:
+        torch.Tensor.zero_ = zero_
     if DEVICE != "cpu":
         torch.cuda.synchronize()
+    if case.id in SKIPS_ZERO_FILL:
+        assert sorted(set(wrt) - set(filled)) == SKIPS_ZERO_FILL[case.id], \
+            f"the launcher zero-filled {sorted(filled)}\nmodule:\n{p.stdout}"
 
     excluded = kinks(prep.values) if kinks else {}
     for n, d, g in zip(wrt, d_ins, grads):

@@ -1,0 +1,306 @@
+/* access_cover.c -- coverage: does a launch write every element of a view?
+ *
+ * Job: for the one load site through which the forward reads an input x
+ * (the backward stores d_x with the same address and mask: ad_plain.c,
+ * modes 1 and 2), describe the set of elements the launch reaches,
+ *     { sum_v c_v * v : 0 <= v < e_v, every mask clause holds },
+ * so that the generated launcher can check, for the gradient tensor it is
+ * given, that every element of the tensor's view is written -- and then
+ * skip zero-filling it (docs/AD.md, "Coverage").  The variables are the
+ * address's program ids (extent: the grid), lanes (the tile's size) and
+ * `for` iteration counters (bounded by their loop's clause); the clauses
+ * are the mask's comparisons, read exactly.  The host check itself (the
+ * helper access_cover_helper returns, run by the launcher) bounds each
+ * variable by the clauses on it alone, merges variables whose clause is on
+ * their mixed-radix index (`offs < n` with offs = pid * BLOCK + lane) into
+ * one dense run, and asks that each dimension of the view (positive
+ * strides, no overlap) fall in a run with room for it.
+ *
+ * Soundness: a variable the address does not use is taken at 0 (its clause
+ * terms dropped; its range must not be empty); anything kad cannot read
+ * exactly -- a mask part that is not a signed integer comparison of affine
+ * forms, an enclosing `if` or `while`, `//` and `%` variables, a nonzero
+ * constant offset, symbols that vary inside the launch -- is no
+ * description (NULL and the reason): the launcher then zero-fills, which is
+ * always right.  The host check only ever answers "covered" with a witness
+ * (program, iteration, lane) for every element of the view.
+ *
+ * Requires: an Access from access_analyze whose Func is unchanged.  All
+ * memory lives in the Access's arena.
+ */
+#include <string.h>
+
+#include "access_int.h"
+
+enum { CV_PID, CV_LANE, CV_LOOP };
+
+typedef struct CovVar {
+    int var;   /* the access analysis's variable id */
+    int kind;  /* CV_* */
+    int ext;   /* CV_PID: grid axis; CV_LANE: the tile's size along the lane axis */
+    AccPoly c; /* the address's coefficient */
+} CovVar;
+
+/* sum_k a[k] * v[idx[k]] < bound */
+typedef struct CovClause {
+    int n;
+    int idx[AC_NTERM];
+    AccPoly a[AC_NTERM];
+    AccPoly bound;
+} CovClause;
+
+struct AccCover {
+    int nv;
+    CovVar v[AC_NTERM];
+    Vec(CovClause) cl;
+    Vec(AccPoly) neg;    /* each must be < 0 */
+    unsigned nonempty;   /* grid axes the address does not use: at least one program there */
+};
+
+/* Where x sits in b: 1 in b or in `for` bodies only, -1 under another
+ * construct (`if`, `while`), 0 not in b. */
+static int nest(const Block *b, const Inst *x)
+{
+    for (int k = 0; b && k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        if (in == x)
+            return 1;
+        for (int r = 0; r < in->nregions; r++) {
+            int s = nest(in->regions[r], x);
+            if (s)
+                return s < 0 || in->op != OP_FOR ? -1 : 1;
+        }
+    }
+    return 0;
+}
+
+/* Do p's symbols stay fixed for the whole launch? */
+static bool invariant(const Access *A, const AccPoly *p)
+{
+    for (int i = 0; i < p->n; i++)
+        for (int s = 0; s < ACC_NSYM && p->m[i].s[s]; s++)
+            if (A->syms.v[p->m[i].s[s] - 1].dep)
+                return false;
+    return true;
+}
+
+/* Is the loop variable var one of s's `for` loops? */
+static bool is_for_var(const Access *A, const AcSite *s, int var)
+{
+    for (int i = 0; i < s->fors.n; i++)
+        if (A->loops.v[s->fors.v[i]].var == var)
+            return true;
+    return false;
+}
+
+static const AccCover *refuse(const char **why, const char *w)
+{
+    if (why)
+        *why = w;
+    return NULL;
+}
+
+const AccCover *access_cover(Access *A, const Inst *mem, const char **why)
+{
+    AcSite *s = ac_site_of(A, mem);
+    if (!s)
+        return refuse(why, "not a memory access of the kernel");
+    const AcForm *f = ac_site_form(A, s);
+    if (f->why)
+        return refuse(why, arena_printf(A->a, "its address is not affine (%s)", f->why));
+    if (f->c0.n)
+        return refuse(why, "its address has a constant offset from the parameter");
+    if (nest(A->f->body, mem) != 1)
+        return refuse(why, "it is read under an `if` or in a `while` loop");
+    Cons cs = {0};
+    const char *inexact = ac_site_cons_exact(A, s, &cs);
+    if (inexact)
+        return refuse(why, inexact);
+    AccCover *c = arena_alloc(A->a, sizeof *c);
+    Type pt = ac_vty(A, mem->args[0]);
+    unsigned used = 0;
+    for (int i = 0; i < f->nt; i++) {
+        int v = f->t[i].var;
+        CovVar cv = {v, 0, 0, f->t[i].c};
+        if (v < V_LANE) {
+            cv.kind = CV_PID;
+            cv.ext = v - V_PID;
+            used |= 1u << cv.ext;
+        } else if (v < V_DYN) {
+            cv.kind = CV_LANE;
+            cv.ext = v - V_LANE < pt.rank ? pt.shape[v - V_LANE] : 1;
+        } else if (A->vars.v[v].kind == VK_LOOP && is_for_var(A, s, v)) {
+            cv.kind = CV_LOOP;
+        } else {
+            return refuse(why, "its address uses `//`, `%` or a `while` loop's iterations");
+        }
+        if (!invariant(A, &cv.c))
+            return refuse(why, "a coefficient of its address changes within the launch");
+        c->v[c->nv++] = cv;
+    }
+    c->nonempty = 7u & ~used;
+    for (int i = 0; i < cs.n; i++) {
+        const AcForm *g = cs.v[i];
+        CovClause cl = {0};
+        bool nonpos = true;
+        if (g->why || !invariant(A, &g->c0))
+            return refuse(why, "a clause of its mask kad cannot read");
+        for (int k = 0; k < g->nt; k++) {
+            int v = g->t[k].var, at = -1;
+            for (int j = 0; j < c->nv; j++)
+                if (c->v[j].var == v)
+                    at = j;
+            if (at < 0 && v >= V_DYN && A->vars.v[v].kind != VK_LOOP)
+                return refuse(why, "its mask uses `//` or `%`");
+            if (at < 0) /* not in the address: taken at 0 */
+                continue;
+            if (!invariant(A, &g->t[k].c))
+                return refuse(why, "a coefficient of its mask changes within the launch");
+            int64_t kc;
+            nonpos = nonpos && ac_pis_const(&g->t[k].c, &kc) && kc <= 0;
+            cl.idx[cl.n] = at;
+            cl.a[cl.n++] = g->t[k].c;
+        }
+        AccPoly zero = {0};
+        int64_t k0;
+        if (!cl.n || nonpos) { /* largest at 0: holds everywhere iff c0 < 0 */
+            if (ac_pis_const(&g->c0, &k0) && k0 < 0)
+                continue;
+            if (ac_pis_const(&g->c0, &k0))
+                return refuse(why, "its mask is never true");
+            vec_push(A->a, c->neg, g->c0);
+            continue;
+        }
+        if (!ac_padd(&cl.bound, &zero, &g->c0, -1))
+            return refuse(why, ac_too_big);
+        vec_push(A->a, c->cl, cl);
+    }
+    /* every loop variable of the address needs a bound */
+    for (int j = 0; j < c->nv; j++) {
+        bool bounded = c->v[j].kind != CV_LOOP;
+        for (int i = 0; i < c->cl.n && !bounded; i++)
+            bounded = c->cl.v[i].n == 1 && c->cl.v[i].idx[0] == j;
+        if (!bounded)
+            return refuse(why, "a loop of its address has no bound kad can read");
+    }
+    return c;
+}
+
+const char *access_cover_host(Access *A, const AccCover *c, const char *tensor, const char *args, const char *grid)
+{
+    Buf b = {A->a, NULL, 0, 0};
+    buf_printf(&b, "_kad_covers(%s, {", tensor);
+    for (int j = 0; j < c->nv; j++) {
+        const CovVar *v = &c->v[j];
+        const char *s = ac_poly_host(A, &v->c, args, grid);
+        if (!s)
+            return NULL;
+        buf_printf(&b, "%s%d: (%s, ", j ? ", " : "", j, s);
+        if (v->kind == CV_PID)
+            buf_printf(&b, "%s[%d])", grid, v->ext);
+        else if (v->kind == CV_LANE)
+            buf_printf(&b, "%d)", v->ext);
+        else
+            buf_puts(&b, "None)");
+    }
+    buf_puts(&b, "}, [");
+    for (int i = 0; i < c->cl.n; i++) {
+        const CovClause *cl = &c->cl.v[i];
+        const char *s = ac_poly_host(A, &cl->bound, args, grid);
+        if (!s)
+            return NULL;
+        buf_printf(&b, "%s(%s, (", i ? ", " : "", s);
+        for (int k = 0; k < cl->n; k++)
+            buf_printf(&b, "%s%d", k ? ", " : "", cl->idx[k]);
+        buf_puts(&b, cl->n == 1 ? ",), (" : "), (");
+        for (int k = 0; k < cl->n; k++) {
+            if (!(s = ac_poly_host(A, &cl->a[k], args, grid)))
+                return NULL;
+            buf_printf(&b, "%s%s", k ? ", " : "", s);
+        }
+        buf_puts(&b, cl->n == 1 ? ",))" : "))");
+    }
+    buf_puts(&b, "], [");
+    int nn = 0;
+    for (int i = 0; i < c->neg.n; i++) {
+        const char *s = ac_poly_host(A, &c->neg.v[i], args, grid);
+        if (!s)
+            return NULL;
+        buf_printf(&b, "%s%s", nn++ ? ", " : "", s);
+    }
+    for (int k = 0; k < 3; k++)
+        if (c->nonempty >> k & 1)
+            buf_printf(&b, "%s-%s[%d]", nn++ ? ", " : "", grid, k);
+    buf_puts(&b, "])");
+    return buf_str(&b);
+}
+
+/* The host check: everything is a Python int by then.  Runs: (stride,
+ * extent) sets {stride * u : 0 <= u < extent}; the written set holds every
+ * sum of one element per run.  A view dimension of stride st falls in the
+ * run (s, e) when s divides st and s <= st < s * e; the dimensions in one
+ * run must together stay below its extent (then every element's offset is
+ * a sum of one element per run). */
+static const char cover_helper[] =
+    "def _kad_covers(d, vs, clauses, negs):\n"
+    "    \"\"\"True only when the launch writes every element of d's view (kad's access_cover.c):\n"
+    "    it writes sum(stride * v) for 0 <= v < extent (vs: {v: (stride, extent or None)}) where\n"
+    "    every clause sum(coef * v) < bound holds and every value of negs is < 0.\"\"\"\n"
+    "    if d.numel() == 0:\n"
+    "        return True\n"
+    "    if any(n >= 0 for n in negs):\n"
+    "        return False\n"
+    "    ext = {v: e for v, (_, e) in vs.items()}\n"
+    "    multi = {}\n"
+    "    for bound, ids, coefs in clauses:  # a clause on one variable bounds it\n"
+    "        if len(ids) == 1:\n"
+    "            if coefs[0] < 1:\n"
+    "                return False\n"
+    "            b = -(-bound // coefs[0])\n"
+    "            ext[ids[0]] = b if ext[ids[0]] is None else min(ext[ids[0]], b)\n"
+    "        else:\n"
+    "            multi.setdefault(tuple(sorted(ids)), []).append((bound, dict(zip(ids, coefs))))\n"
+    "    if any(e is None or e <= 0 for e in ext.values()):\n"
+    "        return False\n"
+    "    runs, seen = [], set()\n"
+    "    for ids, cls in multi.items():  # a clause on several: their mixed-radix index, one dense run\n"
+    "        if seen & set(ids):\n"
+    "            return False\n"
+    "        seen |= set(ids)\n"
+    "        order = sorted(ids, key=lambda v: vs[v][0])\n"
+    "        s, n = vs[order[0]][0], 1\n"
+    "        if s < 1:\n"
+    "            return False\n"
+    "        for v in order:\n"
+    "            if vs[v][0] != s * n:\n"
+    "                return False\n"
+    "            n *= ext[v]\n"
+    "        for bound, a in cls:\n"
+    "            a0 = a[order[0]]\n"
+    "            if a0 < 1 or any(a[v] * s != a0 * vs[v][0] for v in order):\n"
+    "                return False\n"
+    "            n = min(n, -(-bound // a0))\n"
+    "        if n <= 0:\n"
+    "            return False\n"
+    "        runs.append((s, n))\n"
+    "    runs += [(vs[v][0], ext[v]) for v in vs if v not in seen]\n"
+    "    merged = []  # runs of stride < 1 are taken at 0\n"
+    "    for s, n in sorted(r for r in runs if r[0] >= 1 and r[1] > 1):\n"
+    "        if merged and merged[-1][0] * merged[-1][1] == s:\n"
+    "            merged[-1] = (merged[-1][0], merged[-1][1] * n)\n"
+    "        else:\n"
+    "            merged.append((s, n))\n"
+    "    span, use = 0, [0] * len(merged)\n"
+    "    for st, n in sorted((st, n) for n, st in zip(d.shape, d.stride()) if n != 1):\n"
+    "        if st <= span:  # a stride <= 0, or a view overlapping itself\n"
+    "            return False\n"
+    "        span += (n - 1) * st\n"
+    "        for k, (s, e) in enumerate(merged):\n"
+    "            if st % s == 0 and s <= st < s * e:\n"
+    "                use[k] += st // s * (n - 1)\n"
+    "                break\n"
+    "        else:\n"
+    "            return False\n"
+    "    return all(u < e for u, (_, e) in zip(use, merged))\n";
+
+const char *access_cover_helper(void) { return cover_helper; }
