@@ -311,15 +311,12 @@ class Run:
         # that is its own dirty tensor keeps `values[n] is dirty[i]`)
         orig = self.dirty
         self.dirty = [t.detach() for t in orig]
+        alias = {id(o): d for o, d in zip(orig, self.dirty)}
         values = self.launch.values
         for n in self.prep.tensors:
             v = values[n]
-            for o, d in zip(orig, self.dirty):
-                if v is o:
-                    values[n] = d
-                    break
-            else:
-                values[n] = v.detach()
+            d = alias.get(id(v))
+            values[n] = v.detach() if d is None else d
 
     def output_grad(self, n, dirty_grads):
         """The gradient of output n, in n's layout, from its dirty tensor's."""
@@ -505,7 +502,7 @@ class DifferentiableKernel:
             self._run_forward(launch, prep)
             return None
         self._check_for_autograd(tens, dirty)
-        loads = prep.loads(self.program)
+        loads = prep.loads(self._program or self.program)
         inout = [n for n in self.outputs
                  if n in self.inputs or dirty[dirty_of[n]].requires_grad or n in loads]
         if launch.device == "cpu" or not self._autotuned:
@@ -717,10 +714,15 @@ def _grad_names(launch, wrt, inout, out):
 
 def _overlap(a, b):
     """Whether two tensors' storage spans intersect."""
-    if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
+    if a.numel() == 0 or b.numel() == 0 or a.get_device() != b.get_device():
         return False
     a0, b0 = a.data_ptr(), b.data_ptr()
-    return a0 < b0 + span_bytes(b) and b0 < a0 + span_bytes(a)
+    return a0 < b0 + _span(b) and b0 < a0 + _span(a)
+
+
+def _span(t):
+    """span_bytes(t) of a non-empty tensor, without a loop when it is contiguous."""
+    return t.numel() * t.element_size() if t.is_contiguous() else span_bytes(t)
 
 
 def differentiable(inputs, outputs, deterministic=True):
