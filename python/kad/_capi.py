@@ -325,6 +325,7 @@ class Kernel:
     def __init__(self, ctx, handle):
         self._ctx = ctx  # keeps the C context alive
         self._k = handle
+        self._params = None  # params, read from the C kernel once (run_pass forgets them)
 
     @property
     def ir(self):
@@ -335,10 +336,12 @@ class Kernel:
     @property
     def params(self):
         """Runtime parameters in call order: [(name, type)], e.g. ("x_ptr", "*fp32")."""
-        lib = self._ctx._lib
         self._ctx._handle()
-        return [(_dec(lib.kad_kernel_param_name(self._k, i)), _dec(lib.kad_kernel_param_type(self._k, i)))
-                for i in range(lib.kad_kernel_nparams(self._k))]
+        if self._params is None:
+            lib, k = self._ctx._lib, self._k
+            self._params = tuple((_dec(lib.kad_kernel_param_name(k, i)), _dec(lib.kad_kernel_param_type(k, i)))
+                                 for i in range(lib.kad_kernel_nparams(k)))
+        return list(self._params)
 
     def param_access(self):
         """{name: bits} for the pointer parameters: 1 if some load may read
@@ -388,6 +391,7 @@ class Kernel:
     def run_pass(self, name):
         """Runs a named IR pass ("simplify", "dce", "verify") in place."""
         self._ctx._begin()
+        self._params = None
         if self._ctx._lib.kad_run_pass(self._k, _enc(name)) != 0:
             self._ctx._fail(f"pass {name!r}")
 

@@ -69,7 +69,7 @@ class Launch:
       device    "cpu" or "cuda" (the tensors' device type)
       config    the autotuner config used (or None)"""
 
-    def __init__(self, name, params, values, options, grid, sig, device, config):
+    def __init__(self, name, params, values, options, grid, sig, device, config, runtime_names=None):
         self.name = name
         self.params = params
         self.values = values
@@ -78,13 +78,16 @@ class Launch:
         self.sig = sig
         self.device = device
         self.config = config
+        self.runtime_names = (runtime_names if runtime_names is not None
+                              else tuple(n for n, c in params if not c))  # runtime parameters, in order
 
     @property
     def runtime(self):
         """[(name, value)] of the runtime (non-constexpr) parameters, in order:
         also those Triton specializes (None, 1), which Triton launches take
         but kad's compiled kernel does not have (line values up by name)."""
-        return [(n, self.values[n]) for n, c in self.params if not c]
+        values = self.values
+        return [(n, values[n]) for n in self.runtime_names]
 
     @property
     def constexprs(self):
@@ -189,6 +192,12 @@ def _annotation(jit_param):
 def eval_grid(grid, meta):
     """The grid as a tuple of 1..3 ints (a callable gets the meta dict)."""
     g = grid(meta) if callable(grid) else grid
+    if type(g) is tuple and 1 <= len(g) <= 3:  # the common case: a tuple of non-negative ints
+        for x in g:
+            if type(x) is not int or x < 0:
+                break
+        else:
+            return g
     if isinstance(g, torch.Tensor) or not isinstance(g, (tuple, list)):
         try:
             g = (operator.index(g),)
@@ -249,74 +258,172 @@ def bind(jit, chain, grid, args, kwargs, declared, after_launch=False, f64_as=No
     """Binds kernel[grid](*args, **kwargs) to a Launch; declared lists the
     pointer parameters whose arguments must be tensors (inputs + outputs).
     f64_as: inside kad.f64_mode, the kad type CPU float64 tensors get in the
-    signature (their buffers hold float64 whatever it is)."""
-    ps = params_of(jit)
-    params = [(p.name, p.is_constexpr) for p in ps]
-    by_name = {p.name: p for p in ps}
-    names = [n for n, _ in params]
-    kernel_kwargs, options = {}, {}
-    for k, v in kwargs.items():
-        if k in by_name:
-            kernel_kwargs[k] = v
-        elif k in LAUNCH_OPTIONS:
-            options[k] = v
-        else:
-            raise TypeError(f"{jit.fn.__name__}() got an unexpected keyword argument '{k}' "
-                            f"(its parameters: {', '.join(names)})")
-    if len(args) > len(names):
-        raise TypeError(f"{jit.fn.__name__}() takes {len(names)} arguments, {len(args)} given")
-    for n, _ in zip(names, args):
-        if n in kernel_kwargs:
-            raise TypeError(f"{jit.fn.__name__}() got multiple values for argument '{n}'")
-    filled = dict(kernel_kwargs)
-    config = resolve_config(chain, list(args), filled, after_launch)
-    for k in list(filled):
-        if k in LAUNCH_OPTIONS and k not in by_name:
-            options.setdefault(k, filled.pop(k))
-    values = dict(zip(names, args))
-    values.update({k: v for k, v in filled.items() if k in by_name})
-    sig_sig = inspect.signature(jit.fn)
-    missing = []
-    for n in names:
-        if n not in values:
-            d = sig_sig.parameters[n].default
-            if d is inspect.Parameter.empty:
-                missing.append(n)
-            else:
-                values[n] = d
-    if missing:
-        raise TypeError(f"{jit.fn.__name__}() missing argument{'s' if len(missing) > 1 else ''}: "
-                        f"{', '.join(repr(m) for m in missing)}")
+    signature (their buffers hold float64 whatever it is).  One-off: a
+    decorated kernel keeps a Binder, whose signatures are cached."""
+    return Binder(jit, chain, declared).bind(grid, args, kwargs, after_launch, f64_as)
 
-    devices = set()
-    for n in declared:
-        v = values[n]
-        if v is None:
-            raise TypeError(f"argument '{n}' is None, but it is declared in kad.differentiable's inputs/outputs: "
-                            f"pass a tensor, or leave '{n}' out of inputs/outputs when it is optional")
-        if not isinstance(v, torch.Tensor):
-            raise TypeError(f"argument '{n}' must be a torch.Tensor (it is declared in inputs/outputs), "
-                            f"got {type(v).__name__}")
-    parts = []
-    for n, is_const in params:
-        v = values[n]
-        if is_const:
-            parts.append(f"{n}={_const_text(n, v)}")
-            continue
-        if isinstance(v, torch.Tensor):
-            devices.add(v.device.type)
-            if f64_as and v.dtype == torch.float64 and v.device.type == "cpu":
-                parts.append(f"{n}=*{f64_as}")
+
+_PLAIN_CONST = frozenset({int, bool, str, type(None)})
+_I32 = (-2**31, 2**31)
+_I64 = (-2**63, 2**63)
+
+
+def _int_fact(v, specializes):
+    """The key fact of an int runtime argument: what its signature type
+    depends on (equal to 1 when Triton specializes it, the i32/i64 range)."""
+    if specializes and v == 1 and type(v) is int:
+        return 1
+    if -2**31 <= v < 2**31:
+        return 32
+    if -2**63 <= v < 2**63:
+        return 64
+    return ("u64", v)  # refused by the slow path, never cached
+
+
+class Binder:
+    """bind() for one kernel, with what does not change between calls
+    computed once (parameters, defaults, annotations) and the signature
+    cached by a fast key.
+
+    The key holds, per parameter in order, the facts kad's signature string
+    is a function of: a tensor's (dtype, device type); None; for an int,
+    whether it is 1 (when Triton would specialize it) and whether it fits
+    i32 or i64; the type of any other runtime value; a constexpr's (type,
+    value) (its signature text for floats and other objects); plus the
+    f64_mode typing.  Equal keys give equal signatures and devices, so a
+    cache hit skips typing the arguments; a miss types them as Triton does,
+    checks them (raising before anything is cached) and caches the result.
+    The checks that depend on the values (declared arguments are tensors,
+    one device, u64 ints) are facts of the key: a call that would fail them
+    cannot share a key with one that passed."""
+
+    def __init__(self, jit, chain, declared):
+        ps = params_of(jit)
+        self.jit, self.chain = jit, list(chain)
+        self.name = jit.fn.__name__
+        self.params = [(p.name, p.is_constexpr) for p in ps]
+        self.by_name = {p.name: p for p in ps}
+        self.names = [p.name for p in ps]
+        self.position = {n: i for i, n in enumerate(self.names)}
+        self.runtime_names = tuple(p.name for p in ps if not p.is_constexpr)
+        self.declared = list(declared)
+        self.wrappers = [w for w in self.chain if wrapper_kind(w)]
+        sig = inspect.signature(jit.fn)
+        self.defaults = [(n, p.default) for n, p in sig.parameters.items() if p.default is not inspect.Parameter.empty
+                         and n in self.by_name]
+        # per parameter: (name, 0 constexpr | 1 runtime that Triton specializes to 1 | 2 runtime that it does not)
+        self.kinds = tuple((p.name, 0 if p.is_constexpr else 2 if (p.do_not_specialize or p.annotation_type) else 1)
+                           for p in ps)
+        self.sigs = {}  # fast key -> (sig, device)
+
+    def key(self, values, f64_as):
+        """The fast key of a bound call (values: name -> value)."""
+        key = [f64_as]
+        add = key.append
+        Tensor = torch.Tensor
+        for n, kind in self.kinds:
+            v = values[n]
+            if kind == 0:
+                t = type(v)
+                add((t, v) if t in _PLAIN_CONST else _const_text(n, v))
+            elif isinstance(v, Tensor):
+                add((v.dtype, v.device.type))
+            elif v is None:
+                add(None)
+            else:
+                t = type(v)
+                if t is int:
+                    add(1 if kind == 1 and v == 1 else 32 if -2147483648 <= v < 2147483648 else _int_fact(v, False))
+                elif t is not bool and isinstance(v, int):
+                    add((t, _int_fact(v, False)))
+                else:
+                    add(t)
+        return tuple(key)
+
+    def bind(self, grid, args, kwargs, after_launch=False, f64_as=None):
+        names, by_name = self.names, self.by_name
+        if len(args) > len(names):
+            raise TypeError(f"{self.name}() takes {len(names)} arguments, {len(args)} given")
+        values = dict(zip(names, args))
+        options = {}
+        if kwargs or self.wrappers:
+            kernel_kwargs = {}
+            for k, v in kwargs.items():
+                if k in by_name:
+                    if self.position[k] < len(args):
+                        raise TypeError(f"{self.name}() got multiple values for argument '{k}'")
+                    kernel_kwargs[k] = v
+                elif k in LAUNCH_OPTIONS:
+                    options[k] = v
+                else:
+                    raise TypeError(f"{self.name}() got an unexpected keyword argument '{k}' "
+                                    f"(its parameters: {', '.join(names)})")
+            config = None
+            if self.wrappers:
+                config = resolve_config(self.wrappers, list(args), kernel_kwargs, after_launch)
+                for k in list(kernel_kwargs):
+                    if k in LAUNCH_OPTIONS and k not in by_name:
+                        options.setdefault(k, kernel_kwargs.pop(k))
+                for k, v in kernel_kwargs.items():
+                    if k in by_name:
+                        values[k] = v
+            else:
+                values.update(kernel_kwargs)
+        else:
+            config = None
+        if len(values) < len(names):
+            for n, d in self.defaults:
+                if n not in values:
+                    values[n] = d
+            if len(values) < len(names):
+                missing = [n for n in names if n not in values]
+                raise TypeError(f"{self.name}() missing argument{'s' if len(missing) > 1 else ''}: "
+                                f"{', '.join(repr(m) for m in missing)}")
+        key = self.key(values, f64_as)
+        hit = self.sigs.get(key)
+        if hit is None:
+            hit = self._signature(values, f64_as)
+            self.sigs[key] = hit
+        sig, device = hit
+        if callable(grid):
+            meta = dict(values)
+            meta.update(options)
+            g = eval_grid(grid, meta)
+        else:
+            g = eval_grid(grid, None)
+        return Launch(self.name, self.params, values, options, g, sig, device, config, self.runtime_names)
+
+    def _signature(self, values, f64_as):
+        """(sig, device) of a bound call, typed as Triton types it; raises
+        what the call gets wrong."""
+        by_name = self.by_name
+        devices = set()
+        for n in self.declared:
+            v = values[n]
+            if v is None:
+                raise TypeError(f"argument '{n}' is None, but it is declared in kad.differentiable's "
+                                f"inputs/outputs: pass a tensor, or leave '{n}' out of inputs/outputs when it "
+                                f"is optional")
+            if not isinstance(v, torch.Tensor):
+                raise TypeError(f"argument '{n}' must be a torch.Tensor (it is declared in inputs/outputs), "
+                                f"got {type(v).__name__}")
+        parts = []
+        for n, is_const in self.params:
+            v = values[n]
+            if is_const:
+                parts.append(f"{n}={_const_text(n, v)}")
                 continue
-        spec = _specialized(v, by_name[n])
-        parts.append(f"{n}={spec if spec else _runtime_type(n, v, _annotation(by_name[n]))}")
-    if len(devices) > 1:
-        raise ValueError(f"the tensors of one launch must be on one device, got {sorted(devices)}")
-    device = devices.pop() if devices else "cpu"
-    if device not in ("cpu", "cuda"):
-        raise ValueError(f"tensors on '{device}': kad runs CPU tensors on its interpreter and CUDA tensors "
-                         f"with Triton")
-    meta = dict(values)
-    meta.update(options)
-    g = eval_grid(grid, meta)
-    return Launch(jit.fn.__name__, params, values, options, g, ",".join(parts), device, config)
+            if isinstance(v, torch.Tensor):
+                devices.add(v.device.type)
+                if f64_as and v.dtype == torch.float64 and v.device.type == "cpu":
+                    parts.append(f"{n}=*{f64_as}")
+                    continue
+            spec = _specialized(v, by_name[n])
+            parts.append(f"{n}={spec if spec else _runtime_type(n, v, _annotation(by_name[n]))}")
+        if len(devices) > 1:
+            raise ValueError(f"the tensors of one launch must be on one device, got {sorted(devices)}")
+        device = devices.pop() if devices else "cpu"
+        if device not in ("cpu", "cuda"):
+            raise ValueError(f"tensors on '{device}': kad runs CPU tensors on its interpreter and CUDA tensors "
+                             f"with Triton")
+        return ",".join(parts), device

@@ -67,7 +67,7 @@ import torch
 
 from . import _capi
 from ._capi import Pointer
-from ._launch import FLOAT_DTYPES, TORCH_TO_KAD, bind, params_of, wrapper_kind
+from ._launch import FLOAT_DTYPES, TORCH_TO_KAD, Binder, params_of, wrapper_kind
 from ._sources import host_values, load_sources, unwrap
 
 __all__ = ["differentiable", "DifferentiableKernel", "cache_dir", "f64_mode"]
@@ -156,8 +156,14 @@ def storage_span(t):
 
 
 def span_bytes(t):
-    """Bytes from t.data_ptr() to the end of t's last element."""
-    return storage_span(t).numel() * t.element_size() if t.numel() else 0
+    """Bytes from t.data_ptr() to the end of t's last element (storage_span's
+    size, computed without making the view)."""
+    if not t.numel():
+        return 0
+    last = 0
+    for n, s in zip(t.shape, t.stride()):
+        last += (n - 1) * s
+    return (last + 1) * t.element_size()
 
 
 class Program:
@@ -286,7 +292,7 @@ class Run:
     every view of it reads its history from the base.  Each output's
     gradient is then cut out of its dirty tensor's gradient."""
 
-    def __init__(self, dk, launch, inputs, others, outputs, dirty, dirty_of, inout, old):
+    def __init__(self, dk, launch, inputs, others, outputs, dirty, dirty_of, inout, old, prep):
         self.dk = dk
         self.launch = launch
         self.inputs = inputs  # declared input names with tensor arguments, in-place ones excluded
@@ -296,15 +302,21 @@ class Run:
         self.dirty_of = dirty_of  # output name -> index into dirty
         self.inout = inout  # outputs updated in place (see the header)
         self.old = old  # in-place name -> copy of its value before the launch (when the kernel loads it)
+        self.prep = prep  # the _Prep of the launch (of its signature before an autotuned launch)
 
     def forward(self):
         """Runs the kernel."""
         self.dk._run_forward(self.launch)
-        # keep only detached aliases from here on
-        self.dirty = [t.detach() for t in self.dirty]
-        for n, v in list(self.launch.values.items()):
-            if isinstance(v, torch.Tensor):
-                self.launch.values[n] = v.detach()
+        # keep only detached aliases from here on (one per tensor: an output
+        # that is its own dirty tensor keeps `values[n] is dirty[i]`)
+        orig = self.dirty
+        self.dirty = [t.detach() for t in orig]
+        alias = {id(o): d for o, d in zip(orig, self.dirty)}
+        values = self.launch.values
+        for n in self.prep.tensors:
+            v = values[n]
+            d = alias.get(id(v))
+            values[n] = v.detach() if d is None else d
 
     def output_grad(self, n, dirty_grads):
         """The gradient of output n, in n's layout, from its dirty tensor's."""
@@ -335,44 +347,57 @@ class _KadFunction(torch.autograd.Function):
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, *grads):
-        run = ctx.run
-        ni, no = len(run.inputs), len(run.others)
-        saved = ctx.saved_tensors
-        needs = ctx.needs_input_grad[1:]
-        wrt = [n for n, need in zip(run.inputs, needs[:ni]) if need]
-        out_grads = {n: run.output_grad(n, grads) for n in run.outputs}
-        result = [None] * (ni + no + len(run.dirty))
-        need_old = [i for i in range(len(run.dirty)) if needs[ni + no + i]]
-        if (wrt or need_old) and any(g is not None for g in out_grads.values()):
-            out = [n for n in run.outputs if out_grads[n] is not None or n in run.inout]
-            override = dict(zip(run.inputs + run.others, saved))
+        # The engine runs a backward with grad mode off unless create_graph=True; then kad's backward,
+        # which is not differentiable, goes through once_differentiable (double backward raises).
+        # Off, once_differentiable would only add a no_grad block around the call.
+        if torch.is_grad_enabled():
+            return _backward_once(ctx, *grads)
+        return _backward(ctx, *grads)
+
+
+def _backward(ctx, *grads):
+    """_KadFunction's backward."""
+    run = ctx.run
+    ni, no = len(run.inputs), len(run.others)
+    needs = ctx.needs_input_grad
+    # what to compute depends on which inputs need a gradient, which output gradients are None and
+    # which outputs are in place: planned once per combination (_Prep.plan)
+    wrt, need_old, out, b = run.prep.plan(run, needs, tuple([g is None for g in grads]))
+    result = [None] * (ni + no + len(run.dirty))
+    if b is not None:
+        out_grads = {n: run.output_grad(n, grads) for n in out}
+        override = dict(zip(run.inputs, ctx.saved_tensors)) if not no else \
+            dict(zip(run.inputs + run.others, ctx.saved_tensors))
+        if run.old:
             override.update(run.old)
-            d = run.dk._run_backward(run.launch, wrt, run.inout, out, out_grads, override)
-            for i, n in enumerate(run.inputs):
-                if n in d:
-                    result[i] = d[n]
-            # the old values' gradients: the dirty tensor's gradient with
-            # each in-place output's part replaced by what the backward made
-            for i in need_old:
-                base = run.dirty[i]
-                g = grads[i]
-                full = torch.empty_strided(base.size(), base.stride(), dtype=base.dtype, device=base.device)
-                if g is None:
-                    full.zero_()
+        d = run.dk._run_backward(run.launch, wrt, run.inout, out, out_grads, override, b)
+        for i, n in enumerate(run.inputs):
+            if n in d:
+                result[i] = d[n]
+        # the old values' gradients: the dirty tensor's gradient with
+        # each in-place output's part replaced by what the backward made
+        for i in need_old:
+            base = run.dirty[i]
+            g = grads[i]
+            full = torch.empty_strided(base.size(), base.stride(), dtype=base.dtype, device=base.device)
+            if g is None:
+                full.zero_()
+            else:
+                full.copy_(g)
+            for n in run.inout:
+                if run.dirty_of[n] != i:
+                    continue
+                y = run.launch.values[n]
+                if y is base:
+                    full.copy_(d[n])
                 else:
-                    full.copy_(g)
-                for n in run.inout:
-                    if run.dirty_of[n] != i:
-                        continue
-                    y = run.launch.values[n]
-                    if y is base:
-                        full.copy_(d[n])
-                    else:
-                        full.as_strided(y.size(), y.stride(), y.storage_offset() - base.storage_offset()).copy_(d[n])
-                result[ni + no + i] = full
-        return (None, *result)
+                    full.as_strided(y.size(), y.stride(), y.storage_offset() - base.storage_offset()).copy_(d[n])
+            result[ni + no + i] = full
+    return (None, *result)
+
+
+_backward_once = torch.autograd.function.once_differentiable(_backward)
 
 
 class DifferentiableKernel:
@@ -402,6 +427,15 @@ class DifferentiableKernel:
             raise ValueError("kad.differentiable: give at least one output")
         self.inputs = list(inputs)
         self.outputs = list(outputs)
+        # the hot path's caches (docs/PYTHON.md, "Caches"): the binder's signatures by fast key, and
+        # per (signature, device) everything a launch and its backward need (_Prep)
+        self._binder = Binder(self.jit, self.chain, self.inputs + self.outputs)
+        self._preps = {}
+        self._ins = [n for n in self.inputs if n not in self.outputs]  # inputs that are not updated in place
+        self._autotuned = self._has_autotuner()
+        outs = list(dict.fromkeys(self.outputs))
+        # the (output, other) pairs whose storage must not overlap
+        self._pairs = [(a, b) for i, a in enumerate(outs) for b in self.inputs + outs[i + 1:] if a != b]
         self._program = None
         self._plock = threading.Lock()
         self.__name__ = self.jit.fn.__name__
@@ -427,61 +461,75 @@ class DifferentiableKernel:
         return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
 
     def bind(self, grid, args, kwargs, after_launch=False):
-        return bind(self.jit, self.chain, grid, args, kwargs, self.inputs + self.outputs, after_launch,
-                    f64_as=_F64.get())
+        return self._binder.bind(grid, args, kwargs, after_launch, _F64.get())
+
+    def _prep(self, launch):
+        """The _Prep of a bound launch (made at the first launch of its signature and device)."""
+        p = self._preps.get((launch.sig, launch.device))
+        if p is None:
+            p = self._preps[(launch.sig, launch.device)] = _Prep(self, launch)
+        return p
 
     # ---------------------------------------------------------------- launching
 
     def run(self, *args, grid, **kwargs):
-        launch = self.bind(grid, args, kwargs)
+        # The hot path: binding with the signature cached by the call's fast key (_launch.Binder), then
+        # the launch's _Prep by (signature, device).  What remains per call depends on the tensors
+        # themselves (requires_grad, views, overlapping storage) and cannot be cached.
+        launch = self._binder.bind(grid, args, kwargs, False, _F64.get())
         launch.call = (grid, args, kwargs)  # for the Triton launch, as the caller wrote it
-        if torch.is_grad_enabled():
-            self._check_undeclared(launch)
-        tens = dict(launch.tensors())
+        prep = self._preps.get((launch.sig, launch.device)) or self._prep(launch)
+        tens = launch.values
+        grad = torch.is_grad_enabled()
+        if grad:
+            self._check_undeclared(tens, prep.others)
         dirty, dirty_of = [], {}
+        in_graph = False
         for n in self.outputs:
             t = tens[n]
-            d = t._base if t._base is not None else t
-            k = next((i for i, e in enumerate(dirty) if e is d), None)
+            d = t._base
+            if d is None:
+                d = t
+            k = next((i for i, e in enumerate(dirty) if e is d), None) if dirty else None
             if k is None:
                 k = len(dirty)
                 dirty.append(d)
+                in_graph = in_graph or d.requires_grad
             dirty_of[n] = k
-        in_graph = any(d.requires_grad for d in dirty)
-        ins = [n for n in self.inputs if n not in self.outputs]
-        wants = torch.is_grad_enabled() and (any(tens[n].requires_grad for n in ins) or in_graph)
-        if not wants:
-            self._run_forward(launch)
+        ins = self._ins
+        needed = [n for n in ins if tens[n].requires_grad] if grad else None
+        if not grad or not (needed or in_graph):
+            self._run_forward(launch, prep)
             return None
-        self._check_for_autograd(launch, tens, dirty)
-        access = self.program.access(launch.sig)
+        self._check_for_autograd(tens, dirty)
+        loads = prep.loads(self._program or self.program)
         inout = [n for n in self.outputs
-                 if n in self.inputs or dirty[dirty_of[n]].requires_grad or access.get(n, 0) & 1]
-        needed = [n for n in ins if tens[n].requires_grad]
-        if launch.device == "cpu" or not self._has_autotuner():
+                 if n in self.inputs or dirty[dirty_of[n]].requires_grad or n in loads]
+        if launch.device == "cpu" or not self._autotuned:
             # compile now: an error is raised before anything launches
-            self._prepare_backward(launch, needed, inout)
+            prep.backward(self, launch, needed, inout, self.outputs)
         # the backward recomputes the forward from the values before the launch
-        old = {n: _copy_span(tens[n]) for n in inout if access.get(n, 0) & 1}
-        others = [n for n, _ in launch.tensors() if n not in self.inputs and n not in self.outputs]
-        r = Run(self, launch, ins, others, self.outputs, dirty, dirty_of, inout, old)
+        old = {n: _copy_span(tens[n]) for n in inout if n in loads} if loads else {}
+        others = prep.others
+        r = Run(self, launch, ins, others, self.outputs, dirty, dirty_of, inout, old, prep)
         _KadFunction.apply(r, *[tens[n] for n in ins], *[tens[n] for n in others], *dirty)
         return None
 
     def _has_autotuner(self):
         return any(wrapper_kind(w) == "Autotuner" for w in self.chain)
 
-    def _check_undeclared(self, launch):
+    def _check_undeclared(self, tens, others):
         """Refuses a tensor that requires grad passed to a pointer parameter
         declared neither input nor output.  kad reads such a parameter as a
         constant, so its gradient would silently be missing -- or partial
         when the same storage is also passed as a declared input (only the
         declared uses would be differentiated).  Checked whenever grad mode
         is on, also when no declared input requires grad, since then the
-        whole gradient would be lost."""
-        declared = set(self.inputs) | set(self.outputs)
-        for n, t in launch.tensors():
-            if n in declared or not t.requires_grad or t.dtype not in FLOAT_DTYPES:
+        whole gradient would be lost.  tens: name -> value; others: the
+        names of the undeclared parameters passed tensors."""
+        for n in others:
+            t = tens[n]
+            if not t.requires_grad or t.dtype not in FLOAT_DTYPES:
                 continue
             raise ValueError(
                 f"argument '{n}' of {self.__name__} is a tensor that requires grad, but '{n}' is not in "
@@ -489,13 +537,16 @@ class DifferentiableKernel:
                 f"would be silently missing (or partial, if it shares memory with a declared input); add "
                 f"'{n}' to inputs=[...], or pass its tensor as .detach() if no gradient should flow through it")
 
-    def _check_for_autograd(self, launch, tens, dirty):
+    def _check_for_autograd(self, tens, dirty):
         for n in self.inputs:
             t = tens[n]
-            if t.requires_grad and t.dtype not in FLOAT_DTYPES:
+            if not t.requires_grad:
+                continue
+            if t.dtype not in FLOAT_DTYPES:
                 raise TypeError(f"input '{n}' is a {t.dtype} tensor that requires grad: only float32, float16, "
                                 f"bfloat16 and float64 buffers are differentiated")
-            if t.requires_grad and any(s == 0 and k > 1 for k, s in zip(t.shape, t.stride())):
+            st = t.stride()
+            if 0 in st and any(s == 0 and k > 1 for k, s in zip(t.shape, st)):
                 raise ValueError(f"input '{n}' has overlapping memory (a stride of 0, e.g. from expand()): its "
                                  f"gradient would need one slot per element; pass {n}.contiguous()")
         for n in self.outputs:
@@ -507,31 +558,23 @@ class DifferentiableKernel:
                 n = next(n for n in self.outputs if tens[n] is d or tens[n]._base is d)
                 raise RuntimeError(f"output '{n}' is (a view of) a leaf tensor that requires grad: the kernel "
                                    f"writes it in place; pass a fresh tensor (e.g. torch.empty_like)")
-        names = list(dict.fromkeys(self.outputs))
-        for i, a in enumerate(names):
-            for b in list(self.inputs) + names[i + 1:]:
-                if a != b and _overlap(tens[a], tens[b]):
-                    raise ValueError(f"'{a}' and '{b}' share memory: kad differentiates kernels whose outputs "
+        for a, b in self._pairs:
+            if _overlap(tens[a], tens[b]):
+                raise ValueError(f"'{a}' and '{b}' share memory: kad differentiates kernels whose outputs "
                                      f"do not alias their inputs or each other")
 
-    def _prepare_backward(self, launch, wrt, inout):
-        """Compiles the backward of this launch (all outputs differentiated)."""
-        wrt, out = _grad_names(launch, wrt, inout, self.outputs)
-        if launch.device == "cpu":
-            self.program.backward(launch.sig, wrt, out, self.deterministic)
-        else:
-            self.program.module(launch.sig, wrt, out, self.deterministic)
-
-    def _run_forward(self, launch):
+    def _run_forward(self, launch, prep=None):
         """Runs the forward: kad's interpreter on CPU, Triton on GPU."""
         if launch.device == "cpu":
             launch.mode = _cpu_mode()  # the backward runs in the same mode
-            k = self.program.forward(launch.sig)
-            run_cpu(k, launch.grid, dict(launch.runtime), launch.mode)
+            prep = prep or self._prep(launch)
+            k = prep.forward(self.program)
+            tens = launch.values
+            run_cpu(k, launch.grid, [tens[n] for n in prep.fwd_names], launch.mode)
             return
         grid, args, kwargs = launch.call
         self.fn[grid](*args, **kwargs)
-        if self._has_autotuner():
+        if self._autotuned:
             # the backward must use the config that ran
             fresh = self.bind(grid, args, kwargs, after_launch=True)
             # (the grid too: a grid function of the meta-parameters, e.g. cdiv(M, meta["BLOCK_M"]),
@@ -539,14 +582,17 @@ class DifferentiableKernel:
             launch.values, launch.options, launch.sig, launch.config, launch.grid = (
                 fresh.values, fresh.options, fresh.sig, fresh.config, fresh.grid)
 
-    def _run_backward(self, launch, wrt, inout, out, out_grads, override):
+    def _run_backward(self, launch, wrt, inout, out, out_grads, override, b=None):
         """Gradients (name -> tensor) of the inputs wrt and of the values
         before the launch of the in-place outputs inout (their views' parts),
         for the output gradients out_grads (name -> tensor or None) of the
-        outputs out."""
-        tens = dict(launch.tensors())
-        tens.update(override)
-        wrt, out = _grad_names(launch, wrt, inout, out)
+        outputs out.  b: what _Prep.backward returns for them, when the
+        caller has it."""
+        tens = launch.values
+        if override:
+            tens = dict(tens)
+            tens.update(override)
+        wrt, out, ins, fn, fwd_names = b or self._prep(launch).backward(self, launch, wrt, inout, out)
         d_outs = {}
         for n in out:
             y, g = tens[n], out_grads[n]
@@ -559,7 +605,6 @@ class DifferentiableKernel:
                     d.copy_(g)
                 g = d
             d_outs[n] = g
-        ins = [n for n in wrt if n not in inout]
         d_ins = {}
         for n in ins:
             x = tens[n]
@@ -570,22 +615,95 @@ class DifferentiableKernel:
                 d_ins[n].zero_()
         grads = [d_outs[n] for n in out] + [d_ins[n] for n in ins]
         if launch.device == "cpu":
-            k = self.program.backward(launch.sig, wrt, out, self.deterministic)
             # the forward's parameters by name (the specialized ones are not parameters), then the gradients
-            names = [n for n, _ in k.params]
-            nf = len(names) - len(grads)
-            rt = {n: override.get(n, v) for n, v in launch.runtime}
-            values = [rt[n] for n in names[:nf]] + grads
+            values = [tens[n] for n in fwd_names] + grads
             written = list(d_ins.values()) + [d_outs[n] for n in inout]
-            run_cpu(k, launch.grid, values, getattr(launch, "mode", "as_written"), written=written)
+            run_cpu(fn, launch.grid, values, getattr(launch, "mode", "as_written"), written=written)
         else:
-            mod = self.program.module(launch.sig, wrt, out, self.deterministic)
-            fn = getattr(mod, f"launch_{launch.name}_bwd")
-            runtime = [override.get(n, v) for n, v in launch.runtime]
-            opts = {k: launch.options[k] for k in ("num_warps", "num_stages") if k in launch.options}
+            runtime = [tens[n] for n in launch.runtime_names]
+            opts = launch.options
+            if opts:
+                opts = {k: opts[k] for k in ("num_warps", "num_stages") if k in opts}
             fn(launch.grid, *runtime, *grads, **opts)
         d_ins.update((n, d_outs[n]) for n in inout)
         return d_ins
+
+
+class _Prep:
+    """What the launches of one (signature, device) of a decorated kernel
+    need, made once: the hot path's cache.  Which runtime parameters are
+    passed tensors is a function of the signature (a pointer type), so the
+    name lists are too; the compiled forward (CPU) and its parameter names,
+    the kernel's access bits, and per (wrt, inout, out) the backward's
+    ordered name lists with the compiled backward (CPU) or the generated
+    module's launch_<kernel>_bwd (GPU).  Filled lazily under the GIL; a race
+    computes an entry twice, from caches that are themselves locked."""
+
+    def __init__(self, dk, launch):
+        self.sig, self.device = launch.sig, launch.device
+        declared = set(dk.inputs) | set(dk.outputs)
+        self.tensors = [n for n, v in launch.runtime if isinstance(v, torch.Tensor)]
+        self.others = [n for n in self.tensors if n not in declared]  # undeclared tensor arguments
+        self.fwd = self.fwd_names = self._loads = None
+        self.bwd = {}
+        self.plans = {}  # (needs_input_grad, which gradients are None, inout) -> plan()
+
+    def forward(self, program):
+        """The compiled forward (CPU) and, in self.fwd_names, its parameters' names."""
+        if self.fwd is None:
+            k = program.forward(self.sig)
+            self.fwd_names = [n for n, _ in k.params]
+            self.fwd = k
+        return self.fwd
+
+    def plan(self, run, needs, none):
+        """(wrt, need_old, out, b) of a backward call: the inputs that need a
+        gradient, the dirty tensors whose old value needs one, the outputs
+        passed to the backward (those with a gradient and the in-place ones)
+        and _Prep.backward's tuple for them (None when there is nothing to
+        compute).  needs: ctx.needs_input_grad; none: per dirty tensor, whether
+        its gradient is None.  Cached by (needs, none, in-place outputs)."""
+        key = (needs, none, tuple(run.inout))
+        p = self.plans.get(key)
+        if p is None:
+            ni, no = len(run.inputs), len(run.others)
+            needs = needs[1:]
+            wrt = [n for n, need in zip(run.inputs, needs[:ni]) if need]
+            need_old = [i for i in range(len(run.dirty)) if needs[ni + no + i]]
+            has = [n for n in run.outputs if not none[run.dirty_of[n]]]  # outputs with a gradient
+            b = out = None
+            if (wrt or need_old) and has:
+                out = [n for n in run.outputs if n in has or n in run.inout]
+                b = self.backward(run.dk, run.launch, wrt, run.inout, out)
+            p = self.plans[key] = (wrt, need_old, out, b)
+        return p
+
+    def loads(self, program):
+        """The pointer parameters the kernel may load through."""
+        if self._loads is None:
+            self._loads = frozenset(n for n, bits in program.access(self.sig).items() if bits & 1)
+        return self._loads
+
+    def backward(self, dk, launch, wrt, inout, out):
+        """(wrt, out, ins, fn, fwd_names) of the backward for these gradient
+        lists: wrt and out ordered as kad_grad wants them, ins the inputs
+        among wrt that are not in place, fn the compiled backward (CPU) or
+        the launcher (GPU), fwd_names the forward's parameters fn takes
+        before the gradients (CPU)."""
+        key = (tuple(wrt), tuple(inout), tuple(out))
+        b = self.bwd.get(key)
+        if b is None:
+            wrt_s, out_s = _grad_names(launch, wrt, inout, out)
+            ins = [n for n in wrt_s if n not in inout]
+            if self.device == "cpu":
+                k = dk.program.backward(self.sig, wrt_s, out_s, dk.deterministic)
+                names = [n for n, _ in k.params]
+                b = (wrt_s, out_s, ins, k, names[:len(names) - len(out_s) - len(ins)])
+            else:
+                mod = dk.program.module(self.sig, wrt_s, out_s, dk.deterministic)
+                b = (wrt_s, out_s, ins, getattr(mod, f"launch_{launch.name}_bwd"), None)
+            self.bwd[key] = b
+        return b
 
 
 def _grad_names(launch, wrt, inout, out):
@@ -600,10 +718,15 @@ def _grad_names(launch, wrt, inout, out):
 
 def _overlap(a, b):
     """Whether two tensors' storage spans intersect."""
-    if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
+    if a.numel() == 0 or b.numel() == 0 or a.get_device() != b.get_device():
         return False
     a0, b0 = a.data_ptr(), b.data_ptr()
-    return a0 < b0 + span_bytes(b) and b0 < a0 + span_bytes(a)
+    return a0 < b0 + _span(b) and b0 < a0 + _span(a)
+
+
+def _span(t):
+    """span_bytes(t) of a non-empty tensor, without a loop when it is contiguous."""
+    return t.numel() * t.element_size() if t.is_contiguous() else span_bytes(t)
 
 
 def differentiable(inputs, outputs, deterministic=True):

@@ -1,0 +1,275 @@
+"""Host overhead of a @kad.differentiable launch: what kad adds on the host, per call.
+
+    python3 bench/host_overhead.py [--device cpu|cuda] [--iters N] [--profile] [--kernel NAME]
+
+Kernels: SwiGLU 64 x 1024 (tests/kernels/swiglu.py: 5 runtime arguments), a matmul with many
+arguments (tests/kernels/matmul.py's JITFunction, 12 runtime arguments and 5 constexprs, fixed
+blocks) and the same matmul autotuned (grid a callable of the config).
+
+--device cuda (real GPU launches, small shapes so that the host is the bottleneck), per call:
+
+  plain fwd     the plain Triton launch  jit[grid](...)
+  kad fwd       the decorated launch, nothing requires grad (binding, signature, cache lookup)
+  hand fwd      a hand-written torch.autograd.Function around the plain launch (inputs require grad)
+  kad fwd+grad  the decorated launch, inputs require grad (kad's autograd.Function included)
+  hand bwd      torch.autograd.grad through the hand-written Function, whose backward allocates
+                zeroed input gradients and calls the same generated launch_<kernel>_bwd kad uses
+  kad bwd       torch.autograd.grad through kad's Function
+  hand/kad f+b  the forward with grad, then torch.autograd.grad
+
+Each figure: time.perf_counter over --iters calls after a warm-up, torch.cuda.synchronize only at
+the ends, median of 5 repetitions, in microseconds per call.
+
+--device cpu (no GPU: the default when CUDA is not available): the same host paths with the device
+work stubbed out -- kad's interpreter call (kad.autograd.run_cpu) is replaced by a no-op, and the
+hand-written Function calls no-ops -- so the figures are kad's host preparation alone (binding,
+signature, cache lookup, autograd wiring, gradient allocation); "plain fwd" is then 0 by
+construction and not printed.  The backward's generated module is not imported on this path (CPU
+tensors take the interpreter's backward, whose call is the stubbed one).
+
+--profile: cProfile of the kad forward (with grad) and backward of each kernel, top functions by
+internal time.
+"""
+import argparse
+import cProfile
+import os
+import pstats
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+for p in (os.path.join(REPO, "python"), os.path.join(REPO, "tests")):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+import torch  # noqa: E402
+
+import kad  # noqa: E402
+import kad.autograd  # noqa: E402
+from kernels import matmul, swiglu  # noqa: E402
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+# ---------------------------------------------------------------- kernels
+#
+# Each: name, the Triton object, inputs, outputs, make(device, requires_grad) -> (tensors dict, the
+# output tensor's name), launch(t) -> (grid, args, kwargs).
+
+
+def _swiglu_make(dev, rg):
+    M, N = 64, 1024
+    a = torch.randn(M, N, device=dev, requires_grad=rg)
+    b = torch.randn(M, N, device=dev, requires_grad=rg)
+    return dict(a=a, b=b, c=torch.empty(M, N, device=dev)), "c"
+
+
+def _swiglu_launch(t):
+    a, b, c = t["a"], t["b"], t["c"]
+    M, N = a.shape
+    return (M, cdiv(N, 1024)), [a, b, c, a.stride(0), N], dict(BLOCK_SIZE=1024)
+
+
+def _mm_make(dev, rg):
+    M, N, K = 64, 64, 64
+    a = torch.randn(M, K, device=dev, requires_grad=rg)
+    b = torch.randn(K, N, device=dev, requires_grad=rg)
+    return dict(a=a, b=b, c=torch.empty(M, N, device=dev)), "c"
+
+
+def _mm_args(t):
+    a, b, c = t["a"], t["b"], t["c"]
+    (M, K), N = a.shape, b.shape[1]
+    return [a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1)]
+
+
+def _mm_launch(t):
+    M, N = t["c"].shape
+    return (cdiv(M, 32) * cdiv(N, 32),), _mm_args(t), dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_SIZE_M=8,
+                                                            ACTIVATION="relu")
+
+
+def _mm_tuned_launch(t):
+    M, N = t["c"].shape
+    grid = lambda META: (cdiv(M, META["BLOCK_M"]) * cdiv(N, META["BLOCK_N"]),)  # noqa: E731
+    return grid, _mm_args(t), dict(ACTIVATION="relu")
+
+
+KERNELS = [
+    ("swiglu 64x1024", swiglu.swiglu_fwd_kernel, ["a_ptr", "b_ptr"], ["c_ptr"], _swiglu_make, _swiglu_launch),
+    ("matmul 64^3 (12 args)", matmul.matmul_kernel.fn, ["a_ptr", "b_ptr"], ["c_ptr"], _mm_make, _mm_launch),
+    ("matmul autotuned", matmul.matmul_kernel, ["a_ptr", "b_ptr"], ["c_ptr"], _mm_make, _mm_tuned_launch),
+]
+
+
+# ---------------------------------------------------------------- the hand-written baseline
+
+
+def _nop(*args, **kwargs):
+    return None
+
+
+class Hand(torch.autograd.Function):
+    """What a user would write by hand around the forward launch and the
+    generated backward launcher: apply(spec, *inputs, out) -> out."""
+
+    @staticmethod
+    def forward(ctx, spec, *tensors):
+        spec.fwd()
+        ctx.spec = spec
+        ins = tensors[:-1]
+        ctx.save_for_backward(*ins)
+        ctx.mark_dirty(tensors[-1])
+        return tensors[-1]
+
+    @staticmethod
+    def backward(ctx, dout):
+        spec = ctx.spec
+        ins = ctx.saved_tensors
+        dins = [torch.zeros_like(x) for x in ins]
+        spec.bwd(dout, dins)
+        return (None, *dins, None)
+
+
+class HandSpec:
+    """The launches of one kernel for Hand: fwd() runs the forward, bwd(dout, dins)
+    the generated backward with the forward's runtime arguments."""
+
+    def __init__(self, dk, grid, args, kwargs, device, runtime, options):
+        self.dk, self.grid, self.args, self.kwargs = dk, grid, args, kwargs
+        if device == "cpu":
+            self.fwd_fn, self.bwd_fn = _nop, _nop
+        else:
+            self.fwd_fn = dk.fn[grid]
+            mod = dk.program.module(*_backward_key(dk, grid, args, kwargs))
+            self.bwd_fn = getattr(mod, f"launch_{dk.__name__}_bwd")
+        self.runtime, self.options = runtime, options
+
+    def fwd(self):
+        self.fwd_fn(*self.args, **self.kwargs)
+
+    def bwd(self, dout, dins):
+        self.bwd_fn(self.bgrid, *self.runtime, dout, *dins, **self.options)
+
+
+def _backward_key(dk, grid, args, kwargs):
+    """(sig, wrt, out, deterministic) of the backward kad makes for this launch
+    (all declared inputs require grad, the one output differentiated)."""
+    launch = dk.bind(grid, args, kwargs, after_launch=True)
+    return launch.sig, list(dk.inputs), list(dk.outputs), dk.deterministic
+
+
+# ---------------------------------------------------------------- timing
+
+
+def timeit(fn, iters, device, reps=5):
+    """Median over reps of the mean microseconds per call of fn() over iters calls."""
+    sync = torch.cuda.synchronize if device == "cuda" else _nop
+    for _ in range(max(3, iters // 20)):
+        fn()
+    sync()
+    out = []
+    for _ in range(reps):
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        sync()
+        out.append((time.perf_counter() - t0) / iters * 1e6)
+    return statistics.median(out)
+
+
+def measure(entry, device, iters, profile):
+    name, fn, inputs, outputs, make, launch = entry
+    dk = kad.differentiable(inputs=inputs, outputs=outputs)(fn)
+    rows = {}
+
+    # tensors that do not require grad: plain launch and kad's no-grad forward
+    t0, _ = make(device, False)
+    grid, args, kwargs = launch(t0)
+    if device == "cuda":
+        rows["plain fwd"] = timeit(lambda: fn[grid](*args, **kwargs), iters, device)
+    rows["kad fwd"] = timeit(lambda: dk[grid](*args, **kwargs), iters, device)
+
+    # inputs that require grad
+    t, oname = make(device, True)
+    grid, args, kwargs = launch(t)
+    dk[grid](*args, **kwargs)  # compiles, autotunes on a GPU
+    after = dk.bind(grid, args, kwargs, after_launch=True)
+    opts = {k: after.options[k] for k in ("num_warps", "num_stages") if k in after.options}
+    runtime = [v.detach() if isinstance(v, torch.Tensor) else v for _, v in after.runtime]
+    spec = HandSpec(dk, grid, args, kwargs, device, runtime, opts)
+    spec.bgrid = after.grid
+    ins = [t[n[0]] for n in inputs]  # a_ptr -> a, b_ptr -> b
+    out = t[oname]
+    dy = torch.randn_like(out)
+
+    def out_tensor():
+        return torch.empty_like(out)
+
+    def hand_fwd():
+        o = out_tensor()
+        return Hand.apply(spec, *ins, o)
+
+    def kad_fwd():
+        o = out_tensor()
+        a2 = [o if v is out else v for v in args]
+        dk[grid](*a2, **kwargs)
+        return o
+
+    rows["hand fwd"] = timeit(hand_fwd, iters, device)
+    rows["kad fwd+grad"] = timeit(kad_fwd, iters, device)
+    y_hand, y_kad = hand_fwd(), kad_fwd()
+    rows["hand bwd"] = timeit(lambda: torch.autograd.grad(y_hand, ins, dy, retain_graph=True), iters, device)
+    rows["kad bwd"] = timeit(lambda: torch.autograd.grad(y_kad, ins, dy, retain_graph=True), iters, device)
+    rows["hand f+b"] = timeit(lambda: torch.autograd.grad(hand_fwd(), ins, dy), iters, device)
+    rows["kad f+b"] = timeit(lambda: torch.autograd.grad(kad_fwd(), ins, dy), iters, device)
+
+    if profile:
+        for what, f in (("kad fwd+grad", kad_fwd),
+                        ("kad bwd", lambda: torch.autograd.grad(y_kad, ins, dy, retain_graph=True))):
+            pr = cProfile.Profile()
+            pr.enable()
+            for _ in range(iters):
+                f()
+            pr.disable()
+            print(f"\n== cProfile: {name}, {what}, {iters} calls")
+            pstats.Stats(pr).sort_stats("tottime").print_stats(18)
+    return rows
+
+
+COLUMNS = ["plain fwd", "kad fwd", "hand fwd", "kad fwd+grad", "hand bwd", "kad bwd", "hand f+b", "kad f+b"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--iters", type=int, default=0, help="calls per repetition (default 2000 on cuda, 1000 on cpu)")
+    ap.add_argument("--profile", action="store_true", help="cProfile kad's forward and backward")
+    ap.add_argument("--kernel", default="", help="only the kernels whose name contains this")
+    a = ap.parse_args()
+    iters = a.iters or (2000 if a.device == "cuda" else 1000)
+    if a.device == "cpu":
+        kad.autograd.run_cpu = _nop  # the interpreter's launches: the device work, stubbed
+    else:
+        # a GPU run must run on the GPU, never the interpreter
+        os.environ.pop("TRITON_INTERPRET", None)
+    torch.manual_seed(0)
+    dev = torch.cuda.get_device_name() if a.device == "cuda" else "CPU (device work stubbed)"
+    print(f"kad host overhead, {dev}, torch {torch.__version__}, kad {kad.version()}, {iters} calls x 5, "
+          f"median, us per call")
+    cols = [c for c in COLUMNS if a.device == "cuda" or c != "plain fwd"]
+    print(f"{'kernel':24s}" + "".join(f"{c:>14s}" for c in cols))
+    for entry in KERNELS:
+        if a.kernel not in entry[0]:
+            continue
+        rows = measure(entry, a.device, iters, a.profile)
+        print(f"{entry[0]:24s}" + "".join(f"{rows[c]:14.1f}" for c in cols), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""The decorated launch's hot path (docs/PYTHON.md, "Caches"): a repeated call with the same
+types reuses the signature cached by its fast key and the launch's prepared entry (_Prep); a
+call whose specialization changes (an int becoming 1, a None pointer, a dtype, a bool for an
+int, an int outside i32, f64_mode's typing) is re-keyed and gets the signature Triton would give
+it.  Each case also runs forward and backward and compares with PyTorch autograd of the same
+math, so a stale cache entry (a signature of another specialization) fails twice: by its text
+and by its numbers.
+
+KAD_TEST_DEVICE=cuda runs them with CUDA tensors.
+"""
+import os
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import kad
+
+DEVICE = os.environ.get("KAD_TEST_DEVICE", "cpu")
+
+
+@triton.jit
+def _scaled_rows(x_ptr, w_ptr, b_ptr, y_ptr, stride, n, scale, BLOCK: tl.constexpr, SQUARE: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
+    y = x * w * scale
+    if SQUARE:
+        y = y * x
+    if b_ptr is not None:
+        y = y + tl.load(b_ptr + cols, mask=mask, other=0.0)
+    tl.store(y_ptr + row * stride + cols, y, mask=mask)
+
+
+def _kernel():
+    """A fresh decorated kernel: empty caches."""
+    return kad.differentiable(inputs=["x_ptr", "w_ptr"], outputs=["y_ptr"])(_scaled_rows)
+
+
+class Counting:
+    """Counts the binder's slow path (typing a call) of a decorated kernel."""
+
+    def __init__(self, dk):
+        self.n = 0
+        slow = dk._binder._signature
+
+        def counted(*a):
+            self.n += 1
+            return slow(*a)
+        dk._binder._signature = counted
+
+
+def _launch(dk, rows, cols, bias=False, dtype=torch.float32, scale=0.5, square=False, stride=None):
+    """Runs dk forward and backward; checks y and the gradients against PyTorch; returns the sig."""
+    g = torch.Generator().manual_seed(rows * 100 + cols)
+    stride = cols if stride is None else stride
+    xs = torch.randn(rows, stride, generator=g, dtype=torch.float64).to(DEVICE, dtype)
+    x = xs[:, :cols].requires_grad_() if stride != cols else xs.requires_grad_()
+    w = torch.randn(cols, generator=g, dtype=torch.float64).to(DEVICE, dtype).requires_grad_()
+    b = torch.randn(cols, generator=g, dtype=torch.float64).to(DEVICE, dtype) if bias else None
+    y = torch.zeros(rows, stride, device=DEVICE, dtype=dtype)[:, :cols]
+    args = (x, w, b, y, stride, cols, scale)
+    sig = dk.bind((rows,), args, dict(BLOCK=16, SQUARE=square)).sig
+    dk[(rows,)](*args, BLOCK=16, SQUARE=square)
+    dy = torch.randn(rows, cols, generator=g, dtype=torch.float64).to(DEVICE, dtype)
+    (y * dy).sum().backward()
+    xr, wr = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    yr = xr * wr * scale
+    if square:
+        yr = yr * xr
+    if bias:
+        yr = yr + b
+    (yr * dy).sum().backward()
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype != torch.float16 else dict(rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(y.detach(), yr.detach(), **tol)
+    torch.testing.assert_close(x.grad, xr.grad, **tol)
+    torch.testing.assert_close(w.grad, wr.grad, **tol)
+    return sig
+
+
+def test_repeated_calls_take_the_fast_path():
+    dk = _kernel()
+    c = Counting(dk)
+    sigs = {_launch(dk, 4, 7) for _ in range(3)}
+    assert sigs == {"x_ptr=*fp32,w_ptr=*fp32,b_ptr=None,y_ptr=*fp32,stride=i32,n=i32,scale=fp32,BLOCK=16,"
+                    "SQUARE=False"}
+    assert c.n == 1, "the second and third calls must reuse the signature cached by their key"
+    assert len(dk._preps) == 1
+    prep = next(iter(dk._preps.values()))
+    assert len(prep.bwd) >= 1 and len(prep.plans) == 1  # one backward plan, reused
+    # other sizes and values of the same types: still no new typing
+    _launch(dk, 5, 9, scale=2.0)
+    _launch(dk, 3, 12, stride=16)
+    assert c.n == 1 and len(dk._preps) == 1
+
+
+@pytest.mark.parametrize("change,want", [
+    (dict(cols=1), ",stride=1,n=1,"),                   # ints becoming 1: Triton's constants
+    (dict(bias=True), ",b_ptr=*fp32,"),                 # None -> a tensor
+    (dict(dtype=torch.float64), "x_ptr=*fp64,w_ptr=*fp64,b_ptr=None,y_ptr=*fp64,"),
+    (dict(square=True), ",SQUARE=True"),                # a constexpr's value
+    (dict(stride=2**31 + 16), ",stride=i64,"),          # an int outside i32 (a view, no memory)
+], ids=["int_1", "none_to_tensor", "dtype", "constexpr", "i64"])
+def test_a_changed_specialization_is_rekeyed(change, want):
+    dk = _kernel()
+    c = Counting(dk)
+    first = _launch(dk, 3, 5)
+    assert ",b_ptr=None," in first and ",stride=i32,n=i32," in first
+    if change.get("stride", 0) > 2**31:
+        # binding only: the signature, not a launch over 2**31-element rows
+        x = torch.zeros(3, 5, device=DEVICE)
+        sig = dk.bind((3,), (x, x[0], None, torch.zeros(3, 5, device=DEVICE), change["stride"], 5, 0.5),
+                      dict(BLOCK=16, SQUARE=False)).sig
+    else:
+        sig = _launch(dk, change.pop("rows", 3), change.pop("cols", 5), **change)
+    assert want in sig, sig
+    assert c.n == 2
+    # and back: the first key is still cached
+    assert _launch(dk, 3, 5) == first and c.n == 2
+
+
+def test_bool_and_int_constexprs_and_runtime_values_are_keyed_apart():
+    dk = _kernel()
+    x = torch.zeros(2, 4, device=DEVICE)
+
+    def sig(scale, square):
+        return dk.bind((2,), (x, x[0], None, x, 4, 4, scale), dict(BLOCK=16, SQUARE=square)).sig
+    assert sig(1.0, 1).endswith(",scale=fp32,BLOCK=16,SQUARE=1")
+    assert sig(1.0, True).endswith(",scale=fp32,BLOCK=16,SQUARE=True")  # True == 1, but not the same constant
+    assert sig(1, 1).endswith(",scale=1,BLOCK=16,SQUARE=1")  # an int 1 where a float was: Triton's constant
+    assert sig(True, 1).endswith(",scale=i1,BLOCK=16,SQUARE=1")
+    assert sig(3, 1).endswith(",scale=i32,BLOCK=16,SQUARE=1")
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="f64_mode is the interpreter's")
+def test_f64_mode_typing_is_part_of_the_key():
+    dk = _kernel()
+    x = torch.zeros(2, 4, dtype=torch.float64)
+    args = (x, x[0], None, torch.zeros(2, 4, dtype=torch.float64), 4, 4, 0.5)
+    kw = dict(BLOCK=16, SQUARE=False)
+    assert dk.bind((2,), args, kw).sig.startswith("x_ptr=*fp64,")
+    with kad.f64_mode(typed_as=torch.float32):
+        assert dk.bind((2,), args, kw).sig.startswith("x_ptr=*fp32,")
+    assert dk.bind((2,), args, kw).sig.startswith("x_ptr=*fp64,")
+
+
+def test_errors_are_raised_after_a_cached_call():
+    dk = _kernel()
+    _launch(dk, 3, 5)
+    x = torch.randn(3, 5, device=DEVICE, requires_grad=True)
+    w = torch.randn(5, device=DEVICE, requires_grad=True)
+    y = torch.empty(3, 5, device=DEVICE)
+    kw = dict(BLOCK=16, SQUARE=False)
+    with pytest.raises(TypeError, match="argument 'w_ptr' is None"):
+        dk[(3,)](x, None, None, y, 5, 5, 0.5, **kw)
+    with pytest.raises(TypeError, match="must be a torch.Tensor"):
+        dk[(3,)](x, 1.0, None, y, 5, 5, 0.5, **kw)
+    with pytest.raises(TypeError, match="argument 'n' has type str"):
+        dk[(3,)](x, w, None, y, 5, "5", 0.5, **kw)
+    with pytest.raises(ValueError, match="unsigned 64-bit"):
+        dk[(3,)](x, w, None, y, 5, 2**63, 0.5, **kw)
+    with pytest.raises(TypeError, match="missing argument"):
+        dk[(3,)](x, w, None, y, 5, 5, 0.5, BLOCK=16)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        dk[(3,)](x, w, None, y, 5, 5, 0.5, BLOCKS=16, SQUARE=False)
+    with pytest.raises(ValueError, match="share memory"):
+        dk[(3,)](x, w, None, x.detach(), 5, 5, 0.5, **kw)
+    with pytest.raises(ValueError, match="non-negative"):
+        dk[(3, -1)](x, w, None, y, 5, 5, 0.5, **kw)
+    with pytest.raises(TypeError, match="the grid must hold ints"):
+        dk[(3, 1.0)](x, w, None, y, 5, 5, 0.5, **kw)
+    with pytest.raises(ValueError, match="requires grad, but 'b_ptr' is not in"):
+        dk[(3,)](x, w, torch.zeros(5, device=DEVICE, requires_grad=True), y, 5, 5, 0.5, **kw)
+    # and the cached path still works
+    _launch(dk, 3, 5)
+
+
+def test_grid_callable_gets_the_bound_values():
+    dk = _kernel()
+    x = torch.randn(6, 5, device=DEVICE, requires_grad=True)
+    w = torch.randn(5, device=DEVICE, requires_grad=True)
+    seen = []
+
+    def grid(meta):
+        seen.append((meta["n"], meta["BLOCK"]))
+        return (x.shape[0],)
+    for _ in range(2):
+        y = torch.empty(6, 5, device=DEVICE)
+        dk[grid](x, w, None, y, 5, 5, 0.5, BLOCK=16, SQUARE=False)
+    assert seen == [(5, 16), (5, 16)]
+    torch.testing.assert_close(y, (x * w * 0.5).detach(), rtol=1e-6, atol=1e-6)
+
+
+def test_kernel_params_are_read_once_and_forgotten_by_a_pass():
+    ctx = kad.Context()
+    ctx.add_source("k.py", "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+                   "def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n"
+                   "    offs = tl.arange(0, BLOCK)\n"
+                   "    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)\n")
+    k = ctx.specialize("k", "x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16")
+    p = k.params
+    assert p == [("x_ptr", "*fp32"), ("y_ptr", "*fp32"), ("n", "i32")]
+    p.append(("junk", "i32"))  # a copy: the cache is not the caller's list
+    assert k.params == [("x_ptr", "*fp32"), ("y_ptr", "*fp32"), ("n", "i32")]
+    k.run_pass("dce")
+    assert k._params is None
+    assert k.params == [("x_ptr", "*fp32"), ("y_ptr", "*fp32"), ("n", "i32")]
