@@ -32,7 +32,7 @@ def test_bench_gpu_cpu_quick(tmp_path, capsys):
     res = bench.main(["--device", "cpu", "--quick", "--write-doc", "--doc", str(doc)])
 
     names = [k[0] for k in bench.KERNELS]
-    assert names == ["SwiGLU", "GeGLU", "RMSNorm", "LayerNorm", "softmax", "bias-add"]
+    assert names == ["SwiGLU", "GeGLU", "RMSNorm", "LayerNorm", "softmax", "bias-add", "box filter 3x3"]
     assert [(r["kernel"], r["dtype"]) for r in res["rows"]] == [(n, d) for n in names for d in ("fp32", "bf16")]
     for r in res["rows"]:
         for key in ("kad", "atomics", "eager", "floor"):
