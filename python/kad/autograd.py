@@ -307,6 +307,9 @@ class Run:
     def forward(self):
         """Runs the kernel."""
         self.dk._run_forward(self.launch)
+        if self.dk._autotuned and self.launch.device != "cpu":
+            # the autotuner's config made another signature: the backward is the one generated for it
+            self.prep = self.dk._prep(self.launch)
         # keep only detached aliases from here on (one per tensor: an output
         # that is its own dirty tensor keeps `values[n] is dirty[i]`)
         orig = self.dirty
