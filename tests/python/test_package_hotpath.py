@@ -190,7 +190,10 @@ def test_grid_callable_gets_the_bound_values():
     for _ in range(2):
         y = torch.empty(6, 5, device=DEVICE)
         dk[grid](x, w, None, y, 5, 5, 0.5, BLOCK=16, SQUARE=False)
-    assert seen == [(5, 16), (5, 16)]
+    # kad binds the grid once per launch; on CUDA, Triton calls it again when it launches
+    assert seen and all(s == (5, 16) for s in seen), seen
+    if DEVICE == "cpu":
+        assert len(seen) == 2
     torch.testing.assert_close(y, (x * w * 0.5).detach(), rtol=1e-6, atol=1e-6)
 
 
