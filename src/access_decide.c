@@ -1242,22 +1242,25 @@ static const char *cond_str(Access *A, const AccCond *c, bool py)
 
 const char *access_cond_python(Access *A, const AccCond *c) { return cond_str(A, c, true); }
 
-const char *access_cond_host(Access *A, const AccCond *c, const char *args, const char *grid)
+/* c (or, when NULL, p) as Python for the host: parameters as args["p"],
+ * tl.num_programs(k) as grid[k]. */
+static const char *host_str(Access *A, const AccCond *c, const AccPoly *p, const char *args, const char *grid)
 {
     A->host_args = args;
     A->host_grid = grid;
-    const char *s = cond_str(A, c, true);
+    const char *s = c ? cond_str(A, c, true) : poly_str(A, p, true);
     A->host_args = A->host_grid = NULL;
     return s;
 }
 
+const char *access_cond_host(Access *A, const AccCond *c, const char *args, const char *grid)
+{
+    return host_str(A, c, NULL, args, grid);
+}
+
 const char *ac_poly_host(Access *A, const AccPoly *p, const char *args, const char *grid)
 {
-    A->host_args = args;
-    A->host_grid = grid;
-    const char *s = poly_str(A, p, true);
-    A->host_args = A->host_grid = NULL;
-    return s;
+    return host_str(A, NULL, p, args, grid);
 }
 
 /* A scalar computed from int parameters, constants and num_programs
