@@ -98,8 +98,14 @@ pytest: all venv
 real: all venv
 	$(VPY) tests/real/run.py --write-doc
 
-demo: all venv
-	$(VPY) examples/demo.py
+# The demo needs numpy alone: a small venv of its own (the test venv is not built for it).
+DEMO_VENV := .venv-demo
+$(DEMO_VENV)/.done:
+	$(PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/python -m pip install -q --disable-pip-version-check "numpy>=1.24"
+	touch $@
+demo: all $(DEMO_VENV)/.done
+	$(DEMO_VENV)/bin/python examples/demo.py
 
 bench: all
 	$(CC) $(WARN) $(CPPFLAGS) -O2 -Isrc bench/frontend_bench.c build/libkad.a -lm -o build/frontend_bench
