@@ -68,6 +68,7 @@ static bool sval_same(SVal a, SVal b)
     case SV_CONST: return const_eq(a.c, b.c);
     case SV_VALUE: return a.v == b.v;
     case SV_TUPLE:
+    case SV_BLOCKPTR:
         if (a.n != b.n)
             return false;
         for (int i = 0; i < a.n; i++)
@@ -111,7 +112,7 @@ static SVal fill(Sema *S, SVal x, const ValId *res, const char *hint)
             sema_name_value(S, r, hint);
         return r;
     }
-    if (x.kind == SV_TUPLE) {
+    if (x.kind == SV_TUPLE || x.kind == SV_BLOCKPTR) {
         SVal t = x;
         t.elts = arena_alloc(S->a, sizeof *t.elts * (size_t)(x.n ? x.n : 1));
         for (int i = 0; i < x.n; i++)
@@ -168,7 +169,7 @@ static SVal merge_one(Sema *S, Merge *m, SVal t, SVal e, Block *tb, Block *eb, c
         return sval_error();
     if (sval_same(t, e))
         return t;
-    if (t.kind == SV_TUPLE && e.kind == SV_TUPLE && t.n == e.n) {
+    if ((t.kind == SV_TUPLE || t.kind == SV_BLOCKPTR) && e.kind == t.kind && t.n == e.n) {
         SVal r = t;
         r.elts = arena_alloc(S->a, sizeof *r.elts * (size_t)(t.n ? t.n : 1));
         for (int i = 0; i < t.n; i++)
@@ -470,6 +471,13 @@ static SVal carry_template(Sema *S, Carried *c, SVal init, const char *name, Loc
             t.elts[i] = carry_template(S, c, init.elts[i], name, loc);
         return t;
     }
+    if (init.kind == SV_BLOCKPTR) { /* only the offsets may change (tl.advance) */
+        SVal t = init;
+        t.elts = arena_alloc(S->a, sizeof *t.elts * BP_N);
+        memcpy(t.elts, init.elts, sizeof *t.elts * BP_N);
+        t.elts[BP_OFFSETS] = carry_template(S, c, init.elts[BP_OFFSETS], name, loc);
+        return t;
+    }
     return init;
 }
 
@@ -545,6 +553,22 @@ static void carry_yield(Sema *S, SVal tmpl, SVal nv, const ValId *params, ValId 
             diag_error(S->d, loc, "loop-carried variable '%s' has type %s before the loop and is %s after an iteration",
                        name, sema_type_str(S, pt), sema_describe(S, nv));
         }
+        return;
+    }
+    if (tmpl.kind == SV_BLOCKPTR) {
+        if (nv.kind != SV_BLOCKPTR) {
+            diag_error(S->d, loc, "loop-carried variable '%s' is a block pointer before the loop and %s after an "
+                       "iteration", name, sema_describe(S, nv));
+            return;
+        }
+        for (int i = 0; i < BP_N; i++)
+            if (i != BP_OFFSETS && !sval_same(tmpl.elts[i], nv.elts[i])) {
+                diag_error(S->d, loc, "block pointer '%s' changes its %s in the loop; only its offsets can change "
+                           "(tl.advance)", name, i == BP_BASE ? "base" : i == BP_SHAPE ? "shape"
+                           : i == BP_STRIDES ? "strides" : i == BP_BLOCK ? "block shape" : "order");
+                return;
+            }
+        carry_yield(S, tmpl.elts[BP_OFFSETS], nv.elts[BP_OFFSETS], params, ys, name, loc);
         return;
     }
     if (tmpl.kind == SV_TUPLE) {
