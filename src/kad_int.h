@@ -487,6 +487,14 @@ typedef struct Inst {
     Loc loc;                      /* the source construct it came from */
 } Inst;
 
+/* tl.range's scheduling hints on an OP_FOR (nints = 0: none given): ints[LH_*].
+ * LH_STAGES and LH_UNROLL hold the value or -1; LH_GIVEN and LH_TRUE are
+ * bit sets (LHB_*) of the boolean hints written and of those set to True. */
+enum { LH_STAGES, LH_UNROLL, LH_GIVEN, LH_TRUE, LH_N };
+enum { LHB_FLATTEN = 1, LHB_WARP_SPECIALIZE = 2, LHB_NO_ACC_MULTI_BUFFER = 4, LHB_DISABLE_LICM = 8 };
+/* The hints' names (tl.range keywords) and the bit of each boolean one. */
+extern const struct LoopHint { const char *name; int bit; } loop_hints[6];
+
 /* A region: parameters, then instructions; the last instruction of a
  * region of for/if/while-body is OP_YIELD, of a while-cond OP_CONDITION.
  * A region whose parent yields nothing still ends in an empty yield. */

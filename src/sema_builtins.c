@@ -1980,6 +1980,7 @@ static const Builtin tl_builtins[] = {
     {"max_constancy", b_hint, "input,values", 0},
     {"static_assert", b_static_assert, "cond,msg=", 0},
     {"static_print", b_nothing, "*values", 0},
+    {"device_print", b_nothing, "prefix,*args,hex=", 0}, /* dropped: kad prints nothing from kernels */
     {"device_assert", b_device_assert, "cond,msg=,mask=", 0},
     {"debug_barrier", b_nothing, "", 0},
     {"rand", b_rand, "seed,offset,n_rounds=", OP_RAND},
