@@ -4,8 +4,6 @@
 # checked, tl.device_assert kept in the backward's recomputation, tl.device_print dropped.
 # RUN: emit %s:rowsum --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,stride=i32,BLOCK=16'
 # RUN: grad %s:rowsum --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,stride=i32,BLOCK=16' --wrt x_ptr --out y_ptr
-# RUN: ir %s:rowsum --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,stride=i32,BLOCK=16'
-# ROUNDTRIP
 import triton
 import triton.language as tl
 

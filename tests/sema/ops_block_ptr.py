@@ -3,11 +3,10 @@
 # lower bound), padding "zero" -> other=0, "nan" -> other=nan, none -> no other; shapes and
 # runtime strides in int64, offsets in int32; a loop carries a block pointer's offsets only, and
 # tl.advance / bp.advance add to them; block pointers merge across a runtime `if` and pass
-# through helpers.
+# through helpers.  (ops_block_ptr_loop.py round-trips a loop's IR with its hints.)
 # RUN: ir %s:tile2d --sig 'x_ptr=*fp32,y_ptr=*fp32,M=i32,N=i32,stride_m=i32,BM=16,BN=8'
 # RUN: ir %s:rows_loop --sig 'x_ptr=*fp16,out_ptr=*fp32,M=i32,N=i32,stride_m=i64,BM=8,BN=16'
 # RUN: ir %s:pick --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,flag=i32,B=16'
-# ROUNDTRIP
 import triton
 import triton.language as tl
 
