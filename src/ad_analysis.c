@@ -31,6 +31,7 @@
  * is what ad_rev.c's emission assumes without checking again.  fw is not
  * modified.
  */
+#include <math.h>
 #include <string.h>
 
 #include "kad_int.h"
@@ -533,6 +534,15 @@ static bool zero_const(const Ad *ad, ValId v)
     while (in && (in->op == OP_BROADCAST || in->op == OP_EXPAND_DIMS))
         in = ad->def[in->args[0]];
     return in && in->op == OP_CONST && is_float_type(fty(ad, in->res[0])) && in->fval == 0.0;
+}
+
+/* Is v a float NaN constant (through broadcasts)? */
+static bool nan_const(const Ad *ad, ValId v)
+{
+    const Inst *in = ad->def[v];
+    while (in && (in->op == OP_BROADCAST || in->op == OP_EXPAND_DIMS))
+        in = ad->def[in->args[0]];
+    return in && in->op == OP_CONST && is_float_type(fty(ad, in->res[0])) && isnan(in->fval);
 }
 
 /* The class of the result of `in` from its operands' classes. */
@@ -1202,6 +1212,12 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
         case OP_LOAD: {
             ValId p = in->args[0];
             int r = ad->root[p];
+            /* NaN lanes meet zero adjoints in the backward's products and sums (0 * NaN) */
+            if ((in->flags & IF_HAS_OTHER) && ad->useful[in->res[0]] && nan_const(ad, in->args[2]))
+                diag_error(ad->d, in->loc,
+                           "cannot differentiate through a load whose masked-off lanes are NaN "
+                           "(other=nan, padding_option=\"nan\"): the backward would multiply their "
+                           "zero adjoints by NaN; use other=0 or padding_option=\"zero\"");
             if (r == ROOT_AMBIG)
                 diag_error(ad->d, in->loc,
                            "cannot differentiate a load through a pointer of ambiguous provenance "

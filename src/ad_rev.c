@@ -253,6 +253,19 @@ static const ValId *carriers(const Inst *in)
     return in->op == OP_IF ? in->res : in->regions[0]->params + lead_params(in);
 }
 
+/* A for's tl.range hints on its copy in the backward, less warp_specialize:
+ * the backward's loop body (adjoints, atomics) is not the one the user
+ * specialized warps for. */
+static void copy_loop_hints(Inst *dst, const Inst *src)
+{
+    if (src->op != OP_FOR || src->nints != LH_N)
+        return;
+    memcpy(dst->ints, src->ints, sizeof(int32_t) * LH_N);
+    dst->nints = LH_N;
+    dst->ints[LH_GIVEN] &= ~LHB_WARP_SPECIALIZE;
+    dst->ints[LH_TRUE] &= ~LHB_WARP_SPECIALIZE;
+}
+
 /* for, if, while in the primal sweep: the same op over the copied regions,
  * carrying shadows next to the carried pointers. */
 static void clone_region_op(Ad *ad, Block *bb, const Inst *in)
@@ -265,6 +278,7 @@ static void clone_region_op(Ad *ad, Block *bb, const Inst *in)
     add_carried(ad, &s, in->op == OP_IF ? NULL : in->args + nfix, in->res, n, NULL, sh);
     ir_emit(ad->bw, bb, (OpKind)in->op, s.args, s.na, s.tys, s.nt, in->loc);
     int idx = bb->insts.n - 1;
+    copy_loop_hints(&bb->insts.v[idx], in);
     for (int r = 0; r < in->nregions; r++) {
         Block *reg = ir_inst_add_region(ad->bw, &bb->insts.v[idx]);
         add_params(ad, reg, in->regions[r], lead_params(in), NULL, sh);
@@ -942,6 +956,7 @@ static void adj_loop(Ad *ad, Block *bb, const Inst *in)
     add_adjoints(&eo, &s, L);
     ir_emit(ad->bw, bb, (OpKind)in->op, s.args, s.na, s.tys, s.nt, in->loc);
     int idx = bb->insts.n - 1;
+    copy_loop_hints(&bb->insts.v[idx], in);
     for (int r = 0; r < in->nregions; r++) {
         const Block *fr = in->regions[r];
         Block *reg = ir_inst_add_region(ad->bw, &bb->insts.v[idx]);

@@ -150,6 +150,25 @@ static const char *range_args(Emitter *E, InstInfo *info)
     return arena_printf(E->a, "%s, %s, %s", lb.s, ub.s, st.s);
 }
 
+/* range(...), or tl.range(..., hints) when the loop has scheduling hints. */
+static const char *range_call(Emitter *E, InstInfo *info)
+{
+    const Inst *in = info->in;
+    if (in->nints != LH_N)
+        return arena_printf(E->a, "range(%s)", range_args(E, info));
+    Buf b = {.a = E->a};
+    buf_printf(&b, "tl.range(%s", range_args(E, info));
+    for (int h = 0; h < 6; h++) {
+        int bit = loop_hints[h].bit;
+        if (bit && (in->ints[LH_GIVEN] & bit))
+            buf_printf(&b, ", %s=%s", loop_hints[h].name, (in->ints[LH_TRUE] & bit) ? "True" : "False");
+        else if (!bit && in->ints[h == 0 ? LH_STAGES : LH_UNROLL] >= 0)
+            buf_printf(&b, ", %s=%d", loop_hints[h].name, (int)in->ints[h == 0 ? LH_STAGES : LH_UNROLL]);
+    }
+    buf_putc(&b, ')');
+    return buf_str(&b);
+}
+
 /* The statements of one instruction (control flow: its header and inits
  * only when measuring). */
 void em_print_inst(Emitter *E, Buf *b, InstInfo *info, int depth)
@@ -180,7 +199,7 @@ void em_print_inst(Emitter *E, Buf *b, InstInfo *info, int depth)
         int nc = in->nargs - 3;
         em_print_moves(E, b, depth, info, 3, body->params + 1, nc, CTX_SLOT);
         indent(b, depth);
-        buf_printf(b, "for %s in range(%s):\n", em_var_name(E, body->params[0]), range_args(E, info));
+        buf_printf(b, "for %s in %s:\n", em_var_name(E, body->params[0]), range_call(E, info));
         if (!E->measuring)
             pass_if_empty(b, print_region(E, b, info, 0, depth + 1, body->params + 1, nc), depth + 1);
         return;

@@ -379,6 +379,12 @@ static bool is_reduction(OpKind op)
     return op == OP_SUM || op == OP_MAX || op == OP_MIN || op == OP_ARGMAX || op == OP_ARGMIN;
 }
 
+const struct LoopHint loop_hints[6] = {
+    {"num_stages", 0}, {"loop_unroll_factor", 0}, {"flatten", LHB_FLATTEN},
+    {"warp_specialize", LHB_WARP_SPECIALIZE}, {"disallow_acc_multi_buffer", LHB_NO_ACC_MULTI_BUFFER},
+    {"disable_licm", LHB_DISABLE_LICM},
+};
+
 /* Attributes in braces after the operands ({axis = 1, keep_dims}, ...). */
 static void put_attrs(Printer *p, const Inst *in)
 {
@@ -482,6 +488,18 @@ static void print_inst(Printer *p, const Inst *in, int depth)
         put_val(p, in->nargs > 1 ? in->args[1] : 0);
         buf_puts(b, " step ");
         put_val(p, in->nargs > 2 ? in->args[2] : 0);
+        if (in->nints == LH_N) { /* hints {num_stages = 3, flatten = 1} */
+            const char *sep = " hints {";
+            for (int h = 0; h < 6; h++) {
+                int v = loop_hints[h].bit ? ((in->ints[LH_GIVEN] & loop_hints[h].bit) ? (in->ints[LH_TRUE] & loop_hints[h].bit) != 0 : -1)
+                                          : in->ints[h == 0 ? LH_STAGES : LH_UNROLL];
+                if (v < 0)
+                    continue;
+                buf_printf(b, "%s%s = %d", sep, loop_hints[h].name, v);
+                sep = ", ";
+            }
+            buf_puts(b, "}");
+        }
         if (in->nargs > 3 || (r && r->nparams > 1)) {
             buf_puts(b, " iter_args");
             put_bindings(p, r, 1, in->args + (in->nargs > 3 ? 3 : in->nargs),

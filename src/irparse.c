@@ -677,6 +677,30 @@ static void parse_for(P *p, Block *b, const Tok *res, int nres, Loc loc, int dep
     args[1] = parse_use(p);
     expect_id(p, "step");
     args[2] = parse_use(p);
+    int32_t hints[LH_N] = {-1, -1, 0, 0};
+    bool has_hints = false;
+    if (at_id(p, "hints")) { /* hints {num_stages = 3, flatten = 1} */
+        next(p);
+        Attr as[6];
+        int na = parse_attrs(p, as, 6);
+        has_hints = true;
+        for (int i = 0; i < na; i++) {
+            int h = 0;
+            while (h < 6 && strcmp(loop_hints[h].name, as[i].key) != 0)
+                h++;
+            if (h == 6 || as[i].kind != A_INT || as[i].ival < 0 || as[i].ival > INT32_MAX ||
+                (loop_hints[h].bit && as[i].ival > 1))
+                perr(p, as[i].loc, "'for' hints: expected num_stages, loop_unroll_factor (ints >= 0) or flatten, "
+                     "warp_specialize, disallow_acc_multi_buffer, disable_licm (0 or 1), found '%s'", as[i].key);
+            if (!loop_hints[h].bit) {
+                hints[h == 0 ? LH_STAGES : LH_UNROLL] = (int32_t)as[i].ival;
+            } else {
+                hints[LH_GIVEN] |= loop_hints[h].bit;
+                if (as[i].ival)
+                    hints[LH_TRUE] |= loop_hints[h].bit;
+            }
+        }
+    }
     Tok names[MAX_VALUES];
     int n = 0;
     if (at_id(p, "iter_args")) {
@@ -696,6 +720,11 @@ static void parse_for(P *p, Block *b, const Tok *res, int nres, Loc loc, int dep
     parse_region_body(p, body, depth);
     scope_close(p, mark);
     emit_cf(p, b, OP_FOR, args, n + 3, &body, 1, res, tys, nres, loc);
+    if (has_hints) {
+        Inst *in = &b->insts.v[b->insts.n - 1];
+        memcpy(in->ints, hints, sizeof hints);
+        in->nints = LH_N;
+    }
 }
 
 /* if := [results '='] 'if' %cond ['->' '(' types ')'] region ['else' region] */

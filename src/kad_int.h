@@ -487,6 +487,14 @@ typedef struct Inst {
     Loc loc;                      /* the source construct it came from */
 } Inst;
 
+/* tl.range's scheduling hints on an OP_FOR (nints = 0: none given): ints[LH_*].
+ * LH_STAGES and LH_UNROLL hold the value or -1; LH_GIVEN and LH_TRUE are
+ * bit sets (LHB_*) of the boolean hints written and of those set to True. */
+enum { LH_STAGES, LH_UNROLL, LH_GIVEN, LH_TRUE, LH_N };
+enum { LHB_FLATTEN = 1, LHB_WARP_SPECIALIZE = 2, LHB_NO_ACC_MULTI_BUFFER = 4, LHB_DISABLE_LICM = 8 };
+/* The hints' names (tl.range keywords) and the bit of each boolean one. */
+extern const struct LoopHint { const char *name; int bit; } loop_hints[6];
+
 /* A region: parameters, then instructions; the last instruction of a
  * region of for/if/while-body is OP_YIELD, of a while-cond OP_CONDITION.
  * A region whose parent yields nothing still ends in an empty yield. */
@@ -688,13 +696,22 @@ typedef enum SvKind {
     SV_BUILTIN, /* a builtin function: qual ("triton.language.exp", "builtins.min", "triton.cdiv") */
     SV_FUNC,    /* a @triton.jit function: fn of module mod */
     SV_METHOD,  /* a bound method: elts[0] is self, qual is the method name ("to", "reshape") */
+    SV_BLOCKPTR, /* tl.make_block_ptr's block pointer: elts[BP_*], n = BP_N (see below) */
 } SvKind;
+
+/* The parts of an SV_BLOCKPTR.  A block pointer exists only in sema: its
+ * loads and stores lower to tiles of pointers and masks (sema_builtins.c),
+ * so the IR never holds one.  base: a scalar pointer value; shape and
+ * strides: tuples of int constants or i64 scalars; offsets: a tuple of int
+ * constants or i32 scalars (what a loop carries, what tl.advance changes);
+ * block and order: tuples of int constants. */
+enum { BP_BASE, BP_SHAPE, BP_STRIDES, BP_OFFSETS, BP_BLOCK, BP_ORDER, BP_N };
 
 typedef struct SVal {
     SvKind kind;
     ConstVal c;          /* SV_CONST */
     ValId v;             /* SV_VALUE */
-    struct SVal *elts;   /* SV_TUPLE, SV_METHOD */
+    struct SVal *elts;   /* SV_TUPLE, SV_METHOD, SV_BLOCKPTR */
     int n;
     const char *qual;    /* SV_MODULE, SV_BUILTIN, SV_METHOD */
     const FuncDef *fn;   /* SV_FUNC */

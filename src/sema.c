@@ -52,7 +52,7 @@ bool sval_has_value(SVal x)
 {
     if (x.kind == SV_VALUE)
         return true;
-    if (x.kind == SV_TUPLE || x.kind == SV_METHOD)
+    if (x.kind == SV_TUPLE || x.kind == SV_METHOD || x.kind == SV_BLOCKPTR)
         for (int i = 0; i < x.n; i++)
             if (sval_has_value(x.elts[i]))
                 return true;
@@ -63,7 +63,7 @@ static bool sval_has_error(SVal x)
 {
     if (x.kind == SV_ERROR)
         return true;
-    if (x.kind == SV_TUPLE)
+    if (x.kind == SV_TUPLE || x.kind == SV_BLOCKPTR)
         for (int i = 0; i < x.n; i++)
             if (sval_has_error(x.elts[i]))
                 return true;
@@ -91,6 +91,7 @@ const char *sema_describe(Sema *S, SVal x)
     case SV_BUILTIN: return arena_printf(S->a, "the function '%s'", x.qual);
     case SV_FUNC: return arena_printf(S->a, "the function '%s'", x.fn->name);
     case SV_METHOD: return arena_printf(S->a, "the method '%s'", x.qual);
+    case SV_BLOCKPTR: return arena_printf(S->a, "a block pointer of %d dimensions", x.elts[BP_BLOCK].n);
     }
     return "?";
 }

@@ -446,6 +446,218 @@ static bool arg_mask(Call *c, int i, Opnd *o)
 /* tl.load's and tl.store's eviction_policy. */
 static const char *const evict_policies[] = {"evict_last", "evict_first", NULL};
 
+/* ------------------------------------------------------------------ */
+/* Block pointers                                                      */
+/* ------------------------------------------------------------------ */
+
+/* A block pointer (SV_BLOCKPTR, kad_int.h) lives only in sema: tl.load and
+ * tl.store lower it to the tile of pointers
+ *     base + sum_d (offsets[d] + arange(0, block[d])) * strides[d]
+ * (axis d of the block along axis d of the tile) and, for the dimensions in
+ * boundary_check, the mask  0 <= offsets[d] + arange(0, block[d]) < shape[d],
+ * so that the access analysis, the interpreter, AD and the emitter see
+ * ordinary pointer arithmetic.  `order` is a layout hint and only checked.
+ * Types follow Triton's semantic.make_block_ptr: shape and strides are
+ * int64, offsets int32 (an int64 offset value is refused, as Triton does);
+ * offsets stay constants where they are, so `(0, 0)` costs nothing. */
+
+static SVal sval_blockptr(Lower *L, const SVal *parts)
+{
+    SVal s = {.kind = SV_BLOCKPTR, .n = BP_N};
+    s.elts = arena_alloc(L->a, sizeof *s.elts * BP_N);
+    memcpy(s.elts, parts, sizeof *s.elts * BP_N);
+    return s;
+}
+
+/* Argument i as a tuple of block pointer coordinates (Triton accepts one
+ * element for a 1-D block): int constants in range, or integer scalars,
+ * converted to int64 (wide) or int32 (refusing int64, as Triton does). */
+static bool bp_coords(Call *c, int i, bool wide, SVal *out)
+{
+    Lower *L = c->L;
+    SVal x = c->a[i];
+    const SVal *e = &x;
+    int n = 1;
+    if (x.kind == SV_TUPLE)
+        e = x.elts, n = x.n;
+    if (n > KAD_MAX_RANK)
+        return arg_wrong(c, i, arena_printf(L->a, "a tuple of at most %d entries", KAD_MAX_RANK));
+    SVal *r = arena_alloc(L->a, sizeof *r * (size_t)(n ? n : 1));
+    for (int k = 0; k < n; k++) {
+        SVal v = e[k];
+        if (sval_is_int(v)) {
+            int64_t lim = wide ? INT64_MAX : INT32_MAX;
+            if (!wide && (v.c.i < INT32_MIN || v.c.i > lim)) {
+                diag_error(L->d, c->loc, "%s: block pointers only support 32-bit '%s', got %lld", c->fname,
+                           c->pname[i], (long long)v.c.i);
+                return false;
+            }
+            r[k] = sval_int(v.c.i);
+            continue;
+        }
+        Type t = v.kind == SV_VALUE ? ops_type(L, v.v) : type_scalar(DT_VOID);
+        if (v.kind != SV_VALUE || t.rank != 0 || !dtype_is_int((Dtype)t.dt) || t.dt == DT_I1) {
+            diag_error(L->d, c->loc, "%s: '%s' must hold integer scalars or constexpr ints, got %s", c->fname,
+                       c->pname[i], ops_describe(L, v));
+            return false;
+        }
+        if (!wide && t.dt == DT_I64) {
+            diag_error(L->d, c->loc, "%s: block pointers only support 32-bit '%s'; add a `.to(tl.int32)` or use "
+                       "a tile of pointers for 64-bit offsets", c->fname, c->pname[i]);
+            return false;
+        }
+        r[k] = sval_value(ops_cast(L, v.v, wide ? DT_I64 : DT_I32, c->loc));
+    }
+    *out = sval_tuple(L, r, n);
+    return true;
+}
+
+static SVal b_make_block_ptr(Call *c)
+{
+    Lower *L = c->L;
+    SVal parts[BP_N];
+    SVal base = c->a[0];
+    if (base.kind != SV_VALUE || ops_type(L, base.v).dt != DT_PTR || ops_type(L, base.v).rank != 0)
+        return ops_fail(L, c->loc, "%s: 'base' must be a scalar pointer, got %s", c->fname, ops_describe(L, base));
+    parts[BP_BASE] = base;
+    if (!bp_coords(c, 1, true, &parts[BP_SHAPE]) || !bp_coords(c, 2, true, &parts[BP_STRIDES]) ||
+        !bp_coords(c, 3, false, &parts[BP_OFFSETS]))
+        return sval_error();
+    int64_t blk[KAD_MAX_RANK + 1], ord[KAD_MAX_RANK + 1];
+    int nb, no;
+    if (!int_list(c, c->a[4], true, blk, KAD_MAX_RANK, &nb, "'block_shape'") || !check_shape(c, nb, blk) ||
+        !int_list(c, c->a[5], true, ord, KAD_MAX_RANK, &no, "'order'"))
+        return sval_error();
+    if (nb == 0)
+        return ops_fail(L, c->loc, "%s: 'block_shape' must not be empty", c->fname);
+    bool seen[KAD_MAX_RANK] = {0};
+    for (int k = 0; k < no; k++) {
+        if (ord[k] < 0 || ord[k] >= no || seen[ord[k]])
+            return ops_fail(L, c->loc, "%s: 'order' must be a permutation of 0..%d", c->fname, no - 1);
+        seen[ord[k]] = true;
+    }
+    if (parts[BP_SHAPE].n != nb || parts[BP_STRIDES].n != nb || parts[BP_OFFSETS].n != nb || no != nb)
+        return ops_fail(L, c->loc, "%s: shape, strides, offsets, block_shape and order must have the same length "
+                        "(got %d, %d, %d, %d and %d)", c->fname, parts[BP_SHAPE].n, parts[BP_STRIDES].n,
+                        parts[BP_OFFSETS].n, nb, no);
+    SVal b[KAD_MAX_RANK], o[KAD_MAX_RANK];
+    for (int k = 0; k < nb; k++)
+        b[k] = sval_int(blk[k]), o[k] = sval_int(ord[k]);
+    parts[BP_BLOCK] = sval_tuple(L, b, nb);
+    parts[BP_ORDER] = sval_tuple(L, o, nb);
+    return sval_blockptr(L, parts);
+}
+
+/* tl.advance(bp, offsets) and bp.advance(offsets): the offsets added (int32). */
+static SVal b_advance(Call *c)
+{
+    Lower *L = c->L;
+    SVal bp = c->a[0];
+    if (bp.kind != SV_BLOCKPTR)
+        return ops_fail(L, c->loc, "%s: 'base' must be a block pointer (tl.make_block_ptr), got %s", c->fname,
+                        ops_describe(L, bp));
+    SVal d;
+    if (!bp_coords(c, 1, false, &d))
+        return sval_error();
+    SVal off = bp.elts[BP_OFFSETS];
+    if (d.n != off.n)
+        return ops_fail(L, c->loc, "%s: %d offsets given for a block pointer of %d dimensions", c->fname, d.n, off.n);
+    SVal r[KAD_MAX_RANK];
+    for (int k = 0; k < off.n; k++) {
+        if (sval_is_int(off.elts[k]) && sval_is_int(d.elts[k])) {
+            int64_t v = off.elts[k].c.i + d.elts[k].c.i; /* both in int32: no overflow in int64 */
+            r[k] = v >= INT32_MIN && v <= INT32_MAX ? sval_int(v)
+                                                     : sval_value(ops_emit_const(L, (ConstVal){.kind = CK_INT, .i = v},
+                                                                                 type_scalar(DT_I32), c->loc));
+        } else if (sval_is_int(d.elts[k]) && d.elts[k].c.i == 0) {
+            r[k] = off.elts[k];
+        } else {
+            /* int32 + int32 (a constant fits): int32, wrapping as Triton's does */
+            ValId a = sval_is_int(off.elts[k]) ? ops_emit_const(L, off.elts[k].c, type_scalar(DT_I32), c->loc)
+                                                : off.elts[k].v;
+            ValId b = sval_is_int(d.elts[k]) ? ops_emit_const(L, d.elts[k].c, type_scalar(DT_I32), c->loc)
+                                              : d.elts[k].v;
+            if (!a || !b)
+                return sval_error();
+            r[k] = sval_value(ops_emit2(L, OP_ADD, type_scalar(DT_I32), a, b, c->loc));
+        }
+    }
+    SVal parts[BP_N];
+    memcpy(parts, bp.elts, sizeof parts);
+    parts[BP_OFFSETS] = sval_tuple(L, r, off.n);
+    return sval_blockptr(L, parts);
+}
+
+/* tl.load's and tl.store's boundary_check (argument i) for a block of rank
+ * dims: check[d] set for each dimension listed (an int or a tuple of ints,
+ * each once, as Triton's _canonicalize_boundary_check). */
+static bool bp_boundary_check(Call *c, int i, int rank, bool *check)
+{
+    memset(check, 0, sizeof *check * (size_t)rank);
+    if (absent(c, i) || (c->a[i].kind == SV_TUPLE && c->a[i].n == 0))
+        return true;
+    int64_t d[KAD_MAX_RANK + 1];
+    int n;
+    if (!int_list(c, c->a[i], true, d, KAD_MAX_RANK, &n, "'boundary_check'"))
+        return false;
+    for (int k = 0; k < n; k++) {
+        if (d[k] < 0 || d[k] >= rank) {
+            diag_error(c->L->d, c->loc, "%s: boundary_check dimension %lld is out of range for a block of %d "
+                       "dimensions", c->fname, (long long)d[k], rank);
+            return false;
+        }
+        if (check[d[k]]) {
+            diag_error(c->L->d, c->loc, "%s: duplicate dimension %lld in boundary_check", c->fname,
+                       (long long)d[k]);
+            return false;
+        }
+        check[d[k]] = true;
+    }
+    return true;
+}
+
+/* The tile of pointers a block pointer addresses and the mask of its
+ * boundary checks (*mask = none when check selects no dimension). */
+static bool bp_lower(Call *c, SVal bp, const bool *check, SVal *ptr, SVal *mask)
+{
+    Lower *L = c->L;
+    int rank = bp.elts[BP_BLOCK].n;
+    SVal p = bp.elts[BP_BASE], m = sval_none();
+    for (int d = 0; d < rank; d++) {
+        SVal off = bp.elts[BP_OFFSETS].elts[d], stride = bp.elts[BP_STRIDES].elts[d];
+        int32_t blk[1] = {(int32_t)bp.elts[BP_BLOCK].elts[d].c.i};
+        SVal idx = sval_value(ops_emit_attr(L, OP_ARANGE, type_tile(DT_I32, 1, blk), 0, 0, 0, c->loc));
+        if (!(sval_is_int(off) && off.c.i == 0))
+            idx = lower_binop(L, BO_ADD, off, idx, c->loc);
+        if (idx.kind == SV_ERROR)
+            return false;
+        for (int k = 0; k < rank; k++) /* axis d of the block on axis d of the tile */
+            if (k != d)
+                idx = sval_value(ops_expand_dims(L, idx.v, k, c->loc));
+        SVal term = idx;
+        if (sval_is_int(stride)) {
+            if (stride.c.i != 1) /* in int64, as Triton computes block pointer addresses */
+                term = lower_binop(L, BO_MUL, sval_value(ops_cast(L, idx.v, DT_I64, c->loc)), stride, c->loc);
+        } else {
+            term = lower_binop(L, BO_MUL, idx, stride, c->loc); /* stride is int64 */
+        }
+        p = lower_binop(L, BO_ADD, p, term, c->loc);
+        if (term.kind == SV_ERROR || p.kind == SV_ERROR)
+            return false;
+        if (!check[d])
+            continue;
+        SVal in = lower_compare(L, CO_LT, idx, bp.elts[BP_SHAPE].elts[d], c->loc);
+        if (!(sval_is_int(off) && off.c.i >= 0)) /* a constant offset >= 0 needs no lower bound */
+            in = lower_binop(L, BO_BITAND, lower_compare(L, CO_GE, idx, sval_int(0), c->loc), in, c->loc);
+        m = sval_is_none(m) ? in : lower_binop(L, BO_BITAND, m, in, c->loc);
+        if (m.kind == SV_ERROR)
+            return false;
+    }
+    *ptr = p;
+    *mask = m;
+    return true;
+}
+
 /* boundary_check=() or None is the default; anything else asks for block
  * pointer semantics. */
 static bool boundary_check_given(Call *c, int i)
@@ -454,18 +666,103 @@ static bool boundary_check_given(Call *c, int i)
     return c->has[i] && !(x.kind == SV_TUPLE && x.n == 0) && !sval_is_none(x);
 }
 
-/* Refuses argument i (boundary_check, padding_option): it only means
- * something for block pointers. */
+/* Refuses argument i (boundary_check, padding_option) on a tile of
+ * pointers: it only means something for block pointers. */
 static SVal block_ptr_only(Call *c, int i)
 {
-    return ops_fail(c->L, c->loc, "%s: '%s' is only valid with block pointers, which kad does not support",
-                    c->fname, c->pname[i]);
+    return ops_fail(c->L, c->loc, "%s: '%s' is only valid with block pointers (tl.make_block_ptr), not with a "
+                    "tile of pointers", c->fname, c->pname[i]);
+}
+
+/* tl.load/tl.store on a block pointer: rewrites the call's pointer (slot
+ * 0), mask (slot mslot) and, for a load, other (slot 2) into their tile of
+ * pointers form; boundary_check and padding_option are consumed. */
+static bool bp_rewrite(Call *c, int mslot, int bcslot, int padslot)
+{
+    Lower *L = c->L;
+    SVal bp = c->a[0];
+    bool is_load = padslot >= 0;
+    if (!absent(c, mslot) || (is_load && !absent(c, 2))) {
+        diag_error(L->d, c->loc, "%s: 'mask' and 'other' cannot be given with a block pointer; use "
+                   "boundary_check and padding_option", c->fname);
+        return false;
+    }
+    int rank = bp.elts[BP_BLOCK].n;
+    bool check[KAD_MAX_RANK];
+    if (!bp_boundary_check(c, bcslot, rank, check))
+        return false;
+    Dtype elem = (Dtype)ops_type(L, bp.elts[BP_BASE].v).elem;
+    const char *pad = "";
+    if (is_load) {
+        if (!arg_str(c, padslot, "", &pad))
+            return false;
+        if (*pad && strcmp(pad, "zero") != 0 && strcmp(pad, "nan") != 0) {
+            diag_error(L->d, c->loc, "%s: padding option '%s' is not supported (\"zero\", \"nan\" or \"\")",
+                       c->fname, pad);
+            return false;
+        }
+        if (!strcmp(pad, "nan") && !dtype_is_float(elem)) {
+            diag_error(L->d, c->loc, "%s: padding option \"nan\" is not supported for integer block pointers",
+                       c->fname);
+            return false;
+        }
+    }
+    SVal p, m;
+    if (!bp_lower(c, bp, check, &p, &m))
+        return false;
+    c->a[0] = p;
+    c->has[bcslot] = false;
+    if (!sval_is_none(m)) {
+        c->a[mslot] = m, c->has[mslot] = true;
+        /* no padding: Triton leaves the lanes undefined; kad's load gives 0 there */
+        if (*pad)
+            c->a[2] = !strcmp(pad, "nan") ? sval_float(NAN) : sval_int(0), c->has[2] = true;
+    }
+    if (is_load)
+        c->has[padslot] = false;
+    return true;
+}
+
+/* tl.store on a block pointer: the value must have the block's shape (or
+ * be a scalar) and the pointee's dtype, as Triton's _store_block_pointer
+ * asserts (a constant counts with Triton's to_tensor dtype). */
+static bool bp_store_value(Call *c)
+{
+    Lower *L = c->L;
+    SVal bp = c->a[0], v = c->a[1];
+    Dtype elem = (Dtype)ops_type(L, bp.elts[BP_BASE].v).elem;
+    Opnd o;
+    if (!ops_opnd(L, v, false, &o, "tl.store value", c->loc))
+        return false;
+    SVal blk = bp.elts[BP_BLOCK];
+    bool shape_ok = o.ty.rank == 0;
+    if (o.ty.rank == blk.n) {
+        shape_ok = true;
+        for (int k = 0; k < blk.n; k++)
+            shape_ok &= o.ty.shape[k] == blk.elts[k].c.i;
+    }
+    if (!shape_ok) {
+        int32_t bs[KAD_MAX_RANK];
+        for (int k = 0; k < blk.n; k++)
+            bs[k] = (int32_t)blk.elts[k].c.i;
+        diag_error(L->d, c->loc, "%s: the value's shape %s is not the block shape %s", c->fname,
+                   ops_shapestr(L, o.ty.rank, o.ty.shape), ops_shapestr(L, blk.n, bs));
+        return false;
+    }
+    if (o.ty.dt != elem) {
+        diag_error(L->d, c->loc, "%s: the value's dtype %s is not the block pointer's element dtype %s (convert "
+                   "it with .to())", c->fname, dtype_name((Dtype)o.ty.dt), dtype_name(elem));
+        return false;
+    }
+    return bp_rewrite(c, 2, 3, -1);
 }
 
 static SVal b_load(Call *c)
 {
     static const char *const cache[] = {".ca", ".cg", ".cv", NULL};
     Lower *L = c->L;
+    if (c->a[0].kind == SV_BLOCKPTR && !bp_rewrite(c, 1, 3, 4))
+        return sval_error();
     ValId p = arg_pointer(c, 0);
     if (!p)
         return sval_error();
@@ -565,6 +862,8 @@ static SVal store_like(Call *c, OpKind op, ValId p, const char *ptr_value)
 static SVal b_store(Call *c)
 {
     static const char *const cache[] = {".wb", ".cg", ".cs", ".wt", NULL};
+    if (c->a[0].kind == SV_BLOCKPTR && !bp_store_value(c))
+        return sval_error();
     ValId p = arg_pointer(c, 0);
     if (!p)
         return sval_error();
@@ -1445,12 +1744,6 @@ static SVal b_loop_only(Call *c)
     return ops_fail(c->L, c->loc, "%s can only be used as the iterable of a for loop", c->fname);
 }
 
-static SVal b_block_ptr(Call *c)
-{
-    return ops_fail(c->L, c->loc, "block pointers (%s) are not supported by kad; use tiles of pointers "
-                    "(ptr + offsets) instead", c->fname);
-}
-
 static SVal b_next_pow2(Call *c)
 {
     int64_t n;
@@ -1687,6 +1980,7 @@ static const Builtin tl_builtins[] = {
     {"max_constancy", b_hint, "input,values", 0},
     {"static_assert", b_static_assert, "cond,msg=", 0},
     {"static_print", b_nothing, "*values", 0},
+    {"device_print", b_nothing, "prefix,*args,hex=", 0}, /* dropped: kad prints nothing from kernels */
     {"device_assert", b_device_assert, "cond,msg=,mask=", 0},
     {"debug_barrier", b_nothing, "", 0},
     {"rand", b_rand, "seed,offset,n_rounds=", OP_RAND},
@@ -1695,8 +1989,8 @@ static const Builtin tl_builtins[] = {
     {"constexpr", b_constexpr, "value", 0},
     {"static_range", b_loop_only, NULL, 0},
     {"range", b_loop_only, NULL, 0},
-    {"make_block_ptr", b_block_ptr, NULL, 0},
-    {"advance", b_block_ptr, NULL, 0},
+    {"make_block_ptr", b_make_block_ptr, "base,shape,strides,offsets,block_shape,order", 0},
+    {"advance", b_advance, "base,offsets", 0},
     {"tanh", b_refuse, NULL, 0},
     {NULL, NULL, NULL, 0},
 };

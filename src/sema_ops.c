@@ -135,6 +135,7 @@ const char *ops_describe(Lower *L, SVal x)
     case SV_BUILTIN: return arena_printf(L->a, "function '%s'", builtin_user_name(L->a, x.qual));
     case SV_FUNC: return arena_printf(L->a, "function '%s'", x.fn ? x.fn->name : "?");
     case SV_METHOD: return arena_printf(L->a, "method '%s'", x.qual);
+    case SV_BLOCKPTR: return "a block pointer";
     case SV_ERROR: break;
     }
     return "an invalid value";
@@ -964,6 +965,10 @@ SVal lower_attr(Lower *L, SVal x, const char *name, Loc loc)
         return ops_fail(L, loc, "'x.%s' (attribute of a %s tensor) is not supported by kad yet", name,
                         ops_tystr(L, t));
     }
+    case SV_BLOCKPTR:
+        if (strcmp(name, "advance") == 0)
+            return sval_method(L, x, name);
+        break;
     default: break;
     }
     return ops_fail(L, loc, "%s has no attribute '%s'", ops_describe(L, x), name);

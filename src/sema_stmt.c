@@ -68,6 +68,7 @@ static bool sval_same(SVal a, SVal b)
     case SV_CONST: return const_eq(a.c, b.c);
     case SV_VALUE: return a.v == b.v;
     case SV_TUPLE:
+    case SV_BLOCKPTR:
         if (a.n != b.n)
             return false;
         for (int i = 0; i < a.n; i++)
@@ -111,7 +112,7 @@ static SVal fill(Sema *S, SVal x, const ValId *res, const char *hint)
             sema_name_value(S, r, hint);
         return r;
     }
-    if (x.kind == SV_TUPLE) {
+    if (x.kind == SV_TUPLE || x.kind == SV_BLOCKPTR) {
         SVal t = x;
         t.elts = arena_alloc(S->a, sizeof *t.elts * (size_t)(x.n ? x.n : 1));
         for (int i = 0; i < x.n; i++)
@@ -168,7 +169,7 @@ static SVal merge_one(Sema *S, Merge *m, SVal t, SVal e, Block *tb, Block *eb, c
         return sval_error();
     if (sval_same(t, e))
         return t;
-    if (t.kind == SV_TUPLE && e.kind == SV_TUPLE && t.n == e.n) {
+    if ((t.kind == SV_TUPLE || t.kind == SV_BLOCKPTR) && e.kind == t.kind && t.n == e.n) {
         SVal r = t;
         r.elts = arena_alloc(S->a, sizeof *r.elts * (size_t)(t.n ? t.n : 1));
         for (int i = 0; i < t.n; i++)
@@ -470,6 +471,13 @@ static SVal carry_template(Sema *S, Carried *c, SVal init, const char *name, Loc
             t.elts[i] = carry_template(S, c, init.elts[i], name, loc);
         return t;
     }
+    if (init.kind == SV_BLOCKPTR) { /* only the offsets may change (tl.advance) */
+        SVal t = init;
+        t.elts = arena_alloc(S->a, sizeof *t.elts * BP_N);
+        memcpy(t.elts, init.elts, sizeof *t.elts * BP_N);
+        t.elts[BP_OFFSETS] = carry_template(S, c, init.elts[BP_OFFSETS], name, loc);
+        return t;
+    }
     return init;
 }
 
@@ -547,6 +555,22 @@ static void carry_yield(Sema *S, SVal tmpl, SVal nv, const ValId *params, ValId 
         }
         return;
     }
+    if (tmpl.kind == SV_BLOCKPTR) {
+        if (nv.kind != SV_BLOCKPTR) {
+            diag_error(S->d, loc, "loop-carried variable '%s' is a block pointer before the loop and %s after an "
+                       "iteration", name, sema_describe(S, nv));
+            return;
+        }
+        for (int i = 0; i < BP_N; i++)
+            if (i != BP_OFFSETS && !sval_same(tmpl.elts[i], nv.elts[i])) {
+                diag_error(S->d, loc, "block pointer '%s' changes its %s in the loop; only its offsets can change "
+                           "(tl.advance)", name, i == BP_BASE ? "base" : i == BP_SHAPE ? "shape"
+                           : i == BP_STRIDES ? "strides" : i == BP_BLOCK ? "block shape" : "order");
+                return;
+            }
+        carry_yield(S, tmpl.elts[BP_OFFSETS], nv.elts[BP_OFFSETS], params, ys, name, loc);
+        return;
+    }
     if (tmpl.kind == SV_TUPLE) {
         if (nv.kind != SV_TUPLE || nv.n != tmpl.n) {
             diag_error(S->d, loc, "loop-carried variable '%s' is a tuple of %d elements before the loop and %s after an iteration",
@@ -598,7 +622,7 @@ static void exec_unrolled(Sema *S, const Stmt *st, const SVal *vals, int64_t n, 
 /* A `for` over range/tl.range with bounds b[0..2] (start, stop, step) as
  * an IR for: bounds materialized in the iv type (i64 if a bound needs it,
  * else i32), carried variables as iter_args. */
-static void exec_ir_for(Sema *S, const Stmt *st, const SVal *b, const Loc *bl)
+static void exec_ir_for(Sema *S, const Stmt *st, const SVal *b, const Loc *bl, const int32_t *hints)
 {
     Frame *fr = S->fr;
     Func *f = S->L.f;
@@ -639,6 +663,10 @@ static void exec_ir_for(Sema *S, const Stmt *st, const SVal *b, const Loc *bl)
     if (n)
         memcpy(args + 3, c.inits.v, sizeof *args * (size_t)n);
     Inst *in = ir_emit(f, outer, OP_FOR, args, n + 3, carried_types(S, &c), n, st->loc);
+    if (hints) {
+        memcpy(in->ints, hints, sizeof(int32_t) * LH_N);
+        in->nints = LH_N;
+    }
     int idx = outer->insts.n - 1;
     Block *body = ir_inst_add_region(f, in);
     ValId iv = ir_block_param_add(f, body, ivty, var, st->for_.target->loc);
@@ -661,6 +689,15 @@ static void exec_ir_for(Sema *S, const Stmt *st, const SVal *b, const Loc *bl)
     bind_carried(S, &c, in->res);
 }
 
+/* The index of a tl.range scheduling hint in loop_hints, or -1. */
+static int loop_hint_index(const char *name)
+{
+    for (int h = 0; h < 6; h++)
+        if (!strcmp(loop_hints[h].name, name))
+            return h;
+    return -1;
+}
+
 /* for NAME in range(...) / tl.range(...) / tl.static_range(...) */
 static void exec_range_for(Sema *S, const Stmt *st, int rk)
 {
@@ -681,8 +718,8 @@ static void exec_range_for(Sema *S, const Stmt *st, int rk)
         bad |= a[i].kind == SV_ERROR;
     }
     static const char *const slot_names[3] = {"arg1", "arg2", "step"};
-    static const char *const hints[] = {"num_stages", "loop_unroll_factor", "warp_specialize", "flatten",
-                                        "disallow_acc_multi_buffer", "disable_licm", NULL};
+    int32_t hints[LH_N] = {-1, -1, 0, 0};
+    bool has_hints = false;
     for (int k = 0; k < call->call.nkw; k++) {
         const Keyword *kw = &call->call.kw[k];
         int slot = -1;
@@ -694,9 +731,29 @@ static void exec_range_for(Sema *S, const Stmt *st, int rk)
             al[slot] = kw->loc;
             have[slot] = true;
             bad |= a[slot].kind == SV_ERROR;
-        } else if (rk == RK_TL_RANGE && kw->name && sema_in_list(hints, kw->name)) {
-            /* scheduling hints: accepted for compatibility, no effect here */
-            bad |= sema_eval_expr(S, kw->value).kind == SV_ERROR;
+        } else if (rk == RK_TL_RANGE && kw->name && loop_hint_index(kw->name) >= 0) {
+            /* scheduling hints: kept on the IR loop, emitted again (tl.range) */
+            int h = loop_hint_index(kw->name);
+            SVal v = sema_eval_expr(S, kw->value);
+            if (v.kind == SV_ERROR) {
+                bad = true;
+            } else if (sval_is_none(v)) {
+                /* None: Triton's default */
+            } else if (v.kind != SV_CONST || (v.c.kind != CK_INT && v.c.kind != CK_BOOL) ||
+                       (!loop_hints[h].bit && (v.c.i < 0 || v.c.i > INT32_MAX))) {
+                diag_error(S->d, kw->loc, "%s(): '%s' must be a constexpr %s, got %s", fname, kw->name,
+                           loop_hints[h].bit ? "bool" : "int >= 0", sema_describe(S, v));
+                bad = true;
+            } else {
+                has_hints = true;
+                if (!loop_hints[h].bit) {
+                    hints[h == 0 ? LH_STAGES : LH_UNROLL] = (int32_t)v.c.i;
+                } else {
+                    hints[LH_GIVEN] |= loop_hints[h].bit;
+                    if (v.c.i)
+                        hints[LH_TRUE] |= loop_hints[h].bit;
+                }
+            }
         } else {
             diag_error(S->d, kw->loc, "%s() got an unexpected keyword argument '%s'", fname,
                        kw->name ? kw->name : "**");
@@ -760,7 +817,7 @@ static void exec_range_for(Sema *S, const Stmt *st, int rk)
         }
         /* --unroll is an optimization: a huge range stays a loop */
     }
-    exec_ir_for(S, st, b, bl);
+    exec_ir_for(S, st, b, bl, has_hints ? hints : NULL);
 }
 
 static void exec_for(Sema *S, const Stmt *st)
