@@ -152,11 +152,16 @@ static ValId *map_args(Ad *ad, const Inst *in, bool shadow)
 }
 
 /* New block parameter mirroring fw value v (primal or shadow). */
-static ValId param_like(Ad *ad, Block *b, ValId v, const char *prefix)
+static ValId param_typed(Ad *ad, Block *b, ValId v, Type t, const char *prefix)
 {
     const char *n = fname(ad, v);
-    return ir_block_param_add(ad->bw, b, fty(ad, v), n ? arena_printf(ad->a, "%s%s", prefix, n) : NULL,
+    return ir_block_param_add(ad->bw, b, t, n ? arena_printf(ad->a, "%s%s", prefix, n) : NULL,
                               ad->fw->vals.v[v].loc);
+}
+
+static ValId param_like(Ad *ad, Block *b, ValId v, const char *prefix)
+{
+    return param_typed(ad, b, v, fty(ad, v), prefix);
 }
 
 enum { CL_YIELD = 1, CL_SKIP_CHAIN = 2 };
@@ -962,7 +967,7 @@ static void adj_loop(Ad *ad, Block *bb, const Inst *in)
         Block *reg = ir_inst_add_region(ad->bw, &bb->insts.v[idx]);
         add_params(ad, reg, fr, lead_params(in), diff, sh);
         for (int j = 0; j < L.n; j++)
-            ad->adj[L.v[j]] = param_like(ad, reg, L.v[j], "d");
+            ad->adj[L.v[j]] = param_typed(ad, reg, L.v[j], adt(fty(ad, L.v[j])), "d"); /* as add_adjoints */
         if (fr != body) {
             clone_block(ad, fr, reg, CL_YIELD, NULL); /* ends in `condition` */
             continue;
