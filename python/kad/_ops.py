@@ -164,40 +164,170 @@ def _hint(v):
 
 
 def _copy(t):
-    return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device).copy_(t)
+    """A copy of t with t's strides (also under vmap, where t is batched)."""
+    if t.is_contiguous():
+        return t.clone(memory_format=torch.contiguous_format)
+    return t.new_empty_strided(t.size(), t.stride()).copy_(t)
 
 
-def _setup_context(ctx, inputs, output):
-    key, ins, others, outs, ints, floats, grid = inputs
-    # The caller copies the results into outs right after: an output's value before the launch is
-    # kept (copied) only when the backward reads it -- an in-place output (declared in both lists,
-    # loaded by the kernel, or whose old value needs a gradient).
+def _keep(key, ins, others, outs, ints, floats):
+    """The outputs' values before the launch that the backward reads, copied (the caller copies the
+    results into outs right after): those of in-place outputs (declared in both lists, loaded by the
+    kernel, or whose old value needs a gradient); None for the others."""
     dk, layout, _ = _decode(key)
     kw = _call(key, ins, others, outs, [_hint(i) for i in ints], [_hint(f) for f in floats], [1])[2]
     loads = dk._op_loads(kw)
     names = [n for n, k, _ in layout if k == "o"]
-    kept = [_copy(o) if n in dk.inputs or n in loads or o.requires_grad else None for n, o in zip(names, outs)]
-    ctx.save_for_backward(*ins, *others, *kept)
-    ctx.kad = (key, len(ins), len(others), ints, floats, grid)
+    return [_copy(o) if n in dk.inputs or n in loads or o.requires_grad else None for n, o in zip(names, outs)]
+
+
+def _strides(outs):
+    return tuple(tuple(o.stride()) for o in outs)
+
+
+def _grads(key, ins, others, kept, strides, grads, ints, floats, grid, need_ins, need_outs, func=False):
+    """(input gradients, old outputs' gradients), None where not needed.  func: for torch.func, whose
+    transforms run every backward with grad mode on: BwdFunction refuses a second derivative when
+    one is taken; elsewhere grad mode is on only under create_graph=True, refused at once."""
+    if not func and torch.is_grad_enabled():
+        from .autograd import second_derivative_error
+        raise second_derivative_error(_decode(key)[0].__name__)
+    # an output whose old value was not kept is not read by the backward: any tensor of its dtype
+    # and layout stands in (its gradient, copied into the output's strides when it has others, e.g.
+    # the expanded one of y.sum())
+    grads = [g if o is not None or tuple(g.stride()) == st else _laid_out(g, st) for o, g, st in zip(kept, grads, strides)]
+    outs = [o if o is not None else g for o, g in zip(kept, grads)]
+    needs = [bool(b) for b in need_ins] + [bool(b) for b in need_outs]
+    res = None
+    if any(needs):
+        if func:
+            res = iter(BwdFunction.apply(key, (len(ins), len(others), ints, floats, grid, needs), *ins, *others,
+                                         *outs, *grads))
+        else:
+            res = iter(launch_bwd(key, ins, others, outs, list(grads), ints, floats, grid, needs))
+    return [next(res) if need else None for need in needs[:len(ins)]], [next(res) if need else None
+                                                                         for need in needs[len(ins):]]
+
+
+def _laid_out(g, stride):
+    """g with the given strides (a copy); a contiguous copy when those are contiguous (also under
+    vmap, where g is batched)."""
+    if stride == torch.empty(g.size(), device="meta").stride():
+        return g.contiguous()
+    return g.new_empty_strided(g.size(), stride).copy_(g)
+
+
+def _setup_context(ctx, inputs, output):
+    key, ins, others, outs, ints, floats, grid = inputs
+    ctx.save_for_backward(*ins, *others, *_keep(key, ins, others, outs, ints, floats))
+    ctx.kad = (key, len(ins), len(others), ints, floats, grid, _strides(outs))
 
 
 def _backward(ctx, grads):
-    key, ni, no, ints, floats, grid = ctx.kad
-    if torch.is_grad_enabled():
-        from .autograd import second_derivative_error
-        raise second_derivative_error(_decode(key)[0].__name__)
+    key, ni, no, ints, floats, grid, strides = ctx.kad
     saved = ctx.saved_tensors
-    ins, others = list(saved[:ni]), list(saved[ni:ni + no])
-    # an output whose old value was not kept is not read by the backward: any tensor of its dtype
-    # and layout stands in (its gradient)
-    outs = [o if o is not None else g for o, g in zip(saved[ni + no:], grads)]
     _, need_ins, _, need_outs = ctx.needs_input_grad[:4]
-    needs = [bool(b) for b in need_ins] + [bool(b) for b in need_outs]
-    res = iter(launch_bwd(key, ins, others, outs, list(grads), ints, floats, grid, needs)) if any(needs) else None
-    d_ins = [next(res) if need else None for need in needs[:ni]]
-    d_outs = [next(res) if need else None for need in needs[ni:]]
+    d_ins, d_outs = _grads(key, list(saved[:ni]), list(saved[ni:ni + no]), saved[ni + no:], strides, grads, ints,
+                           floats, grid, need_ins, need_outs)
     # the structure of the inputs (an empty list counts as a list of tensors)
     return (None, d_ins, [None] * no, d_outs) + tuple(None if lst else [] for lst in (ints, floats, grid))
 
 
 launch.register_autograd(_backward, setup_context=_setup_context)
+
+
+def _setup_bwd(ctx, inputs, output):
+    ctx.kad = inputs[0]
+
+
+def _no_second_derivative(ctx, grads):
+    from .autograd import second_derivative_error
+    raise second_derivative_error(_decode(ctx.kad)[0].__name__)
+
+
+launch_bwd.register_autograd(_no_second_derivative, setup_context=_setup_bwd)
+
+
+class Function(torch.autograd.Function):
+    """kad::launch for torch.func (whose transforms need a Function with setup_context; the one
+    register_autograd makes has none).  apply(key, (ni, no, ints, floats, grid), *ins, *others,
+    *outs) -> the outputs' new values."""
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(key, meta, *tensors):
+        ni, no, ints, floats, grid = meta
+        return tuple(launch(key, list(tensors[:ni]), list(tensors[ni:ni + no]), list(tensors[ni + no:]), ints,
+                            floats, grid))
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        key, meta, *tensors = inputs
+        ni, no, ints, floats, grid = meta
+        ctx.save_for_backward(*tensors[:ni + no],
+                              *_keep(key, tensors[:ni], tensors[ni:ni + no], tensors[ni + no:], ints, floats))
+        ctx.kad = (key, meta, _strides(tensors[ni + no:]))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        key, (ni, no, ints, floats, grid), strides = ctx.kad
+        saved = ctx.saved_tensors
+        needs = ctx.needs_input_grad[2:]
+        d_ins, d_outs = _grads(key, list(saved[:ni]), list(saved[ni:ni + no]), saved[ni + no:], strides, grads,
+                               ints, floats, grid, needs[:ni], needs[ni + no:], func=True)
+        return (None, None, *d_ins, *([None] * no), *d_outs)
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        raise RuntimeError(f"kad: forward-mode AD (torch.func.jvp, jacfwd, torch.autograd.forward_ad) is not "
+                           f"supported: kad differentiates kernels in reverse mode; use torch.func.vjp, grad or "
+                           f"jacrev (kernel '{_decode(ctx.kad[0])[0].__name__}')")
+
+
+def _dims(ts, ds):
+    return list(ds) if isinstance(ds, (list, tuple)) else [ds] * len(ts)
+
+
+def _pick(ts, ds, b):
+    return [t if d is None else t.select(d, b) for t, d in zip(ts, _dims(ts, ds))]
+
+
+@launch.register_vmap
+def _(info, in_dims, key, ins, others, outs, ints, floats, grid):
+    # one launch per sample, on its slices (the call's sizes and strides are a sample's)
+    _, d_ins, d_others, d_outs = in_dims[:4]
+    per = [launch(key, _pick(ins, d_ins, b), _pick(others, d_others, b), _pick(outs, d_outs, b), ints, floats,
+                  grid) for b in range(info.batch_size)]
+    return [torch.stack([p[j] for p in per]) for j in range(len(outs))], [0] * len(outs)
+
+
+@launch_bwd.register_vmap
+def _(info, in_dims, key, ins, others, outs, grads, ints, floats, grid, needs):
+    _, d_ins, d_others, d_outs, d_grads = in_dims[:5]
+    per = [launch_bwd(key, _pick(ins, d_ins, b), _pick(others, d_others, b), _pick(outs, d_outs, b),
+                      _pick(grads, d_grads, b), ints, floats, grid, needs) for b in range(info.batch_size)]
+    n = sum(bool(x) for x in needs)
+    return [torch.stack([p[j] for p in per]) for j in range(n)], [0] * n
+
+
+class BwdFunction(torch.autograd.Function):
+    """kad::launch_bwd for torch.func: its backward (a second derivative) is refused.
+    apply(key, (ni, no, ints, floats, grid, needs), *ins, *others, *outs, *grads)."""
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(key, meta, *tensors):
+        ni, no, ints, floats, grid, needs = meta
+        k = (len(tensors) - ni - no) // 2
+        ts = list(tensors)
+        return tuple(launch_bwd(key, ts[:ni], ts[ni:ni + no], ts[ni + no:ni + no + k], ts[ni + no + k:], ints, floats,
+                                grid, needs))
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.kad = inputs[0]
+
+    @staticmethod
+    def backward(ctx, *grads):
+        from .autograd import second_derivative_error
+        raise second_derivative_error(_decode(ctx.kad)[0].__name__)

@@ -488,7 +488,7 @@ class DifferentiableKernel:
     def run(self, *args, grid, **kwargs):
         if _compiling() or _functorch_active():
             # torch.compile traces this (dynamo) / a torch.func transform runs: kad's custom operators
-            return self._run_op(grid, args, kwargs)
+            return self._run_op(grid, args, kwargs, not _compiling())
         # The hot path: binding with the signature cached by the call's fast key (_launch.Binder), then
         # the launch's _Prep by (signature, device).  What remains per call depends on the tensors
         # themselves (requires_grad, views, overlapping storage) and cannot be cached.
@@ -533,7 +533,7 @@ class DifferentiableKernel:
 
     # ---------------------------------------------------------------- as custom operators (_ops.py)
 
-    def _run_op(self, grid, args, kwargs):
+    def _run_op(self, grid, args, kwargs, func=False):
         """The launch as kad::launch (traced by dynamo under torch.compile: plain Python on the call's
         arguments, no cache of this object read or written; kernel_key runs as a constant)."""
         names = self._binder.names
@@ -565,7 +565,10 @@ class DifferentiableKernel:
             dims.append(len(g))
             flat.extend(g)
         key = _ops.kernel_key(self, tuple(layout), tuple(dims))
-        new = torch.ops.kad.launch(key, ins, others, outs, ints, floats, flat)
+        if func:  # torch.func: through a Function with setup_context
+            new = _ops.Function.apply(key, (len(ins), len(others), ints, floats, flat), *ins, *others, *outs)
+        else:
+            new = torch.ops.kad.launch(key, ins, others, outs, ints, floats, flat)
         for o, v in zip(outs, new):
             o.copy_(v)
         return None

@@ -245,3 +245,65 @@ def test_compile_refuses_an_undeclared_tensor_that_requires_grad():
         return c
     with pytest.raises(Exception, match="'b_ptr' is not in kad.differentiable's inputs"):
         torch.compile(f, backend="aot_eager", fullgraph=True)(a, b)
+
+
+def test_compile_loss_sum_expanded_output_gradient():
+    """y.sum() hands the backward an expanded (stride 0) output gradient."""
+    torch._dynamo.reset()
+    ps = _params(seed=7)
+    f = torch.compile(lambda *a: model(*a).sum(), backend="aot_eager", fullgraph=True)
+    gc = torch.autograd.grad(f(*ps), ps)
+    qs = [p.detach().clone().requires_grad_() for p in ps]
+    gr = torch.autograd.grad(model_ref(*qs).sum(), qs)
+    for a, b in zip(gc, gr):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------- torch.func
+
+def _ref_grads(fn, ps):
+    qs = [p.detach().clone().requires_grad_() for p in ps]
+    return torch.autograd.grad(fn(*qs).square().sum(), qs)
+
+
+def test_func_grad_and_vjp():
+    ps = [p.detach() for p in _params(seed=8)]
+    loss = lambda *a: model(*a).square().sum()  # noqa: E731
+    gs = torch.func.grad(loss, argnums=tuple(range(5)))(*ps)
+    for a, b in zip(gs, _ref_grads(model_ref, ps)):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    out, vjp_fn = torch.func.vjp(model, *ps)
+    torch.testing.assert_close(out, model_ref(*ps), rtol=1e-4, atol=1e-5)
+    for a, b in zip(vjp_fn(2 * out), _ref_grads(model_ref, ps)):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_func_vmap_and_per_sample_grads():
+    ps = [p.detach() for p in _params(seed=9)]
+    x = ps[0]  # 8 samples of one row each
+    row = lambda xi, *w: model(xi.unsqueeze(0), *w).squeeze(0)  # noqa: E731
+    out = torch.func.vmap(row, in_dims=(0, None, None, None, None))(x, *ps[1:])
+    torch.testing.assert_close(out, model_ref(*ps), rtol=1e-4, atol=1e-5)
+    per = torch.func.vmap(torch.func.grad(lambda xi, w: row(xi, w, *ps[2:]).square().sum(), argnums=1),
+                          in_dims=(0, None))(x, ps[1])
+    for i in range(x.shape[0]):
+        w = ps[1].clone().requires_grad_()
+        ref, = torch.autograd.grad(model_ref(x[i:i + 1], w, *ps[2:]).square().sum(), w)
+        torch.testing.assert_close(per[i], ref, rtol=1e-4, atol=1e-5)
+    jac = torch.func.jacrev(lambda v: swiglu(v, ps[1]))(ps[1])
+    v = ps[1]
+    torch.testing.assert_close(jac, torch.diag(torch.sigmoid(v) * (1 + v * (1 - torch.sigmoid(v))) * v),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_func_second_derivative_and_forward_mode_refused():
+    x = _params(seed=10)[1].detach()
+    f = lambda v: swiglu(v, v).sum()  # noqa: E731
+    with pytest.raises(RuntimeError, match=r"second derivatives are not supported yet.*'_swiglu'"):
+        torch.func.grad(lambda v: torch.func.grad(f)(v).sum())(x)
+    with pytest.raises(RuntimeError, match=r"forward-mode AD .* is not supported"):
+        torch.func.hessian(f)(x)  # jacfwd(jacrev(f))
+    with pytest.raises(RuntimeError, match=r"second derivatives are not supported yet"):
+        torch.func.jacrev(torch.func.jacrev(f))(x)
+    with pytest.raises(RuntimeError, match=r"forward-mode AD .* is not supported.*use torch.func.vjp"):
+        torch.func.jvp(lambda v: swiglu(v, v), (x,), (x,))
