@@ -70,6 +70,9 @@ from ._capi import Pointer
 from ._launch import FLOAT_DTYPES, TORCH_TO_KAD, Binder, params_of, wrapper_kind
 from ._sources import host_values, load_sources, unwrap
 
+_compiling = torch.compiler.is_compiling
+_functorch_active = torch._C._are_functorch_transforms_active
+
 __all__ = ["differentiable", "DifferentiableKernel", "cache_dir", "f64_mode"]
 
 # Set by f64_mode(): None outside; inside, the kad type that float64 tensors
@@ -351,12 +354,22 @@ class _KadFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        # The engine runs a backward with grad mode off unless create_graph=True; then kad's backward,
-        # which is not differentiable, goes through once_differentiable (double backward raises).
-        # Off, once_differentiable would only add a no_grad block around the call.
+        # The engine runs a backward with grad mode on only under create_graph=True.  kad's backward
+        # is not differentiable: its result would be a constant (silently, when no output gradient
+        # requires grad: a gradient penalty built on it would contribute nothing), so it is refused.
         if torch.is_grad_enabled():
-            return _backward_once(ctx, *grads)
+            raise second_derivative_error(ctx.run.dk.__name__)
         return _backward(ctx, *grads)
+
+
+def second_derivative_error(kernel):
+    """The error of a create_graph=True backward through a kad kernel."""
+    return RuntimeError(
+        f"kad: second derivatives are not supported yet: a backward with create_graph=True (e.g. "
+        f"torch.autograd.grad(..., create_graph=True), gradgradcheck, a gradient penalty, a Hessian-vector "
+        f"product) went through the kad kernel '{kernel}', whose backward is not differentiable (its "
+        f"result would be a constant). Compute this gradient without create_graph=True, or write the "
+        f"part that needs second derivatives with PyTorch operations")
 
 
 def _backward(ctx, *grads):
@@ -398,9 +411,6 @@ def _backward(ctx, *grads):
                     full.as_strided(y.size(), y.stride(), y.storage_offset() - base.storage_offset()).copy_(d[n])
             result[ni + no + i] = full
     return (None, *result)
-
-
-_backward_once = torch.autograd.function.once_differentiable(_backward)
 
 
 class DifferentiableKernel:
@@ -476,6 +486,9 @@ class DifferentiableKernel:
     # ---------------------------------------------------------------- launching
 
     def run(self, *args, grid, **kwargs):
+        if _compiling() or _functorch_active():
+            # torch.compile traces this (dynamo) / a torch.func transform runs: kad's custom operators
+            return self._run_op(grid, args, kwargs, not _compiling())
         # The hot path: binding with the signature cached by the call's fast key (_launch.Binder), then
         # the launch's _Prep by (signature, device).  What remains per call depends on the tensors
         # themselves (requires_grad, views, overlapping storage) and cannot be cached.
@@ -517,6 +530,104 @@ class DifferentiableKernel:
         r = Run(self, launch, ins, others, self.outputs, dirty, dirty_of, inout, old, prep)
         _KadFunction.apply(r, *[tens[n] for n in ins], *[tens[n] for n in others], *dirty)
         return None
+
+    # ---------------------------------------------------------------- as custom operators (_ops.py)
+
+    def _run_op(self, grid, args, kwargs, func=False):
+        """The launch as kad::launch (traced by dynamo under torch.compile: plain Python on the call's
+        arguments, no cache of this object read or written; kernel_key runs as a constant)."""
+        names = self._binder.names
+        if len(args) > len(names):
+            raise TypeError(f"{self.__name__}() takes {len(names)} arguments, {len(args)} given")
+        ins, others, outs, ints, floats, layout = [], [], [], [], [], []
+        for n, v in list(zip(names, args)) + list(kwargs.items()):
+            if isinstance(v, torch.Tensor):
+                lst, kind = (outs, "o") if n in self.outputs else (ins, "i") if n in self.inputs else (others, "t")
+                layout.append((n, kind, len(lst)))
+                lst.append(v)
+            elif v is None or isinstance(v, (bool, str)):
+                layout.append((n, "c", v))
+            elif isinstance(v, (int, torch.SymInt)):
+                layout.append((n, "I", len(ints)))
+                ints.append(v)
+            elif isinstance(v, (float, torch.SymFloat)):
+                layout.append((n, "F", len(floats)))
+                floats.append(v)
+            else:
+                layout.append((n, "c", v))
+        if others and torch.is_grad_enabled():
+            named = {n: others[i] for n, k, i in layout if k == "t"}
+            self._check_undeclared(named, list(named))
+        grids = self._op_grids(grid, args, kwargs) if callable(grid) else [grid]
+        flat, dims = [], []
+        for g in grids:
+            g = tuple(g) if isinstance(g, (tuple, list)) else (g,)
+            dims.append(len(g))
+            flat.extend(g)
+        key = _ops.kernel_key(self, tuple(layout), tuple(dims))
+        if func:  # torch.func: through a Function with setup_context
+            new = _ops.Function.apply(key, (len(ins), len(others), ints, floats, flat), *ins, *others, *outs)
+        else:
+            new = torch.ops.kad.launch(key, ins, others, outs, ints, floats, flat)
+        for o, v in zip(outs, new):
+            o.copy_(v)
+        return None
+
+    def _op_grids(self, grid, args, kwargs):
+        """A callable grid evaluated on the call's meta-parameters as bind() would (defaults,
+        triton.heuristics' values, the autotuner's config, launch options): one grid per autotuner
+        config, since the config that runs on a GPU is known only then."""
+        b = self._binder
+        tuner = next((w for w in b.wrappers if wrapper_kind(w) == "Autotuner"), None)
+        grids = []
+        for cfg in (tuner.configs if tuner is not None else [None]):
+            kw = {k: v for k, v in kwargs.items() if k in b.by_name}
+            options = {k: v for k, v in kwargs.items() if k not in b.by_name}
+            for w in b.wrappers:
+                if wrapper_kind(w) == "Heuristics":
+                    for v, heur in w.values.items():
+                        kw[v] = heur({**dict(zip(getattr(w, "arg_names", []), args)), **kw})
+                elif w is tuner:
+                    kw.update(cfg.all_kwargs())
+            meta = dict(b.defaults)
+            meta.update(zip(b.names, args))
+            meta.update(kw)
+            meta.update(options)
+            grids.append(grid(meta))
+        return grids
+
+    def _op_forward(self, grid, kw):
+        """kad::launch's forward: the launch, with grad mode off; an undeclared tensor the kernel
+        stores through is refused (the operator declares it read only)."""
+        launch = self._binder.bind(grid, (), kw, False, _F64.get())
+        launch.call = (grid, (), kw)
+        prep = self._preps.get((launch.sig, launch.device)) or self._prep(launch)
+        acc = self.program.access(launch.sig)
+        written = [n for n in prep.others if acc.get(n, 0) & 2]
+        if written:
+            raise ValueError(f"{self.__name__} stores through {', '.join(repr(n) for n in written)}, which "
+                             f"kad.differentiable does not declare: under torch.compile and torch.func a kad "
+                             f"kernel may write only its declared outputs; add {written[0]!r} to outputs=[...]")
+        self._run_forward(launch, prep)
+
+    def _op_loads(self, kw):
+        """The pointer parameters the kernel loads through, for a call given by name (any grid)."""
+        launch = self._binder.bind((1,), (), kw, False, _F64.get())
+        return self._prep(launch).loads(self.program)
+
+    def _op_backward(self, grid, kw, need_in, need_out, grads):
+        """kad::launch_bwd: name -> gradient of the inputs need_in and of the values before the launch
+        of the outputs need_out, for the output gradients grads (name -> tensor); kw holds the values
+        before the launch."""
+        launch = self._binder.bind(grid, (), kw, False, _F64.get())
+        if self._autotuned and launch.device != "cpu":
+            launch = self._binder.bind(grid, (), kw, True, _F64.get())  # the config that ran
+        if launch.device == "cpu":
+            launch.mode = _cpu_mode()
+        prep = self._prep(launch)
+        loads = prep.loads(self.program)
+        inout = [n for n in self.outputs if n in self.inputs or n in need_out or n in loads]
+        return self._run_backward(launch, need_in, inout, list(self.outputs), grads, None)
 
     def _has_autotuner(self):
         return any(wrapper_kind(w) == "Autotuner" for w in self.chain)
@@ -730,6 +841,9 @@ def _overlap(a, b):
 def _span(t):
     """span_bytes(t) of a non-empty tensor, without a loop when it is contiguous."""
     return t.numel() * t.element_size() if t.is_contiguous() else span_bytes(t)
+
+
+from . import _ops  # noqa: E402  (the custom operators call back into this module)
 
 
 def differentiable(inputs, outputs, deterministic=True):
