@@ -73,12 +73,14 @@ def _decode_const(v):
 
 
 @torch.compiler.assume_constant_result
-def kernel_key(dk, layout, grid_dims):
-    """The operators' key of a call (traced code calls it; dynamo runs it as a constant):
+def kernel_key(kid, layout, grid_dims):
+    """The operators' key of a call (traced code calls it; dynamo runs it as a constant; every
+    argument a constant: kid is the kernel's id (_kernel_id, given when the kernel is decorated),
+    not the kernel object, which torch 2.11's dynamo refuses to pass as a constant):
     layout is ((parameter, kind, payload), ...) with kind i/t/o (a tensor of ins/others/outs,
     payload its index), I/F (an int/float, its index in ints/floats), c (a constant, payload
     the value); grid_dims the number of dimensions of each grid."""
-    return json.dumps([_kernel_id(dk), [[n, k, _encode_const(p) if k == "c" else p] for n, k, p in layout],
+    return json.dumps([kid, [[n, k, _encode_const(p) if k == "c" else p] for n, k, p in layout],
                        list(grid_dims)])
 
 

@@ -446,6 +446,7 @@ class DifferentiableKernel:
         self._preps = {}
         self._ins = [n for n in self.inputs if n not in self.outputs]  # inputs that are not updated in place
         self._autotuned = self._has_autotuner()
+        _ops._kernel_id(self)  # self._op_id: names this kernel in kad::launch's keys (torch.compile)
         outs = list(dict.fromkeys(self.outputs))
         # the (output, other) pairs whose storage must not overlap
         self._pairs = [(a, b) for i, a in enumerate(outs) for b in self.inputs + outs[i + 1:] if a != b]
@@ -564,7 +565,7 @@ class DifferentiableKernel:
             g = tuple(g) if isinstance(g, (tuple, list)) else (g,)
             dims.append(len(g))
             flat.extend(g)
-        key = _ops.kernel_key(self, tuple(layout), tuple(dims))
+        key = _ops.kernel_key(self._op_id, tuple(layout), tuple(dims))
         if func:  # torch.func: through a Function with setup_context
             new = _ops.Function.apply(key, (len(ins), len(others), ints, floats, flat), *ins, *others, *outs)
         else:
