@@ -540,6 +540,9 @@ typedef struct Func {
                                    * stores proven for this launch): after the contract's */
     Vec(struct FuncCover) covers; /* a backward's input gradients: when its launcher need not
                                    * zero-fill them (access_cover), or why it must */
+    Vec(struct FuncTape) tapes;   /* a backward's scratch buffers for loops its reverse sweep runs
+                                   * backwards (ad_tape.c): parameters after the flags, allocated
+                                   * by its launcher and interp_run, not by the caller */
 } Func;
 
 /* The runtime arguments a caller passes to f: a folded backward's hidden
@@ -1127,6 +1130,32 @@ typedef struct FuncCover {
  * when a condition cannot be evaluated). */
 bool func_guards_hold(const Func *f, const int64_t *iargs, const int64_t grid[3], Diags *d);
 
+/* An integer the host computes from a launch (ad_tape.c): a tape's trip
+ * count.  TX_PARAM: the value of int parameter number v (an index into
+ * Func.params, one of the contract's); TX_GRID: the grid's size along axis
+ * v; the others combine x and y with the kernel's integer semantics (div
+ * and rem truncate, as C and Triton do; cdiv(x, y) = (x + y - 1) / y). */
+enum { TX_CONST, TX_PARAM, TX_GRID, TX_ADD, TX_SUB, TX_MUL, TX_DIV, TX_REM, TX_MAX, TX_MIN, TX_CDIV };
+typedef struct TapeExpr {
+    int op;
+    int64_t v;
+    const struct TapeExpr *x, *y;
+} TapeExpr;
+/* A tape of a backward kernel: a scratch buffer (pointer parameter param,
+ * after the flags) holding, for every iteration t < trips of one `for`
+ * loop and every program p (numbered x fastest), `slot` elements at
+ * (t * programs + p) * slot: the loop-carried values its reverse sweep
+ * needs at the start of iteration t.  The launcher and interp_run
+ * allocate trips * programs * slot elements (uninitialized: each is
+ * written before it is read). */
+typedef struct FuncTape {
+    ValId param;
+    const TapeExpr *trips; /* iterations per program, >= 0 once clamped */
+    int64_t slot;          /* elements per (iteration, program) */
+    Loc loc;               /* the loop (the forward's), or the kernel's for IR text */
+    const char *what;      /* the taped values' names, "m_i, l_i" (header), or NULL */
+} FuncTape;
+
 /* ------------------------------------------------------------------ */
 /* audit.c: determinism audit (see docs/AD.md, "Determinism audit")    */
 /* ------------------------------------------------------------------ */
@@ -1225,7 +1254,10 @@ typedef struct FoldPlan {
     FoldInput *in;
 } FoldPlan;
 enum { FOLD_SUM_BLOCK = 64, FOLD_SUM_ROWS = 64, FOLD_CPU_PROGRAMS = 3 };
-static inline int func_nargs(const Func *f) { return (f->fold ? f->fold->nargs : f->nparams) - f->flags.n; }
+static inline int func_nargs(const Func *f)
+{
+    return (f->fold ? f->fold->nargs : f->nparams) - f->flags.n - f->tapes.n;
+}
 /* Folds bw (ad_backward's, before verification) along the grid axes `axes` (bits) for
  * the n inputs whose gradient parameters are params[slot[j]] (names[j]: the
  * inputs' names): see ad_fold.c.  False, bw unchanged, when a gradient
@@ -1244,6 +1276,39 @@ bool ad_site_rows(Arena *a, Func *bw, int slot, const char *name, ValId flag);
 Dtype fold_partial_dtype(Dtype dt);
 /* The sum kernel of an input of dtype dt with partials of dtype pdt. */
 Func *fold_sum_kernel(Arena *a, const char *name, Dtype dt, Dtype pdt, Loc loc);
+
+/* ------------------------------------------------------------------ */
+/* ad_tape.c: tapes for loops with non-linear loop-carried values       */
+/* ------------------------------------------------------------------ */
+
+/* A `for` loop of the forward whose reverse sweep runs backwards, reading
+ * the carried values it needs from a tape (docs/AD.md, "Tapes"). */
+typedef struct TapeLoop {
+    const struct Inst *loop; /* the forward's `for` */
+    uint8_t *taped;          /* by carried slot: recorded on the tape */
+    uint8_t *linear;         /* by carried slot: a linear accumulator (ad->chain), no tape */
+    int64_t *off;            /* by carried slot (taped): its first element in a tape slot */
+    int64_t slot;            /* elements per (iteration, program) */
+    Dtype dt;                /* the tape's dtype: fp64 when a taped value is, else fp32 */
+    const TapeExpr *trips;   /* the loop's trip count for the host */
+    const char *what;        /* the taped values' names */
+    ValId param;             /* bw: the tape parameter (0 until the emission makes it) */
+} TapeLoop;
+/* Plans the tape of `for` loop in (ad_analysis's validation; linear: by
+ * carried slot, the linear accumulators).  False after a located error
+ * saying why kad cannot tape it. */
+bool ad_tape_plan(struct Ad *ad, const struct Inst *in, const uint8_t *linear);
+/* The tape of fw loop in, or NULL when it has none. */
+TapeLoop *ad_tape_of(struct Ad *ad, const struct Inst *in);
+/* Evaluates e for a launch (iargs: by param index; grid); false on a
+ * division by zero or an overflow. */
+bool tape_expr_eval(const TapeExpr *e, const int64_t *iargs, const int64_t grid[3], int64_t *out);
+/* e as a Python expression: int parameter p as ARGS["p"] (names from f),
+ * the grid as GRID[k]. */
+const char *tape_expr_host(Arena *a, const TapeExpr *e, const Func *f, const char *args, const char *grid);
+/* The number of elements of f's tape j for a launch (0 when the loop
+ * runs no iteration); false after a located error in d. */
+bool tape_elems(const Func *f, int j, const int64_t *iargs, const int64_t grid[3], int64_t *out, Diags *d);
 
 /* ------------------------------------------------------------------ */
 /* ad_analysis.c: what AD differentiates and what it refuses            */
@@ -1309,6 +1374,7 @@ typedef struct Ad {
     unsigned fold_axes; /* plain 3 (summed through partials, ad_fold.c): the grid axes folded, or 0 */
     Access *acc;       /* fw's access analysis, or NULL */
     Vec(FuncGuard) guards; /* launch conditions the backward needs (check_loop_store) */
+    Vec(struct TapeLoop) tapes; /* the loops whose reverse sweep reads a tape (ad_tape.c) */
 } Ad;
 
 /* Resolves ad->spec to roles, computes the facts and validates fw (a, d,

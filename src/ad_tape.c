@@ -1,0 +1,328 @@
+/* ad_tape.c -- tapes for loops whose carried values are not linear.
+ *
+ * Job: a `for` loop carrying a value the reverse sweep needs per
+ * iteration (a running max, a rescaled running sum, a recurrence
+ * h = a * h + x) cannot be reversed by today's forward-running adjoint
+ * loop (ad_rev.c, linear accumulators).  Its backward instead records, in
+ * the primal sweep, the carried values at the start of every iteration in
+ * a scratch buffer (the tape), and runs the adjoint loop backwards,
+ * reading them back (docs/AD.md, "Tapes").
+ *
+ * This file plans a tape (which carried values, their place in a slot,
+ * the tape's dtype) and extracts the loop's trip count as an expression
+ * the host evaluates from a launch (the kernel's int arguments and the
+ * grid), so that the launcher and interp_run allocate exactly
+ * trips * programs * slot elements: the reverse loop never reads past
+ * the tape.  What cannot be sized that way is refused with the reason.
+ * ad_rev.c emits the stores and the reverse loop.
+ *
+ *   for %i = lb to ub step S iter_args(m = m0) { ...; yield m' }
+ * becomes, in the backward:
+ *   for %i = lb to ub step S iter_args(m = m0) {
+ *     store kad_tape + ((i - lb) / S * programs + program) * slot + off_m, m
+ *     ...; yield m'
+ *   }
+ *   barrier
+ *   for %j = 0 to cdiv(max(ub - lb, 0), S) iter_args(dm = d(result)) {
+ *     t = trips - 1 - j; i = lb + t * S; m = load(tape at t)
+ *     <the body recomputed from m>, <its adjoint, seeded with dm>
+ *     yield d(m)
+ *   }
+ *   d(m0) += the loop's dm
+ */
+#include <limits.h>
+#include <string.h>
+
+#include "kad_int.h"
+
+static Type fty(const Ad *ad, ValId v) { return ad->fw->vals.v[v].ty; }
+
+static const TapeExpr *tx(Arena *a, int op, int64_t v, const TapeExpr *x, const TapeExpr *y)
+{
+    TapeExpr *e = arena_alloc(a, sizeof *e);
+    e->op = op;
+    e->v = v;
+    e->x = x;
+    e->y = y;
+    return e;
+}
+
+/* v (an int scalar of fw) as an expression of the int parameters and the
+ * grid; NULL with *why when it is computed from something else. */
+static const TapeExpr *host_expr(Ad *ad, ValId v, const char **why)
+{
+    const Func *f = ad->fw;
+    Type t = fty(ad, v);
+    if (t.rank != 0 || t.dt == DT_PTR || dtype_is_float((Dtype)t.dt) || t.dt == DT_I1) {
+        *why = "is not an integer scalar";
+        return NULL;
+    }
+    const Inst *in = ad->def[v];
+    if (!in) {
+        for (int i = 0; i < f->nparams; i++)
+            if (f->params[i] == v)
+                return tx(ad->a, TX_PARAM, i, NULL, NULL);
+        *why = "depends on the variable or a carried value of an enclosing loop";
+        return NULL;
+    }
+    int op = -1;
+    switch (in->op) {
+    case OP_CONST:
+        return tx(ad->a, TX_CONST, in->ival, NULL, NULL);
+    case OP_NUM_PROGRAMS:
+        return tx(ad->a, TX_GRID, in->ival, NULL, NULL);
+    case OP_PROGRAM_ID:
+        *why = "depends on tl.program_id (a bound per program, as in a causal mask)";
+        return NULL;
+    case OP_LOAD:
+        *why = "depends on a value loaded from memory";
+        return NULL;
+    case OP_CAST: {
+        Type ft = fty(ad, in->args[0]);
+        if (ft.dt == DT_PTR || dtype_is_float((Dtype)ft.dt) || dtype_bits((Dtype)ft.dt) > dtype_bits((Dtype)t.dt)) {
+            *why = "goes through a conversion that may change its value";
+            return NULL;
+        }
+        return host_expr(ad, in->args[0], why);
+    }
+    case OP_MULTIPLE_OF:
+    case OP_MAX_CONTIGUOUS:
+        return host_expr(ad, in->args[0], why);
+    case OP_ADD: op = TX_ADD; break;
+    case OP_SUB: op = TX_SUB; break;
+    case OP_MUL: op = TX_MUL; break;
+    case OP_DIV: op = TX_DIV; break;
+    case OP_REM: op = TX_REM; break;
+    case OP_MAXIMUM: op = TX_MAX; break;
+    case OP_MINIMUM: op = TX_MIN; break;
+    default:
+        *why = arena_printf(ad->a, "is computed by '%s', which kad does not evaluate on the host",
+                            op_info[in->op].name);
+        return NULL;
+    }
+    const TapeExpr *x = host_expr(ad, in->args[0], why);
+    const TapeExpr *y = x ? host_expr(ad, in->args[1], why) : NULL;
+    return y ? tx(ad->a, op, 0, x, y) : NULL;
+}
+
+/* Does b (or a region nested in it) use v? */
+static bool uses(const Block *b, ValId v)
+{
+    for (int i = 0; i < b->insts.n; i++) {
+        const Inst *in = &b->insts.v[i];
+        for (int k = 0; k < in->nargs; k++)
+            if (in->args[k] == v && in->op != OP_YIELD)
+                return true;
+        for (int r = 0; r < in->nregions; r++)
+            if (uses(in->regions[r], v))
+                return true;
+    }
+    return false;
+}
+
+static const char *name_of(const Ad *ad, ValId v, ValId alt)
+{
+    const char *n = ad->fw->vals.v[v].name;
+    if (!n && alt)
+        n = ad->fw->vals.v[alt].name;
+    return n ? n : arena_printf(ad->a, "#%d", (int)v);
+}
+
+bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear)
+{
+    const Block *body = in->regions[0];
+    int n = in->nres;
+    const char *first = NULL;
+    for (int k = 0; k < n && !first; k++)
+        if (!linear[k] && (ad_active(ad, body->params[1 + k]) || ad_active(ad, in->res[k])))
+            first = name_of(ad, body->params[1 + k], in->res[k]);
+    const char *why = NULL;
+    const Inst *st = ad->def[in->args[2]];
+    if (!st || st->op != OP_CONST || st->ival <= 0) {
+        diag_error(ad->d, in->loc,
+                   "loop-carried value '%s' is not a linear accumulator, so kad records it on a tape, "
+                   "which needs a loop whose step is a positive constant (not supported yet)",
+                   first);
+        return false;
+    }
+    const TapeExpr *lb = host_expr(ad, in->args[0], &why);
+    const TapeExpr *ub = lb ? host_expr(ad, in->args[1], &why) : NULL;
+    if (!ub) {
+        diag_error(ad->d, in->loc,
+                   "loop-carried value '%s' is not a linear accumulator, so kad records it on a tape sized "
+                   "from the loop's trip count, computed on the host from the kernel's integer arguments "
+                   "and the grid; the %s bound of this loop %s (not supported yet)",
+                   first, lb ? "upper" : "lower", why);
+        return false;
+    }
+    TapeLoop tl = {.loop = in};
+    tl.taped = arena_alloc(ad->a, (size_t)n + 1);
+    tl.linear = arena_alloc(ad->a, (size_t)n + 1);
+    tl.off = arena_alloc(ad->a, sizeof(int64_t) * (size_t)(n + 1));
+    tl.dt = DT_F32;
+    Buf what = {.a = ad->a};
+    bool ok = true;
+    for (int k = 0; k < n; k++) {
+        ValId c = body->params[1 + k];
+        tl.linear[k] = linear[k];
+        if (linear[k] || !uses(body, c))
+            continue; /* a linear accumulator, or not read by the body: nothing to record */
+        Type t = fty(ad, c);
+        if (t.dt == DT_PTR || !dtype_is_float((Dtype)t.dt)) {
+            diag_error(ad->d, in->loc,
+                       "loop-carried %s '%s' of a loop whose reverse sweep reads a tape (for '%s'): kad "
+                       "records only float values (not supported yet; compute it from the loop variable "
+                       "instead)",
+                       t.dt == DT_PTR ? "pointer" : "integer", name_of(ad, c, in->res[k]), first);
+            ok = false;
+            continue;
+        }
+        if (t.dt == DT_F64)
+            tl.dt = DT_F64;
+        tl.taped[k] = 1;
+        tl.off[k] = tl.slot;
+        tl.slot += type_numel(t);
+        buf_printf(&what, "%s%s", what.len ? ", " : "", name_of(ad, c, in->res[k]));
+    }
+    if (!ok)
+        return false;
+    /* trips = cdiv(max(ub - lb, 0), step) */
+    const TapeExpr *span = tx(ad->a, TX_MAX, 0, tx(ad->a, TX_SUB, 0, ub, lb), tx(ad->a, TX_CONST, 0, NULL, NULL));
+    tl.trips = tx(ad->a, TX_CDIV, 0, span, tx(ad->a, TX_CONST, st->ival, NULL, NULL));
+    tl.what = what.len ? buf_str(&what) : "";
+    vec_push(ad->a, ad->tapes, tl);
+    return true;
+}
+
+TapeLoop *ad_tape_of(Ad *ad, const Inst *in)
+{
+    for (int i = 0; i < ad->tapes.n; i++)
+        if (ad->tapes.v[i].loop == in)
+            return &ad->tapes.v[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* The host's side                                                     */
+/* ------------------------------------------------------------------ */
+
+bool tape_expr_eval(const TapeExpr *e, const int64_t *iargs, const int64_t grid[3], int64_t *out)
+{
+    int64_t x = 0, y = 0;
+    switch (e->op) {
+    case TX_CONST:
+        *out = e->v;
+        return true;
+    case TX_PARAM:
+        *out = iargs[e->v];
+        return true;
+    case TX_GRID:
+        *out = grid[e->v];
+        return true;
+    default:
+        break;
+    }
+    if (!tape_expr_eval(e->x, iargs, grid, &x) || !tape_expr_eval(e->y, iargs, grid, &y))
+        return false;
+    switch (e->op) {
+    case TX_ADD:
+        return !__builtin_add_overflow(x, y, out);
+    case TX_SUB:
+        return !__builtin_sub_overflow(x, y, out);
+    case TX_MUL:
+        return !__builtin_mul_overflow(x, y, out);
+    case TX_DIV:
+    case TX_REM:
+        if (y == 0 || (x == INT64_MIN && y == -1))
+            return false;
+        *out = e->op == TX_DIV ? x / y : x % y;
+        return true;
+    case TX_MAX:
+        *out = x > y ? x : y;
+        return true;
+    case TX_MIN:
+        *out = x < y ? x : y;
+        return true;
+    case TX_CDIV:
+        if (y <= 0 || x < 0 || __builtin_add_overflow(x, y - 1, out))
+            return false;
+        *out /= y;
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void host_print(Buf *b, const TapeExpr *e, const Func *f, const char *args, const char *grid)
+{
+    static const char *const sym[] = {[TX_ADD] = " + ", [TX_SUB] = " - ", [TX_MUL] = " * "};
+    switch (e->op) {
+    case TX_CONST:
+        buf_printf(b, "%lld", (long long)e->v);
+        return;
+    case TX_PARAM: {
+        const char *n = f->vals.v[f->params[e->v]].name;
+        buf_printf(b, "%s[\"%s\"]", args, n ? n : "?");
+        return;
+    }
+    case TX_GRID:
+        buf_printf(b, "%s[%lld]", grid, (long long)e->v);
+        return;
+    case TX_ADD:
+    case TX_SUB:
+    case TX_MUL:
+        buf_putc(b, '(');
+        host_print(b, e->x, f, args, grid);
+        buf_puts(b, sym[e->op]);
+        host_print(b, e->y, f, args, grid);
+        buf_putc(b, ')');
+        return;
+    case TX_DIV: /* truncating, as the kernel divides */
+    case TX_REM:
+        buf_puts(b, e->op == TX_DIV ? "_kad_tdiv(" : "_kad_trem(");
+        break;
+    case TX_MAX:
+        buf_puts(b, "max(");
+        break;
+    case TX_MIN:
+        buf_puts(b, "min(");
+        break;
+    case TX_CDIV:
+        buf_puts(b, "triton.cdiv(");
+        break;
+    default:
+        buf_puts(b, "?(");
+        break;
+    }
+    host_print(b, e->x, f, args, grid);
+    buf_puts(b, ", ");
+    host_print(b, e->y, f, args, grid);
+    buf_putc(b, ')');
+}
+
+const char *tape_expr_host(Arena *a, const TapeExpr *e, const Func *f, const char *args, const char *grid)
+{
+    Buf b = {.a = a};
+    host_print(&b, e, f, args, grid);
+    return buf_str(&b);
+}
+
+bool tape_elems(const Func *f, int j, const int64_t *iargs, const int64_t grid[3], int64_t *out, Diags *d)
+{
+    const FuncTape *t = &f->tapes.v[j];
+    int64_t trips = 0, n = 0;
+    if (!tape_expr_eval(t->trips, iargs, grid, &trips)) {
+        diag_error(d, t->loc, "cannot compute the trip count of this loop for its tape (a division by zero or "
+                              "an overflow)");
+        return false;
+    }
+    if (trips < 0)
+        trips = 0;
+    if (__builtin_mul_overflow(trips, grid[0], &n) || __builtin_mul_overflow(n, grid[1], &n) ||
+        __builtin_mul_overflow(n, grid[2], &n) || __builtin_mul_overflow(n, t->slot, &n) || n > (INT64_MAX >> 4)) {
+        diag_error(d, t->loc, "the tape of this loop would hold more than 2**59 elements");
+        return false;
+    }
+    *out = n;
+    return true;
+}
