@@ -82,7 +82,7 @@ static void name_after(Ad *ad, ValId bv, const char *prefix, ValId fv)
 
 int ad_mutation_by_name(const char *name)
 {
-    static const char *const names[] = {"none", "exp", "mul", "max", "where", "cumsum", "max_drop"};
+    static const char *const names[] = {"none", "exp", "mul", "max", "where", "cumsum", "max_drop", "tape"};
     for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
         if (name && !strcmp(name, names[i]))
             return i;
@@ -1091,7 +1091,9 @@ static void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
     for (int k = 0; k < L.n; k++)
         ad->adj[L.v[k]] = param_like(ad, reg, L.v[k], "d");
     /* t = trips - 1 - j, iv = lb + t * step; the carried values from the tape */
-    ValId t = ir_op2(f, reg, OP_SUB, it, ir_op2(f, reg, OP_SUB, it, trips, one, loc), j, loc);
+    ValId t = ad->spec->mutate == AD_MUTATE_TAPE /* reads the iterations' slots in the wrong order */
+                  ? j
+                  : ir_op2(f, reg, OP_SUB, it, ir_op2(f, reg, OP_SUB, it, trips, one, loc), j, loc);
     ValId iv = ir_op2(f, reg, OP_ADD, it, lb, ir_op2(f, reg, OP_MUL, it, t, step, loc), loc);
     ad->pm[body->params[0]] = iv;
     name_after(ad, iv, "", body->params[0]);

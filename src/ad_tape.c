@@ -39,6 +39,11 @@ static Type fty(const Ad *ad, ValId v) { return ad->fw->vals.v[v].ty; }
 
 static const TapeExpr *tx(Arena *a, int op, int64_t v, const TapeExpr *x, const TapeExpr *y)
 {
+    bool y0 = y && y->op == TX_CONST && y->v == 0, y1 = y && y->op == TX_CONST && y->v == 1;
+    if (((op == TX_ADD || op == TX_SUB) && y0) || ((op == TX_MUL || op == TX_DIV || op == TX_CDIV) && y1))
+        return x; /* x + 0, x - 0, x * 1, x / 1 */
+    if (op == TX_ADD && x->op == TX_CONST && x->v == 0)
+        return y;
     TapeExpr *e = arena_alloc(a, sizeof *e);
     e->op = op;
     e->v = v;
@@ -262,11 +267,17 @@ static void host_print(Buf *b, const TapeExpr *e, const Func *f, const char *arg
         return;
     case TX_PARAM: {
         const char *n = f->vals.v[f->params[e->v]].name;
-        buf_printf(b, "%s[\"%s\"]", args, n ? n : "?");
+        if (args)
+            buf_printf(b, "%s[\"%s\"]", args, n ? n : "?");
+        else
+            buf_puts(b, n ? n : "?");
         return;
     }
     case TX_GRID:
-        buf_printf(b, "%s[%lld]", grid, (long long)e->v);
+        if (grid)
+            buf_printf(b, "%s[%lld]", grid, (long long)e->v);
+        else
+            buf_printf(b, "tl.num_programs(%lld)", (long long)e->v);
         return;
     case TX_ADD:
     case TX_SUB:

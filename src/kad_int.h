@@ -1141,6 +1141,8 @@ typedef struct TapeExpr {
     int64_t v;
     const struct TapeExpr *x, *y;
 } TapeExpr;
+/* The IR text's name of a TX_ operation (add ... cdiv), or NULL (ir.c). */
+const char *tape_expr_op_name(int op);
 /* A tape of a backward kernel: a scratch buffer (pointer parameter param,
  * after the flags) holding, for every iteration t < trips of one `for`
  * loop and every program p (numbered x fastest), `slot` elements at
@@ -1197,9 +1199,10 @@ enum {
     AD_MUTATE_CUMSUM = 5,   /* cumsum: the adjoint scans in the same direction */
     AD_MUTATE_MAX_DROP = 6, /* scalar max/min reductions: adjoint dropped without the
                                shift-invariance proof */
+    AD_MUTATE_TAPE = 7,     /* taped loops: the reverse loop reads the tape's slots in forward order */
 };
 /* Testing aid: the AD_MUTATE_* of a name ("exp", "mul", "max", "where",
- * "cumsum", "max_drop"); -1 if unknown.  check_gradients applies the one
+ * "cumsum", "max_drop", "tape"); -1 if unknown.  check_gradients applies the one
  * CheckConfig.mutate names (the CLI and the Python tests take it from
  * KAD_TEST_MUTATE; docs/AD.md). */
 int ad_mutation_by_name(const char *name);
@@ -1303,8 +1306,9 @@ TapeLoop *ad_tape_of(struct Ad *ad, const struct Inst *in);
 /* Evaluates e for a launch (iargs: by param index; grid); false on a
  * division by zero or an overflow. */
 bool tape_expr_eval(const TapeExpr *e, const int64_t *iargs, const int64_t grid[3], int64_t *out);
-/* e as a Python expression: int parameter p as ARGS["p"] (names from f),
- * the grid as GRID[k]. */
+/* e as a Python expression: int parameter p as ARGS["p"] (names from f;
+ * bare p when args is NULL), the grid as GRID[k] (tl.num_programs(k) when
+ * grid is NULL). */
 const char *tape_expr_host(Arena *a, const TapeExpr *e, const Func *f, const char *args, const char *grid);
 /* The number of elements of f's tape j for a launch (0 when the loop
  * runs no iteration); false after a located error in d. */
