@@ -16,7 +16,6 @@ import os
 import pytest
 import torch
 
-import kad
 import triton_cpu
 
 DEVICE = os.environ.get("KAD_TEST_DEVICE", "cpu")
@@ -162,6 +161,7 @@ def _dys(case):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_package_matches_torch(name):
+    import kad  # here: test_triton_compile imports this module where the package is not importable
     case = CASES[name]
     _, grid, wrt, outs, args, consts, _ = case
     fn = getattr(triton_cpu.corpus_module("tape_loops.py"), name)
