@@ -1034,6 +1034,33 @@ static void adj_if(Ad *ad, Block *bb, const Inst *in)
     bind_adjoints(ad, &bb->insts.v[idx], L);
 }
 
+/* fw value v, the same in every iteration of the body whose values carry
+ * stamp id (ad_tape_invariant), in reg's scope: its defining ops inside
+ * the body are cloned there. */
+static ValId clone_invariant(Ad *ad, Block *reg, ValId v, int id)
+{
+    if (ad->stamp[v] != id)
+        return P0(ad, v);
+    const Inst *in = ad->def[v];
+    ValId *args = arena_alloc(ad->a, sizeof *args * (size_t)(in->nargs + 1));
+    for (int k = 0; k < in->nargs; k++)
+        args[k] = clone_invariant(ad, reg, in->args[k], id);
+    ValId r = emit_like(ad, reg, in, args)->res[0];
+    ad->pm[v] = r;
+    return r;
+}
+
+/* x (an int scalar) as a tile of type like's shape and dtype dt. */
+static ValId int_like(Ad *ad, Block *b, ValId x, Type like, Dtype dt, Loc loc)
+{
+    Func *f = ad->bw;
+    if (ir_type(f, x).dt != dt)
+        x = ir_op1(f, b, OP_CAST, type_scalar(dt), x, loc);
+    if (like.rank)
+        x = ir_op1(f, b, OP_BROADCAST, type_tile(dt, like.rank, like.shape), x, loc);
+    return x;
+}
+
 /* A taped `for` (ad_tape.c): the adjoint loop runs backwards over the
  * iterations, t = trips - 1 .. 0, reading each iteration's carried values
  * back from the tape the primal sweep wrote, recomputing the body from
@@ -1098,9 +1125,37 @@ static void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
     ad->pm[body->params[0]] = iv;
     name_after(ad, iv, "", body->params[0]);
     ValId base = tape_base(ad, reg, tl, t, loc);
+    int id = ++ad->gen;
+    ad_mark_defs(ad, body, id);
     for (int i = 0; i < n; i++) {
         ad->pm[car[i]] = 0;
         ad->adj[car[i]] = 0;
+        if (tl->affine[i]) { /* init + t * step, and its shadow alike */
+            ValId init = in->args[3 + i], v = P0(ad, init), sv = needs_shadow(ad, car[i]) ? S0(ad, init) : 0;
+            if (tl->delta[i]) {
+                ValId d = clone_invariant(ad, reg, tl->delta[i], id);
+                Type dt = bty(ad, d), ct = fty(ad, car[i]);
+                if (ct.dt == DT_PTR) { /* in i64: the forward's pointer never wrapped */
+                    Type ot = type_with_dtype(dt, DT_I64);
+                    if (dt.dt != DT_I64)
+                        d = ir_op1(f, reg, OP_CAST, ot, d, loc);
+                    ValId off = ir_op2(f, reg, OP_MUL, ot, d, int_like(ad, reg, t, dt, DT_I64, loc), loc);
+                    v = ir_op2(f, reg, OP_ADDPTR, ct, v, off, loc);
+                    if (sv)
+                        sv = ir_op2(f, reg, OP_ADDPTR, ct, sv, off, loc);
+                } else {
+                    ValId adv = ir_op2(f, reg, OP_MUL, dt, d, int_like(ad, reg, t, dt, (Dtype)dt.dt, loc), loc);
+                    v = ir_op2(f, reg, OP_ADD, ct, v, adv, loc);
+                }
+            }
+            ad->pm[car[i]] = v;
+            name_after(ad, v, "", car[i]);
+            if (sv) {
+                ad->sm[car[i]] = sv;
+                name_after(ad, sv, "d_", car[i]);
+            }
+            continue;
+        }
         if (!tl->taped[i])
             continue; /* a linear accumulator (never recomputed), or unused by the body */
         Type vt = fty(ad, car[i]);

@@ -125,6 +125,44 @@ static bool uses(const Block *b, ValId v)
     return false;
 }
 
+static bool invariant_at(Ad *ad, ValId v, int id, int depth)
+{
+    if (ad->stamp[v] != id)
+        return true;
+    const Inst *in = ad->def[v];
+    if (!in || depth > 32 || !op_info[in->op].pure || in->nregions || in->op == OP_RAND ||
+        in->op == OP_RANDN || in->op == OP_RANDINT)
+        return false;
+    for (int k = 0; k < in->nargs; k++)
+        if (!invariant_at(ad, in->args[k], id, depth + 1))
+            return false;
+    return true;
+}
+
+bool ad_tape_invariant(Ad *ad, ValId v, int id) { return invariant_at(ad, v, id, 0); }
+
+/* Carried slot k of loop in advances by a loop-invariant step: its next
+ * value is itself (*delta = 0), c + d or d + c (ints), addptr(c, d)
+ * (pointers), d invariant.  id: the stamp of the body's values. */
+static bool affine_slot(Ad *ad, const Inst *in, int k, int id, ValId *delta)
+{
+    const Block *body = in->regions[0];
+    ValId c = body->params[1 + k], y = ad_block_term(body)->args[k];
+    *delta = 0;
+    if (y == c)
+        return true;
+    const Inst *d = ad->def[y];
+    if (!d || ad->stamp[y] != id)
+        return false;
+    if (d->op == OP_ADDPTR && d->args[0] == c && ad_tape_invariant(ad, d->args[1], id))
+        *delta = d->args[1];
+    else if (d->op == OP_ADD && d->args[0] == c && ad_tape_invariant(ad, d->args[1], id))
+        *delta = d->args[1];
+    else if (d->op == OP_ADD && d->args[1] == c && ad_tape_invariant(ad, d->args[0], id))
+        *delta = d->args[0];
+    return *delta != 0;
+}
+
 static const char *name_of(const Ad *ad, ValId v, ValId alt)
 {
     const char *n = ad->fw->vals.v[v].name;
@@ -164,6 +202,10 @@ bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear)
     tl.taped = arena_alloc(ad->a, (size_t)n + 1);
     tl.linear = arena_alloc(ad->a, (size_t)n + 1);
     tl.off = arena_alloc(ad->a, sizeof(int64_t) * (size_t)(n + 1));
+    tl.affine = arena_alloc(ad->a, (size_t)n + 1);
+    tl.delta = arena_alloc(ad->a, sizeof(ValId) * (size_t)(n + 1));
+    int id = ++ad->gen;
+    ad_mark_defs(ad, body, id);
     tl.dt = DT_F32;
     Buf what = {.a = ad->a};
     bool ok = true;
@@ -174,10 +216,15 @@ bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear)
             continue; /* a linear accumulator, or not read by the body: nothing to record */
         Type t = fty(ad, c);
         if (t.dt == DT_PTR || !dtype_is_float((Dtype)t.dt)) {
+            if (affine_slot(ad, in, k, id, &tl.delta[k])) {
+                tl.affine[k] = 1; /* recomputed from the iteration number */
+                continue;
+            }
             diag_error(ad->d, in->loc,
                        "loop-carried %s '%s' of a loop whose reverse sweep reads a tape (for '%s'): kad "
-                       "records only float values (not supported yet; compute it from the loop variable "
-                       "instead)",
+                       "recomputes such a value only when each iteration advances it by the same amount "
+                       "(p += step, step loop-invariant) and records only float values (not supported yet; "
+                       "compute it from the loop variable instead)",
                        t.dt == DT_PTR ? "pointer" : "integer", name_of(ad, c, in->res[k]), first);
             ok = false;
             continue;

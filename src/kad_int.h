@@ -1290,6 +1290,9 @@ typedef struct TapeLoop {
     const struct Inst *loop; /* the forward's `for` */
     uint8_t *taped;          /* by carried slot: recorded on the tape */
     uint8_t *linear;         /* by carried slot: a linear accumulator (ad->chain), no tape */
+    uint8_t *affine;         /* by carried slot: an int or pointer advanced by a loop-invariant
+                              * step (or unchanged): recomputed as init + t * step, no tape */
+    ValId *delta;            /* by carried slot (affine): the fw value of its step, 0: unchanged */
     int64_t *off;            /* by carried slot (taped): its first element in a tape slot */
     int64_t slot;            /* elements per (iteration, program) */
     Dtype dt;                /* the tape's dtype: fp64 when a taped value is, else fp32 */
@@ -1301,6 +1304,10 @@ typedef struct TapeLoop {
  * carried slot, the linear accumulators).  False after a located error
  * saying why kad cannot tape it. */
 bool ad_tape_plan(struct Ad *ad, const struct Inst *in, const uint8_t *linear);
+/* Is fw value v the same in every iteration of the loop whose body's
+ * values ad_mark_defs stamped with id (defined outside it, or computed
+ * inside by pure ops from such values only)? */
+bool ad_tape_invariant(struct Ad *ad, ValId v, int id);
 /* The tape of fw loop in, or NULL when it has none. */
 TapeLoop *ad_tape_of(struct Ad *ad, const struct Inst *in);
 /* Evaluates e for a launch (iargs: by param index; grid); false on a

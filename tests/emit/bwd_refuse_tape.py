@@ -1,9 +1,9 @@
 # RUN: grad %s:causal_running_max --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=16' --wrt x_ptr --out y_ptr
-# RUN: grad %s:pointer_carried --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16' --wrt x_ptr --out y_ptr
+# RUN: grad %s:doubling_offset --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16' --wrt x_ptr --out y_ptr
 # RUN: grad %s:runtime_step --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,step=i32,BLOCK=16' --wrt x_ptr --out y_ptr
 # Refused: loops whose carried value is not a linear accumulator (so the backward records it on a tape)
 # but whose tape kad cannot size or fill: a trip count that depends on the program id (a causal
-# bound), a carried pointer next to the taped value, a runtime step.
+# bound), a carried offset that does not advance by a loop-invariant step, a runtime step.
 import triton
 import triton.language as tl
 
@@ -19,12 +19,12 @@ def causal_running_max(x_ptr, y_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def pointer_carried(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    p = x_ptr + tl.program_id(0) * n + tl.arange(0, BLOCK)
+def doubling_offset(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    j = 1
     m = tl.full((BLOCK,), -float("inf"), tl.float32)
     for k in range(0, n, BLOCK):
-        m = tl.maximum(m, tl.load(p))
-        p += BLOCK
+        m = tl.maximum(m, tl.load(x_ptr + (j % n) + tl.arange(0, BLOCK)))
+        j = j * 2
     tl.store(y_ptr + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK), m)
 
 

@@ -14,6 +14,8 @@
 # RUN: grad %s:max_per_row_sum --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,R=i32,C=i32,BLOCK=8' --wrt x_ptr --out y_ptr
 # RUN: grad %s:lse_if --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,flag=i32,BLOCK=8' --wrt x_ptr --out y_ptr
 # RUN: grad %s:product_and_sum --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=8' --wrt x_ptr --out y_ptr
+# RUN: check %s:advancing_pointers --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,stride=i32,BLOCK=8' --wrt x_ptr --out y_ptr --grid 3 --shape x_ptr=3x40 --shape y_ptr=3x8 --arg n=40 --arg stride=40
+# RUN: grad %s:advancing_pointers --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,stride=i32,BLOCK=8' --wrt x_ptr --out y_ptr
 import triton
 import triton.language as tl
 
@@ -98,3 +100,19 @@ def product_and_sum(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
         p = p * x
     tl.store(y_ptr + row * 2, tl.sum(p, axis=0))
     tl.store(y_ptr + row * 2 + 1, tl.sum(s, axis=0))
+
+
+@triton.jit
+def advancing_pointers(x_ptr, y_ptr, n, stride, BLOCK: tl.constexpr):
+    # a pointer tile and an int offset carried and advanced by the same step every iteration
+    # (recomputed from the iteration number in the reverse loop, not taped) next to a taped value
+    row = tl.program_id(0)
+    p = x_ptr + row * stride + tl.arange(0, BLOCK)
+    off = 0
+    h = tl.zeros((BLOCK,), tl.float32)
+    for c in range(0, n, BLOCK):
+        x = tl.load(p, mask=off + tl.arange(0, BLOCK) < n, other=0.0)
+        h = tl.sigmoid(h) * x + x
+        p += BLOCK
+        off += BLOCK
+    tl.store(y_ptr + row * BLOCK + tl.arange(0, BLOCK), h)
