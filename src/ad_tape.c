@@ -77,8 +77,7 @@ static const TapeExpr *host_expr(Ad *ad, ValId v, const char **why)
     case OP_NUM_PROGRAMS:
         return tx(ad->a, TX_GRID, in->ival, NULL, NULL);
     case OP_PROGRAM_ID:
-        *why = "depends on tl.program_id (a bound per program, as in a causal mask)";
-        return NULL;
+        return tx(ad->a, TX_PID, in->ival, NULL, NULL);
     case OP_LOAD:
         *why = "depends on a value loaded from memory";
         return NULL;
@@ -258,47 +257,87 @@ TapeLoop *ad_tape_of(Ad *ad, const Inst *in)
 /* The host's side                                                     */
 /* ------------------------------------------------------------------ */
 
-bool tape_expr_eval(const TapeExpr *e, const int64_t *iargs, const int64_t grid[3], int64_t *out)
+bool tape_expr_has_pid(const TapeExpr *e)
 {
-    int64_t x = 0, y = 0;
+    if (!e)
+        return false;
+    return e->op == TX_PID || tape_expr_has_pid(e->x) || tape_expr_has_pid(e->y);
+}
+
+/* The smallest and largest of four values. */
+static void span4(const int64_t v[4], int64_t *lo, int64_t *hi)
+{
+    *lo = *hi = v[0];
+    for (int i = 1; i < 4; i++) {
+        *lo = v[i] < *lo ? v[i] : *lo;
+        *hi = v[i] > *hi ? v[i] : *hi;
+    }
+}
+
+bool tape_expr_bound(const TapeExpr *e, const int64_t *iargs, const int64_t grid[3], int64_t *lo, int64_t *hi)
+{
+    int64_t a0 = 0, a1 = 0, b0 = 0, b1 = 0, v[4];
     switch (e->op) {
     case TX_CONST:
-        *out = e->v;
+        *lo = *hi = e->v;
         return true;
     case TX_PARAM:
-        *out = iargs[e->v];
+        *lo = *hi = iargs[e->v];
         return true;
     case TX_GRID:
-        *out = grid[e->v];
+        *lo = *hi = grid[e->v];
+        return true;
+    case TX_PID:
+        *lo = 0;
+        *hi = grid[e->v] > 0 ? grid[e->v] - 1 : 0;
         return true;
     default:
         break;
     }
-    if (!tape_expr_eval(e->x, iargs, grid, &x) || !tape_expr_eval(e->y, iargs, grid, &y))
+    if (!tape_expr_bound(e->x, iargs, grid, &a0, &a1) || !tape_expr_bound(e->y, iargs, grid, &b0, &b1))
         return false;
     switch (e->op) {
     case TX_ADD:
-        return !__builtin_add_overflow(x, y, out);
+        return !__builtin_add_overflow(a0, b0, lo) && !__builtin_add_overflow(a1, b1, hi);
     case TX_SUB:
-        return !__builtin_sub_overflow(x, y, out);
+        return !__builtin_sub_overflow(a0, b1, lo) && !__builtin_sub_overflow(a1, b0, hi);
     case TX_MUL:
-        return !__builtin_mul_overflow(x, y, out);
-    case TX_DIV:
-    case TX_REM:
-        if (y == 0 || (x == INT64_MIN && y == -1))
+        if (__builtin_mul_overflow(a0, b0, &v[0]) || __builtin_mul_overflow(a0, b1, &v[1]) ||
+            __builtin_mul_overflow(a1, b0, &v[2]) || __builtin_mul_overflow(a1, b1, &v[3]))
             return false;
-        *out = e->op == TX_DIV ? x / y : x % y;
+        span4(v, lo, hi);
         return true;
+    case TX_DIV: /* truncation is monotone in the real quotient: its extremes are at the corners */
+        if ((b0 <= 0 && b1 >= 0) || a0 == INT64_MIN)
+            return false;
+        v[0] = a0 / b0, v[1] = a0 / b1, v[2] = a1 / b0, v[3] = a1 / b1;
+        span4(v, lo, hi);
+        return true;
+    case TX_REM: { /* |x % y| < |y|, with the sign of x */
+        if ((b0 <= 0 && b1 >= 0) || b0 == INT64_MIN)
+            return false;
+        int64_t m = (b0 < 0 ? -b0 : b0) > (b1 < 0 ? -b1 : b1) ? (b0 < 0 ? -b0 : b0) : (b1 < 0 ? -b1 : b1);
+        *lo = a0 >= 0 ? 0 : -(m - 1);
+        *hi = a1 <= 0 ? 0 : m - 1;
+        if (a0 >= 0 && a1 < m) { /* 0 <= x < |y|: x % y = x */
+            *lo = a0;
+            *hi = a1;
+        }
+        return true;
+    }
     case TX_MAX:
-        *out = x > y ? x : y;
+        *lo = a0 > b0 ? a0 : b0;
+        *hi = a1 > b1 ? a1 : b1;
         return true;
     case TX_MIN:
-        *out = x < y ? x : y;
+        *lo = a0 < b0 ? a0 : b0;
+        *hi = a1 < b1 ? a1 : b1;
         return true;
-    case TX_CDIV:
-        if (y <= 0 || x < 0 || __builtin_add_overflow(x, y - 1, out))
+    case TX_CDIV: /* ceil(x / y), y > 0: increasing in x, extremes at the corners */
+        if (b0 <= 0 || a0 < 0 || __builtin_add_overflow(a1, b1, &v[0]))
             return false;
-        *out /= y;
+        v[0] = (a0 + b0 - 1) / b0, v[1] = (a0 + b1 - 1) / b1, v[2] = (a1 + b0 - 1) / b0, v[3] = (a1 + b1 - 1) / b1;
+        span4(v, lo, hi);
         return true;
     default:
         return false;
@@ -325,6 +364,9 @@ static void host_print(Buf *b, const TapeExpr *e, const Func *f, const char *arg
             buf_printf(b, "%s[%lld]", grid, (long long)e->v);
         else
             buf_printf(b, "tl.num_programs(%lld)", (long long)e->v);
+        return;
+    case TX_PID:
+        buf_printf(b, "tl.program_id(%lld)", (long long)e->v);
         return;
     case TX_ADD:
     case TX_SUB:
@@ -358,18 +400,83 @@ static void host_print(Buf *b, const TapeExpr *e, const Func *f, const char *arg
     buf_putc(b, ')');
 }
 
+/* e in interval form: each node a (lo, hi) pair; helpers from tape_host_helpers. */
+static void host_print_iv(Buf *b, const TapeExpr *e, const Func *f, const char *args, const char *grid)
+{
+    static const char *const fn[] = {[TX_ADD] = "add", [TX_SUB] = "sub", [TX_MUL] = "mul", [TX_DIV] = "div",
+                                     [TX_REM] = "rem", [TX_MAX] = "max", [TX_MIN] = "min", [TX_CDIV] = "cdiv"};
+    switch (e->op) {
+    case TX_CONST:
+    case TX_PARAM:
+    case TX_GRID:
+        buf_puts(b, "_kad_iv(");
+        host_print(b, e, f, args, grid);
+        buf_putc(b, ')');
+        return;
+    case TX_PID:
+        buf_printf(b, "(0, max(%s[%lld] - 1, 0))", grid, (long long)e->v);
+        return;
+    default:
+        buf_printf(b, "_kad_iv_%s(", fn[e->op]);
+        host_print_iv(b, e->x, f, args, grid);
+        buf_puts(b, ", ");
+        host_print_iv(b, e->y, f, args, grid);
+        buf_putc(b, ')');
+        return;
+    }
+}
+
 const char *tape_expr_host(Arena *a, const TapeExpr *e, const Func *f, const char *args, const char *grid)
 {
     Buf b = {.a = a};
-    host_print(&b, e, f, args, grid);
+    if (grid && tape_expr_has_pid(e)) {
+        host_print_iv(&b, e, f, args, grid);
+        buf_puts(&b, "[1]");
+    } else {
+        host_print(&b, e, f, args, grid);
+    }
     return buf_str(&b);
+}
+
+const char *tape_host_helpers(void)
+{
+    return "\n"
+           "    # interval arithmetic: a bound of the trip count over every program id\n"
+           "    def _kad_iv(x):\n"
+           "        return (x, x)\n\n"
+           "    def _kad_iv_corners(f, x, y):\n"
+           "        v = [f(a, b) for a in x for b in y]\n"
+           "        return (min(v), max(v))\n\n"
+           "    def _kad_iv_add(x, y):\n"
+           "        return (x[0] + y[0], x[1] + y[1])\n\n"
+           "    def _kad_iv_sub(x, y):\n"
+           "        return (x[0] - y[1], x[1] - y[0])\n\n"
+           "    def _kad_iv_mul(x, y):\n"
+           "        return _kad_iv_corners(lambda a, b: a * b, x, y)\n\n"
+           "    def _kad_iv_div(x, y):\n"
+           "        if y[0] <= 0 <= y[1]:\n"
+           "            raise ValueError(\"kad: a tape's trip count may divide by zero\")\n"
+           "        return _kad_iv_corners(lambda a, b: (abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1), x, y)\n\n"
+           "    def _kad_iv_rem(x, y):\n"
+           "        m = max(abs(y[0]), abs(y[1]))\n"
+           "        if y[0] <= 0 <= y[1]:\n"
+           "            raise ValueError(\"kad: a tape's trip count may divide by zero\")\n"
+           "        if 0 <= x[0] and x[1] < m:\n"
+           "            return x\n"
+           "        return (0 if x[0] >= 0 else 1 - m, 0 if x[1] <= 0 else m - 1)\n\n"
+           "    def _kad_iv_max(x, y):\n"
+           "        return (max(x[0], y[0]), max(x[1], y[1]))\n\n"
+           "    def _kad_iv_min(x, y):\n"
+           "        return (min(x[0], y[0]), min(x[1], y[1]))\n\n"
+           "    def _kad_iv_cdiv(x, y):\n"
+           "        return _kad_iv_corners(lambda a, b: -(-a // b), x, y)\n\n";
 }
 
 bool tape_elems(const Func *f, int j, const int64_t *iargs, const int64_t grid[3], int64_t *out, Diags *d)
 {
     const FuncTape *t = &f->tapes.v[j];
-    int64_t trips = 0, n = 0;
-    if (!tape_expr_eval(t->trips, iargs, grid, &trips)) {
+    int64_t lo = 0, trips = 0, n = 0;
+    if (!tape_expr_bound(t->trips, iargs, grid, &lo, &trips)) {
         diag_error(d, t->loc, "cannot compute the trip count of this loop for its tape (a division by zero or "
                               "an overflow)");
         return false;

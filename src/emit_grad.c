@@ -487,6 +487,11 @@ static void print_tapes(Buf *out, Arena *a, const Func *bwd)
         trips[j] = tape_expr_host(a, bwd->tapes.v[j].trips, bwd, "_ta", "_tg");
         div |= strstr(trips[j], "_kad_tdiv(") || strstr(trips[j], "_kad_trem(");
     }
+    bool pid = false;
+    for (int j = 0; j < bwd->tapes.n; j++)
+        pid |= tape_expr_has_pid(bwd->tapes.v[j].trips);
+    if (pid)
+        buf_puts(out, tape_host_helpers());
     if (div)
         buf_puts(out, "\n    def _kad_tdiv(x, y):  # the kernel's // on integers truncates\n"
                       "        q = abs(x) // abs(y)\n"
@@ -496,7 +501,8 @@ static void print_tapes(Buf *out, Arena *a, const Func *bwd)
     for (int j = 0; j < bwd->tapes.n; j++) {
         const FuncTape *t = &bwd->tapes.v[j];
         Type pt = ir_type(bwd, t->param);
-        buf_printf(out, "    _trips = max(0, %s)  # the loop at line %d\n", trips[j], t->loc.line);
+        buf_printf(out, "    _trips = max(0, %s)  # the loop at line %d%s\n", trips[j], t->loc.line,
+                   tape_expr_has_pid(t->trips) ? ": its largest over the programs" : "");
         buf_printf(out, "    args.append(torch.empty(_trips * _tg[0] * _tg[1] * _tg[2] * %lld, dtype=torch.%s, "
                         "device=_dev))\n",
                    (long long)t->slot, pt.elem == DT_F64 ? "float64" : "float32");

@@ -575,6 +575,9 @@ static void put_tape_expr(Printer *p, const TapeExpr *e)
     case TX_GRID:
         buf_printf(p->b, "grid(%lld)", (long long)e->v);
         return;
+    case TX_PID:
+        buf_printf(p->b, "pid(%lld)", (long long)e->v);
+        return;
     default:
         buf_printf(p->b, "%s(", tx_names[e->op]);
         put_tape_expr(p, e->x);

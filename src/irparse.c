@@ -1054,7 +1054,7 @@ static void parse_fold(P *p)
     f->fold = pl;
 }
 
-/* texpr := INT | %p | 'grid' '(' INT ')' | OP '(' texpr ',' texpr ')'
+/* texpr := INT | %p | ('grid' | 'pid') '(' INT ')' | OP '(' texpr ',' texpr ')'
  * (OP: add sub mul div rem max min cdiv; %p an int parameter) */
 static const TapeExpr *parse_tape_expr(P *p, int depth)
 {
@@ -1083,12 +1083,13 @@ static const TapeExpr *parse_tape_expr(P *p, int depth)
     }
     Tok nm = expect(p, P_ID, "a trip count (an integer, an int parameter, grid(K) or an operation)");
     expect(p, P_LPAREN, "'('");
-    if (nm.len == 4 && !strncmp(nm.text, "grid", 4)) {
+    bool pid = nm.len == 3 && !strncmp(nm.text, "pid", 3);
+    if ((nm.len == 4 && !strncmp(nm.text, "grid", 4)) || pid) {
         Tok k = expect(p, P_INT, "a grid axis");
         if (k.ival < 0 || k.ival > 2)
             perr(p, k.loc, "grid axes are 0, 1, 2");
         expect(p, P_RPAREN, "')'");
-        e->op = TX_GRID;
+        e->op = pid ? TX_PID : TX_GRID;
         e->v = k.ival;
         return e;
     }

@@ -1133,9 +1133,11 @@ bool func_guards_hold(const Func *f, const int64_t *iargs, const int64_t grid[3]
 /* An integer the host computes from a launch (ad_tape.c): a tape's trip
  * count.  TX_PARAM: the value of int parameter number v (an index into
  * Func.params, one of the contract's); TX_GRID: the grid's size along axis
- * v; the others combine x and y with the kernel's integer semantics (div
- * and rem truncate, as C and Triton do; cdiv(x, y) = (x + y - 1) / y). */
-enum { TX_CONST, TX_PARAM, TX_GRID, TX_ADD, TX_SUB, TX_MUL, TX_DIV, TX_REM, TX_MAX, TX_MIN, TX_CDIV };
+ * v; TX_PID: tl.program_id(v), any of 0 .. grid[v] - 1 (the host bounds the
+ * expression over all of them: interval arithmetic); the others combine x
+ * and y with the kernel's integer semantics (div and rem truncate, as C
+ * and Triton do; cdiv(x, y) = (x + y - 1) / y, y > 0). */
+enum { TX_CONST, TX_PARAM, TX_GRID, TX_ADD, TX_SUB, TX_MUL, TX_DIV, TX_REM, TX_MAX, TX_MIN, TX_CDIV, TX_PID };
 typedef struct TapeExpr {
     int op;
     int64_t v;
@@ -1310,13 +1312,20 @@ bool ad_tape_plan(struct Ad *ad, const struct Inst *in, const uint8_t *linear);
 bool ad_tape_invariant(struct Ad *ad, ValId v, int id);
 /* The tape of fw loop in, or NULL when it has none. */
 TapeLoop *ad_tape_of(struct Ad *ad, const struct Inst *in);
-/* Evaluates e for a launch (iargs: by param index; grid); false on a
+/* Bounds e over a launch's programs (iargs: by param index; grid): every
+ * value e takes in a program lies in [*lo, *hi]; false on a possible
  * division by zero or an overflow. */
-bool tape_expr_eval(const TapeExpr *e, const int64_t *iargs, const int64_t grid[3], int64_t *out);
+bool tape_expr_bound(const TapeExpr *e, const int64_t *iargs, const int64_t grid[3], int64_t *lo, int64_t *hi);
+/* Whether e names tl.program_id (then its host form bounds it). */
+bool tape_expr_has_pid(const TapeExpr *e);
 /* e as a Python expression: int parameter p as ARGS["p"] (names from f;
  * bare p when args is NULL), the grid as GRID[k] (tl.num_programs(k) when
- * grid is NULL). */
+ * grid is NULL), tl.program_id(k) as tl.program_id(k) when grid is NULL,
+ * else the expression is in interval form: calls of the helpers of
+ * tape_host_helpers() on (lo, hi) pairs, the program id (0, GRID[k] - 1). */
 const char *tape_expr_host(Arena *a, const TapeExpr *e, const Func *f, const char *args, const char *grid);
+/* The Python source of the interval helpers tape_expr_host's interval form calls. */
+const char *tape_host_helpers(void);
 /* The number of elements of f's tape j for a launch (0 when the loop
  * runs no iteration); false after a located error in d. */
 bool tape_elems(const Func *f, int j, const int64_t *iargs, const int64_t grid[3], int64_t *out, Diags *d);

@@ -1,19 +1,18 @@
-# RUN: grad %s:causal_running_max --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=16' --wrt x_ptr --out y_ptr
+# RUN: grad %s:loaded_bound --sig 'x_ptr=*fp32,n_ptr=*i32,y_ptr=*fp32,BLOCK=16' --wrt x_ptr --out y_ptr
 # RUN: grad %s:doubling_offset --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16' --wrt x_ptr --out y_ptr
 # RUN: grad %s:runtime_step --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,step=i32,BLOCK=16' --wrt x_ptr --out y_ptr
 # Refused: loops whose carried value is not a linear accumulator (so the backward records it on a tape)
-# but whose tape kad cannot size or fill: a trip count that depends on the program id (a causal
-# bound), a carried offset that does not advance by a loop-invariant step, a runtime step.
+# but whose tape kad cannot size or fill: a trip count read from memory, a carried offset that does not advance by a loop-invariant step, a runtime step.
 import triton
 import triton.language as tl
 
 
 @triton.jit
-def causal_running_max(x_ptr, y_ptr, BLOCK: tl.constexpr):
+def loaded_bound(x_ptr, n_ptr, y_ptr, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     m = tl.full((BLOCK,), -float("inf"), tl.float32)
-    for k in range(0, row + 1):
+    for k in range(0, tl.load(n_ptr + row)):
         m = tl.maximum(m, tl.load(x_ptr + k * BLOCK + cols))
     tl.store(y_ptr + row * BLOCK + cols, m)
 

@@ -16,6 +16,8 @@
 # RUN: grad %s:product_and_sum --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=8' --wrt x_ptr --out y_ptr
 # RUN: check %s:advancing_pointers --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,stride=i32,BLOCK=8' --wrt x_ptr --out y_ptr --grid 3 --shape x_ptr=3x40 --shape y_ptr=3x8 --arg n=40 --arg stride=40
 # RUN: grad %s:advancing_pointers --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,stride=i32,BLOCK=8' --wrt x_ptr --out y_ptr
+# RUN: check %s:causal_running_max --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=8' --wrt x_ptr --out y_ptr --grid 5 --shape x_ptr=5x8 --shape y_ptr=5x8
+# RUN: grad %s:causal_running_max --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=8' --wrt x_ptr --out y_ptr
 import triton
 import triton.language as tl
 
@@ -116,3 +118,15 @@ def advancing_pointers(x_ptr, y_ptr, n, stride, BLOCK: tl.constexpr):
         p += BLOCK
         off += BLOCK
     tl.store(y_ptr + row * BLOCK + tl.arange(0, BLOCK), h)
+
+
+@triton.jit
+def causal_running_max(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    # a trip count that depends on the program id (a causal bound): the host sizes the tape with
+    # its largest value over the grid; x is read by every program (the grid is folded for d_x)
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    m = tl.full((BLOCK,), -float("inf"), tl.float32)
+    for k in range(0, row + 1):
+        m = tl.maximum(m, tl.load(x_ptr + k * BLOCK + cols))
+    tl.store(y_ptr + row * BLOCK + cols, m)

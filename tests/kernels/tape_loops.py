@@ -72,3 +72,32 @@ def cross_entropy(logits_ptr, labels_ptr, loss_ptr, V, stride, BLOCK_V: tl.const
         m = m_new
     picked = tl.load(logits_ptr + row * stride + label)
     tl.store(loss_ptr + row, m + tl.log(s) - picked)
+
+
+@triton.jit
+def causal_attention(q_ptr, k_ptr, v_ptr, o_ptr, N, sm_scale, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                     D: tl.constexpr):
+    # An attention-like forward: a block of queries per program, a running max m_i, a rescaled
+    # running sum l_i and a rescaled accumulator over the K/V blocks up to the diagonal (causal:
+    # the loop's trip count depends on the program id).  N is a multiple of BLOCK_M.
+    start_m = tl.program_id(0)
+    base = tl.program_id(1) * N * D
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, D)
+    q = tl.load(q_ptr + base + offs_m[:, None] * D + offs_d[None, :])
+    m_i = tl.full((BLOCK_M,), -float("inf"), tl.float32)
+    l_i = tl.zeros((BLOCK_M,), tl.float32)
+    acc = tl.zeros((BLOCK_M, D), tl.float32)
+    for start_n in range(0, (start_m + 1) * BLOCK_M, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k = tl.load(k_ptr + base + offs_n[:, None] * D + offs_d[None, :])
+        v = tl.load(v_ptr + base + offs_n[:, None] * D + offs_d[None, :])
+        qk = tl.dot(q, tl.trans(k), input_precision="ieee") * sm_scale
+        qk = tl.where(offs_m[:, None] >= offs_n[None, :], qk, -float("inf"))
+        m_new = tl.maximum(m_i, tl.max(qk, axis=1))
+        alpha = tl.exp(m_i - m_new)
+        p = tl.exp(qk - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
+        m_i = m_new
+    tl.store(o_ptr + base + offs_m[:, None] * D + offs_d[None, :], acc / l_i[:, None])

@@ -3,7 +3,8 @@
 The kernels (tests/kernels/tape_loops.py): an online softmax over column chunks (running max
 and rescaled running sum), a running elementwise max, a gated linear recurrence over time steps
 (h a tile per program), cross-entropy with an online log-sum-exp over vocabulary chunks and a
-label gather.  Three independent checks:
+label gather, an attention-like forward with a running max over K/V blocks and a causal mask (a
+trip count that depends on the program id: the host bounds it over the grid).  Three independent checks:
   - `kad check`: float64 central finite differences on kad's interpreter (each check is shown
     to fail when an adjoint rule is broken on purpose, KAD_TEST_MUTATE);
   - the package (@kad.differentiable) against PyTorch autograd of the same math written plainly,
@@ -39,6 +40,10 @@ CHECKS = {
                       "logits_ptr", "loss_ptr",
                       ["--grid", "4", "--shape", "logits_ptr=4x40", "--shape", "labels_ptr=4", "--range",
                        "labels_ptr=0:39", "--shape", "loss_ptr=4", "--arg", "V=40", "--arg", "stride=40"]),
+    "causal_attention": ("q_ptr=*fp32,k_ptr=*fp32,v_ptr=*fp32,o_ptr=*fp32,N=i32,sm_scale=fp32,BLOCK_M=16,"
+                         "BLOCK_N=16,D=16", "q_ptr,k_ptr,v_ptr", "o_ptr",
+                         ["--grid", "2,2", "--shape", "q_ptr=2x32x16", "--shape", "k_ptr=2x32x16", "--shape",
+                          "v_ptr=2x32x16", "--shape", "o_ptr=2x32x16", "--arg", "N=32", "--arg", "sm_scale=0.5"]),
 }
 
 
@@ -63,7 +68,7 @@ def test_kad_check_finite_differences(name):
 
 # a broken rule each kernel's gradient goes through: the same check must fail
 # (KAD_TEST_MUTATE=tape: the reverse loop reads the tape's slots in forward order)
-MUTANTS = [(n, m) for n in ("online_softmax", "running_max", "gated_recurrence", "cross_entropy")
+MUTANTS = [(n, m) for n in ("online_softmax", "running_max", "gated_recurrence", "cross_entropy", "causal_attention")
            for m in ("tape", "exp", "mul")
            if (n, m) not in (("running_max", "exp"), ("running_max", "mul"), ("gated_recurrence", "exp"))]
 
@@ -110,6 +115,13 @@ def ref_cross_entropy(z, labels):
     return torch.logsumexp(z, dim=1) - z.gather(1, labels.long()[:, None])[:, 0]
 
 
+def ref_causal_attention(q, k, v, scale):
+    s = (q @ k.transpose(-1, -2)) * scale
+    n = q.shape[-2]
+    s = s.masked_fill(~torch.ones(n, n, dtype=torch.bool).tril(), float("-inf"))
+    return torch.softmax(s, dim=-1) @ v
+
+
 def _rand(*shape, seed=0):
     g = torch.Generator().manual_seed(seed + sum(shape))
     return torch.randn(*shape, generator=g, dtype=torch.float64)
@@ -125,7 +137,13 @@ def _cases():
     V = 40
     z = _rand(4, V, seed=4) * 3
     labels = torch.tensor([3, 0, 39, 17], dtype=torch.int32)
+    BH, N, Dh = 2, 48, 16
+    q, k, v = _rand(BH, N, Dh, seed=5), _rand(BH, N, Dh, seed=6), _rand(BH, N, Dh, seed=8)
     return [
+        ("causal_attention", (N // 16, BH), ["q_ptr", "k_ptr", "v_ptr"], ["o_ptr"],
+         dict(q_ptr=q, k_ptr=k, v_ptr=v, o_ptr=torch.zeros(BH, N, Dh), N=N, sm_scale=0.3),
+         dict(BLOCK_M=16, BLOCK_N=16, D=16),
+         lambda t: {"o_ptr": ref_causal_attention(t["q_ptr"], t["k_ptr"], t["v_ptr"], 0.3)}),
         ("online_softmax", (rows,), ["x_ptr"], ["y_ptr"],
          dict(x_ptr=x, y_ptr=torch.zeros(rows, cols), n_cols=cols, stride=cols), dict(BLOCK=16),
          lambda v: {"y_ptr": ref_online_softmax(v["x_ptr"])}),
