@@ -18,6 +18,8 @@
 # RUN: grad %s:advancing_pointers --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,stride=i32,BLOCK=8' --wrt x_ptr --out y_ptr
 # RUN: check %s:causal_running_max --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=8' --wrt x_ptr --out y_ptr --grid 5 --shape x_ptr=5x8 --shape y_ptr=5x8
 # RUN: grad %s:causal_running_max --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=8' --wrt x_ptr --out y_ptr
+# RUN: check %s:welford_mean --sig 'x_ptr=*fp32,y_ptr=*fp32,N=i32,TILE=8' --wrt x_ptr --out y_ptr --grid 3 --shape x_ptr=3x21 --shape y_ptr=3 --arg N=21
+# RUN: grad %s:welford_mean --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,N=i32,TILE=8' --wrt x_ptr --out y_ptr
 import triton
 import triton.language as tl
 
@@ -130,3 +132,19 @@ def causal_running_max(x_ptr, y_ptr, BLOCK: tl.constexpr):
     for k in range(0, row + 1):
         m = tl.maximum(m, tl.load(x_ptr + k * BLOCK + cols))
     tl.store(y_ptr + row * BLOCK + cols, m)
+
+
+@triton.jit
+def welford_mean(x_ptr, y_ptr, N, TILE: tl.constexpr):
+    # a running mean per lane (taped) and an int count tile that only feeds itself (not taped,
+    # left out of the reverse loop); the trip count is tl.cdiv(N, TILE)
+    row = tl.program_id(0)
+    m = tl.zeros((TILE,), tl.float32)
+    cnt = tl.zeros((TILE,), tl.int32)
+    for step in range(0, tl.cdiv(N, TILE)):
+        offs = step * TILE + tl.arange(0, TILE)
+        mask = offs < N
+        x = tl.load(x_ptr + row * N + offs, mask=mask, other=0.0)
+        m = tl.where(mask, m + (x - m) / (step + 1), m)
+        cnt += mask.to(tl.int32)
+    tl.store(y_ptr + row, tl.sum(m * cnt) / N)
