@@ -961,6 +961,15 @@ static ValVec collect_outside(Ad *ad, const Inst *in)
     return out;
 }
 
+/* A region parameter carrying the adjoint of fw value v: its adjoint type
+ * (fp32 for fp16/bf16 values), named after v. */
+static ValId adj_param(Ad *ad, Block *reg, ValId v)
+{
+    const char *n = fname(ad, v);
+    return ir_block_param_add(ad->bw, reg, adt(fty(ad, v)), n ? arena_printf(ad->a, "d%s", n) : NULL,
+                              ad->fw->vals.v[v].loc);
+}
+
 /* The current adjoint of v, or a zero of its adjoint type. */
 static ValId adj_or_zero(Em *e, ValId v)
 {
@@ -1114,9 +1123,9 @@ static void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
     ValId *dcar = arena_alloc(ad->a, sizeof *dcar * (size_t)(n + 1));
     for (int i = 0; i < n; i++)
         if (act[i])
-            dcar[i] = param_like(ad, reg, car[i], "d");
+            dcar[i] = adj_param(ad, reg, car[i]);
     for (int k = 0; k < L.n; k++)
-        ad->adj[L.v[k]] = param_like(ad, reg, L.v[k], "d");
+        ad->adj[L.v[k]] = adj_param(ad, reg, L.v[k]);
     /* t = trips - 1 - j, iv = lb + t * step; the carried values from the tape */
     ValId t = ad->spec->mutate == AD_MUTATE_TAPE /* reads the iterations' slots in the wrong order */
                   ? j
@@ -1241,7 +1250,7 @@ static void adj_loop(Ad *ad, Block *bb, const Inst *in)
         Block *reg = ir_inst_add_region(ad->bw, &bb->insts.v[idx]);
         add_params(ad, reg, fr, lead_params(in), diff, sh);
         for (int j = 0; j < L.n; j++)
-            ad->adj[L.v[j]] = param_like(ad, reg, L.v[j], "d");
+            ad->adj[L.v[j]] = adj_param(ad, reg, L.v[j]);
         if (fr != body) {
             clone_block(ad, fr, reg, CL_YIELD, NULL); /* ends in `condition` */
             continue;

@@ -20,6 +20,9 @@
 # RUN: grad %s:causal_running_max --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=8' --wrt x_ptr --out y_ptr
 # RUN: check %s:welford_mean --sig 'x_ptr=*fp32,y_ptr=*fp32,N=i32,TILE=8' --wrt x_ptr --out y_ptr --grid 3 --shape x_ptr=3x21 --shape y_ptr=3 --arg N=21
 # RUN: grad %s:welford_mean --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,N=i32,TILE=8' --wrt x_ptr --out y_ptr
+# RUN: check %s:taped_in_taped --sig 'x_ptr=*fp32,y_ptr=*fp32,R=i32,C=i32,BLOCK=8' --wrt x_ptr --out y_ptr --grid 2 --shape x_ptr=2x3x20 --shape y_ptr=2 --arg R=3 --arg C=20
+# RUN: check %s:recurrence_fp16 --sig 'x_ptr=*fp16,y_ptr=*fp16,T=i32,BLOCK=8' --wrt x_ptr --out y_ptr --grid 1 --shape x_ptr=5x8 --shape y_ptr=8 --arg T=5
+# RUN: grad %s:recurrence_fp16 --sig 'x_ptr=*fp16,y_ptr=*fp16,T=i32,BLOCK=8' --wrt x_ptr --out y_ptr
 import triton
 import triton.language as tl
 
@@ -148,3 +151,33 @@ def welford_mean(x_ptr, y_ptr, N, TILE: tl.constexpr):
         m = tl.where(mask, m + (x - m) / (step + 1), m)
         cnt += mask.to(tl.int32)
     tl.store(y_ptr + row, tl.sum(m * cnt) / N)
+
+
+@triton.jit
+def taped_in_taped(x_ptr, y_ptr, R, C, BLOCK: tl.constexpr):
+    # a recurrence over rows whose input is each row's log-sum-exp, itself computed online:
+    # a taped loop inside a taped loop
+    b = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    h = 0.0
+    for r in range(0, R):
+        m = -float("inf")
+        s = 0.0
+        for c in range(0, C, BLOCK):
+            x = tl.load(x_ptr + (b * R + r) * C + c + cols, mask=c + cols < C, other=-float("inf"))
+            m2 = tl.maximum(m, tl.max(x, axis=0))
+            s = s * tl.exp(m - m2) + tl.sum(tl.exp(x - m2), axis=0)
+            m = m2
+        h = tl.sigmoid(h) * (m + tl.log(s))
+    tl.store(y_ptr + b, h)
+
+
+@triton.jit
+def recurrence_fp16(x_ptr, y_ptr, T, BLOCK: tl.constexpr):
+    # an fp16 carried tile: the tape holds it in fp32 (exact), the reverse loop casts it back
+    cols = tl.arange(0, BLOCK)
+    h = tl.zeros((BLOCK,), tl.float16)
+    for t in range(0, T):
+        x = tl.load(x_ptr + t * BLOCK + cols)
+        h = (tl.sigmoid(h.to(tl.float32)) * x.to(tl.float32) + 0.25).to(tl.float16)
+    tl.store(y_ptr + cols, h)
