@@ -1074,7 +1074,8 @@ static ValId int_like(Ad *ad, Block *b, ValId x, Type like, Dtype dt, Loc loc)
  * iterations, t = trips - 1 .. 0, reading each iteration's carried values
  * back from the tape the primal sweep wrote, recomputing the body from
  * them (linear-accumulator chains left out) and applying its adjoint.
- * The adjoints of the taped values are carried from one iteration to the
+ * The adjoints of the differentiated carried values other than linear
+ * accumulators (recorded, or read only by the yield) are carried from one iteration to the
  * one before it (the yield's adjoint becomes the carried values'), those
  * of linear accumulators are constant, those of outside values are
  * carried and leave as results.  Barriers order the tape's writes and
@@ -1090,7 +1091,7 @@ static void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
     int nact = 0;
     for (int i = 0; i < n; i++) {
         bool a = ad_active(ad, car[i]) || ad_active(ad, in->res[i]);
-        act[i] = a && tl->taped[i];
+        act[i] = a && !tl->linear[i]; /* recorded, or read only by the yield (a, b = b, f(a)) */
         nact += act[i];
         dres[i] = a ? ad->adj[in->res[i]] : 0;
     }

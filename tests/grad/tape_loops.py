@@ -23,6 +23,7 @@
 # RUN: check %s:taped_in_taped --sig 'x_ptr=*fp32,y_ptr=*fp32,R=i32,C=i32,BLOCK=8' --wrt x_ptr --out y_ptr --grid 2 --shape x_ptr=2x3x20 --shape y_ptr=2 --arg R=3 --arg C=20
 # RUN: check %s:recurrence_fp16 --sig 'x_ptr=*fp16,y_ptr=*fp16,T=i32,BLOCK=8' --wrt x_ptr --out y_ptr --grid 1 --shape x_ptr=5x8 --shape y_ptr=8 --arg T=5
 # RUN: grad %s:recurrence_fp16 --sig 'x_ptr=*fp16,y_ptr=*fp16,T=i32,BLOCK=8' --wrt x_ptr --out y_ptr
+# RUN: check %s:swap_loop --sig 'x_ptr=*fp32,w_ptr=*fp32,y_ptr=*fp32,T=i32,BLOCK=8' --wrt x_ptr,w_ptr --out y_ptr --grid 1 --shape x_ptr=16 --shape w_ptr=5x8 --shape y_ptr=8 --arg T=5
 import triton
 import triton.language as tl
 
@@ -181,3 +182,15 @@ def recurrence_fp16(x_ptr, y_ptr, T, BLOCK: tl.constexpr):
         x = tl.load(x_ptr + t * BLOCK + cols)
         h = (tl.sigmoid(h.to(tl.float32)) * x.to(tl.float32) + 0.25).to(tl.float16)
     tl.store(y_ptr + cols, h)
+
+
+@triton.jit
+def swap_loop(x_ptr, w_ptr, y_ptr, T, BLOCK: tl.constexpr):
+    # b is read only by the yield (a, b = b, f(a)): not recorded, but its adjoint is carried
+    cols = tl.arange(0, BLOCK)
+    a = tl.load(x_ptr + cols)
+    b = tl.load(x_ptr + BLOCK + cols)
+    for t in range(0, T):
+        w = tl.load(w_ptr + t * BLOCK + cols)
+        a, b = b, tl.sigmoid(a) * w
+    tl.store(y_ptr + cols, a + 2 * b)
