@@ -1100,12 +1100,15 @@ static void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
     Loc loc = in->loc;
     ValId lb = P0(ad, in->args[0]), ub = P0(ad, in->args[1]), step = P0(ad, in->args[2]);
     Type it = bty(ad, lb);
-    /* trips = (max(ub - lb, 0) + step - 1) / step  (step > 0: ad_tape_plan) */
-    ValId span = ir_op2(f, bb, OP_MAXIMUM, it, ir_op2(f, bb, OP_SUB, it, ub, lb, loc), ir_const_int(f, bb, it, 0, loc),
-                        loc);
+    /* trips = (max(ub - lb, 0) + step - 1) / step, or with lb - ub and -step for a negative
+     * step (a constant: ad_tape_plan) */
+    bool down = ad->def[in->args[2]]->ival < 0;
+    ValId astep = down ? ir_op1(f, bb, OP_NEG, it, step, loc) : step;
+    ValId span = ir_op2(f, bb, OP_MAXIMUM, it, down ? ir_op2(f, bb, OP_SUB, it, lb, ub, loc) : ir_op2(f, bb, OP_SUB, it, ub, lb, loc),
+                        ir_const_int(f, bb, it, 0, loc), loc);
     ValId one = ir_const_int(f, bb, it, 1, loc);
     ValId trips = ir_op2(f, bb, OP_DIV, it,
-                         ir_op2(f, bb, OP_ADD, it, span, ir_op2(f, bb, OP_SUB, it, step, one, loc), loc), step, loc);
+                         ir_op2(f, bb, OP_ADD, it, span, ir_op2(f, bb, OP_SUB, it, astep, one, loc), loc), astep, loc);
     ir_emit(f, bb, OP_BARRIER, NULL, 0, NULL, 0, loc);
     Slots s = slots_new(ad, 3 + nact + L.n);
     s.args[s.na++] = ir_const_int(f, bb, it, 0, loc);

@@ -223,10 +223,10 @@ bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear)
             first = name_of(ad, body->params[1 + k], in->res[k]);
     const char *why = NULL;
     const Inst *st = ad->def[in->args[2]];
-    if (!st || st->op != OP_CONST || st->ival <= 0) {
+    if (!st || st->op != OP_CONST || st->ival == 0 || st->ival == INT64_MIN) {
         diag_error(ad->d, in->loc,
                    "loop-carried value '%s' is not a linear accumulator, so kad records it on a tape, "
-                   "which needs a loop whose step is a positive constant (not supported yet)",
+                   "which needs a loop whose step is a constant (not supported yet)",
                    first);
         return false;
     }
@@ -284,9 +284,11 @@ bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear)
     }
     if (!ok)
         return false;
-    /* trips = cdiv(max(ub - lb, 0), step) */
-    const TapeExpr *span = tx(ad->a, TX_MAX, 0, tx(ad->a, TX_SUB, 0, ub, lb), tx(ad->a, TX_CONST, 0, NULL, NULL));
-    tl.trips = tx(ad->a, TX_CDIV, 0, span, tx(ad->a, TX_CONST, st->ival, NULL, NULL));
+    /* trips = cdiv(max(ub - lb, 0), step), or cdiv(max(lb - ub, 0), -step) for a negative step */
+    bool down = st->ival < 0;
+    const TapeExpr *span = tx(ad->a, TX_MAX, 0, down ? tx(ad->a, TX_SUB, 0, lb, ub) : tx(ad->a, TX_SUB, 0, ub, lb),
+                              tx(ad->a, TX_CONST, 0, NULL, NULL));
+    tl.trips = tx(ad->a, TX_CDIV, 0, span, tx(ad->a, TX_CONST, down ? -st->ival : st->ival, NULL, NULL));
     tl.what = what.len ? buf_str(&what) : "";
     vec_push(ad->a, ad->tapes, tl);
     return true;

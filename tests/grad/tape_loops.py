@@ -24,6 +24,7 @@
 # RUN: check %s:recurrence_fp16 --sig 'x_ptr=*fp16,y_ptr=*fp16,T=i32,BLOCK=8' --wrt x_ptr --out y_ptr --grid 1 --shape x_ptr=5x8 --shape y_ptr=8 --arg T=5
 # RUN: grad %s:recurrence_fp16 --sig 'x_ptr=*fp16,y_ptr=*fp16,T=i32,BLOCK=8' --wrt x_ptr --out y_ptr
 # RUN: check %s:swap_loop --sig 'x_ptr=*fp32,w_ptr=*fp32,y_ptr=*fp32,T=i32,BLOCK=8' --wrt x_ptr,w_ptr --out y_ptr --grid 1 --shape x_ptr=16 --shape w_ptr=5x8 --shape y_ptr=8 --arg T=5
+# RUN: check %s:down_loop --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=8' --wrt x_ptr --out y_ptr --grid 1 --shape x_ptr=40 --shape y_ptr=8 --arg n=40
 import triton
 import triton.language as tl
 
@@ -194,3 +195,14 @@ def swap_loop(x_ptr, w_ptr, y_ptr, T, BLOCK: tl.constexpr):
         w = tl.load(w_ptr + t * BLOCK + cols)
         a, b = b, tl.sigmoid(a) * w
     tl.store(y_ptr + cols, a + 2 * b)
+
+
+@triton.jit
+def down_loop(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    # a negative step: trips = cdiv(max(lb - ub, 0), -step)
+    cols = tl.arange(0, BLOCK)
+    h = tl.zeros((BLOCK,), tl.float32)
+    for c in range(n - BLOCK, -1, -BLOCK):
+        x = tl.load(x_ptr + c + cols)
+        h = tl.sigmoid(h) * x + x
+    tl.store(y_ptr + cols, h)
