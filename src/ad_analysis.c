@@ -725,6 +725,8 @@ static bool block_uses(const Block *b, ValId v)
 static bool linear_chain(Ad *ad, const Block *body, int i)
 {
     ValId cur = body->params[1 + i];
+    ValId marks[64];
+    int nmarks = 0;
     for (;;) {
         const Inst *use = NULL;
         int nuse = 0, pos = -1;
@@ -744,7 +746,11 @@ static bool linear_chain(Ad *ad, const Block *body, int i)
             return false;
         switch (use->op) {
         case OP_YIELD:
-            return pos == i;
+            if (pos != i)
+                return false;
+            for (int k = 0; k < nmarks; k++) /* marked only when the whole chain is linear */
+                ad->chain[marks[k]] = 1;
+            return true;
         case OP_ADD:
             break;
         case OP_SUB:
@@ -761,7 +767,9 @@ static bool linear_chain(Ad *ad, const Block *body, int i)
         }
         if (!type_eq(fty(ad, use->res[0]), fty(ad, cur)))
             return false;
-        ad->chain[use->res[0]] = 1;
+        if (nmarks == (int)(sizeof marks / sizeof marks[0]))
+            return false;
+        marks[nmarks++] = use->res[0];
         cur = use->res[0];
     }
 }
@@ -1196,8 +1204,8 @@ static void validate_carried(Ad *ad, const Inst *in, const ValId *vs)
 }
 
 static const char *const tape_msg =
-    "loop-carried value '%s' is not a linear accumulator; kad needs a tape for this loop "
-    "(not supported yet)";
+    "loop-carried value '%s' of a `while` loop is not a linear accumulator: kad records such values on a "
+    "tape only in `for` loops whose trip count the host computes (not supported yet)";
 
 /* path/npath: the enclosing ifs (for StoreSite); loop: the innermost
  * enclosing loop, loop_depth: how many loops enclose b. */
@@ -1311,11 +1319,19 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
         case OP_FOR: {
             const Block *r = in->regions[0];
             validate_carried(ad, in, r->params + 1);
+            /* linear accumulators keep the forward-running adjoint loop; any
+             * other differentiated carried value puts the loop on a tape */
+            uint8_t *lin = arena_alloc(ad->a, (size_t)in->nres + 1);
+            bool tape = false;
             for (int k = 0; k < in->nres; k++) {
                 ValId c = r->params[1 + k];
-                if ((ad_active(ad, c) || ad_active(ad, in->res[k])) && !linear_chain(ad, r, k))
-                    diag_error(ad->d, in->loc, tape_msg, display(ad, c, in->res[k]));
+                if (ad_active(ad, c) || ad_active(ad, in->res[k])) {
+                    lin[k] = linear_chain(ad, r, k);
+                    tape |= !lin[k];
+                }
             }
+            if (tape)
+                ad_tape_plan(ad, in, lin);
             validate_block(ad, r, loop_depth + 1, in, path, npath, sites, &here);
             break;
         }

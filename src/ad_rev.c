@@ -82,7 +82,7 @@ static void name_after(Ad *ad, ValId bv, const char *prefix, ValId fv)
 
 int ad_mutation_by_name(const char *name)
 {
-    static const char *const names[] = {"none", "exp", "mul", "max", "where", "cumsum", "max_drop"};
+    static const char *const names[] = {"none", "exp", "mul", "max", "where", "cumsum", "max_drop", "tape"};
     for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
         if (name && !strcmp(name, names[i]))
             return i;
@@ -152,16 +152,11 @@ static ValId *map_args(Ad *ad, const Inst *in, bool shadow)
 }
 
 /* New block parameter mirroring fw value v (primal or shadow). */
-static ValId param_typed(Ad *ad, Block *b, ValId v, Type t, const char *prefix)
-{
-    const char *n = fname(ad, v);
-    return ir_block_param_add(ad->bw, b, t, n ? arena_printf(ad->a, "%s%s", prefix, n) : NULL,
-                              ad->fw->vals.v[v].loc);
-}
-
 static ValId param_like(Ad *ad, Block *b, ValId v, const char *prefix)
 {
-    return param_typed(ad, b, v, fty(ad, v), prefix);
+    const char *n = fname(ad, v);
+    return ir_block_param_add(ad->bw, b, fty(ad, v), n ? arena_printf(ad->a, "%s%s", prefix, n) : NULL,
+                              ad->fw->vals.v[v].loc);
 }
 
 enum { CL_YIELD = 1, CL_SKIP_CHAIN = 2 };
@@ -271,6 +266,126 @@ static void copy_loop_hints(Inst *dst, const Inst *src)
     dst->ints[LH_TRUE] &= ~LHB_WARP_SPECIALIZE;
 }
 
+/* ------------------------------------------------------------------ */
+/* Tapes (ad_tape.c plans them; docs/AD.md, "Tapes")                   */
+/* ------------------------------------------------------------------ */
+
+/* The bw parameter of tl's tape, made on first use (after the flags,
+ * before ad_fold's parameters), with its plan in bw->tapes. */
+static ValId tape_param(Ad *ad, TapeLoop *tl)
+{
+    if (!tl->param) {
+        Func *bw = ad->bw;
+        tl->param = ir_param_add(bw, type_ptr(tl->dt, 0, NULL), arena_printf(ad->a, "kad_tape%d", bw->tapes.n),
+                                 tl->loop->loc);
+        FuncTape ft = {tl->param, tl->trips, tl->slot, tl->loop->loc, tl->what};
+        vec_push(ad->a, bw->tapes, ft);
+    }
+    return tl->param;
+}
+
+/* The first element of tape slot (iteration t, this program): the tape
+ * + (t * programs + program) * slot, in i64. */
+static ValId tape_base(Ad *ad, Block *b, TapeLoop *tl, ValId t, Loc loc)
+{
+    Func *f = ad->bw;
+    Type i32 = type_scalar(DT_I32), i64 = type_scalar(DT_I64);
+    ValId prog = 0, np = 0;
+    for (int k = 2; k >= 0; k--) { /* program = pid0 + G0 * (pid1 + G1 * pid2) */
+        Inst *pi = ir_emit(f, b, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc);
+        pi->ival = k;
+        ValId pid = ir_op1(f, b, OP_CAST, i64, pi->res[0], loc);
+        Inst *gi = ir_emit(f, b, OP_NUM_PROGRAMS, NULL, 0, &i32, 1, loc);
+        gi->ival = k;
+        ValId g = ir_op1(f, b, OP_CAST, i64, gi->res[0], loc);
+        prog = prog ? ir_op2(f, b, OP_ADD, i64, ir_op2(f, b, OP_MUL, i64, prog, g, loc), pid, loc) : pid;
+        np = np ? ir_op2(f, b, OP_MUL, i64, np, g, loc) : g;
+    }
+    ValId t64 = ir_type(f, t).dt == DT_I64 ? t : ir_op1(f, b, OP_CAST, i64, t, loc);
+    ValId at = ir_op2(f, b, OP_ADD, i64, ir_op2(f, b, OP_MUL, i64, t64, np, loc), prog, loc);
+    at = ir_op2(f, b, OP_MUL, i64, at, ir_const_int(f, b, i64, tl->slot, loc), loc);
+    ValId p = tape_param(ad, tl);
+    return ir_op2(f, b, OP_ADDPTR, ir_type(f, p), p, at, loc);
+}
+
+/* Pointers to the elements of a value of type vt at offset off of the
+ * slot at base: row-major, a scalar pointer for a scalar. */
+static ValId tape_ptr(Ad *ad, Block *b, ValId base, Type vt, int64_t off, Loc loc)
+{
+    Func *f = ad->bw;
+    Type pt = ir_type(f, base);
+    ValId p = off ? ir_op2(f, b, OP_ADDPTR, pt, base, ir_const_int(f, b, type_scalar(DT_I64), off, loc), loc) : base;
+    if (vt.rank == 0)
+        return p;
+    ValId idx = 0;
+    int64_t stride = 1;
+    for (int k = vt.rank - 1; k >= 0; k--) {
+        Type at = type_tile(DT_I32, 1, &vt.shape[k]);
+        Inst *ar = ir_emit(f, b, OP_ARANGE, NULL, 0, &at, 1, loc);
+        ar->ival = 0;
+        ValId x = ar->res[0];
+        int32_t sh[KAD_MAX_RANK];
+        int r = 1;
+        sh[0] = vt.shape[k];
+        for (int j = 0; j < k; j++) { /* axes before k: inserted in front */
+            memmove(sh + 1, sh, sizeof(int32_t) * (size_t)r);
+            sh[0] = 1;
+            r++;
+            Inst *e = ir_emit(f, b, OP_EXPAND_DIMS, &x, 1, (Type[]){type_tile(DT_I32, r, sh)}, 1, loc);
+            e->ival = 0;
+            x = e->res[0];
+        }
+        for (int j = k + 1; j < vt.rank; j++) { /* axes after k: appended */
+            sh[r++] = 1;
+            Inst *e = ir_emit(f, b, OP_EXPAND_DIMS, &x, 1, (Type[]){type_tile(DT_I32, r, sh)}, 1, loc);
+            e->ival = r - 1;
+            x = e->res[0];
+        }
+        Type xt = ir_type(f, x);
+        if (stride != 1)
+            x = ir_op2(f, b, OP_MUL, xt, x, ir_const_int(f, b, xt, stride, loc), loc);
+        Type full = type_tile(DT_I32, vt.rank, vt.shape);
+        if (!type_eq(xt, full))
+            x = ir_op1(f, b, OP_BROADCAST, full, x, loc);
+        idx = idx ? ir_op2(f, b, OP_ADD, full, idx, x, loc) : x;
+        stride *= vt.shape[k];
+    }
+    Type ptile = type_ptr((Dtype)pt.elem, vt.rank, vt.shape);
+    ValId pb = ir_op1(f, b, OP_BROADCAST, ptile, p, loc);
+    return ir_op2(f, b, OP_ADDPTR, ptile, pb, idx, loc);
+}
+
+/* The iteration number of induction variable iv: (iv - lb) / step. */
+static ValId tape_iter(Ad *ad, Block *b, const Inst *loop, ValId iv, Loc loc)
+{
+    Func *f = ad->bw;
+    Type it = ir_type(f, iv);
+    ValId d = ir_op2(f, b, OP_SUB, it, iv, P0(ad, loop->args[0]), loc);
+    return ir_op2(f, b, OP_DIV, it, d, P0(ad, loop->args[2]), loc);
+}
+
+/* At the top of a taped loop's body (params already mapped): records the
+ * carried values the reverse sweep reads back. */
+static void tape_record(Ad *ad, Block *reg, TapeLoop *tl)
+{
+    const Inst *in = tl->loop;
+    const Block *fr = in->regions[0];
+    ValId base = 0;
+    for (int i = 0; i < in->nres; i++) {
+        if (!tl->taped[i])
+            continue;
+        if (!base)
+            base = tape_base(ad, reg, tl, tape_iter(ad, reg, in, P0(ad, fr->params[0]), in->loc), in->loc);
+        ValId v = P0(ad, fr->params[1 + i]);
+        Type vt = bty(ad, v);
+        ValId ptr = tape_ptr(ad, reg, base, vt, tl->off[i], in->loc);
+        if (vt.dt != tl->dt)
+            v = ir_op1(ad->bw, reg, OP_CAST, type_with_dtype(vt, tl->dt), v, in->loc);
+        ValId args[2] = {ptr, v};
+        ir_emit(ad->bw, reg, OP_STORE, args, 2, NULL, 0, in->loc);
+    }
+}
+
 /* for, if, while in the primal sweep: the same op over the copied regions,
  * carrying shadows next to the carried pointers. */
 static void clone_region_op(Ad *ad, Block *bb, const Inst *in)
@@ -287,6 +402,9 @@ static void clone_region_op(Ad *ad, Block *bb, const Inst *in)
     for (int r = 0; r < in->nregions; r++) {
         Block *reg = ir_inst_add_region(ad->bw, &bb->insts.v[idx]);
         add_params(ad, reg, in->regions[r], lead_params(in), NULL, sh);
+        TapeLoop *tl = in->op == OP_FOR ? ad_tape_of(ad, in) : NULL;
+        if (tl)
+            tape_record(ad, reg, tl);
         clone_block(ad, in->regions[r], reg, CL_YIELD, sh);
     }
     bind_results(ad, in, &bb->insts.v[idx], sh);
@@ -857,6 +975,15 @@ static ValVec collect_outside(Ad *ad, const Inst *in)
     return out;
 }
 
+/* A region parameter carrying the adjoint of fw value v: its adjoint type
+ * (fp32 for fp16/bf16 values), named after v. */
+static ValId adj_param(Ad *ad, Block *reg, ValId v)
+{
+    const char *n = fname(ad, v);
+    return ir_block_param_add(ad->bw, reg, adt(fty(ad, v)), n ? arena_printf(ad->a, "d%s", n) : NULL,
+                              ad->fw->vals.v[v].loc);
+}
+
 /* The current adjoint of v, or a zero of its adjoint type. */
 static ValId adj_or_zero(Em *e, ValId v)
 {
@@ -930,6 +1057,176 @@ static void adj_if(Ad *ad, Block *bb, const Inst *in)
     bind_adjoints(ad, &bb->insts.v[idx], L);
 }
 
+/* fw value v, the same in every iteration of the body whose values carry
+ * stamp id (ad_tape_invariant), in reg's scope: its defining ops inside
+ * the body are cloned there. */
+static ValId clone_invariant(Ad *ad, Block *reg, ValId v, int id)
+{
+    if (ad->stamp[v] != id)
+        return P0(ad, v);
+    const Inst *in = ad->def[v];
+    ValId *args = arena_alloc(ad->a, sizeof *args * (size_t)(in->nargs + 1));
+    for (int k = 0; k < in->nargs; k++)
+        args[k] = clone_invariant(ad, reg, in->args[k], id);
+    ValId r = emit_like(ad, reg, in, args)->res[0];
+    ad->pm[v] = r;
+    return r;
+}
+
+/* x (an int scalar) as a tile of type like's shape and dtype dt. */
+static ValId int_like(Ad *ad, Block *b, ValId x, Type like, Dtype dt, Loc loc)
+{
+    Func *f = ad->bw;
+    if (ir_type(f, x).dt != dt)
+        x = ir_op1(f, b, OP_CAST, type_scalar(dt), x, loc);
+    if (like.rank)
+        x = ir_op1(f, b, OP_BROADCAST, type_tile(dt, like.rank, like.shape), x, loc);
+    return x;
+}
+
+/* A taped `for` (ad_tape.c): the adjoint loop runs backwards over the
+ * iterations, t = trips - 1 .. 0, reading each iteration's carried values
+ * back from the tape the primal sweep wrote, recomputing the body from
+ * them (linear-accumulator chains left out) and applying its adjoint.
+ * The adjoints of the differentiated carried values other than linear
+ * accumulators (recorded, or read only by the yield) are carried from one iteration to the
+ * one before it (the yield's adjoint becomes the carried values'), those
+ * of linear accumulators are constant, those of outside values are
+ * carried and leave as results.  Barriers order the tape's writes and
+ * reads across the program's threads (and the next recompute's writes). */
+static void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
+{
+    Func *f = ad->bw;
+    int n = in->nres;
+    const Block *body = in->regions[0];
+    const ValId *car = body->params + 1;
+    bool *act = arena_alloc(ad->a, (size_t)n + 1);
+    ValId *dres = arena_alloc(ad->a, sizeof *dres * (size_t)(n + 1));
+    int nact = 0;
+    for (int i = 0; i < n; i++) {
+        bool a = ad_active(ad, car[i]) || ad_active(ad, in->res[i]);
+        act[i] = a && !tl->linear[i]; /* recorded, or read only by the yield (a, b = b, f(a)) */
+        nact += act[i];
+        dres[i] = a ? ad->adj[in->res[i]] : 0;
+    }
+    ValVec L = collect_outside(ad, in);
+    Em eo = {ad, bb, in->loc};
+    Loc loc = in->loc;
+    ValId lb = P0(ad, in->args[0]), ub = P0(ad, in->args[1]), step = P0(ad, in->args[2]);
+    Type it = bty(ad, lb);
+    /* trips = (max(ub - lb, 0) + step - 1) / step, or with lb - ub and -step for a negative
+     * step (a constant: ad_tape_plan) */
+    bool down = ad->def[in->args[2]]->ival < 0;
+    ValId astep = down ? ir_op1(f, bb, OP_NEG, it, step, loc) : step;
+    ValId span = ir_op2(f, bb, OP_MAXIMUM, it, down ? ir_op2(f, bb, OP_SUB, it, lb, ub, loc) : ir_op2(f, bb, OP_SUB, it, ub, lb, loc),
+                        ir_const_int(f, bb, it, 0, loc), loc);
+    ValId one = ir_const_int(f, bb, it, 1, loc);
+    ValId trips = ir_op2(f, bb, OP_DIV, it,
+                         ir_op2(f, bb, OP_ADD, it, span, ir_op2(f, bb, OP_SUB, it, astep, one, loc), loc), astep, loc);
+    ir_emit(f, bb, OP_BARRIER, NULL, 0, NULL, 0, loc);
+    Slots s = slots_new(ad, 3 + nact + L.n);
+    s.args[s.na++] = ir_const_int(f, bb, it, 0, loc);
+    s.args[s.na++] = trips;
+    s.args[s.na++] = one;
+    for (int i = 0; i < n; i++)
+        if (act[i]) {
+            s.args[s.na++] = adj_or_zero(&eo, in->res[i]);
+            s.tys[s.nt++] = adt(fty(ad, car[i]));
+        }
+    add_adjoints(&eo, &s, L);
+    ir_emit(f, bb, OP_FOR, s.args, s.na, s.tys, s.nt, loc);
+    int idx = bb->insts.n - 1;
+    Block *reg = ir_inst_add_region(f, &bb->insts.v[idx]);
+    ValId j = ir_block_param_add(f, reg, it, "kad_j", loc);
+    ValId *dcar = arena_alloc(ad->a, sizeof *dcar * (size_t)(n + 1));
+    for (int i = 0; i < n; i++)
+        if (act[i])
+            dcar[i] = adj_param(ad, reg, car[i]);
+    for (int k = 0; k < L.n; k++)
+        ad->adj[L.v[k]] = adj_param(ad, reg, L.v[k]);
+    /* t = trips - 1 - j, iv = lb + t * step; the carried values from the tape */
+    ValId t = ad->spec->mutate == AD_MUTATE_TAPE /* reads the iterations' slots in the wrong order */
+                  ? j
+                  : ir_op2(f, reg, OP_SUB, it, ir_op2(f, reg, OP_SUB, it, trips, one, loc), j, loc);
+    ValId iv = ir_op2(f, reg, OP_ADD, it, lb, ir_op2(f, reg, OP_MUL, it, t, step, loc), loc);
+    ad->pm[body->params[0]] = iv;
+    name_after(ad, iv, "", body->params[0]);
+    ValId base = tape_base(ad, reg, tl, t, loc);
+    int id = ++ad->gen;
+    ad_mark_defs(ad, body, id);
+    for (int i = 0; i < n; i++) {
+        ad->pm[car[i]] = 0;
+        ad->adj[car[i]] = 0;
+        if (tl->affine[i]) { /* init + t * step, and its shadow alike */
+            ValId init = in->args[3 + i], v = P0(ad, init), sv = needs_shadow(ad, car[i]) ? S0(ad, init) : 0;
+            if (tl->delta[i]) {
+                ValId d = clone_invariant(ad, reg, tl->delta[i], id);
+                Type dt = bty(ad, d), ct = fty(ad, car[i]);
+                if (ct.dt == DT_PTR) { /* in i64: the forward's pointer never wrapped */
+                    Type ot = type_with_dtype(dt, DT_I64);
+                    if (dt.dt != DT_I64)
+                        d = ir_op1(f, reg, OP_CAST, ot, d, loc);
+                    ValId off = ir_op2(f, reg, OP_MUL, ot, d, int_like(ad, reg, t, dt, DT_I64, loc), loc);
+                    v = ir_op2(f, reg, OP_ADDPTR, ct, v, off, loc);
+                    if (sv)
+                        sv = ir_op2(f, reg, OP_ADDPTR, ct, sv, off, loc);
+                } else {
+                    ValId adv = ir_op2(f, reg, OP_MUL, dt, d, int_like(ad, reg, t, dt, (Dtype)dt.dt, loc), loc);
+                    v = ir_op2(f, reg, OP_ADD, ct, v, adv, loc);
+                }
+            }
+            ad->pm[car[i]] = v;
+            name_after(ad, v, "", car[i]);
+            if (sv) {
+                ad->sm[car[i]] = sv;
+                name_after(ad, sv, "d_", car[i]);
+            }
+            continue;
+        }
+        if (!tl->taped[i])
+            continue; /* a linear accumulator (never recomputed), or unused by the body */
+        Type vt = fty(ad, car[i]);
+        ValId ptr = tape_ptr(ad, reg, base, vt, tl->off[i], loc);
+        Type lt = type_tile(tl->dt, vt.rank, vt.shape);
+        ValId v = ir_emit(f, reg, OP_LOAD, &ptr, 1, &lt, 1, loc)->res[0];
+        if (vt.dt != tl->dt)
+            v = ir_op1(f, reg, OP_CAST, vt, v, loc);
+        ad->pm[car[i]] = v;
+        name_after(ad, v, "", car[i]);
+    }
+    for (int k = 0; k < body->insts.n; k++) /* chain values are never recomputed */
+        if (body->insts.v[k].nres == 1 && ad->chain[body->insts.v[k].res[0]])
+            ad->pm[body->insts.v[k].res[0]] = 0;
+    clone_block(ad, body, reg, CL_SKIP_CHAIN, NULL);
+    Em e = {ad, reg, loc};
+    const Inst *yi = ad_block_term(body);
+    for (int i = 0; i < n; i++)
+        if (act[i])
+            accum(&e, yi->args[i], dcar[i]);
+        else if (dres[i])
+            accum(&e, yi->args[i], dres[i]); /* a linear accumulator: constant */
+    adj_block(ad, body, reg);
+    Slots y = slots_new(ad, nact + L.n);
+    for (int i = 0; i < n; i++)
+        if (act[i])
+            y.args[y.na++] = adj_or_zero(&e, car[i]);
+    add_adjoints(&e, &y, L);
+    ir_emit(f, reg, OP_YIELD, y.args, y.na, NULL, 0, loc);
+    ValId *res = arena_alloc(ad->a, sizeof *res * (size_t)(nact + L.n + 1));
+    memcpy(res, bb->insts.v[idx].res, sizeof *res * (size_t)(nact + L.n));
+    bind_adjoints(ad, &bb->insts.v[idx], L);
+    for (int i = 0, r = 0; i < n; i++)
+        if (act[i]) {
+            ValId d = res[r++];
+            name_after(ad, d, "d", car[i]);
+            accum(&eo, in->args[3 + i], d); /* d(init) = the adjoint before the first iteration */
+        }
+    for (int i = 0; i < n; i++)
+        if (dres[i] && !act[i] && tl->linear[i])
+            accum(&eo, in->args[3 + i], dres[i]);
+    ir_emit(f, bb, OP_BARRIER, NULL, 0, NULL, 0, loc);
+}
+
 /* for and while.  A for's differentiated carried values are linear
  * accumulators (validated), a while has none.  The adjoint loop runs
  * forward over the same iterations, recomputing each iteration's body
@@ -942,6 +1239,11 @@ static void adj_loop(Ad *ad, Block *bb, const Inst *in)
 {
     if (!inst_needs_adj(ad, in))
         return;
+    TapeLoop *tl = in->op == OP_FOR ? ad_tape_of(ad, in) : NULL;
+    if (tl) {
+        adj_tape_loop(ad, bb, in, tl);
+        return;
+    }
     int n = in->nres, nfix = fixed_operands(in);
     const ValId *car = carriers(in);
     const Block *body = in->regions[in->nregions - 1];
@@ -967,7 +1269,7 @@ static void adj_loop(Ad *ad, Block *bb, const Inst *in)
         Block *reg = ir_inst_add_region(ad->bw, &bb->insts.v[idx]);
         add_params(ad, reg, fr, lead_params(in), diff, sh);
         for (int j = 0; j < L.n; j++)
-            ad->adj[L.v[j]] = param_typed(ad, reg, L.v[j], adt(fty(ad, L.v[j])), "d"); /* as add_adjoints */
+            ad->adj[L.v[j]] = adj_param(ad, reg, L.v[j]);
         if (fr != body) {
             clone_block(ad, fr, reg, CL_YIELD, NULL); /* ends in `condition` */
             continue;

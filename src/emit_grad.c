@@ -225,6 +225,21 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
             wrap(&h, buf_str(&t), LINE_LIMIT - 2, "    ", 0);
             buf_puts(&h, "\n");
         }
+    }
+    for (int j = 0; j < bwd->tapes.n; j++) {
+        const FuncTape *tp = &bwd->tapes.v[j];
+        int64_t esz = ir_type(bwd, tp->param).elem == DT_F64 ? 8 : 4;
+        t.len = 0;
+        buf_printf(&t, "Tape %d (line %d: the loop carrying %s, not linear accumulators): the backward records "
+                       "them at the start of every iteration and runs that loop's adjoint backwards, reading them "
+                       "back: %lld bytes per iteration and program, trips = %s, so %lld * trips * programs bytes "
+                       "of scratch that %s allocates (recompute factor 1: no checkpointing).",
+                   j, tp->loc.line, tp->what && *tp->what ? tp->what : "values", (long long)(tp->slot * esz),
+                   tape_expr_host(a, tp->trips, bwd, NULL, NULL), (long long)(tp->slot * esz), lname);
+        wrap(&h, buf_str(&t), LINE_LIMIT - 2, "    ", 0);
+        buf_puts(&h, "\n");
+    }
+    if (spec->grad_write) {
     } else if (uses_atomics(bwd->body)) {
         t.len = 0;
         buf_puts(&t, "Input gradients are accumulated with tl.atomic_add: the order of those float additions "
@@ -447,6 +462,53 @@ static void print_guards(Buf *out, Arena *a, const Func *bwd, int nfwd, int nin,
     print_zero_fill(out, a, bwd, nfwd, nin, at0, conds + ng);
 }
 
+/* The tapes (Func.tapes, ad_tape.c): scratch buffers appended to the
+ * arguments after the flags, sized from the loops' trip counts for this
+ * launch (uninitialized: the backward writes each element before it reads
+ * it). */
+static void print_tapes(Buf *out, Arena *a, const Func *bwd)
+{
+    if (!bwd->tapes.n)
+        return;
+    buf_puts(out, "    # tapes: the carried values of loops whose reverse sweep runs backwards, one slot per\n"
+                  "    # (iteration, program); the trip counts from the arguments by name and the grid\n"
+                  "    _ta = dict(zip(names, args))\n");
+    Buf meta = {.a = a};
+    for (int i = 0; i < bwd->consts.n; i++)
+        if (!bwd->consts.v[i].runtime)
+            buf_printf(&meta, "%s\"%s\": %s", meta.len ? ", " : "", bwd->consts.v[i].name, bwd->consts.v[i].value);
+    buf_printf(out, "    _tg = tuple(grid({**_ta, %s}) if callable(grid) else grid)\n", buf_str(&meta));
+    buf_puts(out, "    _tg = _tg + (1,) * (3 - len(_tg))\n"
+                  "    _dev = next(t.device for t in args if isinstance(t, torch.Tensor))\n"
+                  "    args = list(args)\n");
+    bool div = false;
+    const char **trips = arena_alloc(a, sizeof *trips * (size_t)(bwd->tapes.n + 1));
+    for (int j = 0; j < bwd->tapes.n; j++) {
+        trips[j] = tape_expr_host(a, bwd->tapes.v[j].trips, bwd, "_ta", "_tg");
+        div |= strstr(trips[j], "_kad_tdiv(") || strstr(trips[j], "_kad_trem(");
+    }
+    bool pid = false;
+    for (int j = 0; j < bwd->tapes.n; j++)
+        pid |= tape_expr_has_pid(bwd->tapes.v[j].trips);
+    if (pid)
+        buf_puts(out, tape_host_helpers());
+    if (div)
+        buf_puts(out, "\n    def _kad_tdiv(x, y):  # the kernel's // on integers truncates\n"
+                      "        q = abs(x) // abs(y)\n"
+                      "        return q if (x < 0) == (y < 0) else -q\n\n"
+                      "    def _kad_trem(x, y):\n"
+                      "        return x - _kad_tdiv(x, y) * y\n\n");
+    for (int j = 0; j < bwd->tapes.n; j++) {
+        const FuncTape *t = &bwd->tapes.v[j];
+        Type pt = ir_type(bwd, t->param);
+        buf_printf(out, "    _trips = max(0, %s)  # the loop at line %d%s\n", trips[j], t->loc.line,
+                   tape_expr_has_pid(t->trips) ? ": its largest over the programs" : "");
+        buf_printf(out, "    args.append(torch.empty(_trips * _tg[0] * _tg[1] * _tg[2] * %lld, dtype=torch.%s, "
+                        "device=_dev))\n",
+                   (long long)t->slot, pt.elem == DT_F64 ? "float64" : "float32");
+    }
+}
+
 /* The host launcher: checks the arguments and launches the kernel with
  * the constexprs in their places. */
 static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int nfwd, int nins,
@@ -574,6 +636,7 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
             buf_printf(&call, "%s%s", call.len ? ", " : "", bwd->consts.v[o[k].i].value);
     }
     int at0 = nargs - (func_nargs(bwd) - nfwd);
+    print_tapes(out, a, bwd);
     if (bwd->fold) {
         buf_puts(out, "    d_in = [");
         for (int j = 0; j < bwd->fold->n; j++)

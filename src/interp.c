@@ -1640,12 +1640,14 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
         diag_error(d, f->loc, "kernel '%s' takes %d runtime arguments, %d given", f->name, nc, nargs);
         return false;
     }
-    if (!f->guards.n && !f->flags.n && !f->fold)
+    if (!f->guards.n && !f->flags.n && !f->fold && !f->tapes.n)
         return interp_run_kernel(f, grid, args, nargs, mode, d);
-    /* a backward's launch conditions and flags, on the forward's grid */
+    /* a backward's launch conditions, flags and tapes, on the forward's grid */
+    int nt = f->tapes.n, next = nc + f->flags.n + nt;
     int64_t *iargs = calloc((size_t)nc + 1, sizeof *iargs);
-    InterpArg *ext = calloc((size_t)(nc + f->flags.n) + 1, sizeof *ext);
-    bool ok = iargs && ext;
+    InterpArg *ext = calloc((size_t)next + 1, sizeof *ext);
+    void **tapes = calloc((size_t)nt + 1, sizeof *tapes);
+    bool ok = iargs && ext && tapes;
     if (!ok)
         diag_error(d, f->loc, "interpreter: out of memory");
     for (int k = 0; ok && k < nc; k++) {
@@ -1661,10 +1663,33 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
                 holds = false;
         ext[nc + j] = (InterpArg){.i = holds};
     }
+    for (int j = 0; ok && j < nt; j++) { /* tapes: uninitialized scratch, sized for this launch */
+        int64_t n = 0;
+        Type pt = ir_type(f, f->tapes.v[j].param);
+        int64_t esz = mode == IM_F64 ? 8 : dtype_bits((Dtype)pt.elem) / 8;
+        ok = tape_elems(f, j, iargs, grid, &n, d);
+        if (ok && n > (INT64_MAX / 16) / esz) {
+            diag_error(d, f->tapes.v[j].loc, "the tape of this loop is too large (%lld elements)", (long long)n);
+            ok = false;
+        }
+        if (ok) {
+            tapes[j] = malloc((size_t)(n > 0 ? n * esz : 1));
+            if (tapes[j]) /* NaN everywhere: a read of an element never written shows */
+                memset(tapes[j], 0xff, (size_t)(n > 0 ? n * esz : 1));
+            if (!tapes[j]) {
+                diag_error(d, f->tapes.v[j].loc, "interpreter: out of memory for the tape of this loop");
+                ok = false;
+            }
+            ext[nc + f->flags.n + j] = (InterpArg){.data = tapes[j], .nbytes = n * esz};
+        }
+    }
     if (ok && f->fold) /* a folded backward: its kernels, with the partials its plan allocates */
-        ok = fold_run(f, grid, ext, nc + f->flags.n, mode, FOLD_CPU_PROGRAMS, d);
+        ok = fold_run(f, grid, ext, next, mode, FOLD_CPU_PROGRAMS, d);
     else if (ok)
-        ok = interp_run_kernel(f, grid, ext, nc + f->flags.n, mode, d);
+        ok = interp_run_kernel(f, grid, ext, next, mode, d);
+    for (int j = 0; tapes && j < nt; j++)
+        free(tapes[j]);
+    free(tapes);
     free(iargs);
     free(ext);
     return ok;

@@ -575,6 +575,37 @@ static void print_block(Printer *p, const Block *blk, int depth)
         print_inst(p, &blk->insts.v[i], depth);
 }
 
+static const char *const tx_names[] = {[TX_ADD] = "add", [TX_SUB] = "sub", [TX_MUL] = "mul", [TX_DIV] = "div",
+                                       [TX_REM] = "rem", [TX_MAX] = "max", [TX_MIN] = "min", [TX_CDIV] = "cdiv"};
+
+const char *tape_expr_op_name(int op) { return op >= TX_ADD && op <= TX_CDIV ? tx_names[op] : NULL; }
+
+/* A tape's trip count: INT, %param, grid(K), or OP(x, y). */
+static void put_tape_expr(Printer *p, const TapeExpr *e)
+{
+    switch (e->op) {
+    case TX_CONST:
+        buf_printf(p->b, "%lld", (long long)e->v);
+        return;
+    case TX_PARAM:
+        put_val(p, p->f->params[e->v]);
+        return;
+    case TX_GRID:
+        buf_printf(p->b, "grid(%lld)", (long long)e->v);
+        return;
+    case TX_PID:
+        buf_printf(p->b, "pid(%lld)", (long long)e->v);
+        return;
+    default:
+        buf_printf(p->b, "%s(", tx_names[e->op]);
+        put_tape_expr(p, e->x);
+        buf_puts(p->b, ", ");
+        put_tape_expr(p, e->y);
+        buf_putc(p->b, ')');
+        return;
+    }
+}
+
 void ir_print(Buf *b, const Func *f)
 {
     Printer p = {.b = b, .f = f};
@@ -593,6 +624,15 @@ void ir_print(Buf *b, const Func *f)
         for (int i = 0; i < f->consts.n; i++)
             buf_printf(b, "%s%s = %s", i ? ", " : "", f->consts.v[i].name, f->consts.v[i].value);
         buf_putc(b, ']');
+    }
+    for (int j = 0; j < f->tapes.n; j++) { /* tape(%t trips EXPR slot N, ...) */
+        buf_puts(b, j ? ", " : " tape(");
+        put_val(&p, f->tapes.v[j].param);
+        buf_puts(b, " trips ");
+        put_tape_expr(&p, f->tapes.v[j].trips);
+        buf_printf(b, " slot %lld", (long long)f->tapes.v[j].slot);
+        if (j + 1 == f->tapes.n)
+            buf_putc(b, ')');
     }
     if (f->fold) { /* fold(axes = [K...], programs = [%G...], %part = x: dtype span %span [rows N [flag %f]], ...) */
         const FoldPlan *pl = f->fold;

@@ -1083,6 +1083,94 @@ static void parse_fold(P *p)
     f->fold = pl;
 }
 
+/* texpr := INT | %p | ('grid' | 'pid') '(' INT ')' | OP '(' texpr ',' texpr ')'
+ * (OP: add sub mul div rem max min cdiv; %p an int parameter) */
+static const TapeExpr *parse_tape_expr(P *p, int depth)
+{
+    Func *f = p->f;
+    TapeExpr *e = arena_alloc(p->a, sizeof *e);
+    Tok t = p->tok;
+    if (depth > 64)
+        perr(p, t.loc, "a trip count nested too deeply");
+    if (at(p, P_INT)) {
+        next(p);
+        e->op = TX_CONST;
+        e->v = t.ival;
+        return e;
+    }
+    if (at(p, P_VAL)) {
+        ValId v = parse_use(p);
+        e->op = TX_PARAM;
+        e->v = -1;
+        for (int i = 0; i < f->nparams; i++)
+            if (f->params[i] == v)
+                e->v = i;
+        Type ty = ir_type(f, v);
+        if (e->v < 0 || ty.rank || ty.dt == DT_PTR || ty.dt == DT_I1 || dtype_is_float((Dtype)ty.dt))
+            perr(p, t.loc, "a trip count names only integer parameters");
+        return e;
+    }
+    Tok nm = expect(p, P_ID, "a trip count (an integer, an int parameter, grid(K) or an operation)");
+    expect(p, P_LPAREN, "'('");
+    bool pid = nm.len == 3 && !strncmp(nm.text, "pid", 3);
+    if ((nm.len == 4 && !strncmp(nm.text, "grid", 4)) || pid) {
+        Tok k = expect(p, P_INT, "a grid axis");
+        if (k.ival < 0 || k.ival > 2)
+            perr(p, k.loc, "grid axes are 0, 1, 2");
+        expect(p, P_RPAREN, "')'");
+        e->op = pid ? TX_PID : TX_GRID;
+        e->v = k.ival;
+        return e;
+    }
+    e->op = -1;
+    for (int op = TX_ADD; op <= TX_CDIV; op++)
+        if (strlen(tape_expr_op_name(op)) == (size_t)nm.len && !strncmp(tape_expr_op_name(op), nm.text, (size_t)nm.len))
+            e->op = op;
+    if (e->op < 0)
+        perr(p, nm.loc, "unknown trip count operation '%.*s'", nm.len, nm.text);
+    e->x = parse_tape_expr(p, depth + 1);
+    expect(p, P_COMMA, "','");
+    e->y = parse_tape_expr(p, depth + 1);
+    expect(p, P_RPAREN, "')'");
+    return e;
+}
+
+/* tape := 'tape' '(' %p 'trips' texpr 'slot' INT (',' %p 'trips' texpr 'slot' INT)* ')'
+ * A backward's tapes (ad_tape.c): pointer parameters after the flags,
+ * before a fold plan's. */
+static void parse_tapes(P *p)
+{
+    Func *f = p->f;
+    Loc loc = p->tok.loc;
+    expect_id(p, "tape");
+    expect(p, P_LPAREN, "'(' after tape");
+    do {
+        Tok pt = p->tok;
+        FuncTape t = {0};
+        t.param = parse_use(p);
+        t.loc = loc;
+        bool isparam = false;
+        for (int i = 0; i < f->nparams; i++)
+            isparam |= f->params[i] == t.param;
+        Type ty = ir_type(f, t.param);
+        if (!isparam || ty.dt != DT_PTR || ty.rank || (ty.elem != DT_F32 && ty.elem != DT_F64))
+            perr(p, pt.loc, "a tape is a parameter, a pointer to fp32 or fp64");
+        expect_id(p, "trips");
+        t.trips = parse_tape_expr(p, 0);
+        expect_id(p, "slot");
+        Tok n = expect(p, P_INT, "the elements of a tape slot");
+        if (n.ival < 1 || n.ival > INT32_MAX)
+            perr(p, n.loc, "a tape slot holds 1 to 2**31 - 1 elements");
+        t.slot = n.ival;
+        vec_push(p->a, f->tapes, t);
+    } while (accept(p, P_COMMA));
+    expect(p, P_RPAREN, "')' after the tapes");
+    for (int j = 0; j < f->tapes.n; j++) /* consecutive, at the end (a fold plan's follow, checked there) */
+        for (int k = 0; k < j; k++)
+            if (f->tapes.v[k].param == f->tapes.v[j].param)
+                perr(p, loc, "a tape parameter named twice");
+}
+
 /* func := 'kernel' '@' NAME '(' [%p ':' type (',' %p ':' type)*] ')' [consts] [fold]
  *         region EOF */
 static void parse_func(P *p)
@@ -1103,8 +1191,14 @@ static void parse_func(P *p)
     expect(p, P_RPAREN, "')' after the parameters");
     if (at(p, P_LBRACK))
         parse_consts(p);
+    if (at_id(p, "tape"))
+        parse_tapes(p);
     if (at_id(p, "fold"))
         parse_fold(p);
+    for (int j = 0, at0 = (p->f->fold ? p->f->fold->nargs : p->f->nparams) - p->f->tapes.n; j < p->f->tapes.n; j++)
+        if (at0 < 0 || p->f->params[at0 + j] != p->f->tapes.v[j].param)
+            perr(p, p->tok.loc, "a backward's tape parameters come in the tape plan's order, after the others "
+                                "(before a fold plan's)");
     parse_region_body(p, p->f->body, 0);
     skip_nls(p);
     if (!at(p, P_EOF))

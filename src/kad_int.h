@@ -548,6 +548,9 @@ typedef struct Func {
                                    * stores proven for this launch): after the contract's */
     Vec(struct FuncCover) covers; /* a backward's input gradients: when its launcher need not
                                    * zero-fill them (access_cover), or why it must */
+    Vec(struct FuncTape) tapes;   /* a backward's scratch buffers for loops its reverse sweep runs
+                                   * backwards (ad_tape.c): parameters after the flags, allocated
+                                   * by its launcher and interp_run, not by the caller */
 } Func;
 
 /* The runtime arguments a caller passes to f: a folded backward's hidden
@@ -1144,6 +1147,36 @@ typedef struct FuncCover {
  * when a condition cannot be evaluated). */
 bool func_guards_hold(const Func *f, const int64_t *iargs, const int64_t grid[3], Diags *d);
 
+/* An integer the host computes from a launch (ad_tape.c): a tape's trip
+ * count.  TX_PARAM: the value of int parameter number v (an index into
+ * Func.params, one of the contract's); TX_GRID: the grid's size along axis
+ * v; TX_PID: tl.program_id(v), any of 0 .. grid[v] - 1 (the host bounds the
+ * expression over all of them: interval arithmetic); the others combine x
+ * and y with the kernel's integer semantics (div and rem truncate, as C
+ * and Triton do; cdiv(x, y) = (x + y - 1) / y, y > 0). */
+enum { TX_CONST, TX_PARAM, TX_GRID, TX_ADD, TX_SUB, TX_MUL, TX_DIV, TX_REM, TX_MAX, TX_MIN, TX_CDIV, TX_PID };
+typedef struct TapeExpr {
+    int op;
+    int64_t v;
+    const struct TapeExpr *x, *y;
+} TapeExpr;
+/* The IR text's name of a TX_ operation (add ... cdiv), or NULL (ir.c). */
+const char *tape_expr_op_name(int op);
+/* A tape of a backward kernel: a scratch buffer (pointer parameter param,
+ * after the flags) holding, for every iteration t < trips of one `for`
+ * loop and every program p (numbered x fastest), `slot` elements at
+ * (t * programs + p) * slot: the loop-carried values its reverse sweep
+ * needs at the start of iteration t.  The launcher and interp_run
+ * allocate trips * programs * slot elements (uninitialized: each is
+ * written before it is read). */
+typedef struct FuncTape {
+    ValId param;
+    const TapeExpr *trips; /* iterations per program, >= 0 once clamped */
+    int64_t slot;          /* elements per (iteration, program) */
+    Loc loc;               /* the loop (the forward's), or the kernel's for IR text */
+    const char *what;      /* the taped values' names, "m_i, l_i" (header), or NULL */
+} FuncTape;
+
 /* ------------------------------------------------------------------ */
 /* audit.c: determinism audit (see docs/AD.md, "Determinism audit")    */
 /* ------------------------------------------------------------------ */
@@ -1185,9 +1218,10 @@ enum {
     AD_MUTATE_CUMSUM = 5,   /* cumsum: the adjoint scans in the same direction */
     AD_MUTATE_MAX_DROP = 6, /* scalar max/min reductions: adjoint dropped without the
                                shift-invariance proof */
+    AD_MUTATE_TAPE = 7,     /* taped loops: the reverse loop reads the tape's slots in forward order */
 };
 /* Testing aid: the AD_MUTATE_* of a name ("exp", "mul", "max", "where",
- * "cumsum", "max_drop"); -1 if unknown.  check_gradients applies the one
+ * "cumsum", "max_drop", "tape"); -1 if unknown.  check_gradients applies the one
  * CheckConfig.mutate names (the CLI and the Python tests take it from
  * KAD_TEST_MUTATE; docs/AD.md). */
 int ad_mutation_by_name(const char *name);
@@ -1242,7 +1276,10 @@ typedef struct FoldPlan {
     FoldInput *in;
 } FoldPlan;
 enum { FOLD_SUM_BLOCK = 64, FOLD_SUM_ROWS = 64, FOLD_CPU_PROGRAMS = 3 };
-static inline int func_nargs(const Func *f) { return (f->fold ? f->fold->nargs : f->nparams) - f->flags.n; }
+static inline int func_nargs(const Func *f)
+{
+    return (f->fold ? f->fold->nargs : f->nparams) - f->flags.n - f->tapes.n;
+}
 /* Folds bw (ad_backward's, before verification) along the grid axes `axes` (bits) for
  * the n inputs whose gradient parameters are params[slot[j]] (names[j]: the
  * inputs' names): see ad_fold.c.  False, bw unchanged, when a gradient
@@ -1261,6 +1298,54 @@ bool ad_site_rows(Arena *a, Func *bw, int slot, const char *name, ValId flag);
 Dtype fold_partial_dtype(Dtype dt);
 /* The sum kernel of an input of dtype dt with partials of dtype pdt. */
 Func *fold_sum_kernel(Arena *a, const char *name, Dtype dt, Dtype pdt, Loc loc);
+
+/* ------------------------------------------------------------------ */
+/* ad_tape.c: tapes for loops with non-linear loop-carried values       */
+/* ------------------------------------------------------------------ */
+
+/* A `for` loop of the forward whose reverse sweep runs backwards, reading
+ * the carried values it needs from a tape (docs/AD.md, "Tapes"). */
+typedef struct TapeLoop {
+    const struct Inst *loop; /* the forward's `for` */
+    uint8_t *taped;          /* by carried slot: recorded on the tape */
+    uint8_t *linear;         /* by carried slot: a linear accumulator (ad->chain), no tape */
+    uint8_t *affine;         /* by carried slot: an int or pointer advanced by a loop-invariant
+                              * step (or unchanged): recomputed as init + t * step, no tape */
+    ValId *delta;            /* by carried slot (affine): the fw value of its step, 0: unchanged */
+    int64_t *off;            /* by carried slot (taped): its first element in a tape slot */
+    int64_t slot;            /* elements per (iteration, program) */
+    Dtype dt;                /* the tape's dtype: fp64 when a taped value is, else fp32 */
+    const TapeExpr *trips;   /* the loop's trip count for the host */
+    const char *what;        /* the taped values' names */
+    ValId param;             /* bw: the tape parameter (0 until the emission makes it) */
+} TapeLoop;
+/* Plans the tape of `for` loop in (ad_analysis's validation; linear: by
+ * carried slot, the linear accumulators).  False after a located error
+ * saying why kad cannot tape it. */
+bool ad_tape_plan(struct Ad *ad, const struct Inst *in, const uint8_t *linear);
+/* Is fw value v the same in every iteration of the loop whose body's
+ * values ad_mark_defs stamped with id (defined outside it, or computed
+ * inside by pure ops from such values only)? */
+bool ad_tape_invariant(struct Ad *ad, ValId v, int id);
+/* The tape of fw loop in, or NULL when it has none. */
+TapeLoop *ad_tape_of(struct Ad *ad, const struct Inst *in);
+/* Bounds e over a launch's programs (iargs: by param index; grid): every
+ * value e takes in a program lies in [*lo, *hi]; false on a possible
+ * division by zero or an overflow. */
+bool tape_expr_bound(const TapeExpr *e, const int64_t *iargs, const int64_t grid[3], int64_t *lo, int64_t *hi);
+/* Whether e names tl.program_id (then its host form bounds it). */
+bool tape_expr_has_pid(const TapeExpr *e);
+/* e as a Python expression: int parameter p as ARGS["p"] (names from f;
+ * bare p when args is NULL), the grid as GRID[k] (tl.num_programs(k) when
+ * grid is NULL), tl.program_id(k) as tl.program_id(k) when grid is NULL,
+ * else the expression is in interval form: calls of the helpers of
+ * tape_host_helpers() on (lo, hi) pairs, the program id (0, GRID[k] - 1). */
+const char *tape_expr_host(Arena *a, const TapeExpr *e, const Func *f, const char *args, const char *grid);
+/* The Python source of the interval helpers tape_expr_host's interval form calls. */
+const char *tape_host_helpers(void);
+/* The number of elements of f's tape j for a launch (0 when the loop
+ * runs no iteration); false after a located error in d. */
+bool tape_elems(const Func *f, int j, const int64_t *iargs, const int64_t grid[3], int64_t *out, Diags *d);
 
 /* ------------------------------------------------------------------ */
 /* ad_analysis.c: what AD differentiates and what it refuses            */
@@ -1326,6 +1411,7 @@ typedef struct Ad {
     unsigned fold_axes; /* plain 3 (summed through partials, ad_fold.c): the grid axes folded, or 0 */
     Access *acc;       /* fw's access analysis, or NULL */
     Vec(FuncGuard) guards; /* launch conditions the backward needs (check_loop_store) */
+    Vec(struct TapeLoop) tapes; /* the loops whose reverse sweep reads a tape (ad_tape.c) */
 } Ad;
 
 /* Resolves ad->spec to roles, computes the facts and validates fw (a, d,

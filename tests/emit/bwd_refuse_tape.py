@@ -1,21 +1,36 @@
-# RUN: grad %s:online_softmax_kernel --sig 'x_ptr=*fp32,y_ptr=*fp32,n_cols=i32,BLOCK=64' --wrt x_ptr --out y_ptr
-# Refused: the online softmax's running max rescales its running sum (not a linear accumulator),
-# so the backward would need a tape of per-iteration values.  (The output is one block.)
+# RUN: grad %s:loaded_bound --sig 'x_ptr=*fp32,n_ptr=*i32,y_ptr=*fp32,BLOCK=16' --wrt x_ptr --out y_ptr
+# RUN: grad %s:doubling_offset --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16' --wrt x_ptr --out y_ptr
+# RUN: grad %s:runtime_step --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,step=i32,BLOCK=16' --wrt x_ptr --out y_ptr
+# Refused: loops whose carried value is not a linear accumulator (so the backward records it on a tape)
+# but whose tape kad cannot size or fill: a trip count read from memory, a carried offset that does not advance by a loop-invariant step, a runtime step.
 import triton
 import triton.language as tl
 
 
 @triton.jit
-def online_softmax_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+def loaded_bound(x_ptr, n_ptr, y_ptr, BLOCK: tl.constexpr):
     row = tl.program_id(0)
-    m = -float("inf")
-    s = 0.0
-    for off in range(0, n_cols, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf"))
-        m_new = tl.maximum(m, tl.max(x, axis=0))
-        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
-        m = m_new
     cols = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf"))
-    tl.store(y_ptr + row * n_cols + cols, tl.exp(x - m) / s, mask=cols < n_cols)
+    m = tl.full((BLOCK,), -float("inf"), tl.float32)
+    for k in range(0, tl.load(n_ptr + row)):
+        m = tl.maximum(m, tl.load(x_ptr + k * BLOCK + cols))
+    tl.store(y_ptr + row * BLOCK + cols, m)
+
+
+@triton.jit
+def doubling_offset(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    j = 1
+    m = tl.full((BLOCK,), -float("inf"), tl.float32)
+    for k in range(0, n, BLOCK):
+        m = tl.maximum(m, tl.load(x_ptr + (j % n) + tl.arange(0, BLOCK)))
+        j = j * 2
+    tl.store(y_ptr + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK), m)
+
+
+@triton.jit
+def runtime_step(x_ptr, y_ptr, n, step, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    m = tl.full((BLOCK,), -float("inf"), tl.float32)
+    for k in range(0, n, step):
+        m = tl.maximum(m, tl.load(x_ptr + k * BLOCK + cols))
+    tl.store(y_ptr + cols, m)

@@ -646,24 +646,54 @@ def _loop_simple(g):
     return (1,), [x, zeros(LB), 4], dict(BLOCK=LB), None
 
 
-case("scaled_accumulator_refused", loops.scaled_acc_kernel, ["x_ptr"], ["y_ptr"],
-     refuse=(28, "not a linear accumulator"))(_loop_simple)
-case("acc_under_runtime_if_refused", loops.acc_under_if_kernel, ["x_ptr"], ["y_ptr"],
-     refuse=(38, "not a linear accumulator"))(
-    lambda g: (lambda s: (s[0], s[1], s[2], None))(_flags_setup(g)))
+# Loops whose carried value is not a linear accumulator: kad records it on a tape (ad_tape.c).
+@case("scaled_accumulator_taped", loops.scaled_acc_kernel, ["x_ptr"], ["y_ptr"])
+def _(g):
+    x = leaf(g, 4 * LB)
+
+    def ref(t):
+        acc = torch.zeros(LB, dtype=F64)
+        for i in range(4):
+            acc = acc * 0.5 + t["x_ptr"][i * LB:(i + 1) * LB]
+        return dict(y_ptr=acc)
+    return (1,), [x, zeros(LB), 4], dict(BLOCK=LB), ref
+
+
+@case("acc_under_runtime_if_taped", loops.acc_under_if_kernel, ["x_ptr"], ["y_ptr"],
+      ranges={"flag_ptr": (0, 1)})
+def _(g):
+    grid, args, kw, _ = _flags_setup(g)
+    flag = args[1]
+
+    def ref(t):
+        return dict(y_ptr=(t["x_ptr"].view(5, LB) * (flag[:, None] != 0).double()).sum(0))
+    return grid, args, kw, ref
+
+
 case("loop_store_fixed_address_refused", loops.fixed_address_loop_store_kernel, ["x_ptr"], ["y_ptr"],
      refuse=(168, "inside a loop"))(_loop_simple)
 case("while_accumulator_refused", loops.while_counter_acc_kernel, ["x_ptr"], ["y_ptr"],
      refuse=(209, "not a linear accumulator"))(_loop_simple)
-case("recurrence_refused", loops.recurrence_kernel, ["x_ptr"], ["y_ptr"],
-     refuse=(220, "needs a tape"))(_loop_simple)
-
-
-@case("acc_read_in_loop_refused", loops.acc_used_in_loop_kernel, ["x_ptr"], ["y_ptr", "z_ptr"],
-      refuse=(231, "not a linear accumulator"))
+@case("recurrence_taped", loops.recurrence_kernel, ["x_ptr"], ["y_ptr"])
 def _(g):
     x = leaf(g, 4 * LB)
-    return (1,), [x, zeros(LB), zeros(4 * LB), 4], dict(BLOCK=LB), None
+
+    def ref(t):
+        h = torch.zeros(LB, dtype=F64)
+        for i in range(4):
+            h = torch.sigmoid(h + t["x_ptr"][i * LB:(i + 1) * LB])
+        return dict(y_ptr=h)
+    return (1,), [x, zeros(LB), 4], dict(BLOCK=LB), ref
+
+
+@case("acc_read_in_loop_taped", loops.acc_used_in_loop_kernel, ["x_ptr"], ["y_ptr", "z_ptr"])
+def _(g):
+    x = leaf(g, 4 * LB)
+
+    def ref(t):
+        z = torch.cumsum(t["x_ptr"].view(4, LB), 0)
+        return dict(y_ptr=z[-1], z_ptr=z.reshape(-1))
+    return (1,), [x, zeros(LB), zeros(4 * LB), 4], dict(BLOCK=LB), ref
 
 
 # ---------------------------------------------------------------- runners

@@ -92,6 +92,21 @@ def _softmax(v):
     return {"output_ptr": (np.s_[:, :n], torch.softmax(v["input_ptr"][:, :n], dim=1))}
 
 
+def _softmax_exp2(v):
+    n = v["n_cols"]
+    return {"y_ptr": (np.s_[:, :n], torch.softmax(v["x_ptr"][:, :n], dim=1))}
+
+
+def _cross_entropy(v):
+    n, ignore = v["n_cols"], v["ignore_index"]
+    z = v["logits_ptr"][:, :n]
+    lse = torch.logsumexp(z, dim=1)
+    labels = torch.as_tensor(v["labels_ptr"]).long()
+    target = z.gather(1, labels.clamp(min=0)[:, None])[:, 0]
+    return {"loss_ptr": (ALL, torch.where(labels == ignore, torch.zeros_like(lse), lse - target)),
+            "lse_ptr": (ALL, lse)}
+
+
 def _log_softmax(v):
     rows, n = v["n_rows"], v["n_cols"]
     return {"y_ptr": (np.s_[:rows, :n], torch.log_softmax(v["x_ptr"][:rows, :n], dim=1))}
@@ -260,6 +275,8 @@ GRADS = {
                                None),
     "softmax_fp": ("input_ptr", "output_ptr", _softmax, None),
     "log_softmax": ("x_ptr", "y_ptr", _log_softmax, None),
+    "softmax_exp2": ("x_ptr", "y_ptr", _softmax_exp2, None),  # online softmax: a tape
+    "cross_entropy": ("logits_ptr", "loss_ptr,lse_ptr", _cross_entropy, None),  # online logsumexp: a tape
     "layer_norm": ("X,W,B", "Y,Mean,Rstd", _layer_norm, None),
     "rms_norm": ("x_ptr,w_ptr", "y_ptr,rstd_ptr", _rms_norm, None),
     "minmax_scale": ("x_ptr", "y_ptr", _minmax, None),
@@ -289,15 +306,11 @@ GRADS = {
 # Corpus kernels kad refuses to differentiate, with the reason its error must give.
 REFUSED = {
     "axpby_beta0": ("x_ptr", "y_ptr", "load from output 'y_ptr'"),  # y = a*x + b*y reads y
-    "cross_entropy_fp32": ("logits_ptr", "loss_ptr,lse_ptr", "needs a tape"),  # online logsumexp
-    "softmax_exp2_fp32": ("x_ptr", "y_ptr", "needs a tape"),  # online softmax
     "histogram_atomic_add": ("x_ptr", "hist_ptr", "hist_ptr"),  # integer counts
 }
 
 # Corpus cases with nothing to differentiate (integer data, or in/out buffers only).
-NOT_DIFFERENTIABLE = {"axpby_beta_half", "histogram_atomic_add", "transpose_i32",
-                      "cross_entropy_fp32", "cross_entropy_bf16", "softmax_exp2_fp32",
-                      "softmax_exp2_bf16", "axpby_beta0"}
+NOT_DIFFERENTIABLE = {"axpby_beta_half", "histogram_atomic_add", "transpose_i32", "axpby_beta0"}
 
 TF32_CASES = {"matmul_fp32_relu_tf32", "linear_attention_intra_fp32"}
 

@@ -17,9 +17,10 @@ Two checks per case:
   (relu/clamp/abs, ties in max) by being random; dropout's mask depends on
   the seed only.
 
-Every corpus kernel that `kad grad` differentiates is a case here; the ones it
-refuses are in test_refused_corpus_kernels with their located errors: loops
-needing a tape (cross_entropy, softmax_exp2) and integer-only data (histogram).
+Every corpus kernel that `kad grad` differentiates is a case here (cross_entropy
+and softmax_exp2 carry an online max and sum through their loops: kad records them
+on a tape); the ones it refuses are in test_refused_corpus_kernels with their
+located errors: integer-only data (histogram).
 axpby reads y in a runtime branch and stores it after: y, loaded, is updated in
 place (docs/PYTHON.md), its old value a constant of the reference.
 
@@ -42,7 +43,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), ""))  # tests/ -> `import kernels`
 
 import kad  # noqa: E402
-from kernels import (axpby, bias_add, box_filter, cast_scale, clamp, cumsum, dropout, fused_bias_act,  # noqa: E402
+from kernels import (axpby, bias_add, box_filter, cast_scale, clamp, cross_entropy, cumsum, dropout,  # noqa: E402
+                     fused_bias_act, softmax_exp2,
                      gelu, geglu, group_sum, head_affine_3d, layer_norm, leaky_relu, linear_attention, log_softmax,
                      matmul, mean_dim, minmax_scale, persistent_scale, relu, rms_norm, row_stats, row_sum,
                      silu, softmax, softplus, split_k_colsum, swiglu, transpose, vector_add)
@@ -179,6 +181,32 @@ def _(g, small):
     x, y = leaf(rows, in_stride, scale=3, gen=g), torch.empty(rows, out_stride)
     return (rows,), [y, x, in_stride, out_stride, cols], dict(BLOCK_SIZE=block), dict(input_ptr=x), \
         dict(output_ptr=y[:, :cols]), lambda t: dict(output_ptr=torch.softmax(t["input_ptr"][:, :cols], dim=1))
+
+
+@case("softmax_online_exp2_taped", softmax_exp2.softmax_online_exp2_kernel, ["x_ptr"], ["y_ptr"])
+def _(g, small):
+    rows, cols, stride, block = (2, 20, 24, 8) if small else (3, 700, 704, 256)
+    x, y = leaf(rows, stride, scale=2, gen=g), torch.empty(rows, stride)
+    return (rows,), [x, y, stride, stride, cols], dict(BLOCK_N=block), dict(x_ptr=x), \
+        dict(y_ptr=y[:, :cols]), lambda t: dict(y_ptr=torch.softmax(t["x_ptr"][:, :cols], dim=1))
+
+
+@case("cross_entropy_taped", cross_entropy.cross_entropy_fwd_kernel, ["logits_ptr"], ["loss_ptr", "lse_ptr"])
+def _(g, small):
+    rows, v, block = (3, 20, 8) if small else (4, 300, 128)
+    x = leaf(rows, v, scale=2, gen=g)
+    labels = torch.randint(0, v, (rows,), generator=g)
+    labels[1] = -100  # an ignored row: zero loss, lse still computed
+    labels = labels.to(DEVICE)
+    loss, lse = torch.empty(rows), torch.empty(rows)
+
+    def ref(t):
+        z = t["logits_ptr"]
+        lse_r = torch.logsumexp(z, dim=1)
+        target = z.gather(1, labels.clamp(min=0)[:, None])[:, 0]
+        return dict(loss_ptr=torch.where(labels == -100, torch.zeros_like(lse_r), lse_r - target), lse_ptr=lse_r)
+    return (rows,), [x, labels, loss, lse, v, v, -100], dict(BLOCK_SIZE=block), dict(logits_ptr=x), \
+        dict(loss_ptr=loss, lse_ptr=lse), ref
 
 
 @case("log_softmax_early_return", log_softmax.log_softmax_kernel, ["x_ptr"], ["y_ptr"])
@@ -466,17 +494,6 @@ def test_every_differentiable_corpus_kernel_is_covered():
     assert refused - kernels == set()
 
 
-def _ce_args():
-    x = torch.randn(4, 300, requires_grad=True)
-    return x, [x, torch.zeros(4, dtype=torch.int64), torch.empty(4), torch.empty(4), 300, 300, -100], \
-        dict(BLOCK_SIZE=128)
-
-
-def _exp2_args():
-    x = torch.randn(3, 700, requires_grad=True)
-    return x, [x, torch.empty(3, 704), 700, 704, 700], dict(BLOCK_N=256)
-
-
 def _histogram_args():
     x = torch.randn(600, requires_grad=True)
     return x, [x, torch.zeros(16, dtype=torch.int32), 600, -2.0, 0.25], dict(NUM_BINS=16, BLOCK_SIZE=256)
@@ -484,10 +501,6 @@ def _histogram_args():
 
 # (module, kernel, inputs, outputs, make args, the C diagnostic and its file:line:col)
 REFUSED = [
-    ("cross_entropy", "cross_entropy_fwd_kernel", ["logits_ptr"], ["loss_ptr", "lse_ptr"], _ce_args,
-     "loop-carried value 's' is not a linear accumulator", "cross_entropy.py:32:5"),
-    ("softmax_exp2", "softmax_online_exp2_kernel", ["x_ptr"], ["y_ptr"], _exp2_args,
-     "loop-carried value 'l_i' is not a linear accumulator", "softmax_exp2.py:21:5"),
     ("histogram", "histogram_kernel", ["x_ptr"], ["hist_ptr"], _histogram_args,
      "'hist_ptr' is not a pointer to floating-point data", "histogram.py:13:29"),
 ]

@@ -77,12 +77,13 @@ def jit_functions(text, path, modname):
     return [getattr(mod, n) for n in names]
 
 
-def specialization(fn, sig, ints_one):
+def specialization(fn, sig, ints_one, tapes=None):
     """(signature, constexprs) for triton.compile of fn."""
     signature, consts = {}, {}
     # a folded backward (ad_fold.c): partials, spans, the forward's program count, and the
     # sum kernels <k>_bwd_sum_<x>(part, d, span, nfold)
     fold = {}
+    tapes = tapes or {}
     m = re.fullmatch(r"\w+_bwd_sum_(\w+)", fn.__name__)
     for n in [p.name for p in fn.params]:
         x = m.group(1) if m and n in ("part", "d") else None
@@ -95,6 +96,8 @@ def specialization(fn, sig, ints_one):
             fold[n] = "i32"
         elif n.startswith("plain_d_"):  # the launcher's flag: the plain-store branch
             fold[n] = "True"
+        elif n.startswith("kad_tape"):  # a tape (ad_tape.c): its dtype from the launcher's allocation
+            fold[n] = "*fp64" if tapes.get(n) == "float64" else "*fp32"
     for p in fn.params:
         n = p.name
         spelled = fold.get(n) or sig.get(n)
@@ -119,8 +122,11 @@ def compile_module(text, path, modname, ints_one):
     sig = header_signature(text)
     fns = jit_functions(text, path, modname)
     assert fns, f"no @triton.jit function in {path}"
+    # the launcher allocates tape j (the kernel's kad_tape<j>) with torch.empty(..., dtype=torch.D, ...)
+    tapes = {f"kad_tape{j}": d for j, d in enumerate(re.findall(
+        r"args\.append\(torch\.empty\(_trips .*dtype=torch\.(\w+)", text))}
     for fn in fns:
-        signature, consts = specialization(fn, sig, ints_one)
+        signature, consts = specialization(fn, sig, ints_one, tapes)
         src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=consts)
         triton.compile(src, target=TARGET)
 
@@ -167,7 +173,18 @@ def corpus_grad_commands():
     return out
 
 
-MODULES = golden_commands() + corpus_grad_commands()
+def tape_commands():
+    """The backward modules of test_tape's kernels (tests/kernels/tape_loops.py)."""
+    import test_tape as t
+    out = []
+    for name, (sig, wrt, outs, _) in sorted(t.CHECKS.items()):
+        kernel = name.replace("_one_chunk", "")
+        if kernel == name:
+            out.append((f"tape/{name}", ["grad", f"{t.K}:{kernel}", "--sig", sig, "--wrt", wrt, "--out", outs]))
+    return out
+
+
+MODULES = golden_commands() + corpus_grad_commands() + tape_commands()
 OLD_TO = "old_to"  # the tag of test_the_check_can_fail's module
 
 

@@ -22,7 +22,7 @@ def chunk_sum_kernel(x_ptr, init_ptr, w_ptr, y_ptr, n_chunks, BLOCK: tl.constexp
 
 @triton.jit
 def scaled_acc_kernel(x_ptr, y_ptr, n_chunks, BLOCK: tl.constexpr):
-    # acc = acc * 0.5 + x is not a linear accumulator: must be refused.
+    # acc = acc * 0.5 + x is not a linear accumulator: recorded on a tape.
     offs = tl.arange(0, BLOCK)
     acc = tl.zeros([BLOCK], dtype=tl.float64)
     for i in range(0, n_chunks):
@@ -214,7 +214,7 @@ def while_counter_acc_kernel(x_ptr, y_ptr, n_chunks, BLOCK: tl.constexpr):
 
 @triton.jit
 def recurrence_kernel(x_ptr, y_ptr, n_chunks, BLOCK: tl.constexpr):
-    # h = tanh(h + x): a recurrence, needs a tape: must be refused.
+    # h = sigmoid(h + x): a recurrence, recorded on a tape.
     offs = tl.arange(0, BLOCK)
     h = tl.zeros([BLOCK], dtype=tl.float64)
     for i in range(0, n_chunks):
@@ -225,7 +225,7 @@ def recurrence_kernel(x_ptr, y_ptr, n_chunks, BLOCK: tl.constexpr):
 @triton.jit
 def acc_used_in_loop_kernel(x_ptr, y_ptr, z_ptr, n_chunks, BLOCK: tl.constexpr):
     # The accumulator is also read inside the loop (to store a running
-    # value): not a linear accumulator.
+    # value): not a linear accumulator, recorded on a tape.
     offs = tl.arange(0, BLOCK)
     acc = tl.zeros([BLOCK], dtype=tl.float64)
     for i in range(0, n_chunks):

@@ -1,0 +1,542 @@
+/* ad_tape.c -- tapes for loops whose carried values are not linear.
+ *
+ * Job: a `for` loop carrying a value the reverse sweep needs per
+ * iteration (a running max, a rescaled running sum, a recurrence
+ * h = a * h + x) cannot be reversed by today's forward-running adjoint
+ * loop (ad_rev.c, linear accumulators).  Its backward instead records, in
+ * the primal sweep, the carried values at the start of every iteration in
+ * a scratch buffer (the tape), and runs the adjoint loop backwards,
+ * reading them back (docs/AD.md, "Tapes").
+ *
+ * This file plans a tape (which carried values, their place in a slot,
+ * the tape's dtype) and extracts the loop's trip count as an expression
+ * the host evaluates from a launch (the kernel's int arguments and the
+ * grid), so that the launcher and interp_run allocate exactly
+ * trips * programs * slot elements: the reverse loop never reads past
+ * the tape.  What cannot be sized that way is refused with the reason.
+ * ad_rev.c emits the stores and the reverse loop.
+ *
+ *   for %i = lb to ub step S iter_args(m = m0) { ...; yield m' }
+ * becomes, in the backward:
+ *   for %i = lb to ub step S iter_args(m = m0) {
+ *     store kad_tape + ((i - lb) / S * programs + program) * slot + off_m, m
+ *     ...; yield m'
+ *   }
+ *   barrier
+ *   for %j = 0 to cdiv(max(ub - lb, 0), S) iter_args(dm = d(result)) {
+ *     t = trips - 1 - j; i = lb + t * S; m = load(tape at t)
+ *     <the body recomputed from m>, <its adjoint, seeded with dm>
+ *     yield d(m)
+ *   }
+ *   d(m0) += the loop's dm
+ */
+#include <limits.h>
+#include <string.h>
+
+#include "kad_int.h"
+
+static Type fty(const Ad *ad, ValId v) { return ad->fw->vals.v[v].ty; }
+
+static const TapeExpr *tx(Arena *a, int op, int64_t v, const TapeExpr *x, const TapeExpr *y)
+{
+    bool y0 = y && y->op == TX_CONST && y->v == 0, y1 = y && y->op == TX_CONST && y->v == 1;
+    if (((op == TX_ADD || op == TX_SUB) && y0) || ((op == TX_MUL || op == TX_DIV || op == TX_CDIV) && y1))
+        return x; /* x + 0, x - 0, x * 1, x / 1 */
+    if (op == TX_ADD && x->op == TX_CONST && x->v == 0)
+        return y;
+    TapeExpr *e = arena_alloc(a, sizeof *e);
+    e->op = op;
+    e->v = v;
+    e->x = x;
+    e->y = y;
+    return e;
+}
+
+/* v (an int scalar of fw) as an expression of the int parameters and the
+ * grid; NULL with *why when it is computed from something else. */
+static const TapeExpr *host_expr(Ad *ad, ValId v, const char **why)
+{
+    const Func *f = ad->fw;
+    Type t = fty(ad, v);
+    if (t.rank != 0 || t.dt == DT_PTR || dtype_is_float((Dtype)t.dt) || t.dt == DT_I1) {
+        *why = "is not an integer scalar";
+        return NULL;
+    }
+    const Inst *in = ad->def[v];
+    if (!in) {
+        for (int i = 0; i < f->nparams; i++)
+            if (f->params[i] == v)
+                return tx(ad->a, TX_PARAM, i, NULL, NULL);
+        *why = "depends on the variable or a carried value of an enclosing loop";
+        return NULL;
+    }
+    int op = -1;
+    switch (in->op) {
+    case OP_CONST:
+        return tx(ad->a, TX_CONST, in->ival, NULL, NULL);
+    case OP_NUM_PROGRAMS:
+        return tx(ad->a, TX_GRID, in->ival, NULL, NULL);
+    case OP_PROGRAM_ID:
+        return tx(ad->a, TX_PID, in->ival, NULL, NULL);
+    case OP_LOAD:
+        *why = "depends on a value loaded from memory";
+        return NULL;
+    case OP_CAST: {
+        Type ft = fty(ad, in->args[0]);
+        if (ft.dt == DT_PTR || dtype_is_float((Dtype)ft.dt) || dtype_bits((Dtype)ft.dt) > dtype_bits((Dtype)t.dt)) {
+            *why = "goes through a conversion that may change its value";
+            return NULL;
+        }
+        return host_expr(ad, in->args[0], why);
+    }
+    case OP_MULTIPLE_OF:
+    case OP_MAX_CONTIGUOUS:
+        return host_expr(ad, in->args[0], why);
+    case OP_ADD: op = TX_ADD; break;
+    case OP_SUB: op = TX_SUB; break;
+    case OP_MUL: op = TX_MUL; break;
+    case OP_DIV: op = TX_DIV; break;
+    case OP_REM: op = TX_REM; break;
+    case OP_MAXIMUM: op = TX_MAX; break;
+    case OP_MINIMUM: op = TX_MIN; break;
+    default:
+        *why = arena_printf(ad->a, "is computed by '%s', which kad does not evaluate on the host",
+                            op_info[in->op].name);
+        return NULL;
+    }
+    const TapeExpr *x = host_expr(ad, in->args[0], why);
+    const TapeExpr *y = x ? host_expr(ad, in->args[1], why) : NULL;
+    return y ? tx(ad->a, op, 0, x, y) : NULL;
+}
+
+/* Does b (or a region nested in it) use v? */
+static bool uses(const Block *b, ValId v)
+{
+    for (int i = 0; i < b->insts.n; i++) {
+        const Inst *in = &b->insts.v[i];
+        for (int k = 0; k < in->nargs; k++)
+            if (in->args[k] == v && in->op != OP_YIELD)
+                return true;
+        for (int r = 0; r < in->nregions; r++)
+            if (uses(in->regions[r], v))
+                return true;
+    }
+    return false;
+}
+
+static bool invariant_at(Ad *ad, ValId v, int id, int depth)
+{
+    if (ad->stamp[v] != id)
+        return true;
+    const Inst *in = ad->def[v];
+    if (!in || depth > 32 || !op_info[in->op].pure || in->nregions || in->op == OP_RAND ||
+        in->op == OP_RANDN || in->op == OP_RANDINT)
+        return false;
+    for (int k = 0; k < in->nargs; k++)
+        if (!invariant_at(ad, in->args[k], id, depth + 1))
+            return false;
+    return true;
+}
+
+bool ad_tape_invariant(Ad *ad, ValId v, int id) { return invariant_at(ad, v, id, 0); }
+
+/* Carried slot k of loop in advances by a loop-invariant step: its next
+ * value is itself (*delta = 0), c + d or d + c (ints), addptr(c, d)
+ * (pointers), d invariant.  id: the stamp of the body's values. */
+static bool affine_slot(Ad *ad, const Inst *in, int k, int id, ValId *delta)
+{
+    const Block *body = in->regions[0];
+    ValId c = body->params[1 + k], y = ad_block_term(body)->args[k];
+    *delta = 0;
+    if (y == c)
+        return true;
+    const Inst *d = ad->def[y];
+    if (!d || ad->stamp[y] != id)
+        return false;
+    if (d->op == OP_ADDPTR && d->args[0] == c && ad_tape_invariant(ad, d->args[1], id))
+        *delta = d->args[1];
+    else if (d->op == OP_ADD && d->args[0] == c && ad_tape_invariant(ad, d->args[1], id))
+        *delta = d->args[1];
+    else if (d->op == OP_ADD && d->args[1] == c && ad_tape_invariant(ad, d->args[0], id))
+        *delta = d->args[0];
+    return *delta != 0;
+}
+
+/* Carried slot k of loop `in` (not differentiated) only feeds its own next
+ * value: the parameter flows through a chain of single-use pure ops into
+ * the yield at position k and is used nowhere else (a counter `cnt +=
+ * mask.to(tl.int32)` read only after the loop).  The reverse sweep never
+ * needs it: the chain's values are marked in ad->chain (the adjoint loop's
+ * recompute leaves them out). */
+static bool self_chain(Ad *ad, const Block *body, int k)
+{
+    ValId cur = body->params[1 + k];
+    ValId marks[64];
+    int nmarks = 0;
+    for (;;) {
+        const Inst *use = NULL;
+        int nuse = 0, pos = -1;
+        for (int i = 0; i < body->insts.n; i++) {
+            const Inst *in = &body->insts.v[i];
+            for (int j = 0; j < in->nargs; j++)
+                if (in->args[j] == cur) {
+                    nuse++;
+                    use = in;
+                    pos = j;
+                }
+            for (int r = 0; r < in->nregions; r++)
+                if (uses(in->regions[r], cur))
+                    return false;
+        }
+        if (nuse != 1)
+            return false;
+        if (use->op == OP_YIELD) {
+            if (pos != k)
+                return false;
+            for (int i = 0; i < nmarks; i++)
+                ad->chain[marks[i]] = 1;
+            return true;
+        }
+        if (!op_info[use->op].pure || use->nregions || use->nres != 1 || ad_active(ad, use->res[0]) ||
+            nmarks == (int)(sizeof marks / sizeof marks[0]))
+            return false;
+        marks[nmarks++] = use->res[0];
+        cur = use->res[0];
+    }
+}
+
+static const char *name_of(const Ad *ad, ValId v, ValId alt)
+{
+    const char *n = ad->fw->vals.v[v].name;
+    if (!n && alt)
+        n = ad->fw->vals.v[alt].name;
+    return n ? n : arena_printf(ad->a, "#%d", (int)v);
+}
+
+bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear)
+{
+    const Block *body = in->regions[0];
+    int n = in->nres;
+    const char *first = NULL;
+    for (int k = 0; k < n && !first; k++)
+        if (!linear[k] && (ad_active(ad, body->params[1 + k]) || ad_active(ad, in->res[k])))
+            first = name_of(ad, body->params[1 + k], in->res[k]);
+    const char *why = NULL;
+    const Inst *st = ad->def[in->args[2]];
+    if (!st || st->op != OP_CONST || st->ival == 0 || st->ival == INT64_MIN) {
+        diag_error(ad->d, in->loc,
+                   "loop-carried value '%s' is not a linear accumulator, so kad records it on a tape, "
+                   "which needs a loop whose step is a constant (not supported yet)",
+                   first);
+        return false;
+    }
+    const TapeExpr *lb = host_expr(ad, in->args[0], &why);
+    const TapeExpr *ub = lb ? host_expr(ad, in->args[1], &why) : NULL;
+    if (!ub) {
+        diag_error(ad->d, in->loc,
+                   "loop-carried value '%s' is not a linear accumulator, so kad records it on a tape sized "
+                   "from the loop's trip count, computed on the host from the kernel's integer arguments "
+                   "and the grid; the %s bound of this loop %s (not supported yet)",
+                   first, lb ? "upper" : "lower", why);
+        return false;
+    }
+    TapeLoop tl = {.loop = in};
+    tl.taped = arena_alloc(ad->a, (size_t)n + 1);
+    tl.linear = arena_alloc(ad->a, (size_t)n + 1);
+    tl.off = arena_alloc(ad->a, sizeof(int64_t) * (size_t)(n + 1));
+    tl.affine = arena_alloc(ad->a, (size_t)n + 1);
+    tl.delta = arena_alloc(ad->a, sizeof(ValId) * (size_t)(n + 1));
+    int id = ++ad->gen;
+    ad_mark_defs(ad, body, id);
+    tl.dt = DT_F32;
+    Buf what = {.a = ad->a};
+    bool ok = true;
+    for (int k = 0; k < n; k++) {
+        ValId c = body->params[1 + k];
+        tl.linear[k] = linear[k];
+        if (linear[k] || !uses(body, c))
+            continue; /* a linear accumulator, or not read by the body: nothing to record */
+        if (!ad_active(ad, c) && !ad_active(ad, in->res[k]) && self_chain(ad, body, k)) {
+            tl.linear[k] = 1; /* only feeds itself: left out of the reverse loop like an accumulator */
+            continue;
+        }
+        Type t = fty(ad, c);
+        if (t.dt == DT_PTR || !dtype_is_float((Dtype)t.dt)) {
+            if (affine_slot(ad, in, k, id, &tl.delta[k])) {
+                tl.affine[k] = 1; /* recomputed from the iteration number */
+                continue;
+            }
+            diag_error(ad->d, in->loc,
+                       "loop-carried %s '%s' of a loop whose reverse sweep reads a tape (for '%s'): kad "
+                       "recomputes such a value only when each iteration advances it by the same amount "
+                       "(p += step, step loop-invariant) and records only float values (not supported yet; "
+                       "compute it from the loop variable instead)",
+                       t.dt == DT_PTR ? "pointer" : "integer", name_of(ad, c, in->res[k]), first);
+            ok = false;
+            continue;
+        }
+        if (t.dt == DT_F64)
+            tl.dt = DT_F64;
+        tl.taped[k] = 1;
+        tl.off[k] = tl.slot;
+        tl.slot += type_numel(t);
+        buf_printf(&what, "%s%s", what.len ? ", " : "", name_of(ad, c, in->res[k]));
+    }
+    if (!ok)
+        return false;
+    /* trips = cdiv(max(ub - lb, 0), step), or cdiv(max(lb - ub, 0), -step) for a negative step */
+    bool down = st->ival < 0;
+    const TapeExpr *span = tx(ad->a, TX_MAX, 0, down ? tx(ad->a, TX_SUB, 0, lb, ub) : tx(ad->a, TX_SUB, 0, ub, lb),
+                              tx(ad->a, TX_CONST, 0, NULL, NULL));
+    tl.trips = tx(ad->a, TX_CDIV, 0, span, tx(ad->a, TX_CONST, down ? -st->ival : st->ival, NULL, NULL));
+    tl.what = what.len ? buf_str(&what) : "";
+    vec_push(ad->a, ad->tapes, tl);
+    return true;
+}
+
+TapeLoop *ad_tape_of(Ad *ad, const Inst *in)
+{
+    for (int i = 0; i < ad->tapes.n; i++)
+        if (ad->tapes.v[i].loop == in)
+            return &ad->tapes.v[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* The host's side                                                     */
+/* ------------------------------------------------------------------ */
+
+bool tape_expr_has_pid(const TapeExpr *e)
+{
+    if (!e)
+        return false;
+    return e->op == TX_PID || tape_expr_has_pid(e->x) || tape_expr_has_pid(e->y);
+}
+
+/* The smallest and largest of four values. */
+static void span4(const int64_t v[4], int64_t *lo, int64_t *hi)
+{
+    *lo = *hi = v[0];
+    for (int i = 1; i < 4; i++) {
+        *lo = v[i] < *lo ? v[i] : *lo;
+        *hi = v[i] > *hi ? v[i] : *hi;
+    }
+}
+
+bool tape_expr_bound(const TapeExpr *e, const int64_t *iargs, const int64_t grid[3], int64_t *lo, int64_t *hi)
+{
+    int64_t a0 = 0, a1 = 0, b0 = 0, b1 = 0, v[4];
+    switch (e->op) {
+    case TX_CONST:
+        *lo = *hi = e->v;
+        return true;
+    case TX_PARAM:
+        *lo = *hi = iargs[e->v];
+        return true;
+    case TX_GRID:
+        *lo = *hi = grid[e->v];
+        return true;
+    case TX_PID:
+        *lo = 0;
+        *hi = grid[e->v] > 0 ? grid[e->v] - 1 : 0;
+        return true;
+    default:
+        break;
+    }
+    if (!tape_expr_bound(e->x, iargs, grid, &a0, &a1) || !tape_expr_bound(e->y, iargs, grid, &b0, &b1))
+        return false;
+    switch (e->op) {
+    case TX_ADD:
+        return !__builtin_add_overflow(a0, b0, lo) && !__builtin_add_overflow(a1, b1, hi);
+    case TX_SUB:
+        return !__builtin_sub_overflow(a0, b1, lo) && !__builtin_sub_overflow(a1, b0, hi);
+    case TX_MUL:
+        if (__builtin_mul_overflow(a0, b0, &v[0]) || __builtin_mul_overflow(a0, b1, &v[1]) ||
+            __builtin_mul_overflow(a1, b0, &v[2]) || __builtin_mul_overflow(a1, b1, &v[3]))
+            return false;
+        span4(v, lo, hi);
+        return true;
+    case TX_DIV: /* truncation is monotone in the real quotient: its extremes are at the corners */
+        if ((b0 <= 0 && b1 >= 0) || a0 == INT64_MIN)
+            return false;
+        v[0] = a0 / b0, v[1] = a0 / b1, v[2] = a1 / b0, v[3] = a1 / b1;
+        span4(v, lo, hi);
+        return true;
+    case TX_REM: { /* |x % y| < |y|, with the sign of x */
+        if ((b0 <= 0 && b1 >= 0) || b0 == INT64_MIN)
+            return false;
+        int64_t m = (b0 < 0 ? -b0 : b0) > (b1 < 0 ? -b1 : b1) ? (b0 < 0 ? -b0 : b0) : (b1 < 0 ? -b1 : b1);
+        *lo = a0 >= 0 ? 0 : -(m - 1);
+        *hi = a1 <= 0 ? 0 : m - 1;
+        if (a0 >= 0 && a1 < m) { /* 0 <= x < |y|: x % y = x */
+            *lo = a0;
+            *hi = a1;
+        }
+        return true;
+    }
+    case TX_MAX:
+        *lo = a0 > b0 ? a0 : b0;
+        *hi = a1 > b1 ? a1 : b1;
+        return true;
+    case TX_MIN:
+        *lo = a0 < b0 ? a0 : b0;
+        *hi = a1 < b1 ? a1 : b1;
+        return true;
+    case TX_CDIV: /* ceil(x / y), y > 0: increasing in x, extremes at the corners */
+        if (b0 <= 0 || a0 < 0 || __builtin_add_overflow(a1, b1, &v[0]))
+            return false;
+        v[0] = (a0 + b0 - 1) / b0, v[1] = (a0 + b1 - 1) / b1, v[2] = (a1 + b0 - 1) / b0, v[3] = (a1 + b1 - 1) / b1;
+        span4(v, lo, hi);
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void host_print(Buf *b, const TapeExpr *e, const Func *f, const char *args, const char *grid)
+{
+    static const char *const sym[] = {[TX_ADD] = " + ", [TX_SUB] = " - ", [TX_MUL] = " * "};
+    switch (e->op) {
+    case TX_CONST:
+        buf_printf(b, "%lld", (long long)e->v);
+        return;
+    case TX_PARAM: {
+        const char *n = f->vals.v[f->params[e->v]].name;
+        if (args)
+            buf_printf(b, "%s[\"%s\"]", args, n ? n : "?");
+        else
+            buf_puts(b, n ? n : "?");
+        return;
+    }
+    case TX_GRID:
+        if (grid)
+            buf_printf(b, "%s[%lld]", grid, (long long)e->v);
+        else
+            buf_printf(b, "tl.num_programs(%lld)", (long long)e->v);
+        return;
+    case TX_PID:
+        buf_printf(b, "tl.program_id(%lld)", (long long)e->v);
+        return;
+    case TX_ADD:
+    case TX_SUB:
+    case TX_MUL:
+        buf_putc(b, '(');
+        host_print(b, e->x, f, args, grid);
+        buf_puts(b, sym[e->op]);
+        host_print(b, e->y, f, args, grid);
+        buf_putc(b, ')');
+        return;
+    case TX_DIV: /* truncating, as the kernel divides */
+    case TX_REM:
+        buf_puts(b, e->op == TX_DIV ? "_kad_tdiv(" : "_kad_trem(");
+        break;
+    case TX_MAX:
+        buf_puts(b, "max(");
+        break;
+    case TX_MIN:
+        buf_puts(b, "min(");
+        break;
+    case TX_CDIV:
+        buf_puts(b, "triton.cdiv(");
+        break;
+    default:
+        buf_puts(b, "?(");
+        break;
+    }
+    host_print(b, e->x, f, args, grid);
+    buf_puts(b, ", ");
+    host_print(b, e->y, f, args, grid);
+    buf_putc(b, ')');
+}
+
+/* e in interval form: each node a (lo, hi) pair; helpers from tape_host_helpers. */
+static void host_print_iv(Buf *b, const TapeExpr *e, const Func *f, const char *args, const char *grid)
+{
+    static const char *const fn[] = {[TX_ADD] = "add", [TX_SUB] = "sub", [TX_MUL] = "mul", [TX_DIV] = "div",
+                                     [TX_REM] = "rem", [TX_MAX] = "max", [TX_MIN] = "min", [TX_CDIV] = "cdiv"};
+    switch (e->op) {
+    case TX_CONST:
+    case TX_PARAM:
+    case TX_GRID:
+        buf_puts(b, "_kad_iv(");
+        host_print(b, e, f, args, grid);
+        buf_putc(b, ')');
+        return;
+    case TX_PID:
+        buf_printf(b, "(0, max(%s[%lld] - 1, 0))", grid, (long long)e->v);
+        return;
+    default:
+        buf_printf(b, "_kad_iv_%s(", fn[e->op]);
+        host_print_iv(b, e->x, f, args, grid);
+        buf_puts(b, ", ");
+        host_print_iv(b, e->y, f, args, grid);
+        buf_putc(b, ')');
+        return;
+    }
+}
+
+const char *tape_expr_host(Arena *a, const TapeExpr *e, const Func *f, const char *args, const char *grid)
+{
+    Buf b = {.a = a};
+    if (grid && tape_expr_has_pid(e)) {
+        host_print_iv(&b, e, f, args, grid);
+        buf_puts(&b, "[1]");
+    } else {
+        host_print(&b, e, f, args, grid);
+    }
+    return buf_str(&b);
+}
+
+const char *tape_host_helpers(void)
+{
+    return "\n"
+           "    # interval arithmetic: a bound of the trip count over every program id\n"
+           "    def _kad_iv(x):\n"
+           "        return (x, x)\n\n"
+           "    def _kad_iv_corners(f, x, y):\n"
+           "        v = [f(a, b) for a in x for b in y]\n"
+           "        return (min(v), max(v))\n\n"
+           "    def _kad_iv_add(x, y):\n"
+           "        return (x[0] + y[0], x[1] + y[1])\n\n"
+           "    def _kad_iv_sub(x, y):\n"
+           "        return (x[0] - y[1], x[1] - y[0])\n\n"
+           "    def _kad_iv_mul(x, y):\n"
+           "        return _kad_iv_corners(lambda a, b: a * b, x, y)\n\n"
+           "    def _kad_iv_div(x, y):\n"
+           "        if y[0] <= 0 <= y[1]:\n"
+           "            raise ValueError(\"kad: a tape's trip count may divide by zero\")\n"
+           "        return _kad_iv_corners(lambda a, b: (abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1), x, y)\n\n"
+           "    def _kad_iv_rem(x, y):\n"
+           "        m = max(abs(y[0]), abs(y[1]))\n"
+           "        if y[0] <= 0 <= y[1]:\n"
+           "            raise ValueError(\"kad: a tape's trip count may divide by zero\")\n"
+           "        if 0 <= x[0] and x[1] < m:\n"
+           "            return x\n"
+           "        return (0 if x[0] >= 0 else 1 - m, 0 if x[1] <= 0 else m - 1)\n\n"
+           "    def _kad_iv_max(x, y):\n"
+           "        return (max(x[0], y[0]), max(x[1], y[1]))\n\n"
+           "    def _kad_iv_min(x, y):\n"
+           "        return (min(x[0], y[0]), min(x[1], y[1]))\n\n"
+           "    def _kad_iv_cdiv(x, y):\n"
+           "        return _kad_iv_corners(lambda a, b: -(-a // b), x, y)\n\n";
+}
+
+bool tape_elems(const Func *f, int j, const int64_t *iargs, const int64_t grid[3], int64_t *out, Diags *d)
+{
+    const FuncTape *t = &f->tapes.v[j];
+    int64_t lo = 0, trips = 0, n = 0;
+    if (!tape_expr_bound(t->trips, iargs, grid, &lo, &trips)) {
+        diag_error(d, t->loc, "cannot compute the trip count of this loop for its tape (a division by zero or "
+                              "an overflow)");
+        return false;
+    }
+    if (trips < 0)
+        trips = 0;
+    if (__builtin_mul_overflow(trips, grid[0], &n) || __builtin_mul_overflow(n, grid[1], &n) ||
+        __builtin_mul_overflow(n, grid[2], &n) || __builtin_mul_overflow(n, t->slot, &n) || n > (INT64_MAX >> 4)) {
+        diag_error(d, t->loc, "the tape of this loop would hold more than 2**59 elements");
+        return false;
+    }
+    *out = n;
+    return true;
+}

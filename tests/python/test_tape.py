@@ -1,0 +1,281 @@
+"""Loops with non-linear loop-carried state: kad records the carried values on a tape (issue 9).
+
+The kernels (tests/kernels/tape_loops.py): an online softmax over column chunks (running max
+and rescaled running sum), a running elementwise max, a gated linear recurrence over time steps
+(h a tile per program), cross-entropy with an online log-sum-exp over vocabulary chunks and a
+label gather, an attention-like forward with a running max over K/V blocks and a causal mask (a
+trip count that depends on the program id: the host bounds it over the grid).  Three independent checks:
+  - `kad check`: float64 central finite differences on kad's interpreter (each check is shown
+    to fail when an adjoint rule is broken on purpose, KAD_TEST_MUTATE);
+  - the package (@kad.differentiable) against PyTorch autograd of the same math written plainly,
+    on KAD_TEST_DEVICE (default cpu: kad's interpreter; cuda: Triton and the emitted backward);
+  - the emitted module's launch_K_bwd on Triton itself (its CPU interpreter, or the GPU with
+    KAD_TEST_DEVICE=cuda) against the same references.
+"""
+import os
+
+import pytest
+import torch
+
+import triton_cpu
+
+DEVICE = os.environ.get("KAD_TEST_DEVICE", "cpu")
+K = "tests/kernels/tape_loops.py"
+
+# (kernel, signature, wrt, outs, check's grid/shape/arg options)
+CHECKS = {
+    "online_softmax": ("x_ptr=*fp32,y_ptr=*fp32,n_cols=i32,stride=i32,BLOCK=16", "x_ptr", "y_ptr",
+                       ["--grid", "3", "--shape", "x_ptr=3x50", "--shape", "y_ptr=3x50", "--arg", "n_cols=50",
+                        "--arg", "stride=50"]),
+    "online_softmax_one_chunk": ("x_ptr=*fp32,y_ptr=*fp32,n_cols=i32,stride=i32,BLOCK=16", "x_ptr", "y_ptr",
+                                 ["--grid", "2", "--shape", "x_ptr=2x20", "--shape", "y_ptr=2x20", "--arg",
+                                  "n_cols=9", "--arg", "stride=20"]),
+    "running_max": ("x_ptr=*fp32,y_ptr=*fp32,n_cols=i32,BLOCK=16", "x_ptr", "y_ptr",
+                    ["--grid", "3", "--shape", "x_ptr=3x64", "--shape", "y_ptr=3x16", "--arg", "n_cols=64"]),
+    "gated_recurrence": ("x_ptr=*fp32,a_ptr=*fp32,h0_ptr=*fp32,y_ptr=*fp32,T=i32,D=i32,BLOCK_D=16",
+                         "x_ptr,a_ptr,h0_ptr", "y_ptr",
+                         ["--grid", "2", "--shape", "x_ptr=7x20", "--shape", "a_ptr=7x20", "--shape", "h0_ptr=20",
+                          "--shape", "y_ptr=7x20", "--arg", "T=7", "--arg", "D=20"]),
+    "cross_entropy": ("logits_ptr=*fp32,labels_ptr=*i32,loss_ptr=*fp32,V=i32,stride=i32,BLOCK_V=16",
+                      "logits_ptr", "loss_ptr",
+                      ["--grid", "4", "--shape", "logits_ptr=4x40", "--shape", "labels_ptr=4", "--range",
+                       "labels_ptr=0:39", "--shape", "loss_ptr=4", "--arg", "V=40", "--arg", "stride=40"]),
+    "causal_attention": ("q_ptr=*fp32,k_ptr=*fp32,v_ptr=*fp32,o_ptr=*fp32,N=i32,sm_scale=fp32,BLOCK_M=16,"
+                         "BLOCK_N=16,D=16", "q_ptr,k_ptr,v_ptr", "o_ptr",
+                         ["--grid", "2,2", "--shape", "q_ptr=2x32x16", "--shape", "k_ptr=2x32x16", "--shape",
+                          "v_ptr=2x32x16", "--shape", "o_ptr=2x32x16", "--arg", "N=32", "--arg", "sm_scale=0.5"]),
+}
+
+
+def _check(name, mutate=None):
+    sig, wrt, outs, opts = CHECKS[name]
+    kernel = name.replace("_one_chunk", "")
+    env = dict(os.environ)
+    env.pop("KAD_TEST_MUTATE", None)
+    if mutate:
+        env["KAD_TEST_MUTATE"] = mutate
+    import subprocess
+    return subprocess.run([triton_cpu.KAD, "check", f"{K}:{kernel}", "--sig", sig, "--wrt", wrt, "--out", outs,
+                           *opts], capture_output=True, text=True, cwd=triton_cpu.REPO, env=env)
+
+
+@pytest.mark.parametrize("name", sorted(CHECKS))
+def test_kad_check_finite_differences(name):
+    p = _check(name)
+    print(p.stdout, p.stderr)
+    assert p.returncode == 0 and p.stdout.rstrip().endswith("PASS (rtol 1e-06)"), p.stdout + p.stderr
+
+
+# a broken rule each kernel's gradient goes through: the same check must fail
+# (KAD_TEST_MUTATE=tape: the reverse loop reads the tape's slots in forward order)
+MUTANTS = [(n, m) for n in ("online_softmax", "running_max", "gated_recurrence", "cross_entropy", "causal_attention")
+           for m in ("tape", "exp", "mul")
+           if (n, m) not in (("running_max", "exp"), ("running_max", "mul"), ("gated_recurrence", "exp"))]
+
+
+@pytest.mark.parametrize("name,mutant", MUTANTS)
+def test_kad_check_fails_with_a_broken_rule(name, mutant):
+    p = _check(name, mutant)
+    print(p.stdout, p.stderr)
+    assert p.returncode == 1 and "FAIL" in p.stdout, p.stdout + p.stderr
+
+
+def test_tape_in_ir_and_header():
+    sig, wrt, outs, _ = CHECKS["online_softmax"]
+    p = triton_cpu.run_kad(["grad", f"{K}:online_softmax", "--sig", sig, "--wrt", wrt, "--out", outs, "--ir"])
+    assert p.returncode == 0, p.stderr
+    assert "tape(%kad_tape0 trips cdiv(max(%n_cols, 0), 16) slot 2)" in p.stdout.splitlines()[0]
+    p = triton_cpu.run_kad(["grad", f"{K}:online_softmax", "--sig", sig, "--wrt", wrt, "--out", outs])
+    assert p.returncode == 0, p.stderr
+    header = " ".join(line.lstrip("# ") for line in p.stdout.splitlines() if line.startswith("#"))
+    assert "Tape 0 (line 18: the loop carrying l, m" in header
+    assert "8 bytes per iteration and program, trips = triton.cdiv(max(n_cols, 0), 16)" in header
+
+
+# ---------------------------------------------------------------- torch references (plain math)
+
+
+def ref_online_softmax(x):
+    return torch.softmax(x, dim=1)
+
+
+def ref_running_max(x, block):
+    return x.reshape(x.shape[0], -1, block).amax(dim=1)
+
+
+def ref_recurrence(x, a, h0):
+    hs, h = [], h0
+    for t in range(x.shape[0]):
+        h = a[t] * h + x[t]
+        hs.append(h)
+    return torch.stack(hs)
+
+
+def ref_cross_entropy(z, labels):
+    return torch.logsumexp(z, dim=1) - z.gather(1, labels.long()[:, None])[:, 0]
+
+
+def ref_causal_attention(q, k, v, scale):
+    s = (q @ k.transpose(-1, -2)) * scale
+    n = q.shape[-2]
+    s = s.masked_fill(~torch.ones(n, n, dtype=torch.bool).tril(), float("-inf"))
+    return torch.softmax(s, dim=-1) @ v
+
+
+def _rand(*shape, seed=0):
+    g = torch.Generator().manual_seed(seed + sum(shape))
+    return torch.randn(*shape, generator=g, dtype=torch.float64)
+
+
+def _cases():
+    """(name, kernel, grid, wrt, outs, {arg: value}, consts, reference(inputs) -> {out: tensor})"""
+    rows, cols = 3, 50
+    x = _rand(rows, cols)
+    rm = _rand(3, 64, seed=1)
+    T, D = 9, 20
+    xr, ar, h0 = _rand(T, D, seed=2), torch.rand(T, D, dtype=torch.float64) * 1.5 - 0.2, _rand(D, seed=3)
+    V = 40
+    z = _rand(4, V, seed=4) * 3
+    labels = torch.tensor([3, 0, 39, 17], dtype=torch.int32)
+    BH, N, Dh = 2, 48, 16
+    q, k, v = _rand(BH, N, Dh, seed=5), _rand(BH, N, Dh, seed=6), _rand(BH, N, Dh, seed=8)
+    return [
+        ("causal_attention", (N // 16, BH), ["q_ptr", "k_ptr", "v_ptr"], ["o_ptr"],
+         dict(q_ptr=q, k_ptr=k, v_ptr=v, o_ptr=torch.zeros(BH, N, Dh), N=N, sm_scale=0.3),
+         dict(BLOCK_M=16, BLOCK_N=16, D=16),
+         lambda t: {"o_ptr": ref_causal_attention(t["q_ptr"], t["k_ptr"], t["v_ptr"], 0.3)}),
+        ("online_softmax", (rows,), ["x_ptr"], ["y_ptr"],
+         dict(x_ptr=x, y_ptr=torch.zeros(rows, cols), n_cols=cols, stride=cols), dict(BLOCK=16),
+         lambda v: {"y_ptr": ref_online_softmax(v["x_ptr"])}),
+        ("running_max", (3,), ["x_ptr"], ["y_ptr"],
+         dict(x_ptr=rm, y_ptr=torch.zeros(3, 16), n_cols=64), dict(BLOCK=16),
+         lambda v: {"y_ptr": ref_running_max(v["x_ptr"], 16)}),
+        ("gated_recurrence", (2,), ["x_ptr", "a_ptr", "h0_ptr"], ["y_ptr"],
+         dict(x_ptr=xr, a_ptr=ar, h0_ptr=h0, y_ptr=torch.zeros(T, D), T=T, D=D), dict(BLOCK_D=16),
+         lambda v: {"y_ptr": ref_recurrence(v["x_ptr"], v["a_ptr"], v["h0_ptr"])}),
+        ("cross_entropy", (4,), ["logits_ptr"], ["loss_ptr"],
+         dict(logits_ptr=z, labels_ptr=labels, loss_ptr=torch.zeros(4), V=V, stride=V), dict(BLOCK_V=16),
+         lambda v: {"loss_ptr": ref_cross_entropy(v["logits_ptr"], v["labels_ptr"])}),
+    ]
+
+
+CASES = {c[0]: c for c in _cases()}
+
+
+def _reference(case, dys):
+    name, grid, wrt, outs, args, consts, ref = case
+    v = {n: (t.detach().clone().requires_grad_(n in wrt) if isinstance(t, torch.Tensor) else t)
+         for n, t in args.items()}
+    want = ref(v)
+    loss = sum((want[n] * dys[n]).sum() for n in outs)
+    grads = torch.autograd.grad(loss, [v[n] for n in wrt])
+    return {n: want[n].detach() for n in outs}, dict(zip(wrt, grads))
+
+
+def _dys(case):
+    name, grid, wrt, outs, args, consts, ref = case
+    return {n: _rand(*args[n].shape, seed=7) for n in outs}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_package_matches_torch(name):
+    import kad  # here: test_triton_compile imports this module where the package is not importable
+    case = CASES[name]
+    _, grid, wrt, outs, args, consts, _ = case
+    fn = getattr(triton_cpu.corpus_module("tape_loops.py"), name)
+    k = kad.differentiable(inputs=wrt, outputs=outs)(fn)
+    dys = _dys(case)
+    want, want_grads = _reference(case, dys)
+    t = {}
+    for n, a in args.items():
+        if isinstance(a, torch.Tensor):
+            a = a.detach().to(torch.float32) if a.dtype == torch.float64 else a.detach().clone()
+            t[n] = a.to(DEVICE).requires_grad_(n in wrt)
+        else:
+            t[n] = a
+    k[grid](*t.values(), **consts)
+    loss = sum((t[n] * dys[n].to(torch.float32).to(DEVICE)).sum() for n in outs)
+    loss.backward()
+    for n in outs:
+        torch.testing.assert_close(t[n].detach().cpu().double(), want[n], rtol=1e-5, atol=1e-5)
+    for n in wrt:
+        torch.testing.assert_close(t[n].grad.cpu().double(), want_grads[n], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_emitted_module_on_triton(name, tmp_path):
+    case = CASES[name]
+    _, grid, wrt, outs, args, consts, _ = case
+    sig = CHECKS[name][0]
+    p = triton_cpu.run_kad(["grad", f"{K}:{name}", "--sig", sig, "--wrt", ",".join(wrt), "--out", ",".join(outs)])
+    assert p.returncode == 0, p.stderr
+    path = tmp_path / f"{name}_bwd.py"
+    path.write_text(p.stdout)
+    dys = _dys(case)
+    want, want_grads = _reference(case, dys)
+    t = {n: (a.detach().to(torch.float32) if a.dtype == torch.float64 else a.detach().clone())
+         if isinstance(a, torch.Tensor) else a for n, a in args.items()}
+    t = {n: a.to(DEVICE) if isinstance(a, torch.Tensor) else a for n, a in t.items()}
+    d_outs = [dys[n].to(torch.float32).to(DEVICE) for n in outs]
+    d_ins = [torch.full_like(t[n], float("nan")) for n in wrt]
+    with triton_cpu.interpreter(DEVICE):
+        bwd = triton_cpu.load_module(str(path), f"kad_tape_bwd_{name}")
+        getattr(bwd, f"launch_{name}_bwd")(grid, *t.values(), *d_outs, *d_ins)
+    if DEVICE != "cpu":
+        torch.cuda.synchronize()
+    for n, d in zip(wrt, d_ins):
+        torch.testing.assert_close(d.cpu().double(), want_grads[n], rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------- launcher vs interpreter
+
+# Golden kernels of tests/grad/tape_loops.py whose trip counts take the launcher's other forms
+# (truncating division, a bound over the program ids with the grid folded, a negative step,
+# recomputed pointers): the emitted module on Triton must give kad's interpreter's gradients.
+GOLDEN = {
+    "welford_mean": ((3,), dict(x_ptr=(3, 21), y_ptr=(3,)), dict(N=21), dict(TILE=8)),
+    "causal_running_max": ((5,), dict(x_ptr=(5, 8), y_ptr=(5, 8)), {}, dict(BLOCK=8)),
+    "down_loop": ((1,), dict(x_ptr=(40,), y_ptr=(8,)), dict(n=40), dict(BLOCK=8)),
+    "advancing_pointers": ((3,), dict(x_ptr=(3, 40), y_ptr=(3, 8)), dict(n=40, stride=40), dict(BLOCK=8)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_golden_module_matches_interpreter(name, tmp_path):
+    import importlib.util
+
+    import kad
+    grid, bufs, scalars, consts = GOLDEN[name]
+    path = os.path.join(triton_cpu.REPO, "tests", "grad", "tape_loops.py")
+    spec = importlib.util.spec_from_file_location("kad_tape_golden", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    fn = getattr(mod, name)
+    g = torch.Generator().manual_seed(3)
+    x0 = torch.randn(*bufs["x_ptr"], generator=g)
+    dy = torch.randn(*bufs["y_ptr"], generator=g)
+
+    def args(x):
+        return [x, torch.zeros(*bufs["y_ptr"]), *scalars.values()]
+
+    # kad's interpreter, through the package (CPU tensors)
+    x = x0.clone().requires_grad_()
+    a = args(x)
+    kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])(fn)[grid](*a, **consts)
+    (a[1] * dy).sum().backward()
+    want = x.grad.clone()
+
+    # the emitted module's launcher on Triton
+    sig = ",".join([f"x_ptr=*fp32,y_ptr=*fp32"] + [f"{n}=i32" for n in scalars] +
+                   [f"{n}={v}" for n, v in consts.items()])
+    p = triton_cpu.run_kad(["grad", f"tests/grad/tape_loops.py:{name}", "--sig", sig, "--wrt", "x_ptr",
+                            "--out", "y_ptr"])
+    assert p.returncode == 0, p.stderr
+    out = tmp_path / f"{name}_bwd.py"
+    out.write_text(p.stdout)
+    t = [v.to(DEVICE) if isinstance(v, torch.Tensor) else v for v in args(x0.clone())]
+    d_x = torch.full_like(t[0], float("nan"))
+    with triton_cpu.interpreter(DEVICE):
+        bwd = triton_cpu.load_module(str(out), f"kad_tape_golden_bwd_{name}")
+        getattr(bwd, f"launch_{name}_bwd")(grid, *t, dy.to(DEVICE), d_x)
+    torch.testing.assert_close(d_x.cpu(), want, rtol=1e-4, atol=1e-5)
