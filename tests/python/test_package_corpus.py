@@ -195,7 +195,7 @@ def _(g, small):
 def _(g, small):
     rows, v, block = (3, 20, 8) if small else (4, 300, 128)
     x = leaf(rows, v, scale=2, gen=g)
-    labels = torch.randint(0, v, (rows,), generator=g)
+    labels = torch.randint(0, v, (rows,), generator=g, device="cpu")
     labels[1] = -100  # an ignored row: zero loss, lse still computed
     labels = labels.to(DEVICE)
     loss, lse = torch.empty(rows), torch.empty(rows)
