@@ -37,7 +37,10 @@ specialized forward and backward kernels (CPU) and the imported backward
 modules (GPU) per (signature, wrt, out).  On disk: the backward modules,
 under $KAD_CACHE_DIR (default ~/.cache/kad), named by a hash of the sources,
 the signature, wrt/out and kad's version -- Triton needs them as files
-anyway, and its own cache keeps their compiled binaries.  The CPU path keeps
+anyway, and its own cache keeps their compiled binaries.  Several processes
+may write one module at once (torchrun's ranks): each file is written by an
+atomic rename and sealed by a hash, and only a sealed file is used (see
+write_atomically).  The CPU path keeps
 no disk cache: specializing and differentiating a kernel takes well under a
 millisecond, less than reading a file.
 
