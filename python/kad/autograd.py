@@ -37,7 +37,10 @@ specialized forward and backward kernels (CPU) and the imported backward
 modules (GPU) per (signature, wrt, out).  On disk: the backward modules,
 under $KAD_CACHE_DIR (default ~/.cache/kad), named by a hash of the sources,
 the signature, wrt/out and kad's version -- Triton needs them as files
-anyway, and its own cache keeps their compiled binaries.  The CPU path keeps
+anyway, and its own cache keeps their compiled binaries.  Several processes
+may write one module at once (torchrun's ranks): each file is written by an
+atomic rename and sealed by a hash, and only a sealed file is used (see
+write_atomically).  The CPU path keeps
 no disk cache: specializing and differentiating a kernel takes well under a
 millisecond, less than reading a file.
 
@@ -58,8 +61,10 @@ before the launch only when the kernel loads from the buffer.
 import contextlib
 import contextvars
 import hashlib
+import importlib.machinery
 import importlib.util
 import os
+import secrets
 import sys
 import threading
 
@@ -233,20 +238,20 @@ class Program:
         return h.hexdigest()
 
     def module_text(self, sig, wrt, out, det=True):
-        """The backward module's text: from the disk cache, else generated."""
+        """The backward module's text: from the disk cache, else generated
+        (and written there, sealed, by an atomic rename)."""
         key = (sig, tuple(wrt), tuple(out), det)
         text = self.texts.get(key)
         if text is not None:
             return text
         path = self.module_path(sig, wrt, out, det)
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        else:
+        text = read_sealed(path)  # None: missing, or not a complete module written by kad
+        if text is None:
             fwd = self.forward(sig)
             with self.lock:
                 text = fwd.grad_module(wrt, out, deterministic=det)
-            _write_atomically(path, text)
+            text, data = seal(text)
+            write_atomically(path, data)
         self.texts[key] = text
         return text
 
@@ -254,14 +259,16 @@ class Program:
         return os.path.join(cache_dir(), f"{self.kernel}_bwd_{self._key(sig, wrt, out, det)[:40]}.py")
 
     def module(self, sig, wrt, out, det=True):
-        """The imported backward module (GPU)."""
+        """The imported backward module (GPU).  What is executed is the
+        verified text of module_text, never bytes read again from the file."""
         key = (sig, tuple(wrt), tuple(out), det)
         mod = self.modules.get(key)
         if mod is None:
-            self.module_text(sig, wrt, out, det)  # makes sure the file exists
+            text = self.module_text(sig, wrt, out, det)  # makes sure the complete file exists
             path = self.module_path(sig, wrt, out, det)
             name = "kad_bwd_" + os.path.basename(path)[:-3]
-            spec = importlib.util.spec_from_file_location(name, path)
+            loader = _SealedLoader(name, path, seal(text)[1].encode("utf-8"))
+            spec = importlib.util.spec_from_file_location(name, path, loader=loader)
             mod = importlib.util.module_from_spec(spec)
             sys.modules[name] = mod  # Triton looks kernels' modules up
             spec.loader.exec_module(mod)
@@ -269,12 +276,84 @@ class Program:
         return mod
 
 
-def _write_atomically(path, text):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+# The on-disk cache of generated modules is shared by every process of a user
+# (torchrun's ranks, dataloader workers, concurrent jobs), which may generate the
+# same module at once.  A module file is written whole to a temporary file of a
+# unique name in the same directory (never importable: hidden, not *.py), flushed
+# and fsync'ed, then renamed over the final name (os.replace: atomic on POSIX and
+# Windows), so the final name holds either nothing or a complete file; writers of
+# one key write the same bytes, so the last rename wins harmlessly.  A file's
+# last line seals it: the sha256 of the text before it.  A file under the final
+# name that is not sealed (a crash of a non-atomic writer, an edited or
+# truncated file) is never used: the module is generated again and the file
+# replaced.  Temporary files left by a crash are never read.
+_SEAL = "# kad: end of generated module, sha256 "
+
+
+def seal(text):
+    """(text, file contents): text ending in a newline, and the file holding
+    it followed by the seal line."""
+    if not text.endswith("\n"):
+        text += "\n"
+    return text, f"{text}{_SEAL}{hashlib.sha256(text.encode('utf-8')).hexdigest()}\n"
+
+
+def unseal(data):
+    """The module text of a sealed file's contents, else None."""
+    if not data.endswith("\n"):
+        return None
+    cut = data.rfind("\n", 0, len(data) - 1) + 1  # where the last line starts
+    text = data[:cut]
+    if data[cut:-1] != _SEAL + hashlib.sha256(text.encode("utf-8")).hexdigest():
+        return None
+    return text
+
+
+def read_sealed(path):
+    """The text of the complete module file at path, else None (missing,
+    unreadable, partial, or edited)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = f.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return unseal(data)
+
+
+def write_atomically(path, data):
+    """Writes data to path so that no reader ever sees a partial file."""
+    d = os.path.dirname(path)
+    os.makedirs(d, exist_ok=True)
+    tmp = os.path.join(d, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class _SealedLoader(importlib.machinery.SourceFileLoader):
+    """Loads a cached module from its verified text (the file's path stays
+    its __file__, for Triton and tracebacks); no bytecode cache, so nothing
+    else is written to the shared directory."""
+
+    def __init__(self, fullname, path, data):
+        super().__init__(fullname, path)
+        self._data = data
+
+    def get_data(self, path):
+        if path == self.path:
+            return self._data
+        return super().get_data(path)
+
+    def path_stats(self, path):
+        raise OSError("kad: generated modules are compiled from their verified text")
 
 
 def _copy_span(t):

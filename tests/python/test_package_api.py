@@ -106,11 +106,17 @@ def test_backward_source_is_cached_on_disk(tmp_path, monkeypatch):
     src = kad.backward_source(rmsnorm, (4,), x, w, y, r, 40, 40, 40, 1e-6, BLOCK=64)
     assert "def rmsnorm_bwd(" in src and "def launch_rmsnorm_bwd(" in src
     files = list(tmp_path.iterdir())
-    assert len(files) == 1 and files[0].read_text() == src
-    # a fresh decorated object (a new process, as far as kad knows) reads the file
+    # the file is the text plus its seal line (python/kad/autograd.py: seal)
+    assert len(files) == 1 and files[0].read_text() == kad.autograd.seal(src)[1]
+    # a fresh decorated object (a new process, as far as kad knows) reads the file ...
     again = kad.differentiable(inputs=["x_ptr", "w_ptr"], outputs=["y_ptr", "rstd_ptr"])(rmsnorm.fn)
-    files[0].write_text(src + "# from the cache\n")
+    files[0].write_text(kad.autograd.seal(src + "# from the cache\n")[1])
     assert kad.backward_source(again, (4,), x, w, y, r, 40, 40, 40, 1e-6, BLOCK=64).endswith("# from the cache\n")
+    # ... only when it is sealed: an edited or truncated file is generated again and replaced
+    third = kad.differentiable(inputs=["x_ptr", "w_ptr"], outputs=["y_ptr", "rstd_ptr"])(rmsnorm.fn)
+    files[0].write_text(src + "# edited\n")
+    assert kad.backward_source(third, (4,), x, w, y, r, 40, 40, 40, 1e-6, BLOCK=64) == src
+    assert files[0].read_text() == kad.autograd.seal(src)[1]
 
 
 # ---------------------------------------------------------------- layouts and graphs
