@@ -85,6 +85,8 @@ def test_failed_write_leaves_no_temporary_file(tmp_path, monkeypatch):
 def test_gradient_through_the_cached_module_under_triton_interpreter(tmp_path, monkeypatch):
     """The module imported from its verified text works: launch_<kernel>_bwd under Triton's CPU
     interpreter against PyTorch autograd of the same math."""
+    if os.environ.get("KAD_TEST_DEVICE", "cpu") != "cpu":
+        pytest.skip("Triton's CPU interpreter: the CPU runs only (the GPU machine's numpy 2.5 breaks it)")
     import triton_cpu
     monkeypatch.setenv("KAD_CACHE_DIR", str(tmp_path))
     dk, key = cache_stress.make_kernel()
