@@ -92,3 +92,34 @@ def test_wheel_builds_installs_and_runs(tmp_path):
                        cwd=str(tmp_path), env=env, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"version {version}\nran ok" in r.stdout
+
+
+def test_version_is_the_c_librarys():
+    import kad
+    assert kad.__version__ == kad.version() == kad_h_version()
+    assert "__version__" in kad.__all__
+
+
+def test_public_api_is_typed():
+    """py.typed ships beside the package and every public function/method has complete hints
+    (typing.get_type_hints resolves them: no stale names)."""
+    import inspect
+    import typing
+
+    import kad
+    assert os.path.exists(os.path.join(os.path.dirname(kad.__file__), "py.typed"))
+    from kad import autograd, check
+    public = [kad.library_path, kad.version, kad.differentiable, kad.backward_source, kad.check_backward,
+              kad.audit, kad.cache_dir, autograd.f64_mode.__wrapped__,
+              autograd.DifferentiableKernel.__init__, autograd.DifferentiableKernel.run,
+              autograd.DifferentiableKernel.__getitem__, check.BackwardReport.__getitem__]
+    for cls in (kad.Context, kad.Kernel):
+        public += [f for n, f in vars(cls).items() if callable(f) and (not n.startswith("_") or n == "__init__")]
+    public += [p.fget for p in (kad.Kernel.ir, kad.Kernel.params, autograd.DifferentiableKernel.program,
+                                check.BackwardReport.ok, check.AuditReport.clean)]
+    for f in public:
+        hints = typing.get_type_hints(f)
+        params = [n for n, p in inspect.signature(f).parameters.items()
+                  if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        missing = [n for n in params + ["return"] if n not in hints]
+        assert not missing, f"{f.__qualname__}: no type hint for {missing}"
