@@ -26,10 +26,17 @@ library's own binding (Context, Kernel) is here too:
 from ._capi import Context, KadError, Kernel, Pointer, library_path, version
 
 __all__ = ["Context", "KadError", "Kernel", "Pointer", "library_path", "version", "differentiable",
-           "backward_source", "check_backward", "cache_dir", "f64_mode", "audit"]
+           "backward_source", "check_backward", "cache_dir", "f64_mode", "audit", "__version__"]
+
+# kad.__version__ is the loaded C library's version (KAD_VERSION in include/kad.h, which
+# python/setup.py also reads for the package metadata): one source of truth.  It is looked
+# up on first use, so that `import kad` does not load the library.
+__version__: str
 
 
-def __getattr__(name):
+def __getattr__(name: str):
+    if name == "__version__":
+        return version()
     # The PyTorch layer is imported on first use: the C binding alone needs
     # only numpy, and `import kad` stays cheap for the tests that use it.
     if name in ("differentiable", "cache_dir", "DifferentiableKernel", "f64_mode"):

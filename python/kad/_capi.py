@@ -20,6 +20,8 @@ import ctypes
 import hashlib
 import os
 import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, Union
 
 import numpy as np
 
@@ -30,6 +32,11 @@ UNROLL_CONST_LOOPS = 1 << 0
 NO_SIMPLIFY = 1 << 1
 GRAD_ATOMICS = 1  # KAD_GRAD_ATOMICS
 _MODES = {"as_written": 0, "f64": 1}
+
+# Type aliases of the public signatures: a launch grid (an int or up to 3 ints) and a list of
+# pointer-parameter names (or one comma-separated string).
+Grid = Union[int, Sequence[int]]
+Names = Union[str, Sequence[str]]
 
 
 class KadError(Exception):
@@ -54,7 +61,7 @@ class Pointer:
 
     __slots__ = ("address", "nbytes")
 
-    def __init__(self, address, nbytes):
+    def __init__(self, address: int, nbytes: int) -> None:
         self.address = int(address)
         self.nbytes = int(nbytes)
 
@@ -79,7 +86,7 @@ class _KadCheckOpts(ctypes.Structure):
     ]
 
 
-def library_path():
+def library_path() -> str:
     """Where libkad is loaded from: $KAD_LIB; else the copy an install put
     beside this file (`pip install ./python` compiles it there); else
     <repo>/build/libkad.so of the checkout this file lives in."""
@@ -154,7 +161,7 @@ def _load():
         return lib
 
 
-def version():
+def version() -> str:
     """kad's version string."""
     return _load().kad_version().decode()
 
@@ -162,7 +169,7 @@ def version():
 _build_id = None
 
 
-def build_id():
+def build_id() -> str:
     """A digest of the loaded library file: generated code depends on the
     exact build, not only on the version string (a rebuilt libkad must not
     reuse modules cached by the previous one)."""
@@ -196,13 +203,13 @@ class Context:
     Every Kernel keeps its Context alive; the C context is freed when the
     last of them is garbage-collected, or by close()."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lib = _load()
         self._c = self._lib.kad_ctx_new()
         if not self._c:
             raise MemoryError("kad_ctx_new failed")
 
-    def close(self):
+    def close(self) -> None:
         if self._c:
             self._lib.kad_ctx_free(self._c)
             self._c = None
@@ -213,10 +220,10 @@ class Context:
         except Exception:
             pass
 
-    def __enter__(self):
+    def __enter__(self) -> "Context":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _handle(self):
@@ -224,7 +231,7 @@ class Context:
             raise KadError("the context is closed")
         return self._c
 
-    def diagnostics(self):
+    def diagnostics(self) -> str:
         """All diagnostics reported so far in this context, rendered."""
         return _dec(self._lib.kad_diagnostics(self._handle()))
 
@@ -244,33 +251,33 @@ class Context:
             raise KadError(f"{library_path()} has no {name}: rebuild it (`make`)")
         return fn
 
-    def add_source(self, filename, text):
+    def add_source(self, filename: str, text: str) -> None:
         """Adds a Python module of @triton.jit functions (parsed now)."""
         self._begin()
         if self._lib.kad_add_source(self._c, _enc(filename), _enc(text)) != 0:
             self._fail(f"add_source({filename!r})")
 
-    def add_module(self, modname, filename, text):
+    def add_module(self, modname: str, filename: str, text: str) -> None:
         """Adds a Python source file as the module of dotted name modname
         ("pkg.ops.utils"; a package's __init__.py is "pkg")."""
         self._begin()
         if self._lib.kad_add_module(self._c, _enc(modname), _enc(filename), _enc(text)) != 0:
             self._fail(f"add_module({modname!r})")
 
-    def set_global(self, modname, name, value):
+    def set_global(self, modname: str, name: str, value: str) -> None:
         """Sets module-level name of module modname to value text (what host
         code bound it to: "128", "'gelu'", "triton.language.math.exp", ...)."""
         self._begin()
         if self._lib.kad_set_global(self._c, _enc(modname), _enc(name), _enc(value)) != 0:
             self._fail(f"set_global({modname!r}, {name!r}, {value!r})")
 
-    def module_imports(self, modname):
+    def module_imports(self, modname: str) -> list[str] | None:
         """Absolute names of the modules module modname imports (with their
         parent packages); None if no such module was added."""
         r = self._lib.kad_module_imports(self._c, _enc(modname))
         return None if r is None else r.decode().split()
 
-    def specialize(self, kernel, sig, unroll=False, simplify=True):
+    def specialize(self, kernel: str, sig: str, unroll: bool = False, simplify: bool = True) -> "Kernel":
         """Specializes kernel for the signature string; returns a Kernel."""
         self._begin()
         flags = (UNROLL_CONST_LOOPS if unroll else 0) | (0 if simplify else NO_SIMPLIFY)
@@ -279,7 +286,7 @@ class Context:
             self._fail(f"specialize({kernel!r})")
         return Kernel(self, k)
 
-    def parse_ir(self, name, text):
+    def parse_ir(self, name: str, text: str) -> "Kernel":
         """Parses and verifies a kernel in textual IR; name is used in locations."""
         self._begin()
         k = self._lib.kad_parse_ir(self._c, _enc(name), _enc(text))
@@ -322,19 +329,19 @@ def _buffer_dtypes(ptr_type, mode):
 class Kernel:
     """A specialized (or parsed) kernel of a Context."""
 
-    def __init__(self, ctx, handle):
+    def __init__(self, ctx: Context, handle: Any) -> None:
         self._ctx = ctx  # keeps the C context alive
         self._k = handle
         self._params = None  # params, read from the C kernel once (run_pass forgets them)
 
     @property
-    def ir(self):
+    def ir(self) -> str:
         """The kernel's textual IR."""
         self._ctx._handle()
         return _dec(self._ctx._lib.kad_kernel_ir(self._k))
 
     @property
-    def params(self):
+    def params(self) -> list[tuple[str, str]]:
         """Runtime parameters in call order: [(name, type)], e.g. ("x_ptr", "*fp32")."""
         self._ctx._handle()
         if self._params is None:
@@ -343,7 +350,7 @@ class Kernel:
                                  for i in range(lib.kad_kernel_nparams(k)))
         return list(self._params)
 
-    def param_access(self):
+    def param_access(self) -> dict[str, int]:
         """{name: bits} for the pointer parameters: 1 if some load may read
         through it, 2 if some store or atomic may write through it
         (kad_kernel_param_access)."""
@@ -355,7 +362,7 @@ class Kernel:
                 out[name] = fn(self._k, i)
         return out
 
-    def audit(self):
+    def audit(self) -> str:
         """The determinism audit (kad_audit): one line per finding
         ("file:line:col: nondeterministic: ...", "... batch-variant: ...",
         "... note: ..."), then a summary line."""
@@ -366,7 +373,7 @@ class Kernel:
             self._ctx._fail("audit")
         return _dec(text)
 
-    def grad(self, wrt, out, deterministic=True):
+    def grad(self, wrt: Names, out: Names, deterministic: bool = True) -> "Kernel":
         """The backward kernel (kad_grad_ex): this kernel's runtime parameters,
         then d_<out>..., then d_<wrt>...; wrt and out are lists of
         pointer-parameter names (or comma-separated strings).
@@ -378,7 +385,7 @@ class Kernel:
             self._ctx._fail("grad")
         return Kernel(self._ctx, g)
 
-    def grad_module(self, wrt, out, deterministic=True):
+    def grad_module(self, wrt: Names, out: Names, deterministic: bool = True) -> str:
         """The backward as a Python module text (kad_grad_module_ex,
         docs/GRAD.md); deterministic as for grad()."""
         fn = self._ctx._need("kad_grad_module_ex")
@@ -388,14 +395,14 @@ class Kernel:
             self._ctx._fail("grad_module")
         return _dec(text)
 
-    def run_pass(self, name):
+    def run_pass(self, name: str) -> None:
         """Runs a named IR pass ("simplify", "dce", "verify") in place."""
         self._ctx._begin()
         self._params = None
         if self._ctx._lib.kad_run_pass(self._k, _enc(name)) != 0:
             self._ctx._fail(f"pass {name!r}")
 
-    def run(self, grid, args, mode="as_written"):
+    def run(self, grid: Grid, args: Sequence[Any] | Mapping[str, Any], mode: str = "as_written") -> None:
         """Runs the kernel on kad's CPU interpreter.
 
         grid: an int or a tuple of up to 3 ints.  args: the runtime
@@ -453,8 +460,10 @@ class Kernel:
         if rc != 0:
             self._ctx._fail("run")
 
-    def check_gradients(self, grid, wrt, out, shapes, args=None, ranges=None, seed=0, directions=0,
-                        elem_limit=0, rtol=0.0):
+    def check_gradients(self, grid: Grid, wrt: Names, out: Names, shapes: Mapping[str, int],
+                        args: Mapping[str, int | float] | None = None,
+                        ranges: Mapping[str, tuple[float, float]] | None = None, seed: int = 0,
+                        directions: int = 0, elem_limit: int = 0, rtol: float = 0.0) -> tuple[bool, str]:
         """Runs kad's float64 gradient checker (kad_check) on this kernel.
 
         wrt, out: pointer-parameter names (lists or comma-separated).  shapes:

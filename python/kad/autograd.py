@@ -67,6 +67,8 @@ import os
 import secrets
 import sys
 import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import torch
 
@@ -86,7 +88,7 @@ _F64 = contextvars.ContextVar("kad_f64_mode", default=None)
 
 
 @contextlib.contextmanager
-def f64_mode(typed_as=None):
+def f64_mode(typed_as: "torch.dtype | None" = None) -> Iterator[None]:
     """Within this block, CPU launches whose float tensors are all float64
     run on the interpreter with every float value in double, casts to fp32,
     fp16 or bf16 included (the interpreter's f64 mode, docs/INTERPRETER.md).
@@ -146,7 +148,7 @@ def run_cpu(kernel, grid, values, mode, written=None):
         span.copy_(v64)
 
 
-def cache_dir():
+def cache_dir() -> str:
     """Where generated backward modules are kept: $KAD_CACHE_DIR, else
     $XDG_CACHE_HOME/kad, else ~/.cache/kad."""
     d = os.environ.get("KAD_CACHE_DIR")
@@ -498,7 +500,7 @@ class DifferentiableKernel:
     kernel.run(..., grid=...) launch as Triton does; other attributes are
     the wrapped object's."""
 
-    def __init__(self, fn, inputs, outputs, deterministic=True):
+    def __init__(self, fn: Any, inputs: Sequence[str], outputs: Sequence[str], deterministic: bool = True) -> None:
         self.fn = fn
         self.deterministic = bool(deterministic)
         self.chain, self.jit = unwrap(fn)
@@ -534,7 +536,7 @@ class DifferentiableKernel:
         self.__name__ = self.jit.fn.__name__
         self.__doc__ = self.jit.fn.__doc__
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<kad.differentiable {self.__name__} inputs={self.inputs} outputs={self.outputs}>"
 
     def __getattr__(self, name):
@@ -543,14 +545,14 @@ class DifferentiableKernel:
         return getattr(self.fn, name)
 
     @property
-    def program(self):
+    def program(self) -> "Program":
         """kad's context for this kernel, made at the first launch."""
         with self._plock:
             if self._program is None:
                 self._program = Program(self.jit)
             return self._program
 
-    def __getitem__(self, grid):
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
         return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
 
     def bind(self, grid, args, kwargs, after_launch=False):
@@ -565,7 +567,7 @@ class DifferentiableKernel:
 
     # ---------------------------------------------------------------- launching
 
-    def run(self, *args, grid, **kwargs):
+    def run(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
         if _compiling() or _functorch_active():
             # torch.compile traces this (dynamo) / a torch.func transform runs: kad's custom operators
             return self._run_op(grid, args, kwargs, not _compiling())
@@ -926,7 +928,8 @@ def _span(t):
 from . import _ops  # noqa: E402  (the custom operators call back into this module)
 
 
-def differentiable(inputs, outputs, deterministic=True):
+def differentiable(inputs: Sequence[str], outputs: Sequence[str],
+                   deterministic: bool = True) -> Callable[[Any], "DifferentiableKernel"]:
     """Decorator: makes a @triton.jit kernel (also wrapped in triton.autotune
     or triton.heuristics) differentiable by PyTorch.
 
@@ -938,6 +941,6 @@ def differentiable(inputs, outputs, deterministic=True):
     per-program partials summed in a fixed order); False accumulates every
     input gradient with tl.atomic_add.  The generated module's header says
     which each input got.  Must be the outermost decorator."""
-    def wrap(fn):
+    def wrap(fn: Any) -> DifferentiableKernel:
         return DifferentiableKernel(fn, inputs, outputs, deterministic)
     return wrap

@@ -36,6 +36,8 @@ for float64, 1e-4 for float32, 1e-2 for float16, 6e-2 for bfloat16
 (a few units in the last place of sums of ~1e3 terms).
 """
 import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 
@@ -57,7 +59,7 @@ def _dk(kernel):
     return kernel
 
 
-def backward_source(kernel, grid, *args, **kwargs):
+def backward_source(kernel: DifferentiableKernel, grid: Any, *args: Any, **kwargs: Any) -> str:
     """The generated backward module for kernel[grid](*args, **kwargs)."""
     dk = _dk(kernel)
     launch = dk.bind(grid, args, kwargs, after_launch=True)
@@ -87,13 +89,13 @@ class InputReport:
 @dataclasses.dataclass
 class BackwardReport:
     kernel: str
-    inputs: list  # [InputReport]
+    inputs: list[InputReport]
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         return all(r.ok for r in self.inputs)
 
-    def __getitem__(self, name):
+    def __getitem__(self, name: str) -> InputReport:
         for r in self.inputs:
             if r.name == name:
                 return r
@@ -169,7 +171,8 @@ def _reference_f64(dk, launch, wrt, out, d_outs):
     return grads
 
 
-def check_backward(kernel, grid, args, my_backward, kwargs=None, seed=0):
+def check_backward(kernel: DifferentiableKernel, grid: Any, args: Sequence[Any], my_backward: Callable[..., Any],
+                   kwargs: Mapping[str, Any] | None = None, seed: int = 0) -> BackwardReport:
     """Compares my_backward with kad's gradient and the float64 reference;
     returns a BackwardReport (str() prints a table; .ok; report['x_ptr'])."""
     dk = _dk(kernel)
@@ -238,10 +241,10 @@ class AuditReport:
     located line, notes included); clean is True when nothing is
     nondeterministic or batch-variant."""
     text: str
-    findings: list
+    findings: list[AuditFinding]
 
     @property
-    def clean(self):
+    def clean(self) -> bool:
         return all(f.kind == "note" for f in self.findings)
 
     def __str__(self):
@@ -260,7 +263,7 @@ def _parse_audit(text):
     return AuditReport(text, findings)
 
 
-def audit(kernel, grid, *args, **kwargs):
+def audit(kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> AuditReport:
     """The determinism audit of kernel[grid](*args, **kwargs), not launched."""
     if isinstance(kernel, DifferentiableKernel):
         program = kernel.program
