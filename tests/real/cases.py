@@ -210,8 +210,13 @@ def _(g, small):
         k[lambda meta: (cdiv(D, meta["BLOCK_D"]), N)](x, t["tgt"], t["w_ptr"], out, w_tgt, -100, C, D)
         return dict(out_ptr=out)
     def ref(t):
-        x, w = t["inp_ptr"], t["w_ptr"]
-        return dict(out_ptr=F.cross_entropy(x, t["tgt"], weight=w, ignore_index=-100, reduction="none"))
+        # F.cross_entropy(x, tgt, weight=w, ignore_index=-100, reduction="none"), written out: torch
+        # does not differentiate cross_entropy with respect to its class weights
+        x, w, tg = t["inp_ptr"], t["w_ptr"], t["tgt"]
+        tc = tg.clamp(min=0)
+        xt = x.gather(1, tc[:, None, :])[:, 0, :]
+        loss = w[tc] * (torch.logsumexp(x, dim=1) - xt)
+        return dict(out_ptr=torch.where(tg == -100, torch.zeros_like(loss), loss))
     return dict(inp_ptr=randn(g, N, C, D, scale=2.0), w_ptr=randn(g, C, scale=0.3, shift=1.0), tgt=tgt), launch, ref
 
 
@@ -532,7 +537,7 @@ def _attn_ref(q, k, v, scale):
 
 
 @case("xf_splitk_attention_fwd", XF, "xformers.ops.fmha._triton.splitk_kernels", "_fwd_kernel_splitK",
-      ["Q", "K", "V"], ["Out_splitK"], make=_xf_splitk_make)
+      ["Q", "K", "V"], ["Out_splitK"], make=_xf_splitk_make, gpu_tol=5e-3)  # GPU: the kernel's fp32 dots run in TF32
 def _(g, small):
     # xformers.ops.fmha.triton_splitk.FwOp.apply on BMGHK inputs without bias, split_k = 1, no LSE
     # (inference): one program per (query block, batch*group*head) runs over the keys in BLOCK_N
