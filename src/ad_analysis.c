@@ -716,22 +716,16 @@ static bool block_uses(const Block *b, ValId v)
     return false;
 }
 
-/* Is carried slot i of a for body a linear accumulator?  The carried value
- * must flow through a chain of single-use ops -- add (either side), sub
- * (left side), dot/fma (accumulator operand) -- into the yield at position
- * i, and be used nowhere else.  Then its adjoint is the same in every
- * iteration and the other operands of the chain cannot depend on it.
- * Marks the chain's values in ad->chain. */
-static bool linear_chain(Ad *ad, const Block *body, int i)
+bool ad_carried_chain(Ad *ad, const Block *body, int k, bool (*link)(Ad *, const Inst *, int, ValId))
 {
-    ValId cur = body->params[1 + i];
+    ValId cur = body->params[1 + k];
     ValId marks[64];
     int nmarks = 0;
     for (;;) {
         const Inst *use = NULL;
         int nuse = 0, pos = -1;
-        for (int k = 0; k < body->insts.n; k++) {
-            const Inst *in = &body->insts.v[k];
+        for (int i = 0; i < body->insts.n; i++) {
+            const Inst *in = &body->insts.v[i];
             for (int j = 0; j < in->nargs; j++)
                 if (in->args[j] == cur) {
                     nuse++;
@@ -744,34 +738,42 @@ static bool linear_chain(Ad *ad, const Block *body, int i)
         }
         if (nuse != 1)
             return false;
-        switch (use->op) {
-        case OP_YIELD:
-            if (pos != i)
+        if (use->op == OP_YIELD) {
+            if (pos != k)
                 return false;
-            for (int k = 0; k < nmarks; k++) /* marked only when the whole chain is linear */
-                ad->chain[marks[k]] = 1;
+            for (int i = 0; i < nmarks; i++) /* marked only when the whole chain is accepted */
+                ad->chain[marks[i]] = 1;
             return true;
-        case OP_ADD:
-            break;
-        case OP_SUB:
-            if (pos != 0)
-                return false;
-            break;
-        case OP_DOT:
-        case OP_FMA:
-            if (pos != 2)
-                return false;
-            break;
-        default:
-            return false;
         }
-        if (!type_eq(fty(ad, use->res[0]), fty(ad, cur)))
-            return false;
-        if (nmarks == (int)(sizeof marks / sizeof marks[0]))
+        if (!link(ad, use, pos, cur) || nmarks == (int)(sizeof marks / sizeof marks[0]))
             return false;
         marks[nmarks++] = use->res[0];
         cur = use->res[0];
     }
+}
+
+/* A link of a linear accumulator's chain: add (either side), sub (left
+ * side), dot/fma (accumulator operand), keeping the carried type.  Then the
+ * accumulator's adjoint is the same in every iteration and the other
+ * operands of the chain cannot depend on it. */
+static bool linear_link(Ad *ad, const Inst *use, int pos, ValId cur)
+{
+    switch (use->op) {
+    case OP_ADD:
+        break;
+    case OP_SUB:
+        if (pos != 0)
+            return false;
+        break;
+    case OP_DOT:
+    case OP_FMA:
+        if (pos != 2)
+            return false;
+        break;
+    default:
+        return false;
+    }
+    return type_eq(fty(ad, use->res[0]), fty(ad, cur));
 }
 
 static bool has_rule(OpKind op)
@@ -1326,7 +1328,7 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
             for (int k = 0; k < in->nres; k++) {
                 ValId c = r->params[1 + k];
                 if (ad_active(ad, c) || ad_active(ad, in->res[k])) {
-                    lin[k] = linear_chain(ad, r, k);
+                    lin[k] = ad_carried_chain(ad, r, k, linear_link);
                     tape |= !lin[k];
                 }
             }

@@ -162,47 +162,16 @@ static bool affine_slot(Ad *ad, const Inst *in, int k, int id, ValId *delta)
     return *delta != 0;
 }
 
-/* Carried slot k of loop `in` (not differentiated) only feeds its own next
- * value: the parameter flows through a chain of single-use pure ops into
- * the yield at position k and is used nowhere else (a counter `cnt +=
- * mask.to(tl.int32)` read only after the loop).  The reverse sweep never
- * needs it: the chain's values are marked in ad->chain (the adjoint loop's
- * recompute leaves them out). */
-static bool self_chain(Ad *ad, const Block *body, int k)
+/* A link of a chain that only feeds its own next value (a counter `cnt +=
+ * mask.to(tl.int32)` read only after the loop): single-result pure ops
+ * whose results get no adjoint.  The reverse sweep never needs such a
+ * carried slot (not differentiated): ad_carried_chain marks its chain in
+ * ad->chain, which the adjoint loop's recompute leaves out. */
+static bool self_link(Ad *ad, const Inst *use, int pos, ValId cur)
 {
-    ValId cur = body->params[1 + k];
-    ValId marks[64];
-    int nmarks = 0;
-    for (;;) {
-        const Inst *use = NULL;
-        int nuse = 0, pos = -1;
-        for (int i = 0; i < body->insts.n; i++) {
-            const Inst *in = &body->insts.v[i];
-            for (int j = 0; j < in->nargs; j++)
-                if (in->args[j] == cur) {
-                    nuse++;
-                    use = in;
-                    pos = j;
-                }
-            for (int r = 0; r < in->nregions; r++)
-                if (uses(in->regions[r], cur))
-                    return false;
-        }
-        if (nuse != 1)
-            return false;
-        if (use->op == OP_YIELD) {
-            if (pos != k)
-                return false;
-            for (int i = 0; i < nmarks; i++)
-                ad->chain[marks[i]] = 1;
-            return true;
-        }
-        if (!op_info[use->op].pure || use->nregions || use->nres != 1 || ad_active(ad, use->res[0]) ||
-            nmarks == (int)(sizeof marks / sizeof marks[0]))
-            return false;
-        marks[nmarks++] = use->res[0];
-        cur = use->res[0];
-    }
+    (void)pos;
+    (void)cur;
+    return op_info[use->op].pure && !use->nregions && use->nres == 1 && !ad_active(ad, use->res[0]);
 }
 
 static const char *name_of(const Ad *ad, ValId v, ValId alt)
@@ -256,7 +225,7 @@ bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear)
         tl.linear[k] = linear[k];
         if (linear[k] || !uses(body, c))
             continue; /* a linear accumulator, or not read by the body: nothing to record */
-        if (!ad_active(ad, c) && !ad_active(ad, in->res[k]) && self_chain(ad, body, k)) {
+        if (!ad_active(ad, c) && !ad_active(ad, in->res[k]) && ad_carried_chain(ad, body, k, self_link)) {
             tl.linear[k] = 1; /* only feeds itself: left out of the reverse loop like an accumulator */
             continue;
         }

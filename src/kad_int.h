@@ -1428,6 +1428,13 @@ int ad_root_role(const Ad *ad, ValId v);
 const Inst *ad_block_term(const Block *b);
 /* Stamps every value defined in b (regions included) with id. */
 void ad_mark_defs(Ad *ad, const Block *b, int id);
+/* Does carried slot k of the for body `body` flow through a chain of
+ * single-use instructions, each accepted by link(ad, use, operand position,
+ * the value used), into the yield at position k, used nowhere else (no
+ * nested region reads a value of the chain)?  Then marks the chain's values
+ * in ad->chain (only then).  Linear accumulators (ad_analysis.c) and
+ * self-feeding counters (ad_tape.c) are such chains. */
+bool ad_carried_chain(Ad *ad, const Block *body, int k, bool (*link)(Ad *, const Inst *, int, ValId));
 /* Is the store at position k of b overwritten on every lane by a later
  * unmasked store in b through the same pointer value? */
 bool ad_store_overwritten(const Block *b, int k);
