@@ -179,6 +179,14 @@ static ValId site_value(Fold *F, Block *b, const Inst *at, Dtype pdt)
     return ir_op1(f, b, OP_CAST, type_with_dtype(ir_type(f, v), pdt), v, at->loc);
 }
 
+/* store p, v [, mask m] (m == 0: unmasked) at the end of b. */
+static void emit_store(Func *f, Block *b, ValId p, ValId v, ValId m, Loc loc)
+{
+    ValId sa[3] = {p, v, m};
+    Inst *st = ir_emit(f, b, OP_STORE, sa, m ? 3 : 2, NULL, 0, loc);
+    st->flags = m ? IF_HAS_MASK : 0;
+}
+
 /* The accumulators of the top-level sites, carried by the fold loop. */
 typedef struct Acc {
     int site;       /* position of the atomic in the old body */
@@ -229,9 +237,7 @@ static void rebuild(Fold *F, Block *b, bool top, AccVec *accs, ValId pid, ValId 
             ld->flags = masked ? IF_HAS_MASK | IF_HAS_OTHER : 0;
             ValId old_v = ld->res[0];
             ValId sum = ir_op2(f, b, OP_ADD, vt, old_v, v, in.loc);
-            ValId sa[3] = {p, sum, m};
-            Inst *st = ir_emit(f, b, OP_STORE, sa, masked ? 3 : 2, NULL, 0, in.loc);
-            st->flags = masked ? IF_HAS_MASK : 0;
+            emit_store(f, b, p, sum, m, in.loc);
             ir_emit(f, b, OP_BARRIER, NULL, 0, NULL, 0, in.loc);
             continue;
         }
@@ -253,9 +259,7 @@ static void rebuild(Fold *F, Block *b, bool top, AccVec *accs, ValId pid, ValId 
         int idx = b->insts.n - 1;
         Block *then = ir_inst_add_region(f, &b->insts.v[idx]);
         Block *els = ir_inst_add_region(f, &b->insts.v[idx]);
-        ValId sa[3] = {p, ac->next, ac->mask_next};
-        Inst *st = ir_emit(f, then, OP_STORE, sa, masked ? 3 : 2, NULL, 0, in.loc);
-        st->flags = masked ? IF_HAS_MASK : 0;
+        emit_store(f, then, p, ac->next, ac->mask_next, in.loc);
         ir_emit(f, then, OP_YIELD, NULL, 0, NULL, 0, in.loc);
         ir_emit(f, els, OP_YIELD, NULL, 0, NULL, 0, in.loc);
     }
@@ -343,9 +347,7 @@ Func *fold_sum_kernel(Arena *a, const char *name, Dtype dt, Dtype pdt, Loc loc)
     ValId old = dl->res[0];
     ValId sum = ir_op2(f, b, OP_ADD, tp, dt == pdt ? old : ir_op1(f, b, OP_CAST, tp, old, loc), total, loc);
     ValId out = dt == pdt ? sum : ir_op1(f, b, OP_CAST, td, sum, loc);
-    ValId sa[3] = {dptr, out, mm};
-    Inst *st = ir_emit(f, b, OP_STORE, sa, 3, NULL, 0, loc);
-    st->flags = IF_HAS_MASK;
+    emit_store(f, b, dptr, out, mm, loc);
     return f;
 }
 
@@ -621,9 +623,7 @@ static void site_rewrite(Fold *F, Block *b, ValId span, ValId flag, Dtype pdt, i
                 off = ir_op1(f, sb, OP_BROADCAST, type_tile(DT_I64, pt.rank, pt.shape), off, in.loc);
             rp = ir_op2(f, sb, OP_ADDPTR, pt, p, off, in.loc);
         }
-        ValId sa[3] = {rp, v, m};
-        Inst *st = ir_emit(f, sb, OP_STORE, sa, masked ? 3 : 2, NULL, 0, in.loc);
-        st->flags = masked ? IF_HAS_MASK : 0;
+        emit_store(f, sb, rp, v, m, in.loc);
         if (flag) {
             ir_emit(f, sb, OP_YIELD, NULL, 0, NULL, 0, in.loc);
             Type vt = type_tile(pdt, pt.rank, pt.shape);
