@@ -1649,6 +1649,34 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     return bw;
 }
 
+/* The input gradients a tiled matmul's K loop adds into with atomics get
+ * GEMM kernels of their own (ad_gemm.c) when the pattern holds; the header
+ * says so through grad_gemm.  False only on a kad bug (reported in d). */
+static bool gemm_inputs(Arena *a, Diags *d, const Func *fwd, Func *bw, const AdSpec *spec)
+{
+    int n = 0, nfwd = fwd->nparams, *slot = arena_alloc(a, sizeof(int) * (size_t)(spec->nwrt + 1));
+    const char **names = arena_alloc(a, sizeof(char *) * (size_t)(spec->nwrt + 1));
+    for (int j = 0; j < spec->nwrt; j++) {
+        if (spec->grad_write && !spec->grad_write[j])
+            continue; /* already plain */
+        bool inplace = false;
+        for (int o = 0; o < spec->nouts; o++)
+            inplace |= !strcmp(spec->outs[o], spec->wrt[j]);
+        const char *dn = arena_printf(a, "d_%s", spec->wrt[j]);
+        for (int k = nfwd; !inplace && k < func_nargs(bw); k++)
+            if (bw->vals.v[bw->params[k]].name && !strcmp(bw->vals.v[bw->params[k]].name, dn)) {
+                slot[n] = k;
+                names[n++] = spec->wrt[j];
+            }
+    }
+    if (!n)
+        return true;
+    int before = d->nerrors;
+    const char *why = ad_gemm(a, bw, slot, names, n, d);
+    (void)why; /* not matched: the atomics stay, with the header's reason */
+    return d->nerrors == before;
+}
+
 Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
 {
     Func *bw = ad_reverse(a, d, fwd, spec);
@@ -1662,6 +1690,10 @@ Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
         ok = pass_dce(bw, true);
     if (!ok || !ir_verify(bw, d)) {
         diag_note(d, fwd->loc, "kad bug: the backward kernel of '%s' is invalid", fwd->name);
+        return NULL;
+    }
+    if (!spec->atomics && !gemm_inputs(a, d, fwd, bw, spec)) {
+        diag_note(d, fwd->loc, "kad bug: the GEMM kernels of the backward of '%s' are invalid", fwd->name);
         return NULL;
     }
     return bw;

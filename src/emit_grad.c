@@ -175,7 +175,21 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
                        : m == 7 ? "axes 0, 1 and 2"
                                 : arena_printf(a, "axis %d", bwd->fold->axis);
             }
-            if (fi && fi->rows)
+            const GemmOperand *go = NULL;
+            for (int j = 0; bwd->gemm && j < bwd->gemm->n; j++)
+                if (!strcmp(bwd->gemm->op[j].name, spec->wrt[i]))
+                    go = &bwd->gemm->op[j];
+            if (go)
+                buf_printf(&t, "d_%s is written deterministically, without atomics, by a GEMM of its own when the "
+                               "launch allows it: %s stores each program's %s tile (the gradient of the K loop's "
+                               "accumulator) at its tile pair (u, v) of a scratch buffer, then %s writes each tile "
+                               "of d_%s with one plain store, summing over the other tile id in order. "
+                               "%s checks (once per launch shape) that the programs map one to one onto the tile "
+                               "pairs and that those tiles are disjoint; else it runs %s_bwd, which accumulates "
+                               "d_%s with tl.atomic_add (not deterministic).",
+                           spec->wrt[i], bwd->gemm->first->name, bwd->gemm->data, go->k->name, spec->wrt[i], lname,
+                           ident(a, fwd->name), spec->wrt[i]);
+            else if (fi && fi->rows)
                 buf_printf(&t, "d_%s is summed deterministically, without atomics%s%s%s: the forward reads %s at "
                                "%d sites, neighbouring programs' sites may meet, but each site alone reads "
                                "distinct elements, so each site stores its gradient into its own row of %s "
@@ -509,6 +523,98 @@ static void print_tapes(Buf *out, Arena *a, const Func *bwd)
     }
 }
 
+/* The GEMM form (Func.gemm, ad_gemm.c): when this launch's programs map
+ * one to one onto the tile pairs (checked once per launch shape, cached)
+ * and the operand kernels' stores are disjoint, kernel 1 stores the dacc
+ * tiles, then one kernel per operand gradient; else the atomic kernel. */
+static const char *gemm_host(Arena *a, const TapeExpr *e, const Func *bwd)
+{
+    const char *s = tape_expr_host(a, e, bwd, "_ta", NULL);
+    Buf b = {.a = a};
+    for (const char *p = s; *p;) {
+        if (!strncmp(p, "tl.program_id(", 14) && p[14] >= '0' && p[14] <= '2' && p[15] == ')') {
+            buf_printf(&b, "_p%c", p[14]);
+            p += 16;
+        } else if (!strncmp(p, "tl.num_programs(", 16) && p[16] >= '0' && p[16] <= '2' && p[17] == ')') {
+            buf_printf(&b, "_tg[%c]", p[16]);
+            p += 18;
+        } else {
+            buf_putc(&b, *p++);
+        }
+    }
+    return buf_str(&b);
+}
+
+static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, int at0, int nfwd)
+{
+    const GemmPlan *pl = bwd->gemm;
+    Buf meta = {.a = a};
+    for (int i = 0; i < bwd->consts.n; i++)
+        if (!bwd->consts.v[i].runtime)
+            buf_printf(&meta, "%s\"%s\": %s", meta.len ? ", " : "", bwd->consts.v[i].name, bwd->consts.v[i].value);
+    buf_puts(out, "    # the matmul's operand gradients as GEMMs of their own (ad_gemm), deterministic: when this\n"
+                  "    # launch's programs map one to one onto the tile pairs (u, v) (checked once per launch shape)\n"
+                  "    _ta = dict(zip(names, args))\n");
+    buf_printf(out, "    _tg = tuple(grid({**_ta, %s}) if callable(grid) else grid)\n", buf_str(&meta));
+    buf_puts(out, "    _tg = _tg + (1,) * (3 - len(_tg))\n"
+                  "    _key = (_tg, tuple(x for x in args if isinstance(x, int)))\n"
+                  "    _plan = _kad_gemm_plans.get(_key)\n"
+                  "    if _plan is None:\n"
+                  "        _plan = _kad_gemm_plan(_ta, _tg)\n"
+                  "        _kad_gemm_plans[_key] = _plan\n"
+                  "    if _plan is not None:\n"
+                  "        _U, _V, _T = _plan\n"
+                  "        _dev = next(t.device for t in args if isinstance(t, torch.Tensor))\n");
+    buf_printf(out, "        _dacc = torch.empty(_U * _V * %lld, dtype=torch.%s, device=_dev)\n", (long long)pl->tile,
+               pl->sdt == DT_F64 ? "float64" : "float32");
+    for (int i = 0; i < pl->n; i++)
+        buf_printf(out, "        args[%d].zero_()  # elements no tile writes stay 0\n", at0 + pl->op[i].slot - nfwd);
+    buf_printf(out, "        %s[_tg](%s%s_dacc, _U, _V, **options)\n", pl->first->name, call, *call ? ", " : "");
+    for (int i = 0; i < pl->n; i++)
+        buf_printf(out, "        %s[(%s, _T)](%s%s_dacc, _U, _V, **options)\n", pl->op[i].k->name,
+                   pl->op[i].own ? "_V" : "_U", call, *call ? ", " : "");
+    buf_puts(out, "        return\n");
+}
+
+/* The module-level helper of the GEMM form: (U, V, trips) or None. */
+static void print_gemm_helper(Buf *out, Arena *a, const Func *bwd)
+{
+    const GemmPlan *pl = bwd->gemm;
+    buf_puts(out, "\n\n_kad_gemm_plans = {}\n\n\n"
+                  "def _kad_tdiv(x, y):  # the kernel's // on integers truncates\n"
+                  "    q = abs(x) // abs(y)\n"
+                  "    return q if (x < 0) == (y < 0) else -q\n\n\n"
+                  "def _kad_trem(x, y):\n"
+                  "    return x - _kad_tdiv(x, y) * y\n\n\n"
+                  "def _kad_gemm_plan(_ta, _tg):\n"
+                  "    \"\"\"(U, V, trips) when the programs map one to one onto [0, U) x [0, V) through their tile\n"
+                  "    ids and the operand kernels' stores are disjoint for this launch; else None (atomics).\"\"\"\n"
+                  "    seen = set()\n"
+                  "    for _p2 in range(_tg[2]):\n"
+                  "        for _p1 in range(_tg[1]):\n"
+                  "            for _p0 in range(_tg[0]):\n");
+    buf_printf(out, "                t = (%s, %s)\n", gemm_host(a, pl->id[0], bwd), gemm_host(a, pl->id[1], bwd));
+    buf_puts(out, "                if t[0] < 0 or t[1] < 0 or t in seen:\n"
+                  "                    return None\n"
+                  "                seen.add(t)\n"
+                  "    if not seen:\n"
+                  "        return None\n"
+                  "    U = 1 + max(t[0] for t in seen)\n"
+                  "    V = 1 + max(t[1] for t in seen)\n"
+                  "    if U * V != len(seen):\n"
+                  "        return None\n");
+    buf_printf(out, "    T = max(0, %s)\n", gemm_host(a, pl->trips, bwd));
+    for (int i = 0; i < pl->n; i++)
+        if (pl->op[i].cond) {
+            const char *c = access_cond_host(pl->op[i].acc, pl->op[i].cond, "_tb", "_tk");
+            buf_printf(out, "    _tb, _tk = {**_ta, \"kad_tiles_u\": U, \"kad_tiles_v\": V}, (%s, T, 1)\n",
+                       pl->op[i].own ? "V" : "U");
+            buf_printf(out, "    if not (%s):  # the stores of d_%s's tiles are disjoint\n        return None\n",
+                       c ? c : "False", pl->op[i].name);
+        }
+    buf_puts(out, "    return U, V, T\n");
+}
+
 /* The host launcher: checks the arguments and launches the kernel with
  * the constexprs in their places. */
 static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int nfwd, int nins,
@@ -644,6 +750,8 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_puts(out, "]\n");
         print_fold(out, a, bwd, nfwd, at0, nargs);
     }
+    if (bwd->gemm)
+        print_gemm(out, a, bwd, buf_str(&call), at0, nfwd);
     if (nc)
         buf_puts(out, "    # the runtime arguments with the constexpr values in their places\n");
     buf_printf(out, "    %s[grid](%s%s**options)\n", kname, buf_str(&call), call.len ? ", " : "");
@@ -680,6 +788,26 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
         buf_puts(out, "\n\n");
         if (!emit_triton(out, fi->sum, &so, d))
             return false;
+    }
+    if (bwd->gemm) {
+        const GemmPlan *pl = bwd->gemm;
+        EmitOptions go = opt;
+        go.name = pl->first->name;
+        go.header = arena_printf(a, "the GEMM form, kernel 1: the backward without the K loop's operand gradients; "
+                                    "stores each program's %s tile at its tile pair (u, v) of kad_dacc", pl->data);
+        go.fragment = true;
+        buf_puts(out, "\n\n");
+        if (!emit_triton(out, pl->first, &go, d))
+            return false;
+        for (int i = 0; i < pl->n; i++) {
+            go.name = pl->op[i].k->name;
+            go.header = arena_printf(a, "the GEMM form: d_%s, one tile per program (its tile id, a K iteration), "
+                                        "summing over the other tile id in order, one plain store", pl->op[i].name);
+            buf_puts(out, "\n\n");
+            if (!emit_triton(out, pl->op[i].k, &go, d))
+                return false;
+        }
+        print_gemm_helper(out, a, bwd);
     }
     bool covers = false;
     for (int i = 0; i < bwd->covers.n; i++)

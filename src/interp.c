@@ -1640,6 +1640,11 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
         diag_error(d, f->loc, "kernel '%s' takes %d runtime arguments, %d given", f->name, nc, nargs);
         return false;
     }
+    if (f->gemm) { /* the GEMM form when the launch allows it (ad_gemm.c), else the atomics below */
+        int r = gemm_run(f, grid, args, nargs, mode, d);
+        if (r)
+            return r > 0;
+    }
     if (!f->guards.n && !f->flags.n && !f->fold && !f->tapes.n)
         return interp_run_kernel(f, grid, args, nargs, mode, d);
     /* a backward's launch conditions, flags and tapes, on the forward's grid */

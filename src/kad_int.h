@@ -551,6 +551,8 @@ typedef struct Func {
     Vec(struct FuncTape) tapes;   /* a backward's scratch buffers for loops its reverse sweep runs
                                    * backwards (ad_tape.c): parameters after the flags, allocated
                                    * by its launcher and interp_run, not by the caller */
+    const struct GemmPlan *gemm;  /* a backward whose matmul operand gradients also have their own
+                                   * GEMM kernels (ad_gemm.c), run when the launch allows; else NULL */
 } Func;
 
 /* The runtime arguments a caller passes to f: a folded backward's hidden
@@ -1683,6 +1685,54 @@ typedef enum InterpMode {
  * program id and stop the run.  Returns true on success. */
 bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs,
                 InterpMode mode, Diags *d);
+/* ------------------------------------------------------------------ */
+/* ad_gemm.c: deterministic operand gradients of a tiled matmul        */
+/* ------------------------------------------------------------------ */
+
+/* One operand gradient of the plan: kernel k (grid (tiles of its own id,
+ * trips)) writes d_<name> = bw param `slot` with plain stores, which are
+ * disjoint when cond holds (NULL: always; symbols: k's params, grid). */
+typedef struct GemmOperand {
+    const char *name;
+    int slot;
+    int own;            /* 0: the program's id is u (loops over v), 1: v */
+    Func *k;
+    Access *acc;
+    const AccCond *cond;
+} GemmOperand;
+/* How the GEMM form of a backward runs (Func.gemm).  Every kernel takes
+ * the backward's contract arguments, then kad_dacc (U * V * tile elements
+ * of sdt), kad_tiles_u (U), kad_tiles_v (V).  first: the forward's grid,
+ * stores each program's dacc tile at (u, v); then each operand kernel.
+ * Valid for a launch when the programs map one to one onto [0, U) x [0, V)
+ * through id[0], id[1] (checked per launch) and each operand's cond holds;
+ * else the atomic backward (the Func itself) runs. */
+typedef struct GemmPlan {
+    Func *first;
+    const TapeExpr *id[2];  /* u, v over the grid, program ids and int params */
+    const TapeExpr *trips;  /* the K loop's iterations */
+    int64_t tile;           /* elements of one dacc tile */
+    Dtype sdt;              /* the scratch's dtype */
+    int nargs;              /* the contract's arguments */
+    const char *data;       /* the name of the tile the loop reads (dacc) */
+    int n;
+    GemmOperand op[2];
+} GemmPlan;
+/* Gives bw (ad_backward's, verified) a GEMM plan for the n input gradients
+ * params[slot[j]] (names[j]) when its pattern holds.  Returns NULL when it
+ * did (bw->gemm set) or when d holds a kad bug; else why not (bw unchanged). */
+const char *ad_gemm(Arena *a, Func *bw, const int *slot, const char *const *names, int n, Diags *d);
+/* e at one program of a launch (i32 semantics); false when undefined. */
+bool gemm_expr_eval(const TapeExpr *e, const int64_t *iargs, const int64_t grid[3], const int64_t pid[3],
+                    int64_t *out);
+/* The launch's tile counts U, V and K trips; false when the programs do
+ * not map one to one onto [0, U) x [0, V). */
+bool gemm_tiles(const GemmPlan *pl, const int64_t *iargs, const int64_t grid[3], int64_t *nu, int64_t *nv,
+                int64_t *trips);
+/* Runs f's GEMM plan on the interpreter: 1 done, 0 the launch does not
+ * allow it (run the atomic backward), -1 an error in d. */
+int gemm_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs, int imode, Diags *d);
+
 /* ad_fold.c: runs a folded backward's plan on the interpreter with at most
  * nfold programs along the axis (args: the contract's nargs; mode: InterpMode). */
 bool fold_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs, int mode,

@@ -1,0 +1,735 @@
+/* ad_gemm.c -- deterministic operand gradients of a tiled matmul.
+ *
+ * Job: in a tiled matmul (`for k: acc = tl.dot(a_tile, b_tile, acc)`, then
+ * an epilogue and a store of C), every program of a tile row reads the same
+ * rows of A and every program of a tile column the same columns of B.  The
+ * backward's reverse sweep of that K loop adds dot(dacc, b^T) into d_a and
+ * dot(a^T, dacc) into d_b with atomic_adds, whose order changes from run to
+ * run.  Neither grid folding (partials of A's whole size per program) nor
+ * site rows fit.  Instead the operand gradients become GEMMs of their own:
+ *
+ *   kernel 1 (K_bwd_dacc, the forward's grid): the backward without that
+ *     loop; it stores each program's dacc tile (the loop's one data input:
+ *     the adjoint of the accumulator) into scratch tile (u, v), where u and v
+ *     are the program's tile ids (the scalars through which the loop's
+ *     addresses depend on the program id);
+ *   kernel 2 per operand (K_bwd_<x>, grid (tiles of its id, K iterations)):
+ *     program (i, j) runs the loop's body at iteration j for its id = i and
+ *     every value t of the other id, in order, with dacc loaded back from
+ *     tile (i, t) (or (t, i)), sums its contribution in registers (fp32 for
+ *     fp16/bf16/fp32) and writes its tile of d_<x> with one plain store.
+ *
+ * Nothing here is specific to one kernel: the pattern is recognised on the
+ * backward's IR (a top-level loop without carried values whose body holds
+ * the atomic_adds of the input gradients and reads one data value from
+ * outside; every other value it uses depends on the program ids through two
+ * integer scalars u and v only; each atomic's address through one of them).
+ *
+ * Exactness: the GEMMs compute the same sum as the atomics when the
+ * programs map one to one onto the tile pairs [0, U) x [0, V) (every pair
+ * is one program's).  kad does not prove that for `//`/`%` tile ids (a
+ * grouped ordering's `min`), so the launcher checks it for each launch by
+ * evaluating u and v for every program (cached per launch shape), and the
+ * plain stores of the GEMM kernels must be injective (access.c on the
+ * generated kernel, possibly under a runtime condition evaluated too).
+ * When a check fails, the launch runs the atomic backward, which stays in
+ * the module.  The plan is Func.gemm; interp_run runs it the same way.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kad_int.h"
+
+enum { PD = 1, DATA = 2, REG = 4 }; /* per top-level value: depends on a program id, on memory, on a region */
+
+typedef struct G {
+    Arena *a;
+    const Func *bw;
+    int nv;
+    const Inst **def; /* by ValId: the defining instruction (top level or the loop's body), or NULL */
+    uint8_t *top;     /* by ValId: 1 when defined at the body's top level */
+    uint8_t *fl;      /* by ValId: PD | DATA | REG for top-level values */
+    const Inst *loop; /* the loop */
+    ValId iv;         /* its induction variable */
+    ValId id[2];      /* u, v */
+    int nid;
+    ValId data;       /* the one data value from outside (dacc) */
+    const char *why;
+} G;
+
+static bool is_int_scalar(Type t) { return t.rank == 0 && t.dt != DT_PTR && t.dt != DT_I1 && !dtype_is_float((Dtype)t.dt); }
+
+static void defs(G *g, const Block *b, bool top)
+{
+    for (int k = 0; k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        for (int r = 0; r < in->nres; r++) {
+            g->def[in->res[r]] = in;
+            g->top[in->res[r]] = top;
+        }
+    }
+}
+
+static uint8_t flags_of(G *g, ValId v, int depth)
+{
+    if (v <= 0 || v >= g->nv || !g->top[v] || !g->def[v] || depth > 400)
+        return 0;
+    if (g->fl[v] & 0x80)
+        return g->fl[v] & 0x7f;
+    const Inst *in = g->def[v];
+    uint8_t f = in->op == OP_PROGRAM_ID ? PD : 0;
+    if (in->op == OP_LOAD)
+        f |= DATA;
+    if (in->nregions)
+        f |= REG | DATA | PD; /* a loop's results: treated as data of the program */
+    for (int i = 0; i < in->nargs; i++)
+        f |= flags_of(g, in->args[i], depth + 1);
+    g->fl[v] = f | 0x80;
+    return f;
+}
+
+/* Walks the values v depends on, inside the loop's body and at the top
+ * level, collecting the program-dependent integer scalars (ids, at most
+ * two) and the program-dependent data values (at most one).  ids_only: an
+ * address or mask, which must reach no load and no data value. */
+static bool walk(G *g, ValId v, bool ids_only, ValId *ids, int *nids, int depth)
+{
+    if (v <= 0 || v >= g->nv || depth > 400)
+        return v > 0 && depth <= 400;
+    if (v == g->iv)
+        return true;
+    const Inst *in = g->def[v];
+    if (!in)
+        return true; /* a parameter */
+    if (!g->top[v]) { /* the loop's body */
+        if (in->nregions || (ids_only && in->op == OP_LOAD)) {
+            g->why = ids_only ? "an address depends on a loaded value" : "the loop's body has nested regions";
+            return false;
+        }
+        for (int i = 0; i < in->nargs; i++)
+            if (!walk(g, in->args[i], ids_only, ids, nids, depth + 1))
+                return false;
+        return true;
+    }
+    uint8_t f = flags_of(g, v, 0);
+    if (!(f & PD)) {
+        if (f & REG) {
+            g->why = "the loop reads a loop's result";
+            return false;
+        }
+        return true;
+    }
+    Type t = g->bw->vals.v[v].ty;
+    if (is_int_scalar(t) && !(f & DATA) && (in->op == OP_ADD || in->op == OP_SUB || in->op == OP_MUL ||
+                                            in->op == OP_CAST)) {
+        /* id * BLOCK, id + offset: the id is the program-dependent operand (the kernels recompute the rest) */
+        int npd = 0, at = -1;
+        for (int i = 0; i < in->nargs; i++)
+            if (flags_of(g, in->args[i], 0) & PD)
+                npd++, at = i;
+        if (npd == 1)
+            return walk(g, in->args[at], ids_only, ids, nids, depth + 1);
+    }
+    if (is_int_scalar(t) && !(f & DATA)) {
+        for (int i = 0; i < *nids; i++)
+            if (ids[i] == v)
+                return true;
+        if (*nids == 2) {
+            g->why = "its addresses depend on the program id through more than two scalars";
+            return false;
+        }
+        ids[(*nids)++] = v;
+        return true;
+    }
+    if (f & DATA) {
+        if (ids_only) {
+            g->why = "an address depends on data of the program";
+            return false;
+        }
+        if (g->data && g->data != v) {
+            g->why = "the loop reads more than one value computed from data outside it";
+            return false;
+        }
+        if (t.rank != 2 || !dtype_is_float((Dtype)t.dt)) {
+            g->why = "the value it reads from outside is not a 2-D float tile";
+            return false;
+        }
+        g->data = v;
+        return true;
+    }
+    if (in->nregions) {
+        g->why = "the loop reads a loop's result";
+        return false;
+    }
+    for (int i = 0; i < in->nargs; i++)
+        if (!walk(g, in->args[i], ids_only, ids, nids, depth + 1))
+            return false;
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Host expressions of the tile ids                                    */
+/* ------------------------------------------------------------------ */
+
+static const TapeExpr *tx(Arena *a, int op, int64_t v, const TapeExpr *x, const TapeExpr *y)
+{
+    TapeExpr *e = arena_alloc(a, sizeof *e);
+    e->op = op, e->v = v, e->x = x, e->y = y;
+    return e;
+}
+
+static const TapeExpr *host(G *g, ValId v, int depth)
+{
+    if (v <= 0 || v >= g->nv || depth > 200)
+        return NULL;
+    const Func *f = g->bw;
+    Type t = f->vals.v[v].ty;
+    if (!is_int_scalar(t))
+        return NULL;
+    const Inst *in = g->def[v];
+    if (!in) {
+        for (int i = 0; i < func_nargs(f); i++)
+            if (f->params[i] == v)
+                return tx(g->a, TX_PARAM, i, NULL, NULL);
+        return NULL;
+    }
+    if (!g->top[v])
+        return NULL;
+    int op;
+    switch (in->op) {
+    case OP_CONST: return tx(g->a, TX_CONST, in->ival, NULL, NULL);
+    case OP_NUM_PROGRAMS: return tx(g->a, TX_GRID, in->ival, NULL, NULL);
+    case OP_PROGRAM_ID: return tx(g->a, TX_PID, in->ival, NULL, NULL);
+    case OP_CAST: {
+        Type ft = f->vals.v[in->args[0]].ty;
+        if (!is_int_scalar(ft) || dtype_bits((Dtype)ft.dt) > dtype_bits((Dtype)t.dt))
+            return NULL;
+        return host(g, in->args[0], depth + 1);
+    }
+    case OP_ADD: op = TX_ADD; break;
+    case OP_SUB: op = TX_SUB; break;
+    case OP_MUL: op = TX_MUL; break;
+    case OP_DIV: op = TX_DIV; break;
+    case OP_REM: op = TX_REM; break;
+    case OP_MAXIMUM: op = TX_MAX; break;
+    case OP_MINIMUM: op = TX_MIN; break;
+    default: return NULL;
+    }
+    const TapeExpr *x = host(g, in->args[0], depth + 1), *y = x ? host(g, in->args[1], depth + 1) : NULL;
+    return y ? tx(g->a, op, 0, x, y) : NULL;
+}
+
+/* e at one program (pid) of a launch, with the kernel's i32 semantics
+ * (truncating division); false on a division by zero or an overflow. */
+bool gemm_expr_eval(const TapeExpr *e, const int64_t *iargs, const int64_t grid[3], const int64_t pid[3], int64_t *out)
+{
+    int64_t x = 0, y = 0;
+    switch (e->op) {
+    case TX_CONST: *out = e->v; return true;
+    case TX_PARAM: *out = iargs[e->v]; return true;
+    case TX_GRID: *out = grid[e->v]; return true;
+    case TX_PID: *out = pid[e->v]; return true;
+    default: break;
+    }
+    if (!gemm_expr_eval(e->x, iargs, grid, pid, &x) || !gemm_expr_eval(e->y, iargs, grid, pid, &y))
+        return false;
+    int64_t r;
+    switch (e->op) {
+    case TX_ADD: r = x + y; break;
+    case TX_SUB: r = x - y; break;
+    case TX_MUL: r = x * y; break;
+    case TX_DIV: if (!y) return false; r = x / y; break;
+    case TX_REM: if (!y) return false; r = x % y; break;
+    case TX_MAX: r = x > y ? x : y; break;
+    case TX_MIN: r = x < y ? x : y; break;
+    case TX_CDIV: if (y <= 0) return false; r = (x + y - 1) / y; break;
+    default: return false;
+    }
+    if (r < INT32_MIN || r > INT32_MAX)
+        return false;
+    *out = r;
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Building the kernels                                                */
+/* ------------------------------------------------------------------ */
+
+typedef struct Cl {
+    G *g;
+    Func *f;
+    ValId *map; /* by bw ValId */
+    bool ok;
+} Cl;
+
+static ValId cl(Cl *c, Block *b, ValId v, int depth)
+{
+    G *g = c->g;
+    if (!c->ok || v <= 0 || v >= g->nv || depth > 400) {
+        c->ok = false;
+        return 0;
+    }
+    if (c->map[v])
+        return c->map[v];
+    const Inst *in = g->def[v];
+    if (!in || in->nregions || in->op == OP_STORE || in->op == OP_ATOMIC_ADD || in->op == OP_PROGRAM_ID ||
+        in->op == OP_NUM_PROGRAMS || (g->top[v] && (flags_of(g, v, 0) & DATA))) {
+        c->ok = false; /* parameters, ids and the data value are mapped before */
+        return 0;
+    }
+    ValId args[8];
+    if (in->nargs > 8) {
+        c->ok = false;
+        return 0;
+    }
+    for (int i = 0; i < in->nargs; i++)
+        args[i] = cl(c, b, in->args[i], depth + 1);
+    if (!c->ok)
+        return 0;
+    Type rt[4];
+    if (in->nres < 1 || in->nres > 4) {
+        c->ok = false;
+        return 0;
+    }
+    for (int r = 0; r < in->nres; r++)
+        rt[r] = g->bw->vals.v[in->res[r]].ty;
+    Inst *n = ir_emit(c->f, b, (OpKind)in->op, args, in->nargs, rt, in->nres, in->loc);
+    n->flags = in->flags, n->ival = in->ival, n->fval = in->fval, n->nints = in->nints, n->sattr = in->sattr;
+    memcpy(n->ints, in->ints, sizeof n->ints);
+    for (int r = 0; r < in->nres; r++) {
+        c->f->vals.v[n->res[r]].name = g->bw->vals.v[in->res[r]].name;
+        c->map[in->res[r]] = n->res[r];
+    }
+    return c->map[v];
+}
+
+/* The [R, C] tile of i64 offsets r * C + c. */
+static ValId lin_offsets(Func *f, Block *b, const int32_t *sh, Loc loc)
+{
+    int32_t s0[1] = {sh[0]}, s1[1] = {sh[1]}, sr[2] = {sh[0], 1}, sc[2] = {1, sh[1]};
+    Type t2 = type_tile(DT_I64, 2, sh);
+    Inst *r = ir_emit(f, b, OP_ARANGE, NULL, 0, (Type[]){type_tile(DT_I32, 1, s0)}, 1, loc);
+    r->ival = 0;
+    ValId rv = ir_op1(f, b, OP_CAST, type_tile(DT_I64, 1, s0), r->res[0], loc);
+    Inst *c = ir_emit(f, b, OP_ARANGE, NULL, 0, (Type[]){type_tile(DT_I32, 1, s1)}, 1, loc);
+    c->ival = 0;
+    ValId cv = ir_op1(f, b, OP_CAST, type_tile(DT_I64, 1, s1), c->res[0], loc);
+    Inst *er = ir_emit(f, b, OP_EXPAND_DIMS, &rv, 1, (Type[]){type_tile(DT_I64, 2, sr)}, 1, loc);
+    er->ival = 1;
+    ValId rr = er->res[0];
+    Inst *ec = ir_emit(f, b, OP_EXPAND_DIMS, &cv, 1, (Type[]){type_tile(DT_I64, 2, sc)}, 1, loc);
+    ec->ival = 0;
+    ValId cc = ec->res[0];
+    ValId rows = ir_op2(f, b, OP_MUL, t2, ir_op1(f, b, OP_BROADCAST, t2, rr, loc),
+                        ir_const_int(f, b, t2, sh[1], loc), loc);
+    return ir_op2(f, b, OP_ADD, t2, rows, ir_op1(f, b, OP_BROADCAST, t2, cc, loc), loc);
+}
+
+/* The pointers of scratch tile (u, v): kad_dacc + (u * V + v) * R * C + lin. */
+static ValId tile_ptrs(Func *f, Block *b, ValId scratch, ValId u, ValId v, ValId nv, const int32_t *sh, Loc loc)
+{
+    Type i64 = type_scalar(DT_I64), t2 = type_tile(DT_I64, 2, sh);
+    ValId u64 = ir_op1(f, b, OP_CAST, i64, u, loc), v64 = ir_op1(f, b, OP_CAST, i64, v, loc);
+    ValId n64 = ir_op1(f, b, OP_CAST, i64, nv, loc);
+    ValId t = ir_op2(f, b, OP_ADD, i64, ir_op2(f, b, OP_MUL, i64, u64, n64, loc), v64, loc);
+    ValId base = ir_op2(f, b, OP_MUL, i64, t, ir_const_int(f, b, i64, (int64_t)sh[0] * sh[1], loc), loc);
+    ValId offs = ir_op2(f, b, OP_ADD, t2, ir_op1(f, b, OP_BROADCAST, t2, base, loc), lin_offsets(f, b, sh, loc), loc);
+    Type pt = type_ptr((Dtype)ir_type(f, scratch).elem, 2, sh);
+    ValId p = ir_op2(f, b, OP_ADDPTR, pt, ir_op1(f, b, OP_BROADCAST, pt, scratch, loc), offs, loc);
+    f->vals.v[p].name = "dacc_ptrs";
+    return p;
+}
+
+/* The first parameters of every kernel of the plan: bw's contract, then
+ * kad_dacc, kad_tiles_u, kad_tiles_v.  map: bw's params to f's. */
+static void plan_params(Func *f, const Func *bw, Dtype sdt, ValId *map, ValId *ext)
+{
+    for (int i = 0; i < bw->nparams; i++) {
+        ValId p = bw->params[i];
+        map[p] = ir_param_add(f, bw->vals.v[p].ty, bw->vals.v[p].name, bw->vals.v[p].loc);
+    }
+    ext[0] = ir_param_add(f, type_ptr(sdt, 0, NULL), "kad_dacc", bw->loc);
+    ext[1] = ir_param_add(f, type_scalar(DT_I32), "kad_tiles_u", bw->loc);
+    ext[2] = ir_param_add(f, type_scalar(DT_I32), "kad_tiles_v", bw->loc);
+    for (int i = 0; i < bw->consts.n; i++)
+        vec_push(f->a, f->consts, bw->consts.v[i]);
+}
+
+/* Kernel 1: bw's body with the loop replaced by the store of dacc. */
+static Func *first_kernel(G *g, Dtype sdt)
+{
+    const Func *bw = g->bw;
+    Func *f = ir_func_new(g->a, arena_printf(g->a, "%s_dacc", bw->name), bw->loc);
+    /* the same value table (ids stay valid), then the extra parameters */
+    f->vals.n = 0;
+    for (int i = 0; i < bw->vals.n; i++)
+        vec_push(g->a, f->vals, bw->vals.v[i]);
+    f->params = arena_alloc(g->a, sizeof(ValId) * (size_t)(bw->nparams + 1));
+    memcpy(f->params, bw->params, sizeof(ValId) * (size_t)bw->nparams);
+    f->nparams = bw->nparams;
+    ValId scratch = ir_param_add(f, type_ptr(sdt, 0, NULL), "kad_dacc", bw->loc);
+    ir_param_add(f, type_scalar(DT_I32), "kad_tiles_u", bw->loc);
+    ValId nvt = ir_param_add(f, type_scalar(DT_I32), "kad_tiles_v", bw->loc);
+    for (int i = 0; i < bw->consts.n; i++)
+        vec_push(g->a, f->consts, bw->consts.v[i]);
+    Block *b = f->body;
+    for (int k = 0; k < bw->body->insts.n; k++) {
+        const Inst *in = &bw->body->insts.v[k];
+        if (in != g->loop) {
+            vec_push(g->a, b->insts, *in);
+            continue;
+        }
+        Type dt = bw->vals.v[g->data].ty;
+        ValId p = tile_ptrs(f, b, scratch, g->id[0], g->id[1], nvt, dt.shape, in->loc);
+        ValId val = g->data;
+        if (dt.dt != (uint8_t)sdt)
+            val = ir_op1(f, b, OP_CAST, type_tile(sdt, 2, dt.shape), val, in->loc);
+        ir_emit(f, b, OP_STORE, (ValId[]){p, val}, 2, NULL, 0, in->loc);
+    }
+    return f;
+}
+
+/* Kernel 2 for the atomic `at` whose address depends on id `own` (0: u). */
+static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dtype sdt)
+{
+    const Func *bw = g->bw;
+    Arena *a = g->a;
+    Func *f = ir_func_new(a, arena_printf(a, "%s_%s", bw->name, name), bw->loc);
+    ValId *m1 = arena_alloc(a, sizeof(ValId) * (size_t)g->nv), *m2 = arena_alloc(a, sizeof(ValId) * (size_t)g->nv);
+    ValId ext[3];
+    plan_params(f, bw, sdt, m1, ext);
+    memcpy(m2, m1, sizeof(ValId) * (size_t)g->nv);
+    Block *b = f->body;
+    Loc loc = at->loc;
+    Type i32 = type_scalar(DT_I32);
+    Inst *p0 = ir_emit(f, b, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc);
+    p0->ival = 0;
+    ValId mine = p0->res[0];
+    f->vals.v[mine].name = own ? "tile_v" : "tile_u";
+    Inst *p1 = ir_emit(f, b, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc);
+    p1->ival = 1;
+    ValId j = p1->res[0];
+    /* the iteration's induction value: lb + j * step */
+    Cl top = {g, f, m2, true};
+    ValId lb = cl(&top, b, g->loop->args[0], 0), st = cl(&top, b, g->loop->args[2], 0);
+    if (!top.ok)
+        return NULL;
+    Type it = bw->vals.v[g->iv].ty;
+    ValId jj = it.dt == DT_I32 ? j : ir_op1(f, b, OP_CAST, it, j, loc);
+    ValId k = ir_op2(f, b, OP_ADD, it, lb, ir_op2(f, b, OP_MUL, it, jj, st, loc), loc);
+    f->vals.v[k].name = bw->vals.v[g->iv].name;
+    m2[g->id[own]] = mine;
+    m2[g->iv] = k;
+    ValId val = at->args[1];
+    Type vt = bw->vals.v[val].ty;
+    const Inst *vd = g->def[val];
+    if (vd && vd->op == OP_CAST && dtype_is_float((Dtype)bw->vals.v[vd->args[0]].ty.dt) &&
+        dtype_bits((Dtype)bw->vals.v[vd->args[0]].ty.dt) > dtype_bits((Dtype)vt.dt)) {
+        val = vd->args[0]; /* sum before the rounding to the gradient's dtype */
+        vt = bw->vals.v[val].ty;
+    }
+    Dtype acc_dt = fold_partial_dtype((Dtype)vt.dt);
+    Type at_t = type_tile(acc_dt, vt.rank, vt.shape);
+    /* for t in range(0, tiles of the other id): acc += contribution(t) */
+    ValId fa[4] = {ir_const_int(f, b, i32, 0, loc), ext[own ? 1 : 2], ir_const_int(f, b, i32, 1, loc),
+                   ir_const_float(f, b, at_t, 0.0, loc)};
+    ir_emit(f, b, OP_FOR, fa, 4, &at_t, 1, loc);
+    int idx = b->insts.n - 1;
+    Block *r = ir_inst_add_region(f, &b->insts.v[idx]);
+    ValId t = ir_block_param_add(f, r, i32, own ? "tile_u" : "tile_v", loc);
+    ValId acc = ir_block_param_add(f, r, at_t, "acc", loc);
+    m1[g->id[own]] = mine;
+    m1[g->id[!own]] = t;
+    m1[g->iv] = k;
+    Type dt = bw->vals.v[g->data].ty;
+    ValId u = own ? t : mine, v = own ? mine : t;
+    ValId dp = tile_ptrs(f, r, ext[0], u, v, ext[2], dt.shape, loc);
+    Type st_t = type_tile(sdt, 2, dt.shape);
+    ValId d = ir_emit(f, r, OP_LOAD, &dp, 1, &st_t, 1, loc)->res[0];
+    if (dt.dt != (uint8_t)sdt)
+        d = ir_op1(f, r, OP_CAST, dt, d, loc);
+    f->vals.v[d].name = bw->vals.v[g->data].name;
+    m1[g->data] = d;
+    Cl in = {g, f, m1, true};
+    ValId c = cl(&in, r, val, 0);
+    if (!in.ok)
+        return NULL;
+    if (vt.dt != (uint8_t)acc_dt)
+        c = ir_op1(f, r, OP_CAST, at_t, c, loc);
+    ValId nx = ir_op2(f, r, OP_ADD, at_t, acc, c, loc);
+    ir_emit(f, r, OP_YIELD, &nx, 1, NULL, 0, loc);
+    ValId sum = b->insts.v[idx].res[0];
+    f->vals.v[sum].name = arena_printf(a, "d%s", name);
+    /* the plain store of this program's tile */
+    ValId p = cl(&top, b, at->args[0], 0);
+    bool masked = at->flags & IF_HAS_MASK;
+    ValId mk = masked ? cl(&top, b, at->args[2], 0) : 0;
+    if (!top.ok)
+        return NULL;
+    Type pt = ir_type(f, p);
+    ValId out = sum;
+    if (pt.elem != (uint8_t)acc_dt)
+        out = ir_op1(f, b, OP_CAST, type_tile((Dtype)pt.elem, vt.rank, vt.shape), sum, loc);
+    Inst *s = ir_emit(f, b, OP_STORE, (ValId[]){p, out, mk}, masked ? 3 : 2, NULL, 0, loc);
+    s->flags = masked ? IF_HAS_MASK : 0;
+    return f;
+}
+
+/* ------------------------------------------------------------------ */
+/* Entry point                                                         */
+/* ------------------------------------------------------------------ */
+
+const char *ad_gemm(Arena *a, Func *bw, const int *slot, const char *const *names, int n, Diags *d)
+{
+    if (bw->fold || bw->flags.n || bw->tapes.n || bw->guards.n)
+        return "the backward already has a plan of its own (partials, flags, tapes or guards)";
+    G g0 = {.a = a, .bw = bw, .nv = bw->vals.n}, *g = &g0;
+    g->def = arena_alloc(a, sizeof(Inst *) * (size_t)g->nv);
+    g->top = arena_alloc(a, (size_t)g->nv);
+    g->fl = arena_alloc(a, (size_t)g->nv);
+    defs(g, bw->body, true);
+    /* the loop: top level, no carried values, its body holds atomics into the gradients */
+    const Inst *ats[2] = {NULL, NULL};
+    int nat = 0, which[2] = {-1, -1};
+    for (int k = 0; k < bw->body->insts.n; k++) {
+        const Inst *in = &bw->body->insts.v[k];
+        if (in->op != OP_FOR || in->nregions != 1)
+            continue;
+        const Block *r = in->regions[0];
+        int here = 0;
+        for (int q = 0; q < r->insts.n; q++)
+            here += r->insts.v[q].op == OP_ATOMIC_ADD;
+        if (!here)
+            continue;
+        if (g->loop)
+            return "atomic_adds into the gradients sit in more than one loop";
+        g->loop = in;
+    }
+    if (!g->loop)
+        return "no loop adds into the gradients";
+    if (g->loop->nres || g->loop->nargs != 3 || g->loop->regions[0]->nparams != 1)
+        return "the loop carries values";
+    const Block *body = g->loop->regions[0];
+    g->iv = body->params[0];
+    defs(g, body, false);
+    for (int q = 0; q < body->insts.n; q++) {
+        const Inst *in = &body->insts.v[q];
+        if (in->op == OP_YIELD)
+            continue;
+        if (in->op == OP_ATOMIC_ADD) {
+            ValId p = in->args[0];
+            int j = -1;
+            for (int depth = 0; depth < 64 && p; depth++) { /* the gradient parameter it adds into */
+                const Inst *pd = p < g->nv ? g->def[p] : NULL;
+                if (!pd) {
+                    for (int s = 0; s < n; s++)
+                        if (bw->params[slot[s]] == p)
+                            j = s;
+                    break;
+                }
+                ValId next = 0;
+                for (int i = 0; i < pd->nargs; i++)
+                    if (ir_type(bw, pd->args[i]).dt == DT_PTR)
+                        next = pd->args[i];
+                p = next;
+            }
+            if (j < 0 || nat == 2)
+                return "the loop adds into something else than one gradient per operand";
+            for (int i = 0; i < nat; i++)
+                if (which[i] == j)
+                    return "the loop adds into one gradient at two sites";
+            which[nat] = j;
+            ats[nat++] = in;
+            continue;
+        }
+        if (in->nregions || (!op_info[in->op].pure && in->op != OP_LOAD))
+            return "the loop does more than compute and add the gradients";
+    }
+    /* each gradient of the plan is written only there */
+    for (int i = 0; i < nat; i++) {
+        ValId gp = bw->params[slot[which[i]]];
+        int uses = 0;
+        for (int k = 0; k < bw->body->insts.n; k++) {
+            const Inst *in = &bw->body->insts.v[k];
+            if (in == g->loop)
+                continue;
+            for (int x = 0; x < in->nargs; x++)
+                uses += in->args[x] == gp;
+            if (in->nregions && in != g->loop) {
+                /* a nested use: be conservative, look one level down */
+                for (int r = 0; r < in->nregions; r++)
+                    for (int q = 0; q < in->regions[r]->insts.n; q++)
+                        for (int x = 0; x < in->regions[r]->insts.v[q].nargs; x++)
+                            uses += in->regions[r]->insts.v[q].args[x] == gp;
+            }
+        }
+        if (uses)
+            return "the gradient is also written outside the loop";
+    }
+    /* the ids: what the addresses and the whole body depend on */
+    ValId own[2] = {0, 0};
+    for (int i = 0; i < nat; i++) {
+        ValId ids[2];
+        int nids = 0;
+        if (!walk(g, ats[i]->args[0], true, ids, &nids, 0) ||
+            ((ats[i]->flags & IF_HAS_MASK) && !walk(g, ats[i]->args[2], true, ids, &nids, 0)))
+            return g->why;
+        if (nids != 1)
+            return "an address does not depend on the program id through exactly one tile id";
+        own[i] = ids[0];
+    }
+    for (int i = 0; i < nat; i++)
+        if (!walk(g, ats[i]->args[1], false, g->id, &g->nid, 0))
+            return g->why;
+    for (int x = 0; x < 3; x++)
+        if (!walk(g, g->loop->args[x], true, g->id, &g->nid, 0) || g->nid > 2)
+            return g->why ? g->why : "the loop's bounds depend on the program id";
+    if (g->nid != 2 || !g->data)
+        return "the loop's body does not read one tile of data and two tile ids";
+    if (flags_of(g, g->loop->args[0], 0) || flags_of(g, g->loop->args[1], 0) || flags_of(g, g->loop->args[2], 0))
+        return "the loop's bounds depend on the program id";
+    int ownix[2];
+    for (int i = 0; i < nat; i++) {
+        ownix[i] = own[i] == g->id[0] ? 0 : own[i] == g->id[1] ? 1 : -1;
+        if (ownix[i] < 0)
+            return "an address depends on another tile id than the body";
+        if (i && ownix[i] == ownix[0])
+            return "both gradients depend on the same tile id";
+    }
+    if (ir_type(bw, g->id[0]).dt != DT_I32 || ir_type(bw, g->id[1]).dt != DT_I32)
+        return "the tile ids are not i32";
+    const TapeExpr *hu = host(g, g->id[0], 0), *hv = host(g, g->id[1], 0);
+    const TapeExpr *lb = host(g, g->loop->args[0], 0), *ub = host(g, g->loop->args[1], 0);
+    const Inst *sd = g->def[g->loop->args[2]];
+    if (!hu || !hv || !lb || !ub)
+        return "kad cannot compute the tile ids or the loop's bounds on the host";
+    if (!sd || sd->op != OP_CONST || sd->ival <= 0 || !g->top[g->loop->args[2]])
+        return "the loop's step is not a positive constant";
+    Dtype sdt = fold_partial_dtype((Dtype)bw->vals.v[g->data].ty.dt);
+    GemmPlan *pl = arena_alloc(a, sizeof *pl);
+    pl->id[0] = hu, pl->id[1] = hv;
+    pl->trips = tx(a, TX_CDIV, 0, tx(a, TX_SUB, 0, ub, lb), tx(a, TX_CONST, sd->ival, NULL, NULL));
+    pl->tile = (int64_t)bw->vals.v[g->data].ty.shape[0] * bw->vals.v[g->data].ty.shape[1];
+    pl->sdt = sdt;
+    pl->nargs = func_nargs(bw);
+    pl->data = bw->vals.v[g->data].name ? bw->vals.v[g->data].name : "the accumulator's gradient";
+    pl->first = first_kernel(g, sdt);
+    pl->n = nat;
+    for (int i = 0; i < nat; i++) {
+        GemmOperand *o = &pl->op[i];
+        o->name = names[which[i]];
+        o->slot = slot[which[i]];
+        o->own = ownix[i];
+        o->k = operand_kernel(g, ats[i], ownix[i], arena_printf(a, "d_%s", o->name), sdt);
+        if (!o->k)
+            return "kad could not rebuild the loop's body for one tile of the gradient";
+        if (!ir_verify(o->k, d) || !pass_run(o->k, "simplify", d) || !pass_dce(o->k, true) || !ir_verify(o->k, d))
+            return NULL; /* a kad bug: reported in d */
+        o->acc = access_analyze(a, o->k);
+        const Inst *st = NULL;
+        for (int q = 0; q < o->k->body->insts.n; q++)
+            if (o->k->body->insts.v[q].op == OP_STORE)
+                st = &o->k->body->insts.v[q];
+        AccResult r = st ? access_injective(o->acc, st, ACC_VARY_PIDS | ACC_VARY_LOOPS | ACC_VARY_LANES)
+                         : (AccResult){.v = ACC_UNKNOWN};
+        if (r.v != ACC_PROVEN && r.v != ACC_PROVEN_IF)
+            return "kad cannot prove that the gradient's tiles are disjoint";
+        if (r.v == ACC_PROVEN_IF && (!access_cond_python(o->acc, r.cond)))
+            return "the gradient's tiles are disjoint only under a condition kad cannot check on the host";
+        o->cond = r.v == ACC_PROVEN_IF ? r.cond : NULL;
+    }
+    /* not simplified: its regions are shared with bw's (the forward's K loop) */
+    if (!ir_verify(pl->first, d))
+        return NULL;
+    bw->gemm = pl;
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* The launch check and the run on the interpreter                     */
+/* ------------------------------------------------------------------ */
+
+bool gemm_tiles(const GemmPlan *pl, const int64_t *iargs, const int64_t grid[3], int64_t *nu, int64_t *nv,
+                int64_t *trips)
+{
+    int64_t P = grid[0] * grid[1] * grid[2], U = 0, V = 0, pid[3], u, v;
+    if (P <= 0 || P > (1 << 24))
+        return false;
+    int64_t *us = malloc(sizeof(int64_t) * (size_t)P), *vs = malloc(sizeof(int64_t) * (size_t)P);
+    bool ok = us && vs;
+    int64_t i = 0;
+    for (pid[2] = 0; ok && pid[2] < grid[2]; pid[2]++)
+        for (pid[1] = 0; ok && pid[1] < grid[1]; pid[1]++)
+            for (pid[0] = 0; ok && pid[0] < grid[0]; pid[0]++, i++) {
+                ok = gemm_expr_eval(pl->id[0], iargs, grid, pid, &u) && gemm_expr_eval(pl->id[1], iargs, grid, pid, &v) &&
+                     u >= 0 && v >= 0;
+                us[i] = u, vs[i] = v;
+                U = ok && u + 1 > U ? u + 1 : U;
+                V = ok && v + 1 > V ? v + 1 : V;
+            }
+    ok = ok && U * V == P;
+    uint8_t *seen = ok ? calloc((size_t)P, 1) : NULL;
+    ok = ok && seen;
+    for (i = 0; ok && i < P; i++) {
+        int64_t t = us[i] * V + vs[i];
+        ok = !seen[t];
+        seen[t] = 1;
+    }
+    free(seen);
+    free(us);
+    free(vs);
+    int64_t tr = 0;
+    ok = ok && gemm_expr_eval(pl->trips, iargs, grid, (int64_t[3]){0, 0, 0}, &tr);
+    *nu = U, *nv = V, *trips = tr > 0 ? tr : 0;
+    return ok;
+}
+
+int gemm_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs, int imode, Diags *d)
+{
+    const GemmPlan *pl = f->gemm;
+    InterpMode mode = (InterpMode)imode;
+    int64_t *iargs = calloc((size_t)nargs + 4, sizeof *iargs), U = 0, V = 0, T = 0;
+    if (!iargs) {
+        diag_error(d, f->loc, "interpreter: out of memory");
+        return -1;
+    }
+    for (int k = 0; k < nargs; k++)
+        iargs[k] = args[k].i;
+    bool ok = gemm_tiles(pl, iargs, grid, &U, &V, &T);
+    iargs[nargs + 1] = U, iargs[nargs + 2] = V;
+    for (int i = 0; ok && i < pl->n; i++) {
+        bool holds = true;
+        int64_t g2[3] = {pl->op[i].own ? V : U, T, 1};
+        if (pl->op[i].cond && (!access_cond_eval(pl->op[i].acc, pl->op[i].cond, iargs, g2, &holds) || !holds))
+            ok = false;
+    }
+    free(iargs);
+    if (!ok)
+        return 0; /* the atomic backward */
+    int64_t esz = mode == IM_F64 ? 8 : dtype_bits(pl->sdt) / 8, n = U * V * pl->tile;
+    void *scratch = calloc((size_t)(n > 0 ? n : 1), (size_t)esz);
+    InterpArg *ia = calloc((size_t)nargs + 4, sizeof *ia);
+    bool good = scratch && ia;
+    if (!good)
+        diag_error(d, f->loc, "interpreter: out of memory for the dacc tiles");
+    for (int k = 0; good && k < nargs; k++)
+        ia[k] = args[k];
+    for (int i = 0; good && i < pl->n; i++) /* elements no tile writes: zero */
+        if (args[pl->op[i].slot].data)
+            memset(args[pl->op[i].slot].data, 0, (size_t)args[pl->op[i].slot].nbytes);
+    if (good) {
+        ia[nargs] = (InterpArg){.data = scratch, .nbytes = n * esz};
+        ia[nargs + 1] = (InterpArg){.i = U};
+        ia[nargs + 2] = (InterpArg){.i = V};
+        good = interp_run_kernel(pl->first, grid, ia, nargs + 3, mode, d);
+    }
+    for (int i = 0; good && i < pl->n; i++) {
+        int64_t g2[3] = {pl->op[i].own ? V : U, T, 1};
+        if (g2[0] > 0 && g2[1] > 0)
+            good = interp_run_kernel(pl->op[i].k, g2, ia, nargs + 3, mode, d);
+    }
+    free(scratch);
+    free(ia);
+    return good ? 1 : -1;
+}

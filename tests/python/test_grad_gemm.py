@@ -1,0 +1,119 @@
+"""The GEMM form of a tiled matmul's operand gradients (src/ad_gemm.c, docs/AD.md "GEMM operand gradients").
+
+The emitted module of tests/kernels/matmul.py's matmul_kernel holds no atomic for d_a/d_b on the
+launches where the programs map one to one onto the tile pairs, runs on Triton (CPU interpreter, or
+KAD_GRAD_TEST_DEVICE=cuda) against PyTorch autograd, is bitwise deterministic, and falls back to the
+atomic kernel when the launch's grid does not map one to one.  A K loop whose addresses do not
+match the pattern keeps atomics.
+"""
+import os
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import triton_cpu as tc  # noqa: E402
+
+DEVICE = tc.device_from_env("KAD_GRAD_TEST_DEVICE")
+SIG = ("a_ptr=*fp32,b_ptr=*fp32,c_ptr=*fp32,M=i32,N=i32,K=i32,stride_am=i32,stride_ak=i32,stride_bk=i32,"
+       "stride_bn=i32,stride_cm=i32,stride_cn=i32,BLOCK_M=16,BLOCK_N=16,BLOCK_K=16,GROUP_SIZE_M=2,"
+       "ACTIVATION=\"leaky_relu\"")
+
+
+def module(tmp_path, sig=SIG, extra=()):
+    r = tc.run_kad(["grad", "tests/kernels/matmul.py:matmul_kernel", "--sig", sig, "--wrt", "a_ptr,b_ptr",
+                    "--out", "c_ptr", *extra])
+    assert r.returncode == 0, r.stderr
+    path = tmp_path / "mm_bwd.py"
+    path.write_text(r.stdout)
+    return r.stdout, path
+
+
+def test_module_has_gemm_kernels_and_no_atomics_in_them(tmp_path):
+    text, _ = module(tmp_path)
+    assert "def matmul_kernel_bwd_dacc(" in text and "def matmul_kernel_bwd_d_a_ptr(" in text
+    assert "def matmul_kernel_bwd_d_b_ptr(" in text and "_kad_gemm_plan(" in text
+    for name in ("matmul_kernel_bwd_dacc", "matmul_kernel_bwd_d_a_ptr", "matmul_kernel_bwd_d_b_ptr"):
+        body = text.split(f"def {name}(")[1].split("\n\n\n")[0]
+        assert "atomic" not in body, name
+    assert "d_a_ptr is written deterministically, without atomics, by a GEMM" in text
+    # --atomics: no GEMM form
+    text2, _ = module(tmp_path, extra=["--atomics"])
+    assert "_kad_gemm_plan" not in text2
+
+
+def run_bwd(path, m, n, k, grid, a, b, dc):
+    with tc.interpreter(DEVICE):
+        mod = tc.load_module(str(path), f"mm_bwd_{m}_{n}_{k}_{grid}")
+        da, db = torch.full_like(a, float("nan")), torch.full_like(b, float("nan"))
+        c = torch.empty(m, n, device=a.device)
+        mod.launch_matmul_kernel_bwd((grid,), a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0),
+                                     b.stride(1), c.stride(0), c.stride(1), dc, da, db)
+        return da, db, mod
+
+
+@pytest.mark.parametrize("m,n,k,extra", [(40, 36, 50, 0), (16, 16, 16, 0), (40, 36, 50, 3)])
+def test_matches_torch_and_is_deterministic(tmp_path, m, n, k, extra):
+    _, path = module(tmp_path)
+    g = torch.Generator().manual_seed(m + n + k)
+    a = torch.randn(m, k, generator=g).to(DEVICE)
+    b = torch.randn(k, n, generator=g).to(DEVICE)
+    dc = torch.randn(m, n, generator=g).to(DEVICE)
+    grid = -(-m // 16) * -(-n // 16) + extra  # extra programs: not one to one, the atomic kernel runs
+    da, db, mod = run_bwd(path, m, n, k, grid, a, b, dc)
+    a64, b64 = a.double().requires_grad_(), b.double().requires_grad_()
+    torch.nn.functional.leaky_relu(a64 @ b64, 0.01).backward(dc.double())
+    tol = 1e-2 if DEVICE != "cpu" else 1e-4
+    torch.testing.assert_close(da.double(), a64.grad, rtol=tol, atol=tol)
+    torch.testing.assert_close(db.double(), b64.grad, rtol=tol, atol=tol)
+    plans = list(mod._kad_gemm_plans.values())
+    assert len(plans) == 1 and (plans[0] is None) == (extra != 0)
+    if extra == 0:
+        da2, db2, _ = run_bwd(path, m, n, k, grid, a, b, dc)
+        assert torch.equal(da, da2) and torch.equal(db, db2)
+
+
+def test_gemm_path_is_taken_and_can_fail(tmp_path):
+    # a broken dacc kernel must make the gradients wrong: the GEMM path is really what runs
+    text, path = module(tmp_path)
+    broken = text.replace("    tl.store(dacc_ptrs, dacc)", "    tl.store(dacc_ptrs, dacc * 2.0)")
+    assert broken != text
+    path.write_text(broken)
+    m, n, k = 20, 20, 20
+    g = torch.Generator().manual_seed(1)
+    a, b, dc = (torch.randn(*s, generator=g).to(DEVICE) for s in ((m, k), (k, n), (m, n)))
+    da, db, _ = run_bwd(path, m, n, k, 4, a, b, dc)
+    a64, b64 = a.double().requires_grad_(), b.double().requires_grad_()
+    torch.nn.functional.leaky_relu(a64 @ b64, 0.01).backward(dc.double())
+    assert not torch.allclose(da.double(), a64.grad, rtol=1e-3, atol=1e-3)
+
+
+NEG = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k_sum(a_ptr, b_ptr, c_ptr, idx_ptr, K, BM: tl.constexpr, BK: tl.constexpr):
+    # a's rows are gathered through loaded indices: its address depends on data, so no GEMM form
+    pid = tl.program_id(0)
+    rows = tl.load(idx_ptr + pid * BM + tl.arange(0, BM))
+    acc = tl.zeros((BM, BM), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        ks = k0 + tl.arange(0, BK)
+        a = tl.load(a_ptr + rows[:, None] * K + ks[None, :])
+        b = tl.load(b_ptr + ks[:, None] * BM + tl.arange(0, BM)[None, :])
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rows[:, None] * BM + tl.arange(0, BM)[None, :], acc)
+'''
+
+
+def test_pattern_mismatch_keeps_atomics(tmp_path):
+    src = tmp_path / "neg.py"
+    src.write_text(NEG)
+    r = tc.run_kad(["grad", f"{src}:k_sum", "--sig", "a_ptr=*fp32,b_ptr=*fp32,c_ptr=*fp32,idx_ptr=*i32,K=i32,BM=16,BK=16",
+                    "--wrt", "a_ptr,b_ptr", "--out", "c_ptr"])
+    assert r.returncode == 0, r.stderr
+    assert "_kad_gemm_plan" not in r.stdout and "tl.atomic_add(d_a_ptr" in r.stdout
