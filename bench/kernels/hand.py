@@ -27,13 +27,12 @@ norms (two programs per SM); on the CPU (Triton's interpreter, tests/python/test
 a small fixed count.  Launch options (num_warps) follow the block size: Triton ignores them on
 the interpreter.
 """
+import functools
+
 import torch
 import triton
 import triton.language as tl
 
-LEAKY_SLOPE = 0.01
-SQRT_2_OVER_PI = 0.7978845608028654
-GELU_CUBIC = 0.044715
 
 
 def _warps(block):
@@ -41,10 +40,14 @@ def _warps(block):
     return max(1, min(16, block // 256))
 
 
+@functools.lru_cache(maxsize=None)
+def _sm_count(device):
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
 def _programs(rows, device):
     if device.type == "cuda":
-        sms = torch.cuda.get_device_properties(device).multi_processor_count
-        return max(1, min(rows, 2 * sms))
+        return max(1, min(rows, 2 * _sm_count(device)))
     return max(1, min(rows, 3))
 
 
