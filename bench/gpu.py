@@ -547,6 +547,7 @@ def run(args):
             log(f"{b.name} {dname} {row['shape']}: " + ", ".join(
                 f"{p} {t[p] * 1e3:.1f} µs" if t[p] is not None else f"{p} {DASH}" for p in PEERS) +
                 f"; floor {floor_ms * 1e3:.1f} µs")
+    log("done")
     return dict(bw=bw, rows=rows, notes=notes, device=device, quick=args.quick)
 
 
