@@ -1,36 +1,52 @@
-"""kad's GPU benchmark: the backward as a user pays it through the Python package.
+"""kad's GPU benchmark: the backward as a user pays it, kad against its peers.
 
-    python3 bench/gpu.py [--quick] [--device cuda|cpu] [--write-doc]
+    python3 bench/gpu.py [--quick] [--only NAME,...] [--device cuda|cpu] [--write-doc]
 
-For SwiGLU (a, b), GeGLU (a, b), RMSNorm (x, w), LayerNorm (x, w, b), softmax (x) and bias-add
-(x, b) at 4096 x 4096 (weights of 4096), fp32 and bf16, it times
+For each benchmark (SwiGLU, GeGLU, RMSNorm, LayerNorm, softmax, log-softmax, cross-entropy over a
+128k vocabulary, mean over a strided middle dimension, matmul + leaky ReLU, 3x3 box filter,
+chunked linear attention) and each configuration (4096 x 4096 fp32 and bf16, 256 x 1024 fp32
+where launch overhead dominates), it times the backward of four peers:
 
-  kad        the kernel of tests/kernels under @kad.differentiable (deterministic, the default)
-  atomics    the same with deterministic=False (input gradients accumulated with tl.atomic_add)
-  eager      PyTorch autograd of the same math written with torch ops
+  kad      the kernel of tests/kernels under @kad.differentiable (default options)
+  eager    PyTorch autograd of the same math written plainly with torch ops
+  compile  torch.compile(that torch function, dynamic=False), compiled before timing
+  hand     a Triton backward written by hand (bench/kernels/hand.py) in an autograd.Function
+           around a Triton forward
 
-What is timed: `torch.autograd.grad(y, inputs, dy, retain_graph=True)` on a graph built once
-before timing, so only the backward runs: kad's autograd Function (argument binding, gradient
-allocation, zero-fill where the module needs it, the generated kernels) or eager's backward
-kernels.  Each call cycles through ROTATE graphs built on different random inputs, and
-triton.testing.do_bench clears the L2 cache before each call: nothing is served from a warm cache.
-The figure is do_bench's median (ms): the time a user pays, host work included.  The "GPU only"
-columns are the summed durations of the kernels one call launches (torch.profiler, mean over 40
-calls): the generated kernels' cost without the host's launch path.
+What is timed: `torch.autograd.grad(y, inputs, dy, retain_graph=True)` on a graph whose forward
+ran before timing, so the figure is the backward alone as autograd runs it, host work included
+(kad's Function: binding, gradient allocation, the generated kernels).  Each call cycles through
+ROTATE graphs on different random inputs.  Two timers, both medians:
+  4096 x 4096 rows   triton.testing.do_bench (CUDA events around each call, the L2 cache cleared
+                     before each), median
+  256 x 1024 rows    CUDA events around LOOP back-to-back calls (no cache clearing: the data fit
+                     in L2, as they would in a training step), median over repetitions of the
+                     per-call mean; do_bench's cache clearing would hide the host's launch work
+                     behind the clearing kernel, and that work is what these rows measure.
 
-The floor: the bytes a backward that materializes every input gradient must move (read the
-inputs it needs and dy, write each gradient once; per kernel in FLOOR_BYTES), divided by the copy
-bandwidth measured in the same run (a device-to-device copy of COPY_BYTES: 2 x bytes / time).
-Each time is printed as a multiple of that floor.  Eager bias-add passes dy through as dx
-without a copy, so it can beat the floor.
+The floor: for memory-bound rows, the bytes a backward must move (read what it needs, write each
+gradient once; FLOOR in each benchmark) divided by the copy bandwidth measured in the same run
+(a device-to-device copy: 2 x bytes / time).  For matmul, the backward's 4MNK flops divided by
+the rate of torch.matmul on the same shapes and dtype measured in the same run.  Every time is
+printed as a multiple of its floor; "best peer" is the fastest of eager, compile and hand, and
+kad / best is kad's time over it.
 
---quick: 1024 x 1024 and shorter do_bench runs.  --device cpu: tiny shapes on kad's C
-interpreter and eager CPU torch, timed with perf_counter (meaningless numbers; it exercises
-every path: see tests/python/test_bench_gpu.py).  --write-doc replaces the section of
-docs/BENCHMARKS.md between the markers `<!-- gpu.py begin -->` and `<!-- gpu.py end -->`.
+Correctness: before any timing, every hand-written backward is compared with torch autograd in
+float64 on small shapes (assert); then each row compares every peer's gradients with float64
+autograd of the torch function on the row's own inputs (max |g - ref| / max |ref| over the
+inputs) and stops if the hand peer is off.  fp32 dots run in TF32 everywhere in a GPU run
+(tl.dot's default; torch.backends.cuda.matmul.allow_tf32 is set so that eager and compile match).
+
+A peer that cannot be built or run for a row shows "—" with the reason in the notes.
+--quick: 1024 x 1024 and 256 x 1024, fp32 and bf16, shorter timing runs.  --only: benchmarks by
+name (comma-separated, case-insensitive, e.g. `--only swiglu,rmsnorm`).  --device cpu: tiny
+shapes, kad's C interpreter and eager only (compile and hand need a GPU), perf_counter timings:
+meaningless numbers, it exercises the paths (tests/python/test_bench_gpu.py).  --write-doc
+replaces the section of docs/BENCHMARKS.md between `<!-- gpu.py begin -->` and `<!-- gpu.py end -->`.
 """
 import argparse
 import datetime
+import math
 import os
 import statistics
 import sys
@@ -47,12 +63,17 @@ import torch.nn.functional as F  # noqa: E402
 import triton  # noqa: E402
 
 import kad  # noqa: E402
-from kernels import bias_add, box_filter, geglu, layer_norm, rms_norm, softmax, swiglu  # noqa: E402
+from kernels import (box_filter, cross_entropy, geglu, layer_norm, linear_attention, log_softmax,  # noqa: E402
+                     matmul, mean_dim, rms_norm, softmax, swiglu)
 
 DOC = os.path.join(REPO, "docs", "BENCHMARKS.md")
 BEGIN, END = "<!-- gpu.py begin -->", "<!-- gpu.py end -->"
 ROTATE = 3
+LOOP = 50
 COPY_BYTES = 1 << 30
+VOCAB = 131072
+PEERS = ["kad", "eager", "compile", "hand"]
+DASH = "—"
 
 
 def cdiv(a, b):
@@ -63,123 +84,273 @@ def npo2(n):
     return triton.next_power_of_2(n)
 
 
-# ---------------------------------------------------------------- kernels
+def _warps(block):
+    return 16 if block >= 4096 else 8 if block >= 2048 else 4
+
+
+_HAND = []
+
+
+def _hand():
+    """bench/kernels/hand.py, loaded on first use (a GPU run; tests/kernels is `kernels`)."""
+    if not _HAND:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("kad_bench_hand", os.path.join(HERE, "kernels", "hand.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        _HAND.append(mod)
+    return _HAND[0]
+
+
+def _f32(x):
+    """x in fp32 where it is a narrower float (float64 references stay float64)."""
+    return x if x.dtype == torch.float64 else x.float()
+
+
+# ---------------------------------------------------------------- benchmarks
 #
-# Each: inputs (make(M, N, dtype, device, gen) -> {name: tensor}), the kad launch
-# (launch(k, t) -> (grid, args, kwargs, y)), the eager math (eager(t) -> y), and the floor's byte
-# count floor(M, N, s) for element size s.
+# A benchmark: dims(R, C) -> its sizes for a configuration R x C; make(d, dt, dev, g) -> {name:
+# tensor} (floating tensors are the differentiated inputs; others, like labels, are not); kad =
+# (jit, inputs, outputs, launch(t, d) -> (grid, args, kwargs, y)); torch_fn(**t) -> y (eager and
+# compile); hand(h, t, d) -> y; floor(d, s) -> bytes for element size s, or flops(d) for the
+# compute-bound ones.
 
 
-def _two(M, N, dt, dev, g):
-    return dict(a=2 * torch.randn(M, N, generator=g, device=dev).to(dt),
-                b=torch.randn(M, N, generator=g, device=dev).to(dt))
+class Bench:
+    def __init__(self, name, dims, make, kad, torch_fn, hand, floor=None, flops=None, shape=None, dot=None):
+        self.name, self.dims, self.make, self.kad, self.torch_fn, self.hand = name, dims, make, kad, torch_fn, hand
+        self.floor, self.flops, self.shape, self.dot = floor, flops, shape, dot
 
 
-def _x_w(M, N, dt, dev, g):
-    return dict(x=torch.randn(M, N, generator=g, device=dev).to(dt),
-                w=(1 + 0.2 * torch.randn(N, generator=g, device=dev)).to(dt))
+def _rc(R, C):
+    return dict(M=R, N=C)
 
 
-def _x_w_b(M, N, dt, dev, g):
-    t = _x_w(M, N, dt, dev, g)
-    t["b"] = (0.2 * torch.randn(N, generator=g, device=dev)).to(dt)
+def _shape_rc(d):
+    return f"{d['M']} x {d['N']}"
+
+
+def _randn(g, dev, *shape, scale=1.0, shift=0.0):
+    return shift + scale * torch.randn(*shape, generator=g, device=dev)
+
+
+def _mk_two(d, dt, dev, g):
+    return dict(a=_randn(g, dev, d["M"], d["N"], scale=2).to(dt), b=_randn(g, dev, d["M"], d["N"]).to(dt))
+
+
+def _mk_x_w(d, dt, dev, g):
+    return dict(x=_randn(g, dev, d["M"], d["N"]).to(dt), w=_randn(g, dev, d["N"], scale=0.2, shift=1).to(dt))
+
+
+def _mk_x_w_b(d, dt, dev, g):
+    t = _mk_x_w(d, dt, dev, g)
+    t["b"] = _randn(g, dev, d["N"], scale=0.2).to(dt)
     return t
 
 
-def _x(M, N, dt, dev, g):
-    return dict(x=3 * torch.randn(M, N, generator=g, device=dev).to(dt))
+def _mk_x(d, dt, dev, g):
+    return dict(x=_randn(g, dev, d["M"], d["N"], scale=3).to(dt))
 
 
-def _x_b(M, N, dt, dev, g):
-    return dict(x=torch.randn(M, N, generator=g, device=dev).to(dt), b=torch.randn(N, generator=g, device=dev).to(dt))
-
-
-def _swiglu(t):
+def _kad_swiglu(t, d):
     a, b = t["a"], t["b"]
-    M, N = a.shape
     c = torch.empty_like(a)
-    block = min(1024, npo2(N))
-    return (M, cdiv(N, block)), [a, b, c, a.stride(0), N], dict(BLOCK_SIZE=block), c
+    block = min(1024, npo2(d["N"]))
+    return (d["M"], cdiv(d["N"], block)), [a, b, c, a.stride(0), d["N"]], dict(BLOCK_SIZE=block), c
 
 
-def _geglu(t):
+def _kad_geglu(t, d):
     a, b = t["a"], t["b"]
-    M, N = a.shape
     c = torch.empty_like(a)
-    return (M,), [a, b, c, a.stride(0), c.stride(0), N], dict(BLOCK_SIZE=npo2(N)), c
+    return (d["M"],), [a, b, c, a.stride(0), c.stride(0), d["N"]], dict(BLOCK_SIZE=npo2(d["N"])), c
 
 
-def _rms_norm(t):
+def _kad_rms(t, d):
     x, w = t["x"], t["w"]
-    M, N = x.shape
     y = torch.empty_like(x)
-    rstd = torch.empty(M, dtype=torch.float32, device=x.device)
-    return (M,), [x, w, y, rstd, x.stride(0), y.stride(0), N, 1e-6], dict(BLOCK_SIZE=npo2(N)), y
+    rstd = torch.empty(d["M"], dtype=torch.float32, device=x.device)
+    return (d["M"],), [x, w, y, rstd, x.stride(0), y.stride(0), d["N"], 1e-6], dict(BLOCK_SIZE=npo2(d["N"])), y
 
 
-def _layer_norm(t):
+def _kad_ln(t, d):
     x, w, b = t["x"], t["w"], t["b"]
-    M, N = x.shape
     y = torch.empty_like(x)
-    mean = torch.empty(M, dtype=torch.float32, device=x.device)
-    rstd = torch.empty(M, dtype=torch.float32, device=x.device)
-    block = min(65536 // x.element_size(), npo2(N))  # as tests/kernels/layer_norm.py's wrapper
-    return (M,), [x, y, w, b, mean, rstd, x.stride(0), y.stride(0), N, 1e-5], dict(BLOCK_N=block), y
+    mean = torch.empty(d["M"], dtype=torch.float32, device=x.device)
+    rstd = torch.empty(d["M"], dtype=torch.float32, device=x.device)
+    block = min(65536 // x.element_size(), npo2(d["N"]))  # as tests/kernels/layer_norm.py's wrapper
+    return (d["M"],), [x, y, w, b, mean, rstd, x.stride(0), y.stride(0), d["N"], 1e-5], dict(BLOCK_N=block), y
 
 
-def _softmax(t):
+def _kad_softmax(t, d):
     x = t["x"]
-    M, N = x.shape
     y = torch.empty_like(x)
-    block = npo2(N)
-    opts = dict(num_warps=16 if block >= 4096 else 8 if block >= 2048 else 4) if x.is_cuda else {}
-    return (M,), [y, x, x.stride(0), y.stride(0), N], dict(BLOCK_SIZE=block, **opts), y
+    block = npo2(d["N"])
+    opts = dict(num_warps=_warps(block)) if x.is_cuda else {}  # as tests/kernels/softmax.py's wrapper
+    return (d["M"],), [y, x, x.stride(0), y.stride(0), d["N"]], dict(BLOCK_SIZE=block, **opts), y
 
 
-def _bias_add(t):
-    x, b = t["x"], t["b"]
-    M, N = x.shape
-    y = torch.empty_like(x)
-    block = min(1024, npo2(N))
-    return (M, cdiv(N, block)), [x, b, y, x.stride(0), y.stride(0), N], dict(BLOCK_N=block), y
-
-
-def _box(t):
+def _kad_log_softmax(t, d):
     x = t["x"]
+    y = torch.empty_like(x)
+    block = npo2(d["N"])
+    opts = dict(num_warps=_warps(block)) if x.is_cuda else {}  # the softmax wrapper's choice
+    return (d["M"],), [x, y, x.stride(0), y.stride(0), d["M"], d["N"]], dict(BLOCK_N=block, **opts), y
+
+
+def _ce_dims(R, C):
+    v = VOCAB if R * C >= 2 * VOCAB else C
+    return dict(rows=R * C // v, V=v)
+
+
+def _mk_ce(d, dt, dev, g):
+    return dict(x=_randn(g, dev, d["rows"], d["V"], scale=2).to(dt),
+                labels=torch.randint(0, d["V"], (d["rows"],), generator=g, device=dev))
+
+
+def _kad_ce(t, d):
+    x = t["x"]
+    loss = torch.empty(d["rows"], dtype=torch.float32, device=x.device)
+    lse = torch.empty(d["rows"], dtype=torch.float32, device=x.device)
+    opts = dict(num_warps=32) if x.is_cuda else {}  # tests/kernels/cross_entropy.py's wrapper
+    return (d["rows"],), [x, t["labels"], loss, lse, x.stride(0), d["V"], -100], \
+        dict(BLOCK_SIZE=min(32768, npo2(d["V"])), **opts), loss
+
+
+def _mean_dims(R, C):
+    b = 16 if R >= 64 else 2
+    return dict(B=b, Mr=R // b, N=C)
+
+
+def _mk_mean(d, dt, dev, g):
+    return dict(x=_randn(g, dev, d["B"], d["Mr"], d["N"]).to(dt))
+
+
+def _kad_mean(t, d):
+    x = t["x"]
+    out = torch.empty(d["B"], d["N"], dtype=torch.float32, device=x.device)
+    return (d["B"], cdiv(d["N"], 64)), [x, out, d["Mr"], d["N"], *x.stride(), *out.stride()], \
+        dict(BLOCK_M=16, BLOCK_N=64), out
+
+
+def _mm_dims(R, C):
+    return dict(M=R, N=C, K=C)
+
+
+def _mk_mm(d, dt, dev, g):
+    return dict(a=_randn(g, dev, d["M"], d["K"], scale=d["K"] ** -0.5).to(dt), b=_randn(g, dev, d["K"], d["N"]).to(dt))
+
+
+def _kad_mm(t, d):
+    a, b = t["a"], t["b"]
+    M, N, K = d["M"], d["N"], d["K"]
+    c = torch.empty(M, N, dtype=a.dtype, device=a.device)
+    grid = lambda META: (cdiv(M, META["BLOCK_M"]) * cdiv(N, META["BLOCK_N"]),)  # noqa: E731 (autotuned)
+    return grid, [a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1)], \
+        dict(ACTIVATION="leaky_relu"), c
+
+
+def _kad_box(t, d):
+    x = t["x"]
+    y = torch.empty_like(x)
     H, W = x.shape
-    y = torch.empty_like(x)
     return (cdiv(H, 16), cdiv(W, 32)), [x, y, H, W, x.stride(0), y.stride(0)], dict(BLOCK_H=16, BLOCK_W=32), y
 
 
-def _eager_rms(t):
-    x, w = t["x"], t["w"]
+def _la_dims(R, C):
+    dim = 64 if C >= 512 else 16
+    return dict(BH=max(1, C // 64), T=R, D=dim, BT=min(64, R))
+
+
+def _mk_la(d, dt, dev, g):
+    shape = (d["BH"], d["T"], d["D"])
+    return dict(q=_randn(g, dev, *shape).to(dt), k=_randn(g, dev, *shape).to(dt), v=_randn(g, dev, *shape).to(dt))
+
+
+def _la_scale(d):
+    return d["D"] ** -0.5
+
+
+def _kad_la(t, d):
+    q, k, v = t["q"], t["k"], t["v"]
+    o = torch.empty_like(v)
+    T, D = d["T"], d["D"]
+    return (cdiv(T, d["BT"]), d["BH"]), [q, k, v, o, _la_scale(d), T, T * D, D, T * D, D], \
+        dict(BT=d["BT"], K=D, V=D), o
+
+
+def _torch_la(d):
+    bt, scale = d["BT"], _la_scale(d)
+
+    def fn(q, k, v):
+        BH, T, D = q.shape
+        qc, kc, vc = (z.reshape(BH, T // bt, bt, D) for z in (q, k, v))
+        s = (qc @ kc.transpose(-1, -2)) * scale
+        s = torch.tril(s)  # causal inside the chunk
+        return (s.to(v.dtype) @ vc).reshape(BH, T, D)
+    return fn
+
+
+def _torch_rms(x, w):
     if hasattr(F, "rms_norm"):
         return F.rms_norm(x, (x.shape[-1],), w, 1e-6)
     x32 = x.float()
     return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype) * w
 
 
-KERNELS = [
-    # name, fn, inputs, outputs, make, launch, eager, floor bytes (M, N, s)
-    ("SwiGLU", swiglu.swiglu_fwd_kernel, ["a_ptr", "b_ptr"], ["c_ptr"], _two, _swiglu,
-     lambda t: F.silu(t["a"]) * t["b"], lambda M, N, s: 5 * M * N * s),  # read a, b, dc; write da, db
-    ("GeGLU", geglu.geglu_fwd_kernel, ["a_ptr", "b_ptr"], ["c_ptr"], _two, _geglu,
-     lambda t: F.gelu(t["a"], approximate="tanh") * t["b"], lambda M, N, s: 5 * M * N * s),
-    ("RMSNorm", rms_norm.rms_norm_fwd_kernel, ["x_ptr", "w_ptr"], ["y_ptr"], _x_w, _rms_norm, _eager_rms,
-     lambda M, N, s: 3 * M * N * s + 2 * N * s),  # read x, dy, w; write dx, dw
-    ("LayerNorm", layer_norm.layer_norm_fwd_kernel, ["X", "W", "B"], ["Y"], _x_w_b, _layer_norm,
-     lambda t: F.layer_norm(t["x"], (t["x"].shape[-1],), t["w"], t["b"], 1e-5),
-     lambda M, N, s: 3 * M * N * s + 3 * N * s),  # read x, dy, w; write dx, dw, db
-    ("softmax", softmax.softmax_kernel, ["input_ptr"], ["output_ptr"], _x, _softmax,
-     lambda t: torch.softmax(t["x"], -1), lambda M, N, s: 3 * M * N * s),  # read x (or y), dy; write dx
-    ("bias-add", bias_add.bias_add_kernel, ["x_ptr", "b_ptr"], ["y_ptr"], _x_b, _bias_add,
-     lambda t: t["x"] + t["b"], lambda M, N, s: 2 * M * N * s + N * s),  # read dy; write dx, db
-    ("box filter 3x3", box_filter.box_filter3x3_kernel, ["src_ptr"], ["dst_ptr"], _x, _box,
-     lambda t: F.avg_pool2d(t["x"][None], 3, 1, 1, count_include_pad=True)[0],
-     lambda M, N, s: 2 * M * N * s),  # read dy; write dx
+BENCHES = [
+    Bench("SwiGLU", _rc, _mk_two, (swiglu.swiglu_fwd_kernel, ["a_ptr", "b_ptr"], ["c_ptr"], _kad_swiglu),
+          lambda d: lambda a, b: F.silu(a) * b, lambda h, t, d: h.swiglu(t["a"], t["b"]),
+          floor=lambda d, s: 5 * d["M"] * d["N"] * s, shape=_shape_rc),  # read a, b, dc; write da, db
+    Bench("GeGLU", _rc, _mk_two, (geglu.geglu_fwd_kernel, ["a_ptr", "b_ptr"], ["c_ptr"], _kad_geglu),
+          lambda d: lambda a, b: F.gelu(a, approximate="tanh") * b, lambda h, t, d: h.geglu(t["a"], t["b"]),
+          floor=lambda d, s: 5 * d["M"] * d["N"] * s, shape=_shape_rc),
+    Bench("RMSNorm", _rc, _mk_x_w, (rms_norm.rms_norm_fwd_kernel, ["x_ptr", "w_ptr"], ["y_ptr"], _kad_rms),
+          lambda d: _torch_rms, lambda h, t, d: h.rms_norm(t["x"], t["w"], 1e-6),
+          floor=lambda d, s: 3 * d["M"] * d["N"] * s + 2 * d["N"] * s, shape=_shape_rc),  # x, dy, w; dx, dw
+    Bench("LayerNorm", _rc, _mk_x_w_b, (layer_norm.layer_norm_fwd_kernel, ["X", "W", "B"], ["Y"], _kad_ln),
+          lambda d: lambda x, w, b: F.layer_norm(x, (x.shape[-1],), w, b, 1e-5),
+          lambda h, t, d: h.layer_norm(t["x"], t["w"], t["b"], 1e-5),
+          floor=lambda d, s: 3 * d["M"] * d["N"] * s + 3 * d["N"] * s, shape=_shape_rc),  # x, dy, w; dx, dw, db
+    Bench("softmax", _rc, _mk_x, (softmax.softmax_kernel, ["input_ptr"], ["output_ptr"], _kad_softmax),
+          lambda d: lambda x: torch.softmax(x, -1), lambda h, t, d: h.softmax(t["x"]),
+          floor=lambda d, s: 3 * d["M"] * d["N"] * s, shape=_shape_rc),  # x or y, dy; dx
+    Bench("log-softmax", _rc, _mk_x, (log_softmax.log_softmax_kernel, ["x_ptr"], ["y_ptr"], _kad_log_softmax),
+          lambda d: lambda x: torch.log_softmax(x, -1), lambda h, t, d: h.log_softmax(t["x"]),
+          floor=lambda d, s: 3 * d["M"] * d["N"] * s, shape=_shape_rc),
+    Bench("cross-entropy", _ce_dims, _mk_ce,
+          (cross_entropy.cross_entropy_fwd_kernel, ["logits_ptr"], ["loss_ptr", "lse_ptr"], _kad_ce),
+          lambda d: lambda x, labels: F.cross_entropy(_f32(x), labels, reduction="none"),
+          lambda h, t, d: h.cross_entropy(t["x"], t["labels"]),
+          floor=lambda d, s: 2 * d["rows"] * d["V"] * s + 16 * d["rows"],  # x, dloss, labels; dx
+          shape=lambda d: f"{d['rows']} x {d['V']}"),
+    Bench("mean (middle dim)", _mean_dims, _mk_mean, (mean_dim.mean_dim1_kernel, ["x_ptr"], ["out_ptr"], _kad_mean),
+          lambda d: lambda x: _f32(x).mean(1), lambda h, t, d: h.mean_dim1(t["x"]),
+          floor=lambda d, s: d["B"] * d["Mr"] * d["N"] * s + 4 * d["B"] * d["N"],  # dout (fp32); dx
+          shape=lambda d: f"{d['B']} x {d['Mr']} x {d['N']}"),
+    Bench("matmul + leaky ReLU", _mm_dims, _mk_mm, (matmul.matmul_kernel, ["a_ptr", "b_ptr"], ["c_ptr"], _kad_mm),
+          lambda d: lambda a, b: F.leaky_relu(a @ b, 0.01), lambda h, t, d: h.matmul_act(t["a"], t["b"]),
+          flops=lambda d: 4 * d["M"] * d["N"] * d["K"],  # dA = G B^T, dB = A^T G
+          shape=lambda d: f"{d['M']} x {d['K']} @ {d['K']} x {d['N']}", dot=True),
+    Bench("box filter 3x3", _rc, _mk_x, (box_filter.box_filter3x3_kernel, ["src_ptr"], ["dst_ptr"], _kad_box),
+          lambda d: lambda x: F.avg_pool2d(x[None], 3, 1, 1, count_include_pad=True)[0],
+          lambda h, t, d: h.box_filter(t["x"]),
+          floor=lambda d, s: 2 * d["M"] * d["N"] * s, shape=_shape_rc),  # dy; dx
+    Bench("linear attention (intra-chunk)", _la_dims, _mk_la,
+          (linear_attention.chunk_linear_attn_intra_kernel, ["q_ptr", "k_ptr", "v_ptr"], ["o_ptr"], _kad_la),
+          _torch_la, lambda h, t, d: h.linear_attn(t["q"], t["k"], t["v"], _la_scale(d), d["BT"]),
+          floor=lambda d, s: 7 * d["BH"] * d["T"] * d["D"] * s,  # q, k, v, do; dq, dk, dv
+          shape=lambda d: f"{d['BH']} x {d['T']} x {d['D']} (chunk {d['BT']})", dot=True),
 ]
 
-DTYPES = [("fp32", torch.float32), ("bf16", torch.bfloat16)]
+F32, BF16 = ("fp32", torch.float32), ("bf16", torch.bfloat16)
+
+
+def configs(device, quick):
+    """[(R, C, (dtype name, dtype), timer kind)]"""
+    if device == "cpu":
+        return [(16, 128, F32, "loop"), (16, 128, BF16, "loop")]
+    big = 1024 if quick else 4096
+    return [(big, big, F32, "bench"), (big, big, BF16, "bench"), (256, 1024, F32, "loop")]
 
 
 # ---------------------------------------------------------------- timing
@@ -189,18 +360,32 @@ class Timer:
     def __init__(self, device, quick):
         self.device, self.quick = device, quick
 
-    def __call__(self, fn):
-        """Median milliseconds of fn()."""
-        if self.device == "cuda":
-            warmup, rep = (5, 20) if self.quick else (25, 100)
-            return triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
-        fn()
-        times = []
-        for _ in range(2 if self.quick else 5):
-            t0 = time.perf_counter()
+    def __call__(self, fn, kind="bench"):
+        """Median milliseconds per call of fn()."""
+        if self.device != "cuda":
             fn()
-            times.append((time.perf_counter() - t0) * 1e3)
-        return statistics.median(times)
+            times = []
+            for _ in range(2 if self.quick else 3):
+                t0 = time.perf_counter()
+                fn()
+                times.append((time.perf_counter() - t0) * 1e3)
+            return statistics.median(times)
+        if kind == "bench":
+            warmup, rep = (5, 20) if self.quick else (20, 80)
+            return triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
+        for _ in range(5):
+            fn()
+        torch.cuda.synchronize()
+        per_call = []
+        for _ in range(5 if self.quick else 15):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(LOOP):
+                fn()
+            end.record()
+            end.synchronize()
+            per_call.append(start.elapsed_time(end) / LOOP)
+        return statistics.median(per_call)
 
 
 def copy_bandwidth(timer, device, nbytes):
@@ -212,129 +397,188 @@ def copy_bandwidth(timer, device, nbytes):
     return 2 * nbytes / (ms * 1e-3)
 
 
-def graphs(launch_y, make, M, N, dt, device, seed):
-    """ROTATE (inputs, y, dy) triples with the forward done, ready for autograd.grad."""
+def dot_rate(timer, d, dt, device):
+    """Flops per second of torch.matmul on [M, K] @ [K, N] (the matmul backward's shapes' size)."""
+    a = torch.randn(d["M"], d["K"], device=device).to(dt)
+    b = torch.randn(d["K"], d["N"], device=device).to(dt)
+    ms = timer(lambda: torch.matmul(a, b))
+    return 2 * d["M"] * d["N"] * d["K"] / (ms * 1e-3)
+
+
+def graphs(forward, make, d, dt, device, seed):
+    """ROTATE (differentiated inputs, y, dy) with the forward done, ready for autograd.grad."""
     out = []
     for i in range(ROTATE):
         g = torch.Generator(device=device).manual_seed(seed + i)
-        t = {n: v.requires_grad_() for n, v in make(M, N, dt, device, g).items()}
-        y = launch_y(t)
+        t = make(d, dt, device, g)
+        for v in t.values():
+            if v.is_floating_point():
+                v.requires_grad_()
+        y = forward(t)
         dy = torch.randn(y.shape, generator=g, device=device).to(y.dtype)
-        out.append((list(t.values()), y, dy))
+        out.append(([v for v in t.values() if v.requires_grad], y, dy, t))
     return out
 
 
-def backward_timer(timer, gs):
+def backward_fn(gs):
     it = [0]
 
     def fn():
-        inputs, y, dy = gs[it[0] % len(gs)]
+        inputs, y, dy, _ = gs[it[0] % len(gs)]
         it[0] += 1
         torch.autograd.grad(y, inputs, dy, retain_graph=True)
-    return timer(fn)
+    return fn
 
 
-def gpu_timer(gs, quick):
-    """Milliseconds of GPU work per backward call: the durations of every kernel (memsets and
-    copies included) the call launches, summed over many calls under torch.profiler and divided
-    by their number.  The host's Python work (autograd, kad's launch path, Triton's launcher) and
-    the gaps it leaves on the GPU are not counted: this isolates the generated kernels from the
-    launch overhead (the speed issue's subject).  None if the profiler gives no kernel times."""
-    from torch.profiler import ProfilerActivity, profile
-    it = [0]
-
-    def fn():
-        inputs, y, dy = gs[it[0] % len(gs)]
-        it[0] += 1
-        torch.autograd.grad(y, inputs, dy, retain_graph=True)
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    n = 10 if quick else 40
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(n):
-            fn()
-        torch.cuda.synchronize()
-    total_us = 0.0
-    for e in prof.key_averages():
-        total_us += getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0.0) or 0.0
-    return total_us / n / 1e3 if total_us > 0 else None
+def rel_err(gs, ref):
+    """max over the inputs of max|g - ref| / max|ref| on the first graph."""
+    inputs, y, dy, _ = gs[0]
+    got = torch.autograd.grad(y, inputs, dy, retain_graph=True)
+    return max(((a.double() - b).abs().max() / b.abs().max().clamp_min(1e-30)).item() for a, b in zip(got, ref))
 
 
-def kad_launcher(k, launch):
+def reference(bench, d, gs):
+    """float64 autograd of the torch function on the first graph's inputs and cotangent."""
+    _, _, dy, t = gs[0]
+    t64 = {k: (v.detach().double().requires_grad_() if v.is_floating_point() else v) for k, v in t.items()}
+    y = bench.torch_fn(d)(**t64)
+    ins = [v for v in t64.values() if v.requires_grad]
+    return torch.autograd.grad(y, ins, dy.double())
+
+
+def tolerance(bench, dt):
+    if dt == torch.bfloat16:
+        return 5e-2
+    return 2e-2 if bench.dot else 1e-3
+
+
+def kad_forward(k, bench, d):
     def run(t):
-        grid, args, kwargs, y = launch(t)
+        grid, args, kwargs, y = bench.kad[3](t, d)
         k[grid](*args, **kwargs)
         return y
     return run
 
 
-def max_rel_diff(gs_a, gs_b):
-    """max over inputs of max|ga - gb| / max|gb| on the first graph of each (same inputs)."""
-    (ia, ya, dya), (ib, yb, dyb) = gs_a[0], gs_b[0]
-    ga = torch.autograd.grad(ya, ia, dya, retain_graph=True)
-    gb = torch.autograd.grad(yb, ib, dyb, retain_graph=True)
-    return max(((a.double() - b.double()).abs().max() / b.double().abs().max().clamp_min(1e-30)).item()
-               for a, b in zip(ga, gb))
+def check_hand(device):
+    """Every hand-written backward against float64 torch autograd on small shapes, fp32 and bf16,
+    before anything is timed: a benchmark against a wrong peer is worthless."""
+    h = _hand()
+    for b in BENCHES:
+        for dname, dt in (F32, BF16):
+            d = b.dims(128, 512) if b.name != "cross-entropy" else dict(rows=4, V=VOCAB)
+            gs = graphs(lambda t: b.hand(h, t, d), b.make, d, dt, device, 123)
+            err = rel_err(gs, reference(b, d, gs))
+            tol = tolerance(b, dt)
+            assert err <= tol, f"hand-written {b.name} {dname}: max rel error {err:.2e} > {tol:g}"
+            print(f"check hand {b.name:32} {dname}: max rel error {err:.1e} (tolerance {tol:g})",
+                  file=sys.stderr, flush=True)
 
 
 def run(args):
     device = args.device
     if device == "cuda" and not torch.cuda.is_available():
         sys.exit("bench/gpu.py: CUDA is not available (use --device cpu for a smoke run)")
-    if device == "cuda":
-        M = N = 1024 if args.quick else 4096
-        copy_bytes = (256 << 20) if args.quick else COPY_BYTES
-    else:
-        (M, N), copy_bytes = ((8, 128) if args.quick else (64, 512)), 64 << 20
+    t_start = time.perf_counter()
+
+    def log(msg):
+        print(f"[{time.perf_counter() - t_start:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+    benches = BENCHES
+    if args.only:
+        want = {w.strip().lower() for w in args.only.split(",") if w.strip()}
+        benches = [b for b in BENCHES if b.name.lower() in want or b.name.lower().split()[0] in want]
+        if not benches:
+            sys.exit(f"bench/gpu.py: --only {args.only}: no benchmark of that name "
+                     f"({', '.join(b.name for b in BENCHES)})")
     timer = Timer(device, args.quick)
-    bw = copy_bandwidth(timer, device, copy_bytes)
-    rows = []
-    for name, fn, inputs, outputs, make, launch, eager, floor in KERNELS:
-        k_det = kad.differentiable(inputs=inputs, outputs=outputs)(fn)
-        k_atom = kad.differentiable(inputs=inputs, outputs=outputs, deterministic=False)(fn)
-        for dname, dt in DTYPES:
+    if device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+        check_hand(device)
+        log("hand-written backwards checked")
+    bw = copy_bandwidth(timer, device, (256 << 20) if args.quick or device == "cpu" else COPY_BYTES)
+    log(f"copy bandwidth {bw / 1e9:.0f} GB/s")
+    rows, notes = [], []
+    for b in benches:
+        kad_k = kad.differentiable(inputs=b.kad[1], outputs=b.kad[2])(b.kad[0])
+        for R, C, (dname, dt), kind in configs(device, args.quick):
+            d = b.dims(R, C)
             s = torch.empty((), dtype=dt).element_size()
-            nbytes = floor(M, N, s)
-            floor_ms = nbytes / bw * 1e3
-            g_det = graphs(kad_launcher(k_det, launch), make, M, N, dt, device, 0)
-            g_atom = graphs(kad_launcher(k_atom, launch), make, M, N, dt, device, 0)
-            g_eager = graphs(eager, make, M, N, dt, device, 0)
-            err = max_rel_diff(g_det, g_eager)
-            t = {}
-            for label, gs in (("kad", g_det), ("atomics", g_atom), ("eager", g_eager)):
-                t[label] = backward_timer(timer, gs)
-                t[label + "_gpu"] = gpu_timer(gs, args.quick) if device == "cuda" else None
-            del g_det, g_atom, g_eager
-            rows.append(dict(kernel=name, dtype=dname, bytes=nbytes, floor=floor_ms, err=err, **t))
-            print(f"{name:9} {dname}: kad {t['kad']:.4f} ms, atomics {t['atomics']:.4f} ms, "
-                  f"eager {t['eager']:.4f} ms, floor {floor_ms:.4f} ms", file=sys.stderr, flush=True)
-    return dict(M=M, N=N, bw=bw, copy_bytes=copy_bytes, rows=rows, device=device)
+            if b.flops is not None:
+                rate = dot_rate(timer, d, dt, device)
+                floor_ms = b.flops(d) / rate * 1e3
+                floor_txt = f"{b.flops(d) / 1e9:.3g} GFLOP at {rate / 1e12:.3g} TFLOP/s"
+            else:
+                nbytes = b.floor(d, s)
+                floor_ms = nbytes / bw * 1e3
+                floor_txt = f"{nbytes / 2**20:.1f} MiB" if nbytes >= 2**20 else f"{nbytes / 2**10:.1f} KiB"
+            row = dict(kernel=b.name, dtype=dname, shape=b.shape(d), floor=floor_ms, floor_txt=floor_txt,
+                       timer=kind, t={}, err={})
+            fwd = {"kad": kad_forward(kad_k, b, d), "eager": lambda t, d=d: b.torch_fn(d)(**t)}
+            if device == "cuda":
+                comp = torch.compile(b.torch_fn(d), dynamic=False)  # compiles on the first (warm-up) call
+                fwd["compile"] = lambda t, comp=comp: comp(**t)
+                fwd["hand"] = lambda t, d=d: b.hand(_hand(), t, d)
+            ref = None
+            for peer in PEERS:
+                if peer not in fwd:
+                    row["t"][peer] = None
+                    continue
+                try:
+                    gs = graphs(fwd[peer], b.make, d, dt, device, 0)
+                    if ref is None:
+                        ref = reference(b, d, gs)
+                    row["err"][peer] = rel_err(gs, ref)
+                    if peer == "hand" and row["err"][peer] > tolerance(b, dt):
+                        raise SystemExit(f"bench/gpu.py: hand-written {b.name} {dname} {row['shape']}: max rel "
+                                         f"error {row['err'][peer]:.2e} > {tolerance(b, dt):g}")
+                    row["t"][peer] = timer(backward_fn(gs), kind)
+                    del gs
+                except SystemExit:
+                    raise
+                except Exception as e:  # a peer that cannot be built: "—" and a note
+                    row["t"][peer] = None
+                    msg = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+                    notes.append(f"{b.name} {dname} {row['shape']}, {peer}: {type(e).__name__}: {msg}")
+                    log(f"{b.name} {dname}: {peer} failed: {type(e).__name__}: {msg}")
+            rows.append(row)
+            t = row["t"]
+            log(f"{b.name} {dname} {row['shape']}: " + ", ".join(
+                f"{p} {t[p] * 1e3:.1f} µs" if t[p] is not None else f"{p} {DASH}" for p in PEERS) +
+                f"; floor {floor_ms * 1e3:.1f} µs")
+    log("done")
+    return dict(bw=bw, rows=rows, notes=notes, device=device, quick=args.quick)
 
 
 def table(res):
-    out = [f"Copy bandwidth: {res['bw'] / 1e9:.0f} GB/s (device-to-device copy of {res['copy_bytes'] >> 20} MiB, "
-           f"read + write). Shape {res['M']} x {res['N']}; times are medians in microseconds, "
-           f"(x floor) = time / (bytes / bandwidth).",
+    out = [f"Copy bandwidth: {res['bw'] / 1e9:.0f} GB/s (device-to-device copy, read + write). Times are medians "
+           "in microseconds of the backward as autograd runs it, (x floor) = time / floor; the floor is bytes / "
+           "copy bandwidth, or for matmul 4MNK / the same run's torch.matmul rate. Timer: \"bench\" = "
+           "triton.testing.do_bench (L2 cleared before each call), \"loop\" = CUDA events around "
+           f"{LOOP} back-to-back calls. Best peer = fastest of eager, compile and hand.",
            "",
-           "| kernel | dtype | floor bytes | floor µs | kad (deterministic) µs | kad atomics µs | eager µs | "
-           "kad / atomics | kad / eager | GPU only: kad µs | GPU only: atomics µs | GPU only: eager µs | "
-           "GPU only: kad / atomics | max rel diff kad vs eager |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+           "| kernel | dtype | shape | timer | floor | floor µs | kad µs | eager µs | torch.compile µs | hand Triton µs "
+           "| best peer | kad / best | max rel err vs fp64 (kad, eager, compile, hand) |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in res["rows"]:
-        f = r["floor"]
+        f, t = r["floor"], r["t"]
 
         def cell(ms):
-            return f"{ms * 1e3:.1f} ({ms / f:.2f}x)"
-        size = f"{r['bytes'] / 2**20:.1f} MiB" if r["bytes"] >= 2**20 else f"{r['bytes']} B"
-        def gcell(ms):
-            return "n/a" if ms is None else cell(ms)
-        ka, aa = r.get("kad_gpu"), r.get("atomics_gpu")
-        ratio = f"{ka / aa:.2f}" if ka and aa else "n/a"
-        out.append(f"| {r['kernel']} | {r['dtype']} | {size} | {f * 1e3:.1f} | {cell(r['kad'])} | "
-                   f"{cell(r['atomics'])} | {cell(r['eager'])} | {r['kad'] / r['atomics']:.2f} | "
-                   f"{r['kad'] / r['eager']:.2f} | {gcell(ka)} | {gcell(aa)} | {gcell(r.get('eager_gpu'))} | "
-                   f"{ratio} | {r['err']:.1e} |")
+            return DASH if ms is None else f"{ms * 1e3:.1f} ({ms / f:.2f}x)"
+        peers = [(p, t[p]) for p in ("eager", "compile", "hand") if t.get(p) is not None]
+        best = min(peers, key=lambda x: x[1]) if peers else None
+        ratio = f"{t['kad'] / best[1]:.2f}" if best and t.get("kad") is not None else DASH
+        errs = ", ".join(f"{r['err'][p]:.0e}" if p in r["err"] else DASH for p in PEERS)
+        out.append(f"| {r['kernel']} | {r['dtype']} | {r['shape']} | {r['timer']} | {r['floor_txt']} | "
+                   f"{f * 1e3:.1f} | {cell(t.get('kad'))} | {cell(t.get('eager'))} | {cell(t.get('compile'))} | "
+                   f"{cell(t.get('hand'))} | {best[0] if best else DASH} | {ratio} | {errs} |")
+    if res["notes"]:
+        out += ["", "Peers that could not be built or run (\"—\"):", ""]
+        out += [f"- {n}" for n in res["notes"]]
+    if res["device"] != "cuda":
+        out += ["", "On the CPU only kad (its C interpreter) and eager run: torch.compile and the hand-written "
+                "Triton kernels need a GPU."]
     return "\n".join(out)
 
 
@@ -371,14 +615,15 @@ def write_doc(text, path=DOC):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="smaller shapes and shorter timing runs")
+    p.add_argument("--quick", action="store_true", help="1024 x 1024 instead of 4096 x 4096, shorter timing runs")
+    p.add_argument("--only", default="", help="comma-separated benchmark names (e.g. swiglu,rmsnorm)")
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     p.add_argument("--write-doc", action="store_true", help="replace the gpu.py section of docs/BENCHMARKS.md")
     p.add_argument("--doc", default=DOC, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     res = run(args)
-    shown = (["--quick"] if args.quick else []) + (["--device", args.device] if args.device != "cuda" else []) + \
-        (["--write-doc"] if args.write_doc else [])
+    shown = (["--quick"] if args.quick else []) + (["--only", args.only] if args.only else []) + \
+        (["--device", args.device] if args.device != "cuda" else []) + (["--write-doc"] if args.write_doc else [])
     text = section(res, shown)
     print(text)
     if args.write_doc:
