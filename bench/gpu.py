@@ -46,6 +46,7 @@ replaces the section of docs/BENCHMARKS.md between `<!-- gpu.py begin -->` and `
 """
 import argparse
 import datetime
+import json
 import math
 import os
 import statistics
@@ -447,9 +448,13 @@ def reference(bench, d, gs):
 
 
 def tolerance(bench, dt):
-    if dt == torch.bfloat16:
-        return 5e-2
-    return 2e-2 if bench.dot else 1e-3
+    # Dots: the fp64 reference recomputes c = a @ b exactly, while every peer computes it in TF32 (fp32)
+    # or bf16, so leaky_relu'(c) flips at the elements of c near 0; each flip moves dA by 0.99 * dc * b,
+    # measured up to 6e-2 of max|dA| at 128 x 512 on an H100.  The hand-written matmul is checked exactly
+    # on Triton's CPU interpreter (tests/python/test_bench_hand.py: fp32 without TF32, 1e-5).
+    if bench.dot:
+        return 1.5e-1
+    return 5e-2 if dt == torch.bfloat16 else 1e-3
 
 
 def kad_forward(k, bench, d):
@@ -556,7 +561,8 @@ def table(res):
            "in microseconds of the backward as autograd runs it, (x floor) = time / floor; the floor is bytes / "
            "copy bandwidth, or for matmul 4MNK / the same run's torch.matmul rate. Timer: \"bench\" = "
            "triton.testing.do_bench (L2 cleared before each call), \"loop\" = CUDA events around "
-           f"{LOOP} back-to-back calls. Best peer = fastest of eager, compile and hand.",
+           f"{LOOP} back-to-back calls. Best peer = fastest of eager, compile and hand." +
+           (" " + res["merged"] if res.get("merged") else ""),
            "",
            "| kernel | dtype | shape | timer | floor | floor µs | kad µs | eager µs | torch.compile µs | hand Triton µs "
            "| best peer | kad / best | max rel err vs fp64 (kad, eager, compile, hand) |",
@@ -620,9 +626,29 @@ def main(argv=None):
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     p.add_argument("--write-doc", action="store_true", help="replace the gpu.py section of docs/BENCHMARKS.md")
     p.add_argument("--doc", default=DOC, help=argparse.SUPPRESS)
+    p.add_argument("--save", default="", help="also write the results as JSON to this file")
+    p.add_argument("--merge", nargs="+", default=[], metavar="JSON",
+                   help="do not measure: one table from the results of earlier --save runs (e.g. split by --only "
+                        "to fit a time limit), in the order given")
     args = p.parse_args(argv)
-    res = run(args)
+    if args.merge:
+        parts = []
+        for path in args.merge:
+            with open(path, encoding="utf-8") as f:
+                parts.append(json.load(f))
+        res = dict(parts[0], rows=[r for q in parts for r in q["rows"]], notes=[n for q in parts for n in q["notes"]])
+        if len(parts) > 1:
+            res["merged"] = (
+                f"Merged from {len(parts)} runs on one machine, one after the other; each row's floor uses its own "
+                f"run's copy bandwidth: " + ", ".join(f"{q['bw'] / 1e9:.0f} GB/s" for q in parts) + ".")
+        args.only = ""
+    else:
+        res = run(args)
+        if args.save:
+            with open(args.save, "w", encoding="utf-8") as f:
+                json.dump(res, f)
     shown = (["--quick"] if args.quick else []) + (["--only", args.only] if args.only else []) + \
+        (["--merge", "..."] if args.merge else []) + \
         (["--device", args.device] if args.device != "cuda" else []) + (["--write-doc"] if args.write_doc else [])
     text = section(res, shown)
     print(text)
