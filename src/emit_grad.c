@@ -569,9 +569,10 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
                pl->sdt == DT_F64 ? "float64" : "float32");
     for (int i = 0; i < pl->n; i++)
         buf_printf(out, "        args[%d].zero_()  # elements no tile writes stay 0\n", at0 + pl->op[i].slot - nfwd);
-    buf_printf(out, "        %s[_tg](%s%s_dacc, _U, _V, **options)\n", pl->first->name, call, *call ? ", " : "");
+    buf_printf(out, "        _kad_fit(%s, _tg, (%s%s_dacc, _U, _V), options)\n", pl->first->name, call,
+               *call ? ", " : "");
     for (int i = 0; i < pl->n; i++)
-        buf_printf(out, "        %s[(%s, _T)](%s%s_dacc, _U, _V, **options)\n", pl->op[i].k->name,
+        buf_printf(out, "        _kad_fit(%s, (%s, _T), (%s%s_dacc, _U, _V), options)\n", pl->op[i].k->name,
                    pl->op[i].own ? "_V" : "_U", call, *call ? ", " : "");
     buf_puts(out, "        return\n");
 }
@@ -580,7 +581,21 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
 static void print_gemm_helper(Buf *out, Arena *a, const Func *bwd)
 {
     const GemmPlan *pl = bwd->gemm;
-    buf_puts(out, "\n\n_kad_gemm_plans = {}\n\n\n"
+    buf_puts(out, "\n\n_kad_gemm_plans = {}\n"
+                  "_kad_fit_stages = {}  # kernel -> num_stages that fits in shared memory\n\n\n"
+                  "def _kad_fit(k, g, a, o):\n"
+                  "    \"\"\"Launches k on grid g.  The GEMM kernels keep the forward's tiles (the dacc tile in\n"
+                  "    fp32), which may not fit in shared memory at the forward's num_stages: then with fewer.\"\"\"\n"
+                  "    s = _kad_fit_stages.get(k)\n"
+                  "    if s is not None:\n"
+                  "        o = dict(o, num_stages=s)\n"
+                  "    try:\n"
+                  "        k[g](*a, **o)\n"
+                  "    except triton.runtime.errors.OutOfResources:\n"
+                  "        if o.get(\"num_stages\", 3) <= 1:\n"
+                  "            raise\n"
+                  "        _kad_fit_stages[k] = 1\n"
+                  "        k[g](*a, **dict(o, num_stages=1))\n\n\n"
                   "def _kad_tdiv(x, y):  # the kernel's // on integers truncates\n"
                   "    q = abs(x) // abs(y)\n"
                   "    return q if (x < 0) == (y < 0) else -q\n\n\n"
