@@ -287,7 +287,7 @@ static int cmd_ir(int argc, char **argv, int mode)
             flags |= KAD_UNROLL_CONST_LOOPS;
         else if (!strcmp(argv[i], "--no-simplify"))
             flags |= KAD_NO_SIMPLIFY;
-        else if (!strcmp(argv[i], "--include") && i + 1 < argc) {
+        else if ((!strcmp(argv[i], "--include") || !strcmp(argv[i], "--rules")) && i + 1 < argc) {
             if (add_file(c, argv[++i]) != 0)
                 return fail(c);
         } else if (argv[i][0] != '-' && !target)
@@ -460,7 +460,7 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
             x->gflags |= KAD_GRAD_ATOMICS;
         else if (!check && !strcmp(a, "-o") && has)
             x->outfile = argv[++i];
-        else if (!strcmp(a, "--include") && has) {
+        else if ((!strcmp(a, "--include") || !strcmp(a, "--rules")) && has) {
             if (add_file(c, argv[++i]) != 0)
                 return 1;
         } else if (check && !strcmp(a, "--grid") && has) {
