@@ -61,6 +61,8 @@ static const char usage[] =
     "            --shape P=64x128... --arg N=VALUE... [--range P=LO:HI]... [--seed N]\n"
     "            [--dirs K] [--elem-limit N] [--rtol X]      (or FILE.ir instead of FILE.py:KERNEL)\n"
     "      check the backward against float64 finite differences; exit status 1 on FAIL\n"
+    "  --rules FILE.py (ir, emit, audit, grad, check; repeatable): a file of custom derivatives\n"
+    "      (@kad.vjp_of(helper), kad.nondiff(helper)) for the kernel's helpers (docs/AD.md)\n"
     "  -I DIR: a package root where the kernel's imports are looked up (repeatable;\n"
     "      the kernel file's own package root comes first)\n"
     "  kad ast FILE.py\n"

@@ -693,12 +693,12 @@ static void resolve_rules(Sema *S)
                                sema_describe(S, h));
                     continue;
                 }
-                if (fn->nparams != h.fn->nparams + 1) {
+                int want = jvp ? 2 * h.fn->nparams : h.fn->nparams + 1;
+                if (fn->nparams != want) {
                     diag_error(S->d, fn->loc,
-                               "%s rule '%s' for '%s' must take %d parameters (the %d of '%s', then the %s of its "
-                               "result), it takes %d",
-                               jvp ? "jvp" : "vjp", fn->name, h.fn->name, h.fn->nparams + 1, h.fn->nparams,
-                               h.fn->name, jvp ? "tangent" : "adjoint", fn->nparams);
+                               "%s rule '%s' for '%s' must take %d parameters (the %d of '%s', then %s), it takes %d",
+                               jvp ? "jvp" : "vjp", fn->name, h.fn->name, want, h.fn->nparams, h.fn->name,
+                               jvp ? "one tangent per parameter" : "the adjoint of its result", fn->nparams);
                     continue;
                 }
                 vec_push(S->a, S->rules, ((SemaRule){h.fn, fn, m, jvp ? RULE_JVP : RULE_VJP}));
