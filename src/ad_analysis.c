@@ -382,6 +382,10 @@ static void backward_inst(Ad *ad, const Inst *in)
             backward_block(ad, in->regions[r]);
         }
         return;
+    case OP_CUSTOM_VJP: /* its rule gives the arguments' adjoints; the helper's own result gets none */
+        for (int i = 1; i < in->nargs && ad->useful[in->res[0]]; i++)
+            set_flag(ad, ad->useful, in->args[i], true);
+        return;
     default:
         break;
     }

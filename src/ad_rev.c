@@ -491,6 +491,10 @@ static void clone_block(Ad *ad, const Block *fb, Block *bb, unsigned mode, const
         case OP_WHILE:
             clone_region_op(ad, bb, in);
             continue;
+        case OP_CUSTOM_VJP:
+        case OP_STOP_GRADIENT: /* identities: the primal is operand 0's */
+            ad->pm[in->res[0]] = P0(ad, in->args[0]);
+            continue;
         case OP_YIELD: {
             if (!(mode & CL_YIELD))
                 continue;
@@ -1522,6 +1526,30 @@ static void site_inputs(Ad *ad)
     }
 }
 
+/* A helper call with a custom rule (OP_CUSTOM_VJP): the rule's body is
+ * recomputed here with its parameters bound to the arguments' primals and
+ * the result's adjoint, and what it yields is added to the float
+ * arguments' adjoints.  The helper's own body gets no adjoint (ad_analysis:
+ * the result's operand 0 is not useful). */
+static void adj_custom(Ad *ad, Block *bb, const Inst *in)
+{
+    ValId y = in->res[0], d = ad->adj[y];
+    if (!d || !ad_active(ad, y))
+        return;
+    const Block *rb = ad->fw->rules.v[in->ival];
+    for (int i = 1; i < in->nargs; i++)
+        ad->pm[rb->params[i - 1]] = P0(ad, in->args[i]);
+    ad->pm[rb->params[in->nargs - 1]] = d;
+    clone_block(ad, rb, bb, 0, NULL);
+    const Inst *yi = ad_block_term(rb);
+    Em e = {ad, bb, in->loc};
+    for (int i = 1, k = 0; i < in->nargs; i++)
+        if (dtype_is_float((Dtype)fty(ad, in->args[i]).dt)) {
+            ValId c = P0(ad, yi->args[k++]);
+            accum(&e, in->args[i], c);
+        }
+}
+
 static void adj_block(Ad *ad, const Block *fb, Block *bb)
 {
     PendingVec pending = {0};
@@ -1544,6 +1572,9 @@ static void adj_block(Ad *ad, const Block *fb, Block *bb)
             break;
         case OP_IF:
             adj_if(ad, bb, in);
+            break;
+        case OP_CUSTOM_VJP:
+            adj_custom(ad, bb, in);
             break;
         default:
             if (op_differentiable(in->op) && in->nres == 1) {

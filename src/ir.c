@@ -282,6 +282,8 @@ static void namer_init(Namer *nm, Arena *a, const Func *f)
         namer_define(nm, f, f->params[i]);
     if (f->body)
         namer_block(nm, f, f->body);
+    for (int i = 0; i < f->rules.n; i++)
+        namer_block(nm, f, f->rules.v[i]);
 }
 
 const char **ir_names(Arena *a, const Func *f)
@@ -404,6 +406,8 @@ static void put_attrs(Printer *p, const Inst *in)
     } else if (op == OP_DOT) {
         if (in->ival != DP_DEFAULT)
             buf_printf(b, " {precision = %s}", ir_dot_prec_name((int)in->ival));
+    } else if (op == OP_CUSTOM_VJP) {
+        buf_printf(b, " {rule = %lld}", (long long)in->ival);
     } else if (op == OP_ASSERT) {
         buf_puts(b, " {msg = ");
         put_string(b, in->sattr ? in->sattr : "");
@@ -665,6 +669,20 @@ void ir_print(Buf *b, const Func *f)
     if (f->body)
         print_block(&p, f->body, 1);
     buf_puts(b, "}\n");
+    for (int r = 0; r < f->rules.n; r++) { /* rule N(%a: T, ..., %dy: T) { ... yield ... } */
+        const Block *rb = f->rules.v[r];
+        buf_printf(b, "rule %d(", r);
+        for (int i = 0; i < rb->nparams; i++) {
+            if (i)
+                buf_puts(b, ", ");
+            put_val(&p, rb->params[i]);
+            buf_puts(b, ": ");
+            put_type_of(&p, rb->params[i]);
+        }
+        buf_puts(b, ") {\n");
+        print_block(&p, rb, 1);
+        buf_puts(b, "}\n");
+    }
 }
 
 Inst *ir_block_detach(Block *b, int *n)

@@ -558,6 +558,10 @@ static void apply_attrs(P *p, Inst *in, const Attr *as, int n, Loc oploc)
             if (a->kind == A_ID && k == 4)
                 perr(p, a->loc, "unknown dot precision '%s' (expected default, tf32, tf32x3 or ieee)", a->s);
             in->ival = k;
+        } else if (op == OP_CUSTOM_VJP && !strcmp(a->key, "rule")) {
+            want = A_INT;
+            in->ival = a->ival;
+            seen_axis = true;
         } else if (op == OP_ASSERT && !strcmp(a->key, "msg")) {
             want = A_STR;
             in->sattr = a->s;
@@ -570,6 +574,8 @@ static void apply_attrs(P *p, Inst *in, const Attr *as, int n, Loc oploc)
             perr(p, a->loc, "attribute '%s' of '%s' takes %s", a->key, name, what[want]);
         }
     }
+    if (op == OP_CUSTOM_VJP && !seen_axis)
+        perr(p, oploc, "'custom_vjp' needs the attribute {rule = N}");
     if (has_axis && !seen_axis)
         perr(p, oploc, "'%s' needs the attribute {axis = N}", name);
     if (has_list && !seen_list)
@@ -1201,6 +1207,30 @@ static void parse_func(P *p)
                                 "(before a fold plan's)");
     parse_region_body(p, p->f->body, 0);
     skip_nls(p);
+    /* rule := 'rule' INT '(' %p ':' type (',' %p ':' type)* ')' region  (custom_vjp's rules, in order) */
+    while (at_id(p, "rule")) {
+        next(p);
+        Tok nt = p->tok;
+        if (!at(p, P_INT) || nt.ival != p->f->rules.n)
+            perr(p, nt.loc, "expected rule number %d, found %s", p->f->rules.n, tok_desc(p, &nt));
+        next(p);
+        Block *rb = ir_block_new(p->f);
+        vec_push(p->a, p->f->rules, rb);
+        int mark = scope_open(p);
+        expect(p, P_LPAREN, "'(' after the rule's number");
+        if (!at(p, P_RPAREN)) {
+            do {
+                Tok t = expect(p, P_VAL, "a parameter name (%name)");
+                expect(p, P_COLON, "':' and a type after the parameter name");
+                Type ty = parse_type(p);
+                define(p, &t, ty, rb);
+            } while (accept(p, P_COMMA));
+        }
+        expect(p, P_RPAREN, "')' after the rule's parameters");
+        parse_region_body(p, rb, 0);
+        scope_close(p, mark);
+        skip_nls(p);
+    }
     if (!at(p, P_EOF))
         perr(p, p->tok.loc, "expected the end of the input after the kernel, found %s", tok_desc(p, &p->tok));
 }

@@ -364,6 +364,7 @@ typedef struct Decorator {
     const char *name; /* dotted name as written: "triton.jit", "jit", "triton.autotune" */
     bool called;      /* written with arguments: @triton.jit(...) (arguments are skipped) */
     Loc loc;
+    Expr *arg;        /* @kad.vjp_of(EXPR) / @kad.jvp_of(EXPR): the helper named (custom rules) */
 } Decorator;
 
 typedef struct FuncDef {
@@ -407,6 +408,7 @@ typedef struct Module {
     Vec(Import) imports;
     Vec(Global) globals;
     Vec(Global) host;      /* values the host set (kad_set_global): they win over the source */
+    Vec(Expr *) nondiff;   /* module-level `kad.nondiff(EXPR)` calls (custom rules) */
 } Module;
 
 /* Parses a whole file.  Module-level statements that are not imports,
@@ -553,6 +555,9 @@ typedef struct Func {
                                    * by its launcher and interp_run, not by the caller */
     const struct GemmPlan *gemm;  /* a backward whose matmul operand gradients also have their own
                                    * GEMM kernels (ad_gemm.c), run when the launch allows; else NULL */
+    Vec(Block *) rules; /* custom adjoint rules (OP_CUSTOM_VJP's ival indexes them): params =
+                         * the helper's value arguments, then the result's adjoint; the region
+                         * yields one adjoint per float argument.  Values live in vals. */
 } Func;
 
 /* The runtime arguments a caller passes to f: a folded backward's hidden
@@ -815,6 +820,18 @@ typedef struct Frame {
     SVal ret;
 } Frame;
 
+/* A custom rule for a helper (docs/AD.md "Custom derivatives"): from a
+ * `@kad.vjp_of(helper)` / `@kad.jvp_of(helper)` decorator, a
+ * `kad.nondiff(helper)` call of any added module, or the helper's name
+ * (kad_stop_gradient). */
+enum { RULE_VJP, RULE_JVP, RULE_NONDIFF };
+typedef struct SemaRule {
+    const FuncDef *helper;
+    const FuncDef *rule; /* RULE_VJP/RULE_JVP: the rule function, of module rmod */
+    const Module *rmod;
+    int kind;
+} SemaRule;
+
 typedef struct Sema {
     Arena *a;
     Diags *d;
@@ -828,6 +845,7 @@ typedef struct Sema {
     bool recursed;       /* the depth limit was hit: only the outermost call gets a note */
     int resolving;       /* depth of names resolved through other modules (import cycles) */
     Block *scratch;      /* for module-level evaluation: IR emitted here is dropped */
+    Vec(SemaRule) rules; /* custom rules of the added modules, resolved by sema_kernel */
 } Sema;
 
 /* The value of an import's qualified name q (absolute, or relative to

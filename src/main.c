@@ -61,6 +61,8 @@ static const char usage[] =
     "            --shape P=64x128... --arg N=VALUE... [--range P=LO:HI]... [--seed N]\n"
     "            [--dirs K] [--elem-limit N] [--rtol X]      (or FILE.ir instead of FILE.py:KERNEL)\n"
     "      check the backward against float64 finite differences; exit status 1 on FAIL\n"
+    "  --rules FILE.py (ir, emit, audit, grad, check; repeatable): a file of custom derivatives\n"
+    "      (@kad.vjp_of(helper), kad.nondiff(helper)) for the kernel's helpers (docs/AD.md)\n"
     "  -I DIR: a package root where the kernel's imports are looked up (repeatable;\n"
     "      the kernel file's own package root comes first)\n"
     "  kad ast FILE.py\n"
@@ -287,7 +289,7 @@ static int cmd_ir(int argc, char **argv, int mode)
             flags |= KAD_UNROLL_CONST_LOOPS;
         else if (!strcmp(argv[i], "--no-simplify"))
             flags |= KAD_NO_SIMPLIFY;
-        else if (!strcmp(argv[i], "--include") && i + 1 < argc) {
+        else if ((!strcmp(argv[i], "--include") || !strcmp(argv[i], "--rules")) && i + 1 < argc) {
             if (add_file(c, argv[++i]) != 0)
                 return fail(c);
         } else if (argv[i][0] != '-' && !target)
@@ -460,7 +462,7 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
             x->gflags |= KAD_GRAD_ATOMICS;
         else if (!check && !strcmp(a, "-o") && has)
             x->outfile = argv[++i];
-        else if (!strcmp(a, "--include") && has) {
+        else if ((!strcmp(a, "--include") || !strcmp(a, "--rules")) && has) {
             if (add_file(c, argv[++i]) != 0)
                 return 1;
         } else if (check && !strcmp(a, "--grid") && has) {

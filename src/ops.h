@@ -90,6 +90,10 @@
   /* hints: identity on values, kept for the Triton emitter */ \
   X(OP_MULTIPLE_OF,    "multiple_of",    1,  1,  0,  1,  1, 'Z') /* ints = the multiples per axis (nints = rank, or 1) */ \
   X(OP_MAX_CONTIGUOUS, "max_contiguous", 1,  1,  0,  1,  1, 'Z') /* ints as above */ \
+  /* custom derivatives (docs/AD.md "Custom derivatives"): identity on operand 0 */ \
+  X(OP_CUSTOM_VJP,     "custom_vjp",    -1,  1,  0,  1,  0, 'D') /* y, args...: y (a helper's result) with \
+     Func.rules[ival] as the adjoint rule: its params are args... then dy, it yields the float args' adjoints */ \
+  X(OP_STOP_GRADIENT,  "stop_gradient",  1,  1,  0,  1,  1, 'Z') /* x: x, with no gradient (kad.nondiff) */ \
   /* shape ops */ \
   X(OP_BROADCAST,      "broadcast",      1,  1,  0,  1,  0, 'D') /* to the result shape; rank-0 or same-rank size-1 axes */ \
   X(OP_EXPAND_DIMS,    "expand_dims",    1,  1,  0,  1,  0, 'D') /* ival = axis (normalized, 0..rank) */ \

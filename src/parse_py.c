@@ -1859,6 +1859,24 @@ static void parse_jit_def_lazy(Parser *P, Decorator *decos, int ndecos)
     add_func(P, fn);
 }
 
+/* Whether dotted name s is w or ends in ".w". */
+static bool last_is(const char *s, const char *w)
+{
+    size_t n = strlen(s), m = strlen(w);
+    return n >= m && !strcmp(s + n - m, w) && (n == m || s[n - m - 1] == '.');
+}
+
+/* The dotted name an expression spells (a.b.c), or NULL. */
+static const char *expr_dotted(Parser *P, const Expr *e)
+{
+    if (e->kind == EX_NAME)
+        return e->name;
+    if (e->kind != EX_ATTR)
+        return NULL;
+    const char *l = expr_dotted(P, e->attr.value);
+    return l ? arena_printf(P->a, "%s.%s", l, e->attr.name) : NULL;
+}
+
 /* decorated: ('@' dotted_name ['(' ... ')'] NEWLINE)+ (funcdef | classdef)
  * A def whose decorators include triton.jit is parsed as a kernel; any
  * other decorated definition is host code and skipped. */
@@ -1868,12 +1886,24 @@ static void parse_decorated(Parser *P, bool conditional)
     bool jit = false;
     while (at(P, TK_AT)) {
         Token *at_tok = advance(P);
-        Decorator dc = {NULL, false, at_tok->loc};
+        Decorator dc = {NULL, false, at_tok->loc, NULL};
         char *name = parse_dotted(P);
         if (name && (at(P, TK_NEWLINE) || at(P, TK_LPAREN))) {
             dc.name = name;
             dc.called = at(P, TK_LPAREN);
             jit |= is_jit_name(resolve_dotted(P, name));
+            if (dc.called && (last_is(name, "vjp_of") || last_is(name, "jvp_of"))) {
+                /* a custom rule: keep its one argument, the helper (parsed quietly) */
+                int save = P->i;
+                P->quiet = true;
+                P->qfail = false;
+                advance(P);
+                Expr *x = parse_test(P);
+                bool ok = x && !P->qfail && !P->failed && at(P, TK_RPAREN);
+                P->quiet = P->qfail = P->failed = false;
+                dc.arg = ok ? x : NULL;
+                P->i = save;
+            }
         } else {
             dc.name = "<expression>"; /* Python 3.9 allows any expression here */
         }
@@ -1956,6 +1986,11 @@ static void parse_module_assign(Parser *P)
         add_global(P, (Global){s->ann.target->name, s->ann.value, s->ann.ann, s->ann.target->loc});
     } else if (s->kind == ST_AUGASSIGN && s->aug.target->kind == EX_NAME) {
         drop_global(P, s->aug.target->name);
+    } else if (s->kind == ST_EXPR && s->expr->kind == EX_CALL) {
+        /* `kad.nondiff(helper)` in a rules file */
+        const char *fnn = expr_dotted(P, s->expr->call.func);
+        if (fnn && last_is(fnn, "nondiff"))
+            vec_push(P->a, P->m->nondiff, s->expr);
     }
     /* `A = 1; B = 2`: the next statement of the line */
     if (accept(P, TK_SEMI) && at(P, TK_NAME) && !tok_is_keyword(peek(P)) && enter(P)) {

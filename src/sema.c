@@ -526,6 +526,203 @@ SVal sema_lookup(Sema *S, const char *name, Loc loc)
 /* Expressions                                                         */
 /* ------------------------------------------------------------------ */
 
+static SVal inline_jit(Sema *S, SVal fnv, const SVal *bound, Loc loc, int errs);
+static SVal call_jit(Sema *S, SVal fnv, const SVal *args, const Loc *alocs, int nargs, const Keyword *kw,
+                     const SVal *kwv, int nkw, Loc loc);
+
+static const SemaRule *find_rule(const Sema *S, const FuncDef *fn)
+{
+    for (int i = S->rules.n - 1; i >= 0; i--)
+        if (S->rules.v[i].helper == fn && S->rules.v[i].kind != RULE_JVP)
+            return &S->rules.v[i];
+    if (!strcmp(fn->name, "kad_stop_gradient")) {
+        static const SemaRule stop = {NULL, NULL, NULL, RULE_NONDIFF};
+        return &stop;
+    }
+    return NULL;
+}
+
+/* The adjoint type of a value of type t: fp16/bf16 adjoints are fp32. */
+static Type rule_adj_type(Type t)
+{
+    if (t.dt == DT_F16 || t.dt == DT_BF16)
+        t.dt = DT_F32;
+    return t;
+}
+
+/* A call of a helper with a custom rule: the helper is inlined as usual;
+ * its result goes through `stop_gradient` (nondiff) or `custom_vjp`, whose
+ * rule (a Func.rules region) is the vjp function lowered with parameters
+ * standing for the helper's value arguments and the result's adjoint. */
+static SVal call_with_rule(Sema *S, const SemaRule *r, SVal fnv, const SVal *bound, const Loc *blocs, Loc loc)
+{
+    const FuncDef *fn = fnv.fn;
+    int np = fn->nparams, errs = S->d->nerrors;
+    Func *f = S->L.f;
+    const char *how = r->kind == RULE_NONDIFF ? "is marked non-differentiable" : "has a custom vjp rule";
+    for (int i = 0; i < np; i++) {
+        SVal x = bound[i];
+        if (x.kind == SV_VALUE && f->vals.v[x.v].ty.dt == DT_PTR && r->kind == RULE_VJP)
+            diag_error(S->d, blocs[i],
+                       "argument '%s' of '%s' is a pointer, but '%s' %s: a rule gives the gradients of value "
+                       "arguments only (load the values in the kernel and pass them)",
+                       fn->params[i].name, fn->name, fn->name, how);
+        else if (x.kind != SV_VALUE && sval_has_value(x) && r->kind == RULE_VJP)
+            diag_error(S->d, blocs[i], "argument '%s' of '%s' is %s: a helper with a custom vjp rule takes single values",
+                       fn->params[i].name, fn->name, sema_describe(S, x));
+    }
+    if (S->d->nerrors > errs)
+        return sval_error();
+    SVal ret = inline_jit(S, fnv, bound, loc, errs);
+    if (ret.kind == SV_ERROR)
+        return ret;
+    if (ret.kind != SV_VALUE || !dtype_is_float((Dtype)f->vals.v[ret.v].ty.dt)) {
+        diag_error(S->d, loc, "'%s' %s, but it returns %s: a helper with a rule must return one float value",
+                   fn->name, how, sema_describe(S, ret));
+        return sval_error();
+    }
+    Type rt = f->vals.v[ret.v].ty;
+    if (r->kind == RULE_NONDIFF)
+        return sval_value(ir_op1(f, S->L.b, OP_STOP_GRADIENT, rt, ret.v, loc));
+
+    /* the rule's region: parameters for the value arguments, then the adjoint */
+    Block *rb = ir_block_new(f);
+    ValId *args = arena_alloc(S->a, sizeof *args * (size_t)(np + 1));
+    int na = 0;
+    args[na++] = ret.v;
+    SVal *rargs = arena_alloc(S->a, sizeof *rargs * (size_t)(np + 1));
+    Loc *rlocs = arena_alloc(S->a, sizeof *rlocs * (size_t)(np + 2));
+    for (int i = 0; i < np; i++) {
+        rlocs[i] = loc;
+        if (bound[i].kind == SV_VALUE) {
+            args[na++] = bound[i].v;
+            rargs[i] = sval_value(ir_block_param_add(f, rb, f->vals.v[bound[i].v].ty, fn->params[i].name, blocs[i]));
+        } else {
+            rargs[i] = bound[i];
+        }
+    }
+    rlocs[np] = rlocs[np + 1] = loc;
+    rargs[np] = sval_value(ir_block_param_add(f, rb, rule_adj_type(rt), "dout", loc));
+    Block *saved = S->L.b;
+    S->L.b = rb;
+    SVal g = call_jit(S, (SVal){.kind = SV_FUNC, .fn = r->rule, .mod = r->rmod}, rargs, rlocs, np + 1, NULL, NULL,
+                      0, loc);
+    ValId *ys = arena_alloc(S->a, sizeof *ys * (size_t)(np + 1));
+    int ny = 0;
+    if (g.kind != SV_ERROR) {
+        int ng = g.kind == SV_TUPLE ? g.n : 1;
+        const SVal *gs = g.kind == SV_TUPLE ? g.elts : &g;
+        if (ng != np) {
+            diag_error(S->d, r->rule->loc,
+                       "vjp rule '%s' returns %d gradient%s, but '%s' takes %d argument%s (return one per argument, "
+                       "None for those without one)",
+                       r->rule->name, ng, ng == 1 ? "" : "s", fn->name, np, np == 1 ? "" : "s");
+        } else {
+            for (int i = 0; i < np; i++) {
+                SVal x = bound[i], gi = gs[i];
+                bool fl = x.kind == SV_VALUE && dtype_is_float((Dtype)f->vals.v[x.v].ty.dt);
+                if (!fl) {
+                    if (gi.kind != SV_NONE && gi.kind != SV_CONST && gi.kind != SV_ERROR)
+                        diag_error(S->d, r->rule->loc,
+                                   "vjp rule '%s' returns %s as the gradient of '%s', which is not a float value "
+                                   "(return None)",
+                                   r->rule->name, sema_describe(S, gi), fn->params[i].name);
+                    continue;
+                }
+                Type at = rule_adj_type(f->vals.v[x.v].ty);
+                if (gi.kind == SV_NONE) {
+                    ys[ny++] = ir_const_float(f, rb, at, 0.0, loc);
+                    continue;
+                }
+                if (gi.kind != SV_VALUE && !(gi.kind == SV_CONST && (gi.c.kind == CK_INT || gi.c.kind == CK_FLOAT))) {
+                    diag_error(S->d, r->rule->loc, "vjp rule '%s' returns %s as the gradient of '%s'",
+                               r->rule->name, sema_describe(S, gi), fn->params[i].name);
+                    continue;
+                }
+                ValId v = lower_value(&S->L, gi, loc);
+                if (v && gi.kind == SV_VALUE) {
+                    Type gt = f->vals.v[v].ty;
+                    bool fits = gt.rank <= at.rank;
+                    for (int k = 0; fits && k < gt.rank; k++)
+                        fits = gt.shape[gt.rank - 1 - k] == at.shape[at.rank - 1 - k] ||
+                               gt.shape[gt.rank - 1 - k] == 1;
+                    if (!fits) {
+                        diag_error(S->d, r->rule->loc,
+                                   "vjp rule '%s' returns a gradient of type %s for '%s', which is %s",
+                                   r->rule->name, sema_type_str(S, gt), fn->params[i].name, sema_type_str(S, at));
+                        continue;
+                    }
+                }
+                v = v ? lower_convert(&S->L, v, at, loc) : 0;
+                if (v)
+                    ys[ny++] = v;
+            }
+        }
+    }
+    ir_emit(f, rb, OP_YIELD, ys, ny, NULL, 0, loc);
+    S->L.b = saved;
+    if (S->d->nerrors > errs) {
+        diag_note(S->d, loc, "in the vjp rule '%s' of '%s' called from here", r->rule->name, fn->name);
+        return sval_error();
+    }
+    vec_push(S->a, f->rules, rb);
+    Inst *in = ir_emit(f, S->L.b, OP_CUSTOM_VJP, args, na, &rt, 1, loc);
+    in->ival = f->rules.n - 1;
+    return sval_value(in->res[0]);
+}
+
+/* The custom rules of the added modules: `@kad.vjp_of(h)`/`@kad.jvp_of(h)`
+ * on a @triton.jit function, `kad.nondiff(h)` at module level. */
+static void resolve_rules(Sema *S)
+{
+    for (int mi = 0; mi < S->nmods; mi++) {
+        const Module *m = S->mods[mi];
+        for (int k = 0; k < m->funcs.n; k++) {
+            const FuncDef *fn = m->funcs.v[k];
+            for (int j = 0; j < fn->ndecos; j++) {
+                const Decorator *dc = &fn->decos[j];
+                if (!dc->arg)
+                    continue;
+                size_t n = strlen(dc->name);
+                bool jvp = n >= 6 && !strcmp(dc->name + n - 6, "jvp_of");
+                SVal h = sema_eval_module_const(S, m, dc->arg, -1, "the helper of a custom rule");
+                if (h.kind == SV_ERROR)
+                    continue;
+                if (h.kind != SV_FUNC) {
+                    diag_error(S->d, dc->arg->loc, "@%s: %s is not a @triton.jit function", dc->name,
+                               sema_describe(S, h));
+                    continue;
+                }
+                int want = jvp ? 2 * h.fn->nparams : h.fn->nparams + 1;
+                if (fn->nparams != want) {
+                    diag_error(S->d, fn->loc,
+                               "%s rule '%s' for '%s' must take %d parameters (the %d of '%s', then %s), it takes %d",
+                               jvp ? "jvp" : "vjp", fn->name, h.fn->name, want, h.fn->nparams, h.fn->name,
+                               jvp ? "one tangent per parameter" : "the adjoint of its result", fn->nparams);
+                    continue;
+                }
+                vec_push(S->a, S->rules, ((SemaRule){h.fn, fn, m, jvp ? RULE_JVP : RULE_VJP}));
+            }
+        }
+        for (int k = 0; k < m->nondiff.n; k++) {
+            const Expr *c = m->nondiff.v[k];
+            if (c->call.nargs != 1 || c->call.nkw) {
+                diag_error(S->d, c->loc, "kad.nondiff takes one argument, the helper");
+                continue;
+            }
+            SVal h = sema_eval_module_const(S, m, c->call.args[0], -1, "the helper of kad.nondiff");
+            if (h.kind == SV_ERROR)
+                continue;
+            if (h.kind != SV_FUNC) {
+                diag_error(S->d, c->call.args[0]->loc, "kad.nondiff: %s is not a @triton.jit function",
+                           sema_describe(S, h));
+                continue;
+            }
+            vec_push(S->a, S->rules, ((SemaRule){h.fn, NULL, m, RULE_NONDIFF}));
+        }
+    }
+}
+
 /* Inlines a call of a @triton.jit function: binds the arguments like
  * Python (positional, keyword, defaults), runs the body in a new frame and
  * returns what `return` gave (None without one). */
@@ -595,6 +792,18 @@ static SVal call_jit(Sema *S, SVal fnv, const SVal *args, const Loc *alocs, int 
         if (sval_has_error(bound[i]))
             return sval_error();
 
+    const SemaRule *rule = find_rule(S, fn);
+    if (rule)
+        return call_with_rule(S, rule, fnv, bound, blocs, loc);
+    return inline_jit(S, fnv, bound, loc, errs);
+}
+
+/* Runs the body of helper fnv with its parameters bound. */
+static SVal inline_jit(Sema *S, SVal fnv, const SVal *bound, Loc loc, int errs)
+{
+    const FuncDef *fn = fnv.fn;
+    const Module *m = fnv.mod;
+    int np = fn->nparams;
     Frame nf = {.mod = m, .fn = fn, .global_limit = -1};
     for (int i = 0; i < np; i++) {
         sema_name_value(S, bound[i], fn->params[i].name);
@@ -893,6 +1102,7 @@ Func *sema_kernel(Arena *a, Diags *d, Module **mods, int nmods, const char *name
     Frame kf = {.mod = m, .fn = fn, .is_kernel = true, .global_limit = -1};
     S.fr = &kf;
 
+    resolve_rules(&S);
     sema_bind_kernel_params(&S, m, fn, sig);
     if (d->nerrors > errs)
         return NULL;

@@ -351,6 +351,57 @@ static void check_types(V *v, const Inst *in)
             err(v, in, "bitcast needs two dtypes of one width, or two pointers, got %s -> %s", tstr(v, x),
                 tstr(v, r));
         break;
+    case OP_STOP_GRADIENT:
+        if (!type_eq(x, r))
+            err(v, in, "operand and result must have one type, got %s -> %s", tstr(v, x), tstr(v, r));
+        break;
+    case OP_CUSTOM_VJP: {
+        if (in->nargs < 1 || !is_float(x) || !type_eq(x, r)) {
+            err(v, in, "operand 1 and the result must have one float type, got %s -> %s", tstr(v, x), tstr(v, r));
+            break;
+        }
+        if (in->ival < 0 || in->ival >= v->f->rules.n) {
+            err(v, in, "rule %lld does not exist (the function has %d)", (long long)in->ival, v->f->rules.n);
+            break;
+        }
+        const Block *rb = v->f->rules.v[in->ival];
+        if (rb->nparams != in->nargs) {
+            err(v, in, "rule %lld must have %d parameters (the arguments, then the adjoint), got %d",
+                (long long)in->ival, in->nargs, rb->nparams);
+            break;
+        }
+        int nf = 0;
+        for (int i = 0; i < in->nargs; i++) {
+            ValId p = rb->params[i];
+            Type want = i + 1 < in->nargs ? ty(v, in->args[i + 1]) : r;
+            if (i + 1 == in->nargs && (want.dt == DT_F16 || want.dt == DT_BF16))
+                want.dt = DT_F32; /* adjoints of fp16/bf16 values are fp32 */
+            if (p <= 0 || p >= v->f->vals.n || !type_eq(ty(v, p), want)) {
+                err(v, in, "parameter %d of rule %lld must be %s", i + 1, (long long)in->ival, tstr(v, want));
+                break;
+            }
+            nf += i + 1 < in->nargs && is_float(want);
+        }
+        const Inst *yi = rb->insts.n ? &rb->insts.v[rb->insts.n - 1] : NULL;
+        if (!yi || yi->op != OP_YIELD)
+            break; /* reported with the rule */
+        if (yi->nargs != nf) {
+            err(v, in, "rule %lld must yield one adjoint per float operand (%d), got %d", (long long)in->ival, nf,
+                yi->nargs);
+            break;
+        }
+        for (int i = 1, k = 0; i < in->nargs; i++) {
+            Type want = ty(v, in->args[i]);
+            if (!is_float(want))
+                continue;
+            if (want.dt == DT_F16 || want.dt == DT_BF16)
+                want.dt = DT_F32;
+            ValId a = yi->args[k++];
+            if (a <= 0 || a >= v->f->vals.n || !type_eq(ty(v, a), want))
+                err(v, in, "adjoint %d yielded by rule %lld must be %s", k, (long long)in->ival, tstr(v, want));
+        }
+        break;
+    }
     case OP_MULTIPLE_OF: case OP_MAX_CONTIGUOUS:
         if (!type_eq(x, r)) {
             err(v, in, "operand and result must have one type, got %s -> %s", tstr(v, x), tstr(v, r));
@@ -707,6 +758,21 @@ bool ir_verify(const Func *f, Diags *d)
         v.ok = false;
     } else {
         check_block(&v, f->body, OP_COUNT, 0, NULL);
+    }
+    /* custom_vjp's rules: each sees only its own parameters and values */
+    for (int r = 0; r < f->rules.n; r++) {
+        for (int i = 1; i < f->vals.n; i++)
+            if (v.state[i] == VS_LIVE)
+                v.state[i] = VS_DEAD;
+        const Block *rb = f->rules.v[r];
+        for (int i = 0; i < rb->nparams; i++)
+            define(&v, NULL, rb->params[i], "rule parameter");
+        if (!rb->insts.n || rb->insts.v[rb->insts.n - 1].op != OP_YIELD) {
+            diag_error(d, rb->insts.n ? rb->insts.v[rb->insts.n - 1].loc : f->loc,
+                       "IR verifier: rule %d must end with 'yield'", r);
+            v.ok = false;
+        }
+        check_block(&v, rb, rb->insts.n ? OP_YIELD : OP_COUNT, 1, NULL);
     }
     if (a != f->a)
         arena_free(a);

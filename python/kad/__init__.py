@@ -14,6 +14,10 @@ PyTorch users need one decorator (docs/PYTHON.md):
     kad.backward_source(rmsnorm, (M,), x, w, y, ...)             # the generated Triton backward
     kad.check_backward(rmsnorm, (M,), args, my_backward)         # debug a hand-written one
     print(kad.audit(rmsnorm, (M,), x, w, y, ...))                # nondeterminism / batch variance
+    kad.backward(rmsnorm, (M,), x, w, y, ..., grads={"y_ptr": dy})  # {"x_ptr": dx, "w_ptr": dw}
+
+Custom derivatives of @triton.jit helpers live in a rules file the kernel
+never imports (kad.vjp_of, kad.nondiff; docs/AD.md "Custom derivatives").
 
 CPU tensors run on kad's C interpreter, CUDA tensors with Triton.  The C
 library's own binding (Context, Kernel) is here too:
@@ -25,8 +29,11 @@ library's own binding (Context, Kernel) is here too:
 """
 from ._capi import Context, KadError, Kernel, Pointer, library_path, version
 
+from .rules import jvp_of, nondiff, vjp_of
+
 __all__ = ["Context", "KadError", "Kernel", "Pointer", "library_path", "version", "differentiable",
-           "backward_source", "check_backward", "cache_dir", "f64_mode", "audit", "__version__"]
+           "backward_source", "check_backward", "cache_dir", "f64_mode", "audit", "__version__",
+           "vjp_of", "jvp_of", "nondiff", "backward"]
 
 # kad.__version__ is the loaded C library's version (KAD_VERSION in include/kad.h, which
 # python/setup.py also reads for the package metadata): one source of truth.  It is looked
@@ -42,7 +49,8 @@ def __getattr__(name: str):
     if name in ("differentiable", "cache_dir", "DifferentiableKernel", "f64_mode"):
         from . import autograd
         return getattr(autograd, name)
-    if name in ("backward_source", "check_backward", "BackwardReport", "audit", "AuditReport", "AuditFinding"):
+    if name in ("backward_source", "check_backward", "BackwardReport", "audit", "AuditReport", "AuditFinding",
+                "backward"):
         from . import check
         return getattr(check, name)
     raise AttributeError(f"module 'kad' has no attribute {name!r}")

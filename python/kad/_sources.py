@@ -304,6 +304,30 @@ def load_sources(ctx, jit):
                 seen.add(mod)
                 ctx.add_module(mod, s.name, s.text)
                 sources.append(Source(s.name, s.text, mod))
+    # custom rules (kad.vjp_of, kad.nondiff) registered for helpers of these modules: their files,
+    # added last, and the modules they import that are not added yet
+    from .rules import rule_modules
+    todo = [m for m in rule_modules(seen) if _module_source(m) is not None]
+    seen.update(todo)
+    for name in todo:
+        src = _module_source(name)
+        ctx.add_module(name, src[0], src[1])
+        sources.append(Source(src[0], src[1], name))
+    while todo:
+        cur = todo.pop(0)
+        for name in ctx.module_imports(cur) or []:
+            if name in seen or name.split(".")[0] in _NOT_ADDED + ("kad",):
+                continue
+            seen.add(name)
+            src = _module_source(name)
+            if src is None:
+                continue
+            try:
+                ctx.add_module(name, src[0], src[1])
+            except Exception:
+                continue
+            sources.append(Source(src[0], src[1], name))
+            todo.append(name)
     return sources
 
 

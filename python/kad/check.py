@@ -20,6 +20,15 @@ check_backward(kernel, grid, args, my_backward, kwargs=None, seed=0)
     tensor, a tuple in the order of `inputs`, or a dict by name (None or a
     missing name: not checked).
 
+backward(kernel, grid, *args, grads, wrt=None, **kwargs)
+    Runs kad's generated backward of kernel[grid](*args, **kwargs) directly
+    (for a custom_op or autograd.Function of one's own): the arguments as
+    they were at the forward's launch, grads the outputs' gradients by name
+    (a missing one or None: zeros); returns the input gradients by name.
+    kernel: a kad.differentiable kernel; wrt: the inputs wanted (default:
+    its float inputs).  CPU tensors run on the interpreter, CUDA ones with
+    the generated Triton module's launch_<kernel>_bwd.
+
 audit(kernel, grid, *args, **kwargs)
     kad's determinism audit of the kernel specialized as that launch would
     specialize it (docs/AD.md, "Determinism audit"): an AuditReport whose
@@ -47,7 +56,7 @@ from ._launch import bind
 from ._sources import unwrap
 from .autograd import DifferentiableKernel, Program, storage_span
 
-__all__ = ["backward_source", "check_backward", "BackwardReport", "InputReport", "audit", "AuditReport",
+__all__ = ["backward_source", "backward", "check_backward", "BackwardReport", "InputReport", "audit", "AuditReport",
            "AuditFinding"]
 
 _FLOOR = {torch.float64: 1e-9, torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 6e-2}
@@ -68,6 +77,47 @@ def backward_source(kernel: DifferentiableKernel, grid: Any, *args: Any, **kwarg
     if not wrt:
         wrt = [n for n in dk.inputs if tens[n].dtype in FLOAT_DTYPES]
     return dk.program.module_text(launch.sig, wrt, dk.outputs, dk.deterministic)
+
+
+def backward(kernel: DifferentiableKernel, grid: Any, *args: Any, grads: Mapping[str, Any],
+             wrt: Sequence[str] | None = None, **kwargs: Any) -> dict:
+    """kad's backward of kernel[grid](*args, **kwargs), launched directly:
+    {input name: gradient} for the inputs wrt (default: the declared float
+    inputs), given grads {output name: gradient} (missing or None: zero).
+    The arguments must hold what they held at the forward's launch (the
+    backward recomputes the forward in registers).  No autograd graph is
+    recorded; in-place buffers (a name among both inputs and outputs) are
+    not supported here: launch the decorated kernel instead."""
+    dk = _dk(kernel)
+    inplace = [n for n in dk.inputs if n in dk.outputs]
+    if inplace:
+        raise ValueError(f"kad.backward: {', '.join(inplace)} is updated in place by {dk.__name__}; "
+                         f"kad.backward takes kernels without in-place buffers (launch the decorated kernel)")
+    for n in grads:
+        if n not in dk.outputs:
+            raise ValueError(f"kad.backward: grads names '{n}', which is not an output of {dk.__name__} "
+                             f"(its outputs: {', '.join(dk.outputs)})")
+    launch = dk.bind(grid, tuple(args), dict(kwargs), after_launch=True)
+    launch.call = (grid, tuple(args), dict(kwargs))
+    tens = dict(launch.tensors())
+    if wrt is None:
+        wrt = [n for n in dk.inputs if tens[n].dtype in FLOAT_DTYPES]
+    else:
+        if isinstance(wrt, str):
+            raise TypeError("kad.backward: wrt must be a list of input names, not a string")
+        for n in wrt:
+            if n not in dk.inputs:
+                raise ValueError(f"kad.backward: wrt names '{n}', which is not an input of {dk.__name__} "
+                                 f"(its inputs: {', '.join(dk.inputs)})")
+        wrt = [n for n in dk.inputs if n in wrt]
+    if not wrt:
+        return {}
+    if launch.device == "cpu":
+        from .autograd import _cpu_mode
+        launch.mode = _cpu_mode()
+    out = list(dk.outputs)
+    with torch.no_grad():
+        return dk._run_backward(launch, wrt, [], out, {n: grads.get(n) for n in out}, {})
 
 
 @dataclasses.dataclass
