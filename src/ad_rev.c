@@ -278,7 +278,8 @@ static ValId tape_param(Ad *ad, TapeLoop *tl)
         Func *bw = ad->bw;
         tl->param = ir_param_add(bw, type_ptr(tl->dt, 0, NULL), arena_printf(ad->a, "kad_tape%d", bw->tapes.n),
                                  tl->loop->loc);
-        FuncTape ft = {tl->param, tl->trips, tl->slot, tl->loop->loc, tl->what};
+        FuncTape ft = {tl->param, tl->trips, tl->slot, tl->loop->loc, tl->what, tl->is_while, tl->bound,
+                       tl->recomputed, tl->linear_names, 0};
         vec_push(ad->a, bw->tapes, ft);
     }
     return tl->param;
@@ -304,6 +305,8 @@ static ValId tape_base(Ad *ad, Block *b, TapeLoop *tl, ValId t, Loc loc)
     ValId t64 = ir_type(f, t).dt == DT_I64 ? t : ir_op1(f, b, OP_CAST, i64, t, loc);
     ValId at = ir_op2(f, b, OP_ADD, i64, ir_op2(f, b, OP_MUL, i64, t64, np, loc), prog, loc);
     at = ir_op2(f, b, OP_MUL, i64, at, ir_const_int(f, b, i64, tl->slot, loc), loc);
+    if (tl->is_while) /* after the head (the overflow flag) */
+        at = ir_op2(f, b, OP_ADD, i64, at, ir_const_int(f, b, i64, KAD_TAPE_HEAD, loc), loc);
     ValId p = tape_param(ad, tl);
     return ir_op2(f, b, OP_ADDPTR, ir_type(f, p), p, at, loc);
 }
@@ -386,10 +389,96 @@ static void tape_record(Ad *ad, Block *reg, TapeLoop *tl)
     }
 }
 
+/* A taped `while` in the primal sweep: the loop carries an iteration
+ * counter too (its result: the iterations this program ran, which the
+ * adjoint loop runs backwards); each iteration t < capacity records the
+ * carried values in slot t, an iteration past it sets the tape's
+ * overflow flag instead (the host turns it into an error). */
+static void clone_tape_while(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
+{
+    Func *f = ad->bw;
+    Loc loc = in->loc;
+    int n = in->nres;
+    Type i32 = type_scalar(DT_I32);
+    bool *sh = shadow_flags(ad, carriers(in), n);
+    /* the capacity, in the kernel: the same expression the host sizes the tape with */
+    ValId cap;
+    if (tl->cap_ub) {
+        Type ut = fty(ad, tl->cap_ub);
+        ValId ub = P0(ad, tl->cap_ub), i0 = P0(ad, tl->cap_init);
+        if (bty(ad, i0).dt != ut.dt)
+            i0 = ir_op1(f, bb, OP_CAST, ut, i0, loc);
+        ValId span = ir_op2(f, bb, OP_SUB, ut, ir_op2(f, bb, OP_ADD, ut, ub, ir_const_int(f, bb, ut, tl->cap_plus, loc), loc),
+                            i0, loc);
+        span = ir_op2(f, bb, OP_MAXIMUM, ut, span, ir_const_int(f, bb, ut, 0, loc), loc);
+        span = ir_op2(f, bb, OP_ADD, ut, span, ir_const_int(f, bb, ut, tl->cap_step - 1, loc), loc);
+        cap = ir_op2(f, bb, OP_DIV, ut, span, ir_const_int(f, bb, ut, tl->cap_step, loc), loc);
+        if (ut.dt != DT_I32)
+            cap = ir_op1(f, bb, OP_CAST, i32, cap, loc);
+    } else {
+        cap = ir_const_int(f, bb, i32, tl->cap_const, loc);
+    }
+    tl->capv = cap;
+    Slots s = slots_new(ad, 2 * n + 1);
+    add_carried(ad, &s, in->args, in->res, n, NULL, sh);
+    s.args[s.na++] = ir_const_int(f, bb, i32, 0, loc);
+    s.tys[s.nt++] = i32;
+    ir_emit(f, bb, OP_WHILE, s.args, s.na, s.tys, s.nt, loc);
+    int idx = bb->insts.n - 1;
+    Block *creg = ir_inst_add_region(f, &bb->insts.v[idx]);
+    add_params(ad, creg, in->regions[0], 0, NULL, sh);
+    ir_block_param_add(f, creg, i32, "kad_n", loc);
+    clone_block(ad, in->regions[0], creg, CL_YIELD, NULL); /* ends in `condition` */
+    Block *reg = ir_inst_add_region(f, &bb->insts.v[idx]);
+    const Block *fr = in->regions[1];
+    add_params(ad, reg, fr, 0, NULL, sh);
+    ValId cnt = ir_block_param_add(f, reg, i32, "kad_n", loc);
+    /* record (t = the counter) when t < capacity, else raise the flag */
+    ValId fits = ir_op2(f, reg, OP_LT, type_scalar(DT_I1), cnt, cap, loc);
+    ValId base = 0;
+    for (int i = 0; i < n; i++) {
+        if (!tl->taped[i])
+            continue;
+        if (!base) /* slot min(t, cap - 1): in bounds also where the store is masked off */
+            base = tape_base(ad, reg, tl,
+                             ir_op2(f, reg, OP_MINIMUM, i32, cnt,
+                                    ir_op2(f, reg, OP_SUB, i32, cap, ir_const_int(f, reg, i32, 1, loc), loc), loc),
+                             loc);
+        ValId v = P0(ad, fr->params[i]);
+        Type vt = bty(ad, v);
+        ValId ptr = tape_ptr(ad, reg, base, vt, tl->off[i], loc);
+        if (vt.dt != tl->dt)
+            v = ir_op1(f, reg, OP_CAST, type_with_dtype(vt, tl->dt), v, loc);
+        ValId m = vt.rank ? ir_op1(f, reg, OP_BROADCAST, type_tile(DT_I1, vt.rank, vt.shape), fits, loc) : fits;
+        ValId args[3] = {ptr, v, m};
+        ir_emit(f, reg, OP_STORE, args, 3, NULL, 0, loc)->flags |= IF_HAS_MASK;
+    }
+    {
+        Type ft = type_scalar(tl->dt);
+        ValId over = ir_op1(f, reg, OP_NOT, type_scalar(DT_I1), fits, loc);
+        ValId args[3] = {tape_param(ad, tl), ir_const_float(f, reg, ft, 1.0, loc), over};
+        ir_emit(f, reg, OP_STORE, args, 3, NULL, 0, loc)->flags |= IF_HAS_MASK;
+    }
+    clone_block(ad, fr, reg, 0, NULL);
+    const Inst *yi = ad_block_term(fr);
+    Slots y = slots_new(ad, 2 * n + 1);
+    add_carried(ad, &y, yi->args, NULL, n, NULL, sh);
+    y.args[y.na++] = ir_op2(f, reg, OP_ADD, i32, cnt, ir_const_int(f, reg, i32, 1, loc), loc);
+    ir_emit(f, reg, OP_YIELD, y.args, y.na, NULL, 0, loc);
+    Inst *ni = &bb->insts.v[idx];
+    bind_results(ad, in, ni, sh);
+    tl->count = ni->res[ni->nres - 1];
+}
+
 /* for, if, while in the primal sweep: the same op over the copied regions,
  * carrying shadows next to the carried pointers. */
 static void clone_region_op(Ad *ad, Block *bb, const Inst *in)
 {
+    TapeLoop *tw = in->op == OP_WHILE ? ad_tape_of(ad, in) : NULL;
+    if (tw) {
+        clone_tape_while(ad, bb, in, tw);
+        return;
+    }
     int n = in->nres, nfix = fixed_operands(in);
     bool *sh = shadow_flags(ad, carriers(in), n);
     Slots s = slots_new(ad, nfix + 2 * n);
@@ -1098,8 +1187,10 @@ static void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
 {
     Func *f = ad->bw;
     int n = in->nres;
-    const Block *body = in->regions[0];
-    const ValId *car = body->params + 1;
+    bool wl = tl->is_while;
+    int nfix = wl ? 0 : 3;
+    const Block *body = in->regions[wl ? 1 : 0];
+    const ValId *car = body->params + (wl ? 0 : 1);
     bool *act = arena_alloc(ad->a, (size_t)n + 1);
     ValId *dres = arena_alloc(ad->a, sizeof *dres * (size_t)(n + 1));
     int nact = 0;
@@ -1112,17 +1203,27 @@ static void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
     ValVec L = collect_outside(ad, in);
     Em eo = {ad, bb, in->loc};
     Loc loc = in->loc;
-    ValId lb = P0(ad, in->args[0]), ub = P0(ad, in->args[1]), step = P0(ad, in->args[2]);
-    Type it = bty(ad, lb);
-    /* trips = (max(ub - lb, 0) + step - 1) / step, or with lb - ub and -step for a negative
-     * step (a constant: ad_tape_plan) */
-    bool down = ad->def[in->args[2]]->ival < 0;
-    ValId astep = down ? ir_op1(f, bb, OP_NEG, it, step, loc) : step;
-    ValId span = ir_op2(f, bb, OP_MAXIMUM, it, down ? ir_op2(f, bb, OP_SUB, it, lb, ub, loc) : ir_op2(f, bb, OP_SUB, it, ub, lb, loc),
-                        ir_const_int(f, bb, it, 0, loc), loc);
-    ValId one = ir_const_int(f, bb, it, 1, loc);
-    ValId trips = ir_op2(f, bb, OP_DIV, it,
-                         ir_op2(f, bb, OP_ADD, it, span, ir_op2(f, bb, OP_SUB, it, astep, one, loc), loc), astep, loc);
+    ValId lb = 0, step = 0, trips, one;
+    Type it = type_scalar(DT_I32);
+    if (wl) { /* the iterations the primal copy counted, never more than the tape holds */
+        one = ir_const_int(f, bb, it, 1, loc);
+        trips = ir_op2(f, bb, OP_MINIMUM, it, tl->count, tl->capv, loc);
+    } else {
+        lb = P0(ad, in->args[0]);
+        ValId ub = P0(ad, in->args[1]);
+        step = P0(ad, in->args[2]);
+        it = bty(ad, lb);
+        /* trips = (max(ub - lb, 0) + step - 1) / step, or with lb - ub and -step for a negative
+         * step (a constant: ad_tape_plan) */
+        bool down = ad->def[in->args[2]]->ival < 0;
+        ValId astep = down ? ir_op1(f, bb, OP_NEG, it, step, loc) : step;
+        ValId span = ir_op2(f, bb, OP_MAXIMUM, it,
+                            down ? ir_op2(f, bb, OP_SUB, it, lb, ub, loc) : ir_op2(f, bb, OP_SUB, it, ub, lb, loc),
+                            ir_const_int(f, bb, it, 0, loc), loc);
+        one = ir_const_int(f, bb, it, 1, loc);
+        trips = ir_op2(f, bb, OP_DIV, it,
+                       ir_op2(f, bb, OP_ADD, it, span, ir_op2(f, bb, OP_SUB, it, astep, one, loc), loc), astep, loc);
+    }
     ir_emit(f, bb, OP_BARRIER, NULL, 0, NULL, 0, loc);
     Slots s = slots_new(ad, 3 + nact + L.n);
     s.args[s.na++] = ir_const_int(f, bb, it, 0, loc);
@@ -1148,9 +1249,11 @@ static void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
     ValId t = ad->spec->mutate == AD_MUTATE_TAPE /* reads the iterations' slots in the wrong order */
                   ? j
                   : ir_op2(f, reg, OP_SUB, it, ir_op2(f, reg, OP_SUB, it, trips, one, loc), j, loc);
-    ValId iv = ir_op2(f, reg, OP_ADD, it, lb, ir_op2(f, reg, OP_MUL, it, t, step, loc), loc);
-    ad->pm[body->params[0]] = iv;
-    name_after(ad, iv, "", body->params[0]);
+    if (!wl) {
+        ValId iv = ir_op2(f, reg, OP_ADD, it, lb, ir_op2(f, reg, OP_MUL, it, t, step, loc), loc);
+        ad->pm[body->params[0]] = iv;
+        name_after(ad, iv, "", body->params[0]);
+    }
     ValId base = tape_base(ad, reg, tl, t, loc);
     int id = ++ad->gen;
     ad_mark_defs(ad, body, id);
@@ -1158,7 +1261,7 @@ static void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
         ad->pm[car[i]] = 0;
         ad->adj[car[i]] = 0;
         if (tl->affine[i]) { /* init + t * step, and its shadow alike */
-            ValId init = in->args[3 + i], v = P0(ad, init), sv = needs_shadow(ad, car[i]) ? S0(ad, init) : 0;
+            ValId init = in->args[nfix + i], v = P0(ad, init), sv = needs_shadow(ad, car[i]) ? S0(ad, init) : 0;
             if (tl->delta[i]) {
                 ValId d = clone_invariant(ad, reg, tl->delta[i], id);
                 Type dt = bty(ad, d), ct = fty(ad, car[i]);
@@ -1219,11 +1322,11 @@ static void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
         if (act[i]) {
             ValId d = res[r++];
             name_after(ad, d, "d", car[i]);
-            accum(&eo, in->args[3 + i], d); /* d(init) = the adjoint before the first iteration */
+            accum(&eo, in->args[nfix + i], d); /* d(init) = the adjoint before the first iteration */
         }
     for (int i = 0; i < n; i++)
         if (dres[i] && !act[i] && tl->linear[i])
-            accum(&eo, in->args[3 + i], dres[i]);
+            accum(&eo, in->args[nfix + i], dres[i]);
     ir_emit(f, bb, OP_BARRIER, NULL, 0, NULL, 0, loc);
 }
 
@@ -1239,7 +1342,7 @@ static void adj_loop(Ad *ad, Block *bb, const Inst *in)
 {
     if (!inst_needs_adj(ad, in))
         return;
-    TapeLoop *tl = in->op == OP_FOR ? ad_tape_of(ad, in) : NULL;
+    TapeLoop *tl = ad_tape_of(ad, in);
     if (tl) {
         adj_tape_loop(ad, bb, in, tl);
         return;

@@ -1676,6 +1676,8 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
             tapes[j] = malloc((size_t)(n > 0 ? n * esz : 1));
             if (tapes[j]) /* NaN everywhere: a read of an element never written shows */
                 memset(tapes[j], 0xff, (size_t)(n > 0 ? n * esz : 1));
+            if (tapes[j] && f->tapes.v[j].bounded) /* a `while` loop's head: the overflow flag, clear */
+                memset(tapes[j], 0, (size_t)(KAD_TAPE_HEAD * esz));
             if (!tapes[j]) {
                 diag_error(d, f->tapes.v[j].loc, "interpreter: out of memory for the tape of this loop");
                 ok = false;
@@ -1687,6 +1689,26 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
         ok = fold_run(f, grid, ext, next, mode, FOLD_CPU_PROGRAMS, d);
     else if (ok)
         ok = interp_run_kernel(f, grid, ext, next, mode, d);
+    for (int j = 0; ok && j < nt; j++) { /* a `while` loop's overflow flag: never a gradient from a partial tape */
+        const FuncTape *t = &f->tapes.v[j];
+        bool over = false;
+        if (t->bounded && tapes[j]) {
+            Type pt = ir_type(f, t->param);
+            if (mode == IM_F64 || pt.elem == DT_F64)
+                over = *(double *)tapes[j] != 0;
+            else
+                over = *(float *)tapes[j] != 0;
+        }
+        if (over) {
+            int64_t lo = 0, cap = 0;
+            tape_expr_bound(t->trips, iargs, grid, &lo, &cap);
+            diag_error(d, t->loc, "this `while` loop ran more than %lld iterations, the capacity of its tape: "
+                                  "the backward's gradients are invalid (raise the capacity with --while-cap, or "
+                                  "bound the loop with a counter compared with an argument)",
+                       (long long)cap);
+            ok = false;
+        }
+    }
     for (int j = 0; tapes && j < nt; j++)
         free(tapes[j]);
     free(tapes);
