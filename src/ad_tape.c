@@ -645,17 +645,17 @@ const char *tape_describe(Arena *a, const Func *f, int j, const char *lname)
     int64_t esz = ir_type(f, t->param).elem == DT_F64 ? 8 : 4;
     Buf b = {.a = a};
     const char *trips = tape_expr_host(a, t->trips, f, NULL, NULL);
-    buf_printf(&b, "Tape %d (line %d: the %s loop carrying %s, not linear accumulators): the backward records "
+    buf_printf(&b, "Tape %d (line %d: the %sloop carrying %s, not linear accumulators): the backward records "
                    "them at the start of every iteration and runs that loop's adjoint backwards, reading them "
                    "back: %lld bytes per iteration and program, ",
-               j, t->loc.line, t->bounded ? "`while`" : "`for`", t->what && *t->what ? t->what : "values",
+               j, t->loc.line, t->bounded ? "`while` " : "", t->what && *t->what ? t->what : "values",
                (long long)(t->slot * esz));
     if (t->bounded)
         buf_printf(&b, "capacity = %s iterations (%s; the primal sweep counts the iterations each program runs "
                        "and the adjoint loop runs that many; past the capacity it raises the tape's overflow "
-                       "flag and the launch fails instead of returning gradients), so %d + %lld * capacity * "
-                       "programs elements",
-                   trips, t->bound ? t->bound : "a bound", KAD_TAPE_HEAD, (long long)t->slot);
+                       "flag and the launch fails instead of returning gradients), so (%d + %lld * capacity * "
+                       "programs) * %lld bytes",
+                   trips, t->bound ? t->bound : "a bound", KAD_TAPE_HEAD, (long long)t->slot, (long long)esz);
     else if (t->seg)
         buf_printf(&b, "trips = %s, checkpointed under the tape budget: the carried values of every %lld-th "
                        "iteration (ceil(trips / %lld) checkpoints) plus one segment of %lld iterations, so %lld * "
