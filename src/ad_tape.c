@@ -278,6 +278,7 @@ bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear)
                               tx(ad->a, TX_CONST, 0, NULL, NULL));
     tl.trips = tx(ad->a, TX_CDIV, 0, span, tx(ad->a, TX_CONST, down ? -st->ival : st->ival, NULL, NULL));
     tl.what = what.len ? buf_str(&what) : "";
+    tl.ckpt = ad->spec->tape_budget > 0; /* a budget: every taped `for` is checkpointed */
     names_of(ad, &tl, body, 1);
     vec_push(ad->a, ad->tapes, tl);
     return true;
@@ -618,6 +619,25 @@ const char *tape_host_helpers(void)
            "        return _kad_iv_corners(lambda a, b: -(-a // b), x, y)\n\n";
 }
 
+/* ceil(sqrt(x)), x >= 0, exactly (the kernel's tape_seg_len). */
+static int64_t ceil_sqrt(int64_t x)
+{
+    if (x <= 1)
+        return x;
+    int64_t r = 1; /* the largest r with r * r <= x - 1, by bisection */
+    int64_t lo = 1, hi = 3037000499; /* floor(sqrt(2**63 - 1)) */
+    while (lo <= hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (mid * mid <= x - 1) {
+            r = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return r + 1;
+}
+
 bool tape_elems(const Func *f, int j, const int64_t *iargs, const int64_t grid[3], int64_t *out, Diags *d)
 {
     const FuncTape *t = &f->tapes.v[j];
@@ -629,6 +649,8 @@ bool tape_elems(const Func *f, int j, const int64_t *iargs, const int64_t grid[3
     }
     if (trips < 0)
         trips = 0;
+    if (t->ckpt) /* 2 * ceil(sqrt(trips)) slots: one segment and its checkpoints */
+        trips = 2 * ceil_sqrt(trips);
     if (__builtin_mul_overflow(trips, grid[0], &n) || __builtin_mul_overflow(n, grid[1], &n) ||
         __builtin_mul_overflow(n, grid[2], &n) || __builtin_mul_overflow(n, t->slot, &n) || n > (INT64_MAX >> 4) ||
         (t->bounded && __builtin_add_overflow(n, KAD_TAPE_HEAD, &n))) {
@@ -656,12 +678,13 @@ const char *tape_describe(Arena *a, const Func *f, int j, const char *lname)
                        "flag and the launch fails instead of returning gradients), so (%d + %lld * capacity * "
                        "programs) * %lld bytes",
                    trips, t->bound ? t->bound : "a bound", KAD_TAPE_HEAD, (long long)t->slot, (long long)esz);
-    else if (t->seg)
-        buf_printf(&b, "trips = %s, checkpointed under the tape budget: the carried values of every %lld-th "
-                       "iteration (ceil(trips / %lld) checkpoints) plus one segment of %lld iterations, so %lld * "
-                       "(ceil(trips / %lld) + %lld) * programs bytes",
-                   trips, (long long)t->seg, (long long)t->seg, (long long)t->seg, (long long)(t->slot * esz),
-                   (long long)t->seg, (long long)t->seg);
+    else if (t->ckpt)
+        buf_printf(&b, "trips = %s, checkpointed under the tape budget of %lld bytes: with k = ceil(sqrt(trips)), "
+                       "the primal sweep records the carried values of every k-th iteration (ceil(trips / k) <= k "
+                       "checkpoints) and the adjoint sweep, segment by segment backwards, recomputes the k "
+                       "iterations of a segment from its checkpoint into one segment's slots, so %lld * 2 * "
+                       "ceil(sqrt(trips)) * programs bytes",
+                   trips, (long long)t->budget, (long long)(t->slot * esz));
     else
         buf_printf(&b, "trips = %s, so %lld * trips * programs bytes", trips, (long long)(t->slot * esz));
     buf_printf(&b, " of scratch that %s allocates.", lname);
@@ -669,9 +692,9 @@ const char *tape_describe(Arena *a, const Func *f, int j, const char *lname)
         buf_printf(&b, " Recomputed from the iteration number, not taped: %s.", t->recomputed);
     if (t->linear)
         buf_printf(&b, " Linear accumulators (constant adjoint, no tape): %s.", t->linear);
-    if (t->seg)
+    if (t->ckpt)
         buf_printf(&b, " Recompute factor 2 (the loop body runs once in the primal sweep, once more per segment "
-                       "from its checkpoint, once in the adjoint loop).");
+                       "from its checkpoint, once in the adjoint loop; two-level checkpointing, not revolve).");
     else
         buf_printf(&b, " Recompute factor 1 (the loop body runs once in the primal sweep and once in the "
                        "adjoint loop; no checkpointing).");

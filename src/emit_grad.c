@@ -455,6 +455,15 @@ static void print_guards(Buf *out, Arena *a, const Func *bwd, int nfwd, int nin,
     print_zero_fill(out, a, bwd, nfwd, nin, at0, conds + ng);
 }
 
+/* The tape budget of bwd's checkpointed tapes (0: none). */
+static int64_t tape_budget_of(const Func *bwd)
+{
+    for (int j = 0; j < bwd->tapes.n; j++)
+        if (bwd->tapes.v[j].ckpt)
+            return bwd->tapes.v[j].budget;
+    return 0;
+}
+
 /* The tapes (Func.tapes, ad_tape.c): scratch buffers appended to the
  * arguments after the flags, sized from the loops' trip counts for this
  * launch (uninitialized: the backward writes each element before it reads
@@ -496,6 +505,9 @@ static void print_tapes(Buf *out, Arena *a, const Func *bwd)
                       "        return q if (x < 0) == (y < 0) else -q\n\n"
                       "    def _kad_trem(x, y):\n"
                       "        return x - _kad_tdiv(x, y) * y\n\n");
+    int64_t budget = tape_budget_of(bwd);
+    if (budget)
+        buf_puts(out, "    import math\n    _tapes_from = len(args)\n");
     for (int j = 0; j < bwd->tapes.n; j++) {
         const FuncTape *t = &bwd->tapes.v[j];
         Type pt = ir_type(bwd, t->param);
@@ -508,11 +520,19 @@ static void print_tapes(Buf *out, Arena *a, const Func *bwd)
             buf_printf(out, "    args[-1][:%d].zero_()\n    _kad_bounded.append((args[-1], %d, _trips))\n",
                        KAD_TAPE_HEAD, t->loc.line);
         } else {
+            if (t->ckpt) /* checkpointed: one segment and its checkpoints, 2 * ceil(sqrt(trips)) slots */
+                buf_puts(out, "    _trips = 2 * (math.isqrt(_trips - 1) + 1) if _trips > 0 else 0\n");
             buf_printf(out, "    args.append(torch.empty(_trips * _tg[0] * _tg[1] * _tg[2] * %lld, dtype=torch.%s, "
                             "device=_dev))\n",
                        (long long)t->slot, pt.elem == DT_F64 ? "float64" : "float32");
         }
     }
+    if (budget)
+        buf_printf(out, "    _tape_bytes = sum(t.numel() * t.element_size() for t in args[_tapes_from:])\n"
+                        "    if _tape_bytes > %lld:\n"
+                        "        raise RuntimeError(f\"kad: this launch needs {_tape_bytes} bytes of tape even with "
+                        "checkpointing, above the tape budget of %lld bytes\")\n",
+                   (long long)budget, (long long)budget);
 }
 
 static bool has_bounded(const Func *bwd)

@@ -1685,6 +1685,19 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
             ext[nc + f->flags.n + j] = (InterpArg){.data = tapes[j], .nbytes = n * esz};
         }
     }
+    int64_t tbytes = 0, budget = 0;
+    for (int j = 0; ok && j < nt; j++) {
+        Type pt = ir_type(f, f->tapes.v[j].param);
+        tbytes += ext[nc + f->flags.n + j].nbytes / (mode == IM_F64 ? 8 : dtype_bits((Dtype)pt.elem) / 8) *
+                  (dtype_bits((Dtype)pt.elem) / 8); /* the bytes the launcher allocates */
+        if (f->tapes.v[j].ckpt)
+            budget = f->tapes.v[j].budget;
+    }
+    if (ok && budget && tbytes > budget) {
+        diag_error(d, f->loc, "this launch needs %lld bytes of tape even with checkpointing, above the tape "
+                              "budget of %lld bytes", (long long)tbytes, (long long)budget);
+        ok = false;
+    }
     if (ok && f->fold) /* a folded backward: its kernels, with the partials its plan allocates */
         ok = fold_run(f, grid, ext, next, mode, FOLD_CPU_PROGRAMS, d);
     else if (ok)

@@ -1166,6 +1166,12 @@ static void parse_tapes(P *p)
             next(p);
             t.bounded = true;
         }
+        if (at_id(p, "checkpointed")) { /* a `for` loop's under a tape budget: segments of ceil(sqrt(trips)) */
+            next(p);
+            Tok bgt = expect(p, P_INT, "the tape budget in bytes");
+            t.ckpt = true;
+            t.budget = bgt.ival;
+        }
         vec_push(p->a, f->tapes, t);
     } while (accept(p, P_COMMA));
     expect(p, P_RPAREN, "')' after the tapes");

@@ -1181,8 +1181,12 @@ typedef struct FuncTape {
     const char *bound;     /* bounded: how the capacity was found, or NULL */
     const char *recomputed; /* the carried ints/pointers the reverse loop recomputes, or NULL */
     const char *linear;    /* the loop's linear accumulators (no tape), or NULL */
-    int64_t seg;           /* checkpointed (tape budget): segment length k, the tape holds the
-                            * carried values at every k-th iteration plus one segment; 0: none */
+    bool ckpt;             /* checkpointed (a tape budget): with k = ceil(sqrt(trips)) per
+                            * program, slots 0 .. k - 1 hold one segment's iterations, slot
+                            * k + s the carried values at iteration s * k; the host allocates
+                            * 2 * ceil(sqrt(trips)) slots per program */
+    int64_t budget;        /* the tape budget in bytes per launch (0: none); the host refuses a
+                            * launch whose tapes exceed it */
 } FuncTape;
 /* The description of f's tape j (header and `kad grad --report`): what is
  * taped, its bytes, trip count or capacity, what is recomputed, the
@@ -1344,6 +1348,8 @@ typedef struct TapeLoop {
     int64_t cap_const;
     ValId count, capv;       /* bw: the latest primal copy's iteration count (a result) and capacity */
     const char *recomputed, *linear_names; /* names for the report, or NULL */
+    bool ckpt;               /* checkpointed (AdSpec.tape_budget): segments of k = ceil(sqrt(trips)) */
+    ValId kv;                /* bw (ckpt): the latest primal copy's segment length */
 } TapeLoop;
 /* The default capacity of a `while` loop's tape when kad finds no bound
  * (AdSpec.while_cap overrides it). */

@@ -365,3 +365,128 @@ def test_while_overflow_raises_in_package_and_module(tmp_path):
         bwd = triton_cpu.load_module(str(path), "kad_tape_bwd_lambert_cap")
         with pytest.raises(RuntimeError, match="ran more than 2 iterations"):
             bwd.launch_newton_lambert_bwd((3,), y.detach(), w, 20, 1e-5, torch.ones(20, device=DEVICE), d_y)
+
+
+# ---------------------------------------------------------------- checkpointing (a tape budget)
+
+REC_SIG = CHECKS["gated_recurrence"][0]
+
+
+def _rec_check_opts(T, grid=2, D=20):
+    return ["--grid", str(grid), "--shape", f"x_ptr={T}x{D}", "--shape", f"a_ptr={T}x{D}", "--shape", f"h0_ptr={D}",
+            "--shape", f"y_ptr={T}x{D}", "--arg", f"T={T}", "--arg", f"D={D}", "--range", "a_ptr=0.5:1"]
+
+
+def _rec_check(T, budget, mutate=None):
+    import subprocess
+    env = dict(os.environ)
+    env.pop("KAD_TEST_MUTATE", None)
+    if mutate:
+        env["KAD_TEST_MUTATE"] = mutate
+    return subprocess.run([triton_cpu.KAD, "check", f"{K}:gated_recurrence", "--sig", REC_SIG, "--wrt",
+                           "x_ptr,a_ptr,h0_ptr", "--out", "y_ptr", "--tape-budget", str(budget), *_rec_check_opts(T)],
+                          capture_output=True, text=True, cwd=triton_cpu.REPO, env=env)
+
+
+def _ckpt_bytes(T, programs=2, slot_bytes=16 * 4):
+    # a checkpointed tape: 2 * ceil(sqrt(T)) slots per program (one segment and its checkpoints)
+    import math
+    return 2 * (math.isqrt(T - 1) + 1) * programs * slot_bytes
+
+
+@pytest.mark.parametrize("T", [1, 2, 5, 9, 10, 64])
+def test_checkpointed_recurrence_kad_check(T):
+    p = _rec_check(T, _ckpt_bytes(T))
+    assert p.returncode == 0 and p.stdout.rstrip().endswith("PASS (rtol 1e-06)"), p.stdout + p.stderr
+
+
+def test_checkpointed_recurrence_fails_with_a_broken_rule():
+    p = _rec_check(10, _ckpt_bytes(10), "tape")
+    assert p.returncode == 1 and "FAIL" in p.stdout, p.stdout + p.stderr
+
+
+def test_checkpointed_tape_stays_under_the_budget():
+    # T = 64: a full tape would take 64 * 2 * 64 = 8192 bytes; checkpointed it takes 16 slots per
+    # program, 2048 bytes.  interp_run refuses a launch whose tapes exceed the budget, so 2048 passes
+    # and 2047 is refused: the interpreter allocates exactly the checkpointed size.
+    assert _ckpt_bytes(64) == 2048 < 64 * 2 * 64
+    p = _rec_check(64, 2048)
+    assert p.returncode == 0 and p.stdout.rstrip().endswith("PASS (rtol 1e-06)"), p.stdout + p.stderr
+    p = _rec_check(64, 2047)
+    assert p.returncode == 1 and "needs 2048 bytes of tape even with checkpointing, above the tape budget of 2047" \
+        in p.stderr, p.stdout + p.stderr
+
+
+def test_checkpointed_report():
+    p = triton_cpu.run_kad(["grad", f"{K}:gated_recurrence", "--sig", REC_SIG, "--wrt", "x_ptr,a_ptr,h0_ptr",
+                            "--out", "y_ptr", "--report", "--tape-budget", "4096"])
+    assert p.returncode == 0, p.stderr
+    assert "checkpointed under the tape budget of 4096 bytes: with k = ceil(sqrt(trips))" in p.stdout
+    assert "Recompute factor 2" in p.stdout
+
+
+def _rec_inputs(T, D=20):
+    x = _rand(T, D, seed=11)
+    a = torch.rand(T, D, dtype=torch.float64, generator=torch.Generator().manual_seed(12)) * 0.5 + 0.5
+    h0 = _rand(D, seed=13)
+    return x, a, h0
+
+
+def test_checkpointed_package_matches_torch():
+    import kad
+    T, D = 64, 20
+    x, a, h0 = _rec_inputs(T, D)
+    dy = _rand(T, D, seed=14)
+    want = {}
+    v = [t.clone().requires_grad_(True) for t in (x, a, h0)]
+    (ref_recurrence(*v) * dy).sum().backward()
+    want = [t.grad for t in v]
+    fn = triton_cpu.corpus_module("tape_loops.py").gated_recurrence
+    k = kad.differentiable(inputs=["x_ptr", "a_ptr", "h0_ptr"], outputs=["y_ptr"], tape_budget=2048)(fn)
+    t = [u.to(torch.float32).to(DEVICE).requires_grad_(True) for u in (x, a, h0)]
+    y = torch.zeros(T, D, device=DEVICE)
+    k[(2,)](*t, y, T, D, BLOCK_D=16)
+    (y * dy.to(torch.float32).to(DEVICE)).sum().backward()
+    for got, w in zip(t, want):
+        torch.testing.assert_close(got.grad.cpu().double(), w, rtol=1e-4, atol=1e-4)
+    # a budget below the checkpointed tape: the backward refuses the launch
+    k2 = kad.differentiable(inputs=["x_ptr", "a_ptr", "h0_ptr"], outputs=["y_ptr"], tape_budget=1000)(fn)
+    t = [u.to(torch.float32).to(DEVICE).requires_grad_(True) for u in (x, a, h0)]
+    y = torch.zeros(T, D, device=DEVICE)
+    k2[(2,)](*t, y, T, D, BLOCK_D=16)
+    with pytest.raises(Exception, match="above the tape budget of 1000 bytes"):
+        y.sum().backward()
+
+
+def test_checkpointed_module_on_triton(tmp_path):
+    T, D = 64, 20
+    p = triton_cpu.run_kad(["grad", f"{K}:gated_recurrence", "--sig", REC_SIG, "--wrt", "x_ptr,a_ptr,h0_ptr",
+                            "--out", "y_ptr", "--tape-budget", "2048"])
+    assert p.returncode == 0, p.stderr
+    path = tmp_path / "rec_ckpt_bwd.py"
+    path.write_text(p.stdout)
+    x, a, h0 = _rec_inputs(T, D)
+    dy = _rand(T, D, seed=14)
+    v = [t.clone().requires_grad_(True) for t in (x, a, h0)]
+    (ref_recurrence(*v) * dy).sum().backward()
+    ins = [t.to(torch.float32).to(DEVICE) for t in (x, a, h0)]
+    d_ins = [torch.full_like(t, float("nan")) for t in ins]
+    sizes = []
+
+    class _Torch:  # the module's torch, recording the scratch it allocates
+        def __getattr__(self, name):
+            return getattr(torch, name)
+
+        def empty(self, n, **kw):
+            t = torch.empty(n, **kw)
+            sizes.append(t.numel() * t.element_size())
+            return t
+
+    with triton_cpu.interpreter(DEVICE):
+        bwd = triton_cpu.load_module(str(path), "kad_tape_bwd_rec_ckpt")
+        bwd.torch = _Torch()
+        bwd.launch_gated_recurrence_bwd((2,), *ins, torch.zeros(T, D, device=DEVICE), T, D,
+                                        dy.to(torch.float32).to(DEVICE), *d_ins, BLOCK_D=16)
+    assert sizes == [2048], sizes
+    for got, w in zip(d_ins, v):
+        torch.testing.assert_close(got.cpu().double(), w.grad, rtol=1e-4, atol=1e-4)
