@@ -1236,12 +1236,13 @@ static ValId int_like(Ad *ad, Block *b, ValId x, Type like, Dtype dt, Loc loc)
 
 /* Maps the carried values of taped loop in's body for iteration t (in
  * reg): the induction variable lb + t * step (a `for`), the affine slots
- * init + t * delta (and their shadows), the taped ones from tape slot base
- * (base != 0) or from vals[i] (the recompute loop of a checkpointed
+ * init + t * delta (and their shadows), the taped ones from tape slot slot
+ * (vals NULL) or from vals[i] (the recompute loop of a checkpointed
  * segment).  id: the stamp of the body's values. */
-static void map_carried(Ad *ad, Block *reg, const Inst *in, TapeLoop *tl, ValId t, ValId base, const ValId *vals,
+static void map_carried(Ad *ad, Block *reg, const Inst *in, TapeLoop *tl, ValId t, ValId slot, const ValId *vals,
                         int id)
 {
+    ValId base = 0;
     Func *f = ad->bw;
     Loc loc = in->loc;
     bool wl = tl->is_while;
@@ -1255,6 +1256,8 @@ static void map_carried(Ad *ad, Block *reg, const Inst *in, TapeLoop *tl, ValId 
         ad->pm[body->params[0]] = iv;
         name_after(ad, iv, "", body->params[0]);
     }
+    if (!vals)
+        base = tape_base(ad, reg, tl, slot, loc);
     for (int i = 0; i < n; i++) {
         ad->pm[car[i]] = 0;
         ad->adj[car[i]] = 0;
@@ -1347,10 +1350,9 @@ static int adj_tape_sweep(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl, const
                   ? j
                   : ir_op2(f, reg, OP_SUB, it, ir_op2(f, reg, OP_SUB, it, ntrip, one, loc), j, loc);
     ValId t = t0 ? ir_op2(f, reg, OP_ADD, it, t0, u, loc) : u;
-    ValId base = tape_base(ad, reg, tl, seg ? u : t, loc);
     int id = ++ad->gen;
     ad_mark_defs(ad, body, id);
-    map_carried(ad, reg, in, tl, t, base, NULL, id);
+    map_carried(ad, reg, in, tl, t, seg ? u : t, NULL, id);
     clone_block(ad, body, reg, CL_SKIP_CHAIN, NULL);
     Em e = {ad, reg, loc};
     const Inst *yi = ad_block_term(body);

@@ -12,6 +12,9 @@
 # RUN: grad %s:unbounded --report --while-cap 64 --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=8' --wrt x_ptr --out y_ptr
 # RUN: check %s:halving --sig 'x_ptr=*fp32,y_ptr=*fp32,lim=i32,BLOCK=8' --wrt x_ptr --out y_ptr --grid 2 --shape x_ptr=16 --shape y_ptr=16 --arg lim=9
 # RUN: check %s:newton_sqrt --sig 'a_ptr=*fp32,y_ptr=*fp32,n=i32,max_it=i32,tol=fp32,BLOCK=8' --wrt a_ptr --out y_ptr --grid 2 --shape a_ptr=13 --shape y_ptr=13 --arg n=13 --arg max_it=3 --arg tol=0 --range a_ptr=1:4
+# RUN: grad %s:mixed --report --tape-budget 4096 --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=8' --wrt x_ptr --out y_ptr
+# RUN: check %s:mixed --tape-budget 4096 --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=8' --wrt x_ptr --out y_ptr --grid 2 --shape x_ptr=2x80 --shape y_ptr=2 --arg n=80
+# RUN: check %s:unbounded --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=8' --wrt x_ptr --out y_ptr --grid 1 --shape x_ptr=8 --shape y_ptr=8 --range x_ptr=2:9
 import triton
 import triton.language as tl
 
