@@ -15,6 +15,12 @@
 # RUN: grad %s:mixed --report --tape-budget 4096 --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=8' --wrt x_ptr --out y_ptr
 # RUN: check %s:mixed --tape-budget 4096 --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=8' --wrt x_ptr --out y_ptr --grid 2 --shape x_ptr=2x80 --shape y_ptr=2 --arg n=80
 # RUN: check %s:unbounded --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=8' --wrt x_ptr --out y_ptr --grid 1 --shape x_ptr=8 --shape y_ptr=8 --range x_ptr=2:9
+# Nesting: a `while` tape inside a linear `for` (and a loop that never runs: max_it=0), a `while`
+# tape inside a checkpointed `for`, a taped `for` inside a checkpointed one.
+# RUN: check %s:rows_newton --sig 'a_ptr=*fp32,y_ptr=*fp32,R=i32,max_it=i32,BLOCK=8' --wrt a_ptr --out y_ptr --grid 1 --shape a_ptr=3x8 --shape y_ptr=8 --arg R=3 --arg max_it=40 --range a_ptr=0.5:3
+# RUN: check %s:rows_newton --sig 'a_ptr=*fp32,y_ptr=*fp32,R=i32,max_it=i32,BLOCK=8' --wrt a_ptr --out y_ptr --grid 1 --shape a_ptr=3x8 --shape y_ptr=8 --arg R=3 --arg max_it=0 --range a_ptr=0.5:3
+# RUN: check %s:ckpt_with_while --tape-budget 100000 --sig 'a_ptr=*fp32,y_ptr=*fp32,T=i32,BLOCK=8' --wrt a_ptr --out y_ptr --grid 1 --shape a_ptr=10x8 --shape y_ptr=8 --arg T=10 --range a_ptr=0.5:3
+# RUN: check %s:ckpt_nested --tape-budget 100000 --sig 'x_ptr=*fp32,y_ptr=*fp32,T=i32,C=i32,BLOCK=8' --wrt x_ptr --out y_ptr --grid 1 --shape x_ptr=5x3x8 --shape y_ptr=8 --arg T=5 --arg C=3
 import triton
 import triton.language as tl
 
@@ -68,3 +74,52 @@ def unbounded(x_ptr, y_ptr, BLOCK: tl.constexpr):
         v = v * 0.5
         big = big * 0.5
     tl.store(y_ptr + offs, v)
+
+
+@triton.jit
+def rows_newton(a_ptr, y_ptr, R, max_it, BLOCK: tl.constexpr):
+    # a cube-root Newton solve per row chunk, inside a loop over the rows (a `while` tape
+    # inside a linear `for`), summed into y
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for r in range(0, R):
+        a = tl.load(a_ptr + r * BLOCK + offs)
+        z = a
+        it = 0
+        err = 1.0
+        while (it < max_it) & (err > 1e-7):
+            step = (z * z * z - a) / (3.0 * z * z)
+            z = z - step
+            err = tl.max(tl.abs(step), axis=0)
+            it += 1
+        acc += z * (r + 1)
+    tl.store(y_ptr + offs, acc)
+
+
+@triton.jit
+def ckpt_with_while(a_ptr, y_ptr, T, BLOCK: tl.constexpr):
+    # h_t = sin(h_{t-1}) + cbrt(a_t) (Newton, a `while` tape) inside a taped (checkpointable) loop
+    offs = tl.arange(0, BLOCK)
+    h = tl.zeros((BLOCK,), tl.float32)
+    for t in range(0, T):
+        a = tl.load(a_ptr + t * BLOCK + offs)
+        z = a
+        it = 0
+        while it < 6:
+            z = z - (z * z * z - a) / (3.0 * z * z)
+            it += 1
+        h = tl.sin(h) * z + z
+    tl.store(y_ptr + offs, h)
+
+
+@triton.jit
+def ckpt_nested(x_ptr, y_ptr, T, C, BLOCK: tl.constexpr):
+    # a taped inner loop (running max) inside a taped outer loop (a recurrence)
+    offs = tl.arange(0, BLOCK)
+    h = tl.zeros((BLOCK,), tl.float32)
+    for t in range(0, T):
+        m = tl.full((BLOCK,), -float("inf"), tl.float32)
+        for c in range(0, C):
+            m = tl.maximum(m, tl.load(x_ptr + (t * C + c) * BLOCK + offs) + h)
+        h = tl.sin(m)
+    tl.store(y_ptr + offs, h)
