@@ -1,10 +1,8 @@
 # RUN: grad %s:decay --ir --tape-budget 4096 --sig 'x_ptr=*fp32,y_ptr=*fp32,T=i32,BLOCK=8' --wrt x_ptr --out y_ptr
-# RUN: grad %s:halve_until --ir --while-cap 16 --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=8' --wrt x_ptr --out y_ptr
 # ROUNDTRIP
-# The IR of tapes with their host-side attributes: a checkpointed `for` tape (a tape budget: the
-# primal sweep records every k-th iteration, k = ceil(sqrt(trips)); the adjoint sweep recomputes
-# each segment from its checkpoint, then reverses it) and a `while` tape (a capacity, the overflow
-# flag in the tape's head, the iterations counted by the primal sweep).  Both parse back.
+# The IR of a checkpointed `for` tape (a tape budget: the primal sweep records every k-th
+# iteration, k = ceil(sqrt(trips)); the adjoint sweep recomputes each segment from its
+# checkpoint, then reverses it), parsed back.
 import triton
 import triton.language as tl
 
@@ -16,12 +14,3 @@ def decay(x_ptr, y_ptr, T, BLOCK: tl.constexpr):
     for t in range(0, T):
         h = tl.sin(h) + tl.load(x_ptr + t * BLOCK + offs)
     tl.store(y_ptr + offs, h)
-
-
-@triton.jit
-def halve_until(x_ptr, y_ptr, BLOCK: tl.constexpr):
-    offs = tl.arange(0, BLOCK)
-    v = tl.load(x_ptr + offs)
-    while tl.sum(v * v, axis=0) > 1.0:
-        v = v * 0.5
-    tl.store(y_ptr + offs, v)
