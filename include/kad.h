@@ -209,6 +209,23 @@ KAD_API const char *kad_module_imports(kad_ctx *c, const char *modname);
  * or "KERNEL: N nondeterministic, M batch-variant".  NULL on error. */
 KAD_API const char *kad_audit(kad_kernel *k);
 
+/* ---- Tapes (docs/AD.md, "Tapes") ---- */
+
+/* Options of the backwards c builds from now on: while_cap, the tape
+ * capacity (iterations) of a `while` loop without a bound kad finds in its
+ * condition (0: the default, 1024); tape_budget, the bytes of tape scratch
+ * per kernel launch above which kad checkpoints taped `for` loops (0: no
+ * budget).  Returns 0, or -1 for a negative value or a capacity above
+ * 2**31 - 1. */
+KAD_API int kad_set_tape_options(kad_ctx *c, long long while_cap, long long tape_budget);
+
+/* `kad grad --report`: for each tape of backward g (kad_grad's result),
+ * its loop, what is taped (values, bytes per iteration and program, trip
+ * count or capacity), what is recomputed, the linear accumulators, the
+ * checkpoint schedule and recompute factor; the same as the generated
+ * module's header.  Text owned by the context; "no tapes" when g has none. */
+KAD_API const char *kad_tape_report(kad_kernel *g);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1209,9 +1209,6 @@ static void validate_carried(Ad *ad, const Inst *in, const ValId *vs)
     }
 }
 
-static const char *const tape_msg =
-    "loop-carried value '%s' of a `while` loop is not a linear accumulator: kad records such values on a "
-    "tape only in `for` loops whose trip count the host computes (not supported yet)";
 
 /* path/npath: the enclosing ifs (for StoreSite); loop: the innermost
  * enclosing loop, loop_depth: how many loops enclose b. */
@@ -1344,9 +1341,14 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
         case OP_WHILE: {
             const Block *c = in->regions[0];
             validate_carried(ad, in, c->params);
+            /* any differentiated carried value puts a `while` on a tape (its adjoint loop runs
+             * backwards over the iterations the primal sweep counted) */
+            bool tape = false;
             for (int k = 0; k < in->nres; k++)
-                if (ad_active(ad, c->params[k]) || ad_active(ad, in->res[k]))
-                    diag_error(ad->d, in->loc, tape_msg, display(ad, c->params[k], in->res[k]));
+                tape |= ad_active(ad, c->params[k]) || ad_active(ad, in->regions[1]->params[k]) ||
+                        ad_active(ad, in->res[k]);
+            if (tape)
+                ad_tape_plan_while(ad, in);
             validate_block(ad, c, loop_depth + 1, NULL, path, npath, sites, &here); /* no stores in a condition */
             validate_block(ad, in->regions[1], loop_depth + 1, in, path, npath, sites, &here);
             break;

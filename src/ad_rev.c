@@ -278,7 +278,8 @@ static ValId tape_param(Ad *ad, TapeLoop *tl)
         Func *bw = ad->bw;
         tl->param = ir_param_add(bw, type_ptr(tl->dt, 0, NULL), arena_printf(ad->a, "kad_tape%d", bw->tapes.n),
                                  tl->loop->loc);
-        FuncTape ft = {tl->param, tl->trips, tl->slot, tl->loop->loc, tl->what};
+        FuncTape ft = {tl->param, tl->trips, tl->slot, tl->loop->loc, tl->what, tl->is_while, tl->bound,
+                       tl->recomputed, tl->linear_names, tl->ckpt, ad->spec->tape_budget};
         vec_push(ad->a, bw->tapes, ft);
     }
     return tl->param;
@@ -304,6 +305,8 @@ static ValId tape_base(Ad *ad, Block *b, TapeLoop *tl, ValId t, Loc loc)
     ValId t64 = ir_type(f, t).dt == DT_I64 ? t : ir_op1(f, b, OP_CAST, i64, t, loc);
     ValId at = ir_op2(f, b, OP_ADD, i64, ir_op2(f, b, OP_MUL, i64, t64, np, loc), prog, loc);
     at = ir_op2(f, b, OP_MUL, i64, at, ir_const_int(f, b, i64, tl->slot, loc), loc);
+    if (tl->is_while) /* after the head (the overflow flag) */
+        at = ir_op2(f, b, OP_ADD, i64, at, ir_const_int(f, b, i64, KAD_TAPE_HEAD, loc), loc);
     ValId p = tape_param(ad, tl);
     return ir_op2(f, b, OP_ADDPTR, ir_type(f, p), p, at, loc);
 }
@@ -364,32 +367,179 @@ static ValId tape_iter(Ad *ad, Block *b, const Inst *loop, ValId iv, Loc loc)
     return ir_op2(f, b, OP_DIV, it, d, P0(ad, loop->args[2]), loc);
 }
 
+/* The trip count of taped `for` in (fw), in b: (max(ub - lb, 0) + step - 1)
+ * / step, or with lb - ub and -step for a negative step (a constant:
+ * ad_tape_plan). */
+static ValId tape_trips(Ad *ad, Block *b, const Inst *in)
+{
+    Func *f = ad->bw;
+    Loc loc = in->loc;
+    ValId lb = P0(ad, in->args[0]), ub = P0(ad, in->args[1]), step = P0(ad, in->args[2]);
+    Type it = bty(ad, lb);
+    bool down = ad->def[in->args[2]]->ival < 0;
+    ValId astep = down ? ir_op1(f, b, OP_NEG, it, step, loc) : step;
+    ValId span = ir_op2(f, b, OP_MAXIMUM, it,
+                        down ? ir_op2(f, b, OP_SUB, it, lb, ub, loc) : ir_op2(f, b, OP_SUB, it, ub, lb, loc),
+                        ir_const_int(f, b, it, 0, loc), loc);
+    ValId one = ir_const_int(f, b, it, 1, loc);
+    return ir_op2(f, b, OP_DIV, it, ir_op2(f, b, OP_ADD, it, span, ir_op2(f, b, OP_SUB, it, astep, one, loc), loc),
+                  astep, loc);
+}
+
+/* A checkpointed tape's segment length k = ceil(sqrt(trips)) (1 when
+ * trips <= 1), exactly as the host computes it (isqrt(trips - 1) + 1): a
+ * float square root, then corrected by one either way. */
+static ValId tape_seg_len(Ad *ad, Block *b, ValId trips, Loc loc)
+{
+    Func *f = ad->bw;
+    Type it = bty(ad, trips), i1 = type_scalar(DT_I1), f32 = type_scalar(DT_F32);
+    ValId one = ir_const_int(f, b, it, 1, loc);
+    ValId m = ir_op2(f, b, OP_MAXIMUM, it, ir_op2(f, b, OP_SUB, it, trips, one, loc), ir_const_int(f, b, it, 0, loc),
+                     loc);
+    ValId r = ir_op1(f, b, OP_CAST, it, ir_op1(f, b, OP_SQRT, f32, ir_op1(f, b, OP_CAST, f32, m, loc), loc), loc);
+    ValId big = ir_op2(f, b, OP_GT, i1, ir_op2(f, b, OP_MUL, it, r, r, loc), m, loc);
+    r = ir_op3(f, b, OP_WHERE, it, big, ir_op2(f, b, OP_SUB, it, r, one, loc), r, loc);
+    ValId r1 = ir_op2(f, b, OP_ADD, it, r, one, loc);
+    ValId small = ir_op2(f, b, OP_LE, i1, ir_op2(f, b, OP_MUL, it, r1, r1, loc), m, loc);
+    r = ir_op3(f, b, OP_WHERE, it, small, r1, r, loc);
+    return ir_op2(f, b, OP_ADD, it, r, one, loc);
+}
+
 /* At the top of a taped loop's body (params already mapped): records the
- * carried values the reverse sweep reads back. */
+ * carried values the reverse sweep reads back (checkpointed: those of every
+ * k-th iteration, in slot k + t / k). */
 static void tape_record(Ad *ad, Block *reg, TapeLoop *tl)
 {
     const Inst *in = tl->loop;
     const Block *fr = in->regions[0];
-    ValId base = 0;
+    ValId base = 0, ck = 0;
     for (int i = 0; i < in->nres; i++) {
         if (!tl->taped[i])
             continue;
-        if (!base)
-            base = tape_base(ad, reg, tl, tape_iter(ad, reg, in, P0(ad, fr->params[0]), in->loc), in->loc);
+        ValId t = 0;
+        if (!base) {
+            t = tape_iter(ad, reg, in, P0(ad, fr->params[0]), in->loc);
+            if (tl->ckpt) { /* slot k + t / k, written where t % k == 0 */
+                Func *f = ad->bw;
+                Type it = bty(ad, t);
+                ValId k = tl->kv;
+                if (bty(ad, k).dt != it.dt)
+                    k = ir_op1(f, reg, OP_CAST, it, k, in->loc);
+                ck = ir_op2(f, reg, OP_EQ, type_scalar(DT_I1), ir_op2(f, reg, OP_REM, it, t, k, in->loc),
+                            ir_const_int(f, reg, it, 0, in->loc), in->loc);
+                t = ir_op2(f, reg, OP_ADD, it, k, ir_op2(f, reg, OP_DIV, it, t, k, in->loc), in->loc);
+            }
+            base = tape_base(ad, reg, tl, t, in->loc);
+        }
         ValId v = P0(ad, fr->params[1 + i]);
         Type vt = bty(ad, v);
         ValId ptr = tape_ptr(ad, reg, base, vt, tl->off[i], in->loc);
         if (vt.dt != tl->dt)
             v = ir_op1(ad->bw, reg, OP_CAST, type_with_dtype(vt, tl->dt), v, in->loc);
+        if (ck) {
+            ValId m = vt.rank ? ir_op1(ad->bw, reg, OP_BROADCAST, type_tile(DT_I1, vt.rank, vt.shape), ck, in->loc) : ck;
+            ValId args[3] = {ptr, v, m};
+            ir_emit(ad->bw, reg, OP_STORE, args, 3, NULL, 0, in->loc)->flags |= IF_HAS_MASK;
+            continue;
+        }
         ValId args[2] = {ptr, v};
         ir_emit(ad->bw, reg, OP_STORE, args, 2, NULL, 0, in->loc);
     }
+}
+
+/* A taped `while` in the primal sweep: the loop carries an iteration
+ * counter too (its result: the iterations this program ran, which the
+ * adjoint loop runs backwards); each iteration t < capacity records the
+ * carried values in slot t, an iteration past it sets the tape's
+ * overflow flag instead (the host turns it into an error). */
+static void clone_tape_while(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
+{
+    Func *f = ad->bw;
+    Loc loc = in->loc;
+    int n = in->nres;
+    Type i32 = type_scalar(DT_I32);
+    bool *sh = shadow_flags(ad, carriers(in), n);
+    /* the capacity, in the kernel: the same expression the host sizes the tape with */
+    ValId cap;
+    if (tl->cap_ub) {
+        Type ut = fty(ad, tl->cap_ub);
+        ValId ub = P0(ad, tl->cap_ub), i0 = P0(ad, tl->cap_init);
+        if (bty(ad, i0).dt != ut.dt)
+            i0 = ir_op1(f, bb, OP_CAST, ut, i0, loc);
+        ValId span = ir_op2(f, bb, OP_SUB, ut, ir_op2(f, bb, OP_ADD, ut, ub, ir_const_int(f, bb, ut, tl->cap_plus, loc), loc),
+                            i0, loc);
+        span = ir_op2(f, bb, OP_MAXIMUM, ut, span, ir_const_int(f, bb, ut, 0, loc), loc);
+        span = ir_op2(f, bb, OP_ADD, ut, span, ir_const_int(f, bb, ut, tl->cap_step - 1, loc), loc);
+        cap = ir_op2(f, bb, OP_DIV, ut, span, ir_const_int(f, bb, ut, tl->cap_step, loc), loc);
+        if (ut.dt != DT_I32)
+            cap = ir_op1(f, bb, OP_CAST, i32, cap, loc);
+    } else {
+        cap = ir_const_int(f, bb, i32, tl->cap_const, loc);
+    }
+    tl->capv = cap;
+    Slots s = slots_new(ad, 2 * n + 1);
+    add_carried(ad, &s, in->args, in->res, n, NULL, sh);
+    s.args[s.na++] = ir_const_int(f, bb, i32, 0, loc);
+    s.tys[s.nt++] = i32;
+    ir_emit(f, bb, OP_WHILE, s.args, s.na, s.tys, s.nt, loc);
+    int idx = bb->insts.n - 1;
+    Block *creg = ir_inst_add_region(f, &bb->insts.v[idx]);
+    add_params(ad, creg, in->regions[0], 0, NULL, sh);
+    ir_block_param_add(f, creg, i32, "kad_n", loc);
+    clone_block(ad, in->regions[0], creg, CL_YIELD, NULL); /* ends in `condition` */
+    Block *reg = ir_inst_add_region(f, &bb->insts.v[idx]);
+    const Block *fr = in->regions[1];
+    add_params(ad, reg, fr, 0, NULL, sh);
+    ValId cnt = ir_block_param_add(f, reg, i32, "kad_n", loc);
+    /* record (t = the counter) when t < capacity, else raise the flag */
+    ValId fits = ir_op2(f, reg, OP_LT, type_scalar(DT_I1), cnt, cap, loc);
+    ValId base = 0;
+    for (int i = 0; i < n; i++) {
+        if (!tl->taped[i])
+            continue;
+        if (!base) /* slot min(t, cap - 1): in bounds also where the store is masked off */
+            base = tape_base(ad, reg, tl,
+                             ir_op2(f, reg, OP_MINIMUM, i32, cnt,
+                                    ir_op2(f, reg, OP_SUB, i32, cap, ir_const_int(f, reg, i32, 1, loc), loc), loc),
+                             loc);
+        ValId v = P0(ad, fr->params[i]);
+        Type vt = bty(ad, v);
+        ValId ptr = tape_ptr(ad, reg, base, vt, tl->off[i], loc);
+        if (vt.dt != tl->dt)
+            v = ir_op1(f, reg, OP_CAST, type_with_dtype(vt, tl->dt), v, loc);
+        ValId m = vt.rank ? ir_op1(f, reg, OP_BROADCAST, type_tile(DT_I1, vt.rank, vt.shape), fits, loc) : fits;
+        ValId args[3] = {ptr, v, m};
+        ir_emit(f, reg, OP_STORE, args, 3, NULL, 0, loc)->flags |= IF_HAS_MASK;
+    }
+    {
+        Type ft = type_scalar(tl->dt);
+        ValId over = ir_op1(f, reg, OP_NOT, type_scalar(DT_I1), fits, loc);
+        ValId args[3] = {tape_param(ad, tl), ir_const_float(f, reg, ft, 1.0, loc), over};
+        ir_emit(f, reg, OP_STORE, args, 3, NULL, 0, loc)->flags |= IF_HAS_MASK;
+    }
+    clone_block(ad, fr, reg, 0, NULL);
+    const Inst *yi = ad_block_term(fr);
+    Slots y = slots_new(ad, 2 * n + 1);
+    add_carried(ad, &y, yi->args, NULL, n, NULL, sh);
+    y.args[y.na++] = ir_op2(f, reg, OP_ADD, i32, cnt, ir_const_int(f, reg, i32, 1, loc), loc);
+    ir_emit(f, reg, OP_YIELD, y.args, y.na, NULL, 0, loc);
+    Inst *ni = &bb->insts.v[idx];
+    bind_results(ad, in, ni, sh);
+    tl->count = ni->res[ni->nres - 1];
 }
 
 /* for, if, while in the primal sweep: the same op over the copied regions,
  * carrying shadows next to the carried pointers. */
 static void clone_region_op(Ad *ad, Block *bb, const Inst *in)
 {
+    TapeLoop *tw = in->op == OP_WHILE ? ad_tape_of(ad, in) : NULL;
+    if (tw) {
+        clone_tape_while(ad, bb, in, tw);
+        return;
+    }
+    TapeLoop *tc = in->op == OP_FOR ? ad_tape_of(ad, in) : NULL;
+    if (tc && tc->ckpt) /* the segment length, for the checkpoints the primal sweep records */
+        tc->kv = tape_seg_len(ad, bb, tape_trips(ad, bb, in), in->loc);
     int n = in->nres, nfix = fixed_operands(in);
     bool *sh = shadow_flags(ad, carriers(in), n);
     Slots s = slots_new(ad, nfix + 2 * n);
@@ -1088,81 +1238,35 @@ static ValId int_like(Ad *ad, Block *b, ValId x, Type like, Dtype dt, Loc loc)
     return x;
 }
 
-/* A taped `for` (ad_tape.c): the adjoint loop runs backwards over the
- * iterations, t = trips - 1 .. 0, reading each iteration's carried values
- * back from the tape the primal sweep wrote, recomputing the body from
- * them (linear-accumulator chains left out) and applying its adjoint.
- * The adjoints of the differentiated carried values other than linear
- * accumulators (recorded, or read only by the yield) are carried from one iteration to the
- * one before it (the yield's adjoint becomes the carried values'), those
- * of linear accumulators are constant, those of outside values are
- * carried and leave as results.  Barriers order the tape's writes and
- * reads across the program's threads (and the next recompute's writes). */
-static void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
+/* Maps the carried values of taped loop in's body for iteration t (in
+ * reg): the induction variable lb + t * step (a `for`), the affine slots
+ * init + t * delta (and their shadows), the taped ones from tape slot slot
+ * (vals NULL) or from vals[i] (the recompute loop of a checkpointed
+ * segment).  id: the stamp of the body's values. */
+static void map_carried(Ad *ad, Block *reg, const Inst *in, TapeLoop *tl, ValId t, ValId slot, const ValId *vals,
+                        int id)
 {
+    ValId base = 0;
     Func *f = ad->bw;
-    int n = in->nres;
-    const Block *body = in->regions[0];
-    const ValId *car = body->params + 1;
-    bool *act = arena_alloc(ad->a, (size_t)n + 1);
-    ValId *dres = arena_alloc(ad->a, sizeof *dres * (size_t)(n + 1));
-    int nact = 0;
-    for (int i = 0; i < n; i++) {
-        bool a = ad_active(ad, car[i]) || ad_active(ad, in->res[i]);
-        act[i] = a && !tl->linear[i]; /* recorded, or read only by the yield (a, b = b, f(a)) */
-        nact += act[i];
-        dres[i] = a ? ad->adj[in->res[i]] : 0;
-    }
-    ValVec L = collect_outside(ad, in);
-    Em eo = {ad, bb, in->loc};
     Loc loc = in->loc;
-    ValId lb = P0(ad, in->args[0]), ub = P0(ad, in->args[1]), step = P0(ad, in->args[2]);
-    Type it = bty(ad, lb);
-    /* trips = (max(ub - lb, 0) + step - 1) / step, or with lb - ub and -step for a negative
-     * step (a constant: ad_tape_plan) */
-    bool down = ad->def[in->args[2]]->ival < 0;
-    ValId astep = down ? ir_op1(f, bb, OP_NEG, it, step, loc) : step;
-    ValId span = ir_op2(f, bb, OP_MAXIMUM, it, down ? ir_op2(f, bb, OP_SUB, it, lb, ub, loc) : ir_op2(f, bb, OP_SUB, it, ub, lb, loc),
-                        ir_const_int(f, bb, it, 0, loc), loc);
-    ValId one = ir_const_int(f, bb, it, 1, loc);
-    ValId trips = ir_op2(f, bb, OP_DIV, it,
-                         ir_op2(f, bb, OP_ADD, it, span, ir_op2(f, bb, OP_SUB, it, astep, one, loc), loc), astep, loc);
-    ir_emit(f, bb, OP_BARRIER, NULL, 0, NULL, 0, loc);
-    Slots s = slots_new(ad, 3 + nact + L.n);
-    s.args[s.na++] = ir_const_int(f, bb, it, 0, loc);
-    s.args[s.na++] = trips;
-    s.args[s.na++] = one;
-    for (int i = 0; i < n; i++)
-        if (act[i]) {
-            s.args[s.na++] = adj_or_zero(&eo, in->res[i]);
-            s.tys[s.nt++] = adt(fty(ad, car[i]));
-        }
-    add_adjoints(&eo, &s, L);
-    ir_emit(f, bb, OP_FOR, s.args, s.na, s.tys, s.nt, loc);
-    int idx = bb->insts.n - 1;
-    Block *reg = ir_inst_add_region(f, &bb->insts.v[idx]);
-    ValId j = ir_block_param_add(f, reg, it, "kad_j", loc);
-    ValId *dcar = arena_alloc(ad->a, sizeof *dcar * (size_t)(n + 1));
-    for (int i = 0; i < n; i++)
-        if (act[i])
-            dcar[i] = adj_param(ad, reg, car[i]);
-    for (int k = 0; k < L.n; k++)
-        ad->adj[L.v[k]] = adj_param(ad, reg, L.v[k]);
-    /* t = trips - 1 - j, iv = lb + t * step; the carried values from the tape */
-    ValId t = ad->spec->mutate == AD_MUTATE_TAPE /* reads the iterations' slots in the wrong order */
-                  ? j
-                  : ir_op2(f, reg, OP_SUB, it, ir_op2(f, reg, OP_SUB, it, trips, one, loc), j, loc);
-    ValId iv = ir_op2(f, reg, OP_ADD, it, lb, ir_op2(f, reg, OP_MUL, it, t, step, loc), loc);
-    ad->pm[body->params[0]] = iv;
-    name_after(ad, iv, "", body->params[0]);
-    ValId base = tape_base(ad, reg, tl, t, loc);
-    int id = ++ad->gen;
-    ad_mark_defs(ad, body, id);
+    bool wl = tl->is_while;
+    int n = in->nres, nfix = wl ? 0 : 3;
+    const Block *body = in->regions[wl ? 1 : 0];
+    const ValId *car = body->params + (wl ? 0 : 1);
+    if (!wl) {
+        Type it = bty(ad, t);
+        ValId iv = ir_op2(f, reg, OP_ADD, it, P0(ad, in->args[0]), ir_op2(f, reg, OP_MUL, it, t, P0(ad, in->args[2]), loc),
+                          loc);
+        ad->pm[body->params[0]] = iv;
+        name_after(ad, iv, "", body->params[0]);
+    }
+    if (!vals)
+        base = tape_base(ad, reg, tl, slot, loc);
     for (int i = 0; i < n; i++) {
         ad->pm[car[i]] = 0;
         ad->adj[car[i]] = 0;
         if (tl->affine[i]) { /* init + t * step, and its shadow alike */
-            ValId init = in->args[3 + i], v = P0(ad, init), sv = needs_shadow(ad, car[i]) ? S0(ad, init) : 0;
+            ValId init = in->args[nfix + i], v = P0(ad, init), sv = needs_shadow(ad, car[i]) ? S0(ad, init) : 0;
             if (tl->delta[i]) {
                 ValId d = clone_invariant(ad, reg, tl->delta[i], id);
                 Type dt = bty(ad, d), ct = fty(ad, car[i]);
@@ -1189,18 +1293,70 @@ static void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
         }
         if (!tl->taped[i])
             continue; /* a linear accumulator (never recomputed), or unused by the body */
-        Type vt = fty(ad, car[i]);
-        ValId ptr = tape_ptr(ad, reg, base, vt, tl->off[i], loc);
-        Type lt = type_tile(tl->dt, vt.rank, vt.shape);
-        ValId v = ir_emit(f, reg, OP_LOAD, &ptr, 1, &lt, 1, loc)->res[0];
-        if (vt.dt != tl->dt)
-            v = ir_op1(f, reg, OP_CAST, vt, v, loc);
+        ValId v = vals ? vals[i] : 0;
+        if (!vals) {
+            Type vt = fty(ad, car[i]);
+            ValId ptr = tape_ptr(ad, reg, base, vt, tl->off[i], loc);
+            Type lt = type_tile(tl->dt, vt.rank, vt.shape);
+            v = ir_emit(f, reg, OP_LOAD, &ptr, 1, &lt, 1, loc)->res[0];
+            if (vt.dt != tl->dt)
+                v = ir_op1(f, reg, OP_CAST, vt, v, loc);
+        }
         ad->pm[car[i]] = v;
         name_after(ad, v, "", car[i]);
     }
     for (int k = 0; k < body->insts.n; k++) /* chain values are never recomputed */
         if (body->insts.v[k].nres == 1 && ad->chain[body->insts.v[k].res[0]])
             ad->pm[body->insts.v[k].res[0]] = 0;
+}
+
+/* The adjoint loop of taped loop in over ntrip iterations, emitted in bb:
+ * j = 0 .. ntrip - 1, u = ntrip - 1 - j, iteration t = t0 + u (t0 0: t = u),
+ * its carried values from tape slot u (slot t0 + u when !seg).  dinit: the
+ * initial carried adjoints by slot (act), the outside adjoints from ad->adj.
+ * Returns the loop's index in bb (results: the carried adjoints, then L's). */
+static int adj_tape_sweep(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl, const bool *act, const ValId *dres,
+                          const ValId *dinit, ValVec L, ValId ntrip, ValId t0, bool seg)
+{
+    Func *f = ad->bw;
+    int n = in->nres, nact = 0;
+    bool wl = tl->is_while;
+    const Block *body = in->regions[wl ? 1 : 0];
+    const ValId *car = body->params + (wl ? 0 : 1);
+    Loc loc = in->loc;
+    Type it = bty(ad, ntrip);
+    ValId one = ir_const_int(f, bb, it, 1, loc);
+    Em eo = {ad, bb, loc};
+    for (int i = 0; i < n; i++)
+        nact += act[i];
+    Slots s = slots_new(ad, 3 + nact + L.n);
+    s.args[s.na++] = ir_const_int(f, bb, it, 0, loc);
+    s.args[s.na++] = ntrip;
+    s.args[s.na++] = one;
+    for (int i = 0; i < n; i++)
+        if (act[i]) {
+            s.args[s.na++] = dinit[i];
+            s.tys[s.nt++] = adt(fty(ad, car[i]));
+        }
+    add_adjoints(&eo, &s, L);
+    ir_emit(f, bb, OP_FOR, s.args, s.na, s.tys, s.nt, loc);
+    int idx = bb->insts.n - 1;
+    Block *reg = ir_inst_add_region(f, &bb->insts.v[idx]);
+    ValId j = ir_block_param_add(f, reg, it, "kad_j", loc);
+    ValId *dcar = arena_alloc(ad->a, sizeof *dcar * (size_t)(n + 1));
+    for (int i = 0; i < n; i++)
+        if (act[i])
+            dcar[i] = adj_param(ad, reg, car[i]);
+    for (int k = 0; k < L.n; k++)
+        ad->adj[L.v[k]] = adj_param(ad, reg, L.v[k]);
+    /* u = ntrip - 1 - j; the carried values from the tape */
+    ValId u = ad->spec->mutate == AD_MUTATE_TAPE /* reads the iterations' slots in the wrong order */
+                  ? j
+                  : ir_op2(f, reg, OP_SUB, it, ir_op2(f, reg, OP_SUB, it, ntrip, one, loc), j, loc);
+    ValId t = t0 ? ir_op2(f, reg, OP_ADD, it, t0, u, loc) : u;
+    int id = ++ad->gen;
+    ad_mark_defs(ad, body, id);
+    map_carried(ad, reg, in, tl, t, seg ? u : t, NULL, id);
     clone_block(ad, body, reg, CL_SKIP_CHAIN, NULL);
     Em e = {ad, reg, loc};
     const Inst *yi = ad_block_term(body);
@@ -1216,18 +1372,166 @@ static void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
             y.args[y.na++] = adj_or_zero(&e, car[i]);
     add_adjoints(&e, &y, L);
     ir_emit(f, reg, OP_YIELD, y.args, y.na, NULL, 0, loc);
+    return idx;
+}
+
+/* A checkpointed segment's recompute (in reg): iterations t0 .. t0 + len - 1
+ * from the carried values of checkpoint slot k + sgi, each recorded in
+ * segment slot t - t0 before the body runs. */
+static void tape_recompute_segment(Ad *ad, Block *reg, const Inst *in, TapeLoop *tl, ValId k, ValId sgi, ValId t0,
+                                   ValId len)
+{
+    Func *f = ad->bw;
+    int n = in->nres, ntap = 0;
+    const Block *body = in->regions[0];
+    const ValId *car = body->params + 1;
+    Loc loc = in->loc;
+    Type it = bty(ad, len);
+    ValId cbase = tape_base(ad, reg, tl, ir_op2(f, reg, OP_ADD, it, k, sgi, loc), loc);
+    Slots s = slots_new(ad, 3 + n);
+    s.args[s.na++] = ir_const_int(f, reg, it, 0, loc);
+    s.args[s.na++] = len;
+    s.args[s.na++] = ir_const_int(f, reg, it, 1, loc);
+    for (int i = 0; i < n; i++)
+        if (tl->taped[i]) {
+            Type vt = fty(ad, car[i]);
+            ValId ptr = tape_ptr(ad, reg, cbase, vt, tl->off[i], loc);
+            Type lt = type_tile(tl->dt, vt.rank, vt.shape);
+            ValId v = ir_emit(f, reg, OP_LOAD, &ptr, 1, &lt, 1, loc)->res[0];
+            if (vt.dt != tl->dt)
+                v = ir_op1(f, reg, OP_CAST, vt, v, loc);
+            s.args[s.na++] = v;
+            s.tys[s.nt++] = vt;
+            ntap++;
+        }
+    ir_emit(f, reg, OP_FOR, s.args, s.na, s.tys, s.nt, loc);
+    int idx = reg->insts.n - 1;
+    Block *rr = ir_inst_add_region(f, &reg->insts.v[idx]);
+    ValId u = ir_block_param_add(f, rr, it, "kad_u", loc);
+    ValId *vals = arena_alloc(ad->a, sizeof *vals * (size_t)(n + 1));
+    for (int i = 0; i < n; i++)
+        if (tl->taped[i])
+            vals[i] = param_like(ad, rr, car[i], "");
+    ValId base = tape_base(ad, rr, tl, u, loc);
+    for (int i = 0; i < n; i++)
+        if (tl->taped[i]) {
+            Type vt = fty(ad, car[i]);
+            ValId ptr = tape_ptr(ad, rr, base, vt, tl->off[i], loc), v = vals[i];
+            if (vt.dt != tl->dt)
+                v = ir_op1(f, rr, OP_CAST, type_with_dtype(vt, tl->dt), v, loc);
+            ValId args[2] = {ptr, v};
+            ir_emit(f, rr, OP_STORE, args, 2, NULL, 0, loc);
+        }
+    int id = ++ad->gen;
+    ad_mark_defs(ad, body, id);
+    map_carried(ad, rr, in, tl, ir_op2(f, rr, OP_ADD, it, t0, u, loc), 0, vals, id);
+    clone_block(ad, body, rr, CL_SKIP_CHAIN, NULL);
+    const Inst *yi = ad_block_term(body);
+    Slots y = slots_new(ad, ntap);
+    for (int i = 0; i < n; i++)
+        if (tl->taped[i])
+            y.args[y.na++] = P0(ad, yi->args[i]);
+    ir_emit(f, rr, OP_YIELD, y.args, y.na, NULL, 0, loc);
+}
+
+/* A taped loop (ad_tape.c): the adjoint loop runs backwards over the
+ * iterations, t = trips - 1 .. 0, reading each iteration's carried values
+ * back from the tape the primal sweep wrote, recomputing the body from
+ * them (linear-accumulator chains left out) and applying its adjoint.
+ * The adjoints of the differentiated carried values other than linear
+ * accumulators (recorded, or read only by the yield) are carried from one
+ * iteration to the one before it (the yield's adjoint becomes the carried
+ * values'), those of linear accumulators are constant, those of outside
+ * values are carried and leave as results.  A `while` runs the iterations
+ * its primal copy counted.  Checkpointed (tl->ckpt): an outer loop over
+ * the segments backwards; each recomputes its k iterations from its
+ * checkpoint, recording them in the segment slots, then runs the adjoint
+ * loop over them.  Barriers order the tape's writes and reads across the
+ * program's threads (and the next recompute's writes). */
+static void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
+{
+    Func *f = ad->bw;
+    int n = in->nres;
+    bool wl = tl->is_while;
+    int nfix = wl ? 0 : 3;
+    const Block *body = in->regions[wl ? 1 : 0];
+    const ValId *car = body->params + (wl ? 0 : 1);
+    bool *act = arena_alloc(ad->a, (size_t)n + 1);
+    ValId *dres = arena_alloc(ad->a, sizeof *dres * (size_t)(n + 1));
+    ValId *dinit = arena_alloc(ad->a, sizeof *dinit * (size_t)(n + 1));
+    int nact = 0;
+    for (int i = 0; i < n; i++) {
+        bool a = ad_active(ad, car[i]) || ad_active(ad, in->res[i]);
+        act[i] = a && !tl->linear[i]; /* recorded, or read only by the yield (a, b = b, f(a)) */
+        nact += act[i];
+        dres[i] = a ? ad->adj[in->res[i]] : 0;
+    }
+    ValVec L = collect_outside(ad, in);
+    Em eo = {ad, bb, in->loc};
+    Loc loc = in->loc;
+    ValId trips;
+    if (wl) /* the iterations the primal copy counted, never more than the tape holds */
+        trips = ir_op2(f, bb, OP_MINIMUM, type_scalar(DT_I32), tl->count, tl->capv, loc);
+    else
+        trips = tape_trips(ad, bb, in);
+    Type it = bty(ad, trips);
+    for (int i = 0; i < n; i++)
+        if (act[i])
+            dinit[i] = adj_or_zero(&eo, in->res[i]);
+    ir_emit(f, bb, OP_BARRIER, NULL, 0, NULL, 0, loc);
+    Block *ob = bb;
+    int idx;
+    if (!tl->ckpt) {
+        idx = adj_tape_sweep(ad, bb, in, tl, act, dres, dinit, L, trips, 0, false);
+    } else {
+        /* segments sgi = nseg - 1 .. 0 of k iterations: t0 = sgi * k, len = min(trips - t0, k) */
+        ValId k = tape_seg_len(ad, bb, trips, loc), one = ir_const_int(f, bb, it, 1, loc);
+        ValId nseg = ir_op2(f, bb, OP_DIV, it, ir_op2(f, bb, OP_ADD, it, trips, ir_op2(f, bb, OP_SUB, it, k, one, loc), loc),
+                            k, loc);
+        Slots s = slots_new(ad, 3 + nact + L.n);
+        s.args[s.na++] = ir_const_int(f, bb, it, 0, loc);
+        s.args[s.na++] = nseg;
+        s.args[s.na++] = one;
+        for (int i = 0; i < n; i++)
+            if (act[i]) {
+                s.args[s.na++] = dinit[i];
+                s.tys[s.nt++] = adt(fty(ad, car[i]));
+            }
+        add_adjoints(&eo, &s, L);
+        ir_emit(f, bb, OP_FOR, s.args, s.na, s.tys, s.nt, loc);
+        idx = bb->insts.n - 1;
+        Block *oreg = ir_inst_add_region(f, &bb->insts.v[idx]);
+        ValId js = ir_block_param_add(f, oreg, it, "kad_s", loc);
+        for (int i = 0; i < n; i++)
+            if (act[i])
+                dinit[i] = adj_param(ad, oreg, car[i]);
+        for (int q = 0; q < L.n; q++)
+            ad->adj[L.v[q]] = adj_param(ad, oreg, L.v[q]);
+        ValId sgi = ir_op2(f, oreg, OP_SUB, it, ir_op2(f, oreg, OP_SUB, it, nseg, one, loc), js, loc);
+        ValId t0 = ir_op2(f, oreg, OP_MUL, it, sgi, k, loc);
+        ValId len = ir_op2(f, oreg, OP_MINIMUM, it, ir_op2(f, oreg, OP_SUB, it, trips, t0, loc), k, loc);
+        tape_recompute_segment(ad, oreg, in, tl, k, sgi, t0, len);
+        ir_emit(f, oreg, OP_BARRIER, NULL, 0, NULL, 0, loc);
+        int ii = adj_tape_sweep(ad, oreg, in, tl, act, dres, dinit, L, len, t0, true);
+        const Inst *inner = &oreg->insts.v[ii];
+        Slots y = slots_new(ad, nact + L.n);
+        for (int q = 0; q < nact + L.n; q++)
+            y.args[y.na++] = inner->res[q];
+        ir_emit(f, oreg, OP_BARRIER, NULL, 0, NULL, 0, loc);
+        ir_emit(f, oreg, OP_YIELD, y.args, y.na, NULL, 0, loc);
+    }
     ValId *res = arena_alloc(ad->a, sizeof *res * (size_t)(nact + L.n + 1));
-    memcpy(res, bb->insts.v[idx].res, sizeof *res * (size_t)(nact + L.n));
-    bind_adjoints(ad, &bb->insts.v[idx], L);
+    memcpy(res, ob->insts.v[idx].res, sizeof *res * (size_t)(nact + L.n));
+    bind_adjoints(ad, &ob->insts.v[idx], L);
     for (int i = 0, r = 0; i < n; i++)
         if (act[i]) {
             ValId d = res[r++];
             name_after(ad, d, "d", car[i]);
-            accum(&eo, in->args[3 + i], d); /* d(init) = the adjoint before the first iteration */
+            accum(&eo, in->args[nfix + i], d); /* d(init) = the adjoint before the first iteration */
         }
     for (int i = 0; i < n; i++)
         if (dres[i] && !act[i] && tl->linear[i])
-            accum(&eo, in->args[3 + i], dres[i]);
+            accum(&eo, in->args[nfix + i], dres[i]);
     ir_emit(f, bb, OP_BARRIER, NULL, 0, NULL, 0, loc);
 }
 
@@ -1243,7 +1547,7 @@ static void adj_loop(Ad *ad, Block *bb, const Inst *in)
 {
     if (!inst_needs_adj(ad, in))
         return;
-    TapeLoop *tl = in->op == OP_FOR ? ad_tape_of(ad, in) : NULL;
+    TapeLoop *tl = ad_tape_of(ad, in);
     if (tl) {
         adj_tape_loop(ad, bb, in, tl);
         return;

@@ -143,10 +143,9 @@ bool ad_tape_invariant(Ad *ad, ValId v, int id) { return invariant_at(ad, v, id,
 /* Carried slot k of loop in advances by a loop-invariant step: its next
  * value is itself (*delta = 0), c + d or d + c (ints), addptr(c, d)
  * (pointers), d invariant.  id: the stamp of the body's values. */
-static bool affine_slot(Ad *ad, const Inst *in, int k, int id, ValId *delta)
+static bool affine_in(Ad *ad, const Block *body, int lead, int k, int id, ValId *delta)
 {
-    const Block *body = in->regions[0];
-    ValId c = body->params[1 + k], y = ad_block_term(body)->args[k];
+    ValId c = body->params[lead + k], y = ad_block_term(body)->args[k];
     *delta = 0;
     if (y == c)
         return true;
@@ -160,6 +159,11 @@ static bool affine_slot(Ad *ad, const Inst *in, int k, int id, ValId *delta)
     else if (d->op == OP_ADD && d->args[1] == c && ad_tape_invariant(ad, d->args[0], id))
         *delta = d->args[0];
     return *delta != 0;
+}
+
+static bool affine_slot(Ad *ad, const Inst *in, int k, int id, ValId *delta)
+{
+    return affine_in(ad, in->regions[0], 1, k, id, delta);
 }
 
 /* A link of a chain that only feeds its own next value (a counter `cnt +=
@@ -180,6 +184,21 @@ static const char *name_of(const Ad *ad, ValId v, ValId alt)
     if (!n && alt)
         n = ad->fw->vals.v[alt].name;
     return n ? n : arena_printf(ad->a, "#%d", (int)v);
+}
+
+/* The report's names: the recomputed carried ints/pointers, the linear accumulators. */
+static void names_of(Ad *ad, TapeLoop *tl, const Block *body, int lead)
+{
+    Buf r = {.a = ad->a}, l = {.a = ad->a};
+    for (int k = 0; k < tl->loop->nres; k++) {
+        const char *nm = name_of(ad, body->params[lead + k], tl->loop->res[k]);
+        if (tl->affine[k])
+            buf_printf(&r, "%s%s", r.len ? ", " : "", nm);
+        else if (tl->linear[k] && (ad_active(ad, body->params[lead + k]) || ad_active(ad, tl->loop->res[k])))
+            buf_printf(&l, "%s%s", l.len ? ", " : "", nm);
+    }
+    tl->recomputed = r.len ? buf_str(&r) : NULL;
+    tl->linear_names = l.len ? buf_str(&l) : NULL;
 }
 
 bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear)
@@ -259,6 +278,116 @@ bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear)
                               tx(ad->a, TX_CONST, 0, NULL, NULL));
     tl.trips = tx(ad->a, TX_CDIV, 0, span, tx(ad->a, TX_CONST, down ? -st->ival : st->ival, NULL, NULL));
     tl.what = what.len ? buf_str(&what) : "";
+    tl.ckpt = ad->spec->tape_budget > 0; /* a budget: every taped `for` is checkpointed */
+    names_of(ad, &tl, body, 1);
+    vec_push(ad->a, ad->tapes, tl);
+    return true;
+}
+
+/* A bound of a `while` loop's trip count from its condition: a conjunct
+ * `c < ub` or `c <= ub` (through `&`) with c a carried int advanced by a
+ * positive constant step each iteration, ub and c's initial value
+ * computed outside the loop from the kernel's int arguments and the grid.
+ * Fills tl's cap_* and trips; false when there is none. */
+static bool while_bound(Ad *ad, const Inst *in, TapeLoop *tl, ValId c, int id, int depth)
+{
+    const Inst *d = ad->def[c];
+    const Block *cond = in->regions[0], *body = in->regions[1];
+    if (!d || depth > 16)
+        return false;
+    if (d->op == OP_AND)
+        return while_bound(ad, in, tl, d->args[0], id, depth + 1) ||
+               while_bound(ad, in, tl, d->args[1], id, depth + 1);
+    if (d->op != OP_LT && d->op != OP_LE)
+        return false;
+    int k = -1;
+    for (int i = 0; i < cond->nparams; i++)
+        if (cond->params[i] == d->args[0])
+            k = i;
+    ValId ub = d->args[1], delta = 0;
+    const char *why = NULL;
+    if (k < 0 || fty(ad, ub).rank || ad->stamp[ub] == id || !affine_in(ad, body, 0, k, id, &delta) || !delta)
+        return false;
+    const Inst *sd = ad->def[delta];
+    if (!sd || sd->op != OP_CONST || sd->ival <= 0 || fty(ad, cond->params[k]).dt == DT_PTR)
+        return false;
+    const TapeExpr *u = host_expr(ad, ub, &why);
+    const TapeExpr *i0 = u ? host_expr(ad, in->args[k], &why) : NULL;
+    if (!i0)
+        return false;
+    int64_t plus = d->op == OP_LE ? 1 : 0;
+    const TapeExpr *span = tx(ad->a, TX_SUB, 0, tx(ad->a, TX_ADD, 0, u, tx(ad->a, TX_CONST, plus, NULL, NULL)), i0);
+    span = tx(ad->a, TX_MAX, 0, span, tx(ad->a, TX_CONST, 0, NULL, NULL));
+    tl->trips = tx(ad->a, TX_CDIV, 0, span, tx(ad->a, TX_CONST, sd->ival, NULL, NULL));
+    tl->cap_ub = ub;
+    tl->cap_init = in->args[k];
+    tl->cap_step = sd->ival;
+    tl->cap_plus = plus;
+    tl->bound = arena_printf(ad->a, "bounded by the condition's '%s %s ...' (a counter advanced by %lld)",
+                             name_of(ad, cond->params[k], in->res[k]), d->op == OP_LT ? "<" : "<=",
+                             (long long)sd->ival);
+    return true;
+}
+
+bool ad_tape_plan_while(Ad *ad, const Inst *in)
+{
+    const Block *cond = in->regions[0], *body = in->regions[1];
+    int n = in->nres;
+    const char *first = NULL;
+    for (int k = 0; k < n && !first; k++)
+        if (ad_active(ad, body->params[k]) || ad_active(ad, cond->params[k]) || ad_active(ad, in->res[k]))
+            first = name_of(ad, body->params[k], in->res[k]);
+    TapeLoop tl = {.loop = in, .is_while = true};
+    tl.taped = arena_alloc(ad->a, (size_t)n + 1);
+    tl.linear = arena_alloc(ad->a, (size_t)n + 1);
+    tl.off = arena_alloc(ad->a, sizeof(int64_t) * (size_t)(n + 1));
+    tl.affine = arena_alloc(ad->a, (size_t)n + 1);
+    tl.delta = arena_alloc(ad->a, sizeof(ValId) * (size_t)(n + 1));
+    int id = ++ad->gen;
+    ad_mark_defs(ad, cond, id);
+    ad_mark_defs(ad, body, id);
+    tl.dt = DT_F32;
+    Buf what = {.a = ad->a};
+    bool ok = true;
+    for (int k = 0; k < n; k++) {
+        ValId c = body->params[k];
+        if (!uses(body, c))
+            continue; /* not read by the body: nothing to record (the condition is not differentiated) */
+        Type t = fty(ad, c);
+        if (t.dt == DT_PTR || !dtype_is_float((Dtype)t.dt)) {
+            if (affine_in(ad, body, 0, k, id, &tl.delta[k])) {
+                tl.affine[k] = 1; /* recomputed from the iteration number */
+                continue;
+            }
+            diag_error(ad->d, in->loc,
+                       "loop-carried %s '%s' of a loop whose reverse sweep reads a tape (for '%s'): kad "
+                       "recomputes such a value only when each iteration advances it by the same amount "
+                       "(p += step, step loop-invariant) and records only float values (not supported yet; "
+                       "compute it from the loop variable instead)",
+                       t.dt == DT_PTR ? "pointer" : "integer", name_of(ad, c, in->res[k]), first);
+            ok = false;
+            continue;
+        }
+        if (t.dt == DT_F64)
+            tl.dt = DT_F64;
+        tl.taped[k] = 1;
+        tl.off[k] = tl.slot;
+        tl.slot += type_numel(t);
+        buf_printf(&what, "%s%s", what.len ? ", " : "", name_of(ad, c, in->res[k]));
+    }
+    if (!ok)
+        return false;
+    if (!tl.slot) { /* nothing read back: still a slot, so that the tape is well formed */
+        tl.slot = 1;
+    }
+    if (!while_bound(ad, in, &tl, ad_block_term(cond)->args[0], id, 0)) {
+        tl.cap_const = ad->spec->while_cap > 0 ? ad->spec->while_cap : KAD_WHILE_CAP_DEFAULT;
+        tl.trips = tx(ad->a, TX_CONST, tl.cap_const, NULL, NULL);
+        tl.bound = arena_printf(ad->a, "no bound found in the condition: a capacity of %lld iterations "
+                                       "(--while-cap)", (long long)tl.cap_const);
+    }
+    tl.what = what.len ? buf_str(&what) : "";
+    names_of(ad, &tl, body, 0);
     vec_push(ad->a, ad->tapes, tl);
     return true;
 }
@@ -490,6 +619,25 @@ const char *tape_host_helpers(void)
            "        return _kad_iv_corners(lambda a, b: -(-a // b), x, y)\n\n";
 }
 
+/* ceil(sqrt(x)), x >= 0, exactly (the kernel's tape_seg_len). */
+static int64_t ceil_sqrt(int64_t x)
+{
+    if (x <= 1)
+        return x;
+    int64_t r = 1; /* the largest r with r * r <= x - 1, by bisection */
+    int64_t lo = 1, hi = 3037000499; /* floor(sqrt(2**63 - 1)) */
+    while (lo <= hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (mid * mid <= x - 1) {
+            r = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return r + 1;
+}
+
 bool tape_elems(const Func *f, int j, const int64_t *iargs, const int64_t grid[3], int64_t *out, Diags *d)
 {
     const FuncTape *t = &f->tapes.v[j];
@@ -501,11 +649,63 @@ bool tape_elems(const Func *f, int j, const int64_t *iargs, const int64_t grid[3
     }
     if (trips < 0)
         trips = 0;
+    if (t->ckpt) /* 2 * ceil(sqrt(trips)) slots: one segment and its checkpoints */
+        trips = 2 * ceil_sqrt(trips);
     if (__builtin_mul_overflow(trips, grid[0], &n) || __builtin_mul_overflow(n, grid[1], &n) ||
-        __builtin_mul_overflow(n, grid[2], &n) || __builtin_mul_overflow(n, t->slot, &n) || n > (INT64_MAX >> 4)) {
+        __builtin_mul_overflow(n, grid[2], &n) || __builtin_mul_overflow(n, t->slot, &n) || n > (INT64_MAX >> 4) ||
+        (t->bounded && __builtin_add_overflow(n, KAD_TAPE_HEAD, &n))) {
         diag_error(d, t->loc, "the tape of this loop would hold more than 2**59 elements");
         return false;
     }
     *out = n;
     return true;
+}
+
+const char *tape_describe(Arena *a, const Func *f, int j, const char *lname)
+{
+    const FuncTape *t = &f->tapes.v[j];
+    int64_t esz = ir_type(f, t->param).elem == DT_F64 ? 8 : 4;
+    Buf b = {.a = a};
+    const char *trips = tape_expr_host(a, t->trips, f, NULL, NULL);
+    buf_printf(&b, "Tape %d (line %d: the %sloop carrying %s, not linear accumulators): the backward records "
+                   "them at the start of every iteration and runs that loop's adjoint backwards, reading them "
+                   "back: %lld bytes per iteration and program, ",
+               j, t->loc.line, t->bounded ? "`while` " : "", t->what && *t->what ? t->what : "values",
+               (long long)(t->slot * esz));
+    if (t->bounded)
+        buf_printf(&b, "capacity = %s iterations (%s; the primal sweep counts the iterations each program runs "
+                       "and the adjoint loop runs that many; past the capacity it raises the tape's overflow "
+                       "flag and the launch fails instead of returning gradients), so (%d + %lld * capacity * "
+                       "programs) * %lld bytes",
+                   trips, t->bound ? t->bound : "a bound", KAD_TAPE_HEAD, (long long)t->slot, (long long)esz);
+    else if (t->ckpt)
+        buf_printf(&b, "trips = %s, checkpointed under the tape budget of %lld bytes: with k = ceil(sqrt(trips)), "
+                       "the primal sweep records the carried values of every k-th iteration (ceil(trips / k) <= k "
+                       "checkpoints) and the adjoint sweep, segment by segment backwards, recomputes the k "
+                       "iterations of a segment from its checkpoint into one segment's slots, so %lld * 2 * "
+                       "ceil(sqrt(trips)) * programs bytes",
+                   trips, (long long)t->budget, (long long)(t->slot * esz));
+    else
+        buf_printf(&b, "trips = %s, so %lld * trips * programs bytes", trips, (long long)(t->slot * esz));
+    buf_printf(&b, " of scratch that %s allocates.", lname);
+    if (t->recomputed)
+        buf_printf(&b, " Recomputed from the iteration number, not taped: %s.", t->recomputed);
+    if (t->linear)
+        buf_printf(&b, " Linear accumulators (constant adjoint, no tape): %s.", t->linear);
+    if (t->ckpt)
+        buf_printf(&b, " Recompute factor 2 (the loop body runs once in the primal sweep, once more per segment "
+                       "from its checkpoint, once in the adjoint loop; two-level checkpointing, not revolve).");
+    else
+        buf_printf(&b, " Recompute factor 1 (the loop body runs once in the primal sweep and once in the "
+                       "adjoint loop; no checkpointing).");
+    return buf_str(&b);
+}
+
+const char *tape_report(Arena *a, const Func *f)
+{
+    Buf b = {.a = a};
+    buf_printf(&b, "%s: %d tape%s\n", f->name, f->tapes.n, f->tapes.n == 1 ? "" : "s");
+    for (int j = 0; j < f->tapes.n; j++)
+        buf_printf(&b, "%s\n", tape_describe(a, f, j, "the launcher (or interp_run)"));
+    return buf_str(&b);
 }

@@ -241,15 +241,8 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
         }
     }
     for (int j = 0; j < bwd->tapes.n; j++) {
-        const FuncTape *tp = &bwd->tapes.v[j];
-        int64_t esz = ir_type(bwd, tp->param).elem == DT_F64 ? 8 : 4;
         t.len = 0;
-        buf_printf(&t, "Tape %d (line %d: the loop carrying %s, not linear accumulators): the backward records "
-                       "them at the start of every iteration and runs that loop's adjoint backwards, reading them "
-                       "back: %lld bytes per iteration and program, trips = %s, so %lld * trips * programs bytes "
-                       "of scratch that %s allocates (recompute factor 1: no checkpointing).",
-                   j, tp->loc.line, tp->what && *tp->what ? tp->what : "values", (long long)(tp->slot * esz),
-                   tape_expr_host(a, tp->trips, bwd, NULL, NULL), (long long)(tp->slot * esz), lname);
+        buf_puts(&t, tape_describe(a, bwd, j, lname));
         wrap(&h, buf_str(&t), LINE_LIMIT - 2, "    ", 0);
         buf_puts(&h, "\n");
     }
@@ -476,6 +469,15 @@ static void print_guards(Buf *out, Arena *a, const Func *bwd, int nfwd, int nin,
     print_zero_fill(out, a, bwd, nfwd, nin, at0, conds + ng);
 }
 
+/* The tape budget of bwd's checkpointed tapes (0: none). */
+static int64_t tape_budget_of(const Func *bwd)
+{
+    for (int j = 0; j < bwd->tapes.n; j++)
+        if (bwd->tapes.v[j].ckpt)
+            return bwd->tapes.v[j].budget;
+    return 0;
+}
+
 /* The tapes (Func.tapes, ad_tape.c): scratch buffers appended to the
  * arguments after the flags, sized from the loops' trip counts for this
  * launch (uninitialized: the backward writes each element before it reads
@@ -487,6 +489,11 @@ static void print_tapes(Buf *out, Arena *a, const Func *bwd)
     buf_puts(out, "    # tapes: the carried values of loops whose reverse sweep runs backwards, one slot per\n"
                   "    # (iteration, program); the trip counts from the arguments by name and the grid\n"
                   "    _ta = dict(zip(names, args))\n");
+    bool bounded = false;
+    for (int j = 0; j < bwd->tapes.n; j++)
+        bounded |= bwd->tapes.v[j].bounded;
+    if (bounded)
+        buf_puts(out, "    _kad_bounded = []  # the tapes of `while` loops: (tape, line, capacity)\n");
     Buf meta = {.a = a};
     for (int i = 0; i < bwd->consts.n; i++)
         if (!bwd->consts.v[i].runtime)
@@ -512,15 +519,42 @@ static void print_tapes(Buf *out, Arena *a, const Func *bwd)
                       "        return q if (x < 0) == (y < 0) else -q\n\n"
                       "    def _kad_trem(x, y):\n"
                       "        return x - _kad_tdiv(x, y) * y\n\n");
+    int64_t budget = tape_budget_of(bwd);
+    if (budget)
+        buf_puts(out, "    import math\n    _tapes_from = len(args)\n");
     for (int j = 0; j < bwd->tapes.n; j++) {
         const FuncTape *t = &bwd->tapes.v[j];
         Type pt = ir_type(bwd, t->param);
         buf_printf(out, "    _trips = max(0, %s)  # the loop at line %d%s\n", trips[j], t->loc.line,
                    tape_expr_has_pid(t->trips) ? ": its largest over the programs" : "");
-        buf_printf(out, "    args.append(torch.empty(_trips * _tg[0] * _tg[1] * _tg[2] * %lld, dtype=torch.%s, "
-                        "device=_dev))\n",
-                   (long long)t->slot, pt.elem == DT_F64 ? "float64" : "float32");
+        if (t->bounded) { /* a `while` loop's: the capacity, after a head whose element 0 is the overflow flag */
+            buf_printf(out, "    args.append(torch.empty(%d + _trips * _tg[0] * _tg[1] * _tg[2] * %lld, dtype=torch.%s, "
+                            "device=_dev))\n",
+                       KAD_TAPE_HEAD, (long long)t->slot, pt.elem == DT_F64 ? "float64" : "float32");
+            buf_printf(out, "    args[-1][:%d].zero_()\n    _kad_bounded.append((args[-1], %d, _trips))\n",
+                       KAD_TAPE_HEAD, t->loc.line);
+        } else {
+            if (t->ckpt) /* checkpointed: one segment and its checkpoints, 2 * ceil(sqrt(trips)) slots */
+                buf_puts(out, "    _trips = 2 * (math.isqrt(_trips - 1) + 1) if _trips > 0 else 0\n");
+            buf_printf(out, "    args.append(torch.empty(_trips * _tg[0] * _tg[1] * _tg[2] * %lld, dtype=torch.%s, "
+                            "device=_dev))\n",
+                       (long long)t->slot, pt.elem == DT_F64 ? "float64" : "float32");
+        }
     }
+    if (budget)
+        buf_printf(out, "    _tape_bytes = sum(t.numel() * t.element_size() for t in args[_tapes_from:])\n"
+                        "    if _tape_bytes > %lld:\n"
+                        "        raise RuntimeError(f\"kad: this launch needs {_tape_bytes} bytes of tape even with "
+                        "checkpointing, above the tape budget of %lld bytes\")\n",
+                   (long long)budget, (long long)budget);
+}
+
+static bool has_bounded(const Func *bwd)
+{
+    for (int j = 0; j < bwd->tapes.n; j++)
+        if (bwd->tapes.v[j].bounded)
+            return true;
+    return false;
 }
 
 /* The GEMM form (Func.gemm, ad_gemm.c): when this launch's programs map
@@ -772,6 +806,12 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
     buf_printf(out, "    %s[grid](%s%s**options)\n", kname, buf_str(&call), call.len ? ", " : "");
     if (bwd->fold)
         print_fold_sums(out, a, bwd, kname);
+    if (has_bounded(bwd))
+        buf_puts(out, "    for _t, _line, _cap in _kad_bounded:  # the overflow flags: never a gradient from a partial tape\n"
+                      "        if _t[0].item() != 0:\n"
+                      "            raise RuntimeError(\"kad: the `while` loop at line %d ran more than %d iterations, \"\n"
+                      "                               \"the capacity of its tape; the gradients are invalid (raise the \"\n"
+                      "                               \"capacity: kad grad --while-cap N, or the loop's bound)\" % (_line, _cap))\n");
 }
 
 bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSpec *spec, Diags *d)

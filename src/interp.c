@@ -1683,6 +1683,8 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
             tapes[j] = malloc((size_t)(n > 0 ? n * esz : 1));
             if (tapes[j]) /* NaN everywhere: a read of an element never written shows */
                 memset(tapes[j], 0xff, (size_t)(n > 0 ? n * esz : 1));
+            if (tapes[j] && f->tapes.v[j].bounded) /* a `while` loop's head: the overflow flag, clear */
+                memset(tapes[j], 0, (size_t)(KAD_TAPE_HEAD * esz));
             if (!tapes[j]) {
                 diag_error(d, f->tapes.v[j].loc, "interpreter: out of memory for the tape of this loop");
                 ok = false;
@@ -1690,10 +1692,43 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
             ext[nc + f->flags.n + j] = (InterpArg){.data = tapes[j], .nbytes = n * esz};
         }
     }
+    int64_t tbytes = 0, budget = 0;
+    for (int j = 0; ok && j < nt; j++) {
+        Type pt = ir_type(f, f->tapes.v[j].param);
+        tbytes += ext[nc + f->flags.n + j].nbytes / (mode == IM_F64 ? 8 : dtype_bits((Dtype)pt.elem) / 8) *
+                  (dtype_bits((Dtype)pt.elem) / 8); /* the bytes the launcher allocates */
+        if (f->tapes.v[j].ckpt)
+            budget = f->tapes.v[j].budget;
+    }
+    if (ok && budget && tbytes > budget) {
+        diag_error(d, f->loc, "this launch needs %lld bytes of tape even with checkpointing, above the tape "
+                              "budget of %lld bytes", (long long)tbytes, (long long)budget);
+        ok = false;
+    }
     if (ok && f->fold) /* a folded backward: its kernels, with the partials its plan allocates */
         ok = fold_run(f, grid, ext, next, mode, FOLD_CPU_PROGRAMS, d);
     else if (ok)
         ok = interp_run_kernel(f, grid, ext, next, mode, d);
+    for (int j = 0; ok && j < nt; j++) { /* a `while` loop's overflow flag: never a gradient from a partial tape */
+        const FuncTape *t = &f->tapes.v[j];
+        bool over = false;
+        if (t->bounded && tapes[j]) {
+            Type pt = ir_type(f, t->param);
+            if (mode == IM_F64 || pt.elem == DT_F64)
+                over = *(double *)tapes[j] != 0;
+            else
+                over = *(float *)tapes[j] != 0;
+        }
+        if (over) {
+            int64_t lo = 0, cap = 0;
+            tape_expr_bound(t->trips, iargs, grid, &lo, &cap);
+            diag_error(d, t->loc, "this `while` loop ran more than %lld iterations, the capacity of its tape: "
+                                  "the backward's gradients are invalid (raise the capacity with --while-cap, or "
+                                  "bound the loop with a counter compared with an argument)",
+                       (long long)cap);
+            ok = false;
+        }
+    }
     for (int j = 0; tapes && j < nt; j++)
         free(tapes[j]);
     free(tapes);

@@ -635,6 +635,10 @@ void ir_print(Buf *b, const Func *f)
         buf_puts(b, " trips ");
         put_tape_expr(&p, f->tapes.v[j].trips);
         buf_printf(b, " slot %lld", (long long)f->tapes.v[j].slot);
+        if (f->tapes.v[j].bounded)
+            buf_puts(b, " bounded");
+        if (f->tapes.v[j].ckpt)
+            buf_printf(b, " checkpointed %lld", (long long)f->tapes.v[j].budget);
         if (j + 1 == f->tapes.n)
             buf_putc(b, ')');
     }

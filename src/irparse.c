@@ -1168,6 +1168,16 @@ static void parse_tapes(P *p)
         if (n.ival < 1 || n.ival > INT32_MAX)
             perr(p, n.loc, "a tape slot holds 1 to 2**31 - 1 elements");
         t.slot = n.ival;
+        if (at_id(p, "bounded")) { /* a `while` loop's: a capacity, a head first */
+            next(p);
+            t.bounded = true;
+        }
+        if (at_id(p, "checkpointed")) { /* a `for` loop's under a tape budget: segments of ceil(sqrt(trips)) */
+            next(p);
+            Tok bgt = expect(p, P_INT, "the tape budget in bytes");
+            t.ckpt = true;
+            t.budget = bgt.ival;
+        }
         vec_push(p->a, f->tapes, t);
     } while (accept(p, P_COMMA));
     expect(p, P_RPAREN, "')' after the tapes");

@@ -14,6 +14,7 @@ struct kad_ctx {
     Arena *a;
     Diags d;
     Vec(Module *) mods;
+    int64_t while_cap, tape_budget; /* kad_set_tape_options */
 };
 
 struct kad_kernel {
@@ -242,10 +243,12 @@ void kad_clear_diagnostics(kad_ctx *c)
 
 /* ---- Reverse-mode AD ---- */
 
-/* The AdSpec of comma-separated name lists. */
-static AdSpec ad_spec(Arena *a, const char *wrt, const char *out)
+/* The AdSpec of comma-separated name lists (with c's tape options). */
+static AdSpec ad_spec(const kad_ctx *c, Arena *a, const char *wrt, const char *out)
 {
     AdSpec spec = {0};
+    spec.while_cap = c->while_cap;
+    spec.tape_budget = c->tape_budget;
     const char **w, **o;
     spec.nwrt = ad_split_names(a, wrt ? wrt : "", &w);
     spec.nouts = ad_split_names(a, out ? out : "", &o);
@@ -261,7 +264,7 @@ kad_kernel *kad_grad_ex(kad_kernel *k, const char *wrt, const char *out, unsigne
     kad_ctx *c = k->c;
     API_BEGIN(c, NULL);
     kad_kernel *g = NULL;
-    AdSpec spec = ad_spec(c->a, wrt, out);
+    AdSpec spec = ad_spec(c, c->a, wrt, out);
     spec.atomics = (flags & KAD_GRAD_ATOMICS) != 0;
     Func *f = ad_backward(c->a, &c->d, k->f, &spec);
     if (f)
@@ -275,7 +278,7 @@ const char *kad_check(kad_kernel *k, const kad_check_opts *o, int *passed)
     kad_ctx *c = k->c;
     *passed = 0;
     API_BEGIN(c, NULL);
-    AdSpec spec = ad_spec(c->a, o->wrt, o->out);
+    AdSpec spec = ad_spec(c, c->a, o->wrt, o->out);
     CheckConfig cfg = {
         .grid = {o->grid[0], o->grid[1] ? o->grid[1] : 1, o->grid[2] ? o->grid[2] : 1},
         .shapes = o->shapes, .args = o->args, .ranges = o->ranges, .seed = o->seed,
@@ -325,7 +328,7 @@ const char *kad_grad_module_ex(kad_kernel *k, const char *wrt, const char *out, 
     kad_ctx *c = k->c;
     API_BEGIN(c, NULL);
     const char *text = NULL;
-    AdSpec spec = ad_spec(c->a, wrt, out);
+    AdSpec spec = ad_spec(c, c->a, wrt, out);
     spec.atomics = (flags & KAD_GRAD_ATOMICS) != 0;
     spec.grad_write = arena_alloc(c->a, sizeof *spec.grad_write * (size_t)(spec.nwrt + 1));
     spec.grad_when = arena_alloc(c->a, sizeof *spec.grad_when * (size_t)(spec.nwrt + 1));
@@ -437,6 +440,24 @@ const char *kad_audit(kad_kernel *k)
     kad_ctx *c = k->c;
     API_BEGIN(c, NULL);
     const char *text = audit_report(c->a, k->f);
+    API_END(c);
+    return text;
+}
+
+int kad_set_tape_options(kad_ctx *c, long long while_cap, long long tape_budget)
+{
+    if (while_cap < 0 || while_cap > INT32_MAX || tape_budget < 0)
+        return -1;
+    c->while_cap = while_cap;
+    c->tape_budget = tape_budget;
+    return 0;
+}
+
+const char *kad_tape_report(kad_kernel *g)
+{
+    kad_ctx *c = g->c;
+    API_BEGIN(c, NULL);
+    const char *text = tape_report(c->a, g->f);
     API_END(c);
     return text;
 }

@@ -1195,7 +1195,25 @@ typedef struct FuncTape {
     int64_t slot;          /* elements per (iteration, program) */
     Loc loc;               /* the loop (the forward's), or the kernel's for IR text */
     const char *what;      /* the taped values' names, "m_i, l_i" (header), or NULL */
+    bool bounded;          /* a `while` loop's: trips is a capacity; KAD_TAPE_HEAD elements come
+                            * first (element 0: the overflow flag, zeroed by the host, nonzero
+                            * after a launch whose loop ran past the capacity) */
+    const char *bound;     /* bounded: how the capacity was found, or NULL */
+    const char *recomputed; /* the carried ints/pointers the reverse loop recomputes, or NULL */
+    const char *linear;    /* the loop's linear accumulators (no tape), or NULL */
+    bool ckpt;             /* checkpointed (a tape budget): with k = ceil(sqrt(trips)) per
+                            * program, slots 0 .. k - 1 hold one segment's iterations, slot
+                            * k + s the carried values at iteration s * k; the host allocates
+                            * 2 * ceil(sqrt(trips)) slots per program */
+    int64_t budget;        /* the tape budget in bytes per launch (0: none); the host refuses a
+                            * launch whose tapes exceed it */
 } FuncTape;
+/* The description of f's tape j (header and `kad grad --report`): what is
+ * taped, its bytes, trip count or capacity, what is recomputed, the
+ * checkpoint schedule and recompute factor; lname: who allocates it. */
+const char *tape_describe(Arena *a, const Func *f, int j, const char *lname);
+/* `kad grad --report` for backward f: one paragraph per tape. */
+const char *tape_report(Arena *a, const Func *f);
 
 /* ------------------------------------------------------------------ */
 /* audit.c: determinism audit (see docs/AD.md, "Determinism audit")    */
@@ -1218,6 +1236,10 @@ typedef struct AdSpec {
     const char *const *outs; /* differentiated outputs (only written by the kernel) */
     int nouts;
     int mutate;              /* tests only: AD_MUTATE_* deliberately breaks a rule */
+    int64_t while_cap;       /* the tape capacity of a `while` loop without a bound kad finds
+                              * (0: KAD_WHILE_CAP_DEFAULT) */
+    int64_t tape_budget;     /* bytes of tape per launch above which taped `for` loops are
+                              * checkpointed (0: no budget) */
     bool atomics;            /* accumulate every input gradient with atomic_add (KAD_GRAD_ATOMICS) */
     bool *grad_rmw;          /* out, optional (nwrt entries): d_<wrt[j]> is added by read-modify-writes
                               * private to each program (several load sites; grad_when may hold
@@ -1338,11 +1360,30 @@ typedef struct TapeLoop {
     const TapeExpr *trips;   /* the loop's trip count for the host */
     const char *what;        /* the taped values' names */
     ValId param;             /* bw: the tape parameter (0 until the emission makes it) */
+    /* a `while` loop's tape (ad_tape_plan_while): trips is a capacity, not a trip count */
+    bool is_while;
+    const char *bound;       /* how the capacity was found (header, report) */
+    ValId cap_ub, cap_init;  /* fw: capacity = cdiv(max(cap_ub + cap_plus - cap_init, 0), cap_step); */
+    int64_t cap_step, cap_plus; /* cap_ub 0: the constant cap_const */
+    int64_t cap_const;
+    ValId count, capv;       /* bw: the latest primal copy's iteration count (a result) and capacity */
+    const char *recomputed, *linear_names; /* names for the report, or NULL */
+    bool ckpt;               /* checkpointed (AdSpec.tape_budget): segments of k = ceil(sqrt(trips)) */
+    ValId kv;                /* bw (ckpt): the latest primal copy's segment length */
 } TapeLoop;
+/* The default capacity of a `while` loop's tape when kad finds no bound
+ * (AdSpec.while_cap overrides it). */
+#define KAD_WHILE_CAP_DEFAULT 1024
+/* Elements before a `while` tape's slots: element 0 is its overflow flag. */
+#define KAD_TAPE_HEAD 4
 /* Plans the tape of `for` loop in (ad_analysis's validation; linear: by
  * carried slot, the linear accumulators).  False after a located error
  * saying why kad cannot tape it. */
 bool ad_tape_plan(struct Ad *ad, const struct Inst *in, const uint8_t *linear);
+/* Plans the tape of `while` loop in, every differentiated carried float
+ * recorded, its capacity a bound kad extracts from the condition (a
+ * counter compared with a loop-invariant int) or spec->while_cap. */
+bool ad_tape_plan_while(struct Ad *ad, const struct Inst *in);
 /* Is fw value v the same in every iteration of the loop whose body's
  * values ad_mark_defs stamped with id (defined outside it, or computed
  * inside by pure ops from such values only)? */

@@ -56,7 +56,10 @@ static const char usage[] =
     "  kad grad FILE.ir --wrt X,... --out Y,... [-o FILE] [--ir]\n"
     "      print the backward as a Triton module with its launcher (docs/GRAD.md),\n"
     "      or with --ir the backward kernel's IR (reverse mode; see docs/AD.md); --atomics:\n"
-    "      input gradients accumulated with atomic_add (nondeterministic) instead of the default\n"
+    "      input gradients accumulated with atomic_add (nondeterministic) instead of the default;\n"
+    "      --report: per taped loop, what is taped, recomputed, checkpointed (docs/GRAD.md)\n"
+    "  tapes (grad and check): [--tape-budget BYTES] checkpoint taped `for` loops above BYTES of\n"
+    "      tape per launch; [--while-cap N] the tape capacity of a `while` loop kad finds no bound for\n"
     "  kad check FILE.py:KERNEL --sig SIG --wrt X,... --out Y,... --grid NX[,NY,NZ]\n"
     "            --shape P=64x128... --arg N=VALUE... [--range P=LO:HI]... [--seed N]\n"
     "            [--dirs K] [--elem-limit N] [--rtol X]      (or FILE.ir instead of FILE.py:KERNEL)\n"
@@ -425,6 +428,8 @@ typedef struct AdArgs {
     const char *target, *sig, *wrt, *out;
     const char *outfile; /* grad -o FILE: write the module there instead of stdout */
     bool ir;             /* grad --ir: print the backward IR instead of the Triton module */
+    bool report;         /* grad --report: print the tape report instead of the module */
+    long long while_cap, tape_budget; /* --while-cap, --tape-budget */
     unsigned gflags;     /* grad --atomics: KAD_GRAD_ATOMICS */
     unsigned flags;
     Roots roots;
@@ -458,6 +463,12 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
             x->flags |= KAD_UNROLL_CONST_LOOPS;
         else if (!check && !strcmp(a, "--ir"))
             x->ir = true;
+        else if (!strcmp(a, "--while-cap") && has)
+            x->while_cap = strtoll(argv[++i], NULL, 10);
+        else if (!strcmp(a, "--tape-budget") && has)
+            x->tape_budget = strtoll(argv[++i], NULL, 10);
+        else if (!check && !strcmp(a, "--report"))
+            x->report = true;
         else if (!check && !strcmp(a, "--atomics"))
             x->gflags |= KAD_GRAD_ATOMICS;
         else if (!check && !strcmp(a, "-o") && has)
@@ -497,6 +508,10 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
         continue;
     bad:
         fprintf(stderr, "kad %s: unexpected argument '%s'\n%s", cmd, a, usage);
+        return 1;
+    }
+    if (kad_set_tape_options(c, x->while_cap, x->tape_budget) != 0) {
+        fprintf(stderr, "kad %s: --while-cap takes 0 to 2**31 - 1 iterations, --tape-budget bytes >= 0\n", cmd);
         return 1;
     }
     if (!x->target || !x->wrt || !x->out) {
@@ -565,8 +580,10 @@ static int cmd_ad(int argc, char **argv, bool check)
     if (!rc && !k)
         rc = 1; /* usage errors were already explained on stderr */
     if (!rc && !check) {
-        kad_kernel *g = x.ir ? kad_grad_ex(k, x.wrt, x.out, x.gflags) : NULL;
-        const char *text = x.ir ? (g ? kad_kernel_ir(g) : NULL) : kad_grad_module_ex(k, x.wrt, x.out, x.gflags);
+        kad_kernel *g = x.ir || x.report ? kad_grad_ex(k, x.wrt, x.out, x.gflags) : NULL;
+        const char *text = x.report ? (g ? kad_tape_report(g) : NULL)
+                           : x.ir   ? (g ? kad_kernel_ir(g) : NULL)
+                                    : kad_grad_module_ex(k, x.wrt, x.out, x.gflags);
         rc = text ? write_output(x.outfile, text) : 1;
     } else if (!rc) {
         x.o.wrt = x.wrt;

@@ -143,6 +143,8 @@ def _load():
             "kad_grad": ([P, S, S], P),
             "kad_grad_module": ([P, S, S], S),
             "kad_grad_ex": ([P, S, S, U], P),
+            "kad_set_tape_options": ([P, ctypes.c_longlong, ctypes.c_longlong], I),
+            "kad_tape_report": ([P], S),
             "kad_grad_module_ex": ([P, S, S, U], S),
             "kad_grad_source": ([P, S, S, S, S, U], S),
             "kad_kernel_param_access": ([P, I], I),
@@ -270,6 +272,15 @@ class Context:
         self._begin()
         if self._lib.kad_set_global(self._c, _enc(modname), _enc(name), _enc(value)) != 0:
             self._fail(f"set_global({modname!r}, {name!r}, {value!r})")
+
+    def set_tape_options(self, while_cap: int = 0, tape_budget: int = 0) -> None:
+        """Tape options of the backwards made from now on (kad_set_tape_options):
+        while_cap, the tape capacity of a `while` loop without a bound kad finds
+        (0: the default, 1024 iterations); tape_budget, bytes of tape per launch
+        above which taped `for` loops are checkpointed (0: no budget)."""
+        fn = self._need("kad_set_tape_options")
+        if fn(self._c, int(while_cap), int(tape_budget)) != 0:
+            raise ValueError(f"kad: invalid tape options while_cap={while_cap}, tape_budget={tape_budget}")
 
     def module_imports(self, modname: str) -> list[str] | None:
         """Absolute names of the modules module modname imports (with their

@@ -181,9 +181,10 @@ class Program:
     the caches of what was made from them.  Thread-safe (one lock: a kad
     context is not)."""
 
-    def __init__(self, jit):
+    def __init__(self, jit, while_cap: int = 0, tape_budget: int = 0):
         self.kernel = jit.fn.__name__
         self.ctx = _capi.Context()
+        self.ctx.set_tape_options(while_cap, tape_budget)
         # named modules, resolved like Python's imports (docs/PYTHON.md)
         self.sources = load_sources(self.ctx, jit)
         # values only the host knows, read from the live module globals
@@ -196,6 +197,7 @@ class Program:
             h.update(s.name.encode() + b"\0" + s.text.encode() + b"\0")
         for hv in self.host_values:
             h.update("\0".join(hv).encode() + b"\0")
+        h.update(f"tapes {while_cap} {tape_budget}".encode())
         self.digest = h.hexdigest()
         self.lock = threading.Lock()
         self.fwd = {}  # sig -> Kernel
@@ -500,9 +502,15 @@ class DifferentiableKernel:
     kernel.run(..., grid=...) launch as Triton does; other attributes are
     the wrapped object's."""
 
-    def __init__(self, fn: Any, inputs: Sequence[str], outputs: Sequence[str], deterministic: bool = True) -> None:
+    def __init__(self, fn: Any, inputs: Sequence[str], outputs: Sequence[str], deterministic: bool = True,
+                 tape_budget: int | None = None, while_cap: int | None = None) -> None:
         self.fn = fn
         self.deterministic = bool(deterministic)
+        for nm, v in (("tape_budget", tape_budget), ("while_cap", while_cap)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise ValueError(f"kad.differentiable: {nm} must be an int >= 0, got {v!r}")
+        self.tape_budget = tape_budget or 0
+        self.while_cap = while_cap or 0
         self.chain, self.jit = unwrap(fn)
         ps = params_of(self.jit)
         names = [p.name for p in ps]
@@ -549,7 +557,7 @@ class DifferentiableKernel:
         """kad's context for this kernel, made at the first launch."""
         with self._plock:
             if self._program is None:
-                self._program = Program(self.jit)
+                self._program = Program(self.jit, self.while_cap, self.tape_budget)
             return self._program
 
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
@@ -929,7 +937,8 @@ from . import _ops  # noqa: E402  (the custom operators call back into this modu
 
 
 def differentiable(inputs: Sequence[str], outputs: Sequence[str],
-                   deterministic: bool = True) -> Callable[[Any], "DifferentiableKernel"]:
+                   deterministic: bool = True, tape_budget: int | None = None,
+                   while_cap: int | None = None) -> Callable[[Any], "DifferentiableKernel"]:
     """Decorator: makes a @triton.jit kernel (also wrapped in triton.autotune
     or triton.heuristics) differentiable by PyTorch.
 
@@ -940,7 +949,11 @@ def differentiable(inputs: Sequence[str], outputs: Sequence[str],
     reproducible where kad's access analysis allows it (plain stores, or
     per-program partials summed in a fixed order); False accumulates every
     input gradient with tl.atomic_add.  The generated module's header says
-    which each input got.  Must be the outermost decorator."""
+    which each input got.  tape_budget: bytes of tape scratch per launch
+    above which kad checkpoints loops it reverses with a tape (docs/AD.md,
+    "Tapes"); while_cap: the tape capacity (iterations) of a `while` loop
+    whose condition gives kad no bound (default 1024; past it the backward
+    raises).  Must be the outermost decorator."""
     def wrap(fn: Any) -> DifferentiableKernel:
-        return DifferentiableKernel(fn, inputs, outputs, deterministic)
+        return DifferentiableKernel(fn, inputs, outputs, deterministic, tape_budget, while_cap)
     return wrap

@@ -160,7 +160,7 @@ static void test_ad_refusals(T *t)
     e = ad_errors(a, twice, "x_ptr", "y_ptr");
     CHECK(t, strstr(e, "t.ir:8:5: error: output 'y_ptr' is stored at more than one site (first at line 3)") != NULL);
     CHECK(t, strstr(e, "t.ir:8:5: error: store to output 'y_ptr' inside a loop") != NULL);
-    /* cumprod has no rule yet; a while carrying a differentiated value */
+    /* cumprod has no rule yet; a while carrying a differentiated value is taped (no error) */
     const char *cp = "kernel @k(%x_ptr: *fp32, %y_ptr: *fp32) {\n"
                      "  %i = arange 0 : i32[8]\n"
                      "  %xp0 = broadcast %x_ptr : *fp32[8]\n"
@@ -180,7 +180,7 @@ static void test_ad_refusals(T *t)
                      "}\n";
     e = ad_errors(a, cp, "x_ptr", "y_ptr");
     CHECK(t, strstr(e, "t.ir:6:3: error: no adjoint rule for 'cumprod'") != NULL);
-    CHECK(t, strstr(e, "t.ir:8:3: error: loop-carried value 'v' of a `while` loop is not a linear accumulator") != NULL);
+    CHECK(t, strstr(e, "t.ir:8:3") == NULL);
     /* names that are not differentiable pointer parameters */
     const char *ok = "kernel @k(%x_ptr: *fp32, %y_ptr: *fp32, %n: i32) {\n"
                      "  %x = load %x_ptr : fp32\n"

@@ -101,3 +101,40 @@ def causal_attention(q_ptr, k_ptr, v_ptr, o_ptr, N, sm_scale, BLOCK_M: tl.conste
         acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
         m_i = m_new
     tl.store(o_ptr + base + offs_m[:, None] * D + offs_d[None, :], acc / l_i[:, None])
+
+
+@triton.jit
+def newton_cbrt(a_ptr, y_ptr, n, max_it, tol, BLOCK: tl.constexpr):
+    # y = a ** (1/3) per element by Newton's method on z**3 - a, in a `while` loop that stops
+    # when the block's largest step is below tol or after max_it iterations (no closed-form
+    # trip count: kad bounds it by max_it).
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    a = tl.load(a_ptr + offs, mask=mask, other=1.0)
+    z = a
+    it = 0
+    err = 1.0
+    while (it < max_it) & (err > tol):
+        step = (z * z * z - a) / (3.0 * z * z)
+        z = z - step
+        err = tl.max(tl.abs(step), axis=0)
+        it += 1
+    tl.store(y_ptr + offs, z, mask=mask)
+
+
+@triton.jit
+def newton_lambert(y_ptr, w_ptr, n, tol, BLOCK: tl.constexpr):
+    # w with w * exp(w) = y per element (Lambert's W), Newton's method until the block's
+    # largest step is below tol: no counter in the condition, so kad gives the loop's tape a
+    # default capacity and the backward fails loudly past it.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    y = tl.load(y_ptr + offs, mask=mask, other=1.0)
+    w = tl.log(1.0 + y)
+    err = 1.0
+    while err > tol:
+        ew = tl.exp(w)
+        step = (w * ew - y) / (ew * (1.0 + w))
+        w = w - step
+        err = tl.max(tl.abs(step), axis=0)
+    tl.store(w_ptr + offs, w, mask=mask)

@@ -672,8 +672,15 @@ def _(g):
 
 case("loop_store_fixed_address_refused", loops.fixed_address_loop_store_kernel, ["x_ptr"], ["y_ptr"],
      refuse=(168, "inside a loop"))(_loop_simple)
-case("while_accumulator_refused", loops.while_counter_acc_kernel, ["x_ptr"], ["y_ptr"],
-     refuse=(209, "not a linear accumulator"))(_loop_simple)
+@case("while_accumulator_taped", loops.while_counter_acc_kernel, ["x_ptr"], ["y_ptr"])
+def _(g):
+    x = leaf(g, 4 * LB)
+
+    def ref(t):
+        return dict(y_ptr=t["x_ptr"].view(4, LB).sum(0))
+    return (1,), [x, zeros(LB), 4], dict(BLOCK=LB), ref
+
+
 @case("recurrence_taped", loops.recurrence_kernel, ["x_ptr"], ["y_ptr"])
 def _(g):
     x = leaf(g, 4 * LB)

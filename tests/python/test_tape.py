@@ -44,10 +44,17 @@ CHECKS = {
                          "BLOCK_N=16,D=16", "q_ptr,k_ptr,v_ptr", "o_ptr",
                          ["--grid", "2,2", "--shape", "q_ptr=2x32x16", "--shape", "k_ptr=2x32x16", "--shape",
                           "v_ptr=2x32x16", "--shape", "o_ptr=2x32x16", "--arg", "N=32", "--arg", "sm_scale=0.5"]),
+    # `while` loops (Newton solves per element): a counter bound (max_it) and no bound (a capacity)
+    "newton_cbrt": ("a_ptr=*fp32,y_ptr=*fp32,n=i32,max_it=i32,tol=fp32,BLOCK=8", "a_ptr", "y_ptr",
+                    ["--grid", "3", "--shape", "a_ptr=20", "--shape", "y_ptr=20", "--arg", "n=20", "--arg",
+                     "max_it=30", "--arg", "tol=1e-12", "--range", "a_ptr=0.5:3"]),
+    "newton_lambert": ("y_ptr=*fp32,w_ptr=*fp32,n=i32,tol=fp32,BLOCK=8", "y_ptr", "w_ptr",
+                       ["--grid", "3", "--shape", "y_ptr=20", "--shape", "w_ptr=20", "--arg", "n=20", "--arg",
+                        "tol=1e-12", "--range", "y_ptr=0.2:5"]),
 }
 
 
-def _check(name, mutate=None):
+def _check(name, mutate=None, extra=()):
     sig, wrt, outs, opts = CHECKS[name]
     kernel = name.replace("_one_chunk", "")
     env = dict(os.environ)
@@ -56,7 +63,7 @@ def _check(name, mutate=None):
         env["KAD_TEST_MUTATE"] = mutate
     import subprocess
     return subprocess.run([triton_cpu.KAD, "check", f"{K}:{kernel}", "--sig", sig, "--wrt", wrt, "--out", outs,
-                           *opts], capture_output=True, text=True, cwd=triton_cpu.REPO, env=env)
+                           *opts, *extra], capture_output=True, text=True, cwd=triton_cpu.REPO, env=env)
 
 
 @pytest.mark.parametrize("name", sorted(CHECKS))
@@ -68,9 +75,11 @@ def test_kad_check_finite_differences(name):
 
 # a broken rule each kernel's gradient goes through: the same check must fail
 # (KAD_TEST_MUTATE=tape: the reverse loop reads the tape's slots in forward order)
-MUTANTS = [(n, m) for n in ("online_softmax", "running_max", "gated_recurrence", "cross_entropy", "causal_attention")
+MUTANTS = [(n, m) for n in ("online_softmax", "running_max", "gated_recurrence", "cross_entropy", "causal_attention",
+                            "newton_cbrt", "newton_lambert")
            for m in ("tape", "exp", "mul")
-           if (n, m) not in (("running_max", "exp"), ("running_max", "mul"), ("gated_recurrence", "exp"))]
+           if (n, m) not in (("running_max", "exp"), ("running_max", "mul"), ("gated_recurrence", "exp"),
+                             ("newton_cbrt", "exp"))]
 
 
 @pytest.mark.parametrize("name,mutant", MUTANTS)
@@ -78,6 +87,28 @@ def test_kad_check_fails_with_a_broken_rule(name, mutant):
     p = _check(name, mutant)
     print(p.stdout, p.stderr)
     assert p.returncode == 1 and "FAIL" in p.stdout, p.stdout + p.stderr
+
+
+def test_while_tape_overflow_is_a_located_error():
+    # no bound in newton_lambert's condition: a capacity of 3 iterations is too small, and the
+    # backward says so instead of returning gradients from a partial tape
+    p = _check("newton_lambert", extra=["--while-cap", "3"])
+    assert p.returncode == 1 and "PASS" not in p.stdout, p.stdout + p.stderr
+    assert "tape_loops.py:135:5: error: this `while` loop ran more than 3 iterations" in p.stderr, p.stderr
+    p = _check("newton_lambert", extra=["--while-cap", "40"])
+    assert p.returncode == 0 and p.stdout.rstrip().endswith("PASS (rtol 1e-06)"), p.stdout + p.stderr
+
+
+def test_while_tape_in_ir_and_report():
+    sig, wrt, outs, _ = CHECKS["newton_cbrt"]
+    p = triton_cpu.run_kad(["grad", f"{K}:newton_cbrt", "--sig", sig, "--wrt", wrt, "--out", outs, "--ir"])
+    assert p.returncode == 0, p.stderr
+    assert "tape(%kad_tape0 trips max(%max_it, 0) slot 8 bounded)" in p.stdout.splitlines()[0]
+    sig, wrt, outs, _ = CHECKS["newton_lambert"]
+    p = triton_cpu.run_kad(["grad", f"{K}:newton_lambert", "--sig", sig, "--wrt", wrt, "--out", outs, "--report",
+                            "--while-cap", "77"])
+    assert p.returncode == 0, p.stderr
+    assert "capacity = 77 iterations (no bound found in the condition" in p.stdout, p.stdout
 
 
 def test_tape_in_ir_and_header():
@@ -122,6 +153,31 @@ def ref_causal_attention(q, k, v, scale):
     return torch.softmax(s, dim=-1) @ v
 
 
+def ref_newton(x, block, max_it, tol, init, newton_step):
+    # the kernel's loop written plainly: per block of `block` elements, Newton steps until the
+    # block's largest step is at most tol (or max_it steps)
+    out = []
+    for b in range(0, x.shape[0], block):
+        xb = x[b:b + block]
+        z, it, err = init(xb), 0, 1.0
+        while it < max_it and err > tol:
+            step = newton_step(z, xb)
+            z = z - step
+            err = step.abs().max().item()
+            it += 1
+        out.append(z)
+    return torch.cat(out)
+
+
+def ref_newton_cbrt(a, max_it, tol):
+    return ref_newton(a, 8, max_it, tol, lambda a: a, lambda z, a: (z * z * z - a) / (3.0 * z * z))
+
+
+def ref_newton_lambert(y, tol):
+    return ref_newton(y, 8, 10 ** 9, tol, lambda y: torch.log(1.0 + y),
+                      lambda w, y: (w * torch.exp(w) - y) / (torch.exp(w) * (1.0 + w)))
+
+
 def _rand(*shape, seed=0):
     g = torch.Generator().manual_seed(seed + sum(shape))
     return torch.randn(*shape, generator=g, dtype=torch.float64)
@@ -144,6 +200,14 @@ def _cases():
          dict(q_ptr=q, k_ptr=k, v_ptr=v, o_ptr=torch.zeros(BH, N, Dh), N=N, sm_scale=0.3),
          dict(BLOCK_M=16, BLOCK_N=16, D=16),
          lambda t: {"o_ptr": ref_causal_attention(t["q_ptr"], t["k_ptr"], t["v_ptr"], 0.3)}),
+        ("newton_cbrt", (3,), ["a_ptr"], ["y_ptr"],
+         dict(a_ptr=torch.rand(20, dtype=torch.float64) * 2.5 + 0.5, y_ptr=torch.zeros(20), n=20, max_it=30,
+              tol=1e-5), dict(BLOCK=8),
+         lambda v: {"y_ptr": ref_newton_cbrt(v["a_ptr"], 30, 1e-5)}),
+        ("newton_lambert", (3,), ["y_ptr"], ["w_ptr"],
+         dict(y_ptr=torch.rand(20, dtype=torch.float64) * 4.8 + 0.2, w_ptr=torch.zeros(20), n=20, tol=1e-5),
+         dict(BLOCK=8),
+         lambda v: {"w_ptr": ref_newton_lambert(v["y_ptr"], 1e-5)}),
         ("online_softmax", (rows,), ["x_ptr"], ["y_ptr"],
          dict(x_ptr=x, y_ptr=torch.zeros(rows, cols), n_cols=cols, stride=cols), dict(BLOCK=16),
          lambda v: {"y_ptr": ref_online_softmax(v["x_ptr"])}),
@@ -279,3 +343,150 @@ def test_golden_module_matches_interpreter(name, tmp_path):
         bwd = triton_cpu.load_module(str(out), f"kad_tape_golden_bwd_{name}")
         getattr(bwd, f"launch_{name}_bwd")(grid, *t, dy.to(DEVICE), d_x)
     torch.testing.assert_close(d_x.cpu(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_while_overflow_raises_in_package_and_module(tmp_path):
+    import kad
+    fn = triton_cpu.corpus_module("tape_loops.py").newton_lambert
+    k = kad.differentiable(inputs=["y_ptr"], outputs=["w_ptr"], while_cap=2)(fn)
+    y = (torch.rand(20, dtype=torch.float32) * 4.8 + 0.2).to(DEVICE).requires_grad_(True)
+    w = torch.zeros(20, device=DEVICE)
+    k[(3,)](y, w, 20, 1e-5, BLOCK=8)
+    with pytest.raises(Exception, match="ran more than 2 iterations"):
+        w.sum().backward()
+    sig, wrt, outs, _ = CHECKS["newton_lambert"]
+    p = triton_cpu.run_kad(["grad", f"{K}:newton_lambert", "--sig", sig, "--wrt", wrt, "--out", outs,
+                            "--while-cap", "2"])
+    assert p.returncode == 0, p.stderr
+    path = tmp_path / "lambert_bwd.py"
+    path.write_text(p.stdout)
+    d_y = torch.zeros(20, device=DEVICE)
+    with triton_cpu.interpreter(DEVICE):
+        bwd = triton_cpu.load_module(str(path), "kad_tape_bwd_lambert_cap")
+        with pytest.raises(RuntimeError, match="ran more than 2 iterations"):
+            bwd.launch_newton_lambert_bwd((3,), y.detach(), w, 20, 1e-5, torch.ones(20, device=DEVICE), d_y)
+
+
+# ---------------------------------------------------------------- checkpointing (a tape budget)
+
+REC_SIG = CHECKS["gated_recurrence"][0]
+
+
+def _rec_check_opts(T, grid=2, D=20):
+    return ["--grid", str(grid), "--shape", f"x_ptr={T}x{D}", "--shape", f"a_ptr={T}x{D}", "--shape", f"h0_ptr={D}",
+            "--shape", f"y_ptr={T}x{D}", "--arg", f"T={T}", "--arg", f"D={D}", "--range", "a_ptr=0.5:1"]
+
+
+def _rec_check(T, budget, mutate=None):
+    import subprocess
+    env = dict(os.environ)
+    env.pop("KAD_TEST_MUTATE", None)
+    if mutate:
+        env["KAD_TEST_MUTATE"] = mutate
+    return subprocess.run([triton_cpu.KAD, "check", f"{K}:gated_recurrence", "--sig", REC_SIG, "--wrt",
+                           "x_ptr,a_ptr,h0_ptr", "--out", "y_ptr", "--tape-budget", str(budget), *_rec_check_opts(T)],
+                          capture_output=True, text=True, cwd=triton_cpu.REPO, env=env)
+
+
+def _ckpt_bytes(T, programs=2, slot_bytes=16 * 4):
+    # a checkpointed tape: 2 * ceil(sqrt(T)) slots per program (one segment and its checkpoints)
+    import math
+    return 2 * (math.isqrt(T - 1) + 1) * programs * slot_bytes
+
+
+@pytest.mark.parametrize("T", [1, 2, 5, 9, 10, 64])
+def test_checkpointed_recurrence_kad_check(T):
+    p = _rec_check(T, _ckpt_bytes(T))
+    assert p.returncode == 0 and p.stdout.rstrip().endswith("PASS (rtol 1e-06)"), p.stdout + p.stderr
+
+
+def test_checkpointed_recurrence_fails_with_a_broken_rule():
+    p = _rec_check(10, _ckpt_bytes(10), "tape")
+    assert p.returncode == 1 and "FAIL" in p.stdout, p.stdout + p.stderr
+
+
+def test_checkpointed_tape_stays_under_the_budget():
+    # T = 64: a full tape would take 64 * 2 * 64 = 8192 bytes; checkpointed it takes 16 slots per
+    # program, 2048 bytes.  interp_run refuses a launch whose tapes exceed the budget, so 2048 passes
+    # and 2047 is refused: the interpreter allocates exactly the checkpointed size.
+    assert _ckpt_bytes(64) == 2048 < 64 * 2 * 64
+    p = _rec_check(64, 2048)
+    assert p.returncode == 0 and p.stdout.rstrip().endswith("PASS (rtol 1e-06)"), p.stdout + p.stderr
+    p = _rec_check(64, 2047)
+    assert p.returncode == 1 and "needs 2048 bytes of tape even with checkpointing, above the tape budget of 2047" \
+        in p.stderr, p.stdout + p.stderr
+
+
+def test_checkpointed_report():
+    p = triton_cpu.run_kad(["grad", f"{K}:gated_recurrence", "--sig", REC_SIG, "--wrt", "x_ptr,a_ptr,h0_ptr",
+                            "--out", "y_ptr", "--report", "--tape-budget", "4096"])
+    assert p.returncode == 0, p.stderr
+    assert "checkpointed under the tape budget of 4096 bytes: with k = ceil(sqrt(trips))" in p.stdout
+    assert "Recompute factor 2" in p.stdout
+
+
+def _rec_inputs(T, D=20):
+    x = _rand(T, D, seed=11)
+    a = torch.rand(T, D, dtype=torch.float64, generator=torch.Generator().manual_seed(12)) * 0.5 + 0.5
+    h0 = _rand(D, seed=13)
+    return x, a, h0
+
+
+def test_checkpointed_package_matches_torch():
+    import kad
+    T, D = 64, 20
+    x, a, h0 = _rec_inputs(T, D)
+    dy = _rand(T, D, seed=14)
+    want = {}
+    v = [t.clone().requires_grad_(True) for t in (x, a, h0)]
+    (ref_recurrence(*v) * dy).sum().backward()
+    want = [t.grad for t in v]
+    fn = triton_cpu.corpus_module("tape_loops.py").gated_recurrence
+    k = kad.differentiable(inputs=["x_ptr", "a_ptr", "h0_ptr"], outputs=["y_ptr"], tape_budget=2048)(fn)
+    t = [u.to(torch.float32).to(DEVICE).requires_grad_(True) for u in (x, a, h0)]
+    y = torch.zeros(T, D, device=DEVICE)
+    k[(2,)](*t, y, T, D, BLOCK_D=16)
+    (y * dy.to(torch.float32).to(DEVICE)).sum().backward()
+    for got, w in zip(t, want):
+        torch.testing.assert_close(got.grad.cpu().double(), w, rtol=1e-4, atol=1e-4)
+    # a budget below the checkpointed tape: the backward refuses the launch
+    k2 = kad.differentiable(inputs=["x_ptr", "a_ptr", "h0_ptr"], outputs=["y_ptr"], tape_budget=1000)(fn)
+    t = [u.to(torch.float32).to(DEVICE).requires_grad_(True) for u in (x, a, h0)]
+    y = torch.zeros(T, D, device=DEVICE)
+    k2[(2,)](*t, y, T, D, BLOCK_D=16)
+    with pytest.raises(Exception, match="above the tape budget of 1000 bytes"):
+        y.sum().backward()
+
+
+def test_checkpointed_module_on_triton(tmp_path):
+    T, D = 64, 20
+    p = triton_cpu.run_kad(["grad", f"{K}:gated_recurrence", "--sig", REC_SIG, "--wrt", "x_ptr,a_ptr,h0_ptr",
+                            "--out", "y_ptr", "--tape-budget", "2048"])
+    assert p.returncode == 0, p.stderr
+    path = tmp_path / "rec_ckpt_bwd.py"
+    path.write_text(p.stdout)
+    x, a, h0 = _rec_inputs(T, D)
+    dy = _rand(T, D, seed=14)
+    v = [t.clone().requires_grad_(True) for t in (x, a, h0)]
+    (ref_recurrence(*v) * dy).sum().backward()
+    ins = [t.to(torch.float32).to(DEVICE) for t in (x, a, h0)]
+    d_ins = [torch.full_like(t, float("nan")) for t in ins]
+    sizes = []
+
+    class _Torch:  # the module's torch, recording the scratch it allocates
+        def __getattr__(self, name):
+            return getattr(torch, name)
+
+        def empty(self, n, **kw):
+            t = torch.empty(n, **kw)
+            sizes.append(t.numel() * t.element_size())
+            return t
+
+    with triton_cpu.interpreter(DEVICE):
+        bwd = triton_cpu.load_module(str(path), "kad_tape_bwd_rec_ckpt")
+        bwd.torch = _Torch()
+        bwd.launch_gated_recurrence_bwd((2,), *ins, torch.zeros(T, D, device=DEVICE), T, D,
+                                        dy.to(torch.float32).to(DEVICE), *d_ins, BLOCK_D=16)
+    assert sizes == [2048], sizes
+    for got, w in zip(d_ins, v):
+        torch.testing.assert_close(got.cpu().double(), w.grad, rtol=1e-4, atol=1e-4)

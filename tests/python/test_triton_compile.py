@@ -141,7 +141,7 @@ def run_lines(path):
 
 def golden_commands():
     """The kad emit/grad commands of the emit and grad golden tests that succeed, printing
-    Triton modules (grad's --ir dropped)."""
+    Triton modules (grad's --ir and --report dropped)."""
     out = []
     for sub in ("emit", "grad"):
         d = os.path.join(TESTS, sub)
@@ -155,7 +155,7 @@ def golden_commands():
                 args = shlex.split(cmd.replace("%s", path))
                 if args[0] not in ("emit", "grad") or "<" in args:
                     continue
-                out.append((f"{sub}/{f}#{i}", [a for a in args if a != "--ir"]))
+                out.append((f"{sub}/{f}#{i}", [a for a in args if a not in ("--ir", "--report")]))
     return out
 
 

@@ -202,7 +202,7 @@ def matmul_loop_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K:
 
 @triton.jit
 def while_counter_acc_kernel(x_ptr, y_ptr, n_chunks, BLOCK: tl.constexpr):
-    # An accumulator carried by a while loop: kad refuses (no tape for while).
+    # An accumulator carried by a while loop: recorded on a tape bounded by n_chunks.
     offs = tl.arange(0, BLOCK)
     acc = tl.zeros([BLOCK], dtype=tl.float64)
     i = 0
