@@ -1570,6 +1570,20 @@ static SVal b_expand_dims(Call *c)
 /* Builtins: conversions and hints                                     */
 /* ------------------------------------------------------------------ */
 
+/* The value conversions to or from an fp8 type that Triton's NVIDIA
+ * backend implements (FpToFpOp's table; convert_custom_float8 for
+ * float8e4b15): fp32, fp16 and bf16 to and from fp8e5 and fp8e4nv, fp32 and
+ * fp16 to and from fp8e4b15.  A Python number (is_const) converts to any. */
+static bool fp8_cast_ok(Dtype src, Dtype dt, bool is_const)
+{
+    Dtype other = dtype_is_fp8(src) ? dt : src, f8 = dtype_is_fp8(src) ? src : dt;
+    if (is_const && !dtype_is_fp8(src))
+        return true;
+    if (other == DT_F32 || other == DT_F16)
+        return true;
+    return other == DT_BF16 && f8 != DT_F8E4B15;
+}
+
 static SVal cast_to(Call *c, SVal xs, Dtype dt, Dtype elem, bool bitcast, const char *rounding)
 {
     Lower *L = c->L;
@@ -1607,6 +1621,12 @@ static SVal cast_to(Call *c, SVal xs, Dtype dt, Dtype elem, bool bitcast, const 
             return sval_error();
         return sval_value(ops_emit1(L, OP_BITCAST, type_with_dtype(ops_type(L, v), dt), v, c->loc));
     }
+    if (src != dt && (dtype_is_fp8(src) || dtype_is_fp8(dt)) && !fp8_cast_ok(src, dt, o.is_const))
+        return ops_fail(L, c->loc,
+                        "%s: Triton has no conversion from %s to %s on NVIDIA GPUs (fp8 types convert "
+                        "to and from fp32, fp16 and bf16; float8e4b15 to and from fp32 and fp16); "
+                        "convert through tl.float32",
+                        c->fname, dtype_name(src), dtype_name(dt));
     ValId v = ops_materialize(L, &o, dt, o.ty.rank, o.ty.shape, c->loc);
     return v ? sval_value(v) : sval_error();
 }
@@ -2157,7 +2177,9 @@ static SVal dtype_method(Lower *L, SVal self, const char *name, int nargs, int n
         return ops_fail(L, loc, "dtype.%s() takes no arguments", name);
     static const struct { const char *name; int what; } m[] = {
         {"is_floating", 0}, {"is_int", 1}, {"is_int_signed", 2}, {"is_int_unsigned", 3}, {"is_ptr", 4},
-        {"is_bool", 5}, {"is_standard_floating", 0}, {"is_fp16", 10 + DT_F16}, {"is_bf16", 10 + DT_BF16},
+        {"is_bool", 5}, {"is_standard_floating", 6}, {"is_fp8", 7}, {"is_fp8e5", 10 + DT_F8E5},
+        {"is_fp8e4nv", 10 + DT_F8E4NV}, {"is_fp8e4b15", 10 + DT_F8E4B15}, {"is_fp8e4b8", 8}, {"is_fp8e5b16", 8},
+        {"is_fp16", 10 + DT_F16}, {"is_bf16", 10 + DT_BF16},
         {"is_fp32", 10 + DT_F32}, {"is_fp64", 10 + DT_F64}, {"is_int1", 10 + DT_I1}, {"is_int8", 10 + DT_I8},
         {"is_int16", 10 + DT_I16}, {"is_int32", 10 + DT_I32}, {"is_int64", 10 + DT_I64},
         {"is_uint8", 10 + DT_U8}, {"is_uint16", 10 + DT_U16}, {"is_uint32", 10 + DT_U32},
@@ -2173,6 +2195,9 @@ static SVal dtype_method(Lower *L, SVal self, const char *name, int nargs, int n
         case 3: return sval_bool(dtype_is_int(d) && ops_unsigned(d));
         case 4: return sval_bool(d == DT_PTR);
         case 5: return sval_bool(d == DT_I1);
+        case 6: return sval_bool(dtype_is_float(d) && !dtype_is_fp8(d));
+        case 7: return sval_bool(dtype_is_fp8(d));
+        case 8: return sval_bool(false); /* the AMD-only fp8 types, which kad refuses */
         default: return sval_bool((int)d == m[i].what - 10);
         }
     }
@@ -2214,7 +2239,12 @@ SVal lower_global(Lower *L, const char *qual, Loc loc)
         Dtype dt = dtype_by_triton_name(name);
         if (dt != DT_VOID)
             return sval_dtype(dt);
-        if (strncmp(name, "float8", 6) == 0 || strcmp(name, "void") == 0)
+        if (strcmp(name, "float8e4b8") == 0 || strcmp(name, "float8e5b16") == 0)
+            return ops_fail(L, loc,
+                            "'tl.%s' (an AMD-only fp8 format; NVIDIA GPUs support float8e5, "
+                            "float8e4nv and float8e4b15) is not supported by kad",
+                            name);
+        if (strcmp(name, "void") == 0)
             return ops_fail(L, loc, "'tl.%s' is not supported by kad yet", name);
         if (strcmp(name, "pointer_type") == 0)
             return ops_fail(L, loc, "'tl.pointer_type' is not supported by kad yet");

@@ -181,6 +181,13 @@ static Dtype computation_type(Lower *L, Dtype a, bool weak_a, Dtype b, bool weak
         if (dt_kind(s) <= dt_kind(t)) {
             if (divmod && (t == DT_F16 || t == DT_BF16))
                 return DT_F32;
+            if (dtype_is_fp8(t) && strcmp(op, "tl.where") != 0) {
+                diag_error(L->d, loc,
+                           "%s on %s values is computed in fp8 by Triton, which kad does not model; "
+                           "convert the operands with .to(tl.float32) first",
+                           op, dtype_name(t));
+                return DT_VOID;
+            }
             return t;
         }
     }
@@ -194,6 +201,22 @@ static Dtype computation_type(Lower *L, Dtype a, bool weak_a, Dtype b, bool weak
         return divmod ? DT_F32 : DT_BF16;
     if (a == DT_BF16 || b == DT_BF16)
         return DT_F32;
+    if (dtype_is_fp8(a) || dtype_is_fp8(b)) {
+        /* Triton: different fp8 types meet in fp16, an fp8 type with
+         * itself stays; with an integer it is an error. */
+        if (!dtype_is_fp8(a) || !dtype_is_fp8(b)) {
+            diag_error(L->d, loc, "%s: unexpected types %s and %s", op, dtype_name(a), dtype_name(b));
+            return DT_VOID;
+        }
+        if (a == b && strcmp(op, "tl.where") != 0) {
+            diag_error(L->d, loc,
+                       "%s on %s values is computed in fp8 by Triton, which kad does not model; "
+                       "convert the operands with .to(tl.float32) first",
+                       op, dtype_name(a));
+            return DT_VOID;
+        }
+        return a == b ? a : DT_F16;
+    }
     if (divmod && ops_unsigned(a) != ops_unsigned(b)) {
         diag_error(L->d, loc,
                    "cannot use %s with %s and %s because they have different signedness; cast "

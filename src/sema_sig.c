@@ -32,8 +32,8 @@
 /* ------------------------------------------------------------------ */
 
 /* Pointer element types and runtime scalar types a signature may name. */
-static const Dtype sig_ptr_dtypes[] = {DT_F16, DT_BF16, DT_F32, DT_F64, DT_I1, DT_I8,
-                                       DT_U8,  DT_I16,  DT_I32, DT_I64, DT_U32};
+static const Dtype sig_ptr_dtypes[] = {DT_F16,  DT_BF16, DT_F32, DT_F64,  DT_I1,    DT_I8,      DT_U8,
+                                       DT_I16,  DT_I32,  DT_I64, DT_U32,  DT_F8E5, DT_F8E4NV, DT_F8E4B15};
 static const Dtype sig_scalar_dtypes[] = {DT_I1, DT_I32, DT_I64, DT_U32, DT_F32, DT_F64};
 
 static bool dtype_in(Dtype dt, const Dtype *set, size_t n)

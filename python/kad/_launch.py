@@ -31,7 +31,7 @@ import operator
 
 import torch
 
-__all__ = ["Launch", "Param", "bind", "params_of", "TORCH_TO_KAD", "FLOAT_DTYPES"]
+__all__ = ["Launch", "Param", "bind", "params_of", "TORCH_TO_KAD", "FLOAT_DTYPES", "FP8_DTYPES"]
 
 # torch dtype -> kad/Triton element type name.
 TORCH_TO_KAD = {
@@ -45,8 +45,12 @@ TORCH_TO_KAD = {
     torch.int32: "i32",
     torch.int64: "i64",
     torch.bool: "i1",
+    torch.float8_e5m2: "fp8e5",  # Triton's JIT: float8_e5m2 -> fp8e5, float8_e4m3fn -> fp8e4nv
+    torch.float8_e4m3fn: "fp8e4nv",
 }
+# Float dtypes kad differentiates; fp8 tensors are read and written (not differentiated).
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+FP8_DTYPES = (torch.float8_e5m2, torch.float8_e4m3fn)
 
 # Keywords of a Triton launch that are not kernel parameters.
 LAUNCH_OPTIONS = frozenset({
