@@ -978,6 +978,8 @@ bool ops_unify2(Lower *L, SVal x, SVal y, bool weak, bool divmod, const char *op
  * "libdevice.pow"); whether x.name is a tensor method kad lowers. */
 const char *builtin_user_name(Arena *a, const char *qual);
 bool builtin_is_method(const char *name);
+/* Whether x is tl.make_tensor_descriptor's descriptor (an SV_BLOCKPTR). */
+bool sval_is_tensor_desc(SVal x);
 
 /* ------------------------------------------------------------------ */
 /* access.c (forms), access_decide.c (decisions, conditions, report): */

@@ -553,7 +553,7 @@ static SVal b_advance(Call *c)
 {
     Lower *L = c->L;
     SVal bp = c->a[0];
-    if (bp.kind != SV_BLOCKPTR)
+    if (bp.kind != SV_BLOCKPTR || sval_is_tensor_desc(bp))
         return ops_fail(L, c->loc, "%s: 'base' must be a block pointer (tl.make_block_ptr), got %s", c->fname,
                         ops_describe(L, bp));
     SVal d;
@@ -757,10 +757,14 @@ static bool bp_store_value(Call *c)
     return bp_rewrite(c, 2, 3, -1);
 }
 
+static const Builtin desc_load_method, desc_store_method;
+
 static SVal b_load(Call *c)
 {
     static const char *const cache[] = {".ca", ".cg", ".cv", NULL};
     Lower *L = c->L;
+    if (sval_is_tensor_desc(c->a[0]) && c->def != &desc_load_method)
+        return ops_fail(L, c->loc, "tl.load: a tensor descriptor is loaded with desc.load(offsets)");
     if (c->a[0].kind == SV_BLOCKPTR && !bp_rewrite(c, 1, 3, 4))
         return sval_error();
     ValId p = arg_pointer(c, 0);
@@ -862,6 +866,8 @@ static SVal store_like(Call *c, OpKind op, ValId p, const char *ptr_value)
 static SVal b_store(Call *c)
 {
     static const char *const cache[] = {".wb", ".cg", ".cs", ".wt", NULL};
+    if (sval_is_tensor_desc(c->a[0]) && c->def != &desc_store_method)
+        return ops_fail(c->L, c->loc, "tl.store: a tensor descriptor is stored with desc.store(offsets, value)");
     if (c->a[0].kind == SV_BLOCKPTR && !bp_store_value(c))
         return sval_error();
     ValId p = arg_pointer(c, 0);
@@ -873,6 +879,155 @@ static SVal b_store(Call *c)
         return sval_error();
     return store_like(c, OP_STORE, p, "storing pointers is not supported");
 }
+
+/* ------------------------------------------------------------------ */
+/* Tensor descriptors                                                  */
+/* ------------------------------------------------------------------ */
+
+/* tl.make_tensor_descriptor's descriptor is an SV_BLOCKPTR whose qual is
+ * "tensor_descriptor" (padding "zero") or "tensor_descriptor_nan" and whose
+ * offsets are zeros: desc.load(offsets) and desc.store(offsets, value) are a
+ * block pointer at those offsets, every dimension boundary-checked, so that
+ * out-of-bounds lanes read the padding and are not written, as TMA does.
+ * Types follow Triton's semantic.make_tensor_descriptor: shape int32 (kad
+ * keeps it int64, the comparisons give the same masks for shapes below
+ * 2^31), strides int64 with a constant 1 last, block_shape constants with at
+ * least 16 bytes in the last dimension, offsets int32. */
+
+bool sval_is_tensor_desc(SVal x)
+{
+    return x.kind == SV_BLOCKPTR && x.qual && strncmp(x.qual, "tensor_descriptor", 17) == 0;
+}
+
+static SVal b_make_tensor_descriptor(Call *c)
+{
+    Lower *L = c->L;
+    SVal parts[BP_N];
+    SVal base = c->a[0];
+    if (base.kind != SV_VALUE || ops_type(L, base.v).dt != DT_PTR || ops_type(L, base.v).rank != 0)
+        return ops_fail(L, c->loc, "%s: 'base' must be a scalar pointer, got %s", c->fname, ops_describe(L, base));
+    parts[BP_BASE] = base;
+    if (!bp_coords(c, 1, true, &parts[BP_SHAPE]) || !bp_coords(c, 2, true, &parts[BP_STRIDES]))
+        return sval_error();
+    int64_t blk[KAD_MAX_RANK + 2];
+    int nb;
+    if (!int_list(c, c->a[3], true, blk, KAD_MAX_RANK + 1, &nb, "'block_shape'"))
+        return sval_error();
+    int nd = parts[BP_SHAPE].n;
+    if (nd < 1 || nd > 5)
+        return ops_fail(L, c->loc, "%s: expected 1 to 5 dimensions, got %d", c->fname, nd);
+    if (parts[BP_STRIDES].n != nd || nb != nd)
+        return ops_fail(L, c->loc, "%s: shape, strides and block_shape must have the same length (got %d, %d and %d)",
+                        c->fname, nd, parts[BP_STRIDES].n, nb);
+    if (!check_shape(c, nb, blk))
+        return sval_error();
+    Dtype elem = (Dtype)ops_type(L, base.v).elem;
+    int bytes = dtype_bytes(elem);
+    if (blk[nb - 1] * bytes < 16)
+        return ops_fail(L, c->loc, "%s: the block shape must have at least 16 bytes in the last dimension, got "
+                        "%lld * %d bytes", c->fname, (long long)blk[nb - 1], bytes);
+    SVal last = parts[BP_STRIDES].elts[nd - 1];
+    if (!sval_is_int(last) || last.c.i != 1)
+        return ops_fail(L, c->loc, "%s: the last dimension's stride must be the constant 1 (got %s)", c->fname,
+                        ops_describe(L, last));
+    const char *pad;
+    if (!arg_str(c, 4, "zero", &pad))
+        return sval_error();
+    if (strcmp(pad, "zero") != 0 && strcmp(pad, "nan") != 0)
+        return ops_fail(L, c->loc, "%s: padding_option must be \"zero\" or \"nan\", got \"%s\"", c->fname, pad);
+    if (!strcmp(pad, "nan") && !dtype_is_float(elem))
+        return ops_fail(L, c->loc, "%s: padding option \"nan\" is not supported for integer descriptors", c->fname);
+    SVal b[KAD_MAX_RANK], o[KAD_MAX_RANK], z[KAD_MAX_RANK];
+    for (int k = 0; k < nb; k++)
+        b[k] = sval_int(blk[k]), o[k] = sval_int(nb - 1 - k), z[k] = sval_int(0);
+    parts[BP_OFFSETS] = sval_tuple(L, z, nb);
+    parts[BP_BLOCK] = sval_tuple(L, b, nb);
+    parts[BP_ORDER] = sval_tuple(L, o, nb);
+    SVal d = sval_blockptr(L, parts);
+    d.qual = !strcmp(pad, "nan") ? "tensor_descriptor_nan" : "tensor_descriptor";
+    return d;
+}
+
+/* The descriptor's block at offsets (argument 1 of c) as a block pointer. */
+static bool desc_block_ptr(Call *c, SVal *bp)
+{
+    SVal desc = c->a[0], off;
+    if (!bp_coords(c, 1, false, &off))
+        return false;
+    int rank = desc.elts[BP_BLOCK].n;
+    if (off.n != rank) {
+        diag_error(c->L->d, c->loc, "%s: expected %d offsets, got %d", c->fname, rank, off.n);
+        return false;
+    }
+    SVal parts[BP_N];
+    memcpy(parts, desc.elts, sizeof parts);
+    parts[BP_OFFSETS] = off;
+    *bp = sval_blockptr(c->L, parts);
+    return true;
+}
+
+/* A call of tl.load or tl.store (load: value NULL) on block pointer bp with every
+ * dimension boundary-checked; value and padding where given. */
+static SVal desc_access(Call *c, SVal bp, const SVal *value, const char *pad)
+{
+    Call t = {.L = c->L, .def = c->def, .fname = c->fname, .loc = c->loc};
+    static const char *const load_names[] = {"pointer", "mask", "other", "boundary_check", "padding_option",
+                                              "cache_modifier", "eviction_policy", "volatile"};
+    static const char *const store_names[] = {"pointer", "value", "mask", "boundary_check", "cache_modifier",
+                                               "eviction_policy"};
+    bool load = value == NULL;
+    t.np = load ? 8 : 6;
+    for (int i = 0; i < t.np; i++)
+        t.pname[i] = load ? load_names[i] : store_names[i], t.a[i] = sval_none();
+    int rank = bp.elts[BP_BLOCK].n;
+    SVal dims[KAD_MAX_RANK];
+    for (int k = 0; k < rank; k++)
+        dims[k] = sval_int(k);
+    t.a[0] = bp, t.has[0] = true;
+    t.a[3] = sval_tuple(c->L, dims, rank), t.has[3] = true;
+    if (load) {
+        t.a[4] = (SVal){.kind = SV_CONST, .c = {.kind = CK_STR, .s = pad}}, t.has[4] = true;
+        return b_load(&t);
+    }
+    t.a[1] = *value, t.has[1] = true;
+    return b_store(&t);
+}
+
+/* desc.load(offsets) */
+static SVal b_desc_load(Call *c)
+{
+    SVal bp;
+    if (!desc_block_ptr(c, &bp))
+        return sval_error();
+    return desc_access(c, bp, NULL,
+                       !strcmp(c->a[0].qual, "tensor_descriptor_nan") ? "nan" : "zero");
+}
+
+/* desc.store(offsets, value): the value has the block's shape and is
+ * converted to the descriptor's dtype (Triton's descriptor_store). */
+static SVal b_desc_store(Call *c)
+{
+    Lower *L = c->L;
+    SVal bp;
+    if (!desc_block_ptr(c, &bp))
+        return sval_error();
+    Opnd o;
+    if (!ops_opnd(L, c->a[2], false, &o, "desc.store value", c->loc))
+        return sval_error();
+    SVal blk = bp.elts[BP_BLOCK];
+    bool shape_ok = o.ty.rank == blk.n;
+    for (int k = 0; shape_ok && k < blk.n; k++)
+        shape_ok = o.ty.shape[k] == blk.elts[k].c.i;
+    if (!shape_ok || o.is_const || o.ty.dt == DT_PTR)
+        return ops_fail(L, c->loc, "%s: the value must be a tile of the descriptor's block shape, got %s", c->fname,
+                        ops_describe(L, c->a[2]));
+    Dtype elem = (Dtype)ops_type(L, bp.elts[BP_BASE].v).elem;
+    SVal v = sval_value(o.ty.dt == elem ? o.v : ops_cast(L, o.v, elem, c->loc));
+    return desc_access(c, bp, &v, NULL);
+}
+
+static const Builtin desc_load_method = {"load", b_desc_load, "self,offsets", 0};
+static const Builtin desc_store_method = {"store", b_desc_store, "self,offsets,value", 0};
 
 static SVal b_atomic_add(Call *c)
 {
@@ -2011,6 +2166,7 @@ static const Builtin tl_builtins[] = {
     {"range", b_loop_only, NULL, 0},
     {"make_block_ptr", b_make_block_ptr, "base,shape,strides,offsets,block_shape,order", 0},
     {"advance", b_advance, "base,offsets", 0},
+    {"make_tensor_descriptor", b_make_tensor_descriptor, "base,shape,strides,block_shape,padding_option=", 0},
     {"tanh", b_refuse, NULL, 0},
     {NULL, NULL, NULL, 0},
 };
@@ -2274,6 +2430,10 @@ SVal lower_call(Lower *L, SVal fn, const SVal *args, int nargs, const char *cons
         self = &fn.elts[0];
         fname = arena_printf(L->a, "x.%s", fn.qual);
         def = strcmp(fn.qual, "to") == 0 ? &to_method : find_in(tl_builtins, fn.qual);
+        if (sval_is_tensor_desc(s)) {
+            fname = arena_printf(L->a, "desc.%s", fn.qual);
+            def = strcmp(fn.qual, "load") == 0 ? &desc_load_method : &desc_store_method;
+        }
         ASSERT(def);
         if (!def)
             return ops_fail(L, loc, "'%s' is not supported by kad yet", fname);

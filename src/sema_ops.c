@@ -135,7 +135,7 @@ const char *ops_describe(Lower *L, SVal x)
     case SV_BUILTIN: return arena_printf(L->a, "function '%s'", builtin_user_name(L->a, x.qual));
     case SV_FUNC: return arena_printf(L->a, "function '%s'", x.fn ? x.fn->name : "?");
     case SV_METHOD: return arena_printf(L->a, "method '%s'", x.qual);
-    case SV_BLOCKPTR: return "a block pointer";
+    case SV_BLOCKPTR: return sval_is_tensor_desc(x) ? "a tensor descriptor" : "a block pointer";
     case SV_ERROR: break;
     }
     return "an invalid value";
@@ -989,6 +989,22 @@ SVal lower_attr(Lower *L, SVal x, const char *name, Loc loc)
                         ops_tystr(L, t));
     }
     case SV_BLOCKPTR:
+        if (sval_is_tensor_desc(x)) {
+            if (strcmp(name, "load") == 0 || strcmp(name, "store") == 0)
+                return sval_method(L, x, name);
+            if (strcmp(name, "block_shape") == 0)
+                return x.elts[BP_BLOCK];
+            if (strcmp(name, "shape") == 0)
+                return x.elts[BP_SHAPE];
+            if (strcmp(name, "strides") == 0)
+                return x.elts[BP_STRIDES];
+            if (strcmp(name, "dtype") == 0)
+                return sval_dtype((Dtype)ops_type(L, x.elts[BP_BASE].v).elem);
+            if (!strncmp(name, "atomic_", 7) || !strcmp(name, "gather") || !strcmp(name, "scatter"))
+                return ops_fail(L, loc, "'desc.%s' (tensor descriptor %s) is not supported by kad yet", name,
+                                name[0] == 'a' ? "reductions" : "gathers and scatters");
+            break;
+        }
         if (strcmp(name, "advance") == 0)
             return sval_method(L, x, name);
         break;
