@@ -651,7 +651,7 @@ bool pass_dce(Func *f, bool whiles_terminate);
 /* ------------------------------------------------------------------ */
 
 /* One parameter of a signature string "x_ptr=*fp32,n=i32,BLOCK=1024". */
-typedef enum SigKind { SIG_PTR, SIG_SCALAR, SIG_CONST } SigKind;
+typedef enum SigKind { SIG_PTR, SIG_SCALAR, SIG_CONST, SIG_TENSORDESC } SigKind;
 typedef enum ConstKind { CK_NONE, CK_INT, CK_FLOAT, CK_BOOL, CK_STR, CK_DTYPE } ConstKind;
 typedef struct ConstVal {
     ConstKind kind;

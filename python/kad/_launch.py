@@ -132,6 +132,10 @@ def _runtime_type(name, v, annotation):
             raise TypeError(f"argument '{name}' is a {v.dtype} tensor: kad supports "
                             f"{', '.join(str(d) for d in TORCH_TO_KAD)}")
         return "*" + dt
+    if type(v).__name__ == "TensorDescriptor" and hasattr(v, "block_shape") and hasattr(v, "base"):
+        # Triton's JIT types it tensordesc<fp32[8, 8]>; kad refuses it at the kernel's parameter
+        dt = TORCH_TO_KAD.get(getattr(v.base, "dtype", None), "?")
+        return f"tensordesc<{dt}[{', '.join(str(int(b)) for b in v.block_shape)}]>"
     if annotation:
         return annotation
     if isinstance(v, bool):
