@@ -184,3 +184,28 @@ def test_fp8_refusals():
     # the AMD-only formats
     e = err("fp8_ste", "x_ptr=*fp32,w_ptr=*fp32,y_ptr=*fp32,n=i32,FMT=tl.float8e4b8,BLOCK=32", ["ir"])
     assert "<sig>:1:47: error:" in e and "tl.float8e4b8" in e
+
+
+@pytest.mark.parametrize("fmt", ["float8e5", "float8e4nv"])
+def test_emitted_backward_on_triton(fmt, tmp_path):
+    sig = f"x_ptr=*fp32,w_ptr=*fp32,y_ptr=*fp32,n=i32,FMT=tl.{fmt},BLOCK=32"
+    p = triton_cpu.run_kad(["grad", f"{KFILE}:fp8_ste", "--sig", sig, "--wrt", "x_ptr,w_ptr", "--out", "y_ptr"])
+    assert p.returncode == 0, p.stderr
+    assert f".to(tl.{fmt})" in p.stdout
+    path = tmp_path / "fp8_bwd.py"
+    path.write_text(p.stdout)
+    fp8 = torch.float8_e5m2 if fmt == "float8e5" else torch.float8_e4m3fn
+    g = torch.Generator().manual_seed(5)
+    n = 70
+    x, w, cot = torch.randn(n, generator=g) * 3, torch.randn(n, generator=g), torch.randn(n, generator=g)
+    xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
+    xq = xr + (xr.detach().to(fp8).float() - xr).detach()
+    ((torch.sigmoid(xq) * wr) * cot).sum().backward()
+    t = [a.to(DEVICE) for a in (x, w)]
+    dx, dw = torch.full_like(t[0], float("nan")), torch.full_like(t[1], float("nan"))
+    with triton_cpu.interpreter(DEVICE):
+        bwd = triton_cpu.load_module(str(path), f"kad_fp8_bwd_{fmt}")
+        bwd.launch_fp8_ste_bwd((3,), t[0], t[1], torch.empty(n, device=DEVICE), n, cot.to(DEVICE), dx, dw,
+                               FMT=getattr(tl, fmt), BLOCK=32)
+    torch.testing.assert_close(dx.cpu(), xr.grad, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(dw.cpu(), wr.grad, rtol=1e-5, atol=1e-6)
