@@ -980,6 +980,11 @@ const char *builtin_user_name(Arena *a, const char *qual);
 bool builtin_is_method(const char *name);
 /* Whether x is tl.make_tensor_descriptor's descriptor (an SV_BLOCKPTR). */
 bool sval_is_tensor_desc(SVal x);
+/* The names of triton.language kad knows (`kad builtins`), one per line:
+ * "NAME supported|refused AD", AD the IR op's AD class from ops.h ('D', 'N',
+ * 'Z') for builtins that lower to one op, else '-'.  Names not listed are
+ * refused as unknown ("'tl.X' is not supported by kad yet"). */
+void builtin_surface(Buf *b);
 
 /* ------------------------------------------------------------------ */
 /* access.c (forms), access_decide.c (decisions, conditions, report): */

@@ -952,6 +952,11 @@ static SVal b_make_tensor_descriptor(Call *c)
 static bool desc_block_ptr(Call *c, SVal *bp)
 {
     SVal desc = c->a[0], off;
+    if (!sval_is_tensor_desc(desc)) {
+        diag_error(c->L->d, c->loc, "%s: 'desc' must be a tensor descriptor (tl.make_tensor_descriptor), got %s",
+                   c->fname, ops_describe(c->L, desc));
+        return false;
+    }
     if (!bp_coords(c, 1, false, &off))
         return false;
     int rank = desc.elts[BP_BLOCK].n;
@@ -970,7 +975,7 @@ static bool desc_block_ptr(Call *c, SVal *bp)
  * dimension boundary-checked; value and padding where given. */
 static SVal desc_access(Call *c, SVal bp, const SVal *value, const char *pad)
 {
-    Call t = {.L = c->L, .def = c->def, .fname = c->fname, .loc = c->loc};
+    Call t = {.L = c->L, .def = value ? &desc_store_method : &desc_load_method, .fname = c->fname, .loc = c->loc};
     static const char *const load_names[] = {"pointer", "mask", "other", "boundary_check", "padding_option",
                                               "cache_modifier", "eviction_policy", "volatile"};
     static const char *const store_names[] = {"pointer", "value", "mask", "boundary_check", "cache_modifier",
@@ -2167,6 +2172,8 @@ static const Builtin tl_builtins[] = {
     {"make_block_ptr", b_make_block_ptr, "base,shape,strides,offsets,block_shape,order", 0},
     {"advance", b_advance, "base,offsets", 0},
     {"make_tensor_descriptor", b_make_tensor_descriptor, "base,shape,strides,block_shape,padding_option=", 0},
+    {"load_tensor_descriptor", b_desc_load, "desc,offsets", 0},
+    {"store_tensor_descriptor", b_desc_store, "desc,offsets,value", 0},
     {"tanh", b_refuse, NULL, 0},
     {NULL, NULL, NULL, 0},
 };
@@ -2453,3 +2460,26 @@ SVal lower_call(Lower *L, SVal fn, const SVal *args, int nargs, const char *cons
     return def->fn(&c);
 }
 
+
+/* ------------------------------------------------------------------ */
+/* The surface                                                         */
+/* ------------------------------------------------------------------ */
+
+void builtin_surface(Buf *b)
+{
+    for (const Builtin *t = tl_builtins; t->name; t++) {
+        char ad = '-';
+        if (t->fn == b_math1 || t->fn == b_minmax2 || t->fn == b_maxmin || t->fn == b_argmaxmin ||
+            t->fn == b_scan || t->fn == b_rand || t->fn == b_program_id)
+            ad = op_info[t->aux & 0xffff].diff;
+        buf_printf(b, "%s %s %c\n", t->name, t->fn == b_refuse ? "refused" : "supported", ad);
+    }
+    for (int t = DT_I1; t < DT_PTR; t++)
+        buf_printf(b, "%s supported -\n", dtype_triton_name((Dtype)t));
+    /* lower_global's own names */
+    static const char *const others[] = {"PropagateNan supported", "math supported", "extra supported",
+                                         "float8e4b8 refused", "float8e5b16 refused", "void refused",
+                                         "pointer_type refused", NULL};
+    for (int i = 0; others[i]; i++)
+        buf_printf(b, "%s -\n", others[i]);
+}
