@@ -3,7 +3,6 @@
 # 0 <= index < shape over all dims and other=0 (padding "nan": other=nan); desc.store stores under
 # that mask after converting the value to the descriptor's dtype; tl.load_tensor_descriptor and
 # tl.store_tensor_descriptor are the same; desc.block_shape / desc.dtype are constants.
-# ROUNDTRIP
 # RUN: ir %s:tile --sig 'x_ptr=*fp16,y_ptr=*fp32,M=i32,N=i32,stride=i64,BM=16,BN=8'
 # RUN: ir %s:loop_nan --sig 'x_ptr=*fp32,y_ptr=*fp32,N=i32,B=8'
 import triton
