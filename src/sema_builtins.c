@@ -1361,6 +1361,9 @@ static SVal b_sum(Call *c)
     Dtype dt = sum_dtype((Dtype)ops_type(c->L, x).dt);
     if (!absent(c, 3) && !arg_dtype(c, 3, &dt, NULL))
         return sval_error();
+    if (dtype_is_fp8(dt))
+        return ops_fail(c->L, c->loc, "%s: a sum of %s values is computed in fp8 by Triton, which kad does not "
+                        "model; pass dtype=tl.float32 or convert first", c->fname, dtype_name(dt));
     x = ops_cast(c->L, x, dt, c->loc);
     ValId r = reduce(c, OP_SUM, x, c->has[1] ? c->a[1] : sval_none(), keep);
     return r ? sval_value(r) : sval_error();
@@ -1430,6 +1433,9 @@ static SVal b_scan(Call *c)
         if (!absent(c, 3) && !arg_dtype(c, 3, &dt, NULL))
             return sval_error();
     }
+    if (dtype_is_fp8(dt))
+        return ops_fail(L, c->loc, "%s of %s values is computed in fp8 by Triton, which kad does not model; "
+                        "convert with .to(tl.float32) first", c->fname, dtype_name(dt));
     int64_t a = 0;
     int axis;
     if (!absent(c, 1) && !arg_int(c, 1, &a))

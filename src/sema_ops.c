@@ -1054,6 +1054,9 @@ SVal lower_unop(Lower *L, UnOp op, SVal x, Loc loc)
     case UO_NEG:
         if (t.dt == DT_PTR)
             return ops_fail(L, loc, "cannot negate a pointer (%s)", ops_tystr(L, t));
+        if (dtype_is_fp8((Dtype)t.dt))
+            return ops_fail(L, loc, "'-' on %s values is computed in fp8 by Triton, which kad does not model; "
+                            "convert with .to(tl.float32) first", dtype_name((Dtype)t.dt));
         return sval_value(ops_emit1(L, OP_NEG, t, x.v, loc));
     case UO_INVERT:
         if (!dtype_is_int((Dtype)t.dt))

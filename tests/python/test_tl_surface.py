@@ -1,6 +1,7 @@
 """The `tl.*` surface table of docs/LANGUAGE.md against Triton and against kad.
 
-- every public name of `triton.language` (dir(), names not starting with "_") has one row, and
+- every public name of `triton.language` (dir() with its submodules imported, names not starting
+  with "_") has one row, and
   every row names one (a new Triton version shows its new names here);
 - rows are sorted and unique (one row per line: easy to update at a merge);
 - a row's status agrees with `kad builtins` (the names kad's builtin tables lower, generated
@@ -8,7 +9,9 @@
   for names it does not; "differentiable" never for a builtin whose IR op AD has no rule for
   (class 'N' in src/ops.h).
 """
+import importlib
 import os
+import pkgutil
 import re
 import subprocess
 
@@ -18,6 +21,14 @@ import triton_cpu
 
 DOC = os.path.join(triton_cpu.REPO, "docs", "LANGUAGE.md")
 STATUSES = ("differentiable", "supported", "refused")
+
+
+def public_names():
+    """dir(triton.language) with every submodule imported first (a submodule becomes an attribute
+    when something imports it, e.g. `semantic`), so the set does not depend on the test order."""
+    for m in pkgutil.iter_modules(tl.__path__):
+        importlib.import_module(f"triton.language.{m.name}")
+    return {n for n in dir(tl) if not n.startswith("_")}
 
 
 def table():
@@ -45,7 +56,7 @@ def test_every_public_name_has_one_row_in_order():
     names = [r[0] for r in rows]
     assert names == sorted(names), "rows must be sorted by name"
     assert len(names) == len(set(names)), "a name has two rows"
-    public = {n for n in dir(tl) if not n.startswith("_")}
+    public = public_names()
     assert not public - set(names), f"names of triton.language without a row: {sorted(public - set(names))}"
     assert not set(names) - public, f"rows naming nothing in triton.language: {sorted(set(names) - public)}"
     for name, status, note in rows:
@@ -68,5 +79,5 @@ def test_rows_agree_with_kad():
 
 def test_kad_lists_only_names_of_triton():
     # a name kad's tables know but Triton does not have would be a typo in sema_builtins.c
-    public = {n for n in dir(tl) if not n.startswith("_")}
+    public = public_names()
     assert not set(kad_surface()) - public - {"tanh"}, sorted(set(kad_surface()) - public)
