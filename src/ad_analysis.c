@@ -162,6 +162,15 @@ static bool assign_roles(Ad *ad)
                 ok = false;
                 continue;
             }
+            if (dtype_is_fp8((Dtype)t.elem)) {
+                diag_error(ad->d, ad->fw->vals.v[f->params[found]].loc,
+                           "'%s' points to %s data: kad does not differentiate fp8 buffers (their "
+                           "gradients would be rounded to 2 or 3 mantissa bits and fp8 has no "
+                           "atomic_add); load them and differentiate the float32 values cast from them",
+                           names[i], dtype_name((Dtype)t.elem));
+                ok = false;
+                continue;
+            }
             if (pass && ad->role[found] == AD_ROLE_IN) { /* in wrt and in outs: updated in place */
                 ad->role[found] = AD_ROLE_INOUT;
                 continue;

@@ -62,10 +62,12 @@ static bool needs_shadow(const Ad *ad, ValId v)
     return fty(ad, v).dt == DT_PTR && ad_root_role(ad, v) != AD_ROLE_NONE;
 }
 
-/* The adjoint dtype: fp16/bf16 adjoints accumulate in fp32. */
+/* The adjoint dtype: fp16/bf16/fp8 adjoints accumulate in fp32 (for fp8
+ * this is also the straight-through rule: a cast to fp8 passes its
+ * adjoint unchanged, docs/AD.md). */
 static Type adt(Type t)
 {
-    if (t.dt == DT_F16 || t.dt == DT_BF16)
+    if (t.dt == DT_F16 || t.dt == DT_BF16 || dtype_is_fp8((Dtype)t.dt))
         t.dt = DT_F32;
     return t;
 }

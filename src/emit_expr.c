@@ -74,6 +74,7 @@ static bool float_exact(double x, Dtype dt)
     case DT_F16: return exact_in(x, 11, -14, 15);
     case DT_BF16: return exact_in(x, 8, -126, 127);
     case DT_F32: return exact_in(x, 24, -126, 127);
+    case DT_F8E5: case DT_F8E4NV: case DT_F8E4B15: return dtype_round(dt, x) == x || isnan(x);
     default: return true;
     }
 }

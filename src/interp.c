@@ -56,7 +56,7 @@
 /* ------------------------------------------------------------------ */
 
 /* How a float result is rounded to its dtype. */
-enum { R_NONE, R_F32, R_F16, R_BF16 };
+enum { R_NONE, R_F32, R_F16, R_BF16, R_F8E5, R_F8E4NV, R_F8E4B15 };
 
 /* Halves use util.c's dtype_round, the one the constant folder uses too,
  * so a folded constant equals the interpreted result. */
@@ -72,6 +72,9 @@ static double round_rk(int rk, double x)
     case R_F32: return (double)(float)x;
     case R_F16: return round_f16(x);
     case R_BF16: return round_bf16(x);
+    case R_F8E5: return dtype_round(DT_F8E5, x);
+    case R_F8E4NV: return dtype_round(DT_F8E4NV, x);
+    case R_F8E4B15: return dtype_round(DT_F8E4B15, x);
     default: return x;
     }
 }
@@ -91,7 +94,11 @@ static void round_array(int rk, double *r, int64_t n)
         for (int64_t i = 0; i < n; i++)
             r[i] = round_bf16(r[i]);
         break;
-    default: break;
+    case R_NONE: break;
+    default:
+        for (int64_t i = 0; i < n; i++)
+            r[i] = round_rk(rk, r[i]);
+        break;
     }
 }
 
@@ -243,6 +250,8 @@ static double load_float(const uint8_t *p, Dtype dt, bool f64)
         memcpy(&f, p, 4);
         return f;
     }
+    if (dtype_is_fp8(dt))
+        return fp8_decode(dt, *p);
     uint16_t h;
     memcpy(&h, p, 2);
     return dt == DT_F16 ? f16_decode(h) : bf16_decode(h);
@@ -255,6 +264,8 @@ static void store_float(uint8_t *p, Dtype dt, bool f64, double v)
     } else if (dt == DT_F32) {
         float f = (float)v;
         memcpy(p, &f, 4);
+    } else if (dtype_is_fp8(dt)) {
+        *p = fp8_encode(dt, v);
     } else {
         uint16_t h = dt == DT_F16 ? f16_encode(v) : bf16_encode(v);
         memcpy(p, &h, 2);
@@ -443,6 +454,9 @@ static int rk_of(const Interp *S, Dtype dt)
     case DT_F32: return R_F32;
     case DT_F16: return R_F16;
     case DT_BF16: return R_BF16;
+    case DT_F8E5: return R_F8E5;
+    case DT_F8E4NV: return R_F8E4NV;
+    case DT_F8E4B15: return R_F8E4B15;
     default: return R_NONE;
     }
 }

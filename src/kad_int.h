@@ -144,6 +144,9 @@ char *read_file(Arena *a, const char *path, size_t *len);
     X(DT_BF16, "bf16", 16, 1, 1, "bfloat16")   \
     X(DT_F32,  "fp32", 32, 1, 1, "float32")    \
     X(DT_F64,  "fp64", 64, 1, 1, "float64")    \
+    X(DT_F8E5,    "fp8e5",    8, 1, 1, "float8e5")    \
+    X(DT_F8E4NV,  "fp8e4nv",  8, 1, 1, "float8e4nv")  \
+    X(DT_F8E4B15, "fp8e4b15", 8, 1, 1, "float8e4b15") \
     X(DT_PTR,  "ptr",  64, 0, 0, "pointer")
 
 typedef enum Dtype {
@@ -160,14 +163,21 @@ int dtype_bytes(Dtype t); /* storage size: i1 is 1 byte */
 bool dtype_is_float(Dtype t);
 bool dtype_is_int(Dtype t); /* i1 included */
 bool dtype_is_signed(Dtype t); /* i1 is unsigned (0 or 1), as Triton's int1 */
+bool dtype_is_fp8(Dtype t);    /* fp8e5, fp8e4nv, fp8e4b15 */
 /* x rounded to float dtype t as storing it in t would (fp32/fp16/bf16:
- * round-to-nearest-even, overflow to inf); x itself for fp64 and others. */
+ * round-to-nearest-even, overflow to inf; fp8 types: as Triton's
+ * conversion from fp32 on NVIDIA GPUs, see dtype_round in util.c); x
+ * itself for fp64 and others. */
 double dtype_round(Dtype t, double x);
 /* x reduced to int dtype t with two's-complement wrap-around: sign-extended
  * for signed t, zero-extended for unsigned (u64 as its bit pattern, i1 as
  * x & 1). */
 int64_t dtype_wrap(Dtype t, uint64_t x);
 Dtype dtype_parse(const char *s, size_t n); /* "fp32", "i32", ...; DT_VOID if unknown */
+/* One fp8 element: its value (NaN for e4nv's NaN codes), and the byte of a
+ * value already rounded by dtype_round. */
+double fp8_decode(Dtype t, uint8_t b);
+uint8_t fp8_encode(Dtype t, double x);
 
 #define KAD_MAX_RANK 4
 
@@ -648,7 +658,7 @@ bool pass_dce(Func *f, bool whiles_terminate);
 /* ------------------------------------------------------------------ */
 
 /* One parameter of a signature string "x_ptr=*fp32,n=i32,BLOCK=1024". */
-typedef enum SigKind { SIG_PTR, SIG_SCALAR, SIG_CONST } SigKind;
+typedef enum SigKind { SIG_PTR, SIG_SCALAR, SIG_CONST, SIG_TENSORDESC } SigKind;
 typedef enum ConstKind { CK_NONE, CK_INT, CK_FLOAT, CK_BOOL, CK_STR, CK_DTYPE } ConstKind;
 typedef struct ConstVal {
     ConstKind kind;
@@ -988,6 +998,13 @@ bool ops_unify2(Lower *L, SVal x, SVal y, bool weak, bool divmod, const char *op
  * "libdevice.pow"); whether x.name is a tensor method kad lowers. */
 const char *builtin_user_name(Arena *a, const char *qual);
 bool builtin_is_method(const char *name);
+/* Whether x is tl.make_tensor_descriptor's descriptor (an SV_BLOCKPTR). */
+bool sval_is_tensor_desc(SVal x);
+/* The names of triton.language kad knows (`kad builtins`), one per line:
+ * "NAME supported|refused AD", AD the IR op's AD class from ops.h ('D', 'N',
+ * 'Z') for builtins that lower to one op, else '-'.  Names not listed are
+ * refused as unknown ("'tl.X' is not supported by kad yet"). */
+void builtin_surface(Buf *b);
 
 /* ------------------------------------------------------------------ */
 /* access.c (forms), access_decide.c (decisions, conditions, report): */

@@ -7,6 +7,7 @@
  *   kad check FILE.py:KERNEL --sig SIG --wrt X --out Y --grid G ...   (docs/AD.md)
  *   kad audit FILE.py:KERNEL --sig SIG [same options as ir] | kad audit FILE.ir
  *   kad ast FILE.py
+ *   kad builtins
  *   kad version
  *
  * FILE.py's imports are resolved like Python's: its own package root (found
@@ -70,6 +71,8 @@ static const char usage[] =
     "      the kernel file's own package root comes first)\n"
     "  kad ast FILE.py\n"
     "      print the syntax tree of a kernel file\n"
+    "  kad builtins\n"
+    "      the names of triton.language kad knows: NAME supported|refused AD-class (docs/LANGUAGE.md)\n"
     "  kad version\n";
 
 static char *slurp(const char *path, const char *what)
@@ -627,6 +630,16 @@ int main(int argc, char **argv)
         return cmd_access(argc - 2, argv + 2);
     if (!strcmp(cmd, "ast"))
         return cmd_ast(argc - 2, argv + 2);
+    if (!strcmp(cmd, "builtins")) {
+        Arena *a = arena_new(0);
+        if (!a)
+            return 1;
+        Buf b = {.a = a};
+        builtin_surface(&b);
+        fputs(buf_str(&b), stdout);
+        arena_free(a);
+        return 0;
+    }
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("kad %s\n", kad_version());
         return 0;

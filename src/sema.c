@@ -91,7 +91,9 @@ const char *sema_describe(Sema *S, SVal x)
     case SV_BUILTIN: return arena_printf(S->a, "the function '%s'", x.qual);
     case SV_FUNC: return arena_printf(S->a, "the function '%s'", x.fn->name);
     case SV_METHOD: return arena_printf(S->a, "the method '%s'", x.qual);
-    case SV_BLOCKPTR: return arena_printf(S->a, "a block pointer of %d dimensions", x.elts[BP_BLOCK].n);
+    case SV_BLOCKPTR:
+        return arena_printf(S->a, "a %s of %d dimensions", sval_is_tensor_desc(x) ? "tensor descriptor" : "block pointer",
+                            x.elts[BP_BLOCK].n);
     }
     return "?";
 }

@@ -553,7 +553,7 @@ static SVal b_advance(Call *c)
 {
     Lower *L = c->L;
     SVal bp = c->a[0];
-    if (bp.kind != SV_BLOCKPTR)
+    if (bp.kind != SV_BLOCKPTR || sval_is_tensor_desc(bp))
         return ops_fail(L, c->loc, "%s: 'base' must be a block pointer (tl.make_block_ptr), got %s", c->fname,
                         ops_describe(L, bp));
     SVal d;
@@ -757,10 +757,14 @@ static bool bp_store_value(Call *c)
     return bp_rewrite(c, 2, 3, -1);
 }
 
+static const Builtin desc_load_method, desc_store_method;
+
 static SVal b_load(Call *c)
 {
     static const char *const cache[] = {".ca", ".cg", ".cv", NULL};
     Lower *L = c->L;
+    if (sval_is_tensor_desc(c->a[0]) && c->def != &desc_load_method)
+        return ops_fail(L, c->loc, "tl.load: a tensor descriptor is loaded with desc.load(offsets)");
     if (c->a[0].kind == SV_BLOCKPTR && !bp_rewrite(c, 1, 3, 4))
         return sval_error();
     ValId p = arg_pointer(c, 0);
@@ -862,6 +866,8 @@ static SVal store_like(Call *c, OpKind op, ValId p, const char *ptr_value)
 static SVal b_store(Call *c)
 {
     static const char *const cache[] = {".wb", ".cg", ".cs", ".wt", NULL};
+    if (sval_is_tensor_desc(c->a[0]) && c->def != &desc_store_method)
+        return ops_fail(c->L, c->loc, "tl.store: a tensor descriptor is stored with desc.store(offsets, value)");
     if (c->a[0].kind == SV_BLOCKPTR && !bp_store_value(c))
         return sval_error();
     ValId p = arg_pointer(c, 0);
@@ -873,6 +879,160 @@ static SVal b_store(Call *c)
         return sval_error();
     return store_like(c, OP_STORE, p, "storing pointers is not supported");
 }
+
+/* ------------------------------------------------------------------ */
+/* Tensor descriptors                                                  */
+/* ------------------------------------------------------------------ */
+
+/* tl.make_tensor_descriptor's descriptor is an SV_BLOCKPTR whose qual is
+ * "tensor_descriptor" (padding "zero") or "tensor_descriptor_nan" and whose
+ * offsets are zeros: desc.load(offsets) and desc.store(offsets, value) are a
+ * block pointer at those offsets, every dimension boundary-checked, so that
+ * out-of-bounds lanes read the padding and are not written, as TMA does.
+ * Types follow Triton's semantic.make_tensor_descriptor: shape int32 (kad
+ * keeps it int64, the comparisons give the same masks for shapes below
+ * 2^31), strides int64 with a constant 1 last, block_shape constants with at
+ * least 16 bytes in the last dimension, offsets int32. */
+
+bool sval_is_tensor_desc(SVal x)
+{
+    return x.kind == SV_BLOCKPTR && x.qual && strncmp(x.qual, "tensor_descriptor", 17) == 0;
+}
+
+static SVal b_make_tensor_descriptor(Call *c)
+{
+    Lower *L = c->L;
+    SVal parts[BP_N];
+    SVal base = c->a[0];
+    if (base.kind != SV_VALUE || ops_type(L, base.v).dt != DT_PTR || ops_type(L, base.v).rank != 0)
+        return ops_fail(L, c->loc, "%s: 'base' must be a scalar pointer, got %s", c->fname, ops_describe(L, base));
+    parts[BP_BASE] = base;
+    if (!bp_coords(c, 1, true, &parts[BP_SHAPE]) || !bp_coords(c, 2, true, &parts[BP_STRIDES]))
+        return sval_error();
+    int64_t blk[KAD_MAX_RANK + 2];
+    int nb;
+    if (!int_list(c, c->a[3], true, blk, KAD_MAX_RANK + 1, &nb, "'block_shape'"))
+        return sval_error();
+    int nd = parts[BP_SHAPE].n;
+    if (nd < 1 || nd > 5)
+        return ops_fail(L, c->loc, "%s: expected 1 to 5 dimensions, got %d", c->fname, nd);
+    if (parts[BP_STRIDES].n != nd || nb != nd)
+        return ops_fail(L, c->loc, "%s: shape, strides and block_shape must have the same length (got %d, %d and %d)",
+                        c->fname, nd, parts[BP_STRIDES].n, nb);
+    if (!check_shape(c, nb, blk))
+        return sval_error();
+    Dtype elem = (Dtype)ops_type(L, base.v).elem;
+    int bytes = dtype_bytes(elem);
+    if (blk[nb - 1] * bytes < 16)
+        return ops_fail(L, c->loc, "%s: the block shape must have at least 16 bytes in the last dimension, got "
+                        "%lld * %d bytes", c->fname, (long long)blk[nb - 1], bytes);
+    SVal last = parts[BP_STRIDES].elts[nd - 1];
+    if (!sval_is_int(last) || last.c.i != 1)
+        return ops_fail(L, c->loc, "%s: the last dimension's stride must be the constant 1 (got %s)", c->fname,
+                        ops_describe(L, last));
+    const char *pad;
+    if (!arg_str(c, 4, "zero", &pad))
+        return sval_error();
+    if (strcmp(pad, "zero") != 0 && strcmp(pad, "nan") != 0)
+        return ops_fail(L, c->loc, "%s: padding_option must be \"zero\" or \"nan\", got \"%s\"", c->fname, pad);
+    if (!strcmp(pad, "nan") && !dtype_is_float(elem))
+        return ops_fail(L, c->loc, "%s: padding option \"nan\" is not supported for integer descriptors", c->fname);
+    SVal b[KAD_MAX_RANK], o[KAD_MAX_RANK], z[KAD_MAX_RANK];
+    for (int k = 0; k < nb; k++)
+        b[k] = sval_int(blk[k]), o[k] = sval_int(nb - 1 - k), z[k] = sval_int(0);
+    parts[BP_OFFSETS] = sval_tuple(L, z, nb);
+    parts[BP_BLOCK] = sval_tuple(L, b, nb);
+    parts[BP_ORDER] = sval_tuple(L, o, nb);
+    SVal d = sval_blockptr(L, parts);
+    d.qual = !strcmp(pad, "nan") ? "tensor_descriptor_nan" : "tensor_descriptor";
+    return d;
+}
+
+/* The descriptor's block at offsets (argument 1 of c) as a block pointer. */
+static bool desc_block_ptr(Call *c, SVal *bp)
+{
+    SVal desc = c->a[0], off;
+    if (!sval_is_tensor_desc(desc)) {
+        diag_error(c->L->d, c->loc, "%s: 'desc' must be a tensor descriptor (tl.make_tensor_descriptor), got %s",
+                   c->fname, ops_describe(c->L, desc));
+        return false;
+    }
+    if (!bp_coords(c, 1, false, &off))
+        return false;
+    int rank = desc.elts[BP_BLOCK].n;
+    if (off.n != rank) {
+        diag_error(c->L->d, c->loc, "%s: expected %d offsets, got %d", c->fname, rank, off.n);
+        return false;
+    }
+    SVal parts[BP_N];
+    memcpy(parts, desc.elts, sizeof parts);
+    parts[BP_OFFSETS] = off;
+    *bp = sval_blockptr(c->L, parts);
+    return true;
+}
+
+/* A call of tl.load or tl.store (load: value NULL) on block pointer bp with every
+ * dimension boundary-checked; value and padding where given. */
+static SVal desc_access(Call *c, SVal bp, const SVal *value, const char *pad)
+{
+    Call t = {.L = c->L, .def = value ? &desc_store_method : &desc_load_method, .fname = c->fname, .loc = c->loc};
+    static const char *const load_names[] = {"pointer", "mask", "other", "boundary_check", "padding_option",
+                                              "cache_modifier", "eviction_policy", "volatile"};
+    static const char *const store_names[] = {"pointer", "value", "mask", "boundary_check", "cache_modifier",
+                                               "eviction_policy"};
+    bool load = value == NULL;
+    t.np = load ? 8 : 6;
+    for (int i = 0; i < t.np; i++)
+        t.pname[i] = load ? load_names[i] : store_names[i], t.a[i] = sval_none();
+    int rank = bp.elts[BP_BLOCK].n;
+    SVal dims[KAD_MAX_RANK];
+    for (int k = 0; k < rank; k++)
+        dims[k] = sval_int(k);
+    t.a[0] = bp, t.has[0] = true;
+    t.a[3] = sval_tuple(c->L, dims, rank), t.has[3] = true;
+    if (load) {
+        t.a[4] = (SVal){.kind = SV_CONST, .c = {.kind = CK_STR, .s = pad}}, t.has[4] = true;
+        return b_load(&t);
+    }
+    t.a[1] = *value, t.has[1] = true;
+    return b_store(&t);
+}
+
+/* desc.load(offsets) */
+static SVal b_desc_load(Call *c)
+{
+    SVal bp;
+    if (!desc_block_ptr(c, &bp))
+        return sval_error();
+    return desc_access(c, bp, NULL,
+                       !strcmp(c->a[0].qual, "tensor_descriptor_nan") ? "nan" : "zero");
+}
+
+/* desc.store(offsets, value): the value has the block's shape and is
+ * converted to the descriptor's dtype (Triton's descriptor_store). */
+static SVal b_desc_store(Call *c)
+{
+    Lower *L = c->L;
+    SVal bp;
+    if (!desc_block_ptr(c, &bp))
+        return sval_error();
+    Opnd o;
+    if (!ops_opnd(L, c->a[2], false, &o, "desc.store value", c->loc))
+        return sval_error();
+    SVal blk = bp.elts[BP_BLOCK];
+    bool shape_ok = o.ty.rank == blk.n;
+    for (int k = 0; shape_ok && k < blk.n; k++)
+        shape_ok = o.ty.shape[k] == blk.elts[k].c.i;
+    if (!shape_ok || o.is_const || o.ty.dt == DT_PTR)
+        return ops_fail(L, c->loc, "%s: the value must be a tile of the descriptor's block shape, got %s", c->fname,
+                        ops_describe(L, c->a[2]));
+    Dtype elem = (Dtype)ops_type(L, bp.elts[BP_BASE].v).elem;
+    SVal v = sval_value(o.ty.dt == elem ? o.v : ops_cast(L, o.v, elem, c->loc));
+    return desc_access(c, bp, &v, NULL);
+}
+
+static const Builtin desc_load_method = {"load", b_desc_load, "self,offsets", 0};
+static const Builtin desc_store_method = {"store", b_desc_store, "self,offsets,value", 0};
 
 static SVal b_atomic_add(Call *c)
 {
@@ -1201,6 +1361,9 @@ static SVal b_sum(Call *c)
     Dtype dt = sum_dtype((Dtype)ops_type(c->L, x).dt);
     if (!absent(c, 3) && !arg_dtype(c, 3, &dt, NULL))
         return sval_error();
+    if (dtype_is_fp8(dt))
+        return ops_fail(c->L, c->loc, "%s: a sum of %s values is computed in fp8 by Triton, which kad does not "
+                        "model; pass dtype=tl.float32 or convert first", c->fname, dtype_name(dt));
     x = ops_cast(c->L, x, dt, c->loc);
     ValId r = reduce(c, OP_SUM, x, c->has[1] ? c->a[1] : sval_none(), keep);
     return r ? sval_value(r) : sval_error();
@@ -1270,6 +1433,9 @@ static SVal b_scan(Call *c)
         if (!absent(c, 3) && !arg_dtype(c, 3, &dt, NULL))
             return sval_error();
     }
+    if (dtype_is_fp8(dt))
+        return ops_fail(L, c->loc, "%s of %s values is computed in fp8 by Triton, which kad does not model; "
+                        "convert with .to(tl.float32) first", c->fname, dtype_name(dt));
     int64_t a = 0;
     int axis;
     if (!absent(c, 1) && !arg_int(c, 1, &a))
@@ -1570,6 +1736,20 @@ static SVal b_expand_dims(Call *c)
 /* Builtins: conversions and hints                                     */
 /* ------------------------------------------------------------------ */
 
+/* The value conversions to or from an fp8 type that Triton's NVIDIA
+ * backend implements (FpToFpOp's table; convert_custom_float8 for
+ * float8e4b15): fp32, fp16 and bf16 to and from fp8e5 and fp8e4nv, fp32 and
+ * fp16 to and from fp8e4b15.  A Python number (is_const) converts to any. */
+static bool fp8_cast_ok(Dtype src, Dtype dt, bool is_const)
+{
+    Dtype other = dtype_is_fp8(src) ? dt : src, f8 = dtype_is_fp8(src) ? src : dt;
+    if (is_const && !dtype_is_fp8(src))
+        return true;
+    if (other == DT_F32 || other == DT_F16)
+        return true;
+    return other == DT_BF16 && f8 != DT_F8E4B15;
+}
+
 static SVal cast_to(Call *c, SVal xs, Dtype dt, Dtype elem, bool bitcast, const char *rounding)
 {
     Lower *L = c->L;
@@ -1607,6 +1787,12 @@ static SVal cast_to(Call *c, SVal xs, Dtype dt, Dtype elem, bool bitcast, const 
             return sval_error();
         return sval_value(ops_emit1(L, OP_BITCAST, type_with_dtype(ops_type(L, v), dt), v, c->loc));
     }
+    if (src != dt && (dtype_is_fp8(src) || dtype_is_fp8(dt)) && !fp8_cast_ok(src, dt, o.is_const))
+        return ops_fail(L, c->loc,
+                        "%s: Triton has no conversion from %s to %s on NVIDIA GPUs (fp8 types convert "
+                        "to and from fp32, fp16 and bf16; float8e4b15 to and from fp32 and fp16); "
+                        "convert through tl.float32",
+                        c->fname, dtype_name(src), dtype_name(dt));
     ValId v = ops_materialize(L, &o, dt, o.ty.rank, o.ty.shape, c->loc);
     return v ? sval_value(v) : sval_error();
 }
@@ -1991,6 +2177,9 @@ static const Builtin tl_builtins[] = {
     {"range", b_loop_only, NULL, 0},
     {"make_block_ptr", b_make_block_ptr, "base,shape,strides,offsets,block_shape,order", 0},
     {"advance", b_advance, "base,offsets", 0},
+    {"make_tensor_descriptor", b_make_tensor_descriptor, "base,shape,strides,block_shape,padding_option=", 0},
+    {"load_tensor_descriptor", b_desc_load, "desc,offsets", 0},
+    {"store_tensor_descriptor", b_desc_store, "desc,offsets,value", 0},
     {"tanh", b_refuse, NULL, 0},
     {NULL, NULL, NULL, 0},
 };
@@ -2157,7 +2346,9 @@ static SVal dtype_method(Lower *L, SVal self, const char *name, int nargs, int n
         return ops_fail(L, loc, "dtype.%s() takes no arguments", name);
     static const struct { const char *name; int what; } m[] = {
         {"is_floating", 0}, {"is_int", 1}, {"is_int_signed", 2}, {"is_int_unsigned", 3}, {"is_ptr", 4},
-        {"is_bool", 5}, {"is_standard_floating", 0}, {"is_fp16", 10 + DT_F16}, {"is_bf16", 10 + DT_BF16},
+        {"is_bool", 5}, {"is_standard_floating", 6}, {"is_fp8", 7}, {"is_fp8e5", 10 + DT_F8E5},
+        {"is_fp8e4nv", 10 + DT_F8E4NV}, {"is_fp8e4b15", 10 + DT_F8E4B15}, {"is_fp8e4b8", 8}, {"is_fp8e5b16", 8},
+        {"is_fp16", 10 + DT_F16}, {"is_bf16", 10 + DT_BF16},
         {"is_fp32", 10 + DT_F32}, {"is_fp64", 10 + DT_F64}, {"is_int1", 10 + DT_I1}, {"is_int8", 10 + DT_I8},
         {"is_int16", 10 + DT_I16}, {"is_int32", 10 + DT_I32}, {"is_int64", 10 + DT_I64},
         {"is_uint8", 10 + DT_U8}, {"is_uint16", 10 + DT_U16}, {"is_uint32", 10 + DT_U32},
@@ -2173,6 +2364,9 @@ static SVal dtype_method(Lower *L, SVal self, const char *name, int nargs, int n
         case 3: return sval_bool(dtype_is_int(d) && ops_unsigned(d));
         case 4: return sval_bool(d == DT_PTR);
         case 5: return sval_bool(d == DT_I1);
+        case 6: return sval_bool(dtype_is_float(d) && !dtype_is_fp8(d));
+        case 7: return sval_bool(dtype_is_fp8(d));
+        case 8: return sval_bool(false); /* the AMD-only fp8 types, which kad refuses */
         default: return sval_bool((int)d == m[i].what - 10);
         }
     }
@@ -2214,7 +2408,12 @@ SVal lower_global(Lower *L, const char *qual, Loc loc)
         Dtype dt = dtype_by_triton_name(name);
         if (dt != DT_VOID)
             return sval_dtype(dt);
-        if (strncmp(name, "float8", 6) == 0 || strcmp(name, "void") == 0)
+        if (strcmp(name, "float8e4b8") == 0 || strcmp(name, "float8e5b16") == 0)
+            return ops_fail(L, loc,
+                            "'tl.%s' (an AMD-only fp8 format; NVIDIA GPUs support float8e5, "
+                            "float8e4nv and float8e4b15) is not supported by kad",
+                            name);
+        if (strcmp(name, "void") == 0)
             return ops_fail(L, loc, "'tl.%s' is not supported by kad yet", name);
         if (strcmp(name, "pointer_type") == 0)
             return ops_fail(L, loc, "'tl.pointer_type' is not supported by kad yet");
@@ -2244,6 +2443,10 @@ SVal lower_call(Lower *L, SVal fn, const SVal *args, int nargs, const char *cons
         self = &fn.elts[0];
         fname = arena_printf(L->a, "x.%s", fn.qual);
         def = strcmp(fn.qual, "to") == 0 ? &to_method : find_in(tl_builtins, fn.qual);
+        if (sval_is_tensor_desc(s)) {
+            fname = arena_printf(L->a, "desc.%s", fn.qual);
+            def = strcmp(fn.qual, "load") == 0 ? &desc_load_method : &desc_store_method;
+        }
         ASSERT(def);
         if (!def)
             return ops_fail(L, loc, "'%s' is not supported by kad yet", fname);
@@ -2263,3 +2466,26 @@ SVal lower_call(Lower *L, SVal fn, const SVal *args, int nargs, const char *cons
     return def->fn(&c);
 }
 
+
+/* ------------------------------------------------------------------ */
+/* The surface                                                         */
+/* ------------------------------------------------------------------ */
+
+void builtin_surface(Buf *b)
+{
+    for (const Builtin *t = tl_builtins; t->name; t++) {
+        char ad = '-';
+        if (t->fn == b_math1 || t->fn == b_minmax2 || t->fn == b_maxmin || t->fn == b_argmaxmin ||
+            t->fn == b_scan || t->fn == b_rand || t->fn == b_program_id)
+            ad = op_info[t->aux & 0xffff].diff;
+        buf_printf(b, "%s %s %c\n", t->name, t->fn == b_refuse ? "refused" : "supported", ad);
+    }
+    for (int t = DT_I1; t < DT_PTR; t++)
+        buf_printf(b, "%s supported -\n", dtype_triton_name((Dtype)t));
+    /* lower_global's own names */
+    static const char *const others[] = {"PropagateNan supported", "math supported", "extra supported",
+                                         "float8e4b8 refused", "float8e5b16 refused", "void refused",
+                                         "pointer_type refused", NULL};
+    for (int i = 0; others[i]; i++)
+        buf_printf(b, "%s -\n", others[i]);
+}

@@ -135,7 +135,7 @@ const char *ops_describe(Lower *L, SVal x)
     case SV_BUILTIN: return arena_printf(L->a, "function '%s'", builtin_user_name(L->a, x.qual));
     case SV_FUNC: return arena_printf(L->a, "function '%s'", x.fn ? x.fn->name : "?");
     case SV_METHOD: return arena_printf(L->a, "method '%s'", x.qual);
-    case SV_BLOCKPTR: return "a block pointer";
+    case SV_BLOCKPTR: return sval_is_tensor_desc(x) ? "a tensor descriptor" : "a block pointer";
     case SV_ERROR: break;
     }
     return "an invalid value";
@@ -181,6 +181,13 @@ static Dtype computation_type(Lower *L, Dtype a, bool weak_a, Dtype b, bool weak
         if (dt_kind(s) <= dt_kind(t)) {
             if (divmod && (t == DT_F16 || t == DT_BF16))
                 return DT_F32;
+            if (dtype_is_fp8(t) && strcmp(op, "tl.where") != 0) {
+                diag_error(L->d, loc,
+                           "%s on %s values is computed in fp8 by Triton, which kad does not model; "
+                           "convert the operands with .to(tl.float32) first",
+                           op, dtype_name(t));
+                return DT_VOID;
+            }
             return t;
         }
     }
@@ -194,6 +201,22 @@ static Dtype computation_type(Lower *L, Dtype a, bool weak_a, Dtype b, bool weak
         return divmod ? DT_F32 : DT_BF16;
     if (a == DT_BF16 || b == DT_BF16)
         return DT_F32;
+    if (dtype_is_fp8(a) || dtype_is_fp8(b)) {
+        /* Triton: different fp8 types meet in fp16, an fp8 type with
+         * itself stays; with an integer it is an error. */
+        if (!dtype_is_fp8(a) || !dtype_is_fp8(b)) {
+            diag_error(L->d, loc, "%s: unexpected types %s and %s", op, dtype_name(a), dtype_name(b));
+            return DT_VOID;
+        }
+        if (a == b && strcmp(op, "tl.where") != 0) {
+            diag_error(L->d, loc,
+                       "%s on %s values is computed in fp8 by Triton, which kad does not model; "
+                       "convert the operands with .to(tl.float32) first",
+                       op, dtype_name(a));
+            return DT_VOID;
+        }
+        return a == b ? a : DT_F16;
+    }
     if (divmod && ops_unsigned(a) != ops_unsigned(b)) {
         diag_error(L->d, loc,
                    "cannot use %s with %s and %s because they have different signedness; cast "
@@ -966,6 +989,22 @@ SVal lower_attr(Lower *L, SVal x, const char *name, Loc loc)
                         ops_tystr(L, t));
     }
     case SV_BLOCKPTR:
+        if (sval_is_tensor_desc(x)) {
+            if (strcmp(name, "load") == 0 || strcmp(name, "store") == 0)
+                return sval_method(L, x, name);
+            if (strcmp(name, "block_shape") == 0)
+                return x.elts[BP_BLOCK];
+            if (strcmp(name, "shape") == 0)
+                return x.elts[BP_SHAPE];
+            if (strcmp(name, "strides") == 0)
+                return x.elts[BP_STRIDES];
+            if (strcmp(name, "dtype") == 0)
+                return sval_dtype((Dtype)ops_type(L, x.elts[BP_BASE].v).elem);
+            if (!strncmp(name, "atomic_", 7) || !strcmp(name, "gather") || !strcmp(name, "scatter"))
+                return ops_fail(L, loc, "'desc.%s' (tensor descriptor %s) is not supported by kad yet", name,
+                                name[0] == 'a' ? "reductions" : "gathers and scatters");
+            break;
+        }
         if (strcmp(name, "advance") == 0)
             return sval_method(L, x, name);
         break;
@@ -1015,6 +1054,9 @@ SVal lower_unop(Lower *L, UnOp op, SVal x, Loc loc)
     case UO_NEG:
         if (t.dt == DT_PTR)
             return ops_fail(L, loc, "cannot negate a pointer (%s)", ops_tystr(L, t));
+        if (dtype_is_fp8((Dtype)t.dt))
+            return ops_fail(L, loc, "'-' on %s values is computed in fp8 by Triton, which kad does not model; "
+                            "convert with .to(tl.float32) first", dtype_name((Dtype)t.dt));
         return sval_value(ops_emit1(L, OP_NEG, t, x.v, loc));
     case UO_INVERT:
         if (!dtype_is_int((Dtype)t.dt))

@@ -32,8 +32,8 @@
 /* ------------------------------------------------------------------ */
 
 /* Pointer element types and runtime scalar types a signature may name. */
-static const Dtype sig_ptr_dtypes[] = {DT_F16, DT_BF16, DT_F32, DT_F64, DT_I1, DT_I8,
-                                       DT_U8,  DT_I16,  DT_I32, DT_I64, DT_U32};
+static const Dtype sig_ptr_dtypes[] = {DT_F16,  DT_BF16, DT_F32, DT_F64,  DT_I1,    DT_I8,      DT_U8,
+                                       DT_I16,  DT_I32,  DT_I64, DT_U32,  DT_F8E5, DT_F8E4NV, DT_F8E4B15};
 static const Dtype sig_scalar_dtypes[] = {DT_I1, DT_I32, DT_I64, DT_U32, DT_F32, DT_F64};
 
 static bool dtype_in(Dtype dt, const Dtype *set, size_t n)
@@ -128,7 +128,8 @@ static bool sig_number(Arena *a, Diags *d, const char *s, size_t *pi, SigParam *
 /* spec := '*' DTYPE                       pointer (runtime)
  *       | DTYPE                           scalar type (or dtype constant)
  *       | number | 'True' | 'False' | 'None' | STRING
- *       | ('tl.' | 'triton.language.') TRITON_DTYPE */
+ *       | ('tl.' | 'triton.language.') TRITON_DTYPE
+ *       | 'tensordesc<' ... '>'              Triton's host-side TensorDescriptor (refused when bound) */
 static bool sig_spec(Arena *a, Diags *d, const char *s, size_t *pi, SigParam *p)
 {
     size_t i = *pi;
@@ -142,7 +143,7 @@ static bool sig_spec(Arena *a, Diags *d, const char *s, size_t *pi, SigParam *p)
         if (i == w || !dtype_in(dt, sig_ptr_dtypes, sizeof sig_ptr_dtypes / sizeof *sig_ptr_dtypes)) {
             diag_error(d, sig_loc(w),
                        "expected a pointer element type after '*' for parameter '%s' (fp16, bf16, "
-                       "fp32, fp64, i1, i8, u8, i16, i32, i64 or u32)",
+                       "fp32, fp64, i1, i8, u8, i16, i32, i64, u32, fp8e5, fp8e4nv or fp8e4b15)",
                        p->name);
             return false;
         }
@@ -162,6 +163,16 @@ static bool sig_spec(Arena *a, Diags *d, const char *s, size_t *pi, SigParam *p)
     } else if (is_digit(c) || c == '-' || c == '+' || c == '.') {
         if (!sig_number(a, d, s, &i, p))
             return false;
+    } else if (!strncmp(s + i, "tensordesc<", 11)) {
+        size_t j = i + 11;
+        while (s[j] && s[j] != '>')
+            j++;
+        if (!s[j]) {
+            diag_error(d, sig_loc(i), "unterminated 'tensordesc<...>' for parameter '%s'", p->name);
+            return false;
+        }
+        p->kind = SIG_TENSORDESC;
+        i = j + 1;
     } else if (is_ident_start(c)) {
         size_t w = i;
         while (is_ident_char(s[i]) || (s[i] == '.' && is_ident_start(s[i + 1])))
@@ -402,6 +413,13 @@ void sema_bind_kernel_params(Sema *S, const Module *m, const FuncDef *fn, const 
                            p->name);
                 continue;
             }
+        } else if (sp->kind == SIG_TENSORDESC) {
+            diag_error(S->d, p->loc,
+                       "parameter '%s' is given a host-side tensor descriptor (triton.tools.tensor_descriptor."
+                       "TensorDescriptor), which kad does not support yet; pass the tensor (and its shape and "
+                       "strides) and build the descriptor in the kernel with tl.make_tensor_descriptor",
+                       p->name);
+            continue;
         } else if (sp->kind == SIG_PTR) {
             ty = type_ptr(sp->dt, 0, NULL);
         } else {

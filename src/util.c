@@ -340,6 +340,7 @@ int dtype_bytes(Dtype t) { return t == DT_I1 ? 1 : dtype_tab[t].bits / 8; }
 bool dtype_is_float(Dtype t) { return dtype_tab[t].is_float; }
 bool dtype_is_int(Dtype t) { return t != DT_VOID && t != DT_PTR && !dtype_tab[t].is_float; }
 bool dtype_is_signed(Dtype t) { return dtype_tab[t].is_signed; }
+bool dtype_is_fp8(Dtype t) { return t == DT_F8E5 || t == DT_F8E4NV || t == DT_F8E4B15; }
 
 /* Round-to-nearest-even of x to a binary format with p significant bits,
  * minimum normal exponent emin (subnormals below it) and largest finite
@@ -362,6 +363,45 @@ static double round_format(double x, int p, int emin, double maxf)
     return copysign(q, x);
 }
 
+/* fp8e5 and fp8e4nv as Triton converts fp32, fp16 and bf16 to them on
+ * NVIDIA GPUs (sm_89 and later: cvt.rn.satfinite): round-to-nearest-even,
+ * magnitudes beyond the largest finite value (57344, 448) and infinities
+ * saturate to it, NaN stays NaN.  p, emin, maxf as round_format's. */
+static double round_satfinite(double x, int p, int emin, double maxf)
+{
+    if (isnan(x))
+        return x;
+    if (fabs(x) >= maxf)
+        return copysign(maxf, x);
+    double q = round_format(x, p, emin, INFINITY);
+    return fabs(q) > maxf ? copysign(maxf, x) : q;
+}
+
+/* fp8e4b15 (4 exponent bits, bias 15, 3 mantissa bits, no infinities or
+ * NaNs) as Triton's NVIDIA backend converts to it (convert_custom_float8 in
+ * triton/language/extra/cuda/utils.py): fp32 to fp16 rounding toward zero,
+ * the magnitude clamped to 1.75 (min.f16x2, which maps NaN to 1.75 too), then
+ * the fp16 bit pattern rounded to 3 mantissa bits with ties away from zero
+ * (bits + 0x40 >> 7). */
+static double round_e4b15(double x)
+{
+    double ax = fabs(x);
+    if (isnan(x) || ax >= 1.75)
+        return copysign(1.75, x);
+    if (!(ax > 0))
+        return x;
+    int e;
+    frexp(ax, &e);
+    int qe = e - 11 < -24 ? -24 : e - 11; /* fp16's quantum */
+    double t = ldexp(trunc(ldexp(ax, -qe)), qe);
+    if (!(t > 0))
+        return copysign(0.0, x);
+    frexp(t, &e);
+    qe = e - 4 < -17 ? -17 : e - 4; /* fp8e4b15's quantum */
+    double q = ldexp(floor(ldexp(t, -qe) + 0.5), qe);
+    return copysign(q, x);
+}
+
 /* The constant folder (pass.c), sema and the interpreter all round here,
  * so that a folded constant equals what running the op would give. */
 double dtype_round(Dtype t, double x)
@@ -370,8 +410,56 @@ double dtype_round(Dtype t, double x)
     case DT_F32: return (double)(float)x; /* C's conversion: one correct rounding */
     case DT_F16: return round_format(x, 11, -14, 65504.0);
     case DT_BF16: return round_format(x, 8, -126, 0x1.fep127); /* (2 - 2^-7) * 2^127 */
+    case DT_F8E5: return round_satfinite(x, 3, -14, 57344.0);
+    case DT_F8E4NV: return round_satfinite(x, 4, -6, 448.0);
+    case DT_F8E4B15: return round_e4b15(x);
     default: return x;
     }
+}
+
+/* Exponent bias and mantissa bits of the fp8 formats. */
+static void fp8_format(Dtype t, int *bias, int *mbits)
+{
+    *mbits = t == DT_F8E5 ? 2 : 3;
+    *bias = t == DT_F8E4NV ? 7 : 15;
+}
+
+double fp8_decode(Dtype t, uint8_t b)
+{
+    int bias, mbits;
+    fp8_format(t, &bias, &mbits);
+    int ebits = 7 - mbits;
+    int ex = (b >> mbits) & ((1 << ebits) - 1), m = b & ((1 << mbits) - 1);
+    double sign = b & 0x80 ? -1.0 : 1.0;
+    if (t == DT_F8E5 && ex == 31)
+        return m ? NAN : sign * INFINITY;
+    if (t == DT_F8E4NV && ex == 15 && m == 7)
+        return NAN;
+    if (ex == 0)
+        return sign * ldexp(m, 1 - bias - mbits);
+    return sign * ldexp(m + (1 << mbits), ex - bias - mbits);
+}
+
+uint8_t fp8_encode(Dtype t, double x)
+{
+    int bias, mbits;
+    fp8_format(t, &bias, &mbits);
+    x = dtype_round(t, x);
+    if (isnan(x))
+        return 0x7f; /* e5's and e4nv's NaN; e4b15 has none (rounding maps NaN to 1.75) */
+    uint8_t sign = signbit(x) ? 0x80 : 0;
+    double ax = fabs(x);
+    if (ax == INFINITY)
+        return sign | 0x7c; /* e5 only: the others saturate */
+    if (ax == 0)
+        return sign;
+    int e;
+    frexp(ax, &e); /* ax in [2^(e-1), 2^e) */
+    int ex = e - 1 + bias;
+    if (ex <= 0) /* subnormal */
+        return sign | (uint8_t)(ax / ldexp(1.0, 1 - bias - mbits));
+    int m = (int)(ldexp(ax, mbits - (e - 1)) - (1 << mbits));
+    return sign | (uint8_t)(ex << mbits) | (uint8_t)m;
 }
 
 int64_t dtype_wrap(Dtype t, uint64_t x)

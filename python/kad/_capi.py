@@ -308,7 +308,8 @@ class Context:
 
 # Element types a buffer may have for a pointer parameter, per mode.  In f64
 # mode every floating-point buffer holds float64 (kad's f64 contract).
-_FLOAT_ELEMS = {"fp16": np.float16, "bf16": np.uint16, "fp32": np.float32, "fp64": np.float64}
+_FLOAT_ELEMS = {"fp16": np.float16, "bf16": np.uint16, "fp32": np.float32, "fp64": np.float64,
+                "fp8e5": np.uint8, "fp8e4nv": np.uint8, "fp8e4b15": np.uint8}  # fp8: bit patterns
 _INT_ELEMS = {
     "i1": (np.bool_, np.int8, np.uint8),
     "i8": (np.int8,),
@@ -331,6 +332,8 @@ def _buffer_dtypes(ptr_type, mode):
         accepted = [_FLOAT_ELEMS[elem]]
         if elem == "bf16":  # numpy has no bfloat16: bit patterns in 16-bit ints
             accepted.append(np.int16)
+        if elem.startswith("fp8"):
+            accepted.append(np.int8)
         return tuple(np.dtype(t) for t in accepted)
     if elem in _INT_ELEMS:
         return tuple(np.dtype(t) for t in _INT_ELEMS[elem])

@@ -31,7 +31,7 @@ import operator
 
 import torch
 
-__all__ = ["Launch", "Param", "bind", "params_of", "TORCH_TO_KAD", "FLOAT_DTYPES"]
+__all__ = ["Launch", "Param", "bind", "params_of", "TORCH_TO_KAD", "FLOAT_DTYPES", "FP8_DTYPES"]
 
 # torch dtype -> kad/Triton element type name.
 TORCH_TO_KAD = {
@@ -45,8 +45,12 @@ TORCH_TO_KAD = {
     torch.int32: "i32",
     torch.int64: "i64",
     torch.bool: "i1",
+    torch.float8_e5m2: "fp8e5",  # Triton's JIT: float8_e5m2 -> fp8e5, float8_e4m3fn -> fp8e4nv
+    torch.float8_e4m3fn: "fp8e4nv",
 }
+# Float dtypes kad differentiates; fp8 tensors are read and written (not differentiated).
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+FP8_DTYPES = (torch.float8_e5m2, torch.float8_e4m3fn)
 
 # Keywords of a Triton launch that are not kernel parameters.
 LAUNCH_OPTIONS = frozenset({
@@ -128,6 +132,10 @@ def _runtime_type(name, v, annotation):
             raise TypeError(f"argument '{name}' is a {v.dtype} tensor: kad supports "
                             f"{', '.join(str(d) for d in TORCH_TO_KAD)}")
         return "*" + dt
+    if type(v).__name__ == "TensorDescriptor" and hasattr(v, "block_shape") and hasattr(v, "base"):
+        # Triton's JIT types it tensordesc<fp32[8, 8]>; kad refuses it at the kernel's parameter
+        dt = TORCH_TO_KAD.get(getattr(v.base, "dtype", None), "?")
+        return f"tensordesc<{dt}[{', '.join(str(int(b)) for b in v.block_shape)}]>"
     if annotation:
         return annotation
     if isinstance(v, bool):

@@ -189,7 +189,8 @@ def collect_sources(jit):
 
 
 _NOT_ADDED = ("triton", "torch", "numpy", "builtins", "math")
-_FLOAT_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
+_FLOAT_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
+                 "fp8e5": "float8e5", "fp8e4nv": "float8e4nv", "fp8e4b15": "float8e4b15"}
 
 
 def _module_name(fn):

@@ -74,7 +74,7 @@ import torch
 
 from . import _capi
 from ._capi import Pointer
-from ._launch import FLOAT_DTYPES, TORCH_TO_KAD, Binder, params_of, wrapper_kind
+from ._launch import FLOAT_DTYPES, FP8_DTYPES, TORCH_TO_KAD, Binder, params_of, wrapper_kind
 from ._sources import host_values, load_sources, unwrap
 
 _compiling = torch.compiler.is_compiling
@@ -136,7 +136,8 @@ def run_cpu(kernel, grid, values, mode, written=None):
         if not isinstance(v, torch.Tensor):
             args.append(v)
             continue
-        if mode == "f64" and v.dtype in FLOAT_DTYPES and v.dtype != torch.float64 and v.numel():
+        if mode == "f64" and (v.dtype in FLOAT_DTYPES or v.dtype in FP8_DTYPES) and v.dtype != torch.float64 \
+                and v.numel():
             span = storage_span(v)
             v64 = span.double()
             if written is None or any(v is w for w in written):

@@ -51,7 +51,7 @@ from typing import Any
 import torch
 
 from ._capi import Pointer
-from ._launch import FLOAT_DTYPES
+from ._launch import FLOAT_DTYPES, FP8_DTYPES
 from ._launch import bind
 from ._sources import unwrap
 from .autograd import DifferentiableKernel, Program, storage_span
@@ -187,7 +187,7 @@ def _span64(t):
     if t.numel() == 0:
         return torch.empty(0, dtype=torch.float64)
     span = storage_span(t.detach())
-    dt = torch.float64 if t.dtype in FLOAT_DTYPES else t.dtype
+    dt = torch.float64 if t.dtype in FLOAT_DTYPES or t.dtype in FP8_DTYPES else t.dtype
     return span.to("cpu", dt).clone()
 
 

@@ -62,10 +62,43 @@ static void test_types(T *t)
     arena_free(a);
 }
 
+/* fp8: every byte decodes to a value that rounds to itself and encodes back to that byte
+ * (NaN codes to the canonical NaN); the largest finite values, saturation and ties. */
+static void test_fp8(T *t)
+{
+    static const Dtype fmts[] = {DT_F8E5, DT_F8E4NV, DT_F8E4B15};
+    for (int f = 0; f < 3; f++) {
+        Dtype dt = fmts[f];
+        CHECK(t, dtype_is_fp8(dt) && dtype_bytes(dt) == 1 && dtype_is_float(dt));
+        for (int b = 0; b < 256; b++) {
+            double v = fp8_decode(dt, (uint8_t)b);
+            if (isnan(v)) {
+                CHECK(t, dt != DT_F8E4B15 && (fp8_encode(dt, v) & 0x7f) == 0x7f);
+                continue;
+            }
+            if (isinf(v)) {
+                CHECK(t, dt == DT_F8E5);
+                continue;
+            }
+            if (dt == DT_F8E4B15 && fabs(v) > 1.75)
+                continue; /* 0x7f/0xff decode to 1.875, which the conversion never produces */
+            CHECK(t, dtype_round(dt, v) == v);
+            CHECK(t, fp8_encode(dt, v) == (uint8_t)b);
+        }
+    }
+    CHECK(t, dtype_round(DT_F8E4NV, 1e6) == 448.0 && dtype_round(DT_F8E4NV, -INFINITY) == -448.0);
+    CHECK(t, dtype_round(DT_F8E5, 1e6) == 57344.0 && isnan(dtype_round(DT_F8E5, NAN)));
+    CHECK(t, dtype_round(DT_F8E4NV, 1.0625) == 1.0 && dtype_round(DT_F8E4NV, 1.1875) == 1.25); /* ties to even */
+    CHECK(t, dtype_round(DT_F8E4NV, 0x1p-10) == 0.0 && dtype_round(DT_F8E4NV, 0x1.8p-10) == 0x1p-9); /* subnormals */
+    CHECK(t, dtype_round(DT_F8E4B15, 1.0625) == 1.125 && dtype_round(DT_F8E4B15, NAN) == 1.75); /* ties away */
+    CHECK(t, dtype_round(DT_F8E4B15, -5.0) == -1.75);
+}
+
 static void tests_util(T *t)
 {
     RUN(t, test_arena_vec_buf);
     RUN(t, test_arena_limit);
     RUN(t, test_diag_render);
     RUN(t, test_types);
+    RUN(t, test_fp8);
 }
