@@ -540,8 +540,9 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
     Buf doc = {.a = a};
     if (jvp_nin >= 0)
         buf_printf(&doc, "Runs %s: the outputs of %s and their tangents in one pass. args: the forward's runtime "
-                         "arguments, then the tangent buffers (%s), each laid out like its primal; the output "
-                         "tangents are zero-filled here first.",
+                         "arguments, then the tangent buffers (%s), each laid out like its primal; an output's "
+                         "tangent must hold the tangent of its value before the launch (zeros for a fresh "
+                         "output): elements the kernel does not write keep it.",
                    kname, fwd_name, buf_str(&names));
     else if (bwd->fold)
         buf_printf(&doc, "Runs the backward of %s: every kernel it needs (%s, then the sum kernel%s of the "
@@ -650,9 +651,6 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_puts(out, "]\n");
         print_fold(out, a, bwd, nfwd, at0, nargs);
     }
-    for (int i = nfwd + (jvp_nin > 0 ? jvp_nin : 0); jvp_nin >= 0 && i < func_nargs(bwd); i++)
-        buf_printf(out, "    args[%d].zero_()  # the tangent of what the kernel does not write is zero\n",
-                   at0 + i - nfwd);
     if (nc)
         buf_puts(out, "    # the runtime arguments with the constexpr values in their places\n");
     buf_printf(out, "    %s[grid](%s%s**options)\n", kname, buf_str(&call), call.len ? ", " : "");

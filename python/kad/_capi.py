@@ -401,7 +401,8 @@ class Kernel:
         """The forward-mode kernel (kad_jvp): this kernel's runtime
         parameters, then t_<wrt>..., then t_<out>... (in parameter order;
         a name in both once, among the inputs'): the outputs and their
-        tangents in one pass.  The caller zero-fills the output tangents."""
+        tangents in one pass.  t_<out> holds the tangent of the output's
+        value before the launch (zeros for a fresh output)."""
         fn = self._ctx._need("kad_jvp")
         self._ctx._begin()
         g = fn(self._k, _enc(_names(wrt)), _enc(_names(out)))

@@ -266,6 +266,7 @@ class Function(torch.autograd.Function):
     def setup_context(ctx, inputs, output):
         key, meta, *tensors = inputs
         ni, no, ints, floats, grid = meta
+        ctx.save_for_forward(*tensors)  # for jvp (run before the caller writes the outputs)
         ctx.save_for_backward(*tensors[:ni + no],
                               *_keep(key, tensors[:ni], tensors[ni:ni + no], tensors[ni + no:], ints, floats))
         ctx.kad = (key, meta, _strides(tensors[ni + no:]))
@@ -281,9 +282,50 @@ class Function(torch.autograd.Function):
 
     @staticmethod
     def jvp(ctx, *tangents):
-        raise RuntimeError(f"kad: forward-mode AD (torch.func.jvp, jacfwd, torch.autograd.forward_ad) is not "
-                           f"supported: kad differentiates kernels in reverse mode; use torch.func.vjp, grad or "
-                           f"jacrev (kernel '{_decode(ctx.kad[0])[0].__name__}')")
+        # forward mode (torch.func.jvp, jacfwd, torch.autograd.forward_ad): kad's jvp kernel (kad_jvp)
+        # computes the outputs' tangents from the inputs' and the old outputs' in one launch
+        key, (ni, no, ints, floats, grid), _ = ctx.kad
+        return tuple(jvp_launch(key, ctx.saved_tensors, ni, no, ints, floats, grid, tangents[2:]))
+
+
+def jvp_launch(key, tensors, ni, no, ints, floats, grid, tangents):
+    """The tangents of the outputs' new values: tensors = ins, others, outs (the outputs' values
+    before the launch), tangents lined up with them (None: zero).  Through the operator
+    kad::launch_jvp, so that torch.func's wrapped tensors reach it unwrapped."""
+    dk, layout, _ = _decode(key)
+    ins, others, outs = list(tensors[:ni]), list(tensors[ni:ni + no]), list(tensors[ni + no:])
+    t_ins, t_others, t_outs = tangents[:ni], tangents[ni:ni + no], tangents[ni + no:]
+    given = [n for n, t in zip([n for n, k, _ in layout if k == "t"], t_others) if t is not None]
+    if given:
+        raise ValueError(f"kad: forward mode: the argument {given[0]!r} of {dk.__name__} has a tangent, but "
+                         f"kad.differentiable's inputs={dk.inputs} do not declare it: its tangent would be "
+                         f"silently dropped; add it to inputs=[...]")
+    t_ins = [torch.zeros_like(x) if t is None else t for x, t in zip(ins, t_ins)]
+    t_outs = [torch.zeros_like(o) if t is None else t for o, t in zip(outs, t_outs)]
+    return launch_jvp(key, ins, others, outs, t_ins, t_outs, ints, floats, grid)
+
+
+@torch.library.custom_op("kad::launch_jvp", mutates_args=())
+def launch_jvp(key: str, ins: list[torch.Tensor], others: list[torch.Tensor], outs: list[torch.Tensor],
+               t_ins: list[torch.Tensor], t_outs: list[torch.Tensor], ints: list[int], floats: list[float],
+               grid: list[int]) -> list[torch.Tensor]:
+    dk, layout, _ = _decode(key)
+
+    def laid_like(x, t):  # a tangent buffer with its primal's layout
+        return torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device=x.device).copy_(t)
+    new = [_copy(o) for o in outs]
+    tin = [laid_like(x, t) for x, t in zip(ins, t_ins)]
+    tout = [laid_like(o, t) for o, t in zip(outs, t_outs)]
+    _, g, kw = _call(key, ins, others, new, ints, floats, grid)
+    with torch.no_grad():
+        dk._op_jvp(g, kw, dict(zip([n for n, k, _ in layout if k == "i"], tin)),
+                   dict(zip([n for n, k, _ in layout if k == "o"], tout)))
+    return tout
+
+
+@launch_jvp.register_fake
+def _(key, ins, others, outs, t_ins, t_outs, ints, floats, grid):
+    return [torch.empty_strided(o.size(), o.stride(), dtype=o.dtype, device=o.device) for o in outs]
 
 
 def _dims(ts, ds):
