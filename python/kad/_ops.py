@@ -273,6 +273,9 @@ class Function(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
+        if _under_jvp():  # forward over reverse (jacfwd(jacrev(f)), hessian): a second derivative
+            from .autograd import second_derivative_error
+            raise second_derivative_error(_decode(ctx.kad[0])[0].__name__)
         key, (ni, no, ints, floats, grid), strides = ctx.kad
         saved = ctx.saved_tensors
         needs = ctx.needs_input_grad[2:]
@@ -286,6 +289,13 @@ class Function(torch.autograd.Function):
         # computes the outputs' tangents from the inputs' and the old outputs' in one launch
         key, (ni, no, ints, floats, grid), _ = ctx.kad
         return tuple(jvp_launch(key, ctx.saved_tensors, ni, no, ints, floats, grid, tangents[2:]))
+
+
+def _under_jvp():
+    """Whether a forward-mode functorch transform (torch.func.jvp, jacfwd) is active."""
+    from torch._C._functorch import TransformType
+    from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
+    return any(i.key() == TransformType.Jvp for i in retrieve_all_functorch_interpreters())
 
 
 def jvp_launch(key, tensors, ni, no, ints, floats, grid, tangents):
@@ -342,6 +352,16 @@ def _(info, in_dims, key, ins, others, outs, ints, floats, grid):
     _, d_ins, d_others, d_outs = in_dims[:4]
     per = [launch(key, _pick(ins, d_ins, b), _pick(others, d_others, b), _pick(outs, d_outs, b), ints, floats,
                   grid) for b in range(info.batch_size)]
+    return [torch.stack([p[j] for p in per]) for j in range(len(outs))], [0] * len(outs)
+
+
+@launch_jvp.register_vmap
+def _(info, in_dims, key, ins, others, outs, t_ins, t_outs, ints, floats, grid):
+    # jacfwd: one launch per sample, as kad::launch's rule
+    _, d_ins, d_others, d_outs, d_tins, d_touts = in_dims[:6]
+    per = [launch_jvp(key, _pick(ins, d_ins, b), _pick(others, d_others, b), _pick(outs, d_outs, b),
+                      _pick(t_ins, d_tins, b), _pick(t_outs, d_touts, b), ints, floats, grid)
+           for b in range(info.batch_size)]
     return [torch.stack([p[j] for p in per]) for j in range(len(outs))], [0] * len(outs)
 
 
