@@ -256,7 +256,7 @@ static void name_after(Fd *f, ValId jv, const char *prefix, ValId fv)
     f->jv->vals.v[jv].name = arena_printf(f->a, "%s%s", prefix, n);
 }
 
-static void refuse(Fd *f, Loc loc, const char *fmt, const char *arg)
+static void fail(Fd *f, Loc loc, const char *fmt, const char *arg)
 {
     diag_error(f->d, loc, fmt, arg ? arg : "?");
     f->errors++;
@@ -448,7 +448,7 @@ static ValId tan_rule(Em *e, const Inst *in)
         return r;
     }
     default:
-        refuse(f, in->loc, "forward mode: no tangent rule for '%s'", op_info[in->op].name);
+        fail(f, in->loc, "forward mode: no tangent rule for '%s'", op_info[in->op].name);
         return 0;
     }
 #undef MUL
@@ -491,7 +491,7 @@ static int lay_args(Em *e, const Lay *l, const ValId *vs, ValId *args, int na, L
     for (int i = 0; i < l->n; i++)
         if (l->s[i]) {
             if (!f->sm[vs[i]]) {
-                refuse(f, loc, "forward mode: a carried pointer '%s' points into a buffer with a tangent on "
+                fail(f, loc, "forward mode: a carried pointer '%s' points into a buffer with a tangent on "
                                "some paths only", fname(f, vs[i]));
                 args[na++] = P(f, vs[i]);
             } else {
@@ -603,7 +603,7 @@ static void check_dropped(Fd *f, const Inst *in)
     int r = f->root[p];
     if (r > 0 && !(ad_param_access(f->a, f->fw, r - 1) & AD_ACCESS_LOAD))
         return;
-    refuse(f, in->loc,
+    fail(f, in->loc,
            "forward mode: a value with a tangent is stored into '%s', which the kernel also reads (or whose "
            "provenance is unknown) and which has no tangent: name it in both --wrt and --out",
            root_name(f, p));
@@ -638,7 +638,7 @@ static void emit_inst(Fd *f, Block *jb, const Inst *in)
     case OP_LOAD: {
         ValId fr = in->res[0];
         if (fty(f, fr).dt != DT_PTR && is_float(fty(f, fr)) && f->root[fp] == R_UNKNOWN && !f->sv[fp]) {
-            refuse(f, in->loc, "forward mode: a float load through %s: its tangent is unknown", root_name(f, fp));
+            fail(f, in->loc, "forward mode: a float load through %s: its tangent is unknown", root_name(f, fp));
             return;
         }
         if (!f->tv[fr])
@@ -646,7 +646,7 @@ static void emit_inst(Fd *f, Block *jb, const Inst *in)
         ValId t;
         if (f->sv[fp]) {
             if (!f->sm[fp]) {
-                refuse(f, in->loc, "forward mode: the load's pointer reaches '%s' (with a tangent) on some lanes "
+                fail(f, in->loc, "forward mode: the load's pointer reaches '%s' (with a tangent) on some lanes "
                                    "or paths only", root_name(f, fp));
                 return;
             }
@@ -662,7 +662,7 @@ static void emit_inst(Fd *f, Block *jb, const Inst *in)
     case OP_STORE:
     case OP_ATOMIC_ADD: {
         if (in->op == OP_ATOMIC_ADD && f->sv[fp] && f->nuses[in->res[0]]) {
-            refuse(f, in->loc, "forward mode: the old value an atomic_add into '%s' returns is used", root_name(f, fp));
+            fail(f, in->loc, "forward mode: the old value an atomic_add into '%s' returns is used", root_name(f, fp));
             return;
         }
         if (!f->sv[fp]) {
@@ -670,7 +670,7 @@ static void emit_inst(Fd *f, Block *jb, const Inst *in)
             return;
         }
         if (!f->sm[fp]) {
-            refuse(f, in->loc, "forward mode: the pointer reaches '%s' (with a tangent) on some lanes or paths only",
+            fail(f, in->loc, "forward mode: the pointer reaches '%s' (with a tangent) on some lanes or paths only",
                    root_name(f, fp));
             return;
         }
@@ -691,7 +691,7 @@ static void emit_inst(Fd *f, Block *jb, const Inst *in)
             sa[k] = args[k];
             if (fty(f, v).dt == DT_PTR) {
                 if (!f->sm[v]) {
-                    refuse(f, in->loc, "forward mode: selects between a pointer into '%s' (with a tangent) and one "
+                    fail(f, in->loc, "forward mode: selects between a pointer into '%s' (with a tangent) and one "
                                        "without", root_name(f, fr));
                     return;
                 }
@@ -706,7 +706,7 @@ static void emit_inst(Fd *f, Block *jb, const Inst *in)
     if (!f->tv[fr])
         return;
     if (op_info[in->op].diff == 'N') {
-        refuse(f, in->loc, "forward mode: no tangent rule for '%s'", op_info[in->op].name);
+        fail(f, in->loc, "forward mode: no tangent rule for '%s'", op_info[in->op].name);
         return;
     }
     ValId t = tan_rule(e, in);

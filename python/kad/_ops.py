@@ -15,6 +15,10 @@ a call of two custom operators, defined once when kad.autograd is imported:
                   SymInt[] ints, float[] floats, SymInt[] grid, bool[] needs) -> Tensor[]
       the backward (register_autograd's formula calls it): the gradients of the inputs, then of
       the outputs' values before the launch, that `needs` asks for, in that order.
+  kad::launch_jvp(str key, Tensor[] ins, Tensor[] others, Tensor[] outs, Tensor[] t_ins,
+                  Tensor[] t_outs, SymInt[] ints, float[] floats, SymInt[] grid) -> Tensor[]
+      forward mode (Function.jvp calls it): the tangents of the outputs' new values from the
+      tangents of the inputs and of the outputs' old values (kad's jvp kernel, kad_jvp).
 
 ins are the declared inputs' tensors (those not also outputs), others the tensors passed to
 undeclared pointer parameters (read only: a kernel that stores through one is refused), outs
