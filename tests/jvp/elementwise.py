@@ -1,6 +1,5 @@
 # RUN: jvp %s:ew_math --sig 'x_ptr=*bf16,w_ptr=*fp32,y_ptr=*bf16,n=i32,BLOCK=64' --wrt x_ptr,w_ptr --out y_ptr
 # RUN: jvp %s:ew_math --sig 'x_ptr=*bf16,w_ptr=*fp32,y_ptr=*bf16,n=i32,BLOCK=64' --wrt x_ptr --out y_ptr --ir
-# ROUNDTRIP
 # Forward mode on elementwise math: a bf16 load upcast to fp32 (the tangent is loaded in bf16 and
 # cast like its primal), where/maximum/abs with reverse mode's tie rule, a masked load's `other`
 # without tangent, and a store cast back to bf16.  With only x_ptr differentiated, w's load has

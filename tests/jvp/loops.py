@@ -1,7 +1,5 @@
 # RUN: jvp %s:online_lse --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16' --wrt x_ptr --out y_ptr --ir
-# ROUNDTRIP
 # RUN: jvp %s:newton --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16' --wrt x_ptr --out y_ptr --ir
-# ROUNDTRIP
 # RUN: jvp %s:split_k --sig 'x_ptr=*fp32,out_ptr=*fp32,n=i32,BLOCK=16' --wrt x_ptr --out out_ptr
 # Loops in forward mode need no tape: the tangents of the carried values (a running max and a
 # rescaled sum; a Newton iteration in a while loop) are carried next to them.  A runtime `if`

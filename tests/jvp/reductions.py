@@ -1,7 +1,5 @@
 # RUN: jvp %s:row_softmax_norm --sig 'x_ptr=*fp32,w_ptr=*fp32,y_ptr=*fp32,s_ptr=*fp32,n=i32,BLOCK=32' --wrt x_ptr,w_ptr --out y_ptr,s_ptr --ir
-# ROUNDTRIP
 # RUN: jvp %s:dot_act --sig 'a_ptr=*fp32,b_ptr=*fp32,c_ptr=*fp32,K=i32,BM=16,BN=16,BK=16' --wrt a_ptr,b_ptr --out c_ptr --ir
-# ROUNDTRIP
 # Reductions and dot in forward mode: max (lanes equal to the result share the tangent evenly,
 # reverse mode's rule), sum, min; a K loop whose accumulator's tangent is carried next to it.
 import triton
