@@ -172,6 +172,24 @@ KAD_API const char *kad_grad_module_ex(kad_kernel *k, const char *wrt, const cha
 KAD_API const char *kad_grad_source(kad_ctx *c, const char *kernel, const char *sig, const char *wrt,
                             const char *out, unsigned flags);
 
+/* ---- Forward mode (docs/AD.md, "Forward mode"; docs/GRAD.md) ---- */
+
+/* The jvp kernel of k: one pass computing k's outputs and their tangents;
+ * same grid; parameters = k's runtime parameters, then t_<x> for each input
+ * in `wrt`, then t_<y> for each output in `out` (names as for kad_grad; a
+ * name in both is updated in place and gets one tangent t_<x>, among the
+ * inputs'), in k's parameter order.  Tangent buffers are laid out like
+ * their primals.  The caller passes in t_<y> the tangent of y's value
+ * before the launch (zeros for a fresh output; elements the kernel does
+ * not write keep it).  NULL with located diagnostics when forward mode
+ * refuses k. */
+KAD_API kad_kernel *kad_jvp(kad_kernel *k, const char *wrt, const char *out);
+/* The jvp of k as a Python module: @triton.jit <kernel>_jvp taking the
+ * forward's parameters in the def's order, then the tangents as for
+ * kad_jvp, and launch_<kernel>_jvp(grid, *args, num_warps=None,
+ * num_stages=None, **constexprs), which checks its arguments and launches it.  Owned by the context; NULL with located diagnostics. */
+KAD_API const char *kad_jvp_module(kad_kernel *k, const char *wrt, const char *out);
+
 /* ---- Named modules (docs/LANGUAGE.md, "Imports") ---- */
 
 /* Adds a Python source file as the module of dotted name modname

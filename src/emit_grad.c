@@ -667,9 +667,10 @@ static void print_gemm_helper(Buf *out, Arena *a, const Func *bwd)
 /* The host launcher: checks the arguments and launches the kernel with
  * the constexprs in their places. */
 static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int nfwd, int nins,
-                           const char *fwd_name, const char *kname, const char *lname)
+                           const char *fwd_name, const char *kname, const char *lname, int jvp_nin)
 {
     int ndef = nfwd + bwd->consts.n, nc = 0, nspec = 0;
+    const char *what = jvp_nin >= 0 ? "jvp" : "backward";
     for (int i = 0; i < bwd->consts.n; i++)
         bwd->consts.v[i].runtime ? nspec++ : nc++;
     int nargs = func_nargs(bwd) + nspec;
@@ -692,7 +693,13 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                bwd->fold && bwd->fold->axes ? "nfold=None, " : "");
     buf_puts(out, "    \"\"\"");
     Buf doc = {.a = a};
-    if (bwd->fold)
+    if (jvp_nin >= 0)
+        buf_printf(&doc, "Runs %s: the outputs of %s and their tangents in one pass. args: the forward's runtime "
+                         "arguments, then the tangent buffers (%s), each laid out like its primal; an output's "
+                         "tangent must hold the tangent of its value before the launch (zeros for a fresh "
+                         "output): elements the kernel does not write keep it.",
+                   kname, fwd_name, buf_str(&names));
+    else if (bwd->fold)
         buf_printf(&doc, "Runs the backward of %s: every kernel it needs (%s, then the sum kernel%s of the "
                          "partials it fills). args: the forward's runtime arguments, then the gradient buffers "
                          "(%s).",
@@ -737,10 +744,10 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                 buf_printf(out, "    if args[%d] is not None:\n", at);
             else
                 buf_printf(out, "    if isinstance(args[%d], bool) or args[%d] != %s:\n", at, at, cp->value);
-            buf_printf(out, "        raise ValueError(f\"this backward is specialized for %s=%s (a constant for "
+            buf_printf(out, "        raise ValueError(f\"this %s is specialized for %s=%s (a constant for "
                             "Triton), \"\n                         f\"got {args[%d]!r}: generate it for that "
                             "signature\")\n",
-                       cp->name, cp->value, at);
+                       what, cp->name, cp->value, at);
         }
         at++;
     }
@@ -753,9 +760,9 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_puts(out, "    for name, value in constexprs.items():\n"
                       "        if name not in specialized:\n");
         buf_printf(out, "            raise TypeError(f\"%s: unexpected keyword {name!r}\")\n", lname);
-        buf_puts(out, "        if value != specialized[name]:\n"
-                      "            raise ValueError(f\"this backward is specialized for {name}={specialized[name]!r}, \"\n"
-                      "                             f\"got {value!r}: generate it for that signature\")\n");
+        buf_printf(out, "        if value != specialized[name]:\n"
+                      "            raise ValueError(f\"this %s is specialized for {name}={specialized[name]!r}, \"\n"
+                      "                             f\"got {value!r}: generate it for that signature\")\n", what);
     } else {
         buf_puts(out, "    if constexprs:\n");
         buf_printf(out, "        raise TypeError(f\"%s: unexpected keywords {sorted(constexprs)}\")\n", lname);
@@ -869,6 +876,54 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
         covers |= bwd->covers.v[i].cover != NULL;
     if (covers)
         buf_printf(out, "\n\n%s", access_cover_helper());
-    print_launcher(out, a, bwd, o, nfwd, spec->nouts, fwd->name, kname, lname);
+    print_launcher(out, a, bwd, o, nfwd, spec->nouts, fwd->name, kname, lname, -1);
+    return true;
+}
+
+bool emit_triton_jvp(Buf *out, const Func *fwd, const Func *jv, const AdSpec *spec, Diags *d)
+{
+    Arena *a = out->a;
+    int nfwd = fwd->nparams;
+    ASSERT(func_nargs(jv) == nfwd + spec->nouts + ad_spec_nwrt_only(spec) && jv->consts.n == fwd->consts.n);
+    const char *kname = arena_printf(a, "%s_jvp", ident(a, fwd->name));
+    const char *lname = arena_printf(a, "launch_%s", kname);
+    DefParam *o = def_order(a, jv, nfwd);
+    int nin = spec->nwrt; /* tangent inputs (in-place names among them), then the outputs' */
+    Buf sig = {.a = a}, h = {.a = a}, t = {.a = a};
+    for (int k = 0; k < nfwd + jv->consts.n; k++) {
+        if (sig.len)
+            buf_puts(&sig, ", ");
+        if (o[k].cnst) {
+            buf_printf(&sig, "%s=%s", jv->consts.v[o[k].i].name, jv->consts.v[o[k].i].value);
+        } else {
+            ValId p = jv->params[o[k].i];
+            buf_printf(&sig, "%s=", jv->vals.v[p].name ? jv->vals.v[p].name : "?");
+            type_print(&sig, ir_type(jv, p));
+        }
+    }
+    buf_printf(&h, "Forward-mode derivative (JVP) of the Triton kernel %s, generated by kad %s.\n", fwd->name,
+               KAD_VERSION_STRING);
+    buf_puts(&h, "Specialized for: ");
+    wrap(&h, sig.len ? buf_str(&sig) : "(no parameters)", LINE_LIMIT - 2, "    ", 17);
+    buf_puts(&h, "\n");
+    buf_printf(&t, "Computes the outputs %s and their tangents (written to %s) from the tangents of the inputs "
+                   "%s (read from %s), in one pass: tangent buffers are laid out like their primals, loaded and "
+                   "stored with the same offsets and masks; tangents have their primal's dtype.",
+               name_list(a, spec->outs, spec->nouts, ""), name_list(a, spec->outs, spec->nouts, "t_"),
+               name_list(a, spec->wrt, spec->nwrt, ""), name_list(a, spec->wrt, spec->nwrt, "t_"));
+    wrap(&h, buf_str(&t), LINE_LIMIT - 2, "    ", 0);
+    buf_printf(&h, "\nLaunch with %s(grid, *args): args are the forward's runtime arguments, then the tangents.",
+               lname);
+    EmitOptions opt = {
+        .name = kname,
+        .header = buf_str(&h),
+        .backward = true,
+        .jvp = true,
+        .nfwd = nfwd,
+        .nouts = 0,
+    };
+    if (!emit_triton(out, jv, &opt, d))
+        return false;
+    print_launcher(out, a, jv, o, nfwd, func_nargs(jv) - nfwd, fwd->name, kname, lname, nin);
     return true;
 }

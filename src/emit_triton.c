@@ -1173,7 +1173,7 @@ bool emit_triton(Buf *out, const Func *f, const EmitOptions *opt, Diags *d)
         break;
     }
     Buf text = {.a = E->a};
-    if (body && opt && opt->backward)
+    if (body && opt && opt->backward && !opt->jvp)
         print_backward_body(E, &text);
     else if (body)
         em_print_block(E, &text, body, E->body, 1);

@@ -348,6 +348,35 @@ const char *kad_grad_source(kad_ctx *c, const char *kernel, const char *sig, con
     return k ? kad_grad_module(k, wrt, out) : NULL;
 }
 
+/* ---- Forward mode ---- */
+
+kad_kernel *kad_jvp(kad_kernel *k, const char *wrt, const char *out)
+{
+    kad_ctx *c = k->c;
+    API_BEGIN(c, NULL);
+    kad_kernel *g = NULL;
+    AdSpec spec = ad_spec(c, c->a, wrt, out);
+    Func *f = ad_forward(c->a, &c->d, k->f, &spec);
+    if (f)
+        g = kernel_new(c, f);
+    API_END(c);
+    return g;
+}
+
+const char *kad_jvp_module(kad_kernel *k, const char *wrt, const char *out)
+{
+    kad_ctx *c = k->c;
+    API_BEGIN(c, NULL);
+    const char *text = NULL;
+    AdSpec spec = ad_spec(c, c->a, wrt, out);
+    Func *jv = ad_forward(c->a, &c->d, k->f, &spec);
+    Buf b = {.a = c->a};
+    if (jv && emit_triton_jvp(&b, k->f, jv, &spec, &c->d))
+        text = buf_str(&b);
+    API_END(c);
+    return text;
+}
+
 /* ---- Named modules (docs/LANGUAGE.md, "Imports") ---- */
 
 int kad_add_module(kad_ctx *c, const char *modname, const char *filename, const char *text)

@@ -1293,6 +1293,18 @@ Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec);
 int ad_split_names(Arena *a, const char *s, const char ***out);
 
 /* ------------------------------------------------------------------ */
+/* ad_fwd.c: forward-mode AD (JVP; see docs/AD.md, "Forward mode")      */
+/* ------------------------------------------------------------------ */
+
+/* The jvp kernel of fwd: one pass computing fwd's outputs and their
+ * tangents.  Params: fwd's runtime params, then t_<x> per input in spec->wrt
+ * (a name also in spec->outs, updated in place, once, here), then t_<y> per
+ * output only in spec->outs, each in fwd's parameter order; fwd's
+ * constexprs.  spec's mutate/atomics/out fields are ignored.  Simplified
+ * and verified; NULL after located errors (what forward mode refuses). */
+Func *ad_forward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec);
+
+/* ------------------------------------------------------------------ */
 /* ad_plain.c: how each input gradient is written                       */
 /* ------------------------------------------------------------------ */
 
@@ -1571,6 +1583,8 @@ typedef struct EmitOptions {
     bool fragment;      /* only the @triton.jit function: no module comment, no imports (a
                          * second kernel of a module) */
     const char *jit_args; /* inside @triton.jit(...), e.g. do_not_specialize=[...]; NULL: none */
+    bool jvp;           /* with backward: a jvp kernel (ad_forward): the def's order, then the
+                         * tangent pointers, the body printed as one section */
 } EmitOptions;
 
 /* Appends to out a Python module holding f as one @triton.jit function
@@ -1594,6 +1608,10 @@ DefParam *def_order(Arena *a, const Func *f, int nfwd);
  * gradient pointers, a header naming kernel, signature, inputs and outputs, and the
  * host launcher launch_<fwd>_bwd.  Returns false after a located error in d. */
 bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSpec *spec, Diags *d);
+/* emit_grad.c: the jvp module (docs/GRAD.md, "Forward mode"): jv (= ad_forward(fwd, spec)) as
+ * @triton.jit <fwd>_jvp (the forward's parameters in the def's order, then the tangent pointers),
+ * a header, and the host launcher launch_<fwd>_jvp.  False after a located error in d. */
+bool emit_triton_jvp(Buf *out, const Func *fwd, const Func *jv, const AdSpec *spec, Diags *d);
 
 /* ------------------------------------------------------------------ */
 /* emit_triton.c, emit_expr.c, emit_stmt.c: the emitter's internals    */

@@ -4,6 +4,7 @@
  *   kad emit FILE.py:KERNEL --sig SIG [same options as ir] | kad emit FILE.ir
  *   kad opt --pass NAME [--pass NAME]... [FILE.ir]      (stdin when no file)
  *   kad grad FILE.py:KERNEL --sig SIG --wrt X --out Y [-o F] [--ir]   (docs/GRAD.md)
+ *   kad jvp FILE.py:KERNEL --sig SIG --wrt X --out Y [-o F] [--ir]    (forward mode)
  *   kad check FILE.py:KERNEL --sig SIG --wrt X --out Y --grid G ...   (docs/AD.md)
  *   kad audit FILE.py:KERNEL --sig SIG [same options as ir] | kad audit FILE.ir
  *   kad ast FILE.py
@@ -65,6 +66,10 @@ static const char usage[] =
     "            --shape P=64x128... --arg N=VALUE... [--range P=LO:HI]... [--seed N]\n"
     "            [--dirs K] [--elem-limit N] [--rtol X]      (or FILE.ir instead of FILE.py:KERNEL)\n"
     "      check the backward against float64 finite differences; exit status 1 on FAIL\n"
+    "  kad jvp FILE.py:KERNEL --sig SIG --wrt X,... --out Y,... [-o FILE] [--ir] [--include FILE.py]... [-I DIR]...\n"
+    "  kad jvp FILE.ir --wrt X,... --out Y,... [-o FILE] [--ir]\n"
+    "      print the forward-mode derivative (outputs and their tangents in one pass) as a Triton\n"
+    "      module with its launcher (docs/GRAD.md, \"Forward mode\"), or with --ir its IR\n"
     "  --rules FILE.py (ir, emit, audit, grad, check; repeatable): a file of custom derivatives\n"
     "      (@kad.vjp_of(helper), kad.nondiff(helper)) for the kernel's helpers (docs/AD.md)\n"
     "  -I DIR: a package root where the kernel's imports are looked up (repeatable;\n"
@@ -434,6 +439,7 @@ typedef struct AdArgs {
     bool report;         /* grad --report: print the tape report instead of the module */
     long long while_cap, tape_budget; /* --while-cap, --tape-budget */
     unsigned gflags;     /* grad --atomics: KAD_GRAD_ATOMICS */
+    bool jvp;            /* `kad jvp`: forward mode instead of grad */
     unsigned flags;
     Roots roots;
     kad_check_opts o;
@@ -450,7 +456,7 @@ static void join_opt(Buf *b, const char *v)
 /* Parses the options of `grad` (check == false) or `check`; 0 or 2 (usage). */
 static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *x)
 {
-    const char *cmd = check ? "check" : "grad";
+    const char *cmd = check ? "check" : x->jvp ? "jvp" : "grad";
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool has = v != NULL;
@@ -472,7 +478,7 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
             x->tape_budget = strtoll(argv[++i], NULL, 10);
         else if (!check && !strcmp(a, "--report"))
             x->report = true;
-        else if (!check && !strcmp(a, "--atomics"))
+        else if (!check && !x->jvp && !strcmp(a, "--atomics"))
             x->gflags |= KAD_GRAD_ATOMICS;
         else if (!check && !strcmp(a, "-o") && has)
             x->outfile = argv[++i];
@@ -566,7 +572,7 @@ static int write_output(const char *path, const char *text)
     return ok ? 0 : 1;
 }
 
-static int cmd_ad(int argc, char **argv, bool check)
+static int cmd_ad(int argc, char **argv, bool check, bool jvp)
 {
     kad_ctx *c = kad_ctx_new();
     if (!c)
@@ -576,13 +582,17 @@ static int cmd_ad(int argc, char **argv, bool check)
         kad_ctx_free(c);
         return 1;
     }
-    AdArgs x = {.shapes = {.a = a}, .args = {.a = a}, .ranges = {.a = a}};
+    AdArgs x = {.shapes = {.a = a}, .args = {.a = a}, .ranges = {.a = a}, .jvp = jvp};
     int rc = parse_ad_args(c, argc, argv, check, &x);
     int usage_err = 0;
     kad_kernel *k = rc ? NULL : load_target(c, x.target, &x.roots, x.sig, x.flags, &usage_err);
     if (!rc && !k)
         rc = 1; /* usage errors were already explained on stderr */
-    if (!rc && !check) {
+    if (!rc && jvp) {
+        kad_kernel *g = x.ir ? kad_jvp(k, x.wrt, x.out) : NULL;
+        const char *text = x.ir ? (g ? kad_kernel_ir(g) : NULL) : kad_jvp_module(k, x.wrt, x.out);
+        rc = text ? write_output(x.outfile, text) : 1;
+    } else if (!rc && !check) {
         kad_kernel *g = x.ir || x.report ? kad_grad_ex(k, x.wrt, x.out, x.gflags) : NULL;
         const char *text = x.report ? (g ? kad_tape_report(g) : NULL)
                            : x.ir   ? (g ? kad_kernel_ir(g) : NULL)
@@ -625,7 +635,9 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "opt"))
         return cmd_opt(argc - 2, argv + 2);
     if (!strcmp(cmd, "grad") || !strcmp(cmd, "check"))
-        return cmd_ad(argc - 2, argv + 2, !strcmp(cmd, "check"));
+        return cmd_ad(argc - 2, argv + 2, !strcmp(cmd, "check"), false);
+    if (!strcmp(cmd, "jvp"))
+        return cmd_ad(argc - 2, argv + 2, false, true);
     if (!strcmp(cmd, "access"))
         return cmd_access(argc - 2, argv + 2);
     if (!strcmp(cmd, "ast"))

@@ -149,6 +149,8 @@ def _load():
             "kad_grad_source": ([P, S, S, S, S, U], S),
             "kad_kernel_param_access": ([P, I], I),
             "kad_audit": ([P], S),
+            "kad_jvp": ([P, S, S], P),
+            "kad_jvp_module": ([P, S, S], S),
         }
         for name, (argtypes, restype) in sigs.items():
             fn = getattr(lib, name)
@@ -407,6 +409,29 @@ class Kernel:
         text = fn(self._k, _enc(_names(wrt)), _enc(_names(out)), 0 if deterministic else GRAD_ATOMICS)
         if text is None:
             self._ctx._fail("grad_module")
+        return _dec(text)
+
+    def jvp(self, wrt: Names, out: Names) -> "Kernel":
+        """The forward-mode kernel (kad_jvp): this kernel's runtime
+        parameters, then t_<wrt>..., then t_<out>... (in parameter order;
+        a name in both once, among the inputs'): the outputs and their
+        tangents in one pass.  t_<out> holds the tangent of the output's
+        value before the launch (zeros for a fresh output)."""
+        fn = self._ctx._need("kad_jvp")
+        self._ctx._begin()
+        g = fn(self._k, _enc(_names(wrt)), _enc(_names(out)))
+        if not g:
+            self._ctx._fail("jvp")
+        return Kernel(self._ctx, g)
+
+    def jvp_module(self, wrt: Names, out: Names) -> str:
+        """The jvp as a Python module text (kad_jvp_module, docs/GRAD.md
+        "Forward mode"): <kernel>_jvp and launch_<kernel>_jvp."""
+        fn = self._ctx._need("kad_jvp_module")
+        self._ctx._begin()
+        text = fn(self._k, _enc(_names(wrt)), _enc(_names(out)))
+        if text is None:
+            self._ctx._fail("jvp_module")
         return _dec(text)
 
     def run_pass(self, name: str) -> None:

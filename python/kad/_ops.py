@@ -15,6 +15,10 @@ a call of two custom operators, defined once when kad.autograd is imported:
                   SymInt[] ints, float[] floats, SymInt[] grid, bool[] needs) -> Tensor[]
       the backward (register_autograd's formula calls it): the gradients of the inputs, then of
       the outputs' values before the launch, that `needs` asks for, in that order.
+  kad::launch_jvp(str key, Tensor[] ins, Tensor[] others, Tensor[] outs, Tensor[] t_ins,
+                  Tensor[] t_outs, SymInt[] ints, float[] floats, SymInt[] grid) -> Tensor[]
+      forward mode (Function.jvp calls it): the tangents of the outputs' new values from the
+      tangents of the inputs and of the outputs' old values (kad's jvp kernel, kad_jvp).
 
 ins are the declared inputs' tensors (those not also outputs), others the tensors passed to
 undeclared pointer parameters (read only: a kernel that stores through one is refused), outs
@@ -266,12 +270,16 @@ class Function(torch.autograd.Function):
     def setup_context(ctx, inputs, output):
         key, meta, *tensors = inputs
         ni, no, ints, floats, grid = meta
+        ctx.save_for_forward(*tensors)  # for jvp (run before the caller writes the outputs)
         ctx.save_for_backward(*tensors[:ni + no],
                               *_keep(key, tensors[:ni], tensors[ni:ni + no], tensors[ni + no:], ints, floats))
         ctx.kad = (key, meta, _strides(tensors[ni + no:]))
 
     @staticmethod
     def backward(ctx, *grads):
+        if _under_jvp():  # forward over reverse (jacfwd(jacrev(f)), hessian): a second derivative
+            from .autograd import second_derivative_error
+            raise second_derivative_error(_decode(ctx.kad[0])[0].__name__)
         key, (ni, no, ints, floats, grid), strides = ctx.kad
         saved = ctx.saved_tensors
         needs = ctx.needs_input_grad[2:]
@@ -281,9 +289,57 @@ class Function(torch.autograd.Function):
 
     @staticmethod
     def jvp(ctx, *tangents):
-        raise RuntimeError(f"kad: forward-mode AD (torch.func.jvp, jacfwd, torch.autograd.forward_ad) is not "
-                           f"supported: kad differentiates kernels in reverse mode; use torch.func.vjp, grad or "
-                           f"jacrev (kernel '{_decode(ctx.kad[0])[0].__name__}')")
+        # forward mode (torch.func.jvp, jacfwd, torch.autograd.forward_ad): kad's jvp kernel (kad_jvp)
+        # computes the outputs' tangents from the inputs' and the old outputs' in one launch
+        key, (ni, no, ints, floats, grid), _ = ctx.kad
+        return tuple(jvp_launch(key, ctx.saved_tensors, ni, no, ints, floats, grid, tangents[2:]))
+
+
+def _under_jvp():
+    """Whether a forward-mode functorch transform (torch.func.jvp, jacfwd) is active."""
+    from torch._C._functorch import TransformType
+    from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
+    return any(i.key() == TransformType.Jvp for i in retrieve_all_functorch_interpreters())
+
+
+def jvp_launch(key, tensors, ni, no, ints, floats, grid, tangents):
+    """The tangents of the outputs' new values: tensors = ins, others, outs (the outputs' values
+    before the launch), tangents lined up with them (None: zero).  Through the operator
+    kad::launch_jvp, so that torch.func's wrapped tensors reach it unwrapped."""
+    dk, layout, _ = _decode(key)
+    ins, others, outs = list(tensors[:ni]), list(tensors[ni:ni + no]), list(tensors[ni + no:])
+    t_ins, t_others, t_outs = tangents[:ni], tangents[ni:ni + no], tangents[ni + no:]
+    given = [n for n, t in zip([n for n, k, _ in layout if k == "t"], t_others) if t is not None]
+    if given:
+        raise ValueError(f"kad: forward mode: the argument {given[0]!r} of {dk.__name__} has a tangent, but "
+                         f"kad.differentiable's inputs={dk.inputs} do not declare it: its tangent would be "
+                         f"silently dropped; add it to inputs=[...]")
+    t_ins = [torch.zeros_like(x) if t is None else t for x, t in zip(ins, t_ins)]
+    t_outs = [torch.zeros_like(o) if t is None else t for o, t in zip(outs, t_outs)]
+    return launch_jvp(key, ins, others, outs, t_ins, t_outs, ints, floats, grid)
+
+
+@torch.library.custom_op("kad::launch_jvp", mutates_args=())
+def launch_jvp(key: str, ins: list[torch.Tensor], others: list[torch.Tensor], outs: list[torch.Tensor],
+               t_ins: list[torch.Tensor], t_outs: list[torch.Tensor], ints: list[int], floats: list[float],
+               grid: list[int]) -> list[torch.Tensor]:
+    dk, layout, _ = _decode(key)
+
+    def laid_like(x, t):  # a tangent buffer with its primal's layout
+        return torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device=x.device).copy_(t)
+    new = [_copy(o) for o in outs]
+    tin = [laid_like(x, t) for x, t in zip(ins, t_ins)]
+    tout = [laid_like(o, t) for o, t in zip(outs, t_outs)]
+    _, g, kw = _call(key, ins, others, new, ints, floats, grid)
+    with torch.no_grad():
+        dk._op_jvp(g, kw, dict(zip([n for n, k, _ in layout if k == "i"], tin)),
+                   dict(zip([n for n, k, _ in layout if k == "o"], tout)))
+    return tout
+
+
+@launch_jvp.register_fake
+def _(key, ins, others, outs, t_ins, t_outs, ints, floats, grid):
+    return [torch.empty_strided(o.size(), o.stride(), dtype=o.dtype, device=o.device) for o in outs]
 
 
 def _dims(ts, ds):
@@ -300,6 +356,16 @@ def _(info, in_dims, key, ins, others, outs, ints, floats, grid):
     _, d_ins, d_others, d_outs = in_dims[:4]
     per = [launch(key, _pick(ins, d_ins, b), _pick(others, d_others, b), _pick(outs, d_outs, b), ints, floats,
                   grid) for b in range(info.batch_size)]
+    return [torch.stack([p[j] for p in per]) for j in range(len(outs))], [0] * len(outs)
+
+
+@launch_jvp.register_vmap
+def _(info, in_dims, key, ins, others, outs, t_ins, t_outs, ints, floats, grid):
+    # jacfwd: one launch per sample, as kad::launch's rule
+    _, d_ins, d_others, d_outs, d_tins, d_touts = in_dims[:6]
+    per = [launch_jvp(key, _pick(ins, d_ins, b), _pick(others, d_others, b), _pick(outs, d_outs, b),
+                      _pick(t_ins, d_tins, b), _pick(t_outs, d_touts, b), ints, floats, grid)
+           for b in range(info.batch_size)]
     return [torch.stack([p[j] for p in per]) for j in range(len(outs))], [0] * len(outs)
 
 

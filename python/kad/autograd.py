@@ -71,6 +71,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
+import torch.autograd.forward_ad as _forward_ad  # dual_level() sets _current_level (>= 0 inside)
 
 from . import _capi
 from ._capi import Pointer
@@ -259,6 +260,41 @@ class Program:
             write_atomically(path, data)
         self.texts[key] = text
         return text
+
+    def jvp(self, sig, wrt, out):
+        """The jvp kernel (kad_jvp) for the CPU interpreter."""
+        key = ("jvp", sig, tuple(wrt), tuple(out))
+        k = self.bwd.get(key)
+        if k is None:
+            fwd = self.forward(sig)
+            with self.lock:
+                k = self.bwd[key] = fwd.jvp(wrt, out)
+        return k
+
+    def jvp_module(self, sig, wrt, out):
+        """The imported jvp module (GPU): launch_<kernel>_jvp."""
+        key = ("jvp", sig, tuple(wrt), tuple(out))
+        mod = self.modules.get(key)
+        if mod is None:
+            fwd = self.forward(sig)
+            with self.lock:
+                text = fwd.jvp_module(wrt, out)
+            h = hashlib.sha256()
+            for part in (_capi.version(), _capi.build_id(), self.digest, self.kernel, sig, ",".join(wrt),
+                         ",".join(out), "jvp"):
+                h.update(part.encode() + b"\0")
+            path = os.path.join(cache_dir(), f"{self.kernel}_jvp_{h.hexdigest()[:40]}.py")
+            text, data = seal(text)
+            if read_sealed(path) != text:
+                write_atomically(path, data)
+            name = "kad_jvp_" + os.path.basename(path)[:-3]
+            loader = _SealedLoader(name, path, data.encode("utf-8"))
+            spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[name] = mod  # Triton looks kernels' modules up
+            spec.loader.exec_module(mod)
+            self.modules[key] = mod
+        return mod
 
     def module_path(self, sig, wrt, out, det=True):
         return os.path.join(cache_dir(), f"{self.kernel}_bwd_{self._key(sig, wrt, out, det)[:40]}.py")
@@ -577,7 +613,7 @@ class DifferentiableKernel:
     # ---------------------------------------------------------------- launching
 
     def run(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
-        if _compiling() or _functorch_active():
+        if _compiling() or _functorch_active() or _forward_ad._current_level >= 0:
             # torch.compile traces this (dynamo) / a torch.func transform runs: kad's custom operators
             return self._run_op(grid, args, kwargs, not _compiling())
         # The hot path: binding with the signature cached by the call's fast key (_launch.Binder), then
@@ -719,6 +755,39 @@ class DifferentiableKernel:
         loads = prep.loads(self.program)
         inout = [n for n in self.outputs if n in self.inputs or n in need_out or n in loads]
         return self._run_backward(launch, need_in, inout, list(self.outputs), grads, None)
+
+    def _op_jvp(self, grid, kw, t_ins, t_outs):
+        """Forward mode (_ops.jvp_launch): runs the kernel's jvp on the call kw (the outputs' tensors
+        are written with the new values), writing the outputs' tangents into t_outs (name -> tensor
+        laid out like the output, holding the tangent of its value before the launch) from the
+        inputs' t_ins (name -> tensor laid out like the input)."""
+        launch = self._binder.bind(grid, (), kw, False, _F64.get())
+        if launch.device == "cpu":
+            launch.mode = _cpu_mode()
+        prep = self._prep(launch)
+        tens = launch.values
+        order = {n: i for i, (n, _) in enumerate(launch.runtime)}
+        outs = sorted((n for n in self.outputs if n in tens), key=order.get)
+        wrt = sorted((n for n in self.inputs if n in t_ins or n in t_outs), key=order.get)
+        tangent = dict(t_ins)
+        tangent.update(t_outs)  # an in-place name: one tangent, its old value's
+        # kad_jvp's tangent parameters: the inputs' (in-place ones among them), then the outputs'
+        tnames = wrt + [n for n in outs if n not in wrt]
+        if launch.device == "cpu":
+            k = self.program.jvp(launch.sig, wrt, outs)
+            names = [n for n, _ in k.params]
+            fwd_names = names[:len(names) - len(tnames)]
+            values = [tens[n] for n in fwd_names] + [tangent[n] for n in tnames]
+            written = [tens[n] for n in outs] + [tangent[n] for n in outs]
+            run_cpu(k, launch.grid, values, launch.mode, written=written)
+        else:
+            mod = self.program.jvp_module(launch.sig, wrt, outs)
+            fn = getattr(mod, f"launch_{launch.name}_jvp")
+            runtime = [tens[n] for n in launch.runtime_names]
+            opts = launch.options
+            if opts:
+                opts = {k: opts[k] for k in ("num_warps", "num_stages") if k in opts}
+            fn(launch.grid, *runtime, *[tangent[n] for n in tnames], **opts)
 
     def _has_autotuner(self):
         return any(wrapper_kind(w) == "Autotuner" for w in self.chain)

@@ -296,14 +296,20 @@ def test_func_vmap_and_per_sample_grads():
                                rtol=1e-4, atol=1e-5)
 
 
-def test_func_second_derivative_and_forward_mode_refused():
+def test_func_second_derivative_refused_forward_mode_works():
     x = _params(seed=10)[1].detach()
     f = lambda v: swiglu(v, v).sum()  # noqa: E731
     with pytest.raises(RuntimeError, match=r"second derivatives are not supported yet.*'_swiglu'"):
         torch.func.grad(lambda v: torch.func.grad(f)(v).sum())(x)
-    with pytest.raises(RuntimeError, match=r"forward-mode AD .* is not supported"):
-        torch.func.hessian(f)(x)  # jacfwd(jacrev(f))
+    with pytest.raises(RuntimeError, match=r"second derivatives are not supported yet"):
+        torch.func.hessian(f)(x)  # jacfwd(jacrev(f)): forward mode over kad's backward
     with pytest.raises(RuntimeError, match=r"second derivatives are not supported yet"):
         torch.func.jacrev(torch.func.jacrev(f))(x)
-    with pytest.raises(RuntimeError, match=r"forward-mode AD .* is not supported.*use torch.func.vjp"):
-        torch.func.jvp(lambda v: swiglu(v, v), (x,), (x,))
+    # forward mode (kad's jvp kernel; tests/python/test_package_jvp.py has more) against PyTorch's
+    v = torch.randn(x.shape, generator=torch.Generator().manual_seed(4)).to(x.device)
+    _, t = torch.func.jvp(lambda u: swiglu(u, u), (x,), (v,))
+    _, tr = torch.func.jvp(lambda u: u * torch.sigmoid(u) * u, (x,), (v,))
+    torch.testing.assert_close(t, tr, rtol=1e-4, atol=1e-5)
+    jf = torch.func.jacfwd(lambda u: swiglu(u, x))(x)
+    jr = torch.func.jacrev(lambda u: swiglu(u, x))(x)
+    torch.testing.assert_close(jf, jr, rtol=1e-4, atol=1e-5)
