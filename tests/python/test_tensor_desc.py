@@ -38,9 +38,19 @@ def _allocator():
 
 def run(x, w, BM=8, BN=8):
     M, N = x.shape
-    y = torch.empty_like(x)
+    y = aligned(torch.empty_like(x))
     chunked[(triton.cdiv(M, BM),)](x, w, y, M, N, x.stride(0), y.stride(0), BLOCK_M=BM, BLOCK_N=BN)
     return y
+
+
+def aligned(t):
+    """t in a buffer whose rows start 16 bytes apart: a descriptor's strides (other than the last)
+    must be multiples of 16 bytes on the GPU (TMA), and Triton does not check it for in-kernel
+    descriptors (an odd row length of fp32 gives wrong results there)."""
+    rows, cols = t.shape
+    buf = torch.zeros(rows, -(-cols // 4) * 4, dtype=t.dtype, device=t.device)
+    buf[:, :cols] = t
+    return buf[:, :cols]
 
 
 def ref(x, w):
@@ -53,7 +63,7 @@ def ref(x, w):
 def test_descriptor_kernel_matches_torch(shape):
     _allocator()
     g = torch.Generator().manual_seed(0)
-    x = (torch.randn(*shape, generator=g) * 0.5).to(DEVICE).requires_grad_()
+    x = aligned((torch.randn(*shape, generator=g) * 0.5).to(DEVICE)).requires_grad_()
     w = torch.randn(shape[1], generator=g).to(DEVICE).requires_grad_()
     y = run(x, w)
     cot = torch.randn(*shape, generator=g).to(DEVICE)
@@ -88,7 +98,7 @@ def test_out_of_bounds_lanes_are_not_written():
     # y is a view into a larger buffer: the descriptor's shape bounds the stores
     _allocator()
     big = torch.full((24, 32), 7.0, device=DEVICE)
-    x = torch.randn(19, 21, generator=torch.Generator().manual_seed(2)).to(DEVICE)
+    x = aligned(torch.randn(19, 21, generator=torch.Generator().manual_seed(2)).to(DEVICE))
     w = torch.randn(21, generator=torch.Generator().manual_seed(3)).to(DEVICE)
     y = big[:19, :21]
     chunked[(3,)](x, w, y, 19, 21, x.stride(0), y.stride(0), BLOCK_M=8, BLOCK_N=8)
