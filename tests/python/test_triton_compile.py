@@ -98,6 +98,10 @@ def specialization(fn, sig, ints_one, tapes=None):
             fold[n] = "True"
         elif n.startswith("kad_tape"):  # a tape (ad_tape.c): its dtype from the launcher's allocation
             fold[n] = "*fp64" if tapes.get(n) == "float64" else "*fp32"
+        elif n == "kad_dacc":  # the GEMM form's dacc scratch (ad_gemm.c): fp32, fp64 for fp64 kernels
+            fold[n] = "*fp64" if "*fp64" in sig.values() else "*fp32"
+        elif n in ("kad_tiles_u", "kad_tiles_v"):  # the GEMM form's tile counts
+            fold[n] = "i32"
     for p in fn.params:
         n = p.name
         spelled = fold.get(n) or sig.get(n)
