@@ -454,7 +454,7 @@ enum {
     IF_HAS_MASK = 1 << 0,  /* load/store/atomic_add: a mask operand follows */
     IF_HAS_OTHER = 1 << 1, /* load: an `other` operand follows the mask */
     IF_KEEP_DIMS = 1 << 2, /* reductions */
-    IF_REVERSE = 1 << 3,   /* cumsum/cumprod */
+    IF_REVERSE = 1 << 3,   /* cumsum/cumprod/scan */
 };
 
 /* OP_DOT ival: the forward's input precision. */
@@ -1493,6 +1493,9 @@ typedef struct EmitOptions {
     bool fragment;      /* only the @triton.jit function: no module comment, no imports (a
                          * second kernel of a module) */
     const char *jit_args; /* inside @triton.jit(...), e.g. do_not_specialize=[...]; NULL: none */
+    bool combine;       /* a scan's combine function (emit_triton builds these itself): the Func's
+                         * params are the region's, its body the region, whose yield prints as
+                         * `return` */
 } EmitOptions;
 
 /* Appends to out a Python module holding f as one @triton.jit function
@@ -1611,9 +1614,14 @@ typedef struct Emitter {
     const char **set;
     uint32_t mask;
     int ntmp;
+    const char *kname;      /* the printed function's name */
+    Vec(const Inst *) scans; /* the scans, in print order: scan k calls _kad_combine_<kname>_<k> */
+    const char *helpers;    /* the combine functions' source, printed before the kernel */
 } Emitter;
 
 static inline Type em_vtype(const Emitter *E, ValId v) { return E->f->vals.v[v].ty; }
+/* The name of the combine function of scan `in` (emit_triton.c). */
+const char *em_combine_name(Emitter *E, const Inst *in);
 
 /* emit_triton.c */
 

@@ -1,0 +1,99 @@
+"""Scans with tl.associative_scan and tl.cumprod.
+
+linear_recurrence_kernel: h_t = a_t * h_{t-1} + b_t over the time axis of a
+[BLOCK_T, BLOCK_D] tile (h_{-1} = 0), as linear RNN and state-space kernels
+compute it: an associative scan on (a, b) pairs; REVERSE runs it from the last
+time step to the first.  scan_add_kernel: a prefix sum written as an
+associative scan with an `add` combine.  cumprod_kernel: tl.cumprod along rows.
+running_max_kernel: a running maximum along rows.  scan_mul_kernel: a combine
+function kad does not differentiate (a product written by hand).
+"""
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def first_order(a1, b1, a2, b2):
+    # (a1, b1) then (a2, b2): h -> a2 * (a1 * h + b1) + b2
+    return a1 * a2, a2 * b1 + b2
+
+
+@triton.jit
+def add(x, y):
+    return x + y
+
+
+@triton.jit
+def larger(x, y):
+    return tl.maximum(x, y)
+
+
+@triton.jit
+def times(x, y):
+    return x * y
+
+
+@triton.jit
+def linear_recurrence_kernel(a_ptr, b_ptr, h_ptr, T, D, stride_t,
+                             BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, REVERSE: tl.constexpr):
+    pid = tl.program_id(0)
+    t = tl.arange(0, BLOCK_T)
+    d = pid * BLOCK_D + tl.arange(0, BLOCK_D)
+    mask = (t[:, None] < T) & (d[None, :] < D)
+    offs = t[:, None] * stride_t + d[None, :]
+    # padding (a, b) = (1, 0) is the identity of the recurrence
+    a = tl.load(a_ptr + offs, mask=mask, other=1.0)
+    b = tl.load(b_ptr + offs, mask=mask, other=0.0)
+    _, h = tl.associative_scan((a, b), axis=0, combine_fn=first_order, reverse=REVERSE)
+    tl.store(h_ptr + offs, h, mask=mask)
+
+
+@triton.jit
+def scan_add_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr, REVERSE: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0)
+    y = tl.associative_scan(x, 0, add, reverse=REVERSE)
+    tl.store(y_ptr + row * n_cols + cols, y, mask=mask)
+
+
+@triton.jit
+def cumprod_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr, REVERSE: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=1.0)
+    y = tl.cumprod(x, axis=0, reverse=REVERSE)
+    tl.store(y_ptr + row * n_cols + cols, y, mask=mask)
+
+
+@triton.jit
+def running_max_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=float("-inf"))
+    y = tl.associative_scan(x, 0, larger)
+    tl.store(y_ptr + row * n_cols + cols, y, mask=mask)
+
+
+@triton.jit
+def scan_mul_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=1.0)
+    y = tl.associative_scan(x, 0, times)
+    tl.store(y_ptr + row * n_cols + cols, y, mask=mask)
+
+
+def linear_recurrence(a: torch.Tensor, b: torch.Tensor, reverse: bool = False) -> torch.Tensor:
+    T, D = a.shape
+    h = torch.empty_like(b)
+    BLOCK_D = 8
+    grid = (triton.cdiv(D, BLOCK_D),)
+    linear_recurrence_kernel[grid](a, b, h, T, D, a.stride(0), BLOCK_T=triton.next_power_of_2(T),
+                                   BLOCK_D=BLOCK_D, REVERSE=reverse)
+    return h
