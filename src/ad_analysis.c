@@ -230,6 +230,54 @@ static void flow(Ad *ad, ValId to, ValId from)
     set_flag(ad, ad->varied, to, ad->varied[from]);
 }
 
+/* The instruction of b defining v, or NULL (a param, or outside b). */
+static const Inst *def_in(const Block *b, ValId v)
+{
+    for (int i = 0; i < b->insts.n; i++)
+        if (b->insts.v[i].nres == 1 && b->insts.v[i].res[0] == v)
+            return &b->insts.v[i];
+    return NULL;
+}
+
+/* Is v op(x, y) or op(y, x) in b? */
+static bool is_op2(const Block *b, ValId v, OpKind op, ValId x, ValId y)
+{
+    const Inst *d = def_in(b, v);
+    return d && d->op == op && d->nargs == 2 &&
+           ((d->args[0] == x && d->args[1] == y) || (d->args[0] == y && d->args[1] == x));
+}
+
+ScanKind ad_scan_kind(const Inst *scan)
+{
+    const Block *b = scan->regions[0];
+    const Inst *y = ad_block_term(b);
+    const ValId *p = b->params;
+    if (!y || y->op != OP_YIELD || y->nargs != scan->nargs || b->nparams != 2 * scan->nargs)
+        return SCAN_OTHER;
+    if (scan->nargs == 1) {
+        if (is_op2(b, y->args[0], OP_ADD, p[0], p[1]))
+            return SCAN_SUM;
+        if (is_op2(b, y->args[0], OP_MAXIMUM, p[0], p[1]))
+            return SCAN_MAX;
+        if (is_op2(b, y->args[0], OP_MINIMUM, p[0], p[1]))
+            return SCAN_MIN;
+        return SCAN_OTHER;
+    }
+    if (scan->nargs != 2 || !is_op2(b, y->args[0], OP_MUL, p[0], p[2]))
+        return SCAN_OTHER;
+    /* a2*b1 + b2, or fma(a2, b1, b2) */
+    const Inst *d = def_in(b, y->args[1]);
+    if (d && d->op == OP_FMA && d->args[2] == p[3] &&
+        ((d->args[0] == p[2] && d->args[1] == p[1]) || (d->args[0] == p[1] && d->args[1] == p[2])))
+        return SCAN_LINREC;
+    if (!d || d->op != OP_ADD)
+        return SCAN_OTHER;
+    for (int k = 0; k < 2; k++)
+        if (d->args[1 - k] == p[3] && is_op2(b, d->args[k], OP_MUL, p[2], p[1]))
+            return SCAN_LINREC;
+    return SCAN_OTHER;
+}
+
 static bool is_ptr_shape_op(OpKind op)
 {
     return op == OP_ADDPTR || op == OP_BROADCAST || op == OP_EXPAND_DIMS || op == OP_RESHAPE ||
@@ -279,6 +327,14 @@ static void forward_inst(Ad *ad, const Inst *in)
                 flow(ad, in->res[i], y->args[i]);
         }
         return;
+    case OP_SCAN: { /* every result depends on every input (the region is closed) */
+        bool v = false;
+        for (int i = 0; i < in->nargs; i++)
+            v = v || ad->varied[in->args[i]];
+        for (int i = 0; i < in->nres; i++)
+            set_flag(ad, ad->varied, in->res[i], v && is_float_type(fty(ad, in->res[i])));
+        return;
+    }
     case OP_LOAD: {
         ValId res = in->res[0];
         if (fty(ad, res).dt == DT_PTR) {
@@ -382,6 +438,14 @@ static void backward_inst(Ad *ad, const Inst *in)
             backward_block(ad, in->regions[r]);
         }
         return;
+    case OP_SCAN: {
+        bool u = false;
+        for (int i = 0; i < in->nres; i++)
+            u = u || ad->useful[in->res[i]];
+        for (int i = 0; u && i < in->nargs; i++)
+            set_flag(ad, ad->useful, in->args[i], true);
+        return;
+    }
     default:
         break;
     }
@@ -1357,6 +1421,18 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
                 validate_block(ad, in->regions[r], loop_depth, loop, np, npath + 1, sites, &here);
             }
             break;
+        case OP_SCAN: {
+            bool act = false;
+            for (int k = 0; k < in->nres; k++)
+                act = act || ad_active(ad, in->res[k]);
+            if (act && ad_scan_kind(in) == SCAN_OTHER)
+                diag_error(ad->d, in->loc,
+                           "cannot differentiate this tl.associative_scan: kad differentiates the combine "
+                           "functions `x + y` (a sum), `tl.maximum(x, y)` / `tl.minimum(x, y)` (a running "
+                           "max/min) and the first-order linear recurrence `(a1 * a2, a2 * b1 + b2)` on pairs "
+                           "(a, b), recognized from their operations; this combine function is none of them");
+            break;
+        }
         default:
             if (op_differentiable(op) && !has_rule(op) && in->nres == 1 && ad_active(ad, in->res[0]))
                 diag_error(ad->d, in->loc, "no adjoint rule for '%s'", op_info[op].name);

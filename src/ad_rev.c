@@ -473,6 +473,40 @@ static void clone_shadow(Ad *ad, Block *bb, const Inst *in)
     name_after(ad, ni->res[0], "d_", fr);
 }
 
+/* A scan in the primal sweep: the same op over the primal operands, its
+ * closed combine region copied with fresh values. */
+static void clone_scan(Ad *ad, Block *bb, const Inst *in)
+{
+    Func *f = ad->bw;
+    const Block *fr = in->regions[0];
+    Type *rt = arena_alloc(ad->a, sizeof *rt * (size_t)in->nres);
+    for (int i = 0; i < in->nres; i++)
+        rt[i] = fty(ad, in->res[i]);
+    Inst *ni = ir_emit(f, bb, OP_SCAN, map_args(ad, in, false), in->nargs, rt, in->nres, in->loc);
+    ni->ival = in->ival;
+    ni->flags = in->flags;
+    ValId *res = ni->res;
+    Block *rb = ir_inst_add_region(f, ni);
+    ValId *m = arena_alloc(ad->a, sizeof *m * (size_t)ad->fw->vals.n);
+    for (int i = 0; i < fr->nparams; i++)
+        m[fr->params[i]] = ir_block_param_add(f, rb, fty(ad, fr->params[i]), fname(ad, fr->params[i]),
+                                              ad->fw->vals.v[fr->params[i]].loc);
+    for (int k = 0; k < fr->insts.n; k++) {
+        const Inst *c = &fr->insts.v[k];
+        ValId *args = arena_alloc(ad->a, sizeof *args * (size_t)(c->nargs + 1));
+        for (int j = 0; j < c->nargs; j++)
+            args[j] = m[c->args[j]];
+        Inst *nc = c->op == OP_YIELD ? ir_emit(f, rb, OP_YIELD, args, c->nargs, NULL, 0, c->loc)
+                                     : emit_like(ad, rb, c, args);
+        if (c->nres == 1)
+            m[c->res[0]] = nc->res[0];
+    }
+    for (int i = 0; i < in->nres; i++) {
+        ad->pm[in->res[i]] = res[i];
+        name_after(ad, res[i], "", in->res[i]);
+    }
+}
+
 /* Copies fb into bb: stores and (scratch) atomics dropped, shadows made
  * for pointers into differentiated buffers, region-carried shadows added.
  * CL_YIELD: copy fb's terminating yield, extended by the shadows of the
@@ -490,6 +524,9 @@ static void clone_block(Ad *ad, const Block *fb, Block *bb, unsigned mode, const
         case OP_IF:
         case OP_WHILE:
             clone_region_op(ad, bb, in);
+            continue;
+        case OP_SCAN:
+            clone_scan(ad, bb, in);
             continue;
         case OP_YIELD: {
             if (!(mode & CL_YIELD))
@@ -662,6 +699,87 @@ static void merge_contribs(Em *e, const Inst *in, ValId *c)
     for (int k = 0; k < in->nargs; k++)
         if (c[k])
             accum(e, in->args[k], c[k]);
+}
+
+/* ---- scans (docs/AD.md, "Scans") ---- */
+
+/* A combine region's body: p holds the 2n params (the running values, then
+ * the next element's); writes the n yielded values to y. */
+typedef void (*CombineFn)(Em *e, const ValId *p, ValId *y);
+
+/* A scan over xs (backward values of one shape) along axis with the
+ * combine region body() builds; returns its results. */
+static ValId *escan(Em *e, const ValId *xs, int n, int axis, bool rev, CombineFn body)
+{
+    Func *f = e->ad->bw;
+    Type rt[4];
+    ASSERT(n <= 4);
+    for (int i = 0; i < n; i++)
+        rt[i] = bty(e->ad, xs[i]);
+    Inst *in = ir_emit(f, e->b, OP_SCAN, xs, n, rt, n, e->loc);
+    in->ival = axis;
+    in->flags = rev ? IF_REVERSE : 0;
+    ValId *res = in->res;
+    Block *rb = ir_inst_add_region(f, in);
+    ValId p[8], y[4];
+    for (int i = 0; i < 2 * n; i++)
+        p[i] = ir_block_param_add(f, rb, type_with_shape(rt[i % n], 0, NULL), NULL, e->loc);
+    Em re = {e->ad, rb, e->loc};
+    body(&re, p, y);
+    ir_emit(f, rb, OP_YIELD, y, n, NULL, 0, e->loc);
+    return res;
+}
+
+/* (a1, b1) then (a2, b2): (a1*a2, a2*b1 + b2) */
+static void combine_linrec(Em *e, const ValId *p, ValId *y)
+{
+    y[0] = e2(e, OP_MUL, p[0], p[2]);
+    y[1] = e2(e, OP_ADD, e2(e, OP_MUL, p[2], p[1]), p[3]);
+}
+
+/* (last, prev, count): the segment's last value, the one before it (the
+ * fill while the segment has one element) and its length. */
+static void combine_shift(Em *e, const ValId *p, ValId *y)
+{
+    Func *f = e->ad->bw;
+    ValId two = ir_const_int(f, e->b, bty(e->ad, p[2]), 2, e->loc);
+    y[0] = p[3];
+    y[1] = ewhere(e, ecmp(e, OP_GE, p[5], two), p[4], p[0]);
+    y[2] = e2(e, OP_ADD, p[2], p[5]);
+}
+
+/* (key, sum): the key of the segment's last element and the sum of the
+ * values of its trailing run of that key (keys monotone along the scan). */
+static void combine_segsum(Em *e, const ValId *p, ValId *y)
+{
+    y[0] = p[2];
+    y[1] = e2(e, OP_ADD, p[3], ewhere(e, ecmp(e, OP_EQ, p[0], p[2]), p[1], ec(e, p[1], 0.0)));
+}
+
+/* x shifted by one along axis in the direction of a scan with `rev`: lane t
+ * gets x[t-1] (rev: x[t+1]), the first lane in that direction `fill`.
+ * Exact: values are only selected. */
+static ValId eshift(Em *e, ValId x, int axis, bool rev, double fill)
+{
+    Type t = bty(e->ad, x);
+    ValId xs[3] = {x, ec(e, x, fill), ir_const_int(e->ad->bw, e->b, type_with_dtype(t, DT_I32), 1, e->loc)};
+    return escan(e, xs, 3, axis, rev, combine_shift)[1];
+}
+
+/* g[s] = sum over t at or after s (in the direction of rev) of
+ * d[t] * prod of a[r] for r strictly after s up to t: a linear recurrence
+ * run against the direction of rev, with the coefficients shifted by one. */
+static ValId suffix_linrec(Em *e, ValId a, ValId d, int axis, bool rev)
+{
+    ValId xs[2] = {eshift(e, a, axis, !rev, 0.0), d};
+    return escan(e, xs, 2, axis, !rev, combine_linrec)[1];
+}
+
+/* The adjoint of y = cumprod(x) (direction rev): dx[s] = (product of the x
+ * before s) * g[s], with g as above: exact with zeros, no division. */
+static ValId cumprod_adjoint(Em *e, ValId x, ValId y, ValId d, int axis, bool rev)
+{
+    return e2(e, OP_MUL, eshift(e, y, axis, rev, 1.0), suffix_linrec(e, x, d, axis, rev));
 }
 
 /* Every adjoint rule, one case per op, neighbours together.  d is the
@@ -877,6 +995,9 @@ static void adj_rule(Em *e, const Inst *in)
         GIVE(0, ni->res[0]);
         break;
     }
+    case OP_CUMPROD:
+        GIVE(0, cumprod_adjoint(e, P(e, a0), P(e, y), d, (int)in->ival, in->flags & IF_REVERSE));
+        break;
     case OP_DOT: { /* y = a@b + acc: da = d@b^T, db = a^T@d, dacc = d */
         /* ^T swaps the last two axes; a leading batch axis (3-D dot) stays */
         int32_t tr[KAD_MAX_RANK];
@@ -915,6 +1036,60 @@ static void adj_rule(Em *e, const Inst *in)
 #undef SUB
 #undef NEG
 #undef K
+}
+
+/* The adjoint of a scan whose combine function AD recognizes (validated). */
+static void adj_scan(Em *e, const Inst *in)
+{
+    Ad *ad = e->ad;
+    int axis = (int)in->ival;
+    bool rev = in->flags & IF_REVERSE;
+    switch (ad_scan_kind(in)) {
+    case SCAN_SUM: { /* each input reaches every later output: a cumsum the other way */
+        ValId d = ad->adj[in->res[0]];
+        if (!d || !ad_active(ad, in->args[0]))
+            return;
+        Inst *ni = ir_emit(ad->bw, e->b, OP_CUMSUM, &d, 1, (Type[]){bty(ad, d)}, 1, e->loc);
+        ni->ival = axis;
+        ni->flags = rev ? 0 : IF_REVERSE;
+        accum(e, in->args[0], ni->res[0]);
+        return;
+    }
+    case SCAN_MAX:
+    case SCAN_MIN: {
+        /* y[t] is the x of the first position (in the scan's direction) holding
+         * the running extremum: the lane whose x beats the previous y; it gets
+         * the adjoints of its run of equal y, summed by a segmented scan the
+         * other way */
+        ValId d = ad->adj[in->res[0]];
+        if (!d || !ad_active(ad, in->args[0]))
+            return;
+        bool mx = ad_scan_kind(in) == SCAN_MAX;
+        ValId x = P(e, in->args[0]), y = P(e, in->res[0]);
+        ValId prev = eshift(e, y, axis, rev, mx ? -INFINITY : INFINITY);
+        ValId first = ecmp(e, mx ? OP_GT : OP_LT, x, prev);
+        ValId xs[2] = {y, d};
+        ValId run = escan(e, xs, 2, axis, !rev, combine_segsum)[1];
+        accum(e, in->args[0], ewhere(e, first, run, ec(e, d, 0.0)));
+        return;
+    }
+    case SCAN_LINREC: {
+        /* h[t] = a[t]*h[t-1] + b[t] (rev: h[t+1]); A[t] = prod a up to t */
+        ValId a = in->args[0], b = in->args[1];
+        ValId dA = ad->adj[in->res[0]], dh = ad->adj[in->res[1]];
+        if (dh && (ad_active(ad, a) || ad_active(ad, b))) {
+            ValId g = suffix_linrec(e, P(e, a), dh, axis, rev);
+            accum(e, b, g);
+            if (ad_active(ad, a))
+                accum(e, a, e2(e, OP_MUL, g, eshift(e, P(e, in->res[1]), axis, rev, 0.0)));
+        }
+        if (dA && ad_active(ad, a))
+            accum(e, a, cumprod_adjoint(e, P(e, a), P(e, in->res[0]), dA, axis, rev));
+        return;
+    }
+    default:
+        die("scan: combine function not validated");
+    }
 }
 
 /* Does the adjoint of `in` (or of a region inside it) do anything? */
@@ -1545,6 +1720,11 @@ static void adj_block(Ad *ad, const Block *fb, Block *bb)
         case OP_IF:
             adj_if(ad, bb, in);
             break;
+        case OP_SCAN: {
+            Em e = {ad, bb, in->loc};
+            adj_scan(&e, in);
+            break;
+        }
         default:
             if (op_differentiable(in->op) && in->nres == 1) {
                 Em e = {ad, bb, in->loc};

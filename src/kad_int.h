@@ -1426,6 +1426,12 @@ bool ad_active(const Ad *ad, ValId v);
 int ad_root_role(const Ad *ad, ValId v);
 /* b's terminator (its last instruction), or NULL when b is empty. */
 const Inst *ad_block_term(const Block *b);
+/* The combine functions of `scan` that AD differentiates, recognized from the
+ * region's IR (docs/AD.md, "Scans"): a sum `x + y`; the first-order linear
+ * recurrence `(a1*a2, a2*b1 + b2)` on pairs (params a1, b1, a2, b2); a running
+ * `maximum` / `minimum`. */
+typedef enum ScanKind { SCAN_OTHER, SCAN_SUM, SCAN_LINREC, SCAN_MAX, SCAN_MIN } ScanKind;
+ScanKind ad_scan_kind(const Inst *scan);
 /* Stamps every value defined in b (regions included) with id. */
 void ad_mark_defs(Ad *ad, const Block *b, int id);
 /* Does carried slot k of the for body `body` flow through a chain of
