@@ -709,7 +709,7 @@ typedef void (*CombineFn)(Em *e, const ValId *p, ValId *y);
 
 /* A scan over xs (backward values of one shape) along axis with the
  * combine region body() builds; returns its results. */
-static ValId *escan(Em *e, const ValId *xs, int n, int axis, bool rev, CombineFn body)
+static ValId *escan(Em *e, const ValId *xs, int n, int axis, bool rev, CombineFn body, const char *const *names)
 {
     Func *f = e->ad->bw;
     Type rt[4];
@@ -723,7 +723,7 @@ static ValId *escan(Em *e, const ValId *xs, int n, int axis, bool rev, CombineFn
     Block *rb = ir_inst_add_region(f, in);
     ValId p[8], y[4];
     for (int i = 0; i < 2 * n; i++)
-        p[i] = ir_block_param_add(f, rb, type_with_shape(rt[i % n], 0, NULL), NULL, e->loc);
+        p[i] = ir_block_param_add(f, rb, type_with_shape(rt[i % n], 0, NULL), names[i], e->loc);
     Em re = {e->ad, rb, e->loc};
     body(&re, p, y);
     ir_emit(f, rb, OP_YIELD, y, n, NULL, 0, e->loc);
@@ -763,7 +763,8 @@ static ValId eshift(Em *e, ValId x, int axis, bool rev, double fill)
 {
     Type t = bty(e->ad, x);
     ValId xs[3] = {x, ec(e, x, fill), ir_const_int(e->ad->bw, e->b, type_with_dtype(t, DT_I32), 1, e->loc)};
-    return escan(e, xs, 3, axis, rev, combine_shift)[1];
+    static const char *const names[] = {"last1", "prev1", "n1", "last2", "prev2", "n2"};
+    return escan(e, xs, 3, axis, rev, combine_shift, names)[1];
 }
 
 /* g[s] = sum over t at or after s (in the direction of rev) of
@@ -772,7 +773,8 @@ static ValId eshift(Em *e, ValId x, int axis, bool rev, double fill)
 static ValId suffix_linrec(Em *e, ValId a, ValId d, int axis, bool rev)
 {
     ValId xs[2] = {eshift(e, a, axis, !rev, 0.0), d};
-    return escan(e, xs, 2, axis, !rev, combine_linrec)[1];
+    static const char *const names[] = {"a1", "b1", "a2", "b2"};
+    return escan(e, xs, 2, axis, !rev, combine_linrec, names)[1];
 }
 
 /* The adjoint of y = cumprod(x) (direction rev): dx[s] = (product of the x
@@ -1069,7 +1071,8 @@ static void adj_scan(Em *e, const Inst *in)
         ValId prev = eshift(e, y, axis, rev, mx ? -INFINITY : INFINITY);
         ValId first = ecmp(e, mx ? OP_GT : OP_LT, x, prev);
         ValId xs[2] = {y, d};
-        ValId run = escan(e, xs, 2, axis, !rev, combine_segsum)[1];
+        static const char *const names[] = {"key1", "sum1", "key2", "sum2"};
+        ValId run = escan(e, xs, 2, axis, !rev, combine_segsum, names)[1];
         accum(e, in->args[0], ewhere(e, first, run, ec(e, d, 0.0)));
         return;
     }

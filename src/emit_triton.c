@@ -1140,21 +1140,25 @@ static void print_backward_body(Emitter *E, Buf *text)
 
 const char *em_combine_name(Emitter *E, const Inst *in)
 {
-    for (int k = 0; k < E->scans.n; k++)
+    for (int k = 0; E->combine_names && k < E->scans.n; k++)
         if (E->scans.v[k] == in)
-            return arena_printf(E->a, "_kad_combine_%s_%d", E->kname, k);
-    return "_kad_combine";
+            return E->combine_names[k];
+    return "_kad_combine"; /* measuring line lengths, before emit_combines */
 }
 
 /* Each scan's combine region as a @triton.jit function of its params
- * returning the yielded values, emitted by the same passes. */
+ * returning the yielded values, emitted by the same passes; scans with the
+ * same function text share one (_kad_combine_<kernel>_<k>). */
 static void emit_combines(Emitter *E)
 {
     Buf h = {.a = E->a};
-    for (int k = 0; k < E->scans.n; k++) {
+    int n = E->scans.n, nfn = 0;
+    const char **texts = arena_alloc(E->a, sizeof *texts * (size_t)n);
+    E->combine_names = arena_alloc(E->a, sizeof *E->combine_names * (size_t)n);
+    for (int k = 0; k < n; k++) {
         const Block *rb = E->scans.v[k]->regions[0];
         Func sub = {0};
-        sub.name = em_combine_name(E, E->scans.v[k]);
+        sub.name = "_kad_combine";
         sub.a = E->f->a;
         sub.vals = E->f->vals;
         sub.params = rb->params;
@@ -1162,9 +1166,25 @@ static void emit_combines(Emitter *E)
         sub.body = (Block *)rb;
         sub.loc = E->f->loc;
         EmitOptions o = {.name = sub.name, .fragment = true, .combine = true};
-        if (!emit_triton(&h, &sub, &o, E->d))
+        Buf t = {.a = E->a};
+        if (!emit_triton(&t, &sub, &o, E->d))
             E->failed = true;
-        buf_puts(&h, "\n\n");
+        texts[k] = buf_str(&t);
+        int same = -1;
+        for (int j = 0; j < k && same < 0; j++)
+            if (!strcmp(texts[j], texts[k]))
+                same = j;
+        if (same >= 0) {
+            E->combine_names[k] = E->combine_names[same];
+            continue;
+        }
+        const char *name = arena_printf(E->a, "_kad_combine_%s_%d", E->kname, nfn++);
+        E->combine_names[k] = name;
+        const char *def = strstr(texts[k], "def _kad_combine(");
+        if (def) {
+            buf_printf(&h, "%.*sdef %s(%s\n\n", (int)(def - texts[k]), texts[k], name,
+                       def + strlen("def _kad_combine("));
+        }
     }
     E->helpers = h.len ? buf_str(&h) : NULL;
 }

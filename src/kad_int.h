@@ -1621,7 +1621,8 @@ typedef struct Emitter {
     uint32_t mask;
     int ntmp;
     const char *kname;      /* the printed function's name */
-    Vec(const Inst *) scans; /* the scans, in print order: scan k calls _kad_combine_<kname>_<k> */
+    Vec(const Inst *) scans; /* the scans, in print order */
+    const char **combine_names; /* per scan: its combine function (identical ones shared) */
     const char *helpers;    /* the combine functions' source, printed before the kernel */
 } Emitter;
 
