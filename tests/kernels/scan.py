@@ -5,7 +5,10 @@ linear_recurrence_kernel: h_t = a_t * h_{t-1} + b_t over the time axis of a
 compute it: an associative scan on (a, b) pairs; REVERSE runs it from the last
 time step to the first.  scan_add_kernel: a prefix sum written as an
 associative scan with an `add` combine.  cumprod_kernel: tl.cumprod along rows.
-running_max_kernel: a running maximum along rows.  scan_mul_kernel: a combine
+running_max_kernel: a running maximum along rows.  chunked_ssm_kernel: a
+gated recurrence h_t = a_t * h_{t-1} + (1 - a_t) * x_t over time in chunks of CT
+steps, each chunk an associative scan whose result is continued from the state
+carried across chunks (the last row of the previous chunk).  scan_mul_kernel: a combine
 function kad does not differentiate (a product written by hand).
 """
 import torch
@@ -87,6 +90,23 @@ def scan_mul_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
     x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=1.0)
     y = tl.associative_scan(x, 0, times)
     tl.store(y_ptr + row * n_cols + cols, y, mask=mask)
+
+
+@triton.jit
+def chunked_ssm_kernel(a_ptr, x_ptr, h_ptr, T, D, CT: tl.constexpr, BD: tl.constexpr):
+    d = tl.program_id(0) * BD + tl.arange(0, BD)
+    state = tl.zeros([BD], dtype=tl.float32)
+    for c in range(0, tl.cdiv(T, CT)):
+        t = c * CT + tl.arange(0, CT)
+        m = (t[:, None] < T) & (d[None, :] < D)
+        offs = t[:, None] * D + d[None, :]
+        a = tl.load(a_ptr + offs, mask=m, other=1.0)
+        b = tl.load(x_ptr + offs, mask=m, other=0.0) * (1.0 - a)
+        A, h = tl.associative_scan((a, b), 0, first_order)
+        h = h + A * state[None, :]  # continue from the previous chunk's last state
+        tl.store(h_ptr + offs, h, mask=m)
+        last = tl.arange(0, CT)[:, None] == CT - 1
+        state = tl.sum(tl.where(last, h, 0.0), axis=0)
 
 
 def linear_recurrence(a: torch.Tensor, b: torch.Tensor, reverse: bool = False) -> torch.Tensor:

@@ -1039,6 +1039,28 @@ def _with_zeros(r, rows, cols):
     return x
 
 
+def _chunked_ssm_case(T, D, ct, bd):
+    def ref(i):
+        a, x = i["a_ptr"], i["x_ptr"]
+        return dict(h_ptr=_lin_rec_ref(a, (1.0 - a) * x, False))
+
+    case(
+        id="chunked_ssm",
+        file="scan.py",
+        kernel="chunked_ssm_kernel",
+        sig=f"a_ptr=*fp32,x_ptr=*fp32,h_ptr=*fp32,T=i32,D=i32,CT={ct},BD={bd}",
+        grid=(cdiv(D, bd),),
+        make=lambda r: dict(a_ptr=r.uniform(0.3, 0.95, (T, D)), x_ptr=r.standard_normal((T, D)),
+                            h_ptr=np.zeros((T, D)), T=T, D=D),
+        ref=ref,
+        outputs=("h_ptr",),
+        tol=dict(h_ptr=(1e-5, 1e-5 * T)),
+    )
+
+
+_chunked_ssm_case(22, 10, 8, 4)  # 3 chunks, the last partial
+
+
 _rows_scan_case("scan_add_forward", "scan_add_kernel", 4, 37, lambda x: np.cumsum(x, 1), reverse=False)
 _rows_scan_case("scan_add_reverse", "scan_add_kernel", 4, 37, lambda x: _flip_scan(np.cumsum, x, True),
                 reverse=True)

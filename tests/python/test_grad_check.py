@@ -112,6 +112,8 @@ GRAD = {
     "scan.py:linear_recurrence_kernel": G(("a_ptr", "b_ptr"), ("h_ptr",),
                                           why="associative_scan on (a, b) pairs: a reverse linear-recurrence scan"),
     "scan.py:scan_add_kernel": G(("x_ptr",), ("y_ptr",)),
+    "scan.py:chunked_ssm_kernel": G(("a_ptr", "x_ptr"), ("h_ptr",),
+                                    why="a scan per chunk, the state across chunks on a tape"),
     "scan.py:cumprod_kernel": G(("x_ptr",), ("y_ptr",), why="zeros in the input (corpus make)"),
     "scan.py:running_max_kernel": G(("x_ptr",), ("y_ptr",)),
     "scan.py:scan_mul_kernel": G(("x_ptr",), ("y_ptr",), refuse=(88, "cannot differentiate this tl.associative_scan"),

@@ -176,6 +176,16 @@ def _lin_rec(reverse):
     return ref
 
 
+def _chunked_ssm(v):
+    T, D = v["T"], v["D"]
+    a, x = v["a_ptr"], v["x_ptr"]
+    h, out = torch.zeros(D, dtype=torch.float64), []
+    for t in range(T):
+        h = a[t] * h + (1 - a[t]) * x[t]
+        out.append(h)
+    return {"h_ptr": (ALL, torch.stack(out))}
+
+
 def _rows_scan(f):
     def ref(v):
         return {"y_ptr": (ALL, f(v["x_ptr"]))}
@@ -322,6 +332,7 @@ GRADS = {
     "linear_attention": ("q_ptr,k_ptr,v_ptr", "o_ptr", _linear_attention, None),
     "linear_recurrence_forward": ("a_ptr,b_ptr", "h_ptr", _lin_rec(False), None),
     "linear_recurrence_reverse": ("a_ptr,b_ptr", "h_ptr", _lin_rec(True), None),
+    "chunked_ssm": ("a_ptr,x_ptr", "h_ptr", _chunked_ssm, None),
     "scan_add_forward": ("x_ptr", "y_ptr", _rows_scan(lambda x: x.cumsum(1)), None),
     "scan_add_reverse": ("x_ptr", "y_ptr", _rows_scan(lambda x: x.flip(1).cumsum(1).flip(1)), None),
     "cumprod_zeros_forward": ("x_ptr", "y_ptr", _rows_scan(lambda x: x.cumprod(1)), None),

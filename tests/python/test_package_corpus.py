@@ -309,6 +309,21 @@ def _(g, small):
         dict(a_ptr=a, b_ptr=b), dict(h_ptr=h), ref
 
 
+@case("chunked_ssm", scan.chunked_ssm_kernel, ["a_ptr", "x_ptr"], ["h_ptr"], tol=1e-4)
+def _(g, small):
+    T, D, ct = (7, 5, 4) if small else (22, 10, 8)
+    a = (0.3 + 0.6 * torch.rand(T, D, generator=g, dtype=torch.float64)).to(DEVICE, torch.float32).requires_grad_()
+    x, h = leaf(T, D, gen=g), torch.empty(T, D)
+
+    def ref(t):  # h_t = a_t * h_{t-1} + (1 - a_t) * x_t, a loop over time
+        s, out = torch.zeros_like(t["x_ptr"][0]), []
+        for i in range(T):
+            s = t["a_ptr"][i] * s + (1 - t["a_ptr"][i]) * t["x_ptr"][i]
+            out.append(s)
+        return dict(h_ptr=torch.stack(out))
+    return (cdiv(D, 4),), [a, x, h, T, D], dict(CT=ct, BD=4), dict(a_ptr=a, x_ptr=x), dict(h_ptr=h), ref
+
+
 @case("scan_add", scan.scan_add_kernel, ["x_ptr"], ["y_ptr"])
 def _(g, small):
     rows, n, bn = (3, 6, 8) if small else (5, 37, 64)
