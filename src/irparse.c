@@ -795,7 +795,9 @@ static void parse_while(P *p, Block *b, const Tok *res, int nres, Loc loc, int d
  * The combine params are scalars of the operands' dtypes, twice over. */
 static void parse_scan(P *p, Block *b, const Tok *res, int nres, Loc loc, int depth)
 {
-    ValId args[MAX_VALUES];
+    /* arena arrays: this frame is on the recursion of nested regions */
+    ValId *args = arena_alloc(p->a, sizeof *args * MAX_VALUES);
+    Type *tys = arena_alloc(p->a, sizeof *tys * MAX_VALUES);
     int n = 0;
     do {
         if (n == MAX_VALUES / 2)
@@ -816,7 +818,6 @@ static void parse_scan(P *p, Block *b, const Tok *res, int nres, Loc loc, int de
     }
     if (axis < 0)
         perr(p, loc, "'scan' needs the attribute {axis = N}");
-    Type tys[MAX_VALUES];
     int ntys = parse_result_types(p, tys, MAX_VALUES);
     check_result_count(p, nres, ntys, loc, "scan");
     if (ntys != n)

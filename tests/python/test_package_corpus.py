@@ -567,7 +567,7 @@ REFUSED = [
     ("histogram", "histogram_kernel", ["x_ptr"], ["hist_ptr"], _histogram_args,
      "'hist_ptr' is not a pointer to floating-point data", "histogram.py:13:29"),
     ("scan", "scan_mul_kernel", ["x_ptr"], ["y_ptr"], _scan_mul_args,
-     "cannot differentiate this tl.associative_scan", "scan.py:88:12"),
+     "cannot differentiate this tl.associative_scan", "scan.py:91:12"),
 ]
 
 
