@@ -247,7 +247,42 @@ static bool is_op2(const Block *b, ValId v, OpKind op, ValId x, ValId y)
            ((d->args[0] == x && d->args[1] == y) || (d->args[0] == y && d->args[1] == x));
 }
 
-ScanKind ad_scan_kind(const Inst *scan)
+bool ad_scan_select(const Inst *scan, int k, ValId *cond, bool *running_when_true)
+{
+    const Block *b = scan->regions[0];
+    const Inst *y = ad_block_term(b);
+    int n = scan->nargs;
+    const Inst *d = def_in(b, y->args[k]);
+    if (!d || d->op != OP_WHERE)
+        return false;
+    ValId x = b->params[k], nx = b->params[n + k];
+    if (d->args[1] == x && d->args[2] == nx)
+        *running_when_true = true;
+    else if (d->args[1] == nx && d->args[2] == x)
+        *running_when_true = false;
+    else
+        return false;
+    *cond = d->args[0];
+    return true;
+}
+
+/* SCAN_SELECT when every float slot is a selection (ad_scan_select), else SCAN_OTHER. */
+static ScanKind scan_select(const Func *f, const Inst *scan)
+{
+    bool any = false;
+    for (int k = 0; k < scan->nres; k++) {
+        ValId c;
+        bool first;
+        if (!is_float_type(f->vals.v[scan->res[k]].ty))
+            continue;
+        if (!ad_scan_select(scan, k, &c, &first))
+            return SCAN_OTHER;
+        any = true;
+    }
+    return any ? SCAN_SELECT : SCAN_OTHER;
+}
+
+ScanKind ad_scan_kind(const Func *f, const Inst *scan)
 {
     const Block *b = scan->regions[0];
     const Inst *y = ad_block_term(b);
@@ -261,21 +296,20 @@ ScanKind ad_scan_kind(const Inst *scan)
             return SCAN_MAX;
         if (is_op2(b, y->args[0], OP_MINIMUM, p[0], p[1]))
             return SCAN_MIN;
-        return SCAN_OTHER;
     }
     if (scan->nargs != 2 || !is_op2(b, y->args[0], OP_MUL, p[0], p[2]))
-        return SCAN_OTHER;
+        return scan_select(f, scan);
     /* a2*b1 + b2, or fma(a2, b1, b2) */
     const Inst *d = def_in(b, y->args[1]);
     if (d && d->op == OP_FMA && d->args[2] == p[3] &&
         ((d->args[0] == p[2] && d->args[1] == p[1]) || (d->args[0] == p[1] && d->args[1] == p[2])))
         return SCAN_LINREC;
     if (!d || d->op != OP_ADD)
-        return SCAN_OTHER;
+        return scan_select(f, scan);
     for (int k = 0; k < 2; k++)
         if (d->args[1 - k] == p[3] && is_op2(b, d->args[k], OP_MUL, p[2], p[1]))
             return SCAN_LINREC;
-    return SCAN_OTHER;
+    return scan_select(f, scan);
 }
 
 static bool is_ptr_shape_op(OpKind op)
@@ -1425,12 +1459,14 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
             bool act = false;
             for (int k = 0; k < in->nres; k++)
                 act = act || ad_active(ad, in->res[k]);
-            if (act && ad_scan_kind(in) == SCAN_OTHER)
+            if (act && ad_scan_kind(ad->fw, in) == SCAN_OTHER)
                 diag_error(ad->d, in->loc,
                            "cannot differentiate this tl.associative_scan: kad differentiates the combine "
                            "functions `x + y` (a sum), `tl.maximum(x, y)` / `tl.minimum(x, y)` (a running "
-                           "max/min) and the first-order linear recurrence `(a1 * a2, a2 * b1 + b2)` on pairs "
-                           "(a, b), recognized from their operations; this combine function is none of them");
+                           "max/min), the first-order linear recurrence `(a1 * a2, a2 * b1 + b2)` on pairs "
+                           "(a, b), and selections (each float result `tl.where(c, x, y)` of its own slot, "
+                           "e.g. a running max with its index), recognized from their operations; this "
+                           "combine function is none of them");
             break;
         }
         default:

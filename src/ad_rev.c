@@ -1040,13 +1040,94 @@ static void adj_rule(Em *e, const Inst *in)
 #undef K
 }
 
+/* i32 tile of shape t holding each lane's index along axis. */
+static ValId axis_index(Em *e, Type t, int axis)
+{
+    Func *f = e->ad->bw;
+    int32_t len = t.shape[axis], sh[KAD_MAX_RANK];
+    Inst *ar = ir_emit(f, e->b, OP_ARANGE, NULL, 0, (Type[]){type_tile(DT_I32, 1, &len)}, 1, e->loc);
+    ar->ival = 0;
+    ValId v = ar->res[0];
+    if (t.rank > 1) {
+        for (int i = 0; i < t.rank; i++)
+            sh[i] = i == axis ? len : 1;
+        v = eshape(e, OP_RESHAPE, v, type_tile(DT_I32, t.rank, sh), 0);
+    }
+    return eshape(e, OP_BROADCAST, v, type_with_dtype(t, DT_I32), 0);
+}
+
+/* A selection scan's source positions: the forward's scan again, its
+ * combine region copied, with an i32 slot per selected float slot k that
+ * active[k] marks, choosing its index where the region chooses the value
+ * (ad_scan_select).  src[k]: the position along the axis each result of
+ * slot k was taken from. */
+static void select_sources(Em *e, const Inst *in, const bool *active, ValId idx, ValId *src)
+{
+    Ad *ad = e->ad;
+    Func *f = ad->bw;
+    const Block *fr = in->regions[0];
+    const Inst *fy = ad_block_term(fr);
+    int n = in->nargs, m = 0;
+    int *slot = arena_alloc(ad->a, sizeof *slot * (size_t)n);
+    for (int k = 0; k < n; k++)
+        slot[k] = active[k] ? m++ : -1;
+    ValId *xs = arena_alloc(ad->a, sizeof *xs * (size_t)(n + m));
+    Type *rt = arena_alloc(ad->a, sizeof *rt * (size_t)(n + m));
+    for (int i = 0; i < n + m; i++) {
+        xs[i] = i < n ? P0(ad, in->args[i]) : idx;
+        rt[i] = bty(ad, xs[i]);
+    }
+    Inst *ni = ir_emit(f, e->b, OP_SCAN, xs, n + m, rt, n + m, e->loc);
+    ni->ival = in->ival;
+    ni->flags = in->flags;
+    ValId *res = ni->res;
+    Block *rb = ir_inst_add_region(f, ni);
+    ValId *map = arena_alloc(ad->a, sizeof *map * (size_t)ad->fw->vals.n);
+    ValId *ip = arena_alloc(ad->a, sizeof *ip * (size_t)(2 * m + 1));
+    Type i32 = type_tile(DT_I32, 0, NULL);
+    for (int h = 0; h < 2; h++) {
+        for (int i = 0; i < n; i++) {
+            ValId p = fr->params[h * n + i];
+            map[p] = ir_block_param_add(f, rb, fty(ad, p), fname(ad, p), e->loc);
+        }
+        for (int j = 0; j < m; j++)
+            ip[h * m + j] = ir_block_param_add(f, rb, i32, h ? "at2" : "at1", e->loc);
+    }
+    for (int i = 0; i + 1 < fr->insts.n; i++) {
+        const Inst *c = &fr->insts.v[i];
+        ValId *args = arena_alloc(ad->a, sizeof *args * (size_t)(c->nargs + 1));
+        for (int j = 0; j < c->nargs; j++)
+            args[j] = map[c->args[j]];
+        Inst *nc = emit_like(ad, rb, c, args);
+        if (c->nres == 1)
+            map[c->res[0]] = nc->res[0];
+    }
+    ValId *ys = arena_alloc(ad->a, sizeof *ys * (size_t)(n + m));
+    for (int i = 0; i < n; i++)
+        ys[i] = map[fy->args[i]];
+    for (int k = 0; k < n; k++) {
+        if (slot[k] < 0)
+            continue;
+        ValId c;
+        bool run;
+        bool sel = ad_scan_select(in, k, &c, &run);
+        ASSERT(sel);
+        (void)sel;
+        ValId a1 = ip[slot[k]], a2 = ip[m + slot[k]];
+        ys[n + slot[k]] = ir_op3(f, rb, OP_WHERE, i32, map[c], run ? a1 : a2, run ? a2 : a1, e->loc);
+    }
+    ir_emit(f, rb, OP_YIELD, ys, n + m, NULL, 0, e->loc);
+    for (int k = 0; k < n; k++)
+        src[k] = slot[k] < 0 ? 0 : res[n + slot[k]];
+}
+
 /* The adjoint of a scan whose combine function AD recognizes (validated). */
 static void adj_scan(Em *e, const Inst *in)
 {
     Ad *ad = e->ad;
     int axis = (int)in->ival;
     bool rev = in->flags & IF_REVERSE;
-    switch (ad_scan_kind(in)) {
+    switch (ad_scan_kind(ad->fw, in)) {
     case SCAN_SUM: { /* each input reaches every later output: a cumsum the other way */
         ValId d = ad->adj[in->res[0]];
         if (!d || !ad_active(ad, in->args[0]))
@@ -1066,7 +1147,7 @@ static void adj_scan(Em *e, const Inst *in)
         ValId d = ad->adj[in->res[0]];
         if (!d || !ad_active(ad, in->args[0]))
             return;
-        bool mx = ad_scan_kind(in) == SCAN_MAX;
+        bool mx = ad_scan_kind(ad->fw, in) == SCAN_MAX;
         ValId x = P(e, in->args[0]), y = P(e, in->res[0]);
         ValId prev = eshift(e, y, axis, rev, mx ? -INFINITY : INFINITY);
         ValId first = ecmp(e, mx ? OP_GT : OP_LT, x, prev);
@@ -1074,6 +1155,34 @@ static void adj_scan(Em *e, const Inst *in)
         static const char *const names[] = {"key1", "sum1", "key2", "sum2"};
         ValId run = escan(e, xs, 2, axis, !rev, combine_segsum, names)[1];
         accum(e, in->args[0], ewhere(e, first, run, ec(e, d, 0.0)));
+        return;
+    }
+    case SCAN_SELECT: {
+        /* each result is the input at its source position; a source's
+         * positions form one run (it starts at the source itself): the run's
+         * adjoints summed by a segmented scan the other way go to the lane
+         * that is its own source */
+        int n = in->nargs;
+        bool *act = arena_alloc(ad->a, (size_t)n);
+        bool any = false;
+        for (int k = 0; k < n; k++) {
+            act[k] = ad->adj[in->res[k]] && ad_active(ad, in->args[k]);
+            any |= act[k];
+        }
+        if (!any)
+            return;
+        ValId idx = axis_index(e, fty(ad, in->args[0]), axis);
+        ValId *src = arena_alloc(ad->a, sizeof *src * (size_t)n);
+        select_sources(e, in, act, idx, src);
+        for (int k = 0; k < n; k++) {
+            if (!act[k])
+                continue;
+            ValId d = ad->adj[in->res[k]];
+            static const char *const names[] = {"key1", "sum1", "key2", "sum2"};
+            ValId xs[2] = {src[k], d};
+            ValId run = escan(e, xs, 2, axis, !rev, combine_segsum, names)[1];
+            accum(e, in->args[k], ewhere(e, ecmp(e, OP_EQ, src[k], idx), run, ec(e, d, 0.0)));
+        }
         return;
     }
     case SCAN_LINREC: {

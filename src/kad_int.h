@@ -1430,8 +1430,13 @@ const Inst *ad_block_term(const Block *b);
  * region's IR (docs/AD.md, "Scans"): a sum `x + y`; the first-order linear
  * recurrence `(a1*a2, a2*b1 + b2)` on pairs (params a1, b1, a2, b2); a running
  * `maximum` / `minimum`. */
-typedef enum ScanKind { SCAN_OTHER, SCAN_SUM, SCAN_LINREC, SCAN_MAX, SCAN_MIN } ScanKind;
-ScanKind ad_scan_kind(const Inst *scan);
+typedef enum ScanKind { SCAN_OTHER, SCAN_SUM, SCAN_LINREC, SCAN_MAX, SCAN_MIN, SCAN_SELECT } ScanKind;
+ScanKind ad_scan_kind(const Func *f, const Inst *scan);
+/* SCAN_SELECT: every float value k the combine yields is `where(c, x_k, y_k)` or
+ * `where(c, y_k, x_k)` (x: the running values' params, y: the next element's): a
+ * selection, so each result is one input element.  True for such a slot k, with the
+ * region's condition *cond and whether it selects the running value when true. */
+bool ad_scan_select(const Inst *scan, int k, ValId *cond, bool *running_when_true);
 /* Stamps every value defined in b (regions included) with id. */
 void ad_mark_defs(Ad *ad, const Block *b, int id);
 /* Does carried slot k of the for body `body` flow through a chain of

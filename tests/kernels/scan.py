@@ -5,7 +5,8 @@ linear_recurrence_kernel: h_t = a_t * h_{t-1} + b_t over the time axis of a
 compute it: an associative scan on (a, b) pairs; REVERSE runs it from the last
 time step to the first.  scan_add_kernel: a prefix sum written as an
 associative scan with an `add` combine.  cumprod_kernel: tl.cumprod along rows.
-running_max_kernel: a running maximum along rows.  chunked_ssm_kernel: a
+running_max_kernel: a running maximum along rows; cummax_index_kernel: with its
+index (the combine function selects with tl.where).  chunked_ssm_kernel: a
 gated recurrence h_t = a_t * h_{t-1} + (1 - a_t) * x_t over time in chunks of CT
 steps, each chunk an associative scan whose result is continued from the state
 carried across chunks (the last row of the previous chunk).  scan_mul_kernel: a combine
@@ -107,6 +108,31 @@ def chunked_ssm_kernel(a_ptr, x_ptr, h_ptr, T, D, CT: tl.constexpr, BD: tl.const
         tl.store(h_ptr + offs, h, mask=m)
         last = tl.arange(0, CT)[:, None] == CT - 1
         state = tl.sum(tl.where(last, h, 0.0), axis=0)
+
+
+@triton.jit
+def max_with_index(a_value, a_index, b_value, b_index):
+    # the later index on ties, NaNs win and count as equal
+    mask = a_value > b_value
+    equal = a_value == b_value
+    a_isnan = a_value != a_value
+    b_isnan = b_value != b_value
+    mask |= a_isnan and not b_isnan
+    equal |= a_isnan and b_isnan
+    mask |= equal & (a_index > b_index)
+    return tl.where(mask, a_value, b_value), tl.where(mask, a_index, b_index)
+
+
+@triton.jit
+def cummax_index_kernel(x_ptr, y_ptr, i_ptr, n_cols, BLOCK: tl.constexpr, REVERSE: tl.constexpr):
+    # a running maximum with its index (a selection: differentiated through the index it selects)
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=float("-inf"))
+    y, i = tl.associative_scan((x, cols), 0, max_with_index, reverse=REVERSE)
+    tl.store(y_ptr + row * n_cols + cols, y, mask=mask)
+    tl.store(i_ptr + row * n_cols + cols, i, mask=mask)
 
 
 def linear_recurrence(a: torch.Tensor, b: torch.Tensor, reverse: bool = False) -> torch.Tensor:

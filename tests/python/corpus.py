@@ -1069,6 +1069,38 @@ _rows_scan_case("cumprod_zeros_forward", "cumprod_kernel", 3, 17, lambda x: np.c
 _rows_scan_case("cumprod_zeros_reverse", "cumprod_kernel", 3, 17, lambda x: _flip_scan(np.cumprod, x, True),
                 make_x=lambda r: _with_zeros(r, 3, 17), reverse=True, tol=(1e-5, 1e-6))
 _rows_scan_case("running_max", "running_max_kernel", 4, 29, lambda x: np.maximum.accumulate(x, 1), tol=(0, 0))
+def _cummax_index_case(reverse, rows, cols, ties):
+    block = 1 << (cols - 1).bit_length()
+
+    def ref(i):
+        x = i["x_ptr"]
+        y, idx = np.zeros(x.shape), np.zeros(x.shape, dtype=np.int64)
+        order = range(cols - 1, -1, -1) if reverse else range(cols)
+        for r in range(rows):
+            best, at = -np.inf, -1
+            for c in order:
+                if x[r, c] > best or (x[r, c] == best and c > at):  # ties: the higher index
+                    best, at = x[r, c], c
+                y[r, c], idx[r, c] = best, at
+        return dict(y_ptr=y, i_ptr=idx)
+
+    case(
+        id=f"cummax_index_{'reverse' if reverse else 'forward'}",
+        file="scan.py",
+        kernel="cummax_index_kernel",
+        sig=f"x_ptr=*fp32,y_ptr=*fp32,i_ptr=*i32,n_cols=i32,BLOCK={block},REVERSE={reverse}",
+        grid=(rows,),
+        make=lambda r: dict(x_ptr=np.round(r.standard_normal((rows, cols)), 1 if ties else 12),
+                            y_ptr=np.zeros((rows, cols)),
+                            i_ptr=np.zeros((rows, cols), dtype=np.int32), n_cols=cols),
+        ref=ref,
+        outputs=("y_ptr", "i_ptr"),
+        tol=dict(y_ptr=(0, 0)),
+    )
+
+
+_cummax_index_case(False, 4, 29, True)  # values rounded to 0.1: ties
+_cummax_index_case(True, 3, 21, False)
 _rows_scan_case("scan_mul", "scan_mul_kernel", 3, 12, lambda x: np.cumprod(x, 1),
                 make_x=lambda r: r.uniform(0.5, 1.5, (3, 12)), tol=(1e-5, 1e-6))
 

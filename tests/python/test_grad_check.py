@@ -116,7 +116,8 @@ GRAD = {
                                     why="a scan per chunk, the state across chunks on a tape"),
     "scan.py:cumprod_kernel": G(("x_ptr",), ("y_ptr",), why="zeros in the input (corpus make)"),
     "scan.py:running_max_kernel": G(("x_ptr",), ("y_ptr",)),
-    "scan.py:scan_mul_kernel": G(("x_ptr",), ("y_ptr",), refuse=(91, "cannot differentiate this tl.associative_scan"),
+    "scan.py:cummax_index_kernel": G(("x_ptr",), ("y_ptr",), why="a selection scan (tl.where), i_ptr an int output"),
+    "scan.py:scan_mul_kernel": G(("x_ptr",), ("y_ptr",), refuse=(92, "cannot differentiate this tl.associative_scan"),
                                  why="a combine function kad does not differentiate (x * y)"),
 }
 

@@ -338,6 +338,9 @@ GRADS = {
     "cumprod_zeros_forward": ("x_ptr", "y_ptr", _rows_scan(lambda x: x.cumprod(1)), None),
     "cumprod_zeros_reverse": ("x_ptr", "y_ptr", _rows_scan(lambda x: x.flip(1).cumprod(1).flip(1)), None),
     "running_max": ("x_ptr", "y_ptr", _rows_scan(lambda x: torch.cummax(x, 1).values), None),
+    "cummax_index_forward": ("x_ptr", "y_ptr", _rows_scan(lambda x: torch.cummax(x, 1).values), None),
+    "cummax_index_reverse": ("x_ptr", "y_ptr", _rows_scan(lambda x: torch.cummax(x.flip(1), 1).values.flip(1)),
+                             None),
 }
 
 # Corpus kernels kad refuses to differentiate, with the reason its error must give.

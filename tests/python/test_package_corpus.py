@@ -324,6 +324,14 @@ def _(g, small):
     return (cdiv(D, 4),), [a, x, h, T, D], dict(CT=ct, BD=4), dict(a_ptr=a, x_ptr=x), dict(h_ptr=h), ref
 
 
+@case("cummax_index", scan.cummax_index_kernel, ["x_ptr"], ["y_ptr"])
+def _(g, small):
+    rows, n, bn = (3, 7, 8) if small else (4, 29, 32)
+    x, y, i = leaf(rows, n, gen=g), torch.empty(rows, n), torch.empty(rows, n, dtype=torch.int32)
+    return (rows,), [x, y, i, n], dict(BLOCK=bn, REVERSE=False), dict(x_ptr=x), dict(y_ptr=y), \
+        lambda t: dict(y_ptr=torch.cummax(t["x_ptr"], 1).values)
+
+
 @case("scan_add", scan.scan_add_kernel, ["x_ptr"], ["y_ptr"])
 def _(g, small):
     rows, n, bn = (3, 6, 8) if small else (5, 37, 64)
@@ -567,7 +575,7 @@ REFUSED = [
     ("histogram", "histogram_kernel", ["x_ptr"], ["hist_ptr"], _histogram_args,
      "'hist_ptr' is not a pointer to floating-point data", "histogram.py:13:29"),
     ("scan", "scan_mul_kernel", ["x_ptr"], ["y_ptr"], _scan_mul_args,
-     "cannot differentiate this tl.associative_scan", "scan.py:91:12"),
+     "cannot differentiate this tl.associative_scan", "scan.py:92:12"),
 ]
 
 
