@@ -239,6 +239,88 @@ static void flow(Ad *ad, ValId to, ValId from)
     set_flag(ad, ad->varied, to, ad->varied[from]);
 }
 
+/* The instruction of b defining v, or NULL (a param, or outside b). */
+static const Inst *def_in(const Block *b, ValId v)
+{
+    for (int i = 0; i < b->insts.n; i++)
+        if (b->insts.v[i].nres == 1 && b->insts.v[i].res[0] == v)
+            return &b->insts.v[i];
+    return NULL;
+}
+
+/* Is v op(x, y) or op(y, x) in b? */
+static bool is_op2(const Block *b, ValId v, OpKind op, ValId x, ValId y)
+{
+    const Inst *d = def_in(b, v);
+    return d && d->op == op && d->nargs == 2 &&
+           ((d->args[0] == x && d->args[1] == y) || (d->args[0] == y && d->args[1] == x));
+}
+
+bool ad_scan_select(const Inst *scan, int k, ValId *cond, bool *running_when_true)
+{
+    const Block *b = scan->regions[0];
+    const Inst *y = ad_block_term(b);
+    int n = scan->nargs;
+    const Inst *d = def_in(b, y->args[k]);
+    if (!d || d->op != OP_WHERE)
+        return false;
+    ValId x = b->params[k], nx = b->params[n + k];
+    if (d->args[1] == x && d->args[2] == nx)
+        *running_when_true = true;
+    else if (d->args[1] == nx && d->args[2] == x)
+        *running_when_true = false;
+    else
+        return false;
+    *cond = d->args[0];
+    return true;
+}
+
+/* SCAN_SELECT when every float slot is a selection (ad_scan_select), else SCAN_OTHER. */
+static ScanKind scan_select(const Func *f, const Inst *scan)
+{
+    bool any = false;
+    for (int k = 0; k < scan->nres; k++) {
+        ValId c;
+        bool first;
+        if (!is_float_type(f->vals.v[scan->res[k]].ty))
+            continue;
+        if (!ad_scan_select(scan, k, &c, &first))
+            return SCAN_OTHER;
+        any = true;
+    }
+    return any ? SCAN_SELECT : SCAN_OTHER;
+}
+
+ScanKind ad_scan_kind(const Func *f, const Inst *scan)
+{
+    const Block *b = scan->regions[0];
+    const Inst *y = ad_block_term(b);
+    const ValId *p = b->params;
+    if (!y || y->op != OP_YIELD || y->nargs != scan->nargs || b->nparams != 2 * scan->nargs)
+        return SCAN_OTHER;
+    if (scan->nargs == 1) {
+        if (is_op2(b, y->args[0], OP_ADD, p[0], p[1]))
+            return SCAN_SUM;
+        if (is_op2(b, y->args[0], OP_MAXIMUM, p[0], p[1]))
+            return SCAN_MAX;
+        if (is_op2(b, y->args[0], OP_MINIMUM, p[0], p[1]))
+            return SCAN_MIN;
+    }
+    if (scan->nargs != 2 || !is_op2(b, y->args[0], OP_MUL, p[0], p[2]))
+        return scan_select(f, scan);
+    /* a2*b1 + b2, or fma(a2, b1, b2) */
+    const Inst *d = def_in(b, y->args[1]);
+    if (d && d->op == OP_FMA && d->args[2] == p[3] &&
+        ((d->args[0] == p[2] && d->args[1] == p[1]) || (d->args[0] == p[1] && d->args[1] == p[2])))
+        return SCAN_LINREC;
+    if (!d || d->op != OP_ADD)
+        return scan_select(f, scan);
+    for (int k = 0; k < 2; k++)
+        if (d->args[1 - k] == p[3] && is_op2(b, d->args[k], OP_MUL, p[2], p[1]))
+            return SCAN_LINREC;
+    return scan_select(f, scan);
+}
+
 static bool is_ptr_shape_op(OpKind op)
 {
     return op == OP_ADDPTR || op == OP_BROADCAST || op == OP_EXPAND_DIMS || op == OP_RESHAPE ||
@@ -288,6 +370,14 @@ static void forward_inst(Ad *ad, const Inst *in)
                 flow(ad, in->res[i], y->args[i]);
         }
         return;
+    case OP_SCAN: { /* every result depends on every input (the region is closed) */
+        bool v = false;
+        for (int i = 0; i < in->nargs; i++)
+            v = v || ad->varied[in->args[i]];
+        for (int i = 0; i < in->nres; i++)
+            set_flag(ad, ad->varied, in->res[i], v && is_float_type(fty(ad, in->res[i])));
+        return;
+    }
     case OP_LOAD: {
         ValId res = in->res[0];
         if (fty(ad, res).dt == DT_PTR) {
@@ -395,6 +485,14 @@ static void backward_inst(Ad *ad, const Inst *in)
         for (int i = 1; i < in->nargs && ad->useful[in->res[0]]; i++)
             set_flag(ad, ad->useful, in->args[i], true);
         return;
+    case OP_SCAN: {
+        bool u = false;
+        for (int i = 0; i < in->nres; i++)
+            u = u || ad->useful[in->res[i]];
+        for (int i = 0; u && i < in->nargs; i++)
+            set_flag(ad, ad->useful, in->args[i], true);
+        return;
+    }
     default:
         break;
     }
@@ -1372,6 +1470,20 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
                 validate_block(ad, in->regions[r], loop_depth, loop, np, npath + 1, sites, &here);
             }
             break;
+        case OP_SCAN: {
+            bool act = false;
+            for (int k = 0; k < in->nres; k++)
+                act = act || ad_active(ad, in->res[k]);
+            if (act && ad_scan_kind(ad->fw, in) == SCAN_OTHER)
+                diag_error(ad->d, in->loc,
+                           "cannot differentiate this tl.associative_scan: kad differentiates the combine "
+                           "functions `x + y` (a sum), `tl.maximum(x, y)` / `tl.minimum(x, y)` (a running "
+                           "max/min), the first-order linear recurrence `(a1 * a2, a2 * b1 + b2)` on pairs "
+                           "(a, b), and selections (each float result `tl.where(c, x, y)` of its own slot, "
+                           "e.g. a running max with its index), recognized from their operations; this "
+                           "combine function is none of them");
+            break;
+        }
         default:
             if (op_differentiable(op) && !has_rule(op) && in->nres == 1 && ad_active(ad, in->res[0]))
                 diag_error(ad->d, in->loc, "no adjoint rule for '%s'", op_info[op].name);

@@ -625,6 +625,40 @@ static void clone_shadow(Ad *ad, Block *bb, const Inst *in)
     name_after(ad, ni->res[0], "d_", fr);
 }
 
+/* A scan in the primal sweep: the same op over the primal operands, its
+ * closed combine region copied with fresh values. */
+static void clone_scan(Ad *ad, Block *bb, const Inst *in)
+{
+    Func *f = ad->bw;
+    const Block *fr = in->regions[0];
+    Type *rt = arena_alloc(ad->a, sizeof *rt * (size_t)in->nres);
+    for (int i = 0; i < in->nres; i++)
+        rt[i] = fty(ad, in->res[i]);
+    Inst *ni = ir_emit(f, bb, OP_SCAN, map_args(ad, in, false), in->nargs, rt, in->nres, in->loc);
+    ni->ival = in->ival;
+    ni->flags = in->flags;
+    ValId *res = ni->res;
+    Block *rb = ir_inst_add_region(f, ni);
+    ValId *m = arena_alloc(ad->a, sizeof *m * (size_t)ad->fw->vals.n);
+    for (int i = 0; i < fr->nparams; i++)
+        m[fr->params[i]] = ir_block_param_add(f, rb, fty(ad, fr->params[i]), fname(ad, fr->params[i]),
+                                              ad->fw->vals.v[fr->params[i]].loc);
+    for (int k = 0; k < fr->insts.n; k++) {
+        const Inst *c = &fr->insts.v[k];
+        ValId *args = arena_alloc(ad->a, sizeof *args * (size_t)(c->nargs + 1));
+        for (int j = 0; j < c->nargs; j++)
+            args[j] = m[c->args[j]];
+        Inst *nc = c->op == OP_YIELD ? ir_emit(f, rb, OP_YIELD, args, c->nargs, NULL, 0, c->loc)
+                                     : emit_like(ad, rb, c, args);
+        if (c->nres == 1)
+            m[c->res[0]] = nc->res[0];
+    }
+    for (int i = 0; i < in->nres; i++) {
+        ad->pm[in->res[i]] = res[i];
+        name_after(ad, res[i], "", in->res[i]);
+    }
+}
+
 /* Copies fb into bb: stores and (scratch) atomics dropped, shadows made
  * for pointers into differentiated buffers, region-carried shadows added.
  * CL_YIELD: copy fb's terminating yield, extended by the shadows of the
@@ -646,6 +680,9 @@ static void clone_block(Ad *ad, const Block *fb, Block *bb, unsigned mode, const
         case OP_CUSTOM_VJP:
         case OP_STOP_GRADIENT: /* identities: the primal is operand 0's */
             ad->pm[in->res[0]] = P0(ad, in->args[0]);
+            continue;
+        case OP_SCAN:
+            clone_scan(ad, bb, in);
             continue;
         case OP_YIELD: {
             if (!(mode & CL_YIELD))
@@ -818,6 +855,89 @@ static void merge_contribs(Em *e, const Inst *in, ValId *c)
     for (int k = 0; k < in->nargs; k++)
         if (c[k])
             accum(e, in->args[k], c[k]);
+}
+
+/* ---- scans (docs/AD.md, "Scans") ---- */
+
+/* A combine region's body: p holds the 2n params (the running values, then
+ * the next element's); writes the n yielded values to y. */
+typedef void (*CombineFn)(Em *e, const ValId *p, ValId *y);
+
+/* A scan over xs (backward values of one shape) along axis with the
+ * combine region body() builds; returns its results. */
+static ValId *escan(Em *e, const ValId *xs, int n, int axis, bool rev, CombineFn body, const char *const *names)
+{
+    Func *f = e->ad->bw;
+    Type rt[4];
+    ASSERT(n <= 4);
+    for (int i = 0; i < n; i++)
+        rt[i] = bty(e->ad, xs[i]);
+    Inst *in = ir_emit(f, e->b, OP_SCAN, xs, n, rt, n, e->loc);
+    in->ival = axis;
+    in->flags = rev ? IF_REVERSE : 0;
+    ValId *res = in->res;
+    Block *rb = ir_inst_add_region(f, in);
+    ValId p[8], y[4];
+    for (int i = 0; i < 2 * n; i++)
+        p[i] = ir_block_param_add(f, rb, type_with_shape(rt[i % n], 0, NULL), names[i], e->loc);
+    Em re = {e->ad, rb, e->loc};
+    body(&re, p, y);
+    ir_emit(f, rb, OP_YIELD, y, n, NULL, 0, e->loc);
+    return res;
+}
+
+/* (a1, b1) then (a2, b2): (a1*a2, a2*b1 + b2) */
+static void combine_linrec(Em *e, const ValId *p, ValId *y)
+{
+    y[0] = e2(e, OP_MUL, p[0], p[2]);
+    y[1] = e2(e, OP_ADD, e2(e, OP_MUL, p[2], p[1]), p[3]);
+}
+
+/* (last, prev, count): the segment's last value, the one before it (the
+ * fill while the segment has one element) and its length. */
+static void combine_shift(Em *e, const ValId *p, ValId *y)
+{
+    Func *f = e->ad->bw;
+    ValId two = ir_const_int(f, e->b, bty(e->ad, p[2]), 2, e->loc);
+    y[0] = p[3];
+    y[1] = ewhere(e, ecmp(e, OP_GE, p[5], two), p[4], p[0]);
+    y[2] = e2(e, OP_ADD, p[2], p[5]);
+}
+
+/* (key, sum): the key of the segment's last element and the sum of the
+ * values of its trailing run of that key (keys monotone along the scan). */
+static void combine_segsum(Em *e, const ValId *p, ValId *y)
+{
+    y[0] = p[2];
+    y[1] = e2(e, OP_ADD, p[3], ewhere(e, ecmp(e, OP_EQ, p[0], p[2]), p[1], ec(e, p[1], 0.0)));
+}
+
+/* x shifted by one along axis in the direction of a scan with `rev`: lane t
+ * gets x[t-1] (rev: x[t+1]), the first lane in that direction `fill`.
+ * Exact: values are only selected. */
+static ValId eshift(Em *e, ValId x, int axis, bool rev, double fill)
+{
+    Type t = bty(e->ad, x);
+    ValId xs[3] = {x, ec(e, x, fill), ir_const_int(e->ad->bw, e->b, type_with_dtype(t, DT_I32), 1, e->loc)};
+    static const char *const names[] = {"last1", "prev1", "n1", "last2", "prev2", "n2"};
+    return escan(e, xs, 3, axis, rev, combine_shift, names)[1];
+}
+
+/* g[s] = sum over t at or after s (in the direction of rev) of
+ * d[t] * prod of a[r] for r strictly after s up to t: a linear recurrence
+ * run against the direction of rev, with the coefficients shifted by one. */
+static ValId suffix_linrec(Em *e, ValId a, ValId d, int axis, bool rev)
+{
+    ValId xs[2] = {eshift(e, a, axis, !rev, 0.0), d};
+    static const char *const names[] = {"a1", "b1", "a2", "b2"};
+    return escan(e, xs, 2, axis, !rev, combine_linrec, names)[1];
+}
+
+/* The adjoint of y = cumprod(x) (direction rev): dx[s] = (product of the x
+ * before s) * g[s], with g as above: exact with zeros, no division. */
+static ValId cumprod_adjoint(Em *e, ValId x, ValId y, ValId d, int axis, bool rev)
+{
+    return e2(e, OP_MUL, eshift(e, y, axis, rev, 1.0), suffix_linrec(e, x, d, axis, rev));
 }
 
 /* Every adjoint rule, one case per op, neighbours together.  d is the
@@ -1033,6 +1153,9 @@ static void adj_rule(Em *e, const Inst *in)
         GIVE(0, ni->res[0]);
         break;
     }
+    case OP_CUMPROD:
+        GIVE(0, cumprod_adjoint(e, P(e, a0), P(e, y), d, (int)in->ival, in->flags & IF_REVERSE));
+        break;
     case OP_DOT: { /* y = a@b + acc: da = d@b^T, db = a^T@d, dacc = d */
         /* ^T swaps the last two axes; a leading batch axis (3-D dot) stays */
         int32_t tr[KAD_MAX_RANK];
@@ -1071,6 +1194,170 @@ static void adj_rule(Em *e, const Inst *in)
 #undef SUB
 #undef NEG
 #undef K
+}
+
+/* i32 tile of shape t holding each lane's index along axis. */
+static ValId axis_index(Em *e, Type t, int axis)
+{
+    Func *f = e->ad->bw;
+    int32_t len = t.shape[axis], sh[KAD_MAX_RANK];
+    Inst *ar = ir_emit(f, e->b, OP_ARANGE, NULL, 0, (Type[]){type_tile(DT_I32, 1, &len)}, 1, e->loc);
+    ar->ival = 0;
+    ValId v = ar->res[0];
+    if (t.rank > 1) {
+        for (int i = 0; i < t.rank; i++)
+            sh[i] = i == axis ? len : 1;
+        v = eshape(e, OP_RESHAPE, v, type_tile(DT_I32, t.rank, sh), 0);
+    }
+    return eshape(e, OP_BROADCAST, v, type_with_dtype(t, DT_I32), 0);
+}
+
+/* A selection scan's source positions: the forward's scan again, its
+ * combine region copied, with an i32 slot per selected float slot k that
+ * active[k] marks, choosing its index where the region chooses the value
+ * (ad_scan_select).  src[k]: the position along the axis each result of
+ * slot k was taken from. */
+static void select_sources(Em *e, const Inst *in, const bool *active, ValId idx, ValId *src)
+{
+    Ad *ad = e->ad;
+    Func *f = ad->bw;
+    const Block *fr = in->regions[0];
+    const Inst *fy = ad_block_term(fr);
+    int n = in->nargs, m = 0;
+    int *slot = arena_alloc(ad->a, sizeof *slot * (size_t)n);
+    for (int k = 0; k < n; k++)
+        slot[k] = active[k] ? m++ : -1;
+    ValId *xs = arena_alloc(ad->a, sizeof *xs * (size_t)(n + m));
+    Type *rt = arena_alloc(ad->a, sizeof *rt * (size_t)(n + m));
+    for (int i = 0; i < n + m; i++) {
+        xs[i] = i < n ? P0(ad, in->args[i]) : idx;
+        rt[i] = bty(ad, xs[i]);
+    }
+    Inst *ni = ir_emit(f, e->b, OP_SCAN, xs, n + m, rt, n + m, e->loc);
+    ni->ival = in->ival;
+    ni->flags = in->flags;
+    ValId *res = ni->res;
+    Block *rb = ir_inst_add_region(f, ni);
+    ValId *map = arena_alloc(ad->a, sizeof *map * (size_t)ad->fw->vals.n);
+    ValId *ip = arena_alloc(ad->a, sizeof *ip * (size_t)(2 * m + 1));
+    Type i32 = type_tile(DT_I32, 0, NULL);
+    for (int h = 0; h < 2; h++) {
+        for (int i = 0; i < n; i++) {
+            ValId p = fr->params[h * n + i];
+            map[p] = ir_block_param_add(f, rb, fty(ad, p), fname(ad, p), e->loc);
+        }
+        for (int j = 0; j < m; j++)
+            ip[h * m + j] = ir_block_param_add(f, rb, i32, h ? "at2" : "at1", e->loc);
+    }
+    for (int i = 0; i + 1 < fr->insts.n; i++) {
+        const Inst *c = &fr->insts.v[i];
+        ValId *args = arena_alloc(ad->a, sizeof *args * (size_t)(c->nargs + 1));
+        for (int j = 0; j < c->nargs; j++)
+            args[j] = map[c->args[j]];
+        Inst *nc = emit_like(ad, rb, c, args);
+        if (c->nres == 1)
+            map[c->res[0]] = nc->res[0];
+    }
+    ValId *ys = arena_alloc(ad->a, sizeof *ys * (size_t)(n + m));
+    for (int i = 0; i < n; i++)
+        ys[i] = map[fy->args[i]];
+    for (int k = 0; k < n; k++) {
+        if (slot[k] < 0)
+            continue;
+        ValId c;
+        bool run;
+        bool sel = ad_scan_select(in, k, &c, &run);
+        ASSERT(sel);
+        (void)sel;
+        ValId a1 = ip[slot[k]], a2 = ip[m + slot[k]];
+        ys[n + slot[k]] = ir_op3(f, rb, OP_WHERE, i32, map[c], run ? a1 : a2, run ? a2 : a1, e->loc);
+    }
+    ir_emit(f, rb, OP_YIELD, ys, n + m, NULL, 0, e->loc);
+    for (int k = 0; k < n; k++)
+        src[k] = slot[k] < 0 ? 0 : res[n + slot[k]];
+}
+
+/* The adjoint of a scan whose combine function AD recognizes (validated). */
+static void adj_scan(Em *e, const Inst *in)
+{
+    Ad *ad = e->ad;
+    int axis = (int)in->ival;
+    bool rev = in->flags & IF_REVERSE;
+    switch (ad_scan_kind(ad->fw, in)) {
+    case SCAN_SUM: { /* each input reaches every later output: a cumsum the other way */
+        ValId d = ad->adj[in->res[0]];
+        if (!d || !ad_active(ad, in->args[0]))
+            return;
+        Inst *ni = ir_emit(ad->bw, e->b, OP_CUMSUM, &d, 1, (Type[]){bty(ad, d)}, 1, e->loc);
+        ni->ival = axis;
+        ni->flags = rev ? 0 : IF_REVERSE;
+        accum(e, in->args[0], ni->res[0]);
+        return;
+    }
+    case SCAN_MAX:
+    case SCAN_MIN: {
+        /* y[t] is the x of the first position (in the scan's direction) holding
+         * the running extremum: the lane whose x beats the previous y; it gets
+         * the adjoints of its run of equal y, summed by a segmented scan the
+         * other way */
+        ValId d = ad->adj[in->res[0]];
+        if (!d || !ad_active(ad, in->args[0]))
+            return;
+        bool mx = ad_scan_kind(ad->fw, in) == SCAN_MAX;
+        ValId x = P(e, in->args[0]), y = P(e, in->res[0]);
+        ValId prev = eshift(e, y, axis, rev, mx ? -INFINITY : INFINITY);
+        ValId first = ecmp(e, mx ? OP_GT : OP_LT, x, prev);
+        ValId xs[2] = {y, d};
+        static const char *const names[] = {"key1", "sum1", "key2", "sum2"};
+        ValId run = escan(e, xs, 2, axis, !rev, combine_segsum, names)[1];
+        accum(e, in->args[0], ewhere(e, first, run, ec(e, d, 0.0)));
+        return;
+    }
+    case SCAN_SELECT: {
+        /* each result is the input at its source position; a source's
+         * positions form one run (it starts at the source itself): the run's
+         * adjoints summed by a segmented scan the other way go to the lane
+         * that is its own source */
+        int n = in->nargs;
+        bool *act = arena_alloc(ad->a, (size_t)n);
+        bool any = false;
+        for (int k = 0; k < n; k++) {
+            act[k] = ad->adj[in->res[k]] && ad_active(ad, in->args[k]);
+            any |= act[k];
+        }
+        if (!any)
+            return;
+        ValId idx = axis_index(e, fty(ad, in->args[0]), axis);
+        ValId *src = arena_alloc(ad->a, sizeof *src * (size_t)n);
+        select_sources(e, in, act, idx, src);
+        for (int k = 0; k < n; k++) {
+            if (!act[k])
+                continue;
+            ValId d = ad->adj[in->res[k]];
+            static const char *const names[] = {"key1", "sum1", "key2", "sum2"};
+            ValId xs[2] = {src[k], d};
+            ValId run = escan(e, xs, 2, axis, !rev, combine_segsum, names)[1];
+            accum(e, in->args[k], ewhere(e, ecmp(e, OP_EQ, src[k], idx), run, ec(e, d, 0.0)));
+        }
+        return;
+    }
+    case SCAN_LINREC: {
+        /* h[t] = a[t]*h[t-1] + b[t] (rev: h[t+1]); A[t] = prod a up to t */
+        ValId a = in->args[0], b = in->args[1];
+        ValId dA = ad->adj[in->res[0]], dh = ad->adj[in->res[1]];
+        if (dh && (ad_active(ad, a) || ad_active(ad, b))) {
+            ValId g = suffix_linrec(e, P(e, a), dh, axis, rev);
+            accum(e, b, g);
+            if (ad_active(ad, a))
+                accum(e, a, e2(e, OP_MUL, g, eshift(e, P(e, in->res[1]), axis, rev, 0.0)));
+        }
+        if (dA && ad_active(ad, a))
+            accum(e, a, cumprod_adjoint(e, P(e, a), P(e, in->res[0]), dA, axis, rev));
+        return;
+    }
+    default:
+        die("scan: combine function not validated");
+    }
 }
 
 /* Does the adjoint of `in` (or of a region inside it) do anything? */
@@ -1882,6 +2169,11 @@ static void adj_block(Ad *ad, const Block *fb, Block *bb)
         case OP_CUSTOM_VJP:
             adj_custom(ad, bb, in);
             break;
+        case OP_SCAN: {
+            Em e = {ad, bb, in->loc};
+            adj_scan(&e, in);
+            break;
+        }
         default:
             if (op_differentiable(in->op) && in->nres == 1) {
                 Em e = {ad, bb, in->loc};

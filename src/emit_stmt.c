@@ -179,8 +179,30 @@ void em_print_inst(Emitter *E, Buf *b, InstInfo *info, int depth)
     if (info->dead || (in->nres == 1 && (E->vi[in->res[0]].inl || E->vi[in->res[0]].cnst)))
         return;
     switch (op) {
-    case OP_YIELD: case OP_CONDITION:
+    case OP_YIELD:
+        if (E->opt && E->opt->combine && depth == 1) { /* a combine function's result */
+            indent(b, depth);
+            buf_puts(b, "return ");
+            for (int i = 0; i < in->nargs; i++)
+                buf_printf(b, "%s%s", i ? ", " : "", em_opnd(E, info, i, CTX_SLOT).s);
+            buf_putc(b, '\n');
+        }
+        return; /* else printed by the parent */
+    case OP_CONDITION:
         return; /* printed by the parent */
+    case OP_SCAN: {
+        indent(b, depth);
+        for (int i = 0; i < in->nres; i++)
+            buf_printf(b, "%s%s", i ? ", " : "", em_var_name(E, in->res[i]));
+        buf_puts(b, " = tl.associative_scan(");
+        if (in->nargs > 1)
+            buf_putc(b, '(');
+        for (int i = 0; i < in->nargs; i++)
+            buf_printf(b, "%s%s", i ? ", " : "", em_opnd(E, info, i, CTX_SLOT).s);
+        buf_printf(b, "%s, %lld, %s%s)\n", in->nargs > 1 ? ")" : "", (long long)in->ival,
+                   em_combine_name(E, in), in->flags & IF_REVERSE ? ", reverse=True" : "");
+        return;
+    }
     case OP_STORE:
         indent(b, depth);
         buf_printf(b, "tl.store(%s)\n", em_mem_args(E, info));

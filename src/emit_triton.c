@@ -369,7 +369,9 @@ static void scan_block(Emitter *E, const Block *b, InstInfo *infos, InstInfo *pa
         }
         choose_operands(E, info);
         info->effects = op == OP_STORE || op == OP_ATOMIC_ADD || op == OP_ASSERT || op == OP_BARRIER;
-        if (in->nregions) {
+        if (op == OP_SCAN) /* the combine region prints as its own function (emit_combines) */
+            vec_push(E->a, E->scans, in);
+        else if (in->nregions) {
             info->reg = arena_alloc(E->a, sizeof(InstInfo *) * (size_t)in->nregions);
             for (int r = 0; r < in->nregions; r++) {
                 const Block *rb = in->regions[r];
@@ -389,7 +391,7 @@ static void scan_block(Emitter *E, const Block *b, InstInfo *infos, InstInfo *pa
                     info->effects |= info->reg[r][k].effects;
             }
         }
-        info->end = in->nregions ? E->counter++ : info->pos;
+        info->end = in->nregions && op != OP_SCAN ? E->counter++ : info->pos;
         for (int r = 0; r < in->nres; r++)
             define(E, in->res[r], info, b, parent, depth);
         if (in->nres == 1 && (op == OP_CONST || (op == OP_BROADCAST && E->vi[in->args[0]].cnst)))
@@ -823,7 +825,7 @@ static void name_block(Emitter *E, const Block *b, InstInfo *infos)
 {
     for (int i = 0; i < b->insts.n; i++) {
         const Inst *in = &b->insts.v[i];
-        for (int r = 0; r < in->nregions; r++) {
+        for (int r = 0; r < in->nregions && in->op != OP_SCAN; r++) {
             for (int j = 0; j < in->regions[r]->nparams; j++)
                 name_class(E, in->regions[r]->params[j]);
             name_block(E, in->regions[r], infos[i].reg[r]);
@@ -964,6 +966,8 @@ static void print_module(Emitter *E, Buf *out, const char *kname, const char *bo
     }
     /* a folded backward's sizes are not specialized (== 1, divisibility): the kernel compiled
      * for a batch of one row computes each row exactly as the one for 2048 rows */
+    if (E->helpers)
+        buf_puts(out, E->helpers);
     const char *jit_args = opt ? opt->jit_args : NULL;
     if (bwd && f->fold) {
         Buf j = {.a = E->a};
@@ -1134,6 +1138,57 @@ static void print_backward_body(Emitter *E, Buf *text)
         buf_printf(text, "    # reverse sweep: from the output gradients back to the inputs\n%s", buf_str(&rev));
 }
 
+const char *em_combine_name(Emitter *E, const Inst *in)
+{
+    for (int k = 0; E->combine_names && k < E->scans.n; k++)
+        if (E->scans.v[k] == in)
+            return E->combine_names[k];
+    return "_kad_combine"; /* measuring line lengths, before emit_combines */
+}
+
+/* Each scan's combine region as a @triton.jit function of its params
+ * returning the yielded values, emitted by the same passes; scans with the
+ * same function text share one (_kad_combine_<kernel>_<k>). */
+static void emit_combines(Emitter *E)
+{
+    Buf h = {.a = E->a};
+    int n = E->scans.n, nfn = 0;
+    const char **texts = arena_alloc(E->a, sizeof *texts * (size_t)n);
+    E->combine_names = arena_alloc(E->a, sizeof *E->combine_names * (size_t)n);
+    for (int k = 0; k < n; k++) {
+        const Block *rb = E->scans.v[k]->regions[0];
+        Func sub = {0};
+        sub.name = "_kad_combine";
+        sub.a = E->f->a;
+        sub.vals = E->f->vals;
+        sub.params = rb->params;
+        sub.nparams = rb->nparams;
+        sub.body = (Block *)rb;
+        sub.loc = E->f->loc;
+        EmitOptions o = {.name = sub.name, .fragment = true, .combine = true};
+        Buf t = {.a = E->a};
+        if (!emit_triton(&t, &sub, &o, E->d))
+            E->failed = true;
+        texts[k] = buf_str(&t);
+        int same = -1;
+        for (int j = 0; j < k && same < 0; j++)
+            if (!strcmp(texts[j], texts[k]))
+                same = j;
+        if (same >= 0) {
+            E->combine_names[k] = E->combine_names[same];
+            continue;
+        }
+        const char *name = arena_printf(E->a, "_kad_combine_%s_%d", E->kname, nfn++);
+        E->combine_names[k] = name;
+        const char *def = strstr(texts[k], "def _kad_combine(");
+        if (def) {
+            buf_printf(&h, "%.*sdef %s(%s\n\n", (int)(def - texts[k]), texts[k], name,
+                       def + strlen("def _kad_combine("));
+        }
+    }
+    E->helpers = h.len ? buf_str(&h) : NULL;
+}
+
 bool emit_triton(Buf *out, const Func *f, const EmitOptions *opt, Diags *d)
 {
     Emitter E0 = {0}, *E = &E0;
@@ -1151,6 +1206,7 @@ bool emit_triton(Buf *out, const Func *f, const EmitOptions *opt, Diags *d)
     const char *kname = em_py_ident(E->a, opt && opt->name ? opt->name : f->name);
     if (!kname)
         kname = "kernel";
+    E->kname = kname;
     const Block *body = f->body;
     E->body = arena_alloc(E->a, sizeof(InstInfo) * (size_t)((body ? body->insts.n : 0) + 1));
     E->counter = 1;
@@ -1164,11 +1220,13 @@ bool emit_triton(Buf *out, const Func *f, const EmitOptions *opt, Diags *d)
     coalesce(E);
     coalesce_names(E);
     assign_names(E, kname);
+    if (E->scans.n)
+        emit_combines(E);
     for (int i = body ? body->insts.n - 1 : -1; i >= 0; i--) {
         const InstInfo *info = &E->body[i];
         if (info->dead || info->in->op == OP_YIELD)
             continue;
-        if (info->in->op == OP_IF && info->in->nres == 0)
+        if (info->in->op == OP_IF && info->in->nres == 0 && !(opt && opt->combine))
             E->early_return = info;
         break;
     }

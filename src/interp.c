@@ -1469,6 +1469,44 @@ static void for_op(Interp *S, const XInst *xi)
         copy_value(S, in->res[j], b->params[1 + j]);
 }
 
+/* scan with a combine region: per lane across the axis, the running
+ * values (params 0..n-1) and the next element (params n..2n-1) go through
+ * the region; the first element along the scan's direction is itself.
+ * Every lane is 8 bytes (no pointers: verified). */
+static void scan_region_op(Interp *S, const XInst *xi)
+{
+    const Inst *in = xi->in;
+    const XBlock *cb = xi->reg[0];
+    const Block *b = cb->b;
+    const Inst *y = cb->term;
+    int n = in->nargs;
+    ASSERT(y && y->nargs == n && b->nparams == 2 * n);
+    int64_t O, L, I;
+    axis_view(vtype(S, in->args[0]), (int)in->ival, &O, &L, &I);
+    bool rev = (in->flags & IF_REVERSE) != 0;
+    for (int64_t o = 0; o < O; o++)
+        for (int64_t i = 0; i < I; i++) {
+            int64_t prev = 0;
+            for (int64_t j = 0; j < L; j++) {
+                int64_t k = rev ? L - 1 - j : j;
+                int64_t at = o * L * I + k * I + i;
+                if (j == 0) {
+                    for (int q = 0; q < n; q++)
+                        memcpy((char *)S->slot[in->res[q]] + 8 * at, (char *)S->slot[in->args[q]] + 8 * at, 8);
+                } else {
+                    for (int q = 0; q < n; q++) {
+                        memcpy(S->slot[b->params[q]], (char *)S->slot[in->res[q]] + 8 * prev, 8);
+                        memcpy(S->slot[b->params[n + q]], (char *)S->slot[in->args[q]] + 8 * at, 8);
+                    }
+                    exec_block(S, cb);
+                    for (int q = 0; q < n; q++)
+                        memcpy((char *)S->slot[in->res[q]] + 8 * at, S->slot[y->args[q]], 8);
+                }
+                prev = at;
+            }
+        }
+}
+
 static void if_op(Interp *S, const XInst *xi)
 {
     const Inst *in = xi->in;
@@ -1583,6 +1621,7 @@ static void exec_inst(Interp *S, const XInst *xi)
     case OP_FOR: for_op(S, xi); break;
     case OP_IF: if_op(S, xi); break;
     case OP_WHILE: while_op(S, xi); break;
+    case OP_SCAN: scan_region_op(S, xi); break;
     default:
         if (unary_fn(xi->op) || xi->op == OP_NEG || xi->op == OP_ABS || xi->op == OP_NOT ||
             xi->op == OP_ISNAN || xi->op == OP_ISINF)

@@ -535,6 +535,19 @@ static void print_inst(Printer *p, const Inst *in, int depth)
         put_region(p, in, 1, depth);
         break;
     }
+    case OP_SCAN: { /* scan %a, %b {axis = 0, reverse} -> (T, T) combine (%x1, %x2, %y1, %y2) { ... } */
+        const Block *r = in->nregions > 0 ? in->regions[0] : NULL;
+        buf_putc(b, ' ');
+        put_vals(p, in->args, in->nargs);
+        buf_printf(b, " {axis = %lld%s}", (long long)in->ival, in->flags & IF_REVERSE ? ", reverse" : "");
+        put_result_types(p, in);
+        buf_puts(b, " combine (");
+        if (r)
+            put_vals(p, r->params, r->nparams);
+        buf_putc(b, ')');
+        put_region(p, in, 0, depth);
+        break;
+    }
     default: {
         /* immediates before the operands */
         const Type *rt = in->nres ? &p->f->vals.v[in->res[0]].ty : NULL;

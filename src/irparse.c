@@ -796,6 +796,63 @@ static void parse_while(P *p, Block *b, const Tok *res, int nres, Loc loc, int d
     emit_cf(p, b, OP_WHILE, inits, n, regs, 2, res, tys, nres, loc);
 }
 
+/* scan := results '=' 'scan' %x (',' %x)* '{' 'axis' '=' INT [',' 'reverse'] '}' '->' '(' types ')'
+ *         'combine' '(' %p (',' %p)* ')' region
+ * The combine params are scalars of the operands' dtypes, twice over. */
+static void parse_scan(P *p, Block *b, const Tok *res, int nres, Loc loc, int depth)
+{
+    /* arena arrays: this frame is on the recursion of nested regions */
+    ValId *args = arena_alloc(p->a, sizeof *args * MAX_VALUES);
+    Type *tys = arena_alloc(p->a, sizeof *tys * MAX_VALUES);
+    int n = 0;
+    do {
+        if (n == MAX_VALUES / 2)
+            perr(p, p->tok.loc, "too many operands");
+        args[n++] = parse_use(p);
+    } while (accept(p, P_COMMA));
+    Attr as[2];
+    int na = parse_attrs(p, as, 2);
+    int64_t axis = -1;
+    uint16_t flags = 0;
+    for (int i = 0; i < na; i++) {
+        if (!strcmp(as[i].key, "axis") && as[i].kind == A_INT)
+            axis = as[i].ival;
+        else if (!strcmp(as[i].key, "reverse") && as[i].kind == A_FLAG)
+            flags |= IF_REVERSE;
+        else
+            perr(p, as[i].loc, "'scan' takes the attributes {axis = N[, reverse]}, found '%s'", as[i].key);
+    }
+    if (axis < 0)
+        perr(p, loc, "'scan' needs the attribute {axis = N}");
+    int ntys = parse_result_types(p, tys, MAX_VALUES);
+    check_result_count(p, nres, ntys, loc, "scan");
+    if (ntys != n)
+        perr(p, loc, "'scan' has %d operands but %d result types", n, ntys);
+    expect_id(p, "combine");
+    expect(p, P_LPAREN, "'(' after 'combine'");
+    Block *body = ir_block_new(p->f);
+    int mark = scope_open(p), np = 0;
+    if (!at(p, P_RPAREN)) {
+        do {
+            Tok t = expect(p, P_VAL, "a value name (%name)");
+            if (np == 2 * n)
+                perr(p, t.loc, "'combine' names more than the %d parameters of a scan of %d operands", 2 * n, n);
+            Type st = type_with_shape(type_of(p, args[np % n]), 0, NULL);
+            define(p, &t, st, body);
+            np++;
+        } while (accept(p, P_COMMA));
+    }
+    Tok close = expect(p, P_RPAREN, "')'");
+    if (np != 2 * n)
+        perr(p, close.loc, "'combine' names %d parameters but a scan of %d operands has %d", np, n, 2 * n);
+    parse_region_body(p, body, depth);
+    scope_close(p, mark);
+    emit_cf(p, b, OP_SCAN, args, n, &body, 1, res, tys, nres, loc);
+    Inst *in = &b->insts.v[b->insts.n - 1];
+    in->ival = axis;
+    in->flags = flags;
+}
+
 /* inst := [%r (',' %r)* '='] op [imm] [operand (',' operand)*] [attrs] [':' type] NL
  * operand := ['mask' | 'other'] %v        (keywords: load/store/atomic_add)
  * imm := number  (const, program_id, num_programs, arange) */
@@ -820,10 +877,12 @@ static void parse_inst(P *p, Block *b, int depth)
         perr(p, optok.loc, "unknown op '%.*s'", optok.len, optok.text);
     next(p);
     const OpInfo *oi = &op_info[op];
-    if (op == OP_FOR || op == OP_IF || op == OP_WHILE) {
+    if (op == OP_FOR || op == OP_IF || op == OP_WHILE || op == OP_SCAN) {
         if (depth >= MAX_DEPTH)
             perr(p, optok.loc, "regions nested more than %d deep", MAX_DEPTH);
-        if (op == OP_FOR)
+        if (op == OP_SCAN)
+            parse_scan(p, b, res, nres, loc, depth);
+        else if (op == OP_FOR)
             parse_for(p, b, res, nres, loc, depth);
         else if (op == OP_IF)
             parse_if(p, b, res, nres, loc, depth);

@@ -466,7 +466,7 @@ enum {
     IF_HAS_MASK = 1 << 0,  /* load/store/atomic_add: a mask operand follows */
     IF_HAS_OTHER = 1 << 1, /* load: an `other` operand follows the mask */
     IF_KEEP_DIMS = 1 << 2, /* reductions */
-    IF_REVERSE = 1 << 3,   /* cumsum/cumprod */
+    IF_REVERSE = 1 << 3,   /* cumsum/cumprod/scan */
 };
 
 /* OP_DOT ival: the forward's input precision. */
@@ -1516,6 +1516,17 @@ bool ad_active(const Ad *ad, ValId v);
 int ad_root_role(const Ad *ad, ValId v);
 /* b's terminator (its last instruction), or NULL when b is empty. */
 const Inst *ad_block_term(const Block *b);
+/* The combine functions of `scan` that AD differentiates, recognized from the
+ * region's IR (docs/AD.md, "Scans"): a sum `x + y`; the first-order linear
+ * recurrence `(a1*a2, a2*b1 + b2)` on pairs (params a1, b1, a2, b2); a running
+ * `maximum` / `minimum`. */
+typedef enum ScanKind { SCAN_OTHER, SCAN_SUM, SCAN_LINREC, SCAN_MAX, SCAN_MIN, SCAN_SELECT } ScanKind;
+ScanKind ad_scan_kind(const Func *f, const Inst *scan);
+/* SCAN_SELECT: every float value k the combine yields is `where(c, x_k, y_k)` or
+ * `where(c, y_k, x_k)` (x: the running values' params, y: the next element's): a
+ * selection, so each result is one input element.  True for such a slot k, with the
+ * region's condition *cond and whether it selects the running value when true. */
+bool ad_scan_select(const Inst *scan, int k, ValId *cond, bool *running_when_true);
 /* Stamps every value defined in b (regions included) with id. */
 void ad_mark_defs(Ad *ad, const Block *b, int id);
 /* Does carried slot k of the for body `body` flow through a chain of
@@ -1585,6 +1596,9 @@ typedef struct EmitOptions {
     const char *jit_args; /* inside @triton.jit(...), e.g. do_not_specialize=[...]; NULL: none */
     bool jvp;           /* with backward: a jvp kernel (ad_forward): the def's order, then the
                          * tangent pointers, the body printed as one section */
+    bool combine;       /* a scan's combine function (emit_triton builds these itself): the Func's
+                         * params are the region's, its body the region, whose yield prints as
+                         * `return` */
 } EmitOptions;
 
 /* Appends to out a Python module holding f as one @triton.jit function
@@ -1707,9 +1721,15 @@ typedef struct Emitter {
     const char **set;
     uint32_t mask;
     int ntmp;
+    const char *kname;      /* the printed function's name */
+    Vec(const Inst *) scans; /* the scans, in print order */
+    const char **combine_names; /* per scan: its combine function (identical ones shared) */
+    const char *helpers;    /* the combine functions' source, printed before the kernel */
 } Emitter;
 
 static inline Type em_vtype(const Emitter *E, ValId v) { return E->f->vals.v[v].ty; }
+/* The name of the combine function of scan `in` (emit_triton.c). */
+const char *em_combine_name(Emitter *E, const Inst *in);
 
 /* emit_triton.c */
 

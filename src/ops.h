@@ -106,7 +106,11 @@
   X(OP_ARGMAX,         "argmax",         1,  1,  0,  1,  0, 'Z') /* result i32; first index of the max; flags KEEP_DIMS */ \
   X(OP_ARGMIN,         "argmin",         1,  1,  0,  1,  0, 'Z') /* result i32; first index of the min; flags KEEP_DIMS */ \
   X(OP_CUMSUM,         "cumsum",         1,  1,  0,  1,  0, 'D') /* flags REVERSE */ \
-  X(OP_CUMPROD,        "cumprod",        1,  1,  0,  1,  0, 'N') /* flags REVERSE */ \
+  X(OP_CUMPROD,        "cumprod",        1,  1,  0,  1,  0, 'D') /* flags REVERSE */ \
+  /* tl.associative_scan: n inputs of one shape -> n results of their types; ival = axis, flags REVERSE; \
+     region 0 (combine): 2n scalar params (the running values, then the next element's), yields n scalars; \
+     closed: it reads only its params and its own values, pure region-less ops only */ \
+  X(OP_SCAN,           "scan",          -1, -1,  1,  1,  0, 'D') \
   /* matrix product: a[M,K], b[K,N], acc[M,N]; ival = input precision (DotPrec) */ \
   X(OP_DOT,            "dot",            3,  1,  0,  1,  0, 'D') \
   /* random numbers (Philox 4x32-10, like tl.rand/randn/randint): seed (scalar int), offset (int tile) */ \

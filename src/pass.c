@@ -551,6 +551,18 @@ static void simplify_region(S *s, Block *r)
     cse_pop(s, mark);
 }
 
+/* Simplifies a scan's combine region, which must stay closed: CSE sees
+ * none of the enclosing regions' values. */
+static void simplify_closed_region(S *s, Block *r)
+{
+    size_t bytes = s->nbuckets * sizeof *s->buckets;
+    int *saved = arena_alloc(s->a, bytes);
+    memcpy(saved, s->buckets, bytes);
+    memset(s->buckets, 0xff, bytes); /* -1: empty */
+    simplify_region(s, r);
+    memcpy(s->buckets, saved, bytes);
+}
+
 static void simplify_block(S *s, Block *b)
 {
     int nold;
@@ -572,8 +584,11 @@ static void simplify_block(S *s, Block *b)
                 s->repl[in.res[k]] = rep(s, y->args[k]);
             continue;
         }
-        for (int r = 0; r < in.nregions; r++)
-            simplify_region(s, in.regions[r]);
+        if (op == OP_SCAN)
+            simplify_closed_region(s, in.regions[0]);
+        else
+            for (int r = 0; r < in.nregions; r++)
+                simplify_region(s, in.regions[r]);
 
         /* where with a constant condition, or equal branches */
         if (op == OP_WHERE && (s->cv[in.args[0]].known || in.args[1] == in.args[2])) {

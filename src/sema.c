@@ -827,6 +827,169 @@ static SVal inline_jit(Sema *S, SVal fnv, const SVal *bound, Loc loc, int errs)
     return nf.has_ret ? nf.ret : sval_none();
 }
 
+/* The first non-pure or region instruction of a combine region, or NULL. */
+static const Inst *impure_inst(const Block *b)
+{
+    for (int i = 0; i < b->insts.n; i++) {
+        const Inst *in = &b->insts.v[i];
+        if (in->op != OP_YIELD && (!op_info[in->op].pure || in->nregions || in->op == OP_RAND ||
+                                   in->op == OP_RANDN || in->op == OP_RANDINT || in->op == OP_PROGRAM_ID ||
+                                   in->op == OP_NUM_PROGRAMS))
+            return in;
+    }
+    return NULL;
+}
+
+/* tl.associative_scan(input, axis, combine_fn, reverse=False): the inputs
+ * (a tile or a tuple of tiles of one shape) scanned along axis by the
+ * @triton.jit combine_fn, inlined once on scalars into the scan's closed
+ * combine region (params: the running values, then the next element's). */
+static SVal assoc_scan(Sema *S, const SVal *args, const Loc *alocs, int na, const char *const *kn,
+                       const SVal *kv, int nk, Loc loc)
+{
+    static const char *const names[] = {"input", "axis", "combine_fn", "reverse"};
+    SVal a[4] = {sval_none(), sval_none(), sval_none(), sval_none()};
+    bool has[4] = {false, false, false, false};
+    Loc al[4] = {loc, loc, loc, loc};
+    if (na > 4) {
+        diag_error(S->d, alocs[4], "tl.associative_scan takes at most 4 arguments, %d were given", na);
+        return sval_error();
+    }
+    for (int i = 0; i < na; i++) {
+        a[i] = args[i];
+        has[i] = true;
+        al[i] = alocs[i];
+    }
+    for (int k = 0; k < nk; k++) {
+        int i = 0;
+        while (i < 4 && strcmp(names[i], kn[k]))
+            i++;
+        if (i == 4 || has[i]) {
+            diag_error(S->d, loc, i == 4 ? "tl.associative_scan got an unexpected keyword argument '%s'"
+                                         : "tl.associative_scan got multiple values for argument '%s'", kn[k]);
+            return sval_error();
+        }
+        a[i] = kv[k];
+        has[i] = true;
+    }
+    for (int i = 0; i < 3; i++)
+        if (!has[i]) {
+            diag_error(S->d, loc, "tl.associative_scan: missing argument '%s'", names[i]);
+            return sval_error();
+        }
+    Lower *L = &S->L;
+    Func *f = L->f;
+    /* inputs */
+    int n = a[0].kind == SV_TUPLE ? a[0].n : 1;
+    const SVal *xs = a[0].kind == SV_TUPLE ? a[0].elts : &a[0];
+    if (n < 1 || n > 16) {
+        diag_error(S->d, al[0], "tl.associative_scan: 'input' must be a tile or a tuple of 1 to 16 tiles");
+        return sval_error();
+    }
+    ValId *x = arena_alloc(S->a, sizeof *x * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        if (xs[i].kind != SV_VALUE || ir_type(f, xs[i].v).rank == 0 || ir_type(f, xs[i].v).dt == DT_PTR) {
+            diag_error(S->d, al[0], "tl.associative_scan: 'input' must be a tile or a tuple of tiles of numbers, "
+                       "got %s", sema_describe(S, xs[i]));
+            return sval_error();
+        }
+        x[i] = xs[i].v;
+        if (!type_same_shape(ir_type(f, x[i]), ir_type(f, x[0]))) {
+            diag_error(S->d, al[0], "tl.associative_scan: the input tiles must have one shape, got %s and %s",
+                       sema_type_str(S, ir_type(f, x[0])), sema_type_str(S, ir_type(f, x[i])));
+            return sval_error();
+        }
+    }
+    Type t0 = ir_type(f, x[0]);
+    if (!sval_is_int(a[1])) {
+        diag_error(S->d, al[1], "tl.associative_scan: 'axis' must be a constexpr int, got %s", sema_describe(S, a[1]));
+        return sval_error();
+    }
+    int64_t axis = a[1].c.i;
+    if (axis < -(int64_t)t0.rank || axis >= t0.rank) {
+        diag_error(S->d, al[1], "tl.associative_scan: axis %lld is out of range for a tile of rank %d",
+                   (long long)axis, t0.rank);
+        return sval_error();
+    }
+    if (axis < 0)
+        axis += t0.rank;
+    bool rev = false;
+    if (has[3] && !sval_is_none(a[3])) {
+        if (a[3].kind != SV_CONST || (a[3].c.kind != CK_BOOL && a[3].c.kind != CK_INT)) {
+            diag_error(S->d, al[3], "tl.associative_scan: 'reverse' must be a constexpr bool, got %s",
+                       sema_describe(S, a[3]));
+            return sval_error();
+        }
+        rev = const_truthy(a[3].c);
+    }
+    if (a[2].kind != SV_FUNC) {
+        diag_error(S->d, al[2], "tl.associative_scan: 'combine_fn' must be a @triton.jit function, got %s",
+                   sema_describe(S, a[2]));
+        return sval_error();
+    }
+    /* the combine region, built by inlining combine_fn on its scalar params */
+    Block *rb = ir_block_new(f);
+    SVal *pv = arena_alloc(S->a, sizeof *pv * (size_t)(2 * n));
+    Loc *pl = arena_alloc(S->a, sizeof *pl * (size_t)(2 * n + 1));
+    const FuncDef *fn = a[2].fn;
+    for (int i = 0; i < 2 * n; i++) {
+        Type st = type_with_shape(ir_type(f, x[i % n]), 0, NULL);
+        const char *pn = i < fn->nparams ? fn->params[i].name : NULL;
+        pv[i] = sval_value(ir_block_param_add(f, rb, st, pn, i < fn->nparams ? fn->params[i].loc : loc));
+        pl[i] = loc;
+    }
+    pl[2 * n] = loc;
+    int errs = S->d->nerrors;
+    Block *outer = L->b;
+    L->b = rb;
+    SVal r = call_jit(S, a[2], pv, pl, 2 * n, NULL, NULL, 0, loc);
+    ValId *ys = arena_alloc(S->a, sizeof *ys * (size_t)n);
+    if (S->d->nerrors == errs && !sval_has_error(r)) {
+        int nr = r.kind == SV_TUPLE ? r.n : 1;
+        const SVal *rs = r.kind == SV_TUPLE ? r.elts : &r;
+        if (nr != n) {
+            diag_error(S->d, loc, "tl.associative_scan: the combine_fn '%s' returns %d value%s for %d input%s",
+                       fn->name, nr, nr == 1 ? "" : "s", n, n == 1 ? "" : "s");
+        } else {
+            for (int i = 0; i < n && S->d->nerrors == errs; i++) {
+                ValId v = lower_value(L, rs[i], loc);
+                if (v && ir_type(f, v).rank != 0)
+                    diag_error(S->d, loc, "tl.associative_scan: the combine_fn '%s' must return scalars, "
+                               "value %d is %s", fn->name, i + 1, sema_type_str(S, ir_type(f, v)));
+                else if (v)
+                    ys[i] = lower_convert(L, v, type_with_shape(ir_type(f, x[i]), 0, NULL), loc);
+            }
+        }
+    }
+    if (S->d->nerrors == errs) {
+        const Inst *bad = impure_inst(rb);
+        if (bad)
+            diag_error(S->d, bad->loc, "tl.associative_scan: the combine_fn '%s' may only compute on its "
+                       "arguments ('%s' is not allowed there: no memory, control flow or random numbers)",
+                       fn->name, op_info[bad->op].name);
+    }
+    if (S->d->nerrors == errs)
+        ir_emit(f, rb, OP_YIELD, ys, n, NULL, 0, loc);
+    L->b = outer;
+    if (S->d->nerrors > errs)
+        return sval_error();
+    Type *rt = arena_alloc(S->a, sizeof *rt * (size_t)n);
+    for (int i = 0; i < n; i++)
+        rt[i] = ir_type(f, x[i]);
+    Inst *in = ir_emit(f, outer, OP_SCAN, x, n, rt, n, loc);
+    in->ival = axis;
+    in->flags = rev ? IF_REVERSE : 0;
+    in->regions = arena_alloc(S->a, sizeof *in->regions);
+    in->regions[0] = rb;
+    in->nregions = 1;
+    if (n == 1)
+        return sval_value(in->res[0]);
+    SVal *out = arena_alloc(S->a, sizeof *out * (size_t)n);
+    for (int i = 0; i < n; i++)
+        out[i] = sval_value(in->res[i]);
+    return sval_tuple(L, out, n);
+}
+
 static SVal eval_call(Sema *S, const Expr *e)
 {
     const Expr *fe = e->call.func;
@@ -863,6 +1026,8 @@ static SVal eval_call(Sema *S, const Expr *e)
     switch (fn.kind) {
     case SV_FUNC: return call_jit(S, fn, args, alocs, na, e->call.kw, kv, nk, e->loc);
     case SV_BUILTIN:
+        if (!strcmp(fn.qual, "triton.language.associative_scan"))
+            return assoc_scan(S, args, alocs, na, kn, kv, nk, e->loc);
         if ((rk = sema_range_kind(fn.qual))) {
             diag_error(S->d, e->loc, "%s() can only be used as the iterable of a for loop", sema_range_name(rk));
             return sval_error();

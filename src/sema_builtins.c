@@ -1447,6 +1447,11 @@ static SVal b_scan(Call *c)
                                     c->loc));
 }
 
+static SVal b_assoc_scan(Call *c)
+{
+    return ops_fail(c->L, c->loc, "%s: combine_fn must be a @triton.jit function", c->fname);
+}
+
 static SVal b_softmax(Call *c)
 {
     Lower *L = c->L;
@@ -2150,6 +2155,8 @@ static const Builtin tl_builtins[] = {
     {"argmin", b_argmaxmin, "input,axis,tie_break_left=,keep_dims=", OP_ARGMIN},
     {"cumsum", b_scan, "input,axis=,reverse=,dtype=", OP_CUMSUM},
     {"cumprod", b_scan, "input,axis=,reverse=", OP_CUMPROD},
+    /* the call is lowered by sema.c (assoc_scan: it inlines combine_fn); reached only as a value */
+    {"associative_scan", b_assoc_scan, "input,axis,combine_fn,reverse=", 0},
     {"softmax", b_softmax, "x,dim=,keep_dims=,ieee_rounding=", 0},
     {"dot", b_dot, "input,other,acc=,input_precision=,allow_tf32=,max_num_imprecise_acc=,out_dtype=", 0},
     {"trans", b_permute, "input,*dims", 1},

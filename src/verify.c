@@ -240,7 +240,7 @@ static uint16_t allowed_flags(OpKind op)
     case OP_LOAD: return IF_HAS_MASK | IF_HAS_OTHER;
     case OP_STORE: case OP_ATOMIC_ADD: return IF_HAS_MASK;
     case OP_SUM: case OP_MAX: case OP_MIN: case OP_ARGMAX: case OP_ARGMIN: return IF_KEEP_DIMS;
-    case OP_CUMSUM: case OP_CUMPROD: return IF_REVERSE;
+    case OP_CUMSUM: case OP_CUMPROD: case OP_SCAN: return IF_REVERSE;
     default: return 0;
     }
 }
@@ -579,8 +579,65 @@ static void walk_region(V *v, const Inst *parent, const Block *b, int mark, OpKi
     }
 }
 
+/* Whether x is a param of b or a result of one of b's instructions. */
+static bool defined_in(const Block *b, ValId x)
+{
+    for (int i = 0; i < b->nparams; i++)
+        if (b->params[i] == x)
+            return true;
+    for (int i = 0; i < b->insts.n; i++)
+        for (int k = 0; k < b->insts.v[i].nres; k++)
+            if (b->insts.v[i].res[k] == x)
+                return true;
+    return false;
+}
+
+/* scan: n operands of one shape (rank >= 1, no pointers), results of their
+ * types, a closed combine region of 2n scalar params yielding n scalars. */
+static void check_scan(V *v, const Inst *in, int depth)
+{
+    int n = in->nargs;
+    Block *r0 = in->regions[0];
+    if (n < 1 || in->nres != n) {
+        err(v, in, "must have as many results as operands (at least one), got %d and %d", in->nres, n);
+        return;
+    }
+    Type x0 = ty(v, in->args[0]);
+    Type *ptys = arena_alloc(v->a, (size_t)(2 * n) * sizeof *ptys);
+    for (int i = 0; i < n; i++) {
+        Type x = ty(v, in->args[i]);
+        if (!is_num(x) || x.rank < 1 || !type_same_shape(x, x0))
+            err(v, in, "operands must be numeric tiles of one shape, got %s and %s", tstr(v, x0), tstr(v, x));
+        if (!type_eq(x, ty(v, in->res[i])))
+            err(v, in, "result %d must be %s, got %s", i + 1, tstr(v, x), tstr(v, ty(v, in->res[i])));
+        ptys[i] = ptys[n + i] = type_with_shape(x, 0, NULL);
+    }
+    if (in->ival < 0 || in->ival >= x0.rank)
+        err(v, in, "axis %lld out of range for %s", (long long)in->ival, tstr(v, x0));
+    int mark = v->scope.n;
+    region_params(v, in, r0, ptys, 2 * n, "combine");
+    walk_region(v, in, r0, mark, OP_YIELD, depth);
+    region_yields(v, in, r0, ptys, n, "combine");
+    for (int i = 0; i < r0->insts.n; i++) {
+        const Inst *c = &r0->insts.v[i];
+        if (c->op != OP_YIELD && (!op_info[c->op].pure || c->nregions || c->op == OP_RAND || c->op == OP_RANDN ||
+                                  c->op == OP_RANDINT || c->op == OP_PROGRAM_ID || c->op == OP_NUM_PROGRAMS)) {
+            err(v, c, "is not allowed in the combine region of 'scan' (pure operations on its values only)");
+            continue;
+        }
+        for (int k = 0; k < c->nargs; k++)
+            if (!defined_in(r0, c->args[k]))
+                err(v, c, "the combine region of 'scan' may read only its parameters and its own values, "
+                    "not %s", vname(v, c->args[k]));
+    }
+}
+
 static void check_control(V *v, const Inst *in, int depth)
 {
+    if (in->op == OP_SCAN) {
+        check_scan(v, in, depth);
+        return;
+    }
     OpKind op = (OpKind)in->op;
     Type *rtys = arena_alloc(v->a, (size_t)(in->nres + 1) * sizeof *rtys);
     for (int i = 0; i < in->nres; i++)
@@ -684,7 +741,7 @@ static void check_inst(V *v, const Inst *in, int depth)
             uses_ok = false;
         }
     if (uses_ok) {
-        if (op == OP_FOR || op == OP_IF || op == OP_WHILE) {
+        if (op == OP_FOR || op == OP_IF || op == OP_WHILE || op == OP_SCAN) {
             if (depth > 1000)
                 err(v, in, "regions nested too deeply");
             else

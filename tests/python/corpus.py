@@ -973,5 +973,137 @@ linear_attention_case("fp16", 3, 40, 16, 16, 32, False)  # last chunk partial (4
 linear_attention_case("fp32", 2, 32, 16, 16, 16, True)
 
 
+# ---------------------------------------------------------------- scans (scan.py)
+
+
+def _lin_rec_ref(a, b, reverse):
+    """h_t = a_t * h_{t-1} + b_t (reverse: h_{t+1}), from h = 0, over axis 0."""
+    h, out = np.zeros(a.shape[1]), np.zeros(a.shape)
+    for t in (range(a.shape[0] - 1, -1, -1) if reverse else range(a.shape[0])):
+        h = a[t] * h + b[t]
+        out[t] = h
+    return out
+
+
+def _lin_rec_case(reverse, T, D, block_d):
+    stride = D + 3
+
+    def ref(i):
+        h = _lin_rec_ref(i["a_ptr"][:, :D], i["b_ptr"][:, :D], reverse)
+        return dict(h_ptr=padded(T, D, stride, h))
+
+    case(
+        id=f"linear_recurrence_{'reverse' if reverse else 'forward'}",
+        file="scan.py",
+        kernel="linear_recurrence_kernel",
+        sig=(f"a_ptr=*fp32,b_ptr=*fp32,h_ptr=*fp32,T=i32,D=i32,stride_t=i32,"
+             f"BLOCK_T={1 << (T - 1).bit_length()},BLOCK_D={block_d},REVERSE={reverse}"),
+        grid=(cdiv(D, block_d),),
+        make=lambda r: dict(a_ptr=r.uniform(0.3, 1.1, (T, stride)), b_ptr=r.standard_normal((T, stride)),
+                            h_ptr=np.zeros((T, stride)), T=T, D=D, stride_t=stride),
+        ref=ref,
+        outputs=("h_ptr",),
+        tol=dict(h_ptr=(1e-5, 1e-5 * T)),
+    )
+
+
+_lin_rec_case(False, 13, 21, 8)
+_lin_rec_case(True, 16, 10, 4)
+
+
+def _rows_scan_case(id, kernel, rows, cols, ref_fn, make_x=None, reverse=None, tol=None):
+    block = 1 << (cols - 1).bit_length()
+    consts = f",BLOCK={block}" + ("" if reverse is None else f",REVERSE={reverse}")
+    case(
+        id=id,
+        file="scan.py",
+        kernel=kernel,
+        sig=f"x_ptr=*fp32,y_ptr=*fp32,n_cols=i32{consts}",
+        grid=(rows,),
+        make=lambda r: dict(x_ptr=(make_x or (lambda r: r.standard_normal((rows, cols))))(r),
+                            y_ptr=np.zeros((rows, cols)), n_cols=cols),
+        ref=lambda i: dict(y_ptr=ref_fn(i["x_ptr"])),
+        outputs=("y_ptr",),
+        tol=dict(y_ptr=tol or fp32_red(cols)),
+    )
+
+
+def _flip_scan(f, x, reverse):
+    return np.flip(f(np.flip(x, 1), 1), 1) if reverse else f(x, 1)
+
+
+def _with_zeros(r, rows, cols):
+    x = r.uniform(0.6, 1.4, (rows, cols))
+    x[:, 3] = 0.0
+    x[0, 0] = x[1, cols - 1] = x[2, 7] = 0.0
+    return x
+
+
+def _chunked_ssm_case(T, D, ct, bd):
+    def ref(i):
+        a, x = i["a_ptr"], i["x_ptr"]
+        return dict(h_ptr=_lin_rec_ref(a, (1.0 - a) * x, False))
+
+    case(
+        id="chunked_ssm",
+        file="scan.py",
+        kernel="chunked_ssm_kernel",
+        sig=f"a_ptr=*fp32,x_ptr=*fp32,h_ptr=*fp32,T=i32,D=i32,CT={ct},BD={bd}",
+        grid=(cdiv(D, bd),),
+        make=lambda r: dict(a_ptr=r.uniform(0.3, 0.95, (T, D)), x_ptr=r.standard_normal((T, D)),
+                            h_ptr=np.zeros((T, D)), T=T, D=D),
+        ref=ref,
+        outputs=("h_ptr",),
+        tol=dict(h_ptr=(1e-5, 1e-5 * T)),
+    )
+
+
+_chunked_ssm_case(22, 10, 8, 4)  # 3 chunks, the last partial
+
+
+_rows_scan_case("scan_add_forward", "scan_add_kernel", 4, 37, lambda x: np.cumsum(x, 1), reverse=False)
+_rows_scan_case("scan_add_reverse", "scan_add_kernel", 4, 37, lambda x: _flip_scan(np.cumsum, x, True),
+                reverse=True)
+_rows_scan_case("cumprod_zeros_forward", "cumprod_kernel", 3, 17, lambda x: np.cumprod(x, 1),
+                make_x=lambda r: _with_zeros(r, 3, 17), reverse=False, tol=(1e-5, 1e-6))
+_rows_scan_case("cumprod_zeros_reverse", "cumprod_kernel", 3, 17, lambda x: _flip_scan(np.cumprod, x, True),
+                make_x=lambda r: _with_zeros(r, 3, 17), reverse=True, tol=(1e-5, 1e-6))
+_rows_scan_case("running_max", "running_max_kernel", 4, 29, lambda x: np.maximum.accumulate(x, 1), tol=(0, 0))
+def _cummax_index_case(reverse, rows, cols, ties):
+    block = 1 << (cols - 1).bit_length()
+
+    def ref(i):
+        x = i["x_ptr"]
+        y, idx = np.zeros(x.shape), np.zeros(x.shape, dtype=np.int64)
+        order = range(cols - 1, -1, -1) if reverse else range(cols)
+        for r in range(rows):
+            best, at = -np.inf, -1
+            for c in order:
+                if x[r, c] > best or (x[r, c] == best and c > at):  # ties: the higher index
+                    best, at = x[r, c], c
+                y[r, c], idx[r, c] = best, at
+        return dict(y_ptr=y, i_ptr=idx)
+
+    case(
+        id=f"cummax_index_{'reverse' if reverse else 'forward'}",
+        file="scan.py",
+        kernel="cummax_index_kernel",
+        sig=f"x_ptr=*fp32,y_ptr=*fp32,i_ptr=*i32,n_cols=i32,BLOCK={block},REVERSE={reverse}",
+        grid=(rows,),
+        make=lambda r: dict(x_ptr=np.round(r.standard_normal((rows, cols)), 1 if ties else 12),
+                            y_ptr=np.zeros((rows, cols)),
+                            i_ptr=np.zeros((rows, cols), dtype=np.int32), n_cols=cols),
+        ref=ref,
+        outputs=("y_ptr", "i_ptr"),
+        tol=dict(y_ptr=(0, 0)),
+    )
+
+
+_cummax_index_case(False, 4, 29, True)  # values rounded to 0.1: ties
+_cummax_index_case(True, 3, 21, False)
+_rows_scan_case("scan_mul", "scan_mul_kernel", 3, 12, lambda x: np.cumprod(x, 1),
+                make_x=lambda r: r.uniform(0.5, 1.5, (3, 12)), tol=(1e-5, 1e-6))
+
+
 CASE_IDS = [c.id for c in CASES]
 assert len(set(CASE_IDS)) == len(CASE_IDS), "duplicate case ids"

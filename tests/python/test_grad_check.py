@@ -109,6 +109,16 @@ GRAD = {
     "fused_bias_act.py:bias_act_kernel": G(("x_ptr", "bias_ptr"), ("y_ptr",)),
     "matmul.py:matmul_kernel": G(("a_ptr", "b_ptr"), ("c_ptr",)),
     "linear_attention.py:chunk_linear_attn_intra_kernel": G(("q_ptr", "k_ptr", "v_ptr"), ("o_ptr",)),
+    "scan.py:linear_recurrence_kernel": G(("a_ptr", "b_ptr"), ("h_ptr",),
+                                          why="associative_scan on (a, b) pairs: a reverse linear-recurrence scan"),
+    "scan.py:scan_add_kernel": G(("x_ptr",), ("y_ptr",)),
+    "scan.py:chunked_ssm_kernel": G(("a_ptr", "x_ptr"), ("h_ptr",),
+                                    why="a scan per chunk, the state across chunks on a tape"),
+    "scan.py:cumprod_kernel": G(("x_ptr",), ("y_ptr",), why="zeros in the input (corpus make)"),
+    "scan.py:running_max_kernel": G(("x_ptr",), ("y_ptr",)),
+    "scan.py:cummax_index_kernel": G(("x_ptr",), ("y_ptr",), why="a selection scan (tl.where), i_ptr an int output"),
+    "scan.py:scan_mul_kernel": G(("x_ptr",), ("y_ptr",), refuse=(92, "cannot differentiate this tl.associative_scan"),
+                                 why="a combine function kad does not differentiate (x * y)"),
 }
 
 # By case id, where a case of a kernel differs from the kernel's entry.

@@ -163,6 +163,35 @@ def _cumsum(reverse):
     return ref
 
 
+def _lin_rec(reverse):
+    # h_t = a_t * h_{t-1} + b_t (reverse: h_{t+1}) from h = 0: a plain loop over time
+    def ref(v):
+        T, D = v["T"], v["D"]
+        a, b = v["a_ptr"][:, :D], v["b_ptr"][:, :D]
+        h, out = torch.zeros(D, dtype=torch.float64), [None] * T
+        for t in (reversed(range(T)) if reverse else range(T)):
+            h = a[t] * h + b[t]
+            out[t] = h
+        return {"h_ptr": (np.s_[:T, :D], torch.stack(out))}
+    return ref
+
+
+def _chunked_ssm(v):
+    T, D = v["T"], v["D"]
+    a, x = v["a_ptr"], v["x_ptr"]
+    h, out = torch.zeros(D, dtype=torch.float64), []
+    for t in range(T):
+        h = a[t] * h + (1 - a[t]) * x[t]
+        out.append(h)
+    return {"h_ptr": (ALL, torch.stack(out))}
+
+
+def _rows_scan(f):
+    def ref(v):
+        return {"y_ptr": (ALL, f(v["x_ptr"]))}
+    return ref
+
+
 def _row_sum(v):
     return {"out_ptr": (ALL, v["x_ptr"][:, :v["N"]].sum(dim=1))}
 
@@ -301,16 +330,28 @@ GRADS = {
     "matmul_fp32_relu_tf32": ("a_ptr,b_ptr", "c_ptr", _matmul("relu", False), None),
     "matmul_fp16_fast_gelu_bT": ("a_ptr,b_ptr", "c_ptr", _matmul("fast_gelu", True), None),
     "linear_attention": ("q_ptr,k_ptr,v_ptr", "o_ptr", _linear_attention, None),
+    "linear_recurrence_forward": ("a_ptr,b_ptr", "h_ptr", _lin_rec(False), None),
+    "linear_recurrence_reverse": ("a_ptr,b_ptr", "h_ptr", _lin_rec(True), None),
+    "chunked_ssm": ("a_ptr,x_ptr", "h_ptr", _chunked_ssm, None),
+    "scan_add_forward": ("x_ptr", "y_ptr", _rows_scan(lambda x: x.cumsum(1)), None),
+    "scan_add_reverse": ("x_ptr", "y_ptr", _rows_scan(lambda x: x.flip(1).cumsum(1).flip(1)), None),
+    "cumprod_zeros_forward": ("x_ptr", "y_ptr", _rows_scan(lambda x: x.cumprod(1)), None),
+    "cumprod_zeros_reverse": ("x_ptr", "y_ptr", _rows_scan(lambda x: x.flip(1).cumprod(1).flip(1)), None),
+    "running_max": ("x_ptr", "y_ptr", _rows_scan(lambda x: torch.cummax(x, 1).values), None),
+    "cummax_index_forward": ("x_ptr", "y_ptr", _rows_scan(lambda x: torch.cummax(x, 1).values), None),
+    "cummax_index_reverse": ("x_ptr", "y_ptr", _rows_scan(lambda x: torch.cummax(x.flip(1), 1).values.flip(1)),
+                             None),
 }
 
 # Corpus kernels kad refuses to differentiate, with the reason its error must give.
 REFUSED = {
     "axpby_beta0": ("x_ptr", "y_ptr", "load from output 'y_ptr'"),  # y = a*x + b*y reads y
     "histogram_atomic_add": ("x_ptr", "hist_ptr", "hist_ptr"),  # integer counts
+    "scan_mul": ("x_ptr", "y_ptr", "cannot differentiate this tl.associative_scan"),  # combine x * y
 }
 
 # Corpus cases with nothing to differentiate (integer data, or in/out buffers only).
-NOT_DIFFERENTIABLE = {"axpby_beta_half", "histogram_atomic_add", "transpose_i32", "axpby_beta0"}
+NOT_DIFFERENTIABLE = {"axpby_beta_half", "histogram_atomic_add", "transpose_i32", "axpby_beta0", "scan_mul"}
 
 TF32_CASES = {"matmul_fp32_relu_tf32", "linear_attention_intra_fp32"}
 

@@ -47,7 +47,7 @@ from kernels import (axpby, bias_add, box_filter, cast_scale, clamp, cross_entro
                      fused_bias_act, softmax_exp2,
                      gelu, geglu, group_sum, head_affine_3d, layer_norm, leaky_relu, linear_attention, log_softmax,
                      matmul, mean_dim, minmax_scale, persistent_scale, relu, rms_norm, row_stats, row_sum,
-                     silu, softmax, softplus, split_k_colsum, swiglu, transpose, vector_add)
+                     scan, silu, softmax, softplus, split_k_colsum, swiglu, transpose, vector_add)
 
 
 def cdiv(a, b):
@@ -293,6 +293,72 @@ def _(g, small):
         dict(x_ptr=x), dict(y_ptr=y[:, :n]), lambda t: dict(y_ptr=t["x_ptr"].flip(1).cumsum(1).flip(1))
 
 
+@case("linear_recurrence_reverse", scan.linear_recurrence_kernel, ["a_ptr", "b_ptr"], ["h_ptr"], tol=1e-4)
+def _(g, small):
+    T, D, bt = (5, 6, 8) if small else (13, 21, 16)
+    a = (0.6 + 0.4 * torch.rand(T, D, generator=g, dtype=torch.float64)).to(DEVICE, torch.float32).requires_grad_()
+    b, h = leaf(T, D, gen=g), torch.empty(T, D)
+
+    def ref(t):  # h_t = a_t * h_{t+1} + b_t, a loop over time
+        s, out = torch.zeros_like(t["b_ptr"][0]), [None] * T
+        for i in reversed(range(T)):
+            s = t["a_ptr"][i] * s + t["b_ptr"][i]
+            out[i] = s
+        return dict(h_ptr=torch.stack(out))
+    return (cdiv(D, 4),), [a, b, h, T, D, D], dict(BLOCK_T=bt, BLOCK_D=4, REVERSE=True), \
+        dict(a_ptr=a, b_ptr=b), dict(h_ptr=h), ref
+
+
+@case("chunked_ssm", scan.chunked_ssm_kernel, ["a_ptr", "x_ptr"], ["h_ptr"], tol=1e-4)
+def _(g, small):
+    T, D, ct = (7, 5, 4) if small else (22, 10, 8)
+    a = (0.3 + 0.6 * torch.rand(T, D, generator=g, dtype=torch.float64)).to(DEVICE, torch.float32).requires_grad_()
+    x, h = leaf(T, D, gen=g), torch.empty(T, D)
+
+    def ref(t):  # h_t = a_t * h_{t-1} + (1 - a_t) * x_t, a loop over time
+        s, out = torch.zeros_like(t["x_ptr"][0]), []
+        for i in range(T):
+            s = t["a_ptr"][i] * s + (1 - t["a_ptr"][i]) * t["x_ptr"][i]
+            out.append(s)
+        return dict(h_ptr=torch.stack(out))
+    return (cdiv(D, 4),), [a, x, h, T, D], dict(CT=ct, BD=4), dict(a_ptr=a, x_ptr=x), dict(h_ptr=h), ref
+
+
+@case("cummax_index", scan.cummax_index_kernel, ["x_ptr"], ["y_ptr"])
+def _(g, small):
+    rows, n, bn = (3, 7, 8) if small else (4, 29, 32)
+    x, y, i = leaf(rows, n, gen=g), torch.empty(rows, n), torch.empty(rows, n, dtype=torch.int32)
+    return (rows,), [x, y, i, n], dict(BLOCK=bn, REVERSE=False), dict(x_ptr=x), dict(y_ptr=y), \
+        lambda t: dict(y_ptr=torch.cummax(t["x_ptr"], 1).values)
+
+
+@case("scan_add", scan.scan_add_kernel, ["x_ptr"], ["y_ptr"])
+def _(g, small):
+    rows, n, bn = (3, 6, 8) if small else (5, 37, 64)
+    x, y = leaf(rows, n, gen=g), torch.empty(rows, n)
+    return (rows,), [x, y, n], dict(BLOCK=bn, REVERSE=False), dict(x_ptr=x), dict(y_ptr=y), \
+        lambda t: dict(y_ptr=t["x_ptr"].cumsum(1))
+
+
+@case("cumprod_zeros", scan.cumprod_kernel, ["x_ptr"], ["y_ptr"])
+def _(g, small):
+    rows, n, bn = (2, 6, 8) if small else (4, 17, 32)
+    x0 = 0.6 + 0.8 * torch.rand(rows, n, generator=g, dtype=torch.float64)
+    x0[:, 2] = 0.0
+    x0[0, n - 1] = 0.0
+    x, y = x0.to(DEVICE, torch.float32).requires_grad_(), torch.empty(rows, n)
+    return (rows,), [x, y, n], dict(BLOCK=bn, REVERSE=False), dict(x_ptr=x), dict(y_ptr=y), \
+        lambda t: dict(y_ptr=t["x_ptr"].cumprod(1))
+
+
+@case("running_max", scan.running_max_kernel, ["x_ptr"], ["y_ptr"])
+def _(g, small):
+    rows, n, bn = (3, 7, 8) if small else (4, 29, 32)
+    x, y = leaf(rows, n, gen=g), torch.empty(rows, n)
+    return (rows,), [x, y, n], dict(BLOCK=bn), dict(x_ptr=x), dict(y_ptr=y), \
+        lambda t: dict(y_ptr=torch.cummax(t["x_ptr"], 1).values)
+
+
 @case("row_sum_ragged", row_sum.row_sum_kernel, ["x_ptr"], ["out_ptr"])
 def _(g, small):
     m, n, stride, bm, bn = (6, 20, 24, 4, 8) if small else (20, 300, 320, 16, 128)
@@ -499,10 +565,17 @@ def _histogram_args():
     return x, [x, torch.zeros(16, dtype=torch.int32), 600, -2.0, 0.25], dict(NUM_BINS=16, BLOCK_SIZE=256)
 
 
+def _scan_mul_args():
+    x = (1 + 0.1 * torch.randn(3, 12, device=DEVICE)).requires_grad_()
+    return x, [x, torch.empty(3, 12, device=DEVICE), 12], dict(BLOCK=16)
+
+
 # (module, kernel, inputs, outputs, make args, the C diagnostic and its file:line:col)
 REFUSED = [
     ("histogram", "histogram_kernel", ["x_ptr"], ["hist_ptr"], _histogram_args,
      "'hist_ptr' is not a pointer to floating-point data", "histogram.py:13:29"),
+    ("scan", "scan_mul_kernel", ["x_ptr"], ["y_ptr"], _scan_mul_args,
+     "cannot differentiate this tl.associative_scan", "scan.py:92:12"),
 ]
 
 

@@ -71,7 +71,9 @@ def py_value(text):
 
 
 def jit_functions(text, path, modname):
-    names = re.findall(r"@triton\.jit(?:\(.*\))?\ndef (\w+)\(", text)
+    """The module's kernels; scans' combine functions (_kad_combine_*) are compiled inside them."""
+    names = [n for n in re.findall(r"@triton\.jit(?:\(.*\))?\ndef (\w+)\(", text)
+             if not n.startswith("_kad_combine_")]
     mod = triton_cpu.load_module(path, modname)
     sys.modules[modname] = mod
     return [getattr(mod, n) for n in names]
