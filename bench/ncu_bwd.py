@@ -1,0 +1,142 @@
+"""Nsight Compute profile of kad's generated backward kernels (issue 11: what limits each one).
+
+    python3 bench/ncu_bwd.py [--only NAME,...] [--write-doc]     (on the GPU machine, after `make`)
+
+For each benchmark of bench/gpu.py at 4096 x 4096 fp32 (its own shape for cross-entropy, the mean,
+matmul and linear attention), one backward through the package runs under `ncu --clock-control none`
+(the clocks are left alone, as the device tool's METHOD.md asks) with the profiled range limited to
+that call (cudaProfilerStart/Stop), after a warm-up call has compiled everything.  Per kernel it
+reports the duration, the DRAM bytes read and written, the achieved DRAM bandwidth (also as a share of
+the copy bandwidth measured by this script before profiling), achieved occupancy, registers per
+thread, and the spills Triton's compiler reported for that kernel (CompiledKernel.n_spills).
+
+--write-doc replaces the section of docs/BENCHMARKS.md between `<!-- ncu begin -->` and
+`<!-- ncu end -->`.  The workload half (--workload) is what ncu runs.
+"""
+import argparse
+import csv
+import datetime
+import io
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+DOC = os.path.join(REPO, "docs", "BENCHMARKS.md")
+BEGIN, END = "<!-- ncu begin -->", "<!-- ncu end -->"
+METRICS = ["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+           "sm__warps_active.avg.pct_of_peak_sustained_active", "launch__registers_per_thread",
+           "launch__grid_size", "launch__block_size"]
+
+
+def workload(only, meta_path):
+    sys.path[:0] = [HERE, os.path.join(REPO, "python"), os.path.join(REPO, "tests")]
+    import torch
+    import triton
+    import gpu as B
+    import kad
+    torch.backends.cuda.matmul.allow_tf32 = True
+    timer = B.Timer("cuda", False)
+    bw = B.copy_bandwidth(timer, "cuda", B.COPY_BYTES)
+    meta = {"bw": bw, "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+            "triton": triton.__version__, "kad": kad.version(), "rows": [], "spills": {}}
+    cudart = torch.cuda.cudart()
+    for b in B.BENCHES:
+        if only and b.name.lower() not in only and b.name.lower().split()[0] not in only:
+            continue
+        d = b.dims(4096, 4096)
+        k = kad.differentiable(inputs=b.kad[1], outputs=b.kad[2])(b.kad[0])
+        gs = B.graphs(B.kad_forward(k, b, d), b.make, d, torch.float32, "cuda", 0)
+        call = B.backward_fn(gs)
+        call()  # compiles the backward
+        torch.cuda.synchronize()
+        cudart.cudaProfilerStart()
+        call()
+        torch.cuda.synchronize()
+        cudart.cudaProfilerStop()
+        meta["rows"].append(b.name)
+        for mod in k.program.modules.values():
+            for v in vars(mod).values():
+                for entry in (getattr(v, "device_caches", None) or {}).values():
+                    for ck in entry[0].values():
+                        name = ck.name if hasattr(ck, "name") else v.fn.__name__
+                        meta["spills"][name] = [getattr(ck, "n_regs", None), getattr(ck, "n_spills", None)]
+    with open(meta_path, "w") as f:
+        json.dump(meta, f)
+
+
+def profile(only):
+    meta_path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"kad_ncu_{os.getpid()}.json")
+    cmd = ["ncu", "--clock-control", "none", "--profile-from-start", "off", "--csv", "--page", "raw",
+           "--metrics", ",".join(METRICS), sys.executable, os.path.abspath(__file__), "--workload",
+           "--meta", meta_path] + (["--only", ",".join(sorted(only))] if only else [])
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0 or not os.path.exists(meta_path):
+        sys.exit(f"ncu failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    with open(meta_path) as f:
+        meta = json.load(f)
+    text = p.stdout[p.stdout.find('"ID"'):]
+    rows = list(csv.DictReader(io.StringIO(text)))
+    return meta, [r for r in rows if r.get("ID", "").isdigit()]
+
+
+def num(s):
+    try:
+        return float(str(s).replace(",", ""))
+    except ValueError:
+        return None
+
+
+def table(meta, rows):
+    bw = meta["bw"]
+    out = [f"Copy bandwidth measured by the same script: {bw / 1e9:.0f} GB/s. One backward per benchmark "
+           "(fp32, 4096 x 4096 or the benchmark's own shape), every kernel it launched; spills and "
+           "registers as Triton's compiler reported them (n_spills, n_regs).",
+           "",
+           "| kernel | grid x block | time µs | DRAM read MB | DRAM write MB | achieved GB/s | % of copy BW | "
+           "achieved occupancy % | regs/thread | spills |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        t = num(r.get("gpu__time_duration.sum"))  # ns
+        rd, wr = num(r.get("dram__bytes_read.sum")), num(r.get("dram__bytes_write.sum"))
+        name = r.get("Kernel Name", "?")
+        regs, spills = (meta["spills"].get(name) or [None, None])
+        gbs = (rd + wr) / t if t and rd is not None and wr is not None else None
+        out.append(f"| `{name}` | {r.get('launch__grid_size', '?')} x {r.get('launch__block_size', '?')} | "
+                   f"{t / 1e3:.1f} | {rd / 1e6:.1f} | {wr / 1e6:.1f} | {gbs:.0f} | {100 * gbs * 1e9 / bw:.0f} | "
+                   f"{num(r.get('sm__warps_active.avg.pct_of_peak_sustained_active')) or 0:.0f} | "
+                   f"{r.get('launch__registers_per_thread', regs)} | {spills if spills is not None else '?'} |"
+                   if t and gbs is not None else f"| `{name}` | ? | ? | ? | ? | ? | ? | ? | ? | ? |")
+    return "\n".join(out)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--only", default="")
+    p.add_argument("--write-doc", action="store_true")
+    p.add_argument("--workload", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--meta", default="", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    only = {w.strip().lower() for w in a.only.split(",") if w.strip()}
+    if a.workload:
+        workload(only, a.meta)
+        return
+    meta, rows = profile(only)
+    cmd = "python3 bench/ncu_bwd.py" + (f" --only {a.only}" if a.only else "") + (" --write-doc" if a.write_doc else "")
+    text = "\n".join([BEGIN, f"Measured {datetime.date.today().isoformat()} on {meta['device']}, torch {meta['torch']}, "
+                      f"triton {meta['triton']}, kad {meta['kad']}. Command: `PYTHONPATH=python {cmd}` (after "
+                      f"`make`).", "", table(meta, rows), END])
+    print(text)
+    if a.write_doc:
+        with open(DOC, encoding="utf-8") as f:
+            doc = f.read()
+        i, j = doc.find(BEGIN), doc.find(END)
+        doc = doc[:i] + text + doc[j + len(END):] if i >= 0 and j > i else doc.rstrip("\n") + "\n\n" + text + "\n"
+        with open(DOC, "w", encoding="utf-8") as f:
+            f.write(doc)
+
+
+if __name__ == "__main__":
+    main()
