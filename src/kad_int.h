@@ -454,7 +454,7 @@ enum {
     IF_HAS_MASK = 1 << 0,  /* load/store/atomic_add: a mask operand follows */
     IF_HAS_OTHER = 1 << 1, /* load: an `other` operand follows the mask */
     IF_KEEP_DIMS = 1 << 2, /* reductions */
-    IF_REVERSE = 1 << 3,   /* cumsum/cumprod */
+    IF_REVERSE = 1 << 3,   /* cumsum/cumprod; sort: descending */
 };
 
 /* OP_DOT ival: the forward's input precision. */
