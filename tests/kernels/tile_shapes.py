@@ -70,7 +70,7 @@ def flip_mix(x_ptr, w_ptr, y_ptr, N: tl.constexpr, M: tl.constexpr):
     offs = row * N * M + tl.arange(0, N)[:, None] * M + tl.arange(0, M)[None, :]
     x = tl.load(x_ptr + offs)
     w = tl.load(w_ptr + tl.arange(0, M))
-    y = tl.flip(x, 1) * w[None, :] + x.flip(0) * tl.sin(x)
+    y = tl.flip(x, 1) * w[None, :] + tl.flip(x, 0) * tl.sin(x)
     tl.store(y_ptr + offs, y)
 
 
