@@ -482,7 +482,7 @@ static void check_types(V *v, const Inst *in)
         if (x.dt == DT_PTR || x.rank == 0 || x.shape[x.rank - 1] != 2)
             err(v, in, "operand must be a non-pointer tile whose last axis is 2, got %s", tstr(v, x));
         else if (in->ival != 0 && in->ival != 1)
-            err(v, in, "half must be 0 or 1, got %lld", (long long)in->ival);
+            err(v, in, "half must be 0 or 1 (the result is x[..., half]), got %lld", (long long)in->ival);
         else if (!type_eq(r, type_with_shape(x, x.rank - 1, x.shape)))
             err(v, in, "result must be %s, got %s", tstr(v, type_with_shape(x, x.rank - 1, x.shape)), tstr(v, r));
         break;
