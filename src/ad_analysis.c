@@ -1485,6 +1485,11 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
             break;
         }
         default:
+            if ((op == OP_GATHER || op == OP_SORT) && ad_active(ad, in->res[0]) &&
+                fty(ad, in->args[0]).rank >= KAD_MAX_RANK)
+                diag_error(ad->d, in->loc, "cannot differentiate '%s' of a rank-%d tile: its adjoint works on a "
+                           "tile with one more axis and kad's tiles have at most %d", op_info[op].name,
+                           KAD_MAX_RANK, KAD_MAX_RANK);
             if (op_differentiable(op) && !has_rule(op) && in->nres == 1 && ad_active(ad, in->res[0]))
                 diag_error(ad->d, in->loc, "no adjoint rule for '%s'", op_info[op].name);
             break;

@@ -831,6 +831,92 @@ static ValId unbroadcast(Em *e, ValId d, Type xt)
     return d;
 }
 
+/* x with a new axis `at` of size n (broadcast), the other axes as x's. */
+static ValId ewiden(Em *e, ValId x, int at, int32_t n)
+{
+    Type t = bty(e->ad, x);
+    int32_t one[KAD_MAX_RANK], sh[KAD_MAX_RANK];
+    for (int k = 0, j = 0; k <= t.rank; k++) {
+        one[k] = k == at ? 1 : t.shape[j];
+        sh[k] = k == at ? n : t.shape[j];
+        j += k != at;
+    }
+    x = eshape(e, OP_EXPAND_DIMS, x, type_with_shape(t, t.rank + 1, one), at);
+    return eshape(e, OP_BROADCAST, x, type_with_shape(t, t.rank + 1, sh), 0);
+}
+
+/* arange(0, n) of dtype dt along axis `at` of a tile of type like. */
+static ValId eiota(Em *e, Type like, int at, Dtype dt)
+{
+    int32_t n = like.shape[at], one[KAD_MAX_RANK];
+    Inst *ar = ir_emit(e->ad->bw, e->b, OP_ARANGE, NULL, 0, (Type[]){type_tile(DT_I32, 1, &n)}, 1, e->loc);
+    ValId v = ecast(e, ar->res[0], dt);
+    for (int k = 0; k < like.rank; k++)
+        one[k] = k == at ? n : 1;
+    v = eshape(e, OP_RESHAPE, v, type_tile(dt, like.rank, one), 0);
+    return eshape(e, OP_BROADCAST, v, type_with_dtype(like, dt), 0);
+}
+
+/* The instruction of block b defining v, or NULL (defined elsewhere). */
+static const Inst *block_def(const Block *b, ValId v)
+{
+    for (int i = b->insts.n - 1; i >= 0; i--)
+        for (int k = 0; k < b->insts.v[i].nres; k++)
+            if (b->insts.v[i].res[k] == v)
+                return &b->insts.v[i];
+    return NULL;
+}
+
+/* The adjoint of src in y = gather(src, index, axis a): a scatter-add of d
+ * into src's shape without atomics, as a one-hot compare and a sum over a
+ * tile of index's shape with src's axis length n inserted at a+1:
+ * dsrc[.., j, ..] = sum_i (index[.., i, ..] == j) * d[.., i, ..]
+ * (numel(index) * n lanes; deterministic: a fixed order of additions). */
+static ValId gather_adjoint(Em *e, const Inst *in, ValId d)
+{
+    Ad *ad = e->ad;
+    int a = (int)in->ival;
+    int32_t n = fty(ad, in->args[0]).shape[a];
+    ValId ie = ewiden(e, P0(ad, in->args[1]), a + 1, n);
+    ValId eq = ecmp(e, OP_EQ, ie, eiota(e, bty(ad, ie), a + 1, (Dtype)bty(ad, ie).dt));
+    ValId de = ewiden(e, d, a + 1, n);
+    return ereduce(e, OP_SUM, ewhere(e, eq, de, ec(e, de, 0.0)), a, false);
+}
+
+/* The adjoint of x in y = sort(x) along the last axis (the first k kept):
+ * each lane of x takes the adjoint of the position it was sorted to, its
+ * stable rank among its row, rank[j] = #{l : x[l] before x[j]} +
+ * #{l < j : x[l] == x[j]} (a compare over a [.., n, n] tile and a sum);
+ * equal values get distinct ranks, so the adjoint is a permutation of d
+ * (a valid gradient at ties, where sort is not differentiable).  NaNs
+ * would give no order: the backward asserts there are none. */
+static ValId sort_adjoint(Em *e, const Inst *in, ValId d)
+{
+    Ad *ad = e->ad;
+    ValId x = P0(ad, in->args[0]);
+    Type xt = bty(ad, x);
+    int r = xt.rank;
+    int32_t n = xt.shape[r - 1], k = (int32_t)in->ival;
+    Inst *as = ir_emit(ad->bw, e->b, OP_ASSERT, (ValId[]){ecmp(e, OP_EQ, x, x)}, 1, NULL, 0, e->loc);
+    as->sattr = "the backward of tl.sort/tl.topk needs values without NaN";
+    ValId xj = ewiden(e, x, r, n), xl = ewiden(e, x, r - 1, n); /* [.., j, l] */
+    ValId before = ecmp(e, in->flags & IF_REVERSE ? OP_GT : OP_LT, xl, xj);
+    Type tt = bty(ad, xj);
+    ValId lj = ecmp(e, OP_LT, eiota(e, tt, r, DT_I32), eiota(e, tt, r - 1, DT_I32));
+    ValId tie = e2(e, OP_AND, ecmp(e, OP_EQ, xl, xj), lj);
+    ValId rank = ereduce(e, OP_SUM, ecast(e, e2(e, OP_OR, before, tie), DT_I32), r, false);
+    ValId idx = rank;
+    if (k < n)
+        idx = e2(e, OP_MINIMUM, rank, ir_const_int(ad->bw, e->b, bty(ad, rank), k - 1, e->loc));
+    Type gt = type_with_shape(bty(ad, d), r, xt.shape);
+    Inst *g = ir_emit(ad->bw, e->b, OP_GATHER, (ValId[]){d, idx}, 2, &gt, 1, e->loc);
+    g->ival = r - 1;
+    if (k == n)
+        return g->res[0];
+    ValId kept = ecmp(e, OP_LT, rank, ir_const_int(ad->bw, e->b, bty(ad, rank), k, e->loc));
+    return ewhere(e, kept, g->res[0], ec(e, g->res[0], 0.0));
+}
+
 /* Hands operand k's contribution x to accum(), or, when the same value is
  * also operand j != k, keeps it in c[k]: merge_contribs() adds those up so
  * that the value's adjoint gets one term (x * x gives (d * x) * 2). */
@@ -1124,6 +1210,43 @@ static void adj_rule(Em *e, const Inst *in)
         GIVE(0, epermute(e, d, inv));
         break;
     }
+    case OP_JOIN: {
+        Type t = bty(ad, d);
+        for (int k = 0; k < 2; k++)
+            if (ACT(in->args[k]))
+                GIVE(k, eshape(e, OP_SPLIT, d, type_with_shape(t, t.rank - 1, t.shape), k));
+        break;
+    }
+    case OP_SPLIT: {
+        Type t = bty(ad, d);
+        int32_t sh[KAD_MAX_RANK];
+        memcpy(sh, t.shape, sizeof sh);
+        sh[t.rank] = 2;
+        int h = (int)in->ival;
+        /* the other half's split already gave join(d', 0) (or join(0, d')) as the whole adjoint
+         * of x in this block: one join(d', d) replaces it instead of adding a second join */
+        const Inst *j = ad->adj[a0] ? block_def(e->b, ad->adj[a0]) : NULL;
+        const Inst *z0 = j && j->op == OP_JOIN ? block_def(e->b, j->args[h]) : NULL;
+        if (z0 && z0->op == OP_CONST && z0->fval == 0.0 && type_eq(bty(ad, j->args[1 - h]), t)) {
+            ValId other = j->args[1 - h];
+            ad->adj[a0] = ir_op2(ad->bw, e->b, OP_JOIN, type_with_shape(t, t.rank + 1, sh), h ? other : d,
+                                 h ? d : other, e->loc);
+            name_after(ad, ad->adj[a0], "d", a0);
+            break;
+        }
+        ValId z = K(0.0);
+        GIVE(0, ir_op2(ad->bw, e->b, OP_JOIN, type_with_shape(t, t.rank + 1, sh), h ? z : d, h ? d : z, e->loc));
+        break;
+    }
+    case OP_FLIP:
+        GIVE(0, eshape(e, OP_FLIP, d, bty(ad, d), in->ival));
+        break;
+    case OP_GATHER:
+        GIVE(0, gather_adjoint(e, in, d));
+        break;
+    case OP_SORT:
+        GIVE(0, sort_adjoint(e, in, d));
+        break;
     /* reductions and scans */
     case OP_SUM:
         GIVE(0, bcast_back(e, d, fty(ad, a0), (int)in->ival, in->flags & IF_KEEP_DIMS));

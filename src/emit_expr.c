@@ -612,6 +612,35 @@ Ex em_gen_inst(Emitter *E, InstInfo *info)
                      arena_printf(E->a, "%s, axis=%lld%s", em_opnd(E, info, 0, CTX_ANY).s, (long long)in->ival, flag));
             break;
         }
+        case OP_JOIN:
+            return call(E, "tl.join", arena_printf(E->a, "%s, %s", em_opnd(E, info, 0, CTX_ANY).s,
+                                                   em_opnd(E, info, 1, CTX_ANY).s));
+        case OP_SPLIT: /* Triton's split returns the pair; one half is taken */
+            return ex(arena_printf(E->a, "%s[%lld]", call(E, "tl.split", em_opnd(E, info, 0, CTX_ANY).s).s,
+                                   (long long)in->ival), PR_ATOM);
+        case OP_FLIP:
+            return call(E, "tl.flip", arena_printf(E->a, "%s, %lld", em_opnd(E, info, 0, CTX_ANY).s,
+                                                   (long long)in->ival));
+        case OP_GATHER:
+            return call(E, "tl.gather", arena_printf(E->a, "%s, %s, %lld", em_opnd(E, info, 0, CTX_ANY).s,
+                                                     em_opnd(E, info, 1, CTX_ANY).s, (long long)in->ival));
+        case OP_SORT: {
+            Type xt = em_vtype(E, in->args[0]);
+            Ex x = em_opnd(E, info, 0, CTX_ANY);
+            bool desc = in->flags & IF_REVERSE;
+            if (in->ival == xt.shape[xt.rank - 1])
+                return call(E, "tl.sort", desc ? arena_printf(E->a, "%s, descending=True", x.s) : x.s);
+            if (!desc)
+                em_error(E, in->loc, "Triton emitter: Triton has no ascending top-k (tl.topk is descending)");
+            return call(E, "tl.topk", arena_printf(E->a, "%s, %lld", x.s, (long long)in->ival));
+        }
+        case OP_HISTOGRAM: {
+            Buf b = {.a = E->a};
+            buf_printf(&b, "%s, %lld", em_opnd(E, info, 0, CTX_ANY).s, (long long)in->ival);
+            if (in->nargs > 1)
+                buf_printf(&b, ", mask=%s", em_opnd(E, info, 1, CTX_ANY).s);
+            return call(E, "tl.histogram", buf_str(&b));
+        }
         case OP_DOT: {
             Ex a = em_opnd(E, info, 0, CTX_ANY), b = em_opnd(E, info, 1, CTX_ANY);
             const Inst *acc0 = em_const_inst(E, info->eff[2]);

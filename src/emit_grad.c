@@ -58,6 +58,33 @@ static bool uses_atomics(const Block *b)
     return false;
 }
 
+/* Notes on the cost of the adjoints of float tl.gather and tl.sort/topk in
+ * b (regions included), one line of text per instruction. */
+static void shape_notes(Arena *a, const Func *f, const Block *b, Buf *t)
+{
+    for (int i = 0; b && i < b->insts.n; i++) {
+        const Inst *in = &b->insts.v[i];
+        for (int r = 0; r < in->nregions; r++)
+            shape_notes(a, f, in->regions[r], t);
+        if ((in->op != OP_GATHER && in->op != OP_SORT) || !dtype_is_float((Dtype)ir_type(f, in->res[0]).dt))
+            continue;
+        Type x = ir_type(f, in->args[0]);
+        if (in->op == OP_GATHER) {
+            Type ix = ir_type(f, in->args[1]);
+            buf_printf(t, "The adjoint of tl.gather (line %d) is a scatter-add into a zero tile of the source's "
+                          "shape written without atomics (deterministic): a one-hot compare of the index with "
+                          "each source position and a sum, over %lld x %d lanes per program.\n",
+                       in->loc.line, (long long)type_numel(ix), (int)x.shape[in->ival]);
+        } else {
+            int32_t n = x.shape[x.rank - 1];
+            buf_printf(t, "The adjoint of tl.%s (line %d) ranks each row by comparing all pairs of its %d values "
+                          "(%lld x %d lanes per program; ties get distinct ranks, NaNs are asserted absent) and "
+                          "gathers the output gradient by rank.\n",
+                       in->ival == n ? "sort" : "topk", in->loc.line, (int)n, (long long)type_numel(x), (int)n);
+        }
+    }
+}
+
 /* Appends text wrapped at spaces to lines of at most width characters,
  * continuation lines starting with cont; the first line starts at col. */
 static void wrap(Buf *b, const char *text, size_t width, const char *cont, size_t col)
@@ -245,6 +272,14 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
         buf_puts(&t, tape_describe(a, bwd, j, lname));
         wrap(&h, buf_str(&t), LINE_LIMIT - 2, "    ", 0);
         buf_puts(&h, "\n");
+    }
+    t.len = 0;
+    shape_notes(a, fwd, fwd->body, &t);
+    for (const char *p = t.len ? buf_str(&t) : NULL; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        wrap(&h, arena_printf(a, "%.*s", (int)(nl - p), p), LINE_LIMIT - 2, "    ", 0);
+        buf_puts(&h, "\n");
+        p = nl + 1;
     }
     if (spec->grad_write) {
     } else if (uses_atomics(bwd->body)) {

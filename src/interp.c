@@ -1275,6 +1275,133 @@ static void scan_op(Interp *S, const XInst *xi)
     (void)S;
 }
 
+/* join: the two operands' lanes alternate along a new last axis of 2. */
+static void join_op(const XInst *xi)
+{
+    const int64_t *a = xi->x, *b = xi->y;
+    int64_t *r = xi->r;
+    LOOP(xi->n / 2) {
+        r[2 * i] = a[i];
+        r[2 * i + 1] = b[i];
+    }
+}
+
+/* split: lane `half` of each pair of the last axis. */
+static void split_op(const XInst *xi)
+{
+    const int64_t *x = xi->x;
+    int64_t *r = xi->r, h = xi->in->ival;
+    LOOP(xi->n) r[i] = x[2 * i + h];
+}
+
+/* flip: the axis reversed. */
+static void flip_op(Interp *S, const XInst *xi)
+{
+    int64_t O, L, I;
+    axis_view(vtype(S, xi->in->args[0]), (int)xi->in->ival, &O, &L, &I);
+    const int64_t *x = xi->x;
+    int64_t *r = xi->r;
+    for (int64_t o = 0; o < O; o++)
+        for (int64_t k = 0; k < L; k++)
+            for (int64_t i = 0; i < I; i++)
+                r[(o * L + k) * I + i] = x[(o * L + L - 1 - k) * I + i];
+}
+
+/* gather: r[.., j, ..] = src[.., index[.., j, ..], ..] along the axis; an
+ * index outside the source's axis is an error (Triton's result is
+ * undefined there). */
+static void gather_op(Interp *S, const XInst *xi)
+{
+    const Inst *in = xi->in;
+    Type st = vtype(S, in->args[0]), it = vtype(S, in->args[1]);
+    int axis = (int)in->ival;
+    int64_t sst[KAD_MAX_RANK], idx[KAD_MAX_RANK] = {0};
+    strides_of(st, sst);
+    const int64_t *src = xi->x, *ix = xi->y;
+    int64_t *r = xi->r;
+    bool u64 = it.dt == DT_U64;
+    for (int64_t i = 0; i < xi->n; i++) {
+        int64_t v = ix[i];
+        if ((u64 && (uint64_t)v >= (uint64_t)st.shape[axis]) || (!u64 && (v < 0 || v >= st.shape[axis])))
+            fail(S, in->loc, it, i, "gather index %lld is out of range for axis %d of size %d", (long long)v,
+                 axis, (int)st.shape[axis]);
+        int64_t so = v * sst[axis];
+        for (int k = 0; k < st.rank; k++)
+            if (k != axis)
+                so += idx[k] * sst[k];
+        r[i] = src[so];
+        for (int k = it.rank - 1; k >= 0; k--) {
+            if (++idx[k] < it.shape[k])
+                break;
+            idx[k] = 0;
+        }
+    }
+}
+
+/* Orders for sort: ascending; NaNs after every number. */
+static int cmp_f64(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    if (isnan(x) || isnan(y))
+        return isnan(x) - isnan(y);
+    return (x > y) - (x < y);
+}
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* sort: each row of the last axis sorted (descending under IF_REVERSE), the
+ * first ival values kept (tl.topk). */
+static void sort_op(Interp *S, const XInst *xi)
+{
+    const Inst *in = xi->in;
+    Type st = vtype(S, in->args[0]);
+    int64_t L = st.shape[st.rank - 1], k = in->ival, rows = type_numel(st) / L;
+    bool desc = (in->flags & IF_REVERSE) != 0;
+    /* a full ascending sort runs in the result; otherwise in scratch (topk) */
+    int64_t *row = k == L && !desc ? NULL : arena_alloc(S->a, (size_t)L * sizeof *row);
+    for (int64_t o = 0; o < rows; o++) {
+        if (!row) {
+            memcpy((int64_t *)xi->r + o * L, (const int64_t *)xi->x + o * L, (size_t)L * sizeof *row);
+            qsort((int64_t *)xi->r + o * L, (size_t)L, sizeof *row,
+                  xi->cls == C_FLOAT ? cmp_f64 : xi->cls == C_U64 ? cmp_u64 : cmp_i64);
+            continue;
+        }
+        memcpy(row, (const int64_t *)xi->x + o * L, (size_t)L * sizeof *row);
+        qsort(row, (size_t)L, sizeof *row,
+              xi->cls == C_FLOAT ? cmp_f64 : xi->cls == C_U64 ? cmp_u64 : cmp_i64);
+        for (int64_t j = 0; j < k; j++)
+            ((int64_t *)xi->r)[o * k + j] = row[desc ? L - 1 - j : j];
+    }
+}
+
+/* histogram: counts of the values 0 .. bins-1 over the (unmasked) lanes; a
+ * value outside is an error (Triton's GPU result is undefined there). */
+static void histogram_op(Interp *S, const XInst *xi)
+{
+    const Inst *in = xi->in;
+    Type xt = vtype(S, in->args[0]);
+    const int64_t *x = xi->x, *m = in->nargs > 1 ? xi->y : NULL;
+    int64_t *r = xi->r, nb = in->ival;
+    bool u64 = xt.dt == DT_U64;
+    LOOP(nb) r[i] = 0;
+    LOOP(type_numel(xt)) {
+        if (m && !m[i])
+            continue;
+        if ((u64 && (uint64_t)x[i] >= (uint64_t)nb) || (!u64 && (x[i] < 0 || x[i] >= nb)))
+            fail(S, in->loc, xt, i, "histogram value %lld is outside the %lld bins", (long long)x[i],
+                 (long long)nb);
+        r[x[i]]++;
+    }
+}
+
 /* dot: a[(B,)M,K] x b[(B,)K,N] + acc[(B,)M,N].  For each output the
  * products are summed over k in order in double (exact int64 for ints),
  * then acc is added and the result rounded once to the result dtype. */
@@ -1610,6 +1737,12 @@ static void exec_inst(Interp *S, const XInst *xi)
         reduce_op(S, xi);
         break;
     case OP_CUMSUM: case OP_CUMPROD: scan_op(S, xi); break;
+    case OP_JOIN: join_op(xi); break;
+    case OP_SPLIT: split_op(xi); break;
+    case OP_FLIP: flip_op(S, xi); break;
+    case OP_GATHER: gather_op(S, xi); break;
+    case OP_SORT: sort_op(S, xi); break;
+    case OP_HISTOGRAM: histogram_op(S, xi); break;
     case OP_DOT: dot_op(S, xi); break;
     case OP_RAND: case OP_RANDN: case OP_RANDINT: random_op(S, xi); break;
     case OP_ADDPTR: addptr_op(S, xi); break;

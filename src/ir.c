@@ -408,6 +408,14 @@ static void put_attrs(Printer *p, const Inst *in)
             buf_printf(b, " {precision = %s}", ir_dot_prec_name((int)in->ival));
     } else if (op == OP_CUSTOM_VJP) {
         buf_printf(b, " {rule = %lld}", (long long)in->ival);
+    } else if (op == OP_SPLIT) {
+        buf_printf(b, " {half = %lld}", (long long)in->ival);
+    } else if (op == OP_FLIP || op == OP_GATHER) {
+        buf_printf(b, " {axis = %lld}", (long long)in->ival);
+    } else if (op == OP_SORT) {
+        buf_printf(b, " {k = %lld%s}", (long long)in->ival, in->flags & IF_REVERSE ? ", descending" : "");
+    } else if (op == OP_HISTOGRAM) {
+        buf_printf(b, " {bins = %lld}", (long long)in->ival);
     } else if (op == OP_ASSERT) {
         buf_puts(b, " {msg = ");
         put_string(b, in->sattr ? in->sattr : "");

@@ -528,7 +528,11 @@ static void apply_attrs(P *p, Inst *in, const Attr *as, int n, Loc oploc)
 {
     OpKind op = (OpKind)in->op;
     const char *name = op_info[op].name;
-    bool has_axis = is_reduction(op) || op == OP_CUMSUM || op == OP_CUMPROD || op == OP_EXPAND_DIMS;
+    bool has_axis = is_reduction(op) || op == OP_CUMSUM || op == OP_CUMPROD || op == OP_EXPAND_DIMS ||
+                    op == OP_FLIP || op == OP_GATHER;
+    /* the one integer attribute of split, sort, histogram */
+    const char *int_key = op == OP_SPLIT ? "half" : op == OP_SORT ? "k" : op == OP_HISTOGRAM ? "bins" : NULL;
+    bool seen_int = false;
     bool has_list = op == OP_PERMUTE || op == OP_MULTIPLE_OF || op == OP_MAX_CONTIGUOUS;
     const char *list_key = op == OP_PERMUTE ? "perm" : "values";
     bool seen_axis = false, seen_list = false;
@@ -543,6 +547,13 @@ static void apply_attrs(P *p, Inst *in, const Attr *as, int n, Loc oploc)
             want = A_FLAG;
             in->flags |= IF_KEEP_DIMS;
         } else if ((op == OP_CUMSUM || op == OP_CUMPROD) && !strcmp(a->key, "reverse")) {
+            want = A_FLAG;
+            in->flags |= IF_REVERSE;
+        } else if (int_key && !strcmp(a->key, int_key)) {
+            want = A_INT;
+            in->ival = a->ival;
+            seen_int = true;
+        } else if (op == OP_SORT && !strcmp(a->key, "descending")) {
             want = A_FLAG;
             in->flags |= IF_REVERSE;
         } else if (has_list && !strcmp(a->key, list_key)) {
@@ -578,6 +589,8 @@ static void apply_attrs(P *p, Inst *in, const Attr *as, int n, Loc oploc)
         perr(p, oploc, "'custom_vjp' needs the attribute {rule = N}");
     if (has_axis && !seen_axis)
         perr(p, oploc, "'%s' needs the attribute {axis = N}", name);
+    if (int_key && !seen_int)
+        perr(p, oploc, "'%s' needs the attribute {%s = N}", name, int_key);
     if (has_list && !seen_list)
         perr(p, oploc, "'%s' needs the attribute {%s = [...]}", name, list_key);
     if (op == OP_ASSERT && !in->sattr)

@@ -466,7 +466,7 @@ enum {
     IF_HAS_MASK = 1 << 0,  /* load/store/atomic_add: a mask operand follows */
     IF_HAS_OTHER = 1 << 1, /* load: an `other` operand follows the mask */
     IF_KEEP_DIMS = 1 << 2, /* reductions */
-    IF_REVERSE = 1 << 3,   /* cumsum/cumprod/scan */
+    IF_REVERSE = 1 << 3,   /* cumsum/cumprod/scan; sort: descending */
 };
 
 /* OP_DOT ival: the forward's input precision. */

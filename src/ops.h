@@ -99,6 +99,13 @@
   X(OP_EXPAND_DIMS,    "expand_dims",    1,  1,  0,  1,  0, 'D') /* ival = axis (normalized, 0..rank) */ \
   X(OP_RESHAPE,        "reshape",        1,  1,  0,  1,  0, 'D') /* to the result shape, row-major, same numel */ \
   X(OP_PERMUTE,        "permute",        1,  1,  0,  1,  0, 'D') /* ints = perm, nints = rank; trans = permute [1,0] */ \
+  /* tl.join/split/flip/gather/sort/topk/histogram (docs/IR.md, "Shapes") */ \
+  X(OP_JOIN,           "join",           2,  1,  0,  1,  0, 'D') /* a, b of one type -> their shape + [2] */ \
+  X(OP_SPLIT,          "split",          1,  1,  0,  1,  0, 'D') /* ival = half (0/1): x[..., half] of a last axis of 2 */ \
+  X(OP_FLIP,           "flip",           1,  1,  0,  1,  0, 'D') /* ival = axis */ \
+  X(OP_GATHER,         "gather",         2,  1,  0,  1,  0, 'D') /* src, index (int) -> index's shape; ival = axis */ \
+  X(OP_SORT,           "sort",           1,  1,  0,  1,  0, 'D') /* along the last axis, the first ival kept; flags REVERSE = descending */ \
+  X(OP_HISTOGRAM,      "histogram",     -1,  1,  0,  1,  0, 'Z') /* x (int, rank 1) [, mask]: i32[ival bins] */ \
   /* reductions and scans; ival = axis (normalized) */ \
   X(OP_SUM,            "sum",            1,  1,  0,  1,  0, 'D') /* flags KEEP_DIMS */ \
   X(OP_MAX,            "max",            1,  1,  0,  1,  0, 'D') /* flags KEEP_DIMS */ \

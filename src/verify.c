@@ -240,7 +240,7 @@ static uint16_t allowed_flags(OpKind op)
     case OP_LOAD: return IF_HAS_MASK | IF_HAS_OTHER;
     case OP_STORE: case OP_ATOMIC_ADD: return IF_HAS_MASK;
     case OP_SUM: case OP_MAX: case OP_MIN: case OP_ARGMAX: case OP_ARGMIN: return IF_KEEP_DIMS;
-    case OP_CUMSUM: case OP_CUMPROD: case OP_SCAN: return IF_REVERSE;
+    case OP_CUMSUM: case OP_CUMPROD: case OP_SCAN: case OP_SORT: return IF_REVERSE;
     default: return 0;
     }
 }
@@ -518,6 +518,67 @@ static void check_types(V *v, const Inst *in)
     case OP_STORE:
         check_memory(v, in, NULL);
         break;
+    case OP_JOIN: {
+        int32_t sh[KAD_MAX_RANK];
+        memcpy(sh, x.shape, sizeof sh);
+        sh[x.rank < KAD_MAX_RANK ? x.rank : 0] = 2;
+        if (x.dt == DT_PTR || !type_eq(x, y) || x.rank == KAD_MAX_RANK)
+            err(v, in, "operands must be two non-pointer values of one type and rank < %d, got %s and %s",
+                KAD_MAX_RANK, tstr(v, x), tstr(v, y));
+        else if (!type_eq(r, type_with_shape(x, x.rank + 1, sh)))
+            err(v, in, "result must be %s, got %s", tstr(v, type_with_shape(x, x.rank + 1, sh)), tstr(v, r));
+        break;
+    }
+    case OP_SPLIT:
+        if (x.dt == DT_PTR || x.rank == 0 || x.shape[x.rank - 1] != 2)
+            err(v, in, "operand must be a non-pointer tile whose last axis is 2, got %s", tstr(v, x));
+        else if (in->ival != 0 && in->ival != 1)
+            err(v, in, "half must be 0 or 1 (the result is x[..., half]), got %lld", (long long)in->ival);
+        else if (!type_eq(r, type_with_shape(x, x.rank - 1, x.shape)))
+            err(v, in, "result must be %s, got %s", tstr(v, type_with_shape(x, x.rank - 1, x.shape)), tstr(v, r));
+        break;
+    case OP_FLIP:
+        if (x.dt == DT_PTR || in->ival < 0 || in->ival >= x.rank)
+            err(v, in, "axis %lld out of range for %s (or a pointer tile)", (long long)in->ival, tstr(v, x));
+        else if (!type_eq(x, r))
+            err(v, in, "result must be %s, got %s", tstr(v, x), tstr(v, r));
+        break;
+    case OP_GATHER: {
+        bool ok = x.dt != DT_PTR && is_int(y) && !is_i1(y) && x.rank == y.rank && in->ival >= 0 &&
+                  in->ival < x.rank;
+        for (int i = 0; ok && i < x.rank; i++)
+            ok = i == in->ival || x.shape[i] == y.shape[i];
+        if (!ok)
+            err(v, in, "expected a source, an integer index of its rank with equal axes but axis %lld, got %s "
+                "and %s", (long long)in->ival, tstr(v, x), tstr(v, y));
+        else if (r.dt != x.dt || !type_same_shape(r, y))
+            err(v, in, "result must be %s, got %s", tstr(v, type_with_shape(x, y.rank, y.shape)), tstr(v, r));
+        break;
+    }
+    case OP_SORT: {
+        int32_t sh[KAD_MAX_RANK];
+        memcpy(sh, x.shape, sizeof sh);
+        if (!is_num(x) || x.rank == 0 || in->ival < 1 || in->ival > x.shape[x.rank - 1]) {
+            err(v, in, "expected a numeric tile and 1 <= k <= its last axis, got %s, k = %lld", tstr(v, x),
+                (long long)in->ival);
+            break;
+        }
+        sh[x.rank - 1] = (int32_t)in->ival;
+        if (!type_eq(r, type_with_shape(x, x.rank, sh)))
+            err(v, in, "result must be %s, got %s", tstr(v, type_with_shape(x, x.rank, sh)), tstr(v, r));
+        break;
+    }
+    case OP_HISTOGRAM: {
+        int32_t nb = (int32_t)in->ival;
+        if (!is_int(x) || is_i1(x) || x.rank != 1)
+            err(v, in, "the input must be an integer tile of rank 1, got %s", tstr(v, x));
+        else if (in->nargs == 2 && (!is_i1(y) || !type_same_shape(x, y)))
+            err(v, in, "the mask must be i1 of the input's shape, got %s", tstr(v, y));
+        else if (in->ival < 1 || in->ival > (1 << 20) || !type_eq(r, type_tile(DT_I32, 1, &nb)))
+            err(v, in, "result must be i32[bins] with 1 <= bins, got %s, bins = %lld", tstr(v, r),
+                (long long)in->ival);
+        break;
+    }
     case OP_ASSERT:
         if (!is_i1(x))
             err(v, in, "the condition must be i1, got %s", tstr(v, x));
@@ -720,6 +781,9 @@ static void check_inst(V *v, const Inst *in, int depth)
         counts_ok = false;
     } else if (op == OP_FOR && in->nargs < 3) {
         err(v, in, "takes lb, ub, step and the iter_args, got %d operands", in->nargs);
+        counts_ok = false;
+    } else if (op == OP_HISTOGRAM && (in->nargs < 1 || in->nargs > 2)) {
+        err(v, in, "takes the input and an optional mask, got %d operands", in->nargs);
         counts_ok = false;
     } else if ((op == OP_LOAD && in->nargs < 1) || ((op == OP_STORE || op == OP_ATOMIC_ADD) && in->nargs < 2)) {
         err(v, in, "too few operands (%d)", in->nargs);

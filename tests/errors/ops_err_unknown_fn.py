@@ -8,4 +8,4 @@ import triton.language as tl
 def k(x_ptr):
     offs = tl.arange(0, 16)
     x = tl.load(x_ptr + offs)
-    tl.store(x_ptr + offs, tl.sort(x))
+    tl.store(x_ptr + offs, tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1))

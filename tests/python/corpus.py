@@ -1104,6 +1104,130 @@ _cummax_index_case(True, 3, 21, False)
 _rows_scan_case("scan_mul", "scan_mul_kernel", 3, 12, lambda x: np.cumprod(x, 1),
                 make_x=lambda r: r.uniform(0.5, 1.5, (3, 12)), tol=(1e-5, 1e-6))
 
+# ------------------------------------------------------------------ shapes inside a tile
+# tl.split / tl.join / tl.interleave, tl.gather, tl.flip, tl.sort / tl.topk, tl.histogram
+# (tests/kernels/tile_shapes.py).
+
+
+def tile_shape_cases():
+    n = 45  # complex numbers; the last program is partial
+    case(
+        id="complex_mul_interleaved",
+        file="tile_shapes.py",
+        kernel="complex_mul",
+        sig="x_ptr=*fp32,y_ptr=*fp32,z_ptr=*fp32,n=i32,BLOCK=16",
+        grid=(cdiv(n, 16),),
+        make=lambda r: dict(x_ptr=r.standard_normal(2 * n), y_ptr=r.standard_normal(2 * n),
+                            z_ptr=np.zeros(2 * n), n=n),
+        ref=lambda i: dict(z_ptr=np.stack(
+            [((i["x_ptr"][0::2] + 1j * i["x_ptr"][1::2]) * (i["y_ptr"][0::2] + 1j * i["y_ptr"][1::2])).real,
+             ((i["x_ptr"][0::2] + 1j * i["x_ptr"][1::2]) * (i["y_ptr"][0::2] + 1j * i["y_ptr"][1::2])).imag],
+            axis=1).reshape(-1)),
+        outputs=("z_ptr",),
+    )
+
+    rows, d = 13, 16
+
+    def rotary_ref(i):
+        x, c, s = i["x_ptr"], i["cos_ptr"], i["sin_ptr"]
+        x1, x2 = x[:, : d // 2], x[:, d // 2:]
+        return dict(y_ptr=np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=1))
+
+    case(
+        id="rotary_half_split_join",
+        file="tile_shapes.py",
+        kernel="rotary_half",
+        sig=f"x_ptr=*fp32,cos_ptr=*fp32,sin_ptr=*fp32,y_ptr=*fp32,rows=i32,D={d},BLOCK=4",
+        grid=(cdiv(rows, 4),),
+        make=lambda r: dict(x_ptr=r.standard_normal((rows, d)), cos_ptr=np.cos(r.uniform(0, 3, d // 2)),
+                            sin_ptr=np.sin(r.uniform(0, 3, d // 2)), y_ptr=np.zeros((rows, d)), rows=rows),
+        ref=rotary_ref,
+        outputs=("y_ptr",),
+    )
+
+    m, v, dd = 37, 16, 8
+    case(
+        id="embed_gather_tile",
+        file="tile_shapes.py",
+        kernel="embed_gather",
+        sig=f"table_ptr=*fp32,ids_ptr=*i32,scale_ptr=*fp32,out_ptr=*fp32,n=i32,V={v},D={dd},BLOCK=16",
+        grid=(cdiv(m, 16),),
+        make=lambda r: dict(table_ptr=r.standard_normal((v, dd)), ids_ptr=r.integers(0, v, m).astype(np.int32),
+                            scale_ptr=r.standard_normal(m), out_ptr=np.zeros((m, dd)), n=m),
+        ref=lambda i: dict(out_ptr=i["table_ptr"][i["ids_ptr"].astype(np.int64)] * i["scale_ptr"][:, None]),
+        outputs=("out_ptr",),
+    )
+
+    gr, gn, gk = 5, 16, 32
+    case(
+        id="gather_cols_repeats",
+        file="tile_shapes.py",
+        kernel="gather_cols",
+        sig=f"x_ptr=*fp32,perm_ptr=*i32,y_ptr=*fp32,N={gn},K={gk}",
+        grid=(gr,),
+        make=lambda r: dict(x_ptr=r.standard_normal((gr, gn)), perm_ptr=r.integers(0, gn, (gr, gk)).astype(np.int32),
+                            y_ptr=np.zeros((gr, gk))),
+        ref=lambda i: dict(y_ptr=np.take_along_axis(i["x_ptr"], i["perm_ptr"].astype(np.int64), 1) ** 2),
+        outputs=("y_ptr",),
+    )
+
+    fr, fn, fm = 3, 4, 8
+    case(
+        id="flip_mix",
+        file="tile_shapes.py",
+        kernel="flip_mix",
+        sig=f"x_ptr=*fp32,w_ptr=*fp32,y_ptr=*fp32,N={fn},M={fm}",
+        grid=(fr,),
+        make=lambda r: dict(x_ptr=r.standard_normal((fr, fn, fm)), w_ptr=r.standard_normal(fm),
+                            y_ptr=np.zeros((fr, fn, fm))),
+        ref=lambda i: dict(y_ptr=i["x_ptr"][:, :, ::-1] * i["w_ptr"] + i["x_ptr"][:, ::-1, :] * np.sin(i["x_ptr"])),
+        outputs=("y_ptr",),
+    )
+
+    sr, sn, sk = 4, 16, 4
+    for desc in (0, 1):
+        def sort_ref(i, desc=desc):
+            y = np.sort(i["x_ptr"] ** 2 + i["x_ptr"], axis=1)
+            if desc:
+                y = y[:, ::-1]
+            t = -np.sort(-np.exp(i["x_ptr"]), axis=1)[:, :sk]
+            return dict(y_ptr=y * np.arange(sn), t_ptr=t)
+
+        case(
+            id=f"sort_topk_{'desc' if desc else 'asc'}",
+            file="tile_shapes.py",
+            kernel="sort_rows",
+            sig=f"x_ptr=*fp32,y_ptr=*fp32,t_ptr=*fp32,N={sn},K={sk},DESC={desc}",
+            grid=(sr,),
+            make=lambda r: dict(x_ptr=r.standard_normal((sr, sn)), y_ptr=np.zeros((sr, sn)),
+                                t_ptr=np.zeros((sr, sk))),
+            ref=sort_ref,
+            outputs=("y_ptr", "t_ptr"),
+        )
+
+    hn, bins, hb = 100, 16, 32
+
+    def hist_ref(i):
+        x = i["x_ptr"].astype(np.int64)
+        h = np.zeros((cdiv(hn, hb), bins))
+        for p in range(cdiv(hn, hb)):
+            h[p] = np.bincount(x[p * hb:(p + 1) * hb], minlength=bins)
+        return dict(h_ptr=h)
+
+    case(
+        id="histogram_tile_masked",
+        file="tile_shapes.py",
+        kernel="hist",
+        sig=f"x_ptr=*i32,h_ptr=*i32,n=i32,BINS={bins},BLOCK={hb}",
+        grid=(cdiv(hn, hb),),
+        make=lambda r: dict(x_ptr=r.integers(0, bins, hn).astype(np.int32),
+                            h_ptr=np.zeros((cdiv(hn, hb), bins), dtype=np.int32), n=hn),
+        ref=hist_ref,
+        outputs=("h_ptr",),
+    )
+
+
+tile_shape_cases()
 
 CASE_IDS = [c.id for c in CASES]
 assert len(set(CASE_IDS)) == len(CASE_IDS), "duplicate case ids"

@@ -119,6 +119,15 @@ GRAD = {
     "scan.py:cummax_index_kernel": G(("x_ptr",), ("y_ptr",), why="a selection scan (tl.where), i_ptr an int output"),
     "scan.py:scan_mul_kernel": G(("x_ptr",), ("y_ptr",), refuse=(92, "cannot differentiate this tl.associative_scan"),
                                  why="a combine function kad does not differentiate (x * y)"),
+    "tile_shapes.py:complex_mul": G(("x_ptr", "y_ptr"), ("z_ptr",), why="split and interleave"),
+    "tile_shapes.py:rotary_half": G(("x_ptr", "cos_ptr", "sin_ptr"), ("y_ptr",), why="split and join"),
+    "tile_shapes.py:embed_gather": G(("table_ptr", "scale_ptr"), ("out_ptr",), {"ids_ptr": (0, 15)},
+                                     why="gather: one-hot scatter-add adjoint, repeated ids"),
+    "tile_shapes.py:gather_cols": G(("x_ptr",), ("y_ptr",), {"perm_ptr": (0, 15)}, why="gather along axis 1"),
+    "tile_shapes.py:flip_mix": G(("x_ptr", "w_ptr"), ("y_ptr",), why="flip along both axes"),
+    "tile_shapes.py:sort_rows": G(("x_ptr",), ("y_ptr", "t_ptr"), why="sort (both orders) and topk by rank"),
+    "tile_shapes.py:hist": G(("x_ptr",), ("h_ptr",), refuse=(88, "'x_ptr' is not a pointer to floating-point data"),
+                             why="integer counts: nothing to differentiate"),
 }
 
 # By case id, where a case of a kernel differs from the kernel's entry.

@@ -282,6 +282,43 @@ def _kinks(*points):
     return lambda v: {"x_ptr": np.any([np.abs(v["x_ptr"] - p) < 1e-6 for p in points], axis=0)}
 
 
+def _complex_mul(v):
+    x, y = v["x_ptr"].view(-1, 2), v["y_ptr"].view(-1, 2)
+    zr = x[:, 0] * y[:, 0] - x[:, 1] * y[:, 1]
+    zi = x[:, 0] * y[:, 1] + x[:, 1] * y[:, 0]
+    return {"z_ptr": (ALL, torch.stack([zr, zi], dim=1).reshape(-1))}
+
+
+def _rotary_half(v):
+    x, c, s = v["x_ptr"], v["cos_ptr"], v["sin_ptr"]
+    h = x.shape[1] // 2
+    x1, x2 = x[:, :h], x[:, h:]
+    return {"y_ptr": (ALL, torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=1))}
+
+
+def _embed_gather(v):
+    ids = torch.as_tensor(v["ids_ptr"]).long()
+    return {"out_ptr": (ALL, F.embedding(ids, v["table_ptr"]) * v["scale_ptr"][:, None])}
+
+
+def _gather_cols(v):
+    return {"y_ptr": (ALL, torch.gather(v["x_ptr"], 1, torch.as_tensor(v["perm_ptr"]).long()) ** 2)}
+
+
+def _flip_mix(v):
+    x = v["x_ptr"]
+    return {"y_ptr": (ALL, torch.flip(x, [2]) * v["w_ptr"] + torch.flip(x, [1]) * torch.sin(x))}
+
+
+def _sort_topk(desc):
+    def ref(v):
+        x = v["x_ptr"]
+        y = torch.sort(x * x + x, dim=1, descending=desc).values
+        t = torch.topk(torch.exp(x), v["t_ptr"].shape[1], dim=1).values
+        return {"y_ptr": (ALL, y * torch.arange(x.shape[1], dtype=x.dtype)), "t_ptr": (ALL, t)}
+    return ref
+
+
 # case id prefix -> (wrt, outs, reference, kinks or None)
 GRADS = {
     "vector_add": ("x_ptr,y_ptr", "out_ptr",
@@ -341,6 +378,13 @@ GRADS = {
     "cummax_index_forward": ("x_ptr", "y_ptr", _rows_scan(lambda x: torch.cummax(x, 1).values), None),
     "cummax_index_reverse": ("x_ptr", "y_ptr", _rows_scan(lambda x: torch.cummax(x.flip(1), 1).values.flip(1)),
                              None),
+    "complex_mul_interleaved": ("x_ptr,y_ptr", "z_ptr", _complex_mul, None),
+    "rotary_half_split_join": ("x_ptr,cos_ptr,sin_ptr", "y_ptr", _rotary_half, None),
+    "embed_gather_tile": ("table_ptr,scale_ptr", "out_ptr", _embed_gather, None),
+    "gather_cols_repeats": ("x_ptr", "y_ptr", _gather_cols, None),
+    "flip_mix": ("x_ptr,w_ptr", "y_ptr", _flip_mix, None),
+    "sort_topk_asc": ("x_ptr", "y_ptr,t_ptr", _sort_topk(False), None),
+    "sort_topk_desc": ("x_ptr", "y_ptr,t_ptr", _sort_topk(True), None),
 }
 
 # Corpus kernels kad refuses to differentiate, with the reason its error must give.
@@ -352,6 +396,8 @@ REFUSED = {
 
 # Corpus cases with nothing to differentiate (integer data, or in/out buffers only).
 NOT_DIFFERENTIABLE = {"axpby_beta_half", "histogram_atomic_add", "transpose_i32", "axpby_beta0", "scan_mul"}
+NOT_DIFFERENTIABLE = {"axpby_beta_half", "histogram_atomic_add", "transpose_i32", "axpby_beta0",
+                      "histogram_tile_masked"}
 
 TF32_CASES = {"matmul_fp32_relu_tf32", "linear_attention_intra_fp32"}
 
