@@ -419,7 +419,17 @@ static ValId tan_rule(Em *e, const Inst *in)
     case OP_PERMUTE:
     case OP_SUM:
     case OP_CUMSUM:
+    case OP_SPLIT:
+    case OP_FLIP:
         return emit_like(e, in, &t[0], 1, yt)->res[0];
+    case OP_JOIN: { /* linear in both halves */
+        ValId tj[2] = {t[0] ? t[0] : ezero(e, fty(f, in->args[0])), t[1] ? t[1] : ezero(e, fty(f, in->args[1]))};
+        return emit_like(e, in, tj, 2, yt)->res[0];
+    }
+    case OP_GATHER: { /* linear in src; the index has no tangent */
+        ValId tg[2] = {T0, a[1]};
+        return emit_like(e, in, tg, 2, yt)->res[0];
+    }
     case OP_MAX:
     case OP_MIN: { /* lanes equal to the result share evenly (reverse mode's rule) */
         int axis = (int)in->ival;
@@ -729,6 +739,21 @@ static void emit_block(Fd *f, const Block *fb, Block *jb)
         emit_inst(f, jb, &fb->insts.v[k]);
 }
 
+/* Scans (tl.associative_scan) have no tangent rule yet: refused before anything is emitted (their
+ * regions would otherwise be cloned without one). */
+static void refuse_scans(Fd *f, const Block *b)
+{
+    for (int k = 0; k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        if (in->op == OP_SCAN)
+            fail(f, in->loc, "forward mode: no tangent rule for '%s' (tl.associative_scan) yet; reverse mode "
+                             "(kad grad) differentiates it", "scan");
+        else
+            for (int r = 0; r < in->nregions; r++)
+                refuse_scans(f, in->regions[r]);
+    }
+}
+
 /* The jvp kernel of fwd: params = fwd's, then t_<x> per input (in-place
  * names among them), then t_<y> per output, in fwd's parameter order. */
 static Func *ad_jvp_raw(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
@@ -770,6 +795,9 @@ static Func *ad_jvp_raw(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
             }
     for (int i = 0; i < fwd->consts.n; i++)
         vec_push(a, jv->consts, fwd->consts.v[i]);
+    refuse_scans(f, fwd->body);
+    if (f->errors)
+        return NULL;
     emit_block(f, fwd->body, jv->body);
     return f->errors ? NULL : jv;
 }
