@@ -395,8 +395,7 @@ REFUSED = {
 }
 
 # Corpus cases with nothing to differentiate (integer data, or in/out buffers only).
-NOT_DIFFERENTIABLE = {"axpby_beta_half", "histogram_atomic_add", "transpose_i32", "axpby_beta0", "scan_mul"}
-NOT_DIFFERENTIABLE = {"axpby_beta_half", "histogram_atomic_add", "transpose_i32", "axpby_beta0",
+NOT_DIFFERENTIABLE = {"axpby_beta_half", "histogram_atomic_add", "transpose_i32", "axpby_beta0", "scan_mul",
                       "histogram_tile_masked"}
 
 TF32_CASES = {"matmul_fp32_relu_tf32", "linear_attention_intra_fp32"}

@@ -296,7 +296,7 @@ def _(g, small):
 @case("linear_recurrence_reverse", scan.linear_recurrence_kernel, ["a_ptr", "b_ptr"], ["h_ptr"], tol=1e-4)
 def _(g, small):
     T, D, bt = (5, 6, 8) if small else (13, 21, 16)
-    a = (0.6 + 0.4 * torch.rand(T, D, generator=g, dtype=torch.float64)).to(DEVICE, torch.float32).requires_grad_()
+    a = (0.6 + 0.4 * torch.rand(T, D, generator=g, dtype=torch.float64, device="cpu")).to(DEVICE, torch.float32).requires_grad_()
     b, h = leaf(T, D, gen=g), torch.empty(T, D)
 
     def ref(t):  # h_t = a_t * h_{t+1} + b_t, a loop over time
@@ -312,7 +312,7 @@ def _(g, small):
 @case("chunked_ssm", scan.chunked_ssm_kernel, ["a_ptr", "x_ptr"], ["h_ptr"], tol=1e-4)
 def _(g, small):
     T, D, ct = (7, 5, 4) if small else (22, 10, 8)
-    a = (0.3 + 0.6 * torch.rand(T, D, generator=g, dtype=torch.float64)).to(DEVICE, torch.float32).requires_grad_()
+    a = (0.3 + 0.6 * torch.rand(T, D, generator=g, dtype=torch.float64, device="cpu")).to(DEVICE, torch.float32).requires_grad_()
     x, h = leaf(T, D, gen=g), torch.empty(T, D)
 
     def ref(t):  # h_t = a_t * h_{t-1} + (1 - a_t) * x_t, a loop over time
@@ -343,7 +343,7 @@ def _(g, small):
 @case("cumprod_zeros", scan.cumprod_kernel, ["x_ptr"], ["y_ptr"])
 def _(g, small):
     rows, n, bn = (2, 6, 8) if small else (4, 17, 32)
-    x0 = 0.6 + 0.8 * torch.rand(rows, n, generator=g, dtype=torch.float64)
+    x0 = 0.6 + 0.8 * torch.rand(rows, n, generator=g, dtype=torch.float64, device="cpu")
     x0[:, 2] = 0.0
     x0[0, n - 1] = 0.0
     x, y = x0.to(DEVICE, torch.float32).requires_grad_(), torch.empty(rows, n)
