@@ -629,7 +629,10 @@ class _KadBackward(torch.autograd.Function):
         saved, grads = tensors[:ns], tensors[ns:]
         res = _backward_of(run, needs, saved, grads)[1:]
         ctx.run, ctx.needs = run, needs
-        ctx.save_for_backward(*tensors)
+        # the other tensor arguments are constants, kept aside (the backward runs on copies of them)
+        ni = len(run.inputs)
+        ctx.others = [t.detach() for t in saved[ni:]]
+        ctx.save_for_backward(*saved[:ni], *grads)
         ctx.set_materialize_grads(False)
         return res
 
@@ -643,7 +646,7 @@ class _KadBackward(torch.autograd.Function):
                 f"at most two derivatives through kad kernels (one backward with create_graph=True)")
         ni, no = len(run.inputs), len(run.others)
         tensors = ctx.saved_tensors
-        saved, grads = tensors[:ni + no], tensors[ni + no:]
+        saved, grads = tuple(tensors[:ni]) + tuple(ctx.others), tensors[ni:]
         need = ctx.needs_input_grad[2:]  # per saved tensor, then per dirty gradient
         launch = run.launch
         wrt = [n for i, n in enumerate(run.inputs) if ctx.needs[1 + i]]  # the inputs gx was computed for
@@ -651,7 +654,7 @@ class _KadBackward(torch.autograd.Function):
         outs = [n for n in run.outputs if grads[run.dirty_of[n]] is not None]
         need_x = [n for i, n in enumerate(run.inputs) if need[i] and n in wrt]
         need_y = [n for n in outs if need[ni + no + run.dirty_of[n]]]
-        result = [None] * len(tensors)
+        result = [None] * (ni + no + len(grads))
         if not wrt or not outs or not (need_x or need_y) or all(v_of[n] is None for n in wrt):
             return (None, None, *result)
         order = {n: i for i, (n, _) in enumerate(launch.runtime)}
@@ -665,10 +668,12 @@ class _KadBackward(torch.autograd.Function):
         cpu = launch.device == "cpu"
         mode = getattr(launch, "mode", "as_written")
 
-        def fresh():  # the forward's values with scratch outputs (the jvp kernel writes them again)
-            t = dict(tens)
+        def fresh():  # the forward's values with scratch outputs (the jvp kernel writes them again) and
+            t = dict(tens)  # copies of the other tensors (it may store through them: statistics)
             for n in run.outputs:
                 t[n] = _laid_like(tens[n])
+            for n in run.others:
+                t[n] = _copy_span(tens[n])
             return t
         t_x = [_laid_like(tens[n], v_of[n]) for n in wrt]
         opts = launch.options
