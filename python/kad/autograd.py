@@ -523,13 +523,15 @@ class _KadFunction(torch.autograd.Function):
 
 
 def second_derivative_error(kernel):
-    """The error of a create_graph=True backward through a kad kernel."""
+    """The error of a second derivative under torch.func or torch.compile (kad's custom-operator
+    path, whose backward is not differentiable)."""
     return RuntimeError(
-        f"kad: second derivatives are not supported yet: a backward with create_graph=True (e.g. "
-        f"torch.autograd.grad(..., create_graph=True), gradgradcheck, a gradient penalty, a Hessian-vector "
-        f"product) went through the kad kernel '{kernel}', whose backward is not differentiable (its "
-        f"result would be a constant). Compute this gradient without create_graph=True, or write the "
-        f"part that needs second derivatives with PyTorch operations")
+        f"kad: second derivatives are not supported yet under torch.func and torch.compile: a second "
+        f"derivative (grad(grad(f)), jacrev(jacrev(f)), hessian = jacfwd(jacrev(f)), or a create_graph=True "
+        f"backward of a compiled graph) went through the kad kernel '{kernel}', whose backward is not "
+        f"differentiable on that path (its result would be a constant). Take it in eager mode with "
+        f"torch.autograd.grad(..., create_graph=True) (docs/PYTHON.md, \"Second derivatives\"), or compute "
+        f"first-order derivatives only")
 
 
 def _backward(ctx, *grads):
