@@ -222,3 +222,41 @@ def test_torch_func_forward_over_reverse_is_refused():
         torch.func.hessian(f)(x)
     with pytest.raises(RuntimeError, match="second derivatives are not supported yet"):
         torch.func.grad(lambda v: torch.func.grad(f)(v).sum())(x)
+
+
+# ---------------------------------------------------------------- the CUDA branch, on Triton's CPU interpreter
+
+@cpu_only
+@pytest.mark.parametrize("name", ["swiglu", "rms_norm", "softmax"])
+def test_generated_modules_agree_with_the_interpreter(name, monkeypatch, tmp_path):
+    """_KadBackward's CUDA branch (the generated launch_<kernel>_jvp and launch_<kernel>_jvp_bwd,
+    run by Triton's interpreter on CPU tensors) gives the HVP kad's interpreter gives."""
+    import triton_cpu
+    import kad.autograd as ka
+    monkeypatch.setenv("KAD_CACHE_DIR", str(tmp_path))
+    f, shapes, _ = CASES[name]
+    real = ka._KadBackward.backward
+
+    def as_cuda(ctx, *vs):
+        launch = ctx.run.launch
+        launch.device = "cuda"  # this launch's second backward only: the generated modules' branch
+        try:
+            with triton_cpu.interpreter():
+                return real(ctx, *vs)
+        finally:
+            launch.device = "cpu"
+
+    def hvp_of(backward):
+        monkeypatch.setattr(ka._KadBackward, "backward", staticmethod(backward))
+        xs = [rnd(*s, seed=i, scale=sc, shift=sh, dtype=torch.float32).requires_grad_()
+              for i, (s, sc, sh) in enumerate(shapes)]
+        vs = [rnd(*s, seed=20 + i, dtype=torch.float32) for i, (s, _, _) in enumerate(shapes)]
+        gs = torch.autograd.grad(f(*xs).square().sum(), xs, create_graph=True)
+        return torch.autograd.grad(sum((g * v).sum() for g, v in zip(gs, vs)), xs)
+    ref = hvp_of(real)
+    got = hvp_of(as_cuda)
+    assert any(r.abs().max() > 0 for r in ref)
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    made = [p.name for p in tmp_path.iterdir()]  # the generated modules ran, not the interpreter
+    assert any("_jvp_bwd_" in n for n in made) and any("_jvp_" in n and "_jvp_bwd_" not in n for n in made)
