@@ -7,7 +7,8 @@ derivatives"; docs/AD.md, "Second derivatives").
   swept in chunks by loops), softmax and a matmul with a fused activation (tl.dot, typed fp32);
 - a Hessian-vector product of a small MLP of kad kernels (matmul + activation, matmul,
   cross-entropy) against the same model written with torch operations;
-- refusals: in-place outputs, third derivatives, torch.func's forward-over-reverse (not done yet).
+- refusals: in-place outputs, third derivatives, torch.func's forward-over-reverse (not done yet);
+- the CUDA branch's generated modules, run by Triton's CPU interpreter, against kad's interpreter.
 
 CPU tensors run kad's interpreter; KAD_TEST_DEVICE=cuda runs the HVP and the refusals on a GPU
 (Triton forward, generated launch_<kernel>_jvp and launch_<kernel>_jvp_bwd); gradgradcheck needs
