@@ -296,6 +296,46 @@ class Program:
             self.modules[key] = mod
         return mod
 
+    def jvp_grad(self, sig, wrt, out, det=True):
+        """The reverse mode of the jvp kernel (CPU interpreter): the gradients of the primal inputs
+        wrt from the cotangents of the output tangents t_<out> (second derivatives, _KadBackward).
+        Its parameters: the jvp kernel's, then d_t_<out>..., then d_<wrt>..."""
+        key = ("jvp_grad", sig, tuple(wrt), tuple(out), det)
+        k = self.bwd.get(key)
+        if k is None:
+            jk = self.jvp(sig, wrt, out)
+            t_out = [n for n, _ in jk.params][len(jk.params) - len(out):]
+            with self.lock:
+                k = self.bwd[key] = jk.grad(wrt, t_out, deterministic=det)
+        return k
+
+    def jvp_grad_module(self, sig, wrt, out, det=True):
+        """jvp_grad's generated module (GPU): launch_<kernel>_jvp_bwd, whose args are the jvp
+        kernel's parameters (Kernel.params of self.jvp(...)), then d_t_<out>..., d_<wrt>..."""
+        key = ("jvp_grad", sig, tuple(wrt), tuple(out), det)
+        mod = self.modules.get(key)
+        if mod is None:
+            jk = self.jvp(sig, wrt, out)
+            t_out = [n for n, _ in jk.params][len(jk.params) - len(out):]
+            with self.lock:
+                text = jk.grad_module(wrt, t_out, deterministic=det)
+            h = hashlib.sha256()
+            for part in (_capi.version(), _capi.build_id(), self.digest, self.kernel, sig, ",".join(wrt),
+                         ",".join(out), "jvp_bwd", "" if det else "atomics"):
+                h.update(part.encode() + b"\0")
+            path = os.path.join(cache_dir(), f"{self.kernel}_jvp_bwd_{h.hexdigest()[:40]}.py")
+            text, data = seal(text)
+            if read_sealed(path) != text:
+                write_atomically(path, data)
+            name = "kad_jvp_bwd_" + os.path.basename(path)[:-3]
+            loader = _SealedLoader(name, path, data.encode("utf-8"))
+            spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[name] = mod  # Triton looks kernels' modules up
+            spec.loader.exec_module(mod)
+            self.modules[key] = mod
+        return mod
+
     def module_path(self, sig, wrt, out, det=True):
         return os.path.join(cache_dir(), f"{self.kernel}_bwd_{self._key(sig, wrt, out, det)[:40]}.py")
 
@@ -474,37 +514,42 @@ class _KadFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        # The engine runs a backward with grad mode on only under create_graph=True.  kad's backward
-        # is not differentiable: its result would be a constant (silently, when no output gradient
-        # requires grad: a gradient penalty built on it would contribute nothing), so it is refused.
+        # The engine runs a backward with grad mode on only under create_graph=True: the backward
+        # then runs as _KadBackward, whose own backward is kad's jvp kernel and its reverse mode
+        # (second derivatives, see _KadBackward).  With grad mode off: the plain backward.
         if torch.is_grad_enabled():
-            raise second_derivative_error(ctx.run.dk.__name__)
+            return _differentiable_backward(ctx, grads)
         return _backward(ctx, *grads)
 
 
 def second_derivative_error(kernel):
-    """The error of a create_graph=True backward through a kad kernel."""
+    """The error of a second derivative under torch.func or torch.compile (kad's custom-operator
+    path, whose backward is not differentiable)."""
     return RuntimeError(
-        f"kad: second derivatives are not supported yet: a backward with create_graph=True (e.g. "
-        f"torch.autograd.grad(..., create_graph=True), gradgradcheck, a gradient penalty, a Hessian-vector "
-        f"product) went through the kad kernel '{kernel}', whose backward is not differentiable (its "
-        f"result would be a constant). Compute this gradient without create_graph=True, or write the "
-        f"part that needs second derivatives with PyTorch operations")
+        f"kad: second derivatives are not supported yet under torch.func and torch.compile: a second "
+        f"derivative (grad(grad(f)), jacrev(jacrev(f)), hessian = jacfwd(jacrev(f)), or a create_graph=True "
+        f"backward of a compiled graph) went through the kad kernel '{kernel}', whose backward is not "
+        f"differentiable on that path (its result would be a constant). Take it in eager mode with "
+        f"torch.autograd.grad(..., create_graph=True) (docs/PYTHON.md, \"Second derivatives\"), or compute "
+        f"first-order derivatives only")
 
 
 def _backward(ctx, *grads):
     """_KadFunction's backward."""
-    run = ctx.run
+    return _backward_of(ctx.run, ctx.needs_input_grad, ctx.saved_tensors, grads)
+
+
+def _backward_of(run, needs, saved, grads):
+    """_KadFunction's backward on its parts: needs (ctx.needs_input_grad), the saved tensors (the
+    inputs, then the other tensor arguments) and the dirty tensors' gradients."""
     ni, no = len(run.inputs), len(run.others)
-    needs = ctx.needs_input_grad
     # what to compute depends on which inputs need a gradient, which output gradients are None and
     # which outputs are in place: planned once per combination (_Prep.plan)
     wrt, need_old, out, b = run.prep.plan(run, needs, tuple([g is None for g in grads]))
     result = [None] * (ni + no + len(run.dirty))
     if b is not None:
         out_grads = {n: run.output_grad(n, grads) for n in out}
-        override = dict(zip(run.inputs, ctx.saved_tensors)) if not no else \
-            dict(zip(run.inputs + run.others, ctx.saved_tensors))
+        override = dict(zip(run.inputs, saved)) if not no else dict(zip(run.inputs + run.others, saved))
         if run.old:
             override.update(run.old)
         d = run.dk._run_backward(run.launch, wrt, run.inout, out, out_grads, override, b)
@@ -531,6 +576,143 @@ def _backward(ctx, *grads):
                     full.as_strided(y.size(), y.stride(), y.storage_offset() - base.storage_offset()).copy_(d[n])
             result[ni + no + i] = full
     return (None, *result)
+
+
+def _differentiable_backward(ctx, grads):
+    """_KadFunction's backward under create_graph=True: the same gradients, computed by _KadBackward
+    so that they are themselves differentiable."""
+    run = ctx.run
+    name = run.dk.__name__
+    if run.inout:
+        raise RuntimeError(
+            f"kad: second derivatives through the kad kernel '{name}' are not supported for outputs updated in "
+            f"place ({', '.join(repr(n) for n in run.inout)}: declared as inputs too, loaded by the kernel, or "
+            f"already part of the graph): a backward with create_graph=True (gradgradcheck, a gradient penalty, "
+            f"a Hessian-vector product) needs kernels that write fresh outputs; pass fresh output tensors (e.g. "
+            f"torch.empty_like) or compute this gradient without create_graph=True")
+    for n in run.outputs:
+        if run.launch.values[n] is not run.dirty[run.dirty_of[n]]:
+            raise RuntimeError(
+                f"kad: second derivatives through the kad kernel '{name}' are not supported when the output "
+                f"'{n}' is a view of another tensor: pass a fresh tensor (e.g. torch.empty_like) for it, or "
+                f"compute this gradient without create_graph=True")
+    return (None, *_KadBackward.apply(run, ctx.needs_input_grad, *ctx.saved_tensors, *grads))
+
+
+def _laid_like(x, t=None):
+    """A tensor with x's sizes, strides, dtype and device holding t (zeros when t is None)."""
+    d = torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device=x.device)
+    if t is None:
+        d.zero_()
+    else:
+        d.copy_(t)
+    return d
+
+
+class _KadBackward(torch.autograd.Function):
+    """The backward of a kad launch as a differentiable op (create_graph=True: second derivatives).
+    apply(run, needs, *saved, *dirty_grads) -> _backward_of's result without its leading None: the
+    inputs' gradients gx = J(x)^T gy (then None for the other tensors and the dirty tensors).
+
+    Its backward, given the cotangents v of the gx (reverse over forward; the same numbers as
+    forward over reverse), uses kad's jvp kernel K_jvp of the forward (docs/AD.md, "Second
+    derivatives"):
+      gy's gradient:  J(x) v, the output tangents t_y of K_jvp run with the input tangents t_x = v
+                      (t_y zero before the launch: the outputs are fresh);
+      x's gradient:   H_gy v = d/dx <gy, J(x) v>, the reverse mode of K_jvp with respect to the
+                      primal inputs for the cotangent gy on t_y (and none on y): Program.jvp_grad
+                      on the CPU interpreter, its generated module (jvp_grad_module) on CUDA.
+    Only the declared inputs have second derivatives (the other tensor arguments are constants);
+    the backward of this backward (third derivatives) is refused."""
+
+    @staticmethod
+    def forward(ctx, run, needs, *tensors):
+        ns = len(run.inputs) + len(run.others)
+        saved, grads = tensors[:ns], tensors[ns:]
+        res = _backward_of(run, needs, saved, grads)[1:]
+        ctx.run, ctx.needs = run, needs
+        # the other tensor arguments are constants, kept aside (the backward runs on copies of them)
+        ni = len(run.inputs)
+        ctx.others = [t.detach() for t in saved[ni:]]
+        ctx.save_for_backward(*saved[:ni], *grads)
+        ctx.set_materialize_grads(False)
+        return res
+
+    @staticmethod
+    def backward(ctx, *vs):
+        run = ctx.run
+        if torch.is_grad_enabled():
+            raise RuntimeError(
+                f"kad: third derivatives through the kad kernel '{run.dk.__name__}' are not supported: the "
+                f"backward of its backward (a Hessian-vector product's gradient) is not differentiable; take "
+                f"at most two derivatives through kad kernels (one backward with create_graph=True)")
+        ni, no = len(run.inputs), len(run.others)
+        tensors = ctx.saved_tensors
+        saved, grads = tuple(tensors[:ni]) + tuple(ctx.others), tensors[ni:]
+        need = ctx.needs_input_grad[2:]  # per saved tensor, then per dirty gradient
+        launch = run.launch
+        wrt = [n for i, n in enumerate(run.inputs) if ctx.needs[1 + i]]  # the inputs gx was computed for
+        v_of = {n: vs[i] for i, n in enumerate(run.inputs) if n in wrt}
+        outs = [n for n in run.outputs if grads[run.dirty_of[n]] is not None]
+        need_x = [n for i, n in enumerate(run.inputs) if need[i] and n in wrt]
+        need_y = [n for n in outs if need[ni + no + run.dirty_of[n]]]
+        result = [None] * (ni + no + len(grads))
+        if not wrt or not outs or not (need_x or need_y) or all(v_of[n] is None for n in wrt):
+            return (None, None, *result)
+        order = {n: i for i, (n, _) in enumerate(launch.runtime)}
+        wrt.sort(key=order.get)
+        outs.sort(key=order.get)
+        tens = dict(launch.values)
+        tens.update(zip(run.inputs + run.others, saved))
+        tens = {n: t.detach() if isinstance(t, torch.Tensor) else t for n, t in tens.items()}
+        gy = {n: grads[run.dirty_of[n]] for n in outs}
+        prog = run.dk.program
+        cpu = launch.device == "cpu"
+        mode = getattr(launch, "mode", "as_written")
+
+        def fresh():  # the forward's values with scratch outputs (the jvp kernel writes them again) and
+            t = dict(tens)  # copies of the other tensors (it may store through them: statistics)
+            for n in run.outputs:
+                t[n] = _laid_like(tens[n])
+            for n in run.others:
+                t[n] = _copy_span(tens[n])
+            return t
+        t_x = [_laid_like(tens[n], v_of[n]) for n in wrt]
+        opts = launch.options
+        if opts:
+            opts = {k: opts[k] for k in ("num_warps", "num_stages") if k in opts}
+        if need_y:  # J(x) v
+            t_y = [_laid_like(tens[n]) for n in outs]
+            t = fresh()
+            if cpu:
+                k = prog.jvp(launch.sig, wrt, outs)
+                names = [n for n, _ in k.params][:len(k.params) - len(wrt) - len(outs)]
+                run_cpu(k, launch.grid, [t[n] for n in names] + t_x + t_y, mode,
+                        written=[t[n] for n in run.outputs] + t_y + [t[n] for n in run.others])
+            else:
+                fn = getattr(prog.jvp_module(launch.sig, wrt, outs), f"launch_{launch.name}_jvp")
+                fn(launch.grid, *[t[n] for n in launch.runtime_names], *t_x, *t_y, **(opts or {}))
+            for n, ty in zip(outs, t_y):
+                if n in need_y:
+                    result[ni + no + run.dirty_of[n]] = ty
+        if need_x:  # H_gy v: the reverse mode of the jvp kernel
+            k = prog.jvp(launch.sig, wrt, outs)
+            names = [n for n, _ in k.params][:len(k.params) - len(wrt) - len(outs)]
+            t = fresh()
+            t_y = [_laid_like(tens[n]) for n in outs]
+            d_ty = [_laid_like(tens[n], gy[n]) for n in outs]
+            d_x = [_laid_like(tens[n]) for n in wrt]
+            args = [t[n] for n in names] + t_x + t_y + d_ty + d_x
+            if cpu:
+                run_cpu(prog.jvp_grad(launch.sig, wrt, outs, run.dk.deterministic), launch.grid, args, mode,
+                        written=[t[n] for n in run.outputs] + t_y + d_x + [t[n] for n in run.others])
+            else:
+                mod = prog.jvp_grad_module(launch.sig, wrt, outs, run.dk.deterministic)
+                getattr(mod, f"launch_{launch.name}_jvp_bwd")(launch.grid, *args, **(opts or {}))
+            for n, dx in zip(wrt, d_x):
+                if n in need_x:
+                    result[run.inputs.index(n)] = dx
+        return (None, None, *result)
 
 
 class DifferentiableKernel:

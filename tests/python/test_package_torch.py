@@ -1,7 +1,10 @@
 """kad kernels as PyTorch citizens (docs/PYTHON.md, "torch.compile, torch.func, second derivatives"):
 
-- second derivatives are refused, never silently wrong: every create_graph=True backward through a
-  kad kernel raises (whether the output gradient requires grad or not), gradgradcheck too;
+- second derivatives: a create_graph=True backward through a kad kernel is differentiable (whether
+  the output gradient requires grad or not; gradgradcheck passes), a gradient penalty through a
+  model of kad kernels matches PyTorch's, and one through an in-place kad kernel is refused
+  (tests/python/test_package_double_backward.py has more); torch.func's second derivatives are
+  refused;
 - torch.compile(fullgraph=True) of a small model made of three kad kernels (an RMSNorm, a SwiGLU,
   an in-place residual add) has no graph break, its values and gradients equal eager's and
   PyTorch's autograd of the same math, and a second call with the same shapes compiles nothing;
@@ -115,50 +118,75 @@ def _square(x):
     return c
 
 
-def test_create_graph_refused_when_the_output_gradient_is_a_constant():
+def _rms_ref(x, w, eps=1e-6):
+    return x * torch.rsqrt(x.square().mean(-1, keepdim=True) + eps) * w
+
+
+def _leaves(*ts):
+    return [t.detach().clone().requires_grad_() for t in ts]
+
+
+def test_create_graph_when_the_output_gradient_is_a_constant():
     """torch.autograd.grad(y.sum(), x, create_graph=True): the output gradient (ones) does not
-    require grad; the first gradient must not come back as a silent constant."""
+    require grad; the first gradient must not come back as a constant (it once silently did):
+    a penalty on it has PyTorch's gradient."""
     x, w = _params()[:2]
-    y = rmsnorm(x, w)
-    with pytest.raises(RuntimeError, match=r"second derivatives are not supported yet.*'_rmsnorm'"):
-        torch.autograd.grad(y.sum(), x, create_graph=True)
-    # without create_graph the same graph still gives PyTorch's gradient
-    gx, = torch.autograd.grad(y.sum(), x)
-    x2 = x.detach().clone().requires_grad_()
-    ref = x2 * torch.rsqrt(x2.square().mean(-1, keepdim=True) + 1e-6) * w.detach()
-    gref, = torch.autograd.grad(ref.sum(), x2)
-    torch.testing.assert_close(gx, gref, rtol=1e-4, atol=1e-5)
+    gx, = torch.autograd.grad(rmsnorm(x, w).sum(), x, create_graph=True)
+    assert gx.requires_grad
+    gg = torch.autograd.grad(gx.square().sum(), (x, w))
+    x2, w2 = _leaves(x, w)
+    rx, = torch.autograd.grad(_rms_ref(x2, w2).sum(), x2, create_graph=True)
+    rg = torch.autograd.grad(rx.square().sum(), (x2, w2))
+    torch.testing.assert_close(gx, rx, rtol=1e-4, atol=1e-5)
+    for a, b in zip(gg, rg):
+        torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-4)
 
 
-def test_create_graph_refused_when_the_output_gradient_requires_grad():
+def test_create_graph_when_the_output_gradient_requires_grad():
+    """The first gradient depends on the output gradient v too: its gradient w.r.t. v is J(x) u."""
     x, w = _params()[:2]
-    y = rmsnorm(x, w)
-    v = torch.randn_like(y).requires_grad_()
-    with pytest.raises(RuntimeError, match=r"second derivatives are not supported yet.*'_rmsnorm'"):
-        torch.autograd.grad(y, x, grad_outputs=v, create_graph=True)
+    v = torch.randn(x.shape, generator=torch.Generator().manual_seed(5)).to(DEVICE).requires_grad_()
+    u = torch.randn(x.shape, generator=torch.Generator().manual_seed(6)).to(DEVICE)
+    gx, = torch.autograd.grad(rmsnorm(x, w), x, grad_outputs=v, create_graph=True)
+    gg = torch.autograd.grad((gx * u).sum(), (x, w, v))
+    x2, w2, v2 = _leaves(x, w, v)
+    rx, = torch.autograd.grad(_rms_ref(x2, w2), x2, grad_outputs=v2, create_graph=True)
+    rg = torch.autograd.grad((rx * u).sum(), (x2, w2, v2))
+    for a, b in zip(gg, rg):
+        torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-4)
 
 
-def test_gradient_penalty_through_a_model_is_refused():
-    """A gradient penalty over a model whose middle layer is a kad kernel (the kad kernel's inputs
-    are not the leaves): loss.backward(create_graph=True) raises too."""
+def model_no_inplace(x, w, w1, w2, w3):
+    h = rmsnorm(x, w)
+    return swiglu(h @ w1, h @ w2) @ w3 + x
+
+
+def test_gradient_penalty_through_a_model():
+    """A gradient penalty over a model whose middle layers are kad kernels (their inputs are not the
+    leaves) matches PyTorch's; through the in-place residual add of `model` it is refused."""
     ps = _params()
+    out = model_no_inplace(*ps)
+    g3, = torch.autograd.grad(out.square().sum(), ps[2], create_graph=True)
+    pen = torch.autograd.grad(g3.square().sum(), ps)
+    qs = _leaves(*ps)
+    r3, = torch.autograd.grad(model_ref(*qs).square().sum(), qs[2], create_graph=True)
+    rpen = torch.autograd.grad(r3.square().sum(), qs)
+    for a, b in zip(pen, rpen):
+        torch.testing.assert_close(a, b, rtol=2e-3, atol=2e-3 * b.abs().max().item())
     out = model(*ps)
-    with pytest.raises(RuntimeError, match="second derivatives are not supported yet"):
+    with pytest.raises(RuntimeError, match=r"second derivatives through the kad kernel '_add_into'.*in place"):
         out.square().sum().backward(create_graph=True)
-    with pytest.raises(RuntimeError, match="second derivatives are not supported yet"):
-        torch.autograd.grad(out.square().sum(), ps[2], create_graph=True)
 
 
-def test_gradgradcheck_raises_the_error():
+def test_gradgradcheck_passes():
     if DEVICE != "cpu":
         pytest.skip("f64_mode is the CPU interpreter's")
     g = torch.Generator().manual_seed(3)
     x = torch.randn(4, 16, generator=g, dtype=torch.float64, requires_grad=True)
     w = torch.randn(16, generator=g, dtype=torch.float64, requires_grad=True)
     with kad.f64_mode():
-        assert torch.autograd.gradcheck(rmsnorm, (x, w), eps=1e-6, atol=1e-7)  # first derivatives hold
-        with pytest.raises(RuntimeError, match=r"second derivatives are not supported yet.*'_rmsnorm'"):
-            torch.autograd.gradgradcheck(rmsnorm, (x, w), eps=1e-6, atol=1e-7)
+        assert torch.autograd.gradcheck(rmsnorm, (x, w), eps=1e-6, atol=1e-7)
+        assert torch.autograd.gradgradcheck(rmsnorm, (x, w), eps=1e-6, atol=1e-6)
 
 
 # ---------------------------------------------------------------- torch.compile
