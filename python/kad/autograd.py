@@ -706,7 +706,8 @@ class _KadBackward(torch.autograd.Function):
             if cpu:
                 run_cpu(prog.jvp_grad(launch.sig, wrt, outs, run.dk.deterministic), launch.grid, args, mode,
                         written=[t[n] for n in run.outputs] + t_y + d_x + [t[n] for n in run.others])
-            else:
+            else:  # the launcher takes the forward's runtime arguments (the specialized ones too)
+                args = [t[n] for n in launch.runtime_names] + t_x + t_y + d_ty + d_x
                 mod = prog.jvp_grad_module(launch.sig, wrt, outs, run.dk.deterministic)
                 getattr(mod, f"launch_{launch.name}_jvp_bwd")(launch.grid, *args, **(opts or {}))
             for n, dx in zip(wrt, d_x):

@@ -299,8 +299,8 @@ def test_old_callers_zero_filled_buffers(tmp_path):
 
 def _helper():
     src = _launcher("ew", "x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=128", "x_ptr", "y_ptr")
-    start = src.index("def _kad_covers(")
-    end = src.index("\n\n\ndef ", start)
+    start = src.index("_kad_covers_seen = {}")  # the memo, _kad_covers and _kad_covers_now
+    end = src.index("\n\n\ndef ", src.index("def _kad_covers_now(", start))
     ns = {}
     exec(src[start:end], ns)
     return ns["_kad_covers"]

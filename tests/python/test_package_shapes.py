@@ -153,7 +153,9 @@ CASES = {
     "cmul": (cmul, ref_cmul, lambda dt: (t(90, dtype=dt), t(90, dtype=dt, seed=1))),
     "swap_halves": (swap_halves, ref_swap_halves, lambda dt: (t(19, 16, dtype=dt),)),
     # ids repeat: the table's gradient adds several rows' contributions
-    "lookup": (lookup, ref_lookup, lambda dt: (t(8, 4, dtype=dt), ids(37, 8), t(37, 4, dtype=dt, seed=1))),
+    # (a [8, 4] table made Triton 3.6's own compile of this forward crash on an H100, in
+    # TritonGPUOptimizeThreadLocality: 16 x 16 compiles)
+    "lookup": (lookup, ref_lookup, lambda dt: (t(16, 16, dtype=dt), ids(37, 16), t(37, 16, dtype=dt, seed=1))),
     "sortflip": (sortflip, ref_sortflip, lambda dt: (t(5, 16, dtype=dt),)),
 }
 RTOL = {torch.float32: 1e-5 if DEVICE == "cpu" else 1e-4, torch.float16: 5e-3}
