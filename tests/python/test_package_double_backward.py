@@ -173,7 +173,7 @@ def test_hvp_of_an_mlp_matches_torch():
     tol = 1e-9 if DEVICE == "cpu" else 2e-2
     for a, b in zip(g + list(hv), gr + list(hvr)):
         scale = b.abs().max().item()
-        torch.testing.assert_close(a.double(), b, rtol=tol, atol=tol * scale)
+        torch.testing.assert_close(a.double(), b.double(), rtol=tol, atol=tol * scale)
     assert any(h.abs().max() > 0 for h in hv)
 
 
