@@ -567,7 +567,8 @@ def run(args):
                 f"{p} {t[p] * 1e3:.1f} µs" if t[p] is not None else f"{p} {DASH}" for p in PEERS) +
                 f"; floor {floor_ms * 1e3:.1f} µs")
     log("done")
-    return dict(bw=bw, rows=rows, notes=notes, device=device, quick=args.quick)
+    return dict(bw=bw, rows=rows, notes=notes, device=device, quick=args.quick, device_name=device_name(device),
+                torch=torch.__version__, triton=triton.__version__, date=datetime.date.today().isoformat())
 
 
 def table(res):
@@ -613,8 +614,10 @@ def section(res, argv):
     cmd = " ".join(["python3", "bench/gpu.py"] + argv)
     return "\n".join([
         BEGIN,
-        f"Measured {datetime.date.today().isoformat()} on {device_name(res['device'])}, torch {torch.__version__}, "
-        f"triton {triton.__version__}, kad {kad.version()}. Command: `PYTHONPATH=python {cmd}` (after `make`).",
+        f"Measured {res.get('date') or datetime.date.today().isoformat()} on "
+        f"{res.get('device_name') or device_name(res['device'])}, torch {res.get('torch') or torch.__version__}, "
+        f"triton {res.get('triton') or triton.__version__}, kad {kad.version()}. Command: `PYTHONPATH=python {cmd}` "
+        f"(after `make`).",
         "",
         table(res),
         END,
