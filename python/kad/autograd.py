@@ -279,21 +279,27 @@ class Program:
             fwd = self.forward(sig)
             with self.lock:
                 text = fwd.jvp_module(wrt, out)
-            h = hashlib.sha256()
-            for part in (_capi.version(), _capi.build_id(), self.digest, self.kernel, sig, ",".join(wrt),
-                         ",".join(out), "jvp"):
-                h.update(part.encode() + b"\0")
-            path = os.path.join(cache_dir(), f"{self.kernel}_jvp_{h.hexdigest()[:40]}.py")
-            text, data = seal(text)
-            if read_sealed(path) != text:
-                write_atomically(path, data)
-            name = "kad_jvp_" + os.path.basename(path)[:-3]
-            loader = _SealedLoader(name, path, data.encode("utf-8"))
-            spec = importlib.util.spec_from_file_location(name, path, loader=loader)
-            mod = importlib.util.module_from_spec(spec)
-            sys.modules[name] = mod  # Triton looks kernels' modules up
-            spec.loader.exec_module(mod)
-            self.modules[key] = mod
+            mod = self.modules[key] = self._import_generated(
+                text, "jvp", (sig, ",".join(wrt), ",".join(out), "jvp"))
+        return mod
+
+    def _import_generated(self, text, kind, parts):
+        """Imports a generated module's text (jvp, jvp_bwd) through the disk cache: written sealed by an
+        atomic rename under a name keyed by the library build, the sources and parts, then executed
+        from the verified text (as module() does for the backward)."""
+        h = hashlib.sha256()
+        for part in (_capi.version(), _capi.build_id(), self.digest, self.kernel) + tuple(parts):
+            h.update(part.encode() + b"\0")
+        path = os.path.join(cache_dir(), f"{self.kernel}_{kind}_{h.hexdigest()[:40]}.py")
+        text, data = seal(text)
+        if read_sealed(path) != text:
+            write_atomically(path, data)
+        name = f"kad_{kind}_" + os.path.basename(path)[:-3]
+        loader = _SealedLoader(name, path, data.encode("utf-8"))
+        spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod  # Triton looks kernels' modules up
+        spec.loader.exec_module(mod)
         return mod
 
     def jvp_grad(self, sig, wrt, out, det=True):
@@ -319,21 +325,8 @@ class Program:
             t_out = [n for n, _ in jk.params][len(jk.params) - len(out):]
             with self.lock:
                 text = jk.grad_module(wrt, t_out, deterministic=det)
-            h = hashlib.sha256()
-            for part in (_capi.version(), _capi.build_id(), self.digest, self.kernel, sig, ",".join(wrt),
-                         ",".join(out), "jvp_bwd", "" if det else "atomics"):
-                h.update(part.encode() + b"\0")
-            path = os.path.join(cache_dir(), f"{self.kernel}_jvp_bwd_{h.hexdigest()[:40]}.py")
-            text, data = seal(text)
-            if read_sealed(path) != text:
-                write_atomically(path, data)
-            name = "kad_jvp_bwd_" + os.path.basename(path)[:-3]
-            loader = _SealedLoader(name, path, data.encode("utf-8"))
-            spec = importlib.util.spec_from_file_location(name, path, loader=loader)
-            mod = importlib.util.module_from_spec(spec)
-            sys.modules[name] = mod  # Triton looks kernels' modules up
-            spec.loader.exec_module(mod)
-            self.modules[key] = mod
+            mod = self.modules[key] = self._import_generated(
+                text, "jvp_bwd", (sig, ",".join(wrt), ",".join(out), "jvp_bwd", "" if det else "atomics"))
         return mod
 
     def module_path(self, sig, wrt, out, det=True):
