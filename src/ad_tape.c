@@ -201,6 +201,52 @@ static void names_of(Ad *ad, TapeLoop *tl, const Block *body, int lead)
     tl->linear_names = l.len ? buf_str(&l) : NULL;
 }
 
+/* tl's per-carried-value arrays, for n carried values. */
+static void tape_loop_arrays(Ad *ad, TapeLoop *tl, int n)
+{
+    tl->taped = arena_alloc(ad->a, (size_t)n + 1);
+    tl->linear = arena_alloc(ad->a, (size_t)n + 1);
+    tl->off = arena_alloc(ad->a, sizeof(int64_t) * (size_t)(n + 1));
+    tl->affine = arena_alloc(ad->a, (size_t)n + 1);
+    tl->delta = arena_alloc(ad->a, sizeof(ValId) * (size_t)(n + 1));
+}
+
+/* Whether carried value c is an int or a pointer (recomputed, never taped). */
+static bool tape_scalar(Ad *ad, ValId c)
+{
+    Type t = fty(ad, c);
+    return t.dt == DT_PTR || !dtype_is_float((Dtype)t.dt);
+}
+
+/* Carried value k (c, the body's parameter) of loop `in` needs the reverse sweep: a float gets a
+ * slot of tl's tape (its name added to what); an int or a pointer is recomputed from the iteration
+ * number when `affine` (each iteration advances it by a loop-invariant step), else an error. */
+static bool tape_record(Ad *ad, TapeLoop *tl, const Inst *in, int k, ValId c, bool affine, const char *first,
+                        Buf *what)
+{
+    Type t = fty(ad, c);
+    if (tape_scalar(ad, c)) {
+        if (affine) {
+            tl->affine[k] = 1; /* recomputed from the iteration number */
+            return true;
+        }
+        diag_error(ad->d, in->loc,
+                   "loop-carried %s '%s' of a loop whose reverse sweep reads a tape (for '%s'): kad "
+                   "recomputes such a value only when each iteration advances it by the same amount "
+                   "(p += step, step loop-invariant) and records only float values (not supported yet; "
+                   "compute it from the loop variable instead)",
+                   t.dt == DT_PTR ? "pointer" : "integer", name_of(ad, c, in->res[k]), first);
+        return false;
+    }
+    if (t.dt == DT_F64)
+        tl->dt = DT_F64;
+    tl->taped[k] = 1;
+    tl->off[k] = tl->slot;
+    tl->slot += type_numel(t);
+    buf_printf(what, "%s%s", what->len ? ", " : "", name_of(ad, c, in->res[k]));
+    return true;
+}
+
 bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear)
 {
     const Block *body = in->regions[0];
@@ -229,11 +275,7 @@ bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear)
         return false;
     }
     TapeLoop tl = {.loop = in};
-    tl.taped = arena_alloc(ad->a, (size_t)n + 1);
-    tl.linear = arena_alloc(ad->a, (size_t)n + 1);
-    tl.off = arena_alloc(ad->a, sizeof(int64_t) * (size_t)(n + 1));
-    tl.affine = arena_alloc(ad->a, (size_t)n + 1);
-    tl.delta = arena_alloc(ad->a, sizeof(ValId) * (size_t)(n + 1));
+    tape_loop_arrays(ad, &tl, n);
     int id = ++ad->gen;
     ad_mark_defs(ad, body, id);
     tl.dt = DT_F32;
@@ -248,27 +290,8 @@ bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear)
             tl.linear[k] = 1; /* only feeds itself: left out of the reverse loop like an accumulator */
             continue;
         }
-        Type t = fty(ad, c);
-        if (t.dt == DT_PTR || !dtype_is_float((Dtype)t.dt)) {
-            if (affine_slot(ad, in, k, id, &tl.delta[k])) {
-                tl.affine[k] = 1; /* recomputed from the iteration number */
-                continue;
-            }
-            diag_error(ad->d, in->loc,
-                       "loop-carried %s '%s' of a loop whose reverse sweep reads a tape (for '%s'): kad "
-                       "recomputes such a value only when each iteration advances it by the same amount "
-                       "(p += step, step loop-invariant) and records only float values (not supported yet; "
-                       "compute it from the loop variable instead)",
-                       t.dt == DT_PTR ? "pointer" : "integer", name_of(ad, c, in->res[k]), first);
-            ok = false;
-            continue;
-        }
-        if (t.dt == DT_F64)
-            tl.dt = DT_F64;
-        tl.taped[k] = 1;
-        tl.off[k] = tl.slot;
-        tl.slot += type_numel(t);
-        buf_printf(&what, "%s%s", what.len ? ", " : "", name_of(ad, c, in->res[k]));
+        bool scalar = tape_scalar(ad, c);
+        ok &= tape_record(ad, &tl, in, k, c, scalar && affine_slot(ad, in, k, id, &tl.delta[k]), first, &what);
     }
     if (!ok)
         return false;
@@ -338,11 +361,7 @@ bool ad_tape_plan_while(Ad *ad, const Inst *in)
         if (ad_active(ad, body->params[k]) || ad_active(ad, cond->params[k]) || ad_active(ad, in->res[k]))
             first = name_of(ad, body->params[k], in->res[k]);
     TapeLoop tl = {.loop = in, .is_while = true};
-    tl.taped = arena_alloc(ad->a, (size_t)n + 1);
-    tl.linear = arena_alloc(ad->a, (size_t)n + 1);
-    tl.off = arena_alloc(ad->a, sizeof(int64_t) * (size_t)(n + 1));
-    tl.affine = arena_alloc(ad->a, (size_t)n + 1);
-    tl.delta = arena_alloc(ad->a, sizeof(ValId) * (size_t)(n + 1));
+    tape_loop_arrays(ad, &tl, n);
     int id = ++ad->gen;
     ad_mark_defs(ad, cond, id);
     ad_mark_defs(ad, body, id);
@@ -353,27 +372,8 @@ bool ad_tape_plan_while(Ad *ad, const Inst *in)
         ValId c = body->params[k];
         if (!uses(body, c))
             continue; /* not read by the body: nothing to record (the condition is not differentiated) */
-        Type t = fty(ad, c);
-        if (t.dt == DT_PTR || !dtype_is_float((Dtype)t.dt)) {
-            if (affine_in(ad, body, 0, k, id, &tl.delta[k])) {
-                tl.affine[k] = 1; /* recomputed from the iteration number */
-                continue;
-            }
-            diag_error(ad->d, in->loc,
-                       "loop-carried %s '%s' of a loop whose reverse sweep reads a tape (for '%s'): kad "
-                       "recomputes such a value only when each iteration advances it by the same amount "
-                       "(p += step, step loop-invariant) and records only float values (not supported yet; "
-                       "compute it from the loop variable instead)",
-                       t.dt == DT_PTR ? "pointer" : "integer", name_of(ad, c, in->res[k]), first);
-            ok = false;
-            continue;
-        }
-        if (t.dt == DT_F64)
-            tl.dt = DT_F64;
-        tl.taped[k] = 1;
-        tl.off[k] = tl.slot;
-        tl.slot += type_numel(t);
-        buf_printf(&what, "%s%s", what.len ? ", " : "", name_of(ad, c, in->res[k]));
+        bool scalar = tape_scalar(ad, c);
+        ok &= tape_record(ad, &tl, in, k, c, scalar && affine_in(ad, body, 0, k, id, &tl.delta[k]), first, &what);
     }
     if (!ok)
         return false;
