@@ -292,12 +292,7 @@ static ValId tadd(Em *e, ValId x, ValId y) { return !x ? y : !y ? x : e2(e, OP_A
 static Inst *emit_like(Em *e, const Inst *in, const ValId *args, int nargs, Type rt)
 {
     Inst *ni = ir_emit(e->f->jv, e->b, (OpKind)in->op, args, nargs, &rt, in->nres ? 1 : 0, e->loc);
-    ni->flags = in->flags;
-    ni->ival = in->ival;
-    ni->fval = in->fval;
-    memcpy(ni->ints, in->ints, sizeof ni->ints);
-    ni->nints = in->nints;
-    ni->sattr = in->sattr;
+    ir_inst_copy_attrs(ni, in);
     return ni;
 }
 

@@ -295,8 +295,7 @@ static ValId cl(Cl *c, Block *b, ValId v, int depth)
     for (int r = 0; r < in->nres; r++)
         rt[r] = g->bw->vals.v[in->res[r]].ty;
     Inst *n = ir_emit(c->f, b, (OpKind)in->op, args, in->nargs, rt, in->nres, in->loc);
-    n->flags = in->flags, n->ival = in->ival, n->fval = in->fval, n->nints = in->nints, n->sattr = in->sattr;
-    memcpy(n->ints, in->ints, sizeof n->ints);
+    ir_inst_copy_attrs(n, in);
     for (int r = 0; r < in->nres; r++) {
         c->f->vals.v[n->res[r]].name = g->bw->vals.v[in->res[r]].name;
         c->map[in->res[r]] = n->res[r];

@@ -122,12 +122,7 @@ static Inst *emit_like(Ad *ad, Block *b, const Inst *in, const ValId *args)
         rt[0] = fty(ad, in->res[0]);
     ASSERT(in->nres <= 1);
     Inst *ni = ir_emit(ad->bw, b, (OpKind)in->op, args, in->nargs, rt, in->nres, in->loc);
-    ni->flags = in->flags;
-    ni->ival = in->ival;
-    ni->fval = in->fval;
-    memcpy(ni->ints, in->ints, sizeof ni->ints);
-    ni->nints = in->nints;
-    ni->sattr = in->sattr;
+    ir_inst_copy_attrs(ni, in);
     return ni;
 }
 

@@ -116,6 +116,16 @@ Inst *ir_emit(Func *f, Block *b, OpKind op, const ValId *args, int nargs,
     return &b->insts.v[b->insts.n - 1];
 }
 
+void ir_inst_copy_attrs(Inst *dst, const Inst *src)
+{
+    dst->flags = src->flags;
+    dst->ival = src->ival;
+    dst->fval = src->fval;
+    memcpy(dst->ints, src->ints, sizeof dst->ints);
+    dst->nints = src->nints;
+    dst->sattr = src->sattr;
+}
+
 ValId ir_op1(Func *f, Block *b, OpKind op, Type ty, ValId x, Loc loc)
 {
     return ir_emit(f, b, op, &x, 1, &ty, 1, loc)->res[0];

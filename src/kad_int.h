@@ -588,6 +588,9 @@ ValId ir_block_param_add(Func *f, Block *b, Type ty, const char *name, Loc loc);
  * the next append to the same block. */
 Inst *ir_emit(Func *f, Block *b, OpKind op, const ValId *args, int nargs,
               const Type *res_types, int nres, Loc loc);
+/* Copies the attributes of src (flags, ival, fval, ints, sattr) onto dst: a copy of an
+ * instruction with other operands. */
+void ir_inst_copy_attrs(Inst *dst, const Inst *src);
 /* Short forms for single-result ops; return the result. */
 ValId ir_op1(Func *f, Block *b, OpKind op, Type ty, ValId x, Loc loc);
 ValId ir_op2(Func *f, Block *b, OpKind op, Type ty, ValId x, ValId y, Loc loc);
