@@ -1717,6 +1717,41 @@ static void map_carried(Ad *ad, Block *reg, const Inst *in, TapeLoop *tl, ValId 
             ad->pm[body->insts.v[k].res[0]] = 0;
 }
 
+/* Opens `for kad_j in range(0, ntrip, 1)` in bb carrying the adjoints of the active carried values
+ * car[i] (from dinit[i]) and of the values L: returns its body, with the induction variable in *iv,
+ * the carried adjoints' parameters in dout[i] (dout may be dinit), L's adjoints mapped to theirs,
+ * and the loop's index in bb in *idx.  The caller fills the body and its yield. */
+static Block *adj_for_open(Ad *ad, Block *bb, const bool *act, const ValId *car, int n, const ValId *dinit, ValVec L,
+                           ValId ntrip, ValId one, const char *ivname, ValId *iv, ValId *dout, int *idx, Loc loc)
+{
+    Func *f = ad->bw;
+    Type it = bty(ad, ntrip);
+    Em eo = {ad, bb, loc};
+    int nact = 0;
+    for (int i = 0; i < n; i++)
+        nact += act[i];
+    Slots s = slots_new(ad, 3 + nact + L.n);
+    s.args[s.na++] = ir_const_int(f, bb, it, 0, loc);
+    s.args[s.na++] = ntrip;
+    s.args[s.na++] = one;
+    for (int i = 0; i < n; i++)
+        if (act[i]) {
+            s.args[s.na++] = dinit[i];
+            s.tys[s.nt++] = adt(fty(ad, car[i]));
+        }
+    add_adjoints(&eo, &s, L);
+    ir_emit(f, bb, OP_FOR, s.args, s.na, s.tys, s.nt, loc);
+    *idx = bb->insts.n - 1;
+    Block *reg = ir_inst_add_region(f, &bb->insts.v[*idx]);
+    *iv = ir_block_param_add(f, reg, it, ivname, loc);
+    for (int i = 0; i < n; i++)
+        if (act[i])
+            dout[i] = adj_param(ad, reg, car[i]);
+    for (int k = 0; k < L.n; k++)
+        ad->adj[L.v[k]] = adj_param(ad, reg, L.v[k]);
+    return reg;
+}
+
 /* The adjoint loop of taped loop in over ntrip iterations, emitted in bb:
  * j = 0 .. ntrip - 1, u = ntrip - 1 - j, iteration t = t0 + u (t0 0: t = u),
  * its carried values from tape slot u (slot t0 + u when !seg).  dinit: the
@@ -1733,29 +1768,11 @@ static int adj_tape_sweep(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl, const
     Loc loc = in->loc;
     Type it = bty(ad, ntrip);
     ValId one = ir_const_int(f, bb, it, 1, loc);
-    Em eo = {ad, bb, loc};
     for (int i = 0; i < n; i++)
         nact += act[i];
-    Slots s = slots_new(ad, 3 + nact + L.n);
-    s.args[s.na++] = ir_const_int(f, bb, it, 0, loc);
-    s.args[s.na++] = ntrip;
-    s.args[s.na++] = one;
-    for (int i = 0; i < n; i++)
-        if (act[i]) {
-            s.args[s.na++] = dinit[i];
-            s.tys[s.nt++] = adt(fty(ad, car[i]));
-        }
-    add_adjoints(&eo, &s, L);
-    ir_emit(f, bb, OP_FOR, s.args, s.na, s.tys, s.nt, loc);
-    int idx = bb->insts.n - 1;
-    Block *reg = ir_inst_add_region(f, &bb->insts.v[idx]);
-    ValId j = ir_block_param_add(f, reg, it, "kad_j", loc);
-    ValId *dcar = arena_alloc(ad->a, sizeof *dcar * (size_t)(n + 1));
-    for (int i = 0; i < n; i++)
-        if (act[i])
-            dcar[i] = adj_param(ad, reg, car[i]);
-    for (int k = 0; k < L.n; k++)
-        ad->adj[L.v[k]] = adj_param(ad, reg, L.v[k]);
+    ValId j, *dcar = arena_alloc(ad->a, sizeof *dcar * (size_t)(n + 1));
+    int idx;
+    Block *reg = adj_for_open(ad, bb, act, car, n, dinit, L, ntrip, one, "kad_j", &j, dcar, &idx, loc);
     /* u = ntrip - 1 - j; the carried values from the tape */
     ValId u = ad->spec->mutate == AD_MUTATE_TAPE /* reads the iterations' slots in the wrong order */
                   ? j
@@ -1895,25 +1912,8 @@ static void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
         ValId k = tape_seg_len(ad, bb, trips, loc), one = ir_const_int(f, bb, it, 1, loc);
         ValId nseg = ir_op2(f, bb, OP_DIV, it, ir_op2(f, bb, OP_ADD, it, trips, ir_op2(f, bb, OP_SUB, it, k, one, loc), loc),
                             k, loc);
-        Slots s = slots_new(ad, 3 + nact + L.n);
-        s.args[s.na++] = ir_const_int(f, bb, it, 0, loc);
-        s.args[s.na++] = nseg;
-        s.args[s.na++] = one;
-        for (int i = 0; i < n; i++)
-            if (act[i]) {
-                s.args[s.na++] = dinit[i];
-                s.tys[s.nt++] = adt(fty(ad, car[i]));
-            }
-        add_adjoints(&eo, &s, L);
-        ir_emit(f, bb, OP_FOR, s.args, s.na, s.tys, s.nt, loc);
-        idx = bb->insts.n - 1;
-        Block *oreg = ir_inst_add_region(f, &bb->insts.v[idx]);
-        ValId js = ir_block_param_add(f, oreg, it, "kad_s", loc);
-        for (int i = 0; i < n; i++)
-            if (act[i])
-                dinit[i] = adj_param(ad, oreg, car[i]);
-        for (int q = 0; q < L.n; q++)
-            ad->adj[L.v[q]] = adj_param(ad, oreg, L.v[q]);
+        ValId js;
+        Block *oreg = adj_for_open(ad, bb, act, car, n, dinit, L, nseg, one, "kad_s", &js, dinit, &idx, loc);
         ValId sgi = ir_op2(f, oreg, OP_SUB, it, ir_op2(f, oreg, OP_SUB, it, nseg, one, loc), js, loc);
         ValId t0 = ir_op2(f, oreg, OP_MUL, it, sgi, k, loc);
         ValId len = ir_op2(f, oreg, OP_MINIMUM, it, ir_op2(f, oreg, OP_SUB, it, trips, t0, loc), k, loc);
