@@ -172,12 +172,6 @@ static bool walk(G *g, ValId v, bool ids_only, ValId *ids, int *nids, int depth)
 /* Host expressions of the tile ids                                    */
 /* ------------------------------------------------------------------ */
 
-static const TapeExpr *tx(Arena *a, int op, int64_t v, const TapeExpr *x, const TapeExpr *y)
-{
-    TapeExpr *e = arena_alloc(a, sizeof *e);
-    e->op = op, e->v = v, e->x = x, e->y = y;
-    return e;
-}
 
 static const TapeExpr *host(G *g, ValId v, int depth)
 {
@@ -191,33 +185,28 @@ static const TapeExpr *host(G *g, ValId v, int depth)
     if (!in) {
         for (int i = 0; i < func_nargs(f); i++)
             if (f->params[i] == v)
-                return tx(g->a, TX_PARAM, i, NULL, NULL);
+                return tape_expr_new(g->a, TX_PARAM, i, NULL, NULL);
         return NULL;
     }
     if (!g->top[v])
         return NULL;
     int op;
     switch (in->op) {
-    case OP_CONST: return tx(g->a, TX_CONST, in->ival, NULL, NULL);
-    case OP_NUM_PROGRAMS: return tx(g->a, TX_GRID, in->ival, NULL, NULL);
-    case OP_PROGRAM_ID: return tx(g->a, TX_PID, in->ival, NULL, NULL);
+    case OP_CONST: return tape_expr_new(g->a, TX_CONST, in->ival, NULL, NULL);
+    case OP_NUM_PROGRAMS: return tape_expr_new(g->a, TX_GRID, in->ival, NULL, NULL);
+    case OP_PROGRAM_ID: return tape_expr_new(g->a, TX_PID, in->ival, NULL, NULL);
     case OP_CAST: {
         Type ft = f->vals.v[in->args[0]].ty;
         if (!is_int_scalar(ft) || dtype_bits((Dtype)ft.dt) > dtype_bits((Dtype)t.dt))
             return NULL;
         return host(g, in->args[0], depth + 1);
     }
-    case OP_ADD: op = TX_ADD; break;
-    case OP_SUB: op = TX_SUB; break;
-    case OP_MUL: op = TX_MUL; break;
-    case OP_DIV: op = TX_DIV; break;
-    case OP_REM: op = TX_REM; break;
-    case OP_MAXIMUM: op = TX_MAX; break;
-    case OP_MINIMUM: op = TX_MIN; break;
-    default: return NULL;
+    default:
+        if ((op = tape_expr_op(in->op)) < 0)
+            return NULL;
     }
     const TapeExpr *x = host(g, in->args[0], depth + 1), *y = x ? host(g, in->args[1], depth + 1) : NULL;
-    return y ? tx(g->a, op, 0, x, y) : NULL;
+    return y ? tape_expr_new(g->a, op, 0, x, y) : NULL;
 }
 
 /* e at one program (pid) of a launch, with the kernel's i32 semantics
@@ -608,7 +597,7 @@ const char *ad_gemm(Arena *a, Func *bw, const int *slot, const char *const *name
     Dtype sdt = fold_partial_dtype((Dtype)bw->vals.v[g->data].ty.dt);
     GemmPlan *pl = arena_alloc(a, sizeof *pl);
     pl->id[0] = hu, pl->id[1] = hv;
-    pl->trips = tx(a, TX_CDIV, 0, tx(a, TX_SUB, 0, ub, lb), tx(a, TX_CONST, sd->ival, NULL, NULL));
+    pl->trips = tape_expr_new(a, TX_CDIV, 0, tape_expr_new(a, TX_SUB, 0, ub, lb), tape_expr_new(a, TX_CONST, sd->ival, NULL, NULL));
     pl->tile = (int64_t)bw->vals.v[g->data].ty.shape[0] * bw->vals.v[g->data].ty.shape[1];
     pl->sdt = sdt;
     pl->nargs = func_nargs(bw);

@@ -37,7 +37,7 @@
 
 static Type fty(const Ad *ad, ValId v) { return ad->fw->vals.v[v].ty; }
 
-static const TapeExpr *tx(Arena *a, int op, int64_t v, const TapeExpr *x, const TapeExpr *y)
+const TapeExpr *tape_expr_new(Arena *a, int op, int64_t v, const TapeExpr *x, const TapeExpr *y)
 {
     bool y0 = y && y->op == TX_CONST && y->v == 0, y1 = y && y->op == TX_CONST && y->v == 1;
     if (((op == TX_ADD || op == TX_SUB) && y0) || ((op == TX_MUL || op == TX_DIV || op == TX_CDIV) && y1))
@@ -51,6 +51,21 @@ static const TapeExpr *tx(Arena *a, int op, int64_t v, const TapeExpr *x, const 
     e->y = y;
     return e;
 }
+
+int tape_expr_op(int op)
+{
+    switch (op) {
+    case OP_ADD: return TX_ADD;
+    case OP_SUB: return TX_SUB;
+    case OP_MUL: return TX_MUL;
+    case OP_DIV: return TX_DIV;
+    case OP_REM: return TX_REM;
+    case OP_MAXIMUM: return TX_MAX;
+    case OP_MINIMUM: return TX_MIN;
+    default: return -1;
+    }
+}
+
 
 /* v (an int scalar of fw) as an expression of the int parameters and the
  * grid; NULL with *why when it is computed from something else. */
@@ -66,18 +81,18 @@ static const TapeExpr *host_expr(Ad *ad, ValId v, const char **why)
     if (!in) {
         for (int i = 0; i < f->nparams; i++)
             if (f->params[i] == v)
-                return tx(ad->a, TX_PARAM, i, NULL, NULL);
+                return tape_expr_new(ad->a, TX_PARAM, i, NULL, NULL);
         *why = "depends on the variable or a carried value of an enclosing loop";
         return NULL;
     }
     int op = -1;
     switch (in->op) {
     case OP_CONST:
-        return tx(ad->a, TX_CONST, in->ival, NULL, NULL);
+        return tape_expr_new(ad->a, TX_CONST, in->ival, NULL, NULL);
     case OP_NUM_PROGRAMS:
-        return tx(ad->a, TX_GRID, in->ival, NULL, NULL);
+        return tape_expr_new(ad->a, TX_GRID, in->ival, NULL, NULL);
     case OP_PROGRAM_ID:
-        return tx(ad->a, TX_PID, in->ival, NULL, NULL);
+        return tape_expr_new(ad->a, TX_PID, in->ival, NULL, NULL);
     case OP_LOAD:
         *why = "depends on a value loaded from memory";
         return NULL;
@@ -92,21 +107,16 @@ static const TapeExpr *host_expr(Ad *ad, ValId v, const char **why)
     case OP_MULTIPLE_OF:
     case OP_MAX_CONTIGUOUS:
         return host_expr(ad, in->args[0], why);
-    case OP_ADD: op = TX_ADD; break;
-    case OP_SUB: op = TX_SUB; break;
-    case OP_MUL: op = TX_MUL; break;
-    case OP_DIV: op = TX_DIV; break;
-    case OP_REM: op = TX_REM; break;
-    case OP_MAXIMUM: op = TX_MAX; break;
-    case OP_MINIMUM: op = TX_MIN; break;
     default:
+        if ((op = tape_expr_op(in->op)) >= 0)
+            break;
         *why = arena_printf(ad->a, "is computed by '%s', which kad does not evaluate on the host",
                             op_info[in->op].name);
         return NULL;
     }
     const TapeExpr *x = host_expr(ad, in->args[0], why);
     const TapeExpr *y = x ? host_expr(ad, in->args[1], why) : NULL;
-    return y ? tx(ad->a, op, 0, x, y) : NULL;
+    return y ? tape_expr_new(ad->a, op, 0, x, y) : NULL;
 }
 
 /* Does b (or a region nested in it) use v? */
@@ -297,9 +307,9 @@ bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear)
         return false;
     /* trips = cdiv(max(ub - lb, 0), step), or cdiv(max(lb - ub, 0), -step) for a negative step */
     bool down = st->ival < 0;
-    const TapeExpr *span = tx(ad->a, TX_MAX, 0, down ? tx(ad->a, TX_SUB, 0, lb, ub) : tx(ad->a, TX_SUB, 0, ub, lb),
-                              tx(ad->a, TX_CONST, 0, NULL, NULL));
-    tl.trips = tx(ad->a, TX_CDIV, 0, span, tx(ad->a, TX_CONST, down ? -st->ival : st->ival, NULL, NULL));
+    const TapeExpr *span = tape_expr_new(ad->a, TX_MAX, 0, down ? tape_expr_new(ad->a, TX_SUB, 0, lb, ub) : tape_expr_new(ad->a, TX_SUB, 0, ub, lb),
+                              tape_expr_new(ad->a, TX_CONST, 0, NULL, NULL));
+    tl.trips = tape_expr_new(ad->a, TX_CDIV, 0, span, tape_expr_new(ad->a, TX_CONST, down ? -st->ival : st->ival, NULL, NULL));
     tl.what = what.len ? buf_str(&what) : "";
     tl.ckpt = ad->spec->tape_budget > 0; /* a budget: every taped `for` is checkpointed */
     names_of(ad, &tl, body, 1);
@@ -339,9 +349,9 @@ static bool while_bound(Ad *ad, const Inst *in, TapeLoop *tl, ValId c, int id, i
     if (!i0)
         return false;
     int64_t plus = d->op == OP_LE ? 1 : 0;
-    const TapeExpr *span = tx(ad->a, TX_SUB, 0, tx(ad->a, TX_ADD, 0, u, tx(ad->a, TX_CONST, plus, NULL, NULL)), i0);
-    span = tx(ad->a, TX_MAX, 0, span, tx(ad->a, TX_CONST, 0, NULL, NULL));
-    tl->trips = tx(ad->a, TX_CDIV, 0, span, tx(ad->a, TX_CONST, sd->ival, NULL, NULL));
+    const TapeExpr *span = tape_expr_new(ad->a, TX_SUB, 0, tape_expr_new(ad->a, TX_ADD, 0, u, tape_expr_new(ad->a, TX_CONST, plus, NULL, NULL)), i0);
+    span = tape_expr_new(ad->a, TX_MAX, 0, span, tape_expr_new(ad->a, TX_CONST, 0, NULL, NULL));
+    tl->trips = tape_expr_new(ad->a, TX_CDIV, 0, span, tape_expr_new(ad->a, TX_CONST, sd->ival, NULL, NULL));
     tl->cap_ub = ub;
     tl->cap_init = in->args[k];
     tl->cap_step = sd->ival;
@@ -382,7 +392,7 @@ bool ad_tape_plan_while(Ad *ad, const Inst *in)
     }
     if (!while_bound(ad, in, &tl, ad_block_term(cond)->args[0], id, 0)) {
         tl.cap_const = ad->spec->while_cap > 0 ? ad->spec->while_cap : KAD_WHILE_CAP_DEFAULT;
-        tl.trips = tx(ad->a, TX_CONST, tl.cap_const, NULL, NULL);
+        tl.trips = tape_expr_new(ad->a, TX_CONST, tl.cap_const, NULL, NULL);
         tl.bound = arena_printf(ad->a, "no bound found in the condition: a capacity of %lld iterations "
                                        "(--while-cap)", (long long)tl.cap_const);
     }

@@ -1200,6 +1200,11 @@ typedef struct TapeExpr {
     int64_t v;
     const struct TapeExpr *x, *y;
 } TapeExpr;
+/* A TapeExpr node (ad_tape.c), with x + 0, x - 0, x * 1, x / 1, cdiv(x, 1) and 0 + y folded. */
+const TapeExpr *tape_expr_new(Arena *a, int op, int64_t v, const TapeExpr *x, const TapeExpr *y);
+/* The TX_ op of an integer IR op the host evaluates (add, sub, mul, div, rem, maximum,
+ * minimum), else -1. */
+int tape_expr_op(int op);
 /* The IR text's name of a TX_ operation (add ... cdiv), or NULL (ir.c). */
 const char *tape_expr_op_name(int op);
 /* A tape of a backward kernel: a scratch buffer (pointer parameter param,
