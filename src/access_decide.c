@@ -202,6 +202,31 @@ static int add_clause(Dec *D, AccCond *cond, const AccPoly *alts, int n)
     return 1;
 }
 
+/* The facts a condition's one-alternative clauses `s - k >= 0` (k >= 1,
+ * s one symbol) give: s >= 1.  A decision whose result requires those
+ * clauses anyway (divisors >= 1) may assume them in every order. */
+static void facts_of_cond(Facts *F, const AccCond *c)
+{
+    for (int i = 0; i < c->n; i++) {
+        const AccPoly *p = &c->c[i].p[0];
+        if (c->c[i].n != 1)
+            continue;
+        int sym = 0;
+        bool ok = true;
+        for (int k = 0; k < p->n && ok; k++) {
+            const AccMono *m = &p->m[k];
+            if (!m->s[0])
+                ok = m->k <= -1;
+            else if (m->k == 1 && !m->s[1] && !sym)
+                sym = m->s[0];
+            else
+                ok = false;
+        }
+        if (ok && sym && sym < 64)
+            F->pos |= (uint64_t)1 << sym;
+    }
+}
+
 /* The dominance chain for one order: *cond gets the undecided clauses.
  * Returns false when some clause is false (or not expressible). */
 #define NSPAN 12
@@ -548,6 +573,7 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
         }
     if (D.n > 6)
         return res(ACC_UNKNOWN, "too many varying terms", NULL);
+    facts_of_cond(&D.F, &extra); /* the result requires them: every order may assume them */
     /* the heuristic order: small coefficients first */
     int ord[AC_NTERM];
     for (int i = 0; i < D.n; i++)
