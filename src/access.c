@@ -193,12 +193,102 @@ AccPoly ac_psym(int id)
 
 static bool sym_pos(const Facts *F, int id) { return id < 64 && (F->pos >> id & 1); }
 
+static bool pnonneg_div(const Facts *F, const AccPoly *p, int depth);
+
 /* Is p >= 0 for every value of the symbols satisfying the facts?  Sound,
  * incomplete: each negative monomial -k*X must be covered by a positive
  * k'*X*Y (Y's symbols >= 1, X's >= 0), a negative constant by any positive
  * monomial of symbols >= 1; what is left must be positive monomials of
- * non-negative symbols and a non-negative constant. */
-bool ac_pnonneg(const Facts *F, const AccPoly *p)
+ * non-negative symbols and a non-negative constant.  Failing that, a
+ * symbol s = x // d is replaced by its bounds (pnonneg_div). */
+static bool pnonneg_basic(const Facts *F, const AccPoly *p);
+
+bool ac_pnonneg(const Facts *F, const AccPoly *p) { return pnonneg_basic(F, p) || pnonneg_div(F, p, 0); }
+
+bool ac_sym_div(Access *A, int id, AccPoly *x, int64_t *d)
+{
+    if (id < 1 || id > A->syms.n || A->syms.v[id - 1].kind != SYM_VAL || A->syms.v[id - 1].dep)
+        return false;
+    const Inst *in = A->def[A->syms.v[id - 1].v];
+    if (!in || in->op != OP_DIV || in->nargs != 2)
+        return false;
+    const AccPoly *xp = ac_poly_of(A, in->args[0]), *dp = ac_poly_of(A, in->args[1]);
+    if (!xp || !dp || !ac_pis_const(dp, d) || *d < 1)
+        return false;
+    for (int i = 0; i < xp->n; i++) /* x's symbols fixed by the launch */
+        for (int k = 0; k < ACC_NSYM && xp->m[i].s[k]; k++)
+            if (A->syms.v[xp->m[i].s[k] - 1].dep)
+                return false;
+    *x = *xp;
+    return true;
+}
+
+/* p >= 0 with a symbol s = x // d (Triton's truncating division) replaced
+ * by its bounds: x - d < d*s <= x when x >= 0, x <= d*s < x + d when x <
+ * 0, so always x - d + 1 <= d*s <= x + d - 1.  s must appear alone in
+ * its monomials (c*s).  When the rest is a constant k0 the integer rule is
+ * exact: c*s + k0 >= 0 with c > 0 is s >= K = ceil(-k0/c), which for K >= 1
+ * is x >= K*d; with c < 0 it is s <= K = floor(k0/-c), which holds when
+ * x <= K*d + d - 1 and (K >= 0 or x >= 0).  Otherwise d*p >= 0 with d*s
+ * replaced by the bound on the safe side. */
+static bool pnonneg_div(const Facts *F, const AccPoly *p, int depth)
+{
+    if (!F->A || depth > 2)
+        return false;
+    for (int i = 0; i < p->n; i++) {
+        int s = p->m[i].s[0];
+        AccPoly x;
+        int64_t d;
+        if (!s || p->m[i].s[1] || !ac_sym_div(F->A, s, &x, &d))
+            continue;
+        int64_t c = p->m[i].k;
+        AccPoly rest = *p;
+        bool alone = true;
+        for (int j = 0; j < rest.n && alone; j++)
+            for (int k = 0; k < ACC_NSYM && alone; k++)
+                alone = j == i || rest.m[j].s[k] != s;
+        if (!alone)
+            continue;
+        memmove(&rest.m[i], &rest.m[i + 1], sizeof rest.m[0] * (size_t)(rest.n - i - 1));
+        rest.n--;
+        bool xnn = pnonneg_basic(F, &x) || pnonneg_div(F, &x, depth + 1);
+        int64_t k0;
+        AccPoly q;
+        if (ac_pis_const(&rest, &k0)) {
+            if (c > 0) {
+                int64_t K = -k0 > 0 ? (-k0 + c - 1) / c : -(k0 / c); /* ceil(-k0 / c) */
+                if (K <= 0 && xnn)
+                    return true; /* s >= 0 >= K */
+                if (K <= 0)
+                    continue;
+                AccPoly kd = ac_pconst(-K * d);
+                if (ac_in_limit(K * d) && ac_padd(&q, &x, &kd, 1) && (pnonneg_basic(F, &q) || pnonneg_div(F, &q, depth + 1)))
+                    return true;
+            } else {
+                int64_t K = k0 >= 0 ? k0 / -c : -((-k0 - c - 1) / -c); /* floor(k0 / -c) */
+                AccPoly kd = ac_pconst(K * d + d - 1);
+                if ((K >= 0 || xnn) && ac_in_limit(K * d) && ac_padd(&q, &kd, &x, -1) &&
+                    (pnonneg_basic(F, &q) || pnonneg_div(F, &q, depth + 1)))
+                    return true;
+            }
+            continue;
+        }
+        /* d*p >= c*bound + d*rest */
+        AccPoly bound, cb, dr, dm1 = ac_pconst(c > 0 ? -(d - 1) : d - 1), cc = ac_pconst(c), dd = ac_pconst(d);
+        if (!ac_padd(&bound, &x, &dm1, 1) || !ac_pmul(&cb, &cc, &bound) || !ac_pmul(&dr, &dd, &rest) ||
+            !ac_padd(&q, &cb, &dr, 1))
+            continue;
+        if (pnonneg_basic(F, &q) || pnonneg_div(F, &q, depth + 1))
+            return true;
+        if (c < 0 && xnn) { /* the tighter d*s <= x */
+            if (ac_pmul(&cb, &cc, &x) && ac_padd(&q, &cb, &dr, 1) && (pnonneg_basic(F, &q) || pnonneg_div(F, &q, depth + 1)))
+                return true;
+        }
+    }
+    return false;
+}
+
+static bool pnonneg_basic(const Facts *F, const AccPoly *p)
 {
     AccPoly q = *p;
     for (int i = 0; i < q.n; i++)
@@ -409,7 +499,7 @@ static int fresh_var(Access *A, int kind, const AcForm *e, const AccPoly *d, con
         if (v->kind == kind && ac_feq(v->e, e) && ac_peq(&v->d, d))
             return i;
     }
-    AcVar v = {kind, -1, e, *d, false, {0}, ac_fdeps(A, e)};
+    AcVar v = {kind, -1, e, *d, false, {0}, ac_fdeps(A, e), false};
     int64_t dk, mx;
     int64_t lane_max[KAD_MAX_RANK];
     for (int k = 0; k < KAD_MAX_RANK; k++)
@@ -517,7 +607,7 @@ static const AcForm *fpoly(Access *A, AccPoly p)
 /* Facts that hold everywhere: num_programs >= 1. */
 Facts ac_base_facts(const Access *A)
 {
-    Facts F = {0};
+    Facts F = {0, (Access *)A};
     for (int i = 0; i < A->syms.n && i + 1 < 64; i++)
         if (A->syms.v[i].kind == SYM_NPROG)
             F.pos |= (uint64_t)1 << (i + 1);
@@ -835,7 +925,7 @@ static void walk(Access *A, const Block *b, WalkCtx *c)
             AcLoop L = {in, c->loop, -1};
             int li = A->loops.n;
             vec_push(A->a, A->loops, L);
-            AcVar lv = {VK_LOOP, li, NULL, {0}, false, {0}, 0};
+            AcVar lv = {VK_LOOP, li, NULL, {0}, false, {0}, 0, false};
             int var = var_new(A, lv);
             A->loops.v[li].var = var;
             if (var >= 0)
@@ -896,7 +986,7 @@ Access *access_analyze(Arena *a, const Func *f)
     for (size_t i = 0; i < n; i++)
         A->owner[i] = -1;
     for (int k = 0; k < V_DYN; k++) {
-        AcVar v = {k < V_LANE ? VK_PID : VK_LANE, -1, NULL, {0}, false, {0}, (uint64_t)1 << k};
+        AcVar v = {k < V_LANE ? VK_PID : VK_LANE, -1, NULL, {0}, false, {0}, (uint64_t)1 << k, false};
         vec_push(a, A->vars, v);
     }
     WalkCtx c = {0, -1, {0}, {0}};
@@ -1086,4 +1176,32 @@ void ac_add_facts(Access *A, const Cons *cs, Facts *F)
                 F->pos |= (uint64_t)1 << sym;
         }
     (void)A;
+}
+
+int ac_var_rev(Access *A, int v, const AccPoly *max)
+{
+    const AcVar *x = &A->vars.v[v];
+    for (int i = V_DYN; i < A->vars.n; i++) {
+        const AcVar *y = &A->vars.v[i];
+        if (y->rev && y->kind == VK_LOOP && y->loop == x->loop && ac_peq(&y->max, max))
+            return i;
+    }
+    AcVar r = {VK_LOOP, x->loop, NULL, {0}, true, *max, x->dep, true};
+    return var_new(A, r);
+}
+
+const AcForm *ac_fsubst_rev(Access *A, const AcForm *f, int v, int nv, const AccPoly *max)
+{
+    if (f->why)
+        return f;
+    AcForm *r = ac_fnew(A);
+    *r = *f;
+    AccPoly *c = ac_fcoef(r, v);
+    if (!c)
+        return r;
+    AccPoly cv = *c, neg, cm;
+    if (!pscale(&neg, &cv, -1) || !fadd_term(r, v, &neg) || !fadd_term(r, nv, &neg) || !ac_pmul(&cm, &cv, max) ||
+        !ac_padd(&r->c0, &r->c0, &cm, 1))
+        return funknown(A, ac_too_big);
+    return r;
 }

@@ -52,6 +52,39 @@ typedef struct Dec {
     AccPoly init; /* chain: the span before the first variable */
 } Dec;
 
+/* The largest counter t of `for iv in range(lb, ub, st)` (st > 0 a
+ * constant, lb and ub polynomials over symbols fixed by the launch):
+ * lb + st*t < ub gives t <= floor((ub - lb - 1) / st), which is exactly
+ * (ub - lb - 1) / st when st divides every coefficient, and s + k for a
+ * symbol s = x // st with ub - lb - 1 = x + k*st (floor((x + k*st)/st) =
+ * floor(x/st) + k <= s + k: Triton's division truncates, which is never
+ * below the floor).  On an empty loop the bound is below 0: there is no
+ * iteration to bound. */
+static bool loop_max(Access *A, const AccPoly *lb, const AccPoly *ub, int64_t st, AccPoly *mx)
+{
+    const AccPoly *ps[2] = {lb, ub};
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < ps[i]->n; k++)
+            for (int s = 0; s < ACC_NSYM && ps[i]->m[k].s[s]; s++)
+                if (A->syms.v[ps[i]->m[k].s[s] - 1].dep)
+                    return false;
+    AccPoly x, one = ac_pconst(1);
+    if (!ac_padd(&x, ub, lb, -1) || !ac_padd(&x, &x, &one, -1))
+        return false;
+    if (ac_pdiv_exact(mx, &x, st))
+        return true;
+    for (int id = 1; id <= A->syms.n; id++) {
+        AccPoly sx, diff;
+        int64_t d, k;
+        if (!ac_sym_div(A, id, &sx, &d) || d != st || !ac_padd(&diff, &x, &sx, -1) || !ac_pis_const(&diff, &k) ||
+            k % st)
+            continue;
+        AccPoly s = ac_psym(id), kk = ac_pconst(k / st);
+        return ac_padd(mx, &s, &kk, 1);
+    }
+    return false;
+}
+
 /* The largest value of variable v, if known. */
 static bool var_max(Dec *D, int v, AccPoly *mx)
 {
@@ -84,6 +117,8 @@ static bool var_max(Dec *D, int v, AccPoly *mx)
             *mx = ac_pconst(trip > 0 ? trip - 1 : 0);
             return true;
         }
+        if (loop->op == OP_FOR && p0 && p1 && p2 && ac_pis_const(p2, &st) && st > 0)
+            return loop_max(A, p0, p1, st, mx);
     }
     return false;
 }
@@ -181,6 +216,32 @@ static int ptruth(const Facts *F, const AccPoly *p)
 }
 
 /* Adds clause (one of alts >= 0) to cond; returns 0 when it is false. */
+/* c*s + k0 >= 0 with s = x // d, c > 0 and K = ceil(-k0 / c) >= 1 is
+ * s >= K, that is x >= K*d (Triton's truncation included): the same
+ * condition without the division (`16*%num_steps >= 16` is `N >= 1`). */
+static AccPoly undiv(Access *A, const AccPoly *p)
+{
+    int s = 0;
+    int64_t c = 0, k0 = 0, d;
+    AccPoly x;
+    for (int i = 0; i < p->n; i++) {
+        if (!p->m[i].s[0])
+            k0 = p->m[i].k;
+        else if (!s && !p->m[i].s[1] && p->m[i].k > 0)
+            s = p->m[i].s[0], c = p->m[i].k;
+        else
+            return *p;
+    }
+    if (!s)
+        return *p;
+    int64_t K = -k0 > 0 ? (-k0 + c - 1) / c : 0;
+    AccPoly r, kd;
+    if (K < 1 || !ac_sym_div(A, s, &x, &d) || !ac_in_limit(K * d))
+        return *p;
+    kd = ac_pconst(-K * d);
+    return ac_padd(&r, &x, &kd, 1) ? r : *p;
+}
+
 static int add_clause(Dec *D, AccCond *cond, const AccPoly *alts, int n)
 {
     AccClause c = {0};
@@ -200,6 +261,31 @@ static int add_clause(Dec *D, AccCond *cond, const AccPoly *alts, int n)
         return 0;
     cond->c[cond->n++] = c;
     return 1;
+}
+
+/* The facts a condition's one-alternative clauses `s - k >= 0` (k >= 1,
+ * s one symbol) give: s >= 1.  A decision whose result requires those
+ * clauses anyway (divisors >= 1) may assume them in every order. */
+static void facts_of_cond(Facts *F, const AccCond *c)
+{
+    for (int i = 0; i < c->n; i++) {
+        const AccPoly *p = &c->c[i].p[0];
+        if (c->c[i].n != 1)
+            continue;
+        int sym = 0;
+        bool ok = true;
+        for (int k = 0; k < p->n && ok; k++) {
+            const AccMono *m = &p->m[k];
+            if (!m->s[0])
+                ok = m->k <= -1;
+            else if (m->k == 1 && !m->s[1] && !sym)
+                sym = m->s[0];
+            else
+                ok = false;
+        }
+        if (ok && sym && sym < 64)
+            F->pos |= (uint64_t)1 << sym;
+    }
 }
 
 /* The dominance chain for one order: *cond gets the undecided clauses.
@@ -238,7 +324,13 @@ static bool chain(Dec *D, const int *ord, AccCond *cond)
     bool ok = true;
     for (int k = 0; k < D->n && ok; k++) {
         const AccPoly *a = &D->coef[ord[k]];
-        AccPoly am1;
+        AccPoly am1, neg, nm1;
+        /* a recovered variable with a negative coefficient (a loop walking
+         * down) separates like one with |a|: its spans are |a| * extent
+         * (group bounds from constraints need coefficients >= 0) */
+        if (k >= D->nskip && ac_padd(&neg, &(AccPoly){0}, a, -1) && ac_padd(&nm1, &neg, &one, -1) &&
+            ptruth(&D->F, &nm1) == 1)
+            a = &neg;
         /* a variable that need not be recovered needs a >= 0 only (its span
          * starts at 0); the others a >= 1 */
         if (!ac_padd(&am1, a, &one, k < D->nskip ? 0 : -1) || !add_clause(D, cond, &am1, 1)) {
@@ -397,6 +489,9 @@ static const AccCond *cond_join(Access *A, const AccCond *x, const AccCond *y)
             return NULL;
         c->c[c->n++] = y->c[i];
     }
+    for (int i = 0; i < c->n; i++) /* the same condition without divisions where exact */
+        for (int j = 0; j < c->c[i].n; j++)
+            c->c[i].p[j] = undiv(A, &c->c[i].p[j]);
     cond_tighten(c);
     return c;
 }
@@ -548,6 +643,7 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
         }
     if (D.n > 6)
         return res(ACC_UNKNOWN, "too many varying terms", NULL);
+    facts_of_cond(&D.F, &extra); /* the result requires them: every order may assume them */
     /* the heuristic order: small coefficients first */
     int ord[AC_NTERM];
     for (int i = 0; i < D.n; i++)
@@ -633,6 +729,95 @@ bool access_pid_independent(Access *A, const Inst *mem, unsigned *axes)
     return true;
 }
 
+/* The smallest (hi false) or largest (hi true) value of f's terms on
+ * variables outside `shared`, plus c0: each term at 0 or at coef * max on
+ * the side its sign gives.  False when a coefficient's sign or a needed
+ * extent is unknown. */
+static uint64_t var_deps(const Access *A, int v);
+
+static bool form_bound(Dec *D, const AcForm *f, uint64_t shared, bool hi, AccPoly *out)
+{
+    Access *A = D->A;
+    AccPoly b = f->c0, one = ac_pconst(1);
+    for (int i = 0; i < f->nt; i++) {
+        int v = f->t[i].var;
+        if (var_deps(A, v) & shared)
+            continue; /* equal in both: cancels */
+        const AccPoly *c = &f->t[i].c;
+        AccPoly neg, nm1, mx, t;
+        bool pos = ac_pnonneg(&D->F, c);
+        bool negc = ac_padd(&neg, &(AccPoly){0}, c, -1) && ac_padd(&nm1, &neg, &one, -1) && ptruth(&D->F, &nm1) == 1;
+        if (!pos && !negc)
+            return false;
+        if (pos != hi)
+            continue; /* this side of the term is its value at 0 */
+        if (!var_max(D, v, &mx) || !ac_pmul(&t, c, &mx) || !ac_padd(&b, &b, &t, 1))
+            return false;
+    }
+    *out = b;
+    return true;
+}
+
+/* Two sites through one base whose variable parts differ: disjoint when
+ * the terms on the `shared` variables (pids, common loops: one value for
+ * both) are equal and the rest of one lies wholly below the other's
+ * (every other variable, lanes included, ranging on its own).  The
+ * prev_multiple - 16*t tiles of a reverse walk below its masked first
+ * tile. */
+static AccResult disjoint_ranges(Access *A, AcSite *sx, AcSite *sy, uint64_t shared)
+{
+    const AcSite *ss[2] = {sx, sy};
+    const AcForm *f[2];
+    for (int k = 0; k < 2; k++) {
+        AcForm *u = ac_fnew(A);
+        *u = *ac_site_form(A, (AcSite *)ss[k]);
+        u->base = 0;
+        f[k] = u;
+    }
+    for (int k = 0; k < 2; k++) /* shared terms equal; no other term depends on a shared variable */
+        for (int i = 0; i < f[k]->nt; i++) {
+            int v = f[k]->t[i].var;
+            uint64_t d = var_deps(A, v);
+            if (!(d & shared))
+                continue;
+            AccPoly *o = ac_fcoef((AcForm *)f[1 - k], v);
+            if ((d & ~shared) || !o || !ac_peq(o, &f[k]->t[i].c))
+                return res(ACC_UNKNOWN, "the two addresses differ in more than a constant", NULL);
+        }
+    for (int k = 0; k < 2; k++) /* symbols fixed where the shared variables are */
+        for (int i = -1; i < f[k]->nt; i++) {
+            const AccPoly *p = i < 0 ? &f[k]->c0 : &f[k]->t[i].c;
+            for (int m = 0; m < p->n; m++)
+                for (int y = 0; y < ACC_NSYM && p->m[m].s[y]; y++)
+                    if (A->syms.v[p->m[m].s[y] - 1].dep & ~shared)
+                        return res(ACC_UNKNOWN, "the two addresses depend on a value kad cannot express", NULL);
+        }
+    AccPoly lo[2], hi[2];
+    Facts F = ac_base_facts(A);
+    for (int k = 0; k < 2; k++) {
+        Cons cs = ac_site_cons(A, (AcSite *)ss[k]);
+        Type t = ac_vty(A, ss[k]->in->args[0]);
+        Dec D = {A, f[k], &cs, ac_base_facts(A), 0, {0}, {{0}}, t.shape, t.rank, 0, {0}};
+        ac_add_facts(A, &cs, &D.F);
+        F.pos |= D.F.pos; /* used only on pairs where both sites have a point */
+        if (!form_bound(&D, f[k], shared, false, &lo[k]) || !form_bound(&D, f[k], shared, true, &hi[k]))
+            return res(ACC_UNKNOWN, "the range of one of the two addresses is unknown", NULL);
+    }
+    /* the shared terms cancel: compare the rest (c0 and the other terms) */
+    AccPoly alts[2], one = ac_pconst(1);
+    int na = 0;
+    for (int k = 0; k < 2; k++) { /* hi[k] < lo[1-k] */
+        AccPoly d;
+        if (ac_padd(&d, &lo[1 - k], &hi[k], -1) && ac_padd(&d, &d, &one, -1))
+            alts[na++] = d;
+    }
+    Dec D = {A, f[0], NULL, F, 0, {0}, {{0}}, NULL, 0, 0, {0}};
+    AccCond *c = arena_alloc(A->a, sizeof *c);
+    if (!na || !add_clause(&D, c, alts, na))
+        return res(ACC_UNKNOWN, "the two ranges may overlap", NULL);
+    return c->n ? res(ACC_PROVEN_IF, NULL, c) : res(ACC_PROVEN, NULL, NULL);
+}
+
 AccResult access_disjoint(Access *A, const Inst *x, const Inst *y)
 {
     AcSite *sx = ac_site_of(A, x), *sy = ac_site_of(A, y);
@@ -661,7 +846,7 @@ AccResult access_disjoint(Access *A, const Inst *x, const Inst *y)
      * a difference that depends on the program id (y = x + B - pid*B)
      * would make the constants' comparison below meaningless */
     if (dlt->nt > 0)
-        return res(ACC_UNKNOWN, "the two addresses differ in more than a constant", NULL);
+        return disjoint_ranges(A, sx, sy, 7 | (sx->loops & sy->loops));
     Cons cx = ac_site_cons(A, sx), cy = ac_site_cons(A, sy);
     Type tx = ac_vty(A, x->args[0]);
     Dec D = {A, vx, &cx, ac_base_facts(A), 0, {0}, {{0}}, tx.shape, tx.rank, 0, {0}};
@@ -732,6 +917,7 @@ AccResult access_disjoint(Access *A, const Inst *x, const Inst *y)
 typedef struct PrivSite {
     const AcForm *f;
     Cons cs;
+    Cons fcs; /* the constraints as the site has them (before rev_negative), for facts */
     int32_t *shape;
     int rank;
 } PrivSite;
@@ -807,6 +993,47 @@ static const char *priv_witness(Access *A, const PrivSite *s, uint64_t outer)
     return NULL;
 }
 
+/* The sites with each loop counter that is not recovered (it does not
+ * depend on the pids of `outer`) and has a negative coefficient (a loop
+ * walking a row backwards: `prev - 16 * t`) replaced by max - t', in the
+ * form and the constraints: the same elements, every coefficient of the
+ * per-program part >= 0, as the chain needs.  Counters without a known
+ * largest value stay. */
+static PrivSite *rev_negative(Access *A, PrivSite *ps, int n, uint64_t outer)
+{
+    PrivSite *r = arena_alloc(A->a, sizeof *r * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        r[i] = ps[i];
+        Dec D = {A, ps[i].f, &ps[i].cs, ac_base_facts(A), 0, {0}, {{0}}, ps[i].shape, ps[i].rank, 0, {0}};
+        ac_add_facts(A, &ps[i].fcs, &D.F);
+        for (int t = 0; t < ps[i].f->nt; t++) {
+            int v = ps[i].f->t[t].var;
+            const AcVar *x = &A->vars.v[v];
+            AccPoly neg, nm1, mx, one = ac_pconst(1);
+            if (v < V_DYN || x->kind != VK_LOOP || x->rev || (var_deps(A, v) & outer) ||
+                !ac_padd(&neg, &(AccPoly){0}, &ps[i].f->t[t].c, -1) || !ac_padd(&nm1, &neg, &one, -1) ||
+                ptruth(&D.F, &nm1) != 1 || !var_max(&D, v, &mx))
+                continue;
+            int nv = ac_var_rev(A, v, &mx);
+            if (nv < 0)
+                continue;
+            const AcForm *f = ac_fsubst_rev(A, r[i].f, v, nv, &mx);
+            Cons cs = {0};
+            bool ok = !f->why;
+            for (int k = 0; k < r[i].cs.n && ok; k++) {
+                const AcForm *c = ac_fsubst_rev(A, r[i].cs.v[k], v, nv, &mx);
+                ok = !c->why;
+                vec_push(A->a, cs, c);
+            }
+            if (!ok)
+                continue;
+            r[i].f = f;
+            r[i].cs = cs;
+        }
+    }
+    return r;
+}
+
 static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int depth);
 
 /* Can pid k be recovered from the variables the chain recovers (up)?
@@ -872,14 +1099,41 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
     AccCond extra = {0};
     Dec D0 = {A, ps[0].f, &ps[0].cs, ac_base_facts(A), 0, {0}, {{0}}, ps[0].shape, ps[0].rank, 0, {0}};
     AccPoly one = ac_pconst(1);
-    /* constant offsets of the sites relative to the lowest */
-    int64_t *off = arena_alloc(A->a, sizeof *off * (size_t)n), lo = 0;
-    for (int i = 0; i < n; i++) {
-        AccPoly d;
-        if (!ac_padd(&d, &ps[i].f->c0, &ps[0].f->c0, -1) || !ac_pis_const(&d, &off[i]))
-            return res(ACC_UNKNOWN, "the sites' offsets differ by an amount that is not a constant", NULL);
-        lo = off[i] < lo ? off[i] : lo;
-    }
+    ps = rev_negative(A, ps, n, outer);
+    /* the sites' offsets relative to the lowest one's (site L): d_i - d_L >=
+     * 0 on site i's domain, statically, else a clause of the condition */
+    AccPoly *off = arena_alloc(A->a, sizeof *off * (size_t)n);
+    for (int i = 0; i < n; i++)
+        if (!ac_padd(&off[i], &ps[i].f->c0, &ps[0].f->c0, -1))
+            return res(ACC_UNKNOWN, ac_too_big, NULL);
+    int low = -1;
+    /* pass 0: statically; 1: with clauses whose symbolic monomials are all
+     * positive (likely to hold: 16*%num_steps >= 16); 2: any clauses */
+    for (int pass = 0; pass < 3 && low < 0; pass++)
+        for (int L = 0; L < n && low < 0; L++) {
+            bool ok = true;
+            AccCond c = {0};
+            for (int i = 0; i < n && ok; i++) {
+                AccPoly d;
+                Facts F = ac_base_facts(A);
+                ac_add_facts(A, &ps[i].fcs, &F);
+                int t = ac_padd(&d, &off[i], &off[L], -1) ? ptruth(&F, &d) : 0;
+                bool likely = pass == 2;
+                for (int k = 0; k < d.n && !likely; k++)
+                    likely = d.m[k].s[0] != 0;
+                for (int k = 0; k < d.n && likely && pass == 1; k++)
+                    likely = !d.m[k].s[0] || d.m[k].k > 0;
+                ok = t == 1 || (pass > 0 && likely && t == -1 && add_clause(&D0, &c, &d, 1));
+            }
+            if (ok && (!c.n || cond_merge(&extra, &c)))
+                low = L;
+        }
+    if (low < 0)
+        return res(ACC_UNKNOWN, "the sites' offsets differ by an amount kad cannot order", NULL);
+    for (int i = 0; i < n; i++)
+        if (i != low)
+            ac_padd(&off[i], &off[i], &off[low], -1);
+    off[low] = ac_pconst(0);
     int up[AC_NTERM], nu = 0, com[AC_NTERM], nc = 0;
     for (int i = 0; i < n; i++)
         for (int t = 0; t < ps[i].f->nt; t++) {
@@ -1009,8 +1263,9 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
                 for (int s = 0; s < n && ok; s++) {
                     const AcForm *f = ps[s].f;
                     Dec D = {A, f, &ps[s].cs, ac_base_facts(A), 0, {0}, {{0}}, ps[s].shape, ps[s].rank, 0,
-                             ac_pconst(off[s] - lo)};
-                    ac_add_facts(A, &ps[s].cs, &D.F);
+                             off[s]};
+                    ac_add_facts(A, &ps[s].fcs, &D.F);
+                    facts_of_cond(&D.F, &extra);
                     for (int t = 0; t < f->nt; t++) { /* the others, small coefficients first */
                         bool in_up = false;
                         for (int j = 0; j < nuv; j++)
@@ -1092,7 +1347,7 @@ AccResult access_private(Access *A, const Inst *const *mems, int n, unsigned axe
         u->base = 0;
         Type t = ac_vty(A, mems[i]->args[0]);
         ps[i].f = u;
-        ps[i].cs = ac_site_cons(A, s);
+        ps[i].cs = ps[i].fcs = ac_site_cons(A, s);
         ps[i].rank = t.rank;
         ps[i].shape = arena_alloc(A->a, sizeof(int32_t) * KAD_MAX_RANK);
         memcpy(ps[i].shape, t.shape, sizeof(int32_t) * (size_t)t.rank);
@@ -1537,4 +1792,19 @@ bool access_cond_implies(const AccCondVec *x, const AccCond *y)
             return false;
     }
     return true;
+}
+
+AccResult access_disjoint_all(Access *A, const Inst *x, const Inst *y)
+{
+    AcSite *sx = ac_site_of(A, x), *sy = ac_site_of(A, y);
+    if (!sx || !sy)
+        return res(ACC_UNKNOWN, "not a memory access", NULL);
+    const AcForm *fx = ac_site_form(A, sx), *fy = ac_site_form(A, sy);
+    if (fx->why || fy->why)
+        return res(ACC_UNKNOWN, fx->why ? fx->why : fy->why, NULL);
+    if (fx->base != fy->base)
+        return res(ACC_PROVEN, NULL, NULL);
+    if (!sx->loops && !sy->loops)
+        return access_disjoint(A, x, y);
+    return disjoint_ranges(A, sx, sy, 7);
 }

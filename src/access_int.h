@@ -54,6 +54,7 @@ typedef struct AcVar {
     bool has_max;    /* max: the largest value (the smallest is 0) */
     AccPoly max;
     uint64_t dep;    /* original variables it is a function of */
+    bool rev;        /* VK_LOOP: max - t of loop `loop`'s counter t (ac_var_rev) */
 } AcVar;
 
 typedef struct AcLoop {
@@ -98,6 +99,7 @@ struct Access {
  * lanes).  pos is a bit set over symbol ids (ids < 64; others unknown). */
 typedef struct Facts {
     uint64_t pos;
+    Access *A; /* for the symbols defined as `x // d` (ac_pnonneg), or NULL */
 } Facts;
 
 typedef Vec(const AcForm *) Cons; /* each: form < 0 */
@@ -136,6 +138,14 @@ const AcForm *ac_site_form(Access *A, AcSite *s);
 Cons ac_site_cons(Access *A, AcSite *s);
 const char *ac_site_cons_exact(Access *A, AcSite *s, Cons *out);
 void ac_add_facts(Access *A, const Cons *cs, Facts *F);
+/* The variable max - v of a loop counter v whose largest value is max
+ * (interned), and f with v replaced by max - v' (c*v = c*max - c*v'):
+ * a negative coefficient made positive, the same set of elements. */
+int ac_var_rev(Access *A, int v, const AccPoly *max);
+const AcForm *ac_fsubst_rev(Access *A, const AcForm *f, int v, int nv, const AccPoly *max);
+/* A symbol defined as x // d (d a constant >= 1, x a polynomial over
+ * loop-invariant symbols): true with *x and *d. */
+bool ac_sym_div(Access *A, int id, AccPoly *x, int64_t *d);
 
 /* ------------------------------------------------------------------ */
 /* access_decide.c: the printing access_cover.c needs                 */

@@ -1054,16 +1054,19 @@ static bool sites_exclusive(const StoreSite *x, const StoreSite *y)
     return false;
 }
 
-/* Do two stores outside loops, through one parameter, never write the same
- * element in the whole launch?  Then neither overwrites the other, and each
- * store's adjoint reads its own elements of the output gradient (rotary
- * embeddings store a row's two halves through two tl.stores).  Proof: in
- * one program they touch disjoint elements (access_disjoint), and no two
+/* Do two stores through one parameter never write the same element in the
+ * whole launch?  Then neither overwrites the other, and each store's
+ * adjoint reads its own elements of the output gradient (rotary embeddings
+ * store a row's two halves through two tl.stores; a reverse tile walk
+ * stores its masked first tile before the loop over the others).  Proof:
+ * in one program they touch disjoint elements (access_disjoint; for stores
+ * in loops access_disjoint_all, over every iteration of both), and no two
  * programs share an element of their union (access_private over every grid
- * axis). */
+ * axis).  That each store's own iterations write distinct elements is
+ * check_loop_store's. */
 static bool sites_disjoint(Ad *ad, const StoreSite *x, const StoreSite *y)
 {
-    if (x->loop_depth || y->loop_depth || x->root <= 0 || x->root != y->root)
+    if (x->root <= 0 || x->root != y->root)
         return false;
     Access *A = access_analyze(ad->a, ad->fw);
     if (access_base(A, x->store) != x->root - 1 || access_base(A, y->store) != x->root - 1)
@@ -1071,7 +1074,8 @@ static bool sites_disjoint(Ad *ad, const StoreSite *x, const StoreSite *y)
     /* within a program, proven outright (a condition there, `n <= 0` when the masks are the
      * same, would only turn this refusal into one at every launch); across programs, possibly
      * under a condition on the strides */
-    if (access_disjoint(A, x->store, y->store).v != ACC_PROVEN)
+    if ((x->loop_depth || y->loop_depth ? access_disjoint_all(A, x->store, y->store)
+                                         : access_disjoint(A, x->store, y->store)).v != ACC_PROVEN)
         return false;
     const Inst *both[2] = {x->store, y->store};
     AccResult r[2] = {{ACC_PROVEN, NULL, NULL}, access_private(A, both, 2, 7)};

@@ -1091,6 +1091,11 @@ bool access_pid_independent(Access *A, const Inst *mem, unsigned *axes);
  * iteration of their common loops, touch disjoint elements (on the lanes
  * their masks enable)?  (Two halves of a row through two tl.store sites.) */
 AccResult access_disjoint(Access *A, const Inst *x, const Inst *y);
+/* The same over every iteration of every loop enclosing either access
+ * (one program; a loop enclosing both varies on its own for each): two
+ * sites in loops never write one element (a reverse tile walk's masked
+ * first tile and its loop). */
+AccResult access_disjoint_all(Access *A, const Inst *x, const Inst *y);
 /* The condition as a Python / Triton expression over the kernel's
  * parameter names (`stride >= n_cols`, `tl.num_programs(0) * s >= 1`);
  * NULL when it names a value that is not a parameter. */
