@@ -318,3 +318,63 @@ def test_kad_check_float64(kernel, sig, wrt, out, grid, shapes, args):
         cmd += ["--arg", a]
     r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     assert r.returncode == 0 and "PASS" in r.stdout, r.stdout + r.stderr
+
+
+@triton.jit
+def reverse_walk_norm(x_ptr, y_ptr, N, T: tl.constexpr, STEP0: tl.constexpr, STEP: tl.constexpr,
+                      CDIV: tl.constexpr):
+    # RMS-normalizes a row; pass 2 walks the row's tiles from the last to the first: the last,
+    # partial tile under a mask at one store site, the others unmasked at a second site inside
+    # a loop whose offsets decrease with the counter.  STEP0 = STEP = T is the disjoint walk;
+    # the tests' other values make tiles overlap.
+    row = tl.program_id(0)
+    acc = tl.zeros((T,), tl.float32)
+    for s in range(0, N, T):
+        o = s + tl.arange(0, T)
+        x = tl.load(x_ptr + row * N + o, mask=o < N, other=0.0)
+        acc += x * x
+    r = 1.0 / tl.sqrt(tl.sum(acc) / N + 1e-5)
+    if CDIV:
+        last = tl.cdiv(N, T) * T - T
+    else:
+        last = ((N - 1) // T) * T
+    o = last + tl.arange(0, T)
+    x = tl.load(x_ptr + row * N + o, mask=o < N, other=0.0)
+    tl.store(y_ptr + row * N + o, x * r, mask=o < N)
+    for s in range(STEP0, N, STEP):
+        o = (last - s) + tl.arange(0, T)
+        x = tl.load(x_ptr + row * N + o)
+        tl.store(y_ptr + row * N + o, x * r)
+
+
+def _rms_rows(x):
+    return x / torch.sqrt((x * x).mean(1, keepdim=True) + 1e-5)
+
+
+@pytest.mark.parametrize("cdiv", [True, False], ids=["cdiv", "floordiv"])
+@pytest.mark.parametrize("n", [37, 48, 5])
+def test_reverse_tile_walk(cdiv, n):
+    """A reverse walk over a row's tiles, two store sites (as FlagGems' rms_norm_loop_kernel
+    writes it): proven disjoint, matches PyTorch."""
+    k = kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])(reverse_walk_norm)
+    torch.manual_seed(6)
+    x = _leaf(3, n)
+
+    def fn(x):
+        y = torch.empty_like(x)
+        k[(3,)](x, y, n, T=16, STEP0=16, STEP=16, CDIV=cdiv)
+        return y
+    _compare(fn, _rms_rows, [x])
+
+
+@pytest.mark.parametrize("step0,step", [(15, 16), (16, 8)], ids=["sites-overlap", "iterations-overlap"])
+def test_reverse_tile_walk_overlapping_refused(step0, step):
+    """Tiles that overlap (the loop's first tile one element into the masked tile; a step of half
+    a tile) write elements twice: kad must refuse, with the store's location."""
+    k = kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])(reverse_walk_norm)
+    x = _leaf(2, 64)
+    y = torch.empty_like(x)
+    with pytest.raises(kad.KadError, match=r"test_grad_access\.py:\d+:\d+: error: "
+                       r"(output 'y_ptr' is stored at more than one site|store to output 'y_ptr' inside a loop)"):
+        k[(2,)](x, y, 64, T=16, STEP0=step0, STEP=step, CDIV=True)
+        y.sum().backward()
