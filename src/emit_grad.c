@@ -213,9 +213,15 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
                                "of d_%s with one plain store, summing over the other tile id in order. "
                                "%s checks (once per launch shape) that the programs map one to one onto the tile "
                                "pairs and that those tiles are disjoint; else it runs %s_bwd, which accumulates "
-                               "d_%s with tl.atomic_add (not deterministic).",
+                               "d_%s with tl.atomic_add (not deterministic).%s",
                            spec->wrt[i], bwd->gemm->first->name, bwd->gemm->data, go->k->name, spec->wrt[i], lname,
-                           ident(a, fwd->name), spec->wrt[i]);
+                           ident(a, fwd->name), spec->wrt[i],
+                           bwd->gemm->sdt == DT_BF16 || bwd->gemm->sdt == DT_F16
+                               ? arena_printf(a, " The %s tiles are stored in %s (rounded once from fp32, as the "
+                                                 "forward's operands are %s) and multiplied with the operand tiles as "
+                                                 "loaded, accumulating in fp32.",
+                                              bwd->gemm->data, dtype_name(bwd->gemm->sdt), dtype_name(bwd->gemm->sdt))
+                               : "");
             else if (fi && fi->rows)
                 buf_printf(&t, "d_%s is summed deterministically, without atomics%s%s%s: the forward reads %s at "
                                "%d sites, neighbouring programs' sites may meet, but each site alone reads "
@@ -635,7 +641,7 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
                   "        _U, _V, _T = _plan\n"
                   "        _dev = next(t.device for t in args if isinstance(t, torch.Tensor))\n");
     buf_printf(out, "        _dacc = torch.empty(_U * _V * %lld, dtype=torch.%s, device=_dev)\n", (long long)pl->tile,
-               pl->sdt == DT_F64 ? "float64" : "float32");
+               pl->sdt == DT_F64 ? "float64" : pl->sdt == DT_BF16 ? "bfloat16" : pl->sdt == DT_F16 ? "float16" : "float32");
     for (int i = 0; i < pl->n; i++)
         buf_printf(out, "        args[%d].zero_()  # elements no tile writes stay 0\n", at0 + pl->op[i].slot - nfwd);
     buf_printf(out, "        _kad_fit(%s, _tg, (%s%s_dacc, _U, _V), options)\n", pl->first->name, call,
