@@ -248,9 +248,57 @@ bool gemm_expr_eval(const TapeExpr *e, const int64_t *iargs, const int64_t grid[
 typedef struct Cl {
     G *g;
     Func *f;
-    ValId *map; /* by bw ValId */
+    ValId *map;  /* by bw ValId */
     bool ok;
+    ValId dlow;  /* the operand kernel's dacc as loaded in 16 bits (low_dtype), or 0 */
 } Cl;
+
+/* The value a dot multiplies dacc with, before its widening: x for
+ * cast(x) and permute(cast(x)) (*perm set) where x is a 16-bit float. */
+static ValId widened_from(const G *g, ValId v, const Inst **perm)
+{
+    const Inst *in = v > 0 && v < g->nv ? g->def[v] : NULL;
+    *perm = NULL;
+    if (in && in->op == OP_PERMUTE) {
+        *perm = in;
+        v = in->args[0];
+        in = v > 0 && v < g->nv ? g->def[v] : NULL;
+    }
+    if (!in || in->op != OP_CAST || g->bw->vals.v[v].ty.dt != DT_F32)
+        return 0;
+    Dtype x = (Dtype)g->bw->vals.v[in->args[0]].ty.dt;
+    return x == DT_BF16 || x == DT_F16 ? in->args[0] : 0;
+}
+
+/* The 16-bit dtype dacc may be stored in: when dacc is fp32 and the loop's
+ * body uses it only as a dot operand whose other operand is a bf16 (fp16)
+ * value widened to fp32 (the adjoint of a dot of bf16 tiles), all of one
+ * dtype, the operand kernels multiply dacc rounded once to that dtype with
+ * the unwidened operand (tensor-core dots, fp32 accumulation), and the
+ * scratch holds it in that dtype (half the bytes).  Else DT_F32. */
+static Dtype low_dtype(const G *g)
+{
+    if (g->bw->vals.v[g->data].ty.dt != DT_F32)
+        return DT_F32;
+    const Block *body = g->loop->regions[0];
+    Dtype low = DT_F32;
+    int uses = 0;
+    for (int q = 0; q < body->insts.n; q++) {
+        const Inst *in = &body->insts.v[q];
+        for (int i = 0; i < in->nargs; i++) {
+            if (in->args[i] != g->data)
+                continue;
+            const Inst *perm;
+            ValId x = in->op == OP_DOT && i < 2 && in->args[1 - i] != g->data ? widened_from(g, in->args[1 - i], &perm)
+                                                                              : 0;
+            if (!x || (low != DT_F32 && g->bw->vals.v[x].ty.dt != (uint8_t)low))
+                return DT_F32;
+            low = (Dtype)g->bw->vals.v[x].ty.dt;
+            uses++;
+        }
+    }
+    return uses ? low : DT_F32;
+}
 
 static ValId cl(Cl *c, Block *b, ValId v, int depth)
 {
@@ -272,8 +320,27 @@ static ValId cl(Cl *c, Block *b, ValId v, int depth)
         c->ok = false;
         return 0;
     }
+    int di = c->dlow && in->op == OP_DOT ? (in->args[0] == g->data ? 0 : in->args[1] == g->data ? 1 : -1) : -1;
     for (int i = 0; i < in->nargs; i++)
-        args[i] = cl(c, b, in->args[i], depth + 1);
+        if (i != di && !(di >= 0 && i == 1 - di))
+            args[i] = cl(c, b, in->args[i], depth + 1);
+    if (di >= 0) { /* dot(dacc, widened x): dot(dacc in 16 bits, x), accumulating in fp32 (low_dtype) */
+        const Inst *perm;
+        ValId x = widened_from(g, in->args[1 - di], &perm);
+        args[di] = c->dlow;
+        args[1 - di] = x ? cl(c, b, x, depth + 1) : 0;
+        if (!x || !c->ok) {
+            c->ok = false;
+            return 0;
+        }
+        if (perm) {
+            Type pt = g->bw->vals.v[perm->res[0]].ty;
+            pt.dt = g->bw->vals.v[x].ty.dt;
+            Inst *pn = ir_emit(c->f, b, OP_PERMUTE, &args[1 - di], 1, &pt, 1, perm->loc);
+            ir_inst_copy_attrs(pn, perm);
+            args[1 - di] = pn->res[0];
+        }
+    }
     if (!c->ok)
         return 0;
     Type rt[4];
@@ -399,7 +466,7 @@ static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dty
     p1->ival = 1;
     ValId j = p1->res[0];
     /* the iteration's induction value: lb + j * step */
-    Cl top = {g, f, m2, true};
+    Cl top = {g, f, m2, true, 0};
     ValId lb = cl(&top, b, g->loop->args[0], 0), st = cl(&top, b, g->loop->args[2], 0);
     if (!top.ok)
         return NULL;
@@ -434,12 +501,14 @@ static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dty
     ValId u = own ? t : mine, v = own ? mine : t;
     ValId dp = tile_ptrs(f, r, ext[0], u, v, ext[2], dt.shape, loc);
     Type st_t = type_tile(sdt, 2, dt.shape);
-    ValId d = ir_emit(f, r, OP_LOAD, &dp, 1, &st_t, 1, loc)->res[0];
-    if (dt.dt != (uint8_t)sdt)
-        d = ir_op1(f, r, OP_CAST, dt, d, loc);
+    ValId d = ir_emit(f, r, OP_LOAD, &dp, 1, &st_t, 1, loc)->res[0], dlow = 0;
     f->vals.v[d].name = bw->vals.v[g->data].name;
+    if (dt.dt != (uint8_t)sdt) {
+        dlow = sdt == DT_BF16 || sdt == DT_F16 ? d : 0; /* low_dtype: the dots take it as loaded */
+        d = ir_op1(f, r, OP_CAST, dt, d, loc);
+    }
     m1[g->data] = d;
-    Cl in = {g, f, m1, true};
+    Cl in = {g, f, m1, true, dlow};
     ValId c = cl(&in, r, val, 0);
     if (!in.ok)
         return NULL;
@@ -594,7 +663,9 @@ const char *ad_gemm(Arena *a, Func *bw, const int *slot, const char *const *name
         return "kad cannot compute the tile ids or the loop's bounds on the host";
     if (!sd || sd->op != OP_CONST || sd->ival <= 0 || !g->top[g->loop->args[2]])
         return "the loop's step is not a positive constant";
-    Dtype sdt = fold_partial_dtype((Dtype)bw->vals.v[g->data].ty.dt);
+    Dtype sdt = low_dtype(g);
+    if (sdt == DT_F32)
+        sdt = fold_partial_dtype((Dtype)bw->vals.v[g->data].ty.dt);
     GemmPlan *pl = arena_alloc(a, sizeof *pl);
     pl->id[0] = hu, pl->id[1] = hv;
     pl->trips = tape_expr_new(a, TX_CDIV, 0, tape_expr_new(a, TX_SUB, 0, ub, lb), tape_expr_new(a, TX_CONST, sd->ival, NULL, NULL));

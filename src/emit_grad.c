@@ -213,9 +213,15 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
                                "of d_%s with one plain store, summing over the other tile id in order. "
                                "%s checks (once per launch shape) that the programs map one to one onto the tile "
                                "pairs and that those tiles are disjoint; else it runs %s_bwd, which accumulates "
-                               "d_%s with tl.atomic_add (not deterministic).",
+                               "d_%s with tl.atomic_add (not deterministic).%s",
                            spec->wrt[i], bwd->gemm->first->name, bwd->gemm->data, go->k->name, spec->wrt[i], lname,
-                           ident(a, fwd->name), spec->wrt[i]);
+                           ident(a, fwd->name), spec->wrt[i],
+                           bwd->gemm->sdt == DT_BF16 || bwd->gemm->sdt == DT_F16
+                               ? arena_printf(a, " The %s tiles are stored in %s (rounded once from fp32, as the "
+                                                 "forward's operands are %s) and multiplied with the operand tiles as "
+                                                 "loaded, accumulating in fp32.",
+                                              bwd->gemm->data, dtype_name(bwd->gemm->sdt), dtype_name(bwd->gemm->sdt))
+                               : "");
             else if (fi && fi->rows)
                 buf_printf(&t, "d_%s is summed deterministically, without atomics%s%s%s: the forward reads %s at "
                                "%d sites, neighbouring programs' sites may meet, but each site alone reads "
@@ -376,13 +382,88 @@ static void print_fold(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0, i
         buf_printf(out, "    grid = tuple(nfold if k == %d else g for k, g in enumerate(grid))\n", pl->axis);
 }
 
+/* Launch defaults of one emitted kernel, from its tiles (docs/GRAD.md,
+ * "Launch parameters"): with a tl.dot, num_warps from the largest dot
+ * result or operand tile (4096 elements a warp, 4..8: warp groups of 4
+ * for the tensor cores) and num_stages from the shared memory one
+ * pipelined iteration needs (the operands of the dots of one loop body, in
+ * their dtypes: as many stages of them as fit in 200 KiB, 1..3); else
+ * num_warps from the largest tile (256 elements a warp, so 8 a thread,
+ * rounded up to a power of 2, 1..16: long rows get more warps) and no
+ * num_stages (Triton's default). */
+static void tile_scan(const Func *f, const Block *b, int64_t *tile, int64_t *acc, int64_t *smem)
+{
+    int64_t here = 0;
+    for (int k = 0; k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        for (int r = 0; r < in->nres; r++) {
+            Type t = f->vals.v[in->res[r]].ty;
+            int64_t e = 1;
+            for (int i = 0; i < t.rank; i++)
+                e *= t.shape[i];
+            *tile = e > *tile ? e : *tile;
+            if (in->op == OP_DOT)
+                *acc = e > *acc ? e : *acc;
+        }
+        for (int i = 0; in->op == OP_DOT && i < 2 && i < in->nargs; i++) { /* a wide operand tile too */
+            Type t = f->vals.v[in->args[i]].ty;
+            int64_t e = 1;
+            for (int j = 0; j < t.rank; j++)
+                e *= t.shape[j];
+            *acc = e > *acc ? e : *acc;
+        }
+        for (int i = 0; in->op == OP_DOT && i < 2 && i < in->nargs; i++) {
+            Type t = f->vals.v[in->args[i]].ty;
+            int64_t e = dtype_bits((Dtype)t.dt) / 8;
+            for (int j = 0; j < t.rank; j++)
+                e *= t.shape[j];
+            here += e;
+        }
+        for (int r = 0; r < in->nregions; r++)
+            tile_scan(f, in->regions[r], tile, acc, smem);
+    }
+    *smem = here > *smem ? here : *smem;
+}
+
+static void launch_defaults(const Func *f, int *warps, int *stages)
+{
+    int64_t tile = 1, acc = 0, smem = 0;
+    tile_scan(f, f->body, &tile, &acc, &smem);
+    int w = 1;
+    if (acc) {
+        while (w < 8 && (int64_t)w * 4096 < acc)
+            w *= 2;
+        *warps = w < 4 ? 4 : w;
+        int64_t s = smem > 0 ? (int64_t)200 * 1024 / smem : 3;
+        *stages = s < 1 ? 1 : s > 3 ? 3 : (int)s;
+        return;
+    }
+    while (w < 16 && (int64_t)w * 256 < tile)
+        w *= 2;
+    *warps = w;
+    *stages = 0;
+}
+
+/* The launch options of one kernel: kad's defaults, the caller's num_warps
+ * and num_stages (the launcher's arguments) when given. */
+static const char *launch_options(Arena *a, const Func *f)
+{
+    int w, s;
+    launch_defaults(f, &w, &s);
+    if (s)
+        return arena_printf(a, "{\"num_warps\": num_warps or %d, \"num_stages\": num_stages or %d}", w, s);
+    return arena_printf(a, "dict({\"num_warps\": num_warps or %d}, **options)", w);
+}
+
 /* After the folded kernel: the sum kernels, d_<x> += the partials' rows. */
 static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, const char *kname)
 {
     const FoldPlan *pl = bwd->fold;
     for (int j = 0; j < pl->n; j++) {
-        buf_printf(out, "    %s[(triton.cdiv(spans[%d], %d),)](parts[%d], d_in[%d], spans[%d], rows[%d])\n",
-                   sum_name(a, kname, pl->in[j].name), j, FOLD_SUM_BLOCK, j, j, j, j);
+        int w, st;
+        launch_defaults(pl->in[j].sum, &w, &st);
+        buf_printf(out, "    %s[(triton.cdiv(spans[%d], %d),)](parts[%d], d_in[%d], spans[%d], rows[%d], num_warps=%d)\n",
+                   sum_name(a, kname, pl->in[j].name), j, FOLD_SUM_BLOCK, j, j, j, j, w);
     }
 }
 
@@ -635,14 +716,14 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
                   "        _U, _V, _T = _plan\n"
                   "        _dev = next(t.device for t in args if isinstance(t, torch.Tensor))\n");
     buf_printf(out, "        _dacc = torch.empty(_U * _V * %lld, dtype=torch.%s, device=_dev)\n", (long long)pl->tile,
-               pl->sdt == DT_F64 ? "float64" : "float32");
+               pl->sdt == DT_F64 ? "float64" : pl->sdt == DT_BF16 ? "bfloat16" : pl->sdt == DT_F16 ? "float16" : "float32");
     for (int i = 0; i < pl->n; i++)
         buf_printf(out, "        args[%d].zero_()  # elements no tile writes stay 0\n", at0 + pl->op[i].slot - nfwd);
-    buf_printf(out, "        _kad_fit(%s, _tg, (%s%s_dacc, _U, _V), options)\n", pl->first->name, call,
-               *call ? ", " : "");
+    buf_printf(out, "        _kad_fit(%s, _tg, (%s%s_dacc, _U, _V), %s)\n", pl->first->name, call,
+               *call ? ", " : "", launch_options(a, pl->first));
     for (int i = 0; i < pl->n; i++)
-        buf_printf(out, "        _kad_fit(%s, (%s, _T), (%s%s_dacc, _U, _V), options)\n", pl->op[i].k->name,
-                   pl->op[i].own ? "_V" : "_U", call, *call ? ", " : "");
+        buf_printf(out, "        _kad_fit(%s, (%s, _T), (%s%s_dacc, _U, _V), %s)\n", pl->op[i].k->name,
+                   pl->op[i].own ? "_V" : "_U", call, *call ? ", " : "", launch_options(a, pl->op[i].k));
     buf_puts(out, "        return\n");
 }
 
@@ -651,20 +732,20 @@ static void print_gemm_helper(Buf *out, Arena *a, const Func *bwd)
 {
     const GemmPlan *pl = bwd->gemm;
     buf_puts(out, "\n\n_kad_gemm_plans = {}\n"
-                  "_kad_fit_stages = {}  # kernel -> num_stages that fits in shared memory\n\n\n"
+                  "_kad_fit_stages = {}  # (kernel, num_stages asked) -> the num_stages that fits in shared memory\n\n\n"
                   "def _kad_fit(k, g, a, o):\n"
-                  "    \"\"\"Launches k on grid g.  The GEMM kernels keep the forward's tiles (the dacc tile in\n"
-                  "    fp32), which may not fit in shared memory at the forward's num_stages: then with fewer.\"\"\"\n"
-                  "    s = _kad_fit_stages.get(k)\n"
-                  "    if s is not None:\n"
-                  "        o = dict(o, num_stages=s)\n"
-                  "    try:\n"
-                  "        k[g](*a, **o)\n"
-                  "    except triton.runtime.errors.OutOfResources:\n"
-                  "        if o.get(\"num_stages\", 3) <= 1:\n"
-                  "            raise\n"
-                  "        _kad_fit_stages[k] = 1\n"
-                  "        k[g](*a, **dict(o, num_stages=1))\n\n\n"
+                  "    \"\"\"Launches k on grid g.  The GEMM kernels keep the forward's tiles, which may not fit in\n"
+                  "    shared memory at the num_stages asked for (the caller's): then with fewer, one less at a time.\"\"\"\n"
+                  "    asked = o.get(\"num_stages\", 3)\n"
+                  "    o = dict(o, num_stages=_kad_fit_stages.get((k, asked), asked))\n"
+                  "    while True:\n"
+                  "        try:\n"
+                  "            return k[g](*a, **o)\n"
+                  "        except triton.runtime.errors.OutOfResources:\n"
+                  "            if o[\"num_stages\"] <= 1:\n"
+                  "                raise\n"
+                  "        o[\"num_stages\"] -= 1\n"
+                  "        _kad_fit_stages[k, asked] = o[\"num_stages\"]\n\n\n"
                   "def _kad_tdiv(x, y):  # the kernel's // on integers truncates\n"
                   "    q = abs(x) // abs(y)\n"
                   "    return q if (x < 0) == (y < 0) else -q\n\n\n"
@@ -758,7 +839,8 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                 buf_printf(&cs, "%s%s=%s", j++ ? ", " : "", bwd->consts.v[i].name, bwd->consts.v[i].value);
         buf_printf(&doc, " constexprs: only the specialized values, which are the defaults (%s).", buf_str(&cs));
     }
-    buf_puts(&doc, " num_warps, num_stages: passed to the launch when given.");
+    buf_puts(&doc, " num_warps, num_stages: passed to every launch when given; else kad's defaults for each "
+                   "kernel's tiles.");
     if (bwd->fold && bwd->fold->axes)
         buf_printf(&doc, " nfold: the programs (along grid axis %d) that sum the shared gradients (default: 2 per "
                          "SM); the sums' last bits depend on it and on nothing else.",
@@ -845,7 +927,7 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         print_gemm(out, a, bwd, buf_str(&call), at0, nfwd);
     if (nc)
         buf_puts(out, "    # the runtime arguments with the constexpr values in their places\n");
-    buf_printf(out, "    %s[grid](%s%s**options)\n", kname, buf_str(&call), call.len ? ", " : "");
+    buf_printf(out, "    %s[grid](%s%s**%s)\n", kname, buf_str(&call), call.len ? ", " : "", launch_options(a, bwd));
     if (bwd->fold)
         print_fold_sums(out, a, bwd, kname);
     if (has_bounded(bwd))

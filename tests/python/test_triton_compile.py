@@ -100,8 +100,8 @@ def specialization(fn, sig, ints_one, tapes=None):
             fold[n] = "True"
         elif n.startswith("kad_tape"):  # a tape (ad_tape.c): its dtype from the launcher's allocation
             fold[n] = "*fp64" if tapes.get(n) == "float64" else "*fp32"
-        elif n == "kad_dacc":  # the GEMM form's dacc scratch (ad_gemm.c): fp32, fp64 for fp64 kernels
-            fold[n] = "*fp64" if "*fp64" in sig.values() else "*fp32"
+        elif n == "kad_dacc":  # the GEMM form's dacc scratch (ad_gemm.c): its dtype from the launcher's allocation
+            fold[n] = {"float64": "*fp64", "bfloat16": "*bf16", "float16": "*fp16"}.get(tapes.get(n), "*fp32")
         elif n in ("kad_tiles_u", "kad_tiles_v"):  # the GEMM form's tile counts
             fold[n] = "i32"
     for p in fn.params:
@@ -131,6 +131,8 @@ def compile_module(text, path, modname, ints_one):
     # the launcher allocates tape j (the kernel's kad_tape<j>) with torch.empty(..., dtype=torch.D, ...)
     tapes = {f"kad_tape{j}": d for j, d in enumerate(re.findall(
         r"args\.append\(torch\.empty\(_trips .*dtype=torch\.(\w+)", text))}
+    # and the GEMM form's dacc scratch with _dacc = torch.empty(..., dtype=torch.D, ...)
+    tapes.update({"kad_dacc": d for d in re.findall(r"_dacc = torch\.empty\(.*dtype=torch\.(\w+)", text)})
     for fn in fns:
         signature, consts = specialization(fn, sig, ints_one, tapes)
         src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=consts)
