@@ -50,6 +50,7 @@ typedef struct Fd {
     uint8_t *tv;   /* by ValId: a float with a tangent */
     uint8_t *sv;   /* by ValId: a pointer with a shadow */
     int *nuses;    /* by ValId */
+    int *jcov;     /* by ValId: uses as operand 0 of a custom_jvp (whose rule gives the tangent) */
     bool changed;
     Func *jv;
     ValId *pm, *tm, *sm; /* by ValId: primal copy, tangent (0: zero), shadow */
@@ -196,6 +197,8 @@ static void count_uses(Fd *f, const Block *b)
         const Inst *in = &b->insts.v[k];
         for (int j = 0; j < in->nargs; j++)
             f->nuses[in->args[j]]++;
+        if (in->op == OP_CUSTOM_JVP)
+            f->jcov[in->args[0]]++;
         for (int r = 0; r < in->nregions; r++)
             count_uses(f, in->regions[r]);
     }
@@ -418,6 +421,27 @@ static ValId sort_tangent(Em *e, const Inst *in, ValId x, ValId tx, Type yt)
     return esum(e, sel, r, yt);
 }
 
+static void emit_block(Fd *f, const Block *fb, Block *jb);
+
+/* The tangent of a custom_jvp's result: its rule's body (Func.rules) here,
+ * its parameters bound to the arguments' primals, then the float
+ * arguments' tangents; what it yields is the tangent.  Operand 0's own
+ * tangent (the helper's automatic one) is not used. */
+static ValId jvp_rule_tangent(Em *e, const Inst *in)
+{
+    Fd *f = e->f;
+    const Block *rb = f->fw->rules.v[in->ival];
+    for (int i = 1, k = in->nargs - 1; i < in->nargs; i++) {
+        f->pm[rb->params[i - 1]] = P(f, in->args[i]);
+        if (is_float(fty(f, in->args[i])))
+            f->pm[rb->params[k++]] = TZ(e, in->args[i]);
+    }
+    emit_block(f, rb, e->b);
+    if (f->errors)
+        return 0;
+    return P(f, ad_block_term(rb)->args[0]);
+}
+
 /* The tangent of in's result y (tv[y] set): one case per op.  t0..t2 are
  * the operands' tangents (0: zero), a0..a2 their primal copies. */
 static ValId tan_rule(Em *e, const Inst *in)
@@ -564,12 +588,16 @@ static ValId tan_rule(Em *e, const Inst *in)
     case OP_STOP_GRADIENT:
         return 0; /* no tangent: kad.nondiff / kad_stop_gradient */
     case OP_CUSTOM_VJP:
+        if (f->nuses[y] == f->jcov[y])
+            return 0; /* the helper's jvp rule gives the tangent (custom_jvp) */
         /* the helper's own body would give its automatic tangent, which the rule replaced (e.g. a
          * straight-through estimator): the JVP would disagree with the VJP */
-        fail(f, in->loc, "forward mode: this helper call has a custom vjp rule (@kad.vjp_of); kad does not "
-                         "use custom rules in forward mode yet, and the helper's automatic tangent would "
-                         "disagree with the rule%s", "");
+        fail(f, in->loc, "forward mode: this helper call has a custom vjp rule (@kad.vjp_of) but no jvp rule: "
+                         "forward mode needs a @kad.jvp_of rule for the helper (its automatic tangent would "
+                         "disagree with the vjp rule)%s", "");
         return 0;
+    case OP_CUSTOM_JVP:
+        return jvp_rule_tangent(e, in);
     default:
         fail(f, in->loc, "forward mode: no tangent rule for '%s'", op_info[in->op].name);
         return 0;
@@ -582,8 +610,6 @@ static ValId tan_rule(Em *e, const Inst *in)
 #undef K
 #undef T0
 }
-
-static void emit_block(Fd *f, const Block *fb, Block *jb);
 
 /* The slots of a region op: primal carried values, then the tangents of
  * those tv marks, then the shadows of those sv marks. */
@@ -812,6 +838,15 @@ static void emit_inst(Fd *f, Block *jb, const Inst *in)
     default:
         break;
     }
+    if (in->op == OP_CUSTOM_VJP || in->op == OP_CUSTOM_JVP) { /* identities (the rules are AD's): no copy */
+        f->pm[in->res[0]] = P(f, in->args[0]);
+        if (f->tv[in->res[0]]) {
+            ValId t = tan_rule(e, in);
+            f->tm[in->res[0]] = t;
+            name_after(f, t, "t_", in->res[0]);
+        }
+        return;
+    }
     ValId *args = arena_alloc(f->a, sizeof(ValId) * (size_t)(in->nargs + 1));
     for (int k = 0; k < in->nargs; k++)
         args[k] = P(f, in->args[k]);
@@ -919,6 +954,7 @@ static Func *ad_jvp_raw(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     f->tv = arena_alloc(a, (size_t)nv);
     f->sv = arena_alloc(a, (size_t)nv);
     f->nuses = arena_alloc(a, sizeof(int) * (size_t)nv);
+    f->jcov = arena_alloc(a, sizeof(int) * (size_t)nv);
     f->pm = arena_alloc(a, sizeof(ValId) * (size_t)nv);
     f->tm = arena_alloc(a, sizeof(ValId) * (size_t)nv);
     f->sm = arena_alloc(a, sizeof(ValId) * (size_t)nv);
