@@ -135,19 +135,16 @@ static void mark_inst(Fd *f, const Inst *in)
         set8(f, f->tv, r, is_float(fty(f, r)) && (f->sv[in->args[0]] || other));
         return;
     }
-    case OP_SCAN: { /* every result depends on every input (the region is closed): all float slots carry
-                     * tangents when one input has one, in the results and both halves of the region's params */
-        bool any = false;
-        for (int k = 0; k < in->nargs; k++)
-            any = any || f->tv[in->args[k]];
-        if (!any)
-            return;
+    case OP_SCAN: { /* a float slot has a tangent when its input has one or the combine region's
+                     * result for it does (from the slots with tangents; to the fixpoint), in the
+                     * result and both halves of the region's params */
         const Block *reg = in->regions[0];
+        const Inst *y = ad_block_term(reg);
         for (int k = 0; k < in->nres; k++) {
-            bool fl = is_float(fty(f, in->res[k]));
-            set8(f, f->tv, in->res[k], fl);
-            set8(f, f->tv, reg->params[k], fl);
-            set8(f, f->tv, reg->params[in->nres + k], fl);
+            bool on = is_float(fty(f, in->res[k])) && (f->tv[in->args[k]] || f->tv[y->args[k]]);
+            set8(f, f->tv, in->res[k], on);
+            set8(f, f->tv, reg->params[k], on);
+            set8(f, f->tv, reg->params[in->nres + k], on);
         }
         mark_block(f, reg);
         return;
