@@ -481,6 +481,9 @@ static void backward_inst(Ad *ad, const Inst *in)
             backward_block(ad, in->regions[r]);
         }
         return;
+    case OP_CUSTOM_JVP: /* a tangent rule (forward mode's): reverse mode goes through operand 0 */
+        set_flag(ad, ad->useful, in->args[0], ad->useful[in->res[0]]);
+        return;
     case OP_CUSTOM_VJP: /* its rule gives the arguments' adjoints; the helper's own result gets none */
         for (int i = 1; i < in->nargs && ad->useful[in->res[0]]; i++)
             set_flag(ad, ad->useful, in->args[i], true);
@@ -1474,6 +1477,19 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
                 validate_block(ad, in->regions[r], loop_depth, loop, np, npath + 1, sites, &here);
             }
             break;
+        case OP_CUSTOM_JVP: {
+            /* operand 0 is the helper's automatic result unless the helper also has a vjp rule
+             * (sema puts its custom_vjp right before); the automatic adjoint would disagree with the
+             * jvp rule */
+            bool vjp = false;
+            for (int j = i - 1; j >= 0 && !vjp; j--)
+                vjp = b->insts.v[j].op == OP_CUSTOM_VJP && b->insts.v[j].res[0] == in->args[0];
+            if (!vjp && ad_active(ad, in->res[0]))
+                diag_error(ad->d, in->loc, "this helper call has a custom jvp rule (@kad.jvp_of) but no vjp rule: "
+                           "reverse mode needs a @kad.vjp_of rule for the helper (its automatic adjoint would "
+                           "disagree with the jvp rule)");
+            break;
+        }
         case OP_SCAN: {
             bool act = false;
             for (int k = 0; k < in->nres; k++)

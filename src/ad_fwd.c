@@ -50,6 +50,7 @@ typedef struct Fd {
     uint8_t *tv;   /* by ValId: a float with a tangent */
     uint8_t *sv;   /* by ValId: a pointer with a shadow */
     int *nuses;    /* by ValId */
+    int *jcov;     /* by ValId: uses as operand 0 of a custom_jvp (whose rule gives the tangent) */
     bool changed;
     Func *jv;
     ValId *pm, *tm, *sm; /* by ValId: primal copy, tangent (0: zero), shadow */
@@ -134,6 +135,20 @@ static void mark_inst(Fd *f, const Inst *in)
         set8(f, f->tv, r, is_float(fty(f, r)) && (f->sv[in->args[0]] || other));
         return;
     }
+    case OP_SCAN: { /* a float slot has a tangent when its input has one or the combine region's
+                     * result for it does (from the slots with tangents; to the fixpoint), in the
+                     * result and both halves of the region's params */
+        const Block *reg = in->regions[0];
+        const Inst *y = ad_block_term(reg);
+        for (int k = 0; k < in->nres; k++) {
+            bool on = is_float(fty(f, in->res[k])) && (f->tv[in->args[k]] || f->tv[y->args[k]]);
+            set8(f, f->tv, in->res[k], on);
+            set8(f, f->tv, reg->params[k], on);
+            set8(f, f->tv, reg->params[in->nres + k], on);
+        }
+        mark_block(f, reg);
+        return;
+    }
     case OP_STORE:
     case OP_ATOMIC_ADD:
     case OP_YIELD:
@@ -179,6 +194,8 @@ static void count_uses(Fd *f, const Block *b)
         const Inst *in = &b->insts.v[k];
         for (int j = 0; j < in->nargs; j++)
             f->nuses[in->args[j]]++;
+        if (in->op == OP_CUSTOM_JVP)
+            f->jcov[in->args[0]]++;
         for (int r = 0; r < in->nregions; r++)
             count_uses(f, in->regions[r]);
     }
@@ -311,6 +328,115 @@ static ValId bcast_back(Em *e, ValId r, Type xt, int axis, bool keep)
         r = in->res[0];
     }
     return ir_op1(e->f->jv, e->b, OP_BROADCAST, xt, r, e->loc);
+}
+
+static ValId eshape(Em *e, OpKind op, ValId x, Type t, int64_t ival)
+{
+    Inst *in = ir_emit(e->f->jv, e->b, op, &x, 1, &t, 1, e->loc);
+    in->ival = ival;
+    return in->res[0];
+}
+
+/* x with a new axis of length n inserted at `at` (x broadcast along it). */
+static ValId ewiden(Em *e, ValId x, int at, int32_t n)
+{
+    Type t = jty(e, x);
+    int32_t one[KAD_MAX_RANK], sh[KAD_MAX_RANK];
+    for (int k = 0, j = 0; k <= t.rank; k++) {
+        one[k] = k == at ? 1 : t.shape[j];
+        sh[k] = k == at ? n : t.shape[j];
+        j += k != at;
+    }
+    x = eshape(e, OP_EXPAND_DIMS, x, type_with_shape(t, t.rank + 1, one), at);
+    return eshape(e, OP_BROADCAST, x, type_with_shape(t, t.rank + 1, sh), 0);
+}
+
+/* An i32 tile of type like's shape holding each lane's index along axis at. */
+static ValId eiota(Em *e, Type like, int at)
+{
+    int32_t n = like.shape[at], one[KAD_MAX_RANK];
+    Inst *ar = ir_emit(e->f->jv, e->b, OP_ARANGE, NULL, 0, (Type[]){type_tile(DT_I32, 1, &n)}, 1, e->loc);
+    ar->ival = 0;
+    ValId v = ar->res[0];
+    for (int k = 0; k < like.rank; k++)
+        one[k] = k == at ? n : 1;
+    v = eshape(e, OP_RESHAPE, v, type_tile(DT_I32, like.rank, one), 0);
+    return eshape(e, OP_BROADCAST, v, type_with_dtype(like, DT_I32), 0);
+}
+
+static ValId esum(Em *e, ValId x, int axis, Type rt)
+{
+    return eshape(e, OP_SUM, x, rt, axis);
+}
+
+/* The tangent of y = cumprod(x): a scan over dual numbers (x, tx) with the
+ * combine (a, ta), (b, tb) -> (a*b, ta*b + a*tb), exact at zeros (no division). */
+static ValId cumprod_tangent(Em *e, const Inst *in, ValId x, ValId tx)
+{
+    Fd *f = e->f;
+    Type t = jty(e, x), s = type_with_shape(t, 0, NULL);
+    ValId xs[2] = {x, tx};
+    Type rt[2] = {t, t};
+    Inst *ni = ir_emit(f->jv, e->b, OP_SCAN, xs, 2, rt, 2, e->loc);
+    ni->ival = in->ival;
+    ni->flags = in->flags & IF_REVERSE;
+    int idx = e->b->insts.n - 1;
+    Block *rb = ir_inst_add_region(f->jv, ni);
+    static const char *const names[4] = {"a", "t_a", "b", "t_b"};
+    ValId p[4];
+    for (int i = 0; i < 4; i++)
+        p[i] = ir_block_param_add(f->jv, rb, s, names[i], e->loc);
+    Em er = {f, rb, e->loc};
+    ValId y = e2(&er, OP_MUL, p[0], p[2]);
+    ValId ty = e2(&er, OP_ADD, e2(&er, OP_MUL, p[1], p[2]), e2(&er, OP_MUL, p[0], p[3]));
+    ir_emit(f->jv, rb, OP_YIELD, (ValId[]){y, ty}, 2, NULL, 0, e->loc);
+    return e->b->insts.v[idx].res[1];
+}
+
+/* The tangent of y = sort(x) (or its first k: topk): the tangents follow
+ * the values.  Element j of x goes to position rank[j] = #{l: x[l] before
+ * x[j]} + #{l < j: x[l] == x[j]} (ties keep their order, as reverse mode's
+ * adjoint does), so ty[i] = sum_j (rank[j] == i) tx[j]. */
+static ValId sort_tangent(Em *e, const Inst *in, ValId x, ValId tx, Type yt)
+{
+    Fd *f = e->f;
+    Type xt = jty(e, x);
+    int r = xt.rank;
+    int32_t n = xt.shape[r - 1], k = yt.shape[r - 1];
+    Inst *as = ir_emit(f->jv, e->b, OP_ASSERT, (ValId[]){ecmp(e, OP_EQ, x, x)}, 1, NULL, 0, e->loc);
+    as->sattr = "the tangent of tl.sort/tl.topk needs values without NaN";
+    ValId xj = ewiden(e, x, r, n), xl = ewiden(e, x, r - 1, n); /* [.., j, l] */
+    ValId before = ecmp(e, in->flags & IF_REVERSE ? OP_GT : OP_LT, xl, xj);
+    Type tt = jty(e, xj);
+    ValId lj = ecmp(e, OP_LT, eiota(e, tt, r), eiota(e, tt, r - 1));
+    ValId tie = e2(e, OP_AND, ecmp(e, OP_EQ, xl, xj), lj);
+    ValId bef = ir_op1(f->jv, e->b, OP_CAST, type_with_dtype(tt, DT_I32), e2(e, OP_OR, before, tie), e->loc);
+    ValId rank = esum(e, bef, r, type_with_dtype(xt, DT_I32)); /* [.., j] */
+    ValId rw = ewiden(e, rank, r - 1, k), tw = ewiden(e, tx, r - 1, k); /* [.., i, j] */
+    ValId hit = ecmp(e, OP_EQ, rw, eiota(e, jty(e, rw), r - 1));
+    ValId sel = ewhere(e, hit, tw, ezero(e, jty(e, tw)));
+    return esum(e, sel, r, yt);
+}
+
+static void emit_block(Fd *f, const Block *fb, Block *jb);
+
+/* The tangent of a custom_jvp's result: its rule's body (Func.rules) here,
+ * its parameters bound to the arguments' primals, then the float
+ * arguments' tangents; what it yields is the tangent.  Operand 0's own
+ * tangent (the helper's automatic one) is not used. */
+static ValId jvp_rule_tangent(Em *e, const Inst *in)
+{
+    Fd *f = e->f;
+    const Block *rb = f->fw->rules.v[in->ival];
+    for (int i = 1, k = in->nargs - 1; i < in->nargs; i++) {
+        f->pm[rb->params[i - 1]] = P(f, in->args[i]);
+        if (is_float(fty(f, in->args[i])))
+            f->pm[rb->params[k++]] = TZ(e, in->args[i]);
+    }
+    emit_block(f, rb, e->b);
+    if (f->errors)
+        return 0;
+    return P(f, ad_block_term(rb)->args[0]);
 }
 
 /* The tangent of in's result y (tv[y] set): one case per op.  t0..t2 are
@@ -452,15 +578,23 @@ static ValId tan_rule(Em *e, const Inst *in)
         }
         return r;
     }
+    case OP_CUMPROD:
+        return cumprod_tangent(e, in, a[0], T0);
+    case OP_SORT:
+        return sort_tangent(e, in, a[0], T0, yt);
     case OP_STOP_GRADIENT:
         return 0; /* no tangent: kad.nondiff / kad_stop_gradient */
     case OP_CUSTOM_VJP:
+        if (f->nuses[y] == f->jcov[y])
+            return 0; /* the helper's jvp rule gives the tangent (custom_jvp) */
         /* the helper's own body would give its automatic tangent, which the rule replaced (e.g. a
          * straight-through estimator): the JVP would disagree with the VJP */
-        fail(f, in->loc, "forward mode: this helper call has a custom vjp rule (@kad.vjp_of); kad does not "
-                         "use custom rules in forward mode yet, and the helper's automatic tangent would "
-                         "disagree with the rule%s", "");
+        fail(f, in->loc, "forward mode: this helper call has a custom vjp rule (@kad.vjp_of) but no jvp rule: "
+                         "forward mode needs a @kad.jvp_of rule for the helper (its automatic tangent would "
+                         "disagree with the vjp rule)%s", "");
         return 0;
+    case OP_CUSTOM_JVP:
+        return jvp_rule_tangent(e, in);
     default:
         fail(f, in->loc, "forward mode: no tangent rule for '%s'", op_info[in->op].name);
         return 0;
@@ -473,8 +607,6 @@ static ValId tan_rule(Em *e, const Inst *in)
 #undef K
 #undef T0
 }
-
-static void emit_block(Fd *f, const Block *fb, Block *jb);
 
 /* The slots of a region op: primal carried values, then the tangents of
  * those tv marks, then the shadows of those sv marks. */
@@ -600,6 +732,68 @@ static void region_op(Em *e, const Inst *in)
     lay_results(f, in, &e->b->insts.v[idx], &l);
 }
 
+/* A scan over dual numbers: the forward's scan with a tangent slot per
+ * float slot with a tangent, its combine region differentiated in forward
+ * mode: the tangent of f((a, ta), (b, tb)) is J_a f ta + J_b f tb, and the
+ * dual combine is associative when f is.  Slots: the n primal ones, then
+ * the tangents; region params: the running values (primal, tangents), then
+ * the next element's in the same order. */
+static void scan_op(Em *e, const Inst *in)
+{
+    Fd *f = e->f;
+    int n = in->nres, m = 0;
+    bool *t = arena_alloc(f->a, (size_t)n + 1);
+    for (int k = 0; k < n; k++)
+        m += t[k] = f->tv[in->res[k]];
+    int N = n + m;
+    ValId *xs = arena_alloc(f->a, sizeof *xs * (size_t)(N + 1));
+    Type *rt = arena_alloc(f->a, sizeof *rt * (size_t)(N + 1));
+    for (int pass = 0, j = 0; pass < 2; pass++)
+        for (int k = 0; k < n; k++)
+            if (!pass || t[k]) {
+                xs[j] = pass ? TZ(e, in->args[k]) : P(f, in->args[k]);
+                rt[j++] = fty(f, in->res[k]);
+            }
+    Inst *ni = ir_emit(f->jv, e->b, OP_SCAN, xs, N, rt, N, in->loc);
+    ni->ival = in->ival;
+    ni->flags = in->flags;
+    int idx = e->b->insts.n - 1;
+    Block *reg = ir_inst_add_region(f->jv, ni);
+    const Block *fr = in->regions[0];
+    for (int h = 0; h < 2; h++)
+        for (int pass = 0; pass < 2; pass++)
+            for (int k = 0; k < n; k++) {
+                ValId p = fr->params[h * n + k];
+                if (!pass) {
+                    f->pm[p] = ir_block_param_add(f->jv, reg, fty(f, p), fname(f, p), f->fw->vals.v[p].loc);
+                } else if (t[k]) {
+                    const char *nm = fname(f, p);
+                    f->tm[p] = ir_block_param_add(f->jv, reg, fty(f, p), nm ? arena_printf(f->a, "t_%s", nm) : NULL,
+                                                  f->fw->vals.v[p].loc);
+                }
+            }
+    emit_block(f, fr, reg);
+    if (f->errors)
+        return;
+    const Inst *term = ad_block_term(fr);
+    Em er = {f, reg, term->loc};
+    ValId *ys = arena_alloc(f->a, sizeof *ys * (size_t)(N + 1));
+    for (int pass = 0, j = 0; pass < 2; pass++)
+        for (int k = 0; k < n; k++)
+            if (!pass || t[k])
+                ys[j++] = pass ? TZ(&er, term->args[k]) : P(f, term->args[k]);
+    ir_emit(f->jv, reg, OP_YIELD, ys, N, NULL, 0, term->loc);
+    const Inst *si = &e->b->insts.v[idx];
+    for (int k = 0, j = n; k < n; k++) {
+        f->pm[in->res[k]] = si->res[k];
+        name_after(f, si->res[k], "", in->res[k]);
+        if (t[k]) {
+            f->tm[in->res[k]] = si->res[j];
+            name_after(f, si->res[j++], "t_", in->res[k]);
+        }
+    }
+}
+
 /* The root parameter's name of pointer v, for messages. */
 static const char *root_name(const Fd *f, ValId v)
 {
@@ -632,11 +826,23 @@ static void emit_inst(Fd *f, Block *jb, const Inst *in)
     case OP_WHILE:
         region_op(e, in);
         return;
+    case OP_SCAN:
+        scan_op(e, in);
+        return;
     case OP_YIELD:
     case OP_CONDITION:
         return; /* the region op writes the terminators */
     default:
         break;
+    }
+    if (in->op == OP_CUSTOM_VJP || in->op == OP_CUSTOM_JVP) { /* identities (the rules are AD's): no copy */
+        f->pm[in->res[0]] = P(f, in->args[0]);
+        if (f->tv[in->res[0]]) {
+            ValId t = tan_rule(e, in);
+            f->tm[in->res[0]] = t;
+            name_after(f, t, "t_", in->res[0]);
+        }
+        return;
     }
     ValId *args = arena_alloc(f->a, sizeof(ValId) * (size_t)(in->nargs + 1));
     for (int k = 0; k < in->nargs; k++)
@@ -734,21 +940,6 @@ static void emit_block(Fd *f, const Block *fb, Block *jb)
         emit_inst(f, jb, &fb->insts.v[k]);
 }
 
-/* Scans (tl.associative_scan) have no tangent rule yet: refused before anything is emitted (their
- * regions would otherwise be cloned without one). */
-static void refuse_scans(Fd *f, const Block *b)
-{
-    for (int k = 0; k < b->insts.n; k++) {
-        const Inst *in = &b->insts.v[k];
-        if (in->op == OP_SCAN)
-            fail(f, in->loc, "forward mode: no tangent rule for '%s' (tl.associative_scan) yet; reverse mode "
-                             "(kad grad) differentiates it", "scan");
-        else
-            for (int r = 0; r < in->nregions; r++)
-                refuse_scans(f, in->regions[r]);
-    }
-}
-
 /* The jvp kernel of fwd: params = fwd's, then t_<x> per input (in-place
  * names among them), then t_<y> per output, in fwd's parameter order. */
 static Func *ad_jvp_raw(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
@@ -760,6 +951,7 @@ static Func *ad_jvp_raw(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     f->tv = arena_alloc(a, (size_t)nv);
     f->sv = arena_alloc(a, (size_t)nv);
     f->nuses = arena_alloc(a, sizeof(int) * (size_t)nv);
+    f->jcov = arena_alloc(a, sizeof(int) * (size_t)nv);
     f->pm = arena_alloc(a, sizeof(ValId) * (size_t)nv);
     f->tm = arena_alloc(a, sizeof(ValId) * (size_t)nv);
     f->sm = arena_alloc(a, sizeof(ValId) * (size_t)nv);
@@ -790,9 +982,6 @@ static Func *ad_jvp_raw(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
             }
     for (int i = 0; i < fwd->consts.n; i++)
         vec_push(a, jv->consts, fwd->consts.v[i]);
-    refuse_scans(f, fwd->body);
-    if (f->errors)
-        return NULL;
     emit_block(f, fwd->body, jv->body);
     return f->errors ? NULL : jv;
 }

@@ -673,6 +673,7 @@ static void clone_block(Ad *ad, const Block *fb, Block *bb, unsigned mode, const
             clone_region_op(ad, bb, in);
             continue;
         case OP_CUSTOM_VJP:
+        case OP_CUSTOM_JVP:
         case OP_STOP_GRADIENT: /* identities: the primal is operand 0's */
             ad->pm[in->res[0]] = P0(ad, in->args[0]);
             continue;
@@ -1233,6 +1234,9 @@ static void adj_rule(Em *e, const Inst *in)
         GIVE(0, ir_op2(ad->bw, e->b, OP_JOIN, type_with_shape(t, t.rank + 1, sh), h ? z : d, h ? d : z, e->loc));
         break;
     }
+    case OP_CUSTOM_JVP: /* the tangent rule is forward mode's: the adjoint goes to operand 0 */
+        GIVE(0, d);
+        break;
     case OP_FLIP:
         GIVE(0, eshape(e, OP_FLIP, d, bty(ad, d), in->ival));
         break;

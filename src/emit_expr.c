@@ -560,7 +560,7 @@ Ex em_gen_inst(Emitter *E, InstInfo *info)
                                  : arena_printf(E->a, "tl.%s", dtn(rd));
             return convert(E, x, to, rt.rank == 0, op == OP_BITCAST);
         }
-        case OP_STOP_GRADIENT: case OP_CUSTOM_VJP: /* identities; the rule is AD's */
+        case OP_STOP_GRADIENT: case OP_CUSTOM_VJP: case OP_CUSTOM_JVP: /* identities; the rule is AD's */
             return em_opnd(E, info, 0, CTX_ANY);
         case OP_MULTIPLE_OF: case OP_MAX_CONTIGUOUS:
             return call(E, op == OP_MULTIPLE_OF ? "tl.multiple_of" : "tl.max_contiguous",

@@ -1727,6 +1727,7 @@ static void exec_inst(Interp *S, const XInst *xi)
     case OP_MAX_CONTIGUOUS:
     case OP_STOP_GRADIENT:
     case OP_CUSTOM_VJP: /* identity on operand 0 (its rule is for AD) */
+    case OP_CUSTOM_JVP:
     case OP_EXPAND_DIMS:
     case OP_RESHAPE:
         copy_lanes(xi->r, xi->x, xi->n, lane_bytes(vtype(S, xi->in->res[0])));

@@ -416,7 +416,7 @@ static void put_attrs(Printer *p, const Inst *in)
     } else if (op == OP_DOT) {
         if (in->ival != DP_DEFAULT)
             buf_printf(b, " {precision = %s}", ir_dot_prec_name((int)in->ival));
-    } else if (op == OP_CUSTOM_VJP) {
+    } else if (op == OP_CUSTOM_VJP || op == OP_CUSTOM_JVP) {
         buf_printf(b, " {rule = %lld}", (long long)in->ival);
     } else if (op == OP_SPLIT) {
         buf_printf(b, " {half = %lld}", (long long)in->ival);

@@ -569,7 +569,7 @@ static void apply_attrs(P *p, Inst *in, const Attr *as, int n, Loc oploc)
             if (a->kind == A_ID && k == 4)
                 perr(p, a->loc, "unknown dot precision '%s' (expected default, tf32, tf32x3 or ieee)", a->s);
             in->ival = k;
-        } else if (op == OP_CUSTOM_VJP && !strcmp(a->key, "rule")) {
+        } else if ((op == OP_CUSTOM_VJP || op == OP_CUSTOM_JVP) && !strcmp(a->key, "rule")) {
             want = A_INT;
             in->ival = a->ival;
             seen_axis = true;
@@ -585,8 +585,8 @@ static void apply_attrs(P *p, Inst *in, const Attr *as, int n, Loc oploc)
             perr(p, a->loc, "attribute '%s' of '%s' takes %s", a->key, name, what[want]);
         }
     }
-    if (op == OP_CUSTOM_VJP && !seen_axis)
-        perr(p, oploc, "'custom_vjp' needs the attribute {rule = N}");
+    if ((op == OP_CUSTOM_VJP || op == OP_CUSTOM_JVP) && !seen_axis)
+        perr(p, oploc, "'%s' needs the attribute {rule = N}", name);
     if (has_axis && !seen_axis)
         perr(p, oploc, "'%s' needs the attribute {axis = N}", name);
     if (int_key && !seen_int)

@@ -93,6 +93,9 @@
   /* custom derivatives (docs/AD.md "Custom derivatives"): identity on operand 0 */ \
   X(OP_CUSTOM_VJP,     "custom_vjp",    -1,  1,  0,  1,  0, 'D') /* y, args...: y (a helper's result) with \
      Func.rules[ival] as the adjoint rule: its params are args... then dy, it yields the float args' adjoints */ \
+  X(OP_CUSTOM_JVP,     "custom_jvp",    -1,  1,  0,  1,  0, 'D') /* y, args...: y (a helper's result) with \
+     Func.rules[ival] as the tangent rule: its params are args..., then one tangent per float arg (of its type), \
+     it yields y's tangent (y's type); reverse mode: identity on operand 0 */ \
   X(OP_STOP_GRADIENT,  "stop_gradient",  1,  1,  0,  1,  1, 'Z') /* x: x, with no gradient (kad.nondiff) */ \
   /* shape ops */ \
   X(OP_BROADCAST,      "broadcast",      1,  1,  0,  1,  0, 'D') /* to the result shape; rank-0 or same-rank size-1 axes */ \

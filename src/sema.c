@@ -544,6 +544,15 @@ static const SemaRule *find_rule(const Sema *S, const FuncDef *fn)
     return NULL;
 }
 
+/* fn's forward-mode rule (@kad.jvp_of), or NULL. */
+static const SemaRule *find_jvp_rule(const Sema *S, const FuncDef *fn)
+{
+    for (int i = S->rules.n - 1; i >= 0; i--)
+        if (S->rules.v[i].helper == fn && S->rules.v[i].kind == RULE_JVP)
+            return &S->rules.v[i];
+    return NULL;
+}
+
 /* The adjoint type of a value of type t: fp16/bf16 adjoints are fp32. */
 static Type rule_adj_type(Type t)
 {
@@ -552,25 +561,101 @@ static Type rule_adj_type(Type t)
     return t;
 }
 
+/* y (the result of helper fn called with bound) through `custom_jvp`, whose
+ * rule (a Func.rules region) is jr's function lowered with parameters
+ * standing for fn's value arguments, then the tangents of the float ones
+ * (the other arguments' tangents are None); it returns y's tangent. */
+static SVal jvp_rule(Sema *S, const SemaRule *jr, const FuncDef *fn, const SVal *bound, const Loc *blocs, ValId y,
+                     Loc loc)
+{
+    int np = fn->nparams, errs = S->d->nerrors;
+    Func *f = S->L.f;
+    Type rt = f->vals.v[y].ty;
+    Block *rb = ir_block_new(f);
+    ValId *args = arena_alloc(S->a, sizeof *args * (size_t)(np + 1));
+    int na = 0;
+    args[na++] = y;
+    SVal *rargs = arena_alloc(S->a, sizeof *rargs * (size_t)(2 * np + 1));
+    Loc *rlocs = arena_alloc(S->a, sizeof *rlocs * (size_t)(2 * np + 1));
+    for (int i = 0; i < np; i++) {
+        rlocs[i] = rlocs[np + i] = blocs[i];
+        rargs[np + i] = sval_none();
+        if (bound[i].kind == SV_VALUE) {
+            args[na++] = bound[i].v;
+            rargs[i] = sval_value(ir_block_param_add(f, rb, f->vals.v[bound[i].v].ty, fn->params[i].name, blocs[i]));
+        } else {
+            rargs[i] = bound[i];
+        }
+    }
+    for (int i = 0; i < np; i++)
+        if (bound[i].kind == SV_VALUE && dtype_is_float((Dtype)f->vals.v[bound[i].v].ty.dt))
+            rargs[np + i] = sval_value(ir_block_param_add(f, rb, f->vals.v[bound[i].v].ty,
+                                                          arena_printf(S->a, "t_%s", fn->params[i].name), blocs[i]));
+    Block *saved = S->L.b;
+    S->L.b = rb;
+    SVal g = call_jit(S, (SVal){.kind = SV_FUNC, .fn = jr->rule, .mod = jr->rmod}, rargs, rlocs, 2 * np, NULL, NULL,
+                      0, loc);
+    ValId t = 0;
+    if (g.kind == SV_NONE) {
+        t = ir_const_float(f, rb, rt, 0.0, loc);
+    } else if (g.kind == SV_VALUE || (g.kind == SV_CONST && (g.c.kind == CK_INT || g.c.kind == CK_FLOAT))) {
+        ValId v = lower_value(&S->L, g, loc);
+        if (v && g.kind == SV_VALUE) {
+            Type gt = f->vals.v[v].ty;
+            bool fits = gt.rank <= rt.rank;
+            for (int k = 0; fits && k < gt.rank; k++)
+                fits = gt.shape[gt.rank - 1 - k] == rt.shape[rt.rank - 1 - k] || gt.shape[gt.rank - 1 - k] == 1;
+            if (!fits) {
+                diag_error(S->d, jr->rule->loc, "jvp rule '%s' returns a tangent of type %s for the result of '%s', "
+                           "which is %s", jr->rule->name, sema_type_str(S, gt), fn->name, sema_type_str(S, rt));
+                v = 0;
+            }
+        }
+        t = v ? lower_convert(&S->L, v, rt, loc) : 0;
+    } else if (g.kind != SV_ERROR) {
+        diag_error(S->d, jr->rule->loc, "jvp rule '%s' returns %s: it must return the tangent of the result of '%s' "
+                   "(one float value)", jr->rule->name, sema_describe(S, g), fn->name);
+    }
+    if (t)
+        ir_emit(f, rb, OP_YIELD, &t, 1, NULL, 0, loc);
+    S->L.b = saved;
+    if (S->d->nerrors > errs || !t) {
+        if (S->d->nerrors == errs)
+            diag_error(S->d, loc, "jvp rule '%s' of '%s' gives no tangent", jr->rule->name, fn->name);
+        diag_note(S->d, loc, "in the jvp rule '%s' of '%s' called from here", jr->rule->name, fn->name);
+        return sval_error();
+    }
+    vec_push(S->a, f->rules, rb);
+    Inst *in = ir_emit(f, S->L.b, OP_CUSTOM_JVP, args, na, &rt, 1, loc);
+    in->ival = f->rules.n - 1;
+    return sval_value(in->res[0]);
+}
+
 /* A call of a helper with a custom rule: the helper is inlined as usual;
  * its result goes through `stop_gradient` (nondiff) or `custom_vjp`, whose
  * rule (a Func.rules region) is the vjp function lowered with parameters
  * standing for the helper's value arguments and the result's adjoint. */
-static SVal call_with_rule(Sema *S, const SemaRule *r, SVal fnv, const SVal *bound, const Loc *blocs, Loc loc)
+static SVal call_with_rule(Sema *S, const SemaRule *r, const SemaRule *jr, SVal fnv, const SVal *bound,
+                           const Loc *blocs, Loc loc)
 {
     const FuncDef *fn = fnv.fn;
     int np = fn->nparams, errs = S->d->nerrors;
     Func *f = S->L.f;
-    const char *how = r->kind == RULE_NONDIFF ? "is marked non-differentiable" : "has a custom vjp rule";
+    if (r && r->kind == RULE_NONDIFF)
+        jr = NULL; /* no derivative in either mode */
+    bool custom = (r && r->kind == RULE_VJP) || jr;
+    const char *how = r && r->kind == RULE_NONDIFF ? "is marked non-differentiable"
+                      : r                          ? "has a custom vjp rule"
+                                                   : "has a custom jvp rule";
     for (int i = 0; i < np; i++) {
         SVal x = bound[i];
-        if (x.kind == SV_VALUE && f->vals.v[x.v].ty.dt == DT_PTR && r->kind == RULE_VJP)
+        if (x.kind == SV_VALUE && f->vals.v[x.v].ty.dt == DT_PTR && custom)
             diag_error(S->d, blocs[i],
                        "argument '%s' of '%s' is a pointer, but '%s' %s: a rule gives the gradients of value "
                        "arguments only (load the values in the kernel and pass them)",
                        fn->params[i].name, fn->name, fn->name, how);
-        else if (x.kind != SV_VALUE && sval_has_value(x) && r->kind == RULE_VJP)
-            diag_error(S->d, blocs[i], "argument '%s' of '%s' is %s: a helper with a custom vjp rule takes single values",
+        else if (x.kind != SV_VALUE && sval_has_value(x) && custom)
+            diag_error(S->d, blocs[i], "argument '%s' of '%s' is %s: a helper with a custom rule takes single values",
                        fn->params[i].name, fn->name, sema_describe(S, x));
     }
     if (S->d->nerrors > errs)
@@ -584,8 +669,10 @@ static SVal call_with_rule(Sema *S, const SemaRule *r, SVal fnv, const SVal *bou
         return sval_error();
     }
     Type rt = f->vals.v[ret.v].ty;
-    if (r->kind == RULE_NONDIFF)
+    if (r && r->kind == RULE_NONDIFF)
         return sval_value(ir_op1(f, S->L.b, OP_STOP_GRADIENT, rt, ret.v, loc));
+    if (!r)
+        return jvp_rule(S, jr, fn, bound, blocs, ret.v, loc);
 
     /* the rule's region: parameters for the value arguments, then the adjoint */
     Block *rb = ir_block_new(f);
@@ -670,6 +757,8 @@ static SVal call_with_rule(Sema *S, const SemaRule *r, SVal fnv, const SVal *bou
     vec_push(S->a, f->rules, rb);
     Inst *in = ir_emit(f, S->L.b, OP_CUSTOM_VJP, args, na, &rt, 1, loc);
     in->ival = f->rules.n - 1;
+    if (jr)
+        return jvp_rule(S, jr, fn, bound, blocs, in->res[0], loc);
     return sval_value(in->res[0]);
 }
 
@@ -794,9 +883,9 @@ static SVal call_jit(Sema *S, SVal fnv, const SVal *args, const Loc *alocs, int 
         if (sval_has_error(bound[i]))
             return sval_error();
 
-    const SemaRule *rule = find_rule(S, fn);
-    if (rule)
-        return call_with_rule(S, rule, fnv, bound, blocs, loc);
+    const SemaRule *rule = find_rule(S, fn), *jrule = find_jvp_rule(S, fn);
+    if (rule || jrule)
+        return call_with_rule(S, rule, jrule, fnv, bound, blocs, loc);
     return inline_jit(S, fnv, bound, loc, errs);
 }
 

@@ -402,6 +402,41 @@ static void check_types(V *v, const Inst *in)
         }
         break;
     }
+    case OP_CUSTOM_JVP: {
+        if (in->nargs < 1 || !is_float(x) || !type_eq(x, r)) {
+            err(v, in, "operand 1 and the result must have one float type, got %s -> %s", tstr(v, x), tstr(v, r));
+            break;
+        }
+        if (in->ival < 0 || in->ival >= v->f->rules.n) {
+            err(v, in, "rule %lld does not exist (the function has %d)", (long long)in->ival, v->f->rules.n);
+            break;
+        }
+        const Block *rb = v->f->rules.v[in->ival];
+        int nf = 0;
+        for (int i = 1; i < in->nargs; i++)
+            nf += is_float(ty(v, in->args[i]));
+        if (rb->nparams != in->nargs - 1 + nf) {
+            err(v, in, "rule %lld must have %d parameters (the arguments, then the float ones' tangents), got %d",
+                (long long)in->ival, in->nargs - 1 + nf, rb->nparams);
+            break;
+        }
+        for (int i = 1, k = in->nargs - 1; i < in->nargs; i++) {
+            Type want = ty(v, in->args[i]);
+            ValId p = rb->params[i - 1], q = is_float(want) ? rb->params[k++] : 0;
+            if (p <= 0 || p >= v->f->vals.n || !type_eq(ty(v, p), want) ||
+                (q && (q >= v->f->vals.n || !type_eq(ty(v, q), want)))) {
+                err(v, in, "parameter %d of rule %lld (and its tangent) must be %s", i, (long long)in->ival,
+                    tstr(v, want));
+                break;
+            }
+        }
+        const Inst *yi = rb->insts.n ? &rb->insts.v[rb->insts.n - 1] : NULL;
+        if (!yi || yi->op != OP_YIELD)
+            break; /* reported with the rule */
+        if (yi->nargs != 1 || yi->args[0] <= 0 || yi->args[0] >= v->f->vals.n || !type_eq(ty(v, yi->args[0]), r))
+            err(v, in, "rule %lld must yield one tangent of type %s", (long long)in->ival, tstr(v, r));
+        break;
+    }
     case OP_MULTIPLE_OF: case OP_MAX_CONTIGUOUS:
         if (!type_eq(x, r)) {
             err(v, in, "operand and result must have one type, got %s -> %s", tstr(v, x), tstr(v, r));
@@ -880,7 +915,7 @@ bool ir_verify(const Func *f, Diags *d)
     } else {
         check_block(&v, f->body, OP_COUNT, 0, NULL);
     }
-    /* custom_vjp's rules: each sees only its own parameters and values */
+    /* custom_vjp's and custom_jvp's rules: each sees only its own parameters and values */
     for (int r = 0; r < f->rules.n; r++) {
         for (int i = 1; i < f->vals.n; i++)
             if (v.state[i] == VS_LIVE)

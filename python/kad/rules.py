@@ -21,10 +21,10 @@ file to kad with its own modules (the command line takes it with
 `--rules FILE.py`).  kad itself reads the decorators from the file's source:
 the registry only says which files to give it.
 
-@kad.jvp_of(helper) is accepted and recorded, with the signature (the
-helper's arguments, then one tangent per argument; returns the result's
-tangent); kad uses jvp rules once forward mode exists: today no kad
-command computes a forward-mode derivative, so they are not used.
+@kad.jvp_of(helper) registers a forward-mode rule (the helper's arguments,
+then one tangent per argument: None for non-float ones; returns the result's
+tangent), used by forward mode (kad jvp, torch.func.jvp).  A helper with a
+rule for one mode only is refused in the other.
 """
 import sys
 import threading
@@ -71,8 +71,9 @@ def vjp_of(helper: Any) -> Callable[[Any], Any]:
 
 
 def jvp_of(helper: Any) -> Callable[[Any], Any]:
-    """Decorator: the forward-mode rule of helper (recorded; kad uses jvp
-    rules once forward mode exists)."""
+    """Decorator: the @triton.jit function below is the forward-mode rule of
+    helper: called with the helper's arguments and then their tangents (None
+    for non-float arguments), it returns the tangent of the helper's result."""
     return _decorator("jvp_of", helper)
 
 

@@ -29,8 +29,14 @@ def scale_by_vjp(x, k, dout):
 
 @kad.jvp_of(ck.scale_by)
 @triton.jit
-def scale_by_jvp(x, k, tx, tk):  # recorded only: kad has no forward mode yet
+def scale_by_jvp(x, k, tx, tk):  # forward mode (torch.func.jvp): the helper's arguments, then their tangents
     return tx * k + x * tk
+
+
+@kad.jvp_of(ck.round_half)
+@triton.jit
+def round_half_jvp(x, tx):
+    return tx  # straight-through in forward mode too (the automatic tangent of floor is 0)
 
 
 kad.nondiff(ck.abs_max)

@@ -213,3 +213,46 @@ def test_vjp_of_needs_jit_functions():
         kad.vjp_of(lambda x: x)
     with pytest.raises(TypeError, match="above @triton.jit"):
         kad.vjp_of(ck.lse_naive)(lambda x, d: d)
+
+
+def test_jvp_rule_through_torch_func():
+    # scale_by has a jvp rule (custom_kernels_rules.scale_by_jvp): forward mode uses it
+    torch.manual_seed(4)
+    x, k = torch.randn(4, 13, device=DEVICE), torch.randn(4, device=DEVICE)
+    tx, tk = torch.randn(4, 13, device=DEVICE), torch.randn(4, device=DEVICE)
+
+    def f(x, k):
+        y = torch.empty_like(x)
+        scale_rows[(4,)](x, k, y, 13, BLOCK=16)
+        return y
+
+    y, t = torch.func.jvp(f, (x, k), (tx, tk))
+    yr, tr = torch.func.jvp(lambda x, k: x * k[:, None], (x, k), (tx, tk))
+    torch.testing.assert_close(y, yr)
+    torch.testing.assert_close(t, tr)
+
+
+def test_vjp_only_rule_refused_in_forward_mode():
+    # lse_naive has a vjp rule only: its automatic tangent could disagree with it, so forward mode refuses
+    x, v = torch.randn(4, 13, device=DEVICE), torch.randn(4, 13, device=DEVICE)
+    with pytest.raises(kad.KadError, match=r"custom_kernels\.py:\d+:\d+: error: forward mode: .*needs a @kad.jvp_of rule"):
+        torch.func.jvp(lambda u: lse(lse_rows, u), (x,), (v,))
+
+
+def test_straight_through_jvp_rule():
+    # round_half's jvp rule is the identity (the automatic tangent of floor would be 0): the tangent
+    # of round_half(x) * 2 is 2 tx, and reverse mode (its vjp rule) agrees: <J v, w> = <v, J^T w>
+    torch.manual_seed(8)
+    x, v, w = (torch.randn(37, device=DEVICE) for _ in range(3))
+
+    def f(u):
+        y = torch.empty_like(u)
+        round_ste[(3,)](u, y, 37, BLOCK=16)
+        return y
+
+    y, t = torch.func.jvp(f, (x,), (v,))
+    torch.testing.assert_close(y, torch.floor(x + 0.5) * 2)
+    torch.testing.assert_close(t, 2 * v)
+    xg = x.clone().requires_grad_()
+    f(xg).backward(w)
+    torch.testing.assert_close((t * w).sum(), (v * xg.grad).sum())

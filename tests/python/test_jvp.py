@@ -28,22 +28,8 @@ def spec(case):
     return GRAD_CASE.get(case.id) or GRAD[f"{case.file}:{case.kernel}"]
 
 
-# Kernels reverse mode handles and forward mode refuses (yet), by the kernel's file: the test below
-# checks that each is refused with this located message, not silently wrong.
-JVP_REFUSED = {
-    "scan.py": "forward mode: no tangent rule for 'scan'",
-    "scan.py:cumprod_kernel": "forward mode: no tangent rule for 'cumprod'",
-    "tile_shapes.py:sort_rows": "forward mode: no tangent rule for 'sort'",
-}
-
-
-def jvp_refusal(case):
-    return JVP_REFUSED.get(f"{case.file}:{case.kernel}") or JVP_REFUSED.get(case.file)
-
-
 GRAD_CASES = [c for c in CASES if spec(c).refuse is None]
-JVP_CASES = [c for c in GRAD_CASES if not jvp_refusal(c)]
-JVP_REFUSED_CASES = [c for c in GRAD_CASES if jvp_refusal(c)]
+JVP_CASES = GRAD_CASES  # forward mode differentiates every kernel reverse mode does
 
 
 def _kernel(files, kernel, sig, root=KERNELS, prefix="tests/kernels"):
@@ -102,9 +88,21 @@ class Problem:
         return {n: self.rng.standard_normal(np.shape(self.args[n])) for n in names}
 
 
-def corpus_problem(case):
+# Cases whose data has ties on purpose (for reverse mode's tie convention): at a tie the derivative is
+# one-sided, finite differences give neither side and forward mode takes the side the program's own
+# choice gives (a selection scan: the element the combine function selects), reverse mode its own
+# documented one.  The checks below run them on the same data with the ties broken (test_tie_convention
+# checks forward mode at the ties).
+TIED = {"cummax_index_forward"}
+
+
+def corpus_problem(case, break_ties=True):
     g = spec(case)
     prep = harness.prepare(case, "f64")
+    if break_ties and case.id in TIED:
+        rng = np.random.default_rng(11)
+        for n in g.wrt:
+            prep.args[n] = prep.args[n] + 1e-3 * rng.standard_normal(np.shape(prep.args[n]))
     k = _kernel((case.file,) + case.extra, case.kernel, case.sig)
     return Problem(k, case.grid, prep.args, g.wrt, g.out, harness.case_seed(case))
 
@@ -137,14 +135,6 @@ def check_dot(p, mutate=1.0):
     rhs = sum(float(np.sum(v[n] * vjp[n])) for n in p.wrt)
     scale = sum(float(np.sum(np.abs(jv[n] * w[n]))) for n in p.out) + 1e-300
     return abs(lhs - rhs) / scale
-
-
-@pytest.mark.parametrize("case", JVP_REFUSED_CASES, ids=[c.id for c in JVP_REFUSED_CASES])
-def test_jvp_refused_with_location(case):
-    with pytest.raises(kad.KadError) as e:
-        corpus_problem(case)
-    msg = str(e.value)
-    assert jvp_refusal(case) in msg and f"{case.file}:" in msg, msg
 
 
 @pytest.mark.parametrize("case", JVP_CASES, ids=[c.id for c in JVP_CASES])
@@ -339,9 +329,128 @@ def test_emitted_jvp_module_runs_on_triton(tmp_path, cid):
     with triton_cpu.interpreter(device):
         mod = triton_cpu.load_module(str(path), f"kad_jvp_{cid}")
         runtime = [n for n, kind, _ in parse_sig(case.sig) if kind != "const"]
-        tnames = [n for n, _ in jv.params if n.startswith("t_")]
+        tnames = [n for n, _ in jv.params[len(k.params):]]  # after the forward's (t_ptr is a primal)
         getattr(mod, f"launch_{case.kernel}_jvp")(case.grid, *[tens[n] for n in runtime], *[tt[n] for n in tnames])
     for n in g.out:
         got = tt[f"t_{n}"].cpu().numpy()
         np.testing.assert_allclose(got, ref[f"t_{n}"], rtol=1e-5, atol=1e-6)
         assert np.abs(got).max() > 0
+
+
+# ---- scans, sort/topk and custom jvp rules beyond the corpus ----
+
+def test_tie_convention_of_a_selection_scan():
+    """cummax_index_forward's data has ties (values rounded to 0.1).  At a tie the combine function
+    selects the later index; forward mode differentiates that choice: the tangent of y[r, c] is the
+    tangent of x at the index the kernel itself returns, i[r, c]."""
+    case = next(c for c in JVP_CASES if c.id == "cummax_index_forward")
+    p = corpus_problem(case, break_ties=False)
+    x = p.args["x_ptr"]
+    assert len(np.unique(x)) < x.size  # the data has ties
+    b = p._buffers()
+    v = p.random_like(["x_ptr"])["x_ptr"]
+    b.update(t_x_ptr=v.copy(), t_y_ptr=np.zeros_like(x))
+    p.jvp.run(p.grid, {n: b[n] for n, _ in p.jvp.params}, mode="f64")
+    n = int(p.args["n_cols"])
+    idx = b["i_ptr"][:, :n]
+    want = np.take_along_axis(v[:, :n], idx.astype(np.int64), axis=1)
+    np.testing.assert_array_equal(b["t_y_ptr"][:, :n], want)
+
+
+def test_scan_reverse_mode_refuses():
+    """scan_mul: a combine function (x * y written by hand) reverse mode does not recognize; forward mode
+    differentiates any combine function: its tangents match finite differences."""
+    k = _kernel(("scan.py",), "scan_mul_kernel", "x_ptr=*fp32,y_ptr=*fp32,n_cols=i32,BLOCK=16")
+    with pytest.raises(kad.KadError, match="cannot differentiate this tl.associative_scan"):
+        k.grad(["x_ptr"], ["y_ptr"])
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.5, 1.5, (3, 12))
+    x[1, 4] = 0.0  # a zero: the tangent scan has no division
+    jv = k.jvp(["x_ptr"], ["y_ptr"])
+    v = rng.standard_normal(x.shape)
+
+    def fwd(xx):
+        b = dict(x_ptr=xx.copy(), y_ptr=np.zeros_like(xx), n_cols=12)
+        k.run((3,), b, mode="f64")
+        return b["y_ptr"]
+
+    b = dict(x_ptr=x.copy(), y_ptr=np.zeros_like(x), n_cols=12, t_x_ptr=v.copy(), t_y_ptr=np.zeros_like(x))
+    jv.run((3,), {n: b[n] for n, _ in jv.params}, mode="f64")
+    h = 1e-6
+    fd = (fwd(x + h * v) - fwd(x - h * v)) / (2 * h)
+    np.testing.assert_allclose(b["t_y_ptr"], fd, rtol=1e-7, atol=1e-8)
+    np.testing.assert_allclose(b["y_ptr"], np.cumprod(x, axis=1), rtol=1e-12)
+    assert np.abs(b["t_y_ptr"][1, 5:]).max() > 0  # past the zero, through its own tangent
+
+
+RULE_KERNELS = os.path.join(REPO, "tests", "jvp")
+RULES = os.path.join(REPO, "tests", "rules")
+
+
+def rules_problem(kernel, rules, wrt, n=37, seed=2):
+    """A kernel of tests/jvp/custom_rules.py with the rules file `rules` (tests/rules)."""
+    ctx = kad.Context()
+    for path in (os.path.join(RULE_KERNELS, "custom_rules.py"), os.path.join(RULES, rules)):
+        with open(path, encoding="utf-8") as f:
+            ctx.add_source(os.path.relpath(path, REPO), f.read())
+    sig = {"softplus_rows": "x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16",
+           "scale_rows": "x_ptr=*fp32,k_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16",
+           "clip_ste": "x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16"}[kernel]
+    k = ctx.specialize(kernel, sig)
+    rng = np.random.default_rng(seed)
+    args = dict(x_ptr=3 * rng.standard_normal(n), y_ptr=np.zeros(n), n=n)
+    if kernel == "scale_rows":
+        args["k_ptr"] = rng.standard_normal(1)
+    grid = ((n + 15) // 16,)
+    if kernel == "clip_ste":  # reverse mode refuses (a jvp rule only): no Problem (it builds the backward)
+        return k, grid, args
+    return Problem(k, grid, args, wrt, ["y_ptr"], seed)
+
+
+def test_jvp_rule_passes_fd_and_dot_product():
+    p = rules_problem("softplus_rows", "custom_rules_jvp.py", ["x_ptr"])
+    err, norm = check_fd(p)
+    assert norm > 0 and err < 1e-6, err
+    assert check_dot(p) < 1e-9  # the jvp rule against the vjp rule
+
+
+def test_jvp_rule_of_two_arguments_passes_fd():
+    k = kad.Context()
+    for path in (os.path.join(RULE_KERNELS, "custom_rules.py"), os.path.join(RULES, "custom_rules_jvp.py")):
+        with open(path, encoding="utf-8") as f:
+            k.add_source(os.path.relpath(path, REPO), f.read())
+    kk = k.specialize("scale_rows", "x_ptr=*fp32,k_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16")
+    rng = np.random.default_rng(9)
+    n = 37
+    base = dict(x_ptr=rng.standard_normal(n), k_ptr=rng.standard_normal(1), y_ptr=np.zeros(n), n=n)
+    v = dict(x_ptr=rng.standard_normal(n), k_ptr=rng.standard_normal(1))
+    jv = kk.jvp(["x_ptr", "k_ptr"], ["y_ptr"])
+    b = {**{a: (c.copy() if isinstance(c, np.ndarray) else c) for a, c in base.items()},
+         "t_x_ptr": v["x_ptr"].copy(), "t_k_ptr": v["k_ptr"].copy(), "t_y_ptr": np.zeros(n)}
+    jv.run((3,), {a: b[a] for a, _ in jv.params}, mode="f64")
+    np.testing.assert_allclose(b["t_y_ptr"], v["x_ptr"] * base["k_ptr"] + base["x_ptr"] * v["k_ptr"], rtol=1e-12)
+
+
+def test_straight_through_jvp_rule_is_used():
+    k, grid, args = rules_problem("clip_ste", "custom_rules_jvp.py", ["x_ptr"])
+    with pytest.raises(kad.KadError, match="reverse mode needs a @kad.vjp_of rule"):
+        k.grad(["x_ptr"], ["y_ptr"])
+    jv = k.jvp(["x_ptr"], ["y_ptr"])
+    v = np.random.default_rng(1).standard_normal(args["n"])
+    b = {**{a: (c.copy() if isinstance(c, np.ndarray) else c) for a, c in args.items()},
+         "t_x_ptr": v.copy(), "t_y_ptr": np.zeros(args["n"])}
+    jv.run(grid, {a: b[a] for a, _ in jv.params}, mode="f64")
+    np.testing.assert_array_equal(b["t_y_ptr"], v)  # the rule's tangent, though clip01 saturates
+    np.testing.assert_allclose(b["y_ptr"], np.clip(args["x_ptr"], 0, 1))
+
+
+def test_wrong_jvp_rule_is_caught():
+    p = rules_problem("softplus_rows", "custom_rules_jvp_wrong.py", ["x_ptr"])
+    err, _ = check_fd(p)
+    assert err > 1e-3, err
+    assert check_dot(p) > 1e-3
+
+
+@pytest.mark.parametrize("cid", ["linear_recurrence_reverse", "cumprod_zeros_forward", "sort_topk_desc"])
+def test_emitted_scan_jvp_module_runs_on_triton(tmp_path, cid):
+    test_emitted_jvp_module_runs_on_triton(tmp_path, cid)

@@ -2,7 +2,8 @@
 
 The kernels of test_package_models (SwiGLU, RMSNorm, softmax with heuristics, cross-entropy; its
 LayerNorm stores undeclared statistics, which kad's operators refuse under torch.func) against PyTorch's forward AD of the same math written plainly in torch
-(test_package_models' references).  CPU tensors run kad's interpreter, CUDA tensors the generated
+(test_package_models' references), and scans (a linear recurrence by tl.associative_scan, tl.cumprod) and
+tl.sort against torch's loop, torch.cumprod and torch.sort.  CPU tensors run kad's interpreter, CUDA tensors the generated
 launch_<kernel>_jvp (KAD_TEST_DEVICE=cuda, as the other package tests).  Also: jvp in kad.f64_mode()
 matches to 1e-10, and a tangent given to an argument the decorator does not declare is refused.
 """
@@ -52,12 +53,62 @@ def ref_rms_norm(x, w, eps=1e-6):
     return x * rstd[:, None] * w, rstd
 
 
+@triton.jit
+def _first_order(a1, b1, a2, b2):
+    return a1 * a2, a2 * b1 + b2
+
+
+@kad.differentiable(inputs=["a_ptr", "b_ptr"], outputs=["h_ptr"])
+@triton.jit
+def recurrence_kernel(a_ptr, b_ptr, h_ptr, T, BLOCK: tl.constexpr):
+    # h_t = a_t * h_{t-1} + b_t along each row: an associative scan on (a, b) pairs
+    row = tl.program_id(0)
+    t = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + row * T + t, mask=t < T, other=1.0)
+    b = tl.load(b_ptr + row * T + t, mask=t < T, other=0.0)
+    _, h = tl.associative_scan((a, b), 0, _first_order)
+    tl.store(h_ptr + row * T + t, h, mask=t < T)
+
+
+def recurrence(a, b):
+    h = torch.empty_like(b)
+    recurrence_kernel[(a.shape[0],)](a, b, h, a.shape[1], BLOCK=triton.next_power_of_2(a.shape[1]))
+    return h
+
+
+def ref_recurrence(a, b):
+    hs, h = [], torch.zeros_like(b[:, 0])
+    for t in range(a.shape[1]):
+        h = a[:, t] * h + b[:, t]
+        hs.append(h)
+    return torch.stack(hs, 1)
+
+
+@kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr", "s_ptr"])
+@triton.jit
+def cumprod_sort_kernel(x_ptr, y_ptr, s_ptr, T, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    t = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * BLOCK + t)
+    tl.store(y_ptr + row * BLOCK + t, tl.cumprod(x, 0))
+    tl.store(s_ptr + row * BLOCK + t, tl.sort(x, descending=True))
+
+
+def cumprod_sort(x):
+    y, s = torch.empty_like(x), torch.empty_like(x)
+    cumprod_sort_kernel[(x.shape[0],)](x, y, s, x.shape[1], BLOCK=x.shape[1])
+    return y, s
+
+
 labels = torch.randint(0, 50, (8,), generator=torch.Generator().manual_seed(3))
 
 CASES = {  # name -> (kad function, torch reference, primal shapes (scale, shift))
     "swiglu": (m.swiglu, lambda a, b: a * torch.sigmoid(a) * b, [((6, 70), 1.0, 0.0), ((6, 70), 1.0, 0.0)]),
     "rms_norm": (rms_norm, ref_rms_norm, [((5, 90), 1.0, 0.0), ((90,), 0.1, 1.0)]),
     "softmax": (m.softmax, lambda x: torch.softmax(x, dim=-1), [((5, 40), 2.0, 0.0)]),
+    "recurrence": (recurrence, ref_recurrence, [((3, 20), 0.5, 0.5), ((3, 20), 1.0, 0.0)]),
+    "cumprod_sort": (cumprod_sort, lambda x: (torch.cumprod(x, 1), torch.sort(x, 1, descending=True)[0]),
+                     [((4, 16), 0.5, 1.0)]),
     "cross_entropy": (lambda x: m.cross_entropy(x, labels.to(DEVICE)),
                       lambda x: F.cross_entropy(x, labels.to(DEVICE)), [((8, 50), 1.0, 0.0)]),
 }
