@@ -780,11 +780,47 @@ static void print_gemm_helper(Buf *out, Arena *a, const Func *bwd)
     buf_puts(out, "    return U, V, T\n");
 }
 
+/* The module-level helper of launchers whose forward takes host-side
+ * tensor descriptors (Func.descs): a TensorDescriptor argument expanded
+ * into the kernel's parameters, checked against the specialization. */
+static const char *descs_helper(void)
+{
+    return "\n\ndef _kad_descs(args, descs):\n"
+           "    \"\"\"args with each host-side tensor descriptor (base, shape, strides, block_shape, padding:\n"
+           "    triton.tools.tensor_descriptor.TensorDescriptor) expanded as the kernel takes it: base, shape,\n"
+           "    strides but the last (1).  descs: (position among the expanded arguments, rank, block shape,\n"
+           "    padding) in order; an argument there that is not a descriptor is taken as expanded already.\n"
+           "    A descriptor passed as a gradient buffer stands for its base.\"\"\"\n"
+           "    out, i = [], 0\n"
+           "    for at, rank, block, pad in descs:\n"
+           "        while len(out) < at and i < len(args):\n"
+           "            out.append(args[i])\n"
+           "            i += 1\n"
+           "        d = args[i] if i < len(args) else None\n"
+           "        if not (hasattr(d, \"base\") and hasattr(d, \"block_shape\")):\n"
+           "            continue\n"
+           "        if len(d.shape) != rank or tuple(int(b) for b in d.block_shape) != block:\n"
+           "            raise ValueError(f\"argument {i}: a tensor descriptor of block_shape {list(d.block_shape)}, \"\n"
+           "                             f\"but this module is specialized for {list(block)}: generate it for that \"\n"
+           "                             f\"signature\")\n"
+           "        if int(d.strides[-1]) != 1:\n"
+           "            raise ValueError(f\"argument {i}: a tensor descriptor's last stride must be 1, got \"\n"
+           "                             f\"{d.strides[-1]}\")\n"
+           "        if getattr(d, \"padding\", \"zero\") != pad:\n"
+           "            raise ValueError(f\"argument {i}: a tensor descriptor with padding {d.padding!r}, but this \"\n"
+           "                             f\"module is specialized for {pad!r}: generate it for that signature\")\n"
+           "        out += [d.base, *(int(s) for s in d.shape), *(int(s) for s in d.strides[:-1])]\n"
+           "        i += 1\n"
+           "    out += [a.base if hasattr(a, \"base\") and hasattr(a, \"block_shape\") else a for a in args[i:]]\n"
+           "    return out\n";
+}
+
 /* The host launcher: checks the arguments and launches the kernel with
  * the constexprs in their places. */
 static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int nfwd, int nins,
-                           const char *fwd_name, const char *kname, const char *lname, int jvp_nin)
+                           const Func *fwd, const char *kname, const char *lname, int jvp_nin)
 {
+    const char *fwd_name = fwd->name;
     int ndef = nfwd + bwd->consts.n, nc = 0, nspec = 0;
     const char *what = jvp_nin >= 0 ? "jvp" : "backward";
     for (int i = 0; i < bwd->consts.n; i++)
@@ -845,10 +881,31 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_printf(&doc, " nfold: the programs (along grid axis %d) that sum the shared gradients (default: 2 per "
                          "SM); the sums' last bits depend on it and on nothing else.",
                    bwd->fold->axis);
+    if (fwd->descs.n)
+        buf_puts(&doc, " A host-side tensor descriptor (triton.tools.tensor_descriptor.TensorDescriptor) is passed "
+                       "as the forward takes it and expanded here into the kernel's base, shape and strides; its "
+                       "gradient is a tensor laid out like its base (or a descriptor of one).");
     wrap(out, buf_str(&doc), LINE_LIMIT, "    ", 7);
     buf_puts(out, "\n    \"\"\"\n    names = (");
     wrap(out, buf_str(&quoted), LINE_LIMIT - 1, "             ", 13);
-    buf_puts(out, ")\n    if len(args) != len(names):\n");
+    buf_puts(out, ")\n");
+    if (fwd->descs.n) {
+        Buf ds = {.a = a};
+        for (int j = 0; j < fwd->descs.n; j++) {
+            const FuncDesc *fd = &fwd->descs.v[j];
+            int at = 0;
+            while (at < nargs && !(argn[at] && !strcmp(argn[at], fd->name)))
+                at++;
+            ASSERT(at < nargs);
+            buf_printf(&ds, "%s(%d, %d, (", j ? ", " : "", at, fd->rank);
+            for (int k = 0; k < fd->rank; k++)
+                buf_printf(&ds, "%s%lld", k ? ", " : "", (long long)fd->block[k]);
+            buf_printf(&ds, "%s), \"%s\")", fd->rank == 1 ? "," : "", fd->nan ? "nan" : "zero");
+        }
+        buf_puts(out, "    # host-side tensor descriptors as the kernel takes them: base, shape, strides but the last\n");
+        buf_printf(out, "    args = _kad_descs(args, (%s%s))\n", buf_str(&ds), fwd->descs.n == 1 ? "," : "");
+    }
+    buf_puts(out, "    if len(args) != len(names):\n");
     buf_printf(out, "        raise TypeError(f\"%s: expected {len(names)} arguments after the grid \"\n"
                     "                        f\"({', '.join(names)}), got {len(args)}\")\n", lname);
     /* runtime arguments Triton specializes: the body has their values built in */
@@ -993,7 +1050,9 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
         covers |= bwd->covers.v[i].cover != NULL;
     if (covers)
         buf_printf(out, "\n\n%s", access_cover_helper());
-    print_launcher(out, a, bwd, o, nfwd, spec->nouts, fwd->name, kname, lname, -1);
+    if (fwd->descs.n)
+        buf_puts(out, descs_helper());
+    print_launcher(out, a, bwd, o, nfwd, spec->nouts, fwd, kname, lname, -1);
     return true;
 }
 
@@ -1041,6 +1100,8 @@ bool emit_triton_jvp(Buf *out, const Func *fwd, const Func *jv, const AdSpec *sp
     };
     if (!emit_triton(out, jv, &opt, d))
         return false;
-    print_launcher(out, a, jv, o, nfwd, func_nargs(jv) - nfwd, fwd->name, kname, lname, nin);
+    if (fwd->descs.n)
+        buf_puts(out, descs_helper());
+    print_launcher(out, a, jv, o, nfwd, func_nargs(jv) - nfwd, fwd, kname, lname, nin);
     return true;
 }

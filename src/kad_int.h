@@ -530,6 +530,21 @@ typedef struct ConstParam {
                           pass it among the runtime arguments.  Memory only, like pos. */
 } ConstParam;
 
+/* A host-side tensor descriptor parameter (triton.tools.tensor_descriptor.
+ * TensorDescriptor, signature `tensordesc<fp32[64, 64]>`): the kernel
+ * takes it expanded, as params[param .. param + 2*rank): the base pointer
+ * (named like the parameter), `<name>_shape_<k>` (i32) per dimension,
+ * `<name>_stride_<k>` (i64) per dimension but the last (the constant 1).
+ * Launchers expand a TensorDescriptor object there.  Memory only, like
+ * ConstParam.pos: the IR text does not carry it. */
+typedef struct FuncDesc {
+    const char *name;
+    int param;
+    int rank;
+    int64_t block[KAD_MAX_RANK];
+    bool nan;
+} FuncDesc;
+
 /* A kernel in IR form.
  *
  * Structured control flow:
@@ -565,6 +580,7 @@ typedef struct Func {
                                    * by its launcher and interp_run, not by the caller */
     const struct GemmPlan *gemm;  /* a backward whose matmul operand gradients also have their own
                                    * GEMM kernels (ad_gemm.c), run when the launch allows; else NULL */
+    Vec(FuncDesc) descs; /* host-side tensor descriptor parameters, expanded (sema_sig.c) */
     Vec(Block *) rules; /* custom adjoint rules (OP_CUSTOM_VJP's ival indexes them): params =
                          * the helper's value arguments, then the result's adjoint; the region
                          * yields one adjoint per float argument.  Values live in vals. */
@@ -673,8 +689,11 @@ typedef struct ConstVal {
 typedef struct SigParam {
     const char *name;
     SigKind kind;
-    Dtype dt;       /* SIG_PTR: pointee; SIG_SCALAR: the scalar type */
+    Dtype dt;       /* SIG_PTR: pointee; SIG_SCALAR: the scalar type; SIG_TENSORDESC: the element type */
     ConstVal value; /* SIG_CONST */
+    int rank;       /* SIG_TENSORDESC: the block's rank and shape, padding "nan" (else "zero") */
+    int64_t block[KAD_MAX_RANK];
+    bool nan;
     Loc loc;        /* inside the signature string (file "<sig>") */
 } SigParam;
 typedef struct Signature {
@@ -1003,6 +1022,11 @@ const char *builtin_user_name(Arena *a, const char *qual);
 bool builtin_is_method(const char *name);
 /* Whether x is tl.make_tensor_descriptor's descriptor (an SV_BLOCKPTR). */
 bool sval_is_tensor_desc(SVal x);
+/* A host-side descriptor parameter's descriptor (Func.descs): base a
+ * scalar pointer, shape[rank] i32 scalars, strides[rank - 1] i64 scalars
+ * (the last stride is the constant 1), block the signature's block shape. */
+SVal sval_host_tensor_desc(Lower *L, ValId base, const ValId *shape, const ValId *strides, const int64_t *block,
+                           int rank, bool nan);
 /* The names of triton.language kad knows (`kad builtins`), one per line:
  * "NAME supported|refused AD", AD the IR op's AD class from ops.h ('D', 'N',
  * 'Z') for builtins that lower to one op, else '-'.  Names not listed are

@@ -948,6 +948,26 @@ static SVal b_make_tensor_descriptor(Call *c)
     return d;
 }
 
+SVal sval_host_tensor_desc(Lower *L, ValId base, const ValId *shape, const ValId *strides, const int64_t *block,
+                           int rank, bool nan)
+{
+    SVal parts[BP_N], sh[KAD_MAX_RANK], st[KAD_MAX_RANK], b[KAD_MAX_RANK], o[KAD_MAX_RANK], z[KAD_MAX_RANK];
+    for (int k = 0; k < rank; k++) {
+        sh[k] = sval_value(shape[k]); /* int32 as Triton's host descriptors: compared with int32 indices */
+        st[k] = k + 1 < rank ? sval_value(strides[k]) : sval_int(1);
+        b[k] = sval_int(block[k]), o[k] = sval_int(rank - 1 - k), z[k] = sval_int(0);
+    }
+    parts[BP_BASE] = sval_value(base);
+    parts[BP_SHAPE] = sval_tuple(L, sh, rank);
+    parts[BP_STRIDES] = sval_tuple(L, st, rank);
+    parts[BP_OFFSETS] = sval_tuple(L, z, rank);
+    parts[BP_BLOCK] = sval_tuple(L, b, rank);
+    parts[BP_ORDER] = sval_tuple(L, o, rank);
+    SVal d = sval_blockptr(L, parts);
+    d.qual = nan ? "tensor_descriptor_nan" : "tensor_descriptor";
+    return d;
+}
+
 /* The descriptor's block at offsets (argument 1 of c) as a block pointer. */
 static bool desc_block_ptr(Call *c, SVal *bp)
 {

@@ -125,11 +125,81 @@ static bool sig_number(Arena *a, Diags *d, const char *s, size_t *pi, SigParam *
     return true;
 }
 
+/* 'tensordesc<' DTYPE '[' INT (',' INT)* ']' (',' ('zero' | 'nan'))? '>' at *pi:
+ * Triton's type of a host-side TensorDescriptor (its padding is kad's
+ * addition: Triton puts it in the TMA descriptor, not the type). */
+static bool sig_tensordesc(Diags *d, const char *s, size_t *pi, SigParam *p)
+{
+    size_t i = skip_ws(s, *pi + 11), w = i;
+    while (is_ident_char(s[i]))
+        i++;
+    Dtype dt = dtype_parse(s + w, i - w);
+    if (i == w || !dtype_in(dt, sig_ptr_dtypes, sizeof sig_ptr_dtypes / sizeof *sig_ptr_dtypes) || dt == DT_I1) {
+        diag_error(d, sig_loc(w), "expected an element type after 'tensordesc<' for parameter '%s' (e.g. "
+                   "tensordesc<fp32[64, 64]>)", p->name);
+        return false;
+    }
+    i = skip_ws(s, i);
+    if (s[i] != '[') {
+        diag_error(d, sig_loc(i), "expected '[' and the block shape in 'tensordesc<...>' for parameter '%s' "
+                   "(e.g. tensordesc<fp32[64, 64]>)", p->name);
+        return false;
+    }
+    p->rank = 0;
+    do {
+        i = skip_ws(s, i + 1);
+        size_t b = i;
+        int64_t v = 0;
+        while (is_digit(s[i]) && v < 100000000)
+            v = v * 10 + (s[i++] - '0');
+        if (i == b || is_digit(s[i])) {
+            diag_error(d, sig_loc(b), "expected a block dimension in 'tensordesc<...>' for parameter '%s'", p->name);
+            return false;
+        }
+        if (p->rank == KAD_MAX_RANK) {
+            diag_error(d, sig_loc(b), "tensor descriptor '%s' has more than %d dimensions, kad allows up to %d",
+                       p->name, KAD_MAX_RANK, KAD_MAX_RANK);
+            return false;
+        }
+        p->block[p->rank++] = v;
+        i = skip_ws(s, i);
+    } while (s[i] == ',');
+    if (s[i] != ']') {
+        diag_error(d, sig_loc(i), "expected ']' after the block shape in 'tensordesc<...>' for parameter '%s'",
+                   p->name);
+        return false;
+    }
+    i = skip_ws(s, i + 1);
+    p->nan = false;
+    if (s[i] == ',') {
+        i = skip_ws(s, i + 1);
+        if (!strncmp(s + i, "nan", 3) && !is_ident_char(s[i + 3])) {
+            p->nan = true, i += 3;
+        } else if (!strncmp(s + i, "zero", 4) && !is_ident_char(s[i + 4])) {
+            i += 4;
+        } else {
+            diag_error(d, sig_loc(i), "expected the padding 'zero' or 'nan' after the block shape in "
+                       "'tensordesc<...>' for parameter '%s'", p->name);
+            return false;
+        }
+        i = skip_ws(s, i);
+    }
+    if (s[i] != '>') {
+        diag_error(d, sig_loc(i), "expected '>' to end 'tensordesc<...>' for parameter '%s'", p->name);
+        return false;
+    }
+    p->kind = SIG_TENSORDESC;
+    p->dt = dt;
+    *pi = i + 1;
+    return true;
+}
+
 /* spec := '*' DTYPE                       pointer (runtime)
  *       | DTYPE                           scalar type (or dtype constant)
  *       | number | 'True' | 'False' | 'None' | STRING
  *       | ('tl.' | 'triton.language.') TRITON_DTYPE
- *       | 'tensordesc<' ... '>'              Triton's host-side TensorDescriptor (refused when bound) */
+ *       | 'tensordesc<' DTYPE '[' INT (',' INT)* ']' (',' ('zero' | 'nan'))? '>'
+ *                                            Triton's host-side TensorDescriptor */
 static bool sig_spec(Arena *a, Diags *d, const char *s, size_t *pi, SigParam *p)
 {
     size_t i = *pi;
@@ -164,15 +234,8 @@ static bool sig_spec(Arena *a, Diags *d, const char *s, size_t *pi, SigParam *p)
         if (!sig_number(a, d, s, &i, p))
             return false;
     } else if (!strncmp(s + i, "tensordesc<", 11)) {
-        size_t j = i + 11;
-        while (s[j] && s[j] != '>')
-            j++;
-        if (!s[j]) {
-            diag_error(d, sig_loc(i), "unterminated 'tensordesc<...>' for parameter '%s'", p->name);
+        if (!sig_tensordesc(d, s, &i, p))
             return false;
-        }
-        p->kind = SIG_TENSORDESC;
-        i = j + 1;
     } else if (is_ident_start(c)) {
         size_t w = i;
         while (is_ident_char(s[i]) || (s[i] == '.' && is_ident_start(s[i + 1])))
@@ -328,6 +391,54 @@ static Dtype ann_dtype(Sema *S, const Module *m, const Expr *ann)
     return DT_VOID;
 }
 
+/* A host-side tensor descriptor parameter (Triton's TensorDescriptor):
+ * expanded as Triton's launcher passes it (base, shape, strides), the
+ * last stride the constant 1 (TensorDescriptor asserts it), into Func
+ * params named `p`, `p_shape_<k>`, `p_stride_<k>` (Func.descs), and bound
+ * to the descriptor of sema those name (sval_host_tensor_desc). */
+static bool bind_host_desc(Sema *S, const FuncDef *fn, const Param *p, const SigParam *sp)
+{
+    Func *f = S->L.f;
+    int rank = sp->rank, bytes = dtype_bytes(sp->dt);
+    for (int k = 0; k < rank; k++)
+        if (sp->block[k] <= 0 || (sp->block[k] & (sp->block[k] - 1)) != 0) {
+            diag_error(S->d, sp->loc, "tensor descriptor '%s': block dimensions must be powers of 2, got %lld",
+                       p->name, (long long)sp->block[k]);
+            return false;
+        }
+    if (sp->block[rank - 1] * bytes < 16) {
+        diag_error(S->d, sp->loc, "tensor descriptor '%s': the block shape must have at least 16 bytes in the "
+                   "last dimension, got %lld * %d bytes", p->name, (long long)sp->block[rank - 1], bytes);
+        return false;
+    }
+    const char *names[2 * KAD_MAX_RANK];
+    names[0] = p->name;
+    for (int k = 0; k < rank; k++)
+        names[1 + k] = arena_printf(S->a, "%s_shape_%d", p->name, k);
+    for (int k = 0; k + 1 < rank; k++)
+        names[1 + rank + k] = arena_printf(S->a, "%s_stride_%d", p->name, k);
+    for (int j = 1; j < 2 * rank; j++)
+        for (int k = 0; k < fn->nparams; k++)
+            if (!strcmp(fn->params[k].name, names[j])) {
+                diag_error(S->d, p->loc, "tensor descriptor '%s' is passed to the kernel as '%s', '%s', ...: the "
+                           "kernel's parameter '%s' has that name; rename it", p->name, names[0], names[1],
+                           names[j]);
+                return false;
+            }
+    FuncDesc fd = {.name = p->name, .param = f->nparams, .rank = rank, .nan = sp->nan};
+    memcpy(fd.block, sp->block, sizeof fd.block);
+    ValId base = ir_param_add(f, type_ptr(sp->dt, 0, NULL), p->name, p->loc), shape[KAD_MAX_RANK],
+          strides[KAD_MAX_RANK];
+    for (int k = 0; k < rank; k++)
+        shape[k] = ir_param_add(f, type_scalar(DT_I32), names[1 + k], p->loc);
+    for (int k = 0; k + 1 < rank; k++)
+        strides[k] = ir_param_add(f, type_scalar(DT_I64), names[1 + rank + k], p->loc);
+    vec_push(S->a, f->descs, fd);
+    sema_env_set(S->a, &S->fr->env, p->name,
+                 sval_host_tensor_desc(&S->L, base, shape, strides, sp->block, rank, sp->nan));
+    return true;
+}
+
 /* Binds the kernel's parameters from the signature: runtime ones become
  * Func params (source order), constexpr ones constants (Func.consts). */
 void sema_bind_kernel_params(Sema *S, const Module *m, const FuncDef *fn, const Signature *sig)
@@ -342,7 +453,8 @@ void sema_bind_kernel_params(Sema *S, const Module *m, const FuncDef *fn, const 
             diag_error(S->d, sp->loc, "'%s' is not a parameter of kernel '%s' (its parameters: %s)", sp->name,
                        fn->name, param_list(S->a, fn));
     }
-    for (int i = 0; i < fn->nparams; i++) {
+    /* at: the def position in the kernel as kad emits it, a host descriptor counting as its 2*rank parts */
+    for (int i = 0, at = 0; i < fn->nparams; i++, at++) {
         const Param *p = &fn->params[i];
         const SigParam *sp = sig_find(sig, p->name);
         if (sema_is_constexpr_ann(S, m, p->ann)) {
@@ -365,7 +477,7 @@ void sema_bind_kernel_params(Sema *S, const Module *m, const FuncDef *fn, const 
             }
             sema_env_set(S->a, &S->fr->env, p->name, v);
             if (v.kind != SV_ERROR) {
-                ConstParam cp = {p->name, sval_repr(S, v), i + 1, false};
+                ConstParam cp = {p->name, sval_repr(S, v), at + 1, false};
                 vec_push(S->a, f->consts, cp);
             }
             continue;
@@ -394,7 +506,7 @@ void sema_bind_kernel_params(Sema *S, const Module *m, const FuncDef *fn, const 
                 /* None and the int 1 become constants (Triton: ("constexpr", value)) */
                 SVal v = sv_from_const(sp->value);
                 sema_env_set(S->a, &S->fr->env, p->name, v);
-                ConstParam cp = {p->name, sval_repr(S, v), i + 1, true};
+                ConstParam cp = {p->name, sval_repr(S, v), at + 1, true};
                 vec_push(S->a, f->consts, cp);
                 continue;
             } else if (ann == DT_VOID && ck == CK_INT) {
@@ -414,11 +526,8 @@ void sema_bind_kernel_params(Sema *S, const Module *m, const FuncDef *fn, const 
                 continue;
             }
         } else if (sp->kind == SIG_TENSORDESC) {
-            diag_error(S->d, p->loc,
-                       "parameter '%s' is given a host-side tensor descriptor (triton.tools.tensor_descriptor."
-                       "TensorDescriptor), which kad does not support yet; pass the tensor (and its shape and "
-                       "strides) and build the descriptor in the kernel with tl.make_tensor_descriptor",
-                       p->name);
+            if (bind_host_desc(S, fn, p, sp))
+                at += 2 * sp->rank - 1;
             continue;
         } else if (sp->kind == SIG_PTR) {
             ty = type_ptr(sp->dt, 0, NULL);

@@ -132,10 +132,15 @@ def _runtime_type(name, v, annotation):
             raise TypeError(f"argument '{name}' is a {v.dtype} tensor: kad supports "
                             f"{', '.join(str(d) for d in TORCH_TO_KAD)}")
         return "*" + dt
-    if type(v).__name__ == "TensorDescriptor" and hasattr(v, "block_shape") and hasattr(v, "base"):
-        # Triton's JIT types it tensordesc<fp32[8, 8]>; kad refuses it at the kernel's parameter
-        dt = TORCH_TO_KAD.get(getattr(v.base, "dtype", None), "?")
-        return f"tensordesc<{dt}[{', '.join(str(int(b)) for b in v.block_shape)}]>"
+    if is_tensor_desc(v):
+        # Triton's JIT types it tensordesc<fp32[8, 8]>; kad adds the padding when it is "nan" (Triton
+        # keeps it in the TMA descriptor, kad's loads need it)
+        dt = TORCH_TO_KAD.get(getattr(v.base, "dtype", None))
+        if dt is None:
+            raise TypeError(f"argument '{name}' is a tensor descriptor of a {getattr(v.base, 'dtype', None)} "
+                            f"tensor: kad supports {', '.join(str(d) for d in TORCH_TO_KAD)}")
+        pad = ", nan" if getattr(v, "padding", "zero") == "nan" else ""
+        return f"tensordesc<{dt}[{', '.join(str(int(b)) for b in v.block_shape)}]{pad}>"
     if annotation:
         return annotation
     if isinstance(v, bool):
@@ -149,6 +154,44 @@ def _runtime_type(name, v, annotation):
     if isinstance(v, float):
         return "fp32"
     raise TypeError(f"argument '{name}' has type {type(v).__name__}: expected a tensor, int, float or bool")
+
+
+def is_tensor_desc(v):
+    """Whether v is a host-side tensor descriptor (triton.tools.tensor_descriptor.TensorDescriptor)
+    of a torch tensor."""
+    return (type(v).__name__ == "TensorDescriptor" and isinstance(getattr(v, "base", None), torch.Tensor)
+            and hasattr(v, "block_shape"))
+
+
+def desc_fact(v):
+    """The key fact of a tensor descriptor argument: what its signature type depends on."""
+    return ("desc", v.base.dtype, v.base.device.type, tuple(int(b) for b in v.block_shape),
+            getattr(v, "padding", "zero"))
+
+
+def expand_descs(values, runtime_names):
+    """(values, runtime_names) with each host-side tensor descriptor expanded as kad's kernel takes
+    it (docs/LANGUAGE.md, "Tensor descriptors"): the parameter's name holds the base tensor (the
+    differentiable buffer), `<name>_shape_<k>` the shape, `<name>_stride_<k>` the strides but the
+    last, which must be 1.  Unchanged when there is none."""
+    if not any(is_tensor_desc(values[n]) for n in runtime_names):
+        return values, runtime_names
+    values, names = dict(values), []
+    for n in runtime_names:
+        d = values[n]
+        names.append(n)
+        if not is_tensor_desc(d):
+            continue
+        if int(d.strides[-1]) != 1:
+            raise ValueError(f"argument '{n}': a tensor descriptor's last stride must be 1, got {d.strides[-1]}")
+        values[n] = d.base
+        for k, s in enumerate(d.shape):
+            values[f"{n}_shape_{k}"] = int(s)
+            names.append(f"{n}_shape_{k}")
+        for k, s in enumerate(list(d.strides)[:-1]):
+            values[f"{n}_stride_{k}"] = int(s)
+            names.append(f"{n}_stride_{k}")
+    return values, tuple(names)
 
 
 def _specialized(v, param):
@@ -338,6 +381,8 @@ class Binder:
                 add((v.dtype, v.device.type))
             elif v is None:
                 add(None)
+            elif is_tensor_desc(v):
+                add(desc_fact(v))
             else:
                 t = type(v)
                 if t is int:
@@ -399,7 +444,8 @@ class Binder:
             g = eval_grid(grid, meta)
         else:
             g = eval_grid(grid, None)
-        return Launch(self.name, self.params, values, options, g, sig, device, config, self.runtime_names)
+        values, runtime_names = expand_descs(values, self.runtime_names)
+        return Launch(self.name, self.params, values, options, g, sig, device, config, runtime_names)
 
     def _signature(self, values, f64_as):
         """(sig, device) of a bound call, typed as Triton types it; raises
@@ -412,6 +458,8 @@ class Binder:
                 raise TypeError(f"argument '{n}' is None, but it is declared in kad.differentiable's "
                                 f"inputs/outputs: pass a tensor, or leave '{n}' out of inputs/outputs when it "
                                 f"is optional")
+            if is_tensor_desc(v):
+                continue  # its base tensor is the differentiated buffer
             if not isinstance(v, torch.Tensor):
                 raise TypeError(f"argument '{n}' must be a torch.Tensor (it is declared in inputs/outputs), "
                                 f"got {type(v).__name__}")
@@ -421,6 +469,11 @@ class Binder:
             if is_const:
                 parts.append(f"{n}={_const_text(n, v)}")
                 continue
+            if is_tensor_desc(v):
+                devices.add(v.base.device.type)
+                if f64_as and v.base.dtype == torch.float64 and v.base.device.type == "cpu":
+                    parts.append(f"{n}={_runtime_type(n, v, '').replace('fp64', f64_as, 1)}")
+                    continue
             if isinstance(v, torch.Tensor):
                 devices.add(v.device.type)
                 if f64_as and v.dtype == torch.float64 and v.device.type == "cpu":

@@ -1,8 +1,8 @@
 # Misused tensor descriptors are located errors, checked as Triton's semantic.py checks them: a
 # last stride that is not the constant 1, fewer than 16 bytes in the last block dimension, lengths
 # that differ, a wrong number of offsets, 64-bit offsets, a stored value of another shape,
-# tl.load/tl.advance on a descriptor, descriptor atomics (not supported yet), a host-side
-# TensorDescriptor parameter (not supported yet).
+# tl.load/tl.advance on a descriptor, descriptor atomics (not supported yet). Host-side
+# descriptors' errors: tests/errors/sig_err_tensordesc.py.
 # RUN: ir %s:strided_last --sig 'x_ptr=*fp32,N=i32,S=i32'
 # RUN: ir %s:narrow --sig 'x_ptr=*fp32,N=i32'
 # RUN: ir %s:lengths --sig 'x_ptr=*fp32,N=i32'
@@ -11,7 +11,6 @@
 # RUN: ir %s:plain_load --sig 'x_ptr=*fp32,N=i32'
 # RUN: ir %s:advance --sig 'x_ptr=*fp32,N=i32'
 # RUN: ir %s:atomic --sig 'x_ptr=*fp32,N=i32'
-# RUN: ir %s:host --sig 'x_desc=tensordesc<fp32[16]>,y_ptr=*fp32'
 import triton
 import triton.language as tl
 
@@ -61,7 +60,3 @@ def atomic(x_ptr, N):
     d = tl.make_tensor_descriptor(x_ptr, [N], [1], [16])
     d.atomic_add([0], tl.zeros([16], tl.float32))
 
-
-@triton.jit
-def host(x_desc, y_ptr):
-    tl.store(y_ptr + tl.arange(0, 16), x_desc.load([0]))
