@@ -130,7 +130,7 @@ def test_generated_backward_takes_the_descriptors(tmp_path):
     path.write_text(text)
     M, N = 19, 21
     g = torch.Generator().manual_seed(4)
-    x = aligned(torch.randn(M, N, generator=g) * 0.5).to(DEVICE)
+    x = aligned((torch.randn(M, N, generator=g) * 0.5).to(DEVICE))
     w = torch.randn(N, generator=g).to(DEVICE)
     y = aligned(torch.empty(M, N, device=DEVICE))
     dy = aligned(torch.randn(M, N, generator=g).to(DEVICE))
