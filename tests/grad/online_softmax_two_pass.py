@@ -3,10 +3,10 @@
 # computing the max alone (taped) and a loop of linear accumulators with the final max.  A
 # look-alike whose running sum also adds m_new keeps the full tape.  Each is checked against
 # float64 finite differences.
-# RUN: grad %s:attn --report --sig 'q_ptr=*fp32,k_ptr=*fp32,v_ptr=*fp32,o_ptr=*fp32,N=i32,BLOCK_M=8,BLOCK_N=8,D=8' --wrt q_ptr,k_ptr,v_ptr --out o_ptr
+# RUN: grad %s:attn --report --sig 'q_ptr=*fp32,k_ptr=*fp32,v_ptr=*fp32,o_ptr=*fp32,N=i32,BLOCK_M=16,BLOCK_N=16,D=16' --wrt q_ptr,k_ptr,v_ptr --out o_ptr
 # RUN: grad %s:lse --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=8' --wrt x_ptr --out y_ptr
 # RUN: grad %s:not_linear --report --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=8' --wrt x_ptr --out y_ptr
-# RUN: check %s:attn --sig 'q_ptr=*fp32,k_ptr=*fp32,v_ptr=*fp32,o_ptr=*fp32,N=i32,BLOCK_M=8,BLOCK_N=8,D=8' --wrt q_ptr,k_ptr,v_ptr --out o_ptr --grid 2 --shape q_ptr=16x8 --shape k_ptr=16x8 --shape v_ptr=16x8 --shape o_ptr=16x8 --arg N=16
+# RUN: check %s:attn --sig 'q_ptr=*fp32,k_ptr=*fp32,v_ptr=*fp32,o_ptr=*fp32,N=i32,BLOCK_M=16,BLOCK_N=16,D=16' --wrt q_ptr,k_ptr,v_ptr --out o_ptr --grid 2 --shape q_ptr=32x16 --shape k_ptr=32x16 --shape v_ptr=32x16 --shape o_ptr=32x16 --arg N=32
 # RUN: check %s:lse --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=8' --wrt x_ptr --out y_ptr --grid 2 --shape x_ptr=2x21 --shape y_ptr=2 --arg n=21
 # RUN: check %s:not_linear --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=8' --wrt x_ptr --out y_ptr --grid 2 --shape x_ptr=2x21 --shape y_ptr=2 --arg n=21
 import triton
