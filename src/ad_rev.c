@@ -2430,9 +2430,14 @@ static bool gemm_inputs(Arena *a, Diags *d, const Func *fwd, Func *bw, const AdS
 
 Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
 {
+    const Func *orig = fwd;
+    fwd = gauge_rewrite(a, fwd); /* online-softmax loops: two passes, the max alone taped */
     Func *bw = ad_reverse(a, d, fwd, spec);
     if (!bw)
         return NULL;
+    bw->notes.v = fwd->notes.v;
+    bw->notes.n = fwd->notes.n;
+    bw->notes.cap = fwd->notes.cap;
     /* A backward that does not verify is a kad bug; say so plainly. */
     bool ok = ir_verify(bw, d) && pass_run(bw, "simplify", d);
     /* Each `while` of a backward recomputes one of the forward's, which
@@ -2440,7 +2445,7 @@ Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     if (ok)
         ok = pass_dce(bw, true);
     if (!ok || !ir_verify(bw, d)) {
-        diag_note(d, fwd->loc, "kad bug: the backward kernel of '%s' is invalid", fwd->name);
+        diag_note(d, orig->loc, "kad bug: the backward kernel of '%s' is invalid", orig->name);
         return NULL;
     }
     if (!spec->atomics && !gemm_inputs(a, d, fwd, bw, spec)) {

@@ -715,6 +715,8 @@ const char *tape_report(Arena *a, const Func *f)
 {
     Buf b = {.a = a};
     buf_printf(&b, "%s: %d tape%s\n", f->name, f->tapes.n, f->tapes.n == 1 ? "" : "s");
+    for (int j = 0; j < f->notes.n; j++)
+        buf_printf(&b, "%s\n", f->notes.v[j]);
     for (int j = 0; j < f->tapes.n; j++)
         buf_printf(&b, "%s\n", tape_describe(a, f, j, "the launcher (or interp_run)"));
     return buf_str(&b);

@@ -273,6 +273,10 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
             buf_puts(&h, "\n");
         }
     }
+    for (int j = 0; j < bwd->notes.n; j++) {
+        wrap(&h, bwd->notes.v[j], LINE_LIMIT - 2, "    ", 0);
+        buf_puts(&h, "\n");
+    }
     for (int j = 0; j < bwd->tapes.n; j++) {
         t.len = 0;
         buf_puts(&t, tape_describe(a, bwd, j, lname));

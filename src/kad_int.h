@@ -584,6 +584,9 @@ typedef struct Func {
     Vec(Block *) rules; /* custom adjoint rules (OP_CUSTOM_VJP's ival indexes them): params =
                          * the helper's value arguments, then the result's adjoint; the region
                          * yields one adjoint per float argument.  Values live in vals. */
+    Vec(const char *) notes; /* a backward's choices of how loops are reversed (ad_gauge.c: a loop
+                              * rewritten into two passes), stated in its header and in
+                              * `kad grad --report` */
 } Func;
 
 /* The runtime arguments a caller passes to f: a folded backward's hidden
@@ -1406,6 +1409,17 @@ bool ad_site_rows(Arena *a, Func *bw, int slot, const char *name, ValId flag);
 Dtype fold_partial_dtype(Dtype dt);
 /* The sum kernel of an input of dtype dt with partials of dtype pdt. */
 Func *fold_sum_kernel(Arena *a, const char *name, Dtype dt, Dtype pdt, Loc loc);
+
+/* ------------------------------------------------------------------ */
+/* ad_gauge.c: online-softmax loops reversed by a second pass           */
+/* ------------------------------------------------------------------ */
+
+/* fwd with each `for` loop of online-softmax form (a running max m, values c starting at 0
+ * rescaled by exp(m - m_new) plus terms linear in exp(s - m_new); docs/AD.md, "Online
+ * softmax: a second pass instead of a tape") replaced by a loop computing the max alone and
+ * a loop accumulating the c with the final max, in a copy allocated in a, with one note per
+ * rewritten loop in its `notes`; fwd itself when no loop matches.  Only AD sees the copy. */
+const Func *gauge_rewrite(Arena *a, const Func *fwd);
 
 /* ------------------------------------------------------------------ */
 /* ad_tape.c: tapes for loops with non-linear loop-carried values       */

@@ -79,7 +79,15 @@ MUTANTS = [(n, m) for n in ("online_softmax", "running_max", "gated_recurrence",
                             "newton_cbrt", "newton_lambert")
            for m in ("tape", "exp", "mul")
            if (n, m) not in (("running_max", "exp"), ("running_max", "mul"), ("gated_recurrence", "exp"),
-                             ("newton_cbrt", "exp"))]
+                             ("newton_cbrt", "exp"),
+                             # reversed by a second pass (ad_gauge.c): the tape holds only the max,
+                             # whose adjoint cancels exactly (outputs invariant under a shift of the
+                             # logits); test_gauge.py breaks the tape where the max is stored
+                             ("online_softmax", "tape"), ("cross_entropy", "tape"),
+                             ("causal_attention", "tape"),
+                             # and their backward has no float multiplication left (the rescaling
+                             # l * alpha is gone from the second pass)
+                             ("online_softmax", "mul"), ("cross_entropy", "mul"))]
 
 
 @pytest.mark.parametrize("name,mutant", MUTANTS)
@@ -115,12 +123,13 @@ def test_tape_in_ir_and_header():
     sig, wrt, outs, _ = CHECKS["online_softmax"]
     p = triton_cpu.run_kad(["grad", f"{K}:online_softmax", "--sig", sig, "--wrt", wrt, "--out", outs, "--ir"])
     assert p.returncode == 0, p.stderr
-    assert "tape(%kad_tape0 trips cdiv(max(%n_cols, 0), 16) slot 2)" in p.stdout.splitlines()[0]
+    assert "tape(%kad_tape0 trips cdiv(max(%n_cols, 0), 16) slot 1)" in p.stdout.splitlines()[0]
     p = triton_cpu.run_kad(["grad", f"{K}:online_softmax", "--sig", sig, "--wrt", wrt, "--out", outs])
     assert p.returncode == 0, p.stderr
     header = " ".join(line.lstrip("# ") for line in p.stdout.splitlines() if line.startswith("#"))
-    assert "Tape 0 (line 18: the loop carrying l, m" in header
-    assert "8 bytes per iteration and program, trips = triton.cdiv(max(n_cols, 0), 16)" in header
+    # the loop is reversed by a second pass with the final max: only m is taped (ad_gauge.c)
+    assert "Tape 0 (line 18: the loop carrying m," in header
+    assert "4 bytes per iteration and program, trips = triton.cdiv(max(n_cols, 0), 16)" in header
 
 
 # ---------------------------------------------------------------- torch references (plain math)
