@@ -31,6 +31,7 @@
  *   d(m0) += the loop's dm
  */
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kad_int.h"
@@ -312,6 +313,7 @@ bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear)
     tl.trips = tape_expr_new(ad->a, TX_CDIV, 0, span, tape_expr_new(ad->a, TX_CONST, down ? -st->ival : st->ival, NULL, NULL));
     tl.what = what.len ? buf_str(&what) : "";
     tl.ckpt = ad->spec->tape_budget > 0; /* a budget: every taped `for` is checkpointed */
+    tl.revolve = tl.ckpt && !tape_expr_has_pid(tl.trips); /* else two-level: trips differ by program */
     names_of(ad, &tl, body, 1);
     vec_push(ad->a, ad->tapes, tl);
     return true;
@@ -659,6 +661,8 @@ bool tape_elems(const Func *f, int j, const int64_t *iargs, const int64_t grid[3
     }
     if (trips < 0)
         trips = 0;
+    if (t->revolve) /* the plan's head and the slots revolve_fit chose */
+        return tape_revolve_of(f, j, iargs, grid, out, NULL, NULL, NULL, d);
     if (t->ckpt) /* 2 * ceil(sqrt(trips)) slots: one segment and its checkpoints */
         trips = 2 * ceil_sqrt(trips);
     if (__builtin_mul_overflow(trips, grid[0], &n) || __builtin_mul_overflow(n, grid[1], &n) ||
@@ -718,4 +722,274 @@ const char *tape_report(Arena *a, const Func *f)
     for (int j = 0; j < f->tapes.n; j++)
         buf_printf(&b, "%s\n", tape_describe(a, f, j, "the launcher (or interp_run)"));
     return buf_str(&b);
+}
+
+/* ------------------------------------------------------------------ */
+/* Revolve: binomial checkpointing under a tape budget                 */
+/* ------------------------------------------------------------------ */
+
+int64_t revolve_beta(int64_t s, int64_t t)
+{
+    if (s < 0 || t < 0)
+        return 0;
+    int64_t k = s < t ? s : t, n = s + t, b = 1; /* C(n, k), k = min(s, t): b = C(n - k + i, i) */
+    for (int64_t i = 1; i <= k; i++) {
+        int64_t m;
+        if (__builtin_mul_overflow(b, n - k + i, &m))
+            return INT64_MAX;
+        b = m / i; /* exact: C(n - k + i, i) = C(n - k + i - 1, i - 1) * (n - k + i) / i */
+    }
+    return b;
+}
+
+int64_t revolve_reps(int64_t trips, int64_t s)
+{
+    int64_t t = 0, b = 1; /* b = C(s + t, t) */
+    while (b < trips) {
+        t++;
+        int64_t m;
+        if (__builtin_mul_overflow(b, s + t, &m))
+            return t;
+        b = m / t;
+    }
+    return t;
+}
+
+/* A range of the plan still to reverse: iterations p .. p + l - 1, the
+ * values at iteration p in slot c, slots c .. c + s - 1 its own, each
+ * iteration advanced at most t more times. */
+typedef struct RvFrame {
+    int64_t p, l, s, t, c;
+} RvFrame;
+
+typedef struct RvOut {
+    int32_t *out;
+    int64_t n, adv, cur; /* rows, iterations advanced, the registers' iteration (-1: unknown) */
+} RvOut;
+
+static void rv_row(RvOut *o, int kind, int64_t a, int64_t b)
+{
+    if (o->out) {
+        o->out[3 * o->n] = (int32_t)kind;
+        o->out[3 * o->n + 1] = (int32_t)a;
+        o->out[3 * o->n + 2] = (int32_t)b;
+    }
+    o->n++;
+    if (kind == RV_ADVANCE) {
+        o->adv += a;
+        o->cur += a;
+    } else if (kind == RV_RESTORE) {
+        o->cur = b;
+    }
+}
+
+/* The registers at iteration p, restored from slot c unless they are there. */
+static void rv_at(RvOut *o, int64_t p, int64_t c)
+{
+    if (o->cur != p)
+        rv_row(o, RV_RESTORE, c, p);
+}
+
+int64_t revolve_plan(int64_t trips, int64_t s, int32_t *out, int64_t *advanced)
+{
+    RvOut o = {out, 0, 0, 0};
+    if (trips <= 0 || s < 1) {
+        if (advanced)
+            *advanced = 0;
+        return 0;
+    }
+    int64_t t = revolve_reps(trips, s), cap = s + t + 4;
+    RvFrame *st = malloc(sizeof *st * (size_t)cap);
+    if (!st)
+        return -1;
+    int64_t n = 0;
+    rv_row(&o, RV_STORE, 0, 0); /* slot 0: the initial values */
+    st[n++] = (RvFrame){0, trips, s, t, 0};
+    while (n > 0) {
+        RvFrame f = st[--n];
+        if (f.l <= 0)
+            continue;
+        if (f.l == 1) { /* reverse iteration p */
+            rv_at(&o, f.p, f.c);
+            rv_row(&o, RV_REVERSE, 0, 0);
+        } else if (f.s == 1) { /* one slot: advance from it to each iteration, last first (l <= t + 1) */
+            for (int64_t q = f.l - 1; q >= 0; q--) {
+                rv_at(&o, f.p, f.c);
+                if (q)
+                    rv_row(&o, RV_ADVANCE, q, 0);
+                rv_row(&o, RV_REVERSE, 0, 0);
+            }
+        } else { /* advance m, checkpoint there; the right part with s - 1 slots, then the left with t - 1 */
+            int64_t right = revolve_beta(f.s - 1, f.t), m = f.l - (right < f.l - 1 ? right : f.l - 1);
+            rv_at(&o, f.p, f.c);
+            rv_row(&o, RV_ADVANCE, m, 0);
+            rv_row(&o, RV_STORE, f.c + 1, 0);
+            st[n++] = (RvFrame){f.p, m, f.s, f.t - 1, f.c};
+            st[n++] = (RvFrame){f.p + m, f.l - m, f.s - 1, f.t, f.c + 1};
+        }
+    }
+    free(st);
+    if (advanced)
+        *advanced = o.adv;
+    return o.n;
+}
+
+bool revolve_fit(int64_t trips, int64_t programs, int64_t slot_bytes, int64_t esz, int64_t budget, int64_t *s,
+                 int64_t *rows)
+{
+    *s = 0;
+    *rows = 0;
+    if (trips <= 0)
+        return esz <= budget;
+    int64_t per = 0;
+    if (__builtin_mul_overflow(programs, slot_bytes, &per) || per <= 0)
+        return false;
+    int64_t k = budget / per < trips ? budget / per : trips;
+    while (k >= 1) {
+        int64_t r = revolve_plan(trips, k, NULL, NULL), bytes = 0;
+        if (r < 0)
+            return false;
+        if (__builtin_mul_overflow(r, 3 * esz, &bytes) || __builtin_add_overflow(bytes, esz + k * per, &bytes))
+            bytes = INT64_MAX;
+        if (bytes <= budget) { /* then one more slot while it fits (the jump below may overshoot) */
+            *s = k;
+            *rows = r;
+            while (*s < trips) {
+                r = revolve_plan(trips, *s + 1, NULL, NULL);
+                if (r < 0 || __builtin_mul_overflow(r, 3 * esz, &bytes) ||
+                    __builtin_add_overflow(bytes, esz + (*s + 1) * per, &bytes) || bytes > budget)
+                    break;
+                *rows = r;
+                ++*s;
+            }
+            return true;
+        }
+        int64_t over = bytes - budget, dec = over / per + (over % per != 0);
+        k -= dec > 1 ? dec : 1;
+    }
+    return false;
+}
+
+const char *tape_revolve_helpers(void)
+{
+    return "\n"
+           "    # revolve (binomial checkpointing): the plan the backward interprets, as kad's revolve_plan\n"
+           "    def _kad_revolve_beta(s, t):\n"
+           "        return math.comb(s + t, s)\n\n"
+           "    def _kad_revolve_plan(trips, s):\n"
+           "        rows, cur = [], [0]\n"
+           "        if trips <= 0 or s < 1:\n"
+           "            return rows\n"
+           "        t = 0\n"
+           "        while _kad_revolve_beta(s, t) < trips:\n"
+           "            t += 1\n\n"
+           "        def row(kind, a, b):\n"
+           "            rows.append((kind, a, b))\n"
+           "            if kind == 0:\n"
+           "                cur[0] += a\n"
+           "            elif kind == 2:\n"
+           "                cur[0] = b\n\n"
+           "        def at(p, c):\n"
+           "            if cur[0] != p:\n"
+           "                row(2, c, p)\n\n"
+           "        row(1, 0, 0)\n"
+           "        st = [(0, trips, s, t, 0)]\n"
+           "        while st:\n"
+           "            p, l, s1, t1, c = st.pop()\n"
+           "            if l <= 0:\n"
+           "                continue\n"
+           "            if l == 1:\n"
+           "                at(p, c)\n"
+           "                row(3, 0, 0)\n"
+           "            elif s1 == 1:\n"
+           "                for q in range(l - 1, -1, -1):\n"
+           "                    at(p, c)\n"
+           "                    if q:\n"
+           "                        row(0, q, 0)\n"
+           "                    row(3, 0, 0)\n"
+           "            else:\n"
+           "                m = l - min(_kad_revolve_beta(s1 - 1, t1), l - 1)\n"
+           "                at(p, c)\n"
+           "                row(0, m, 0)\n"
+           "                row(1, c + 1, 0)\n"
+           "                st.append((p, m, s1, t1 - 1, c))\n"
+           "                st.append((p + m, l - m, s1 - 1, t1, c + 1))\n"
+           "        return rows\n\n"
+           "    def _kad_revolve_fit(trips, programs, slot_bytes, esz, budget):\n"
+           "        if trips <= 0:\n"
+           "            return (0, []) if esz <= budget else None\n"
+           "        per = programs * slot_bytes\n"
+           "        k = min(budget // per, trips)\n"
+           "        while k >= 1:\n"
+           "            plan = _kad_revolve_plan(trips, k)\n"
+           "            nbytes = (1 + 3 * len(plan)) * esz + k * per\n"
+           "            if nbytes <= budget:\n"
+           "                while k < trips:  # one more slot while it fits (the jump below may overshoot)\n"
+           "                    more = _kad_revolve_plan(trips, k + 1)\n"
+           "                    if (1 + 3 * len(more)) * esz + (k + 1) * per > budget:\n"
+           "                        break\n"
+           "                    k, plan = k + 1, more\n"
+           "                return k, plan\n"
+           "            k -= max(1, -(-(nbytes - budget) // per))\n"
+           "        return None\n\n";
+}
+
+/* The share of the budget of each checkpointed tape of f. */
+static int64_t tape_share(const Func *f)
+{
+    int64_t n = 0, budget = 0;
+    for (int j = 0; j < f->tapes.n; j++)
+        if (f->tapes.v[j].ckpt) {
+            n++;
+            budget = f->tapes.v[j].budget;
+        }
+    return n ? budget / n : 0;
+}
+
+/* The largest value a revolve tape's elements represent exactly. */
+static int64_t exact_int(const Func *f, const FuncTape *t)
+{
+    return ir_type(f, t->param).elem == DT_F64 ? (int64_t)1 << 53 : (int64_t)1 << 24;
+}
+
+bool tape_revolve_of(const Func *f, int j, const int64_t *iargs, const int64_t grid[3], int64_t *elems,
+                     int64_t *slots, int64_t *nrows, int32_t **plan, Diags *d)
+{
+    const FuncTape *t = &f->tapes.v[j];
+    int64_t esz = ir_type(f, t->param).elem == DT_F64 ? 8 : 4, lo = 0, trips = 0, programs = 0, s = 0, rows = 0;
+    if (!tape_expr_bound(t->trips, iargs, grid, &lo, &trips)) {
+        diag_error(d, t->loc, "cannot compute the trip count of this loop for its tape (a division by zero or "
+                              "an overflow)");
+        return false;
+    }
+    trips = trips < 0 ? 0 : trips;
+    if (__builtin_mul_overflow(grid[0], grid[1], &programs) || __builtin_mul_overflow(programs, grid[2], &programs) ||
+        trips >= exact_int(f, t)) {
+        diag_error(d, t->loc, "this loop runs too many iterations (%lld) for a revolve plan", (long long)trips);
+        return false;
+    }
+    int64_t share = tape_share(f);
+    if (!revolve_fit(trips, programs, t->slot * esz, esz, share, &s, &rows) || 3 * rows >= exact_int(f, t)) {
+        int64_t one = (1 + 3 * (trips > 0 ? revolve_plan(trips, 1, NULL, NULL) : 0)) * esz + programs * t->slot * esz;
+        diag_error(d, t->loc, "this launch needs %lld bytes of tape even with revolve (one checkpoint slot and the "
+                              "plan), above the tape budget's share of this loop, %lld bytes",
+                   (long long)one, (long long)share);
+        return false;
+    }
+    if (elems)
+        *elems = 1 + 3 * rows + s * programs * t->slot;
+    if (slots)
+        *slots = s;
+    if (nrows)
+        *nrows = rows;
+    if (plan) {
+        *plan = malloc(sizeof **plan * (size_t)(3 * rows + 1));
+        if (!*plan || revolve_plan(trips, s, *plan, NULL) != rows) {
+            free(*plan);
+            *plan = NULL;
+            diag_error(d, t->loc, "out of memory for the revolve plan of this loop");
+            return false;
+        }
+    }
+    return true;
 }

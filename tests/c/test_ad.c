@@ -243,10 +243,85 @@ static void test_ad_signature(T *t)
     arena_free(a);
 }
 
+
+/* Simulates revolve_plan(trips, s) with the registers as an iteration
+ * number: every iteration reversed exactly once, last first, each from its
+ * own values; restores only from slots holding what the row says; at most
+ * s slots; at most t = revolve_reps advances of any iteration; the row
+ * count and the recomputed total as revolve_plan reports them. */
+static bool revolve_ok(int64_t trips, int64_t s)
+{
+    int64_t adv = -1, rows = revolve_plan(trips, s, NULL, &adv);
+    int64_t t = revolve_reps(trips, s);
+    int32_t *plan = malloc(sizeof *plan * (size_t)(3 * rows + 1));
+    int64_t *slot = malloc(sizeof *slot * (size_t)(s + 1)), *times = calloc((size_t)trips + 1, sizeof *times);
+    bool ok = plan && slot && times && rows >= 0 && revolve_plan(trips, s, plan, NULL) == rows;
+    ok &= revolve_beta(s, t) >= trips && (t == 0 || revolve_beta(s, t - 1) < trips);
+    for (int64_t j = 0; ok && j <= s; j++)
+        slot[j] = -1;
+    int64_t cur = 0, next = trips - 1, sum = 0;
+    for (int64_t r = 0; ok && r < rows; r++) {
+        int32_t k = plan[3 * r], a = plan[3 * r + 1], b = plan[3 * r + 2];
+        if (k == RV_ADVANCE) {
+            ok &= a > 0 && cur + a <= trips;
+            for (int64_t i = cur; ok && i < cur + a; i++)
+                times[i]++;
+            cur += a;
+            sum += a;
+        } else if (k == RV_STORE) {
+            ok &= a >= 0 && a < s;
+            if (ok)
+                slot[a] = cur;
+        } else if (k == RV_RESTORE) {
+            ok &= a >= 0 && a < s && slot[a] == b;
+            cur = b;
+        } else if (k == RV_REVERSE) {
+            ok &= cur == next; /* the values at the start of the iteration reversed next */
+            next--;
+        } else {
+            ok = false;
+        }
+    }
+    ok &= next == -1 && sum == adv;
+    for (int64_t i = 0; ok && i < trips; i++)
+        ok &= times[i] <= t;
+    free(plan);
+    free(slot);
+    free(times);
+    return ok;
+}
+
+static void test_ad_revolve_schedule(T *t)
+{
+    CHECK(t, revolve_beta(3, 2) == 10 && revolve_beta(1, 5) == 6 && revolve_beta(4, 0) == 1);
+    CHECK(t, revolve_beta(200, 200) == INT64_MAX);
+    CHECK(t, revolve_reps(64, 10) == 2 && revolve_reps(64, 6) == 3 && revolve_reps(64, 1) == 63);
+    bool all = true;
+    for (int64_t trips = 0; trips <= 70; trips++)
+        for (int64_t s = 1; s <= 12; s++)
+            all &= revolve_ok(trips, s);
+    CHECK(t, all);
+    CHECK(t, revolve_ok(1000, 3) && revolve_ok(1000, 20) && revolve_ok(4096, 64));
+    /* revolve_fit: the most slots whose head and slots fit */
+    int64_t s = 0, rows = 0;
+    CHECK(t, revolve_fit(64, 2, 64, 4, 100000, &s, &rows) && s == 64);
+    int64_t r10 = revolve_plan(64, 10, NULL, NULL), b10 = (1 + 3 * r10) * 4 + 10 * 2 * 64;
+    CHECK(t, revolve_fit(64, 2, 64, 4, b10, &s, &rows) && s >= 10 && rows == revolve_plan(64, s, NULL, NULL) &&
+                 (1 + 3 * rows) * 4 + s * 2 * 64 <= b10);
+    for (int64_t b = 600; b < 9000; b += 37) { /* whatever it picks fits, and one slot more would not */
+        if (!revolve_fit(64, 2, 64, 4, b, &s, &rows))
+            continue;
+        CHECK(t, (1 + 3 * rows) * 4 + s * 2 * 64 <= b && rows == revolve_plan(64, s, NULL, NULL));
+        CHECK(t, s == 64 || (1 + 3 * revolve_plan(64, s + 1, NULL, NULL)) * 4 + (s + 1) * 2 * 64 > b);
+    }
+    CHECK(t, !revolve_fit(64, 2, 64, 4, 100, &s, &rows));
+}
+
 static void tests_ad(T *t)
 {
     RUN(t, test_ad_gradients);
     RUN(t, test_ad_mutation_fails);
     RUN(t, test_ad_refusals);
     RUN(t, test_ad_signature);
+    RUN(t, test_ad_revolve_schedule);
 }
