@@ -692,6 +692,15 @@ const char *tape_describe(Arena *a, const Func *f, int j, const char *lname)
                        "flag and the launch fails instead of returning gradients), so (%d + %lld * capacity * "
                        "programs) * %lld bytes",
                    trips, t->bound ? t->bound : "a bound", KAD_TAPE_HEAD, (long long)t->slot, (long long)esz);
+    else if (t->revolve)
+        buf_printf(&b, "trips = %s, checkpointed under the tape budget of %lld bytes by binomial checkpointing "
+                       "(revolve): per launch the host picks the most checkpoint slots s <= trips whose tape fits "
+                       "this loop's share of the budget (an equal share per checkpointed loop) and t, the smallest "
+                       "with C(s + t, s) >= trips; the tape holds the plan (1 + 3 * rows elements: rows of advance, "
+                       "store, restore, reverse, which the adjoint sweep interprets in order from the loop's "
+                       "initial values) and s slots per program, so (1 + 3 * rows) * %lld + %lld * s * programs "
+                       "bytes",
+                   trips, (long long)t->budget, (long long)esz, (long long)(t->slot * esz));
     else if (t->ckpt)
         buf_printf(&b, "trips = %s, checkpointed under the tape budget of %lld bytes: with k = ceil(sqrt(trips)), "
                        "the primal sweep records the carried values of every k-th iteration (ceil(trips / k) <= k "
@@ -706,9 +715,16 @@ const char *tape_describe(Arena *a, const Func *f, int j, const char *lname)
         buf_printf(&b, " Recomputed from the iteration number, not taped: %s.", t->recomputed);
     if (t->linear)
         buf_printf(&b, " Linear accumulators (constant adjoint, no tape): %s.", t->linear);
-    if (t->ckpt)
+    if (t->revolve)
+        buf_printf(&b, " Recompute factor at most t + 2 (the loop body runs once in the primal sweep, at most t "
+                       "times per iteration in the plan's advances, once in the adjoint loop); `kad revolve TRIPS "
+                       "--programs N --slot-bytes %lld --budget BYTES` and the launcher's `.revolve` list give "
+                       "s, t, the rows, the iterations recomputed and the bytes of a launch.",
+                   (long long)(t->slot * esz));
+    else if (t->ckpt)
         buf_printf(&b, " Recompute factor 2 (the loop body runs once in the primal sweep, once more per segment "
-                       "from its checkpoint, once in the adjoint loop; two-level checkpointing, not revolve).");
+                       "from its checkpoint, once in the adjoint loop; two-level checkpointing: the trip count "
+                       "depends on the program id, so no single revolve plan serves every program).");
     else
         buf_printf(&b, " Recompute factor 1 (the loop body runs once in the primal sweep and once in the "
                        "adjoint loop; no checkpointing).");
