@@ -881,7 +881,7 @@ bool revolve_fit(int64_t trips, int64_t programs, int64_t slot_bytes, int64_t es
             return true;
         }
         int64_t over = bytes - budget, dec = over / per + (over % per != 0);
-        k -= dec > 1 ? dec : 1;
+        k = k > 1 && k - dec < 1 ? 1 : k - (dec > 1 ? dec : 1); /* never past one slot untried */
     }
     return false;
 }
@@ -946,7 +946,7 @@ const char *tape_revolve_helpers(void)
            "                        break\n"
            "                    k, plan = k + 1, more\n"
            "                return k, plan\n"
-           "            k -= max(1, -(-(nbytes - budget) // per))\n"
+           "            k = 1 if k > 1 and k - -(-(nbytes - budget) // per) < 1 else k - max(1, -(-(nbytes - budget) // per))\n"
            "        return None\n\n";
 }
 

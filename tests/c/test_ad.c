@@ -315,6 +315,8 @@ static void test_ad_revolve_schedule(T *t)
         CHECK(t, s == 64 || (1 + 3 * revolve_plan(64, s + 1, NULL, NULL)) * 4 + (s + 1) * 2 * 64 > b);
     }
     CHECK(t, !revolve_fit(64, 2, 64, 4, 100, &s, &rows));
+    int64_t b1 = (1 + 3 * revolve_plan(64, 1, NULL, NULL)) * 4 + 2 * 64; /* exactly one slot */
+    CHECK(t, revolve_fit(64, 2, 64, 4, b1, &s, &rows) && s == 1 && !revolve_fit(64, 2, 64, 4, b1 - 1, &s, &rows));
 }
 
 static void tests_ad(T *t)
