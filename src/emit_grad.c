@@ -581,27 +581,34 @@ static void print_tapes(Buf *out, Arena *a, const Func *bwd, const char *lname)
             const char *dt = pt.elem == DT_F64 ? "float64" : "float32";
             int64_t esz = pt.elem == DT_F64 ? 8 : 4, share = budget / (nck ? nck : 1);
             buf_printf(out, "    _np = _tg[0] * _tg[1] * _tg[2]\n"
-                            "    _fit = _kad_revolve_fit(_trips, _np, %lld, %lld, %lld)  # this loop's share of the budget\n"
-                            "    if _fit is None:\n"
-                            "        _one = (1 + 3 * len(_kad_revolve_plan(_trips, 1))) * %lld + _np * %lld\n"
-                            "        raise RuntimeError(f\"kad: this launch needs {_one} bytes of tape even with revolve (one "
+                            "    _key = (%d, _trips, _np, _dev)  # a plan per launch shape, cached on the launcher\n"
+                            "    _hit = %s.__dict__.setdefault(\"_kad_plans\", {}).get(_key)\n"
+                            "    if _hit is None:\n"
+                            "        _fit = _kad_revolve_fit(_trips, _np, %lld, %lld, %lld)  # this loop's share of the budget\n"
+                            "        if _fit is None:\n"
+                            "            _one = (1 + 3 * len(_kad_revolve_plan(_trips, 1))) * %lld + _np * %lld\n"
+                            "            raise RuntimeError(f\"kad: this launch needs {_one} bytes of tape even with revolve (one "
                             "checkpoint slot and the plan), above the tape budget's share of the loop at line %d, %lld "
                             "bytes\")\n"
-                            "    _s, _plan = _fit\n"
-                            "    if max(_trips, 3 * len(_plan)) >= 2 ** %d:\n"
-                            "        raise RuntimeError(\"kad: the loop at line %d runs too many iterations for a revolve plan\")\n"
-                            "    args.append(torch.empty(1 + 3 * len(_plan) + _s * _np * %lld, dtype=torch.%s, device=_dev))\n"
-                            "    args[-1][:1 + 3 * len(_plan)].copy_(torch.tensor([len(_plan)] + [v for r in _plan for v in r], "
-                            "dtype=torch.%s))\n"
-                            "    _t = 0\n"
-                            "    while math.comb(_s + _t, _s) < _trips:\n"
-                            "        _t += 1\n"
-                            "    _kad_rv.append({\"line\": %d, \"trips\": _trips, \"slots\": _s, \"t\": _t, \"rows\": len(_plan), "
-                            "\"recomputed\": sum(r[1] for r in _plan if r[0] == 0), \"bytes\": args[-1].numel() * "
-                            "args[-1].element_size()})\n",
-                       (long long)(t->slot * esz), (long long)esz, (long long)share, (long long)esz,
-                       (long long)(t->slot * esz), t->loc.line, (long long)share, esz == 8 ? 53 : 24, t->loc.line,
-                       (long long)t->slot, dt, dt, t->loc.line);
+                            "        _s, _plan = _fit\n"
+                            "        if max(_trips, 3 * len(_plan)) >= 2 ** %d:\n"
+                            "            raise RuntimeError(\"kad: the loop at line %d runs too many iterations for a revolve "
+                            "plan\")\n"
+                            "        _t = 0\n"
+                            "        while math.comb(_s + _t, _s) < _trips:\n"
+                            "            _t += 1\n"
+                            "        _head = torch.tensor([len(_plan)] + [v for r in _plan for v in r], dtype=torch.%s, "
+                            "device=_dev)\n"
+                            "        _hit = (_s, _head, {\"line\": %d, \"trips\": _trips, \"slots\": _s, \"t\": _t, \"rows\": "
+                            "len(_plan), \"recomputed\": sum(r[1] for r in _plan if r[0] == 0), \"bytes\": (_head.numel() "
+                            "+ _s * _np * %lld) * %lld})\n"
+                            "        %s._kad_plans[_key] = _hit\n"
+                            "    args.append(torch.empty(_hit[1].numel() + _hit[0] * _np * %lld, dtype=torch.%s, device=_dev))\n"
+                            "    args[-1][:_hit[1].numel()].copy_(_hit[1])\n"
+                            "    _kad_rv.append(_hit[2])\n",
+                       t->loc.line, lname, (long long)(t->slot * esz), (long long)esz, (long long)share, (long long)esz,
+                       (long long)(t->slot * esz), t->loc.line, (long long)share, esz == 8 ? 53 : 24, t->loc.line, dt,
+                       t->loc.line, (long long)t->slot, (long long)esz, lname, (long long)t->slot, dt);
         } else {
             if (t->ckpt) /* checkpointed: one segment and its checkpoints, 2 * ceil(sqrt(trips)) slots */
                 buf_puts(out, "    _trips = 2 * (math.isqrt(_trips - 1) + 1) if _trips > 0 else 0\n");
