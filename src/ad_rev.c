@@ -1882,12 +1882,12 @@ static Block *plain_for(Ad *ad, Block *b, ValId n, const ValId *init, const Type
 /* A taped loop under revolve (tl->revolve): one loop over the rows of the
  * plan in the tape's head (ad_tape.c, revolve_plan), carrying the adjoints
  * (as adj_for_open), the taped values in registers and their iteration
- * cur.  Each row runs, by its kind, one of four loops of 0 or 1 trips
- * (advance: a recomputing loop of a trips), so the kernel needs no
- * branches: advance, store to a slot, restore from a slot, reverse
- * iteration cur (adj_tape_sweep from the registers).  Returns the loop's
- * index in bb (results: the carried adjoints, the registers and cur, L's
- * adjoints). */
+ * cur.  Each row runs four loops in order, so the kernel needs no
+ * branches: restore from a slot (0 or 1 trips), advance (a recomputing
+ * loop of RV_ADVANCE trips), store to a slot (0 or 1), reverse iteration
+ * cur (adj_tape_sweep from the registers, 0 or 1).  A barrier ends each
+ * row.  Returns the loop's index in bb (results: the carried adjoints,
+ * the registers and cur, L's adjoints). */
 static int adj_revolve(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl, const bool *act, const ValId *dres,
                        const ValId *dinit, ValVec L)
 {
@@ -1906,7 +1906,7 @@ static int adj_revolve(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl, const bo
     ValId tp = tape_param(ad, tl);
     ValId nrows = ir_op1(f, bb, OP_CAST, i32, ir_emit(f, bb, OP_LOAD, &tp, 1, &ft, 1, loc)->res[0], loc);
     tl->headv = ir_op2(f, bb, OP_ADD, i64, ir_op2(f, bb, OP_MUL, i64, ir_op1(f, bb, OP_CAST, i64, nrows, loc),
-                                                  ir_const_int(f, bb, i64, 3, loc), loc),
+                                                  ir_const_int(f, bb, i64, RV_FIELDS, loc), loc),
                        ir_const_int(f, bb, i64, 1, loc), loc);
     Slots s = slots_new(ad, 3 + nact + ntap + 1 + L.n);
     s.args[s.na++] = ir_const_int(f, bb, i32, 0, loc);
@@ -1942,72 +1942,35 @@ static int adj_revolve(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl, const bo
     for (int k = 0; k < L.n; k++)
         ad->adj[L.v[k]] = adj_param(ad, reg, L.v[k]);
     /* the row: kind, a, b */
-    ValId rv[3];
+    ValId rv[RV_FIELDS];
     ValId at = ir_op2(f, reg, OP_ADD, i64, ir_op2(f, reg, OP_MUL, i64, ir_op1(f, reg, OP_CAST, i64, r, loc),
-                                                  ir_const_int(f, reg, i64, 3, loc), loc),
+                                                  ir_const_int(f, reg, i64, RV_FIELDS, loc), loc),
                       ir_const_int(f, reg, i64, 1, loc), loc);
-    for (int q = 0; q < 3; q++) {
+    for (int q = 0; q < RV_FIELDS; q++) {
         ValId off = q ? ir_op2(f, reg, OP_ADD, i64, at, ir_const_int(f, reg, i64, q, loc), loc) : at;
         ValId p = ir_op2(f, reg, OP_ADDPTR, ir_type(f, tp), tp, off, loc);
         rv[q] = ir_op1(f, reg, OP_CAST, it, ir_emit(f, reg, OP_LOAD, &p, 1, &ft, 1, loc)->res[0], loc);
     }
-    ValId is[4];
-    for (int q = 0; q < 4; q++)
-        is[q] = ir_op2(f, reg, OP_EQ, i1, rv[0], ir_const_int(f, reg, it, q, loc), loc);
     ValId zero = ir_const_int(f, reg, it, 0, loc);
+    ValId restore = ir_op2(f, reg, OP_GE, i1, rv[RV_RESTORE], zero, loc);
+    ValId store = ir_op2(f, reg, OP_GE, i1, rv[RV_STORE], zero, loc);
     int id = ++ad->gen;
     ad_mark_defs(ad, body, id);
-    /* advance: a iterations from cur, recomputed */
     int li;
     ValId u;
     for (int i = 0, k = 0; i < n; i++)
         if (tl->taped[i])
             sty[k++] = fty(ad, car[i]);
-    ValId *init = arena_alloc(ad->a, sizeof *init * (size_t)(ntap + 1));
+    ValId *regs = arena_alloc(ad->a, sizeof *regs * (size_t)(ntap + 1));
     for (int i = 0, k = 0; i < n; i++)
         if (tl->taped[i])
-            init[k++] = st[i];
-    ValId nadv = ir_op3(f, reg, OP_WHERE, it, is[RV_ADVANCE], rv[1], zero, loc);
-    Block *ar = plain_for(ad, reg, nadv, init, sty, ntap, &u, &li, loc);
-    ValId *vals = arena_alloc(ad->a, sizeof *vals * (size_t)(n + 1));
-    for (int i = 0; i < n; i++)
-        if (tl->taped[i])
-            vals[i] = param_like(ad, ar, car[i], "");
-    map_carried(ad, ar, in, tl, ir_op2(f, ar, OP_ADD, it, cur, u, loc), 0, vals, id);
-    clone_block(ad, body, ar, CL_SKIP_CHAIN, NULL);
-    {
-        const Inst *yi = ad_block_term(body);
-        Slots y = slots_new(ad, ntap);
-        for (int i = 0; i < n; i++)
-            if (tl->taped[i])
-                y.args[y.na++] = P0(ad, yi->args[i]);
-        ir_emit(f, ar, OP_YIELD, y.args, y.na, NULL, 0, loc);
-    }
-    for (int i = 0, k = 0; i < n; i++)
-        if (tl->taped[i])
-            init[k] = reg->insts.v[li].res[k], k++;
-    cur = ir_op2(f, reg, OP_ADD, it, cur, nadv, loc);
-    /* store: the registers to slot a */
-    Block *sr = plain_for(ad, reg, ir_op1(f, reg, OP_CAST, it, is[RV_STORE], loc), NULL, NULL, 0, &u, &li, loc);
-    ValId base = tape_base(ad, sr, tl, rv[1], loc);
-    for (int i = 0, k = 0; i < n; i++)
-        if (tl->taped[i]) {
-            ValId v = init[k++];
-            Type vt = bty(ad, v);
-            ValId ptr = tape_ptr(ad, sr, base, vt, tl->off[i], loc);
-            if (vt.dt != tl->dt)
-                v = ir_op1(f, sr, OP_CAST, type_with_dtype(vt, tl->dt), v, loc);
-            ValId args[2] = {ptr, v};
-            ir_emit(f, sr, OP_STORE, args, 2, NULL, 0, loc);
-        }
-    ir_emit(f, sr, OP_YIELD, NULL, 0, NULL, 0, loc);
-    ir_emit(f, reg, OP_BARRIER, NULL, 0, NULL, 0, loc);
-    /* restore: the registers from slot a, at iteration b */
-    Block *rr = plain_for(ad, reg, ir_op1(f, reg, OP_CAST, it, is[RV_RESTORE], loc), init, sty, ntap, &u, &li, loc);
+            regs[k++] = st[i];
+    /* restore: the registers from slot RV_RESTORE, at iteration RV_AT */
+    Block *rr = plain_for(ad, reg, ir_op1(f, reg, OP_CAST, it, restore, loc), regs, sty, ntap, &u, &li, loc);
     for (int i = 0; i < n; i++)
         if (tl->taped[i])
             param_like(ad, rr, car[i], "");
-    base = tape_base(ad, rr, tl, rv[1], loc);
+    ValId base = tape_base(ad, rr, tl, rv[RV_RESTORE], loc);
     {
         Slots y = slots_new(ad, ntap);
         for (int i = 0; i < n; i++)
@@ -2022,16 +1985,50 @@ static int adj_revolve(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl, const bo
             }
         ir_emit(f, rr, OP_YIELD, y.args, y.na, NULL, 0, loc);
     }
+    if (ad->spec->mutate != AD_MUTATE_TAPE) /* (the tape mutation keeps the registers from before the restore) */
+        for (int k = 0; k < ntap; k++)
+            regs[k] = reg->insts.v[li].res[k];
+    cur = ir_op3(f, reg, OP_WHERE, it, restore, rv[RV_AT], cur, loc);
+    /* advance: RV_ADVANCE iterations from cur, recomputed */
+    Block *ar = plain_for(ad, reg, rv[RV_ADVANCE], regs, sty, ntap, &u, &li, loc);
+    ValId *vals = arena_alloc(ad->a, sizeof *vals * (size_t)(n + 1));
+    for (int i = 0; i < n; i++)
+        if (tl->taped[i])
+            vals[i] = param_like(ad, ar, car[i], "");
+    map_carried(ad, ar, in, tl, ir_op2(f, ar, OP_ADD, it, cur, u, loc), 0, vals, id);
+    clone_block(ad, body, ar, CL_SKIP_CHAIN, NULL);
+    {
+        const Inst *yi = ad_block_term(body);
+        Slots y = slots_new(ad, ntap);
+        for (int i = 0; i < n; i++)
+            if (tl->taped[i])
+                y.args[y.na++] = P0(ad, yi->args[i]);
+        ir_emit(f, ar, OP_YIELD, y.args, y.na, NULL, 0, loc);
+    }
+    for (int k = 0; k < ntap; k++)
+        regs[k] = reg->insts.v[li].res[k];
+    cur = ir_op2(f, reg, OP_ADD, it, cur, rv[RV_ADVANCE], loc);
+    /* store: the registers to slot RV_STORE */
+    Block *sr = plain_for(ad, reg, ir_op1(f, reg, OP_CAST, it, store, loc), NULL, NULL, 0, &u, &li, loc);
+    base = tape_base(ad, sr, tl, rv[RV_STORE], loc);
     for (int i = 0, k = 0; i < n; i++)
-        if (tl->taped[i]) { /* (the tape mutation keeps the registers from before the restore) */
-            vals[i] = ad->spec->mutate == AD_MUTATE_TAPE ? init[k] : reg->insts.v[li].res[k];
-            k++;
+        if (tl->taped[i]) {
+            ValId v = regs[k++];
+            Type vt = bty(ad, v);
+            ValId ptr = tape_ptr(ad, sr, base, vt, tl->off[i], loc);
+            if (vt.dt != tl->dt)
+                v = ir_op1(f, sr, OP_CAST, type_with_dtype(vt, tl->dt), v, loc);
+            ValId args[2] = {ptr, v};
+            ir_emit(f, sr, OP_STORE, args, 2, NULL, 0, loc);
+        }
+    ir_emit(f, sr, OP_YIELD, NULL, 0, NULL, 0, loc);
+    for (int i = 0, k = 0; i < n; i++)
+        if (tl->taped[i]) {
+            vals[i] = regs[k++];
             name_after(ad, vals[i], "", car[i]);
         }
-    cur = ir_op3(f, reg, OP_WHERE, it, is[RV_RESTORE], rv[2], cur, loc);
     /* reverse: iteration cur, from the registers */
-    int ii = adj_tape_sweep(ad, reg, in, tl, act, dres, dcar, L, ir_op1(f, reg, OP_CAST, it, is[RV_REVERSE], loc), cur,
-                            true, vals);
+    int ii = adj_tape_sweep(ad, reg, in, tl, act, dres, dcar, L, rv[RV_REVERSE], cur, true, vals);
     const Inst *inner = &reg->insts.v[ii];
     Slots y = slots_new(ad, nact + ntap + 1 + L.n);
     for (int q = 0; q < nact; q++)

@@ -696,9 +696,9 @@ const char *tape_describe(Arena *a, const Func *f, int j, const char *lname)
         buf_printf(&b, "trips = %s, checkpointed under the tape budget of %lld bytes by binomial checkpointing "
                        "(revolve): per launch the host picks the most checkpoint slots s <= trips whose tape fits "
                        "this loop's share of the budget (an equal share per checkpointed loop) and t, the smallest "
-                       "with C(s + t, s) >= trips; the tape holds the plan (1 + 3 * rows elements: rows of advance, "
-                       "store, restore, reverse, which the adjoint sweep interprets in order from the loop's "
-                       "initial values) and s slots per program, so (1 + 3 * rows) * %lld + %lld * s * programs "
+                       "with C(s + t, s) >= trips; the tape holds the plan (1 + 5 * rows elements: rows of restore, "
+                       "advance, store, reverse, which the adjoint sweep interprets in order from the loop's "
+                       "initial values) and s slots per program, so (1 + 5 * rows) * %lld + %lld * s * programs "
                        "bytes",
                    trips, (long long)t->budget, (long long)esz, (long long)(t->slot * esz));
     else if (t->ckpt)
@@ -780,22 +780,43 @@ typedef struct RvFrame {
 
 typedef struct RvOut {
     int32_t *out;
-    int64_t n, adv, cur; /* rows, iterations advanced, the registers' iteration (-1: unknown) */
+    int64_t n, adv, cur; /* rows, iterations advanced, the registers' iteration */
+    int32_t row[RV_FIELDS]; /* the row being filled */
+    int phase;              /* its last field's phase (restore 0, advance 1, store 2, reverse 3), -1: empty */
 } RvOut;
 
-static void rv_row(RvOut *o, int kind, int64_t a, int64_t b)
+static void rv_flush(RvOut *o)
 {
-    if (o->out) {
-        o->out[3 * o->n] = (int32_t)kind;
-        o->out[3 * o->n + 1] = (int32_t)a;
-        o->out[3 * o->n + 2] = (int32_t)b;
-    }
+    if (o->phase < 0)
+        return;
+    if (o->out)
+        memcpy(o->out + RV_FIELDS * o->n, o->row, sizeof o->row);
     o->n++;
-    if (kind == RV_ADVANCE) {
+    o->phase = -1;
+    o->row[RV_RESTORE] = o->row[RV_STORE] = -1;
+    o->row[RV_AT] = o->row[RV_ADVANCE] = o->row[RV_REVERSE] = 0;
+}
+
+/* One action (phase 0 restore slot a at iteration b, 1 advance a, 2
+ * store to slot a, 3 reverse): into the row being filled when it comes
+ * after that row's last action, else into a new row. */
+static void rv_act(RvOut *o, int phase, int64_t a, int64_t b)
+{
+    if (o->phase >= phase)
+        rv_flush(o);
+    o->phase = phase;
+    if (phase == 0) {
+        o->row[RV_RESTORE] = (int32_t)a;
+        o->row[RV_AT] = (int32_t)b;
+        o->cur = b;
+    } else if (phase == 1) {
+        o->row[RV_ADVANCE] = (int32_t)a;
         o->adv += a;
         o->cur += a;
-    } else if (kind == RV_RESTORE) {
-        o->cur = b;
+    } else if (phase == 2) {
+        o->row[RV_STORE] = (int32_t)a;
+    } else {
+        o->row[RV_REVERSE] = 1;
     }
 }
 
@@ -803,12 +824,12 @@ static void rv_row(RvOut *o, int kind, int64_t a, int64_t b)
 static void rv_at(RvOut *o, int64_t p, int64_t c)
 {
     if (o->cur != p)
-        rv_row(o, RV_RESTORE, c, p);
+        rv_act(o, 0, c, p);
 }
 
 int64_t revolve_plan(int64_t trips, int64_t s, int32_t *out, int64_t *advanced)
 {
-    RvOut o = {out, 0, 0, 0};
+    RvOut o = {.out = out, .phase = -1, .row = {[RV_RESTORE] = -1, [RV_STORE] = -1}};
     if (trips <= 0 || s < 1) {
         if (advanced)
             *advanced = 0;
@@ -819,7 +840,7 @@ int64_t revolve_plan(int64_t trips, int64_t s, int32_t *out, int64_t *advanced)
     if (!st)
         return -1;
     int64_t n = 0;
-    rv_row(&o, RV_STORE, 0, 0); /* slot 0: the initial values */
+    rv_act(&o, 2, 0, 0); /* slot 0: the initial values */
     st[n++] = (RvFrame){0, trips, s, t, 0};
     while (n > 0) {
         RvFrame f = st[--n];
@@ -827,23 +848,24 @@ int64_t revolve_plan(int64_t trips, int64_t s, int32_t *out, int64_t *advanced)
             continue;
         if (f.l == 1) { /* reverse iteration p */
             rv_at(&o, f.p, f.c);
-            rv_row(&o, RV_REVERSE, 0, 0);
+            rv_act(&o, 3, 0, 0);
         } else if (f.s == 1) { /* one slot: advance from it to each iteration, last first (l <= t + 1) */
             for (int64_t q = f.l - 1; q >= 0; q--) {
                 rv_at(&o, f.p, f.c);
                 if (q)
-                    rv_row(&o, RV_ADVANCE, q, 0);
-                rv_row(&o, RV_REVERSE, 0, 0);
+                    rv_act(&o, 1, q, 0);
+                rv_act(&o, 3, 0, 0);
             }
         } else { /* advance m, checkpoint there; the right part with s - 1 slots, then the left with t - 1 */
             int64_t right = revolve_beta(f.s - 1, f.t), m = f.l - (right < f.l - 1 ? right : f.l - 1);
             rv_at(&o, f.p, f.c);
-            rv_row(&o, RV_ADVANCE, m, 0);
-            rv_row(&o, RV_STORE, f.c + 1, 0);
+            rv_act(&o, 1, m, 0);
+            rv_act(&o, 2, f.c + 1, 0);
             st[n++] = (RvFrame){f.p, m, f.s, f.t - 1, f.c};
             st[n++] = (RvFrame){f.p + m, f.l - m, f.s - 1, f.t, f.c + 1};
         }
     }
+    rv_flush(&o);
     free(st);
     if (advanced)
         *advanced = o.adv;
@@ -865,14 +887,14 @@ bool revolve_fit(int64_t trips, int64_t programs, int64_t slot_bytes, int64_t es
         int64_t r = revolve_plan(trips, k, NULL, NULL), bytes = 0;
         if (r < 0)
             return false;
-        if (__builtin_mul_overflow(r, 3 * esz, &bytes) || __builtin_add_overflow(bytes, esz + k * per, &bytes))
+        if (__builtin_mul_overflow(r, RV_FIELDS * esz, &bytes) || __builtin_add_overflow(bytes, esz + k * per, &bytes))
             bytes = INT64_MAX;
         if (bytes <= budget) { /* then one more slot while it fits (the jump below may overshoot) */
             *s = k;
             *rows = r;
             while (*s < trips) {
                 r = revolve_plan(trips, *s + 1, NULL, NULL);
-                if (r < 0 || __builtin_mul_overflow(r, 3 * esz, &bytes) ||
+                if (r < 0 || __builtin_mul_overflow(r, RV_FIELDS * esz, &bytes) ||
                     __builtin_add_overflow(bytes, esz + (*s + 1) * per, &bytes) || bytes > budget)
                     break;
                 *rows = r;
@@ -893,43 +915,54 @@ const char *tape_revolve_helpers(void)
            "    def _kad_revolve_beta(s, t):\n"
            "        return math.comb(s + t, s)\n\n"
            "    def _kad_revolve_plan(trips, s):\n"
-           "        rows, cur = [], [0]\n"
+           "        # rows (restore slot or -1, at, advance, store slot or -1, reverse): actions in that order\n"
+           "        rows, row, st = [], [], [0, -1]  # st: the registers' iteration, the row's last phase\n"
            "        if trips <= 0 or s < 1:\n"
            "            return rows\n"
            "        t = 0\n"
            "        while _kad_revolve_beta(s, t) < trips:\n"
            "            t += 1\n\n"
-           "        def row(kind, a, b):\n"
-           "            rows.append((kind, a, b))\n"
-           "            if kind == 0:\n"
-           "                cur[0] += a\n"
-           "            elif kind == 2:\n"
-           "                cur[0] = b\n\n"
+           "        def act(phase, a, b):\n"
+           "            if st[1] >= phase:\n"
+           "                rows.append(tuple(row))\n"
+           "            if st[1] >= phase or not row:\n"
+           "                row[:] = [-1, 0, 0, -1, 0]\n"
+           "            st[1] = phase\n"
+           "            if phase == 0:\n"
+           "                row[0], row[1], st[0] = a, b, b\n"
+           "            elif phase == 1:\n"
+           "                row[2] = a\n"
+           "                st[0] += a\n"
+           "            elif phase == 2:\n"
+           "                row[3] = a\n"
+           "            else:\n"
+           "                row[4] = 1\n\n"
            "        def at(p, c):\n"
-           "            if cur[0] != p:\n"
-           "                row(2, c, p)\n\n"
-           "        row(1, 0, 0)\n"
-           "        st = [(0, trips, s, t, 0)]\n"
-           "        while st:\n"
-           "            p, l, s1, t1, c = st.pop()\n"
+           "            if st[0] != p:\n"
+           "                act(0, c, p)\n\n"
+           "        act(2, 0, 0)\n"
+           "        stack = [(0, trips, s, t, 0)]\n"
+           "        while stack:\n"
+           "            p, l, s1, t1, c = stack.pop()\n"
            "            if l <= 0:\n"
            "                continue\n"
            "            if l == 1:\n"
            "                at(p, c)\n"
-           "                row(3, 0, 0)\n"
+           "                act(3, 0, 0)\n"
            "            elif s1 == 1:\n"
            "                for q in range(l - 1, -1, -1):\n"
            "                    at(p, c)\n"
            "                    if q:\n"
-           "                        row(0, q, 0)\n"
-           "                    row(3, 0, 0)\n"
+           "                        act(1, q, 0)\n"
+           "                    act(3, 0, 0)\n"
            "            else:\n"
            "                m = l - min(_kad_revolve_beta(s1 - 1, t1), l - 1)\n"
            "                at(p, c)\n"
-           "                row(0, m, 0)\n"
-           "                row(1, c + 1, 0)\n"
-           "                st.append((p, m, s1, t1 - 1, c))\n"
-           "                st.append((p + m, l - m, s1 - 1, t1, c + 1))\n"
+           "                act(1, m, 0)\n"
+           "                act(2, c + 1, 0)\n"
+           "                stack.append((p, m, s1, t1 - 1, c))\n"
+           "                stack.append((p + m, l - m, s1 - 1, t1, c + 1))\n"
+           "        rows.append(tuple(row))\n"
            "        return rows\n\n"
            "    def _kad_revolve_fit(trips, programs, slot_bytes, esz, budget):\n"
            "        if trips <= 0:\n"
@@ -938,11 +971,11 @@ const char *tape_revolve_helpers(void)
            "        k = min(budget // per, trips)\n"
            "        while k >= 1:\n"
            "            plan = _kad_revolve_plan(trips, k)\n"
-           "            nbytes = (1 + 3 * len(plan)) * esz + k * per\n"
+           "            nbytes = (1 + 5 * len(plan)) * esz + k * per\n"
            "            if nbytes <= budget:\n"
            "                while k < trips:  # one more slot while it fits (the jump below may overshoot)\n"
            "                    more = _kad_revolve_plan(trips, k + 1)\n"
-           "                    if (1 + 3 * len(more)) * esz + (k + 1) * per > budget:\n"
+           "                    if (1 + 5 * len(more)) * esz + (k + 1) * per > budget:\n"
            "                        break\n"
            "                    k, plan = k + 1, more\n"
            "                return k, plan\n"
@@ -985,21 +1018,21 @@ bool tape_revolve_of(const Func *f, int j, const int64_t *iargs, const int64_t g
         return false;
     }
     int64_t share = tape_share(f);
-    if (!revolve_fit(trips, programs, t->slot * esz, esz, share, &s, &rows) || 3 * rows >= exact_int(f, t)) {
-        int64_t one = (1 + 3 * (trips > 0 ? revolve_plan(trips, 1, NULL, NULL) : 0)) * esz + programs * t->slot * esz;
+    if (!revolve_fit(trips, programs, t->slot * esz, esz, share, &s, &rows) || RV_FIELDS * rows >= exact_int(f, t)) {
+        int64_t one = (1 + RV_FIELDS * (trips > 0 ? revolve_plan(trips, 1, NULL, NULL) : 0)) * esz + programs * t->slot * esz;
         diag_error(d, t->loc, "this launch needs %lld bytes of tape even with revolve (one checkpoint slot and the "
                               "plan), above the tape budget's share of this loop, %lld bytes",
                    (long long)one, (long long)share);
         return false;
     }
     if (elems)
-        *elems = 1 + 3 * rows + s * programs * t->slot;
+        *elems = 1 + RV_FIELDS * rows + s * programs * t->slot;
     if (slots)
         *slots = s;
     if (nrows)
         *nrows = rows;
     if (plan) {
-        *plan = malloc(sizeof **plan * (size_t)(3 * rows + 1));
+        *plan = malloc(sizeof **plan * (size_t)(RV_FIELDS * rows + 1));
         if (!*plan || revolve_plan(trips, s, *plan, NULL) != rows) {
             free(*plan);
             *plan = NULL;

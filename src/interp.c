@@ -1820,7 +1820,7 @@ static void run_grid(Interp *S, const XBlock *body)
             }
 }
 
-/* Writes the plan of f's revolve tape j (revolve_plan) into the head of
+/* Writes the plan of f's revolve tape j (revolve_plan: its rows, then RV_FIELDS elements per row) into the head of
  * its buffer (elements of esz bytes) as exact floats. */
 static bool revolve_head(const Func *f, int j, const int64_t *iargs, const int64_t grid[3], void *buf,
                          int64_t esz, Diags *d)
@@ -1829,7 +1829,7 @@ static bool revolve_head(const Func *f, int j, const int64_t *iargs, const int64
     int64_t rows = 0;
     if (!tape_revolve_of(f, j, iargs, grid, NULL, NULL, &rows, &plan, d))
         return false;
-    for (int64_t k = 0; k <= 3 * rows; k++) {
+    for (int64_t k = 0; k <= RV_FIELDS * rows; k++) {
         double v = k ? plan[k - 1] : (double)rows;
         if (esz == 8)
             ((double *)buf)[k] = v;

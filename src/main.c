@@ -663,7 +663,7 @@ static int cmd_revolve(int argc, char **argv)
         s = fs;
     }
     rows = revolve_plan(trips, s, NULL, &adv);
-    int32_t *p = malloc(sizeof *p * (size_t)(3 * rows + 1));
+    int32_t *p = malloc(sizeof *p * (size_t)(RV_FIELDS * rows + 1));
     if (rows < 0 || !p || revolve_plan(trips, s, p, NULL) != rows) {
         free(p);
         fputs("kad revolve: out of memory\n", stderr);
@@ -672,17 +672,20 @@ static int cmd_revolve(int argc, char **argv)
     long long t = trips > 0 ? revolve_reps(trips, s) : 0;
     printf("trips %lld slots %lld t %lld rows %lld recomputed %lld", trips, s, t, (long long)rows, (long long)adv);
     if (programs > 0 && slot_bytes > 0)
-        printf(" bytes %lld", (long long)((1 + 3 * rows) * esz + s * programs * slot_bytes));
+        printf(" bytes %lld", (long long)((1 + RV_FIELDS * rows) * esz + s * programs * slot_bytes));
     printf("\n");
-    static const char *const kind[] = {"advance", "store", "restore", "reverse"};
-    for (int64_t r = 0; plan && r < rows; r++) {
-        int32_t k = p[3 * r];
-        if (k == RV_RESTORE)
-            printf("%s %d %d\n", kind[k], p[3 * r + 1], p[3 * r + 2]);
-        else if (k == RV_REVERSE)
-            printf("%s\n", kind[k]);
-        else
-            printf("%s %d\n", kind[k], p[3 * r + 1]);
+    for (int64_t r = 0; plan && r < rows; r++) { /* one line per row: its actions in order */
+        const int32_t *w = p + RV_FIELDS * r;
+        const char *sep = "";
+        if (w[RV_RESTORE] >= 0)
+            printf("%srestore %d %d", sep, w[RV_RESTORE], w[RV_AT]), sep = "; ";
+        if (w[RV_ADVANCE])
+            printf("%sadvance %d", sep, w[RV_ADVANCE]), sep = "; ";
+        if (w[RV_STORE] >= 0)
+            printf("%sstore %d", sep, w[RV_STORE]), sep = "; ";
+        if (w[RV_REVERSE])
+            printf("%sreverse", sep);
+        printf("\n");
     }
     free(p);
     return 0;

@@ -253,33 +253,34 @@ static bool revolve_ok(int64_t trips, int64_t s)
 {
     int64_t adv = -1, rows = revolve_plan(trips, s, NULL, &adv);
     int64_t t = revolve_reps(trips, s);
-    int32_t *plan = malloc(sizeof *plan * (size_t)(3 * rows + 1));
+    int32_t *plan = malloc(sizeof *plan * (size_t)(RV_FIELDS * rows + 1));
     int64_t *slot = malloc(sizeof *slot * (size_t)(s + 1)), *times = calloc((size_t)trips + 1, sizeof *times);
     bool ok = plan && slot && times && rows >= 0 && revolve_plan(trips, s, plan, NULL) == rows;
     ok &= revolve_beta(s, t) >= trips && (t == 0 || revolve_beta(s, t - 1) < trips);
     for (int64_t j = 0; ok && j <= s; j++)
         slot[j] = -1;
     int64_t cur = 0, next = trips - 1, sum = 0;
-    for (int64_t r = 0; ok && r < rows; r++) {
-        int32_t k = plan[3 * r], a = plan[3 * r + 1], b = plan[3 * r + 2];
-        if (k == RV_ADVANCE) {
-            ok &= a > 0 && cur + a <= trips;
-            for (int64_t i = cur; ok && i < cur + a; i++)
-                times[i]++;
-            cur += a;
-            sum += a;
-        } else if (k == RV_STORE) {
-            ok &= a >= 0 && a < s;
-            if (ok)
-                slot[a] = cur;
-        } else if (k == RV_RESTORE) {
-            ok &= a >= 0 && a < s && slot[a] == b;
-            cur = b;
-        } else if (k == RV_REVERSE) {
+    for (int64_t r = 0; ok && r < rows; r++) { /* restore, advance, store, reverse */
+        const int32_t *w = plan + RV_FIELDS * r;
+        ok &= w[RV_RESTORE] >= -1 && w[RV_RESTORE] < s && w[RV_STORE] >= -1 && w[RV_STORE] < s &&
+              w[RV_ADVANCE] >= 0 && (w[RV_REVERSE] == 0 || w[RV_REVERSE] == 1);
+        ok &= w[RV_RESTORE] >= 0 || w[RV_ADVANCE] || w[RV_STORE] >= 0 || w[RV_REVERSE]; /* no empty row */
+        if (!ok)
+            break;
+        if (w[RV_RESTORE] >= 0) {
+            ok &= slot[w[RV_RESTORE]] == w[RV_AT];
+            cur = w[RV_AT];
+        }
+        ok &= cur + w[RV_ADVANCE] <= trips;
+        for (int64_t i = cur; ok && i < cur + w[RV_ADVANCE]; i++)
+            times[i]++;
+        cur += w[RV_ADVANCE];
+        sum += w[RV_ADVANCE];
+        if (w[RV_STORE] >= 0)
+            slot[w[RV_STORE]] = cur;
+        if (w[RV_REVERSE]) {
             ok &= cur == next; /* the values at the start of the iteration reversed next */
             next--;
-        } else {
-            ok = false;
         }
     }
     ok &= next == -1 && sum == adv;
@@ -305,17 +306,17 @@ static void test_ad_revolve_schedule(T *t)
     /* revolve_fit: the most slots whose head and slots fit */
     int64_t s = 0, rows = 0;
     CHECK(t, revolve_fit(64, 2, 64, 4, 100000, &s, &rows) && s == 64);
-    int64_t r10 = revolve_plan(64, 10, NULL, NULL), b10 = (1 + 3 * r10) * 4 + 10 * 2 * 64;
+    int64_t r10 = revolve_plan(64, 10, NULL, NULL), b10 = (1 + RV_FIELDS * r10) * 4 + 10 * 2 * 64;
     CHECK(t, revolve_fit(64, 2, 64, 4, b10, &s, &rows) && s >= 10 && rows == revolve_plan(64, s, NULL, NULL) &&
-                 (1 + 3 * rows) * 4 + s * 2 * 64 <= b10);
+                 (1 + RV_FIELDS * rows) * 4 + s * 2 * 64 <= b10);
     for (int64_t b = 600; b < 9000; b += 37) { /* whatever it picks fits, and one slot more would not */
         if (!revolve_fit(64, 2, 64, 4, b, &s, &rows))
             continue;
-        CHECK(t, (1 + 3 * rows) * 4 + s * 2 * 64 <= b && rows == revolve_plan(64, s, NULL, NULL));
-        CHECK(t, s == 64 || (1 + 3 * revolve_plan(64, s + 1, NULL, NULL)) * 4 + (s + 1) * 2 * 64 > b);
+        CHECK(t, (1 + RV_FIELDS * rows) * 4 + s * 2 * 64 <= b && rows == revolve_plan(64, s, NULL, NULL));
+        CHECK(t, s == 64 || (1 + RV_FIELDS * revolve_plan(64, s + 1, NULL, NULL)) * 4 + (s + 1) * 2 * 64 > b);
     }
     CHECK(t, !revolve_fit(64, 2, 64, 4, 100, &s, &rows));
-    int64_t b1 = (1 + 3 * revolve_plan(64, 1, NULL, NULL)) * 4 + 2 * 64; /* exactly one slot */
+    int64_t b1 = (1 + RV_FIELDS * revolve_plan(64, 1, NULL, NULL)) * 4 + 2 * 64; /* exactly one slot */
     CHECK(t, revolve_fit(64, 2, 64, 4, b1, &s, &rows) && s == 1 && !revolve_fit(64, 2, 64, 4, b1 - 1, &s, &rows));
 }
 

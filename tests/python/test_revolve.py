@@ -54,9 +54,9 @@ def _schedule(trips, **kw):
 
 
 def _budget(trips, s, programs, slot_bytes):
-    # independent of revolve_fit: the head (1 + 3 * rows fp32) and s slots per program
+    # independent of revolve_fit: the head (1 + 5 * rows fp32) and s slots per program
     rows = _schedule(trips, s=s)["rows"]
-    return (1 + 3 * rows) * 4 + s * programs * slot_bytes
+    return (1 + 5 * rows) * 4 + s * programs * slot_bytes
 
 
 def _slots_for(trips, t):
@@ -211,32 +211,41 @@ def _python_plans(tmp_path):
 
 
 def _c_plan(trips, s):
+    # `kad revolve --plan`: a line per row, its actions in order ("restore 2 7; advance 1; reverse")
     p = triton_cpu.run_kad(["revolve", str(trips), str(s), "--plan"])
     assert p.returncode == 0, p.stderr
-    kinds = {"advance": 0, "store": 1, "restore": 2, "reverse": 3}
     rows = []
     for line in p.stdout.strip().split("\n")[1:]:
-        w = line.split()
-        a = [int(x) for x in w[1:]] + [0, 0]
-        rows.append((kinds[w[0]], a[0], a[1]))
+        row = [-1, 0, 0, -1, 0]
+        for act in line.split("; "):
+            w = act.split()
+            if w[0] == "restore":
+                row[0], row[1] = int(w[1]), int(w[2])
+            elif w[0] == "advance":
+                row[2] = int(w[1])
+            elif w[0] == "store":
+                row[3] = int(w[1])
+            else:
+                assert w == ["reverse"], line
+                row[4] = 1
+        rows.append(tuple(row))
     return rows
 
 
 def _simulate(rows, trips, s, t):
     # registers as an iteration number: each reversed once, last first, from its own start
     slot, times, cur, nxt = {}, [0] * trips, 0, trips - 1
-    for kind, a, b in rows:
-        if kind == 0:
-            for i in range(cur, cur + a):
-                times[i] += 1
-            cur += a
-        elif kind == 1:
-            assert 0 <= a < s
-            slot[a] = cur
-        elif kind == 2:
-            assert slot.get(a) == b
-            cur = b
-        else:
+    for restore, at, adv, store, rev in rows:
+        assert -1 <= restore < s and -1 <= store < s and adv >= 0 and rev in (0, 1)
+        if restore >= 0:
+            assert slot.get(restore) == at
+            cur = at
+        for i in range(cur, cur + adv):
+            times[i] += 1
+        cur += adv
+        if store >= 0:
+            slot[store] = cur
+        if rev:
             assert cur == nxt
             nxt -= 1
     assert nxt == -1 and max(times, default=0) <= t

@@ -12,6 +12,7 @@ trip count that depends on the program id: the host bounds it over the grid).  T
   - the emitted module's launch_K_bwd on Triton itself (its CPU interpreter, or the GPU with
     KAD_TEST_DEVICE=cuda) against the same references.
 """
+import math
 import os
 
 import pytest
@@ -389,12 +390,12 @@ def _rec_check(T, budget, mutate=None):
 
 
 def _rv_bytes(T, s, programs=2, slot_bytes=16 * 4):
-    # a revolve tape with s slots: the plan's head (1 + 3 * rows fp32, rows from `kad revolve`) and s
+    # a revolve tape with s slots: the plan's head (1 + 5 * rows fp32, rows from `kad revolve`) and s
     # slots per program
     p = triton_cpu.run_kad(["revolve", str(T), str(s)])
     assert p.returncode == 0, p.stderr
     rows = int(p.stdout.split()[7])
-    return (1 + 3 * rows) * 4 + s * programs * slot_bytes
+    return (1 + 5 * rows) * 4 + s * programs * slot_bytes
 
 
 @pytest.mark.parametrize("T", [1, 2, 5, 9, 10, 64])
@@ -492,8 +493,12 @@ def test_checkpointed_module_on_triton(tmp_path):
         bwd.torch = _Torch()
         bwd.launch_gated_recurrence_bwd((2,), *ins, torch.zeros(T, D, device=DEVICE), T, D,
                                         dy.to(torch.float32).to(DEVICE), *d_ins, BLOCK_D=16)
-    # the tape revolve_fit picks for 4096 bytes: 9 slots, t = 3 (`kad revolve 64 9`)
-    assert sizes == [_rv_bytes(64, 9)] and sizes[0] <= 4096, sizes
-    assert [(r["slots"], r["t"], r["bytes"]) for r in bwd.launch_gated_recurrence_bwd.revolve] == [(9, 3, sizes[0])]
+    # the tape revolve_fit picks for 4096 bytes (`kad revolve 64 --programs 2 --slot-bytes 64 --budget 4096`)
+    p = triton_cpu.run_kad(["revolve", "64", "--programs", "2", "--slot-bytes", "64", "--budget", "4096"])
+    w = p.stdout.split()
+    s = int(w[3])
+    assert s > 1 and sizes == [_rv_bytes(64, s)] and sizes[0] <= 4096 < 64 * 2 * 64, (p.stdout, sizes)
+    t = next(t for t in range(64) if math.comb(s + t, s) >= 64)
+    assert [(r["slots"], r["t"], r["bytes"]) for r in bwd.launch_gated_recurrence_bwd.revolve] == [(s, t, sizes[0])]
     for got, w in zip(d_ins, v):
         torch.testing.assert_close(got.cpu().double(), w.grad, rtol=1e-4, atol=1e-4)
