@@ -877,7 +877,7 @@ bool revolve_fit(int64_t trips, int64_t programs, int64_t slot_bytes, int64_t es
 {
     *s = 0;
     *rows = 0;
-    if (trips <= 0)
+    if (trips <= 0 || programs <= 0) /* no iteration or no program: the head alone */
         return esz <= budget;
     int64_t per = 0;
     if (__builtin_mul_overflow(programs, slot_bytes, &per) || per <= 0)
@@ -965,7 +965,7 @@ const char *tape_revolve_helpers(void)
            "        rows.append(tuple(row))\n"
            "        return rows\n\n"
            "    def _kad_revolve_fit(trips, programs, slot_bytes, esz, budget):\n"
-           "        if trips <= 0:\n"
+           "        if trips <= 0 or programs <= 0:\n"
            "            return (0, []) if esz <= budget else None\n"
            "        per = programs * slot_bytes\n"
            "        k = min(budget // per, trips)\n"
