@@ -6,8 +6,15 @@ what the forward held, the forward and backward times (median of triton.testing.
 the largest relative error of the gradients against PyTorch autograd of the same recurrence.
 
     python3 bench/tape_recurrence.py      (needs CUDA; build/libkad.so built)
+    python3 bench/tape_recurrence.py --budget BYTES
+        the same under a tape budget (revolve, docs/AD.md "Bounded memory"): per length also the
+        full tape it replaces, the slots s, the repetition number t, the plan's rows and the
+        iterations recomputed (`build/kad revolve`), and the memory peak and times with and
+        without the budget
 """
+import argparse
 import os
+import subprocess
 import sys
 
 import torch
@@ -20,6 +27,7 @@ import kad  # noqa: E402
 from kernels import tape_loops  # noqa: E402
 
 rec = kad.differentiable(inputs=["x_ptr", "a_ptr", "h0_ptr"], outputs=["y_ptr"])(tape_loops.gated_recurrence)
+KAD = os.environ.get("KAD", os.path.join(REPO, "build", "kad"))
 
 
 def ref(x, a, h0):
@@ -30,7 +38,11 @@ def ref(x, a, h0):
     return torch.stack(hs)
 
 
-def run(T, D, BLOCK_D=128):
+def run(T, D, BLOCK_D=128, budget=0):
+    fn = rec
+    if budget:
+        fn = kad.differentiable(inputs=["x_ptr", "a_ptr", "h0_ptr"], outputs=["y_ptr"],
+                                tape_budget=budget)(tape_loops.gated_recurrence)
     g = torch.Generator(device="cuda").manual_seed(T)
     x = torch.randn(T, D, device="cuda", generator=g).requires_grad_()
     a = (0.5 + 0.5 * torch.rand(T, D, device="cuda", generator=g)).requires_grad_()
@@ -40,7 +52,7 @@ def run(T, D, BLOCK_D=128):
 
     def fwd():
         y = torch.empty(T, D, device="cuda")
-        rec[grid](x, a, h0, y, T, D, BLOCK_D=BLOCK_D)
+        fn[grid](x, a, h0, y, T, D, BLOCK_D=BLOCK_D)
         return y
 
     y = fwd()
@@ -66,7 +78,17 @@ def run(T, D, BLOCK_D=128):
         fwd().backward(dy)
     t_fb = triton.testing.do_bench(fb)
     tape = 4 * BLOCK_D * T * grid[0]
-    print(f"T={T} D={D} programs={grid[0]}: tape {tape / 2**20:.1f} MiB, backward peak allocation "
+    what = "tape"
+    if budget:
+        p = subprocess.run([KAD, "revolve", str(T), "--programs", str(grid[0]), "--slot-bytes", str(4 * BLOCK_D),
+                            "--budget", str(budget)], capture_output=True, text=True, check=True)
+        w = p.stdout.split()
+        sch = {w[i]: int(w[i + 1]) for i in range(0, len(w), 2)}
+        print(f"  budget {budget} bytes: revolve s={sch['slots']} t={sch['t']} rows={sch['rows']} "
+              f"recomputed {sch['recomputed']} iterations ({sch['recomputed'] / max(T, 1):.2f} per iteration), "
+              f"tape {sch['bytes']} bytes instead of {tape}")
+        tape, what = sch["bytes"], "revolve tape"
+    print(f"T={T} D={D} programs={grid[0]}: {what} {tape / 2**20:.2f} MiB, backward peak allocation "
           f"{peak / 2**20:.1f} MiB (gradients {3 * 4 * T * D / 2**20 + 4 * D / 2**20:.1f} MiB + tape + d_y "
           f"copies), forward {t_fwd * 1e3:.0f} us, forward+backward {t_fb * 1e3:.0f} us, "
           f"max rel grad error vs torch (float64) {err:.2e}")
@@ -74,5 +96,12 @@ def run(T, D, BLOCK_D=128):
 
 
 if __name__ == "__main__":
-    for T in (1024, 8192):
-        run(T, 4096)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--budget", type=int, default=0, help="tape budget in bytes (0: none, a full tape)")
+    ap.add_argument("--lengths", default="1024,8192", help="sequence lengths T, comma-separated")
+    ap.add_argument("--dim", type=int, default=4096, help="features D")
+    opt = ap.parse_args()
+    for T in (int(v) for v in opt.lengths.split(",")):
+        if opt.budget:
+            run(T, opt.dim)  # the same length without a budget, for comparison
+        run(T, opt.dim, budget=opt.budget)

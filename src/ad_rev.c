@@ -276,7 +276,7 @@ static ValId tape_param(Ad *ad, TapeLoop *tl)
         tl->param = ir_param_add(bw, type_ptr(tl->dt, 0, NULL), arena_printf(ad->a, "kad_tape%d", bw->tapes.n),
                                  tl->loop->loc);
         FuncTape ft = {tl->param, tl->trips, tl->slot, tl->loop->loc, tl->what, tl->is_while, tl->bound,
-                       tl->recomputed, tl->linear_names, tl->ckpt, ad->spec->tape_budget};
+                       tl->recomputed, tl->linear_names, tl->ckpt, ad->spec->tape_budget, tl->revolve};
         vec_push(ad->a, bw->tapes, ft);
     }
     return tl->param;
@@ -304,6 +304,8 @@ static ValId tape_base(Ad *ad, Block *b, TapeLoop *tl, ValId t, Loc loc)
     at = ir_op2(f, b, OP_MUL, i64, at, ir_const_int(f, b, i64, tl->slot, loc), loc);
     if (tl->is_while) /* after the head (the overflow flag) */
         at = ir_op2(f, b, OP_ADD, i64, at, ir_const_int(f, b, i64, KAD_TAPE_HEAD, loc), loc);
+    if (tl->revolve) /* after the head (the plan) */
+        at = ir_op2(f, b, OP_ADD, i64, at, tl->headv, loc);
     ValId p = tape_param(ad, tl);
     return ir_op2(f, b, OP_ADDPTR, ir_type(f, p), p, at, loc);
 }
@@ -535,7 +537,7 @@ static void clone_region_op(Ad *ad, Block *bb, const Inst *in)
         return;
     }
     TapeLoop *tc = in->op == OP_FOR ? ad_tape_of(ad, in) : NULL;
-    if (tc && tc->ckpt) /* the segment length, for the checkpoints the primal sweep records */
+    if (tc && tc->ckpt && !tc->revolve) /* the segment length, for the checkpoints the primal sweep records */
         tc->kv = tape_seg_len(ad, bb, tape_trips(ad, bb, in), in->loc);
     int n = in->nres, nfix = fixed_operands(in);
     bool *sh = shadow_flags(ad, carriers(in), n);
@@ -550,7 +552,7 @@ static void clone_region_op(Ad *ad, Block *bb, const Inst *in)
         Block *reg = ir_inst_add_region(ad->bw, &bb->insts.v[idx]);
         add_params(ad, reg, in->regions[r], lead_params(in), NULL, sh);
         TapeLoop *tl = in->op == OP_FOR ? ad_tape_of(ad, in) : NULL;
-        if (tl)
+        if (tl && !tl->revolve) /* revolve: the plan recomputes from the initial values */
             tape_record(ad, reg, tl);
         clone_block(ad, in->regions[r], reg, CL_YIELD, sh);
     }
@@ -1762,7 +1764,7 @@ static Block *adj_for_open(Ad *ad, Block *bb, const bool *act, const ValId *car,
  * initial carried adjoints by slot (act), the outside adjoints from ad->adj.
  * Returns the loop's index in bb (results: the carried adjoints, then L's). */
 static int adj_tape_sweep(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl, const bool *act, const ValId *dres,
-                          const ValId *dinit, ValVec L, ValId ntrip, ValId t0, bool seg)
+                          const ValId *dinit, ValVec L, ValId ntrip, ValId t0, bool seg, const ValId *vals)
 {
     Func *f = ad->bw;
     int n = in->nres, nact = 0;
@@ -1784,7 +1786,7 @@ static int adj_tape_sweep(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl, const
     ValId t = t0 ? ir_op2(f, reg, OP_ADD, it, t0, u, loc) : u;
     int id = ++ad->gen;
     ad_mark_defs(ad, body, id);
-    map_carried(ad, reg, in, tl, t, seg ? u : t, NULL, id);
+    map_carried(ad, reg, in, tl, t, seg ? u : t, vals, id);
     clone_block(ad, body, reg, CL_SKIP_CHAIN, NULL);
     Em e = {ad, reg, loc};
     const Inst *yi = ad_block_term(body);
@@ -1862,6 +1864,190 @@ static void tape_recompute_segment(Ad *ad, Block *reg, const Inst *in, TapeLoop 
     ir_emit(f, rr, OP_YIELD, y.args, y.na, NULL, 0, loc);
 }
 
+/* A `for i in range(0, n, 1)` in b with no carried values: its body, iv in *iv. */
+static Block *plain_for(Ad *ad, Block *b, ValId n, const ValId *init, const Type *tys, int ncar, ValId *iv, int *idx,
+                        Loc loc)
+{
+    Func *f = ad->bw;
+    Type it = ir_type(f, n);
+    ValId *args = arena_alloc(ad->a, sizeof *args * (size_t)(3 + ncar));
+    args[0] = ir_const_int(f, b, it, 0, loc);
+    args[1] = n;
+    args[2] = ir_const_int(f, b, it, 1, loc);
+    for (int i = 0; i < ncar; i++)
+        args[3 + i] = init[i];
+    ir_emit(f, b, OP_FOR, args, 3 + ncar, tys, ncar, loc);
+    *idx = b->insts.n - 1;
+    Block *reg = ir_inst_add_region(f, &b->insts.v[*idx]);
+    *iv = ir_block_param_add(f, reg, it, "kad_u", loc);
+    return reg;
+}
+
+/* A taped loop under revolve (tl->revolve): one loop over the rows of the
+ * plan in the tape's head (ad_tape.c, revolve_plan), carrying the adjoints
+ * (as adj_for_open), the taped values in registers and their iteration
+ * cur.  Each row runs four loops in order, so the kernel needs no
+ * branches: restore from a slot (0 or 1 trips), advance (a recomputing
+ * loop of RV_ADVANCE trips), store to a slot (0 or 1), reverse iteration
+ * cur (adj_tape_sweep from the registers, 0 or 1).  A barrier ends each
+ * row.  Returns the loop's index in bb (results: the carried adjoints,
+ * the registers and cur, L's adjoints). */
+static int adj_revolve(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl, const bool *act, const ValId *dres,
+                       const ValId *dinit, ValVec L)
+{
+    Func *f = ad->bw;
+    Loc loc = in->loc;
+    int n = in->nres, nact = 0, ntap = 0;
+    const Block *body = in->regions[0];
+    const ValId *car = body->params + 1;
+    Type i32 = type_scalar(DT_I32), i64 = type_scalar(DT_I64), i1 = type_scalar(DT_I1), ft = type_scalar(tl->dt);
+    Type it = bty(ad, P0(ad, in->args[0]));
+    Em eo = {ad, bb, loc};
+    for (int i = 0; i < n; i++) {
+        nact += act[i];
+        ntap += tl->taped[i];
+    }
+    ValId tp = tape_param(ad, tl);
+    ValId nrows = ir_op1(f, bb, OP_CAST, i32, ir_emit(f, bb, OP_LOAD, &tp, 1, &ft, 1, loc)->res[0], loc);
+    tl->headv = ir_op2(f, bb, OP_ADD, i64, ir_op2(f, bb, OP_MUL, i64, ir_op1(f, bb, OP_CAST, i64, nrows, loc),
+                                                  ir_const_int(f, bb, i64, RV_FIELDS, loc), loc),
+                       ir_const_int(f, bb, i64, 1, loc), loc);
+    Slots s = slots_new(ad, 3 + nact + ntap + 1 + L.n);
+    s.args[s.na++] = ir_const_int(f, bb, i32, 0, loc);
+    s.args[s.na++] = nrows;
+    s.args[s.na++] = ir_const_int(f, bb, i32, 1, loc);
+    for (int i = 0; i < n; i++)
+        if (act[i]) {
+            s.args[s.na++] = dinit[i];
+            s.tys[s.nt++] = adt(fty(ad, car[i]));
+        }
+    for (int i = 0; i < n; i++)
+        if (tl->taped[i]) { /* the registers: the loop's initial values at iteration 0 */
+            s.args[s.na++] = P0(ad, in->args[3 + i]);
+            s.tys[s.nt++] = fty(ad, car[i]);
+        }
+    s.args[s.na++] = ir_const_int(f, bb, it, 0, loc);
+    s.tys[s.nt++] = it;
+    add_adjoints(&eo, &s, L);
+    ir_emit(f, bb, OP_FOR, s.args, s.na, s.tys, s.nt, loc);
+    int idx = bb->insts.n - 1;
+    Block *reg = ir_inst_add_region(f, &bb->insts.v[idx]);
+    ValId r = ir_block_param_add(f, reg, i32, "kad_r", loc);
+    ValId *dcar = arena_alloc(ad->a, sizeof *dcar * (size_t)(n + 1));
+    ValId *st = arena_alloc(ad->a, sizeof *st * (size_t)(n + 1));
+    Type *sty = arena_alloc(ad->a, sizeof *sty * (size_t)(n + 1));
+    for (int i = 0; i < n; i++)
+        if (act[i])
+            dcar[i] = adj_param(ad, reg, car[i]);
+    for (int i = 0; i < n; i++)
+        if (tl->taped[i])
+            st[i] = param_like(ad, reg, car[i], "");
+    ValId cur = ir_block_param_add(f, reg, it, "kad_cur", loc);
+    for (int k = 0; k < L.n; k++)
+        ad->adj[L.v[k]] = adj_param(ad, reg, L.v[k]);
+    /* the row: kind, a, b */
+    ValId rv[RV_FIELDS];
+    ValId at = ir_op2(f, reg, OP_ADD, i64, ir_op2(f, reg, OP_MUL, i64, ir_op1(f, reg, OP_CAST, i64, r, loc),
+                                                  ir_const_int(f, reg, i64, RV_FIELDS, loc), loc),
+                      ir_const_int(f, reg, i64, 1, loc), loc);
+    for (int q = 0; q < RV_FIELDS; q++) {
+        ValId off = q ? ir_op2(f, reg, OP_ADD, i64, at, ir_const_int(f, reg, i64, q, loc), loc) : at;
+        ValId p = ir_op2(f, reg, OP_ADDPTR, ir_type(f, tp), tp, off, loc);
+        rv[q] = ir_op1(f, reg, OP_CAST, it, ir_emit(f, reg, OP_LOAD, &p, 1, &ft, 1, loc)->res[0], loc);
+    }
+    ValId zero = ir_const_int(f, reg, it, 0, loc);
+    ValId restore = ir_op2(f, reg, OP_GE, i1, rv[RV_RESTORE], zero, loc);
+    ValId store = ir_op2(f, reg, OP_GE, i1, rv[RV_STORE], zero, loc);
+    int id = ++ad->gen;
+    ad_mark_defs(ad, body, id);
+    int li;
+    ValId u;
+    for (int i = 0, k = 0; i < n; i++)
+        if (tl->taped[i])
+            sty[k++] = fty(ad, car[i]);
+    ValId *regs = arena_alloc(ad->a, sizeof *regs * (size_t)(ntap + 1));
+    for (int i = 0, k = 0; i < n; i++)
+        if (tl->taped[i])
+            regs[k++] = st[i];
+    /* restore: the registers from slot RV_RESTORE, at iteration RV_AT */
+    Block *rr = plain_for(ad, reg, ir_op1(f, reg, OP_CAST, it, restore, loc), regs, sty, ntap, &u, &li, loc);
+    for (int i = 0; i < n; i++)
+        if (tl->taped[i])
+            param_like(ad, rr, car[i], "");
+    ValId base = tape_base(ad, rr, tl, rv[RV_RESTORE], loc);
+    {
+        Slots y = slots_new(ad, ntap);
+        for (int i = 0; i < n; i++)
+            if (tl->taped[i]) {
+                Type vt = fty(ad, car[i]);
+                ValId ptr = tape_ptr(ad, rr, base, vt, tl->off[i], loc);
+                Type lt = type_tile(tl->dt, vt.rank, vt.shape);
+                ValId v = ir_emit(f, rr, OP_LOAD, &ptr, 1, &lt, 1, loc)->res[0];
+                if (vt.dt != tl->dt)
+                    v = ir_op1(f, rr, OP_CAST, vt, v, loc);
+                y.args[y.na++] = v;
+            }
+        ir_emit(f, rr, OP_YIELD, y.args, y.na, NULL, 0, loc);
+    }
+    if (ad->spec->mutate != AD_MUTATE_TAPE) /* (the tape mutation keeps the registers from before the restore) */
+        for (int k = 0; k < ntap; k++)
+            regs[k] = reg->insts.v[li].res[k];
+    cur = ir_op3(f, reg, OP_WHERE, it, restore, rv[RV_AT], cur, loc);
+    /* advance: RV_ADVANCE iterations from cur, recomputed */
+    Block *ar = plain_for(ad, reg, rv[RV_ADVANCE], regs, sty, ntap, &u, &li, loc);
+    ValId *vals = arena_alloc(ad->a, sizeof *vals * (size_t)(n + 1));
+    for (int i = 0; i < n; i++)
+        if (tl->taped[i])
+            vals[i] = param_like(ad, ar, car[i], "");
+    map_carried(ad, ar, in, tl, ir_op2(f, ar, OP_ADD, it, cur, u, loc), 0, vals, id);
+    clone_block(ad, body, ar, CL_SKIP_CHAIN, NULL);
+    {
+        const Inst *yi = ad_block_term(body);
+        Slots y = slots_new(ad, ntap);
+        for (int i = 0; i < n; i++)
+            if (tl->taped[i])
+                y.args[y.na++] = P0(ad, yi->args[i]);
+        ir_emit(f, ar, OP_YIELD, y.args, y.na, NULL, 0, loc);
+    }
+    for (int k = 0; k < ntap; k++)
+        regs[k] = reg->insts.v[li].res[k];
+    cur = ir_op2(f, reg, OP_ADD, it, cur, rv[RV_ADVANCE], loc);
+    /* store: the registers to slot RV_STORE */
+    Block *sr = plain_for(ad, reg, ir_op1(f, reg, OP_CAST, it, store, loc), NULL, NULL, 0, &u, &li, loc);
+    base = tape_base(ad, sr, tl, rv[RV_STORE], loc);
+    for (int i = 0, k = 0; i < n; i++)
+        if (tl->taped[i]) {
+            ValId v = regs[k++];
+            Type vt = bty(ad, v);
+            ValId ptr = tape_ptr(ad, sr, base, vt, tl->off[i], loc);
+            if (vt.dt != tl->dt)
+                v = ir_op1(f, sr, OP_CAST, type_with_dtype(vt, tl->dt), v, loc);
+            ValId args[2] = {ptr, v};
+            ir_emit(f, sr, OP_STORE, args, 2, NULL, 0, loc);
+        }
+    ir_emit(f, sr, OP_YIELD, NULL, 0, NULL, 0, loc);
+    for (int i = 0, k = 0; i < n; i++)
+        if (tl->taped[i]) {
+            vals[i] = regs[k++];
+            name_after(ad, vals[i], "", car[i]);
+        }
+    /* reverse: iteration cur, from the registers */
+    int ii = adj_tape_sweep(ad, reg, in, tl, act, dres, dcar, L, rv[RV_REVERSE], cur, true, vals);
+    const Inst *inner = &reg->insts.v[ii];
+    Slots y = slots_new(ad, nact + ntap + 1 + L.n);
+    for (int q = 0; q < nact; q++)
+        y.args[y.na++] = inner->res[q];
+    for (int i = 0; i < n; i++)
+        if (tl->taped[i])
+            y.args[y.na++] = vals[i];
+    y.args[y.na++] = cur;
+    for (int q = 0; q < L.n; q++)
+        y.args[y.na++] = inner->res[nact + q];
+    ir_emit(f, reg, OP_BARRIER, NULL, 0, NULL, 0, loc);
+    ir_emit(f, reg, OP_YIELD, y.args, y.na, NULL, 0, loc);
+    return idx;
+}
+
 /* A taped loop (ad_tape.c): the adjoint loop runs backwards over the
  * iterations, t = trips - 1 .. 0, reading each iteration's carried values
  * back from the tape the primal sweep wrote, recomputing the body from
@@ -1909,8 +2095,10 @@ static void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
     ir_emit(f, bb, OP_BARRIER, NULL, 0, NULL, 0, loc);
     Block *ob = bb;
     int idx;
-    if (!tl->ckpt) {
-        idx = adj_tape_sweep(ad, bb, in, tl, act, dres, dinit, L, trips, 0, false);
+    if (tl->revolve) {
+        idx = adj_revolve(ad, bb, in, tl, act, dres, dinit, L);
+    } else if (!tl->ckpt) {
+        idx = adj_tape_sweep(ad, bb, in, tl, act, dres, dinit, L, trips, 0, false, NULL);
     } else {
         /* segments sgi = nseg - 1 .. 0 of k iterations: t0 = sgi * k, len = min(trips - t0, k) */
         ValId k = tape_seg_len(ad, bb, trips, loc), one = ir_const_int(f, bb, it, 1, loc);
@@ -1923,7 +2111,7 @@ static void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
         ValId len = ir_op2(f, oreg, OP_MINIMUM, it, ir_op2(f, oreg, OP_SUB, it, trips, t0, loc), k, loc);
         tape_recompute_segment(ad, oreg, in, tl, k, sgi, t0, len);
         ir_emit(f, oreg, OP_BARRIER, NULL, 0, NULL, 0, loc);
-        int ii = adj_tape_sweep(ad, oreg, in, tl, act, dres, dinit, L, len, t0, true);
+        int ii = adj_tape_sweep(ad, oreg, in, tl, act, dres, dinit, L, len, t0, true, NULL);
         const Inst *inner = &oreg->insts.v[ii];
         Slots y = slots_new(ad, nact + L.n);
         for (int q = 0; q < nact + L.n; q++)

@@ -31,6 +31,7 @@
  *   d(m0) += the loop's dm
  */
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kad_int.h"
@@ -312,6 +313,7 @@ bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear)
     tl.trips = tape_expr_new(ad->a, TX_CDIV, 0, span, tape_expr_new(ad->a, TX_CONST, down ? -st->ival : st->ival, NULL, NULL));
     tl.what = what.len ? buf_str(&what) : "";
     tl.ckpt = ad->spec->tape_budget > 0; /* a budget: every taped `for` is checkpointed */
+    tl.revolve = tl.ckpt && !tape_expr_has_pid(tl.trips); /* else two-level: trips differ by program */
     names_of(ad, &tl, body, 1);
     vec_push(ad->a, ad->tapes, tl);
     return true;
@@ -659,6 +661,8 @@ bool tape_elems(const Func *f, int j, const int64_t *iargs, const int64_t grid[3
     }
     if (trips < 0)
         trips = 0;
+    if (t->revolve) /* the plan's head and the slots revolve_fit chose */
+        return tape_revolve_of(f, j, iargs, grid, out, NULL, NULL, NULL, d);
     if (t->ckpt) /* 2 * ceil(sqrt(trips)) slots: one segment and its checkpoints */
         trips = 2 * ceil_sqrt(trips);
     if (__builtin_mul_overflow(trips, grid[0], &n) || __builtin_mul_overflow(n, grid[1], &n) ||
@@ -688,6 +692,15 @@ const char *tape_describe(Arena *a, const Func *f, int j, const char *lname)
                        "flag and the launch fails instead of returning gradients), so (%d + %lld * capacity * "
                        "programs) * %lld bytes",
                    trips, t->bound ? t->bound : "a bound", KAD_TAPE_HEAD, (long long)t->slot, (long long)esz);
+    else if (t->revolve)
+        buf_printf(&b, "trips = %s, checkpointed under the tape budget of %lld bytes by binomial checkpointing "
+                       "(revolve): per launch the host picks the most checkpoint slots s <= trips whose tape fits "
+                       "this loop's share of the budget (an equal share per checkpointed loop) and t, the smallest "
+                       "with C(s + t, s) >= trips; the tape holds the plan (1 + 5 * rows elements: rows of restore, "
+                       "advance, store, reverse, which the adjoint sweep interprets in order from the loop's "
+                       "initial values) and s slots per program, so (1 + 5 * rows) * %lld + %lld * s * programs "
+                       "bytes",
+                   trips, (long long)t->budget, (long long)esz, (long long)(t->slot * esz));
     else if (t->ckpt)
         buf_printf(&b, "trips = %s, checkpointed under the tape budget of %lld bytes: with k = ceil(sqrt(trips)), "
                        "the primal sweep records the carried values of every k-th iteration (ceil(trips / k) <= k "
@@ -702,9 +715,16 @@ const char *tape_describe(Arena *a, const Func *f, int j, const char *lname)
         buf_printf(&b, " Recomputed from the iteration number, not taped: %s.", t->recomputed);
     if (t->linear)
         buf_printf(&b, " Linear accumulators (constant adjoint, no tape): %s.", t->linear);
-    if (t->ckpt)
+    if (t->revolve)
+        buf_printf(&b, " Recompute factor at most t + 2 (the loop body runs once in the primal sweep, at most t "
+                       "times per iteration in the plan's advances, once in the adjoint loop); `kad revolve TRIPS "
+                       "--programs N --slot-bytes %lld --budget BYTES` and the launcher's `.revolve` list give "
+                       "s, t, the rows, the iterations recomputed and the bytes of a launch.",
+                   (long long)(t->slot * esz));
+    else if (t->ckpt)
         buf_printf(&b, " Recompute factor 2 (the loop body runs once in the primal sweep, once more per segment "
-                       "from its checkpoint, once in the adjoint loop; two-level checkpointing, not revolve).");
+                       "from its checkpoint, once in the adjoint loop; two-level checkpointing: the trip count "
+                       "depends on the program id, so no single revolve plan serves every program).");
     else
         buf_printf(&b, " Recompute factor 1 (the loop body runs once in the primal sweep and once in the "
                        "adjoint loop; no checkpointing).");
@@ -720,4 +740,307 @@ const char *tape_report(Arena *a, const Func *f)
     for (int j = 0; j < f->tapes.n; j++)
         buf_printf(&b, "%s\n", tape_describe(a, f, j, "the launcher (or interp_run)"));
     return buf_str(&b);
+}
+
+/* ------------------------------------------------------------------ */
+/* Revolve: binomial checkpointing under a tape budget                 */
+/* ------------------------------------------------------------------ */
+
+int64_t revolve_beta(int64_t s, int64_t t)
+{
+    if (s < 0 || t < 0)
+        return 0;
+    int64_t k = s < t ? s : t, n = s + t, b = 1; /* C(n, k), k = min(s, t): b = C(n - k + i, i) */
+    for (int64_t i = 1; i <= k; i++) {
+        int64_t m;
+        if (__builtin_mul_overflow(b, n - k + i, &m))
+            return INT64_MAX;
+        b = m / i; /* exact: C(n - k + i, i) = C(n - k + i - 1, i - 1) * (n - k + i) / i */
+    }
+    return b;
+}
+
+int64_t revolve_reps(int64_t trips, int64_t s)
+{
+    int64_t t = 0, b = 1; /* b = C(s + t, t) */
+    while (b < trips) {
+        t++;
+        int64_t m;
+        if (__builtin_mul_overflow(b, s + t, &m))
+            return t;
+        b = m / t;
+    }
+    return t;
+}
+
+/* A range of the plan still to reverse: iterations p .. p + l - 1, the
+ * values at iteration p in slot c, slots c .. c + s - 1 its own, each
+ * iteration advanced at most t more times. */
+typedef struct RvFrame {
+    int64_t p, l, s, t, c;
+} RvFrame;
+
+typedef struct RvOut {
+    int32_t *out;
+    int64_t n, adv, cur; /* rows, iterations advanced, the registers' iteration */
+    int32_t row[RV_FIELDS]; /* the row being filled */
+    int phase;              /* its last field's phase (restore 0, advance 1, store 2, reverse 3), -1: empty */
+} RvOut;
+
+static void rv_flush(RvOut *o)
+{
+    if (o->phase < 0)
+        return;
+    if (o->out)
+        memcpy(o->out + RV_FIELDS * o->n, o->row, sizeof o->row);
+    o->n++;
+    o->phase = -1;
+    o->row[RV_RESTORE] = o->row[RV_STORE] = -1;
+    o->row[RV_AT] = o->row[RV_ADVANCE] = o->row[RV_REVERSE] = 0;
+}
+
+/* One action (phase 0 restore slot a at iteration b, 1 advance a, 2
+ * store to slot a, 3 reverse): into the row being filled when it comes
+ * after that row's last action, else into a new row. */
+static void rv_act(RvOut *o, int phase, int64_t a, int64_t b)
+{
+    if (o->phase >= phase)
+        rv_flush(o);
+    o->phase = phase;
+    if (phase == 0) {
+        o->row[RV_RESTORE] = (int32_t)a;
+        o->row[RV_AT] = (int32_t)b;
+        o->cur = b;
+    } else if (phase == 1) {
+        o->row[RV_ADVANCE] = (int32_t)a;
+        o->adv += a;
+        o->cur += a;
+    } else if (phase == 2) {
+        o->row[RV_STORE] = (int32_t)a;
+    } else {
+        o->row[RV_REVERSE] = 1;
+    }
+}
+
+/* The registers at iteration p, restored from slot c unless they are there. */
+static void rv_at(RvOut *o, int64_t p, int64_t c)
+{
+    if (o->cur != p)
+        rv_act(o, 0, c, p);
+}
+
+int64_t revolve_plan(int64_t trips, int64_t s, int32_t *out, int64_t *advanced)
+{
+    RvOut o = {.out = out, .phase = -1, .row = {[RV_RESTORE] = -1, [RV_STORE] = -1}};
+    if (trips <= 0 || s < 1) {
+        if (advanced)
+            *advanced = 0;
+        return 0;
+    }
+    int64_t t = revolve_reps(trips, s), cap = s + t + 4;
+    RvFrame *st = malloc(sizeof *st * (size_t)cap);
+    if (!st)
+        return -1;
+    int64_t n = 0;
+    rv_act(&o, 2, 0, 0); /* slot 0: the initial values */
+    st[n++] = (RvFrame){0, trips, s, t, 0};
+    while (n > 0) {
+        RvFrame f = st[--n];
+        if (f.l <= 0)
+            continue;
+        if (f.l == 1) { /* reverse iteration p */
+            rv_at(&o, f.p, f.c);
+            rv_act(&o, 3, 0, 0);
+        } else if (f.s == 1) { /* one slot: advance from it to each iteration, last first (l <= t + 1) */
+            for (int64_t q = f.l - 1; q >= 0; q--) {
+                rv_at(&o, f.p, f.c);
+                if (q)
+                    rv_act(&o, 1, q, 0);
+                rv_act(&o, 3, 0, 0);
+            }
+        } else { /* advance m, checkpoint there; the right part with s - 1 slots, then the left with t - 1 */
+            int64_t right = revolve_beta(f.s - 1, f.t), m = f.l - (right < f.l - 1 ? right : f.l - 1);
+            rv_at(&o, f.p, f.c);
+            rv_act(&o, 1, m, 0);
+            rv_act(&o, 2, f.c + 1, 0);
+            st[n++] = (RvFrame){f.p, m, f.s, f.t - 1, f.c};
+            st[n++] = (RvFrame){f.p + m, f.l - m, f.s - 1, f.t, f.c + 1};
+        }
+    }
+    rv_flush(&o);
+    free(st);
+    if (advanced)
+        *advanced = o.adv;
+    return o.n;
+}
+
+bool revolve_fit(int64_t trips, int64_t programs, int64_t slot_bytes, int64_t esz, int64_t budget, int64_t *s,
+                 int64_t *rows)
+{
+    *s = 0;
+    *rows = 0;
+    if (trips <= 0 || programs <= 0) /* no iteration or no program: the head alone */
+        return esz <= budget;
+    int64_t per = 0;
+    if (__builtin_mul_overflow(programs, slot_bytes, &per) || per <= 0)
+        return false;
+    int64_t k = budget / per < trips ? budget / per : trips;
+    while (k >= 1) {
+        int64_t r = revolve_plan(trips, k, NULL, NULL), bytes = 0;
+        if (r < 0)
+            return false;
+        if (__builtin_mul_overflow(r, RV_FIELDS * esz, &bytes) || __builtin_add_overflow(bytes, esz + k * per, &bytes))
+            bytes = INT64_MAX;
+        if (bytes <= budget) { /* then one more slot while it fits (the jump below may overshoot) */
+            *s = k;
+            *rows = r;
+            while (*s < trips) {
+                r = revolve_plan(trips, *s + 1, NULL, NULL);
+                if (r < 0 || __builtin_mul_overflow(r, RV_FIELDS * esz, &bytes) ||
+                    __builtin_add_overflow(bytes, esz + (*s + 1) * per, &bytes) || bytes > budget)
+                    break;
+                *rows = r;
+                ++*s;
+            }
+            return true;
+        }
+        int64_t over = bytes - budget, dec = over / per + (over % per != 0);
+        k = k > 1 && k - dec < 1 ? 1 : k - (dec > 1 ? dec : 1); /* never past one slot untried */
+    }
+    return false;
+}
+
+const char *tape_revolve_helpers(void)
+{
+    return "\n"
+           "    # revolve (binomial checkpointing): the plan the backward interprets, as kad's revolve_plan\n"
+           "    def _kad_revolve_beta(s, t):\n"
+           "        return math.comb(s + t, s)\n\n"
+           "    def _kad_revolve_plan(trips, s):\n"
+           "        # rows (restore slot or -1, at, advance, store slot or -1, reverse): actions in that order\n"
+           "        rows, row, st = [], [], [0, -1]  # st: the registers' iteration, the row's last phase\n"
+           "        if trips <= 0 or s < 1:\n"
+           "            return rows\n"
+           "        t = 0\n"
+           "        while _kad_revolve_beta(s, t) < trips:\n"
+           "            t += 1\n\n"
+           "        def act(phase, a, b):\n"
+           "            if st[1] >= phase:\n"
+           "                rows.append(tuple(row))\n"
+           "            if st[1] >= phase or not row:\n"
+           "                row[:] = [-1, 0, 0, -1, 0]\n"
+           "            st[1] = phase\n"
+           "            if phase == 0:\n"
+           "                row[0], row[1], st[0] = a, b, b\n"
+           "            elif phase == 1:\n"
+           "                row[2] = a\n"
+           "                st[0] += a\n"
+           "            elif phase == 2:\n"
+           "                row[3] = a\n"
+           "            else:\n"
+           "                row[4] = 1\n\n"
+           "        def at(p, c):\n"
+           "            if st[0] != p:\n"
+           "                act(0, c, p)\n\n"
+           "        act(2, 0, 0)\n"
+           "        stack = [(0, trips, s, t, 0)]\n"
+           "        while stack:\n"
+           "            p, l, s1, t1, c = stack.pop()\n"
+           "            if l <= 0:\n"
+           "                continue\n"
+           "            if l == 1:\n"
+           "                at(p, c)\n"
+           "                act(3, 0, 0)\n"
+           "            elif s1 == 1:\n"
+           "                for q in range(l - 1, -1, -1):\n"
+           "                    at(p, c)\n"
+           "                    if q:\n"
+           "                        act(1, q, 0)\n"
+           "                    act(3, 0, 0)\n"
+           "            else:\n"
+           "                m = l - min(_kad_revolve_beta(s1 - 1, t1), l - 1)\n"
+           "                at(p, c)\n"
+           "                act(1, m, 0)\n"
+           "                act(2, c + 1, 0)\n"
+           "                stack.append((p, m, s1, t1 - 1, c))\n"
+           "                stack.append((p + m, l - m, s1 - 1, t1, c + 1))\n"
+           "        rows.append(tuple(row))\n"
+           "        return rows\n\n"
+           "    def _kad_revolve_fit(trips, programs, slot_bytes, esz, budget):\n"
+           "        if trips <= 0 or programs <= 0:\n"
+           "            return (0, []) if esz <= budget else None\n"
+           "        per = programs * slot_bytes\n"
+           "        k = min(budget // per, trips)\n"
+           "        while k >= 1:\n"
+           "            plan = _kad_revolve_plan(trips, k)\n"
+           "            nbytes = (1 + 5 * len(plan)) * esz + k * per\n"
+           "            if nbytes <= budget:\n"
+           "                while k < trips:  # one more slot while it fits (the jump below may overshoot)\n"
+           "                    more = _kad_revolve_plan(trips, k + 1)\n"
+           "                    if (1 + 5 * len(more)) * esz + (k + 1) * per > budget:\n"
+           "                        break\n"
+           "                    k, plan = k + 1, more\n"
+           "                return k, plan\n"
+           "            k = 1 if k > 1 and k - -(-(nbytes - budget) // per) < 1 else k - max(1, -(-(nbytes - budget) // per))\n"
+           "        return None\n\n";
+}
+
+/* The share of the budget of each checkpointed tape of f. */
+static int64_t tape_share(const Func *f)
+{
+    int64_t n = 0, budget = 0;
+    for (int j = 0; j < f->tapes.n; j++)
+        if (f->tapes.v[j].ckpt) {
+            n++;
+            budget = f->tapes.v[j].budget;
+        }
+    return n ? budget / n : 0;
+}
+
+/* The largest value a revolve tape's elements represent exactly. */
+static int64_t exact_int(const Func *f, const FuncTape *t)
+{
+    return ir_type(f, t->param).elem == DT_F64 ? (int64_t)1 << 53 : (int64_t)1 << 24;
+}
+
+bool tape_revolve_of(const Func *f, int j, const int64_t *iargs, const int64_t grid[3], int64_t *elems,
+                     int64_t *slots, int64_t *nrows, int32_t **plan, Diags *d)
+{
+    const FuncTape *t = &f->tapes.v[j];
+    int64_t esz = ir_type(f, t->param).elem == DT_F64 ? 8 : 4, lo = 0, trips = 0, programs = 0, s = 0, rows = 0;
+    if (!tape_expr_bound(t->trips, iargs, grid, &lo, &trips)) {
+        diag_error(d, t->loc, "cannot compute the trip count of this loop for its tape (a division by zero or "
+                              "an overflow)");
+        return false;
+    }
+    trips = trips < 0 ? 0 : trips;
+    if (__builtin_mul_overflow(grid[0], grid[1], &programs) || __builtin_mul_overflow(programs, grid[2], &programs) ||
+        trips >= exact_int(f, t)) {
+        diag_error(d, t->loc, "this loop runs too many iterations (%lld) for a revolve plan", (long long)trips);
+        return false;
+    }
+    int64_t share = tape_share(f);
+    if (!revolve_fit(trips, programs, t->slot * esz, esz, share, &s, &rows) || RV_FIELDS * rows >= exact_int(f, t)) {
+        int64_t one = (1 + RV_FIELDS * (trips > 0 ? revolve_plan(trips, 1, NULL, NULL) : 0)) * esz + programs * t->slot * esz;
+        diag_error(d, t->loc, "this launch needs %lld bytes of tape even with revolve (one checkpoint slot and the "
+                              "plan), above the tape budget's share of this loop, %lld bytes",
+                   (long long)one, (long long)share);
+        return false;
+    }
+    if (elems)
+        *elems = 1 + RV_FIELDS * rows + s * programs * t->slot;
+    if (slots)
+        *slots = s;
+    if (nrows)
+        *nrows = rows;
+    if (plan) {
+        *plan = malloc(sizeof **plan * (size_t)(RV_FIELDS * rows + 1));
+        if (!*plan || revolve_plan(trips, s, *plan, NULL) != rows) {
+            free(*plan);
+            *plan = NULL;
+            diag_error(d, t->loc, "out of memory for the revolve plan of this loop");
+            return false;
+        }
+    }
+    return true;
 }

@@ -602,7 +602,7 @@ static int64_t tape_budget_of(const Func *bwd)
  * arguments after the flags, sized from the loops' trip counts for this
  * launch (uninitialized: the backward writes each element before it reads
  * it). */
-static void print_tapes(Buf *out, Arena *a, const Func *bwd)
+static void print_tapes(Buf *out, Arena *a, const Func *bwd, const char *lname)
 {
     if (!bwd->tapes.n)
         return;
@@ -639,9 +639,18 @@ static void print_tapes(Buf *out, Arena *a, const Func *bwd)
                       "        return q if (x < 0) == (y < 0) else -q\n\n"
                       "    def _kad_trem(x, y):\n"
                       "        return x - _kad_tdiv(x, y) * y\n\n");
-    int64_t budget = tape_budget_of(bwd);
+    int64_t budget = tape_budget_of(bwd), nck = 0;
+    bool revolve = false;
+    for (int j = 0; j < bwd->tapes.n; j++) {
+        nck += bwd->tapes.v[j].ckpt;
+        revolve |= bwd->tapes.v[j].revolve;
+    }
     if (budget)
         buf_puts(out, "    import math\n    _tapes_from = len(args)\n");
+    if (revolve) {
+        buf_puts(out, tape_revolve_helpers());
+        buf_puts(out, "    _kad_rv = []  # this launch's revolve schedules, for the caller\n");
+    }
     for (int j = 0; j < bwd->tapes.n; j++) {
         const FuncTape *t = &bwd->tapes.v[j];
         Type pt = ir_type(bwd, t->param);
@@ -653,6 +662,38 @@ static void print_tapes(Buf *out, Arena *a, const Func *bwd)
                        KAD_TAPE_HEAD, (long long)t->slot, pt.elem == DT_F64 ? "float64" : "float32");
             buf_printf(out, "    args[-1][:%d].zero_()\n    _kad_bounded.append((args[-1], %d, _trips))\n",
                        KAD_TAPE_HEAD, t->loc.line);
+        } else if (t->revolve) { /* revolve: the plan's head, then the slots revolve_fit chose */
+            const char *dt = pt.elem == DT_F64 ? "float64" : "float32";
+            int64_t esz = pt.elem == DT_F64 ? 8 : 4, share = budget / (nck ? nck : 1);
+            buf_printf(out, "    _np = _tg[0] * _tg[1] * _tg[2]\n"
+                            "    _key = (%d, _trips, _np, _dev)  # a plan per launch shape, cached on the launcher\n"
+                            "    _hit = %s.__dict__.setdefault(\"_kad_plans\", {}).get(_key)\n"
+                            "    if _hit is None:\n"
+                            "        _fit = _kad_revolve_fit(_trips, _np, %lld, %lld, %lld)  # this loop's share of the budget\n"
+                            "        if _fit is None:\n"
+                            "            _one = (1 + 5 * len(_kad_revolve_plan(_trips, 1))) * %lld + _np * %lld\n"
+                            "            raise RuntimeError(f\"kad: this launch needs {_one} bytes of tape even with revolve (one "
+                            "checkpoint slot and the plan), above the tape budget's share of the loop at line %d, %lld "
+                            "bytes\")\n"
+                            "        _s, _plan = _fit\n"
+                            "        if max(_trips, 5 * len(_plan)) >= 2 ** %d:\n"
+                            "            raise RuntimeError(\"kad: the loop at line %d runs too many iterations for a revolve "
+                            "plan\")\n"
+                            "        _t = 0\n"
+                            "        while math.comb(_s + _t, _s) < _trips:\n"
+                            "            _t += 1\n"
+                            "        _head = torch.tensor([len(_plan)] + [v for r in _plan for v in r], dtype=torch.%s, "
+                            "device=_dev)\n"
+                            "        _hit = (_s, _head, {\"line\": %d, \"trips\": _trips, \"slots\": _s, \"t\": _t, \"rows\": "
+                            "len(_plan), \"recomputed\": sum(r[2] for r in _plan), \"bytes\": (_head.numel() "
+                            "+ _s * _np * %lld) * %lld})\n"
+                            "        %s._kad_plans[_key] = _hit\n"
+                            "    args.append(torch.empty(_hit[1].numel() + _hit[0] * _np * %lld, dtype=torch.%s, device=_dev))\n"
+                            "    args[-1][:_hit[1].numel()].copy_(_hit[1])\n"
+                            "    _kad_rv.append(_hit[2])\n",
+                       t->loc.line, lname, (long long)(t->slot * esz), (long long)esz, (long long)share, (long long)esz,
+                       (long long)(t->slot * esz), t->loc.line, (long long)share, esz == 8 ? 53 : 24, t->loc.line, dt,
+                       t->loc.line, (long long)t->slot, (long long)esz, lname, (long long)t->slot, dt);
         } else {
             if (t->ckpt) /* checkpointed: one segment and its checkpoints, 2 * ceil(sqrt(trips)) slots */
                 buf_puts(out, "    _trips = 2 * (math.isqrt(_trips - 1) + 1) if _trips > 0 else 0\n");
@@ -661,6 +702,8 @@ static void print_tapes(Buf *out, Arena *a, const Func *bwd)
                        (long long)t->slot, pt.elem == DT_F64 ? "float64" : "float32");
         }
     }
+    if (revolve)
+        buf_printf(out, "    %s.revolve = _kad_rv\n", lname);
     if (budget)
         buf_printf(out, "    _tape_bytes = sum(t.numel() * t.element_size() for t in args[_tapes_from:])\n"
                         "    if _tape_bytes > %lld:\n"
@@ -976,7 +1019,7 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
             buf_printf(&call, "%s%s", call.len ? ", " : "", bwd->consts.v[o[k].i].value);
     }
     int at0 = nargs - (func_nargs(bwd) - nfwd);
-    print_tapes(out, a, bwd);
+    print_tapes(out, a, bwd, lname);
     if (bwd->fold) {
         buf_puts(out, "    d_in = [");
         for (int j = 0; j < bwd->fold->n; j++)

@@ -1821,6 +1821,26 @@ static void run_grid(Interp *S, const XBlock *body)
             }
 }
 
+/* Writes the plan of f's revolve tape j (revolve_plan: its rows, then RV_FIELDS elements per row) into the head of
+ * its buffer (elements of esz bytes) as exact floats. */
+static bool revolve_head(const Func *f, int j, const int64_t *iargs, const int64_t grid[3], void *buf,
+                         int64_t esz, Diags *d)
+{
+    int32_t *plan = NULL;
+    int64_t rows = 0;
+    if (!tape_revolve_of(f, j, iargs, grid, NULL, NULL, &rows, &plan, d))
+        return false;
+    for (int64_t k = 0; k <= RV_FIELDS * rows; k++) {
+        double v = k ? plan[k - 1] : (double)rows;
+        if (esz == 8)
+            ((double *)buf)[k] = v;
+        else
+            ((float *)buf)[k] = (float)v;
+    }
+    free(plan);
+    return true;
+}
+
 bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs,
                 InterpMode mode, Diags *d)
 {
@@ -1876,6 +1896,8 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
                 diag_error(d, f->tapes.v[j].loc, "interpreter: out of memory for the tape of this loop");
                 ok = false;
             }
+            if (ok && f->tapes.v[j].revolve) /* the plan's head: its rows, then (kind, a, b) each */
+                ok = revolve_head(f, j, iargs, grid, tapes[j], esz, d);
             ext[nc + f->flags.n + j] = (InterpArg){.data = tapes[j], .nbytes = n * esz};
         }
     }

@@ -669,7 +669,7 @@ void ir_print(Buf *b, const Func *f)
         if (f->tapes.v[j].bounded)
             buf_puts(b, " bounded");
         if (f->tapes.v[j].ckpt)
-            buf_printf(b, " checkpointed %lld", (long long)f->tapes.v[j].budget);
+            buf_printf(b, " checkpointed %lld%s", (long long)f->tapes.v[j].budget, f->tapes.v[j].revolve ? " revolve" : "");
         if (j + 1 == f->tapes.n)
             buf_putc(b, ')');
     }

@@ -1249,6 +1249,10 @@ static void parse_tapes(P *p)
             Tok bgt = expect(p, P_INT, "the tape budget in bytes");
             t.ckpt = true;
             t.budget = bgt.ival;
+            if (at_id(p, "revolve")) { /* binomial checkpointing: a plan in the tape's head */
+                next(p);
+                t.revolve = true;
+            }
         }
         vec_push(p->a, f->tapes, t);
     } while (accept(p, P_COMMA));

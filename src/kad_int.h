@@ -1264,6 +1264,11 @@ typedef struct FuncTape {
                             * 2 * ceil(sqrt(trips)) slots per program */
     int64_t budget;        /* the tape budget in bytes per launch (0: none); the host refuses a
                             * launch whose tapes exceed it */
+    bool revolve;          /* ckpt by binomial checkpointing (trips not depending on the program
+                            * id): the tape starts with a plan's head (1 + 5 * rows elements: the
+                            * rows, then RV_FIELDS each, as exact floats, revolve_plan), then
+                            * s slots per program (revolve_fit, the budget shared equally among
+                            * f's checkpointed tapes) */
 } FuncTape;
 /* The description of f's tape j (header and `kad grad --report`): what is
  * taped, its bytes, trip count or capacity, what is recomputed, the
@@ -1450,6 +1455,8 @@ typedef struct TapeLoop {
     const char *recomputed, *linear_names; /* names for the report, or NULL */
     bool ckpt;               /* checkpointed (AdSpec.tape_budget): segments of k = ceil(sqrt(trips)) */
     ValId kv;                /* bw (ckpt): the latest primal copy's segment length */
+    bool revolve;            /* ckpt by binomial checkpointing (a plan in the tape's head) */
+    ValId headv;             /* bw (revolve): the elements before the slots (1 + RV_FIELDS * rows), i64 */
 } TapeLoop;
 /* The default capacity of a `while` loop's tape when kad finds no bound
  * (AdSpec.while_cap overrides it). */
@@ -1487,6 +1494,46 @@ const char *tape_host_helpers(void);
 /* The number of elements of f's tape j for a launch (0 when the loop
  * runs no iteration); false after a located error in d. */
 bool tape_elems(const Func *f, int j, const int64_t *iargs, const int64_t grid[3], int64_t *out, Diags *d);
+/* Binomial checkpointing (revolve) of a taped `for` loop under a tape
+ * budget (docs/AD.md, "Bounded memory").  A plan is a list of rows of
+ * RV_FIELDS int32 the backward kernel interprets in order, with the
+ * loop's carried values in registers at iteration `cur` (0 and the loop's
+ * initial values at the start); a row does, in this order: */
+enum {
+    RV_RESTORE = 0, /* >= 0: load the registers from this slot, which holds iteration RV_AT: cur = RV_AT */
+    RV_AT = 1,
+    RV_ADVANCE = 2, /* run the body this many times from cur (recomputing), cur += it */
+    RV_STORE = 3,   /* >= 0: store the registers to this slot */
+    RV_REVERSE = 4, /* 1: the adjoint of iteration cur (its body recomputed from the registers) */
+    RV_FIELDS = 5
+};
+/* C(s + t, s): the most iterations s checkpoint slots reverse with each
+ * iteration advanced at most t times (saturates at INT64_MAX). */
+int64_t revolve_beta(int64_t s, int64_t t);
+/* The smallest t with revolve_beta(s, t) >= trips (s >= 1). */
+int64_t revolve_reps(int64_t trips, int64_t s);
+/* The plan reversing iterations trips - 1 .. 0 (each exactly once, in
+ * that order) with s >= 1 slots (slot 0: the initial values) and
+ * t = revolve_reps(trips, s): its rows written to out (RV_FIELDS int32 each) when
+ * out is not NULL; returns the number of rows, *advanced the iterations
+ * the plan recomputes (may be NULL); -1 when out of memory. */
+int64_t revolve_plan(int64_t trips, int64_t s, int32_t *out, int64_t *advanced);
+/* Revolve's choice for a launch: the most slots s <= trips whose tape
+ * (the plan's head, 1 + RV_FIELDS * rows elements of esz bytes, then s slots of
+ * slot_bytes per program) fits in budget bytes; false when even one slot
+ * does not (or out of memory).  *rows: the plan's rows. */
+bool revolve_fit(int64_t trips, int64_t programs, int64_t slot_bytes, int64_t esz, int64_t budget, int64_t *s,
+                 int64_t *rows);
+/* The Python source of the launcher's mirror of revolve_fit and revolve_plan
+ * (_kad_revolve_fit, _kad_revolve_plan): the same plans. */
+const char *tape_revolve_helpers(void);
+/* f's revolve tape j for a launch: its elements (the plan's head: the
+ * number of rows, then the rows, as floats; then s slots per program),
+ * s, its rows, and the plan (malloc'ed, RV_FIELDS * rows int32, the caller frees) when plan
+ * is not NULL; each may be NULL.  Each checkpointed tape of f gets an equal
+ * share of the budget.  False after a located error in d. */
+bool tape_revolve_of(const Func *f, int j, const int64_t *iargs, const int64_t grid[3], int64_t *elems,
+                     int64_t *slots, int64_t *nrows, int32_t **plan, Diags *d);
 
 /* ------------------------------------------------------------------ */
 /* ad_analysis.c: what AD differentiates and what it refuses            */

@@ -76,6 +76,8 @@ static const char usage[] =
     "      the kernel file's own package root comes first)\n"
     "  kad ast FILE.py\n"
     "      print the syntax tree of a kernel file\n"
+    "  kad revolve TRIPS SLOTS [--plan] | kad revolve TRIPS --programs N --slot-bytes B --budget BYTES [--plan]\n"
+    "      the revolve schedule of a loop under a tape budget: slots, t, rows, iterations recomputed\n"
     "  kad builtins\n"
     "      the names of triton.language kad knows: NAME supported|refused AD-class (docs/LANGUAGE.md)\n"
     "  kad version\n";
@@ -619,6 +621,76 @@ static int cmd_ad(int argc, char **argv, bool check, bool jvp)
     return rc;
 }
 
+/* kad revolve TRIPS SLOTS [--plan] | kad revolve TRIPS --programs N --slot-bytes B --budget BYTES [--esz 4|8]
+ * [--plan]: the revolve schedule (docs/AD.md, "Bounded memory"): s, t, rows, iterations recomputed,
+ * bytes; --plan prints the rows. */
+static int cmd_revolve(int argc, char **argv)
+{
+    long long trips = -1, s = 0, programs = 0, slot_bytes = 0, budget = 0, esz = 4;
+    bool plan = false;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        bool has = i + 1 < argc;
+        if (!strcmp(a, "--plan"))
+            plan = true;
+        else if (!strcmp(a, "--programs") && has)
+            programs = strtoll(argv[++i], NULL, 10);
+        else if (!strcmp(a, "--slot-bytes") && has)
+            slot_bytes = strtoll(argv[++i], NULL, 10);
+        else if (!strcmp(a, "--budget") && has)
+            budget = strtoll(argv[++i], NULL, 10);
+        else if (!strcmp(a, "--esz") && has)
+            esz = strtoll(argv[++i], NULL, 10);
+        else if (trips < 0)
+            trips = strtoll(a, NULL, 10);
+        else
+            s = strtoll(a, NULL, 10);
+    }
+    if (trips < 0 || trips > INT32_MAX || (esz != 4 && esz != 8) ||
+        (s < 1 && (programs < 1 || slot_bytes < 1 || budget < 1))) {
+        fputs("usage: kad revolve TRIPS SLOTS [--plan]\n"
+              "       kad revolve TRIPS --programs N --slot-bytes B --budget BYTES [--esz 4|8] [--plan]\n",
+              stderr);
+        return 1;
+    }
+    int64_t rows = 0, adv = 0;
+    if (s < 1) {
+        int64_t fs = 0;
+        if (!revolve_fit(trips, programs, slot_bytes, esz, budget, &fs, &rows)) {
+            fprintf(stderr, "kad revolve: even one checkpoint slot and the plan exceed %lld bytes\n", budget);
+            return 1;
+        }
+        s = fs;
+    }
+    rows = revolve_plan(trips, s, NULL, &adv);
+    int32_t *p = malloc(sizeof *p * (size_t)(RV_FIELDS * rows + 1));
+    if (rows < 0 || !p || revolve_plan(trips, s, p, NULL) != rows) {
+        free(p);
+        fputs("kad revolve: out of memory\n", stderr);
+        return 1;
+    }
+    long long t = trips > 0 ? revolve_reps(trips, s) : 0;
+    printf("trips %lld slots %lld t %lld rows %lld recomputed %lld", trips, s, t, (long long)rows, (long long)adv);
+    if (programs > 0 && slot_bytes > 0)
+        printf(" bytes %lld", (long long)((1 + RV_FIELDS * rows) * esz + s * programs * slot_bytes));
+    printf("\n");
+    for (int64_t r = 0; plan && r < rows; r++) { /* one line per row: its actions in order */
+        const int32_t *w = p + RV_FIELDS * r;
+        const char *sep = "";
+        if (w[RV_RESTORE] >= 0)
+            printf("%srestore %d %d", sep, w[RV_RESTORE], w[RV_AT]), sep = "; ";
+        if (w[RV_ADVANCE])
+            printf("%sadvance %d", sep, w[RV_ADVANCE]), sep = "; ";
+        if (w[RV_STORE] >= 0)
+            printf("%sstore %d", sep, w[RV_STORE]), sep = "; ";
+        if (w[RV_REVERSE])
+            printf("%sreverse", sep);
+        printf("\n");
+    }
+    free(p);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -642,6 +714,8 @@ int main(int argc, char **argv)
         return cmd_access(argc - 2, argv + 2);
     if (!strcmp(cmd, "ast"))
         return cmd_ast(argc - 2, argv + 2);
+    if (!strcmp(cmd, "revolve"))
+        return cmd_revolve(argc - 2, argv + 2);
     if (!strcmp(cmd, "builtins")) {
         Arena *a = arena_new(0);
         if (!a)

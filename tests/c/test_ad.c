@@ -243,10 +243,88 @@ static void test_ad_signature(T *t)
     arena_free(a);
 }
 
+
+/* Simulates revolve_plan(trips, s) with the registers as an iteration
+ * number: every iteration reversed exactly once, last first, each from its
+ * own values; restores only from slots holding what the row says; at most
+ * s slots; at most t = revolve_reps advances of any iteration; the row
+ * count and the recomputed total as revolve_plan reports them. */
+static bool revolve_ok(int64_t trips, int64_t s)
+{
+    int64_t adv = -1, rows = revolve_plan(trips, s, NULL, &adv);
+    int64_t t = revolve_reps(trips, s);
+    int32_t *plan = malloc(sizeof *plan * (size_t)(RV_FIELDS * rows + 1));
+    int64_t *slot = malloc(sizeof *slot * (size_t)(s + 1)), *times = calloc((size_t)trips + 1, sizeof *times);
+    bool ok = plan && slot && times && rows >= 0 && revolve_plan(trips, s, plan, NULL) == rows;
+    ok &= revolve_beta(s, t) >= trips && (t == 0 || revolve_beta(s, t - 1) < trips);
+    for (int64_t j = 0; ok && j <= s; j++)
+        slot[j] = -1;
+    int64_t cur = 0, next = trips - 1, sum = 0;
+    for (int64_t r = 0; ok && r < rows; r++) { /* restore, advance, store, reverse */
+        const int32_t *w = plan + RV_FIELDS * r;
+        ok &= w[RV_RESTORE] >= -1 && w[RV_RESTORE] < s && w[RV_STORE] >= -1 && w[RV_STORE] < s &&
+              w[RV_ADVANCE] >= 0 && (w[RV_REVERSE] == 0 || w[RV_REVERSE] == 1);
+        ok &= w[RV_RESTORE] >= 0 || w[RV_ADVANCE] || w[RV_STORE] >= 0 || w[RV_REVERSE]; /* no empty row */
+        if (!ok)
+            break;
+        if (w[RV_RESTORE] >= 0) {
+            ok &= slot[w[RV_RESTORE]] == w[RV_AT];
+            cur = w[RV_AT];
+        }
+        ok &= cur + w[RV_ADVANCE] <= trips;
+        for (int64_t i = cur; ok && i < cur + w[RV_ADVANCE]; i++)
+            times[i]++;
+        cur += w[RV_ADVANCE];
+        sum += w[RV_ADVANCE];
+        if (w[RV_STORE] >= 0)
+            slot[w[RV_STORE]] = cur;
+        if (w[RV_REVERSE]) {
+            ok &= cur == next; /* the values at the start of the iteration reversed next */
+            next--;
+        }
+    }
+    ok &= next == -1 && sum == adv;
+    for (int64_t i = 0; ok && i < trips; i++)
+        ok &= times[i] <= t;
+    free(plan);
+    free(slot);
+    free(times);
+    return ok;
+}
+
+static void test_ad_revolve_schedule(T *t)
+{
+    CHECK(t, revolve_beta(3, 2) == 10 && revolve_beta(1, 5) == 6 && revolve_beta(4, 0) == 1);
+    CHECK(t, revolve_beta(200, 200) == INT64_MAX);
+    CHECK(t, revolve_reps(64, 10) == 2 && revolve_reps(64, 6) == 3 && revolve_reps(64, 1) == 63);
+    bool all = true;
+    for (int64_t trips = 0; trips <= 70; trips++)
+        for (int64_t s = 1; s <= 12; s++)
+            all &= revolve_ok(trips, s);
+    CHECK(t, all);
+    CHECK(t, revolve_ok(1000, 3) && revolve_ok(1000, 20) && revolve_ok(4096, 64));
+    /* revolve_fit: the most slots whose head and slots fit */
+    int64_t s = 0, rows = 0;
+    CHECK(t, revolve_fit(64, 2, 64, 4, 100000, &s, &rows) && s == 64);
+    int64_t r10 = revolve_plan(64, 10, NULL, NULL), b10 = (1 + RV_FIELDS * r10) * 4 + 10 * 2 * 64;
+    CHECK(t, revolve_fit(64, 2, 64, 4, b10, &s, &rows) && s >= 10 && rows == revolve_plan(64, s, NULL, NULL) &&
+                 (1 + RV_FIELDS * rows) * 4 + s * 2 * 64 <= b10);
+    for (int64_t b = 600; b < 9000; b += 37) { /* whatever it picks fits, and one slot more would not */
+        if (!revolve_fit(64, 2, 64, 4, b, &s, &rows))
+            continue;
+        CHECK(t, (1 + RV_FIELDS * rows) * 4 + s * 2 * 64 <= b && rows == revolve_plan(64, s, NULL, NULL));
+        CHECK(t, s == 64 || (1 + RV_FIELDS * revolve_plan(64, s + 1, NULL, NULL)) * 4 + (s + 1) * 2 * 64 > b);
+    }
+    CHECK(t, !revolve_fit(64, 2, 64, 4, 100, &s, &rows));
+    int64_t b1 = (1 + RV_FIELDS * revolve_plan(64, 1, NULL, NULL)) * 4 + 2 * 64; /* exactly one slot */
+    CHECK(t, revolve_fit(64, 2, 64, 4, b1, &s, &rows) && s == 1 && !revolve_fit(64, 2, 64, 4, b1 - 1, &s, &rows));
+}
+
 static void tests_ad(T *t)
 {
     RUN(t, test_ad_gradients);
     RUN(t, test_ad_mutation_fails);
     RUN(t, test_ad_refusals);
     RUN(t, test_ad_signature);
+    RUN(t, test_ad_revolve_schedule);
 }

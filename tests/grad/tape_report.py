@@ -123,3 +123,18 @@ def ckpt_nested(x_ptr, y_ptr, T, C, BLOCK: tl.constexpr):
             m = tl.maximum(m, tl.load(x_ptr + (t * C + c) * BLOCK + offs) + h)
         h = tl.sin(m)
     tl.store(y_ptr + offs, h)
+
+
+@triton.jit
+def decay_causal(x_ptr, y_ptr, T, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    h = tl.zeros((BLOCK,), tl.float32)
+    for t in range(0, tl.minimum(T, 2 * pid + 3)):
+        h = tl.sin(h) + tl.load(x_ptr + t * BLOCK + offs)
+    tl.store(y_ptr + pid * BLOCK + offs, h)
+
+
+# A trip count that depends on the program id under a budget: two-level checkpointing.
+# RUN: grad %s:decay_causal --report --tape-budget 4096 --sig 'x_ptr=*fp32,y_ptr=*fp32,T=i32,BLOCK=8' --wrt x_ptr --out y_ptr
+# RUN: check %s:decay_causal --tape-budget 4096 --sig 'x_ptr=*fp32,y_ptr=*fp32,T=i32,BLOCK=8' --wrt x_ptr --out y_ptr --grid 3 --shape x_ptr=7x8 --shape y_ptr=3x8 --arg T=7

@@ -12,6 +12,7 @@ trip count that depends on the program id: the host bounds it over the grid).  T
   - the emitted module's launch_K_bwd on Triton itself (its CPU interpreter, or the GPU with
     KAD_TEST_DEVICE=cuda) against the same references.
 """
+import math
 import os
 
 import pytest
@@ -397,41 +398,46 @@ def _rec_check(T, budget, mutate=None):
                           capture_output=True, text=True, cwd=triton_cpu.REPO, env=env)
 
 
-def _ckpt_bytes(T, programs=2, slot_bytes=16 * 4):
-    # a checkpointed tape: 2 * ceil(sqrt(T)) slots per program (one segment and its checkpoints)
-    import math
-    return 2 * (math.isqrt(T - 1) + 1) * programs * slot_bytes
+def _rv_bytes(T, s, programs=2, slot_bytes=16 * 4):
+    # a revolve tape with s slots: the plan's head (1 + 5 * rows fp32, rows from `kad revolve`) and s
+    # slots per program
+    p = triton_cpu.run_kad(["revolve", str(T), str(s)])
+    assert p.returncode == 0, p.stderr
+    rows = int(p.stdout.split()[7])
+    return (1 + 5 * rows) * 4 + s * programs * slot_bytes
 
 
 @pytest.mark.parametrize("T", [1, 2, 5, 9, 10, 64])
 def test_checkpointed_recurrence_kad_check(T):
-    p = _rec_check(T, _ckpt_bytes(T))
+    import math
+    p = _rec_check(T, _rv_bytes(T, max(1, math.isqrt(T))))
     assert p.returncode == 0 and p.stdout.rstrip().endswith("PASS (rtol 1e-06)"), p.stdout + p.stderr
 
 
 def test_checkpointed_recurrence_fails_with_a_broken_rule():
-    p = _rec_check(10, _ckpt_bytes(10), "tape")
+    p = _rec_check(10, _rv_bytes(10, 3), "tape")
     assert p.returncode == 1 and "FAIL" in p.stdout, p.stdout + p.stderr
 
 
 def test_checkpointed_tape_stays_under_the_budget():
-    # T = 64: a full tape would take 64 * 2 * 64 = 8192 bytes; checkpointed it takes 16 slots per
-    # program, 2048 bytes.  interp_run refuses a launch whose tapes exceed the budget, so 2048 passes
-    # and 2047 is refused: the interpreter allocates exactly the checkpointed size.
-    assert _ckpt_bytes(64) == 2048 < 64 * 2 * 64
-    p = _rec_check(64, 2048)
+    # T = 64: a full tape would take 64 * 2 * 64 = 8192 bytes; with one slot per program revolve
+    # needs its plan and 128 bytes.  interp_run refuses a launch whose tape does not fit: exactly
+    # that size passes, one byte less is refused.
+    one = _rv_bytes(64, 1)
+    assert one < 64 * 2 * 64
+    p = _rec_check(64, one)
     assert p.returncode == 0 and p.stdout.rstrip().endswith("PASS (rtol 1e-06)"), p.stdout + p.stderr
-    p = _rec_check(64, 2047)
-    assert p.returncode == 1 and "needs 2048 bytes of tape even with checkpointing, above the tape budget of 2047" \
-        in p.stderr, p.stdout + p.stderr
+    p = _rec_check(64, one - 1)
+    assert p.returncode == 1 and f"needs {one} bytes of tape even with revolve" in p.stderr and \
+        f"share of this loop, {one - 1} bytes" in p.stderr, p.stdout + p.stderr
 
 
 def test_checkpointed_report():
     p = triton_cpu.run_kad(["grad", f"{K}:gated_recurrence", "--sig", REC_SIG, "--wrt", "x_ptr,a_ptr,h0_ptr",
                             "--out", "y_ptr", "--report", "--tape-budget", "4096"])
     assert p.returncode == 0, p.stderr
-    assert "checkpointed under the tape budget of 4096 bytes: with k = ceil(sqrt(trips))" in p.stdout
-    assert "Recompute factor 2" in p.stdout
+    assert "checkpointed under the tape budget of 4096 bytes by binomial checkpointing (revolve)" in p.stdout
+    assert "Recompute factor at most t + 2" in p.stdout
 
 
 def _rec_inputs(T, D=20):
@@ -451,7 +457,7 @@ def test_checkpointed_package_matches_torch():
     (ref_recurrence(*v) * dy).sum().backward()
     want = [t.grad for t in v]
     fn = triton_cpu.corpus_module("tape_loops.py").gated_recurrence
-    k = kad.differentiable(inputs=["x_ptr", "a_ptr", "h0_ptr"], outputs=["y_ptr"], tape_budget=2048)(fn)
+    k = kad.differentiable(inputs=["x_ptr", "a_ptr", "h0_ptr"], outputs=["y_ptr"], tape_budget=4096)(fn)
     t = [u.to(torch.float32).to(DEVICE).requires_grad_(True) for u in (x, a, h0)]
     y = torch.zeros(T, D, device=DEVICE)
     k[(2,)](*t, y, T, D, BLOCK_D=16)
@@ -463,14 +469,14 @@ def test_checkpointed_package_matches_torch():
     t = [u.to(torch.float32).to(DEVICE).requires_grad_(True) for u in (x, a, h0)]
     y = torch.zeros(T, D, device=DEVICE)
     k2[(2,)](*t, y, T, D, BLOCK_D=16)
-    with pytest.raises(Exception, match="above the tape budget of 1000 bytes"):
+    with pytest.raises(Exception, match="above the tape budget's share of (this loop|the loop at line 51), 1000 bytes"):
         y.sum().backward()
 
 
 def test_checkpointed_module_on_triton(tmp_path):
     T, D = 64, 20
     p = triton_cpu.run_kad(["grad", f"{K}:gated_recurrence", "--sig", REC_SIG, "--wrt", "x_ptr,a_ptr,h0_ptr",
-                            "--out", "y_ptr", "--tape-budget", "2048"])
+                            "--out", "y_ptr", "--tape-budget", "4096"])
     assert p.returncode == 0, p.stderr
     path = tmp_path / "rec_ckpt_bwd.py"
     path.write_text(p.stdout)
@@ -496,6 +502,12 @@ def test_checkpointed_module_on_triton(tmp_path):
         bwd.torch = _Torch()
         bwd.launch_gated_recurrence_bwd((2,), *ins, torch.zeros(T, D, device=DEVICE), T, D,
                                         dy.to(torch.float32).to(DEVICE), *d_ins, BLOCK_D=16)
-    assert sizes == [2048], sizes
+    # the tape revolve_fit picks for 4096 bytes (`kad revolve 64 --programs 2 --slot-bytes 64 --budget 4096`)
+    p = triton_cpu.run_kad(["revolve", "64", "--programs", "2", "--slot-bytes", "64", "--budget", "4096"])
+    w = p.stdout.split()
+    s = int(w[3])
+    assert s > 1 and sizes == [_rv_bytes(64, s)] and sizes[0] <= 4096 < 64 * 2 * 64, (p.stdout, sizes)
+    t = next(t for t in range(64) if math.comb(s + t, s) >= 64)
+    assert [(r["slots"], r["t"], r["bytes"]) for r in bwd.launch_gated_recurrence_bwd.revolve] == [(s, t, sizes[0])]
     for got, w in zip(d_ins, v):
         torch.testing.assert_close(got.cpu().double(), w.grad, rtol=1e-4, atol=1e-4)
