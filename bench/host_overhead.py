@@ -1,6 +1,6 @@
 """Host overhead of a @kad.differentiable launch: what kad adds on the host, per call.
 
-    python3 bench/host_overhead.py [--device cpu|cuda] [--iters N] [--profile] [--kernel NAME]
+    python3 bench/host_overhead.py [--device cpu|cuda|stub] [--iters N] [--profile] [--kernel NAME]
 
 Kernels: SwiGLU 64 x 1024 (tests/kernels/swiglu.py: 5 runtime arguments), a matmul with many
 arguments (tests/kernels/matmul.py's JITFunction, 12 runtime arguments and 5 constexprs, fixed
@@ -26,6 +26,13 @@ hand-written Function calls no-ops -- so the figures are kad's host preparation 
 signature, cache lookup, autograd wiring, gradient allocation); "plain fwd" is then 0 by
 construction and not printed.  The backward's generated module is not imported on this path (CPU
 tensors take the interpreter's backward, whose call is the stubbed one).
+
+--device stub (no GPU needed): kad's CUDA host path on CPU tensors -- the launch is typed as a CUDA
+one, the forward's `kernel[grid](...)` and every Triton kernel of the generated backward module are
+no-ops, so the decorated forward and the generated launch_<kernel>_bwd (guards, coverage checks,
+zero-fills, partials, grids) run as on a GPU; the hand-written Function calls the same stubbed
+launcher.  Tensor allocations and zero-fills are CPU ones (a CUDA one costs a few us of host time
+more).  The figures to optimize kad's host path against without a GPU; "plain fwd" is 0.
 
 --profile: cProfile of the kad forward (with grad) and backward of each kernel, top functions by
 internal time.
@@ -146,6 +153,8 @@ class HandSpec:
         else:
             self.fwd_fn = dk.fn[grid]
             mod = dk.program.module(*_backward_key(dk, grid, args, kwargs))
+            if device == "stub":
+                _stub_module(mod)
             self.bwd_fn = getattr(mod, f"launch_{dk.__name__}_bwd")
         self.runtime, self.options = runtime, options
 
@@ -154,6 +163,43 @@ class HandSpec:
 
     def bwd(self, dout, dins):
         self.bwd_fn(self.bgrid, *self.runtime, dout, *dins, **self.options)
+
+
+class _StubKernel:
+    """A Triton kernel whose launches do nothing (--device stub)."""
+
+    def __init__(self, fn=None):
+        self.fn = fn
+
+    def __getitem__(self, grid):
+        return _nop
+
+    def run(self, *args, **kwargs):
+        return None
+
+
+def _stub_module(mod):
+    """Makes every @triton.jit kernel of a generated module a no-op."""
+    for name, v in list(vars(mod).items()):
+        if hasattr(v, "fn") and callable(getattr(v, "__getitem__", None)):
+            setattr(mod, name, _StubKernel(v.fn))
+
+
+def _stub_kad():
+    """--device stub: CPU tensors take kad's CUDA path (device "cuda" in the bound launch), and the
+    backward modules kad imports get no-op kernels."""
+    from kad import _launch
+    sig = _launch.Binder._signature
+    _launch.Binder._signature = lambda self, values, f64_as: (sig(self, values, f64_as)[0], "cuda")
+    module = kad.autograd.Program.module
+
+    def stubbed(self, *a, **k):
+        mod = module(self, *a, **k)
+        if not getattr(mod, "_kad_stubbed", False):
+            _stub_module(mod)
+            mod._kad_stubbed = True
+        return mod
+    kad.autograd.Program.module = stubbed
 
 
 def _backward_key(dk, grid, args, kwargs):
@@ -186,17 +232,20 @@ def timeit(fn, iters, device, reps=5):
 def measure(entry, device, iters, profile):
     name, fn, inputs, outputs, make, launch = entry
     dk = kad.differentiable(inputs=inputs, outputs=outputs)(fn)
+    if device == "stub":
+        dk.fn = _StubKernel(getattr(fn, "fn", None))  # the forward's Triton launch, a no-op
     rows = {}
 
     # tensors that do not require grad: plain launch and kad's no-grad forward
-    t0, _ = make(device, False)
+    tdev = "cpu" if device == "stub" else device
+    t0, _ = make(tdev, False)
     grid, args, kwargs = launch(t0)
     if device == "cuda":
         rows["plain fwd"] = timeit(lambda: fn[grid](*args, **kwargs), iters, device)
     rows["kad fwd"] = timeit(lambda: dk[grid](*args, **kwargs), iters, device)
 
     # inputs that require grad
-    t, oname = make(device, True)
+    t, oname = make(tdev, True)
     grid, args, kwargs = launch(t)
     dk[grid](*args, **kwargs)  # compiles, autotunes on a GPU
     after = dk.bind(grid, args, kwargs, after_launch=True)
@@ -247,7 +296,7 @@ COLUMNS = ["plain fwd", "kad fwd", "hand fwd", "kad fwd+grad", "hand bwd", "kad 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--device", choices=["cpu", "cuda"], default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--device", choices=["cpu", "cuda", "stub"], default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--iters", type=int, default=0, help="calls per repetition (default 2000 on cuda, 1000 on cpu)")
     ap.add_argument("--profile", action="store_true", help="cProfile kad's forward and backward")
     ap.add_argument("--kernel", default="", help="only the kernels whose name contains this")
@@ -255,11 +304,14 @@ def main():
     iters = a.iters or (2000 if a.device == "cuda" else 1000)
     if a.device == "cpu":
         kad.autograd.run_cpu = _nop  # the interpreter's launches: the device work, stubbed
+    elif a.device == "stub":
+        _stub_kad()
     else:
         # a GPU run must run on the GPU, never the interpreter
         os.environ.pop("TRITON_INTERPRET", None)
     torch.manual_seed(0)
-    dev = torch.cuda.get_device_name() if a.device == "cuda" else "CPU (device work stubbed)"
+    dev = (torch.cuda.get_device_name() if a.device == "cuda" else
+           "CPU, kad's CUDA host path, Triton launches stubbed" if a.device == "stub" else "CPU (device work stubbed)")
     print(f"kad host overhead, {dev}, torch {torch.__version__}, kad {kad.version()}, {iters} calls x 5, "
           f"median, us per call")
     cols = [c for c in COLUMNS if a.device == "cuda" or c != "plain fwd"]

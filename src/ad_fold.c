@@ -272,7 +272,10 @@ static void rebuild(Fold *F, Block *b, bool top, AccVec *accs, ValId pid, ValId 
  * tl.sum (a fixed tree for the compiled kernel) and added to the running
  * sum in row order, so the result depends on P alone.  Elements whose sum
  * is exactly zero are left alone (no program touched them: they may lie
- * between a strided view's elements, which belong to someone else). */
+ * between a strided view's elements, which belong to someone else).
+ * dense != 0 (the launcher's _kad_dense: d's elements fill its span, no
+ * gap): d = the sum, stored at every e < span without reading d, so d
+ * needs no zero-fill; the value is the same as 0 + the sum. */
 Func *fold_sum_kernel(Arena *a, const char *name, Dtype dt, Dtype pdt, Loc loc)
 {
     Func *f = ir_func_new(a, name, loc);
@@ -282,6 +285,7 @@ Func *fold_sum_kernel(Arena *a, const char *name, Dtype dt, Dtype pdt, Loc loc)
     ValId d = ir_param_add(f, type_ptr(dt, 0, NULL), "d", loc);
     ValId span = ir_param_add(f, type_scalar(DT_I64), "span", loc);
     ValId nfold = ir_param_add(f, type_scalar(DT_I32), "nfold", loc);
+    ValId dense = ir_param_add(f, type_scalar(DT_I32), "dense", loc);
     Block *b = f->body;
     Type i64 = type_scalar(DT_I64), i32 = type_scalar(DT_I32), t64 = type_tile(DT_I64, 1, sc);
     Type tp = type_tile(pdt, 1, sc), t1 = type_tile(DT_I1, 1, sc);
@@ -338,10 +342,16 @@ Func *fold_sum_kernel(Arena *a, const char *name, Dtype dt, Dtype pdt, Loc loc)
     ValId total = b->insts.v[idx].res[0];
     f->vals.v[total].name = "total";
     ValId nz = ir_op2(f, b, OP_NE, t1, total, ir_const_float(f, b, tp, 0.0, loc), loc);
-    ValId mm = ir_op2(f, b, OP_AND, t1, m, nz, loc);
+    Type i1 = type_scalar(DT_I1);
+    ValId zero32 = ir_const_int(f, b, i32, 0, loc);
+    ValId isd = ir_op1(f, b, OP_BROADCAST, t1, ir_op2(f, b, OP_NE, i1, dense, zero32, loc), loc);
+    ValId notd = ir_op1(f, b, OP_BROADCAST, t1, ir_op2(f, b, OP_EQ, i1, dense, zero32, loc), loc);
+    /* stored: every element when dense, else those a program touched; read: only when not dense */
+    ValId mm = ir_op2(f, b, OP_AND, t1, m, ir_op2(f, b, OP_OR, t1, nz, isd, loc), loc);
+    ValId lm = ir_op2(f, b, OP_AND, t1, ir_op2(f, b, OP_AND, t1, m, nz, loc), notd, loc);
     Type dp = type_ptr(dt, 1, sc), td = type_tile(dt, 1, sc);
     ValId dptr = ir_op2(f, b, OP_ADDPTR, dp, ir_op1(f, b, OP_BROADCAST, dp, d, loc), offs, loc);
-    ValId da[3] = {dptr, mm, ir_const_float(f, b, td, 0.0, loc)};
+    ValId da[3] = {dptr, lm, ir_const_float(f, b, td, 0.0, loc)};
     Inst *dl = ir_emit(f, b, OP_LOAD, da, 3, &td, 1, loc);
     dl->flags = IF_HAS_MASK | IF_HAS_OTHER;
     ValId old = dl->res[0];
@@ -743,10 +753,11 @@ bool fold_run(const Func *f, const int64_t grid[3], const InterpArg *args, int n
     for (int j = 0; ok && j < pl->n; j++) {
         const InterpArg *g = &args[pl->in[j].slot];
         int64_t span = ia[pl->nargs + j].i;
-        InterpArg sa[4] = {ia[pl->in[j].slot], *g, {.i = span}, {.i = rows[j]}};
+        /* dense 0: the caller's d is zero-filled (or holds what to add to); its layout is unknown here */
+        InterpArg sa[5] = {ia[pl->in[j].slot], *g, {.i = span}, {.i = rows[j]}, {.i = 0}};
         int64_t sg[3] = {(span + FOLD_SUM_BLOCK - 1) / FOLD_SUM_BLOCK, 1, 1};
         if (sg[0] > 0)
-            ok = interp_run_kernel(pl->in[j].sum, sg, sa, 4, mode, d);
+            ok = interp_run_kernel(pl->in[j].sum, sg, sa, 5, mode, d);
     }
     for (int j = 0; parts && j < pl->n; j++)
         free(parts[j]);

@@ -459,16 +459,40 @@ static const char *launch_options(Arena *a, const Func *f)
     return arena_printf(a, "dict({\"num_warps\": num_warps or %d}, **options)", w);
 }
 
-/* After the folded kernel: the sum kernels, d_<x> += the partials' rows. */
-static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, const char *kname)
+/* After the folded kernel: the sum kernels, d_<x> = the partials' rows
+ * summed (stored) when d_<x> is dense, else d_<x> += them (zero-filled
+ * before: print_zero_fill). */
+static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, const char *kname, int first_in)
 {
     const FoldPlan *pl = bwd->fold;
     for (int j = 0; j < pl->n; j++) {
         int w, st;
         launch_defaults(pl->in[j].sum, &w, &st);
-        buf_printf(out, "    %s[(triton.cdiv(spans[%d], %d),)](parts[%d], d_in[%d], spans[%d], rows[%d], num_warps=%d)\n",
-                   sum_name(a, kname, pl->in[j].name), j, FOLD_SUM_BLOCK, j, j, j, j, w);
+        /* an in-place buffer's gradient (never folded today) holds what to add to */
+        const char *dense = pl->in[j].slot >= first_in ? arena_printf(a, "int(_kad_dense(d_in[%d]))", j) : "0";
+        buf_printf(out, "    %s[(triton.cdiv(spans[%d], %d),)](parts[%d], d_in[%d], spans[%d], rows[%d],\n"
+                        "        %s, num_warps=%d)\n",
+                   sum_name(a, kname, pl->in[j].name), j, FOLD_SUM_BLOCK, j, j, j, j, dense, w);
     }
+}
+
+/* The helper of a folded backward's launcher: is d dense (its elements fill
+ * its storage span, no gap, no overlap)?  Then its sum kernel stores every
+ * element of the span and d needs no zero-fill. */
+static const char *fold_dense_helper(void)
+{
+    return "def _kad_dense(d):\n"
+           "    \"\"\"True when d's elements fill its storage span exactly (no gap between them, none shared):\n"
+           "    the sum kernel then stores every element of the span, and d needs no zero-fill.\"\"\"\n"
+           "    if not d.numel():\n"
+           "        return True\n"
+           "    n = 1\n"
+           "    for st, size in sorted(zip(d.stride(), d.shape)):\n"
+           "        if size != 1:\n"
+           "            if st != n:\n"
+           "                return False\n"
+           "            n *= size\n"
+           "    return True\n";
 }
 
 /* The input gradients (the contract's params nfwd + nin..): zero-filled
@@ -496,6 +520,14 @@ static void print_zero_fill(Buf *out, Arena *a, const Func *bwd, int nfwd, int n
         if (cv && fc->flag && !flag)
             cv = NULL;
         buf_printf(out, "    d = args[%d]  # %s\n", at0 + i - nfwd, grad_name(a, bwd, i));
+        bool folded = false;
+        for (int j = 0; bwd->fold && j < bwd->fold->n; j++)
+            folded |= bwd->fold->in[j].slot == i;
+        if (folded) { /* the sum kernel stores into a dense d (print_fold_sums) */
+            buf_puts(out, "    if not _kad_dense(d):\n"
+                          "        d.zero_()  # its sum kernel adds into it (a dense d it overwrites entirely)\n");
+            continue;
+        }
         if (!cv) {
             const char *why = fc && fc->why ? fc->why : "kad cannot print its check for the host";
             buf_puts(out, "    d.zero_()  # ");
@@ -1033,7 +1065,7 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_puts(out, "    # the runtime arguments with the constexpr values in their places\n");
     buf_printf(out, "    %s[grid](%s%s**%s)\n", kname, buf_str(&call), call.len ? ", " : "", launch_options(a, bwd));
     if (bwd->fold)
-        print_fold_sums(out, a, bwd, kname);
+        print_fold_sums(out, a, bwd, kname, nfwd + nins);
     if (has_bounded(bwd))
         buf_puts(out, "    for _t, _line, _cap in _kad_bounded:  # the overflow flags: never a gradient from a partial tape\n"
                       "        if _t[0].item() != 0:\n"
@@ -1063,8 +1095,8 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
         const FoldInput *fi = &bwd->fold->in[j];
         EmitOptions so = {
             .name = sum_name(a, kname, fi->name),
-            .header = arena_printf(a, "d_%s += the rows of its partials, summed in order (a fixed order: "
-                                      "deterministic)", fi->name),
+            .header = arena_printf(a, "d_%s += (= when dense) the rows of its partials, summed in a fixed order "
+                                      "(deterministic)", fi->name),
             .fragment = true,
             .jit_args = "do_not_specialize=[\"span\", \"nfold\"]",
         };
@@ -1099,6 +1131,8 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
         buf_printf(out, "\n\n%s", access_cover_helper());
     if (fwd->descs.n)
         buf_puts(out, descs_helper());
+    if (bwd->fold)
+        buf_printf(out, "\n\n%s", fold_dense_helper());
     print_launcher(out, a, bwd, o, nfwd, spec->nouts, fwd, kname, lname, -1);
     return true;
 }

@@ -1369,8 +1369,9 @@ typedef struct FoldInput {
     const char *name;  /* x's name */
     Dtype dt;          /* d_<x>'s dtype */
     Dtype pdt;         /* the partials' dtype: fp64 for fp64, else fp32 */
-    Func *sum;         /* (part, d, span, nfold) [grid cdiv(span, FOLD_SUM_BLOCK)]: d += sum of rows
-                        * (FOLD_SUM_ROWS rows at a time, summed by a reduction, in row order) */
+    Func *sum;         /* (part, d, span, nfold, dense) [grid cdiv(span, FOLD_SUM_BLOCK)]: d += sum of
+                        * rows (FOLD_SUM_ROWS rows at a time, summed by a reduction, in row order);
+                        * dense != 0: d = the sum, stored at every element of the span */
     int rows;          /* site rows (ad_site_rows): one row per adding site, this many; 0: a folded
                         * input, one row per fold program */
     ValId flag;        /* site rows under a launcher flag (bw i1 param): when it is false, one row

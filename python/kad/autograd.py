@@ -747,6 +747,10 @@ class DifferentiableKernel:
         self._binder = Binder(self.jit, self.chain, self.inputs + self.outputs)
         self._preps = {}
         self._ins = [n for n in self.inputs if n not in self.outputs]  # inputs that are not updated in place
+        # _direct's positions of the declared parameters (sorted), and all their names
+        declared = dict.fromkeys(self.inputs + self.outputs)
+        self._declared_pos = sorted(names.index(n) for n in declared)
+        self._declared_kw = list(declared)
         self._autotuned = self._has_autotuner()
         _ops._kernel_id(self)  # self._op_id: names this kernel in kad::launch's keys (torch.compile)
         outs = list(dict.fromkeys(self.outputs))
@@ -792,6 +796,11 @@ class DifferentiableKernel:
         if _compiling() or _functorch_active() or _forward_ad._current_level >= 0:
             # torch.compile traces this (dynamo) / a torch.func transform runs: kad's custom operators
             return self._run_op(grid, args, kwargs, not _compiling())
+        grad = torch.is_grad_enabled()
+        if self._direct(args, kwargs, grad):
+            # CUDA tensors and nothing for autograd to do: the plain Triton launch, as the caller wrote it
+            self.fn[grid](*args, **kwargs)
+            return None
         # The hot path: binding with the signature cached by the call's fast key (_launch.Binder), then
         # the launch's _Prep by (signature, device).  What remains per call depends on the tensors
         # themselves (requires_grad, views, overlapping storage) and cannot be cached.
@@ -799,7 +808,6 @@ class DifferentiableKernel:
         launch.call = (grid, args, kwargs)  # for the Triton launch, as the caller wrote it
         prep = self._preps.get((launch.sig, launch.device)) or self._prep(launch)
         tens = launch.values
-        grad = torch.is_grad_enabled()
         if grad:
             self._check_undeclared(tens, prep.others)
         dirty, dirty_of = [], {}
@@ -818,7 +826,7 @@ class DifferentiableKernel:
         ins = self._ins
         needed = [n for n in ins if tens[n].requires_grad] if grad else None
         if not grad or not (needed or in_graph):
-            self._run_forward(launch, prep)
+            self._run_forward(launch, prep, rebind=False)  # no backward: the config that ran is not needed
             return None
         self._check_for_autograd(tens, dirty)
         loads = prep.loads(self._program or self.program)
@@ -1013,8 +1021,38 @@ class DifferentiableKernel:
                 raise ValueError(f"'{a}' and '{b}' share memory: kad differentiates kernels whose outputs "
                                      f"do not alias their inputs or each other")
 
-    def _run_forward(self, launch, prep=None):
-        """Runs the forward: kad's interpreter on CPU, Triton on GPU."""
+    def _direct(self, args, kwargs, grad):
+        """Whether a launch can go straight to Triton, unbound: every declared input and output is
+        given a CUDA tensor, every tensor argument is a CUDA tensor, and autograd has nothing to do
+        (grad mode off, or no tensor argument requires grad).  Binding would add nothing then: the
+        launch is Triton's, and the checks that need the bound call are autograd's.  A call that
+        leaves a declared parameter out, or gives it something else, is bound (and refused with
+        kad's message)."""
+        n = len(args)
+        for i in self._declared_pos:
+            if i >= n:
+                break
+            if not isinstance(args[i], torch.Tensor):
+                return False
+        for name in self._declared_kw:
+            if name in kwargs:
+                if not isinstance(kwargs[name], torch.Tensor):
+                    return False
+            elif self._binder.position[name] >= n:
+                return False  # missing (or filled by a default or a wrapper): bind() decides
+        Tensor = torch.Tensor
+        for v in args:
+            if isinstance(v, Tensor) and (not v.is_cuda or (grad and v.requires_grad)):
+                return False
+        if kwargs:
+            for v in kwargs.values():
+                if isinstance(v, Tensor) and (not v.is_cuda or (grad and v.requires_grad)):
+                    return False
+        return True
+
+    def _run_forward(self, launch, prep=None, rebind=True):
+        """Runs the forward: kad's interpreter on CPU, Triton on GPU (rebind: an autotuned launch
+        is bound again with the config that ran, which its backward needs)."""
         if launch.device == "cpu":
             launch.mode = _cpu_mode()  # the backward runs in the same mode
             prep = prep or self._prep(launch)
@@ -1024,7 +1062,7 @@ class DifferentiableKernel:
             return
         grid, args, kwargs = launch.call
         self.fn[grid](*args, **kwargs)
-        if self._autotuned:
+        if self._autotuned and rebind:
             # the backward must use the config that ran
             fresh = self.bind(grid, args, kwargs, after_launch=True)
             # (the grid too: a grid function of the meta-parameters, e.g. cdiv(M, meta["BLOCK_M"]),

@@ -294,6 +294,74 @@ def test_old_callers_zero_filled_buffers(tmp_path):
     assert torch.equal(res[0], res[1])
 
 
+# ------------------------------------------------------------------ folded gradients (ad_fold.c)
+
+
+@triton.jit
+def row_gain(x_ptr, w_ptr, y_ptr, n_cols, stride, WS: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    m = cols < n_cols
+    x = tl.load(x_ptr + row * stride + cols, mask=m, other=0.0)
+    w = tl.load(w_ptr + cols * WS, mask=m, other=0.0)  # read by every program: d_w is folded
+    tl.store(y_ptr + row * n_cols + cols, x * tl.sin(w), mask=m)
+
+
+_GAIN_SIG = "x_ptr=*fp32,w_ptr=*fp32,y_ptr=*fp32,n_cols=i32,stride=i32,WS={},BLOCK=32"
+
+
+def _gain(tmp_path, d_w, R=10, C=20):
+    """Runs row_gain's launcher with d_w given; returns (zero-filled names, torch.zeros calls, d_x, src)."""
+    g = torch.Generator().manual_seed(5)
+    x64, w64, dy64 = (torch.randn(*s, generator=g, dtype=torch.float64) for s in ((R, C), (C,), (R, C)))
+    d_x = _nan_view((R, C), (C, 1))
+    ws = d_w.stride()[0]
+    calls, zeros = [], torch.zeros
+
+    def spy(*a, **k):
+        calls.append(a)
+        return zeros(*a, **k)
+
+    torch.zeros = spy
+    try:
+        filled, src = _run(tmp_path, "row_gain", _GAIN_SIG.format(ws), "x_ptr,w_ptr", "y_ptr", (R,),
+                           [_dev(x64), _dev(w64).as_strided((C,), d_w.stride()) if d_w.stride() == (1,) else
+                            torch.repeat_interleave(_dev(w64), d_w.stride()[0]).as_strided((C,), d_w.stride()),
+                            torch.empty(R, C, device=DEVICE), C, C], [_dev(dy64)],
+                           {"x_ptr": d_x, "w_ptr": d_w})
+    finally:
+        torch.zeros = zeros
+    x, w = x64.clone().requires_grad_(), w64.clone().requires_grad_()
+    want = torch.autograd.grad((x * torch.sin(w)).mul(dy64).sum(), (x, w))
+    _close(d_x, want[0], "d_x", src)
+    _close(d_w, want[1], "d_w", src)
+    return filled, calls, src
+
+
+def test_folded_gradient_dense_needs_no_zero_fill(tmp_path):
+    """A folded gradient given as a dense buffer full of NaN: the sum kernel stores every element
+    (no zero-fill of d_w, no read of it); the only allocation that is zero-filled is d_w's partials
+    (nfold rows of d_w's span).  Counted, so that a zero-fill coming back fails here."""
+    d_w = _nan_view((20,), (1,))
+    filled, calls, src = _gain(tmp_path, d_w)
+    assert "row_gain_bwd_sum_w_ptr" in src and "_kad_dense" in src, src  # d_w is folded
+    assert filled == set(), f"zero-filled {filled}\n{src}"
+    assert len(calls) == 1, f"torch.zeros called {len(calls)} times: {calls}\n{src}"
+
+
+def test_folded_gradient_with_gaps_is_zero_filled(tmp_path):
+    """A strided d_w (gaps between its elements that belong to someone else): zero-filled, the
+    sum kernel adds into it and leaves the gaps alone; the same bits as the dense buffer."""
+    base = torch.full((40,), float("nan"), device=DEVICE)
+    d_w = base.as_strided((20,), (2,))
+    filled, _, src = _gain(tmp_path, d_w)
+    assert filled == {"w_ptr"}, src
+    assert torch.isnan(base[1::2]).all(), "the sum kernel wrote between the view's elements"
+    dense = _nan_view((20,), (1,))
+    _gain(tmp_path, dense)
+    assert torch.equal(d_w.cpu(), dense.cpu()), "dense (stored) and strided (added) sums differ in bits"
+
+
 # ------------------------------------------------------------------ the host check, brute force
 
 

@@ -201,7 +201,7 @@ def test_shared_weight_is_folded():
     header = text.split("import triton")[0]
     assert "d_w_ptr is summed deterministically, without atomics: every program along grid axis 0" in header
     assert "d_x_ptr is written with plain tl.store" in header, header
-    assert "def broadcast_weight_bwd_sum_w_ptr(part, d, span, nfold):" in text
+    assert "def broadcast_weight_bwd_sum_w_ptr(part, d, span, nfold, dense):" in text
     assert not [ln for ln in text.splitlines() if "atomic_add(" in ln and "d_w" in ln]
     assert "for pid0 in range(q, kad_programs_0, nfold):" in text
     _check("broadcast_weight", sig, "w_ptr,x_ptr", "y_ptr", "5", ["x_ptr=40", "w_ptr=8", "y_ptr=40"])

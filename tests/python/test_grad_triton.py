@@ -400,14 +400,15 @@ NOT_DIFFERENTIABLE = {"axpby_beta_half", "histogram_atomic_add", "transpose_i32"
 
 TF32_CASES = {"matmul_fp32_relu_tf32", "linear_attention_intra_fp32"}
 
-# Cases whose launcher proves it writes every element of these gradients (access_cover.c) and
-# skips their zero-fill; the others it zero-fills: a padded row stride (softmax_fp32, geglu_fp32,
-# bias_add_fp32), a folded weight (rms_norm's w_ptr), atomics, read-modify-writes.
+# Cases whose launcher proves it writes every element of these gradients (access_cover.c, or a
+# folded weight given dense: its sum kernel stores every element) and skips their zero-fill; the
+# others it zero-fills: a padded row stride (softmax_fp32, geglu_fp32, bias_add_fp32), atomics,
+# read-modify-writes.
 SKIPS_ZERO_FILL = {
     "vector_add_fp32": ["x_ptr", "y_ptr"], "swiglu_fp32": ["a_ptr", "b_ptr"],
-    "softmax_fp16": ["input_ptr"], "softmax_fp32": [], "rms_norm_fp32": ["x_ptr"],
-    "geglu_fp32": [], "bias_add_fp32": [], "bias_add_fp16": ["x_ptr"], "transpose_fp32": ["x_ptr"],
-    "cumsum_fp32_forward": ["x_ptr"], "layer_norm_chunked": [],
+    "softmax_fp16": ["input_ptr"], "softmax_fp32": [], "rms_norm_fp32": ["w_ptr", "x_ptr"],
+    "geglu_fp32": [], "bias_add_fp32": ["b_ptr"], "bias_add_fp16": ["b_ptr", "x_ptr"], "transpose_fp32": ["x_ptr"],
+    "cumsum_fp32_forward": ["x_ptr"], "layer_norm_chunked": ["B", "W"],
 }
 
 

@@ -83,7 +83,7 @@ def specialization(fn, sig, ints_one, tapes=None):
     """(signature, constexprs) for triton.compile of fn."""
     signature, consts = {}, {}
     # a folded backward (ad_fold.c): partials, spans, the forward's program count, and the
-    # sum kernels <k>_bwd_sum_<x>(part, d, span, nfold)
+    # sum kernels <k>_bwd_sum_<x>(part, d, span, nfold, dense)
     fold = {}
     tapes = tapes or {}
     m = re.fullmatch(r"\w+_bwd_sum_(\w+)", fn.__name__)
@@ -94,7 +94,7 @@ def specialization(fn, sig, ints_one, tapes=None):
             fold[n] = sig[x] if n == "d" else "*fp64" if sig[x] == "*fp64" else "*fp32"
         elif n.startswith("kad_span_") or (m and n == "span"):
             fold[n] = "i64"
-        elif n.startswith("kad_programs_") or (m and n == "nfold"):
+        elif n.startswith("kad_programs_") or (m and n in ("nfold", "dense")):
             fold[n] = "i32"
         elif n.startswith("plain_d_"):  # the launcher's flag: the plain-store branch
             fold[n] = "True"
