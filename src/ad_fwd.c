@@ -734,7 +734,7 @@ static void emit_block(Fd *f, const Block *fb, Block *jb)
         emit_inst(f, jb, &fb->insts.v[k]);
 }
 
-/* Scans (tl.associative_scan) have no tangent rule yet: refused before anything is emitted (their
+/* Scans (tl.associative_scan) and combine-function reduces (tl.reduce) have no tangent rule yet: refused before anything is emitted (their
  * regions would otherwise be cloned without one). */
 static void refuse_scans(Fd *f, const Block *b)
 {
@@ -743,6 +743,9 @@ static void refuse_scans(Fd *f, const Block *b)
         if (in->op == OP_SCAN)
             fail(f, in->loc, "forward mode: no tangent rule for '%s' (tl.associative_scan) yet; reverse mode "
                              "(kad grad) differentiates it", "scan");
+        else if (in->op == OP_REDUCE)
+            fail(f, in->loc, "forward mode: no tangent rule for '%s' (tl.reduce with a combine function) yet; "
+                             "reverse mode (kad grad) differentiates it", "reduce");
         else
             for (int r = 0; r < in->nregions; r++)
                 refuse_scans(f, in->regions[r]);
