@@ -452,8 +452,8 @@ static bool inline_candidate(Emitter *E, ValId v, InstInfo *user)
     if (x->cnst || !x->defi || x->nuses != 1 || x->blk != user->blk || x->param)
         return false;
     const Inst *d = x->defi->in;
-    if (d->nres != 1 || is_cf((OpKind)d->op) || d->op == OP_ATOMIC_ADD)
-        return false;
+    if (d->nres != 1 || is_cf((OpKind)d->op) || d->nregions || d->op == OP_ATOMIC_ADD)
+        return false; /* scan and reduce print as statements */
     if (!op_info[d->op].pure && d->op != OP_LOAD)
         return false;
     if (em_py_ident(E->a, E->f->vals.v[v].name) && user->in->op != OP_CONDITION)

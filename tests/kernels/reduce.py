@@ -9,8 +9,8 @@ reduce_max_kernel: a row maximum (tl.maximum combine), keep_dims.
 argmax_pair_kernel: the maximum of each row and its index, the combine selecting
 (value, index) pairs with tl.where.
 logsumexp_kernel: a combine kad recognizes neither as a sum nor as a selection:
-a streaming log-sum-exp on (max, scaled sum) pairs, reduced over all axes
-(axis=None) of a 2-D tile.
+a streaming log-sum-exp on (max, scaled sum) pairs along the rows of a 2-D tile,
+the rows' results summed over all axes (axis=None).
 """
 import triton
 import triton.language as tl
@@ -105,5 +105,7 @@ def logsumexp_kernel(x_ptr, y_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.cons
     ok = (rows < M) & (cols < N)
     x = tl.load(x_ptr + rows * N + cols, mask=ok, other=0.0)
     s = tl.where(ok, 1.0, 0.0)
-    m, t = tl.reduce((tl.where(ok, x, -1e30), s), None, lse_combine)
-    tl.store(y_ptr, m + tl.log(t))
+    m, t = tl.reduce((tl.where(ok, x, -1e30), s), 1, lse_combine)
+    r = tl.arange(0, BLOCK_M)
+    lse = tl.where(r < M, m + tl.log(tl.maximum(t, 1e-30)), 0.0)
+    tl.store(y_ptr, tl.reduce(lse, None, add))
