@@ -1022,6 +1022,22 @@ static ValId cumprod_adjoint(Em *e, ValId x, ValId y, ValId d, int axis, bool re
     return e2(e, OP_MUL, eshift(e, y, axis, rev, 1.0), suffix_linrec(e, x, d, axis, rev));
 }
 
+/* The adjoint of x in y = max or min of x along axis (keep: keep_dims), d
+ * the adjoint of y: lanes equal to the result share d evenly (PyTorch's
+ * amax/amin). */
+static ValId extremum_adjoint(Em *e, ValId fx, ValId fy, ValId d, int axis, bool keep)
+{
+    Ad *ad = e->ad;
+    Type xt = fty(ad, fx);
+    ValId x = P(e, fx);
+    ValId yb = bcast_back(e, P(e, fy), xt, axis, keep);
+    ValId db = bcast_back(e, d, xt, axis, keep);
+    ValId m = ecmp(e, OP_EQ, x, yb);
+    ValId cnt = ereduce(e, OP_SUM, ecast(e, m, (Dtype)bty(ad, d).dt), axis, true);
+    ValId cb = bcast_back(e, cnt, xt, axis, true);
+    return ewhere(e, m, e2(e, OP_DIV, db, cb), ec(e, db, 0.0));
+}
+
 /* Every adjoint rule, one case per op, neighbours together.  d is the
  * adjoint of the result y; GIVE(k, x) adds x to operand k's adjoint
  * (inactive operands ignore it; ACT() saves emitting code for them). */
@@ -1248,23 +1264,12 @@ static void adj_rule(Em *e, const Inst *in)
         GIVE(0, bcast_back(e, d, fty(ad, a0), (int)in->ival, in->flags & IF_KEEP_DIMS));
         break;
     case OP_MAX:
-    case OP_MIN: {
-        /* Lanes equal to the result share d evenly (PyTorch's amax/amin). */
-        int axis = (int)in->ival;
-        bool keep = in->flags & IF_KEEP_DIMS;
-        Type xt = fty(ad, a0);
-        ValId x = P(e, a0);
-        ValId yb = bcast_back(e, P(e, y), xt, axis, keep);
-        ValId db = bcast_back(e, d, xt, axis, keep);
-        ValId m = ecmp(e, OP_EQ, x, yb);
-        ValId cnt = ereduce(e, OP_SUM, ecast(e, m, (Dtype)bty(ad, d).dt), axis, true);
-        ValId cb = bcast_back(e, cnt, xt, axis, true);
+    case OP_MIN:
         if (ad->spec->mutate == AD_MUTATE_MAX)
-            GIVE(0, db);
+            GIVE(0, bcast_back(e, d, fty(ad, a0), (int)in->ival, in->flags & IF_KEEP_DIMS));
         else
-            GIVE(0, ewhere(e, m, DIV(db, cb), ec(e, db, 0.0)));
+            GIVE(0, extremum_adjoint(e, a0, y, d, (int)in->ival, in->flags & IF_KEEP_DIMS));
         break;
-    }
     case OP_CUMSUM: {
         Inst *ni = ir_emit(ad->bw, e->b, OP_CUMSUM, &d, 1, (Type[]){bty(ad, d)}, 1, e->loc);
         ni->ival = in->ival;
@@ -1434,7 +1439,8 @@ static void vjp_combine(Em *e, const Inst *in, const ValId *seed, bool first, co
  * r = f(f(P_i, x_i), S_i) (f associative), so dx_i is the VJP of
  * x -> f(f(P_i, x), S_i) at x_i applied to dr; the first lane has no P
  * and the last no S (selected away).  P and S are inclusive scans with f
- * shifted by one lane; a sum combine is a broadcast. */
+ * shifted by one lane.  A sum combine is a broadcast; a tl.maximum or
+ * tl.minimum combine has tl.max's rule (ties share dr evenly). */
 static void adj_reduce(Em *e, const Inst *in)
 {
     Ad *ad = e->ad;
@@ -1450,10 +1456,15 @@ static void adj_reduce(Em *e, const Inst *in)
         return;
     Type xt = fty(ad, in->args[0]);
     const Inst *c0 = &fr->insts.v[0];
-    if (n == 1 && fr->insts.n == 2 && c0->op == OP_ADD && fy->args[0] == c0->res[0] &&
-        ((c0->args[0] == fr->params[0] && c0->args[1] == fr->params[1]) ||
-         (c0->args[0] == fr->params[1] && c0->args[1] == fr->params[0]))) { /* a sum: broadcast */
+    bool two = n == 1 && fr->insts.n == 2 && fy->args[0] == c0->res[0] &&
+               ((c0->args[0] == fr->params[0] && c0->args[1] == fr->params[1]) ||
+                (c0->args[0] == fr->params[1] && c0->args[1] == fr->params[0]));
+    if (two && c0->op == OP_ADD) { /* a sum: broadcast */
         accum(e, in->args[0], bcast_back(e, ad->adj[in->res[0]], xt, axis, false));
+        return;
+    }
+    if (two && (c0->op == OP_MAXIMUM || c0->op == OP_MINIMUM)) { /* tl.max / tl.min's rule */
+        accum(e, in->args[0], extremum_adjoint(e, in->args[0], in->res[0], ad->adj[in->res[0]], axis, false));
         return;
     }
     ValId *x = arena_alloc(ad->a, sizeof *x * (size_t)n), *P = arena_alloc(ad->a, sizeof *P * (size_t)n);

@@ -66,3 +66,19 @@ def test_sum_max_lse_match_torch():
     (w[:3] @ y + w[3:6] @ m + w[6] * s[0]).backward()
     (w[:3].double() @ yr + w[3:6].double() @ mr + w[6].double() * sr[0]).backward()
     torch.testing.assert_close(x.grad.double(), xr.grad, rtol=1e-5, atol=1e-5)
+
+
+def test_max_combine_ties_share_like_amax():
+    # values rounded to 0.5: several lanes of a row hold its maximum; a tl.maximum combine has
+    # tl.max's rule (ties share the adjoint evenly), as torch.amax
+    x0 = (torch.randint(-2, 3, (3, 13)) * 0.5).float().to(DEVICE)
+    x = x0.clone().requires_grad_()
+    xr = x0.double().clone().requires_grad_()
+    m = torch.empty(3, device=DEVICE)
+    rmax[(2,)](x, m, 3, 13, BLOCK_M=2, BLOCK_N=16)
+    mr = xr.amax(1)
+    torch.testing.assert_close(m.double(), mr.detach())
+    w = torch.randn(3).to(DEVICE)
+    (m * w).sum().backward()
+    (mr * w.double()).sum().backward()
+    torch.testing.assert_close(x.grad.double(), xr.grad, rtol=1e-6, atol=1e-6)
