@@ -52,7 +52,15 @@ typedef Vec(ValId) ValVec;
 /* Small helpers                                                       */
 /* ------------------------------------------------------------------ */
 
-static Type fty(const Ad *ad, ValId v) { return ad->fw->vals.v[v].ty; }
+/* The type of fw value v; a reduce's combine-region value as a tile while
+ * adj_reduce applies the region lane by lane (ad->lanes). */
+static Type fty(const Ad *ad, ValId v)
+{
+    Type t = ad->fw->vals.v[v].ty;
+    if (ad->lanes && ad->lanes[v])
+        t = type_with_shape(t, ad->lane_ty.rank, ad->lane_ty.shape);
+    return t;
+}
 static Type bty(const Ad *ad, ValId v) { return ad->bw->vals.v[v].ty; }
 static const char *fname(const Ad *ad, ValId v) { return ad->fw->vals.v[v].name; }
 
@@ -1385,7 +1393,7 @@ static ValId shift_any(Em *e, ValId x, int axis, bool rev)
 }
 
 /* The combine region applied lane by lane to tiles: params 0..n-1 get a,
- * n..2n-1 get b (the region's values retyped as tiles by the caller);
+ * n..2n-1 get b (the region's values typed as tiles: ad->lanes, set by the caller);
  * pm maps each region value to its tile. */
 static void apply_combine(Em *e, const Inst *in, const ValId *a, const ValId *b)
 {
@@ -1483,21 +1491,20 @@ static void adj_reduce(Em *e, const Inst *in)
     ValId idx = axis_index(e, xt, axis);
     ValId first = ecmp(e, OP_EQ, idx, ir_const_int(ad->bw, e->b, bty(ad, idx), 0, e->loc));
     ValId last = ecmp(e, OP_EQ, idx, ir_const_int(ad->bw, e->b, bty(ad, idx), xt.shape[axis] - 1, e->loc));
-    /* the region's values as tiles of x's shape while it is applied and
-     * differentiated lane by lane (restored below: the forward is unchanged) */
-    Func *fw = (Func *)ad->fw;
+    /* the region's values typed as tiles of x's shape (fty) while it is
+     * applied and differentiated lane by lane */
     int nv = 0;
     ValId *rv = arena_alloc(ad->a, sizeof *rv * (size_t)(fr->nparams + fr->insts.n));
-    Type *old = arena_alloc(ad->a, sizeof *old * (size_t)(fr->nparams + fr->insts.n));
+    uint8_t *lanes = arena_alloc(ad->a, (size_t)ad->fw->vals.n);
     for (int i = 0; i < fr->nparams; i++)
         rv[nv++] = fr->params[i];
     for (int k = 0; k < fr->insts.n; k++)
         if (fr->insts.v[k].nres == 1)
             rv[nv++] = fr->insts.v[k].res[0];
-    for (int i = 0; i < nv; i++) {
-        old[i] = fw->vals.v[rv[i]].ty;
-        fw->vals.v[rv[i]].ty = type_with_shape(old[i], xt.rank, xt.shape);
-    }
+    for (int i = 0; i < nv; i++)
+        lanes[rv[i]] = 1;
+    ad->lanes = lanes;
+    ad->lane_ty = xt;
     ValId *pin = arena_alloc(ad->a, sizeof *pin * (size_t)nv);
     apply_combine(e, in, P, x); /* Z = f(P, x) */
     for (int i = 0; i < nv; i++)
@@ -1512,8 +1519,8 @@ static void adj_reduce(Em *e, const Inst *in)
     for (int i = 0; i < nv; i++)
         ad->pm[rv[i]] = pin[i];
     vjp_combine(e, in, dZ, false, dZ, dx);
+    ad->lanes = NULL;
     for (int i = 0; i < nv; i++) {
-        fw->vals.v[rv[i]].ty = old[i];
         ad->pm[rv[i]] = 0;
         ad->adj[rv[i]] = 0;
     }
