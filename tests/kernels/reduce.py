@@ -11,6 +11,8 @@ argmax_pair_kernel: the maximum of each row and its index, the combine selecting
 logsumexp_kernel: a combine kad recognizes neither as a sum nor as a selection:
 a streaming log-sum-exp on (max, scaled sum) pairs along the rows of a 2-D tile,
 the rows' results summed over all axes (axis=None).
+affine_compose_kernel: the composition of affine maps h -> a * h + b along time, a
+non-commutative combine.
 """
 import triton
 import triton.language as tl
@@ -109,3 +111,23 @@ def logsumexp_kernel(x_ptr, y_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.cons
     r = tl.arange(0, BLOCK_M)
     lse = tl.where(r < M, m + tl.log(tl.maximum(t, 1e-30)), 0.0)
     tl.store(y_ptr, tl.reduce(lse, None, add))
+
+
+@triton.jit
+def compose(a1, b1, a2, b2):
+    # the affine maps h -> a1 * h + b1 then h -> a2 * h + b2: associative, not commutative
+    return a1 * a2, a2 * b1 + b2
+
+
+@triton.jit
+def affine_compose_kernel(a_ptr, b_ptr, A_ptr, h_ptr, T, D, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr):
+    # the composition of T affine maps along axis 0 (time) for each of D columns: a non-commutative
+    # combine (checks the order of the prefix and suffix reductions in the general rule)
+    t = tl.arange(0, BLOCK_T)[:, None]
+    d = tl.arange(0, BLOCK_D)[None, :]
+    ok = (t < T) & (d < D)
+    a = tl.load(a_ptr + t * D + d, mask=ok, other=1.0)
+    b = tl.load(b_ptr + t * D + d, mask=ok, other=0.0)
+    A, h = tl.reduce((a, b), 0, compose)
+    tl.store(A_ptr + tl.arange(0, BLOCK_D), A, mask=tl.arange(0, BLOCK_D) < D)
+    tl.store(h_ptr + tl.arange(0, BLOCK_D), h, mask=tl.arange(0, BLOCK_D) < D)
