@@ -1513,9 +1513,9 @@ static void adj_reduce(Em *e, const Inst *in)
         Z[k] = ewhere(e, first, x[k], ad->pm[fy->args[k]]);
     apply_combine(e, in, Z, S); /* f(Z, S) */
     vjp_combine(e, in, db, true, db, dZ);
-    for (int k = 0; k < n; k++)
-        if (db[k])
-            dZ[k] = ewhere(e, last, db[k], dZ[k]);
+    for (int k = 0; k < n; k++) /* the last lane: dZ = dr (zero for a slot without one) */
+        if (dZ[k])
+            dZ[k] = ewhere(e, last, db[k] ? db[k] : ec(e, dZ[k], 0.0), dZ[k]);
     for (int i = 0; i < nv; i++)
         ad->pm[rv[i]] = pin[i];
     vjp_combine(e, in, dZ, false, dZ, dx);
