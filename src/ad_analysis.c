@@ -378,6 +378,21 @@ static void forward_inst(Ad *ad, const Inst *in)
             set_flag(ad, ad->varied, in->res[i], v && is_float_type(fty(ad, in->res[i])));
         return;
     }
+    case OP_REDUCE: { /* the combine region walked: its params take the inputs and the yields */
+        const Block *r = in->regions[0];
+        const Inst *y = ad_block_term(r);
+        int n = in->nargs;
+        for (int i = 0; i < n; i++) {
+            bool v = ad->varied[in->args[i]] || ad->varied[y->args[i]];
+            set_flag(ad, ad->varied, r->params[i], v && is_float_type(fty(ad, r->params[i])));
+            set_flag(ad, ad->varied, r->params[n + i], v && is_float_type(fty(ad, r->params[i])));
+        }
+        forward_block(ad, r);
+        for (int i = 0; i < n; i++)
+            set_flag(ad, ad->varied, in->res[i],
+                     (ad->varied[in->args[i]] || ad->varied[y->args[i]]) && is_float_type(fty(ad, in->res[i])));
+        return;
+    }
     case OP_LOAD: {
         ValId res = in->res[0];
         if (fty(ad, res).dt == DT_PTR) {
@@ -488,6 +503,20 @@ static void backward_inst(Ad *ad, const Inst *in)
         for (int i = 1; i < in->nargs && ad->useful[in->res[0]]; i++)
             set_flag(ad, ad->useful, in->args[i], true);
         return;
+    case OP_REDUCE: {
+        bool u = false;
+        for (int i = 0; i < in->nres; i++)
+            u = u || ad->useful[in->res[i]];
+        if (!u)
+            return;
+        const Inst *y = ad_block_term(in->regions[0]);
+        for (int i = 0; i < y->nargs; i++)
+            set_flag(ad, ad->useful, y->args[i], true);
+        backward_block(ad, in->regions[0]);
+        for (int i = 0; i < in->nargs; i++)
+            set_flag(ad, ad->useful, in->args[i], true);
+        return;
+    }
     case OP_SCAN: {
         bool u = false;
         for (int i = 0; i < in->nres; i++)
@@ -1502,6 +1531,25 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
                            "(a, b), and selections (each float result `tl.where(c, x, y)` of its own slot, "
                            "e.g. a running max with its index), recognized from their operations; this "
                            "combine function is none of them");
+            break;
+        }
+        case OP_REDUCE: {
+            bool act = false;
+            for (int k = 0; k < in->nres; k++)
+                act = act || ad_active(ad, in->res[k]);
+            const Block *r = in->regions[0];
+            for (int j = 0; act && j + 1 < r->insts.n; j++) {
+                const Inst *c = &r->insts.v[j];
+                OpKind cop = (OpKind)c->op;
+                if (c->nres != 1 || !ad_active(ad, c->res[0]))
+                    continue;
+                if (!op_differentiable(cop))
+                    continue;
+                if (!has_rule(cop) || (!op_info[cop].elementwise && cop != OP_CONST))
+                    diag_error(ad->d, c->loc, "cannot differentiate this tl.reduce: its combine function uses "
+                               "'%s', for which kad has no elementwise adjoint rule (the reduce's gradient "
+                               "differentiates the combine function)", op_info[cop].name);
+            }
             break;
         }
         default:

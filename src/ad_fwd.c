@@ -135,7 +135,8 @@ static void mark_inst(Fd *f, const Inst *in)
         set8(f, f->tv, r, is_float(fty(f, r)) && (f->sv[in->args[0]] || other));
         return;
     }
-    case OP_SCAN: { /* a float slot has a tangent when its input has one or the combine region's
+    case OP_SCAN:
+    case OP_REDUCE: { /* a float slot has a tangent when its input has one or the combine region's
                      * result for it does (from the slots with tangents; to the fixpoint), in the
                      * result and both halves of the region's params */
         const Block *reg = in->regions[0];
@@ -732,7 +733,8 @@ static void region_op(Em *e, const Inst *in)
     lay_results(f, in, &e->b->insts.v[idx], &l);
 }
 
-/* A scan over dual numbers: the forward's scan with a tangent slot per
+/* A scan (or a tl.reduce, the same with the axis removed) over dual
+ * numbers: the forward's scan with a tangent slot per
  * float slot with a tangent, its combine region differentiated in forward
  * mode: the tangent of f((a, ta), (b, tb)) is J_a f ta + J_b f tb, and the
  * dual combine is associative when f is.  Slots: the n primal ones, then
@@ -754,7 +756,7 @@ static void scan_op(Em *e, const Inst *in)
                 xs[j] = pass ? TZ(e, in->args[k]) : P(f, in->args[k]);
                 rt[j++] = fty(f, in->res[k]);
             }
-    Inst *ni = ir_emit(f->jv, e->b, OP_SCAN, xs, N, rt, N, in->loc);
+    Inst *ni = ir_emit(f->jv, e->b, (OpKind)in->op, xs, N, rt, N, in->loc);
     ni->ival = in->ival;
     ni->flags = in->flags;
     int idx = e->b->insts.n - 1;
@@ -827,6 +829,7 @@ static void emit_inst(Fd *f, Block *jb, const Inst *in)
         region_op(e, in);
         return;
     case OP_SCAN:
+    case OP_REDUCE:
         scan_op(e, in);
         return;
     case OP_YIELD:

@@ -52,7 +52,15 @@ typedef Vec(ValId) ValVec;
 /* Small helpers                                                       */
 /* ------------------------------------------------------------------ */
 
-static Type fty(const Ad *ad, ValId v) { return ad->fw->vals.v[v].ty; }
+/* The type of fw value v; a reduce's combine-region value as a tile while
+ * adj_reduce applies the region lane by lane (ad->lanes). */
+static Type fty(const Ad *ad, ValId v)
+{
+    Type t = ad->fw->vals.v[v].ty;
+    if (ad->lanes && ad->lanes[v])
+        t = type_with_shape(t, ad->lane_ty.rank, ad->lane_ty.shape);
+    return t;
+}
 static Type bty(const Ad *ad, ValId v) { return ad->bw->vals.v[v].ty; }
 static const char *fname(const Ad *ad, ValId v) { return ad->fw->vals.v[v].name; }
 
@@ -631,7 +639,7 @@ static void clone_scan(Ad *ad, Block *bb, const Inst *in)
     Type *rt = arena_alloc(ad->a, sizeof *rt * (size_t)in->nres);
     for (int i = 0; i < in->nres; i++)
         rt[i] = fty(ad, in->res[i]);
-    Inst *ni = ir_emit(f, bb, OP_SCAN, map_args(ad, in, false), in->nargs, rt, in->nres, in->loc);
+    Inst *ni = ir_emit(f, bb, (OpKind)in->op, map_args(ad, in, false), in->nargs, rt, in->nres, in->loc);
     ni->ival = in->ival;
     ni->flags = in->flags;
     ValId *res = ni->res;
@@ -680,6 +688,7 @@ static void clone_block(Ad *ad, const Block *fb, Block *bb, unsigned mode, const
             ad->pm[in->res[0]] = P0(ad, in->args[0]);
             continue;
         case OP_SCAN:
+        case OP_REDUCE:
             clone_scan(ad, bb, in);
             continue;
         case OP_YIELD: {
@@ -1024,6 +1033,22 @@ static ValId cumprod_adjoint(Em *e, ValId x, ValId y, ValId d, int axis, bool re
     return e2(e, OP_MUL, eshift(e, y, axis, rev, 1.0), suffix_linrec(e, x, d, axis, rev));
 }
 
+/* The adjoint of x in y = max or min of x along axis (keep: keep_dims), d
+ * the adjoint of y: lanes equal to the result share d evenly (PyTorch's
+ * amax/amin). */
+static ValId extremum_adjoint(Em *e, ValId fx, ValId fy, ValId d, int axis, bool keep)
+{
+    Ad *ad = e->ad;
+    Type xt = fty(ad, fx);
+    ValId x = P(e, fx);
+    ValId yb = bcast_back(e, P(e, fy), xt, axis, keep);
+    ValId db = bcast_back(e, d, xt, axis, keep);
+    ValId m = ecmp(e, OP_EQ, x, yb);
+    ValId cnt = ereduce(e, OP_SUM, ecast(e, m, (Dtype)bty(ad, d).dt), axis, true);
+    ValId cb = bcast_back(e, cnt, xt, axis, true);
+    return ewhere(e, m, e2(e, OP_DIV, db, cb), ec(e, db, 0.0));
+}
+
 /* Every adjoint rule, one case per op, neighbours together.  d is the
  * adjoint of the result y; GIVE(k, x) adds x to operand k's adjoint
  * (inactive operands ignore it; ACT() saves emitting code for them). */
@@ -1253,23 +1278,12 @@ static void adj_rule(Em *e, const Inst *in)
         GIVE(0, bcast_back(e, d, fty(ad, a0), (int)in->ival, in->flags & IF_KEEP_DIMS));
         break;
     case OP_MAX:
-    case OP_MIN: {
-        /* Lanes equal to the result share d evenly (PyTorch's amax/amin). */
-        int axis = (int)in->ival;
-        bool keep = in->flags & IF_KEEP_DIMS;
-        Type xt = fty(ad, a0);
-        ValId x = P(e, a0);
-        ValId yb = bcast_back(e, P(e, y), xt, axis, keep);
-        ValId db = bcast_back(e, d, xt, axis, keep);
-        ValId m = ecmp(e, OP_EQ, x, yb);
-        ValId cnt = ereduce(e, OP_SUM, ecast(e, m, (Dtype)bty(ad, d).dt), axis, true);
-        ValId cb = bcast_back(e, cnt, xt, axis, true);
+    case OP_MIN:
         if (ad->spec->mutate == AD_MUTATE_MAX)
-            GIVE(0, db);
+            GIVE(0, bcast_back(e, d, fty(ad, a0), (int)in->ival, in->flags & IF_KEEP_DIMS));
         else
-            GIVE(0, ewhere(e, m, DIV(db, cb), ec(e, db, 0.0)));
+            GIVE(0, extremum_adjoint(e, a0, y, d, (int)in->ival, in->flags & IF_KEEP_DIMS));
         break;
-    }
     case OP_CUMSUM: {
         Inst *ni = ir_emit(ad->bw, e->b, OP_CUMSUM, &d, 1, (Type[]){bty(ad, d)}, 1, e->loc);
         ni->ival = in->ival;
@@ -1334,6 +1348,191 @@ static ValId axis_index(Em *e, Type t, int axis)
         v = eshape(e, OP_RESHAPE, v, type_tile(DT_I32, t.rank, sh), 0);
     }
     return eshape(e, OP_BROADCAST, v, type_with_dtype(t, DT_I32), 0);
+}
+
+/* ---- reduces with a combine function (docs/AD.md, "Reduces") ---- */
+
+/* An inclusive scan of the primal values xs with in's combine region
+ * copied; swap: the region's two halves of params exchanged, f(b, a), so
+ * that a reverse scan folds each element in front of the ones after it. */
+static ValId *combine_scan(Em *e, const Inst *in, const ValId *xs, bool rev, bool swap)
+{
+    Ad *ad = e->ad;
+    Func *f = ad->bw;
+    const Block *fr = in->regions[0];
+    int n = in->nargs;
+    Type *rt = arena_alloc(ad->a, sizeof *rt * (size_t)n);
+    for (int i = 0; i < n; i++)
+        rt[i] = bty(ad, xs[i]);
+    Inst *ni = ir_emit(f, e->b, OP_SCAN, xs, n, rt, n, e->loc);
+    ni->ival = in->ival;
+    ni->flags = rev ? IF_REVERSE : 0;
+    ValId *res = ni->res;
+    Block *rb = ir_inst_add_region(f, ni);
+    ValId *m = arena_alloc(ad->a, sizeof *m * (size_t)ad->fw->vals.n);
+    ValId *np = arena_alloc(ad->a, sizeof *np * (size_t)(2 * n));
+    for (int i = 0; i < 2 * n; i++)
+        np[i] = ir_block_param_add(f, rb, fty(ad, fr->params[i]), fname(ad, fr->params[i]), e->loc);
+    for (int i = 0; i < 2 * n; i++)
+        m[fr->params[i]] = np[swap ? (i + n) % (2 * n) : i];
+    for (int k = 0; k < fr->insts.n; k++) {
+        const Inst *c = &fr->insts.v[k];
+        ValId *args = arena_alloc(ad->a, sizeof *args * (size_t)(c->nargs + 1));
+        for (int j = 0; j < c->nargs; j++)
+            args[j] = m[c->args[j]];
+        Inst *nc = c->op == OP_YIELD ? ir_emit(f, rb, OP_YIELD, args, c->nargs, NULL, 0, e->loc)
+                                     : emit_like(ad, rb, c, args);
+        if (c->nres == 1)
+            m[c->res[0]] = nc->res[0];
+    }
+    return res;
+}
+
+/* x shifted by one along axis (rev: lane t gets x[t+1], else x[t-1]); the
+ * first lane in that direction keeps its own value (any dtype). */
+static ValId shift_any(Em *e, ValId x, int axis, bool rev)
+{
+    Type t = bty(e->ad, x);
+    ValId xs[3] = {x, x, ir_const_int(e->ad->bw, e->b, type_with_dtype(t, DT_I32), 1, e->loc)};
+    static const char *const names[] = {"last1", "prev1", "n1", "last2", "prev2", "n2"};
+    return escan(e, xs, 3, axis, rev, combine_shift, names)[1];
+}
+
+/* The combine region applied lane by lane to tiles: params 0..n-1 get a,
+ * n..2n-1 get b (the region's values typed as tiles: ad->lanes, set by the caller);
+ * pm maps each region value to its tile. */
+static void apply_combine(Em *e, const Inst *in, const ValId *a, const ValId *b)
+{
+    Ad *ad = e->ad;
+    const Block *fr = in->regions[0];
+    int n = in->nargs;
+    for (int i = 0; i < n; i++) {
+        ad->pm[fr->params[i]] = a[i];
+        ad->pm[fr->params[n + i]] = b[i];
+    }
+    for (int k = 0; k + 1 < fr->insts.n; k++) {
+        const Inst *c = &fr->insts.v[k];
+        ValId *args = arena_alloc(ad->a, sizeof *args * (size_t)(c->nargs + 1));
+        for (int j = 0; j < c->nargs; j++)
+            args[j] = ad->pm[c->args[j]];
+        ad->pm[c->res[0]] = emit_like(ad, e->b, c, args)->res[0];
+    }
+}
+
+/* The adjoints of the combine's params 0..n-1 (first) or n..2n-1 from
+ * the seeds on its yields, through the primal tiles pm holds: the region's
+ * instructions walked backwards with adj_rule.  Missing adjoints: zeros
+ * shaped like zero_like[i]. */
+static void vjp_combine(Em *e, const Inst *in, const ValId *seed, bool first, const ValId *zero_like, ValId *out)
+{
+    Ad *ad = e->ad;
+    const Block *fr = in->regions[0];
+    const Inst *y = ad_block_term(fr);
+    int n = in->nargs;
+    for (int i = 0; i < fr->nparams; i++)
+        ad->adj[fr->params[i]] = 0;
+    for (int k = 0; k < fr->insts.n; k++)
+        if (fr->insts.v[k].nres == 1)
+            ad->adj[fr->insts.v[k].res[0]] = 0;
+    for (int i = 0; i < n; i++)
+        if (seed[i])
+            accum(e, y->args[i], seed[i]);
+    for (int k = fr->insts.n - 2; k >= 0; k--) {
+        const Inst *c = &fr->insts.v[k];
+        if (op_differentiable((OpKind)c->op) && c->nres == 1)
+            adj_rule(e, c);
+    }
+    for (int i = 0; i < n; i++) {
+        ValId d = ad->adj[fr->params[first ? i : n + i]];
+        out[i] = d ? d : (zero_like[i] ? ec(e, zero_like[i], 0.0) : 0);
+    }
+}
+
+/* The adjoint of r = reduce(x, f) along axis: for lane i, with P_i the
+ * reduction of the lanes before it and S_i of those after it,
+ * r = f(f(P_i, x_i), S_i) (f associative), so dx_i is the VJP of
+ * x -> f(f(P_i, x), S_i) at x_i applied to dr; the first lane has no P
+ * and the last no S (selected away).  P and S are inclusive scans with f
+ * shifted by one lane.  A sum combine is a broadcast; a tl.maximum or
+ * tl.minimum combine has tl.max's rule (ties share dr evenly). */
+static void adj_reduce(Em *e, const Inst *in)
+{
+    Ad *ad = e->ad;
+    int n = in->nargs, axis = (int)in->ival;
+    const Block *fr = in->regions[0];
+    const Inst *fy = ad_block_term(fr);
+    bool any = false, act = false;
+    for (int k = 0; k < n; k++) {
+        any |= ad->adj[in->res[k]] && ad_active(ad, in->res[k]);
+        act |= ad_active(ad, in->args[k]);
+    }
+    if (!any || !act)
+        return;
+    Type xt = fty(ad, in->args[0]);
+    const Inst *c0 = &fr->insts.v[0];
+    bool two = n == 1 && fr->insts.n == 2 && fy->args[0] == c0->res[0] &&
+               ((c0->args[0] == fr->params[0] && c0->args[1] == fr->params[1]) ||
+                (c0->args[0] == fr->params[1] && c0->args[1] == fr->params[0]));
+    if (two && c0->op == OP_ADD) { /* a sum: broadcast */
+        accum(e, in->args[0], bcast_back(e, ad->adj[in->res[0]], xt, axis, false));
+        return;
+    }
+    if (two && (c0->op == OP_MAXIMUM || c0->op == OP_MINIMUM)) { /* tl.max / tl.min's rule */
+        accum(e, in->args[0], extremum_adjoint(e, in->args[0], in->res[0], ad->adj[in->res[0]], axis, false));
+        return;
+    }
+    ValId *x = arena_alloc(ad->a, sizeof *x * (size_t)n), *P = arena_alloc(ad->a, sizeof *P * (size_t)n);
+    ValId *S = arena_alloc(ad->a, sizeof *S * (size_t)n), *db = arena_alloc(ad->a, sizeof *db * (size_t)n);
+    ValId *Z = arena_alloc(ad->a, sizeof *Z * (size_t)n), *dZ = arena_alloc(ad->a, sizeof *dZ * (size_t)n);
+    ValId *dx = arena_alloc(ad->a, sizeof *dx * (size_t)n);
+    for (int k = 0; k < n; k++)
+        x[k] = P0(ad, in->args[k]);
+    ValId *incl = combine_scan(e, in, x, false, false), *rincl = combine_scan(e, in, x, true, true);
+    for (int k = 0; k < n; k++) {
+        P[k] = shift_any(e, incl[k], axis, false);
+        S[k] = shift_any(e, rincl[k], axis, true);
+        ValId d = ad_active(ad, in->res[k]) ? ad->adj[in->res[k]] : 0;
+        db[k] = d ? bcast_back(e, d, type_with_dtype(xt, (Dtype)adt(fty(ad, in->args[k])).dt), axis, false) : 0;
+    }
+    ValId idx = axis_index(e, xt, axis);
+    ValId first = ecmp(e, OP_EQ, idx, ir_const_int(ad->bw, e->b, bty(ad, idx), 0, e->loc));
+    ValId last = ecmp(e, OP_EQ, idx, ir_const_int(ad->bw, e->b, bty(ad, idx), xt.shape[axis] - 1, e->loc));
+    /* the region's values typed as tiles of x's shape (fty) while it is
+     * applied and differentiated lane by lane */
+    int nv = 0;
+    ValId *rv = arena_alloc(ad->a, sizeof *rv * (size_t)(fr->nparams + fr->insts.n));
+    uint8_t *lanes = arena_alloc(ad->a, (size_t)ad->fw->vals.n);
+    for (int i = 0; i < fr->nparams; i++)
+        rv[nv++] = fr->params[i];
+    for (int k = 0; k < fr->insts.n; k++)
+        if (fr->insts.v[k].nres == 1)
+            rv[nv++] = fr->insts.v[k].res[0];
+    for (int i = 0; i < nv; i++)
+        lanes[rv[i]] = 1;
+    ad->lanes = lanes;
+    ad->lane_ty = xt;
+    ValId *pin = arena_alloc(ad->a, sizeof *pin * (size_t)nv);
+    apply_combine(e, in, P, x); /* Z = f(P, x) */
+    for (int i = 0; i < nv; i++)
+        pin[i] = ad->pm[rv[i]];
+    for (int k = 0; k < n; k++)
+        Z[k] = ewhere(e, first, x[k], ad->pm[fy->args[k]]);
+    apply_combine(e, in, Z, S); /* f(Z, S) */
+    vjp_combine(e, in, db, true, db, dZ);
+    for (int k = 0; k < n; k++) /* the last lane: dZ = dr (zero for a slot without one) */
+        if (dZ[k])
+            dZ[k] = ewhere(e, last, db[k] ? db[k] : ec(e, dZ[k], 0.0), dZ[k]);
+    for (int i = 0; i < nv; i++)
+        ad->pm[rv[i]] = pin[i];
+    vjp_combine(e, in, dZ, false, dZ, dx);
+    ad->lanes = NULL;
+    for (int i = 0; i < nv; i++) {
+        ad->pm[rv[i]] = 0;
+        ad->adj[rv[i]] = 0;
+    }
+    for (int k = 0; k < n; k++)
+        if (dx[k] && ad_active(ad, in->args[k]))
+            accum(e, in->args[k], ewhere(e, first, dZ[k] ? dZ[k] : ec(e, dx[k], 0.0), dx[k]));
 }
 
 /* A selection scan's source positions: the forward's scan again, its
@@ -2482,6 +2681,11 @@ static void adj_block(Ad *ad, const Block *fb, Block *bb)
         case OP_SCAN: {
             Em e = {ad, bb, in->loc};
             adj_scan(&e, in);
+            break;
+        }
+        case OP_REDUCE: {
+            Em e = {ad, bb, in->loc};
+            adj_reduce(&e, in);
             break;
         }
         default:

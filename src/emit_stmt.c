@@ -203,6 +203,18 @@ void em_print_inst(Emitter *E, Buf *b, InstInfo *info, int depth)
                    em_combine_name(E, in), in->flags & IF_REVERSE ? ", reverse=True" : "");
         return;
     }
+    case OP_REDUCE: {
+        indent(b, depth);
+        for (int i = 0; i < in->nres; i++)
+            buf_printf(b, "%s%s", i ? ", " : "", em_var_name(E, in->res[i]));
+        buf_puts(b, " = tl.reduce(");
+        if (in->nargs > 1)
+            buf_putc(b, '(');
+        for (int i = 0; i < in->nargs; i++)
+            buf_printf(b, "%s%s", i ? ", " : "", em_opnd(E, info, i, CTX_SLOT).s);
+        buf_printf(b, "%s, %lld, %s)\n", in->nargs > 1 ? ")" : "", (long long)in->ival, em_combine_name(E, in));
+        return;
+    }
     case OP_STORE:
         indent(b, depth);
         buf_printf(b, "tl.store(%s)\n", em_mem_args(E, info));

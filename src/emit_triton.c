@@ -369,7 +369,7 @@ static void scan_block(Emitter *E, const Block *b, InstInfo *infos, InstInfo *pa
         }
         choose_operands(E, info);
         info->effects = op == OP_STORE || op == OP_ATOMIC_ADD || op == OP_ASSERT || op == OP_BARRIER;
-        if (op == OP_SCAN) /* the combine region prints as its own function (emit_combines) */
+        if (op == OP_SCAN || op == OP_REDUCE) /* the combine region prints as its own function (emit_combines) */
             vec_push(E->a, E->scans, in);
         else if (in->nregions) {
             info->reg = arena_alloc(E->a, sizeof(InstInfo *) * (size_t)in->nregions);
@@ -391,7 +391,7 @@ static void scan_block(Emitter *E, const Block *b, InstInfo *infos, InstInfo *pa
                     info->effects |= info->reg[r][k].effects;
             }
         }
-        info->end = in->nregions && op != OP_SCAN ? E->counter++ : info->pos;
+        info->end = in->nregions && op != OP_SCAN && op != OP_REDUCE ? E->counter++ : info->pos;
         for (int r = 0; r < in->nres; r++)
             define(E, in->res[r], info, b, parent, depth);
         if (in->nres == 1 && (op == OP_CONST || (op == OP_BROADCAST && E->vi[in->args[0]].cnst)))
@@ -452,8 +452,8 @@ static bool inline_candidate(Emitter *E, ValId v, InstInfo *user)
     if (x->cnst || !x->defi || x->nuses != 1 || x->blk != user->blk || x->param)
         return false;
     const Inst *d = x->defi->in;
-    if (d->nres != 1 || is_cf((OpKind)d->op) || d->op == OP_ATOMIC_ADD)
-        return false;
+    if (d->nres != 1 || is_cf((OpKind)d->op) || d->nregions || d->op == OP_ATOMIC_ADD)
+        return false; /* scan and reduce print as statements */
     if (!op_info[d->op].pure && d->op != OP_LOAD)
         return false;
     if (em_py_ident(E->a, E->f->vals.v[v].name) && user->in->op != OP_CONDITION)
@@ -825,7 +825,7 @@ static void name_block(Emitter *E, const Block *b, InstInfo *infos)
 {
     for (int i = 0; i < b->insts.n; i++) {
         const Inst *in = &b->insts.v[i];
-        for (int r = 0; r < in->nregions && in->op != OP_SCAN; r++) {
+        for (int r = 0; r < in->nregions && in->op != OP_SCAN && in->op != OP_REDUCE; r++) {
             for (int j = 0; j < in->regions[r]->nparams; j++)
                 name_class(E, in->regions[r]->params[j]);
             name_block(E, in->regions[r], infos[i].reg[r]);
@@ -1146,7 +1146,7 @@ const char *em_combine_name(Emitter *E, const Inst *in)
     return "_kad_combine"; /* measuring line lengths, before emit_combines */
 }
 
-/* Each scan's combine region as a @triton.jit function of its params
+/* Each scan's and reduce's combine region as a @triton.jit function of its params
  * returning the yielded values, emitted by the same passes; scans with the
  * same function text share one (_kad_combine_<kernel>_<k>). */
 static void emit_combines(Emitter *E)

@@ -1634,6 +1634,41 @@ static void scan_region_op(Interp *S, const XInst *xi)
         }
 }
 
+/* reduce with a combine region: per lane across the axis, a left fold in
+ * order (the value so far, params 0..n-1, then the next element, params
+ * n..2n-1); the first element is itself.  Triton combines in a tree: the
+ * same for an associative combine_fn, up to rounding. */
+static void reduce_region_op(Interp *S, const XInst *xi)
+{
+    const Inst *in = xi->in;
+    const XBlock *cb = xi->reg[0];
+    const Block *b = cb->b;
+    const Inst *y = cb->term;
+    int n = in->nargs;
+    ASSERT(y && y->nargs == n && b->nparams == 2 * n);
+    int64_t O, L, I;
+    axis_view(vtype(S, in->args[0]), (int)in->ival, &O, &L, &I);
+    for (int64_t o = 0; o < O; o++)
+        for (int64_t i = 0; i < I; i++) {
+            char *acc[16], *src[16];
+            ASSERT(n <= 16);
+            for (int q = 0; q < n; q++) {
+                acc[q] = (char *)S->slot[in->res[q]] + 8 * (o * I + i);
+                src[q] = (char *)S->slot[in->args[q]] + 8 * (o * L * I + i);
+                memcpy(acc[q], src[q], 8);
+            }
+            for (int64_t k = 1; k < L; k++) {
+                for (int q = 0; q < n; q++) {
+                    memcpy(S->slot[b->params[q]], acc[q], 8);
+                    memcpy(S->slot[b->params[n + q]], src[q] + 8 * k * I, 8);
+                }
+                exec_block(S, cb);
+                for (int q = 0; q < n; q++)
+                    memcpy(acc[q], S->slot[y->args[q]], 8);
+            }
+        }
+}
+
 static void if_op(Interp *S, const XInst *xi)
 {
     const Inst *in = xi->in;
@@ -1756,6 +1791,7 @@ static void exec_inst(Interp *S, const XInst *xi)
     case OP_IF: if_op(S, xi); break;
     case OP_WHILE: while_op(S, xi); break;
     case OP_SCAN: scan_region_op(S, xi); break;
+    case OP_REDUCE: reduce_region_op(S, xi); break;
     default:
         if (unary_fn(xi->op) || xi->op == OP_NEG || xi->op == OP_ABS || xi->op == OP_NOT ||
             xi->op == OP_ISNAN || xi->op == OP_ISINF)

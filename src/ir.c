@@ -553,7 +553,8 @@ static void print_inst(Printer *p, const Inst *in, int depth)
         put_region(p, in, 1, depth);
         break;
     }
-    case OP_SCAN: { /* scan %a, %b {axis = 0, reverse} -> (T, T) combine (%x1, %x2, %y1, %y2) { ... } */
+    case OP_SCAN:   /* scan %a, %b {axis = 0, reverse} -> (T, T) combine (%x1, %x2, %y1, %y2) { ... } */
+    case OP_REDUCE: { /* reduce %a, %b {axis = 0} -> (T, T) combine (%x1, %x2, %y1, %y2) { ... } */
         const Block *r = in->nregions > 0 ? in->regions[0] : NULL;
         buf_putc(b, ' ');
         put_vals(p, in->args, in->nargs);

@@ -811,9 +811,11 @@ static void parse_while(P *p, Block *b, const Tok *res, int nres, Loc loc, int d
 
 /* scan := results '=' 'scan' %x (',' %x)* '{' 'axis' '=' INT [',' 'reverse'] '}' '->' '(' types ')'
  *         'combine' '(' %p (',' %p)* ')' region
+ * reduce := the same with 'reduce' and no 'reverse'.
  * The combine params are scalars of the operands' dtypes, twice over. */
-static void parse_scan(P *p, Block *b, const Tok *res, int nres, Loc loc, int depth)
+static void parse_scan(P *p, Block *b, OpKind op, const Tok *res, int nres, Loc loc, int depth)
 {
+    const char *on = op_info[op].name;
     /* arena arrays: this frame is on the recursion of nested regions */
     ValId *args = arena_alloc(p->a, sizeof *args * MAX_VALUES);
     Type *tys = arena_alloc(p->a, sizeof *tys * MAX_VALUES);
@@ -830,17 +832,18 @@ static void parse_scan(P *p, Block *b, const Tok *res, int nres, Loc loc, int de
     for (int i = 0; i < na; i++) {
         if (!strcmp(as[i].key, "axis") && as[i].kind == A_INT)
             axis = as[i].ival;
-        else if (!strcmp(as[i].key, "reverse") && as[i].kind == A_FLAG)
+        else if (op == OP_SCAN && !strcmp(as[i].key, "reverse") && as[i].kind == A_FLAG)
             flags |= IF_REVERSE;
         else
-            perr(p, as[i].loc, "'scan' takes the attributes {axis = N[, reverse]}, found '%s'", as[i].key);
+            perr(p, as[i].loc, "'%s' takes the attributes {axis = N%s}, found '%s'", on,
+                 op == OP_SCAN ? "[, reverse]" : "", as[i].key);
     }
     if (axis < 0)
-        perr(p, loc, "'scan' needs the attribute {axis = N}");
+        perr(p, loc, "'%s' needs the attribute {axis = N}", on);
     int ntys = parse_result_types(p, tys, MAX_VALUES);
-    check_result_count(p, nres, ntys, loc, "scan");
+    check_result_count(p, nres, ntys, loc, on);
     if (ntys != n)
-        perr(p, loc, "'scan' has %d operands but %d result types", n, ntys);
+        perr(p, loc, "'%s' has %d operands but %d result types", on, n, ntys);
     expect_id(p, "combine");
     expect(p, P_LPAREN, "'(' after 'combine'");
     Block *body = ir_block_new(p->f);
@@ -849,7 +852,7 @@ static void parse_scan(P *p, Block *b, const Tok *res, int nres, Loc loc, int de
         do {
             Tok t = expect(p, P_VAL, "a value name (%name)");
             if (np == 2 * n)
-                perr(p, t.loc, "'combine' names more than the %d parameters of a scan of %d operands", 2 * n, n);
+                perr(p, t.loc, "'combine' names more than the %d parameters of a %s of %d operands", 2 * n, on, n);
             Type st = type_with_shape(type_of(p, args[np % n]), 0, NULL);
             define(p, &t, st, body);
             np++;
@@ -857,10 +860,10 @@ static void parse_scan(P *p, Block *b, const Tok *res, int nres, Loc loc, int de
     }
     Tok close = expect(p, P_RPAREN, "')'");
     if (np != 2 * n)
-        perr(p, close.loc, "'combine' names %d parameters but a scan of %d operands has %d", np, n, 2 * n);
+        perr(p, close.loc, "'combine' names %d parameters but a %s of %d operands has %d", np, on, n, 2 * n);
     parse_region_body(p, body, depth);
     scope_close(p, mark);
-    emit_cf(p, b, OP_SCAN, args, n, &body, 1, res, tys, nres, loc);
+    emit_cf(p, b, op, args, n, &body, 1, res, tys, nres, loc);
     Inst *in = &b->insts.v[b->insts.n - 1];
     in->ival = axis;
     in->flags = flags;
@@ -890,11 +893,11 @@ static void parse_inst(P *p, Block *b, int depth)
         perr(p, optok.loc, "unknown op '%.*s'", optok.len, optok.text);
     next(p);
     const OpInfo *oi = &op_info[op];
-    if (op == OP_FOR || op == OP_IF || op == OP_WHILE || op == OP_SCAN) {
+    if (op == OP_FOR || op == OP_IF || op == OP_WHILE || op == OP_SCAN || op == OP_REDUCE) {
         if (depth >= MAX_DEPTH)
             perr(p, optok.loc, "regions nested more than %d deep", MAX_DEPTH);
-        if (op == OP_SCAN)
-            parse_scan(p, b, res, nres, loc, depth);
+        if (op == OP_SCAN || op == OP_REDUCE)
+            parse_scan(p, b, op, res, nres, loc, depth);
         else if (op == OP_FOR)
             parse_for(p, b, res, nres, loc, depth);
         else if (op == OP_IF)

@@ -1601,6 +1601,9 @@ typedef struct Ad {
     Access *acc;       /* fw's access analysis, or NULL */
     Vec(FuncGuard) guards; /* launch conditions the backward needs (check_loop_store) */
     Vec(struct TapeLoop) tapes; /* the loops whose reverse sweep reads a tape (ad_tape.c) */
+    const uint8_t *lanes; /* by ValId, or NULL: the values of a reduce's combine region while
+                           * adj_reduce applies it to tiles; ad_rev.c types them lane_ty's shape */
+    Type lane_ty;
 } Ad;
 
 /* Resolves ad->spec to roles, computes the facts and validates fw (a, d,

@@ -121,6 +121,9 @@
      region 0 (combine): 2n scalar params (the running values, then the next element's), yields n scalars; \
      closed: it reads only its params and its own values, pure region-less ops only */ \
   X(OP_SCAN,           "scan",          -1, -1,  1,  1,  0, 'D') \
+  /* tl.reduce: n inputs of one shape -> n results of their dtypes, the axis removed; ival = axis; \
+     region 0 (combine) as OP_SCAN's (the values so far, then the next element's); keep_dims is an expand_dims */ \
+  X(OP_REDUCE,         "reduce",        -1, -1,  1,  1,  0, 'D') \
   /* matrix product: a[M,K], b[K,N], acc[M,N]; ival = input precision (DotPrec) */ \
   X(OP_DOT,            "dot",            3,  1,  0,  1,  0, 'D') \
   /* random numbers (Philox 4x32-10, like tl.rand/randn/randint): seed (scalar int), offset (int tile) */ \

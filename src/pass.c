@@ -551,7 +551,7 @@ static void simplify_region(S *s, Block *r)
     cse_pop(s, mark);
 }
 
-/* Simplifies a scan's combine region, which must stay closed: CSE sees
+/* Simplifies a scan's or reduce's combine region, which must stay closed: CSE sees
  * none of the enclosing regions' values. */
 static void simplify_closed_region(S *s, Block *r)
 {
@@ -584,7 +584,7 @@ static void simplify_block(S *s, Block *b)
                 s->repl[in.res[k]] = rep(s, y->args[k]);
             continue;
         }
-        if (op == OP_SCAN)
+        if (op == OP_SCAN || op == OP_REDUCE)
             simplify_closed_region(s, in.regions[0]);
         else
             for (int r = 0; r < in.nregions; r++)

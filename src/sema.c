@@ -932,16 +932,22 @@ static const Inst *impure_inst(const Block *b)
 /* tl.associative_scan(input, axis, combine_fn, reverse=False): the inputs
  * (a tile or a tuple of tiles of one shape) scanned along axis by the
  * @triton.jit combine_fn, inlined once on scalars into the scan's closed
- * combine region (params: the running values, then the next element's). */
-static SVal assoc_scan(Sema *S, const SVal *args, const Loc *alocs, int na, const char *const *kn,
+ * combine region (params: the running values, then the next element's).
+ * red: tl.reduce(input, axis, combine_fn, keep_dims=False), the same
+ * checks and region, axis None (all axes: the inputs flattened, as Triton's
+ * semantic.reduction) and keep_dims (expand_dims of the results). */
+static SVal assoc_scan(Sema *S, bool red, const SVal *args, const Loc *alocs, int na, const char *const *kn,
                        const SVal *kv, int nk, Loc loc)
 {
-    static const char *const names[] = {"input", "axis", "combine_fn", "reverse"};
+    static const char *const snames[] = {"input", "axis", "combine_fn", "reverse"};
+    static const char *const rnames[] = {"input", "axis", "combine_fn", "keep_dims"};
+    const char *const *names = red ? rnames : snames;
+    const char *what = red ? "tl.reduce" : "tl.associative_scan";
     SVal a[4] = {sval_none(), sval_none(), sval_none(), sval_none()};
     bool has[4] = {false, false, false, false};
     Loc al[4] = {loc, loc, loc, loc};
     if (na > 4) {
-        diag_error(S->d, alocs[4], "tl.associative_scan takes at most 4 arguments, %d were given", na);
+        diag_error(S->d, alocs[4], "%s takes at most 4 arguments, %d were given", what, na);
         return sval_error();
     }
     for (int i = 0; i < na; i++) {
@@ -954,8 +960,8 @@ static SVal assoc_scan(Sema *S, const SVal *args, const Loc *alocs, int na, cons
         while (i < 4 && strcmp(names[i], kn[k]))
             i++;
         if (i == 4 || has[i]) {
-            diag_error(S->d, loc, i == 4 ? "tl.associative_scan got an unexpected keyword argument '%s'"
-                                         : "tl.associative_scan got multiple values for argument '%s'", kn[k]);
+            diag_error(S->d, loc, i == 4 ? "%s got an unexpected keyword argument '%s'"
+                                         : "%s got multiple values for argument '%s'", what, kn[k]);
             return sval_error();
         }
         a[i] = kv[k];
@@ -963,7 +969,7 @@ static SVal assoc_scan(Sema *S, const SVal *args, const Loc *alocs, int na, cons
     }
     for (int i = 0; i < 3; i++)
         if (!has[i]) {
-            diag_error(S->d, loc, "tl.associative_scan: missing argument '%s'", names[i]);
+            diag_error(S->d, loc, "%s: missing argument '%s'", what, names[i]);
             return sval_error();
         }
     Lower *L = &S->L;
@@ -972,49 +978,58 @@ static SVal assoc_scan(Sema *S, const SVal *args, const Loc *alocs, int na, cons
     int n = a[0].kind == SV_TUPLE ? a[0].n : 1;
     const SVal *xs = a[0].kind == SV_TUPLE ? a[0].elts : &a[0];
     if (n < 1 || n > 16) {
-        diag_error(S->d, al[0], "tl.associative_scan: 'input' must be a tile or a tuple of 1 to 16 tiles");
+        diag_error(S->d, al[0], "%s: 'input' must be a tile or a tuple of 1 to 16 tiles", what);
         return sval_error();
     }
     ValId *x = arena_alloc(S->a, sizeof *x * (size_t)n);
     for (int i = 0; i < n; i++) {
         if (xs[i].kind != SV_VALUE || ir_type(f, xs[i].v).rank == 0 || ir_type(f, xs[i].v).dt == DT_PTR) {
-            diag_error(S->d, al[0], "tl.associative_scan: 'input' must be a tile or a tuple of tiles of numbers, "
-                       "got %s", sema_describe(S, xs[i]));
+            diag_error(S->d, al[0], "%s: 'input' must be a tile or a tuple of tiles of numbers, got %s", what,
+                       sema_describe(S, xs[i]));
             return sval_error();
         }
         x[i] = xs[i].v;
         if (!type_same_shape(ir_type(f, x[i]), ir_type(f, x[0]))) {
-            diag_error(S->d, al[0], "tl.associative_scan: the input tiles must have one shape, got %s and %s",
+            diag_error(S->d, al[0], "%s: the input tiles must have one shape, got %s and %s", what,
                        sema_type_str(S, ir_type(f, x[0])), sema_type_str(S, ir_type(f, x[i])));
             return sval_error();
         }
     }
     Type t0 = ir_type(f, x[0]);
-    if (!sval_is_int(a[1])) {
-        diag_error(S->d, al[1], "tl.associative_scan: 'axis' must be a constexpr int, got %s", sema_describe(S, a[1]));
+    int rank0 = t0.rank;
+    bool all = red && sval_is_none(a[1]);
+    if (!all && !sval_is_int(a[1])) {
+        diag_error(S->d, al[1], "%s: 'axis' must be a constexpr int%s, got %s", what, red ? " or None" : "",
+                   sema_describe(S, a[1]));
         return sval_error();
     }
-    int64_t axis = a[1].c.i;
+    int64_t axis = all ? 0 : a[1].c.i;
     if (axis < -(int64_t)t0.rank || axis >= t0.rank) {
-        diag_error(S->d, al[1], "tl.associative_scan: axis %lld is out of range for a tile of rank %d",
-                   (long long)axis, t0.rank);
+        diag_error(S->d, al[1], "%s: axis %lld is out of range for a tile of rank %d", what, (long long)axis,
+                   t0.rank);
         return sval_error();
     }
     if (axis < 0)
         axis += t0.rank;
-    bool rev = false;
+    bool flag = false; /* reverse, or keep_dims */
     if (has[3] && !sval_is_none(a[3])) {
         if (a[3].kind != SV_CONST || (a[3].c.kind != CK_BOOL && a[3].c.kind != CK_INT)) {
-            diag_error(S->d, al[3], "tl.associative_scan: 'reverse' must be a constexpr bool, got %s",
+            diag_error(S->d, al[3], "%s: '%s' must be a constexpr bool, got %s", what, names[3],
                        sema_describe(S, a[3]));
             return sval_error();
         }
-        rev = const_truthy(a[3].c);
+        flag = const_truthy(a[3].c);
     }
     if (a[2].kind != SV_FUNC) {
-        diag_error(S->d, al[2], "tl.associative_scan: 'combine_fn' must be a @triton.jit function, got %s",
+        diag_error(S->d, al[2], "%s: 'combine_fn' must be a @triton.jit function, got %s", what,
                    sema_describe(S, a[2]));
         return sval_error();
+    }
+    if (all && rank0 > 1) { /* all axes: the inputs flattened */
+        int32_t numel = (int32_t)type_numel(t0);
+        for (int i = 0; i < n; i++)
+            x[i] = ops_emit1(L, OP_RESHAPE, type_with_shape(ir_type(f, x[i]), 1, &numel), x[i], loc);
+        t0 = ir_type(f, x[0]);
     }
     /* the combine region, built by inlining combine_fn on its scalar params */
     Block *rb = ir_block_new(f);
@@ -1037,14 +1052,13 @@ static SVal assoc_scan(Sema *S, const SVal *args, const Loc *alocs, int na, cons
         int nr = r.kind == SV_TUPLE ? r.n : 1;
         const SVal *rs = r.kind == SV_TUPLE ? r.elts : &r;
         if (nr != n) {
-            diag_error(S->d, loc, "tl.associative_scan: the combine_fn '%s' returns %d value%s for %d input%s",
-                       fn->name, nr, nr == 1 ? "" : "s", n, n == 1 ? "" : "s");
+            diag_error(S->d, loc, "%s: the combine_fn '%s' returns %d value%s for %d input%s", what, fn->name, nr, nr == 1 ? "" : "s", n, n == 1 ? "" : "s");
         } else {
             for (int i = 0; i < n && S->d->nerrors == errs; i++) {
                 ValId v = lower_value(L, rs[i], loc);
                 if (v && ir_type(f, v).rank != 0)
-                    diag_error(S->d, loc, "tl.associative_scan: the combine_fn '%s' must return scalars, "
-                               "value %d is %s", fn->name, i + 1, sema_type_str(S, ir_type(f, v)));
+                    diag_error(S->d, loc, "%s: the combine_fn '%s' must return scalars, value %d is %s", what,
+                               fn->name, i + 1, sema_type_str(S, ir_type(f, v)));
                 else if (v)
                     ys[i] = lower_convert(L, v, type_with_shape(ir_type(f, x[i]), 0, NULL), loc);
             }
@@ -1053,8 +1067,8 @@ static SVal assoc_scan(Sema *S, const SVal *args, const Loc *alocs, int na, cons
     if (S->d->nerrors == errs) {
         const Inst *bad = impure_inst(rb);
         if (bad)
-            diag_error(S->d, bad->loc, "tl.associative_scan: the combine_fn '%s' may only compute on its "
-                       "arguments ('%s' is not allowed there: no memory, control flow or random numbers)",
+            diag_error(S->d, bad->loc, "%s: the combine_fn '%s' may only compute on its "
+                       "arguments ('%s' is not allowed there: no memory, control flow or random numbers)", what,
                        fn->name, op_info[bad->op].name);
     }
     if (S->d->nerrors == errs)
@@ -1063,19 +1077,34 @@ static SVal assoc_scan(Sema *S, const SVal *args, const Loc *alocs, int na, cons
     if (S->d->nerrors > errs)
         return sval_error();
     Type *rt = arena_alloc(S->a, sizeof *rt * (size_t)n);
+    int32_t rsh[KAD_MAX_RANK];
+    for (int k = 0, j = 0; k < t0.rank; k++)
+        if (k != axis)
+            rsh[j++] = t0.shape[k];
     for (int i = 0; i < n; i++)
-        rt[i] = ir_type(f, x[i]);
-    Inst *in = ir_emit(f, outer, OP_SCAN, x, n, rt, n, loc);
+        rt[i] = red ? type_with_shape(ir_type(f, x[i]), t0.rank - 1, rsh) : ir_type(f, x[i]);
+    Inst *in = ir_emit(f, outer, red ? OP_REDUCE : OP_SCAN, x, n, rt, n, loc);
     in->ival = axis;
-    in->flags = rev ? IF_REVERSE : 0;
+    in->flags = !red && flag ? IF_REVERSE : 0;
     in->regions = arena_alloc(S->a, sizeof *in->regions);
     in->regions[0] = rb;
     in->nregions = 1;
-    if (n == 1)
-        return sval_value(in->res[0]);
     SVal *out = arena_alloc(S->a, sizeof *out * (size_t)n);
-    for (int i = 0; i < n; i++)
-        out[i] = sval_value(in->res[i]);
+    for (int i = 0; i < n; i++) {
+        ValId v = in->res[i];
+        if (red && flag && all) { /* keep_dims over all axes: ones of the input's rank */
+            int32_t ones[KAD_MAX_RANK] = {1, 1, 1, 1};
+            v = ops_emit1(L, OP_RESHAPE, type_with_shape(rt[i], rank0, ones), v, loc);
+        } else if (red && flag) {
+            int32_t sh[KAD_MAX_RANK];
+            memcpy(sh, t0.shape, sizeof sh);
+            sh[axis] = 1;
+            v = ops_emit_attr(L, OP_EXPAND_DIMS, type_with_shape(rt[i], t0.rank, sh), v, axis, 0, loc);
+        }
+        out[i] = sval_value(v);
+    }
+    if (n == 1 && a[0].kind != SV_TUPLE)
+        return out[0];
     return sval_tuple(L, out, n);
 }
 
@@ -1115,8 +1144,8 @@ static SVal eval_call(Sema *S, const Expr *e)
     switch (fn.kind) {
     case SV_FUNC: return call_jit(S, fn, args, alocs, na, e->call.kw, kv, nk, e->loc);
     case SV_BUILTIN:
-        if (!strcmp(fn.qual, "triton.language.associative_scan"))
-            return assoc_scan(S, args, alocs, na, kn, kv, nk, e->loc);
+        if (!strcmp(fn.qual, "triton.language.associative_scan") || !strcmp(fn.qual, "triton.language.reduce"))
+            return assoc_scan(S, !strcmp(fn.qual, "triton.language.reduce"), args, alocs, na, kn, kv, nk, e->loc);
         if ((rk = sema_range_kind(fn.qual))) {
             diag_error(S->d, e->loc, "%s() can only be used as the iterable of a for loop", sema_range_name(rk));
             return sval_error();

@@ -2398,6 +2398,7 @@ static const Builtin tl_builtins[] = {
     {"cumprod", b_scan, "input,axis=,reverse=", OP_CUMPROD},
     /* the call is lowered by sema.c (assoc_scan: it inlines combine_fn); reached only as a value */
     {"associative_scan", b_assoc_scan, "input,axis,combine_fn,reverse=", 0},
+    {"reduce", b_assoc_scan, "input,axis,combine_fn,keep_dims=", 0},
     {"softmax", b_softmax, "x,dim=,keep_dims=,ieee_rounding=", 0},
     {"dot", b_dot, "input,other,acc=,input_precision=,allow_tf32=,max_num_imprecise_acc=,out_dtype=", 0},
     {"trans", b_permute, "input,*dims", 1},

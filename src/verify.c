@@ -689,13 +689,19 @@ static bool defined_in(const Block *b, ValId x)
 }
 
 /* scan: n operands of one shape (rank >= 1, no pointers), results of their
- * types, a closed combine region of 2n scalar params yielding n scalars. */
+ * types, a closed combine region of 2n scalar params yielding n scalars.
+ * reduce: the same with the results' shapes the operands' less the axis. */
 static void check_scan(V *v, const Inst *in, int depth)
 {
     int n = in->nargs;
+    const char *on = op_info[in->op].name;
     Block *r0 = in->regions[0];
     if (n < 1 || in->nres != n) {
         err(v, in, "must have as many results as operands (at least one), got %d and %d", in->nres, n);
+        return;
+    }
+    if (in->op == OP_REDUCE && n > 16) {
+        err(v, in, "has %d operands, at most 16", n);
         return;
     }
     Type x0 = ty(v, in->args[0]);
@@ -704,12 +710,24 @@ static void check_scan(V *v, const Inst *in, int depth)
         Type x = ty(v, in->args[i]);
         if (!is_num(x) || x.rank < 1 || !type_same_shape(x, x0))
             err(v, in, "operands must be numeric tiles of one shape, got %s and %s", tstr(v, x0), tstr(v, x));
-        if (!type_eq(x, ty(v, in->res[i])))
-            err(v, in, "result %d must be %s, got %s", i + 1, tstr(v, x), tstr(v, ty(v, in->res[i])));
         ptys[i] = ptys[n + i] = type_with_shape(x, 0, NULL);
     }
-    if (in->ival < 0 || in->ival >= x0.rank)
+    if (in->ival < 0 || in->ival >= x0.rank) {
         err(v, in, "axis %lld out of range for %s", (long long)in->ival, tstr(v, x0));
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        Type x = ty(v, in->args[i]);
+        if (in->op == OP_REDUCE) { /* the axis removed */
+            int32_t sh[KAD_MAX_RANK];
+            for (int k = 0, j = 0; k < x.rank; k++)
+                if (k != in->ival)
+                    sh[j++] = x.shape[k];
+            x = type_with_shape(x, x.rank - 1, sh);
+        }
+        if (!type_eq(x, ty(v, in->res[i])))
+            err(v, in, "result %d must be %s, got %s", i + 1, tstr(v, x), tstr(v, ty(v, in->res[i])));
+    }
     int mark = v->scope.n;
     region_params(v, in, r0, ptys, 2 * n, "combine");
     walk_region(v, in, r0, mark, OP_YIELD, depth);
@@ -718,19 +736,19 @@ static void check_scan(V *v, const Inst *in, int depth)
         const Inst *c = &r0->insts.v[i];
         if (c->op != OP_YIELD && (!op_info[c->op].pure || c->nregions || c->op == OP_RAND || c->op == OP_RANDN ||
                                   c->op == OP_RANDINT || c->op == OP_PROGRAM_ID || c->op == OP_NUM_PROGRAMS)) {
-            err(v, c, "is not allowed in the combine region of 'scan' (pure operations on its values only)");
+            err(v, c, "is not allowed in the combine region of '%s' (pure operations on its values only)", on);
             continue;
         }
         for (int k = 0; k < c->nargs; k++)
             if (!defined_in(r0, c->args[k]))
-                err(v, c, "the combine region of 'scan' may read only its parameters and its own values, "
-                    "not %s", vname(v, c->args[k]));
+                err(v, c, "the combine region of '%s' may read only its parameters and its own values, "
+                    "not %s", on, vname(v, c->args[k]));
     }
 }
 
 static void check_control(V *v, const Inst *in, int depth)
 {
-    if (in->op == OP_SCAN) {
+    if (in->op == OP_SCAN || in->op == OP_REDUCE) {
         check_scan(v, in, depth);
         return;
     }
@@ -840,7 +858,7 @@ static void check_inst(V *v, const Inst *in, int depth)
             uses_ok = false;
         }
     if (uses_ok) {
-        if (op == OP_FOR || op == OP_IF || op == OP_WHILE || op == OP_SCAN) {
+        if (op == OP_FOR || op == OP_IF || op == OP_WHILE || op == OP_SCAN || op == OP_REDUCE) {
             if (depth > 1000)
                 err(v, in, "regions nested too deeply");
             else

@@ -1104,6 +1104,47 @@ _cummax_index_case(True, 3, 21, False)
 _rows_scan_case("scan_mul", "scan_mul_kernel", 3, 12, lambda x: np.cumprod(x, 1),
                 make_x=lambda r: r.uniform(0.5, 1.5, (3, 12)), tol=(1e-5, 1e-6))
 
+# ------------------------------------------------------------------ tl.reduce with a combine function
+# (tests/kernels/reduce.py): Welford's (mean, count, M2) after a column loop, a streaming
+# log-sum-exp along rows, summed over all axes (axis=None).
+
+
+def _welford_case(m, n, bm, bn):
+    case(
+        id=f"reduce_welford_{m}x{n}",
+        file="reduce.py",
+        kernel="welford_kernel",
+        sig=f"x_ptr=*fp32,var_ptr=*fp32,mean_ptr=*fp32,M=i32,N=i32,correction=fp32,BLOCK_M={bm},BLOCK_N={bn}",
+        grid=(cdiv(m, bm),),
+        make=lambda r: dict(x_ptr=r.standard_normal((m, n)) + 0.5, var_ptr=np.zeros(m), mean_ptr=np.zeros(m),
+                            M=m, N=n, correction=1.0),
+        ref=lambda i: dict(var_ptr=np.var(i["x_ptr"], axis=1, ddof=1), mean_ptr=i["x_ptr"].mean(axis=1)),
+        outputs=("var_ptr", "mean_ptr"),
+        tol=dict(var_ptr=fp32_red(n), mean_ptr=fp32_red(n)),
+    )
+
+
+_welford_case(5, 19, 2, 8)
+_welford_case(3, 40, 4, 16)
+
+
+def _lse_ref(i):
+    x = i["x_ptr"]
+    mx = x.max(axis=1, keepdims=True)
+    return dict(y_ptr=np.array([(mx[:, 0] + np.log(np.exp(x - mx).sum(axis=1))).sum()]))
+
+
+case(
+    id="reduce_logsumexp_rows",
+    file="reduce.py",
+    kernel="logsumexp_kernel",
+    sig="x_ptr=*fp32,y_ptr=*fp32,M=i32,N=i32,BLOCK_M=4,BLOCK_N=8",
+    grid=(1,),
+    make=lambda r: dict(x_ptr=r.standard_normal((3, 7)), y_ptr=np.zeros(1), M=3, N=7),
+    ref=_lse_ref,
+    outputs=("y_ptr",),
+)
+
 # ------------------------------------------------------------------ shapes inside a tile
 # tl.split / tl.join / tl.interleave, tl.gather, tl.flip, tl.sort / tl.topk, tl.histogram
 # (tests/kernels/tile_shapes.py).

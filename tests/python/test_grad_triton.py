@@ -192,6 +192,15 @@ def _rows_scan(f):
     return ref
 
 
+def _welford(v):
+    var, mean = torch.var_mean(v["x_ptr"], 1, correction=1)
+    return {"var_ptr": (ALL, var), "mean_ptr": (ALL, mean)}
+
+
+def _lse_rows(v):
+    return {"y_ptr": (ALL, torch.logsumexp(v["x_ptr"], 1).sum().reshape(1))}
+
+
 def _row_sum(v):
     return {"out_ptr": (ALL, v["x_ptr"][:, :v["N"]].sum(dim=1))}
 
@@ -378,6 +387,9 @@ GRADS = {
     "cummax_index_forward": ("x_ptr", "y_ptr", _rows_scan(lambda x: torch.cummax(x, 1).values), None),
     "cummax_index_reverse": ("x_ptr", "y_ptr", _rows_scan(lambda x: torch.cummax(x.flip(1), 1).values.flip(1)),
                              None),
+    "reduce_welford_5x19": ("x_ptr", "var_ptr,mean_ptr", _welford, None),
+    "reduce_welford_3x40": ("x_ptr", "var_ptr,mean_ptr", _welford, None),
+    "reduce_logsumexp_rows": ("x_ptr", "y_ptr", _lse_rows, None),
     "complex_mul_interleaved": ("x_ptr,y_ptr", "z_ptr", _complex_mul, None),
     "rotary_half_split_join": ("x_ptr,cos_ptr,sin_ptr", "y_ptr", _rotary_half, None),
     "embed_gather_tile": ("table_ptr,scale_ptr", "out_ptr", _embed_gather, None),

@@ -48,6 +48,7 @@ from kernels import (axpby, bias_add, box_filter, cast_scale, clamp, cross_entro
                      gelu, geglu, group_sum, head_affine_3d, layer_norm, leaky_relu, linear_attention, log_softmax,
                      matmul, mean_dim, minmax_scale, persistent_scale, relu, rms_norm, row_stats, row_sum,
                      scan, silu, softmax, softplus, split_k_colsum, swiglu, transpose, vector_add)
+from kernels import reduce as red  # noqa: E402
 
 
 def cdiv(a, b):
@@ -357,6 +358,61 @@ def _(g, small):
     x, y = leaf(rows, n, gen=g), torch.empty(rows, n)
     return (rows,), [x, y, n], dict(BLOCK=bn), dict(x_ptr=x), dict(y_ptr=y), \
         lambda t: dict(y_ptr=torch.cummax(t["x_ptr"], 1).values)
+
+
+@case("reduce_welford", red.welford_kernel, ["x_ptr"], ["var_ptr", "mean_ptr"], tol=1e-4)
+def _(g, small):
+    m, n, bm, bn = (3, 11, 2, 4) if small else (5, 40, 2, 16)
+    x, var, mean = leaf(m, n, gen=g), torch.empty(m), torch.empty(m)
+    return (cdiv(m, bm),), [x, var, mean, m, n, 1.0], dict(BLOCK_M=bm, BLOCK_N=bn), dict(x_ptr=x), \
+        dict(var_ptr=var, mean_ptr=mean), \
+        lambda t: dict(zip(("var_ptr", "mean_ptr"), torch.var_mean(t["x_ptr"], 1, correction=1)))
+
+
+@case("reduce_sum_combine", red.reduce_sum_kernel, ["x_ptr"], ["y_ptr"])
+def _(g, small):
+    rows, n, bn = (3, 6, 8) if small else (5, 37, 64)
+    x, y = leaf(rows, n, gen=g), torch.empty(rows)
+    return (rows,), [x, y, n], dict(BLOCK=bn), dict(x_ptr=x), dict(y_ptr=y), \
+        lambda t: dict(y_ptr=t["x_ptr"].sum(1))
+
+
+@case("reduce_max_combine", red.reduce_max_kernel, ["x_ptr"], ["y_ptr"])
+def _(g, small):
+    m, n, bn = (3, 6, 8) if small else (5, 37, 64)
+    x, y = leaf(m, n, gen=g), torch.empty(m)
+    return (cdiv(m, 2),), [x, y, m, n], dict(BLOCK_M=2, BLOCK_N=bn), dict(x_ptr=x), dict(y_ptr=y), \
+        lambda t: dict(y_ptr=t["x_ptr"].amax(1))
+
+
+@case("reduce_argmax_pair", red.argmax_pair_kernel, ["x_ptr"], ["y_ptr"])
+def _(g, small):
+    rows, n, bn = (3, 6, 8) if small else (5, 37, 64)
+    x, y, i = leaf(rows, n, gen=g), torch.empty(rows), torch.empty(rows, dtype=torch.int32)
+    return (rows,), [x, y, i, n], dict(BLOCK=bn), dict(x_ptr=x), dict(y_ptr=y), \
+        lambda t: dict(y_ptr=t["x_ptr"].amax(1))
+
+
+@case("reduce_logsumexp", red.logsumexp_kernel, ["x_ptr"], ["y_ptr"])
+def _(g, small):
+    m, n = (3, 6) if small else (5, 13)
+    x, y = leaf(m, n, gen=g), torch.empty(1)
+    return (1,), [x, y, m, n], dict(BLOCK_M=8, BLOCK_N=16), dict(x_ptr=x), dict(y_ptr=y), \
+        lambda t: dict(y_ptr=torch.logsumexp(t["x_ptr"], 1).sum().reshape(1))
+
+
+@case("reduce_affine_compose", red.affine_compose_kernel, ["a_ptr", "b_ptr"], ["A_ptr", "h_ptr"], tol=1e-4)
+def _(g, small):
+    T, D = (5, 3) if small else (11, 6)
+    a = (0.6 + 0.4 * torch.rand(T, D, generator=g, dtype=torch.float64, device="cpu")).to(DEVICE, torch.float32).requires_grad_()
+    b, A, h = leaf(T, D, gen=g), torch.empty(D), torch.empty(D)
+
+    def ref(t):  # h -> a_t * h + b_t applied for t = 0 .. T-1 from h = 0; A the product of the a_t
+        s = torch.zeros_like(t["b_ptr"][0])
+        for i in range(T):
+            s = t["a_ptr"][i] * s + t["b_ptr"][i]
+        return dict(A_ptr=t["a_ptr"].prod(0), h_ptr=s)
+    return (1,), [a, b, A, h, T, D], dict(BLOCK_T=16, BLOCK_D=8), dict(a_ptr=a, b_ptr=b), dict(A_ptr=A, h_ptr=h), ref
 
 
 @case("row_sum_ragged", row_sum.row_sum_kernel, ["x_ptr"], ["out_ptr"])
