@@ -540,8 +540,18 @@ def close(a, b, tol):
     return (a - b).abs().max().item() <= tol * b.abs().max().item() + 1e-6
 
 
+# Cases whose forward is only defined on kad's interpreter: Triton's GPU reduction combines lanes in
+# a tree over warp shuffles, not left to right, so a non-commutative combine_fn (the composition of
+# affine maps) gives another forward there (measured on an H100, 2026-11-24); kad's interpreter folds
+# left to right, the order the kernel means.
+CPU_ONLY = {"reduce_affine_compose": "a non-commutative tl.reduce combine: Triton's GPU reduction "
+                                     "order is not left to right"}
+
+
 @pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
 def test_corpus_kernel_backward_matches_torch(c):
+    if DEVICE != "cpu" and c.id in CPU_ONLY:
+        pytest.skip(CPU_ONLY[c.id])
     g = torch.Generator().manual_seed(0)
     k = kad.differentiable(inputs=c.inputs, outputs=c.outputs)(c.fn)
     with torch.device(DEVICE):
