@@ -1637,7 +1637,8 @@ static void scan_region_op(Interp *S, const XInst *xi)
 /* reduce with a combine region: per lane across the axis, a left fold in
  * order (the value so far, params 0..n-1, then the next element, params
  * n..2n-1); the first element is itself.  Triton combines in a tree: the
- * same for an associative combine_fn, up to rounding. */
+ * same, up to rounding, for a combine_fn that is associative and
+ * commutative (docs/LANGUAGE.md). */
 static void reduce_region_op(Interp *S, const XInst *xi)
 {
     const Inst *in = xi->in;
