@@ -630,6 +630,23 @@ static void clone_shadow(Ad *ad, Block *bb, const Inst *in)
     name_after(ad, ni->res[0], "d_", fr);
 }
 
+/* A closed combine region's body (fr) copied into rb, its values renamed
+ * through m (fr's params already mapped); the yield at yloc, or at each
+ * instruction's own location when yloc is NULL. */
+static void copy_combine_body(Ad *ad, Block *rb, const Block *fr, ValId *m, const Loc *yloc)
+{
+    for (int k = 0; k < fr->insts.n; k++) {
+        const Inst *c = &fr->insts.v[k];
+        ValId *args = arena_alloc(ad->a, sizeof *args * (size_t)(c->nargs + 1));
+        for (int j = 0; j < c->nargs; j++)
+            args[j] = m[c->args[j]];
+        Inst *nc = c->op == OP_YIELD ? ir_emit(ad->bw, rb, OP_YIELD, args, c->nargs, NULL, 0, yloc ? *yloc : c->loc)
+                                     : emit_like(ad, rb, c, args);
+        if (c->nres == 1)
+            m[c->res[0]] = nc->res[0];
+    }
+}
+
 /* A scan in the primal sweep: the same op over the primal operands, its
  * closed combine region copied with fresh values. */
 static void clone_scan(Ad *ad, Block *bb, const Inst *in)
@@ -648,16 +665,7 @@ static void clone_scan(Ad *ad, Block *bb, const Inst *in)
     for (int i = 0; i < fr->nparams; i++)
         m[fr->params[i]] = ir_block_param_add(f, rb, fty(ad, fr->params[i]), fname(ad, fr->params[i]),
                                               ad->fw->vals.v[fr->params[i]].loc);
-    for (int k = 0; k < fr->insts.n; k++) {
-        const Inst *c = &fr->insts.v[k];
-        ValId *args = arena_alloc(ad->a, sizeof *args * (size_t)(c->nargs + 1));
-        for (int j = 0; j < c->nargs; j++)
-            args[j] = m[c->args[j]];
-        Inst *nc = c->op == OP_YIELD ? ir_emit(f, rb, OP_YIELD, args, c->nargs, NULL, 0, c->loc)
-                                     : emit_like(ad, rb, c, args);
-        if (c->nres == 1)
-            m[c->res[0]] = nc->res[0];
-    }
+    copy_combine_body(ad, rb, fr, m, NULL);
     for (int i = 0; i < in->nres; i++) {
         ad->pm[in->res[i]] = res[i];
         name_after(ad, res[i], "", in->res[i]);
@@ -1375,16 +1383,7 @@ static ValId *combine_scan(Em *e, const Inst *in, const ValId *xs, bool rev, boo
         np[i] = ir_block_param_add(f, rb, fty(ad, fr->params[i]), fname(ad, fr->params[i]), e->loc);
     for (int i = 0; i < 2 * n; i++)
         m[fr->params[i]] = np[swap ? (i + n) % (2 * n) : i];
-    for (int k = 0; k < fr->insts.n; k++) {
-        const Inst *c = &fr->insts.v[k];
-        ValId *args = arena_alloc(ad->a, sizeof *args * (size_t)(c->nargs + 1));
-        for (int j = 0; j < c->nargs; j++)
-            args[j] = m[c->args[j]];
-        Inst *nc = c->op == OP_YIELD ? ir_emit(f, rb, OP_YIELD, args, c->nargs, NULL, 0, e->loc)
-                                     : emit_like(ad, rb, c, args);
-        if (c->nres == 1)
-            m[c->res[0]] = nc->res[0];
-    }
+    copy_combine_body(ad, rb, fr, m, &e->loc);
     return res;
 }
 
