@@ -2,7 +2,7 @@
 # base pointer, shape and strides) against float64 finite differences: a chunked row statistic
 # whose loads and store go through descriptors over views with padded rows (stride 24 > 21
 # columns) and a last row block that is partly out of bounds; in-place through one descriptor.
-# RUN: check %s:host_desc_chunked --sig 'x_desc=tensordesc<fp32[8, 8]>,w_desc=tensordesc<fp32[8]>,y_desc=tensordesc<fp32[8, 8]>,BLOCK_M=8,BLOCK_N=8' --wrt x_desc,w_desc --out y_desc --grid 3 --shape x_desc=19x24 --shape w_desc=21 --shape y_desc=19x24 --arg x_desc_shape_0=19 --arg x_desc_shape_1=21 --arg x_desc_stride_0=24 --arg w_desc_shape_0=21 --arg y_desc_shape_0=19 --arg y_desc_shape_1=21 --arg y_desc_stride_0=24
+# RUN: check tests/kernels/tensor_desc_host.py:host_desc_chunked --sig 'x_desc=tensordesc<fp32[8, 8]>,w_desc=tensordesc<fp32[8]>,y_desc=tensordesc<fp32[8, 8]>,BLOCK_M=8,BLOCK_N=8' --wrt x_desc,w_desc --out y_desc --grid 3 --shape x_desc=19x24 --shape w_desc=21 --shape y_desc=19x24 --arg x_desc_shape_0=19 --arg x_desc_shape_1=21 --arg x_desc_stride_0=24 --arg w_desc_shape_0=21 --arg y_desc_shape_0=19 --arg y_desc_shape_1=21 --arg y_desc_stride_0=24
 # RUN: check %s:scale_inplace --sig 's_desc=tensordesc<fp32[4, 8]>,w_ptr=*fp32' --wrt s_desc,w_ptr --out s_desc --grid 3,2 --shape s_desc=10x16 --shape w_ptr=16 --arg s_desc_shape_0=10 --arg s_desc_shape_1=13 --arg s_desc_stride_0=16
 # RUN: grad %s:scale_inplace --sig 's_desc=tensordesc<fp32[4, 8]>,w_ptr=*fp32' --wrt s_desc,w_ptr --out s_desc
 import triton
@@ -17,20 +17,3 @@ def scale_inplace(s_desc, w_ptr):
     cols = pn * 8 + tl.arange(0, 8)
     w = tl.load(w_ptr + cols, mask=cols < s_desc.shape[1], other=0.0)
     s_desc.store([pm * 4, pn * 8], tl.sin(s) * w[None, :])
-
-
-@triton.jit
-def host_desc_chunked(x_desc, w_desc, y_desc, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    # per row block: s = sum over column chunks of softplus(x * w) - log 2; y = x * sigmoid(s)[:, None]
-    pm = tl.program_id(0)
-    N = x_desc.shape[1]
-    s = tl.zeros([BLOCK_M], dtype=tl.float32)
-    for n0 in range(0, N, BLOCK_N):
-        x = x_desc.load([pm * BLOCK_M, n0]).to(tl.float32)
-        w = w_desc.load([n0]).to(tl.float32)
-        z = x * w[None, :]
-        s += tl.sum(tl.log(1.0 + tl.exp(z)) - 0.6931471805599453, axis=1)
-    g = tl.sigmoid(s)
-    for n0 in range(0, N, BLOCK_N):
-        x = x_desc.load([pm * BLOCK_M, n0]).to(tl.float32)
-        y_desc.store([pm * BLOCK_M, n0], x * g[:, None])
