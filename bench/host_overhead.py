@@ -34,7 +34,7 @@ zero-fills, partials, grids) run as on a GPU; the hand-written Function calls th
 launcher.  Tensor allocations and zero-fills are CPU ones (a CUDA one costs a few us of host time
 more).  The figures to optimize kad's host path against without a GPU; "plain fwd" is 0.
 
---profile: cProfile of the kad forward (with grad) and backward of each kernel, top functions by
+--profile: cProfile of the kad forward (with grad), backward, and forward + backward of each kernel, top functions by
 internal time.
 """
 import argparse
@@ -280,7 +280,8 @@ def measure(entry, device, iters, profile):
 
     if profile:
         for what, f in (("kad fwd+grad", kad_fwd),
-                        ("kad bwd", lambda: torch.autograd.grad(y_kad, ins, dy, retain_graph=True))):
+                        ("kad bwd", lambda: torch.autograd.grad(y_kad, ins, dy, retain_graph=True)),
+                        ("kad f+b", lambda: torch.autograd.grad(kad_fwd(), ins, dy))):
             pr = cProfile.Profile()
             pr.enable()
             for _ in range(iters):
