@@ -415,6 +415,17 @@ static ValId tape_seg_len(Ad *ad, Block *b, ValId trips, Loc loc)
 /* At the top of a taped loop's body (params already mapped): records the
  * carried values the reverse sweep reads back (checkpointed: those of every
  * k-th iteration, in slot k + t / k). */
+/* Carried value i of a taped loop read back from the tape at base: loaded
+ * in the tape's dtype, converted to the value's type vt. */
+static ValId tape_load(Ad *ad, Block *b, const TapeLoop *tl, ValId base, Type vt, int i, Loc loc)
+{
+    Func *f = ad->bw;
+    ValId ptr = tape_ptr(ad, b, base, vt, tl->off[i], loc);
+    Type lt = type_tile(tl->dt, vt.rank, vt.shape);
+    ValId v = ir_emit(f, b, OP_LOAD, &ptr, 1, &lt, 1, loc)->res[0];
+    return vt.dt != tl->dt ? ir_op1(f, b, OP_CAST, vt, v, loc) : v;
+}
+
 static void tape_record(Ad *ad, Block *reg, TapeLoop *tl)
 {
     const Inst *in = tl->loop;
@@ -1906,12 +1917,7 @@ static void map_carried(Ad *ad, Block *reg, const Inst *in, TapeLoop *tl, ValId 
             continue; /* a linear accumulator (never recomputed), or unused by the body */
         ValId v = vals ? vals[i] : 0;
         if (!vals) {
-            Type vt = fty(ad, car[i]);
-            ValId ptr = tape_ptr(ad, reg, base, vt, tl->off[i], loc);
-            Type lt = type_tile(tl->dt, vt.rank, vt.shape);
-            v = ir_emit(f, reg, OP_LOAD, &ptr, 1, &lt, 1, loc)->res[0];
-            if (vt.dt != tl->dt)
-                v = ir_op1(f, reg, OP_CAST, vt, v, loc);
+            v = tape_load(ad, reg, tl, base, fty(ad, car[i]), i, loc);
         }
         ad->pm[car[i]] = v;
         name_after(ad, v, "", car[i]);
@@ -2023,12 +2029,7 @@ static void tape_recompute_segment(Ad *ad, Block *reg, const Inst *in, TapeLoop 
     for (int i = 0; i < n; i++)
         if (tl->taped[i]) {
             Type vt = fty(ad, car[i]);
-            ValId ptr = tape_ptr(ad, reg, cbase, vt, tl->off[i], loc);
-            Type lt = type_tile(tl->dt, vt.rank, vt.shape);
-            ValId v = ir_emit(f, reg, OP_LOAD, &ptr, 1, &lt, 1, loc)->res[0];
-            if (vt.dt != tl->dt)
-                v = ir_op1(f, reg, OP_CAST, vt, v, loc);
-            s.args[s.na++] = v;
+            s.args[s.na++] = tape_load(ad, reg, tl, cbase, vt, i, loc);
             s.tys[s.nt++] = vt;
             ntap++;
         }
@@ -2177,13 +2178,7 @@ static int adj_revolve(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl, const bo
         Slots y = slots_new(ad, ntap);
         for (int i = 0; i < n; i++)
             if (tl->taped[i]) {
-                Type vt = fty(ad, car[i]);
-                ValId ptr = tape_ptr(ad, rr, base, vt, tl->off[i], loc);
-                Type lt = type_tile(tl->dt, vt.rank, vt.shape);
-                ValId v = ir_emit(f, rr, OP_LOAD, &ptr, 1, &lt, 1, loc)->res[0];
-                if (vt.dt != tl->dt)
-                    v = ir_op1(f, rr, OP_CAST, vt, v, loc);
-                y.args[y.na++] = v;
+                y.args[y.na++] = tape_load(ad, rr, tl, base, fty(ad, car[i]), i, loc);
             }
         ir_emit(f, rr, OP_YIELD, y.args, y.na, NULL, 0, loc);
     }
