@@ -445,8 +445,26 @@ static Func *first_kernel(G *g, Dtype sdt)
     return f;
 }
 
-/* Kernel 2 for the atomic `at` whose address depends on id `own` (0: u). */
-static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dtype sdt)
+/* The bytes of value v of f. */
+static int64_t dot_bytes(const Func *f, ValId v)
+{
+    Type t = f->vals.v[v].ty;
+    int64_t e = dtype_bits((Dtype)t.dt) / 8;
+    for (int i = 0; i < t.rank; i++)
+        e *= t.shape[i];
+    return e;
+}
+
+/* Kernel 2 for the atomic `at` whose address depends on id `own` (0: u),
+ * grouping R consecutive K iterations per program (R a power of 2):
+ * program (i, jg) owns iterations jg * R + r, r < R, loads each dacc tile
+ * once and runs the R loop bodies on it (R accumulators, summed over the
+ * other tile id in order: each element's sum order is the one of R = 1),
+ * then stores R tiles.  Iterations past the trip count (the last group)
+ * recompute iteration jg * R (always valid: in-bounds loads, whatever the
+ * body masks) and their stores are masked off, so the stores are exactly
+ * those of the R = 1 kernel, each tile once. */
+static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dtype sdt, int R, int64_t smem[2])
 {
     const Func *bw = g->bw;
     Arena *a = g->a;
@@ -457,7 +475,7 @@ static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dty
     memcpy(m2, m1, sizeof(ValId) * (size_t)g->nv);
     Block *b = f->body;
     Loc loc = at->loc;
-    Type i32 = type_scalar(DT_I32);
+    Type i32 = type_scalar(DT_I32), i64 = type_scalar(DT_I64), i1 = type_scalar(DT_I1);
     Inst *p0 = ir_emit(f, b, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc);
     p0->ival = 0;
     ValId mine = p0->res[0];
@@ -465,17 +483,31 @@ static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dty
     Inst *p1 = ir_emit(f, b, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc);
     p1->ival = 1;
     ValId j = p1->res[0];
-    /* the iteration's induction value: lb + j * step */
+    /* the iterations' induction values: lb + (j * R + r) * step */
     Cl top = {g, f, m2, true, 0};
     ValId lb = cl(&top, b, g->loop->args[0], 0), st = cl(&top, b, g->loop->args[2], 0);
+    ValId ub = R > 1 ? cl(&top, b, g->loop->args[1], 0) : 0;
     if (!top.ok)
         return NULL;
-    Type it = bw->vals.v[g->iv].ty;
-    ValId jj = it.dt == DT_I32 ? j : ir_op1(f, b, OP_CAST, it, j, loc);
-    ValId k = ir_op2(f, b, OP_ADD, it, lb, ir_op2(f, b, OP_MUL, it, jj, st, loc), loc);
-    f->vals.v[k].name = bw->vals.v[g->iv].name;
     m2[g->id[own]] = mine;
-    m2[g->iv] = k;
+    Type it = bw->vals.v[g->iv].ty;
+    ValId ks[GEMM_MAX_GROUP], ok[GEMM_MAX_GROUP] = {0};
+    ValId j0 = R > 1 ? ir_op2(f, b, OP_MUL, i32, j, ir_const_int(f, b, i32, R, loc), loc) : j;
+    ValId jj = it.dt == DT_I32 ? j0 : ir_op1(f, b, OP_CAST, it, j0, loc);
+    ks[0] = ir_op2(f, b, OP_ADD, it, lb, ir_op2(f, b, OP_MUL, it, jj, st, loc), loc);
+    f->vals.v[ks[0]].name = bw->vals.v[g->iv].name;
+    if (R > 1) { /* in i64: lb + (j * R + r) * step cannot wrap */
+        ValId lb64 = ir_op1(f, b, OP_CAST, i64, lb, loc), st64 = ir_op1(f, b, OP_CAST, i64, st, loc);
+        ValId ub64 = ir_op1(f, b, OP_CAST, i64, ub, loc), j64 = ir_op1(f, b, OP_CAST, i64, j0, loc);
+        for (int r = 1; r < R; r++) {
+            ValId idx = ir_op2(f, b, OP_ADD, i64, j64, ir_const_int(f, b, i64, r, loc), loc);
+            ValId k64 = ir_op2(f, b, OP_ADD, i64, lb64, ir_op2(f, b, OP_MUL, i64, idx, st64, loc), loc);
+            ok[r] = ir_op2(f, b, OP_LT, i1, k64, ub64, loc);
+            ValId kr = it.dt == DT_I64 ? k64 : ir_op1(f, b, OP_CAST, it, k64, loc);
+            ks[r] = ir_emit(f, b, OP_WHERE, (ValId[]){ok[r], kr, ks[0]}, 3, &it, 1, loc)->res[0];
+            f->vals.v[ks[r]].name = bw->vals.v[g->iv].name;
+        }
+    }
     ValId val = at->args[1];
     Type vt = bw->vals.v[val].ty;
     const Inst *vd = g->def[val];
@@ -486,51 +518,97 @@ static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dty
     }
     Dtype acc_dt = fold_partial_dtype((Dtype)vt.dt);
     Type at_t = type_tile(acc_dt, vt.rank, vt.shape);
-    /* for t in range(0, tiles of the other id): acc += contribution(t) */
-    ValId fa[4] = {ir_const_int(f, b, i32, 0, loc), ext[own ? 1 : 2], ir_const_int(f, b, i32, 1, loc),
-                   ir_const_float(f, b, at_t, 0.0, loc)};
-    ir_emit(f, b, OP_FOR, fa, 4, &at_t, 1, loc);
+    /* for t in range(0, tiles of the other id): acc_r += contribution(t, iteration r) */
+    ValId fa[3 + GEMM_MAX_GROUP];
+    Type rts[GEMM_MAX_GROUP];
+    fa[0] = ir_const_int(f, b, i32, 0, loc), fa[1] = ext[own ? 1 : 2], fa[2] = ir_const_int(f, b, i32, 1, loc);
+    for (int r = 0; r < R; r++)
+        fa[3 + r] = ir_const_float(f, b, at_t, 0.0, loc), rts[r] = at_t;
+    ir_emit(f, b, OP_FOR, fa, 3 + R, rts, R, loc);
     int idx = b->insts.n - 1;
-    Block *r = ir_inst_add_region(f, &b->insts.v[idx]);
-    ValId t = ir_block_param_add(f, r, i32, own ? "tile_u" : "tile_v", loc);
-    ValId acc = ir_block_param_add(f, r, at_t, "acc", loc);
+    Block *rb = ir_inst_add_region(f, &b->insts.v[idx]);
+    ValId t = ir_block_param_add(f, rb, i32, own ? "tile_u" : "tile_v", loc);
+    ValId accs[GEMM_MAX_GROUP], nx[GEMM_MAX_GROUP];
+    for (int r = 0; r < R; r++)
+        accs[r] = ir_block_param_add(f, rb, at_t, "acc", loc);
     m1[g->id[own]] = mine;
     m1[g->id[!own]] = t;
-    m1[g->iv] = k;
     Type dt = bw->vals.v[g->data].ty;
     ValId u = own ? t : mine, v = own ? mine : t;
-    ValId dp = tile_ptrs(f, r, ext[0], u, v, ext[2], dt.shape, loc);
+    ValId dp = tile_ptrs(f, rb, ext[0], u, v, ext[2], dt.shape, loc);
     Type st_t = type_tile(sdt, 2, dt.shape);
-    ValId d = ir_emit(f, r, OP_LOAD, &dp, 1, &st_t, 1, loc)->res[0], dlow = 0;
+    ValId d = ir_emit(f, rb, OP_LOAD, &dp, 1, &st_t, 1, loc)->res[0], dlow = 0;
     f->vals.v[d].name = bw->vals.v[g->data].name;
     if (dt.dt != (uint8_t)sdt) {
         dlow = sdt == DT_BF16 || sdt == DT_F16 ? d : 0; /* low_dtype: the dots take it as loaded */
-        d = ir_op1(f, r, OP_CAST, dt, d, loc);
+        d = ir_op1(f, rb, OP_CAST, dt, d, loc);
     }
     m1[g->data] = d;
-    Cl in = {g, f, m1, true, dlow};
-    ValId c = cl(&in, r, val, 0);
-    if (!in.ok)
-        return NULL;
-    if (vt.dt != (uint8_t)acc_dt)
-        c = ir_op1(f, r, OP_CAST, at_t, c, loc);
-    ValId nx = ir_op2(f, r, OP_ADD, at_t, acc, c, loc);
-    ir_emit(f, r, OP_YIELD, &nx, 1, NULL, 0, loc);
-    ValId sum = b->insts.v[idx].res[0];
-    f->vals.v[sum].name = arena_printf(a, "d%s", name);
-    /* the plain store of this program's tile */
-    ValId p = cl(&top, b, at->args[0], 0);
-    bool masked = at->flags & IF_HAS_MASK;
-    ValId mk = masked ? cl(&top, b, at->args[2], 0) : 0;
-    if (!top.ok)
-        return NULL;
-    Type pt = ir_type(f, p);
-    ValId out = sum;
-    if (pt.elem != (uint8_t)acc_dt)
-        out = ir_op1(f, b, OP_CAST, type_tile((Dtype)pt.elem, vt.rank, vt.shape), sum, loc);
-    Inst *s = ir_emit(f, b, OP_STORE, (ValId[]){p, out, mk}, masked ? 3 : 2, NULL, 0, loc);
-    s->flags = masked ? IF_HAS_MASK : 0;
+    ValId *mr = arena_alloc(a, sizeof(ValId) * (size_t)g->nv);
+    for (int r = 0; r < R; r++) { /* the body once per iteration of the group, on the one dacc tile */
+        memcpy(mr, m1, sizeof(ValId) * (size_t)g->nv);
+        mr[g->iv] = ks[r];
+        Cl in = {g, f, mr, true, dlow};
+        ValId c = cl(&in, rb, val, 0);
+        if (!in.ok)
+            return NULL;
+        if (vt.dt != (uint8_t)acc_dt)
+            c = ir_op1(f, rb, OP_CAST, at_t, c, loc);
+        nx[r] = ir_op2(f, rb, OP_ADD, at_t, accs[r], c, loc);
+        if (r == 0 && smem) { /* shared memory of one iteration of the t loop: dacc, the other dot operands */
+            smem[0] = dot_bytes(f, dlow ? dlow : d);
+            for (int q = 0; q < rb->insts.n; q++)
+                for (int i = 0; rb->insts.v[q].op == OP_DOT && i < 2; i++)
+                    if (rb->insts.v[q].args[i] != d && rb->insts.v[q].args[i] != dlow)
+                        smem[1] += dot_bytes(f, rb->insts.v[q].args[i]);
+        }
+    }
+    ir_emit(f, rb, OP_YIELD, nx, R, NULL, 0, loc);
+    /* the plain stores of this program's tiles, those past the trip count masked off */
+    for (int r = 0; r < R; r++) {
+        ValId sum = b->insts.v[idx].res[r];
+        f->vals.v[sum].name = arena_printf(a, "d%s", name);
+        memcpy(mr, m2, sizeof(ValId) * (size_t)g->nv);
+        mr[g->iv] = ks[r];
+        Cl tr = {g, f, mr, true, 0};
+        ValId p = cl(&tr, b, at->args[0], 0);
+        bool masked = at->flags & IF_HAS_MASK;
+        ValId mk = masked ? cl(&tr, b, at->args[2], 0) : 0;
+        if (!tr.ok)
+            return NULL;
+        Type pt = ir_type(f, p);
+        if (ok[r]) {
+            Type mt = type_tile(DT_I1, pt.rank, pt.shape);
+            ValId okt = ir_op1(f, b, OP_BROADCAST, mt, ok[r], loc);
+            mk = mk ? ir_op2(f, b, OP_AND, mt, mk, okt, loc) : okt;
+            masked = true;
+        }
+        ValId out = sum;
+        if (pt.elem != (uint8_t)acc_dt)
+            out = ir_op1(f, b, OP_CAST, type_tile((Dtype)pt.elem, vt.rank, vt.shape), sum, loc);
+        Inst *s = ir_emit(f, b, OP_STORE, (ValId[]){p, out, mk}, masked ? 3 : 2, NULL, 0, loc);
+        s->flags = masked ? IF_HAS_MASK : 0;
+    }
     return f;
+}
+
+/* R, the K iterations one program of an operand kernel owns (a power of 2,
+ * at most GEMM_MAX_GROUP): each dacc tile it loads serves R loop bodies.
+ * As many as keep R * step <= 256 (the K extent of R tiles, when the step
+ * counts elements), the R accumulators <= 32K fp32 elements (registers) and
+ * one iteration's dot operands (dacc's bytes once, R times the other
+ * operands' bytes) <= 128 KiB (shared memory for pipelining). */
+static int group_of(const G *g, const Inst *at, int64_t step, int64_t dacc, int64_t other)
+{
+    Type vt = g->bw->vals.v[at->args[1]].ty;
+    int64_t tile = 1;
+    for (int i = 0; i < vt.rank; i++)
+        tile *= vt.shape[i];
+    int r = 1;
+    while (2 * r <= GEMM_MAX_GROUP && 2 * r * step <= 256 && 2 * r * tile <= 32768 &&
+           dacc + 2 * r * other <= 128 * 1024)
+        r *= 2;
+    return r;
 }
 
 /* ------------------------------------------------------------------ */
@@ -680,16 +758,29 @@ const char *ad_gemm(Arena *a, Func *bw, const int *slot, const char *const *name
         o->name = names[which[i]];
         o->slot = slot[which[i]];
         o->own = ownix[i];
-        o->k = operand_kernel(g, ats[i], ownix[i], arena_printf(a, "d_%s", o->name), sdt);
-        if (!o->k)
+        const char *kn = arena_printf(a, "d_%s", o->name);
+        int64_t smem[2] = {0, 0};
+        Func *k1 = operand_kernel(g, ats[i], ownix[i], kn, sdt, 1, smem);
+        if (!k1)
             return "kad could not rebuild the loop's body for one tile of the gradient";
-        if (!ir_verify(o->k, d) || !pass_run(o->k, "simplify", d) || !pass_dce(o->k, true) || !ir_verify(o->k, d))
+        if (!ir_verify(k1, d) || !pass_run(k1, "simplify", d) || !pass_dce(k1, true) || !ir_verify(k1, d))
             return NULL; /* a kad bug: reported in d */
-        o->acc = access_analyze(a, o->k);
+        o->group = group_of(g, ats[i], sd->ival, smem[0], smem[1]);
+        o->k = k1;
+        if (o->group > 1) {
+            o->k = operand_kernel(g, ats[i], ownix[i], kn, sdt, o->group, NULL);
+            if (!o->k)
+                return "kad could not rebuild the loop's body for one tile of the gradient";
+            if (!ir_verify(o->k, d) || !pass_run(o->k, "simplify", d) || !pass_dce(o->k, true) || !ir_verify(o->k, d))
+                return NULL;
+        }
+        /* the stores' disjointness, proven on the one-iteration kernel k1: the grouped kernel
+         * stores exactly k1's tiles (the same params; k1's grid (tiles, trips)) */
+        o->acc = access_analyze(a, k1);
         const Inst *st = NULL;
-        for (int q = 0; q < o->k->body->insts.n; q++)
-            if (o->k->body->insts.v[q].op == OP_STORE)
-                st = &o->k->body->insts.v[q];
+        for (int q = 0; q < k1->body->insts.n; q++)
+            if (k1->body->insts.v[q].op == OP_STORE)
+                st = &k1->body->insts.v[q];
         AccResult r = st ? access_injective(o->acc, st, ACC_VARY_PIDS | ACC_VARY_LOOPS | ACC_VARY_LANES)
                          : (AccResult){.v = ACC_UNKNOWN};
         if (r.v != ACC_PROVEN && r.v != ACC_PROVEN_IF)
@@ -784,7 +875,7 @@ int gemm_run(const Func *f, const int64_t grid[3], const InterpArg *args, int na
         good = interp_run_kernel(pl->first, grid, ia, nargs + 3, mode, d);
     }
     for (int i = 0; good && i < pl->n; i++) {
-        int64_t g2[3] = {pl->op[i].own ? V : U, T, 1};
+        int64_t R = pl->op[i].group, g2[3] = {pl->op[i].own ? V : U, (T + R - 1) / R, 1};
         if (g2[0] > 0 && g2[1] > 0)
             good = interp_run_kernel(pl->op[i].k, g2, ia, nargs + 3, mode, d);
     }

@@ -391,37 +391,75 @@ static void print_fold(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0, i
  * result or operand tile (4096 elements a warp, 4..8: warp groups of 4
  * for the tensor cores) and num_stages from the shared memory one
  * pipelined iteration needs (the operands of the dots of one loop body, in
- * their dtypes: as many stages of them as fit in 200 KiB, 1..3); else
+ * their dtypes, each tile once: as many stages of them as fit in 200 KiB,
+ * 1..3); a loop's accumulators of dots count as one tile (their elements
+ * summed: the GEMM form's R accumulators); else
  * num_warps from the largest tile (256 elements a warp, so 8 a thread,
  * rounded up to a power of 2, 1..16: long rows get more warps) and no
  * num_stages (Triton's default). */
+static int64_t elems(Type t)
+{
+    int64_t e = 1;
+    for (int i = 0; i < t.rank; i++)
+        e *= t.shape[i];
+    return e;
+}
+
+/* The elements a loop's dots accumulate into across its iterations: its
+ * carried values whose yielded value is a dot (with that value as its
+ * accumulator) or a sum with a dot's result (the GEMM form's R
+ * accumulators: each held in registers for the whole loop). */
+static int64_t dot_carried(const Func *f, const Inst *loop)
+{
+    const Block *r = loop->regions[0];
+    const Inst *y = r->insts.n ? &r->insts.v[r->insts.n - 1] : NULL;
+    int64_t n = 0;
+    for (int i = 0; y && y->op == OP_YIELD && i < y->nargs; i++) {
+        const Inst *d = NULL;
+        for (int k = 0; k < r->insts.n && !d; k++)
+            if (r->insts.v[k].nres && r->insts.v[k].res[0] == y->args[i])
+                d = &r->insts.v[k];
+        bool dot = d && d->op == OP_DOT;
+        for (int x = 0; d && d->op == OP_ADD && x < 2; x++)
+            for (int k = 0; k < r->insts.n; k++)
+                dot |= r->insts.v[k].op == OP_DOT && r->insts.v[k].res[0] == d->args[x];
+        if (dot)
+            n += elems(f->vals.v[y->args[i]].ty);
+    }
+    return n;
+}
+
 static void tile_scan(const Func *f, const Block *b, int64_t *tile, int64_t *acc, int64_t *smem)
 {
     int64_t here = 0;
+    ValId seen[16];
+    int nseen = 0;
     for (int k = 0; k < b->insts.n; k++) {
         const Inst *in = &b->insts.v[k];
         for (int r = 0; r < in->nres; r++) {
-            Type t = f->vals.v[in->res[r]].ty;
-            int64_t e = 1;
-            for (int i = 0; i < t.rank; i++)
-                e *= t.shape[i];
+            int64_t e = elems(f->vals.v[in->res[r]].ty);
             *tile = e > *tile ? e : *tile;
             if (in->op == OP_DOT)
                 *acc = e > *acc ? e : *acc;
         }
         for (int i = 0; in->op == OP_DOT && i < 2 && i < in->nargs; i++) { /* a wide operand tile too */
-            Type t = f->vals.v[in->args[i]].ty;
-            int64_t e = 1;
-            for (int j = 0; j < t.rank; j++)
-                e *= t.shape[j];
+            int64_t e = elems(f->vals.v[in->args[i]].ty);
             *acc = e > *acc ? e : *acc;
         }
         for (int i = 0; in->op == OP_DOT && i < 2 && i < in->nargs; i++) {
+            bool again = false; /* one tile several dots take is in shared memory once */
+            for (int j = 0; j < nseen; j++)
+                again |= seen[j] == in->args[i];
+            if (again)
+                continue;
+            if (nseen < 16)
+                seen[nseen++] = in->args[i];
             Type t = f->vals.v[in->args[i]].ty;
-            int64_t e = dtype_bits((Dtype)t.dt) / 8;
-            for (int j = 0; j < t.rank; j++)
-                e *= t.shape[j];
-            here += e;
+            here += dtype_bits((Dtype)t.dt) / 8 * elems(t);
+        }
+        if (in->op == OP_FOR && in->nregions == 1) {
+            int64_t e = dot_carried(f, in);
+            *acc = e > *acc ? e : *acc;
         }
         for (int r = 0; r < in->nregions; r++)
             tile_scan(f, in->regions[r], tile, acc, smem);
@@ -798,11 +836,18 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
                pl->sdt == DT_F64 ? "float64" : pl->sdt == DT_BF16 ? "bfloat16" : pl->sdt == DT_F16 ? "float16" : "float32");
     for (int i = 0; i < pl->n; i++)
         buf_printf(out, "        args[%d].zero_()  # elements no tile writes stay 0\n", at0 + pl->op[i].slot - nfwd);
+    /* the dacc kernel is the forward's K loop again: the caller's options (the forward's launch
+     * options, or the config its autotuner chose) fit it; the operand kernels have tiles of their
+     * own: kad's defaults for them */
     buf_printf(out, "        _kad_fit(%s, _tg, (%s%s_dacc, _U, _V), %s)\n", pl->first->name, call,
                *call ? ", " : "", launch_options(a, pl->first));
-    for (int i = 0; i < pl->n; i++)
-        buf_printf(out, "        _kad_fit(%s, (%s, _T), (%s%s_dacc, _U, _V), %s)\n", pl->op[i].k->name,
-                   pl->op[i].own ? "_V" : "_U", call, *call ? ", " : "", launch_options(a, pl->op[i].k));
+    for (int i = 0; i < pl->n; i++) {
+        int w, st;
+        launch_defaults(pl->op[i].k, &w, &st);
+        const char *g1 = pl->op[i].group > 1 ? arena_printf(a, "triton.cdiv(_T, %d)", pl->op[i].group) : "_T";
+        buf_printf(out, "        _kad_fit(%s, (%s, %s), (%s%s_dacc, _U, _V), {\"num_warps\": %d, \"num_stages\": %d})\n",
+                   pl->op[i].k->name, pl->op[i].own ? "_V" : "_U", g1, call, *call ? ", " : "", w, st ? st : 3);
+    }
     buf_puts(out, "        return\n");
 }
 
@@ -954,8 +999,14 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                 buf_printf(&cs, "%s%s=%s", j++ ? ", " : "", bwd->consts.v[i].name, bwd->consts.v[i].value);
         buf_printf(&doc, " constexprs: only the specialized values, which are the defaults (%s).", buf_str(&cs));
     }
-    buf_puts(&doc, " num_warps, num_stages: passed to every launch when given; else kad's defaults for each "
-                   "kernel's tiles.");
+    if (bwd->gemm)
+        buf_printf(&doc, " num_warps, num_stages: the forward's launch options, passed to the kernels with the "
+                         "forward's tiles (%s, %s) when given; else kad's defaults for each kernel's tiles (always "
+                         "for the GEMM operand kernels, whose tiles are their own).",
+                   ident(a, bwd->name), bwd->gemm->first->name);
+    else
+        buf_puts(&doc, " num_warps, num_stages: passed to every launch when given; else kad's defaults for each "
+                       "kernel's tiles.");
     if (bwd->fold && bwd->fold->axes)
         buf_printf(&doc, " nfold: the programs (along grid axis %d) that sum the shared gradients (default: 2 per "
                          "SM); the sums' last bits depend on it and on nothing else.",
@@ -1116,8 +1167,15 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
             return false;
         for (int i = 0; i < pl->n; i++) {
             go.name = pl->op[i].k->name;
-            go.header = arena_printf(a, "the GEMM form: d_%s, one tile per program (its tile id, a K iteration), "
-                                        "summing over the other tile id in order, one plain store", pl->op[i].name);
+            int r = pl->op[i].group;
+            go.header = r > 1 ? arena_printf(a, "the GEMM form: d_%s, %d tiles per program (its tile id, %d consecutive "
+                                                "K iterations: each %s tile loaded once serves the %d), each summed "
+                                                "over the other tile id in order, one plain store each (iterations "
+                                                "past the loop's end: masked off)",
+                                             pl->op[i].name, r, r, pl->data, r)
+                              : arena_printf(a, "the GEMM form: d_%s, one tile per program (its tile id, a K "
+                                                "iteration), summing over the other tile id in order, one plain "
+                                                "store", pl->op[i].name);
             buf_puts(out, "\n\n");
             if (!emit_triton(out, pl->op[i].k, &go, d))
                 return false;

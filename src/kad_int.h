@@ -1905,15 +1905,18 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
 /* ad_gemm.c: deterministic operand gradients of a tiled matmul        */
 /* ------------------------------------------------------------------ */
 
+enum { GEMM_MAX_GROUP = 8 }; /* the most K iterations one program of an operand kernel owns */
 /* One operand gradient of the plan: kernel k (grid (tiles of its own id,
- * trips)) writes d_<name> = bw param `slot` with plain stores, which are
- * disjoint when cond holds (NULL: always; symbols: k's params, grid). */
+ * cdiv(trips, group))) writes d_<name> = bw param `slot` with plain stores:
+ * those of the one-iteration kernel (grid (tiles, trips)), which are
+ * disjoint when cond holds (NULL: always; symbols: its params, its grid). */
 typedef struct GemmOperand {
     const char *name;
     int slot;
     int own;            /* 0: the program's id is u (loops over v), 1: v */
+    int group;          /* R: the K iterations one program owns (grid (tiles, cdiv(trips, R))) */
     Func *k;
-    Access *acc;
+    Access *acc;        /* of the one-iteration kernel (R = 1), whose stores k's are */
     const AccCond *cond;
 } GemmOperand;
 /* How the GEMM form of a backward runs (Func.gemm).  Every kernel takes
