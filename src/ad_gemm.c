@@ -597,7 +597,9 @@ static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dty
  * As many as keep R * step <= 256 (the K extent of R tiles, when the step
  * counts elements), the R accumulators <= 32K fp32 elements (registers) and
  * one iteration's dot operands (dacc's bytes once, R times the other
- * operands' bytes) <= 128 KiB (shared memory for pipelining). */
+ * operands' bytes) <= 128 KiB (shared memory for pipelining); 1 for a
+ * gradient tile of fewer than 64 rows (on an H100, R dots of 32 rows each
+ * ran slower than one, e.g. a [32, 128] d_b tile: 2.0 -> 7.5 ms). */
 static int group_of(const G *g, const Inst *at, int64_t step, int64_t dacc, int64_t other)
 {
     Type vt = g->bw->vals.v[at->args[1]].ty;
@@ -605,6 +607,8 @@ static int group_of(const G *g, const Inst *at, int64_t step, int64_t dacc, int6
     for (int i = 0; i < vt.rank; i++)
         tile *= vt.shape[i];
     int r = 1;
+    if (vt.rank != 2 || vt.shape[0] < 64)
+        return 1; /* a dot result of fewer than 64 rows (no warp-group MMA): R thin dots measured slower */
     while (2 * r <= GEMM_MAX_GROUP && 2 * r * step <= 256 && 2 * r * tile <= 32768 &&
            dacc + 2 * r * other <= 128 * 1024)
         r *= 2;

@@ -176,3 +176,101 @@ def test_16bit_on_kads_interpreter(dt):
     torch.testing.assert_close(da.double(), a64.grad, rtol=tol, atol=tol * a64.grad.abs().max().item())
     torch.testing.assert_close(db.double(), b64.grad, rtol=tol, atol=tol * b64.grad.abs().max().item())
     assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1])
+
+
+# Grouped K iterations (ad_gemm.c operand_kernel): with a 64-row gradient tile each operand program owns R
+# consecutive K iterations (here R = 4 for both operands: BLOCK_K = 64), loads each dacc tile once for the R
+# bodies; trip counts below one group, not a multiple of R, and a multiple of R; non-square shapes.  The
+# iterations past the trip count (the last group's) recompute the group's first iteration and their stores are
+# masked off.
+SIGR = SIG.replace("BLOCK_M=16,BLOCK_N=16,BLOCK_K=16", "BLOCK_M=64,BLOCK_N=16,BLOCK_K=64")
+
+
+def test_grouped_module_text(tmp_path):
+    text, _ = module(tmp_path, sig=SIGR)
+    for x in ("d_a_ptr", "d_b_ptr"):
+        assert f"the GEMM form: {x}, 4 tiles per program" in text
+    assert text.count("triton.cdiv(_T, 4)") == 2
+    # the operand kernels launch with their own defaults, the dacc kernel with the caller's (the forward's) options
+    launch = text.split("def launch_matmul_kernel_bwd(")[1]
+    assert '_kad_fit(matmul_kernel_bwd_dacc, _tg, ' in launch and '"num_warps": num_warps or' in launch
+    for x in ("d_a_ptr", "d_b_ptr"):
+        line = next(ln for ln in launch.splitlines() if f"_kad_fit(matmul_kernel_bwd_{x}," in ln)
+        assert "num_warps or" not in line and "num_stages or" not in line
+
+
+def _check_grads(da, db, a, b, dc, tol):
+    a64, b64 = a.detach().double().requires_grad_(), b.detach().double().requires_grad_()
+    torch.nn.functional.leaky_relu(a64 @ b64, 0.01).backward(dc.double())
+    torch.testing.assert_close(da.double(), a64.grad, rtol=tol, atol=tol * a64.grad.abs().max().item())
+    torch.testing.assert_close(db.double(), b64.grad, rtol=tol, atol=tol * b64.grad.abs().max().item())
+
+
+@pytest.mark.parametrize("m,n,k", [(70, 40, 330), (70, 40, 50), (64, 16, 256), (30, 50, 200)])
+def test_grouped_matches_torch_on_triton(tmp_path, m, n, k):
+    _, path = module(tmp_path, sig=SIGR)
+    g = torch.Generator().manual_seed(m * n + k)
+    a, b, dc = (torch.randn(*s, generator=g).to(DEVICE) for s in ((m, k), (k, n), (m, n)))
+    grid = -(-m // 64) * -(-n // 16)
+    da, db, mod = run_bwd(path, m, n, k, grid, a, b, dc)
+    assert list(mod._kad_gemm_plans.values()) != [None]
+    _check_grads(da, db, a, b, dc, 1e-2 if DEVICE != "cpu" else 1e-5)
+    da2, db2, _ = run_bwd(path, m, n, k, grid, a, b, dc)
+    assert torch.equal(da, da2) and torch.equal(db, db2)
+
+
+def test_grouped_bodies_are_what_runs(tmp_path):
+    # a broken second body of the group (its contribution doubled) must make d_a wrong: the grouped kernel runs
+    text, path = module(tmp_path, sig=SIGR)
+    body = text.split("def matmul_kernel_bwd_d_a_ptr(")[1].split("\n\n\n")[0]
+    assert "acc_1 = acc_1 + da_1" in body
+    path.write_text(text.replace(body, body.replace("acc_1 = acc_1 + da_1", "acc_1 = acc_1 + 2.0 * da_1")))
+    m, n, k = 70, 40, 330
+    g = torch.Generator().manual_seed(5)
+    a, b, dc = (torch.randn(*s, generator=g).to(DEVICE) for s in ((m, k), (k, n), (m, n)))
+    da, db, _ = run_bwd(path, m, n, k, -(-m // 64) * -(-n // 16), a, b, dc)
+    a64, b64 = a.double().requires_grad_(), b.double().requires_grad_()
+    torch.nn.functional.leaky_relu(a64 @ b64, 0.01).backward(dc.double())
+    assert not torch.allclose(da.double(), a64.grad, rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(db.double(), b64.grad, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("m,n,k", [(70, 40, 330), (70, 40, 50), (30, 50, 256)])
+def test_grouped_on_kads_interpreter(dt, m, n, k):
+    # CPU tensors: kad's interpreter runs the grouped operand kernels (gemm_run, grid (tiles, cdiv(trips, R)))
+    import kad
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: `import kernels`
+    from kernels import matmul
+    kern = kad.differentiable(inputs=["a_ptr", "b_ptr"], outputs=["c_ptr"])(matmul.matmul_kernel.fn)
+    g = torch.Generator().manual_seed(m + 7 * k)
+    a, b = (torch.randn(*s, generator=g).to(dt).requires_grad_() for s in ((m, k), (k, n)))
+    dc = torch.randn(m, n, generator=g).to(dt)
+    grads = []
+    for _ in range(2):
+        c = torch.empty(m, n, dtype=dt)
+        kern[(-(-m // 64) * -(-n // 16),)](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                                          c.stride(0), c.stride(1), BLOCK_M=64, BLOCK_N=16, BLOCK_K=64,
+                                          GROUP_SIZE_M=2, ACTIVATION="leaky_relu")
+        grads.append(torch.autograd.grad(c, (a, b), dc))
+    _check_grads(*grads[0], a, b, dc, 3e-2 if dt == torch.bfloat16 else 1e-5)
+    assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1])
+
+
+def test_launch_options_reach_the_dacc_kernel_only(tmp_path):
+    # the forward's num_warps/num_stages (the package passes the launch's, or the autotuner's config) go to
+    # the dacc kernel; the operand kernels keep the defaults of their own tiles
+    _, path = module(tmp_path, sig=SIGR)
+    mod = tc.load_module(str(path), "mm_bwd_opts")
+    seen = []
+    mod._kad_fit = lambda k, g, a, o: seen.append((k.__name__ if hasattr(k, "__name__") else str(k), g, dict(o)))
+    m, n, k = 70, 40, 330
+    a, b, dc = torch.randn(m, k), torch.randn(k, n), torch.randn(m, n)
+    mod.launch_matmul_kernel_bwd((6,), a, b, torch.empty(m, n), m, n, k, a.stride(0), a.stride(1), b.stride(0),
+                                 b.stride(1), n, 1, dc, torch.empty_like(a), torch.empty_like(b),
+                                 num_warps=2, num_stages=5)
+    assert len(seen) == 3
+    assert seen[0][2] == {"num_warps": 2, "num_stages": 5}
+    assert seen[1][1] == (3, 2) and seen[2][1] == (2, 2)  # d_b, d_a: (tiles, cdiv(6 trips, 4))
+    for _, _, o in seen[1:]:
+        assert o["num_warps"] != 2 and o["num_stages"] != 5
