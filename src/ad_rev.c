@@ -2761,6 +2761,8 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
         FuncCover fc = {ad->grad[i], m == 2 ? ad->flag[i] : 0, ad->acc, NULL, NULL};
         if ((m == 1 || m == 2) && ad->wrote[i] && ad->cover[i])
             fc.cover = ad->cover[i];
+        else if (m == 3 && ad->cover[i]) /* a folded input: what its partials' rows get (emit_grad.c) */
+            fc.cover = ad->cover[i], fc.why = "its sum kernel adds into it";
         else
             fc.why = m == 0   ? "atomic_adds add into it"
                      : m == 3 || m >= 6 ? "its sum kernel adds into it"
