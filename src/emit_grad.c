@@ -1053,7 +1053,7 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_puts(out, "\n    \"\"\"\n");
         print_guards(out, a, bwd, nfwd, nins, at0, true);
         print_fold_plan(out, a, bwd, nfwd, at0, nfwd + nins);
-        buf_puts(&key, "grid, nfold");
+        buf_puts(&key, bwd->fold->axes ? "grid, nfold" : "grid");
         for (int k = 0, i = 0; k < ndef; k++) {
             if (!is_arg(bwd, o, k))
                 continue;
@@ -1172,17 +1172,17 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                         "    key = (",
                    buf_str(&meta));
         wrap(out, arena_printf(a, "%s)", buf_str(&key)), LINE_LIMIT, "           ", 11);
-        buf_puts(out, "\n    plan = _kad_plans.get(key)\n"
+        buf_printf(out, "\n    plan = _kad_plans.get(key)\n"
                       "    if plan is None:\n"
                       "        if len(_kad_plans) >= 4096:\n"
                       "            _kad_plans.clear()\n"
-                      "        plan = _kad_plans[key] = _kad_plan(names, grid, args, nfold)\n"
+                      "        plan = _kad_plans[key] = _kad_plan(names, grid, args, %s)\n"
                       "    flags, zero, fold_grid, extra, alloc, sgrid, sums = plan\n"
                       "    for i in zero:\n"
                       "        args[i].zero_()\n"
                       "    if fold_grid is None:\n"
                       "        return\n"
-                      "    args = [*args, *flags]\n");
+                      "    args = [*args, *flags]\n", bwd->fold->axes ? "nfold" : "None");
     } else {
         print_guards(out, a, bwd, nfwd, nins, at0, false);
     }
