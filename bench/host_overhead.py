@@ -16,6 +16,8 @@ stubbed to a dispatch (see _stub_big_fills): a GPU's host pays a launch, not a C
   kad fwd       the decorated launch, nothing requires grad (binding, signature, cache lookup)
   hand fwd      a hand-written torch.autograd.Function around the plain launch (inputs require grad)
   kad fwd+grad  the decorated launch, inputs require grad (kad's autograd.Function included)
+  launcher      the generated launch_<kernel>_bwd alone (gradient buffers allocated once, uninitialized):
+                its checks, zero-fills, scratch and launches (not on --device cpu)
   hand bwd      torch.autograd.grad through the hand-written Function, whose backward allocates
                 zeroed input gradients and calls the same generated launch_<kernel>_bwd kad uses
   kad bwd       torch.autograd.grad through kad's Function
@@ -336,6 +338,9 @@ def measure(entry, device, iters, profile):
     rows["hand fwd"] = timeit(hand_fwd, iters, device)
     rows["kad fwd+grad"] = timeit(kad_fwd, iters, device)
     y_hand, y_kad = hand_fwd(), kad_fwd()
+    if device != "cpu":  # the generated launch_<kernel>_bwd alone, gradient buffers given
+        dins = [torch.empty_like(x) for x in ins]
+        rows["launcher"] = timeit(lambda: spec.bwd(dy, dins), iters, device)
     rows["hand bwd"] = timeit(lambda: torch.autograd.grad(y_hand, ins, dy, retain_graph=True), iters, device)
     rows["kad bwd"] = timeit(lambda: torch.autograd.grad(y_kad, ins, dy, retain_graph=True), iters, device)
     rows["hand f+b"] = timeit(lambda: torch.autograd.grad(hand_fwd(), ins, dy), iters, device)
@@ -355,7 +360,7 @@ def measure(entry, device, iters, profile):
     return rows
 
 
-COLUMNS = ["plain fwd", "kad fwd", "hand fwd", "kad fwd+grad", "hand bwd", "kad bwd", "hand f+b", "kad f+b"]
+COLUMNS = ["plain fwd", "kad fwd", "hand fwd", "kad fwd+grad", "launcher", "hand bwd", "kad bwd", "hand f+b", "kad f+b"]
 
 
 def main():
@@ -378,7 +383,7 @@ def main():
            "CPU, kad's CUDA host path, Triton launches stubbed" if a.device == "stub" else "CPU (device work stubbed)")
     print(f"kad host overhead, {dev}, torch {torch.__version__}, kad {kad.version()}, {iters} calls x 5, "
           f"median, us per call")
-    cols = [c for c in COLUMNS if a.device == "cuda" or c != "plain fwd"]
+    cols = [c for c in COLUMNS if (a.device == "cuda" or c != "plain fwd") and (a.device != "cpu" or c != "launcher")]
     print(f"{'kernel':24s}" + "".join(f"{c:>14s}" for c in cols))
     for entry in KERNELS:
         if a.kernel not in entry[0]:

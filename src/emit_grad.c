@@ -481,7 +481,7 @@ static void print_fold(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0)
         if (cnt == 1)
             buf_printf(out, "    %s = part\n", buf_str(&names));
         else
-            buf_printf(out, "    %s = part.split(sizes)\n", buf_str(&names));
+            buf_printf(out, "    %s = part.split_with_sizes(sizes)\n", buf_str(&names));
     }
     buf_puts(out, "    args += extra\n");
 }
