@@ -2576,7 +2576,7 @@ static void adj_load(Ad *ad, Block *bb, const Block *fb, int k, PendingVec *pend
 }
 
 /* The inputs ad_plain_inputs chose to fold (plain 3): their atomic_adds
- * become per-program partials and sum kernels (ad_fold.c).  When the fold
+ * become per-program partials and a sum kernel (ad_fold.c).  When the fold
  * cannot follow a gradient pointer, they stay atomics, and say why. */
 static void fold_inputs(Ad *ad)
 {

@@ -41,9 +41,8 @@ static const char *ident(Arena *a, const char *name)
 
 /* The one sum kernel of a folded backward (every shared gradient's rows)
  * in the module of backward kernel kname. */
-static const char *sum_name(Arena *a, const char *kname, const char *x)
+static const char *sum_name(Arena *a, const char *kname)
 {
-    (void)x;
     return arena_printf(a, "%s_sum", kname);
 }
 
@@ -234,7 +233,7 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
                            fi->flag ? " holds for the launch (the launcher checks it and passes the answer as a "
                                       "tl.constexpr)" : "",
                            spec->wrt[i], fi->rows, dtype_name(fi->pdt),
-                           sum_name(a, arena_printf(a, "%s_bwd", ident(a, fwd->name)), spec->wrt[i]),
+                           sum_name(a, arena_printf(a, "%s_bwd", ident(a, fwd->name))),
                            fi->flag ? "; else with tl.atomic_add (every site into one row), whose order of "
                                       "float additions is not deterministic" : "");
             else if (fi)
@@ -244,7 +243,7 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
                                "order into its own row of %s partials, and %s adds the rows in a fixed "
                                "order (bitwise reproducible for a given nfold).",
                            spec->wrt[i], axes, spec->wrt[i], dtype_name(fi->pdt),
-                           sum_name(a, arena_printf(a, "%s_bwd", ident(a, fwd->name)), spec->wrt[i]));
+                           sum_name(a, arena_printf(a, "%s_bwd", ident(a, fwd->name))));
             else if (spec->grad_rmw && spec->grad_rmw[i] && !spec->grad_write[i])
                 buf_printf(&t, "d_%s is added without atomics (deterministic): the forward reads %s at several "
                                "sites, but no two programs read one element, so each program adds each site's "
@@ -401,11 +400,10 @@ static void print_fold_plan(Buf *out, Arena *a, const Func *bwd, int nfwd, int a
         buf_printf(out, "    d = args[%d]  # %s\n", at, grad_name(a, bwd, in->slot));
         buf_puts(out, "    span = 1 + sum((n - 1) * s for n, s in zip(d.shape, d.stride())) if d.numel() else 0\n");
         if (grad)
-            buf_puts(out, "    dense = _kad_dense(d)\n"
-                          "    if not dense:\n"
-                          "        zero.append(" );
-        if (grad)
-            buf_printf(out, "%d)  # its sum kernel adds into it (a dense d it overwrites entirely)\n", at);
+            buf_printf(out, "    dense = _kad_dense(d)\n"
+                            "    if not dense:\n"
+                            "        zero.append(%d)  # its sum kernel adds into it (a dense d it overwrites entirely)\n",
+                       at);
         else
             buf_puts(out, "    dense = False  # it holds what to add to\n");
         if (!in->rows) {
@@ -566,7 +564,7 @@ static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, const char *kna
     const FoldPlan *pl = bwd->fold;
     int w, st;
     launch_defaults(pl->sum, &w, &st);
-    buf_printf(out, "    %s[sgrid](", sum_name(a, kname, NULL));
+    buf_printf(out, "    %s[sgrid](", sum_name(a, kname));
     for (int j = 0; j < pl->n; j++)
         buf_printf(out, "%sargs[%d], d_in[%d], *sums[%d]", j ? ",\n        " : "", at0 + pl->in[j].slot - nfwd, j, j);
     buf_printf(out, ", num_warps=%d)\n", w);
@@ -1076,10 +1074,10 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                          "output): elements the kernel does not write keep it.",
                    kname, fwd_name, buf_str(&names));
     else if (bwd->fold)
-        buf_printf(&doc, "Runs the backward of %s: every kernel it needs (%s, then the sum kernel%s of the "
+        buf_printf(&doc, "Runs the backward of %s: every kernel it needs (%s, then the sum kernel of the "
                          "partials it fills). args: the forward's runtime arguments, then the gradient buffers "
                          "(%s).",
-                   fwd_name, kname, bwd->fold->n > 1 ? "s" : "", buf_str(&names));
+                   fwd_name, kname, buf_str(&names));
     else
         buf_printf(&doc, "Runs the backward of %s: every kernel it needs (today one, %s). args: the "
                          "forward's runtime arguments, then the gradient buffers (%s).",
@@ -1261,7 +1259,7 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
             buf_printf(&ns, "%s\"span%s\", \"nfold%s\"", j ? ", " : "", x, x);
         }
         EmitOptions so = {
-            .name = sum_name(a, kname, NULL),
+            .name = sum_name(a, kname),
             .header = arena_printf(a, "%s += (= when dense) the rows of %s partials, summed in a fixed order "
                                       "(deterministic)%s", buf_str(&hd), pl->n > 1 ? "their" : "its",
                                    pl->n > 1 ? ": each its own programs, in this order" : ""),

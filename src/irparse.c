@@ -1070,7 +1070,7 @@ static void parse_consts(P *p)
 /* fold := 'fold' '(' 'axes' '=' '[' [INT (',' INT)*] ']' ',' 'programs' '=' '[' [%p (',' %p)*] ']'
  *          (',' %p '=' NAME ':' dtype 'span' %p ['rows' INT ['flag' %p]])* ')'
  * A folded backward's plan (ad_fold.c; axes = [] when only site rows);
- * its sum kernels follow from it. */
+ * its sum kernel follows from it. */
 static void parse_fold(P *p)
 {
     Func *f = p->f;
