@@ -4,7 +4,11 @@
 
 Kernels: SwiGLU 64 x 1024 (tests/kernels/swiglu.py: 5 runtime arguments), a matmul with many
 arguments (tests/kernels/matmul.py's JITFunction, 12 runtime arguments and 5 constexprs, fixed
-blocks) and the same matmul autotuned (grid a callable of the config).
+blocks), the same matmul autotuned (grid a callable of the config), and RMSNorm and LayerNorm
+4096 x 4096 (tests/kernels/rms_norm.py, layer_norm.py) with deterministic=True (a folded backward:
+partials, a sum kernel) and deterministic=False (atomics, zero-filled gradients), so that the host
+cost of both paths compares (issue 8).  On --device stub, zero-fills of large tensors are
+stubbed to a dispatch (see _stub_big_fills): a GPU's host pays a launch, not a CPU memset.
 
 --device cuda (real GPU launches, small shapes so that the host is the bottleneck), per call:
 
@@ -12,6 +16,8 @@ blocks) and the same matmul autotuned (grid a callable of the config).
   kad fwd       the decorated launch, nothing requires grad (binding, signature, cache lookup)
   hand fwd      a hand-written torch.autograd.Function around the plain launch (inputs require grad)
   kad fwd+grad  the decorated launch, inputs require grad (kad's autograd.Function included)
+  launcher      the generated launch_<kernel>_bwd alone (gradient buffers allocated once, uninitialized):
+                its checks, zero-fills, scratch and launches (not on --device cpu)
   hand bwd      torch.autograd.grad through the hand-written Function, whose backward allocates
                 zeroed input gradients and calls the same generated launch_<kernel>_bwd kad uses
   kad bwd       torch.autograd.grad through kad's Function
@@ -55,7 +61,7 @@ import torch  # noqa: E402
 
 import kad  # noqa: E402
 import kad.autograd  # noqa: E402
-from kernels import matmul, swiglu  # noqa: E402
+from kernels import layer_norm, matmul, rms_norm, swiglu  # noqa: E402
 
 
 def cdiv(a, b):
@@ -106,10 +112,45 @@ def _mm_tuned_launch(t):
     return grid, _mm_args(t), dict(ACTIVATION="relu")
 
 
+def _rms_make(dev, rg):
+    M = N = 4096
+    x = torch.randn(M, N, device=dev, requires_grad=rg)
+    w = torch.randn(N, device=dev, requires_grad=rg)
+    return dict(x=x, w=w, y=torch.empty(M, N, device=dev), rstd=torch.empty(M, device=dev)), "y"
+
+
+def _rms_launch(t):
+    x, w, y, rstd = t["x"], t["w"], t["y"], t["rstd"]
+    M, N = x.shape
+    return (M,), [x, w, y, rstd, x.stride(0), y.stride(0), N, 1e-6], dict(BLOCK_SIZE=N)
+
+
+def _ln_make(dev, rg):
+    M = N = 4096
+    x = torch.randn(M, N, device=dev, requires_grad=rg)
+    w = torch.randn(N, device=dev, requires_grad=rg)
+    b = torch.randn(N, device=dev, requires_grad=rg)
+    return dict(X=x, W=w, B=b, Y=torch.empty(M, N, device=dev), mean=torch.empty(M, device=dev),
+                rstd=torch.empty(M, device=dev)), "Y"
+
+
+def _ln_launch(t):
+    x, y = t["X"], t["Y"]
+    M, N = x.shape
+    return (M,), [x, y, t["W"], t["B"], t["mean"], t["rstd"], x.stride(0), y.stride(0), N, 1e-5], dict(BLOCK_N=N)
+
+
+# name, Triton object, inputs, outputs, make, launch[, deterministic (default True)]
 KERNELS = [
     ("swiglu 64x1024", swiglu.swiglu_fwd_kernel, ["a_ptr", "b_ptr"], ["c_ptr"], _swiglu_make, _swiglu_launch),
     ("matmul 64^3 (12 args)", matmul.matmul_kernel.fn, ["a_ptr", "b_ptr"], ["c_ptr"], _mm_make, _mm_launch),
     ("matmul autotuned", matmul.matmul_kernel, ["a_ptr", "b_ptr"], ["c_ptr"], _mm_make, _mm_tuned_launch),
+    ("rmsnorm 4096^2 det", rms_norm.rms_norm_fwd_kernel, ["x_ptr", "w_ptr"], ["y_ptr"], _rms_make, _rms_launch, True),
+    ("rmsnorm 4096^2 atomic", rms_norm.rms_norm_fwd_kernel, ["x_ptr", "w_ptr"], ["y_ptr"], _rms_make, _rms_launch,
+     False),
+    ("layernorm 4096^2 det", layer_norm.layer_norm_fwd_kernel, ["X", "W", "B"], ["Y"], _ln_make, _ln_launch, True),
+    ("layernorm 4096^2 atomic", layer_norm.layer_norm_fwd_kernel, ["X", "W", "B"], ["Y"], _ln_make, _ln_launch,
+     False),
 ]
 
 
@@ -191,6 +232,7 @@ def _stub_kad():
     from kad import _launch
     sig = _launch.Binder._signature
     _launch.Binder._signature = lambda self, values, f64_as: (sig(self, values, f64_as)[0], "cuda")
+    _stub_big_fills()
     module = kad.autograd.Program.module
 
     def stubbed(self, *a, **k):
@@ -200,6 +242,28 @@ def _stub_kad():
             mod._kad_stubbed = True
         return mod
     kad.autograd.Program.module = stubbed
+
+
+def _stub_big_fills():
+    """--device stub: a zero-fill of a large CPU tensor (RMSNorm's 64 MiB gradients) would time a
+    CPU memset, which a GPU's host does not pay: above 64 Ki elements, zero_, torch.zeros and
+    torch.zeros_like dispatch the same op on a small tensor instead (the device's memset, stubbed
+    like the kernels), so that both paths count one dispatch per fill."""
+    zero_, empty, empty_like = torch.Tensor.zero_, torch.empty, torch.empty_like
+    small = torch.empty(1024)
+
+    def stub_zero_(t):
+        if t.numel() <= 1 << 16:
+            return zero_(t)
+        zero_(small)
+        return t
+
+    def zeros(*a, **k):
+        return stub_zero_(empty(*a, **k))
+
+    def zeros_like(t, **k):
+        return stub_zero_(empty_like(t, **k))
+    torch.Tensor.zero_, torch.zeros, torch.zeros_like = stub_zero_, zeros, zeros_like
 
 
 def _backward_key(dk, grid, args, kwargs):
@@ -230,8 +294,9 @@ def timeit(fn, iters, device, reps=5):
 
 
 def measure(entry, device, iters, profile):
-    name, fn, inputs, outputs, make, launch = entry
-    dk = kad.differentiable(inputs=inputs, outputs=outputs)(fn)
+    name, fn, inputs, outputs, make, launch = entry[:6]
+    det = entry[6] if len(entry) > 6 else True
+    dk = kad.differentiable(inputs=inputs, outputs=outputs, deterministic=det)(fn)
     if device == "stub":
         dk.fn = _StubKernel(getattr(fn, "fn", None))  # the forward's Triton launch, a no-op
     rows = {}
@@ -273,6 +338,9 @@ def measure(entry, device, iters, profile):
     rows["hand fwd"] = timeit(hand_fwd, iters, device)
     rows["kad fwd+grad"] = timeit(kad_fwd, iters, device)
     y_hand, y_kad = hand_fwd(), kad_fwd()
+    if device != "cpu":  # the generated launch_<kernel>_bwd alone, gradient buffers given
+        dins = [torch.empty_like(x) for x in ins]
+        rows["launcher"] = timeit(lambda: spec.bwd(dy, dins), iters, device)
     rows["hand bwd"] = timeit(lambda: torch.autograd.grad(y_hand, ins, dy, retain_graph=True), iters, device)
     rows["kad bwd"] = timeit(lambda: torch.autograd.grad(y_kad, ins, dy, retain_graph=True), iters, device)
     rows["hand f+b"] = timeit(lambda: torch.autograd.grad(hand_fwd(), ins, dy), iters, device)
@@ -292,7 +360,7 @@ def measure(entry, device, iters, profile):
     return rows
 
 
-COLUMNS = ["plain fwd", "kad fwd", "hand fwd", "kad fwd+grad", "hand bwd", "kad bwd", "hand f+b", "kad f+b"]
+COLUMNS = ["plain fwd", "kad fwd", "hand fwd", "kad fwd+grad", "launcher", "hand bwd", "kad bwd", "hand f+b", "kad f+b"]
 
 
 def main():
@@ -315,7 +383,7 @@ def main():
            "CPU, kad's CUDA host path, Triton launches stubbed" if a.device == "stub" else "CPU (device work stubbed)")
     print(f"kad host overhead, {dev}, torch {torch.__version__}, kad {kad.version()}, {iters} calls x 5, "
           f"median, us per call")
-    cols = [c for c in COLUMNS if a.device == "cuda" or c != "plain fwd"]
+    cols = [c for c in COLUMNS if (a.device == "cuda" or c != "plain fwd") and (a.device != "cpu" or c != "launcher")]
     print(f"{'kernel':24s}" + "".join(f"{c:>14s}" for c in cols))
     for entry in KERNELS:
         if a.kernel not in entry[0]:

@@ -32,11 +32,14 @@
  * site whose address does not depend on tl.program_id(axis), whose lanes are
  * distinct elements, and whose elements no two programs differing in another
  * grid axis share.  Keeps: the backward's contract (launch_K_bwd / the
- * interpreter run the plan; the partials are allocated zero-filled by them).
+ * interpreter run the plan; they allocate the partials uninitialized when the
+ * kernel zeroes its own rows, zero-filled otherwise unless every element
+ * is provably written) and one sum kernel adds every input's rows.
  * Breaks nothing else: a value the transformation cannot follow (a pointer
  * into the gradient carried in a way it does not know) makes ad_fold return
  * false, and ad_rev falls back to atomics.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,32 +268,26 @@ static void rebuild(Fold *F, Block *b, bool top, AccVec *accs, ValId pid, ValId 
     }
 }
 
-/* The sum kernel of one folded input: d[e] += part[0][e] + ... + part[P-1][e]
- * for e < span, in the partials' dtype, rounded once.  A program owns
- * FOLD_SUM_BLOCK columns and steps through the rows FOLD_SUM_ROWS at a
- * time: each step's [rows, columns] tile is summed over its rows by
- * tl.sum (a fixed tree for the compiled kernel) and added to the running
- * sum in row order, so the result depends on P alone.  Elements whose sum
- * is exactly zero are left alone (no program touched them: they may lie
- * between a strided view's elements, which belong to someone else).
- * dense != 0 (the launcher's _kad_dense: d's elements fill its span, no
- * gap): d = the sum, stored at every e < span without reading d, so d
- * needs no zero-fill; the value is the same as 0 + the sum. */
-Func *fold_sum_kernel(Arena *a, const char *name, Dtype dt, Dtype pdt, Loc loc)
+/* The sum of one folded input, in block b for the program pid (i64) of
+ * its own blocks: d[e] += part[0][e] + ... + part[P-1][e] for e < span, in
+ * the partials' dtype, rounded once.  A program owns FOLD_SUM_BLOCK
+ * columns and steps through the rows FOLD_SUM_ROWS at a time: each step's
+ * [rows, columns] tile is summed over its rows by tl.sum (a fixed tree for
+ * the compiled kernel) and added to the running sum in row order, so the
+ * result depends on P alone.  Elements whose sum is exactly zero are left
+ * alone (no program touched them: they may lie between a strided view's
+ * elements, which belong to someone else).  dense != 0 (the launcher's
+ * _kad_dense: d's elements fill its span, no gap): d = the sum, stored at
+ * every e < span without reading d, so d needs no zero-fill; the value is
+ * the same as 0 + the sum. */
+static void sum_body(Func *f, Block *b, ValId pid, ValId part, ValId d, ValId span, ValId nfold, ValId dense,
+                     Dtype dt, Dtype pdt, Loc loc)
 {
-    Func *f = ir_func_new(a, name, loc);
     enum { R = FOLD_SUM_ROWS, C = FOLD_SUM_BLOCK };
     int32_t sc[1] = {C}, sr[1] = {R}, s2[2] = {R, C}, s1c[2] = {1, C}, sr1[2] = {R, 1};
-    ValId part = ir_param_add(f, type_ptr(pdt, 0, NULL), "part", loc);
-    ValId d = ir_param_add(f, type_ptr(dt, 0, NULL), "d", loc);
-    ValId span = ir_param_add(f, type_scalar(DT_I64), "span", loc);
-    ValId nfold = ir_param_add(f, type_scalar(DT_I32), "nfold", loc);
-    ValId dense = ir_param_add(f, type_scalar(DT_I32), "dense", loc);
-    Block *b = f->body;
     Type i64 = type_scalar(DT_I64), i32 = type_scalar(DT_I32), t64 = type_tile(DT_I64, 1, sc);
     Type tp = type_tile(pdt, 1, sc), t1 = type_tile(DT_I1, 1, sc);
     Type tp2 = type_tile(pdt, 2, s2), t12 = type_tile(DT_I1, 2, s2), t642 = type_tile(DT_I64, 2, s2);
-    ValId pid = ir_op1(f, b, OP_CAST, i64, ir_emit(f, b, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc)->res[0], loc);
     ValId start = ir_op2(f, b, OP_MUL, i64, pid, ir_const_int(f, b, i64, C, loc), loc);
     Type ta = type_tile(DT_I32, 1, sc);
     Inst *ar = ir_emit(f, b, OP_ARANGE, NULL, 0, &ta, 1, loc);
@@ -358,6 +355,52 @@ Func *fold_sum_kernel(Arena *a, const char *name, Dtype dt, Dtype pdt, Loc loc)
     ValId sum = ir_op2(f, b, OP_ADD, tp, dt == pdt ? old : ir_op1(f, b, OP_CAST, tp, old, loc), total, loc);
     ValId out = dt == pdt ? sum : ir_op1(f, b, OP_CAST, td, sum, loc);
     emit_store(f, b, dptr, out, mm, loc);
+}
+
+/* The one sum kernel of a plan's n inputs: parameters (part, d, span,
+ * nfold, dense) per input (suffixed _<x> when n > 1); input j owns the
+ * cdiv(span_j, FOLD_SUM_BLOCK) programs after those of the inputs before
+ * it, chosen by an if chain on the program id. */
+Func *fold_sum_kernel(Arena *a, const char *name, const FoldInput *in, int n, Loc loc)
+{
+    Func *f = ir_func_new(a, name, loc);
+    ValId (*pv)[5] = arena_alloc(a, sizeof *pv * (size_t)(n + 1));
+    static const char *const pn[5] = {"part", "d", "span", "nfold", "dense"};
+    for (int j = 0; j < n; j++)
+        for (int k = 0; k < 5; k++) {
+            Type t = k == 0   ? type_ptr(in[j].pdt, 0, NULL)
+                     : k == 1 ? type_ptr(in[j].dt, 0, NULL)
+                     : k == 2 ? type_scalar(DT_I64)
+                              : type_scalar(DT_I32);
+            pv[j][k] = ir_param_add(f, t, n > 1 ? arena_printf(a, "%s_%s", pn[k], in[j].name) : pn[k], loc);
+        }
+    Block *b = f->body;
+    Type i64 = type_scalar(DT_I64), i32 = type_scalar(DT_I32), i1 = type_scalar(DT_I1);
+    ValId pid = ir_op1(f, b, OP_CAST, i64, ir_emit(f, b, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc)->res[0], loc);
+    Block **els = arena_alloc(a, sizeof *els * (size_t)(n + 1));
+    for (int j = 0; j < n; j++) {
+        if (j + 1 == n) {
+            sum_body(f, b, pid, pv[j][0], pv[j][1], pv[j][2], pv[j][3], pv[j][4], in[j].dt, in[j].pdt, loc);
+            break;
+        }
+        /* blocks = cdiv(span, C); pid < blocks: input j, else the rest with pid - blocks */
+        ValId c = ir_const_int(f, b, i64, FOLD_SUM_BLOCK, loc);
+        ValId nb = ir_op2(f, b, OP_DIV, i64,
+                          ir_op2(f, b, OP_ADD, i64, pv[j][2], ir_const_int(f, b, i64, FOLD_SUM_BLOCK - 1, loc), loc),
+                          c, loc);
+        f->vals.v[nb].name = arena_printf(a, "blocks_%s", in[j].name);
+        ValId mine = ir_op2(f, b, OP_LT, i1, pid, nb, loc);
+        ir_emit(f, b, OP_IF, &mine, 1, NULL, 0, loc);
+        int idx = b->insts.n - 1;
+        Block *then = ir_inst_add_region(f, &b->insts.v[idx]);
+        els[j] = ir_inst_add_region(f, &b->insts.v[idx]);
+        sum_body(f, then, pid, pv[j][0], pv[j][1], pv[j][2], pv[j][3], pv[j][4], in[j].dt, in[j].pdt, loc);
+        ir_emit(f, then, OP_YIELD, NULL, 0, NULL, 0, loc);
+        b = els[j];
+        pid = ir_op2(f, b, OP_SUB, i64, pid, nb, loc);
+    }
+    for (int j = 0; j + 1 < n; j++) /* close the else regions, innermost first */
+        ir_emit(f, els[n - 2 - j], OP_YIELD, NULL, 0, NULL, 0, loc);
     return f;
 }
 
@@ -414,6 +457,75 @@ static void top_sites(Fold *F, const Block *b, AccVec *accs)
 
 Dtype fold_partial_dtype(Dtype dt) { return dt == DT_F64 ? DT_F64 : DT_F32; }
 
+/* The adding sites (atomic_adds) into input j's gradient in b, at any depth. */
+static int count_sites(const Fold *F, const Block *b, int j)
+{
+    int n = 0;
+    for (int k = 0; b && k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        n += in->op == OP_ATOMIC_ADD && der(F, in->args[0]) == j;
+        for (int r = 0; r < in->nregions; r++)
+            n += count_sites(F, in->regions[r], j);
+    }
+    return n;
+}
+
+/* At the top of the folded body: when the grid has one program along
+ * every axis not folded (tl.num_programs(k) == 1), program q alone writes
+ * its rows of the partials, and zeroes them first (every element of each
+ * row: for z in range(0, span, FOLD_ZERO_BLOCK)), then a barrier orders
+ * those stores before the sites' (other threads may hold the same
+ * elements).  So the launcher allocates the partials uninitialized: a row
+ * element no site writes reads 0 in the sum kernel.  With several programs
+ * along an unfolded axis (a bias's column blocks), they share the row and
+ * none may zero it: the launcher zero-fills the partials then, unless it
+ * proves that the sites write every element (FoldInput.load_store). */
+static void zero_rows(Func *f, Block *nb, unsigned axes, const ValId *rows, const FoldInput *in, int n, Loc loc)
+{
+    Type i32 = type_scalar(DT_I32), i64 = type_scalar(DT_I64), i1 = type_scalar(DT_I1);
+    ValId cond = 0;
+    for (int k = 0; k < 3; k++) {
+        if (axes & (1u << k))
+            continue;
+        Inst *np = ir_emit(f, nb, OP_NUM_PROGRAMS, NULL, 0, &i32, 1, loc);
+        np->ival = k;
+        ValId eq = ir_op2(f, nb, OP_EQ, i1, np->res[0], ir_const_int(f, nb, i32, 1, loc), loc);
+        cond = cond ? ir_op2(f, nb, OP_AND, i1, cond, eq, loc) : eq;
+    }
+    Block *b = nb;
+    int idx = -1;
+    if (cond) {
+        f->vals.v[cond].name = "alone";
+        ir_emit(f, nb, OP_IF, &cond, 1, NULL, 0, loc);
+        idx = nb->insts.n - 1;
+        b = ir_inst_add_region(f, &nb->insts.v[idx]);
+    }
+    int32_t sz[1] = {FOLD_ZERO_BLOCK};
+    Type t64 = type_tile(DT_I64, 1, sz), ta = type_tile(DT_I32, 1, sz), t1 = type_tile(DT_I1, 1, sz);
+    for (int j = 0; j < n; j++) {
+        Type pt = ir_type(f, rows[j]);
+        Type tp = type_tile(pt.elem, 1, sz), pp = type_ptr(pt.elem, 1, sz);
+        ValId fa[3] = {ir_const_int(f, b, i64, 0, loc), in[j].span, ir_const_int(f, b, i64, FOLD_ZERO_BLOCK, loc)};
+        ir_emit(f, b, OP_FOR, fa, 3, NULL, 0, loc);
+        Block *r = ir_inst_add_region(f, &b->insts.v[b->insts.n - 1]);
+        ValId z = ir_block_param_add(f, r, i64, "z", loc);
+        Inst *ar = ir_emit(f, r, OP_ARANGE, NULL, 0, &ta, 1, loc);
+        ar->ival = 0;
+        ValId offs = ir_op2(f, r, OP_ADD, t64, ir_op1(f, r, OP_BROADCAST, t64, z, loc),
+                            ir_op1(f, r, OP_CAST, t64, ar->res[0], loc), loc);
+        ValId m = ir_op2(f, r, OP_LT, t1, offs, ir_op1(f, r, OP_BROADCAST, t64, in[j].span, loc), loc);
+        ValId p = ir_op2(f, r, OP_ADDPTR, pp, ir_op1(f, r, OP_BROADCAST, pp, rows[j], loc), offs, loc);
+        emit_store(f, r, p, ir_const_float(f, r, tp, 0.0, loc), m, loc);
+        ir_emit(f, r, OP_YIELD, NULL, 0, NULL, 0, loc);
+    }
+    if (cond) {
+        ir_emit(f, b, OP_YIELD, NULL, 0, NULL, 0, loc);
+        Block *els = ir_inst_add_region(f, &nb->insts.v[idx]);
+        ir_emit(f, els, OP_YIELD, NULL, 0, NULL, 0, loc);
+    }
+    ir_emit(f, nb, OP_BARRIER, NULL, 0, NULL, 0, loc);
+}
+
 bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *const *names, int n)
 {
     Func *f = bw;
@@ -463,8 +575,8 @@ bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *con
         FoldInput *in = &plan->in[n0 + j];
         *in = (FoldInput){.slot = slot[j], .name = names[j], .dt = dts[j], .pdt = pdt};
         in->span = ir_param_add(f, type_scalar(DT_I64), arena_printf(a, "kad_span_%s", names[j]), loc);
-        in->sum = fold_sum_kernel(a, arena_printf(a, "%s_sum_%s", f->name, names[j]), dts[j], pdt, loc);
     }
+    plan->sum = fold_sum_kernel(a, arena_printf(a, "%s_sum", f->name), plan->in, plan->n, loc);
     Type i32 = type_scalar(DT_I32), i64 = type_scalar(DT_I64);
     for (int k = 0; k < 3; k++)
         if (axes & (1u << k))
@@ -495,6 +607,7 @@ bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *con
                          ir_op2(f, nb, OP_MUL, i64, q64, plan->in[n0 + j].span, loc), loc);
         f->vals.v[rows[j]].name = arena_printf(a, "d_%s_row", names[j]);
     }
+    zero_rows(f, nb, axes, rows, plan->in + n0, n, loc);
     /* accumulator types: the sites' pointer shapes */
     const Inst **def = arena_alloc(a, sizeof *def * (size_t)(F->nv + 1));
     uint8_t *memo = arena_alloc(a, (size_t)F->nv + 1);
@@ -519,6 +632,10 @@ bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *con
             vec_push(a, fargs, accs.v[i].mask_init);
             vec_push(a, ftys, ir_type(f, accs.v[i].mask_init));
         }
+    }
+    for (int i = 0; i < accs.n; i++) { /* a top-level site stores its row once, through the load's mask */
+        int j = der(F, old->insts.v[accs.v[i].site].args[0]) - 1;
+        plan->in[n0 + j].load_store = !accs.v[i].mask_init && count_sites(F, old, j + 1) == 1;
     }
     ir_emit(f, nb, OP_FOR, fargs.v, fargs.n, ftys.v, ftys.n, loc);
     Block *r = ir_inst_add_region(f, &nb->insts.v[nb->insts.n - 1]);
@@ -676,12 +793,12 @@ bool ad_site_rows(Arena *a, Func *bw, int slot, const char *name, ValId flag)
     FoldInput *in = &ins[plan->n];
     *in = (FoldInput){.slot = slot, .name = name, .dt = dt, .pdt = pdt, .flag = flag};
     in->span = ir_param_add(f, type_scalar(DT_I64), arena_printf(a, "kad_span_%s", name), loc);
-    in->sum = fold_sum_kernel(a, arena_printf(a, "%s_sum_%s", f->name, name), dt, pdt, loc);
     int k = 0;
     site_rewrite(F, f->body, in->span, flag, pdt, &k);
     in->rows = k > 0 ? k : 1;
     plan->in = ins;
     plan->n++;
+    plan->sum = fold_sum_kernel(a, arena_printf(a, "%s_sum", f->name), plan->in, plan->n, loc);
     f->fold = plan;
     f->vals.v[p].name = arena_printf(a, "d_%s_part", name);
     return true;
@@ -708,6 +825,9 @@ bool fold_run(const Func *f, const int64_t grid[3], const InterpArg *args, int n
         return false;
     }
     int64_t P = nfold > 0 && nfold < T ? nfold : T;
+    bool alone = true; /* one program along every unfolded axis: the kernel zeroes its rows */
+    for (int k = 0; k < 3; k++)
+        alone = alone && ((pl->axes & (1u << k)) || grid[k] == 1);
     if (nargs != pl->nargs) {
         diag_error(d, f->loc, "kernel '%s' takes %d runtime arguments, %d given", f->name, pl->nargs, nargs);
         return false;
@@ -733,7 +853,16 @@ bool fold_run(const Func *f, const int64_t grid[3], const InterpArg *args, int n
                 if (f->params[i] == in->flag && i < nargs && !args[i].i)
                     rows[j] = 1;
         }
-        parts[j] = calloc((size_t)(rows[j] * span > 0 ? rows[j] * span : 1), (size_t)psz);
+        /* as the launcher: uninitialized (NaN here, so that an element read before it is
+         * written shows) where the kernel zeroes its own rows, else zero-filled */
+        size_t cnt = (size_t)(rows[j] * span > 0 ? rows[j] * span : 1);
+        parts[j] = alone && !in->rows ? malloc(cnt * (size_t)psz) : calloc(cnt, (size_t)psz);
+        for (size_t e = 0; parts[j] && alone && !in->rows && e < cnt; e++) {
+            if (psz == 8)
+                ((double *)parts[j])[e] = NAN;
+            else
+                ((float *)parts[j])[e] = NAN;
+        }
         if (!parts[j]) {
             diag_error(d, f->loc, "out of memory for the partials of d_%s", in->name);
             ok = false;
@@ -750,15 +879,23 @@ bool fold_run(const Func *f, const int64_t grid[3], const InterpArg *args, int n
         }
     if (ok)
         ok = interp_run_kernel(f, g2, ia, f->nparams, mode, d);
-    for (int j = 0; ok && j < pl->n; j++) {
+    InterpArg *sa = ok ? calloc((size_t)pl->n * 5 + 1, sizeof *sa) : NULL;
+    int64_t sg[3] = {0, 1, 1};
+    if (ok && !sa) {
+        diag_error(d, f->loc, "out of memory");
+        ok = false;
+    }
+    for (int j = 0; ok && j < pl->n; j++) { /* the one sum kernel, every input's blocks */
         const InterpArg *g = &args[pl->in[j].slot];
         int64_t span = ia[pl->nargs + j].i;
         /* dense 0: the caller's d is zero-filled (or holds what to add to); its layout is unknown here */
-        InterpArg sa[5] = {ia[pl->in[j].slot], *g, {.i = span}, {.i = rows[j]}, {.i = 0}};
-        int64_t sg[3] = {(span + FOLD_SUM_BLOCK - 1) / FOLD_SUM_BLOCK, 1, 1};
-        if (sg[0] > 0)
-            ok = interp_run_kernel(pl->in[j].sum, sg, sa, 5, mode, d);
+        InterpArg one[5] = {ia[pl->in[j].slot], *g, {.i = span}, {.i = rows[j]}, {.i = 0}};
+        memcpy(sa + 5 * j, one, sizeof one);
+        sg[0] += (span + FOLD_SUM_BLOCK - 1) / FOLD_SUM_BLOCK;
     }
+    if (ok && sg[0] > 0)
+        ok = interp_run_kernel(pl->sum, sg, sa, 5 * pl->n, mode, d);
+    free(sa);
     for (int j = 0; parts && j < pl->n; j++)
         free(parts[j]);
     free(parts);

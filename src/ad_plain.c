@@ -121,6 +121,9 @@ static void fold_candidate(Ad *ad, Access *A, int i, const Inst *l, unsigned ind
     ad->fold_axes = axes;
     ad->plain[i] = 3;
     ad->why[i] = NULL;
+    /* what the load reaches: a top-level site's rows of partials are written there (ad_fold's
+     * load_store), so the launcher may leave them uninitialized when it covers a dense d_x */
+    ad->cover[i] = access_cover(A, l, &ad->cover_why[i]);
 }
 
 /* Input i's gradient mode from a verdict: `proven` when r is PROVEN; when

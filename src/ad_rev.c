@@ -2576,7 +2576,7 @@ static void adj_load(Ad *ad, Block *bb, const Block *fb, int k, PendingVec *pend
 }
 
 /* The inputs ad_plain_inputs chose to fold (plain 3): their atomic_adds
- * become per-program partials and sum kernels (ad_fold.c).  When the fold
+ * become per-program partials and a sum kernel (ad_fold.c).  When the fold
  * cannot follow a gradient pointer, they stay atomics, and say why. */
 static void fold_inputs(Ad *ad)
 {
@@ -2761,6 +2761,8 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
         FuncCover fc = {ad->grad[i], m == 2 ? ad->flag[i] : 0, ad->acc, NULL, NULL};
         if ((m == 1 || m == 2) && ad->wrote[i] && ad->cover[i])
             fc.cover = ad->cover[i];
+        else if (m == 3 && ad->cover[i]) /* a folded input: what its partials' rows get (emit_grad.c) */
+            fc.cover = ad->cover[i], fc.why = "its sum kernel adds into it";
         else
             fc.why = m == 0   ? "atomic_adds add into it"
                      : m == 3 || m >= 6 ? "its sum kernel adds into it"

@@ -39,10 +39,11 @@ static const char *ident(Arena *a, const char *name)
     return s;
 }
 
-/* The sum kernel of folded input x in the module of backward kernel kname. */
-static const char *sum_name(Arena *a, const char *kname, const char *x)
+/* The one sum kernel of a folded backward (every shared gradient's rows)
+ * in the module of backward kernel kname. */
+static const char *sum_name(Arena *a, const char *kname)
 {
-    return arena_printf(a, "%s_sum_%s", kname, ident(a, x));
+    return arena_printf(a, "%s_sum", kname);
 }
 
 static bool uses_atomics(const Block *b)
@@ -232,7 +233,7 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
                            fi->flag ? " holds for the launch (the launcher checks it and passes the answer as a "
                                       "tl.constexpr)" : "",
                            spec->wrt[i], fi->rows, dtype_name(fi->pdt),
-                           sum_name(a, arena_printf(a, "%s_bwd", ident(a, fwd->name)), spec->wrt[i]),
+                           sum_name(a, arena_printf(a, "%s_bwd", ident(a, fwd->name))),
                            fi->flag ? "; else with tl.atomic_add (every site into one row), whose order of "
                                       "float additions is not deterministic" : "");
             else if (fi)
@@ -242,7 +243,7 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
                                "order into its own row of %s partials, and %s adds the rows in a fixed "
                                "order (bitwise reproducible for a given nfold).",
                            spec->wrt[i], axes, spec->wrt[i], dtype_name(fi->pdt),
-                           sum_name(a, arena_printf(a, "%s_bwd", ident(a, fwd->name)), spec->wrt[i]));
+                           sum_name(a, arena_printf(a, "%s_bwd", ident(a, fwd->name))));
             else if (spec->grad_rmw && spec->grad_rmw[i] && !spec->grad_write[i])
                 buf_printf(&t, "d_%s is added without atomics (deterministic): the forward reads %s at several "
                                "sites, but no two programs read one element, so each program adds each site's "
@@ -319,73 +320,169 @@ static const char *grad_name(Arena *a, const Func *bwd, int i)
     return bwd->vals.v[bwd->params[i]].name;
 }
 
-/* A folded backward's launch (ad_fold.c): the grid with at most nfold
- * programs along the folded axis (when one is folded), zero-filled
- * partials in the gradients' places (nfold rows for a folded input, a row
- * per site for site rows: one when their flag is false), their spans and
- * the forward's program counts appended; after the kernel, each input's
- * sum kernel.  at0: the launcher's index of the first gradient (the
- * contract's params nfwd..); nargs: the launcher's arguments before the
- * flags print_guards appends. */
-static void print_fold(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0, int nargs)
+/* The FuncCover of bwd param v, or NULL. */
+static const FuncCover *cover_of(const Func *bwd, ValId v)
+{
+    for (int j = 0; j < bwd->covers.n; j++)
+        if (bwd->covers.v[j].param == v)
+            return &bwd->covers.v[j];
+    return NULL;
+}
+
+/* The partials' buffers of a plan: one allocation per partials dtype
+ * (fp32 first, then fp64), each input's rows a slice of it. */
+static int fold_buffers(const FoldPlan *pl, Dtype *dts)
+{
+    int nb = 0;
+    for (int j = 0; j < pl->n; j++) {
+        bool seen = false;
+        for (int b = 0; b < nb; b++)
+            seen |= dts[b] == pl->in[j].pdt;
+        if (!seen)
+            dts[nb++] = pl->in[j].pdt;
+    }
+    if (nb == 2 && dts[0] == DT_F64)
+        dts[0] = DT_F32, dts[1] = DT_F64;
+    return nb;
+}
+
+/* The fold's part of _kad_plan (ad_fold.c), after the conditions and
+ * zero-fills (flags, zero defined): the grid folded to nfold programs
+ * along its first folded axis, each input's span, rows, density and
+ * whether its partials may stay uninitialized, the buffers' sizes, the
+ * extra kernel arguments and the sum kernel's grid and arguments.
+ * at0: the plan's index of the first gradient (the contract's params
+ * nfwd..); first_in: the contract's first input gradient. */
+static void print_fold_plan(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0, int first_in)
 {
     const FoldPlan *pl = bwd->fold;
     bool folded = pl->axes != 0;
-    buf_printf(out, "    # deterministic sums: %spartials, sum kernels (ad_fold)\n",
+    buf_printf(out, "    # deterministic sums: %spartials, one sum kernel (ad_fold)\n",
                folded ? "the grid folded along its axis, " : "");
-    buf_puts(out, "    if callable(grid):\n"
-                  "        grid = grid(dict(zip(names, args), **constexprs))\n"
-                  "    grid = tuple(grid) + (1,) * (3 - len(grid))\n");
-    Buf ax = {.a = a};
+    Buf ax = {.a = a}, un = {.a = a};
     for (int k = 0; k < 3; k++)
-        if (pl->axes & (1u << k))
-            buf_printf(&ax, "%s%d", ax.len ? ", " : "", k);
+        buf_printf((pl->axes & (1u << k)) ? &ax : &un, "%s%d", ((pl->axes & (1u << k)) ? ax.len : un.len) ? ", " : "",
+                   k);
     bool multi = folded && (pl->axes & (pl->axes - 1)) != 0;
     if (folded)
         buf_printf(out, "    programs = [grid[k] for k in (%s%s)]  # the forward's, along the folded axes\n",
                    buf_str(&ax), multi ? "" : ",");
-    buf_puts(out, "    if min(grid) <= 0:\n        return\n");
+    buf_puts(out, "    if min(grid) <= 0:  # nothing to launch: every input gradient is zero\n"
+                  "        return flags, zero + [");
+    for (int j = 0, n = 0; j < pl->n; j++)
+        if (pl->in[j].slot >= first_in)
+            buf_printf(out, "%s%d", n++ ? ", " : "", at0 + pl->in[j].slot - nfwd);
+    buf_puts(out, "], None, None, None, None, None  # the launcher returns after the zero-fills\n");
     if (multi)
         buf_puts(out, "    if math.prod(programs) >= 2**31:\n"
                       "        raise ValueError(f\"the folded grid has {math.prod(programs)} programs: more than 2**31 - 1\")\n");
     buf_printf(out, "    dev = args[%d].device\n", at0 + pl->in[0].slot - nfwd);
-    if (folded)
+    if (folded) {
         buf_puts(out, "    if nfold is None:\n"
-                      "        nfold = (2 * torch.cuda.get_device_properties(dev).multi_processor_count\n"
-                      "                 if dev.type == \"cuda\" else 3)\n"
+                      "        nfold = 2 * _kad_sms(dev) if dev.type == \"cuda\" else 3\n"
                       "    nfold = max(1, min(int(nfold), math.prod(programs)))\n");
-    buf_puts(out, "    args = list(args)\n"
-                  "    parts, spans, rows = [], [], []\n");
+        buf_printf(out, "    # one program along every unfolded axis: each program zeroes its own rows of partials\n"
+                        "    alone = %s\n",
+                   un.len ? arena_printf(a, "all(grid[k] == 1 for k in (%s%s))", buf_str(&un),
+                                         strchr(buf_str(&un), ',') ? "" : ",")
+                          : "True");
+    }
+    Dtype dts[2];
+    int nb = fold_buffers(pl, dts);
+    buf_puts(out, "    sums = []  # per input: (span, rows, dense) for the sum kernel\n");
+    for (int b = 0; b < nb; b++)
+        buf_printf(out, "    sizes%d, clear%d = [], False  # the %s buffer: its slices, zero-filled or not\n", b, b,
+                   dtype_name(dts[b]));
     for (int j = 0; j < pl->n; j++) {
         const FoldInput *in = &pl->in[j];
-        int at = at0 + in->slot - nfwd;
-        buf_printf(out, "    d = args[%d]\n", at);
+        int at = at0 + in->slot - nfwd, b = dts[0] == in->pdt ? 0 : 1;
+        bool grad = in->slot >= first_in; /* an in-place buffer's gradient (never folded today) adds */
+        buf_printf(out, "    d = args[%d]  # %s\n", at, grad_name(a, bwd, in->slot));
         buf_puts(out, "    span = 1 + sum((n - 1) * s for n, s in zip(d.shape, d.stride())) if d.numel() else 0\n");
+        if (grad)
+            buf_printf(out, "    dense = _kad_dense(d)\n"
+                            "    if not dense:\n"
+                            "        zero.append(%d)  # its sum kernel adds into it (a dense d it overwrites entirely)\n",
+                       at);
+        else
+            buf_puts(out, "    dense = False  # it holds what to add to\n");
         if (!in->rows) {
-            buf_puts(out, "    rows.append(nfold)\n");
+            const FuncCover *fc = in->load_store ? cover_of(bwd, bwd->params[in->slot]) : NULL;
+            const char *cv = fc && fc->cover ? access_cover_host(fc->acc, fc->cover, "d", "_a", "_g") : NULL;
+            buf_puts(out, "    rows = nfold\n");
+            if (cv) {
+                buf_printf(out, "    # else uninitialized rows are right only where its one site (stored once per program,\n"
+                                "    # at the load's addresses) reaches every element of a dense d\n"
+                                "    clear%d = clear%d or not (alone or ", b, b);
+                wrap(out, arena_printf(a, "dense and %s)", cv), LINE_LIMIT, "            ", 30);
+                buf_puts(out, "\n");
+            } else {
+                buf_printf(out, "    clear%d = clear%d or not alone  # several programs share a row: none may zero it\n", b, b);
+            }
         } else {
             int fl = -1;
             for (int k = 0; k < bwd->flags.n; k++)
                 if (bwd->flags.v[k].param == in->flag)
                     fl = k;
             if (in->flag && fl >= 0)
-                buf_printf(out, "    rows.append(%d if args[%d] else 1)  # a row per site; atomics into one\n",
-                           in->rows, nargs + fl);
+                buf_printf(out, "    rows = %d if flags[%d] else 1  # a row per site; atomics into one\n", in->rows, fl);
             else
-                buf_printf(out, "    rows.append(%d)  # a row per site\n", in->rows);
+                buf_printf(out, "    rows = %d  # a row per site\n", in->rows);
+            buf_printf(out, "    clear%d = True  # sites of neighbouring programs share the rows\n", b);
         }
-        buf_printf(out, "    parts.append(torch.zeros(rows[-1] * span, dtype=torch.%s, device=dev))\n",
-                   in->pdt == DT_F64 ? "float64" : "float32");
-        buf_printf(out, "    spans.append(span)\n    args[%d] = parts[-1]\n", at);
+        buf_printf(out, "    sizes%d.append(-(-rows * span // 64) * 64)  # slices start at multiples of 64 elements\n"
+                        "    sums.append((span, rows, int(dense)))\n",
+                   b);
     }
-    buf_printf(out, "    args += spans%s\n", folded ? " + programs" : "");
+    buf_puts(out, "    alloc = (");
+    for (int b = 0; b < nb; b++)
+        buf_printf(out, "%s(sum(sizes%d), sizes%d, clear%d)", b ? ", " : "", b, b, b);
+    buf_printf(out, "%s)\n", nb == 1 ? "," : "");
+    buf_printf(out, "    extra = [s for s, _, _ in sums]%s\n", folded ? " + programs" : "");
+    buf_printf(out, "    sgrid = (sum(triton.cdiv(s, %d) for s, _, _ in sums),)\n", FOLD_SUM_BLOCK);
     if (multi)
         buf_printf(out, "    grid = tuple(nfold if k == %d else 1 if k in (%s) else g for k, g in enumerate(grid))\n",
                    pl->axis, buf_str(&ax));
     else if (folded)
         buf_printf(out, "    grid = tuple(nfold if k == %d else g for k, g in enumerate(grid))\n", pl->axis);
+    buf_puts(out, "    return flags, zero, grid, extra, (dev, alloc), sgrid, sums\n");
 }
 
+/* The launch of a folded backward, after the plan's lookup (flags and
+ * zero-fills done): the partials' buffers (torch.empty, or torch.zeros
+ * when the plan says so; _kad_fill, a value tests set, fills what would
+ * stay uninitialized), their slices in the gradients' places, the spans
+ * and program counts appended. */
+static void print_fold(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0)
+{
+    const FoldPlan *pl = bwd->fold;
+    Dtype dts[2];
+    int nb = fold_buffers(pl, dts);
+    buf_puts(out, "    dev, alloc = alloc\n");
+    buf_puts(out, "    d_in = [");
+    for (int j = 0; j < pl->n; j++)
+        buf_printf(out, "%sargs[%d]", j ? ", " : "", at0 + pl->in[j].slot - nfwd);
+    buf_puts(out, "]\n");
+    for (int b = 0; b < nb; b++) {
+        int cnt = 0;
+        for (int j = 0; j < pl->n; j++)
+            cnt += pl->in[j].pdt == dts[b];
+        buf_printf(out, "    numel, sizes, clear = alloc[%d]\n"
+                        "    part = (torch.zeros if clear else torch.empty)(numel, dtype=torch.%s, device=dev)\n"
+                        "    if _kad_fill is not None and not clear:\n"
+                        "        part.fill_(_kad_fill)  # tests only: what the kernels must never read\n",
+                   b, dts[b] == DT_F64 ? "float64" : "float32");
+        Buf names = {.a = a};
+        for (int j = 0; j < pl->n; j++)
+            if (pl->in[j].pdt == dts[b])
+                buf_printf(&names, "%sargs[%d]", names.len ? ", " : "", at0 + pl->in[j].slot - nfwd);
+        if (cnt == 1)
+            buf_printf(out, "    %s = part\n", buf_str(&names));
+        else
+            buf_printf(out, "    %s = part.split_with_sizes(sizes)\n", buf_str(&names));
+    }
+    buf_puts(out, "    args += extra\n");
+}
 /* Launch defaults of one emitted kernel, from its tiles (docs/GRAD.md,
  * "Launch parameters"): with a tl.dot, num_warps from the largest dot
  * result or operand tile (4096 elements a warp, 4..8: warp groups of 4
@@ -497,21 +594,18 @@ static const char *launch_options(Arena *a, const Func *f)
     return arena_printf(a, "dict({\"num_warps\": num_warps or %d}, **options)", w);
 }
 
-/* After the folded kernel: the sum kernels, d_<x> = the partials' rows
+/* After the folded kernel: the one sum kernel, d_<x> = the partials' rows
  * summed (stored) when d_<x> is dense, else d_<x> += them (zero-filled
- * before: print_zero_fill). */
-static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, const char *kname, int first_in)
+ * before: the plan's zero). */
+static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, const char *kname, int nfwd, int at0)
 {
     const FoldPlan *pl = bwd->fold;
-    for (int j = 0; j < pl->n; j++) {
-        int w, st;
-        launch_defaults(pl->in[j].sum, &w, &st);
-        /* an in-place buffer's gradient (never folded today) holds what to add to */
-        const char *dense = pl->in[j].slot >= first_in ? arena_printf(a, "int(_kad_dense(d_in[%d]))", j) : "0";
-        buf_printf(out, "    %s[(triton.cdiv(spans[%d], %d),)](parts[%d], d_in[%d], spans[%d], rows[%d],\n"
-                        "        %s, num_warps=%d)\n",
-                   sum_name(a, kname, pl->in[j].name), j, FOLD_SUM_BLOCK, j, j, j, j, dense, w);
-    }
+    int w, st;
+    launch_defaults(pl->sum, &w, &st);
+    buf_printf(out, "    %s[sgrid](", sum_name(a, kname));
+    for (int j = 0; j < pl->n; j++)
+        buf_printf(out, "%sargs[%d], d_in[%d], *sums[%d]", j ? ",\n        " : "", at0 + pl->in[j].slot - nfwd, j, j);
+    buf_printf(out, ", num_warps=%d)\n", w);
 }
 
 /* The helper of a folded backward's launcher: is d dense (its elements fill
@@ -519,7 +613,20 @@ static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, const char *kna
  * element of the span and d needs no zero-fill. */
 static const char *fold_dense_helper(void)
 {
-    return "def _kad_dense(d):\n"
+    return "_kad_fill = None  # tests only: a value (NaN) filling the partials the launcher leaves uninitialized\n"
+           "_kad_plans = {}  # launch key -> _kad_plan's answer (a training loop launches the same shapes each step)\n"
+           "_kad_sm_counts = {}\n"
+           "\n"
+           "\n"
+           "def _kad_sms(dev):\n"
+           "    \"\"\"The SM count of a CUDA device, asked once.\"\"\"\n"
+           "    n = _kad_sm_counts.get(dev)\n"
+           "    if n is None:\n"
+           "        n = _kad_sm_counts[dev] = torch.cuda.get_device_properties(dev).multi_processor_count\n"
+           "    return n\n"
+           "\n"
+           "\n"
+           "def _kad_dense(d):\n"
            "    \"\"\"True when d's elements fill its storage span exactly (no gap between them, none shared):\n"
            "    the sum kernel then stores every element of the span, and d needs no zero-fill.\"\"\"\n"
            "    if not d.numel():\n"
@@ -538,9 +645,11 @@ static const char *fold_dense_helper(void)
  * it is given (Func.covers, access_cover; under the flag of its plain
  * stores when it has one: fconds, the flags' conditions for the host). */
 static void print_zero_fill(Buf *out, Arena *a, const Func *bwd, int nfwd, int nin, int at0,
-                            const char *const *fconds)
+                            const char *const *fconds, bool plan)
 {
     int n = func_nargs(bwd);
+    if (plan) /* in _kad_plan: the launcher zero-fills the gradients listed in zero */
+        buf_puts(out, "    zero = []  # the input gradients the launcher zero-fills (indices into args)\n");
     if (nfwd + nin >= n)
         return;
     buf_puts(out, "    # input gradients need no initialization: zero-filled here unless this launch writes every\n"
@@ -557,18 +666,21 @@ static void print_zero_fill(Buf *out, Arena *a, const Func *bwd, int nfwd, int n
                 flag = fconds ? fconds[j] : NULL;
         if (cv && fc->flag && !flag)
             cv = NULL;
-        buf_printf(out, "    d = args[%d]  # %s\n", at0 + i - nfwd, grad_name(a, bwd, i));
         bool folded = false;
         for (int j = 0; bwd->fold && j < bwd->fold->n; j++)
             folded |= bwd->fold->in[j].slot == i;
+        if (folded && plan) /* print_fold_plan decides */
+            continue;
+        buf_printf(out, "    d = args[%d]  # %s\n", at0 + i - nfwd, grad_name(a, bwd, i));
         if (folded) { /* the sum kernel stores into a dense d (print_fold_sums) */
             buf_puts(out, "    if not _kad_dense(d):\n"
                           "        d.zero_()  # its sum kernel adds into it (a dense d it overwrites entirely)\n");
             continue;
         }
+        const char *zero = plan ? arena_printf(a, "zero.append(%d)", at0 + i - nfwd) : "d.zero_()";
         if (!cv) {
             const char *why = fc && fc->why ? fc->why : "kad cannot print its check for the host";
-            buf_puts(out, "    d.zero_()  # ");
+            buf_printf(out, "    %s  # ", zero);
             wrap(out, why, LINE_LIMIT, "    # ", 18);
             buf_puts(out, "\n");
             continue;
@@ -577,7 +689,7 @@ static void print_zero_fill(Buf *out, Arena *a, const Func *bwd, int nfwd, int n
         buf_puts(out, "    ");
         wrap(out, flag ? arena_printf(a, "if not ((%s) and %s):", flag, cv) : arena_printf(a, "if not (%s):", cv),
              LINE_LIMIT, "            ", 4);
-        buf_puts(out, "\n        d.zero_()\n");
+        buf_printf(out, "\n        %s\n", zero);
     }
 }
 
@@ -586,14 +698,16 @@ static void print_zero_fill(Buf *out, Arena *a, const Func *bwd, int nfwd, int n
  * (a tuple, or a callable of the meta-parameters); then the input
  * gradients' zero-fills (print_zero_fill; nin: the output gradients before
  * them, at0: the launcher's index of the contract's param nfwd). */
-static void print_guards(Buf *out, Arena *a, const Func *bwd, int nfwd, int nin, int at0)
+static void print_guards(Buf *out, Arena *a, const Func *bwd, int nfwd, int nin, int at0, bool plan)
 {
     int ng = bwd->guards.n, nf = bwd->flags.n;
     bool covers = false;
     for (int i = 0; i < bwd->covers.n; i++)
         covers |= bwd->covers.v[i].cover != NULL;
+    if (plan && !nf)
+        buf_puts(out, "    flags = []\n");
     if (!ng && !nf && !covers) {
-        print_zero_fill(out, a, bwd, nfwd, nin, at0, NULL);
+        print_zero_fill(out, a, bwd, nfwd, nin, at0, NULL, plan);
         return;
     }
     buf_puts(out, "    # conditions on this launch, evaluated here: the arguments by name, the grid\n"
@@ -650,13 +764,13 @@ static void print_guards(Buf *out, Arena *a, const Func *bwd, int nfwd, int nin,
                    buf_str(&msg));
     }
     if (nf) {
-        buf_puts(out, "    # plain stores where the access analysis proves them for this launch (tl.constexpr flags)\n"
-                      "    args = list(args) + [");
+        buf_puts(out, "    # plain stores where the access analysis proves them for this launch (tl.constexpr flags)\n");
+        buf_puts(out, plan ? "    flags = [" : "    args = list(args) + [");
         for (int j = 0; j < nf; j++)
             buf_printf(out, "%sbool(%s)", j ? ", " : "", conds[ng + j] ? conds[ng + j] : "False");
         buf_puts(out, "]\n");
     }
-    print_zero_fill(out, a, bwd, nfwd, nin, at0, conds + ng);
+    print_zero_fill(out, a, bwd, nfwd, nin, at0, conds + ng, plan);
 }
 
 /* The tape budget of bwd's checkpointed tapes (0: none). */
@@ -965,6 +1079,35 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_printf(&names, "%s%s", i ? ", " : "", n ? n : "?");
         buf_printf(&quoted, "%s\"%s\"%s", i ? " " : "", n ? n : "?", nargs == 1 || i + 1 < nargs ? "," : "");
     }
+    int at0 = nargs - (func_nargs(bwd) - nfwd);
+    Buf meta = {.a = a}; /* the constexprs' values, for a grid callable */
+    for (int i = 0; i < bwd->consts.n; i++)
+        if (!bwd->consts.v[i].runtime)
+            buf_printf(&meta, ", \"%s\": %s", bwd->consts.v[i].name, bwd->consts.v[i].value);
+    Buf key = {.a = a}; /* a folded launch's key: what its plan depends on */
+    if (bwd->fold) {
+        buf_printf(out, "\n\ndef _kad_plan(names, grid, args, nfold):\n    \"\"\"");
+        wrap(out, arena_printf(a, "What %s needs that depends only on its launch key (the grid, nfold, the "
+                                  "scalar arguments, the input gradients' shapes, strides and device): the "
+                                  "launch's conditions, the gradients to zero-fill, the partials, both kernels' "
+                                  "grids and their arguments that are not tensors. Computed once per key "
+                                  "(_kad_plans).", lname),
+             LINE_LIMIT, "    ", 7);
+        buf_puts(out, "\n    \"\"\"\n");
+        print_guards(out, a, bwd, nfwd, nins, at0, true);
+        print_fold_plan(out, a, bwd, nfwd, at0, nfwd + nins);
+        buf_puts(&key, bwd->fold->axes ? "grid, nfold" : "grid");
+        for (int k = 0, i = 0; k < ndef; k++) {
+            if (!is_arg(bwd, o, k))
+                continue;
+            if (!o[k].cnst && ir_type(bwd, bwd->params[o[k].i]).dt != DT_PTR)
+                buf_printf(&key, ", args[%d]", i);
+            i++;
+        }
+        for (int i = nfwd + nins; i < func_nargs(bwd); i++)
+            buf_printf(&key, ", args[%d].shape, args[%d].stride()", at0 + i - nfwd, at0 + i - nfwd);
+        buf_printf(&key, ", args[%d].device", at0 + bwd->fold->in[0].slot - nfwd);
+    }
     buf_printf(out, "\n\ndef %s(grid, *args, num_warps=None, num_stages=None, %s**constexprs):\n", lname,
                bwd->fold && bwd->fold->axes ? "nfold=None, " : "");
     buf_puts(out, "    \"\"\"");
@@ -976,10 +1119,10 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                          "output): elements the kernel does not write keep it.",
                    kname, fwd_name, buf_str(&names));
     else if (bwd->fold)
-        buf_printf(&doc, "Runs the backward of %s: every kernel it needs (%s, then the sum kernel%s of the "
+        buf_printf(&doc, "Runs the backward of %s: every kernel it needs (%s, then the sum kernel of the "
                          "partials it fills). args: the forward's runtime arguments, then the gradient buffers "
                          "(%s).",
-                   fwd_name, kname, bwd->fold->n > 1 ? "s" : "", buf_str(&names));
+                   fwd_name, kname, buf_str(&names));
     else
         buf_printf(&doc, "Runs the backward of %s: every kernel it needs (today one, %s). args: the "
                          "forward's runtime arguments, then the gradient buffers (%s).",
@@ -1071,7 +1214,27 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_puts(out, "    if constexprs:\n");
         buf_printf(out, "        raise TypeError(f\"%s: unexpected keywords {sorted(constexprs)}\")\n", lname);
     }
-    print_guards(out, a, bwd, nfwd, nins, nargs - (func_nargs(bwd) - nfwd));
+    if (bwd->fold) { /* the plan of this launch key: computed on the first launch, then looked up */
+        buf_printf(out, "    if callable(grid):\n"
+                        "        grid = grid({**dict(zip(names, args))%s})\n"
+                        "    grid = tuple(grid) + (1,) * (3 - len(grid))\n"
+                        "    key = (",
+                   buf_str(&meta));
+        wrap(out, arena_printf(a, "%s)", buf_str(&key)), LINE_LIMIT, "           ", 11);
+        buf_printf(out, "\n    plan = _kad_plans.get(key)\n"
+                      "    if plan is None:\n"
+                      "        if len(_kad_plans) >= 4096:\n"
+                      "            _kad_plans.clear()\n"
+                      "        plan = _kad_plans[key] = _kad_plan(names, grid, args, %s)\n"
+                      "    flags, zero, fold_grid, extra, alloc, sgrid, sums = plan\n"
+                      "    for i in zero:\n"
+                      "        args[i].zero_()\n"
+                      "    if fold_grid is None:\n"
+                      "        return\n"
+                      "    args = [*args, *flags]\n", bwd->fold->axes ? "nfold" : "None");
+    } else {
+        print_guards(out, a, bwd, nfwd, nins, at0, false);
+    }
     buf_puts(out, "    options = {}\n"
                   "    if num_warps is not None:\n"
                   "        options[\"num_warps\"] = num_warps\n"
@@ -1101,14 +1264,10 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         if (!end)
             buf_printf(&call, "%s%s", call.len ? ", " : "", bwd->consts.v[o[k].i].value);
     }
-    int at0 = nargs - (func_nargs(bwd) - nfwd);
     print_tapes(out, a, bwd, lname);
     if (bwd->fold) {
-        buf_puts(out, "    d_in = [");
-        for (int j = 0; j < bwd->fold->n; j++)
-            buf_printf(out, "%sargs[%d]", j ? ", " : "", at0 + bwd->fold->in[j].slot - nfwd);
-        buf_puts(out, "]\n");
-        print_fold(out, a, bwd, nfwd, at0, nargs);
+        buf_puts(out, "    grid = fold_grid\n");
+        print_fold(out, a, bwd, nfwd, at0);
     }
     if (bwd->gemm)
         print_gemm(out, a, bwd, buf_str(&call), at0, nfwd);
@@ -1116,7 +1275,7 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_puts(out, "    # the runtime arguments with the constexpr values in their places\n");
     buf_printf(out, "    %s[grid](%s%s**%s)\n", kname, buf_str(&call), call.len ? ", " : "", launch_options(a, bwd));
     if (bwd->fold)
-        print_fold_sums(out, a, bwd, kname, nfwd + nins);
+        print_fold_sums(out, a, bwd, kname, nfwd, at0);
     if (has_bounded(bwd))
         buf_puts(out, "    for _t, _line, _cap in _kad_bounded:  # the overflow flags: never a gradient from a partial tape\n"
                       "        if _t[0].item() != 0:\n"
@@ -1142,17 +1301,24 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
     };
     if (!emit_triton(out, bwd, &opt, d))
         return false;
-    for (int j = 0; bwd->fold && j < bwd->fold->n; j++) {
-        const FoldInput *fi = &bwd->fold->in[j];
+    if (bwd->fold) {
+        const FoldPlan *pl = bwd->fold;
+        Buf hd = {.a = a}, ns = {.a = a};
+        for (int j = 0; j < pl->n; j++) {
+            const char *x = pl->n > 1 ? arena_printf(a, "_%s", pl->in[j].name) : "";
+            buf_printf(&hd, "%sd_%s", j ? (j + 1 == pl->n ? " and " : ", ") : "", pl->in[j].name);
+            buf_printf(&ns, "%s\"span%s\", \"nfold%s\"", j ? ", " : "", x, x);
+        }
         EmitOptions so = {
-            .name = sum_name(a, kname, fi->name),
-            .header = arena_printf(a, "d_%s += (= when dense) the rows of its partials, summed in a fixed order "
-                                      "(deterministic)", fi->name),
+            .name = sum_name(a, kname),
+            .header = arena_printf(a, "%s += (= when dense) the rows of %s partials, summed in a fixed order "
+                                      "(deterministic)%s", buf_str(&hd), pl->n > 1 ? "their" : "its",
+                                   pl->n > 1 ? ": each its own programs, in this order" : ""),
             .fragment = true,
-            .jit_args = "do_not_specialize=[\"span\", \"nfold\"]",
+            .jit_args = arena_printf(a, "do_not_specialize=[%s]", buf_str(&ns)),
         };
         buf_puts(out, "\n\n");
-        if (!emit_triton(out, fi->sum, &so, d))
+        if (!emit_triton(out, pl->sum, &so, d))
             return false;
     }
     if (bwd->gemm) {

@@ -1087,8 +1087,7 @@ static void print_backward_body(Emitter *E, Buf *text)
                 buf_printf(&c, "%s %s", k == 0 ? "" : k + 1 == nf ? " and" : ",", pl->in[j].name);
                 k++;
             }
-        buf_printf(&c, " into its own row of partials, which the sum kernel%s in a fixed order",
-                   nf > 1 ? "s add" : " adds");
+        buf_puts(&c, " into its own row of partials, which the sum kernel adds in a fixed order");
         if (nf < pl->n)
             buf_puts(&c, " (the inputs with site rows: a row per load site, see the header)");
         /* wrapped at spaces into comment lines */

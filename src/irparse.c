@@ -1070,7 +1070,7 @@ static void parse_consts(P *p)
 /* fold := 'fold' '(' 'axes' '=' '[' [INT (',' INT)*] ']' ',' 'programs' '=' '[' [%p (',' %p)*] ']'
  *          (',' %p '=' NAME ':' dtype 'span' %p ['rows' INT ['flag' %p]])* ')'
  * A folded backward's plan (ad_fold.c; axes = [] when only site rows);
- * its sum kernels follow from it. */
+ * its sum kernel follows from it. */
 static void parse_fold(P *p)
 {
     Func *f = p->f;
@@ -1139,12 +1139,13 @@ static void parse_fold(P *p)
             perr(p, nm.loc, "bad fold input '%s' (a partials parameter *%s, the input's dtype, an i64 span)",
                  in.name, dtype_name(fold_partial_dtype(in.dt)));
         in.pdt = (Dtype)pt.elem;
-        in.sum = fold_sum_kernel(p->a, arena_printf(p->a, "%s_sum_%s", f->name, in.name), in.dt, in.pdt, loc);
         vec_push(p->a, ins, in);
     }
     expect(p, P_RPAREN, "')' after the fold plan");
     pl->n = ins.n;
     pl->in = ins.v;
+    if (pl->n)
+        pl->sum = fold_sum_kernel(p->a, arena_printf(p->a, "%s_sum", f->name), pl->in, pl->n, loc);
     int naxes = 0;
     for (int k = 0; k < 3; k++)
         naxes += (pl->axes >> k) & 1;

@@ -1369,9 +1369,10 @@ typedef struct FoldInput {
     const char *name;  /* x's name */
     Dtype dt;          /* d_<x>'s dtype */
     Dtype pdt;         /* the partials' dtype: fp64 for fp64, else fp32 */
-    Func *sum;         /* (part, d, span, nfold, dense) [grid cdiv(span, FOLD_SUM_BLOCK)]: d += sum of
-                        * rows (FOLD_SUM_ROWS rows at a time, summed by a reduction, in row order);
-                        * dense != 0: d = the sum, stored at every element of the span */
+    bool load_store;   /* the site is stored once per program, through the load's address and a
+                        * mask the same in every fold iteration (a top-level site): each row's
+                        * written elements are what the load reaches (access_cover), so a launch
+                        * whose load covers a dense d_<x> writes every element of every row */
     int rows;          /* site rows (ad_site_rows): one row per adding site, this many; 0: a folded
                         * input, one row per fold program */
     ValId flag;        /* site rows under a launcher flag (bw i1 param): when it is false, one row
@@ -1381,9 +1382,12 @@ typedef struct FoldInput {
  * (G_a, G_b, ...: t = pid_a + G_a * (pid_b + G_b * pid_c) numbers them) are
  * shared among P <= prod G programs along the first folded axis (the others
  * launched with 1): program q runs t = q, q + P, ... in order.  Its partials
- * parameters get zero-filled buffers of P rows of span elements, its span
- * parameters those spans, its programs parameters the G's; then each
- * input's sum kernel runs. */
+ * parameters get buffers of P rows of span elements (slices of one
+ * allocation; a program zeroes its own rows when the grid has one program
+ * along every unfolded axis, else they must be zero-filled unless the
+ * launch provably writes every element: FoldInput.load_store), its span
+ * parameters those spans, its programs parameters the G's; then the one
+ * sum kernel runs. */
 typedef struct FoldPlan {
     int axis;          /* the first folded axis: the one launched with P programs; -1: none */
     unsigned axes;     /* the folded axes (bits); 0: not folded (site rows only) */
@@ -1391,8 +1395,13 @@ typedef struct FoldPlan {
     ValId programs[3]; /* bw params (i32, last, by axis): G_k for each folded axis k, else 0 */
     int n;
     FoldInput *in;
+    Func *sum;         /* the one sum kernel of every input j (fold_sum_kernel): (part_j, d_j, span_j,
+                        * rows_j, dense_j for each j) [grid sum_j cdiv(span_j, FOLD_SUM_BLOCK)]:
+                        * d_j += the sum of its rows (FOLD_SUM_ROWS rows at a time, summed by a
+                        * reduction, in row order); dense_j != 0: d_j = the sum, stored at every
+                        * element of the span */
 } FoldPlan;
-enum { FOLD_SUM_BLOCK = 64, FOLD_SUM_ROWS = 64, FOLD_CPU_PROGRAMS = 3 };
+enum { FOLD_SUM_BLOCK = 64, FOLD_SUM_ROWS = 64, FOLD_CPU_PROGRAMS = 3, FOLD_ZERO_BLOCK = 1024 };
 static inline int func_nargs(const Func *f)
 {
     return (f->fold ? f->fold->nargs : f->nparams) - f->flags.n - f->tapes.n;
@@ -1413,8 +1422,8 @@ bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *con
  * gradient pointer flows where the rewrite cannot follow it. */
 bool ad_site_rows(Arena *a, Func *bw, int slot, const char *name, ValId flag);
 Dtype fold_partial_dtype(Dtype dt);
-/* The sum kernel of an input of dtype dt with partials of dtype pdt. */
-Func *fold_sum_kernel(Arena *a, const char *name, Dtype dt, Dtype pdt, Loc loc);
+/* The one sum kernel of the n inputs in (their dt and pdt): see FoldPlan.sum. */
+Func *fold_sum_kernel(Arena *a, const char *name, const FoldInput *in, int n, Loc loc);
 
 /* ------------------------------------------------------------------ */
 /* ad_gauge.c: online-softmax loops reversed by a second pass           */

@@ -219,7 +219,7 @@ static void test_ad_signature(T *t)
         for (int i = 0; i < g->nparams && i < 12; i++)
             CHECK(t, strcmp(g->vals.v[g->params[i]].name, want[i]) == 0);
         CHECK(t, g->fold && g->fold->axis == 0 && g->fold->n == 1 && g->fold->in[0].slot == 8 &&
-                     !strcmp(g->fold->in[0].name, "w_ptr") && g->fold->in[0].sum);
+                     !strcmp(g->fold->in[0].name, "w_ptr") && g->fold->sum && g->fold->in[0].load_store);
         const char *ir = ir_to_string(a, g);
         CHECK(t, strstr(ir, "kernel @rms_bwd(") == ir);
         /* every forward store removed, scratch rstd included: the stores left are d_x's

@@ -99,6 +99,7 @@ def _run(tmp_path, kernel, sig, wrt, out, grid, args, douts, dins):
     path = tmp_path / f"{kernel}_bwd.py"
     path.write_text(src)
     mod = triton_cpu.load_module(str(path), f"kad_cover_{kernel}_{abs(hash(str(tmp_path)))}")
+    mod._kad_fill = float("nan")  # a folded backward's partials it leaves uninitialized: NaN
     filled, zero_ = [], torch.Tensor.zero_
 
     def spy(t):
@@ -340,13 +341,14 @@ def _gain(tmp_path, d_w, R=10, C=20):
 
 def test_folded_gradient_dense_needs_no_zero_fill(tmp_path):
     """A folded gradient given as a dense buffer full of NaN: the sum kernel stores every element
-    (no zero-fill of d_w, no read of it); the only allocation that is zero-filled is d_w's partials
-    (nfold rows of d_w's span).  Counted, so that a zero-fill coming back fails here."""
+    (no zero-fill of d_w, no read of it), and d_w's partials (nfold rows of d_w's span) are
+    allocated uninitialized (filled with NaN here: _kad_fill), each program zeroing its own rows.
+    Counted, so that a zero-fill coming back fails here."""
     d_w = _nan_view((20,), (1,))
     filled, calls, src = _gain(tmp_path, d_w)
-    assert "row_gain_bwd_sum_w_ptr" in src and "_kad_dense" in src, src  # d_w is folded
+    assert "row_gain_bwd_sum[" in src and "_kad_dense" in src, src  # d_w is folded
     assert filled == set(), f"zero-filled {filled}\n{src}"
-    assert len(calls) == 1, f"torch.zeros called {len(calls)} times: {calls}\n{src}"
+    assert len(calls) == 0, f"torch.zeros called {len(calls)} times: {calls}\n{src}"
 
 
 def test_folded_gradient_with_gaps_is_zero_filled(tmp_path):

@@ -201,14 +201,14 @@ def test_shared_weight_is_folded():
     header = text.split("import triton")[0]
     assert "d_w_ptr is summed deterministically, without atomics: every program along grid axis 0" in header
     assert "d_x_ptr is written with plain tl.store" in header, header
-    assert "def broadcast_weight_bwd_sum_w_ptr(part, d, span, nfold, dense):" in text
+    assert "def broadcast_weight_bwd_sum(part, d, span, nfold, dense):" in text
     assert not [ln for ln in text.splitlines() if "atomic_add(" in ln and "d_w" in ln]
     assert "for pid0 in range(q, kad_programs_0, nfold):" in text
     _check("broadcast_weight", sig, "w_ptr,x_ptr", "y_ptr", "5", ["x_ptr=40", "w_ptr=8", "y_ptr=40"])
     r = subprocess.run([KAD, "grad", f"{HERE}:broadcast_weight", "--sig", sig, "--wrt", "w_ptr", "--out", "y_ptr",
                         "--atomics"], cwd=REPO, capture_output=True, text=True)
     assert r.returncode == 0 and "d_w_ptr is accumulated with tl.atomic_add, because atomics were asked" in r.stdout
-    assert "tl.atomic_add(" in r.stdout and "sum_w_ptr" not in r.stdout
+    assert "tl.atomic_add(" in r.stdout and "_bwd_sum" not in r.stdout
     # through the package, both ways, against PyTorch
     for det in (True, False):
         k = kad.differentiable(inputs=["x_ptr", "w_ptr"], outputs=["y_ptr"], deterministic=det)(broadcast_weight)
@@ -331,7 +331,7 @@ def test_site_rows_stencil(stride):
     header = text.split("import triton")[0]
     assert "d_x_ptr is summed deterministically, without atomics, when" in header, header
     assert "reads x_ptr at 5 sites" in header and "stride >= W" in header, header
-    assert "rows.append(5 if args[" in text and "def cross5_bwd_sum_x_ptr(" in text
+    assert "rows = 5 if flags[" in text and "def cross5_bwd_sum(" in text
     size = (H - 1) * stride + W
     _check("cross5", sig, "x_ptr", "y_ptr", "3,2", [f"x_ptr={size}", f"y_ptr={H * W}"],
            [f"H={H}", f"W={W}", f"stride={stride}"])

@@ -79,22 +79,27 @@ def jit_functions(text, path, modname):
     return [getattr(mod, n) for n in names]
 
 
-def specialization(fn, sig, ints_one, tapes=None):
+def specialization(fn, sig, ints_one, tapes=None, folds=()):
     """(signature, constexprs) for triton.compile of fn."""
     signature, consts = {}, {}
-    # a folded backward (ad_fold.c): partials, spans, the forward's program count, and the
-    # sum kernels <k>_bwd_sum_<x>(part, d, span, nfold, dense)
+    # a folded backward (ad_fold.c): partials, spans, the forward's program count, and the one
+    # sum kernel <k>_bwd_sum(part, d, span, nfold, dense), each suffixed _<x> when several inputs
+    # (folds: the inputs, in the order of the main kernel's d_<x>_part parameters)
     fold = {}
     tapes = tapes or {}
-    m = re.fullmatch(r"\w+_bwd_sum_(\w+)", fn.__name__)
+    m = re.fullmatch(r"\w+_bwd_sum", fn.__name__)
     for n in [p.name for p in fn.params]:
-        x = m.group(1) if m and n in ("part", "d") else None
+        base, x = n, None
+        if m:
+            mm = re.fullmatch(r"(part|d|span|nfold|dense)(?:_(\w+))?", n)
+            base, x = (mm.group(1), mm.group(2) or (folds[0] if len(folds) == 1 else None)) if mm else (n, None)
+            x = x if base in ("part", "d") else None
         x = x or (n[2:-5] if n.startswith("d_") and n.endswith("_part") else None)
         if x is not None and x in sig:
-            fold[n] = sig[x] if n == "d" else "*fp64" if sig[x] == "*fp64" else "*fp32"
-        elif n.startswith("kad_span_") or (m and n == "span"):
+            fold[n] = sig[x] if m and base == "d" else "*fp64" if sig[x] == "*fp64" else "*fp32"
+        elif n.startswith("kad_span_") or (m and base == "span"):
             fold[n] = "i64"
-        elif n.startswith("kad_programs_") or (m and n in ("nfold", "dense")):
+        elif n.startswith("kad_programs_") or (m and base in ("nfold", "dense")):
             fold[n] = "i32"
         elif n.startswith("plain_d_"):  # the launcher's flag: the plain-store branch
             fold[n] = "True"
@@ -133,8 +138,9 @@ def compile_module(text, path, modname, ints_one):
         r"args\.append\(torch\.empty\(_trips .*dtype=torch\.(\w+)", text))}
     # and the GEMM form's dacc scratch with _dacc = torch.empty(..., dtype=torch.D, ...)
     tapes.update({"kad_dacc": d for d in re.findall(r"_dacc = torch\.empty\(.*dtype=torch\.(\w+)", text)})
+    folds = re.findall(r"^    d_(\w+)_part,$", text, re.M)
     for fn in fns:
-        signature, consts = specialization(fn, sig, ints_one, tapes)
+        signature, consts = specialization(fn, sig, ints_one, tapes, folds)
         src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=consts)
         triton.compile(src, target=TARGET)
 
