@@ -314,3 +314,125 @@ static const char cover_helper[] =
     "    return all(u < e for u, (_, e) in zip(use, merged))\n";
 
 const char *access_cover_helper(void) { return cover_helper; }
+
+/* ------------------------------------------------------------------ */
+/* First writers: one site's stores include another's footprint        */
+/* ------------------------------------------------------------------ */
+
+/* Are p's symbols fixed within one program (no loop or lane dependence)? */
+static bool per_program(const Access *A, const AccPoly *p)
+{
+    for (int i = 0; i < p->n; i++)
+        for (int s = 0; s < ACC_NSYM && p->m[i].s[s]; s++)
+            if (A->syms.v[p->m[i].s[s] - 1].dep & ~(uint64_t)((1u << V_LANE) - 1))
+                return false;
+    return true;
+}
+
+static bool form_per_program(const Access *A, const AcForm *f)
+{
+    if (!per_program(A, &f->c0))
+        return false;
+    for (int i = 0; i < f->nt; i++)
+        if (!per_program(A, &f->t[i].c))
+            return false;
+    return true;
+}
+
+/* Is g (over the variables of site s) equal to h (over those of site t)
+ * once each variable v of g is renamed to map[v] (pids and lanes: to
+ * themselves)?  map: by variable id, -1 where unmapped. */
+static bool feq_renamed(const AcForm *g, const AcForm *h, const int *map)
+{
+    if (g->why || h->why || g->nt != h->nt || !ac_peq(&g->c0, &h->c0))
+        return false;
+    for (int i = 0; i < g->nt; i++) {
+        int v = g->t[i].var, w = v < V_DYN ? v : map[v];
+        bool found = false;
+        for (int k = 0; w >= 0 && k < h->nt && !found; k++)
+            found = h->t[k].var == w && ac_peq(&g->t[i].c, &h->t[k].c);
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
+static bool no(const char **why, const char *w)
+{
+    if (why)
+        *why = w;
+    return false;
+}
+
+bool access_first_covers(Access *A, const Inst *first, const Inst *later, const char **why)
+{
+    static const char *const differ = "their address forms differ";
+    AcSite *s = ac_site_of(A, first), *t = ac_site_of(A, later);
+    if (!s || !t)
+        return no(why, "not memory accesses of the kernel");
+    const AcForm *fs = ac_site_form(A, s), *ft = ac_site_form(A, t);
+    if (fs->why || ft->why)
+        return no(why, "an address is not affine");
+    if (fs->base != ft->base)
+        return no(why, "they address different parameters");
+    if (nest(A->f->body, first) != 1)
+        return no(why, "the first site is under an `if` or in a `while` loop");
+    Type ps = ac_vty(A, first->args[0]), pt = ac_vty(A, later->args[0]);
+    if (ps.rank != pt.rank || memcmp(ps.shape, pt.shape, sizeof(int64_t) * (size_t)ps.rank))
+        return no(why, "their tiles differ in shape");
+    Cons cs = {0}, ct = {0};
+    if (ac_site_cons_exact(A, s, &cs))
+        return no(why, "the first site's mask or loops are not read exactly");
+    /* the later site's clauses without its enclosing `if`s and `while`s:
+     * weaker than what holds where it runs, so a superset of its elements */
+    AcSite t0 = *t;
+    t0.ctx.n = 0;
+    if (ac_site_cons_exact(A, &t0, &ct))
+        return no(why, "the later site's mask or loops are not read exactly");
+    if (!form_per_program(A, fs) || !form_per_program(A, ft))
+        return no(why, "an address uses values that change within a program");
+    /* rename the first site's `for` counters to the later site's: terms of
+     * equal coefficients, each matched by exactly one */
+    if (fs->nt != ft->nt)
+        return no(why, differ);
+    int *map = arena_alloc(A->a, sizeof(int) * (size_t)A->vars.n);
+    uint8_t *taken = arena_alloc(A->a, (size_t)A->vars.n);
+    for (int v = 0; v < A->vars.n; v++)
+        map[v] = -1;
+    for (int i = 0; i < fs->nt; i++) {
+        int v = fs->t[i].var;
+        if (v < V_DYN)
+            continue;
+        if (A->vars.v[v].kind != VK_LOOP || A->vars.v[v].rev || !is_for_var(A, s, v))
+            return no(why, "the first site's address uses `//`, `%` or a `while` loop's iterations");
+        int w = -1, nw = 0;
+        for (int k = 0; k < ft->nt; k++) {
+            int u = ft->t[k].var;
+            if (u >= V_DYN && !taken[u] && A->vars.v[u].kind == VK_LOOP && !A->vars.v[u].rev &&
+                is_for_var(A, t, u) && ac_peq(&fs->t[i].c, &ft->t[k].c)) {
+                w = u;
+                nw++;
+            }
+        }
+        if (nw != 1)
+            return no(why, nw ? "kad cannot pair their loops" : differ);
+        map[v] = w;
+        taken[w] = 1;
+    }
+    if (!feq_renamed(fs, ft, map))
+        return no(why, differ);
+    /* every clause of the first site (its mask, its loops' bounds), renamed,
+     * is one of the later site's: each element the later site reaches, the
+     * first site's (program, renamed iteration, lane) stores */
+    for (int i = 0; i < cs.n; i++) {
+        const AcForm *g = cs.v[i];
+        if (g->why || !form_per_program(A, g))
+            return no(why, "a clause of the first site changes within a program");
+        bool found = false;
+        for (int k = 0; k < ct.n && !found; k++)
+            found = feq_renamed(g, ct.v[k], map);
+        if (!found)
+            return no(why, "the later site's mask or loop bounds do not imply the first site's");
+    }
+    return true;
+}

@@ -255,6 +255,74 @@ static void private_sites(Ad *ad, Access *A, int i, const InstPtrVec *ls)
         *why = arena_printf(ad->a, "it is loaded at several sites, and programs may share elements (%s)", r.why);
 }
 
+/* The index in body of the top-level instruction holding x, or -1. */
+static int top_index(const Block *body, const Inst *x)
+{
+    for (int k = 0; k < body->insts.n; k++) {
+        const Inst *in = &body->insts.v[k];
+        if (in == x)
+            return k;
+        for (int r = 0; r < in->nregions; r++)
+            if (block_of(in->regions[r], x))
+                return k;
+    }
+    return -1;
+}
+
+/* Are loads a and b one site (adj_load adds their adjoints in registers and
+ * writes once): one block, one pointer value, one mask? */
+static bool same_site(const Block *body, const Inst *a, const Inst *b)
+{
+    ValId ma = a->flags & IF_HAS_MASK ? a->args[1] : 0, mb = b->flags & IF_HAS_MASK ? b->args[1] : 0;
+    return a->args[0] == b->args[0] && ma == mb && block_of(body, a) == block_of(body, b);
+}
+
+/* Input i (plain 4, 5: read-modify-writes private to the program at
+ * several sites): the backward runs the forward's top-level statements'
+ * adjoints in reverse, so the site in the last top-level statement runs
+ * first when every other site lies in an earlier one.  When that site (S)
+ * writes each element once within the program (access_injective over
+ * loops and lanes: no iteration of S adds to another's elements) and
+ * stores, within each program, every element another site reads-modifies-
+ * writes (access_first_covers), then every element the later sites read
+ * was stored by S before: S may store its adjoint without reading d_x, and
+ * d_x needs a zero-fill only where S's stores do not cover the view
+ * (access_cover of S).  S only under `for` loops (access_first_covers), so
+ * it runs wherever its loops do. */
+static void first_writer(Ad *ad, Access *A, int i, const InstPtrVec *ls)
+{
+    const Block *body = ad->fw->body;
+    int best = -1, at = -1;
+    for (int k = 0; k < ls->n; k++) {
+        int t = top_index(body, ls->v[k]);
+        if (t < 0)
+            return;
+        if (t > best)
+            best = t, at = k;
+    }
+    if (at < 0)
+        return;
+    const Inst *s = ls->v[at];
+    for (int k = 0; k < at; k++) /* the site's earliest load: the one adj_load writes at */
+        if (same_site(body, ls->v[k], s)) {
+            s = ls->v[k];
+            break;
+        }
+    bool later = false;
+    for (int k = 0; k < ls->n; k++) {
+        const Inst *l = ls->v[k];
+        if (same_site(body, l, s))
+            continue;
+        if (top_index(body, l) >= best || !access_first_covers(A, s, l, NULL))
+            return;
+        later = true;
+    }
+    if (!later || access_injective(A, s, ACC_VARY_LOOPS | ACC_VARY_LANES).v != ACC_PROVEN)
+        return;
+    ad->first[i] = s;
+    ad->cover[i] = access_cover(A, s, &ad->cover_why[i]);
+}
+
 void ad_plain_inputs(Ad *ad)
 {
     const Func *fw = ad->fw;
@@ -290,6 +358,8 @@ void ad_plain_inputs(Ad *ad)
             if (!A)
                 A = ad->acc = access_analyze(ad->a, fw);
             private_sites(ad, A, i, &ls);
+            if (ad->plain[i] == 4 || ad->plain[i] == 5)
+                first_writer(ad, A, i, &ls);
             continue;
         }
         if (!ls.n) { /* nothing writes d_x */

@@ -1179,6 +1179,16 @@ const char *access_cover_host(Access *A, const AccCover *c, const char *tensor, 
 /* The Python source (a module-level def of _kad_covers) that
  * access_cover_host's expressions call. */
 const char *access_cover_helper(void);
+/* First writers (access_cover.c): does the site `first`, within each
+ * program, store every element that the site `later` (of the same
+ * parameter) reaches?  Proven when the two addresses and the first site's
+ * clauses (mask, `for` bounds) are equal once the first site's `for`
+ * counters are renamed to the later site's, the later site's own clauses
+ * including them (its `if` and `while` conditions dropped: more elements,
+ * never fewer), with tiles of one shape; the first site only in `for`
+ * loops.  Which one runs first, and that the first writes each element
+ * once, the caller proves.  False with the reason in *why (may be NULL). */
+bool access_first_covers(Access *A, const Inst *first, const Inst *later, const char **why);
 
 /* A launch condition of a backward kernel: its gradient is right only
  * when cond holds (a store in a loop proven to write distinct elements
@@ -1312,6 +1322,8 @@ typedef struct AdSpec {
     const char **grad_when;  /* out, optional (nwrt entries): where grad_write[j] is set, the
                               * Python condition under which the backward still writes
                               * d_<wrt[j]> with plain stores (checked at run time), or NULL */
+    bool *grad_first;        /* out, optional (nwrt entries): with grad_rmw, the site the backward
+                              * reaches first stores its gradient without reading (first_writer) */
 } AdSpec;
 enum {
     AD_MUTATE_NONE = 0,
@@ -1597,6 +1609,9 @@ typedef struct Ad {
     uint8_t *wrote;    /* by param index (plain 1, 2): adj_load stored its gradient with the
                         * load's own address and mask */
     const char **cover_why; /* by param index (plain 1, 2): why cover is NULL */
+    const Inst **first; /* by param index (plain 4, 5): the load whose site the backward reaches
+                         * first and which stores every element the later sites add into
+                         * (first_writer): its adjoint is stored without reading d_<x>; or NULL */
     unsigned fold_axes; /* plain 3 (summed through partials, ad_fold.c): the grid axes folded, or 0 */
     Access *acc;       /* fw's access analysis, or NULL */
     Vec(FuncGuard) guards; /* launch conditions the backward needs (check_loop_store) */
