@@ -278,17 +278,24 @@ static bool same_site(const Block *body, const Inst *a, const Inst *b)
 }
 
 /* Input i (plain 4, 5: read-modify-writes private to the program at
- * several sites): the backward runs the forward's top-level statements'
- * adjoints in reverse, so the site in the last top-level statement runs
- * first when every other site lies in an earlier one.  When that site (S)
- * writes each element once within the program (access_injective over
- * loops and lanes: no iteration of S adds to another's elements) and
- * stores, within each program, every element another site reads-modifies-
- * writes (access_first_covers), then every element the later sites read
- * was stored by S before: S may store its adjoint without reading d_x, and
- * d_x needs a zero-fill only where S's stores do not cover the view
- * (access_cover of S).  S only under `for` loops (access_first_covers), so
- * it runs wherever its loops do. */
+ * several sites): the backward runs the adjoints of the forward's
+ * top-level statements in reverse, so the site in the last top-level
+ * statement (S) runs entirely before every other site when all their loads
+ * lie in earlier statements than S's earliest load (adj_load writes a site
+ * where the reverse walk reaches its earliest load).  When S also writes each element at most once per
+ * program (access_injective over loops and lanes: no iteration of S adds
+ * into another's element), S may store its adjoint without reading d_x:
+ *   - no other program touches S's elements (access_private, all sites),
+ *     and nothing of this program touches them before S;
+ *   - an element S stores then holds exactly its adjoint so far, as the
+ *     read-modify-write of a zero-filled d_x would have left it, and the
+ *     later sites add to it in order;
+ *   - an element S does not store stays as the launcher left it: zero-
+ *     filled, unless S's stores cover the whole view (access_cover of S,
+ *     checked by the launcher), when there is no such element of the view.
+ * So no inclusion of the later sites' elements in S's is needed: the
+ * zero-fill decision is S's coverage.  S under an `if` is fine (it runs
+ * once or not at all; access_cover then describes nothing: zero-fill). */
 static void first_writer(Ad *ad, Access *A, int i, const InstPtrVec *ls)
 {
     const Block *body = ad->fw->body;
@@ -308,16 +315,13 @@ static void first_writer(Ad *ad, Access *A, int i, const InstPtrVec *ls)
             s = ls->v[k];
             break;
         }
-    bool later = false;
-    for (int k = 0; k < ls->n; k++) {
-        const Inst *l = ls->v[k];
-        if (same_site(body, l, s))
-            continue;
-        if (top_index(body, l) >= best || !access_first_covers(A, s, l, NULL))
+    /* adj_load writes a site at its earliest load: s's statement must
+     * follow every load of the other sites (they write at or before theirs) */
+    int ts = top_index(body, s);
+    for (int k = 0; k < ls->n; k++)
+        if (!same_site(body, ls->v[k], s) && top_index(body, ls->v[k]) >= ts)
             return;
-        later = true;
-    }
-    if (!later || access_injective(A, s, ACC_VARY_LOOPS | ACC_VARY_LANES).v != ACC_PROVEN)
+    if (access_injective(A, s, ACC_VARY_LOOPS | ACC_VARY_LANES).v != ACC_PROVEN)
         return;
     ad->first[i] = s;
     ad->cover[i] = access_cover(A, s, &ad->cover_why[i]);

@@ -125,8 +125,8 @@ static const char *name_list(Arena *a, const char *const *names, int n, const ch
 static const char *first_note(const AdSpec *spec, int i)
 {
     return spec->grad_first && spec->grad_first[i]
-               ? " (the site the backward reaches first stores its gradient without reading: it writes "
-                 "every element the later sites add into)"
+               ? " (the site the backward reaches first stores its gradient without reading: no site "
+                 "has written its elements before)"
                : "";
 }
 

@@ -1179,16 +1179,6 @@ const char *access_cover_host(Access *A, const AccCover *c, const char *tensor, 
 /* The Python source (a module-level def of _kad_covers) that
  * access_cover_host's expressions call. */
 const char *access_cover_helper(void);
-/* First writers (access_cover.c): does the site `first`, within each
- * program, store every element that the site `later` (of the same
- * parameter) reaches?  Proven when the two addresses and the first site's
- * clauses (mask, `for` bounds) are equal once the first site's `for`
- * counters are renamed to the later site's, the later site's own clauses
- * including them (its `if` and `while` conditions dropped: more elements,
- * never fewer), with tiles of one shape; the first site only in `for`
- * loops.  Which one runs first, and that the first writes each element
- * once, the caller proves.  False with the reason in *why (may be NULL). */
-bool access_first_covers(Access *A, const Inst *first, const Inst *later, const char **why);
 
 /* A launch condition of a backward kernel: its gradient is right only
  * when cond holds (a store in a loop proven to write distinct elements
