@@ -918,8 +918,12 @@ static void test_access_cover(T *t)
         CHECK(t, !access_cover(A, acc_nth(A, OP_LOAD, 1), &why) && why && strstr(why, "mask"));
         why = NULL; /* x + 1 + offs */
         CHECK(t, !access_cover(A, acc_nth(A, OP_LOAD, 2), &why) && why && strstr(why, "offset"));
-        why = NULL; /* under an `if` */
-        CHECK(t, !access_cover(A, acc_nth(A, OP_LOAD, 3), &why) && why && strstr(why, "`if`"));
+        /* under `if n > 0`: the condition is one more clause (on no variable: n > 0 must hold) */
+        c = access_cover(A, acc_nth(A, OP_LOAD, 3), &why);
+        py = c ? access_cover_host(A, c, "d", "a", "g") : NULL;
+        CHECK(t, py && strstr(py, "[(a[\"n\"], (0, 1), (64, 1))]") && strstr(py, "-a[\"n\"]"));
+        if (py && !strstr(py, "-a[\"n\"]"))
+            printf("  got %s\n", py);
     }
     f = acc_parse(a, acc_priv_ln3);
     CHECK(t, f);
