@@ -224,8 +224,8 @@ def test_norm3_transposed(tmp_path):
     (2, 1, True, False),    # the first site's loop has fewer chunks: zero-fill
     (3, 1, True, True),     # the later site under an `if` (taken)
     (3, 0, True, True),     # ... (not taken)
-    (4, 1, True, False),    # the first site under an `if`: it may not run, zero-fill
-    (4, 0, True, False),
+    (4, 1, True, True),     # the first site under `if flag > 0`: covered when the launch's flag > 0
+    (4, 0, True, False),    # ... and not otherwise: zero-fill
     (5, 1, False, False),   # the first site reads each element twice (two iterations): no first writer
     (6, 1, False, False),   # both sites in one loop: a later iteration's first site runs after the other
 ])
