@@ -2543,7 +2543,8 @@ static void adj_load(Ad *ad, Block *bb, const Block *fb, int k, PendingVec *pend
             Type st32 = adt(vt);
             ValId sum32 = ir_op2(ad->bw, wb, OP_ADD, st32,
                                  st32.dt == vt.dt ? old : ir_op1(ad->bw, wb, OP_CAST, st32, old, in->loc),
-                                 st32.dt == bty(ad, sum).dt ? sum : ir_op1(ad->bw, wb, OP_CAST, st32, sum, in->loc), in->loc);
+                                 st32.dt == bty(ad, sum).dt ? sum : ir_op1(ad->bw, wb, OP_CAST, st32, sum, in->loc),
+                                 in->loc);
             ValId sa[3] = {args[0], st32.dt == vt.dt ? sum32 : ir_op1(ad->bw, wb, OP_CAST, vt, sum32, in->loc), bm};
             Inst *st = ir_emit(ad->bw, wb, OP_STORE, sa, bm ? 3 : 2, NULL, 0, in->loc);
             st->flags = bm ? IF_HAS_MASK : 0;

@@ -120,7 +120,6 @@ static const char *name_list(Arena *a, const char *const *names, int n, const ch
     return buf_str(&b);
 }
 
-/* The module comment of a backward module. */
 /* The header's note on an input whose first site stores (grad_first). */
 static const char *first_note(const AdSpec *spec, int i)
 {
@@ -130,6 +129,7 @@ static const char *first_note(const AdSpec *spec, int i)
                : "";
 }
 
+/* The module comment of a backward module. */
 static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const AdSpec *spec,
                               const DefParam *o, int nfwd, const char *lname)
 {
