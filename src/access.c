@@ -1149,6 +1149,26 @@ const char *ac_site_cons_exact(Access *A, AcSite *s, Cons *out)
     return NULL;
 }
 
+const char *ac_cond_cons_exact(Access *A, ValId c, bool neg, Cons *out)
+{
+    bool exact = true;
+    Cons cs = {0};
+    cons_of(A, c, &cs, 0, &exact);
+    if (!exact)
+        return "an enclosing `if`'s condition is not a conjunction of integer comparisons kad reads exactly";
+    if (neg && cs.n != 1)
+        return "an enclosing `if`'s condition, false in its `else` branch, is not one comparison";
+    for (int i = 0; i < cs.n; i++) {
+        const AcForm *g = cs.v[i];
+        if (neg) /* not (g < 0): g >= 0, -1 - g < 0 over the integers */
+            g = ac_fadd(A, fpoly(A, ac_pconst(-1)), g, -1);
+        if (g->why)
+            return "an enclosing `if`'s condition is not affine";
+        vec_push(A->a, *out, g);
+    }
+    return NULL;
+}
+
 /* Facts from constraints: sum c_i x_i + c0 < 0 with every c_i >= 0 means
  * -c0 >= 1 on a non-empty domain; when -c0 = sym + k, k <= 0, sym >= 1. */
 void ac_add_facts(Access *A, const Cons *cs, Facts *F)

@@ -57,18 +57,32 @@ struct AccCover {
     unsigned nonempty;   /* grid axes the address does not use: at least one program there */
 };
 
-/* Where x sits in b: 1 in b or in `for` bodies only, -1 under another
- * construct (`if`, `while`), 0 not in b. */
-static int nest(const Block *b, const Inst *x)
+/* Where x sits in b: 1 when it is in b, or in `for` bodies and `if`
+ * branches only, whose conditions (negated in `else` branches) are
+ * appended to *conds, read exactly; -1 under another construct (`while`)
+ * or a condition kad cannot read exactly (the reason in *why); 0 not in
+ * b. */
+static int nest(Access *A, const Block *b, const Inst *x, Cons *conds, const char **why)
 {
     for (int k = 0; b && k < b->insts.n; k++) {
         const Inst *in = &b->insts.v[k];
         if (in == x)
             return 1;
         for (int r = 0; r < in->nregions; r++) {
-            int s = nest(in->regions[r], x);
-            if (s)
-                return s < 0 || in->op != OP_FOR ? -1 : 1;
+            int s = nest(A, in->regions[r], x, conds, why);
+            if (!s)
+                continue;
+            if (s < 0)
+                return -1;
+            if (in->op == OP_IF) {
+                const char *w = ac_cond_cons_exact(A, in->args[0], r == 1, conds);
+                if (w)
+                    *why = w;
+                return w ? -1 : 1;
+            }
+            if (in->op != OP_FOR)
+                *why = "it is read in a `while` loop";
+            return in->op == OP_FOR ? 1 : -1;
         }
     }
     return 0;
@@ -110,12 +124,17 @@ const AccCover *access_cover(Access *A, const Inst *mem, const char **why)
         return refuse(why, arena_printf(A->a, "its address is not affine (%s)", f->why));
     if (f->c0.n)
         return refuse(why, "its address has a constant offset from the parameter");
-    if (nest(A->f->body, mem) != 1)
-        return refuse(why, "it is read under an `if` or in a `while` loop");
-    Cons cs = {0};
-    const char *inexact = ac_site_cons_exact(A, s, &cs);
+    Cons cs = {0}, ifs = {0};
+    const char *w = "it is read in a `while` loop";
+    if (nest(A, A->f->body, mem, &ifs, &w) != 1)
+        return refuse(why, w);
+    AcSite s0 = *s; /* the `if`s' conditions: ifs, read exactly (nest) */
+    s0.ctx.n = 0;
+    const char *inexact = ac_site_cons_exact(A, &s0, &cs);
     if (inexact)
         return refuse(why, inexact);
+    for (int i = 0; i < ifs.n; i++)
+        vec_push(A->a, cs, ifs.v[i]);
     AccCover *c = arena_alloc(A->a, sizeof *c);
     Type pt = ac_vty(A, mem->args[0]);
     unsigned used = 0;

@@ -318,6 +318,11 @@ static bool chain(Dec *D, const int *ord, AccCond *cond)
     AccPoly span[NSPAN];
     int ns = 1;
     span[0] = D->init;
+    /* hist[j]: the spans of the first j variables (a group ord[j..k] that
+     * a constraint bounds adds its bound to them) */
+    AccPoly hist[AC_NTERM + 1][NSPAN];
+    int nh[AC_NTERM + 1] = {1};
+    hist[0][0] = D->init;
     cond->n = 0;
     AccPoly one = ac_pconst(1);
     Facts saved = D->F;
@@ -364,6 +369,17 @@ static bool chain(Dec *D, const int *ord, AccCond *cond)
             for (int e = 0; e < ne && nn < NSPAN; e++)
                 if (ac_padd(&nspan[nn], &span[s], &ext[e], 1))
                     nn++;
+        /* a group ord[j..k] of two or more variables bounded by one
+         * constraint (a chunk loop's counter and the lanes under the mask
+         * `m0 + lanes < M`): the first j variables' span plus its bound */
+        for (int j = 1; j < k && k < AC_NTERM; j++) {
+            AccPoly g[ACC_NALT];
+            int ng = group_alts(D, ord + j, k - j + 1, g, ACC_NALT);
+            for (int s = 0; s < nh[j]; s++)
+                for (int e = 0; e < ng && nn < NSPAN; e++)
+                    if (ac_padd(&nspan[nn], &hist[j][s], &g[e], 1))
+                        nn++;
+        }
         nn = prune(&D->F, nspan, nn);
         if (!nn && k + 1 < D->n) {
             ok = false; /* an unbounded variable below others */
@@ -371,6 +387,10 @@ static bool chain(Dec *D, const int *ord, AccCond *cond)
         }
         memcpy(span, nspan, sizeof span[0] * (size_t)nn);
         ns = nn;
+        if (k + 1 <= AC_NTERM) {
+            memcpy(hist[k + 1], nspan, sizeof nspan[0] * (size_t)nn);
+            nh[k + 1] = nn;
+        }
     }
     D->F = saved;
     return ok;

@@ -138,6 +138,12 @@ const AcForm *ac_site_form(Access *A, AcSite *s);
 Cons ac_site_cons(Access *A, AcSite *s);
 const char *ac_site_cons_exact(Access *A, AcSite *s, Cons *out);
 void ac_add_facts(Access *A, const Cons *cs, Facts *F);
+/* The constraints of the scalar i1 value c where it is true (neg: where
+ * it is false), read exactly, appended to out: NULL, or why they would
+ * say less than holds (a part that is not a signed integer comparison of
+ * affine forms; neg: more than one comparison, whose negation is a
+ * disjunction). */
+const char *ac_cond_cons_exact(Access *A, ValId c, bool neg, Cons *out);
 /* The variable max - v of a loop counter v whose largest value is max
  * (interned), and f with v replaced by max - v' (c*v = c*max - c*v'):
  * a negative coefficient made positive, the same set of elements. */

@@ -258,6 +258,78 @@ static void private_sites(Ad *ad, Access *A, int i, const InstPtrVec *ls)
         *why = arena_printf(ad->a, "it is loaded at several sites, and programs may share elements (%s)", r.why);
 }
 
+/* The index in body of the top-level instruction holding x, or -1. */
+static int top_index(const Block *body, const Inst *x)
+{
+    for (int k = 0; k < body->insts.n; k++) {
+        const Inst *in = &body->insts.v[k];
+        if (in == x)
+            return k;
+        for (int r = 0; r < in->nregions; r++)
+            if (block_of(in->regions[r], x))
+                return k;
+    }
+    return -1;
+}
+
+/* Are loads a and b one site (adj_load adds their adjoints in registers and
+ * writes once): one block, one pointer value, one mask? */
+static bool same_site(const Block *body, const Inst *a, const Inst *b)
+{
+    ValId ma = a->flags & IF_HAS_MASK ? a->args[1] : 0, mb = b->flags & IF_HAS_MASK ? b->args[1] : 0;
+    return a->args[0] == b->args[0] && ma == mb && block_of(body, a) == block_of(body, b);
+}
+
+/* Input i (plain 4, 5: read-modify-writes private to the program at
+ * several sites): the backward runs the adjoints of the forward's
+ * top-level statements in reverse, so the site in the last top-level
+ * statement (S) runs entirely before every other site when all their loads
+ * lie in earlier statements than S's earliest load (adj_load writes a site
+ * where the reverse walk reaches its earliest load).  When S also writes each element at most once per
+ * program (access_injective over loops and lanes: no iteration of S adds
+ * into another's element), S may store its adjoint without reading d_x:
+ *   - no other program touches S's elements (access_private, all sites),
+ *     and nothing of this program touches them before S;
+ *   - an element S stores then holds exactly its adjoint so far, as the
+ *     read-modify-write of a zero-filled d_x would have left it, and the
+ *     later sites add to it in order;
+ *   - an element S does not store stays as the launcher left it: zero-
+ *     filled, unless S's stores cover the whole view (access_cover of S,
+ *     checked by the launcher), when there is no such element of the view.
+ * So no inclusion of the later sites' elements in S's is needed: the
+ * zero-fill decision is S's coverage.  S under an `if` is fine (it runs
+ * once or not at all; access_cover then describes nothing: zero-fill). */
+static void first_writer(Ad *ad, Access *A, int i, const InstPtrVec *ls)
+{
+    const Block *body = ad->fw->body;
+    int best = -1, at = -1;
+    for (int k = 0; k < ls->n; k++) {
+        int t = top_index(body, ls->v[k]);
+        if (t < 0)
+            return;
+        if (t > best)
+            best = t, at = k;
+    }
+    if (at < 0)
+        return;
+    const Inst *s = ls->v[at];
+    for (int k = 0; k < at; k++) /* the site's earliest load: the one adj_load writes at */
+        if (same_site(body, ls->v[k], s)) {
+            s = ls->v[k];
+            break;
+        }
+    /* adj_load writes a site at its earliest load: s's statement must
+     * follow every load of the other sites (they write at or before theirs) */
+    int ts = top_index(body, s);
+    for (int k = 0; k < ls->n; k++)
+        if (!same_site(body, ls->v[k], s) && top_index(body, ls->v[k]) >= ts)
+            return;
+    if (access_injective(A, s, ACC_VARY_LOOPS | ACC_VARY_LANES).v != ACC_PROVEN)
+        return;
+    ad->first[i] = s;
+    ad->cover[i] = access_cover(A, s, &ad->cover_why[i]);
+}
+
 void ad_plain_inputs(Ad *ad)
 {
     const Func *fw = ad->fw;
@@ -293,6 +365,8 @@ void ad_plain_inputs(Ad *ad)
             if (!A)
                 A = ad->acc = access_analyze(ad->a, fw);
             private_sites(ad, A, i, &ls);
+            if (ad->plain[i] == 4 || ad->plain[i] == 5)
+                first_writer(ad, A, i, &ls);
             continue;
         }
         if (!ls.n) { /* nothing writes d_x */

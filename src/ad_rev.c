@@ -2528,19 +2528,28 @@ static void adj_load(Ad *ad, Block *bb, const Block *fb, int k, PendingVec *pend
             fb2 = ir_inst_add_region(ad->bw, &bb->insts.v[idx]);
         }
         Type vt = type_tile((Dtype)pt.elem, pt.rank, pt.shape);
-        ir_emit(ad->bw, wb, OP_BARRIER, NULL, 0, NULL, 0, in->loc);
-        ValId la[3] = {args[0], bm, ir_const_float(ad->bw, wb, vt, 0.0, in->loc)};
-        Inst *ld = ir_emit(ad->bw, wb, OP_LOAD, la, bm ? 3 : 1, &vt, 1, in->loc);
-        ld->flags = bm ? IF_HAS_MASK | IF_HAS_OTHER : 0;
-        ValId old = ld->res[0];
-        Type st32 = adt(vt);
-        ValId sum32 = ir_op2(ad->bw, wb, OP_ADD, st32,
-                             st32.dt == vt.dt ? old : ir_op1(ad->bw, wb, OP_CAST, st32, old, in->loc),
-                             st32.dt == bty(ad, sum).dt ? sum : ir_op1(ad->bw, wb, OP_CAST, st32, sum, in->loc), in->loc);
-        ValId sa[3] = {args[0], st32.dt == vt.dt ? sum32 : ir_op1(ad->bw, wb, OP_CAST, vt, sum32, in->loc), bm};
-        Inst *st = ir_emit(ad->bw, wb, OP_STORE, sa, bm ? 3 : 2, NULL, 0, in->loc);
-        st->flags = bm ? IF_HAS_MASK : 0;
-        ir_emit(ad->bw, wb, OP_BARRIER, NULL, 0, NULL, 0, in->loc);
+        if (ad->first[r - 1] == in && ad->vm[p]) /* not the load's own mask: it may not store every element */
+            ad->first[r - 1] = NULL;
+        if (ad->first[r - 1] == in) { /* the first site: it stores what later sites read (first_writer) */
+            Inst *st = ir_emit(ad->bw, wb, OP_STORE, args, bm ? 3 : 2, NULL, 0, in->loc);
+            st->flags = bm ? IF_HAS_MASK : 0;
+            ad->wrote[r - 1] = 1;
+        } else {
+            ir_emit(ad->bw, wb, OP_BARRIER, NULL, 0, NULL, 0, in->loc);
+            ValId la[3] = {args[0], bm, ir_const_float(ad->bw, wb, vt, 0.0, in->loc)};
+            Inst *ld = ir_emit(ad->bw, wb, OP_LOAD, la, bm ? 3 : 1, &vt, 1, in->loc);
+            ld->flags = bm ? IF_HAS_MASK | IF_HAS_OTHER : 0;
+            ValId old = ld->res[0];
+            Type st32 = adt(vt);
+            ValId sum32 = ir_op2(ad->bw, wb, OP_ADD, st32,
+                                 st32.dt == vt.dt ? old : ir_op1(ad->bw, wb, OP_CAST, st32, old, in->loc),
+                                 st32.dt == bty(ad, sum).dt ? sum : ir_op1(ad->bw, wb, OP_CAST, st32, sum, in->loc),
+                                 in->loc);
+            ValId sa[3] = {args[0], st32.dt == vt.dt ? sum32 : ir_op1(ad->bw, wb, OP_CAST, vt, sum32, in->loc), bm};
+            Inst *st = ir_emit(ad->bw, wb, OP_STORE, sa, bm ? 3 : 2, NULL, 0, in->loc);
+            st->flags = bm ? IF_HAS_MASK : 0;
+            ir_emit(ad->bw, wb, OP_BARRIER, NULL, 0, NULL, 0, in->loc);
+        }
         if (plain == 5) {
             Inst *at = ir_emit(ad->bw, fb2, OP_ATOMIC_ADD, args, bm ? 3 : 2, &vt, 1, in->loc);
             at->flags = bm ? IF_HAS_MASK : 0;
@@ -2738,6 +2747,7 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     ad->cover = arena_alloc(a, sizeof(const AccCover *) * (size_t)(np + 1));
     ad->wrote = arena_alloc(a, (size_t)np + 1);
     ad->cover_why = arena_alloc(a, sizeof(const char *) * (size_t)(np + 1));
+    ad->first = arena_alloc(a, sizeof(const Inst *) * (size_t)(np + 1));
     ad->fold_axes = 0;
     ad_plain_inputs(ad);
     /* the runtime conditions of plain stores: i1 parameters the launcher computes */
@@ -2759,14 +2769,16 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
             continue;
         int m = ad->plain[i];
         FuncCover fc = {ad->grad[i], m == 2 ? ad->flag[i] : 0, ad->acc, NULL, NULL};
-        if ((m == 1 || m == 2) && ad->wrote[i] && ad->cover[i])
+        if (m == 5)
+            fc.flag = ad->flag[i];
+        if ((m == 1 || m == 2 || ((m == 4 || m == 5) && ad->first[i])) && ad->wrote[i] && ad->cover[i])
             fc.cover = ad->cover[i];
         else if (m == 3 && ad->cover[i]) /* a folded input: what its partials' rows get (emit_grad.c) */
             fc.cover = ad->cover[i], fc.why = "its sum kernel adds into it";
         else
             fc.why = m == 0   ? "atomic_adds add into it"
                      : m == 3 || m >= 6 ? "its sum kernel adds into it"
-                     : m >= 4 ? "read-modify-writes add into it"
+                     : m >= 4 && !ad->first[i] ? "read-modify-writes add into it"
                      : !ad->wrote[i] ? "no store writes it"
                      : ad->cover_why[i] ? ad->cover_why[i] : "kad cannot describe what its stores reach";
         vec_push(a, bw->covers, fc);
@@ -2781,6 +2793,8 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
                     spec->grad_when[j] = m == 2 || m == 5 || m == 7 ? ad->when[i] : NULL;
                 if (spec->grad_rmw)
                     spec->grad_rmw[j] = m == 4 || m == 5;
+                if (spec->grad_first)
+                    spec->grad_first[j] = (m == 4 || m == 5) && ad->first[i];
             }
     }
     bw->guards.v = ad->guards.v; /* launch conditions (check_loop_store) */

@@ -121,6 +121,15 @@ static const char *name_list(Arena *a, const char *const *names, int n, const ch
     return buf_str(&b);
 }
 
+/* The header's note on an input whose first site stores (grad_first). */
+static const char *first_note(const AdSpec *spec, int i)
+{
+    return spec->grad_first && spec->grad_first[i]
+               ? " (the site the backward reaches first stores its gradient without reading: no site "
+                 "has written its elements before)"
+               : "";
+}
+
 /* The module comment of a backward module. */
 static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const AdSpec *spec,
                               const DefParam *o, int nfwd, const char *lname)
@@ -247,15 +256,15 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
             else if (spec->grad_rmw && spec->grad_rmw[i] && !spec->grad_write[i])
                 buf_printf(&t, "d_%s is added without atomics (deterministic): the forward reads %s at several "
                                "sites, but no two programs read one element, so each program adds each site's "
-                               "gradient by a load and a store of its own elements, in program order.",
-                           spec->wrt[i], spec->wrt[i]);
+                               "gradient by a load and a store of its own elements, in program order%s.",
+                           spec->wrt[i], spec->wrt[i], first_note(spec, i));
             else if (spec->grad_rmw && spec->grad_rmw[i])
                 buf_printf(&t, "d_%s is added without atomics (deterministic) when %s holds for the launch (the "
                                "launcher checks it and passes the answer as a tl.constexpr): the forward reads %s at several sites, and then no "
                                "two programs read one element, so each program adds each site's gradient by a load "
-                               "and a store of its own elements; else with tl.atomic_add, whose order of float "
+                               "and a store of its own elements%s; else with tl.atomic_add, whose order of float "
                                "additions is not deterministic.",
-                           spec->wrt[i], spec->grad_when[i], spec->wrt[i]);
+                           spec->wrt[i], spec->grad_when[i], spec->wrt[i], first_note(spec, i));
             else if (!spec->grad_write[i])
                 buf_printf(&t, "d_%s is written with plain tl.store (deterministic): the forward reads each "
                                "element of %s at most once in the whole launch.",

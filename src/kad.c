@@ -333,6 +333,7 @@ const char *kad_grad_module_ex(kad_kernel *k, const char *wrt, const char *out, 
     spec.grad_write = arena_alloc(c->a, sizeof *spec.grad_write * (size_t)(spec.nwrt + 1));
     spec.grad_when = arena_alloc(c->a, sizeof *spec.grad_when * (size_t)(spec.nwrt + 1));
     spec.grad_rmw = arena_alloc(c->a, sizeof *spec.grad_rmw * (size_t)(spec.nwrt + 1));
+    spec.grad_first = arena_alloc(c->a, sizeof *spec.grad_first * (size_t)(spec.nwrt + 1));
     Func *bw = ad_backward(c->a, &c->d, k->f, &spec);
     Buf b = {.a = c->a};
     if (bw && emit_triton_backward(&b, k->f, bw, &spec, &c->d))

@@ -1312,6 +1312,8 @@ typedef struct AdSpec {
     const char **grad_when;  /* out, optional (nwrt entries): where grad_write[j] is set, the
                               * Python condition under which the backward still writes
                               * d_<wrt[j]> with plain stores (checked at run time), or NULL */
+    bool *grad_first;        /* out, optional (nwrt entries): with grad_rmw, the site the backward
+                              * reaches first stores its gradient without reading (first_writer) */
 } AdSpec;
 enum {
     AD_MUTATE_NONE = 0,
@@ -1601,11 +1603,15 @@ typedef struct Ad {
     const char **when; /* by param index (plain 2): the condition as Python */
     AccCondVec *cond;  /* by param index (plain 2, 5, 7): the conditions (all must hold) */
     ValId *flag;       /* by param index (plain 2): bw i1 scalar, the condition */
-    const AccCover **cover; /* by param index (plain 1, 2): what its one load site reaches
+    const AccCover **cover; /* by param index (plain 1, 2; 4, 5 with first): what its one load site reaches
                              * (access_cover), or NULL; dropped when adj_load does not store it */
     uint8_t *wrote;    /* by param index (plain 1, 2): adj_load stored its gradient with the
                         * load's own address and mask */
     const char **cover_why; /* by param index (plain 1, 2): why cover is NULL */
+    const Inst **first; /* by param index (plain 4, 5): the earliest load of the site the backward
+                         * runs before every other site, writing each element once
+                         * (first_writer): its adjoint is stored without reading d_<x>, and
+                         * cover describes what it reaches; or NULL */
     unsigned fold_axes; /* plain 3 (summed through partials, ad_fold.c): the grid axes folded, or 0 */
     Access *acc;       /* fw's access analysis, or NULL */
     Vec(FuncGuard) guards; /* launch conditions the backward needs (check_loop_store) */

@@ -87,15 +87,15 @@ def chunked(x_ptr, y_ptr, n_cols, stride, BLOCK: tl.constexpr):
         tl.store(y_ptr + row * n_cols + cols, tl.exp(x) * x, mask=m)
 
 
-def _launcher(kernel, sig, wrt, out):
-    p = triton_cpu.run_kad(["grad", f"{HERE}:{kernel}", "--sig", sig, "--wrt", wrt, "--out", out])
+def _launcher(kernel, sig, wrt, out, file=HERE):
+    p = triton_cpu.run_kad(["grad", f"{file}:{kernel}", "--sig", sig, "--wrt", wrt, "--out", out])
     assert p.returncode == 0, p.stderr
     return p.stdout
 
 
-def _run(tmp_path, kernel, sig, wrt, out, grid, args, douts, dins):
+def _run(tmp_path, kernel, sig, wrt, out, grid, args, douts, dins, file=HERE):
     """Runs launch_<kernel>_bwd; returns the names of the gradients it zero-filled."""
-    src = _launcher(kernel, sig, wrt, out)
+    src = _launcher(kernel, sig, wrt, out, file)
     path = tmp_path / f"{kernel}_bwd.py"
     path.write_text(src)
     mod = triton_cpu.load_module(str(path), f"kad_cover_{kernel}_{abs(hash(str(tmp_path)))}")
@@ -416,3 +416,97 @@ def test_host_check_never_claims_an_unwritten_element():
         elems = {sum(i * s for i, s in zip(idx, stride)) for idx in itertools.product(*(range(n) for n in shape))}
         assert elems <= reach, (vs, clauses, negs, shape, stride)
     assert claimed > 100  # the check does say "covered" often enough to be tested
+
+
+# ------------------------------------------------------------------ loads under a runtime `if`
+
+
+@triton.jit
+def rows_if(x_ptr, y_ptr, n_rows, lo, n_cols, stride, MODE: tl.constexpr, BLOCK: tl.constexpr):
+    """MODE 0: early return past n_rows (the rest is the `else` branch of `row >= n_rows`);
+    1: the load in the `then` branch of `(row >= lo) & (row < n_rows)`; 2: early return under
+    `(row < lo) | (row >= n_rows)` (its negation is no conjunction: not read); 3: a condition on
+    a loaded value (not read)."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    m = cols < n_cols
+    if MODE == 0:
+        if row >= n_rows:
+            return
+    if MODE == 2:
+        if (row < lo) | (row >= n_rows):
+            return
+    if MODE == 3:
+        if tl.load(x_ptr + row * stride) < -100.0:
+            return
+    if MODE == 1:
+        if (row >= lo) & (row < n_rows):
+            x = tl.load(x_ptr + row * stride + cols, mask=m, other=0.0)
+            tl.store(y_ptr + row * n_cols + cols, x * tl.sin(x), mask=m)
+    else:
+        x = tl.load(x_ptr + row * stride + cols, mask=m, other=0.0)
+        tl.store(y_ptr + row * n_cols + cols, x * tl.sin(x), mask=m)
+
+
+@pytest.mark.parametrize("mode,nprog,n_rows,lo,covered", [
+    (0, 8, 6, 0, True),    # log-softmax's grid rounded up: programs 6, 7 return
+    (0, 5, 6, 0, False),   # too few programs: row 5 never written
+    (0, 8, 4, 0, False),   # n_rows below the view's rows: rows 4, 5 stay 0
+    (1, 6, 6, 0, True),    # the `then` branch of a conjunction covering every row
+    (1, 6, 6, 2, False),   # ... from row 2 only
+    (2, 6, 6, 0, False),   # a disjunction's negation: not read, zero-filled
+    (3, 6, 6, 0, False),   # a loaded condition: not read, zero-filled
+])
+def test_under_if(tmp_path, mode, nprog, n_rows, lo, covered):
+    R, C = 6, 40
+    g = torch.Generator().manual_seed(40 + mode)
+    x64, dy64 = torch.randn(R, C, generator=g, dtype=torch.float64), torch.randn(R, C, generator=g, dtype=torch.float64)
+    x = _dev(x64)
+    d = _nan_view((R, C), (C, 1))
+    filled, src = _run(tmp_path, "rows_if",
+                       f"x_ptr=*fp32,y_ptr=*fp32,n_rows=i32,lo=i32,n_cols=i32,stride=i32,MODE={mode},BLOCK=64",
+                       "x_ptr", "y_ptr", (nprog,), [x, torch.zeros(R, C, device=DEVICE), n_rows, lo, C, C],
+                       [_dev(dy64)], {"x_ptr": d})
+    assert ("x_ptr" not in filled) == covered, src
+    xr = x.cpu().to(torch.float64).requires_grad_()
+    rows = torch.arange(R)[:, None]
+    keep = ((rows < min(n_rows, nprog)) & (rows >= lo)).to(torch.float64)
+    (xr * torch.sin(xr) * dy64 * keep).sum().backward()
+    _close(d, xr.grad, "d_x", src)
+
+
+# ------------------------------------------------------------------ the mean over rows (tests/kernels/mean_dim.py)
+
+
+@pytest.mark.parametrize("B,M,N,layout,covered", [
+    (3, 37, 70, "contiguous", True),   # rows in chunks of 16 under `m < M`: every element written
+    (3, 32, 64, "contiguous", True),   # no masked tails
+    (2, 20, 70, "padded", True),       # each row padded to 80 columns: the view [B, M, N] written
+    (2, 20, 40, "permuted", False),    # x = base.transpose(1, 2): atomics (programs may meet), zero-fill
+])
+def test_mean_rows(tmp_path, B, M, N, layout, covered):
+    """The chunk loop's counter and the row lanes are one group bounded by the mask (access_decide:
+    a contiguous x is proven injective, so d_x is stored, and covered)."""
+    import os
+    g = torch.Generator().manual_seed(50)
+    if layout == "padded":
+        base = torch.randn(B, M, N + 10, generator=g, dtype=torch.float64)[:, :, :N]
+    elif layout == "permuted":
+        base = torch.randn(B, N, M, generator=g, dtype=torch.float64).transpose(1, 2)
+    else:
+        base = torch.randn(B, M, N, generator=g, dtype=torch.float64)
+    dout64 = torch.randn(B, N, generator=g, dtype=torch.float64)
+    x = torch.empty_strided(base.shape, base.stride(), dtype=torch.float32, device=DEVICE)
+    x.copy_(base)
+    d = _nan_view(tuple(x.shape), x.stride())
+    out = torch.zeros(B, N, device=DEVICE)
+    sxb, sxm, sxn = x.stride()
+    sig = ("x_ptr=*fp32,out_ptr=*fp32,M=i32,N=i32,stride_xb=i32,stride_xm=i32,stride_xn="
+           f"{1 if sxn == 1 else 'i32'},stride_ob=i32,stride_on=1,BLOCK_M=16,BLOCK_N=64")
+    filled, src = _run(tmp_path, "mean_dim1_kernel", sig, "x_ptr", "out_ptr", (B, -(-N // 64)),
+                       [x, out, M, N, sxb, sxm, sxn, N, 1], [_dev(dout64)], {"x_ptr": d},
+                       file=os.path.join(os.path.dirname(HERE), "..", "kernels", "mean_dim.py"))
+    assert ("x_ptr" not in filled) == covered, src
+    xr = x.cpu().to(torch.float64).requires_grad_()
+    (xr.mean(dim=1) * dout64).sum().backward()
+    _close(d, xr.grad, "d_x", src)

@@ -420,7 +420,8 @@ SKIPS_ZERO_FILL = {
     "vector_add_fp32": ["x_ptr", "y_ptr"], "swiglu_fp32": ["a_ptr", "b_ptr"],
     "softmax_fp16": ["input_ptr"], "softmax_fp32": [], "rms_norm_fp32": ["w_ptr", "x_ptr"],
     "geglu_fp32": [], "bias_add_fp32": ["b_ptr"], "bias_add_fp16": ["b_ptr", "x_ptr"], "transpose_fp32": ["x_ptr"],
-    "cumsum_fp32_forward": ["x_ptr"], "layer_norm_chunked": ["B", "W"],
+    "cumsum_fp32_forward": ["x_ptr"], "layer_norm_chunked": ["B", "W", "X"],
+    "log_softmax_early_return": ["x_ptr"], "mean_dim1_contiguous_fp16": ["x_ptr"],
 }
 
 
