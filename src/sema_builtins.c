@@ -2522,7 +2522,7 @@ static const char *const tensor_methods[] = {
     "reshape", "view", "broadcast_to", "expand_dims", "trans", "permute", "sum", "max", "min",
     "argmax", "argmin", "cumsum", "cumprod", "softmax", "sigmoid", "exp", "exp2", "log", "log2",
     "cos", "sin", "sqrt", "sqrt_rn", "rsqrt", "abs", "erf", "floor", "ceil", "cdiv", "ravel",
-    "cast", "split", "flip", "gather", "histogram", NULL,
+    "cast", "split", "flip", "gather", "histogram", "reduce", "associative_scan", NULL,
 };
 
 static const Builtin to_method = {"to", b_cast, "input,dtype,fp_downcast_rounding=,bitcast=", 0};
