@@ -29,7 +29,11 @@
  *      (x * x: (d * x) * 2), loads through one pointer and mask in one
  *      block share one atomic_add, and a store overwritten by a later
  *      store through the same pointer gets the gradient only on the lanes
- *      the later one leaves alone.
+ *      the later one leaves alone.  Loads from tensor descriptors (IF_DESC)
+ *      keep their descriptor operands in the primal sweep; of the gradient
+ *      writes only a plain store (one adder per element) becomes a store
+ *      through a descriptor of the gradient (desc_store): atomics,
+ *      read-modify-writes, fold partials and site rows stay pointer writes.
  *
  * Requires: a verified fwd.  Guarantees: the result is a new Func in `a`
  * (fwd is not modified) that verifies; or NULL with located errors.

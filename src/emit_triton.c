@@ -38,6 +38,13 @@
  *                hints (`acc.1` -> `acc_1`), kernel parameters keep theirs.
  *   6. print     the module text.
  *
+ * Loads and stores made from tensor descriptors (IF_DESC) print as
+ * desc.load / desc.store, each descriptor made once at the top of the
+ * kernel where its base, shape and strides are parameters or constants
+ * (desc_choose, print_descs); their pointer tiles and masks are then dead
+ * code, except under a backward's TMA_<d_x> flag, whose else-branch stores
+ * through the pointers.
+ *
  * Backward kernels (emit_triton_backward, docs/GRAD.md) go through the
  * same passes with EmitOptions.backward: parameters in the forward def's
  * order, the body split into "recompute the forward" and "reverse sweep",
