@@ -938,7 +938,7 @@ static void coalesce(Emitter *E)
         const Inst *in = info->in;
         if (info->dead || in->op != OP_LOAD || !(in->flags & IF_HAS_MASK))
             continue;
-        ValInfo *m = &E->vi[info->eff[1]];
+        ValInfo *m = &E->vi[info->eff[1] ? info->eff[1] : in->args[1]]; /* a descriptor load prints none */
         const char *h = em_py_ident(E->a, E->f->vals.v[in->res[0]].name);
         if (h && m->var && !m->hint && !m->param) {
             m->hint = arena_printf(E->a, "%s_mask", h);

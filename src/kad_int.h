@@ -1727,6 +1727,16 @@ typedef struct EmitOptions {
  * defaults) that computes what f computes.  IR without a Triton spelling
  * is a located error in d; returns false after any error.  opt may be NULL. */
 bool emit_triton(Buf *out, const Func *f, const EmitOptions *opt, Diags *d);
+/* One parameter of a kernel's def: a runtime parameter (index into
+ * Func.params) or a constexpr (index into Func.consts). */
+typedef struct DefParam {
+    bool cnst;
+    int i;
+} DefParam;
+/* The def's parameters in order: the first nfwd runtime parameters and every
+ * constexpr at its ConstParam.pos; when a position is unknown (IR read from
+ * text), the constexprs follow the runtime ones.  nfwd + consts.n entries. */
+DefParam *def_order(Arena *a, const Func *f, int nfwd);
 /* Whether f holds an access made from a tensor descriptor (IF_DESC), which
  * emit_triton prints as tl.make_tensor_descriptor: Triton then needs a
  * global-scratch allocator at launch (triton.set_allocator). */
@@ -1738,16 +1748,6 @@ bool emit_has_desc(const Func *f);
  * the launcher sets when the gradient's base is 16-byte aligned. */
 int emit_tma_grads(const Func *f, int nfwd, ValId *out);
 const char *emit_tma_flag(Arena *a, const Func *f, ValId p);
-/* One parameter of a kernel's def: a runtime parameter (index into
- * Func.params) or a constexpr (index into Func.consts). */
-typedef struct DefParam {
-    bool cnst;
-    int i;
-} DefParam;
-/* The def's parameters in order: the first nfwd runtime parameters and every
- * constexpr at its ConstParam.pos; when a position is unknown (IR read from
- * text), the constexprs follow the runtime ones.  nfwd + consts.n entries. */
-DefParam *def_order(Arena *a, const Func *f, int nfwd);
 
 /* emit_grad.c: appends the backward module of docs/GRAD.md: bwd (= ad_backward(fwd, spec)) as
  * @triton.jit <fwd>_bwd with the forward's parameters in the def's order, then the
