@@ -874,7 +874,10 @@ static void emit_inst(Fd *f, Block *jb, const Inst *in)
                 return;
             }
             ValId ta[3] = {f->sm[fp], in->nargs > 1 ? args[1] : 0, in->nargs > 2 ? TZ(e, in->args[2]) : 0};
-            t = emit_like(e, in, ta, in->nargs, fty(f, fr))->res[0];
+            /* pointer form: the tangent buffer gets no descriptor (IF_DESC operands dropped) */
+            Inst *tl = emit_like(e, in, ta, ir_desc_at(in), fty(f, fr));
+            tl->flags &= (uint16_t)~IF_DESC;
+            t = tl->res[0];
         } else { /* only `other` has a tangent */
             t = ewhere(e, args[1], ezero(e, fty(f, fr)), f->tm[in->args[2]]);
         }
@@ -898,7 +901,8 @@ static void emit_inst(Fd *f, Block *jb, const Inst *in)
             return;
         }
         ValId ta[3] = {f->sm[fp], TZ(e, in->args[1]), in->nargs > 2 ? args[2] : 0};
-        emit_like(e, in, ta, in->nargs, in->nres ? fty(f, in->res[0]) : type_scalar(DT_VOID));
+        emit_like(e, in, ta, ir_desc_at(in), in->nres ? fty(f, in->res[0]) : type_scalar(DT_VOID))->flags &=
+            (uint16_t)~IF_DESC;
         return;
     }
     default:

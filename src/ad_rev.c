@@ -29,7 +29,11 @@
  *      (x * x: (d * x) * 2), loads through one pointer and mask in one
  *      block share one atomic_add, and a store overwritten by a later
  *      store through the same pointer gets the gradient only on the lanes
- *      the later one leaves alone.
+ *      the later one leaves alone.  Loads from tensor descriptors (IF_DESC)
+ *      keep their descriptor operands in the primal sweep; of the gradient
+ *      writes only a plain store (one adder per element) becomes a store
+ *      through a descriptor of the gradient (desc_store): atomics,
+ *      read-modify-writes, fold partials and site rows stay pointer writes.
  *
  * Requires: a verified fwd.  Guarantees: the result is a new Func in `a`
  * (fwd is not modified) that verifies; or NULL with located errors.
@@ -2484,6 +2488,34 @@ static bool earlier_load(const Block *fb, int k, ValId p, ValId m)
     return false;
 }
 
+/* A descriptor load's plain adjoint store st (the gradient laid out like
+ * the base, one adder per element) as a store through the descriptor of
+ * the gradient: the load's descriptor operands, the base's shadow for the
+ * base (kad_int.h, ir_desc_at).  Only where st's mask is the load's own
+ * (ok); the other gradient writes (atomics, read-modify-writes, fold
+ * partials, site rows) stay pointer stores. */
+static void desc_store(Ad *ad, Inst *st, const Inst *in, bool ok)
+{
+    if (!(in->flags & IF_DESC) || !ok)
+        return;
+    int at = ir_desc_at(in), r = ir_desc_rank(in);
+    ValId base = in->args[at];
+    if (base <= 0 || !ad->sm[base])
+        return;
+    ValId *args = arena_alloc(ad->a, sizeof *args * (size_t)(st->nargs + 3 * r));
+    memcpy(args, st->args, sizeof *args * (size_t)st->nargs);
+    args[st->nargs] = ad->sm[base];
+    for (int k = 1; k < 3 * r; k++) {
+        ValId v = in->args[at + k];
+        if (v <= 0 || !ad->pm[v])
+            return; /* not recomputed here: a pointer store */
+        args[st->nargs + k] = ad->pm[v];
+    }
+    st->args = args;
+    st->nargs += 3 * r;
+    st->flags |= IF_DESC;
+}
+
 /* The load at position k of fb. */
 static void adj_load(Ad *ad, Block *bb, const Block *fb, int k, PendingVec *pending)
 {
@@ -2568,6 +2600,7 @@ static void adj_load(Ad *ad, Block *bb, const Block *fb, int k, PendingVec *pend
     if (plain) { /* each element has this one adder (ad_plain_inputs) */
         Inst *st = ir_emit(ad->bw, sb, OP_STORE, args, bm ? 3 : 2, NULL, 0, in->loc);
         st->flags = bm ? IF_HAS_MASK : 0;
+        desc_store(ad, st, in, bm && !ad->vm[p]);
         if (ad->vm[p]) /* not the load's own mask: access_cover does not describe it */
             ad->cover[r - 1] = NULL;
         else

@@ -668,6 +668,8 @@ Ex em_gen_inst(Emitter *E, InstInfo *info)
             return r;
         }
         case OP_LOAD:
+            if (info->desc)
+                return ex(em_desc_access(E, info), PR_ATOM);
             return call(E, "tl.load", em_mem_args(E, info));
         case OP_ATOMIC_ADD:
             return call(E, "tl.atomic_add", em_mem_args(E, info));

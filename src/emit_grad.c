@@ -1062,6 +1062,32 @@ static const char *descs_helper(void)
            "    return out\n";
 }
 
+/* The module-level helpers of launchers whose kernels make tensor
+ * descriptors (emit_has_desc): Triton's global-scratch allocator, and the
+ * alignment a gradient's descriptor store (TMA) needs. */
+static const char *tma_helpers(void)
+{
+    return "\n\ndef _kad_tma_scratch(size, alignment, stream):\n"
+           "    import torch\n"
+           "    return torch.empty(size, dtype=torch.int8, device=\"cuda\")\n\n\n"
+           "def _kad_tma_allocator(args):\n"
+           "    \"\"\"The kernels make tensor descriptors (tl.make_tensor_descriptor), which Triton writes into\n"
+           "    global scratch memory from the allocator of triton.set_allocator on a GPU.  That allocator is\n"
+           "    unset by default and per thread (PyTorch runs backwards in a thread of its own): a torch one\n"
+           "    on the current device is set here when a CUDA tensor is passed and none is set.\"\"\"\n"
+           "    if not any(getattr(getattr(x, \"device\", None), \"type\", None) == \"cuda\" for x in args):\n"
+           "        return\n"
+           "    from triton.runtime import _allocation\n"
+           "    null = getattr(_allocation, \"NullAllocator\", None)\n"
+           "    if null is not None and isinstance(_allocation._allocator.get(), null):\n"
+           "        triton.set_allocator(_kad_tma_scratch)\n\n\n"
+           "def _kad_tma_ok(d):\n"
+           "    \"\"\"Whether the gradient d may be stored through a tensor descriptor (TMA): its base 16-byte\n"
+           "    aligned (its strides are the input's, which the forward's descriptor had).  Else the kernel\n"
+           "    stores through pointers (its TMA_ flag False).\"\"\"\n"
+           "    return hasattr(d, \"data_ptr\") and d.data_ptr() % 16 == 0\n";
+}
+
 /* The host launcher: checks the arguments and launches the kernel with
  * the constexprs in their places. */
 static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int nfwd, int nins,
@@ -1282,6 +1308,18 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         print_gemm(out, a, bwd, buf_str(&call), at0, nfwd);
     if (nc)
         buf_puts(out, "    # the runtime arguments with the constexpr values in their places\n");
+    if (emit_has_desc(bwd))
+        buf_puts(out, "    _kad_tma_allocator(args)  # tl.make_tensor_descriptor needs global scratch on a GPU\n");
+    /* descriptor stores into gradients (TMA) where the gradient's base is 16-byte aligned */
+    ValId *tg = arena_alloc(a, sizeof *tg * (size_t)(bwd->nparams + 1));
+    int ntg = jvp_nin >= 0 ? 0 : emit_tma_grads(bwd, nfwd, tg);
+    for (int j = 0; j < ntg; j++) {
+        int pi = 0;
+        while (bwd->params[pi] != tg[j])
+            pi++;
+        buf_printf(&call, "%s%s=_kad_tma_ok(args[%d])", call.len ? ", " : "", emit_tma_flag(a, bwd, tg[j]),
+                   at0 + pi - nfwd);
+    }
     buf_printf(out, "    %s[grid](%s%s**%s)\n", kname, buf_str(&call), call.len ? ", " : "", launch_options(a, bwd));
     if (bwd->fold)
         print_fold_sums(out, a, bwd, kname, nfwd, at0);
@@ -1364,6 +1402,8 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
         buf_printf(out, "\n\n%s", access_cover_helper());
     if (fwd->descs.n)
         buf_puts(out, descs_helper());
+    if (emit_has_desc(bwd))
+        buf_puts(out, tma_helpers());
     if (bwd->fold)
         buf_printf(out, "\n\n%s", fold_dense_helper());
     print_launcher(out, a, bwd, o, nfwd, spec->nouts, fwd, kname, lname, -1);
@@ -1416,6 +1456,8 @@ bool emit_triton_jvp(Buf *out, const Func *fwd, const Func *jv, const AdSpec *sp
         return false;
     if (fwd->descs.n)
         buf_puts(out, descs_helper());
+    if (emit_has_desc(jv))
+        buf_puts(out, tma_helpers());
     print_launcher(out, a, jv, o, nfwd, func_nargs(jv) - nfwd, fwd, kname, lname, nin);
     return true;
 }

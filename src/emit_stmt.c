@@ -216,8 +216,22 @@ void em_print_inst(Emitter *E, Buf *b, InstInfo *info, int depth)
         return;
     }
     case OP_STORE:
+        if (info->desc && E->descs.v[info->desc - 1].flag) { /* a gradient's: TMA when its base is aligned */
+            indent(b, depth);
+            buf_printf(b, "if %s:\n", emit_tma_flag(E->a, E->f, E->descs.v[info->desc - 1].flag));
+            indent(b, depth + 1);
+            buf_printf(b, "%s\n", em_desc_access(E, info));
+            indent(b, depth);
+            buf_puts(b, "else:\n");
+            indent(b, depth + 1);
+            buf_printf(b, "tl.store(%s)\n", em_mem_args(E, info));
+            return;
+        }
         indent(b, depth);
-        buf_printf(b, "tl.store(%s)\n", em_mem_args(E, info));
+        if (info->desc)
+            buf_printf(b, "%s\n", em_desc_access(E, info));
+        else
+            buf_printf(b, "tl.store(%s)\n", em_mem_args(E, info));
         return;
     case OP_ASSERT:
         indent(b, depth);

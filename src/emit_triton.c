@@ -38,6 +38,13 @@
  *                hints (`acc.1` -> `acc_1`), kernel parameters keep theirs.
  *   6. print     the module text.
  *
+ * Loads and stores made from tensor descriptors (IF_DESC) print as
+ * desc.load / desc.store, each descriptor made once at the top of the
+ * kernel where its base, shape and strides are parameters or constants
+ * (desc_choose, print_descs); their pointer tiles and masks are then dead
+ * code, except under a backward's TMA_<d_x> flag, whose else-branch stores
+ * through the pointers.
+ *
  * Backward kernels (emit_triton_backward, docs/GRAD.md) go through the
  * same passes with EmitOptions.backward: parameters in the forward def's
  * order, the body split into "recompute the forward" and "reverse sweep",
@@ -330,9 +337,256 @@ static void choose_operands(Emitter *E, InstInfo *info)
             info->eff[i] = in->args[i];
     } else if ((op == OP_LOAD || op == OP_STORE || op == OP_ATOMIC_ADD) && in->nargs > 0 &&
                em_vtype(E, in->args[0]).rank > 0) {
-        /* mask, other and the stored value broadcast to the pointer tile */
-        for (int i = 1; i < in->nargs; i++)
-            info->eff[i] = strip_bcast(E, in->args[i]);
+        /* mask, other and the stored value broadcast to the pointer tile (a descriptor's
+         * operands are scalars; desc.store wants the value as a whole tile) */
+        for (int i = 1; i < ir_desc_at(in); i++)
+            if (!(i == 1 && op == OP_STORE && (in->flags & IF_DESC)))
+                info->eff[i] = strip_bcast(E, in->args[i]);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Tensor descriptors (IF_DESC accesses printed as TMA)                */
+/* ------------------------------------------------------------------ */
+
+static bool block_has_desc(const Block *b)
+{
+    for (int i = 0; b && i < b->insts.n; i++) {
+        const Inst *in = &b->insts.v[i];
+        if ((in->op == OP_LOAD || in->op == OP_STORE) && (in->flags & IF_DESC))
+            return true;
+        for (int r = 0; r < in->nregions; r++)
+            if (block_has_desc(in->regions[r]))
+                return true;
+    }
+    return false;
+}
+
+bool emit_has_desc(const Func *f) { return block_has_desc(f->body); }
+
+static int param_index(const Func *f, ValId v)
+{
+    for (int i = 0; i < f->nparams; i++)
+        if (f->params[i] == v)
+            return i;
+    return -1;
+}
+
+static void tma_grads_in(const Block *b, const Func *f, int nfwd, ValId *out, int *n)
+{
+    for (int i = 0; b && i < b->insts.n; i++) {
+        const Inst *in = &b->insts.v[i];
+        for (int r = 0; r < in->nregions; r++)
+            tma_grads_in(in->regions[r], f, nfwd, out, n);
+        if (in->op != OP_STORE || !(in->flags & IF_DESC) || param_index(f, in->args[ir_desc_at(in)]) < nfwd)
+            continue;
+        ValId p = in->args[ir_desc_at(in)];
+        int k = 0;
+        while (k < *n && out[k] != p)
+            k++;
+        if (k == *n)
+            out[(*n)++] = p;
+    }
+}
+
+int emit_tma_grads(const Func *f, int nfwd, ValId *out)
+{
+    int n = 0;
+    tma_grads_in(f->body, f, nfwd, out, &n);
+    for (int i = 1; i < n; i++) /* parameter order */
+        for (int j = i; j > 0 && param_index(f, out[j]) < param_index(f, out[j - 1]); j--) {
+            ValId t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+    return n;
+}
+
+const char *emit_tma_flag(Arena *a, const Func *f, ValId p)
+{
+    const char *h = em_py_ident(a, f->vals.v[p].name);
+    return arena_printf(a, "TMA_%s", h ? h : "grad");
+}
+
+/* An IF_DESC load or store prints as its descriptor's access (info->desc)
+ * unless a store's value is a constant (desc.store wants a tile).  The
+ * pointer tile, mask and `other` are then not printed (their operands
+ * dropped from eff, so that their computation is dead code), except under
+ * a backward's TMA flag, whose else-branch stores through the pointers. */
+static void desc_choose(Emitter *E, InstInfo *info)
+{
+    const Inst *in = info->in;
+    if ((in->op != OP_LOAD && in->op != OP_STORE) || !(in->flags & IF_DESC))
+        return;
+    if (in->op == OP_STORE && E->vi[in->args[1]].cnst)
+        return;
+    int at = ir_desc_at(in), r = ir_desc_rank(in);
+    EmDesc d = {.first = info, .base = in->args[at], .rank = r};
+    for (int k = 0; k < 2 * r - 1; k++) {
+        /* Triton converts shapes to int32 and strides to int64 itself: sema's widening casts
+         * of integer scalars are not printed (`shape=[M, N]`, not `shape=[tmp0, tmp1]`) */
+        ValId v = in->args[at + 1 + k];
+        for (const InstInfo *di = E->vi[v].defi; di && di->in->op == OP_CAST;) {
+            Type src = em_vtype(E, di->in->args[0]);
+            if (src.rank || !dtype_is_int((Dtype)src.dt) || src.dt == DT_I1 ||
+                dtype_bits((Dtype)src.dt) > dtype_bits((Dtype)em_vtype(E, v).dt))
+                break;
+            v = di->in->args[0];
+            di = E->vi[v].defi;
+        }
+        d.dims[k] = info->eff[at + 1 + k] = v;
+    }
+    if (in->op == OP_LOAD && (in->flags & IF_HAS_OTHER)) {
+        const Inst *c = em_const_inst(E, in->args[2]);
+        d.nan = c && c->fval != c->fval;
+    }
+    bool bwd = E->opt && E->opt->backward;
+    if (bwd && in->op == OP_STORE && param_index(E->f, d.base) >= E->opt->nfwd)
+        d.flag = d.base;
+    d.hoist = E->vi[d.base].param || E->vi[d.base].cnst;
+    for (int k = 0; k < 2 * r - 1; k++)
+        d.hoist = d.hoist && (E->vi[d.dims[k]].param || E->vi[d.dims[k]].cnst);
+    int idx = -1;
+    for (int j = 0; d.hoist && j < E->descs.n && idx < 0; j++) {
+        const EmDesc *o = &E->descs.v[j];
+        if (!o->hoist || o->base != d.base || o->rank != r || o->nan != d.nan || o->flag != d.flag)
+            continue;
+        bool same = true;
+        Type a = em_vtype(E, o->first->in->args[0]), b = em_vtype(E, in->args[0]);
+        for (int k = 0; k < r; k++)
+            same = same && a.shape[k] == b.shape[k];
+        for (int k = 0; k < 2 * r - 1; k++)
+            same = same && o->dims[k] == d.dims[k];
+        if (same)
+            idx = j;
+    }
+    if (idx < 0) {
+        idx = E->descs.n;
+        vec_push(E->a, E->descs, d);
+    }
+    info->desc = idx + 1;
+    if (d.flag)
+        return; /* the pointer store stays, for the flag's else-branch */
+    info->eff[0] = 0;
+    for (int i = in->op == OP_LOAD ? 1 : 2; i < at; i++)
+        info->eff[i] = 0; /* mask, other */
+}
+
+/* The expression of descriptor d (a hoisted one's name). */
+static const char *desc_expr(Emitter *E, const EmDesc *d, InstInfo *info)
+{
+    if (d->hoist && E->measuring)
+        return "x_ptr_desc"; /* a placeholder of a name's length: names come after inlining */
+    if (d->hoist && d->name)
+        return d->name;
+    const Inst *in = info->in;
+    int at = ir_desc_at(in), r = d->rank;
+    Type t = em_vtype(E, in->args[0]);
+    Buf b = {.a = E->a};
+    buf_printf(&b, "tl.make_tensor_descriptor(%s, shape=[", em_opnd(E, info, at, CTX_ANY).s);
+    for (int k = 0; k < 2 * r - 1; k++) {
+        if (k == r)
+            buf_puts(&b, "], strides=[");
+        const Inst *c = em_const_inst(E, info->eff[at + 1 + k]);
+        if (c)
+            buf_printf(&b, "%s%lld", k && k != r ? ", " : "", (long long)c->ival);
+        else
+            buf_printf(&b, "%s%s", k && k != r ? ", " : "", em_opnd(E, info, at + 1 + k, CTX_SLOT).s);
+    }
+    buf_printf(&b, "%s1], block_shape=[", r > 1 ? ", " : "], strides=[");
+    for (int k = 0; k < r; k++)
+        buf_printf(&b, "%s%d", k ? ", " : "", (int)t.shape[k]);
+    buf_printf(&b, "]%s)", d->nan ? ", padding_option=\"nan\"" : "");
+    return buf_str(&b);
+}
+
+const char *em_desc_access(Emitter *E, InstInfo *info)
+{
+    const Inst *in = info->in;
+    const EmDesc *d = &E->descs.v[info->desc - 1];
+    int at = ir_desc_at(in), r = d->rank;
+    Buf b = {.a = E->a};
+    buf_printf(&b, "%s.%s([", desc_expr(E, d, info), in->op == OP_LOAD ? "load" : "store");
+    for (int k = 0; k < r; k++) {
+        const Inst *c = em_const_inst(E, in->args[at + 2 * r + k]);
+        if (c)
+            buf_printf(&b, "%s%lld", k ? ", " : "", (long long)c->ival);
+        else
+            buf_printf(&b, "%s%s", k ? ", " : "", em_opnd(E, info, at + 2 * r + k, CTX_SLOT).s);
+    }
+    buf_puts(&b, "]");
+    if (in->op == OP_STORE)
+        buf_printf(&b, ", %s", em_opnd(E, info, 1, CTX_SLOT).s);
+    buf_puts(&b, ")");
+    return buf_str(&b);
+}
+
+/* The hoisted descriptors' statements, at the top of the kernel body. */
+static void print_descs(Emitter *E, Buf *text)
+{
+    bool any = false;
+    for (int j = 0; j < E->descs.n; j++)
+        any |= E->descs.v[j].hoist;
+    if (!any)
+        return;
+    buf_puts(text, "    # tensor descriptors: TMA transfers on compute capability 9.0 and later\n");
+    for (int j = 0; j < E->descs.n; j++) {
+        EmDesc *d = &E->descs.v[j];
+        if (!d->hoist)
+            continue;
+        const char *name = d->name;
+        d->name = NULL; /* the expression, not the name */
+        d->hoist = false;
+        const char *x = desc_expr(E, d, d->first);
+        d->name = name;
+        d->hoist = true;
+        const char *ind = d->flag ? "        " : "    ";
+        if (d->flag)
+            buf_printf(text, "    if %s:\n", emit_tma_flag(E->a, E->f, d->flag));
+        const char *paren = strchr(x, '(');
+        size_t len = strlen(ind) + strlen(d->name) + 3 + strlen(x);
+        if (len <= LINE_LIMIT || !paren) {
+            buf_printf(text, "%s%s = %s\n", ind, d->name, x);
+        } else if (strlen(ind) + 4 + strlen(paren + 1) <= LINE_LIMIT) { /* the arguments on a line of their own */
+            buf_printf(text, "%s%s = %.*s\n%s    %s\n", ind, d->name, (int)(paren - x + 1), x, ind, paren + 1);
+        } else { /* one argument per line */
+            buf_printf(text, "%s%s = %.*s\n%s    ", ind, d->name, (int)(paren - x + 1), x, ind);
+            int depth = 0;
+            for (const char *c = paren + 1; c[1]; c++) { /* up to the closing parenthesis */
+                depth += (*c == '[' || *c == '(') - (*c == ']' || *c == ')');
+                if (depth == 0 && c[0] == ',' && c[1] == ' ') {
+                    buf_printf(text, ",\n%s    ", ind);
+                    c++;
+                } else {
+                    buf_putc(text, *c);
+                }
+            }
+            buf_printf(text, ",\n%s)\n", ind);
+        }
+    }
+}
+
+static void name_descs(Emitter *E)
+{
+    for (int j = 0; j < E->descs.n; j++) {
+        EmDesc *d = &E->descs.v[j];
+        if (d->flag) {
+            const char *fl = emit_tma_flag(E->a, E->f, d->flag);
+            if (!name_used(E, fl))
+                name_add(E, fl);
+        }
+        if (!d->hoist)
+            continue;
+        const char *bn = E->vi[em_find(E, d->base)].name;
+        if (!bn || E->vi[d->base].cnst)
+            bn = "x";
+        /* x_ptr -> x_desc; a host-side descriptor's base x_desc (or d_x_desc) -> x_tma (d_x_tma) */
+        size_t n = strlen(bn);
+        const char *stem = n > 4 && !strcmp(bn + n - 4, "_ptr")    ? arena_strndup(E->a, bn, n - 4)
+                           : n > 5 && !strcmp(bn + n - 5, "_desc") ? arena_strndup(E->a, bn, n - 5)
+                                                                    : bn;
+        const char *want = arena_printf(E->a, "%s_desc", stem);
+        d->name = unique_name(E, name_used(E, want) ? arena_printf(E->a, "%s_tma", stem) : want);
     }
 }
 
@@ -368,6 +622,7 @@ static void scan_block(Emitter *E, const Block *b, InstInfo *infos, InstInfo *pa
             return;
         }
         choose_operands(E, info);
+        desc_choose(E, info);
         info->effects = op == OP_STORE || op == OP_ATOMIC_ADD || op == OP_ASSERT || op == OP_BARRIER;
         if (op == OP_SCAN || op == OP_REDUCE) /* the combine region prints as its own function (emit_combines) */
             vec_push(E->a, E->scans, in);
@@ -683,7 +938,7 @@ static void coalesce(Emitter *E)
         const Inst *in = info->in;
         if (info->dead || in->op != OP_LOAD || !(in->flags & IF_HAS_MASK))
             continue;
-        ValInfo *m = &E->vi[info->eff[1]];
+        ValInfo *m = &E->vi[info->eff[1] ? info->eff[1] : in->args[1]]; /* a descriptor load prints none */
         const char *h = em_py_ident(E->a, E->f->vals.v[in->res[0]].name);
         if (h && m->var && !m->hint && !m->param) {
             m->hint = arena_printf(E->a, "%s_mask", h);
@@ -1007,6 +1262,11 @@ static void print_module(Emitter *E, Buf *out, const char *kname, const char *bo
                     n = arena_printf(E->a, "%s: tl.constexpr", n);
             vec_push(E->a, ps, n);
         }
+        /* descriptor stores into gradients: TMA when the launcher says the base is aligned */
+        ValId *tg = arena_alloc(E->a, sizeof *tg * (size_t)(f->nparams + 1));
+        int ntg = emit_tma_grads(f, opt->nfwd, tg);
+        for (int j = 0; j < ntg; j++)
+            vec_push(E->a, ps, arena_printf(E->a, "%s: tl.constexpr = False", emit_tma_flag(E->a, f, tg[j])));
     } else {
         for (int i = 0; i < f->nparams; i++)
             vec_push(E->a, ps, E->vi[em_find(E, f->params[i])].name);
@@ -1219,6 +1479,7 @@ bool emit_triton(Buf *out, const Func *f, const EmitOptions *opt, Diags *d)
     coalesce(E);
     coalesce_names(E);
     assign_names(E, kname);
+    name_descs(E);
     if (E->scans.n)
         emit_combines(E);
     for (int i = body ? body->insts.n - 1 : -1; i >= 0; i--) {
@@ -1230,6 +1491,7 @@ bool emit_triton(Buf *out, const Func *f, const EmitOptions *opt, Diags *d)
         break;
     }
     Buf text = {.a = E->a};
+    print_descs(E, &text);
     if (body && opt && opt->backward && !opt->jvp)
         print_backward_body(E, &text);
     else if (body)

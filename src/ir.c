@@ -587,7 +587,11 @@ static void print_inst(Printer *p, const Inst *in, int depth)
             buf_puts(b, i ? ", " : " ");
             if (op == OP_LOAD || op == OP_STORE || op == OP_ATOMIC_ADD) {
                 int nfixed = op == OP_LOAD ? 1 : 2;
-                if (i == nfixed && (in->flags & IF_HAS_MASK))
+                if (i == ir_desc_at(in) && (in->flags & IF_DESC))
+                    buf_puts(b, "desc ");
+                else if (i > ir_desc_at(in))
+                    ;
+                else if (i == nfixed && (in->flags & IF_HAS_MASK))
                     buf_puts(b, "mask ");
                 else if (i >= nfixed && (in->flags & IF_HAS_OTHER))
                     buf_puts(b, "other ");

@@ -927,11 +927,19 @@ static void parse_inst(P *p, Block *b, int depth)
     uint16_t flags = 0;
     bool mem = op == OP_LOAD || op == OP_STORE || op == OP_ATOMIC_ADD;
     int nfixed = op == OP_LOAD ? 1 : 2;
-    if (at(p, P_VAL) || (mem && (at_id(p, "mask") || at_id(p, "other")))) {
+    if (at(p, P_VAL) || (mem && (at_id(p, "mask") || at_id(p, "other") || at_id(p, "desc")))) {
         do {
             if (nargs == MAX_VALUES)
                 perr(p, p->tok.loc, "too many operands");
-            if (mem && at_id(p, "mask")) {
+            if (mem && at_id(p, "desc")) {
+                /* a tensor descriptor's operands (kad_int.h, ir_desc_at); the verifier checks them */
+                if (op == OP_ATOMIC_ADD || nargs < nfixed || (flags & IF_DESC))
+                    perr(p, p->tok.loc, "'desc' must follow the other operands of 'load' or 'store'");
+                flags |= IF_DESC;
+                next(p);
+            } else if (flags & IF_DESC) {
+                /* the descriptor's operands continue */
+            } else if (mem && at_id(p, "mask")) {
                 if (nargs != nfixed || (flags & IF_HAS_MASK))
                     perr(p, p->tok.loc, "'mask' must follow the %s operand%s of '%s'",
                          op == OP_LOAD ? "pointer" : "pointer and value", op == OP_LOAD ? "" : "s", oi->name);

@@ -467,6 +467,7 @@ enum {
     IF_HAS_OTHER = 1 << 1, /* load: an `other` operand follows the mask */
     IF_KEEP_DIMS = 1 << 2, /* reductions */
     IF_REVERSE = 1 << 3,   /* cumsum/cumprod/scan; sort: descending */
+    IF_DESC = 1 << 4,      /* load/store: made from a tensor descriptor; its operands follow (ir_desc_at) */
 };
 
 /* OP_DOT ival: the forward's input precision. */
@@ -498,6 +499,24 @@ typedef struct Inst {
     const char *sattr;            /* op-specific string (assert message) */
     Loc loc;                      /* the source construct it came from */
 } Inst;
+
+/* A load or store with IF_DESC came from a tensor descriptor's desc.load /
+ * desc.store (in-kernel or host-side).  Its pointer tile and mask stay the
+ * semantics (interpreter, access analysis, AD); after them it carries the
+ * descriptor as operands, so that emitters can print the access as TMA:
+ *     base (scalar pointer), shape[r] (int scalars), strides[r - 1] (int
+ *     scalars; the last stride is the constant 1), offsets[r] (i32 scalars)
+ * with r the pointer tile's rank (the block shape is the tile's shape).  A
+ * load's padding is its `other` operand (a NaN constant: "nan", else "zero").
+ * ir_desc_at: the index of the first descriptor operand (base), which is
+ * nargs for an access without IF_DESC; ir_desc_rank: r, or 0. */
+static inline int ir_desc_at(const Inst *in)
+{
+    if (!(in->flags & IF_DESC))
+        return in->nargs;
+    return (in->op == OP_LOAD ? 1 : 2) + !!(in->flags & IF_HAS_MASK) + !!(in->flags & IF_HAS_OTHER);
+}
+static inline int ir_desc_rank(const Inst *in) { return (in->nargs - ir_desc_at(in)) / 3; }
 
 /* tl.range's scheduling hints on an OP_FOR (nints = 0: none given): ints[LH_*].
  * LH_STAGES and LH_UNROLL hold the value or -1; LH_GIVEN and LH_TRUE are
@@ -1733,6 +1752,17 @@ typedef struct DefParam {
  * constexpr at its ConstParam.pos; when a position is unknown (IR read from
  * text), the constexprs follow the runtime ones.  nfwd + consts.n entries. */
 DefParam *def_order(Arena *a, const Func *f, int nfwd);
+/* Whether f holds an access made from a tensor descriptor (IF_DESC), which
+ * emit_triton prints as tl.make_tensor_descriptor: Triton then needs a
+ * global-scratch allocator at launch (triton.set_allocator). */
+bool emit_has_desc(const Func *f);
+/* A backward's descriptor stores into gradient parameters (params from nfwd
+ * on): the distinct such parameters, in parameter order, into out (room for
+ * f->nparams); returns their number.  Each store runs as TMA only under the
+ * kernel's constexpr emit_tma_flag(p) (default False: pointer stores), which
+ * the launcher sets when the gradient's base is 16-byte aligned. */
+int emit_tma_grads(const Func *f, int nfwd, ValId *out);
+const char *emit_tma_flag(Arena *a, const Func *f, ValId p);
 
 /* emit_grad.c: appends the backward module of docs/GRAD.md: bwd (= ad_backward(fwd, spec)) as
  * @triton.jit <fwd>_bwd with the forward's parameters in the def's order, then the
@@ -1786,6 +1816,8 @@ struct InstInfo {
     int rstart[2];     /* if: print-order number where each region starts */
     bool effects;      /* writes memory or asserts (itself or inside its regions) */
     bool dead;         /* pure and unused: not printed */
+    int desc;          /* an IF_DESC access printed as a descriptor load/store: 1 + its index in
+                        * Emitter.descs; 0 otherwise */
 };
 
 /* A live interval [lo, hi] in print-order positions (see liveness). */
@@ -1842,7 +1874,23 @@ typedef struct Emitter {
     Vec(const Inst *) scans; /* the scans, in print order */
     const char **combine_names; /* per scan: its combine function (identical ones shared) */
     const char *helpers;    /* the combine functions' source, printed before the kernel */
+    Vec(struct EmDesc) descs; /* the tensor descriptors of the accesses printed as TMA */
 } Emitter;
+
+/* A tensor descriptor the emitter prints (tl.make_tensor_descriptor): of
+ * its first access (operand indices from ir_desc_at), once at the top of
+ * the kernel when base, shape and strides are parameters or constants
+ * (hoisted, named), else inline at each access.  flag: a backward's
+ * gradient descriptor, used only under the constexpr TMA_<param> that the
+ * launcher computes (emit_tma_flag), else 0. */
+typedef struct EmDesc {
+    InstInfo *first;
+    ValId base, dims[2 * KAD_MAX_RANK]; /* shape[r], strides[r - 1] */
+    int rank;
+    bool nan, hoist;
+    ValId flag;          /* the gradient parameter the flag is named after, or 0 */
+    const char *name;    /* hoisted: the variable */
+} EmDesc;
 
 static inline Type em_vtype(const Emitter *E, ValId v) { return E->f->vals.v[v].ty; }
 /* The name of the combine function of scan `in` (emit_triton.c). */
@@ -1879,6 +1927,9 @@ Ex em_gen_inst(Emitter *E, InstInfo *info);
 const char *em_var_name(Emitter *E, ValId v);
 /* load/store/atomic_add arguments: "ptr[, value][, mask=m][, other=o]". */
 const char *em_mem_args(Emitter *E, InstInfo *info);
+/* An access printed as a descriptor's (info->desc): "DESC.load([offsets])"
+ * or "DESC.store([offsets], value)". */
+const char *em_desc_access(Emitter *E, InstInfo *info);
 /* The Python string literal of s. */
 const char *em_py_string(Emitter *E, const char *s);
 

@@ -1151,7 +1151,17 @@ static SVal eval_call(Sema *S, const Expr *e)
             return sval_error();
         }
         /* fallthrough */
-    case SV_METHOD: return lower_call(&S->L, fn, args, na, kn, kv, nk, e->loc);
+    case SV_METHOD:
+        /* x.reduce(axis, combine_fn, ...) and x.associative_scan(...): the functions with x first */
+        if (!strcmp(fn.qual, "reduce") || !strcmp(fn.qual, "associative_scan")) {
+            SVal *sa = arena_alloc(S->a, sizeof *sa * (size_t)(na + 2));
+            Loc *sl = arena_alloc(S->a, sizeof *sl * (size_t)(na + 2));
+            sa[0] = fn.elts[0], sl[0] = fe->loc;
+            memcpy(sa + 1, args, sizeof *sa * (size_t)na);
+            memcpy(sl + 1, alocs, sizeof *sl * (size_t)(na + 1));
+            return assoc_scan(S, !strcmp(fn.qual, "reduce"), sa, sl, na + 1, kn, kv, nk, e->loc);
+        }
+        return lower_call(&S->L, fn, args, na, kn, kv, nk, e->loc);
     default:
         diag_error(S->d, fe->loc, "%s is not callable", sema_describe(S, fn));
         return sval_error();

@@ -1010,12 +1010,39 @@ static SVal desc_access(Call *c, SVal bp, const SVal *value, const char *pad)
         dims[k] = sval_int(k);
     t.a[0] = bp, t.has[0] = true;
     t.a[3] = sval_tuple(c->L, dims, rank), t.has[3] = true;
+    /* the descriptor's operands (kad_int.h, ir_desc_at), made before the access they follow */
+    Lower *L = c->L;
+    ValId dops[3 * KAD_MAX_RANK];
+    int nd = 0;
+    dops[nd++] = bp.elts[BP_BASE].v;
+    for (int part = BP_SHAPE; part <= BP_OFFSETS; part++) { /* shape, strides, offsets */
+        for (int k = 0; k < (part == BP_STRIDES ? rank - 1 : rank); k++) {
+            SVal x = bp.elts[part].elts[k];
+            Dtype dt = part == BP_OFFSETS || (part == BP_SHAPE && sval_is_int(x) && x.c.i <= INT32_MAX) ? DT_I32 : DT_I64;
+            dops[nd++] = sval_is_int(x) ? ops_emit_const(L, x.c, type_scalar(dt), c->loc) : x.v;
+            if (!dops[nd - 1])
+                return sval_error();
+        }
+    }
+    SVal r;
     if (load) {
         t.a[4] = (SVal){.kind = SV_CONST, .c = {.kind = CK_STR, .s = pad}}, t.has[4] = true;
-        return b_load(&t);
+        r = b_load(&t);
+    } else {
+        t.a[1] = *value, t.has[1] = true;
+        r = b_store(&t);
     }
-    t.a[1] = *value, t.has[1] = true;
-    return b_store(&t);
+    if (r.kind == SV_ERROR || !L->b->insts.n)
+        return r;
+    Inst *in = &L->b->insts.v[L->b->insts.n - 1];
+    ASSERT(in->op == (load ? OP_LOAD : OP_STORE) && !(in->flags & IF_DESC));
+    ValId *args = arena_alloc(L->a, sizeof *args * (size_t)(in->nargs + nd));
+    memcpy(args, in->args, sizeof *args * (size_t)in->nargs);
+    memcpy(args + in->nargs, dops, sizeof *args * (size_t)nd);
+    in->args = args;
+    in->nargs += nd;
+    in->flags |= IF_DESC;
+    return r;
 }
 
 /* desc.load(offsets) */
@@ -2522,7 +2549,7 @@ static const char *const tensor_methods[] = {
     "reshape", "view", "broadcast_to", "expand_dims", "trans", "permute", "sum", "max", "min",
     "argmax", "argmin", "cumsum", "cumprod", "softmax", "sigmoid", "exp", "exp2", "log", "log2",
     "cos", "sin", "sqrt", "sqrt_rn", "rsqrt", "abs", "erf", "floor", "ceil", "cdiv", "ravel",
-    "cast", "split", "flip", "gather", "histogram", NULL,
+    "cast", "split", "flip", "gather", "histogram", "reduce", "associative_scan", NULL,
 };
 
 static const Builtin to_method = {"to", b_cast, "input,dtype,fp_downcast_rounding=,bitcast=", 0};

@@ -170,8 +170,16 @@ static void check_memory(V *v, const Inst *in, Type *rt)
         err(v, in, "'other' needs a mask and is only an operand of load");
         return;
     }
-    if (in->nargs != nfixed + mask + other) {
-        err(v, in, "expected %d operands for these flags, got %d", nfixed + mask + other, in->nargs);
+    int at = nfixed + mask + other, r = 0;
+    if (in->flags & IF_DESC) {
+        r = ty(v, in->args[0]).rank;
+        if (op == OP_ATOMIC_ADD || r < 1) {
+            err(v, in, "only a load or store of a pointer tile may come from a tensor descriptor");
+            return;
+        }
+    }
+    if (in->nargs != at + 3 * r) {
+        err(v, in, "expected %d operands for these flags, got %d", at + 3 * r, in->nargs);
         return;
     }
     if (op != OP_STORE && in->nres != 1) {
@@ -201,8 +209,21 @@ static void check_memory(V *v, const Inst *in, Type *rt)
             return;
         }
     }
-    if (other && !type_eq(ty(v, in->args[2]), val))
+    if (other && !type_eq(ty(v, in->args[2]), val)) {
         err(v, in, "'other' must have the result type %s, got %s", tstr(v, val), tstr(v, ty(v, in->args[2])));
+        return;
+    }
+    /* a tensor descriptor's operands (kad_int.h, ir_desc_at): base, shape[r], strides[r - 1], offsets[r] */
+    for (int k = 0; k < 3 * r; k++) {
+        Type t = ty(v, in->args[at + k]);
+        if (k == 0 ? t.dt != DT_PTR || t.rank != 0 || t.elem != p.elem
+                   : t.rank != 0 || !dtype_is_int((Dtype)t.dt) || t.dt == DT_I1 || (k > 2 * r - 1 && t.dt != DT_I32)) {
+            err(v, in, "descriptor operand %d must be %s, got %s", k,
+                k == 0 ? "a scalar pointer to the pointee" : k > 2 * r - 1 ? "an i32 offset" : "an integer scalar",
+                tstr(v, t));
+            return;
+        }
+    }
 }
 
 static void check_dot(V *v, const Inst *in, Type r)
@@ -237,8 +258,9 @@ static void check_dot(V *v, const Inst *in, Type r)
 static uint16_t allowed_flags(OpKind op)
 {
     switch (op) {
-    case OP_LOAD: return IF_HAS_MASK | IF_HAS_OTHER;
-    case OP_STORE: case OP_ATOMIC_ADD: return IF_HAS_MASK;
+    case OP_LOAD: return IF_HAS_MASK | IF_HAS_OTHER | IF_DESC;
+    case OP_STORE: return IF_HAS_MASK | IF_DESC;
+    case OP_ATOMIC_ADD: return IF_HAS_MASK;
     case OP_SUM: case OP_MAX: case OP_MIN: case OP_ARGMAX: case OP_ARGMIN: return IF_KEEP_DIMS;
     case OP_CUMSUM: case OP_CUMPROD: case OP_SCAN: case OP_SORT: return IF_REVERSE;
     default: return 0;

@@ -13,6 +13,7 @@ a streaming log-sum-exp on (max, scaled sum) pairs along the rows of a 2-D tile,
 the rows' results summed over all axes (axis=None).
 affine_compose_kernel: the composition of affine maps h -> a * h + b along time, a
 non-commutative combine.
+method_reduce_kernel: the method forms x.reduce and x.associative_scan.
 """
 import triton
 import triton.language as tl
@@ -131,3 +132,16 @@ def affine_compose_kernel(a_ptr, b_ptr, A_ptr, h_ptr, T, D, BLOCK_T: tl.constexp
     A, h = tl.reduce((a, b), 0, compose)
     tl.store(A_ptr + tl.arange(0, BLOCK_D), A, mask=tl.arange(0, BLOCK_D) < D)
     tl.store(h_ptr + tl.arange(0, BLOCK_D), h, mask=tl.arange(0, BLOCK_D) < D)
+
+
+@triton.jit
+def method_reduce_kernel(x_ptr, y_ptr, c_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # the method forms x.reduce(...) and x.associative_scan(...): per row, the sum plus the
+    # largest square (keep_dims), and the running sum
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]
+    cols = tl.arange(0, BLOCK_N)[None, :]
+    ok = (rows < M) & (cols < N)
+    x = tl.load(x_ptr + rows * N + cols, mask=ok, other=0.0)
+    y = x.reduce(1, add, keep_dims=True) + (x * x).reduce(axis=1, combine_fn=larger, keep_dims=True)
+    tl.store(y_ptr + rows, y, mask=rows < M)
+    tl.store(c_ptr + rows * N + cols, x.associative_scan(1, add), mask=ok)

@@ -1145,6 +1145,23 @@ case(
     outputs=("y_ptr",),
 )
 
+
+def _methods_ref(i):
+    x = i["x_ptr"]
+    return dict(y_ptr=x.sum(axis=1) + (x * x).max(axis=1), c_ptr=np.cumsum(x, axis=1))
+
+
+case(
+    id="reduce_method_forms",
+    file="reduce.py",
+    kernel="method_reduce_kernel",
+    sig="x_ptr=*fp32,y_ptr=*fp32,c_ptr=*fp32,M=i32,N=i32,BLOCK_M=2,BLOCK_N=16",
+    grid=(3,),
+    make=lambda r: dict(x_ptr=r.standard_normal((5, 13)), y_ptr=np.zeros(5), c_ptr=np.zeros((5, 13)), M=5, N=13),
+    ref=_methods_ref,
+    outputs=("y_ptr", "c_ptr"),
+)
+
 # ------------------------------------------------------------------ shapes inside a tile
 # tl.split / tl.join / tl.interleave, tl.gather, tl.flip, tl.sort / tl.topk, tl.histogram
 # (tests/kernels/tile_shapes.py).

@@ -122,6 +122,8 @@ GRAD = {
     "reduce.py:welford_kernel": G(("x_ptr",), ("var_ptr", "mean_ptr"),
                                   why="tl.reduce with Welford's combine: the general rule (VJP of f(f(P, x), S))"),
     "reduce.py:logsumexp_kernel": G(("x_ptr",), ("y_ptr",), why="tl.reduce with a log-sum-exp combine, then over all axes"),
+    "reduce.py:method_reduce_kernel": G(("x_ptr",), ("y_ptr", "c_ptr"),
+                                        why="the method forms x.reduce (keep_dims) and x.associative_scan"),
     "tile_shapes.py:complex_mul": G(("x_ptr", "y_ptr"), ("z_ptr",), why="split and interleave"),
     "tile_shapes.py:rotary_half": G(("x_ptr", "cos_ptr", "sin_ptr"), ("y_ptr",), why="split and join"),
     "tile_shapes.py:embed_gather": G(("table_ptr", "scale_ptr"), ("out_ptr",), {"ids_ptr": (0, 15)},

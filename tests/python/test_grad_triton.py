@@ -201,6 +201,11 @@ def _lse_rows(v):
     return {"y_ptr": (ALL, torch.logsumexp(v["x_ptr"], 1).sum().reshape(1))}
 
 
+def _methods(v):
+    x = v["x_ptr"]
+    return {"y_ptr": (ALL, x.sum(1) + (x * x).amax(1)), "c_ptr": (ALL, x.cumsum(1))}
+
+
 def _row_sum(v):
     return {"out_ptr": (ALL, v["x_ptr"][:, :v["N"]].sum(dim=1))}
 
@@ -390,6 +395,7 @@ GRADS = {
     "reduce_welford_5x19": ("x_ptr", "var_ptr,mean_ptr", _welford, None),
     "reduce_welford_3x40": ("x_ptr", "var_ptr,mean_ptr", _welford, None),
     "reduce_logsumexp_rows": ("x_ptr", "y_ptr", _lse_rows, None),
+    "reduce_method_forms": ("x_ptr", "y_ptr,c_ptr", _methods, None),
     "complex_mul_interleaved": ("x_ptr,y_ptr", "z_ptr", _complex_mul, None),
     "rotary_half_split_join": ("x_ptr,cos_ptr,sin_ptr", "y_ptr", _rotary_half, None),
     "embed_gather_tile": ("table_ptr,scale_ptr", "out_ptr", _embed_gather, None),

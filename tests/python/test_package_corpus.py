@@ -401,6 +401,14 @@ def _(g, small):
         lambda t: dict(y_ptr=torch.logsumexp(t["x_ptr"], 1).sum().reshape(1))
 
 
+@case("reduce_method_forms", red.method_reduce_kernel, ["x_ptr"], ["y_ptr", "c_ptr"])
+def _(g, small):
+    m, n = (3, 6) if small else (5, 13)
+    x, y, c = leaf(m, n, gen=g), torch.empty(m), torch.empty(m, n)
+    return (cdiv(m, 2),), [x, y, c, m, n], dict(BLOCK_M=2, BLOCK_N=16), dict(x_ptr=x), dict(y_ptr=y, c_ptr=c), \
+        lambda t: dict(y_ptr=t["x_ptr"].sum(1) + (t["x_ptr"] * t["x_ptr"]).amax(1), c_ptr=t["x_ptr"].cumsum(1))
+
+
 @case("reduce_affine_compose", red.affine_compose_kernel, ["a_ptr", "b_ptr"], ["A_ptr", "h_ptr"], tol=1e-4)
 def _(g, small):
     T, D = (5, 3) if small else (11, 6)

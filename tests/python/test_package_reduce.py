@@ -82,3 +82,24 @@ def test_max_combine_ties_share_like_amax():
     (m * w).sum().backward()
     (mr * w.double()).sum().backward()
     torch.testing.assert_close(x.grad.double(), xr.grad, rtol=1e-6, atol=1e-6)
+
+
+methods = kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr", "c_ptr"])(red.method_reduce_kernel)
+
+
+def test_method_forms_match_torch():
+    # x.reduce(1, add, keep_dims=True) + (x * x).reduce(axis=1, combine_fn=larger, keep_dims=True)
+    # and x.associative_scan(1, add): torch's sum + amax of squares and cumsum, with gradients
+    x0 = torch.randn(5, 13).to(DEVICE)
+    x = x0.clone().requires_grad_()
+    xr = x0.double().clone().requires_grad_()
+    y = torch.empty(5, device=DEVICE)
+    c = torch.empty(5, 13, device=DEVICE)
+    methods[(3,)](x, y, c, 5, 13, BLOCK_M=2, BLOCK_N=16)
+    yr, cr = xr.sum(1) + (xr * xr).amax(1), xr.cumsum(1)
+    torch.testing.assert_close(y.double(), yr.detach(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(c.double(), cr.detach(), rtol=1e-5, atol=1e-5)
+    wy, wc = torch.randn(5).to(DEVICE), torch.randn(5, 13).to(DEVICE)
+    ((y * wy).sum() + (c * wc).sum()).backward()
+    ((yr * wy.double()).sum() + (cr * wc.double()).sum()).backward()
+    torch.testing.assert_close(x.grad.double(), xr.grad, rtol=1e-4, atol=1e-5)

@@ -150,3 +150,33 @@ def test_generated_backward_takes_the_descriptors(tmp_path):
     rx, rw = torch.autograd.grad(ref(xr, wr), [xr, wr], dy.double().cpu())
     torch.testing.assert_close(dx.double().cpu(), rx, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(dw.double().cpu(), rw, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("shift", [0, 1])
+def test_swish_tile_gradient_through_descriptor_store(tmp_path, shift):
+    # host-side descriptors rebuilt in the backward from their parameters: the recomputation loads
+    # x through one, and d_x (read once per element) is stored through a descriptor of it when its
+    # base is 16-byte aligned (the launcher's TMA_d_x_desc), else through pointers; columns past
+    # the descriptor's shape are not written
+    sig = "x_desc=tensordesc<fp32[8, 8]>,y_desc=tensordesc<fp32[8, 8]>,BLOCK_M=8,BLOCK_N=8"
+    p = triton_cpu.run_kad(["grad", "tests/kernels/tensor_desc_host.py:host_desc_swish_tile", "--sig", sig,
+                            "--wrt", "x_desc", "--out", "y_desc"])
+    assert p.returncode == 0, p.stderr
+    assert "x_tma.load([" in p.stdout and "if TMA_d_x_desc:" in p.stdout and "d_x_tma.store([" in p.stdout
+    path = tmp_path / "hswish_bwd.py"
+    path.write_text(p.stdout)
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(19, 21, generator=g, dtype=torch.float64)
+    cot = torch.randn(19, 21, generator=g, dtype=torch.float64)
+    xr = x.clone().requires_grad_()
+    (xr * torch.sigmoid(1.702 * xr) * cot).sum().backward()
+    xt, yt, ct = (aligned(a.float().to(DEVICE)) for a in (x, torch.zeros(19, 21), cot))
+    buf = torch.full((19 * 24 + 4,), 7.0, device=DEVICE)
+    dx = buf[shift:shift + 19 * 24].view(19, 24)[:, :21]
+    with triton_cpu.interpreter(DEVICE):
+        bwd = triton_cpu.load_module(str(path), f"kad_hswish_bwd_{shift}")
+        assert bwd._kad_tma_ok(dx) == (shift == 0)
+        bwd.launch_host_desc_swish_tile_bwd((3, 3), TensorDescriptor.from_tensor(xt, [8, 8]),
+                                            TensorDescriptor.from_tensor(yt, [8, 8]), ct, dx)
+    torch.testing.assert_close(dx.cpu().double(), xr.grad, rtol=1e-5, atol=1e-6)
+    assert (buf[shift:shift + 19 * 24].view(19, 24)[:, 21:] == 7.0).all()

@@ -4,7 +4,8 @@
 # <name>_stride_<k> (the last is the constant 1). desc.load/desc.store lower like in-kernel
 # descriptors (every dimension boundary-checked); desc.shape, desc.strides, desc.block_shape and
 # desc.dtype are read; ", nan" in the type makes out-of-bounds lanes read NaN. A constexpr after
-# a descriptor keeps its place in the def (the backward's parameter order).
+# a descriptor keeps its place in the def (the backward's parameter order). Loads and stores keep
+# the descriptor's parameters as operands after `desc` (desc_roundtrip.py reads them back).
 # RUN: ir %s:rows --sig 'x_desc=tensordesc<fp16[4, 8]>,y_desc=tensordesc<fp32[4, 8], nan>,BM=4'
 # RUN: ir %s:attrs --sig 'x_desc=tensordesc<fp32[2, 4, 8]>,out_ptr=*fp32'
 import triton

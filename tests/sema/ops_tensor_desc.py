@@ -2,7 +2,10 @@
 # at offsets is base + sum_d (offset_d + arange(block_d)) * stride_d with the mask
 # 0 <= index < shape over all dims and other=0 (padding "nan": other=nan); desc.store stores under
 # that mask after converting the value to the descriptor's dtype; tl.load_tensor_descriptor and
-# tl.store_tensor_descriptor are the same; desc.block_shape / desc.dtype are constants.
+# tl.store_tensor_descriptor are the same; desc.block_shape / desc.dtype are constants. The load
+# or store keeps its descriptor as operands after `desc` (base, shape, strides but the last,
+# offsets: what the emitters print as tl.make_tensor_descriptor / .load / .store;
+# desc_roundtrip.py reads them back).
 # RUN: ir %s:tile --sig 'x_ptr=*fp16,y_ptr=*fp32,M=i32,N=i32,stride=i64,BM=16,BN=8'
 # RUN: ir %s:loop_nan --sig 'x_ptr=*fp32,y_ptr=*fp32,N=i32,B=8'
 import triton

@@ -1,0 +1,79 @@
+"""GPU only: the emitted backward of a tensor-descriptor kernel really uses TMA on sm90+.
+
+tests/kernels/tensor_desc.py:desc_swish_tile's backward (kad grad) is launched directly with its
+TMA_d_x_ptr flag True and False: both give PyTorch autograd's gradient, and the kernel compiled
+with the flag True holds a descriptor store in its TTIR (the gradient stored through a descriptor
+of d_x, which Triton lowers to TMA on sm90+), the one with False none (the recomputation still
+loads x through a descriptor).  Also checks that the
+launcher sets Triton's allocator (global scratch for in-kernel descriptors) in a thread that has
+none, as PyTorch's backward thread has none.
+"""
+import importlib.util
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9:
+    pytest.skip("needs a CUDA GPU of compute capability 9.0 or later (TMA)", allow_module_level=True)
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+KAD = os.environ.get("KAD", os.path.join(REPO, "build", "kad"))
+
+
+def _module(tmp_path):
+    sig = "x_ptr=*fp32,y_ptr=*fp32,M=i32,N=i32,stride=i32,BLOCK_M=64,BLOCK_N=64"
+    p = subprocess.run([KAD, "grad", "tests/kernels/tensor_desc.py:desc_swish_tile", "--sig", sig, "--wrt", "x_ptr",
+                        "--out", "y_ptr"], capture_output=True, text=True, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    path = tmp_path / "swish_tma_bwd.py"
+    path.write_text(p.stdout)
+    spec = importlib.util.spec_from_file_location("swish_tma_bwd", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_tma_store_compiles_and_matches(tmp_path):
+    mod = _module(tmp_path)
+    M, N = 1000, 1000
+    x = torch.randn(M, 1024, device="cuda")[:, :N]
+    y = torch.empty_like(x)
+    dy = torch.randn_like(x)
+    xr = x.double().requires_grad_()
+    (xr * torch.sigmoid(1.702 * xr)).backward(dy.double())
+    mod._kad_tma_allocator([x])
+    ops = {}
+    for tma in (True, False):
+        dx = torch.zeros(M, 1024, device="cuda")[:, :N]
+        k = mod.desc_swish_tile_bwd[(16, 16)](x, y, M, N, 1024, 64, 64, dy, dx, True, TMA_d_x_ptr=tma)
+        torch.testing.assert_close(dx.double(), xr.grad, rtol=1e-5, atol=1e-5)
+        ops[tma] = k.asm["ttir"].count("tt.descriptor_store")
+    assert ops[True] > 0 and ops[False] == 0, ops
+
+
+def test_launcher_sets_allocator_in_a_fresh_thread(tmp_path):
+    mod = _module(tmp_path)
+    M, N = 130, 200
+    x = torch.randn(M, 256, device="cuda")[:, :N]
+    dy = torch.randn_like(x)
+    dx = torch.zeros(M, 256, device="cuda")[:, :N]
+    err = []
+
+    def run():  # a new thread starts with Triton's allocator unset (a ContextVar)
+        try:
+            mod.launch_desc_swish_tile_bwd((3, 4), x, torch.empty_like(x), M, N, 256, dy, dx)
+        except Exception as e:  # noqa: BLE001
+            err.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    assert not err, err
+    xr = x.double().requires_grad_()
+    (xr * torch.sigmoid(1.702 * xr)).backward(dy.double())
+    torch.testing.assert_close(dx.double(), xr.grad, rtol=1e-5, atol=1e-5)
