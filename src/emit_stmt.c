@@ -217,10 +217,25 @@ void em_print_inst(Emitter *E, Buf *b, InstInfo *info, int depth)
     }
     case OP_STORE:
         if (info->desc && E->descs.v[info->desc - 1].flag) { /* a gradient's: TMA when its base is aligned */
+            /* and when the last dimension's extent is a multiple of 16 bytes: an H100 wrote the
+             * columns past an extent of 21 fp32 (84 bytes) through a TMA store (docs/AD.md) */
+            int last = ir_desc_at(in) + ir_desc_rank(in), k = 16 / dtype_bytes(em_vtype(E, in->args[0]).elem);
+            const Inst *c = em_const_inst(E, info->eff[last]);
+            bool check = k > 1 && !(c && c->ival % k == 0);
             indent(b, depth);
             buf_printf(b, "if %s:\n", emit_tma_flag(E->a, E->f, E->descs.v[info->desc - 1].flag));
-            indent(b, depth + 1);
+            if (check) {
+                indent(b, depth + 1);
+                buf_printf(b, "if %s %% %d == 0:\n", em_opnd(E, info, last, CTX_SLOT).s, k);
+            }
+            indent(b, depth + 1 + check);
             buf_printf(b, "%s\n", em_desc_access(E, info));
+            if (check) {
+                indent(b, depth + 1);
+                buf_puts(b, "else:\n");
+                indent(b, depth + 2);
+                buf_printf(b, "tl.store(%s)\n", em_mem_args(E, info));
+            }
             indent(b, depth);
             buf_puts(b, "else:\n");
             indent(b, depth + 1);

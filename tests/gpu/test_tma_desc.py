@@ -40,33 +40,38 @@ def _module(tmp_path):
 
 def test_tma_store_compiles_and_matches(tmp_path):
     mod = _module(tmp_path)
-    M, N = 1000, 1000
-    x = torch.randn(M, 1024, device="cuda")[:, :N]
-    y = torch.empty_like(x)
-    dy = torch.randn_like(x)
-    xr = x.double().requires_grad_()
-    (xr * torch.sigmoid(1.702 * xr)).backward(dy.double())
-    mod._kad_tma_allocator([x])
-    ops = {}
-    for tma in (True, False):
-        dx = torch.zeros(M, 1024, device="cuda")[:, :N]
-        k = mod.desc_swish_tile_bwd[(16, 16)](x, y, M, N, 1024, 64, 64, dy, dx, True, TMA_d_x_ptr=tma)
-        torch.testing.assert_close(dx.double(), xr.grad, rtol=1e-5, atol=1e-5)
-        ops[tma] = k.asm["ttir"].count("tt.descriptor_store")
-    assert ops[True] > 0 and ops[False] == 0, ops
+    mod._kad_tma_allocator([torch.empty(1, device="cuda")])
+    # N = 1000: rows of 4000 bytes, the TMA store; N = 1001: 4004 bytes, which the kernel stores through
+    # pointers (an H100 wrote past such an extent through a TMA store); columns past N are not written
+    for N in (1000, 1001):
+        M = 1000
+        x = torch.randn(M, 1024, device="cuda")[:, :N]
+        y = torch.empty(M, 1024, device="cuda")[:, :N]
+        dy = torch.randn(M, 1024, device="cuda")[:, :N]  # the kernel's one stride is every tensor's
+        xr = x.double().requires_grad_()
+        (xr * torch.sigmoid(1.702 * xr)).backward(dy.double())
+        ops = {}
+        for tma in (True, False):
+            buf = torch.full((M, 1024), 7.0, device="cuda")
+            dx = buf[:, :N]
+            k = mod.desc_swish_tile_bwd[(16, 16)](x, y, M, N, 1024, 64, 64, dy, dx, True, TMA_d_x_ptr=tma)
+            torch.testing.assert_close(dx.double(), xr.grad, rtol=1e-5, atol=1e-5)
+            assert (buf[:, N:] == 7.0).all(), (N, tma)
+            ops[tma] = k.asm["ttir"].count("tt.descriptor_store")
+        assert ops[True] > 0 and ops[False] == 0, ops
 
 
 def test_launcher_sets_allocator_in_a_fresh_thread(tmp_path):
     mod = _module(tmp_path)
     M, N = 130, 200
     x = torch.randn(M, 256, device="cuda")[:, :N]
-    dy = torch.randn_like(x)
+    dy = torch.randn(M, 256, device="cuda")[:, :N]
     dx = torch.zeros(M, 256, device="cuda")[:, :N]
     err = []
 
     def run():  # a new thread starts with Triton's allocator unset (a ContextVar)
         try:
-            mod.launch_desc_swish_tile_bwd((3, 4), x, torch.empty_like(x), M, N, 256, dy, dx)
+            mod.launch_desc_swish_tile_bwd((3, 4), x, torch.empty(M, 256, device="cuda")[:, :N], M, N, 256, dy, dx)
         except Exception as e:  # noqa: BLE001
             err.append(e)
 

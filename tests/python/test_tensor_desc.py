@@ -202,11 +202,19 @@ def _sentinel_view(rows, cols, shift, device):
     return buf, buf[shift:shift + rows * 24].view(rows, 24)[:, :cols]
 
 
+def _rows24(t):
+    """t in the first columns of rows 24 elements apart (the stride the swish tests launch with)."""
+    buf = torch.zeros(t.shape[0], 24, dtype=t.dtype, device=t.device)
+    buf[:, :t.shape[1]] = t
+    return buf[:, :t.shape[1]]
+
+
+@pytest.mark.parametrize("cols", [20, 21])  # 80 bytes a row: TMA store; 84: pointer stores (docs/AD.md)
 @pytest.mark.parametrize("shift", [0, 1])
-def test_swish_tile_gradient_through_descriptor_store(tmp_path, shift):
+def test_swish_tile_gradient_through_descriptor_store(tmp_path, shift, cols):
     # x read once per element: the backward stores d_x through a descriptor of it (TMA) when its
     # base is 16-byte aligned (TMA_d_x_ptr, set by the launcher), else through pointers; the
-    # out-of-bounds lanes (columns 21..23 of the buffer) are not written either way
+    # out-of-bounds lanes (columns cols..23 of the buffer) are not written either way
     sig = "x_ptr=*fp32,y_ptr=*fp32,M=i32,N=i32,stride=i32,BLOCK_M=8,BLOCK_N=8"
     p = triton_cpu.run_kad(["grad", f"{KFILE}:desc_swish_tile", "--sig", sig, "--wrt", "x_ptr", "--out", "y_ptr"])
     assert p.returncode == 0, p.stderr
@@ -214,18 +222,18 @@ def test_swish_tile_gradient_through_descriptor_store(tmp_path, shift):
     path = tmp_path / "swish_bwd.py"
     path.write_text(p.stdout)
     g = torch.Generator().manual_seed(5)
-    x = torch.randn(19, 21, generator=g, dtype=torch.float64)
-    cot = torch.randn(19, 21, generator=g, dtype=torch.float64)
+    x = torch.randn(19, cols, generator=g, dtype=torch.float64)
+    cot = torch.randn(19, cols, generator=g, dtype=torch.float64)
     xr = x.clone().requires_grad_()
     (xr * torch.sigmoid(1.702 * xr) * cot).sum().backward()
-    xt, yt, ct = (aligned(a.float().to(DEVICE)) for a in (x, torch.zeros(19, 21), cot))
-    buf, dx = _sentinel_view(19, 21, shift, DEVICE)
+    xt, yt, ct = (_rows24(a.float().to(DEVICE)) for a in (x, torch.zeros(19, cols), cot))
+    buf, dx = _sentinel_view(19, cols, shift, DEVICE)
     with triton_cpu.interpreter(DEVICE):
-        bwd = triton_cpu.load_module(str(path), f"kad_swish_bwd_{shift}")
+        bwd = triton_cpu.load_module(str(path), f"kad_swish_bwd_{shift}_{cols}")
         assert bwd._kad_tma_ok(dx) == (shift == 0)
-        bwd.launch_desc_swish_tile_bwd((3, 3), xt, yt, 19, 21, 24, ct, dx, BLOCK_M=8, BLOCK_N=8)
+        bwd.launch_desc_swish_tile_bwd((3, 3), xt, yt, 19, cols, 24, ct, dx, BLOCK_M=8, BLOCK_N=8)
     torch.testing.assert_close(dx.cpu().double(), xr.grad, rtol=1e-5, atol=1e-6)
-    rest = buf[shift:shift + 19 * 24].view(19, 24)[:, 21:]
+    rest = buf[shift:shift + 19 * 24].view(19, 24)[:, cols:]
     assert (rest == 7.0).all()  # not written: out of the descriptor's shape
 
 

@@ -152,8 +152,16 @@ def test_generated_backward_takes_the_descriptors(tmp_path):
     torch.testing.assert_close(dw.double().cpu(), rw, rtol=1e-4, atol=1e-5)
 
 
+def _rows24(t):
+    """t in the first columns of rows 24 elements apart (the stride the swish tests launch with)."""
+    buf = torch.zeros(t.shape[0], 24, dtype=t.dtype, device=t.device)
+    buf[:, :t.shape[1]] = t
+    return buf[:, :t.shape[1]]
+
+
+@pytest.mark.parametrize("cols", [20, 21])  # 80 bytes a row: TMA store; 84: pointer stores (docs/AD.md)
 @pytest.mark.parametrize("shift", [0, 1])
-def test_swish_tile_gradient_through_descriptor_store(tmp_path, shift):
+def test_swish_tile_gradient_through_descriptor_store(tmp_path, shift, cols):
     # host-side descriptors rebuilt in the backward from their parameters: the recomputation loads
     # x through one, and d_x (read once per element) is stored through a descriptor of it when its
     # base is 16-byte aligned (the launcher's TMA_d_x_desc), else through pointers; columns past
@@ -166,17 +174,17 @@ def test_swish_tile_gradient_through_descriptor_store(tmp_path, shift):
     path = tmp_path / "hswish_bwd.py"
     path.write_text(p.stdout)
     g = torch.Generator().manual_seed(7)
-    x = torch.randn(19, 21, generator=g, dtype=torch.float64)
-    cot = torch.randn(19, 21, generator=g, dtype=torch.float64)
+    x = torch.randn(19, cols, generator=g, dtype=torch.float64)
+    cot = torch.randn(19, cols, generator=g, dtype=torch.float64)
     xr = x.clone().requires_grad_()
     (xr * torch.sigmoid(1.702 * xr) * cot).sum().backward()
-    xt, yt, ct = (aligned(a.float().to(DEVICE)) for a in (x, torch.zeros(19, 21), cot))
+    xt, yt, ct = (_rows24(a.float().to(DEVICE)) for a in (x, torch.zeros(19, cols), cot))
     buf = torch.full((19 * 24 + 4,), 7.0, device=DEVICE)
-    dx = buf[shift:shift + 19 * 24].view(19, 24)[:, :21]
+    dx = buf[shift:shift + 19 * 24].view(19, 24)[:, :cols]
     with triton_cpu.interpreter(DEVICE):
-        bwd = triton_cpu.load_module(str(path), f"kad_hswish_bwd_{shift}")
+        bwd = triton_cpu.load_module(str(path), f"kad_hswish_bwd_{shift}_{cols}")
         assert bwd._kad_tma_ok(dx) == (shift == 0)
         bwd.launch_host_desc_swish_tile_bwd((3, 3), TensorDescriptor.from_tensor(xt, [8, 8]),
                                             TensorDescriptor.from_tensor(yt, [8, 8]), ct, dx)
     torch.testing.assert_close(dx.cpu().double(), xr.grad, rtol=1e-5, atol=1e-6)
-    assert (buf[shift:shift + 19 * 24].view(19, 24)[:, 21:] == 7.0).all()
+    assert (buf[shift:shift + 19 * 24].view(19, 24)[:, cols:] == 7.0).all()
