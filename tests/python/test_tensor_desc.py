@@ -202,13 +202,6 @@ def _sentinel_view(rows, cols, shift, device):
     return buf, buf[shift:shift + rows * 24].view(rows, 24)[:, :cols]
 
 
-def _rows24(t):
-    """t in the first columns of rows 24 elements apart (the stride the swish tests launch with)."""
-    buf = torch.zeros(t.shape[0], 24, dtype=t.dtype, device=t.device)
-    buf[:, :t.shape[1]] = t
-    return buf[:, :t.shape[1]]
-
-
 @pytest.mark.parametrize("cols", [20, 21])  # 80 bytes a row: TMA store; 84: pointer stores (docs/AD.md)
 @pytest.mark.parametrize("shift", [0, 1])
 def test_swish_tile_gradient_through_descriptor_store(tmp_path, shift, cols):
@@ -226,7 +219,7 @@ def test_swish_tile_gradient_through_descriptor_store(tmp_path, shift, cols):
     cot = torch.randn(19, cols, generator=g, dtype=torch.float64)
     xr = x.clone().requires_grad_()
     (xr * torch.sigmoid(1.702 * xr) * cot).sum().backward()
-    xt, yt, ct = (_rows24(a.float().to(DEVICE)) for a in (x, torch.zeros(19, cols), cot))
+    xt, yt, ct = (triton_cpu.rows_apart(a.float().to(DEVICE), 24) for a in (x, torch.zeros(19, cols), cot))
     buf, dx = _sentinel_view(19, cols, shift, DEVICE)
     with triton_cpu.interpreter(DEVICE):
         bwd = triton_cpu.load_module(str(path), f"kad_swish_bwd_{shift}_{cols}")

@@ -152,13 +152,6 @@ def test_generated_backward_takes_the_descriptors(tmp_path):
     torch.testing.assert_close(dw.double().cpu(), rw, rtol=1e-4, atol=1e-5)
 
 
-def _rows24(t):
-    """t in the first columns of rows 24 elements apart (the stride the swish tests launch with)."""
-    buf = torch.zeros(t.shape[0], 24, dtype=t.dtype, device=t.device)
-    buf[:, :t.shape[1]] = t
-    return buf[:, :t.shape[1]]
-
-
 @pytest.mark.parametrize("cols", [20, 21])  # 80 bytes a row: TMA store; 84: pointer stores (docs/AD.md)
 @pytest.mark.parametrize("shift", [0, 1])
 def test_swish_tile_gradient_through_descriptor_store(tmp_path, shift, cols):
@@ -178,7 +171,7 @@ def test_swish_tile_gradient_through_descriptor_store(tmp_path, shift, cols):
     cot = torch.randn(19, cols, generator=g, dtype=torch.float64)
     xr = x.clone().requires_grad_()
     (xr * torch.sigmoid(1.702 * xr) * cot).sum().backward()
-    xt, yt, ct = (_rows24(a.float().to(DEVICE)) for a in (x, torch.zeros(19, cols), cot))
+    xt, yt, ct = (triton_cpu.rows_apart(a.float().to(DEVICE), 24) for a in (x, torch.zeros(19, cols), cot))
     buf = torch.full((19 * 24 + 4,), 7.0, device=DEVICE)
     dx = buf[shift:shift + 19 * 24].view(19, 24)[:, :cols]
     with triton_cpu.interpreter(DEVICE):

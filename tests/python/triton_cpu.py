@@ -215,3 +215,11 @@ def launch(fn, grid, args, consts, device="cpu"):
         for n, v in args.items():
             if isinstance(v, np.ndarray):
                 to_numpy_(v, kwargs[n])
+
+
+def rows_apart(t, stride):
+    """The 2-D tensor t in the first columns of a buffer whose rows are stride elements apart."""
+    import torch
+    buf = torch.zeros(t.shape[0], stride, dtype=t.dtype, device=t.device)
+    buf[:, :t.shape[1]] = t
+    return buf[:, :t.shape[1]]
