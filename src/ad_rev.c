@@ -2408,6 +2408,8 @@ static void adj_loop(Ad *ad, Block *bb, const Inst *in)
  * gets the gradient only on the lanes no later store writes --
  * where(mask2, 0, load(d_y, mask1)) -- and none at all after a later
  * unmasked store. */
+static void desc_store(Ad *ad, Inst *st, const Inst *in, bool ok);
+
 static void adj_store(Ad *ad, Block *bb, const Block *fb, int k)
 {
     const Inst *in = &fb->insts.v[k];
@@ -2440,6 +2442,11 @@ static void adj_store(Ad *ad, Block *bb, const Block *fb, int k)
         }
         Inst *ld = ir_emit(ad->bw, bb, OP_LOAD, args, n, &lt, 1, in->loc);
         ld->flags = flags;
+        /* a descriptor store's output gradient is read through a descriptor of d_y (its
+         * bounds are the store's mask; `other` 0 is the zero padding), only for a pure output:
+         * an in-place one's gradient is cleared and added into by this kernel, and a TMA load
+         * completes asynchronously, past the barriers that order those */
+        desc_store(ad, ld, in, role == AD_ROLE_OUT && (in->flags & IF_HAS_MASK) && !ad->vm[p]);
         ValId r = ld->res[0];
         for (int j = k + 1; in->op == OP_STORE && j < fb->insts.n; j++) {
             const Inst *o = &fb->insts.v[j];

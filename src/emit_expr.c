@@ -668,6 +668,10 @@ Ex em_gen_inst(Emitter *E, InstInfo *info)
             return r;
         }
         case OP_LOAD:
+            if (info->desc && E->descs.v[info->desc - 1].flag) /* a gradient's: TMA when aligned */
+                return ex(arena_printf(E->a, "(%s if %s else tl.load(%s))", em_desc_access(E, info),
+                                       emit_tma_flag(E->a, E->f, E->descs.v[info->desc - 1].flag),
+                                       em_mem_args(E, info)), PR_ATOM);
             if (info->desc)
                 return ex(em_desc_access(E, info), PR_ATOM);
             return call(E, "tl.load", em_mem_args(E, info));

@@ -378,7 +378,8 @@ static void tma_grads_in(const Block *b, const Func *f, int nfwd, ValId *out, in
         const Inst *in = &b->insts.v[i];
         for (int r = 0; r < in->nregions; r++)
             tma_grads_in(in->regions[r], f, nfwd, out, n);
-        if (in->op != OP_STORE || !(in->flags & IF_DESC) || param_index(f, in->args[ir_desc_at(in)]) < nfwd)
+        if ((in->op != OP_STORE && in->op != OP_LOAD) || !(in->flags & IF_DESC) ||
+            param_index(f, in->args[ir_desc_at(in)]) < nfwd)
             continue;
         ValId p = in->args[ir_desc_at(in)];
         int k = 0;
@@ -441,7 +442,7 @@ static void desc_choose(Emitter *E, InstInfo *info)
         d.nan = c && c->fval != c->fval;
     }
     bool bwd = E->opt && E->opt->backward;
-    if (bwd && in->op == OP_STORE && param_index(E->f, d.base) >= E->opt->nfwd)
+    if (bwd && param_index(E->f, d.base) >= E->opt->nfwd) /* a gradient's (d_x stores, d_y loads) */
         d.flag = d.base;
     d.hoist = E->vi[d.base].param || E->vi[d.base].cnst;
     for (int k = 0; k < 2 * r - 1; k++)
@@ -466,7 +467,7 @@ static void desc_choose(Emitter *E, InstInfo *info)
     }
     info->desc = idx + 1;
     if (d.flag)
-        return; /* the pointer store stays, for the flag's else-branch */
+        return; /* the pointer access stays, for the flag's else-branch */
     info->eff[0] = 0;
     for (int i = in->op == OP_LOAD ? 1 : 2; i < at; i++)
         info->eff[i] = 0; /* mask, other */

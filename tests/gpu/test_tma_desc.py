@@ -1,12 +1,12 @@
 """GPU only: the emitted backward of a tensor-descriptor kernel really uses TMA on sm90+.
 
 tests/kernels/tensor_desc.py:desc_swish_tile's backward (kad grad) is launched directly with its
-TMA_d_x_ptr flag True and False: both give PyTorch autograd's gradient, and the kernel compiled
-with the flag True holds a descriptor store in its TTIR (the gradient stored through a descriptor
-of d_x, which Triton lowers to TMA on sm90+), the one with False none (the recomputation still
-loads x through a descriptor).  Also checks that the
-launcher sets Triton's allocator (global scratch for in-kernel descriptors) in a thread that has
-none, as PyTorch's backward thread has none.
+TMA_d_x_ptr and TMA_d_y_ptr flags True and False: both give PyTorch autograd's gradient, and the
+kernel compiled with the flags True holds a descriptor store (d_x stored through a descriptor,
+which Triton lowers to TMA on sm90+) and one more descriptor load (d_y) in its TTIR than the one
+with False (which still loads x through a descriptor, and stores d_x through pointers).  Also
+checks that the launcher sets Triton's allocator (global scratch for in-kernel descriptors) in a
+thread that has none, as PyTorch's backward thread has none.
 """
 import importlib.util
 import os
@@ -54,11 +54,13 @@ def test_tma_store_compiles_and_matches(tmp_path):
         for tma in (True, False):
             buf = torch.full((M, 1024), 7.0, device="cuda")
             dx = buf[:, :N]
-            k = mod.desc_swish_tile_bwd[(16, 16)](x, y, M, N, 1024, 64, 64, dy, dx, True, TMA_d_x_ptr=tma)
+            k = mod.desc_swish_tile_bwd[(16, 16)](x, y, M, N, 1024, 64, 64, dy, dx, True, TMA_d_y_ptr=tma,
+                                                  TMA_d_x_ptr=tma)
             torch.testing.assert_close(dx.double(), xr.grad, rtol=1e-5, atol=1e-5)
             assert (buf[:, N:] == 7.0).all(), (N, tma)
-            ops[tma] = k.asm["ttir"].count("tt.descriptor_store")
-        assert ops[True] > 0 and ops[False] == 0, ops
+            ops[tma] = (k.asm["ttir"].count("tt.descriptor_store"), k.asm["ttir"].count("tt.descriptor_load"))
+        # stores: d_x's only under the flag; loads: x's always, d_y's under the flag
+        assert ops[True][0] > 0 and ops[False][0] == 0 and ops[True][1] > ops[False][1] > 0, ops
 
 
 def test_launcher_sets_allocator_in_a_fresh_thread(tmp_path):

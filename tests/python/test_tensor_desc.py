@@ -212,6 +212,7 @@ def test_swish_tile_gradient_through_descriptor_store(tmp_path, shift, cols):
     p = triton_cpu.run_kad(["grad", f"{KFILE}:desc_swish_tile", "--sig", sig, "--wrt", "x_ptr", "--out", "y_ptr"])
     assert p.returncode == 0, p.stderr
     assert "x_desc.load([" in p.stdout and "if TMA_d_x_ptr:" in p.stdout and "d_x_desc.store([" in p.stdout
+    assert "d_y_desc.load([tmp0, tmp1]) if TMA_d_y_ptr else tl.load(" in p.stdout  # the output gradient too
     path = tmp_path / "swish_bwd.py"
     path.write_text(p.stdout)
     g = torch.Generator().manual_seed(5)

@@ -164,6 +164,7 @@ def test_swish_tile_gradient_through_descriptor_store(tmp_path, shift, cols):
                             "--wrt", "x_desc", "--out", "y_desc"])
     assert p.returncode == 0, p.stderr
     assert "x_tma.load([" in p.stdout and "if TMA_d_x_desc:" in p.stdout and "d_x_tma.store([" in p.stdout
+    assert "d_y_tma.load([tmp0, tmp1]) if TMA_d_y_desc else tl.load(" in p.stdout  # the output gradient too
     path = tmp_path / "hswish_bwd.py"
     path.write_text(p.stdout)
     g = torch.Generator().manual_seed(7)
