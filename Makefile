@@ -22,7 +22,6 @@ SRCS := src/util.c src/lex.c src/parse_py.c src/ast_dump.c src/sema_sig.c src/se
         src/emit_grad.c src/access.c src/access_decide.c src/access_cover.c src/audit.c
 HDRS := src/kad_int.h src/access_int.h src/ops.h include/kad.h
 
-OBJS        := $(SRCS:src/%.c=build/obj/%.o)
 PIC_OBJS    := $(SRCS:src/%.c=build/pic/%.o)
 ASAN_OBJS   := $(SRCS:src/%.c=build/asan/%.o)
 UBSAN_OBJS  := $(SRCS:src/%.c=build/ubsan/%.o)
@@ -32,9 +31,6 @@ SAN_UBSAN   := -fsanitize=undefined -fno-sanitize-recover=undefined -fno-omit-fr
 .PHONY: all test demo asan ubsan fuzz bench clean venv ctest golden pytest real
 all: build/libkad.a build/libkad.so build/kad build/test_c
 
-build/obj/%.o: src/%.c $(HDRS)
-	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 build/pic/%.o: src/%.c $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
@@ -45,7 +41,9 @@ build/ubsan/%.o: src/%.c $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_UBSAN) -c $< -o $@
 
-build/libkad.a: $(OBJS)
+# one compilation of each source serves both libraries: hidden visibility limits only what
+# libkad.so exports, and the static links of kad and test_c resolve every symbol
+build/libkad.a: $(PIC_OBJS)
 	rm -f $@ && ar rcs $@ $^
 build/libkad.so: $(PIC_OBJS)
 	$(CC) -shared -o $@ $^ -lm
