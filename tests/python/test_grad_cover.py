@@ -116,17 +116,18 @@ def _run(tmp_path, kernel, sig, wrt, out, grid, args, douts, dins, file=HERE):
     return set(filled), src
 
 
-def _nan_view(shape, stride):
+def _nan_view(shape, stride, dtype=torch.float32):
     """A view of (shape, stride) over a storage filled with NaN, padding included."""
     span = 1 + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else 0
-    base = torch.full((max(span, 1),), float("nan"), dtype=torch.float32, device=DEVICE)
+    base = torch.full((max(span, 1),), float("nan"), dtype=dtype, device=DEVICE)
     return base.as_strided(shape, stride)
 
 
-def _close(got, want, what, src):
+def _close(got, want, what, src, rtol=1e-4, atol=1e-5):
     got = got.detach().cpu().to(torch.float64)
     assert not torch.isnan(got).any(), f"{what}: NaN left in the gradient (not written, not zero-filled)\n{src}"
-    assert torch.allclose(got, want, rtol=1e-4, atol=1e-5), f"{what}: differs from torch\n{src}"
+    assert torch.allclose(got, want, rtol=rtol, atol=atol), \
+        f"{what}: differs from torch (max {(got - want).abs().max()})\n{src}"
 
 
 def _dev(t):

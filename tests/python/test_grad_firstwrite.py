@@ -17,6 +17,7 @@ triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
 
 import triton_cpu  # noqa: E402
+from test_grad_cover import _close, _nan_view, _run as _cover_run  # noqa: E402
 
 DEVICE = triton_cpu.device_from_env("KAD_GRAD_TEST_DEVICE", "KAD_EMIT_TEST_DEVICE")
 HERE = __file__
@@ -109,41 +110,9 @@ def two(x_ptr, y_ptr, n_cols, n_last, flag, stride, MODE: tl.constexpr, BLOCK: t
 
 
 def _run(tmp_path, kernel, sig, wrt, out, grid, args, douts, dins):
-    """Runs launch_<kernel>_bwd; returns the names of the gradients it zero-filled, and its source."""
-    p = triton_cpu.run_kad(["grad", f"{HERE}:{kernel}", "--sig", sig, "--wrt", wrt, "--out", out])
-    assert p.returncode == 0, p.stderr
-    src = p.stdout
-    path = tmp_path / f"{kernel}_bwd.py"
-    path.write_text(src)
-    mod = triton_cpu.load_module(str(path), f"kad_first_{kernel}_{abs(hash(str(tmp_path)))}")
-    filled, zero_ = [], torch.Tensor.zero_
-
-    def spy(t):
-        filled.extend(n for n, d in dins.items() if d is t)
-        return zero_(t)
-
-    torch.Tensor.zero_ = spy
-    try:
-        getattr(mod, f"launch_{kernel}_bwd")(grid, *args, *douts, *dins.values())
-    finally:
-        torch.Tensor.zero_ = zero_
-    if DEVICE != "cpu":
-        torch.cuda.synchronize()
-    return set(filled), src
-
-
-def _nan_view(shape, stride, dtype=torch.float32):
-    """A view of (shape, stride) over a storage filled with NaN, padding included."""
-    span = 1 + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else 0
-    base = torch.full((max(span, 1),), float("nan"), dtype=dtype, device=DEVICE)
-    return base.as_strided(shape, stride)
-
-
-def _close(got, want, what, src, rtol=1e-4, atol=1e-5):
-    got = got.detach().cpu().to(torch.float64)
-    assert not torch.isnan(got).any(), f"{what}: NaN left in the gradient (not written, not zero-filled)\n{src}"
-    assert torch.allclose(got, want, rtol=rtol, atol=atol), \
-        f"{what}: differs from torch (max {(got - want).abs().max()})\n{src}"
+    """Runs launch_<kernel>_bwd of this file's kernel; returns the names of the gradients it
+    zero-filled, and its source (test_grad_cover's runner)."""
+    return _cover_run(tmp_path, kernel, sig, wrt, out, grid, args, douts, dins, file=HERE)
 
 
 def _norm_ref(x, eps=1e-5):
