@@ -32,8 +32,10 @@
  *      the later one leaves alone.  Loads from tensor descriptors (IF_DESC)
  *      keep their descriptor operands in the primal sweep; of the gradient
  *      writes only a plain store (one adder per element) becomes a store
- *      through a descriptor of the gradient (desc_store): atomics,
- *      read-modify-writes, fold partials and site rows stay pointer writes.
+ *      through a descriptor of the gradient, and the output-gradient load
+ *      of a descriptor store into a pure output a descriptor load
+ *      (desc_grad_access): atomics, read-modify-writes, fold partials and
+ *      site rows stay pointer writes.
  *
  * Requires: a verified fwd.  Guarantees: the result is a new Func in `a`
  * (fwd is not modified) that verifies; or NULL with located errors.
@@ -2408,7 +2410,7 @@ static void adj_loop(Ad *ad, Block *bb, const Inst *in)
  * gets the gradient only on the lanes no later store writes --
  * where(mask2, 0, load(d_y, mask1)) -- and none at all after a later
  * unmasked store. */
-static void desc_store(Ad *ad, Inst *st, const Inst *in, bool ok);
+static void desc_grad_access(Ad *ad, Inst *st, const Inst *in, bool ok);
 
 static void adj_store(Ad *ad, Block *bb, const Block *fb, int k)
 {
@@ -2446,7 +2448,7 @@ static void adj_store(Ad *ad, Block *bb, const Block *fb, int k)
          * bounds are the store's mask; `other` 0 is the zero padding), only for a pure output:
          * an in-place one's gradient is cleared and added into by this kernel, and a TMA load
          * completes asynchronously, past the barriers that order those */
-        desc_store(ad, ld, in, role == AD_ROLE_OUT && (in->flags & IF_HAS_MASK) && !ad->vm[p]);
+        desc_grad_access(ad, ld, in, role == AD_ROLE_OUT && (in->flags & IF_HAS_MASK) && !ad->vm[p]);
         ValId r = ld->res[0];
         for (int j = k + 1; in->op == OP_STORE && j < fb->insts.n; j++) {
             const Inst *o = &fb->insts.v[j];
@@ -2495,13 +2497,14 @@ static bool earlier_load(const Block *fb, int k, ValId p, ValId m)
     return false;
 }
 
-/* A descriptor load's plain adjoint store st (the gradient laid out like
- * the base, one adder per element) as a store through the descriptor of
- * the gradient: the load's descriptor operands, the base's shadow for the
- * base (kad_int.h, ir_desc_at).  Only where st's mask is the load's own
- * (ok); the other gradient writes (atomics, read-modify-writes, fold
- * partials, site rows) stay pointer stores. */
-static void desc_store(Ad *ad, Inst *st, const Inst *in, bool ok)
+/* The gradient access st of descriptor access `in` (a load's plain
+ * adjoint store, or a store's output-gradient load; the gradient laid out
+ * like the base) made through the descriptor of the gradient: in's
+ * descriptor operands, the base's shadow for the base (kad_int.h,
+ * ir_desc_at).  Only where ok (st's mask is in's own, and the caller's
+ * conditions); the other gradient accesses (atomics, read-modify-writes,
+ * fold partials, site rows, in-place outputs) stay pointer accesses. */
+static void desc_grad_access(Ad *ad, Inst *st, const Inst *in, bool ok)
 {
     if (!(in->flags & IF_DESC) || !ok)
         return;
@@ -2607,7 +2610,7 @@ static void adj_load(Ad *ad, Block *bb, const Block *fb, int k, PendingVec *pend
     if (plain) { /* each element has this one adder (ad_plain_inputs) */
         Inst *st = ir_emit(ad->bw, sb, OP_STORE, args, bm ? 3 : 2, NULL, 0, in->loc);
         st->flags = bm ? IF_HAS_MASK : 0;
-        desc_store(ad, st, in, bm && !ad->vm[p]);
+        desc_grad_access(ad, st, in, bm && !ad->vm[p]);
         if (ad->vm[p]) /* not the load's own mask: access_cover does not describe it */
             ad->cover[r - 1] = NULL;
         else
