@@ -18,6 +18,8 @@ stubbed to a dispatch (see _stub_big_fills): a GPU's host pays a launch, not a C
   kad fwd+grad  the decorated launch, inputs require grad (kad's autograd.Function included)
   launcher      the generated launch_<kernel>_bwd alone (gradient buffers allocated once, uninitialized):
                 its checks, zero-fills, scratch and launches (not on --device cpu)
+  launcher (JIT)  the same with every launch through Triton's JIT (kernel[grid](...)) instead of the
+                module's direct launches of the compiled kernels (docs/GRAD.md, "Direct launches")
   hand bwd      torch.autograd.grad through the hand-written Function, whose backward allocates
                 zeroed input gradients and calls the same generated launch_<kernel>_bwd kad uses
   kad bwd       torch.autograd.grad through kad's Function
@@ -197,6 +199,7 @@ class HandSpec:
             if device == "stub":
                 _stub_module(mod)
             self.bwd_fn = getattr(mod, f"launch_{dk.__name__}_bwd")
+            self.mod = mod
         self.runtime, self.options = runtime, options
 
     def fwd(self):
@@ -341,6 +344,13 @@ def measure(entry, device, iters, profile):
     if device != "cpu":  # the generated launch_<kernel>_bwd alone, gradient buffers given
         dins = [torch.empty_like(x) for x in ins]
         rows["launcher"] = timeit(lambda: spec.bwd(dy, dins), iters, device)
+        if device == "cuda" and hasattr(spec.mod, "_kad_ck"):  # the same, every launch through the JIT
+            mod, ck = spec.mod, spec.mod._kad_ck
+            mod._kad_plans.clear()
+            mod._kad_ck = lambda dev: None
+            rows["launcher (JIT)"] = timeit(lambda: spec.bwd(dy, dins), iters, device)
+            mod._kad_ck = ck
+            mod._kad_plans.clear()
     rows["hand bwd"] = timeit(lambda: torch.autograd.grad(y_hand, ins, dy, retain_graph=True), iters, device)
     rows["kad bwd"] = timeit(lambda: torch.autograd.grad(y_kad, ins, dy, retain_graph=True), iters, device)
     rows["hand f+b"] = timeit(lambda: torch.autograd.grad(hand_fwd(), ins, dy), iters, device)
@@ -360,7 +370,7 @@ def measure(entry, device, iters, profile):
     return rows
 
 
-COLUMNS = ["plain fwd", "kad fwd", "hand fwd", "kad fwd+grad", "launcher", "hand bwd", "kad bwd", "hand f+b", "kad f+b"]
+COLUMNS = ["plain fwd", "kad fwd", "hand fwd", "kad fwd+grad", "launcher", "launcher (JIT)", "hand bwd", "kad bwd", "hand f+b", "kad f+b"]
 
 
 def main():
@@ -383,13 +393,15 @@ def main():
            "CPU, kad's CUDA host path, Triton launches stubbed" if a.device == "stub" else "CPU (device work stubbed)")
     print(f"kad host overhead, {dev}, torch {torch.__version__}, kad {kad.version()}, {iters} calls x 5, "
           f"median, us per call")
-    cols = [c for c in COLUMNS if (a.device == "cuda" or c != "plain fwd") and (a.device != "cpu" or c != "launcher")]
+    cols = [c for c in COLUMNS if (a.device == "cuda" or c not in ("plain fwd", "launcher (JIT)"))
+            and (a.device != "cpu" or c != "launcher")]
     print(f"{'kernel':24s}" + "".join(f"{c:>14s}" for c in cols))
     for entry in KERNELS:
         if a.kernel not in entry[0]:
             continue
         rows = measure(entry, a.device, iters, a.profile)
-        print(f"{entry[0]:24s}" + "".join(f"{rows[c]:14.1f}" for c in cols), flush=True)
+        print(f"{entry[0]:24s}" + "".join(f"{rows[c]:14.1f}" if c in rows else f"{'-':>14s}" for c in cols),
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -381,7 +381,7 @@ static void print_fold_plan(Buf *out, Arena *a, const Func *bwd, int nfwd, int a
     for (int j = 0, n = 0; j < pl->n; j++)
         if (pl->in[j].slot >= first_in)
             buf_printf(out, "%s%d", n++ ? ", " : "", at0 + pl->in[j].slot - nfwd);
-    buf_puts(out, "], None, None, None, None, None  # the launcher returns after the zero-fills\n");
+    buf_puts(out, "], None, None, None, None, None, None  # the launcher returns after the zero-fills\n");
     if (multi)
         buf_puts(out, "    if math.prod(programs) >= 2**31:\n"
                       "        raise ValueError(f\"the folded grid has {math.prod(programs)} programs: more than 2**31 - 1\")\n");
@@ -448,13 +448,13 @@ static void print_fold_plan(Buf *out, Arena *a, const Func *bwd, int nfwd, int a
         buf_printf(out, "%s(sum(sizes%d), sizes%d, clear%d)", b ? ", " : "", b, b, b);
     buf_printf(out, "%s)\n", nb == 1 ? "," : "");
     buf_printf(out, "    extra = [s for s, _, _ in sums]%s\n", folded ? " + programs" : "");
-    buf_printf(out, "    sgrid = (sum(triton.cdiv(s, %d) for s, _, _ in sums),)\n", FOLD_SUM_BLOCK);
+    buf_printf(out, "    sgrid = (sum(triton.cdiv(s, %d) for s, _, _ in sums), 1, 1)\n", FOLD_SUM_BLOCK);
     if (multi)
         buf_printf(out, "    grid = tuple(nfold if k == %d else 1 if k in (%s) else g for k, g in enumerate(grid))\n",
                    pl->axis, buf_str(&ax));
     else if (folded)
         buf_printf(out, "    grid = tuple(nfold if k == %d else g for k, g in enumerate(grid))\n", pl->axis);
-    buf_puts(out, "    return flags, zero, grid, extra, (dev, alloc), sgrid, sums\n");
+    buf_puts(out, "    return flags, zero, grid, extra, (dev, alloc), sgrid, sums, _kad_ck(dev)\n");
 }
 
 /* The launch of a folded backward, after the plan's lookup (flags and
@@ -606,15 +606,32 @@ static const char *launch_options(Arena *a, const Func *f)
 /* After the folded kernel: the one sum kernel, d_<x> = the partials' rows
  * summed (stored) when d_<x> is dense, else d_<x> += them (zero-filled
  * before: the plan's zero). */
-static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, const char *kname, int nfwd, int at0)
+static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, const char *kname, int nfwd, int at0, bool direct)
 {
     const FoldPlan *pl = bwd->fold;
     int w, st;
     launch_defaults(pl->sum, &w, &st);
-    buf_printf(out, "    %s[sgrid](", sum_name(a, kname));
-    for (int j = 0; j < pl->n; j++)
-        buf_printf(out, "%sargs[%d], d_in[%d], *sums[%d]", j ? ",\n        " : "", at0 + pl->in[j].slot - nfwd, j, j);
-    buf_printf(out, ", num_warps=%d)\n", w);
+    if (!direct) {
+        buf_printf(out, "    %s[sgrid](", sum_name(a, kname));
+        for (int j = 0; j < pl->n; j++)
+            buf_printf(out, "%sargs[%d], d_in[%d], *sums[%d]", j ? ",\n        " : "", at0 + pl->in[j].slot - nfwd, j,
+                       j);
+        buf_printf(out, ", num_warps=%d)\n", w);
+        return;
+    }
+    Buf c = {.a = a}, ptrs = {.a = a}, dts = {.a = a};
+    for (int j = 0; j < pl->n; j++) {
+        buf_printf(&c, "%sargs[%d], d_in[%d], *sums[%d]", j ? ", " : "", at0 + pl->in[j].slot - nfwd, j, j);
+        buf_printf(&ptrs, "%s_c[%d].data_ptr() | _c[%d].data_ptr()", j ? " | " : "", 5 * j, 5 * j + 1);
+        buf_printf(&dts, ", _c[%d].dtype", 5 * j + 1);
+    }
+    buf_puts(out, "    _c = (");
+    wrap(out, arena_printf(a, "%s)", buf_str(&c)), LINE_LIMIT, "          ", 10);
+    buf_puts(out, "\n    _k = None\n    if ck is not None and not (");
+    wrap(out, arena_printf(a, "%s) & 15:", buf_str(&ptrs)), LINE_LIMIT, "            ", 30);
+    buf_puts(out, "\n        _k = (");
+    wrap(out, arena_printf(a, "1, torch.cuda.current_device()%s)", buf_str(&dts)), LINE_LIMIT, "              ", 14);
+    buf_printf(out, "\n    _kad_go(%s, sgrid, _c, {\"num_warps\": %d}, ck, _k)\n", sum_name(a, kname), w);
 }
 
 /* The helper of a folded backward's launcher: is d dense (its elements fill
@@ -623,7 +640,6 @@ static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, const char *kna
 static const char *fold_dense_helper(void)
 {
     return "_kad_fill = None  # tests only: a value (NaN) filling the partials the launcher leaves uninitialized\n"
-           "_kad_plans = {}  # launch key -> _kad_plan's answer (a training loop launches the same shapes each step)\n"
            "_kad_sm_counts = {}\n"
            "\n"
            "\n"
@@ -647,6 +663,43 @@ static const char *fold_dense_helper(void)
            "                return False\n"
            "            n *= size\n"
            "    return True\n";
+}
+
+/* The helpers of a planned launcher (every one but the GEMM form's): the
+ * plans by launch key, and the direct launch of a kernel Triton compiled
+ * before for the same specialization (docs/GRAD.md, "Launching"). */
+static const char *launch_helper(void)
+{
+    return "_kad_plans = {}  # launch key -> _kad_plan's answer (a training loop launches the same shapes each step)\n"
+           "try:  # Triton's launch hooks (a profiler's) and the current CUDA stream, read as Triton's JIT reads them\n"
+           "    _kad_hooks, _kad_stream = triton.knobs.runtime, torch._C._cuda_getCurrentRawStream\n"
+           "except AttributeError:\n"
+           "    _kad_hooks = _kad_stream = None\n"
+           "\n"
+           "\n"
+           "def _kad_ck(dev):\n"
+           "    \"\"\"A plan's compiled kernels (_kad_go): a dict on a CUDA device, else None (the JIT launches).\"\"\"\n"
+           "    return {} if dev.type == \"cuda\" and _kad_stream is not None else None\n"
+           "\n"
+           "\n"
+           "def _kad_go(k, grid, a, o, ck, key):\n"
+           "    \"\"\"k[grid](*a, **o), a: every parameter of k in order (the constexpr values in their places),\n"
+           "    grid: 3 ints. key: what Triton's specialization of this launch depends on besides the plan's\n"
+           "    launch key (which fixes the scalar arguments and their types): the device, the launch\n"
+           "    options, the tensors' dtypes, every tensor 16-byte aligned; None when one is not. The kernel\n"
+           "    Triton's JIT returns for the first launch of a key is kept in ck (the plan's) and launched\n"
+           "    again by Triton's own launcher, without the JIT's per-launch binding and cache key. While a\n"
+           "    launch hook is set (a profiler's), every launch goes through the JIT.\"\"\"\n"
+           "    if key is not None:\n"
+           "        c = ck.get(key)\n"
+           "        h, x = _kad_hooks.launch_enter_hook, _kad_hooks.launch_exit_hook\n"
+           "        if c is not None and not (getattr(h, \"calls\", h) or getattr(x, \"calls\", x)):\n"
+           "            c.run(grid[0], grid[1], grid[2], _kad_stream(key[1]), c.function, c.packed_metadata, None, None,\n"
+           "                  None, *a)\n"
+           "            return\n"
+           "    c = k[grid](*a, **o)\n"
+           "    if key is not None and getattr(c, \"function\", None) is not None and len(ck) < 64:\n"
+           "        ck[key] = c\n";
 }
 
 /* The input gradients (the contract's params nfwd + nin..): zero-filled
@@ -1119,29 +1172,48 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
     for (int i = 0; i < bwd->consts.n; i++)
         if (!bwd->consts.v[i].runtime)
             buf_printf(&meta, ", \"%s\": %s", bwd->consts.v[i].name, bwd->consts.v[i].value);
-    Buf key = {.a = a}; /* a folded launch's key: what its plan depends on */
-    if (bwd->fold) {
+    /* planned: the launch's decisions computed once per launch key (every launcher but the GEMM
+     * form's); direct: its kernels launched through _kad_go (not with tapes, descriptors or TMA
+     * flags, whose arguments the plan does not fix) */
+    bool plan = bwd->fold || !bwd->gemm;
+    ValId *tg = arena_alloc(a, sizeof *tg * (size_t)(bwd->nparams + 1));
+    int ntg = jvp_nin >= 0 ? 0 : emit_tma_grads(bwd, nfwd, tg);
+    bool direct = plan && !bwd->tapes.n && !emit_has_desc(bwd) && !fwd->descs.n && !ntg;
+    Buf key = {.a = a}; /* a planned launch's key: what its plan depends on */
+    if (plan) {
         buf_printf(out, "\n\ndef _kad_plan(names, grid, args, nfold):\n    \"\"\"");
-        wrap(out, arena_printf(a, "What %s needs that depends only on its launch key (the grid, nfold, the "
-                                  "scalar arguments, the input gradients' shapes, strides and device): the "
-                                  "launch's conditions, the gradients to zero-fill, the partials, both kernels' "
-                                  "grids and their arguments that are not tensors. Computed once per key "
-                                  "(_kad_plans).", lname),
-             LINE_LIMIT, "    ", 7);
+        if (bwd->fold)
+            wrap(out, arena_printf(a, "What %s needs that depends only on its launch key (the grid, nfold, the "
+                                      "scalar arguments and their types, the input gradients' shapes, strides and "
+                                      "device): the launch's conditions, the gradients to zero-fill, the partials, "
+                                      "both kernels' grids and their arguments that are not tensors, a dict for "
+                                      "the compiled kernels (_kad_go). Computed once per key (_kad_plans).", lname),
+                 LINE_LIMIT, "    ", 7);
+        else
+            wrap(out, arena_printf(a, "What %s needs that depends only on its launch key (the grid, the scalar "
+                                      "arguments and their types, the %s' shapes and strides, the device): the "
+                                      "launch's conditions, the %s to zero-fill, a dict for the compiled kernels "
+                                      "(_kad_go). Computed once per key (_kad_plans).",
+                                   lname, jvp_nin >= 0 ? "tangents" : "input gradients",
+                                   jvp_nin >= 0 ? "tangents" : "gradients"),
+                 LINE_LIMIT, "    ", 7);
         buf_puts(out, "\n    \"\"\"\n");
         print_guards(out, a, bwd, nfwd, nins, at0, true);
-        print_fold_plan(out, a, bwd, nfwd, at0, nfwd + nins);
-        buf_puts(&key, bwd->fold->axes ? "grid, nfold" : "grid");
+        if (bwd->fold)
+            print_fold_plan(out, a, bwd, nfwd, at0, nfwd + nins);
+        else
+            buf_printf(out, "    return flags, zero, _kad_ck(args[%d].device)\n", at0);
+        buf_puts(&key, bwd->fold && bwd->fold->axes ? "grid, nfold" : "grid");
         for (int k = 0, i = 0; k < ndef; k++) {
             if (!is_arg(bwd, o, k))
                 continue;
             if (!o[k].cnst && ir_type(bwd, bwd->params[o[k].i]).dt != DT_PTR)
-                buf_printf(&key, ", args[%d]", i);
+                buf_printf(&key, ", args[%d], args[%d].__class__", i, i);
             i++;
         }
         for (int i = nfwd + nins; i < func_nargs(bwd); i++)
             buf_printf(&key, ", args[%d].shape, args[%d].stride()", at0 + i - nfwd, at0 + i - nfwd);
-        buf_printf(&key, ", args[%d].device", at0 + bwd->fold->in[0].slot - nfwd);
+        buf_printf(&key, ", args[%d].device", bwd->fold ? at0 + bwd->fold->in[0].slot - nfwd : at0);
     }
     buf_printf(out, "\n\ndef %s(grid, *args, num_warps=None, num_stages=None, %s**constexprs):\n", lname,
                bwd->fold && bwd->fold->axes ? "nfold=None, " : "");
@@ -1249,7 +1321,7 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_puts(out, "    if constexprs:\n");
         buf_printf(out, "        raise TypeError(f\"%s: unexpected keywords {sorted(constexprs)}\")\n", lname);
     }
-    if (bwd->fold) { /* the plan of this launch key: computed on the first launch, then looked up */
+    if (plan) { /* the plan of this launch key: computed on the first launch, then looked up */
         buf_printf(out, "    if callable(grid):\n"
                         "        grid = grid({**dict(zip(names, args))%s})\n"
                         "    grid = tuple(grid) + (1,) * (3 - len(grid))\n"
@@ -1260,13 +1332,16 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                       "    if plan is None:\n"
                       "        if len(_kad_plans) >= 4096:\n"
                       "            _kad_plans.clear()\n"
-                      "        plan = _kad_plans[key] = _kad_plan(names, grid, args, %s)\n"
-                      "    flags, zero, fold_grid, extra, alloc, sgrid, sums = plan\n"
-                      "    for i in zero:\n"
-                      "        args[i].zero_()\n"
-                      "    if fold_grid is None:\n"
-                      "        return\n"
-                      "    args = [*args, *flags]\n", bwd->fold->axes ? "nfold" : "None");
+                      "        plan = _kad_plans[key] = _kad_plan(names, grid, args, %s)\n",
+                   bwd->fold && bwd->fold->axes ? "nfold" : "None");
+        buf_puts(out, bwd->fold ? "    flags, zero, fold_grid, extra, alloc, sgrid, sums, ck = plan\n"
+                                : "    flags, zero, ck = plan\n");
+        buf_puts(out, "    for i in zero:\n"
+                      "        args[i].zero_()\n");
+        if (bwd->fold)
+            buf_puts(out, "    if fold_grid is None:\n"
+                          "        return\n");
+        buf_puts(out, "    args = [*args, *flags]\n");
     } else {
         print_guards(out, a, bwd, nfwd, nins, at0, false);
     }
@@ -1311,8 +1386,6 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
     if (emit_has_desc(bwd))
         buf_puts(out, "    _kad_tma_allocator(args)  # tl.make_tensor_descriptor needs global scratch on a GPU\n");
     /* descriptor stores into gradients (TMA) where the gradient's base is 16-byte aligned */
-    ValId *tg = arena_alloc(a, sizeof *tg * (size_t)(bwd->nparams + 1));
-    int ntg = jvp_nin >= 0 ? 0 : emit_tma_grads(bwd, nfwd, tg);
     for (int j = 0; j < ntg; j++) {
         int pi = 0;
         while (bwd->params[pi] != tg[j])
@@ -1320,9 +1393,29 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_printf(&call, "%s%s=_kad_tma_ok(args[%d])", call.len ? ", " : "", emit_tma_flag(a, bwd, tg[j]),
                    at0 + pi - nfwd);
     }
-    buf_printf(out, "    %s[grid](%s%s**%s)\n", kname, buf_str(&call), call.len ? ", " : "", launch_options(a, bwd));
+    if (direct) {
+        /* the tensors among the call's values: the def's pointer parameters, then the gradients */
+        Buf ptrs = {.a = a}, dts = {.a = a};
+        for (int k = 0; k < ndef + func_nargs(bwd) - nfwd; k++) {
+            bool ptr = k >= ndef || (!o[k].cnst && ir_type(bwd, bwd->params[o[k].i]).dt == DT_PTR);
+            if (ptr) {
+                buf_printf(&ptrs, "%s_c[%d].data_ptr()", ptrs.len ? " | " : "", k);
+                buf_printf(&dts, ", _c[%d].dtype", k);
+            }
+        }
+        buf_printf(out, "    _c = (%s%s)\n", buf_str(&call), strchr(buf_str(&call), ',') ? "" : ",");
+        buf_puts(out, "    _k = None  # the compiled kernel's key (_kad_go): on CUDA, every tensor 16-byte aligned\n"
+                      "    if ck is not None and not (");
+        wrap(out, arena_printf(a, "%s) & 15:", buf_str(&ptrs)), LINE_LIMIT, "            ", 30);
+        buf_puts(out, "\n        _k = (");
+        wrap(out, arena_printf(a, "0, torch.cuda.current_device(), num_warps, num_stages%s)", buf_str(&dts)),
+             LINE_LIMIT, "              ", 14);
+        buf_printf(out, "\n    _kad_go(%s, grid, _c, %s, ck, _k)\n", kname, launch_options(a, bwd));
+    } else {
+        buf_printf(out, "    %s[grid](%s%s**%s)\n", kname, buf_str(&call), call.len ? ", " : "", launch_options(a, bwd));
+    }
     if (bwd->fold)
-        print_fold_sums(out, a, bwd, kname, nfwd, at0);
+        print_fold_sums(out, a, bwd, kname, nfwd, at0, direct);
     if (has_bounded(bwd))
         buf_puts(out, "    for _t, _line, _cap in _kad_bounded:  # the overflow flags: never a gradient from a partial tape\n"
                       "        if _t[0].item() != 0:\n"
@@ -1406,6 +1499,8 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
         buf_puts(out, tma_helpers());
     if (bwd->fold)
         buf_printf(out, "\n\n%s", fold_dense_helper());
+    if (bwd->fold || !bwd->gemm)
+        buf_printf(out, "%s%s", bwd->fold ? "" : "\n\n", launch_helper());
     print_launcher(out, a, bwd, o, nfwd, spec->nouts, fwd, kname, lname, -1);
     return true;
 }
@@ -1458,6 +1553,7 @@ bool emit_triton_jvp(Buf *out, const Func *fwd, const Func *jv, const AdSpec *sp
         buf_puts(out, descs_helper());
     if (emit_has_desc(jv))
         buf_puts(out, tma_helpers());
+    buf_printf(out, "\n\n%s", launch_helper());
     print_launcher(out, a, jv, o, nfwd, func_nargs(jv) - nfwd, fwd, kname, lname, nin);
     return true;
 }

@@ -1216,7 +1216,7 @@ static void print_module(Emitter *E, Buf *out, const char *kname, const char *bo
             buf_puts(out, "from triton.language.extra import libdevice\n");
         if (bwd && f->fold)
             buf_puts(out, "import math\n\nimport torch\n");
-        else if (bwd && (f->tapes.n || f->gemm))
+        else if (bwd) /* the launcher's plans and direct launches (emit_grad.c) */
             buf_puts(out, "import torch\n");
         buf_puts(out, "\n\n");
     }

@@ -1084,7 +1084,8 @@ class DifferentiableKernel:
         d_outs = {}
         for n in out:
             y, g = tens[n], out_grads[n]
-            if g is None or n in inout or g.stride() != y.stride() or g.dtype != y.dtype or g.device != y.device:
+            if (g is None or n in inout or g.dtype is not y.dtype or g.get_device() != y.get_device()
+                    or not (g.is_contiguous() and y.is_contiguous()) and g.stride() != y.stride()):
                 # a fresh buffer: the backward overwrites an in-place output's
                 d = torch.empty_strided(y.size(), y.stride(), dtype=y.dtype, device=y.device)
                 if g is None:
@@ -1098,7 +1099,9 @@ class DifferentiableKernel:
             x = tens[n]
             # the interpreter adds into zero-filled buffers; the generated launcher needs no
             # initialization (it zero-fills what it cannot prove the launch writes entirely)
-            d_ins[n] = torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device=x.device)
+            # (empty_like keeps the strides of a contiguous tensor: it is non-overlapping and dense)
+            d_ins[n] = (torch.empty_like(x) if x.is_contiguous() else
+                        torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device=x.device))
             if launch.device == "cpu":
                 d_ins[n].zero_()
         grads = [d_outs[n] for n in out] + [d_ins[n] for n in ins]

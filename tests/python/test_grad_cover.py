@@ -347,7 +347,7 @@ def test_folded_gradient_dense_needs_no_zero_fill(tmp_path):
     Counted, so that a zero-fill coming back fails here."""
     d_w = _nan_view((20,), (1,))
     filled, calls, src = _gain(tmp_path, d_w)
-    assert "row_gain_bwd_sum[" in src and "_kad_dense" in src, src  # d_w is folded
+    assert "_kad_go(row_gain_bwd_sum," in src and "_kad_dense" in src, src  # d_w is folded
     assert filled == set(), f"zero-filled {filled}\n{src}"
     assert len(calls) == 0, f"torch.zeros called {len(calls)} times: {calls}\n{src}"
 
@@ -371,7 +371,7 @@ def test_folded_gradient_with_gaps_is_zero_filled(tmp_path):
 def _helper():
     src = _launcher("ew", "x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=128", "x_ptr", "y_ptr")
     start = src.index("_kad_covers_seen = {}")  # the memo, _kad_covers and _kad_covers_now
-    end = src.index("\n\n\ndef ", src.index("def _kad_covers_now(", start))
+    end = src.index("\n\n\n", src.index("def _kad_covers_now(", start))
     ns = {}
     exec(src[start:end], ns)
     return ns["_kad_covers"]

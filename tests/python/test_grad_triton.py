@@ -577,7 +577,7 @@ def test_launcher_contract(tmp_path):
             "    output_row_stride,\n    n_cols,\n    BLOCK_SIZE: tl.constexpr,\n    d_output_ptr,\n"
             "    d_input_ptr,\n    plain_d_input_ptr: tl.constexpr,\n):") in text
     # the flag is computed by the launcher from the arguments and the grid
-    assert 'args = list(args) + [bool(' in text and '_a["input_row_stride"] >= _a["n_cols"]' in text
+    assert "flags = [bool(" in text and "args = [*args, *flags]" in text and '_a["input_row_stride"] >= _a["n_cols"]' in text
     path = tmp_path / "bwd.py"
     path.write_text(text)
     mod = load_module(str(path), "kad_bwd_contract")
