@@ -84,21 +84,6 @@ def host_only(f, sync):
     return t
 
 
-def gpu_only(f, calls):
-    """Microseconds of device time per call: every kernel's and memset's, from torch.profiler."""
-    from torch.profiler import ProfilerActivity, profile
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            f()
-        torch.cuda.synchronize()
-    total = 0.0
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA:
-            total += e.device_time if hasattr(e, "device_time") else e.cuda_time
-    return total / calls
-
-
 def compare(fa, fb, rounds, calls, sync, device):
     """(stats of a, stats of b, median ratio a/b): interleaved rounds, alternating the first."""
     wa, wb, ha, hb, ratio = [], [], [], [], []
@@ -109,8 +94,8 @@ def compare(fa, fb, rounds, calls, sync, device):
             h.append(host_only(f, sync))
         ratio.append(wa[-1] / wb[-1])
     med = statistics.median
-    ga = gpu_only(fa, calls) if device == "cuda" else float("nan")
-    gb = gpu_only(fb, calls) if device == "cuda" else float("nan")
+    ga = B.gpu_only(fa, calls) if device == "cuda" else float("nan")
+    gb = B.gpu_only(fb, calls) if device == "cuda" else float("nan")
     return (med(wa), ga, med(ha)), (med(wb), gb, med(hb)), med(ratio)
 
 

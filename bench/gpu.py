@@ -24,6 +24,11 @@ ROTATE graphs on different random inputs.  Two timers, both medians:
                      per-call mean; do_bench's cache clearing would hide the host's launch work
                      behind the clearing kernel, and that work is what these rows measure.
 
+On CUDA each peer's backward is also run 10 times under torch.profiler: its device time alone
+(every kernel's and memset's duration summed, gpu_only), printed as a second table, so that a row
+whose user-paid time is set by the host (autograd, Python, launches) can be told from one whose
+kernels are slow.
+
 The floor: for memory-bound rows, the bytes a backward must move (read what it needs, write each
 gradient once; FLOOR in each benchmark) divided by the copy bandwidth measured in the same run
 (a device-to-device copy: 2 x bytes / time).  For matmul, the backward's 4MNK flops divided by
@@ -414,6 +419,23 @@ def copy_bandwidth(timer, device, nbytes):
     return 2 * nbytes / (ms * 1e-3)
 
 
+def gpu_only(f, calls=10):
+    """Microseconds of device time per call of f: every kernel's and memset's duration from
+    torch.profiler, summed (the host's work and the gaps between kernels left out)."""
+    from torch.profiler import ProfilerActivity, profile
+    f()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            f()
+        torch.cuda.synchronize()
+    total = 0.0
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            total += e.device_time if hasattr(e, "device_time") else e.cuda_time
+    return total / calls
+
+
 def dot_rate(timer, d, dt, device):
     """Flops per second of torch.matmul on [M, K] @ [K, N] (the matmul backward's shapes' size)."""
     a = torch.randn(d["M"], d["K"], device=device).to(dt)
@@ -533,7 +555,7 @@ def run(args):
                 floor_ms = nbytes / bw * 1e3
                 floor_txt = f"{nbytes / 2**20:.1f} MiB" if nbytes >= 2**20 else f"{nbytes / 2**10:.1f} KiB"
             row = dict(kernel=b.name, dtype=dname, shape=b.shape(d), floor=floor_ms, floor_txt=floor_txt,
-                       timer=kind, t={}, err={})
+                       timer=kind, t={}, err={}, g={})
             fwd = {"kad": kad_forward(kad_k, b, d), "eager": lambda t, d=d: b.torch_fn(d)(**t)}
             if device == "cuda":
                 comp = torch.compile(b.torch_fn(d), dynamic=False)  # compiles on the first (warm-up) call
@@ -553,6 +575,8 @@ def run(args):
                         raise SystemExit(f"bench/gpu.py: hand-written {b.name} {dname} {row['shape']}: max rel "
                                          f"error {row['err'][peer]:.2e} > {tolerance(b, dt):g}")
                     row["t"][peer] = timer(backward_fn(gs), kind)
+                    if device == "cuda":
+                        row["g"][peer] = gpu_only(backward_fn(gs))
                     del gs
                 except SystemExit:
                     raise
@@ -594,6 +618,25 @@ def table(res):
         out.append(f"| {r['kernel']} | {r['dtype']} | {r['shape']} | {r['timer']} | {r['floor_txt']} | "
                    f"{f * 1e3:.1f} | {cell(t.get('kad'))} | {cell(t.get('eager'))} | {cell(t.get('compile'))} | "
                    f"{cell(t.get('hand'))} | {best[0] if best else DASH} | {ratio} | {errs} |")
+    if any(r.get("g") for r in res["rows"]):
+        out += ["", "Device time alone (GPU only): every kernel's and memset's duration per backward from "
+                "torch.profiler, summed, mean of 10 calls (the host's work and the gaps between kernels left "
+                "out); the same rows and peers. A row whose user-paid time is far above its GPU time is "
+                "host-bound (the autograd engine, the Python of the backward, the launches).", "",
+                "| kernel | dtype | shape | floor µs | kad GPU µs | eager GPU µs | torch.compile GPU µs | "
+                "hand Triton GPU µs | best peer (GPU) | kad / best (GPU) |",
+                "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for r in res["rows"]:
+            g, f = r.get("g") or {}, r["floor"] * 1e3
+
+            def gcell(us):
+                return DASH if us is None else f"{us:.1f} ({us / f:.2f}x)"
+            peers = [(p, g[p]) for p in ("eager", "compile", "hand") if g.get(p) is not None]
+            best = min(peers, key=lambda x: x[1]) if peers else None
+            ratio = f"{g['kad'] / best[1]:.2f}" if best and g.get("kad") is not None else DASH
+            out.append(f"| {r['kernel']} | {r['dtype']} | {r['shape']} | {f:.1f} | {gcell(g.get('kad'))} | "
+                       f"{gcell(g.get('eager'))} | {gcell(g.get('compile'))} | {gcell(g.get('hand'))} | "
+                       f"{best[0] if best else DASH} | {ratio} |")
     if res["notes"]:
         out += ["", "Peers that could not be built or run (\"—\"):", ""]
         out += [f"- {n}" for n in res["notes"]]

@@ -630,8 +630,8 @@ static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, const char *kna
     buf_puts(out, "\n    _k = None\n    if ck is not None and not (");
     wrap(out, arena_printf(a, "%s) & 15:", buf_str(&ptrs)), LINE_LIMIT, "            ", 30);
     buf_puts(out, "\n        _k = (");
-    wrap(out, arena_printf(a, "1, torch.cuda.current_device()%s)", buf_str(&dts)), LINE_LIMIT, "              ", 14);
-    buf_printf(out, "\n    _kad_go(%s, sgrid, _c, {\"num_warps\": %d}, ck, _k)\n", sum_name(a, kname), w);
+    wrap(out, arena_printf(a, "1, _kad_cur()%s)", buf_str(&dts)), LINE_LIMIT, "              ", 14);
+    buf_printf(out, "\n    _kad_go(%s, sgrid, _c, ck, _k, %d, None)\n", sum_name(a, kname), w);
 }
 
 /* The helper of a folded backward's launcher: is d dense (its elements fill
@@ -671,10 +671,11 @@ static const char *fold_dense_helper(void)
 static const char *launch_helper(void)
 {
     return "_kad_plans = {}  # launch key -> _kad_plan's answer (a training loop launches the same shapes each step)\n"
-           "try:  # Triton's launch hooks (a profiler's) and the current CUDA stream, read as Triton's JIT reads them\n"
-           "    _kad_hooks, _kad_stream = triton.knobs.runtime, torch._C._cuda_getCurrentRawStream\n"
+           "try:  # Triton's launch hooks (a profiler's), the current CUDA device and stream, read as Triton reads them\n"
+           "    _kad_hooks, _kad_cur, _kad_stream = (triton.knobs.runtime, torch._C._cuda_getDevice,\n"
+           "                                         torch._C._cuda_getCurrentRawStream)\n"
            "except AttributeError:\n"
-           "    _kad_hooks = _kad_stream = None\n"
+           "    _kad_hooks = _kad_cur = _kad_stream = None\n"
            "\n"
            "\n"
            "def _kad_ck(dev):\n"
@@ -682,9 +683,10 @@ static const char *launch_helper(void)
            "    return {} if dev.type == \"cuda\" and _kad_stream is not None else None\n"
            "\n"
            "\n"
-           "def _kad_go(k, grid, a, o, ck, key):\n"
-           "    \"\"\"k[grid](*a, **o), a: every parameter of k in order (the constexpr values in their places),\n"
-           "    grid: 3 ints. key: what Triton's specialization of this launch depends on besides the plan's\n"
+           "def _kad_go(k, grid, a, ck, key, num_warps, num_stages):\n"
+           "    \"\"\"k[grid](*a, num_warps=num_warps, num_stages=num_stages) (num_stages left out when None),\n"
+           "    a: every parameter of k in order (the constexpr values in their places), grid: 3 ints.\n"
+           "    key: what Triton's specialization of this launch depends on besides the plan's\n"
            "    launch key (which fixes the scalar arguments and their types): the device, the launch\n"
            "    options, the tensors' dtypes, every tensor 16-byte aligned; None when one is not. The kernel\n"
            "    Triton's JIT returns for the first launch of a key is kept in ck (the plan's) and launched\n"
@@ -697,7 +699,10 @@ static const char *launch_helper(void)
            "            c.run(grid[0], grid[1], grid[2], _kad_stream(key[1]), c.function, c.packed_metadata, None, None,\n"
            "                  None, *a)\n"
            "            return\n"
-           "    c = k[grid](*a, **o)\n"
+           "    if num_stages is None:\n"
+           "        c = k[grid](*a, num_warps=num_warps)\n"
+           "    else:\n"
+           "        c = k[grid](*a, num_warps=num_warps, num_stages=num_stages)\n"
            "    if key is not None and getattr(c, \"function\", None) is not None and len(ck) < 64:\n"
            "        ck[key] = c\n";
 }
@@ -1306,17 +1311,17 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         at++;
     }
     if (nc) {
-        buf_puts(out, "    specialized = {");
+        buf_puts(out, "    if constexprs:\n        specialized = {");
         for (int i = 0, j = 0; i < bwd->consts.n; i++)
             if (!bwd->consts.v[i].runtime)
                 buf_printf(out, "%s\"%s\": %s", j++ ? ", " : "", bwd->consts.v[i].name, bwd->consts.v[i].value);
         buf_puts(out, "}\n");
-        buf_puts(out, "    for name, value in constexprs.items():\n"
-                      "        if name not in specialized:\n");
-        buf_printf(out, "            raise TypeError(f\"%s: unexpected keyword {name!r}\")\n", lname);
-        buf_printf(out, "        if value != specialized[name]:\n"
-                      "            raise ValueError(f\"this %s is specialized for {name}={specialized[name]!r}, \"\n"
-                      "                             f\"got {value!r}: generate it for that signature\")\n", what);
+        buf_puts(out, "        for name, value in constexprs.items():\n"
+                      "            if name not in specialized:\n");
+        buf_printf(out, "                raise TypeError(f\"%s: unexpected keyword {name!r}\")\n", lname);
+        buf_printf(out, "            if value != specialized[name]:\n"
+                      "                raise ValueError(f\"this %s is specialized for {name}={specialized[name]!r}, \"\n"
+                      "                                 f\"got {value!r}: generate it for that signature\")\n", what);
     } else {
         buf_puts(out, "    if constexprs:\n");
         buf_printf(out, "        raise TypeError(f\"%s: unexpected keywords {sorted(constexprs)}\")\n", lname);
@@ -1345,11 +1350,12 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
     } else {
         print_guards(out, a, bwd, nfwd, nins, at0, false);
     }
-    buf_puts(out, "    options = {}\n"
-                  "    if num_warps is not None:\n"
-                  "        options[\"num_warps\"] = num_warps\n"
-                  "    if num_stages is not None:\n"
-                  "        options[\"num_stages\"] = num_stages\n");
+    if (!direct) /* a direct launch passes its warps and stages to _kad_go */
+        buf_puts(out, "    options = {}\n"
+                      "    if num_warps is not None:\n"
+                      "        options[\"num_warps\"] = num_warps\n"
+                      "    if num_stages is not None:\n"
+                      "        options[\"num_stages\"] = num_stages\n");
     /* the call: runtime arguments in slices, constexpr values in their places */
     Buf call = {.a = a};
     int from = 0, at = 0;
@@ -1408,9 +1414,12 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                       "    if ck is not None and not (");
         wrap(out, arena_printf(a, "%s) & 15:", buf_str(&ptrs)), LINE_LIMIT, "            ", 30);
         buf_puts(out, "\n        _k = (");
-        wrap(out, arena_printf(a, "0, torch.cuda.current_device(), num_warps, num_stages%s)", buf_str(&dts)),
+        wrap(out, arena_printf(a, "0, _kad_cur(), num_warps, num_stages%s)", buf_str(&dts)),
              LINE_LIMIT, "              ", 14);
-        buf_printf(out, "\n    _kad_go(%s, grid, _c, %s, ck, _k)\n", kname, launch_options(a, bwd));
+        int w, st;
+        launch_defaults(bwd, &w, &st);
+        buf_printf(out, "\n    _kad_go(%s, grid, _c, ck, _k, num_warps or %d, num_stages%s)\n", kname, w,
+                   st ? arena_printf(a, " or %d", st) : "");
     } else {
         buf_printf(out, "    %s[grid](%s%s**%s)\n", kname, buf_str(&call), call.len ? ", " : "", launch_options(a, bwd));
     }
