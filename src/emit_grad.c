@@ -130,6 +130,18 @@ static const char *first_note(const AdSpec *spec, int i)
                : "";
 }
 
+/* A gather's launch condition (FuncFlag j of bwd) as Triton would write it. */
+static const char *flag_python(Arena *a, const Func *bwd, int j)
+{
+    const FuncFlag *fl = &bwd->flags.v[j];
+    Buf b = {.a = a};
+    for (int c = 0; c < fl->ncond; c++) {
+        const char *one = access_cond_python(fl->acc, fl->cond[c]);
+        buf_printf(&b, fl->ncond > 1 ? "%s(%s)" : "%s%s", c ? " and " : "", one ? one : "its condition");
+    }
+    return b.len ? buf_str(&b) : "its condition";
+}
+
 /* The module comment of a backward module. */
 static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const AdSpec *spec,
                               const DefParam *o, int nfwd, const char *lname)
@@ -216,7 +228,26 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
             for (int j = 0; bwd->gemm && j < bwd->gemm->n; j++)
                 if (!strcmp(bwd->gemm->op[j].name, spec->wrt[i]))
                     go = &bwd->gemm->op[j];
-            if (go)
+            const GatherIn *gi = NULL;
+            for (int j = 0; bwd->gather && j < bwd->gather->n; j++)
+                if (!strcmp(bwd->gather->in[j].name, spec->wrt[i]))
+                    gi = &bwd->gather->in[j];
+            if (gi)
+                buf_printf(&t, "d_%s is gathered%s%s%s: the forward reads %s at %d sites, each a function of the "
+                               "programs' positions pid * BLOCK + tl.arange(0, BLOCK) shifted by a constant, so %s "
+                               "(the forward's grid plus %lld, %lld, %lld programs) sums, for each element, the "
+                               "%d sites' gradients that add into it in a fixed order (recomputing each at the "
+                               "position that reads the element) and stores it once with tl.store "
+                               "(deterministic, no atomics, no partials)%s.",
+                           spec->wrt[i], gi->flag >= 0 ? " when " : "",
+                           gi->flag >= 0 ? flag_python(a, bwd, gi->flag) : "",
+                           gi->flag >= 0 ? " holds for the launch, on the gather kernel's grid (the launcher "
+                                           "checks it and passes the answer as a tl.constexpr)" : "",
+                           spec->wrt[i], gi->nsites, gi->k->name, (long long)gi->grid_add[0],
+                           (long long)gi->grid_add[1], (long long)gi->grid_add[2], gi->nsites,
+                           gi->flag >= 0 ? "; else the backward adds each site's gradient with tl.atomic_add, "
+                                           "whose order of float additions is not deterministic" : "");
+            else if (go)
                 buf_printf(&t, "d_%s is written deterministically, without atomics, by a GEMM of its own when the "
                                "launch allows it: %s stores each program's %s tile (the gradient of the K loop's "
                                "accumulator) at its tile pair (u, v) of a scratch buffer, then %s writes each tile "
@@ -735,8 +766,12 @@ static void print_guards(Buf *out, Arena *a, const Func *bwd, int nfwd, int nin,
         } else { /* a flag: the conjunction of its conditions */
             const FuncFlag *fl = &bwd->flags.v[i - ng];
             Buf all = {.a = a};
+            const char *gname = fl->grid_add ? arena_printf(a, "(_g[0] + %lld, _g[1] + %lld, _g[2] + %lld)",
+                                                            (long long)fl->grid_add[0], (long long)fl->grid_add[1],
+                                                            (long long)fl->grid_add[2])
+                                             : "_g";
             for (int c = 0; c < fl->ncond; c++) {
-                const char *one = access_cond_host(fl->acc, fl->cond[c], "_a", "_g");
+                const char *one = access_cond_host(fl->acc, fl->cond[c], "_a", gname);
                 if (!one) {
                     all.len = 0;
                     break;
@@ -1088,6 +1123,41 @@ static const char *tma_helpers(void)
            "    return hasattr(d, \"data_ptr\") and d.data_ptr() % 16 == 0\n";
 }
 
+/* The gather kernels (Func.gather, ad_gather.c): after the backward, each
+ * on the forward's grid plus its extra tiles, with the contract's
+ * arguments (constexpr values in their places), under its flag when it
+ * has one (else the backward's sites added with atomics). */
+static void print_gathers(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int ndef, int nargs)
+{
+    Buf call = {.a = a};
+    int from = 0, at = 0;
+    for (int k = 0; k <= ndef; k++) {
+        bool end = k == ndef;
+        if (!end && is_arg(bwd, o, k)) {
+            at++;
+            continue;
+        }
+        int to = end ? nargs : at;
+        if (to > from)
+            buf_printf(&call, "%s*args[%d:%d]", call.len ? ", " : "", from, to);
+        from = to;
+        if (!end)
+            buf_printf(&call, "%s%s", call.len ? ", " : "", bwd->consts.v[o[k].i].value);
+    }
+    for (int j = 0; j < bwd->gather->n; j++) {
+        const GatherIn *gi = &bwd->gather->in[j];
+        buf_printf(out, "    # d_%s: gathered, each element summed in a fixed order and stored once (ad_gather)\n",
+                   gi->name);
+        const char *cond = "min(_kg) > 0";
+        if (gi->flag >= 0)
+            cond = arena_printf(a, "min(_kg) > 0 and args[%d]", nargs + gi->flag);
+        buf_printf(out, "    if %s:\n", cond);
+        buf_printf(out, "        %s[(_kg[0] + %lld, _kg[1] + %lld, _kg[2] + %lld)](%s, **%s)\n", gi->k->name,
+                   (long long)gi->grid_add[0], (long long)gi->grid_add[1], (long long)gi->grid_add[2], buf_str(&call),
+                   launch_options(a, gi->k));
+    }
+}
+
 /* The host launcher: checks the arguments and launches the kernel with
  * the constexprs in their places. */
 static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int nfwd, int nins,
@@ -1270,6 +1340,11 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
     } else {
         print_guards(out, a, bwd, nfwd, nins, at0, false);
     }
+    if (bwd->gather) {
+        buf_printf(out, "    _kg = tuple(grid({**dict(zip(names, args))%s}) if callable(grid) else grid)\n",
+                   buf_str(&meta));
+        buf_puts(out, "    _kg = _kg + (1,) * (3 - len(_kg))  # the forward's grid\n");
+    }
     buf_puts(out, "    options = {}\n"
                   "    if num_warps is not None:\n"
                   "        options[\"num_warps\"] = num_warps\n"
@@ -1320,9 +1395,19 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_printf(&call, "%s%s=_kad_tma_ok(args[%d])", call.len ? ", " : "", emit_tma_flag(a, bwd, tg[j]),
                    at0 + pi - nfwd);
     }
-    buf_printf(out, "    %s[grid](%s%s**%s)\n", kname, buf_str(&call), call.len ? ", " : "", launch_options(a, bwd));
+    if (bwd->gather && bwd->gather->main == 2) {
+        buf_puts(out, "    if not (");
+        for (int j = 0, k = 0; j < bwd->gather->n; j++)
+            if (bwd->gather->in[j].flag >= 0)
+                buf_printf(out, "%sargs[%d]", k++ ? " and " : "", nargs + bwd->gather->in[j].flag);
+        buf_puts(out, "):  # else it has nothing left to do: the gathers write its gradients\n    ");
+    }
+    if (!(bwd->gather && bwd->gather->main == 1))
+        buf_printf(out, "    %s[grid](%s%s**%s)\n", kname, buf_str(&call), call.len ? ", " : "", launch_options(a, bwd));
     if (bwd->fold)
         print_fold_sums(out, a, bwd, kname, nfwd, at0);
+    if (bwd->gather)
+        print_gathers(out, a, bwd, o, ndef, nargs);
     if (has_bounded(bwd))
         buf_puts(out, "    for _t, _line, _cap in _kad_bounded:  # the overflow flags: never a gradient from a partial tape\n"
                       "        if _t[0].item() != 0:\n"
@@ -1394,6 +1479,21 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
                 return false;
         }
         print_gemm_helper(out, a, bwd);
+    }
+    for (int j = 0; bwd->gather && j < bwd->gather->n; j++) {
+        const GatherIn *gi = &bwd->gather->in[j];
+        EmitOptions go = opt;
+        go.name = gi->k->name;
+        go.header = arena_printf(a, "d_%s gathered: program t along each axis d owns the positions Q of tile t + "
+                                    "t_lo; for each of the %d sites k in order it recomputes, at the position "
+                                    "Q - o_k that adds into Q, the site's value and mask (only positions a launched "
+                                    "program owns), sums them in %s and stores each element of d_%s once",
+                                 gi->name, gi->nsites, dtype_name(fold_partial_dtype((Dtype)ir_type(bwd, bwd->params[gi->slot]).elem)),
+                                 gi->name);
+        go.fragment = true;
+        buf_puts(out, "\n\n");
+        if (!emit_triton(out, gi->k, &go, d))
+            return false;
     }
     bool covers = false;
     for (int i = 0; i < bwd->covers.n; i++)
