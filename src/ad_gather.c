@@ -60,6 +60,7 @@ typedef struct Gat {
     uint8_t *nested;      /* by bw ValId: defined inside a region */
     int *pidx;            /* by bw ValId: param index + 1 */
     int8_t *pax;          /* by bw ValId: d + 1 when it is P_d */
+    int8_t *pat;          /* by bw ValId: the tile axis of P_d */
     int64_t B[3];         /* B_d, 0: no position along d */
     int8_t (*ax)[3];      /* by bw ValId: the tile axis carrying P_d, or -1 */
     uint8_t *axst;        /* 0: not computed, 1: ok, 2: refused */
@@ -100,7 +101,9 @@ static bool const_int(const Gat *g, ValId v, int64_t *k)
     return true;
 }
 
-/* add(broadcast(pid_d * B), arange(0, B)) of i32[B]: P_d. */
+/* add(broadcast(pid_d * B), arange(0, B)) of i32[B], the arange possibly
+ * expanded to more axes of 1 (`pid * B + tl.arange(0, B)[:, None]`): P_d,
+ * along the tile axis of the arange (pax: d + 1, pat: that axis). */
 static void find_positions(Gat *g)
 {
     const Block *b = g->bw->body;
@@ -109,13 +112,24 @@ static void find_positions(Gat *g)
         if (in->op != OP_ADD)
             continue;
         Type t = ir_type(g->bw, in->res[0]);
-        if (t.rank != 1 || !dtype_is_int((Dtype)t.dt))
+        if (t.rank < 1 || !dtype_is_int((Dtype)t.dt))
             continue;
         for (int s = 0; s < 2; s++) {
             const Inst *ar = g->def[in->args[s]], *bc = g->def[in->args[1 - s]];
+            int at = 0; /* the arange's axis in t */
+            while (ar && ar->op == OP_EXPAND_DIMS) {
+                int e = (int)ar->ival;
+                Type src = ir_type(g->bw, ar->args[0]);
+                at = src.rank >= 1 && e <= at ? at + 1 : at;
+                ar = g->def[ar->args[0]];
+            }
             if (!ar || !bc || ar->op != OP_ARANGE || ar->ival != 0 || bc->op != OP_BROADCAST)
                 continue;
-            if (ir_type(g->bw, bc->args[0]).rank != 0)
+            int32_t blk32 = ir_type(g->bw, ar->res[0]).shape[0];
+            bool ones = t.shape[at] == blk32;
+            for (int ax = 0; ax < t.rank; ax++)
+                ones = ones && (ax == at || t.shape[ax] == 1);
+            if (!ones || ir_type(g->bw, bc->args[0]).rank != 0)
                 continue;
             const Inst *m = g->def[bc->args[0]], *pid = NULL;
             int64_t blk = 0;
@@ -126,13 +140,14 @@ static void find_positions(Gat *g)
             } else if (m && m->op == OP_PROGRAM_ID) {
                 pid = m, blk = 1;
             }
-            if (!pid || blk != t.shape[0] || pid->ival < 0 || pid->ival > 2)
+            if (!pid || blk != blk32 || pid->ival < 0 || pid->ival > 2)
                 continue;
             int d = (int)pid->ival;
             if (g->B[d] && g->B[d] != blk)
                 continue; /* another block along d: not a position (a later use refuses) */
             g->B[d] = blk;
             g->pax[in->res[0]] = (int8_t)(d + 1);
+            g->pat[in->res[0]] = (int8_t)at;
             break;
         }
     }
@@ -165,7 +180,7 @@ static bool axes_of(Gat *g, ValId v, int8_t out[3])
     } else if (g->nested[v] || !in) {
         ok = refuse(g, "a site depends on a value computed in a loop or an `if`");
     } else if (g->pax[v]) {
-        r[g->pax[v] - 1] = 0;
+        r[g->pax[v] - 1] = g->pat[v];
     } else {
         switch (in->op) {
         case OP_CONST:
@@ -392,7 +407,10 @@ static void clone(Gat *g, ValId v, ValId *core, int64_t *off)
     if (g->pidx[v]) {
         c = g->gparam[g->pidx[v] - 1];
     } else if (g->pax[v]) {
-        c = g->Q[g->pax[v] - 1], o = -g->o[g->pax[v] - 1];
+        int d = g->pax[v] - 1;
+        Type t = ir_type(g->bw, v);
+        c = t.rank == 1 ? g->Q[d] : place(g, g->Q[d], g->pat[v], t);
+        o = -g->o[d];
     } else if (in->op == OP_NUM_PROGRAMS) {
         c = g->np[in->ival];
     } else if ((in->op == OP_ADD || in->op == OP_SUB) && is_intval(g, v) &&
@@ -544,6 +562,7 @@ static const char *build(Arena *a, const Func *bw, int slot, const char *name, B
     g->nested = arena_alloc(a, (size_t)nv);
     g->pidx = arena_alloc(a, sizeof(int) * (size_t)nv);
     g->pax = arena_alloc(a, (size_t)nv);
+    g->pat = arena_alloc(a, (size_t)nv);
     g->ax = arena_alloc(a, sizeof *g->ax * (size_t)nv);
     g->axst = arena_alloc(a, (size_t)nv);
     for (int i = 0; i < bw->nparams; i++)
