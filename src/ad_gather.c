@@ -64,6 +64,8 @@ typedef struct Gat {
     int64_t B[3];         /* B_d, 0: no position along d */
     int8_t (*ax)[3];      /* by bw ValId: the tile axis carrying P_d, or -1 */
     uint8_t *axst;        /* 0: not computed, 1: ok, 2: refused */
+    uint8_t *lanes;       /* by bw ValId: the tile axes along which it depends on lanes other than
+                           * through positions (a tl.arange alone), bits */
     const char *why;
     /* the gather kernel being built */
     Func *k;
@@ -161,7 +163,7 @@ static bool refuse(Gat *g, const char *why)
 }
 
 /* The tile axis carrying each P_d in v (-1: none), or false when v depends
- * on positions in a way the rule does not allow. */
+ * on positions in a way the rule does not allow.  Also g->lanes[v]. */
 static bool axes_of(Gat *g, ValId v, int8_t out[3])
 {
     if (g->axst[v] == 1) {
@@ -171,6 +173,7 @@ static bool axes_of(Gat *g, ValId v, int8_t out[3])
     if (g->axst[v] == 2)
         return false;
     int8_t r[3] = {-1, -1, -1};
+    unsigned ln = 0;
     bool ok = true;
     const Inst *in = g->def[v];
     Type t = ir_type(g->bw, v);
@@ -187,14 +190,17 @@ static bool axes_of(Gat *g, ValId v, int8_t out[3])
         case OP_NUM_PROGRAMS:
             break;
         case OP_PROGRAM_ID:
-        case OP_ARANGE:
-            ok = refuse(g, "a site depends on tl.program_id or tl.arange other than through positions "
+            ok = refuse(g, "a site depends on tl.program_id other than through positions "
                            "pid * BLOCK + tl.arange(0, BLOCK)");
+            break;
+        case OP_ARANGE: /* the same in every program: a lane index */
+            ln = 1;
             break;
         case OP_BROADCAST: {
             int8_t s[3];
             ok = axes_of(g, in->args[0], s);
             Type st = ir_type(g->bw, in->args[0]);
+            ln = st.rank ? g->lanes[in->args[0]] : 0;
             for (int d = 0; ok && d < 3; d++)
                 if (s[d] >= 0) {
                     if (st.shape[s[d]] != t.shape[s[d]])
@@ -208,19 +214,35 @@ static bool axes_of(Gat *g, ValId v, int8_t out[3])
             ok = axes_of(g, in->args[0], s);
             for (int d = 0; ok && d < 3; d++)
                 r[d] = s[d] < 0 ? -1 : (int8_t)(s[d] >= in->ival ? s[d] + 1 : s[d]);
+            unsigned l0 = g->lanes[in->args[0]], lo = l0 & ((1u << in->ival) - 1);
+            ln = lo | ((l0 & ~((1u << in->ival) - 1)) << 1);
             break;
         }
-        default:
-            if (!op_info[in->op].elementwise || in->op == OP_STORE || in->op == OP_ATOMIC_ADD || in->nres != 1 ||
-                (in->flags & IF_DESC)) {
-                ok = refuse(g, arena_printf(g->a, "a site depends on a `%s`, which is not position-pointwise",
-                                            op_info[in->op].name));
+        default: {
+            bool ew = op_info[in->op].elementwise && in->op != OP_STORE && in->op != OP_ATOMIC_ADD && in->nres == 1 &&
+                      !(in->flags & IF_DESC);
+            bool pure = op_info[in->op].pure && in->nres == 1 && !in->nregions;
+            if (!ew && !pure) {
+                ok = refuse(g, arena_printf(g->a, "a site depends on a `%s`, which kad does not recompute at "
+                                                  "other positions", op_info[in->op].name));
                 break;
             }
             for (int i = 0; ok && i < in->nargs; i++) {
                 int8_t s[3];
                 ok = axes_of(g, in->args[i], s);
-                if (ok && (in->op == OP_DIV || in->op == OP_REM) && i == 1 && dtype_is_int((Dtype)t.dt) &&
+                if (!ok)
+                    break;
+                if (!ew) { /* a reduction, a dot, a reshape...: only of what no position reaches */
+                    if (s[0] >= 0 || s[1] >= 0 || s[2] >= 0)
+                        ok = refuse(g, arena_printf(g->a, "a site depends on a `%s` of values that depend on "
+                                                          "positions, which is not position-pointwise",
+                                                    op_info[in->op].name));
+                    if (g->lanes[in->args[i]])
+                        ln = (1u << t.rank) - 1;
+                    continue;
+                }
+                ln |= g->lanes[in->args[i]];
+                if ((in->op == OP_DIV || in->op == OP_REM) && i == 1 && dtype_is_int((Dtype)t.dt) &&
                     (s[0] >= 0 || s[1] >= 0 || s[2] >= 0))
                     ok = refuse(g, "a site divides integers by a value that depends on positions");
                 for (int d = 0; ok && d < 3; d++) {
@@ -232,12 +254,17 @@ static bool axes_of(Gat *g, ValId v, int8_t out[3])
             }
             break;
         }
+        }
     }
-    for (int d = 0; ok && d < 3; d++)
-        for (int e = d + 1; e < 3; e++)
+    for (int d = 0; ok && d < 3; d++) {
+        if (r[d] >= 0 && (ln >> r[d] & 1))
+            ok = refuse(g, "a site combines a position with a lane index (tl.arange) along one tile axis");
+        for (int e = d + 1; ok && e < 3; e++)
             if (r[d] >= 0 && r[d] == r[e])
                 ok = refuse(g, "a site has two positions along one tile axis");
+    }
     g->axst[v] = ok ? 1 : 2;
+    g->lanes[v] = (uint8_t)ln;
     memcpy(g->ax[v], r, 3);
     memcpy(out, r, 3);
     return ok;
@@ -565,6 +592,7 @@ static const char *build(Arena *a, const Func *bw, int slot, const char *name, B
     g->pat = arena_alloc(a, (size_t)nv);
     g->ax = arena_alloc(a, sizeof *g->ax * (size_t)nv);
     g->axst = arena_alloc(a, (size_t)nv);
+    g->lanes = arena_alloc(a, (size_t)nv);
     for (int i = 0; i < bw->nparams; i++)
         g->pidx[bw->params[i]] = i + 1;
     const Block *body = bw->body;
@@ -794,13 +822,15 @@ static const char *build(Arena *a, const Func *bw, int slot, const char *name, B
     return NULL;
 }
 
-const char *ad_gather_check(Arena *a, const Func *bw, int slot, bool *conditional)
+const char *ad_gather_check(Arena *a, const Func *bw, int slot, const char *name, GatherIn *out)
 {
     Built b = {0};
-    const char *why = build(a, bw, slot, "x", &b);
-    if (!why)
-        *conditional = b.cond != NULL;
-    return why;
+    const char *why = build(a, bw, slot, name, &b);
+    if (why)
+        return why;
+    *out = (GatherIn){name, slot, b.k, {b.grid_add[0], b.grid_add[1], b.grid_add[2]}, b.nsites,
+                      b.cond ? 1 : 0, b.acc, b.cond, b.sites};
+    return NULL;
 }
 
 /* Has b a store, an atomic or an assert (outside `if`s on a gather's flag
@@ -821,46 +851,71 @@ static bool has_effects(const Func *bw, const Block *b, bool skip_flags)
     return false;
 }
 
-bool ad_gather(Arena *a, Func *bw, int slot, const char *name, ValId flag)
+/* The atomic_adds into the pointers der marks, in b and its regions:
+ * removed, or wrapped in `if flag: pass else: ...` (flag != 0).  Marks the
+ * pointers computed from marked ones as it goes (program order). */
+static void strip_sites(Func *bw, Block *b, uint8_t *der, ValId flag, int *n)
 {
-    Built b = {0};
-    if (build(a, bw, slot, name, &b))
-        return false;
+    Arena *a = bw->a;
+    int m;
+    Inst *old = ir_block_detach(b, &m);
+    for (int i = 0; i < m; i++) {
+        Inst *in = &old[i];
+        bool any = false;
+        for (int j = 0; j < in->nargs; j++)
+            any |= der[in->args[j]] != 0;
+        if (any && in->op == OP_ATOMIC_ADD && der[in->args[0]]) {
+            (*n)++;
+            if (!flag)
+                continue;
+            ir_emit(bw, b, OP_IF, &flag, 1, NULL, 0, in->loc);
+            int idx = b->insts.n - 1;
+            Block *tb = ir_inst_add_region(bw, &b->insts.v[idx]);
+            Block *eb = ir_inst_add_region(bw, &b->insts.v[idx]);
+            ir_emit(bw, tb, OP_YIELD, NULL, 0, NULL, 0, in->loc);
+            vec_push(a, eb->insts, *in);
+            ir_emit(bw, eb, OP_YIELD, NULL, 0, NULL, 0, in->loc);
+            continue;
+        }
+        if (any)
+            for (int r = 0; r < in->nres; r++)
+                if (ir_type(bw, in->res[r]).dt == DT_PTR)
+                    der[in->res[r]] = 1;
+        for (int r = 0; r < in->nregions; r++) {
+            Block *rb = in->regions[r];
+            /* loop-carried pointers: a region param from a marked init */
+            if (in->op == OP_FOR || in->op == OP_WHILE) {
+                int nfix = in->op == OP_FOR ? 3 : 0, lead = in->op == OP_FOR ? 1 : 0;
+                for (int j = nfix; j < in->nargs; j++)
+                    if (der[in->args[j]] && lead + j - nfix < rb->nparams)
+                        der[rb->params[lead + j - nfix]] = 1;
+            }
+            strip_sites(bw, rb, der, flag, n);
+        }
+        vec_push(a, b->insts, *in);
+    }
+}
+
+bool ad_gather(Arena *a, Func *bw, const GatherIn *gin, ValId flag)
+{
     int fi = -1;
     for (int j = 0; j < bw->flags.n; j++)
         if (flag && bw->flags.v[j].param == flag)
             fi = j;
-    if ((b.cond != NULL) != (fi >= 0))
+    if ((gin->cond != NULL) != (fi >= 0) || gin->slot >= func_nargs(bw))
         return false;
     if (fi >= 0) {
         FuncFlag *fl = &bw->flags.v[fi];
         const AccCond **cv = arena_alloc(a, sizeof *cv);
-        cv[0] = b.cond;
+        cv[0] = gin->cond;
         int64_t *ga = arena_alloc(a, sizeof(int64_t) * 3);
-        memcpy(ga, b.grid_add, sizeof(int64_t) * 3);
-        fl->acc = b.acc, fl->cond = cv, fl->ncond = 1, fl->grid_add = ga;
+        memcpy(ga, gin->grid_add, sizeof(int64_t) * 3);
+        fl->acc = gin->acc, fl->cond = cv, fl->ncond = 1, fl->grid_add = ga;
     }
-    /* the sites: removed, or kept for launches where the flag is false */
-    int n;
-    Inst *old = ir_block_detach(bw->body, &n);
-    for (int i = 0; i < n; i++) {
-        bool site = false;
-        for (int k = 0; k < b.nsites; k++)
-            site |= b.sites[k] == &old[i];
-        if (!site) {
-            vec_push(a, bw->body->insts, old[i]);
-            continue;
-        }
-        if (fi < 0)
-            continue;
-        ir_emit(bw, bw->body, OP_IF, &flag, 1, NULL, 0, old[i].loc);
-        int idx = bw->body->insts.n - 1;
-        Block *tb = ir_inst_add_region(bw, &bw->body->insts.v[idx]);
-        Block *eb = ir_inst_add_region(bw, &bw->body->insts.v[idx]);
-        ir_emit(bw, tb, OP_YIELD, NULL, 0, NULL, 0, old[i].loc);
-        vec_push(a, eb->insts, old[i]);
-        ir_emit(bw, eb, OP_YIELD, NULL, 0, NULL, 0, old[i].loc);
-    }
+    uint8_t *der = arena_alloc(a, (size_t)bw->vals.n + 1);
+    der[bw->params[gin->slot]] = 1;
+    int n = 0;
+    strip_sites(bw, bw->body, der, fi >= 0 ? flag : 0, &n);
     pass_dce(bw, true);
     GatherPlan *pl = (GatherPlan *)bw->gather;
     if (!pl) {
@@ -870,7 +925,9 @@ bool ad_gather(Arena *a, Func *bw, int slot, const char *name, ValId flag)
     GatherIn *ins = arena_alloc(a, sizeof *ins * (size_t)(pl->n + 1));
     if (pl->n)
         memcpy(ins, pl->in, sizeof *ins * (size_t)pl->n);
-    ins[pl->n] = (GatherIn){name, slot, b.k, {b.grid_add[0], b.grid_add[1], b.grid_add[2]}, b.nsites, fi};
+    ins[pl->n] = *gin;
+    ins[pl->n].flag = fi;
+    ins[pl->n].sites = NULL;
     pl->in = ins;
     pl->n++;
     bool plain = !bw->fold && !bw->tapes.n;

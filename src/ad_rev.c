@@ -2753,7 +2753,7 @@ static void adj_block(Ad *ad, const Block *fb, Block *bb)
  * output, then d_<wrt> per input; same grid.  Unsupported constructs are
  * located errors in d; returns NULL after any error.  fwd is unchanged. */
 static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec, const uint8_t *gmode,
-                        uint8_t *plain_out)
+                        bool nofold, uint8_t *plain_out)
 {
     Ad ad0 = {.a = a, .d = d, .fw = fwd, .spec = spec}, *ad = &ad0;
     if (!ad_analyze(ad))
@@ -2801,6 +2801,8 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec,
         if (gmode[i]) {
             ad->plain[i] = 0;
             ad->why[i] = "its gather kernel writes it";
+        } else if (nofold && ad->plain[i] == 3) { /* the sites at the top level, for ad_gather_check */
+            ad->plain[i] = 0;
         }
     /* the runtime conditions of plain stores: i1 parameters the launcher computes */
     for (int i = 0; i < np; i++)
@@ -2888,9 +2890,9 @@ static bool gemm_inputs(Arena *a, Diags *d, const Func *fwd, Func *bw, const AdS
 
 /* ad_reverse, then simplification and verification (bw's notes from fwd). */
 static Func *reverse_simplified(Arena *a, Diags *d, const Func *orig, const Func *fwd, const AdSpec *spec,
-                                const uint8_t *gmode, uint8_t *plain_out)
+                                const uint8_t *gmode, bool nofold, uint8_t *plain_out)
 {
-    Func *bw = ad_reverse(a, d, fwd, spec, gmode, plain_out);
+    Func *bw = ad_reverse(a, d, fwd, spec, gmode, nofold, plain_out);
     if (!bw)
         return NULL;
     bw->notes.v = fwd->notes.v;
@@ -2946,38 +2948,34 @@ static Func *gather_inputs(Arena *a, const Func *orig, const Func *fwd, const Ad
     *ran = true;
     Diags scratch;
     diag_init(&scratch, a);
-    Func *bw = reverse_simplified(a, &scratch, orig, fwd, spec, cand, NULL);
+    /* the candidates' sites as top-level atomics, nothing folded: the rule's IR */
+    Func *bw = reverse_simplified(a, &scratch, orig, fwd, spec, cand, true, NULL);
     if (!bw)
         return NULL;
+    GatherIn *gin = arena_alloc(a, sizeof *gin * (size_t)(np + 1));
     int ng = 0;
-    bool all = true;
     for (int i = 0; i < np; i++) {
-        if (!cand[i])
-            continue;
-        bool cond = false;
-        int slot = grad_slot(fwd, bw, i);
-        if (slot >= 0 && !ad_gather_check(a, bw, slot, &cond)) {
-            gm[i] = cond ? 2 : 1;
+        int slot = cand[i] ? grad_slot(fwd, bw, i) : -1;
+        if (slot >= 0 && !ad_gather_check(a, bw, slot, fwd->vals.v[fwd->params[i]].name, &gin[i])) {
+            gm[i] = gin[i].cond ? 2 : 1;
             ng++;
         }
-        all = all && gm[i] == 1;
     }
     if (!ng)
         return NULL;
-    if (!all && !(bw = reverse_simplified(a, &scratch, orig, fwd, spec, gm, NULL)))
+    /* the final backward: the gathered inputs' sites atomics (under their flags), the rest as today */
+    if (!(bw = reverse_simplified(a, &scratch, orig, fwd, spec, gm, false, NULL)))
         return NULL;
     for (int i = 0; i < np; i++) {
         if (!gm[i])
             continue;
-        int slot = grad_slot(fwd, bw, i);
         ValId flag = 0;
         const char *dn = arena_printf(a, "gather_d_%s", fwd->vals.v[fwd->params[i]].name);
         for (int j = 0; j < bw->flags.n; j++)
             if (!strcmp(bw->vals.v[bw->flags.v[j].param].name, dn))
                 flag = bw->flags.v[j].param;
-        if (slot < 0 || !ad_gather(a, bw, slot, fwd->vals.v[fwd->params[i]].name, flag) ||
-            !ir_verify(bw, &scratch))
-            return NULL; /* not expected: the check passed on the same backward */
+        if (grad_slot(fwd, bw, i) != gin[i].slot || !ad_gather(a, bw, &gin[i], flag) || !ir_verify(bw, &scratch))
+            return NULL; /* not expected: the same contract */
     }
     return bw;
 }
@@ -2987,7 +2985,7 @@ Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     const Func *orig = fwd;
     fwd = gauge_rewrite(a, fwd); /* online-softmax loops: two passes, the max alone taped */
     uint8_t *plain = arena_alloc(a, (size_t)fwd->nparams + 1);
-    Func *bw = reverse_simplified(a, d, orig, fwd, spec, NULL, plain);
+    Func *bw = reverse_simplified(a, d, orig, fwd, spec, NULL, false, plain);
     if (!bw)
         return NULL;
     bool ran = false;
@@ -2997,7 +2995,7 @@ Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     } else if (ran) { /* the spec's answers (grad_write, ...) are the last run's: today's again */
         Diags scratch;
         diag_init(&scratch, a);
-        bw = reverse_simplified(a, &scratch, orig, fwd, spec, NULL, NULL);
+        bw = reverse_simplified(a, &scratch, orig, fwd, spec, NULL, false, NULL);
     }
     if (!bw)
         return NULL;

@@ -2044,6 +2044,9 @@ typedef struct GatherIn {
     int flag;            /* the index in Func.flags of the launch condition k needs (its stores
                           * are distinct elements; when false, the backward's sites add with
                           * tl.atomic_add), or -1: always */
+    Access *acc;         /* k's analysis, and the condition (NULL: none) */
+    const AccCond *cond;
+    const Inst *const *sites; /* ad_gather_check's: the sites in its bw */
 } GatherIn;
 typedef struct GatherPlan {
     int n;
@@ -2051,15 +2054,18 @@ typedef struct GatherPlan {
     int main;            /* the backward kernel itself: 0 launched, 1 not (nothing left to do), 2 launched
                           * unless every gather's flag holds (then it has nothing left to do) */
 } GatherPlan;
-/* Can the gradient of the input whose gradient param is bw->params[slot]
- * be gathered (bw: ad_backward's, simplified, its sites atomic_adds)?  NULL
- * when it can (*conditional: only under a launch condition), else why not. */
-const char *ad_gather_check(Arena *a, const Func *bw, int slot, bool *conditional);
-/* Builds the gather kernel of that input and removes its sites from bw
- * (wrapped in `if flag: pass else: atomic_add` when flag, a bw i1 param that
- * is a FuncFlag of bw, is not 0).  False, bw unchanged, when it does not
- * apply (then ad_gather_check would have said why). */
-bool ad_gather(Arena *a, Func *bw, int slot, const char *name, ValId flag);
+/* Can the gradient of the input x whose gradient param is bw->params[slot]
+ * be gathered (bw: ad_backward's, simplified, its sites for x top-level
+ * atomic_adds)?  NULL when it can, with *out its gather kernel (out->flag:
+ * 0 always, 1 under out->cond, a condition on the kernel's grid in out->acc's
+ * symbols), else why not. */
+const char *ad_gather_check(Arena *a, const Func *bw, int slot, const char *name, GatherIn *out);
+/* Gives bw (the final backward, of the same contract: its sites for x may
+ * lie in a folded loop) the gather kernel gi of ad_gather_check: every
+ * atomic_add into d_x is removed, or, when gi->cond, wrapped as
+ * `if flag: pass else: atomic_add` with flag (a bw i1 param, a FuncFlag of
+ * bw) given gi's condition.  False, bw unchanged, when flag does not fit. */
+bool ad_gather(Arena *a, Func *bw, const GatherIn *gi, ValId flag);
 
 /* ad_fold.c: runs a folded backward's plan on the interpreter with at most
  * nfold programs along the axis (args: the contract's nargs; mode: InterpMode). */
