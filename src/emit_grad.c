@@ -238,7 +238,7 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
                                "(the forward's grid plus %lld, %lld, %lld programs) sums, for each element, the "
                                "%d sites' gradients that add into it in a fixed order (recomputing each at the "
                                "position that reads the element) and stores it once with tl.store "
-                               "(deterministic, no atomics, no partials)%s.",
+                               "(deterministic, without atomics or partials)%s.",
                            spec->wrt[i], gi->flag >= 0 ? " when " : "",
                            gi->flag >= 0 ? flag_python(a, bwd, gi->flag) : "",
                            gi->flag >= 0 ? " holds for the launch, on the gather kernel's grid (the launcher "
