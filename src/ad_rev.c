@@ -2922,8 +2922,8 @@ static int grad_slot(const Func *fwd, const Func *bw, int i)
     return -1;
 }
 
-/* The input gradients that site rows would sum (plain 6, 7), or that
- * atomics would add (deterministic=False), become gathers where the rule
+/* The input gradients that site rows would sum (plain 6, 7) become
+ * gathers where the rule
  * of ad_gather.c holds: a backward with those sites as atomics first, to
  * check the rule on, then the final one (the same when every candidate
  * passes).  NULL: none applies (bw stays). */
@@ -2940,7 +2940,7 @@ static Func *gather_inputs(Arena *a, const Func *orig, const Func *fwd, const Ad
         bool wrt = false;
         for (int j = 0; x && j < spec->nwrt; j++)
             wrt |= !strcmp(spec->wrt[j], x);
-        if (wrt && !out && (plain[i] == 6 || plain[i] == 7 || (spec->atomics && plain[i] == 0)))
+        if (wrt && !out && (plain[i] == 6 || plain[i] == 7))
             cand[i] = 1, ncand++;
     }
     if (!ncand)
