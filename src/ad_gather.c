@@ -452,7 +452,8 @@ static void clone(Gat *g, ValId v, ValId *core, int64_t *off)
             c = ir_op2(g->k, g->kb, (OpKind)in->op, ir_type(g->bw, v), x ? kc : c, x ? c : kc, gloc(g));
             o = 0;
         }
-    } else if ((in->op == OP_EXPAND_DIMS || in->op == OP_BROADCAST) && is_intval(g, v)) {
+    } else if ((in->op == OP_EXPAND_DIMS || in->op == OP_BROADCAST) && is_intval(g, v) &&
+               ir_type(g->bw, in->args[0]).rank > 0) { /* a scalar: broadcast as written (n + 1) */
         ValId s;
         clone(g, in->args[0], &s, &o);
         Inst *ni = ir_emit(g->k, g->kb, (OpKind)in->op, &s, 1, &g->bw->vals.v[v].ty, 1, in->loc);
