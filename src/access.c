@@ -1225,3 +1225,23 @@ const AcForm *ac_fsubst_rev(Access *A, const AcForm *f, int v, int nv, const Acc
         return funknown(A, ac_too_big);
     return r;
 }
+
+bool access_pid_form(Access *A, const Inst *mem, int *base, AccPoly *c0, AccPoly pid[3])
+{
+    AcSite *s = ac_site_of(A, mem);
+    const AcForm *f = s ? ac_site_form(A, s) : NULL;
+    if (!f || f->why || !f->base)
+        return false;
+    *base = f->base - 1;
+    *c0 = f->c0;
+    for (int k = 0; k < 3; k++)
+        pid[k] = (AccPoly){0};
+    for (int i = 0; i < f->nt; i++) {
+        int v = f->t[i].var;
+        if (v >= V_PID && v < V_PID + 3)
+            pid[v - V_PID] = f->t[i].c;
+        else if (v < V_LANE || v >= V_DYN)
+            return false; /* a loop, // or % term */
+    }
+    return true;
+}

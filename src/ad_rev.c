@@ -2752,7 +2752,8 @@ static void adj_block(Ad *ad, const Block *fb, Block *bb)
 /* The backward kernel of fwd: params = fwd's params, then d_<out> per
  * output, then d_<wrt> per input; same grid.  Unsupported constructs are
  * located errors in d; returns NULL after any error.  fwd is unchanged. */
-static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
+static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec, const uint8_t *gmode,
+                        bool nofold, uint8_t *plain_out)
 {
     Ad ad0 = {.a = a, .d = d, .fw = fwd, .spec = spec}, *ad = &ad0;
     if (!ad_analyze(ad))
@@ -2793,12 +2794,26 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     ad->first = arena_alloc(a, sizeof(const Inst *) * (size_t)(np + 1));
     ad->fold_axes = 0;
     ad_plain_inputs(ad);
+    if (plain_out)
+        memcpy(plain_out, ad->plain, (size_t)np);
+    /* inputs ad_backward gathers (ad_gather.c): atomic sites, which it rewrites */
+    for (int i = 0; gmode && i < np; i++)
+        if (gmode[i]) {
+            ad->plain[i] = 0;
+            ad->why[i] = "its gather kernel writes it";
+        } else if (nofold && ad->plain[i] == 3) { /* the sites at the top level, for ad_gather_check */
+            ad->plain[i] = 0;
+        }
     /* the runtime conditions of plain stores: i1 parameters the launcher computes */
     for (int i = 0; i < np; i++)
         if (ad->plain[i] == 2 || ad->plain[i] == 5 || ad->plain[i] == 7) {
             ad->flag[i] = ir_param_add(bw, type_scalar(DT_I1), arena_printf(a, "plain_d_%s", fname(ad, fwd->params[i])),
                                        fwd->loc);
-            vec_push(a, bw->flags, ((FuncFlag){ad->flag[i], ad->acc, ad->cond[i].v, ad->cond[i].n}));
+            vec_push(a, bw->flags, ((FuncFlag){ad->flag[i], ad->acc, ad->cond[i].v, ad->cond[i].n, NULL}));
+        } else if (gmode && gmode[i] == 2) { /* the gather's launch condition: ad_gather fills it in */
+            ad->flag[i] = ir_param_add(bw, type_scalar(DT_I1), arena_printf(a, "gather_d_%s", fname(ad, fwd->params[i])),
+                                       fwd->loc);
+            vec_push(a, bw->flags, ((FuncFlag){ad->flag[i], NULL, NULL, 0, NULL}));
         }
 
     /* The primal sweep, then the adjoint sweep. */
@@ -2873,11 +2888,11 @@ static bool gemm_inputs(Arena *a, Diags *d, const Func *fwd, Func *bw, const AdS
     return d->nerrors == before;
 }
 
-Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
+/* ad_reverse, then simplification and verification (bw's notes from fwd). */
+static Func *reverse_simplified(Arena *a, Diags *d, const Func *orig, const Func *fwd, const AdSpec *spec,
+                                const uint8_t *gmode, bool nofold, uint8_t *plain_out)
 {
-    const Func *orig = fwd;
-    fwd = gauge_rewrite(a, fwd); /* online-softmax loops: two passes, the max alone taped */
-    Func *bw = ad_reverse(a, d, fwd, spec);
+    Func *bw = ad_reverse(a, d, fwd, spec, gmode, nofold, plain_out);
     if (!bw)
         return NULL;
     bw->notes.v = fwd->notes.v;
@@ -2893,10 +2908,100 @@ Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
         diag_note(d, orig->loc, "kad bug: the backward kernel of '%s' is invalid", orig->name);
         return NULL;
     }
-    if (!spec->atomics && !gemm_inputs(a, d, fwd, bw, spec)) {
+    return bw;
+}
+
+/* The index of d_<x> (fwd param i) among bw's params, or -1. */
+static int grad_slot(const Func *fwd, const Func *bw, int i)
+{
+    const char *x = fwd->vals.v[fwd->params[i]].name;
+    const char *dn = x ? arena_printf(bw->a, "d_%s", x) : NULL;
+    for (int k = fwd->nparams; dn && k < func_nargs(bw); k++)
+        if (bw->vals.v[bw->params[k]].name && !strcmp(bw->vals.v[bw->params[k]].name, dn))
+            return k;
+    return -1;
+}
+
+/* The input gradients that site rows would sum (plain 6, 7) become
+ * gathers where the rule
+ * of ad_gather.c holds: a backward with those sites as atomics first, to
+ * check the rule on, then the final one (the same when every candidate
+ * passes).  NULL: none applies (bw stays). */
+static Func *gather_inputs(Arena *a, const Func *orig, const Func *fwd, const AdSpec *spec, const uint8_t *plain,
+                           bool *ran)
+{
+    int np = fwd->nparams, ncand = 0;
+    uint8_t *cand = arena_alloc(a, (size_t)np + 1), *gm = arena_alloc(a, (size_t)np + 1);
+    for (int i = 0; i < np; i++) {
+        bool out = false;
+        const char *x = fwd->vals.v[fwd->params[i]].name;
+        for (int o = 0; x && o < spec->nouts; o++)
+            out |= !strcmp(spec->outs[o], x);
+        bool wrt = false;
+        for (int j = 0; x && j < spec->nwrt; j++)
+            wrt |= !strcmp(spec->wrt[j], x);
+        if (wrt && !out && (plain[i] == 6 || plain[i] == 7))
+            cand[i] = 1, ncand++;
+    }
+    if (!ncand)
+        return NULL;
+    *ran = true;
+    Diags scratch;
+    diag_init(&scratch, a);
+    /* the candidates' sites as top-level atomics, nothing folded: the rule's IR */
+    Func *bw = reverse_simplified(a, &scratch, orig, fwd, spec, cand, true, NULL);
+    if (!bw)
+        return NULL;
+    GatherIn *gin = arena_alloc(a, sizeof *gin * (size_t)(np + 1));
+    int ng = 0;
+    for (int i = 0; i < np; i++) {
+        int slot = cand[i] ? grad_slot(fwd, bw, i) : -1;
+        if (slot >= 0 && !ad_gather_check(a, bw, slot, fwd->vals.v[fwd->params[i]].name, &gin[i])) {
+            gm[i] = gin[i].cond ? 2 : 1;
+            ng++;
+        }
+    }
+    if (!ng)
+        return NULL;
+    /* the final backward: the gathered inputs' sites atomics (under their flags), the rest as today */
+    if (!(bw = reverse_simplified(a, &scratch, orig, fwd, spec, gm, false, NULL)))
+        return NULL;
+    for (int i = 0; i < np; i++) {
+        if (!gm[i])
+            continue;
+        ValId flag = 0;
+        const char *dn = arena_printf(a, "gather_d_%s", fwd->vals.v[fwd->params[i]].name);
+        for (int j = 0; j < bw->flags.n; j++)
+            if (!strcmp(bw->vals.v[bw->flags.v[j].param].name, dn))
+                flag = bw->flags.v[j].param;
+        if (grad_slot(fwd, bw, i) != gin[i].slot || !ad_gather(a, bw, &gin[i], flag) || !ir_verify(bw, &scratch))
+            return NULL; /* not expected: the same contract */
+    }
+    return bw;
+}
+
+Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
+{
+    const Func *orig = fwd;
+    fwd = gauge_rewrite(a, fwd); /* online-softmax loops: two passes, the max alone taped */
+    uint8_t *plain = arena_alloc(a, (size_t)fwd->nparams + 1);
+    Func *bw = reverse_simplified(a, d, orig, fwd, spec, NULL, false, plain);
+    if (!bw)
+        return NULL;
+    bool ran = false;
+    Func *gb = gather_inputs(a, orig, fwd, spec, plain, &ran);
+    if (gb) {
+        bw = gb;
+    } else if (ran) { /* the spec's answers (grad_write, ...) are the last run's: today's again */
+        Diags scratch;
+        diag_init(&scratch, a);
+        bw = reverse_simplified(a, &scratch, orig, fwd, spec, NULL, false, NULL);
+    }
+    if (!bw)
+        return NULL;
+    if (!spec->atomics && !bw->gather && !gemm_inputs(a, d, fwd, bw, spec)) {
         diag_note(d, fwd->loc, "kad bug: the GEMM kernels of the backward of '%s' are invalid", fwd->name);
         return NULL;
     }
     return bw;
 }
-

@@ -130,6 +130,18 @@ static const char *first_note(const AdSpec *spec, int i)
                : "";
 }
 
+/* A gather's launch condition (FuncFlag j of bwd) as Triton would write it. */
+static const char *flag_python(Arena *a, const Func *bwd, int j)
+{
+    const FuncFlag *fl = &bwd->flags.v[j];
+    Buf b = {.a = a};
+    for (int c = 0; c < fl->ncond; c++) {
+        const char *one = access_cond_python(fl->acc, fl->cond[c]);
+        buf_printf(&b, fl->ncond > 1 ? "%s(%s)" : "%s%s", c ? " and " : "", one ? one : "its condition");
+    }
+    return b.len ? buf_str(&b) : "its condition";
+}
+
 /* The module comment of a backward module. */
 static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const AdSpec *spec,
                               const DefParam *o, int nfwd, const char *lname)
@@ -216,7 +228,26 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
             for (int j = 0; bwd->gemm && j < bwd->gemm->n; j++)
                 if (!strcmp(bwd->gemm->op[j].name, spec->wrt[i]))
                     go = &bwd->gemm->op[j];
-            if (go)
+            const GatherIn *gi = NULL;
+            for (int j = 0; bwd->gather && j < bwd->gather->n; j++)
+                if (!strcmp(bwd->gather->in[j].name, spec->wrt[i]))
+                    gi = &bwd->gather->in[j];
+            if (gi)
+                buf_printf(&t, "d_%s is gathered%s%s%s: the forward reads %s at %d sites, each a function of the "
+                               "programs' positions pid * BLOCK + tl.arange(0, BLOCK) shifted by a constant, so %s "
+                               "(the forward's grid plus %lld, %lld, %lld programs) sums, for each element, the "
+                               "%d sites' gradients that add into it in a fixed order (recomputing each at the "
+                               "position that reads the element) and stores it once with tl.store "
+                               "(deterministic, without atomics or partials)%s.",
+                           spec->wrt[i], gi->flag >= 0 ? " when " : "",
+                           gi->flag >= 0 ? flag_python(a, bwd, gi->flag) : "",
+                           gi->flag >= 0 ? " holds for the launch, on the gather kernel's grid (the launcher "
+                                           "checks it and passes the answer as a tl.constexpr)" : "",
+                           spec->wrt[i], gi->nsites, gi->k->name, (long long)gi->grid_add[0],
+                           (long long)gi->grid_add[1], (long long)gi->grid_add[2], gi->nsites,
+                           gi->flag >= 0 ? "; else the backward adds each site's gradient with tl.atomic_add, "
+                                           "whose order of float additions is not deterministic" : "");
+            else if (go)
                 buf_printf(&t, "d_%s is written deterministically, without atomics, by a GEMM of its own when the "
                                "launch allows it: %s stores each program's %s tile (the gradient of the K loop's "
                                "accumulator) at its tile pair (u, v) of a scratch buffer, then %s writes each tile "
@@ -603,6 +634,38 @@ static const char *launch_options(Arena *a, const Func *f)
     return arena_printf(a, "dict({\"num_warps\": num_warps or %d}, **options)", w);
 }
 
+/* One launch of kernel k on grid g with the call's values (call, a Python
+ * tuple's items), indented by ind: direct when ptrs is not NULL (_kad_go,
+ * whose compiled-kernel key takes the dtypes of the tensors at the call
+ * positions ptrs[0..np) and needs every one of them 16-byte aligned; slot
+ * tells this launch's kernels apart in the plan), else through Triton's JIT
+ * with the options jit. warps, stages: _kad_go's num_warps and num_stages
+ * (Python expressions; stages "None" leaves them to Triton). */
+static void print_launch(Buf *out, Arena *a, const char *ind, const char *k, const char *g, const char *call,
+                         const int *ptrs, int np, int slot, const char *warps, const char *stages, const char *jit)
+{
+    if (!ptrs) {
+        buf_printf(out, "%s%s[%s](%s%s**%s)\n", ind, k, g, call, *call ? ", " : "", jit);
+        return;
+    }
+    Buf al = {.a = a}, dts = {.a = a};
+    for (int i = 0; i < np; i++) {
+        buf_printf(&al, "%s_c[%d].data_ptr()", i ? " | " : "", ptrs[i]);
+        buf_printf(&dts, ", _c[%d].dtype", ptrs[i]);
+    }
+    const char *c8 = arena_printf(a, "%s        ", ind), *c10 = arena_printf(a, "%s          ", ind);
+    buf_printf(out, "%s_c = (", ind);
+    wrap(out, arena_printf(a, "%s%s)", call, strchr(call, ',') ? "" : ","), LINE_LIMIT, c10,
+         strlen(ind) + 6);
+    buf_printf(out, "\n%s_k = None  # the compiled kernel's key (_kad_go): on CUDA, every tensor 16-byte aligned\n"
+                    "%sif ck is not None and not (", ind, ind);
+    wrap(out, arena_printf(a, "%s) & 15:", buf_str(&al)), LINE_LIMIT, c8, strlen(ind) + 27);
+    buf_printf(out, "\n%s    _k = (", ind);
+    wrap(out, arena_printf(a, "%d, _kad_cur(), num_warps, num_stages%s)", slot, buf_str(&dts)), LINE_LIMIT, c10,
+         strlen(ind) + 10);
+    buf_printf(out, "\n%s_kad_go(%s, %s, _c, ck, _k, %s, %s)\n", ind, k, g, warps, stages);
+}
+
 /* After the folded kernel: the one sum kernel, d_<x> = the partials' rows
  * summed (stored) when d_<x> is dense, else d_<x> += them (zero-filled
  * before: the plan's zero). */
@@ -619,19 +682,15 @@ static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, const char *kna
         buf_printf(out, ", num_warps=%d)\n", w);
         return;
     }
-    Buf c = {.a = a}, ptrs = {.a = a}, dts = {.a = a};
+    Buf c = {.a = a};
+    int *ptrs = arena_alloc(a, sizeof *ptrs * (size_t)(2 * pl->n));
     for (int j = 0; j < pl->n; j++) {
         buf_printf(&c, "%sargs[%d], d_in[%d], *sums[%d]", j ? ", " : "", at0 + pl->in[j].slot - nfwd, j, j);
-        buf_printf(&ptrs, "%s_c[%d].data_ptr() | _c[%d].data_ptr()", j ? " | " : "", 5 * j, 5 * j + 1);
-        buf_printf(&dts, ", _c[%d].dtype", 5 * j + 1);
+        ptrs[2 * j] = 5 * j;
+        ptrs[2 * j + 1] = 5 * j + 1;
     }
-    buf_puts(out, "    _c = (");
-    wrap(out, arena_printf(a, "%s)", buf_str(&c)), LINE_LIMIT, "          ", 10);
-    buf_puts(out, "\n    _k = None\n    if ck is not None and not (");
-    wrap(out, arena_printf(a, "%s) & 15:", buf_str(&ptrs)), LINE_LIMIT, "            ", 30);
-    buf_puts(out, "\n        _k = (");
-    wrap(out, arena_printf(a, "1, _kad_cur()%s)", buf_str(&dts)), LINE_LIMIT, "              ", 14);
-    buf_printf(out, "\n    _kad_go(%s, sgrid, _c, ck, _k, %d, None)\n", sum_name(a, kname), w);
+    print_launch(out, a, "    ", sum_name(a, kname), "sgrid", buf_str(&c), ptrs, 2 * pl->n, 1,
+                 arena_printf(a, "%d", w), "None", NULL);
 }
 
 /* The helper of a folded backward's launcher: is d dense (its elements fill
@@ -793,8 +852,12 @@ static void print_guards(Buf *out, Arena *a, const Func *bwd, int nfwd, int nin,
         } else { /* a flag: the conjunction of its conditions */
             const FuncFlag *fl = &bwd->flags.v[i - ng];
             Buf all = {.a = a};
+            const char *gname = fl->grid_add ? arena_printf(a, "(_g[0] + %lld, _g[1] + %lld, _g[2] + %lld)",
+                                                            (long long)fl->grid_add[0], (long long)fl->grid_add[1],
+                                                            (long long)fl->grid_add[2])
+                                             : "_g";
             for (int c = 0; c < fl->ncond; c++) {
-                const char *one = access_cond_host(fl->acc, fl->cond[c], "_a", "_g");
+                const char *one = access_cond_host(fl->acc, fl->cond[c], "_a", gname);
                 if (!one) {
                     all.len = 0;
                     break;
@@ -1146,6 +1209,46 @@ static const char *tma_helpers(void)
            "    return hasattr(d, \"data_ptr\") and d.data_ptr() % 16 == 0\n";
 }
 
+/* The gather kernels (Func.gather, ad_gather.c): after the backward, each
+ * on the forward's grid plus its extra tiles, with the contract's
+ * arguments (constexpr values in their places), under its flag when it
+ * has one (else the backward's sites added with atomics). */
+static void print_gathers(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int ndef, int nargs,
+                          const int *ptrs, int np)
+{
+    Buf call = {.a = a};
+    int from = 0, at = 0;
+    for (int k = 0; k <= ndef; k++) {
+        bool end = k == ndef;
+        if (!end && is_arg(bwd, o, k)) {
+            at++;
+            continue;
+        }
+        int to = end ? nargs : at;
+        if (to > from)
+            buf_printf(&call, "%s*args[%d:%d]", call.len ? ", " : "", from, to);
+        from = to;
+        if (!end)
+            buf_printf(&call, "%s%s", call.len ? ", " : "", bwd->consts.v[o[k].i].value);
+    }
+    for (int j = 0; j < bwd->gather->n; j++) {
+        const GatherIn *gi = &bwd->gather->in[j];
+        buf_printf(out, "    # d_%s: gathered, each element summed in a fixed order and stored once (ad_gather)\n",
+                   gi->name);
+        const char *cond = "min(_kg) > 0";
+        if (gi->flag >= 0)
+            cond = arena_printf(a, "min(_kg) > 0 and args[%d]", nargs + gi->flag);
+        buf_printf(out, "    if %s:\n", cond);
+        int w, st;
+        launch_defaults(gi->k, &w, &st);
+        print_launch(out, a, "        ", gi->k->name,
+                     arena_printf(a, "(_kg[0] + %lld, _kg[1] + %lld, _kg[2] + %lld)", (long long)gi->grid_add[0],
+                                  (long long)gi->grid_add[1], (long long)gi->grid_add[2]),
+                     buf_str(&call), ptrs, np, 2 + j, arena_printf(a, "num_warps or %d", w),
+                     st ? arena_printf(a, "num_stages or %d", st) : "num_stages", launch_options(a, gi->k));
+    }
+}
+
 /* The host launcher: checks the arguments and launches the kernel with
  * the constexprs in their places. */
 static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int nfwd, int nins,
@@ -1350,6 +1453,15 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
     } else {
         print_guards(out, a, bwd, nfwd, nins, at0, false);
     }
+    if (bwd->gather) { /* the forward's grid, for the gather kernels */
+        if (plan) {
+            buf_puts(out, "    _kg = grid  # the forward's grid\n");
+        } else {
+            buf_printf(out, "    _kg = tuple(grid({**dict(zip(names, args))%s}) if callable(grid) else grid)\n",
+                       buf_str(&meta));
+            buf_puts(out, "    _kg = _kg + (1,) * (3 - len(_kg))  # the forward's grid\n");
+        }
+    }
     if (!direct) /* a direct launch passes its warps and stages to _kad_go */
         buf_puts(out, "    options = {}\n"
                       "    if num_warps is not None:\n"
@@ -1399,32 +1511,31 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_printf(&call, "%s%s=_kad_tma_ok(args[%d])", call.len ? ", " : "", emit_tma_flag(a, bwd, tg[j]),
                    at0 + pi - nfwd);
     }
-    if (direct) {
-        /* the tensors among the call's values: the def's pointer parameters, then the gradients */
-        Buf ptrs = {.a = a}, dts = {.a = a};
-        for (int k = 0; k < ndef + func_nargs(bwd) - nfwd; k++) {
-            bool ptr = k >= ndef || (!o[k].cnst && ir_type(bwd, bwd->params[o[k].i]).dt == DT_PTR);
-            if (ptr) {
-                buf_printf(&ptrs, "%s_c[%d].data_ptr()", ptrs.len ? " | " : "", k);
-                buf_printf(&dts, ", _c[%d].dtype", k);
-            }
-        }
-        buf_printf(out, "    _c = (%s%s)\n", buf_str(&call), strchr(buf_str(&call), ',') ? "" : ",");
-        buf_puts(out, "    _k = None  # the compiled kernel's key (_kad_go): on CUDA, every tensor 16-byte aligned\n"
-                      "    if ck is not None and not (");
-        wrap(out, arena_printf(a, "%s) & 15:", buf_str(&ptrs)), LINE_LIMIT, "            ", 30);
-        buf_puts(out, "\n        _k = (");
-        wrap(out, arena_printf(a, "0, _kad_cur(), num_warps, num_stages%s)", buf_str(&dts)),
-             LINE_LIMIT, "              ", 14);
+    /* direct: the tensors among the call's values, the def's pointer parameters then the gradients */
+    int np = 0, *ptrs = arena_alloc(a, sizeof *ptrs * (size_t)(ndef + func_nargs(bwd) - nfwd + 1));
+    for (int k = 0; k < ndef + func_nargs(bwd) - nfwd; k++)
+        if (k >= ndef || (!o[k].cnst && ir_type(bwd, bwd->params[o[k].i]).dt == DT_PTR))
+            ptrs[np++] = k;
+    const char *ind = "    ";
+    if (bwd->gather && bwd->gather->main == 2) {
+        buf_puts(out, "    if not (");
+        for (int j = 0, k = 0; j < bwd->gather->n; j++)
+            if (bwd->gather->in[j].flag >= 0)
+                buf_printf(out, "%sargs[%d]", k++ ? " and " : "", nargs + bwd->gather->in[j].flag);
+        buf_puts(out, "):  # else it has nothing left to do: the gathers write its gradients\n");
+        ind = "        ";
+    }
+    if (!(bwd->gather && bwd->gather->main == 1)) {
         int w, st;
         launch_defaults(bwd, &w, &st);
-        buf_printf(out, "\n    _kad_go(%s, grid, _c, ck, _k, num_warps or %d, num_stages%s)\n", kname, w,
-                   st ? arena_printf(a, " or %d", st) : "");
-    } else {
-        buf_printf(out, "    %s[grid](%s%s**%s)\n", kname, buf_str(&call), call.len ? ", " : "", launch_options(a, bwd));
+        print_launch(out, a, ind, kname, "grid", buf_str(&call), direct ? ptrs : NULL, np, 0,
+                     arena_printf(a, "num_warps or %d", w), st ? arena_printf(a, "num_stages or %d", st) : "num_stages",
+                     launch_options(a, bwd));
     }
     if (bwd->fold)
         print_fold_sums(out, a, bwd, kname, nfwd, at0, direct);
+    if (bwd->gather)
+        print_gathers(out, a, bwd, o, ndef, nargs, direct ? ptrs : NULL, np);
     if (has_bounded(bwd))
         buf_puts(out, "    for _t, _line, _cap in _kad_bounded:  # the overflow flags: never a gradient from a partial tape\n"
                       "        if _t[0].item() != 0:\n"
@@ -1496,6 +1607,21 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
                 return false;
         }
         print_gemm_helper(out, a, bwd);
+    }
+    for (int j = 0; bwd->gather && j < bwd->gather->n; j++) {
+        const GatherIn *gi = &bwd->gather->in[j];
+        EmitOptions go = opt;
+        go.name = gi->k->name;
+        go.header = arena_printf(a, "d_%s gathered: program t along each axis d owns the positions Q of tile t + "
+                                    "t_lo; for each of the %d sites k in order it recomputes, at the position "
+                                    "Q - o_k that adds into Q, the site's value and mask (only positions a launched "
+                                    "program owns), sums them in %s and stores each element of d_%s once",
+                                 gi->name, gi->nsites, dtype_name(fold_partial_dtype((Dtype)ir_type(bwd, bwd->params[gi->slot]).elem)),
+                                 gi->name);
+        go.fragment = true;
+        buf_puts(out, "\n\n");
+        if (!emit_triton(out, gi->k, &go, d))
+            return false;
     }
     bool covers = false;
     for (int i = 0; i < bwd->covers.n; i++)

@@ -1891,7 +1891,7 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
         if (r)
             return r > 0;
     }
-    if (!f->guards.n && !f->flags.n && !f->fold && !f->tapes.n)
+    if (!f->guards.n && !f->flags.n && !f->fold && !f->tapes.n && !f->gather)
         return interp_run_kernel(f, grid, args, nargs, mode, d);
     /* a backward's launch conditions, flags and tapes, on the forward's grid */
     int nt = f->tapes.n, next = nc + f->flags.n + nt;
@@ -1909,8 +1909,10 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
         ok = func_guards_hold(f, iargs, grid, d);
     for (int j = 0; ok && j < f->flags.n; j++) {
         bool holds = true; /* cannot evaluate: false, the atomics (always right) */
+        const int64_t *ga = f->flags.v[j].grid_add; /* a gather's condition: on its grid */
+        int64_t fg[3] = {grid[0] + (ga ? ga[0] : 0), grid[1] + (ga ? ga[1] : 0), grid[2] + (ga ? ga[2] : 0)};
         for (int c = 0; c < f->flags.v[j].ncond && holds; c++)
-            if (!access_cond_eval(f->flags.v[j].acc, f->flags.v[j].cond[c], iargs, grid, &holds))
+            if (!access_cond_eval(f->flags.v[j].acc, f->flags.v[j].cond[c], iargs, fg, &holds))
                 holds = false;
         ext[nc + j] = (InterpArg){.i = holds};
     }
@@ -1951,10 +1953,25 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
                               "budget of %lld bytes", (long long)tbytes, (long long)budget);
         ok = false;
     }
+    bool run_main = true, empty = grid[0] <= 0 || grid[1] <= 0 || grid[2] <= 0;
+    if (f->gather && f->gather->main == 1)
+        run_main = false;
+    if (f->gather && f->gather->main == 2) { /* not when every gather's flag holds */
+        run_main = false;
+        for (int j = 0; j < f->gather->n; j++)
+            run_main |= f->gather->in[j].flag >= 0 && !ext[nc + f->gather->in[j].flag].i;
+    }
     if (ok && f->fold) /* a folded backward: its kernels, with the partials its plan allocates */
         ok = fold_run(f, grid, ext, next, mode, FOLD_CPU_PROGRAMS, d);
-    else if (ok)
+    else if (ok && run_main)
         ok = interp_run_kernel(f, grid, ext, next, mode, d);
+    for (int j = 0; ok && !empty && f->gather && j < f->gather->n; j++) { /* then the gather kernels */
+        const GatherIn *gi = &f->gather->in[j];
+        if (gi->flag >= 0 && !ext[nc + gi->flag].i)
+            continue; /* the backward's atomics added it */
+        int64_t gg[3] = {grid[0] + gi->grid_add[0], grid[1] + gi->grid_add[1], grid[2] + gi->grid_add[2]};
+        ok = interp_run_kernel(gi->k, gg, ext, nc, mode, d);
+    }
     for (int j = 0; ok && j < nt; j++) { /* a `while` loop's overflow flag: never a gradient from a partial tape */
         const FuncTape *t = &f->tapes.v[j];
         bool over = false;

@@ -599,6 +599,8 @@ typedef struct Func {
                                    * by its launcher and interp_run, not by the caller */
     const struct GemmPlan *gemm;  /* a backward whose matmul operand gradients also have their own
                                    * GEMM kernels (ad_gemm.c), run when the launch allows; else NULL */
+    const struct GatherPlan *gather; /* input gradients written by gather kernels of their own
+                                      * (ad_gather.c), after this kernel; else NULL */
     Vec(FuncDesc) descs; /* host-side tensor descriptor parameters, expanded (sema_sig.c) */
     Vec(Block *) rules; /* custom adjoint rules (OP_CUSTOM_VJP's ival indexes them): params =
                          * the helper's value arguments, then the result's adjoint; the region
@@ -1133,6 +1135,10 @@ AccResult access_injective(Access *A, const Inst *mem, int vary);
  * read by every row program), so its gradient collides across that axis.
  * Returns false when the address is unknown. */
 bool access_pid_independent(Access *A, const Inst *mem, unsigned *axes);
+/* mem's address as base parameter (*base, an index into f->params) + c0 +
+ * sum_k pid[k] * tl.program_id(k) + terms over the tile's lanes only; false
+ * when it is unknown or has a loop, `//` or `%` term (ad_gather.c). */
+bool access_pid_form(Access *A, const Inst *mem, int *base, AccPoly *c0, AccPoly pid[3]);
 /* Do two accesses through one base parameter, in one program and one
  * iteration of their common loops, touch disjoint elements (on the lanes
  * their masks enable)?  (Two halves of a row through two tl.store sites.) */
@@ -1220,6 +1226,8 @@ typedef struct FuncFlag {
     Access *acc;
     const AccCond *const *cond; /* true when every one holds */
     int ncond;
+    const int64_t *grid_add; /* NULL: cond's num_programs are the forward's grid; else a gather
+                              * kernel's (ad_gather.c): the forward's plus grid_add[k] along axis k */
 } FuncFlag;
 /* An input gradient of a backward kernel (its parameter) that the launch
  * overwrites entirely when `cover` holds for the gradient tensor's view
@@ -2017,6 +2025,47 @@ bool gemm_tiles(const GemmPlan *pl, const int64_t *iargs, const int64_t grid[3],
 /* Runs f's GEMM plan on the interpreter: 1 done, 0 the launch does not
  * allow it (run the atomic backward), -1 an error in d. */
 int gemm_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs, int imode, Diags *d);
+
+/* ------------------------------------------------------------------ */
+/* ad_gather.c: a stencil's input gradient as a gather                 */
+/* ------------------------------------------------------------------ */
+
+enum { GATHER_SITES_MAX = 16 };
+/* One gathered input gradient: kernel k (its params: the backward's
+ * contract, params [0, func_nargs)) runs on the forward's grid plus
+ * grid_add[d] programs along each axis d and stores every element of
+ * d_<name> that a site of the backward added into, once. */
+typedef struct GatherIn {
+    const char *name;
+    int slot;            /* the backward's param d_<name> */
+    Func *k;
+    int64_t grid_add[3];
+    int nsites;
+    int flag;            /* the index in Func.flags of the launch condition k needs (its stores
+                          * are distinct elements; when false, the backward's sites add with
+                          * tl.atomic_add), or -1: always */
+    Access *acc;         /* k's analysis, and the condition (NULL: none) */
+    const AccCond *cond;
+    const Inst *const *sites; /* ad_gather_check's: the sites in its bw */
+} GatherIn;
+typedef struct GatherPlan {
+    int n;
+    GatherIn *in;
+    int main;            /* the backward kernel itself: 0 launched, 1 not (nothing left to do), 2 launched
+                          * unless every gather's flag holds (then it has nothing left to do) */
+} GatherPlan;
+/* Can the gradient of the input x whose gradient param is bw->params[slot]
+ * be gathered (bw: ad_backward's, simplified, its sites for x top-level
+ * atomic_adds)?  NULL when it can, with *out its gather kernel (out->flag:
+ * 0 always, 1 under out->cond, a condition on the kernel's grid in out->acc's
+ * symbols), else why not. */
+const char *ad_gather_check(Arena *a, const Func *bw, int slot, const char *name, GatherIn *out);
+/* Gives bw (the final backward, of the same contract: its sites for x may
+ * lie in a folded loop) the gather kernel gi of ad_gather_check: every
+ * atomic_add into d_x is removed, or, when gi->cond, wrapped as
+ * `if flag: pass else: atomic_add` with flag (a bw i1 param, a FuncFlag of
+ * bw) given gi's condition.  False, bw unchanged, when flag does not fit. */
+bool ad_gather(Arena *a, Func *bw, const GatherIn *gi, ValId flag);
 
 /* ad_fold.c: runs a folded backward's plan on the interpreter with at most
  * nfold programs along the axis (args: the contract's nargs; mode: InterpMode). */

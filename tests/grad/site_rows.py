@@ -1,13 +1,15 @@
 # Inputs read at several sites that neighbouring programs share (stencil
-# taps), each site alone reading distinct elements over the launch: each
-# site stores its gradient into its own row of partials and a sum kernel
-# adds the rows in order (site rows, docs/AD.md), with no atomics.
-#   taps3: a 1-D three-tap stencil: proven for every launch (plain rows).
+# taps), each site alone reading distinct elements over the launch.  Site rows
+# (each site storing into its own row of partials, a sum kernel adding the
+# rows in order, docs/AD.md) were their form; every site here is a function of
+# the programs' positions, so the gather (docs/AD.md, "Gather") replaces them:
+#   taps3: a 1-D three-tap stencil: gathered (a flag: one program along the
+#     axes without positions).
 #   taps3_weighted: the same with a weight every program reads (w: folded
-#     along axis 0, x: site rows, one plan).
-#   cross2d: a 2-D five-point stencil over a strided image: site rows when
-#     the row stride separates rows (a launcher flag), else atomics into
-#     one row.
+#     along axis 0, x: gathered next to the fold).
+#   cross2d: a 2-D five-point stencil over a strided image: gathered when the
+#     row stride separates rows (a launcher flag), else atomics.
+# tests/grad/gather.py keeps site rows where the gather does not apply.
 # RUN: grad %s:taps3 --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=64' --wrt x_ptr --out y_ptr
 # RUN: grad %s:taps3 --sig 'x_ptr=*bf16,y_ptr=*bf16,n=i32,BLOCK=64' --wrt x_ptr --out y_ptr
 # RUN: grad %s:taps3_weighted --ir --sig 'x_ptr=*fp32,w_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=64' --wrt x_ptr,w_ptr --out y_ptr

@@ -103,6 +103,8 @@ def specialization(fn, sig, ints_one, tapes=None, folds=()):
             fold[n] = "i32"
         elif n.startswith("plain_d_"):  # the launcher's flag: the plain-store branch
             fold[n] = "True"
+        elif n.startswith("gather_d_"):  # the launcher's flag: the gather kernel writes d_<x> (ad_gather.c)
+            fold[n] = "True"
         elif n.startswith("TMA_d_"):  # the launcher's flag: a gradient stored through a descriptor (TMA)
             fold[n] = "True"
         elif n.startswith("kad_tape"):  # a tape (ad_tape.c): its dtype from the launcher's allocation
