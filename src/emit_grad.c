@@ -532,7 +532,9 @@ static void print_fold(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0)
  * 1..3); a loop's accumulators of dots count as one tile (their elements
  * summed: the GEMM form's R accumulators); else
  * num_warps from the largest tile (256 elements a warp, so 8 a thread,
- * rounded up to a power of 2, 1..16: long rows get more warps) and no
+ * for tiles up to 2048 elements, 512 a warp above: rounded up to a power of
+ * 2, 1..16; on an H100 a 4096-element row ran as fast or faster with 8
+ * warps than with 16 in 11 of 12 row kernels: bench/warps_sweep.py) and no
  * num_stages (Triton's default). */
 static int64_t elems(Type t)
 {
@@ -617,7 +619,8 @@ static void launch_defaults(const Func *f, int *warps, int *stages)
         *stages = s < 1 ? 1 : s > 3 ? 3 : (int)s;
         return;
     }
-    while (w < 16 && (int64_t)w * 256 < tile)
+    int64_t per = tile > 2048 ? 512 : 256; /* elements a warp: a long row's tile, 16 a thread */
+    while (w < 16 && (int64_t)w * per < tile)
         w *= 2;
     *warps = w;
     *stages = 0;

@@ -1,0 +1,73 @@
+"""GPU time of kad's backward with num_warps forced (how the launch default was chosen).
+
+    python3 bench/warps_sweep.py [NAME,...]      (on the GPU machine, after `make`)
+
+For the row kernels of bench/gpu.py (SwiGLU, GeGLU, RMSNorm, LayerNorm, softmax, log-softmax by
+default) at 4096 x 4096 fp32 and bf16: the package's backward (`torch.autograd.grad` through
+`@kad.differentiable`) with the generated launcher's `num_warps` left to kad's default ("None")
+and forced to 4, 8 and 16; each figure is the device time alone per backward (bench/gpu.py's
+gpu_only: every kernel's and memset's duration from torch.profiler, mean of 10 calls), in
+microseconds.  Used for the "Launch parameters" default (docs/GRAD.md) and docs/BENCHMARKS.md.
+"""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+for p in (os.path.join(REPO, "python"), os.path.join(REPO, "tests"), HERE):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+import torch  # noqa: E402
+
+import gpu as B  # noqa: E402
+import kad  # noqa: E402
+import kad.autograd as KA  # noqa: E402
+
+FORCED = [None]  # the num_warps the launchers get (None: kad's default)
+
+
+def _forcing(module):
+    """Program.module, with every launch_<kernel>_bwd of the modules it returns given FORCED[0]."""
+    def wrapped(self, *a, **k):
+        m = module(self, *a, **k)
+        if not getattr(m, "_kad_sweep", False):
+            for n in list(vars(m)):
+                if n.startswith("launch_") and n.endswith("_bwd"):
+                    def g(grid, *args, f=getattr(m, n), **kw):
+                        if FORCED[0] is not None:
+                            kw["num_warps"] = FORCED[0]
+                        return f(grid, *args, **kw)
+                    setattr(m, n, g)
+            m._kad_sweep = True
+        return m
+    return wrapped
+
+
+def main():
+    if not torch.cuda.is_available():
+        sys.exit("bench/warps_sweep.py: needs CUDA")
+    KA.Program.module = _forcing(KA.Program.module)
+    benches = {b.name: b for b in B.BENCHES}
+    names = sys.argv[1].split(",") if len(sys.argv) > 1 else [
+        "SwiGLU", "GeGLU", "RMSNorm", "LayerNorm", "softmax", "log-softmax"]
+    print(f"kad backward GPU time by num_warps, 4096 x 4096, {torch.cuda.get_device_name()}, torch "
+          f"{torch.__version__}, kad {kad.version()}, us per backward")
+    print("| kernel | dtype | default | 4 | 8 | 16 |\n| --- | --- | --- | --- | --- | --- |")
+    for name in names:
+        b = benches[name]
+        for dname, dt in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+            d = b.dims(4096, 4096)
+            k = kad.differentiable(inputs=b.kad[1], outputs=b.kad[2])(b.kad[0])
+            f = B.backward_fn(B.graphs(B.kad_forward(k, b, d), b.make, d, dt, "cuda", 0))
+            cells = []
+            for w in (None, 4, 8, 16):
+                FORCED[0] = w
+                f()
+                torch.cuda.synchronize()
+                cells.append(f"{B.gpu_only(f, 10):.1f}")
+            print(f"| {name} | {dname} | " + " | ".join(cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
