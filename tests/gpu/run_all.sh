@@ -5,7 +5,7 @@
 #
 # Builds libkad, then runs with CUDA tensors: the emitted forward kernels against the originals
 # (test_emit_triton.py), the generated backward modules against PyTorch autograd
-# (test_grad_triton.py, test_grad_cover.py), the Python package suites, the GPU-only tests under tests/gpu/ and the
+# (test_grad_*.py that read KAD_GRAD_TEST_DEVICE), the Python package suites, the GPU-only tests under tests/gpu/ and the
 # real-kernel corpus (tests/real, when its libraries are importable there).  Each suite's log is
 # written to $OUT/ when OUT is set (the device tool's output folder).  Exit status: non-zero if
 # any suite failed.
@@ -26,7 +26,9 @@ suite() {
     if grep -Eq '(^| )[1-9][0-9]* (failed|errors?)([ ,]|$)' "$LOG/gpu_$name.log"; then status=1; fi
 }
 suite emit  KAD_TEST_DEVICE=cuda KAD_GRAD_TEST_DEVICE=cuda KAD_EMIT_TEST_DEVICE=cuda "$PY" -m pytest -q tests/python/test_emit_triton.py "$@"
-suite grad  KAD_TEST_DEVICE=cuda KAD_GRAD_TEST_DEVICE=cuda KAD_EMIT_TEST_DEVICE=cuda "$PY" -m pytest -q tests/python/test_grad_triton.py tests/python/test_grad_cover.py "$@"
+# every pytest file that runs generated backward modules on KAD_GRAD_TEST_DEVICE
+grad_tests=$(grep -l KAD_GRAD_TEST_DEVICE tests/python/test_grad_*.py)
+suite grad  KAD_TEST_DEVICE=cuda KAD_GRAD_TEST_DEVICE=cuda KAD_EMIT_TEST_DEVICE=cuda "$PY" -m pytest -q $grad_tests "$@"
 # every pytest file that picks its device from KAD_TEST_DEVICE
 pkg_tests=$(grep -l KAD_TEST_DEVICE tests/python/test_*.py)
 gpu_tests=$(ls tests/gpu/test_*.py 2>/dev/null)
