@@ -1212,12 +1212,11 @@ static const char *tma_helpers(void)
            "    return hasattr(d, \"data_ptr\") and d.data_ptr() % 16 == 0\n";
 }
 
-/* The gather kernels (Func.gather, ad_gather.c): after the backward, each
- * on the forward's grid plus its extra tiles, with the contract's
- * arguments (constexpr values in their places), under its flag when it
- * has one (else the backward's sites added with atomics). */
-static void print_gathers(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int ndef, int nargs,
-                          const int *ptrs, int np)
+/* A launch's values in the def's order: the launcher's args in slices, the
+ * constexpr values in their places. open: the last slice runs to the end of
+ * args (the flags and extras appended after the contract's nargs), else it
+ * stops at nargs. */
+static const char *call_text(Arena *a, const Func *bwd, const DefParam *o, int ndef, int nargs, bool open)
 {
     Buf call = {.a = a};
     int from = 0, at = 0;
@@ -1228,12 +1227,31 @@ static void print_gathers(Buf *out, Arena *a, const Func *bwd, const DefParam *o
             continue;
         }
         int to = end ? nargs : at;
-        if (to > from)
-            buf_printf(&call, "%s*args[%d:%d]", call.len ? ", " : "", from, to);
+        if (to > from) {
+            if (from == 0 && to == nargs && open)
+                buf_printf(&call, "%s*args", call.len ? ", " : "");
+            else if (from == 0)
+                buf_printf(&call, "%s*args[:%d]", call.len ? ", " : "", to);
+            else if (to == nargs && open)
+                buf_printf(&call, "%s*args[%d:]", call.len ? ", " : "", from);
+            else
+                buf_printf(&call, "%s*args[%d:%d]", call.len ? ", " : "", from, to);
+        }
         from = to;
         if (!end)
             buf_printf(&call, "%s%s", call.len ? ", " : "", bwd->consts.v[o[k].i].value);
     }
+    return buf_str(&call);
+}
+
+/* The gather kernels (Func.gather, ad_gather.c): after the backward, each
+ * on the forward's grid plus its extra tiles, with the contract's
+ * arguments (constexpr values in their places), under its flag when it
+ * has one (else the backward's sites added with atomics). */
+static void print_gathers(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int ndef, int nargs,
+                          const int *ptrs, int np)
+{
+    const char *call = call_text(a, bwd, o, ndef, nargs, false);
     for (int j = 0; j < bwd->gather->n; j++) {
         const GatherIn *gi = &bwd->gather->in[j];
         buf_printf(out, "    # d_%s: gathered, each element summed in a fixed order and stored once (ad_gather)\n",
@@ -1247,7 +1265,7 @@ static void print_gathers(Buf *out, Arena *a, const Func *bwd, const DefParam *o
         print_launch(out, a, "        ", gi->k->name,
                      arena_printf(a, "(_kg[0] + %lld, _kg[1] + %lld, _kg[2] + %lld)", (long long)gi->grid_add[0],
                                   (long long)gi->grid_add[1], (long long)gi->grid_add[2]),
-                     buf_str(&call), ptrs, np, 2 + j, arena_printf(a, "num_warps or %d", w),
+                     call, ptrs, np, 2 + j, arena_printf(a, "num_warps or %d", w),
                      st ? arena_printf(a, "num_stages or %d", st) : "num_stages", launch_options(a, gi->k));
     }
 }
@@ -1473,28 +1491,7 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                       "        options[\"num_stages\"] = num_stages\n");
     /* the call: runtime arguments in slices, constexpr values in their places */
     Buf call = {.a = a};
-    int from = 0, at = 0;
-    for (int k = 0; k <= ndef; k++) {
-        bool end = k == ndef;
-        if (!end && is_arg(bwd, o, k)) {
-            at++;
-            continue;
-        }
-        int to = end ? nargs : at;
-        if (to > from) {
-            if (from == 0 && to == nargs)
-                buf_printf(&call, "%s*args", call.len ? ", " : "");
-            else if (from == 0)
-                buf_printf(&call, "%s*args[:%d]", call.len ? ", " : "", to);
-            else if (to == nargs)
-                buf_printf(&call, "%s*args[%d:]", call.len ? ", " : "", from);
-            else
-                buf_printf(&call, "%s*args[%d:%d]", call.len ? ", " : "", from, to);
-        }
-        from = to;
-        if (!end)
-            buf_printf(&call, "%s%s", call.len ? ", " : "", bwd->consts.v[o[k].i].value);
-    }
+    buf_puts(&call, call_text(a, bwd, o, ndef, nargs, true));
     print_tapes(out, a, bwd, lname);
     if (bwd->fold) {
         buf_puts(out, "    grid = fold_grid\n");
