@@ -95,29 +95,19 @@ def _launcher(kernel, sig, wrt, out, file=HERE):
 
 def _run(tmp_path, kernel, sig, wrt, out, grid, args, douts, dins, file=HERE):
     """Runs launch_<kernel>_bwd; returns the names of the gradients it zero-filled."""
-    src = _launcher(kernel, sig, wrt, out, file)
-    path = tmp_path / f"{kernel}_bwd.py"
-    path.write_text(src)
-    mod = triton_cpu.load_module(str(path), f"kad_cover_{kernel}_{abs(hash(str(tmp_path)))}")
+    mod, src = triton_cpu.grad_module(file, kernel, sig, wrt, out, tmp_path, "cover")
     mod._kad_fill = float("nan")  # a folded backward's partials it leaves uninitialized: NaN
-    filled, zero_ = [], torch.Tensor.zero_
-
-    def spy(t):
-        filled.extend(n for n, d in dins.items() if d is t)
-        return zero_(t)
-
-    torch.Tensor.zero_ = spy
-    try:
+    with triton_cpu.calls_of(torch.Tensor, "zero_") as zeroed:
         getattr(mod, f"launch_{kernel}_bwd")(grid, *args, *douts, *dins.values())
-    finally:
-        torch.Tensor.zero_ = zero_
     if DEVICE != "cpu":
         torch.cuda.synchronize()
-    return set(filled), src
+    return {n for (t,) in zeroed for n, d in dins.items() if d is t}, src
 
 
-def _nan_view(shape, stride, dtype=torch.float32):
-    """A view of (shape, stride) over a storage filled with NaN, padding included."""
+def _nan_view(shape, stride=None, dtype=torch.float32):
+    """A view of (shape, stride) over a storage filled with NaN, padding included (stride None:
+    contiguous)."""
+    stride = stride or torch.empty(shape).stride()
     span = 1 + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else 0
     base = torch.full((max(span, 1),), float("nan"), dtype=dtype, device=DEVICE)
     return base.as_strided(shape, stride)
@@ -318,21 +308,12 @@ def _gain(tmp_path, d_w, R=10, C=20):
     x64, w64, dy64 = (torch.randn(*s, generator=g, dtype=torch.float64) for s in ((R, C), (C,), (R, C)))
     d_x = _nan_view((R, C), (C, 1))
     ws = d_w.stride()[0]
-    calls, zeros = [], torch.zeros
-
-    def spy(*a, **k):
-        calls.append(a)
-        return zeros(*a, **k)
-
-    torch.zeros = spy
-    try:
+    with triton_cpu.calls_of(torch, "zeros") as calls:
         filled, src = _run(tmp_path, "row_gain", _GAIN_SIG.format(ws), "x_ptr,w_ptr", "y_ptr", (R,),
                            [_dev(x64), _dev(w64).as_strided((C,), d_w.stride()) if d_w.stride() == (1,) else
                             torch.repeat_interleave(_dev(w64), d_w.stride()[0]).as_strided((C,), d_w.stride()),
                             torch.empty(R, C, device=DEVICE), C, C], [_dev(dy64)],
                            {"x_ptr": d_x, "w_ptr": d_w})
-    finally:
-        torch.zeros = zeros
     x, w = x64.clone().requires_grad_(), w64.clone().requires_grad_()
     want = torch.autograd.grad((x * torch.sin(w)).mul(dy64).sum(), (x, w))
     _close(d_x, want[0], "d_x", src)

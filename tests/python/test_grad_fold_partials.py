@@ -20,6 +20,7 @@ import triton.language as tl  # noqa: E402
 
 import kad  # noqa: E402
 import triton_cpu  # noqa: E402
+from test_grad_cover import _close, _dev, _nan_view  # noqa: E402
 
 DEVICE = triton_cpu.device_from_env("KAD_GRAD_TEST_DEVICE", "KAD_EMIT_TEST_DEVICE")
 HERE = __file__
@@ -109,48 +110,19 @@ def taps3_rowsum(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 
 
 def _module(kernel, sig, wrt, out, tmp_path):
-    p = triton_cpu.run_kad(["grad", f"{HERE}:{kernel}", "--sig", sig, "--wrt", wrt, "--out", out])
-    assert p.returncode == 0, p.stderr
-    path = tmp_path / f"{kernel}_bwd.py"
-    path.write_text(p.stdout)
-    mod = triton_cpu.load_module(str(path), f"kad_foldparts_{kernel}_{abs(hash(str(tmp_path)))}")
+    mod, src = triton_cpu.grad_module(HERE, kernel, sig, wrt, out, tmp_path, "foldparts")
     mod._kad_fill = float("nan")  # what the launcher leaves uninitialized: NaN
-    return mod, p.stdout
+    return mod, src
 
 
 def _launch(mod, kernel, grid, args, nfold=None):
     """Runs launch_<kernel>_bwd; returns the number of torch.zeros calls (zero-filled partials)."""
-    calls, zeros = [], torch.zeros
-
-    def spy(*a, **k):
-        calls.append(a)
-        return zeros(*a, **k)
-
-    torch.zeros = spy
-    try:
+    with triton_cpu.calls_of(torch, "zeros") as calls:
         kw = {} if nfold is None else {"nfold": nfold}
         getattr(mod, f"launch_{kernel}_bwd")(grid, *args, **kw)
-    finally:
-        torch.zeros = zeros
     if DEVICE != "cpu":
         torch.cuda.synchronize()
     return len(calls)
-
-
-def _nan(shape, stride=None):
-    stride = stride or torch.empty(shape).stride()
-    span = 1 + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else 0
-    return torch.full((max(span, 1),), float("nan"), device=DEVICE).as_strided(shape, stride)
-
-
-def _dev(t):
-    return t.to(torch.float32).to(DEVICE)
-
-
-def _close(got, want, what, src):
-    got = got.detach().cpu().to(torch.float64)
-    assert not torch.isnan(got).any(), f"{what}: NaN in the gradient (an uninitialized partial read)\n{src}"
-    assert torch.allclose(got, want, rtol=1e-4, atol=1e-5), f"{what}: differs from torch\n{got}\n{want}\n{src}"
 
 
 def _randn(*shape, seed=0):
@@ -176,7 +148,7 @@ def test_rms_like_partials_uninitialized(tmp_path, _triton_interpreter, R, nfold
                        "x_ptr,w_ptr", "y_ptr", tmp_path)
     assert "alone = " in src and "if alone:" in src and "tl.debug_barrier()" in src, src
     x, w, dy = _randn(R, C), _randn(C, seed=1), _randn(R, C, seed=2)
-    d_x, d_w = _nan((R, C)), _nan((C,))
+    d_x, d_w = _nan_view((R, C)), _nan_view((C,))
     n = _launch(mod, "rms_like", (R,), [_dev(x), _dev(w), torch.empty(R, C, device=DEVICE), C, C, 1e-5,
                                         _dev(dy), d_x, d_w], nfold)
     want = _ref_grads(_rms_ref, [x, w], dy)
@@ -192,7 +164,7 @@ def test_rms_like_bitwise_repeatable(tmp_path, _triton_interpreter):
     x, w, dy = _randn(R, C), _randn(C, seed=1), _randn(R, C, seed=2)
     outs = []
     for _ in range(2):
-        d_x, d_w = _nan((R, C)), _nan((C,))
+        d_x, d_w = _nan_view((R, C)), _nan_view((C,))
         _launch(mod, "rms_like", (R,), [_dev(x), _dev(w), torch.empty(R, C, device=DEVICE), C, C, 1e-5,
                                         _dev(dy), d_x, d_w], 3)
         outs.append(d_w.cpu().clone())
@@ -208,7 +180,7 @@ def test_strided_weight_gradient_adds(tmp_path, _triton_interpreter):
     x, w, dy = _randn(R, C), _randn(C, seed=1), _randn(R, C, seed=2)
     base = torch.full((2 * C,), float("nan"), device=DEVICE)
     d_w = base.as_strided((C,), (2,))
-    d_x = _nan((R, C))
+    d_x = _nan_view((R, C))
     wd = torch.repeat_interleave(_dev(w), 2).as_strided((C,), (2,))
     n = _launch(mod, "rms_like", (R,), [_dev(x), wd, torch.empty(R, C, device=DEVICE), C, C, 1e-5, _dev(dy), d_x,
                                         d_w])
@@ -229,7 +201,7 @@ def test_ln_like_nested_sites(tmp_path, _triton_interpreter, C, BLOCK):
     assert "def ln_like_bwd_sum(" in src and src.count("@triton.jit") == 2, src
     assert "args[7], args[8] = part.split_with_sizes(sizes)" in src, src
     x, w, b, dy = _randn(R, C), _randn(C, seed=1), _randn(C, seed=3), _randn(R, C, seed=2)
-    d_x, d_w, d_b = _nan((R, C)), _nan((C,)), _nan((C,))
+    d_x, d_w, d_b = _nan_view((R, C)), _nan_view((C,)), _nan_view((C,))
     n = _launch(mod, "ln_like", (R,), [_dev(x), _dev(w), _dev(b), torch.empty(R, C, device=DEVICE), C, _dev(dy),
                                        d_x, d_w, d_b], 3)
 
@@ -251,7 +223,7 @@ def test_bias_2d_grid(tmp_path, _triton_interpreter, C, BLOCK, extra, zeroed):
     mod, src = _module("bias2d", f"x_ptr=*fp32,b_ptr=*fp32,y_ptr=*fp32,n_cols=i32,BLOCK={BLOCK}", "x_ptr,b_ptr",
                        "y_ptr", tmp_path)
     x, b, dy = _randn(R, C), _randn(C + extra, seed=1), _randn(R, C, seed=2)
-    d_x, d_b = _nan((R, C)), _nan((C + extra,))
+    d_x, d_b = _nan_view((R, C)), _nan_view((C + extra,))
     grid = (R, triton.cdiv(C, BLOCK))
     n = _launch(mod, "bias2d", grid, [_dev(x), _dev(b), torch.empty(R, C, device=DEVICE), C, _dev(dy), d_x, d_b], 4)
 
@@ -273,7 +245,7 @@ def test_store_set_depends_on_the_program(tmp_path, _triton_interpreter, BLOCK, 
                        "y_ptr", tmp_path)
     assert "touched" in src, src
     x, w, dy = _randn(R, C), _randn(C, seed=1), _randn(R, C, seed=2)
-    d_x, d_w = _nan((R, C)), _nan((C,))
+    d_x, d_w = _nan_view((R, C)), _nan_view((C,))
     n = _launch(mod, "tri_weight", (R, triton.cdiv(C, BLOCK)),
                 [_dev(x), _dev(w), torch.empty(R, C, device=DEVICE), C, _dev(dy), d_x, d_w], 3)
     keep = (torch.arange(C)[None, :] < (C - torch.arange(R))[:, None]).to(torch.float64)
@@ -294,7 +266,7 @@ def test_site_rows_partials_zero_filled(tmp_path, _triton_interpreter):
     mod, src = _module("taps3_rowsum", f"x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK={BLOCK}", "x_ptr", "y_ptr", tmp_path)
     assert "at 3 sites" in src and "def taps3_rowsum_bwd_sum(" in src and "gather" not in src, src
     x, dy = _randn(n_ + 2), _randn(n_, seed=2)
-    d_x = _nan((n_ + 2,))
+    d_x = _nan_view((n_ + 2,))
     zeros = _launch(mod, "taps3_rowsum", (triton.cdiv(n_, BLOCK),), [_dev(x), torch.empty(n_, device=DEVICE), n_,
                                                                      _dev(dy), d_x])
 
@@ -314,7 +286,7 @@ def test_gather_taps3(tmp_path, _triton_interpreter):
     mod, src = _module("taps3", f"x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK={BLOCK}", "x_ptr", "y_ptr", tmp_path)
     assert "def taps3_bwd_gather_x_ptr(" in src and "atomic" in src and "_bwd_sum" not in src, src
     x, dy = _randn(n_ + 2), _randn(n_, seed=2)
-    d_x = _nan((n_ + 2,))
+    d_x = _nan_view((n_ + 2,))
     zeros = _launch(mod, "taps3", (triton.cdiv(n_, BLOCK),), [_dev(x), torch.empty(n_, device=DEVICE), n_, _dev(dy),
                                                               d_x])
 

@@ -9,6 +9,8 @@ autograd of the same math in float64; the package's CPU path (kad's interpreter)
 (float64 finite differences) run some too.  The negative cases must keep today's form (no gather
 kernel in the module) and stay right.
 """
+import os
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -17,6 +19,8 @@ import triton.language as tl  # noqa: E402
 
 import kad  # noqa: E402
 import triton_cpu  # noqa: E402
+from test_grad_cover import _close as _cover_close, _nan_view  # noqa: E402
+from test_grad_fold_partials import _randn, _ref_grads  # noqa: E402
 
 DEVICE = triton_cpu.device_from_env("KAD_GRAD_TEST_DEVICE", "KAD_EMIT_TEST_DEVICE")
 HERE = __file__
@@ -28,19 +32,9 @@ def _triton_interpreter():
         yield
 
 
-@triton.jit
-def box3(src, dst, H, W, stride_src, stride_dst, BH: tl.constexpr, BW: tl.constexpr):
-    rows = tl.program_id(0) * BH + tl.arange(0, BH)
-    cols = tl.program_id(1) * BW + tl.arange(0, BW)
-    acc = tl.zeros((BH, BW), dtype=tl.float32)
-    for dr in tl.static_range(-1, 2):
-        for dc in tl.static_range(-1, 2):
-            r = rows[:, None] + dr
-            c = cols[None, :] + dc
-            m = (r >= 0) & (r < H) & (c >= 0) & (c < W)
-            acc += tl.load(src + r * stride_src + c, mask=m, other=0.0).to(tl.float32)
-    keep = (rows[:, None] < H) & (cols[None, :] < W)
-    tl.store(dst + rows[:, None] * stride_dst + cols[None, :], (acc / 9.0).to(dst.dtype.element_ty), mask=keep)
+# the 3x3 box filter of the goldens (tests/grad/gather.py), one kernel for both
+GOLDEN = os.path.join(triton_cpu.TESTS, "grad", "gather.py")
+box3x3 = triton_cpu.load_module(GOLDEN, "kad_gather_golden").box3x3
 
 
 @triton.jit
@@ -109,34 +103,12 @@ def taps_pid(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + i, left + right * (pid + 1).to(tl.float32), mask=i < n)
 
 
-def _module(kernel, sig, wrt, out, tmp_path):
-    p = triton_cpu.run_kad(["grad", f"{HERE}:{kernel}", "--sig", sig, "--wrt", wrt, "--out", out])
-    assert p.returncode == 0, p.stderr
-    path = tmp_path / f"{kernel}_bwd.py"
-    path.write_text(p.stdout)
-    return triton_cpu.load_module(str(path), f"kad_gather_{kernel}_{abs(hash(str(tmp_path)))}"), p.stdout
-
-
-def _nan(shape, dtype=torch.float32, stride=None):
-    stride = stride or torch.empty(shape).stride()
-    span = 1 + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else 0
-    return torch.full((max(span, 1),), float("nan"), device=DEVICE, dtype=dtype).as_strided(shape, stride)
-
-
-def _randn(*shape, seed=0):
-    g = torch.Generator().manual_seed(seed + sum(shape))
-    return torch.randn(*shape, generator=g, dtype=torch.float64)
-
-
-def _ref_grads(f, inputs, dy):
-    leaves = [t.clone().requires_grad_() for t in inputs]
-    return torch.autograd.grad((f(*leaves) * dy).sum(), leaves)
+def _module(kernel, sig, wrt, out, tmp_path, file=HERE):
+    return triton_cpu.grad_module(file, kernel, sig, wrt, out, tmp_path, "gather")
 
 
 def _close(got, want, what, src, tol=1e-4):
-    got = got.detach().cpu().to(torch.float64)
-    assert not torch.isnan(got).any(), f"{what}: NaN (an element the launch did not write)\n{src}"
-    assert torch.allclose(got, want, rtol=tol, atol=tol), f"{what}: differs from torch\n{got}\n{want}\n{src}"
+    _cover_close(got, want, what, src, rtol=tol, atol=tol)
 
 
 def _box_ref(src, H, W, rows, cols):
@@ -156,16 +128,16 @@ def test_box_filter_gathered(tmp_path, _triton_interpreter, dt, tol, case):
     it get no gradient); a strided src view (row stride W + 7)."""
     H, W, BH, BW = 37, 61, 16, 32
     name = {torch.float32: "fp32", torch.bfloat16: "bf16"}[dt]
-    mod, src = _module("box3", f"src=*{name},dst=*{name},H=i32,W=i32,stride_src=i32,stride_dst=i32,BH={BH},BW={BW}",
-                       "src", "dst", tmp_path)
-    assert "def box3_bwd_gather_src(" in src and "d_src is gathered when" in src, src
+    mod, src = _module("box3x3", f"src=*{name},dst=*{name},H=i32,W=i32,stride_src=i32,stride_dst=i32,BH={BH},BW={BW}",
+                       "src", "dst", tmp_path, GOLDEN)
+    assert "def box3x3_bwd_gather_src(" in src and "d_src is gathered when" in src, src
     grid = (triton.cdiv(H, BH), triton.cdiv(W, BW)) if case != "grid_smaller" else (2, 1)
     sstride = W + 7 if case == "strided" else W
     x64, dy64 = _randn(H, sstride), _randn(H, W, seed=2)
     x = x64.to(dt).to(DEVICE)
-    d_x = _nan((H, W), dt, stride=(sstride, 1))
+    d_x = _nan_view((H, W), (sstride, 1), dt)
     dy = dy64.to(dt).to(DEVICE)
-    mod.launch_box3_bwd(grid, x, torch.empty(H, W, dtype=dt, device=DEVICE), H, W, sstride, W, dy, d_x)
+    mod.launch_box3x3_bwd(grid, x, torch.empty(H, W, dtype=dt, device=DEVICE), H, W, sstride, W, dy, d_x)
     if DEVICE != "cpu":
         torch.cuda.synchronize()
     rows, cols = min(H, grid[0] * BH), min(W, grid[1] * BW)
@@ -179,13 +151,13 @@ def test_box_filter_overlapping_rows_take_atomics(tmp_path, _triton_interpreter)
     """A row stride below the row length (rows overlap in memory): the gather's stores are not
     distinct elements, so the flag is false and the backward's atomics add the sites, still right."""
     H, W, S = 9, 20, 12
-    mod, src = _module("box3", "src=*fp32,dst=*fp32,H=i32,W=i32,stride_src=i32,stride_dst=i32,BH=16,BW=32",
-                       "src", "dst", tmp_path)
+    mod, src = _module("box3x3", "src=*fp32,dst=*fp32,H=i32,W=i32,stride_src=i32,stride_dst=i32,BH=16,BW=32",
+                       "src", "dst", tmp_path, GOLDEN)
     span = (H - 1) * S + W
     x = _randn(span).float().to(DEVICE)
     d = torch.zeros(span, dtype=torch.float32, device=DEVICE)
     dy = _randn(H, W, seed=2).float().to(DEVICE)
-    mod.launch_box3_bwd((1, 1), x, torch.empty(H, W, device=DEVICE), H, W, S, W, dy, d)
+    mod.launch_box3x3_bwd((1, 1), x, torch.empty(H, W, device=DEVICE), H, W, S, W, dy, d)
     xs = x.cpu().double().requires_grad_()
     view = xs.as_strided((H, W), (S, 1))
     (_box_ref(view, H, W, H, W) * dy.cpu().double()).sum().backward()
@@ -199,7 +171,7 @@ def test_nonlinear_1d_stencil(tmp_path, _triton_interpreter, dt, tol):
     mod, src = _module("taps_nl", f"x_ptr=*{name},y_ptr=*{name},n=i32,BLOCK={B}", "x_ptr", "y_ptr", tmp_path)
     assert "def taps_nl_bwd_gather_x_ptr(" in src, src
     x, dy = _randn(n).to(dt).to(DEVICE), _randn(n, seed=2).to(dt).to(DEVICE)
-    d_x = _nan((n,), dt)
+    d_x = _nan_view((n,), None, dt)
     mod.launch_taps_nl_bwd((triton.cdiv(n, B),), x, torch.empty(n, dtype=dt, device=DEVICE), n, dy, d_x)
     if DEVICE != "cpu":
         torch.cuda.synchronize()
@@ -217,7 +189,7 @@ def test_weight_folded_next_to_the_gather(tmp_path, _triton_interpreter):
                        tmp_path)
     assert "def taps_w_bwd_gather_x_ptr(" in src and "d_w_ptr is summed deterministically" in src, src
     x, w, dy = _randn(n), _randn(3, seed=1), _randn(n, seed=2)
-    d_x, d_w = _nan((n,)), _nan((3,))
+    d_x, d_w = _nan_view((n,)), _nan_view((3,))
     mod.launch_taps_w_bwd((triton.cdiv(n, B),), x.float().to(DEVICE), w.float().to(DEVICE),
                           torch.empty(n, device=DEVICE), n, dy.float().to(DEVICE), d_x, d_w)
     if DEVICE != "cpu":
@@ -244,7 +216,7 @@ def test_negative_block_sum(tmp_path, _triton_interpreter):
     mod, src = _module("taps_rowsum", f"x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK={B}", "x_ptr", "y_ptr", tmp_path)
     assert "_gather_" not in src and "def taps_rowsum_bwd_sum(" in src, src
     x, dy = _randn(n), _randn(n, seed=2)
-    d_x = _nan((n,))
+    d_x = _nan_view((n,))
     mod.launch_taps_rowsum_bwd((triton.cdiv(n, B),), x.float().to(DEVICE), torch.empty(n, device=DEVICE), n,
                                dy.float().to(DEVICE), d_x)
     want = _ref_grads(_rowsum_ref(n, B), [x.float().double()], dy.float().double())[0]
@@ -298,7 +270,7 @@ def test_negative_pid_outside_position(tmp_path, _triton_interpreter):
 
 def test_kad_check_box_grid_smaller_strided():
     """kad check (float64 finite differences on kad's interpreter, which runs the gather)."""
-    p = triton_cpu.run_kad(["check", f"{HERE}:box3", "--sig",
+    p = triton_cpu.run_kad(["check", f"{GOLDEN}:box3x3", "--sig",
                             "src=*fp32,dst=*fp32,H=i32,W=i32,stride_src=i32,stride_dst=i32,BH=16,BW=32",
                             "--wrt", "src", "--out", "dst", "--grid", "2,1", "--shape", "src=37x70",
                             "--shape", "dst=37x61", "--arg", "H=37", "--arg", "W=61", "--arg", "stride_src=70",
@@ -310,7 +282,7 @@ def test_kad_check_box_grid_smaller_strided():
 def test_package_cpu_box(dt, tol):
     """The package's CPU path: kad's interpreter runs the plan (the gather kernel after the
     backward)."""
-    k = kad.differentiable(inputs=["src"], outputs=["dst"])(box3)
+    k = kad.differentiable(inputs=["src"], outputs=["dst"])(box3x3)
     H, W = 21, 45
     x64, dy64 = _randn(H, W), _randn(H, W, seed=2)
     x = x64.to(dt).requires_grad_()

@@ -521,18 +521,9 @@ def test_gradients_match_torch(case, tmp_path):
     # backward: through the module's launcher, gradient buffers filled with NaN (they need no
     # initialization: the launcher zero-fills each one unless the launch writes all of it)
     d_ins = [torch.full_like(args[n], float("nan")) for n in wrt]
-    filled = []
-    zero_ = torch.Tensor.zero_
-
-    def spy(t):
-        filled.extend(n for n, d in zip(wrt, d_ins) if d is t)
-        return zero_(t)
-
-    torch.Tensor.zero_ = spy
-    try:
+    with triton_cpu.calls_of(torch.Tensor, "zero_") as zeroed:
         launch_bwd(case.grid, *[args[n] for n in runtime], *d_outs, *d_ins, **consts)
-    finally:
-        torch.Tensor.zero_ = zero_
+    filled = [n for (t,) in zeroed for n, d in zip(wrt, d_ins) if d is t]
     if DEVICE != "cpu":
         torch.cuda.synchronize()
     if case.id in SKIPS_ZERO_FILL:

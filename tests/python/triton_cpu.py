@@ -136,6 +136,34 @@ def load_module(path, name):
     return mod
 
 
+def grad_module(file, kernel, sig, wrt, out, tmp_path, tag):
+    """`kad grad FILE:KERNEL` for (sig, wrt, out), written under tmp_path and imported (a fresh
+    module per tmp_path: tag names the test file); returns (module, its text)."""
+    p = run_kad(["grad", f"{file}:{kernel}", "--sig", sig, "--wrt", wrt, "--out", out])
+    assert p.returncode == 0, p.stderr
+    path = os.path.join(str(tmp_path), f"{kernel}_bwd.py")
+    with open(path, "w") as f:
+        f.write(p.stdout)
+    return load_module(path, f"kad_{tag}_{kernel}_{abs(hash(str(tmp_path)))}"), p.stdout
+
+
+@contextlib.contextmanager
+def calls_of(owner, name):
+    """While entered, owner.name records each call's positional arguments in the list it yields
+    (then calls the original): which tensors a launcher zero-filled, how many torch.zeros."""
+    calls, orig = [], getattr(owner, name)
+
+    def spy(*a, **k):
+        calls.append(a)
+        return orig(*a, **k)
+
+    setattr(owner, name, spy)
+    try:
+        yield calls
+    finally:
+        setattr(owner, name, orig)
+
+
 def corpus_module(file):
     """tests/kernels/<file> imported as a module of a package of its own (so that its relative
     imports work), defined in the mode in force now: call it inside interpreter()."""
