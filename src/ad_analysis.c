@@ -226,7 +226,7 @@ static void join_root(Ad *ad, ValId v, int r)
 
 static void set_flag(Ad *ad, uint8_t *arr, ValId v, bool on)
 {
-    if (on && v > 0 && !arr[v]) {
+    if (on && v > 0 && !arr[v] && !(arr == ad->useful && ad->pinned && ad->pinned[v])) {
         arr[v] = 1;
         ad->changed = true;
     }
@@ -747,9 +747,46 @@ static Sh sh_rule(const Ad *ad, const Inst *in, const Sh *cls)
     return (Sh){SH_NONE, 0};
 }
 
+static bool sh_block(const Ad *ad, const Block *b, ValId m, Sh *cls, bool carries);
+
+/* A `for` loop whose bounds do not depend on m: each carried value's class
+ * is a fixpoint of the body, its start's class joined with its yield's
+ * (a running sum of exp(x - m) starting at 0 is SH_MUL -1 on every
+ * iteration, by induction); its results get those classes, and m itself
+ * when it is one of them (a running max) SH_ADD 1. */
+static bool sh_for(const Ad *ad, const Inst *in, ValId m, Sh *cls)
+{
+    for (int k = 0; k < 3; k++)
+        if (sh_dep(cls[in->args[k]]))
+            return false;
+    const Block *body = in->regions[0];
+    const Inst *y = ad_block_term(body);
+    for (int i = 0; i < in->nres; i++)
+        cls[body->params[1 + i]] = cls[in->args[3 + i]];
+    for (int round = 0; round < 4; round++) {
+        if (!sh_block(ad, body, m, cls, true))
+            return false;
+        bool same = true;
+        for (int i = 0; i < in->nres; i++) {
+            Sh p = cls[body->params[1 + i]], j = sh_same(p, cls[y->args[i]]);
+            if (j.kind != p.kind || j.k != p.k) {
+                cls[body->params[1 + i]] = j;
+                same = false;
+            }
+        }
+        if (same) {
+            for (int i = 0; i < in->nres; i++)
+                cls[in->res[i]] = in->res[i] == m ? (Sh){SH_ADD, 1} : cls[body->params[1 + i]];
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Classes of b's values with m free; false when m might reach an output
- * (see above). */
-static bool sh_block(const Ad *ad, const Block *b, ValId m, Sh *cls)
+ * (see above).  carries: b is a `for` body, whose yield may carry values
+ * that depend on m (sh_for checks their classes). */
+static bool sh_block(const Ad *ad, const Block *b, ValId m, Sh *cls, bool carries)
 {
     for (int i = 0; i < b->insts.n; i++) {
         const Inst *in = &b->insts.v[i];
@@ -758,15 +795,21 @@ static bool sh_block(const Ad *ad, const Block *b, ValId m, Sh *cls)
             dep = dep || sh_dep(cls[in->args[k]]);
         switch (in->op) {
         case OP_FOR:
+            if (!sh_for(ad, in, m, cls))
+                return false;
+            continue;
         case OP_IF:
         case OP_WHILE:
             if (dep)
                 return false;
             for (int r = 0; r < in->nregions; r++)
-                if (!sh_block(ad, in->regions[r], m, cls))
+                if (!sh_block(ad, in->regions[r], m, cls, false))
                     return false;
             continue;
         case OP_YIELD:
+            if (dep && !carries)
+                return false;
+            continue;
         case OP_CONDITION:
             if (dep)
                 return false;
@@ -816,27 +859,74 @@ static void through_only(const Ad *ad, const Block *b, ValId m, uint8_t *only)
     }
 }
 
-/* Finds the shift-invariant maxima and minima in b and takes them (with
- * what depends on the inputs only through them) out of the adjoint. */
-static void drop_shift_invariant(Ad *ad, const Block *b)
+/* Is res[i] of `for` in a running max or min alone: a scalar yielded as
+ * maximum(m, y) or minimum(m, y) (either order) of its carried m, which
+ * nothing else uses, and used by nothing but that yield?  (An online
+ * softmax's first loop after gauge_rewrite.)  Its chain is then pinned
+ * with it: it only feeds the result. */
+static bool running_extreme(const Ad *ad, const Inst *in, int i)
+{
+    const Block *body = in->regions[0];
+    ValId p = body->params[1 + i], n = ad_block_term(body)->args[i];
+    const Inst *e = ad->def[n];
+    return e && (e->op == OP_MAXIMUM || e->op == OP_MINIMUM) && (e->args[0] == p || e->args[1] == p) &&
+           e->args[0] != e->args[1] && ad->nuses[p] == 1 && ad->nuses[n] == 1 &&
+           type_numel(fty(ad, in->res[i])) == 1;
+}
+
+/* Pins m (and for a loop's running extreme its carried chain) and what
+ * depends on the inputs only through it, when the outputs provably do not
+ * depend on m (AD_MUTATE_MAX_DROP, tests only: without the proof). */
+static void try_drop(Ad *ad, ValId m, const Inst *loop, int slot)
+{
+    if (!ad_active(ad, m) || (ad->pinned && ad->pinned[m]))
+        return;
+    Sh *cls = arena_alloc(ad->a, sizeof *cls * (size_t)ad->nvals);
+    if (ad->spec->mutate != AD_MUTATE_MAX_DROP && !sh_block(ad, ad->fw->body, m, cls, false))
+        return;
+    uint8_t *only = arena_alloc(ad->a, (size_t)ad->nvals);
+    only[m] = 1; /* (a loop's result is no op's through_only marks) */
+    through_only(ad, ad->fw->body, m, only);
+    if (!ad->pinned)
+        ad->pinned = arena_alloc(ad->a, (size_t)ad->nvals);
+    for (int v = 0; v < ad->nvals; v++)
+        ad->pinned[v] |= only[v];
+    if (loop) {
+        ad->pinned[loop->regions[0]->params[1 + slot]] = 1;
+        ad->pinned[ad_block_term(loop->regions[0])->args[slot]] = 1;
+    }
+}
+
+/* Finds the shift-invariant maxima and minima in b: scalar max/min
+ * reductions and loops' running extremes (try_drop). */
+static void find_shift_invariant(Ad *ad, const Block *b)
 {
     for (int i = 0; i < b->insts.n; i++) {
         const Inst *in = &b->insts.v[i];
         for (int r = 0; r < in->nregions; r++)
-            drop_shift_invariant(ad, in->regions[r]);
-        if ((in->op != OP_MAX && in->op != OP_MIN) || !ad_active(ad, in->res[0]) ||
-            type_numel(fty(ad, in->res[0])) != 1)
-            continue;
-        ValId m = in->res[0];
-        Sh *cls = arena_alloc(ad->a, sizeof *cls * (size_t)ad->nvals);
-        /* AD_MUTATE_MAX_DROP (tests only) drops without the proof */
-        if (ad->spec->mutate != AD_MUTATE_MAX_DROP && !sh_block(ad, ad->fw->body, m, cls))
-            continue;
-        uint8_t *only = arena_alloc(ad->a, (size_t)ad->nvals);
-        through_only(ad, ad->fw->body, m, only);
-        for (int v = 0; v < ad->nvals; v++)
-            if (only[v])
-                ad->useful[v] = 0;
+            find_shift_invariant(ad, in->regions[r]);
+        if ((in->op == OP_MAX || in->op == OP_MIN) && type_numel(fty(ad, in->res[0])) == 1)
+            try_drop(ad, in->res[0], NULL, 0);
+        for (int k = 0; in->op == OP_FOR && k < in->nres; k++)
+            if (running_extreme(ad, in, k))
+                try_drop(ad, in->res[k], in, k);
+    }
+}
+
+/* Takes the shift-invariant maxima out of the adjoint: usefulness is
+ * recomputed with them pinned, so that the values only they used (a
+ * running max's loop) need no adjoint either. */
+static void drop_shift_invariant(Ad *ad)
+{
+    find_shift_invariant(ad, ad->fw->body);
+    if (!ad->pinned)
+        return;
+    memset(ad->useful, 0, (size_t)ad->nvals);
+    for (int round = 0; round < 1000; round++) {
+        ad->changed = false;
+        backward_block(ad, ad->fw->body);
+        if (!ad->changed)
+            break;
     }
 }
 
@@ -1595,7 +1685,7 @@ bool ad_analyze(Ad *ad)
     if (!assign_roles(ad))
         return false;
     analyze(ad);
-    drop_shift_invariant(ad, ad->fw->body);
+    drop_shift_invariant(ad);
     SiteVec sites = {0};
     validate_block(ad, ad->fw->body, 0, NULL, NULL, 0, &sites, NULL);
     return ad->d->nerrors == before;

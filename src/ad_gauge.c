@@ -519,8 +519,9 @@ static void note_loop(Gauge *g, const Inst *L, const Match *m)
     const char *note = arena_printf(
         g->a,
         "loop at line %d: online-softmax rescaling recognized (%s rescaled by %s %s of the running max %s); "
-        "reversed by a second pass with the final max: a loop computing the max alone (taped), then %s "
-        "as linear accumulators with the final max (no tape) (tape: %lld bytes instead of %lld per "
+        "reversed by a second pass with the final max: a loop computing the max alone (taped unless the "
+        "outputs do not depend on the max: docs/AD.md, \"Shift-invariant maxima\"), then %s as linear "
+        "accumulators with the final max (no tape) (tape: at most %lld bytes instead of %lld per "
         "iteration and program)",
         L->loc.line, buf_str(&names), m->expop == OP_EXP2 ? "exp2" : "exp", "factors",
         mname ? mname : "m", buf_str(&names), (long long)(after * (mwide ? 8 : 4)),

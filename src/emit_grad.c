@@ -1081,8 +1081,13 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
                   "        _dev = next(t.device for t in args if isinstance(t, torch.Tensor))\n");
     buf_printf(out, "        _dacc = torch.empty(_U * _V * %lld, dtype=torch.%s, device=_dev)\n", (long long)pl->tile,
                pl->sdt == DT_F64 ? "float64" : pl->sdt == DT_BF16 ? "bfloat16" : pl->sdt == DT_F16 ? "float16" : "float32");
-    for (int i = 0; i < pl->n; i++)
-        buf_printf(out, "        args[%d].zero_()  # elements no tile writes stay 0\n", at0 + pl->op[i].slot - nfwd);
+    for (int i = 0; i < pl->n; i++) { /* elements no tile writes stay 0: zero-filled above unless a check skipped it */
+        const FuncCover *fc = cover_of(bwd, bwd->params[pl->op[i].slot]);
+        if (fc && fc->cover)
+            buf_printf(out, "        args[%d].zero_()  # elements no tile writes stay 0\n", at0 + pl->op[i].slot - nfwd);
+        else
+            buf_printf(out, "        # args[%d]: zero-filled above; elements no tile writes stay 0\n", at0 + pl->op[i].slot - nfwd);
+    }
     /* the dacc kernel is the forward's K loop again: the caller's options (the forward's launch
      * options, or the config its autotuner chose) fit it; the operand kernels have tiles of their
      * own: kad's defaults for them */

@@ -1601,6 +1601,7 @@ typedef struct Ad {
                                 * (read from memory), <= -2 one of several params (psets) */
     uint8_t *varied;           /* by ValId: depends on a differentiated input */
     uint8_t *useful;           /* by ValId: reaches a differentiated output */
+    uint8_t *pinned;           /* by ValId: kept not useful (shift-invariant maxima), or NULL */
     uint8_t *chain;            /* by ValId: on a loop's linear-accumulator chain */
     int *nuses;                /* by ValId: operand uses anywhere */
     const Inst **def;          /* by ValId: defining instruction (NULL: param) */

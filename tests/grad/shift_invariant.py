@@ -25,6 +25,9 @@
 # RUN: grad %s:in_if --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,flag=i32,BLOCK=16' --wrt x_ptr --out y_ptr
 # RUN: grad %s:masked_softmax --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16' --wrt x_ptr --out y_ptr
 # RUN: grad %s:masked_shift --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16' --wrt x_ptr --out y_ptr
+# RUN: grad %s:loop_lse --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=8' --wrt x_ptr --out y_ptr
+# RUN: grad %s:online_lse --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=8' --wrt x_ptr --out y_ptr
+# RUN: grad %s:loop_lse_max_out --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,m_ptr=*fp32,n=i32,BLOCK=8' --wrt x_ptr --out y_ptr,m_ptr
 import triton
 import triton.language as tl
 
@@ -141,3 +144,59 @@ def masked_shift(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     cols = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + cols, mask=cols < n, other=-float("inf"))
     tl.store(y_ptr + cols, x - tl.max(x, axis=0), mask=cols < n)
+
+
+@triton.jit
+def loop_lse(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    # a running max over chunks, then a running sum with the final max
+    cols = tl.arange(0, BLOCK)
+    m = -float("inf")
+    for c in range(0, n, BLOCK):
+        x = tl.load(x_ptr + c + cols, mask=c + cols < n, other=-float("inf"))
+        m = tl.maximum(m, tl.max(x, axis=0))
+    s = 0.0
+    for c in range(0, n, BLOCK):
+        x = tl.load(x_ptr + c + cols, mask=c + cols < n, other=-float("inf"))
+        s += tl.sum(tl.exp(x - m), axis=0)
+    tl.store(y_ptr, m + tl.log(s))
+
+
+@triton.jit
+def loop_lse_max_out(x_ptr, y_ptr, m_ptr, n, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    m = -float("inf")
+    for c in range(0, n, BLOCK):
+        x = tl.load(x_ptr + c + cols, mask=c + cols < n, other=-float("inf"))
+        m = tl.maximum(tl.max(x, axis=0), m)
+    s = 0.0
+    for c in range(0, n, BLOCK):
+        x = tl.load(x_ptr + c + cols, mask=c + cols < n, other=-float("inf"))
+        s += tl.sum(tl.exp(x - m), axis=0)
+    tl.store(y_ptr, m + tl.log(s))
+    tl.store(m_ptr, m)
+
+
+@triton.jit
+def loop_unnormalized(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    m = -float("inf")
+    for c in range(0, n, BLOCK):
+        x = tl.load(x_ptr + c + cols, mask=c + cols < n, other=-float("inf"))
+        m = tl.maximum(m, tl.max(x, axis=0))
+    for c in range(0, n, BLOCK):
+        x = tl.load(x_ptr + c + cols, mask=c + cols < n, other=0.0)
+        tl.store(y_ptr + c + cols, tl.exp(x - m), mask=c + cols < n)
+
+
+@triton.jit
+def online_lse(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    # the online form: kad's gauge rewrite splits it into the two loops of loop_lse
+    cols = tl.arange(0, BLOCK)
+    m = -float("inf")
+    s = 0.0
+    for c in range(0, n, BLOCK):
+        x = tl.load(x_ptr + c + cols, mask=c + cols < n, other=-float("inf"))
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    tl.store(y_ptr, m + tl.log(s))

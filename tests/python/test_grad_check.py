@@ -211,6 +211,7 @@ _S1 = "x_ptr=*fp32,y_ptr=*fp32,BLOCK=16"
 _SN = "x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16"
 _SM = "x_ptr=*fp32,y_ptr=*fp32,m_ptr=*fp32,BLOCK=16"
 _V16 = dict(x_ptr=16, y_ptr=16)
+_SL = "x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=8"  # the loops: 21 elements in chunks of 8
 GRAD_SHIFT = [
     K(_S, "raw_shift", _S1, 1, _V16, drop=False, dep=True),
     K(_S, "unnormalized", _S1, 1, _V16, drop=False, dep=True),
@@ -236,6 +237,11 @@ GRAD_SHIFT = [
     K(_S, "masked_shift", _SN, 1, _V16, dict(n=16), label="full", drop=False, dep=True),
     K(_S, "masked_shift", _SN, 1, dict(x_ptr=10, y_ptr=10), dict(n=10), label="padded", drop=False,
       dep=True),
+    K(_S, "loop_lse", _SL, 1, dict(x_ptr=21, y_ptr=1), dict(n=21), drop=True),
+    K(_S, "online_lse", _SL, 1, dict(x_ptr=21, y_ptr=1), dict(n=21), drop=True),
+    K(_S, "loop_lse_max_out", "x_ptr=*fp32,y_ptr=*fp32,m_ptr=*fp32,n=i32,BLOCK=8", 1,
+      dict(x_ptr=21, y_ptr=1, m_ptr=1), dict(n=21), out="y_ptr,m_ptr", drop=False, dep=True),
+    K(_S, "loop_unnormalized", _SL, 1, dict(x_ptr=21, y_ptr=21), dict(n=21), drop=False, dep=True),
 ]
 
 _A = "shared_atomic.py"
