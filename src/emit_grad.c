@@ -628,13 +628,18 @@ static void launch_defaults(const Func *f, int *warps, int *stages)
 
 /* The launch options of one kernel: kad's defaults, the caller's num_warps
  * and num_stages (the launcher's arguments) when given. */
+static const char *launch_options_of(Arena *a, int w, int s)
+{
+    if (s)
+        return arena_printf(a, "{\"num_warps\": num_warps or %d, \"num_stages\": num_stages or %d}", w, s);
+    return arena_printf(a, "dict({\"num_warps\": num_warps or %d}, **options)", w);
+}
+
 static const char *launch_options(Arena *a, const Func *f)
 {
     int w, s;
     launch_defaults(f, &w, &s);
-    if (s)
-        return arena_printf(a, "{\"num_warps\": num_warps or %d, \"num_stages\": num_stages or %d}", w, s);
-    return arena_printf(a, "dict({\"num_warps\": num_warps or %d}, **options)", w);
+    return launch_options_of(a, w, s);
 }
 
 /* One launch of kernel k on grid g with the call's values (call, a Python
@@ -1267,11 +1272,18 @@ static void print_gathers(Buf *out, Arena *a, const Func *bwd, const DefParam *o
         buf_printf(out, "    if %s:\n", cond);
         int w, st;
         launch_defaults(gi->k, &w, &st);
+        /* each element sums nsites sites' values (their loads and masks): the warps of a tile
+         * nsites times as large, at most 8 and at least one element a thread (docs/GRAD.md,
+         * "Launch parameters") */
+        int64_t tile = 1, acc = 0, smem = 0;
+        tile_scan(gi->k, gi->k->body, &tile, &acc, &smem);
+        for (int64_t work = (int64_t)w * (gi->nsites > 1 ? gi->nsites : 1); w < 8 && w < work && w * 64 <= tile;)
+            w *= 2;
         print_launch(out, a, "        ", gi->k->name,
                      arena_printf(a, "(_kg[0] + %lld, _kg[1] + %lld, _kg[2] + %lld)", (long long)gi->grid_add[0],
                                   (long long)gi->grid_add[1], (long long)gi->grid_add[2]),
                      call, ptrs, np, 2 + j, arena_printf(a, "num_warps or %d", w),
-                     st ? arena_printf(a, "num_stages or %d", st) : "num_stages", launch_options(a, gi->k));
+                     st ? arena_printf(a, "num_stages or %d", st) : "num_stages", launch_options_of(a, w, st));
     }
 }
 
