@@ -3003,5 +3003,12 @@ Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
         diag_note(d, fwd->loc, "kad bug: the GEMM kernels of the backward of '%s' are invalid", fwd->name);
         return NULL;
     }
+    /* adjoint dots on widened 16-bit tiles take the tiles as they are (exact); not where the
+     * GEMM form or a gather took kernels of their own from bw (they keep its instructions) */
+    if (!bw->gemm && !bw->gather && pass_narrow_dots(bw, fwd->nparams) > 0 &&
+        !(pass_dce(bw, true) && ir_verify(bw, d))) {
+        diag_note(d, fwd->loc, "kad bug: the backward kernel of '%s' is invalid", fwd->name);
+        return NULL;
+    }
     return bw;
 }

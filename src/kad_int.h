@@ -695,6 +695,14 @@ bool pass_run(Func *f, const char *name, Diags *d);
  * `while` of f terminates (a backward kernel recomputing a forward that
  * terminated), so an unused `while` without effects is removed too. */
 bool pass_dce(Func *f, bool whiles_terminate);
+/* Adjoint dots on 16-bit tiles (a backward's, ad_backward): a dot whose
+ * operands are both bf16 (or both fp16) tiles widened to fp32 (through
+ * trans/permute) and which reads data through params[first..] (the
+ * gradients: the recomputed forward's dots keep the author's form) takes
+ * the 16-bit tiles as they are.  Exact: a 16-bit float is exactly a TF32
+ * (or fp32) value and the products and sums are fp32 either way; it runs at
+ * the 16-bit dot rate.  Returns how many dots it changed. */
+int pass_narrow_dots(Func *f, int first);
 
 /* ------------------------------------------------------------------ */
 /* sema.c                                                              */

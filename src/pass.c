@@ -640,6 +640,122 @@ static bool pass_simplify(Func *f)
 }
 
 /* ------------------------------------------------------------------ */
+/* Adjoint dots on 16-bit tiles (pass_narrow_dots)                     */
+/* ------------------------------------------------------------------ */
+
+typedef struct Narrow {
+    Func *f;
+    uint8_t *grad;       /* by ValId: depends on data read through the gradients' params */
+    const Inst **def;    /* by ValId */
+    bool changed;
+    int n;
+} Narrow;
+
+/* Marks what depends on the gradients' params (pointers, loads through
+ * them, and anything computed from those; loop results and carried values
+ * from their yields). */
+static void narrow_taint(Narrow *n, const Block *b)
+{
+    for (int i = 0; i < b->insts.n; i++) {
+        const Inst *in = &b->insts.v[i];
+        for (int r = 0; r < in->nres; r++)
+            n->def[in->res[r]] = in;
+        for (int r = 0; r < in->nregions; r++)
+            narrow_taint(n, in->regions[r]);
+        bool t = false;
+        for (int k = 0; k < in->nargs; k++)
+            t = t || n->grad[in->args[k]];
+        for (int r = 0; r < in->nregions && !t; r++) { /* a region's yield feeds the results */
+            const Block *rb = in->regions[r];
+            const Inst *y = rb->insts.n ? &rb->insts.v[rb->insts.n - 1] : NULL;
+            for (int k = 0; y && y->op == OP_YIELD && k < y->nargs; k++)
+                t = t || n->grad[y->args[k]];
+        }
+        if (!t)
+            continue;
+        for (int r = 0; r < in->nres; r++)
+            if (!n->grad[in->res[r]])
+                n->grad[in->res[r]] = 1, n->changed = true;
+        for (int r = 0; in->op == OP_FOR && r < in->nregions; r++)
+            for (int k = 1; k < in->regions[r]->nparams; k++)
+                if (!n->grad[in->regions[r]->params[k]])
+                    n->grad[in->regions[r]->params[k]] = 1, n->changed = true;
+    }
+}
+
+/* v as a 16-bit float tile widened to fp32, through permutes: the tile
+ * (*src), the permutes from it outward (perm[0..*np)); false otherwise. */
+static bool widened16(const Narrow *n, ValId v, ValId *src, const Inst **perm, int *np)
+{
+    *np = 0;
+    const Inst *d = n->def[v];
+    while (d && d->op == OP_PERMUTE && *np < 4) {
+        perm[(*np)++] = d;
+        d = n->def[d->args[0]];
+    }
+    if (!d || d->op != OP_CAST || ir_type(n->f, d->res[0]).dt != DT_F32)
+        return false;
+    Dtype s = (Dtype)ir_type(n->f, d->args[0]).dt;
+    if (s != DT_BF16 && s != DT_F16)
+        return false;
+    *src = d->args[0];
+    return true;
+}
+
+static void narrow_block(Narrow *n, Block *b)
+{
+    int nold;
+    Inst *old = ir_block_detach(b, &nold);
+    for (int i = 0; i < nold; i++) {
+        Inst in = old[i];
+        for (int r = 0; r < in.nregions; r++)
+            narrow_block(n, in.regions[r]);
+        ValId sa, sb;
+        const Inst *pa[4], *pb[4];
+        int na, nb;
+        if (in.op == OP_DOT && n->grad[in.res[0]] && ir_type(n->f, in.res[0]).dt == DT_F32 &&
+            widened16(n, in.args[0], &sa, pa, &na) && widened16(n, in.args[1], &sb, pb, &nb) &&
+            ir_type(n->f, sa).dt == ir_type(n->f, sb).dt) {
+            ValId ops[2] = {sa, sb};
+            const Inst **perms[2] = {pa, pb};
+            int np[2] = {na, nb};
+            for (int k = 0; k < 2; k++)
+                for (int j = np[k] - 1; j >= 0; j--) { /* the same permutes, on the 16-bit tile */
+                    const Inst *p = perms[k][j];
+                    Type t = type_with_dtype(ir_type(n->f, p->res[0]), (Dtype)ir_type(n->f, sa).dt);
+                    Inst *q = ir_emit(n->f, b, OP_PERMUTE, &ops[k], 1, &t, 1, p->loc);
+                    ir_inst_copy_attrs(q, p);
+                    ops[k] = q->res[0];
+                }
+            in.args[0] = ops[0];
+            in.args[1] = ops[1];
+            in.ival = DP_DEFAULT; /* input_precision concerns fp32 operands only */
+            n->n++;
+        }
+        vec_push(n->f->a, b->insts, in);
+    }
+}
+
+int pass_narrow_dots(Func *f, int first)
+{
+    Arena *a = scratch_new(f);
+    Narrow n = {.f = f};
+    n.grad = arena_alloc(a, (size_t)f->vals.n + 1);
+    n.def = arena_alloc(a, sizeof *n.def * ((size_t)f->vals.n + 1));
+    for (int i = first; i < f->nparams; i++)
+        n.grad[f->params[i]] = 1;
+    for (int round = 0; round < 64; round++) {
+        n.changed = false;
+        narrow_taint(&n, f->body);
+        if (!n.changed)
+            break;
+    }
+    narrow_block(&n, f->body);
+    scratch_free(f, a);
+    return n.n;
+}
+
+/* ------------------------------------------------------------------ */
 /* By name                                                             */
 /* ------------------------------------------------------------------ */
 
