@@ -749,11 +749,29 @@ static Sh sh_rule(const Ad *ad, const Inst *in, const Sh *cls)
 
 static bool sh_block(const Ad *ad, const Block *b, ValId m, Sh *cls, bool carries);
 
+/* Does b (or a region nested in it) define v? */
+static bool block_defines(const Block *b, ValId v)
+{
+    for (int i = 0; i < b->insts.n; i++) {
+        const Inst *in = &b->insts.v[i];
+        for (int r = 0; r < in->nres; r++)
+            if (in->res[r] == v)
+                return true;
+        for (int r = 0; r < in->nregions; r++)
+            if (block_defines(in->regions[r], v))
+                return true;
+    }
+    return false;
+}
+
 /* A `for` loop whose bounds do not depend on m: each carried value's class
  * is a fixpoint of the body, its start's class joined with its yield's
  * (a running sum of exp(x - m) starting at 0 is SH_MUL -1 on every
  * iteration, by induction); its results get those classes, and m itself
- * when it is one of them (a running max) SH_ADD 1. */
+ * when it is one of them (a running max) SH_ADD 1.  A loop whose body
+ * defines m has one m per iteration, not one number: no value that depends
+ * on it may be carried to the next iteration (the proof shifts them all
+ * by one amount). */
 static bool sh_for(const Ad *ad, const Inst *in, ValId m, Sh *cls)
 {
     for (int k = 0; k < 3; k++)
@@ -761,10 +779,11 @@ static bool sh_for(const Ad *ad, const Inst *in, ValId m, Sh *cls)
             return false;
     const Block *body = in->regions[0];
     const Inst *y = ad_block_term(body);
+    bool inside = block_defines(body, m);
     for (int i = 0; i < in->nres; i++)
         cls[body->params[1 + i]] = cls[in->args[3 + i]];
     for (int round = 0; round < 4; round++) {
-        if (!sh_block(ad, body, m, cls, true))
+        if (!sh_block(ad, body, m, cls, !inside))
             return false;
         bool same = true;
         for (int i = 0; i < in->nres; i++) {

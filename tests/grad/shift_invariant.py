@@ -200,3 +200,18 @@ def online_lse(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
         s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
         m = m_new
     tl.store(y_ptr, m + tl.log(s))
+
+
+@triton.jit
+def carried_scale(x_ptr, y_ptr, R, BLOCK: tl.constexpr):
+    # one max per row of the loop, and both sums carry it: c * d depends on every row's max
+    # (shifting all of them by one amount would cancel, but they are not one number)
+    cols = tl.arange(0, BLOCK)
+    c = 0.0
+    d = 0.0
+    for r in range(0, R):
+        x = tl.load(x_ptr + r * BLOCK + cols)
+        m = tl.max(x, axis=0)
+        c = c + tl.exp(m)
+        d = d + tl.sum(tl.exp(x - m), axis=0)
+    tl.store(y_ptr, c * d)

@@ -242,6 +242,8 @@ GRAD_SHIFT = [
     K(_S, "loop_lse_max_out", "x_ptr=*fp32,y_ptr=*fp32,m_ptr=*fp32,n=i32,BLOCK=8", 1,
       dict(x_ptr=21, y_ptr=1, m_ptr=1), dict(n=21), out="y_ptr,m_ptr", drop=False, dep=True),
     K(_S, "loop_unnormalized", _SL, 1, dict(x_ptr=21, y_ptr=21), dict(n=21), drop=False, dep=True),
+    K(_S, "carried_scale", "x_ptr=*fp32,y_ptr=*fp32,R=i32,BLOCK=16", 1, dict(x_ptr=48, y_ptr=1), dict(R=3),
+      drop=False, dep=True),
 ]
 
 _A = "shared_atomic.py"
