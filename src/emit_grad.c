@@ -1080,9 +1080,11 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
                   "    _plan = _kad_gemm_plans.get(_key)\n"
                   "    if _plan is None:\n"
                   "        _plan = _kad_gemm_plan(_ta, _tg)\n"
+                  "        if _plan is not None:  # with the compiled kernels of this launch shape (_kad_go)\n"
+                  "            _plan = (*_plan, _kad_ck(next(t.device for t in args if isinstance(t, torch.Tensor))))\n"
                   "        _kad_gemm_plans[_key] = _plan\n"
                   "    if _plan is not None:\n"
-                  "        _U, _V, _T = _plan\n"
+                  "        _U, _V, _T, _ck = _plan\n"
                   "        _dev = next(t.device for t in args if isinstance(t, torch.Tensor))\n");
     buf_printf(out, "        _dacc = torch.empty(_U * _V * %lld, dtype=torch.%s, device=_dev)\n", (long long)pl->tile,
                pl->sdt == DT_F64 ? "float64" : pl->sdt == DT_BF16 ? "bfloat16" : pl->sdt == DT_F16 ? "float16" : "float32");
@@ -1096,14 +1098,20 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
     /* the dacc kernel is the forward's K loop again: the caller's options (the forward's launch
      * options, or the config its autotuner chose) fit it; the operand kernels have tiles of their
      * own: kad's defaults for them */
-    buf_printf(out, "        _kad_fit(%s, _tg, (%s%s_dacc, _U, _V), %s)\n", pl->first->name, call,
-               *call ? ", " : "", launch_options(a, pl->first));
+    buf_printf(out, "        _c = (%s%s_dacc, _U, _V)\n", call, *call ? ", " : "");
+    buf_puts(out, "        _k = None  # the kernels' key (_kad_go) less the options: on CUDA, every tensor 16-byte aligned\n"
+                  "        if _ck is not None:\n"
+                  "            _ts = [x for x in _c if isinstance(x, torch.Tensor)]\n"
+                  "            if not any(x.data_ptr() & 15 for x in _ts):\n"
+                  "                _k = (_kad_cur(), *(x.dtype for x in _ts))\n");
+    buf_printf(out, "        _kad_fit(%s, _tg, _c, %s, _ck, _k and (0, *_k))\n", pl->first->name,
+               launch_options(a, pl->first));
     for (int i = 0; i < pl->n; i++) {
         int w, st;
         launch_defaults(pl->op[i].k, &w, &st);
         const char *g1 = pl->op[i].group > 1 ? arena_printf(a, "triton.cdiv(_T, %d)", pl->op[i].group) : "_T";
-        buf_printf(out, "        _kad_fit(%s, (%s, %s), (%s%s_dacc, _U, _V), {\"num_warps\": %d, \"num_stages\": %d})\n",
-                   pl->op[i].k->name, pl->op[i].own ? "_V" : "_U", g1, call, *call ? ", " : "", w, st ? st : 3);
+        buf_printf(out, "        _kad_fit(%s, (%s, %s, 1), _c, {\"num_warps\": %d, \"num_stages\": %d}, _ck, _k and (%d, *_k))\n",
+                   pl->op[i].k->name, pl->op[i].own ? "_V" : "_U", g1, w, st ? st : 3, i + 1);
     }
     buf_puts(out, "        return\n");
 }
@@ -1114,19 +1122,21 @@ static void print_gemm_helper(Buf *out, Arena *a, const Func *bwd)
     const GemmPlan *pl = bwd->gemm;
     buf_puts(out, "\n\n_kad_gemm_plans = {}\n"
                   "_kad_fit_stages = {}  # (kernel, num_stages asked) -> the num_stages that fits in shared memory\n\n\n"
-                  "def _kad_fit(k, g, a, o):\n"
-                  "    \"\"\"Launches k on grid g.  The GEMM kernels keep the forward's tiles, which may not fit in\n"
-                  "    shared memory at the num_stages asked for (the caller's): then with fewer, one less at a time.\"\"\"\n"
+                  "def _kad_fit(k, g, a, o, ck=None, key=None):\n"
+                  "    \"\"\"Launches k on grid g (3 ints) through _kad_go (ck, key: its compiled kernels and their key\n"
+                  "    without the launch options, or None).  The GEMM kernels keep the forward's tiles, which may\n"
+                  "    not fit in shared memory at the num_stages asked for (the caller's): then with fewer, one less\n"
+                  "    at a time.\"\"\"\n"
                   "    asked = o.get(\"num_stages\", 3)\n"
-                  "    o = dict(o, num_stages=_kad_fit_stages.get((k, asked), asked))\n"
+                  "    ns = _kad_fit_stages.get((k, asked), asked)\n"
                   "    while True:\n"
                   "        try:\n"
-                  "            return k[g](*a, **o)\n"
+                  "            return _kad_go(k, g, a, ck, key and (*key, o[\"num_warps\"], ns), o[\"num_warps\"], ns)\n"
                   "        except triton.runtime.errors.OutOfResources:\n"
-                  "            if o[\"num_stages\"] <= 1:\n"
+                  "            if ns <= 1:\n"
                   "                raise\n"
-                  "        o[\"num_stages\"] -= 1\n"
-                  "        _kad_fit_stages[k, asked] = o[\"num_stages\"]\n\n\n"
+                  "        ns -= 1\n"
+                  "        _kad_fit_stages[k, asked] = ns\n\n\n"
                   "def _kad_tdiv(x, y):  # the kernel's // on integers truncates\n"
                   "    q = abs(x) // abs(y)\n"
                   "    return q if (x < 0) == (y < 0) else -q\n\n\n"
@@ -1651,8 +1661,7 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
         buf_puts(out, tma_helpers());
     if (bwd->fold)
         buf_printf(out, "\n\n%s", fold_dense_helper());
-    if (bwd->fold || !bwd->gemm)
-        buf_printf(out, "%s%s", bwd->fold ? "" : "\n\n", launch_helper());
+    buf_printf(out, "%s%s", bwd->fold ? "" : "\n\n", launch_helper());
     print_launcher(out, a, bwd, o, nfwd, spec->nouts, fwd, kname, lname, -1);
     return true;
 }

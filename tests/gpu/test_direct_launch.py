@@ -11,7 +11,9 @@ by counting proxies:
   another specialization), and the gradients stay right (against PyTorch autograd);
 - another dtype of the same shapes does not reuse the first dtype's kernel;
 - with a Triton launch hook set (a profiler's), every launch goes through the JIT and the hook
-  sees it.
+  sees it;
+- the GEMM form's three kernels (a tiled matmul's backward) likewise: the JIT once each, then
+  directly, the same bits as all-JIT launches, and right against PyTorch autograd.
 
 Skipped without CUDA.
 """
@@ -32,7 +34,7 @@ for p in (os.path.join(REPO, "python"), os.path.join(REPO, "tests")):
         sys.path.insert(0, p)
 
 import kad  # noqa: E402
-from kernels import rms_norm, swiglu, vector_add  # noqa: E402
+from kernels import matmul, rms_norm, swiglu, vector_add  # noqa: E402
 
 
 class _Counting:
@@ -182,3 +184,49 @@ def test_package_backward_matches_torch_after_direct_launches():
             ra, rb = torch.autograd.grad(torch.nn.functional.silu(a64) * b64, [a64, b64], dc.double())
             for g, r in ((ga, ra), (gb, rb)):
                 assert ((g.double() - r).abs().max() / r.abs().max()).item() < tol
+
+
+def test_gemm_form_launches_go_direct_and_match_the_jit():
+    m, n, k = 256, 192, 320
+    cfg = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_SIZE_M=4, ACTIVATION="leaky_relu")
+    dk = kad.differentiable(inputs=["a_ptr", "b_ptr"], outputs=["c_ptr"])(matmul.matmul_kernel.fn)
+    a, b = torch.randn(m, k, device="cuda") * k ** -0.5, torch.randn(k, n, device="cuda")
+    c = torch.empty(m, n, device="cuda")
+    grid = (triton.cdiv(m, 64) * triton.cdiv(n, 64),)
+    args = [a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1)]
+    matmul.matmul_kernel.fn[grid](*args, **cfg, num_warps=4, num_stages=3)
+    launch = dk.bind(grid, args, cfg)
+    mod = dk.program.module(launch.sig, ["a_ptr", "b_ptr"], ["c_ptr"], True)
+    names = ("matmul_kernel_bwd_dacc", "matmul_kernel_bwd_d_a_ptr", "matmul_kernel_bwd_d_b_ptr")
+    ks = {nm: _Counting(getattr(mod, nm)) for nm in names}
+    for nm, kk in ks.items():
+        setattr(mod, nm, kk)
+    dc = torch.randn(m, n, device="cuda")
+
+    def grads():
+        da, db = torch.empty_like(a), torch.empty_like(b)
+        mod.launch_matmul_kernel_bwd(grid, *args, dc, da, db, num_warps=4, num_stages=3)
+        return da, db
+
+    mod._kad_gemm_plans.clear()
+    runs = [grads() for _ in range(3)]
+    torch.cuda.synchronize()
+    assert all(kk.jit == 1 for kk in ks.values()), {nm: kk.jit for nm, kk in ks.items()}
+    ck = mod._kad_ck
+    mod._kad_ck = lambda dev: None
+    mod._kad_gemm_plans.clear()
+    try:
+        ref = grads()
+        assert all(kk.jit == 2 for kk in ks.values())
+    finally:
+        mod._kad_ck = ck
+        mod._kad_gemm_plans.clear()
+    for got in runs:
+        for g, r in zip(got, ref):
+            assert torch.equal(_bits(g), _bits(r))
+    # against autograd of the same math (TF32 dots: 2e-2), the slope from the kernel's own output
+    a64, b64 = a.double().requires_grad_(), b.double().requires_grad_()
+    slope = torch.where(c >= 0, 1.0, 0.01).double()
+    ra, rb = torch.autograd.grad(a64 @ b64, [a64, b64], dc.double() * slope)
+    for g, r in zip(ref, (ra, rb)):
+        assert ((g.double() - r).abs().max() / r.abs().max()).item() < 2e-2

@@ -263,7 +263,8 @@ def test_launch_options_reach_the_dacc_kernel_only(tmp_path):
     _, path = module(tmp_path, sig=SIGR)
     mod = tc.load_module(str(path), "mm_bwd_opts")
     seen = []
-    mod._kad_fit = lambda k, g, a, o: seen.append((k.__name__ if hasattr(k, "__name__") else str(k), g, dict(o)))
+    mod._kad_fit = lambda k, g, a, o, ck, key: seen.append((k.__name__ if hasattr(k, "__name__") else str(k), g,
+                                                            dict(o)))
     m, n, k = 70, 40, 330
     a, b, dc = torch.randn(m, k), torch.randn(k, n), torch.randn(m, n)
     mod.launch_matmul_kernel_bwd((6,), a, b, torch.empty(m, n), m, n, k, a.stride(0), a.stride(1), b.stride(0),
@@ -271,6 +272,6 @@ def test_launch_options_reach_the_dacc_kernel_only(tmp_path):
                                  num_warps=2, num_stages=5)
     assert len(seen) == 3
     assert seen[0][2] == {"num_warps": 2, "num_stages": 5}
-    assert seen[1][1] == (3, 2) and seen[2][1] == (2, 2)  # d_b, d_a: (tiles, cdiv(6 trips, 4))
+    assert seen[1][1] == (3, 2, 1) and seen[2][1] == (2, 2, 1)  # d_b, d_a: (tiles, cdiv(6 trips, 4), 1)
     for _, _, o in seen[1:]:
         assert o["num_warps"] != 2 and o["num_stages"] != 5
