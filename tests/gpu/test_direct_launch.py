@@ -81,6 +81,23 @@ def _bits(t):
     return t.view(torch.int32 if t.element_size() == 4 else torch.int16)
 
 
+def _through_the_jit(mod, plans, run, runs):
+    """run() with every launch through the JIT (the module's _kad_ck giving no cache, its plans
+    cleared before and after); asserts that each of runs has its bits; returns its gradients."""
+    ck = mod._kad_ck
+    mod._kad_ck = lambda dev: None
+    plans.clear()
+    try:
+        ref = run()
+    finally:
+        mod._kad_ck = ck
+        plans.clear()
+    for got in runs:
+        for g, r in zip(got, ref):
+            assert torch.equal(_bits(g), _bits(r))
+    return ref
+
+
 def test_repeated_launches_go_direct_and_match_the_jit():
     mod, args, block = _rms_module(torch.float32)
     dy = torch.randn_like(args[0])
@@ -90,18 +107,8 @@ def test_repeated_launches_go_direct_and_match_the_jit():
     torch.cuda.synchronize()
     assert (main.jit, summ.jit) == (1, 1), "the second and later launches must not go through the JIT"
     # every launch through the JIT: the same bits
-    ck = mod._kad_ck
-    mod._kad_ck = lambda dev: None
-    mod._kad_plans.clear()
-    try:
-        ref = _rms_grads(mod, args, block, dy)
-        assert (main.jit, summ.jit) == (2, 2)
-    finally:
-        mod._kad_ck = ck
-        mod._kad_plans.clear()
-    for got in runs:
-        for g, r in zip(got, ref):
-            assert torch.equal(_bits(g), _bits(r))
+    ref = _through_the_jit(mod, mod._kad_plans, lambda: _rms_grads(mod, args, block, dy), runs)
+    assert (main.jit, summ.jit) == (2, 2)
 
 
 def test_unaligned_tensor_goes_through_the_jit():
@@ -212,18 +219,8 @@ def test_gemm_form_launches_go_direct_and_match_the_jit():
     runs = [grads() for _ in range(3)]
     torch.cuda.synchronize()
     assert all(kk.jit == 1 for kk in ks.values()), {nm: kk.jit for nm, kk in ks.items()}
-    ck = mod._kad_ck
-    mod._kad_ck = lambda dev: None
-    mod._kad_gemm_plans.clear()
-    try:
-        ref = grads()
-        assert all(kk.jit == 2 for kk in ks.values())
-    finally:
-        mod._kad_ck = ck
-        mod._kad_gemm_plans.clear()
-    for got in runs:
-        for g, r in zip(got, ref):
-            assert torch.equal(_bits(g), _bits(r))
+    ref = _through_the_jit(mod, mod._kad_gemm_plans, grads, runs)
+    assert all(kk.jit == 2 for kk in ks.values())
     # against autograd of the same math (TF32 dots: 2e-2), the slope from the kernel's own output
     a64, b64 = a.double().requires_grad_(), b.double().requires_grad_()
     slope = torch.where(c >= 0, 1.0, 0.01).double()
