@@ -11,6 +11,14 @@
 #     x - m on some lanes), rows2d (a max per row: only scalar maxima are
 #     proved), max_out with m_ptr an output, in_if (m flows through an
 #     `if`: not analysed), masked_shift.
+#   loops: a running max over chunks (a `for` result: its loop carries
+#     nothing but the max) is a candidate too, and sums over later loops
+#     keep their class from iteration to iteration.  Dropped: loop_lse,
+#     online_lse (split into those two loops first: docs/AD.md, "Online
+#     softmax"), persistent_lse (one max per row of an outer loop).  Kept:
+#     loop_lse_max_out with m_ptr an output, loop_unnormalized,
+#     carried_scale (a max per iteration of a loop whose carried values
+#     depend on it: one m per iteration, not one number).
 # RUN: grad %s:raw_shift --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=16' --wrt x_ptr --out y_ptr
 # RUN: grad %s:unnormalized --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=16' --wrt x_ptr --out y_ptr
 # RUN: grad %s:times_max --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=16' --wrt x_ptr --out y_ptr
@@ -215,3 +223,20 @@ def carried_scale(x_ptr, y_ptr, R, BLOCK: tl.constexpr):
         c = c + tl.exp(m)
         d = d + tl.sum(tl.exp(x - m), axis=0)
     tl.store(y_ptr, c * d)
+
+
+@triton.jit
+def persistent_lse(x_ptr, y_ptr, R, n, BLOCK: tl.constexpr):
+    # rows taken in turn by a loop (a persistent kernel): a running max over each row's chunks,
+    # one per row; nothing that depends on it is carried from row to row, so it is dropped
+    cols = tl.arange(0, BLOCK)
+    for r in range(tl.program_id(0), R, tl.num_programs(0)):
+        m = -float("inf")
+        for c in range(0, n, BLOCK):
+            x = tl.load(x_ptr + r * n + c + cols, mask=c + cols < n, other=-float("inf"))
+            m = tl.maximum(m, tl.max(x, axis=0))
+        s = 0.0
+        for c in range(0, n, BLOCK):
+            x = tl.load(x_ptr + r * n + c + cols, mask=c + cols < n, other=-float("inf"))
+            s += tl.sum(tl.exp(x - m), axis=0)
+        tl.store(y_ptr + r, m + tl.log(s))

@@ -244,6 +244,8 @@ GRAD_SHIFT = [
     K(_S, "loop_unnormalized", _SL, 1, dict(x_ptr=21, y_ptr=21), dict(n=21), drop=False, dep=True),
     K(_S, "carried_scale", "x_ptr=*fp32,y_ptr=*fp32,R=i32,BLOCK=16", 1, dict(x_ptr=48, y_ptr=1), dict(R=3),
       drop=False, dep=True),
+    K(_S, "persistent_lse", "x_ptr=*fp32,y_ptr=*fp32,R=i32,n=i32,BLOCK=8", 2, dict(x_ptr=105, y_ptr=5),
+      dict(R=5, n=21), drop=True),
 ]
 
 _A = "shared_atomic.py"
