@@ -986,7 +986,7 @@ typedef void (*CombineFn)(Em *e, const ValId *p, ValId *y);
 static ValId *escan(Em *e, const ValId *xs, int n, int axis, bool rev, CombineFn body, const char *const *names)
 {
     Func *f = e->ad->bw;
-    Type rt[4];
+    Type rt[4] = {{0}};
     ASSERT(n <= 4);
     for (int i = 0; i < n; i++)
         rt[i] = bty(e->ad, xs[i]);
