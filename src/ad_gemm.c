@@ -253,21 +253,10 @@ typedef struct Cl {
     ValId dlow;  /* the operand kernel's dacc as loaded in 16 bits (low_dtype), or 0 */
 } Cl;
 
-/* The value a dot multiplies dacc with, before its widening: x for
- * cast(x) and permute(cast(x)) (*perm set) where x is a 16-bit float. */
+/* The value a dot multiplies dacc with, before its widening (ir_widened16). */
 static ValId widened_from(const G *g, ValId v, const Inst **perm)
 {
-    const Inst *in = v > 0 && v < g->nv ? g->def[v] : NULL;
-    *perm = NULL;
-    if (in && in->op == OP_PERMUTE) {
-        *perm = in;
-        v = in->args[0];
-        in = v > 0 && v < g->nv ? g->def[v] : NULL;
-    }
-    if (!in || in->op != OP_CAST || g->bw->vals.v[v].ty.dt != DT_F32)
-        return 0;
-    Dtype x = (Dtype)g->bw->vals.v[in->args[0]].ty.dt;
-    return x == DT_BF16 || x == DT_F16 ? in->args[0] : 0;
+    return ir_widened16(g->bw, g->def, g->nv, v, perm);
 }
 
 /* The 16-bit dtype dacc may be stored in: when dacc is fp32 and the loop's
@@ -333,13 +322,8 @@ static ValId cl(Cl *c, Block *b, ValId v, int depth)
             c->ok = false;
             return 0;
         }
-        if (perm) {
-            Type pt = g->bw->vals.v[perm->res[0]].ty;
-            pt.dt = g->bw->vals.v[x].ty.dt;
-            Inst *pn = ir_emit(c->f, b, OP_PERMUTE, &args[1 - di], 1, &pt, 1, perm->loc);
-            ir_inst_copy_attrs(pn, perm);
-            args[1 - di] = pn->res[0];
-        }
+        if (perm)
+            args[1 - di] = ir_permute_as(c->f, b, g->bw, perm, args[1 - di]);
     }
     if (!c->ok)
         return 0;

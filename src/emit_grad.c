@@ -606,7 +606,11 @@ static void tile_scan(const Func *f, const Block *b, int64_t *tile, int64_t *acc
     *smem = here > *smem ? here : *smem;
 }
 
-static void launch_defaults(const Func *f, int *warps, int *stages)
+/* kad's num_warps and num_stages (0: Triton's) for kernel f.  sites: how many
+ * values each element of f's tile sums, each with its own loads and masks (a
+ * gather kernel's sites, else 1): the warps of a tile that many times larger,
+ * at most 8 and at most one warp per 64 elements of the tile. */
+static void launch_defaults_of(const Func *f, int sites, int *warps, int *stages)
 {
     int64_t tile = 1, acc = 0, smem = 0;
     tile_scan(f, f->body, &tile, &acc, &smem);
@@ -622,8 +626,15 @@ static void launch_defaults(const Func *f, int *warps, int *stages)
     int64_t per = tile > 2048 ? 512 : 256; /* elements a warp: a long row's tile, 16 a thread */
     while (w < 16 && (int64_t)w * per < tile)
         w *= 2;
+    for (int64_t work = (int64_t)w * (sites > 1 ? sites : 1); w < 8 && w < work && w * 64 <= tile;)
+        w *= 2;
     *warps = w;
     *stages = 0;
+}
+
+static void launch_defaults(const Func *f, int *warps, int *stages)
+{
+    launch_defaults_of(f, 1, warps, stages);
 }
 
 /* The launch options of one kernel: kad's defaults, the caller's num_warps
@@ -732,9 +743,10 @@ static const char *fold_dense_helper(void)
            "    return True\n";
 }
 
-/* The helpers of a planned launcher (every one but the GEMM form's): the
- * plans by launch key, and the direct launch of a kernel Triton compiled
- * before for the same specialization (docs/GRAD.md, "Launching"). */
+/* The helpers of every launcher: the plans by launch key (the GEMM form's
+ * launcher keeps a plan of its own, per launch shape), and the direct launch
+ * of a kernel Triton compiled before for the same specialization
+ * (docs/GRAD.md, "Direct launches"). */
 static const char *launch_helper(void)
 {
     return "_kad_plans = {}  # launch key -> _kad_plan's answer (a training loop launches the same shapes each step)\n"
@@ -1078,14 +1090,14 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
     buf_puts(out, "    _tg = _tg + (1,) * (3 - len(_tg))\n"
                   "    _key = (_tg, tuple(x for x in args if isinstance(x, int)))\n"
                   "    _plan = _kad_gemm_plans.get(_key)\n"
+                  "    _dev = next(t.device for t in args if isinstance(t, torch.Tensor))\n"
                   "    if _plan is None:\n"
                   "        _plan = _kad_gemm_plan(_ta, _tg)\n"
                   "        if _plan is not None:  # with the compiled kernels of this launch shape (_kad_go)\n"
-                  "            _plan = (*_plan, _kad_ck(next(t.device for t in args if isinstance(t, torch.Tensor))))\n"
+                  "            _plan = (*_plan, _kad_ck(_dev))\n"
                   "        _kad_gemm_plans[_key] = _plan\n"
                   "    if _plan is not None:\n"
-                  "        _U, _V, _T, _ck = _plan\n"
-                  "        _dev = next(t.device for t in args if isinstance(t, torch.Tensor))\n");
+                  "        _U, _V, _T, _ck = _plan\n");
     buf_printf(out, "        _dacc = torch.empty(_U * _V * %lld, dtype=torch.%s, device=_dev)\n", (long long)pl->tile,
                pl->sdt == DT_F64 ? "float64" : pl->sdt == DT_BF16 ? "bfloat16" : pl->sdt == DT_F16 ? "float16" : "float32");
     for (int i = 0; i < pl->n; i++) { /* elements no tile writes stay 0: zero-filled above unless a check skipped it */
@@ -1280,15 +1292,8 @@ static void print_gathers(Buf *out, Arena *a, const Func *bwd, const DefParam *o
         if (gi->flag >= 0)
             cond = arena_printf(a, "min(_kg) > 0 and args[%d]", nargs + gi->flag);
         buf_printf(out, "    if %s:\n", cond);
-        int w, st;
-        launch_defaults(gi->k, &w, &st);
-        /* each element sums nsites sites' values (their loads and masks): the warps of a tile
-         * nsites times as large, at most 8 and at least one element a thread (docs/GRAD.md,
-         * "Launch parameters") */
-        int64_t tile = 1, acc = 0, smem = 0;
-        tile_scan(gi->k, gi->k->body, &tile, &acc, &smem);
-        for (int64_t work = (int64_t)w * (gi->nsites > 1 ? gi->nsites : 1); w < 8 && w < work && w * 64 <= tile;)
-            w *= 2;
+        int w, st; /* each element sums nsites values (docs/GRAD.md, "Launch parameters") */
+        launch_defaults_of(gi->k, gi->nsites, &w, &st);
         print_launch(out, a, "        ", gi->k->name,
                      arena_printf(a, "(_kg[0] + %lld, _kg[1] + %lld, _kg[2] + %lld)", (long long)gi->grid_add[0],
                                   (long long)gi->grid_add[1], (long long)gi->grid_add[2]),

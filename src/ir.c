@@ -126,6 +126,30 @@ void ir_inst_copy_attrs(Inst *dst, const Inst *src)
     dst->sattr = src->sattr;
 }
 
+ValId ir_widened16(const Func *f, const Inst *const *def, int nv, ValId v, const Inst **perm)
+{
+    const Inst *in = v > 0 && v < nv ? def[v] : NULL;
+    *perm = NULL;
+    if (in && in->op == OP_PERMUTE) {
+        *perm = in;
+        v = in->args[0];
+        in = v > 0 && v < nv ? def[v] : NULL;
+    }
+    if (!in || in->op != OP_CAST || f->vals.v[v].ty.dt != DT_F32)
+        return 0;
+    Dtype x = (Dtype)f->vals.v[in->args[0]].ty.dt;
+    return x == DT_BF16 || x == DT_F16 ? in->args[0] : 0;
+}
+
+ValId ir_permute_as(Func *f, Block *b, const Func *pf, const Inst *perm, ValId x)
+{
+    Type t = pf->vals.v[perm->res[0]].ty;
+    t.dt = f->vals.v[x].ty.dt;
+    Inst *q = ir_emit(f, b, OP_PERMUTE, &x, 1, &t, 1, perm->loc);
+    ir_inst_copy_attrs(q, perm);
+    return q->res[0];
+}
+
 ValId ir_op1(Func *f, Block *b, OpKind op, Type ty, ValId x, Loc loc)
 {
     return ir_emit(f, b, op, &x, 1, &ty, 1, loc)->res[0];

@@ -631,6 +631,14 @@ Inst *ir_emit(Func *f, Block *b, OpKind op, const ValId *args, int nargs,
 /* Copies the attributes of src (flags, ival, fval, ints, sattr) onto dst: a copy of an
  * instruction with other operands. */
 void ir_inst_copy_attrs(Inst *dst, const Inst *src);
+/* A 16-bit float tile widened to fp32, seen through at most one permute
+ * (trans): for v = cast(x) or permute(cast(x)) with x bf16 or fp16 and the
+ * cast's result fp32, x (and *perm the permute, or NULL); else 0.  def: the
+ * defining instructions by ValId (nv entries). */
+ValId ir_widened16(const Func *f, const Inst *const *def, int nv, ValId v, const Inst **perm);
+/* perm (an instruction of pf) applied to x in f, appended to b: the same
+ * permutation with x's dtype; returns its result. */
+ValId ir_permute_as(Func *f, Block *b, const Func *pf, const Inst *perm, ValId x);
 /* Short forms for single-result ops; return the result. */
 ValId ir_op1(Func *f, Block *b, OpKind op, Type ty, ValId x, Loc loc);
 ValId ir_op2(Func *f, Block *b, OpKind op, Type ty, ValId x, ValId y, Loc loc);
@@ -696,8 +704,8 @@ bool pass_run(Func *f, const char *name, Diags *d);
  * terminated), so an unused `while` without effects is removed too. */
 bool pass_dce(Func *f, bool whiles_terminate);
 /* Adjoint dots on 16-bit tiles (a backward's, ad_backward): a dot whose
- * operands are both bf16 (or both fp16) tiles widened to fp32 (through
- * trans/permute) and which reads data through params[first..] (the
+ * operands are both bf16 (or both fp16) tiles widened to fp32 (directly or
+ * through one permute: ir_widened16) and which reads data through params[first..] (the
  * gradients: the recomputed forward's dots keep the author's form) takes
  * the 16-bit tiles as they are.  Exact: a 16-bit float is exactly a TF32
  * (or fp32) value and the products and sums are fp32 either way; it runs at

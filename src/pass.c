@@ -646,7 +646,8 @@ static bool pass_simplify(Func *f)
 typedef struct Narrow {
     Func *f;
     uint8_t *grad;       /* by ValId: depends on data read through the gradients' params */
-    const Inst **def;    /* by ValId */
+    const Inst **def;    /* by ValId (nv entries: the values before the pass) */
+    int nv;
     bool changed;
     int n;
 } Narrow;
@@ -683,25 +684,6 @@ static void narrow_taint(Narrow *n, const Block *b)
     }
 }
 
-/* v as a 16-bit float tile widened to fp32, through permutes: the tile
- * (*src), the permutes from it outward (perm[0..*np)); false otherwise. */
-static bool widened16(const Narrow *n, ValId v, ValId *src, const Inst **perm, int *np)
-{
-    *np = 0;
-    const Inst *d = n->def[v];
-    while (d && d->op == OP_PERMUTE && *np < 4) {
-        perm[(*np)++] = d;
-        d = n->def[d->args[0]];
-    }
-    if (!d || d->op != OP_CAST || ir_type(n->f, d->res[0]).dt != DT_F32)
-        return false;
-    Dtype s = (Dtype)ir_type(n->f, d->args[0]).dt;
-    if (s != DT_BF16 && s != DT_F16)
-        return false;
-    *src = d->args[0];
-    return true;
-}
-
 static void narrow_block(Narrow *n, Block *b)
 {
     int nold;
@@ -710,25 +692,14 @@ static void narrow_block(Narrow *n, Block *b)
         Inst in = old[i];
         for (int r = 0; r < in.nregions; r++)
             narrow_block(n, in.regions[r]);
-        ValId sa, sb;
-        const Inst *pa[4], *pb[4];
-        int na, nb;
-        if (in.op == OP_DOT && n->grad[in.res[0]] && ir_type(n->f, in.res[0]).dt == DT_F32 &&
-            widened16(n, in.args[0], &sa, pa, &na) && widened16(n, in.args[1], &sb, pb, &nb) &&
+        const Inst *pa, *pb;
+        ValId sa = in.op == OP_DOT ? ir_widened16(n->f, n->def, n->nv, in.args[0], &pa) : 0;
+        ValId sb = sa ? ir_widened16(n->f, n->def, n->nv, in.args[1], &pb) : 0;
+        if (sb && n->grad[in.res[0]] && ir_type(n->f, in.res[0]).dt == DT_F32 &&
             ir_type(n->f, sa).dt == ir_type(n->f, sb).dt) {
-            ValId ops[2] = {sa, sb};
-            const Inst **perms[2] = {pa, pb};
-            int np[2] = {na, nb};
-            for (int k = 0; k < 2; k++)
-                for (int j = np[k] - 1; j >= 0; j--) { /* the same permutes, on the 16-bit tile */
-                    const Inst *p = perms[k][j];
-                    Type t = type_with_dtype(ir_type(n->f, p->res[0]), (Dtype)ir_type(n->f, sa).dt);
-                    Inst *q = ir_emit(n->f, b, OP_PERMUTE, &ops[k], 1, &t, 1, p->loc);
-                    ir_inst_copy_attrs(q, p);
-                    ops[k] = q->res[0];
-                }
-            in.args[0] = ops[0];
-            in.args[1] = ops[1];
+            /* the same permutes, on the 16-bit tiles */
+            in.args[0] = pa ? ir_permute_as(n->f, b, n->f, pa, sa) : sa;
+            in.args[1] = pb ? ir_permute_as(n->f, b, n->f, pb, sb) : sb;
             in.ival = DP_DEFAULT; /* input_precision concerns fp32 operands only */
             n->n++;
         }
@@ -739,7 +710,7 @@ static void narrow_block(Narrow *n, Block *b)
 int pass_narrow_dots(Func *f, int first)
 {
     Arena *a = scratch_new(f);
-    Narrow n = {.f = f};
+    Narrow n = {.f = f, .nv = f->vals.n};
     n.grad = arena_alloc(a, (size_t)f->vals.n + 1);
     n.def = arena_alloc(a, sizeof *n.def * ((size_t)f->vals.n + 1));
     for (int i = first; i < f->nparams; i++)
