@@ -89,6 +89,16 @@ KAD_API const char *kad_kernel_param_name(const kad_kernel *k, int i);
 /* Type of parameter i: "*fp32", "i32", "fp32", ... */
 KAD_API const char *kad_kernel_param_type(const kad_kernel *k, int i);
 
+/* The signature ranges that would make loops of k straight-line code:
+ * "n=1:4096,m=1:128", one entry per (parameter, range), for each
+ * `range(start, n, step)` loop (constant start, step > 0; n a runtime int
+ * parameter without a range in k's signature) that runs exactly once for n
+ * in [start + 1, start + step].  A caller whose value lies inside may
+ * specialize again with `n=i32[1:4096]` in the signature (the kernel then
+ * refuses values outside).  "" when there are none (also for IR read from
+ * text); owned by the context. */
+KAD_API const char *kad_kernel_range_hints(const kad_kernel *k);
+
 /* Runs the kernel on the CPU interpreter over grid[0] x grid[1] x grid[2]
  * programs.  Returns 0, or -1 with a diagnostic naming the source line and
  * program id (out-of-bounds access, failed device_assert, ...). */

@@ -981,6 +981,8 @@ static Func *ad_jvp_raw(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
         ValId p = fwd->params[i];
         f->pm[p] = ir_param_add(jv, fty(f, p), fname(f, p), fwd->vals.v[p].loc);
     }
+    jv->ranges = fwd->ranges; /* the forward's parameters come first, in order */
+    jv->ranges.cap = jv->ranges.n; /* a push copies */
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < np; i++)
             if (pass ? f->role[i] == AD_ROLE_OUT : ad_role_reads(f->role[i])) {

@@ -2772,6 +2772,8 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec,
         ValId p = fwd->params[i];
         ad->pm[p] = ir_param_add(bw, fty(ad, p), fname(ad, p), fwd->vals.v[p].loc);
     }
+    bw->ranges = fwd->ranges; /* the forward's parameters come first, in order */
+    bw->ranges.cap = bw->ranges.n; /* a push copies */
     for (int pass = 0; pass < 2; pass++) /* outputs' gradients first, in-place buffers' among them */
         for (int i = 0; i < np; i++)
             if (pass ? ad->role[i] == AD_ROLE_IN : ad_role_writes(ad->role[i])) {

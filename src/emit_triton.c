@@ -1176,6 +1176,9 @@ static void print_module(Emitter *E, Buf *out, const char *kname, const char *bo
         for (int i = 0; i < f->nparams; i++) {
             buf_printf(&sig, "%s%s=", i ? ", " : "", E->vi[em_find(E, f->params[i])].name);
             type_print(&sig, em_vtype(E, f->params[i]));
+            const ParamRange *r = ir_param_range(f, i);
+            if (r) /* the signature's range: the kernel is only right for values inside */
+                buf_printf(&sig, "[%lld:%lld]", (long long)r->lo, (long long)r->hi);
         }
         for (int i = 0; i < f->consts.n; i++)
             buf_printf(&sig, "%s%s=%s", sig.len ? ", " : "", f->consts.v[i].name, f->consts.v[i].value);

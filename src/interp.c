@@ -1886,6 +1886,17 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
         diag_error(d, f->loc, "kernel '%s' takes %d runtime arguments, %d given", f->name, nc, nargs);
         return false;
     }
+    for (int i = 0; i < f->ranges.n; i++) { /* the ranges the kernel was specialized for */
+        const ParamRange *r = &f->ranges.v[i];
+        int64_t v = args[r->param].i;
+        if (v < r->lo || v > r->hi) {
+            const Value *pv = &f->vals.v[f->params[r->param]];
+            diag_error(d, pv->loc, "%s = %lld is outside [%lld, %lld], the range kernel '%s' was specialized for",
+                       pv->name ? pv->name : "a parameter", (long long)v, (long long)r->lo, (long long)r->hi,
+                       f->name);
+            return false;
+        }
+    }
     if (f->gemm) { /* the GEMM form when the launch allows it (ad_gemm.c), else the atomics below */
         int r = gemm_run(f, grid, args, nargs, mode, d);
         if (r)

@@ -670,6 +670,14 @@ static void put_tape_expr(Printer *p, const TapeExpr *e)
     }
 }
 
+const ParamRange *ir_param_range(const Func *f, int param)
+{
+    for (int i = 0; i < f->ranges.n; i++)
+        if (f->ranges.v[i].param == param)
+            return &f->ranges.v[i];
+    return NULL;
+}
+
 void ir_print(Buf *b, const Func *f)
 {
     Printer p = {.b = b, .f = f};
@@ -681,6 +689,9 @@ void ir_print(Buf *b, const Func *f)
         put_val(&p, f->params[i]);
         buf_puts(b, ": ");
         put_type_of(&p, f->params[i]);
+        const ParamRange *r = ir_param_range(f, i);
+        if (r)
+            buf_printf(b, " in [%lld, %lld]", (long long)r->lo, (long long)r->hi);
     }
     buf_putc(b, ')');
     if (f->consts.n) {

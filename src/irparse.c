@@ -1275,7 +1275,8 @@ static void parse_tapes(P *p)
                 perr(p, loc, "a tape parameter named twice");
 }
 
-/* func := 'kernel' '@' NAME '(' [%p ':' type (',' %p ':' type)*] ')' [consts] [fold]
+/* func := 'kernel' '@' NAME '(' [param (',' param)*] ')' [consts] [fold]
+ * param := %p ':' type ['in' '[' INT ',' INT ']']
  *         region EOF */
 static void parse_func(P *p)
 {
@@ -1290,6 +1291,26 @@ static void parse_func(P *p)
             expect(p, P_COLON, "':' and a type after the parameter name");
             Type ty = parse_type(p);
             define_(p, &t, ty, NULL, true);
+            if (at_id(p, "in")) { /* 'in' '[' INT ',' INT ']': a ParamRange */
+                Loc rl = p->tok.loc;
+                next(p);
+                expect(p, P_LBRACK, "'[' after 'in'");
+                int64_t b[2];
+                for (int k = 0; k < 2; k++) {
+                    Tok v = p->tok;
+                    if (!at(p, P_INT) || v.big)
+                        perr(p, v.loc, "expected an int bound of the parameter's range, found %s", tok_desc(p, &v));
+                    next(p);
+                    b[k] = v.ival;
+                    if (!k)
+                        expect(p, P_COMMA, "',' between the range's bounds");
+                }
+                expect(p, P_RBRACK, "']' after the range");
+                if (ty.rank || !dtype_is_int((Dtype)ty.dt) || ty.dt == DT_I1 || b[0] > b[1])
+                    perr(p, rl, "a parameter's range is for a scalar int parameter, lo <= hi");
+                ParamRange r = {p->f->nparams - 1, b[0], b[1]};
+                vec_push(p->a, p->f->ranges, r);
+            }
         } while (accept(p, P_COMMA));
     }
     expect(p, P_RPAREN, "')' after the parameters");

@@ -307,6 +307,19 @@ const char *kad_kernel_triton(kad_kernel *k)
 _Static_assert((int)KAD_ACCESS_LOAD == (int)AD_ACCESS_LOAD && (int)KAD_ACCESS_STORE == (int)AD_ACCESS_STORE,
                "access bits");
 
+const char *kad_kernel_range_hints(const kad_kernel *k)
+{
+    kad_ctx *c = k->c;
+    API_BEGIN(c, "");
+    Buf b = {.a = c->a};
+    for (int i = 0; i < k->f->hints.n; i++) {
+        const RangeHint *h = &k->f->hints.v[i];
+        buf_printf(&b, "%s%s=%lld:%lld", i ? "," : "", h->name, (long long)h->lo, (long long)h->hi);
+    }
+    API_END(c);
+    return buf_str(&b);
+}
+
 int kad_kernel_param_access(kad_kernel *k, int i)
 {
     if (i < 0 || i >= k->f->nparams)

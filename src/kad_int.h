@@ -564,6 +564,26 @@ typedef struct FuncDesc {
     bool nan;
 } FuncDesc;
 
+/* A runtime int parameter the kernel is specialized to see in [lo, hi]
+ * (signature `n=i32[1:4096]`, IR `%n: i32 in [1, 4096]`): sema runs the
+ * `range` loops whose trip count that fixes at 0 or 1 as straight-line
+ * code; launchers and the interpreter refuse a value outside.  param: an
+ * index into Func.params (a backward's and a jvp's first parameters are
+ * the forward's, in order, so the index holds there too). */
+typedef struct ParamRange {
+    int param;
+    int64_t lo, hi;
+} ParamRange;
+/* A runtime int parameter that bounds a `range(start, n, step)` loop with
+ * constant start and step > 0 (sema, of a kernel specialized without a
+ * range for it): for n in [lo, hi] = [start + 1, start + step] the loop
+ * runs once, and a signature with `n=i32[lo:hi]` makes it straight-line
+ * code (kad_kernel_range_hints).  Memory only. */
+typedef struct RangeHint {
+    const char *name;
+    int64_t lo, hi;
+} RangeHint;
+
 /* A kernel in IR form.
  *
  * Structured control flow:
@@ -602,6 +622,8 @@ typedef struct Func {
     const struct GatherPlan *gather; /* input gradients written by gather kernels of their own
                                       * (ad_gather.c), after this kernel; else NULL */
     Vec(FuncDesc) descs; /* host-side tensor descriptor parameters, expanded (sema_sig.c) */
+    Vec(ParamRange) ranges; /* runtime int parameters specialized to a range (in the IR text) */
+    Vec(RangeHint) hints;   /* loops a range would make straight-line (sema; memory only) */
     Vec(Block *) rules; /* custom adjoint rules (OP_CUSTOM_VJP's ival indexes them): params =
                          * the helper's value arguments, then the result's adjoint; the region
                          * yields one adjoint per float argument.  Values live in vals. */
@@ -619,6 +641,8 @@ static inline int func_nargs(const Func *f);
 /* ------------------------------------------------------------------ */
 
 Func *ir_func_new(Arena *a, const char *name, Loc loc);
+/* The range of runtime parameter index param (Func.ranges), or NULL. */
+const ParamRange *ir_param_range(const Func *f, int param);
 ValId ir_value_new(Func *f, Type ty, const char *name, Loc loc);
 ValId ir_param_add(Func *f, Type ty, const char *name, Loc loc);
 Block *ir_block_new(Func *f);
@@ -731,6 +755,8 @@ typedef struct SigParam {
     SigKind kind;
     Dtype dt;       /* SIG_PTR: pointee; SIG_SCALAR: the scalar type; SIG_TENSORDESC: the element type */
     ConstVal value; /* SIG_CONST */
+    bool ranged;    /* SIG_SCALAR of an int type written `i32[LO:HI]`: the value lies in [lo, hi] */
+    int64_t lo, hi;
     int rank;       /* SIG_TENSORDESC: the block's rank and shape, padding "nan" (else "zero") */
     int64_t block[KAD_MAX_RANK];
     bool nan;

@@ -319,7 +319,10 @@ static bool fold_cast(Dtype s, Dtype d, const CVal *a, CVal *out)
  *     and x*0 -> 0, x&0 -> 0 on ints; x*1.0, 1.0*x, x/1.0, x-0.0 on floats
  *     (x+0.0 is not exact: -0.0 + 0.0 is +0.0);
  *   - CSE: a pure op equal (op, operands, attributes, result type) to one
- *     earlier in the same or an enclosing region is replaced by it;
+ *     earlier in the same or an enclosing region is replaced by it; so is
+ *     a load, when no instruction that may write memory (store, atomic,
+ *     barrier, a region holding one; for a loop's body, the whole loop)
+ *     comes between the two;
  *   then dce.
  * Requires: a verified Func.  Keeps: verified, ValIds of the survivors,
  * order.  Breaks: value names of replaced values (uses now print the
@@ -327,8 +330,9 @@ static bool fold_cast(Dtype s, Dtype d, const CVal *a, CVal *out)
 
 typedef struct CseEnt {
     uint32_t hash;
-    int next; /* next entry of the bucket, -1 */
-    Inst in;  /* a copy: op, flags, args, attributes, the result */
+    int next;       /* next entry of the bucket, -1 */
+    uint32_t epoch; /* a load's: S.epoch when it was recorded */
+    Inst in;        /* a copy: op, flags, args, attributes, the result */
 } CseEnt;
 
 typedef struct S {
@@ -339,6 +343,7 @@ typedef struct S {
     Vec(CseEnt) cse;
     int *buckets;
     uint32_t nbuckets; /* power of two */
+    uint32_t epoch;    /* bumped at every instruction that may write memory: loads match within one */
 } S;
 
 static ValId rep(S *s, ValId v)
@@ -518,14 +523,15 @@ static bool inst_same(S *s, const Inst *a, const Inst *b)
  * is recorded). */
 static ValId cse(S *s, const Inst *in)
 {
-    if (!op_info[in->op].pure || in->nres != 1 || in->nregions)
+    bool load = in->op == OP_LOAD;
+    if ((!op_info[in->op].pure && !load) || in->nres != 1 || in->nregions)
         return 0;
     uint32_t h = inst_hash(s, in);
     uint32_t k = h & (s->nbuckets - 1);
     for (int e = s->buckets[k]; e >= 0; e = s->cse.v[e].next)
-        if (s->cse.v[e].hash == h && inst_same(s, &s->cse.v[e].in, in))
+        if (s->cse.v[e].hash == h && (!load || s->cse.v[e].epoch == s->epoch) && inst_same(s, &s->cse.v[e].in, in))
             return s->cse.v[e].in.res[0];
-    CseEnt ent = {h, s->buckets[k], *in};
+    CseEnt ent = {h, s->buckets[k], s->epoch, *in};
     vec_push(s->a, s->cse, ent);
     s->buckets[k] = s->cse.n - 1;
     return 0;
@@ -542,6 +548,18 @@ static void cse_pop(S *s, int mark)
 }
 
 static void simplify_block(S *s, Block *b);
+
+/* Whether in's regions hold an instruction that may write memory. */
+static bool block_writes(const Inst *in)
+{
+    for (int r = 0; r < in->nregions; r++)
+        for (int i = 0; i < in->regions[r]->insts.n; i++) {
+            const Inst *x = &in->regions[r]->insts.v[i];
+            if (x->op == OP_STORE || x->op == OP_ATOMIC_ADD || x->op == OP_BARRIER || block_writes(x))
+                return true;
+        }
+    return false;
+}
 
 /* Simplifies region r in its own CSE scope. */
 static void simplify_region(S *s, Block *r)
@@ -584,11 +602,19 @@ static void simplify_block(S *s, Block *b)
                 s->repl[in.res[k]] = rep(s, y->args[k]);
             continue;
         }
+        /* loads: a loop whose body writes memory sees none of the loads before it (an
+         * iteration's load follows the last one's writes); after any writer, no load before
+         * it is reused */
+        bool writes = op == OP_STORE || op == OP_ATOMIC_ADD || op == OP_BARRIER || (in.nregions && block_writes(&in));
+        if (writes && (op == OP_FOR || op == OP_WHILE))
+            s->epoch++;
         if (op == OP_SCAN || op == OP_REDUCE)
             simplify_closed_region(s, in.regions[0]);
         else
             for (int r = 0; r < in.nregions; r++)
                 simplify_region(s, in.regions[r]);
+        if (writes)
+            s->epoch++;
 
         /* where with a constant condition, or equal branches */
         if (op == OP_WHERE && (s->cv[in.args[0]].known || in.args[1] == in.args[2])) {

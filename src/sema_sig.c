@@ -194,8 +194,51 @@ static bool sig_tensordesc(Diags *d, const char *s, size_t *pi, SigParam *p)
     return true;
 }
 
+/* range := '[' INT ':' INT ']' after an int scalar type: the value lies in
+ * [LO, HI] (ParamRange, docs/LANGUAGE.md "Signatures"). */
+static bool sig_range(Arena *a, Diags *d, const char *s, size_t *pi, SigParam *p)
+{
+    size_t i = *pi;
+    if (p->dt != DT_I32 && p->dt != DT_I64 && p->dt != DT_U32) {
+        diag_error(d, sig_loc(i), "a range '[lo:hi]' is for int parameters (i32, i64, u32), not %s ('%s')",
+                   dtype_name(p->dt), p->name);
+        return false;
+    }
+    int64_t b[2];
+    for (int k = 0; k < 2; k++) {
+        i = skip_ws(s, i + 1);
+        size_t w = i;
+        SigParam q = {.name = p->name};
+        if (!sig_number(a, d, s, &i, &q))
+            return false;
+        if (q.value.kind != CK_INT) {
+            diag_error(d, sig_loc(w), "expected an int bound in the range of parameter '%s'", p->name);
+            return false;
+        }
+        b[k] = q.value.i;
+        i = skip_ws(s, i);
+        if (s[i] != (k ? ']' : ':')) {
+            diag_error(d, sig_loc(i), "expected '%c' in the range '[lo:hi]' of parameter '%s'", k ? ']' : ':',
+                       p->name);
+            return false;
+        }
+    }
+    int64_t tlo = p->dt == DT_I32 ? INT32_MIN : p->dt == DT_U32 ? 0 : INT64_MIN;
+    int64_t thi = p->dt == DT_I32 ? INT32_MAX : p->dt == DT_U32 ? (int64_t)UINT32_MAX : INT64_MAX;
+    if (b[0] > b[1] || b[0] < tlo || b[1] > thi) {
+        diag_error(d, sig_loc(*pi), "the range [%lld:%lld] of parameter '%s' is empty or outside %s",
+                   (long long)b[0], (long long)b[1], p->name, dtype_name(p->dt));
+        return false;
+    }
+    p->ranged = true;
+    p->lo = b[0];
+    p->hi = b[1];
+    *pi = i + 1;
+    return true;
+}
+
 /* spec := '*' DTYPE                       pointer (runtime)
- *       | DTYPE                           scalar type (or dtype constant)
+ *       | DTYPE [range]                   scalar type (or dtype constant); an int's range
  *       | number | 'True' | 'False' | 'None' | STRING
  *       | ('tl.' | 'triton.language.') TRITON_DTYPE
  *       | 'tensordesc<' DTYPE '[' INT (',' INT)* ']' (',' ('zero' | 'nan'))? '>'
@@ -273,6 +316,8 @@ static bool sig_spec(Arena *a, Diags *d, const char *s, size_t *pi, SigParam *p)
              * parameter: sema_kernel decides from the annotation */
             p->kind = SIG_SCALAR;
             p->dt = dt;
+            if (s[i] == '[' && !sig_range(a, d, s, &i, p))
+                return false;
         }
     } else {
         diag_error(d, sig_loc(i), "expected a type or a value for parameter '%s'", p->name);
@@ -461,6 +506,10 @@ void sema_bind_kernel_params(Sema *S, const Module *m, const FuncDef *fn, const 
             SVal v;
             if (sp && sp->kind == SIG_CONST) {
                 v = sv_from_const(sp->value);
+            } else if (sp && sp->kind == SIG_SCALAR && sp->ranged) {
+                diag_error(S->d, sp->loc, "parameter '%s' is tl.constexpr: the signature gives its value, not a range",
+                           p->name);
+                continue;
             } else if (sp && sp->kind == SIG_SCALAR) { /* `fp32` for a constexpr: the dtype tl.float32 */
                 v = (SVal){.kind = SV_CONST, .c = {.kind = CK_DTYPE, .dt = sp->dt}};
             } else if (sp) {
@@ -539,6 +588,14 @@ void sema_bind_kernel_params(Sema *S, const Module *m, const FuncDef *fn, const 
                 continue;
             }
             ty = type_scalar(sp->dt);
+        }
+        if (sp->ranged) {
+            if (ty.dt != sp->dt) {
+                diag_error(S->d, sp->loc, "parameter '%s' has a range: it must be a runtime int", p->name);
+                continue;
+            }
+            ParamRange r = {f->nparams, sp->lo, sp->hi};
+            vec_push(S->a, f->ranges, r);
         }
         ValId v = ir_param_add(f, ty, p->name, p->loc);
         sema_env_set(S->a, &S->fr->env, p->name, sval_value(v));

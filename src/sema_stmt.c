@@ -619,6 +619,65 @@ static void exec_unrolled(Sema *S, const Stmt *st, const SVal *vals, int64_t n, 
     fr->loop_depth--;
 }
 
+/* The trips of range(start, stop, step), step > 0. */
+static int64_t range_trips(int64_t start, int64_t stop, int64_t step)
+{
+    return stop > start ? (int64_t)(((uint64_t)stop - (uint64_t)start - 1) / (uint64_t)step + 1) : 0;
+}
+
+/* range(start, n, step) with constant start and step > 0 and n a runtime
+ * int parameter: when the signature gives n a range (Func.ranges) over
+ * which the loop runs the same 0 or 1 times, runs the body that many times
+ * as straight-line code, the variable an IR constant of the type the loop's
+ * would have (so the body's arithmetic is typed as in the loop), and
+ * returns true.  Without a range for n, records the range that would make
+ * it one trip (Func.hints) and returns false. */
+static bool range_once(Sema *S, const Stmt *st, const SVal *b, const Loc *bl)
+{
+    Func *f = S->L.f;
+    if (b[0].kind != SV_CONST || b[2].kind != SV_CONST || b[1].kind != SV_VALUE || b[2].c.i <= 0)
+        return false;
+    int k = 0;
+    while (k < f->nparams && f->params[k] != b[1].v)
+        k++;
+    Type nt = ir_type(f, b[1].v);
+    if (k == f->nparams || nt.rank != 0 || !dtype_is_int((Dtype)nt.dt) || !dtype_is_signed((Dtype)nt.dt) ||
+        nt.dt == DT_I1)
+        return false;
+    int64_t start = b[0].c.i, step = b[2].c.i;
+    const ParamRange *r = NULL;
+    for (int i = 0; i < f->ranges.n; i++)
+        if (f->ranges.v[i].param == k)
+            r = &f->ranges.v[i];
+    if (!r) {
+        if (start > INT64_MAX - step || !int_fits(start + 1, (Dtype)nt.dt) || !int_fits(start + step, (Dtype)nt.dt))
+            return false;
+        int64_t hi = start + step;
+        const char *name = f->vals.v[b[1].v].name;
+        for (int i = 0; i < f->hints.n; i++)
+            if (!strcmp(f->hints.v[i].name, name) && f->hints.v[i].lo == start + 1 && f->hints.v[i].hi == hi)
+                return false;
+        RangeHint h = {name, start + 1, hi};
+        vec_push(S->a, f->hints, h);
+        return false;
+    }
+    int64_t n = range_trips(start, r->lo, step);
+    if (n > 1 || n != range_trips(start, r->hi, step))
+        return false;
+    Dtype ivt = dtype_bits((Dtype)nt.dt) == 64 || !int_fits(start, DT_I32) || !int_fits(step, DT_I32) ? DT_I64 : DT_I32;
+    Frame *fr = S->fr;
+    fr->loop_depth++;
+    if (n) {
+        ValId iv = const_as(S, S->L.b, b[0].c, type_scalar(ivt), bl[0]);
+        if (iv) {
+            assign_target(S, st->for_.target, sval_value(iv));
+            sema_exec_list(S, &st->for_.body, 0, NULL);
+        }
+    }
+    fr->loop_depth--;
+    return true;
+}
+
 /* A `for` over range/tl.range with bounds b[0..2] (start, stop, step) as
  * an IR for: bounds materialized in the iv type (i64 if a bound needs it,
  * else i32), carried variables as iter_args. */
@@ -817,6 +876,8 @@ static void exec_range_for(Sema *S, const Stmt *st, int rk)
         }
         /* --unroll is an optimization: a huge range stays a loop */
     }
+    if (rk != RK_STATIC && range_once(S, st, b, bl))
+        return;
     exec_ir_for(S, st, b, bl, has_hints ? hints : NULL);
 }
 

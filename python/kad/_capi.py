@@ -148,6 +148,7 @@ def _load():
             "kad_grad_module_ex": ([P, S, S, U], S),
             "kad_grad_source": ([P, S, S, S, S, U], S),
             "kad_kernel_param_access": ([P, I], I),
+            "kad_kernel_range_hints": ([P], S),
             "kad_audit": ([P], S),
             "kad_jvp": ([P, S, S], P),
             "kad_jvp_module": ([P, S, S], S),
@@ -376,6 +377,19 @@ class Kernel:
         for i, (name, ty) in enumerate(self.params):
             if ty.startswith("*"):
                 out[name] = fn(self._k, i)
+        return out
+
+    def range_hints(self) -> list[tuple[str, int, int]]:
+        """[(name, lo, hi)]: the int parameters whose value in [lo, hi] makes
+        a loop of the kernel run once (kad_kernel_range_hints); a signature
+        giving the parameter that range (`n=i32[lo:hi]`) makes it
+        straight-line code."""
+        text = _dec(self._ctx._need("kad_kernel_range_hints")(self._k))
+        out = []
+        for entry in filter(None, text.split(",")):
+            name, bounds = entry.split("=")
+            lo, hi = bounds.split(":")
+            out.append((name, int(lo), int(hi)))
         return out
 
     def audit(self) -> str:

@@ -348,7 +348,7 @@ class Binder:
     one device, u64 ints) are facts of the key: a call that would fail them
     cannot share a key with one that passed."""
 
-    def __init__(self, jit, chain, declared):
+    def __init__(self, jit, chain, declared, hints=None):
         ps = params_of(jit)
         self.jit, self.chain = jit, list(chain)
         self.name = jit.fn.__name__
@@ -365,7 +365,11 @@ class Binder:
         # per parameter: (name, 0 constexpr | 1 runtime that Triton specializes to 1 | 2 runtime that it does not)
         self.kinds = tuple((p.name, 0 if p.is_constexpr else 2 if (p.do_not_specialize or p.annotation_type) else 1)
                            for p in ps)
-        self.sigs = {}  # fast key -> (sig, device)
+        self.sigs = {}  # fast key -> (sig, device, hints, parts)
+        # hints(sig) -> [(name, lo, hi)]: int parameters whose value in [lo, hi] makes a loop run once
+        # (kad_kernel_range_hints); the signature then gives them that range (_refine)
+        self.hints = hints
+        self.refined = {}  # (sig, ranges) -> the signature with those ranges
 
     def key(self, values, f64_as):
         """The fast key of a bound call (values: name -> value)."""
@@ -435,9 +439,11 @@ class Binder:
         key = self.key(values, f64_as)
         hit = self.sigs.get(key)
         if hit is None:
-            hit = self._signature(values, f64_as)
+            hit = self._hinted(*self._signature(values, f64_as))
             self.sigs[key] = hit
-        sig, device = hit
+        sig, device, hints, parts = hit
+        if hints:
+            sig = self._refine(sig, hints, parts, values)
         if callable(grid):
             meta = dict(values)
             meta.update(options)
@@ -446,6 +452,44 @@ class Binder:
             g = eval_grid(grid, None)
         values, runtime_names = expand_descs(values, self.runtime_names)
         return Launch(self.name, self.params, values, options, g, sig, device, config, runtime_names)
+
+    def _hinted(self, sig, device, parts):
+        """The fast key's cache entry: (sig, device, hints, parts), hints as
+        [(index into parts, name, lo, hi)] for the parameters kad would give a
+        range (empty without a hints function, or when kad cannot specialize
+        the signature: the launch then reports that error itself)."""
+        hints = ()
+        if self.hints is not None:
+            try:
+                found = self.hints(sig)
+            except Exception:  # the kernel's own error surfaces where the launch needs the kernel
+                found = ()
+            where = {p.split("=", 1)[0]: i for i, p in enumerate(parts)}
+            hints = tuple((where[n], n, lo, hi) for n, lo, hi in found if n in where)
+        return sig, device, hints, parts
+
+    def _refine(self, sig, hints, parts, values):
+        """sig with each hinted parameter whose value lies in some of its
+        hint ranges given the intersection of those ranges (`n=i32[1:4096]`):
+        loops that run once for every value in it become straight-line code
+        in the kernel kad specializes (docs/PYTHON.md, "Ranges").  Cached by
+        the ranges chosen."""
+        chosen = {}
+        for i, n, lo, hi in hints:
+            v = values[n]
+            if type(v) is int and lo <= v <= hi:
+                r = chosen.get(i)
+                chosen[i] = (lo, hi) if r is None else (max(r[0], lo), min(r[1], hi))
+        if not chosen:
+            return sig
+        ck = (sig, tuple(sorted(chosen.items())))
+        out = self.refined.get(ck)
+        if out is None:
+            ps = list(parts)
+            for i, (lo, hi) in chosen.items():
+                ps[i] = f"{ps[i]}[{lo}:{hi}]"
+            out = self.refined[ck] = ",".join(ps)
+        return out
 
     def _signature(self, values, f64_as):
         """(sig, device) of a bound call, typed as Triton types it; raises
@@ -487,4 +531,4 @@ class Binder:
         if device not in ("cpu", "cuda"):
             raise ValueError(f"tensors on '{device}': kad runs CPU tensors on its interpreter and CUDA tensors "
                              f"with Triton")
-        return ",".join(parts), device
+        return ",".join(parts), device, tuple(parts)

@@ -744,7 +744,8 @@ class DifferentiableKernel:
         self.outputs = list(outputs)
         # the hot path's caches (docs/PYTHON.md, "Caches"): the binder's signatures by fast key, and
         # per (signature, device) everything a launch and its backward need (_Prep)
-        self._binder = Binder(self.jit, self.chain, self.inputs + self.outputs)
+        self._binder = Binder(self.jit, self.chain, self.inputs + self.outputs,
+                              lambda sig: self.program.forward(sig).range_hints())
         self._preps = {}
         self._ins = [n for n in self.inputs if n not in self.outputs]  # inputs that are not updated in place
         # _direct's positions of the declared parameters (sorted), and all their names

@@ -1,7 +1,8 @@
 # Loads of one pointer under one mask in one block (the same ValIds: the
 # same addresses and live lanes) add their adjoints in registers and share
 # one atomic_add into d_x_ptr: `twice` loads x three times (two `other`
-# values) and issues a single atomic.  `two_masks` loads through the same
+# values; the two equal loads are one after the simplifier, which reuses a
+# load when nothing writes memory between) and issues a single atomic.  `two_masks` loads through the same
 # pointer under two different masks: two atomics, one per mask.
 # RUN: grad %s:twice --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16' --wrt x_ptr --out y_ptr
 # RUN: grad %s:two_masks --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16' --wrt x_ptr --out y_ptr

@@ -232,14 +232,15 @@ def test_two_sites(tmp_path, mode, flag, first, covered):
 def interleaved(x_ptr, y_ptr, n_cols, n_last, stride, BLOCK: tl.constexpr):
     """Three loads at the top level: a and c one site (one pointer, one mask: adj_load writes them
     at a, the earliest), b another between them.  The backward reaches b before a: no first
-    writer (c is last, but its site is written where a is)."""
+    writer (c is last, but its site is written where a is).  c's `other` differs from a's so that
+    the simplifier does not make them one load."""
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     p = x_ptr + row * stride + cols
     m = cols < n_cols
     a = tl.load(p, mask=m, other=0.0)
     b = tl.load(p, mask=cols < n_last, other=0.0)
-    c = tl.load(p, mask=m, other=0.0)
+    c = tl.load(p, mask=m, other=1.0)
     s = tl.sum(b * b, axis=0)
     tl.store(y_ptr + row * n_cols + cols, a * s + tl.exp(c), mask=m)
 

@@ -120,6 +120,7 @@ def specialization(fn, sig, ints_one, tapes=None, folds=()):
             spelled = sig.get(n[2:])
         if spelled is None:
             raise AssertionError(f"{fn.__name__}: parameter {n} is not in the header's signature")
+        spelled = re.sub(r"\[-?\d+:-?\d+\]$", "", spelled)  # a range (`N=i32[1:32]`): Triton sees the type
         is_type = spelled.startswith("*") or re.fullmatch(r"(i1|i8|i16|i32|i64|u8|u32|fp16|bf16|fp32|fp64)",
                                                         spelled)
         if p.is_constexpr or not is_type:
