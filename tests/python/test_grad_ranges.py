@@ -22,6 +22,7 @@ import triton_cpu  # noqa: E402
 from test_grad_cover import _close, _nan_view, _run as _cover_run  # noqa: E402
 
 DEVICE = triton_cpu.device_from_env("KAD_GRAD_TEST_DEVICE", "KAD_EMIT_TEST_DEVICE")
+PKG_DEVICE = triton_cpu.device_from_env("KAD_TEST_DEVICE")  # test_package: "cuda" runs the package's GPU path
 HERE = __file__
 
 
@@ -151,19 +152,25 @@ def test_package(C, BLOCK, want):
     signature says which kernel kad specialized), and the gradients match autograd either way."""
     k = kad.differentiable(inputs=["x_ptr", "w_ptr"], outputs=["y_ptr"])(norm_chunks)
     R = 3
+    cuda = PKG_DEVICE == "cuda"  # fp32 CUDA tensors: the generated module through its launcher
+    dt = torch.float32 if cuda else torch.float64
     g = torch.Generator().manual_seed(C)
-    x = torch.randn(R, C, generator=g, dtype=torch.float64, requires_grad=True)
-    w = torch.randn(C, generator=g, dtype=torch.float64, requires_grad=True)
+    x64 = torch.randn(R, C, generator=g, dtype=torch.float64)
+    w64 = torch.randn(C, generator=g, dtype=torch.float64)
+    dy = torch.randn(R, C, generator=g, dtype=torch.float64)
+    x = x64.to(dt).to(PKG_DEVICE).requires_grad_()
+    w = w64.to(dt).to(PKG_DEVICE).requires_grad_()
     y = torch.empty_like(x)
     args = (x, w, y, C, C, 1e-5)
     with kad.f64_mode():
-        assert want in k.bind((R,), args, {"BLOCK": BLOCK}).sig
+        assert want.replace("fp64", "fp32" if cuda else "fp64") in k.bind((R,), args, {"BLOCK": BLOCK}).sig
         k[(R,)](*args, BLOCK=BLOCK)
-    dy = torch.randn(R, C, generator=g, dtype=torch.float64)
-    got = torch.autograd.grad(y, (x, w), dy)
-    ref = torch.autograd.grad(_ref(x, w), (x, w), dy)
+    got = torch.autograd.grad(y, (x, w), dy.to(dt).to(PKG_DEVICE))
+    xr, wr = x64.clone().requires_grad_(), w64.clone().requires_grad_()
+    ref = torch.autograd.grad(_ref(xr, wr), (xr, wr), dy)
+    tol = 1e-4 if cuda else 1e-9
     for a, b in zip(got, ref):
-        assert torch.allclose(a, b, rtol=1e-9, atol=1e-9), (a - b).abs().max()
+        assert torch.allclose(a.cpu().to(torch.float64), b, rtol=tol, atol=tol), (a.cpu() - b).abs().max()
 
 
 def test_package_two_hints():
