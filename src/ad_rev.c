@@ -2906,6 +2906,8 @@ static Func *reverse_simplified(Arena *a, Diags *d, const Func *orig, const Func
      * terminated: the primal sweep's copy of a loop that only stored is dead. */
     if (ok)
         ok = pass_dce(bw, true);
+    if (ok)
+        ad_fold_pipeline(a, bw);
     if (!ok || !ir_verify(bw, d)) {
         diag_note(d, orig->loc, "kad bug: the backward kernel of '%s' is invalid", orig->name);
         return NULL;

@@ -615,6 +615,30 @@ static void tile_scan(const Func *f, const Block *b, int64_t *tile, int64_t *acc
     *smem = here > *smem ? here : *smem;
 }
 
+/* The smallest element size (bytes) of the loads of a folded backward's
+ * pipelined fold loop (ad_fold_pipeline), 0 when f has none. */
+static int piped_load_bytes(const Block *b, bool top, const Func *f)
+{
+    int m = 0;
+    for (int k = 0; k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        if (top) {
+            if (in->op == OP_FOR && in->nints == LH_N && in->ints[LH_STAGES] > 0)
+                m = piped_load_bytes(in->regions[0], false, f);
+            continue;
+        }
+        if (in->op == OP_LOAD) {
+            int e = dtype_bits((Dtype)f->vals.v[in->res[0]].ty.dt) / 8;
+            m = !m || e < m ? e : m;
+        }
+        for (int r = 0; r < in->nregions; r++) {
+            int e = piped_load_bytes(in->regions[r], false, f);
+            m = e && (!m || e < m) ? e : m;
+        }
+    }
+    return m;
+}
+
 /* kad's num_warps and num_stages (0: Triton's) for kernel f.  sites: how many
  * values each element of f's tile sums, each with its own loads and masks (a
  * gather kernel's sites, else 1): the warps of a tile that many times larger,
@@ -633,6 +657,9 @@ static void launch_defaults_of(const Func *f, int sites, int *warps, int *stages
         return;
     }
     int64_t per = tile > 2048 ? 512 : 256; /* elements a warp: a long row's tile, 16 a thread */
+    int lb = f->fold ? piped_load_bytes(f->body, true, f) : 0;
+    if (lb && tile > 2048) /* a pipelined fold loop's long rows: 2 KiB of loaded tile a warp (bf16: 4 warps for 4096) */
+        per = 2048 / lb;
     while (w < 16 && (int64_t)w * per < tile)
         w *= 2;
     for (int64_t work = (int64_t)w * (sites > 1 ? sites : 1); w < 8 && w < work && w * 64 <= tile;)

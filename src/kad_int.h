@@ -1482,6 +1482,10 @@ static inline int func_nargs(const Func *f)
  * inputs' names): see ad_fold.c.  False, bw unchanged, when a gradient
  * pointer flows where the fold cannot follow it. */
 bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *const *names, int n);
+/* Marks a folded backward's fold loop for Triton's software pipelining
+ * (tl.range num_stages=3) where that is safe and fits (ad_fold.c); after
+ * the backward's last simplify. */
+void ad_fold_pipeline(Arena *a, Func *f);
 /* Site rows (ad_plain's plain 6 and 7): the gradient of the input whose
  * gradient parameter is params[slot] (x: its name) is added at several
  * sites, each adding to distinct elements over the whole launch, but two

@@ -203,7 +203,8 @@ def test_shared_weight_is_folded():
     assert "d_x_ptr is written with plain tl.store" in header, header
     assert "def broadcast_weight_bwd_sum(part, d, span, nfold, dense):" in text
     assert not [ln for ln in text.splitlines() if "atomic_add(" in ln and "d_w" in ln]
-    assert "for pid0 in range(q, kad_programs_0, nfold):" in text
+    # the fold loop, pipelined (it loads only x and w, stores only d_x and the partials)
+    assert "for pid0 in tl.range(q, kad_programs_0, nfold, num_stages=3):" in text
     _check("broadcast_weight", sig, "w_ptr,x_ptr", "y_ptr", "5", ["x_ptr=40", "w_ptr=8", "y_ptr=40"])
     r = subprocess.run([KAD, "grad", f"{HERE}:broadcast_weight", "--sig", sig, "--wrt", "w_ptr", "--out", "y_ptr",
                         "--atomics"], cwd=REPO, capture_output=True, text=True)
