@@ -740,11 +740,11 @@ typedef struct Pipe {
     bool bad;      /* a nested loop, a pointer of unknown base */
 } Pipe;
 
-static void pipe_scan(Arena *a, Pipe *P, const Block *b, bool top)
+static void pipe_scan(Arena *a, Pipe *P, const Block *b)
 {
     for (int k = 0; k < b->insts.n && !P->bad; k++) {
         const Inst *in = &b->insts.v[k];
-        if (!top && (in->op == OP_FOR || in->op == OP_WHILE)) {
+        if (in->op == OP_FOR || in->op == OP_WHILE) {
             P->bad = true;
             return;
         }
@@ -770,7 +770,7 @@ static void pipe_scan(Arena *a, Pipe *P, const Block *b, bool top)
             }
         }
         for (int r = 0; r < in->nregions; r++)
-            pipe_scan(a, P, in->regions[r], false);
+            pipe_scan(a, P, in->regions[r]);
     }
 }
 
@@ -812,7 +812,7 @@ void ad_fold_pipeline(Arena *a, Func *f)
     if (!loop)
         return;
     Pipe P = {.f = f, .def = def};
-    pipe_scan(a, &P, loop->regions[0], true);
+    pipe_scan(a, &P, loop->regions[0]);
     bool ok = !P.bad && P.loads.n && P.bytes * 3 <= 160 * 1024;
     for (int i = 0; ok && i < P.loads.n; i++)
         for (int j = 0; ok && j < P.stores.n; j++)

@@ -228,7 +228,7 @@ static void test_ad_signature(T *t)
         CHECK(t, strstr(ir, "store %d_p, %dx.1, mask %mask") != NULL);
         CHECK(t, strstr(ir, "if %plain_d_x_ptr {") != NULL);
         CHECK(t, strstr(ir, "%dy = load %d_q, mask %mask") != NULL);
-        CHECK(t, strstr(ir, "for %pid0 = %q to %kad_programs_0 step %nfold iter_args(") != NULL);
+        CHECK(t, strstr(ir, "for %pid0 = %q to %kad_programs_0 step %nfold hints {num_stages = 3} iter_args(") != NULL);
         CHECK(t, strstr(ir, "store %d_pw, ") != NULL && !strstr(ir, "atomic_add %d_pw"));
     }
     /* deterministic=False: atomics, no fold */
