@@ -187,3 +187,41 @@ def test_package_two_hints():
         (got,) = torch.autograd.grad(y, x, dy)
         (ref,) = torch.autograd.grad(x * (x * x).sum(), x, dy)
         assert torch.allclose(got, ref, rtol=1e-9, atol=1e-9)
+
+
+def _norm_call(k, C, BLOCK):
+    def run(x, w):
+        y = torch.empty_like(x)
+        k[(x.shape[0],)](x, w, y, C, C, 1e-5, BLOCK=BLOCK)
+        return y
+    return run
+
+
+@pytest.mark.parametrize("C", [48, 100])
+def test_jvp_and_compile(C):
+    """The ranged signature through torch.func.jvp (the jvp kernel of the ranged signature) and
+    torch.compile (kad's custom operator), against the same math in torch; C=100 (two chunks)
+    keeps the general signature."""
+    k = kad.differentiable(inputs=["x_ptr", "w_ptr"], outputs=["y_ptr"])(norm_chunks)
+    run = _norm_call(k, C, 64)
+    cuda = PKG_DEVICE == "cuda"
+    dt = torch.float32
+    g = torch.Generator().manual_seed(C + 1)
+    x, w, tx, tw = (torch.randn(*s, generator=g, dtype=torch.float64).to(dt).to(PKG_DEVICE)
+                    for s in ((3, C), (C,), (3, C), (C,)))
+    tol = dict(rtol=1e-4, atol=1e-4)
+    y, ty = torch.func.jvp(run, (x, w), (tx, tw))
+    y_r, ty_r = torch.func.jvp(_ref, (x.double(), w.double()), (tx.double(), tw.double()))
+    torch.testing.assert_close(y.double(), y_r, **tol)
+    torch.testing.assert_close(ty.double(), ty_r, **tol)
+    torch._dynamo.reset()
+    compiled = torch.compile(run, backend="aot_eager", fullgraph=True)
+    xs, ws = x.clone().requires_grad_(), w.clone().requires_grad_()
+    out = compiled(xs, ws)
+    dy = torch.randn(3, C, generator=g, dtype=torch.float64).to(dt).to(PKG_DEVICE)
+    gx, gw = torch.autograd.grad(out, (xs, ws), dy)
+    xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
+    rx, rw = torch.autograd.grad(_ref(xr, wr), (xr, wr), dy.double())
+    torch.testing.assert_close(gx.double(), rx, **tol)
+    torch.testing.assert_close(gw.double(), rw, **tol)
+    assert not cuda or gx.is_cuda
