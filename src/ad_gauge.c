@@ -24,6 +24,8 @@
  * convention is kad's usual one. */
 #include "kad_int.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The role of a value of the loop body in the pattern. */
@@ -52,6 +54,7 @@ typedef struct Gauge {
     bool *zero; /* by ValId (< nzero): a float constant 0 */
     int nzero;
     Vec(const char *) notes;
+    int pairs; /* loops rewritten so far: the tag of the next pair */
 } Gauge;
 
 typedef struct Match {
@@ -458,6 +461,8 @@ static void emit_two_pass(Gauge *g, Block *b, const Inst *L, const Match *m)
         }
         Inst *loop = ir_emit(f, b, OP_FOR, args, 3 + ns, tys, ns, L->loc);
         ir_inst_copy_attrs(loop, L);
+        /* the pair's tag, which the backward's primal copies keep (ad_gauge_fuse) */
+        loop->sattr = arena_printf(f->a, "kad_gauge %d %d %d", g->pairs, pass, m->expop == OP_EXP2 ? 2 : 1);
         /* Loop 1 defines the max's result, loop 2 the others (loop 1's copies of the
          * carried ints and pointers are unused). */
         for (int s = 0; s < ns; s++)
@@ -574,6 +579,7 @@ static bool rewrite_block(Gauge *g, Block *b)
         if (old[i].op == OP_FOR && ms[i].role && ms[i].mslot >= 0) {
             emit_two_pass(g, b, &old[i], &ms[i]);
             note_loop(g, &old[i], &ms[i]);
+            g->pairs++;
         } else {
             vec_push(g->f->a, b->insts, old[i]);
         }
@@ -619,4 +625,245 @@ const Func *gauge_rewrite(Arena *a, const Func *fwd)
     f->notes.n = g.notes.n;
     f->notes.cap = g.notes.cap;
     return f;
+}
+
+/* ------------------------------------------------------------------ */
+/* The primal sweep's two passes fused back into one (ad_gauge_fuse)   */
+/* ------------------------------------------------------------------ */
+
+/* A loop of emit_two_pass as the backward copied it: its pair, pass (1: the
+ * max, 2: the accumulators) and exponential (1: exp, 2: exp2). */
+static bool gauge_tag(const Inst *in, int *id, int *pass, int *expop)
+{
+    if (in->op != OP_FOR || !in->sattr || strncmp(in->sattr, "kad_gauge ", 10))
+        return false;
+    const char *p = in->sattr + 10;
+    char *e;
+    *id = (int)strtol(p, &e, 10);
+    *pass = (int)strtol(e, &e, 10);
+    *expop = (int)strtol(e, &e, 10) == 2 ? OP_EXP2 : OP_EXP;
+    return *pass == 1 || *pass == 2;
+}
+
+/* A flat loop body (no region inside) that writes no memory. */
+static bool flat_pure(const Block *b)
+{
+    for (int i = 0; i < b->insts.n; i++) {
+        OpKind op = (OpKind)b->insts.v[i].op;
+        if (b->insts.v[i].nregions || op == OP_STORE || op == OP_ATOMIC_ADD || op == OP_BARRIER ||
+            op == OP_ASSERT)
+            return false;
+    }
+    return true;
+}
+
+static ValId mapped(const ValId *map, int nmap, ValId v) { return v < nmap && map[v] ? map[v] : v; }
+
+static void fuse_clone(Func *f, Block *nb, const Inst *in, ValId *map, int nmap)
+{
+    ValId buf[16];
+    ValId *av = in->nargs <= 16 ? buf : arena_alloc(f->a, sizeof *av * (size_t)in->nargs);
+    for (int k = 0; k < in->nargs; k++)
+        av[k] = mapped(map, nmap, in->args[k]);
+    Type ty = in->nres ? ir_type(f, in->res[0]) : (Type){0};
+    Inst *ni = ir_emit(f, nb, (OpKind)in->op, av, in->nargs, in->nres ? &ty : NULL, in->nres, in->loc);
+    ir_inst_copy_attrs(ni, in);
+    if (in->nres) {
+        map[in->res[0]] = ni->res[0];
+        f->vals.v[ni->res[0]].name = f->vals.v[in->res[0]].name;
+    }
+}
+
+static void replace_uses(Block *b, const ValId *map, int nmap)
+{
+    for (int i = 0; i < b->insts.n; i++) {
+        Inst *in = &b->insts.v[i];
+        for (int k = 0; k < in->nargs; k++)
+            in->args[k] = mapped(map, nmap, in->args[k]);
+        for (int r = 0; r < in->nregions; r++)
+            replace_uses(in->regions[r], map, nmap);
+    }
+}
+
+/* Whether block b (recursively) uses a value marked in bad. */
+static bool uses_marked(const Block *b, const uint8_t *bad, int nbad)
+{
+    for (int i = 0; i < b->insts.n; i++) {
+        const Inst *in = &b->insts.v[i];
+        for (int k = 0; k < in->nargs; k++)
+            if (in->args[k] < nbad && bad[in->args[k]])
+                return true;
+        for (int r = 0; r < in->nregions; r++)
+            if (uses_marked(in->regions[r], bad, nbad))
+                return true;
+    }
+    return false;
+}
+
+/* Fuses loops L1 = b[i] and L2 = b[j] (one pair) into one loop at i that
+ * computes the running max and the accumulators rescaled by it, as the
+ * forward's online loop did; false (b unchanged) when the pair is not as
+ * emit_two_pass made it or cannot move.  umap: old results -> the fused
+ * loop's (replaced in the whole function afterwards). */
+static bool fuse_pair(Func *f, Block *b, int i, int j, int expop, ValId *umap, int nmap)
+{
+    const Inst *L1 = &b->insts.v[i], *L2 = &b->insts.v[j];
+    const Block *B1 = L1->regions[0], *B2 = L2->regions[0];
+    if (L1->args[0] != L2->args[0] || L1->args[1] != L2->args[1] || L1->args[2] != L2->args[2] ||
+        !flat_pure(B1) || !flat_pure(B2) || !B1->insts.n || !B2->insts.n)
+        return false;
+    int n1 = L1->nres, n2 = L2->nres, k = -1;
+    for (int s = 0; s < n1; s++)
+        if (dtype_is_float((Dtype)ir_type(f, L1->res[s]).dt)) {
+            if (k >= 0)
+                return false;
+            k = s;
+        }
+    if (k < 0 || ir_type(f, L1->res[k]).rank != 0)
+        return false;
+    const Inst *y1 = &B1->insts.v[B1->insts.n - 1], *y2 = &B2->insts.v[B2->insts.n - 1];
+    if (y1->op != OP_YIELD || y2->op != OP_YIELD || y1->nargs != n1 || y2->nargs != n2)
+        return false;
+    /* L2's accumulators: yield add(c, G) with c used by that add alone (gpos: 1 + G's operand
+     * index); L1's results other than the max unused in L2 */
+    int *gpos = calloc((size_t)n2 + 1, sizeof *gpos);
+    uint8_t *bad = calloc((size_t)nmap + 1, 1);
+    bool ok = gpos && bad;
+    for (int s = 0; ok && s < n2; s++) {
+        ValId c = B2->params[1 + s];
+        if (!dtype_is_float((Dtype)ir_type(f, c).dt))
+            continue;
+        const Inst *d = NULL;
+        int uses = 0;
+        for (int q = 0; q + 1 < B2->insts.n; q++) {
+            const Inst *in = &B2->insts.v[q];
+            if (in->nres && in->res[0] == y2->args[s])
+                d = in;
+            for (int x = 0; x < in->nargs; x++)
+                uses += in->args[x] == c;
+        }
+        ok = d && d->op == OP_ADD && uses == 1 && (d->args[0] == c) != (d->args[1] == c);
+        if (ok)
+            gpos[s] = d->args[0] == c ? 2 : 1;
+    }
+    for (int s = 0; ok && s < n1; s++)
+        if (s != k && L1->res[s] < nmap)
+            bad[L1->res[s]] = 1;
+    /* L2 moves up to L1: nothing it uses may be defined between them */
+    for (int q = i + 1; ok && q < j; q++)
+        for (int r = 0; r < b->insts.v[q].nres; r++)
+            if (b->insts.v[q].res[r] < nmap)
+                bad[b->insts.v[q].res[r]] = 1;
+    for (int s = 0; ok && s < 3 + n2; s++)
+        ok = !(L2->args[s] < nmap && bad[L2->args[s]]);
+    ok = ok && !uses_marked(B2, bad, nmap);
+    free(bad);
+    if (!ok) {
+        free(gpos);
+        return false;
+    }
+    Arena *a = f->a;
+    Loc loc = L1->loc;
+    ValId *args = arena_alloc(a, sizeof *args * (size_t)(3 + n1 + n2));
+    Type *tys = arena_alloc(a, sizeof *tys * (size_t)(n1 + n2 + 1));
+    memcpy(args, L1->args, 3 * sizeof *args);
+    for (int s = 0; s < n1; s++)
+        args[3 + s] = L1->args[3 + s], tys[s] = ir_type(f, L1->res[s]);
+    for (int s = 0; s < n2; s++)
+        args[3 + n1 + s] = L2->args[3 + s], tys[n1 + s] = ir_type(f, L2->res[s]);
+    int nold;
+    Inst *old = ir_block_detach(b, &nold);
+    L1 = &old[i], L2 = &old[j];
+    for (int q = 0; q < nold; q++) {
+        if (q != i) {
+            if (q != j)
+                vec_push(a, b->insts, old[q]);
+            continue;
+        }
+        Inst *fl = ir_emit(f, b, OP_FOR, args, 3 + n1 + n2, tys, n1 + n2, loc);
+        if (L1->nints == LH_N) { /* the user's tl.range hints */
+            memcpy(fl->ints, L1->ints, sizeof(int32_t) * LH_N);
+            fl->nints = LH_N;
+        }
+        for (int s = 0; s < n1; s++)
+            umap[L1->res[s]] = fl->res[s];
+        for (int s = 0; s < n2; s++)
+            umap[L2->res[s]] = fl->res[n1 + s];
+        Block *nb = ir_inst_add_region(f, fl);
+        ValId *map = arena_alloc(a, sizeof *map * (size_t)(nmap + 1)); /* old values -> the fused loop's */
+        ValId iv = ir_block_param_add(f, nb, ir_type(f, B1->params[0]), f->vals.v[B1->params[0]].name, loc);
+        map[B1->params[0]] = map[B2->params[0]] = iv;
+        for (int s = 0; s < n1; s++)
+            map[B1->params[1 + s]] = ir_block_param_add(f, nb, tys[s], f->vals.v[B1->params[1 + s]].name, loc);
+        for (int s = 0; s < n2; s++)
+            map[B2->params[1 + s]] = ir_block_param_add(f, nb, tys[n1 + s], f->vals.v[B2->params[1 + s]].name, loc);
+        for (int x = 0; x + 1 < B1->insts.n; x++)
+            fuse_clone(f, nb, &B1->insts.v[x], map, nmap);
+        /* the running max m_new, and a finite stand-in while it is -inf (a row's first chunks
+         * all -inf): alpha = exp(m - m_safe) rescales what was accumulated with the old one */
+        Type mt = ir_type(f, L1->res[k]);
+        ValId m_old = map[B1->params[1 + k]], m_new = mapped(map, nmap, y1->args[k]);
+        ValId ninf = ir_const_float(f, nb, mt, -INFINITY, loc);
+        ValId is_ninf = ir_op2(f, nb, OP_EQ, type_scalar(DT_I1), m_new, ninf, loc);
+        ValId m_safe = ir_op3(f, nb, OP_WHERE, mt, is_ninf, ir_const_float(f, nb, mt, 0.0, loc), m_new, loc);
+        ValId alpha = ir_op1(f, nb, (OpKind)expop, mt, ir_op2(f, nb, OP_SUB, mt, m_old, m_safe, loc), loc);
+        map[L1->res[k]] = m_safe; /* loop 2's final max, in its body */
+        for (int x = 0; x + 1 < B2->insts.n; x++)
+            fuse_clone(f, nb, &B2->insts.v[x], map, nmap);
+        ValId *ys = arena_alloc(a, sizeof *ys * (size_t)(n1 + n2 + 1));
+        for (int s = 0; s < n1; s++)
+            ys[s] = mapped(map, nmap, y1->args[s]);
+        for (int s = 0; s < n2; s++) {
+            ys[n1 + s] = mapped(map, nmap, y2->args[s]);
+            if (!gpos[s])
+                continue;
+            const Inst *d = NULL;
+            for (int x = 0; x + 1 < B2->insts.n && !d; x++)
+                if (B2->insts.v[x].nres && B2->insts.v[x].res[0] == y2->args[s])
+                    d = &B2->insts.v[x];
+            Type ct = tys[n1 + s];
+            ValId al = alpha;
+            if (ct.dt != mt.dt)
+                al = ir_op1(f, nb, OP_CAST, type_scalar((Dtype)ct.dt), al, loc);
+            if (ct.rank)
+                al = ir_op1(f, nb, OP_BROADCAST, ct, al, loc);
+            ValId c = map[B2->params[1 + s]];
+            ys[n1 + s] = ir_op2(f, nb, OP_ADD, ct, ir_op2(f, nb, OP_MUL, ct, c, al, loc),
+                                mapped(map, nmap, d->args[gpos[s] - 1]), loc);
+        }
+        ir_emit(f, nb, OP_YIELD, ys, n1 + n2, NULL, 0, loc);
+    }
+    free(gpos);
+    return true;
+}
+
+static void fuse_block(Func *f, Block *b, ValId *umap, int nmap)
+{
+    for (int i = 0; i < b->insts.n; i++)
+        for (int r = 0; r < b->insts.v[i].nregions; r++)
+            fuse_block(f, b->insts.v[i].regions[r], umap, nmap);
+    for (int i = 0; i < b->insts.n; i++) {
+        int id, pass, e, id2, pass2, e2;
+        if (!gauge_tag(&b->insts.v[i], &id, &pass, &e) || pass != 1)
+            continue;
+        for (int j = i + 1; j < b->insts.n; j++) {
+            if (!gauge_tag(&b->insts.v[j], &id2, &pass2, &e2) || id2 != id)
+                continue;
+            if (pass2 == 2)
+                fuse_pair(f, b, i, j, e, umap, nmap);
+            break;
+        }
+    }
+}
+
+bool ad_gauge_fuse(Func *f)
+{
+    int nmap = f->vals.n;
+    ValId *umap = calloc((size_t)nmap + 1, sizeof *umap);
+    if (!umap)
+        return false;
+    fuse_block(f, f->body, umap, nmap);
+    replace_uses(f->body, umap, nmap);
+    free(umap);
+    return true;
 }

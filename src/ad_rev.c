@@ -573,6 +573,8 @@ static void clone_region_op(Ad *ad, Block *bb, const Inst *in)
     ir_emit(ad->bw, bb, (OpKind)in->op, s.args, s.na, s.tys, s.nt, in->loc);
     int idx = bb->insts.n - 1;
     copy_loop_hints(&bb->insts.v[idx], in);
+    if (in->op == OP_FOR)
+        bb->insts.v[idx].sattr = in->sattr; /* ad_gauge.c's tag of a two-pass loop (ad_gauge_fuse) */
     for (int r = 0; r < in->nregions; r++) {
         Block *reg = ir_inst_add_region(ad->bw, &bb->insts.v[idx]);
         add_params(ad, reg, in->regions[r], lead_params(in), NULL, sh);
@@ -2370,6 +2372,8 @@ static void adj_loop(Ad *ad, Block *bb, const Inst *in)
     ir_emit(ad->bw, bb, (OpKind)in->op, s.args, s.na, s.tys, s.nt, in->loc);
     int idx = bb->insts.n - 1;
     copy_loop_hints(&bb->insts.v[idx], in);
+    if (in->op == OP_FOR)
+        bb->insts.v[idx].sattr = in->sattr; /* ad_gauge.c's tag of a two-pass loop (ad_gauge_fuse) */
     for (int r = 0; r < in->nregions; r++) {
         const Block *fr = in->regions[r];
         Block *reg = ir_inst_add_region(ad->bw, &bb->insts.v[idx]);
@@ -2901,7 +2905,7 @@ static Func *reverse_simplified(Arena *a, Diags *d, const Func *orig, const Func
     bw->notes.n = fwd->notes.n;
     bw->notes.cap = fwd->notes.cap;
     /* A backward that does not verify is a kad bug; say so plainly. */
-    bool ok = ir_verify(bw, d) && pass_run(bw, "simplify", d);
+    bool ok = ad_gauge_fuse(bw) && ir_verify(bw, d) && pass_run(bw, "simplify", d);
     /* Each `while` of a backward recomputes one of the forward's, which
      * terminated: the primal sweep's copy of a loop that only stored is dead. */
     if (ok)

@@ -1510,6 +1510,12 @@ Func *fold_sum_kernel(Arena *a, const char *name, const FoldInput *in, int n, Lo
  * a loop accumulating the c with the final max, in a copy allocated in a, with one note per
  * rewritten loop in its `notes`; fwd itself when no loop matches.  Only AD sees the copy. */
 const Func *gauge_rewrite(Arena *a, const Func *fwd);
+/* In a backward made from such a copy: each pair of loops 1 and 2 whose primal copies
+ * stand in one block, loop 1 writing nothing (its max not taped) and both flat, becomes one
+ * loop computing the max and loop 2's accumulators rescaled by it, as the forward's online
+ * loop did: one pass over the data instead of two (the reverse of loop 2 is untouched).
+ * Before the backward's simplify.  False only without memory. */
+bool ad_gauge_fuse(Func *f);
 
 /* ------------------------------------------------------------------ */
 /* ad_tape.c: tapes for loops with non-linear loop-carried values       */
