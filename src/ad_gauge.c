@@ -657,6 +657,18 @@ static bool flat_pure(const Block *b)
     return true;
 }
 
+/* Whether in (with its regions) may write memory. */
+static bool writes_memory(const Inst *in)
+{
+    if (in->op == OP_STORE || in->op == OP_ATOMIC_ADD || in->op == OP_BARRIER)
+        return true;
+    for (int r = 0; r < in->nregions; r++)
+        for (int k = 0; k < in->regions[r]->insts.n; k++)
+            if (writes_memory(&in->regions[r]->insts.v[k]))
+                return true;
+    return false;
+}
+
 static ValId mapped(const ValId *map, int nmap, ValId v) { return v < nmap && map[v] ? map[v] : v; }
 
 static void fuse_clone(Func *f, Block *nb, const Inst *in, ValId *map, int nmap)
@@ -749,11 +761,15 @@ static bool fuse_pair(Func *f, Block *b, int i, int j, int expop, ValId *umap, i
     for (int s = 0; ok && s < n1; s++)
         if (s != k && L1->res[s] < nmap)
             bad[L1->res[s]] = 1;
-    /* L2 moves up to L1: nothing it uses may be defined between them */
-    for (int q = i + 1; ok && q < j; q++)
-        for (int r = 0; r < b->insts.v[q].nres; r++)
-            if (b->insts.v[q].res[r] < nmap)
-                bad[b->insts.v[q].res[r]] = 1;
+    /* L2 moves up to L1: nothing it uses may be defined between them, and nothing between them
+     * may write memory (its loads would move before the write) */
+    for (int q = i + 1; ok && q < j; q++) {
+        const Inst *in = &b->insts.v[q];
+        ok = !writes_memory(in);
+        for (int r = 0; r < in->nres; r++)
+            if (in->res[r] < nmap)
+                bad[in->res[r]] = 1;
+    }
     for (int s = 0; ok && s < 3 + n2; s++)
         ok = !(L2->args[s] < nmap && bad[L2->args[s]]);
     ok = ok && !uses_marked(B2, bad, nmap);

@@ -492,8 +492,9 @@ class Binder:
         return out
 
     def _signature(self, values, f64_as):
-        """(sig, device) of a bound call, typed as Triton types it; raises
-        what the call gets wrong."""
+        """(sig, device, parts) of a bound call, typed as Triton types it
+        (parts: the signature's `name=spec` entries); raises what the call
+        gets wrong."""
         by_name = self.by_name
         devices = set()
         for n in self.declared:
