@@ -758,9 +758,12 @@ static bool fuse_pair(Func *f, Block *b, int i, int j, int expop, ValId *umap, i
         if (ok)
             gpos[s] = d->args[0] == c ? 2 : 1;
     }
-    for (int s = 0; ok && s < n1; s++)
+    for (int s = 0; ok && s < n1; s++) { /* loop 2's bounds and inits must come from before loop 1 */
+        for (int x = 0; x < 3 + n2; x++)
+            ok = ok && L2->args[x] != L1->res[s];
         if (s != k && L1->res[s] < nmap)
             bad[L1->res[s]] = 1;
+    }
     /* L2 moves up to L1: nothing it uses may be defined between them, and nothing between them
      * may write memory (its loads would move before the write) */
     for (int q = i + 1; ok && q < j; q++) {
