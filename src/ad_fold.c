@@ -774,17 +774,6 @@ static void pipe_scan(Arena *a, Pipe *P, const Block *b)
     }
 }
 
-static void pipe_defs(const Block *b, const Inst **def)
-{
-    for (int k = 0; k < b->insts.n; k++) {
-        const Inst *in = &b->insts.v[k];
-        for (int r = 0; r < in->nres; r++)
-            def[in->res[r]] = in;
-        for (int r = 0; r < in->nregions; r++)
-            pipe_defs(in->regions[r], def);
-    }
-}
-
 /* After the backward's last simplify (equal loads are one): the fold loop
  * walks the forward's programs one after the other, each a
  * row's loads, reductions and stores: a chain of latencies.  Triton's
@@ -801,7 +790,7 @@ void ad_fold_pipeline(Arena *a, Func *f)
     if (!f->fold || !f->fold->axes)
         return;
     const Inst **def = arena_alloc(a, sizeof *def * (size_t)(f->vals.n + 1));
-    pipe_defs(f->body, def);
+    defs_of(f->body, def, f->vals.n + 1);
     Inst *loop = NULL; /* the fold loop: the top-level for stepping by num_programs(axis) */
     for (int k = 0; k < f->body->insts.n; k++) {
         Inst *in = &f->body->insts.v[k];

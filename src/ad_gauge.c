@@ -649,42 +649,13 @@ static bool gauge_tag(const Inst *in, int *id, int *pass, int *expop)
 static bool flat_pure(const Block *b)
 {
     for (int i = 0; i < b->insts.n; i++) {
-        OpKind op = (OpKind)b->insts.v[i].op;
-        if (b->insts.v[i].nregions || op == OP_STORE || op == OP_ATOMIC_ADD || op == OP_BARRIER ||
-            op == OP_ASSERT)
+        if (b->insts.v[i].nregions || b->insts.v[i].op == OP_ASSERT || ir_inst_writes(&b->insts.v[i]))
             return false;
     }
     return true;
 }
 
-/* Whether in (with its regions) may write memory. */
-static bool writes_memory(const Inst *in)
-{
-    if (in->op == OP_STORE || in->op == OP_ATOMIC_ADD || in->op == OP_BARRIER)
-        return true;
-    for (int r = 0; r < in->nregions; r++)
-        for (int k = 0; k < in->regions[r]->insts.n; k++)
-            if (writes_memory(&in->regions[r]->insts.v[k]))
-                return true;
-    return false;
-}
-
 static ValId mapped(const ValId *map, int nmap, ValId v) { return v < nmap && map[v] ? map[v] : v; }
-
-static void fuse_clone(Func *f, Block *nb, const Inst *in, ValId *map, int nmap)
-{
-    ValId buf[16];
-    ValId *av = in->nargs <= 16 ? buf : arena_alloc(f->a, sizeof *av * (size_t)in->nargs);
-    for (int k = 0; k < in->nargs; k++)
-        av[k] = mapped(map, nmap, in->args[k]);
-    Type ty = in->nres ? ir_type(f, in->res[0]) : (Type){0};
-    Inst *ni = ir_emit(f, nb, (OpKind)in->op, av, in->nargs, in->nres ? &ty : NULL, in->nres, in->loc);
-    ir_inst_copy_attrs(ni, in);
-    if (in->nres) {
-        map[in->res[0]] = ni->res[0];
-        f->vals.v[ni->res[0]].name = f->vals.v[in->res[0]].name;
-    }
-}
 
 static void replace_uses(Block *b, const ValId *map, int nmap)
 {
@@ -768,7 +739,7 @@ static bool fuse_pair(Func *f, Block *b, int i, int j, int expop, ValId *umap, i
      * may write memory (its loads would move before the write) */
     for (int q = i + 1; ok && q < j; q++) {
         const Inst *in = &b->insts.v[q];
-        ok = !writes_memory(in);
+        ok = !ir_inst_writes(in);
         for (int r = 0; r < in->nres; r++)
             if (in->res[r] < nmap)
                 bad[in->res[r]] = 1;
@@ -817,7 +788,7 @@ static bool fuse_pair(Func *f, Block *b, int i, int j, int expop, ValId *umap, i
         for (int s = 0; s < n2; s++)
             map[B2->params[1 + s]] = ir_block_param_add(f, nb, tys[n1 + s], f->vals.v[B2->params[1 + s]].name, loc);
         for (int x = 0; x + 1 < B1->insts.n; x++)
-            fuse_clone(f, nb, &B1->insts.v[x], map, nmap);
+            clone_inst(f, nb, &B1->insts.v[x], map);
         /* the running max m_new, and a finite stand-in while it is -inf (a row's first chunks
          * all -inf): alpha = exp(m - m_safe) rescales what was accumulated with the old one */
         Type mt = ir_type(f, L1->res[k]);
@@ -828,7 +799,7 @@ static bool fuse_pair(Func *f, Block *b, int i, int j, int expop, ValId *umap, i
         ValId alpha = ir_op1(f, nb, (OpKind)expop, mt, ir_op2(f, nb, OP_SUB, mt, m_old, m_safe, loc), loc);
         map[L1->res[k]] = m_safe; /* loop 2's final max, in its body */
         for (int x = 0; x + 1 < B2->insts.n; x++)
-            fuse_clone(f, nb, &B2->insts.v[x], map, nmap);
+            clone_inst(f, nb, &B2->insts.v[x], map);
         ValId *ys = arena_alloc(a, sizeof *ys * (size_t)(n1 + n2 + 1));
         for (int s = 0; s < n1; s++)
             ys[s] = mapped(map, nmap, y1->args[s]);

@@ -670,6 +670,17 @@ static void put_tape_expr(Printer *p, const TapeExpr *e)
     }
 }
 
+bool ir_inst_writes(const Inst *in)
+{
+    if (in->op == OP_STORE || in->op == OP_ATOMIC_ADD || in->op == OP_BARRIER)
+        return true;
+    for (int r = 0; r < in->nregions; r++)
+        for (int k = 0; k < in->regions[r]->insts.n; k++)
+            if (ir_inst_writes(&in->regions[r]->insts.v[k]))
+                return true;
+    return false;
+}
+
 const ParamRange *ir_param_range(const Func *f, int param)
 {
     for (int i = 0; i < f->ranges.n; i++)

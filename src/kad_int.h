@@ -641,6 +641,8 @@ static inline int func_nargs(const Func *f);
 /* ------------------------------------------------------------------ */
 
 Func *ir_func_new(Arena *a, const char *name, Loc loc);
+/* Whether in may write memory: a store, an atomic, a barrier, or a region holding one. */
+bool ir_inst_writes(const Inst *in);
 /* The range of runtime parameter index param (Func.ranges), or NULL. */
 const ParamRange *ir_param_range(const Func *f, int param);
 ValId ir_value_new(Func *f, Type ty, const char *name, Loc loc);

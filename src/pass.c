@@ -549,18 +549,6 @@ static void cse_pop(S *s, int mark)
 
 static void simplify_block(S *s, Block *b);
 
-/* Whether in's regions hold an instruction that may write memory. */
-static bool block_writes(const Inst *in)
-{
-    for (int r = 0; r < in->nregions; r++)
-        for (int i = 0; i < in->regions[r]->insts.n; i++) {
-            const Inst *x = &in->regions[r]->insts.v[i];
-            if (x->op == OP_STORE || x->op == OP_ATOMIC_ADD || x->op == OP_BARRIER || block_writes(x))
-                return true;
-        }
-    return false;
-}
-
 /* Simplifies region r in its own CSE scope. */
 static void simplify_region(S *s, Block *r)
 {
@@ -605,7 +593,7 @@ static void simplify_block(S *s, Block *b)
         /* loads: a loop whose body writes memory sees none of the loads before it (an
          * iteration's load follows the last one's writes); after any writer, no load before
          * it is reused */
-        bool writes = op == OP_STORE || op == OP_ATOMIC_ADD || op == OP_BARRIER || (in.nregions && block_writes(&in));
+        bool writes = ir_inst_writes(&in);
         if (writes && (op == OP_FOR || op == OP_WHILE))
             s->epoch++;
         if (op == OP_SCAN || op == OP_REDUCE)
