@@ -665,16 +665,27 @@ static bool range_once(Sema *S, const Stmt *st, const SVal *b, const Loc *bl)
     if (n > 1 || n != range_trips(start, r->hi, step))
         return false;
     Dtype ivt = dtype_bits((Dtype)nt.dt) == 64 || !int_fits(start, DT_I32) || !int_fits(step, DT_I32) ? DT_I64 : DT_I32;
+    /* Scoped as exec_ir_for scopes the loop: the carried variables keep
+     * their types, and names the body defines end with it. */
     Frame *fr = S->fr;
+    Carried c = {0};
+    collect_carried(S, &c, &st->for_.body, st->for_.target->name, st->loc);
+    Env before = fr->env;
+    fr->env = sema_env_copy(S->a, &before);
+    bind_carried(S, &c, c.inits.v);
+    const ValId *ys = c.inits.v;
     fr->loop_depth++;
     if (n) {
         ValId iv = const_as(S, S->L.b, b[0].c, type_scalar(ivt), bl[0]);
         if (iv) {
-            assign_target(S, st->for_.target, sval_value(iv));
+            sema_bind(S, st->for_.target->name, sval_value(iv));
             sema_exec_list(S, &st->for_.body, 0, NULL);
+            ys = carried_yields(S, &c, c.inits.v, st->loc);
         }
     }
     fr->loop_depth--;
+    fr->env = before;
+    bind_carried(S, &c, ys);
     return true;
 }
 
