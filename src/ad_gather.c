@@ -830,7 +830,7 @@ const char *ad_gather_check(Arena *a, const Func *bw, int slot, const char *name
     if (why)
         return why;
     *out = (GatherIn){name, slot, b.k, {b.grid_add[0], b.grid_add[1], b.grid_add[2]}, b.nsites,
-                      b.cond ? 1 : 0, b.acc, b.cond, b.sites};
+                      b.cond ? 1 : 0, b.acc, b.cond, b.sites, false};
     return NULL;
 }
 

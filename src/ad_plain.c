@@ -330,6 +330,110 @@ static void first_writer(Ad *ad, Access *A, int i, const InstPtrVec *ls)
     ad->cover[i] = access_cover(A, s, &ad->cover_why[i]);
 }
 
+/* Decides input i's mode from its active loads ls (ad_plain_inputs). */
+static void decide_loads(Ad *ad, Access **Ap, int i, const InstPtrVec *ls)
+{
+    const Func *fw = ad->fw;
+    const char **why = &ad->why[i];
+    bool one = true, several = false;
+    for (int k = 0; k < ls->n && one; k++) {
+        const Inst *l = ls->v[k], *l0 = ls->v[0];
+        ValId m = l->flags & IF_HAS_MASK ? l->args[1] : 0, m0 = l0->flags & IF_HAS_MASK ? l0->args[1] : 0;
+        if (ad->root[l->args[0]] != i + 1) {
+            *why = "a pointer selected among several parameters or read from memory reaches it";
+            one = false;
+        } else if (k && (l->args[0] != l0->args[0] || m != m0 || block_of(fw->body, l) != block_of(fw->body, l0))) {
+            several = true;
+        }
+    }
+    if (!one)
+        return;
+    if (several) {
+        if (!*Ap)
+            *Ap = ad->acc = access_analyze(ad->a, fw);
+        private_sites(ad, *Ap, i, ls);
+        if (ad->plain[i] == 4 || ad->plain[i] == 5)
+            first_writer(ad, *Ap, i, ls);
+        return;
+    }
+    if (!ls->n) { /* nothing writes d_x */
+        ad->plain[i] = 1;
+        return;
+    }
+    if (!*Ap)
+        *Ap = ad->acc = access_analyze(ad->a, fw);
+    Access *A = *Ap;
+    const Inst *l = ls->v[0];
+    if (access_base(A, l) != i) {
+        *why = "its address is not an affine form kad can analyze";
+        return;
+    }
+    AccResult r = access_injective(A, l, ACC_VARY_PIDS | ACC_VARY_LOOPS | ACC_VARY_LANES);
+    if (take_verdict(ad, A, i, r, 1, 2, "elements are distinct per lane, iteration and program only when %s")) {
+        if (ad->plain[i] == 1 || ad->plain[i] == 2) /* the launcher may skip the zero-fill */
+            ad->cover[i] = access_cover(A, l, &ad->cover_why[i]);
+        return;
+    }
+    /* the grid axes the kernel tells apart (axis 0 when it uses none) */
+    unsigned axes = 0, used = used_axes(fw->body), told = used ? used : 1;
+    if (r.v == ACC_NOT_INJECTIVE && access_pid_independent(A, l, &axes) && (axes & told)) {
+        int k = 0;
+        while (!(axes & told & (1u << k)))
+            k++;
+        *why = arena_printf(ad->a, "it is shared across programs (its address does not depend on "
+                                   "tl.program_id(%d))", k);
+        fold_candidate(ad, A, i, l, axes);
+    }
+    else if (r.v == ACC_NOT_INJECTIVE)
+        *why = arena_printf(ad->a, "the load is not injective (%s)", r.why);
+    else
+        *why = arena_printf(ad->a, "kad cannot tell whether the load is injective (%s)", r.why);
+}
+
+/* Scattered sites (docs/AD.md, "Scattered sites"): input i's loads ls
+ * split into those whose address depends on a value kad cannot express (a
+ * label read from memory: cross-entropy's target logit) and the others.
+ * When both exist and the others alone get plain stores (1; 2 under a
+ * launch flag) or private read-modify-writes (4, 5), the scattered ones
+ * are marked (ad->scat): adj_load adds them with atomic_adds that
+ * ad_scatter_split moves into a kernel of their own, run after the
+ * backward has written the rest.  True when marked (the mode is decided);
+ * else everything is as before the attempt. */
+static bool scatter_split(Ad *ad, Access **Ap, int i, const InstPtrVec *ls)
+{
+    if (!ad->scat || ls->n < 2)
+        return false;
+    if (!*Ap)
+        *Ap = ad->acc = access_analyze(ad->a, ad->fw);
+    InstPtrVec rest = {0}, scat = {0};
+    for (int k = 0; k < ls->n; k++) {
+        const Inst *l = ls->v[k];
+        bool unknown = ad->root[l->args[0]] == i + 1 &&
+                       (access_base(*Ap, l) != i ||
+                        access_injective(*Ap, l, ACC_VARY_PIDS | ACC_VARY_LOOPS | ACC_VARY_LANES).v == ACC_UNKNOWN);
+        if (unknown)
+            vec_push(ad->a, scat, l);
+        else
+            vec_push(ad->a, rest, l);
+    }
+    if (!scat.n || !rest.n)
+        return false;
+    unsigned axes = ad->fold_axes;
+    decide_loads(ad, Ap, i, &rest);
+    if (ad->plain[i] == 1 || ad->plain[i] == 2 || ad->plain[i] == 4 || ad->plain[i] == 5) {
+        for (int k = 0; k < scat.n; k++)
+            ad->scat[scat.v[k]->res[0]] = 1;
+        return true;
+    }
+    ad->plain[i] = 0;
+    ad->why[i] = ad->when[i] = ad->cover_why[i] = NULL;
+    ad->cover[i] = NULL;
+    ad->first[i] = NULL;
+    ad->cond[i].n = 0;
+    ad->fold_axes = axes;
+    return false;
+}
+
 void ad_plain_inputs(Ad *ad)
 {
     const Func *fw = ad->fw;
@@ -348,58 +452,7 @@ void ad_plain_inputs(Ad *ad)
             *why = "atomics were asked for (deterministic=False)";
             continue;
         }
-        bool one = true, several = false;
-        for (int k = 0; k < ls.n && one; k++) {
-            const Inst *l = ls.v[k], *l0 = ls.v[0];
-            ValId m = l->flags & IF_HAS_MASK ? l->args[1] : 0, m0 = l0->flags & IF_HAS_MASK ? l0->args[1] : 0;
-            if (ad->root[l->args[0]] != i + 1) {
-                *why = "a pointer selected among several parameters or read from memory reaches it";
-                one = false;
-            } else if (k && (l->args[0] != l0->args[0] || m != m0 || block_of(fw->body, l) != block_of(fw->body, l0))) {
-                several = true;
-            }
-        }
-        if (!one)
-            continue;
-        if (several) {
-            if (!A)
-                A = ad->acc = access_analyze(ad->a, fw);
-            private_sites(ad, A, i, &ls);
-            if (ad->plain[i] == 4 || ad->plain[i] == 5)
-                first_writer(ad, A, i, &ls);
-            continue;
-        }
-        if (!ls.n) { /* nothing writes d_x */
-            ad->plain[i] = 1;
-            continue;
-        }
-        if (!A)
-            A = ad->acc = access_analyze(ad->a, fw);
-        const Inst *l = ls.v[0];
-        if (access_base(A, l) != i) {
-            *why = "its address is not an affine form kad can analyze";
-            continue;
-        }
-        AccResult r = access_injective(A, l, ACC_VARY_PIDS | ACC_VARY_LOOPS | ACC_VARY_LANES);
-        if (take_verdict(ad, A, i, r, 1, 2, "elements are distinct per lane, iteration and program only when %s")) {
-            if (ad->plain[i] == 1 || ad->plain[i] == 2) /* the launcher may skip the zero-fill */
-                ad->cover[i] = access_cover(A, l, &ad->cover_why[i]);
-            continue;
-        }
-        /* the grid axes the kernel tells apart (axis 0 when it uses none) */
-        unsigned axes = 0, used = used_axes(fw->body), told = used ? used : 1;
-        if (r.v == ACC_NOT_INJECTIVE && access_pid_independent(A, l, &axes) && (axes & told)) {
-            int k = 0;
-            while (!(axes & told & (1u << k)))
-                k++;
-            *why = arena_printf(ad->a, "it is shared across programs (its address does not depend on "
-                                       "tl.program_id(%d))", k);
-            fold_candidate(ad, A, i, l, axes);
-        }
-        else if (r.v == ACC_NOT_INJECTIVE)
-            *why = arena_printf(ad->a, "the load is not injective (%s)", r.why);
-        else
-            *why = arena_printf(ad->a, "kad cannot tell whether the load is injective (%s)", r.why);
+        if (!scatter_split(ad, &A, i, &ls))
+            decide_loads(ad, &A, i, &ls);
     }
 }
-

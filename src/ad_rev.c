@@ -2565,6 +2565,9 @@ static void adj_load(Ad *ad, Block *bb, const Block *fb, int k, PendingVec *pend
     int r = ad->root[p], plain = r > 0 ? ad->plain[r - 1] : 0;
     if (plain == 3 || plain >= 6) /* an atomic_add here, which ad_fold or ad_site_rows turns into partials */
         plain = 0;
+    bool scat = ad->scat && ad->scat[in->res[0]];
+    if (scat) /* a scattered site: an atomic_add that ad_scatter_split moves into a kernel after this one */
+        plain = 0;
     if (plain == 4 || plain == 5) { /* several sites, private to the program: read-modify-write (private_sites) */
         Block *wb = bb, *fb2 = bb;
         if (plain == 5) {
@@ -2624,6 +2627,8 @@ static void adj_load(Ad *ad, Block *bb, const Block *fb, int k, PendingVec *pend
         Type rt = type_tile((Dtype)pt.elem, pt.rank, pt.shape);
         Inst *at = ir_emit(ad->bw, ab, OP_ATOMIC_ADD, args, bm ? 3 : 2, &rt, 1, in->loc);
         at->flags = bm ? IF_HAS_MASK : 0;
+        if (scat)
+            at->sattr = AD_SCATTER_MARK;
     }
     if (plain == 2) {
         ir_emit(ad->bw, sb, OP_YIELD, NULL, 0, NULL, 0, in->loc);
@@ -2757,7 +2762,7 @@ static void adj_block(Ad *ad, const Block *fb, Block *bb)
  * output, then d_<wrt> per input; same grid.  Unsupported constructs are
  * located errors in d; returns NULL after any error.  fwd is unchanged. */
 static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec, const uint8_t *gmode,
-                        bool nofold, uint8_t *plain_out)
+                        bool nofold, bool scatter, uint8_t *plain_out)
 {
     Ad ad0 = {.a = a, .d = d, .fw = fwd, .spec = spec}, *ad = &ad0;
     if (!ad_analyze(ad))
@@ -2769,6 +2774,7 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec,
     ad->vm = arena_alloc(a, sizeof(ValId) * (size_t)nv);
     ad->adj = arena_alloc(a, sizeof(ValId) * (size_t)nv);
     ad->seen = arena_alloc(a, sizeof(int) * (size_t)nv);
+    ad->scat = scatter && !gmode && !nofold ? arena_alloc(a, (size_t)nv) : NULL;
 
     /* The backward kernel's signature. */
     Func *bw = ad->bw = ir_func_new(a, arena_printf(a, "%s_bwd", fwd->name), fwd->loc);
@@ -2896,9 +2902,9 @@ static bool gemm_inputs(Arena *a, Diags *d, const Func *fwd, Func *bw, const AdS
 
 /* ad_reverse, then simplification and verification (bw's notes from fwd). */
 static Func *reverse_simplified(Arena *a, Diags *d, const Func *orig, const Func *fwd, const AdSpec *spec,
-                                const uint8_t *gmode, bool nofold, uint8_t *plain_out)
+                                const uint8_t *gmode, bool nofold, bool scatter, uint8_t *plain_out)
 {
-    Func *bw = ad_reverse(a, d, fwd, spec, gmode, nofold, plain_out);
+    Func *bw = ad_reverse(a, d, fwd, spec, gmode, nofold, scatter, plain_out);
     if (!bw)
         return NULL;
     bw->notes.v = fwd->notes.v;
@@ -2957,7 +2963,7 @@ static Func *gather_inputs(Arena *a, const Func *orig, const Func *fwd, const Ad
     Diags scratch;
     diag_init(&scratch, a);
     /* the candidates' sites as top-level atomics, nothing folded: the rule's IR */
-    Func *bw = reverse_simplified(a, &scratch, orig, fwd, spec, cand, true, NULL);
+    Func *bw = reverse_simplified(a, &scratch, orig, fwd, spec, cand, true, false, NULL);
     if (!bw)
         return NULL;
     GatherIn *gin = arena_alloc(a, sizeof *gin * (size_t)(np + 1));
@@ -2972,7 +2978,7 @@ static Func *gather_inputs(Arena *a, const Func *orig, const Func *fwd, const Ad
     if (!ng)
         return NULL;
     /* the final backward: the gathered inputs' sites atomics (under their flags), the rest as today */
-    if (!(bw = reverse_simplified(a, &scratch, orig, fwd, spec, gm, false, NULL)))
+    if (!(bw = reverse_simplified(a, &scratch, orig, fwd, spec, gm, false, false, NULL)))
         return NULL;
     for (int i = 0; i < np; i++) {
         if (!gm[i])
@@ -2988,12 +2994,12 @@ static Func *gather_inputs(Arena *a, const Func *orig, const Func *fwd, const Ad
     return bw;
 }
 
-Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
+/* The backward of fwd (gauge-rewritten; orig: as written), with scattered
+ * sites (ad_plain.c) marked when scatter. */
+static Func *backward_of(Arena *a, Diags *d, const Func *orig, const Func *fwd, const AdSpec *spec, bool scatter)
 {
-    const Func *orig = fwd;
-    fwd = gauge_rewrite(a, fwd); /* online-softmax loops: two passes, the max alone taped */
     uint8_t *plain = arena_alloc(a, (size_t)fwd->nparams + 1);
-    Func *bw = reverse_simplified(a, d, orig, fwd, spec, NULL, false, plain);
+    Func *bw = reverse_simplified(a, d, orig, fwd, spec, NULL, false, scatter, plain);
     if (!bw)
         return NULL;
     bool ran = false;
@@ -3003,7 +3009,7 @@ Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     } else if (ran) { /* the spec's answers (grad_write, ...) are the last run's: today's again */
         Diags scratch;
         diag_init(&scratch, a);
-        bw = reverse_simplified(a, &scratch, orig, fwd, spec, NULL, false, NULL);
+        bw = reverse_simplified(a, &scratch, orig, fwd, spec, NULL, false, scatter, NULL);
     }
     if (!bw)
         return NULL;
@@ -3016,6 +3022,27 @@ Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     if (!bw->gemm && !bw->gather && pass_narrow_dots(bw, fwd->nparams) > 0 &&
         !(pass_dce(bw, true) && ir_verify(bw, d))) {
         diag_note(d, fwd->loc, "kad bug: the backward kernel of '%s' is invalid", fwd->name);
+        return NULL;
+    }
+    return bw;
+}
+
+Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
+{
+    const Func *orig = fwd;
+    fwd = gauge_rewrite(a, fwd); /* online-softmax loops: two passes, the max alone taped */
+    Func *bw = backward_of(a, d, orig, fwd, spec, !spec->atomics);
+    /* scattered sites: a kernel of their own after bw, or, where the split does not
+     * apply, the backward built without them (every site of those inputs atomic) */
+    if (bw && ad_has_scatter(bw->body) && !ad_scatter_split(a, bw, fwd->nparams)) {
+        Diags scratch;
+        diag_init(&scratch, a);
+        bw = backward_of(a, &scratch, orig, fwd, spec, false);
+        if (!bw)
+            diag_note(d, orig->loc, "kad bug: the backward kernel of '%s' could not be built again", orig->name);
+    }
+    if (bw && bw->gather && !(ir_verify(bw, d))) {
+        diag_note(d, orig->loc, "kad bug: the backward kernel of '%s' is invalid", orig->name);
         return NULL;
     }
     return bw;

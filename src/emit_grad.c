@@ -241,7 +241,24 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
             for (int j = 0; bwd->gather && j < bwd->gather->n; j++)
                 if (!strcmp(bwd->gather->in[j].name, spec->wrt[i]))
                     gi = &bwd->gather->in[j];
-            if (gi)
+            if (gi && gi->scatter)
+                buf_printf(&t, "d_%s is written in two kernels. %s reads %s at %d site%s whose address depends "
+                               "on a value kad cannot express (a loaded index): %s adds %s gradient%s with "
+                               "tl.atomic_add after %s_bwd has written the rest%s. The result is deterministic "
+                               "unless two of those additions meet one element (the order of float additions "
+                               "into one element is not).",
+                           spec->wrt[i], fwd->name, spec->wrt[i], gi->nsites, gi->nsites > 1 ? "s" : "",
+                           gi->k->name, gi->nsites > 1 ? "their" : "its", gi->nsites > 1 ? "s" : "",
+                           ident(a, fwd->name),
+                           arena_printf(a, !spec->grad_write[i] ? " %s"
+                                           : spec->grad_when && spec->grad_when[i]
+                                               ? " (%s when %s holds for the launch, else with tl.atomic_add)"
+                                               : "",
+                                        spec->grad_rmw && spec->grad_rmw[i]
+                                            ? "by read-modify-writes private to each program"
+                                            : "with plain tl.store",
+                                        spec->grad_when ? spec->grad_when[i] : NULL));
+            else if (gi)
                 buf_printf(&t, "d_%s is gathered%s%s%s: the forward reads %s at %d sites, each a function of the "
                                "programs' positions pid * BLOCK + tl.arange(0, BLOCK) shifted by a constant, so %s "
                                "(the forward's grid plus %lld, %lld, %lld programs) sums, for each element, the "
@@ -1324,14 +1341,18 @@ static void print_gathers(Buf *out, Arena *a, const Func *bwd, const DefParam *o
     const char *call = call_text(a, bwd, o, ndef, nargs, false);
     for (int j = 0; j < bwd->gather->n; j++) {
         const GatherIn *gi = &bwd->gather->in[j];
-        buf_printf(out, "    # d_%s: gathered, each element summed in a fixed order and stored once (ad_gather)\n",
-                   gi->name);
+        if (gi->scatter)
+            buf_printf(out, "    # d_%s: the scattered sites' additions, after the rest is written (ad_scatter)\n",
+                       gi->name);
+        else
+            buf_printf(out, "    # d_%s: gathered, each element summed in a fixed order and stored once (ad_gather)\n",
+                       gi->name);
         const char *cond = "min(_kg) > 0";
         if (gi->flag >= 0)
             cond = arena_printf(a, "min(_kg) > 0 and args[%d]", nargs + gi->flag);
         buf_printf(out, "    if %s:\n", cond);
         int w, st; /* each element sums nsites values (docs/GRAD.md, "Launch parameters") */
-        launch_defaults_of(gi->k, gi->nsites, &w, &st);
+        launch_defaults_of(gi->k, gi->scatter ? 1 : gi->nsites, &w, &st);
         print_launch(out, a, "        ", gi->k->name,
                      arena_printf(a, "(_kg[0] + %lld, _kg[1] + %lld, _kg[2] + %lld)", (long long)gi->grid_add[0],
                                   (long long)gi->grid_add[1], (long long)gi->grid_add[2]),
@@ -1429,7 +1450,17 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                          "partials it fills). args: the forward's runtime arguments, then the gradient buffers "
                          "(%s).",
                    fwd_name, kname, buf_str(&names));
-    else
+    else if (bwd->gather) {
+        Buf ks = {.a = a};
+        for (int j = 0; j < bwd->gather->n; j++)
+            buf_printf(&ks, "%s%s", j ? (j + 1 == bwd->gather->n ? " and " : ", ") : "", bwd->gather->in[j].k->name);
+        int m = bwd->gather->main;
+        buf_printf(&doc, "Runs the backward of %s: every kernel it needs (%s%s%s). args: the forward's "
+                         "runtime arguments, then the gradient buffers (%s).",
+                   fwd_name, m == 1 ? "" : kname, m == 2 ? " unless the gathers write everything, then "
+                                                  : m == 0 ? ", then " : "",
+                   buf_str(&ks), buf_str(&names));
+    } else
         buf_printf(&doc, "Runs the backward of %s: every kernel it needs (today one, %s). args: the "
                          "forward's runtime arguments, then the gradient buffers (%s).",
                    fwd_name, kname, buf_str(&names));
@@ -1700,12 +1731,18 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
         const GatherIn *gi = &bwd->gather->in[j];
         EmitOptions go = opt;
         go.name = gi->k->name;
-        go.header = arena_printf(a, "d_%s gathered: program t along each axis d owns the positions Q of tile t + "
-                                    "t_lo; for each of the %d sites k in order it recomputes, at the position "
-                                    "Q - o_k that adds into Q, the site's value and mask (only positions a launched "
-                                    "program owns), sums them in %s and stores each element of d_%s once",
-                                 gi->name, gi->nsites, dtype_name(fold_partial_dtype((Dtype)ir_type(bwd, bwd->params[gi->slot]).elem)),
-                                 gi->name);
+        if (gi->scatter)
+            go.header = arena_printf(a, "d_%s at the %d scattered site%s (addresses kad cannot express), added with "
+                                        "tl.atomic_add after %s has written the rest: the backward pruned to what "
+                                        "those additions need", gi->name, gi->nsites, gi->nsites > 1 ? "s" : "",
+                                     kname);
+        else
+            go.header = arena_printf(a, "d_%s gathered: program t along each axis d owns the positions Q of tile t + "
+                                        "t_lo; for each of the %d sites k in order it recomputes, at the position "
+                                        "Q - o_k that adds into Q, the site's value and mask (only positions a launched "
+                                        "program owns), sums them in %s and stores each element of d_%s once",
+                                     gi->name, gi->nsites, dtype_name(fold_partial_dtype((Dtype)ir_type(bwd, bwd->params[gi->slot]).elem)),
+                                     gi->name);
         go.fragment = true;
         buf_puts(out, "\n\n");
         if (!emit_triton(out, gi->k, &go, d))

@@ -681,6 +681,63 @@ bool ir_inst_writes(const Inst *in)
     return false;
 }
 
+static Block *block_clone(Arena *a, const Block *b)
+{
+    Block *c = arena_alloc(a, sizeof *c);
+    c->nparams = b->nparams;
+    if (b->nparams) {
+        c->params = arena_alloc(a, sizeof *c->params * (size_t)b->nparams);
+        memcpy(c->params, b->params, sizeof *c->params * (size_t)b->nparams);
+    }
+    for (int k = 0; k < b->insts.n; k++) {
+        Inst in = b->insts.v[k];
+        if (in.nargs) {
+            in.args = arena_alloc(a, sizeof *in.args * (size_t)in.nargs);
+            memcpy(in.args, b->insts.v[k].args, sizeof *in.args * (size_t)in.nargs);
+        }
+        if (in.nres) {
+            in.res = arena_alloc(a, sizeof *in.res * (size_t)in.nres);
+            memcpy(in.res, b->insts.v[k].res, sizeof *in.res * (size_t)in.nres);
+        }
+        if (in.nregions) {
+            in.regions = arena_alloc(a, sizeof *in.regions * (size_t)in.nregions);
+            for (int r = 0; r < in.nregions; r++)
+                in.regions[r] = block_clone(a, b->insts.v[k].regions[r]);
+        }
+        vec_push(a, c->insts, in);
+    }
+    return c;
+}
+
+Func *ir_func_clone(Arena *a, const Func *f, const char *name)
+{
+    Func *c = arena_alloc(a, sizeof *c);
+    *c = *f;
+    c->a = a;
+    c->name = arena_strdup(a, name);
+    c->vals.v = NULL;
+    c->vals.n = c->vals.cap = 0;
+    for (int i = 0; i < f->vals.n; i++)
+        vec_push(a, c->vals, f->vals.v[i]);
+    c->params = arena_alloc(a, sizeof *c->params * (size_t)(f->nparams + 1));
+    memcpy(c->params, f->params, sizeof *c->params * (size_t)f->nparams);
+    c->body = block_clone(a, f->body);
+    c->rules.v = NULL;
+    c->rules.n = c->rules.cap = 0;
+    for (int i = 0; i < f->rules.n; i++)
+        vec_push(a, c->rules, block_clone(a, f->rules.v[i]));
+    c->fold = NULL;
+    c->gemm = NULL;
+    c->gather = NULL;
+    memset(&c->guards, 0, sizeof c->guards);
+    memset(&c->flags, 0, sizeof c->flags);
+    memset(&c->covers, 0, sizeof c->covers);
+    memset(&c->tapes, 0, sizeof c->tapes);
+    memset(&c->notes, 0, sizeof c->notes);
+    memset(&c->hints, 0, sizeof c->hints);
+    return c;
+}
+
 const ParamRange *ir_param_range(const Func *f, int param)
 {
     for (int i = 0; i < f->ranges.n; i++)

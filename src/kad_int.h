@@ -643,6 +643,10 @@ static inline int func_nargs(const Func *f);
 Func *ir_func_new(Arena *a, const char *name, Loc loc);
 /* Whether in may write memory: a store, an atomic, a barrier, or a region holding one. */
 bool ir_inst_writes(const Inst *in);
+/* A deep copy of f's body, values, parameters, constexprs and ranges, named
+ * name, allocated in a; the launch plans (fold, gemm, gather), guards,
+ * flags, covers, tapes, notes and hints are left empty. */
+Func *ir_func_clone(Arena *a, const Func *f, const char *name);
 /* The range of runtime parameter index param (Func.ranges), or NULL. */
 const ParamRange *ir_param_range(const Func *f, int param);
 ValId ir_value_new(Func *f, Type ty, const char *name, Loc loc);
@@ -1695,6 +1699,10 @@ typedef struct Ad {
                          * (first_writer): its adjoint is stored without reading d_<x>, and
                          * cover describes what it reaches; or NULL */
     unsigned fold_axes; /* plain 3 (summed through partials, ad_fold.c): the grid axes folded, or 0 */
+    uint8_t *scat;     /* by fw ValId (a load's result), or NULL (not asked for): a scattered site
+                        * (ad_plain.c, scatter_split): adj_load adds its adjoint with an atomic_add
+                        * marked AD_SCATTER_MARK, which ad_scatter_split moves into a kernel run
+                        * after the backward */
     Access *acc;       /* fw's access analysis, or NULL */
     Vec(FuncGuard) guards; /* launch conditions the backward needs (check_loop_store) */
     Vec(struct TapeLoop) tapes; /* the loops whose reverse sweep reads a tape (ad_tape.c) */
@@ -2102,6 +2110,9 @@ typedef struct GatherIn {
     Access *acc;         /* k's analysis, and the condition (NULL: none) */
     const AccCond *cond;
     const Inst *const *sites; /* ad_gather_check's: the sites in its bw */
+    bool scatter;        /* not a gather: k adds the scattered sites' adjoints with atomic_adds
+                          * after the backward stored the rest (ad_scatter_split); nsites of
+                          * them, grid_add 0, flag -1 */
 } GatherIn;
 typedef struct GatherPlan {
     int n;
@@ -2121,6 +2132,19 @@ const char *ad_gather_check(Arena *a, const Func *bw, int slot, const char *name
  * `if flag: pass else: atomic_add` with flag (a bw i1 param, a FuncFlag of
  * bw) given gi's condition.  False, bw unchanged, when flag does not fit. */
 bool ad_gather(Arena *a, Func *bw, const GatherIn *gi, ValId flag);
+
+/* ad_scatter.c: scattered sites in a kernel of their own (docs/AD.md, "Scattered sites").
+ * The sattr of the atomic_adds adj_load makes for them. */
+#define AD_SCATTER_MARK "kad_scatter"
+/* Does b (regions included) hold an atomic_add marked AD_SCATTER_MARK? */
+bool ad_has_scatter(const Block *b);
+/* Moves bw's marked atomic_adds into one kernel per input gradient (params[slot],
+ * nfwd <= slot < func_nargs), a pruned copy of bw keeping only them and what they
+ * need, launched after bw on the forward's grid (Func.gather, GatherIn.scatter).
+ * bw must be a plain backward (no fold, GEMM form, gather, flags or tapes), and the
+ * copies must read nothing a backward kernel writes.  False, bw unchanged, when
+ * that does not hold: then the caller builds the backward without scattered sites. */
+bool ad_scatter_split(Arena *a, Func *bw, int nfwd);
 
 /* ad_fold.c: runs a folded backward's plan on the interpreter with at most
  * nfold programs along the axis (args: the contract's nargs; mode: InterpMode). */

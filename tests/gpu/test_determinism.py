@@ -65,8 +65,9 @@ F = torch.nn.functional
 # below, "corpus:<id>" for the cases of test_package_corpus.py.
 ALLOW_ATOMICS = {
     ("corpus:cross_entropy_taped", "logits_ptr"): "the target logit is read at the row's label, a loaded integer: "
-                                                   "kad cannot express that offset, so d_logits (read at that "
-                                                   "site too) keeps tl.atomic_add, as the header says",
+                                                   "kad cannot express that offset, so its kernel of scattered "
+                                                   "sites adds it with tl.atomic_add after the dense part is "
+                                                   "stored (docs/AD.md, 'Scattered sites'), as the header says",
 }
 
 # Known gaps, reported as xfail with the reason (not allowed: they are what is left to do).

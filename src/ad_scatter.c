@@ -1,0 +1,205 @@
+/* ad_scatter.c -- scattered sites in a kernel of their own.
+ *
+ * Job: cross-entropy reads its logits row in a loop (a dense site: each
+ * element of d_logits has one writer, a plain store) and the target logit
+ * at a loaded label (a scattered site: kad cannot express where it lands).
+ * In one kernel the two must both be atomics: another program's label may
+ * point into this program's row, and a plain store could overwrite its
+ * addition.  ad_plain.c (scatter_split) gives the dense sites their plain
+ * mode and marks the scattered ones; adj_load adds those with atomic_adds
+ * tagged AD_SCATTER_MARK.  Here they move into a kernel of their own,
+ * launched after the backward on the forward's grid (docs/AD.md,
+ * "Scattered sites"):
+ *   - the backward loses them (and what only they needed);
+ *   - a copy of the backward per input keeps only that input's marked
+ *     atomic_adds and what they need (every store, barrier and other
+ *     atomic_add removed, then dead code), so it recomputes only what the
+ *     scattered adjoints depend on.
+ * Since the backward has stored every dense contribution before the
+ * scatter kernel starts, the additions land on the finished values.  The
+ * dense sites may be under a launch flag (plain stores when it holds, else
+ * atomics): either way they are done before the scatter kernel runs, and
+ * the copy, which has no dense site left, takes no flag.  The
+ * copy must read nothing a backward kernel writes (it runs later than the
+ * backward would have read it): every load's base is a parameter that no
+ * store or atomic of either kernel writes through.  Requires a backward
+ * without fold, GEMM form, gather or tapes (their kernels and parameters
+ * are the backward's alone).
+ */
+#include <string.h>
+
+#include "kad_int.h"
+
+static bool is_mark(const Inst *in)
+{
+    return in->op == OP_ATOMIC_ADD && in->sattr && !strcmp(in->sattr, AD_SCATTER_MARK);
+}
+
+bool ad_has_scatter(const Block *b)
+{
+    for (int k = 0; b && k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        if (is_mark(in))
+            return true;
+        for (int r = 0; r < in->nregions; r++)
+            if (ad_has_scatter(in->regions[r]))
+                return true;
+    }
+    return false;
+}
+
+/* Marks in der the pointers of b computed from marked ones (program order;
+ * a loop's carried pointer from a marked init), and removes from b (keep:
+ * false) or keeps (true) each instruction that writes memory: the marked
+ * atomic_adds through a pointer der marks are kept when `keep`, removed
+ * otherwise; every other write (store, atomic_add, barrier) is removed
+ * when `keep`, kept otherwise.  *n counts the marked atomic_adds found. */
+static void prune(Func *f, Block *b, uint8_t *der, bool keep, int *n)
+{
+    int m;
+    Inst *old = ir_block_detach(b, &m);
+    for (int i = 0; i < m; i++) {
+        Inst *in = &old[i];
+        bool from = false;
+        for (int j = 0; j < in->nargs; j++)
+            from |= der[in->args[j]] != 0;
+        bool site = is_mark(in) && der[in->args[0]];
+        if (site)
+            (*n)++;
+        bool writes = in->op == OP_STORE || in->op == OP_ATOMIC_ADD || in->op == OP_BARRIER;
+        if (writes && (site ? !keep : keep))
+            continue;
+        if (from)
+            for (int r = 0; r < in->nres; r++)
+                if (ir_type(f, in->res[r]).dt == DT_PTR)
+                    der[in->res[r]] = 1;
+        for (int r = 0; r < in->nregions; r++) {
+            Block *rb = in->regions[r];
+            if (in->op == OP_FOR)
+                for (int j = 3; j < in->nargs && j - 2 < rb->nparams; j++)
+                    der[rb->params[j - 2]] |= der[in->args[j]];
+            if (in->op == OP_WHILE)
+                for (int j = 0; j < in->nargs && j < rb->nparams; j++)
+                    der[rb->params[j]] |= der[in->args[j]];
+            prune(f, rb, der, keep, n);
+        }
+        vec_push(f->a, b->insts, *in);
+    }
+}
+
+/* Marks in used every value b's instructions (regions included) use. */
+static void uses_of(const Block *b, uint8_t *used)
+{
+    for (int k = 0; k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        for (int j = 0; j < in->nargs; j++)
+            used[in->args[j]] = 1;
+        for (int r = 0; r < in->nregions; r++)
+            uses_of(in->regions[r], used);
+    }
+}
+
+/* Marks in w the params f writes through (stores, atomic_adds; the marked
+ * atomic_adds' parameters are the caller's to mark); false when a written
+ * address has no base parameter. */
+static bool written_params(Arena *a, const Func *f, uint8_t *w)
+{
+    Access *A = access_analyze(a, f);
+    for (int k = 0; k < access_count(A); k++) {
+        const Inst *in = access_inst(A, k);
+        if (in->op == OP_LOAD || is_mark(in))
+            continue;
+        int p = access_base(A, in);
+        if (p < 0)
+            return false;
+        w[p] = 1;
+    }
+    return true;
+}
+
+/* Does f read only through parameters w does not mark? */
+static bool reads_unwritten(Arena *a, const Func *f, const uint8_t *w)
+{
+    Access *A = access_analyze(a, f);
+    for (int k = 0; k < access_count(A); k++) {
+        const Inst *in = access_inst(A, k);
+        if (in->op != OP_LOAD)
+            continue;
+        int p = access_base(A, in);
+        if (p < 0 || w[p])
+            return false;
+    }
+    return true;
+}
+
+bool ad_scatter_split(Arena *a, Func *bw, int nfwd)
+{
+    if (bw->fold || bw->gemm || bw->gather || bw->tapes.n)
+        return false;
+    int nc = func_nargs(bw);
+    GatherIn *ins = arena_alloc(a, sizeof *ins * (size_t)(nc + 1));
+    int nk = 0;
+    for (int slot = nfwd; slot < nc; slot++) {
+        const char *dn = bw->vals.v[bw->params[slot]].name;
+        if (!dn || strncmp(dn, "d_", 2))
+            continue;
+        Func *k = ir_func_clone(a, bw, arena_printf(a, "%s_scatter_%s", bw->name, dn + 2));
+        uint8_t *der = arena_alloc(a, (size_t)k->vals.n + 1);
+        der[k->params[slot]] = 1;
+        int n = 0;
+        prune(k, k->body, der, true, &n);
+        if (!n)
+            continue;
+        pass_dce(k, true);
+        /* the launch flags (after the contract) chose between the dense sites' stores and
+         * atomics, both gone: the copy takes the contract's parameters only */
+        uint8_t *used = arena_alloc(a, (size_t)k->vals.n + 1);
+        uses_of(k->body, used);
+        for (int i = nc; i < k->nparams; i++)
+            if (used[k->params[i]])
+                return false;
+        k->nparams = nc;
+        GatherIn gi = {.name = dn + 2, .slot = slot, .k = k, .nsites = n,
+                       .flag = -1, .scatter = true};
+        ins[nk++] = gi;
+    }
+    if (!nk)
+        return false;
+    /* what the backward keeps: everything but the marked atomic_adds */
+    Func *main = ir_func_clone(a, bw, bw->name);
+    for (int j = 0; j < nk; j++) {
+        uint8_t *der = arena_alloc(a, (size_t)main->vals.n + 1);
+        der[main->params[ins[j].slot]] = 1;
+        int n = 0;
+        prune(main, main->body, der, false, &n);
+    }
+    if (ad_has_scatter(main->body))
+        return false; /* a marked atomic_add through no gradient parameter: not expected */
+    pass_dce(main, true);
+    uint8_t *w = arena_alloc(a, (size_t)bw->nparams + 1);
+    for (int j = 0; j < nk; j++)
+        w[ins[j].slot] = 1;
+    if (!written_params(a, main, w))
+        return false;
+    for (int j = 0; j < nk; j++)
+        if (!written_params(a, ins[j].k, w))
+            return false;
+    for (int j = 0; j < nk; j++)
+        if (!reads_unwritten(a, ins[j].k, w))
+            return false;
+    Diags scratch;
+    diag_init(&scratch, a);
+    for (int j = 0; j < nk; j++)
+        if (!ir_verify(ins[j].k, &scratch))
+            return false;
+    if (!ir_verify(main, &scratch))
+        return false;
+    GatherPlan *pl = arena_alloc(a, sizeof *pl);
+    pl->n = nk;
+    pl->in = ins;
+    pl->main = 0;
+    bw->body = main->body;
+    bw->vals = main->vals;
+    bw->gather = pl;
+    return true;
+}
