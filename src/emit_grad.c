@@ -1356,7 +1356,7 @@ static void print_gathers(Buf *out, Arena *a, const Func *bwd, const DefParam *o
         print_launch(out, a, "        ", gi->k->name,
                      arena_printf(a, "(_kg[0] + %lld, _kg[1] + %lld, _kg[2] + %lld)", (long long)gi->grid_add[0],
                                   (long long)gi->grid_add[1], (long long)gi->grid_add[2]),
-                     call, ptrs, np, 2 + j, arena_printf(a, "num_warps or %d", w),
+                     call, ptrs, np, 2 + j, arena_printf(a, gi->scatter ? "%d" : "num_warps or %d", w),
                      st ? arena_printf(a, "num_stages or %d", st) : "num_stages", launch_options_of(a, w, st));
     }
 }
@@ -1495,6 +1495,9 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                          "forward's tiles (%s, %s) when given; else kad's defaults for each kernel's tiles (always "
                          "for the GEMM operand kernels, whose tiles are their own).",
                    ident(a, bwd->name), bwd->gemm->first->name);
+    else if (bwd->gather && bwd->gather->in[0].scatter)
+        buf_puts(&doc, " num_warps, num_stages: passed to every launch when given (but the scattered sites' "
+                       "kernels take kad's warps for their own tiles); else kad's defaults for each kernel's tiles.");
     else
         buf_puts(&doc, " num_warps, num_stages: passed to every launch when given; else kad's defaults for each "
                        "kernel's tiles.");
