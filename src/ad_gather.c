@@ -502,6 +502,10 @@ typedef struct Built {
     Access *acc;
     int nsites;
     const Inst **sites;
+    Access *cover_acc;      /* bw's analysis, for cover */
+    const AccCover *cover;  /* what bw's site of offset 0 reaches (the gather kernel stores at least
+                             * that), or NULL with cover_why */
+    const char *cover_why;
 } Built;
 
 /* The leaves of an `and` tree of the gather kernel. */
@@ -714,6 +718,18 @@ static const char *build(Arena *a, const Func *bw, int slot, const char *name, B
         if (!decompose(&c0, Sd, D, S[k].o))
             return "kad cannot read a site's address as the same strides times shifted positions";
     }
+    /* The site of offset 0 (a stencil's centre tap), if any: at every position Q a launched
+     * program of the forward reads through it (valid(Q) and its mask m_0(Q)), its contribution
+     * is on, and the store's mask (the common comparisons, implied by m_0, and the OR of the
+     * contributions') holds: the gather kernel stores at least what that site reaches, so when
+     * access_cover proves that it reaches the whole view, d_x needs no zero-fill. */
+    out->cover_acc = A;
+    out->cover_why = "no site reads at offset 0 (the elements the gather kernel stores are the OR of its sites' masks)";
+    for (int k = 0; k < sites.n && !out->cover; k++)
+        if (!S[k].o[0] && !S[k].o[1] && !S[k].o[2]) {
+            out->cover_why = NULL;
+            out->cover = access_cover(A, S[k].in, &out->cover_why);
+        }
     /* the grid: tiles t_lo .. N - 1 + floor((max o - 1) / B) + 1 along each position axis */
     int64_t tlo[3] = {0}, add[3] = {0};
     for (int d = 0; d < 3; d++) {
@@ -830,7 +846,7 @@ const char *ad_gather_check(Arena *a, const Func *bw, int slot, const char *name
     if (why)
         return why;
     *out = (GatherIn){name, slot, b.k, {b.grid_add[0], b.grid_add[1], b.grid_add[2]}, b.nsites,
-                      b.cond ? 1 : 0, b.acc, b.cond, b.sites, false};
+                      b.cond ? 1 : 0, b.acc, b.cond, b.sites, false, b.cover_acc, b.cover, b.cover_why};
     return NULL;
 }
 

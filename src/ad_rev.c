@@ -2990,6 +2990,16 @@ static Func *gather_inputs(Arena *a, const Func *orig, const Func *fwd, const Ad
                 flag = bw->flags.v[j].param;
         if (grad_slot(fwd, bw, i) != gin[i].slot || !ad_gather(a, bw, &gin[i], flag) || !ir_verify(bw, &scratch))
             return NULL; /* not expected: the same contract */
+        /* the zero-fill: skipped where the gather kernel stores every element of the view (what
+         * its site of offset 0 reaches covers it, and the gather runs: its flag holds) */
+        for (int j = 0; j < bw->covers.n; j++)
+            if (bw->covers.v[j].param == bw->params[gin[i].slot]) {
+                FuncCover *fc = &bw->covers.v[j];
+                fc->acc = gin[i].cover_acc;
+                fc->cover = gin[i].cover;
+                fc->flag = flag;
+                fc->why = gin[i].cover ? NULL : gin[i].cover_why;
+            }
     }
     return bw;
 }

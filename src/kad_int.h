@@ -2113,6 +2113,10 @@ typedef struct GatherIn {
     bool scatter;        /* not a gather: k adds the scattered sites' adjoints with atomic_adds
                           * after the backward stored the rest (ad_scatter_split); nsites of
                           * them, grid_add 0, flag -1 */
+    Access *cover_acc;   /* a gather: what k stores at least (the site of offset 0 in the backward
+                          * ad_gather_check read, analysed by cover_acc), or NULL with cover_why */
+    const AccCover *cover;
+    const char *cover_why;
 } GatherIn;
 typedef struct GatherPlan {
     int n;
