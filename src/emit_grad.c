@@ -252,7 +252,8 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
                            ident(a, fwd->name),
                            arena_printf(a, !spec->grad_write[i] ? " %s"
                                            : spec->grad_when && spec->grad_when[i]
-                                               ? " (%s when %s holds for the launch, else with tl.atomic_add)"
+                                               ? " (%s when %s holds for the launch, else with tl.atomic_add, "
+                                                 "not deterministic)"
                                                : "",
                                         spec->grad_rmw && spec->grad_rmw[i]
                                             ? "by read-modify-writes private to each program"

@@ -1113,12 +1113,24 @@ class DifferentiableKernel:
             run_cpu(fn, launch.grid, values, getattr(launch, "mode", "as_written"), written=written)
         else:
             runtime = [tens[n] for n in launch.runtime_names]
-            opts = launch.options
+            opts = launch.options if fwd_names else None
             if opts:
                 opts = {k: opts[k] for k in ("num_warps", "num_stages") if k in opts}
-            fn(launch.grid, *runtime, *grads, **opts)
+                fn(launch.grid, *runtime, *grads, **opts)
+            else:
+                fn(launch.grid, *runtime, *grads)
         d_ins.update((n, d_outs[n]) for n in inout)
         return d_ins
+
+
+def _takes_options(text):
+    """Does the backward module's launcher take the forward's num_warps and num_stages?  Only when
+    a kernel of it has a tl.dot: its tiles' layout then follows the forward's (an autotuned matmul's
+    config).  Else the launcher's defaults, chosen for the backward's own tiles, apply: on an H100
+    they were as fast or faster than the forward's choice for row kernels (docs/GRAD.md, "Launch
+    parameters": softmax and log-softmax bf16 with the forward's 16 warps, 38.1 and 36.3 µs; with 8,
+    35.6 and 34.7)."""
+    return any("tl.dot(" in line for line in text.splitlines() if not line.lstrip().startswith("#"))
 
 
 class _Prep:
@@ -1181,7 +1193,8 @@ class _Prep:
         lists: wrt and out ordered as kad_grad wants them, ins the inputs
         among wrt that are not in place, fn the compiled backward (CPU) or
         the launcher (GPU), fwd_names the forward's parameters fn takes
-        before the gradients (CPU)."""
+        before the gradients (CPU), or on a GPU whether the launcher takes
+        the forward's launch options (_takes_options)."""
         key = (tuple(wrt), tuple(inout), tuple(out))
         b = self.bwd.get(key)
         if b is None:
@@ -1193,7 +1206,8 @@ class _Prep:
                 b = (wrt_s, out_s, ins, k, names[:len(names) - len(out_s) - len(ins)])
             else:
                 mod = dk.program.module(self.sig, wrt_s, out_s, dk.deterministic)
-                b = (wrt_s, out_s, ins, getattr(mod, f"launch_{launch.name}_bwd"), None)
+                text = dk.program.module_text(self.sig, wrt_s, out_s, dk.deterministic)
+                b = (wrt_s, out_s, ins, getattr(mod, f"launch_{launch.name}_bwd"), _takes_options(text))
             self.bwd[key] = b
         return b
 

@@ -275,3 +275,19 @@ def test_launch_options_reach_the_dacc_kernel_only(tmp_path):
     assert seen[1][1] == (3, 2, 1) and seen[2][1] == (2, 2, 1)  # d_b, d_a: (tiles, cdiv(6 trips, 4), 1)
     for _, _, o in seen[1:]:
         assert o["num_warps"] != 2 and o["num_stages"] != 5
+
+
+def test_package_passes_the_forward_options_only_to_backwards_with_dots(tmp_path):
+    # the package hands the forward's num_warps/num_stages to a backward launcher only when a kernel
+    # of it has a tl.dot (the tiles' layout follows the forward's); a row kernel's backward keeps the
+    # launcher's defaults (docs/GRAD.md, "Launch parameters")
+    from kad.autograd import _takes_options
+    _, path = module(tmp_path, sig=SIGR)
+    assert _takes_options(path.read_text())
+    p = tc.run_kad(["grad", "tests/kernels/softmax.py:softmax_kernel", "--sig",
+                    "output_ptr=*fp32,input_ptr=*fp32,input_row_stride=i32,output_row_stride=i32,n_cols=i32,"
+                    "BLOCK_SIZE=64", "--wrt", "input_ptr", "--out", "output_ptr"])
+    assert p.returncode == 0, p.stderr
+    assert "tl.dot" not in p.stdout and not _takes_options(p.stdout)
+    # a comment naming tl.dot( is not a dot
+    assert not _takes_options("# tl.dot(a, b) in a comment\nx = 1\n")
