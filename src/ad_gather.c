@@ -868,10 +868,7 @@ static bool has_effects(const Func *bw, const Block *b, bool skip_flags)
     return false;
 }
 
-/* The atomic_adds into the pointers der marks, in b and its regions:
- * removed, or wrapped in `if flag: pass else: ...` (flag != 0).  Marks the
- * pointers computed from marked ones as it goes (program order). */
-static void strip_sites(Func *bw, Block *b, uint8_t *der, ValId flag, int *n)
+void ad_strip_sites(Func *bw, Block *b, uint8_t *der, const StripSites *how, int *n)
 {
     Arena *a = bw->a;
     int m;
@@ -881,11 +878,15 @@ static void strip_sites(Func *bw, Block *b, uint8_t *der, ValId flag, int *n)
         bool any = false;
         for (int j = 0; j < in->nargs; j++)
             any |= der[in->args[j]] != 0;
-        if (any && in->op == OP_ATOMIC_ADD && der[in->args[0]]) {
+        bool site = any && in->op == OP_ATOMIC_ADD && der[in->args[0]] &&
+                    (!how->mark || (in->sattr && !strcmp(in->sattr, how->mark)));
+        if (site)
             (*n)++;
-            if (!flag)
+        bool writes = in->op == OP_STORE || in->op == OP_ATOMIC_ADD || in->op == OP_BARRIER;
+        if (how->keep ? writes && !site : site) {
+            if (how->keep || !how->flag)
                 continue;
-            ir_emit(bw, b, OP_IF, &flag, 1, NULL, 0, in->loc);
+            ir_emit(bw, b, OP_IF, &how->flag, 1, NULL, 0, in->loc);
             int idx = b->insts.n - 1;
             Block *tb = ir_inst_add_region(bw, &b->insts.v[idx]);
             Block *eb = ir_inst_add_region(bw, &b->insts.v[idx]);
@@ -907,7 +908,7 @@ static void strip_sites(Func *bw, Block *b, uint8_t *der, ValId flag, int *n)
                     if (der[in->args[j]] && lead + j - nfix < rb->nparams)
                         der[rb->params[lead + j - nfix]] = 1;
             }
-            strip_sites(bw, rb, der, flag, n);
+            ad_strip_sites(bw, rb, der, how, n);
         }
         vec_push(a, b->insts, *in);
     }
@@ -932,7 +933,8 @@ bool ad_gather(Arena *a, Func *bw, const GatherIn *gin, ValId flag)
     uint8_t *der = arena_alloc(a, (size_t)bw->vals.n + 1);
     der[bw->params[gin->slot]] = 1;
     int n = 0;
-    strip_sites(bw, bw->body, der, fi >= 0 ? flag : 0, &n);
+    StripSites how = {.flag = fi >= 0 ? flag : 0};
+    ad_strip_sites(bw, bw->body, der, &how, &n);
     pass_dce(bw, true);
     GatherPlan *pl = (GatherPlan *)bw->gather;
     if (!pl) {

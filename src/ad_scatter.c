@@ -48,45 +48,6 @@ bool ad_has_scatter(const Block *b)
     return false;
 }
 
-/* Marks in der the pointers of b computed from marked ones (program order;
- * a loop's carried pointer from a marked init), and removes from b (keep:
- * false) or keeps (true) each instruction that writes memory: the marked
- * atomic_adds through a pointer der marks are kept when `keep`, removed
- * otherwise; every other write (store, atomic_add, barrier) is removed
- * when `keep`, kept otherwise.  *n counts the marked atomic_adds found. */
-static void prune(Func *f, Block *b, uint8_t *der, bool keep, int *n)
-{
-    int m;
-    Inst *old = ir_block_detach(b, &m);
-    for (int i = 0; i < m; i++) {
-        Inst *in = &old[i];
-        bool from = false;
-        for (int j = 0; j < in->nargs; j++)
-            from |= der[in->args[j]] != 0;
-        bool site = is_mark(in) && der[in->args[0]];
-        if (site)
-            (*n)++;
-        bool writes = in->op == OP_STORE || in->op == OP_ATOMIC_ADD || in->op == OP_BARRIER;
-        if (writes && (site ? !keep : keep))
-            continue;
-        if (from)
-            for (int r = 0; r < in->nres; r++)
-                if (ir_type(f, in->res[r]).dt == DT_PTR)
-                    der[in->res[r]] = 1;
-        for (int r = 0; r < in->nregions; r++) {
-            Block *rb = in->regions[r];
-            if (in->op == OP_FOR)
-                for (int j = 3; j < in->nargs && j - 2 < rb->nparams; j++)
-                    der[rb->params[j - 2]] |= der[in->args[j]];
-            if (in->op == OP_WHILE)
-                for (int j = 0; j < in->nargs && j < rb->nparams; j++)
-                    der[rb->params[j]] |= der[in->args[j]];
-            prune(f, rb, der, keep, n);
-        }
-        vec_push(f->a, b->insts, *in);
-    }
-}
-
 /* Marks in used every value b's instructions (regions included) use. */
 static void uses_of(const Block *b, uint8_t *used)
 {
@@ -147,7 +108,8 @@ bool ad_scatter_split(Arena *a, Func *bw, int nfwd)
         uint8_t *der = arena_alloc(a, (size_t)k->vals.n + 1);
         der[k->params[slot]] = 1;
         int n = 0;
-        prune(k, k->body, der, true, &n);
+        StripSites keep = {.mark = AD_SCATTER_MARK, .keep = true};
+        ad_strip_sites(k, k->body, der, &keep, &n);
         if (!n)
             continue;
         pass_dce(k, true);
@@ -171,7 +133,8 @@ bool ad_scatter_split(Arena *a, Func *bw, int nfwd)
         uint8_t *der = arena_alloc(a, (size_t)main->vals.n + 1);
         der[main->params[ins[j].slot]] = 1;
         int n = 0;
-        prune(main, main->body, der, false, &n);
+        StripSites drop = {.mark = AD_SCATTER_MARK};
+        ad_strip_sites(main, main->body, der, &drop, &n);
     }
     if (ad_has_scatter(main->body))
         return false; /* a marked atomic_add through no gradient parameter: not expected */

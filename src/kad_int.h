@@ -2136,6 +2136,18 @@ const char *ad_gather_check(Arena *a, const Func *bw, int slot, const char *name
  * `if flag: pass else: atomic_add` with flag (a bw i1 param, a FuncFlag of
  * bw) given gi's condition.  False, bw unchanged, when flag does not fit. */
 bool ad_gather(Arena *a, Func *bw, const GatherIn *gi, ValId flag);
+/* The sites of ad_strip_sites: the atomic_adds of b (regions included) through a
+ * pointer der marks (der gets the pointers computed from marked ones, in program
+ * order, a loop's carried pointer from a marked init), whose sattr is mark when mark
+ * is not NULL.  keep: every other store, atomic_add and barrier is removed, the
+ * sites stay; else the sites are removed, or wrapped in `if flag: pass else: site`
+ * when flag != 0.  *n counts the sites. */
+typedef struct StripSites {
+    ValId flag;
+    const char *mark;
+    bool keep;
+} StripSites;
+void ad_strip_sites(Func *bw, Block *b, uint8_t *der, const StripSites *how, int *n);
 
 /* ad_scatter.c: scattered sites in a kernel of their own (docs/AD.md, "Scattered sites").
  * The sattr of the atomic_adds adj_load makes for them. */
