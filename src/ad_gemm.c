@@ -776,6 +776,8 @@ const char *ad_gemm(Arena *a, Func *bw, const int *slot, const char *const *name
         if (r.v == ACC_PROVEN_IF && (!access_cond_python(o->acc, r.cond)))
             return "the gradient's tiles are disjoint only under a condition kad cannot check on the host";
         o->cond = r.v == ACC_PROVEN_IF ? r.cond : NULL;
+        const char *cwhy = NULL;
+        o->cover = access_cover(o->acc, st, &cwhy);
     }
     /* not simplified: its regions are shared with bw's (the forward's K loop) */
     if (!ir_verify(pl->first, d))

@@ -854,6 +854,11 @@ static void print_zero_fill(Buf *out, Arena *a, const Func *bwd, int nfwd, int n
         buf_puts(out, "    zero = []  # the input gradients the launcher zero-fills (indices into args)\n");
     if (nfwd + nin >= n)
         return;
+    int ngemm = 0;
+    for (int j = 0; bwd->gemm && j < bwd->gemm->n; j++)
+        ngemm += bwd->gemm->op[j].slot >= nfwd + nin;
+    if (ngemm == n - nfwd - nin)
+        return; /* print_gemm zero-fills them all */
     buf_puts(out, "    # input gradients need no initialization: zero-filled here unless this launch writes every\n"
                   "    # element of the view given (the store's address and mask against d's shape and strides)\n");
     for (int i = nfwd + nin; i < n; i++) {
@@ -868,6 +873,11 @@ static void print_zero_fill(Buf *out, Arena *a, const Func *bwd, int nfwd, int n
                 flag = fconds ? fconds[j] : NULL;
         if (cv && fc->flag && !flag)
             cv = NULL;
+        bool gemm = false; /* print_gemm zero-fills it, where the GEMM form does not store it all */
+        for (int j = 0; bwd->gemm && j < bwd->gemm->n; j++)
+            gemm |= bwd->gemm->op[j].slot == i;
+        if (gemm)
+            continue;
         bool folded = false;
         for (int j = 0; bwd->fold && j < bwd->fold->n; j++)
             folded |= bwd->fold->in[j].slot == i;
@@ -1143,8 +1153,13 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
                   "    # launch's programs map one to one onto the tile pairs (u, v) (checked once per launch shape)\n"
                   "    _ta = dict(zip(names, args))\n");
     buf_printf(out, "    _tg = tuple(grid({**_ta, %s}) if callable(grid) else grid)\n", buf_str(&meta));
-    buf_puts(out, "    _tg = _tg + (1,) * (3 - len(_tg))\n"
-                  "    _key = (_tg, tuple(x for x in args if isinstance(x, int)))\n"
+    Buf gk = {.a = a}; /* the operand gradients' layouts: the plan says whether their tiles cover them */
+    for (int i = 0; i < pl->n; i++)
+        buf_printf(&gk, ", args[%d].shape, args[%d].stride()", at0 + pl->op[i].slot - nfwd,
+                   at0 + pl->op[i].slot - nfwd);
+    buf_printf(out, "    _tg = _tg + (1,) * (3 - len(_tg))\n"
+                    "    _key = (_tg, tuple(x for x in args if isinstance(x, int))%s)\n", buf_str(&gk));
+    buf_puts(out, ""
                   "    _plan = _kad_gemm_plans.get(_key)\n"
                   "    _dev = next(t.device for t in args if isinstance(t, torch.Tensor))\n"
                   "    if _plan is None:\n"
@@ -1153,16 +1168,12 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
                   "            _plan = (*_plan, _kad_ck(_dev))\n"
                   "        _kad_gemm_plans[_key] = _plan\n"
                   "    if _plan is not None:\n"
-                  "        _U, _V, _T, _ck = _plan\n");
+                  "        _U, _V, _T, _cov, _ck = _plan\n");
     buf_printf(out, "        _dacc = torch.empty(_U * _V * %lld, dtype=torch.%s, device=_dev)\n", (long long)pl->tile,
                pl->sdt == DT_F64 ? "float64" : pl->sdt == DT_BF16 ? "bfloat16" : pl->sdt == DT_F16 ? "float16" : "float32");
-    for (int i = 0; i < pl->n; i++) { /* elements no tile writes stay 0: zero-filled above unless a check skipped it */
-        const FuncCover *fc = cover_of(bwd, bwd->params[pl->op[i].slot]);
-        if (fc && fc->cover)
-            buf_printf(out, "        args[%d].zero_()  # elements no tile writes stay 0\n", at0 + pl->op[i].slot - nfwd);
-        else
-            buf_printf(out, "        # args[%d]: zero-filled above; elements no tile writes stay 0\n", at0 + pl->op[i].slot - nfwd);
-    }
+    for (int i = 0; i < pl->n; i++) /* elements no tile writes stay 0 */
+        buf_printf(out, "        if not _cov[%d]:  # the tiles do not cover d_%s's view: elements no tile writes stay 0\n"
+                        "            args[%d].zero_()\n", i, pl->op[i].name, at0 + pl->op[i].slot - nfwd);
     /* the dacc kernel is the forward's K loop again: the caller's options (the forward's launch
      * options, or the config its autotuner chose) fit it; the operand kernels have tiles of their
      * own: kad's defaults for them */
@@ -1182,6 +1193,9 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
                    pl->op[i].k->name, pl->op[i].own ? "_V" : "_U", g1, w, st ? st : 3, i + 1);
     }
     buf_puts(out, "        return\n");
+    for (int i = 0; i < pl->n; i++)
+        buf_printf(out, "    args[%d].zero_()  # d_%s: the backward below adds into it with atomics\n",
+                   at0 + pl->op[i].slot - nfwd, pl->op[i].name);
 }
 
 /* The module-level helper of the GEMM form: (U, V, trips) or None. */
@@ -1211,8 +1225,9 @@ static void print_gemm_helper(Buf *out, Arena *a, const Func *bwd)
                   "def _kad_trem(x, y):\n"
                   "    return x - _kad_tdiv(x, y) * y\n\n\n"
                   "def _kad_gemm_plan(_ta, _tg):\n"
-                  "    \"\"\"(U, V, trips) when the programs map one to one onto [0, U) x [0, V) through their tile\n"
-                  "    ids and the operand kernels' stores are disjoint for this launch; else None (atomics).\"\"\"\n"
+                  "    \"\"\"(U, V, trips, covers) when the programs map one to one onto [0, U) x [0, V) through their\n"
+                  "    tile ids and the operand kernels' stores are disjoint for this launch, covers saying per operand\n"
+                  "    whether its tiles store every element of its gradient's view; else None (atomics).\"\"\"\n"
                   "    seen = set()\n"
                   "    for _p2 in range(_tg[2]):\n"
                   "        for _p1 in range(_tg[1]):\n"
@@ -1236,7 +1251,24 @@ static void print_gemm_helper(Buf *out, Arena *a, const Func *bwd)
             buf_printf(out, "    if not (%s):  # the stores of d_%s's tiles are disjoint\n        return None\n",
                        c ? c : "False", pl->op[i].name);
         }
-    buf_puts(out, "    return U, V, T\n");
+    /* whether each operand's tiles store every element of its gradient's view (access_cover of the
+     * one-iteration kernel's store, on its grid): then the launcher skips that zero-fill */
+    buf_puts(out, "    cov = []\n");
+    for (int i = 0; i < pl->n; i++) {
+        const char *cv = pl->op[i].cover ? access_cover_host(pl->op[i].acc, pl->op[i].cover, "d", "_tb", "_tk") : NULL;
+        if (!cv) {
+            buf_printf(out, "    cov.append(False)  # d_%s: kad cannot describe what its tiles' stores reach\n",
+                       pl->op[i].name);
+            continue;
+        }
+        buf_printf(out, "    _tb, _tk = {**_ta, \"kad_tiles_u\": U, \"kad_tiles_v\": V}, (%s, T, 1)\n",
+                   pl->op[i].own ? "V" : "U");
+        buf_printf(out, "    d = _ta[\"d_%s\"]\n", pl->op[i].name);
+        buf_puts(out, "    cov.append(bool(");
+        wrap(out, arena_printf(a, "%s))", cv), LINE_LIMIT, "        ", 16);
+        buf_puts(out, "\n");
+    }
+    buf_puts(out, "    return U, V, T, tuple(cov)\n");
 }
 
 /* The module-level helper of launchers whose forward takes host-side
@@ -1755,6 +1787,8 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
     bool covers = false;
     for (int i = 0; i < bwd->covers.n; i++)
         covers |= bwd->covers.v[i].cover != NULL;
+    for (int i = 0; bwd->gemm && i < bwd->gemm->n; i++)
+        covers |= bwd->gemm->op[i].cover != NULL;
     if (covers)
         buf_printf(out, "\n\n%s", access_cover_helper());
     if (fwd->descs.n)

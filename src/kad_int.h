@@ -2055,6 +2055,8 @@ typedef struct GemmOperand {
     Func *k;
     Access *acc;        /* of the one-iteration kernel (R = 1), whose stores k's are */
     const AccCond *cond;
+    const AccCover *cover; /* what that kernel's store reaches over its grid (tiles, trips): when it
+                            * covers d_<name>'s view, the launcher skips its zero-fill; or NULL */
 } GemmOperand;
 /* How the GEMM form of a backward runs (Func.gemm).  Every kernel takes
  * the backward's contract arguments, then kad_dacc (U * V * tile elements

@@ -70,9 +70,29 @@ def test_matches_torch_and_is_deterministic(tmp_path, m, n, k, extra):
     torch.testing.assert_close(db.double(), b64.grad, rtol=tol, atol=tol)
     plans = list(mod._kad_gemm_plans.values())
     assert len(plans) == 1 and (plans[0] is None) == (extra != 0)
-    if extra == 0:
+    if extra == 0:  # the tiles cover both gradients: no zero-fill (the NaN buffers show any element missed)
+        assert plans[0][3] == (True, True), plans[0]
         da2, db2, _ = run_bwd(path, m, n, k, grid, a, b, dc)
         assert torch.equal(da, da2) and torch.equal(db, db2)
+
+
+def test_tiles_short_of_the_view_are_zero_filled(tmp_path):
+    # 2 programs: tiles (0, 0) and (1, 0) of the 3 x 3 (one to one: the GEMM form runs), so d_a's rows
+    # past 32 and d_b's columns past 16 get no tile: the launcher zero-fills them (NaN buffers)
+    _, path = module(tmp_path)
+    m, n, k = 40, 36, 50
+    g = torch.Generator().manual_seed(7)
+    a, b, dc = (torch.randn(*s, generator=g).to(DEVICE) for s in ((m, k), (k, n), (m, n)))
+    da, db, mod = run_bwd(path, m, n, k, 2, a, b, dc)
+    plans = list(mod._kad_gemm_plans.values())
+    assert len(plans) == 1 and plans[0] is not None and plans[0][3] == (False, False), plans
+    keep = torch.zeros(m, n, dtype=torch.float64)
+    keep[:32, :16] = 1
+    a64, b64 = a.double().requires_grad_(), b.double().requires_grad_()
+    torch.nn.functional.leaky_relu(a64 @ b64, 0.01).backward(dc.double() * keep)
+    tol = 1e-2 if DEVICE != "cpu" else 1e-4
+    torch.testing.assert_close(da.double(), a64.grad, rtol=tol, atol=tol)
+    torch.testing.assert_close(db.double(), b64.grad, rtol=tol, atol=tol)
 
 
 def test_gemm_path_is_taken_and_can_fail(tmp_path):
