@@ -82,17 +82,16 @@ def test_tiles_short_of_the_view_are_zero_filled(tmp_path):
     _, path = module(tmp_path)
     m, n, k = 40, 36, 50
     g = torch.Generator().manual_seed(7)
-    a, b, dc = (torch.randn(*s, generator=g).to(DEVICE) for s in ((m, k), (k, n), (m, n)))
+    # a, b > 0: c > 0 everywhere, so TF32's rounding on a GPU cannot flip leaky_relu's branch
+    a, b = (torch.rand(*s, generator=g).add(0.1).to(DEVICE) for s in ((m, k), (k, n)))
+    dc = torch.randn(m, n, generator=g).to(DEVICE)
     da, db, mod = run_bwd(path, m, n, k, 2, a, b, dc)
     plans = list(mod._kad_gemm_plans.values())
     assert len(plans) == 1 and plans[0] is not None and plans[0][3] == (False, False), plans
     keep = torch.zeros(m, n, dtype=torch.float64)
     keep[:32, :16] = 1
-    a64, b64 = a.double().requires_grad_(), b.double().requires_grad_()
-    torch.nn.functional.leaky_relu(a64 @ b64, 0.01).backward(dc.double() * keep)
-    tol = 1e-2 if DEVICE != "cpu" else 1e-4
-    torch.testing.assert_close(da.double(), a64.grad, rtol=tol, atol=tol)
-    torch.testing.assert_close(db.double(), b64.grad, rtol=tol, atol=tol)
+    assert not (torch.isnan(da).any() or torch.isnan(db).any()), "an element neither stored nor zero-filled"
+    _check_grads(da, db, a, b, dc * keep.to(dc), 1e-2 if DEVICE != "cpu" else 1e-5)
 
 
 def test_gemm_path_is_taken_and_can_fail(tmp_path):
