@@ -1159,8 +1159,7 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
                    at0 + pl->op[i].slot - nfwd);
     buf_printf(out, "    _tg = _tg + (1,) * (3 - len(_tg))\n"
                     "    _key = (_tg, tuple(x for x in args if isinstance(x, int))%s)\n", buf_str(&gk));
-    buf_puts(out, ""
-                  "    _plan = _kad_gemm_plans.get(_key)\n"
+    buf_puts(out, "    _plan = _kad_gemm_plans.get(_key)\n"
                   "    _dev = next(t.device for t in args if isinstance(t, torch.Tensor))\n"
                   "    if _plan is None:\n"
                   "        _plan = _kad_gemm_plan(_ta, _tg)\n"
@@ -1263,7 +1262,7 @@ static void print_gemm_helper(Buf *out, Arena *a, const Func *bwd)
         }
         buf_printf(out, "    _tb, _tk = {**_ta, \"kad_tiles_u\": U, \"kad_tiles_v\": V}, (%s, T, 1)\n",
                    pl->op[i].own ? "V" : "U");
-        buf_printf(out, "    d = _ta[\"d_%s\"]\n", pl->op[i].name);
+        buf_printf(out, "    d = _ta[\"%s\"]\n", bwd->vals.v[bwd->params[pl->op[i].slot]].name);
         buf_puts(out, "    cov.append(bool(");
         wrap(out, arena_printf(a, "%s))", cv), LINE_LIMIT, "        ", 16);
         buf_puts(out, "\n");
