@@ -118,3 +118,52 @@ def test_package_cross_entropy_cpu():
     (loss * dy).sum().backward()
     want = _ref_grads(_ce_ref(R, V, labels, ignore), [x.detach().double()], dy.double())[0]
     assert torch.allclose(x.grad.double(), want, rtol=1e-5, atol=1e-6), (x.grad, want)
+
+
+def test_scattered_site_in_a_loop(tmp_path, _triton_interpreter):
+    """The scattered load inside the row loop, its index anywhere in the rows (other rows' too)."""
+    R, N, B = 3, 30, 8
+    mod, src = _module("loop_pick", f"x_ptr=*fp32,idx_ptr=*i32,y_ptr=*fp32,stride=i32,N=i32,BLOCK={B}", "x_ptr",
+                       "y_ptr", tmp_path)
+    assert "def loop_pick_bwd_scatter_x_ptr(" in src, src
+    # row r reads x_ptr + r * N + idx[4 r + chunk]: into its own row or a later one, two equal picks
+    idx = torch.tensor([3, 40, 40, 89, 0, 7, 59, 31, 29, 0, 2, 29], dtype=torch.int32)
+    x, dy = _randn(R, N), _randn(R, seed=2)
+    d_x = _nan_view((R, N))
+    mod.launch_loop_pick_bwd((R,), x.float().to(DEVICE), idx.to(DEVICE), torch.empty(R, device=DEVICE), N, N,
+                             dy.float().to(DEVICE), d_x)
+    if DEVICE != "cpu":
+        torch.cuda.synchronize()
+
+    def ref(x):
+        flat = x.reshape(-1)
+        out = []
+        for r in range(R):
+            acc = x.new_zeros(())
+            for c in range(-(-N // B)):
+                acc = acc + (x[r, c * B:(c + 1) * B] ** 2).sum() * flat[r * N + int(idx[r * 4 + c])]
+            out.append(acc)
+        return torch.stack(out)
+    want = _ref_grads(ref, [x.float().double()], dy.float().double())[0]
+    _cover_close(d_x, want, "d_x", src, rtol=1e-5, atol=1e-5)
+
+
+def test_two_inputs_each_with_a_scatter_kernel(tmp_path, _triton_interpreter):
+    R, N = 4, 13
+    mod, src = _module("two_inputs", "x_ptr=*fp32,w_ptr=*fp32,idx_ptr=*i32,y_ptr=*fp32,N=i32,BLOCK=16",
+                       "x_ptr,w_ptr", "y_ptr", tmp_path)
+    assert "def two_inputs_bwd_scatter_x_ptr(" in src and "def two_inputs_bwd_scatter_w_ptr(" in src, src
+    idx = torch.tensor([5, 5, 51, 14], dtype=torch.int32)
+    x, w, dy = _randn(R, N), _randn(R, N, seed=1), _randn(R, N, seed=2)
+    d_x, d_w = _nan_view((R, N)), _nan_view((R, N))
+    mod.launch_two_inputs_bwd((R,), x.float().to(DEVICE), w.float().to(DEVICE), idx.to(DEVICE),
+                              torch.empty(R, N, device=DEVICE), N, dy.float().to(DEVICE), d_x, d_w)
+    if DEVICE != "cpu":
+        torch.cuda.synchronize()
+
+    def ref(x, w):
+        s = x.reshape(-1)[idx.long()] + w.reshape(-1)[idx.long()] * 2.0
+        return torch.sin(x) * w * s[:, None]
+    want = _ref_grads(ref, [x.float().double(), w.float().double()], dy.float().double())
+    _cover_close(d_x, want[0], "d_x", src, rtol=1e-5, atol=1e-5)
+    _cover_close(d_w, want[1], "d_w", src, rtol=1e-5, atol=1e-5)
