@@ -3051,9 +3051,5 @@ Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
         if (!bw)
             diag_note(d, orig->loc, "kad bug: the backward kernel of '%s' could not be built again", orig->name);
     }
-    if (bw && bw->gather && !(ir_verify(bw, d))) {
-        diag_note(d, orig->loc, "kad bug: the backward kernel of '%s' is invalid", orig->name);
-        return NULL;
-    }
     return bw;
 }

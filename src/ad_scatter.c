@@ -60,35 +60,22 @@ static void uses_of(const Block *b, uint8_t *used)
     }
 }
 
-/* Marks in w the params f writes through (stores, atomic_adds; the marked
- * atomic_adds' parameters are the caller's to mark); false when a written
- * address has no base parameter. */
-static bool written_params(Arena *a, const Func *f, uint8_t *w)
+/* f's accesses through parameters: marks in w the params its stores and
+ * atomic_adds write through (the marked atomic_adds' parameters are the
+ * caller's to mark), in r (unless NULL: its loads are not asked about)
+ * those its loads read through.  False when such an access has no base
+ * parameter. */
+static bool access_params(Arena *a, const Func *f, uint8_t *w, uint8_t *r)
 {
     Access *A = access_analyze(a, f);
     for (int k = 0; k < access_count(A); k++) {
         const Inst *in = access_inst(A, k);
-        if (in->op == OP_LOAD || is_mark(in))
+        if (is_mark(in) || (in->op == OP_LOAD && !r))
             continue;
         int p = access_base(A, in);
         if (p < 0)
             return false;
-        w[p] = 1;
-    }
-    return true;
-}
-
-/* Does f read only through parameters w does not mark? */
-static bool reads_unwritten(Arena *a, const Func *f, const uint8_t *w)
-{
-    Access *A = access_analyze(a, f);
-    for (int k = 0; k < access_count(A); k++) {
-        const Inst *in = access_inst(A, k);
-        if (in->op != OP_LOAD)
-            continue;
-        int p = access_base(A, in);
-        if (p < 0 || w[p])
-            return false;
+        (in->op == OP_LOAD ? r : w)[p] = 1;
     }
     return true;
 }
@@ -139,16 +126,18 @@ bool ad_scatter_split(Arena *a, Func *bw, int nfwd)
     if (ad_has_scatter(main->body))
         return false; /* a marked atomic_add through no gradient parameter: not expected */
     pass_dce(main, true);
-    uint8_t *w = arena_alloc(a, (size_t)bw->nparams + 1);
+    /* the copies read nothing either kernel writes */
+    size_t np = (size_t)bw->nparams + 1;
+    uint8_t *w = arena_alloc(a, np), *r = arena_alloc(a, np);
     for (int j = 0; j < nk; j++)
         w[ins[j].slot] = 1;
-    if (!written_params(a, main, w))
+    if (!access_params(a, main, w, NULL))
         return false;
     for (int j = 0; j < nk; j++)
-        if (!written_params(a, ins[j].k, w))
+        if (!access_params(a, ins[j].k, w, r))
             return false;
-    for (int j = 0; j < nk; j++)
-        if (!reads_unwritten(a, ins[j].k, w))
+    for (size_t p = 0; p < np; p++)
+        if (r[p] && w[p])
             return false;
     Diags scratch;
     diag_init(&scratch, a);

@@ -241,7 +241,15 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
             for (int j = 0; bwd->gather && j < bwd->gather->n; j++)
                 if (!strcmp(bwd->gather->in[j].name, spec->wrt[i]))
                     gi = &bwd->gather->in[j];
-            if (gi && gi->scatter)
+            if (gi && gi->scatter) {
+                /* how the backward writes the rest (the dense sites' mode) */
+                const char *how = spec->grad_rmw && spec->grad_rmw[i] ? "by read-modify-writes private to each program"
+                                                                      : "with plain tl.store";
+                const char *when = spec->grad_when ? spec->grad_when[i] : NULL;
+                const char *rest = !spec->grad_write[i] ? arena_printf(a, " %s", how)
+                                   : when ? arena_printf(a, " (%s when %s holds for the launch, else with "
+                                                            "tl.atomic_add, not deterministic)", how, when)
+                                          : "";
                 buf_printf(&t, "d_%s is written in two kernels. %s reads %s at %d site%s whose address depends "
                                "on a value kad cannot express (a loaded index): %s adds %s gradient%s with "
                                "tl.atomic_add after %s_bwd has written the rest%s. The result is deterministic "
@@ -249,17 +257,8 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
                                "into one element is not).",
                            spec->wrt[i], fwd->name, spec->wrt[i], gi->nsites, gi->nsites > 1 ? "s" : "",
                            gi->k->name, gi->nsites > 1 ? "their" : "its", gi->nsites > 1 ? "s" : "",
-                           ident(a, fwd->name),
-                           arena_printf(a, !spec->grad_write[i] ? " %s"
-                                           : spec->grad_when && spec->grad_when[i]
-                                               ? " (%s when %s holds for the launch, else with tl.atomic_add, "
-                                                 "not deterministic)"
-                                               : "",
-                                        spec->grad_rmw && spec->grad_rmw[i]
-                                            ? "by read-modify-writes private to each program"
-                                            : "with plain tl.store",
-                                        spec->grad_when ? spec->grad_when[i] : NULL));
-            else if (gi)
+                           ident(a, fwd->name), rest);
+            } else if (gi)
                 buf_printf(&t, "d_%s is gathered%s%s%s: the forward reads %s at %d sites, each a function of the "
                                "programs' positions pid * BLOCK + tl.arange(0, BLOCK) shifted by a constant, so %s "
                                "(the forward's grid plus %lld, %lld, %lld programs) sums, for each element, the "
@@ -635,6 +634,14 @@ static void tile_scan(const Func *f, const Block *b, int64_t *tile, int64_t *acc
     *smem = here > *smem ? here : *smem;
 }
 
+/* Has f a tl.dot (tile_scan's dot tiles)? */
+static bool has_dot(const Func *f)
+{
+    int64_t tile = 1, acc = 0, smem = 0;
+    tile_scan(f, f->body, &tile, &acc, &smem);
+    return acc > 0;
+}
+
 /* The smallest element size (bytes) of the loads of a folded backward's
  * pipelined fold loop (ad_fold_pipeline), 0 when f has none. */
 static int piped_load_bytes(const Block *b, bool top, const Func *f)
@@ -842,6 +849,15 @@ static const char *launch_helper(void)
            "        ck[key] = c\n";
 }
 
+/* Is bwd's param slot an operand gradient of its GEMM form? */
+static bool gemm_operand(const Func *bwd, int slot)
+{
+    for (int j = 0; bwd->gemm && j < bwd->gemm->n; j++)
+        if (bwd->gemm->op[j].slot == slot)
+            return true;
+    return false;
+}
+
 /* The input gradients (the contract's params nfwd + nin..): zero-filled
  * here, except where the launch provably writes every element of the view
  * it is given (Func.covers, access_cover; under the flag of its plain
@@ -855,8 +871,8 @@ static void print_zero_fill(Buf *out, Arena *a, const Func *bwd, int nfwd, int n
     if (nfwd + nin >= n)
         return;
     int ngemm = 0;
-    for (int j = 0; bwd->gemm && j < bwd->gemm->n; j++)
-        ngemm += bwd->gemm->op[j].slot >= nfwd + nin;
+    for (int i = nfwd + nin; i < n; i++)
+        ngemm += gemm_operand(bwd, i);
     if (ngemm == n - nfwd - nin)
         return; /* print_gemm zero-fills them all */
     buf_puts(out, "    # input gradients need no initialization: zero-filled here unless this launch writes every\n"
@@ -873,10 +889,7 @@ static void print_zero_fill(Buf *out, Arena *a, const Func *bwd, int nfwd, int n
                 flag = fconds ? fconds[j] : NULL;
         if (cv && fc->flag && !flag)
             cv = NULL;
-        bool gemm = false; /* print_gemm zero-fills it, where the GEMM form does not store it all */
-        for (int j = 0; bwd->gemm && j < bwd->gemm->n; j++)
-            gemm |= bwd->gemm->op[j].slot == i;
-        if (gemm)
+        if (gemm_operand(bwd, i)) /* print_gemm zero-fills it, where the GEMM form does not store it all */
             continue;
         bool folded = false;
         for (int j = 0; bwd->fold && j < bwd->fold->n; j++)
@@ -1797,6 +1810,11 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
     if (bwd->fold)
         buf_printf(out, "\n\n%s", fold_dense_helper());
     buf_printf(out, "%s%s", bwd->fold ? "" : "\n\n", launch_helper());
+    /* the package's question (docs/GRAD.md, "Launch parameters"): a dot's tiles follow the forward's
+     * warps (an autotuned matmul's config); a kernel without one is better with kad's defaults */
+    buf_printf(out, "\n\n# the package passes the forward's num_warps/num_stages to this launcher only when True: when\n"
+                    "# the backward has a tl.dot, whose tiles follow the forward's warps (docs/GRAD.md)\n"
+                    "_kad_forward_options = %s\n", has_dot(bwd) ? "True" : "False");
     print_launcher(out, a, bwd, o, nfwd, spec->nouts, fwd, kname, lname, -1);
     return true;
 }

@@ -1123,16 +1123,6 @@ class DifferentiableKernel:
         return d_ins
 
 
-def _takes_options(text):
-    """Does the backward module's launcher take the forward's num_warps and num_stages?  Only when
-    a kernel of it has a tl.dot: its tiles' layout then follows the forward's (an autotuned matmul's
-    config).  Else the launcher's defaults, chosen for the backward's own tiles, apply: on an H100
-    they were as fast or faster than the forward's choice for row kernels (docs/GRAD.md, "Launch
-    parameters": softmax and log-softmax bf16 with the forward's 16 warps, 38.1 and 36.3 µs; with 8,
-    35.6 and 34.7)."""
-    return any("tl.dot(" in line for line in text.splitlines() if not line.lstrip().startswith("#"))
-
-
 class _Prep:
     """What the launches of one (signature, device) of a decorated kernel
     need, made once: the hot path's cache.  Which runtime parameters are
@@ -1194,7 +1184,7 @@ class _Prep:
         among wrt that are not in place, fn the compiled backward (CPU) or
         the launcher (GPU), fwd_names the forward's parameters fn takes
         before the gradients (CPU), or on a GPU whether the launcher takes
-        the forward's launch options (_takes_options)."""
+        the forward's launch options (the module's _kad_forward_options)."""
         key = (tuple(wrt), tuple(inout), tuple(out))
         b = self.bwd.get(key)
         if b is None:
@@ -1206,8 +1196,10 @@ class _Prep:
                 b = (wrt_s, out_s, ins, k, names[:len(names) - len(out_s) - len(ins)])
             else:
                 mod = dk.program.module(self.sig, wrt_s, out_s, dk.deterministic)
-                text = dk.program.module_text(self.sig, wrt_s, out_s, dk.deterministic)
-                b = (wrt_s, out_s, ins, getattr(mod, f"launch_{launch.name}_bwd"), _takes_options(text))
+                # the module says whether its launcher takes the forward's num_warps/num_stages (only
+                # with a tl.dot: docs/GRAD.md, "Launch parameters")
+                b = (wrt_s, out_s, ins, getattr(mod, f"launch_{launch.name}_bwd"),
+                     getattr(mod, "_kad_forward_options", True))
             self.bwd[key] = b
         return b
 
