@@ -642,6 +642,78 @@ static bool has_dot(const Func *f)
     return acc > 0;
 }
 
+/* Does b hold a loop (lp), a reduction or scan whose result depends on the
+ * order of its float operations, so on the warps a tile is spread over
+ * (ord: sum, cumsum, cumprod, scan, reduce; max and min are exact), an
+ * atomic_add (at)? */
+static void tune_scan(const Block *b, bool *lp, bool *ord, bool *at)
+{
+    for (int k = 0; k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        *lp |= in->op == OP_FOR || in->op == OP_WHILE;
+        *ord |= in->op == OP_SUM || in->op == OP_CUMSUM || in->op == OP_CUMPROD || in->op == OP_SCAN ||
+                in->op == OP_REDUCE;
+        *at |= in->op == OP_ATOMIC_ADD;
+        for (int r = 0; r < in->nregions; r++)
+            tune_scan(in->regions[r], lp, ord, at);
+    }
+}
+
+/* What _kad_tune needs of kernel k besides its launch (docs/GRAD.md,
+ * "Tuning"), as the Python text of its last five arguments: the positions
+ * in the launch's values of the tensors k writes (None when the access
+ * analysis cannot name them: every tensor), exact (no atomic_add: a
+ * candidate must give the default's bits), again (no tensor both read and
+ * written, no atomic_add: a second launch gives the first's results), the
+ * warps tried ((4, 8) with a tl.dot; () with an order-sensitive reduction:
+ * its sums' bits follow the warps, the default only; else -1: half, the
+ * same and twice the default) and the num_stages tried (with a loop).
+ * pos(p): k's parameter p's position in the values, p < nfwd through the
+ * def's order o (ndef entries), the gradients and the parameters after them
+ * following; o NULL: the parameters in order. */
+static const char *tune_facts(Arena *a, const Func *k, const DefParam *o, int ndef, int nfwd)
+{
+    bool lp = false, ord = false, at = false;
+    tune_scan(k->body, &lp, &ord, &at);
+    bool dot = has_dot(k);
+    uint8_t *w = arena_alloc(a, (size_t)k->nparams + 1), *r = arena_alloc(a, (size_t)k->nparams + 1);
+    memset(w, 0, (size_t)k->nparams + 1);
+    memset(r, 0, (size_t)k->nparams + 1);
+    Access *A = access_analyze(a, k);
+    bool known = true;
+    for (int i = 0; i < access_count(A); i++) {
+        const Inst *in = access_inst(A, i);
+        int p = access_base(A, in);
+        if (p < 0 || p >= k->nparams) {
+            known = false;
+            continue;
+        }
+        (in->op == OP_LOAD ? r : w)[p] = 1;
+    }
+    Buf wr = {.a = a};
+    bool again = known && !at;
+    for (int p = 0; known && p < k->nparams; p++) {
+        if (!w[p])
+            continue;
+        again &= !r[p];
+        int pos = p;
+        if (o && p < nfwd) {
+            pos = -1;
+            for (int q = 0; q < ndef; q++)
+                if (!o[q].cnst && o[q].i == p)
+                    pos = q;
+        } else if (o) {
+            pos = ndef + p - nfwd;
+        }
+        if (pos < 0)
+            known = false;
+        buf_printf(&wr, "%s%d", wr.len ? ", " : "", pos);
+    }
+    const char *writes = !known ? "None" : arena_printf(a, "(%s%s)", buf_str(&wr), strchr(buf_str(&wr), ',') || !wr.len ? "" : ",");
+    return arena_printf(a, "%s, %s, %s, %s, %s", writes, at ? "False" : "True", again ? "True" : "False",
+                        dot ? "(4, 8)" : ord ? "()" : "-1", !lp ? "()" : dot ? "(3, 4)" : "(2, 3, 4)");
+}
+
 /* The smallest element size (bytes) of the loads of a folded backward's
  * pipelined fold loop (ad_fold_pipeline), 0 when f has none. */
 static int piped_load_bytes(const Block *b, bool top, const Func *f)
@@ -724,7 +796,8 @@ static const char *launch_options(Arena *a, const Func *f)
  * with the options jit. warps, stages: _kad_go's num_warps and num_stages
  * (Python expressions; stages "None" leaves them to Triton). */
 static void print_launch(Buf *out, Arena *a, const char *ind, const char *k, const char *g, const char *call,
-                         const int *ptrs, int np, int slot, const char *warps, const char *stages, const char *jit)
+                         const int *ptrs, int np, int slot, const char *warps, const char *stages, const char *jit,
+                         const char *facts)
 {
     if (!ptrs) {
         buf_printf(out, "%s%s[%s](%s%s**%s)\n", ind, k, g, call, *call ? ", " : "", jit);
@@ -739,13 +812,18 @@ static void print_launch(Buf *out, Arena *a, const char *ind, const char *k, con
     buf_printf(out, "%s_c = (", ind);
     wrap(out, arena_printf(a, "%s%s)", call, strchr(call, ',') ? "" : ","), LINE_LIMIT, c10,
          strlen(ind) + 6);
+    buf_printf(out, "\n%s_w, _s = %s, %s\n", ind, warps, stages);
+    buf_printf(out, "%sif kad_tune:  # num_warps and num_stages timed on the first launch of this key\n%s    _w, _s = ",
+               ind, ind);
+    wrap(out, arena_printf(a, "_kad_tune(%s, %s, _c, (key, %d), _w, _s, %s)", k, g, slot, facts), LINE_LIMIT, c8,
+         strlen(ind) + 13);
     buf_printf(out, "\n%s_k = None  # the compiled kernel's key (_kad_go): on CUDA, every tensor 16-byte aligned\n"
                     "%sif ck is not None and not (", ind, ind);
     wrap(out, arena_printf(a, "%s) & 15:", buf_str(&al)), LINE_LIMIT, c8, strlen(ind) + 27);
     buf_printf(out, "\n%s    _k = (", ind);
-    wrap(out, arena_printf(a, "%d, _kad_cur(), num_warps, num_stages%s)", slot, buf_str(&dts)), LINE_LIMIT, c10,
+    wrap(out, arena_printf(a, "%d, _kad_cur(), _w, _s%s)", slot, buf_str(&dts)), LINE_LIMIT, c10,
          strlen(ind) + 10);
-    buf_printf(out, "\n%s_kad_go(%s, %s, _c, ck, _k, %s, %s)\n", ind, k, g, warps, stages);
+    buf_printf(out, "\n%s_kad_go(%s, %s, _c, ck, _k, _w, _s)\n", ind, k, g);
 }
 
 /* After the folded kernel: the one sum kernel, d_<x> = the partials' rows
@@ -772,7 +850,7 @@ static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, const char *kna
         ptrs[2 * j + 1] = 5 * j + 1;
     }
     print_launch(out, a, "    ", sum_name(a, kname), "sgrid", buf_str(&c), ptrs, 2 * pl->n, 1,
-                 arena_printf(a, "%d", w), "None", NULL);
+                 arena_printf(a, "%d", w), "None", NULL, tune_facts(a, pl->sum, NULL, 0, 0));
 }
 
 /* The helper of a folded backward's launcher: is d dense (its elements fill
@@ -847,6 +925,99 @@ static const char *launch_helper(void)
            "        c = k[grid](*a, num_warps=num_warps, num_stages=num_stages)\n"
            "    if key is not None and getattr(c, \"function\", None) is not None and len(ck) < 64:\n"
            "        ck[key] = c\n";
+}
+
+/* The helpers of kad_tune (docs/GRAD.md, "Tuning"), after launch_helper's. */
+static const char *tune_helper(void)
+{
+    return "\n"
+           "\n"
+           "_kad_tuned = {}  # (kernel, launch key, slot) -> the (num_warps, num_stages) _kad_tune chose\n"
+           "_kad_trials = {}  # the same keys -> each candidate's (num_warps, num_stages, ms or why not)\n"
+           "\n"
+           "\n"
+           "def _kad_tune(k, grid, a, tk, num_warps, num_stages, writes, exact, again, warps, stages):\n"
+           "    \"\"\"kad_tune=True (the package passes it when the forward was autotuned): the (num_warps,\n"
+           "    num_stages) of the fastest launch of k on grid with a, among the defaults (num_warps, num_stages)\n"
+           "    and the candidates, warps (-1: half, the same and twice the default; (): the default) times\n"
+           "    stages ((): the default). Chosen on the first launch of (k, *tk) (the launch key, the kernel's\n"
+           "    slot) and remembered. Each trial launches k on the real arguments; the tensors it writes\n"
+           "    (positions writes in a; None: every tensor) are restored before each trial and after the last,\n"
+           "    so the launch that follows finds them as they were. exact (k's results are reproducible bit for\n"
+           "    bit): a candidate whose results differ in any bit from the default's is never chosen. again: k's results\n"
+           "    do not depend on what it wrote before (no restore between timed launches). While a CUDA graph\n"
+           "    is captured: the defaults, not remembered.\"\"\"\n"
+           "    tk = (k, *tk)\n"
+           "    c = _kad_tuned.get(tk)\n"
+           "    if c is not None:\n"
+           "        return c\n"
+           "    ts = [x for x in a if isinstance(x, torch.Tensor)]\n"
+           "    cuda = ts[0].device.type == \"cuda\"\n"
+           "    if cuda and torch.cuda.is_current_stream_capturing():\n"
+           "        return num_warps, num_stages\n"
+           "    if warps == -1:\n"
+           "        warps = tuple(w for w in (num_warps // 2, num_warps, 2 * num_warps) if 1 <= w <= 16)\n"
+           "    cands = [(num_warps, num_stages)]\n"
+           "    for w in warps or (num_warps,):  # num_stages None is Triton's default, 3\n"
+           "        cands += [(w, s) for s in stages or (num_stages,) if (w, s) not in cands and\n"
+           "                  (w, s) != (num_warps, 3 if num_stages is None else num_stages)]\n"
+           "    best = ref = None\n"
+           "    log = []\n"
+           "    if len(cands) > 1:\n"
+           "        ws = ts if writes is None else [a[i] for i in writes]\n"
+           "        keep = [x.clone() for x in ws]\n"
+           "\n"
+           "        def restore():\n"
+           "            for x, y in zip(ws, keep):\n"
+           "                x.copy_(y)\n"
+           "        for w, s in cands:\n"
+           "            def run(w=w, s=s):\n"
+           "                if s is None:\n"
+           "                    k[grid](*a, num_warps=w)\n"
+           "                else:\n"
+           "                    k[grid](*a, num_warps=w, num_stages=s)\n"
+           "            restore()\n"
+           "            try:\n"
+           "                run()\n"
+           "            except triton.runtime.errors.OutOfResources:\n"
+           "                log.append((w, s, \"does not fit\"))\n"
+           "                continue\n"
+           "            if exact:  # the candidate's bits against the first candidate run's (the default's)\n"
+           "                got = [_kad_bits(x) for x in ws]\n"
+           "                if ref is None:\n"
+           "                    ref = got\n"
+           "                elif not all(torch.equal(x, y) for x, y in zip(got, ref)):\n"
+           "                    log.append((w, s, \"other bits\"))\n"
+           "                    continue\n"
+           "            t = _kad_time(run if again else lambda: (restore(), run()), cuda)\n"
+           "            log.append((w, s, t))\n"
+           "            if best is None or t < best[0]:\n"
+           "                best = (t, (w, s))\n"
+           "        restore()\n"
+           "    c = best[1] if best else (num_warps, num_stages)\n"
+           "    if len(_kad_tuned) >= 4096:\n"
+           "        _kad_tuned.clear()\n"
+           "        _kad_trials.clear()\n"
+           "    _kad_tuned[tk], _kad_trials[tk] = c, log\n"
+           "    return c\n"
+           "\n"
+           "\n"
+           "def _kad_bits(x):\n"
+           "    \"\"\"A copy of x whose torch.equal is bitwise (a float's bits as integers: NaN equals NaN).\"\"\"\n"
+           "    x = x.detach().contiguous()\n"
+           "    if x.is_floating_point():\n"
+           "        x = x.view({8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}[x.element_size()])\n"
+           "    return x.clone()\n"
+           "\n"
+           "\n"
+           "def _kad_time(f, cuda):\n"
+           "    \"\"\"f's time: the median of triton.testing.do_bench on CUDA; elsewhere (Triton's interpreter) one\n"
+           "    run's, which means little: the trials run there to be tested, not timed.\"\"\"\n"
+           "    if cuda:\n"
+           "        return triton.testing.do_bench(f, warmup=5, rep=20, return_mode=\"median\")\n"
+           "    t = time.perf_counter()\n"
+           "    f()\n"
+           "    return time.perf_counter() - t\n";
 }
 
 /* Is bwd's param slot an operand gradient of its GEMM form? */
@@ -1195,14 +1366,18 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
                   "            _ts = [x for x in _c if isinstance(x, torch.Tensor)]\n"
                   "            if not any(x.data_ptr() & 15 for x in _ts):\n"
                   "                _k = (_kad_cur(), *(x.dtype for x in _ts))\n");
-    buf_printf(out, "        _kad_fit(%s, _tg, _c, %s, _ck, _k and (0, *_k))\n", pl->first->name,
-               launch_options(a, pl->first));
+    int ndef = nfwd + bwd->consts.n;
+    const DefParam *o = def_order(a, bwd, nfwd);
+    buf_printf(out, "        _kad_fit(%s, _tg, _c, %s, _ck, _k and (0, *_k),\n                 kad_tune and ((_key, _dev, 0), %s))\n",
+               pl->first->name, launch_options(a, pl->first), tune_facts(a, pl->first, o, ndef, nfwd));
     for (int i = 0; i < pl->n; i++) {
         int w, st;
         launch_defaults(pl->op[i].k, &w, &st);
         const char *g1 = pl->op[i].group > 1 ? arena_printf(a, "triton.cdiv(_T, %d)", pl->op[i].group) : "_T";
-        buf_printf(out, "        _kad_fit(%s, (%s, %s, 1), _c, {\"num_warps\": %d, \"num_stages\": %d}, _ck, _k and (%d, *_k))\n",
-                   pl->op[i].k->name, pl->op[i].own ? "_V" : "_U", g1, w, st ? st : 3, i + 1);
+        buf_printf(out, "        _kad_fit(%s, (%s, %s, 1), _c, {\"num_warps\": %d, \"num_stages\": %d}, _ck, _k and (%d, *_k),\n"
+                        "                 kad_tune and ((_key, _dev, %d), %s))\n",
+                   pl->op[i].k->name, pl->op[i].own ? "_V" : "_U", g1, w, st ? st : 3, i + 1, i + 1,
+                   tune_facts(a, pl->op[i].k, o, ndef, nfwd));
     }
     buf_puts(out, "        return\n");
     for (int i = 0; i < pl->n; i++)
@@ -1216,11 +1391,14 @@ static void print_gemm_helper(Buf *out, Arena *a, const Func *bwd)
     const GemmPlan *pl = bwd->gemm;
     buf_puts(out, "\n\n_kad_gemm_plans = {}\n"
                   "_kad_fit_stages = {}  # (kernel, num_stages asked) -> the num_stages that fits in shared memory\n\n\n"
-                  "def _kad_fit(k, g, a, o, ck=None, key=None):\n"
+                  "def _kad_fit(k, g, a, o, ck=None, key=None, tune=None):\n"
                   "    \"\"\"Launches k on grid g (3 ints) through _kad_go (ck, key: its compiled kernels and their key\n"
                   "    without the launch options, or None).  The GEMM kernels keep the forward's tiles, which may\n"
                   "    not fit in shared memory at the num_stages asked for (the caller's): then with fewer, one less\n"
-                  "    at a time.\"\"\"\n"
+                  "    at a time.  tune: (the tuning key, _kad_tune's facts of k) under kad_tune, else falsy.\"\"\"\n"
+                  "    if tune:\n"
+                  "        w, s = _kad_tune(k, g, a, tune[0], o[\"num_warps\"], o.get(\"num_stages\", 3), *tune[1:])\n"
+                  "        o = {\"num_warps\": w, \"num_stages\": s}\n"
                   "    asked = o.get(\"num_stages\", 3)\n"
                   "    ns = _kad_fit_stages.get((k, asked), asked)\n"
                   "    while True:\n"
@@ -1402,7 +1580,8 @@ static void print_gathers(Buf *out, Arena *a, const Func *bwd, const DefParam *o
                      arena_printf(a, "(_kg[0] + %lld, _kg[1] + %lld, _kg[2] + %lld)", (long long)gi->grid_add[0],
                                   (long long)gi->grid_add[1], (long long)gi->grid_add[2]),
                      call, ptrs, np, 2 + j, arena_printf(a, gi->scatter ? "%d" : "num_warps or %d", w),
-                     st ? arena_printf(a, "num_stages or %d", st) : "num_stages", launch_options_of(a, w, st));
+                     st ? arena_printf(a, "num_stages or %d", st) : "num_stages", launch_options_of(a, w, st),
+                     tune_facts(a, gi->k, o, ndef, ndef - bwd->consts.n));
     }
 }
 
@@ -1480,7 +1659,7 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
             buf_printf(&key, ", args[%d].shape, args[%d].stride()", at0 + i - nfwd, at0 + i - nfwd);
         buf_printf(&key, ", args[%d].device", bwd->fold ? at0 + bwd->fold->in[0].slot - nfwd : at0);
     }
-    buf_printf(out, "\n\ndef %s(grid, *args, num_warps=None, num_stages=None, %s**constexprs):\n", lname,
+    buf_printf(out, "\n\ndef %s(grid, *args, num_warps=None, num_stages=None, kad_tune=False, %s**constexprs):\n", lname,
                bwd->fold && bwd->fold->axes ? "nfold=None, " : "");
     buf_puts(out, "    \"\"\"");
     Buf doc = {.a = a};
@@ -1546,6 +1725,12 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
     else
         buf_puts(&doc, " num_warps, num_stages: passed to every launch when given; else kad's defaults for each "
                        "kernel's tiles.");
+    if (direct || bwd->gemm)
+        buf_puts(&doc, " kad_tune: each kernel's num_warps and num_stages timed on its first launch of each "
+                       "launch key among a few, the fastest remembered; a choice never changes the results' bits "
+                       "(docs/GRAD.md, \"Tuning\").");
+    else
+        buf_puts(&doc, " kad_tune: accepted, no effect (this launcher's kernels are launched through Triton's JIT).");
     if (bwd->fold && bwd->fold->axes)
         buf_printf(&doc, " nfold: the programs (along grid axis %d) that sum the shared gradients (default: 2 per "
                          "SM, at most half the forward's programs); the sums' last bits depend on it and on nothing else.",
@@ -1697,7 +1882,7 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         launch_defaults(bwd, &w, &st);
         print_launch(out, a, ind, kname, "grid", buf_str(&call), direct ? ptrs : NULL, np, 0,
                      arena_printf(a, "num_warps or %d", w), st ? arena_printf(a, "num_stages or %d", st) : "num_stages",
-                     launch_options(a, bwd));
+                     launch_options(a, bwd), tune_facts(a, bwd, o, ndef, nfwd));
     }
     if (bwd->fold)
         print_fold_sums(out, a, bwd, kname, nfwd, at0, direct);
@@ -1809,7 +1994,7 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
         buf_puts(out, tma_helpers());
     if (bwd->fold)
         buf_printf(out, "\n\n%s", fold_dense_helper());
-    buf_printf(out, "%s%s", bwd->fold ? "" : "\n\n", launch_helper());
+    buf_printf(out, "%s%s%s", bwd->fold ? "" : "\n\n", launch_helper(), tune_helper());
     /* the package's question (docs/GRAD.md, "Launch parameters"): a dot's tiles follow the forward's
      * warps (an autotuned matmul's config); a kernel without one is better with kad's defaults */
     buf_printf(out, "\n\n# the package passes the forward's num_warps/num_stages to this launcher only when True: when\n"
@@ -1868,7 +2053,7 @@ bool emit_triton_jvp(Buf *out, const Func *fwd, const Func *jv, const AdSpec *sp
         buf_puts(out, descs_helper());
     if (emit_has_desc(jv))
         buf_puts(out, tma_helpers());
-    buf_printf(out, "\n\n%s", launch_helper());
+    buf_printf(out, "\n\n%s%s", launch_helper(), tune_helper());
     print_launcher(out, a, jv, o, nfwd, func_nargs(jv) - nfwd, fwd, kname, lname, nin);
     return true;
 }

@@ -1218,9 +1218,9 @@ static void print_module(Emitter *E, Buf *out, const char *kname, const char *bo
         if (E->libdevice)
             buf_puts(out, "from triton.language.extra import libdevice\n");
         if (bwd && f->fold)
-            buf_puts(out, "import math\n\nimport torch\n");
-        else if (bwd) /* the launcher's plans and direct launches (emit_grad.c) */
-            buf_puts(out, "import torch\n");
+            buf_puts(out, "import math\nimport time\n\nimport torch\n");
+        else if (bwd) /* the launcher's plans, direct launches and tuning (emit_grad.c) */
+            buf_puts(out, "import time\n\nimport torch\n");
         buf_puts(out, "\n\n");
     }
     /* a folded backward's sizes are not specialized (== 1, divisibility): the kernel compiled

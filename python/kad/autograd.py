@@ -1116,6 +1116,9 @@ class DifferentiableKernel:
             opts = launch.options if fwd_names else None
             if opts:
                 opts = {k: opts[k] for k in ("num_warps", "num_stages") if k in opts}
+            if self._autotuned:  # the backward's num_warps/num_stages timed too (docs/GRAD.md, "Tuning")
+                fn(launch.grid, *runtime, *grads, kad_tune=True, **(opts or {}))
+            elif opts:
                 fn(launch.grid, *runtime, *grads, **opts)
             else:
                 fn(launch.grid, *runtime, *grads)

@@ -282,7 +282,7 @@ def test_launch_options_reach_the_dacc_kernel_only(tmp_path):
     _, path = module(tmp_path, sig=SIGR)
     mod = tc.load_module(str(path), "mm_bwd_opts")
     seen = []
-    mod._kad_fit = lambda k, g, a, o, ck, key: seen.append((k.__name__ if hasattr(k, "__name__") else str(k), g,
+    mod._kad_fit = lambda k, g, a, o, ck, key, tune=None: seen.append((k.__name__ if hasattr(k, "__name__") else str(k), g,
                                                             dict(o)))
     m, n, k = 70, 40, 330
     a, b, dc = torch.randn(m, k), torch.randn(k, n), torch.randn(m, n)
