@@ -667,7 +667,9 @@ static void tune_scan(const Block *b, bool *lp, bool *ord, bool *at)
  * written, no atomic_add: a second launch gives the first's results), the
  * warps tried ((4, 8) with a tl.dot; () with an order-sensitive reduction:
  * its sums' bits follow the warps, the default only; else -1: half, the
- * same and twice the default) and the num_stages tried (with a loop).
+ * same and twice the default) and the num_stages tried (with a loop; with a
+ * tl.dot -1: one less, the same and one more than the default, whose tiles
+ * may need most of the shared memory).
  * pos(p): k's parameter p's position in the values, p < nfwd through the
  * def's order o (ndef entries), the gradients and the parameters after them
  * following; o NULL: the parameters in order. */
@@ -711,7 +713,7 @@ static const char *tune_facts(Arena *a, const Func *k, const DefParam *o, int nd
     }
     const char *writes = !known ? "None" : arena_printf(a, "(%s%s)", buf_str(&wr), strchr(buf_str(&wr), ',') || !wr.len ? "" : ",");
     return arena_printf(a, "%s, %s, %s, %s, %s", writes, at ? "False" : "True", again ? "True" : "False",
-                        dot ? "(4, 8)" : ord ? "()" : "-1", !lp ? "()" : dot ? "(3, 4)" : "(2, 3, 4)");
+                        dot ? "(4, 8)" : ord ? "()" : "-1", !lp ? "()" : dot ? "-1" : "(2, 3, 4)");
 }
 
 /* The smallest element size (bytes) of the loads of a folded backward's
@@ -938,15 +940,16 @@ static const char *tune_helper(void)
            "\n"
            "def _kad_tune(k, grid, a, tk, num_warps, num_stages, writes, exact, again, warps, stages):\n"
            "    \"\"\"kad_tune=True (the package passes it when the forward was autotuned): the (num_warps,\n"
-           "    num_stages) of the fastest launch of k on grid with a, among the defaults (num_warps, num_stages)\n"
-           "    and the candidates, warps (-1: half, the same and twice the default; (): the default) times\n"
-           "    stages ((): the default). Chosen on the first launch of (k, *tk) (the launch key, the kernel's\n"
-           "    slot) and remembered. Each trial launches k on the real arguments; the tensors it writes\n"
-           "    (positions writes in a; None: every tensor) are restored before each trial and after the last,\n"
-           "    so the launch that follows finds them as they were. exact (k's results are reproducible bit for\n"
-           "    bit): a candidate whose results differ in any bit from the default's is never chosen. again: k's results\n"
-           "    do not depend on what it wrote before (no restore between timed launches). While a CUDA graph\n"
-           "    is captured: the defaults, not remembered.\"\"\"\n"
+           "    num_stages) of the fastest launch of k on grid with a, among the defaults (num_warps,\n"
+           "    num_stages) and the candidates: warps (-1: half, the same and twice the default; (): the\n"
+           "    default) times stages (-1: one less, the same and one more; (): the default). Chosen on the\n"
+           "    first launch of (k, *tk) (the launch key, the kernel's slot) and remembered. Each trial\n"
+           "    launches k on the real arguments; the tensors it writes (positions writes in a; None: every\n"
+           "    tensor) are restored before each trial and after the last, so the launch that follows finds\n"
+           "    them as they were. exact (k's results are reproducible bit for bit): a candidate whose results\n"
+           "    differ in any bit from the default's is never chosen. again: k's results do not depend on\n"
+           "    what it wrote before (no restore between timed launches). While a CUDA graph is captured: the\n"
+           "    defaults, not remembered.\"\"\"\n"
            "    tk = (k, *tk)\n"
            "    c = _kad_tuned.get(tk)\n"
            "    if c is not None:\n"
@@ -957,6 +960,8 @@ static const char *tune_helper(void)
            "        return num_warps, num_stages\n"
            "    if warps == -1:\n"
            "        warps = tuple(w for w in (num_warps // 2, num_warps, 2 * num_warps) if 1 <= w <= 16)\n"
+           "    if stages == -1:\n"
+           "        stages = (2, 3, 4) if num_stages is None else tuple(s for s in range(num_stages - 1, num_stages + 2) if s)\n"
            "    cands = [(num_warps, num_stages)]\n"
            "    for w in warps or (num_warps,):  # num_stages None is Triton's default, 3\n"
            "        cands += [(w, s) for s in stages or (num_stages,) if (w, s) not in cands and\n"
@@ -999,8 +1004,13 @@ static const char *tune_helper(void)
            "        _kad_tuned.clear()\n"
            "        _kad_trials.clear()\n"
            "    _kad_tuned[tk], _kad_trials[tk] = c, log\n"
-           "    return c\n"
-           "\n"
+           "    return c\n";
+}
+
+/* The rest of tune_helper's helpers (a string of at most 4095 characters each). */
+static const char *tune_helper2(void)
+{
+    return "\n"
            "\n"
            "def _kad_bits(x):\n"
            "    \"\"\"A copy of x whose torch.equal is bitwise (a float's bits as integers: NaN equals NaN).\"\"\"\n"
@@ -1994,7 +2004,7 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
         buf_puts(out, tma_helpers());
     if (bwd->fold)
         buf_printf(out, "\n\n%s", fold_dense_helper());
-    buf_printf(out, "%s%s%s", bwd->fold ? "" : "\n\n", launch_helper(), tune_helper());
+    buf_printf(out, "%s%s%s%s", bwd->fold ? "" : "\n\n", launch_helper(), tune_helper(), tune_helper2());
     /* the package's question (docs/GRAD.md, "Launch parameters"): a dot's tiles follow the forward's
      * warps (an autotuned matmul's config); a kernel without one is better with kad's defaults */
     buf_printf(out, "\n\n# the package passes the forward's num_warps/num_stages to this launcher only when True: when\n"
@@ -2053,7 +2063,7 @@ bool emit_triton_jvp(Buf *out, const Func *fwd, const Func *jv, const AdSpec *sp
         buf_puts(out, descs_helper());
     if (emit_has_desc(jv))
         buf_puts(out, tma_helpers());
-    buf_printf(out, "\n\n%s%s", launch_helper(), tune_helper());
+    buf_printf(out, "\n\n%s%s%s", launch_helper(), tune_helper(), tune_helper2());
     print_launcher(out, a, jv, o, nfwd, func_nargs(jv) - nfwd, fwd, kname, lname, nin);
     return true;
 }

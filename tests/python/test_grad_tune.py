@@ -169,8 +169,9 @@ def test_a_candidate_with_other_bits_is_never_chosen(tmp_path, _triton_interpret
 
 
 def test_candidates(tmp_path, _triton_interpreter):
-    """The emitted facts: a tl.dot's kernels try 4 and 8 warps, a sum's keep the default's warps,
-    an elementwise kernel's try half, the same and twice; num_stages only with a loop."""
+    """The candidates: a tl.dot's kernels try 4 and 8 warps and the stages around the default, a
+    sum's keep the default's warps, an elementwise kernel's try half, the same and twice; num_stages
+    only with a loop (the emitted facts: test_facts)."""
     mod, src = triton_cpu.grad_module(FOLD, "rms_like", "x_ptr=*fp32,w_ptr=*fp32,y_ptr=*fp32,n_cols=i32,"
                                       "stride=i32,eps=fp32,BLOCK=32,WS=1", "x_ptr,w_ptr", "y_ptr", tmp_path, "tune")
     k = _Kernel({})
@@ -180,5 +181,24 @@ def test_candidates(tmp_path, _triton_interpreter):
     mod._kad_tune(k, (1, 1, 1), (torch.zeros(2),), ("c2",), 4, None, (0,), True, True, (), (2, 3, 4))
     assert set(k.calls) == {(4, 2), (4, 4), (4, None)}, k.calls  # 3 is None's
     k = _Kernel({})
-    mod._kad_tune(k, (1, 1, 1), (torch.zeros(2),), ("c3",), 4, 3, (0,), True, True, (4, 8), (3, 4))
-    assert set(k.calls) == {(4, 3), (4, 4), (8, 3), (8, 4)}, k.calls
+    mod._kad_tune(k, (1, 1, 1), (torch.zeros(2),), ("c3",), 2, 1, (0,), True, True, (4, 8), -1)
+    assert set(k.calls) == {(2, 1), (4, 1), (4, 2), (8, 1), (8, 2)}, k.calls  # a dot's: stages around 1
+
+
+def test_facts(tmp_path):
+    """What the emitter prints for each launch: the written tensors' positions, exact, again, the
+    candidates (rms_like: the partials kernel sums (default warps), loops over its share of the
+    forward's programs, stores d_x under a flag or adds it with atomics (not exact); its sum kernel
+    loops over the partials; the matmul's kernels have dots)."""
+    _, src = triton_cpu.grad_module(FOLD, "rms_like", "x_ptr=*fp32,w_ptr=*fp32,y_ptr=*fp32,n_cols=i32,"
+                                    "stride=i32,eps=fp32,BLOCK=32,WS=1", "x_ptr,w_ptr", "y_ptr", tmp_path, "facts")
+    flat = " ".join(src.split())
+    assert "_kad_tune(rms_like_bwd, grid, _c, (key, 0), _w, _s, (9, 10), False, False, (), (2, 3, 4))" in flat, src
+    assert "_kad_tune(rms_like_bwd_sum, sgrid, _c, (key, 1), _w, _s, (1,), True, False, (), (2, 3, 4))" in flat
+    sig = ("a_ptr=*fp32,b_ptr=*fp32,c_ptr=*fp32,M=i32,N=i32,K=i32,stride_am=i32,stride_ak=i32,stride_bk=i32,"
+           "stride_bn=i32,stride_cm=i32,stride_cn=i32,BLOCK_M=16,BLOCK_N=16,BLOCK_K=16,GROUP_SIZE_M=2,"
+           "ACTIVATION=\"leaky_relu\"")
+    _, src = triton_cpu.grad_module(MATMUL, "matmul_kernel", sig, "a_ptr,b_ptr", "c_ptr", tmp_path, "facts")
+    flat = " ".join(src.split())
+    for slot, pos in ((0, 20), (1, 19), (2, 18)):  # dacc, then d_b, d_a (after the 5 constexprs)
+        assert f"kad_tune and ((_key, _dev, {slot}), ({pos},), True, True, (4, 8), -1))" in flat, src
