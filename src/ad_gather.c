@@ -583,6 +583,53 @@ static void add_hull(Arena *a, Func *k)
     ns->flags = s.flags;
 }
 
+/* The value site `in` adds, before its rounding to x's dtype (then rounded
+ * once, at the end), when that is at least as wide as adt. */
+static ValId site_value(const Gat *g, const Inst *in, Dtype adt)
+{
+    ValId v = in->args[1];
+    const Inst *cv = g->def[v];
+    if (cv && cv->op == OP_CAST && dtype_is_float((Dtype)ir_type(g->bw, cv->args[0]).dt) &&
+        dtype_bits((Dtype)ir_type(g->bw, cv->args[0]).dt) >= dtype_bits(adt))
+        v = cv->args[0];
+    return v;
+}
+
+static int factor_arg(const Gat *g, const Inst *d);
+
+/* The division or multiplication every site's value ends with, by one
+ * float literal (x_k / c or x_k * c, in adt), or NULL: the sum then adds
+ * the x_k and divides (multiplies) once, as a hand-written backward does
+ * (a box filter's nine taps of dy / 9: one division, not nine).  The same
+ * sum up to rounding (one rounding of the division instead of one per
+ * site); it can overflow only where the x_k's sum does. */
+static const Inst *common_factor(const Gat *g, const Site *S, int n, Dtype adt, double *c)
+{
+    const Inst *f = NULL;
+    for (int k = 0; k < n; k++) {
+        ValId v = site_value(g, S[k].in, adt);
+        const Inst *d = g->def[v];
+        int at = d ? factor_arg(g, d) : -1;
+        if (at < 0 || ir_type(g->bw, v).dt != (uint8_t)adt || (f && (d->op != f->op || *c != g->def[d->args[at]]->fval)))
+            return NULL;
+        *c = g->def[d->args[at]]->fval;
+        f = f ? f : d;
+    }
+    return f;
+}
+
+/* Which argument of d (x / c, x * c or c * x) is the float literal c: 1,
+ * 0 (a product's first), or -1 when neither. */
+static int factor_arg(const Gat *g, const Inst *d)
+{
+    for (int i = 1; (d->op == OP_DIV || d->op == OP_MUL) && i >= (d->op == OP_MUL ? 0 : 1); i--) {
+        const Inst *c = g->def[d->args[i]];
+        if (c && c->op == OP_CONST && dtype_is_float((Dtype)ir_type(g->bw, d->args[i]).dt))
+            return i;
+    }
+    return -1;
+}
+
 static const char *build(Arena *a, const Func *bw, int slot, const char *name, Built *out)
 {
     Gat g0 = {.a = a, .bw = bw, .nv = bw->vals.n}, *g = &g0;
@@ -784,15 +831,15 @@ static const char *build(Arena *a, const Func *bw, int slot, const char *name, B
     g->core = arena_alloc(a, sizeof(ValId) * (size_t)nv);
     g->off = arena_alloc(a, sizeof(int64_t) * (size_t)nv);
     g->done = arena_alloc(a, (size_t)nv);
+    double fc = 0;
+    const Inst *fac = common_factor(g, S, sites.n, adt, &fc);
     for (int k = 0; k < sites.n; k++) {
         const Inst *in = S[k].in;
         memcpy(g->o, S[k].o, sizeof g->o);
         memset(g->done, 0, (size_t)nv);
-        ValId v = in->args[1];
-        const Inst *cv = g->def[v];
-        if (cv && cv->op == OP_CAST && dtype_is_float((Dtype)ir_type(bw, cv->args[0]).dt) &&
-            dtype_bits((Dtype)ir_type(bw, cv->args[0]).dt) >= dtype_bits(adt))
-            v = cv->args[0]; /* the value before its rounding to x's dtype: rounded once, at the end */
+        ValId v = site_value(g, in, adt);
+        if (fac) /* x_k, divided or multiplied once after the sum */
+            v = g->def[v]->args[!factor_arg(g, g->def[v])];
         ValId val = cl(g, v);
         if (ir_type(K, val).dt != adt)
             val = ir_op1(K, g->kb, OP_CAST, at, val, in->loc);
@@ -804,6 +851,8 @@ static const char *build(Arena *a, const Func *bw, int slot, const char *name, B
         acc = ir_op2(K, g->kb, OP_ADD, at, acc, ir_op3(K, g->kb, OP_WHERE, at, c, val, zero, in->loc), in->loc);
         any = any ? ir_op2(K, g->kb, OP_OR, bt, any, c, in->loc) : c;
     }
+    if (fac)
+        acc = ir_op2(K, g->kb, fac->op, at, acc, ir_const_float(K, g->kb, at, fc, fac->loc), fac->loc);
     if (adt != xdt)
         acc = ir_op1(K, g->kb, OP_CAST, type_tile(xdt, st.rank, st.shape), acc, gloc(g));
     ValId sa[3] = {ptr, acc, any};

@@ -103,6 +103,19 @@ def taps_pid(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + i, left + right * (pid + 1).to(tl.float32), mask=i < n)
 
 
+@triton.jit
+def taps_scaled(x_ptr, y_ptr, n, BLOCK: tl.constexpr, SAME: tl.constexpr):
+    # two taps scaled by literals: one factor (SAME) or two
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    a = tl.load(x_ptr + i - 1, mask=(i >= 1) & (i - 1 < n), other=0.0)
+    b = tl.load(x_ptr + i + 1, mask=i + 1 < n, other=0.0)
+    if SAME:
+        y = 0.3 * (a + b)
+    else:
+        y = a * 0.25 + b / 3.0
+    tl.store(y_ptr + i, y, mask=i < n)
+
+
 def _module(kernel, sig, wrt, out, tmp_path, file=HERE):
     return triton_cpu.grad_module(file, kernel, sig, wrt, out, tmp_path, "gather")
 
@@ -131,6 +144,8 @@ def test_box_filter_gathered(tmp_path, _triton_interpreter, dt, tol, case):
     mod, src = _module("box3x3", f"src=*{name},dst=*{name},H=i32,W=i32,stride_src=i32,stride_dst=i32,BH={BH},BW={BW}",
                        "src", "dst", tmp_path, GOLDEN)
     assert "def box3x3_bwd_gather_src(" in src and "d_src is gathered when" in src, src
+    gather = src.split("def box3x3_bwd_gather_src(")[1].split("\n\n\n")[0]
+    assert gather.count("/ 9.0") == 1, gather  # the nine taps' dy / 9: summed, then divided once
     grid = (triton.cdiv(H, BH), triton.cdiv(W, BW)) if case != "grid_smaller" else (2, 1)
     sstride = W + 7 if case == "strided" else W
     x64, dy64 = _randn(H, sstride), _randn(H, W, seed=2)
@@ -185,6 +200,32 @@ def test_nonlinear_1d_stencil(tmp_path, _triton_interpreter, dt, tol):
         return p[:-2] * torch.sin(p[2:]) + 0.5 * x * x
     want = _ref_grads(ref, [x.cpu().double()], dy.cpu().double())[0]
     _close(d_x, want, "d_x", src, tol)
+
+
+@pytest.mark.parametrize("same", [1, 0])
+def test_common_factor_of_the_sites(tmp_path, _triton_interpreter, same):
+    """Sites whose gradients all end with one literal factor (0.3 * (a + b): dy * 0.3 at both) are
+    summed, then multiplied once; different literals (a * 0.25 + b / 3) stay per site."""
+    n, B = 150, 64
+    mod, src = _module("taps_scaled", f"x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK={B},SAME={same}", "x_ptr", "y_ptr",
+                       tmp_path)
+    gather = src.split("def taps_scaled_bwd_gather_x_ptr(")[1].split("\n\n\n")[0]
+    scaled = [ln for ln in gather.splitlines() if "0.3" in ln or "0.25" in ln or "3.0" in ln]
+    if same:  # one product, of the two sites' sum
+        assert len(scaled) == 1 and scaled[0].count("tl.where(") == 2 and "* 0.3" in scaled[0], gather
+    else:  # each site's own
+        assert len(scaled) == 2 and not any("tl.where(" in ln for ln in scaled), gather
+    x, dy = _randn(n).float().to(DEVICE), _randn(n, seed=2).float().to(DEVICE)
+    d_x = _nan_view((n,), None, torch.float32)
+    mod.launch_taps_scaled_bwd((triton.cdiv(n, B),), x, torch.empty(n, device=DEVICE), n, dy, d_x)
+    if DEVICE != "cpu":
+        torch.cuda.synchronize()
+
+    def ref(x):
+        p = torch.nn.functional.pad(x, (1, 1))
+        return 0.3 * (p[:-2] + p[2:]) if same else p[:-2] * 0.25 + p[2:] / 3.0
+    want = _ref_grads(ref, [x.cpu().double()], dy.cpu().double())[0]
+    _close(d_x, want, "d_x", src, 1e-5)
 
 
 def test_weight_folded_next_to_the_gather(tmp_path, _triton_interpreter):
