@@ -43,6 +43,7 @@
  * grid_add 0 and their programs must be one (the condition says so, or the
  * store is not injective).
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -583,6 +584,115 @@ static void add_hull(Arena *a, Func *k)
     ns->flags = s.flags;
 }
 
+/* The instruction of b (the gather kernel's body) that defines v, or NULL. */
+static const Inst *def_in(const Block *b, ValId v)
+{
+    for (int i = b->insts.n - 1; i >= 0; i--)
+        for (int r = 0; r < b->insts.v[i].nres; r++)
+            if (b->insts.v[i].res[r] == v)
+                return &b->insts.v[i];
+    return NULL;
+}
+
+/* where(c, v, 0) as a load: when v is a float load whose masked lanes read
+ * 0.0 (or have no mask), possibly cast to another float type, the same
+ * load under its mask and c (masked lanes 0, cast to 0): one `and` in place
+ * of the select, and the addresses c excludes are not read.  0 when v is
+ * not such a load. */
+static ValId masked_load(Func *K, Block *b, ValId v, ValId c, Loc loc)
+{
+    const Inst *d = def_in(b, v), *cast = NULL;
+    if (d && d->op == OP_CAST && dtype_is_float((Dtype)ir_type(K, d->args[0]).dt)) {
+        cast = d;
+        d = def_in(b, d->args[0]);
+    }
+    if (!d || d->op != OP_LOAD || !dtype_is_float((Dtype)ir_type(K, d->res[0]).dt) ||
+        ir_type(K, d->res[0]).rank != ir_type(K, c).rank)
+        return 0;
+    const Inst *o = d->flags & IF_HAS_OTHER ? def_in(b, d->args[2]) : NULL;
+    if ((d->flags & IF_HAS_MASK) && (!o || o->op != OP_CONST || o->fval != 0.0 || signbit(o->fval)))
+        return 0;
+    Inst dl = *d; /* d points into b, which the emissions below may move */
+    Type lt = ir_type(K, dl.res[0]);
+    ValId args[3] = {dl.args[0], c, 0};
+    args[1] = dl.flags & IF_HAS_MASK ? ir_op2(K, b, OP_AND, ir_type(K, c), dl.args[1], c, loc) : c;
+    args[2] = ir_const_float(K, b, lt, 0.0, loc);
+    Inst *nl = ir_emit(K, b, OP_LOAD, args, 3, &lt, 1, loc);
+    ir_inst_copy_attrs(nl, &dl);
+    nl->flags |= IF_HAS_MASK | IF_HAS_OTHER;
+    ValId r = nl->res[0];
+    return cast ? ir_op1(K, b, OP_CAST, ir_type(K, v), r, loc) : r;
+}
+
+/* The loads' masks of the gather kernel k regrouped: an `and` tree whose
+ * leaves are broadcasts of smaller tiles (a stencil's row tests [B0, 1],
+ * column tests [1, B1]) becomes one `and` per source shape on the small
+ * tiles, each broadcast once, and-ed with the leaves of the full shape
+ * (duplicates dropped): a tap's mask costs one `and` an element, not one per
+ * test.  The same mask: `and` is associative and commutative, and a
+ * broadcast commutes with it. */
+static void regroup_masks(Arena *a, Func *k)
+{
+    Block *b = k->body;
+    int nv = k->vals.n;
+    const Inst **def = arena_alloc(a, sizeof *def * (size_t)(nv + 1));
+    for (int i = 0; i < b->insts.n; i++)
+        for (int r = 0; r < b->insts.v[i].nres; r++)
+            def[b->insts.v[i].res[r]] = &b->insts.v[i];
+    int n;
+    Inst *old = ir_block_detach(b, &n);
+    for (int i = 0; i < n; i++) {
+        Inst in = old[i];
+        if (in.op == OP_LOAD && (in.flags & IF_HAS_MASK)) {
+            ValVec lv = {0}, src = {0};
+            and_leaves(k, def, in.args[1], &lv, a);
+            int w = 0;
+            for (int x = 0; x < lv.n; x++) { /* duplicates dropped */
+                bool dup = false;
+                for (int y = 0; y < w && !dup; y++)
+                    dup = lv.v[y] == lv.v[x];
+                if (!dup)
+                    lv.v[w++] = lv.v[x];
+            }
+            lv.n = w;
+            for (int x = 0; x < lv.n; x++) { /* each leaf's source: the smaller tile it broadcasts */
+                const Inst *d = def[lv.v[x]];
+                bool small = d && d->op == OP_BROADCAST && ir_type(k, d->args[0]).rank == ir_type(k, lv.v[x]).rank;
+                vec_push(a, src, small ? d->args[0] : lv.v[x]);
+            }
+            Type mt = ir_type(k, in.args[1]);
+            bool gain = false; /* two leaves broadcast from one smaller shape: an `and` an element saved */
+            for (int x = 0; x < lv.n && !gain; x++)
+                for (int y = x + 1; y < lv.n && !gain && src.v[x] != lv.v[x]; y++)
+                    gain = src.v[y] != lv.v[y] && ir_type(k, src.v[y]).rank == ir_type(k, src.v[x]).rank &&
+                           !memcmp(ir_type(k, src.v[y]).shape, ir_type(k, src.v[x]).shape,
+                                   sizeof(mt.shape[0]) * (size_t)mt.rank);
+            ValId m = 0;
+            uint8_t *used = arena_alloc(a, (size_t)lv.n + 1);
+            memset(used, 0, (size_t)lv.n + 1);
+            for (int x = 0; x < lv.n && gain; x++) {
+                if (used[x])
+                    continue;
+                Type st = ir_type(k, src.v[x]);
+                ValId g = src.v[x];
+                for (int y = x + 1; y < lv.n; y++) {
+                    Type yt = ir_type(k, src.v[y]);
+                    if (used[y] || yt.rank != st.rank || memcmp(yt.shape, st.shape, sizeof(st.shape[0]) * (size_t)st.rank))
+                        continue;
+                    used[y] = 1;
+                    g = ir_op2(k, b, OP_AND, st, g, src.v[y], in.loc);
+                }
+                if (g != lv.v[x] && memcmp(st.shape, mt.shape, sizeof(st.shape[0]) * (size_t)st.rank))
+                    g = ir_op1(k, b, OP_BROADCAST, mt, g, in.loc);
+                m = m ? ir_op2(k, b, OP_AND, mt, m, g, in.loc) : g;
+            }
+            if (m)
+                in.args[1] = m;
+        }
+        vec_push(a, b->insts, in);
+    }
+}
+
 /* The value site `in` adds, before its rounding to x's dtype (then rounded
  * once, at the end), when that is at least as wide as adt. */
 static ValId site_value(const Gat *g, const Inst *in, Dtype adt)
@@ -840,15 +950,17 @@ static const char *build(Arena *a, const Func *bw, int slot, const char *name, B
         ValId v = site_value(g, in, adt);
         if (fac) /* x_k, divided or multiplied once after the sum */
             v = g->def[v]->args[!factor_arg(g, g->def[v])];
-        ValId val = cl(g, v);
-        if (ir_type(K, val).dt != adt)
-            val = ir_op1(K, g->kb, OP_CAST, at, val, in->loc);
         ValId c = valid_of(g, S[k].m, st);
         if (in->flags & IF_HAS_MASK)
             c = ir_op2(K, g->kb, OP_AND, bt, cl(g, in->args[2]), c, in->loc);
+        ValId val = cl(g, v);
+        if (ir_type(K, val).dt != adt)
+            val = ir_op1(K, g->kb, OP_CAST, at, val, in->loc);
         if (!k)
             ptr = cl(g, in->args[0]); /* A(Q - o_1 + o_1) = A(Q) */
-        acc = ir_op2(K, g->kb, OP_ADD, at, acc, ir_op3(K, g->kb, OP_WHERE, at, c, val, zero, in->loc), in->loc);
+        ValId lv = masked_load(K, g->kb, val, c, in->loc);
+        acc = ir_op2(K, g->kb, OP_ADD, at, acc, lv ? lv : ir_op3(K, g->kb, OP_WHERE, at, c, val, zero, in->loc),
+                     in->loc);
         any = any ? ir_op2(K, g->kb, OP_OR, bt, any, c, in->loc) : c;
     }
     if (fac)
@@ -862,6 +974,7 @@ static const char *build(Arena *a, const Func *bw, int slot, const char *name, B
     diag_init(&scratch, a);
     if (!ir_verify(K, &scratch) || !pass_run(K, "simplify", &scratch))
         return "kad could not build its gather kernel";
+    regroup_masks(a, K);
     add_hull(a, K);
     if (!pass_run(K, "simplify", &scratch) || !ir_verify(K, &scratch))
         return "kad could not build its gather kernel";
