@@ -693,6 +693,146 @@ static void regroup_masks(Arena *a, Func *k)
     }
 }
 
+/* leaf's source: the smaller tile of the same rank it broadcasts, else leaf. */
+static ValId leaf_source(const Func *k, const Inst **def, ValId leaf)
+{
+    const Inst *d = def[leaf];
+    return d && d->op == OP_BROADCAST && ir_type(k, d->args[0]).rank == ir_type(k, leaf).rank ? d->args[0] : leaf;
+}
+
+static bool same_shape(Type x, Type y)
+{
+    return x.rank == y.rank && !memcmp(x.shape, y.shape, sizeof(x.shape[0]) * (size_t)x.rank);
+}
+
+/* The store's mask, an `or` of the contributions' masks, when each
+ * contribution is common full-tile tests and-ed with one test per smaller
+ * shape (a stencil's valid row times its valid column) and the
+ * contributions are every combination of those tests (the box filter's 3
+ * rows x 3 columns): the common tests and-ed with, per smaller shape, the
+ * `or` of its tests, broadcast once -- or(r_i & c_j over all i, j) is
+ * or(r_i) & or(c_j).  Two `and`s an element instead of three per site. */
+static void factor_store_or(Arena *a, Func *k)
+{
+    Block *b = k->body;
+    int nv = k->vals.n;
+    const Inst **def = arena_alloc(a, sizeof *def * (size_t)(nv + 1));
+    for (int i = 0; i < b->insts.n; i++)
+        for (int r = 0; r < b->insts.v[i].nres; r++)
+            def[b->insts.v[i].res[r]] = &b->insts.v[i];
+    Inst st = b->insts.v[b->insts.n - 1];
+    if (st.op != OP_STORE || !(st.flags & IF_HAS_MASK))
+        return;
+    Type mt = ir_type(k, st.args[2]);
+    ValVec cs = {0};
+    or_leaves(def, st.args[2], &cs, a);
+    enum { MAXC = 64, MAXS = 3 };
+    int n = cs.n, m = 0;
+    if (n < 2 || n > MAXC)
+        return;
+    /* each contribution's tests (its and's leaves' sources), deduplicated */
+    ValVec t[MAXC];
+    for (int c = 0; c < n; c++) {
+        ValVec lv = {0};
+        and_leaves(k, def, cs.v[c], &lv, a);
+        t[c] = (ValVec){0};
+        for (int i = 0; i < lv.n; i++) {
+            ValId s0 = leaf_source(k, def, lv.v[i]);
+            bool dup = false;
+            for (int x = 0; x < t[c].n && !dup; x++)
+                dup = t[c].v[x] == s0;
+            if (!dup)
+                vec_push(a, t[c], s0);
+        }
+    }
+    /* the tests every contribution has (common), then per contribution and smaller shape its one other */
+    ValVec common = {0};
+    for (int x = 0; x < t[0].n; x++) {
+        bool all = true;
+        for (int c = 1; c < n && all; c++) {
+            bool in = false;
+            for (int y = 0; y < t[c].n && !in; y++)
+                in = t[c].v[y] == t[0].v[x];
+            all = in;
+        }
+        if (all)
+            vec_push(a, common, t[0].v[x]);
+    }
+    Type shapes[MAXS];
+    ValId key[MAXC][MAXS] = {{0}};
+    for (int c = 0; c < n; c++)
+        for (int x = 0; x < t[c].n; x++) {
+            ValId s0 = t[c].v[x];
+            bool com = false;
+            for (int y = 0; y < common.n && !com; y++)
+                com = common.v[y] == s0;
+            if (com)
+                continue;
+            Type st0 = ir_type(k, s0);
+            if (same_shape(st0, mt))
+                return; /* a full-tile test of its own: no product */
+            int j = 0;
+            while (j < m && !same_shape(shapes[j], st0))
+                j++;
+            if (j == m) {
+                if (m == MAXS)
+                    return;
+                shapes[m++] = st0;
+            }
+            if (key[c][j])
+                return; /* two tests of one shape of its own */
+            key[c][j] = s0;
+        }
+    if (m < 2)
+        return;
+    /* every combination present: n distinct tuples, n == the product of the distinct tests' counts */
+    ValId dist[MAXS][MAXC];
+    int nd[MAXS] = {0};
+    int64_t prod = 1;
+    for (int j = 0; j < m; j++) {
+        for (int c = 0; c < n; c++) {
+            if (!key[c][j])
+                return;
+            bool seen = false;
+            for (int x = 0; x < nd[j] && !seen; x++)
+                seen = dist[j][x] == key[c][j];
+            if (!seen)
+                dist[j][nd[j]++] = key[c][j];
+        }
+        prod *= nd[j];
+    }
+    for (int c = 0; c < n; c++)
+        for (int e = 0; e < c; e++) {
+            bool same = true;
+            for (int j = 0; j < m && same; j++)
+                same = key[c][j] == key[e][j];
+            if (same)
+                return;
+        }
+    if (prod != n)
+        return;
+    int ni;
+    Inst *old = ir_block_detach(b, &ni);
+    for (int i = 0; i < ni - 1; i++)
+        vec_push(a, b->insts, old[i]);
+    ValId r = 0;
+    for (int x = 0; x < common.n; x++) {
+        ValId v = common.v[x];
+        if (!same_shape(ir_type(k, v), mt))
+            v = ir_op1(k, b, OP_BROADCAST, mt, v, st.loc);
+        r = r ? ir_op2(k, b, OP_AND, mt, r, v, st.loc) : v;
+    }
+    for (int j = 0; j < m; j++) {
+        ValId o = dist[j][0];
+        for (int x = 1; x < nd[j]; x++)
+            o = ir_op2(k, b, OP_OR, shapes[j], o, dist[j][x], st.loc);
+        o = ir_op1(k, b, OP_BROADCAST, mt, o, st.loc);
+        r = r ? ir_op2(k, b, OP_AND, mt, r, o, st.loc) : o;
+    }
+    st.args[2] = r;
+    vec_push(a, b->insts, st);
+}
+
 /* The value site `in` adds, before its rounding to x's dtype (then rounded
  * once, at the end), when that is at least as wide as adt. */
 static ValId site_value(const Gat *g, const Inst *in, Dtype adt)
@@ -975,6 +1115,7 @@ static const char *build(Arena *a, const Func *bw, int slot, const char *name, B
     if (!ir_verify(K, &scratch) || !pass_run(K, "simplify", &scratch))
         return "kad could not build its gather kernel";
     regroup_masks(a, K);
+    factor_store_or(a, K);
     add_hull(a, K);
     if (!pass_run(K, "simplify", &scratch) || !ir_verify(K, &scratch))
         return "kad could not build its gather kernel";

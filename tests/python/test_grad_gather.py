@@ -116,6 +116,20 @@ def taps_scaled(x_ptr, y_ptr, n, BLOCK: tl.constexpr, SAME: tl.constexpr):
     tl.store(y_ptr + i, y, mask=i < n)
 
 
+@triton.jit
+def cross5(x_ptr, y_ptr, H, W, BH: tl.constexpr, BW: tl.constexpr):
+    # a 5-point cross: its taps are not every (row, column) combination
+    r = (tl.program_id(0) * BH + tl.arange(0, BH))[:, None]
+    c = (tl.program_id(1) * BW + tl.arange(0, BW))[None, :]
+    acc = tl.zeros((BH, BW), dtype=tl.float32)
+    for t in tl.static_range(5):
+        dr = (t == 2) - (t == 1)
+        dc = (t == 4) - (t == 3)
+        rr, cc = r + dr, c + dc
+        acc += tl.load(x_ptr + rr * W + cc, mask=(rr >= 0) & (rr < H) & (cc >= 0) & (cc < W), other=0.0)
+    tl.store(y_ptr + r * W + c, acc * 0.2, mask=(r < H) & (c < W))
+
+
 def _module(kernel, sig, wrt, out, tmp_path, file=HERE):
     return triton_cpu.grad_module(file, kernel, sig, wrt, out, tmp_path, "gather")
 
@@ -146,6 +160,7 @@ def test_box_filter_gathered(tmp_path, _triton_interpreter, dt, tol, case):
     assert "def box3x3_bwd_gather_src(" in src and "d_src is gathered when" in src, src
     gather = src.split("def box3x3_bwd_gather_src(")[1].split("\n\n\n")[0]
     assert gather.count("/ 9.0") == 1, gather  # the nine taps' dy / 9: summed, then divided once
+    assert "tl.where(" not in gather and gather.count(" | ") == 4, gather  # store mask: or(rows) & or(columns)
     grid = (triton.cdiv(H, BH), triton.cdiv(W, BW)) if case != "grid_smaller" else (2, 1)
     sstride = W + 7 if case == "strided" else W
     x64, dy64 = _randn(H, sstride), _randn(H, W, seed=2)
@@ -227,6 +242,32 @@ def test_common_factor_of_the_sites(tmp_path, _triton_interpreter, same):
         return 0.3 * (p[:-2] + p[2:]) if same else p[:-2] * 0.25 + p[2:] / 3.0
     want = _ref_grads(ref, [x.cpu().double()], dy.cpu().double())[0]
     _close(d_x, want, "d_x", src, 1e-5)
+
+
+def test_cross_stencil_keeps_the_or_of_its_taps(tmp_path, _triton_interpreter):
+    """A 5-point cross: its taps are not a product of rows and columns, so the store's mask stays
+    the or of the five contributions; right, with a grid smaller than the image (masks matter)."""
+    H, W, BH, BW = 21, 37, 8, 16
+    mod, src = _module("cross5", f"x_ptr=*fp32,y_ptr=*fp32,H=i32,W=i32,BH={BH},BW={BW}", "x_ptr", "y_ptr",
+                       tmp_path)
+    gather = src.split("def cross5_bwd_gather_x_ptr(")[1].split("\n\n\n")[0]
+    assert gather.count(" | ") == 4, gather
+    for grid in ((triton.cdiv(H, BH), triton.cdiv(W, BW)), (2, 1)):
+        x, dy = _randn(H, W).float().to(DEVICE), _randn(H, W, seed=2).float().to(DEVICE)
+        d_x = _nan_view((H, W), None, torch.float32)
+        mod.launch_cross5_bwd(grid, x, torch.empty(H, W, device=DEVICE), H, W, dy, d_x)
+        if DEVICE != "cpu":
+            torch.cuda.synchronize()
+        rows, cols = min(H, grid[0] * BH), min(W, grid[1] * BW)
+
+        def ref(x):
+            p = torch.nn.functional.pad(x, (1, 1, 1, 1))
+            y = (x + p[:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, :-2] + p[1:-1, 2:]) * 0.2
+            keep = torch.zeros(H, W, dtype=torch.float64)
+            keep[:rows, :cols] = 1
+            return y * keep
+        want = _ref_grads(ref, [x.cpu().double()], dy.cpu().double())[0]
+        _close(d_x, want, f"d_x (grid {grid})", src, 1e-5)
 
 
 def test_weight_folded_next_to_the_gather(tmp_path, _triton_interpreter):
