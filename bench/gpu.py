@@ -419,6 +419,28 @@ def copy_bandwidth(timer, device, nbytes):
     return 2 * nbytes / (ms * 1e-3)
 
 
+def patch_launchers(program_cls, edit, seen=None):
+    """Wraps program_cls.module (kad.autograd.Program) so that every launch_<kernel>_bwd of the
+    modules it returns calls edit(kwargs) before it runs (bench/warps_sweep.py forces num_warps,
+    bench/tune.py kad_tune); seen: a list each wrapped module is appended to."""
+    module = program_cls.module
+
+    def wrapped(self, *a, **k):
+        m = module(self, *a, **k)
+        if not getattr(m, "_kad_bench_patched", False):
+            for n in list(vars(m)):
+                if n.startswith("launch_") and n.endswith("_bwd"):
+                    def g(grid, *args, f=getattr(m, n), **kw):
+                        edit(kw)
+                        return f(grid, *args, **kw)
+                    setattr(m, n, g)
+            m._kad_bench_patched = True
+            if seen is not None:
+                seen.append(m)
+        return m
+    program_cls.module = wrapped
+
+
 def gpu_only(f, calls=10):
     """Microseconds of device time per call of f: every kernel's and memset's duration from
     torch.profiler, summed (the host's work and the gaps between kernels left out)."""

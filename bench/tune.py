@@ -32,29 +32,16 @@ TUNE = [True]  # False: every launch_<kernel>_bwd gets kad_tune=False
 SEEN = []  # the generated modules
 
 
-def _forcing(module):
-    """Program.module, with every launch_<kernel>_bwd of the modules it returns given TUNE[0]."""
-    def wrapped(self, *a, **k):
-        m = module(self, *a, **k)
-        if not getattr(m, "_kad_tune_bench", False):
-            for n in list(vars(m)):
-                if n.startswith("launch_") and n.endswith("_bwd"):
-                    def g(grid, *args, f=getattr(m, n), **kw):
-                        if not TUNE[0]:
-                            kw["kad_tune"] = False
-                        return f(grid, *args, **kw)
-                    setattr(m, n, g)
-            m._kad_tune_bench = True
-            SEEN.append(m)
-        return m
-    return wrapped
+def _tune(kw):
+    if not TUNE[0]:
+        kw["kad_tune"] = False
 
 
 def main():
     if not torch.cuda.is_available():
         sys.exit("bench/tune.py: needs CUDA")
     torch.backends.cuda.matmul.allow_tf32 = True
-    KA.Program.module = _forcing(KA.Program.module)
+    B.patch_launchers(KA.Program, _tune, SEEN)
     benches = {b.name: b for b in B.BENCHES}
     names = sys.argv[1].split(",") if len(sys.argv) > 1 else ["matmul + leaky ReLU"]
     print(f"kad backward GPU time, kad_tune off and on, 4096 x 4096, {torch.cuda.get_device_name()}, torch "
@@ -72,19 +59,18 @@ def main():
             torch.cuda.synchronize()
             untuned = B.gpu_only(f, 10)
             TUNE[0] = True
-            n0 = len(SEEN)
-            tuned0 = {id(m): dict(m._kad_tuned) for m in SEEN}
+            before = {id(m): dict(m._kad_tuned) for m in SEEN}
             t = time.perf_counter()
             f()
             torch.cuda.synchronize()
             first = time.perf_counter() - t
             tuned = B.gpu_only(f, 10)
             picks = []
-            for m in SEEN[:max(n0, len(SEEN))]:
+            for m in SEEN:
                 for key, c in m._kad_tuned.items():
-                    if key not in tuned0.get(id(m), {}):
-                        tr = ", ".join(f"{w}/{s}: {t if isinstance(t, str) else f'{t * 1e3:.0f}'}"
-                                       for w, s, t in m._kad_trials.get(key, ()))
+                    if key not in before.get(id(m), {}):
+                        tr = ", ".join(f"{w}/{s}: {ms if isinstance(ms, str) else f'{ms * 1e3:.0f}'}"
+                                       for w, s, ms in m._kad_trials.get(key, ()))
                         picks.append(f"{key[0].__name__.rsplit('_bwd', 1)[-1] or 'bwd'} slot {key[-1]}: {c} [{tr}]")
             print(f"| {name} | {dname} | {untuned:.1f} | {tuned:.1f} | {first:.1f} | {'; '.join(picks)} |",
                   flush=True)

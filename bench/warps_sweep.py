@@ -27,27 +27,15 @@ import kad.autograd as KA  # noqa: E402
 FORCED = [None]  # the num_warps the launchers get (None: kad's default)
 
 
-def _forcing(module):
-    """Program.module, with every launch_<kernel>_bwd of the modules it returns given FORCED[0]."""
-    def wrapped(self, *a, **k):
-        m = module(self, *a, **k)
-        if not getattr(m, "_kad_sweep", False):
-            for n in list(vars(m)):
-                if n.startswith("launch_") and n.endswith("_bwd"):
-                    def g(grid, *args, f=getattr(m, n), **kw):
-                        if FORCED[0] is not None:
-                            kw["num_warps"] = FORCED[0]
-                        return f(grid, *args, **kw)
-                    setattr(m, n, g)
-            m._kad_sweep = True
-        return m
-    return wrapped
+def _force(kw):
+    if FORCED[0] is not None:
+        kw["num_warps"] = FORCED[0]
 
 
 def main():
     if not torch.cuda.is_available():
         sys.exit("bench/warps_sweep.py: needs CUDA")
-    KA.Program.module = _forcing(KA.Program.module)
+    B.patch_launchers(KA.Program, _force)
     benches = {b.name: b for b in B.BENCHES}
     names = sys.argv[1].split(",") if len(sys.argv) > 1 else [
         "SwiGLU", "GeGLU", "RMSNorm", "LayerNorm", "softmax", "log-softmax"]

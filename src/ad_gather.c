@@ -584,16 +584,6 @@ static void add_hull(Arena *a, Func *k)
     ns->flags = s.flags;
 }
 
-/* The instruction of b (the gather kernel's body) that defines v, or NULL. */
-static const Inst *def_in(const Block *b, ValId v)
-{
-    for (int i = b->insts.n - 1; i >= 0; i--)
-        for (int r = 0; r < b->insts.v[i].nres; r++)
-            if (b->insts.v[i].res[r] == v)
-                return &b->insts.v[i];
-    return NULL;
-}
-
 /* where(c, v, 0) as a load: when v is a float load whose masked lanes read
  * 0.0 (or have no mask), possibly cast to another float type, the same
  * load under its mask and c (masked lanes 0, cast to 0): one `and` in place
@@ -601,15 +591,15 @@ static const Inst *def_in(const Block *b, ValId v)
  * not such a load. */
 static ValId masked_load(Func *K, Block *b, ValId v, ValId c, Loc loc)
 {
-    const Inst *d = def_in(b, v), *cast = NULL;
+    const Inst *d = ir_block_def(b, v), *cast = NULL;
     if (d && d->op == OP_CAST && dtype_is_float((Dtype)ir_type(K, d->args[0]).dt)) {
         cast = d;
-        d = def_in(b, d->args[0]);
+        d = ir_block_def(b, d->args[0]);
     }
     if (!d || d->op != OP_LOAD || !dtype_is_float((Dtype)ir_type(K, d->res[0]).dt) ||
         ir_type(K, d->res[0]).rank != ir_type(K, c).rank)
         return 0;
-    const Inst *o = d->flags & IF_HAS_OTHER ? def_in(b, d->args[2]) : NULL;
+    const Inst *o = d->flags & IF_HAS_OTHER ? ir_block_def(b, d->args[2]) : NULL;
     if ((d->flags & IF_HAS_MASK) && (!o || o->op != OP_CONST || o->fval != 0.0 || signbit(o->fval)))
         return 0;
     Inst dl = *d; /* d points into b, which the emissions below may move */

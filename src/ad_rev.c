@@ -891,15 +891,6 @@ static ValId eiota(Em *e, Type like, int at, Dtype dt)
     return eshape(e, OP_BROADCAST, v, type_with_dtype(like, dt), 0);
 }
 
-/* The instruction of block b defining v, or NULL (defined elsewhere). */
-static const Inst *block_def(const Block *b, ValId v)
-{
-    for (int i = b->insts.n - 1; i >= 0; i--)
-        for (int k = 0; k < b->insts.v[i].nres; k++)
-            if (b->insts.v[i].res[k] == v)
-                return &b->insts.v[i];
-    return NULL;
-}
 
 /* The adjoint of src in y = gather(src, index, axis a): a scatter-add of d
  * into src's shape without atomics, as a one-hot compare and a sum over a
@@ -1275,8 +1266,8 @@ static void adj_rule(Em *e, const Inst *in)
         int h = (int)in->ival;
         /* the other half's split already gave join(d', 0) (or join(0, d')) as the whole adjoint
          * of x in this block: one join(d', d) replaces it instead of adding a second join */
-        const Inst *j = ad->adj[a0] ? block_def(e->b, ad->adj[a0]) : NULL;
-        const Inst *z0 = j && j->op == OP_JOIN ? block_def(e->b, j->args[h]) : NULL;
+        const Inst *j = ad->adj[a0] ? ir_block_def(e->b, ad->adj[a0]) : NULL;
+        const Inst *z0 = j && j->op == OP_JOIN ? ir_block_def(e->b, j->args[h]) : NULL;
         if (z0 && z0->op == OP_CONST && z0->fval == 0.0 && type_eq(bty(ad, j->args[1 - h]), t)) {
             ValId other = j->args[1 - h];
             ad->adj[a0] = ir_op2(ad->bw, e->b, OP_JOIN, type_with_shape(t, t.rank + 1, sh), h ? other : d,

@@ -181,6 +181,15 @@ ValId ir_const_float(Func *f, Block *b, Type ty, double v, Loc loc)
     return in->res[0];
 }
 
+const Inst *ir_block_def(const Block *b, ValId v)
+{
+    for (int i = b->insts.n - 1; i >= 0; i--)
+        for (int k = 0; k < b->insts.v[i].nres; k++)
+            if (b->insts.v[i].res[k] == v)
+                return &b->insts.v[i];
+    return NULL;
+}
+
 Block *ir_inst_add_region(Func *f, Inst *inst)
 {
     Block *r = ir_block_new(f);

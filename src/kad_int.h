@@ -658,6 +658,9 @@ ValId ir_block_param_add(Func *f, Block *b, Type ty, const char *name, Loc loc);
  * the next append to the same block. */
 Inst *ir_emit(Func *f, Block *b, OpKind op, const ValId *args, int nargs,
               const Type *res_types, int nres, Loc loc);
+/* The instruction of block b (not of its regions) that defines v, or NULL
+ * (defined elsewhere).  Valid until the next append to b. */
+const Inst *ir_block_def(const Block *b, ValId v);
 /* Copies the attributes of src (flags, ival, fval, ints, sattr) onto dst: a copy of an
  * instruction with other operands. */
 void ir_inst_copy_attrs(Inst *dst, const Inst *src);
