@@ -441,6 +441,14 @@ def patch_launchers(program_cls, edit, seen=None):
     program_cls.module = wrapped
 
 
+def kad_backward(b, dt, R=4096, C=4096):
+    """The kad peer's backward of benchmark b at R x C in dtype dt (a fresh decorated kernel, its
+    graphs built), as backward_fn returns it: bench/warps_sweep.py and bench/tune.py time it."""
+    d = b.dims(R, C)
+    k = kad.differentiable(inputs=b.kad[1], outputs=b.kad[2])(b.kad[0])
+    return backward_fn(graphs(kad_forward(k, b, d), b.make, d, dt, "cuda", 0))
+
+
 def gpu_only(f, calls=10):
     """Microseconds of device time per call of f: every kernel's and memset's duration from
     torch.profiler, summed (the host's work and the gaps between kernels left out)."""

@@ -49,11 +49,8 @@ def main():
     print("| kernel | dtype | untuned µs | tuned µs | first tuned backward (s) | choices (kernel, slot: num_warps, num_stages chosen [trials]) |\n"
           "| --- | --- | --- | --- | --- | --- |")
     for name in names:
-        b = benches[name]
         for dname, dt in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
-            d = b.dims(4096, 4096)
-            k = kad.differentiable(inputs=b.kad[1], outputs=b.kad[2])(b.kad[0])
-            f = B.backward_fn(B.graphs(B.kad_forward(k, b, d), b.make, d, dt, "cuda", 0))
+            f = B.kad_backward(benches[name], dt)
             TUNE[0] = False
             f()
             torch.cuda.synchronize()

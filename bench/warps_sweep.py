@@ -43,11 +43,8 @@ def main():
           f"{torch.__version__}, kad {kad.version()}, us per backward")
     print("| kernel | dtype | default | 4 | 8 | 16 |\n| --- | --- | --- | --- | --- | --- |")
     for name in names:
-        b = benches[name]
         for dname, dt in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
-            d = b.dims(4096, 4096)
-            k = kad.differentiable(inputs=b.kad[1], outputs=b.kad[2])(b.kad[0])
-            f = B.backward_fn(B.graphs(B.kad_forward(k, b, d), b.make, d, dt, "cuda", 0))
+            f = B.kad_backward(benches[name], dt)
             cells = []
             for w in (None, 4, 8, 16):
                 FORCED[0] = w
