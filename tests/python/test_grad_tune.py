@@ -132,13 +132,15 @@ class _Kernel:
     """A stand-in for a Triton kernel: k[grid](out, num_warps=w, num_stages=s) adds 1 to out (num_warps
     8: also 1 more to its last element, other bits), taking delay[w] seconds (default 10 ms)."""
 
-    def __init__(self, delay):
-        self.delay, self.calls = delay, []
+    def __init__(self, delay, fail=()):
+        self.delay, self.calls, self.fail = delay, [], fail
 
     def __getitem__(self, grid):
         def run(out, num_warps, num_stages=None):
             import time
             self.calls.append((num_warps, num_stages))
+            if num_warps in self.fail:
+                raise RuntimeError("this candidate does not build")
             out += 1.0
             if num_warps == 8:
                 out[-1] += 1.0
@@ -163,6 +165,12 @@ def test_a_candidate_with_other_bits_is_never_chosen(tmp_path, _triton_interpret
     k = _Kernel({8: 0.0, 2: 0.002})
     assert mod._kad_tune(k, (1, 1, 1), (out,), ("inexact",), 4, None, (0,), False, False, -1, ()) == (8, None)
     assert torch.equal(out, torch.zeros(4)), "the trials' writes were not undone"
+    k2 = _Kernel({8: 0.0}, fail=(8,))  # a candidate that fails to build is skipped
+    assert mod._kad_tune(k2, (1, 1, 1), (out,), ("fails",), 4, None, (0,), True, False, -1, ()) in ((2, None), (4, None))
+    assert ("failed: RuntimeError") in [why for w, s, why in mod._kad_trials[(k2, "fails")] if w == 8]
+    assert torch.equal(out, torch.zeros(4))
+    with pytest.raises(RuntimeError):  # the default's own failure is the launch's
+        mod._kad_tune(_Kernel({}, fail=(4,)), (1, 1, 1), (out,), ("fails",), 4, None, (0,), True, False, -1, ())
     n = len(k.calls)  # remembered: no trial the second time
     assert mod._kad_tune(k, (1, 1, 1), (out,), ("inexact",), 4, None, (0,), False, False, -1, ()) == (8, None)
     assert len(k.calls) == n
