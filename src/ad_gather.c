@@ -597,7 +597,7 @@ static ValId masked_load(Func *K, Block *b, ValId v, ValId c, Loc loc)
         d = ir_block_def(b, d->args[0]);
     }
     if (!d || d->op != OP_LOAD || !dtype_is_float((Dtype)ir_type(K, d->res[0]).dt) ||
-        ir_type(K, d->res[0]).rank != ir_type(K, c).rank)
+        !type_same_shape(ir_type(K, d->res[0]), ir_type(K, c)))
         return 0;
     const Inst *o = d->flags & IF_HAS_OTHER ? ir_block_def(b, d->args[2]) : NULL;
     if ((d->flags & IF_HAS_MASK) && (!o || o->op != OP_CONST || o->fval != 0.0 || signbit(o->fval)))
@@ -654,9 +654,7 @@ static void regroup_masks(Arena *a, Func *k)
             bool gain = false; /* two leaves broadcast from one smaller shape: an `and` an element saved */
             for (int x = 0; x < lv.n && !gain; x++)
                 for (int y = x + 1; y < lv.n && !gain && src.v[x] != lv.v[x]; y++)
-                    gain = src.v[y] != lv.v[y] && ir_type(k, src.v[y]).rank == ir_type(k, src.v[x]).rank &&
-                           !memcmp(ir_type(k, src.v[y]).shape, ir_type(k, src.v[x]).shape,
-                                   sizeof(mt.shape[0]) * (size_t)mt.rank);
+                    gain = src.v[y] != lv.v[y] && type_same_shape(ir_type(k, src.v[y]), ir_type(k, src.v[x]));
             ValId m = 0;
             uint8_t *used = arena_alloc(a, (size_t)lv.n + 1);
             memset(used, 0, (size_t)lv.n + 1);
@@ -666,13 +664,12 @@ static void regroup_masks(Arena *a, Func *k)
                 Type st = ir_type(k, src.v[x]);
                 ValId g = src.v[x];
                 for (int y = x + 1; y < lv.n; y++) {
-                    Type yt = ir_type(k, src.v[y]);
-                    if (used[y] || yt.rank != st.rank || memcmp(yt.shape, st.shape, sizeof(st.shape[0]) * (size_t)st.rank))
+                    if (used[y] || !type_same_shape(ir_type(k, src.v[y]), st))
                         continue;
                     used[y] = 1;
                     g = ir_op2(k, b, OP_AND, st, g, src.v[y], in.loc);
                 }
-                if (g != lv.v[x] && memcmp(st.shape, mt.shape, sizeof(st.shape[0]) * (size_t)st.rank))
+                if (g != lv.v[x] && !type_same_shape(st, mt))
                     g = ir_op1(k, b, OP_BROADCAST, mt, g, in.loc);
                 m = m ? ir_op2(k, b, OP_AND, mt, m, g, in.loc) : g;
             }
@@ -724,7 +721,8 @@ static int factor_arg(const Gat *g, const Inst *d)
 {
     for (int i = 1; (d->op == OP_DIV || d->op == OP_MUL) && i >= (d->op == OP_MUL ? 0 : 1); i--) {
         const Inst *c = g->def[d->args[i]];
-        if (c && c->op == OP_CONST && dtype_is_float((Dtype)ir_type(g->bw, d->args[i]).dt))
+        if (c && c->op == OP_CONST && dtype_is_float((Dtype)ir_type(g->bw, d->args[i]).dt) && isfinite(c->fval) &&
+            c->fval != 0.0) /* a finite, nonzero literal: no 0/0 where every site is off */
             return i;
     }
     return -1;
