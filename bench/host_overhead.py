@@ -210,12 +210,15 @@ class HandSpec:
 
 
 class _StubKernel:
-    """A Triton kernel whose launches do nothing (--device stub)."""
+    """A Triton kernel whose launches do nothing (--device stub); tuner: the kernel's autotuner, whose
+    best_config a launch sets to its first config, as Triton's Autotuner.run sets the config it ran."""
 
-    def __init__(self, fn=None):
-        self.fn = fn
+    def __init__(self, fn=None, tuner=None):
+        self.fn, self.tuner = fn, tuner
 
     def __getitem__(self, grid):
+        if self.tuner is not None:
+            self.tuner.best_config = self.tuner.configs[0]
         return _nop
 
     def run(self, *args, **kwargs):
@@ -304,7 +307,7 @@ def measure(entry, device, iters, profile):
     det = entry[6] if len(entry) > 6 else True
     dk = kad.differentiable(inputs=inputs, outputs=outputs, deterministic=det)(fn)
     if device == "stub":
-        dk.fn = _StubKernel(getattr(fn, "fn", None))  # the forward's Triton launch, a no-op
+        dk.fn = _StubKernel(getattr(fn, "fn", None), getattr(dk, "_autotuner", None))  # the forward's launch, a no-op
     rows = {}
 
     # tensors that do not require grad: plain launch and kad's no-grad forward

@@ -281,8 +281,11 @@ def resolve_config(chain, args, kwargs, after_launch):
     """Fills kwargs with what the wrappers decide, outermost first, as their
     run() methods do: triton.heuristics values, the autotuner's config.
     Before a launch (or on the CPU) the autotuner's first config stands in;
-    after a GPU launch its best_config is the one that ran.  Returns the
-    config used (or None) and updates kwargs in place."""
+    after a GPU launch its best_config is the one that ran; after_launch
+    "previous": before a GPU launch, the config the previous launch ran
+    (best_config, the first config when none ran), which a training loop's
+    next launch of the same shapes runs again.  Returns the config used (or
+    None) and updates kwargs in place."""
     config = None
     for w in chain:
         kind = wrapper_kind(w)
@@ -291,7 +294,7 @@ def resolve_config(chain, args, kwargs, after_launch):
             for v, heur in w.values.items():
                 kwargs[v] = heur({**dict(zip(names, args)), **kwargs})
         elif kind == "Autotuner":
-            cfg = getattr(w, "best_config", None) if after_launch else None
+            cfg = getattr(w, "best_config", None) if after_launch else None  # True or "previous"
             config = cfg if cfg is not None else w.configs[0]
             clash = sorted(set(kwargs) & set(config.kwargs))
             if clash:  # Triton refuses this too, but only once it benchmarks

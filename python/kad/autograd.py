@@ -753,6 +753,7 @@ class DifferentiableKernel:
         self._declared_pos = sorted(names.index(n) for n in declared)
         self._declared_kw = list(declared)
         self._autotuned = self._has_autotuner()
+        self._autotuner = next((w for w in self.chain if wrapper_kind(w) == "Autotuner"), None)
         _ops._kernel_id(self)  # self._op_id: names this kernel in kad::launch's keys (torch.compile)
         outs = list(dict.fromkeys(self.outputs))
         # the (output, other) pairs whose storage must not overlap
@@ -805,7 +806,11 @@ class DifferentiableKernel:
         # The hot path: binding with the signature cached by the call's fast key (_launch.Binder), then
         # the launch's _Prep by (signature, device).  What remains per call depends on the tensors
         # themselves (requires_grad, views, overlapping storage) and cannot be cached.
-        launch = self._binder.bind(grid, args, kwargs, False, _F64.get())
+        # an autotuned kernel is bound with the config its previous launch ran (the one a training
+        # loop's launch runs again: _run_forward then need not bind it again), on the CPU with the first
+        launch = self._binder.bind(grid, args, kwargs, "previous" if self._autotuned else False, _F64.get())
+        if self._autotuned and launch.device == "cpu" and not _same_config(launch.config, self._autotuner.configs[0]):
+            launch = self._binder.bind(grid, args, kwargs, False, _F64.get())
         launch.call = (grid, args, kwargs)  # for the Triton launch, as the caller wrote it
         prep = self._preps.get((launch.sig, launch.device)) or self._prep(launch)
         tens = launch.values
@@ -1063,7 +1068,8 @@ class DifferentiableKernel:
             return
         grid, args, kwargs = launch.call
         self.fn[grid](*args, **kwargs)
-        if self._autotuned and rebind:
+        if self._autotuned and rebind and not _same_config(getattr(self._autotuner, "best_config", None),
+                                                           launch.config):
             # the backward must use the config that ran
             fresh = self.bind(grid, args, kwargs, after_launch=True)
             # (the grid too: a grid function of the meta-parameters, e.g. cdiv(M, meta["BLOCK_M"]),
@@ -1205,6 +1211,12 @@ class _Prep:
                      getattr(mod, "_kad_forward_options", True))
             self.bwd[key] = b
         return b
+
+
+def _same_config(ran, bound):
+    """Whether the autotuner's config that ran is the one a launch was bound with (the same object,
+    or the same values: kwargs and launch options)."""
+    return ran is bound or (ran is not None and bound is not None and ran.all_kwargs() == bound.all_kwargs())
 
 
 def _grad_names(launch, wrt, inout, out):

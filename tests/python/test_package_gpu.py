@@ -82,3 +82,37 @@ def test_autotuned_grid_of_the_config_that_ran():
     g = torch.randn(1000, device="cuda")
     (y * g).sum().backward()
     torch.testing.assert_close(x.grad, 2 * x.detach() * g)
+
+
+# The config by shape: 128-wide blocks below 500 elements, 32-wide from 500 on.  kad binds a launch
+# with the config the previous launch ran (the one a training loop's next launch runs again) and binds
+# it again after the launch only when the autotuner ran another: every switch below is one.
+@triton.autotune(configs=[triton.Config({"BLOCK": 128}), triton.Config({"BLOCK": 32})], key=["n"],
+                 prune_configs_by={"early_config_prune":
+                                   lambda configs, named_args, **kw: configs[:1] if named_args["n"] < 500 else configs[1:]})
+@triton.jit
+def _square_by_shape(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(y_ptr + offs, x * x, mask=m)
+
+
+def test_autotuned_config_switching_between_launches(monkeypatch):
+    k = kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])(_square_by_shape)
+    binds = []
+    orig = k._binder.bind
+    monkeypatch.setattr(k._binder, "bind", lambda *a, **kw: binds.append(a[3]) or orig(*a, **kw))
+    for step, n in enumerate((300, 1000, 1000, 300, 300, 1000)):
+        x = torch.randn(n, device="cuda", requires_grad=True)
+        y = torch.empty(n, device="cuda")
+        del binds[:]
+        k[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, n)
+        assert _square_by_shape.best_config.kwargs["BLOCK"] == (128 if n < 500 else 32)
+        switched = step > 0 and (n < 500) != ((300, 1000, 1000, 300, 300, 1000)[step - 1] < 500)
+        # bound once with the previous launch's config; again after the launch when it switched
+        assert binds == ["previous", True] if step == 0 and n >= 500 or switched else binds == ["previous"], \
+            (step, n, binds)
+        g = torch.randn(n, device="cuda")
+        (y * g).sum().backward()
+        torch.testing.assert_close(x.grad, 2 * x.detach() * g)
