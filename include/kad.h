@@ -81,6 +81,12 @@ KAD_API int kad_run_pass(kad_kernel *k, const char *pass);
 /* The kernel's textual IR (owned by the context). */
 KAD_API const char *kad_kernel_ir(kad_kernel *k);
 
+/* For a backward: the IR of the other kernels its launcher runs (the GEMM
+ * form's, the fold's sum kernel, gather and scattered-site kernels), each
+ * line a `#` comment, so that kad_kernel_ir's text followed by it still
+ * parses as the one backward kernel; "" when there are none. */
+KAD_API const char *kad_kernel_ir_companions(kad_kernel *k);
+
 /* Runtime parameters of a specialized kernel, in call order: what kad_run
  * takes.  Runtime parameters the signature specialized as Triton does
  * (`b_ptr=None`, `stride=1`) are constants of the kernel, not listed. */

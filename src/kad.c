@@ -181,6 +181,43 @@ const char *kad_kernel_ir(kad_kernel *k)
     return k->ir;
 }
 
+/* Appends kernel f's IR to b as `#` comments, after a line saying what it is. */
+static void companion(Buf *b, Arena *a, const Func *f, const char *what)
+{
+    buf_printf(b, "\n# %s, %s (run by the launcher; not part of the text above):\n", f->name, what);
+    for (const char *p = ir_to_string(a, f); *p;) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        buf_printf(b, "# %.*s\n", (int)n, p);
+        p += n + (e != NULL);
+    }
+}
+
+const char *kad_kernel_ir_companions(kad_kernel *k)
+{
+    kad_ctx *c = k->c;
+    API_BEGIN(c, "");
+    const Func *f = k->f;
+    Buf b = {.a = c->a};
+    buf_puts(&b, "");
+    if (f->gemm) {
+        companion(&b, c->a, f->gemm->first, "the GEMM form's dacc kernel (the forward's K loop again)");
+        for (int i = 0; i < f->gemm->n; i++)
+            companion(&b, c->a, f->gemm->op[i].k,
+                      arena_printf(c->a, "the GEMM form's kernel of d_%s", f->gemm->op[i].name));
+    }
+    if (f->fold && f->fold->sum)
+        companion(&b, c->a, f->fold->sum, "the sum kernel of the folded partials");
+    for (int j = 0; f->gather && j < f->gather->n; j++) {
+        const GatherIn *gi = &f->gather->in[j];
+        companion(&b, c->a, gi->k,
+                  arena_printf(c->a, gi->scatter ? "the scattered sites' kernel of d_%s" : "the gather kernel of d_%s",
+                               gi->name));
+    }
+    API_END(c);
+    return buf_str(&b);
+}
+
 int kad_kernel_nparams(const kad_kernel *k) { return func_nargs(k->f); }
 
 const char *kad_kernel_param_name(const kad_kernel *k, int i)

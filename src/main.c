@@ -57,7 +57,8 @@ static const char usage[] =
     "           [-I DIR]...\n"
     "  kad grad FILE.ir --wrt X,... --out Y,... [-o FILE] [--ir]\n"
     "      print the backward as a Triton module with its launcher (docs/GRAD.md),\n"
-    "      or with --ir the backward kernel's IR (reverse mode; see docs/AD.md); --atomics:\n"
+    "      or with --ir the backward kernel's IR (reverse mode; see docs/AD.md; the launcher's other\n"
+    "      kernels follow as # comments); --atomics:\n"
     "      input gradients accumulated with atomic_add (nondeterministic) instead of the default;\n"
     "      --report: per taped loop, what is taped, recomputed, checkpointed (docs/GRAD.md)\n"
     "  tapes (grad and check): [--tape-budget BYTES] checkpoint taped `for` loops above BYTES of\n"
@@ -555,6 +556,13 @@ static kad_kernel *load_target(kad_ctx *c, const char *target, const Roots *root
     return load_py_kernel(c, target, colon, roots, sig, flags);
 }
 
+/* grad --ir: the backward kernel's IR, then its launcher's other kernels as comments. */
+static const char *ir_with_companions(Arena *a, kad_kernel *g)
+{
+    const char *ir = kad_kernel_ir(g), *more = kad_kernel_ir_companions(g);
+    return ir && more && *more ? arena_printf(a, "%s%s", ir, more) : ir;
+}
+
 /* Writes text to path (stdout when NULL); 0, or 1 after a message. */
 static int write_output(const char *path, const char *text)
 {
@@ -597,7 +605,7 @@ static int cmd_ad(int argc, char **argv, bool check, bool jvp)
     } else if (!rc && !check) {
         kad_kernel *g = x.ir || x.report ? kad_grad_ex(k, x.wrt, x.out, x.gflags) : NULL;
         const char *text = x.report ? (g ? kad_tape_report(g) : NULL)
-                           : x.ir   ? (g ? kad_kernel_ir(g) : NULL)
+                           : x.ir   ? (g ? ir_with_companions(a, g) : NULL)
                                     : kad_grad_module_ex(k, x.wrt, x.out, x.gflags);
         rc = text ? write_output(x.outfile, text) : 1;
     } else if (!rc) {

@@ -100,9 +100,11 @@ def check_file(kad, path, update, timeout):
         p = subprocess.run([kad, "opt", "--pass", "verify"], input=got_out.encode(),
                            capture_output=True, timeout=timeout)
         back = p.stdout.decode("utf-8", "replace")
-        if p.returncode != 0 or back != got_out:
+        # `#` comments (grad --ir's other kernels of the launcher) are not part of the IR
+        ir_only = "".join(l for l in got_out.splitlines(keepends=True) if not l.startswith("#")).rstrip("\n") + "\n"
+        if p.returncode != 0 or back != ir_only:
             return "round trip through the IR parser differs:\n" + (
-                p.stderr.decode()[:600] if p.returncode else diff(got_out, back))
+                p.stderr.decode()[:600] if p.returncode else diff(ir_only, back))
     return None
 
 
