@@ -36,10 +36,10 @@ def _sync():
         torch.cuda.synchronize()
 
 
-def _twice(mod, launch, make):
+def _three_launches(mod, launch, make):
     """The gradients of an untuned launch, of the first tuned one (trials, then the launch) and of
     a second tuned one (the remembered choice): make() gives fresh (args, grads) each time.
-    Returns the three lists of gradients and the trials each tuned launch timed."""
+    Returns the three lists of gradients and the number of trials each launch timed."""
     timed = []
     orig = mod._kad_time
     mod._kad_time = lambda f, cuda: timed.append(1) or orig(f, cuda)
@@ -76,7 +76,7 @@ def test_folded_backward_tuned_bitwise(tmp_path, _triton_interpreter):
     def make():
         return ([(R,), _dev(x), _dev(w), torch.empty(R, C, device=DEVICE), C, C, 1e-5, _dev(dy)],
                 [_nan_view((R, C)), _nan_view((C,))])
-    outs, counts = _twice(mod, lambda g, *a, **k: mod.launch_rms_like_bwd(g, *a, nfold=3, **k), make)
+    outs, counts = _three_launches(mod, lambda g, *a, **k: mod.launch_rms_like_bwd(g, *a, nfold=3, **k), make)
     _same(outs[0], outs[1], ("d_x", "d_w"), src)
     _same(outs[0], outs[2], ("d_x", "d_w"), src)
     assert counts[0] == 0 and counts[1] >= 2 and counts[2] == 0, counts
@@ -99,7 +99,7 @@ def test_scatter_kernel_adds_once(tmp_path, _triton_interpreter):
     def make():
         return ([(R,), x.to(DEVICE), labels.to(DEVICE), torch.empty(R, device=DEVICE), S, V, ignore,
                  dy.to(DEVICE)], [_nan_view((R, V), (S, 1))])
-    outs, counts = _twice(mod, mod.launch_ce_rows_bwd, make)
+    outs, counts = _three_launches(mod, mod.launch_ce_rows_bwd, make)
     _same(outs[0], outs[1], ("d_x",), src)
     _same(outs[0], outs[2], ("d_x",), src)
     assert counts[0] == 0 and counts[1] >= 2 and counts[2] == 0, counts
@@ -120,7 +120,7 @@ def test_gemm_form_tuned_bitwise(tmp_path, _triton_interpreter):
         A, B = a.to(DEVICE), b.to(DEVICE)
         return ([grid, A, B, torch.empty(m, n, device=DEVICE), m, n, k, A.stride(0), A.stride(1), B.stride(0),
                  B.stride(1), n, 1, dc.to(DEVICE)], [torch.full_like(A, float("nan")), torch.full_like(B, float("nan"))])
-    outs, counts = _twice(mod, mod.launch_matmul_kernel_bwd, make)
+    outs, counts = _three_launches(mod, mod.launch_matmul_kernel_bwd, make)
     assert list(mod._kad_gemm_plans.values())[0] is not None, "the GEMM form did not run"
     _same(outs[0], outs[1], ("d_a", "d_b"), src)
     _same(outs[0], outs[2], ("d_a", "d_b"), src)
