@@ -1023,6 +1023,22 @@ int access_base(Access *A, const Inst *mem)
     return f && !f->why ? f->base - 1 : -1;
 }
 
+bool access_params(Access *A, int nparams, uint8_t *w, uint8_t *r, const char *skip)
+{
+    bool all = true;
+    for (int k = 0; k < access_count(A); k++) {
+        const Inst *in = access_inst(A, k);
+        if ((in->op == OP_LOAD && !r) || (skip && in->sattr && !strcmp(in->sattr, skip)))
+            continue;
+        int p = access_base(A, in);
+        if (p < 0 || p >= nparams)
+            all = false;
+        else
+            (in->op == OP_LOAD ? r : w)[p] = 1;
+    }
+    return all;
+}
+
 /* ------------------------------------------------------------------ */
 /* Constraints                                                         */
 /* ------------------------------------------------------------------ */

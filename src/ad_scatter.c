@@ -60,26 +60,6 @@ static void uses_of(const Block *b, uint8_t *used)
     }
 }
 
-/* f's accesses through parameters: marks in w the params its stores and
- * atomic_adds write through (the marked atomic_adds' parameters are the
- * caller's to mark), in r (unless NULL: its loads are not asked about)
- * those its loads read through.  False when such an access has no base
- * parameter. */
-static bool access_params(Arena *a, const Func *f, uint8_t *w, uint8_t *r)
-{
-    Access *A = access_analyze(a, f);
-    for (int k = 0; k < access_count(A); k++) {
-        const Inst *in = access_inst(A, k);
-        if (is_mark(in) || (in->op == OP_LOAD && !r))
-            continue;
-        int p = access_base(A, in);
-        if (p < 0)
-            return false;
-        (in->op == OP_LOAD ? r : w)[p] = 1;
-    }
-    return true;
-}
-
 bool ad_scatter_split(Arena *a, Func *bw, int nfwd)
 {
     if (bw->fold || bw->gemm || bw->gather || bw->tapes.n)
@@ -131,10 +111,10 @@ bool ad_scatter_split(Arena *a, Func *bw, int nfwd)
     uint8_t *w = arena_alloc(a, np), *r = arena_alloc(a, np);
     for (int j = 0; j < nk; j++)
         w[ins[j].slot] = 1;
-    if (!access_params(a, main, w, NULL))
+    if (!access_params(access_analyze(a, main), main->nparams, w, NULL, AD_SCATTER_MARK))
         return false;
     for (int j = 0; j < nk; j++)
-        if (!access_params(a, ins[j].k, w, r))
+        if (!access_params(access_analyze(a, ins[j].k), ins[j].k->nparams, w, r, AD_SCATTER_MARK))
             return false;
     for (size_t p = 0; p < np; p++)
         if (r[p] && w[p])

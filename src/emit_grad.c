@@ -681,17 +681,7 @@ static const char *tune_facts(Arena *a, const Func *k, const DefParam *o, int nd
     uint8_t *w = arena_alloc(a, (size_t)k->nparams + 1), *r = arena_alloc(a, (size_t)k->nparams + 1);
     memset(w, 0, (size_t)k->nparams + 1);
     memset(r, 0, (size_t)k->nparams + 1);
-    Access *A = access_analyze(a, k);
-    bool known = true;
-    for (int i = 0; i < access_count(A); i++) {
-        const Inst *in = access_inst(A, i);
-        int p = access_base(A, in);
-        if (p < 0 || p >= k->nparams) {
-            known = false;
-            continue;
-        }
-        (in->op == OP_LOAD ? r : w)[p] = 1;
-    }
+    bool known = access_params(access_analyze(a, k), k->nparams, w, r, NULL);
     Buf wr = {.a = a};
     bool again = known && !at;
     for (int p = 0; known && p < k->nparams; p++) {

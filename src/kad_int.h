@@ -1178,6 +1178,12 @@ const Inst *access_inst(const Access *A, int i);
 /* The pointer parameter an access goes through (index into f->params), or
  * -1 when its address is not an affine form over one parameter. */
 int access_base(Access *A, const Inst *mem);
+/* The parameters (indices < nparams) the accesses of A's function go through: w[p]
+ * set for those its stores and atomic_adds write through, r[p] (unless r is NULL:
+ * loads not asked about) for those its loads read through; accesses whose sattr is
+ * skip (unless NULL) are left out.  False when an access has no base parameter
+ * among them (the others are still marked). */
+bool access_params(Access *A, int nparams, uint8_t *w, uint8_t *r, const char *skip);
 /* Is (program ids, loop iterations, enabled lanes) -> element injective,
  * over what `vary` (ACC_VARY_*) lets vary? */
 AccResult access_injective(Access *A, const Inst *mem, int vary);
