@@ -752,8 +752,9 @@ class DifferentiableKernel:
         declared = dict.fromkeys(self.inputs + self.outputs)
         self._declared_pos = sorted(names.index(n) for n in declared)
         self._declared_kw = list(declared)
-        self._autotuned = self._has_autotuner()
+        # the autotuner among the wrappers (its best_config is the config a GPU launch ran), or None
         self._autotuner = next((w for w in self.chain if wrapper_kind(w) == "Autotuner"), None)
+        self._autotuned = self._autotuner is not None
         _ops._kernel_id(self)  # self._op_id: names this kernel in kad::launch's keys (torch.compile)
         outs = list(dict.fromkeys(self.outputs))
         # the (output, other) pairs whose storage must not overlap
@@ -979,9 +980,6 @@ class DifferentiableKernel:
                 opts = {k: opts[k] for k in ("num_warps", "num_stages") if k in opts}
             fn(launch.grid, *runtime, *[tangent[n] for n in tnames], **opts)
 
-    def _has_autotuner(self):
-        return any(wrapper_kind(w) == "Autotuner" for w in self.chain)
-
     def _check_undeclared(self, tens, others):
         """Refuses a tensor that requires grad passed to a pointer parameter
         declared neither input nor output.  kad reads such a parameter as a
@@ -1120,14 +1118,10 @@ class DifferentiableKernel:
         else:
             runtime = [tens[n] for n in launch.runtime_names]
             opts = launch.options if fwd_names else None
-            if opts:
-                opts = {k: opts[k] for k in ("num_warps", "num_stages") if k in opts}
+            opts = {k: opts[k] for k in ("num_warps", "num_stages") if k in opts} if opts else {}
             if self._autotuned:  # the backward's num_warps/num_stages timed too (docs/GRAD.md, "Tuning")
-                fn(launch.grid, *runtime, *grads, kad_tune=True, **(opts or {}))
-            elif opts:
-                fn(launch.grid, *runtime, *grads, **opts)
-            else:
-                fn(launch.grid, *runtime, *grads)
+                opts["kad_tune"] = True
+            fn(launch.grid, *runtime, *grads, **opts)
         d_ins.update((n, d_outs[n]) for n in inout)
         return d_ins
 

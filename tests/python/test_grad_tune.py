@@ -130,7 +130,7 @@ def test_gemm_form_tuned_bitwise(tmp_path, _triton_interpreter):
 
 class _Kernel:
     """A stand-in for a Triton kernel: k[grid](out, num_warps=w, num_stages=s) adds 1 to out (num_warps
-    8: also 1 more to its last element, other bits), taking delay[w] seconds (default 10 ms)."""
+    8: also 1 more to its last element, other bits), taking delay[w] seconds (default 100 ms: far apart, so that a loaded machine keeps the order)."""
 
     def __init__(self, delay, fail=()):
         self.delay, self.calls, self.fail = delay, [], fail
@@ -144,7 +144,7 @@ class _Kernel:
             out += 1.0
             if num_warps == 8:
                 out[-1] += 1.0
-            time.sleep(self.delay.get(num_warps, 0.01))
+            time.sleep(self.delay.get(num_warps, 0.1))
         return run
 
 
@@ -156,13 +156,13 @@ def test_a_candidate_with_other_bits_is_never_chosen(tmp_path, _triton_interpret
     mod, _ = triton_cpu.grad_module(FOLD, "rms_like", "x_ptr=*fp32,w_ptr=*fp32,y_ptr=*fp32,n_cols=i32,"
                                     "stride=i32,eps=fp32,BLOCK=32,WS=1", "x_ptr,w_ptr", "y_ptr", tmp_path, "tune")
     out = torch.zeros(4)
-    k = _Kernel({8: 0.0, 2: 0.002})
+    k = _Kernel({8: 0.0, 2: 0.02})
     assert mod._kad_tune(k, (1, 1, 1), (out,), ("exact",), 4, None, (0,), True, False, -1, ()) == (2, None)
     assert set(k.calls) == {(2, None), (4, None), (8, None)}, k.calls
     assert torch.equal(out, torch.zeros(4)), "the trials' writes were not undone"
     log = {(w, s): why for w, s, why in mod._kad_trials[(k, "exact")]}
     assert log[8, None] == "other bits" and isinstance(log[2, None], float), log
-    k = _Kernel({8: 0.0, 2: 0.002})
+    k = _Kernel({8: 0.0, 2: 0.02})
     assert mod._kad_tune(k, (1, 1, 1), (out,), ("inexact",), 4, None, (0,), False, False, -1, ()) == (8, None)
     assert torch.equal(out, torch.zeros(4)), "the trials' writes were not undone"
     k2 = _Kernel({8: 0.0}, fail=(8,))  # a candidate that fails to build is skipped
