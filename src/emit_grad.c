@@ -1333,7 +1333,8 @@ static const char *gemm_host(Arena *a, const TapeExpr *e, const Func *bwd)
     return buf_str(&b);
 }
 
-static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, int at0, int nfwd)
+static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, int at0, int nfwd,
+                       const DefParam *o, int ndef)
 {
     const GemmPlan *pl = bwd->gemm;
     Buf meta = {.a = a};
@@ -1373,8 +1374,6 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
                   "            _ts = [x for x in _c if isinstance(x, torch.Tensor)]\n"
                   "            if not any(x.data_ptr() & 15 for x in _ts):\n"
                   "                _k = (_kad_cur(), *(x.dtype for x in _ts))\n");
-    int ndef = nfwd + bwd->consts.n;
-    const DefParam *o = def_order(a, bwd, nfwd);
     buf_printf(out, "        _kad_fit(%s, _tg, _c, %s, _ck, _k and (0, *_k),\n                 kad_tune and ((_key, _dev, 0), %s))\n",
                pl->first->name, launch_options(a, pl->first), tune_facts(a, pl->first, o, ndef, nfwd));
     for (int i = 0; i < pl->n; i++) {
@@ -1857,7 +1856,7 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         print_fold(out, a, bwd, nfwd, at0);
     }
     if (bwd->gemm)
-        print_gemm(out, a, bwd, buf_str(&call), at0, nfwd);
+        print_gemm(out, a, bwd, buf_str(&call), at0, nfwd, o, ndef);
     if (nc)
         buf_puts(out, "    # the runtime arguments with the constexpr values in their places\n");
     if (emit_has_desc(bwd))
