@@ -463,6 +463,10 @@ class Run:
     def forward(self):
         """Runs the kernel."""
         self.dk._run_forward(self.launch)
+        # the caller's arguments (the outputs among them, whose grad_fn is now this Function's node,
+        # which holds this Run): kept, they would make a reference cycle that only Python's cyclic
+        # collector frees, holding the launch's tensors until it runs
+        self.launch.call = None
         if self.dk._autotuned and self.launch.device != "cpu":
             # the autotuner's config made another signature: the backward is the one generated for it
             self.prep = self.dk._prep(self.launch)

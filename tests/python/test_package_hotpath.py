@@ -269,3 +269,37 @@ def test_a_cuda_launch_without_autograd_goes_straight_to_triton():
     # a CPU tensor among the arguments (kad's interpreter), or a declared output missing: bound
     assert _direct_case(grad=False, requires_grad=False, y_on_cpu=True)[1]
     assert _direct_case(grad=False, requires_grad=False, w_kw=True, drop_y=True)[1]
+
+
+def test_a_launch_makes_no_reference_cycle():
+    """A forward with grad and its backward leave nothing for Python's cyclic collector: the
+    output tensor (whose grad_fn is kad's node) is freed by reference counting as soon as the
+    caller drops it.  A Run that kept the caller's arguments (the output among them) made a cycle
+    output -> grad_fn -> Run -> arguments -> output, holding the launch's tensors until a
+    collection."""
+    import gc
+    import weakref
+    dk = _kernel()
+    _launch(dk, 4, 7)  # compiled, caches filled
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        x = torch.randn(4, 7, device=DEVICE, requires_grad=True)
+        w = torch.randn(7, device=DEVICE, requires_grad=True)
+        y = torch.empty(4, 7, device=DEVICE)
+        dk[(4,)](x, w, None, y, 7, 7, 0.5, BLOCK=16, SQUARE=False)
+        gx, gw = torch.autograd.grad(y.sum(), (x, w))
+        torch.testing.assert_close(gx, (w.detach() * 0.5).expand(4, 7))
+        ref = weakref.ref(y)
+        del y
+        assert ref() is None, "the output is kept alive by a reference cycle through kad's Run"
+        # forward only (no backward): the graph is dropped with its output
+        y = torch.empty(4, 7, device=DEVICE)
+        dk[(4,)](x, w, None, y, 7, 7, 0.5, BLOCK=16, SQUARE=False)
+        ref = weakref.ref(y)
+        del y
+        assert ref() is None, "an output whose graph is never run back is kept alive by a cycle"
+    finally:
+        if was:
+            gc.enable()
