@@ -756,6 +756,10 @@ const char *ad_gemm(Arena *a, Func *bw, const int *slot, const char *const *name
         o->group = group_of(g, ats[i], sd->ival, smem[0], smem[1]);
         o->k = k1;
         if (o->group > 1) {
+            /* R iterations per program divide the grid by R: at small sizes the grouped grid no
+             * longer fills the GPU and k1 (renamed) runs instead (the launcher's choice) */
+            o->single = k1;
+            k1->name = arena_printf(a, "%s_single", k1->name);
             o->k = operand_kernel(g, ats[i], ownix[i], kn, sdt, o->group, NULL);
             if (!o->k)
                 return "kad could not rebuild the loop's body for one tile of the gradient";

@@ -845,21 +845,26 @@ static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, const char *kna
                  arena_printf(a, "%d", w), "None", NULL, tune_facts(a, pl->sum, NULL, 0, 0));
 }
 
+/* The SM count of a launch's device (the fold's nfold, the GEMM form's
+ * choice of operand kernels): module-level, asked once per device. */
+#define SMS_HELPER                                                                                    \
+    "_kad_sm_counts = {}\n"                                                                           \
+    "\n"                                                                                              \
+    "\n"                                                                                              \
+    "def _kad_sms(dev):\n"                                                                            \
+    "    \"\"\"The SM count of a CUDA device, asked once.\"\"\"\n"                                       \
+    "    n = _kad_sm_counts.get(dev)\n"                                                               \
+    "    if n is None:\n"                                                                             \
+    "        n = _kad_sm_counts[dev] = torch.cuda.get_device_properties(dev).multi_processor_count\n" \
+    "    return n\n"
+
 /* The helper of a folded backward's launcher: is d dense (its elements fill
  * its storage span, no gap, no overlap)?  Then its sum kernel stores every
  * element of the span and d needs no zero-fill. */
 static const char *fold_dense_helper(void)
 {
     return "_kad_fill = None  # tests only: a value (NaN) filling the partials the launcher leaves uninitialized\n"
-           "_kad_sm_counts = {}\n"
-           "\n"
-           "\n"
-           "def _kad_sms(dev):\n"
-           "    \"\"\"The SM count of a CUDA device, asked once.\"\"\"\n"
-           "    n = _kad_sm_counts.get(dev)\n"
-           "    if n is None:\n"
-           "        n = _kad_sm_counts[dev] = torch.cuda.get_device_properties(dev).multi_processor_count\n"
-           "    return n\n"
+           SMS_HELPER
            "\n"
            "\n"
            "def _kad_dense(d):\n"
@@ -1377,13 +1382,25 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
     buf_printf(out, "        _kad_fit(%s, _tg, _c, %s, _ck, _k and (0, *_k),\n                 kad_tune and ((_key, _dev, 0), %s))\n",
                pl->first->name, launch_options(a, pl->first), tune_facts(a, pl->first, o, ndef, nfwd));
     for (int i = 0; i < pl->n; i++) {
+        const GemmOperand *op = &pl->op[i];
+        const char *tiles = op->own ? "_V" : "_U", *pad = "";
+        if (op->single) { /* the grouped grid too small for the GPU: the one-iteration kernel */
+            int w, st;
+            launch_defaults(op->single, &w, &st);
+            buf_printf(out, "        if not _kad_fills(_dev, %s * triton.cdiv(_T, %d)):  # d_%s: one K iteration a program\n"
+                            "            _kad_fit(%s, (%s, _T, 1), _c, {\"num_warps\": %d, \"num_stages\": %d}, _ck,\n"
+                            "                     _k and (%d, *_k), kad_tune and ((_key, _dev, %d), %s))\n"
+                            "        else:\n",
+                       tiles, op->group, op->name, op->single->name, tiles, w, st ? st : 3, pl->n + 1 + i,
+                       pl->n + 1 + i, tune_facts(a, op->single, o, ndef, nfwd));
+            pad = "    ";
+        }
         int w, st;
-        launch_defaults(pl->op[i].k, &w, &st);
-        const char *g1 = pl->op[i].group > 1 ? arena_printf(a, "triton.cdiv(_T, %d)", pl->op[i].group) : "_T";
-        buf_printf(out, "        _kad_fit(%s, (%s, %s, 1), _c, {\"num_warps\": %d, \"num_stages\": %d}, _ck, _k and (%d, *_k),\n"
-                        "                 kad_tune and ((_key, _dev, %d), %s))\n",
-                   pl->op[i].k->name, pl->op[i].own ? "_V" : "_U", g1, w, st ? st : 3, i + 1, i + 1,
-                   tune_facts(a, pl->op[i].k, o, ndef, nfwd));
+        launch_defaults(op->k, &w, &st);
+        const char *g1 = op->group > 1 ? arena_printf(a, "triton.cdiv(_T, %d)", op->group) : "_T";
+        buf_printf(out, "%s        _kad_fit(%s, (%s, %s, 1), _c, {\"num_warps\": %d, \"num_stages\": %d}, _ck, _k and (%d, *_k),\n"
+                        "%s                 kad_tune and ((_key, _dev, %d), %s))\n",
+                   pad, op->k->name, tiles, g1, w, st ? st : 3, i + 1, pad, i + 1, tune_facts(a, op->k, o, ndef, nfwd));
     }
     buf_puts(out, "        return\n");
     for (int i = 0; i < pl->n; i++)
@@ -1396,7 +1413,14 @@ static void print_gemm_helper(Buf *out, Arena *a, const Func *bwd)
 {
     const GemmPlan *pl = bwd->gemm;
     buf_puts(out, "\n\n_kad_gemm_plans = {}\n"
-                  "_kad_fit_stages = {}  # (kernel, num_stages asked) -> the num_stages that fits in shared memory\n\n\n"
+                  "_kad_fit_stages = {}  # (kernel, num_stages asked) -> the num_stages that fits in shared memory\n"
+                  SMS_HELPER
+                  "\n\n"
+                  "def _kad_fills(dev, programs):\n"
+                  "    \"\"\"Whether a grid of this many programs gives every SM of dev one (on the CPU, Triton's\n"
+                  "    interpreter: always).  An operand kernel owning R K iterations a program runs only then; else its\n"
+                  "    one-iteration form (R times the programs, the same sums bit for bit).\"\"\"\n"
+                  "    return dev.type != \"cuda\" or programs >= _kad_sms(dev)\n\n\n"
                   "def _kad_fit(k, g, a, o, ck=None, key=None, tune=None):\n"
                   "    \"\"\"Launches k on grid g (3 ints) through _kad_go (ck, key: its compiled kernels and their key\n"
                   "    without the launch options, or None).  The GEMM kernels keep the forward's tiles, which may\n"
@@ -1963,6 +1987,16 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
             buf_puts(out, "\n\n");
             if (!emit_triton(out, pl->op[i].k, &go, d))
                 return false;
+            if (pl->op[i].single) {
+                go.name = pl->op[i].single->name;
+                go.header = arena_printf(a, "the GEMM form: d_%s, one tile per program (its tile id, a K iteration), "
+                                            "summing over the other tile id in order, one plain store: launched "
+                                            "instead of %s when that kernel's grid has fewer programs than the GPU "
+                                            "has SMs (the same sums, bit for bit)", pl->op[i].name, pl->op[i].k->name);
+                buf_puts(out, "\n\n");
+                if (!emit_triton(out, pl->op[i].single, &go, d))
+                    return false;
+            }
         }
         print_gemm_helper(out, a, bwd);
     }

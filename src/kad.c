@@ -202,9 +202,14 @@ const char *kad_kernel_ir_companions(kad_kernel *k)
     buf_puts(&b, "");
     if (f->gemm) {
         companion(&b, c->a, f->gemm->first, "the GEMM form's dacc kernel (the forward's K loop again)");
-        for (int i = 0; i < f->gemm->n; i++)
+        for (int i = 0; i < f->gemm->n; i++) {
             companion(&b, c->a, f->gemm->op[i].k,
                       arena_printf(c->a, "the GEMM form's kernel of d_%s", f->gemm->op[i].name));
+            if (f->gemm->op[i].single)
+                companion(&b, c->a, f->gemm->op[i].single,
+                          arena_printf(c->a, "the GEMM form's one-iteration kernel of d_%s (small grids)",
+                                       f->gemm->op[i].name));
+        }
     }
     if (f->fold && f->fold->sum)
         companion(&b, c->a, f->fold->sum, "the sum kernel of the folded partials");

@@ -2062,6 +2062,10 @@ typedef struct GemmOperand {
     int own;            /* 0: the program's id is u (loops over v), 1: v */
     int group;          /* R: the K iterations one program owns (grid (tiles, cdiv(trips, R))) */
     Func *k;
+    Func *single;       /* when R > 1: the one-iteration kernel (grid (tiles, trips), named
+                         * <k>_single), which the launcher runs instead of k when k's grid has
+                         * fewer programs than the GPU has SMs (the same sums, bit for bit);
+                         * else NULL */
     Access *acc;        /* of the one-iteration kernel (R = 1), whose stores k's are */
     const AccCond *cond;
     const AccCover *cover; /* what that kernel's store reaches over its grid (tiles, trips): when it

@@ -44,9 +44,13 @@ def test_module_has_gemm_kernels_and_no_atomics_in_them(tmp_path):
     assert "_kad_gemm_plan" not in text2
 
 
-def run_bwd(path, m, n, k, grid, a, b, dc):
+def run_bwd(path, m, n, k, grid, a, b, dc, fills=None):
+    # fills: what the launcher's _kad_fills answers (True: the grouped operand kernels, False: their
+    # one-iteration forms); None: its own answer (on CUDA, by the grid and the SM count)
     with tc.interpreter(DEVICE):
         mod = tc.load_module(str(path), f"mm_bwd_{m}_{n}_{k}_{grid}")
+        if fills is not None:
+            mod._kad_fills = lambda dev, programs: fills
         da, db = torch.full_like(a, float("nan")), torch.full_like(b, float("nan"))
         c = torch.empty(m, n, device=a.device)
         mod.launch_matmul_kernel_bwd((grid,), a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0),
@@ -209,7 +213,8 @@ def test_grouped_module_text(tmp_path):
     text, _ = module(tmp_path, sig=SIGR)
     for x in ("d_a_ptr", "d_b_ptr"):
         assert f"the GEMM form: {x}, 4 tiles per program" in text
-    assert text.count("triton.cdiv(_T, 4)") == 2
+    # each operand's grid, and each operand's test of it against the SM count (_kad_fills)
+    assert text.count("triton.cdiv(_T, 4)") == 4 and text.count("_kad_fills(_dev, _") == 2
     # the operand kernels launch with their own defaults, the dacc kernel with the caller's (the forward's) options
     launch = text.split("def launch_matmul_kernel_bwd(")[1]
     assert '_kad_fit(matmul_kernel_bwd_dacc, _tg, ' in launch and '"num_warps": num_warps or' in launch
@@ -247,11 +252,43 @@ def test_grouped_bodies_are_what_runs(tmp_path):
     m, n, k = 70, 40, 330
     g = torch.Generator().manual_seed(5)
     a, b, dc = (torch.randn(*s, generator=g).to(DEVICE) for s in ((m, k), (k, n), (m, n)))
-    da, db, _ = run_bwd(path, m, n, k, -(-m // 64) * -(-n // 16), a, b, dc)
+    da, db, _ = run_bwd(path, m, n, k, -(-m // 64) * -(-n // 16), a, b, dc, fills=True)
     a64, b64 = a.double().requires_grad_(), b.double().requires_grad_()
     torch.nn.functional.leaky_relu(a64 @ b64, 0.01).backward(dc.double())
     assert not torch.allclose(da.double(), a64.grad, rtol=1e-3, atol=1e-3)
     torch.testing.assert_close(db.double(), b64.grad, rtol=1e-2, atol=1e-2)
+
+
+# A grouped grid with fewer programs than the GPU has SMs (small matmuls: R iterations a program divide the
+# programs by R) runs each operand's one-iteration kernel (<kernel>_single, grid (tiles, trips)) instead:
+# the same sums in the same order, so the same bits.
+@pytest.mark.parametrize("m,n,k", [(70, 40, 330), (30, 50, 200)])
+def test_small_grids_run_the_one_iteration_kernels(tmp_path, m, n, k):
+    text, path = module(tmp_path, sig=SIGR)
+    launch = text.split("def launch_matmul_kernel_bwd(")[1]
+    for x in ("d_a_ptr", "d_b_ptr"):
+        assert f"def matmul_kernel_bwd_{x}_single(" in text
+        assert f"_kad_fit(matmul_kernel_bwd_{x}_single, (" in launch
+    assert launch.count("if not _kad_fills(_dev, ") == 2
+    g = torch.Generator().manual_seed(m + n + k)
+    a, b, dc = (torch.randn(*s, generator=g).to(DEVICE) for s in ((m, k), (k, n), (m, n)))
+    grid = -(-m // 64) * -(-n // 16)
+    runs = {}
+    for fills in (True, False):
+        with tc.interpreter(DEVICE):
+            mod = tc.load_module(str(path), f"mm_small_{m}_{fills}")
+            mod._kad_fills = lambda dev, programs, fills=fills: fills
+            ran, fit = [], mod._kad_fit
+            mod._kad_fit = lambda kern, *r, **kw: (ran.append(getattr(kern, "__name__", None) or kern.fn.__name__),
+                                                   fit(kern, *r, **kw))[1]
+            da, db = torch.full_like(a, float("nan")), torch.full_like(b, float("nan"))
+            mod.launch_matmul_kernel_bwd((grid,), a, b, torch.empty(m, n, device=a.device), m, n, k, a.stride(0),
+                                         a.stride(1), b.stride(0), b.stride(1), n, 1, dc, da, db)
+        runs[fills] = (da, db, ran)
+    singles = {"matmul_kernel_bwd_d_a_ptr_single", "matmul_kernel_bwd_d_b_ptr_single"}
+    assert singles <= set(runs[False][2]) and not singles & set(runs[True][2]), runs
+    assert torch.equal(runs[True][0], runs[False][0]) and torch.equal(runs[True][1], runs[False][1])
+    _check_grads(runs[False][0], runs[False][1], a, b, dc, 1e-2 if DEVICE != "cpu" else 1e-5)
 
 
 @pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16])
