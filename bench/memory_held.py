@@ -34,7 +34,10 @@ def main():
     ap.add_argument("--rows", type=int, default=1024)
     ap.add_argument("--cols", type=int, default=4096)
     a = ap.parse_args()
-    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    if not torch.cuda.is_available():
+        print("bench/memory_held.py: needs CUDA (the CUDA caching allocator's peak is what it measures)")
+        return
+    dev = "cuda"
     dk = kad.differentiable(inputs=["a_ptr", "b_ptr"], outputs=["c_ptr"])(swiglu.swiglu_fwd_kernel)
     R, C = a.rows, a.cols
     x = torch.randn(R, C, device=dev, requires_grad=True)
@@ -49,25 +52,21 @@ def main():
         torch.autograd.grad(c, (x, w), torch.ones_like(c))
 
     step()  # compiles
-    print(f"kad memory held, {torch.cuda.get_device_name() if dev == 'cuda' else 'CPU'}, torch {torch.__version__}, "
+    print(f"kad memory held, {torch.cuda.get_device_name()}, torch {torch.__version__}, "
           f"SwiGLU {R} x {C} fp32, {a.steps} steps; one step's tensors: {step_mib:.0f} MiB")
     for collector in (True, False):
         gc.collect()
         (gc.enable if collector else gc.disable)()
         try:
-            if dev == "cuda":
-                torch.cuda.synchronize()
-                torch.cuda.reset_peak_memory_stats()
-                base = torch.cuda.memory_allocated()
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
             for _ in range(a.steps):
                 step()
-            if dev == "cuda":
-                torch.cuda.synchronize()
-                peak = (torch.cuda.max_memory_allocated() - base) / 2**20
-                print(f"  cyclic collector {'on ' if collector else 'off'}: peak {peak:8.0f} MiB above the inputs "
-                      f"= {peak / step_mib:5.1f} steps' tensors")
-            else:
-                print("  (no GPU: nothing measured)")
+            torch.cuda.synchronize()
+            peak = (torch.cuda.max_memory_allocated() - base) / 2**20
+            print(f"  cyclic collector {'on ' if collector else 'off'}: peak {peak:8.0f} MiB above the inputs "
+                  f"= {peak / step_mib:5.1f} steps' tensors")
         finally:
             gc.enable()
 
