@@ -1338,6 +1338,19 @@ static const char *gemm_host(Arena *a, const TapeExpr *e, const Func *bwd)
     return buf_str(&b);
 }
 
+/* One GEMM operand kernel's launch in the launcher: k on (tiles, iters, 1)
+ * with its own launch defaults, slot its key's index (_kad_go, _kad_tune),
+ * indented by pad more. */
+static void print_operand_fit(Buf *out, Arena *a, const Func *k, const char *tiles, const char *iters, int slot,
+                              const char *pad, const DefParam *o, int ndef, int nfwd)
+{
+    int w, st;
+    launch_defaults(k, &w, &st);
+    buf_printf(out, "%s        _kad_fit(%s, (%s, %s, 1), _c, {\"num_warps\": %d, \"num_stages\": %d}, _ck, _k and (%d, *_k),\n"
+                    "%s                 kad_tune and ((_key, _dev, %d), %s))\n",
+               pad, k->name, tiles, iters, w, st ? st : 3, slot, pad, slot, tune_facts(a, k, o, ndef, nfwd));
+}
+
 static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, int at0, int nfwd,
                        const DefParam *o, int ndef)
 {
@@ -1383,24 +1396,16 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
                pl->first->name, launch_options(a, pl->first), tune_facts(a, pl->first, o, ndef, nfwd));
     for (int i = 0; i < pl->n; i++) {
         const GemmOperand *op = &pl->op[i];
-        const char *tiles = op->own ? "_V" : "_U", *pad = "";
+        const char *tiles = op->own ? "_V" : "_U";
         if (op->single) { /* the grouped grid too small for the GPU: the one-iteration kernel */
-            int w, st;
-            launch_defaults(op->single, &w, &st);
-            buf_printf(out, "        if not _kad_fills(_dev, %s * triton.cdiv(_T, %d)):  # d_%s: one K iteration a program\n"
-                            "            _kad_fit(%s, (%s, _T, 1), _c, {\"num_warps\": %d, \"num_stages\": %d}, _ck,\n"
-                            "                     _k and (%d, *_k), kad_tune and ((_key, _dev, %d), %s))\n"
-                            "        else:\n",
-                       tiles, op->group, op->name, op->single->name, tiles, w, st ? st : 3, pl->n + 1 + i,
-                       pl->n + 1 + i, tune_facts(a, op->single, o, ndef, nfwd));
-            pad = "    ";
+            buf_printf(out, "        if not _kad_fills(_dev, %s * triton.cdiv(_T, %d)):  # d_%s: one K iteration a program\n",
+                       tiles, op->group, op->name);
+            print_operand_fit(out, a, op->single, tiles, "_T", pl->n + 1 + i, "    ", o, ndef, nfwd);
+            buf_puts(out, "        else:\n");
         }
-        int w, st;
-        launch_defaults(op->k, &w, &st);
-        const char *g1 = op->group > 1 ? arena_printf(a, "triton.cdiv(_T, %d)", op->group) : "_T";
-        buf_printf(out, "%s        _kad_fit(%s, (%s, %s, 1), _c, {\"num_warps\": %d, \"num_stages\": %d}, _ck, _k and (%d, *_k),\n"
-                        "%s                 kad_tune and ((_key, _dev, %d), %s))\n",
-                   pad, op->k->name, tiles, g1, w, st ? st : 3, i + 1, pad, i + 1, tune_facts(a, op->k, o, ndef, nfwd));
+        print_operand_fit(out, a, op->k, tiles,
+                          op->group > 1 ? arena_printf(a, "triton.cdiv(_T, %d)", op->group) : "_T", i + 1,
+                          op->single ? "    " : "", o, ndef, nfwd);
     }
     buf_puts(out, "        return\n");
     for (int i = 0; i < pl->n; i++)
@@ -1976,23 +1981,22 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
         for (int i = 0; i < pl->n; i++) {
             go.name = pl->op[i].k->name;
             int r = pl->op[i].group;
+            const char *one = arena_printf(a, "the GEMM form: d_%s, one tile per program (its tile id, a K "
+                                              "iteration), summing over the other tile id in order, one plain store",
+                                           pl->op[i].name);
             go.header = r > 1 ? arena_printf(a, "the GEMM form: d_%s, %d tiles per program (its tile id, %d consecutive "
                                                 "K iterations: each %s tile loaded once serves the %d), each summed "
                                                 "over the other tile id in order, one plain store each (iterations "
                                                 "past the loop's end: masked off)",
                                              pl->op[i].name, r, r, pl->data, r)
-                              : arena_printf(a, "the GEMM form: d_%s, one tile per program (its tile id, a K "
-                                                "iteration), summing over the other tile id in order, one plain "
-                                                "store", pl->op[i].name);
+                              : one;
             buf_puts(out, "\n\n");
             if (!emit_triton(out, pl->op[i].k, &go, d))
                 return false;
             if (pl->op[i].single) {
                 go.name = pl->op[i].single->name;
-                go.header = arena_printf(a, "the GEMM form: d_%s, one tile per program (its tile id, a K iteration), "
-                                            "summing over the other tile id in order, one plain store: launched "
-                                            "instead of %s when that kernel's grid has fewer programs than the GPU "
-                                            "has SMs (the same sums, bit for bit)", pl->op[i].name, pl->op[i].k->name);
+                go.header = arena_printf(a, "%s: launched instead of %s when that kernel's grid has fewer programs "
+                                            "than the GPU has SMs (the same sums, bit for bit)", one, pl->op[i].k->name);
                 buf_puts(out, "\n\n");
                 if (!emit_triton(out, pl->op[i].single, &go, d))
                     return false;

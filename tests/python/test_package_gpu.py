@@ -63,14 +63,17 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 
-@triton.autotune(configs=[triton.Config({"BLOCK": 128}), triton.Config({"BLOCK": 32})], key=["n"],
-                 prune_configs_by={"early_config_prune": lambda configs, named_args, **kw: configs[1:]})
 @triton.jit
-def _square_tuned(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+def _square(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     x = tl.load(x_ptr + offs, mask=m)
     tl.store(y_ptr + offs, x * x, mask=m)
+
+
+_square_tuned = triton.autotune(
+    configs=[triton.Config({"BLOCK": 128}), triton.Config({"BLOCK": 32})], key=["n"],
+    prune_configs_by={"early_config_prune": lambda configs, named_args, **kw: configs[1:]})(_square)
 
 
 def test_autotuned_grid_of_the_config_that_ran():
@@ -87,15 +90,11 @@ def test_autotuned_grid_of_the_config_that_ran():
 # The config by shape: 128-wide blocks below 500 elements, 32-wide from 500 on.  kad binds a launch
 # with the config the previous launch ran (the one a training loop's next launch runs again) and binds
 # it again after the launch only when the autotuner ran another: every switch below is one.
-@triton.autotune(configs=[triton.Config({"BLOCK": 128}), triton.Config({"BLOCK": 32})], key=["n"],
-                 prune_configs_by={"early_config_prune":
-                                   lambda configs, named_args, **kw: configs[:1] if named_args["n"] < 500 else configs[1:]})
-@triton.jit
-def _square_by_shape(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    x = tl.load(x_ptr + offs, mask=m)
-    tl.store(y_ptr + offs, x * x, mask=m)
+# (_square under an autotuner of its own: its configs, cache and best_config are this one's)
+_square_by_shape = triton.autotune(
+    configs=[triton.Config({"BLOCK": 128}), triton.Config({"BLOCK": 32})], key=["n"],
+    prune_configs_by={"early_config_prune":
+                      lambda configs, named_args, **kw: configs[:1] if named_args["n"] < 500 else configs[1:]})(_square)
 
 
 def test_autotuned_config_switching_between_launches(monkeypatch):
