@@ -1360,19 +1360,39 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
         if (!bwd->consts.v[i].runtime)
             buf_printf(&meta, "%s\"%s\": %s", meta.len ? ", " : "", bwd->consts.v[i].name, bwd->consts.v[i].value);
     buf_puts(out, "    # the matmul's operand gradients as GEMMs of their own (ad_gemm), deterministic: when this\n"
-                  "    # launch's programs map one to one onto the tile pairs (u, v) (checked once per launch shape)\n"
-                  "    _ta = dict(zip(names, args))\n");
-    buf_printf(out, "    _tg = tuple(grid({**_ta, %s}) if callable(grid) else grid)\n", buf_str(&meta));
-    Buf gk = {.a = a}; /* the operand gradients' layouts: the plan says whether their tiles cover them */
+                  "    # launch's programs map one to one onto the tile pairs (u, v) (checked once per launch shape)\n");
+    buf_printf(out, "    _tg = grid({**dict(zip(names, args)), %s}) if callable(grid) else grid\n", buf_str(&meta));
+    /* the key: the integer arguments (the plan's host expressions read nothing else), then the
+     * operand gradients' layouts (the plan says whether their tiles cover them); the tensors of the
+     * kernels' arguments (_c): the forward's pointer arguments, the gradients, the scratch */
+    Buf gk = {.a = a}, ts = {.a = a};
+    for (int k = 0, i = 0; k < ndef; k++) {
+        if (!is_arg(bwd, o, k))
+            continue;
+        if (!o[k].cnst) { /* (a specialized argument's value is the signature's: checked above) */
+            Dtype dt = (Dtype)ir_type(bwd, bwd->params[o[k].i]).dt;
+            if (dt == DT_PTR)
+                buf_printf(&ts, "args[%d], ", i);
+            else if (!dtype_is_float(dt))
+                buf_printf(&gk, "%sargs[%d]", gk.len ? ", " : "", i);
+        }
+        i++;
+    }
+    for (int i = nfwd; i < func_nargs(bwd); i++)
+        buf_printf(&ts, "args[%d], ", at0 + i - nfwd);
+    buf_puts(&ts, "_dacc");
+    buf_puts(&gk, gk.len && !strchr(buf_str(&gk), ',') ? ",)" : ")");
     for (int i = 0; i < pl->n; i++)
         buf_printf(&gk, ", args[%d].shape, args[%d].stride()", at0 + pl->op[i].slot - nfwd,
                    at0 + pl->op[i].slot - nfwd);
-    buf_printf(out, "    _tg = _tg + (1,) * (3 - len(_tg))\n"
-                    "    _key = (_tg, tuple(x for x in args if isinstance(x, int))%s)\n", buf_str(&gk));
-    buf_puts(out, "    _plan = _kad_gemm_plans.get(_key)\n"
-                  "    _dev = next(t.device for t in args if isinstance(t, torch.Tensor))\n"
-                  "    if _plan is None:\n"
-                  "        _plan = _kad_gemm_plan(_ta, _tg)\n"
+    buf_puts(out, "    _tg = tuple(_tg) + (1,) * (3 - len(_tg))\n    _key = (_tg, (");
+    wrap(out, arena_printf(a, "%s)", buf_str(&gk)), LINE_LIMIT, "            ", 13);
+    buf_printf(out, "\n    _plan = _kad_gemm_plans.get(_key)\n"
+                    "    _dev = args[%d].device\n"
+                    "    if _plan is None:\n"
+                    "        _plan = _kad_gemm_plan(dict(zip(names, args)), _tg)\n",
+               at0 + pl->op[0].slot - nfwd);
+    buf_puts(out, ""
                   "        if _plan is not None:  # with the compiled kernels of this launch shape (_kad_go)\n"
                   "            _plan = (*_plan, _kad_ck(_dev))\n"
                   "        _kad_gemm_plans[_key] = _plan\n"
@@ -1389,7 +1409,9 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
     buf_printf(out, "        _c = (%s%s_dacc, _U, _V)\n", call, *call ? ", " : "");
     buf_puts(out, "        _k = None  # the kernels' key (_kad_go) less the options: on CUDA, every tensor 16-byte aligned\n"
                   "        if _ck is not None:\n"
-                  "            _ts = [x for x in _c if isinstance(x, torch.Tensor)]\n"
+                  "            _ts = (");
+    wrap(out, arena_printf(a, "%s)", buf_str(&ts)), LINE_LIMIT, "                   ", 19);
+    buf_puts(out, "\n"
                   "            if not any(x.data_ptr() & 15 for x in _ts):\n"
                   "                _k = (_kad_cur(), *(x.dtype for x in _ts))\n");
     buf_printf(out, "        _kad_fit(%s, _tg, _c, %s, _ck, _k and (0, *_k),\n                 kad_tune and ((_key, _dev, 0), %s))\n",

@@ -368,7 +368,7 @@ class Binder:
         # per parameter: (name, 0 constexpr | 1 runtime that Triton specializes to 1 | 2 runtime that it does not)
         self.kinds = tuple((p.name, 0 if p.is_constexpr else 2 if (p.do_not_specialize or p.annotation_type) else 1)
                            for p in ps)
-        self.sigs = {}  # fast key -> (sig, device, hints, parts)
+        self.sigs = {}  # fast key -> (sig, device, hints, parts, whether a tensor descriptor is passed)
         # hints(sig) -> [(name, lo, hi)]: int parameters whose value in [lo, hi] makes a loop run once
         # (kad_kernel_range_hints); the signature then gives them that range (_refine)
         self.hints = hints
@@ -381,23 +381,22 @@ class Binder:
         Tensor = torch.Tensor
         for n, kind in self.kinds:
             v = values[n]
+            t = type(v)
             if kind == 0:
-                t = type(v)
                 add((t, v) if t in _PLAIN_CONST else _const_text(n, v))
+            elif t is int:
+                add(1 if kind == 1 and v == 1 else 32 if -2147483648 <= v < 2147483648 else _int_fact(v, False))
             elif isinstance(v, Tensor):
-                add((v.dtype, v.device.type))
+                # a CUDA tensor's entry is its dtype alone (is_cuda is cheaper than device.type)
+                add(v.dtype if v.is_cuda else (v.dtype, v.device.type))
             elif v is None:
                 add(None)
             elif is_tensor_desc(v):
                 add(desc_fact(v))
+            elif t is not bool and isinstance(v, int):
+                add((t, _int_fact(v, False)))
             else:
-                t = type(v)
-                if t is int:
-                    add(1 if kind == 1 and v == 1 else 32 if -2147483648 <= v < 2147483648 else _int_fact(v, False))
-                elif t is not bool and isinstance(v, int):
-                    add((t, _int_fact(v, False)))
-                else:
-                    add(t)
+                add(t)
         return tuple(key)
 
     def bind(self, grid, args, kwargs, after_launch=False, f64_as=None):
@@ -442,9 +441,10 @@ class Binder:
         key = self.key(values, f64_as)
         hit = self.sigs.get(key)
         if hit is None:
-            hit = self._hinted(*self._signature(values, f64_as))
+            hit = self._hinted(*self._signature(values, f64_as)) + (
+                any(is_tensor_desc(values[n]) for n in self.runtime_names),)
             self.sigs[key] = hit
-        sig, device, hints, parts = hit
+        sig, device, hints, parts, descs = hit
         if hints:
             sig = self._refine(sig, hints, parts, values)
         if callable(grid):
@@ -453,7 +453,10 @@ class Binder:
             g = eval_grid(grid, meta)
         else:
             g = eval_grid(grid, None)
-        values, runtime_names = expand_descs(values, self.runtime_names)
+        if descs:
+            values, runtime_names = expand_descs(values, self.runtime_names)
+        else:
+            runtime_names = self.runtime_names
         return Launch(self.name, self.params, values, options, g, sig, device, config, runtime_names)
 
     def _hinted(self, sig, device, parts):

@@ -470,16 +470,25 @@ class Run:
         if self.dk._autotuned and self.launch.device != "cpu":
             # the autotuner's config made another signature: the backward is the one generated for it
             self.prep = self.dk._prep(self.launch)
-        # keep only detached aliases from here on (one per tensor: an output
-        # that is its own dirty tensor keeps `values[n] is dirty[i]`)
+        # keep detached aliases of the tensors that now carry this Function's node: the dirty tensors,
+        # the outputs (views of them) and any view (one of a dirty base would, after mark_dirty); an
+        # output that is its own dirty tensor keeps `values[n] is dirty[i]`.  A tensor that is not a
+        # view is kept as passed: mark_dirty of another tensor leaves its history alone.
         orig = self.dirty
-        self.dirty = [t.detach() for t in orig]
-        alias = {id(o): d for o, d in zip(orig, self.dirty)}
+        self.dirty = dirty = [t.detach() for t in orig]
         values = self.launch.values
+        outputs = self.outputs
         for n in self.prep.tensors:
             v = values[n]
-            d = alias.get(id(v))
-            values[n] = v.detach() if d is None else d
+            if n in outputs:
+                for o, d in zip(orig, dirty):
+                    if v is o:
+                        values[n] = d
+                        break
+                else:
+                    values[n] = v.detach()
+            elif v._base is not None:
+                values[n] = v.detach()
 
     def output_grad(self, n, dirty_grads):
         """The gradient of output n, in n's layout, from its dirty tensor's."""
@@ -763,6 +772,7 @@ class DifferentiableKernel:
         outs = list(dict.fromkeys(self.outputs))
         # the (output, other) pairs whose storage must not overlap
         self._pairs = [(a, b) for i, a in enumerate(outs) for b in self.inputs + outs[i + 1:] if a != b]
+        self._pair_names = list(dict.fromkeys(n for p in self._pairs for n in p))
         self._program = None
         self._plock = threading.Lock()
         self.__name__ = self.jit.fn.__name__
@@ -839,7 +849,7 @@ class DifferentiableKernel:
         if not grad or not (needed or in_graph):
             self._run_forward(launch, prep, rebind=False)  # no backward: the config that ran is not needed
             return None
-        self._check_for_autograd(tens, dirty)
+        self._check_for_autograd(tens, dirty, prep)
         loads = prep.loads(self._program or self.program)
         inout = [n for n in self.outputs
                  if n in self.inputs or dirty[dirty_of[n]].requires_grad or n in loads]
@@ -1003,30 +1013,35 @@ class DifferentiableKernel:
                 f"would be silently missing (or partial, if it shares memory with a declared input); add "
                 f"'{n}' to inputs=[...], or pass its tensor as .detach() if no gradient should flow through it")
 
-    def _check_for_autograd(self, tens, dirty):
+    def _check_for_autograd(self, tens, dirty, prep):
+        nonfloat = prep.nonfloat  # a function of the signature: checked per launch only where it has some
         for n in self.inputs:
             t = tens[n]
             if not t.requires_grad:
                 continue
-            if t.dtype not in FLOAT_DTYPES:
+            if n in nonfloat:
                 raise TypeError(f"input '{n}' is a {t.dtype} tensor that requires grad: only float32, float16, "
                                 f"bfloat16 and float64 buffers are differentiated")
             st = t.stride()
             if 0 in st and any(s == 0 and k > 1 for k, s in zip(t.shape, st)):
                 raise ValueError(f"input '{n}' has overlapping memory (a stride of 0, e.g. from expand()): its "
                                  f"gradient would need one slot per element; pass {n}.contiguous()")
-        for n in self.outputs:
-            t = tens[n]
-            if t.dtype not in FLOAT_DTYPES:
-                raise TypeError(f"output '{n}' is a {t.dtype} tensor: only float outputs are differentiated")
+        if nonfloat:
+            for n in self.outputs:
+                if n in nonfloat:
+                    raise TypeError(f"output '{n}' is a {tens[n].dtype} tensor: only float outputs are "
+                                    f"differentiated")
         for d in dirty:
             if d.is_leaf and d.requires_grad:
                 n = next(n for n in self.outputs if tens[n] is d or tens[n]._base is d)
                 raise RuntimeError(f"output '{n}' is (a view of) a leaf tensor that requires grad: the kernel "
                                    f"writes it in place; pass a fresh tensor (e.g. torch.empty_like)")
-        for a, b in self._pairs:
-            if _overlap(tens[a], tens[b]):
-                raise ValueError(f"'{a}' and '{b}' share memory: kad differentiates kernels whose outputs "
+        if self._pairs:
+            ext = {n: _extent(tens[n]) for n in self._pair_names}  # each tensor's bytes, once
+            for a, b in self._pairs:
+                ea, eb = ext[a], ext[b]
+                if ea is not None and eb is not None and ea[0] < eb[1] and eb[0] < ea[1]:
+                    raise ValueError(f"'{a}' and '{b}' share memory: kad differentiates kernels whose outputs "
                                      f"do not alias their inputs or each other")
 
     def _direct(self, args, kwargs, grad):
@@ -1145,6 +1160,8 @@ class _Prep:
         declared = set(dk.inputs) | set(dk.outputs)
         self.tensors = [n for n, v in launch.runtime if isinstance(v, torch.Tensor)]
         self.others = [n for n in self.tensors if n not in declared]  # undeclared tensor arguments
+        # the tensor parameters of a dtype kad does not differentiate (the signature types them)
+        self.nonfloat = frozenset(n for n in self.tensors if launch.values[n].dtype not in FLOAT_DTYPES)
         self.fwd = self.fwd_names = self._loads = None
         self.bwd = {}
         self.plans = {}  # (needs_input_grad, which gradients are None, inout) -> plan()
@@ -1227,17 +1244,15 @@ def _grad_names(launch, wrt, inout, out):
     return wrt, out
 
 
-def _overlap(a, b):
-    """Whether two tensors' storage spans intersect."""
-    if a.numel() == 0 or b.numel() == 0 or a.get_device() != b.get_device():
-        return False
-    a0, b0 = a.data_ptr(), b.data_ptr()
-    return a0 < b0 + _span(b) and b0 < a0 + _span(a)
-
-
-def _span(t):
-    """span_bytes(t) of a non-empty tensor, without a loop when it is contiguous."""
-    return t.numel() * t.element_size() if t.is_contiguous() else span_bytes(t)
+def _extent(t):
+    """(first byte address, end address) of a tensor's span, None when it is empty.  The tensors of
+    one launch are on one device type (Binder._signature), and CUDA's unified addressing gives the
+    memory of different GPUs different addresses: comparing addresses is enough."""
+    n = t.nbytes
+    if n == 0:
+        return None
+    p = t.data_ptr()
+    return p, p + (n if t.is_contiguous() else span_bytes(t))
 
 
 from . import _ops  # noqa: E402  (the custom operators call back into this module)

@@ -337,6 +337,21 @@ def test_aliasing_and_leaf_outputs_are_refused():
         rmsnorm[(4,)](x, w, x.detach(), torch.empty(4), 40, 40, 40, 1e-6, BLOCK=64)
     with pytest.raises(RuntimeError, match="leaf tensor that requires grad"):
         rmsnorm[(4,)](x, w, torch.empty(4, 40, requires_grad=True), torch.empty(4), 40, 40, 40, 1e-6, BLOCK=64)
+    # rows of one buffer: the output overlapping the input by its last element is refused, the
+    # output starting right after the input's last element is not (and w's gradient is right; x's
+    # history is the buffer's after the launch writes the buffer, as PyTorch has it)
+    buf = torch.randn(9, 40)
+    xb = buf[:4]
+    out = buf.view(-1)[159:319].view(4, 40)
+    with pytest.raises(ValueError, match="'y_ptr' and 'x_ptr' share memory"):
+        rmsnorm[(4,)](xb, w, out, torch.empty(4), 40, 40, 40, 1e-6, BLOCK=64)
+    xr = xb.clone()
+    y = buf[4:8]
+    rmsnorm[(4,)](xb, w, y, torch.empty(4), 40, 40, 40, 1e-6, BLOCK=64)
+    got, = torch.autograd.grad(y.sum(), (w,))
+    exp, = torch.autograd.grad(ref(xr, w)[0].sum(), (w,))
+    torch.testing.assert_close(y.detach(), ref(xr, w)[0].detach())
+    torch.testing.assert_close(got, exp)
 
 
 def test_passing_an_autotuned_meta_parameter_is_refused():
