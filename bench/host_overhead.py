@@ -26,7 +26,10 @@ stubbed to a dispatch (see _stub_big_fills): a GPU's host pays a launch, not a C
   hand/kad f+b  the forward with grad, then torch.autograd.grad
 
 Each figure: time.perf_counter over --iters calls after a warm-up, torch.cuda.synchronize only at
-the ends, median of 5 repetitions, in microseconds per call.
+the ends, median of 5 repetitions, in microseconds per call.  On --device cuda a second table gives
+each call's device time (bench/gpu.py's gpu_only: every kernel's and memset's duration from
+torch.profiler, mean of 20 calls): a row whose per-call figure is close to its device time is bound
+by the GPU's work (the 4096 x 4096 norms' launches), not by the host.
 
 --device cpu (no GPU: the default when CUDA is not available): the same host paths with the device
 work stubbed out -- kad's interpreter call (kad.autograd.run_cpu) is replaced by a no-op, and the
@@ -308,15 +311,19 @@ def measure(entry, device, iters, profile):
     dk = kad.differentiable(inputs=inputs, outputs=outputs, deterministic=det)(fn)
     if device == "stub":
         dk.fn = _StubKernel(getattr(fn, "fn", None), dk._autotuner)  # the forward's launch, a no-op
-    rows = {}
+    rows, fns = {}, {}  # column -> us per call; column -> the timed call (for its device time)
+
+    def time_col(col, f):
+        rows[col] = timeit(f, iters, device)
+        fns[col] = f
 
     # tensors that do not require grad: plain launch and kad's no-grad forward
     tdev = "cpu" if device == "stub" else device
     t0, _ = make(tdev, False)
     grid, args, kwargs = launch(t0)
     if device == "cuda":
-        rows["plain fwd"] = timeit(lambda: fn[grid](*args, **kwargs), iters, device)
-    rows["kad fwd"] = timeit(lambda: dk[grid](*args, **kwargs), iters, device)
+        time_col("plain fwd", lambda: fn[grid](*args, **kwargs))
+    time_col("kad fwd", lambda: dk[grid](*args, **kwargs))
 
     # inputs that require grad
     t, oname = make(tdev, True)
@@ -344,12 +351,12 @@ def measure(entry, device, iters, profile):
         dk[grid](*a2, **kwargs)
         return o
 
-    rows["hand fwd"] = timeit(hand_fwd, iters, device)
-    rows["kad fwd+grad"] = timeit(kad_fwd, iters, device)
+    time_col("hand fwd", hand_fwd)
+    time_col("kad fwd+grad", kad_fwd)
     y_hand, y_kad = hand_fwd(), kad_fwd()
     if device != "cpu":  # the generated launch_<kernel>_bwd alone, gradient buffers given
         dins = [torch.empty_like(x) for x in ins]
-        rows["launcher"] = timeit(lambda: spec.bwd(dy, dins), iters, device)
+        time_col("launcher", lambda: spec.bwd(dy, dins))
         if device == "cuda" and hasattr(spec.mod, "_kad_ck"):  # the same, every launch through the JIT
             mod, ck = spec.mod, spec.mod._kad_ck
             mod._kad_plans.clear()
@@ -357,10 +364,13 @@ def measure(entry, device, iters, profile):
             rows["launcher (JIT)"] = timeit(lambda: spec.bwd(dy, dins), iters, device)
             mod._kad_ck = ck
             mod._kad_plans.clear()
-    rows["hand bwd"] = timeit(lambda: torch.autograd.grad(y_hand, ins, dy, retain_graph=True), iters, device)
-    rows["kad bwd"] = timeit(lambda: torch.autograd.grad(y_kad, ins, dy, retain_graph=True), iters, device)
-    rows["hand f+b"] = timeit(lambda: torch.autograd.grad(hand_fwd(), ins, dy), iters, device)
-    rows["kad f+b"] = timeit(lambda: torch.autograd.grad(kad_fwd(), ins, dy), iters, device)
+    time_col("hand bwd", lambda: torch.autograd.grad(y_hand, ins, dy, retain_graph=True))
+    time_col("kad bwd", lambda: torch.autograd.grad(y_kad, ins, dy, retain_graph=True))
+    time_col("hand f+b", lambda: torch.autograd.grad(hand_fwd(), ins, dy))
+    time_col("kad f+b", lambda: torch.autograd.grad(kad_fwd(), ins, dy))
+    if device == "cuda":  # the device time of each call: a host figure at or below it is the GPU's, not the host's
+        from gpu import gpu_only
+        device_rows = {col: gpu_only(f, 20) for col, f in fns.items()}
 
     if profile:
         for what, f in (("kad fwd+grad", kad_fwd),
@@ -373,7 +383,7 @@ def measure(entry, device, iters, profile):
             pr.disable()
             print(f"\n== cProfile: {name}, {what}, {iters} calls")
             pstats.Stats(pr).sort_stats("tottime").print_stats(18)
-    return rows
+    return rows, device_rows if device == "cuda" else None
 
 
 COLUMNS = ["plain fwd", "kad fwd", "hand fwd", "kad fwd+grad", "launcher", "launcher (JIT)", "hand bwd", "kad bwd", "hand f+b", "kad f+b"]
@@ -402,12 +412,22 @@ def main():
     cols = [c for c in COLUMNS if (a.device == "cuda" or c not in ("plain fwd", "launcher (JIT)"))
             and (a.device != "cpu" or c != "launcher")]
     print(f"{'kernel':24s}" + "".join(f"{c:>14s}" for c in cols))
+    device_rows = []
     for entry in KERNELS:
         if a.kernel not in entry[0]:
             continue
-        rows = measure(entry, a.device, iters, a.profile)
+        rows, dev_rows = measure(entry, a.device, iters, a.profile)
         print(f"{entry[0]:24s}" + "".join(f"{rows[c]:14.1f}" if c in rows else f"{'-':>14s}" for c in cols),
               flush=True)
+        if dev_rows is not None:
+            device_rows.append((entry[0], dev_rows))
+    if device_rows:
+        print("\ndevice time per call (us: every kernel's and memset's duration, torch.profiler, mean of 20 calls); "
+              "a host figure above that is close to it is bound by the GPU, not by the host")
+        dcols = [c for c in cols if c != "launcher (JIT)"]
+        print(f"{'kernel':24s}" + "".join(f"{c:>14s}" for c in dcols))
+        for name, dev_rows in device_rows:
+            print(f"{name:24s}" + "".join(f"{dev_rows[c]:14.1f}" if c in dev_rows else f"{'-':>14s}" for c in dcols))
 
 
 if __name__ == "__main__":
