@@ -448,7 +448,8 @@ static int64_t dot_bytes(const Func *f, ValId v)
  * recompute iteration jg * R (always valid: in-bounds loads, whatever the
  * body masks) and their stores are masked off, so the stores are exactly
  * those of the R = 1 kernel, each tile once. */
-static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dtype sdt, int R, int64_t smem[2])
+static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dtype sdt, int R, int64_t smem[2],
+                            bool ordered)
 {
     const Func *bw = g->bw;
     Arena *a = g->a;
@@ -460,21 +461,40 @@ static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dty
     Block *b = f->body;
     Loc loc = at->loc;
     Type i32 = type_scalar(DT_I32), i64 = type_scalar(DT_I64), i1 = type_scalar(DT_I1);
-    Inst *p0 = ir_emit(f, b, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc);
-    p0->ival = 0;
-    ValId mine = p0->res[0];
-    f->vals.v[mine].name = own ? "tile_v" : "tile_u";
-    Inst *p1 = ir_emit(f, b, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc);
-    p1->ival = 1;
-    ValId j = p1->res[0];
-    /* the iterations' induction values: lb + (j * R + r) * step */
     Cl top = {g, f, m2, true, 0};
     ValId lb = cl(&top, b, g->loop->args[0], 0), st = cl(&top, b, g->loop->args[2], 0);
-    ValId ub = R > 1 ? cl(&top, b, g->loop->args[1], 0) : 0;
+    ValId ub = R > 1 || ordered ? cl(&top, b, g->loop->args[1], 0) : 0;
     if (!top.ok)
         return NULL;
-    m2[g->id[own]] = mine;
     Type it = bw->vals.v[g->iv].ty;
+    ValId mine, j;
+    if (ordered) { /* a 1-D grid of tiles x groups, in blocks of GEMM_ORDER tile ids (kad_int.h) */
+        ValId pid = ir_emit(f, b, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc)->res[0];
+        ValId one = ir_const_int(f, b, it, 1, loc), span = ir_op2(f, b, OP_SUB, it, ub, lb, loc);
+        ValId trips = ir_op2(f, b, OP_DIV, it, ir_op2(f, b, OP_SUB, it, ir_op2(f, b, OP_ADD, it, span, st, loc), one, loc),
+                             st, loc);
+        ValId nj = ir_op2(f, b, OP_DIV, it, ir_op2(f, b, OP_ADD, it, trips, ir_const_int(f, b, it, R - 1, loc), loc),
+                          ir_const_int(f, b, it, R, loc), loc);
+        if (it.dt != DT_I32)
+            nj = ir_op1(f, b, OP_CAST, i32, nj, loc);
+        ValId gsz = ir_const_int(f, b, i32, GEMM_ORDER, loc);
+        ValId per = ir_op2(f, b, OP_MUL, i32, gsz, nj, loc);
+        ValId first = ir_op2(f, b, OP_MUL, i32, ir_op2(f, b, OP_DIV, i32, pid, per, loc), gsz, loc);
+        ValId rows = ir_op2(f, b, OP_MINIMUM, i32, ir_op2(f, b, OP_SUB, i32, ext[own ? 2 : 1], first, loc), gsz, loc);
+        ValId in = ir_op2(f, b, OP_REM, i32, pid, per, loc);
+        mine = ir_op2(f, b, OP_ADD, i32, first, ir_op2(f, b, OP_REM, i32, in, rows, loc), loc);
+        j = ir_op2(f, b, OP_DIV, i32, in, rows, loc);
+    } else {
+        Inst *p0 = ir_emit(f, b, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc);
+        p0->ival = 0;
+        mine = p0->res[0];
+        Inst *p1 = ir_emit(f, b, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc);
+        p1->ival = 1;
+        j = p1->res[0];
+    }
+    f->vals.v[mine].name = own ? "tile_v" : "tile_u";
+    /* the iterations' induction values: lb + (j * R + r) * step */
+    m2[g->id[own]] = mine;
     ValId ks[GEMM_MAX_GROUP], ok[GEMM_MAX_GROUP] = {0};
     ValId j0 = R > 1 ? ir_op2(f, b, OP_MUL, i32, j, ir_const_int(f, b, i32, R, loc), loc) : j;
     ValId jj = it.dt == DT_I32 ? j0 : ir_op1(f, b, OP_CAST, it, j0, loc);
@@ -748,23 +768,23 @@ const char *ad_gemm(Arena *a, Func *bw, const int *slot, const char *const *name
         o->own = ownix[i];
         const char *kn = arena_printf(a, "d_%s", o->name);
         int64_t smem[2] = {0, 0};
-        Func *k1 = operand_kernel(g, ats[i], ownix[i], kn, sdt, 1, smem);
+        Func *k1 = operand_kernel(g, ats[i], ownix[i], kn, sdt, 1, smem, false);
         if (!k1)
             return "kad could not rebuild the loop's body for one tile of the gradient";
         if (!ir_verify(k1, d) || !pass_run(k1, "simplify", d) || !pass_dce(k1, true) || !ir_verify(k1, d))
             return NULL; /* a kad bug: reported in d */
         o->group = group_of(g, ats[i], sd->ival, smem[0], smem[1]);
-        o->k = k1;
+        /* the kernel launched: R iterations a program, its programs in GEMM_ORDER's order */
+        o->k = operand_kernel(g, ats[i], ownix[i], kn, sdt, o->group, NULL, true);
+        if (!o->k)
+            return "kad could not rebuild the loop's body for one tile of the gradient";
+        if (!ir_verify(o->k, d) || !pass_run(o->k, "simplify", d) || !pass_dce(o->k, true) || !ir_verify(o->k, d))
+            return NULL;
         if (o->group > 1) {
             /* R iterations per program divide the grid by R: at small sizes the grouped grid no
              * longer fills the GPU and k1 (renamed) runs instead (the launcher's choice) */
             o->single = k1;
             k1->name = arena_printf(a, "%s_single", k1->name);
-            o->k = operand_kernel(g, ats[i], ownix[i], kn, sdt, o->group, NULL);
-            if (!o->k)
-                return "kad could not rebuild the loop's body for one tile of the gradient";
-            if (!ir_verify(o->k, d) || !pass_run(o->k, "simplify", d) || !pass_dce(o->k, true) || !ir_verify(o->k, d))
-                return NULL;
         }
         /* the stores' disjointness, proven on the one-iteration kernel k1: the grouped kernel
          * stores exactly k1's tiles (the same params; k1's grid (tiles, trips)) */
@@ -868,9 +888,9 @@ int gemm_run(const Func *f, const int64_t grid[3], const InterpArg *args, int na
         ia[nargs + 2] = (InterpArg){.i = V};
         good = interp_run_kernel(pl->first, grid, ia, nargs + 3, mode, d);
     }
-    for (int i = 0; good && i < pl->n; i++) {
-        int64_t R = pl->op[i].group, g2[3] = {pl->op[i].own ? V : U, (T + R - 1) / R, 1};
-        if (g2[0] > 0 && g2[1] > 0)
+    for (int i = 0; good && i < pl->n; i++) { /* a 1-D grid: tiles x groups (GEMM_ORDER) */
+        int64_t R = pl->op[i].group, g2[3] = {(pl->op[i].own ? V : U) * ((T + R - 1) / R), 1, 1};
+        if (g2[0] > 0)
             good = interp_run_kernel(pl->op[i].k, g2, ia, nargs + 3, mode, d);
     }
     free(scratch);

@@ -1425,9 +1425,10 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
             print_operand_fit(out, a, op->single, tiles, "_T", pl->n + 1 + i, "    ", o, ndef, nfwd);
             buf_puts(out, "        else:\n");
         }
-        print_operand_fit(out, a, op->k, tiles,
-                          op->group > 1 ? arena_printf(a, "triton.cdiv(_T, %d)", op->group) : "_T", i + 1,
-                          op->single ? "    " : "", o, ndef, nfwd);
+        print_operand_fit(out, a, op->k, arena_printf(a, "%s * %s", tiles,
+                                                        op->group > 1 ? arena_printf(a, "triton.cdiv(_T, %d)", op->group)
+                                                                      : "_T"),
+                          "1", i + 1, op->single ? "    " : "", o, ndef, nfwd);
     }
     buf_puts(out, "        return\n");
     for (int i = 0; i < pl->n; i++)
@@ -2012,6 +2013,9 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
                                                 "past the loop's end: masked off)",
                                              pl->op[i].name, r, r, pl->data, r)
                               : one;
+            go.header = arena_printf(a, "%s; a 1-D grid, the programs taking the tile ids in blocks of %d, each K "
+                                        "group of a block in turn (programs running together share both operands "
+                                        "in L2)", go.header, GEMM_ORDER);
             buf_puts(out, "\n\n");
             if (!emit_triton(out, pl->op[i].k, &go, d))
                 return false;

@@ -2052,15 +2052,23 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
 /* ------------------------------------------------------------------ */
 
 enum { GEMM_MAX_GROUP = 8 }; /* the most K iterations one program of an operand kernel owns */
-/* One operand gradient of the plan: kernel k (grid (tiles of its own id,
- * cdiv(trips, group))) writes d_<name> = bw param `slot` with plain stores:
+/* The launch order of an operand kernel k: a 1-D grid of tiles x groups
+ * (groups = cdiv(trips, R)); program p takes, within blocks of GEMM_ORDER
+ * consecutive tile ids, first = p / (GEMM_ORDER * groups) * GEMM_ORDER,
+ * rows = min(tiles - first, GEMM_ORDER), tile id first + (p % (GEMM_ORDER *
+ * groups)) % rows and K group (p % (GEMM_ORDER * groups)) / rows: programs
+ * running together share both operands in L2 (a bijection onto [0, tiles) x
+ * [0, groups); each element's sum order is unchanged). */
+enum { GEMM_ORDER = 8 };
+/* One operand gradient of the plan: kernel k (grid (tiles of its own id *
+ * cdiv(trips, group), 1, 1), in GEMM_ORDER's order) writes d_<name> = bw param `slot` with plain stores:
  * those of the one-iteration kernel (grid (tiles, trips)), which are
  * disjoint when cond holds (NULL: always; symbols: its params, its grid). */
 typedef struct GemmOperand {
     const char *name;
     int slot;
     int own;            /* 0: the program's id is u (loops over v), 1: v */
-    int group;          /* R: the K iterations one program owns (grid (tiles, cdiv(trips, R))) */
+    int group;          /* R: the K iterations one program owns (grid (tiles * cdiv(trips, R), 1, 1)) */
     Func *k;
     Func *single;       /* when R > 1: the one-iteration kernel (grid (tiles, trips), named
                          * <k>_single), which the launcher runs instead of k when k's grid has

@@ -223,6 +223,29 @@ def test_grouped_module_text(tmp_path):
         assert "num_warps or" not in line and "num_stages or" not in line
 
 
+def test_operand_kernels_take_every_tile_in_blocks(tmp_path):
+    # 11 x 10 tiles of 16 x 16: the operand kernels' programs take the tile ids in a block of 8 and a partial
+    # block (GEMM_ORDER), every (tile, K group) once. Compared with the atomic backward on the same device, whose
+    # recomputed accumulator is the same (on a GPU a TF32 accumulator near 0 can take the other side of the
+    # activation's kink than a float64 reference: a comparison with torch would fail on that, not on the order)
+    m, n, k = 173, 146, 83
+    (tmp_path / "gemm").mkdir()
+    (tmp_path / "atomic").mkdir()
+    text, path = module(tmp_path / "gemm")
+    body = text.split("def matmul_kernel_bwd_d_b_ptr(")[1].split("\n\n\n")[0]
+    assert "tl.program_id(1)" not in body and "tl.minimum(kad_tiles_v - " in body
+    _, apath = module(tmp_path / "atomic", extra=["--atomics"])
+    g = torch.Generator().manual_seed(11)
+    a, b, dc = (torch.randn(*s, generator=g).to(DEVICE) for s in ((m, k), (k, n), (m, n)))
+    grid = -(-m // 16) * -(-n // 16)
+    da, db, mod = run_bwd(path, m, n, k, grid, a, b, dc)
+    plans = list(mod._kad_gemm_plans.values())
+    assert len(plans) == 1 and plans[0] is not None and plans[0][:2] == (11, 10) and plans[0][3] == (True, True)
+    da2, db2, _ = run_bwd(apath, m, n, k, grid, a, b, dc)
+    for x, y in ((da, da2), (db, db2)):  # NaN-filled buffers: an element no program stored stays NaN
+        torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-4 * y.abs().max().item())
+
+
 def _check_grads(da, db, a, b, dc, tol):
     a64, b64 = a.detach().double().requires_grad_(), b.detach().double().requires_grad_()
     torch.nn.functional.leaky_relu(a64 @ b64, 0.01).backward(dc.double())
@@ -292,7 +315,7 @@ def test_small_grids_run_the_one_iteration_kernels(tmp_path, m, n, k):
 
 
 @pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("m,n,k", [(70, 40, 330), (70, 40, 50), (30, 50, 256)])
+@pytest.mark.parametrize("m,n,k", [(70, 40, 330), (70, 40, 50), (30, 50, 256), (70, 146, 330)])
 def test_grouped_on_kads_interpreter(dt, m, n, k):
     # CPU tensors: kad's interpreter runs the grouped operand kernels (gemm_run, grid (tiles, cdiv(trips, R)))
     import kad
@@ -328,7 +351,8 @@ def test_launch_options_reach_the_dacc_kernel_only(tmp_path):
                                  num_warps=2, num_stages=5)
     assert len(seen) == 3
     assert seen[0][2] == {"num_warps": 2, "num_stages": 5}
-    assert seen[1][1] == (3, 2, 1) and seen[2][1] == (2, 2, 1)  # d_b, d_a: (tiles, cdiv(6 trips, 4), 1)
+    # d_b, d_a: (tiles * cdiv(6 trips, 4), 1, 1), the programs in blocks of tile ids (GEMM_ORDER)
+    assert seen[1][1] == (6, 1, 1) and seen[2][1] == (4, 1, 1)
     for _, _, o in seen[1:]:
         assert o["num_warps"] != 2 and o["num_stages"] != 5
 
