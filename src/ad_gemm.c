@@ -468,22 +468,25 @@ static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dty
         return NULL;
     Type it = bw->vals.v[g->iv].ty;
     ValId mine, j;
-    if (ordered) { /* a 1-D grid of tiles x groups, in blocks of GEMM_ORDER tile ids (kad_int.h) */
-        ValId pid = ir_emit(f, b, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc)->res[0];
-        ValId one = ir_const_int(f, b, it, 1, loc), span = ir_op2(f, b, OP_SUB, it, ub, lb, loc);
-        ValId trips = ir_op2(f, b, OP_DIV, it, ir_op2(f, b, OP_SUB, it, ir_op2(f, b, OP_ADD, it, span, st, loc), one, loc),
-                             st, loc);
-        ValId nj = ir_op2(f, b, OP_DIV, it, ir_op2(f, b, OP_ADD, it, trips, ir_const_int(f, b, it, R - 1, loc), loc),
-                          ir_const_int(f, b, it, R, loc), loc);
-        if (it.dt != DT_I32)
-            nj = ir_op1(f, b, OP_CAST, i32, nj, loc);
-        ValId gsz = ir_const_int(f, b, i32, GEMM_ORDER, loc);
-        ValId per = ir_op2(f, b, OP_MUL, i32, gsz, nj, loc);
-        ValId first = ir_op2(f, b, OP_MUL, i32, ir_op2(f, b, OP_DIV, i32, pid, per, loc), gsz, loc);
-        ValId rows = ir_op2(f, b, OP_MINIMUM, i32, ir_op2(f, b, OP_SUB, i32, ext[own ? 2 : 1], first, loc), gsz, loc);
-        ValId in = ir_op2(f, b, OP_REM, i32, pid, per, loc);
-        mine = ir_op2(f, b, OP_ADD, i32, first, ir_op2(f, b, OP_REM, i32, in, rows, loc), loc);
-        j = ir_op2(f, b, OP_DIV, i32, in, rows, loc);
+    if (ordered) { /* a 1-D grid of tiles x groups, in blocks of GEMM_ORDER tile ids (kad_int.h); in i64:
+                    * (ub - lb + step - 1) and GEMM_ORDER * groups cannot wrap */
+        ValId pid = ir_op1(f, b, OP_CAST, i64, ir_emit(f, b, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc)->res[0], loc);
+        ValId lb64 = ir_op1(f, b, OP_CAST, i64, lb, loc), ub64 = ir_op1(f, b, OP_CAST, i64, ub, loc);
+        ValId st64 = ir_op1(f, b, OP_CAST, i64, st, loc), one = ir_const_int(f, b, i64, 1, loc);
+        ValId span = ir_op2(f, b, OP_SUB, i64, ub64, lb64, loc);
+        ValId trips = ir_op2(f, b, OP_DIV, i64, ir_op2(f, b, OP_SUB, i64, ir_op2(f, b, OP_ADD, i64, span, st64, loc), one,
+                                                      loc), st64, loc);
+        ValId nj = ir_op2(f, b, OP_DIV, i64, ir_op2(f, b, OP_ADD, i64, trips, ir_const_int(f, b, i64, R - 1, loc), loc),
+                          ir_const_int(f, b, i64, R, loc), loc);
+        ValId gsz = ir_const_int(f, b, i64, GEMM_ORDER, loc);
+        ValId per = ir_op2(f, b, OP_MUL, i64, gsz, nj, loc);
+        ValId first = ir_op2(f, b, OP_MUL, i64, ir_op2(f, b, OP_DIV, i64, pid, per, loc), gsz, loc);
+        ValId tiles = ir_op1(f, b, OP_CAST, i64, ext[own ? 2 : 1], loc);
+        ValId rows = ir_op2(f, b, OP_MINIMUM, i64, ir_op2(f, b, OP_SUB, i64, tiles, first, loc), gsz, loc);
+        ValId in = ir_op2(f, b, OP_REM, i64, pid, per, loc);
+        mine = ir_op1(f, b, OP_CAST, i32, ir_op2(f, b, OP_ADD, i64, first, ir_op2(f, b, OP_REM, i64, in, rows, loc), loc),
+                      loc);
+        j = ir_op1(f, b, OP_CAST, i32, ir_op2(f, b, OP_DIV, i64, in, rows, loc), loc);
     } else {
         Inst *p0 = ir_emit(f, b, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc);
         p0->ival = 0;

@@ -1392,8 +1392,7 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
                     "    if _plan is None:\n"
                     "        _plan = _kad_gemm_plan(dict(zip(names, args)), _tg)\n",
                at0 + pl->op[0].slot - nfwd);
-    buf_puts(out, ""
-                  "        if _plan is not None:  # with the compiled kernels of this launch shape (_kad_go)\n"
+    buf_puts(out, "        if _plan is not None:  # with the compiled kernels of this launch shape (_kad_go)\n"
                   "            _plan = (*_plan, _kad_ck(_dev))\n"
                   "        _kad_gemm_plans[_key] = _plan\n"
                   "    if _plan is not None:\n"
