@@ -352,6 +352,16 @@ def test_aliasing_and_leaf_outputs_are_refused():
     exp, = torch.autograd.grad(ref(xr, w)[0].sum(), (w,))
     torch.testing.assert_close(y.detach(), ref(xr, w)[0].detach())
     torch.testing.assert_close(got, exp)
+    # strided views (rows of 80, 40 columns used): the span runs from the first element to the last,
+    # so an output starting one element before x's last one is refused, one starting right after it is not
+    buf = torch.randn(5, 80)
+    xs = buf[:3, :40]
+    with pytest.raises(ValueError, match="'y_ptr' and 'x_ptr' share memory"):
+        rmsnorm[(3,)](xs, w, buf[2:5, 39:79], torch.empty(3), 80, 80, 40, 1e-6, BLOCK=64)
+    xr = xs.clone()
+    y = buf[2:5, 40:]
+    rmsnorm[(3,)](xs, w, y, torch.empty(3), 80, 80, 40, 1e-6, BLOCK=64)
+    torch.testing.assert_close(y, ref(xr, w)[0].detach())
 
 
 def test_passing_an_autotuned_meta_parameter_is_refused():
