@@ -3,10 +3,11 @@
     python3 bench/ncu_bwd.py [--only NAME,...] [--dtype fp32|bf16] [--write-doc]
                                                       (on the GPU machine, after `make`)
 
-For each benchmark of bench/gpu.py at 4096 x 4096 in --dtype (fp32 by default; its own shape for cross-entropy, the mean,
-matmul and linear attention), one backward through the package runs under `ncu --clock-control none`
-(the clocks are left alone, as the device tool's METHOD.md asks) with the profiled range limited to
-that call (cudaProfilerStart/Stop), after a warm-up call has compiled everything.  Per kernel it
+For each benchmark of bench/gpu.py at 4096 x 4096 in --dtype (fp32 by default; its own shape for
+cross-entropy, the mean, matmul and linear attention), one backward through the package runs under
+`ncu --clock-control none` (the clocks are left alone, as the device tool's METHOD.md asks) with the
+profiled range limited to that call (cudaProfilerStart/Stop), after a warm-up call has compiled
+everything.  Per kernel it
 reports the duration, the DRAM bytes read and written, the achieved DRAM bandwidth (also as a share of
 the copy bandwidth measured by this script before profiling), the SM's and the L2's throughput as a
 share of their peak (ncu's "Compute (SM) Throughput" and "L2 Cache Throughput": which of compute,
@@ -29,7 +30,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 DOC = os.path.join(REPO, "docs", "BENCHMARKS.md")
-MARKS = {"fp32": ("<!-- ncu begin -->", "<!-- ncu end -->"), "bf16": ("<!-- ncu bf16 begin -->", "<!-- ncu bf16 end -->")}
+MARKS = {"fp32": ("<!-- ncu begin -->", "<!-- ncu end -->"),
+         "bf16": ("<!-- ncu bf16 begin -->", "<!-- ncu bf16 end -->")}
 DTYPES = {"fp32": "float32", "bf16": "bfloat16"}
 METRICS = ["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
            "sm__throughput.avg.pct_of_peak_sustained_elapsed", "lts__throughput.avg.pct_of_peak_sustained_elapsed",
@@ -98,9 +100,9 @@ def num(s):
 def table(meta, rows, dtype):
     bw = meta["bw"]
     out = [f"Copy bandwidth measured by the same script: {bw / 1e9:.0f} GB/s. One backward per benchmark "
-           f"({dtype}, 4096 x 4096 or the benchmark's own shape), every kernel it launched; SM % and L2 % are "
-           "the SM's and the L2's throughput as a share of their peak; spills and "
-           "registers as Triton's compiler reported them (n_spills, n_regs).",
+           f"({dtype}, 4096 x 4096 or the benchmark's own shape), every kernel it launched; SM % and L2 % "
+           "are the SM's and the L2's throughput as a share of their peak; spills and registers as "
+           "Triton's compiler reported them (n_spills, n_regs).",
            "",
            "| kernel | grid x block | time µs | DRAM read MB | DRAM write MB | achieved GB/s | % of copy BW | "
            "SM % | L2 % | achieved occupancy % | regs/thread | spills |",
