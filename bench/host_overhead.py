@@ -312,6 +312,7 @@ def measure(entry, device, iters, profile):
     if device == "stub":
         dk.fn = _StubKernel(getattr(fn, "fn", None), dk._autotuner)  # the forward's launch, a no-op
     rows, fns = {}, {}  # column -> us per call; column -> the timed call (for its device time)
+    device_rows = None  # column -> device us per call (CUDA only)
 
     def time_col(col, f):
         rows[col] = timeit(f, iters, device)
@@ -383,7 +384,7 @@ def measure(entry, device, iters, profile):
             pr.disable()
             print(f"\n== cProfile: {name}, {what}, {iters} calls")
             pstats.Stats(pr).sort_stats("tottime").print_stats(18)
-    return rows, device_rows if device == "cuda" else None
+    return rows, device_rows
 
 
 COLUMNS = ["plain fwd", "kad fwd", "hand fwd", "kad fwd+grad", "launcher", "launcher (JIT)", "hand bwd", "kad bwd", "hand f+b", "kad f+b"]

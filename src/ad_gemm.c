@@ -467,12 +467,17 @@ static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dty
     if (!top.ok)
         return NULL;
     Type it = bw->vals.v[g->iv].ty;
+    /* the bounds in i64 (for the launch order and the group's iterations): nothing below wraps */
+    ValId lb64 = 0, st64 = 0, ub64 = 0;
+    if (ub) {
+        lb64 = ir_op1(f, b, OP_CAST, i64, lb, loc), st64 = ir_op1(f, b, OP_CAST, i64, st, loc);
+        ub64 = ir_op1(f, b, OP_CAST, i64, ub, loc);
+    }
     ValId mine, j;
     if (ordered) { /* a 1-D grid of tiles x groups, in blocks of GEMM_ORDER tile ids (kad_int.h); in i64:
                     * (ub - lb + step - 1) and GEMM_ORDER * groups cannot wrap */
         ValId pid = ir_op1(f, b, OP_CAST, i64, ir_emit(f, b, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc)->res[0], loc);
-        ValId lb64 = ir_op1(f, b, OP_CAST, i64, lb, loc), ub64 = ir_op1(f, b, OP_CAST, i64, ub, loc);
-        ValId st64 = ir_op1(f, b, OP_CAST, i64, st, loc), one = ir_const_int(f, b, i64, 1, loc);
+        ValId one = ir_const_int(f, b, i64, 1, loc);
         ValId span = ir_op2(f, b, OP_SUB, i64, ub64, lb64, loc);
         ValId trips = ir_op2(f, b, OP_DIV, i64, ir_op2(f, b, OP_SUB, i64, ir_op2(f, b, OP_ADD, i64, span, st64, loc), one,
                                                       loc), st64, loc);
@@ -504,8 +509,7 @@ static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dty
     ks[0] = ir_op2(f, b, OP_ADD, it, lb, ir_op2(f, b, OP_MUL, it, jj, st, loc), loc);
     f->vals.v[ks[0]].name = bw->vals.v[g->iv].name;
     if (R > 1) { /* in i64: lb + (j * R + r) * step cannot wrap */
-        ValId lb64 = ir_op1(f, b, OP_CAST, i64, lb, loc), st64 = ir_op1(f, b, OP_CAST, i64, st, loc);
-        ValId ub64 = ir_op1(f, b, OP_CAST, i64, ub, loc), j64 = ir_op1(f, b, OP_CAST, i64, j0, loc);
+        ValId j64 = ir_op1(f, b, OP_CAST, i64, j0, loc);
         for (int r = 1; r < R; r++) {
             ValId idx = ir_op2(f, b, OP_ADD, i64, j64, ir_const_int(f, b, i64, r, loc), loc);
             ValId k64 = ir_op2(f, b, OP_ADD, i64, lb64, ir_op2(f, b, OP_MUL, i64, idx, st64, loc), loc);
