@@ -522,6 +522,54 @@ static bool cond_merge(AccCond *c, const AccCond *x);
 
 /* The decision over f with constraints cs, for the variables `vary`
  * (a mask over the original variables). */
+/* Whether two one-alternative clauses of c, each k*s + k0 >= 0 in one
+ * symbol s, bound s from both sides with nothing between (`16*s >= 1` and
+ * `0 >= 15*s`): c never holds.  An order whose condition cannot hold loses
+ * to one whose condition can (every order's condition suffices). */
+static bool cond_unsat(const AccCond *c)
+{
+    int sym[ACC_NCLAUSE];
+    int64_t k[ACC_NCLAUSE], k0[ACC_NCLAUSE];
+    for (int i = 0; i < c->n; i++) {
+        const AccPoly *p = &c->c[i].p[0];
+        sym[i] = 0, k[i] = 0, k0[i] = 0;
+        for (int m = 0; c->c[i].n == 1 && m < p->n; m++) {
+            if (!p->m[m].s[0])
+                k0[i] = p->m[m].k;
+            else if (!p->m[m].s[1] && !sym[i])
+                sym[i] = p->m[m].s[0], k[i] = p->m[m].k;
+            else
+                sym[i] = -1;
+        }
+    }
+    for (int i = 0; i < c->n; i++)
+        for (int j = 0; j < c->n; j++) {
+            if (sym[i] <= 0 || sym[i] != sym[j] || k[i] <= 0 || k[j] >= 0)
+                continue;
+            /* s >= ceil(-k0i / ki) and s <= floor(k0j / -kj) */
+            int64_t num = -k0[i], lo = num >= 0 ? (num + k[i] - 1) / k[i] : -((-num) / k[i]);
+            int64_t den = -k[j], hi = k0[j] >= 0 ? k0[j] / den : -((-k0[j] + den - 1) / den);
+            if (lo > hi)
+                return true;
+        }
+    return false;
+}
+
+/* How demanding c looks, for choosing among orders when the heuristic
+ * order's condition cannot hold: its alternatives, products of symbols
+ * (`16*nprog1*stride >= ...`, which hold only on small grids) counting 4. */
+static int cond_weight(const AccCond *c)
+{
+    int w = 0;
+    for (int i = 0; i < c->n; i++)
+        for (int j = 0; j < c->c[i].n; j++) {
+            w++;
+            for (int m = 0; m < c->c[i].p[j].n; m++)
+                w += c->c[i].p[j].m[m].s[0] && c->c[i].p[j].m[m].s[1] ? 4 : 0;
+        }
+    return w;
+}
+
 static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t vary, int32_t *shape, int rank,
                         bool skip_unused_lanes)
 {
@@ -689,18 +737,21 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
             ord[j - 1] = t;
         }
     AccCond *best = arena_alloc(A->a, sizeof *best), tmp;
-    bool have = chain(&D, ord, best);
+    bool have = chain(&D, ord, best), unsat = have && cond_unsat(best);
+    have = have && !unsat;
     if (have && best->n == 0)
         return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL)) : res(ACC_PROVEN, NULL, NULL);
     int perm[AC_NTERM];
     for (int i = 0; i < D.n; i++)
         perm[i] = i;
     do {
-        if (chain(&D, perm, &tmp)) {
+        if (chain(&D, perm, &tmp) && !cond_unsat(&tmp)) {
             if (tmp.n == 0)
                 return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL))
                                : res(ACC_PROVEN, NULL, NULL);
-            if (!have) { /* the heuristic order's condition wins over others */
+            /* the heuristic order's condition wins over others; when it cannot hold, the least
+             * demanding other one */
+            if (!have || (unsat && cond_weight(&tmp) < cond_weight(best))) {
                 *best = tmp;
                 have = true;
             }
@@ -1313,7 +1364,7 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
                     AccCond cs;
                     ok = chain(&D, ord, &cs) && cond_merge(&c, &cs);
                 }
-                if (!ok)
+                if (!ok || cond_unsat(&c))
                     continue;
                 if (c.n == 0)
                     return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL))

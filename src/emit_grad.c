@@ -2006,12 +2006,19 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
             const char *one = arena_printf(a, "the GEMM form: d_%s, one tile per program (its tile id, a K "
                                               "iteration), summing over the other tile id in order, one plain store",
                                            pl->op[i].name);
-            const char *what = r > 1 ? arena_printf(a, "the GEMM form: d_%s, %d tiles per program (its tile id, %d "
-                                                       "consecutive K iterations: each %s tile loaded once serves the "
-                                                       "%d), each summed over the other tile id in order, one plain "
-                                                       "store each (iterations past the loop's end: masked off)",
-                                                    pl->op[i].name, r, r, pl->data, r)
-                                     : one;
+            const char *what =
+                r > 1 && pl->op[i].wide
+                    ? arena_printf(a, "the GEMM form: d_%s, %d K iterations per program as one tile %d times as wide "
+                                      "along K (its tile id, %d consecutive K iterations side by side: one dot per %s "
+                                      "tile), summed over the other tile id in order, one plain store (elements of "
+                                      "iterations past the loop's end: masked off)",
+                                   pl->op[i].name, r, r, r, pl->data)
+                : r > 1 ? arena_printf(a, "the GEMM form: d_%s, %d tiles per program (its tile id, %d consecutive K "
+                                          "iterations: each %s tile loaded once serves the %d), each summed over the "
+                                          "other tile id in order, one plain store each (iterations past the loop's "
+                                          "end: masked off)",
+                                       pl->op[i].name, r, r, pl->data, r)
+                        : one;
             go.header = arena_printf(a, "%s; a 1-D grid, the programs taking the tile ids in blocks of %d, each K "
                                         "group of a block in turn (programs running together share both operands "
                                         "in L2)", what, GEMM_ORDER);

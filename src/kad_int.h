@@ -2069,6 +2069,8 @@ typedef struct GemmOperand {
     int slot;
     int own;            /* 0: the program's id is u (loops over v), 1: v */
     int group;          /* R: the K iterations one program owns (grid (tiles * cdiv(trips, R), 1, 1)) */
+    bool wide;          /* k computes them as one tile R times as wide along the K axis (one dot),
+                         * not as R loop bodies (ad_gemm.c, "Widening") */
     Func *k;
     Func *single;       /* when R > 1: the one-iteration kernel (grid (tiles, trips), named
                          * <k>_single), which the launcher runs instead of k when k's grid has

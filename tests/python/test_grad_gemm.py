@@ -211,10 +211,17 @@ SIGR = SIG.replace("BLOCK_M=16,BLOCK_N=16,BLOCK_K=16", "BLOCK_M=64,BLOCK_N=16,BL
 
 def test_grouped_module_text(tmp_path):
     text, _ = module(tmp_path, sig=SIGR)
-    for x in ("d_a_ptr", "d_b_ptr"):
-        assert f"the GEMM form: {x}, 4 tiles per program" in text
+    # d_a: the K iterations side by side, one dot on tiles twice as wide (along the tile's columns); d_b, whose
+    # K axis is its tile's rows: 4 loop bodies, 4 dots (ad_gemm.c, "Widening")
+    assert "the GEMM form: d_a_ptr, 2 K iterations per program as one tile 2 times as wide" in text
+    assert "the GEMM form: d_b_ptr, 4 tiles per program" in text
+    body = text.split("def matmul_kernel_bwd_d_a_ptr(")[1].split("\n\n\n")[0]
+    assert "acc = tl.zeros([64, 128], dtype=tl.float32)" in body and body.count("tl.dot(") == 1
+    body = text.split("def matmul_kernel_bwd_d_b_ptr(")[1].split("\n\n\n")[0]
+    assert body.count("tl.dot(") == 4
     # each operand's grid, and each operand's test of it against the SM count (_kad_fills)
-    assert text.count("triton.cdiv(_T, 4)") == 4 and text.count("_kad_fills(_dev, _") == 2
+    assert text.count("triton.cdiv(_T, 2)") == 2 and text.count("triton.cdiv(_T, 4)") == 2
+    assert text.count("_kad_fills(_dev, _") == 2
     # the operand kernels launch with their own defaults, the dacc kernel with the caller's (the forward's) options
     launch = text.split("def launch_matmul_kernel_bwd(")[1]
     assert '_kad_fit(matmul_kernel_bwd_dacc, _tg, ' in launch and '"num_warps": num_warps or' in launch
@@ -266,12 +273,15 @@ def test_grouped_matches_torch_on_triton(tmp_path, m, n, k):
     assert torch.equal(da, da2) and torch.equal(db, db2)
 
 
-def test_grouped_bodies_are_what_runs(tmp_path):
-    # a broken second body of the group (its contribution doubled) must make d_a wrong: the grouped kernel runs
+def test_wide_tiles_are_what_runs(tmp_path):
+    # the K iterations of a group read their own columns of the wide tile: making the loop's offsets repeat the
+    # group's first iteration (its stores untouched) must make d_a wrong, so the wide kernel is what runs
     text, path = module(tmp_path, sig=SIGR)
     body = text.split("def matmul_kernel_bwd_d_a_ptr(")[1].split("\n\n\n")[0]
-    assert "acc_1 = acc_1 + da_1" in body
-    path.write_text(text.replace(body, body.replace("acc_1 = acc_1 + da_1", "acc_1 = acc_1 + 2.0 * da_1")))
+    loop = body.split("for tile_v in range(kad_tiles_v):")[1]
+    line = next(ln for ln in loop.splitlines() if ln.strip().startswith("offs_k = "))
+    assert "% 64" not in line and "tl.zeros([64, 128]" in body
+    path.write_text(text.replace(body, body.replace(line, line + " % 64", 1)))
     m, n, k = 70, 40, 330
     g = torch.Generator().manual_seed(5)
     a, b, dc = (torch.randn(*s, generator=g).to(DEVICE) for s in ((m, k), (k, n), (m, n)))
@@ -280,6 +290,178 @@ def test_grouped_bodies_are_what_runs(tmp_path):
     torch.nn.functional.leaky_relu(a64 @ b64, 0.01).backward(dc.double())
     assert not torch.allclose(da.double(), a64.grad, rtol=1e-3, atol=1e-3)
     torch.testing.assert_close(db.double(), b64.grad, rtol=1e-2, atol=1e-2)
+
+
+# A K loop over tile indices (offs_k = kt * BK + arange: the wide tile's offsets scale with BK) that sums the
+# first KT tiles of K only: the last group's iterations past the loop's end would add columns KT * BK .. of the
+# operands, inside the masks. Their elements are masked off in the wide kernel's loads and store, so those
+# columns of d_a keep the launcher's zero-fill (d_b: one iteration a program). 5 iterations, R = 8 (BK = 16).
+TRUNCATED = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def mm_trunc(a_ptr, b_ptr, c_ptr, M, N, K, KT, stride_am, stride_bk, stride_cm, BM: tl.constexpr,
+             BN: tl.constexpr, BK: tl.constexpr):
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for kt in range(0, KT):
+        offs_k = kt * BK + tl.arange(0, BK)
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :],
+                    mask=(offs_m[:, None] < M) & (offs_k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :],
+                    mask=(offs_k[:, None] < K) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], acc,
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+'''
+
+
+def test_wide_tiles_mask_the_iterations_past_the_loop(tmp_path):
+    src = tmp_path / "mm_trunc.py"
+    src.write_text(TRUNCATED)
+    r = tc.run_kad(["grad", f"{src}:mm_trunc", "--sig", "a_ptr=*fp32,b_ptr=*fp32,c_ptr=*fp32,M=i32,N=i32,K=i32,KT=i32,"
+                    "stride_am=i32,stride_bk=i32,stride_cm=i32,BM=16,BN=16,BK=16", "--wrt", "a_ptr,b_ptr",
+                    "--out", "c_ptr"])
+    assert r.returncode == 0, r.stderr
+    assert "the GEMM form: d_a_ptr, 8 K iterations per program as one tile 8 times as wide" in r.stdout
+    path = tmp_path / "mm_trunc_bwd.py"
+    path.write_text(r.stdout)
+    m, n, k, kt = 40, 48, 128, 5
+    g = torch.Generator().manual_seed(3)
+    a, b, dc = (torch.randn(*s, generator=g).to(DEVICE) for s in ((m, k), (k, n), (m, n)))
+    da, db = torch.full_like(a, float("nan")), torch.full_like(b, float("nan"))
+    with tc.interpreter(DEVICE):
+        mod = tc.load_module(str(path), "mm_trunc_bwd")
+        mod._kad_fills = lambda dev, programs: True  # the wide kernels, whatever the GPU's SM count
+        mod.launch_mm_trunc_bwd((-(-m // 16), n // 16), a, b, torch.empty(m, n, device=DEVICE), m, n, k, kt,
+                                a.stride(0), b.stride(0), n, dc, da, db, BM=16, BN=16, BK=16)
+    plans = list(mod._kad_gemm_plans.values())
+    assert len(plans) == 1 and plans[0] is not None and plans[0][3] == (False, False), plans
+    used = kt * 16
+    assert not torch.isnan(da).any() and not torch.isnan(db).any()
+    assert not da[:, used:].any() and not db[used:].any(), "iterations past the loop's end were added"
+    tol = 1e-2 if DEVICE != "cpu" else 1e-5
+    torch.testing.assert_close(da[:, :used].double(), dc.double() @ b[:used].double().T, rtol=tol, atol=tol)
+    torch.testing.assert_close(db[:used].double(), a[:, :used].double().T @ dc.double(), rtol=tol, atol=tol)
+
+
+# Without any mask (K a multiple of BK, the grid the tiles): the access analysis proves the operand kernels'
+# stores disjoint for stride >= 16 * tiles (an order of the terms other than its first guess, whose condition
+# could never hold), so the GEMM form runs. Operands and gradients are views into wider NaN buffers: the wide
+# d_a kernel's last group (5 iterations, R = 8) must neither read past K into the result nor write there.
+UNMASKED = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def mm_plain(a_ptr, b_ptr, c_ptr, K, stride_am, stride_bk, stride_cm, BM: tl.constexpr, BN: tl.constexpr,
+             BK: tl.constexpr):
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for kt in range(0, tl.cdiv(K, BK)):
+        offs_k = kt * BK + tl.arange(0, BK)
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :])
+        b = tl.load(b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :])
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], acc)
+'''
+
+
+def test_unmasked_tiles_run_the_gemm_form(tmp_path):
+    src = tmp_path / "mm_plain.py"
+    src.write_text(UNMASKED)
+    r = tc.run_kad(["grad", f"{src}:mm_plain", "--sig", "a_ptr=*fp32,b_ptr=*fp32,c_ptr=*fp32,K=i32,stride_am=i32,"
+                    "stride_bk=i32,stride_cm=i32,BM=16,BN=16,BK=16", "--wrt", "a_ptr,b_ptr", "--out", "c_ptr"])
+    assert r.returncode == 0, r.stderr
+    assert "the GEMM form: d_a_ptr, 8 K iterations per program as one tile 8 times as wide" in r.stdout
+    assert '_tb["stride_am"] >= 16*_tk[1]' in r.stdout and '_tb["stride_bk"] >= 16*_tk[0]' in r.stdout
+    path = tmp_path / "mm_plain_bwd.py"
+    path.write_text(r.stdout)
+    m, n, k, pad = 32, 48, 80, 48
+    g = torch.Generator().manual_seed(3)
+    abuf = torch.randn(m, k + pad, generator=g).to(DEVICE)
+    bbuf = torch.randn(k + pad, n, generator=g).to(DEVICE)
+    a, b = abuf[:, :k], bbuf[:k]
+    dc = torch.randn(m, n, generator=g).to(DEVICE)
+    dabuf = torch.full((m, k + pad), float("nan"), device=DEVICE)
+    dbbuf = torch.full((k + pad, n), float("nan"), device=DEVICE)
+    with tc.interpreter(DEVICE):
+        mod = tc.load_module(str(path), "mm_plain_bwd")
+        mod._kad_fills = lambda dev, programs: True  # the wide kernel, whatever the GPU's SM count
+        mod.launch_mm_plain_bwd((m // 16, n // 16), a, b, torch.empty(m, n, device=DEVICE), k, abuf.stride(0),
+                                bbuf.stride(0), n, dc, dabuf[:, :k], dbbuf[:k], BM=16, BN=16, BK=16)
+    assert list(mod._kad_gemm_plans.values()) != [None], "the atomic backward ran"
+    assert torch.isnan(dabuf[:, k:]).all() and torch.isnan(dbbuf[k:]).all(), "written past K"
+    tol = 1e-2 if DEVICE != "cpu" else 1e-5
+    torch.testing.assert_close(dabuf[:, :k].double(), dc.double() @ b.double().T, rtol=tol, atol=tol)
+    torch.testing.assert_close(dbbuf[:k].double(), a.double().T @ dc.double(), rtol=tol, atol=tol)
+
+
+# A K loop whose body uses k otherwise than as offsets (a scale loaded per K block: a scalar of the iteration)
+# cannot be widened: its operand kernels run the R loop bodies, each on the one dacc tile.
+SCALED = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def mm_scaled(a_ptr, b_ptr, s_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm, BM: tl.constexpr,
+              BN: tl.constexpr, BK: tl.constexpr):
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        offs_k = k0 + tl.arange(0, BK)
+        s = tl.load(s_ptr + k0 // BK)
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :],
+                    mask=(offs_m[:, None] < M) & (offs_k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :],
+                    mask=(offs_k[:, None] < K) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a * s, b, acc)
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], acc,
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+'''
+
+
+def test_grouped_bodies_are_what_runs(tmp_path):
+    # a broken second body of the group (its contribution doubled) must make d_a wrong: the grouped kernel runs
+    src = tmp_path / "mm_scaled.py"
+    src.write_text(SCALED)
+    r = tc.run_kad(["grad", f"{src}:mm_scaled", "--sig", "a_ptr=*fp32,b_ptr=*fp32,s_ptr=*fp32,c_ptr=*fp32,M=i32,"
+                    "N=i32,K=i32,stride_am=i32,stride_bk=i32,stride_cm=i32,BM=64,BN=16,BK=64", "--wrt", "a_ptr,b_ptr",
+                    "--out", "c_ptr"])
+    assert r.returncode == 0, r.stderr
+    text = r.stdout
+    assert "the GEMM form: d_a_ptr, 4 tiles per program" in text
+    body = text.split("def mm_scaled_bwd_d_a_ptr(")[1].split("\n\n\n")[0]
+    add = next(ln.strip() for ln in body.splitlines() if ln.strip().startswith("acc_1 = acc_1 + "))
+    m, n, k = 70, 40, 330
+    g = torch.Generator().manual_seed(5)
+    a, b, dc = (torch.randn(*s, generator=g).to(DEVICE) for s in ((m, k), (k, n), (m, n)))
+    sc = torch.rand(-(-k // 64), generator=g).add(0.5).to(DEVICE)
+    a64, b64 = a.double().requires_grad_(), b.double().requires_grad_()
+    (a64 * sc.double().repeat_interleave(64)[:k]) @ b64
+    ((a64 * sc.double().repeat_interleave(64)[:k]) @ b64).backward(dc.double())
+    for broken in (False, True):
+        path = tmp_path / f"mm_scaled_bwd_{broken}.py"
+        path.write_text(text.replace(body, body.replace(add, add.replace(" + ", " + 2.0 * ", 1))) if broken else text)
+        with tc.interpreter(DEVICE):
+            mod = tc.load_module(str(path), f"mm_scaled_bwd_{broken}")
+            mod._kad_fills = lambda dev, programs: True
+            da, db = torch.full_like(a, float("nan")), torch.full_like(b, float("nan"))
+            mod.launch_mm_scaled_bwd((-(-m // 64), -(-n // 16)), a, b, sc, torch.empty(m, n, device=DEVICE), m, n, k,
+                                     a.stride(0), b.stride(0), n, dc, da, db, BM=64, BN=16, BK=64)
+        assert list(mod._kad_gemm_plans.values()) != [None]
+        torch.testing.assert_close(db.double(), b64.grad, rtol=1e-2, atol=1e-2)
+        if broken:
+            assert not torch.allclose(da.double(), a64.grad, rtol=1e-3, atol=1e-3)
+        else:
+            torch.testing.assert_close(da.double(), a64.grad, rtol=1e-2, atol=1e-2)
 
 
 # A grouped grid with fewer programs than the GPU has SMs (small matmuls: R iterations a program divide the
@@ -351,8 +533,9 @@ def test_launch_options_reach_the_dacc_kernel_only(tmp_path):
                                  num_warps=2, num_stages=5)
     assert len(seen) == 3
     assert seen[0][2] == {"num_warps": 2, "num_stages": 5}
-    # d_b, d_a: (tiles * cdiv(6 trips, 4), 1, 1), the programs in blocks of tile ids (GEMM_ORDER)
-    assert seen[1][1] == (6, 1, 1) and seen[2][1] == (4, 1, 1)
+    # (tiles * cdiv(6 trips, R), 1, 1), the programs in blocks of tile ids (GEMM_ORDER): d_b 3 tiles, R = 4; d_a
+    # 2 tiles, R = 2 (wide)
+    assert seen[1][1] == (6, 1, 1) and seen[2][1] == (6, 1, 1)
     for _, _, o in seen[1:]:
         assert o["num_warps"] != 2 and o["num_stages"] != 5
 

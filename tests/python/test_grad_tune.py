@@ -125,7 +125,10 @@ def test_gemm_form_tuned_bitwise(tmp_path, _triton_interpreter):
     _same(outs[0], outs[1], ("d_a", "d_b"), src)
     _same(outs[0], outs[2], ("d_a", "d_b"), src)
     assert counts[0] == 0 and counts[1] >= 3 and counts[2] == 0, counts
-    assert sorted(k[-1] for k in mod._kad_tuned) == [0, 1, 2]
+    # the dacc kernel (0), each operand's grouped kernel (1, 2) or, on a GPU whose SMs its grid does not
+    # fill, its one-iteration kernel (3, 4)
+    tuned = sorted(k[-1] for k in mod._kad_tuned)
+    assert len(tuned) == 3 and tuned[0] == 0 and len({1, 3} & set(tuned)) == len({2, 4} & set(tuned)) == 1, tuned
 
 
 class _Kernel:
