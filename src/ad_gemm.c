@@ -20,7 +20,9 @@
  *     fp16/bf16/fp32) and writes its tile of d_<x> with one plain store.
  *     The launched form owns R consecutive iterations (one dacc load serves
  *     them), computed as one tile R times as wide along K where the body
- *     allows ("Widening" below), else as R loop bodies.
+ *     allows ("Widening" below), else as R loop bodies; a contraction over
+ *     the other tile id wider than GEMM_CHUNK lanes runs in chunks of it
+ *     ("Chunks" below: smaller pipelined stages).
  *
  * Nothing here is specific to one kernel: the pattern is recognised on the
  * backward's IR (a top-level loop without carried values whose body holds
@@ -365,7 +367,12 @@ static ValId cl(Cl *c, Block *b, ValId v, int depth)
  * iterations past the loop's end are masked off in every load and store
  * that carries the axis (valid below). */
 
-enum { W_INDEP = 1, W_SCALAR, W_BCAST, W_AXIS, W_BAD };
+/* Chunks.  The same machinery splits a dot's contraction into chunks:
+ * then the seed is the other tile id t (offs_n = t * BN +
+ * arange(0, BN)), the axis is the contraction's (dacc's too), its tiles
+ * become CH wide at offset c * CH, and the dot, a partial sum (W_SUM),
+ * accumulates into the running accumulator. */
+enum { W_INDEP = 1, W_SCALAR, W_BCAST, W_AXIS, W_SUM, W_BAD };
 
 typedef struct Wd {
     G *g;
@@ -379,11 +386,17 @@ typedef struct Wd {
     int R, L;      /* L: the arange's length (0 until one is seen) */
     ValId valid;   /* i1[R L]: element e's iteration, lb + (jR + e / L) * step, lies before the loop's end */
     bool ok;
+    /* chunks: */
+    bool chunk;    /* split the contraction (else widen along K) */
+    ValId base;    /* the seed: the loop's index k (widening), the other tile id (chunks) */
+    int daxis, CH; /* dacc's contracted axis, the chunk's length */
+    ValId coff;    /* the chunk's offset c * CH (i32, in the operand kernel's loop) */
+    ValId acc;     /* the accumulator the chunk's dot adds into */
 } Wd;
 
 static Type wtype(const Wd *w, Type t, int ax)
 {
-    t.shape[ax] *= w->R;
+    t.shape[ax] = w->chunk ? w->CH : t.shape[ax] * w->R;
     return t;
 }
 
@@ -450,12 +463,16 @@ static int wkind(Wd *w, ValId v, int depth)
         return W_BAD;
     if (w->kind[v])
         return w->kind[v];
-    if (v == g->iv) {
+    if (v == w->base) {
         w->coef[v] = 1;
         return w->kind[v] = W_SCALAR;
     }
+    if (w->chunk && v == g->data) {
+        w->axis[v] = (int8_t)w->daxis;
+        return w->kind[v] = W_AXIS;
+    }
     const Inst *in = g->def[v];
-    if (!in || g->top[v])
+    if (!in || (g->top[v] && !w->chunk)) /* chunks: the other tile id's values are computed at the top level */
         return w->kind[v] = W_INDEP;
     bool dep = false;
     for (int i = 0; i < in->nargs; i++)
@@ -487,7 +504,7 @@ static int wkind(Wd *w, ValId v, int depth)
     }
     if (in->op == OP_BROADCAST && k0 == W_SCALAR) { /* every lane q k + c: the arange's length must be q * step */
         int64_t len = w->coef[in->args[0]] * w->step;
-        if (t.rank != 1 || t.shape[0] != len || (w->L && w->L != len))
+        if (t.rank != 1 || t.shape[0] != len || (w->L && w->L != len) || (w->chunk && len % w->CH))
             return w->kind[v] = W_BAD;
         w->L = (int)len;
         return w->kind[v] = W_BCAST;
@@ -525,6 +542,13 @@ static int wkind(Wd *w, ValId v, int depth)
     }
     case OP_DOT: { /* the k axis: rows of a (axis 0), or columns of b (axis 1); not both, not the acc alone */
         bool a = w->kind[in->args[0]] == W_AXIS, bb = w->kind[in->args[1]] == W_AXIS;
+        if (w->chunk) { /* the contraction: columns of a and rows of b, into a zero accumulator */
+            const Inst *z = g->def[in->args[2]];
+            return w->kind[v] = a && bb && w->axis[in->args[0]] == 1 && w->axis[in->args[1]] == 0 &&
+                                        w->kind[in->args[2]] == W_INDEP && z && z->op == OP_CONST && z->fval == 0.0
+                                    ? W_SUM
+                                    : W_BAD;
+        }
         if (a == bb || (a && w->axis[in->args[0]] != 0) || (bb && w->axis[in->args[1]] != 1))
             return w->kind[v] = W_BAD;
         ax = a ? 0 : 1;
@@ -557,7 +581,7 @@ static ValId wcl(Wd *w, Block *b, ValId v, int depth)
         w->ok &= w->c->ok;
         return r;
     }
-    if (k != W_BCAST && k != W_AXIS) {
+    if (k != W_BCAST && k != W_AXIS && k != W_SUM) {
         w->ok = false;
         return 0;
     }
@@ -566,8 +590,8 @@ static ValId wcl(Wd *w, Block *b, ValId v, int depth)
     const Inst *in = g->def[v];
     const Func *bw = g->bw;
     Type t = bw->vals.v[v].ty;
-    int ax = k == W_BCAST ? 0 : w->axis[v];
-    Type wt = wtype(w, t, ax);
+    int ax = k == W_BCAST ? 0 : k == W_SUM ? -1 : w->axis[v];
+    Type wt = k == W_SUM ? t : wtype(w, t, ax); /* a chunk's dot: the accumulator's type */
     ValId args[4] = {0};
     int nargs = in->nargs;
     if (nargs > 4) {
@@ -580,6 +604,8 @@ static ValId wcl(Wd *w, Block *b, ValId v, int depth)
         Type xt = bw->vals.v[x].ty;
         if (kx > W_INDEP)
             args[i] = wcl(w, b, x, depth + 1);
+        else if (k == W_SUM && i == 2)
+            args[i] = w->acc; /* the chunks' dots accumulate in order */
         else if (in->op == OP_ADD && wkind(w, in->args[1 - i], 0) == W_BCAST && g->def[x] &&
                  g->def[x]->op == OP_ARANGE) { /* offs: k' + c + an arange of R L */
             Type at = wtype(w, xt, 0);
@@ -594,6 +620,11 @@ static ValId wcl(Wd *w, Block *b, ValId v, int depth)
             w->ok = false;
             return 0;
         }
+        if (w->chunk && in->op == OP_BROADCAST && kx == W_SCALAR) { /* the chunk's lanes: + c * CH */
+            Type st = w->f->vals.v[args[i]].ty;
+            ValId co = st.dt == DT_I32 ? w->coff : ir_op1(w->f, b, OP_CAST, st, w->coff, in->loc);
+            args[i] = ir_op2(w->f, b, OP_ADD, st, args[i], co, in->loc);
+        }
     }
     if (in->op == OP_DOT && w->c->dlow) { /* dot(dacc, widened x): dacc in 16 bits times x as loaded */
         int di = in->args[0] == g->data ? 0 : in->args[1] == g->data ? 1 : -1;
@@ -607,8 +638,8 @@ static ValId wcl(Wd *w, Block *b, ValId v, int depth)
             ValId xw = wcl(w, b, x, depth + 1);
             if (!w->ok)
                 return 0;
-            if (perm) {
-                Type pt = wtype(w, bw->vals.v[perm->res[0]].ty, 1 - di);
+            if (perm) { /* the other operand's axis: its free one (widening), its contraction (chunks) */
+                Type pt = wtype(w, bw->vals.v[perm->res[0]].ty, w->chunk ? di : 1 - di);
                 pt.dt = w->f->vals.v[xw].ty.dt;
                 Inst *q = ir_emit(w->f, b, OP_PERMUTE, &xw, 1, &pt, 1, perm->loc);
                 ir_inst_copy_attrs(q, perm);
@@ -619,7 +650,7 @@ static ValId wcl(Wd *w, Block *b, ValId v, int depth)
         }
     }
     int flags = in->flags;
-    if (in->op == OP_LOAD) { /* elements past the loop's end: masked off */
+    if (in->op == OP_LOAD && !w->chunk) { /* elements past the loop's end: masked off */
         ValId vm = valid_as(w, b, type_tile(DT_I1, wt.rank, wt.shape), ax, in->loc);
         if (in->flags & IF_HAS_MASK)
             args[1] = ir_op2(w->f, b, OP_AND, w->f->vals.v[vm].ty, args[1], vm, in->loc);
@@ -633,17 +664,26 @@ static ValId wcl(Wd *w, Block *b, ValId v, int depth)
     return w->wmap[v] = n->res[0];
 }
 
-/* The [R, C] tile of i64 offsets r * C + c. */
-static ValId lin_offsets(Func *f, Block *b, const int32_t *sh, Loc loc)
+/* The [R, C] tile of i64 offsets r * C + c; with ax >= 0 only the part
+ * of length len at offset off (an i32 scalar) along axis ax. */
+static ValId lin_offsets(Func *f, Block *b, const int32_t *full, int ax, ValId off, int len, Loc loc)
 {
+    int32_t sh[2] = {full[0], full[1]};
+    if (ax >= 0)
+        sh[ax] = len;
     int32_t s0[1] = {sh[0]}, s1[1] = {sh[1]}, sr[2] = {sh[0], 1}, sc[2] = {1, sh[1]};
     Type t2 = type_tile(DT_I64, 2, sh);
-    Inst *r = ir_emit(f, b, OP_ARANGE, NULL, 0, (Type[]){type_tile(DT_I32, 1, s0)}, 1, loc);
-    r->ival = 0;
-    ValId rv = ir_op1(f, b, OP_CAST, type_tile(DT_I64, 1, s0), r->res[0], loc);
-    Inst *c = ir_emit(f, b, OP_ARANGE, NULL, 0, (Type[]){type_tile(DT_I32, 1, s1)}, 1, loc);
-    c->ival = 0;
-    ValId cv = ir_op1(f, b, OP_CAST, type_tile(DT_I64, 1, s1), c->res[0], loc);
+    ValId rc[2];
+    for (int i = 0; i < 2; i++) {
+        Type ti = type_tile(DT_I32, 1, i ? s1 : s0);
+        Inst *r = ir_emit(f, b, OP_ARANGE, NULL, 0, &ti, 1, loc);
+        r->ival = 0;
+        rc[i] = r->res[0];
+        if (i == ax)
+            rc[i] = ir_op2(f, b, OP_ADD, ti, ir_op1(f, b, OP_BROADCAST, ti, off, loc), rc[i], loc);
+    }
+    ValId rv = ir_op1(f, b, OP_CAST, type_tile(DT_I64, 1, s0), rc[0], loc);
+    ValId cv = ir_op1(f, b, OP_CAST, type_tile(DT_I64, 1, s1), rc[1], loc);
     Inst *er = ir_emit(f, b, OP_EXPAND_DIMS, &rv, 1, (Type[]){type_tile(DT_I64, 2, sr)}, 1, loc);
     er->ival = 1;
     ValId rr = er->res[0];
@@ -651,19 +691,25 @@ static ValId lin_offsets(Func *f, Block *b, const int32_t *sh, Loc loc)
     ec->ival = 0;
     ValId cc = ec->res[0];
     ValId rows = ir_op2(f, b, OP_MUL, t2, ir_op1(f, b, OP_BROADCAST, t2, rr, loc),
-                        ir_const_int(f, b, t2, sh[1], loc), loc);
+                        ir_const_int(f, b, t2, full[1], loc), loc);
     return ir_op2(f, b, OP_ADD, t2, rows, ir_op1(f, b, OP_BROADCAST, t2, cc, loc), loc);
 }
 
-/* The pointers of scratch tile (u, v): kad_dacc + (u * V + v) * R * C + lin. */
-static ValId tile_ptrs(Func *f, Block *b, ValId scratch, ValId u, ValId v, ValId nv, const int32_t *sh, Loc loc)
+/* The pointers of scratch tile (u, v): kad_dacc + (u * V + v) * R * C + lin
+ * (with ax >= 0: its part of length len at offset off along axis ax). */
+static ValId tile_ptrs(Func *f, Block *b, ValId scratch, ValId u, ValId v, ValId nv, const int32_t *full, int ax,
+                       ValId off, int len, Loc loc)
 {
+    int32_t sh[2] = {full[0], full[1]};
+    if (ax >= 0)
+        sh[ax] = len;
     Type i64 = type_scalar(DT_I64), t2 = type_tile(DT_I64, 2, sh);
     ValId u64 = ir_op1(f, b, OP_CAST, i64, u, loc), v64 = ir_op1(f, b, OP_CAST, i64, v, loc);
     ValId n64 = ir_op1(f, b, OP_CAST, i64, nv, loc);
     ValId t = ir_op2(f, b, OP_ADD, i64, ir_op2(f, b, OP_MUL, i64, u64, n64, loc), v64, loc);
-    ValId base = ir_op2(f, b, OP_MUL, i64, t, ir_const_int(f, b, i64, (int64_t)sh[0] * sh[1], loc), loc);
-    ValId offs = ir_op2(f, b, OP_ADD, t2, ir_op1(f, b, OP_BROADCAST, t2, base, loc), lin_offsets(f, b, sh, loc), loc);
+    ValId base = ir_op2(f, b, OP_MUL, i64, t, ir_const_int(f, b, i64, (int64_t)full[0] * full[1], loc), loc);
+    ValId offs = ir_op2(f, b, OP_ADD, t2, ir_op1(f, b, OP_BROADCAST, t2, base, loc),
+                        lin_offsets(f, b, full, ax, off, len, loc), loc);
     Type pt = type_ptr((Dtype)ir_type(f, scratch).elem, 2, sh);
     ValId p = ir_op2(f, b, OP_ADDPTR, pt, ir_op1(f, b, OP_BROADCAST, pt, scratch, loc), offs, loc);
     f->vals.v[p].name = "dacc_ptrs";
@@ -710,7 +756,7 @@ static Func *first_kernel(G *g, Dtype sdt)
             continue;
         }
         Type dt = bw->vals.v[g->data].ty;
-        ValId p = tile_ptrs(f, b, scratch, g->id[0], g->id[1], nvt, dt.shape, in->loc);
+        ValId p = tile_ptrs(f, b, scratch, g->id[0], g->id[1], nvt, dt.shape, -1, 0, 0, in->loc);
         ValId val = g->data;
         if (dt.dt != (uint8_t)sdt)
             val = ir_op1(f, b, OP_CAST, type_tile(sdt, 2, dt.shape), val, in->loc);
@@ -739,7 +785,7 @@ static int64_t dot_bytes(const Func *f, ValId v)
  * body masks) and their stores are masked off, so the stores are exactly
  * those of the R = 1 kernel, each tile once. */
 static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dtype sdt, int R, int64_t smem[2],
-                            bool ordered, bool wide)
+                            bool ordered, bool wide, int chunk)
 {
     const Func *bw = g->bw;
     Arena *a = g->a;
@@ -819,7 +865,7 @@ static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dty
     }
     Dtype acc_dt = fold_partial_dtype((Dtype)vt.dt);
     Type at_t = type_tile(acc_dt, vt.rank, vt.shape);
-    Wd wd = {.g = g, .f = f, .R = R, .ok = true};
+    Wd wd = {.g = g, .f = f, .R = R, .ok = true, .base = g->iv};
     int wax = -1; /* wide: the k axis of the gradient's tile */
     if (wide) {
         const Inst *sd = g->def[g->loop->args[2]];
@@ -850,39 +896,72 @@ static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dty
         wd.valid = ir_op2(f, b, OP_LT, type_tile(DT_I1, 1, rl), ke, ir_op1(f, b, OP_BROADCAST, ti, ub64, loc), loc);
     }
     int nacc = wide ? 1 : R;
-    /* for t in range(0, tiles of the other id): acc_r += contribution(t, iteration r) */
+    Type dt = bw->vals.v[g->data].ty;
+    int daxis = own ? 0 : 1, nch = 1; /* chunks: dacc's axis the other tile id's lanes run along, split in nch */
+    if (chunk && (wide || dt.shape[daxis] <= chunk || dt.shape[daxis] % chunk || vt.dt != (uint8_t)acc_dt))
+        return NULL;
+    if (chunk)
+        nch = dt.shape[daxis] / chunk;
+    /* for t in range(0, tiles of the other id): acc_r += contribution(t, iteration r); with chunks,
+     * for it in range(0, tiles * nch): t = it // nch, its chunk c = it % nch */
     ValId fa[3 + GEMM_MAX_GROUP];
     Type rts[GEMM_MAX_GROUP];
     fa[0] = ir_const_int(f, b, i32, 0, loc), fa[1] = ext[own ? 1 : 2], fa[2] = ir_const_int(f, b, i32, 1, loc);
+    if (chunk)
+        fa[1] = ir_op2(f, b, OP_MUL, i32, fa[1], ir_const_int(f, b, i32, nch, loc), loc);
     for (int r = 0; r < nacc; r++)
         fa[3 + r] = ir_const_float(f, b, at_t, 0.0, loc), rts[r] = at_t;
     ir_emit(f, b, OP_FOR, fa, 3 + nacc, rts, nacc, loc);
     int idx = b->insts.n - 1;
     Block *rb = ir_inst_add_region(f, &b->insts.v[idx]);
-    ValId t = ir_block_param_add(f, rb, i32, own ? "tile_u" : "tile_v", loc);
+    ValId t = ir_block_param_add(f, rb, i32, chunk ? "it" : own ? "tile_u" : "tile_v", loc), coff = 0;
     ValId accs[GEMM_MAX_GROUP], nx[GEMM_MAX_GROUP];
     for (int r = 0; r < nacc; r++)
         accs[r] = ir_block_param_add(f, rb, at_t, "acc", loc);
+    if (chunk) {
+        ValId n = ir_const_int(f, rb, i32, nch, loc);
+        coff = ir_op2(f, rb, OP_MUL, i32, ir_op2(f, rb, OP_REM, i32, t, n, loc), ir_const_int(f, rb, i32, chunk, loc),
+                      loc);
+        t = ir_op2(f, rb, OP_DIV, i32, t, n, loc);
+        f->vals.v[t].name = own ? "tile_u" : "tile_v";
+    }
     m1[g->id[own]] = mine;
     m1[g->id[!own]] = t;
-    Type dt = bw->vals.v[g->data].ty;
     ValId u = own ? t : mine, v = own ? mine : t;
-    ValId dp = tile_ptrs(f, rb, ext[0], u, v, ext[2], dt.shape, loc);
+    ValId dp = tile_ptrs(f, rb, ext[0], u, v, ext[2], dt.shape, chunk ? daxis : -1, coff, chunk, loc);
     Type st_t = type_tile(sdt, 2, dt.shape);
+    if (chunk)
+        st_t.shape[daxis] = chunk;
     ValId d = ir_emit(f, rb, OP_LOAD, &dp, 1, &st_t, 1, loc)->res[0], dlow = 0;
     f->vals.v[d].name = bw->vals.v[g->data].name;
     if (dt.dt != (uint8_t)sdt) {
         dlow = sdt == DT_BF16 || sdt == DT_F16 ? d : 0; /* low_dtype: the dots take it as loaded */
-        d = ir_op1(f, rb, OP_CAST, dt, d, loc);
+        d = ir_op1(f, rb, OP_CAST, type_with_dtype(st_t, (Dtype)dt.dt), d, loc);
     }
     m1[g->data] = d;
     ValId *mr = arena_alloc(a, sizeof(ValId) * (size_t)g->nv);
+    Wd cd = {.g = g, .f = f, .R = R, .step = 1, .L = dt.shape[daxis], .chunk = true, .base = g->id[!own],
+             .daxis = daxis, .CH = chunk, .coff = coff};
+    if (chunk) {
+        cd.kind = arena_alloc(a, (size_t)g->nv);
+        cd.axis = arena_alloc(a, (size_t)g->nv);
+        cd.coef = arena_alloc(a, sizeof(int64_t) * (size_t)g->nv);
+        if (wkind(&cd, val, 0) != W_SUM)
+            return NULL;
+    }
     for (int r = 0; r < nacc; r++) { /* the body once per iteration of the group, on the one dacc tile */
         memcpy(mr, m1, sizeof(ValId) * (size_t)g->nv);
         mr[g->iv] = ks[r];
         Cl in = {g, f, mr, true, dlow};
-        ValId c;
-        if (wide) { /* or once on tiles R times as wide */
+        ValId c = 0;
+        if (chunk) { /* its dot on the chunk, adding into the accumulator (no add of its own) */
+            cd.c = &in, cd.ok = true, cd.acc = accs[r];
+            cd.wmap = arena_alloc(a, sizeof(ValId) * (size_t)g->nv);
+            cd.wmap[g->data] = d;
+            nx[r] = wcl(&cd, rb, val, 0);
+            if (!cd.ok || !in.ok || ir_type(f, nx[r]).dt != at_t.dt)
+                return NULL;
+        } else if (wide) { /* or once on tiles R times as wide */
             wd.c = &in;
             wd.wmap = arena_alloc(a, sizeof(ValId) * (size_t)g->nv);
             c = wcl(&wd, rb, val, 0);
@@ -892,9 +971,10 @@ static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dty
             c = cl(&in, rb, val, 0);
         if (!in.ok)
             return NULL;
-        if (vt.dt != (uint8_t)acc_dt)
+        if (!chunk && vt.dt != (uint8_t)acc_dt)
             c = ir_op1(f, rb, OP_CAST, at_t, c, loc);
-        nx[r] = ir_op2(f, rb, OP_ADD, at_t, accs[r], c, loc);
+        if (!chunk)
+            nx[r] = ir_op2(f, rb, OP_ADD, at_t, accs[r], c, loc);
         if (r == 0 && smem) { /* shared memory of one iteration of the t loop: dacc, the other dot operands */
             smem[0] = dot_bytes(f, dlow ? dlow : d);
             for (int q = 0; q < rb->insts.n; q++)
@@ -1144,19 +1224,27 @@ const char *ad_gemm(Arena *a, Func *bw, const int *slot, const char *const *name
         o->own = ownix[i];
         const char *kn = arena_printf(a, "d_%s", o->name);
         int64_t smem[2] = {0, 0};
-        Func *k1 = operand_kernel(g, ats[i], ownix[i], kn, sdt, 1, smem, false, false);
+        /* the contraction over the other tile id in chunks of GEMM_CHUNK when its tile is wider and
+         * the body allows: both forms, so that they sum alike */
+        int chunk = GEMM_CHUNK;
+        Func *k1 = operand_kernel(g, ats[i], ownix[i], kn, sdt, 1, smem, false, false, chunk);
+        if (!k1) {
+            chunk = 0, smem[0] = smem[1] = 0;
+            k1 = operand_kernel(g, ats[i], ownix[i], kn, sdt, 1, smem, false, false, 0);
+        }
         if (!k1)
             return "kad could not rebuild the loop's body for one tile of the gradient";
+        o->chunk = chunk;
         if (!ir_verify(k1, d) || !pass_run(k1, "simplify", d) || !pass_dce(k1, true) || !ir_verify(k1, d))
             return NULL; /* a kad bug: reported in d */
         /* the kernel launched: R iterations a program, its programs in GEMM_ORDER's order; its
          * tiles R times as wide when the body allows (one dot), else R bodies (R dots) */
-        o->group = group_wide(g, ats[i], sd->ival, smem[0], smem[1]);
-        o->k = o->group > 1 ? operand_kernel(g, ats[i], ownix[i], kn, sdt, o->group, NULL, true, true) : NULL;
+        o->group = chunk ? 1 : group_wide(g, ats[i], sd->ival, smem[0], smem[1]);
+        o->k = o->group > 1 ? operand_kernel(g, ats[i], ownix[i], kn, sdt, o->group, NULL, true, true, 0) : NULL;
         o->wide = o->k != NULL;
         if (!o->k) {
             o->group = group_of(g, ats[i], sd->ival, smem[0], smem[1]);
-            o->k = operand_kernel(g, ats[i], ownix[i], kn, sdt, o->group, NULL, true, false);
+            o->k = operand_kernel(g, ats[i], ownix[i], kn, sdt, o->group, NULL, true, false, chunk);
         }
         if (!o->k)
             return "kad could not rebuild the loop's body for one tile of the gradient";

@@ -2019,16 +2019,20 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
                                           "end: masked off)",
                                        pl->op[i].name, r, r, pl->data, r)
                         : one;
-            go.header = arena_printf(a, "%s; a 1-D grid, the programs taking the tile ids in blocks of %d, each K "
+            const char *ch = pl->op[i].chunk ? arena_printf(a, "; the sum over the other tile id in chunks of %d of its "
+                                                               "lanes (one dot per chunk, into the accumulator)",
+                                                            pl->op[i].chunk)
+                                             : "";
+            go.header = arena_printf(a, "%s%s; a 1-D grid, the programs taking the tile ids in blocks of %d, each K "
                                         "group of a block in turn (programs running together share both operands "
-                                        "in L2)", what, GEMM_ORDER);
+                                        "in L2)", what, ch, GEMM_ORDER);
             buf_puts(out, "\n\n");
             if (!emit_triton(out, pl->op[i].k, &go, d))
                 return false;
             if (pl->op[i].single) {
                 go.name = pl->op[i].single->name;
-                go.header = arena_printf(a, "%s: launched instead of %s when that kernel's grid has fewer programs "
-                                            "than the GPU has SMs (the same sums, bit for bit)", one, pl->op[i].k->name);
+                go.header = arena_printf(a, "%s%s: launched instead of %s when that kernel's grid has fewer programs "
+                                            "than the GPU has SMs (the same sums, bit for bit)", one, ch, pl->op[i].k->name);
                 buf_puts(out, "\n\n");
                 if (!emit_triton(out, pl->op[i].single, &go, d))
                     return false;

@@ -2060,6 +2060,8 @@ enum { GEMM_MAX_GROUP = 8 }; /* the most K iterations one program of an operand 
  * running together share both operands in L2 (a bijection onto [0, tiles) x
  * [0, groups); each element's sum order is unchanged). */
 enum { GEMM_ORDER = 8 };
+/* The contraction chunk of the operand kernels (GemmOperand.chunk). */
+enum { GEMM_CHUNK = 64 };
 /* One operand gradient of the plan: kernel k (grid (tiles of its own id *
  * cdiv(trips, group), 1, 1), in GEMM_ORDER's order) writes d_<name> = bw param `slot` with plain stores:
  * those of the one-iteration kernel (grid (tiles, trips)), which are
@@ -2071,6 +2073,8 @@ typedef struct GemmOperand {
     int group;          /* R: the K iterations one program owns (grid (tiles * cdiv(trips, R), 1, 1)) */
     bool wide;          /* k computes them as one tile R times as wide along the K axis (one dot),
                          * not as R loop bodies (ad_gemm.c, "Widening") */
+    int chunk;          /* > 0: k and single sum over the other tile id's lanes in chunks of this many
+                         * (one dot per chunk into the accumulator; ad_gemm.c, "Chunks"); 0: whole */
     Func *k;
     Func *single;       /* when R > 1: the one-iteration kernel (grid (tiles, trips), named
                          * <k>_single), which the launcher runs instead of k when k's grid has

@@ -518,6 +518,70 @@ def test_grouped_on_kads_interpreter(dt, m, n, k):
     assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1])
 
 
+# Tiles wider than 64 along the other tile id (128 x 128 x 32): each operand kernel sums over the other tile id
+# in chunks of 64 of its lanes, a loop over (tile, chunk) with one dot per chunk adding into the accumulator
+# (pipelined stages of a quarter of the shared memory), in both the grouped and the one-iteration forms.
+SIGC = SIG.replace("BLOCK_M=16,BLOCK_N=16,BLOCK_K=16", "BLOCK_M=128,BLOCK_N=128,BLOCK_K=32")
+
+
+def test_chunked_contraction_matches_torch(tmp_path):
+    text, path = module(tmp_path, sig=SIGC)
+    for x, other in (("d_a_ptr", "v"), ("d_b_ptr", "u")):
+        heads = [ln for ln in text.splitlines() if ln.startswith(f"# the GEMM form: {x},")]
+        assert heads and all("in chunks of 64 of its lanes" in h for h in heads), heads
+        for kern in (x, x + "_single")[:len(heads)]:  # d_b: one K iteration a program (32-row tiles), no _single
+            body = text.split(f"def matmul_kernel_bwd_{kern}(")[1].split("\n\n\n")[0]
+            assert f"for it in range(kad_tiles_{other} * 2):" in body, kern
+            assert "acc = acc +" not in body and "tl.dot(" in body
+    m, n, k = 200, 150, 70
+    g = torch.Generator().manual_seed(9)
+    # a, b > 0: c > 0 everywhere, so TF32's rounding on a GPU cannot flip leaky_relu's branch
+    a, b = (torch.rand(*s, generator=g).add(0.1).to(DEVICE) for s in ((m, k), (k, n)))
+    dc = torch.randn(m, n, generator=g).to(DEVICE)
+    grid = -(-m // 128) * -(-n // 128)
+    runs = [run_bwd(path, m, n, k, grid, a, b, dc, fills=f)[:2] for f in (True, False, True)]
+    assert list(run_bwd(path, m, n, k, grid, a, b, dc)[2]._kad_gemm_plans.values()) != [None]
+    _check_grads(*runs[0], a, b, dc, 1e-2 if DEVICE != "cpu" else 1e-5)
+    for x in range(2):  # grouped, one-iteration, grouped again: the same bits
+        assert torch.equal(runs[0][x], runs[1][x]) and torch.equal(runs[0][x], runs[2][x])
+
+
+def test_chunks_are_what_runs(tmp_path):
+    # every chunk taking the tile's first 64 lanes (its offset made 0) must make d_a wrong
+    text, path = module(tmp_path, sig=SIGC)
+    body = text.split("def matmul_kernel_bwd_d_a_ptr(")[1].split("\n\n\n")[0]
+    line = next(ln for ln in body.splitlines() if "= it % 2 * 64" in ln)
+    path.write_text(text.replace(body, body.replace(line, line.replace("it % 2 * 64", "it % 1 * 64"))))
+    m, n, k = 200, 150, 70
+    g = torch.Generator().manual_seed(9)
+    # a, b > 0: c > 0 everywhere, so TF32's rounding on a GPU cannot flip leaky_relu's branch
+    a, b = (torch.rand(*s, generator=g).add(0.1).to(DEVICE) for s in ((m, k), (k, n)))
+    dc = torch.randn(m, n, generator=g).to(DEVICE)
+    da, db, _ = run_bwd(path, m, n, k, -(-m // 128) * -(-n // 128), a, b, dc, fills=True)
+    a64, b64 = a.double().requires_grad_(), b.double().requires_grad_()
+    torch.nn.functional.leaky_relu(a64 @ b64, 0.01).backward(dc.double())
+    assert not torch.allclose(da.double(), a64.grad, rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(db.double(), b64.grad, rtol=1e-2, atol=1e-2 * b64.grad.abs().max().item())
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16])
+def test_chunked_on_kads_interpreter(dt):
+    # CPU tensors: kad's interpreter runs the chunked operand kernels (gemm_run)
+    import kad
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: `import kernels`
+    from kernels import matmul
+    kern = kad.differentiable(inputs=["a_ptr", "b_ptr"], outputs=["c_ptr"])(matmul.matmul_kernel.fn)
+    m, n, k = 150, 200, 90
+    g = torch.Generator().manual_seed(17)
+    a, b = (torch.randn(*s, generator=g).to(dt).requires_grad_() for s in ((m, k), (k, n)))
+    dc = torch.randn(m, n, generator=g).to(dt)
+    c = torch.empty(m, n, dtype=dt)
+    kern[(-(-m // 128) * -(-n // 128),)](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                                        c.stride(0), c.stride(1), BLOCK_M=128, BLOCK_N=128, BLOCK_K=32,
+                                        GROUP_SIZE_M=2, ACTIVATION="leaky_relu")
+    _check_grads(*torch.autograd.grad(c, (a, b), dc), a, b, dc, 3e-2 if dt == torch.bfloat16 else 1e-5)
+
+
 def test_launch_options_reach_the_dacc_kernel_only(tmp_path):
     # the forward's num_warps/num_stages (the package passes the launch's, or the autotuner's config) go to
     # the dacc kernel; the operand kernels keep the defaults of their own tiles
