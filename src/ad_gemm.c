@@ -1035,42 +1035,27 @@ static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dty
 }
 
 /* R, the K iterations one program of an operand kernel owns (a power of 2,
- * at most GEMM_MAX_GROUP): each dacc tile it loads serves R loop bodies.
- * As many as keep R * step <= 256 (the K extent of R tiles, when the step
- * counts elements), the R accumulators <= 32K fp32 elements (registers) and
- * one iteration's dot operands (dacc's bytes once, R times the other
- * operands' bytes) <= 128 KiB (shared memory for pipelining); 1 for a
- * gradient tile of fewer than 64 rows (on an H100, R dots of 32 rows each
- * ran slower than one, e.g. a [32, 128] d_b tile: 2.0 -> 7.5 ms). */
-static int group_of(const G *g, const Inst *at, int64_t step, int64_t dacc, int64_t other)
+ * at most GEMM_MAX_GROUP): each dacc tile it loads serves R iterations.  As
+ * many as keep R * step <= 256 (the K extent of R tiles, when the step
+ * counts elements), the accumulators <= cap fp32 elements (registers) and one
+ * iteration's dot operands (dacc's bytes once, R times the other operands'
+ * bytes) <= 128 KiB (shared memory for pipelining).
+ *   R loop bodies (wide false): cap 32K; 1 for a gradient tile of fewer than
+ * 64 rows (on an H100, R dots of 32 rows each ran slower than one, e.g. a
+ * [32, 128] d_b tile: 2.0 -> 7.5 ms).
+ *   One tile R times as wide (wide true): cap 8192.  On an H100 (fp32, the
+ * forward's 64 x 64 x 32 tiles: d_a's [64, 32]) R = 2, 4, 8 ran d_a in 819,
+ * 557, 769 us (R dots of one tile each: 976). */
+static int group_of(const G *g, const Inst *at, int64_t step, int64_t dacc, int64_t other, bool wide)
 {
     Type vt = g->bw->vals.v[at->args[1]].ty;
-    int64_t tile = 1;
+    int64_t tile = 1, cap = wide ? 8192 : 32768;
     for (int i = 0; i < vt.rank; i++)
         tile *= vt.shape[i];
     int r = 1;
-    if (vt.rank != 2 || vt.shape[0] < 64)
+    if (!wide && (vt.rank != 2 || vt.shape[0] < 64))
         return 1; /* a dot result of fewer than 64 rows (no warp-group MMA): R thin dots measured slower */
-    while (2 * r <= GEMM_MAX_GROUP && 2 * r * step <= 256 && 2 * r * tile <= 32768 &&
-           dacc + 2 * r * other <= 128 * 1024)
-        r *= 2;
-    return r;
-}
-
-/* R for a widened operand kernel (its tile R times as wide along the k
- * axis, one dot): as many as keep R * step <= 256, the wide accumulator
- * <= 8192 fp32 elements and one iteration's dot operands (dacc once, the
- * other operands R times as wide) <= 128 KiB.  On an H100 (fp32, the
- * forward's 64 x 64 x 32 tiles: d_a's [64, 32]) R = 2, 4, 8 ran d_a in
- * 819, 557, 769 us (R dots of one tile each: 976). */
-static int group_wide(const G *g, const Inst *at, int64_t step, int64_t dacc, int64_t other)
-{
-    Type vt = g->bw->vals.v[at->args[1]].ty;
-    int64_t tile = 1;
-    for (int i = 0; i < vt.rank; i++)
-        tile *= vt.shape[i];
-    int r = 1;
-    while (2 * r <= GEMM_MAX_GROUP && 2 * r * step <= 256 && 2 * r * tile <= 8192 && dacc + 2 * r * other <= 128 * 1024)
+    while (2 * r <= GEMM_MAX_GROUP && 2 * r * step <= 256 && 2 * r * tile <= cap && dacc + 2 * r * other <= 128 * 1024)
         r *= 2;
     return r;
 }
@@ -1239,11 +1224,11 @@ const char *ad_gemm(Arena *a, Func *bw, const int *slot, const char *const *name
             return NULL; /* a kad bug: reported in d */
         /* the kernel launched: R iterations a program, its programs in GEMM_ORDER's order; its
          * tiles R times as wide when the body allows (one dot), else R bodies (R dots) */
-        o->group = chunk ? 1 : group_wide(g, ats[i], sd->ival, smem[0], smem[1]);
+        o->group = chunk ? 1 : group_of(g, ats[i], sd->ival, smem[0], smem[1], true);
         o->k = o->group > 1 ? operand_kernel(g, ats[i], ownix[i], kn, sdt, o->group, NULL, true, true, 0) : NULL;
         o->wide = o->k != NULL;
         if (!o->k) {
-            o->group = group_of(g, ats[i], sd->ival, smem[0], smem[1]);
+            o->group = group_of(g, ats[i], sd->ival, smem[0], smem[1], false);
             o->k = operand_kernel(g, ats[i], ownix[i], kn, sdt, o->group, NULL, true, false, chunk);
         }
         if (!o->k)

@@ -445,7 +445,6 @@ def test_grouped_bodies_are_what_runs(tmp_path):
     a, b, dc = (torch.randn(*s, generator=g).to(DEVICE) for s in ((m, k), (k, n), (m, n)))
     sc = torch.rand(-(-k // 64), generator=g).add(0.5).to(DEVICE)
     a64, b64 = a.double().requires_grad_(), b.double().requires_grad_()
-    (a64 * sc.double().repeat_interleave(64)[:k]) @ b64
     ((a64 * sc.double().repeat_interleave(64)[:k]) @ b64).backward(dc.double())
     for broken in (False, True):
         path = tmp_path / f"mm_scaled_bwd_{broken}.py"
