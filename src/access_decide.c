@@ -520,8 +520,6 @@ static AccResult res(AccVerdict v, const char *why, const AccCond *c) { return (
 
 static bool cond_merge(AccCond *c, const AccCond *x);
 
-/* The decision over f with constraints cs, for the variables `vary`
- * (a mask over the original variables). */
 /* Whether two one-alternative clauses of c, each k*s + k0 >= 0 in one
  * symbol s, bound s from both sides with nothing between (`16*s >= 1` and
  * `0 >= 15*s`): c never holds.  An order whose condition cannot hold loses
@@ -570,6 +568,8 @@ static int cond_weight(const AccCond *c)
     return w;
 }
 
+/* The decision over f with constraints cs, for the variables `vary`
+ * (a mask over the original variables). */
 static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t vary, int32_t *shape, int rank,
                         bool skip_unused_lanes)
 {

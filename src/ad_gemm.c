@@ -1003,8 +1003,7 @@ static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dty
             if (km != W_INDEP && (km != W_AXIS || wd.axis[at->args[2]] != wax))
                 return NULL;
             if (masked)
-                mk = km == W_AXIS && wd.axis[at->args[2]] == wax ? wcl(&wd, b, at->args[2], 0)
-                                                                                         : windep(&wd, b, at->args[2], wax, 0);
+                mk = km == W_AXIS ? wcl(&wd, b, at->args[2], 0) : windep(&wd, b, at->args[2], wax, 0);
             if (!wd.ok || !tr.ok || ir_type(f, p).rank != at_t.rank ||
                 memcmp(ir_type(f, p).shape, at_t.shape, sizeof(int32_t) * (size_t)at_t.rank))
                 return NULL;
