@@ -553,18 +553,50 @@ static bool cond_unsat(const AccCond *c)
     return false;
 }
 
+/* Whether p >= 0 fails on every launch but degenerate ones: p is
+ * k1*s - k2*s*y + k0 with k2 >= k1 > 0 and k0 <= 0 (`s >= 16*nprog0*s`,
+ * `s >= M*s`: true only when y <= 1 or s <= 0). */
+static bool poly_degenerate(const AccPoly *p)
+{
+    int s = 0;
+    int64_t k1 = 0, k2 = 0;
+    for (int m = 0; m < p->n; m++) {
+        const AccMono *x = &p->m[m];
+        if (!x->s[0]) {
+            if (x->k > 0)
+                return false;
+        } else if (!x->s[1] && x->k > 0 && !k1)
+            k1 = x->k, s = x->s[0];
+        else if (x->s[1] && !x->s[2] && x->k < 0 && !k2)
+            k2 = -x->k;
+        else
+            return false;
+    }
+    if (!k1 || k2 < k1)
+        return false;
+    for (int m = 0; m < p->n; m++) /* the product holds s */
+        if (p->m[m].s[1] && p->m[m].s[0] != s && p->m[m].s[1] != s)
+            return false;
+    return true;
+}
+
 /* How demanding c looks, for choosing among orders when the heuristic
- * order's condition cannot hold: its alternatives, products of symbols
- * (`16*nprog1*stride >= ...`, which hold only on small grids) counting 4. */
+ * order's condition cannot hold or holds only on degenerate launches: its
+ * alternatives, products of symbols (`16*nprog1*stride >= ...`) counting 4,
+ * a clause whose every alternative is degenerate 1000. */
 static int cond_weight(const AccCond *c)
 {
     int w = 0;
-    for (int i = 0; i < c->n; i++)
+    for (int i = 0; i < c->n; i++) {
+        int deg = 0;
         for (int j = 0; j < c->c[i].n; j++) {
             w++;
             for (int m = 0; m < c->c[i].p[j].n; m++)
                 w += c->c[i].p[j].m[m].s[0] && c->c[i].p[j].m[m].s[1] ? 4 : 0;
+            deg += poly_degenerate(&c->c[i].p[j]);
         }
+        w += deg == c->c[i].n ? 1000 : 0;
+    }
     return w;
 }
 
@@ -738,6 +770,7 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
         }
     AccCond *best = arena_alloc(A->a, sizeof *best), tmp;
     bool have = chain(&D, ord, best), unsat = have && cond_unsat(best);
+    bool weak = have && (unsat || cond_weight(best) >= 1000); /* other orders may do better */
     have = have && !unsat;
     if (have && best->n == 0)
         return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL)) : res(ACC_PROVEN, NULL, NULL);
@@ -749,9 +782,9 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
             if (tmp.n == 0)
                 return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL))
                                : res(ACC_PROVEN, NULL, NULL);
-            /* the heuristic order's condition wins over others; when it cannot hold, the least
-             * demanding other one */
-            if (!have || (unsat && cond_weight(&tmp) < cond_weight(best))) {
+            /* the heuristic order's condition wins over others; when it cannot hold (or only on
+             * degenerate launches), the least demanding other one */
+            if (!have || (weak && cond_weight(&tmp) < cond_weight(best))) {
                 *best = tmp;
                 have = true;
             }
