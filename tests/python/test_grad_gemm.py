@@ -201,11 +201,11 @@ def test_16bit_on_kads_interpreter(dt):
     assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1])
 
 
-# Grouped K iterations (ad_gemm.c operand_kernel): with a 64-row gradient tile each operand program owns R
-# consecutive K iterations (here R = 4 for both operands: BLOCK_K = 64), loads each dacc tile once for the R
-# bodies; trip counts below one group, not a multiple of R, and a multiple of R; non-square shapes.  The
-# iterations past the trip count (the last group's) recompute the group's first iteration and their stores are
-# masked off.
+# Grouped K iterations (ad_gemm.c operand_kernel): each operand program owns R consecutive K iterations and
+# loads each dacc tile once for them: d_b (a 64-row gradient tile) as R = 4 loop bodies, whose iterations past
+# the trip count (the last group's) recompute the group's first iteration with their stores masked off; d_a as
+# one tile twice as wide along K (R = 2, "Widening"), its elements past the trip count masked off.  Trip counts
+# below one group, not a multiple of R, and a multiple of R; non-square shapes.
 SIGR = SIG.replace("BLOCK_M=16,BLOCK_N=16,BLOCK_K=16", "BLOCK_M=64,BLOCK_N=16,BLOCK_K=64")
 
 
