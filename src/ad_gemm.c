@@ -1222,7 +1222,8 @@ const char *ad_gemm(Arena *a, Func *bw, const int *slot, const char *const *name
         if (!ir_verify(k1, d) || !pass_run(k1, "simplify", d) || !pass_dce(k1, true) || !ir_verify(k1, d))
             return NULL; /* a kad bug: reported in d */
         /* the kernel launched: R iterations a program, its programs in GEMM_ORDER's order; its
-         * tiles R times as wide when the body allows (one dot), else R bodies (R dots) */
+         * tiles R times as wide when the body allows (one dot), else R bodies (R dots; always for
+         * chunked contractions) */
         o->group = chunk ? 1 : group_of(g, ats[i], sd->ival, smem[0], smem[1], true);
         o->k = o->group > 1 ? operand_kernel(g, ats[i], ownix[i], kn, sdt, o->group, NULL, true, true, 0) : NULL;
         o->wide = o->k != NULL;

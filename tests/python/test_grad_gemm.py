@@ -296,48 +296,69 @@ def test_wide_tiles_are_what_runs(tmp_path):
 # first KT tiles of K only: the last group's iterations past the loop's end would add columns KT * BK .. of the
 # operands, inside the masks. Their elements are masked off in the wide kernel's loads and store, so those
 # columns of d_a keep the launcher's zero-fill (d_b: one iteration a program). 5 iterations, R = 8 (BK = 16).
-TRUNCATED = '''
+MASK_MK = "(offs_m[:, None] < M) & (offs_k[None, :] < K)"
+MASK_KN = "(offs_k[:, None] < K) & (offs_n[None, :] < N)"
+MASK_MN = "(offs_m[:, None] < M) & (offs_n[None, :] < N)"
+
+
+def variant(tmp_path, name, sizes, loop, offs_k, masks=(None, None, None), tiles=(16, 16, 16), scaled=False):
+    """The backward module of a tiled matmul C = A @ B written for these tests, as (text, path): BM x BN
+    tiles on a 2-D grid, a K loop (`loop`, `offs_k`) over BK-wide steps, `sizes` its size parameters,
+    masks for A's, B's and C's accesses (None: unmasked); scaled: A's K block times a scalar loaded per
+    block (`s_ptr[k0 // BK]`)."""
+    def m(x):
+        return f", mask={x}, other=0.0" if x else ""
+    scale = "        s = tl.load(s_ptr + k0 // BK)\n" if scaled else ""
+    src = f"""
 import triton
 import triton.language as tl
 
 
 @triton.jit
-def mm_trunc(a_ptr, b_ptr, c_ptr, M, N, K, KT, stride_am, stride_bk, stride_cm, BM: tl.constexpr,
-             BN: tl.constexpr, BK: tl.constexpr):
+def {name}(a_ptr, b_ptr, {"s_ptr, " if scaled else ""}c_ptr, {", ".join(sizes)}, stride_am, stride_bk, stride_cm,
+        BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
     offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for kt in range(0, KT):
-        offs_k = kt * BK + tl.arange(0, BK)
-        a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :],
-                    mask=(offs_m[:, None] < M) & (offs_k[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :],
-                    mask=(offs_k[:, None] < K) & (offs_n[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc)
-    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], acc,
-             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
-'''
+    for {loop}:
+        offs_k = {offs_k}
+{scale}        a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :]{m(masks[0])})
+        b = tl.load(b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :]{m(masks[1])})
+        acc = tl.dot({"a * s" if scaled else "a"}, b, acc)
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], acc{", mask=" + masks[2] if masks[2] else ""})
+"""
+    (tmp_path / f"{name}.py").write_text(src)
+    sig = ",".join(["a_ptr=*fp32", "b_ptr=*fp32"] + ["s_ptr=*fp32"] * scaled + ["c_ptr=*fp32"] +
+                   [f"{x}=i32" for x in sizes] + ["stride_am=i32", "stride_bk=i32", "stride_cm=i32"] +
+                   [f"{x}={t}" for x, t in zip(("BM", "BN", "BK"), tiles)])
+    r = tc.run_kad(["grad", f"{tmp_path / name}.py:{name}", "--sig", sig, "--wrt", "a_ptr,b_ptr", "--out", "c_ptr"])
+    assert r.returncode == 0, r.stderr
+    path = tmp_path / f"{name}_bwd.py"
+    path.write_text(r.stdout)
+    return r.stdout, path
+
+
+def run_variant(path, name, grid, args, tiles=(16, 16, 16), fills=None):
+    """Launches a variant's backward (launch_<name>_bwd) on DEVICE; fills: what _kad_fills answers
+    (True: the grouped operand kernels whatever the SM count), None: its own answer."""
+    with tc.interpreter(DEVICE):
+        mod = tc.load_module(str(path), path.stem)
+        if fills is not None:
+            mod._kad_fills = lambda dev, programs: fills
+        getattr(mod, f"launch_{name}_bwd")(grid, *args, BM=tiles[0], BN=tiles[1], BK=tiles[2])
+    return mod
 
 
 def test_wide_tiles_mask_the_iterations_past_the_loop(tmp_path):
-    src = tmp_path / "mm_trunc.py"
-    src.write_text(TRUNCATED)
-    r = tc.run_kad(["grad", f"{src}:mm_trunc", "--sig", "a_ptr=*fp32,b_ptr=*fp32,c_ptr=*fp32,M=i32,N=i32,K=i32,KT=i32,"
-                    "stride_am=i32,stride_bk=i32,stride_cm=i32,BM=16,BN=16,BK=16", "--wrt", "a_ptr,b_ptr",
-                    "--out", "c_ptr"])
-    assert r.returncode == 0, r.stderr
-    assert "the GEMM form: d_a_ptr, 8 K iterations per program as one tile 8 times as wide" in r.stdout
-    path = tmp_path / "mm_trunc_bwd.py"
-    path.write_text(r.stdout)
+    text, path = variant(tmp_path, "mm_trunc", ("M", "N", "K", "KT"), "kt in range(0, KT)", "kt * BK + tl.arange(0, BK)",
+                         (MASK_MK, MASK_KN, MASK_MN))
+    assert "the GEMM form: d_a_ptr, 8 K iterations per program as one tile 8 times as wide" in text
     m, n, k, kt = 40, 48, 128, 5
     g = torch.Generator().manual_seed(3)
     a, b, dc = (torch.randn(*s, generator=g).to(DEVICE) for s in ((m, k), (k, n), (m, n)))
     da, db = torch.full_like(a, float("nan")), torch.full_like(b, float("nan"))
-    with tc.interpreter(DEVICE):
-        mod = tc.load_module(str(path), "mm_trunc_bwd")
-        mod._kad_fills = lambda dev, programs: True  # the wide kernels, whatever the GPU's SM count
-        mod.launch_mm_trunc_bwd((-(-m // 16), n // 16), a, b, torch.empty(m, n, device=DEVICE), m, n, k, kt,
-                                a.stride(0), b.stride(0), n, dc, da, db, BM=16, BN=16, BK=16)
+    mod = run_variant(path, "mm_trunc", (-(-m // 16), n // 16), (a, b, torch.empty(m, n, device=DEVICE), m, n, k, kt,
+                      a.stride(0), b.stride(0), n, dc, da, db), fills=True)
     plans = list(mod._kad_gemm_plans.values())
     assert len(plans) == 1 and plans[0] is not None and plans[0][3] == (False, False), plans
     used = kt * 16
@@ -352,36 +373,10 @@ def test_wide_tiles_mask_the_iterations_past_the_loop(tmp_path):
 # stores disjoint for stride >= 16 * tiles (an order of the terms other than its first guess, whose condition
 # could never hold), so the GEMM form runs. Operands and gradients are views into wider NaN buffers: the wide
 # d_a kernel's last group (5 iterations, R = 8) must neither read past K into the result nor write there.
-UNMASKED = '''
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def mm_plain(a_ptr, b_ptr, c_ptr, K, stride_am, stride_bk, stride_cm, BM: tl.constexpr, BN: tl.constexpr,
-             BK: tl.constexpr):
-    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
-    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for kt in range(0, tl.cdiv(K, BK)):
-        offs_k = kt * BK + tl.arange(0, BK)
-        a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :])
-        b = tl.load(b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :])
-        acc = tl.dot(a, b, acc)
-    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], acc)
-'''
-
-
 def test_unmasked_tiles_run_the_gemm_form(tmp_path):
-    src = tmp_path / "mm_plain.py"
-    src.write_text(UNMASKED)
-    r = tc.run_kad(["grad", f"{src}:mm_plain", "--sig", "a_ptr=*fp32,b_ptr=*fp32,c_ptr=*fp32,K=i32,stride_am=i32,"
-                    "stride_bk=i32,stride_cm=i32,BM=16,BN=16,BK=16", "--wrt", "a_ptr,b_ptr", "--out", "c_ptr"])
-    assert r.returncode == 0, r.stderr
-    assert "the GEMM form: d_a_ptr, 8 K iterations per program as one tile 8 times as wide" in r.stdout
-    assert '_tb["stride_am"] >= 16*_tk[1]' in r.stdout and '_tb["stride_bk"] >= 16*_tk[0]' in r.stdout
-    path = tmp_path / "mm_plain_bwd.py"
-    path.write_text(r.stdout)
+    text, path = variant(tmp_path, "mm_plain", ("K",), "kt in range(0, tl.cdiv(K, BK))", "kt * BK + tl.arange(0, BK)")
+    assert "the GEMM form: d_a_ptr, 8 K iterations per program as one tile 8 times as wide" in text
+    assert '_tb["stride_am"] >= 16*_tk[1]' in text and '_tb["stride_bk"] >= 16*_tk[0]' in text
     m, n, k, pad = 32, 48, 80, 48
     g = torch.Generator().manual_seed(3)
     abuf = torch.randn(m, k + pad, generator=g).to(DEVICE)
@@ -390,11 +385,8 @@ def test_unmasked_tiles_run_the_gemm_form(tmp_path):
     dc = torch.randn(m, n, generator=g).to(DEVICE)
     dabuf = torch.full((m, k + pad), float("nan"), device=DEVICE)
     dbbuf = torch.full((k + pad, n), float("nan"), device=DEVICE)
-    with tc.interpreter(DEVICE):
-        mod = tc.load_module(str(path), "mm_plain_bwd")
-        mod._kad_fills = lambda dev, programs: True  # the wide kernel, whatever the GPU's SM count
-        mod.launch_mm_plain_bwd((m // 16, n // 16), a, b, torch.empty(m, n, device=DEVICE), k, abuf.stride(0),
-                                bbuf.stride(0), n, dc, dabuf[:, :k], dbbuf[:k], BM=16, BN=16, BK=16)
+    mod = run_variant(path, "mm_plain", (m // 16, n // 16), (a, b, torch.empty(m, n, device=DEVICE), k, abuf.stride(0),
+                      bbuf.stride(0), n, dc, dabuf[:, :k], dbbuf[:k]), fills=True)
     assert list(mod._kad_gemm_plans.values()) != [None], "the atomic backward ran"
     assert torch.isnan(dabuf[:, k:]).all() and torch.isnan(dbbuf[k:]).all(), "written past K"
     tol = 1e-2 if DEVICE != "cpu" else 1e-5
@@ -405,45 +397,16 @@ def test_unmasked_tiles_run_the_gemm_form(tmp_path):
 # Masks on M and N only (K a multiple of BK, as under an EVEN_K flag): the first order the access analysis
 # tries for d_a's stores gives `stride_am >= 16*tiles*stride_am or stride_am >= M*stride_am`, false on any
 # real launch; the order chosen instead proves them for stride_am >= 16 * trips, so the GEMM form runs.
-MN_MASKED = '''
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def mm_even_k(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm, BM: tl.constexpr, BN: tl.constexpr,
-              BK: tl.constexpr):
-    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
-    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        offs_k = k0 + tl.arange(0, BK)
-        a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :], mask=offs_m[:, None] < M, other=0.0)
-        b = tl.load(b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :], mask=offs_n[None, :] < N, other=0.0)
-        acc = tl.dot(a, b, acc)
-    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], acc,
-             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
-'''
-
-
 def test_even_k_tiles_run_the_gemm_form(tmp_path):
-    src = tmp_path / "mm_even_k.py"
-    src.write_text(MN_MASKED)
-    r = tc.run_kad(["grad", f"{src}:mm_even_k", "--sig", "a_ptr=*fp32,b_ptr=*fp32,c_ptr=*fp32,M=i32,N=i32,K=i32,"
-                    "stride_am=i32,stride_bk=i32,stride_cm=i32,BM=16,BN=16,BK=16", "--wrt", "a_ptr,b_ptr",
-                    "--out", "c_ptr"])
-    assert r.returncode == 0, r.stderr
-    assert '_tb["stride_am"] >= 16*_tk[1]' in r.stdout
-    path = tmp_path / "mm_even_k_bwd.py"
-    path.write_text(r.stdout)
+    text, path = variant(tmp_path, "mm_even_k", ("M", "N", "K"), "k0 in range(0, K, BK)", "k0 + tl.arange(0, BK)",
+                         ("offs_m[:, None] < M", "offs_n[None, :] < N", MASK_MN))
+    assert '_tb["stride_am"] >= 16*_tk[1]' in text
     m, n, k = 40, 36, 80
     g = torch.Generator().manual_seed(4)
     a, b, dc = (torch.randn(*s, generator=g).to(DEVICE) for s in ((m, k), (k, n), (m, n)))
     da, db = torch.full_like(a, float("nan")), torch.full_like(b, float("nan"))
-    with tc.interpreter(DEVICE):
-        mod = tc.load_module(str(path), "mm_even_k_bwd")
-        mod.launch_mm_even_k_bwd((-(-m // 16), -(-n // 16)), a, b, torch.empty(m, n, device=DEVICE), m, n, k,
-                                 a.stride(0), b.stride(0), n, dc, da, db, BM=16, BN=16, BK=16)
+    mod = run_variant(path, "mm_even_k", (-(-m // 16), -(-n // 16)), (a, b, torch.empty(m, n, device=DEVICE), m, n, k,
+                      a.stride(0), b.stride(0), n, dc, da, db))
     assert list(mod._kad_gemm_plans.values()) != [None], "the atomic backward ran"
     tol = 1e-2 if DEVICE != "cpu" else 1e-5
     torch.testing.assert_close(da.double(), dc.double() @ b.double().T, rtol=tol, atol=tol)
@@ -452,39 +415,10 @@ def test_even_k_tiles_run_the_gemm_form(tmp_path):
 
 # A K loop whose body uses k otherwise than as offsets (a scale loaded per K block: a scalar of the iteration)
 # cannot be widened: its operand kernels run the R loop bodies, each on the one dacc tile.
-SCALED = '''
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def mm_scaled(a_ptr, b_ptr, s_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm, BM: tl.constexpr,
-              BN: tl.constexpr, BK: tl.constexpr):
-    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
-    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        offs_k = k0 + tl.arange(0, BK)
-        s = tl.load(s_ptr + k0 // BK)
-        a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :],
-                    mask=(offs_m[:, None] < M) & (offs_k[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :],
-                    mask=(offs_k[:, None] < K) & (offs_n[None, :] < N), other=0.0)
-        acc = tl.dot(a * s, b, acc)
-    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], acc,
-             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
-'''
-
-
 def test_grouped_bodies_are_what_runs(tmp_path):
     # a broken second body of the group (its contribution doubled) must make d_a wrong: the grouped kernel runs
-    src = tmp_path / "mm_scaled.py"
-    src.write_text(SCALED)
-    r = tc.run_kad(["grad", f"{src}:mm_scaled", "--sig", "a_ptr=*fp32,b_ptr=*fp32,s_ptr=*fp32,c_ptr=*fp32,M=i32,"
-                    "N=i32,K=i32,stride_am=i32,stride_bk=i32,stride_cm=i32,BM=64,BN=16,BK=64", "--wrt", "a_ptr,b_ptr",
-                    "--out", "c_ptr"])
-    assert r.returncode == 0, r.stderr
-    text = r.stdout
+    text, _ = variant(tmp_path, "mm_scaled", ("M", "N", "K"), "k0 in range(0, K, BK)", "k0 + tl.arange(0, BK)",
+                      (MASK_MK, MASK_KN, MASK_MN), tiles=(64, 16, 64), scaled=True)
     assert "the GEMM form: d_a_ptr, 4 tiles per program" in text
     body = text.split("def mm_scaled_bwd_d_a_ptr(")[1].split("\n\n\n")[0]
     add = next(ln.strip() for ln in body.splitlines() if ln.strip().startswith("acc_1 = acc_1 + "))
@@ -497,12 +431,9 @@ def test_grouped_bodies_are_what_runs(tmp_path):
     for broken in (False, True):
         path = tmp_path / f"mm_scaled_bwd_{broken}.py"
         path.write_text(text.replace(body, body.replace(add, add.replace(" + ", " + 2.0 * ", 1))) if broken else text)
-        with tc.interpreter(DEVICE):
-            mod = tc.load_module(str(path), f"mm_scaled_bwd_{broken}")
-            mod._kad_fills = lambda dev, programs: True
-            da, db = torch.full_like(a, float("nan")), torch.full_like(b, float("nan"))
-            mod.launch_mm_scaled_bwd((-(-m // 64), -(-n // 16)), a, b, sc, torch.empty(m, n, device=DEVICE), m, n, k,
-                                     a.stride(0), b.stride(0), n, dc, da, db, BM=64, BN=16, BK=64)
+        da, db = torch.full_like(a, float("nan")), torch.full_like(b, float("nan"))
+        mod = run_variant(path, "mm_scaled", (-(-m // 64), -(-n // 16)), (a, b, sc, torch.empty(m, n, device=DEVICE), m,
+                          n, k, a.stride(0), b.stride(0), n, dc, da, db), tiles=(64, 16, 64), fills=True)
         assert list(mod._kad_gemm_plans.values()) != [None]
         torch.testing.assert_close(db.double(), b64.grad, rtol=1e-2, atol=1e-2)
         if broken:
