@@ -133,8 +133,31 @@ KAD_API kad_kernel *kad_grad(kad_kernel *k, const char *wrt, const char *out);
  * may change from run to run) instead of the deterministic default: plain
  * stores where each element has one writer, per-program partials reduced
  * in a fixed order where several programs add into one element. */
-enum { KAD_GRAD_ATOMICS = 1 };
+/* KAD_GRAD_SAVED: the backward of k's saving forward (kad_save_forward):
+ * it takes one more runtime parameter, kad_saved (last, after k's runtime
+ * parameters and before the gradients), the buffer the saving forward
+ * filled on the same arguments and grid, and loads the saved loop results
+ * instead of running those loops again.  Refused when k has nothing to
+ * save (kad_save_slot(k) == 0). */
+enum { KAD_GRAD_ATOMICS = 1, KAD_GRAD_SAVED = 2 };
 KAD_API kad_kernel *kad_grad_ex(kad_kernel *k, const char *wrt, const char *out, unsigned flags);
+
+/* ---- Saved loop results (docs/AD.md, "Saved loop results") ---- */
+
+/* The fp32 elements per program of k's saved loop results: the results of
+ * k's top-level loops over memory that its backward would otherwise run
+ * again.  0 when k has none (its backward recomputes everything); -1 on
+ * error. */
+KAD_API long long kad_save_slot(kad_kernel *k);
+/* The saving forward: k, plus one more runtime parameter kad_saved (*fp32,
+ * last) into which it stores those results, kad_save_slot(k) elements per
+ * program (program p = pid0 + G0 * (pid1 + G1 * pid2) at p * slot).  NULL
+ * with a diagnostic when k has nothing to save. */
+KAD_API kad_kernel *kad_save_forward(kad_kernel *k);
+/* The saving forward as a Python module: @triton.jit <kernel>_fwd and
+ * launch_<kernel>_fwd(grid, *args, kad_saved, num_warps=None,
+ * num_stages=None).  Owned by the context; NULL with a diagnostic. */
+KAD_API const char *kad_save_module(kad_kernel *k);
 
 /* How k uses its runtime parameter i (a pointer): KAD_ACCESS_LOAD if some
  * load may read through it, KAD_ACCESS_STORE if some store or atomic may

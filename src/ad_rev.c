@@ -301,21 +301,8 @@ static ValId tape_param(Ad *ad, TapeLoop *tl)
 static ValId tape_base(Ad *ad, Block *b, TapeLoop *tl, ValId t, Loc loc)
 {
     Func *f = ad->bw;
-    Type i32 = type_scalar(DT_I32), i64 = type_scalar(DT_I64);
-    ValId prog = 0, np = 0;
-    for (int k = 2; k >= 0; k--) { /* program = pid0 + G0 * (pid1 + G1 * pid2) */
-        Inst *pi = ir_emit(f, b, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc);
-        pi->ival = k;
-        ValId pid = ir_op1(f, b, OP_CAST, i64, pi->res[0], loc);
-        Inst *gi = ir_emit(f, b, OP_NUM_PROGRAMS, NULL, 0, &i32, 1, loc);
-        gi->ival = k;
-        ValId g = ir_op1(f, b, OP_CAST, i64, gi->res[0], loc);
-        prog = prog ? ir_op2(f, b, OP_ADD, i64, ir_op2(f, b, OP_MUL, i64, prog, g, loc), pid, loc) : pid;
-        np = np ? ir_op2(f, b, OP_MUL, i64, np, g, loc) : g;
-    }
-    ValId t64 = ir_type(f, t).dt == DT_I64 ? t : ir_op1(f, b, OP_CAST, i64, t, loc);
-    ValId at = ir_op2(f, b, OP_ADD, i64, ir_op2(f, b, OP_MUL, i64, t64, np, loc), prog, loc);
-    at = ir_op2(f, b, OP_MUL, i64, at, ir_const_int(f, b, i64, tl->slot, loc), loc);
+    Type i64 = type_scalar(DT_I64);
+    ValId at = save_slot_at(f, b, t, tl->slot, loc);
     if (tl->is_while) /* after the head (the overflow flag) */
         at = ir_op2(f, b, OP_ADD, i64, at, ir_const_int(f, b, i64, KAD_TAPE_HEAD, loc), loc);
     if (tl->revolve) /* after the head (the plan) */
@@ -328,47 +315,7 @@ static ValId tape_base(Ad *ad, Block *b, TapeLoop *tl, ValId t, Loc loc)
  * slot at base: row-major, a scalar pointer for a scalar. */
 static ValId tape_ptr(Ad *ad, Block *b, ValId base, Type vt, int64_t off, Loc loc)
 {
-    Func *f = ad->bw;
-    Type pt = ir_type(f, base);
-    ValId p = off ? ir_op2(f, b, OP_ADDPTR, pt, base, ir_const_int(f, b, type_scalar(DT_I64), off, loc), loc) : base;
-    if (vt.rank == 0)
-        return p;
-    ValId idx = 0;
-    int64_t stride = 1;
-    for (int k = vt.rank - 1; k >= 0; k--) {
-        Type at = type_tile(DT_I32, 1, &vt.shape[k]);
-        Inst *ar = ir_emit(f, b, OP_ARANGE, NULL, 0, &at, 1, loc);
-        ar->ival = 0;
-        ValId x = ar->res[0];
-        int32_t sh[KAD_MAX_RANK];
-        int r = 1;
-        sh[0] = vt.shape[k];
-        for (int j = 0; j < k; j++) { /* axes before k: inserted in front */
-            memmove(sh + 1, sh, sizeof(int32_t) * (size_t)r);
-            sh[0] = 1;
-            r++;
-            Inst *e = ir_emit(f, b, OP_EXPAND_DIMS, &x, 1, (Type[]){type_tile(DT_I32, r, sh)}, 1, loc);
-            e->ival = 0;
-            x = e->res[0];
-        }
-        for (int j = k + 1; j < vt.rank; j++) { /* axes after k: appended */
-            sh[r++] = 1;
-            Inst *e = ir_emit(f, b, OP_EXPAND_DIMS, &x, 1, (Type[]){type_tile(DT_I32, r, sh)}, 1, loc);
-            e->ival = r - 1;
-            x = e->res[0];
-        }
-        Type xt = ir_type(f, x);
-        if (stride != 1)
-            x = ir_op2(f, b, OP_MUL, xt, x, ir_const_int(f, b, xt, stride, loc), loc);
-        Type full = type_tile(DT_I32, vt.rank, vt.shape);
-        if (!type_eq(xt, full))
-            x = ir_op1(f, b, OP_BROADCAST, full, x, loc);
-        idx = idx ? ir_op2(f, b, OP_ADD, full, idx, x, loc) : x;
-        stride *= vt.shape[k];
-    }
-    Type ptile = type_ptr((Dtype)pt.elem, vt.rank, vt.shape);
-    ValId pb = ir_op1(f, b, OP_BROADCAST, ptile, p, loc);
-    return ir_op2(f, b, OP_ADDPTR, ptile, pb, idx, loc);
+    return save_elems(ad->bw, b, base, vt, off, loc);
 }
 
 /* The iteration number of induction variable iv: (iv - lb) / step. */
@@ -691,6 +638,38 @@ static void clone_scan(Ad *ad, Block *bb, const Inst *in)
     }
 }
 
+/* A top-level loop of the forward whose results the saving forward stored
+ * (AdSpec.save, ad_save.c): its used results loaded from this program's
+ * slot of the kad_saved parameter (the forward's last) instead of running
+ * the loop.  False (nothing emitted) for a loop the plan does not hold, or
+ * one the primal sweep must run to record its tape. */
+static bool load_saved(Ad *ad, Block *bb, int k)
+{
+    const Inst *in = &ad->fw->body->insts.v[k];
+    const int64_t *off = save_offsets(ad->a, ad->spec->save, ad->fw, k);
+    if (!off || ad_tape_of(ad, in))
+        return false;
+    Func *f = ad->bw;
+    if (!ad->saved_base) {
+        ValId p = P0(ad, ad->fw->params[ad->fw->nparams - 1]);
+        ad->saved_base = ir_op2(f, bb, OP_ADDPTR, bty(ad, p), p,
+                                save_slot_at(f, bb, 0, ad->spec->save->slot, in->loc), in->loc);
+    }
+    for (int i = 0; i < in->nres; i++) {
+        if (off[i] < 0)
+            continue;
+        Type vt = fty(ad, in->res[i]);
+        ValId ptr = save_elems(f, bb, ad->saved_base, vt, off[i], in->loc);
+        Type lt = type_with_dtype(vt, DT_F32);
+        ValId v = ir_emit(f, bb, OP_LOAD, &ptr, 1, &lt, 1, in->loc)->res[0];
+        if (vt.dt != DT_F32)
+            v = ir_op1(f, bb, OP_CAST, vt, v, in->loc);
+        ad->pm[in->res[i]] = v;
+        name_after(ad, v, "", in->res[i]);
+    }
+    return true;
+}
+
 /* Copies fb into bb: stores and (scratch) atomics dropped, shadows made
  * for pointers into differentiated buffers, region-carried shadows added.
  * CL_YIELD: copy fb's terminating yield, extended by the shadows of the
@@ -705,6 +684,10 @@ static void clone_block(Ad *ad, const Block *fb, Block *bb, unsigned mode, const
         case OP_ATOMIC_ADD:
             continue; /* validated: outputs and scratch only, atomic results unused */
         case OP_FOR:
+            if (fb == ad->fw->body && ad->spec->save && load_saved(ad, bb, k))
+                continue;
+            clone_region_op(ad, bb, in);
+            continue;
         case OP_IF:
         case OP_WHILE:
             clone_region_op(ad, bb, in);

@@ -301,6 +301,23 @@ static AdSpec ad_spec(const kad_ctx *c, Arena *a, const char *wrt, const char *o
 
 kad_kernel *kad_grad(kad_kernel *k, const char *wrt, const char *out) { return kad_grad_ex(k, wrt, out, 0); }
 
+/* The forward AD differentiates for flags: with KAD_GRAD_SAVED, k's with
+ * the kad_saved parameter, the plan in spec->save; NULL after a diagnostic
+ * when k has nothing to save. */
+static const Func *grad_forward(kad_ctx *c, kad_kernel *k, unsigned flags, AdSpec *spec)
+{
+    if (!(flags & KAD_GRAD_SAVED))
+        return k->f;
+    const SavePlan *p = save_plan(c->a, k->f);
+    if (!p) {
+        diag_error(&c->d, k->f->loc, "'%s' has no loop results to save: its backward recomputes everything "
+                                     "(build it without KAD_GRAD_SAVED)", k->f->name);
+        return NULL;
+    }
+    spec->save = p;
+    return save_kernel(c->a, k->f, p, false);
+}
+
 kad_kernel *kad_grad_ex(kad_kernel *k, const char *wrt, const char *out, unsigned flags)
 {
     kad_ctx *c = k->c;
@@ -308,7 +325,8 @@ kad_kernel *kad_grad_ex(kad_kernel *k, const char *wrt, const char *out, unsigne
     kad_kernel *g = NULL;
     AdSpec spec = ad_spec(c, c->a, wrt, out);
     spec.atomics = (flags & KAD_GRAD_ATOMICS) != 0;
-    Func *f = ad_backward(c->a, &c->d, k->f, &spec);
+    const Func *fw = grad_forward(c, k, flags, &spec);
+    Func *f = fw ? ad_backward(c->a, &c->d, fw, &spec) : NULL;
     if (f)
         g = kernel_new(c, f);
     API_END(c);
@@ -389,9 +407,59 @@ const char *kad_grad_module_ex(kad_kernel *k, const char *wrt, const char *out, 
     spec.grad_when = arena_alloc(c->a, sizeof *spec.grad_when * (size_t)(spec.nwrt + 1));
     spec.grad_rmw = arena_alloc(c->a, sizeof *spec.grad_rmw * (size_t)(spec.nwrt + 1));
     spec.grad_first = arena_alloc(c->a, sizeof *spec.grad_first * (size_t)(spec.nwrt + 1));
-    Func *bw = ad_backward(c->a, &c->d, k->f, &spec);
+    const Func *fw = grad_forward(c, k, flags, &spec);
+    Func *bw = fw ? ad_backward(c->a, &c->d, fw, &spec) : NULL;
     Buf b = {.a = c->a};
-    if (bw && emit_triton_backward(&b, k->f, bw, &spec, &c->d))
+    if (bw && emit_triton_backward(&b, fw, bw, &spec, &c->d))
+        text = buf_str(&b);
+    API_END(c);
+    return text;
+}
+
+/* ---- Saved loop results ---- */
+
+long long kad_save_slot(kad_kernel *k)
+{
+    kad_ctx *c = k->c;
+    API_BEGIN(c, -1);
+    const SavePlan *p = save_plan(c->a, k->f);
+    API_END(c);
+    return p ? p->slot : 0;
+}
+
+/* The saving forward of k and its plan; NULL after a diagnostic. */
+static Func *saving(kad_ctx *c, kad_kernel *k, const SavePlan **pp)
+{
+    const SavePlan *p = save_plan(c->a, k->f);
+    if (!p) {
+        diag_error(&c->d, k->f->loc, "'%s' has no loop results to save", k->f->name);
+        return NULL;
+    }
+    *pp = p;
+    Func *sv = save_kernel(c->a, k->f, p, true);
+    return ir_verify(sv, &c->d) ? sv : NULL;
+}
+
+kad_kernel *kad_save_forward(kad_kernel *k)
+{
+    kad_ctx *c = k->c;
+    API_BEGIN(c, NULL);
+    const SavePlan *p;
+    Func *sv = saving(c, k, &p);
+    kad_kernel *g = sv ? kernel_new(c, sv) : NULL;
+    API_END(c);
+    return g;
+}
+
+const char *kad_save_module(kad_kernel *k)
+{
+    kad_ctx *c = k->c;
+    API_BEGIN(c, NULL);
+    const char *text = NULL;
+    const SavePlan *p;
+    Func *sv = saving(c, k, &p);
+    Buf b = {.a = c->a};
+    if (sv && emit_triton_saving(&b, k->f, sv, p->slot, &c->d))
         text = buf_str(&b);
     API_END(c);
     return text;

@@ -1372,6 +1372,45 @@ const char *tape_report(Arena *a, const Func *f);
 const char *audit_report(Arena *a, const Func *f);
 
 /* ------------------------------------------------------------------ */
+/* ad_save.c: loop results the forward saves for the backward          */
+/* (docs/AD.md, "Saved loop results")                                  */
+/* ------------------------------------------------------------------ */
+
+/* The values the saving forward stores: results of the forward's top-level
+ * `for` loops, by ValId, one after the other in the program's slot,
+ * row-major, in fp32 (fp16/bf16 widened exactly).  The buffer holds slot
+ * elements per program, program p's at p * slot with p = pid0 + G0 * (pid1
+ * + G1 * pid2).  ValIds are the forward's: the kernel AD differentiates
+ * (the forward plus the kad_saved parameter, gauge_rewrite's copy of it)
+ * keeps them, and a loop gauge_rewrite splits in two defines the original
+ * loop's results with the original ValIds. */
+typedef struct SavePlan {
+    ValId *val;
+    Type *ty;
+    int64_t *off;
+    int n;
+    int64_t slot;
+} SavePlan;
+/* The parameter a saving (or loading) kernel takes the buffer by. */
+#define KAD_SAVE_PARAM "kad_saved"
+/* The plan of fwd (verified): NULL when nothing is worth saving. */
+const SavePlan *save_plan(Arena *a, const Func *fwd);
+/* fwd with one more parameter, KAD_SAVE_PARAM (*fp32), last; with stores,
+ * the saving forward: each planned value stored after its loop. */
+Func *save_kernel(Arena *a, const Func *fwd, const SavePlan *p, bool stores);
+/* For the top-level `for` loop fw->body->insts.v[k]: per result, its offset
+ * in the slot (-1: not saved, and unused after the loop), or NULL when the
+ * loop must run (a result used after it is not saved, or none is). */
+const int64_t *save_offsets(Arena *a, const SavePlan *p, const Func *fw, int k);
+/* The offset (i64, elements) of this program's slot: program * slot, or
+ * with an iteration number iter (a tape's) (iter * programs + program) *
+ * slot, where program = pid0 + G0 * (pid1 + G1 * pid2). */
+ValId save_slot_at(Func *f, Block *b, ValId iter, int64_t slot, Loc loc);
+/* Pointers to the elements of a value of type vt at offset off from base:
+ * row-major, a scalar pointer for a scalar. */
+ValId save_elems(Func *f, Block *b, ValId base, Type vt, int64_t off, Loc loc);
+
+/* ------------------------------------------------------------------ */
 /* ad_rev.c: reverse-mode AD (see docs/AD.md)                          */
 /* ------------------------------------------------------------------ */
 
@@ -1398,6 +1437,9 @@ typedef struct AdSpec {
                               * d_<wrt[j]> with plain stores (checked at run time), or NULL */
     bool *grad_first;        /* out, optional (nwrt entries): with grad_rmw, the site the backward
                               * reaches first stores its gradient without reading (first_writer) */
+    const SavePlan *save;    /* the forward's last parameter is KAD_SAVE_PARAM, holding what the
+                              * saving forward stored: the primal sweep loads the planned loops'
+                              * results instead of running them (NULL: recompute everything) */
 } AdSpec;
 enum {
     AD_MUTATE_NONE = 0,
@@ -1687,6 +1729,7 @@ typedef struct Ad {
                   * gradient): i1 tile, true where the shadow is real; 0: everywhere */
     ValId *adj;  /* by ValId: accumulated adjoint (0 = zero so far) */
     ValId *grad; /* by param index: its gradient param in bw, or 0 */
+    ValId saved_base; /* bw: this program's slot of the saved loop results (AdSpec.save), once made */
     int *seen;   /* by ValId: scratch marks (collect_outside) */
     uint8_t *plain;    /* by param index: input gradient written with plain stores
                         * (1), or with them when flag[i] holds, else atomics (2), or
@@ -1853,6 +1896,11 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
  * @triton.jit <fwd>_jvp (the forward's parameters in the def's order, then the tangent pointers),
  * a header, and the host launcher launch_<fwd>_jvp.  False after a located error in d. */
 bool emit_triton_jvp(Buf *out, const Func *fwd, const Func *jv, const AdSpec *spec, Diags *d);
+/* The saving forward (ad_save.c: sv = save_kernel(fwd, plan, true)) as a
+ * Python module: the kernel <name>_fwd and its launcher launch_<name>_fwd,
+ * which takes the forward's runtime arguments, then the kad_saved buffer
+ * (slot fp32 elements per program). */
+bool emit_triton_saving(Buf *out, const Func *fwd, const Func *sv, int64_t slot, Diags *d);
 
 /* ------------------------------------------------------------------ */
 /* emit_triton.c, emit_expr.c, emit_stmt.c: the emitter's internals    */

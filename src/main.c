@@ -60,7 +60,9 @@ static const char usage[] =
     "      or with --ir the backward kernel's IR (reverse mode; see docs/AD.md; the launcher's other\n"
     "      kernels follow as # comments); --atomics:\n"
     "      input gradients accumulated with atomic_add (nondeterministic) instead of the default;\n"
-    "      --report: per taped loop, what is taped, recomputed, checkpointed (docs/GRAD.md)\n"
+    "      --report: per taped loop, what is taped, recomputed, checkpointed (docs/GRAD.md);\n"
+    "      --saved: the backward that loads the saved loop results (kad_saved) instead of running\n"
+    "      those loops; --save-forward: the saving forward that stores them (docs/AD.md)\n"
     "  tapes (grad and check): [--tape-budget BYTES] checkpoint taped `for` loops above BYTES of\n"
     "      tape per launch; [--while-cap N] the tape capacity of a `while` loop kad finds no bound for\n"
     "  kad check FILE.py:KERNEL --sig SIG --wrt X,... --out Y,... --grid NX[,NY,NZ]\n"
@@ -441,7 +443,8 @@ typedef struct AdArgs {
     bool ir;             /* grad --ir: print the backward IR instead of the Triton module */
     bool report;         /* grad --report: print the tape report instead of the module */
     long long while_cap, tape_budget; /* --while-cap, --tape-budget */
-    unsigned gflags;     /* grad --atomics: KAD_GRAD_ATOMICS */
+    unsigned gflags;     /* grad --atomics: KAD_GRAD_ATOMICS; --saved: KAD_GRAD_SAVED */
+    bool save_fwd;       /* grad --save-forward: the saving forward instead of the backward */
     bool jvp;            /* `kad jvp`: forward mode instead of grad */
     unsigned flags;
     Roots roots;
@@ -483,6 +486,10 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
             x->report = true;
         else if (!check && !x->jvp && !strcmp(a, "--atomics"))
             x->gflags |= KAD_GRAD_ATOMICS;
+        else if (!check && !x->jvp && !strcmp(a, "--saved"))
+            x->gflags |= KAD_GRAD_SAVED;
+        else if (!check && !x->jvp && !strcmp(a, "--save-forward"))
+            x->save_fwd = true;
         else if (!check && !strcmp(a, "-o") && has)
             x->outfile = argv[++i];
         else if ((!strcmp(a, "--include") || !strcmp(a, "--rules")) && has) {
@@ -601,6 +608,10 @@ static int cmd_ad(int argc, char **argv, bool check, bool jvp)
     if (!rc && jvp) {
         kad_kernel *g = x.ir ? kad_jvp(k, x.wrt, x.out) : NULL;
         const char *text = x.ir ? (g ? kad_kernel_ir(g) : NULL) : kad_jvp_module(k, x.wrt, x.out);
+        rc = text ? write_output(x.outfile, text) : 1;
+    } else if (!rc && x.save_fwd) {
+        kad_kernel *g = x.ir ? kad_save_forward(k) : NULL;
+        const char *text = x.ir ? (g ? kad_kernel_ir(g) : NULL) : kad_save_module(k);
         rc = text ? write_output(x.outfile, text) : 1;
     } else if (!rc && !check) {
         kad_kernel *g = x.ir || x.report ? kad_grad_ex(k, x.wrt, x.out, x.gflags) : NULL;

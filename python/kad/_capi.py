@@ -31,12 +31,16 @@ __all__ = ["KadError", "Context", "Kernel", "Pointer", "library_path", "version"
 UNROLL_CONST_LOOPS = 1 << 0
 NO_SIMPLIFY = 1 << 1
 GRAD_ATOMICS = 1  # KAD_GRAD_ATOMICS
+GRAD_SAVED = 2  # KAD_GRAD_SAVED
 _MODES = {"as_written": 0, "f64": 1}
 
 # Type aliases of the public signatures: a launch grid (an int or up to 3 ints) and a list of
 # pointer-parameter names (or one comma-separated string).
 Grid = Union[int, Sequence[int]]
 Names = Union[str, Sequence[str]]
+
+
+SAVE_PARAM = "kad_saved"  # KAD_SAVE_PARAM: the saved loop results' buffer parameter
 
 
 class KadError(Exception):
@@ -152,6 +156,9 @@ def _load():
             "kad_audit": ([P], S),
             "kad_jvp": ([P, S, S], P),
             "kad_jvp_module": ([P, S, S], S),
+            "kad_save_slot": ([P], ctypes.c_longlong),
+            "kad_save_forward": ([P], P),
+            "kad_save_module": ([P], S),
         }
         for name, (argtypes, restype) in sigs.items():
             fn = getattr(lib, name)
@@ -403,24 +410,58 @@ class Kernel:
             self._ctx._fail("audit")
         return _dec(text)
 
-    def grad(self, wrt: Names, out: Names, deterministic: bool = True) -> "Kernel":
+    def grad(self, wrt: Names, out: Names, deterministic: bool = True, saved: bool = False) -> "Kernel":
         """The backward kernel (kad_grad_ex): this kernel's runtime parameters,
         then d_<out>..., then d_<wrt>...; wrt and out are lists of
         pointer-parameter names (or comma-separated strings).
-        deterministic=False: input gradients accumulated with atomic_add."""
+        deterministic=False: input gradients accumulated with atomic_add.
+        saved=True: the backward of the saving forward (save_forward), which
+        takes its kad_saved buffer after the runtime parameters."""
         fn = self._ctx._need("kad_grad_ex")
         self._ctx._begin()
-        g = fn(self._k, _enc(_names(wrt)), _enc(_names(out)), 0 if deterministic else GRAD_ATOMICS)
+        flags = (0 if deterministic else GRAD_ATOMICS) | (GRAD_SAVED if saved else 0)
+        g = fn(self._k, _enc(_names(wrt)), _enc(_names(out)), flags)
         if not g:
             self._ctx._fail("grad")
         return Kernel(self._ctx, g)
 
-    def grad_module(self, wrt: Names, out: Names, deterministic: bool = True) -> str:
+    def save_slot(self) -> int:
+        """fp32 elements per program of the loop results the saving forward
+        stores (kad_save_slot); 0: nothing to save."""
+        fn = self._ctx._need("kad_save_slot")
+        self._ctx._begin()
+        n = fn(self._k)
+        if n < 0:
+            self._ctx._fail("save_slot")
+        return int(n)
+
+    def save_forward(self) -> "Kernel":
+        """The saving forward (kad_save_forward): this kernel's runtime
+        parameters, then kad_saved (save_slot() fp32 elements per program)."""
+        fn = self._ctx._need("kad_save_forward")
+        self._ctx._begin()
+        g = fn(self._k)
+        if not g:
+            self._ctx._fail("save_forward")
+        return Kernel(self._ctx, g)
+
+    def save_module(self) -> str:
+        """The saving forward as a Python module (kad_save_module):
+        launch_<kernel>_fwd(grid, *args, kad_saved)."""
+        fn = self._ctx._need("kad_save_module")
+        self._ctx._begin()
+        text = fn(self._k)
+        if text is None:
+            self._ctx._fail("save_module")
+        return _dec(text)
+
+    def grad_module(self, wrt: Names, out: Names, deterministic: bool = True, saved: bool = False) -> str:
         """The backward as a Python module text (kad_grad_module_ex,
-        docs/GRAD.md); deterministic as for grad()."""
+        docs/GRAD.md); deterministic and saved as for grad()."""
         fn = self._ctx._need("kad_grad_module_ex")
         self._ctx._begin()
-        text = fn(self._k, _enc(_names(wrt)), _enc(_names(out)), 0 if deterministic else GRAD_ATOMICS)
+        flags = (0 if deterministic else GRAD_ATOMICS) | (GRAD_SAVED if saved else 0)
+        text = fn(self._k, _enc(_names(wrt)), _enc(_names(out)), flags)
         if text is None:
             self._ctx._fail("grad_module")
         return _dec(text)

@@ -207,6 +207,7 @@ class Program:
         self.modules = {}  # (sig, wrt, out) -> module (GPU)
         self.texts = {}  # (sig, wrt, out) -> module text
         self.access_of = {}  # sig -> {pointer name: load/store bits}
+        self.slots = {}  # sig -> fp32 elements per program of the saved loop results (0: none)
 
     def forward(self, sig):
         with self.lock:
@@ -225,37 +226,71 @@ class Program:
                 acc = self.access_of[sig] = k.param_access()
         return acc
 
-    def backward(self, sig, wrt, out, det=True):
+    def backward(self, sig, wrt, out, det=True, saved=False):
         """The backward as a kad Kernel, for the CPU interpreter (det:
-        deterministic, else input gradients accumulated with atomics)."""
-        key = (sig, tuple(wrt), tuple(out), det)
+        deterministic, else input gradients accumulated with atomics; saved:
+        the backward of the saving forward, taking its buffer kad_saved)."""
+        key = (sig, tuple(wrt), tuple(out), det, saved)
         k = self.bwd.get(key)
         if k is None:
             fwd = self.forward(sig)
             with self.lock:
-                k = self.bwd[key] = fwd.grad(wrt, out, deterministic=det)
+                k = self.bwd[key] = fwd.grad(wrt, out, deterministic=det, saved=saved)
         return k
 
-    def _key(self, sig, wrt, out, det):
+    def save_slot(self, sig):
+        """fp32 elements per program of the loop results the saving forward
+        stores (docs/AD.md, "Saved loop results"); 0: the backward recomputes
+        everything."""
+        n = self.slots.get(sig)
+        if n is None:
+            k = self.forward(sig)
+            with self.lock:
+                n = self.slots[sig] = k.save_slot()
+        return n
+
+    def save_forward(self, sig):
+        """The saving forward as a kad Kernel (CPU interpreter): the kernel's
+        parameters, then kad_saved."""
+        key = ("save", sig)
+        k = self.bwd.get(key)
+        if k is None:
+            fwd = self.forward(sig)
+            with self.lock:
+                k = self.bwd[key] = fwd.save_forward()
+        return k
+
+    def save_module(self, sig):
+        """The imported saving forward (GPU): launch_<kernel>_fwd."""
+        key = ("save", sig)
+        mod = self.modules.get(key)
+        if mod is None:
+            fwd = self.forward(sig)
+            with self.lock:
+                text = fwd.save_module()
+            mod = self.modules[key] = self._import_generated(text, "fwd", (sig, "fwd"))
+        return mod
+
+    def _key(self, sig, wrt, out, det, saved=False):
         h = hashlib.sha256()
         for part in (_capi.version(), _capi.build_id(), self.digest, self.kernel, sig, ",".join(wrt), ",".join(out),
-                     "" if det else "atomics"):
+                     "" if det else "atomics") + (("saved",) if saved else ()):
             h.update(part.encode() + b"\0")
         return h.hexdigest()
 
-    def module_text(self, sig, wrt, out, det=True):
+    def module_text(self, sig, wrt, out, det=True, saved=False):
         """The backward module's text: from the disk cache, else generated
         (and written there, sealed, by an atomic rename)."""
-        key = (sig, tuple(wrt), tuple(out), det)
+        key = (sig, tuple(wrt), tuple(out), det, saved)
         text = self.texts.get(key)
         if text is not None:
             return text
-        path = self.module_path(sig, wrt, out, det)
+        path = self.module_path(sig, wrt, out, det, saved)
         text = read_sealed(path)  # None: missing, or not a complete module written by kad
         if text is None:
             fwd = self.forward(sig)
             with self.lock:
-                text = fwd.grad_module(wrt, out, deterministic=det)
+                text = fwd.grad_module(wrt, out, deterministic=det, saved=saved)
             text, data = seal(text)
             write_atomically(path, data)
         self.texts[key] = text
@@ -329,17 +364,17 @@ class Program:
                 text, "jvp_bwd", (sig, ",".join(wrt), ",".join(out), "jvp_bwd", "" if det else "atomics"))
         return mod
 
-    def module_path(self, sig, wrt, out, det=True):
-        return os.path.join(cache_dir(), f"{self.kernel}_bwd_{self._key(sig, wrt, out, det)[:40]}.py")
+    def module_path(self, sig, wrt, out, det=True, saved=False):
+        return os.path.join(cache_dir(), f"{self.kernel}_bwd_{self._key(sig, wrt, out, det, saved)[:40]}.py")
 
-    def module(self, sig, wrt, out, det=True):
+    def module(self, sig, wrt, out, det=True, saved=False):
         """The imported backward module (GPU).  What is executed is the
         verified text of module_text, never bytes read again from the file."""
-        key = (sig, tuple(wrt), tuple(out), det)
+        key = (sig, tuple(wrt), tuple(out), det, saved)
         mod = self.modules.get(key)
         if mod is None:
-            text = self.module_text(sig, wrt, out, det)  # makes sure the complete file exists
-            path = self.module_path(sig, wrt, out, det)
+            text = self.module_text(sig, wrt, out, det, saved)  # makes sure the complete file exists
+            path = self.module_path(sig, wrt, out, det, saved)
             name = "kad_bwd_" + os.path.basename(path)[:-3]
             loader = _SealedLoader(name, path, seal(text)[1].encode("utf-8"))
             spec = importlib.util.spec_from_file_location(name, path, loader=loader)
@@ -459,10 +494,11 @@ class Run:
         self.inout = inout  # outputs updated in place (see the header)
         self.old = old  # in-place name -> copy of its value before the launch (when the kernel loads it)
         self.prep = prep  # the _Prep of the launch (of its signature before an autotuned launch)
+        self.saved = None  # the saving forward's buffer (docs/AD.md, "Saved loop results"), or None
 
     def forward(self):
-        """Runs the kernel."""
-        self.dk._run_forward(self.launch)
+        """Runs the kernel (its saving forward where kad saves loop results for the backward)."""
+        self.saved = self.dk._run_forward(self.launch, self.prep, save=True)
         # the caller's arguments (the outputs among them, whose grad_fn is now this Function's node,
         # which holds this Run): kept, they would make a reference cycle that only Python's cyclic
         # collector frees, holding the launch's tensors until it runs
@@ -558,7 +594,7 @@ def _backward_of(run, needs, saved, grads):
         override = dict(zip(run.inputs, saved)) if not no else dict(zip(run.inputs + run.others, saved))
         if run.old:
             override.update(run.old)
-        d = run.dk._run_backward(run.launch, wrt, run.inout, out, out_grads, override, b)
+        d = run.dk._run_backward(run.launch, wrt, run.inout, out, out_grads, override, b, run.saved)
         for i, n in enumerate(run.inputs):
             if n in d:
                 result[i] = d[n]
@@ -729,9 +765,10 @@ class DifferentiableKernel:
     the wrapped object's."""
 
     def __init__(self, fn: Any, inputs: Sequence[str], outputs: Sequence[str], deterministic: bool = True,
-                 tape_budget: int | None = None, while_cap: int | None = None) -> None:
+                 tape_budget: int | None = None, while_cap: int | None = None, save: bool = True) -> None:
         self.fn = fn
         self.deterministic = bool(deterministic)
+        self.save = bool(save)
         for nm, v in (("tape_budget", tape_budget), ("while_cap", while_cap)):
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
                 raise ValueError(f"kad.differentiable: {nm} must be an int >= 0, got {v!r}")
@@ -1073,9 +1110,14 @@ class DifferentiableKernel:
                     return False
         return True
 
-    def _run_forward(self, launch, prep=None, rebind=True):
+    def _run_forward(self, launch, prep=None, rebind=True, save=False):
         """Runs the forward: kad's interpreter on CPU, Triton on GPU (rebind: an autotuned launch
-        is bound again with the config that ran, which its backward needs)."""
+        is bound again with the config that ran, which its backward needs).  save: run the saving
+        forward where it applies (_run_saving); returns its buffer, else None."""
+        if save and self.save:
+            saved = self._run_saving(launch, prep or self._prep(launch))
+            if saved is not None:
+                return saved
         if launch.device == "cpu":
             launch.mode = _cpu_mode()  # the backward runs in the same mode
             prep = prep or self._prep(launch)
@@ -1093,18 +1135,67 @@ class DifferentiableKernel:
             # gives another grid for the config that ran than for the first one bind() assumed)
             launch.values, launch.options, launch.sig, launch.config, launch.grid = (
                 fresh.values, fresh.options, fresh.sig, fresh.config, fresh.grid)
+        return None
 
-    def _run_backward(self, launch, wrt, inout, out, out_grads, override, b=None):
+    def _run_saving(self, launch, prep):
+        """Runs the saving forward of the launch (docs/AD.md, "Saved loop results"): the kernel as
+        kad emits it, storing the results of its loops over memory for the backward, which then
+        loads them instead of running those loops again.  Returns the buffer, or None (nothing
+        run) where it does not apply: the kernel has nothing to save, the buffer would be larger
+        than the launch's tensors together, launch options other than num_warps/num_stages, an
+        autotuned kernel whose config for this call the autotuner has not chosen yet (or one with
+        a pre_hook), or kad could not generate it (the launch then runs as written)."""
+        slot = prep.save_slot(self)
+        if not slot:
+            return None
+        tens = launch.values
+        g = launch.grid
+        n = slot
+        for x in g:
+            n *= x
+        if 4 * n > sum(tens[t].nbytes for t in prep.tensors):
+            return None
+        if launch.device == "cpu":
+            launch.mode = _cpu_mode()  # the backward runs in the same mode
+            k = prep.saving(self)
+            if k is None:
+                return None
+            prep.forward(self.program)  # fwd_names
+            saved = torch.empty(n, dtype=torch.float64 if launch.mode == "f64" else torch.float32)
+            run_cpu(k, g, [tens[t] for t in prep.fwd_names] + [saved], launch.mode)
+            return saved
+        opts = launch.options
+        if opts and any(o not in ("num_warps", "num_stages") for o in opts):
+            return None
+        if self._autotuned:
+            cfg = _cached_config(self._autotuner, launch.call)
+            if cfg is None or cfg.pre_hook is not None or not _same_config(cfg, launch.config):
+                return None
+        fn = prep.saving(self)
+        if fn is None:
+            return None
+        saved = torch.empty(n, dtype=torch.float32, device=tens[prep.tensors[0]].device)
+        fn(g, *[tens[t] for t in launch.runtime_names], saved, **opts)
+        return saved
+
+    def _run_backward(self, launch, wrt, inout, out, out_grads, override, b=None, saved=None):
         """Gradients (name -> tensor) of the inputs wrt and of the values
         before the launch of the in-place outputs inout (their views' parts),
         for the output gradients out_grads (name -> tensor or None) of the
         outputs out.  b: what _Prep.backward returns for them, when the
-        caller has it."""
+        caller has it (for saved when given).  saved: the saving forward's
+        buffer, or None."""
         tens = launch.values
         if override:
             tens = dict(tens)
             tens.update(override)
-        wrt, out, ins, fn, fwd_names = b or self._prep(launch).backward(self, launch, wrt, inout, out)
+        wrt, out, ins, fn, fwd_names, uses = b or self._prep(launch).backward(self, launch, wrt, inout, out,
+                                                                              saved is not None)
+        if not uses:
+            saved = None
+        elif launch.device == "cpu":
+            tens = dict(tens)
+            tens[_capi.SAVE_PARAM] = saved
         d_outs = {}
         for n in out:
             y, g = tens[n], out_grads[n]
@@ -1136,6 +1227,8 @@ class DifferentiableKernel:
             run_cpu(fn, launch.grid, values, getattr(launch, "mode", "as_written"), written=written)
         else:
             runtime = [tens[n] for n in launch.runtime_names]
+            if saved is not None:
+                runtime.append(saved)
             opts = launch.options if fwd_names else None
             opts = {k: opts[k] for k in ("num_warps", "num_stages") if k in opts} if opts else {}
             if self._autotuned:  # the backward's num_warps/num_stages timed too (docs/GRAD.md, "Tuning")
@@ -1163,6 +1256,8 @@ class _Prep:
         # the tensor parameters of a dtype kad does not differentiate (the signature types them)
         self.nonfloat = frozenset(n for n in self.tensors if launch.values[n].dtype not in FLOAT_DTYPES)
         self.fwd = self.fwd_names = self._loads = None
+        self.slot = None  # save_slot's answer
+        self._saving = None  # the saving forward: its kad Kernel (CPU) or launcher (GPU)
         self.bwd = {}
         self.plans = {}  # (needs_input_grad, which gradients are None, inout) -> plan()
 
@@ -1181,7 +1276,7 @@ class _Prep:
         and _Prep.backward's tuple for them (None when there is nothing to
         compute).  needs: ctx.needs_input_grad; none: per dirty tensor, whether
         its gradient is None.  Cached by (needs, none, in-place outputs)."""
-        key = (needs, none, tuple(run.inout))
+        key = (needs, none, tuple(run.inout), run.saved is not None)
         p = self.plans.get(key)
         if p is None:
             ni, no = len(run.inputs), len(run.others)
@@ -1192,7 +1287,7 @@ class _Prep:
             b = out = None
             if (wrt or need_old) and has:
                 out = [n for n in run.outputs if n in has or n in run.inout]
-                b = self.backward(run.dk, run.launch, wrt, run.inout, out)
+                b = self.backward(run.dk, run.launch, wrt, run.inout, out, run.saved is not None)
             p = self.plans[key] = (wrt, need_old, out, b)
         return p
 
@@ -1202,30 +1297,83 @@ class _Prep:
             self._loads = frozenset(n for n, bits in program.access(self.sig).items() if bits & 1)
         return self._loads
 
-    def backward(self, dk, launch, wrt, inout, out):
-        """(wrt, out, ins, fn, fwd_names) of the backward for these gradient
-        lists: wrt and out ordered as kad_grad wants them, ins the inputs
-        among wrt that are not in place, fn the compiled backward (CPU) or
-        the launcher (GPU), fwd_names the forward's parameters fn takes
-        before the gradients (CPU), or on a GPU whether the launcher takes
-        the forward's launch options (the module's _kad_forward_options)."""
-        key = (tuple(wrt), tuple(inout), tuple(out))
+    def backward(self, dk, launch, wrt, inout, out, saved=False):
+        """(wrt, out, ins, fn, fwd_names, saved) of the backward for these
+        gradient lists: wrt and out ordered as kad_grad wants them, ins the
+        inputs among wrt that are not in place, fn the compiled backward
+        (CPU) or the launcher (GPU), fwd_names the forward's parameters fn
+        takes before the gradients (CPU), or on a GPU whether the launcher
+        takes the forward's launch options (the module's
+        _kad_forward_options); saved: whether fn is the backward of the
+        saving forward, which takes its buffer after the runtime arguments
+        (asked with saved=True; False where kad could not make it: the
+        backward then recomputes everything)."""
+        key = (tuple(wrt), tuple(inout), tuple(out), saved)
         b = self.bwd.get(key)
         if b is None:
             wrt_s, out_s = _grad_names(launch, wrt, inout, out)
             ins = [n for n in wrt_s if n not in inout]
-            if self.device == "cpu":
-                k = dk.program.backward(self.sig, wrt_s, out_s, dk.deterministic)
-                names = [n for n, _ in k.params]
-                b = (wrt_s, out_s, ins, k, names[:len(names) - len(out_s) - len(ins)])
-            else:
-                mod = dk.program.module(self.sig, wrt_s, out_s, dk.deterministic)
-                # the module says whether its launcher takes the forward's num_warps/num_stages (only
-                # with a tl.dot: docs/GRAD.md, "Launch parameters")
-                b = (wrt_s, out_s, ins, getattr(mod, f"launch_{launch.name}_bwd"),
-                     getattr(mod, "_kad_forward_options", True))
+            try:
+                b = self._backward(dk, launch, wrt_s, out_s, ins, saved)
+            except _capi.KadError:
+                if not saved:
+                    raise
+                b = self.backward(dk, launch, wrt, inout, out, False)  # generation failed: recompute
             self.bwd[key] = b
         return b
+
+    def _backward(self, dk, launch, wrt_s, out_s, ins, saved):
+        if self.device == "cpu":
+            k = dk.program.backward(self.sig, wrt_s, out_s, dk.deterministic, saved)
+            names = [n for n, _ in k.params]
+            return (wrt_s, out_s, ins, k, names[:len(names) - len(out_s) - len(ins)], saved)
+        mod = dk.program.module(self.sig, wrt_s, out_s, dk.deterministic, saved)
+        # the module says whether its launcher takes the forward's num_warps/num_stages (only
+        # with a tl.dot: docs/GRAD.md, "Launch parameters")
+        return (wrt_s, out_s, ins, getattr(mod, f"launch_{launch.name}_bwd"),
+                getattr(mod, "_kad_forward_options", True), saved)
+
+    def save_slot(self, dk):
+        """fp32 elements per program the saving forward stores; 0 when the kernel has none (or kad
+        cannot make its saving forward)."""
+        if self.slot is None:
+            self.slot = dk.program.save_slot(self.sig)
+        return self.slot
+
+    def saving(self, dk):
+        """The saving forward: its kad Kernel (CPU) or launch_<kernel>_fwd (GPU); None (and save_slot
+        0 from then on) where kad could not make it."""
+        if self._saving is None and self.slot:
+            try:
+                if self.device == "cpu":
+                    self._saving = dk.program.save_forward(self.sig)
+                else:
+                    mod = dk.program.save_module(self.sig)
+                    self._saving = getattr(mod, f"launch_{dk.jit.fn.__name__}_fwd")
+            except _capi.KadError:
+                self.slot = 0
+        return self._saving
+
+
+def _cached_config(tuner, call):
+    """The config Triton's autotuner runs for this call (grid, args, kwargs) without timing any: its
+    cache's entry for the call's key (Triton 3.6's key: the values of the key arguments, then the
+    dtypes of the tensor arguments), or None (not chosen yet, or another key than kad computes:
+    the launch then goes through the autotuner)."""
+    if len(tuner.configs) <= 1:
+        return tuner.configs[0]
+    _, args, kwargs = call
+    names = tuner.arg_names
+    given = dict(zip(names, args))
+    given.update((k, v) for k, v in kwargs.items() if k in names)
+    key = [given[k] for k in tuner.keys if k in given]
+    for v in given.values():
+        if hasattr(v, "dtype"):
+            key.append(str(v.dtype))
+    try:
+        return tuner.cache.get(tuple(key))
+    except TypeError:  # an unhashable argument
+        return None
 
 
 def _same_config(ran, bound):
@@ -1260,7 +1408,7 @@ from . import _ops  # noqa: E402  (the custom operators call back into this modu
 
 def differentiable(inputs: Sequence[str], outputs: Sequence[str],
                    deterministic: bool = True, tape_budget: int | None = None,
-                   while_cap: int | None = None) -> Callable[[Any], "DifferentiableKernel"]:
+                   while_cap: int | None = None, save: bool = True) -> Callable[[Any], "DifferentiableKernel"]:
     """Decorator: makes a @triton.jit kernel (also wrapped in triton.autotune
     or triton.heuristics) differentiable by PyTorch.
 
@@ -1275,7 +1423,13 @@ def differentiable(inputs: Sequence[str], outputs: Sequence[str],
     above which kad checkpoints loops it reverses with a tape (docs/AD.md,
     "Tapes"); while_cap: the tape capacity (iterations) of a `while` loop
     whose condition gives kad no bound (default 1024; past it the backward
-    raises).  Must be the outermost decorator."""
+    raises).  save: True (the default) runs, where the kernel has loops over
+    memory at its top level, kad's saving forward instead of the kernel as
+    written: the same kernel plus a store of those loops' results, which the
+    backward loads instead of running the loops again (docs/AD.md, "Saved
+    loop results"; memory: at most the launch's tensors' size, held until
+    the backward); False: the kernel runs as written and the backward
+    recomputes everything.  Must be the outermost decorator."""
     def wrap(fn: Any) -> DifferentiableKernel:
-        return DifferentiableKernel(fn, inputs, outputs, deterministic, tape_budget, while_cap)
+        return DifferentiableKernel(fn, inputs, outputs, deterministic, tape_budget, while_cap, save)
     return wrap
