@@ -1142,7 +1142,8 @@ class DifferentiableKernel:
         kad emits it, storing the results of its loops over memory for the backward, which then
         loads them instead of running those loops again.  Returns the buffer, or None (nothing
         run) where it does not apply: the kernel has nothing to save, the buffer would be larger
-        than the launch's tensors together, launch options other than num_warps/num_stages, an
+        than the launch's tensors together, launch options other than num_warps/num_stages (and
+        num_ctas=1), an
         autotuned kernel whose config for this call the autotuner has not chosen yet (or one with
         a pre_hook), or kad could not generate it (the launch then runs as written)."""
         slot = prep.save_slot(self)
@@ -1165,8 +1166,10 @@ class DifferentiableKernel:
             run_cpu(k, g, [tens[t] for t in prep.fwd_names] + [saved], launch.mode)
             return saved
         opts = launch.options
-        if opts and any(o not in ("num_warps", "num_stages") for o in opts):
-            return None
+        if opts:  # the launcher takes num_warps and num_stages (an autotuner's config also gives num_ctas)
+            if any(o not in ("num_warps", "num_stages") and not (o == "num_ctas" and v == 1) for o, v in opts.items()):
+                return None
+            opts = {o: v for o, v in opts.items() if o != "num_ctas"}
         if self._autotuned:
             cfg = _cached_config(self._autotuner, launch.call)
             if cfg is None or cfg.pre_hook is not None or not _same_config(cfg, launch.config):
