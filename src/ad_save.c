@@ -21,11 +21,14 @@
  * whose results used after them are all fp16/bf16/fp32 values: those are
  * exactly the values the primal sweep would otherwise compute by running
  * the loop (ints and pointers carried out of a loop would need the loop).
- * Only the adjoint of such a loop still runs (ad_rev.c builds it from the
- * forward's loop as before); a taped loop keeps its primal copy, which
- * records the tape.
+ * It names them by ValId: the kernel AD differentiates keeps the forward's
+ * ValIds, and gauge_rewrite (ad_gauge.c) defines the results of the two
+ * loops it splits an online-softmax loop into with the original loop's
+ * ValIds, so both become loads.  Only the adjoint of such a loop still runs
+ * (ad_rev.c builds it from the forward's loop as before); a taped loop keeps
+ * its primal copy, which records the tape.
  *
- * Exactness: the saved values are the forward's own values, stored in fp32
+ * Exactness: the saved values are the forward's own, stored in fp32
  * (fp16/bf16 widen exactly), so the backward sees the values its recompute
  * would compute when both compute the same function of the same inputs: the
  * saving forward is this IR emitted, like the backward's recompute.  The
@@ -54,7 +57,7 @@ static bool uses(const Block *b, ValId v)
     return false;
 }
 
-/* Whether instruction `from` on of b is used after index k of b. */
+/* Whether value v is used after instruction k of b (in b or in a region of a later instruction). */
 static bool used_after(const Block *b, int k, ValId v)
 {
     for (int j = k + 1; j < b->insts.n; j++) {
@@ -156,7 +159,8 @@ ValId save_slot_at(Func *f, Block *b, ValId iter, int64_t slot, Loc loc)
         gi->ival = k;
         ValId g = ir_op1(f, b, OP_CAST, i64, gi->res[0], loc);
         prog = prog ? ir_op2(f, b, OP_ADD, i64, ir_op2(f, b, OP_MUL, i64, prog, g, loc), pid, loc) : pid;
-        np = np ? ir_op2(f, b, OP_MUL, i64, np, g, loc) : g;
+        if (iter) /* the programs, for a tape's iterations */
+            np = np ? ir_op2(f, b, OP_MUL, i64, np, g, loc) : g;
     }
     ValId at = prog;
     if (iter) {

@@ -30,7 +30,11 @@ skipped).  Input gradients are allocated with the inputs' sizes and strides
 and zero-filled (the generated kernel adds into them); output gradients are
 copied into the outputs' layout when autograd hands them over in another
 one (e.g. the expanded ones of y.sum()).  The backward kernel recomputes the
-forward from the inputs; it reads neither the outputs nor scratch buffers.
+forward from the inputs; it reads neither the outputs nor scratch buffers,
+except the results of top-level loops a saving forward stored: with save=True
+(the default) a launch under autograd of a kernel with such loops runs kad's
+saving forward instead of the kernel as written, and the Run holds its buffer
+for the backward built to load it (docs/AD.md, "Saved loop results").
 
 Caches.  Per decorated kernel: one kad context holding its sources; the
 specialized forward and backward kernels (CPU) and the imported backward
