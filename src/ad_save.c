@@ -72,6 +72,92 @@ static bool used_after(const Block *b, int k, ValId v)
     return false;
 }
 
+/* Whether w carries no gradient whatever is differentiated: an int or i1
+ * value, a float constant, a scalar parameter (kad differentiates pointer
+ * parameters only), or a cast of one. */
+static bool inert(const Func *f, const Inst *const *def, ValId w, int depth)
+{
+    Type t = ir_type(f, w);
+    if (t.dt != DT_PTR && !dtype_is_float((Dtype)t.dt))
+        return true;
+    const Inst *d = def[w];
+    if (!d)
+        return t.rank == 0 && t.dt != DT_PTR; /* a parameter (or a region's: not inert) */
+    if (d->op == OP_CONST)
+        return true;
+    if ((d->op == OP_CAST || d->op == OP_BROADCAST) && depth < 8)
+        return inert(f, def, d->args[0], depth + 1);
+    return false;
+}
+
+/* def[v]: the instruction defining v, anywhere in b (NULL: a parameter). */
+static void index_defs(const Block *b, const Inst **def)
+{
+    for (int k = 0; k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        for (int r = 0; r < in->nres; r++)
+            def[in->res[r]] = in;
+        for (int r = 0; r < in->nregions; r++)
+            index_defs(in->regions[r], def);
+    }
+}
+
+/* Whether a backward may read value v, defined in the top-level block b
+ * before instruction k: some use after k, followed through the ops whose
+ * adjoints never read their operand v (a store of it; a cast between
+ * floats, +, -, negation, shape ops; * and / by an inert value), reaches
+ * any other op (a nonlinear op, a comparison, a dot, a region).  A loop
+ * whose used results are all unneeded (a plain matmul's accumulator,
+ * stored as it is) is not worth saving: its primal copy in the backward is
+ * dead code. */
+static bool needed(const Func *f, const Inst *const *def, const Block *b, int k, ValId v, int depth)
+{
+    if (depth > 32)
+        return true;
+    for (int j = k + 1; j < b->insts.n; j++) {
+        const Inst *in = &b->insts.v[j];
+        bool use = false;
+        for (int i = 0; i < in->nargs; i++)
+            use |= in->args[i] == v;
+        for (int r = 0; r < in->nregions && !use; r++)
+            if (uses(in->regions[r], v))
+                return true;
+        if (!use)
+            continue;
+        switch (in->op) {
+        case OP_STORE:
+            if (in->args[0] == v || ((in->flags & IF_HAS_MASK) && in->args[2] == v))
+                return true;
+            continue;
+        case OP_CAST:
+            if (!dtype_is_float((Dtype)ir_type(f, in->res[0]).dt))
+                return true;
+            break;
+        case OP_ADD:
+        case OP_SUB:
+        case OP_NEG:
+        case OP_BROADCAST:
+        case OP_EXPAND_DIMS:
+        case OP_RESHAPE:
+        case OP_PERMUTE:
+            break;
+        case OP_MUL:
+            if (!inert(f, def, in->args[in->args[0] == v ? 1 : 0], 0) || in->args[0] == in->args[1])
+                return true;
+            break;
+        case OP_DIV:
+            if (in->args[1] == v || !inert(f, def, in->args[1], 0))
+                return true;
+            break;
+        default:
+            return true;
+        }
+        if (in->nres != 1 || needed(f, def, b, j, in->res[0], depth + 1))
+            return true;
+    }
+    return false;
+}
+
 static bool has_load(const Block *b)
 {
     for (int k = 0; k < b->insts.n; k++) {
@@ -95,6 +181,8 @@ const SavePlan *save_plan(Arena *a, const Func *fwd)
         if (b->insts.v[k].op == OP_FOR)
             cap += b->insts.v[k].nres;
     SavePlan *p = arena_alloc(a, sizeof *p);
+    const Inst **def = arena_alloc(a, sizeof *def * (size_t)(fwd->vals.n + 1));
+    index_defs(b, def);
     p->val = arena_alloc(a, sizeof *p->val * (size_t)(cap + 1));
     p->ty = arena_alloc(a, sizeof *p->ty * (size_t)(cap + 1));
     p->off = arena_alloc(a, sizeof *p->off * (size_t)(cap + 1));
@@ -102,12 +190,15 @@ const SavePlan *save_plan(Arena *a, const Func *fwd)
         const Inst *in = &b->insts.v[k];
         if (in->op != OP_FOR || !has_load(in->regions[0]))
             continue;
-        bool ok = true;
+        bool ok = true, need = false;
         for (int i = 0; i < in->nres && ok; i++) {
             Type t = ir_type(fwd, in->res[i]);
             if (used_after(b, k, in->res[i]) && (t.dt == DT_PTR || !saveable_dtype((Dtype)t.dt)))
                 ok = false; /* an int, a pointer or an fp64/fp8 value the rest needs: the loop runs */
+            else
+                need |= needed(fwd, def, b, k, in->res[i], 0);
         }
+        ok = ok && need;
         for (int i = 0; i < in->nres && ok; i++) {
             if (!used_after(b, k, in->res[i]))
                 continue;

@@ -33,13 +33,13 @@ def _mm_kernel(save=True):
     return kad.differentiable(inputs=["a_ptr", "b_ptr"], outputs=["c_ptr"], save=save)(mm.matmul_kernel.fn)
 
 
-def _mm(k, a, b, fresh=True):
+def _mm(k, a, b, act="leaky_relu"):
     M, K = a.shape
     N = b.shape[1]
     c = torch.empty(M, N, device=a.device, dtype=a.dtype)
     k[(((M + 15) // 16) * ((N + 15) // 16),)](
         a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-        BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, GROUP_SIZE_M=2, ACTIVATION="leaky_relu")
+        BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, GROUP_SIZE_M=2, ACTIVATION=act)
     return c
 
 
@@ -155,6 +155,15 @@ def test_gradcheck_float64_through_saved_results():
 
 
 def test_loops_left_alone():
+    # a result the backward does not read (a plain matmul's accumulator, stored as it is): the
+    # backward's copy of the loop is dead code, nothing to save
+    a, b = _rand(20, 24, seed=13).requires_grad_(), _rand(24, 18, seed=14).requires_grad_()
+    c = _mm(_mm_kernel(), a, b, act="")
+    assert _saved(c) is None
+    ga, gb = torch.autograd.grad(c, (a, b), torch.ones_like(c))
+    tol = dict(rtol=1e-2, atol=1e-2) if DEVICE == "cuda" else dict(rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(ga, torch.ones_like(c) @ b.detach().T, **tol)
+    torch.testing.assert_close(gb, a.detach().T @ torch.ones_like(c), **tol)
     sl = triton_cpu.corpus_module("save_loops.py")
     # an int result the rest needs: the loop runs in the backward (nothing saved)
     k = kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])(sl.last_index)
