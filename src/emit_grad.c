@@ -1403,8 +1403,10 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
         buf_printf(out, "        if not _cov[%d]:  # the tiles do not cover d_%s's view: elements no tile writes stay 0\n"
                         "            args[%d].zero_()\n", i, pl->op[i].name, at0 + pl->op[i].slot - nfwd);
     /* the dacc kernel is the forward's K loop again: the caller's options (the forward's launch
-     * options, or the config its autotuner chose) fit it; the operand kernels have tiles of their
-     * own: kad's defaults for them */
+     * options, or the config its autotuner chose) fit it; without the loop (its accumulator
+     * loaded from a saving forward's buffer: no dot left) it is elementwise work on the forward's
+     * tile, and kad's defaults for that tile fit it better; the operand kernels have tiles of
+     * their own: kad's defaults for them */
     buf_printf(out, "        _c = (%s%s_dacc, _U, _V)\n", call, *call ? ", " : "");
     buf_puts(out, "        _k = None  # the kernels' key (_kad_go) less the options: on CUDA, every tensor 16-byte aligned\n"
                   "        if _ck is not None:\n"
@@ -1413,8 +1415,15 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
     buf_puts(out, "\n"
                   "            if not any(x.data_ptr() & 15 for x in _ts):\n"
                   "                _k = (_kad_cur(), *(x.dtype for x in _ts))\n");
+    const char *first_opts = launch_options(a, pl->first);
+    if (!has_dot(pl->first)) {
+        int w, st;
+        launch_defaults(pl->first, &w, &st);
+        first_opts = st ? arena_printf(a, "{\"num_warps\": %d, \"num_stages\": %d}", w, st)
+                        : arena_printf(a, "{\"num_warps\": %d}", w);
+    }
     buf_printf(out, "        _kad_fit(%s, _tg, _c, %s, _ck, _k and (0, *_k),\n                 kad_tune and ((_key, _dev, 0), %s))\n",
-               pl->first->name, launch_options(a, pl->first), tune_facts(a, pl->first, o, ndef, nfwd));
+               pl->first->name, first_opts, tune_facts(a, pl->first, o, ndef, nfwd));
     for (int i = 0; i < pl->n; i++) {
         const GemmOperand *op = &pl->op[i];
         const char *tiles = op->own ? "_V" : "_U";
