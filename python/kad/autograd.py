@@ -940,6 +940,8 @@ class DifferentiableKernel:
         key = _ops.kernel_key(self._op_id, tuple(layout), tuple(dims))
         if func:  # torch.func: through a Function with setup_context
             new = _ops.Function.apply(key, (len(ins), len(others), ints, floats, flat), *ins, *others, *outs)
+        elif self.save:  # the outputs' new values, then the saved loop results (docs/AD.md)
+            new = torch.ops.kad.launch_saving(key, ins, others, outs, ints, floats, flat)
         else:
             new = torch.ops.kad.launch(key, ins, others, outs, ints, floats, flat)
         for o, v in zip(outs, new):
@@ -969,9 +971,11 @@ class DifferentiableKernel:
             grids.append(grid(meta))
         return grids
 
-    def _op_forward(self, grid, kw):
+    def _op_forward(self, grid, kw, save=0):
         """kad::launch's forward: the launch, with grad mode off; an undeclared tensor the kernel
-        stores through is refused (the operator declares it read only)."""
+        stores through is refused (the operator declares it read only).  save: the elements of
+        the saved buffer (_op_save_numel's answer for the call; 0: the kernel runs as written);
+        returns the buffer, or None."""
         launch = self._binder.bind(grid, (), kw, False, _F64.get())
         launch.call = (grid, (), kw)
         prep = self._preps.get((launch.sig, launch.device)) or self._prep(launch)
@@ -981,17 +985,29 @@ class DifferentiableKernel:
             raise ValueError(f"{self.__name__} stores through {', '.join(repr(n) for n in written)}, which "
                              f"kad.differentiable does not declare: under torch.compile and torch.func a kad "
                              f"kernel may write only its declared outputs; add {written[0]!r} to outputs=[...]")
+        if save:
+            return self._run_saving(launch, prep, save)
         self._run_forward(launch, prep)
+        return None
+
+    def _op_save_numel(self, grid, kw):
+        """(elements, dtype) of the saved buffer kad::launch_saving returns for this call (0 when the
+        kernel runs as written): a function of the call's types, sizes and grid, so that the
+        operator's fake (traced) and real runs agree."""
+        launch = self._binder.bind(grid, (), kw, False, _F64.get())
+        prep = self._preps.get((launch.sig, launch.device)) or self._prep(launch)
+        dt = torch.float64 if launch.device == "cpu" and _F64.get() else torch.float32
+        return self._save_numel(launch, prep, op=True), dt
 
     def _op_loads(self, kw):
         """The pointer parameters the kernel loads through, for a call given by name (any grid)."""
         launch = self._binder.bind((1,), (), kw, False, _F64.get())
         return self._prep(launch).loads(self.program)
 
-    def _op_backward(self, grid, kw, need_in, need_out, grads):
+    def _op_backward(self, grid, kw, need_in, need_out, grads, saved=None):
         """kad::launch_bwd: name -> gradient of the inputs need_in and of the values before the launch
         of the outputs need_out, for the output gradients grads (name -> tensor); kw holds the values
-        before the launch."""
+        before the launch; saved: kad::launch_saving's buffer, or None."""
         launch = self._binder.bind(grid, (), kw, False, _F64.get())
         if self._autotuned and launch.device != "cpu":
             launch = self._binder.bind(grid, (), kw, True, _F64.get())  # the config that ran
@@ -1000,7 +1016,7 @@ class DifferentiableKernel:
         prep = self._prep(launch)
         loads = prep.loads(self.program)
         inout = [n for n in self.outputs if n in self.inputs or n in need_out or n in loads]
-        return self._run_backward(launch, need_in, inout, list(self.outputs), grads, None)
+        return self._run_backward(launch, need_in, inout, list(self.outputs), grads, None, saved=saved)
 
     def _op_jvp(self, grid, kw, t_ins, t_outs):
         """Forward mode (_ops.jvp_launch): runs the kernel's jvp on the call kw (the outputs' tensors
@@ -1141,48 +1157,56 @@ class DifferentiableKernel:
                 fresh.values, fresh.options, fresh.sig, fresh.config, fresh.grid)
         return None
 
-    def _run_saving(self, launch, prep):
-        """Runs the saving forward of the launch (docs/AD.md, "Saved loop results"): the kernel as
-        kad emits it, storing the results of its loops over memory for the backward, which then
-        loads them instead of running those loops again.  Returns the buffer, or None (nothing
-        run) where it does not apply: the kernel has nothing to save, the buffer would be larger
-        than the launch's tensors together, launch options other than num_warps/num_stages (and
-        num_ctas=1), an
-        autotuned kernel whose config for this call the autotuner has not chosen yet (or one with
-        a pre_hook), or kad could not generate it (the launch then runs as written)."""
+    def _save_numel(self, launch, prep, op=False):
+        """The elements of the buffer the saving forward of this launch fills (docs/AD.md, "Saved
+        loop results"), or 0 where the launch runs as written: save=False, the kernel has nothing
+        to save, the buffer would be larger than the launch's tensors together, launch options
+        other than num_warps/num_stages (and num_ctas=1), an autotuned kernel whose config for this
+        call the autotuner has not chosen yet (or one with a pre_hook; op: any autotuned kernel,
+        whose config kad's operators cannot know when traced), or kad could not generate it."""
+        if not self.save:
+            return 0
         slot = prep.save_slot(self)
         if not slot:
+            return 0
+        n = slot
+        for x in launch.grid:
+            n *= x
+        tens = launch.values
+        if 4 * n > sum(tens[t].nbytes for t in prep.tensors):
+            return 0
+        if launch.device != "cpu":
+            opts = launch.options
+            if opts and any(o not in ("num_warps", "num_stages") and not (o == "num_ctas" and v == 1)
+                            for o, v in opts.items()):
+                return 0
+            if self._autotuned:
+                if op:
+                    return 0
+                cfg = _cached_config(self._autotuner, launch.call)
+                if cfg is None or cfg.pre_hook is not None or not _same_config(cfg, launch.config):
+                    return 0
+        return n if prep.saving(self) is not None else 0
+
+    def _run_saving(self, launch, prep, n=None):
+        """Runs the saving forward of the launch: the kernel as kad emits it, storing the results
+        of its loops over memory for the backward, which then loads them instead of running those
+        loops again.  Returns the buffer (n elements: _save_numel's answer when None), or None
+        (nothing run) where it does not apply (the launch then runs as written)."""
+        if n is None:
+            n = self._save_numel(launch, prep)
+        if not n:
             return None
         tens = launch.values
-        g = launch.grid
-        n = slot
-        for x in g:
-            n *= x
-        if 4 * n > sum(tens[t].nbytes for t in prep.tensors):
-            return None
         if launch.device == "cpu":
             launch.mode = _cpu_mode()  # the backward runs in the same mode
-            k = prep.saving(self)
-            if k is None:
-                return None
             prep.forward(self.program)  # fwd_names
             saved = torch.empty(n, dtype=torch.float64 if launch.mode == "f64" else torch.float32)
-            run_cpu(k, g, [tens[t] for t in prep.fwd_names] + [saved], launch.mode)
+            run_cpu(prep.saving(self), launch.grid, [tens[t] for t in prep.fwd_names] + [saved], launch.mode)
             return saved
-        opts = launch.options
-        if opts:  # the launcher takes num_warps and num_stages (an autotuner's config also gives num_ctas)
-            if any(o not in ("num_warps", "num_stages") and not (o == "num_ctas" and v == 1) for o, v in opts.items()):
-                return None
-            opts = {o: v for o, v in opts.items() if o != "num_ctas"}
-        if self._autotuned:
-            cfg = _cached_config(self._autotuner, launch.call)
-            if cfg is None or cfg.pre_hook is not None or not _same_config(cfg, launch.config):
-                return None
-        fn = prep.saving(self)
-        if fn is None:
-            return None
+        opts = {o: v for o, v in launch.options.items() if o != "num_ctas"} if launch.options else {}
         saved = torch.empty(n, dtype=torch.float32, device=tens[prep.tensors[0]].device)
-        fn(g, *[tens[t] for t in launch.runtime_names], saved, **opts)
+        prep.saving(self)(launch.grid, *[tens[t] for t in launch.runtime_names], saved, **opts)
         return saved
 
     def _run_backward(self, launch, wrt, inout, out, out_grads, override, b=None, saved=None):

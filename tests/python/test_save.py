@@ -203,3 +203,34 @@ def test_cli_saved_and_save_forward():
                             "x_ptr=*fp32,y_ptr=*fp32,n_cols=i32,stride=i32,BLOCK=16", "--wrt", "x_ptr",
                             "--out", "y_ptr", "--saved"])
     assert p.returncode != 0 and "has no loop results to save" in p.stderr
+
+
+def test_torch_compile_saves_and_loads(monkeypatch):
+    # under torch.compile the launch is kad::launch_saving (its buffer a graph output, its size known
+    # when traced) and the backward kad::launch_bwd_saved
+    seen = []
+    orig = kad.DifferentiableKernel._op_backward
+
+    def spy(self, *a, **kw):
+        seen.append(a[5] if len(a) > 5 else kw.get("saved"))
+        return orig(self, *a, **kw)
+    monkeypatch.setattr(kad.DifferentiableKernel, "_op_backward", spy)
+    k = _mm_kernel()
+    a0, b0, dc = _rand(40, 50, seed=1), _rand(50, 36, seed=2), _rand(40, 36, seed=3)
+    f = torch.compile(lambda a, b: _mm(k, a, b), backend="aot_eager", fullgraph=True)
+    a, b = a0.clone().requires_grad_(), b0.clone().requires_grad_()
+    c = f(a, b)
+    got = (c.detach(), *torch.autograd.grad(c, (a, b), dc))
+    assert len(seen) == 1 and seen[0] is not None and seen[0].numel() == 9 * 256
+    a, b = a0.clone().requires_grad_(), b0.clone().requires_grad_()
+    c = _mm(_mm_kernel(save=False), a, b)
+    want = (c.detach(), *torch.autograd.grad(c, (a, b), dc))
+    for x, y in zip(got, want):
+        torch.testing.assert_close(x, y, rtol=1e-6, atol=1e-6)
+    # a kernel with nothing to save: an empty buffer, the backward recomputes
+    seen.clear()
+    k = _mm_kernel()
+    c = torch.compile(lambda a, b: _mm(k, a, b, act=""), backend="aot_eager", fullgraph=True)(a0.clone().requires_grad_(),
+                                                                                              b0)
+    c.sum().backward()
+    assert len(seen) == 1 and seen[0] is None
