@@ -42,33 +42,35 @@
 
 static bool saveable_dtype(Dtype dt) { return dt == DT_F32 || dt == DT_F16 || dt == DT_BF16; }
 
+static bool uses(const Block *b, ValId v);
+
+/* Whether instruction in takes v as an operand or uses it in one of its regions. */
+static bool inst_uses(const Inst *in, ValId v)
+{
+    for (int i = 0; i < in->nargs; i++)
+        if (in->args[i] == v)
+            return true;
+    for (int r = 0; r < in->nregions; r++)
+        if (uses(in->regions[r], v))
+            return true;
+    return false;
+}
+
 /* Whether block b (recursively) uses value v. */
 static bool uses(const Block *b, ValId v)
 {
-    for (int k = 0; k < b->insts.n; k++) {
-        const Inst *in = &b->insts.v[k];
-        for (int i = 0; i < in->nargs; i++)
-            if (in->args[i] == v)
-                return true;
-        for (int r = 0; r < in->nregions; r++)
-            if (uses(in->regions[r], v))
-                return true;
-    }
+    for (int k = 0; k < b->insts.n; k++)
+        if (inst_uses(&b->insts.v[k], v))
+            return true;
     return false;
 }
 
 /* Whether value v is used after instruction k of b (in b or in a region of a later instruction). */
 static bool used_after(const Block *b, int k, ValId v)
 {
-    for (int j = k + 1; j < b->insts.n; j++) {
-        const Inst *in = &b->insts.v[j];
-        for (int i = 0; i < in->nargs; i++)
-            if (in->args[i] == v)
-                return true;
-        for (int r = 0; r < in->nregions; r++)
-            if (uses(in->regions[r], v))
-                return true;
-    }
+    for (int j = k + 1; j < b->insts.n; j++)
+        if (inst_uses(&b->insts.v[j], v))
+            return true;
     return false;
 }
 
@@ -116,14 +118,10 @@ static bool needed(const Func *f, const Inst *const *def, const Block *b, int k,
         return true;
     for (int j = k + 1; j < b->insts.n; j++) {
         const Inst *in = &b->insts.v[j];
-        bool use = false;
-        for (int i = 0; i < in->nargs; i++)
-            use |= in->args[i] == v;
-        for (int r = 0; r < in->nregions && !use; r++)
-            if (uses(in->regions[r], v))
-                return true;
-        if (!use)
+        if (!inst_uses(in, v))
             continue;
+        if (in->nregions) /* a region's operand or a use inside one */
+            return true;
         switch (in->op) {
         case OP_STORE:
             if (in->args[0] == v || ((in->flags & IF_HAS_MASK) && in->args[2] == v))

@@ -186,13 +186,18 @@ def _(key, ins, others, outs, ints, floats, grid):
 def launch_bwd(key: str, ins: list[torch.Tensor], others: list[torch.Tensor], outs: list[torch.Tensor],
                grads: list[torch.Tensor], ints: list[int], floats: list[float], grid: list[int],
                needs: list[bool]) -> list[torch.Tensor]:
+    return _run_bwd(key, ins, others, outs, grads, ints, floats, grid, needs, None)
+
+
+def _run_bwd(key, ins, others, outs, grads, ints, floats, grid, needs, saved):
+    """kad::launch_bwd's and kad::launch_bwd_saved's gradients (saved: the buffer, or None)."""
     dk, g, kw = _call(key, ins, others, outs, ints, floats, grid)
     layout = _decode(key)[1]
     in_names = [n for n, k, _ in layout if k == "i"]
     out_names = [n for n, k, _ in layout if k == "o"]
     need_in = [n for n, need in zip(in_names, needs[:len(ins)]) if need]
     need_out = [n for n, need in zip(out_names, needs[len(ins):]) if need]
-    d = dk._op_backward(g, kw, need_in, need_out, dict(zip(out_names, grads)))
+    d = dk._op_backward(g, kw, need_in, need_out, dict(zip(out_names, grads)), saved)
     return [d[n] for n in need_in + need_out]
 
 
@@ -207,14 +212,7 @@ def launch_bwd_saved(key: str, ins: list[torch.Tensor], others: list[torch.Tenso
                      saved: torch.Tensor, grads: list[torch.Tensor], ints: list[int], floats: list[float],
                      grid: list[int], needs: list[bool]) -> list[torch.Tensor]:
     # kad::launch_bwd after kad::launch_saving: the backward loads the saved loop results
-    dk, g, kw = _call(key, ins, others, outs, ints, floats, grid)
-    layout = _decode(key)[1]
-    in_names = [n for n, k, _ in layout if k == "i"]
-    out_names = [n for n, k, _ in layout if k == "o"]
-    need_in = [n for n, need in zip(in_names, needs[:len(ins)]) if need]
-    need_out = [n for n, need in zip(out_names, needs[len(ins):]) if need]
-    d = dk._op_backward(g, kw, need_in, need_out, dict(zip(out_names, grads)), saved)
-    return [d[n] for n in need_in + need_out]
+    return _run_bwd(key, ins, others, outs, grads, ints, floats, grid, needs, saved)
 
 
 @launch_bwd_saved.register_fake
