@@ -2116,6 +2116,29 @@ static void def_signature(Buf *sig, const Func *f, const DefParam *o, int nfwd)
     }
 }
 
+/* A module's forward-like kernel f (a jvp kernel, a saving forward: the def's parameters, then
+ * its own) named kname under the module comment header, with the helpers its launcher uses. */
+static bool emit_forward_kernel(Buf *out, const Func *fwd, const Func *f, const char *kname, const char *header,
+                                Diags *d)
+{
+    EmitOptions opt = {
+        .name = kname,
+        .header = header,
+        .backward = true,
+        .jvp = true,
+        .nfwd = fwd->nparams,
+        .nouts = 0,
+    };
+    if (!emit_triton(out, f, &opt, d))
+        return false;
+    if (fwd->descs.n)
+        buf_puts(out, descs_helper());
+    if (emit_has_desc(f))
+        buf_puts(out, tma_helpers());
+    buf_printf(out, "\n\n%s%s%s", launch_helper(), tune_helper(), tune_helper2());
+    return true;
+}
+
 bool emit_triton_saving(Buf *out, const Func *fwd, const Func *sv, int64_t slot, Diags *d)
 {
     Arena *a = out->a;
@@ -2141,21 +2164,8 @@ bool emit_triton_saving(Buf *out, const Func *fwd, const Func *sv, int64_t slot,
     wrap(&h, buf_str(&t), LINE_LIMIT - 2, "    ", 0);
     buf_printf(&h, "\nLaunch with %s(grid, *args, %s): args are the forward's runtime arguments.", lname,
                KAD_SAVE_PARAM);
-    EmitOptions opt = {
-        .name = kname,
-        .header = buf_str(&h),
-        .backward = true,
-        .jvp = true,
-        .nfwd = nfwd,
-        .nouts = 0,
-    };
-    if (!emit_triton(out, sv, &opt, d))
+    if (!emit_forward_kernel(out, fwd, sv, kname, buf_str(&h), d))
         return false;
-    if (fwd->descs.n)
-        buf_puts(out, descs_helper());
-    if (emit_has_desc(sv))
-        buf_puts(out, tma_helpers());
-    buf_printf(out, "\n\n%s%s%s", launch_helper(), tune_helper(), tune_helper2());
     buf_printf(out, "\n\n_kad_slot = %lld  # fp32 elements of %s per program\n", (long long)slot, KAD_SAVE_PARAM);
     print_launcher(out, a, sv, o, nfwd, 1, fwd, kname, lname, -2);
     return true;
@@ -2185,21 +2195,8 @@ bool emit_triton_jvp(Buf *out, const Func *fwd, const Func *jv, const AdSpec *sp
     wrap(&h, buf_str(&t), LINE_LIMIT - 2, "    ", 0);
     buf_printf(&h, "\nLaunch with %s(grid, *args): args are the forward's runtime arguments, then the tangents.",
                lname);
-    EmitOptions opt = {
-        .name = kname,
-        .header = buf_str(&h),
-        .backward = true,
-        .jvp = true,
-        .nfwd = nfwd,
-        .nouts = 0,
-    };
-    if (!emit_triton(out, jv, &opt, d))
+    if (!emit_forward_kernel(out, fwd, jv, kname, buf_str(&h), d))
         return false;
-    if (fwd->descs.n)
-        buf_puts(out, descs_helper());
-    if (emit_has_desc(jv))
-        buf_puts(out, tma_helpers());
-    buf_printf(out, "\n\n%s%s%s", launch_helper(), tune_helper(), tune_helper2());
     print_launcher(out, a, jv, o, nfwd, func_nargs(jv) - nfwd, fwd, kname, lname, nin);
     return true;
 }
