@@ -180,6 +180,8 @@ typedef struct kad_check_opts {
     const char *mutate;    /* testing aid only: NULL, or the name of one adjoint rule
                               ("exp", "mul", "max", "where", "cumsum", "max_drop") to break on purpose,
                               so tests can prove the checker fails */
+    int saved;             /* nonzero: check the backward of the saving forward (KAD_GRAD_SAVED), run
+                              after the saving forward has filled its buffer on the same inputs */
 } kad_check_opts;
 
 /* Checks kad_grad(k) against float64 central finite differences on the

@@ -381,16 +381,40 @@ const char *check_gradients(Arena *a, Diags *d, const Func *fwd, const AdSpec *s
         }
         spec = &mspec;
     }
-    const Func *bw = c->bw = ad_backward(a, d, fwd, spec);
+    /* saved: the backward of the saving forward, whose kad_saved buffer it runs first */
+    const SavePlan *plan = cfg->saved ? save_plan(a, fwd) : NULL;
+    if (cfg->saved && !plan) {
+        diag_error(d, fwd->loc, "'%s' has no loop results to save: its backward recomputes everything (check it "
+                                "without --saved)", fwd->name);
+        return NULL;
+    }
+    if (plan) {
+        mspec = *spec;
+        mspec.save = plan;
+        spec = &mspec;
+    }
+    const Func *bw = c->bw = ad_backward(a, d, plan ? save_kernel(a, fwd, plan, false) : fwd, spec);
     if (!bw)
         return NULL;
     if (!setup(c, spec))
         return NULL;
 
-    /* The backward run: forward buffers, then d_<name> gradient buffers. */
+    /* The backward run: forward buffers (then the saved buffer), then d_<name> gradient buffers. */
+    int nb = c->np + (plan != NULL);
     c->bargs = arena_alloc(a, sizeof *c->bargs * (size_t)(bw->nparams + 1));
     memcpy(c->bargs, c->fargs, sizeof *c->bargs * (size_t)c->np);
-    for (int i = c->np; i < func_nargs(bw); i++) {
+    if (plan) { /* the saving forward fills it (fp32 elements held as doubles in IM_F64) */
+        int64_t progs = cfg->grid[0] * cfg->grid[1] * cfg->grid[2];
+        size_t nbytes = (size_t)(progs * plan->slot) * sizeof(double);
+        c->bargs[c->np] = (InterpArg){.data = arena_alloc(a, nbytes), .nbytes = (int64_t)nbytes};
+        const Func *sv = save_kernel(a, fwd, plan, true);
+        InterpArg *sargs = arena_alloc(a, sizeof *sargs * (size_t)(nb + 1));
+        memcpy(sargs, c->bargs, sizeof *sargs * (size_t)nb);
+        reset(c);
+        if (!run(c, sv, sargs))
+            return NULL;
+    }
+    for (int i = nb; i < func_nargs(bw); i++) {
         const char *bn = bw->vals.v[bw->params[i]].name;
         for (int j = 0; bw->fold && j < bw->fold->n; j++)
             if (bw->fold->in[j].slot == i) /* the partials, in d_<x>'s place */
@@ -412,6 +436,9 @@ const char *check_gradients(Arena *a, Diags *d, const Func *fwd, const AdSpec *s
     bool ok = true;
     if (spec->mutate)
         buf_printf(&rep, "note: adjoint rule mutated on purpose (KAD_TEST_MUTATE=%s)\n", mut);
+    if (plan)
+        buf_printf(&rep, "note: the backward of the saving forward (%lld saved elements per program)\n",
+                   (long long)plan->slot);
     /* The contract: the backward writes only the input gradients. */
     for (int i = 0; i < c->np; i++) {
         CParam *p = &c->p[i];

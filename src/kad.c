@@ -343,7 +343,7 @@ const char *kad_check(kad_kernel *k, const kad_check_opts *o, int *passed)
         .grid = {o->grid[0], o->grid[1] ? o->grid[1] : 1, o->grid[2] ? o->grid[2] : 1},
         .shapes = o->shapes, .args = o->args, .ranges = o->ranges, .seed = o->seed,
         .directions = o->directions, .elem_limit = o->elem_limit, .rtol = o->rtol,
-        .mutate = o->mutate,
+        .mutate = o->mutate, .saved = o->saved != 0,
     };
     bool ok = false;
     const char *rep = check_gradients(c->a, &c->d, k->f, &spec, &cfg, &ok);

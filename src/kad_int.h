@@ -1824,6 +1824,8 @@ typedef struct CheckConfig {
     int64_t elem_limit; /* per-element FD for inputs of <= this many elements; 0: 4096; <0: never */
     double rtol;        /* 0: CHECK_RTOL */
     const char *mutate; /* testing aid: NULL or an adjoint rule to break (ad_mutation_by_name) */
+    bool saved;         /* check the backward of the saving forward (ad_save.c): the saving forward
+                         * runs first and fills the buffer the backward loads */
 } CheckConfig;
 #define CHECK_RTOL 1e-6
 

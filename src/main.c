@@ -68,7 +68,8 @@ static const char usage[] =
     "  kad check FILE.py:KERNEL --sig SIG --wrt X,... --out Y,... --grid NX[,NY,NZ]\n"
     "            --shape P=64x128... --arg N=VALUE... [--range P=LO:HI]... [--seed N]\n"
     "            [--dirs K] [--elem-limit N] [--rtol X]      (or FILE.ir instead of FILE.py:KERNEL)\n"
-    "      check the backward against float64 finite differences; exit status 1 on FAIL\n"
+    "      check the backward against float64 finite differences; exit status 1 on FAIL;\n"
+    "      --saved: the backward of the saving forward, run after it on the same inputs\n"
     "  kad jvp FILE.py:KERNEL --sig SIG --wrt X,... --out Y,... [-o FILE] [--ir] [--rules FILE.py]... [--include FILE.py]... [-I DIR]...\n"
     "  kad jvp FILE.ir --wrt X,... --out Y,... [-o FILE] [--ir]\n"
     "      print the forward-mode derivative (outputs and their tangents in one pass) as a Triton\n"
@@ -486,8 +487,10 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
             x->report = true;
         else if (!check && !x->jvp && !strcmp(a, "--atomics"))
             x->gflags |= KAD_GRAD_ATOMICS;
-        else if (!check && !x->jvp && !strcmp(a, "--saved"))
+        else if (!x->jvp && !strcmp(a, "--saved")) {
             x->gflags |= KAD_GRAD_SAVED;
+            x->o.saved = 1;
+        }
         else if (!check && !x->jvp && !strcmp(a, "--save-forward"))
             x->save_fwd = true;
         else if (!check && !strcmp(a, "-o") && has)
