@@ -87,6 +87,7 @@ class _KadCheckOpts(ctypes.Structure):
         ("elem_limit", ctypes.c_int64),
         ("rtol", ctypes.c_double),
         ("mutate", ctypes.c_char_p),
+        ("saved", ctypes.c_int),
     ]
 
 
@@ -557,13 +558,16 @@ class Kernel:
     def check_gradients(self, grid: Grid, wrt: Names, out: Names, shapes: Mapping[str, int],
                         args: Mapping[str, int | float] | None = None,
                         ranges: Mapping[str, tuple[float, float]] | None = None, seed: int = 0,
-                        directions: int = 0, elem_limit: int = 0, rtol: float = 0.0) -> tuple[bool, str]:
+                        directions: int = 0, elem_limit: int = 0, rtol: float = 0.0,
+                        saved: bool = False) -> tuple[bool, str]:
         """Runs kad's float64 gradient checker (kad_check) on this kernel.
 
         wrt, out: pointer-parameter names (lists or comma-separated).  shapes:
         {pointer param: element count}; args: {scalar param: value}; ranges:
         {input: (lo, hi)}.  Zero options take the C defaults (4 directions,
-        per-element check up to 4096 elements, rtol 1e-6).  Returns (passed,
+        per-element check up to 4096 elements, rtol 1e-6).  saved: check the
+        backward of the saving forward (docs/AD.md, "Saved loop results"),
+        run after it on the same inputs.  Returns (passed,
         report); raises KadError with the located diagnostics when kad cannot
         differentiate the kernel or the configuration is wrong."""
         def names(v):
@@ -586,6 +590,7 @@ class Kernel:
         # Testing aid (docs/AD.md): KAD_TEST_MUTATE=<rule> breaks one adjoint rule on purpose.
         mutate = os.environ.get("KAD_TEST_MUTATE")
         o.mutate = _enc(mutate) if mutate else None
+        o.saved = 1 if saved else 0
         passed = ctypes.c_int(0)
         self._ctx._begin()
         rep = self._ctx._lib.kad_check(self._k, ctypes.byref(o), ctypes.byref(passed))

@@ -234,3 +234,17 @@ def test_torch_compile_saves_and_loads(monkeypatch):
                                                                                               b0)
     c.sum().backward()
     assert len(seen) == 1 and seen[0] is None
+
+
+def test_float64_checker_through_saved_results():
+    # kad_check with saved set (Kernel.check_gradients(saved=True), `kad check --saved`)
+    from kad import _capi
+    ctx = _capi.Context()
+    ctx.add_source("matmul.py", open(os.path.join(triton_cpu.KERNELS, "matmul.py")).read())
+    k = ctx.specialize("matmul_kernel", MM_SIG)
+    shapes = {"a_ptr": 20 * 40, "b_ptr": 40 * 24, "c_ptr": 20 * 24}
+    args = dict(M=20, N=24, K=40, stride_am=40, stride_ak=1, stride_bk=24, stride_bn=1, stride_cm=24, stride_cn=1)
+    ok, rep = k.check_gradients(4, "a_ptr,b_ptr", "c_ptr", shapes, args, saved=True)
+    assert ok and "the backward of the saving forward (256 saved elements per program)" in rep, rep
+    ok, rep = k.check_gradients(4, "a_ptr,b_ptr", "c_ptr", shapes, args)
+    assert ok and "saving forward" not in rep, rep
