@@ -237,7 +237,7 @@ def _stub_module(mod):
 
 def _stub_kad():
     """--device stub: CPU tensors take kad's CUDA path (device "cuda" in the bound launch), and the
-    backward modules kad imports get no-op kernels."""
+    backward and saving-forward modules kad imports get no-op kernels."""
     from kad import _launch
     sig = _launch.Binder._signature
     def signature(self, values, f64_as):
@@ -254,6 +254,15 @@ def _stub_kad():
             mod._kad_stubbed = True
         return mod
     kad.autograd.Program.module = stubbed
+    save_module = kad.autograd.Program.save_module  # the saving forward's (docs/AD.md)
+
+    def stubbed_save(self, *a, **k):
+        mod = save_module(self, *a, **k)
+        if not getattr(mod, "_kad_stubbed", False):
+            _stub_module(mod)
+            mod._kad_stubbed = True
+        return mod
+    kad.autograd.Program.save_module = stubbed_save
 
 
 def _stub_big_fills():
