@@ -47,3 +47,41 @@ def wide_acc(x_ptr, y_ptr, n, WIDE: tl.constexpr):
     for i in range(0, n):
         acc += tl.load(x_ptr + i) * (tl.arange(0, WIDE) + 1.0)
     tl.store(y_ptr + tl.program_id(0), tl.sum(tl.sin(acc), axis=0))
+
+
+@triton.jit
+def rms_chunked(x_ptr, w_ptr, y_ptr, n_cols, stride, eps, BLOCK: tl.constexpr):
+    # two top-level loops: the sum of squares, then y = x * rstd * w chunk by chunk; w is read by
+    # every row's program, so its gradient is folded (src/ad_fold.c) while the sum is saved
+    row = tl.program_id(0)
+    ss = 0.0
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=0.0)
+        ss += tl.sum(x * x, axis=0)
+    rstd = 1.0 / tl.sqrt(ss / n_cols + eps)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        m = cols < n_cols
+        x = tl.load(x_ptr + row * stride + cols, mask=m, other=0.0)
+        w = tl.load(w_ptr + cols, mask=m, other=0.0)
+        tl.store(y_ptr + row * stride + cols, x * rstd * w, mask=m)
+
+
+@triton.jit
+def mean_var(x_ptr, y_ptr, n_cols, stride, BLOCK: tl.constexpr):
+    # two planned loops, the second reading the first's result in its body: mean, then the
+    # centred sum of squares; y = var * mean
+    row = tl.program_id(0)
+    s = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        s += tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=0.0)
+    mean = tl.sum(s, axis=0) / n_cols
+    v = 0.0
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * stride + cols, mask=cols < n_cols, other=0.0)
+        d = tl.where(cols < n_cols, x - mean, 0.0)
+        v += tl.sum(d * d, axis=0)
+    tl.store(y_ptr + row, v / n_cols * mean)

@@ -248,3 +248,46 @@ def test_float64_checker_through_saved_results():
     assert ok and "the backward of the saving forward (256 saved elements per program)" in rep, rep
     ok, rep = k.check_gradients(4, "a_ptr,b_ptr", "c_ptr", shapes, args)
     assert ok and "saving forward" not in rep, rep
+
+
+def test_saved_with_a_folded_weight_gradient():
+    # the backward folds w's gradient over the rows (its programs restructured: src/ad_fold.c);
+    # the saved sums are still each row's
+    sl = triton_cpu.corpus_module("save_loops.py")
+    x0, w0, dy = _rand(6, 40, seed=15), _rand(40, seed=16), _rand(6, 40, seed=17)
+    res = {}
+    for save in (True, False):
+        k = kad.differentiable(inputs=["x_ptr", "w_ptr"], outputs=["y_ptr"], save=save)(sl.rms_chunked)
+        x, w = x0.clone().requires_grad_(), w0.clone().requires_grad_()
+        y = torch.empty_like(x)
+        k[(6,)](x, w, y, 40, 40, 1e-5, BLOCK=16)
+        assert (_saved(y) is not None) == save
+        res[save] = (y.detach(), *torch.autograd.grad(y, (x, w), dy))
+    for p, q in zip(res[True], res[False]):
+        torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-6)
+    x, w = x0.double().requires_grad_(), w0.double().requires_grad_()
+    want = torch.autograd.grad(x * torch.rsqrt((x * x).mean(1, keepdim=True) + 1e-5) * w, (x, w), dy.double())
+    for g, r in zip(res[True][1:], want):
+        torch.testing.assert_close(g.double(), r, rtol=1e-4, atol=1e-5)
+
+
+def test_two_saved_loops_the_second_reading_the_first():
+    sl = triton_cpu.corpus_module("save_loops.py")
+    x0 = _rand(3, 37, seed=18)
+    k = kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])(sl.mean_var)
+    x = x0.clone().requires_grad_()
+    y = torch.empty(3, device=DEVICE)
+    k[(3,)](x, y, 37, 37, BLOCK=16)
+    assert _saved(y).numel() == 3 * (16 + 1)  # the sum tile and the centred sum of squares
+    g, = torch.autograd.grad(y, x, torch.ones_like(y))
+    xd = x0.double().requires_grad_()
+    want, = torch.autograd.grad((xd.var(1, unbiased=False) * xd.mean(1)).sum(), xd)
+    torch.testing.assert_close(g.double(), want, rtol=1e-5, atol=1e-6)
+    if DEVICE == "cpu":
+        def f(x):
+            y = torch.empty(3, dtype=torch.float64)
+            with kad.f64_mode(typed_as=torch.float32):
+                k[(3,)](x, y, 37, 37, BLOCK=16)
+            assert _saved(y) is not None
+            return y
+        assert torch.autograd.gradcheck(f, (x0.double().requires_grad_(),))
