@@ -84,7 +84,7 @@ static bool inert(const Func *f, const Inst *const *def, ValId w, int depth)
         return true;
     const Inst *d = def[w];
     if (!d)
-        return t.rank == 0 && t.dt != DT_PTR; /* a parameter (or a region's: not inert) */
+        return t.rank == 0 && t.dt != DT_PTR; /* a kernel parameter: top-level operands see no region's */
     if (d->op == OP_CONST)
         return true;
     if ((d->op == OP_CAST || d->op == OP_BROADCAST) && depth < 8)
