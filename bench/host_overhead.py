@@ -245,24 +245,16 @@ def _stub_kad():
         return s, "cuda", parts
     _launch.Binder._signature = signature
     _stub_big_fills()
-    module = kad.autograd.Program.module
+    for name in ("module", "save_module"):  # the backward's modules, the saving forward's (docs/AD.md)
+        get = getattr(kad.autograd.Program, name)
 
-    def stubbed(self, *a, **k):
-        mod = module(self, *a, **k)
-        if not getattr(mod, "_kad_stubbed", False):
-            _stub_module(mod)
-            mod._kad_stubbed = True
-        return mod
-    kad.autograd.Program.module = stubbed
-    save_module = kad.autograd.Program.save_module  # the saving forward's (docs/AD.md)
-
-    def stubbed_save(self, *a, **k):
-        mod = save_module(self, *a, **k)
-        if not getattr(mod, "_kad_stubbed", False):
-            _stub_module(mod)
-            mod._kad_stubbed = True
-        return mod
-    kad.autograd.Program.save_module = stubbed_save
+        def stubbed(self, *a, get=get, **k):
+            mod = get(self, *a, **k)
+            if not getattr(mod, "_kad_stubbed", False):
+                _stub_module(mod)
+                mod._kad_stubbed = True
+            return mod
+        setattr(kad.autograd.Program, name, stubbed)
 
 
 def _stub_big_fills():

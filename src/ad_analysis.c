@@ -749,17 +749,16 @@ static Sh sh_rule(const Ad *ad, const Inst *in, const Sh *cls)
 
 static bool sh_block(const Ad *ad, const Block *b, ValId m, Sh *cls, bool carries);
 
-/* Does b (or a region nested in it) define v (defs), or use it? */
-static bool block_has(const Block *b, ValId v, bool defs)
+/* Does b (or a region nested in it) define v? */
+static bool block_defines(const Block *b, ValId v)
 {
     for (int i = 0; i < b->insts.n; i++) {
         const Inst *in = &b->insts.v[i];
-        const ValId *xs = defs ? in->res : in->args;
-        for (int k = 0; k < (defs ? in->nres : in->nargs); k++)
-            if (xs[k] == v)
+        for (int k = 0; k < in->nres; k++)
+            if (in->res[k] == v)
                 return true;
         for (int r = 0; r < in->nregions; r++)
-            if (block_has(in->regions[r], v, defs))
+            if (block_defines(in->regions[r], v))
                 return true;
     }
     return false;
@@ -780,7 +779,7 @@ static bool sh_for(const Ad *ad, const Inst *in, ValId m, Sh *cls)
             return false;
     const Block *body = in->regions[0];
     const Inst *y = ad_block_term(body);
-    bool inside = block_has(body, m, true);
+    bool inside = block_defines(body, m);
     for (int i = 0; i < in->nres; i++)
         cls[body->params[1 + i]] = cls[in->args[3 + i]];
     for (int round = 0; round < 4; round++) {
@@ -972,7 +971,7 @@ bool ad_carried_chain(Ad *ad, const Block *body, int k, bool (*link)(Ad *, const
                     pos = j;
                 }
             for (int r = 0; r < in->nregions; r++)
-                if (block_has(in->regions[r], cur, false))
+                if (ir_block_uses(in->regions[r], cur))
                     return false;
         }
         if (nuse != 1)

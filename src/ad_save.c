@@ -42,34 +42,11 @@
 
 static bool saveable_dtype(Dtype dt) { return dt == DT_F32 || dt == DT_F16 || dt == DT_BF16; }
 
-static bool uses(const Block *b, ValId v);
-
-/* Whether instruction in takes v as an operand or uses it in one of its regions. */
-static bool inst_uses(const Inst *in, ValId v)
-{
-    for (int i = 0; i < in->nargs; i++)
-        if (in->args[i] == v)
-            return true;
-    for (int r = 0; r < in->nregions; r++)
-        if (uses(in->regions[r], v))
-            return true;
-    return false;
-}
-
-/* Whether block b (recursively) uses value v. */
-static bool uses(const Block *b, ValId v)
-{
-    for (int k = 0; k < b->insts.n; k++)
-        if (inst_uses(&b->insts.v[k], v))
-            return true;
-    return false;
-}
-
 /* Whether value v is used after instruction k of b (in b or in a region of a later instruction). */
 static bool used_after(const Block *b, int k, ValId v)
 {
     for (int j = k + 1; j < b->insts.n; j++)
-        if (inst_uses(&b->insts.v[j], v))
+        if (ir_inst_uses(&b->insts.v[j], v))
             return true;
     return false;
 }
@@ -118,7 +95,7 @@ static bool needed(const Func *f, const Inst *const *def, const Block *b, int k,
         return true;
     for (int j = k + 1; j < b->insts.n; j++) {
         const Inst *in = &b->insts.v[j];
-        if (!inst_uses(in, v))
+        if (!ir_inst_uses(in, v))
             continue;
         if (in->nregions) /* a region's operand or a use inside one */
             return true;
@@ -156,19 +133,6 @@ static bool needed(const Func *f, const Inst *const *def, const Block *b, int k,
     return false;
 }
 
-static bool has_load(const Block *b)
-{
-    for (int k = 0; k < b->insts.n; k++) {
-        const Inst *in = &b->insts.v[k];
-        if (in->op == OP_LOAD)
-            return true;
-        for (int r = 0; r < in->nregions; r++)
-            if (has_load(in->regions[r]))
-                return true;
-    }
-    return false;
-}
-
 const SavePlan *save_plan(Arena *a, const Func *fwd)
 {
     const Block *b = fwd->body;
@@ -186,7 +150,7 @@ const SavePlan *save_plan(Arena *a, const Func *fwd)
     p->off = arena_alloc(a, sizeof *p->off * (size_t)(cap + 1));
     for (int k = 0; k < b->insts.n; k++) {
         const Inst *in = &b->insts.v[k];
-        if (in->op != OP_FOR || !has_load(in->regions[0]))
+        if (in->op != OP_FOR || !ir_block_has_op(in->regions[0], OP_LOAD))
             continue;
         bool ok = true, need = false;
         for (int i = 0; i < in->nres && ok; i++) {

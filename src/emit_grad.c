@@ -46,18 +46,6 @@ static const char *sum_name(Arena *a, const char *kname)
     return arena_printf(a, "%s_sum", kname);
 }
 
-static bool uses_atomics(const Block *b)
-{
-    for (int i = 0; b && i < b->insts.n; i++) {
-        const Inst *in = &b->insts.v[i];
-        if (in->op == OP_ATOMIC_ADD)
-            return true;
-        for (int r = 0; r < in->nregions; r++)
-            if (uses_atomics(in->regions[r]))
-                return true;
-    }
-    return false;
-}
 
 /* Notes on the cost of the adjoints of float tl.gather and tl.sort/topk in
  * b (regions included), one line of text per instruction. */
@@ -359,7 +347,7 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
         p = nl + 1;
     }
     if (spec->grad_write) {
-    } else if (uses_atomics(bwd->body)) {
+    } else if (ir_block_has_op(bwd->body, OP_ATOMIC_ADD)) {
         t.len = 0;
         buf_puts(&t, "Input gradients are accumulated with tl.atomic_add: the order of those float additions "
                      "is not deterministic, so results may differ in the last bits from run to run.");

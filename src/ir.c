@@ -690,6 +690,38 @@ bool ir_inst_writes(const Inst *in)
     return false;
 }
 
+bool ir_block_has_op(const Block *b, int op)
+{
+    for (int k = 0; b && k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        if (in->op == op)
+            return true;
+        for (int r = 0; r < in->nregions; r++)
+            if (ir_block_has_op(in->regions[r], op))
+                return true;
+    }
+    return false;
+}
+
+bool ir_inst_uses(const Inst *in, ValId v)
+{
+    for (int i = 0; i < in->nargs; i++)
+        if (in->args[i] == v)
+            return true;
+    for (int r = 0; r < in->nregions; r++)
+        if (ir_block_uses(in->regions[r], v))
+            return true;
+    return false;
+}
+
+bool ir_block_uses(const Block *b, ValId v)
+{
+    for (int k = 0; k < b->insts.n; k++)
+        if (ir_inst_uses(&b->insts.v[k], v))
+            return true;
+    return false;
+}
+
 static Block *block_clone(Arena *a, const Block *b)
 {
     Block *c = arena_alloc(a, sizeof *c);

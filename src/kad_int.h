@@ -643,6 +643,12 @@ static inline int func_nargs(const Func *f);
 Func *ir_func_new(Arena *a, const char *name, Loc loc);
 /* Whether in may write memory: a store, an atomic, a barrier, or a region holding one. */
 bool ir_inst_writes(const Inst *in);
+/* Whether b, or a region nested in it, holds an instruction of kind op. */
+bool ir_block_has_op(const Block *b, int op);
+/* Whether in takes v as an operand or uses it in one of its regions; whether
+ * b (or a region nested in it) uses v. */
+bool ir_inst_uses(const Inst *in, ValId v);
+bool ir_block_uses(const Block *b, ValId v);
 /* A deep copy of f's body, values, parameters, constexprs and ranges, named
  * name, allocated in a; the launch plans (fold, gemm, gather), guards,
  * flags, covers, tapes, notes and hints are left empty. */
