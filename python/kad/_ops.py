@@ -15,16 +15,6 @@ a call of two custom operators, defined once when kad.autograd is imported:
                   SymInt[] ints, float[] floats, SymInt[] grid, bool[] needs) -> Tensor[]
       the backward (register_autograd's formula calls it): the gradients of the inputs, then of
       the outputs' values before the launch, that `needs` asks for, in that order.
-  kad::launch_saving(str key, Tensor[] ins, Tensor[] others, Tensor[] outs, SymInt[] ints,
-                     float[] floats, SymInt[] grid) -> Tensor[]
-      kad::launch run as the kernel's saving forward where it has loop results to save (docs/AD.md,
-      "Saved loop results"): the outputs' new values, then the saved buffer (empty where the
-      kernel runs as written: nothing to save, an autotuned kernel, symbolic sizes), whose size
-      the fake implementation computes as the real one does; torch.compile's launches with
-      save=True (the default) are this operator.
-  kad::launch_bwd_saved(str key, Tensor[] ins, Tensor[] others, Tensor[] outs, Tensor saved,
-                        Tensor[] grads, SymInt[] ints, float[] floats, SymInt[] grid, bool[] needs)
-      kad::launch_bwd after kad::launch_saving with a non-empty buffer: the backward that loads it.
   kad::launch_jvp(str key, Tensor[] ins, Tensor[] others, Tensor[] outs, Tensor[] t_ins,
                   Tensor[] t_outs, SymInt[] ints, float[] floats, SymInt[] grid) -> Tensor[]
       forward mode (Function.jvp calls it): the tangents of the outputs' new values from the
@@ -49,7 +39,7 @@ import weakref
 
 import torch
 
-__all__ = ["kernel_key", "launch", "launch_bwd", "launch_saving", "launch_bwd_saved"]
+__all__ = ["kernel_key", "launch", "launch_bwd"]
 
 _KERNELS = weakref.WeakValueDictionary()  # kernel id -> DifferentiableKernel
 _DECODED = {}  # key -> (kernel, layout, grids)
@@ -151,72 +141,22 @@ def _(key, ins, others, outs, ints, floats, grid):
     return [torch.empty_strided(o.size(), o.stride(), dtype=o.dtype, device=o.device) for o in outs]
 
 
-@torch.library.custom_op("kad::launch_saving", mutates_args=())
-def launch_saving(key: str, ins: list[torch.Tensor], others: list[torch.Tensor], outs: list[torch.Tensor],
-                  ints: list[int], floats: list[float], grid: list[int]) -> list[torch.Tensor]:
-    # kad::launch, where the kernel has loop results to save run as its saving forward: the
-    # outputs' new values, then the saved buffer (empty when the kernel runs as written)
-    new = [torch.empty_strided(o.size(), o.stride(), dtype=o.dtype, device=o.device).copy_(o) for o in outs]
-    dk, g, kw = _call(key, ins, others, new, ints, floats, grid)
-    n, dt = _save_numel(key, ins, others, outs, ints, floats, grid)
-    with torch.no_grad():
-        saved = dk._op_forward(g, kw, n)
-    return new + [saved if saved is not None else torch.empty(0, dtype=dt, device=outs[0].device)]
-
-
-def _save_numel(key, ins, others, outs, ints, floats, grid):
-    """(elements, dtype) of kad::launch_saving's buffer: 0 under dynamic shapes (symbolic sizes) and
-    for autotuned kernels (DifferentiableKernel._op_save_numel)."""
-    if any(isinstance(v, (torch.SymInt, torch.SymFloat)) for v in list(ints) + list(floats) + list(grid)):
-        return 0, torch.float32
-    dk, g, kw = _call(key, ins, others, outs, ints, floats, grid)
-    if callable(g):  # one grid per autotuner config: the config that runs is not known here
-        return 0, torch.float32
-    return dk._op_save_numel(g, kw)
-
-
-@launch_saving.register_fake
-def _(key, ins, others, outs, ints, floats, grid):
-    n, dt = _save_numel(key, ins, others, outs, ints, floats, grid)
-    return [torch.empty_strided(o.size(), o.stride(), dtype=o.dtype, device=o.device) for o in outs] + \
-        [torch.empty(n, dtype=dt, device=outs[0].device)]
-
-
 @torch.library.custom_op("kad::launch_bwd", mutates_args=())
 def launch_bwd(key: str, ins: list[torch.Tensor], others: list[torch.Tensor], outs: list[torch.Tensor],
                grads: list[torch.Tensor], ints: list[int], floats: list[float], grid: list[int],
                needs: list[bool]) -> list[torch.Tensor]:
-    return _run_bwd(key, ins, others, outs, grads, ints, floats, grid, needs, None)
-
-
-def _run_bwd(key, ins, others, outs, grads, ints, floats, grid, needs, saved):
-    """kad::launch_bwd's and kad::launch_bwd_saved's gradients (saved: the buffer, or None)."""
     dk, g, kw = _call(key, ins, others, outs, ints, floats, grid)
     layout = _decode(key)[1]
     in_names = [n for n, k, _ in layout if k == "i"]
     out_names = [n for n, k, _ in layout if k == "o"]
     need_in = [n for n, need in zip(in_names, needs[:len(ins)]) if need]
     need_out = [n for n, need in zip(out_names, needs[len(ins):]) if need]
-    d = dk._op_backward(g, kw, need_in, need_out, dict(zip(out_names, grads)), saved)
+    d = dk._op_backward(g, kw, need_in, need_out, dict(zip(out_names, grads)))
     return [d[n] for n in need_in + need_out]
 
 
 @launch_bwd.register_fake
 def _(key, ins, others, outs, grads, ints, floats, grid, needs):
-    ts = [t for t, need in zip(list(ins) + list(outs), needs) if need]
-    return [torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device) for t in ts]
-
-
-@torch.library.custom_op("kad::launch_bwd_saved", mutates_args=())
-def launch_bwd_saved(key: str, ins: list[torch.Tensor], others: list[torch.Tensor], outs: list[torch.Tensor],
-                     saved: torch.Tensor, grads: list[torch.Tensor], ints: list[int], floats: list[float],
-                     grid: list[int], needs: list[bool]) -> list[torch.Tensor]:
-    # kad::launch_bwd after kad::launch_saving: the backward loads the saved loop results
-    return _run_bwd(key, ins, others, outs, grads, ints, floats, grid, needs, saved)
-
-
-@launch_bwd_saved.register_fake
-def _(key, ins, others, outs, saved, grads, ints, floats, grid, needs):
     ts = [t for t, need in zip(list(ins) + list(outs), needs) if need]
     return [torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device) for t in ts]
 
@@ -251,7 +191,7 @@ def _strides(outs):
     return tuple(tuple(o.stride()) for o in outs)
 
 
-def _grads(key, ins, others, kept, strides, grads, ints, floats, grid, need_ins, need_outs, func=False, saved=None):
+def _grads(key, ins, others, kept, strides, grads, ints, floats, grid, need_ins, need_outs, func=False):
     """(input gradients, old outputs' gradients), None where not needed.  func: for torch.func, whose
     transforms run every backward with grad mode on: BwdFunction refuses a second derivative when
     one is taken; elsewhere grad mode is on only under create_graph=True, refused at once."""
@@ -269,8 +209,6 @@ def _grads(key, ins, others, kept, strides, grads, ints, floats, grid, need_ins,
         if func:
             res = iter(BwdFunction.apply(key, (len(ins), len(others), ints, floats, grid, needs), *ins, *others,
                                          *outs, *grads))
-        elif saved is not None and saved.numel():
-            res = iter(launch_bwd_saved(key, ins, others, outs, saved, list(grads), ints, floats, grid, needs))
         else:
             res = iter(launch_bwd(key, ins, others, outs, list(grads), ints, floats, grid, needs))
     return [next(res) if need else None for need in needs[:len(ins)]], [next(res) if need else None
@@ -304,24 +242,6 @@ def _backward(ctx, grads):
 launch.register_autograd(_backward, setup_context=_setup_context)
 
 
-def _setup_saving(ctx, inputs, output):
-    key, ins, others, outs, ints, floats, grid = inputs
-    ctx.save_for_backward(*ins, *others, *_keep(key, ins, others, outs, ints, floats), output[-1])
-    ctx.kad = (key, len(ins), len(others), ints, floats, grid, _strides(outs))
-
-
-def _backward_saving(ctx, grads):
-    key, ni, no, ints, floats, grid, strides = ctx.kad
-    saved = ctx.saved_tensors
-    _, need_ins, _, need_outs = ctx.needs_input_grad[:4]
-    d_ins, d_outs = _grads(key, list(saved[:ni]), list(saved[ni:ni + no]), saved[ni + no:-1], strides,
-                           grads[:-1], ints, floats, grid, need_ins, need_outs, saved=saved[-1])
-    return (None, d_ins, [None] * no, d_outs) + tuple(None if lst else [] for lst in (ints, floats, grid))
-
-
-launch_saving.register_autograd(_backward_saving, setup_context=_setup_saving)
-
-
 def _setup_bwd(ctx, inputs, output):
     ctx.kad = inputs[0]
 
@@ -332,7 +252,6 @@ def _no_second_derivative(ctx, grads):
 
 
 launch_bwd.register_autograd(_no_second_derivative, setup_context=_setup_bwd)
-launch_bwd_saved.register_autograd(_no_second_derivative, setup_context=_setup_bwd)
 
 
 class Function(torch.autograd.Function):

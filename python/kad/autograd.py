@@ -940,8 +940,6 @@ class DifferentiableKernel:
         key = _ops.kernel_key(self._op_id, tuple(layout), tuple(dims))
         if func:  # torch.func: through a Function with setup_context
             new = _ops.Function.apply(key, (len(ins), len(others), ints, floats, flat), *ins, *others, *outs)
-        elif self.save:  # the outputs' new values, then the saved loop results (docs/AD.md)
-            new = torch.ops.kad.launch_saving(key, ins, others, outs, ints, floats, flat)
         else:
             new = torch.ops.kad.launch(key, ins, others, outs, ints, floats, flat)
         for o, v in zip(outs, new):
@@ -971,11 +969,9 @@ class DifferentiableKernel:
             grids.append(grid(meta))
         return grids
 
-    def _op_forward(self, grid, kw, save=0):
+    def _op_forward(self, grid, kw):
         """kad::launch's forward: the launch, with grad mode off; an undeclared tensor the kernel
-        stores through is refused (the operator declares it read only).  save: the elements of
-        the saved buffer (_op_save_numel's answer for the call; 0: the kernel runs as written);
-        returns the buffer, or None."""
+        stores through is refused (the operator declares it read only)."""
         launch = self._binder.bind(grid, (), kw, False, _F64.get())
         launch.call = (grid, (), kw)
         prep = self._preps.get((launch.sig, launch.device)) or self._prep(launch)
@@ -985,29 +981,17 @@ class DifferentiableKernel:
             raise ValueError(f"{self.__name__} stores through {', '.join(repr(n) for n in written)}, which "
                              f"kad.differentiable does not declare: under torch.compile and torch.func a kad "
                              f"kernel may write only its declared outputs; add {written[0]!r} to outputs=[...]")
-        if save:
-            return self._run_saving(launch, prep, save)
         self._run_forward(launch, prep)
-        return None
-
-    def _op_save_numel(self, grid, kw):
-        """(elements, dtype) of the saved buffer kad::launch_saving returns for this call (0 when the
-        kernel runs as written): a function of the call's types, sizes and grid, so that the
-        operator's fake (traced) and real runs agree."""
-        launch = self._binder.bind(grid, (), kw, False, _F64.get())
-        prep = self._preps.get((launch.sig, launch.device)) or self._prep(launch)
-        dt = torch.float64 if launch.device == "cpu" and _F64.get() else torch.float32
-        return self._save_numel(launch, prep, op=True), dt
 
     def _op_loads(self, kw):
         """The pointer parameters the kernel loads through, for a call given by name (any grid)."""
         launch = self._binder.bind((1,), (), kw, False, _F64.get())
         return self._prep(launch).loads(self.program)
 
-    def _op_backward(self, grid, kw, need_in, need_out, grads, saved=None):
+    def _op_backward(self, grid, kw, need_in, need_out, grads):
         """kad::launch_bwd: name -> gradient of the inputs need_in and of the values before the launch
         of the outputs need_out, for the output gradients grads (name -> tensor); kw holds the values
-        before the launch; saved: kad::launch_saving's buffer, or None."""
+        before the launch."""
         launch = self._binder.bind(grid, (), kw, False, _F64.get())
         if self._autotuned and launch.device != "cpu":
             launch = self._binder.bind(grid, (), kw, True, _F64.get())  # the config that ran
@@ -1016,7 +1000,7 @@ class DifferentiableKernel:
         prep = self._prep(launch)
         loads = prep.loads(self.program)
         inout = [n for n in self.outputs if n in self.inputs or n in need_out or n in loads]
-        return self._run_backward(launch, need_in, inout, list(self.outputs), grads, None, saved=saved)
+        return self._run_backward(launch, need_in, inout, list(self.outputs), grads, None)
 
     def _op_jvp(self, grid, kw, t_ins, t_outs):
         """Forward mode (_ops.jvp_launch): runs the kernel's jvp on the call kw (the outputs' tensors
@@ -1157,13 +1141,13 @@ class DifferentiableKernel:
                 fresh.values, fresh.options, fresh.sig, fresh.config, fresh.grid)
         return None
 
-    def _save_numel(self, launch, prep, op=False):
+    def _save_numel(self, launch, prep):
         """The elements of the buffer the saving forward of this launch fills (docs/AD.md, "Saved
         loop results"), or 0 where the launch runs as written: save=False, the kernel has nothing
         to save, the buffer would be larger than the launch's tensors together, launch options
         other than num_warps/num_stages (and num_ctas=1), an autotuned kernel whose config for this
-        call the autotuner has not chosen yet (or one with a pre_hook; op: any autotuned kernel,
-        whose config kad's operators cannot know when traced), or kad could not generate it."""
+        call the autotuner has not chosen yet (or one with a pre_hook), or kad could not generate
+        it."""
         if not self.save:
             return 0
         slot = prep.save_slot(self)
@@ -1181,20 +1165,17 @@ class DifferentiableKernel:
                             for o, v in opts.items()):
                 return 0
             if self._autotuned:
-                if op:
-                    return 0
                 cfg = _cached_config(self._autotuner, launch.call)
                 if cfg is None or cfg.pre_hook is not None or not _same_config(cfg, launch.config):
                     return 0
         return n if prep.saving(self) is not None else 0
 
-    def _run_saving(self, launch, prep, n=None):
+    def _run_saving(self, launch, prep):
         """Runs the saving forward of the launch: the kernel as kad emits it, storing the results
         of its loops over memory for the backward, which then loads them instead of running those
-        loops again.  Returns the buffer (n elements: _save_numel's answer when None), or None
-        (nothing run) where it does not apply (the launch then runs as written)."""
-        if n is None:
-            n = self._save_numel(launch, prep)
+        loops again.  Returns the buffer (_save_numel's elements), or None (nothing run) where it
+        does not apply (the launch then runs as written)."""
+        n = self._save_numel(launch, prep)
         if not n:
             return None
         tens = launch.values
