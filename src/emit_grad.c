@@ -1640,7 +1640,8 @@ static void print_gathers(Buf *out, Arena *a, const Func *bwd, const DefParam *o
 }
 
 /* The host launcher: checks the arguments and launches the kernel with
- * the constexprs in their places. */
+ * the constexprs in their places.  jvp_nin: a jvp's launcher (>= 0: its
+ * tangent inputs), the backward's (-1), a saving forward's (-2). */
 static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int nfwd, int nins,
                            const Func *fwd, const char *kname, const char *lname, int jvp_nin)
 {

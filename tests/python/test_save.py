@@ -131,6 +131,14 @@ def test_bf16_loop_result_saved_widened():
         res[save] = (y.detach(), *torch.autograd.grad(y, (x, w), torch.ones_like(y)))
     for p, q in zip(res[True], res[False]):
         assert torch.equal(p, q)
+    # against float64 autograd of the same math (lane l sums x * w over columns c = l mod 16; the
+    # kernel accumulates in bf16, hence the tolerance)
+    x, w = x0.double().cpu().requires_grad_(), w0.double().cpu().requires_grad_()
+    pad = torch.zeros(3, 8, dtype=torch.float64)
+    acc = torch.cat([x * w, pad], 1).view(3, 3, 16).sum(1)
+    want = torch.autograd.grad((torch.sigmoid(acc) * x.sum(1, keepdim=True)).sum(), (x, w))
+    for g, r in zip(res[True][1:], want):
+        torch.testing.assert_close(g.double().cpu(), r, rtol=5e-2, atol=5e-2)
 
 
 @pytest.mark.skipif(DEVICE != "cpu", reason="float64 gradcheck runs on kad's interpreter")
