@@ -433,18 +433,6 @@ static bool invariant(const Fold *F, const Inst **def, uint8_t *memo, ValId v, i
     return ok;
 }
 
-static void defs_of(const Block *b, const Inst **def, int nv)
-{
-    for (int k = 0; b && k < b->insts.n; k++) {
-        const Inst *in = &b->insts.v[k];
-        for (int r = 0; r < in->nres; r++)
-            if (in->res[r] > 0 && in->res[r] < nv)
-                def[in->res[r]] = in;
-        for (int r = 0; r < in->nregions; r++)
-            defs_of(in->regions[r], def, nv);
-    }
-}
-
 /* The top-level sites of the old body (positions), one accumulator each. */
 static void top_sites(Fold *F, const Block *b, AccVec *accs)
 {
@@ -611,7 +599,7 @@ bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *con
     /* accumulator types: the sites' pointer shapes */
     const Inst **def = arena_alloc(a, sizeof *def * (size_t)(F->nv + 1));
     uint8_t *memo = arena_alloc(a, (size_t)F->nv + 1);
-    defs_of(old, def, F->nv);
+    ir_index_defs(old, def);
     for (int i = 0; i < accs.n; i++) {
         const Inst *at = &old->insts.v[accs.v[i].site];
         Type pt = ir_type(f, at->args[0]);
@@ -790,7 +778,7 @@ void ad_fold_pipeline(Arena *a, Func *f)
     if (!f->fold || !f->fold->axes)
         return;
     const Inst **def = arena_alloc(a, sizeof *def * (size_t)(f->vals.n + 1));
-    defs_of(f->body, def, f->vals.n + 1);
+    ir_index_defs(f->body, def);
     Inst *loop = NULL; /* the fold loop: the top-level for stepping by num_programs(axis) */
     for (int k = 0; k < f->body->insts.n; k++) {
         Inst *in = &f->body->insts.v[k];

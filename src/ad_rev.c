@@ -3025,5 +3025,12 @@ Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
         if (!bw)
             diag_note(d, orig->loc, "kad bug: the backward kernel of '%s' could not be built again", orig->name);
     }
+    if (bw) { /* a loop sharing nothing between iterations: the launcher may deal them to more programs */
+        ad_spread(a, bw);
+        if (bw->spread && !ir_verify(bw, d)) {
+            diag_note(d, orig->loc, "kad bug: the spread backward kernel of '%s' is invalid", orig->name);
+            return NULL;
+        }
+    }
     return bw;
 }

@@ -69,18 +69,6 @@ static bool inert(const Func *f, const Inst *const *def, ValId w, int depth)
     return false;
 }
 
-/* def[v]: the instruction defining v, anywhere in b (NULL: a parameter). */
-static void index_defs(const Block *b, const Inst **def)
-{
-    for (int k = 0; k < b->insts.n; k++) {
-        const Inst *in = &b->insts.v[k];
-        for (int r = 0; r < in->nres; r++)
-            def[in->res[r]] = in;
-        for (int r = 0; r < in->nregions; r++)
-            index_defs(in->regions[r], def);
-    }
-}
-
 /* Whether a backward may read value v, defined in the top-level block b
  * before instruction k: some use after k, followed through the ops whose
  * adjoints never read their operand v (a store of it; a cast between
@@ -144,7 +132,7 @@ const SavePlan *save_plan(Arena *a, const Func *fwd)
             cap += b->insts.v[k].nres;
     SavePlan *p = arena_alloc(a, sizeof *p);
     const Inst **def = arena_alloc(a, sizeof *def * (size_t)(fwd->vals.n + 1));
-    index_defs(b, def);
+    ir_index_defs(b, def);
     p->val = arena_alloc(a, sizeof *p->val * (size_t)(cap + 1));
     p->ty = arena_alloc(a, sizeof *p->ty * (size_t)(cap + 1));
     p->off = arena_alloc(a, sizeof *p->off * (size_t)(cap + 1));

@@ -68,56 +68,57 @@ int tape_expr_op(int op)
 }
 
 
-/* v (an int scalar of fw) as an expression of the int parameters and the
- * grid; NULL with *why when it is computed from something else. */
-static const TapeExpr *host_expr(Ad *ad, ValId v, const char **why)
+const TapeExpr *tape_expr_of(Arena *a, const Func *f, const Inst *const *def, ValId v, const char **why)
 {
-    const Func *f = ad->fw;
-    Type t = fty(ad, v);
+    Type t = f->vals.v[v].ty;
     if (t.rank != 0 || t.dt == DT_PTR || dtype_is_float((Dtype)t.dt) || t.dt == DT_I1) {
         *why = "is not an integer scalar";
         return NULL;
     }
-    const Inst *in = ad->def[v];
+    const Inst *in = def[v];
     if (!in) {
-        for (int i = 0; i < f->nparams; i++)
+        for (int i = 0; i < func_nargs(f); i++)
             if (f->params[i] == v)
-                return tape_expr_new(ad->a, TX_PARAM, i, NULL, NULL);
+                return tape_expr_new(a, TX_PARAM, i, NULL, NULL);
         *why = "depends on the variable or a carried value of an enclosing loop";
         return NULL;
     }
     int op = -1;
     switch (in->op) {
     case OP_CONST:
-        return tape_expr_new(ad->a, TX_CONST, in->ival, NULL, NULL);
+        return tape_expr_new(a, TX_CONST, in->ival, NULL, NULL);
     case OP_NUM_PROGRAMS:
-        return tape_expr_new(ad->a, TX_GRID, in->ival, NULL, NULL);
+        return tape_expr_new(a, TX_GRID, in->ival, NULL, NULL);
     case OP_PROGRAM_ID:
-        return tape_expr_new(ad->a, TX_PID, in->ival, NULL, NULL);
+        return tape_expr_new(a, TX_PID, in->ival, NULL, NULL);
     case OP_LOAD:
         *why = "depends on a value loaded from memory";
         return NULL;
     case OP_CAST: {
-        Type ft = fty(ad, in->args[0]);
+        Type ft = f->vals.v[in->args[0]].ty;
         if (ft.dt == DT_PTR || dtype_is_float((Dtype)ft.dt) || dtype_bits((Dtype)ft.dt) > dtype_bits((Dtype)t.dt)) {
             *why = "goes through a conversion that may change its value";
             return NULL;
         }
-        return host_expr(ad, in->args[0], why);
+        return tape_expr_of(a, f, def, in->args[0], why);
     }
     case OP_MULTIPLE_OF:
     case OP_MAX_CONTIGUOUS:
-        return host_expr(ad, in->args[0], why);
+        return tape_expr_of(a, f, def, in->args[0], why);
     default:
         if ((op = tape_expr_op(in->op)) >= 0)
             break;
-        *why = arena_printf(ad->a, "is computed by '%s', which kad does not evaluate on the host",
-                            op_info[in->op].name);
+        *why = arena_printf(a, "is computed by '%s', which kad does not evaluate on the host", op_info[in->op].name);
         return NULL;
     }
-    const TapeExpr *x = host_expr(ad, in->args[0], why);
-    const TapeExpr *y = x ? host_expr(ad, in->args[1], why) : NULL;
-    return y ? tape_expr_new(ad->a, op, 0, x, y) : NULL;
+    const TapeExpr *x = tape_expr_of(a, f, def, in->args[0], why);
+    const TapeExpr *y = x ? tape_expr_of(a, f, def, in->args[1], why) : NULL;
+    return y ? tape_expr_new(a, op, 0, x, y) : NULL;
+}
+
+static const TapeExpr *host_expr(Ad *ad, ValId v, const char **why)
+{
+    return tape_expr_of(ad->a, ad->fw, (const Inst *const *)ad->def, v, why);
 }
 
 /* Does b (or a region nested in it) use v? */

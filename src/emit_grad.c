@@ -332,6 +332,16 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
         wrap(&h, bwd->notes.v[j], LINE_LIMIT - 2, "    ", 0);
         buf_puts(&h, "\n");
     }
+    if (bwd->spread) {
+        t.len = 0;
+        buf_printf(&t, "loop at line %d: its iterations share nothing, so when the launch has fewer programs than "
+                       "twice the GPU's SMs, %s deals each forward program's iterations to %s programs (%s, at most "
+                       "the trip count), the grid's axis 0 times that; the gradients are the same bits (docs/AD.md, "
+                       "\"Spreading a loop over programs\")",
+                   bwd->spread->loc.line, lname, KAD_SPREAD_PARAM, KAD_SPREAD_PARAM);
+        wrap(&h, buf_str(&t), LINE_LIMIT - 2, "    ", 0);
+        buf_puts(&h, "\n");
+    }
     for (int j = 0; j < bwd->tapes.n; j++) {
         t.len = 0;
         buf_puts(&t, tape_describe(a, bwd, j, lname));
@@ -1639,6 +1649,28 @@ static void print_gathers(Buf *out, Arena *a, const Func *bwd, const DefParam *o
     }
 }
 
+/* A spread backward's S in its plan (ad_spread.c), appended to the flags
+ * (KAD_SPREAD_PARAM follows them): the fewest programs per forward program
+ * that give the launch twice the SM count, at most the loop's trip count,
+ * each taking the same number of iterations; 1 when the launch has that
+ * many programs already.  On the CPU (Triton's interpreter) 2, as
+ * interp_run (spread_cpu). */
+static void print_spread_plan(Buf *out, Arena *a, const Func *bwd, int at0)
+{
+    buf_printf(out, "    # the loop at line %d, its iterations dealt to %s programs per forward program when the\n"
+                    "    # launch leaves SMs idle: its trip count, the programs, twice the SM count\n",
+               bwd->spread->loc.line, KAD_SPREAD_PARAM);
+    buf_puts(out, "    _sa = dict(zip(names, args))\n    _st = ");
+    wrap(out, arena_printf(a, "%s", tape_expr_host(a, bwd->spread->trips, bwd, "_sa", NULL)), LINE_LIMIT, "           ", 11);
+    buf_printf(out, "\n    _sn, _sd = grid[0] * grid[1] * grid[2], args[%d].device\n", at0);
+    buf_puts(out, "    _sw = 2 * _kad_sms(_sd) if _sd.type == \"cuda\" else 2 * _sn\n"
+                  "    _ss = 1\n"
+                  "    if 0 < _sn < _sw and _st > 1:\n"
+                  "        _ss = min(_st, -(-_sw // _sn))\n"
+                  "        _ss = -(-_st // -(-_st // _ss))  # as few as give each the same number of iterations\n"
+                  "    flags.append(_ss)\n");
+}
+
 /* The host launcher: checks the arguments and launches the kernel with
  * the constexprs in their places.  jvp_nin: a jvp's launcher (>= 0: its
  * tangent inputs), the backward's (-1), a saving forward's (-2). */
@@ -1700,8 +1732,11 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         print_guards(out, a, bwd, nfwd, nins, at0, true);
         if (bwd->fold)
             print_fold_plan(out, a, bwd, nfwd, at0, nfwd + nins);
-        else
+        else {
+            if (bwd->spread)
+                print_spread_plan(out, a, bwd, at0);
             buf_printf(out, "    return flags, zero, _kad_ck(args[%d].device)\n", at0);
+        }
         buf_puts(&key, bwd->fold && bwd->fold->axes ? "grid, nfold" : "grid");
         for (int k = 0, i = 0; k < ndef; k++) {
             if (!is_arg(bwd, o, k))
@@ -1940,7 +1975,10 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
     if (!(bwd->gather && bwd->gather->main == 1)) {
         int w, st;
         launch_defaults(bwd, &w, &st);
-        print_launch(out, a, ind, kname, "grid", buf_str(&call), direct ? ptrs : NULL, np, 0,
+        if (bwd->spread) /* S programs per forward program along axis 0 (the plan's last flag) */
+            buf_printf(out, "%s_sg = (grid[0] * args[%d], grid[1], grid[2])  # %s programs per forward program\n",
+                       ind, nargs + bwd->flags.n, KAD_SPREAD_PARAM);
+        print_launch(out, a, ind, kname, bwd->spread ? "_sg" : "grid", buf_str(&call), direct ? ptrs : NULL, np, 0,
                      arena_printf(a, "num_warps or %d", w), st ? arena_printf(a, "num_stages or %d", st) : "num_stages",
                      launch_options(a, bwd), tune_facts(a, bwd, o, ndef, nfwd));
     }
@@ -2077,6 +2115,8 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
         buf_puts(out, tma_helpers());
     if (bwd->fold)
         buf_printf(out, "\n\n%s", fold_dense_helper());
+    else if (bwd->spread && !bwd->gemm)
+        buf_puts(out, "\n\n" SMS_HELPER);
     buf_printf(out, "%s%s%s%s", bwd->fold ? "" : "\n\n", launch_helper(), tune_helper(), tune_helper2());
     /* the package's question (docs/GRAD.md, "Launch parameters"): a dot's tiles follow the forward's
      * warps (an autotuned matmul's config); a kernel without one is better with kad's defaults */

@@ -1902,10 +1902,10 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
         if (r)
             return r > 0;
     }
-    if (!f->guards.n && !f->flags.n && !f->fold && !f->tapes.n && !f->gather)
+    if (!f->guards.n && !f->flags.n && !f->fold && !f->tapes.n && !f->gather && !f->spread)
         return interp_run_kernel(f, grid, args, nargs, mode, d);
-    /* a backward's launch conditions, flags and tapes, on the forward's grid */
-    int nt = f->tapes.n, next = nc + f->flags.n + nt;
+    /* a backward's launch conditions, flags, tapes and spread, on the forward's grid */
+    int nt = f->tapes.n, next = nc + f->flags.n + nt + !!f->spread;
     int64_t *iargs = calloc((size_t)nc + 1, sizeof *iargs);
     InterpArg *ext = calloc((size_t)next + 1, sizeof *ext);
     void **tapes = calloc((size_t)nt + 1, sizeof *tapes);
@@ -1972,10 +1972,16 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
         for (int j = 0; j < f->gather->n; j++)
             run_main |= f->gather->in[j].flag >= 0 && !ext[nc + f->gather->in[j].flag].i;
     }
+    int64_t sg[3] = {grid[0], grid[1], grid[2]}; /* a spread loop: S programs per forward program */
+    if (ok && f->spread) {
+        int64_t s = spread_cpu(f, iargs, grid);
+        ext[nc + f->flags.n + nt] = (InterpArg){.i = s};
+        sg[0] *= s;
+    }
     if (ok && f->fold) /* a folded backward: its kernels, with the partials its plan allocates */
         ok = fold_run(f, grid, ext, next, mode, FOLD_CPU_PROGRAMS, d);
     else if (ok && run_main)
-        ok = interp_run_kernel(f, grid, ext, next, mode, d);
+        ok = interp_run_kernel(f, sg, ext, next, mode, d);
     for (int j = 0; ok && !empty && f->gather && j < f->gather->n; j++) { /* then the gather kernels */
         const GatherIn *gi = &f->gather->in[j];
         if (gi->flag >= 0 && !ext[nc + gi->flag].i)

@@ -770,6 +770,7 @@ Func *ir_func_clone(Arena *a, const Func *f, const char *name)
     c->fold = NULL;
     c->gemm = NULL;
     c->gather = NULL;
+    c->spread = NULL;
     memset(&c->guards, 0, sizeof c->guards);
     memset(&c->flags, 0, sizeof c->flags);
     memset(&c->covers, 0, sizeof c->covers);
@@ -822,6 +823,13 @@ void ir_print(Buf *b, const Func *f)
         if (j + 1 == f->tapes.n)
             buf_putc(b, ')');
     }
+    if (f->spread) { /* spread(%s trips EXPR) */
+        buf_puts(b, " spread(");
+        put_val(&p, f->spread->param);
+        buf_puts(b, " trips ");
+        put_tape_expr(&p, f->spread->trips);
+        buf_putc(b, ')');
+    }
     if (f->fold) { /* fold(axes = [K...], programs = [%G...], %part = x: dtype span %span [rows N [flag %f]], ...) */
         const FoldPlan *pl = f->fold;
         buf_puts(b, " fold(axes = [");
@@ -866,6 +874,17 @@ void ir_print(Buf *b, const Func *f)
         buf_puts(b, ") {\n");
         print_block(&p, rb, 1);
         buf_puts(b, "}\n");
+    }
+}
+
+void ir_index_defs(const Block *b, const Inst **def)
+{
+    for (int k = 0; b && k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        for (int r = 0; r < in->nres; r++)
+            def[in->res[r]] = in;
+        for (int r = 0; r < in->nregions; r++)
+            ir_index_defs(in->regions[r], def);
     }
 }
 

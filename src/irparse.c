@@ -1275,6 +1275,27 @@ static void parse_tapes(P *p)
                 perr(p, loc, "a tape parameter named twice");
 }
 
+/* spread := 'spread' '(' %p 'trips' texpr ')'
+ * A backward's spread loop (ad_spread.c): its i32 parameter, the last. */
+static void parse_spread(P *p)
+{
+    Func *f = p->f;
+    Loc loc = p->tok.loc;
+    expect_id(p, "spread");
+    expect(p, P_LPAREN, "'(' after spread");
+    Tok pt = p->tok;
+    FuncSpread *sp = arena_alloc(p->a, sizeof *sp);
+    sp->param = parse_use(p);
+    sp->loc = loc;
+    Type ty = ir_type(f, sp->param);
+    if (!f->nparams || f->params[f->nparams - 1] != sp->param || ty.rank || ty.dt != DT_I32)
+        perr(p, pt.loc, "a spread's parameter is the kernel's last, an i32");
+    expect_id(p, "trips");
+    sp->trips = parse_tape_expr(p, 0);
+    expect(p, P_RPAREN, "')' after the spread");
+    f->spread = sp;
+}
+
 /* func := 'kernel' '@' NAME '(' [param (',' param)*] ')' [consts] [fold]
  * param := %p ':' type ['in' '[' INT ',' INT ']']
  *         region EOF */
@@ -1318,8 +1339,16 @@ static void parse_func(P *p)
         parse_consts(p);
     if (at_id(p, "tape"))
         parse_tapes(p);
-    if (at_id(p, "fold"))
+    if (at_id(p, "spread")) {
+        if (p->f->tapes.n)
+            perr(p, p->tok.loc, "a backward with tapes has no spread loop");
+        parse_spread(p);
+    }
+    if (at_id(p, "fold")) {
+        if (p->f->spread)
+            perr(p, p->tok.loc, "a folded backward has no spread loop");
         parse_fold(p);
+    }
     for (int j = 0, at0 = (p->f->fold ? p->f->fold->nargs : p->f->nparams) - p->f->tapes.n; j < p->f->tapes.n; j++)
         if (at0 < 0 || p->f->params[at0 + j] != p->f->tapes.v[j].param)
             perr(p, p->tok.loc, "a backward's tape parameters come in the tape plan's order, after the others "

@@ -621,6 +621,8 @@ typedef struct Func {
                                    * GEMM kernels (ad_gemm.c), run when the launch allows; else NULL */
     const struct GatherPlan *gather; /* input gradients written by gather kernels of their own
                                       * (ad_gather.c), after this kernel; else NULL */
+    const struct FuncSpread *spread; /* a backward whose loop the launcher may spread over more
+                                      * programs (ad_spread.c): its last parameter; else NULL */
     Vec(FuncDesc) descs; /* host-side tensor descriptor parameters, expanded (sema_sig.c) */
     Vec(ParamRange) ranges; /* runtime int parameters specialized to a range (in the IR text) */
     Vec(RangeHint) hints;   /* loops a range would make straight-line (sema; memory only) */
@@ -649,6 +651,9 @@ bool ir_block_has_op(const Block *b, int op);
  * b (or a region nested in it) uses v. */
 bool ir_inst_uses(const Inst *in, ValId v);
 bool ir_block_uses(const Block *b, ValId v);
+/* def[v] = the instruction defining v, for every result in b and the regions nested in
+ * it (def: by ValId, f->vals.n entries; parameters' entries left as they were). */
+void ir_index_defs(const Block *b, const Inst **def);
 /* A deep copy of f's body, values, parameters, constexprs and ranges, named
  * name, allocated in a; the launch plans (fold, gemm, gather), guards,
  * flags, covers, tapes, notes and hints are left empty. */
@@ -1324,6 +1329,10 @@ typedef struct TapeExpr {
 } TapeExpr;
 /* A TapeExpr node (ad_tape.c), with x + 0, x - 0, x * 1, x / 1, cdiv(x, 1) and 0 + y folded. */
 const TapeExpr *tape_expr_new(Arena *a, int op, int64_t v, const TapeExpr *x, const TapeExpr *y);
+/* v (an int scalar of f; def: its defining instructions by ValId, NULL for a parameter or a
+ * region's) as an expression of f's int arguments, the grid and the program id; NULL with
+ * *why (what stops it) when it is computed from something else (a load, a loop's variable). */
+const TapeExpr *tape_expr_of(Arena *a, const Func *f, const struct Inst *const *def, ValId v, const char **why);
 /* The TX_ op of an integer IR op the host evaluates (add, sub, mul, div, rem, maximum,
  * minimum), else -1. */
 int tape_expr_op(int op);
@@ -1399,6 +1408,22 @@ typedef struct SavePlan {
 } SavePlan;
 /* The parameter a saving (or loading) kernel takes the buffer by. */
 #define KAD_SAVE_PARAM "kad_saved"
+/* A backward's spread (ad_spread.c, docs/AD.md "Spreading a loop over
+ * programs"): its last parameter, KAD_SPREAD_PARAM (i32), is S, the programs
+ * each forward program's loop iterations are dealt to; the main kernel then
+ * runs on the grid (G0 * S, G1, G2).  trips: the loop's trip count for the
+ * host (no program id, no division).  S = 1 runs it as before. */
+typedef struct FuncSpread {
+    ValId param;
+    const TapeExpr *trips;
+    Loc loc; /* the loop */
+} FuncSpread;
+#define KAD_SPREAD_PARAM "kad_spread"
+/* Spreads bw's loop when the rule of ad_spread.c holds (Func.spread set), else leaves it. */
+void ad_spread(Arena *a, Func *bw);
+/* The S interp_run takes for f's launch on grid: 2 when its loop runs 2 or more
+ * iterations in some program, else 1 (the rewrite is what the interpreter checks). */
+int64_t spread_cpu(const Func *f, const int64_t *iargs, const int64_t grid[3]);
 /* The plan of fwd (verified): NULL when nothing is worth saving. */
 const SavePlan *save_plan(Arena *a, const Func *fwd);
 /* fwd with one more parameter, KAD_SAVE_PARAM (*fp32), last; with stores,
@@ -1538,7 +1563,7 @@ typedef struct FoldPlan {
 enum { FOLD_SUM_BLOCK = 64, FOLD_SUM_ROWS = 64, FOLD_CPU_PROGRAMS = 3, FOLD_ZERO_BLOCK = 1024 };
 static inline int func_nargs(const Func *f)
 {
-    return (f->fold ? f->fold->nargs : f->nparams) - f->flags.n - f->tapes.n;
+    return (f->fold ? f->fold->nargs : f->nparams) - f->flags.n - f->tapes.n - !!f->spread;
 }
 /* Folds bw (ad_backward's, before verification) along the grid axes `axes` (bits) for
  * the n inputs whose gradient parameters are params[slot[j]] (names[j]: the

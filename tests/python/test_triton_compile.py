@@ -113,6 +113,8 @@ def specialization(fn, sig, ints_one, tapes=None, folds=()):
             fold[n] = {"float64": "*fp64", "bfloat16": "*bf16", "float16": "*fp16"}.get(tapes.get(n), "*fp32")
         elif n in ("kad_tiles_u", "kad_tiles_v"):  # the GEMM form's tile counts
             fold[n] = "i32"
+        elif n == "kad_spread":  # programs per forward program (ad_spread.c): 1 is specialized by ints_one
+            fold[n] = "i32"
     for p in fn.params:
         n = p.name
         spelled = fold.get(n) or sig.get(n)

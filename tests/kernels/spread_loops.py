@@ -1,0 +1,46 @@
+"""Row kernels whose backward is one loop over a row's chunks (src/ad_spread.c, docs/AD.md
+"Spreading a loop over programs"): one program per row, BLOCK-wide chunks.
+
+row_softplus's backward (dx = dy * sigmoid(x), chunk by chunk) shares nothing between
+iterations: kad may deal each row's chunks to several programs.  row_square_inplace's backward
+reads and writes the same buffer (the in-place output's gradient is the input's), and
+row_center's first reduces the row (a loop before the one that writes): neither is spread.
+"""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_softplus(x_ptr, y_ptr, n, stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    for start in range(0, n, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        m = cols < n
+        x = tl.load(x_ptr + row * stride + cols, mask=m, other=0.0)
+        y = tl.maximum(x, 0.0) + tl.log(1.0 + tl.exp(-tl.abs(x)))
+        tl.store(y_ptr + row * stride + cols, y, mask=m)
+
+
+@triton.jit
+def row_square_inplace(x_ptr, n, stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    for start in range(0, n, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        m = cols < n
+        x = tl.load(x_ptr + row * stride + cols, mask=m, other=0.0)
+        tl.store(x_ptr + row * stride + cols, x * x, mask=m)
+
+
+@triton.jit
+def row_center(x_ptr, y_ptr, n, stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * stride + cols, mask=cols < n, other=0.0)
+    mean = tl.sum(acc, axis=0) / n
+    for start in range(0, n, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        m = cols < n
+        x = tl.load(x_ptr + row * stride + cols, mask=m, other=0.0)
+        tl.store(y_ptr + row * stride + cols, x - mean, mask=m)

@@ -1,0 +1,113 @@
+"""A backward's loop spread over more programs (src/ad_spread.c, docs/AD.md "Spreading a loop over
+programs").
+
+A backward whose work is one loop sharing nothing between iterations takes the parameter
+kad_spread (S): its launcher runs each forward program's iterations on S programs when the launch
+has fewer programs than twice the GPU's SMs (2 on the CPU).  Checked here: the emitted module
+(Triton's CPU interpreter; KAD_GRAD_TEST_DEVICE=cuda: a GPU) gives the same bits for every S and
+matches PyTorch autograd in float64; S as the launcher picks it; the backwards the rule leaves
+alone (a load of what the loop writes, a loop before it); the package's cross-entropy with saved
+results (its backward spread) against the recompute and float64 autograd, on KAD_TEST_DEVICE.
+"""
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+
+import kad  # noqa: E402
+import triton_cpu  # noqa: E402
+
+DEVICE = triton_cpu.device_from_env("KAD_GRAD_TEST_DEVICE", "KAD_EMIT_TEST_DEVICE")
+PKG_DEVICE = os.environ.get("KAD_TEST_DEVICE", "cpu")
+KERNELS = os.path.join(triton_cpu.TESTS, "kernels", "spread_loops.py")
+SIG = "x_ptr=*fp32,y_ptr=*fp32,n=i32,stride=i32,BLOCK=16"
+
+
+@pytest.fixture(scope="module")
+def _triton_interpreter():
+    with triton_cpu.interpreter(DEVICE):
+        yield
+
+
+def _randn(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def _softplus_bwd(mod, rows, n, stride, x, dy):
+    d_x = torch.full((rows, stride), float("nan"), device=DEVICE)
+    mod.launch_row_softplus_bwd((rows,), x, torch.empty_like(x), n, stride, dy, d_x)
+    if DEVICE != "cpu":
+        torch.cuda.synchronize()
+    return d_x
+
+
+@pytest.mark.parametrize("rows,n", [(2, 61), (3, 64), (1, 16)])
+def test_same_bits_for_every_spread(tmp_path, _triton_interpreter, rows, n):
+    mod, src = triton_cpu.grad_module(KERNELS, "row_softplus", SIG, "x_ptr", "y_ptr", tmp_path, "spread")
+    assert "kad_spread," in src and "range(0 + tl.program_id(0) % kad_spread * 16" in src, src
+    stride = 64
+    x64, dy64 = _randn(rows, stride), _randn(rows, stride, seed=1)
+    x, dy = x64.float().to(DEVICE), dy64.float().to(DEVICE)
+    got = _softplus_bwd(mod, rows, n, stride, x, dy)
+    (plan,) = mod._kad_plans.values()
+    trips = -(-n // 16)
+    if DEVICE == "cpu":
+        want_s = min(trips, 2) if trips > 1 else 1
+    else:  # the fewest programs per row that reach 2 per SM, iterations shared evenly
+        sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+        s = min(trips, -(-2 * sms // rows)) if rows < 2 * sms and trips > 1 else 1
+        want_s = -(-trips // -(-trips // s))
+    assert plan[0][-1] == want_s  # the flags, then S
+    # the launch as before the spread: S = 1 (the plan's compiled kernels dropped: Triton specializes 1)
+    plan[0][-1] = 1
+    plan[2] and plan[2].clear()
+    d_x1 = _softplus_bwd(mod, rows, n, stride, x, dy)
+    assert torch.equal(got[:, :n], d_x1[:, :n])
+    xr = x.cpu().double().requires_grad_()
+    (want,) = torch.autograd.grad(torch.nn.functional.softplus(xr[:, :n]), xr, dy.cpu().double()[:, :n])
+    torch.testing.assert_close(got[:, :n].cpu().double(), want[:, :n], rtol=1e-5, atol=1e-6)
+
+
+def test_rule_leaves_alone(tmp_path):
+    def ir(kernel, sig, wrt, out):
+        p = triton_cpu.run_kad(["grad", f"{KERNELS}:{kernel}", "--sig", sig, "--wrt", wrt, "--out", out, "--ir"])
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+    assert "spread(%kad_spread trips cdiv(max(%n, 0), 16))" in ir("row_softplus", SIG, "x_ptr", "y_ptr")
+    # the in-place output's gradient is read (dy) and written (dx) by the loop
+    assert "kad_spread" not in ir("row_square_inplace", "x_ptr=*fp32,n=i32,stride=i32,BLOCK=16", "x_ptr", "x_ptr")
+    # the row's sum of dy comes first, in a loop of its own
+    assert "kad_spread" not in ir("row_center", SIG, "x_ptr", "y_ptr")
+
+
+def _ce(save):
+    ce = triton_cpu.corpus_module("cross_entropy.py")
+    return kad.differentiable(inputs=["logits_ptr"], outputs=["loss_ptr", "lse_ptr"], save=save)(
+        ce.cross_entropy_fwd_kernel)
+
+
+@pytest.mark.parametrize("rows", [2, 5])
+def test_cross_entropy_saved_backward_spread(rows):
+    """The saved backward (its loop spread: 2 programs per row on the CPU) against the recompute
+    (not spread: its loops come first) and float64 autograd; rows labelled ignore_index."""
+    V = 100
+    x0 = _randn(rows, V, seed=4).float().to(PKG_DEVICE)
+    labels = torch.randint(0, V, (rows,), generator=torch.Generator().manual_seed(5))
+    labels[-1] = -100
+    labels = labels.to(PKG_DEVICE)
+    grads = {}
+    for save in (True, False):
+        x = x0.clone().requires_grad_()
+        loss = torch.empty(rows, device=PKG_DEVICE)
+        lse = torch.empty(rows, device=PKG_DEVICE)
+        k = _ce(save)
+        k[(rows,)](x, labels, loss, lse, x.stride(0), V, -100, BLOCK_SIZE=32)
+        assert (loss.grad_fn.run.saved is not None) == save
+        (grads[save],) = torch.autograd.grad((loss, lse), x, (torch.ones_like(loss), torch.ones_like(lse)))
+    torch.testing.assert_close(grads[True], grads[False], rtol=1e-6, atol=1e-7)
+    xr = x0.cpu().double().requires_grad_()
+    loss = torch.nn.functional.cross_entropy(xr, labels.cpu(), reduction="none", ignore_index=-100)
+    (want,) = torch.autograd.grad(loss.sum() + torch.logsumexp(xr, 1).sum(), xr)
+    torch.testing.assert_close(grads[True].cpu().double(), want, rtol=1e-5, atol=1e-6)
