@@ -12,6 +12,11 @@
  *   axis 0 (tl.program_id(0) and tl.num_programs(0) read through // S), and
  *   runs the iterations lo + (q % S + j * S) * step, j = 0, 1, ...
  *
+ * When the loop's body is lane by lane on one tile wider than
+ * KAD_SPREAD_TILE lanes (split_parts), that tile is also split: iteration q
+ * of the new loop is the old iteration q / parts on lanes (q % parts) *
+ * KAD_SPREAD_TILE onwards, so a row of few wide chunks has more to deal.
+ *
  * S is the parameter kad_spread (an i32 after the flags; Func.spread), 1
  * when the launch does not spread, which Triton specializes as the constant
  * 1.  Each (forward program, iteration) runs once, in one program, with the
@@ -114,6 +119,139 @@ static bool has_loop(const Inst *in)
     return false;
 }
 
+/* v (an int scalar) as type t, appended to b. */
+static ValId as_type(Func *f, Block *b, ValId v, Type t, Loc loc)
+{
+    return type_eq(ir_type(f, v), t) ? v : ir_op1(f, b, OP_CAST, t, v, loc);
+}
+
+/* ------------------------------------------------------------------ */
+/* Splitting the loop's tile                                            */
+/* ------------------------------------------------------------------ */
+
+/* Marks in in_body every value b defines (results, region parameters). */
+static void mark_defined(const Block *b, uint8_t *in_body)
+{
+    for (int i = 0; i < b->nparams; i++)
+        in_body[b->params[i]] = 1;
+    for (int k = 0; k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        for (int r = 0; r < in->nres; r++)
+            in_body[in->res[r]] = 1;
+        for (int r = 0; r < in->nregions; r++)
+            mark_defined(in->regions[r], in_body);
+    }
+}
+
+/* Whether t is a scalar or the 1-D tile [*w] (*w set by the first tile seen). */
+static bool width_ok(Type t, int32_t *w)
+{
+    if (t.rank == 0)
+        return true;
+    if (t.rank != 1)
+        return false;
+    if (!*w)
+        *w = t.shape[0];
+    return t.shape[0] == *w;
+}
+
+/* Whether every value of b is a scalar or a [*w] tile computed lane by lane:
+ * elementwise ops, memory accesses, scalars broadcast, arange from 0,
+ * constants, `if`s; values from outside the body scalars. */
+static bool lanewise(const Func *f, const Block *b, const uint8_t *in_body, int32_t *w)
+{
+    for (int k = 0; k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        bool ok = in->op == OP_CONST || in->op == OP_IF || in->op == OP_YIELD || in->op == OP_ASSERT ||
+                  (in->op == OP_ARANGE && in->ival == 0) ||
+                  (in->op == OP_BROADCAST && ir_type(f, in->args[0]).rank == 0) ||
+                  (op_info[in->op].elementwise && in->op != OP_MULTIPLE_OF && in->op != OP_MAX_CONTIGUOUS);
+        if (!ok)
+            return false;
+        for (int i = 0; i < in->nargs; i++) {
+            Type t = ir_type(f, in->args[i]);
+            if (!width_ok(t, w) || (t.rank && !in_body[in->args[i]]))
+                return false;
+        }
+        for (int r = 0; r < in->nres; r++)
+            if (!width_ok(ir_type(f, in->res[r]), w))
+                return false;
+        for (int r = 0; r < in->nregions; r++)
+            if (!lanewise(f, in->regions[r], in_body, w))
+                return false;
+    }
+    return true;
+}
+
+/* The parts the loop's tile splits into: width / KAD_SPREAD_TILE when every
+ * value of its body is lanewise on one tile wider than KAD_SPREAD_TILE, else 1. */
+static int split_parts(Arena *a, const Func *bw, const Inst *loop, int32_t *w)
+{
+    uint8_t *in_body = arena_alloc(a, (size_t)bw->vals.n + 1);
+    mark_defined(loop->regions[0], in_body);
+    *w = 0;
+    if (!lanewise(bw, loop->regions[0], in_body, w) || *w <= KAD_SPREAD_TILE || *w % KAD_SPREAD_TILE)
+        return 1;
+    return *w / KAD_SPREAD_TILE;
+}
+
+/* b's [w] tiles retyped [w / parts]; each arange offset by part * (w / parts). */
+static void split_tiles(Func *f, Block *b, int32_t w, int parts, ValId part)
+{
+    int32_t sw = w / parts;
+    for (int i = 0; i < b->nparams; i++)
+        if (f->vals.v[b->params[i]].ty.rank == 1)
+            f->vals.v[b->params[i]].ty.shape[0] = sw;
+    int n;
+    Inst *old = ir_block_detach(b, &n);
+    for (int k = 0; k < n; k++) {
+        Inst in = old[k];
+        for (int r = 0; r < in.nregions; r++)
+            split_tiles(f, in.regions[r], w, parts, part);
+        for (int r = 0; r < in.nres; r++)
+            if (f->vals.v[in.res[r]].ty.rank == 1)
+                f->vals.v[in.res[r]].ty.shape[0] = sw;
+        if (in.op != OP_ARANGE) {
+            vec_push(f->a, b->insts, in);
+            continue;
+        }
+        ValId orig = in.res[0];
+        Type t = ir_type(f, orig);
+        ValId *res = arena_alloc(f->a, sizeof *res);
+        res[0] = ir_value_new(f, t, NULL, in.loc);
+        in.res = res;
+        vec_push(f->a, b->insts, in);
+        ValId off = ir_op1(f, b, OP_BROADCAST, t, part, in.loc);
+        ValId args[2] = {res[0], off};
+        Inst *d = ir_emit(f, b, OP_ADD, args, 2, &t, 1, in.loc);
+        d->res[0] = orig;
+    }
+}
+
+/* The body of loop (its variable an int of type it, from lo by st) run on
+ * tiles of w / parts lanes: its variable becomes q, iteration q / parts of
+ * the loop as written, its lanes part q % parts of that iteration's tile. */
+static void split_body(Func *f, Inst *loop, ValId lo, ValId st, int parts, int32_t w, Type it)
+{
+    Block *body = loop->regions[0];
+    Loc loc = loop->loc;
+    Type i32 = type_scalar(DT_I32);
+    ValId iv = body->params[0], q = ir_value_new(f, it, NULL, loc), off = ir_value_new(f, i32, NULL, loc);
+    body->params[0] = q;
+    split_tiles(f, body, w, parts, off);
+    int n;
+    Inst *old = ir_block_detach(body, &n);
+    ValId kp = ir_const_int(f, body, it, parts, loc);
+    ValId at = ir_op2(f, body, OP_MUL, it, ir_op2(f, body, OP_DIV, it, q, kp, loc), st, loc);
+    ValId args[2] = {lo, at};
+    ir_emit(f, body, OP_ADD, args, 2, &it, 1, loc)->res[0] = iv;
+    args[0] = as_type(f, body, ir_op2(f, body, OP_REM, it, q, kp, loc), i32, loc);
+    args[1] = ir_const_int(f, body, i32, w / parts, loc);
+    ir_emit(f, body, OP_MUL, args, 2, &i32, 1, loc)->res[0] = off;
+    for (int k = 0; k < n; k++)
+        vec_push(f->a, body->insts, old[k]);
+}
+
 /* The position in bw's body of the loop to spread, with its trip count for
  * the host in *trips; -1 when none applies. */
 static int spread_loop(Arena *a, const Func *bw, const Inst *const *def, const TapeExpr **trips)
@@ -179,12 +317,6 @@ static void divide_axis0(Func *f, Block *b, ValId s)
     }
 }
 
-/* v (an int scalar) as type t, appended to b. */
-static ValId as_type(Func *f, Block *b, ValId v, Type t, Loc loc)
-{
-    return type_eq(ir_type(f, v), t) ? v : ir_op1(f, b, OP_CAST, t, v, loc);
-}
-
 void ad_spread(Arena *a, Func *bw)
 {
     if (bw->fold || bw->gemm || bw->tapes.n || bw->spread || (bw->gather && bw->gather->main == 1))
@@ -196,7 +328,10 @@ void ad_spread(Arena *a, Func *bw)
     if (at < 0)
         return;
     Loc loc = bw->body->insts.v[at].loc;
+    int32_t w = 0;
+    int parts = split_parts(a, bw, &bw->body->insts.v[at], &w);
     Type i32 = type_scalar(DT_I32);
+    int64_t st_val = def[bw->body->insts.v[at].args[2]]->ival;
     ValId s = ir_param_add(bw, i32, KAD_SPREAD_PARAM, loc);
     divide_axis0(bw, bw->body, s);
     /* the loop (its position is unchanged: divide_axis0 adds nothing at the top level before it
@@ -214,16 +349,28 @@ void ad_spread(Arena *a, Func *bw)
             ValId part = as_type(bw, b, ir_op2(bw, b, OP_REM, i32, q, s, loc), it, loc);
             ValId st = in.args[2];
             ValId *args = arena_alloc(a, sizeof *args * 3);
-            args[0] = ir_op2(bw, b, OP_ADD, it, in.args[0], ir_op2(bw, b, OP_MUL, it, part, st, loc), loc);
-            args[1] = in.args[1];
-            args[2] = ir_op2(bw, b, OP_MUL, it, st, as_type(bw, b, s, it, loc), loc);
+            if (parts == 1) {
+                args[0] = ir_op2(bw, b, OP_ADD, it, in.args[0], ir_op2(bw, b, OP_MUL, it, part, st, loc), loc);
+                args[1] = in.args[1];
+                args[2] = ir_op2(bw, b, OP_MUL, it, st, as_type(bw, b, s, it, loc), loc);
+            } else { /* q over the trips times the parts: (hi - lo + st - 1) / st * parts (<= 0: none) */
+                ValId lo = in.args[0], hi = in.args[1];
+                ValId t = ir_op2(bw, b, OP_ADD, it, ir_op2(bw, b, OP_SUB, it, hi, lo, loc),
+                                 ir_const_int(bw, b, it, st_val - 1, loc), loc);
+                t = ir_op2(bw, b, OP_DIV, it, t, st, loc);
+                args[0] = part;
+                args[1] = ir_op2(bw, b, OP_MUL, it, t, ir_const_int(bw, b, it, parts, loc), loc);
+                args[2] = as_type(bw, b, s, it, loc);
+                split_body(bw, &in, lo, st, parts, w, it);
+            }
             in.args = args;
         }
         vec_push(a, b->insts, in);
     }
     FuncSpread *sp = arena_alloc(a, sizeof *sp);
     sp->param = s;
-    sp->trips = trips;
+    sp->trips = tape_expr_new(a, TX_MUL, 0, trips, tape_expr_new(a, TX_CONST, parts, NULL, NULL));
+    sp->parts = parts;
     sp->loc = loc;
     bw->spread = sp;
 }

@@ -1415,9 +1415,15 @@ typedef struct SavePlan {
  * host (no program id, no division).  S = 1 runs it as before. */
 typedef struct FuncSpread {
     ValId param;
-    const TapeExpr *trips;
-    Loc loc; /* the loop */
+    const TapeExpr *trips; /* iterations to deal: the loop's trip count times parts */
+    int parts;             /* > 1: the loop's tile split into this many (ad_spread.c) */
+    Loc loc;               /* the loop */
 } FuncSpread;
+/* The lanes of a spread loop's tile after a split: a wider tile whose body
+ * is lane by lane is split into tiles of this many. */
+#ifndef KAD_SPREAD_TILE
+#define KAD_SPREAD_TILE 8192
+#endif
 #define KAD_SPREAD_PARAM "kad_spread"
 /* Spreads bw's loop when the rule of ad_spread.c holds (Func.spread set), else leaves it. */
 void ad_spread(Arena *a, Func *bw);

@@ -43,22 +43,30 @@ def _softplus_bwd(mod, rows, n, stride, x, dy):
     return d_x
 
 
-@pytest.mark.parametrize("rows,n", [(2, 61), (3, 64), (1, 16)])
-def test_same_bits_for_every_spread(tmp_path, _triton_interpreter, rows, n):
-    mod, src = triton_cpu.grad_module(KERNELS, "row_softplus", SIG, "x_ptr", "y_ptr", tmp_path, "spread")
-    assert "kad_spread," in src and "range(0 + tl.program_id(0) % kad_spread * 16" in src, src
-    stride = 64
+@pytest.mark.parametrize("block,rows,n,stride", [(16, 2, 61, 64), (16, 3, 64, 64), (16, 1, 16, 64),
+                                                 (16384, 2, 38000, 40000), (16384, 3, 16384, 16384)])
+def test_same_bits_for_every_spread(tmp_path, _triton_interpreter, block, rows, n, stride):
+    """Each row's chunks dealt to S programs: S as the launcher picks it, the same bits with S = 1,
+    float64 autograd.  A chunk of 16384 lanes is split into two of 8192 (KAD_SPREAD_TILE): twice
+    the iterations to deal."""
+    sig = SIG.replace("BLOCK=16", f"BLOCK={block}")
+    mod, src = triton_cpu.grad_module(KERNELS, "row_softplus", sig, "x_ptr", "y_ptr", tmp_path, "spread")
+    parts = max(block // 8192, 1)
+    if parts == 1:
+        assert "kad_spread," in src and f"range(0 + tl.program_id(0) % kad_spread * {block}" in src, src
+    else:
+        assert "tl.arange(0, 8192) + " in src and f"* {parts}, kad_spread):" in src, src
     x64, dy64 = _randn(rows, stride), _randn(rows, stride, seed=1)
     x, dy = x64.float().to(DEVICE), dy64.float().to(DEVICE)
     got = _softplus_bwd(mod, rows, n, stride, x, dy)
     (plan,) = mod._kad_plans.values()
-    trips = -(-n // 16)
+    deal = -(-n // block) * parts
     if DEVICE == "cpu":
-        want_s = min(trips, 2) if trips > 1 else 1
+        want_s = min(deal, 2) if deal > 1 else 1
     else:  # the fewest programs per row that reach 2 per SM, iterations shared evenly
         sms = torch.cuda.get_device_properties(x.device).multi_processor_count
-        s = min(trips, -(-2 * sms // rows)) if rows < 2 * sms and trips > 1 else 1
-        want_s = -(-trips // -(-trips // s))
+        s = min(deal, -(-2 * sms // rows)) if rows < 2 * sms and deal > 1 else 1
+        want_s = -(-deal // -(-deal // s))
     assert plan[0][-1] == want_s  # the flags, then S
     # the launch as before the spread: S = 1 (the plan's compiled kernels dropped: Triton specializes 1)
     plan[0][-1] = 1
@@ -88,11 +96,11 @@ def _ce(save):
         ce.cross_entropy_fwd_kernel)
 
 
-@pytest.mark.parametrize("rows", [2, 5])
-def test_cross_entropy_saved_backward_spread(rows):
-    """The saved backward (its loop spread: 2 programs per row on the CPU) against the recompute
-    (not spread: its loops come first) and float64 autograd; rows labelled ignore_index."""
-    V = 100
+@pytest.mark.parametrize("rows,V,block", [(2, 100, 32), (5, 100, 32), (2, 40000, 16384)])
+def test_cross_entropy_saved_backward_spread(rows, V, block):
+    """The saved backward (its loop spread: 2 programs per row on the CPU; 16384-wide chunks split
+    in two) against the recompute (not spread: its loops come first) and float64 autograd; a row
+    labelled ignore_index."""
     x0 = _randn(rows, V, seed=4).float().to(PKG_DEVICE)
     labels = torch.randint(0, V, (rows,), generator=torch.Generator().manual_seed(5))
     labels[-1] = -100
@@ -103,7 +111,7 @@ def test_cross_entropy_saved_backward_spread(rows):
         loss = torch.empty(rows, device=PKG_DEVICE)
         lse = torch.empty(rows, device=PKG_DEVICE)
         k = _ce(save)
-        k[(rows,)](x, labels, loss, lse, x.stride(0), V, -100, BLOCK_SIZE=32)
+        k[(rows,)](x, labels, loss, lse, x.stride(0), V, -100, BLOCK_SIZE=block)
         assert (loss.grad_fn.run.saved is not None) == save
         (grads[save],) = torch.autograd.grad((loss, lse), x, (torch.ones_like(loss), torch.ones_like(lse)))
     torch.testing.assert_close(grads[True], grads[False], rtol=1e-6, atol=1e-7)
