@@ -109,6 +109,20 @@ static bool plain_host(const TapeExpr *e)
     return plain_host(e->x) && plain_host(e->y);
 }
 
+/* Whether body (the loop's, whole) uses the result of an atomic of b. */
+static bool atomic_result_used(const Block *body, const Block *b)
+{
+    for (int k = 0; k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        if (in->op == OP_ATOMIC_ADD && in->nres && ir_block_uses(body, in->res[0]))
+            return true;
+        for (int r = 0; r < in->nregions; r++)
+            if (atomic_result_used(body, in->regions[r]))
+                return true;
+    }
+    return false;
+}
+
 static bool has_loop(const Inst *in)
 {
     if (in->op == OP_FOR || in->op == OP_WHILE)
@@ -162,6 +176,8 @@ static bool lanewise(const Func *f, const Block *b, const uint8_t *in_body, int3
 {
     for (int k = 0; k < b->insts.n; k++) {
         const Inst *in = &b->insts.v[k];
+        if (in->flags & IF_DESC)
+            return false; /* a descriptor's access: its offsets and block shape are its own operands */
         bool ok = in->op == OP_CONST || in->op == OP_IF || in->op == OP_YIELD || in->op == OP_ASSERT ||
                   (in->op == OP_ARANGE && in->ival == 0) ||
                   (in->op == OP_BROADCAST && ir_type(f, in->args[0]).rank == 0) ||
@@ -185,13 +201,14 @@ static bool lanewise(const Func *f, const Block *b, const uint8_t *in_body, int3
 
 /* The parts the loop's tile splits into: width / KAD_SPREAD_TILE when every
  * value of its body is lanewise on one tile wider than KAD_SPREAD_TILE, else 1. */
-static int split_parts(Arena *a, const Func *bw, const Inst *loop, int32_t *w)
+static int split_parts(Arena *a, const Func *bw, const Inst *loop, int64_t step, int32_t *w)
 {
     uint8_t *in_body = arena_alloc(a, (size_t)bw->vals.n + 1);
     mark_defined(loop->regions[0], in_body);
     *w = 0;
-    if (!lanewise(bw, loop->regions[0], in_body, w) || *w <= KAD_SPREAD_TILE || *w % KAD_SPREAD_TILE)
-        return 1;
+    if (!lanewise(bw, loop->regions[0], in_body, w) || *w <= KAD_SPREAD_TILE || *w % KAD_SPREAD_TILE ||
+        step < *w)
+        return 1; /* (a step below the tile: chunks overlap, and the parts' count could overflow) */
     return *w / KAD_SPREAD_TILE;
 }
 
@@ -272,6 +289,8 @@ static int spread_loop(Arena *a, const Func *bw, const Inst *const *def, const T
     if (at < 0)
         return -1;
     const Inst *loop = &b->insts.v[at];
+    if (atomic_result_used(loop->regions[0], loop->regions[0]))
+        return -1; /* an atomic's old value depends on the order of the iterations */
     uint8_t *roots = arena_alloc(a, (size_t)bw->nparams + 1);
     if (!write_roots(bw, def, loop->regions[0], roots) || !loads_apart(bw, def, b, roots))
         return -1;
@@ -329,9 +348,8 @@ void ad_spread(Arena *a, Func *bw)
         return;
     Loc loc = bw->body->insts.v[at].loc;
     int32_t w = 0;
-    int parts = split_parts(a, bw, &bw->body->insts.v[at], &w);
+    int parts = split_parts(a, bw, &bw->body->insts.v[at], def[bw->body->insts.v[at].args[2]]->ival, &w);
     Type i32 = type_scalar(DT_I32);
-    int64_t st_val = def[bw->body->insts.v[at].args[2]]->ival;
     ValId s = ir_param_add(bw, i32, KAD_SPREAD_PARAM, loc);
     divide_axis0(bw, bw->body, s);
     /* the loop (its position is unchanged: divide_axis0 adds nothing at the top level before it
@@ -353,11 +371,14 @@ void ad_spread(Arena *a, Func *bw)
                 args[0] = ir_op2(bw, b, OP_ADD, it, in.args[0], ir_op2(bw, b, OP_MUL, it, part, st, loc), loc);
                 args[1] = in.args[1];
                 args[2] = ir_op2(bw, b, OP_MUL, it, st, as_type(bw, b, s, it, loc), loc);
-            } else { /* q over the trips times the parts: (hi - lo + st - 1) / st * parts (<= 0: none) */
+            } else { /* q over the trips times the parts: ((hi - lo) / st + ((hi - lo) % st > 0)) * parts,
+                      * <= 0 when hi <= lo (truncating division), no overflow past hi - lo's */
                 ValId lo = in.args[0], hi = in.args[1];
-                ValId t = ir_op2(bw, b, OP_ADD, it, ir_op2(bw, b, OP_SUB, it, hi, lo, loc),
-                                 ir_const_int(bw, b, it, st_val - 1, loc), loc);
-                t = ir_op2(bw, b, OP_DIV, it, t, st, loc);
+                ValId span = ir_op2(bw, b, OP_SUB, it, hi, lo, loc);
+                ValId zero = ir_const_int(bw, b, it, 0, loc);
+                ValId more = ir_op2(bw, b, OP_GT, type_scalar(DT_I1), ir_op2(bw, b, OP_REM, it, span, st, loc), zero, loc);
+                ValId t = ir_op2(bw, b, OP_ADD, it, ir_op2(bw, b, OP_DIV, it, span, st, loc),
+                                 ir_op1(bw, b, OP_CAST, it, more, loc), loc);
                 args[0] = part;
                 args[1] = ir_op2(bw, b, OP_MUL, it, t, ir_const_int(bw, b, it, parts, loc), loc);
                 args[2] = as_type(bw, b, s, it, loc);

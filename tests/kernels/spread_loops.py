@@ -44,3 +44,15 @@ def row_center(x_ptr, y_ptr, n, stride, BLOCK: tl.constexpr):
         m = cols < n
         x = tl.load(x_ptr + row * stride + cols, mask=m, other=0.0)
         tl.store(y_ptr + row * stride + cols, x - mean, mask=m)
+
+
+@triton.jit
+def row_softplus_desc(x_ptr, y_ptr, n, stride, BLOCK: tl.constexpr):
+    # row_softplus through 1-D tensor descriptors: its backward is spread, but a descriptor's tile
+    # (its block shape and offsets are the access's own operands) is never split
+    row = tl.program_id(0)
+    xd = tl.make_tensor_descriptor(x_ptr + row * stride, shape=[n], strides=[1], block_shape=[BLOCK])
+    yd = tl.make_tensor_descriptor(y_ptr + row * stride, shape=[n], strides=[1], block_shape=[BLOCK])
+    for start in range(0, n, BLOCK):
+        x = xd.load([start])
+        yd.store([start], tl.maximum(x, 0.0) + tl.log(1.0 + tl.exp(-tl.abs(x))))
