@@ -30,7 +30,12 @@
  *   parameters differ), so iterations run in any order;
  * - its step is a positive constant and its bounds are expressions of the
  *   kernel's int arguments (the launcher computes its trip count);
+ * - no atomic's old value is used (it would depend on the order);
  * - the backward has no fold, GEMM form or tape (their own grids).
+ * The split also needs (lanewise): only elementwise ops, memory accesses
+ * (no tensor descriptor's), scalars broadcast, arange from 0, constants and
+ * `if`s on the tile, every value from outside the loop a scalar, and a step
+ * of at least the tile's width.
  *
  * Requires: a finished backward (ad_backward, after the scatter split).
  * Fills Func.spread; adds the parameter.
