@@ -37,6 +37,10 @@
  * `if`s on the tile, every value from outside the loop a scalar, and a step
  * of at least the tile's width.
  *
+ * First (split_lanes): a backward without loops whose work is lane by lane
+ * on one tile wider than KAD_LANE_TILE lanes becomes a loop over parts of
+ * that many lanes, which the rule above then takes (FuncSpread.lanes).
+ *
  * Requires: a finished backward (ad_backward, after the scatter split).
  * Fills Func.spread; adds the parameter.
  */
@@ -274,6 +278,100 @@ static void split_body(Func *f, Inst *loop, ValId lo, ValId st, int parts, int32
         vec_push(f->a, body->insts, old[k]);
 }
 
+/* ------------------------------------------------------------------ */
+/* A loop-free body split into a loop over parts of its tile            */
+/* ------------------------------------------------------------------ */
+
+/* Marks in inside what in defines: its results and its regions' values. */
+static void mark_inst(const Inst *in, uint8_t *inside)
+{
+    for (int r = 0; r < in->nres; r++)
+        inside[in->res[r]] = 1;
+    for (int r = 0; r < in->nregions; r++)
+        mark_defined(in->regions[r], inside);
+}
+
+/* Whether in (of the body's top level) is scalar work the parts share, left
+ * before the loop: no region, no write or assert, scalar results, arguments
+ * defined before the loop. */
+static bool hoistable(const Func *f, const Inst *in, const uint8_t *inside)
+{
+    if (in->nregions || !in->nres || ir_inst_writes(in) || in->op == OP_ASSERT || in->op == OP_BARRIER)
+        return false;
+    for (int r = 0; r < in->nres; r++)
+        if (ir_type(f, in->res[r]).rank)
+            return false;
+    for (int i = 0; i < in->nargs; i++)
+        if (inside[in->args[i]])
+            return false;
+    return true;
+}
+
+/* A backward without loops whose work is lane by lane on one 1-D tile wider
+ * than KAD_LANE_TILE lanes (a row-per-program elementwise kernel: GeGLU
+ * with the whole row in one block) becomes a loop over the tile's parts of
+ * KAD_LANE_TILE lanes, its scalar work before the loop: `for part in
+ * range(0, parts)`, each arange offset by part * KAD_LANE_TILE.  A thread
+ * then holds a part's lanes, not the row's (GeGLU's 4096 lanes took 106
+ * registers a thread at 8 warps), and spread_loop may deal the parts to
+ * more programs.  Each lane runs the same operations on the same values:
+ * the same bits.  Needs what spread_loop checks of a loop (no load of a
+ * buffer the body writes: a part must not read what an earlier part wrote;
+ * no atomic's old value used) and lanewise of the body.  Returns the tile's
+ * lanes; 0, bw unchanged, when it does not apply. */
+static int32_t split_lanes(Arena *a, Func *bw, const Inst *const *def)
+{
+    Block *b = bw->body;
+    bool writes = false;
+    for (int k = 0; k < b->insts.n; k++) {
+        if (has_loop(&b->insts.v[k]))
+            return 0;
+        writes |= ir_inst_writes(&b->insts.v[k]);
+    }
+    uint8_t *roots = arena_alloc(a, (size_t)bw->nparams + 1);
+    if (!writes || !b->insts.n || atomic_result_used(b, b) || !write_roots(bw, def, b, roots) ||
+        !loads_apart(bw, def, b, roots))
+        return 0;
+    uint8_t *inside = arena_alloc(a, (size_t)bw->vals.n + 1);
+    int n;
+    Loc loc = b->insts.v[0].loc;
+    Inst *old = ir_block_detach(b, &n);
+    Block body = {0};
+    for (int k = 0; k < n; k++) {
+        if (hoistable(bw, &old[k], inside)) {
+            vec_push(a, b->insts, old[k]);
+            continue;
+        }
+        mark_inst(&old[k], inside);
+        vec_push(a, body.insts, old[k]);
+    }
+    int32_t w = 0;
+    if (!lanewise(bw, &body, inside, &w) || w <= KAD_LANE_TILE || w % KAD_LANE_TILE) {
+        b->insts.v = old; /* as it was */
+        b->insts.n = b->insts.cap = n;
+        return 0;
+    }
+    int parts = w / KAD_LANE_TILE;
+    Type i32 = type_scalar(DT_I32);
+    ValId fa[3] = {ir_const_int(bw, b, i32, 0, loc), ir_const_int(bw, b, i32, parts, loc),
+                   ir_const_int(bw, b, i32, 1, loc)};
+    ir_emit(bw, b, OP_FOR, fa, 3, NULL, 0, loc);
+    Block *r = ir_inst_add_region(bw, &b->insts.v[b->insts.n - 1]);
+    ValId part = ir_block_param_add(bw, r, i32, "part", loc);
+    ValId off = ir_op2(bw, r, OP_MUL, i32, part, ir_const_int(bw, r, i32, KAD_LANE_TILE, loc), loc);
+    for (int k = 0; k < body.insts.n; k++)
+        vec_push(a, r->insts, body.insts.v[k]);
+    split_tiles(bw, r, w, parts, off);
+    ir_emit(bw, r, OP_YIELD, NULL, 0, NULL, 0, loc);
+    vec_push(a, bw->notes,
+             arena_printf(a, "line %d onwards: lane by lane on one tile of %d lanes, so the backward runs it as "
+                             "%d parts of %d lanes (kad's loop over `part`: a thread holds a part's lanes, not "
+                             "the whole tile's; the same operations on each lane, the same bits; docs/AD.md, "
+                             "\"Lanes in parts\")",
+                          loc.line, (int)w, parts, KAD_LANE_TILE));
+    return w;
+}
+
 /* The position in bw's body of the loop to spread, with its trip count for
  * the host in *trips; -1 when none applies. */
 static int spread_loop(Arena *a, const Func *bw, const Inst *const *def, const TapeExpr **trips)
@@ -347,6 +445,11 @@ void ad_spread(Arena *a, Func *bw)
         return;
     const Inst **def = arena_alloc(a, sizeof *def * (size_t)(bw->vals.n + 1));
     ir_index_defs(bw->body, def);
+    int32_t lanes = split_lanes(a, bw, def);
+    if (lanes) { /* new values: index them too */
+        def = arena_alloc(a, sizeof *def * (size_t)(bw->vals.n + 1));
+        ir_index_defs(bw->body, def);
+    }
     const TapeExpr *trips = NULL;
     int at = spread_loop(a, bw, def, &trips);
     if (at < 0)
@@ -372,10 +475,13 @@ void ad_spread(Arena *a, Func *bw)
             ValId part = as_type(bw, b, ir_op2(bw, b, OP_REM, i32, q, s, loc), it, loc);
             ValId st = in.args[2];
             ValId *args = arena_alloc(a, sizeof *args * 3);
-            if (parts == 1) {
-                args[0] = ir_op2(bw, b, OP_ADD, it, in.args[0], ir_op2(bw, b, OP_MUL, it, part, st, loc), loc);
+            if (parts == 1) { /* (a step of 1 and a start of 0, as split_lanes' loop has, left out) */
+                bool one = def[st] && def[st]->op == OP_CONST && def[st]->ival == 1;
+                bool zero = def[in.args[0]] && def[in.args[0]]->op == OP_CONST && def[in.args[0]]->ival == 0;
+                ValId first = one ? part : ir_op2(bw, b, OP_MUL, it, part, st, loc);
+                args[0] = zero ? first : ir_op2(bw, b, OP_ADD, it, in.args[0], first, loc);
                 args[1] = in.args[1];
-                args[2] = ir_op2(bw, b, OP_MUL, it, st, as_type(bw, b, s, it, loc), loc);
+                args[2] = one ? as_type(bw, b, s, it, loc) : ir_op2(bw, b, OP_MUL, it, st, as_type(bw, b, s, it, loc), loc);
             } else { /* q over the trips times the parts: ((hi - lo) / st + ((hi - lo) % st > 0)) * parts,
                       * <= 0 when hi <= lo (truncating division), no overflow past hi - lo's */
                 ValId lo = in.args[0], hi = in.args[1];
@@ -397,8 +503,10 @@ void ad_spread(Arena *a, Func *bw)
     sp->param = s;
     sp->trips = tape_expr_new(a, TX_MUL, 0, trips, tape_expr_new(a, TX_CONST, parts, NULL, NULL));
     sp->parts = parts;
+    sp->lanes = lanes;
     sp->loc = loc;
     bw->spread = sp;
+    pass_dce(bw, true); /* the bounds and step the rewrite replaced */
 }
 
 int64_t spread_cpu(const Func *f, const int64_t *iargs, const int64_t grid[3])

@@ -560,8 +560,9 @@ static void print_fold(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0)
  * num_warps from the largest tile (256 elements a warp, so 8 a thread,
  * for tiles up to 2048 elements, 512 a warp above: rounded up to a power of
  * 2, 1..16; on an H100 a 4096-element row ran as fast or faster with 8
- * warps than with 16 in 11 of 12 row kernels: bench/warps_sweep.py) and no
- * num_stages (Triton's default). */
+ * warps than with 16 in 11 of 12 row kernels: bench/warps_sweep.py; the
+ * parts of split_lanes take the warps of their row's tile, at most 8) and
+ * no num_stages (Triton's default). */
 static int64_t elems(Type t)
 {
     int64_t e = 1;
@@ -745,6 +746,10 @@ static void launch_defaults_of(const Func *f, int sites, int *warps, int *stages
         *stages = s < 1 ? 1 : s > 3 ? 3 : (int)s;
         return;
     }
+    bool parts = f->spread && f->spread->lanes > tile;
+    if (parts) /* split_lanes' parts of a row: the row's warps, at most 8, so a thread holds fewer of
+                * its lanes (4096 lanes as 1024 on 8 warps ran fastest: bench/lanes_sweep.py) */
+        tile = f->spread->lanes;
     int64_t per = tile > 2048 ? 512 : 256; /* elements a warp: a long row's tile, 16 a thread */
     int lb = f->fold ? piped_load_bytes(f->body, true, f) : 0;
     if (lb && tile > 2048) /* a pipelined fold loop's long rows: 2 KiB of loaded tile a warp (bf16: 4 warps for 4096) */
@@ -753,7 +758,7 @@ static void launch_defaults_of(const Func *f, int sites, int *warps, int *stages
         w *= 2;
     for (int64_t work = (int64_t)w * (sites > 1 ? sites : 1); w < 8 && w < work && w * 64 <= tile;)
         w *= 2;
-    *warps = w;
+    *warps = parts && w > 8 ? 8 : w;
     *stages = 0;
 }
 

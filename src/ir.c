@@ -823,11 +823,13 @@ void ir_print(Buf *b, const Func *f)
         if (j + 1 == f->tapes.n)
             buf_putc(b, ')');
     }
-    if (f->spread) { /* spread(%s trips EXPR) */
+    if (f->spread) { /* spread(%s trips EXPR [lanes N]) */
         buf_puts(b, " spread(");
         put_val(&p, f->spread->param);
         buf_puts(b, " trips ");
         put_tape_expr(&p, f->spread->trips);
+        if (f->spread->lanes)
+            buf_printf(b, " lanes %d", (int)f->spread->lanes);
         buf_putc(b, ')');
     }
     if (f->fold) { /* fold(axes = [K...], programs = [%G...], %part = x: dtype span %span [rows N [flag %f]], ...) */

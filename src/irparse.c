@@ -1275,8 +1275,9 @@ static void parse_tapes(P *p)
                 perr(p, loc, "a tape parameter named twice");
 }
 
-/* spread := 'spread' '(' %p 'trips' texpr ')'
- * A backward's spread loop (ad_spread.c): its i32 parameter, the last. */
+/* spread := 'spread' '(' %p 'trips' texpr ['lanes' INT] ')'
+ * A backward's spread loop (ad_spread.c): its i32 parameter, the last; the
+ * tile's lanes when the loop is split_lanes'. */
 static void parse_spread(P *p)
 {
     Func *f = p->f;
@@ -1292,6 +1293,13 @@ static void parse_spread(P *p)
         perr(p, pt.loc, "a spread's parameter is the kernel's last, an i32");
     expect_id(p, "trips");
     sp->trips = parse_tape_expr(p, 0);
+    if (at_id(p, "lanes")) {
+        next(p);
+        Tok n = expect(p, P_INT, "the tile's lanes");
+        if (n.big || n.ival <= 0 || n.ival > INT32_MAX)
+            perr(p, n.loc, "a spread's lanes are a positive count");
+        sp->lanes = (int32_t)n.ival;
+    }
     expect(p, P_RPAREN, "')' after the spread");
     f->spread = sp;
 }

@@ -1417,12 +1417,19 @@ typedef struct FuncSpread {
     ValId param;
     const TapeExpr *trips; /* iterations to deal: the loop's trip count times parts */
     int parts;             /* > 1: the loop's tile split into this many (ad_spread.c) */
+    int32_t lanes;         /* > 0: the loop is split_lanes', over parts of a tile of this many
+                            * lanes (its launch takes that tile's warps: emit_grad.c) */
     Loc loc;               /* the loop */
 } FuncSpread;
 /* The lanes of a spread loop's tile after a split: a wider tile whose body
  * is lane by lane is split into tiles of this many. */
 #ifndef KAD_SPREAD_TILE
 #define KAD_SPREAD_TILE 8192
+#endif
+/* The lanes of each part a loop-free lane-by-lane backward on a wider tile
+ * runs its tile in (ad_spread.c, split_lanes). */
+#ifndef KAD_LANE_TILE
+#define KAD_LANE_TILE 1024
 #endif
 #define KAD_SPREAD_PARAM "kad_spread"
 /* Spreads bw's loop when the rule of ad_spread.c holds (Func.spread set), else leaves it. */

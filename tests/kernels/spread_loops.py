@@ -56,3 +56,35 @@ def row_softplus_desc(x_ptr, y_ptr, n, stride, BLOCK: tl.constexpr):
     for start in range(0, n, BLOCK):
         x = xd.load([start])
         yd.store([start], tl.maximum(x, 0.0) + tl.log(1.0 + tl.exp(-tl.abs(x))))
+
+
+@triton.jit
+def row_softplus_whole(x_ptr, y_ptr, n, stride, BLOCK: tl.constexpr):
+    # the whole row in one block, no loop (a row-per-program elementwise kernel): a backward of
+    # more than KAD_LANE_TILE lanes runs in parts of that many (split_lanes)
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    m = cols < n
+    x = tl.load(x_ptr + row * stride + cols, mask=m, other=0.0)
+    tl.store(y_ptr + row * stride + cols, tl.maximum(x, 0.0) + tl.log(1.0 + tl.exp(-tl.abs(x))), mask=m)
+
+
+@triton.jit
+def row_center_whole(x_ptr, y_ptr, n, stride, BLOCK: tl.constexpr):
+    # the row's mean first: not lane by lane, never split
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    m = cols < n
+    x = tl.load(x_ptr + row * stride + cols, mask=m, other=0.0)
+    tl.store(y_ptr + row * stride + cols, x - tl.sum(x, axis=0) / n, mask=m)
+
+
+@triton.jit
+def row_square_inplace_whole(x_ptr, n, stride, BLOCK: tl.constexpr):
+    # the output's gradient is read and written in one tile: a part must not read what an
+    # earlier part wrote, so never split
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    m = cols < n
+    x = tl.load(x_ptr + row * stride + cols, mask=m, other=0.0)
+    tl.store(x_ptr + row * stride + cols, x * x, mask=m)

@@ -53,7 +53,7 @@ def test_same_bits_for_every_spread(tmp_path, _triton_interpreter, block, rows, 
     mod, src = triton_cpu.grad_module(KERNELS, "row_softplus", sig, "x_ptr", "y_ptr", tmp_path, "spread")
     parts = max(block // 8192, 1)
     if parts == 1:
-        assert "kad_spread," in src and f"range(0 + tl.program_id(0) % kad_spread * {block}" in src, src
+        assert "kad_spread," in src and f"range(tl.program_id(0) % kad_spread * {block}" in src, src
     else:
         assert "tl.arange(0, 8192) + " in src and f"% {block} > 0, tl.int32)) * {parts}" in src, src
     x64, dy64 = _randn(rows, stride), _randn(rows, stride, seed=1)
@@ -124,3 +124,90 @@ def test_cross_entropy_saved_backward_spread(rows, V, block):
     loss = torch.nn.functional.cross_entropy(xr, labels.cpu(), reduction="none", ignore_index=-100)
     (want,) = torch.autograd.grad(loss.sum() + torch.logsumexp(xr, 1).sum(), xr)
     torch.testing.assert_close(grads[True].cpu().double(), want, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lanes in parts (split_lanes in src/ad_spread.c, docs/AD.md "Lanes in parts"): a loop-free
+# backward that is lane by lane on one tile wider than KAD_LANE_TILE lanes runs in parts of that
+# many, in kad's loop over `part`, which is then spread like any loop.
+
+LANES = 1024  # KAD_LANE_TILE
+WHOLE = "x_ptr=*fp32,y_ptr=*fp32,n=i32,stride=i32,BLOCK=16"
+
+
+@pytest.mark.parametrize("block,rows,n,stride", [(4096, 3, 4000, 4096), (2048, 2, 2048, 2100),
+                                                 (4096, 1, 1500, 4100)])
+def test_lanes_in_parts(tmp_path, _triton_interpreter, block, rows, n, stride):
+    """The whole row in one block: the backward's loop over the row's parts, S as the launcher
+    picks it, the same bits with S = 1, float64 autograd (rows shorter than the block: masked
+    parts, one of them empty)."""
+    sig = WHOLE.replace("BLOCK=16", f"BLOCK={block}")
+    mod, src = triton_cpu.grad_module(KERNELS, "row_softplus_whole", sig, "x_ptr", "y_ptr", tmp_path, "lanes")
+    parts = block // LANES
+    assert f"for part in range(tl.program_id(0) % kad_spread, {parts}, kad_spread):" in src, src
+    assert f"tl.arange(0, {LANES}) + part * {LANES}" in src and f"tl.arange(0, {block})" not in src, src
+    x64, dy64 = _randn(rows, stride, seed=2), _randn(rows, stride, seed=3)
+    x, dy = x64.float().to(DEVICE), dy64.float().to(DEVICE)
+
+    def run():
+        d_x = torch.full((rows, stride), float("nan"), device=DEVICE)
+        mod.launch_row_softplus_whole_bwd((rows,), x, torch.empty_like(x), n, stride, dy, d_x)
+        if DEVICE != "cpu":
+            torch.cuda.synchronize()
+        return d_x
+    got = run()
+    (plan,) = mod._kad_plans.values()
+    if DEVICE == "cpu":
+        want_s = 2
+    else:
+        sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+        s = min(parts, -(-2 * sms // rows)) if rows < 2 * sms else 1
+        want_s = -(-parts // -(-parts // s))
+    assert plan[0][-1] == want_s
+    plan[0][-1] = 1
+    plan[2] and plan[2].clear()
+    assert torch.equal(got[:, :n], run()[:, :n])
+    xr = x.cpu().double().requires_grad_()
+    (want,) = torch.autograd.grad(torch.nn.functional.softplus(xr[:, :n]), xr, dy.cpu().double()[:, :n])
+    torch.testing.assert_close(got[:, :n].cpu().double(), want[:, :n], rtol=1e-5, atol=1e-6)
+
+
+def test_lanes_rule_leaves_alone():
+    def ir(kernel, sig, wrt="x_ptr", out="y_ptr"):
+        p = triton_cpu.run_kad(["grad", f"{KERNELS}:{kernel}", "--sig", sig, "--wrt", wrt, "--out", out, "--ir"])
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+    wide = WHOLE.replace("BLOCK=16", "BLOCK=4096")
+    got = ir("row_softplus_whole", wide)
+    assert "for %part" in got and "[1024]" in got and "[4096]" not in got
+    assert "spread(%kad_spread trips max(4, 0) lanes 4096)" in got
+    # a tile of at most KAD_LANE_TILE lanes: as written
+    assert "kad_spread" not in ir("row_softplus_whole", WHOLE.replace("BLOCK=16", "BLOCK=1024"))
+    # the row's mean first: not lane by lane
+    assert "kad_spread" not in ir("row_center_whole", wide)
+    # the output's gradient read and written in one tile: a part would read an earlier part's write
+    assert "kad_spread" not in ir("row_square_inplace_whole", "x_ptr=*fp32,n=i32,stride=i32,BLOCK=4096",
+                                  out="x_ptr")
+
+
+@pytest.mark.parametrize("dt", ["fp32", "bf16"])
+def test_lanes_geglu_package(dt):
+    """GeGLU (tests/kernels/geglu.py, the whole row in one block) through the package on
+    KAD_TEST_DEVICE: its backward runs in parts of 1024 lanes; float64 autograd of the same math."""
+    geglu = triton_cpu.corpus_module("geglu.py")
+    dtype = torch.float32 if dt == "fp32" else torch.bfloat16
+    rows, cols = 3, 3900
+    a0 = (_randn(rows, cols, seed=6) * 2).to(dtype).to(PKG_DEVICE)
+    b0 = _randn(rows, cols, seed=7).to(dtype).to(PKG_DEVICE)
+    a, b = a0.clone().requires_grad_(), b0.clone().requires_grad_()
+    k = kad.differentiable(inputs=["a_ptr", "b_ptr"], outputs=["c_ptr"])(geglu.geglu_fwd_kernel)
+    c = torch.empty_like(a)
+    k[(rows,)](a, b, c, a.stride(0), c.stride(0), cols, BLOCK_SIZE=4096)
+    dc = _randn(rows, cols, seed=8).to(dtype).to(PKG_DEVICE)
+    da, db = torch.autograd.grad(c, (a, b), dc)
+    ar, br = a0.cpu().double().requires_grad_(), b0.cpu().double().requires_grad_()
+    cr = torch.nn.functional.gelu(ar, approximate="tanh") * br
+    want_a, want_b = torch.autograd.grad(cr, (ar, br), dc.cpu().double())
+    tol = dict(rtol=1e-5, atol=1e-5) if dt == "fp32" else dict(rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(da.cpu().double(), want_a, **tol)
+    torch.testing.assert_close(db.cpu().double(), want_b, **tol)
