@@ -318,7 +318,8 @@ static bool hoistable(const Func *f, const Inst *in, const uint8_t *inside)
  * the same bits.  Needs what spread_loop checks of a loop (no load of a
  * buffer the body writes: a part must not read what an earlier part wrote;
  * no atomic's old value used) and lanewise of the body.  Returns the tile's
- * lanes; 0, bw unchanged, when it does not apply. */
+ * lanes; 0, bw unchanged, when it does not apply.  (Its launcher deals a
+ * row's parts to at least 2 programs: emit_grad.c, print_spread_plan.) */
 static int32_t split_lanes(Arena *a, Func *bw, const Inst *const *def)
 {
     Block *b = bw->body;
