@@ -33,7 +33,6 @@ def _worker():
     import gpu as B
     import kad
     import kad.autograd as KA
-    from kernels import swiglu
 
     forced = [None]
 

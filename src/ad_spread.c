@@ -132,6 +132,17 @@ static bool atomic_result_used(const Block *body, const Block *b)
     return false;
 }
 
+/* Whether body's iterations (or parts) may run in any order, on any
+ * programs: no atomic's old value of body is used (it would depend on the
+ * order), and no load of the kernel reads a buffer body writes (an
+ * iteration would read what another wrote). */
+static bool order_free(Arena *a, const Func *bw, const Inst *const *def, const Block *body)
+{
+    uint8_t *roots = arena_alloc(a, (size_t)bw->nparams + 1);
+    return !atomic_result_used(body, body) && write_roots(bw, def, body, roots) &&
+           loads_apart(bw, def, bw->body, roots);
+}
+
 static bool has_loop(const Inst *in)
 {
     if (in->op == OP_FOR || in->op == OP_WHILE)
@@ -292,11 +303,11 @@ static void mark_inst(const Inst *in, uint8_t *inside)
 }
 
 /* Whether in (of the body's top level) is scalar work the parts share, left
- * before the loop: no region, no write or assert, scalar results, arguments
- * defined before the loop. */
+ * before the loop: results (so no store, assert or barrier), no region, no
+ * write (an atomic), scalar results, arguments defined before the loop. */
 static bool hoistable(const Func *f, const Inst *in, const uint8_t *inside)
 {
-    if (in->nregions || !in->nres || ir_inst_writes(in) || in->op == OP_ASSERT || in->op == OP_BARRIER)
+    if (!in->nres || in->nregions || ir_inst_writes(in))
         return false;
     for (int r = 0; r < in->nres; r++)
         if (ir_type(f, in->res[r]).rank)
@@ -315,9 +326,8 @@ static bool hoistable(const Func *f, const Inst *in, const uint8_t *inside)
  * then holds a part's lanes, not the row's (GeGLU's 4096 lanes took 106
  * registers a thread at 8 warps), and spread_loop may deal the parts to
  * more programs.  Each lane runs the same operations on the same values:
- * the same bits.  Needs what spread_loop checks of a loop (no load of a
- * buffer the body writes: a part must not read what an earlier part wrote;
- * no atomic's old value used) and lanewise of the body.  Returns the tile's
+ * the same bits.  Needs order_free of the body (a part must not read what
+ * an earlier part wrote), as spread_loop of a loop, and lanewise.  Returns the tile's
  * lanes; 0, bw unchanged, when it does not apply.  (Its launcher deals a
  * row's parts to at least 2 programs: emit_grad.c, print_spread_plan.) */
 static int32_t split_lanes(Arena *a, Func *bw, const Inst *const *def)
@@ -329,9 +339,7 @@ static int32_t split_lanes(Arena *a, Func *bw, const Inst *const *def)
             return 0;
         writes |= ir_inst_writes(&b->insts.v[k]);
     }
-    uint8_t *roots = arena_alloc(a, (size_t)bw->nparams + 1);
-    if (!writes || !b->insts.n || atomic_result_used(b, b) || !write_roots(bw, def, b, roots) ||
-        !loads_apart(bw, def, b, roots))
+    if (!writes || !order_free(a, bw, def, b))
         return 0;
     uint8_t *inside = arena_alloc(a, (size_t)bw->vals.n + 1);
     int n;
@@ -393,10 +401,7 @@ static int spread_loop(Arena *a, const Func *bw, const Inst *const *def, const T
     if (at < 0)
         return -1;
     const Inst *loop = &b->insts.v[at];
-    if (atomic_result_used(loop->regions[0], loop->regions[0]))
-        return -1; /* an atomic's old value depends on the order of the iterations */
-    uint8_t *roots = arena_alloc(a, (size_t)bw->nparams + 1);
-    if (!write_roots(bw, def, loop->regions[0], roots) || !loads_apart(bw, def, b, roots))
+    if (!order_free(a, bw, def, loop->regions[0]))
         return -1;
     const Inst *st = def[loop->args[2]];
     if (!st || st->op != OP_CONST || st->ival <= 0 || st->ival > INT32_MAX)

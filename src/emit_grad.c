@@ -334,18 +334,13 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
     }
     if (bwd->spread) {
         t.len = 0;
-        if (bwd->spread->lanes)
-            buf_printf(&t, "loop at line %d: its iterations share nothing, so %s deals each forward program's "
-                           "iterations to %s programs (%s: at least 2, more when the launch has fewer programs than "
-                           "twice the GPU's SMs, at most the trip count), the grid's axis 0 times that; the gradients "
-                           "are the same bits (docs/AD.md, \"Spreading a loop over programs\")",
-                       bwd->spread->loc.line, lname, KAD_SPREAD_PARAM, KAD_SPREAD_PARAM);
-        else
-            buf_printf(&t, "loop at line %d: its iterations share nothing, so when the launch has fewer programs than "
-                           "twice the GPU's SMs, %s deals each forward program's iterations to %s programs (%s, at "
-                           "most the trip count), the grid's axis 0 times that; the gradients are the same bits "
-                           "(docs/AD.md, \"Spreading a loop over programs\")",
-                       bwd->spread->loc.line, lname, KAD_SPREAD_PARAM, KAD_SPREAD_PARAM);
+        const char *few = "when the launch has fewer programs than twice the GPU's SMs";
+        bool lanes = bwd->spread->lanes; /* a row's parts: always at least 2 programs (print_spread_plan) */
+        buf_printf(&t, "loop at line %d: its iterations share nothing, so %s%s%s deals each forward program's "
+                       "iterations to %s programs (%s%s%s, at most the trip count), the grid's axis 0 times that; "
+                       "the gradients are the same bits (docs/AD.md, \"Spreading a loop over programs\")",
+                   bwd->spread->loc.line, lanes ? "" : few, lanes ? "" : ", ", lname, KAD_SPREAD_PARAM,
+                   KAD_SPREAD_PARAM, lanes ? ": at least 2, more " : "", lanes ? few : "");
         wrap(&h, buf_str(&t), LINE_LIMIT - 2, "    ", 0);
         buf_puts(&h, "\n");
     }

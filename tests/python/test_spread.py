@@ -207,8 +207,11 @@ def test_lanes_geglu_package(dt):
     dc = _randn(rows, cols, seed=8).to(dtype).to(PKG_DEVICE)
     da, db = torch.autograd.grad(c, (a, b), dc)
     ar, br = a0.cpu().double().requires_grad_(), b0.cpu().double().requires_grad_()
-    cr = torch.nn.functional.gelu(ar, approximate="tanh") * br
-    want_a, want_b = torch.autograd.grad(cr, (ar, br), dc.cpu().double())
-    tol = dict(rtol=1e-5, atol=1e-5) if dt == "fp32" else dict(rtol=2e-2, atol=2e-2)
+    gelu = torch.nn.functional.gelu(ar, approximate="tanh")
+    # the kernel rounds the gate to b's type before the product (its cast passes the gradient as is)
+    rounded = gelu + (gelu.detach().float().to(dtype).double() - gelu.detach())
+    want_a, want_b = torch.autograd.grad(rounded * br, (ar, br), dc.cpu().double())
+    # bf16: the gradients' own rounding on store (2^-9 relative) and fp32 arithmetic
+    tol = dict(rtol=1e-5, atol=1e-5) if dt == "fp32" else dict(rtol=8e-3, atol=1e-3)
     torch.testing.assert_close(da.cpu().double(), want_a, **tol)
     torch.testing.assert_close(db.cpu().double(), want_b, **tol)
