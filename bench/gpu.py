@@ -573,6 +573,10 @@ def run(args):
     bw = copy_bandwidth(timer, device, (256 << 20) if args.quick or device == "cpu" else COPY_BYTES)
     log(f"copy bandwidth {bw / 1e9:.0f} GB/s")
     rows, notes = [], []
+
+    def result():
+        return dict(bw=bw, rows=rows, notes=notes, device=device, quick=args.quick, device_name=device_name(device),
+                    torch=torch.__version__, triton=triton.__version__, date=datetime.date.today().isoformat())
     for b in benches:
         kad_k = kad.differentiable(inputs=b.kad[1], outputs=b.kad[2])(b.kad[0])
         for R, C, (dname, dt), kind in configs(device, args.quick):
@@ -623,13 +627,20 @@ def run(args):
                     notes.append(f"{b.name} {dname} {row['shape']}, {peer}: {type(e).__name__}: {msg}")
                     log(f"{b.name} {dname}: {peer} failed: {type(e).__name__}: {msg}")
             rows.append(row)
+            if args.save:  # after every row: a run stopped by a time limit keeps the rows it measured
+                save(result(), args.save)
             t = row["t"]
             log(f"{b.name} {dname} {row['shape']}: " + ", ".join(
                 f"{p} {t[p] * 1e3:.1f} µs" if t[p] is not None else f"{p} {DASH}" for p in PEERS) +
                 f"; floor {floor_ms * 1e3:.1f} µs")
     log("done")
-    return dict(bw=bw, rows=rows, notes=notes, device=device, quick=args.quick, device_name=device_name(device),
-                torch=torch.__version__, triton=triton.__version__, date=datetime.date.today().isoformat())
+    return result()
+
+
+def save(res, path):
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(res, f)
+    os.replace(path + ".tmp", path)
 
 
 def table(res):
@@ -723,7 +734,7 @@ def main(argv=None):
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     p.add_argument("--write-doc", action="store_true", help="replace the gpu.py section of docs/BENCHMARKS.md")
     p.add_argument("--doc", default=DOC, help=argparse.SUPPRESS)
-    p.add_argument("--save", default="", help="also write the results as JSON to this file")
+    p.add_argument("--save", default="", help="also write the results as JSON to this file (rewritten after every row)")
     p.add_argument("--merge", nargs="+", default=[], metavar="JSON",
                    help="do not measure: one table from the results of earlier --save runs (e.g. split by --only "
                         "to fit a time limit), in the order given")
@@ -736,14 +747,14 @@ def main(argv=None):
         res = dict(parts[0], rows=[r for q in parts for r in q["rows"]], notes=[n for q in parts for n in q["notes"]])
         if len(parts) > 1:
             res["merged"] = (
-                f"Merged from {len(parts)} runs on one machine, one after the other; each row's floor uses its own "
-                f"run's copy bandwidth: " + ", ".join(f"{q['bw'] / 1e9:.0f} GB/s" for q in parts) + ".")
+                f"Merged from {len(parts)} runs, one after the other (each a device call, possibly a fresh machine "
+                f"of the same kind); each row's floor uses its own run's copy bandwidth: " +
+                ", ".join(f"{q['bw'] / 1e9:.0f} GB/s" for q in parts) + ".")
         args.only = ""
     else:
         res = run(args)
         if args.save:
-            with open(args.save, "w", encoding="utf-8") as f:
-                json.dump(res, f)
+            save(res, args.save)
     shown = (["--quick"] if args.quick else []) + (["--only", args.only] if args.only else []) + \
         (["--merge", "..."] if args.merge else []) + \
         (["--device", args.device] if args.device != "cuda" else []) + (["--write-doc"] if args.write_doc else [])

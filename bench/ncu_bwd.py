@@ -56,9 +56,14 @@ def workload(only, meta_path, dtype):
             continue
         d = b.dims(4096, 4096)
         k = kad.differentiable(inputs=b.kad[1], outputs=b.kad[2])(b.kad[0])
-        gs = B.graphs(B.kad_forward(k, b, d), b.make, d, getattr(torch, DTYPES[dtype]), "cuda", 0)
+        dt = getattr(torch, DTYPES[dtype])
+        # a first step, as bench/gpu.py takes: an autotuned forward's first launch runs as written,
+        # later ones run the saving forward, whose backward is the one to profile
+        B.graphs(B.kad_forward(k, b, d), b.make, d, dt, "cuda", 99)
+        gs = B.graphs(B.kad_forward(k, b, d), b.make, d, dt, "cuda", 0)
         call = B.backward_fn(gs)
-        call()  # compiles the backward
+        for _ in gs:  # compiles the backward (and tunes it, kad_tune) on every graph before profiling
+            call()
         torch.cuda.synchronize()
         cudart.cudaProfilerStart()
         call()

@@ -381,6 +381,24 @@ static int32_t split_lanes(Arena *a, Func *bw, const Inst *const *def)
     return w;
 }
 
+int32_t spread_lane_width(const Func *f)
+{
+    const Block *b = f->body;
+    uint8_t *inside = arena_alloc(f->a, (size_t)f->vals.n + 1);
+    Block body = {0}; /* the body without its scalar work (hoistable), as split_lanes sees it */
+    for (int k = 0; k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        if (has_loop(in))
+            return 0;
+        if (!hoistable(f, in, inside)) {
+            mark_inst(in, inside);
+            vec_push(f->a, body.insts, *in);
+        }
+    }
+    int32_t w = 0;
+    return lanewise(f, &body, inside, &w) ? w : 0;
+}
+
 /* The position in bw's body of the loop to spread, with its trip count for
  * the host in *trips; -1 when none applies. */
 static int spread_loop(Arena *a, const Func *bw, const Inst *const *def, const TapeExpr **trips)

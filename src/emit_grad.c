@@ -707,28 +707,15 @@ static const char *tune_facts(Arena *a, const Func *k, const DefParam *o, int nd
                         dot ? "(4, 8)" : ord ? "()" : "-1", !lp ? "()" : dot ? "-1" : "(2, 3, 4)");
 }
 
-/* The smallest element size (bytes) of the loads of a folded backward's
- * pipelined fold loop (ad_fold_pipeline), 0 when f has none. */
-static int piped_load_bytes(const Block *b, bool top, const Func *f)
+/* Whether a folded backward's body has a pipelined fold loop (ad_fold_pipeline). */
+static bool has_piped_fold(const Block *b)
 {
-    int m = 0;
     for (int k = 0; k < b->insts.n; k++) {
         const Inst *in = &b->insts.v[k];
-        if (top) {
-            if (in->op == OP_FOR && in->nints == LH_N && in->ints[LH_STAGES] > 0)
-                m = piped_load_bytes(in->regions[0], false, f);
-            continue;
-        }
-        if (in->op == OP_LOAD) {
-            int e = dtype_bits((Dtype)f->vals.v[in->res[0]].ty.dt) / 8;
-            m = !m || e < m ? e : m;
-        }
-        for (int r = 0; r < in->nregions; r++) {
-            int e = piped_load_bytes(in->regions[r], false, f);
-            m = e && (!m || e < m) ? e : m;
-        }
+        if (in->op == OP_FOR && in->nints == LH_N && in->ints[LH_STAGES] > 0)
+            return true;
     }
-    return m;
+    return false;
 }
 
 /* kad's num_warps and num_stages (0: Triton's) for kernel f.  sites: how many
@@ -748,18 +735,27 @@ static void launch_defaults_of(const Func *f, int sites, int *warps, int *stages
         *stages = s < 1 ? 1 : s > 3 ? 3 : (int)s;
         return;
     }
+    /* lane by lane without a loop on 1024 lanes or more, or split_lanes' parts of such a row (then
+     * the row's lanes, and its warps): at least 8 warps, 4 lanes a thread on 1024 (H200: a
+     * 4096-lane row as 1024-lane parts ran fastest on 8 warps, bench/lanes_sweep.py; 1024-lane
+     * SwiGLU and GeGLU tiles too, GeGLU 2.40 -> 1.95 us at 256 rows and 22.2 -> 21.4 at 4096; on
+     * 512 lanes 4 warps against 2 went either way, SwiGLU bf16 4.4 -> 5.3 us, GeGLU 7.3 -> 6.7) */
     bool parts = f->spread && f->spread->lanes > tile;
-    if (parts) /* split_lanes' parts of a row: the row's warps, at most 8, so a thread holds fewer of
-                * its lanes (4096 lanes as 1024 on 8 warps ran fastest: bench/lanes_sweep.py) */
-        tile = f->spread->lanes;
+    int32_t lanes = parts ? f->spread->lanes : f->spread ? 0 : spread_lane_width(f);
+    if (parts)
+        tile = lanes;
     int64_t per = tile > 2048 ? 512 : 256; /* elements a warp: a long row's tile, 16 a thread */
-    int lb = f->fold ? piped_load_bytes(f->body, true, f) : 0;
-    if (lb && tile > 2048) /* a pipelined fold loop's long rows: 2 KiB of loaded tile a warp (bf16: 4 warps for 4096) */
-        per = 2048 / lb;
+    /* a pipelined fold loop's long rows: 1024 elements a warp, 4 warps for 4096 in any dtype (H200,
+     * bench/warps_sweep.py: LayerNorm fp32 4096^2 74.0 -> 68.2 us on 4 warps instead of 8, RMSNorm
+     * 59.5 -> 58.6; bf16 had 4 already, 8 slower) */
+    if (f->fold && has_piped_fold(f->body) && tile > 2048)
+        per = 1024;
     while (w < 16 && (int64_t)w * per < tile)
         w *= 2;
     for (int64_t work = (int64_t)w * (sites > 1 ? sites : 1); w < 8 && w < work && w * 64 <= tile;)
         w *= 2;
+    if (lanes >= 1024 && w < 8)
+        w = 8;
     *warps = parts && w > 8 ? 8 : w;
     *stages = 0;
 }

@@ -1434,6 +1434,10 @@ typedef struct FuncSpread {
 #define KAD_SPREAD_PARAM "kad_spread"
 /* Spreads bw's loop when the rule of ad_spread.c holds (Func.spread set), else leaves it. */
 void ad_spread(Arena *a, Func *bw);
+/* The lanes of f's one 1-D tile when f has no loop and computes lane by lane
+ * (ad_spread.c's lanewise: elementwise ops, memory accesses, scalars
+ * broadcast); 0 otherwise (also when f has no tile). */
+int32_t spread_lane_width(const Func *f);
 /* The S interp_run takes for f's launch on grid: 2 when its loop runs 2 or more
  * iterations in some program, else 1 (the rewrite is what the interpreter checks). */
 int64_t spread_cpu(const Func *f, const int64_t *iargs, const int64_t grid[3]);
