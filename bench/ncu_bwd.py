@@ -6,8 +6,9 @@
 For each benchmark of bench/gpu.py at 4096 x 4096 in --dtype (fp32 by default; its own shape for
 cross-entropy, the mean, matmul and linear attention), one backward through the package runs under
 `ncu --clock-control none` (the clocks are left alone, as the device tool's METHOD.md asks) with the
-profiled range limited to that call (cudaProfilerStart/Stop), after a warm-up call has compiled
-everything.  Per kernel it
+profiled range limited to that call (cudaProfilerStart/Stop), after a first step as bench/gpu.py
+takes (an autotuned forward's first launch runs as written) and a backward on each graph (compiled,
+and tuned where kad_tune applies).  Per kernel it
 reports the duration, the DRAM bytes read and written, the achieved DRAM bandwidth (also as a share of
 the copy bandwidth measured by this script before profiling), the SM's and the L2's throughput as a
 share of their peak (ncu's "Compute (SM) Throughput" and "L2 Cache Throughput": which of compute,

@@ -194,19 +194,19 @@ def test_lanes_rule_leaves_alone():
 
 def _main_warps(kernel_file, kernel, sig, wrt, out):
     """The num_warps default of the backward kernel's launch in kad's module (docs/GRAD.md, "Launch
-    parameters")."""
+    parameters"), and the module."""
     p = triton_cpu.run_kad(["grad", f"{kernel_file}:{kernel}", "--sig", sig, "--wrt", wrt, "--out", out])
     assert p.returncode == 0, p.stderr
     (w,) = re.findall(r"_w, _s = num_warps or (\d+), num_stages", p.stdout)
-    return int(w)
+    return int(w), p.stdout
 
 
 def test_launch_warps_lane_rule():
     """Lane by lane without a loop on 1024 lanes or more: 8 warps (4 lanes a thread on 1024), also
     for a row in parts; narrower tiles and other kernels keep the general rule (256 lanes a warp up
     to 2048)."""
-    def warps(kernel, block, **k):
-        return _main_warps(KERNELS, kernel, WHOLE.replace("BLOCK=16", f"BLOCK={block}"), "x_ptr", "y_ptr", **k)
+    def warps(kernel, block):
+        return _main_warps(KERNELS, kernel, WHOLE.replace("BLOCK=16", f"BLOCK={block}"), "x_ptr", "y_ptr")[0]
     assert warps("row_softplus_whole", 1024) == 8  # the general rule: 4
     assert warps("row_softplus_whole", 4096) == 8  # in parts of 1024
     assert warps("row_softplus_whole", 512) == 2
@@ -215,7 +215,7 @@ def test_launch_warps_lane_rule():
     assert warps("row_center_whole", 4096) == 8
     geglu = os.path.join(triton_cpu.TESTS, "kernels", "geglu.py")
     sig = "a_ptr=*bf16,b_ptr=*bf16,c_ptr=*bf16,stride_in=i32,stride_out=i32,n_cols=i32,BLOCK_SIZE=1024"
-    assert _main_warps(geglu, "geglu_fwd_kernel", sig, "a_ptr,b_ptr", "c_ptr") == 8
+    assert _main_warps(geglu, "geglu_fwd_kernel", sig, "a_ptr,b_ptr", "c_ptr")[0] == 8
 
 
 @pytest.mark.parametrize("dt", ["fp32", "bf16"])
@@ -225,11 +225,9 @@ def test_launch_warps_piped_fold(dt):
     rms = os.path.join(triton_cpu.TESTS, "kernels", "rms_norm.py")
     sig = (f"x_ptr=*{dt},w_ptr=*{dt},y_ptr=*{dt},rstd_ptr=*fp32,x_row_stride=i32,y_row_stride=i32,n_cols=i32,"
            "eps=fp32,BLOCK_SIZE={}")
-    p = triton_cpu.run_kad(["grad", f"{rms}:rms_norm_fwd_kernel", "--sig", sig.format(4096), "--wrt",
-                            "x_ptr,w_ptr", "--out", "y_ptr"])
-    assert p.returncode == 0 and "num_stages=3" in p.stdout, p.stderr  # the fold loop is pipelined
-    assert _main_warps(rms, "rms_norm_fwd_kernel", sig.format(4096), "x_ptr,w_ptr", "y_ptr") == 4
-    assert _main_warps(rms, "rms_norm_fwd_kernel", sig.format(2048), "x_ptr,w_ptr", "y_ptr") == 8  # 256 a warp
+    w, src = _main_warps(rms, "rms_norm_fwd_kernel", sig.format(4096), "x_ptr,w_ptr", "y_ptr")
+    assert "num_stages=3" in src and w == 4  # the fold loop is pipelined
+    assert _main_warps(rms, "rms_norm_fwd_kernel", sig.format(2048), "x_ptr,w_ptr", "y_ptr")[0] == 8  # 256 a warp
 
 
 @pytest.mark.parametrize("dt", ["fp32", "bf16"])
