@@ -318,6 +318,26 @@ static bool hoistable(const Func *f, const Inst *in, const uint8_t *inside)
     return true;
 }
 
+/* The top-level instructions insts[0..n) of a loop-free f split into the
+ * scalar work a tile's parts share (hoistable: appended to pre, when not
+ * NULL) and the rest (appended to body).  Returns the rest's tile width when
+ * it is lane by lane (lanewise), else 0. */
+static int32_t lane_split(Arena *a, const Func *f, const Inst *insts, int n, Block *pre, Block *body)
+{
+    uint8_t *inside = arena_alloc(a, (size_t)f->vals.n + 1);
+    for (int k = 0; k < n; k++) {
+        if (hoistable(f, &insts[k], inside)) {
+            if (pre)
+                vec_push(a, pre->insts, insts[k]);
+            continue;
+        }
+        mark_inst(&insts[k], inside);
+        vec_push(a, body->insts, insts[k]);
+    }
+    int32_t w = 0;
+    return lanewise(f, body, inside, &w) ? w : 0;
+}
+
 /* A backward without loops whose work is lane by lane on one 1-D tile wider
  * than KAD_LANE_TILE lanes (a row-per-program elementwise kernel: GeGLU
  * with the whole row in one block) becomes a loop over the tile's parts of
@@ -341,21 +361,12 @@ static int32_t split_lanes(Arena *a, Func *bw, const Inst *const *def)
     }
     if (!writes || !order_free(a, bw, def, b))
         return 0;
-    uint8_t *inside = arena_alloc(a, (size_t)bw->vals.n + 1);
     int n;
     Loc loc = b->insts.v[0].loc;
     Inst *old = ir_block_detach(b, &n);
     Block body = {0};
-    for (int k = 0; k < n; k++) {
-        if (hoistable(bw, &old[k], inside)) {
-            vec_push(a, b->insts, old[k]);
-            continue;
-        }
-        mark_inst(&old[k], inside);
-        vec_push(a, body.insts, old[k]);
-    }
-    int32_t w = 0;
-    if (!lanewise(bw, &body, inside, &w) || w <= KAD_LANE_TILE || w % KAD_LANE_TILE) {
+    int32_t w = lane_split(a, bw, old, n, b, &body);
+    if (w <= KAD_LANE_TILE || w % KAD_LANE_TILE) {
         b->insts.v = old; /* as it was */
         b->insts.n = b->insts.cap = n;
         return 0;
@@ -383,20 +394,11 @@ static int32_t split_lanes(Arena *a, Func *bw, const Inst *const *def)
 
 int32_t spread_lane_width(const Func *f)
 {
-    const Block *b = f->body;
-    uint8_t *inside = arena_alloc(f->a, (size_t)f->vals.n + 1);
-    Block body = {0}; /* the body without its scalar work (hoistable), as split_lanes sees it */
-    for (int k = 0; k < b->insts.n; k++) {
-        const Inst *in = &b->insts.v[k];
-        if (has_loop(in))
+    for (int k = 0; k < f->body->insts.n; k++)
+        if (has_loop(&f->body->insts.v[k]))
             return 0;
-        if (!hoistable(f, in, inside)) {
-            mark_inst(in, inside);
-            vec_push(f->a, body.insts, *in);
-        }
-    }
-    int32_t w = 0;
-    return lanewise(f, &body, inside, &w) ? w : 0;
+    Block body = {0};
+    return lane_split(f->a, f, f->body->insts.v, f->body->insts.n, NULL, &body);
 }
 
 /* The position in bw's body of the loop to spread, with its trip count for

@@ -334,13 +334,14 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
     }
     if (bwd->spread) {
         t.len = 0;
+        /* a row's parts always take at least 2 programs (print_spread_plan), other loops only more */
         const char *few = "when the launch has fewer programs than twice the GPU's SMs";
-        bool lanes = bwd->spread->lanes; /* a row's parts: always at least 2 programs (print_spread_plan) */
-        buf_printf(&t, "loop at line %d: its iterations share nothing, so %s%s%s deals each forward program's "
-                       "iterations to %s programs (%s%s%s, at most the trip count), the grid's axis 0 times that; "
+        const char *when = bwd->spread->lanes ? "" : arena_printf(a, "%s, ", few);
+        const char *how = bwd->spread->lanes ? arena_printf(a, ": at least 2, more %s", few) : "";
+        buf_printf(&t, "loop at line %d: its iterations share nothing, so %s%s deals each forward program's "
+                       "iterations to %s programs (%s%s, at most the trip count), the grid's axis 0 times that; "
                        "the gradients are the same bits (docs/AD.md, \"Spreading a loop over programs\")",
-                   bwd->spread->loc.line, lanes ? "" : few, lanes ? "" : ", ", lname, KAD_SPREAD_PARAM,
-                   KAD_SPREAD_PARAM, lanes ? ": at least 2, more " : "", lanes ? few : "");
+                   bwd->spread->loc.line, when, lname, KAD_SPREAD_PARAM, KAD_SPREAD_PARAM, how);
         wrap(&h, buf_str(&t), LINE_LIMIT - 2, "    ", 0);
         buf_puts(&h, "\n");
     }
@@ -562,9 +563,9 @@ static void print_fold(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0)
  * num_warps from the largest tile (256 elements a warp, so 8 a thread,
  * for tiles up to 2048 elements, 512 a warp above: rounded up to a power of
  * 2, 1..16; on an H100 a 4096-element row ran as fast or faster with 8
- * warps than with 16 in 11 of 12 row kernels: bench/warps_sweep.py; the
- * parts of split_lanes take the warps of their row's tile, at most 8) and
- * no num_stages (Triton's default). */
+ * warps than with 16 in 11 of 12 row kernels: bench/warps_sweep.py; a
+ * lane-by-lane tile of 1024 lanes or more, or split_lanes' parts of one,
+ * 8: launch_defaults_of) and no num_stages (Triton's default). */
 static int64_t elems(Type t)
 {
     int64_t e = 1;
@@ -735,15 +736,12 @@ static void launch_defaults_of(const Func *f, int sites, int *warps, int *stages
         *stages = s < 1 ? 1 : s > 3 ? 3 : (int)s;
         return;
     }
-    /* lane by lane without a loop on 1024 lanes or more, or split_lanes' parts of such a row (then
-     * the row's lanes, and its warps): at least 8 warps, 4 lanes a thread on 1024 (H200: a
-     * 4096-lane row as 1024-lane parts ran fastest on 8 warps, bench/lanes_sweep.py; 1024-lane
-     * SwiGLU and GeGLU tiles too, GeGLU 2.40 -> 1.95 us at 256 rows and 22.2 -> 21.4 at 4096; on
-     * 512 lanes 4 warps against 2 went either way, SwiGLU bf16 4.4 -> 5.3 us, GeGLU 7.3 -> 6.7) */
-    bool parts = f->spread && f->spread->lanes > tile;
-    int32_t lanes = parts ? f->spread->lanes : f->spread ? 0 : spread_lane_width(f);
-    if (parts)
-        tile = lanes;
+    /* lane by lane without a loop on 1024 lanes or more, or split_lanes' parts of such a row (the
+     * row's lanes): at least 8 warps, 4 lanes a thread on 1024 (H200: a 4096-lane row as 1024-lane
+     * parts ran fastest on 8 warps, bench/lanes_sweep.py; 1024-lane SwiGLU and GeGLU tiles too,
+     * GeGLU 2.40 -> 1.95 us at 256 rows and 22.2 -> 21.4 at 4096; on 512 lanes 4 warps against 2
+     * went either way, SwiGLU bf16 4.4 -> 5.3 us, GeGLU 7.3 -> 6.7) */
+    int32_t lanes = f->spread ? f->spread->lanes : spread_lane_width(f);
     int64_t per = tile > 2048 ? 512 : 256; /* elements a warp: a long row's tile, 16 a thread */
     /* a pipelined fold loop's long rows: 1024 elements a warp, 4 warps for 4096 in any dtype (H200,
      * bench/warps_sweep.py: LayerNorm fp32 4096^2 74.0 -> 68.2 us on 4 warps instead of 8, RMSNorm
@@ -756,7 +754,7 @@ static void launch_defaults_of(const Func *f, int sites, int *warps, int *stages
         w *= 2;
     if (lanes >= 1024 && w < 8)
         w = 8;
-    *warps = parts && w > 8 ? 8 : w;
+    *warps = w;
     *stages = 0;
 }
 
