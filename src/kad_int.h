@@ -1418,7 +1418,7 @@ typedef struct FuncSpread {
     const TapeExpr *trips; /* iterations to deal: the loop's trip count times parts */
     int parts;             /* > 1: the loop's tile split into this many (ad_spread.c) */
     int32_t lanes;         /* > 0: the loop is split_lanes', over parts of a tile of this many
-                            * lanes (its launch takes that tile's warps: emit_grad.c) */
+                            * lanes (its launch defaults read it: emit_grad.c) */
     Loc loc;               /* the loop */
 } FuncSpread;
 /* The lanes of a spread loop's tile after a split: a wider tile whose body
