@@ -115,6 +115,17 @@ KAD_API const char *kad_diagnostics(kad_ctx *c);
 /* Forgets the diagnostics reported so far. */
 KAD_API void kad_clear_diagnostics(kad_ctx *c);
 
+/* One writer per element (docs/AD.md, "One writer per element"): checks that the launch of
+ * k with these arguments (as kad_run takes them) has no two programs, and no two lanes of one
+ * store, writing one element of an output in out (comma-separated names): runs kad's check
+ * kernel on the interpreter unless kad proves it for the launch.  Returns 0, or -1 with a
+ * located diagnostic (the launch would give no right gradient). */
+KAD_API int kad_race_check(kad_kernel *k, const char *out, const int64_t grid[3], const kad_arg *args, int nargs,
+                           int mode);
+/* The same check for a GPU as a Python module (launch_<kernel>_race(grid, *args) raises
+ * ValueError with the located message); "" when kad proves every launch; NULL on error. */
+KAD_API const char *kad_race_module(kad_kernel *k, const char *out);
+
 /* ---- Reverse-mode AD (docs/AD.md) ---- */
 
 /* The backward kernel of k: same grid, parameters = k's runtime parameters,

@@ -913,7 +913,7 @@ static void walk(Access *A, const Block *b, WalkCtx *c)
         }
         if (in->op == OP_PROGRAM_ID)
             A->pid_axes |= 1u << in->ival;
-        if (in->op == OP_LOAD || in->op == OP_STORE || in->op == OP_ATOMIC_ADD) {
+        if (in->op == OP_LOAD || op_writes_memory(in->op)) {
             AcSite s = {in, c->loops, {0}, {0}, NULL};
             for (int k = 0; k < c->conds.n; k++)
                 vec_push(A->a, s.ctx, c->conds.v[k]);

@@ -454,6 +454,9 @@ static void backward_inst(Ad *ad, const Inst *in)
     switch (op) {
     case OP_STORE:
     case OP_ATOMIC_ADD: /* out += v: v reaches the output like a stored value */
+    case OP_ATOMIC_MAX: /* (refused into an output: validate_block) */
+    case OP_ATOMIC_MIN:
+    case OP_ATOMIC_XCHG:
         if (ad_role_writes(ad_root_role(ad, in->args[0])))
             set_flag(ad, ad->useful, in->args[1], true);
         return;
@@ -551,7 +554,7 @@ static void index_block(Ad *ad, const Block *b)
             ad->def[in->res[k]] = in;
         for (int r = 0; r < in->nregions; r++)
             index_block(ad, in->regions[r]);
-        for (int p = 0; (in->op == OP_STORE || in->op == OP_ATOMIC_ADD) && p < ad->fw->nparams; p++) {
+        for (int p = 0; op_writes_memory(in->op) && p < ad->fw->nparams; p++) {
             if (!ad_root_has(ad, in->args[0], p))
                 continue;
             const Inst **first = in->op == OP_STORE ? &ad->first_store[p] : &ad->first_atomic[p];
@@ -835,6 +838,9 @@ static bool sh_block(const Ad *ad, const Block *b, ValId m, Sh *cls, bool carrie
             continue;
         case OP_STORE:
         case OP_ATOMIC_ADD: /* scratch stores are dropped; inputs are refused */
+        case OP_ATOMIC_MAX:
+        case OP_ATOMIC_MIN:
+        case OP_ATOMIC_XCHG:
             if (dep && (ad->root[in->args[0]] == ROOT_AMBIG || ad_root_role(ad, in->args[0]) != AD_ROLE_NONE) &&
                 !(in->op == OP_STORE && ad_store_overwritten(b, i)))
                 return false;
@@ -1264,7 +1270,7 @@ static const Inst *store_into(const Ad *ad, const Block *b, int from, int to, in
 {
     for (int j = from; j < to; j++) {
         const Inst *o = &b->insts.v[j];
-        if ((o->op == OP_STORE || o->op == OP_ATOMIC_ADD) && ad->root[o->args[0]] == r)
+        if (op_writes_memory(o->op) && ad->root[o->args[0]] == r)
             return o;
         for (int k = 0; k < o->nregions; k++) {
             const Inst *s = store_into(ad, o->regions[k], 0, o->regions[k]->insts.n, r);
@@ -1489,10 +1495,13 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
             break;
         }
         case OP_STORE:
-        case OP_ATOMIC_ADD: {
+        case OP_ATOMIC_ADD:
+        case OP_ATOMIC_MAX:
+        case OP_ATOMIC_MIN:
+        case OP_ATOMIC_XCHG: {
             ValId p = in->args[0];
             int r = ad->root[p];
-            const char *what = op == OP_STORE ? "store" : "atomic_add";
+            const char *what = op_info[op].name;
             if (r == ROOT_AMBIG) {
                 diag_error(ad->d, in->loc,
                            "cannot differentiate a %s through a pointer of ambiguous provenance "
@@ -1505,6 +1514,15 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
             if (role == AD_ROLE_IN) {
                 diag_error(ad->d, in->loc, "%s to differentiated input '%s': inputs must only be read",
                            what, root_name(ad, p));
+            } else if (ad_role_writes(role) && op != OP_STORE && op != OP_ATOMIC_ADD) {
+                /* out = max(out, v) over every program: the gradient reaches the value that won,
+                 * which only the final contents of the output tell */
+                diag_error(ad->d, in->loc,
+                           "%s into differentiated output '%s': the gradient would reach the one value "
+                           "(of every program's) that the output kept; not supported. An amax or a "
+                           "counter is usually not differentiated: leave '%s' out of outputs=[...] "
+                           "(its writes then stay in the forward and are dropped from the backward)",
+                           what, root_name(ad, p), root_name(ad, p));
             } else if (ad_role_writes(role) && op == OP_ATOMIC_ADD) {
                 /* out += v is linear: dv = d_out at the same addresses, from any
                  * site, iteration or program.  Mixed with a store, the order of
@@ -1546,10 +1564,10 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
                     diag_error(ad->d, in->loc,
                                "every lane of this store writes the same address of output '%s'; "
                                "store a scalar instead", root_name(ad, p));
-            } else if (op == OP_ATOMIC_ADD && ad->nuses[in->res[0]] > 0) {
+            } else if (op != OP_STORE && ad->nuses[in->res[0]] > 0) {
                 diag_error(ad->d, in->loc,
-                           "the result of atomic_add is used: the backward kernel drops atomics on "
-                           "scratch buffers, so it cannot recompute it");
+                           "the result of %s is used: the backward kernel drops atomics on "
+                           "scratch buffers, so it cannot recompute it", what);
             }
             break;
         }
@@ -1707,7 +1725,7 @@ static int access_block(const Ad *ad, const Block *b, int i)
         const Inst *in = &b->insts.v[k];
         for (int r = 0; r < in->nregions; r++)
             acc |= access_block(ad, in->regions[r], i);
-        if (in->op != OP_LOAD && in->op != OP_STORE && in->op != OP_ATOMIC_ADD)
+        if (in->op != OP_LOAD && !op_writes_memory(in->op))
             continue;
         int root = ad->root[in->args[0]];
         if (root_has(ad, root, i) || root == ROOT_AMBIG)

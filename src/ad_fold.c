@@ -736,7 +736,7 @@ static void pipe_scan(Arena *a, Pipe *P, const Block *b)
             P->bad = true;
             return;
         }
-        if (in->op == OP_LOAD || in->op == OP_STORE || in->op == OP_ATOMIC_ADD) {
+        if (in->op == OP_LOAD || op_writes_memory(in->op)) {
             if (in->flags & IF_DESC) {
                 P->bad = true;
                 return;

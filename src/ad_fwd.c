@@ -152,6 +152,9 @@ static void mark_inst(Fd *f, const Inst *in)
     }
     case OP_STORE:
     case OP_ATOMIC_ADD:
+    case OP_ATOMIC_MAX:
+    case OP_ATOMIC_MIN:
+    case OP_ATOMIC_XCHG:
     case OP_YIELD:
     case OP_CONDITION:
     case OP_ASSERT:
@@ -886,7 +889,16 @@ static void emit_inst(Fd *f, Block *jb, const Inst *in)
         return;
     }
     case OP_STORE:
-    case OP_ATOMIC_ADD: {
+    case OP_ATOMIC_ADD:
+    case OP_ATOMIC_MAX:
+    case OP_ATOMIC_MIN:
+    case OP_ATOMIC_XCHG: {
+        if (f->sv[fp] && in->op != OP_STORE && in->op != OP_ATOMIC_ADD) {
+            fail(f, in->loc, arena_printf(f->a, "forward mode: %s into '%%s', which has a tangent: the tangent "
+                                               "would be that of the value the output kept; not supported",
+                                               op_info[in->op].name), root_name(f, fp));
+            return;
+        }
         if (in->op == OP_ATOMIC_ADD && f->sv[fp] && f->nuses[in->res[0]]) {
             fail(f, in->loc, "forward mode: the old value an atomic_add into '%s' returns is used", root_name(f, fp));
             return;

@@ -220,7 +220,7 @@ static bool axes_of(Gat *g, ValId v, int8_t out[3])
             break;
         }
         default: {
-            bool ew = op_info[in->op].elementwise && in->op != OP_STORE && in->op != OP_ATOMIC_ADD && in->nres == 1 &&
+            bool ew = op_info[in->op].elementwise && !op_writes_memory(in->op) && in->nres == 1 &&
                       !(in->flags & IF_DESC);
             bool pure = op_info[in->op].pure && in->nres == 1 && !in->nregions;
             if (!ew && !pure) {
@@ -1006,7 +1006,7 @@ static bool has_effects(const Func *bw, const Block *b, bool skip_flags)
 {
     for (int i = 0; i < b->insts.n; i++) {
         const Inst *in = &b->insts.v[i];
-        if (in->op == OP_STORE || in->op == OP_ATOMIC_ADD || in->op == OP_ASSERT)
+        if (op_writes_memory(in->op) || in->op == OP_ASSERT)
             return true;
         bool gflag = false;
         for (int j = 0; skip_flags && in->op == OP_IF && j < bw->flags.n; j++)
@@ -1032,7 +1032,7 @@ void ad_strip_sites(Func *bw, Block *b, uint8_t *der, const StripSites *how, int
                     (!how->mark || (in->sattr && !strcmp(in->sattr, how->mark)));
         if (site)
             (*n)++;
-        bool writes = in->op == OP_STORE || in->op == OP_ATOMIC_ADD || in->op == OP_BARRIER;
+        bool writes = op_writes_memory(in->op) || in->op == OP_BARRIER;
         if (how->keep ? writes && !site : site) {
             if (how->keep || !how->flag)
                 continue;

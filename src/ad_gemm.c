@@ -304,7 +304,7 @@ static ValId cl(Cl *c, Block *b, ValId v, int depth)
     if (c->map[v])
         return c->map[v];
     const Inst *in = g->def[v];
-    if (!in || in->nregions || in->op == OP_STORE || in->op == OP_ATOMIC_ADD || in->op == OP_PROGRAM_ID ||
+    if (!in || in->nregions || op_writes_memory(in->op) || in->op == OP_PROGRAM_ID ||
         in->op == OP_NUM_PROGRAMS || (g->top[v] && (flags_of(g, v, 0) & DATA))) {
         c->ok = false; /* parameters, ids and the data value are mapped before */
         return 0;

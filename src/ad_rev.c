@@ -682,6 +682,9 @@ static void clone_block(Ad *ad, const Block *fb, Block *bb, unsigned mode, const
         switch (in->op) {
         case OP_STORE:
         case OP_ATOMIC_ADD:
+        case OP_ATOMIC_MAX:
+        case OP_ATOMIC_MIN:
+        case OP_ATOMIC_XCHG:
             continue; /* validated: outputs and scratch only, atomic results unused */
         case OP_FOR:
             if (fb == ad->fw->body && ad->spec->save && load_saved(ad, bb, k))
@@ -2693,6 +2696,10 @@ static void adj_block(Ad *ad, const Block *fb, Block *bb)
         case OP_STORE:
         case OP_ATOMIC_ADD:
             adj_store(ad, bb, fb, k);
+            break;
+        case OP_ATOMIC_MAX: /* scratch only (validated): nothing to add */
+        case OP_ATOMIC_MIN:
+        case OP_ATOMIC_XCHG:
             break;
         case OP_LOAD:
             adj_load(ad, bb, fb, k, &pending);

@@ -78,7 +78,7 @@ static bool write_roots(const Func *f, const Inst *const *def, const Block *b, u
 {
     for (int k = 0; k < b->insts.n; k++) {
         const Inst *in = &b->insts.v[k];
-        if (in->op == OP_STORE || in->op == OP_ATOMIC_ADD) {
+        if (op_writes_memory(in->op)) {
             int r = root_of(f, def, in->args[0], 0);
             if (r < 0)
                 return false;

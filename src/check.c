@@ -398,6 +398,10 @@ const char *check_gradients(Arena *a, Diags *d, const Func *fwd, const AdSpec *s
         return NULL;
     if (!setup(c, spec))
         return NULL;
+    /* one writer per element of the outputs (ad_race.c), on the check's inputs */
+    const RacePlan *race = race_plan(a, fwd, spec);
+    if (race && !race_run(fwd, race, cfg->grid, c->fargs, c->np, IM_F64, d))
+        return NULL;
 
     /* The backward run: forward buffers (then the saved buffer), then d_<name> gradient buffers. */
     int nb = c->np + (plan != NULL);

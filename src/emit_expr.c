@@ -677,6 +677,12 @@ Ex em_gen_inst(Emitter *E, InstInfo *info)
             return call(E, "tl.load", em_mem_args(E, info));
         case OP_ATOMIC_ADD:
             return call(E, "tl.atomic_add", em_mem_args(E, info));
+        case OP_ATOMIC_MAX:
+            return call(E, "tl.atomic_max", em_mem_args(E, info));
+        case OP_ATOMIC_MIN:
+            return call(E, "tl.atomic_min", em_mem_args(E, info));
+        case OP_ATOMIC_XCHG:
+            return call(E, "tl.atomic_xchg", em_mem_args(E, info));
         default:
             em_error(E, in->loc, "Triton emitter: '%s' is not an expression", op_info[op].name);
             return ex("?", PR_ATOM);

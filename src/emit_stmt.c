@@ -317,7 +317,7 @@ void em_print_inst(Emitter *E, Buf *b, InstInfo *info, int depth)
     ValId v = in->res[0];
     Ex x = em_gen_inst(E, info);
     indent(b, depth);
-    if (E->vi[v].nuses == 0 && op == OP_ATOMIC_ADD)
+    if (E->vi[v].nuses == 0 && op_is_atomic(op))
         buf_printf(b, "%s\n", x.s);
     else
         buf_printf(b, "%s = %s\n", em_var_name(E, v), x.s);

@@ -335,7 +335,7 @@ static void choose_operands(Emitter *E, InstInfo *info)
         /* keep broadcasts explicit while the operands would come out smaller */
         for (int i = 0; i < in->nargs && !bcast_ok(E, info->eff, in->nargs, rs); i++)
             info->eff[i] = in->args[i];
-    } else if ((op == OP_LOAD || op == OP_STORE || op == OP_ATOMIC_ADD) && in->nargs > 0 &&
+    } else if ((op == OP_LOAD || op_writes_memory(op)) && in->nargs > 0 &&
                em_vtype(E, in->args[0]).rank > 0) {
         /* mask, other and the stored value broadcast to the pointer tile (a descriptor's
          * operands are scalars; desc.store wants the value as a whole tile) */
@@ -624,7 +624,7 @@ static void scan_block(Emitter *E, const Block *b, InstInfo *infos, InstInfo *pa
         }
         choose_operands(E, info);
         desc_choose(E, info);
-        info->effects = op == OP_STORE || op == OP_ATOMIC_ADD || op == OP_ASSERT || op == OP_BARRIER;
+        info->effects = op_writes_memory(op) || op == OP_ASSERT || op == OP_BARRIER;
         if (op == OP_SCAN || op == OP_REDUCE) /* the combine region prints as its own function (emit_combines) */
             vec_push(E->a, E->scans, in);
         else if (in->nregions) {
@@ -708,7 +708,7 @@ static bool inline_candidate(Emitter *E, ValId v, InstInfo *user)
     if (x->cnst || !x->defi || x->nuses != 1 || x->blk != user->blk || x->param)
         return false;
     const Inst *d = x->defi->in;
-    if (d->nres != 1 || is_cf((OpKind)d->op) || d->nregions || d->op == OP_ATOMIC_ADD)
+    if (d->nres != 1 || is_cf((OpKind)d->op) || d->nregions || op_is_atomic(d->op))
         return false; /* scan and reduce print as statements */
     if (!op_info[d->op].pure && d->op != OP_LOAD)
         return false;

@@ -1058,10 +1058,33 @@ static void store_op(Interp *S, const XInst *xi)
     }
 }
 
-/* Lanes apply in lane order, so lanes hitting one address see each
- * other's additions.  Masked-off lanes return 0. */
-static void atomic_add_op(Interp *S, const XInst *xi)
+/* The value an atomic of kind op leaves, from the old one and the lane's (atomic_max and
+ * atomic_min compare unsigned ints as unsigned: u is true for u32/u64). */
+static double atomic_float(OpKind op, double old, double v)
 {
+    switch (op) {
+    case OP_ATOMIC_MAX: return v > old ? v : old;
+    case OP_ATOMIC_MIN: return v < old ? v : old;
+    case OP_ATOMIC_XCHG: return v;
+    default: return old + v;
+    }
+}
+static int64_t atomic_int(OpKind op, int64_t old, int64_t v, bool u)
+{
+    bool gt = u ? (uint64_t)v > (uint64_t)old : v > old, lt = u ? (uint64_t)v < (uint64_t)old : v < old;
+    switch (op) {
+    case OP_ATOMIC_MAX: return gt ? v : old;
+    case OP_ATOMIC_MIN: return lt ? v : old;
+    case OP_ATOMIC_XCHG: return v;
+    default: return (int64_t)((uint64_t)old + (uint64_t)v);
+    }
+}
+
+/* Lanes apply in lane order, so lanes hitting one address see each
+ * other's writes.  Masked-off lanes return 0. */
+static void atomic_op(Interp *S, const XInst *xi)
+{
+    OpKind op = (OpKind)xi->in->op;
     const Inst *in = xi->in;
     const PtrLane *p = xi->x;
     const int64_t *m = mask_of(S, in, 2);
@@ -1077,14 +1100,15 @@ static void atomic_add_op(Interp *S, const XInst *xi)
             ((int64_t *)xi->r)[i] = 0;
             continue;
         }
-        uint8_t *addr = lane_addr(S, xi, &p[i], i, es, "atomic_add on");
+        uint8_t *addr = lane_addr(S, xi, &p[i], i, es, op_info[op].name);
         if (fl) {
             double old = load_float(addr, dt, S->f64);
-            store_float(addr, dt, S->f64, round_rk(rk, old + ((const double *)xi->y)[i]));
+            store_float(addr, dt, S->f64, round_rk(rk, atomic_float(op, old, ((const double *)xi->y)[i])));
             ((double *)xi->r)[i] = old;
         } else {
             int64_t old = load_int(addr, dt);
-            store_int(addr, dt, iwrap((uint64_t)old + (uint64_t)((const int64_t *)xi->y)[i], F));
+            int64_t nv = atomic_int(op, old, ((const int64_t *)xi->y)[i], dt == DT_U32 || dt == DT_U64);
+            store_int(addr, dt, iwrap((uint64_t)nv, F));
             ((int64_t *)xi->r)[i] = old;
         }
     }
@@ -1785,7 +1809,7 @@ static void exec_inst(Interp *S, const XInst *xi)
     case OP_ADDPTR: addptr_op(S, xi); break;
     case OP_LOAD: load_op(S, xi); break;
     case OP_STORE: store_op(S, xi); break;
-    case OP_ATOMIC_ADD: atomic_add_op(S, xi); break;
+    case OP_ATOMIC_ADD: case OP_ATOMIC_MAX: case OP_ATOMIC_MIN: case OP_ATOMIC_XCHG: atomic_op(S, xi); break;
     case OP_ASSERT: assert_op(S, xi); break;
     case OP_BARRIER: break; /* one thread per program: accesses are already in order */
     case OP_FOR: for_op(S, xi); break;

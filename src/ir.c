@@ -618,7 +618,7 @@ static void print_inst(Printer *p, const Inst *in, int depth)
         /* operands; the optional ones of memory ops are keyword-prefixed */
         for (int i = 0; i < in->nargs; i++) {
             buf_puts(b, i ? ", " : " ");
-            if (op == OP_LOAD || op == OP_STORE || op == OP_ATOMIC_ADD) {
+            if (op == OP_LOAD || op_writes_memory(op)) {
                 int nfixed = op == OP_LOAD ? 1 : 2;
                 if (i == ir_desc_at(in) && (in->flags & IF_DESC))
                     buf_puts(b, "desc ");
@@ -681,7 +681,7 @@ static void put_tape_expr(Printer *p, const TapeExpr *e)
 
 bool ir_inst_writes(const Inst *in)
 {
-    if (in->op == OP_STORE || in->op == OP_ATOMIC_ADD || in->op == OP_BARRIER)
+    if (op_writes_memory(in->op) || in->op == OP_BARRIER)
         return true;
     for (int r = 0; r < in->nregions; r++)
         for (int k = 0; k < in->regions[r]->insts.n; k++)

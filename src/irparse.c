@@ -925,7 +925,7 @@ static void parse_inst(P *p, Block *b, int depth)
     ValId args[MAX_VALUES];
     int nargs = 0;
     uint16_t flags = 0;
-    bool mem = op == OP_LOAD || op == OP_STORE || op == OP_ATOMIC_ADD;
+    bool mem = op == OP_LOAD || op_writes_memory(op);
     int nfixed = op == OP_LOAD ? 1 : 2;
     if (at(p, P_VAL) || (mem && (at_id(p, "mask") || at_id(p, "other") || at_id(p, "desc")))) {
         do {
@@ -933,7 +933,7 @@ static void parse_inst(P *p, Block *b, int depth)
                 perr(p, p->tok.loc, "too many operands");
             if (mem && at_id(p, "desc")) {
                 /* a tensor descriptor's operands (kad_int.h, ir_desc_at); the verifier checks them */
-                if (op == OP_ATOMIC_ADD || nargs < nfixed || (flags & IF_DESC))
+                if (op_is_atomic(op) || nargs < nfixed || (flags & IF_DESC))
                     perr(p, p->tok.loc, "'desc' must follow the other operands of 'load' or 'store'");
                 flags |= IF_DESC;
                 next(p);

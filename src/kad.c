@@ -21,6 +21,8 @@ struct kad_kernel {
     kad_ctx *c;
     Func *f;
     const char *ir; /* cached text; reset when a pass changes f */
+    const char *race_out;   /* the outputs race was planned for (NULL: none yet) */
+    const RacePlan *race;   /* race_plan(f, race_out) */
 };
 
 /* Default byte limit of a context's arena: generous, but a bound. */
@@ -412,6 +414,54 @@ const char *kad_grad_module_ex(kad_kernel *k, const char *wrt, const char *out, 
     Buf b = {.a = c->a};
     if (bw && emit_triton_backward(&b, fw, bw, &spec, &c->d))
         text = buf_str(&b);
+    API_END(c);
+    return text;
+}
+
+/* ---- One writer per element (ad_race.c) ---- */
+
+/* k's race plan for the outputs out, kept for the last out asked. */
+static const RacePlan *race_of(kad_kernel *k, const char *out)
+{
+    if (!k->race_out || strcmp(k->race_out, out)) {
+        AdSpec spec = ad_spec(k->c, k->c->a, "", out);
+        k->race = race_plan(k->c->a, k->f, &spec);
+        k->race_out = arena_strdup(k->c->a, out);
+#ifdef KAD_CHECKED
+        if (k->race && k->race->kernel && !ir_verify(k->race->kernel, &k->c->d))
+            diag_note(&k->c->d, k->f->loc, "kad bug: the one-writer check kernel of '%s' is invalid", k->f->name);
+#endif
+    }
+    return k->race;
+}
+
+int kad_race_check(kad_kernel *k, const char *out, const int64_t grid[3], const kad_arg *args, int nargs, int mode)
+{
+    kad_ctx *c = k->c;
+    API_BEGIN(c, -1);
+    int rc = 0;
+    const RacePlan *p = race_of(k, out ? out : "");
+    if (p) {
+        InterpArg *ia = arena_alloc(c->a, sizeof *ia * (size_t)(nargs ? nargs : 1));
+        for (int i = 0; i < nargs; i++)
+            ia[i] = (InterpArg){args[i].data, args[i].nbytes, args[i].i, args[i].f};
+        if (!race_run(k->f, p, grid, ia, nargs, mode == KAD_RUN_F64 ? IM_F64 : IM_AS_WRITTEN, &c->d))
+            rc = -1;
+    }
+    API_END(c);
+    return rc;
+}
+
+const char *kad_race_module(kad_kernel *k, const char *out)
+{
+    kad_ctx *c = k->c;
+    API_BEGIN(c, NULL);
+    const char *text = "";
+    const RacePlan *p = race_of(k, out ? out : "");
+    if (p) {
+        Buf b = {.a = c->a};
+        text = emit_triton_race(&b, k->f, p, &c->d) ? buf_str(&b) : NULL;
+    }
     API_END(c);
     return text;
 }

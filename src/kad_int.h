@@ -460,6 +460,15 @@ extern const OpInfo op_info[OP_COUNT]; /* constant table, defined in ir.c */
 OpKind op_by_name(const char *s, size_t n); /* OP_COUNT if unknown */
 /* A float op whose result depends differentiably on its operands ('D' or 'N'). */
 static inline bool op_differentiable(int op) { return op_info[op].diff == 'D' || op_info[op].diff == 'N'; }
+/* A read-modify-write of memory (ptr, value [, mask] -> the old value): tl.atomic_add and the
+ * other atomics.  Only atomic_add is linear in its value; the others are refused where a
+ * gradient would flow through them, and dropped from a backward like any scratch write. */
+static inline bool op_is_atomic(int op)
+{
+    return op == OP_ATOMIC_ADD || op == OP_ATOMIC_MAX || op == OP_ATOMIC_MIN || op == OP_ATOMIC_XCHG;
+}
+/* A write of memory through its first operand: a store or an atomic. */
+static inline bool op_writes_memory(int op) { return op == OP_STORE || op_is_atomic(op); }
 
 /* Inst.flags */
 enum {
@@ -1951,6 +1960,10 @@ bool emit_triton_jvp(Buf *out, const Func *fwd, const Func *jv, const AdSpec *sp
  * which takes the forward's runtime arguments, then the kad_saved buffer
  * (slot fp32 elements per program). */
 bool emit_triton_saving(Buf *out, const Func *fwd, const Func *sv, int64_t slot, Diags *d);
+/* The one-writer check of fwd's outputs (ad_race.c's plan p) as a Python module: its check
+ * kernel <kernel>_race with launch_<kernel>_race, and check_<kernel>_races(grid, *args). */
+struct RacePlan;
+bool emit_triton_race(Buf *out, const Func *fwd, const struct RacePlan *p, Diags *d);
 
 /* ------------------------------------------------------------------ */
 /* emit_triton.c, emit_expr.c, emit_stmt.c: the emitter's internals    */
@@ -2145,6 +2158,41 @@ typedef enum InterpMode {
  * program id and stop the run.  Returns true on success. */
 bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs,
                 InterpMode mode, Diags *d);
+
+/* ------------------------------------------------------------------ */
+/* ad_race.c: one writer per element of a differentiated output        */
+/* ------------------------------------------------------------------ */
+
+#define KAD_RACE_PARAM "kad_race_info" /* the check kernel's last parameter: 2 i32 per site */
+/* A store into a checked output: the forward's instruction and its parameter. */
+typedef struct RaceSite {
+    const Inst *store;
+    int param;
+    const char *why_programs, *why_lanes; /* a collision the analysis found (its witness), or NULL */
+} RaceSite;
+typedef Vec(RaceSite) RaceSiteVec;
+/* Whether a launch of fwd may write one element of a differentiated output from two
+ * programs, or from two lanes of one store (docs/AD.md, "One writer per element"). */
+typedef struct RacePlan {
+    RaceSiteVec sites;    /* the stores into the outputs, in program order (site s = index) */
+    Access *acc;          /* fwd's analysis: the conditions' symbols */
+    AccCondVec skip;      /* no check when all of these hold for the launch (and !always) */
+    bool always;          /* some store kad cannot prove: check (on the first launch of a key) */
+    Func *kernel;         /* the check kernel: fwd's runtime parameters (the outputs' as *i64 tag
+                           * buffers laid out like them), then KAD_RACE_PARAM; NULL: why */
+    const char *why;      /* why there is no check kernel (a launch that needs one is refused) */
+} RacePlan;
+/* The plan for a backward of fwd w.r.t. spec: NULL when every store into spec's outputs is
+ * proven to have one writer per element for every launch. */
+RacePlan *race_plan(Arena *a, const Func *fwd, const AdSpec *spec);
+/* Whether this launch needs no check: every condition holds (iargs: the int parameters). */
+bool race_skip(const RacePlan *p, const int64_t *iargs, const int64_t grid[3]);
+/* The refusal for site s (programs: two programs met there; else two lanes or iterations). */
+const char *race_message(Arena *a, const Func *fwd, const RacePlan *p, int s, bool programs);
+/* The check of one launch of fwd on the interpreter (args: fwd's, in mode's layout): true
+ * when no element has two writers; else false after a located error. */
+bool race_run(const Func *fwd, const RacePlan *p, const int64_t grid[3], const InterpArg *args, int nargs,
+              InterpMode mode, Diags *d);
 /* ------------------------------------------------------------------ */
 /* ad_gemm.c: deterministic operand gradients of a tiled matmul        */
 /* ------------------------------------------------------------------ */

@@ -62,7 +62,8 @@ static const char usage[] =
     "      input gradients accumulated with atomic_add (nondeterministic) instead of the default;\n"
     "      --report: per taped loop, what is taped, recomputed, checkpointed (docs/GRAD.md);\n"
     "      --saved: the backward that loads the saved loop results (kad_saved) instead of running\n"
-    "      those loops; --save-forward: the saving forward that stores them (docs/AD.md)\n"
+    "      those loops; --save-forward: the saving forward that stores them (docs/AD.md);\n"
+    "      --race: the check that no two programs or lanes write one element of an output\n"
     "  tapes (grad and check): [--tape-budget BYTES] checkpoint taped `for` loops above BYTES of\n"
     "      tape per launch; [--while-cap N] the tape capacity of a `while` loop kad finds no bound for\n"
     "  kad check FILE.py:KERNEL --sig SIG --wrt X,... --out Y,... --grid NX[,NY,NZ]\n"
@@ -446,6 +447,7 @@ typedef struct AdArgs {
     long long while_cap, tape_budget; /* --while-cap, --tape-budget */
     unsigned gflags;     /* grad --atomics: KAD_GRAD_ATOMICS; --saved: KAD_GRAD_SAVED */
     bool save_fwd;       /* grad --save-forward: the saving forward instead of the backward */
+    bool race;           /* grad --race: the one-writer check module instead of the backward */
     bool jvp;            /* `kad jvp`: forward mode instead of grad */
     unsigned flags;
     Roots roots;
@@ -493,6 +495,8 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
         }
         else if (!check && !x->jvp && !strcmp(a, "--save-forward"))
             x->save_fwd = true;
+        else if (!check && !x->jvp && !strcmp(a, "--race"))
+            x->race = true;
         else if (!check && !strcmp(a, "-o") && has)
             x->outfile = argv[++i];
         else if ((!strcmp(a, "--include") || !strcmp(a, "--rules")) && has) {
@@ -612,6 +616,9 @@ static int cmd_ad(int argc, char **argv, bool check, bool jvp)
         kad_kernel *g = x.ir ? kad_jvp(k, x.wrt, x.out) : NULL;
         const char *text = x.ir ? (g ? kad_kernel_ir(g) : NULL) : kad_jvp_module(k, x.wrt, x.out);
         rc = text ? write_output(x.outfile, text) : 1;
+    } else if (!rc && x.race) {
+        const char *text = kad_race_module(k, x.out);
+        rc = text ? write_output(x.outfile, *text ? text : "# kad proves one writer per element for every launch\n") : 1;
     } else if (!rc && x.save_fwd) {
         kad_kernel *g = x.ir ? kad_save_forward(k) : NULL;
         const char *text = x.ir ? (g ? kad_kernel_ir(g) : NULL) : kad_save_module(k);

@@ -135,6 +135,9 @@
   X(OP_LOAD,           "load",          -1,  1,  0,  0,  1, 'M') /* ptr [, mask [, other]]: flags HAS_MASK, HAS_OTHER */ \
   X(OP_STORE,          "store",         -1,  0,  0,  0,  1, 'M') /* ptr, value [, mask]: flags HAS_MASK */ \
   X(OP_ATOMIC_ADD,     "atomic_add",    -1,  1,  0,  0,  1, 'M') /* ptr, value [, mask] -> old value; flags HAS_MASK */ \
+  X(OP_ATOMIC_MAX,     "atomic_max",    -1,  1,  0,  0,  1, 'M') /* as atomic_add: out = max(out, value) -> old */ \
+  X(OP_ATOMIC_MIN,     "atomic_min",    -1,  1,  0,  0,  1, 'M') /* as atomic_add: out = min(out, value) -> old */ \
+  X(OP_ATOMIC_XCHG,    "atomic_xchg",   -1,  1,  0,  0,  1, 'M') /* as atomic_add: out = value -> old */ \
   X(OP_ASSERT,         "assert",         1,  0,  0,  0,  0, 'Z') /* device_assert: cond (i1, any shape); sattr = message */ \
   /* tl.debug_barrier(): a program's memory accesses before it are seen by all its threads after it.  Made by AD \
      only (ad_rev.c, in-place gradients); sema drops the forward's, which kad's semantics do not need */ \

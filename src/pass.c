@@ -73,7 +73,8 @@ static void count_uses(Dce *c, const Block *b, int delta)
 static bool has_effect(const Dce *c, const Inst *in)
 {
     switch ((OpKind)in->op) {
-    case OP_STORE: case OP_ATOMIC_ADD: case OP_ASSERT: case OP_BARRIER:
+    case OP_STORE: case OP_ATOMIC_ADD: case OP_ATOMIC_MAX: case OP_ATOMIC_MIN: case OP_ATOMIC_XCHG:
+    case OP_ASSERT: case OP_BARRIER:
         return true;
     case OP_WHILE:
         if (!c->whiles_terminate)

@@ -1081,19 +1081,24 @@ static SVal b_desc_store(Call *c)
 static const Builtin desc_load_method = {"load", b_desc_load, "self,offsets", 0};
 static const Builtin desc_store_method = {"store", b_desc_store, "self,offsets,value", 0};
 
-static SVal b_atomic_add(Call *c)
+/* tl.atomic_add, atomic_max, atomic_min, atomic_xchg (c->def->aux: the op): the dtypes
+ * Triton's semantic accepts for each (atomic_add: 16 bits or more; max and min: 32- and
+ * 64-bit ints, fp32, fp16 and bf16; xchg: 16 bits or more, as add). */
+static SVal b_atomic(Call *c)
 {
     static const char *const sems[] = {"acquire", "release", "acq_rel", "relaxed", NULL};
     static const char *const scopes[] = {"gpu", "cta", "sys", NULL};
+    OpKind op = (OpKind)c->def->aux;
     ValId p = arg_pointer(c, 0);
     if (!p)
         return sval_error();
     Dtype elem = (Dtype)ops_type(c->L, p).elem;
-    if (elem == DT_I16 || elem == DT_U16 || dtype_bits(elem) < 16)
-        return ops_fail(c->L, c->loc, "tl.atomic_add does not support %s", dtype_name(elem));
+    bool minmax = op == OP_ATOMIC_MAX || op == OP_ATOMIC_MIN;
+    if (elem == DT_I16 || elem == DT_U16 || dtype_bits(elem) < 16 || (minmax && elem == DT_F64))
+        return ops_fail(c->L, c->loc, "%s does not support %s", c->fname, dtype_name(elem));
     if (!check_hint(c, 3, sems) || !check_hint(c, 4, scopes))
         return sval_error();
-    return store_like(c, OP_ATOMIC_ADD, p, "the value must be a number or a tile of numbers");
+    return store_like(c, op, p, "the value must be a number or a tile of numbers");
 }
 
 /* ------------------------------------------------------------------ */
@@ -2392,7 +2397,10 @@ static const Builtin tl_builtins[] = {
     {"full", b_full, "shape,value,dtype", 0},
     {"load", b_load, "pointer,mask=,other=,boundary_check=,padding_option=,cache_modifier=,eviction_policy=,volatile=", 0},
     {"store", b_store, "pointer,value,mask=,boundary_check=,cache_modifier=,eviction_policy=", 0},
-    {"atomic_add", b_atomic_add, "pointer,val,mask=,sem=,scope=", 0},
+    {"atomic_add", b_atomic, "pointer,val,mask=,sem=,scope=", OP_ATOMIC_ADD},
+    {"atomic_max", b_atomic, "pointer,val,mask=,sem=,scope=", OP_ATOMIC_MAX},
+    {"atomic_min", b_atomic, "pointer,val,mask=,sem=,scope=", OP_ATOMIC_MIN},
+    {"atomic_xchg", b_atomic, "pointer,val,mask=,sem=,scope=", OP_ATOMIC_XCHG},
     {"where", b_where, "condition,x,y", 0},
     {"maximum", b_minmax2, "x,y,propagate_nan=", OP_MAXIMUM},
     {"minimum", b_minmax2, "x,y,propagate_nan=", OP_MINIMUM},

@@ -173,7 +173,7 @@ static void check_memory(V *v, const Inst *in, Type *rt)
     int at = nfixed + mask + other, r = 0;
     if (in->flags & IF_DESC) {
         r = ty(v, in->args[0]).rank;
-        if (op == OP_ATOMIC_ADD || r < 1) {
+        if (op_is_atomic(op) || r < 1) {
             err(v, in, "only a load or store of a pointer tile may come from a tensor descriptor");
             return;
         }
@@ -260,7 +260,7 @@ static uint16_t allowed_flags(OpKind op)
     switch (op) {
     case OP_LOAD: return IF_HAS_MASK | IF_HAS_OTHER | IF_DESC;
     case OP_STORE: return IF_HAS_MASK | IF_DESC;
-    case OP_ATOMIC_ADD: return IF_HAS_MASK;
+    case OP_ATOMIC_ADD: case OP_ATOMIC_MAX: case OP_ATOMIC_MIN: case OP_ATOMIC_XCHG: return IF_HAS_MASK;
     case OP_SUM: case OP_MAX: case OP_MIN: case OP_ARGMAX: case OP_ARGMIN: return IF_KEEP_DIMS;
     case OP_CUMSUM: case OP_CUMPROD: case OP_SCAN: case OP_SORT: return IF_REVERSE;
     default: return 0;
@@ -569,7 +569,7 @@ static void check_types(V *v, const Inst *in)
         else if (!type_eq(x, r))
             err(v, in, "result must be %s, got %s", tstr(v, x), tstr(v, r));
         break;
-    case OP_LOAD: case OP_ATOMIC_ADD:
+    case OP_LOAD: case OP_ATOMIC_ADD: case OP_ATOMIC_MAX: case OP_ATOMIC_MIN: case OP_ATOMIC_XCHG:
         check_memory(v, in, &r);
         break;
     case OP_STORE:
@@ -860,7 +860,7 @@ static void check_inst(V *v, const Inst *in, int depth)
     } else if (op == OP_HISTOGRAM && (in->nargs < 1 || in->nargs > 2)) {
         err(v, in, "takes the input and an optional mask, got %d operands", in->nargs);
         counts_ok = false;
-    } else if ((op == OP_LOAD && in->nargs < 1) || ((op == OP_STORE || op == OP_ATOMIC_ADD) && in->nargs < 2)) {
+    } else if ((op == OP_LOAD && in->nargs < 1) || (op_writes_memory(op) && in->nargs < 2)) {
         err(v, in, "too few operands (%d)", in->nargs);
         counts_ok = false;
     } else if ((in->nargs && !in->args) || (in->nres && !in->res) || (in->nregions && !in->regions)) {

@@ -160,6 +160,8 @@ def _load():
             "kad_save_slot": ([P], ctypes.c_longlong),
             "kad_save_forward": ([P], P),
             "kad_save_module": ([P], S),
+            "kad_race_check": ([P, S, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(_KadArg), I, I], I),
+            "kad_race_module": ([P, S], S),
         }
         for name, (argtypes, restype) in sigs.items():
             fn = getattr(lib, name)
@@ -504,6 +506,39 @@ class Kernel:
         arguments in parameter order, or a dict by name: numpy arrays for
         pointer parameters (C-contiguous; written in place) or Pointer
         spans, Python ints and floats for scalars.  mode: "as_written" or "f64"."""
+        grid3, cargs, keep = self._marshal(grid, args, mode)
+        self._ctx._begin()
+        rc = self._ctx._lib.kad_run(self._k, grid3, cargs, len(self.params), _MODES[mode])
+        del keep
+        if rc != 0:
+            self._ctx._fail("run")
+
+    def check_races(self, grid: Grid, args: Sequence[Any] | Mapping[str, Any], out: Names,
+                    mode: str = "as_written") -> None:
+        """Raises KadError (located at the store) when this launch, with these arguments (as run
+        takes them), has two programs or two lanes of one store writing one element of an
+        output in out (kad_race_check: kad's check kernel on the interpreter, unless kad proves
+        it for the launch).  Writes nothing into the arguments."""
+        fn = self._ctx._need("kad_race_check")
+        grid3, cargs, keep = self._marshal(grid, args, mode)
+        self._ctx._begin()
+        rc = fn(self._k, _enc(_names(out)), grid3, cargs, len(self.params), _MODES[mode])
+        del keep
+        if rc != 0:
+            self._ctx._fail("the one-writer check")
+
+    def race_module(self, out: Names) -> str:
+        """The one-writer check of a launch for a GPU as a Python module (kad_race_module;
+        check_<kernel>_races(grid, *args)); "" when kad proves every launch."""
+        fn = self._ctx._need("kad_race_module")
+        self._ctx._begin()
+        text = fn(self._k, _enc(_names(out)))
+        if text is None:
+            self._ctx._fail("the one-writer check module")
+        return text.decode()
+
+    def _marshal(self, grid, args, mode):
+        """run's arguments as kad_run takes them: (grid3, cargs, the buffers to keep alive)."""
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {sorted(_MODES)}, not {mode!r}")
         params = self.params
@@ -549,11 +584,7 @@ class Kernel:
                 if isinstance(v, float) and not v.is_integer():
                     raise TypeError(f"{name}: expected an integer for {ty}, got {v!r}")
                 cargs[i].i = int(v)
-        self._ctx._begin()
-        rc = self._ctx._lib.kad_run(self._k, grid3, cargs, len(params), _MODES[mode])
-        del keep
-        if rc != 0:
-            self._ctx._fail("run")
+        return grid3, cargs, keep
 
     def check_gradients(self, grid: Grid, wrt: Names, out: Names, shapes: Mapping[str, int],
                         args: Mapping[str, int | float] | None = None,

@@ -134,6 +134,22 @@ def run_cpu(kernel, grid, values, mode, written=None):
     None or 1 are constants of the kernel, not parameters).  In f64 mode a float tensor that is not float64 is run on a
     float64 copy of its storage span, copied back afterwards if the kernel
     may write it (written: the tensors it writes; None: any)."""
+    args, staged = _cpu_args(kernel, values, mode, written)
+    kernel.run(grid, args, mode=mode)
+    for span, v64 in staged:
+        span.copy_(v64)
+
+
+def check_races_cpu(kernel, grid, values, mode, outs):
+    """The one-writer check (docs/AD.md, "One writer per element") of a CPU launch of kernel
+    with these values (as run_cpu takes them): a KadError, located at the store, when two
+    programs or two lanes of one store write one element of an output in outs."""
+    args, _ = _cpu_args(kernel, values, mode, ())
+    kernel.check_races(grid, args, outs, mode=mode)
+
+
+def _cpu_args(kernel, values, mode, written):
+    """run_cpu's arguments as the interpreter takes them, and the float64 copies to copy back."""
     args, staged = [], []
     if isinstance(values, dict):
         values = [values[n] for n, _ in kernel.params]
@@ -149,9 +165,7 @@ def run_cpu(kernel, grid, values, mode, written=None):
                 staged.append((span, v64))
             v = v64
         args.append(Pointer(v.data_ptr(), span_bytes(v)))
-    kernel.run(grid, args, mode=mode)
-    for span, v64 in staged:
-        span.copy_(v64)
+    return args, staged
 
 
 def cache_dir() -> str:
@@ -273,6 +287,19 @@ class Program:
             with self.lock:
                 text = fwd.save_module()
             mod = self.modules[key] = self._import_generated(text, "fwd", (sig, "fwd"))
+        return mod
+
+    def race_module(self, sig, out):
+        """The imported one-writer check (GPU): check_<kernel>_races, or None when kad proves
+        every launch (docs/AD.md, "One writer per element")."""
+        key = ("race", sig, tuple(out))
+        if key in self.modules:
+            return self.modules[key]
+        fwd = self.forward(sig)
+        with self.lock:
+            text = fwd.race_module(out)
+        mod = self._import_generated(text, "race", (sig, ",".join(out), "race")) if text else None
+        self.modules[key] = mod
         return mod
 
     def _key(self, sig, wrt, out, det, saved=False):
@@ -769,10 +796,15 @@ class DifferentiableKernel:
     the wrapped object's."""
 
     def __init__(self, fn: Any, inputs: Sequence[str], outputs: Sequence[str], deterministic: bool = True,
-                 tape_budget: int | None = None, while_cap: int | None = None, save: bool = True) -> None:
+                 tape_budget: int | None = None, while_cap: int | None = None, save: bool = True,
+                 check_races: str | bool = "first") -> None:
         self.fn = fn
         self.deterministic = bool(deterministic)
         self.save = bool(save)
+        if check_races not in ("first", "always", False):
+            raise ValueError(f"kad.differentiable: check_races must be 'first', 'always' or False, "
+                             f"got {check_races!r}")
+        self.check_races = check_races
         for nm, v in (("tape_budget", tape_budget), ("while_cap", while_cap)):
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
                 raise ValueError(f"kad.differentiable: {nm} must be an int >= 0, got {v!r}")
@@ -897,6 +929,7 @@ class DifferentiableKernel:
         if launch.device == "cpu" or not self._autotuned:
             # compile now: an error is raised before anything launches
             prep.backward(self, launch, needed, inout, self.outputs)
+            self._check_races(launch, prep)
         # the backward recomputes the forward from the values before the launch
         old = {n: _copy_span(tens[n]) for n in inout if n in loads} if loads else {}
         others = prep.others
@@ -1034,6 +1067,34 @@ class DifferentiableKernel:
             if opts:
                 opts = {k: opts[k] for k in ("num_warps", "num_stages") if k in opts}
             fn(launch.grid, *runtime, *[tangent[n] for n in tnames], **opts)
+
+    def _check_races(self, launch, prep):
+        """The one-writer check of the declared outputs before a forward that autograd will
+        differentiate (docs/AD.md, "One writer per element"): two programs, or two lanes of one
+        store, writing one element make every gradient wrong, so that launch is refused (a
+        located error).  Free where kad proves it; else on the interpreter for every CPU launch,
+        and on a GPU by the generated check kernel on the first launch of each launch key (the
+        signature, the grid, the scalar arguments), or of every launch with
+        check_races="always"."""
+        if not self.check_races:
+            return
+        if launch.device == "cpu":
+            check_races_cpu(prep.forward(self.program), launch.grid, launch.values, _cpu_mode(), self.outputs)
+            return
+        if prep.races is None:
+            mod = self.program.race_module(launch.sig, self.outputs)
+            prep.races = getattr(mod, f"check_{self.__name__}_races") if mod is not None else False
+        if prep.races is False:
+            return
+        runtime = [launch.values[n] for n in launch.runtime_names]
+        key = (tuple(launch.grid), *(v for v in runtime if not isinstance(v, torch.Tensor)))
+        if self.check_races == "always" or key not in prep.races_seen:
+            try:
+                prep.races(launch.grid, *runtime)
+            except ValueError as e:
+                raise _capi.KadError(str(e)) from None
+            if len(prep.races_seen) < 4096:
+                prep.races_seen.add(key)
 
     def _check_undeclared(self, tens, others):
         """Refuses a tensor that requires grad passed to a pointer parameter
@@ -1272,6 +1333,8 @@ class _Prep:
         self._saving = None  # the saving forward: its kad Kernel (CPU) or launcher (GPU)
         self.bwd = {}
         self.plans = {}  # (needs_input_grad, which gradients are None, inout) -> plan()
+        self.races = None  # the GPU's one-writer check: check_<kernel>_races, False (none needed), None (not asked)
+        self.races_seen = set()  # the launch keys it passed
 
     def forward(self, program):
         """The compiled forward (CPU) and, in self.fwd_names, its parameters' names."""
@@ -1420,7 +1483,8 @@ from . import _ops  # noqa: E402  (the custom operators call back into this modu
 
 def differentiable(inputs: Sequence[str], outputs: Sequence[str],
                    deterministic: bool = True, tape_budget: int | None = None,
-                   while_cap: int | None = None, save: bool = True) -> Callable[[Any], "DifferentiableKernel"]:
+                   while_cap: int | None = None, save: bool = True,
+                   check_races: str | bool = "first") -> Callable[[Any], "DifferentiableKernel"]:
     """Decorator: makes a @triton.jit kernel (also wrapped in triton.autotune
     or triton.heuristics) differentiable by PyTorch.
 
@@ -1441,7 +1505,14 @@ def differentiable(inputs: Sequence[str], outputs: Sequence[str],
     backward loads instead of running the loops again (docs/AD.md, "Saved
     loop results"; memory: at most the launch's tensors' size, held until
     the backward); False: the kernel runs as written and the backward
-    recomputes everything.  Must be the outermost decorator."""
+    recomputes everything.  check_races: before a forward that autograd will
+    differentiate, kad refuses a launch in which two programs (or two lanes of
+    one store) write one element of an output, since then no gradient is
+    right (docs/AD.md, "One writer per element"); what its access analysis
+    cannot prove (an index loaded from memory) it checks by running a
+    generated check kernel on the launch's data: "first" (the default) on a
+    GPU's first launch of each launch key and on every CPU launch, "always"
+    on every launch, False never.  Must be the outermost decorator."""
     def wrap(fn: Any) -> DifferentiableKernel:
-        return DifferentiableKernel(fn, inputs, outputs, deterministic, tape_budget, while_cap, save)
+        return DifferentiableKernel(fn, inputs, outputs, deterministic, tape_budget, while_cap, save, check_races)
     return wrap
