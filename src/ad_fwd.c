@@ -621,6 +621,19 @@ static ValId tan_rule(Em *e, const Inst *in)
         return 0;
     case OP_CUSTOM_JVP:
         return jvp_rule_tangent(e, in);
+#define LIBM_CASE(en, ...) case en:
+    KAD_LIBM_OPS(LIBM_CASE)
+#undef LIBM_CASE
+    { /* libdevice functions: sum of t_k * dy/da_k (src/ad_libm.c) */
+        ValId r = 0;
+        for (int k = 0; k < in->nargs; k++)
+            if (t[k]) {
+                ValId p = ad_libm_partial(f->jv, e->b, e->loc, in, k, a, py);
+                if (p)
+                    r = tadd(e, r, MUL(t[k], p));
+            }
+        return r;
+    }
     default:
         fail(f, in->loc, "forward mode: no tangent rule for '%s'", op_info[in->op].name);
         return 0;

@@ -1320,6 +1320,21 @@ static void adj_rule(Em *e, const Inst *in)
         GIVE(2, d);
         break;
     }
+#define LIBM_CASE(en, ...) case en:
+    KAD_LIBM_OPS(LIBM_CASE)
+#undef LIBM_CASE
+    { /* libdevice functions: d * dy/da_k (src/ad_libm.c) */
+        ValId pa[3] = {0, 0, 0};
+        for (int k = 0; k < in->nargs; k++)
+            pa[k] = P(e, in->args[k]);
+        for (int k = 0; k < in->nargs; k++)
+            if (ACT(in->args[k])) {
+                ValId p = ad_libm_partial(ad->bw, e->b, e->loc, in, k, pa, P(e, y));
+                if (p)
+                    GIVE(k, MUL(d, p));
+            }
+        break;
+    }
     default:
         /* validate_block refused every active op without a rule */
         die("no adjoint rule for '%s'", op_info[in->op].name);
