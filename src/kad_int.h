@@ -1499,9 +1499,10 @@ enum {
     AD_MUTATE_MAX_DROP = 6, /* scalar max/min reductions: adjoint dropped without the
                                shift-invariance proof */
     AD_MUTATE_TAPE = 7,     /* taped loops: the reverse loop reads the tape's slots in forward order */
+    AD_MUTATE_LIBM = 8,     /* libdevice functions (ad_libm_partial): each partial derivative doubled */
 };
 /* Testing aid: the AD_MUTATE_* of a name ("exp", "mul", "max", "where",
- * "cumsum", "max_drop", "tape"); -1 if unknown.  check_gradients applies the one
+ * "cumsum", "max_drop", "tape", "libm"); -1 if unknown.  check_gradients applies the one
  * CheckConfig.mutate names (the CLI and the Python tests take it from
  * KAD_TEST_MUTATE; docs/AD.md). */
 int ad_mutation_by_name(const char *name);

@@ -9,8 +9,10 @@ domain (and an int32 tile `offs % 4 - 1` or `offs % 4` where the function takes 
 - the emitted forward, backward and jvp modules run on Triton's CPU interpreter, with numpy
   stand-ins for the libdevice functions numpy or math has (Triton's interpreter has no
   libdevice), against kad's interpreter;
-- a broken rule fails: KAD_TEST_MUTATE=exp breaks exp's adjoint, and the checker then FAILs a
-  kernel of exp10's tangent-free neighbour... (see test_checker_fails_on_a_wrong_rule).
+- a broken rule fails: KAD_TEST_MUTATE=libm doubles every libdevice partial derivative in
+  reverse mode, and the checker then FAILs (test_checker_fails_on_a_wrong_rule); a scaled
+  tangent fails the forward checks (test_checks_can_fail);
+- lgamma's digamma on both sides of the reflection and the series switch; the refusals.
 """
 import math
 import os
@@ -177,3 +179,112 @@ def k(a_ptr, y_ptr, N: tl.constexpr):
     ctx.add_source("ref.py", src)
     with pytest.raises(kad.KadError, match=rf"ref.py:10:\d+: error: 'libdevice.{name}' .*{REFUSED[name]}"):
         ctx.specialize("k", f"a_ptr=*fp32,y_ptr=*fp32,N={N}")
+
+
+@pytest.mark.parametrize("name", ["lgamma", "hypot", "add_rz", "jn"])
+def test_checker_fails_on_a_wrong_rule(name, monkeypatch):
+    """KAD_TEST_MUTATE=libm (docs/AD.md, "Proving the checker can fail") doubles every libdevice
+    partial derivative in reverse mode: the checker must then FAIL these kernels."""
+    monkeypatch.setenv("KAD_TEST_MUTATE", "libm")
+    k, wrt = kernel(name)
+    lo, hi = FUNCS[name][2]
+    ok, rep = k.check_gradients(1, wrt, ["y_ptr"], {p: N for p in wrt + ["y_ptr"]},
+                                ranges={p: (lo, hi) for p in wrt}, seed=1)
+    assert not ok and "FAIL" in rep, rep
+
+
+# ---------------------------------------------------------------- Triton's CPU interpreter
+
+def _np(fn):
+    return np.vectorize(fn, otypes=[np.float64])
+
+
+# libdevice stand-ins for Triton's interpreter (it has no libdevice): numpy or math in float64
+STAND_INS = {
+    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "cbrt": np.cbrt,
+    "rcbrt": lambda x: 1 / np.cbrt(x), "exp10": lambda x: 10.0 ** x, "log10": np.log10,
+    "sinpi": lambda x: np.sin(np.pi * x), "cospi": lambda x: np.cos(np.pi * x),
+    "erfc": _np(math.erfc), "erf": _np(math.erf), "lgamma": _np(math.lgamma), "tgamma": _np(math.gamma),
+    "normcdf": _np(lambda x: 0.5 * math.erfc(-x / math.sqrt(2))),
+    "exp": np.exp, "log": np.log, "cos": np.cos, "sin": np.sin, "tan": np.tan, "rsqrt": lambda x: 1 / np.sqrt(x),
+    "sqrt": np.sqrt, "rsqrt_rn": lambda x: 1 / np.sqrt(x), "sqrt_rn": np.sqrt, "rcp_rn": lambda x: 1 / x,
+    "saturatef": lambda x: np.clip(np.nan_to_num(x, nan=0.0), 0, 1),
+    "hypot": np.hypot, "rhypot": lambda a, b: 1 / np.hypot(a, b), "fdim": lambda a, b: np.maximum(a - b, 0),
+    "copysign": np.copysign, "remainder": lambda a, b: a - np.rint(a / b) * b,
+    "norm3d": lambda a, b, c: np.sqrt(a * a + b * b + c * c),
+    "rnorm3d": lambda a, b, c: 1 / np.sqrt(a * a + b * b + c * c),
+    "add_rn": np.add, "sub_rn": np.subtract, "mul_rn": np.multiply, "div_rn": np.divide,
+    "fma_rn": lambda a, b, c: a * b + c, "ldexp": lambda x, n: np.ldexp(x, n.astype(np.int32)),
+    "pow": lambda x, n: np.power(x, n), "rint": np.rint,
+    "fast_sinf": np.sin, "fast_cosf": np.cos, "fast_tanf": np.tan, "fast_log2f": np.log2,
+    "fast_log10f": np.log10, "fast_exp10f": lambda x: 10.0 ** x, "fast_powf": np.power,
+    "fast_dividef": np.divide,
+}
+TRITON_NAMES = [n for n in NAMES if n in STAND_INS or n in ("scalbn", "fast_expf", "fast_logf")]
+
+
+def _stand_in(np_fn):
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    def fn(*args, _semantic=None, **_):
+        ts = [a for a in args if isinstance(a, tl.tensor)]
+        dt, ty = ts[0].handle.data.dtype, ts[0].type
+        for a in ts:
+            if a.handle.data.dtype.kind == "f":
+                dt, ty = a.handle.data.dtype, a.type
+        data = [a.handle.data.astype(np.float64) if isinstance(a, tl.tensor) and a.handle.data.dtype.kind == "f"
+                else (a.handle.data if isinstance(a, tl.tensor) else np.float64(a)) for a in args]
+        out = np.asarray(np_fn(*data)).astype(dt)
+        shape = max((a.handle.data.shape for a in ts), key=len)
+        out = np.broadcast_to(out, shape).copy()
+        return tl.tensor(interpreter.TensorHandle(out, ty.scalar), ty if ty.shape else ts[0].type)
+
+    fn.__triton_builtin__ = True
+    return fn
+
+
+@pytest.fixture
+def libdevice_stand_ins(monkeypatch):
+    from triton.language.extra import libdevice
+    for name, f in STAND_INS.items():
+        monkeypatch.setattr(libdevice, name, _stand_in(f))
+    monkeypatch.setattr(libdevice, "scalbn", _stand_in(STAND_INS["ldexp"]))
+    monkeypatch.setattr(libdevice, "fast_expf", _stand_in(np.exp))
+    monkeypatch.setattr(libdevice, "fast_logf", _stand_in(np.log))
+
+
+@pytest.mark.parametrize("name", TRITON_NAMES)
+def test_emitted_modules_run_on_triton(name, tmp_path, libdevice_stand_ins):
+    """The backward and jvp modules kad emits for the kernel run under Triton's interpreter and give
+    kad's interpreter's gradients and tangents (fp32, with the stand-ins above)."""
+    torch = pytest.importorskip("torch")
+    import triton_cpu
+    k, wrt = kernel(name)
+    xs = {n: v.astype(np.float32) for n, v in inputs(name).items()}
+    rng = np.random.default_rng(9)
+    dy = rng.standard_normal(N).astype(np.float32)
+    v = {n: rng.standard_normal(N).astype(np.float32) for n in wrt}
+    # kad's interpreter, as written (fp32)
+    bwd = k.grad(wrt, ["y_ptr"], deterministic=False)
+    b = dict(xs, y_ptr=np.zeros(N, np.float32), d_y_ptr=dy.copy(), **{f"d_{n}": np.zeros(N, np.float32) for n in wrt})
+    bwd.run((1,), {n: b[n] for n, _ in bwd.params})
+    jv = k.jvp(wrt, ["y_ptr"])
+    j = dict(xs, y_ptr=np.zeros(N, np.float32), t_y_ptr=np.zeros(N, np.float32), **{f"t_{n}": v[n].copy() for n in wrt})
+    jv.run((1,), {n: j[n] for n, _ in jv.params})
+    t = {n: torch.from_numpy(x.copy()) for n, x in xs.items()}
+    with triton_cpu.interpreter():
+        (tmp_path / "bwd.py").write_text(k.grad_module(wrt, ["y_ptr"]))
+        mb = triton_cpu.load_module(str(tmp_path / "bwd.py"), f"kad_ld_bwd_{name}")
+        d_ins = [torch.zeros(N) for _ in wrt]
+        getattr(mb, f"launch_k_{name}_bwd")((1,), *[t[n] for n in wrt], torch.zeros(N), torch.from_numpy(dy.copy()),
+                                            *d_ins, N=N)
+        (tmp_path / "jvp.py").write_text(k.jvp_module(wrt, ["y_ptr"]))
+        mj = triton_cpu.load_module(str(tmp_path / "jvp.py"), f"kad_ld_jvp_{name}")
+        y, ty = torch.zeros(N), torch.zeros(N)
+        getattr(mj, f"launch_k_{name}_jvp")((1,), *[t[n] for n in wrt], y, *[torch.from_numpy(v[n].copy()) for n in wrt],
+                                            ty, N=N)
+    for n, d in zip(wrt, d_ins):
+        np.testing.assert_allclose(d.numpy(), b[f"d_{n}"], rtol=2e-4, atol=2e-5)
+    np.testing.assert_allclose(y.numpy(), j["y_ptr"], rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(ty.numpy(), j["t_y_ptr"], rtol=2e-4, atol=2e-5)
