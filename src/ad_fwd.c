@@ -373,27 +373,52 @@ static ValId esum(Em *e, ValId x, int axis, Type rt)
     return eshape(e, OP_SUM, x, rt, axis);
 }
 
-/* The tangent of y = cumprod(x): a scan over dual numbers (x, tx) with the
- * combine (a, ta), (b, tb) -> (a*b, ta*b + a*tb), exact at zeros (no division). */
+/* y shifted by one lane along axis in the direction of a scan with `rev`:
+ * lane s gets y[s-1] (rev: y[s+1]), the first lane in that direction
+ * `fill`.  A gather (exact: values are only selected), so that reverse
+ * mode can differentiate it (second derivatives). */
+static ValId eshift(Em *e, ValId y, int axis, bool rev, double fill)
+{
+    Fd *f = e->f;
+    Type t = jty(e, y), it = type_with_dtype(t, DT_I32);
+    int32_t n = t.shape[axis];
+    ValId iv = eiota(e, t, axis);
+    ValId edge = ir_const_int(f->jv, e->b, it, rev ? n - 1 : 0, e->loc);
+    ValId first = ir_op2(f->jv, e->b, OP_EQ, type_with_dtype(t, DT_I1), iv, edge, e->loc);
+    ValId one = ir_const_int(f->jv, e->b, it, 1, e->loc);
+    ValId idx = ir_op2(f->jv, e->b, rev ? OP_ADD : OP_SUB, it, iv, one, e->loc);
+    idx = ir_op3(f->jv, e->b, OP_WHERE, it, first, iv, idx, e->loc);
+    Inst *g = ir_emit(f->jv, e->b, OP_GATHER, (ValId[]){y, idx}, 2, &t, 1, e->loc);
+    g->ival = axis;
+    return ewhere(e, first, ec(e, y, fill), g->res[0]);
+}
+
+/* The tangent of y = cumprod(x): ty[s] = x[s]*ty[s-1] + tx[s]*y[s-1], the
+ * first-order linear recurrence scan (a1*a2, a2*b1 + b2) over (x, tx *
+ * y shifted by one): exact at zeros (no division), and made of ops reverse
+ * mode differentiates (the recurrence is one of the scans it recognizes), so
+ * that reverse over forward gives cumprod's second derivatives. */
 static ValId cumprod_tangent(Em *e, const Inst *in, ValId x, ValId tx)
 {
     Fd *f = e->f;
+    int axis = (int)in->ival;
+    bool rev = in->flags & IF_REVERSE;
     Type t = jty(e, x), s = type_with_shape(t, 0, NULL);
-    ValId xs[2] = {x, tx};
+    ValId xs[2] = {x, e2(e, OP_MUL, tx, eshift(e, P(f, in->res[0]), axis, rev, 1.0))};
     Type rt[2] = {t, t};
     Inst *ni = ir_emit(f->jv, e->b, OP_SCAN, xs, 2, rt, 2, e->loc);
-    ni->ival = in->ival;
+    ni->ival = axis;
     ni->flags = in->flags & IF_REVERSE;
     int idx = e->b->insts.n - 1;
     Block *rb = ir_inst_add_region(f->jv, ni);
-    static const char *const names[4] = {"a", "t_a", "b", "t_b"};
+    static const char *const names[4] = {"a1", "b1", "a2", "b2"};
     ValId p[4];
     for (int i = 0; i < 4; i++)
         p[i] = ir_block_param_add(f->jv, rb, s, names[i], e->loc);
     Em er = {f, rb, e->loc};
-    ValId y = e2(&er, OP_MUL, p[0], p[2]);
-    ValId ty = e2(&er, OP_ADD, e2(&er, OP_MUL, p[1], p[2]), e2(&er, OP_MUL, p[0], p[3]));
-    ir_emit(f->jv, rb, OP_YIELD, (ValId[]){y, ty}, 2, NULL, 0, e->loc);
+    ValId ya = e2(&er, OP_MUL, p[0], p[2]);
+    ValId yb = e2(&er, OP_ADD, e2(&er, OP_MUL, p[2], p[1]), p[3]);
+    ir_emit(f->jv, rb, OP_YIELD, (ValId[]){ya, yb}, 2, NULL, 0, e->loc);
     return e->b->insts.v[idx].res[1];
 }
 
@@ -599,6 +624,19 @@ static ValId tan_rule(Em *e, const Inst *in)
         return 0;
     case OP_CUSTOM_JVP:
         return jvp_rule_tangent(e, in);
+#define LIBM_CASE(en, ...) case en:
+    KAD_LIBM_OPS(LIBM_CASE)
+#undef LIBM_CASE
+    { /* libdevice functions: sum of t_k * dy/da_k (src/ad_libm.c) */
+        ValId r = 0;
+        for (int k = 0; k < in->nargs; k++)
+            if (t[k]) {
+                ValId p = ad_libm_partial(f->jv, e->b, e->loc, in, k, a, py);
+                if (p)
+                    r = tadd(e, r, MUL(t[k], p));
+            }
+        return r;
+    }
     default:
         fail(f, in->loc, "forward mode: no tangent rule for '%s'", op_info[in->op].name);
         return 0;

@@ -98,7 +98,8 @@ static void name_after(Ad *ad, ValId bv, const char *prefix, ValId fv)
 
 int ad_mutation_by_name(const char *name)
 {
-    static const char *const names[] = {"none", "exp", "mul", "max", "where", "cumsum", "max_drop", "tape"};
+    static const char *const names[] = {"none", "exp", "mul", "max", "where", "cumsum", "max_drop", "tape",
+                                         "libm"};
     for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
         if (name && !strcmp(name, names[i]))
             return i;
@@ -1321,6 +1322,23 @@ static void adj_rule(Em *e, const Inst *in)
             GIVE(1, r);
         }
         GIVE(2, d);
+        break;
+    }
+#define LIBM_CASE(en, ...) case en:
+    KAD_LIBM_OPS(LIBM_CASE)
+#undef LIBM_CASE
+    { /* libdevice functions: d * dy/da_k (src/ad_libm.c) */
+        ValId pa[3] = {0, 0, 0};
+        for (int k = 0; k < in->nargs; k++)
+            pa[k] = P(e, in->args[k]);
+        for (int k = 0; k < in->nargs; k++)
+            if (ACT(in->args[k])) {
+                ValId p = ad_libm_partial(ad->bw, e->b, e->loc, in, k, pa, P(e, y));
+                if (p && ad->spec->mutate == AD_MUTATE_LIBM)
+                    p = MUL(p, K(2.0));
+                if (p)
+                    GIVE(k, MUL(d, p));
+            }
         break;
     }
     default:

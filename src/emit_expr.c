@@ -490,6 +490,13 @@ Ex em_gen_inst(Emitter *E, InstInfo *info)
     const MathFn *mf = math_fn(op);
     Ex r;
 
+    if (op_is_libm(op)) { /* libdevice.NAME(args): the ops Triton has no tl.* function for */
+        Buf b = {.a = E->a};
+        for (int i = 0; i < in->nargs; i++)
+            buf_printf(&b, "%s%s", i ? ", " : "", em_opnd(E, info, i, CTX_ANY).s);
+        E->libdevice = true;
+        return call(E, arena_printf(E->a, "libdevice.%s", libm_name(E->a, op, in->ival)), buf_str(&b));
+    }
     if (tok) {
         Ctx ctx = op == OP_ADDPTR ? CTX_CONVERT : CTX_BIN;
         Ex l = em_opnd(E, info, 0, op == OP_ADDPTR ? CTX_ANY : ctx), rr = em_opnd(E, info, 1, ctx);

@@ -717,6 +717,32 @@ static double fma_round(double a, double b, double c, int rk)
     return round_rk(rk, s);
 }
 
+/* A libdevice op (ops.h, KAD_LIBM_OPS), lane by lane: libm_eval's values,
+ * rounded to the result dtype; ilogb's int result. */
+static void libm_op(Interp *S, const XInst *xi)
+{
+    const Inst *in = xi->in;
+    int ni = libm_int_operand(in->op);
+    const void *op3[3] = {xi->x, xi->y, xi->z};
+    const double *fa[3] = {NULL, NULL, NULL};
+    const int64_t *ia = ni >= 0 ? op3[ni] : NULL;
+    for (int k = 0; k < in->nargs && k < 3; k++)
+        if (k != ni)
+            fa[k] = op3[k];
+    if (!fa[ni == 0 ? 1 : 0])
+        unsupported(S, xi);
+    bool f32 = xi->rk == R_F32;
+    if (in->op == OP_ILOGB) {
+        int64_t *r = xi->r;
+        LOOP(xi->n) r[i] = (int64_t)libm_eval(in->op, in->ival, f32, fa[0][i], 0, 0, 0);
+        return;
+    }
+    double *r = xi->r;
+    LOOP(xi->n) r[i] = libm_eval(in->op, in->ival, f32, fa[0] ? fa[0][i] : 0, fa[1] ? fa[1][i] : 0,
+                                 fa[2] ? fa[2][i] : 0, ia ? ia[i] : 0);
+    round_array(xi->rk, r, xi->n);
+}
+
 static void int_binop(Interp *S, const XInst *xi)
 {
     const int64_t *a = xi->x, *b = xi->y;
@@ -1781,6 +1807,11 @@ static void exec_inst(Interp *S, const XInst *xi)
         break;
     }
     case OP_WHERE: where_op(xi); break;
+#define LIBM_CASE(en, ...) case en:
+    KAD_LIBM_OPS(LIBM_CASE)
+#undef LIBM_CASE
+        libm_op(S, xi);
+        break;
     case OP_CAST: cast_op(S, xi); break;
     case OP_BITCAST: bitcast_op(S, xi); break;
     case OP_MULTIPLE_OF:

@@ -459,6 +459,9 @@ static void put_attrs(Printer *p, const Inst *in)
         buf_printf(b, " {k = %lld%s}", (long long)in->ival, in->flags & IF_REVERSE ? ", descending" : "");
     } else if (op == OP_HISTOGRAM) {
         buf_printf(b, " {bins = %lld}", (long long)in->ival);
+    } else if (op == OP_ADD_ROUND || op == OP_SUB_ROUND || op == OP_MUL_ROUND || op == OP_DIV_ROUND ||
+               op == OP_SQRT_ROUND || op == OP_RCP_ROUND || op == OP_FMA_ROUND) {
+        buf_printf(b, " {round = %s}", rounding_names[in->ival & 3]);
     } else if (op == OP_ASSERT) {
         buf_puts(b, " {msg = ");
         put_string(b, in->sattr ? in->sattr : "");

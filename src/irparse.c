@@ -573,6 +573,15 @@ static void apply_attrs(P *p, Inst *in, const Attr *as, int n, Loc oploc)
             want = A_INT;
             in->ival = a->ival;
             seen_axis = true;
+        } else if ((op == OP_ADD_ROUND || op == OP_SUB_ROUND || op == OP_MUL_ROUND || op == OP_DIV_ROUND ||
+                    op == OP_SQRT_ROUND || op == OP_RCP_ROUND || op == OP_FMA_ROUND) && !strcmp(a->key, "round")) {
+            want = A_ID;
+            int k = 0;
+            while (k < 4 && !(a->kind == A_ID && !strcmp(a->s, rounding_names[k])))
+                k++;
+            if (a->kind == A_ID && k == 4)
+                perr(p, a->loc, "unknown rounding '%s' (expected rn, rz, rd or ru)", a->s);
+            in->ival = k & 3;
         } else if (op == OP_ASSERT && !strcmp(a->key, "msg")) {
             want = A_STR;
             in->sattr = a->s;

@@ -1508,9 +1508,10 @@ enum {
     AD_MUTATE_MAX_DROP = 6, /* scalar max/min reductions: adjoint dropped without the
                                shift-invariance proof */
     AD_MUTATE_TAPE = 7,     /* taped loops: the reverse loop reads the tape's slots in forward order */
+    AD_MUTATE_LIBM = 8,     /* libdevice functions (ad_libm_partial): each partial derivative doubled */
 };
 /* Testing aid: the AD_MUTATE_* of a name ("exp", "mul", "max", "where",
- * "cumsum", "max_drop", "tape"); -1 if unknown.  check_gradients applies the one
+ * "cumsum", "max_drop", "tape", "libm"); -1 if unknown.  check_gradients applies the one
  * CheckConfig.mutate names (the CLI and the Python tests take it from
  * KAD_TEST_MUTATE; docs/AD.md). */
 int ad_mutation_by_name(const char *name);
@@ -2135,6 +2136,27 @@ void em_print_moves(Emitter *E, Buf *b, int depth, InstInfo *info, int first, co
  * only when measuring); the instructions of a block. */
 void em_print_inst(Emitter *E, Buf *b, InstInfo *info, int depth);
 void em_print_block(Emitter *E, Buf *b, const Block *blk, InstInfo *infos, int depth);
+
+/* ------------------------------------------------------------------ */
+/* libm.c: the libdevice ops' values and names (ops.h, KAD_LIBM_OPS)     */
+/* ------------------------------------------------------------------ */
+
+/* Rounding of the *_round ops (ival): round to nearest even, toward zero,
+ * down, up; libdevice's suffixes. */
+enum { RND_RN, RND_RZ, RND_RD, RND_RU };
+extern const char *const rounding_names[4];
+bool op_is_libm(int op);
+/* The operand index that is an i32 (ldexp, powi: 1; jn, yn: 0), or -1. */
+int libm_int_operand(int op);
+/* The libdevice function op prints as (add_round {round = rz}: "add_rz"). */
+const char *libm_name(Arena *a, int op, int64_t ival);
+/* One lane's value: float operands a, b, c, the int operand n; f32: the
+ * result is fp32 (the *_round ops round in float). */
+double libm_eval(int op, int64_t ival, bool f32, double a, double b, double c, int64_t n);
+
+/* ad_libm.c: dy/da_k of a libdevice op from the primal operands pa and
+ * result py, emitted into b of f; 0 where y does not depend on a_k. */
+ValId ad_libm_partial(Func *f, Block *b, Loc loc, const Inst *in, int k, const ValId *pa, ValId py);
 
 /* ------------------------------------------------------------------ */
 /* interp.c                                                            */

@@ -22,6 +22,66 @@
  * Binary elementwise ops take operands of identical type (sema inserts the
  * broadcasts and casts); comparisons return i1 of the operand shape.
  */
+/* libdevice functions kad has no tl.* op for (docs/LANGUAGE.md, "libdevice"):
+ * elementwise, fp32/fp64 (sema checks the dtypes), printed as the libdevice
+ * call of the name (the *_round ops: libdevice.add_rz for {round = rz}).
+ * Their derivatives, both modes, are ad_libm_partial's (src/ad_libm.c); the
+ * interpreter's values libm_eval's (src/libm.c).  Same columns as KAD_OPS. */
+#define KAD_LIBM_OPS(X) \
+  X(OP_ASINH,        "asinh",          1,  1,  0,  1,  1, 'D') \
+  X(OP_ACOSH,        "acosh",          1,  1,  0,  1,  1, 'D') \
+  X(OP_ATANH,        "atanh",          1,  1,  0,  1,  1, 'D') \
+  X(OP_CBRT,         "cbrt",           1,  1,  0,  1,  1, 'D') \
+  X(OP_RCBRT,        "rcbrt",          1,  1,  0,  1,  1, 'D') /* 1/cbrt(x) */ \
+  X(OP_EXP10,        "exp10",          1,  1,  0,  1,  1, 'D') \
+  X(OP_LOG10,        "log10",          1,  1,  0,  1,  1, 'D') \
+  X(OP_SINPI,        "sinpi",          1,  1,  0,  1,  1, 'D') /* sin(pi*x) */ \
+  X(OP_COSPI,        "cospi",          1,  1,  0,  1,  1, 'D') /* cos(pi*x) */ \
+  X(OP_ERFC,         "erfc",           1,  1,  0,  1,  1, 'D') \
+  X(OP_ERFCX,        "erfcx",          1,  1,  0,  1,  1, 'D') /* exp(x^2)*erfc(x) */ \
+  X(OP_ERFINV,       "erfinv",         1,  1,  0,  1,  1, 'D') \
+  X(OP_ERFCINV,      "erfcinv",        1,  1,  0,  1,  1, 'D') \
+  X(OP_NORMCDF,      "normcdf",        1,  1,  0,  1,  1, 'D') /* standard normal CDF */ \
+  X(OP_NORMCDFINV,   "normcdfinv",     1,  1,  0,  1,  1, 'D') /* its inverse */ \
+  X(OP_LGAMMA,       "lgamma",         1,  1,  0,  1,  1, 'D') /* log|gamma(x)| */ \
+  X(OP_TGAMMA,       "tgamma",         1,  1,  0,  1,  1, 'D') \
+  X(OP_J0,           "j0",             1,  1,  0,  1,  1, 'D') /* Bessel functions of the first and second kind */ \
+  X(OP_J1,           "j1",             1,  1,  0,  1,  1, 'D') \
+  X(OP_Y0,           "y0",             1,  1,  0,  1,  1, 'D') \
+  X(OP_Y1,           "y1",             1,  1,  0,  1,  1, 'D') \
+  X(OP_I0,           "cyl_bessel_i0",  1,  1,  0,  1,  1, 'D') /* modified Bessel functions */ \
+  X(OP_I1,           "cyl_bessel_i1",  1,  1,  0,  1,  1, 'D') \
+  X(OP_SATURATE,     "saturatef",      1,  1,  0,  1,  1, 'D') /* clamp to [0, 1], NaN -> 0 (fp32) */ \
+  X(OP_RSQRT_RN,     "rsqrt_rn",       1,  1,  0,  1,  1, 'D') /* correctly rounded rsqrt (fp32) */ \
+  X(OP_LOGB,         "logb",           1,  1,  0,  1,  1, 'Z') /* the exponent as a float */ \
+  X(OP_ILOGB,        "ilogb",          1,  1,  0,  1,  1, 'Z') /* the exponent: result i32 */ \
+  X(OP_HYPOT,        "hypot",          2,  1,  0,  1,  1, 'D') \
+  X(OP_RHYPOT,       "rhypot",         2,  1,  0,  1,  1, 'D') /* 1/hypot */ \
+  X(OP_NORM3D,       "norm3d",         3,  1,  0,  1,  1, 'D') \
+  X(OP_RNORM3D,      "rnorm3d",        3,  1,  0,  1,  1, 'D') /* 1/norm3d */ \
+  X(OP_FDIM,         "fdim",           2,  1,  0,  1,  1, 'D') /* max(a-b, 0) */ \
+  X(OP_COPYSIGN,     "copysign",       2,  1,  0,  1,  1, 'D') /* |a| with b's sign */ \
+  X(OP_REMAINDER,    "remainder",      2,  1,  0,  1,  1, 'D') /* a - rint(a/b)*b */ \
+  X(OP_LDEXP,        "ldexp",          2,  1,  0,  1,  1, 'D') /* x (float), n (i32): x*2^n (libdevice.ldexp/scalbn) */ \
+  X(OP_POWI,         "powi",           2,  1,  0,  1,  1, 'D') /* x (float), n (i32): x^n (libdevice.pow with an int32 exponent) */ \
+  X(OP_JN,           "jn",             2,  1,  0,  1,  1, 'D') /* n (i32), x (float): Bessel J_n(x) */ \
+  X(OP_YN,           "yn",             2,  1,  0,  1,  1, 'D') /* n (i32), x (float): Y_n(x) */ \
+  X(OP_FAST_SIN,     "fast_sinf",      1,  1,  0,  1,  1, 'D') /* fp32 approximations (libdevice fast_*): the rules of the exact function */ \
+  X(OP_FAST_COS,     "fast_cosf",      1,  1,  0,  1,  1, 'D') \
+  X(OP_FAST_TAN,     "fast_tanf",      1,  1,  0,  1,  1, 'D') \
+  X(OP_FAST_LOG2,    "fast_log2f",     1,  1,  0,  1,  1, 'D') \
+  X(OP_FAST_LOG10,   "fast_log10f",    1,  1,  0,  1,  1, 'D') \
+  X(OP_FAST_EXP10,   "fast_exp10f",    1,  1,  0,  1,  1, 'D') \
+  X(OP_FAST_POW,     "fast_powf",      2,  1,  0,  1,  1, 'D') \
+  X(OP_FAST_DIV,     "fast_dividef",   2,  1,  0,  1,  1, 'D') \
+  X(OP_ADD_ROUND,    "add_round",      2,  1,  0,  1,  1, 'D') /* ival = rounding (Rounding: rn rz rd ru): libdevice.add_rn ... */ \
+  X(OP_SUB_ROUND,    "sub_round",      2,  1,  0,  1,  1, 'D') \
+  X(OP_MUL_ROUND,    "mul_round",      2,  1,  0,  1,  1, 'D') \
+  X(OP_DIV_ROUND,    "div_round",      2,  1,  0,  1,  1, 'D') \
+  X(OP_SQRT_ROUND,   "sqrt_round",     1,  1,  0,  1,  1, 'D') \
+  X(OP_RCP_ROUND,    "rcp_round",      1,  1,  0,  1,  1, 'D') /* 1/x */ \
+  X(OP_FMA_ROUND,    "fma_round",      3,  1,  0,  1,  1, 'D') /* a*b+c rounded once */
+
 #define KAD_OPS(X) \
   /* enum              name            nargs nres nreg pure ew diff */ \
   /* constants and indices */ \
@@ -84,6 +144,7 @@
   X(OP_RINT,           "rint",           1,  1,  0,  1,  1, 'Z') /* round half to even */ \
   X(OP_FMA,            "fma",            3,  1,  0,  1,  1, 'D') /* a*b+c */ \
   X(OP_WHERE,          "where",          3,  1,  0,  1,  1, 'D') /* cond(i1), a, b */ \
+  KAD_LIBM_OPS(X) \
   /* conversions */ \
   X(OP_CAST,           "cast",           1,  1,  0,  1,  1, 'D') /* to the result dtype (value conversion) */ \
   X(OP_BITCAST,        "bitcast",        1,  1,  0,  1,  1, 'Z') /* same width reinterpretation; ptr<->ptr */ \

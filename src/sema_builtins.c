@@ -2006,10 +2006,52 @@ static SVal b_next_pow2(Call *c)
 
 enum {
     LD_ISFIN = OP_COUNT + 1, /* isfinited / finitef: not (isnan or isinf) */
-    LD_LOG10,                /* log(x) / ln(10) */
     LD_I32_RESULT = 1 << 17, /* libdevice returns int32 (isnan, isinf) */
     LD_INT_OK = 1 << 18,     /* also accepts int32/int64 (abs) */
+    LD_ROUND_SHIFT = 20,     /* the *_round ops: the rounding (RND_*) at this bit */
 };
+#define LD_RZ (RND_RZ << LD_ROUND_SHIFT)
+#define LD_RD (RND_RD << LD_ROUND_SHIFT)
+#define LD_RU (RND_RU << LD_ROUND_SHIFT)
+
+/* libdevice functions of a float and an int32 (ldexp, scalbn, pow with an
+ * int32 exponent; jn and yn take the int first): the float is fp32 or
+ * fp64, the int int32 (Triton's dispatch tables), both broadcast to one
+ * shape.  pow with a float exponent is b_libdevice's. */
+static SVal b_libdevice_int(Call *c)
+{
+    Lower *L = c->L;
+    int op = c->def->aux & 0xffff, ni = libm_int_operand(op);
+    ValId v[2];
+    for (int k = 0; k < 2; k++)
+        if (!(v[k] = to_value(L, c->a[k], c->fname, c->loc)))
+            return sval_error();
+    Type ti = ops_type(L, v[ni]), tf = ops_type(L, v[1 - ni]);
+    if (op == OP_POWI && ti.dt != DT_I32 && !dtype_is_float((Dtype)ti.dt))
+        return ops_fail(L, c->loc, "%s expects an fp32/fp64 or int32 exponent, got %s", c->fname, ops_tystr(L, ti));
+    if (op == OP_POWI && ti.dt != DT_I32) { /* a float exponent: __nv_pow */
+        if (!unify_n(c, c->a, 2, v))
+            return sval_error();
+        Type t = ops_type(L, v[0]);
+        if (!check_math_dtype(c, t, false, false))
+            return sval_error();
+        return sval_value(ops_emit2(L, OP_POW, t, v[0], v[1], c->loc));
+    }
+    if (!check_math_dtype(c, tf, false, false))
+        return sval_error();
+    if (ti.dt != DT_I32)
+        return ops_fail(L, c->loc, "%s expects an int32 %s, got %s", c->fname, ni ? "second argument" : "first argument",
+                        ops_tystr(L, ti));
+    Type big = tf.rank >= ti.rank ? tf : ti;
+    for (int k = 0; k < 2; k++) {
+        Type tk = ops_type(L, v[k]);
+        if (!type_same_shape(tk, big))
+            v[k] = ops_bcast_to(L, v[k], big.rank, big.shape, c->loc);
+        if (!v[k])
+            return sval_error();
+    }
+    return sval_value(ops_emit2(L, (OpKind)op, type_with_shape(tf, big.rank, big.shape), v[0], v[1], c->loc));
+}
 
 /* libdevice functions: arguments are converted to tensors; one dtype tuple
  * of fp32 or fp64 (a mismatch is promoted, as extern_elementwise does). */
@@ -2025,13 +2067,16 @@ static SVal b_libdevice(Call *c)
     if (!check_math_dtype(c, t, (aux & MF_FP32_ONLY) != 0, (aux & LD_INT_OK) != 0))
         return sval_error();
     ValId r;
-    if (op == LD_ISFIN) {
+    if (op == OP_ILOGB) {
+        r = ops_emit1(L, OP_ILOGB, type_with_dtype(t, DT_I32), v[0], c->loc);
+    } else if (op_is_libm(op)) { /* one op, its rounding mode (the *_round ops) in ival */
+        Inst *in = ir_emit(L->f, L->b, (OpKind)op, v, n, &t, 1, c->loc);
+        in->ival = (aux >> LD_ROUND_SHIFT) & 3;
+        r = in->res[0];
+    } else if (op == LD_ISFIN) {
         Type bt = type_with_dtype(t, DT_I1);
         ValId a = ops_emit1(L, OP_ISNAN, bt, v[0], c->loc), b = ops_emit1(L, OP_ISINF, bt, v[0], c->loc);
         r = ops_emit1(L, OP_NOT, bt, ops_emit2(L, OP_OR, bt, a, b, c->loc), c->loc);
-    } else if (op == LD_LOG10) {
-        ValId lg = ops_emit1(L, OP_LOG, t, v[0], c->loc);
-        r = ops_emit2(L, OP_DIV, t, lg, ir_const_float(L->f, L->b, t, log(10.0), c->loc), c->loc);
     } else if (n == 1) {
         Type rt = (op == OP_ISNAN || op == OP_ISINF) ? type_with_dtype(t, DT_I1) : t;
         r = ops_emit1(L, (OpKind)op, rt, v[0], c->loc);
@@ -2051,6 +2096,12 @@ static SVal b_refuse(Call *c)
         {"round", "rounds half away from zero, which kad's IR cannot express yet (libdevice.rint rounds "
                   "half to even)"},
         {"signbit", "is not supported by kad yet"},
+        {"norm4d", "takes four operands; kad's elementwise ops take at most three (use libdevice.norm3d, or "
+                   "tl.sqrt of the sum of squares)"},
+        {"rnorm4d", "takes four operands; kad's elementwise ops take at most three (use libdevice.rnorm3d, or "
+                    "tl.rsqrt of the sum of squares)"},
+        {"nextafter", "is not supported by kad yet: a step to the neighbouring float, piecewise constant in "
+                      "its second operand, with no useful derivative"},
         {"tanh", "does not exist in triton.language; use libdevice.tanh"},
     };
     for (size_t i = 0; i < sizeof why / sizeof why[0]; i++)
@@ -2495,9 +2546,17 @@ static const Builtin libdevice_builtins[] = {
     {"log", b_libdevice, "arg0", OP_LOG},
     {"log2", b_libdevice, "arg0", OP_LOG2},
     {"log1p", b_libdevice, "arg0", OP_LOG1P},
-    {"log10", b_libdevice, "arg0", LD_LOG10},
+    {"log10", b_libdevice, "arg0", OP_LOG10},
     {"sqrt", b_libdevice, "arg0", OP_SQRT},
-    {"sqrt_rn", b_libdevice, "arg0", OP_SQRT},
+    {"sqrt_rn", b_libdevice, "arg0", OP_SQRT_ROUND},
+    {"sqrt_rz", b_libdevice, "arg0", OP_SQRT_ROUND | LD_RZ},
+    {"sqrt_rd", b_libdevice, "arg0", OP_SQRT_ROUND | LD_RD},
+    {"sqrt_ru", b_libdevice, "arg0", OP_SQRT_ROUND | LD_RU},
+    {"rcp_rn", b_libdevice, "arg0", OP_RCP_ROUND},
+    {"rcp_rz", b_libdevice, "arg0", OP_RCP_ROUND | LD_RZ},
+    {"rcp_rd", b_libdevice, "arg0", OP_RCP_ROUND | LD_RD},
+    {"rcp_ru", b_libdevice, "arg0", OP_RCP_ROUND | LD_RU},
+    {"rsqrt_rn", b_libdevice, "arg0", OP_RSQRT_RN | MF_FP32_ONLY},
     {"rsqrt", b_libdevice, "arg0", OP_RSQRT},
     {"tanh", b_libdevice, "arg0", OP_TANH},
     {"sinh", b_libdevice, "arg0", OP_SINH},
@@ -2522,12 +2581,79 @@ static const Builtin libdevice_builtins[] = {
     {"finitef", b_libdevice, "arg0", LD_ISFIN | LD_I32_RESULT | MF_FP32_ONLY},
     {"fast_expf", b_libdevice, "arg0", OP_EXP | MF_FP32_ONLY},
     {"fast_logf", b_libdevice, "arg0", OP_LOG | MF_FP32_ONLY},
-    {"pow", b_libdevice, "arg0,arg1", OP_POW},
+    {"pow", b_libdevice_int, "arg0,arg1", OP_POWI},
+    {"ldexp", b_libdevice_int, "arg0,arg1", OP_LDEXP},
+    {"scalbn", b_libdevice_int, "arg0,arg1", OP_LDEXP},
+    {"jn", b_libdevice_int, "arg0,arg1", OP_JN},
+    {"yn", b_libdevice_int, "arg0,arg1", OP_YN},
     {"atan2", b_libdevice, "arg0,arg1", OP_ATAN2},
     {"fmax", b_libdevice, "arg0,arg1", OP_MAXIMUM},
     {"fmin", b_libdevice, "arg0,arg1", OP_MINIMUM},
-    {"div_rn", b_libdevice, "arg0,arg1", OP_DIV},
+    {"add_rn", b_libdevice, "arg0,arg1", OP_ADD_ROUND},
+    {"add_rz", b_libdevice, "arg0,arg1", OP_ADD_ROUND | LD_RZ},
+    {"add_rd", b_libdevice, "arg0,arg1", OP_ADD_ROUND | LD_RD},
+    {"add_ru", b_libdevice, "arg0,arg1", OP_ADD_ROUND | LD_RU},
+    {"sub_rn", b_libdevice, "arg0,arg1", OP_SUB_ROUND},
+    {"sub_rz", b_libdevice, "arg0,arg1", OP_SUB_ROUND | LD_RZ},
+    {"sub_rd", b_libdevice, "arg0,arg1", OP_SUB_ROUND | LD_RD},
+    {"sub_ru", b_libdevice, "arg0,arg1", OP_SUB_ROUND | LD_RU},
+    {"mul_rn", b_libdevice, "arg0,arg1", OP_MUL_ROUND},
+    {"mul_rz", b_libdevice, "arg0,arg1", OP_MUL_ROUND | LD_RZ},
+    {"mul_rd", b_libdevice, "arg0,arg1", OP_MUL_ROUND | LD_RD},
+    {"mul_ru", b_libdevice, "arg0,arg1", OP_MUL_ROUND | LD_RU},
+    {"div_rn", b_libdevice, "arg0,arg1", OP_DIV_ROUND},
+    {"div_rz", b_libdevice, "arg0,arg1", OP_DIV_ROUND | LD_RZ},
+    {"div_rd", b_libdevice, "arg0,arg1", OP_DIV_ROUND | LD_RD},
+    {"div_ru", b_libdevice, "arg0,arg1", OP_DIV_ROUND | LD_RU},
+    {"fma_rn", b_libdevice, "arg0,arg1,arg2", OP_FMA_ROUND},
+    {"fma_rz", b_libdevice, "arg0,arg1,arg2", OP_FMA_ROUND | LD_RZ},
+    {"fma_rd", b_libdevice, "arg0,arg1,arg2", OP_FMA_ROUND | LD_RD},
+    {"fma_ru", b_libdevice, "arg0,arg1,arg2", OP_FMA_ROUND | LD_RU},
+    {"asinh", b_libdevice, "arg0", OP_ASINH},
+    {"acosh", b_libdevice, "arg0", OP_ACOSH},
+    {"atanh", b_libdevice, "arg0", OP_ATANH},
+    {"cbrt", b_libdevice, "arg0", OP_CBRT},
+    {"rcbrt", b_libdevice, "arg0", OP_RCBRT},
+    {"exp10", b_libdevice, "arg0", OP_EXP10},
+    {"sinpi", b_libdevice, "arg0", OP_SINPI},
+    {"cospi", b_libdevice, "arg0", OP_COSPI},
+    {"erfc", b_libdevice, "arg0", OP_ERFC},
+    {"erfcx", b_libdevice, "arg0", OP_ERFCX},
+    {"erfinv", b_libdevice, "arg0", OP_ERFINV},
+    {"erfcinv", b_libdevice, "arg0", OP_ERFCINV},
+    {"normcdf", b_libdevice, "arg0", OP_NORMCDF},
+    {"normcdfinv", b_libdevice, "arg0", OP_NORMCDFINV},
+    {"lgamma", b_libdevice, "arg0", OP_LGAMMA},
+    {"tgamma", b_libdevice, "arg0", OP_TGAMMA},
+    {"j0", b_libdevice, "arg0", OP_J0},
+    {"j1", b_libdevice, "arg0", OP_J1},
+    {"y0", b_libdevice, "arg0", OP_Y0},
+    {"y1", b_libdevice, "arg0", OP_Y1},
+    {"logb", b_libdevice, "arg0", OP_LOGB},
+    {"ilogb", b_libdevice, "arg0", OP_ILOGB},
+    {"cyl_bessel_i0", b_libdevice, "arg0", OP_I0},
+    {"cyl_bessel_i1", b_libdevice, "arg0", OP_I1},
+    {"saturatef", b_libdevice, "arg0", OP_SATURATE | MF_FP32_ONLY},
+    {"fast_sinf", b_libdevice, "arg0", OP_FAST_SIN | MF_FP32_ONLY},
+    {"fast_cosf", b_libdevice, "arg0", OP_FAST_COS | MF_FP32_ONLY},
+    {"fast_tanf", b_libdevice, "arg0", OP_FAST_TAN | MF_FP32_ONLY},
+    {"fast_log2f", b_libdevice, "arg0", OP_FAST_LOG2 | MF_FP32_ONLY},
+    {"fast_log10f", b_libdevice, "arg0", OP_FAST_LOG10 | MF_FP32_ONLY},
+    {"fast_exp10f", b_libdevice, "arg0", OP_FAST_EXP10 | MF_FP32_ONLY},
+    {"fast_powf", b_libdevice, "arg0,arg1", OP_FAST_POW | MF_FP32_ONLY},
+    {"fast_dividef", b_libdevice, "arg0,arg1", OP_FAST_DIV | MF_FP32_ONLY},
+    {"hypot", b_libdevice, "arg0,arg1", OP_HYPOT},
+    {"rhypot", b_libdevice, "arg0,arg1", OP_RHYPOT},
+    {"fdim", b_libdevice, "arg0,arg1", OP_FDIM},
+    {"copysign", b_libdevice, "arg0,arg1", OP_COPYSIGN},
+    {"remainder", b_libdevice, "arg0,arg1", OP_REMAINDER},
+    {"fmod", b_libdevice, "arg0,arg1", OP_REM},
+    {"norm3d", b_libdevice, "arg0,arg1,arg2", OP_NORM3D},
+    {"rnorm3d", b_libdevice, "arg0,arg1,arg2", OP_RNORM3D},
     {"fma", b_libdevice, "arg0,arg1,arg2", OP_FMA},
+    {"norm4d", b_refuse, NULL, 0},
+    {"rnorm4d", b_refuse, NULL, 0},
+    {"nextafter", b_refuse, NULL, 0},
     {"round", b_refuse, NULL, 0},
     {"signbit", b_refuse, NULL, 0},
     {NULL, NULL, NULL, 0},

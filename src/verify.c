@@ -341,6 +341,25 @@ static void check_types(V *v, const Inst *in)
         else if (!is_float(x))
             err(v, in, "operand must be a float, got %s", tstr(v, x));
         break;
+#define LIBM_CASE(en, ...) case en:
+    KAD_LIBM_OPS(LIBM_CASE)
+#undef LIBM_CASE
+    { /* libdevice functions: float operands of the result's type (ilogb: i32), one i32 operand for some */
+        int ni = libm_int_operand(op);
+        Type ft = ni == 0 ? y : x;
+        bool ok = is_float(ft) && (op == OP_ILOGB ? r.dt == DT_I32 && type_same_shape(r, ft) : type_eq(ft, r));
+        for (int k = 0; ok && k < in->nargs; k++) {
+            Type tk = ty(v, in->args[k]);
+            ok = k == ni ? tk.dt == DT_I32 && type_same_shape(tk, ft) : type_eq(tk, ft);
+        }
+        if (!ok)
+            err(v, in, "expected float operands of one type%s and a result of their type, got %s -> %s",
+                ni >= 0 ? " (one i32 of their shape)" : "", tstr(v, x), tstr(v, r));
+        if ((op == OP_ADD_ROUND || op == OP_SUB_ROUND || op == OP_MUL_ROUND || op == OP_DIV_ROUND ||
+             op == OP_SQRT_ROUND || op == OP_RCP_ROUND || op == OP_FMA_ROUND) && (in->ival < 0 || in->ival > 3))
+            err(v, in, "rounding must be 0..3, got %lld", (long long)in->ival);
+        break;
+    }
     case OP_FMA:
         if (!type_eq(x, y) || !type_eq(x, z) || !type_eq(x, r))
             err(v, in, "operands and result must have one type, got %s, %s, %s -> %s", tstr(v, x), tstr(v, y),

@@ -7,6 +7,7 @@ derivatives"; docs/AD.md, "Second derivatives").
   swept in chunks by loops), softmax and a matmul with a fused activation (tl.dot, typed fp32);
 - a Hessian-vector product of a small MLP of kad kernels (matmul + activation, matmul,
   cross-entropy) against the same model written with torch operations;
+- tl.cumprod's second derivatives, with zeros too, against torch.cumprod's double backward;
 - refusals: in-place outputs, third derivatives, torch.func's forward-over-reverse (not done yet);
 - the CUDA branch's generated modules, run by Triton's CPU interpreter, against kad's interpreter.
 
@@ -83,6 +84,7 @@ CASES = {  # name -> (function, argument shapes and (scale, shift), f64_mode's t
     "layer_norm": (layer_norm, [((3, 20), 1.0, 0.5), ((20,), 0.2, 1.0), ((20,), 0.5, 0.0)], None),
     "softmax": (m.softmax, [((4, 12), 1.5, 0.0)], None),
     "matmul_fast_gelu": (matmul, [((20, 18), 0.5, 0.0), ((18, 17), 0.5, 0.0)], torch.float32),
+    "cumprod": (lambda x: cumprod_rows(x), [((3, 8), 0.8, 0.3)], None),  # defined below
 }
 
 
@@ -228,7 +230,7 @@ def test_torch_func_forward_over_reverse_is_refused():
 # ---------------------------------------------------------------- the CUDA branch, on Triton's CPU interpreter
 
 @cpu_only
-@pytest.mark.parametrize("name", ["swiglu", "rms_norm", "softmax"])
+@pytest.mark.parametrize("name", ["swiglu", "rms_norm", "softmax", "cumprod"])
 def test_generated_modules_agree_with_the_interpreter(name, monkeypatch, tmp_path):
     """_KadBackward's CUDA branch (the generated launch_<kernel>_jvp and launch_<kernel>_jvp_bwd,
     run by Triton's interpreter on CPU tensors) gives the HVP kad's interpreter gives."""
@@ -261,3 +263,56 @@ def test_generated_modules_agree_with_the_interpreter(name, monkeypatch, tmp_pat
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
     made = [p.name for p in tmp_path.iterdir()]  # the generated modules ran, not the interpreter
     assert any("_jvp_bwd_" in n for n in made) and any("_jvp_" in n and "_jvp_bwd_" not in n for n in made)
+
+
+# ---------------------------------------------------------------- tl.cumprod
+
+@kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])
+@triton.jit
+def _cumprod_rows(x_ptr, y_ptr, N: tl.constexpr, REVERSE: tl.constexpr):
+    # y[r, :] = cumprod(x[r, :]) (reverse: from the right)
+    offs = tl.program_id(0) * N + tl.arange(0, N)
+    tl.store(y_ptr + offs, tl.cumprod(tl.load(x_ptr + offs), 0, reverse=REVERSE))
+
+
+def cumprod_rows(x, reverse=False):
+    y = torch.empty_like(x)
+    _cumprod_rows[(x.shape[0],)](x, y, N=x.shape[1], REVERSE=reverse)
+    return y
+
+
+def _with_zeros(x):
+    x = x.detach().clone()
+    x[0, 2] = 0.0  # one zero
+    x[1, 1] = x[1, 5] = 0.0  # two zeros in a row
+    x[2, 0] = 0.0  # a zero first
+    return x.requires_grad_()
+
+
+@cpu_only
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("zeros", [False, True])
+def test_cumprod_second_derivative(reverse, zeros):
+    """The second derivatives of tl.cumprod (reverse over forward: the tangent is a linear
+    recurrence scan over x and tx times y shifted by one, which reverse mode differentiates):
+    gradgradcheck against float64 finite differences, and torch.cumprod's double backward,
+    with zeros in the rows too (the rule divides by nothing)."""
+    x = leaf(3, 8, seed=11, scale=0.8, shift=0.3)
+    if zeros:
+        x = _with_zeros(x)
+    f = lambda v: cumprod_rows(v, reverse)  # noqa: E731
+    with kad.f64_mode():
+        assert torch.autograd.gradcheck(f, (x,), eps=1e-6, atol=1e-7)
+        assert torch.autograd.gradgradcheck(f, (x,), eps=1e-6, atol=1e-6)
+        w = rnd(3, 8, seed=12)
+        gx, = torch.autograd.grad((f(x) * w).sum(), x, create_graph=True)
+        v = rnd(3, 8, seed=13)
+        hv, = torch.autograd.grad((gx * v).sum(), x)
+
+    def ref(u):
+        return (u.flip(1).cumprod(1).flip(1) if reverse else u.cumprod(1))
+    rx, = torch.autograd.grad((ref(x) * w).sum(), x, create_graph=True)
+    rh, = torch.autograd.grad((rx * v).sum(), x)
+    torch.testing.assert_close(gx, rx, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(hv, rh, rtol=1e-10, atol=1e-12)
+    assert hv.abs().max() > 0

@@ -1,6 +1,6 @@
 # libdevice through both import paths and tl.math: ops the IR has, log10
-# as log(x) / ln(10), isnan/isinf returning int32 like libdevice, pow with
-# an int promoted to fp32.
+# its own op, isnan/isinf returning int32 like libdevice, pow with an int
+# exponent as powi (libdevice's __nv_powif), div_rn as div_round {round = rn}.
 # RUN: ir %s:libdevice_kernel --sig 'x_ptr=*fp32,d_ptr=*fp64,i_ptr=*i32,BLOCK=16'
 # ROUNDTRIP
 import triton
