@@ -233,8 +233,11 @@ static uint8_t inst_facts(const Vk *s, const Inst *in)
             return VK_ALL_INT;
         if (!is_fp(f, a))
             return dtype_bits(to) >= 32 ? VK_FINITE : 0; /* an int of any size fits fp32 */
-        if (dtype_bits(to) >= dtype_bits((Dtype)f->vals.v[a].ty.dt) && to != DT_BF16)
+        Dtype from = (Dtype)f->vals.v[a].ty.dt;
+        if (dtype_bits(to) >= dtype_bits(from) && to != DT_BF16)
             return ka; /* widening: exact */
+        if (to == DT_BF16 && from != DT_F64)
+            return ka & ~VK_NZ; /* fp32's exponent range: rounding may underflow, overflow is fp32's own */
         return ka & (VK_NN | VK_LE0 | VK_NONAN); /* may overflow to inf, underflow to 0 */
     }
     case OP_BROADCAST:
