@@ -54,6 +54,7 @@ typedef struct Fd {
     bool changed;
     Func *jv;
     ValId *pm, *tm, *sm; /* by ValId: primal copy, tangent (0: zero), shadow */
+    AdFinite fin;        /* which partials need a strong zero (ad_finite.c) */
     int errors;
 } Fd;
 
@@ -468,8 +469,20 @@ static ValId jvp_rule_tangent(Em *e, const Inst *in)
     return P(f, ad_block_term(rb)->args[0]);
 }
 
+/* Operand k's tangent term x (t * the partial, t = tk) made exactly 0 where
+ * t is exactly 0, when ad_partial_unsafe says the partial may be non-finite:
+ * where(t == 0, 0, x); x unchanged elsewhere, and no code where the partial
+ * is finite (reverse mode's strong_zero, docs/AD.md). */
+static ValId strong_zero(Em *e, const Inst *in, int k, ValId t, ValId x)
+{
+    if (!t || !x || !ad_partial_unsafe(&e->f->fin, in, k))
+        return x;
+    return ewhere(e, ecmp(e, OP_EQ, t, ec(e, t, 0.0)), ec(e, x, 0.0), x);
+}
+
 /* The tangent of in's result y (tv[y] set): one case per op.  t0..t2 are
- * the operands' tangents (0: zero), a0..a2 their primal copies. */
+ * the operands' tangents (0: zero), a0..a2 their primal copies; SZ(k, x)
+ * gives operand k's term x its strong zero. */
 static ValId tan_rule(Em *e, const Inst *in)
 {
     Fd *f = e->f;
@@ -487,20 +500,24 @@ static ValId tan_rule(Em *e, const Inst *in)
 #define NEG(x) e1(e, OP_NEG, (x))
 #define K(v) ec(e, py, (v))
 #define T0 (t[0] ? t[0] : ezero(e, yt))
+#define SZ(k, x) strong_zero(e, in, (k), t[k], (x))
     switch ((OpKind)in->op) {
     case OP_ADD:
         return tadd(e, t[0], t[1]);
     case OP_SUB:
         return !t[1] ? t[0] : !t[0] ? NEG(t[1]) : SUB(t[0], t[1]);
     case OP_MUL:
-        return tadd(e, t[0] ? MUL(t[0], a[1]) : 0, t[1] ? MUL(a[0], t[1]) : 0);
-    case OP_DIV: /* (ta - y*tb)/b */
-        return DIV(t[1] ? SUB(T0, MUL(py, t[1])) : t[0], a[1]);
+        return tadd(e, t[0] ? SZ(0, MUL(t[0], a[1])) : 0, t[1] ? SZ(1, MUL(a[0], t[1])) : 0);
+    case OP_DIV: { /* (ta - y*tb)/b; strong zero: of y*tb, then of the quotient where ta - y*tb is 0 */
+        ValId n = t[1] ? SUB(T0, SZ(1, MUL(py, t[1]))) : t[0];
+        ValId q = DIV(n, a[1]);
+        return ad_partial_unsafe(&f->fin, in, 0) ? ewhere(e, ecmp(e, OP_EQ, n, K(0.0)), K(0.0), q) : q;
+    }
     case OP_REM: /* float fmod: y = a - trunc(a/b)*b */
-        return !t[1] ? t[0] : SUB(T0, MUL(e1(e, OP_TRUNC, DIV(a[0], a[1])), t[1]));
+        return !t[1] ? t[0] : SUB(T0, SZ(1, MUL(e1(e, OP_TRUNC, DIV(a[0], a[1])), t[1])));
     case OP_POW: /* ta*b*a^(b-1) + tb*y*log(a) */
-        return tadd(e, t[0] ? MUL(MUL(t[0], a[1]), e2(e, OP_POW, a[0], SUB(a[1], K(1.0)))) : 0,
-                    t[1] ? MUL(MUL(t[1], py), e1(e, OP_LOG, a[0])) : 0);
+        return tadd(e, t[0] ? SZ(0, MUL(MUL(t[0], a[1]), e2(e, OP_POW, a[0], SUB(a[1], K(1.0))))) : 0,
+                    t[1] ? SZ(1, MUL(MUL(t[1], py), e1(e, OP_LOG, a[0]))) : 0);
     case OP_MAXIMUM: /* ties: the first operand's (as reverse mode) */
     case OP_MINIMUM: {
         ValId m = ecmp(e, in->op == OP_MAXIMUM ? OP_GE : OP_LE, a[0], a[1]);
@@ -509,7 +526,8 @@ static ValId tan_rule(Em *e, const Inst *in)
     case OP_ATAN2: { /* (ta*b - tb*a)/(a^2+b^2) */
         ValId r = ADD(MUL(a[0], a[0]), MUL(a[1], a[1]));
         ValId n = !t[1] ? MUL(t[0], a[1]) : !t[0] ? NEG(MUL(t[1], a[0])) : SUB(MUL(t[0], a[1]), MUL(t[1], a[0]));
-        return DIV(n, r);
+        ValId q = DIV(n, r); /* strong zero where n is 0 (r may be 0) */
+        return ad_partial_unsafe(&f->fin, in, 0) ? ewhere(e, ecmp(e, OP_EQ, n, K(0.0)), K(0.0), q) : q;
     }
     case OP_NEG:
         return NEG(t[0]);
@@ -518,50 +536,50 @@ static ValId tan_rule(Em *e, const Inst *in)
         return ewhere(e, ecmp(e, OP_GT, a[0], z), t[0], ewhere(e, ecmp(e, OP_LT, a[0], z), NEG(t[0]), z));
     }
     case OP_FMA: /* a*b + c */
-        return tadd(e, tadd(e, t[0] ? MUL(t[0], a[1]) : 0, t[1] ? MUL(a[0], t[1]) : 0), t[2]);
+        return tadd(e, tadd(e, t[0] ? SZ(0, MUL(t[0], a[1])) : 0, t[1] ? SZ(1, MUL(a[0], t[1])) : 0), t[2]);
     case OP_WHERE:
         return ewhere(e, a[0], TZ(e, in->args[1]), TZ(e, in->args[2]));
     case OP_CAST:
         return t[0] ? ir_op1(f->jv, e->b, OP_CAST, yt, t[0], e->loc) : 0;
     case OP_EXP:
-        return MUL(t[0], py);
+        return SZ(0, MUL(t[0], py));
     case OP_EXP2:
-        return MUL(MUL(t[0], py), K(AD_LN2));
+        return SZ(0, MUL(MUL(t[0], py), K(AD_LN2)));
     case OP_EXPM1:
-        return MUL(t[0], ADD(py, K(1.0)));
+        return SZ(0, MUL(t[0], ADD(py, K(1.0))));
     case OP_LOG:
-        return DIV(t[0], a[0]);
+        return SZ(0, DIV(t[0], a[0]));
     case OP_LOG2:
-        return DIV(t[0], MUL(a[0], K(AD_LN2)));
+        return SZ(0, DIV(t[0], MUL(a[0], K(AD_LN2))));
     case OP_LOG1P:
-        return DIV(t[0], ADD(a[0], K(1.0)));
+        return SZ(0, DIV(t[0], ADD(a[0], K(1.0))));
     case OP_SQRT:
-        return DIV(MUL(t[0], K(0.5)), py);
+        return SZ(0, DIV(MUL(t[0], K(0.5)), py));
     case OP_RSQRT:
-        return MUL(MUL(t[0], K(-0.5)), MUL(py, MUL(py, py)));
+        return SZ(0, MUL(MUL(t[0], K(-0.5)), MUL(py, MUL(py, py))));
     case OP_SIGMOID:
-        return MUL(t[0], MUL(py, SUB(K(1.0), py)));
+        return SZ(0, MUL(t[0], MUL(py, SUB(K(1.0), py))));
     case OP_SIN:
-        return MUL(t[0], e1(e, OP_COS, a[0]));
+        return SZ(0, MUL(t[0], e1(e, OP_COS, a[0])));
     case OP_COS:
-        return NEG(MUL(t[0], e1(e, OP_SIN, a[0])));
+        return SZ(0, NEG(MUL(t[0], e1(e, OP_SIN, a[0]))));
     case OP_TAN:
-        return MUL(t[0], ADD(K(1.0), MUL(py, py)));
+        return SZ(0, MUL(t[0], ADD(K(1.0), MUL(py, py))));
     case OP_ASIN:
     case OP_ACOS: {
         ValId g = MUL(t[0], e1(e, OP_RSQRT, SUB(K(1.0), MUL(a[0], a[0]))));
-        return in->op == OP_ASIN ? g : NEG(g);
+        return SZ(0, in->op == OP_ASIN ? g : NEG(g));
     }
     case OP_ATAN:
-        return DIV(t[0], ADD(K(1.0), MUL(a[0], a[0])));
+        return SZ(0, DIV(t[0], ADD(K(1.0), MUL(a[0], a[0]))));
     case OP_SINH:
-        return MUL(t[0], e1(e, OP_COSH, a[0]));
+        return SZ(0, MUL(t[0], e1(e, OP_COSH, a[0])));
     case OP_COSH:
-        return MUL(t[0], e1(e, OP_SINH, a[0]));
+        return SZ(0, MUL(t[0], e1(e, OP_SINH, a[0])));
     case OP_TANH:
-        return MUL(t[0], SUB(K(1.0), MUL(py, py)));
+        return SZ(0, MUL(t[0], SUB(K(1.0), MUL(py, py))));
     case OP_ERF:
-        return MUL(MUL(t[0], K(AD_2_SQRTPI)), e1(e, OP_EXP, NEG(MUL(a[0], a[0]))));
+        return SZ(0, MUL(MUL(t[0], K(AD_2_SQRTPI)), e1(e, OP_EXP, NEG(MUL(a[0], a[0])))));
     /* linear ops: the same op on the tangent */
     case OP_BROADCAST:
     case OP_EXPAND_DIMS:
@@ -648,6 +666,7 @@ static ValId tan_rule(Em *e, const Inst *in)
 #undef NEG
 #undef K
 #undef T0
+#undef SZ
 }
 
 /* The slots of a region op: primal carried values, then the tangents of
@@ -1003,6 +1022,8 @@ static Func *ad_jvp_raw(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
 {
     Fd f0 = {.a = a, .d = d, .fw = fwd, .spec = spec}, *f = &f0;
     int nv = f->nvals = fwd->vals.n, np = f->np = fwd->nparams;
+    if (spec->mutate != AD_MUTATE_STRONG_ZERO)
+        f->fin = ad_value_facts(a, fwd);
     f->role = arena_alloc(a, sizeof(int) * (size_t)(np + 1));
     f->root = arena_alloc(a, sizeof(int) * (size_t)nv);
     f->tv = arena_alloc(a, (size_t)nv);

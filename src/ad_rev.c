@@ -99,7 +99,7 @@ static void name_after(Ad *ad, ValId bv, const char *prefix, ValId fv)
 int ad_mutation_by_name(const char *name)
 {
     static const char *const names[] = {"none", "exp", "mul", "max", "where", "cumsum", "max_drop", "tape",
-                                         "libm"};
+                                         "libm", "strong_zero"};
     for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
         if (name && !strcmp(name, names[i]))
             return i;
@@ -929,11 +929,37 @@ static ValId sort_adjoint(Em *e, const Inst *in, ValId d)
     return ewhere(e, kept, g->res[0], ec(e, g->res[0], 0.0));
 }
 
+/* Operand k's contribution x made exactly 0 where the incoming adjoint d is
+ * exactly 0, when ad_partial_unsafe says its partial may be non-finite (a
+ * branch tl.where does not take: d = 0, the partial inf or NaN):
+ * where(d == 0, 0, x).  Elsewhere x unchanged, bit for bit; no code where
+ * the partial is finite.  A contribution already guarded (x is c[j]: x * x)
+ * is not guarded twice. */
+static ValId strong_zero(Em *e, const Inst *in, const ValId *c, int k, ValId x)
+{
+    Ad *ad = e->ad;
+    ValId d = ad->adj[in->res[0]];
+    if (!ad_partial_unsafe(&ad->fin, in, k))
+        return x;
+    for (int j = 0; j < in->nargs; j++)
+        if (c[j] == x)
+            return x;
+    ASSERT(type_eq(bty(ad, d), bty(ad, x)));
+    if (ad->zd_of != d || ad->zd_in != e->b) { /* one compare per adjoint */
+        ad->zd = ecmp(e, OP_EQ, d, ec(e, d, 0.0));
+        ad->zd_of = d;
+        ad->zd_in = e->b;
+    }
+    return ewhere(e, ad->zd, ec(e, x, 0.0), x);
+}
+
 /* Hands operand k's contribution x to accum(), or, when the same value is
  * also operand j != k, keeps it in c[k]: merge_contribs() adds those up so
- * that the value's adjoint gets one term (x * x gives (d * x) * 2). */
+ * that the value's adjoint gets one term (x * x gives (d * x) * 2).  The
+ * contribution gets its strong zero first (strong_zero). */
 static void give(Em *e, const Inst *in, ValId *c, int k, ValId x)
 {
+    x = strong_zero(e, in, c, k, x);
     for (int j = 0; j < in->nargs; j++)
         if (j != k && in->args[j] == in->args[k]) {
             c[k] = x;
@@ -2766,6 +2792,8 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec,
     Ad ad0 = {.a = a, .d = d, .fw = fwd, .spec = spec}, *ad = &ad0;
     if (!ad_analyze(ad))
         return NULL;
+    if (spec->mutate != AD_MUTATE_STRONG_ZERO)
+        ad->fin = ad_value_facts(a, fwd);
     int nv = ad->nvals, np = fwd->nparams;
     ad->grad = arena_alloc(a, sizeof(ValId) * (size_t)(np + 1));
     ad->pm = arena_alloc(a, sizeof(ValId) * (size_t)nv);

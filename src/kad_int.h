@@ -1509,9 +1509,10 @@ enum {
                                shift-invariance proof */
     AD_MUTATE_TAPE = 7,     /* taped loops: the reverse loop reads the tape's slots in forward order */
     AD_MUTATE_LIBM = 8,     /* libdevice functions (ad_libm_partial): each partial derivative doubled */
+    AD_MUTATE_STRONG_ZERO = 9, /* no strong zeros (ad_finite.c): 0 * inf stays NaN, both modes */
 };
 /* Testing aid: the AD_MUTATE_* of a name ("exp", "mul", "max", "where",
- * "cumsum", "max_drop", "tape", "libm"); -1 if unknown.  check_gradients applies the one
+ * "cumsum", "max_drop", "tape", "libm", "strong_zero"); -1 if unknown.  check_gradients applies the one
  * CheckConfig.mutate names (the CLI and the Python tests take it from
  * KAD_TEST_MUTATE; docs/AD.md). */
 int ad_mutation_by_name(const char *name);
@@ -1756,6 +1757,32 @@ static inline bool ad_role_writes(int role) { return role == AD_ROLE_OUT || role
 /* The state of one differentiation (ad_reverse): the facts ad_analyze
  * computes about fw, then the maps ad_rev.c's sweeps fill.  Arrays "by
  * ValId" are indexed by fw values (nvals entries). */
+/* Strong zeros (ad_finite.c; docs/AD.md, "Untaken branches: exact zeros").
+ * What is KNOWN of a forward value, lane by lane (0: nothing): */
+enum {
+    VK_FIN = 1,  /* finite (no inf, no NaN) */
+    VK_NOHI = 2, /* no +inf, no NaN (finite or -inf) */
+    VK_NZ = 4,   /* never +-0 */
+    VK_NN = 8,   /* never < 0 */
+    VK_LE0 = 16, /* never > 0 */
+    VK_NONAN = 32, /* never NaN (may be +-inf) */
+    VK_FINITE = VK_FIN | VK_NOHI | VK_NONAN,
+    VK_ALL_INT = VK_FINITE, /* integers, booleans, pointers */
+};
+typedef struct AdFinite {
+    const uint8_t *k; /* by ValId: VK_*; NULL: strong zeros off */
+    int n;            /* values covered (f->vals.n) */
+} AdFinite;
+/* The facts of every value of f (a forward walk, loops and combine regions
+ * to a fixpoint; loaded data and parameters are finite). */
+AdFinite ad_value_facts(Arena *a, const Func *f);
+/* May the partial derivative of in's result with respect to operand k be
+ * non-finite?  Then the rules of both modes make operand k's contribution
+ * exactly 0 where the incoming adjoint (tangent) is exactly 0.  The one
+ * list per op kind: a new op with a rule that can be non-finite adds its
+ * case there.  False when fi is NULL or fi->k is (strong zeros off). */
+bool ad_partial_unsafe(const AdFinite *fi, const Inst *in, int k);
+
 typedef struct Ad {
     Arena *a;
     Diags *d;
@@ -1819,6 +1846,9 @@ typedef struct Ad {
     const uint8_t *lanes; /* by ValId, or NULL: the values of a reduce's combine region while
                            * adj_reduce applies it to tiles; ad_rev.c types them lane_ty's shape */
     Type lane_ty;
+    AdFinite fin; /* which partials need a strong zero (ad_finite.c) */
+    ValId zd, zd_of; /* bw: zd = (zd_of == 0) in block zd_in, the last strong zero's compare */
+    const Block *zd_in;
 } Ad;
 
 /* Resolves ad->spec to roles, computes the facts and validates fw (a, d,
