@@ -1549,11 +1549,18 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
                         (!o->loop_depth && !loop_depth && sites_exclusive(o, &site)) ||
                         sites_disjoint(ad, o, &site))
                         continue;
+                    if (!o->loop_depth && !loop_depth && r > 0 && o->root == r) {
+                        /* the later store wins where they meet, whatever their addresses: the
+                         * backward's reverse sweep reads each store's gradient and clears it
+                         * (adj_store), so the earlier store then reads zeros there */
+                        ad->cleared[r - 1] = 1;
+                        continue;
+                    }
                     diag_error(ad->d, in->loc,
-                               "output '%s' is stored at more than one site (first at line %d) and "
-                               "kad cannot tell which write is the last (it can for stores through "
-                               "the same pointer value in one block, and in the two branches of "
-                               "one `if` outside loops)",
+                               "output '%s' is stored at more than one site (first at line %d), in "
+                               "loops, and kad cannot tell which write is the last (it can for stores "
+                               "outside loops, stores in loops that provably never write one element, "
+                               "and stores through the same pointer value in one block)",
                                root_name(ad, p), o->store->loc.line);
                     break;
                 }
@@ -1690,6 +1697,7 @@ static void alloc_facts(Ad *ad)
     int np = ad->fw->nparams;
     ad->role = arena_alloc(a, sizeof(int) * (size_t)(np + 1));
     ad->stored = arena_alloc(a, (size_t)np + 1);
+    ad->cleared = arena_alloc(a, (size_t)np + 1);
     ad->first_store = arena_alloc(a, sizeof(const Inst *) * (size_t)(np + 1));
     ad->first_atomic = arena_alloc(a, sizeof(const Inst *) * (size_t)(np + 1));
     ad->root = arena_alloc(a, sizeof(int) * (size_t)nv);

@@ -424,7 +424,10 @@ bool ad_partial_unsafe(const AdFinite *fi, const Inst *in, int k)
     case OP_ASIN: /* 1/sqrt(1-x^2) */
     case OP_ACOS:
         return true;
-    default: /* linear ops, selections (where, maximum, abs), casts, shapes, reductions: never */
+    default: /* libdevice's other functions (ad_libm.c): but for the bounded ones, like pow */
+        if (op_is_libm(in->op))
+            return in->op != OP_SATURATE && in->op != OP_COPYSIGN && in->op != OP_FDIM;
+        /* linear ops, selections (where, maximum, abs), casts, shapes, reductions: never */
         return false;
     }
 #undef FACTS

@@ -807,18 +807,34 @@ static ValId epermute(Em *e, ValId x, const int32_t *perm)
 static ValId P(Em *e, ValId v) { return ecast(e, P0(e->ad, v), (Dtype)adt(fty(e->ad, v)).dt); }
 
 /* adj[v] += c (c cast to v's adjoint dtype); only active values. */
+/* Ad.zm (strong_zero, below): v's structural zeros, 0 when none are known. */
+static ValId zm_of(const Ad *ad, ValId v) { return v > 0 && v < ad->zm.n ? ad->zm.v[v] : 0; }
+
+static void zm_set(Ad *ad, ValId v, ValId m)
+{
+    while (ad->zm.n <= v)
+        vec_push(ad->a, ad->zm, 0);
+    ad->zm.v[v] = m;
+}
+
 static void accum(Em *e, ValId v, ValId c)
 {
     Ad *ad = e->ad;
     if (!ad_active(ad, v) || !c)
         return;
     Type t = adt(fty(ad, v));
+    ValId zc = zm_of(ad, c);
     c = ecast(e, c, (Dtype)t.dt);
     ASSERT(type_eq(bty(ad, c), t));
+    if (zc)
+        zm_set(ad, c, zc);
     if (!ad->adj[v]) {
         ad->adj[v] = c;
     } else {
+        ValId zo = zm_of(ad, ad->adj[v]);
         ad->adj[v] = e2(e, OP_ADD, ad->adj[v], c);
+        if (zo && zc) /* zero where both are */
+            zm_set(ad, ad->adj[v], zo == zc ? zo : e2(e, OP_AND, zo, zc));
     }
     name_after(ad, ad->adj[v], "d", v);
 }
@@ -929,28 +945,45 @@ static ValId sort_adjoint(Em *e, const Inst *in, ValId d)
     return ewhere(e, kept, g->res[0], ec(e, g->res[0], 0.0));
 }
 
-/* Operand k's contribution x made exactly 0 where the incoming adjoint d is
- * exactly 0, when ad_partial_unsafe says its partial may be non-finite (a
- * branch tl.where does not take: d = 0, the partial inf or NaN):
- * where(d == 0, 0, x).  Elsewhere x unchanged, bit for bit; no code where
- * the partial is finite.  A contribution already guarded (x is c[j]: x * x)
- * is not guarded twice. */
+/* ---- Structural zeros (docs/AD.md, "Untaken branches: exact zeros") ----
+ * Ad.zm marks, per backward value, the lanes where an adjoint is 0 because no gradient
+ * reaches them: a tl.where's untaken side, the lanes a maximum did not pick, a store's
+ * masked-off lanes.  It follows the adjoint through elementwise rules (give) and sums of
+ * contributions (accum: the lanes zero in both).  A zero that arithmetic produced (dy / inf)
+ * is not structural: there the product with a non-finite partial stays NaN, as it should. */
+
+/* The lanes of z1 or z2 (0: none). */
+static ValId zm_or(Em *e, ValId z1, ValId z2)
+{
+    return !z1 ? z2 : !z2 || z1 == z2 ? z1 : e2(e, OP_OR, z1, z2);
+}
+
+/* d on the lanes where c is take, 0 elsewhere: where(c, d, 0) or where(c, 0, d), with
+ * its structural zeros (the other lanes, and d's). */
+static ValId eselect(Em *e, ValId c, ValId d, bool take)
+{
+    ValId z = ec(e, d, 0.0), r = take ? ewhere(e, c, d, z) : ewhere(e, c, z, d);
+    zm_set(e->ad, r, zm_or(e, take ? e1(e, OP_NOT, c) : c, zm_of(e->ad, d)));
+    return r;
+}
+
+/* Operand k's contribution x made exactly 0 on the lanes where no gradient reaches the
+ * result (zm of its adjoint d), when ad_partial_unsafe says the partial may be non-finite
+ * (a branch tl.where does not take: d = 0 there, the partial inf or NaN):
+ * where(zm, 0, x).  Elsewhere x unchanged, bit for bit; no code where the partial is
+ * finite or no lane is known to get nothing.  A contribution already guarded (x is c[j]:
+ * x * x) is not guarded twice. */
 static ValId strong_zero(Em *e, const Inst *in, const ValId *c, int k, ValId x)
 {
     Ad *ad = e->ad;
-    ValId d = ad->adj[in->res[0]];
-    if (!ad_partial_unsafe(&ad->fin, in, k))
+    ValId d = ad->adj[in->res[0]], zm = zm_of(ad, d);
+    if (!zm || !ad_partial_unsafe(&ad->fin, in, k))
         return x;
     for (int j = 0; j < in->nargs; j++)
         if (c[j] == x)
             return x;
     ASSERT(type_eq(bty(ad, d), bty(ad, x)));
-    if (ad->zd_of != d || ad->zd_in != e->b) { /* one compare per adjoint */
-        ad->zd = ecmp(e, OP_EQ, d, ec(e, d, 0.0));
-        ad->zd_of = d;
-        ad->zd_in = e->b;
-    }
-    return ewhere(e, ad->zd, ec(e, x, 0.0), x);
+    return ewhere(e, zm, ec(e, x, 0.0), x);
 }
 
 /* Hands operand k's contribution x to accum(), or, when the same value is
@@ -959,7 +992,13 @@ static ValId strong_zero(Em *e, const Inst *in, const ValId *c, int k, ValId x)
  * contribution gets its strong zero first (strong_zero). */
 static void give(Em *e, const Inst *in, ValId *c, int k, ValId x)
 {
+    Ad *ad = e->ad;
+    ValId d = ad->adj[in->res[0]];
     x = strong_zero(e, in, c, k, x);
+    /* an elementwise rule's contribution is 0 where its adjoint is (guarded, or a finite
+     * partial times 0) */
+    if (!zm_of(ad, x) && zm_of(ad, d) && op_info[in->op].elementwise && type_same_shape(bty(ad, x), bty(ad, d)))
+        zm_set(ad, x, zm_of(ad, d));
     for (int j = 0; j < in->nargs; j++)
         if (j != k && in->args[j] == in->args[k]) {
             c[k] = x;
@@ -1138,9 +1177,9 @@ static void adj_rule(Em *e, const Inst *in)
     case OP_MINIMUM: {
         ValId m = ecmp(e, in->op == OP_MAXIMUM ? OP_GE : OP_LE, P(e, a0), P(e, a1));
         if (ACT(a0))
-            GIVE(0, ewhere(e, m, d, K(0.0)));
+            GIVE(0, eselect(e, m, d, true));
         if (ACT(a1))
-            GIVE(1, ewhere(e, m, K(0.0), d));
+            GIVE(1, eselect(e, m, d, false));
         break;
     }
     case OP_ATAN2: { /* atan2(a, b): da = d*b/(a^2+b^2), db = -d*a/(a^2+b^2) */
@@ -1170,9 +1209,9 @@ static void adj_rule(Em *e, const Inst *in)
     case OP_WHERE: { /* the condition gets nothing; each side its lanes */
         bool swap = ad->spec->mutate == AD_MUTATE_WHERE;
         if (ACT(a1))
-            GIVE(1, swap ? ewhere(e, P0(ad, a0), K(0.0), d) : ewhere(e, P0(ad, a0), d, K(0.0)));
+            GIVE(1, eselect(e, P0(ad, a0), d, !swap));
         if (ACT(a2))
-            GIVE(2, swap ? ewhere(e, P0(ad, a0), d, K(0.0)) : ewhere(e, P0(ad, a0), K(0.0), d));
+            GIVE(2, eselect(e, P0(ad, a0), d, swap));
         break;
     }
     case OP_CAST: /* the adjoint cast back (accum converts to the operand's adjoint dtype) */
@@ -2447,7 +2486,9 @@ static void adj_store(Ad *ad, Block *bb, const Block *fb, int k)
      * the gradient of what it wrote, clears it there (the old value does
      * not reach those elements; loads add theirs afterwards).  An
      * atomic_add passes the old value through: nothing to clear. */
-    bool clear = role == AD_ROLE_INOUT && in->op == OP_STORE;
+    int root = ad->root[p];
+    bool clear = (role == AD_ROLE_INOUT || (role == AD_ROLE_OUT && root > 0 && ad->cleared[root - 1])) &&
+                 in->op == OP_STORE;
     if (!ad_role_writes(role) || (!ad_active(ad, v) && !clear))
         return;
     if (in->op == OP_STORE && ad_store_overwritten(fb, k))
@@ -2475,10 +2516,12 @@ static void adj_store(Ad *ad, Block *bb, const Block *fb, int k)
          * completes asynchronously, past the barriers that order those */
         desc_grad_access(ad, ld, in, role == AD_ROLE_OUT && (in->flags & IF_HAS_MASK) && !ad->vm[p]);
         ValId r = ld->res[0];
+        if (m) /* masked-off lanes get nothing */
+            zm_set(ad, r, e1(&e, OP_NOT, m));
         for (int j = k + 1; in->op == OP_STORE && j < fb->insts.n; j++) {
             const Inst *o = &fb->insts.v[j];
             if (o->op == OP_STORE && o->args[0] == p) /* masked (else overwritten above) */
-                r = ewhere(&e, P0(ad, o->args[2]), ec(&e, r, 0.0), r);
+                r = eselect(&e, P0(ad, o->args[2]), r, false);
         }
         name_after(ad, r, "d", v);
         accum(&e, v, r);
@@ -2894,6 +2937,11 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec,
                     spec->grad_first[j] = (m == 4 || m == 5) && ad->first[i];
             }
     }
+    for (int i = 0; i < np; i++) /* outputs whose stores clear their gradient: on a private copy */
+        if (ad->role[i] == AD_ROLE_OUT && ad->cleared[i])
+            for (int j = np; j < bw->nparams; j++)
+                if (bw->params[j] == ad->grad[i])
+                    vec_push(a, bw->cleared, j);
     bw->guards.v = ad->guards.v; /* launch conditions (check_loop_store) */
     bw->guards.n = bw->guards.cap = ad->guards.n;
     return bw;

@@ -1870,6 +1870,18 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
     buf_puts(out, "    if len(args) != len(names):\n");
     buf_printf(out, "        raise TypeError(f\"%s: expected {len(names)} arguments after the grid \"\n"
                     "                        f\"({', '.join(names)}), got {len(args)}\")\n", lname);
+    if (jvp_nin == -1 && bwd->cleared.n) { /* Func.cleared: the caller's output gradients stay as given */
+        Buf is = {.a = a};
+        for (int j = 0; j < bwd->cleared.n; j++)
+            buf_printf(&is, "%d, ", at0 + bwd->cleared.v[j] - nfwd);
+        buf_printf(out, "    # outputs stored at several sites: their stores read their gradients and clear them (the\n"
+                        "    # later store wins), on copies\n"
+                        "    args = list(args)\n"
+                        "    for i in (%s):\n"
+                        "        g = args[i]\n"
+                        "        args[i] = torch.empty_strided(g.size(), g.stride(), dtype=g.dtype, device=g.device).copy_(g)\n",
+                   buf_str(&is));
+    }
     /* runtime arguments Triton specializes: the body has their values built in */
     for (int k = 0, at = 0; k < ndef; k++) {
         if (!is_arg(bwd, o, k))

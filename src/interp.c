@@ -1957,7 +1957,7 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
         if (r)
             return r > 0;
     }
-    if (!f->guards.n && !f->flags.n && !f->fold && !f->tapes.n && !f->gather && !f->spread)
+    if (!f->guards.n && !f->flags.n && !f->fold && !f->tapes.n && !f->gather && !f->spread && !f->cleared.n)
         return interp_run_kernel(f, grid, args, nargs, mode, d);
     /* a backward's launch conditions, flags, tapes and spread, on the forward's grid */
     int nt = f->tapes.n, next = nc + f->flags.n + nt + !!f->spread;
@@ -1970,6 +1970,21 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
     for (int k = 0; ok && k < nc; k++) {
         iargs[k] = args[k].i;
         ext[k] = args[k];
+    }
+    /* output gradients the backward reads and clears (Func.cleared): on copies, the caller's kept */
+    void **priv = calloc((size_t)f->cleared.n + 1, sizeof *priv);
+    ok = ok && priv;
+    for (int j = 0; ok && j < f->cleared.n; j++) {
+        InterpArg *g = &ext[f->cleared.v[j]];
+        priv[j] = malloc((size_t)(g->nbytes > 0 ? g->nbytes : 1));
+        if (!priv[j]) {
+            diag_error(d, f->loc, "interpreter: out of memory");
+            ok = false;
+            break;
+        }
+        if (g->nbytes > 0)
+            memcpy(priv[j], g->data, (size_t)g->nbytes);
+        g->data = priv[j];
     }
     if (ok)
         ok = func_guards_hold(f, iargs, grid, d);
@@ -2066,6 +2081,9 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
     }
     for (int j = 0; tapes && j < nt; j++)
         free(tapes[j]);
+    for (int k = 0; priv && k < f->cleared.n; k++)
+        free(priv[k]);
+    free(priv);
     free(tapes);
     free(iargs);
     free(ext);

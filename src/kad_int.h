@@ -638,6 +638,8 @@ typedef struct Func {
     Vec(Block *) rules; /* custom adjoint rules (OP_CUSTOM_VJP's ival indexes them): params =
                          * the helper's value arguments, then the result's adjoint; the region
                          * yields one adjoint per float argument.  Values live in vals. */
+    Vec(int) cleared;     /* a backward's output gradients (indices into params) its stores read and
+                           * clear: the launcher and interp_run pass it a copy of the caller's */
     Vec(const char *) notes; /* a backward's choices of how loops are reversed (ad_gauge.c: a loop
                               * rewritten into two passes), stated in its header and in
                               * `kad grad --report` */
@@ -1800,6 +1802,9 @@ typedef struct Ad {
     int *nuses;                /* by ValId: operand uses anywhere */
     const Inst **def;          /* by ValId: defining instruction (NULL: param) */
     uint8_t *stored;           /* by param index: some store/atomic writes through it */
+    uint8_t *cleared;          /* by param index: an output stored at several sites whose writes may
+                                * meet (outside loops): its stores read their gradient and clear it,
+                                * in reverse order, from a private copy (Func.cleared) */
     const Inst **first_store;  /* by param index: the first tl.store through it, or NULL */
     const Inst **first_atomic; /* by param index: the first atomic_add through it, or NULL */
     int *stamp;                /* by ValId: scratch marks (ad_mark_defs) */
@@ -1847,8 +1852,9 @@ typedef struct Ad {
                            * adj_reduce applies it to tiles; ad_rev.c types them lane_ty's shape */
     Type lane_ty;
     AdFinite fin; /* which partials need a strong zero (ad_finite.c) */
-    ValId zd, zd_of; /* bw: zd = (zd_of == 0) in block zd_in, the last strong zero's compare */
-    const Block *zd_in;
+    Vec(ValId) zm; /* by bw value: an i1 of its shape, true on the lanes where that adjoint (or
+                    * contribution) is 0 because no gradient reaches them (a tl.where's untaken
+                    * side, a store's masked-off lanes); 0: none known (strong_zero) */
 } Ad;
 
 /* Resolves ad->spec to roles, computes the facts and validates fw (a, d,
