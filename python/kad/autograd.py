@@ -182,6 +182,90 @@ def span_bytes(t):
     return (last + 1) * t.element_size()
 
 
+# Views that overlap themselves (x.unfold(0, 8, 3), b.as_strided((2, 2), (1, 1)), expand()): several
+# elements of the view are one memory element, and the kernel reads and writes memory.  kad's
+# backward computes a gradient per memory element (dm, in a buffer laid out like the tensor, over
+# its storage span); PyTorch speaks of view elements.  The translation, exact and deterministic:
+#   an input x:   kad reads memory element m from ONE view element, the first of those sharing m in
+#                 row-major order (its representative, rank 0): the view gradient is dm[m] at the
+#                 representative and 0 at the others (view_grad), so that the sum PyTorch's view
+#                 backward (AsStrided, Unfold, Expand) forms over them is dm[m] once; a tangent of
+#                 x is read the same way (memory_tangent: the representative's value).
+#   an output y:  memory element m is read by every view element sharing it, so
+#                 dm[m] = sum of dy over them (memory_grad), summed round by round in rank order
+#                 (each round's indices distinct: no atomics, the same bits every time).
+# Tensors are tested cheaply first (overlaps): is_contiguous, then the strides sorted.
+
+
+def may_overlap(shape, strides):
+    """False when no two elements of a tensor of these sizes and strides share memory by the
+    sufficient test (each stride, sorted, exceeds the extent of the dimensions of smaller
+    stride); True when they may (overlaps then counts exactly).  Python ints only."""
+    if 0 in shape:
+        return False
+    span = 0
+    for s, n in sorted((s, n) for n, s in zip(shape, strides) if n != 1):
+        if s <= span:
+            return True
+        span += (n - 1) * s
+    return False
+
+
+def overlaps(t):
+    """Whether two elements of t share memory (contiguous tensors answer at once)."""
+    if t.is_contiguous() or not may_overlap(t.shape, t.stride()):
+        return False
+    idx = _alias_index(t)
+    return bool(torch.unique(idx).numel() < idx.numel())
+
+
+def _alias_index(t):
+    """Per element of t in row-major order, its memory element (counted from t's first)."""
+    last = sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+    return torch.arange(last + 1, device=t.device).as_strided(t.shape, t.stride()).flatten()
+
+
+def _alias_ranks(t):
+    """(idx, rank): per element of t in row-major order, its memory element and its rank among the
+    elements sharing it (0: the first).  A stable sort groups them in row-major order; each group
+    starts where searchsorted finds its value."""
+    idx = _alias_index(t)
+    s, order = torch.sort(idx, stable=True)
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(idx.numel(), device=idx.device) - torch.searchsorted(s, s)
+    return idx, rank
+
+
+def view_grad(x, d):
+    """The gradient of the view x from d, laid out like x, holding the gradient per memory element:
+    each memory element's at its representative, 0 at the other view elements sharing it."""
+    _, rank = _alias_ranks(x)
+    return torch.where(rank.view(x.shape) == 0, d, 0)
+
+
+def memory_grad(y, g):
+    """A tensor laid out like y holding, per memory element, the sum of the view gradient g over
+    the elements of y sharing it (in rank order, one round per rank)."""
+    idx, rank = _alias_ranks(y)
+    g = g.reshape(-1)
+    m = torch.zeros(int(idx.max()) + 1, dtype=g.dtype, device=g.device)
+    for r in range(int(rank.max()) + 1):
+        sel = rank == r
+        at = idx[sel]
+        m[at] = m[at] + g[sel]
+    return m.as_strided(y.shape, y.stride())
+
+
+def memory_tangent(x, t):
+    """A tensor laid out like x holding, per memory element, the tangent t of x's representative
+    (the view element kad reads it from); 0 between the view's elements."""
+    idx, rank = _alias_ranks(x)
+    sel = rank == 0
+    m = torch.zeros(int(idx.max()) + 1, dtype=x.dtype, device=x.device)
+    m[idx[sel]] = t.reshape(-1)[sel].to(x.dtype)
+    return m.as_strided(x.shape, x.stride())
+
+
 class Program:
     """kad's view of one decorated kernel: a context holding its sources and
     the caches of what was made from them.  Thread-safe (one lock: a kad
@@ -531,11 +615,18 @@ class Run:
                 values[n] = v.detach()
 
     def output_grad(self, n, dirty_grads):
-        """The gradient of output n, in n's layout, from its dirty tensor's."""
+        """The gradient of output n, in n's layout, from its dirty tensor's (per memory element when
+        either overlaps itself: a view gradient is summed over the elements sharing one)."""
         g = dirty_grads[self.dirty_of[n]]
         y = self.launch.values[n]
         base = self.dirty[self.dirty_of[n]]
-        if g is None or y is base:
+        if g is None:
+            return g
+        if not base.is_contiguous() and overlaps(base):  # g per view element: summed per memory element
+            full = memory_grad(base, g)
+            return full if y is base else full.as_strided(y.size(), y.stride(),
+                                                          y.storage_offset() - base.storage_offset())
+        if y is base:
             return g
         full = g
         if g.stride() != base.stride() or g.dtype != base.dtype:
@@ -894,6 +985,8 @@ class DifferentiableKernel:
         loads = prep.loads(self._program or self.program)
         inout = [n for n in self.outputs
                  if n in self.inputs or dirty[dirty_of[n]].requires_grad or n in loads]
+        if inout:
+            self._check_inout(tens, inout, dirty, dirty_of)
         if launch.device == "cpu" or not self._autotuned:
             # compile now: an error is raised before anything launches
             prep.backward(self, launch, needed, inout, self.outputs)
@@ -1063,10 +1156,6 @@ class DifferentiableKernel:
             if n in nonfloat:
                 raise TypeError(f"input '{n}' is a {t.dtype} tensor that requires grad: only float32, float16, "
                                 f"bfloat16 and float64 buffers are differentiated")
-            st = t.stride()
-            if 0 in st and any(s == 0 and k > 1 for k, s in zip(t.shape, st)):
-                raise ValueError(f"input '{n}' has overlapping memory (a stride of 0, e.g. from expand()): its "
-                                 f"gradient would need one slot per element; pass {n}.contiguous()")
         if nonfloat:
             for n in self.outputs:
                 if n in nonfloat:
@@ -1084,6 +1173,20 @@ class DifferentiableKernel:
                 if ea is not None and eb is not None and ea[0] < eb[1] and eb[0] < ea[1]:
                     raise ValueError(f"'{a}' and '{b}' share memory: kad differentiates kernels whose outputs "
                                      f"do not alias their inputs or each other")
+
+    def _check_inout(self, tens, inout, dirty=(), dirty_of=None):
+        """Refuses an in-place output (or its base) that overlaps itself: its old value's gradient
+        would be per memory element where PyTorch wants one per view element, and the new value's
+        gradient mixes both."""
+        for n in inout:
+            t = tens[n]
+            d = dirty[dirty_of[n]] if dirty_of else t
+            if overlaps(t) or (d is not t and overlaps(d)):
+                raise ValueError(f"'{n}' is updated in place (declared as an input too, loaded by the kernel, or "
+                                 f"already part of the graph) and is a view overlapping itself (several of its "
+                                 f"elements share memory: unfold, as_strided, expand): kad cannot give its old "
+                                 f"value a gradient per element; pass a tensor without overlap (e.g. "
+                                 f"{n}.contiguous(), then copy back)")
 
     def _direct(self, args, kwargs, grad):
         """Whether a launch can go straight to Triton, unbound: every declared input and output is
@@ -1194,9 +1297,12 @@ class DifferentiableKernel:
         """Gradients (name -> tensor) of the inputs wrt and of the values
         before the launch of the in-place outputs inout (their views' parts),
         for the output gradients out_grads (name -> tensor or None) of the
-        outputs out.  b: what _Prep.backward returns for them, when the
-        caller has it (for saved when given).  saved: the saving forward's
-        buffer, or None."""
+        outputs out (an output overlapping itself: its gradient per memory
+        element, laid out like it: Run.output_grad, memory_grad).  b: what
+        _Prep.backward returns for them, when the caller has it (for saved
+        when given).  saved: the saving forward's buffer, or None.  The
+        gradient of an input overlapping itself is returned per view element
+        (view_grad)."""
         tens = launch.values
         if override:
             tens = dict(tens)
@@ -1246,6 +1352,10 @@ class DifferentiableKernel:
             if self._autotuned:  # the backward's num_warps/num_stages timed too (docs/GRAD.md, "Tuning")
                 opts["kad_tune"] = True
             fn(launch.grid, *runtime, *grads, **opts)
+        for n in ins:  # a view overlapping itself: its gradient per view element, not per memory element
+            x = tens[n]
+            if not x.is_contiguous() and overlaps(x):
+                d_ins[n] = view_grad(x, d_ins[n])
         d_ins.update((n, d_outs[n]) for n in inout)
         return d_ins
 
