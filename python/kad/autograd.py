@@ -211,6 +211,11 @@ def may_overlap(shape, strides):
     return False
 
 
+def layout_may_overlap(t):
+    """may_overlap of t's layout (False at once for a contiguous t)."""
+    return not t.is_contiguous() and may_overlap(t.shape, t.stride())
+
+
 def overlaps(t):
     """Whether two elements of t share memory (contiguous tensors answer at once)."""
     if t.is_contiguous() or not may_overlap(t.shape, t.stride()):
@@ -814,7 +819,10 @@ class _KadBackward(torch.autograd.Function):
             for n in run.others:
                 t[n] = _copy_span(tens[n])
             return t
-        t_x = [_laid_like(tens[n], v_of[n]) for n in wrt]
+        # (views overlapping themselves: v is read at each memory element's representative, gy summed
+        # per memory element, d_x given per view element, as _run_backward does)
+        t_x = [memory_tangent(tens[n], v_of[n]) if v_of[n] is not None and overlaps(tens[n]) else
+               _laid_like(tens[n], v_of[n]) for n in wrt]
         opts = launch.options
         if opts:
             opts = {k: opts[k] for k in ("num_warps", "num_stages") if k in opts}
@@ -837,7 +845,7 @@ class _KadBackward(torch.autograd.Function):
             names = [n for n, _ in k.params][:len(k.params) - len(wrt) - len(outs)]
             t = fresh()
             t_y = [_laid_like(tens[n]) for n in outs]
-            d_ty = [_laid_like(tens[n], gy[n]) for n in outs]
+            d_ty = [memory_grad(tens[n], gy[n]) if overlaps(tens[n]) else _laid_like(tens[n], gy[n]) for n in outs]
             d_x = [_laid_like(tens[n]) for n in wrt]
             args = [t[n] for n in names] + t_x + t_y + d_ty + d_x
             if cpu:
@@ -849,7 +857,7 @@ class _KadBackward(torch.autograd.Function):
                 getattr(mod, f"launch_{launch.name}_jvp_bwd")(launch.grid, *args, **(opts or {}))
             for n, dx in zip(wrt, d_x):
                 if n in need_x:
-                    result[run.inputs.index(n)] = dx
+                    result[run.inputs.index(n)] = view_grad(tens[n], dx) if overlaps(tens[n]) else dx
         return (None, None, *result)
 
 
@@ -1024,6 +1032,9 @@ class DifferentiableKernel:
         if others and torch.is_grad_enabled():
             named = {n: others[i] for n, k, i in layout if k == "t"}
             self._check_undeclared(named, list(named))
+        for n, k, i in layout:
+            if k == "o":
+                self._check_op_output(n, outs[i])
         grids = self._op_grids(grid, args, kwargs) if callable(grid) else [grid]
         flat, dims = [], []
         for g in grids:
@@ -1074,6 +1085,8 @@ class DifferentiableKernel:
             raise ValueError(f"{self.__name__} stores through {', '.join(repr(n) for n in written)}, which "
                              f"kad.differentiable does not declare: under torch.compile and torch.func a kad "
                              f"kernel may write only its declared outputs; add {written[0]!r} to outputs=[...]")
+        loads = prep.loads(self.program)
+        self._check_inout(launch.values, [n for n in self.outputs if n in self.inputs or n in loads])
         self._run_forward(launch, prep)
 
     def _op_loads(self, kw):
@@ -1174,14 +1187,30 @@ class DifferentiableKernel:
                     raise ValueError(f"'{a}' and '{b}' share memory: kad differentiates kernels whose outputs "
                                      f"do not alias their inputs or each other")
 
-    def _check_inout(self, tens, inout, dirty=(), dirty_of=None):
-        """Refuses an in-place output (or its base) that overlaps itself: its old value's gradient
-        would be per memory element where PyTorch wants one per view element, and the new value's
-        gradient mixes both."""
+    def _check_op_output(self, n, o):
+        """Under torch.compile and torch.func (traced: sizes and strides only), refuses an output whose
+        layout may overlap itself unless it is a view of a buffer that does not: the copy back into
+        it (_run_op) then hands the backward each memory element's gradient gathered from the
+        buffer's, which kad reads as it is.  Into a tensor of its own, the gradient would come per
+        view element, and the copy's would be one alias's."""
+        if not layout_may_overlap(o):
+            return
+        if o.requires_grad:  # its old value's gradient would be per memory element
+            self._check_inout({n: o}, [n], test=layout_may_overlap)
+        if o._base is None or layout_may_overlap(o._base):
+            raise ValueError(f"output '{n}' of {self.__name__} may overlap itself (several of its elements share "
+                             f"memory) and is not a view of a buffer without overlap: under torch.compile and "
+                             f"torch.func pass a view of a plain buffer (e.g. torch.empty(n).as_strided(...)) or a "
+                             f"tensor without overlap")
+
+    def _check_inout(self, tens, inout, dirty=(), dirty_of=None, test=overlaps):
+        """Refuses an in-place output (or its base) that overlaps itself (test): its old value's
+        gradient would be per memory element where PyTorch wants one per view element, and the new
+        value's gradient mixes both."""
         for n in inout:
             t = tens[n]
             d = dirty[dirty_of[n]] if dirty_of else t
-            if overlaps(t) or (d is not t and overlaps(d)):
+            if test(t) or (d is not t and test(d)):
                 raise ValueError(f"'{n}' is updated in place (declared as an input too, loaded by the kernel, or "
                                  f"already part of the graph) and is a view overlapping itself (several of its "
                                  f"elements share memory: unfold, as_strided, expand): kad cannot give its old "
