@@ -29,7 +29,9 @@ costs nothing) and on the outputs whose gradient is not None (the others are
 skipped).  Input gradients are allocated with the inputs' sizes and strides
 and zero-filled (the generated kernel adds into them); output gradients are
 copied into the outputs' layout when autograd hands them over in another
-one (e.g. the expanded ones of y.sum()).  The backward kernel recomputes the
+one (e.g. the expanded ones of y.sum()); a view overlapping itself has
+its gradients translated between view and memory elements (see may_overlap
+below).  The backward kernel recomputes the
 forward from the inputs; it reads neither the outputs nor scratch buffers,
 except the results of top-level loops a saving forward stored: with save=True
 (the default) a launch under autograd of a kernel with such loops runs kad's
