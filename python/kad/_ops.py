@@ -39,6 +39,8 @@ import weakref
 
 import torch
 
+from .autograd import layout_may_overlap, memory_tangent, overlaps
+
 __all__ = ["kernel_key", "launch", "launch_bwd"]
 
 _KERNELS = weakref.WeakValueDictionary()  # kernel id -> DifferentiableKernel
@@ -152,13 +154,17 @@ def launch_bwd(key: str, ins: list[torch.Tensor], others: list[torch.Tensor], ou
     need_in = [n for n, need in zip(in_names, needs[:len(ins)]) if need]
     need_out = [n for n, need in zip(out_names, needs[len(ins):]) if need]
     d = dk._op_backward(g, kw, need_in, need_out, dict(zip(out_names, grads)))
-    return [d[n] for n in need_in + need_out]
+    # an input whose layout may overlap itself: its gradient contiguous (per view element: view_grad),
+    # decided from the sizes and strides alone, as the fake operator below does
+    ts = [t for t, need in zip(list(ins) + list(outs), needs) if need]
+    return [d[n].contiguous() if layout_may_overlap(t) else d[n] for n, t in zip(need_in + need_out, ts)]
 
 
 @launch_bwd.register_fake
 def _(key, ins, others, outs, grads, ints, floats, grid, needs):
     ts = [t for t, need in zip(list(ins) + list(outs), needs) if need]
-    return [torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device) for t in ts]
+    return [torch.empty(t.size(), dtype=t.dtype, device=t.device) if layout_may_overlap(t) else
+            torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device) for t in ts]
 
 
 def _hint(v):
@@ -201,6 +207,9 @@ def _grads(key, ins, others, kept, strides, grads, ints, floats, grid, need_ins,
     # an output whose old value was not kept is not read by the backward: any tensor of its dtype
     # and layout stands in (its gradient, copied into the output's strides when it has others, e.g.
     # the expanded one of y.sum())
+    # (an output overlapping itself is a view of a buffer that does not (DifferentiableKernel._run_op):
+    # its gradient, gathered from the buffer's, holds each memory element's at all of its view
+    # elements, and the copy keeps it)
     grads = [g if o is not None or tuple(g.stride()) == st else _laid_out(g, st) for o, g, st in zip(kept, grads, strides)]
     outs = [o if o is not None else g for o, g in zip(kept, grads)]
     needs = [bool(b) for b in need_ins] + [bool(b) for b in need_outs]
@@ -328,7 +337,8 @@ def launch_jvp(key: str, ins: list[torch.Tensor], others: list[torch.Tensor], ou
     def laid_like(x, t):  # a tangent buffer with its primal's layout
         return torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device=x.device).copy_(t)
     new = [_copy(o) for o in outs]
-    tin = [laid_like(x, t) for x, t in zip(ins, t_ins)]
+    # an input overlapping itself: kad reads each memory element's tangent from its first view element
+    tin = [memory_tangent(x, t) if overlaps(x) else laid_like(x, t) for x, t in zip(ins, t_ins)]
     tout = [laid_like(o, t) for o, t in zip(outs, t_outs)]
     _, g, kw = _call(key, ins, others, new, ints, floats, grid)
     with torch.no_grad():

@@ -29,7 +29,9 @@ costs nothing) and on the outputs whose gradient is not None (the others are
 skipped).  Input gradients are allocated with the inputs' sizes and strides
 and zero-filled (the generated kernel adds into them); output gradients are
 copied into the outputs' layout when autograd hands them over in another
-one (e.g. the expanded ones of y.sum()).  The backward kernel recomputes the
+one (e.g. the expanded ones of y.sum()); a view overlapping itself has
+its gradients translated between view and memory elements (see may_overlap
+below).  The backward kernel recomputes the
 forward from the inputs; it reads neither the outputs nor scratch buffers,
 except the results of top-level loops a saving forward stored: with save=True
 (the default) a launch under autograd of a kernel with such loops runs kad's
@@ -194,6 +196,95 @@ def span_bytes(t):
     for n, s in zip(t.shape, t.stride()):
         last += (n - 1) * s
     return (last + 1) * t.element_size()
+
+
+# Views that overlap themselves (x.unfold(0, 8, 3), b.as_strided((2, 2), (1, 1)), expand()): several
+# elements of the view are one memory element, and the kernel reads and writes memory.  kad's
+# backward computes a gradient per memory element (dm, in a buffer laid out like the tensor, over
+# its storage span); PyTorch speaks of view elements.  The translation, exact and deterministic:
+#   an input x:   kad reads memory element m from ONE view element, the first of those sharing m in
+#                 row-major order (its representative, rank 0): the view gradient is dm[m] at the
+#                 representative and 0 at the others (view_grad), so that the sum PyTorch's view
+#                 backward (AsStrided, Unfold, Expand) forms over them is dm[m] once; a tangent of
+#                 x is read the same way (memory_tangent: the representative's value).
+#   an output y:  memory element m is read by every view element sharing it, so
+#                 dm[m] = sum of dy over them (memory_grad), summed round by round in rank order
+#                 (each round's indices distinct: no atomics, the same bits every time).
+# Tensors are tested cheaply first (overlaps): is_contiguous, then the strides sorted.
+
+
+def may_overlap(shape, strides):
+    """False when no two elements of a tensor of these sizes and strides share memory by the
+    sufficient test (each stride, sorted, exceeds the extent of the dimensions of smaller
+    stride); True when they may (overlaps then counts exactly).  Python ints only."""
+    if 0 in shape:
+        return False
+    span = 0
+    for s, n in sorted((s, n) for n, s in zip(shape, strides) if n != 1):
+        if s <= span:
+            return True
+        span += (n - 1) * s
+    return False
+
+
+def layout_may_overlap(t):
+    """may_overlap of t's layout (False at once for a contiguous t)."""
+    return not t.is_contiguous() and may_overlap(t.shape, t.stride())
+
+
+def overlaps(t):
+    """Whether two elements of t share memory (contiguous tensors answer at once)."""
+    if t.is_contiguous() or not may_overlap(t.shape, t.stride()):
+        return False
+    idx = _alias_index(t)
+    return bool(torch.unique(idx).numel() < idx.numel())
+
+
+def _alias_index(t):
+    """Per element of t in row-major order, its memory element (counted from t's first)."""
+    last = sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+    return torch.arange(last + 1, device=t.device).as_strided(t.shape, t.stride()).flatten()
+
+
+def _alias_ranks(t):
+    """(idx, rank): per element of t in row-major order, its memory element and its rank among the
+    elements sharing it (0: the first).  A stable sort groups them in row-major order; each group
+    starts where searchsorted finds its value."""
+    idx = _alias_index(t)
+    s, order = torch.sort(idx, stable=True)
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(idx.numel(), device=idx.device) - torch.searchsorted(s, s)
+    return idx, rank
+
+
+def view_grad(x, d):
+    """The gradient of the view x from d, laid out like x, holding the gradient per memory element:
+    each memory element's at its representative, 0 at the other view elements sharing it."""
+    _, rank = _alias_ranks(x)
+    return torch.where(rank.view(x.shape) == 0, d, 0)
+
+
+def memory_grad(y, g):
+    """A tensor laid out like y holding, per memory element, the sum of the view gradient g over
+    the elements of y sharing it (in rank order, one round per rank)."""
+    idx, rank = _alias_ranks(y)
+    g = g.reshape(-1)
+    m = torch.zeros(int(idx.max()) + 1, dtype=g.dtype, device=g.device)
+    for r in range(int(rank.max()) + 1):
+        sel = rank == r
+        at = idx[sel]
+        m[at] = m[at] + g[sel]
+    return m.as_strided(y.shape, y.stride())
+
+
+def memory_tangent(x, t):
+    """A tensor laid out like x holding, per memory element, the tangent t of x's representative
+    (the view element kad reads it from); 0 between the view's elements."""
+    idx, rank = _alias_ranks(x)
+    sel = rank == 0
+    m = torch.zeros(int(idx.max()) + 1, dtype=x.dtype, device=x.device)
+    m[idx[sel]] = t.reshape(-1)[sel].to(x.dtype)
+    return m.as_strided(x.shape, x.stride())
 
 
 class Program:
@@ -558,11 +649,18 @@ class Run:
                 values[n] = v.detach()
 
     def output_grad(self, n, dirty_grads):
-        """The gradient of output n, in n's layout, from its dirty tensor's."""
+        """The gradient of output n, in n's layout, from its dirty tensor's (per memory element when
+        either overlaps itself: a view gradient is summed over the elements sharing one)."""
         g = dirty_grads[self.dirty_of[n]]
         y = self.launch.values[n]
         base = self.dirty[self.dirty_of[n]]
-        if g is None or y is base:
+        if g is None:
+            return g
+        if not base.is_contiguous() and overlaps(base):  # g per view element: summed per memory element
+            full = memory_grad(base, g)
+            return full if y is base else full.as_strided(y.size(), y.stride(),
+                                                          y.storage_offset() - base.storage_offset())
+        if y is base:
             return g
         full = g
         if g.stride() != base.stride() or g.dtype != base.dtype:
@@ -750,7 +848,10 @@ class _KadBackward(torch.autograd.Function):
             for n in run.others:
                 t[n] = _copy_span(tens[n])
             return t
-        t_x = [_laid_like(tens[n], v_of[n]) for n in wrt]
+        # (views overlapping themselves: v is read at each memory element's representative, gy summed
+        # per memory element, d_x given per view element, as _run_backward does)
+        t_x = [memory_tangent(tens[n], v_of[n]) if v_of[n] is not None and overlaps(tens[n]) else
+               _laid_like(tens[n], v_of[n]) for n in wrt]
         opts = launch.options
         if opts:
             opts = {k: opts[k] for k in ("num_warps", "num_stages") if k in opts}
@@ -773,7 +874,7 @@ class _KadBackward(torch.autograd.Function):
             names = [n for n, _ in k.params][:len(k.params) - len(wrt) - len(outs)]
             t = fresh()
             t_y = [_laid_like(tens[n]) for n in outs]
-            d_ty = [_laid_like(tens[n], gy[n]) for n in outs]
+            d_ty = [memory_grad(tens[n], gy[n]) if overlaps(tens[n]) else _laid_like(tens[n], gy[n]) for n in outs]
             d_x = [_laid_like(tens[n]) for n in wrt]
             args = [t[n] for n in names] + t_x + t_y + d_ty + d_x
             if cpu:
@@ -785,7 +886,7 @@ class _KadBackward(torch.autograd.Function):
                 getattr(mod, f"launch_{launch.name}_jvp_bwd")(launch.grid, *args, **(opts or {}))
             for n, dx in zip(wrt, d_x):
                 if n in need_x:
-                    result[run.inputs.index(n)] = dx
+                    result[run.inputs.index(n)] = view_grad(tens[n], dx) if overlaps(tens[n]) else dx
         return (None, None, *result)
 
 
@@ -926,6 +1027,8 @@ class DifferentiableKernel:
         loads = prep.loads(self._program or self.program)
         inout = [n for n in self.outputs
                  if n in self.inputs or dirty[dirty_of[n]].requires_grad or n in loads]
+        if inout:
+            self._check_inout(tens, inout, dirty, dirty_of)
         if launch.device == "cpu" or not self._autotuned:
             # compile now: an error is raised before anything launches
             prep.backward(self, launch, needed, inout, self.outputs)
@@ -964,6 +1067,9 @@ class DifferentiableKernel:
         if others and torch.is_grad_enabled():
             named = {n: others[i] for n, k, i in layout if k == "t"}
             self._check_undeclared(named, list(named))
+        for n, k, i in layout:
+            if k == "o":
+                self._check_op_output(n, outs[i])
         grids = self._op_grids(grid, args, kwargs) if callable(grid) else [grid]
         flat, dims = [], []
         for g in grids:
@@ -1014,6 +1120,8 @@ class DifferentiableKernel:
             raise ValueError(f"{self.__name__} stores through {', '.join(repr(n) for n in written)}, which "
                              f"kad.differentiable does not declare: under torch.compile and torch.func a kad "
                              f"kernel may write only its declared outputs; add {written[0]!r} to outputs=[...]")
+        loads = prep.loads(self.program)
+        self._check_inout(launch.values, [n for n in self.outputs if n in self.inputs or n in loads])
         self._run_forward(launch, prep)
 
     def _op_loads(self, kw):
@@ -1124,10 +1232,6 @@ class DifferentiableKernel:
             if n in nonfloat:
                 raise TypeError(f"input '{n}' is a {t.dtype} tensor that requires grad: only float32, float16, "
                                 f"bfloat16 and float64 buffers are differentiated")
-            st = t.stride()
-            if 0 in st and any(s == 0 and k > 1 for k, s in zip(t.shape, st)):
-                raise ValueError(f"input '{n}' has overlapping memory (a stride of 0, e.g. from expand()): its "
-                                 f"gradient would need one slot per element; pass {n}.contiguous()")
         if nonfloat:
             for n in self.outputs:
                 if n in nonfloat:
@@ -1145,6 +1249,36 @@ class DifferentiableKernel:
                 if ea is not None and eb is not None and ea[0] < eb[1] and eb[0] < ea[1]:
                     raise ValueError(f"'{a}' and '{b}' share memory: kad differentiates kernels whose outputs "
                                      f"do not alias their inputs or each other")
+
+    def _check_op_output(self, n, o):
+        """Under torch.compile and torch.func (traced: sizes and strides only), refuses an output whose
+        layout may overlap itself unless it is a view of a buffer that does not: the copy back into
+        it (_run_op) then hands the backward each memory element's gradient gathered from the
+        buffer's, which kad reads as it is.  Into a tensor of its own, the gradient would come per
+        view element, and the copy's would be one alias's."""
+        if not layout_may_overlap(o):
+            return
+        if o.requires_grad:  # its old value's gradient would be per memory element
+            self._check_inout({n: o}, [n], test=layout_may_overlap)
+        if o._base is None or layout_may_overlap(o._base):
+            raise ValueError(f"output '{n}' of {self.__name__} may overlap itself (several of its elements share "
+                             f"memory) and is not a view of a buffer without overlap: under torch.compile and "
+                             f"torch.func pass a view of a plain buffer (e.g. torch.empty(n).as_strided(...)) or a "
+                             f"tensor without overlap")
+
+    def _check_inout(self, tens, inout, dirty=(), dirty_of=None, test=overlaps):
+        """Refuses an in-place output (or its base) that overlaps itself (test): its old value's
+        gradient would be per memory element where PyTorch wants one per view element, and the new
+        value's gradient mixes both."""
+        for n in inout:
+            t = tens[n]
+            d = dirty[dirty_of[n]] if dirty_of else t
+            if test(t) or (d is not t and test(d)):
+                raise ValueError(f"'{n}' is updated in place (declared as an input too, loaded by the kernel, or "
+                                 f"already part of the graph) and is a view overlapping itself (several of its "
+                                 f"elements share memory: unfold, as_strided, expand): kad cannot give its old "
+                                 f"value a gradient per element; pass a tensor without overlap (e.g. "
+                                 f"{n}.contiguous(), then copy back)")
 
     def _direct(self, args, kwargs, grad):
         """Whether a launch can go straight to Triton, unbound: every declared input and output is
@@ -1255,9 +1389,12 @@ class DifferentiableKernel:
         """Gradients (name -> tensor) of the inputs wrt and of the values
         before the launch of the in-place outputs inout (their views' parts),
         for the output gradients out_grads (name -> tensor or None) of the
-        outputs out.  b: what _Prep.backward returns for them, when the
-        caller has it (for saved when given).  saved: the saving forward's
-        buffer, or None."""
+        outputs out (an output overlapping itself: its gradient per memory
+        element, laid out like it: Run.output_grad, memory_grad).  b: what
+        _Prep.backward returns for them, when the caller has it (for saved
+        when given).  saved: the saving forward's buffer, or None.  The
+        gradient of an input overlapping itself is returned per view element
+        (view_grad)."""
         tens = launch.values
         if override:
             tens = dict(tens)
@@ -1307,6 +1444,10 @@ class DifferentiableKernel:
             if self._autotuned:  # the backward's num_warps/num_stages timed too (docs/GRAD.md, "Tuning")
                 opts["kad_tune"] = True
             fn(launch.grid, *runtime, *grads, **opts)
+        for n in ins:  # a view overlapping itself: its gradient per view element, not per memory element
+            x = tens[n]
+            if not x.is_contiguous() and overlaps(x):
+                d_ins[n] = view_grad(x, d_ins[n])
         d_ins.update((n, d_outs[n]) for n in inout)
         return d_ins
 
