@@ -412,20 +412,22 @@ bool race_skip(const RacePlan *p, const int64_t *iargs, const int64_t grid[3])
     return true;
 }
 
+/* The refusals (docs/TROUBLESHOOTING.md): the output's name, then the analysis's witness. */
+static const char *const race_programs_msg =
+    "this store writes elements of output '%s' that another program of the launch also writes: the forward races "
+    "(which value survives is undefined), so no gradient is right; make each program store its own elements%s%s%s";
+static const char *const race_lanes_msg =
+    "two lanes of this store (or two iterations of its loop) write one element of output '%s': the forward "
+    "races (which value survives is undefined), so no gradient is right; make each lane store its own element "
+    "(deduplicate scattered indices)%s%s%s";
+
 const char *race_message(Arena *a, const Func *fwd, const RacePlan *p, int s, bool programs)
 {
     const RaceSite *site = &p->sites.v[s];
     const char *name = fwd->vals.v[fwd->params[site->param]].name;
     const char *why = programs ? site->why_programs : site->why_lanes;
-    return arena_printf(a,
-                        programs ? "this store writes elements of output '%s' that another program of the launch "
-                                   "also writes: the forward races (which value survives is undefined), so no "
-                                   "gradient is right; make each program store its own elements%s%s%s"
-                                 : "two lanes of this store (or two iterations of its loop) write one element "
-                                   "of output '%s': the forward races (which value survives is undefined), so "
-                                   "no gradient is right; make each lane store its own element (deduplicate "
-                                   "scattered indices)%s%s%s",
-                        name ? name : "?", why ? " (kad's analysis: " : "", why ? why : "", why ? ")" : "");
+    return arena_printf(a, programs ? race_programs_msg : race_lanes_msg, name ? name : "?",
+                        why ? " (kad's analysis: " : "", why ? why : "", why ? ")" : "");
 }
 
 bool race_run(const Func *fwd, const RacePlan *p, const int64_t grid[3], const InterpArg *args, int nargs,

@@ -457,15 +457,32 @@ def _(g):
     return (4,), [x, zeros(NE), NE], dict(BLOCK=BE), ref
 
 
-case("store_twice_aliasing_pointers_refused", memory.store_twice_alias_kernel, ["x_ptr"], ["y_ptr"],
-     refuse=(177, "stored at more than one site"))(_simple)
-case("store_shifted_overlap_refused", memory.store_shifted_overlap_kernel, ["x_ptr"], ["y_ptr"],
-     refuse=(187, "stored at more than one site"))(
-    lambda g: ((1,), [leaf(g, 32), zeros(33), 32], dict(BLOCK=32), None))
-# flag=2: a runtime if (Triton and kad would fold flag=1 into straight-line stores, which AD handles)
-case("store_then_store_under_if_refused", memory.store_then_if_store_kernel, ["x_ptr"], ["y_ptr"],
-     refuse=(199, "stored at more than one site"))(
-    lambda g: ((4,), [leaf(g, NE), zeros(NE), NE, 2], dict(BLOCK=BE), None))
+# Several stores of one output whose addresses meet (docs/AD.md, "Several stores of one output"):
+# the later store wins wherever they meet, whatever the pointer expressions
+@case("store_twice_aliasing_pointers", memory.store_twice_alias_kernel, ["x_ptr"], ["y_ptr"])
+def _(g):
+    x = leaf(g, NE)
+    return (4,), [x, zeros(NE), NE], dict(BLOCK=BE), lambda t: dict(y_ptr=t["x_ptr"] ** 2)
+
+
+@case("store_shifted_overlap", memory.store_shifted_overlap_kernel, ["x_ptr"], ["y_ptr"])
+def _(g):
+    x = leaf(g, 32)
+    return (1,), [x, zeros(33), 32], dict(BLOCK=32), \
+        lambda t: dict(y_ptr=torch.cat([t["x_ptr"][:1], t["x_ptr"] ** 2]))
+
+
+# flag=2: a runtime if (Triton and kad would fold flag=1 into straight-line stores)
+@case("store_then_store_under_if", memory.store_then_if_store_kernel, ["x_ptr"], ["y_ptr"])
+def _(g):
+    x = leaf(g, NE)
+    return (4,), [x, zeros(NE), NE, 2], dict(BLOCK=BE), lambda t: dict(y_ptr=t["x_ptr"] ** 2)
+
+
+@case("store_then_store_under_if_not_taken", memory.store_then_if_store_kernel, ["x_ptr"], ["y_ptr"])
+def _(g):
+    x = leaf(g, NE)
+    return (4,), [x, zeros(NE), NE, -1], dict(BLOCK=BE), lambda t: dict(y_ptr=t["x_ptr"] * 1.0)
 
 
 @case("shapes_3d_permute_reshape_softmax", memory.shapes_kernel, ["x_ptr"], ["y_ptr", "z_ptr"])

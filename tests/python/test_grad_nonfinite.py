@@ -231,7 +231,8 @@ def test_zero_tangent_where_the_derivative_is_infinite(tmp_path):
     np.testing.assert_allclose(t[keep == 1], want[keep == 1], rtol=1e-12)
 
 
-TRITON_SKIP = {"pow_untaken": "Triton's interpreter has no libdevice.pow stand-in"}
+GRAD_DEVICE = os.environ.get("KAD_GRAD_TEST_DEVICE", "cpu")  # cuda: compiled (tests/gpu/run_all.sh)
+TRITON_SKIP = {"pow_untaken": "Triton's interpreter has no libdevice.pow stand-in"} if GRAD_DEVICE == "cpu" else {}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -247,14 +248,16 @@ def test_emitted_backward_on_triton(name, tmp_path):
     path.write_text(r.stdout)
     x, dy = _data(name)
     want_y, want_g = _true_grad(name, x.float().double(), dy.float().double())
-    with triton_cpu.interpreter("cpu"):
+    dev = GRAD_DEVICE
+    with triton_cpu.interpreter(dev):
         fwd = triton_cpu.load_module(os.path.join(REPO, FILE), f"kad_test_nonfinite_fwd_{name}")
         bwd = triton_cpu.load_module(str(path), f"kad_test_nonfinite_bwd_{name}")
-        t = {xin: x.float(), yout: torch.zeros(shapes[yout])}
+        t = {xin: x.float().to(dev), yout: torch.zeros(shapes[yout], device=dev)}
         args = [t[p] if p in t else scalars[p] for p in params]
         getattr(fwd, name)[grid](*args, **consts)
-        dx = torch.zeros(shapes[xin])
-        getattr(bwd, f"launch_{name}_bwd")(grid, *args, dy.float(), dx, **consts)
+        dx = torch.zeros(shapes[xin], device=dev)
+        getattr(bwd, f"launch_{name}_bwd")(grid, *args, dy.float().to(dev), dx, **consts)
+    dx = dx.cpu()
     assert torch.isfinite(dx).all(), f"{name}: {dx}"
     err = (dx.double() - want_g).abs().max().item()
     assert err <= 1e-4 * max(want_g.abs().max().item(), 1.0), f"{name}: max err {err:.3g}"
