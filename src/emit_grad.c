@@ -2334,10 +2334,16 @@ bool emit_triton_race(Buf *out, const Func *fwd, const RacePlan *p, Diags *d)
     buf_printf(out, "    if callable(grid):\n        grid = grid({**dict(zip(names, args))%s})\n"
                     "    grid = tuple(grid) + (1,) * (3 - len(grid))\n", buf_str(&meta));
     if (!p->always && p->skip.n) {
-        buf_puts(out, "    _a, _g = dict(zip(names, args)), grid\n    if (");
         Buf all = {.a = a};
         for (int i = 0; i < p->skip.n; i++)
             buf_printf(&all, "%s(%s)", i ? " and " : "", access_cond_host(p->acc, p->skip.v[i], "_a", "_g"));
+        if (strstr(buf_str(&all), "_tdiv(") || strstr(buf_str(&all), "_trem("))
+            buf_puts(out, "    def _tdiv(x, y):  # Triton's // on integers truncates\n"
+                          "        q = abs(x) // abs(y)\n"
+                          "        return q if (x < 0) == (y < 0) else -q\n\n"
+                          "    def _trem(x, y):\n"
+                          "        return x - _tdiv(x, y) * y\n\n");
+        buf_puts(out, "    _a, _g = dict(zip(names, args)), grid\n    if (");
         wrap(out, arena_printf(a, "%s):", buf_str(&all)), LINE_LIMIT, "            ", 8);
         buf_puts(out, "\n        return False  # proven for this launch\n");
     }

@@ -39,6 +39,8 @@ scatter = kad.differentiable(inputs=["x_ptr"], outputs=["o_ptr"])(writers.scatte
 scatter_always = kad.differentiable(inputs=["x_ptr"], outputs=["o_ptr"], check_races="always")(writers.scatter_rows)
 scatter_unchecked = kad.differentiable(inputs=["x_ptr"], outputs=["o_ptr"], check_races=False)(writers.scatter_rows)
 index_add = kad.differentiable(inputs=["y_ptr", "src_ptr"], outputs=["y_ptr"])(writers.index_add_inplace)
+index_add_always = kad.differentiable(inputs=["y_ptr", "src_ptr"], outputs=["y_ptr"],
+                                      check_races="always")(writers.index_add_inplace)
 rows = kad.differentiable(inputs=["x_ptr"], outputs=["o_ptr"])(writers.strided_rows)
 then_if = kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])(writers.store_then_if)
 if_then = kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])(writers.if_then_store)
@@ -152,10 +154,12 @@ def test_in_place_index_add():
     ((yr * 1.0).index_add(0, idx.long(), 0.5 * sr) * w).sum().backward()
     torch.testing.assert_close(y.grad, yr.grad)
     torch.testing.assert_close(src.grad, sr.grad)
+    # duplicates across programs: refused (on a GPU the launch key was seen, and checked, above:
+    # check_races="always" checks this launch too; the CPU checks every launch)
     dup = torch.tensor([3, 0, 7, 11, 2, 9, 5, 3], dtype=torch.int32, device=DEVICE)
     with pytest.raises(kad.KadError, match=r"another program of the launch also writes"):
         yk = y * 1.0
-        index_add[(2,)](yk, dup, src, 8, 0.5, BLOCK=4)
+        index_add_always[(2,)](yk, dup, src, 8, 0.5, BLOCK=4)
 
 
 def test_overlapping_rows_refused_and_distinct_rows_proven():
@@ -206,6 +210,23 @@ def test_race_module_on_triton(tmp_path):
         assert mod.check_scale_with_amax_races((4,), x, torch.zeros(8), torch.zeros(2), 1.5, 8) is False
         with pytest.raises(ValueError, match="another program"):  # a 2-D grid: axis 1's programs meet
             mod.check_scale_with_amax_races((4, 2), x, torch.zeros(8), torch.zeros(2), 1.5, 8)
+
+
+def test_race_module_with_floor_division_conditions(tmp_path):
+    """A reverse tile walk (test_grad_access.py's reverse_walk_norm): the launch's conditions use
+    Triton's truncating // (the module defines _tdiv); proven for this launch, no kernel runs."""
+    if DEVICE != "cpu":
+        pytest.skip("Triton's interpreter: the CPU run")
+    src = os.path.join(HERE, "test_grad_access.py")
+    p = run_kad(["grad", f"{src}:reverse_walk_norm", "--sig", "x_ptr=*fp32,y_ptr=*fp32,N=i32,T=16,STEP0=16,STEP=16,"
+                 "CDIV=False", "--wrt", "x_ptr", "--out", "y_ptr", "--race"])
+    assert p.returncode == 0, p.stderr
+    assert "_tdiv(" in p.stdout
+    path = tmp_path / "walk_race.py"
+    path.write_text(p.stdout)
+    with triton_cpu.interpreter():
+        mod = load_module(str(path), f"kad_race_walk_{abs(hash(str(tmp_path)))}")
+        assert mod.check_reverse_walk_norm_races((3,), torch.randn(3 * 37), torch.zeros(3 * 37), 37) is False
 
 
 def test_proven_kernels_get_no_check():
