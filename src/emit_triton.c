@@ -64,6 +64,7 @@
  * as statements (assignments, control flow, parallel moves).  Their
  * shared state (Emitter, InstInfo, ValInfo) is declared in kad_int.h.
  */
+#include <limits.h>
 #include <string.h>
 
 #include "kad_int.h"
@@ -1017,48 +1018,167 @@ static bool block_encloses(const Block *a, const Block *b, const InstInfo *scope
  * once, and no later member sits inside an if or loop that an earlier
  * member's variable is visible to: Triton would make that variable a
  * loop-carried value or an if result (semantically harmless, but a cost
- * the source did not have). */
-static bool same_name_ok(Emitter *E, int ra, int rb)
+ * the source did not have).
+ *
+ * The rule, as a greedy pass: for each value v in id order, for each
+ * earlier value w whose class has v's class's hint, v's and w's classes
+ * join when same_name_ok.  Done literally that is cubic in a long
+ * straight line of `x = x * c` (every pair of x's, and each test walks
+ * all values), so the pass keeps per class what the test reads (its
+ * member list, flags, block, the span of its intervals) and visits each
+ * other class once per v, at its smallest member: within v's turn only
+ * v's class grows, every part of the test can only turn false as a class
+ * grows, and the classes with no member below v are never tested -- the
+ * same joins in the same order as the literal loops. */
+typedef struct NameClasses {
+    int *next;           /* by value: the next var member of its class (0: last) */
+    int *head, *tail;    /* by root: the first and last var member */
+    int *min;            /* by root: the smallest var member (the class's head) */
+    bool *iv, *param;    /* by root: a member is a loop variable, a kernel parameter */
+    bool *cx;            /* by root: a member may be a constexpr */
+    const Block **blk;   /* by root: the block of every member, NULL when they differ */
+    int *lo, *hi;        /* by root: the span of the class's live intervals */
+    int *hnext, *hprev;  /* by value: the list of class heads of one hint, in id order */
+} NameClasses;
+
+/* Whether a member of a and a member of b sit as same_name_ok forbids. */
+static bool nested_members(Emitter *E, const NameClasses *C, int ra, int rb)
 {
-    if (!type_eq(em_vtype(E, ra), em_vtype(E, rb)) || interferes(E, ra, rb))
+    if (C->blk[ra] && C->blk[ra] == C->blk[rb])
+        return false; /* all in one block: x->blk != y->blk never holds */
+    for (int a = C->head[ra]; a; a = C->next[a])
+        for (int b = C->head[rb]; b; b = C->next[b])
+            for (int k = 0; k < 2; k++) {
+                const ValInfo *x = &E->vi[k ? b : a], *y = &E->vi[k ? a : b];
+                if (x->def_pos < y->def_pos && x->blk != y->blk && block_encloses(x->blk, y->blk, y->scope))
+                    return true;
+            }
+    return false;
+}
+
+static bool same_name_ok(Emitter *E, const NameClasses *C, int ra, int rb)
+{
+    if (!type_eq(em_vtype(E, ra), em_vtype(E, rb)))
         return false;
-    if (class_has(E, ra, false) != class_has(E, rb, false))
+    bool apart = C->hi[ra] <= C->lo[rb] || C->hi[rb] <= C->lo[ra];
+    if (!apart && interferes(E, ra, rb))
+        return false;
+    if (C->iv[ra] != C->iv[rb])
         return false; /* loop variables share names only with each other */
-    if (class_has(E, ra, true) && class_has(E, rb, true))
+    if (C->param[ra] && C->param[rb])
         return false;
-    for (int a = 1; a < E->nvals; a++) {
-        if (!E->vi[a].var || (em_find(E, a) != ra && em_find(E, a) != rb))
-            continue;
-        if (em_may_be_constexpr(E, a))
-            return false; /* a constexpr's variable must not be reassigned in a loop or branch */
-        for (int b = 1; b < E->nvals; b++) {
-            if (!E->vi[b].var || em_find(E, b) == em_find(E, a) || (em_find(E, b) != ra && em_find(E, b) != rb))
-                continue;
-            const ValInfo *x = &E->vi[a], *y = &E->vi[b];
-            if (x->def_pos < y->def_pos && x->blk != y->blk && block_encloses(x->blk, y->blk, y->scope))
-                return false;
-        }
-    }
-    return true;
+    if (C->cx[ra] || C->cx[rb])
+        return false; /* a constexpr's variable must not be reassigned in a loop or branch */
+    return !nested_members(E, C, ra, rb);
+}
+
+/* Joins the classes of roots ra and rb (unite's choice of root) and their
+ * NameClasses data; the larger of the two heads leaves the head list. */
+static void join_named(Emitter *E, NameClasses *C, int *first, int ra, int rb)
+{
+    int root = E->vi[rb].def_pos < E->vi[ra].def_pos ? rb : ra, other = root == ra ? rb : ra;
+    unite(E, root, other);
+    int gone = C->min[ra] > C->min[rb] ? C->min[ra] : C->min[rb];
+    if (C->hprev[gone])
+        C->hnext[C->hprev[gone]] = C->hnext[gone];
+    else
+        *first = C->hnext[gone];
+    if (C->hnext[gone])
+        C->hprev[C->hnext[gone]] = C->hprev[gone];
+    C->next[C->tail[root]] = C->head[other];
+    C->tail[root] = C->tail[other];
+    if (C->min[other] < C->min[root])
+        C->min[root] = C->min[other];
+    C->iv[root] |= C->iv[other];
+    C->param[root] |= C->param[other];
+    C->cx[root] |= C->cx[other];
+    if (C->blk[root] != C->blk[other])
+        C->blk[root] = NULL;
+    if (C->lo[other] < C->lo[root])
+        C->lo[root] = C->lo[other];
+    if (C->hi[other] > C->hi[root])
+        C->hi[root] = C->hi[other];
 }
 
 static void coalesce_names(Emitter *E)
 {
-    for (int v = 1; v < E->nvals; v++) {
+    int n = E->nvals;
+    NameClasses C;
+    C.next = arena_alloc(E->a, sizeof(int) * (size_t)n);
+    C.head = arena_alloc(E->a, sizeof(int) * (size_t)n);
+    C.tail = arena_alloc(E->a, sizeof(int) * (size_t)n);
+    C.min = arena_alloc(E->a, sizeof(int) * (size_t)n);
+    C.iv = arena_alloc(E->a, sizeof(bool) * (size_t)n);
+    C.param = arena_alloc(E->a, sizeof(bool) * (size_t)n);
+    C.cx = arena_alloc(E->a, sizeof(bool) * (size_t)n);
+    C.blk = arena_alloc(E->a, sizeof(const Block *) * (size_t)n);
+    C.lo = arena_alloc(E->a, sizeof(int) * (size_t)n);
+    C.hi = arena_alloc(E->a, sizeof(int) * (size_t)n);
+    C.hnext = arena_alloc(E->a, sizeof(int) * (size_t)n);
+    C.hprev = arena_alloc(E->a, sizeof(int) * (size_t)n);
+    for (int v = 1; v < n; v++) {
+        const ValInfo *x = &E->vi[v];
+        if (!x->var)
+            continue;
+        int r = em_find(E, v);
+        if (!C.head[r]) {
+            C.head[r] = C.min[r] = v;
+            C.blk[r] = x->blk;
+            const ValInfo *R = &E->vi[r];
+            C.lo[r] = INT_MAX;
+            C.hi[r] = INT_MIN;
+            for (int i = 0; i < R->ivals.n; i++) {
+                if (R->ivals.v[i].lo < C.lo[r])
+                    C.lo[r] = R->ivals.v[i].lo;
+                if (R->ivals.v[i].hi > C.hi[r])
+                    C.hi[r] = R->ivals.v[i].hi;
+            }
+        } else {
+            C.next[C.tail[r]] = v;
+            if (C.blk[r] != x->blk)
+                C.blk[r] = NULL;
+        }
+        C.tail[r] = v;
+        C.iv[r] |= x->iv;
+        C.param[r] |= x->param;
+        C.cx[r] |= em_may_be_constexpr(E, v);
+    }
+    /* the heads of each hint's classes, in id order (hints compared as
+     * strings: a table from hint to its list's first and last head) */
+    uint32_t cap = 16;
+    while (cap < 2u * (uint32_t)n + 16)
+        cap *= 2;
+    const char **key = arena_alloc(E->a, cap * sizeof *key);
+    int *first = arena_alloc(E->a, cap * sizeof *first), *last = arena_alloc(E->a, cap * sizeof *last);
+    int *slot = arena_alloc(E->a, sizeof(int) * (size_t)n);
+    for (int v = 1; v < n; v++) {
+        if (!E->vi[v].var)
+            continue;
+        const char *h = E->vi[em_find(E, v)].hint;
+        if (!h)
+            continue;
+        uint32_t i = hash_str(h) & (cap - 1);
+        while (key[i] && strcmp(key[i], h))
+            i = (i + 1) & (cap - 1);
+        key[i] = h;
+        slot[v] = (int)i;
+        if (C.min[em_find(E, v)] != v)
+            continue;
+        if (last[i])
+            C.hnext[last[i]] = v;
+        else
+            first[i] = v;
+        C.hprev[v] = last[i];
+        last[i] = v;
+    }
+    for (int v = 1; v < n; v++) {
         if (!E->vi[v].var || !E->vi[em_find(E, v)].hint)
             continue;
-        for (int w = 1; w < v; w++) {
-            if (!E->vi[w].var)
-                continue;
-            int rv = em_find(E, v), rw = em_find(E, w);
-            if (rv == rw || !E->vi[rw].hint || strcmp(E->vi[rv].hint, E->vi[rw].hint))
-                continue;
-            if (same_name_ok(E, rw, rv)) {
-                if (E->vi[rv].def_pos < E->vi[rw].def_pos)
-                    unite(E, rv, rw);
-                else
-                    unite(E, rw, rv);
-            }
+        int *list = &first[slot[v]];
+        for (int h = *list; h && h < v; h = C.hnext[h]) {
+            int rv = em_find(E, v), rw = em_find(E, h);
+            if (rv != rw && same_name_ok(E, &C, rw, rv))
+                join_named(E, &C, list, rw, rv);
         }
     }
 }
