@@ -188,12 +188,11 @@ int em_find(Emitter *E, int v)
     return v;
 }
 
+/* Whether a var member of the class is a kernel parameter (param) or a
+ * loop variable: kept on the root by liveness and unite. */
 static bool class_has(Emitter *E, int root, bool param)
 {
-    for (int v = 1; v < E->nvals; v++)
-        if (E->vi[v].var && em_find(E, v) == root && (param ? E->vi[v].param : E->vi[v].iv))
-            return true;
-    return false;
+    return param ? E->vi[root].cparam : E->vi[root].civ;
 }
 
 /* Two classes may share a variable when no member of one is live while a
@@ -202,6 +201,8 @@ static bool class_has(Emitter *E, int root, bool param)
 static bool interferes(Emitter *E, int ra, int rb)
 {
     const ValInfo *A = &E->vi[ra], *B = &E->vi[rb];
+    if (A->ihi <= B->ilo || B->ihi <= A->ilo)
+        return false; /* every interval of one ends before any of the other starts */
     for (int i = 0; i < A->ivals.n; i++)
         for (int j = 0; j < B->ivals.n; j++) {
             Ival x = A->ivals.v[i], y = B->ivals.v[j];
@@ -221,8 +222,22 @@ static void unite(Emitter *E, int ra, int rb)
         A->prio = B->prio;
         A->hint = B->hint;
     }
+    if (B->ivals.n > A->ivals.n) { /* append the shorter list (the order does not matter) */
+        Ival *v = A->ivals.v;
+        int n = A->ivals.n, cap = A->ivals.cap;
+        A->ivals = B->ivals;
+        B->ivals.v = v;
+        B->ivals.n = n;
+        B->ivals.cap = cap;
+    }
     for (int j = 0; j < B->ivals.n; j++)
         vec_push(E->a, A->ivals, B->ivals.v[j]);
+    if (B->ilo < A->ilo)
+        A->ilo = B->ilo;
+    if (B->ihi > A->ihi)
+        A->ihi = B->ihi;
+    A->civ |= B->civ;
+    A->cparam |= B->cparam;
     B->cls = ra;
 }
 
@@ -897,6 +912,16 @@ static void liveness(Emitter *E)
         x->var = !x->cnst && !x->inl && (x->param || x->defi || x->blk) && !(x->defi && x->defi->dead);
         if (x->var)
             vec_push(E->a, x->ivals, ((Ival){x->def_pos, x->def_pos}));
+        x->civ = x->var && x->iv;
+        x->cparam = x->var && x->param;
+        x->ilo = INT_MAX;
+        x->ihi = INT_MIN;
+        for (int i = 0; i < x->ivals.n; i++) {
+            if (x->ivals.v[i].lo < x->ilo)
+                x->ilo = x->ivals.v[i].lo;
+            if (x->ivals.v[i].hi > x->ihi)
+                x->ihi = x->ivals.v[i].hi;
+        }
     }
 }
 
@@ -1034,10 +1059,8 @@ typedef struct NameClasses {
     int *next;           /* by value: the next var member of its class (0: last) */
     int *head, *tail;    /* by root: the first and last var member */
     int *min;            /* by root: the smallest var member (the class's head) */
-    bool *iv, *param;    /* by root: a member is a loop variable, a kernel parameter */
     bool *cx;            /* by root: a member may be a constexpr */
     const Block **blk;   /* by root: the block of every member, NULL when they differ */
-    int *lo, *hi;        /* by root: the span of the class's live intervals */
     int *hnext, *hprev;  /* by value: the list of class heads of one hint, in id order */
 } NameClasses;
 
@@ -1060,12 +1083,11 @@ static bool same_name_ok(Emitter *E, const NameClasses *C, int ra, int rb)
 {
     if (!type_eq(em_vtype(E, ra), em_vtype(E, rb)))
         return false;
-    bool apart = C->hi[ra] <= C->lo[rb] || C->hi[rb] <= C->lo[ra];
-    if (!apart && interferes(E, ra, rb))
+    if (interferes(E, ra, rb))
         return false;
-    if (C->iv[ra] != C->iv[rb])
+    if (class_has(E, ra, false) != class_has(E, rb, false))
         return false; /* loop variables share names only with each other */
-    if (C->param[ra] && C->param[rb])
+    if (class_has(E, ra, true) && class_has(E, rb, true))
         return false;
     if (C->cx[ra] || C->cx[rb])
         return false; /* a constexpr's variable must not be reassigned in a loop or branch */
@@ -1089,15 +1111,9 @@ static void join_named(Emitter *E, NameClasses *C, int *first, int ra, int rb)
     C->tail[root] = C->tail[other];
     if (C->min[other] < C->min[root])
         C->min[root] = C->min[other];
-    C->iv[root] |= C->iv[other];
-    C->param[root] |= C->param[other];
     C->cx[root] |= C->cx[other];
     if (C->blk[root] != C->blk[other])
         C->blk[root] = NULL;
-    if (C->lo[other] < C->lo[root])
-        C->lo[root] = C->lo[other];
-    if (C->hi[other] > C->hi[root])
-        C->hi[root] = C->hi[other];
 }
 
 static void coalesce_names(Emitter *E)
@@ -1108,12 +1124,8 @@ static void coalesce_names(Emitter *E)
     C.head = arena_alloc(E->a, sizeof(int) * (size_t)n);
     C.tail = arena_alloc(E->a, sizeof(int) * (size_t)n);
     C.min = arena_alloc(E->a, sizeof(int) * (size_t)n);
-    C.iv = arena_alloc(E->a, sizeof(bool) * (size_t)n);
-    C.param = arena_alloc(E->a, sizeof(bool) * (size_t)n);
     C.cx = arena_alloc(E->a, sizeof(bool) * (size_t)n);
     C.blk = arena_alloc(E->a, sizeof(const Block *) * (size_t)n);
-    C.lo = arena_alloc(E->a, sizeof(int) * (size_t)n);
-    C.hi = arena_alloc(E->a, sizeof(int) * (size_t)n);
     C.hnext = arena_alloc(E->a, sizeof(int) * (size_t)n);
     C.hprev = arena_alloc(E->a, sizeof(int) * (size_t)n);
     for (int v = 1; v < n; v++) {
@@ -1124,23 +1136,12 @@ static void coalesce_names(Emitter *E)
         if (!C.head[r]) {
             C.head[r] = C.min[r] = v;
             C.blk[r] = x->blk;
-            const ValInfo *R = &E->vi[r];
-            C.lo[r] = INT_MAX;
-            C.hi[r] = INT_MIN;
-            for (int i = 0; i < R->ivals.n; i++) {
-                if (R->ivals.v[i].lo < C.lo[r])
-                    C.lo[r] = R->ivals.v[i].lo;
-                if (R->ivals.v[i].hi > C.hi[r])
-                    C.hi[r] = R->ivals.v[i].hi;
-            }
         } else {
             C.next[C.tail[r]] = v;
             if (C.blk[r] != x->blk)
                 C.blk[r] = NULL;
         }
         C.tail[r] = v;
-        C.iv[r] |= x->iv;
-        C.param[r] |= x->param;
         C.cx[r] |= em_may_be_constexpr(E, v);
     }
     /* the heads of each hint's classes, in id order (hints compared as

@@ -2024,6 +2024,8 @@ typedef struct ValInfo {
     const char *hint;  /* sanitized preferred name, or NULL */
     const char *name;  /* the Python name, once assigned */
     Vec(Ival) ivals;   /* live intervals of all members */
+    int ilo, ihi;      /* the span of ivals: classes whose spans are apart do not interfere */
+    bool civ, cparam;  /* a var member is a loop variable, a kernel parameter */
 } ValInfo;
 
 /* One emission: emit_triton.c's passes fill it, emit_expr.c and emit_stmt.c
