@@ -158,8 +158,17 @@ const char *em_py_ident(Arena *a, const char *h)
 static const char *unique_name(Emitter *E, const char *base)
 {
     const char *s = base;
-    for (int n = 1; name_used(E, s); n++)
-        s = arena_printf(E->a, "%s_%d", base, n);
+    if (name_used(E, s)) {
+        uint32_t i = hash_str(base) & E->mask;
+        while (E->ubase[i] && strcmp(E->ubase[i], base))
+            i = (i + 1) & E->mask;
+        int n = E->ubase[i] ? E->unext[i] : 1;
+        do
+            s = arena_printf(E->a, "%s_%d", base, n++);
+        while (name_used(E, s));
+        E->ubase[i] = base;
+        E->unext[i] = n;
+    }
     name_add(E, s);
     return s;
 }
@@ -241,7 +250,7 @@ static void unite(Emitter *E, int ra, int rb)
     B->cls = ra;
 }
 
-bool em_may_be_constexpr(const Emitter *E, ValId v)
+static bool may_be_constexpr(const Emitter *E, ValId v)
 {
     Type t = em_vtype(E, v);
     if (v <= 0 || t.rank != 0)
@@ -261,6 +270,18 @@ bool em_may_be_constexpr(const Emitter *E, ValId v)
         if (!em_may_be_constexpr(E, in->args[i]))
             return false;
     return true;
+}
+
+/* Memoized on the value (a chain of scalar ops would be walked from every
+ * link again); emit_triton asks in print order, operands first, so the
+ * recursion stays shallow however long the chain. */
+bool em_may_be_constexpr(const Emitter *E, ValId v)
+{
+    if (v <= 0 || v >= E->nvals)
+        return may_be_constexpr(E, v);
+    if (!E->vi[v].cx)
+        E->vi[v].cx = may_be_constexpr(E, v) ? 2 : 1;
+    return E->vi[v].cx == 2;
 }
 
 /* Joins the classes of a and b when that is safe (see the header). */
@@ -1218,6 +1239,8 @@ static void assign_names(Emitter *E, const char *kname)
     while (cap < 4u * (uint32_t)E->nvals + 256)
         cap *= 2;
     E->set = arena_alloc(E->a, cap * sizeof *E->set);
+    E->ubase = arena_alloc(E->a, cap * sizeof *E->ubase);
+    E->unext = arena_alloc(E->a, cap * sizeof *E->unext);
     E->mask = cap - 1;
     for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
         name_add(E, reserved[i]);
@@ -1601,6 +1624,9 @@ bool emit_triton(Buf *out, const Func *f, const EmitOptions *opt, Diags *d)
     mark_dead(E);
     decide_inlining(E);
     liveness(E);
+    for (int k = 0; k < E->order.n; k++)
+        for (int r = 0; r < E->order.v[k]->in->nres; r++)
+            em_may_be_constexpr(E, E->order.v[k]->in->res[r]);
     coalesce(E);
     coalesce_names(E);
     assign_names(E, kname);

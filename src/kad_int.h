@@ -2026,6 +2026,7 @@ typedef struct ValInfo {
     Vec(Ival) ivals;   /* live intervals of all members */
     int ilo, ihi;      /* the span of ivals: classes whose spans are apart do not interfere */
     bool civ, cparam;  /* a var member is a loop variable, a kernel parameter */
+    int8_t cx;         /* em_may_be_constexpr, once asked: 0 not yet, 1 no, 2 yes */
 } ValInfo;
 
 /* One emission: emit_triton.c's passes fill it, emit_expr.c and emit_stmt.c
@@ -2049,6 +2050,8 @@ typedef struct Emitter {
     /* the names in use (open addressing) */
     const char **set;
     uint32_t mask;
+    const char **ubase; /* unique_name's bases (same mask) and per base the next */
+    int *unext;         /* suffix to try: every smaller one is taken (names are never freed) */
     int ntmp;
     const char *kname;      /* the printed function's name */
     Vec(const Inst *) scans; /* the scans, in print order */
