@@ -65,6 +65,7 @@
  * shared state (Emitter, InstInfo, ValInfo) is declared in kad_int.h.
  */
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kad_int.h"
@@ -206,19 +207,87 @@ static bool class_has(Emitter *E, int root, bool param)
 
 /* Two classes may share a variable when no member of one is live while a
  * member of the other is.  Touching intervals are fine: `x = f(x)` reads
- * the old value before the statement writes the new one. */
+ * the old value before the statement writes the new one.  Each interval y
+ * of the class with fewer looks up the other's: the intervals starting
+ * before y ends (a prefix, sorted by lo) overlap y when the largest hi
+ * among them passes y's lo. */
 static bool interferes(Emitter *E, int ra, int rb)
 {
     const ValInfo *A = &E->vi[ra], *B = &E->vi[rb];
     if (A->ihi <= B->ilo || B->ihi <= A->ilo)
         return false; /* every interval of one ends before any of the other starts */
-    for (int i = 0; i < A->ivals.n; i++)
-        for (int j = 0; j < B->ivals.n; j++) {
-            Ival x = A->ivals.v[i], y = B->ivals.v[j];
-            if (x.lo < y.hi && y.lo < x.hi)
-                return true;
+    if (A->ivals.n < B->ivals.n) {
+        const ValInfo *t = A;
+        A = B;
+        B = t;
+    }
+    for (int j = 0; j < B->ivals.n; j++) {
+        Ival y = B->ivals.v[j];
+        int lo = 0, hi = A->ivals.n; /* the first interval of A with lo >= y.hi */
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (A->ivals.v[mid].lo < y.hi)
+                lo = mid + 1;
+            else
+                hi = mid;
         }
+        if (lo > 0 && A->imax.v[lo - 1] > y.lo)
+            return true;
+    }
     return false;
+}
+
+/* imax.v[from..] again after ivals.v[from..] changed. */
+static void ivals_max_from(Emitter *E, ValInfo *x, int from)
+{
+    vec_reserve(E->a, x->imax, x->ivals.n);
+    for (int i = from; i < x->ivals.n; i++)
+        x->imax.v[i] = i && x->imax.v[i - 1] > x->ivals.v[i].hi ? x->imax.v[i - 1] : x->ivals.v[i].hi;
+    x->imax.n = x->ivals.n;
+}
+
+static int ival_cmp(const void *a, const void *b)
+{
+    const Ival *x = a, *y = b;
+    return x->lo != y->lo ? (x->lo < y->lo ? -1 : 1) : (x->hi > y->hi) - (x->hi < y->hi);
+}
+
+/* A's intervals and B's, sorted by lo: appended when B's start after
+ * A's (straight-line code), else merged from the back in place. */
+static void ivals_merge(Emitter *E, ValInfo *A, ValInfo *B)
+{
+    if (B->ivals.n > A->ivals.n) { /* keep the longer list (the set is the same) */
+        Ival *v = A->ivals.v;
+        int n = A->ivals.n, cap = A->ivals.cap;
+        int *m = A->imax.v, mn = A->imax.n, mcap = A->imax.cap;
+        A->ivals = B->ivals;
+        A->imax = B->imax;
+        B->ivals.v = v;
+        B->ivals.n = n;
+        B->ivals.cap = cap;
+        B->imax.v = m;
+        B->imax.n = mn;
+        B->imax.cap = mcap;
+    }
+    int na = A->ivals.n, nb = B->ivals.n;
+    if (!nb)
+        return;
+    vec_reserve(E->a, A->ivals, na + nb);
+    int from = na;
+    if (!na || B->ivals.v[0].lo >= A->ivals.v[na - 1].lo) {
+        memcpy(A->ivals.v + na, B->ivals.v, sizeof(Ival) * (size_t)nb);
+    } else {
+        int i = na - 1, j = nb - 1, k = na + nb - 1;
+        while (j >= 0) {
+            if (i >= 0 && ival_cmp(&A->ivals.v[i], &B->ivals.v[j]) > 0)
+                A->ivals.v[k--] = A->ivals.v[i--];
+            else
+                A->ivals.v[k--] = B->ivals.v[j--];
+        }
+        from = i + 1;
+    }
+    A->ivals.n = na + nb;
+    ivals_max_from(E, A, from);
 }
 
 static void unite(Emitter *E, int ra, int rb)
@@ -231,16 +300,7 @@ static void unite(Emitter *E, int ra, int rb)
         A->prio = B->prio;
         A->hint = B->hint;
     }
-    if (B->ivals.n > A->ivals.n) { /* append the shorter list (the order does not matter) */
-        Ival *v = A->ivals.v;
-        int n = A->ivals.n, cap = A->ivals.cap;
-        A->ivals = B->ivals;
-        B->ivals.v = v;
-        B->ivals.n = n;
-        B->ivals.cap = cap;
-    }
-    for (int j = 0; j < B->ivals.n; j++)
-        vec_push(E->a, A->ivals, B->ivals.v[j]);
+    ivals_merge(E, A, B);
     if (B->ilo < A->ilo)
         A->ilo = B->ilo;
     if (B->ihi > A->ihi)
@@ -943,6 +1003,9 @@ static void liveness(Emitter *E)
             if (x->ivals.v[i].hi > x->ihi)
                 x->ihi = x->ivals.v[i].hi;
         }
+        if (x->ivals.n > 1)
+            qsort(x->ivals.v, (size_t)x->ivals.n, sizeof(Ival), ival_cmp);
+        ivals_max_from(E, x, 0);
     }
 }
 

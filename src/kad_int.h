@@ -2023,7 +2023,8 @@ typedef struct ValInfo {
     int prio;          /* how strongly hint names the class: 3 param, 2 loop slot, 1 other */
     const char *hint;  /* sanitized preferred name, or NULL */
     const char *name;  /* the Python name, once assigned */
-    Vec(Ival) ivals;   /* live intervals of all members */
+    Vec(Ival) ivals;   /* live intervals of all members; from liveness's end on sorted by lo */
+    Vec(int) imax;     /* imax.v[i]: the largest hi of ivals.v[0..i] (interferes' lookup) */
     int ilo, ihi;      /* the span of ivals: classes whose spans are apart do not interfere */
     bool civ, cparam;  /* a var member is a loop variable, a kernel parameter */
     int8_t cx;         /* em_may_be_constexpr, once asked: 0 not yet, 1 no, 2 yes */
