@@ -913,8 +913,16 @@ typedef struct Binding {
     SVal val;
 } Binding;
 /* Names of one scope; each name at most once.  Copied, never shared,
- * between control-flow paths. */
-typedef Vec(Binding) Env;
+ * between control-flow paths.  Once a scope holds many names, sema_env_set
+ * keeps a hash index of them (a long kernel binds thousands); a copy
+ * starts without one and builds its own. */
+typedef struct Env {
+    Binding *v;
+    int n, cap;
+    int *idx;      /* open addressing: 1 + the index in v of a binding, 0 empty */
+    uint32_t mask; /* idx's size - 1 */
+    int nidx;      /* the bindings idx holds: v[0..nidx); used only while nidx == n */
+} Env;
 
 enum { GS_NEW, GS_BUSY, GS_DONE };
 /* The lazily evaluated value of one module global. */
