@@ -1134,18 +1134,65 @@ static bool block_encloses(const Block *a, const Block *b, const InstInfo *scope
  * join when same_name_ok.  Done literally that is cubic in a long
  * straight line of `x = x * c` (every pair of x's, and each test walks
  * all values), so the pass keeps per class what the test reads (its
- * member list, flags, block, the span of its intervals) and visits each
- * other class once per v, at its smallest member: within v's turn only
- * v's class grows, every part of the test can only turn false as a class
- * grows, and the classes with no member below v are never tested -- the
- * same joins in the same order as the literal loops. */
+ * member list, flags, block) and visits each other class once per v, at
+ * its smallest member (its head): within v's turn only v's class grows,
+ * every part of the test can only turn false as a class grows, and the
+ * classes with no member below v are never tested -- the same joins in
+ * the same order as the literal loops.  A class that may be a constexpr
+ * joins nothing and is left out.  The heads of one hint sit in a tree
+ * (HeadTree) that skips, a subtree at a time, the classes that surely
+ * interfere with v's: while both classes are "spanned" (one interval
+ * covers all the others), they interfere exactly when those two
+ * intervals overlap -- so values all live at once (a chain whose every
+ * link the reverse sweep reads) cost a lookup per value, not a test
+ * against every earlier one. */
+
+/* The live heads of one hint's classes, by position in id order, as a
+ * segment tree of keys (lo, hi): a spanned class's span, (INT_MAX,
+ * INT_MIN) for another (never skipped), (INT_MIN, INT_MAX) for a head
+ * that left (always skipped).  A query (a, b) skips the leaves with
+ * lo < b && a < hi; a node holds the largest lo and the smallest hi
+ * below it, so it is skipped exactly when all its leaves are. */
+typedef struct HeadTree {
+    int m, size;   /* heads; leaves (a power of two >= m) */
+    int *head;     /* by position: the head value, ascending */
+    int *lo, *hi;  /* by node: 1 the root, size + p the leaf of position p */
+} HeadTree;
+
+static void ht_set(HeadTree *t, int p, int lo, int hi)
+{
+    p += t->size;
+    t->lo[p] = lo;
+    t->hi[p] = hi;
+    for (p >>= 1; p; p >>= 1) {
+        t->lo[p] = t->lo[2 * p] > t->lo[2 * p + 1] ? t->lo[2 * p] : t->lo[2 * p + 1];
+        t->hi[p] = t->hi[2 * p] < t->hi[2 * p + 1] ? t->hi[2 * p] : t->hi[2 * p + 1];
+    }
+}
+
+/* The first position in [from, lim) of a leaf the query (a, b) does not
+ * skip, below node (covering [nl, nr)); -1 if none. */
+static int ht_next(const HeadTree *t, int node, int nl, int nr, int from, int lim, int a, int b)
+{
+    if (nr <= from || nl >= lim || (t->lo[node] < b && a < t->hi[node]))
+        return -1;
+    if (nr - nl == 1)
+        return nl;
+    int mid = nl + (nr - nl) / 2;
+    int r = ht_next(t, 2 * node, nl, mid, from, lim, a, b);
+    return r >= 0 ? r : ht_next(t, 2 * node + 1, mid, nr, from, lim, a, b);
+}
+
 typedef struct NameClasses {
     int *next;           /* by value: the next var member of its class (0: last) */
     int *head, *tail;    /* by root: the first and last var member */
     int *min;            /* by root: the smallest var member (the class's head) */
     bool *cx;            /* by root: a member may be a constexpr */
+    bool *span;          /* by root: one interval [ilo, ihi] covers all the class's */
     const Block **blk;   /* by root: the block of every member, NULL when they differ */
-    int *hnext, *hprev;  /* by value: the list of class heads of one hint, in id order */
+    int *bucket;         /* by value: its class's hint's HeadTree (var values with a hint) */
+    int *pos;            /* by head: its position there */
+    HeadTree *trees;
 } NameClasses;
 
 /* Whether a member of a and a member of b sit as same_name_ok forbids. */
@@ -1178,26 +1225,36 @@ static bool same_name_ok(Emitter *E, const NameClasses *C, int ra, int rb)
     return !nested_members(E, C, ra, rb);
 }
 
+/* The key of root r's head in its HeadTree. */
+static void head_key(Emitter *E, NameClasses *C, int r)
+{
+    HeadTree *t = &C->trees[C->bucket[C->min[r]]];
+    if (C->span[r])
+        ht_set(t, C->pos[C->min[r]], E->vi[r].ilo, E->vi[r].ihi);
+    else
+        ht_set(t, C->pos[C->min[r]], INT_MAX, INT_MIN);
+}
+
 /* Joins the classes of roots ra and rb (unite's choice of root) and their
- * NameClasses data; the larger of the two heads leaves the head list. */
-static void join_named(Emitter *E, NameClasses *C, int *first, int ra, int rb)
+ * NameClasses data; the larger of the two heads leaves the tree. */
+static void join_named(Emitter *E, NameClasses *C, int ra, int rb)
 {
     int root = E->vi[rb].def_pos < E->vi[ra].def_pos ? rb : ra, other = root == ra ? rb : ra;
+    const ValInfo *R = &E->vi[root], *O = &E->vi[other];
+    bool span = (C->span[root] && R->ilo <= O->ilo && O->ihi <= R->ihi) ||
+                (C->span[other] && O->ilo <= R->ilo && R->ihi <= O->ihi);
     unite(E, root, other);
     int gone = C->min[ra] > C->min[rb] ? C->min[ra] : C->min[rb];
-    if (C->hprev[gone])
-        C->hnext[C->hprev[gone]] = C->hnext[gone];
-    else
-        *first = C->hnext[gone];
-    if (C->hnext[gone])
-        C->hprev[C->hnext[gone]] = C->hprev[gone];
+    ht_set(&C->trees[C->bucket[gone]], C->pos[gone], INT_MIN, INT_MAX);
     C->next[C->tail[root]] = C->head[other];
     C->tail[root] = C->tail[other];
     if (C->min[other] < C->min[root])
         C->min[root] = C->min[other];
     C->cx[root] |= C->cx[other];
+    C->span[root] = span;
     if (C->blk[root] != C->blk[other])
         C->blk[root] = NULL;
+    head_key(E, C, root);
 }
 
 static void coalesce_names(Emitter *E)
@@ -1209,9 +1266,10 @@ static void coalesce_names(Emitter *E)
     C.tail = arena_alloc(E->a, sizeof(int) * (size_t)n);
     C.min = arena_alloc(E->a, sizeof(int) * (size_t)n);
     C.cx = arena_alloc(E->a, sizeof(bool) * (size_t)n);
+    C.span = arena_alloc(E->a, sizeof(bool) * (size_t)n);
     C.blk = arena_alloc(E->a, sizeof(const Block *) * (size_t)n);
-    C.hnext = arena_alloc(E->a, sizeof(int) * (size_t)n);
-    C.hprev = arena_alloc(E->a, sizeof(int) * (size_t)n);
+    C.bucket = arena_alloc(E->a, sizeof(int) * (size_t)n);
+    C.pos = arena_alloc(E->a, sizeof(int) * (size_t)n);
     for (int v = 1; v < n; v++) {
         const ValInfo *x = &E->vi[v];
         if (!x->var)
@@ -1220,6 +1278,9 @@ static void coalesce_names(Emitter *E)
         if (!C.head[r]) {
             C.head[r] = C.min[r] = v;
             C.blk[r] = x->blk;
+            const ValInfo *R = &E->vi[r];
+            for (int i = 0; i < R->ivals.n && !C.span[r]; i++)
+                C.span[r] = R->ivals.v[i].lo == R->ilo && R->ivals.v[i].hi == R->ihi;
         } else {
             C.next[C.tail[r]] = v;
             if (C.blk[r] != x->blk)
@@ -1228,42 +1289,78 @@ static void coalesce_names(Emitter *E)
         C.tail[r] = v;
         C.cx[r] |= em_may_be_constexpr(E, v);
     }
-    /* the heads of each hint's classes, in id order (hints compared as
-     * strings: a table from hint to its list's first and last head) */
+    /* one tree per hint (compared as strings) of the heads of the classes
+     * that may join: counted, then filled in id order */
     uint32_t cap = 16;
     while (cap < 2u * (uint32_t)n + 16)
         cap *= 2;
     const char **key = arena_alloc(E->a, cap * sizeof *key);
-    int *first = arena_alloc(E->a, cap * sizeof *first), *last = arena_alloc(E->a, cap * sizeof *last);
-    int *slot = arena_alloc(E->a, sizeof(int) * (size_t)n);
+    int *id = arena_alloc(E->a, cap * sizeof *id), nb = 0;
     for (int v = 1; v < n; v++) {
-        if (!E->vi[v].var)
-            continue;
-        const char *h = E->vi[em_find(E, v)].hint;
+        const char *h = E->vi[v].var ? E->vi[em_find(E, v)].hint : NULL;
         if (!h)
             continue;
         uint32_t i = hash_str(h) & (cap - 1);
         while (key[i] && strcmp(key[i], h))
             i = (i + 1) & (cap - 1);
-        key[i] = h;
-        slot[v] = (int)i;
-        if (C.min[em_find(E, v)] != v)
-            continue;
-        if (last[i])
-            C.hnext[last[i]] = v;
-        else
-            first[i] = v;
-        C.hprev[v] = last[i];
-        last[i] = v;
+        if (!key[i]) {
+            key[i] = h;
+            id[i] = nb++;
+        }
+        C.bucket[v] = id[i];
+    }
+    C.trees = arena_alloc(E->a, sizeof(HeadTree) * (size_t)(nb + 1));
+    for (int v = 1; v < n; v++) {
+        int r = E->vi[v].var ? em_find(E, v) : 0;
+        if (r && E->vi[r].hint && C.min[r] == v && !C.cx[r])
+            C.trees[C.bucket[v]].m++;
+    }
+    for (int b = 0; b < nb; b++) {
+        HeadTree *t = &C.trees[b];
+        t->size = 1;
+        while (t->size < t->m)
+            t->size *= 2;
+        t->head = arena_alloc(E->a, sizeof(int) * (size_t)t->size);
+        t->lo = arena_alloc(E->a, sizeof(int) * (size_t)(2 * t->size));
+        t->hi = arena_alloc(E->a, sizeof(int) * (size_t)(2 * t->size));
+        for (int i = 0; i < 2 * t->size; i++) {
+            t->lo[i] = INT_MIN;
+            t->hi[i] = INT_MAX;
+        }
+        t->m = 0;
     }
     for (int v = 1; v < n; v++) {
-        if (!E->vi[v].var || !E->vi[em_find(E, v)].hint)
+        int r = E->vi[v].var ? em_find(E, v) : 0;
+        if (r && E->vi[r].hint && C.min[r] == v && !C.cx[r]) {
+            HeadTree *t = &C.trees[C.bucket[v]];
+            C.pos[v] = t->m;
+            t->head[t->m++] = v;
+            head_key(E, &C, r);
+        }
+    }
+    for (int v = 1; v < n; v++) {
+        if (!E->vi[v].var || !E->vi[em_find(E, v)].hint || C.cx[em_find(E, v)])
             continue;
-        int *list = &first[slot[v]];
-        for (int h = *list; h && h < v; h = C.hnext[h]) {
-            int rv = em_find(E, v), rw = em_find(E, h);
+        const HeadTree *t = &C.trees[C.bucket[v]];
+        int lim = 0, hi = t->m; /* the heads below v: positions [0, lim) */
+        while (lim < hi) {
+            int mid = lim + (hi - lim) / 2;
+            if (t->head[mid] < v)
+                lim = mid + 1;
+            else
+                hi = mid;
+        }
+        for (int p = 0;; p++) {
+            int rv = em_find(E, v);
+            const ValInfo *V = &E->vi[rv];
+            /* a spanned class skips the spanned classes it interferes with */
+            p = C.span[rv] ? ht_next(t, 1, 0, t->size, p, lim, V->ilo, V->ihi)
+                           : ht_next(t, 1, 0, t->size, p, lim, INT_MAX - 1, INT_MIN + 1);
+            if (p < 0)
+                break;
+            int rw = em_find(E, t->head[p]);
             if (rv != rw && same_name_ok(E, &C, rw, rv))
-                join_named(E, &C, list, rw, rv);
+                join_named(E, &C, rw, rv);
         }
     }
 }
