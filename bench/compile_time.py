@@ -2,13 +2,16 @@
 
     python3 bench/compile_time.py [--kad build/kad] [--sizes 1000,2000,4000,8000,16000]
                                   [--variant lines|static_range|both] [--limit SECONDS]
+                                  [--commands ir,emit,grad,jvp] [--repeat K] [--line STMT]
 
 The kernel loads a tile, runs `x = x * 1.0001 + 0.5` N times and stores it: written out as N
 lines (`lines`), or as `for i in tl.static_range(N):` around the one line (`static_range`), which
-sema unrolls into the same straight line.  Printed: one row per (variant, N) with the wall time of
-each command in seconds (the best of --repeat runs) and, from the second size on, the ratio to the
-previous size's time (2.0 per doubling is linear, 4.0 quadratic).  A command that runs past
---limit seconds prints `>LIMIT` and the larger sizes of that command are skipped.
+sema unrolls into the same straight line.  --line replaces the statement (e.g. `x = x * x * 0.5 +
+0.5`: the backward reads every x, so all of them are live at once).  Printed: one row per
+(variant, N) with the wall time of each command in seconds (the best of --repeat runs) and, from
+the second size on, the ratio to the previous size's time (2.0 per doubling is linear, 4.0
+quadratic).  A command that runs past --limit seconds prints `>LIMIT` and the larger sizes of that
+command are skipped.
 """
 import argparse
 import os
@@ -29,8 +32,11 @@ COMMANDS = {
 }
 
 
-def kernel_source(n, variant):
-    """The long kernel: n times `x = x * 1.0001 + 0.5`, as lines or as one static_range loop."""
+LINE = "x = x * 1.0001 + 0.5"
+
+
+def kernel_source(n, variant, line=LINE):
+    """The long kernel: n times line, as lines or as one static_range loop."""
     head = ("import triton\n"
             "import triton.language as tl\n\n\n"
             "@triton.jit\n"
@@ -39,9 +45,9 @@ def kernel_source(n, variant):
             "    m = offs < n\n"
             "    x = tl.load(x_ptr + offs, mask=m)\n")
     if variant == "lines":
-        body = "    x = x * 1.0001 + 0.5\n" * n
+        body = f"    {line}\n" * n
     else:
-        body = f"    for i in tl.static_range({n}):\n        x = x * 1.0001 + 0.5\n"
+        body = f"    for i in tl.static_range({n}):\n        {line}\n"
     return head + body + "    tl.store(y_ptr + offs, x, mask=m)\n"
 
 
@@ -71,6 +77,7 @@ def main():
     ap.add_argument("--commands", default="ir,emit,grad,jvp")
     ap.add_argument("--limit", type=float, default=60.0)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--line", default=LINE, help="the repeated statement (default: %(default)s)")
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
     cmds = a.commands.split(",")
@@ -84,7 +91,7 @@ def main():
             for n in sizes:
                 path = os.path.join(tmp, f"long_{variant}_{n}.py")
                 with open(path, "w") as f:
-                    f.write(kernel_source(n, variant))
+                    f.write(kernel_source(n, variant, a.line))
                 cells = []
                 for c in cmds:
                     if c in dead:
