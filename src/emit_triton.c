@@ -64,6 +64,8 @@
  * as statements (assignments, control flow, parallel moves).  Their
  * shared state (Emitter, InstInfo, ValInfo) is declared in kad_int.h.
  */
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kad_int.h"
@@ -157,8 +159,17 @@ const char *em_py_ident(Arena *a, const char *h)
 static const char *unique_name(Emitter *E, const char *base)
 {
     const char *s = base;
-    for (int n = 1; name_used(E, s); n++)
-        s = arena_printf(E->a, "%s_%d", base, n);
+    if (name_used(E, s)) {
+        uint32_t i = hash_str(base) & E->mask;
+        while (E->ubase[i] && strcmp(E->ubase[i], base))
+            i = (i + 1) & E->mask;
+        int n = E->ubase[i] ? E->unext[i] : 1;
+        do
+            s = arena_printf(E->a, "%s_%d", base, n++);
+        while (name_used(E, s));
+        E->ubase[i] = base;
+        E->unext[i] = n;
+    }
     name_add(E, s);
     return s;
 }
@@ -187,27 +198,96 @@ int em_find(Emitter *E, int v)
     return v;
 }
 
+/* Whether a var member of the class is a kernel parameter (param) or a
+ * loop variable: kept on the root by liveness and unite. */
 static bool class_has(Emitter *E, int root, bool param)
 {
-    for (int v = 1; v < E->nvals; v++)
-        if (E->vi[v].var && em_find(E, v) == root && (param ? E->vi[v].param : E->vi[v].iv))
-            return true;
-    return false;
+    return param ? E->vi[root].cparam : E->vi[root].civ;
 }
 
 /* Two classes may share a variable when no member of one is live while a
  * member of the other is.  Touching intervals are fine: `x = f(x)` reads
- * the old value before the statement writes the new one. */
+ * the old value before the statement writes the new one.  Each interval y
+ * of the class with fewer looks up the other's: the intervals starting
+ * before y ends (a prefix, sorted by lo) overlap y when the largest hi
+ * among them passes y's lo. */
 static bool interferes(Emitter *E, int ra, int rb)
 {
     const ValInfo *A = &E->vi[ra], *B = &E->vi[rb];
-    for (int i = 0; i < A->ivals.n; i++)
-        for (int j = 0; j < B->ivals.n; j++) {
-            Ival x = A->ivals.v[i], y = B->ivals.v[j];
-            if (x.lo < y.hi && y.lo < x.hi)
-                return true;
+    if (A->ihi <= B->ilo || B->ihi <= A->ilo)
+        return false; /* every interval of one ends before any of the other starts */
+    if (A->ivals.n < B->ivals.n) {
+        const ValInfo *t = A;
+        A = B;
+        B = t;
+    }
+    for (int j = 0; j < B->ivals.n; j++) {
+        Ival y = B->ivals.v[j];
+        int lo = 0, hi = A->ivals.n; /* the first interval of A with lo >= y.hi */
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (A->ivals.v[mid].lo < y.hi)
+                lo = mid + 1;
+            else
+                hi = mid;
         }
+        if (lo > 0 && A->imax.v[lo - 1] > y.lo)
+            return true;
+    }
     return false;
+}
+
+/* imax.v[from..] again after ivals.v[from..] changed. */
+static void ivals_max_from(Emitter *E, ValInfo *x, int from)
+{
+    vec_reserve(E->a, x->imax, x->ivals.n);
+    for (int i = from; i < x->ivals.n; i++)
+        x->imax.v[i] = i && x->imax.v[i - 1] > x->ivals.v[i].hi ? x->imax.v[i - 1] : x->ivals.v[i].hi;
+    x->imax.n = x->ivals.n;
+}
+
+static int ival_cmp(const void *a, const void *b)
+{
+    const Ival *x = a, *y = b;
+    return x->lo != y->lo ? (x->lo < y->lo ? -1 : 1) : (x->hi > y->hi) - (x->hi < y->hi);
+}
+
+/* A's intervals and B's, sorted by lo: appended when B's start after
+ * A's (straight-line code), else merged from the back in place. */
+static void ivals_merge(Emitter *E, ValInfo *A, ValInfo *B)
+{
+    if (B->ivals.n > A->ivals.n) { /* keep the longer list (the set is the same) */
+        Ival *v = A->ivals.v;
+        int n = A->ivals.n, cap = A->ivals.cap;
+        int *m = A->imax.v, mn = A->imax.n, mcap = A->imax.cap;
+        A->ivals = B->ivals;
+        A->imax = B->imax;
+        B->ivals.v = v;
+        B->ivals.n = n;
+        B->ivals.cap = cap;
+        B->imax.v = m;
+        B->imax.n = mn;
+        B->imax.cap = mcap;
+    }
+    int na = A->ivals.n, nb = B->ivals.n;
+    if (!nb)
+        return;
+    vec_reserve(E->a, A->ivals, na + nb);
+    int from = na;
+    if (!na || B->ivals.v[0].lo >= A->ivals.v[na - 1].lo) {
+        memcpy(A->ivals.v + na, B->ivals.v, sizeof(Ival) * (size_t)nb);
+    } else {
+        int i = na - 1, j = nb - 1, k = na + nb - 1;
+        while (j >= 0) {
+            if (i >= 0 && ival_cmp(&A->ivals.v[i], &B->ivals.v[j]) > 0)
+                A->ivals.v[k--] = A->ivals.v[i--];
+            else
+                A->ivals.v[k--] = B->ivals.v[j--];
+        }
+        from = i + 1;
+    }
+    A->ivals.n = na + nb;
+    ivals_max_from(E, A, from);
 }
 
 static void unite(Emitter *E, int ra, int rb)
@@ -220,12 +300,17 @@ static void unite(Emitter *E, int ra, int rb)
         A->prio = B->prio;
         A->hint = B->hint;
     }
-    for (int j = 0; j < B->ivals.n; j++)
-        vec_push(E->a, A->ivals, B->ivals.v[j]);
+    ivals_merge(E, A, B);
+    if (B->ilo < A->ilo)
+        A->ilo = B->ilo;
+    if (B->ihi > A->ihi)
+        A->ihi = B->ihi;
+    A->civ |= B->civ;
+    A->cparam |= B->cparam;
     B->cls = ra;
 }
 
-bool em_may_be_constexpr(const Emitter *E, ValId v)
+static bool may_be_constexpr(const Emitter *E, ValId v)
 {
     Type t = em_vtype(E, v);
     if (v <= 0 || t.rank != 0)
@@ -245,6 +330,18 @@ bool em_may_be_constexpr(const Emitter *E, ValId v)
         if (!em_may_be_constexpr(E, in->args[i]))
             return false;
     return true;
+}
+
+/* Memoized on the value (a chain of scalar ops would be walked from every
+ * link again); emit_triton asks in print order, operands first, so the
+ * recursion stays shallow however long the chain. */
+bool em_may_be_constexpr(const Emitter *E, ValId v)
+{
+    if (v <= 0 || v >= E->nvals)
+        return may_be_constexpr(E, v);
+    if (!E->vi[v].cx)
+        E->vi[v].cx = may_be_constexpr(E, v) ? 2 : 1;
+    return E->vi[v].cx == 2;
 }
 
 /* Joins the classes of a and b when that is safe (see the header). */
@@ -896,6 +993,19 @@ static void liveness(Emitter *E)
         x->var = !x->cnst && !x->inl && (x->param || x->defi || x->blk) && !(x->defi && x->defi->dead);
         if (x->var)
             vec_push(E->a, x->ivals, ((Ival){x->def_pos, x->def_pos}));
+        x->civ = x->var && x->iv;
+        x->cparam = x->var && x->param;
+        x->ilo = INT_MAX;
+        x->ihi = INT_MIN;
+        for (int i = 0; i < x->ivals.n; i++) {
+            if (x->ivals.v[i].lo < x->ilo)
+                x->ilo = x->ivals.v[i].lo;
+            if (x->ivals.v[i].hi > x->ihi)
+                x->ihi = x->ivals.v[i].hi;
+        }
+        if (x->ivals.n > 1)
+            qsort(x->ivals.v, (size_t)x->ivals.n, sizeof(Ival), ival_cmp);
+        ivals_max_from(E, x, 0);
     }
 }
 
@@ -1017,48 +1127,240 @@ static bool block_encloses(const Block *a, const Block *b, const InstInfo *scope
  * once, and no later member sits inside an if or loop that an earlier
  * member's variable is visible to: Triton would make that variable a
  * loop-carried value or an if result (semantically harmless, but a cost
- * the source did not have). */
-static bool same_name_ok(Emitter *E, int ra, int rb)
+ * the source did not have).
+ *
+ * The rule, as a greedy pass: for each value v in id order, for each
+ * earlier value w whose class has v's class's hint, v's and w's classes
+ * join when same_name_ok.  Done literally that is cubic in a long
+ * straight line of `x = x * c` (every pair of x's, and each test walks
+ * all values), so the pass keeps per class what the test reads (its
+ * member list, flags, block) and visits each other class once per v, at
+ * its smallest member (its head): within v's turn only v's class grows,
+ * every part of the test can only turn false as a class grows, and the
+ * classes with no member below v are never tested -- the same joins in
+ * the same order as the literal loops.  A class that may be a constexpr
+ * joins nothing and is left out.  The heads of one hint sit in a tree
+ * (HeadTree) that skips, a subtree at a time, the classes that surely
+ * interfere with v's: while both classes are "spanned" (one interval
+ * covers all the others), they interfere exactly when those two
+ * intervals overlap -- so values all live at once (a chain whose every
+ * link the reverse sweep reads) cost a lookup per value, not a test
+ * against every earlier one. */
+
+/* The live heads of one hint's classes, by position in id order, as a
+ * segment tree of keys (lo, hi): a spanned class's span, (INT_MAX,
+ * INT_MIN) for another (never skipped), (INT_MIN, INT_MAX) for a head
+ * that left (always skipped).  A query (a, b) skips the leaves with
+ * lo < b && a < hi; a node holds the largest lo and the smallest hi
+ * below it, so it is skipped exactly when all its leaves are. */
+typedef struct HeadTree {
+    int m, size;   /* heads; leaves (a power of two >= m) */
+    int *head;     /* by position: the head value, ascending */
+    int *lo, *hi;  /* by node: 1 the root, size + p the leaf of position p */
+} HeadTree;
+
+static void ht_set(HeadTree *t, int p, int lo, int hi)
 {
-    if (!type_eq(em_vtype(E, ra), em_vtype(E, rb)) || interferes(E, ra, rb))
+    p += t->size;
+    t->lo[p] = lo;
+    t->hi[p] = hi;
+    for (p >>= 1; p; p >>= 1) {
+        t->lo[p] = t->lo[2 * p] > t->lo[2 * p + 1] ? t->lo[2 * p] : t->lo[2 * p + 1];
+        t->hi[p] = t->hi[2 * p] < t->hi[2 * p + 1] ? t->hi[2 * p] : t->hi[2 * p + 1];
+    }
+}
+
+/* The first position in [from, lim) of a leaf the query (a, b) does not
+ * skip, below node (covering [nl, nr)); -1 if none. */
+static int ht_next(const HeadTree *t, int node, int nl, int nr, int from, int lim, int a, int b)
+{
+    if (nr <= from || nl >= lim || (t->lo[node] < b && a < t->hi[node]))
+        return -1;
+    if (nr - nl == 1)
+        return nl;
+    int mid = nl + (nr - nl) / 2;
+    int r = ht_next(t, 2 * node, nl, mid, from, lim, a, b);
+    return r >= 0 ? r : ht_next(t, 2 * node + 1, mid, nr, from, lim, a, b);
+}
+
+typedef struct NameClasses {
+    int *next;           /* by value: the next var member of its class (0: last) */
+    int *head, *tail;    /* by root: the first and last var member */
+    int *min;            /* by root: the smallest var member (the class's head) */
+    bool *cx;            /* by root: a member may be a constexpr */
+    bool *span;          /* by root: one interval [ilo, ihi] covers all the class's */
+    const Block **blk;   /* by root: the block of every member, NULL when they differ */
+    int *bucket;         /* by value: its class's hint's HeadTree (var values with a hint) */
+    int *pos;            /* by head: its position there */
+    HeadTree *trees;
+} NameClasses;
+
+/* Whether a member of a and a member of b sit as same_name_ok forbids. */
+static bool nested_members(Emitter *E, const NameClasses *C, int ra, int rb)
+{
+    if (C->blk[ra] && C->blk[ra] == C->blk[rb])
+        return false; /* all in one block: x->blk != y->blk never holds */
+    for (int a = C->head[ra]; a; a = C->next[a])
+        for (int b = C->head[rb]; b; b = C->next[b])
+            for (int k = 0; k < 2; k++) {
+                const ValInfo *x = &E->vi[k ? b : a], *y = &E->vi[k ? a : b];
+                if (x->def_pos < y->def_pos && x->blk != y->blk && block_encloses(x->blk, y->blk, y->scope))
+                    return true;
+            }
+    return false;
+}
+
+static bool same_name_ok(Emitter *E, const NameClasses *C, int ra, int rb)
+{
+    if (!type_eq(em_vtype(E, ra), em_vtype(E, rb)))
+        return false;
+    if (interferes(E, ra, rb))
         return false;
     if (class_has(E, ra, false) != class_has(E, rb, false))
         return false; /* loop variables share names only with each other */
     if (class_has(E, ra, true) && class_has(E, rb, true))
         return false;
-    for (int a = 1; a < E->nvals; a++) {
-        if (!E->vi[a].var || (em_find(E, a) != ra && em_find(E, a) != rb))
-            continue;
-        if (em_may_be_constexpr(E, a))
-            return false; /* a constexpr's variable must not be reassigned in a loop or branch */
-        for (int b = 1; b < E->nvals; b++) {
-            if (!E->vi[b].var || em_find(E, b) == em_find(E, a) || (em_find(E, b) != ra && em_find(E, b) != rb))
-                continue;
-            const ValInfo *x = &E->vi[a], *y = &E->vi[b];
-            if (x->def_pos < y->def_pos && x->blk != y->blk && block_encloses(x->blk, y->blk, y->scope))
-                return false;
-        }
-    }
-    return true;
+    if (C->cx[ra] || C->cx[rb])
+        return false; /* a constexpr's variable must not be reassigned in a loop or branch */
+    return !nested_members(E, C, ra, rb);
+}
+
+/* The key of root r's head in its HeadTree. */
+static void head_key(Emitter *E, NameClasses *C, int r)
+{
+    HeadTree *t = &C->trees[C->bucket[C->min[r]]];
+    if (C->span[r])
+        ht_set(t, C->pos[C->min[r]], E->vi[r].ilo, E->vi[r].ihi);
+    else
+        ht_set(t, C->pos[C->min[r]], INT_MAX, INT_MIN);
+}
+
+/* Joins the classes of roots ra and rb (unite's choice of root) and their
+ * NameClasses data; the larger of the two heads leaves the tree. */
+static void join_named(Emitter *E, NameClasses *C, int ra, int rb)
+{
+    int root = E->vi[rb].def_pos < E->vi[ra].def_pos ? rb : ra, other = root == ra ? rb : ra;
+    const ValInfo *R = &E->vi[root], *O = &E->vi[other];
+    bool span = (C->span[root] && R->ilo <= O->ilo && O->ihi <= R->ihi) ||
+                (C->span[other] && O->ilo <= R->ilo && R->ihi <= O->ihi);
+    unite(E, root, other);
+    int gone = C->min[ra] > C->min[rb] ? C->min[ra] : C->min[rb];
+    ht_set(&C->trees[C->bucket[gone]], C->pos[gone], INT_MIN, INT_MAX);
+    C->next[C->tail[root]] = C->head[other];
+    C->tail[root] = C->tail[other];
+    if (C->min[other] < C->min[root])
+        C->min[root] = C->min[other];
+    C->cx[root] |= C->cx[other];
+    C->span[root] = span;
+    if (C->blk[root] != C->blk[other])
+        C->blk[root] = NULL;
+    head_key(E, C, root);
 }
 
 static void coalesce_names(Emitter *E)
 {
-    for (int v = 1; v < E->nvals; v++) {
-        if (!E->vi[v].var || !E->vi[em_find(E, v)].hint)
+    int n = E->nvals;
+    NameClasses C;
+    C.next = arena_alloc(E->a, sizeof(int) * (size_t)n);
+    C.head = arena_alloc(E->a, sizeof(int) * (size_t)n);
+    C.tail = arena_alloc(E->a, sizeof(int) * (size_t)n);
+    C.min = arena_alloc(E->a, sizeof(int) * (size_t)n);
+    C.cx = arena_alloc(E->a, sizeof(bool) * (size_t)n);
+    C.span = arena_alloc(E->a, sizeof(bool) * (size_t)n);
+    C.blk = arena_alloc(E->a, sizeof(const Block *) * (size_t)n);
+    C.bucket = arena_alloc(E->a, sizeof(int) * (size_t)n);
+    C.pos = arena_alloc(E->a, sizeof(int) * (size_t)n);
+    for (int v = 1; v < n; v++) {
+        const ValInfo *x = &E->vi[v];
+        if (!x->var)
             continue;
-        for (int w = 1; w < v; w++) {
-            if (!E->vi[w].var)
-                continue;
-            int rv = em_find(E, v), rw = em_find(E, w);
-            if (rv == rw || !E->vi[rw].hint || strcmp(E->vi[rv].hint, E->vi[rw].hint))
-                continue;
-            if (same_name_ok(E, rw, rv)) {
-                if (E->vi[rv].def_pos < E->vi[rw].def_pos)
-                    unite(E, rv, rw);
-                else
-                    unite(E, rw, rv);
-            }
+        int r = em_find(E, v);
+        if (!C.head[r]) {
+            C.head[r] = C.min[r] = v;
+            C.blk[r] = x->blk;
+            const ValInfo *R = &E->vi[r];
+            for (int i = 0; i < R->ivals.n && !C.span[r]; i++)
+                C.span[r] = R->ivals.v[i].lo == R->ilo && R->ivals.v[i].hi == R->ihi;
+        } else {
+            C.next[C.tail[r]] = v;
+            if (C.blk[r] != x->blk)
+                C.blk[r] = NULL;
+        }
+        C.tail[r] = v;
+        C.cx[r] |= em_may_be_constexpr(E, v);
+    }
+    /* one tree per hint (compared as strings) of the heads of the classes
+     * that may join: counted, then filled in id order */
+    uint32_t cap = 16;
+    while (cap < 2u * (uint32_t)n + 16)
+        cap *= 2;
+    const char **key = arena_alloc(E->a, cap * sizeof *key);
+    int *id = arena_alloc(E->a, cap * sizeof *id), nb = 0;
+    for (int v = 1; v < n; v++) {
+        const char *h = E->vi[v].var ? E->vi[em_find(E, v)].hint : NULL;
+        if (!h)
+            continue;
+        uint32_t i = hash_str(h) & (cap - 1);
+        while (key[i] && strcmp(key[i], h))
+            i = (i + 1) & (cap - 1);
+        if (!key[i]) {
+            key[i] = h;
+            id[i] = nb++;
+        }
+        C.bucket[v] = id[i];
+    }
+    C.trees = arena_alloc(E->a, sizeof(HeadTree) * (size_t)(nb + 1));
+    for (int v = 1; v < n; v++) {
+        int r = E->vi[v].var ? em_find(E, v) : 0;
+        if (r && E->vi[r].hint && C.min[r] == v && !C.cx[r])
+            C.trees[C.bucket[v]].m++;
+    }
+    for (int b = 0; b < nb; b++) {
+        HeadTree *t = &C.trees[b];
+        t->size = 1;
+        while (t->size < t->m)
+            t->size *= 2;
+        t->head = arena_alloc(E->a, sizeof(int) * (size_t)t->size);
+        t->lo = arena_alloc(E->a, sizeof(int) * (size_t)(2 * t->size));
+        t->hi = arena_alloc(E->a, sizeof(int) * (size_t)(2 * t->size));
+        for (int i = 0; i < 2 * t->size; i++) {
+            t->lo[i] = INT_MIN;
+            t->hi[i] = INT_MAX;
+        }
+        t->m = 0;
+    }
+    for (int v = 1; v < n; v++) {
+        int r = E->vi[v].var ? em_find(E, v) : 0;
+        if (r && E->vi[r].hint && C.min[r] == v && !C.cx[r]) {
+            HeadTree *t = &C.trees[C.bucket[v]];
+            C.pos[v] = t->m;
+            t->head[t->m++] = v;
+            head_key(E, &C, r);
+        }
+    }
+    for (int v = 1; v < n; v++) {
+        if (!E->vi[v].var || !E->vi[em_find(E, v)].hint || C.cx[em_find(E, v)])
+            continue;
+        const HeadTree *t = &C.trees[C.bucket[v]];
+        int lim = 0, hi = t->m; /* the heads below v: positions [0, lim) */
+        while (lim < hi) {
+            int mid = lim + (hi - lim) / 2;
+            if (t->head[mid] < v)
+                lim = mid + 1;
+            else
+                hi = mid;
+        }
+        for (int p = 0;; p++) {
+            int rv = em_find(E, v);
+            const ValInfo *V = &E->vi[rv];
+            /* a spanned class skips the spanned classes it interferes with */
+            p = C.span[rv] ? ht_next(t, 1, 0, t->size, p, lim, V->ilo, V->ihi)
+                           : ht_next(t, 1, 0, t->size, p, lim, INT_MAX - 1, INT_MIN + 1);
+            if (p < 0)
+                break;
+            int rw = em_find(E, t->head[p]);
+            if (rv != rw && same_name_ok(E, &C, rw, rv))
+                join_named(E, &C, rw, rv);
         }
     }
 }
@@ -1097,6 +1399,8 @@ static void assign_names(Emitter *E, const char *kname)
     while (cap < 4u * (uint32_t)E->nvals + 256)
         cap *= 2;
     E->set = arena_alloc(E->a, cap * sizeof *E->set);
+    E->ubase = arena_alloc(E->a, cap * sizeof *E->ubase);
+    E->unext = arena_alloc(E->a, cap * sizeof *E->unext);
     E->mask = cap - 1;
     for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
         name_add(E, reserved[i]);
@@ -1480,6 +1784,9 @@ bool emit_triton(Buf *out, const Func *f, const EmitOptions *opt, Diags *d)
     mark_dead(E);
     decide_inlining(E);
     liveness(E);
+    for (int k = 0; k < E->order.n; k++)
+        for (int r = 0; r < E->order.v[k]->in->nres; r++)
+            em_may_be_constexpr(E, E->order.v[k]->in->res[r]);
     coalesce(E);
     coalesce_names(E);
     assign_names(E, kname);

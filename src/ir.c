@@ -218,6 +218,12 @@ typedef struct Namer {
     const char **set; /* open-addressing set of the names in use */
     uint32_t mask;
     int next_num; /* the next %N */
+    /* By hint (open addressing, same mask): the smallest N that may still
+     * be free for hint.N.  Names are only ever added, so every N below it
+     * stays taken; without it the k-th value named x would probe x.1 ..
+     * x.k-1 again (quadratic in a long straight line of `x = ...`). */
+    const char **hint;
+    int *hint_next;
 } Namer;
 
 static uint32_t str_hash(const char *s)
@@ -236,6 +242,15 @@ static bool namer_used(const Namer *nm, const char *s)
         if (!strcmp(nm->set[i], s))
             return true;
     }
+}
+
+/* The slot of hint h in nm->hint (found or empty). */
+static uint32_t namer_hint_slot(const Namer *nm, const char *h)
+{
+    uint32_t i = str_hash(h) & nm->mask;
+    while (nm->hint[i] && strcmp(nm->hint[i], h))
+        i = (i + 1) & nm->mask;
+    return i;
 }
 
 static void namer_insert(Namer *nm, const char *s)
@@ -286,11 +301,15 @@ static void namer_define(Namer *nm, const Func *f, ValId v)
     } else if (!namer_used(nm, h)) {
         s = h;
     } else {
-        for (int n = 1;; n++) {
+        uint32_t slot = namer_hint_slot(nm, h);
+        int n = nm->hint[slot] ? nm->hint_next[slot] : 1;
+        for (;; n++) {
             s = arena_printf(nm->a, "%s.%d", h, n);
             if (!namer_used(nm, s))
                 break;
         }
+        nm->hint[slot] = h;
+        nm->hint_next[slot] = n + 1;
     }
     namer_insert(nm, s);
     nm->names[v] = s;
@@ -319,6 +338,8 @@ static void namer_init(Namer *nm, Arena *a, const Func *f)
     while (cap < 2u * (uint32_t)f->vals.n + 16)
         cap *= 2;
     nm->set = arena_alloc(a, cap * sizeof *nm->set);
+    nm->hint = arena_alloc(a, cap * sizeof *nm->hint);
+    nm->hint_next = arena_alloc(a, cap * sizeof *nm->hint_next);
     nm->mask = cap - 1;
     nm->next_num = 0;
     for (int i = 0; i < f->nparams; i++)

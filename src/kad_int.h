@@ -924,8 +924,16 @@ typedef struct Binding {
     SVal val;
 } Binding;
 /* Names of one scope; each name at most once.  Copied, never shared,
- * between control-flow paths. */
-typedef Vec(Binding) Env;
+ * between control-flow paths.  Once a scope holds many names, sema_env_set
+ * keeps a hash index of them (a long kernel binds thousands); a copy
+ * starts without one and builds its own. */
+typedef struct Env {
+    Binding *v;
+    int n, cap;
+    int *idx;      /* open addressing: 1 + the index in v of a binding, 0 empty */
+    uint32_t mask; /* idx's size - 1 */
+    int nidx;      /* the bindings idx holds: v[0..nidx); used only while nidx == n */
+} Env;
 
 enum { GS_NEW, GS_BUSY, GS_DONE };
 /* The lazily evaluated value of one module global. */
@@ -2073,7 +2081,11 @@ typedef struct ValInfo {
     int prio;          /* how strongly hint names the class: 3 param, 2 loop slot, 1 other */
     const char *hint;  /* sanitized preferred name, or NULL */
     const char *name;  /* the Python name, once assigned */
-    Vec(Ival) ivals;   /* live intervals of all members */
+    Vec(Ival) ivals;   /* live intervals of all members; from liveness's end on sorted by lo */
+    Vec(int) imax;     /* imax.v[i]: the largest hi of ivals.v[0..i] (interferes' lookup) */
+    int ilo, ihi;      /* the span of ivals: classes whose spans are apart do not interfere */
+    bool civ, cparam;  /* a var member is a loop variable, a kernel parameter */
+    int8_t cx;         /* em_may_be_constexpr, once asked: 0 not yet, 1 no, 2 yes */
 } ValInfo;
 
 /* One emission: emit_triton.c's passes fill it, emit_expr.c and emit_stmt.c
@@ -2097,6 +2109,8 @@ typedef struct Emitter {
     /* the names in use (open addressing) */
     const char **set;
     uint32_t mask;
+    const char **ubase; /* unique_name's bases (same mask) and per base the next */
+    int *unext;         /* suffix to try: every smaller one is taken (names are never freed) */
     int ntmp;
     const char *kname;      /* the printed function's name */
     Vec(const Inst *) scans; /* the scans, in print order */

@@ -102,12 +102,48 @@ const char *sema_describe(Sema *S, SVal x)
 /* Environments                                                        */
 /* ------------------------------------------------------------------ */
 
+static uint32_t env_hash(const char *s)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
 Binding *sema_env_find(const Env *e, const char *name)
 {
+    if (e->idx && e->nidx == e->n) {
+        for (uint32_t i = env_hash(name) & e->mask; e->idx[i]; i = (i + 1) & e->mask)
+            if (e->idx[i] <= e->n && !strcmp(e->v[e->idx[i] - 1].name, name))
+                return &e->v[e->idx[i] - 1];
+        return NULL;
+    }
     for (int i = e->n - 1; i >= 0; i--)
         if (!strcmp(e->v[i].name, name))
             return &e->v[i];
     return NULL;
+}
+
+/* Brings e's index up to date from 16 names on: the bindings pushed since
+ * added, or built anew (at most half full). */
+static void env_index(Arena *a, Env *e)
+{
+    if (e->n < 16)
+        return;
+    if (!e->idx || e->nidx > e->n || 2u * (uint32_t)e->n > e->mask) {
+        uint32_t cap = 64;
+        while (cap < 4u * (uint32_t)e->n)
+            cap *= 2;
+        e->idx = arena_alloc(a, cap * sizeof *e->idx);
+        e->mask = cap - 1;
+        e->nidx = 0;
+    }
+    for (; e->nidx < e->n; e->nidx++) {
+        uint32_t i = env_hash(e->v[e->nidx].name) & e->mask;
+        while (e->idx[i])
+            i = (i + 1) & e->mask;
+        e->idx[i] = e->nidx + 1;
+    }
 }
 
 void sema_env_set(Arena *a, Env *e, const char *name, SVal v)
@@ -119,6 +155,7 @@ void sema_env_set(Arena *a, Env *e, const char *name, SVal v)
     }
     Binding nb = {name, v};
     vec_push(a, *e, nb);
+    env_index(a, e);
 }
 
 Env sema_env_copy(Arena *a, const Env *e)
