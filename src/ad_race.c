@@ -32,25 +32,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The pointer parameter (index) each value derives from through pointer arithmetic, shape
- * ops, selects and loop-carried or yielded values: RT_NONE for values that are no pointer
- * derived from a parameter, RT_MANY where several meet. */
-enum { RT_NONE = -1, RT_MANY = -2 };
+/* The pointer parameters each value may derive from through pointer arithmetic, shape ops,
+ * selects and loop-carried or yielded values, as a set: bit i for parameter i (i < 63),
+ * RT_UNKNOWN for a pointer read from memory or converted, or a parameter past the 63rd. */
+typedef uint64_t Roots;
+#define RT_UNKNOWN ((Roots)1 << 63)
 
-static bool join_root(int *r, int v)
+static Roots root_bit(int param) { return param < 63 ? (Roots)1 << param : RT_UNKNOWN; }
+
+static bool join_root(Roots *r, Roots v)
 {
-    int o = *r;
-    if (v == RT_NONE || o == v || o == RT_MANY)
-        return false;
-    *r = o == RT_NONE ? v : RT_MANY;
-    return true;
+    Roots n = *r | v;
+    bool ch = n != *r;
+    *r = n;
+    return ch;
 }
 
-static bool roots_block(const Func *f, const Block *b, int *root);
+static bool roots_block(const Func *f, const Block *b, Roots *root);
 
 /* One pass over a region-holding instruction: its region params and results from its
  * inits and yields. */
-static bool roots_region_op(const Func *f, const Inst *in, int *root)
+static bool roots_region_op(const Func *f, const Inst *in, Roots *root)
 {
     bool ch = false;
     if (in->op == OP_FOR) {
@@ -74,7 +76,7 @@ static bool roots_region_op(const Func *f, const Inst *in, int *root)
         Block *c = in->regions[0], *body = in->regions[1];
         const Inst *y = &body->insts.v[body->insts.n - 1];
         for (int k = 0; k < in->nres; k++) {
-            int *cp = &root[c->params[k]];
+            Roots *cp = &root[c->params[k]];
             ch |= join_root(cp, root[in->args[k]]);
             ch |= join_root(cp, root[y->args[k]]);
             ch |= join_root(&root[body->params[k]], *cp);
@@ -89,7 +91,7 @@ static bool roots_region_op(const Func *f, const Inst *in, int *root)
     return ch;
 }
 
-static bool roots_block(const Func *f, const Block *b, int *root)
+static bool roots_block(const Func *f, const Block *b, Roots *root)
 {
     bool ch = false;
     for (int i = 0; i < b->insts.n; i++) {
@@ -109,7 +111,7 @@ static bool roots_block(const Func *f, const Block *b, int *root)
             break;
         case OP_BITCAST: case OP_LOAD: /* a pointer converted or read from memory: unknown */
             if (in->nres && ir_type(f, in->res[0]).dt == DT_PTR)
-                ch |= join_root(&root[in->res[0]], RT_MANY);
+                ch |= join_root(&root[in->res[0]], RT_UNKNOWN);
             break;
         default:
             if (in->nregions)
@@ -120,47 +122,63 @@ static bool roots_block(const Func *f, const Block *b, int *root)
     return ch;
 }
 
-static int *value_roots(Arena *a, const Func *f)
+static Roots *value_roots(Arena *a, const Func *f)
 {
-    int *root = arena_alloc(a, sizeof *root * (size_t)(f->vals.n + 1));
-    for (int v = 0; v <= f->vals.n; v++)
-        root[v] = RT_NONE;
+    Roots *root = arena_alloc(a, sizeof *root * (size_t)(f->vals.n + 1));
     for (int i = 0; i < f->nparams; i++)
         if (ir_type(f, f->params[i]).dt == DT_PTR)
-            root[f->params[i]] = i;
-    for (int pass = 0; pass < 64 && roots_block(f, f->body, root); pass++)
+            root[f->params[i]] = root_bit(i);
+    /* to the fixpoint: the sets only grow */
+    while (roots_block(f, f->body, root))
         ;
     return root;
 }
 
-/* The stores of b (and its regions) into the parameters chk marks, in program order. */
-static void collect_sites(Arena *a, const Block *b, const int *root, const uint8_t *chk, RaceSiteVec *out)
+/* The stores of b (and its regions) that may write a checked output (chk), in program order:
+ * site.param is the one parameter its pointer derives from, or -1 when it is selected among
+ * several (the candidates then all get tag buffers: *tagged). */
+static void collect_sites(Arena *a, const Block *b, const Roots *root, Roots chk, RaceSiteVec *out, Roots *tagged)
 {
     for (int i = 0; i < b->insts.n; i++) {
         const Inst *in = &b->insts.v[i];
-        if (in->op == OP_STORE && root[in->args[0]] >= 0 && chk[root[in->args[0]]])
-            vec_push(a, *out, ((RaceSite){in, root[in->args[0]], NULL, NULL}));
-        for (int r = 0; r < in->nregions; r++)
-            collect_sites(a, in->regions[r], root, chk, out);
+        Roots r = in->op == OP_STORE ? root[in->args[0]] : 0;
+        if (r & chk) {
+            int param = -1;
+            for (int p = 0; p < 63; p++)
+                if (r == root_bit(p))
+                    param = p;
+            vec_push(a, *out, ((RaceSite){in, param, NULL, NULL}));
+            *tagged |= r;
+        }
+        for (int k = 0; k < in->nregions; k++)
+            collect_sites(a, in->regions[k], root, chk, out, tagged);
     }
 }
 
-/* Does b (or a region of it) write through a pointer that may reach several buffers, or
- * through an atomic into a checked output? */
-static bool blocks_check(const Block *b, const int *root, const uint8_t *chk, const char **why)
+/* Whether the check kernel cannot be built for the tagged parameters: a write through a
+ * pointer of unknown provenance that may be one of them, an atomic into one, a pointer that
+ * mixes tagged and other parameters (its type could not be both).  *why says which. */
+static bool blocks_check(const Func *f, const Block *b, const Roots *root, Roots tagged, const char **why)
 {
     for (int i = 0; i < b->insts.n; i++) {
         const Inst *in = &b->insts.v[i];
-        if (op_writes_memory(in->op) && root[in->args[0]] == RT_MANY) {
-            *why = "a store's pointer may reach several buffers";
+        if (op_writes_memory(in->op) && (root[in->args[0]] & RT_UNKNOWN)) {
+            *why = "a store's pointer has no known provenance";
             return true;
         }
-        if (op_is_atomic(in->op) && root[in->args[0]] >= 0 && chk[root[in->args[0]]]) {
+        if (op_is_atomic(in->op) && (root[in->args[0]] & tagged)) {
             *why = "the output is also written by an atomic";
             return true;
         }
-        for (int r = 0; r < in->nregions; r++)
-            if (blocks_check(in->regions[r], root, chk, why))
+        for (int k = 0; k < in->nres; k++) {
+            Roots r = root[in->res[k]];
+            if ((r & tagged) && (r & ~tagged)) {
+                *why = "a pointer is selected between an output and another buffer";
+                return true;
+            }
+        }
+        for (int k = 0; k < in->nregions; k++)
+            if (blocks_check(f, in->regions[k], root, tagged, why))
                 return true;
     }
     return false;
@@ -170,8 +188,8 @@ static bool blocks_check(const Block *b, const int *root, const uint8_t *chk, co
 
 typedef struct Rk {
     Func *f;
-    const int *root;
-    const uint8_t *chk;
+    const Roots *root;
+    Roots tagged; /* the parameters whose buffers the launcher replaces by tag buffers */
     const RacePlan *plan;
     ValId info, pid, nsite; /* the info buffer; pid * NS, NS (i64 scalars) */
     Vec(ValId) stand;       /* zeros standing for loads of an output updated in place */
@@ -245,13 +263,14 @@ static bool rk_block(Rk *k, Block *b, int *site)
         for (int r = 0; r < in->nregions; r++)
             if (!rk_block(k, in->regions[r], site))
                 return false;
-        if (in->op == OP_STORE && k->root[in->args[0]] >= 0 && k->chk[k->root[in->args[0]]]) {
+        Roots r = in->nargs ? k->root[in->args[0]] : 0;
+        if (in->op == OP_STORE && (r & k->tagged)) {
             rk_store(k, b, in, (*site)++);
             continue;
         }
         if (in->op == OP_STORE)
             continue;
-        if (in->op == OP_LOAD && k->root[in->args[0]] >= 0 && k->chk[k->root[in->args[0]]]) {
+        if (in->op == OP_LOAD && (r & k->tagged)) {
             /* a read of an output updated in place: its value reaches stored values only,
              * which the check drops (race_kernel makes sure), so a zero stands for it */
             Type lt = ir_type(k->f, in->res[0]);
@@ -274,14 +293,14 @@ static bool rk_block(Rk *k, Block *b, int *site)
     return true;
 }
 
-static Func *race_kernel(Arena *a, const Func *fwd, const int *root, const uint8_t *chk, const RacePlan *plan)
+static Func *race_kernel(Arena *a, const Func *fwd, const Roots *root, const RacePlan *plan)
 {
     Func *f = ir_func_clone(a, fwd, arena_printf(a, "%s_race", fwd->name));
     f->ranges.cap = f->ranges.n; /* a push copies */
-    for (int v = 1; v < f->vals.n; v++) /* the checked outputs' pointers address the tag buffers */
-        if (root[v] >= 0 && chk[root[v]] && f->vals.v[v].ty.dt == DT_PTR)
+    for (int v = 1; v < f->vals.n; v++) /* the tagged pointers address the tag buffers */
+        if ((root[v] & plan->tagged) && f->vals.v[v].ty.dt == DT_PTR)
             f->vals.v[v].ty.elem = DT_I64;
-    Rk k = {.f = f, .root = root, .chk = chk, .plan = plan};
+    Rk k = {.f = f, .root = root, .tagged = plan->tagged, .plan = plan};
     k.info = ir_param_add(f, type_ptr(DT_I32, 0, NULL), KAD_RACE_PARAM, fwd->loc);
     /* pid = (pid0 + G0 * (pid1 + G1 * pid2)) * NS in int64, first in the body */
     Block *b = f->body;
@@ -332,34 +351,33 @@ static Func *race_kernel(Arena *a, const Func *fwd, const int *root, const uint8
 RacePlan *race_plan(Arena *a, const Func *fwd, const AdSpec *spec)
 {
     int np = fwd->nparams;
-    uint8_t *chk = arena_alloc(a, (size_t)np + 1);
-    bool any = false;
+    Roots chk = 0;
     for (int i = 0; i < np; i++) {
         const char *name = fwd->vals.v[fwd->params[i]].name;
         for (int j = 0; name && j < spec->nouts; j++)
             if (!strcmp(name, spec->outs[j]) && ir_type(fwd, fwd->params[i]).dt == DT_PTR)
-                chk[i] = 1;
-        any |= chk[i];
+                chk |= root_bit(i);
     }
-    if (!any)
+    if (!chk)
         return NULL;
-    const int *root = value_roots(a, fwd);
+    const Roots *root = value_roots(a, fwd);
     RacePlan *plan = arena_alloc(a, sizeof *plan);
-    collect_sites(a, fwd->body, root, chk, &plan->sites);
+    collect_sites(a, fwd->body, root, chk, &plan->sites, &plan->tagged);
+    plan->tagged &= ~RT_UNKNOWN;
     if (!plan->sites.n)
         return NULL;
     Access *A = plan->acc = access_analyze(a, fwd);
     /* the decisions, per output (every site of it together across programs) and per site
      * (its lanes) */
     for (int p = 0; p < np; p++) {
-        if (!chk[p])
+        if (!(chk & root_bit(p)) || root_bit(p) == RT_UNKNOWN)
             continue;
         Vec(const Inst *) mine = {0};
         bool based = true;
         for (int s = 0; s < plan->sites.n; s++)
-            if (plan->sites.v[s].param == p) {
+            if (root[plan->sites.v[s].store->args[0]] & root_bit(p)) {
                 vec_push(a, mine, plan->sites.v[s].store);
-                based &= access_base(A, plan->sites.v[s].store) == p;
+                based &= plan->sites.v[s].param == p && access_base(A, plan->sites.v[s].store) == p;
             }
         if (!mine.n)
             continue;
@@ -389,11 +407,15 @@ RacePlan *race_plan(Arena *a, const Func *fwd, const AdSpec *spec)
     if (!plan->always && !plan->skip.n)
         return NULL; /* proven for every launch */
     const char *why = NULL;
-    if (blocks_check(fwd->body, root, chk, &why)) {
+    if (np > 63) { /* (the tag sets' width) */
+        plan->why = "the kernel has more than 63 parameters";
+        return plan;
+    }
+    if (blocks_check(fwd, fwd->body, root, plan->tagged, &why)) {
         plan->why = why;
         return plan;
     }
-    plan->kernel = race_kernel(a, fwd, root, chk, plan);
+    plan->kernel = race_kernel(a, fwd, root, plan);
     if (!plan->kernel)
         plan->why = "an atomic's old value is used, or an address or mask depends on a value read from "
                     "the output the kernel updates in place";
@@ -414,19 +436,21 @@ bool race_skip(const RacePlan *p, const int64_t *iargs, const int64_t grid[3])
 
 /* The refusals (docs/TROUBLESHOOTING.md): the output's name, then the analysis's witness. */
 static const char *const race_programs_msg =
-    "this store writes elements of output '%s' that another program of the launch also writes: the forward races "
+    "this store writes elements of %s that another program of the launch also writes: the forward races "
     "(which value survives is undefined), so no gradient is right; make each program store its own elements%s%s%s";
 static const char *const race_lanes_msg =
-    "two lanes of this store (or two iterations of its loop) write one element of output '%s': the forward "
+    "two lanes of this store (or two iterations of its loop) write one element of %s: the forward "
     "races (which value survives is undefined), so no gradient is right; make each lane store its own element "
     "(deduplicate scattered indices)%s%s%s";
 
 const char *race_message(Arena *a, const Func *fwd, const RacePlan *p, int s, bool programs)
 {
     const RaceSite *site = &p->sites.v[s];
-    const char *name = fwd->vals.v[fwd->params[site->param]].name;
+    const char *name = site->param >= 0 ? fwd->vals.v[fwd->params[site->param]].name : NULL;
+    const char *what = site->param >= 0 ? arena_printf(a, "output '%s'", name ? name : "?")
+                                        : "one of the buffers its pointer selects among";
     const char *why = programs ? site->why_programs : site->why_lanes;
-    return arena_printf(a, programs ? race_programs_msg : race_lanes_msg, name ? name : "?",
+    return arena_printf(a, programs ? race_programs_msg : race_lanes_msg, what,
                         why ? " (kad's analysis: " : "", why ? why : "", why ? ")" : "");
 }
 
@@ -459,10 +483,7 @@ bool race_run(const Func *fwd, const RacePlan *p, const int64_t grid[3], const I
     }
     for (int i = 0; i < np; i++) {
         ra[i] = args[i];
-        bool tagged = false;
-        for (int s = 0; s < p->sites.n; s++)
-            tagged |= p->sites.v[s].param == i;
-        if (!tagged)
+        if (i >= 63 || !(p->tagged & ((uint64_t)1 << i)))
             continue;
         Type pt = ir_type(fwd, fwd->params[i]);
         int es = mode == IM_F64 && dtype_is_float((Dtype)pt.elem) ? 8 : dtype_bytes((Dtype)pt.elem);

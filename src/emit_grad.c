@@ -2305,11 +2305,8 @@ bool emit_triton_race(Buf *out, const Func *fwd, const RacePlan *p, Diags *d)
             continue;
         const char *n = o[k].cnst ? rk->consts.v[o[k].i].name : rk->vals.v[rk->params[o[k].i]].name;
         buf_printf(&names, "\"%s\", ", n ? n : "?");
-        for (int s = 0; !o[k].cnst && s < ns; s++)
-            if (p->sites.v[s].param == o[k].i) {
-                buf_printf(&outs, "%d, ", na);
-                break;
-            }
+        if (!o[k].cnst && o[k].i < 63 && (p->tagged & ((uint64_t)1 << o[k].i)))
+            buf_printf(&outs, "%d, ", na);
         na++;
     }
     for (int i = 0; i < rk->consts.n; i++)

@@ -2239,7 +2239,7 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
 /* A store into a checked output: the forward's instruction and its parameter. */
 typedef struct RaceSite {
     const Inst *store;
-    int param;
+    int param; /* the parameter it stores into, or -1: a pointer selected among several */
     const char *why_programs, *why_lanes; /* a collision the analysis found (its witness), or NULL */
 } RaceSite;
 typedef Vec(RaceSite) RaceSiteVec;
@@ -2247,6 +2247,8 @@ typedef Vec(RaceSite) RaceSiteVec;
  * programs, or from two lanes of one store (docs/AD.md, "One writer per element"). */
 typedef struct RacePlan {
     RaceSiteVec sites;    /* the stores into the outputs, in program order (site s = index) */
+    uint64_t tagged;      /* bit p: parameter p's buffer is replaced by a tag buffer (the outputs the
+                           * sites store into, and the other candidates of a selected pointer) */
     Access *acc;          /* fwd's analysis: the conditions' symbols */
     AccCondVec skip;      /* no check when all of these hold for the launch (and !always) */
     bool always;          /* some store kad cannot prove: check (on the first launch of a key) */

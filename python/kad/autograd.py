@@ -628,6 +628,8 @@ class Run:
         if self.dk._autotuned and self.launch.device != "cpu":
             # the autotuner's config made another signature: the backward is the one generated for it
             self.prep = self.dk._prep(self.launch)
+            # and the one-writer check, which needs the config that ran: right after the forward
+            self.dk._check_races(self.launch, self.prep)
         # keep detached aliases of the tensors that now carry this Function's node: the dirty tensors,
         # the outputs (views of them) and any view (one of a dirty base would, after mark_dirty); an
         # output that is its own dirty tensor keeps `values[n] is dirty[i]`.  A tensor that is not a
@@ -1122,7 +1124,12 @@ class DifferentiableKernel:
                              f"kernel may write only its declared outputs; add {written[0]!r} to outputs=[...]")
         loads = prep.loads(self.program)
         self._check_inout(launch.values, [n for n in self.outputs if n in self.inputs or n in loads])
+        before = launch.device == "cpu" or not self._autotuned
+        if before:
+            self._check_races(launch, prep)
         self._run_forward(launch, prep)
+        if not before:  # the config that ran fixes the addresses: checked right after the forward
+            self._check_races(launch, self._preps.get((launch.sig, launch.device)) or self._prep(launch))
 
     def _op_loads(self, kw):
         """The pointer parameters the kernel loads through, for a call given by name (any grid)."""
@@ -1183,7 +1190,8 @@ class DifferentiableKernel:
         located error).  Free where kad proves it; else on the interpreter for every CPU launch,
         and on a GPU by the generated check kernel on the first launch of each launch key (the
         signature, the grid, the scalar arguments), or of every launch with
-        check_races="always"."""
+        check_races="always".  An autotuned kernel's GPU launch is checked right after its forward
+        (the config that ran fixes the addresses), before anything differentiates it."""
         if not self.check_races:
             return
         if launch.device == "cpu":

@@ -343,3 +343,31 @@ def test_amax_kernel_forward_mode():
     j.run(4, [vals[n] for n in names])
     np.testing.assert_allclose(ty, 1.5 * t, rtol=1e-6)
     assert am[0] == np.abs(x).max() and am[1] == x.min()
+
+
+def test_races_refused_under_torch_func():
+    """kad's custom operators (torch.func, torch.compile) run the same check before the launch."""
+    x = torch.randn(8, device=DEVICE)
+    dup = torch.tensor([0, 1, 2, 3, 4, 5, 6, 0], dtype=torch.int32, device=DEVICE)
+
+    def loss(x, idx):
+        return _scatter(scatter_always, x, idx).sum()
+    g = torch.func.grad(loss)(x, torch.randperm(8, device=DEVICE).to(torch.int32))
+    torch.testing.assert_close(g, torch.full_like(x, 2.0))
+    with pytest.raises(kad.KadError, match=RACE_PROGRAMS):
+        torch.func.grad(loss)(x, dup)
+
+
+def test_store_through_a_selected_pointer():
+    """A store whose pointer is selected among two outputs: two programs, one per output, are
+    right; a third writes what the first wrote, and the launch is refused."""
+    sel = kad.differentiable(inputs=["x_ptr"], outputs=["y1_ptr", "y2_ptr"])(writers.select_destination)
+    x = _leaf(2 * 8)
+    y1, y2 = torch.zeros(8, device=DEVICE), torch.zeros(8, device=DEVICE)
+    sel[(2,)](x, y1, y2, BLOCK=8)
+    (y1.sum() + 2 * y2.sum()).backward()
+    e = torch.exp(x.detach())
+    torch.testing.assert_close(x.grad, torch.cat([e[:8], 2 * e[8:]]))
+    x3 = _leaf(3 * 8)
+    with pytest.raises(kad.KadError, match=r"one of the buffers its pointer selects among that another program"):
+        sel[(3,)](x3, torch.zeros(8, device=DEVICE), torch.zeros(8, device=DEVICE), BLOCK=8)
