@@ -497,7 +497,7 @@ bool race_run(const Func *fwd, const RacePlan *p, const int64_t grid[3], const I
         ra[i] = (InterpArg){.data = tags[i], .nbytes = n * (int64_t)sizeof(int64_t)};
     }
     ra[np] = (InterpArg){.data = info, .nbytes = (int64_t)sizeof *info * 2 * p->sites.n};
-    ok = interp_run(p->kernel, grid, ra, np + 1, IM_AS_WRITTEN, d);
+    ok = interp_run(p->kernel, grid, ra, np + 1, mode, d); /* the inputs as the caller laid them out */
     for (int s = 0; ok && s < p->sites.n; s++)
         for (int j = 0; j < 2; j++)
             if (info[2 * s + j] > 0) {

@@ -88,3 +88,11 @@ def select_destination(x_ptr, y1_ptr, y2_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     dst = tl.where(pid % 2 == 0, y1_ptr, y2_ptr)
     tl.store(dst + offs, tl.exp(tl.load(x_ptr + pid * BLOCK + offs)))
+
+
+@triton.jit
+def scatter_positive(x_ptr, idx_ptr, o_ptr, BLOCK: tl.constexpr):
+    # o[idx[i]] = x[i] where x[i] > 0: duplicate indices are fine where the mask drops all but one
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(o_ptr + tl.load(idx_ptr + offs), x, mask=x > 0)

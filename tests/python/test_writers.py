@@ -371,3 +371,23 @@ def test_store_through_a_selected_pointer():
     x3 = _leaf(3 * 8)
     with pytest.raises(kad.KadError, match=r"one of the buffers its pointer selects among that another program"):
         sel[(3,)](x3, torch.zeros(8, device=DEVICE), torch.zeros(8, device=DEVICE), BLOCK=8)
+
+
+@pytest.mark.parametrize("f64", [False, True])
+def test_duplicates_masked_off_by_data_are_no_race(f64):
+    """The check kernel sees the launch's data as the forward does (also in kad.f64_mode, where the
+    interpreter's float buffers hold doubles): a duplicate index that the data mask drops is fine,
+    one it keeps is refused."""
+    k = kad.differentiable(inputs=["x_ptr"], outputs=["o_ptr"], check_races="always")(writers.scatter_positive)
+    dt = torch.float64 if f64 else torch.float32
+    idx = torch.tensor([0, 1, 1, 3], dtype=torch.int32, device=DEVICE)
+    ctx = kad.f64_mode() if f64 and DEVICE == "cpu" else _nullcontext()
+    with ctx:
+        x = torch.tensor([1.0, 2.0, -1.0, 3.0], dtype=dt, device=DEVICE).requires_grad_()
+        o = torch.zeros(4, dtype=dt, device=DEVICE)
+        k[(1,)](x, idx, o, BLOCK=4)
+        o.sum().backward()
+        assert x.grad.tolist() == [1.0, 1.0, 0.0, 1.0]
+        x = torch.tensor([1.0, 2.0, 5.0, 3.0], dtype=dt, device=DEVICE).requires_grad_()
+        with pytest.raises(kad.KadError, match=RACE_LANES):
+            k[(1,)](x, idx, torch.zeros(4, dtype=dt, device=DEVICE), BLOCK=4)
