@@ -115,6 +115,11 @@ KAD_API const char *kad_diagnostics(kad_ctx *c);
 /* Forgets the diagnostics reported so far. */
 KAD_API void kad_clear_diagnostics(kad_ctx *c);
 
+/* The launch conditions of a backward kernel (its guards: docs/AD.md), checked for a launch of its
+ * forward before the forward runs: iargs holds the forward's runtime arguments in order (ints;
+ * others ignored), grid the forward's.  Returns 0, or -1 with the located refusal. */
+KAD_API int kad_check_launch(kad_kernel *bwd, const int64_t grid[3], const int64_t *iargs, int n);
+
 /* One writer per element (docs/AD.md, "One writer per element"): checks that the launch of
  * k with these arguments (as kad_run takes them) has no two programs, and no two lanes of one
  * store, writing one element of an output in out (comma-separated names): runs kad's check

@@ -2019,6 +2019,55 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                       "                               \"capacity: kad grad --while-cap N, or the loop's bound)\" % (_line, _cap))\n");
 }
 
+static const char *py_escaped(Arena *a, const char *text);
+
+/* check_<kernel>_launch(grid, *args): the backward's launch conditions (Func.guards) on the
+ * forward's runtime arguments alone, so that the package refuses a launch before its forward
+ * runs (an in-place forward would otherwise have overwritten its buffer by then). */
+static void print_launch_check(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int nfwd, const Func *fwd)
+{
+    Buf names = {.a = a}, meta = {.a = a};
+    for (int k = 0; k < nfwd + bwd->consts.n; k++)
+        if (is_arg(bwd, o, k))
+            buf_printf(&names, "\"%s\", ", o[k].cnst ? bwd->consts.v[o[k].i].name
+                                                     : bwd->vals.v[bwd->params[o[k].i]].name);
+    for (int i = 0; i < bwd->consts.n; i++)
+        if (!bwd->consts.v[i].runtime)
+            buf_printf(&meta, ", \"%s\": %s", bwd->consts.v[i].name, bwd->consts.v[i].value);
+    buf_printf(out, "\n\ndef check_%s_launch(grid, *args):\n    \"\"\"", ident(a, fwd->name));
+    wrap(out, arena_printf(a, "Raises ValueError (located) when this launch of %s breaks a condition its backward "
+                              "needs (docs/AD.md); the package calls it before the forward runs. args: the forward's "
+                              "runtime arguments.", fwd->name),
+         LINE_LIMIT, "    ", 7);
+    buf_printf(out, "\n    \"\"\"\n");
+    if (!bwd->guards.n || fwd->descs.n) { /* (host-side descriptors: their launcher checks, expanded) */
+        buf_puts(out, "    return\n");
+        return;
+    }
+    buf_printf(out, "    names = (%s)\n", buf_str(&names));
+    buf_printf(out, "    _a = dict(zip(names, args))\n"
+                    "    _g = tuple(grid({**_a%s}) if callable(grid) else grid)\n"
+                    "    _g = _g + (1,) * (3 - len(_g))\n", buf_str(&meta));
+    Buf conds = {.a = a};
+    const char **c = arena_alloc(a, sizeof *c * (size_t)bwd->guards.n);
+    for (int i = 0; i < bwd->guards.n; i++) {
+        c[i] = access_cond_host((Access *)bwd->guards.v[i].acc, bwd->guards.v[i].cond, "_a", "_g");
+        buf_puts(&conds, c[i] ? c[i] : "");
+    }
+    if (strstr(buf_str(&conds), "_tdiv(") || strstr(buf_str(&conds), "_trem("))
+        buf_puts(out, "\n    def _tdiv(x, y):  # Triton's // on integers truncates\n"
+                      "        q = abs(x) // abs(y)\n"
+                      "        return q if (x < 0) == (y < 0) else -q\n\n"
+                      "    def _trem(x, y):\n"
+                      "        return x - _tdiv(x, y) * y\n\n");
+    for (int i = 0; i < bwd->guards.n; i++) {
+        const FuncGuard *g = &bwd->guards.v[i];
+        const char *m = arena_printf(a, "%s:%d:%d: error: %s", g->loc.file ? g->loc.file : "<kernel>", g->loc.line,
+                                     g->loc.col, g->msg);
+        buf_printf(out, "    if not (%s):\n        raise ValueError(\"%s\")\n", c[i] ? c[i] : "False", py_escaped(a, m));
+    }
+}
+
 bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSpec *spec, Diags *d)
 {
     Arena *a = out->a;
@@ -2149,6 +2198,7 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
                     "# the backward has a tl.dot, whose tiles follow the forward's warps (docs/GRAD.md)\n"
                     "_kad_forward_options = %s\n", has_dot(bwd) ? "True" : "False");
     print_launcher(out, a, bwd, o, nfwd, spec->nouts, fwd, kname, lname, -1);
+    print_launch_check(out, a, bwd, o, nfwd, fwd);
     return true;
 }
 

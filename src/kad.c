@@ -418,6 +418,19 @@ const char *kad_grad_module_ex(kad_kernel *k, const char *wrt, const char *out, 
     return text;
 }
 
+int kad_check_launch(kad_kernel *k, const int64_t grid[3], const int64_t *iargs, int n)
+{
+    kad_ctx *c = k->c;
+    API_BEGIN(c, -1);
+    int np = k->f->nparams;
+    int64_t *ia = arena_alloc(c->a, sizeof *ia * (size_t)(np + 1));
+    for (int i = 0; i < n && i < np; i++)
+        ia[i] = iargs[i];
+    int rc = func_guards_hold(k->f, ia, grid, &c->d) ? 0 : -1;
+    API_END(c);
+    return rc;
+}
+
 /* ---- One writer per element (ad_race.c) ---- */
 
 /* k's race plan for the outputs out, kept for the last out asked. */

@@ -162,6 +162,7 @@ def _load():
             "kad_save_module": ([P], S),
             "kad_race_check": ([P, S, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(_KadArg), I, I], I),
             "kad_race_module": ([P, S], S),
+            "kad_check_launch": ([P, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64), I], I),
         }
         for name, (argtypes, restype) in sigs.items():
             fn = getattr(lib, name)
@@ -526,6 +527,19 @@ class Kernel:
         del keep
         if rc != 0:
             self._ctx._fail("the one-writer check")
+
+    def check_launch(self, grid: Grid, args: Sequence[Any]) -> None:
+        """A backward kernel's launch conditions (kad_check_launch) for a launch of its forward with
+        these runtime arguments (in order; only the ints are read): KadError, located, when the
+        launch breaks one.  The package calls it before the forward runs."""
+        fn = self._ctx._need("kad_check_launch")
+        grid = (grid,) if isinstance(grid, int) else tuple(grid)
+        grid3 = (ctypes.c_int64 * 3)(*(list(map(int, grid)) + [1] * (3 - len(grid))))
+        ints = [int(v) if isinstance(v, int) else 0 for v in args]
+        ia = (ctypes.c_int64 * max(1, len(ints)))(*ints)
+        self._ctx._begin()
+        if fn(self._k, grid3, ia, len(ints)) != 0:
+            self._ctx._fail("the launch's conditions")
 
     def race_module(self, out: Names) -> str:
         """The one-writer check of a launch for a GPU as a Python module (kad_race_module;

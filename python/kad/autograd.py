@@ -1032,8 +1032,10 @@ class DifferentiableKernel:
         if inout:
             self._check_inout(tens, inout, dirty, dirty_of)
         if launch.device == "cpu" or not self._autotuned:
-            # compile now: an error is raised before anything launches
-            prep.backward(self, launch, needed, inout, self.outputs)
+            # compile now: an error is raised before anything launches, and so is a launch its
+            # backward would refuse (its conditions) or one whose writes race
+            b = prep.backward(self, launch, needed, inout, self.outputs)
+            self._check_launch(launch, prep, b)
             self._check_races(launch, prep)
         # the backward recomputes the forward from the values before the launch
         old = {n: _copy_span(tens[n]) for n in inout if n in loads} if loads else {}
@@ -1182,6 +1184,32 @@ class DifferentiableKernel:
             if opts:
                 opts = {k: opts[k] for k in ("num_warps", "num_stages") if k in opts}
             fn(launch.grid, *runtime, *[tangent[n] for n in tnames], **opts)
+
+    def _check_launch(self, launch, prep, b):
+        """The conditions the backward b (_Prep.backward's tuple) needs of this launch (docs/AD.md:
+        a stride that keeps a loop's stores apart, two store sites disjoint), decided before the
+        forward runs: a KadError with the location and what the launch breaks.  On a GPU once per
+        launch key (the grid, the scalar arguments): they depend on nothing else."""
+        fn = b[3]
+        if launch.device == "cpu":
+            fn.check_launch(launch.grid, [launch.values.get(n) for n in b[4]])
+            return
+        chk = prep.launch_checks.get(fn)
+        if chk is None:
+            mod = sys.modules.get(getattr(fn, "__module__", ""))
+            chk = prep.launch_checks[fn] = getattr(mod, f"check_{self.__name__}_launch", False)
+        if not chk:
+            return
+        runtime = [launch.values[n] for n in launch.runtime_names]
+        key = (fn, tuple(launch.grid), *(v for v in runtime if not isinstance(v, torch.Tensor)))
+        if key in prep.launch_seen:
+            return
+        try:
+            chk(launch.grid, *runtime)
+        except ValueError as e:
+            raise _capi.KadError(str(e)) from None
+        if len(prep.launch_seen) < 4096:
+            prep.launch_seen.add(key)
 
     def _check_races(self, launch, prep):
         """The one-writer check of the declared outputs before a forward that autograd will
@@ -1484,6 +1512,8 @@ class _Prep:
         self.plans = {}  # (needs_input_grad, which gradients are None, inout) -> plan()
         self.races = None  # the GPU's one-writer check: check_<kernel>_races, False (none needed), None (not asked)
         self.races_seen = set()  # the launch keys it passed
+        self.launch_checks = {}  # a GPU backward's launcher -> its module's check_<kernel>_launch (False: none)
+        self.launch_seen = set()  # (launcher, launch key) whose conditions held
 
     def forward(self, program):
         """The compiled forward (CPU) and, in self.fwd_names, its parameters' names."""

@@ -96,3 +96,13 @@ def scatter_positive(x_ptr, idx_ptr, o_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
     tl.store(o_ptr + tl.load(idx_ptr + offs), x, mask=x > 0)
+
+
+@triton.jit
+def exp_rows_inplace(x_ptr, stride, n_cols, BLOCK: tl.constexpr):
+    # rows `stride` apart updated in place: they overlap when stride < n_cols
+    r = tl.program_id(0)
+    c = tl.arange(0, BLOCK)
+    m = c < n_cols
+    p = x_ptr + r * stride + c
+    tl.store(p, tl.exp(tl.load(p, mask=m)), mask=m)

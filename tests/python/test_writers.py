@@ -391,3 +391,19 @@ def test_duplicates_masked_off_by_data_are_no_race(f64):
         x = torch.tensor([1.0, 2.0, 5.0, 3.0], dtype=dt, device=DEVICE).requires_grad_()
         with pytest.raises(kad.KadError, match=RACE_LANES):
             k[(1,)](x, idx, torch.zeros(4, dtype=dt, device=DEVICE), BLOCK=4)
+
+
+def test_in_place_launch_refused_before_the_forward_overwrites_it():
+    """An in-place kernel whose launch its backward cannot differentiate (overlapping rows): refused
+    before the forward runs, so the buffer keeps its data (issue 33, item 5)."""
+    k = kad.differentiable(inputs=["x_ptr"], outputs=["x_ptr"])(writers.exp_rows_inplace)
+    base = torch.randn(12, device=DEVICE, requires_grad=True)
+    x = base * 1.0
+    keep = x.detach().clone()
+    with pytest.raises(kad.KadError, match=r"writers\.py:\d+:\d+: error: "):
+        k[(3,)](x, 2, 4, BLOCK=4)
+    assert torch.equal(x.detach(), keep)
+    x = base * 1.0
+    k[(3,)](x, 4, 4, BLOCK=4)  # rows apart: right
+    x.sum().backward()
+    torch.testing.assert_close(base.grad, torch.exp(base.detach()))
