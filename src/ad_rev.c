@@ -810,11 +810,19 @@ static ValId P(Em *e, ValId v) { return ecast(e, P0(e->ad, v), (Dtype)adt(fty(e-
 /* Ad.zm (strong_zero, below): v's structural zeros, 0 when none are known. */
 static ValId zm_of(const Ad *ad, ValId v) { return v > 0 && v < ad->zm.n ? ad->zm.v[v] : 0; }
 
-static void zm_set(Ad *ad, ValId v, ValId m)
+/* Whether v's structural zeros include a selection's (a where's untaken side: carried through
+ * reductions, where a whole row may take no branch) rather than only a store's masked-off lanes
+ * (not carried through them: a row with no live lane has no gradient to lose). */
+static bool zm_sel(const Ad *ad, ValId v) { return v > 0 && v < ad->zsel.n && ad->zsel.v[v]; }
+
+static void zm_set(Ad *ad, ValId v, ValId m, bool sel)
 {
-    while (ad->zm.n <= v)
+    while (ad->zm.n <= v) {
         vec_push(ad->a, ad->zm, 0);
+        vec_push(ad->a, ad->zsel, 0);
+    }
     ad->zm.v[v] = m;
+    ad->zsel.v[v] = sel;
 }
 
 static void accum(Em *e, ValId v, ValId c)
@@ -826,15 +834,16 @@ static void accum(Em *e, ValId v, ValId c)
     ValId zc = zm_of(ad, c);
     c = ecast(e, c, (Dtype)t.dt);
     ASSERT(type_eq(bty(ad, c), t));
+    bool sc = zm_sel(ad, c);
     if (zc)
-        zm_set(ad, c, zc);
+        zm_set(ad, c, zc, sc);
     if (!ad->adj[v]) {
         ad->adj[v] = c;
     } else {
         ValId zo = zm_of(ad, ad->adj[v]);
         ad->adj[v] = e2(e, OP_ADD, ad->adj[v], c);
         if (zo && zc) /* zero where both are */
-            zm_set(ad, ad->adj[v], zo == zc ? zo : e2(e, OP_AND, zo, zc));
+            zm_set(ad, ad->adj[v], zo == zc ? zo : e2(e, OP_AND, zo, zc), sc || zm_sel(ad, ad->adj[v]));
     }
     name_after(ad, ad->adj[v], "d", v);
 }
@@ -952,6 +961,23 @@ static ValId sort_adjoint(Em *e, const Inst *in, ValId d)
  * contributions (accum: the lanes zero in both).  A zero that arithmetic produced (dy / inf)
  * is not structural: there the product with a non-finite partial stays NaN, as it should. */
 
+/* The structural zeros of unbroadcast(d, xt) from d's, z: the lanes where every lane summed is
+ * zero (min over the summed axes). */
+static ValId zm_unbroadcast(Em *e, ValId z, Type xt)
+{
+    Type zt = bty(e->ad, z);
+    ValId m = ecast(e, z, DT_I32);
+    if (xt.rank == 0) {
+        while (bty(e->ad, m).rank > 0)
+            m = ereduce(e, OP_MIN, m, 0, false);
+    } else {
+        for (int i = 0; i < xt.rank; i++)
+            if (xt.shape[i] == 1 && zt.shape[i] != 1)
+                m = ereduce(e, OP_MIN, m, i, true);
+    }
+    return ecmp(e, OP_NE, m, ir_const_int(e->ad->bw, e->b, bty(e->ad, m), 0, e->loc));
+}
+
 /* The lanes of z1 or z2 (0: none). */
 static ValId zm_or(Em *e, ValId z1, ValId z2)
 {
@@ -963,7 +989,7 @@ static ValId zm_or(Em *e, ValId z1, ValId z2)
 static ValId eselect(Em *e, ValId c, ValId d, bool take)
 {
     ValId z = ec(e, d, 0.0), r = take ? ewhere(e, c, d, z) : ewhere(e, c, z, d);
-    zm_set(e->ad, r, zm_or(e, take ? e1(e, OP_NOT, c) : c, zm_of(e->ad, d)));
+    zm_set(e->ad, r, zm_or(e, take ? e1(e, OP_NOT, c) : c, zm_of(e->ad, d)), true);
     return r;
 }
 
@@ -998,7 +1024,7 @@ static void give(Em *e, const Inst *in, ValId *c, int k, ValId x)
     /* an elementwise rule's contribution is 0 where its adjoint is (guarded, or a finite
      * partial times 0) */
     if (!zm_of(ad, x) && zm_of(ad, d) && op_info[in->op].elementwise && type_same_shape(bty(ad, x), bty(ad, d)))
-        zm_set(ad, x, zm_of(ad, d));
+        zm_set(ad, x, zm_of(ad, d), zm_sel(ad, d));
     for (int j = 0; j < in->nargs; j++)
         if (j != k && in->args[j] == in->args[k]) {
             c[k] = x;
@@ -1289,13 +1315,22 @@ static void adj_rule(Em *e, const Inst *in)
         break;
     }
     /* shape ops */
-    case OP_BROADCAST:
-        GIVE(0, unbroadcast(e, d, adt(fty(ad, a0))));
+    case OP_BROADCAST: { /* zero where every lane summed is (a branch no lane of a row takes) */
+        ValId r = unbroadcast(e, d, adt(fty(ad, a0)));
+        if (zm_sel(ad, d))
+            zm_set(ad, r, zm_unbroadcast(e, zm_of(ad, d), fty(ad, a0)), true);
+        GIVE(0, r);
         break;
+    }
     case OP_EXPAND_DIMS:
-    case OP_RESHAPE:
-        GIVE(0, eshape(e, OP_RESHAPE, d, adt(fty(ad, a0)), 0));
+    case OP_RESHAPE: {
+        ValId r = eshape(e, OP_RESHAPE, d, adt(fty(ad, a0)), 0);
+        if (zm_of(ad, d))
+            zm_set(ad, r, eshape(e, OP_RESHAPE, zm_of(ad, d), type_with_dtype(fty(ad, a0), DT_I1), 0),
+                   zm_sel(ad, d));
+        GIVE(0, r);
         break;
+    }
     case OP_PERMUTE: {
         int32_t inv[KAD_MAX_RANK];
         for (int i = 0; i < in->nints; i++)
@@ -1344,9 +1379,14 @@ static void adj_rule(Em *e, const Inst *in)
         GIVE(0, sort_adjoint(e, in, d));
         break;
     /* reductions and scans */
-    case OP_SUM:
-        GIVE(0, bcast_back(e, d, fty(ad, a0), (int)in->ival, in->flags & IF_KEEP_DIMS));
+    case OP_SUM: {
+        ValId r = bcast_back(e, d, fty(ad, a0), (int)in->ival, in->flags & IF_KEEP_DIMS);
+        if (zm_of(ad, d))
+            zm_set(ad, r, bcast_back(e, zm_of(ad, d), fty(ad, a0), (int)in->ival, in->flags & IF_KEEP_DIMS),
+                   zm_sel(ad, d));
+        GIVE(0, r);
         break;
+    }
     case OP_MAX:
     case OP_MIN:
         if (ad->spec->mutate == AD_MUTATE_MAX)
@@ -2517,7 +2557,7 @@ static void adj_store(Ad *ad, Block *bb, const Block *fb, int k)
         desc_grad_access(ad, ld, in, role == AD_ROLE_OUT && (in->flags & IF_HAS_MASK) && !ad->vm[p]);
         ValId r = ld->res[0];
         if (m) /* masked-off lanes get nothing */
-            zm_set(ad, r, e1(&e, OP_NOT, m));
+            zm_set(ad, r, e1(&e, OP_NOT, m), false);
         for (int j = k + 1; in->op == OP_STORE && j < fb->insts.n; j++) {
             const Inst *o = &fb->insts.v[j];
             if (o->op == OP_STORE && o->args[0] == p) /* masked (else overwritten above) */

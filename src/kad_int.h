@@ -1863,6 +1863,7 @@ typedef struct Ad {
     Vec(ValId) zm; /* by bw value: an i1 of its shape, true on the lanes where that adjoint (or
                     * contribution) is 0 because no gradient reaches them (a tl.where's untaken
                     * side, a store's masked-off lanes); 0: none known (strong_zero) */
+    Vec(uint8_t) zsel; /* by bw value: its zm includes a selection's lanes (zm_sel) */
 } Ad;
 
 /* Resolves ad->spec to roles, computes the facts and validates fw (a, d,

@@ -423,6 +423,8 @@ static ValId identity(S *s, const Inst *in, bool *zero)
     default:
         break;
     }
+    if ((in->op == OP_AND || in->op == OP_OR) && in_ && x == y) /* x & x, x | x */
+        return x;
     return 0;
 }
 

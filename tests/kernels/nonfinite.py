@@ -93,3 +93,17 @@ def gelu_guarded(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     gelu = 0.5 * z * (1.0 + tl.erf(z * 0.7071067811865476))
     tail = -tl.exp(-0.5 * z * z) * 0.3989422804014327 / z
     tl.store(y_ptr + offs, tl.where(z < -10.0, tail, gelu), mask=m)
+
+
+@triton.jit
+def masked_center(x_ptr, valid_ptr, y_ptr, N, BLOCK: tl.constexpr):
+    # y = x - mean(x over the valid lanes) on the valid lanes, 0 elsewhere: a row with no valid
+    # lane has count 0, mean NaN, and y all 0 (every lane takes the where's other side)
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    m = offs < N
+    v = tl.load(valid_ptr + row * N + offs, mask=m, other=0) != 0
+    x = tl.load(x_ptr + row * N + offs, mask=m, other=0.0)
+    cnt = tl.sum(v.to(tl.float32), axis=0)
+    mean = tl.sum(x * v.to(tl.float32), axis=0) / cnt  # a float mask: its adjoint is not selected
+    tl.store(y_ptr + row * N + offs, tl.where(v, x - mean, 0.0), mask=m)

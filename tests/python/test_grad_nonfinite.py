@@ -261,3 +261,30 @@ def test_emitted_backward_on_triton(name, tmp_path):
     assert torch.isfinite(dx).all(), f"{name}: {dx}"
     err = (dx.double() - want_g).abs().max().item()
     assert err <= 1e-4 * max(want_g.abs().max().item(), 1.0), f"{name}: max err {err:.3g}"
+
+
+def test_row_that_takes_no_branch():
+    """A row with no valid lane: count 0, its mean 0/0 = NaN in the untaken branch on every lane.
+    The adjoint reaching the mean is 0 on every lane, so the division's strong zero holds for the
+    whole row (a structural zero carried through the reduction): the row's gradient is 0, the
+    other rows' PyTorch's (the double-where form), not NaN."""
+    import kad
+    k = kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])(nonfinite.masked_center)
+    torch.manual_seed(3)
+    x0 = torch.randn(3, 10, dtype=torch.float64)
+    valid = (torch.rand(3, 10) > 0.4).to(torch.int32)
+    valid[1] = 0  # the row that takes no branch
+    dy = torch.randn(3, 10, dtype=torch.float64)
+    x = x0.clone().requires_grad_()
+    y = torch.empty_like(x)
+    with kad.f64_mode():
+        k[(3,)](x, valid, y, 10, BLOCK=16)
+    (y * dy).sum().backward()
+    xr = x0.clone().requires_grad_()
+    v = valid.bool()
+    cnt = v.sum(1, keepdim=True).double()
+    safe = torch.where(cnt > 0, cnt, torch.ones_like(cnt))
+    mean = torch.where(v, xr, 0.0).sum(1, keepdim=True) / safe
+    (torch.where(v, xr - mean, 0.0) * dy).sum().backward()
+    assert torch.isfinite(x.grad).all(), x.grad
+    torch.testing.assert_close(x.grad, xr.grad)
