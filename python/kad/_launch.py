@@ -24,7 +24,8 @@ unknown or missing arguments (TypeError), a grid that is not 1 to 3
 non-negative ints (TypeError/ValueError), a declared input or output that is
 not a tensor, tensors on different devices, outputs aliasing each other or an
 input, argument values kad cannot type (u64 ints), a None passed to a
-declared input or output.
+declared output.  A declared input passed None is absent (specialized to the
+constant None as Triton does: no gradient).
 """
 import inspect
 import operator
@@ -308,13 +309,21 @@ def resolve_config(chain, args, kwargs, after_launch):
     return config
 
 
-def bind(jit, chain, grid, args, kwargs, declared, after_launch=False, f64_as=None):
+def bind(jit, chain, grid, args, kwargs, declared, after_launch=False, f64_as=None, optional=()):
     """Binds kernel[grid](*args, **kwargs) to a Launch; declared lists the
-    pointer parameters whose arguments must be tensors (inputs + outputs).
+    pointer parameters whose arguments must be tensors (inputs + outputs),
+    optional those among them that may be None instead (the inputs).
     f64_as: inside kad.f64_mode, the kad type CPU float64 tensors get in the
     signature (their buffers hold float64 whatever it is).  One-off: a
     decorated kernel keeps a Binder, whose signatures are cached."""
-    return Binder(jit, chain, declared).bind(grid, args, kwargs, after_launch, f64_as)
+    return Binder(jit, chain, declared, optional=optional).bind(grid, args, kwargs, after_launch, f64_as)
+
+
+def none_output_error(name):
+    """The error of a None passed to a declared output."""
+    return TypeError(f"argument '{name}' is None, but it is declared in kad.differentiable's outputs: an output "
+                     f"must be a tensor the kernel writes; pass one (e.g. torch.empty_like), or leave '{name}' "
+                     f"out of outputs when it is optional (a declared input may be None: absent, no gradient)")
 
 
 _PLAIN_CONST = frozenset({int, bool, str, type(None)})
@@ -351,7 +360,7 @@ class Binder:
     one device, u64 ints) are facts of the key: a call that would fail them
     cannot share a key with one that passed."""
 
-    def __init__(self, jit, chain, declared, hints=None):
+    def __init__(self, jit, chain, declared, hints=None, optional=()):
         ps = params_of(jit)
         self.jit, self.chain = jit, list(chain)
         self.name = jit.fn.__name__
@@ -361,6 +370,7 @@ class Binder:
         self.position = {n: i for i, n in enumerate(self.names)}
         self.runtime_names = tuple(p.name for p in ps if not p.is_constexpr)
         self.declared = list(declared)
+        self.optional = frozenset(optional)  # declared names that may be None (absent inputs)
         self.wrappers = [w for w in self.chain if wrapper_kind(w)]
         sig = inspect.signature(jit.fn)
         self.defaults = [(n, p.default) for n, p in sig.parameters.items() if p.default is not inspect.Parameter.empty
@@ -506,9 +516,9 @@ class Binder:
         for n in self.declared:
             v = values[n]
             if v is None:
-                raise TypeError(f"argument '{n}' is None, but it is declared in kad.differentiable's "
-                                f"inputs/outputs: pass a tensor, or leave '{n}' out of inputs/outputs when it "
-                                f"is optional")
+                if n in self.optional:
+                    continue  # absent: typed name=None below, as Triton specializes it
+                raise none_output_error(n)
             if is_tensor_desc(v):
                 continue  # its base tensor is the differentiated buffer
             if not isinstance(v, torch.Tensor):

@@ -81,7 +81,7 @@ import torch.autograd.forward_ad as _forward_ad  # dual_level() sets _current_le
 
 from . import _capi
 from ._capi import Pointer
-from ._launch import FLOAT_DTYPES, FP8_DTYPES, TORCH_TO_KAD, Binder, params_of, wrapper_kind
+from ._launch import FLOAT_DTYPES, FP8_DTYPES, TORCH_TO_KAD, Binder, none_output_error, params_of, wrapper_kind
 from ._sources import host_values, load_sources, unwrap
 
 _compiling = torch.compiler.is_compiling
@@ -931,24 +931,25 @@ class DifferentiableKernel:
             raise ValueError("kad.differentiable: give at least one output")
         self.inputs = list(inputs)
         self.outputs = list(outputs)
-        # the hot path's caches (docs/PYTHON.md, "Caches"): the binder's signatures by fast key, and
-        # per (signature, device) everything a launch and its backward need (_Prep)
-        self._binder = Binder(self.jit, self.chain, self.inputs + self.outputs,
-                              lambda sig: self.program.forward(sig).range_hints())
-        self._preps = {}
         self._ins = [n for n in self.inputs if n not in self.outputs]  # inputs that are not updated in place
+        # the hot path's caches (docs/PYTHON.md, "Caches"): the binder's signatures by fast key, and
+        # per (signature, device) everything a launch and its backward need (_Prep).  A declared input
+        # passed None is absent (optional): its signature says name=None, a constant, as Triton's
+        self._binder = Binder(self.jit, self.chain, self.inputs + self.outputs,
+                              lambda sig: self.program.forward(sig).range_hints(), optional=self._ins)
+        self._preps = {}
         # _direct's positions of the declared parameters (sorted), and all their names
         declared = dict.fromkeys(self.inputs + self.outputs)
         self._declared_pos = sorted(names.index(n) for n in declared)
         self._declared_kw = list(declared)
+        self._optional = frozenset(self._ins)  # the declared names that may be None (absent inputs)
         # the autotuner among the wrappers (its best_config is the config a GPU launch ran), or None
         self._autotuner = next((w for w in self.chain if wrapper_kind(w) == "Autotuner"), None)
         self._autotuned = self._autotuner is not None
         _ops._kernel_id(self)  # self._op_id: names this kernel in kad::launch's keys (torch.compile)
         outs = list(dict.fromkeys(self.outputs))
-        # the (output, other) pairs whose storage must not overlap
+        # the (output, other) pairs whose storage must not overlap (_Prep.pairs: those present)
         self._pairs = [(a, b) for i, a in enumerate(outs) for b in self.inputs + outs[i + 1:] if a != b]
-        self._pair_names = list(dict.fromkeys(n for p in self._pairs for n in p))
         self._program = None
         self._plock = threading.Lock()
         self.__name__ = self.jit.fn.__name__
@@ -1020,7 +1021,7 @@ class DifferentiableKernel:
                 dirty.append(d)
                 in_graph = in_graph or d.requires_grad
             dirty_of[n] = k
-        ins = self._ins
+        ins = prep.ins
         needed = [n for n in ins if tens[n].requires_grad] if grad else None
         if not grad or not (needed or in_graph):
             self._run_forward(launch, prep, rebind=False)  # no backward: the config that ran is not needed
@@ -1057,6 +1058,8 @@ class DifferentiableKernel:
                 layout.append((n, kind, len(lst)))
                 lst.append(v)
             elif v is None or isinstance(v, (bool, str)):
+                if v is None and n in self.outputs:
+                    raise none_output_error(n)  # before tracing goes further (an absent input is a constant)
                 layout.append((n, "c", v))
             elif isinstance(v, (int, torch.SymInt)):
                 layout.append((n, "I", len(ints)))
@@ -1233,7 +1236,7 @@ class DifferentiableKernel:
 
     def _check_for_autograd(self, tens, dirty, prep):
         nonfloat = prep.nonfloat  # a function of the signature: checked per launch only where it has some
-        for n in self.inputs:
+        for n in prep.inputs:
             t = tens[n]
             if not t.requires_grad:
                 continue
@@ -1250,9 +1253,9 @@ class DifferentiableKernel:
                 n = next(n for n in self.outputs if tens[n] is d or tens[n]._base is d)
                 raise RuntimeError(f"output '{n}' is (a view of) a leaf tensor that requires grad: the kernel "
                                    f"writes it in place; pass a fresh tensor (e.g. torch.empty_like)")
-        if self._pairs:
-            ext = {n: _extent(tens[n]) for n in self._pair_names}  # each tensor's bytes, once
-            for a, b in self._pairs:
+        if prep.pairs:
+            ext = {n: _extent(tens[n]) for n in prep.pair_names}  # each tensor's bytes, once
+            for a, b in prep.pairs:
                 ea, eb = ext[a], ext[b]
                 if ea is not None and eb is not None and ea[0] < eb[1] and eb[0] < ea[1]:
                     raise ValueError(f"'{a}' and '{b}' share memory: kad differentiates kernels whose outputs "
@@ -1296,14 +1299,16 @@ class DifferentiableKernel:
         leaves a declared parameter out, or gives it something else, is bound (and refused with
         kad's message)."""
         n = len(args)
+        optional = self._optional  # an absent input (None) is Triton's too
         for i in self._declared_pos:
             if i >= n:
                 break
-            if not isinstance(args[i], torch.Tensor):
+            if not isinstance(args[i], torch.Tensor) and (args[i] is not None or self._binder.names[i] not in optional):
                 return False
         for name in self._declared_kw:
             if name in kwargs:
-                if not isinstance(kwargs[name], torch.Tensor):
+                v = kwargs[name]
+                if not isinstance(v, torch.Tensor) and (v is not None or name not in optional):
                     return False
             elif self._binder.position[name] >= n:
                 return False  # missing (or filled by a default or a wrapper): bind() decides
@@ -1475,6 +1480,13 @@ class _Prep:
         declared = set(dk.inputs) | set(dk.outputs)
         self.tensors = [n for n, v in launch.runtime if isinstance(v, torch.Tensor)]
         self.others = [n for n in self.tensors if n not in declared]  # undeclared tensor arguments
+        # the declared inputs present: one passed None is absent (the signature's name=None, a constant of
+        # the kernel and of its backward, as Triton specializes it): no gradient, no check
+        values = launch.values
+        self.inputs = [n for n in dk.inputs if values[n] is not None]
+        self.ins = [n for n in dk._ins if values[n] is not None]  # those not updated in place
+        self.pairs = [(a, b) for a, b in dk._pairs if values[b] is not None]  # (outputs are never None)
+        self.pair_names = list(dict.fromkeys(n for p in self.pairs for n in p))
         # the tensor parameters of a dtype kad does not differentiate (the signature types them)
         self.nonfloat = frozenset(n for n in self.tensors if launch.values[n].dtype not in FLOAT_DTYPES)
         self.fwd = self.fwd_names = self._loads = None

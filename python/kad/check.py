@@ -73,9 +73,9 @@ def backward_source(kernel: DifferentiableKernel, grid: Any, *args: Any, **kwarg
     dk = _dk(kernel)
     launch = dk.bind(grid, args, kwargs, after_launch=True)
     tens = dict(launch.tensors())
-    wrt = [n for n in dk.inputs if tens[n].requires_grad]
+    wrt = [n for n in dk.inputs if n in tens and tens[n].requires_grad]  # (an input passed None is absent)
     if not wrt:
-        wrt = [n for n in dk.inputs if tens[n].dtype in FLOAT_DTYPES]
+        wrt = [n for n in dk.inputs if n in tens and tens[n].dtype in FLOAT_DTYPES]
     return dk.program.module_text(launch.sig, wrt, dk.outputs, dk.deterministic)
 
 
@@ -101,7 +101,7 @@ def backward(kernel: DifferentiableKernel, grid: Any, *args: Any, grads: Mapping
     launch.call = (grid, tuple(args), dict(kwargs))
     tens = dict(launch.tensors())
     if wrt is None:
-        wrt = [n for n in dk.inputs if tens[n].dtype in FLOAT_DTYPES]
+        wrt = [n for n in dk.inputs if n in tens and tens[n].dtype in FLOAT_DTYPES]
     else:
         if isinstance(wrt, str):
             raise TypeError("kad.backward: wrt must be a list of input names, not a string")
@@ -109,7 +109,7 @@ def backward(kernel: DifferentiableKernel, grid: Any, *args: Any, grads: Mapping
             if n not in dk.inputs:
                 raise ValueError(f"kad.backward: wrt names '{n}', which is not an input of {dk.__name__} "
                                  f"(its inputs: {', '.join(dk.inputs)})")
-        wrt = [n for n in dk.inputs if n in wrt]
+        wrt = [n for n in dk.inputs if n in wrt and n in tens]
     if not wrt:
         return {}
     if launch.device == "cpu":
@@ -233,7 +233,7 @@ def check_backward(kernel: DifferentiableKernel, grid: Any, args: Sequence[Any],
     with torch.no_grad():
         dk._run_forward(launch)
     tens = dict(launch.tensors())
-    wrt = [n for n in dk.inputs if tens[n].dtype in FLOAT_DTYPES]
+    wrt = [n for n in dk.inputs if n in tens and tens[n].dtype in FLOAT_DTYPES]
     out = list(dk.outputs)
     gen = torch.Generator().manual_seed(seed)
     d_outs = []
