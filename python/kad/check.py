@@ -109,7 +109,10 @@ def backward(kernel: DifferentiableKernel, grid: Any, *args: Any, grads: Mapping
             if n not in dk.inputs:
                 raise ValueError(f"kad.backward: wrt names '{n}', which is not an input of {dk.__name__} "
                                  f"(its inputs: {', '.join(dk.inputs)})")
-        wrt = [n for n in dk.inputs if n in wrt and n in tens]
+            if n not in tens:
+                raise ValueError(f"kad.backward: wrt names '{n}', which is passed None (an absent input has no "
+                                 f"gradient)")
+        wrt = [n for n in dk.inputs if n in wrt]
     if not wrt:
         return {}
     if launch.device == "cpu":

@@ -252,3 +252,20 @@ def test_none_for_an_output_is_refused_before_the_forward():
     inplace = kad.differentiable(inputs=["x_ptr", "y_ptr"], outputs=["y_ptr"])(_bias_rows)
     with pytest.raises(TypeError, match=msg):
         inplace[(ROWS,)](x, w, b, None, COLS, BLOCK=8)
+
+
+def test_backward_tools_skip_an_absent_input():
+    """kad.backward and kad.check_backward line the present inputs up; wrt naming the absent one is refused."""
+    k = _kernels()[0]
+    x, w, _ = _tensors(CASES["bias"][3], False)
+    y = torch.empty_like(x)
+    dy = torch.ones_like(x)
+    d = kad.backward(k, (ROWS,), x, w, None, y, COLS, BLOCK=8, grads={"y_ptr": dy})
+    assert sorted(d) == ["w_ptr", "x_ptr"]
+    _close(d["w_ptr"], x.sum(0))
+
+    def mine(x_ptr, w_ptr, b_ptr, y_ptr, n, d_y, BLOCK):
+        return d_y * w_ptr, (d_y * x_ptr).sum(0), None
+    assert kad.check_backward(k, (ROWS,), (x, w, None, y, COLS), mine, {"BLOCK": 8}).ok
+    with pytest.raises(ValueError, match="wrt names 'b_ptr', which is passed None"):
+        kad.backward(k, (ROWS,), x, w, None, y, COLS, BLOCK=8, grads={"y_ptr": dy}, wrt=["b_ptr"])
