@@ -81,7 +81,7 @@ import torch.autograd.forward_ad as _forward_ad  # dual_level() sets _current_le
 
 from . import _capi
 from ._capi import Pointer
-from ._launch import FLOAT_DTYPES, FP8_DTYPES, TORCH_TO_KAD, Binder, none_output_error, params_of, wrapper_kind
+from ._launch import FLOAT_DTYPES, FP8_DTYPES, TORCH_TO_KAD, Binder, no_output_error, params_of, wrapper_kind
 from ._sources import host_values, load_sources, unwrap
 
 _compiling = torch.compiler.is_compiling
@@ -610,7 +610,7 @@ class Run:
         self.launch = launch
         self.inputs = inputs  # declared input names with tensor arguments, in-place ones excluded
         self.others = others  # other tensor arguments (read-only data, scratch)
-        self.outputs = outputs  # declared output names
+        self.outputs = outputs  # declared output names (those passed tensors)
         self.dirty = dirty  # the dirty tensors (detached aliases after forward)
         self.dirty_of = dirty_of  # output name -> index into dirty
         self.inout = inout  # outputs updated in place (see the header)
@@ -933,16 +933,15 @@ class DifferentiableKernel:
         self.outputs = list(outputs)
         self._ins = [n for n in self.inputs if n not in self.outputs]  # inputs that are not updated in place
         # the hot path's caches (docs/PYTHON.md, "Caches"): the binder's signatures by fast key, and
-        # per (signature, device) everything a launch and its backward need (_Prep).  A declared input
+        # per (signature, device) everything a launch and its backward need (_Prep).  A declared name
         # passed None is absent (optional): its signature says name=None, a constant, as Triton's
         self._binder = Binder(self.jit, self.chain, self.inputs + self.outputs,
-                              lambda sig: self.program.forward(sig).range_hints(), optional=self._ins)
+                              lambda sig: self.program.forward(sig).range_hints(), outputs=self.outputs)
         self._preps = {}
         # _direct's positions of the declared parameters (sorted), and all their names
         declared = dict.fromkeys(self.inputs + self.outputs)
         self._declared_pos = sorted(names.index(n) for n in declared)
         self._declared_kw = list(declared)
-        self._optional = frozenset(self._ins)  # the declared names that may be None (absent inputs)
         # the autotuner among the wrappers (its best_config is the config a GPU launch ran), or None
         self._autotuner = next((w for w in self.chain if wrapper_kind(w) == "Autotuner"), None)
         self._autotuned = self._autotuner is not None
@@ -1010,7 +1009,8 @@ class DifferentiableKernel:
             self._check_undeclared(tens, prep.others)
         dirty, dirty_of = [], {}
         in_graph = False
-        for n in self.outputs:
+        outputs = prep.outputs
+        for n in outputs:
             t = tens[n]
             d = t._base
             if d is None:
@@ -1028,18 +1028,17 @@ class DifferentiableKernel:
             return None
         self._check_for_autograd(tens, dirty, prep)
         loads = prep.loads(self._program or self.program)
-        inout = [n for n in self.outputs
-                 if n in self.inputs or dirty[dirty_of[n]].requires_grad or n in loads]
+        inout = [n for n in outputs if n in self.inputs or dirty[dirty_of[n]].requires_grad or n in loads]
         if inout:
             self._check_inout(tens, inout, dirty, dirty_of)
         if launch.device == "cpu" or not self._autotuned:
             # compile now: an error is raised before anything launches
-            prep.backward(self, launch, needed, inout, self.outputs)
+            prep.backward(self, launch, needed, inout, outputs)
             self._check_races(launch, prep)
         # the backward recomputes the forward from the values before the launch
         old = {n: _copy_span(tens[n]) for n in inout if n in loads} if loads else {}
         others = prep.others
-        r = Run(self, launch, ins, others, self.outputs, dirty, dirty_of, inout, old, prep)
+        r = Run(self, launch, ins, others, outputs, dirty, dirty_of, inout, old, prep)
         _KadFunction.apply(r, *[tens[n] for n in ins], *[tens[n] for n in others], *dirty)
         return None
 
@@ -1057,9 +1056,7 @@ class DifferentiableKernel:
                 lst, kind = (outs, "o") if n in self.outputs else (ins, "i") if n in self.inputs else (others, "t")
                 layout.append((n, kind, len(lst)))
                 lst.append(v)
-            elif v is None or isinstance(v, (bool, str)):
-                if v is None and n in self.outputs:
-                    raise none_output_error(n)  # before tracing goes further (an absent input is a constant)
+            elif v is None or isinstance(v, (bool, str)):  # (an absent input or output: a constant)
                 layout.append((n, "c", v))
             elif isinstance(v, (int, torch.SymInt)):
                 layout.append((n, "I", len(ints)))
@@ -1069,6 +1066,8 @@ class DifferentiableKernel:
                 floats.append(v)
             else:
                 layout.append((n, "c", v))
+        if not outs:
+            raise no_output_error(self.outputs)  # before tracing goes further
         if others and torch.is_grad_enabled():
             named = {n: others[i] for n, k, i in layout if k == "t"}
             self._check_undeclared(named, list(named))
@@ -1126,7 +1125,7 @@ class DifferentiableKernel:
                              f"kad.differentiable does not declare: under torch.compile and torch.func a kad "
                              f"kernel may write only its declared outputs; add {written[0]!r} to outputs=[...]")
         loads = prep.loads(self.program)
-        self._check_inout(launch.values, [n for n in self.outputs if n in self.inputs or n in loads])
+        self._check_inout(launch.values, [n for n in prep.outputs if n in self.inputs or n in loads])
         before = launch.device == "cpu" or not self._autotuned
         if before:
             self._check_races(launch, prep)
@@ -1150,8 +1149,8 @@ class DifferentiableKernel:
             launch.mode = _cpu_mode()
         prep = self._prep(launch)
         loads = prep.loads(self.program)
-        inout = [n for n in self.outputs if n in self.inputs or n in need_out or n in loads]
-        return self._run_backward(launch, need_in, inout, list(self.outputs), grads, None)
+        inout = [n for n in prep.outputs if n in self.inputs or n in need_out or n in loads]
+        return self._run_backward(launch, need_in, inout, list(prep.outputs), grads, None)
 
     def _op_jvp(self, grid, kw, t_ins, t_outs):
         """Forward mode (_ops.jvp_launch): runs the kernel's jvp on the call kw (the outputs' tensors
@@ -1164,7 +1163,7 @@ class DifferentiableKernel:
         prep = self._prep(launch)
         tens = launch.values
         order = {n: i for i, (n, _) in enumerate(launch.runtime)}
-        outs = sorted((n for n in self.outputs if n in tens), key=order.get)
+        outs = sorted(prep.outputs, key=order.get)
         wrt = sorted((n for n in self.inputs if n in t_ins or n in t_outs), key=order.get)
         tangent = dict(t_ins)
         tangent.update(t_outs)  # an in-place name: one tangent, its old value's
@@ -1198,10 +1197,10 @@ class DifferentiableKernel:
         if not self.check_races:
             return
         if launch.device == "cpu":
-            check_races_cpu(prep.forward(self.program), launch.grid, launch.values, _cpu_mode(), self.outputs)
+            check_races_cpu(prep.forward(self.program), launch.grid, launch.values, _cpu_mode(), prep.outputs)
             return
         if prep.races is None:
-            mod = self.program.race_module(launch.sig, self.outputs)
+            mod = self.program.race_module(launch.sig, prep.outputs)
             prep.races = getattr(mod, f"check_{self.__name__}_races") if mod is not None else False
         if prep.races is False:
             return
@@ -1244,13 +1243,13 @@ class DifferentiableKernel:
                 raise TypeError(f"input '{n}' is a {t.dtype} tensor that requires grad: only float32, float16, "
                                 f"bfloat16 and float64 buffers are differentiated")
         if nonfloat:
-            for n in self.outputs:
+            for n in prep.outputs:
                 if n in nonfloat:
                     raise TypeError(f"output '{n}' is a {tens[n].dtype} tensor: only float outputs are "
                                     f"differentiated")
         for d in dirty:
             if d.is_leaf and d.requires_grad:
-                n = next(n for n in self.outputs if tens[n] is d or tens[n]._base is d)
+                n = next(n for n in prep.outputs if tens[n] is d or tens[n]._base is d)
                 raise RuntimeError(f"output '{n}' is (a view of) a leaf tensor that requires grad: the kernel "
                                    f"writes it in place; pass a fresh tensor (e.g. torch.empty_like)")
         if prep.pairs:
@@ -1299,16 +1298,17 @@ class DifferentiableKernel:
         leaves a declared parameter out, or gives it something else, is bound (and refused with
         kad's message)."""
         n = len(args)
-        optional = self._optional  # an absent input (None) is Triton's too
+        absent_ok = self._ins  # an absent input (None) is Triton's too; an output passed None is bound (its checks)
         for i in self._declared_pos:
             if i >= n:
                 break
-            if not isinstance(args[i], torch.Tensor) and (args[i] is not None or self._binder.names[i] not in optional):
+            v = args[i]
+            if not isinstance(v, torch.Tensor) and (v is not None or self._binder.names[i] not in absent_ok):
                 return False
         for name in self._declared_kw:
             if name in kwargs:
                 v = kwargs[name]
-                if not isinstance(v, torch.Tensor) and (v is not None or name not in optional):
+                if not isinstance(v, torch.Tensor) and (v is not None or name not in absent_ok):
                     return False
             elif self._binder.position[name] >= n:
                 return False  # missing (or filled by a default or a wrapper): bind() decides
@@ -1480,12 +1480,13 @@ class _Prep:
         declared = set(dk.inputs) | set(dk.outputs)
         self.tensors = [n for n, v in launch.runtime if isinstance(v, torch.Tensor)]
         self.others = [n for n in self.tensors if n not in declared]  # undeclared tensor arguments
-        # the declared inputs present: one passed None is absent (the signature's name=None, a constant of
-        # the kernel and of its backward, as Triton specializes it): no gradient, no check
+        # the declared inputs and outputs present: one passed None is absent (the signature's name=None, a
+        # constant of the kernel and of its backward, as Triton specializes it): no gradient, no check
         values = launch.values
         self.inputs = [n for n in dk.inputs if values[n] is not None]
         self.ins = [n for n in dk._ins if values[n] is not None]  # those not updated in place
-        self.pairs = [(a, b) for a, b in dk._pairs if values[b] is not None]  # (outputs are never None)
+        self.outputs = [n for n in dk.outputs if values[n] is not None]  # (Binder: at least one)
+        self.pairs = [(a, b) for a, b in dk._pairs if values[a] is not None and values[b] is not None]
         self.pair_names = list(dict.fromkeys(n for p in self.pairs for n in p))
         # the tensor parameters of a dtype kad does not differentiate (the signature types them)
         self.nonfloat = frozenset(n for n in self.tensors if launch.values[n].dtype not in FLOAT_DTYPES)

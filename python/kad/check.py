@@ -76,7 +76,7 @@ def backward_source(kernel: DifferentiableKernel, grid: Any, *args: Any, **kwarg
     wrt = [n for n in dk.inputs if n in tens and tens[n].requires_grad]  # (an input passed None is absent)
     if not wrt:
         wrt = [n for n in dk.inputs if n in tens and tens[n].dtype in FLOAT_DTYPES]
-    return dk.program.module_text(launch.sig, wrt, dk.outputs, dk.deterministic)
+    return dk.program.module_text(launch.sig, wrt, [n for n in dk.outputs if n in tens], dk.deterministic)
 
 
 def backward(kernel: DifferentiableKernel, grid: Any, *args: Any, grads: Mapping[str, Any],
@@ -118,7 +118,7 @@ def backward(kernel: DifferentiableKernel, grid: Any, *args: Any, grads: Mapping
     if launch.device == "cpu":
         from .autograd import _cpu_mode
         launch.mode = _cpu_mode()
-    out = list(dk.outputs)
+    out = [n for n in dk.outputs if n in tens]  # (an output passed None is absent)
     with torch.no_grad():
         return dk._run_backward(launch, wrt, [], out, {n: grads.get(n) for n in out}, {})
 
@@ -237,7 +237,7 @@ def check_backward(kernel: DifferentiableKernel, grid: Any, args: Sequence[Any],
         dk._run_forward(launch)
     tens = dict(launch.tensors())
     wrt = [n for n in dk.inputs if n in tens and tens[n].dtype in FLOAT_DTYPES]
-    out = list(dk.outputs)
+    out = [n for n in dk.outputs if n in tens]
     gen = torch.Generator().manual_seed(seed)
     d_outs = []
     for n in out:

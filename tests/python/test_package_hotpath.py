@@ -157,7 +157,7 @@ def test_errors_are_raised_after_a_cached_call():
     # a declared input passed None is absent (Triton's constant None): using it is kad's located error
     with pytest.raises(kad.KadError, match="'[+]' expects a tensor or a number, got None"):
         dk[(3,)](x, None, None, y, 5, 5, 0.5, **kw)
-    with pytest.raises(TypeError, match="argument 'y_ptr' is None, but it is declared in kad.differentiable's outputs"):
+    with pytest.raises(TypeError, match=r"every declared output \(y_ptr\) is None"):
         dk[(3,)](x, w, None, None, 5, 5, 0.5, **kw)
     with pytest.raises(TypeError, match="must be a torch.Tensor"):
         dk[(3,)](x, 1.0, None, y, 5, 5, 0.5, **kw)

@@ -1,12 +1,13 @@
-"""A declared input passed None is absent (docs/PYTHON.md, "Optional inputs"): Triton specializes
-it (`b_ptr=None` in the signature, a constant; `if b_ptr is not None:` folds) and it gets no
+"""A declared input passed None is absent (docs/PYTHON.md, "Optional inputs and outputs"): Triton
+specializes it (`b_ptr=None` in the signature, a constant; `if b_ptr is not None:` folds) and it gets no
 gradient, while the same decorated kernel launched with a tensor differentiates it.  Two kernels,
 an optional bias (y = x * w + b) and an optional residual inside a nonlinearity
 (h = x * s + r, y = h * sigmoid(h)), each launched with None and with a tensor from one decorated
 object, in both orders (the caches are keyed by signature), under eager autograd (float64
 gradcheck in kad.f64_mode on the CPU), double backward, torch.func.grad, torch.func.jvp, forward
-mode and torch.compile; gradients against PyTorch autograd of the same math.  A None for a declared
-output is refused before the forward.
+mode and torch.compile; gradients against PyTorch autograd of the same math.  A declared output
+passed None is absent too (an optional residual-stream output); None for every output is refused
+before the forward.
 
 KAD_TEST_DEVICE=cuda runs them with CUDA tensors (Triton forward, generated backward module).
 """
@@ -235,10 +236,72 @@ def test_compile(case, order):
             _close(fn(k, *ts), ref(k, *ts))
 
 
-def test_none_for_an_output_is_refused_before_the_forward():
+@triton.jit
+def _silu_res_out(x_ptr, r_ptr, y_ptr, h_ptr, n, BLOCK: tl.constexpr):
+    """y = silu(x + r), and h = x + r (the residual stream) when h_ptr is given."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    h = tl.load(x_ptr + offs, mask=m, other=0.0) + tl.load(r_ptr + offs, mask=m, other=0.0)
+    if h_ptr is not None:
+        tl.store(h_ptr + offs, h, mask=m)
+    tl.store(y_ptr + offs, h * tl.sigmoid(h), mask=m)
+
+
+def silu_res(k, x, r, keep):
+    """(y, h or None) of one launch; h is allocated (an output present) only when keep."""
+    y = torch.empty_like(x)
+    h = torch.empty_like(x) if keep else None
+    k[(triton.cdiv(x.numel(), 16),)](x, r, y, h, x.numel(), BLOCK=16)
+    return y, h
+
+
+def _loss_of(y, h):
+    """A loss depending on every output present."""
+    ramp = torch.linspace(-1, 1, y.numel(), device=y.device, dtype=y.dtype).view_as(y)
+    return (y * ramp).sum() + (0 if h is None else (h * h).sum())
+
+
+def _silu_res_ref(x, r, keep):
+    h = x + r
+    return h * torch.sigmoid(h), (h if keep else None)
+
+
+@_orders()
+def test_optional_output(order):
+    """A declared output passed None is absent too (`if h_ptr is not None:` folds): the loss depends
+    on the outputs present; eager, torch.func.grad and jvp, torch.compile."""
+    k = kad.differentiable(inputs=["x_ptr", "r_ptr"], outputs=["y_ptr", "h_ptr"])(_silu_res_out)
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda x, r, keep: _loss_of(*silu_res(k, x, r, keep)), backend="aot_eager",
+                             fullgraph=True)
+    for keep in order:
+        x, r = _tensors([(ROWS, COLS), (ROWS, COLS)], True)
+        want = torch.func.grad(lambda a, b: _loss_of(*_silu_res_ref(a, b, keep)), argnums=(0, 1))(x, r)
+        xs = _leaves([x, r])
+        got = torch.autograd.grad(_loss_of(*silu_res(k, *xs, keep)), xs)
+        for a, b in zip(got, want):
+            _close(a, b)
+        got = torch.func.grad(lambda a, b: _loss_of(*silu_res(k, a, b, keep)), argnums=(0, 1))(x, r)
+        for a, b in zip(got, want):
+            _close(a, b)
+        xs = _leaves([x, r])
+        for a, b in zip(torch.autograd.grad(compiled(*xs, keep), xs), want):
+            _close(a, b)
+        tx, tr = torch.randn_like(x), torch.randn_like(r)
+        _, t = torch.func.jvp(lambda a, b: silu_res(k, a, b, keep)[0], (x, r), (tx, tr))
+        _, t_ref = torch.func.jvp(lambda a, b: _silu_res_ref(a, b, keep)[0], (x, r), (tx, tr))
+        _close(t, t_ref)
+        if DEVICE == "cpu":
+            with kad.f64_mode():
+                xs = _leaves(_tensors([(ROWS, COLS), (ROWS, COLS)], True, dtype=torch.float64))
+                assert torch.autograd.gradcheck(lambda a, b: _loss_of(*silu_res(k, a, b, keep)), xs, eps=1e-6,
+                                                atol=1e-7)
+
+
+def test_none_for_every_output_is_refused_before_the_forward():
     k = _kernels()[0]
     x, w, b = _leaves(_tensors(CASES["bias"][3], True))
-    msg = "'y_ptr' is None, but it is declared in kad.differentiable's outputs"
+    msg = r"every declared output \(y_ptr\) is None"
     for grad in (True, False):
         with torch.set_grad_enabled(grad), pytest.raises(TypeError, match=msg):
             k[(ROWS,)](x, w, b, None, COLS, BLOCK=8)
@@ -248,10 +311,9 @@ def test_none_for_an_output_is_refused_before_the_forward():
     with pytest.raises(Exception, match=msg):
         torch.compile(lambda v: k[(ROWS,)](v, w, b, None, COLS, BLOCK=8), backend="aot_eager",
                       fullgraph=True)(x)
-    # an in-place buffer (declared in both lists) is an output: it must be a tensor
-    inplace = kad.differentiable(inputs=["x_ptr", "y_ptr"], outputs=["y_ptr"])(_bias_rows)
-    with pytest.raises(TypeError, match=msg):
-        inplace[(ROWS,)](x, w, b, None, COLS, BLOCK=8)
+    two = kad.differentiable(inputs=["x_ptr", "r_ptr"], outputs=["y_ptr", "h_ptr"])(_silu_res_out)
+    with pytest.raises(TypeError, match=r"every declared output \(y_ptr, h_ptr\) is None"):
+        two[(1,)](x, x.detach(), None, None, x.numel(), BLOCK=16)
 
 
 def test_backward_tools_skip_an_absent_input():
