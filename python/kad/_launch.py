@@ -23,8 +23,9 @@ Everything a launch could get wrong is raised here, before a kernel runs:
 unknown or missing arguments (TypeError), a grid that is not 1 to 3
 non-negative ints (TypeError/ValueError), a declared input or output that is
 not a tensor, tensors on different devices, outputs aliasing each other or an
-input, argument values kad cannot type (u64 ints), a None passed to a
-declared input or output.
+input, argument values kad cannot type (u64 ints), None for every declared
+output.  A declared input or output passed None is absent (specialized to
+the constant None as Triton does: no gradient).
 """
 import inspect
 import operator
@@ -308,13 +309,20 @@ def resolve_config(chain, args, kwargs, after_launch):
     return config
 
 
-def bind(jit, chain, grid, args, kwargs, declared, after_launch=False, f64_as=None):
+def bind(jit, chain, grid, args, kwargs, declared, after_launch=False, f64_as=None, outputs=()):
     """Binds kernel[grid](*args, **kwargs) to a Launch; declared lists the
-    pointer parameters whose arguments must be tensors (inputs + outputs).
+    pointer parameters whose arguments must be tensors or None (inputs +
+    outputs), outputs those of which at least one must be a tensor.
     f64_as: inside kad.f64_mode, the kad type CPU float64 tensors get in the
     signature (their buffers hold float64 whatever it is).  One-off: a
     decorated kernel keeps a Binder, whose signatures are cached."""
-    return Binder(jit, chain, declared).bind(grid, args, kwargs, after_launch, f64_as)
+    return Binder(jit, chain, declared, outputs=outputs).bind(grid, args, kwargs, after_launch, f64_as)
+
+
+def no_output_error(outputs):
+    """The error of a launch passing None to every declared output."""
+    return TypeError(f"every declared output ({', '.join(outputs)}) is None: a launch of a kad.differentiable "
+                     f"kernel writes at least one output tensor; pass one (e.g. torch.empty_like)")
 
 
 _PLAIN_CONST = frozenset({int, bool, str, type(None)})
@@ -351,7 +359,7 @@ class Binder:
     one device, u64 ints) are facts of the key: a call that would fail them
     cannot share a key with one that passed."""
 
-    def __init__(self, jit, chain, declared, hints=None):
+    def __init__(self, jit, chain, declared, hints=None, outputs=()):
         ps = params_of(jit)
         self.jit, self.chain = jit, list(chain)
         self.name = jit.fn.__name__
@@ -361,6 +369,7 @@ class Binder:
         self.position = {n: i for i, n in enumerate(self.names)}
         self.runtime_names = tuple(p.name for p in ps if not p.is_constexpr)
         self.declared = list(declared)
+        self.outputs = list(outputs)  # at least one of them a tensor
         self.wrappers = [w for w in self.chain if wrapper_kind(w)]
         sig = inspect.signature(jit.fn)
         self.defaults = [(n, p.default) for n, p in sig.parameters.items() if p.default is not inspect.Parameter.empty
@@ -506,14 +515,14 @@ class Binder:
         for n in self.declared:
             v = values[n]
             if v is None:
-                raise TypeError(f"argument '{n}' is None, but it is declared in kad.differentiable's "
-                                f"inputs/outputs: pass a tensor, or leave '{n}' out of inputs/outputs when it "
-                                f"is optional")
+                continue  # absent: typed name=None below, as Triton specializes it
             if is_tensor_desc(v):
                 continue  # its base tensor is the differentiated buffer
             if not isinstance(v, torch.Tensor):
                 raise TypeError(f"argument '{n}' must be a torch.Tensor (it is declared in inputs/outputs), "
                                 f"got {type(v).__name__}")
+        if self.outputs and all(values[n] is None for n in self.outputs):
+            raise no_output_error(self.outputs)
         parts = []
         for n, is_const in self.params:
             v = values[n]

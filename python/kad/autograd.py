@@ -81,7 +81,7 @@ import torch.autograd.forward_ad as _forward_ad  # dual_level() sets _current_le
 
 from . import _capi
 from ._capi import Pointer
-from ._launch import FLOAT_DTYPES, FP8_DTYPES, TORCH_TO_KAD, Binder, params_of, wrapper_kind
+from ._launch import FLOAT_DTYPES, FP8_DTYPES, TORCH_TO_KAD, Binder, no_output_error, params_of, wrapper_kind
 from ._sources import host_values, load_sources, unwrap
 
 _compiling = torch.compiler.is_compiling
@@ -610,7 +610,7 @@ class Run:
         self.launch = launch
         self.inputs = inputs  # declared input names with tensor arguments, in-place ones excluded
         self.others = others  # other tensor arguments (read-only data, scratch)
-        self.outputs = outputs  # declared output names
+        self.outputs = outputs  # declared output names (those passed tensors)
         self.dirty = dirty  # the dirty tensors (detached aliases after forward)
         self.dirty_of = dirty_of  # output name -> index into dirty
         self.inout = inout  # outputs updated in place (see the header)
@@ -931,12 +931,13 @@ class DifferentiableKernel:
             raise ValueError("kad.differentiable: give at least one output")
         self.inputs = list(inputs)
         self.outputs = list(outputs)
-        # the hot path's caches (docs/PYTHON.md, "Caches"): the binder's signatures by fast key, and
-        # per (signature, device) everything a launch and its backward need (_Prep)
-        self._binder = Binder(self.jit, self.chain, self.inputs + self.outputs,
-                              lambda sig: self.program.forward(sig).range_hints())
-        self._preps = {}
         self._ins = [n for n in self.inputs if n not in self.outputs]  # inputs that are not updated in place
+        # the hot path's caches (docs/PYTHON.md, "Caches"): the binder's signatures by fast key, and
+        # per (signature, device) everything a launch and its backward need (_Prep).  A declared name
+        # passed None is absent (optional): its signature says name=None, a constant, as Triton's
+        self._binder = Binder(self.jit, self.chain, self.inputs + self.outputs,
+                              lambda sig: self.program.forward(sig).range_hints(), outputs=self.outputs)
+        self._preps = {}
         # _direct's positions of the declared parameters (sorted), and all their names
         declared = dict.fromkeys(self.inputs + self.outputs)
         self._declared_pos = sorted(names.index(n) for n in declared)
@@ -946,9 +947,8 @@ class DifferentiableKernel:
         self._autotuned = self._autotuner is not None
         _ops._kernel_id(self)  # self._op_id: names this kernel in kad::launch's keys (torch.compile)
         outs = list(dict.fromkeys(self.outputs))
-        # the (output, other) pairs whose storage must not overlap
+        # the (output, other) pairs whose storage must not overlap (_Prep.pairs: those present)
         self._pairs = [(a, b) for i, a in enumerate(outs) for b in self.inputs + outs[i + 1:] if a != b]
-        self._pair_names = list(dict.fromkeys(n for p in self._pairs for n in p))
         self._program = None
         self._plock = threading.Lock()
         self.__name__ = self.jit.fn.__name__
@@ -1009,7 +1009,8 @@ class DifferentiableKernel:
             self._check_undeclared(tens, prep.others)
         dirty, dirty_of = [], {}
         in_graph = False
-        for n in self.outputs:
+        outputs = prep.outputs
+        for n in outputs:
             t = tens[n]
             d = t._base
             if d is None:
@@ -1020,27 +1021,26 @@ class DifferentiableKernel:
                 dirty.append(d)
                 in_graph = in_graph or d.requires_grad
             dirty_of[n] = k
-        ins = self._ins
+        ins = prep.ins
         needed = [n for n in ins if tens[n].requires_grad] if grad else None
         if not grad or not (needed or in_graph):
             self._run_forward(launch, prep, rebind=False)  # no backward: the config that ran is not needed
             return None
         self._check_for_autograd(tens, dirty, prep)
         loads = prep.loads(self._program or self.program)
-        inout = [n for n in self.outputs
-                 if n in self.inputs or dirty[dirty_of[n]].requires_grad or n in loads]
+        inout = [n for n in outputs if n in self.inputs or dirty[dirty_of[n]].requires_grad or n in loads]
         if inout:
             self._check_inout(tens, inout, dirty, dirty_of)
         if launch.device == "cpu" or not self._autotuned:
             # compile now: an error is raised before anything launches, and so is a launch its
             # backward would refuse (its conditions) or one whose writes race
-            b = prep.backward(self, launch, needed, inout, self.outputs)
+            b = prep.backward(self, launch, needed, inout, outputs)
             self._check_launch(launch, prep, b)
             self._check_races(launch, prep)
         # the backward recomputes the forward from the values before the launch
         old = {n: _copy_span(tens[n]) for n in inout if n in loads} if loads else {}
         others = prep.others
-        r = Run(self, launch, ins, others, self.outputs, dirty, dirty_of, inout, old, prep)
+        r = Run(self, launch, ins, others, outputs, dirty, dirty_of, inout, old, prep)
         _KadFunction.apply(r, *[tens[n] for n in ins], *[tens[n] for n in others], *dirty)
         return None
 
@@ -1058,7 +1058,7 @@ class DifferentiableKernel:
                 lst, kind = (outs, "o") if n in self.outputs else (ins, "i") if n in self.inputs else (others, "t")
                 layout.append((n, kind, len(lst)))
                 lst.append(v)
-            elif v is None or isinstance(v, (bool, str)):
+            elif v is None or isinstance(v, (bool, str)):  # (an absent input or output: a constant)
                 layout.append((n, "c", v))
             elif isinstance(v, (int, torch.SymInt)):
                 layout.append((n, "I", len(ints)))
@@ -1068,6 +1068,8 @@ class DifferentiableKernel:
                 floats.append(v)
             else:
                 layout.append((n, "c", v))
+        if not outs:
+            raise no_output_error(self.outputs)  # before tracing goes further
         if others and torch.is_grad_enabled():
             named = {n: others[i] for n, k, i in layout if k == "t"}
             self._check_undeclared(named, list(named))
@@ -1125,7 +1127,7 @@ class DifferentiableKernel:
                              f"kad.differentiable does not declare: under torch.compile and torch.func a kad "
                              f"kernel may write only its declared outputs; add {written[0]!r} to outputs=[...]")
         loads = prep.loads(self.program)
-        self._check_inout(launch.values, [n for n in self.outputs if n in self.inputs or n in loads])
+        self._check_inout(launch.values, [n for n in prep.outputs if n in self.inputs or n in loads])
         before = launch.device == "cpu" or not self._autotuned
         if before:
             self._check_races(launch, prep)
@@ -1149,8 +1151,8 @@ class DifferentiableKernel:
             launch.mode = _cpu_mode()
         prep = self._prep(launch)
         loads = prep.loads(self.program)
-        inout = [n for n in self.outputs if n in self.inputs or n in need_out or n in loads]
-        return self._run_backward(launch, need_in, inout, list(self.outputs), grads, None)
+        inout = [n for n in prep.outputs if n in self.inputs or n in need_out or n in loads]
+        return self._run_backward(launch, need_in, inout, list(prep.outputs), grads, None)
 
     def _op_jvp(self, grid, kw, t_ins, t_outs):
         """Forward mode (_ops.jvp_launch): runs the kernel's jvp on the call kw (the outputs' tensors
@@ -1163,7 +1165,7 @@ class DifferentiableKernel:
         prep = self._prep(launch)
         tens = launch.values
         order = {n: i for i, (n, _) in enumerate(launch.runtime)}
-        outs = sorted((n for n in self.outputs if n in tens), key=order.get)
+        outs = sorted(prep.outputs, key=order.get)
         wrt = sorted((n for n in self.inputs if n in t_ins or n in t_outs), key=order.get)
         tangent = dict(t_ins)
         tangent.update(t_outs)  # an in-place name: one tangent, its old value's
@@ -1223,10 +1225,10 @@ class DifferentiableKernel:
         if not self.check_races:
             return
         if launch.device == "cpu":
-            check_races_cpu(prep.forward(self.program), launch.grid, launch.values, _cpu_mode(), self.outputs)
+            check_races_cpu(prep.forward(self.program), launch.grid, launch.values, _cpu_mode(), prep.outputs)
             return
         if prep.races is None:
-            mod = self.program.race_module(launch.sig, self.outputs)
+            mod = self.program.race_module(launch.sig, prep.outputs)
             prep.races = getattr(mod, f"check_{self.__name__}_races") if mod is not None else False
         if prep.races is False:
             return
@@ -1261,7 +1263,7 @@ class DifferentiableKernel:
 
     def _check_for_autograd(self, tens, dirty, prep):
         nonfloat = prep.nonfloat  # a function of the signature: checked per launch only where it has some
-        for n in self.inputs:
+        for n in prep.inputs:
             t = tens[n]
             if not t.requires_grad:
                 continue
@@ -1269,18 +1271,18 @@ class DifferentiableKernel:
                 raise TypeError(f"input '{n}' is a {t.dtype} tensor that requires grad: only float32, float16, "
                                 f"bfloat16 and float64 buffers are differentiated")
         if nonfloat:
-            for n in self.outputs:
+            for n in prep.outputs:
                 if n in nonfloat:
                     raise TypeError(f"output '{n}' is a {tens[n].dtype} tensor: only float outputs are "
                                     f"differentiated")
         for d in dirty:
             if d.is_leaf and d.requires_grad:
-                n = next(n for n in self.outputs if tens[n] is d or tens[n]._base is d)
+                n = next(n for n in prep.outputs if tens[n] is d or tens[n]._base is d)
                 raise RuntimeError(f"output '{n}' is (a view of) a leaf tensor that requires grad: the kernel "
                                    f"writes it in place; pass a fresh tensor (e.g. torch.empty_like)")
-        if self._pairs:
-            ext = {n: _extent(tens[n]) for n in self._pair_names}  # each tensor's bytes, once
-            for a, b in self._pairs:
+        if prep.pairs:
+            ext = {n: _extent(tens[n]) for n in prep.pair_names}  # each tensor's bytes, once
+            for a, b in prep.pairs:
                 ea, eb = ext[a], ext[b]
                 if ea is not None and eb is not None and ea[0] < eb[1] and eb[0] < ea[1]:
                     raise ValueError(f"'{a}' and '{b}' share memory: kad differentiates kernels whose outputs "
@@ -1324,14 +1326,17 @@ class DifferentiableKernel:
         leaves a declared parameter out, or gives it something else, is bound (and refused with
         kad's message)."""
         n = len(args)
+        absent_ok = self._ins  # an absent input (None) is Triton's too; an output passed None is bound (its checks)
         for i in self._declared_pos:
             if i >= n:
                 break
-            if not isinstance(args[i], torch.Tensor):
+            v = args[i]
+            if not isinstance(v, torch.Tensor) and (v is not None or self._binder.names[i] not in absent_ok):
                 return False
         for name in self._declared_kw:
             if name in kwargs:
-                if not isinstance(kwargs[name], torch.Tensor):
+                v = kwargs[name]
+                if not isinstance(v, torch.Tensor) and (v is not None or name not in absent_ok):
                     return False
             elif self._binder.position[name] >= n:
                 return False  # missing (or filled by a default or a wrapper): bind() decides
@@ -1503,6 +1508,14 @@ class _Prep:
         declared = set(dk.inputs) | set(dk.outputs)
         self.tensors = [n for n, v in launch.runtime if isinstance(v, torch.Tensor)]
         self.others = [n for n in self.tensors if n not in declared]  # undeclared tensor arguments
+        # the declared inputs and outputs present: one passed None is absent (the signature's name=None, a
+        # constant of the kernel and of its backward, as Triton specializes it): no gradient, no check
+        values = launch.values
+        self.inputs = [n for n in dk.inputs if values[n] is not None]
+        self.ins = [n for n in dk._ins if values[n] is not None]  # those not updated in place
+        self.outputs = [n for n in dk.outputs if values[n] is not None]  # (Binder: at least one)
+        self.pairs = [(a, b) for a, b in dk._pairs if values[a] is not None and values[b] is not None]
+        self.pair_names = list(dict.fromkeys(n for p in self.pairs for n in p))
         # the tensor parameters of a dtype kad does not differentiate (the signature types them)
         self.nonfloat = frozenset(n for n in self.tensors if launch.values[n].dtype not in FLOAT_DTYPES)
         self.fwd = self.fwd_names = self._loads = None

@@ -73,10 +73,10 @@ def backward_source(kernel: DifferentiableKernel, grid: Any, *args: Any, **kwarg
     dk = _dk(kernel)
     launch = dk.bind(grid, args, kwargs, after_launch=True)
     tens = dict(launch.tensors())
-    wrt = [n for n in dk.inputs if tens[n].requires_grad]
+    wrt = [n for n in dk.inputs if n in tens and tens[n].requires_grad]  # (an input passed None is absent)
     if not wrt:
-        wrt = [n for n in dk.inputs if tens[n].dtype in FLOAT_DTYPES]
-    return dk.program.module_text(launch.sig, wrt, dk.outputs, dk.deterministic)
+        wrt = [n for n in dk.inputs if n in tens and tens[n].dtype in FLOAT_DTYPES]
+    return dk.program.module_text(launch.sig, wrt, [n for n in dk.outputs if n in tens], dk.deterministic)
 
 
 def backward(kernel: DifferentiableKernel, grid: Any, *args: Any, grads: Mapping[str, Any],
@@ -101,7 +101,7 @@ def backward(kernel: DifferentiableKernel, grid: Any, *args: Any, grads: Mapping
     launch.call = (grid, tuple(args), dict(kwargs))
     tens = dict(launch.tensors())
     if wrt is None:
-        wrt = [n for n in dk.inputs if tens[n].dtype in FLOAT_DTYPES]
+        wrt = [n for n in dk.inputs if n in tens and tens[n].dtype in FLOAT_DTYPES]
     else:
         if isinstance(wrt, str):
             raise TypeError("kad.backward: wrt must be a list of input names, not a string")
@@ -109,13 +109,16 @@ def backward(kernel: DifferentiableKernel, grid: Any, *args: Any, grads: Mapping
             if n not in dk.inputs:
                 raise ValueError(f"kad.backward: wrt names '{n}', which is not an input of {dk.__name__} "
                                  f"(its inputs: {', '.join(dk.inputs)})")
+            if n not in tens:
+                raise ValueError(f"kad.backward: wrt names '{n}', which is passed None (an absent input has no "
+                                 f"gradient)")
         wrt = [n for n in dk.inputs if n in wrt]
     if not wrt:
         return {}
     if launch.device == "cpu":
         from .autograd import _cpu_mode
         launch.mode = _cpu_mode()
-    out = list(dk.outputs)
+    out = [n for n in dk.outputs if n in tens]  # (an output passed None is absent)
     with torch.no_grad():
         return dk._run_backward(launch, wrt, [], out, {n: grads.get(n) for n in out}, {})
 
@@ -233,8 +236,8 @@ def check_backward(kernel: DifferentiableKernel, grid: Any, args: Sequence[Any],
     with torch.no_grad():
         dk._run_forward(launch)
     tens = dict(launch.tensors())
-    wrt = [n for n in dk.inputs if tens[n].dtype in FLOAT_DTYPES]
-    out = list(dk.outputs)
+    wrt = [n for n in dk.inputs if n in tens and tens[n].dtype in FLOAT_DTYPES]
+    out = [n for n in dk.outputs if n in tens]
     gen = torch.Generator().manual_seed(seed)
     d_outs = []
     for n in out:
