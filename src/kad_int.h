@@ -1130,7 +1130,10 @@ bool ops_unify2(Lower *L, SVal x, SVal y, bool weak, bool divmod, const char *op
 /* sema_builtins.c: how messages show a qualified name ("tl.exp",
  * "libdevice.pow"); whether x.name is a tensor method kad lowers. */
 const char *builtin_user_name(Arena *a, const char *qual);
-const char *builtin_canonical(Arena *a, const char *qual, const char **why);
+/* Triton's other spellings of a qualified name ("triton.language.core.cast")
+ * as the one kad's tables use ("triton.language.cast"); NULL for a name
+ * the module does not export (sema_builtins.c). */
+const char *builtin_canonical(Arena *a, const char *qual, const char **mod, const char **name);
 bool builtin_is_method(const char *name);
 /* Whether x is tl.make_tensor_descriptor's descriptor (an SV_BLOCKPTR). */
 bool sval_is_tensor_desc(SVal x);

@@ -2870,11 +2870,12 @@ bool builtin_is_method(const char *name)
 
 /* The one spelling of qualified name qual (see reexports and
  * module_aliases): "triton.language.core.cast", "triton.language.standard.
- * sum" become "triton.language.cast", "triton.language.sum".  NULL, with
- * *why set, for a name Triton's module does not export as tl's. */
-const char *builtin_canonical(Arena *a, const char *qual, const char **why)
+ * sum" become "triton.language.cast", "triton.language.sum".  NULL for a
+ * name Triton's module does not export as tl's: *mod is the module (NULL
+ * for core's `math`, Python's module), *name the name. */
+const char *builtin_canonical(Arena *a, const char *qual, const char **mod, const char **name)
 {
-    *why = NULL;
+    *mod = *name = NULL;
     for (int changed = 1; changed;) {
         changed = 0;
         for (size_t i = 0; i < sizeof module_aliases / sizeof module_aliases[0]; i++) {
@@ -2884,29 +2885,17 @@ const char *builtin_canonical(Arena *a, const char *qual, const char **why)
                 changed = 1;
             }
         }
-        if (strcmp(qual, "triton.language.core.math") == 0 || strncmp(qual, "triton.language.core.math.", 26) == 0) {
-            *why = "triton.language.core's 'math' is Python's math module, which kernels cannot call (use tl.math)";
+        if (strcmp(qual, "triton.language.core.math") == 0 || strncmp(qual, "triton.language.core.math.", 26) == 0)
             return NULL;
-        }
         for (size_t i = 0; i < sizeof reexports / sizeof reexports[0]; i++) {
             size_t n = strlen(reexports[i].mod);
             if (strncmp(qual, reexports[i].mod, n) != 0)
                 continue;
             const char *rest = qual + n, *dot = strchr(rest, '.');
-            const char *name = dot ? arena_strndup(a, rest, (size_t)(dot - rest)) : rest;
-            if (!name_in(reexports[i].names, name)) {
-                static const struct { const char *q, *hint; } hints[] = {
-                    {"triton.language.math.max", ": use tl.maximum"},
-                    {"triton.language.math.min", ": use tl.minimum"},
-                };
-                const char *hint = "";
-                for (size_t h = 0; h < sizeof hints / sizeof hints[0]; h++)
-                    if (strcmp(hints[h].q, qual) == 0)
-                        hint = hints[h].hint;
-                *why = arena_printf(a,
-                                    "'%.*s' exports no '%s' that kad supports (kad accepts the names Triton 3.6's "
-                                    "module shares with triton.language)%s",
-                                    (int)(n - 1), qual, name, hint);
+            const char *nm = dot ? arena_strndup(a, rest, (size_t)(dot - rest)) : rest;
+            if (!name_in(reexports[i].names, nm)) {
+                *mod = arena_strndup(a, qual, n - 1);
+                *name = nm;
                 return NULL;
             }
             qual = arena_printf(a, "triton.language.%s", rest);
@@ -2919,10 +2908,21 @@ const char *builtin_canonical(Arena *a, const char *qual, const char **why)
 
 SVal lower_global(Lower *L, const char *qual, Loc loc)
 {
-    const char *why;
-    qual = builtin_canonical(L->a, qual, &why);
-    if (!qual)
-        return ops_fail(L, loc, "%s", why);
+    const char *mod, *bad;
+    const char *canon = builtin_canonical(L->a, qual, &mod, &bad);
+    if (!canon && !mod)
+        return ops_fail(L, loc, "'math' of triton.language.core is Python's math module, which kernels cannot "
+                        "call (use tl.math)");
+    if (!canon) {
+        const char *hint = !strcmp(qual, "triton.language.math.max")   ? ": use tl.maximum"
+                           : !strcmp(qual, "triton.language.math.min") ? ": use tl.minimum"
+                                                                       : "";
+        return ops_fail(L, loc,
+                        "'%s' exports no '%s' that kad supports (kad accepts the names Triton 3.6's module "
+                        "shares with triton.language)%s",
+                        mod, bad, hint);
+    }
+    qual = canon;
     for (int i = 0; module_names[i]; i++)
         if (strcmp(qual, module_names[i]) == 0)
             return (SVal){.kind = SV_MODULE, .qual = arena_strdup(L->a, qual)};
@@ -3010,7 +3010,8 @@ void builtin_surface(Buf *b)
     for (int t = DT_I1; t < DT_PTR; t++)
         buf_printf(b, "%s supported -\n", dtype_triton_name((Dtype)t));
     /* lower_global's own names */
-    static const char *const others[] = {"PropagateNan supported", "math supported", "extra supported",
+    static const char *const others[] = {"PropagateNan supported", "math supported", "extra supported", "core supported",
+                                         "standard supported", "random supported",
                                          "float8e4b8 refused", "float8e5b16 refused", "void refused",
                                          "pointer_type refused", NULL};
     for (int i = 0; others[i]; i++)
