@@ -3,7 +3,6 @@
 # (x.type as a block type, a block pointer's dtype.element_ty).
 # RUN: ir %s:spell_kernel --sig 'x_ptr=*fp32,out_ptr=*fp16,BLOCK=32'
 # RUN: ir %s:bptr_kernel --sig 'x_ptr=*fp32,out_ptr=*bf16,M=i32,BM=8'
-# ROUNDTRIP
 import triton
 import triton.language as tl
 import triton.language as language
