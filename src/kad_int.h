@@ -779,7 +779,13 @@ typedef struct ConstVal {
     int64_t i;     /* CK_INT, CK_BOOL */
     double f;      /* CK_FLOAT */
     const char *s; /* CK_STR */
-    Dtype dt;      /* CK_DTYPE */
+    Dtype dt;      /* CK_DTYPE (a pointer: dt = DT_PTR, the pointee in i) */
+    /* CK_DTYPE of Triton's block_type (a tile's `x.type`: brank > 0, the
+     * shape in bshape, elements dt/i), or with of_block a block pointer's
+     * type (pointer_type(block_type(i, bshape)), dt = DT_PTR) */
+    int brank;
+    bool of_block;
+    int32_t bshape[KAD_MAX_RANK];
 } ConstVal;
 typedef struct SigParam {
     const char *name;
@@ -1124,6 +1130,10 @@ bool ops_unify2(Lower *L, SVal x, SVal y, bool weak, bool divmod, const char *op
 /* sema_builtins.c: how messages show a qualified name ("tl.exp",
  * "libdevice.pow"); whether x.name is a tensor method kad lowers. */
 const char *builtin_user_name(Arena *a, const char *qual);
+/* Triton's other spellings of a qualified name ("triton.language.core.cast")
+ * as the one kad's tables use ("triton.language.cast"); NULL for a name
+ * the module does not export (sema_builtins.c). */
+const char *builtin_canonical(Arena *a, const char *qual, const char **mod, const char **name);
 bool builtin_is_method(const char *name);
 /* Whether x is tl.make_tensor_descriptor's descriptor (an SV_BLOCKPTR). */
 bool sval_is_tensor_desc(SVal x);

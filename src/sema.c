@@ -910,9 +910,10 @@ static SVal call_jit(Sema *S, SVal fnv, const SVal *args, const Loc *alocs, int 
                                          arena_printf(S->a, "the default value of '%s'", p->name));
             blocs[i] = p->loc;
         }
-        if (sema_is_constexpr_ann(S, m, p->ann) && sval_has_value(bound[i]))
-            diag_error(S->d, blocs[i], "parameter '%s' of '%s' is tl.constexpr, but %s was passed", p->name,
-                       fn->name, sema_describe(S, bound[i]));
+        /* a helper's `tl.constexpr` annotation binds nothing: Triton's
+         * call_JitFunction makes constants of the arguments that are
+         * constants and passes the rest as values, whatever the callee's
+         * annotations say (only a kernel's own signature is bound by them) */
     }
     if (S->d->nerrors > errs)
         return sval_error();

@@ -189,6 +189,9 @@ static bool arg_dtype(Call *c, int i, Dtype *out, Dtype *elem)
     SVal x = c->a[i];
     if (x.kind != SV_CONST || x.c.kind != CK_DTYPE)
         return arg_wrong(c, i, "a dtype such as tl.float32");
+    if (x.c.brank)
+        return arg_wrong(c, i, "a dtype such as tl.float32 (a tile's '.type' is a block type: use '.dtype', or "
+                         "'.type.scalar')");
     *out = x.c.dt;
     if (elem)
         *elem = (Dtype)x.c.i;
@@ -1860,6 +1863,12 @@ static SVal b_cast(Call *c)
     Dtype dt, elem = DT_VOID;
     bool bitcast;
     const char *rounding = NULL;
+    /* Triton's cast takes a block_type's scalar (x.to(y.type)), not a block
+     * pointer's type */
+    if (c->a[1].kind == SV_CONST && c->a[1].c.kind == CK_DTYPE && c->a[1].c.brank && !c->a[1].c.of_block) {
+        c->a[1].c.brank = 0;
+        memset(c->a[1].c.bshape, 0, sizeof c->a[1].c.bshape);
+    }
     if (!arg_dtype(c, 1, &dt, &elem) || !arg_bool(c, 3, false, &bitcast))
         return sval_error();
     if (!absent(c, 2) && !arg_str(c, 2, NULL, &rounding))
@@ -2103,6 +2112,9 @@ static SVal b_refuse(Call *c)
         {"nextafter", "is not supported by kad yet: a step to the neighbouring float, piecewise constant in "
                       "its second operand, with no useful derivative"},
         {"tanh", "does not exist in triton.language; use libdevice.tanh"},
+        {"fabs", "does not exist in Triton's libdevice; use libdevice.abs or tl.abs"},
+        {"fmax", "does not exist in Triton's libdevice; use tl.maximum"},
+        {"fmin", "does not exist in Triton's libdevice; use tl.minimum"},
     };
     for (size_t i = 0; i < sizeof why / sizeof why[0]; i++)
         if (strcmp(c->def->name, why[i].name) == 0)
@@ -2527,18 +2539,6 @@ static const Builtin tl_builtins[] = {
     {NULL, NULL, NULL, 0},
 };
 
-/* tl.math: these functions of tl under the same names (the same entries
- * of tl_builtins), plus max/min as elementwise ops. */
-static const char *const math_from_tl[] = {
-    "exp", "exp2", "log", "log2", "sqrt", "sqrt_rn", "rsqrt", "sin", "cos", "erf", "floor", "ceil",
-    "abs", "fma", "umulhi", "fdiv", "div_rn", "clamp", "cdiv", "sigmoid", "softmax", NULL,
-};
-static const Builtin math_builtins[] = {
-    {"max", b_minmax2, "x,y,propagate_nan=", OP_MAXIMUM},
-    {"min", b_minmax2, "x,y,propagate_nan=", OP_MINIMUM},
-    {NULL, NULL, NULL, 0},
-};
-
 static const Builtin libdevice_builtins[] = {
     {"exp", b_libdevice, "arg0", OP_EXP},
     {"exp2", b_libdevice, "arg0", OP_EXP2},
@@ -2573,7 +2573,7 @@ static const Builtin libdevice_builtins[] = {
     {"trunc", b_libdevice, "arg0", OP_TRUNC},
     {"rint", b_libdevice, "arg0", OP_RINT},
     {"nearbyint", b_libdevice, "arg0", OP_RINT},
-    {"fabs", b_libdevice, "arg0", OP_ABS},
+    {"fabs", b_refuse, NULL, 0},
     {"abs", b_libdevice, "arg0", OP_ABS | LD_INT_OK},
     {"isnan", b_libdevice, "arg0", OP_ISNAN | LD_I32_RESULT},
     {"isinf", b_libdevice, "arg0", OP_ISINF | LD_I32_RESULT},
@@ -2587,8 +2587,8 @@ static const Builtin libdevice_builtins[] = {
     {"jn", b_libdevice_int, "arg0,arg1", OP_JN},
     {"yn", b_libdevice_int, "arg0,arg1", OP_YN},
     {"atan2", b_libdevice, "arg0,arg1", OP_ATAN2},
-    {"fmax", b_libdevice, "arg0,arg1", OP_MAXIMUM},
-    {"fmin", b_libdevice, "arg0,arg1", OP_MINIMUM},
+    {"fmax", b_refuse, NULL, 0},
+    {"fmin", b_refuse, NULL, 0},
     {"add_rn", b_libdevice, "arg0,arg1", OP_ADD_ROUND},
     {"add_rz", b_libdevice, "arg0,arg1", OP_ADD_ROUND | LD_RZ},
     {"add_rd", b_libdevice, "arg0,arg1", OP_ADD_ROUND | LD_RD},
@@ -2693,19 +2693,71 @@ static const Builtin to_method = {"to", b_cast, "input,dtype,fp_downcast_roundin
 static const struct {
     const char *prefix; /* with the trailing dot */
     const Builtin *tab;
-    const char *const *from_tl; /* names that are tl_builtins' entries */
     const char *shown;
 } namespaces[] = {
-    {"triton.language.extra.cuda.libdevice.", libdevice_builtins, NULL, "libdevice."},
-    {"triton.language.extra.libdevice.", libdevice_builtins, NULL, "libdevice."},
-    {"triton.language.math.", math_builtins, math_from_tl, "tl.math."},
-    {"triton.language.", tl_builtins, NULL, "tl."},
-    {"triton.", triton_builtins, NULL, "triton."},
-    {"builtins.", py_builtins, NULL, ""},
+    {"triton.language.extra.cuda.libdevice.", libdevice_builtins, "libdevice."},
+    {"triton.language.extra.libdevice.", libdevice_builtins, "libdevice."},
+    {"triton.language.", tl_builtins, "tl."},
+    {"triton.", triton_builtins, "triton."},
+    {"builtins.", py_builtins, ""},
+};
+
+/* Triton's other modules, and the names each exports that are the very
+ * objects triton.language exports under the same name (Triton 3.6:
+ * `core.cast is tl.cast`, `standard.sum is tl.sum`, `math.exp is tl.exp`,
+ * `random.rand is tl.rand`).  A name of such a module is that name of tl;
+ * any other name is refused, as Triton's AttributeError refuses it or as
+ * kad refuses Triton's private helpers. */
+static const char *const core_names[] = {
+    "PropagateNan", "TRITON_MAX_TENSOR_NUMEL", "add", "advance", "arange", "associative_scan", "assume",
+    "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg",
+    "atomic_xor", "bfloat16", "block_type", "broadcast", "broadcast_to", "cast", "cat", "clamp", "condition",
+    "const", "constexpr", "constexpr_type", "debug_barrier", "device_assert", "device_print", "dot",
+    "dot_scaled", "dtype", "expand_dims", "float16", "float32", "float64", "float8e4b15", "float8e4b8",
+    "float8e4nv", "float8e5", "float8e5b16", "full", "gather", "histogram", "inline_asm_elementwise", "int1",
+    "int16", "int32", "int64", "int8", "join", "load", "load_tensor_descriptor", "make_block_ptr",
+    "make_tensor_descriptor", "map_elementwise", "max_constancy", "max_contiguous", "maximum", "minimum",
+    "mul", "multiple_of", "num_programs", "permute", "pi32_t", "pointer_type", "program_id", "range",
+    "reduce", "reshape", "slice", "split", "static_assert", "static_print", "static_range", "store",
+    "store_tensor_descriptor", "sub", "tensor", "tensor_descriptor", "tensor_descriptor_type", "trans",
+    "tuple", "tuple_type", "uint16", "uint32", "uint64", "uint8", "view", "void", "where", NULL,
+};
+static const char *const standard_names[] = {
+    "argmax", "argmin", "bitonic_merge", "cdiv", "cumprod", "cumsum", "flip", "interleave", "max", "min",
+    "ravel", "reduce_or", "sigmoid", "softmax", "sort", "sum", "swizzle2d", "topk", "xor_sum", "zeros",
+    "zeros_like", NULL,
+};
+static const char *const math_names[] = {
+    "abs", "ceil", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "floor", "fma", "log", "log2", "rsqrt",
+    "sin", "sqrt", "sqrt_rn", "umulhi", NULL,
+};
+static const char *const random_names[] = {
+    "pair_uniform_to_normal", "philox", "philox_impl", "rand", "rand4x", "randint", "randint4x", "randn",
+    "randn4x", "uint_to_uniform_float", NULL,
+};
+static const struct {
+    const char *mod; /* with the trailing dot */
+    const char *const *names;
+} reexports[] = {
+    {"triton.language.core.", core_names},
+    {"triton.language.standard.", standard_names},
+    {"triton.language.math.", math_names},
+    {"triton.language.random.", random_names},
+};
+
+/* The modules Triton's modules import under a name of their own. */
+static const struct { const char *from, *to; } module_aliases[] = {
+    {"triton.language.standard.core", "triton.language.core"},
+    {"triton.language.standard.math", "triton.language.math"},
+    {"triton.language.math.core", "triton.language.core"},
+    {"triton.language.random.math", "triton.language.math"},
+    {"triton.language.random.tl", "triton.language.core"},
+    {"triton.language.extra.cuda.libdevice.core", "triton.language.core"},
 };
 
 static const char *const module_names[] = {
-    "triton", "triton.language", "triton.language.math", "triton.language.extra",
+    "triton", "triton.language", "triton.language.math", "triton.language.core", "triton.language.standard",
+    "triton.language.random", "triton.language.extra",
     "triton.language.extra.cuda", "triton.language.extra.libdevice",
     "triton.language.extra.cuda.libdevice", "triton.language.PropagateNan", NULL,
 };
@@ -2735,8 +2787,6 @@ static const Builtin *find_builtin(const char *qual)
             const char *rest = qual + n;
             if (strchr(rest, '.'))
                 return NULL;
-            if (name_in(namespaces[i].from_tl, rest))
-                return find_in(tl_builtins, rest);
             return find_in(namespaces[i].tab, rest);
         }
     }
@@ -2762,6 +2812,12 @@ static SVal dtype_method(Lower *L, SVal self, const char *name, int nargs, int n
     Dtype d = self.c.dt;
     if (nargs || nkw)
         return ops_fail(L, loc, "dtype.%s() takes no arguments", name);
+    if (strcmp(name, "is_block") == 0)
+        return sval_bool(self.c.brank && !self.c.of_block);
+    if (self.c.of_block && strcmp(name, "is_ptr") == 0)
+        return sval_bool(true);
+    if (self.c.brank)
+        return ops_fail(L, loc, "dtype.%s() of a block type is not supported by kad yet", name);
     static const struct { const char *name; int what; } m[] = {
         {"is_floating", 0}, {"is_int", 1}, {"is_int_signed", 2}, {"is_int_unsigned", 3}, {"is_ptr", 4},
         {"is_bool", 5}, {"is_standard_floating", 6}, {"is_fp8", 7}, {"is_fp8e5", 10 + DT_F8E5},
@@ -2812,8 +2868,61 @@ bool builtin_is_method(const char *name)
     return strcmp(name, "to") == 0 || name_in(tensor_methods, name);
 }
 
+/* The one spelling of qualified name qual (see reexports and
+ * module_aliases): "triton.language.core.cast", "triton.language.standard.
+ * sum" become "triton.language.cast", "triton.language.sum".  NULL for a
+ * name Triton's module does not export as tl's: *mod is the module (NULL
+ * for core's `math`, Python's module), *name the name. */
+const char *builtin_canonical(Arena *a, const char *qual, const char **mod, const char **name)
+{
+    *mod = *name = NULL;
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (size_t i = 0; i < sizeof module_aliases / sizeof module_aliases[0]; i++) {
+            size_t n = strlen(module_aliases[i].from);
+            if (strncmp(qual, module_aliases[i].from, n) == 0 && (qual[n] == '.' || !qual[n])) {
+                qual = arena_printf(a, "%s%s", module_aliases[i].to, qual + n);
+                changed = 1;
+            }
+        }
+        if (strcmp(qual, "triton.language.core.math") == 0 || strncmp(qual, "triton.language.core.math.", 26) == 0)
+            return NULL;
+        for (size_t i = 0; i < sizeof reexports / sizeof reexports[0]; i++) {
+            size_t n = strlen(reexports[i].mod);
+            if (strncmp(qual, reexports[i].mod, n) != 0)
+                continue;
+            const char *rest = qual + n, *dot = strchr(rest, '.');
+            const char *nm = dot ? arena_strndup(a, rest, (size_t)(dot - rest)) : rest;
+            if (!name_in(reexports[i].names, nm)) {
+                *mod = arena_strndup(a, qual, n - 1);
+                *name = nm;
+                return NULL;
+            }
+            qual = arena_printf(a, "triton.language.%s", rest);
+            changed = 1;
+            break;
+        }
+    }
+    return qual;
+}
+
 SVal lower_global(Lower *L, const char *qual, Loc loc)
 {
+    const char *mod, *bad;
+    const char *canon = builtin_canonical(L->a, qual, &mod, &bad);
+    if (!canon && !mod)
+        return ops_fail(L, loc, "'math' of triton.language.core is Python's math module, which kernels cannot "
+                        "call (use tl.math)");
+    if (!canon) {
+        const char *hint = !strcmp(qual, "triton.language.math.max")   ? ": use tl.maximum"
+                           : !strcmp(qual, "triton.language.math.min") ? ": use tl.minimum"
+                                                                       : "";
+        return ops_fail(L, loc,
+                        "'%s' exports no '%s' that kad supports (kad accepts the names Triton 3.6's module "
+                        "shares with triton.language)%s",
+                        mod, bad, hint);
+    }
+    qual = canon;
     for (int i = 0; module_names[i]; i++)
         if (strcmp(qual, module_names[i]) == 0)
             return (SVal){.kind = SV_MODULE, .qual = arena_strdup(L->a, qual)};
@@ -2901,7 +3010,8 @@ void builtin_surface(Buf *b)
     for (int t = DT_I1; t < DT_PTR; t++)
         buf_printf(b, "%s supported -\n", dtype_triton_name((Dtype)t));
     /* lower_global's own names */
-    static const char *const others[] = {"PropagateNan supported", "math supported", "extra supported",
+    static const char *const others[] = {"PropagateNan supported", "math supported", "extra supported", "core supported",
+                                         "standard supported", "random supported",
                                          "float8e4b8 refused", "float8e5b16 refused", "void refused",
                                          "pointer_type refused", NULL};
     for (int i = 0; others[i]; i++)

@@ -70,6 +70,23 @@ static SVal sval_ptr_dtype(Dtype elem)
     return sval_const((ConstVal){.kind = CK_DTYPE, .dt = DT_PTR, .i = elem});
 }
 
+/* Triton's type of a tile (`x.type`): block_type(dtype, shape); with
+ * of_block, a block pointer's: pointer_type(block_type(t.elem, shape)). */
+static SVal sval_block_type(Type t, bool of_block)
+{
+    ConstVal c = {.kind = CK_DTYPE, .dt = t.dt, .i = t.elem, .brank = t.rank, .of_block = of_block};
+    memcpy(c.bshape, t.shape, sizeof c.bshape);
+    return sval_const(c);
+}
+
+/* The elements' dtype of a block type, else x itself. */
+static SVal dtype_unblock(SVal x)
+{
+    x.c.brank = 0;
+    memset(x.c.bshape, 0, sizeof x.c.bshape);
+    return x;
+}
+
 SVal sval_tuple(Lower *L, const SVal *elts, int n)
 {
     SVal s = {.kind = SV_TUPLE, .n = n};
@@ -610,7 +627,9 @@ static bool const_eq(ConstVal a, ConstVal b, bool *comparable)
     switch (a.kind) {
     case CK_NONE: return true;
     case CK_STR: return strcmp(a.s, b.s) == 0;
-    case CK_DTYPE: return a.dt == b.dt && (a.dt != DT_PTR || a.i == b.i);
+    case CK_DTYPE:
+        return a.dt == b.dt && (a.dt != DT_PTR || a.i == b.i) && a.brank == b.brank && a.of_block == b.of_block &&
+               !memcmp(a.bshape, b.bshape, sizeof a.bshape);
     default: break;
     }
     *comparable = false;
@@ -933,6 +952,39 @@ static SVal binop_values(Lower *L, BinOp op, SVal x, SVal y, Loc loc)
 static SVal dtype_attr(Lower *L, SVal x, const char *name, Loc loc)
 {
     Dtype dt = x.c.dt;
+    if (x.c.brank) {
+        /* block_type: element_ty and scalar are the elements' dtype, shape
+         * and numel the tile's; a block pointer's pointer_type: element_ty
+         * is the block_type, scalar the pointer_type itself (Triton's) */
+        if (x.c.of_block) {
+            if (strcmp(name, "element_ty") == 0) {
+                SVal b = x;
+                b.c.dt = (Dtype)x.c.i;
+                b.c.i = 0;
+                b.c.of_block = false;
+                return b;
+            }
+            if (strcmp(name, "scalar") == 0)
+                return x;
+            if (strcmp(name, "is_ptr") == 0 || strcmp(name, "is_block") == 0)
+                return sval_method(L, x, name);
+            return ops_fail(L, loc, "%s has no attribute '%s' in kad", ops_describe(L, x), name);
+        }
+        if (strcmp(name, "element_ty") == 0 || strcmp(name, "scalar") == 0)
+            return dtype_unblock(x);
+        if (strcmp(name, "shape") == 0 || strcmp(name, "numel") == 0) {
+            SVal e[KAD_MAX_RANK];
+            int64_t numel = 1;
+            for (int i = 0; i < x.c.brank; i++) {
+                e[i] = sval_int(x.c.bshape[i]);
+                numel *= x.c.bshape[i];
+            }
+            return name[0] == 's' ? sval_tuple(L, e, x.c.brank) : sval_int(numel);
+        }
+        if (strcmp(name, "is_block") == 0)
+            return sval_method(L, x, name);
+        return ops_fail(L, loc, "%s has no attribute '%s' in kad", ops_describe(L, x), name);
+    }
     if (strcmp(name, "element_ty") == 0) {
         if (dt != DT_PTR)
             return ops_fail(L, loc, "%s has no attribute 'element_ty' (it is not a pointer type)",
@@ -969,7 +1021,7 @@ SVal lower_attr(Lower *L, SVal x, const char *name, Loc loc)
         if (strcmp(name, "dtype") == 0 || (strcmp(name, "type") == 0 && t.rank == 0))
             return t.dt == DT_PTR ? sval_ptr_dtype((Dtype)t.elem) : sval_dtype((Dtype)t.dt);
         if (strcmp(name, "type") == 0)
-            return ops_fail(L, loc, "'.type' of a tile is not supported by kad; use '.dtype'");
+            return sval_block_type(t, false);
         if (strcmp(name, "shape") == 0) {
             SVal e[KAD_MAX_RANK];
             for (int i = 0; i < t.rank; i++)
@@ -1007,6 +1059,15 @@ SVal lower_attr(Lower *L, SVal x, const char *name, Loc loc)
         }
         if (strcmp(name, "advance") == 0)
             return sval_method(L, x, name);
+        if (strcmp(name, "dtype") == 0 || strcmp(name, "type") == 0) {
+            /* Triton's pointer_type(block_type(elem, block_shape)) */
+            Type t = {.dt = DT_PTR, .elem = ops_type(L, x.elts[BP_BASE].v).elem};
+            const SVal *bs = &x.elts[BP_BLOCK];
+            t.rank = bs->kind == SV_TUPLE && bs->n <= KAD_MAX_RANK ? bs->n : 0;
+            for (int i = 0; i < t.rank; i++)
+                t.shape[i] = bs->elts[i].kind == SV_CONST ? (int32_t)bs->elts[i].c.i : 0;
+            return sval_block_type(t, true);
+        }
         break;
     default: break;
     }
@@ -1327,7 +1388,17 @@ const char *const_repr(Arena *a, ConstVal c)
         buf_putc(&b, '\'');
         break;
     case CK_DTYPE:
-        if (c.dt == DT_PTR)
+        if (c.brank) {
+            /* Triton's str of a block_type: <[16, 16], fp32> */
+            buf_puts(&b, c.of_block ? "pointer<<[" : "<[");
+            for (int k = 0; k < c.brank; k++)
+                buf_printf(&b, "%s%d", k ? ", " : "", (int)c.bshape[k]);
+            Dtype e = c.of_block ? (Dtype)c.i : c.dt;
+            if (!c.of_block && c.dt == DT_PTR)
+                buf_printf(&b, "], pointer<%s>>", dtype_name((Dtype)c.i));
+            else
+                buf_printf(&b, "], %s>%s", dtype_name(e), c.of_block ? ">" : "");
+        } else if (c.dt == DT_PTR)
             buf_printf(&b, "tl.pointer_type(tl.%s)", dtype_triton_name((Dtype)c.i));
         else
             buf_printf(&b, "tl.%s", dtype_triton_name(c.dt));

@@ -51,7 +51,9 @@ static bool const_eq(ConstVal a, ConstVal b)
     case CK_BOOL: return a.i == b.i;
     case CK_FLOAT: return !memcmp(&a.f, &b.f, sizeof a.f); /* -0.0 and 0.0 differ */
     case CK_STR: return !strcmp(a.s, b.s);
-    case CK_DTYPE: return a.dt == b.dt;
+    case CK_DTYPE:
+        return a.dt == b.dt && a.i == b.i && a.brank == b.brank && a.of_block == b.of_block &&
+               !memcmp(a.bshape, b.bshape, sizeof a.bshape);
     }
     return false;
 }

@@ -1,4 +1,6 @@
 # RUN: ir %s:k --sig 'x_ptr=*fp32,n=i32'
+# A helper's tl.constexpr annotation binds nothing (Triton's call_JitFunction): the runtime n
+# reaches tl.arange as a value, which Triton refuses there.
 import triton
 import triton.language as tl
 
