@@ -36,7 +36,7 @@ import os
 import textwrap
 import types
 
-__all__ = ["Source", "collect_sources", "generated_source", "unwrap"]
+__all__ = ["Source", "collect_sources", "generated_source", "live_helpers", "unwrap"]
 
 
 class Source:
@@ -282,21 +282,7 @@ def load_sources(ctx, jit):
         sources.append(Source(kname, ktext, kmod))
         ctx.add_module(kmod, kname, ktext)
         todo, seen = [kmod], {kmod}
-    while todo:
-        cur = todo.pop(0)
-        for name in ctx.module_imports(cur) or []:
-            if name in seen or name.split(".")[0] in _NOT_ADDED:
-                continue
-            seen.add(name)
-            src = _module_source(name)
-            if src is None:
-                continue  # host-only or not loaded: an error only if the kernel uses it
-            try:
-                ctx.add_module(name, src[0], src[1])
-            except Exception:  # not Triton code kad reads: a kernel using it gets "not found"
-                continue
-            sources.append(Source(src[0], src[1], name))
-            todo.append(name)
+    _follow_imports(ctx, todo, seen, sources)
     # helpers reached through globals whose modules the imports did not name
     for s in collect_sources(jit)[:-1]:
         if all(x.name != s.name for x in sources):
@@ -330,6 +316,27 @@ def load_sources(ctx, jit):
             sources.append(Source(src[0], src[1], name))
             todo.append(name)
     return sources
+
+
+def _follow_imports(ctx, todo, seen, sources):
+    """Adds, recursively, the loaded modules with a .py file that the added
+    modules in todo import (kad_module_imports) and seen lacks."""
+    todo = list(todo)
+    while todo:
+        cur = todo.pop(0)
+        for name in ctx.module_imports(cur) or []:
+            if name in seen or name.split(".")[0] in _NOT_ADDED:
+                continue
+            seen.add(name)
+            src = _module_source(name)
+            if src is None:
+                continue  # host-only or not loaded: an error only if the kernel uses it
+            try:
+                ctx.add_module(name, src[0], src[1])
+            except Exception:  # not Triton code kad reads: a kernel using it gets "not found"
+                continue
+            sources.append(Source(src[0], src[1], name))
+            todo.append(name)
 
 
 def _module_of_file(path):
@@ -423,3 +430,121 @@ def host_values(jit, modules):
             if _is_jit(obj) and not (getattr(obj.fn, "__module__", "") or "").startswith("triton."):
                 todo.append(obj)
     return [(m, n, t) for (m, n), t in sorted(out.items())]
+
+
+# ---- Helpers resolved from the live objects (docs/PYTHON.md, "Sources") ----
+
+_LIVE = "__kad_live__"  # the package of the synthetic helper modules
+
+
+def _def_line(jit):
+    """(file, line of the def) of a JIT function, from its code object and
+    the source lines Triton read (decorators above the def skipped)."""
+    fn = jit.fn
+    code = getattr(fn, "__code__", None)
+    path = getattr(code, "co_filename", None) or f"<{fn.__name__}>"
+    first = getattr(jit, "starting_line_number", None) or getattr(code, "co_firstlineno", 1)
+    for k, line in enumerate(getattr(jit, "raw_src", None) or []):
+        if line.lstrip().startswith(("def ", "async def ")):
+            return path, first + k
+    return path, first + 1
+
+
+def _is_user_jit(obj):
+    return _is_jit(obj) and not (getattr(obj.fn, "__module__", "") or "").startswith("triton.")
+
+
+class _Live:
+    """The synthetic modules of one kernel's live helpers: one per
+    JITFunction reached (by identity), named __kad_live__.hN, holding the
+    helper's own source (jit.src) at its real file and line, with the names
+    its code uses bound from its own __globals__."""
+
+    def __init__(self, ctx, sources):
+        self.ctx = ctx
+        self.sources = sources
+        self.modules = {s.module for s in sources}
+        self.of = {}  # id(jit) -> "__kad_live__.hN.fname"
+        self.binds = {}  # (module, name) -> value text
+        self.todo = []
+        self.keep = []  # the helpers (ids stay unique while they live)
+
+    def helper(self, jit):
+        """The qualified name kad knows live helper jit by."""
+        q = self.of.get(id(jit))
+        if q is None:
+            mod = f"{_LIVE}.h{len(self.of)}"
+            q = self.of[id(jit)] = f"{mod}.{jit.fn.__name__}"
+            self.keep.append(jit)
+            self.todo.append((jit, mod))
+        return q
+
+    def bind(self, fn, mod, lines):
+        """Binds in added module `mod` the names fn's code uses, from
+        fn.__globals__; module imports go to `lines` (None: bind modules'
+        used attributes only, the module's own text imports them)."""
+        g = getattr(fn, "__globals__", {})
+        names = _code_names(fn)
+        real = _module_name(fn)
+        plain = []
+        for name in sorted(names):
+            if name not in g:
+                continue
+            obj = g[name]
+            if isinstance(obj, types.ModuleType):
+                if lines is not None:
+                    lines.append(f"import {obj.__name__} as {name}" if name != obj.__name__
+                                 else f"import {name}")
+                if obj.__name__.split(".")[0] in _NOT_ADDED:
+                    continue
+                for attr in sorted(names):
+                    sub = vars(obj).get(attr)
+                    if _is_user_jit(sub):
+                        self.binds[(obj.__name__, attr)] = self.helper(sub)
+                continue
+            if _is_user_jit(obj):
+                self.binds[(mod, name)] = self.helper(obj)
+                continue
+            if lines is None:
+                continue  # host_values binds the rest of a module's names
+            t = _value_text(obj)
+            if t is not None:
+                self.binds[(mod, name)] = t
+            else:
+                plain.append(name)
+        if plain and lines is not None and real in self.modules:
+            lines.append(f"from {real} import {', '.join(plain)}")
+
+    def run(self, jit, kmods):
+        """Binds the kernel's names (in kmods, the modules its text is read
+        in) and adds the synthetic module of every helper reached."""
+        for m in kmods:
+            self.bind(jit.fn, m, None)
+        while self.todo:
+            h, mod = self.todo.pop(0)
+            path, line = _def_line(h)
+            src = textwrap.dedent(h.src).rstrip("\n")
+            lines = [""] * max(0, line - 2) + ["@triton.jit", src, ""]
+            self.bind(h.fn, mod, lines)
+            text = "\n".join(lines) + "\n"
+            self.ctx.add_module(mod, path, text)
+            self.sources.append(Source(path, text, mod))
+            self.modules.add(mod)
+            _follow_imports(self.ctx, [mod], self.modules, self.sources)
+        # a helper's own module names it too (a rules file's `from m import h`)
+        for h in self.keep:
+            m = _module_name(h.fn)
+            if m in self.modules:
+                import sys
+                live = sys.modules.get(m)
+                if live is not None and vars(live).get(h.fn.__name__) is h:
+                    self.binds.setdefault((m, h.fn.__name__), self.of[id(h)])
+        return [(m, n, t) for (m, n), t in sorted(self.binds.items()) if m in self.modules]
+
+
+def live_helpers(ctx, jit, sources):
+    """Adds to ctx a synthetic module for every @triton.jit helper the
+    kernel reaches through its live globals (appended to sources) and
+    returns the [(module, name, value text)] that bind the names callers use
+    to them, for kad_set_global; they win over host_values'."""
+    return _Live(ctx, sources).run(jit, [sources[0].module])
