@@ -22,7 +22,18 @@ or as `module.NAME`) whose value is a constant, a dtype, a Triton function
 or a @triton.jit function, host_values gives the value text that
 kad_set_global takes; it wins over what kad would read from the source.
 
-A kernel defined inside a function (common in tests) is not at module level,
+@triton.jit helpers are taken from the live objects, not looked up by name
+in module text (live_helpers): for each JITFunction the kernel reaches
+through __globals__ (a name, or `module.NAME`), recursively through the
+helpers' own __globals__, a synthetic module __kad_live__.hN holds the
+helper's own source (jit.src) under its real file name, its def on its
+real line, and kad_set_global binds the name each caller uses to it.  So a
+helper defined in a module-level if/else or try/except, re-exported across
+modules, or living in a module that sys.modules does not hold (loaded with
+importlib's module_from_spec) resolves as Python resolved it.
+
+A kernel defined inside a function (common in tests), or inside a
+module-level if/else or try/except, is not at module level,
 where kad looks for kernels.  Its module text is then rewritten: the
 top-level statement enclosing the kernel is blanked and the kernel's own
 lines are put back dedented, so line numbers in diagnostics still match
@@ -108,11 +119,13 @@ def _module_text_for(fn):
         src = textwrap.dedent(inspect.getsource(fn))
         return f"<{fn.__name__}>", "import triton\nimport triton.language as tl\n" + src
     text = _read(path)
-    if "<locals>" not in fn.__qualname__ and "." not in fn.__qualname__:
-        return path, text
-    # Nested: find the def by its first line (decorators included).
     lines, first = inspect.getsourcelines(fn)
     tree = ast.parse(text)
+    if any(isinstance(n, ast.FunctionDef) and n.name == fn.__name__ and
+           (n.decorator_list[0].lineno if n.decorator_list else n.lineno) == first for n in tree.body):
+        return path, text
+    # Nested in a function, or in a module-level if/try: find the def by its
+    # first line (decorators included).
     start, end = first, first + len(lines) - 1
     outer = next((n for n in tree.body if n.lineno <= start and n.end_lineno >= end), None)
     if outer is None:
@@ -479,17 +492,18 @@ class _Live:
             self.todo.append((jit, mod))
         return q
 
-    def bind(self, fn, mod, lines):
-        """Binds in added module `mod` the names fn's code uses, from
-        fn.__globals__; module imports go to `lines` (None: bind modules'
+    def bind(self, jit, mod, lines):
+        """Binds in added module `mod` the names jit's code uses, from its
+        __globals__; module imports go to `lines` (None: bind modules'
         used attributes only, the module's own text imports them)."""
+        fn = jit.fn
         g = getattr(fn, "__globals__", {})
         names = _code_names(fn)
         real = _module_name(fn)
         plain = []
         for name in sorted(names):
-            if name not in g:
-                continue
+            if name not in g or g[name] is jit:
+                continue  # its own name (`tl.program_id` in a helper program_id): its def
             obj = g[name]
             if isinstance(obj, types.ModuleType):
                 if lines is not None:
@@ -519,13 +533,13 @@ class _Live:
         """Binds the kernel's names (in kmods, the modules its text is read
         in) and adds the synthetic module of every helper reached."""
         for m in kmods:
-            self.bind(jit.fn, m, None)
+            self.bind(jit, m, None)
         while self.todo:
             h, mod = self.todo.pop(0)
             path, line = _def_line(h)
             src = textwrap.dedent(h.src).rstrip("\n")
             lines = [""] * max(0, line - 2) + ["@triton.jit", src, ""]
-            self.bind(h.fn, mod, lines)
+            self.bind(h, mod, lines)
             text = "\n".join(lines) + "\n"
             self.ctx.add_module(mod, path, text)
             self.sources.append(Source(path, text, mod))

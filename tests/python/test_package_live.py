@@ -80,6 +80,10 @@ def test_module_and_function_of_the_same_name():
     _check(K.softplus_kernel, lambda x: torch.nn.functional.softplus(x) + torch.nn.functional.softplus(-x), scale=3.0)
 
 
+def test_kernel_chosen_in_a_module_level_if_else():
+    _check(K.picked_kernel, lambda x: torch.exp2(x) * torch.nn.functional.softplus(x))
+
+
 def test_module_loaded_with_module_from_spec_not_in_sys_modules():
     mod = _load_plugin()
     _check(mod.cube_kernel, lambda x: x ** 3 + x)

@@ -1,4 +1,6 @@
 """Kernels using the import-time helpers of the package."""
+import os
+
 import triton
 import triton.language as tl
 
@@ -40,3 +42,18 @@ def broken_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask)
     tl.store(out_ptr + offs, broken(x), mask=mask)
+
+
+# the kernel itself chosen at import time (the else branch: not the first def in the text)
+if os.environ.get("LIVEPKG_KERNEL", "exact") == "fast":
+    @triton.jit
+    def picked_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+else:
+    @triton.jit
+    def picked_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask)
+        tl.store(out_ptr + offs, exp2(x) * softplus(x), mask=mask)
