@@ -44,6 +44,7 @@ constexpr parameters.
 import ast
 import inspect
 import os
+import re
 import textwrap
 import types
 
@@ -247,7 +248,7 @@ def generated_source(jit):
     that leaves room for the decorator line above it, else one line below."""
     fn = jit.fn
     kmod = _module_name(fn)
-    src = textwrap.dedent(jit.src)
+    src = textwrap.dedent(_helper_source(jit)[0])
     first = getattr(getattr(fn, "__code__", None), "co_firstlineno", 1)
     lines = [""] * max(0, first - 2) + ["@triton.jit", src.rstrip("\n"), ""]
     g = getattr(fn, "__globals__", {})
@@ -450,17 +451,25 @@ def host_values(jit, modules):
 _LIVE = "__kad_live__"  # the package of the synthetic helper modules
 
 
-def _def_line(jit):
-    """(file, line of the def) of a JIT function, from its code object and
-    the source lines Triton read (decorators above the def skipped)."""
+def _helper_source(jit):
+    """(source from the def on, file, line of the def) of a JIT function:
+    the source Triton read (jit.src; the interpreter's InterpretedFunction
+    keeps none, so the function's own lines then), located by its code
+    object's file and the first line Triton read, decorators skipped."""
     fn = jit.fn
     code = getattr(fn, "__code__", None)
     path = getattr(code, "co_filename", None) or f"<{fn.__name__}>"
-    first = getattr(jit, "starting_line_number", None) or getattr(code, "co_firstlineno", 1)
-    for k, line in enumerate(getattr(jit, "raw_src", None) or []):
-        if line.lstrip().startswith(("def ", "async def ")):
-            return path, first + k
-    return path, first + 1
+    raw, first = getattr(jit, "raw_src", None), getattr(jit, "starting_line_number", None)
+    if raw is None or first is None:
+        raw, first = inspect.getsourcelines(fn)
+    src = getattr(jit, "src", None)
+    if src is None:
+        src = textwrap.dedent("".join(raw))
+        src = src[re.search(r"^def\s+\w+\s*\(", src, re.MULTILINE).start():]
+    for k, line in enumerate(raw):
+        if line.lstrip().startswith("def "):
+            return src, path, first + k
+    return src, path, first + 1
 
 
 def _is_user_jit(obj):
@@ -536,8 +545,8 @@ class _Live:
             self.bind(jit, m, None)
         while self.todo:
             h, mod = self.todo.pop(0)
-            path, line = _def_line(h)
-            src = textwrap.dedent(h.src).rstrip("\n")
+            src, path, line = _helper_source(h)
+            src = textwrap.dedent(src).rstrip("\n")
             lines = [""] * max(0, line - 2) + ["@triton.jit", src, ""]
             self.bind(h, mod, lines)
             text = "\n".join(lines) + "\n"
