@@ -520,10 +520,19 @@ class _Live:
                                  else f"import {name}")
                 if obj.__name__.split(".")[0] in _NOT_ADDED:
                     continue
+                import sys
+                unseen = sys.modules.get(obj.__name__) is not obj  # importlib's module_from_spec
+                if unseen and obj.__name__ not in self.modules:
+                    # its text is not read: an empty module, the names used bound from the live one
+                    self.ctx.add_module(obj.__name__, f"<module {obj.__name__}>", "")
+                    self.sources.append(Source(f"<module {obj.__name__}>", "", obj.__name__))
+                    self.modules.add(obj.__name__)
                 for attr in sorted(names):
                     sub = vars(obj).get(attr)
                     if _is_user_jit(sub):
                         self.binds[(obj.__name__, attr)] = self.helper(sub)
+                    elif unseen and attr in vars(obj) and _value_text(sub) is not None:
+                        self.binds[(obj.__name__, attr)] = _value_text(sub)
                 continue
             if _is_user_jit(obj):
                 self.binds[(mod, name)] = self.helper(obj)

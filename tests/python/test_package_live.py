@@ -28,9 +28,9 @@ N = 100
 BLOCK = 128
 
 
-def _load_plugin():
-    """plugins/loaded.py as a module that sys.modules does not hold."""
-    path = os.path.join(PKGS, "livepkg", "plugins", "loaded.py")
+def _load_plugin(name="loaded"):
+    """plugins/NAME.py as a module that sys.modules does not hold."""
+    path = os.path.join(PKGS, "livepkg", "plugins", f"{name}.py")
     spec = importlib.util.spec_from_file_location("livepkg_plugin_not_in_sys_modules", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -92,6 +92,12 @@ def test_module_loaded_with_module_from_spec_not_in_sys_modules():
 def test_associative_scan_combine_fn_in_a_module_not_in_sys_modules():
     mod = _load_plugin()
     _check(mod.cumsum_kernel, lambda x: torch.cumsum(x ** 3, 0))
+
+
+def test_module_attribute_of_a_module_not_in_sys_modules():
+    # loaded_user.py loads helpers.py by path too: helpers.shifted_sigmoid, helpers.SHIFT
+    mod = _load_plugin("loaded_user")
+    _check(mod.sig_kernel, lambda x: torch.sigmoid(x + 0.25) * 0.25)
 
 
 def test_error_in_a_live_helper_is_reported_at_its_file_and_line():
