@@ -45,6 +45,7 @@ import ast
 import inspect
 import os
 import re
+import sys
 import textwrap
 import types
 
@@ -214,7 +215,6 @@ def _module_name(fn):
 
 def _module_source(name):
     """(path, text) of loaded module `name` when it has a Python file."""
-    import sys
     mod = sys.modules.get(name)
     path = getattr(mod, "__file__", None) if mod is not None else None
     if not path or not path.endswith(".py") or not os.path.exists(path):
@@ -226,7 +226,6 @@ def _is_generated(fn):
     """True when fn's code was not compiled from its module's file: source
     text made at run time and exec'd (xformers' unroll_varargs), whose def
     the module file does not hold."""
-    import sys
     code = getattr(fn, "__code__", None)
     if code is None:
         return False
@@ -354,7 +353,6 @@ def _follow_imports(ctx, todo, seen, sources):
 
 
 def _module_of_file(path):
-    import sys
     for name, mod in list(sys.modules.items()):
         if getattr(mod, "__file__", None) == path:
             return name
@@ -520,7 +518,6 @@ class _Live:
                                  else f"import {name}")
                 if obj.__name__.split(".")[0] in _NOT_ADDED:
                     continue
-                import sys
                 unseen = sys.modules.get(obj.__name__) is not obj  # importlib's module_from_spec
                 if unseen and obj.__name__ not in self.modules:
                     # its text is not read: an empty module, the names used bound from the live one
@@ -547,11 +544,10 @@ class _Live:
         if plain and lines is not None and real in self.modules:
             lines.append(f"from {real} import {', '.join(plain)}")
 
-    def run(self, jit, kmods):
-        """Binds the kernel's names (in kmods, the modules its text is read
-        in) and adds the synthetic module of every helper reached."""
-        for m in kmods:
-            self.bind(jit, m, None)
+    def run(self, jit, kmod):
+        """Binds the kernel's names in kmod (the module its text is read in)
+        and adds the synthetic module of every helper reached."""
+        self.bind(jit, kmod, None)
         while self.todo:
             h, mod = self.todo.pop(0)
             src, path, line = _helper_source(h)
@@ -567,7 +563,6 @@ class _Live:
         for h in self.keep:
             m = _module_name(h.fn)
             if m in self.modules:
-                import sys
                 live = sys.modules.get(m)
                 if live is not None and vars(live).get(h.fn.__name__) is h:
                     self.binds.setdefault((m, h.fn.__name__), self.of[id(h)])
@@ -579,4 +574,4 @@ def live_helpers(ctx, jit, sources):
     kernel reaches through its live globals (appended to sources) and
     returns the [(module, name, value text)] that bind the names callers use
     to them, for kad_set_global; they win over host_values'."""
-    return _Live(ctx, sources).run(jit, [sources[0].module])
+    return _Live(ctx, sources).run(jit, sources[0].module)
