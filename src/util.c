@@ -245,14 +245,22 @@ void diag_note(Diags *d, Loc loc, const char *fmt, ...)
     va_end(ap);
 }
 
-/* The text of line `line` of the registered source `file`, or NULL. */
+/* The text of line `line` of the registered source `file`, or NULL.  The
+ * registration whose name is the location's own string comes first: one
+ * file may be registered several times with different texts (the Python
+ * package adds a helper's own source under its real file name beside the
+ * module's), and a location points at the name of the text it came from. */
 static const char *source_line(const Diags *d, const char *file, int line, int *len)
 {
     if (!file || line < 1)
         return NULL;
+    int at = -1;
+    for (int i = d->sources.n - 1; i >= 0 && at < 0; i--)
+        if (d->sources.v[i].name == file)
+            at = i;
     for (int i = d->sources.n - 1; i >= 0; i--) {
-        const SourceText *st = &d->sources.v[i];
-        if (strcmp(st->name, file) != 0)
+        const SourceText *st = &d->sources.v[at >= 0 ? at : i];
+        if (at < 0 && strcmp(st->name, file) != 0)
             continue;
         const char *p = st->text;
         for (int l = 1; l < line && p; l++) {

@@ -22,7 +22,18 @@ or as `module.NAME`) whose value is a constant, a dtype, a Triton function
 or a @triton.jit function, host_values gives the value text that
 kad_set_global takes; it wins over what kad would read from the source.
 
-A kernel defined inside a function (common in tests) is not at module level,
+@triton.jit helpers are taken from the live objects, not looked up by name
+in module text (live_helpers): for each JITFunction the kernel reaches
+through __globals__ (a name, or `module.NAME`), recursively through the
+helpers' own __globals__, a synthetic module __kad_live__.hN holds the
+helper's own source (jit.src) under its real file name, its def on its
+real line, and kad_set_global binds the name each caller uses to it.  So a
+helper defined in a module-level if/else or try/except, re-exported across
+modules, or living in a module that sys.modules does not hold (loaded with
+importlib's module_from_spec) resolves as Python resolved it.
+
+A kernel defined inside a function (common in tests), or inside a
+module-level if/else or try/except, is not at module level,
 where kad looks for kernels.  Its module text is then rewritten: the
 top-level statement enclosing the kernel is blanked and the kernel's own
 lines are put back dedented, so line numbers in diagnostics still match
@@ -33,10 +44,12 @@ constexpr parameters.
 import ast
 import inspect
 import os
+import re
+import sys
 import textwrap
 import types
 
-__all__ = ["Source", "collect_sources", "generated_source", "unwrap"]
+__all__ = ["Source", "collect_sources", "generated_source", "live_helpers", "unwrap"]
 
 
 class Source:
@@ -108,11 +121,13 @@ def _module_text_for(fn):
         src = textwrap.dedent(inspect.getsource(fn))
         return f"<{fn.__name__}>", "import triton\nimport triton.language as tl\n" + src
     text = _read(path)
-    if "<locals>" not in fn.__qualname__ and "." not in fn.__qualname__:
-        return path, text
-    # Nested: find the def by its first line (decorators included).
     lines, first = inspect.getsourcelines(fn)
     tree = ast.parse(text)
+    if any(isinstance(n, ast.FunctionDef) and n.name == fn.__name__ and
+           (n.decorator_list[0].lineno if n.decorator_list else n.lineno) == first for n in tree.body):
+        return path, text
+    # Nested in a function, or in a module-level if/try: find the def by its
+    # first line (decorators included).
     start, end = first, first + len(lines) - 1
     outer = next((n for n in tree.body if n.lineno <= start and n.end_lineno >= end), None)
     if outer is None:
@@ -200,7 +215,6 @@ def _module_name(fn):
 
 def _module_source(name):
     """(path, text) of loaded module `name` when it has a Python file."""
-    import sys
     mod = sys.modules.get(name)
     path = getattr(mod, "__file__", None) if mod is not None else None
     if not path or not path.endswith(".py") or not os.path.exists(path):
@@ -212,7 +226,6 @@ def _is_generated(fn):
     """True when fn's code was not compiled from its module's file: source
     text made at run time and exec'd (xformers' unroll_varargs), whose def
     the module file does not hold."""
-    import sys
     code = getattr(fn, "__code__", None)
     if code is None:
         return False
@@ -234,7 +247,7 @@ def generated_source(jit):
     that leaves room for the decorator line above it, else one line below."""
     fn = jit.fn
     kmod = _module_name(fn)
-    src = textwrap.dedent(jit.src)
+    src = textwrap.dedent(_helper_source(jit)[0])
     first = getattr(getattr(fn, "__code__", None), "co_firstlineno", 1)
     lines = [""] * max(0, first - 2) + ["@triton.jit", src.rstrip("\n"), ""]
     g = getattr(fn, "__globals__", {})
@@ -282,21 +295,7 @@ def load_sources(ctx, jit):
         sources.append(Source(kname, ktext, kmod))
         ctx.add_module(kmod, kname, ktext)
         todo, seen = [kmod], {kmod}
-    while todo:
-        cur = todo.pop(0)
-        for name in ctx.module_imports(cur) or []:
-            if name in seen or name.split(".")[0] in _NOT_ADDED:
-                continue
-            seen.add(name)
-            src = _module_source(name)
-            if src is None:
-                continue  # host-only or not loaded: an error only if the kernel uses it
-            try:
-                ctx.add_module(name, src[0], src[1])
-            except Exception:  # not Triton code kad reads: a kernel using it gets "not found"
-                continue
-            sources.append(Source(src[0], src[1], name))
-            todo.append(name)
+    _follow_imports(ctx, todo, seen, sources)
     # helpers reached through globals whose modules the imports did not name
     for s in collect_sources(jit)[:-1]:
         if all(x.name != s.name for x in sources):
@@ -332,8 +331,28 @@ def load_sources(ctx, jit):
     return sources
 
 
+def _follow_imports(ctx, todo, seen, sources):
+    """Adds, recursively, the loaded modules with a .py file that the added
+    modules in todo import (kad_module_imports) and seen lacks."""
+    todo = list(todo)
+    while todo:
+        cur = todo.pop(0)
+        for name in ctx.module_imports(cur) or []:
+            if name in seen or name.split(".")[0] in _NOT_ADDED:
+                continue
+            seen.add(name)
+            src = _module_source(name)
+            if src is None:
+                continue  # host-only or not loaded: an error only if the kernel uses it
+            try:
+                ctx.add_module(name, src[0], src[1])
+            except Exception:  # not Triton code kad reads: a kernel using it gets "not found"
+                continue
+            sources.append(Source(src[0], src[1], name))
+            todo.append(name)
+
+
 def _module_of_file(path):
-    import sys
     for name, mod in list(sys.modules.items()):
         if getattr(mod, "__file__", None) == path:
             return name
@@ -423,3 +442,136 @@ def host_values(jit, modules):
             if _is_jit(obj) and not (getattr(obj.fn, "__module__", "") or "").startswith("triton."):
                 todo.append(obj)
     return [(m, n, t) for (m, n), t in sorted(out.items())]
+
+
+# ---- Helpers resolved from the live objects (docs/PYTHON.md, "Sources") ----
+
+_LIVE = "__kad_live__"  # the package of the synthetic helper modules
+
+
+def _helper_source(jit):
+    """(source from the def on, file, line of the def) of a JIT function:
+    the source Triton read (jit.src; the interpreter's InterpretedFunction
+    keeps none, so the function's own lines then), located by its code
+    object's file and the first line Triton read, decorators skipped."""
+    fn = jit.fn
+    code = getattr(fn, "__code__", None)
+    path = getattr(code, "co_filename", None) or f"<{fn.__name__}>"
+    raw, first = getattr(jit, "raw_src", None), getattr(jit, "starting_line_number", None)
+    if raw is None or first is None:
+        raw, first = inspect.getsourcelines(fn)
+    src = getattr(jit, "src", None)
+    if src is None:
+        src = textwrap.dedent("".join(raw))
+        src = src[re.search(r"^def\s+\w+\s*\(", src, re.MULTILINE).start():]
+    for k, line in enumerate(raw):
+        if line.lstrip().startswith("def "):
+            return src, path, first + k
+    return src, path, first + 1
+
+
+def _is_user_jit(obj):
+    return _is_jit(obj) and not (getattr(obj.fn, "__module__", "") or "").startswith("triton.")
+
+
+class _Live:
+    """The synthetic modules of one kernel's live helpers: one per
+    JITFunction reached (by identity), named __kad_live__.hN, holding the
+    helper's own source (jit.src) at its real file and line, with the names
+    its code uses bound from its own __globals__."""
+
+    def __init__(self, ctx, sources):
+        self.ctx = ctx
+        self.sources = sources
+        self.modules = {s.module for s in sources}
+        self.of = {}  # id(jit) -> "__kad_live__.hN.fname"
+        self.binds = {}  # (module, name) -> value text
+        self.todo = []
+        self.keep = []  # the helpers (ids stay unique while they live)
+
+    def helper(self, jit):
+        """The qualified name kad knows live helper jit by."""
+        q = self.of.get(id(jit))
+        if q is None:
+            mod = f"{_LIVE}.h{len(self.of)}"
+            q = self.of[id(jit)] = f"{mod}.{jit.fn.__name__}"
+            self.keep.append(jit)
+            self.todo.append((jit, mod))
+        return q
+
+    def bind(self, jit, mod, lines):
+        """Binds in added module `mod` the names jit's code uses, from its
+        __globals__; module imports go to `lines` (None: bind modules'
+        used attributes only, the module's own text imports them)."""
+        fn = jit.fn
+        g = getattr(fn, "__globals__", {})
+        names = _code_names(fn)
+        real = _module_name(fn)
+        plain = []
+        for name in sorted(names):
+            if name not in g or g[name] is jit:
+                continue  # its own name (`tl.program_id` in a helper program_id): its def
+            obj = g[name]
+            if isinstance(obj, types.ModuleType):
+                if lines is not None:
+                    lines.append(f"import {obj.__name__} as {name}" if name != obj.__name__
+                                 else f"import {name}")
+                if obj.__name__.split(".")[0] in _NOT_ADDED:
+                    continue
+                unseen = sys.modules.get(obj.__name__) is not obj  # importlib's module_from_spec
+                if unseen and obj.__name__ not in self.modules:
+                    # its text is not read: an empty module, the names used bound from the live one
+                    self.ctx.add_module(obj.__name__, f"<module {obj.__name__}>", "")
+                    self.sources.append(Source(f"<module {obj.__name__}>", "", obj.__name__))
+                    self.modules.add(obj.__name__)
+                for attr in sorted(names):
+                    sub = vars(obj).get(attr)
+                    if _is_user_jit(sub):
+                        self.binds[(obj.__name__, attr)] = self.helper(sub)
+                    elif unseen and attr in vars(obj) and _value_text(sub) is not None:
+                        self.binds[(obj.__name__, attr)] = _value_text(sub)
+                continue
+            if _is_user_jit(obj):
+                self.binds[(mod, name)] = self.helper(obj)
+                continue
+            if lines is None:
+                continue  # host_values binds the rest of a module's names
+            t = _value_text(obj)
+            if t is not None:
+                self.binds[(mod, name)] = t
+            else:
+                plain.append(name)
+        if plain and lines is not None and real in self.modules:
+            lines.append(f"from {real} import {', '.join(plain)}")
+
+    def run(self, jit, kmod):
+        """Binds the kernel's names in kmod (the module its text is read in)
+        and adds the synthetic module of every helper reached."""
+        self.bind(jit, kmod, None)
+        while self.todo:
+            h, mod = self.todo.pop(0)
+            src, path, line = _helper_source(h)
+            src = textwrap.dedent(src).rstrip("\n")
+            lines = [""] * max(0, line - 2) + ["@triton.jit", src, ""]
+            self.bind(h, mod, lines)
+            text = "\n".join(lines) + "\n"
+            self.ctx.add_module(mod, path, text)
+            self.sources.append(Source(path, text, mod))
+            self.modules.add(mod)
+            _follow_imports(self.ctx, [mod], self.modules, self.sources)
+        # a helper's own module names it too (a rules file's `from m import h`)
+        for h in self.keep:
+            m = _module_name(h.fn)
+            if m in self.modules:
+                live = sys.modules.get(m)
+                if live is not None and vars(live).get(h.fn.__name__) is h:
+                    self.binds.setdefault((m, h.fn.__name__), self.of[id(h)])
+        return [(m, n, t) for (m, n), t in sorted(self.binds.items()) if m in self.modules]
+
+
+def live_helpers(ctx, jit, sources):
+    """Adds to ctx a synthetic module for every @triton.jit helper the
+    kernel reaches through its live globals (appended to sources) and
+    returns the [(module, name, value text)] that bind the names callers use
+    to them, for kad_set_global; they win over host_values'."""
+    return _Live(ctx, sources).run(jit, sources[0].module)

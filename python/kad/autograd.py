@@ -82,7 +82,7 @@ import torch.autograd.forward_ad as _forward_ad  # dual_level() sets _current_le
 from . import _capi
 from ._capi import Pointer
 from ._launch import FLOAT_DTYPES, FP8_DTYPES, TORCH_TO_KAD, Binder, no_output_error, params_of, wrapper_kind
-from ._sources import host_values, load_sources, unwrap
+from ._sources import host_values, live_helpers, load_sources, unwrap
 
 _compiling = torch.compiler.is_compiling
 _functorch_active = torch._C._are_functorch_transforms_active
@@ -299,7 +299,10 @@ class Program:
         # named modules, resolved like Python's imports (docs/PYTHON.md)
         self.sources = load_sources(self.ctx, jit)
         # values only the host knows, read from the live module globals
-        self.host_values = host_values(jit, {s.module for s in self.sources})
+        values = {(m, n): t for m, n, t in host_values(jit, {s.module for s in self.sources})}
+        # @triton.jit helpers: their own source and globals, from the live objects
+        values.update(((m, n), t) for m, n, t in live_helpers(self.ctx, jit, self.sources))
+        self.host_values = [(m, n, t) for (m, n), t in sorted(values.items())]
         for mod, name, value in self.host_values:
             self.ctx.set_global(mod, name, value)
         self.qualified = f"{self.sources[0].module}.{self.kernel}"  # the kernel of that module
