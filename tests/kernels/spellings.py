@@ -36,7 +36,7 @@ std_max = standard.max
 
 
 @triton.jit
-def core_kernel(x_ptr, out_ptr, n, BLOCK: core.constexpr):
+def core_spelled(x_ptr, out_ptr, n, BLOCK: core.constexpr):
     # out = exp(x) + sin(x) + max(x, 0) + where(x > 0, x * x, -x) + sqrt(x * x + 1) + 2 min(x, 0)
     offs = core.program_id(0) * BLOCK + core.arange(0, BLOCK)
     mask = offs < n
@@ -49,7 +49,7 @@ def core_kernel(x_ptr, out_ptr, n, BLOCK: core.constexpr):
 
 
 @triton.jit
-def libdevice_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+def libdevice_spelled(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     # out = 2 tanh(x) + log1p(x*x) + expm1(x) + erf(x) + atan(x) + tanh(x)
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
@@ -60,7 +60,7 @@ def libdevice_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def standard_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+def standard_spelled(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     # one row per program: out = softmax(x) + sum(x) / n + max(x)
     row = tl.program_id(0)
     offs = tl.arange(0, BLOCK)
@@ -79,7 +79,7 @@ def scale(x, s: tl.constexpr):
 
 
 @triton.jit
-def helper_constexpr_kernel(x_ptr, out_ptr, n, w, BLOCK: tl.constexpr):
+def helper_constexpr_spelled(x_ptr, out_ptr, n, w, BLOCK: tl.constexpr):
     # out = x * x + x * w + 2 x: a tl.constexpr parameter of a helper given a tensor, a runtime
     # scalar and a constant
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -90,7 +90,7 @@ def helper_constexpr_kernel(x_ptr, out_ptr, n, w, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def attrs_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+def attrs_spelled(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     # out = 3 x + 1 (through every cast spelling; out_ptr may be fp16 or fp32)
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
@@ -106,7 +106,7 @@ def attrs_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def block_ptr_attrs_kernel(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+def block_ptr_attrs_spelled(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
     # out = 2 x on 2-D tiles through block pointers, cast with the block pointer's types
     pm = tl.program_id(0)
     pn = tl.program_id(1)

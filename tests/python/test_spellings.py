@@ -37,21 +37,21 @@ def _elementwise(kernel, ref, extra=()):
 
 
 def test_core_math_and_module_aliases():
-    _elementwise(S.core_kernel, lambda x: torch.exp(x) + torch.sin(x) + x.clamp(min=0) +
+    _elementwise(S.core_spelled, lambda x: torch.exp(x) + torch.sin(x) + x.clamp(min=0) +
                  torch.where(x > 0, x * x, -x) + torch.sqrt(x * x + 1) + 2 * x.clamp(max=0))
 
 
 def test_libdevice_every_import_path():
-    _elementwise(S.libdevice_kernel, lambda x: 3 * torch.tanh(x) + torch.log1p(x * x) + torch.expm1(x) +
+    _elementwise(S.libdevice_spelled, lambda x: 3 * torch.tanh(x) + torch.log1p(x * x) + torch.expm1(x) +
                  torch.erf(x) + torch.atan(x))
 
 
 def test_helper_constexpr_parameter_given_values():
-    _elementwise(S.helper_constexpr_kernel, lambda x: x * x + 1.5 * x + 2 * x, extra=(1.5,))
+    _elementwise(S.helper_constexpr_spelled, lambda x: x * x + 1.5 * x + 2 * x, extra=(1.5,))
 
 
 def test_type_attributes_in_casts():
-    _elementwise(S.attrs_kernel, lambda x: 3 * x + 1)
+    _elementwise(S.attrs_spelled, lambda x: 3 * x + 1)
 
 
 def test_standard_reductions_and_softmax():
@@ -59,7 +59,7 @@ def test_standard_reductions_and_softmax():
     R, C = 3, 10
     x = torch.randn(R, C).requires_grad_()
     out = torch.empty(R, C)
-    k = kad.differentiable(inputs=["x_ptr"], outputs=["out_ptr"])(S.standard_kernel)
+    k = kad.differentiable(inputs=["x_ptr"], outputs=["out_ptr"])(S.standard_spelled)
     k[(R,)](x, out, C, BLOCK=16)
     r = x.detach().clone().requires_grad_()
     want = torch.softmax(r, 1) + r.sum(1, keepdim=True) / C + r.max(1, keepdim=True).values
@@ -75,7 +75,7 @@ def test_block_pointer_types():
     M, Nn = 20, 24
     x = torch.randn(M, Nn).requires_grad_()
     out = torch.empty(M, Nn)
-    k = kad.differentiable(inputs=["x_ptr"], outputs=["out_ptr"])(S.block_ptr_attrs_kernel)
+    k = kad.differentiable(inputs=["x_ptr"], outputs=["out_ptr"])(S.block_ptr_attrs_spelled)
     k[(2, 2)](x, out, M, Nn, BM=16, BN=16)
     torch.testing.assert_close(out, 2 * x.detach(), **TOL)
     g = torch.randn(M, Nn)
@@ -88,17 +88,17 @@ def _ir(kernel, sig, src=SRC):
 
 
 @pytest.mark.parametrize("out", ["fp32", "fp16"])
-@pytest.mark.parametrize("kernel", ["core_kernel", "libdevice_kernel", "standard_kernel", "attrs_kernel"])
+@pytest.mark.parametrize("kernel", ["core_spelled", "libdevice_spelled", "standard_spelled", "attrs_spelled"])
 def test_ir(kernel, out):
     p = _ir(kernel, f"x_ptr=*fp32,out_ptr=*{out},n=i32,BLOCK=64")
     assert p.returncode == 0, p.stderr
-    if kernel == "attrs_kernel":
+    if kernel == "attrs_spelled":
         # the casts to the output's element type are there (fp16) or folded away (fp32)
         assert (": fp16[64]" in p.stdout) == (out == "fp16"), p.stdout
 
 
 def test_ir_block_pointer_cast():
-    p = _ir("block_ptr_attrs_kernel", "x_ptr=*fp32,out_ptr=*fp16,M=i32,N=i32,BM=16,BN=16")
+    p = _ir("block_ptr_attrs_spelled", "x_ptr=*fp32,out_ptr=*fp16,M=i32,N=i32,BM=16,BN=16")
     assert p.returncode == 0, p.stderr
     assert "cast %y : fp16[16,16]" in p.stdout, p.stdout
 
@@ -140,12 +140,12 @@ def test_triton_itself_accepts_each_spelling():
     # the same kernels compiled by Triton (no kad): every spelling is one Triton resolves
     x = torch.randn(N, device="cuda") * 0.7
     for kern, ref, extra in [
-        (S.core_kernel, lambda x: torch.exp(x) + torch.sin(x) + x.clamp(min=0) + torch.where(x > 0, x * x, -x) +
+        (S.core_spelled, lambda x: torch.exp(x) + torch.sin(x) + x.clamp(min=0) + torch.where(x > 0, x * x, -x) +
          torch.sqrt(x * x + 1) + 2 * x.clamp(max=0), ()),
-        (S.libdevice_kernel, lambda x: 3 * torch.tanh(x) + torch.log1p(x * x) + torch.expm1(x) + torch.erf(x) +
+        (S.libdevice_spelled, lambda x: 3 * torch.tanh(x) + torch.log1p(x * x) + torch.expm1(x) + torch.erf(x) +
          torch.atan(x), ()),
-        (S.helper_constexpr_kernel, lambda x: x * x + 1.5 * x + 2 * x, (1.5,)),
-        (S.attrs_kernel, lambda x: 3 * x + 1, ()),
+        (S.helper_constexpr_spelled, lambda x: x * x + 1.5 * x + 2 * x, (1.5,)),
+        (S.attrs_spelled, lambda x: 3 * x + 1, ()),
     ]:
         for dt in (torch.float32, torch.float16):
             out = torch.empty(N, device="cuda", dtype=dt)
@@ -153,10 +153,10 @@ def test_triton_itself_accepts_each_spelling():
             torch.testing.assert_close(out.float(), ref(x), rtol=2e-3, atol=2e-3)
     xr = torch.randn(3, 10, device="cuda")
     out = torch.empty(3, 10, device="cuda")
-    S.standard_kernel[(3,)](xr, out, 10, BLOCK=16)
+    S.standard_spelled[(3,)](xr, out, 10, BLOCK=16)
     want = torch.softmax(xr, 1) + xr.sum(1, keepdim=True) / 10 + xr.max(1, keepdim=True).values
     torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-4)
     xb = torch.randn(20, 24, device="cuda")
     out = torch.empty(20, 24, device="cuda", dtype=torch.float16)
-    S.block_ptr_attrs_kernel[(2, 2)](xb, out, 20, 24, BM=16, BN=16)
+    S.block_ptr_attrs_spelled[(2, 2)](xb, out, 20, 24, BM=16, BN=16)
     torch.testing.assert_close(out.float(), 2 * xb, rtol=2e-3, atol=2e-3)
