@@ -1100,6 +1100,17 @@ static void print_zero_fill(Buf *out, Arena *a, const Func *bwd, int nfwd, int n
     }
 }
 
+/* Python's stand-ins for Triton's truncating // and % on integers (_tdiv, _trem), as nested
+ * functions of the host function being printed: its conditions (access_cond_host) call them. */
+static void print_tdiv(Buf *out)
+{
+    buf_puts(out, "    def _tdiv(x, y):  # Triton's // on integers truncates\n"
+                  "        q = abs(x) // abs(y)\n"
+                  "        return q if (x < 0) == (y < 0) else -q\n\n"
+                  "    def _trem(x, y):\n"
+                  "        return x - _tdiv(x, y) * y\n\n");
+}
+
 /* The backward's launch conditions (Func.guards), checked on the host
  * before the launch: the arguments by name, the grid as Triton takes it
  * (a tuple, or a callable of the meta-parameters); then the input
@@ -1156,11 +1167,7 @@ static void print_guards(Buf *out, Arena *a, const Func *bwd, int nfwd, int nin,
         div |= cv && (strstr(cv, "_tdiv(") || strstr(cv, "_trem("));
     }
     if (div)
-        buf_puts(out, "    def _tdiv(x, y):  # Triton's // on integers truncates\n"
-                      "        q = abs(x) // abs(y)\n"
-                      "        return q if (x < 0) == (y < 0) else -q\n\n"
-                      "    def _trem(x, y):\n"
-                      "        return x - _tdiv(x, y) * y\n\n");
+        print_tdiv(out);
     for (int i = 0; i < bwd->guards.n; i++) {
         const FuncGuard *g = &bwd->guards.v[i];
         Buf msg = {.a = a};
@@ -2054,12 +2061,10 @@ static void print_launch_check(Buf *out, Arena *a, const Func *bwd, const DefPar
         c[i] = access_cond_host((Access *)bwd->guards.v[i].acc, bwd->guards.v[i].cond, "_a", "_g");
         buf_puts(&conds, c[i] ? c[i] : "");
     }
-    if (strstr(buf_str(&conds), "_tdiv(") || strstr(buf_str(&conds), "_trem("))
-        buf_puts(out, "\n    def _tdiv(x, y):  # Triton's // on integers truncates\n"
-                      "        q = abs(x) // abs(y)\n"
-                      "        return q if (x < 0) == (y < 0) else -q\n\n"
-                      "    def _trem(x, y):\n"
-                      "        return x - _tdiv(x, y) * y\n\n");
+    if (strstr(buf_str(&conds), "_tdiv(") || strstr(buf_str(&conds), "_trem(")) {
+        buf_puts(out, "\n");
+        print_tdiv(out);
+    }
     for (int i = 0; i < bwd->guards.n; i++) {
         const FuncGuard *g = &bwd->guards.v[i];
         const char *m = arena_printf(a, "%s:%d:%d: error: %s", g->loc.file ? g->loc.file : "<kernel>", g->loc.line,
@@ -2387,11 +2392,7 @@ bool emit_triton_race(Buf *out, const Func *fwd, const RacePlan *p, Diags *d)
         for (int i = 0; i < p->skip.n; i++)
             buf_printf(&all, "%s(%s)", i ? " and " : "", access_cond_host(p->acc, p->skip.v[i], "_a", "_g"));
         if (strstr(buf_str(&all), "_tdiv(") || strstr(buf_str(&all), "_trem("))
-            buf_puts(out, "    def _tdiv(x, y):  # Triton's // on integers truncates\n"
-                          "        q = abs(x) // abs(y)\n"
-                          "        return q if (x < 0) == (y < 0) else -q\n\n"
-                          "    def _trem(x, y):\n"
-                          "        return x - _tdiv(x, y) * y\n\n");
+            print_tdiv(out);
         buf_puts(out, "    _a, _g = dict(zip(names, args)), grid\n    if (");
         wrap(out, arena_printf(a, "%s):", buf_str(&all)), LINE_LIMIT, "            ", 8);
         buf_puts(out, "\n        return False  # proven for this launch\n");
