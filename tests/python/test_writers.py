@@ -407,3 +407,23 @@ def test_in_place_launch_refused_before_the_forward_overwrites_it():
     k[(3,)](x, 4, 4, BLOCK=4)  # rows apart: right
     x.sum().backward()
     torch.testing.assert_close(base.grad, torch.exp(base.detach()))
+
+
+def test_backward_module_checks_the_launch_before_the_forward(tmp_path):
+    """check_<kernel>_launch of a backward module (what the package calls before a GPU forward):
+    the launch conditions on the forward's arguments alone, with a tuple or a callable grid."""
+    if DEVICE != "cpu":
+        pytest.skip("Triton's interpreter: the CPU run")
+    src = os.path.join(os.path.dirname(HERE), "grad", "guard_loop_stores.py")
+    p = run_kad(["grad", f"{src}:short_stride_while", "--sig", "x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=64",
+                 "--wrt", "x_ptr", "--out", "y_ptr"])
+    assert p.returncode == 0, p.stderr
+    path = tmp_path / "guard_bwd.py"
+    path.write_text(p.stdout)
+    with triton_cpu.interpreter():
+        mod = load_module(str(path), f"kad_guard_bwd_{abs(hash(str(tmp_path)))}")
+        x, y = torch.randn(256), torch.zeros(256)
+        mod.check_short_stride_while_launch((2,), x, y, 256)  # 32 * 2 >= 64: holds
+        mod.check_short_stride_while_launch(lambda meta: (2,), x, y, 256)
+        with pytest.raises(ValueError, match=r"guard_loop_stores\.py:\d+:\d+: error: .*this launch breaks it"):
+            mod.check_short_stride_while_launch((1,), x, y, 256)  # 32 < 64 and 32 < n
