@@ -376,6 +376,12 @@ static void forward_inst(Ad *ad, const Inst *in)
             v = v || ad->varied[in->args[i]];
         for (int i = 0; i < in->nres; i++)
             set_flag(ad, ad->varied, in->res[i], v && is_float_type(fty(ad, in->res[i])));
+        if (ad_scan_kind(ad->fw, in) == SCAN_OTHER) { /* the general rule differentiates the region */
+            const Block *r = in->regions[0];
+            for (int i = 0; i < r->nparams; i++)
+                set_flag(ad, ad->varied, r->params[i], v && is_float_type(fty(ad, r->params[i])));
+            forward_block(ad, r);
+        }
         return;
     }
     case OP_REDUCE: { /* the combine region walked: its params take the inputs and the yields */
@@ -524,7 +530,15 @@ static void backward_inst(Ad *ad, const Inst *in)
         bool u = false;
         for (int i = 0; i < in->nres; i++)
             u = u || ad->useful[in->res[i]];
-        for (int i = 0; u && i < in->nargs; i++)
+        if (!u)
+            return;
+        if (ad_scan_kind(ad->fw, in) == SCAN_OTHER) { /* the general rule differentiates the region */
+            const Inst *y = ad_block_term(in->regions[0]);
+            for (int i = 0; i < y->nargs; i++)
+                set_flag(ad, ad->useful, y->args[i], true);
+            backward_block(ad, in->regions[0]);
+        }
+        for (int i = 0; i < in->nargs; i++)
             set_flag(ad, ad->useful, in->args[i], true);
         return;
     }
@@ -1643,14 +1657,19 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
             bool act = false;
             for (int k = 0; k < in->nres; k++)
                 act = act || ad_active(ad, in->res[k]);
-            if (act && ad_scan_kind(ad->fw, in) == SCAN_OTHER)
-                diag_error(ad->d, in->loc,
-                           "cannot differentiate this tl.associative_scan: kad differentiates the combine "
-                           "functions `x + y` (a sum), `tl.maximum(x, y)` / `tl.minimum(x, y)` (a running "
-                           "max/min), the first-order linear recurrence `(a1 * a2, a2 * b1 + b2)` on pairs "
-                           "(a, b), and selections (each float result `tl.where(c, x, y)` of its own slot, "
-                           "e.g. a running max with its index), recognized from their operations; this "
-                           "combine function is none of them");
+            if (!act || ad_scan_kind(ad->fw, in) != SCAN_OTHER)
+                break;
+            const Block *r = in->regions[0]; /* the general rule: the combine's adjoint rules, lane by lane */
+            for (int j = 0; j + 1 < r->insts.n; j++) {
+                const Inst *c = &r->insts.v[j];
+                OpKind cop = (OpKind)c->op;
+                if (c->nres != 1 || !ad_active(ad, c->res[0]) || !op_differentiable(cop))
+                    continue;
+                if (!has_rule(cop) || (!op_info[cop].elementwise && cop != OP_CONST))
+                    diag_error(ad->d, c->loc, "cannot differentiate this tl.associative_scan: its combine "
+                               "function uses '%s', for which kad has no elementwise adjoint rule (the scan's "
+                               "gradient differentiates the combine function)", op_info[cop].name);
+            }
             break;
         }
         case OP_REDUCE: {

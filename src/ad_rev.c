@@ -99,7 +99,7 @@ static void name_after(Ad *ad, ValId bv, const char *prefix, ValId fv)
 int ad_mutation_by_name(const char *name)
 {
     static const char *const names[] = {"none", "exp", "mul", "max", "where", "cumsum", "max_drop", "tape",
-                                         "libm", "strong_zero"};
+                                         "libm", "strong_zero", "scan_jac"};
     for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
         if (name && !strcmp(name, names[i]))
             return i;
@@ -1718,6 +1718,147 @@ static void select_sources(Em *e, const Inst *in, const bool *active, ValId idx,
         src[k] = slot[k] < 0 ? 0 : res[n + slot[k]];
 }
 
+/* The scan of the affine maps mu -> A mu + b on m-vectors (A: m*m slots,
+ * row-major, then b: m slots; xs holds them), along axis in direction rev:
+ * (A1, b1) then (A2, b2) is (A2 A1, A2 b1 + b2), the later map applied
+ * after; returns the b results (m of them) in out. */
+static void affine_scan(Em *e, const ValId *xs, int m, int axis, bool rev, ValId *out)
+{
+    Ad *ad = e->ad;
+    Func *f = ad->bw;
+    int n = m * m + m;
+    Type *rt = arena_alloc(ad->a, sizeof *rt * (size_t)n);
+    for (int i = 0; i < n; i++)
+        rt[i] = bty(ad, xs[i]);
+    Inst *ni = ir_emit(f, e->b, OP_SCAN, xs, n, rt, n, e->loc);
+    ni->ival = axis;
+    ni->flags = rev ? IF_REVERSE : 0;
+    ValId *res = ni->res;
+    Block *rb = ir_inst_add_region(f, ni);
+    ValId *p = arena_alloc(ad->a, sizeof *p * (size_t)(2 * n)), *y = arena_alloc(ad->a, sizeof *y * (size_t)n);
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < n; i++) {
+            const char *nm = i < m * m ? arena_printf(ad->a, "A%d_%d%d", h + 1, i / m, i % m)
+                                       : arena_printf(ad->a, "b%d_%d", h + 1, i - m * m);
+            p[h * n + i] = ir_block_param_add(f, rb, type_with_shape(rt[i], 0, NULL), nm, e->loc);
+        }
+    const ValId *A1 = p, *b1 = p + m * m, *A2 = p + n, *b2 = p + n + m * m;
+    Em re = {ad, rb, e->loc};
+    for (int i = 0; i < m; i++) {
+        for (int j = 0; j < m; j++) { /* (A2 A1)[i][j] = sum over l of A2[i][l] A1[l][j] */
+            ValId s = e2(&re, OP_MUL, A2[i * m], A1[j]);
+            for (int l = 1; l < m; l++)
+                s = e2(&re, OP_ADD, s, e2(&re, OP_MUL, A2[i * m + l], A1[l * m + j]));
+            y[i * m + j] = s;
+        }
+        ValId s = b2[i]; /* (A2 b1 + b2)[i] */
+        for (int l = 0; l < m; l++)
+            s = e2(&re, OP_ADD, s, e2(&re, OP_MUL, A2[i * m + l], b1[l]));
+        y[m * m + i] = s;
+    }
+    ir_emit(f, rb, OP_YIELD, y, n, NULL, 0, e->loc);
+    for (int i = 0; i < m; i++)
+        out[i] = res[m * m + i];
+}
+
+/* The adjoint of an inclusive scan with any combine f (docs/AD.md, "Scans",
+ * the general rule): y[t] = f(y[t-1], x[t]) (rev: y[t+1]), y at the first
+ * lane x itself.  With J_a(t), J_b(t) the Jacobians of f's two halves at
+ * (y[t-1], x[t]) over the m float slots, lambda[t] = dy[t] +
+ * J_a(t+1)^T lambda[t+1] and dx[t] = J_b(t)^T lambda[t] (the first lane:
+ * lambda).  mu[t] = J_a(t)^T lambda[t] satisfies the affine recurrence
+ * mu[t] = J_a(t)^T mu[t+1] + J_a(t)^T dy[t] run the other way (an
+ * affine_scan with J_a^T unshifted), and lambda = dy + shift(mu). */
+static void adj_scan_general(Em *e, const Inst *in)
+{
+    Ad *ad = e->ad;
+    int n = in->nargs, axis = (int)in->ival, m = 0;
+    bool rev = in->flags & IF_REVERSE;
+    const Block *fr = in->regions[0];
+    bool any = false, act = false;
+    int *fl = arena_alloc(ad->a, sizeof *fl * (size_t)n); /* float slot k's index among the m, or -1 */
+    for (int k = 0; k < n; k++) {
+        bool isf = dtype_is_float((Dtype)fty(ad, in->res[k]).dt);
+        fl[k] = isf ? m++ : -1;
+        any |= isf && ad->adj[in->res[k]] && ad_active(ad, in->res[k]);
+        act |= isf && ad_active(ad, in->args[k]);
+    }
+    if (!any || !act)
+        return;
+    Type xt = fty(ad, in->args[0]);
+    ValId *x = arena_alloc(ad->a, sizeof *x * (size_t)n), *prev = arena_alloc(ad->a, sizeof *prev * (size_t)n);
+    ValId *dy = arena_alloc(ad->a, sizeof *dy * (size_t)n), *zl = arena_alloc(ad->a, sizeof *zl * (size_t)n);
+    ValId *seed = arena_alloc(ad->a, sizeof *seed * (size_t)n), *out = arena_alloc(ad->a, sizeof *out * (size_t)n);
+    ValId *lam = arena_alloc(ad->a, sizeof *lam * (size_t)n), *dx = arena_alloc(ad->a, sizeof *dx * (size_t)n);
+    ValId *xs = arena_alloc(ad->a, sizeof *xs * (size_t)(m * m + m)), *mu = arena_alloc(ad->a, sizeof *mu * (size_t)m);
+    for (int k = 0; k < n; k++) {
+        x[k] = P0(ad, in->args[k]);
+        prev[k] = shift_any(e, P0(ad, in->res[k]), axis, rev);
+        dy[k] = fl[k] >= 0 && ad_active(ad, in->res[k]) ? ad->adj[in->res[k]] : 0;
+        zl[k] = fl[k] >= 0 ? ezero(e, type_with_dtype(xt, (Dtype)adt(fty(ad, in->args[k])).dt)) : 0;
+        if (dy[k] && bty(ad, dy[k]).dt != bty(ad, zl[k]).dt)
+            dy[k] = ecast(e, dy[k], (Dtype)bty(ad, zl[k]).dt);
+    }
+    ValId idx = axis_index(e, xt, axis);
+    ValId first = ecmp(e, OP_EQ, idx, ir_const_int(ad->bw, e->b, bty(ad, idx), rev ? xt.shape[axis] - 1 : 0, e->loc));
+    /* the region's values typed as tiles of x's shape while it is applied
+     * and differentiated lane by lane (as adj_reduce) */
+    int nv = 0;
+    ValId *rv = arena_alloc(ad->a, sizeof *rv * (size_t)(fr->nparams + fr->insts.n));
+    uint8_t *lanes = arena_alloc(ad->a, (size_t)ad->fw->vals.n);
+    for (int i = 0; i < fr->nparams; i++)
+        rv[nv++] = fr->params[i];
+    for (int k = 0; k < fr->insts.n; k++)
+        if (fr->insts.v[k].nres == 1)
+            rv[nv++] = fr->insts.v[k].res[0];
+    for (int i = 0; i < nv; i++)
+        lanes[rv[i]] = 1;
+    ad->lanes = lanes;
+    ad->lane_ty = xt;
+    ValId *pin = arena_alloc(ad->a, sizeof *pin * (size_t)nv);
+    apply_combine(e, in, prev, x); /* f(y[t-1], x[t]): the primal values the Jacobians are taken at */
+    for (int i = 0; i < nv; i++)
+        pin[i] = ad->pm[rv[i]];
+    /* J_a^T: column l is the VJP of the first half with the unit seed on slot l */
+    for (int l = 0; l < n; l++) {
+        if (fl[l] < 0)
+            continue;
+        for (int k = 0; k < n; k++)
+            seed[k] = k == l ? ir_const_float(ad->bw, e->b, bty(ad, zl[k]), 1.0, e->loc) : 0;
+        for (int i = 0; i < nv; i++)
+            ad->pm[rv[i]] = pin[i];
+        vjp_combine(e, in, seed, true, zl, out);
+        for (int i = 0; i < n; i++)
+            if (fl[i] >= 0)
+                xs[ad->spec->mutate == AD_MUTATE_SCAN_JAC ? fl[l] * m + fl[i] : fl[i] * m + fl[l]] = out[i];
+    }
+    for (int i = 0; i < nv; i++)
+        ad->pm[rv[i]] = pin[i];
+    vjp_combine(e, in, dy, true, zl, out); /* J_a^T dy */
+    for (int i = 0; i < n; i++)
+        if (fl[i] >= 0)
+            xs[m * m + fl[i]] = out[i];
+    affine_scan(e, xs, m, axis, !rev, mu);
+    for (int k = 0; k < n; k++) {
+        lam[k] = 0;
+        if (fl[k] < 0)
+            continue;
+        ValId s = eshift(e, mu[fl[k]], axis, !rev, 0.0); /* mu[t+1] (rev: mu[t-1]); the last lane 0 */
+        lam[k] = dy[k] ? e2(e, OP_ADD, dy[k], s) : s;
+    }
+    for (int i = 0; i < nv; i++)
+        ad->pm[rv[i]] = pin[i];
+    vjp_combine(e, in, lam, false, zl, dx); /* J_b^T lambda */
+    ad->lanes = NULL;
+    for (int i = 0; i < nv; i++) {
+        ad->pm[rv[i]] = 0;
+        ad->adj[rv[i]] = 0;
+    }
+    for (int k = 0; k < n; k++)
+        if (fl[k] >= 0 && ad_active(ad, in->args[k]))
+            accum(e, in->args[k], ewhere(e, first, lam[k], dx[k]));
+}
+
 /* The adjoint of a scan whose combine function AD recognizes (validated). */
 static void adj_scan(Em *e, const Inst *in)
 {
@@ -1796,8 +1937,9 @@ static void adj_scan(Em *e, const Inst *in)
             accum(e, a, cumprod_adjoint(e, P(e, a), P(e, in->res[0]), dA, axis, rev));
         return;
     }
-    default:
-        die("scan: combine function not validated");
+    default: /* any other combine function (validated: elementwise rules only) */
+        adj_scan_general(e, in);
+        return;
     }
 }
 

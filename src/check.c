@@ -376,7 +376,7 @@ const char *check_gradients(Arena *a, Diags *d, const Func *fwd, const AdSpec *s
     if (mut && *mut) {
         mspec.mutate = ad_mutation_by_name(mut);
         if (mspec.mutate < 0) {
-            diag_error(d, fwd->loc, "unknown KAD_TEST_MUTATE '%s' (none, exp, mul, max, where, cumsum, max_drop)", mut);
+            diag_error(d, fwd->loc, "unknown KAD_TEST_MUTATE '%s' (none, exp, mul, max, where, cumsum, max_drop, tape, libm, strong_zero, scan_jac)", mut);
             return NULL;
         }
         spec = &mspec;

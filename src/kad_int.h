@@ -1530,6 +1530,7 @@ enum {
     AD_MUTATE_TAPE = 7,     /* taped loops: the reverse loop reads the tape's slots in forward order */
     AD_MUTATE_LIBM = 8,     /* libdevice functions (ad_libm_partial): each partial derivative doubled */
     AD_MUTATE_STRONG_ZERO = 9, /* no strong zeros (ad_finite.c): 0 * inf stays NaN, both modes */
+    AD_MUTATE_SCAN_JAC = 10,   /* the general scan rule: its Jacobian J_a used untransposed */
 };
 /* Testing aid: the AD_MUTATE_* of a name ("exp", "mul", "max", "where",
  * "cumsum", "max_drop", "tape", "libm", "strong_zero"); -1 if unknown.  check_gradients applies the one

@@ -160,8 +160,8 @@ static void test_ad_refusals(T *t)
     e = ad_errors(a, twice, "x_ptr", "y_ptr");
     CHECK(t, strstr(e, "t.ir:8:5: error: output 'y_ptr' is stored at more than one site (first at line 3)") != NULL);
     CHECK(t, strstr(e, "t.ir:8:5: error: store to output 'y_ptr' inside a loop") != NULL);
-    /* a scan whose combine function is not one AD knows; a while carrying a differentiated value is
-     * taped (no error) */
+    /* a scan whose combine function no special case recognizes (the general rule differentiates
+     * it); a while carrying a differentiated value is taped: no error at either */
     const char *cp = "kernel @k(%x_ptr: *fp32, %y_ptr: *fp32) {\n"
                      "  %i = arange 0 : i32[8]\n"
                      "  %xp0 = broadcast %x_ptr : *fp32[8]\n"
@@ -183,7 +183,7 @@ static void test_ad_refusals(T *t)
                      "  store %y_ptr, %h\n"
                      "}\n";
     e = ad_errors(a, cp, "x_ptr", "y_ptr");
-    CHECK(t, strstr(e, "t.ir:6:3: error: cannot differentiate this tl.associative_scan") != NULL);
+    CHECK(t, strstr(e, "t.ir:6:3") == NULL);
     CHECK(t, strstr(e, "t.ir:11:3") == NULL);
     /* names that are not differentiable pointer parameters */
     const char *ok = "kernel @k(%x_ptr: *fp32, %y_ptr: *fp32, %n: i32) {\n"

@@ -389,6 +389,7 @@ GRADS = {
     "cumprod_zeros_forward": ("x_ptr", "y_ptr", _rows_scan(lambda x: x.cumprod(1)), None),
     "cumprod_zeros_reverse": ("x_ptr", "y_ptr", _rows_scan(lambda x: x.flip(1).cumprod(1).flip(1)), None),
     "running_max": ("x_ptr", "y_ptr", _rows_scan(lambda x: torch.cummax(x, 1).values), None),
+    "scan_mul": ("x_ptr", "y_ptr", _rows_scan(lambda x: x.cumprod(1)), None),  # the general scan rule
     "cummax_index_forward": ("x_ptr", "y_ptr", _rows_scan(lambda x: torch.cummax(x, 1).values), None),
     "cummax_index_reverse": ("x_ptr", "y_ptr", _rows_scan(lambda x: torch.cummax(x.flip(1), 1).values.flip(1)),
                              None),
@@ -409,11 +410,10 @@ GRADS = {
 REFUSED = {
     "axpby_beta0": ("x_ptr", "y_ptr", "load from output 'y_ptr'"),  # y = a*x + b*y reads y
     "histogram_atomic_add": ("x_ptr", "hist_ptr", "hist_ptr"),  # integer counts
-    "scan_mul": ("x_ptr", "y_ptr", "cannot differentiate this tl.associative_scan"),  # combine x * y
 }
 
 # Corpus cases with nothing to differentiate (integer data, or in/out buffers only).
-NOT_DIFFERENTIABLE = {"axpby_beta_half", "histogram_atomic_add", "transpose_i32", "axpby_beta0", "scan_mul",
+NOT_DIFFERENTIABLE = {"axpby_beta_half", "histogram_atomic_add", "transpose_i32", "axpby_beta0",
                       "histogram_tile_masked"}
 
 TF32_CASES = {"matmul_fp32_relu_tf32", "linear_attention_intra_fp32"}

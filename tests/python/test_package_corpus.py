@@ -47,8 +47,9 @@ from kernels import (axpby, bias_add, box_filter, cast_scale, clamp, cross_entro
                      fused_bias_act, softmax_exp2,
                      gelu, geglu, group_sum, head_affine_3d, layer_norm, leaky_relu, linear_attention, log_softmax,
                      matmul, mean_dim, minmax_scale, persistent_scale, relu, rms_norm, row_stats, row_sum,
-                     scan, silu, softmax, softplus, split_k_colsum, swiglu, transpose, vector_add)
+                     scan, scan_general, silu, softmax, softplus, split_k_colsum, swiglu, transpose, vector_add)
 from kernels import reduce as red  # noqa: E402
+import test_scan_general as sg  # noqa: E402  (the general scan rule's kernels: their torch loops)
 
 
 def cdiv(a, b):
@@ -360,6 +361,37 @@ def _(g, small):
         lambda t: dict(y_ptr=torch.cummax(t["x_ptr"], 1).values)
 
 
+@case("scan_mul", scan.scan_mul_kernel, ["x_ptr"], ["y_ptr"])
+def _(g, small):  # x * y written by hand: the general scan rule
+    rows, n, bn = (2, 6, 8) if small else (3, 12, 16)
+    x = (0.5 + torch.rand(rows, n, generator=g, dtype=torch.float64)).to(DEVICE, torch.float32).requires_grad_()
+    y = torch.empty(rows, n)
+    return (rows,), [x, y, n], dict(BLOCK=bn), dict(x_ptr=x), dict(y_ptr=y), \
+        lambda t: dict(y_ptr=t["x_ptr"].cumprod(1))
+
+
+def _general_scan(cid, one_d=False):
+    """A kernel of tests/kernels/scan_general.py (a combine no special case recognizes) along its
+    rows; the reference is test_scan_general's sequential loop in torch."""
+    c = sg.CASES[cid]
+    name = ("row_" if one_d else "") + c.kernel
+
+    @case(f"scan_general_{cid}" + ("_1d" if one_d else ""), getattr(scan_general, name), list(c.ins), list(c.outs))
+    def _(g, small):
+        m, n = (2, 8) if small else (4, 16)
+        xs = [(lo + (hi - lo) * torch.rand(m, n, generator=g, dtype=torch.float64)).to(DEVICE, torch.float32)
+              .requires_grad_() for lo, hi in (c.ranges[p] for p in c.ins)]
+        outs = [torch.empty(m, n) for _ in c.outs]
+        grid, kw = ((m,), dict(N=n, REVERSE=False)) if one_d else ((1,), dict(M=m, N=n, AXIS=1, REVERSE=False))
+        return grid, [*xs, *outs], kw, dict(zip(c.ins, xs)), dict(zip(c.outs, outs)), \
+            lambda t: dict(zip(c.outs, c.ref(*[t[p] for p in c.ins], 1, False)))
+
+
+for _cid in sg.CASES:
+    _general_scan(_cid)
+_general_scan("logaddexp", one_d=True)
+
+
 @case("reduce_welford", red.welford_kernel, ["x_ptr"], ["var_ptr", "mean_ptr"], tol=1e-4)
 def _(g, small):
     m, n, bm, bn = (3, 11, 2, 4) if small else (5, 40, 2, 16)
@@ -639,17 +671,10 @@ def _histogram_args():
     return x, [x, torch.zeros(16, dtype=torch.int32), 600, -2.0, 0.25], dict(NUM_BINS=16, BLOCK_SIZE=256)
 
 
-def _scan_mul_args():
-    x = (1 + 0.1 * torch.randn(3, 12, device=DEVICE)).requires_grad_()
-    return x, [x, torch.empty(3, 12, device=DEVICE), 12], dict(BLOCK=16)
-
-
 # (module, kernel, inputs, outputs, make args, the C diagnostic and its file:line:col)
 REFUSED = [
     ("histogram", "histogram_kernel", ["x_ptr"], ["hist_ptr"], _histogram_args,
      "'hist_ptr' is not a pointer to floating-point data", "histogram.py:13:29"),
-    ("scan", "scan_mul_kernel", ["x_ptr"], ["y_ptr"], _scan_mul_args,
-     "cannot differentiate this tl.associative_scan", "scan.py:92:12"),
 ]
 
 

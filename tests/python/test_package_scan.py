@@ -1,6 +1,7 @@
 """Scans (tl.associative_scan with a combine function, tl.cumprod), made differentiable with the
 package and compared with PyTorch autograd of the same math written plainly (a Python loop over
-time for the linear recurrence, torch.cumsum / torch.cumprod / torch.cummax); gradcheck'ed in
+time for the linear recurrence, torch.cumsum / torch.cumprod / torch.cummax; a product combine written by
+hand, differentiated by the general rule); gradcheck'ed in
 float64 on kad's interpreter.
 
 The kernels are tests/kernels/scan.py's.  cumprod is checked with zeros in the input (one zero, two
@@ -166,9 +167,19 @@ def test_running_max_matches_cummax():
     torch.testing.assert_close(x.grad.cpu().double(), xr.grad, rtol=1e-5, atol=1e-6)
 
 
-def test_other_combine_function_is_refused_with_its_location():
-    x = torch.rand(2, 10, device=DEVICE, requires_grad=True)
-    with pytest.raises(Exception) as e:
-        run_rows(scan_mul, x).sum().backward()
-    msg = str(e.value)
-    assert "scan.py:" in msg and "tl.associative_scan" in msg and "linear recurrence" in msg
+def test_product_combine_matches_cumprod():
+    # x * y written by hand: no special case recognizes it, the general rule (docs/AD.md, "Scans")
+    # differentiates it; with zeros exactly (its Jacobians are products, nothing is divided)
+    g = torch.Generator().manual_seed(5)
+    x0 = 0.5 + torch.rand(3, 12, generator=g)
+    x0[1, 4] = 0.0
+    x0[2, [0, 11]] = 0.0
+    dy = torch.randn(3, 12, generator=g)
+    (x,) = leaves(x0.to(DEVICE))
+    y = run_rows(scan_mul, x)
+    (xr,) = leaves(x0.double())
+    yr = xr.cumprod(1)
+    torch.testing.assert_close(y.cpu().double(), yr.detach(), rtol=1e-5, atol=1e-6)
+    (y * dy.to(DEVICE)).sum().backward()
+    (yr * dy.double()).sum().backward()
+    torch.testing.assert_close(x.grad.cpu().double(), xr.grad, rtol=1e-5, atol=1e-6)
