@@ -1859,7 +1859,8 @@ static void adj_scan_general(Em *e, const Inst *in)
             accum(e, in->args[k], ewhere(e, first, lam[k], dx[k]));
 }
 
-/* The adjoint of a scan whose combine function AD recognizes (validated). */
+/* The adjoint of a scan: a rule per combine function AD recognizes, the
+ * general rule for any other (validated: elementwise adjoint rules only). */
 static void adj_scan(Em *e, const Inst *in)
 {
     Ad *ad = e->ad;

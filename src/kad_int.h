@@ -1889,10 +1889,11 @@ bool ad_active(const Ad *ad, ValId v);
 int ad_root_role(const Ad *ad, ValId v);
 /* b's terminator (its last instruction), or NULL when b is empty. */
 const Inst *ad_block_term(const Block *b);
-/* The combine functions of `scan` that AD differentiates, recognized from the
- * region's IR (docs/AD.md, "Scans"): a sum `x + y`; the first-order linear
- * recurrence `(a1*a2, a2*b1 + b2)` on pairs (params a1, b1, a2, b2); a running
- * `maximum` / `minimum`. */
+/* The combine functions of `scan` that AD has rules of their own for,
+ * recognized from the region's IR (docs/AD.md, "Scans"): a sum `x + y`; the
+ * first-order linear recurrence `(a1*a2, a2*b1 + b2)` on pairs (params a1, b1,
+ * a2, b2); a running `maximum` / `minimum`; a selection.  SCAN_OTHER: any
+ * other, differentiated by the general rule (through the combine's Jacobians). */
 typedef enum ScanKind { SCAN_OTHER, SCAN_SUM, SCAN_LINREC, SCAN_MAX, SCAN_MIN, SCAN_SELECT } ScanKind;
 ScanKind ad_scan_kind(const Func *f, const Inst *scan);
 /* SCAN_SELECT: every float value k the combine yields is `where(c, x_k, y_k)` or

@@ -10,7 +10,7 @@ index (the combine function selects with tl.where).  chunked_ssm_kernel: a
 gated recurrence h_t = a_t * h_{t-1} + (1 - a_t) * x_t over time in chunks of CT
 steps, each chunk an associative scan whose result is continued from the state
 carried across chunks (the last row of the previous chunk).  scan_mul_kernel: a combine
-function kad does not differentiate (a product written by hand).
+function no special case of kad's recognizes (a product written by hand): the general scan rule.
 """
 import torch
 import triton
