@@ -10,6 +10,9 @@ associative, so Triton's tree and kad's sequential fold agree up to rounding:
 - sum_prod: pairs (s, p) -> (s1 + s2, p1 * p2), two decoupled slots in one scan;
 - mean_count: a running mean with an int count, (m, n) -> ((n1 m1 + n2 m2) / (n1 + n2), n1 + n2);
 - welford: (count, mean, M2) merged as Chan et al. (a float count: a 3-slot state);
+- online_softmax: (max, sum of exp(x - max)) pairs, rescaled to the larger max (coupled slots);
+- segmented_sum: a sum restarted at flagged lanes, (flag, value) with an int flag deciding with
+  tl.where (a condition on an int slot feeding a float one);
 - complex_linrec: h_t = a_t h_{t-1} + b_t over complex numbers, (ar, ai, br, bi): a 4-slot
   state whose slots all couple.
 A 1-D kernel (row_logaddexp_kernel) scans one row per program.
@@ -46,6 +49,17 @@ def welford(n1, mean1, m2_1, n2, mean2, m2_2):
     delta = mean2 - mean1
     frac = n2 / n
     return n, mean1 + delta * frac, m2_1 + m2_2 + delta * delta * n1 * frac
+
+
+@triton.jit
+def online_softmax(m1, s1, m2, s2):
+    m = tl.maximum(m1, m2)
+    return m, s1 * tl.exp(m1 - m) + s2 * tl.exp(m2 - m)
+
+
+@triton.jit
+def segmented(f1, v1, f2, v2):
+    return f1 | f2, tl.where(f2 != 0, v2, v1 + v2)
 
 
 @triton.jit
@@ -127,3 +141,23 @@ def complex_linrec_kernel(ar_ptr, ai_ptr, br_ptr, bi_ptr, hr_ptr, hi_ptr, M: tl.
     _, _, hr, hi = tl.associative_scan((ar, ai, br, bi), AXIS, complex_affine, reverse=REVERSE)
     tl.store(hr_ptr + offs, hr)
     tl.store(hi_ptr + offs, hi)
+
+
+@triton.jit
+def online_softmax_kernel(x_ptr, m_ptr, s_ptr, M: tl.constexpr, N: tl.constexpr, AXIS: tl.constexpr,
+                          REVERSE: tl.constexpr):
+    offs = _offsets(M, N)
+    x = tl.load(x_ptr + offs)
+    m, s = tl.associative_scan((x, tl.full([M, N], 1.0, tl.float32)), AXIS, online_softmax, reverse=REVERSE)
+    tl.store(m_ptr + offs, m)
+    tl.store(s_ptr + offs, s)
+
+
+@triton.jit
+def segmented_sum_kernel(x_ptr, y_ptr, M: tl.constexpr, N: tl.constexpr, AXIS: tl.constexpr,
+                         REVERSE: tl.constexpr):
+    offs = _offsets(M, N)
+    x = tl.load(x_ptr + offs)
+    flags = (offs % 5 == 0).to(tl.int32)  # a segment starts at every fifth element
+    _, y = tl.associative_scan((flags, x), AXIS, segmented, reverse=REVERSE)
+    tl.store(y_ptr + offs, y)

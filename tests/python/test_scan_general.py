@@ -3,8 +3,9 @@ general rule (docs/AD.md, "Scans": the reverse sweep through the combine's Jacob
 scan over k x k matrices run the other way).
 
 The kernels are tests/kernels/scan_general.py's: scalar mixes (x + y + x*y, a log-sum-exp), pairs
-(sum, product), a running mean with an int count, Welford's (count, mean, M2) and a complex linear
-recurrence (a 4-slot state), on a [4, 16] tile along each axis, forward and reverse, and one row
+(sum, product), a running mean with an int count, Welford's (count, mean, M2), an online softmax's
+(max, sum), a segmented sum (an int flag choosing with tl.where) and a complex linear recurrence
+(a 4-slot state), on a [4, 16] tile along each axis, forward and reverse, and one row
 per program (1-D).  Each is checked three ways:
 - kad's float64 finite-difference checker (kad_check), and that the checker fails when the rule
   uses its Jacobians untransposed (KAD_TEST_MUTATE=scan_jac) wherever the state's slots couple;
@@ -72,6 +73,19 @@ def welford(n1, mean1, m2_1, n2, mean2, m2_2):
     return n, mean1 + delta * frac, m2_1 + m2_2 + delta * delta * n1 * frac
 
 
+def online_softmax(m1, s1, m2, s2):
+    m = torch.maximum(m1, m2)
+    return m, s1 * torch.exp(m1 - m) + s2 * torch.exp(m2 - m)
+
+
+def segmented(f1, v1, f2, v2):
+    return f1 | f2, torch.where(f2, v2, v1 + v2)
+
+
+def flags(x):
+    return torch.arange(x.numel()).reshape(x.shape) % 5 == 0
+
+
 def complex_affine(ar1, ai1, br1, bi1, ar2, ai2, br2, bi2):
     return (ar1 * ar2 - ai1 * ai2, ar1 * ai2 + ai1 * ar2,
             ar2 * br1 - ai2 * bi1 + br2, ar2 * bi1 + ai2 * br1 + bi2)
@@ -102,6 +116,10 @@ CASES = {
                        lambda x, a, r: seq_scan((x, ones(x)), mean_count, a, r)[:1], False),
     "welford": Case("welford_kernel", ("x_ptr",), ("mean_ptr", "m2_ptr"), {"x_ptr": (-1.0, 1.0)},
                     lambda x, a, r: seq_scan((ones(x), x, 0 * x), welford, a, r)[1:], True),
+    "online_softmax": Case("online_softmax_kernel", ("x_ptr",), ("m_ptr", "s_ptr"), {"x_ptr": (-2.0, 2.0)},
+                           lambda x, a, r: seq_scan((x, ones(x)), online_softmax, a, r), True),
+    "segmented_sum": Case("segmented_sum_kernel", ("x_ptr",), ("y_ptr",), {"x_ptr": (-1.0, 1.0)},
+                          lambda x, a, r: seq_scan((flags(x), x), segmented, a, r)[1:], False),
     "complex_linrec": Case("complex_linrec_kernel", ("ar_ptr", "ai_ptr", "br_ptr", "bi_ptr"),
                            ("hr_ptr", "hi_ptr"),
                            {"ar_ptr": (0.2, 0.6), "ai_ptr": (-0.5, 0.5), "br_ptr": (-1.0, 1.0),
@@ -217,7 +235,7 @@ def test_backward_module_on_triton_interpreter(cid, axis, reverse, one_d, tmp_pa
 # ---------------------------------------------------------------- second derivatives
 
 
-@pytest.mark.parametrize("cid", ["soft_or", "sum_prod", "welford"])
+@pytest.mark.parametrize("cid", ["soft_or", "sum_prod", "welford", "online_softmax", "segmented_sum", "complex_linrec"])
 def test_gradgradcheck_f64(cid):
     """Reverse over forward: the JVP kernel's scan over dual numbers is itself a general scan."""
     case = CASES[cid]
