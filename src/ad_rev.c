@@ -1799,6 +1799,10 @@ static void adj_scan_general(Em *e, const Inst *in)
         if (dy[k] && bty(ad, dy[k]).dt != bty(ad, zl[k]).dt)
             dy[k] = ecast(e, dy[k], (Dtype)bty(ad, zl[k]).dt);
     }
+    Dtype jdt = DT_F32; /* the affine scan's one dtype: fp64 when a slot's adjoint is */
+    for (int k = 0; k < n; k++)
+        if (zl[k] && bty(ad, zl[k]).dt == DT_F64)
+            jdt = DT_F64;
     ValId idx = axis_index(e, xt, axis);
     ValId first = ecmp(e, OP_EQ, idx, ir_const_int(ad->bw, e->b, bty(ad, idx), rev ? xt.shape[axis] - 1 : 0, e->loc));
     /* the region's values typed as tiles of x's shape while it is applied
@@ -1830,20 +1834,20 @@ static void adj_scan_general(Em *e, const Inst *in)
         vjp_combine(e, in, seed, true, zl, out);
         for (int i = 0; i < n; i++)
             if (fl[i] >= 0)
-                xs[ad->spec->mutate == AD_MUTATE_SCAN_JAC ? fl[l] * m + fl[i] : fl[i] * m + fl[l]] = out[i];
+                xs[ad->spec->mutate == AD_MUTATE_SCAN_JAC ? fl[l] * m + fl[i] : fl[i] * m + fl[l]] = ecast(e, out[i], jdt);
     }
     for (int i = 0; i < nv; i++)
         ad->pm[rv[i]] = pin[i];
     vjp_combine(e, in, dy, true, zl, out); /* J_a^T dy */
     for (int i = 0; i < n; i++)
         if (fl[i] >= 0)
-            xs[m * m + fl[i]] = out[i];
+            xs[m * m + fl[i]] = ecast(e, out[i], jdt);
     affine_scan(e, xs, m, axis, !rev, mu);
     for (int k = 0; k < n; k++) {
         lam[k] = 0;
         if (fl[k] < 0)
             continue;
-        ValId s = eshift(e, mu[fl[k]], axis, !rev, 0.0); /* mu[t+1] (rev: mu[t-1]); the last lane 0 */
+        ValId s = ecast(e, eshift(e, mu[fl[k]], axis, !rev, 0.0), (Dtype)bty(ad, zl[k]).dt); /* mu[t+1] (rev: mu[t-1]); the last lane 0 */
         lam[k] = dy[k] ? e2(e, OP_ADD, dy[k], s) : s;
     }
     for (int i = 0; i < nv; i++)

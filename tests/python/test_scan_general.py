@@ -141,8 +141,8 @@ def launch_of(case, axis, reverse, one_d):
     return case.kernel, (1,), dict(M=M, N=N, AXIS=axis, REVERSE=reverse)
 
 
-def sig_of(case, consts):
-    ptrs = ",".join(f"{p}=*fp32" for p in case.ins + case.outs)
+def sig_of(case, consts, dtypes=None):
+    ptrs = ",".join(f"{p}=*{(dtypes or {}).get(p, 'fp32')}" for p in case.ins + case.outs)
     return ptrs + "," + ",".join(f"{k}={v}" for k, v in consts.items())
 
 
@@ -155,12 +155,12 @@ def inputs(case, seed):
 # ---------------------------------------------------------------- kad's float64 checker
 
 
-def check(case, axis, reverse, one_d):
+def check(case, axis, reverse, one_d, dtypes=None):
     name, grid, consts = launch_of(case, axis, reverse, one_d)
     ctx = kad.Context()
     with open(os.path.join(REPO, FILE), encoding="utf-8") as f:
         ctx.add_source(FILE, f.read())
-    k = ctx.specialize(name, sig_of(case, consts))
+    k = ctx.specialize(name, sig_of(case, consts, dtypes))
     shapes = {p: M * N for p in case.ins + case.outs}
     return k.check_gradients(grid, list(case.ins), list(case.outs), shapes, ranges=case.ranges, seed=7)
 
@@ -170,6 +170,16 @@ def test_checker_passes(cid, axis, reverse, one_d):
     passed, report = check(CASES[cid], axis, reverse, one_d)
     assert passed, report
     assert report.rstrip().endswith("PASS (rtol 1e-06)"), report
+
+
+@pytest.mark.parametrize("cid,dtypes", [
+    ("sum_prod", dict(w_ptr="fp64", p_ptr="fp64")),
+    ("complex_linrec", dict(ar_ptr="fp64", br_ptr="fp16", hr_ptr="fp16", bi_ptr="bf16")),
+])
+def test_checker_passes_with_mixed_dtypes(cid, dtypes):
+    """Slots of several dtypes: the Jacobians' affine scan runs in the widest adjoint dtype."""
+    passed, report = check(CASES[cid], 0, True, False, dtypes)
+    assert passed, report
 
 
 @pytest.mark.parametrize("cid", [c for c in CASES if CASES[c].couples])
