@@ -9,7 +9,8 @@ backward fail to compile on the GPU although the forward runs.
 This test needs no GPU: triton.compile runs Triton's front end, its MLIR passes and the bundled
 ptxas for a CUDA target (sm_90) on the CPU.  For every module the test suite produces -- the emit
 golden outputs (tests/emit/*.out), the backward modules of the grad golden tests (tests/grad RUN
-lines without --ir) and of every differentiable corpus case (test_grad_triton.GRADS) -- it compiles
+lines without --ir), of every differentiable corpus case (test_grad_triton.GRADS) and of
+test_scan_general's kernels (the general scan rule) -- it compiles
 each @triton.jit function twice:
   as typed:   the types of the module's "Specialized for:" header (constexprs and the runtime
               parameters kad specialized, None or 1, as constexprs; gradient pointers d_X typed
@@ -205,7 +206,23 @@ def tape_commands():
     return out
 
 
-MODULES = golden_commands() + corpus_grad_commands() + tape_commands()
+def scan_general_commands():
+    """The backward modules of test_scan_general's kernels (the general scan rule: scans of up to
+    20 slots), each once: along axis 0 reversed, the 1-D kernel forward."""
+    if os.path.join(REPO, "python") not in sys.path:  # the worker process imports it too (kad)
+        sys.path.insert(0, os.path.join(REPO, "python"))
+    import test_scan_general as s
+    out = []
+    for cid, axis, reverse, one_d in s.CONFIGS:
+        if (axis, reverse) in ((0, True), (1, False) if one_d else None):
+            case = s.CASES[cid]
+            name, _, consts = s.launch_of(case, axis, reverse, one_d)
+            out.append((f"scan_general/{name}", ["grad", f"{s.FILE}:{name}", "--sig", s.sig_of(case, consts),
+                                                 "--wrt", ",".join(case.ins), "--out", ",".join(case.outs)]))
+    return out
+
+
+MODULES = golden_commands() + corpus_grad_commands() + tape_commands() + scan_general_commands()
 OLD_TO = "old_to"  # the tag of test_the_check_can_fail's module
 
 
