@@ -518,6 +518,50 @@ static const AccCond *cond_join(Access *A, const AccCond *x, const AccCond *y)
 
 static AccResult res(AccVerdict v, const char *why, const AccCond *c) { return (AccResult){v, why, c}; }
 
+/* x or y as one conjunction (distributed: every clause of x joined with
+ * every clause of y), in *out; false when it does not fit (a clause of
+ * more than ACC_NALT alternatives, more than ACC_NCLAUSE clauses), and
+ * then *out is unchanged.  Of two alternatives with the same non-constant
+ * part the weaker (larger constant) stays: `s - 1 >= 0 or s - 8 >= 0` is
+ * `s >= 1`.  Two orders' conditions each suffice, so their disjunction
+ * does: the launch passes when either nesting of the strides holds. */
+static bool cond_or(const AccCond *x, const AccCond *y, AccCond *out)
+{
+    AccClause v[ACC_NCLAUSE * ACC_NCLAUSE];
+    int nv = 0;
+    for (int i = 0; i < x->n; i++)
+        for (int j = 0; j < y->n; j++) {
+            AccClause c = x->c[i];
+            for (int k = 0; k < y->c[j].n; k++) {
+                AccPoly q, qk;
+                int64_t kk, kq;
+                split_const(&y->c[j].p[k], &qk, &kk);
+                bool merged = false;
+                for (int a = 0; a < c.n && !merged; a++) {
+                    split_const(&c.p[a], &q, &kq);
+                    if (ac_peq(&q, &qk)) {
+                        if (kk > kq)
+                            c.p[a] = y->c[j].p[k];
+                        merged = true;
+                    }
+                }
+                if (!merged) {
+                    if (c.n == ACC_NALT)
+                        return false;
+                    c.p[c.n++] = y->c[j].p[k];
+                }
+            }
+            v[nv++] = c;
+        }
+    drop_implied(v, &nv);
+    if (nv > ACC_NCLAUSE)
+        return false;
+    out->n = nv;
+    memcpy(out->c, v, sizeof v[0] * (size_t)nv);
+    return true;
+}
+
+
 static bool cond_merge(AccCond *c, const AccCond *x);
 
 /* Whether two one-alternative clauses of c, each k*s + k0 >= 0 in one
@@ -1292,7 +1336,7 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
      * join the up ones (a tile's row lane above its column block).  The
      * first try is decide's heuristic order over site 0 (whose condition
      * wins over others'), then every subset and order. */
-    AccCond best = {0};
+    AccCond best = {0}, first = {0};
     bool have = false;
     int budget = 20000;
     int hord[AC_NTERM], hn = 0;
@@ -1403,10 +1447,18 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
                     return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL))
                                    : res(ACC_PROVEN, NULL, NULL);
                 if (!have) {
-                    best = c;
+                    best = first = c;
                     have = true;
+                } else if (size < 0 && cond_weight(&c) < 1000) {
+                    cond_or(&best, &c, &best); /* kept alone when the disjunction does not fit */
                 }
-            } while (size >= 0 && next_perm(perm, nuv));
+                /* when its first order gives a condition, the heuristic selection
+                 * tries every order of its up variables (up to three: the grid's
+                 * axes), their conditions joined by `or` (but for ones that hold
+                 * only on degenerate launches): which axis has the larger stride
+                 * is the launch's matter, not the order the kernel numbers its
+                 * axes in */
+            } while ((size >= 0 || (have && nuv <= 3 && !A->priv_one_order)) && next_perm(perm, nuv));
             if (size < 0)
                 break;
         }
@@ -1415,6 +1467,8 @@ done:
         return res(ACC_UNKNOWN, "no order of the terms separates the programs' elements (their extents are "
                                 "unknown, or some coefficient is too small)", NULL);
     const AccCond *c = cond_join(A, &extra, &best);
+    if (!c) /* the disjunction too long with the divisors' clauses: the first order's alone */
+        c = cond_join(A, &extra, &first);
     return c ? res(ACC_PROVEN_IF, NULL, c) : res(ACC_UNKNOWN, "the condition is too long", NULL);
 }
 
@@ -1473,9 +1527,22 @@ AccResult access_private(Access *A, const Inst *const *mems, int n, unsigned axe
         outer |= (uint64_t)1 << k;
     }
     AccResult r = outer ? priv_core(A, ps, n, outer, 0) : res(ACC_PROVEN, NULL, NULL);
+    if (r.v == ACC_UNKNOWN && outer && !A->priv_one_order) { /* the first orders alone (cond_or) */
+        A->priv_one_order = true;
+        r = priv_core(A, ps, n, outer, 0);
+        A->priv_one_order = false;
+    }
     if (!extra.n || (r.v != ACC_PROVEN && r.v != ACC_PROVEN_IF))
         return r;
     const AccCond *c = cond_join(A, &extra, r.cond);
+    if (!c && outer && !A->priv_one_order) {
+        A->priv_one_order = true;
+        r = priv_core(A, ps, n, outer, 0);
+        A->priv_one_order = false;
+        if (r.v != ACC_PROVEN && r.v != ACC_PROVEN_IF)
+            return r;
+        c = cond_join(A, &extra, r.cond);
+    }
     return c ? res(ACC_PROVEN_IF, NULL, c) : res(ACC_UNKNOWN, "the condition is too long", NULL);
 }
 

@@ -93,6 +93,7 @@ struct Access {
     Vec(AcSite) sites;
     unsigned pid_axes; /* the grid axes some tl.program_id reads */
     const char *host_args, *host_grid; /* printing for the host (access_cond_host), else NULL */
+    bool priv_one_order; /* access_private: no disjunction of orders (a retry when it is too long) */
 };
 
 /* Facts: the symbols known >= 1 (num_programs; upper bounds of enabled
