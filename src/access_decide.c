@@ -701,8 +701,10 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
         bool trivial = v >= V_LANE && v < V_DYN && var_max(&D, v, &mx) && ac_pis_const(&mx, &mk) && mk == 0;
         if (trivial)
             continue;
-        bool direct = false, via = false, has_div = false, has_mod = false;
+        bool direct = false, via = false, has_div = false, has_mod = false, pair = false;
         int64_t mod_d = 0;
+        const AcVar *divs[AC_NTERM];
+        int ndiv = 0;
         for (int i = 0; i < D.n; i++) {
             int w = D.var[i];
             if (w == v)
@@ -712,8 +714,10 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
                 const AcVar *x = &A->vars.v[w];
                 AccPoly *c1 = ac_fcoef((AcForm *)x->e, v);
                 bool plain = x->e->nt == 1 && c1 && ac_peq(c1, &one);
-                if (plain && x->kind == VK_DIV)
+                if (plain && x->kind == VK_DIV) {
                     has_div = true;
+                    divs[ndiv++] = x;
+                }
                 if (plain && x->kind == VK_MOD) {
                     has_mod = true;
                     if (!ac_pis_const(&x->d, &mod_d))
@@ -721,7 +725,13 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
                 }
             }
         }
-        if (direct || (has_div && has_mod))
+        /* v // d and v % d of one d (and one kind: plain or swizzled) give v */
+        for (int i = 0; i < D.n && has_div && has_mod && !pair; i++) {
+            const AcVar *y = D.var[i] >= V_DYN ? &A->vars.v[D.var[i]] : NULL;
+            for (int j = 0; y && y->kind == VK_MOD && j < ndiv && !pair; j++)
+                pair = ac_feq(divs[j]->e, y->e) && ac_peq(&divs[j]->d, &y->d) && divs[j]->swz == y->swz;
+        }
+        if (direct || pair)
             continue;
         /* a pair e // d, e % d gives e, which may determine v (a tile id
          * pid + nprog * t split into row and column blocks): a sub-question */
@@ -730,7 +740,8 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
             for (int j = 0; j < D.n && !paired; j++) {
                 const AcVar *x = &A->vars.v[D.var[i]], *y = &A->vars.v[D.var[j]];
                 if (D.var[i] < V_DYN || D.var[j] < V_DYN || x->kind != VK_DIV || y->kind != VK_MOD ||
-                    !ac_feq(x->e, y->e) || !ac_peq(&x->d, &y->d) || !(ac_fdeps(A, x->e) >> v & 1))
+                    !ac_feq(x->e, y->e) || !ac_peq(&x->d, &y->d) || x->swz != y->swz ||
+                    !(ac_fdeps(A, x->e) >> v & 1))
                     continue;
                 AccResult sr = decide(A, x->e, cs, vary & ac_fdeps(A, x->e), shape, rank, skip_unused_lanes);
                 if (sr.v == ACC_PROVEN_IF && !cond_merge(&extra, sr.cond))
@@ -1200,7 +1211,8 @@ static AccResult priv_recover(Access *A, PrivSite *ps, int n, const int *up, int
             continue;
         for (int j = 0; j < nu; j++) {
             const AcVar *y = &A->vars.v[up[j]];
-            if (up[j] < V_DYN || y->kind != VK_MOD || !ac_feq(x->e, y->e) || !ac_peq(&x->d, &y->d))
+            if (up[j] < V_DYN || y->kind != VK_MOD || !ac_feq(x->e, y->e) || !ac_peq(&x->d, &y->d) ||
+                x->swz != y->swz)
                 continue;
             PrivSite *sub = arena_alloc(A->a, sizeof *sub * (size_t)n);
             for (int s = 0; s < n; s++) {
@@ -1804,6 +1816,9 @@ static const char *var_str(Access *A, int v)
             return arena_printf(A->a, "iter(%%%s)", ac_vname(A, in->regions[0]->params[0]));
         return arena_printf(A->a, "iter(while@%d)", in->loc.line);
     }
+    if (x->swz) /* a grouped swizzle's row or column (access.c swizzle) */
+        return arena_printf(A->a, "swizzle_%s(%s; %s)", x->kind == VK_DIV ? "m" : "n", form_str(A, x->e),
+                            poly_str(A, &x->d, false));
     return arena_printf(A->a, "(%s %s %s)", form_str(A, x->e), x->kind == VK_DIV ? "//" : "%",
                         poly_str(A, &x->d, false));
 }

@@ -55,6 +55,9 @@ typedef struct AcVar {
     AccPoly max;
     uint64_t dep;    /* original variables it is a function of */
     bool rev;        /* VK_LOOP: max - t of loop `loop`'s counter t (ac_var_rev) */
+    bool swz;        /* VK_DIV, VK_MOD: the row (DIV) and column (MOD) of a grouped swizzle of
+                      * tile e over d = num_pid_n columns (access.c swizzle): with the plain
+                      * e // d, e % d they share only being a bijection of e onto the tiles */
 } AcVar;
 
 typedef struct AcLoop {

@@ -83,3 +83,54 @@ def swizzled_tiles(a_ptr, c_ptr, M, N, stride_am, stride_cm, BM: tl.constexpr, B
         m = (om[:, None] < M) & (on[None, :] < N)
         a = tl.load(a_ptr + om[:, None] * stride_am + on[None, :], mask=m, other=0.0)
         tl.store(c_ptr + om[:, None] * stride_cm + on[None, :], tl.sin(a) * a, mask=m)
+
+
+@triton.jit
+def swizzled_tall_tiles(a_ptr, c_ptr, M, N, stride_am, stride_cm, BM: tl.constexpr, BN: tl.constexpr,
+                        GROUP_M: tl.constexpr):
+    # wrong on purpose: each tile stores 2*BM rows from pid_m*BM, so neighbouring tiles overlap
+    pid = tl.program_id(0)
+    nprog = tl.num_programs(0)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    num_tiles = num_pid_m * num_pid_n
+    rm = tl.arange(0, 2 * BM)
+    rn = tl.arange(0, BN)
+    for tile in range(pid, num_tiles, nprog):
+        width = GROUP_M * num_pid_n
+        group_id = tile // width
+        first_pid_m = group_id * GROUP_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+        pid_m = first_pid_m + (tile % group_size_m)
+        pid_n = (tile % width) // group_size_m
+        om = pid_m * BM + rm
+        on = pid_n * BN + rn
+        m = (om[:, None] < M) & (on[None, :] < N)
+        a = tl.load(a_ptr + om[:, None] * stride_am + on[None, :], mask=m, other=0.0)
+        tl.store(c_ptr + om[:, None] * stride_cm + on[None, :], tl.sin(a) * a, mask=m)
+
+
+@triton.jit
+def swizzled_past_the_tiles(a_ptr, c_ptr, M, N, stride_am, stride_cm, BM: tl.constexpr, BN: tl.constexpr,
+                            GROUP_M: tl.constexpr):
+    # wrong on purpose: tile ids run a row of tiles past num_pid_m * num_pid_n, where the
+    # group size is 0 or negative and the map tile -> (pid_m, pid_n) is no longer a bijection
+    pid = tl.program_id(0)
+    nprog = tl.num_programs(0)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    num_tiles = num_pid_m * num_pid_n + num_pid_n
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    for tile in range(pid, num_tiles, nprog):
+        width = GROUP_M * num_pid_n
+        group_id = tile // width
+        first_pid_m = group_id * GROUP_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+        pid_m = first_pid_m + (tile % group_size_m)
+        pid_n = (tile % width) // group_size_m
+        om = pid_m * BM + rm
+        on = pid_n * BN + rn
+        m = (om[:, None] < M) & (on[None, :] < N)
+        a = tl.load(a_ptr + om[:, None] * stride_am + on[None, :], mask=m, other=0.0)
+        tl.store(c_ptr + om[:, None] * stride_cm + on[None, :], tl.sin(a) * a, mask=m)

@@ -7,6 +7,13 @@ the strides, whichever grid axis the tokens are on: grid (tokens, heads) and (he
 are both accepted for a contiguous [T, H, 8] tensor, and strides that make heads of
 neighbouring tokens overlap are refused at launch, on both grid orders, with the store's line.
 
+A persistent tile loop whose tile ids come from the grouped GEMM order (quotient and remainder
+by the group width, a remainder by the group size `min(num_pid_m - first_pid_m, GROUP_M)`) maps
+the tile index one-to-one onto the tile grid: its stores are proven distinct (under `stride_cm >=
+N`, checked at launch), as are those of the plain `tile // num_pid_n`, `tile % num_pid_n` split.
+Tiles twice as tall as their step are refused at launch; tile ids that run past the tile grid
+(where the map is no longer one-to-one) are refused at compile time, with the store's location.
+
 Gradients are compared with PyTorch autograd of the same math, in float64 (kad.f64_mode: the
 interpreter computes in double).  CPU tensors run on kad's interpreter.
 """
@@ -20,7 +27,8 @@ import kad
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
-from tests.kernels.grid_order import rotary_ht, rotary_th  # noqa: E402
+from tests.kernels.grid_order import (persistent_tiles, rotary_ht, rotary_th, swizzled_past_the_tiles,  # noqa: E402
+                                      swizzled_tall_tiles, swizzled_tiles)
 
 T, H, D = 5, 3, 8
 KERNELS = {"tokens_heads": (rotary_th, lambda t, h: (t, h)), "heads_tokens": (rotary_ht, lambda t, h: (h, t))}
@@ -102,3 +110,69 @@ def test_rotary_heads_outer(order):
     torch.testing.assert_close(y.detach(), ref.detach())
     (want,) = torch.autograd.grad(ref, (xr,), dy)
     torch.testing.assert_close(got, want)
+
+
+TILES = {"plain": (persistent_tiles, {}), "grouped": (swizzled_tiles, {"GROUP_M": 2}),
+         "grouped3": (swizzled_tiles, {"GROUP_M": 3})}
+
+
+@pytest.mark.parametrize("kind", sorted(TILES))
+@pytest.mark.parametrize("M,N,nprog", [(11, 13, 3), (16, 8, 5), (5, 17, 1)])
+def test_persistent_tiles(kind, M, N, nprog):
+    """Every tile written once (the last group shorter than GROUP_M included): exact gradients."""
+    kern, kw = TILES[kind]
+    k = kad.differentiable(inputs=["a_ptr"], outputs=["c_ptr"])(kern)
+    g = torch.Generator().manual_seed(M * N)
+    a = torch.randn(M, N, generator=g, dtype=torch.float64, requires_grad=True)
+    dc = torch.randn(M, N, generator=g, dtype=torch.float64)
+    c = torch.empty_like(a)
+    with kad.f64_mode():
+        k[(nprog,)](a, c, M, N, N, N, BM=4, BN=4, **kw)
+    (got,) = torch.autograd.grad(c, (a,), dc)
+    ar = a.detach().clone().requires_grad_()
+    ref = torch.sin(ar) * ar
+    assert torch.allclose(c.detach(), ref.detach(), rtol=1e-12, atol=1e-12)
+    (want,) = torch.autograd.grad(ref, (ar,), dc)
+    assert torch.allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_swizzled_tiles_gradcheck():
+    k = kad.differentiable(inputs=["a_ptr"], outputs=["c_ptr"])(swizzled_tiles)
+
+    def f(a):
+        c = torch.empty_like(a)
+        k[(2,)](a, c, 7, 6, 6, 6, BM=2, BN=4, GROUP_M=3)
+        return c
+    a = torch.randn(7, 6, dtype=torch.float64, requires_grad=True)
+    with kad.f64_mode():
+        assert torch.autograd.gradcheck(f, (a,))
+
+
+def test_swizzled_rows_overlapping_refused():
+    """Rows 8 apart with 13 columns: the tiles' rows overlap; refused before the forward runs."""
+    k = kad.differentiable(inputs=["a_ptr"], outputs=["c_ptr"])(swizzled_tiles)
+    a = torch.randn(11 * 13, requires_grad=True)
+    c = torch.zeros(11 * 13)
+    with pytest.raises(kad.KadError, match=r"grid_order\.py:\d+:\d+: .*write distinct elements.*this launch breaks it"):
+        k[(3,)](a, c, 11, 13, 8, 8, BM=4, BN=4, GROUP_M=2)
+    assert not c.any()
+
+
+def test_swizzled_tall_tiles_refused():
+    """Tiles of 2*BM rows one BM apart overlap: accepted only where there is one row of tiles,
+    so this launch (M = 11) is refused before the forward runs."""
+    k = kad.differentiable(inputs=["a_ptr"], outputs=["c_ptr"])(swizzled_tall_tiles)
+    a = torch.randn(11, 13, requires_grad=True)
+    c = torch.zeros(11, 13)
+    with pytest.raises(kad.KadError, match=r"grid_order\.py:\d+:\d+: .*write distinct elements.*this launch breaks it"):
+        k[(3,)](a, c, 11, 13, 13, 13, BM=4, BN=4, GROUP_M=2)
+    assert not c.any()
+
+
+def test_swizzled_past_the_tiles_refused():
+    """Tile ids past num_pid_m * num_pid_n: not the grouped order's bijection; refused, located."""
+    k = kad.differentiable(inputs=["a_ptr"], outputs=["c_ptr"])(swizzled_past_the_tiles)
+    a = torch.randn(11, 13, requires_grad=True)
+    c = torch.zeros(11, 13)
+    with pytest.raises(kad.KadError, match=r"grid_order\.py:\d+:\d+: .*cannot prove that the iterations write distinct"):
+        k[(3,)](a, c, 11, 13, 13, 13, BM=4, BN=4, GROUP_M=2)
