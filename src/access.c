@@ -772,12 +772,14 @@ static const Inst *def_op(Access *A, ValId v, int op)
  *   gs = minimum(num_pid_m - first, G)
  *   pid_m = first + tile % gs;  pid_n = (tile % width) // gs
  *
- * with tile the counter of `for tile = lb to num_pid_m * num_pid_n step s`
+ * (pid_m also first + (tile % width) % gs: tile % gs shifts the rows of a
+ * shorter last group by a constant, a bijection too) with tile the counter
+ * of `for tile = lb to num_pid_m * num_pid_n step s`
  * (lb >= 0, s >= 1, G >= 1 a constant; num_pid_m, num_pid_n fixed by the
  * launch).  gs is a group's height: G, or fewer in the last group.  Then
  * tile -> (pid_m, pid_n) is a bijection of [0, num_pid_m * num_pid_n) onto
  * [0, num_pid_m) x [0, num_pid_n): tile = g * width + r, g = pid_m // G,
- * r = pid_n * gs + pid_m % G, and r < gs * num_pid_n bounds pid_n.  The
+ * r = pid_n * gs + the row's residue, and r < gs * num_pid_n bounds pid_n.  The
  * decisions need only that (a pair e // d, e % d determines e, each within
  * its range), so pid_m and pid_n become fresh variables of that kind,
  * marked swz (never equal to the plain e // d, e % d), with maxima
@@ -800,8 +802,8 @@ static int swizzle(Access *A, ValId gs, ValId tile, ValId width, int kind)
             if (!g2 || !ac_pis_const(g2, &G2) || G2 != G || !npm || !poly_fixed(A, npm) ||
                 !(q = def_op(A, first->args[1 - fs], OP_DIV)) || q->args[0] != tile)
                 continue;
-            /* the quotient's width is the column remainder's (width < 0: pid_m's side, any) */
-            const AccPoly *w = ac_poly_of(A, q->args[1]), *w2 = width ? ac_poly_of(A, width) : w;
+            /* the quotient's width is the remainder's (width < 0: none to match) */
+            const AccPoly *w = ac_poly_of(A, q->args[1]), *w2 = width >= 0 ? ac_poly_of(A, width) : w;
             AccPoly npn, prod, one = ac_pconst(1), mx;
             if (!w || !w2 || !ac_peq(w, w2) || !poly_fixed(A, w) || !ac_pdiv_exact(&npn, w, G))
                 continue;
@@ -846,7 +848,12 @@ static const AcForm *swizzle_form(Access *A, const Inst *in)
                 sub = def_op(A, mn->args[1], OP_SUB);
             if (!r || !first || !sub || sub->args[1] != in->args[side])
                 continue;
-            v = swizzle(A, r->args[1], r->args[0], 0, VK_DIV);
+            v = swizzle(A, r->args[1], r->args[0], -1, VK_DIV);
+            /* Triton's tutorial spelling: first + (tile % width) % gs, the same row
+             * (tile = g * width + r, and r % gs is the row in the group) */
+            const Inst *r2 = v < 0 ? def_op(A, r->args[0], OP_REM) : NULL;
+            if (r2)
+                v = swizzle(A, r->args[1], r2->args[0], r2->args[1], VK_DIV);
         }
     else if (in->op == OP_DIV) {
         const Inst *r = def_op(A, in->args[0], OP_REM);

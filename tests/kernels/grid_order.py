@@ -134,3 +134,28 @@ def swizzled_past_the_tiles(a_ptr, c_ptr, M, N, stride_am, stride_cm, BM: tl.con
         m = (om[:, None] < M) & (on[None, :] < N)
         a = tl.load(a_ptr + om[:, None] * stride_am + on[None, :], mask=m, other=0.0)
         tl.store(c_ptr + om[:, None] * stride_cm + on[None, :], tl.sin(a) * a, mask=m)
+
+
+@triton.jit
+def swizzled_tiles_tutorial(a_ptr, c_ptr, M, N, stride_am, stride_cm, BM: tl.constexpr, BN: tl.constexpr,
+                            GROUP_M: tl.constexpr):
+    # the row spelled as in Triton's matmul tutorial: first_pid_m + (tile % width) % group_size_m
+    pid = tl.program_id(0)
+    nprog = tl.num_programs(0)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    num_tiles = num_pid_m * num_pid_n
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    for tile in range(pid, num_tiles, nprog):
+        width = GROUP_M * num_pid_n
+        group_id = tile // width
+        first_pid_m = group_id * GROUP_M
+        group_size_m = tl.minimum(GROUP_M, num_pid_m - first_pid_m)
+        pid_m = first_pid_m + ((tile % width) % group_size_m)
+        pid_n = (tile % width) // group_size_m
+        om = pid_m * BM + rm
+        on = pid_n * BN + rn
+        m = (om[:, None] < M) & (on[None, :] < N)
+        a = tl.load(a_ptr + om[:, None] * stride_am + on[None, :], mask=m, other=0.0)
+        tl.store(c_ptr + om[:, None] * stride_cm + on[None, :], tl.sin(a) * a, mask=m)

@@ -28,7 +28,7 @@ import kad
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
 from tests.kernels.grid_order import (persistent_tiles, rotary_ht, rotary_th, swizzled_past_the_tiles,  # noqa: E402
-                                      swizzled_tall_tiles, swizzled_tiles)
+                                      swizzled_tall_tiles, swizzled_tiles, swizzled_tiles_tutorial)
 
 T, H, D = 5, 3, 8
 KERNELS = {"tokens_heads": (rotary_th, lambda t, h: (t, h)), "heads_tokens": (rotary_ht, lambda t, h: (h, t))}
@@ -113,7 +113,7 @@ def test_rotary_heads_outer(order):
 
 
 TILES = {"plain": (persistent_tiles, {}), "grouped": (swizzled_tiles, {"GROUP_M": 2}),
-         "grouped3": (swizzled_tiles, {"GROUP_M": 3})}
+         "grouped3": (swizzled_tiles, {"GROUP_M": 3}), "tutorial": (swizzled_tiles_tutorial, {"GROUP_M": 3})}
 
 
 @pytest.mark.parametrize("kind", sorted(TILES))
