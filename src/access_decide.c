@@ -829,6 +829,32 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
     have = have && !unsat;
     if (have && best->n == 0)
         return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL)) : res(ACC_PROVEN, NULL, NULL);
+    /* the heuristic order ties symbolic strides by axis index: the orders that
+     * only exchange the program ids among their places join its condition
+     * with `or` (cond_or), so the launch, not the kernel's numbering of the
+     * axes, decides which stride nests inside the other; an order whose
+     * condition holds only on degenerate launches is left out */
+    if (have && !weak) {
+        int at[V_LANE], np = 0, pp[V_LANE];
+        for (int i = 0; i < D.n; i++)
+            if (D.var[ord[i]] < V_LANE)
+                at[np++] = i;
+        for (int i = 0; i < np; i++)
+            pp[i] = i;
+        while (np > 1 && next_perm(pp, np)) {
+            int o2[AC_NTERM];
+            memcpy(o2, ord, sizeof o2[0] * (size_t)D.n);
+            for (int i = 0; i < np; i++)
+                o2[at[i]] = ord[at[pp[i]]];
+            AccCond orc;
+            if (!chain(&D, o2, &tmp) || cond_unsat(&tmp) || cond_weight(&tmp) >= 1000)
+                continue;
+            if (tmp.n == 0)
+                return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL)) : res(ACC_PROVEN, NULL, NULL);
+            if (cond_or(best, &tmp, &orc) && cond_join(A, &extra, &orc))
+                *best = orc;
+        }
+    }
     int perm[AC_NTERM];
     for (int i = 0; i < D.n; i++)
         perm[i] = i;

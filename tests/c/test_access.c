@@ -964,45 +964,59 @@ static const char *const acc_rotary =
 static void test_access_grid_order_brute_force(T *t)
 {
     enum { NS = 27, NG = 4 };
-    static bool pass[2][NS][NS][NG][NG];
-    int proven = 0, wrong = 0, differ = 0;
-    for (int ta = 0; ta < 2; ta++) {
-        Arena *a = arena_new(0);
-        Access *A = NULL;
-        AccResult r = acc_priv(a, arena_printf(a, acc_rotary, ta, 1 - ta), 0, 7, &A);
-        CHECK(t, r.v == ACC_PROVEN_IF);
-        for (int64_t st = 0; st < NS && r.v == ACC_PROVEN_IF; st++)
-            for (int64_t sh = 0; sh < NS; sh++)
-                for (int64_t nt = 1; nt <= NG; nt++)
-                    for (int64_t nh = 1; nh <= NG; nh++) {
-                        int64_t grid[3] = {ta ? nh : nt, ta ? nt : nh, 1}, params[3] = {0, st, sh};
-                        bool holds = false;
-                        if (!access_cond_eval(A, r.cond, params, grid, &holds))
-                            holds = false;
-                        bool meet = false;
-                        for (int64_t p = 0; p < nt * nh && !meet; p++)
-                            for (int64_t q = 0; q < nt * nh && !meet; q++)
-                                for (int64_t l1 = 0; l1 < 8 && p != q && !meet; l1++)
-                                    for (int64_t l2 = 0; l2 < 8 && !meet; l2++)
-                                        meet = (p / nh) * st + (p % nh) * sh + l1 == (q / nh) * st + (q % nh) * sh + l2;
-                        if (holds && meet) {
-                            wrong++;
-                            printf("  wrong proof: axis %d st=%lld sh=%lld grid %lldx%lld\n", ta, (long long)st,
-                                   (long long)sh, (long long)nt, (long long)nh);
+    static bool pass[2][2][NS][NS][NG][NG];
+    /* what: 0 the footprint of both stores (access_private), 1 the first
+     * store alone (access_injective over programs and lanes) */
+    for (int what = 0; what < 2; what++) {
+        int proven = 0, wrong = 0, differ = 0, lanes = what ? 4 : 8;
+        for (int ta = 0; ta < 2; ta++) {
+            Arena *a = arena_new(0);
+            Access *A = NULL;
+            AccResult r;
+            if (what) {
+                Func *f = acc_parse(a, arena_printf(a, acc_rotary, ta, 1 - ta));
+                A = access_analyze(a, f);
+                r = access_injective(A, acc_nth(A, OP_STORE, 0), ACC_VARY_PIDS | ACC_VARY_LANES);
+            } else {
+                r = acc_priv(a, arena_printf(a, acc_rotary, ta, 1 - ta), 0, 7, &A);
+            }
+            CHECK(t, r.v == ACC_PROVEN_IF);
+            for (int64_t st = 0; st < NS && r.v == ACC_PROVEN_IF; st++)
+                for (int64_t sh = 0; sh < NS; sh++)
+                    for (int64_t nt = 1; nt <= NG; nt++)
+                        for (int64_t nh = 1; nh <= NG; nh++) {
+                            int64_t grid[3] = {ta ? nh : nt, ta ? nt : nh, 1}, params[3] = {0, st, sh};
+                            bool holds = false;
+                            if (!access_cond_eval(A, r.cond, params, grid, &holds))
+                                holds = false;
+                            bool meet = false;
+                            for (int64_t p = 0; p < nt * nh && !meet; p++)
+                                for (int64_t q = 0; q < nt * nh && !meet; q++)
+                                    for (int64_t l1 = 0; l1 < lanes && !meet; l1++)
+                                        for (int64_t l2 = 0; l2 < lanes && !meet; l2++)
+                                            meet = (p != q || l1 != l2) && (what || p != q) &&
+                                                   (p / nh) * st + (p % nh) * sh + l1 == (q / nh) * st + (q % nh) * sh + l2;
+                            if (holds && meet) {
+                                wrong++;
+                                printf("  wrong proof (%s): axis %d st=%lld sh=%lld grid %lldx%lld\n",
+                                       what ? "injective" : "private", ta, (long long)st, (long long)sh,
+                                       (long long)nt, (long long)nh);
+                            }
+                            pass[what][ta][st][sh][nt - 1][nh - 1] = holds;
+                            proven += holds;
+                            if (ta && holds != pass[what][0][st][sh][nt - 1][nh - 1])
+                                differ++;
                         }
-                        pass[ta][st][sh][nt - 1][nh - 1] = holds;
-                        proven += holds;
-                        if (ta && holds != pass[0][st][sh][nt - 1][nh - 1])
-                            differ++;
-                    }
-        arena_free(a);
+            arena_free(a);
+        }
+        CHECK(t, wrong == 0);
+        /* symmetric: the same launches pass on either order of the axes; the
+         * rotary's (stride_t, stride_h) = (24, 8) on 4 tokens and 3 heads */
+        if (differ || proven < 1000)
+            printf("  %s: proven %d, %d launches differ between the orders\n", what ? "injective" : "private",
+                   proven, differ);
+        CHECK(t, differ == 0 && proven >= 1000 && pass[what][0][24][8][3][2] && pass[what][1][24][8][3][2]);
     }
-    CHECK(t, wrong == 0);
-    /* symmetric: the same launches pass on either order of the axes; the
-     * rotary's (stride_t, stride_h) = (24, 8) on 4 tokens and 3 heads */
-    if (differ || proven < 1000)
-        printf("  proven %d, %d launches differ between the orders\n", proven, differ);
-    CHECK(t, differ == 0 && proven >= 1000 && pass[0][24][8][3][2] && pass[1][24][8][3][2]);
 }
 
 /* The grouped GEMM order of a persistent tile loop (tests/kernels/grid_order.py
