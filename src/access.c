@@ -496,10 +496,10 @@ static int fresh_var(Access *A, int kind, const AcForm *e, const AccPoly *d, con
 {
     for (int i = V_DYN; i < A->vars.n; i++) {
         const AcVar *v = &A->vars.v[i];
-        if (v->kind == kind && ac_feq(v->e, e) && ac_peq(&v->d, d))
+        if (v->kind == kind && !v->swz && ac_feq(v->e, e) && ac_peq(&v->d, d))
             return i;
     }
-    AcVar v = {kind, -1, e, *d, false, {0}, ac_fdeps(A, e), false};
+    AcVar v = {kind, -1, e, *d, false, {0}, ac_fdeps(A, e), false, false};
     int64_t dk, mx;
     int64_t lane_max[KAD_MAX_RANK];
     for (int k = 0; k < KAD_MAX_RANK; k++)
@@ -750,6 +750,124 @@ static bool shape_map(const Inst *in, Type ti, Type to, int *map)
     }
 }
 
+/* p's symbols are fixed by the launch (no dependence on pids or loops). */
+static bool poly_fixed(const Access *A, const AccPoly *p)
+{
+    for (int k = 0; k < p->n; k++)
+        for (int s = 0; s < ACC_NSYM && p->m[k].s[s]; s++)
+            if (A->syms.v[p->m[k].s[s] - 1].dep)
+                return false;
+    return true;
+}
+
+static const Inst *def_op(Access *A, ValId v, int op)
+{
+    const Inst *in = A->def[v];
+    return in && in->op == op && ac_vty(A, v).rank == 0 ? in : NULL;
+}
+
+/* The grouped swizzle of a persistent tile loop (the grouped GEMM order):
+ *
+ *   width = G * num_pid_n;  first = (tile // width) * G
+ *   gs = minimum(num_pid_m - first, G)
+ *   pid_m = first + tile % gs;  pid_n = (tile % width) // gs
+ *
+ * (pid_m also first + (tile % width) % gs: tile % gs shifts the rows of a
+ * shorter last group by a constant, a bijection too) with tile the counter
+ * of `for tile = lb to num_pid_m * num_pid_n step s`
+ * (lb >= 0, s >= 1, G >= 1 a constant; num_pid_m, num_pid_n fixed by the
+ * launch).  gs is a group's height: G, or fewer in the last group.  Then
+ * tile -> (pid_m, pid_n) is a bijection of [0, num_pid_m * num_pid_n) onto
+ * [0, num_pid_m) x [0, num_pid_n): tile = g * width + r, g = pid_m // G,
+ * r = pid_n * gs + the row's residue, and r < gs * num_pid_n bounds pid_n.  The
+ * decisions need only that (a pair e // d, e % d determines e, each within
+ * its range), so pid_m and pid_n become fresh variables of that kind,
+ * marked swz (never equal to the plain e // d, e % d), with maxima
+ * num_pid_m - 1 and num_pid_n - 1.  gs: the value the minimum defines;
+ * returns the variable of kind `kind`, or -1. */
+static int swizzle(Access *A, ValId gs, ValId tile, ValId width, int kind)
+{
+    const Inst *mn = def_op(A, gs, OP_MINIMUM), *sub, *first, *q;
+    if (!mn)
+        return -1;
+    for (int side = 0; side < 2; side++) {
+        const AccPoly *g = ac_poly_of(A, mn->args[side]);
+        int64_t G;
+        if (!g || !ac_pis_const(g, &G) || G < 1 || !(sub = def_op(A, mn->args[1 - side], OP_SUB)) ||
+            !(first = def_op(A, sub->args[1], OP_MUL)))
+            continue;
+        for (int fs = 0; fs < 2; fs++) {
+            const AccPoly *g2 = ac_poly_of(A, first->args[fs]), *npm = ac_poly_of(A, sub->args[0]);
+            int64_t G2;
+            if (!g2 || !ac_pis_const(g2, &G2) || G2 != G || !npm || !poly_fixed(A, npm) ||
+                !(q = def_op(A, first->args[1 - fs], OP_DIV)) || q->args[0] != tile)
+                continue;
+            /* the quotient's width is the remainder's (width < 0: none to match) */
+            const AccPoly *w = ac_poly_of(A, q->args[1]), *w2 = width >= 0 ? ac_poly_of(A, width) : w;
+            AccPoly npn, prod, one = ac_pconst(1), mx;
+            if (!w || !w2 || !ac_peq(w, w2) || !poly_fixed(A, w) || !ac_pdiv_exact(&npn, w, G))
+                continue;
+            /* tile: a `for` counter in [lb, num_pid_m * num_pid_n) */
+            int l = A->owner[tile];
+            const Inst *loop = l >= 0 && !A->def[tile] && A->slot[tile] == 0 ? A->loops.v[l].in : NULL;
+            if (!loop || loop->op != OP_FOR)
+                return -1;
+            const AccPoly *ub = ac_poly_of(A, loop->args[1]), *st = ac_poly_of(A, loop->args[2]);
+            const AcForm *lb = form_of(A, loop->args[0]), *e = form_of(A, tile);
+            Facts F = ac_base_facts(A);
+            AccPoly sm1;
+            if (!ub || !st || lb->why || e->why || !fnonneg(&F, lb) || !ac_padd(&sm1, st, &one, -1) ||
+                !ac_pnonneg(&F, &sm1) || !ac_pmul(&prod, npm, &npn) || !ac_peq(&prod, ub))
+                return -1;
+            if (!ac_padd(&mx, kind == VK_DIV ? npm : &npn, &one, -1))
+                return -1;
+            for (int i = V_DYN; i < A->vars.n; i++) {
+                const AcVar *x = &A->vars.v[i];
+                if (x->kind == kind && x->swz && ac_feq(x->e, e) && ac_peq(&x->d, &npn))
+                    return i;
+            }
+            AcVar v = {kind, -1, e, npn, true, mx, ac_fdeps(A, e), false, true};
+            return var_new(A, v);
+        }
+    }
+    return -1;
+}
+
+/* pid_m = first + tile % gs (either order) or pid_n = (tile % width) // gs
+ * of a grouped swizzle: the form of its variable, or NULL. */
+static const AcForm *swizzle_form(Access *A, const Inst *in)
+{
+    int v = -1;
+    if (in->op == OP_ADD)
+        for (int side = 0; side < 2 && v < 0; side++) {
+            const Inst *r = def_op(A, in->args[1 - side], OP_REM), *first = def_op(A, in->args[side], OP_MUL);
+            const Inst *mn = r ? def_op(A, r->args[1], OP_MINIMUM) : NULL;
+            /* first is the minimum's own (first = (tile // width) * G) */
+            const Inst *sub = mn ? def_op(A, mn->args[0], OP_SUB) : NULL;
+            if (!sub && mn)
+                sub = def_op(A, mn->args[1], OP_SUB);
+            if (!r || !first || !sub || sub->args[1] != in->args[side])
+                continue;
+            v = swizzle(A, r->args[1], r->args[0], -1, VK_DIV);
+            /* Triton's tutorial spelling: first + (tile % width) % gs, the same row
+             * (tile = g * width + r, and r % gs is the row in the group) */
+            const Inst *r2 = v < 0 ? def_op(A, r->args[0], OP_REM) : NULL;
+            if (r2)
+                v = swizzle(A, r->args[1], r2->args[0], r2->args[1], VK_DIV);
+        }
+    else if (in->op == OP_DIV) {
+        const Inst *r = def_op(A, in->args[0], OP_REM);
+        if (r)
+            v = swizzle(A, in->args[1], r->args[0], r->args[1], VK_MOD);
+    }
+    if (v < 0)
+        return NULL;
+    AcForm *f = ac_fnew(A);
+    AccPoly one = ac_pconst(1);
+    fadd_term(f, v, &one);
+    return f;
+}
+
 static const AcForm *compute(Access *A, ValId v)
 {
     const Inst *in = A->def[v];
@@ -778,6 +896,9 @@ static const AcForm *compute(Access *A, ValId v)
         return f;
     }
     case OP_ADD:
+        if ((x = swizzle_form(A, in)))
+            return x;
+        /* fall through */
     case OP_ADDPTR:
     case OP_SUB:
         return ac_fadd(A, form_of(A, in->args[0]), form_of(A, in->args[1]), in->op == OP_SUB ? -1 : 1);
@@ -805,6 +926,8 @@ static const AcForm *compute(Access *A, ValId v)
     }
     case OP_DIV:
     case OP_REM: {
+        if (in->op == OP_DIV && (x = swizzle_form(A, in)))
+            return x;
         x = form_of(A, in->args[0]);
         const AccPoly *d = ac_poly_of(A, in->args[1]);
         if (x->why)
@@ -925,7 +1048,7 @@ static void walk(Access *A, const Block *b, WalkCtx *c)
             AcLoop L = {in, c->loop, -1};
             int li = A->loops.n;
             vec_push(A->a, A->loops, L);
-            AcVar lv = {VK_LOOP, li, NULL, {0}, false, {0}, 0, false};
+            AcVar lv = {VK_LOOP, li, NULL, {0}, false, {0}, 0, false, false};
             int var = var_new(A, lv);
             A->loops.v[li].var = var;
             if (var >= 0)
@@ -986,7 +1109,7 @@ Access *access_analyze(Arena *a, const Func *f)
     for (size_t i = 0; i < n; i++)
         A->owner[i] = -1;
     for (int k = 0; k < V_DYN; k++) {
-        AcVar v = {k < V_LANE ? VK_PID : VK_LANE, -1, NULL, {0}, false, {0}, (uint64_t)1 << k, false};
+        AcVar v = {k < V_LANE ? VK_PID : VK_LANE, -1, NULL, {0}, false, {0}, (uint64_t)1 << k, false, false};
         vec_push(a, A->vars, v);
     }
     WalkCtx c = {0, -1, {0}, {0}};
@@ -1222,7 +1345,7 @@ int ac_var_rev(Access *A, int v, const AccPoly *max)
         if (y->rev && y->kind == VK_LOOP && y->loop == x->loop && ac_peq(&y->max, max))
             return i;
     }
-    AcVar r = {VK_LOOP, x->loop, NULL, {0}, true, *max, x->dep, true};
+    AcVar r = {VK_LOOP, x->loop, NULL, {0}, true, *max, x->dep, true, false};
     return var_new(A, r);
 }
 

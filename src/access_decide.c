@@ -518,6 +518,50 @@ static const AccCond *cond_join(Access *A, const AccCond *x, const AccCond *y)
 
 static AccResult res(AccVerdict v, const char *why, const AccCond *c) { return (AccResult){v, why, c}; }
 
+/* x or y as one conjunction (distributed: every clause of x joined with
+ * every clause of y), in *out; false when it does not fit (a clause of
+ * more than ACC_NALT alternatives, more than ACC_NCLAUSE clauses), and
+ * then *out is unchanged.  Of two alternatives with the same non-constant
+ * part the weaker (larger constant) stays: `s - 1 >= 0 or s - 8 >= 0` is
+ * `s >= 1`.  Two orders' conditions each suffice, so their disjunction
+ * does: the launch passes when either nesting of the strides holds. */
+static bool cond_or(const AccCond *x, const AccCond *y, AccCond *out)
+{
+    AccClause v[ACC_NCLAUSE * ACC_NCLAUSE];
+    int nv = 0;
+    for (int i = 0; i < x->n; i++)
+        for (int j = 0; j < y->n; j++) {
+            AccClause c = x->c[i];
+            for (int k = 0; k < y->c[j].n; k++) {
+                AccPoly q, qk;
+                int64_t kk, kq;
+                split_const(&y->c[j].p[k], &qk, &kk);
+                bool merged = false;
+                for (int a = 0; a < c.n && !merged; a++) {
+                    split_const(&c.p[a], &q, &kq);
+                    if (ac_peq(&q, &qk)) {
+                        if (kk > kq)
+                            c.p[a] = y->c[j].p[k];
+                        merged = true;
+                    }
+                }
+                if (!merged) {
+                    if (c.n == ACC_NALT)
+                        return false;
+                    c.p[c.n++] = y->c[j].p[k];
+                }
+            }
+            v[nv++] = c;
+        }
+    drop_implied(v, &nv);
+    if (nv > ACC_NCLAUSE)
+        return false;
+    out->n = nv;
+    memcpy(out->c, v, sizeof v[0] * (size_t)nv);
+    return true;
+}
+
+
 static bool cond_merge(AccCond *c, const AccCond *x);
 
 /* Whether two one-alternative clauses of c, each k*s + k0 >= 0 in one
@@ -657,8 +701,10 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
         bool trivial = v >= V_LANE && v < V_DYN && var_max(&D, v, &mx) && ac_pis_const(&mx, &mk) && mk == 0;
         if (trivial)
             continue;
-        bool direct = false, via = false, has_div = false, has_mod = false;
+        bool direct = false, via = false, has_div = false, has_mod = false, pair = false;
         int64_t mod_d = 0;
+        const AcVar *divs[AC_NTERM];
+        int ndiv = 0;
         for (int i = 0; i < D.n; i++) {
             int w = D.var[i];
             if (w == v)
@@ -668,8 +714,10 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
                 const AcVar *x = &A->vars.v[w];
                 AccPoly *c1 = ac_fcoef((AcForm *)x->e, v);
                 bool plain = x->e->nt == 1 && c1 && ac_peq(c1, &one);
-                if (plain && x->kind == VK_DIV)
+                if (plain && x->kind == VK_DIV) {
                     has_div = true;
+                    divs[ndiv++] = x;
+                }
                 if (plain && x->kind == VK_MOD) {
                     has_mod = true;
                     if (!ac_pis_const(&x->d, &mod_d))
@@ -677,7 +725,13 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
                 }
             }
         }
-        if (direct || (has_div && has_mod))
+        /* v // d and v % d of one d (and one kind: plain or swizzled) give v */
+        for (int i = 0; i < D.n && has_div && has_mod && !pair; i++) {
+            const AcVar *y = D.var[i] >= V_DYN ? &A->vars.v[D.var[i]] : NULL;
+            for (int j = 0; y && y->kind == VK_MOD && j < ndiv && !pair; j++)
+                pair = ac_feq(divs[j]->e, y->e) && ac_peq(&divs[j]->d, &y->d) && divs[j]->swz == y->swz;
+        }
+        if (direct || pair)
             continue;
         /* a pair e // d, e % d gives e, which may determine v (a tile id
          * pid + nprog * t split into row and column blocks): a sub-question */
@@ -686,7 +740,8 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
             for (int j = 0; j < D.n && !paired; j++) {
                 const AcVar *x = &A->vars.v[D.var[i]], *y = &A->vars.v[D.var[j]];
                 if (D.var[i] < V_DYN || D.var[j] < V_DYN || x->kind != VK_DIV || y->kind != VK_MOD ||
-                    !ac_feq(x->e, y->e) || !ac_peq(&x->d, &y->d) || !(ac_fdeps(A, x->e) >> v & 1))
+                    !ac_feq(x->e, y->e) || !ac_peq(&x->d, &y->d) || x->swz != y->swz ||
+                    !(ac_fdeps(A, x->e) >> v & 1))
                     continue;
                 AccResult sr = decide(A, x->e, cs, vary & ac_fdeps(A, x->e), shape, rank, skip_unused_lanes);
                 if (sr.v == ACC_PROVEN_IF && !cond_merge(&extra, sr.cond))
@@ -774,6 +829,32 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
     have = have && !unsat;
     if (have && best->n == 0)
         return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL)) : res(ACC_PROVEN, NULL, NULL);
+    /* the heuristic order ties symbolic strides by axis index: the orders that
+     * only exchange the program ids among their places join its condition
+     * with `or` (cond_or), so the launch, not the kernel's numbering of the
+     * axes, decides which stride nests inside the other; an order whose
+     * condition holds only on degenerate launches is left out */
+    if (have && !weak) {
+        int at[V_LANE], np = 0, pp[V_LANE];
+        for (int i = 0; i < D.n; i++)
+            if (D.var[ord[i]] < V_LANE)
+                at[np++] = i;
+        for (int i = 0; i < np; i++)
+            pp[i] = i;
+        while (np > 1 && next_perm(pp, np)) {
+            int o2[AC_NTERM];
+            memcpy(o2, ord, sizeof o2[0] * (size_t)D.n);
+            for (int i = 0; i < np; i++)
+                o2[at[i]] = ord[at[pp[i]]];
+            AccCond orc;
+            if (!chain(&D, o2, &tmp) || cond_unsat(&tmp) || cond_weight(&tmp) >= 1000)
+                continue;
+            if (tmp.n == 0)
+                return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL)) : res(ACC_PROVEN, NULL, NULL);
+            if (cond_or(best, &tmp, &orc) && cond_join(A, &extra, &orc))
+                *best = orc;
+        }
+    }
     int perm[AC_NTERM];
     for (int i = 0; i < D.n; i++)
         perm[i] = i;
@@ -1156,7 +1237,8 @@ static AccResult priv_recover(Access *A, PrivSite *ps, int n, const int *up, int
             continue;
         for (int j = 0; j < nu; j++) {
             const AcVar *y = &A->vars.v[up[j]];
-            if (up[j] < V_DYN || y->kind != VK_MOD || !ac_feq(x->e, y->e) || !ac_peq(&x->d, &y->d))
+            if (up[j] < V_DYN || y->kind != VK_MOD || !ac_feq(x->e, y->e) || !ac_peq(&x->d, &y->d) ||
+                x->swz != y->swz)
                 continue;
             PrivSite *sub = arena_alloc(A->a, sizeof *sub * (size_t)n);
             for (int s = 0; s < n; s++) {
@@ -1292,7 +1374,7 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
      * join the up ones (a tile's row lane above its column block).  The
      * first try is decide's heuristic order over site 0 (whose condition
      * wins over others'), then every subset and order. */
-    AccCond best = {0};
+    AccCond best = {0}, first = {0};
     bool have = false;
     int budget = 20000;
     int hord[AC_NTERM], hn = 0;
@@ -1403,10 +1485,18 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
                     return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL))
                                    : res(ACC_PROVEN, NULL, NULL);
                 if (!have) {
-                    best = c;
+                    best = first = c;
                     have = true;
+                } else if (size < 0 && cond_weight(&c) < 1000) {
+                    cond_or(&best, &c, &best); /* kept alone when the disjunction does not fit */
                 }
-            } while (size >= 0 && next_perm(perm, nuv));
+                /* when its first order gives a condition, the heuristic selection
+                 * tries every order of its up variables (up to three: the grid's
+                 * axes), their conditions joined by `or` (but for ones that hold
+                 * only on degenerate launches): which axis has the larger stride
+                 * is the launch's matter, not the order the kernel numbers its
+                 * axes in */
+            } while ((size >= 0 || (have && nuv <= 3 && !A->priv_one_order)) && next_perm(perm, nuv));
             if (size < 0)
                 break;
         }
@@ -1415,6 +1505,8 @@ done:
         return res(ACC_UNKNOWN, "no order of the terms separates the programs' elements (their extents are "
                                 "unknown, or some coefficient is too small)", NULL);
     const AccCond *c = cond_join(A, &extra, &best);
+    if (!c) /* the disjunction too long with the divisors' clauses: the first order's alone */
+        c = cond_join(A, &extra, &first);
     return c ? res(ACC_PROVEN_IF, NULL, c) : res(ACC_UNKNOWN, "the condition is too long", NULL);
 }
 
@@ -1473,9 +1565,22 @@ AccResult access_private(Access *A, const Inst *const *mems, int n, unsigned axe
         outer |= (uint64_t)1 << k;
     }
     AccResult r = outer ? priv_core(A, ps, n, outer, 0) : res(ACC_PROVEN, NULL, NULL);
+    if (r.v == ACC_UNKNOWN && outer && !A->priv_one_order) { /* the first orders alone (cond_or) */
+        A->priv_one_order = true;
+        r = priv_core(A, ps, n, outer, 0);
+        A->priv_one_order = false;
+    }
     if (!extra.n || (r.v != ACC_PROVEN && r.v != ACC_PROVEN_IF))
         return r;
     const AccCond *c = cond_join(A, &extra, r.cond);
+    if (!c && outer && !A->priv_one_order) {
+        A->priv_one_order = true;
+        r = priv_core(A, ps, n, outer, 0);
+        A->priv_one_order = false;
+        if (r.v != ACC_PROVEN && r.v != ACC_PROVEN_IF)
+            return r;
+        c = cond_join(A, &extra, r.cond);
+    }
     return c ? res(ACC_PROVEN_IF, NULL, c) : res(ACC_UNKNOWN, "the condition is too long", NULL);
 }
 
@@ -1737,6 +1842,9 @@ static const char *var_str(Access *A, int v)
             return arena_printf(A->a, "iter(%%%s)", ac_vname(A, in->regions[0]->params[0]));
         return arena_printf(A->a, "iter(while@%d)", in->loc.line);
     }
+    if (x->swz) /* a grouped swizzle's row or column (access.c swizzle) */
+        return arena_printf(A->a, "swizzle_%s(%s; %s)", x->kind == VK_DIV ? "m" : "n", form_str(A, x->e),
+                            poly_str(A, &x->d, false));
     return arena_printf(A->a, "(%s %s %s)", form_str(A, x->e), x->kind == VK_DIV ? "//" : "%",
                         poly_str(A, &x->d, false));
 }

@@ -55,6 +55,9 @@ typedef struct AcVar {
     AccPoly max;
     uint64_t dep;    /* original variables it is a function of */
     bool rev;        /* VK_LOOP: max - t of loop `loop`'s counter t (ac_var_rev) */
+    bool swz;        /* VK_DIV, VK_MOD: the row (DIV) and column (MOD) of a grouped swizzle of
+                      * tile e over d = num_pid_n columns (access.c swizzle): with the plain
+                      * e // d, e % d they share only being a bijection of e onto the tiles */
 } AcVar;
 
 typedef struct AcLoop {
@@ -93,6 +96,7 @@ struct Access {
     Vec(AcSite) sites;
     unsigned pid_axes; /* the grid axes some tl.program_id reads */
     const char *host_args, *host_grid; /* printing for the host (access_cond_host), else NULL */
+    bool priv_one_order; /* access_private: no disjunction of orders (a retry when it is too long) */
 };
 
 /* Facts: the symbols known >= 1 (num_programs; upper bounds of enabled

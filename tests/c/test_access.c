@@ -937,6 +937,283 @@ static void test_access_private_brute_force(T *t)
     CHECK(t, proven > 100 && refuted > 50);
 }
 
+/* Two halves of a head, y + t*st + h*sh + cols and y + t*st + h*sh + 4 +
+ * cols (cols < 4), with t = pid ta and h = pid 1 - ta: a rotary embedding
+ * on grid (tokens, heads) or (heads, tokens).  The footprints' privacy
+ * over both axes must not depend on which axis is which (issue 33). */
+static const char *const acc_rotary =
+    "kernel @rotary(%%y: *fp32, %%st: i32, %%sh: i32) [HALF = 4] {\n"
+    "  %%t = program_id %d : i32\n"
+    "  %%h = program_id %d : i32\n"
+    "  %%0 = mul %%t, %%st : i32\n"
+    "  %%1 = mul %%h, %%sh : i32\n"
+    "  %%base = add %%0, %%1 : i32\n"
+    "  %%cols = arange 0 : i32[4]\n"
+    "  %%b = broadcast %%base : i32[4]\n"
+    "  %%o1 = add %%b, %%cols : i32[4]\n"
+    "  %%k = const 4 : i32[4]\n"
+    "  %%o2 = add %%o1, %%k : i32[4]\n"
+    "  %%yb = broadcast %%y : *fp32[4]\n"
+    "  %%p1 = addptr %%yb, %%o1 : *fp32[4]\n"
+    "  %%p2 = addptr %%yb, %%o2 : *fp32[4]\n"
+    "  %%v = const 1.0 : fp32[4]\n"
+    "  store %%p1, %%v\n"
+    "  store %%p2, %%v\n"
+    "}\n";
+
+static void test_access_grid_order_brute_force(T *t)
+{
+    enum { NS = 27, NG = 4 };
+    static bool pass[2][2][NS][NS][NG][NG];
+    /* what: 0 the footprint of both stores (access_private), 1 the first
+     * store alone (access_injective over programs and lanes) */
+    for (int what = 0; what < 2; what++) {
+        int proven = 0, wrong = 0, differ = 0, lanes = what ? 4 : 8;
+        for (int ta = 0; ta < 2; ta++) {
+            Arena *a = arena_new(0);
+            Access *A = NULL;
+            AccResult r;
+            if (what) {
+                Func *f = acc_parse(a, arena_printf(a, acc_rotary, ta, 1 - ta));
+                A = access_analyze(a, f);
+                r = access_injective(A, acc_nth(A, OP_STORE, 0), ACC_VARY_PIDS | ACC_VARY_LANES);
+            } else {
+                r = acc_priv(a, arena_printf(a, acc_rotary, ta, 1 - ta), 0, 7, &A);
+            }
+            CHECK(t, r.v == ACC_PROVEN_IF);
+            for (int64_t st = 0; st < NS && r.v == ACC_PROVEN_IF; st++)
+                for (int64_t sh = 0; sh < NS; sh++)
+                    for (int64_t nt = 1; nt <= NG; nt++)
+                        for (int64_t nh = 1; nh <= NG; nh++) {
+                            int64_t grid[3] = {ta ? nh : nt, ta ? nt : nh, 1}, params[3] = {0, st, sh};
+                            bool holds = false;
+                            if (!access_cond_eval(A, r.cond, params, grid, &holds))
+                                holds = false;
+                            bool meet = false;
+                            for (int64_t p = 0; p < nt * nh && !meet; p++)
+                                for (int64_t q = 0; q < nt * nh && !meet; q++)
+                                    for (int64_t l1 = 0; l1 < lanes && !meet; l1++)
+                                        for (int64_t l2 = 0; l2 < lanes && !meet; l2++)
+                                            meet = (p != q || l1 != l2) && (what || p != q) &&
+                                                   (p / nh) * st + (p % nh) * sh + l1 == (q / nh) * st + (q % nh) * sh + l2;
+                            if (holds && meet) {
+                                wrong++;
+                                printf("  wrong proof (%s): axis %d st=%lld sh=%lld grid %lldx%lld\n",
+                                       what ? "injective" : "private", ta, (long long)st, (long long)sh,
+                                       (long long)nt, (long long)nh);
+                            }
+                            pass[what][ta][st][sh][nt - 1][nh - 1] = holds;
+                            proven += holds;
+                            if (ta && holds != pass[what][0][st][sh][nt - 1][nh - 1])
+                                differ++;
+                        }
+            arena_free(a);
+        }
+        CHECK(t, wrong == 0);
+        /* symmetric: the same launches pass on either order of the axes; the
+         * rotary's (stride_t, stride_h) = (24, 8) on 4 tokens and 3 heads */
+        if (differ || proven < 1000)
+            printf("  %s: proven %d, %d launches differ between the orders\n", what ? "injective" : "private",
+                   proven, differ);
+        CHECK(t, differ == 0 && proven >= 1000 && pass[what][0][24][8][3][2] && pass[what][1][24][8][3][2]);
+    }
+}
+
+/* The grouped GEMM order of a persistent tile loop (tests/kernels/grid_order.py
+ * swizzled_tiles, BM = BN = 2, GROUP_M = G): c + (pid_m*2 + rm)*stride_cm +
+ * pid_n*2 + rn under the masks, with pid_m, pid_n the swizzle of the tile. */
+static const char *const acc_swizzle =
+    "kernel @swizzled_tiles(%%a_ptr: *fp32, %%c_ptr: *fp32, %%M: i32, %%N: i32, %%stride_am: i32, %%stride_cm: i32) [BM = 2, BN = 2, GROUP_M = %d] {\n"
+    "  %%pid = program_id 0 : i32\n"
+    "  %%nprog = num_programs 0 : i32\n"
+    "  %%0 = const 2 : i32\n"
+    "  %%1 = add %%M, %%0 : i32\n"
+    "  %%2 = const 1 : i32\n"
+    "  %%3 = sub %%1, %%2 : i32\n"
+    "  %%num_pid_m = div %%3, %%0 : i32\n"
+    "  %%4 = add %%N, %%0 : i32\n"
+    "  %%5 = sub %%4, %%2 : i32\n"
+    "  %%num_pid_n = div %%5, %%0 : i32\n"
+    "  %%num_tiles = mul %%num_pid_m, %%num_pid_n : i32\n"
+    "  %%rm = arange 0 : i32[2]\n"
+    "  for %%tile = %%pid to %%num_tiles step %%nprog {\n"
+    "    %%6 = const %d : i32\n"
+    "    %%width = mul %%6, %%num_pid_n : i32\n"
+    "    %%group_id = div %%tile, %%width : i32\n"
+    "    %%first_pid_m = mul %%group_id, %%6 : i32\n"
+    "    %%7 = sub %%num_pid_m, %%first_pid_m : i32\n"
+    "    %%group_size_m = minimum %%7, %%6 : i32\n"
+    "    %%8 = rem %%tile, %%group_size_m : i32\n"
+    "    %%pid_m = add %%first_pid_m, %%8 : i32\n"
+    "    %%9 = rem %%tile, %%width : i32\n"
+    "    %%pid_n = div %%9, %%group_size_m : i32\n"
+    "    %%10 = mul %%pid_m, %%0 : i32\n"
+    "    %%11 = broadcast %%10 : i32[2]\n"
+    "    %%om = add %%11, %%rm : i32[2]\n"
+    "    %%12 = mul %%pid_n, %%0 : i32\n"
+    "    %%13 = broadcast %%12 : i32[2]\n"
+    "    %%on = add %%13, %%rm : i32[2]\n"
+    "    %%14 = expand_dims %%om {axis = 1} : i32[2,1]\n"
+    "    %%15 = broadcast %%M : i32[2,1]\n"
+    "    %%16 = lt %%14, %%15 : i1[2,1]\n"
+    "    %%17 = expand_dims %%on {axis = 0} : i32[1,2]\n"
+    "    %%18 = broadcast %%N : i32[1,2]\n"
+    "    %%19 = lt %%17, %%18 : i1[1,2]\n"
+    "    %%20 = broadcast %%16 : i1[2,2]\n"
+    "    %%21 = broadcast %%19 : i1[2,2]\n"
+    "    %%m = and %%20, %%21 : i1[2,2]\n"
+    "    %%22 = broadcast %%stride_am : i32[2,1]\n"
+    "    %%23 = mul %%14, %%22 : i32[2,1]\n"
+    "    %%24 = broadcast %%a_ptr : *fp32[2,1]\n"
+    "    %%25 = addptr %%24, %%23 : *fp32[2,1]\n"
+    "    %%26 = broadcast %%25 : *fp32[2,2]\n"
+    "    %%27 = broadcast %%17 : i32[2,2]\n"
+    "    %%28 = addptr %%26, %%27 : *fp32[2,2]\n"
+    "    %%29 = const 0.0 : fp32[2,2]\n"
+    "    %%a = load %%28, mask %%m, other %%29 : fp32[2,2]\n"
+    "    %%30 = broadcast %%stride_cm : i32[2,1]\n"
+    "    %%31 = mul %%14, %%30 : i32[2,1]\n"
+    "    %%32 = broadcast %%c_ptr : *fp32[2,1]\n"
+    "    %%33 = addptr %%32, %%31 : *fp32[2,1]\n"
+    "    %%34 = broadcast %%33 : *fp32[2,2]\n"
+    "    %%35 = addptr %%34, %%27 : *fp32[2,2]\n"
+    "    %%36 = sin %%a : fp32[2,2]\n"
+    "    %%37 = mul %%36, %%a : fp32[2,2]\n"
+    "    store %%35, %%37, mask %%m\n"
+    "    yield\n"
+    "  }\n"
+    "}\n";
+
+/* The same in Triton's tutorial spelling: pid_m = first + (tile % width) % gs. */
+static const char *const acc_swizzle_tut =
+    "kernel @swizzled_tiles_tutorial(%%a_ptr: *fp32, %%c_ptr: *fp32, %%M: i32, %%N: i32, %%stride_am: i32, %%stride_cm: i32) [BM = 2, BN = 2, GROUP_M = %d] {\n"
+    "  %%pid = program_id 0 : i32\n"
+    "  %%nprog = num_programs 0 : i32\n"
+    "  %%0 = const 2 : i32\n"
+    "  %%1 = add %%M, %%0 : i32\n"
+    "  %%2 = const 1 : i32\n"
+    "  %%3 = sub %%1, %%2 : i32\n"
+    "  %%num_pid_m = div %%3, %%0 : i32\n"
+    "  %%4 = add %%N, %%0 : i32\n"
+    "  %%5 = sub %%4, %%2 : i32\n"
+    "  %%num_pid_n = div %%5, %%0 : i32\n"
+    "  %%num_tiles = mul %%num_pid_m, %%num_pid_n : i32\n"
+    "  %%rm = arange 0 : i32[2]\n"
+    "  for %%tile = %%pid to %%num_tiles step %%nprog {\n"
+    "    %%6 = const %d : i32\n"
+    "    %%width = mul %%6, %%num_pid_n : i32\n"
+    "    %%group_id = div %%tile, %%width : i32\n"
+    "    %%first_pid_m = mul %%group_id, %%6 : i32\n"
+    "    %%7 = sub %%num_pid_m, %%first_pid_m : i32\n"
+    "    %%group_size_m = minimum %%6, %%7 : i32\n"
+    "    %%8 = rem %%tile, %%width : i32\n"
+    "    %%9 = rem %%8, %%group_size_m : i32\n"
+    "    %%pid_m = add %%first_pid_m, %%9 : i32\n"
+    "    %%pid_n = div %%8, %%group_size_m : i32\n"
+    "    %%10 = mul %%pid_m, %%0 : i32\n"
+    "    %%11 = broadcast %%10 : i32[2]\n"
+    "    %%om = add %%11, %%rm : i32[2]\n"
+    "    %%12 = mul %%pid_n, %%0 : i32\n"
+    "    %%13 = broadcast %%12 : i32[2]\n"
+    "    %%on = add %%13, %%rm : i32[2]\n"
+    "    %%14 = expand_dims %%om {axis = 1} : i32[2,1]\n"
+    "    %%15 = broadcast %%M : i32[2,1]\n"
+    "    %%16 = lt %%14, %%15 : i1[2,1]\n"
+    "    %%17 = expand_dims %%on {axis = 0} : i32[1,2]\n"
+    "    %%18 = broadcast %%N : i32[1,2]\n"
+    "    %%19 = lt %%17, %%18 : i1[1,2]\n"
+    "    %%20 = broadcast %%16 : i1[2,2]\n"
+    "    %%21 = broadcast %%19 : i1[2,2]\n"
+    "    %%m = and %%20, %%21 : i1[2,2]\n"
+    "    %%22 = broadcast %%stride_am : i32[2,1]\n"
+    "    %%23 = mul %%14, %%22 : i32[2,1]\n"
+    "    %%24 = broadcast %%a_ptr : *fp32[2,1]\n"
+    "    %%25 = addptr %%24, %%23 : *fp32[2,1]\n"
+    "    %%26 = broadcast %%25 : *fp32[2,2]\n"
+    "    %%27 = broadcast %%17 : i32[2,2]\n"
+    "    %%28 = addptr %%26, %%27 : *fp32[2,2]\n"
+    "    %%29 = const 0.0 : fp32[2,2]\n"
+    "    %%a = load %%28, mask %%m, other %%29 : fp32[2,2]\n"
+    "    %%30 = broadcast %%stride_cm : i32[2,1]\n"
+    "    %%31 = mul %%14, %%30 : i32[2,1]\n"
+    "    %%32 = broadcast %%c_ptr : *fp32[2,1]\n"
+    "    %%33 = addptr %%32, %%31 : *fp32[2,1]\n"
+    "    %%34 = broadcast %%33 : *fp32[2,2]\n"
+    "    %%35 = addptr %%34, %%27 : *fp32[2,2]\n"
+    "    %%36 = sin %%a : fp32[2,2]\n"
+    "    %%37 = mul %%36, %%a : fp32[2,2]\n"
+    "    store %%35, %%37, mask %%m\n"
+    "    yield\n"
+    "  }\n"
+    "}\n";
+
+/* The swizzle's row and column of tile t (as the kernel computes them). */
+static void acc_swz(int64_t t, int64_t npm, int64_t npn, int64_t G, bool tut, int64_t *pm, int64_t *pn)
+{
+    int64_t width = G * npn, first = t / width * G, gs = npm - first < G ? npm - first : G;
+    *pm = first + (tut ? t % width : t) % gs;
+    *pn = t % width / gs;
+}
+
+/* Every verdict on the swizzled store, in both spellings (iterations,
+ * programs and lanes all varying) against the addresses the launch writes: no proof where two
+ * writes meet, and proofs where the rows do not overlap (stride >= N). */
+static void test_access_swizzle_brute_force(T *t)
+{
+    int proven = 0, wrong = 0;
+    for (int G = 1; G <= 6; G++) {
+        bool tut = G > 3;
+        Arena *a = arena_new(0);
+        Func *f = acc_parse(a, arena_printf(a, tut ? acc_swizzle_tut : acc_swizzle, tut ? G - 3 : G, tut ? G - 3 : G));
+        CHECK(t, f);
+        if (!f) {
+            arena_free(a);
+            continue;
+        }
+        Access *A = access_analyze(a, f);
+        AccResult r = access_injective(A, acc_nth(A, OP_STORE, 0), ACC_VARY_PIDS | ACC_VARY_LOOPS | ACC_VARY_LANES);
+        CHECK(t, r.v == ACC_PROVEN_IF);
+        for (int64_t M = 1; M <= 9 && r.v == ACC_PROVEN_IF; M++)
+            for (int64_t N = 1; N <= 7; N++)
+                for (int64_t sc = N - 2; sc <= N + 1; sc++)
+                    for (int64_t g = 1; g <= 3; g++) {
+                        int64_t params[6] = {0, 0, M, N, 0, sc}, grid[3] = {g, 1, 1};
+                        bool holds = false;
+                        if (!access_cond_eval(A, r.cond, params, grid, &holds))
+                            holds = false;
+                        int64_t npm = (M + 1) / 2, npn = (N + 1) / 2, seen[256];
+                        int ns = 0;
+                        bool meet = false;
+                        for (int64_t p = 0; p < g; p++)
+                            for (int64_t tile = p; tile < npm * npn; tile += g) {
+                                int64_t pm, pn;
+                                acc_swz(tile, npm, npn, tut ? G - 3 : G, tut, &pm, &pn);
+                                for (int64_t rm = 0; rm < 2; rm++)
+                                    for (int64_t rn = 0; rn < 2; rn++) {
+                                        if (pm * 2 + rm >= M || pn * 2 + rn >= N)
+                                            continue;
+                                        int64_t o = (pm * 2 + rm) * sc + pn * 2 + rn;
+                                        for (int i = 0; i < ns; i++)
+                                            meet |= seen[i] == o;
+                                        if (ns < 256)
+                                            seen[ns++] = o;
+                                    }
+                            }
+                        if (holds && meet) {
+                            wrong++;
+                            printf("  wrong proof: G=%d M=%lld N=%lld stride=%lld grid=%lld\n", G, (long long)M,
+                                   (long long)N, (long long)sc, (long long)g);
+                        }
+                        proven += holds;
+                    }
+        arena_free(a);
+    }
+    CHECK(t, wrong == 0);
+    if (proven < 600)
+        printf("  proven %d\n", proven);
+    CHECK(t, proven >= 600);
+}
+
 /* Coverage (access_cover): the description the launcher checks, and the
  * refusals where kad cannot read the written set exactly. */
 static const char *const acc_cover_kinds =
@@ -1042,5 +1319,7 @@ static void tests_access(T *t)
     RUN(t, test_access_private_brute_force);
     RUN(t, test_access_masked_shift_brute_force);
     RUN(t, test_access_chunk_group_brute_force);
+    RUN(t, test_access_grid_order_brute_force);
+    RUN(t, test_access_swizzle_brute_force);
     RUN(t, test_access_cover);
 }
