@@ -1573,6 +1573,26 @@ static void vjp_combine(Em *e, const Inst *in, const ValId *seed, bool first, co
  * and the last no S (selected away).  P and S are inclusive scans with f
  * shifted by one lane.  A sum combine is a broadcast; a tl.maximum or
  * tl.minimum combine has tl.max's rule (ties share dr evenly). */
+/* A combine region fr's params and single results (*rv, the count returned), marked in ad->lanes
+ * to be typed as tiles of xt while the region is applied and differentiated lane by lane. */
+static int region_lanes(Ad *ad, const Block *fr, Type xt, ValId **rv_out)
+{
+    int nv = 0;
+    ValId *rv = arena_alloc(ad->a, sizeof *rv * (size_t)(fr->nparams + fr->insts.n));
+    uint8_t *lanes = arena_alloc(ad->a, (size_t)ad->fw->vals.n);
+    for (int i = 0; i < fr->nparams; i++)
+        rv[nv++] = fr->params[i];
+    for (int k = 0; k < fr->insts.n; k++)
+        if (fr->insts.v[k].nres == 1)
+            rv[nv++] = fr->insts.v[k].res[0];
+    for (int i = 0; i < nv; i++)
+        lanes[rv[i]] = 1;
+    ad->lanes = lanes;
+    ad->lane_ty = xt;
+    *rv_out = rv;
+    return nv;
+}
+
 static void adj_reduce(Em *e, const Inst *in)
 {
     Ad *ad = e->ad;
@@ -1617,18 +1637,8 @@ static void adj_reduce(Em *e, const Inst *in)
     ValId last = ecmp(e, OP_EQ, idx, ir_const_int(ad->bw, e->b, bty(ad, idx), xt.shape[axis] - 1, e->loc));
     /* the region's values typed as tiles of x's shape (fty) while it is
      * applied and differentiated lane by lane */
-    int nv = 0;
-    ValId *rv = arena_alloc(ad->a, sizeof *rv * (size_t)(fr->nparams + fr->insts.n));
-    uint8_t *lanes = arena_alloc(ad->a, (size_t)ad->fw->vals.n);
-    for (int i = 0; i < fr->nparams; i++)
-        rv[nv++] = fr->params[i];
-    for (int k = 0; k < fr->insts.n; k++)
-        if (fr->insts.v[k].nres == 1)
-            rv[nv++] = fr->insts.v[k].res[0];
-    for (int i = 0; i < nv; i++)
-        lanes[rv[i]] = 1;
-    ad->lanes = lanes;
-    ad->lane_ty = xt;
+    ValId *rv;
+    int nv = region_lanes(ad, fr, xt, &rv);
     ValId *pin = arena_alloc(ad->a, sizeof *pin * (size_t)nv);
     apply_combine(e, in, P, x); /* Z = f(P, x) */
     for (int i = 0; i < nv; i++)
@@ -1807,18 +1817,8 @@ static void adj_scan_general(Em *e, const Inst *in)
     ValId first = ecmp(e, OP_EQ, idx, ir_const_int(ad->bw, e->b, bty(ad, idx), rev ? xt.shape[axis] - 1 : 0, e->loc));
     /* the region's values typed as tiles of x's shape while it is applied
      * and differentiated lane by lane (as adj_reduce) */
-    int nv = 0;
-    ValId *rv = arena_alloc(ad->a, sizeof *rv * (size_t)(fr->nparams + fr->insts.n));
-    uint8_t *lanes = arena_alloc(ad->a, (size_t)ad->fw->vals.n);
-    for (int i = 0; i < fr->nparams; i++)
-        rv[nv++] = fr->params[i];
-    for (int k = 0; k < fr->insts.n; k++)
-        if (fr->insts.v[k].nres == 1)
-            rv[nv++] = fr->insts.v[k].res[0];
-    for (int i = 0; i < nv; i++)
-        lanes[rv[i]] = 1;
-    ad->lanes = lanes;
-    ad->lane_ty = xt;
+    ValId *rv;
+    int nv = region_lanes(ad, fr, xt, &rv);
     ValId *pin = arena_alloc(ad->a, sizeof *pin * (size_t)nv);
     apply_combine(e, in, prev, x); /* f(y[t-1], x[t]): the primal values the Jacobians are taken at */
     for (int i = 0; i < nv; i++)
