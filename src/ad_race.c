@@ -190,7 +190,6 @@ typedef struct Rk {
     Func *f;
     const Roots *root;
     Roots tagged; /* the parameters whose buffers the launcher replaces by tag buffers */
-    const RacePlan *plan;
     ValId info, pid, nsite; /* the info buffer; pid * NS, NS (i64 scalars) */
     Vec(ValId) stand;       /* zeros standing for loads of an output updated in place */
 } Rk;
@@ -300,7 +299,7 @@ static Func *race_kernel(Arena *a, const Func *fwd, const Roots *root, const Rac
     for (int v = 1; v < f->vals.n; v++) /* the tagged pointers address the tag buffers */
         if ((root[v] & plan->tagged) && f->vals.v[v].ty.dt == DT_PTR)
             f->vals.v[v].ty.elem = DT_I64;
-    Rk k = {.f = f, .root = root, .tagged = plan->tagged, .plan = plan};
+    Rk k = {.f = f, .root = root, .tagged = plan->tagged};
     k.info = ir_param_add(f, type_ptr(DT_I32, 0, NULL), KAD_RACE_PARAM, fwd->loc);
     /* pid = (pid0 + G0 * (pid1 + G1 * pid2)) * NS in int64, first in the body */
     Block *b = f->body;
