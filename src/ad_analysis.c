@@ -1139,28 +1139,74 @@ static bool aff_of(const Ad *ad, ValId v, ValId iv, int id, Aff *out, int depth)
 }
 
 /* A store to an output inside loops (access.c): the adjoint reads d_out
- * at the store's address once per iteration, which is right only when no
- * two iterations of the enclosing loops write one element (else only the
- * last write may get the gradient).  Lanes the address does not depend on
- * are not varied: one iteration writing an element from several lanes is
- * the forward's own race.  A proof that needs a runtime condition the
- * host can evaluate becomes a guard of the backward (ad->guards): the
- * launcher and the interpreter refuse a launch that breaks it; other
- * conditions are refused with the condition in the message. */
+ * at the store's address once per iteration, which is right as it stands
+ * only when no two iterations of the enclosing loops write one element.
+ * Lanes the address does not depend on are not varied: one iteration
+ * writing an element from several lanes is the forward's own race (the
+ * one-writer check, ad_race.c).  A proof that needs a runtime condition
+ * the host can evaluate becomes a guard of the backward (ad->guards).
+ * Otherwise the iterations may write one element several times (a running
+ * state written out every iteration, or under `if i == last`): the output
+ * keeps the last write.  The loop's verdict, once per store. */
+typedef enum { LS_DISTINCT, LS_GUARDED, LS_REPEATS } LoopStore;
+
+static LoopStore loop_store_kind(Ad *ad, const Inst *st, AccResult *out)
+{
+    if (!ad->vacc)
+        ad->vacc = access_analyze(ad->a, ad->fw);
+    AccResult r = access_injective(ad->vacc, st, ACC_VARY_LOOPS | ACC_VARY_LANES | ACC_SKIP_UNUSED_LANES);
+    if (out)
+        *out = r;
+    if (r.v == ACC_PROVEN)
+        return LS_DISTINCT;
+    if (r.v == ACC_PROVEN_IF && access_cond_python(ad->vacc, r.cond) && access_cond_host(ad->vacc, r.cond, "a", "g"))
+        return LS_GUARDED;
+    return LS_REPEATS;
+}
+
+/* The first store under b (at any depth) into one differentiated output
+ * that may write one element in several iterations of the loops around
+ * it, or NULL.  The reverse sweep must then visit those iterations
+ * backwards: each store reads its gradient and clears it (adj_store), so
+ * the last write gets the gradient and every earlier one none. */
+static const Inst *repeating_store(Ad *ad, const Block *b)
+{
+    for (int i = 0; i < b->insts.n; i++) {
+        const Inst *in = &b->insts.v[i];
+        for (int r = 0; r < in->nregions; r++) {
+            const Inst *st = repeating_store(ad, in->regions[r]);
+            if (st)
+                return st;
+        }
+        if (in->op != OP_STORE || ad->root[in->args[0]] <= 0 || !ad_role_writes(ad_root_role(ad, in->args[0])))
+            continue;
+        if (loop_store_kind(ad, in, NULL) == LS_REPEATS)
+            return in;
+    }
+    return NULL;
+}
+
 static void check_loop_store(Ad *ad, const Inst *st, ValId p)
 {
-    Access *acc = access_analyze(ad->a, ad->fw);
-    AccResult r = access_injective(acc, st, ACC_VARY_LOOPS | ACC_VARY_LANES | ACC_SKIP_UNUSED_LANES);
-    if (r.v == ACC_PROVEN)
+    AccResult r;
+    LoopStore k = loop_store_kind(ad, st, &r);
+    Access *acc = ad->vacc;
+    if (k == LS_DISTINCT)
         return;
-    const char *py = r.v == ACC_PROVEN_IF ? access_cond_python(acc, r.cond) : NULL;
-    if (py && access_cond_host(acc, r.cond, "a", "g")) {
+    if (k == LS_GUARDED) {
         FuncGuard g = {acc, r.cond, st->loc,
                        arena_printf(ad->a, "store to output '%s' inside a loop: the backward is right only when "
                                            "the iterations write distinct elements, which needs %s; this launch "
                                            "breaks it",
-                                    root_name(ad, p), py)};
+                                    root_name(ad, p), access_cond_python(acc, r.cond))};
         vec_push(ad->a, ad->guards, g);
+        return;
+    }
+    int root = ad->root[p];
+    if (root > 0) {
+        /* the last write wins: the enclosing loops' adjoints run backwards (their tapes, planned
+         * with repeating_store), and the stores read and clear their gradient */
+        ad->cleared[root - 1] = 1;
         return;
     }
     const char *why = r.v == ACC_PROVEN_IF
@@ -1169,8 +1215,8 @@ static void check_loop_store(Ad *ad, const Inst *st, ValId p)
                                                                           : "a condition on runtime values")
                           : r.why;
     diag_error(ad->d, st->loc,
-               "store to output '%s' inside a loop: kad cannot prove that the iterations write "
-               "distinct addresses (%s)",
+               "store to output '%s' inside a loop, through a pointer selected among several buffers: "
+               "kad cannot prove that the iterations write distinct addresses (%s)",
                root_name(ad, p), why);
 }
 
@@ -1610,8 +1656,11 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
                     tape |= !lin[k];
                 }
             }
-            if (tape)
-                ad_tape_plan(ad, in, lin);
+            /* a store that may write one element in several iterations: the last write wins,
+             * which the reverse sweep finds by visiting the iterations backwards (a tape) */
+            const Inst *rep = repeating_store(ad, r);
+            if (tape || rep)
+                ad_tape_plan(ad, in, lin, rep);
             validate_block(ad, r, loop_depth + 1, in, path, npath, sites, &here);
             break;
         }
@@ -1624,8 +1673,9 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
             for (int k = 0; k < in->nres; k++)
                 tape |= ad_active(ad, c->params[k]) || ad_active(ad, in->regions[1]->params[k]) ||
                         ad_active(ad, in->res[k]);
-            if (tape)
-                ad_tape_plan_while(ad, in);
+            const Inst *rep = repeating_store(ad, in->regions[1]);
+            if (tape || rep)
+                ad_tape_plan_while(ad, in, rep);
             validate_block(ad, c, loop_depth + 1, NULL, path, npath, sites, &here); /* no stores in a condition */
             validate_block(ad, in->regions[1], loop_depth + 1, in, path, npath, sites, &here);
             break;

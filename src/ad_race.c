@@ -16,7 +16,8 @@
  *     element offsets): each lane swaps in its code pid * NS + site + 1 and looks at the
  *     code it took out.  Another program's code there: two programs write the element.  Its
  *     own code (the same site of the same program): two lanes of one store, or two
- *     iterations, wrote it.  A code of another site of the same program is an ordered
+ *     iterations, wrote it (counted only where the lanes are not proven distinct: two
+ *     iterations are an ordered overwrite, the last write wins).  A code of another site of the same program is an ordered
  *     overwrite, which AD handles (the later store wins).  The counts go to a small info
  *     buffer (two per site), read by the host once.  Every other store and atomic of the
  *     forward is left out, so the kernel writes nothing but its own buffers; it runs before
@@ -147,7 +148,7 @@ static void collect_sites(Arena *a, const Block *b, const Roots *root, Roots chk
             for (int p = 0; p < 63; p++)
                 if (r == root_bit(p))
                     param = p;
-            vec_push(a, *out, ((RaceSite){in, param, NULL, NULL}));
+            vec_push(a, *out, ((RaceSite){in, param, NULL, NULL, false}));
             *tagged |= r;
         }
         for (int k = 0; k < in->nregions; k++)
@@ -190,6 +191,7 @@ typedef struct Rk {
     Func *f;
     const Roots *root;
     Roots tagged; /* the parameters whose buffers the launcher replaces by tag buffers */
+    const RacePlan *plan;
     ValId info, pid, nsite; /* the info buffer; pid * NS, NS (i64 scalars) */
     Vec(ValId) stand;       /* zeros standing for loads of an output updated in place */
 } Rk;
@@ -242,7 +244,10 @@ static void rk_store(Rk *k, Block *b, const Inst *in, int s)
         same = ir_op2(f, b, OP_AND, bt, same, m, loc);
     }
     ValId cnt[2] = {other, same};
-    for (int j = 0; j < 2; j++) {
+    /* its own code: two lanes of the store, or two iterations of its loops -- not counted where
+     * the lanes are proven distinct: then it is an ordered overwrite, the last write wins */
+    int ncnt = k->plan->sites.v[s].lanes_proven ? 1 : 2;
+    for (int j = 0; j < ncnt; j++) {
         ValId c = rk_sum_all(k, b, ir_op1(f, b, OP_CAST, ct, cnt[j], loc), loc);
         ValId at = ir_op2(f, b, OP_ADDPTR, ir_type(f, k->info), k->info,
                           ir_const_int(f, b, cs, 2 * s + j, loc), loc);
@@ -299,7 +304,7 @@ static Func *race_kernel(Arena *a, const Func *fwd, const Roots *root, const Rac
     for (int v = 1; v < f->vals.n; v++) /* the tagged pointers address the tag buffers */
         if ((root[v] & plan->tagged) && f->vals.v[v].ty.dt == DT_PTR)
             f->vals.v[v].ty.elem = DT_I64;
-    Rk k = {.f = f, .root = root, .tagged = plan->tagged};
+    Rk k = {.f = f, .root = root, .tagged = plan->tagged, .plan = plan};
     k.info = ir_param_add(f, type_ptr(DT_I32, 0, NULL), KAD_RACE_PARAM, fwd->loc);
     /* pid = (pid0 + G0 * (pid1 + G1 * pid2)) * NS in int64, first in the body */
     Block *b = f->body;
@@ -385,8 +390,12 @@ RacePlan *race_plan(Arena *a, const Func *fwd, const AdSpec *spec)
             AccResult v = r ? access_injective(A, mine.v[r - 1], ACC_VARY_LANES)
                             : based ? access_private(A, mine.v, mine.n, 7)
                                     : (AccResult){ACC_UNKNOWN, "an address kad cannot express", NULL};
-            if (v.v == ACC_PROVEN)
+            if (v.v == ACC_PROVEN) {
+                for (int t = 0; r && t < plan->sites.n; t++)
+                    if (plan->sites.v[t].store == mine.v[r - 1])
+                        plan->sites.v[t].lanes_proven = true;
                 continue;
+            }
             if (v.v == ACC_PROVEN_IF && access_cond_host(A, v.cond, "_a", "_g")) {
                 vec_push(a, plan->skip, v.cond);
                 continue;

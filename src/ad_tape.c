@@ -259,7 +259,21 @@ static bool tape_record(Ad *ad, TapeLoop *tl, const Inst *in, int k, ValId c, bo
     return true;
 }
 
-bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear)
+/* Why the loop needs a tape, for its messages: a carried value that is
+ * not a linear accumulator, or (rep) a store that may write one element in
+ * several iterations, whose last write the reverse sweep finds by visiting
+ * the iterations backwards. */
+static const char *tape_reason(Ad *ad, const char *first, const Inst *rep)
+{
+    if (first)
+        return arena_printf(ad->a, "loop-carried value '%s' is not a linear accumulator, so kad records it on a tape",
+                            first);
+    return arena_printf(ad->a, "the store at line %d may write one element of its output in several iterations "
+                               "(the last write wins), so the backward visits the iterations backwards, on a tape",
+                        rep ? rep->loc.line : 0);
+}
+
+bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear, const Inst *rep)
 {
     const Block *body = in->regions[0];
     int n = in->nres;
@@ -270,20 +284,17 @@ bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear)
     const char *why = NULL;
     const Inst *st = ad->def[in->args[2]];
     if (!st || st->op != OP_CONST || st->ival == 0 || st->ival == INT64_MIN) {
-        diag_error(ad->d, in->loc,
-                   "loop-carried value '%s' is not a linear accumulator, so kad records it on a tape, "
-                   "which needs a loop whose step is a constant (not supported yet)",
-                   first);
+        diag_error(ad->d, in->loc, "%s, which needs a loop whose step is a constant (not supported yet)",
+                   tape_reason(ad, first, rep));
         return false;
     }
     const TapeExpr *lb = host_expr(ad, in->args[0], &why);
     const TapeExpr *ub = lb ? host_expr(ad, in->args[1], &why) : NULL;
     if (!ub) {
         diag_error(ad->d, in->loc,
-                   "loop-carried value '%s' is not a linear accumulator, so kad records it on a tape sized "
-                   "from the loop's trip count, computed on the host from the kernel's integer arguments "
+                   "%s sized from the loop's trip count, computed on the host from the kernel's integer arguments "
                    "and the grid; the %s bound of this loop %s (not supported yet)",
-                   first, lb ? "upper" : "lower", why);
+                   tape_reason(ad, first, rep), lb ? "upper" : "lower", why);
         return false;
     }
     TapeLoop tl = {.loop = in};
@@ -303,7 +314,8 @@ bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear)
             continue;
         }
         bool scalar = tape_scalar(ad, c);
-        ok &= tape_record(ad, &tl, in, k, c, scalar && affine_slot(ad, in, k, id, &tl.delta[k]), first, &what);
+        ok &= tape_record(ad, &tl, in, k, c, scalar && affine_slot(ad, in, k, id, &tl.delta[k]),
+                          first ? first : "the last write of a store", &what);
     }
     if (!ok)
         return false;
@@ -365,7 +377,7 @@ static bool while_bound(Ad *ad, const Inst *in, TapeLoop *tl, ValId c, int id, i
     return true;
 }
 
-bool ad_tape_plan_while(Ad *ad, const Inst *in)
+bool ad_tape_plan_while(Ad *ad, const Inst *in, const Inst *rep)
 {
     const Block *cond = in->regions[0], *body = in->regions[1];
     int n = in->nres;
@@ -386,7 +398,8 @@ bool ad_tape_plan_while(Ad *ad, const Inst *in)
         if (!uses(body, c))
             continue; /* not read by the body: nothing to record (the condition is not differentiated) */
         bool scalar = tape_scalar(ad, c);
-        ok &= tape_record(ad, &tl, in, k, c, scalar && affine_in(ad, body, 0, k, id, &tl.delta[k]), first, &what);
+        ok &= tape_record(ad, &tl, in, k, c, scalar && affine_in(ad, body, 0, k, id, &tl.delta[k]),
+                          first ? first : "the last write of a store", &what);
     }
     if (!ok)
         return false;

@@ -1694,11 +1694,11 @@ typedef struct TapeLoop {
 /* Plans the tape of `for` loop in (ad_analysis's validation; linear: by
  * carried slot, the linear accumulators).  False after a located error
  * saying why kad cannot tape it. */
-bool ad_tape_plan(struct Ad *ad, const struct Inst *in, const uint8_t *linear);
+bool ad_tape_plan(struct Ad *ad, const struct Inst *in, const uint8_t *linear, const struct Inst *rep);
 /* Plans the tape of `while` loop in, every differentiated carried float
  * recorded, its capacity a bound kad extracts from the condition (a
  * counter compared with a loop-invariant int) or spec->while_cap. */
-bool ad_tape_plan_while(struct Ad *ad, const struct Inst *in);
+bool ad_tape_plan_while(struct Ad *ad, const struct Inst *in, const struct Inst *rep);
 /* Is fw value v the same in every iteration of the loop whose body's
  * values ad_mark_defs stamped with id (defined outside it, or computed
  * inside by pure ops from such values only)? */
@@ -1866,6 +1866,7 @@ typedef struct Ad {
                         * after the backward */
     Access *acc;       /* fw's access analysis, or NULL */
     Vec(FuncGuard) guards; /* launch conditions the backward needs (check_loop_store) */
+    Access *vacc;          /* the access analysis of fw for the validation's proofs, once made */
     Vec(struct TapeLoop) tapes; /* the loops whose reverse sweep reads a tape (ad_tape.c) */
     const uint8_t *lanes; /* by ValId, or NULL: the values of a reduce's combine region while
                            * adj_reduce applies it to tiles; ad_rev.c types them lane_ty's shape */
@@ -2254,6 +2255,8 @@ typedef struct RaceSite {
     const Inst *store;
     int param; /* the parameter it stores into, or -1: a pointer selected among several */
     const char *why_programs, *why_lanes; /* a collision the analysis found (its witness), or NULL */
+    bool lanes_proven; /* its lanes write distinct elements in every launch: the check kernel's
+                        * own-code hits are then iterations overwriting (ordered), not a race */
 } RaceSite;
 typedef Vec(RaceSite) RaceSiteVec;
 /* Whether a launch of fwd may write one element of a differentiated output from two

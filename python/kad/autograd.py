@@ -139,19 +139,23 @@ def run_cpu(kernel, grid, values, mode, written=None):
     args, staged = _cpu_args(kernel, values, mode, written)
     kernel.run(grid, args, mode=mode)
     for span, v64 in staged:
-        span.copy_(v64)
+        if span is not None:
+            span.copy_(v64)
 
 
 def check_races_cpu(kernel, grid, values, mode, outs):
     """The one-writer check (docs/AD.md, "One writer per element") of a CPU launch of kernel
     with these values (as run_cpu takes them): a KadError, located at the store, when two
     programs or two lanes of one store write one element of an output in outs."""
-    args, _ = _cpu_args(kernel, values, mode, ())
+    args, keep = _cpu_args(kernel, values, mode, ())
     kernel.check_races(grid, args, outs, mode=mode)
+    del keep  # (the float64 copies the pointers in args address live until here)
 
 
 def _cpu_args(kernel, values, mode, written):
-    """run_cpu's arguments as the interpreter takes them, and the float64 copies to copy back."""
+    """run_cpu's arguments as the interpreter takes them, and the float64 copies: (span, copy) to
+    copy back, (None, copy) for one only read.  The caller holds the list until the kernel has
+    run: args hold raw addresses, so a copy not referenced here would be freed before it is read."""
     args, staged = [], []
     if isinstance(values, dict):
         values = [values[n] for n, _ in kernel.params]
@@ -163,8 +167,7 @@ def _cpu_args(kernel, values, mode, written):
                 and v.numel():
             span = storage_span(v)
             v64 = span.double()
-            if written is None or any(v is w for w in written):
-                staged.append((span, v64))
+            staged.append((span if written is None or any(v is w for w in written) else None, v64))
             v = v64
         args.append(Pointer(v.data_ptr(), span_bytes(v)))
     return args, staged

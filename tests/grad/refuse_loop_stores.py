@@ -1,13 +1,9 @@
-# Stores to outputs that kad refuses: iterations of a loop that may write
-# the same address (the offsets tile was hoisted out of the loop so that
-# its lanes overlap the next iteration's; a step that is too short only
-# under runtime values is accepted with a launch guard:
-# guard_loop_stores.py), an output both stored and
+# Stores to outputs that kad refuses: an output both stored and
 # atomically added to, a used atomic result, every lane of a store writing
 # the same address (y_ptr + offs * 0).  Several store sites:
-# refuse_store_twice.py.
+# refuse_store_twice.py.  (Iterations of a loop that write one element,
+# the last write winning, are differentiated: tests/kernels/loop_store.py.)
 # RUN: grad %s:store_and_atomic --ir --sig 'x_ptr=*fp32,y_ptr=*fp32' --wrt x_ptr --out y_ptr
-# RUN: grad %s:hoisted_arange_for --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=8' --wrt x_ptr --out y_ptr
 # RUN: grad %s:same_address_lanes --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=8' --wrt x_ptr --out y_ptr
 import triton
 import triton.language as tl
@@ -20,14 +16,6 @@ def store_and_atomic(x_ptr, y_ptr):
     tl.store(y_ptr + pid, x)
     old = tl.atomic_add(y_ptr + pid, x * x)
     tl.store(y_ptr + pid + 1, old)
-
-
-@triton.jit
-def hoisted_arange_for(x_ptr, y_ptr, BLOCK: tl.constexpr):
-    offs = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + offs)
-    for i in range(0, 4):
-        tl.store(y_ptr + i + offs, x * (i + 1.0))
 
 
 @triton.jit
