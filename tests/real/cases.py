@@ -868,3 +868,312 @@ def _(g, small):
     def ref(t):
         return dict(c_ptr=(t["A"].double() @ t["B"].double()).to(t["s1_ptr"].dtype) * t["s1_ptr"])
     return dict(A=A, B=B, s1_ptr=randn(g, M, 1, scale=1e-3)), launch, ref
+
+
+
+# ---------------------------------------------------------------- conch (conch-triton-kernels 1.3)
+
+CONCH = "conch"
+
+
+def _conch_act(gelu):
+    xn, on = ("in_ptr", "out_ptr") if gelu else ("x_ptr", "output_ptr")
+    def setup(g, small):
+        # conch.kernels.activation.{silu_and_mul,gelu_tanh_and_mul}.*_launcher (conch.ops.activation.*):
+        # x (T, 2d) -> act(x[:, :d]) * x[:, d:], one program per token, a loop over d in blocks of
+        # min(1024, np2(d)) (SiLU) / min(256, np2(d)) (GELU tanh); the large shapes take several blocks
+        T, d = (3, 10) if small else ((4, 300) if gelu else (3, 1100))
+        def launch(k, t):
+            x = t[xn]
+            out = empty(x, T, d)
+            if gelu:
+                beta = math.sqrt(2.0) * (2.0 / math.sqrt(math.pi)) * 0.5
+                k[(T,)](out, out.stride(-2), x, x.stride(-2), d, cxpr_block_size=min(256, np2(d)),
+                        cxpr_beta=beta, cxpr_kappa=0.044715)
+            else:
+                k[(T,)](output_ptr=out, x_ptr=x, output_stride=out.stride(-2), input_stride=x.stride(-2), d=d,
+                        cxpr_block_size=min(1024, np2(d)))
+            return {on: out}
+        def ref(t):
+            a, b = t[xn][:, :d], t[xn][:, d:]
+            return {on: (F.gelu(a, approximate="tanh") if gelu else F.silu(a)) * b}
+        return {xn: randn(g, T, 2 * d, scale=2.0)}, launch, ref
+    return setup
+
+
+case("conch_silu_and_mul", CONCH, "conch.kernels.activation.silu_and_mul", "_silu_and_mul_kernel",
+     ["x_ptr"], ["output_ptr"])(_conch_act(False))
+case("conch_gelu_tanh_and_mul", CONCH, "conch.kernels.activation.gelu_tanh_and_mul", "_gelu_tanh_and_mul_kernel",
+     ["in_ptr"], ["out_ptr"], tol=1e-4)(_conch_act(True))
+
+
+@case("conch_rms_norm", CONCH, "conch.kernels.normalization.rms_norm", "_rms_norm_kernel",
+      ["x_ptr", "weight_ptr"], ["output_ptr"])
+def _(g, small):
+    # conch.kernels.normalization.rms_norm.rms_norm_launcher: residual_ptr=None, cxpr_use_residual=False
+    T, N = (3, 20) if small else (6, 300)
+    def launch(k, t):
+        x = t["x_ptr"]
+        out = torch.empty_like(x)
+        k[(T,)](output_ptr=out, x_ptr=x, residual_ptr=None, weight_ptr=t["weight_ptr"], hidden_size=N,
+                epsilon=1e-6, cxpr_block_size=np2(N), cxpr_use_residual=False)
+        return dict(output_ptr=out)
+    return dict(x_ptr=randn(g, T, N), weight_ptr=randn(g, N, shift=1.0)), launch, \
+        lambda t: dict(output_ptr=_rms_ref(t["x_ptr"], t["weight_ptr"], 1e-6))
+
+
+@case("conch_fused_add_rms_norm", CONCH, "conch.kernels.normalization.rms_norm", "_rms_norm_kernel",
+      ["x_ptr", "residual_ptr", "weight_ptr"], ["x_ptr", "residual_ptr"])
+def _(g, small):
+    # conch.kernels.normalization.rms_norm.fused_add_rms_norm_launcher: in place, output_ptr=None,
+    # cxpr_use_residual=True: residual <- x + residual, x <- rmsnorm(x + residual) * w
+    T, N = (3, 20) if small else (6, 300)
+    def launch(k, t):
+        x, r = t["x_ptr"].clone(), t["residual_ptr"].clone()
+        k[(T,)](output_ptr=None, x_ptr=x, residual_ptr=r, weight_ptr=t["weight_ptr"], hidden_size=N,
+                epsilon=1e-6, cxpr_block_size=np2(N), cxpr_use_residual=True)
+        return dict(x_ptr=x, residual_ptr=r)
+    def ref(t):
+        s = t["x_ptr"] + t["residual_ptr"]
+        return dict(x_ptr=_rms_ref(s, t["weight_ptr"], 1e-6), residual_ptr=s)
+    return dict(x_ptr=randn(g, T, N), residual_ptr=randn(g, T, N), weight_ptr=randn(g, N, shift=1.0)), launch, ref
+
+
+@case("conch_gemma_rms_norm", CONCH, "conch.kernels.normalization.gemma_rms_norm", "_gemma_rms_norm_inplace_kernel",
+      ["x_ptr", "weights_ptr"], ["x_ptr"])
+def _(g, small):
+    # conch.kernels.normalization.gemma_rms_norm.gemma_rms_norm_inplace_launcher: in place,
+    # x <- x * rsqrt(mean(x^2) + eps) * (1 + w)
+    T, N = (3, 20) if small else (6, 300)
+    def launch(k, t):
+        x = t["x_ptr"].clone()
+        k[(T,)](x_ptr=x, weights_ptr=t["weights_ptr"], hidden_size=N, eps=1e-6, cxpr_block_size=np2(N))
+        return dict(x_ptr=x)
+    return dict(x_ptr=randn(g, T, N), weights_ptr=randn(g, N, scale=0.5)), launch, \
+        lambda t: dict(x_ptr=_rms_ref(t["x_ptr"], 1.0 + t["weights_ptr"], 1e-6))
+
+
+def _neox_rope_ref(x, cache, pos, H, hs):
+    # x (T, H * hs); cache (P, hs) = [cos | sin]; NeoX: the halves of each head rotate together
+    x = x.reshape(x.shape[0], H, hs)
+    cos, sin = cache[pos, None, : hs // 2], cache[pos, None, hs // 2:]
+    a, b = x[..., : hs // 2], x[..., hs // 2:]
+    return torch.cat([a * cos - b * sin, b * cos + a * sin], -1).reshape(x.shape[0], H * hs)
+
+
+@case("conch_rotary_embedding", CONCH, "conch.kernels.embedding.rotary_embedding", "_rotary_embedding_kernel",
+      ["query_ptr", "key_ptr", "cos_sin_cache_ptr"], ["query_ptr", "key_ptr"])
+def _(g, small):
+    # conch.kernels.embedding.rotary_embedding.rotary_embedding_launcher (NeoX, rot_dim = head_size):
+    # in place on query (T, H * hs) and key (T, HK * hs), one program per token
+    T, H, HK, hs, P = (3, 2, 1, 8, 5) if small else (6, 4, 2, 32, 12)
+    pos = torch.randint(0, P, (T,), generator=g)
+    def launch(k, t):
+        q, kk, cache = t["query_ptr"].clone(), t["key_ptr"].clone(), t["cos_sin_cache_ptr"]
+        k[(T,)](t["pos"], q, kk, cache, cache.shape[-1], q.stride(-2), kk.stride(-2), H, HK, hs, np2(hs))
+        return dict(query_ptr=q, key_ptr=kk)
+    def ref(t):
+        c = t["cos_sin_cache_ptr"]
+        return dict(query_ptr=_neox_rope_ref(t["query_ptr"], c, t["pos"], H, hs),
+                    key_ptr=_neox_rope_ref(t["key_ptr"], c, t["pos"], HK, hs))
+    return dict(query_ptr=randn(g, T, H * hs), key_ptr=randn(g, T, HK * hs), cos_sin_cache_ptr=randn(g, P, hs),
+                pos=pos), launch, ref
+
+
+# ---------------------------------------------------------------- lightning-attn 0.0.5
+
+LA = "lightning_attn"
+
+
+def _la_decay(s, n):
+    # D[h, i, j] = exp(-s_h (i - j)) for i >= j, else 0 (s: log lambda per head)
+    i = torch.arange(n, dtype=s.dtype)
+    diff = i[:, None] - i[None, :]
+    return torch.where(diff >= 0, torch.exp(-s[:, None, None] * diff.clamp(min=0)), torch.zeros_like(diff))
+
+
+def _la_fwd(decay):
+    def setup(g, small):
+        # lightning_attn.ops.triton.lightning_attn2{,_no_decay}.LightningAttention2{,NoDecay}.forward:
+        # q, k (b, h, n, d), v (b, h, n, e); BLOCK = 64, NUM_BLOCK = cdiv(n, 64), BLOCK_MODEL = min(np2(e), 32),
+        # grid (b * h, cdiv(e, BLOCK_MODEL)); o = (q k^T * D) v with D the causal (decay) mask, the
+        # blocks before the current one carried in kv = sum k^T v
+        b, h, n, d, e = (1, 2, 10, 4, 4) if small else (1, 2, 100, 16, 64)
+        def launch(k, t):
+            q, kk, v = t["Q"], t["K"], t["V"]
+            o = empty(q, b, h, n, e)
+            BM = min(np2(e), 32)
+            args = (q, kk, v, o) + ((t["S"],) if decay else ()) + (b, h, n, d, e)
+            k[(b * h, cdiv(e, BM))](*args, BLOCK=64, NUM_BLOCK=cdiv(n, 64), BLOCK_MODEL=BM)
+            return dict(Out=o)
+        def ref(t):
+            s = t["S"] if decay else torch.zeros(h, dtype=t["Q"].dtype)
+            att = t["Q"] @ t["K"].transpose(-1, -2) * _la_decay(s, n)
+            return dict(Out=att @ t["V"])
+        leaves = dict(Q=randn(g, b, h, n, d), K=randn(g, b, h, n, d), V=randn(g, b, h, n, e))
+        if decay:
+            leaves["S"] = randn(g, h, scale=0.05, shift=0.2)
+        return leaves, launch, ref
+    return setup
+
+
+case("la_fwd_decay", LA, "lightning_attn.ops.triton.lightning_attn2", "_fwd_kernel", ["Q", "K", "V", "S"],
+     ["Out"], tol=1e-4)(_la_fwd(True))
+case("la_fwd_no_decay", LA, "lightning_attn.ops.triton.lightning_attn2_no_decay", "_fwd_kernel", ["Q", "K", "V"],
+     ["Out"], tol=1e-4)(_la_fwd(False))
+
+
+def _la_bwd_ref(t, n, decay, part):
+    # the gradients of o = (q k^T * D) v: dq = (do v^T * D) k, dk = (do v^T * D)^T q, dv = (q k^T * D)^T do,
+    # D restricted to pairs in one 64-block (part "intra") or in different blocks (part "inter")
+    h = t["Q"].shape[1]
+    blk = torch.arange(n) // 64
+    same = blk[:, None] == blk[None, :]
+    D = _la_decay(t["S"] if decay else torch.zeros(h, dtype=t["Q"].dtype), n) * (same if part == "intra" else ~same)
+    dqk = t["DO"] @ t["V"].transpose(-1, -2) * D
+    qk = t["Q"] @ t["K"].transpose(-1, -2) * D
+    return dict(DQ=dqk @ t["K"], DK=dqk.transpose(-1, -2) @ t["Q"], DV=qk.transpose(-1, -2) @ t["DO"])
+
+
+def _la_bwd(decay, part):
+    def setup(g, small):
+        # lightning_attn.ops.triton.lightning_attn2{,_no_decay}.LightningAttention2{,NoDecay}.backward:
+        # BLOCK = 64, CBLOCK = 32; "intra": its first launch, grid (b * h, NUM_BLOCK), the contributions of
+        # each 64-block to itself, written to fresh dq, dk, dv; "inter": its second, grid (b * h,), one
+        # program per head walking the blocks (forward for dq, backward for dk, dv) and adding the other
+        # blocks' contributions to the intra results in place
+        b, h, n, d, e = ((1, 2, 10, 4, 4) if part == "intra" else (1, 2, 70, 4, 4)) if small else (1, 2, 150, 16, 16)
+        def launch(k, t):
+            sargs = (t["S"],) if decay else ()
+            if part == "intra":
+                dq, dk, dv = torch.empty_like(t["Q"]), torch.empty_like(t["K"]), torch.empty_like(t["V"])
+                grid = (b * h, cdiv(n, 64))
+            else:
+                dq, dk, dv = t["DQ"].clone(), t["DK"].clone(), t["DV"].clone()
+                grid = (b * h,)
+            k[grid](t["Q"], t["K"], t["V"], *sargs, t["DO"], dq, dk, dv, b, h, n, d, e, BLOCK=64,
+                    NUM_BLOCK=cdiv(n, 64), CBLOCK=32, NUM_CBLOCK=2)
+            return dict(DQ=dq, DK=dk, DV=dv)
+        def ref(t):
+            r = _la_bwd_ref(t, n, decay, part)
+            return r if part == "intra" else {x: t[x] + r[x] for x in r}
+        leaves = dict(Q=randn(g, b, h, n, d), K=randn(g, b, h, n, d), V=randn(g, b, h, n, e), DO=randn(g, b, h, n, e))
+        if decay:
+            leaves["S"] = randn(g, h, scale=0.05, shift=0.2)
+        if part == "inter":
+            leaves.update(DQ=randn(g, b, h, n, d), DK=randn(g, b, h, n, d), DV=randn(g, b, h, n, e))
+        return leaves, launch, ref
+    return setup
+
+
+for _mod, _decay in (("lightning_attn2", True), ("lightning_attn2_no_decay", False)):
+    for _part in ("intra", "inter"):
+        _ins = ["Q", "K", "V"] + (["S"] if _decay else []) + ["DO"] + (["DQ", "DK", "DV"] if _part == "inter" else [])
+        case(f"la_bwd_{_part}{'_decay' if _decay else '_no_decay'}", LA, f"lightning_attn.ops.triton.{_mod}",
+             f"_bwd_{_part}_kernel", _ins, ["DQ", "DK", "DV"], tol=1e-4)(_la_bwd(_decay, _part))
+
+
+# ---------------------------------------------------------------- triton-kernels 0.1.0 (Kernelize AI)
+
+def _tk_rope(neox):
+    def setup(g, small):
+        # triton_kernels.rotary_embedding.run(): in place on query (T, H, hs) and key (T, HK, hs),
+        # grid (T,), rot_dim = head_size, BLOCK_SIZE_ROT = 256, DO_KEY_ROPE=True; cache (P, rot_dim) =
+        # [cos | sin]; NeoX rotates the halves, GPT-J (IS_NEOX=False) the even/odd pairs
+        T, H, HK, hs, P = (3, 2, 1, 8, 5) if small else (4, 8, 2, 80, 12)
+        pos = torch.randint(0, P, (T,), generator=g)
+        def launch(k, t):
+            q, kk, cache = t["Query_ptr"].clone(), t["Key_ptr"].clone(), t["CosSinCache_ptr"]
+            k[(T,)](t["pos"], q, kk, cache, q.stride(0), kk.stride(0), q.stride(1), H, HK, hs, hs,
+                    IS_NEOX=neox, DO_KEY_ROPE=True, BLOCK_SIZE_ROT=256)
+            return dict(Query_ptr=q, Key_ptr=kk)
+        def rope(x, c, p):
+            cos, sin = c[p, None, : hs // 2], c[p, None, hs // 2:]
+            if neox:
+                a, b = x[..., : hs // 2], x[..., hs // 2:]
+                return torch.cat([a * cos - b * sin, b * cos + a * sin], -1)
+            a, b = x[..., 0::2], x[..., 1::2]
+            return torch.stack([a * cos - b * sin, b * cos + a * sin], -1).reshape(x.shape)
+        def ref(t):
+            c, p = t["CosSinCache_ptr"], t["pos"]
+            return dict(Query_ptr=rope(t["Query_ptr"], c, p), Key_ptr=rope(t["Key_ptr"], c, p))
+        return dict(Query_ptr=randn(g, T, H, hs), Key_ptr=randn(g, T, HK, hs), CosSinCache_ptr=randn(g, P, hs),
+                    pos=pos), launch, ref
+    return setup
+
+
+for _v, _neox in (("neox", True), ("gptj", False)):
+    case(f"tk_rotary_embedding_{_v}", "triton_kernels", "triton_kernels.rotary_embedding", "rotary_embedding_kernel",
+         ["Query_ptr", "Key_ptr", "CosSinCache_ptr"], ["Query_ptr", "Key_ptr"])(_tk_rope(_neox))
+
+
+# ---------------------------------------------------------------- cut-cross-entropy 25.1.1 (Apple)
+
+CCE = "cut_cross_entropy"
+
+
+@case("cce_indexed_neg_dot", CCE, "cut_cross_entropy.indexed_dot", "_indexed_neg_dot_forward_kernel", ["E", "C"],
+      ["Out"])
+def _(g, small):
+    # cut_cross_entropy.indexed_dot.indexed_neg_dot_forward_kernel(e, c, inds) (valids None, shift False,
+    # CCE_AUTOTUNE unset: BLOCK_B = 128, BLOCK_D = 256): out[b] = -<e[b], c[inds[b]]>, atomically
+    # added over the D blocks into zeros
+    B, V, D = (5, 7, 20) if small else (150, 40, 300)
+    inds = torch.randint(0, V, (B,), generator=g)
+    def launch(k, t):
+        from cut_cross_entropy.tl_utils import b_bin_fn
+        e, c = t["E"], t["C"]
+        out = torch.zeros(B, dtype=e.dtype, device=e.device)
+        k[lambda META: (cdiv(B, META["BLOCK_B"]) * cdiv(D, META["BLOCK_D"]),)](
+            e, c, t["inds"], None, out, B, D, *e.stride(), *c.stride(), t["inds"].stride(0), 1,
+            B_BIN=b_bin_fn(B), SHIFT=False)
+        return dict(Out=out)
+    return dict(E=randn(g, B, D), C=randn(g, V, D), inds=inds), launch, \
+        lambda t: dict(Out=-(t["E"] * t["C"][t["inds"]]).sum(1))
+
+
+@case("cce_lse_forward", CCE, "cut_cross_entropy.cce_lse_forward", "_cce_lse_forward_kernel", ["E", "C"], ["LSE"])
+def _(g, small):
+    # cut_cross_entropy.cce_lse_forward.cce_lse_forward_kernel(e, c) (no valids, softcap, logit average;
+    # CCE_AUTOTUNE unset: BLOCK_B = 256, BLOCK_V = 128, BLOCK_D = 32): lse[b] = logsumexp_v <e[b], c[v]>,
+    # each V block merged into lse under a spin lock (atomic_cas) per group of rows
+    B, V, D = (5, 7, 20) if small else (40, 200, 48)
+    def launch(k, t):
+        from cut_cross_entropy.tl_utils import b_bin_fn
+        e, c = t["E"], t["C"]
+        lse = torch.full((B,), -float("inf"), dtype=e.dtype, device=e.device)
+        locks = torch.zeros(cdiv(B, 128), dtype=torch.uint32, device=e.device)
+        k[lambda META: (cdiv(B, META["BLOCK_B"]) * cdiv(V, META["BLOCK_V"]),)](
+            e, c, lse, None, locks, None, None, B, V, D, *e.stride(), *c.stride(), lse.stride(0), 1,
+            num_locks=locks.size(0), B_BIN=b_bin_fn(B))
+        return dict(LSE=lse)
+    return dict(E=randn(g, B, D, scale=0.5), C=randn(g, V, D, scale=0.5)), launch, \
+        lambda t: dict(LSE=torch.logsumexp(t["E"] @ t["C"].T, 1))
+
+
+@case("conch_paged_attention_reduce", CONCH, "conch.kernels.attention.paged_attention",
+      "_paged_attention_reduce_splits_kernel", ["output_scratchpad_ptr", "lse_scratchpad_ptr"], ["output_ptr"])
+def _(g, small):
+    # conch.kernels.attention.paged_attention.paged_attention_launcher, its stage 2 (grid (batch, query
+    # heads)): each sequence's split outputs merged by their log-sum-exps, over the
+    # cdiv(cdiv(seq_len, cache_block_size), num_cache_blocks_per_split) splits its length covers (a
+    # trip count loaded from seq_lens)
+    Bt, S, H, hs, cbs, per = (2, 3, 2, 6, 4, 1) if small else (3, 6, 4, 40, 8, 2)
+    seq_lens = torch.randint(1, S * per * cbs + 1, (Bt,), generator=g)
+    seq_lens[0] = S * per * cbs  # one sequence that uses every split
+    def launch(k, t):
+        o, l = t["output_scratchpad_ptr"], t["lse_scratchpad_ptr"]
+        out = empty(o, Bt, H, hs)
+        k[(Bt, H)](out, o, l, t["seq_lens"], per, hs, out.stride(0), out.stride(1), o.stride(0), o.stride(1),
+                   o.stride(2), l.stride(0), l.stride(1), cbs, np2(hs))
+        return dict(output_ptr=out)
+    def ref(t):
+        o, l = t["output_scratchpad_ptr"], t["lse_scratchpad_ptr"]
+        outs = []
+        for b in range(Bt):
+            ns = cdiv(cdiv(int(t["seq_lens"][b]), cbs), per)
+            w = torch.softmax(l[b, :ns], 0)  # (ns, H)
+            outs.append((w[..., None] * o[b, :ns]).sum(0))
+        return dict(output_ptr=torch.stack(outs))
+    return dict(output_scratchpad_ptr=randn(g, Bt, S, H, hs), lse_scratchpad_ptr=randn(g, Bt, S, H, scale=2.0),
+                seq_lens=seq_lens.to(torch.int32)), launch, ref

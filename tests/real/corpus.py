@@ -97,7 +97,9 @@ def empty(t, *shape, dtype=None):
 # ---------------------------------------------------------------------------
 # library versions and kernel objects
 
-LIBS = {"flag_gems": "flag-gems", "xformers": "xformers", "torchao": "torchao", "bitsandbytes": "bitsandbytes"}
+LIBS = {"flag_gems": "flag-gems", "xformers": "xformers", "torchao": "torchao", "bitsandbytes": "bitsandbytes",
+        "conch": "conch-triton-kernels", "cut_cross_entropy": "cut-cross-entropy", "lightning_attn": "lightning-attn",
+        "triton_kernels": "triton-kernels"}
 
 
 def version(lib):
@@ -137,6 +139,8 @@ REASONS = [
     # (class, regex on kad's message).  Part 2 and the loop and access-analysis issues are the
     # open issues of the tracker; "conventions" are the calling conventions of issue 7 (a case still
     # refused for one of them is a gap to fix there).
+    ("conventions: tensor dtypes kad does not take", r"is a torch\.\w+ tensor: kad supports"),
+    ("kernel reads out of bounds (the interpreter's bounds check)", r"out-of-bounds (load|store)"),
     ("part 2: block pointers", r"make_block_ptr|block pointer|tl\.advance"),
     ("part 2: tensor descriptors", r"tensor_descriptor|tensor descriptor"),
     ("part 2: scans and reductions with a combine function", r"cumsum|cumprod|associative_scan|\bscan\b|tl\.reduce"),
@@ -154,6 +158,61 @@ REASONS = [
     ("conventions: in-place kernels", r"alias|load from output|in-place|in place|listed as both input and output"),
     ("conventions: imports of helpers across modules", r"is imported from|not defined|unknown name|undefined"),
 ]
+
+
+# Why each family of refusals that the corpus meets is refused, and what would lift it; the document
+# (docs/COVERAGE.md) prints the note under the family, and run.py fails a run whose refusals fall in
+# a family without one.
+NOTES = {
+    "conventions: tensor dtypes kad does not take":
+        "kad's Python package maps each tensor argument's dtype to one of its storage types and refuses "
+        "the others before compiling. cut-cross-entropy's lse kernel takes its spin locks as a "
+        "torch.uint32 tensor (unsigned 32-bit integers, which kad has no storage type for). Lifting it: "
+        "a u32 storage type. Past it (checked by passing int32 locks) the kernel meets `tl.atomic_cas`, "
+        "which kad does not support yet: each program takes a spin lock (`while tl.atomic_cas(...) == 1`) "
+        "around a load, logaddexp and store of its rows of LSE, a read-modify-write of an output that would "
+        "also need the in-place proof of the store-to-load family, and a merge order that differs "
+        "between runs (the gradient does not depend on it).",
+    "kernel reads out of bounds (the interpreter's bounds check)":
+        "The interpreter checks every unmasked lane of a load against its buffer and refuses an "
+        "out-of-bounds read instead of returning garbage. FlagGems' celoss_indices_kernel loads "
+        "inp[tgt] under `tgt_mask` only, so for a target equal to ignore_index (-100) it reads before "
+        "the start of `inp` (on a GPU: whatever is there, multiplied by a zero weight afterwards, which "
+        "turns into NaN should that memory hold an inf or NaN). This is a bug of the library's kernel, "
+        "not a gap of kad; masking that load with `ignore_mask` (as the library does for the weight "
+        "load) would lift it. The case keeps ignore_index in its targets since the library's own "
+        "wrapper (CrossEntropyLoss.forward) passes them through.",
+    "access analysis: in-place buffer read after a write (store-to-load proof)":
+        "A kernel that updates a buffer in place and later loads from it again: kad must know whether the "
+        "load sees the launch's value or one the kernel wrote. It proves the former only when a store "
+        "through the same pointer value and mask follows the load in its block. xformers' "
+        "_rms_norm_add_kernel writes x + y to x in its first loop and reads it back in its second (the "
+        "values it wrote). Lifting it: store-to-load forwarding across loops (the second loop's load, same "
+        "addresses and mask as the first loop's store in the same program, reads the stored value, which "
+        "kad would then differentiate as that value).",
+    "access analysis: stores in loops / several store sites":
+        "The reverse sweep needs, for each element of an output, the one store whose value the caller "
+        "sees. With several store sites inside a loop, kad must prove that no two of them (or two "
+        "iterations) write one element; it does so for stores through one pointer value, for stores "
+        "outside loops and for iterations it can prove disjoint. The rotary-embedding kernels (conch, "
+        "triton-kernels) store both halves of each rotated pair in place, at x_index and "
+        "x_index + rot_dim/2 (or 2r and 2r+1), computed with `//` and `%` of a loop-advanced lane index. "
+        "Lifting it: an injectivity proof over the pair of store sites and the loop (the two index maps "
+        "have disjoint images since the offset lies in [0, rot_dim/2)), i.e. the disjointness of affine "
+        "maps composed with div/mod by the same constant.",
+    "loop issue: tape / non-linear loop-carried value":
+        "A loop whose reverse sweep reads a recorded value (a tape of a non-linear carried value, e.g. "
+        "a running state multiplied by a decay) also has to rebuild its carried pointers and integers "
+        "backwards; kad recomputes them only when each iteration advances them by one loop-invariant "
+        "step (p += step) in that loop itself. lightning-attn's _bwd_inter_kernel advances its block "
+        "pointers in inner loops (`for j in range(NUM_CBLOCK)`) nested in the outer block loop, so the "
+        "outer loop's per-iteration step is the inner loop's total (NUM_CBLOCK * CBLOCK * d), and its "
+        "dk/dv loop walks backwards. Lifting it: deriving a carried pointer's per-iteration advance "
+        "through nested constant-trip-count loops (or recording pointer offsets on the tape), then the "
+        "in-place accumulation into DQ/DK/DV it also does (load, add, store through one pointer value).",
+    "unclassified":
+        "A refusal whose message matches no class of corpus.REASONS: add a class (and a note here).",
+}
 
 
 def classify(c, message):

@@ -7,8 +7,9 @@
 --update-expected   rewrites tests/real/expected.txt with this run's statuses.
 
 Exit status 1 when a case is `wrong`, when a case expected `correct` in
-tests/real/expected.txt is not, or when a case is `error` without being
-expected so; refusals are allowed and recorded.  On a GPU machine:
+tests/real/expected.txt is not, when a case is `error` without being
+expected so, or when a refusal falls in a family without a note in
+corpus.NOTES; refusals are allowed and recorded.  On a GPU machine:
     KAD_TEST_DEVICE=cuda .venv/bin/python tests/real/run.py
 """
 import argparse
@@ -23,6 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import corpus  # noqa: E402
+from corpus import Result  # noqa: E402
 import cases  # noqa: E402,F401  (registers the cases)
 
 EXPECTED = os.path.join(HERE, "expected.txt")
@@ -111,9 +113,14 @@ def write_doc(results, seconds):
     for c, r in results:
         if r.status == "refused":
             by[r.reason].append(c.id)
-    out += ["", "## Refusals by reason", ""]
+    out += ["", "## Refusals by reason", "",
+            "Each family: its cases, then why kad refuses them and what would lift it (tests/real/corpus.py NOTES).",
+            ""]
     for reason in sorted(by):
         out.append(f"- {reason} ({len(by[reason])}): " + ", ".join(by[reason]))
+        out.append("")
+        out.append("  " + corpus.NOTES.get(reason, "(no note: add one to tests/real/corpus.py NOTES)"))
+        out.append("")
     os.makedirs(os.path.dirname(DOC), exist_ok=True)
     with open(DOC, "w") as f:
         f.write("\n".join(out) + "\n")
@@ -171,6 +178,9 @@ def main():
             write_doc(results, seconds)
     if a.update_expected and not a.k:
         write_expected(results)
+    for c, r in results:
+        if r.status == "refused" and r.reason not in corpus.NOTES:
+            failures.append((c, Result(r.status, f"refusal family {r.reason!r} has no note in corpus.NOTES")))
     for c, r in failures:
         print(f"FAILED {c.id}: {r.status}: {r.detail}")
     print(f"real: {len(results) - len(failures)} passed, {len(failures)} failed")
