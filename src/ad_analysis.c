@@ -1164,26 +1164,15 @@ static LoopStore loop_store_kind(Ad *ad, const Inst *st, AccResult *out)
     return LS_REPEATS;
 }
 
-/* The first store under b (at any depth) into one differentiated output
- * that may write one element in several iterations of the loops around
- * it, or NULL.  The reverse sweep must then visit those iterations
- * backwards: each store reads its gradient and clears it (adj_store), so
- * the last write gets the gradient and every earlier one none. */
-static const Inst *repeating_store(Ad *ad, const Block *b)
+/* The loops around st must run their adjoints backwards over the iterations: st's writes are
+ * ordered by the iterations (a store writing one element in several, or two store sites that
+ * meet), and the reverse sweep finds the last write by reading and clearing each store's
+ * gradient in reverse order.  Counted (Ad.nrev): each enclosing loop, validated before its tape
+ * is planned, puts itself on a tape when its body added one. */
+static void need_reverse(Ad *ad, const Inst *st)
 {
-    for (int i = 0; i < b->insts.n; i++) {
-        const Inst *in = &b->insts.v[i];
-        for (int r = 0; r < in->nregions; r++) {
-            const Inst *st = repeating_store(ad, in->regions[r]);
-            if (st)
-                return st;
-        }
-        if (in->op != OP_STORE || ad->root[in->args[0]] <= 0 || !ad_role_writes(ad_root_role(ad, in->args[0])))
-            continue;
-        if (loop_store_kind(ad, in, NULL) == LS_REPEATS)
-            return in;
-    }
-    return NULL;
+    ad->nrev++;
+    ad->rev_store = st;
 }
 
 static void check_loop_store(Ad *ad, const Inst *st, ValId p)
@@ -1205,8 +1194,9 @@ static void check_loop_store(Ad *ad, const Inst *st, ValId p)
     int root = ad->root[p];
     if (root > 0) {
         /* the last write wins: the enclosing loops' adjoints run backwards (their tapes, planned
-         * with repeating_store), and the stores read and clear their gradient */
+         * after their bodies: need_reverse), and the stores read and clear their gradient */
         ad->cleared[root - 1] = 1;
+        need_reverse(ad, st);
         return;
     }
     const char *why = r.v == ACC_PROVEN_IF
@@ -1609,11 +1599,17 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
                         (!o->loop_depth && !loop_depth && sites_exclusive(o, &site)) ||
                         sites_disjoint(ad, o, &site))
                         continue;
-                    if (!o->loop_depth && !loop_depth && r > 0 && o->root == r) {
+                    if (r > 0 && o->root == r) {
                         /* the later store wins where they meet, whatever their addresses: the
                          * backward's reverse sweep reads each store's gradient and clears it
-                         * (adj_store), so the earlier store then reads zeros there */
+                         * (adj_store), so the earlier store then reads zeros there.  In loops,
+                         * the loops around the later store run backwards, so that its
+                         * iterations and the earlier store's in a loop they share are visited
+                         * last write first (a loop around the earlier store alone needs that
+                         * only if its own iterations repeat an element: check_loop_store) */
                         ad->cleared[r - 1] = 1;
+                        if (loop_depth || o->loop_depth)
+                            need_reverse(ad, in);
                         continue;
                     }
                     diag_error(ad->d, in->loc,
@@ -1656,12 +1652,13 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
                     tape |= !lin[k];
                 }
             }
-            /* a store that may write one element in several iterations: the last write wins,
-             * which the reverse sweep finds by visiting the iterations backwards (a tape) */
-            const Inst *rep = repeating_store(ad, r);
-            if (tape || rep)
-                ad_tape_plan(ad, in, lin, rep);
+            /* a store under it whose writes the iterations order (need_reverse): the reverse
+             * sweep visits the iterations backwards, on a tape; planned after the body (at the
+             * loop's place in the tapes' order) */
+            int at = ad->tapes.n, nrev = ad->nrev;
             validate_block(ad, r, loop_depth + 1, in, path, npath, sites, &here);
+            if (tape || ad->nrev > nrev)
+                ad_tape_plan(ad, in, lin, ad->nrev > nrev ? ad->rev_store : NULL, at);
             break;
         }
         case OP_WHILE: {
@@ -1673,11 +1670,11 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
             for (int k = 0; k < in->nres; k++)
                 tape |= ad_active(ad, c->params[k]) || ad_active(ad, in->regions[1]->params[k]) ||
                         ad_active(ad, in->res[k]);
-            const Inst *rep = repeating_store(ad, in->regions[1]);
-            if (tape || rep)
-                ad_tape_plan_while(ad, in, rep);
+            int at = ad->tapes.n, nrev = ad->nrev;
             validate_block(ad, c, loop_depth + 1, NULL, path, npath, sites, &here); /* no stores in a condition */
             validate_block(ad, in->regions[1], loop_depth + 1, in, path, npath, sites, &here);
+            if (tape || ad->nrev > nrev)
+                ad_tape_plan_while(ad, in, ad->nrev > nrev ? ad->rev_store : NULL, at);
             break;
         }
         case OP_IF:

@@ -259,6 +259,18 @@ static bool tape_record(Ad *ad, TapeLoop *tl, const Inst *in, int k, ValId c, bo
     return true;
 }
 
+/* Adds tl to ad->tapes at index at: a loop is planned after its body (whose loops' tapes come
+ * first), and its tape keeps its place in program order (the backward's tape parameters). */
+static void tape_insert(Ad *ad, TapeLoop tl, int at)
+{
+    vec_push(ad->a, ad->tapes, tl);
+    for (int i = ad->tapes.n - 1; i > at; i--) {
+        TapeLoop t = ad->tapes.v[i];
+        ad->tapes.v[i] = ad->tapes.v[i - 1];
+        ad->tapes.v[i - 1] = t;
+    }
+}
+
 /* Why the loop needs a tape, for its messages: a carried value that is
  * not a linear accumulator, or (rep) a store that may write one element in
  * several iterations, whose last write the reverse sweep finds by visiting
@@ -273,7 +285,7 @@ static const char *tape_reason(Ad *ad, const char *first, const Inst *rep)
                         rep ? rep->loc.line : 0);
 }
 
-bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear, const Inst *rep)
+bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear, const Inst *rep, int at)
 {
     const Block *body = in->regions[0];
     int n = in->nres;
@@ -328,7 +340,7 @@ bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear, const Inst *rep
     tl.ckpt = ad->spec->tape_budget > 0; /* a budget: every taped `for` is checkpointed */
     tl.revolve = tl.ckpt && !tape_expr_has_pid(tl.trips); /* else two-level: trips differ by program */
     names_of(ad, &tl, body, 1);
-    vec_push(ad->a, ad->tapes, tl);
+    tape_insert(ad, tl, at);
     return true;
 }
 
@@ -377,7 +389,7 @@ static bool while_bound(Ad *ad, const Inst *in, TapeLoop *tl, ValId c, int id, i
     return true;
 }
 
-bool ad_tape_plan_while(Ad *ad, const Inst *in, const Inst *rep)
+bool ad_tape_plan_while(Ad *ad, const Inst *in, const Inst *rep, int at)
 {
     const Block *cond = in->regions[0], *body = in->regions[1];
     int n = in->nres;
@@ -414,7 +426,7 @@ bool ad_tape_plan_while(Ad *ad, const Inst *in, const Inst *rep)
     }
     tl.what = what.len ? buf_str(&what) : "";
     names_of(ad, &tl, body, 0);
-    vec_push(ad->a, ad->tapes, tl);
+    tape_insert(ad, tl, at);
     return true;
 }
 

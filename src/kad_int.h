@@ -1691,14 +1691,17 @@ typedef struct TapeLoop {
 #define KAD_WHILE_CAP_DEFAULT 1024
 /* Elements before a `while` tape's slots: element 0 is its overflow flag. */
 #define KAD_TAPE_HEAD 4
-/* Plans the tape of `for` loop in (ad_analysis's validation; linear: by
- * carried slot, the linear accumulators).  False after a located error
- * saying why kad cannot tape it. */
-bool ad_tape_plan(struct Ad *ad, const struct Inst *in, const uint8_t *linear, const struct Inst *rep);
+/* Plans the tape of `for` loop in (ad_analysis's validation, after the
+ * loop's body; linear: by carried slot, the linear accumulators; rep: a
+ * store under it whose writes the iterations order, which alone puts the
+ * loop on a tape, for the messages; at: the tape's index in Ad.tapes,
+ * program order).  False after a located error saying why kad cannot
+ * tape it. */
+bool ad_tape_plan(struct Ad *ad, const struct Inst *in, const uint8_t *linear, const struct Inst *rep, int at);
 /* Plans the tape of `while` loop in, every differentiated carried float
  * recorded, its capacity a bound kad extracts from the condition (a
  * counter compared with a loop-invariant int) or spec->while_cap. */
-bool ad_tape_plan_while(struct Ad *ad, const struct Inst *in, const struct Inst *rep);
+bool ad_tape_plan_while(struct Ad *ad, const struct Inst *in, const struct Inst *rep, int at);
 /* Is fw value v the same in every iteration of the loop whose body's
  * values ad_mark_defs stamped with id (defined outside it, or computed
  * inside by pure ops from such values only)? */
@@ -1867,6 +1870,8 @@ typedef struct Ad {
     Access *acc;       /* fw's access analysis, or NULL */
     Vec(FuncGuard) guards; /* launch conditions the backward needs (check_loop_store) */
     Access *vacc;          /* the access analysis of fw for the validation's proofs, once made */
+    int nrev;              /* stores whose enclosing loops must run backwards (need_reverse) */
+    const Inst *rev_store; /* the last of them (for messages) */
     Vec(struct TapeLoop) tapes; /* the loops whose reverse sweep reads a tape (ad_tape.c) */
     const uint8_t *lanes; /* by ValId, or NULL: the values of a reduce's combine region while
                            * adj_reduce applies it to tiles; ad_rev.c types them lane_ty's shape */

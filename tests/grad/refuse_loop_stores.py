@@ -1,7 +1,7 @@
 # Stores to outputs that kad refuses: an output both stored and
 # atomically added to, a used atomic result, every lane of a store writing
-# the same address (y_ptr + offs * 0).  Several store sites:
-# refuse_store_twice.py.  (Iterations of a loop that write one element,
+# the same address (y_ptr + offs * 0).  (Several store sites:
+# store_twice.py, store_before_loop.py; iterations of a loop that write one element,
 # the last write winning, are differentiated: tests/kernels/loop_store.py.)
 # RUN: grad %s:store_and_atomic --ir --sig 'x_ptr=*fp32,y_ptr=*fp32' --wrt x_ptr --out y_ptr
 # RUN: grad %s:same_address_lanes --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=8' --wrt x_ptr --out y_ptr

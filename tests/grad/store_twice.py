@@ -6,7 +6,7 @@
 # The same in the body of a chunked loop whose iterations write disjoint
 # addresses (chunked_twice).  Two stores proven never to write one element
 # (disjoint_halves: a row's two halves) each read their own part of d_y;
-# the launcher guards the stride condition.  Refusals: refuse_store_twice.py.
+# the launcher guards the stride condition.  A store before a loop and one in it: store_before_loop.py.
 # RUN: grad %s:overwrite_all --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=16' --wrt x_ptr --out y_ptr
 # RUN: grad %s:overwrite_masked --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,k=i32,BLOCK=16' --wrt x_ptr --out y_ptr
 # RUN: grad %s:three_stores --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=16' --wrt x_ptr --out y_ptr

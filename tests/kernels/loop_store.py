@@ -136,3 +136,19 @@ def scattered_state(x_ptr, idx_ptr, y_ptr, T, D: tl.constexpr):
         x = tl.load(x_ptr + (row * T + t) * D + offs)
         h = h * 0.5 + x * x
         tl.store(y_ptr + dst * D + offs, h)
+
+
+@triton.jit
+def rotary_inplace_loop(q_ptr, cos_ptr, sin_ptr, stride_t, stride_h, H, HALF: tl.constexpr):
+    # rotary embedding in place, one program per token, a loop over the heads: the two halves of
+    # each head are loaded, rotated and stored back by two tl.store calls (two sites in a loop)
+    t = tl.program_id(0)
+    offs = tl.arange(0, HALF)
+    c = tl.load(cos_ptr + t * HALF + offs)
+    s = tl.load(sin_ptr + t * HALF + offs)
+    for h in range(H):
+        base = q_ptr + t * stride_t + h * stride_h
+        x1 = tl.load(base + offs)
+        x2 = tl.load(base + HALF + offs)
+        tl.store(base + offs, x1 * c - x2 * s)
+        tl.store(base + HALF + offs, x2 * c + x1 * s)

@@ -28,8 +28,8 @@ the max.
 
 The kernels of tests/grad/shift_invariant.py, shared_atomic.py,
 store_twice.py, dot_batched.py and select_ptr.py (GRAD_FILES) pass the checker for two seeds, with padded
-sizes (BLOCK larger than n) where masks apply; refuse_store_twice.py's
-kernels are refused at the second store.
+sizes (BLOCK larger than n) where masks apply; store_before_loop.py's
+kernel (a store before a loop and one in it) passes it too.
 """
 import dataclasses
 import os
@@ -437,25 +437,20 @@ def test_dropped_max_has_no_tie_mask():
             ("dropped" if k.drop else "kept") + f":\n{r.stdout}"
 
 
-# Kernels of tests/grad/refuse_store_twice.py: (kernel, sig, line of the refused store).  Stores
-# outside loops are accepted (tests/python/test_writers.py); a store before a loop and one in it
-# are refused.
-STORE_TWICE_REFUSED = [
-    ("before_loop", "x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16", 17),
+# Kernels of tests/grad/store_before_loop.py: (kernel, sig).  A store before a loop and one in it,
+# meeting: the later write wins (the loop's adjoint runs backwards, the stores read and clear).
+STORE_BEFORE_LOOP = [
+    ("before_loop", "x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16"),
 ]
 
 
-@pytest.mark.parametrize("kernel,sig,line", STORE_TWICE_REFUSED, ids=[r[0] for r in STORE_TWICE_REFUSED])
-def test_store_twice_refused(kernel, sig, line):
-    """Repeated stores whose last write kad cannot tell: a located refusal, never a gradient."""
-    k = K("refuse_store_twice.py", kernel, sig, 1, dict(x_ptr=16, y_ptr=16), dict(n=16, flag=1))
-    k = dataclasses.replace(k, args={a: v for a, v in k.args.items() if f"{a}=" in sig})
-    with pytest.raises(kad.KadError) as e:
-        check_file_kernel(k, 1)
-    text = str(e.value)
-    assert re.search(rf"tests/grad/refuse_store_twice.py:{line}:\d+: error: output 'y_ptr' is stored at more "
-                     r"than one site \(first at line \d+\), in loops, and kad cannot tell which write is the last",
-                     text), text
+@pytest.mark.parametrize("kernel,sig", STORE_BEFORE_LOOP, ids=[r[0] for r in STORE_BEFORE_LOOP])
+@pytest.mark.parametrize("n", [16, 40])
+def test_store_before_loop(kernel, sig, n):
+    """Repeated stores, one of them in a loop: the backward against finite differences, both seeds."""
+    k = K("store_before_loop.py", kernel, sig, 1, dict(x_ptr=48, y_ptr=48), dict(n=n))
+    for seed in (1, 2):
+        check_file_kernel(k, seed)
 
 
 @pytest.mark.parametrize("cid,rule", MUTATIONS, ids=[f"{c}-{r}" for c, r in MUTATIONS])

@@ -217,3 +217,49 @@ def test_scattered_rows_duplicate_index_refused():
     """Two programs' rows scattered to one row: refused before the forward, y untouched."""
     with pytest.raises(kad.KadError, match=r"loop_store.py:\d+:\d+: .*another program of the launch also writes"):
         _scattered([1, 0, 1])
+
+
+def test_rotary_in_place_two_sites_in_a_loop():
+    """Two half-head stores in place inside a head loop (rotary embeddings on q): the two sites are
+    ordered within each iteration and across them; gradients equal autograd's."""
+    Tn, Hn, Dn = 4, 3, 8
+    k = kad.differentiable(inputs=["q_ptr"], outputs=["q_ptr"])(L.rotary_inplace_loop)
+    g = torch.Generator().manual_seed(5)
+    q0, dy = (torch.randn(Tn, Hn, Dn, generator=g, dtype=torch.float64).to(DEVICE, _dt()) for _ in range(2))
+    c, s = (torch.randn(Tn, Dn // 2, generator=g, dtype=torch.float64).to(DEVICE, _dt()) for _ in range(2))
+    leaf = q0.clone().requires_grad_()
+    q = leaf.clone()
+    with _mode():
+        k[(Tn,)](q, c, s, Hn * Dn, Dn, Hn, HALF=Dn // 2)
+        (got,) = torch.autograd.grad(q, (leaf,), dy)
+    xr = q0.double().cpu().requires_grad_()
+    cc, ss = c.double().cpu()[:, None], s.double().cpu()[:, None]
+    x1, x2 = xr[..., :Dn // 2], xr[..., Dn // 2:]
+    ref = torch.cat([x1 * cc - x2 * ss, x2 * cc + x1 * ss], -1)
+    (want,) = torch.autograd.grad(ref, (xr,), dy.double().cpu())
+    torch.testing.assert_close(q.detach().double().cpu(), ref.detach(), **_tol())
+    torch.testing.assert_close(got.double().cpu(), want, **_tol())
+
+
+@pytest.mark.parametrize("n", [16, 40])
+def test_store_before_a_loop(n):
+    """A store of the first tile before a loop whose first iteration overwrites it (n = 16: only
+    the loop's write stays; 40: three tiles)."""
+    sys.path.insert(0, os.path.join(REPO, "tests", "grad"))
+    import store_before_loop as S
+    k = kad.differentiable(inputs=["x_ptr"], outputs=["y_ptr"])(S.before_loop)
+    g = torch.Generator().manual_seed(2)
+    x, dy = (torch.randn(48, generator=g, dtype=torch.float64).to(DEVICE, _dt()) for _ in range(2))
+    x = x.requires_grad_()
+    y = torch.zeros(48, device=DEVICE, dtype=x.dtype)
+    with _mode():
+        k[(1,)](x, y, n, BLOCK=16)
+        (got,) = torch.autograd.grad(y, (x,), dy)
+    xr = x.detach().double().cpu().requires_grad_()
+    ref = torch.zeros(48, dtype=torch.float64)
+    ref[:16] = xr[:16]
+    m = -(-n // 16) * 16
+    ref[:m] = xr[:m] * 2.0
+    (want,) = torch.autograd.grad(ref, (xr,), dy.double().cpu())
+    torch.testing.assert_close(y.detach().double().cpu(), ref.detach(), **_tol())
+    torch.testing.assert_close(got.double().cpu(), want, **_tol())

@@ -1,7 +1,8 @@
-# Several stores to one output that kad refuses: a store before a loop and one inside it (the
-# adjoint loop runs forward, so the loop's stores cannot read and clear their gradient in
-# reverse order).  Stores outside loops are accepted whatever their addresses: the later store
-# wins where they meet (tests/python/test_writers.py; docs/AD.md, "Several stores of one output").
+# Two stores of one output, one before a loop and one inside it, meeting where the loop's
+# first tile covers the first store's: the later write wins.  The backward's reverse sweep
+# runs the loop backwards (a tape without slots: nothing carried), each store reading its
+# gradient and clearing it (docs/AD.md, "Several stores of one output"; the finite-difference
+# check: tests/python/test_grad_check.py).
 # RUN: grad %s:before_loop --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=16' --wrt x_ptr --out y_ptr
 import triton
 import triton.language as tl
