@@ -2115,6 +2115,24 @@ static ValId int_like(Ad *ad, Block *b, ValId x, Type like, Dtype dt, Loc loc)
     return x;
 }
 
+/* d (an int or pointer offset, scalar or tile) times the trip count of `for` loop lp, whose bounds
+ * are invariant in the loop whose body's values carry stamp id and whose step is a constant:
+ * max(ub - lb, 0) cdiv step (max(lb - ub, 0) cdiv -step for a negative step), in d's dtype. */
+static ValId times_trips(Ad *ad, Block *reg, const Inst *lp, ValId d, int id, Loc loc)
+{
+    Func *f = ad->bw;
+    ValId lb = clone_invariant(ad, reg, lp->args[0], id), ub = clone_invariant(ad, reg, lp->args[1], id);
+    int64_t step = ad->def[lp->args[2]]->ival;
+    Type it = ir_type(f, lb);
+    ValId span = step > 0 ? ir_op2(f, reg, OP_SUB, it, ub, lb, loc) : ir_op2(f, reg, OP_SUB, it, lb, ub, loc);
+    span = ir_op2(f, reg, OP_MAXIMUM, it, span, ir_const_int(f, reg, it, 0, loc), loc);
+    int64_t s = step > 0 ? step : -step;
+    ValId trips = ir_op2(f, reg, OP_DIV, it, ir_op2(f, reg, OP_ADD, it, span, ir_const_int(f, reg, it, s - 1, loc), loc),
+                         ir_const_int(f, reg, it, s, loc), loc);
+    Type dt = ir_type(f, d);
+    return ir_op2(f, reg, OP_MUL, dt, d, int_like(ad, reg, trips, dt, (Dtype)dt.dt, loc), loc);
+}
+
 /* Maps the carried values of taped loop in's body for iteration t (in
  * reg): the induction variable lb + t * step (a `for`), the affine slots
  * init + t * delta (and their shadows), the taped ones from tape slot slot
@@ -2146,6 +2164,8 @@ static void map_carried(Ad *ad, Block *reg, const Inst *in, TapeLoop *tl, ValId 
             ValId init = in->args[nfix + i], v = P0(ad, init), sv = needs_shadow(ad, car[i]) ? S0(ad, init) : 0;
             if (tl->delta[i]) {
                 ValId d = clone_invariant(ad, reg, tl->delta[i], id);
+                if (tl->inner[i]) /* advanced by an inner loop: delta per inner iteration */
+                    d = times_trips(ad, reg, tl->inner[i], d, id, loc);
                 Type dt = bty(ad, d), ct = fty(ad, car[i]);
                 if (ct.dt == DT_PTR) { /* in i64: the forward's pointer never wrapped */
                     Type ot = type_with_dtype(dt, DT_I64);

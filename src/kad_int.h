@@ -1667,6 +1667,9 @@ typedef struct TapeLoop {
     uint8_t *affine;         /* by carried slot: an int or pointer advanced by a loop-invariant
                               * step (or unchanged): recomputed as init + t * step, no tape */
     ValId *delta;            /* by carried slot (affine): the fw value of its step, 0: unchanged */
+    const struct Inst **inner; /* by carried slot (affine): the `for` loop in the body that advances it by
+                                * delta per inner iteration (its step: delta times that loop's trip
+                                * count, bounds invariant), or NULL: the body advances it by delta */
     int64_t *off;            /* by carried slot (taped): its first element in a tape slot */
     int64_t slot;            /* elements per (iteration, program) */
     Dtype dt;                /* the tape's dtype: fp64 when a taped value is, else fp32 */

@@ -170,9 +170,12 @@ def test_swizzled_tall_tiles_refused():
 
 
 def test_swizzled_past_the_tiles_refused():
-    """Tile ids past num_pid_m * num_pid_n: not the grouped order's bijection; refused, located."""
+    """Tile ids past num_pid_m * num_pid_n: not the grouped order's bijection, so one program may write
+    a tile twice; the last write would win, but the loop's step (num_programs) is not a constant, so
+    its reverse sweep is not supported: refused, located."""
     k = kad.differentiable(inputs=["a_ptr"], outputs=["c_ptr"])(swizzled_past_the_tiles)
     a = torch.randn(11, 13, requires_grad=True)
     c = torch.zeros(11, 13)
-    with pytest.raises(kad.KadError, match=r"grid_order\.py:\d+:\d+: .*cannot prove that the iterations write distinct"):
+    with pytest.raises(kad.KadError, match=r"grid_order\.py:\d+:\d+: error: the store at line \d+ may write one element of "
+                                           r"its output in several iterations .*a loop whose step is a constant"):
         k[(3,)](a, c, 11, 13, 13, 13, BM=4, BN=4, GROUP_M=2)

@@ -39,9 +39,10 @@ KadError at the kernel file's line (`refuse=(line, message substring)`).
 
 Cases marked `bug=` are real kad bugs found by this file (wrong
 gradients): they are NOT marked xfail; they fail, with the bug's
-description in the message, until kad is fixed.  (None is open: the bugs
-found so far -- stores whose lanes hit one address, loop stores whose
-iterations overlap -- are now refusals, checked by test_refused.)
+description in the message, until kad is fixed.  (None is open: of the bugs
+found so far, stores whose lanes hit one address are now refusals, checked by
+test_refused; loop stores whose iterations overlap are differentiated, the
+last write winning.)
 test_tensor_passed_to_an_undeclared_parameter_too is the Python package's
 own trap (an input tensor also passed to a parameter not declared in
 `inputs`): the launch is refused before it runs.
@@ -605,15 +606,30 @@ case("grid_stride_while_store", loops.grid_stride_while_kernel, ["x_ptr"], ["y_p
 
 
 # Stores in a loop whose iterations' windows overlap (y + i + offs with the
-# arange hoisted out of the loop; loop-invariant 2-D row offsets; a while
-# counter advancing by 1): each element keeps the last write, which kad's
-# backward cannot attribute (it once gave every iteration's value the gradient
-# of all it wrote, a bug this file found); kad now refuses these stores.
-OVERLAP = "kad cannot prove that the iterations write distinct addresses"
-case("overlapping_loop_stores_refused", loops.overlapping_loop_store_kernel, ["x_ptr"], ["y_ptr"],
-     refuse=(148, OVERLAP))(lambda g: ((1,), [leaf(g, 8), zeros(11)], dict(BLOCK=8), None))
-case("overlapping_loop_stores_2d_refused", loops.overlapping_loop_store_2d_kernel, ["x_ptr"], ["y_ptr"],
-     refuse=(159, OVERLAP))(lambda g: ((1,), [leaf(g, 16), zeros(40)], dict(BLOCK=8), None))
+# arange hoisted out of the loop; loop-invariant 2-D row offsets): each element
+# keeps the last write.  kad once gave every iteration's value the gradient of
+# all it wrote (a bug this file found), then refused these stores; its backward
+# now visits the iterations backwards and each store reads and clears its
+# gradient, so only the last write gets it (docs/AD.md).
+def _overlap_ref(t):
+    y = torch.zeros(11, dtype=F64)
+    for i in range(4):
+        y[i:i + 8] = t["x_ptr"] * (i + 1.0)
+    return dict(y_ptr=y)
+
+
+def _overlap_2d_ref(t):
+    x = t["x_ptr"].view(2, 8)
+    y = torch.zeros(5, 8, dtype=F64)
+    for i in range(4):
+        y[i:i + 2] = x * (i + 1.0)
+    return dict(y_ptr=y.reshape(-1))
+
+
+case("overlapping_loop_stores", loops.overlapping_loop_store_kernel, ["x_ptr"], ["y_ptr"])(
+    lambda g: ((1,), [leaf(g, 8), zeros(11)], dict(BLOCK=8), _overlap_ref))
+case("overlapping_loop_stores_2d", loops.overlapping_loop_store_2d_kernel, ["x_ptr"], ["y_ptr"])(
+    lambda g: ((1,), [leaf(g, 16), zeros(40)], dict(BLOCK=8), _overlap_2d_ref))
 # overlapping only when n > 1 (a launch condition): refused when the backward runs for n = 4
 case("overlapping_while_stores_refused", loops.overlapping_while_store_kernel, ["x_ptr"], ["y_ptr"],
      refuse=(275, "this launch breaks it"))(lambda g: ((1,), [leaf(g, 8), zeros(11), 4], dict(BLOCK=8), None))
@@ -658,11 +674,6 @@ def _(g):
     return (1,), [x, zeros(LB), 5], dict(BLOCK=LB), ref
 
 
-def _loop_simple(g):
-    x = leaf(g, 4 * LB)
-    return (1,), [x, zeros(LB), 4], dict(BLOCK=LB), None
-
-
 # Loops whose carried value is not a linear accumulator: kad records it on a tape (ad_tape.c).
 @case("scaled_accumulator_taped", loops.scaled_acc_kernel, ["x_ptr"], ["y_ptr"])
 def _(g):
@@ -687,8 +698,10 @@ def _(g):
     return grid, args, kw, ref
 
 
-case("loop_store_fixed_address_refused", loops.fixed_address_loop_store_kernel, ["x_ptr"], ["y_ptr"],
-     refuse=(168, "inside a loop"))(_loop_simple)
+# Every iteration stores to the same addresses: y keeps the last chunk's square.
+case("loop_store_fixed_address", loops.fixed_address_loop_store_kernel, ["x_ptr"], ["y_ptr"])(
+    lambda g: (lambda x: ((1,), [x, zeros(LB), 4], dict(BLOCK=LB),
+                          lambda t: dict(y_ptr=t["x_ptr"].view(4, LB)[3] ** 2)))(leaf(g, 4 * LB)))
 @case("while_accumulator_taped", loops.while_counter_acc_kernel, ["x_ptr"], ["y_ptr"])
 def _(g):
     x = leaf(g, 4 * LB)

@@ -161,7 +161,7 @@ def overlapping_loop_store_2d_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
 
 @triton.jit
 def fixed_address_loop_store_kernel(x_ptr, y_ptr, n_chunks, BLOCK: tl.constexpr):
-    # Every iteration stores to the same addresses: must be refused.
+    # Every iteration stores to the same addresses: y keeps the last write.
     offs = tl.arange(0, BLOCK)
     for i in range(0, n_chunks):
         x = tl.load(x_ptr + i * BLOCK + offs)
