@@ -24,6 +24,7 @@ stubbed to a dispatch (see _stub_big_fills): a GPU's host pays a launch, not a C
                 zeroed input gradients and calls the same generated launch_<kernel>_bwd kad uses
   kad bwd       torch.autograd.grad through kad's Function
   hand/kad f+b  the forward with grad, then torch.autograd.grad
+  eager f+b     the same math in torch ops (SwiGLU, RMSNorm, softmax 64 x 1024): forward, then torch.autograd.grad
 
 Each figure: time.perf_counter over --iters calls after a warm-up, torch.cuda.synchronize only at
 the ends, median of 5 repetitions, in microseconds per call.  On --device cuda a second table gives
@@ -66,7 +67,7 @@ import torch  # noqa: E402
 
 import kad  # noqa: E402
 import kad.autograd  # noqa: E402
-from kernels import layer_norm, matmul, rms_norm, swiglu  # noqa: E402
+from kernels import layer_norm, matmul, rms_norm, softmax, swiglu  # noqa: E402
 
 
 def cdiv(a, b):
@@ -145,6 +146,30 @@ def _ln_launch(t):
     return (M,), [x, y, t["W"], t["B"], t["mean"], t["rstd"], x.stride(0), y.stride(0), N, 1e-5], dict(BLOCK_N=N)
 
 
+def _rms_small_make(dev, rg):
+    M, N = 64, 1024
+    x = torch.randn(M, N, device=dev, requires_grad=rg)
+    w = torch.randn(N, device=dev, requires_grad=rg)
+    return dict(x=x, w=w, y=torch.empty(M, N, device=dev), rstd=torch.empty(M, device=dev)), "y"
+
+
+def _softmax_make(dev, rg):
+    M, N = 64, 1024
+    x = torch.randn(M, N, device=dev, requires_grad=rg)
+    return dict(i=x, o=torch.empty(M, N, device=dev)), "o"
+
+
+def _softmax_launch(t):
+    x, y = t["i"], t["o"]
+    M, N = x.shape
+    opts = dict(num_warps=4) if x.is_cuda else {}  # bench/gpu.py's _warps(1024), as tests/kernels/softmax.py's wrapper
+    return (M,), [y, x, x.stride(0), y.stride(0), N], dict(BLOCK_SIZE=N, **opts)
+
+
+def _eager_rms(x, w):
+    return torch.nn.functional.rms_norm(x, (x.shape[-1],), w, 1e-6)
+
+
 # name, Triton object, inputs, outputs, make, launch[, deterministic (default True)]
 KERNELS = [
     ("swiglu 64x1024", swiglu.swiglu_fwd_kernel, ["a_ptr", "b_ptr"], ["c_ptr"], _swiglu_make, _swiglu_launch),
@@ -156,7 +181,15 @@ KERNELS = [
     ("layernorm 4096^2 det", layer_norm.layer_norm_fwd_kernel, ["X", "W", "B"], ["Y"], _ln_make, _ln_launch, True),
     ("layernorm 4096^2 atomic", layer_norm.layer_norm_fwd_kernel, ["X", "W", "B"], ["Y"], _ln_make, _ln_launch,
      False),
+    ("rmsnorm 64x1024", rms_norm.rms_norm_fwd_kernel, ["x_ptr", "w_ptr"], ["y_ptr"], _rms_small_make, _rms_launch),
+    ("softmax 64x1024", softmax.softmax_kernel, ["input_ptr"], ["output_ptr"], _softmax_make, _softmax_launch),
 ]
+# the same math in torch ops, for the "eager f+b" column (PyTorch's autograd of it: forward, then grad)
+EAGER = {
+    "swiglu 64x1024": lambda a, b: torch.nn.functional.silu(a) * b,
+    "rmsnorm 64x1024": _eager_rms,
+    "softmax 64x1024": lambda x: torch.softmax(x, -1),
+}
 
 
 # ---------------------------------------------------------------- the hand-written baseline
@@ -370,6 +403,9 @@ def measure(entry, device, iters, profile):
     time_col("kad bwd", lambda: torch.autograd.grad(y_kad, ins, dy, retain_graph=True))
     time_col("hand f+b", lambda: torch.autograd.grad(hand_fwd(), ins, dy))
     time_col("kad f+b", lambda: torch.autograd.grad(kad_fwd(), ins, dy))
+    eager = EAGER.get(name)
+    if eager is not None and device == "cuda":  # on the CPU the eager ops would be the CPU's real work
+        time_col("eager f+b", lambda: torch.autograd.grad(eager(*ins), ins, dy))
     if device == "cuda":  # the device time of each call: a host figure at or below it is the GPU's, not the host's
         from gpu import gpu_only
         device_rows = {col: gpu_only(f, 20) for col, f in fns.items()}
@@ -388,7 +424,8 @@ def measure(entry, device, iters, profile):
     return rows, device_rows
 
 
-COLUMNS = ["plain fwd", "kad fwd", "hand fwd", "kad fwd+grad", "launcher", "launcher (JIT)", "hand bwd", "kad bwd", "hand f+b", "kad f+b"]
+COLUMNS = ["plain fwd", "kad fwd", "hand fwd", "kad fwd+grad", "launcher", "launcher (JIT)", "hand bwd", "kad bwd", "hand f+b",
+           "kad f+b", "eager f+b"]
 
 
 def main():
@@ -411,7 +448,7 @@ def main():
            "CPU, kad's CUDA host path, Triton launches stubbed" if a.device == "stub" else "CPU (device work stubbed)")
     print(f"kad host overhead, {dev}, torch {torch.__version__}, kad {kad.version()}, {iters} calls x 5, "
           f"median, us per call")
-    cols = [c for c in COLUMNS if (a.device == "cuda" or c not in ("plain fwd", "launcher (JIT)"))
+    cols = [c for c in COLUMNS if (a.device == "cuda" or c not in ("plain fwd", "launcher (JIT)", "eager f+b"))
             and (a.device != "cpu" or c != "launcher")]
     print(f"{'kernel':24s}" + "".join(f"{c:>14s}" for c in cols))
     device_rows = []

@@ -81,7 +81,8 @@ import torch.autograd.forward_ad as _forward_ad  # dual_level() sets _current_le
 
 from . import _capi
 from ._capi import Pointer
-from ._launch import FLOAT_DTYPES, FP8_DTYPES, TORCH_TO_KAD, Binder, no_output_error, params_of, wrapper_kind
+from ._launch import (FLOAT_DTYPES, FP8_DTYPES, TORCH_TO_KAD, Binder, Launch, eval_grid, no_output_error, params_of,
+                      wrapper_kind)
 from ._sources import host_values, live_helpers, load_sources, unwrap
 
 _compiling = torch.compiler.is_compiling
@@ -623,9 +624,21 @@ class Run:
         self.old = old  # in-place name -> copy of its value before the launch (when the kernel loads it)
         self.prep = prep  # the _Prep of the launch (of its signature before an autotuned launch)
         self.saved = None  # the saving forward's buffer (docs/AD.md, "Saved loop results"), or None
+        self.plan = None  # the _Plan this launch took (its forward and aliases come from it), or None
 
     def forward(self):
         """Runs the kernel (its saving forward where kad saves loop results for the backward)."""
+        plan = self.plan
+        if plan is not None:
+            self.saved = plan.forward(self.dk, self.launch)
+            self.launch.call = None
+            values = self.launch.values
+            dirty = self.dirty = [t.detach() for t in self.dirty]
+            for n, i in plan.alias:
+                values[n] = dirty[i]
+            for n in plan.detach:
+                values[n] = values[n].detach()
+            return
         self.saved = self.dk._run_forward(self.launch, self.prep, save=True)
         # the caller's arguments (the outputs among them, whose grad_fn is now this Function's node,
         # which holds this Run): kept, they would make a reference cycle that only Python's cyclic
@@ -944,6 +957,7 @@ class DifferentiableKernel:
         self._binder = Binder(self.jit, self.chain, self.inputs + self.outputs,
                               lambda sig: self.program.forward(sig).range_hints(), outputs=self.outputs)
         self._preps = {}
+        self._plans = {}  # launch key (_plan_key) -> _Plan
         # _direct's positions of the declared parameters (sorted), and all their names
         declared = dict.fromkeys(self.inputs + self.outputs)
         self._declared_pos = sorted(names.index(n) for n in declared)
@@ -996,6 +1010,18 @@ class DifferentiableKernel:
             # torch.compile traces this (dynamo) / a torch.func transform runs: kad's custom operators
             return self._run_op(grid, args, kwargs, not _compiling())
         grad = torch.is_grad_enabled()
+        if grad and not self._autotuned:
+            # a launch key seen before (docs/PYTHON.md, "Caches"): its _Plan does the rest
+            pkey = self._plan_key(grid, args, kwargs)
+            if pkey is not None:
+                try:
+                    plan = self._plans.get(pkey)
+                except TypeError:  # a grid tuple holding something unhashable
+                    plan = pkey = None
+                if plan is not None and plan.launch(self, grid, args, kwargs):
+                    return None
+        else:
+            pkey = None
         if self._direct(args, kwargs, grad):
             # CUDA tensors and nothing for autograd to do: the plain Triton launch, as the caller wrote it
             self.fn[grid](*args, **kwargs)
@@ -1037,6 +1063,7 @@ class DifferentiableKernel:
         inout = [n for n in outputs if n in self.inputs or dirty[dirty_of[n]].requires_grad or n in loads]
         if inout:
             self._check_inout(tens, inout, dirty, dirty_of)
+        b = None
         if launch.device == "cpu" or not self._autotuned:
             # compile now: an error is raised before anything launches, and so is a launch its
             # backward would refuse (its conditions) or one whose writes race
@@ -1047,6 +1074,14 @@ class DifferentiableKernel:
         old = {n: _copy_span(tens[n]) for n in inout if n in loads} if loads else {}
         others = prep.others
         r = Run(self, launch, ins, others, outputs, dirty, dirty_of, inout, old, prep)
+        if (pkey is not None and b is not None and not self._binder.wrappers
+                and launch.runtime_names is self._binder.runtime_names):
+            # every check above passed: the next launch of this key repeats only what depends on the tensors'
+            # addresses (_Plan)
+            if len(self._plans) >= 4096:
+                self._plans.clear()
+            self._plans[pkey] = _Plan(self, launch, prep, args, kwargs, needed, inout, dirty, dirty_of, b,
+                                               loads)
         _KadFunction.apply(r, *[tens[n] for n in ins], *[tens[n] for n in others], *dirty)
         return None
 
@@ -1323,6 +1358,37 @@ class DifferentiableKernel:
                                  f"elements share memory: unfold, as_strided, expand): kad cannot give its old "
                                  f"value a gradient per element; pass a tensor without overlap (e.g. "
                                  f"{n}.contiguous(), then copy back)")
+
+    def _plan_key(self, grid, args, kwargs):
+        """The launch key of a call (its _Plan's key), from cheap attributes of the arguments: per
+        tensor its type, dtype, device, requires_grad, is_leaf, shape and strides, and its base's
+        (a view's) requires_grad, is_leaf, dtype, shape and strides; per other argument its type and
+        value (a float's hex, which tells -0.0 and nan apart); the keywords' names; the grid when
+        it is a tuple (else only that it is callable); the f64_mode typing and the grad mode's
+        checks of the Function (none).  Every check the first launch of a key makes is a function
+        of these, except those on the tensors' addresses (overlaps), which a plan repeats.  None
+        when an argument is of another kind (a tensor descriptor, a Triton dtype): bound as before."""
+        Tensor = torch.Tensor
+        key = [grid if type(grid) is tuple else callable(grid) or None, _F64.get()]
+        add = key.append
+        for v in (*args, *kwargs.values()) if kwargs else args:
+            t = type(v)
+            if t in _PLAIN_ARGS:
+                add(t)
+                add(v)
+            elif t is float:
+                add(v.hex())
+            elif isinstance(v, Tensor):
+                b = v._base
+                add((t, v.dtype, v.device, v.requires_grad, v.is_leaf, v.shape, v.stride(), None if b is None else
+                     (b.requires_grad, b.is_leaf, b.dtype, b.shape, b.stride())))
+            else:
+                return None
+        if key[0] is None:
+            return None
+        if kwargs:
+            add(tuple(kwargs))
+        return tuple(key)
 
     def _direct(self, args, kwargs, grad):
         """Whether a launch can go straight to Triton, unbound: every declared input and output is
@@ -1626,6 +1692,177 @@ class _Prep:
             except _capi.KadError:
                 self.slot = 0
         return self._saving
+
+
+_PLAIN_ARGS = frozenset({int, bool, str, type(None)})
+try:  # what Triton's JIT reads on each launch: its hooks and knobs, the current CUDA device and stream
+    from triton import knobs as _knobs
+    _cuda_cur, _cuda_stream = torch._C._cuda_getDevice, torch._C._cuda_getCurrentRawStream
+except (ImportError, AttributeError):
+    _knobs = _cuda_cur = _cuda_stream = None
+
+
+class _Plan:
+    """A repeat launch of one launch key (DifferentiableKernel._plan_key: the arguments' types,
+    dtypes, devices, shapes, strides, requires_grad, the scalar values, the keywords): everything
+    the first launch of the key decided, kept, so that the next one does only what depends on the
+    tensors themselves (docs/PYTHON.md, "Caches").
+
+    Made by the first launch of the key (the bound path), after every check passed: the binding
+    (names, defaults, launch options), the signature's _Prep, the inputs that need a gradient, the
+    in-place outputs, the backward for them, the one-writer and launch checks (per grid: a grid
+    function may give another one), the saving forward's size, the aliases the Run keeps, the
+    pairs of tensors whose storage must not overlap with their spans' lengths.  A repeat launch
+    binds the values (a dict of the arguments), evaluates a callable grid, finds its view bases
+    (a launch whose outputs share bases differently from the first is bound again), compares the
+    pairs' addresses, copies what the backward reads of the in-place outputs' old values, and
+    applies _KadFunction, whose forward launches the kernel: on a GPU, where the kernel is a
+    plain JITFunction and no hook is set, directly by the kernel Triton compiled for the key's
+    first launch (CompiledKernel.run, as Triton's JIT does after its cache lookup; the key fixes
+    every scalar argument and thereby Triton's specialization of it, the tensors' alignment, the
+    current device and Triton's debug knobs are looked up per launch).  On the CPU the launch and
+    one-writer checks run per launch, as before (the interpreter's)."""
+
+    __slots__ = ("prep", "sig", "device", "names", "kw", "defaults", "options", "params", "runtime_names", "name",
+                 "ins", "others", "outputs", "dirty_of", "single", "inout", "b", "old", "pairs", "grids", "alias",
+                 "detach", "needed", "ck", "direct", "per_call")
+
+    def __init__(self, dk, launch, prep, args, kwargs, needed, inout, dirty, dirty_of, b, loads):
+        binder = dk._binder
+        values = launch.values
+        self.prep, self.sig, self.device = prep, launch.sig, launch.device
+        self.names = binder.names[:len(args)]
+        self.kw = [k for k in kwargs if k in binder.by_name]
+        given = set(self.names) | set(self.kw)
+        self.defaults = [(n, d) for n, d in binder.defaults if n not in given]
+        self.options = dict(launch.options)
+        self.params, self.runtime_names, self.name = launch.params, launch.runtime_names, launch.name
+        self.ins, self.others, self.outputs = prep.ins, prep.others, prep.outputs
+        self.dirty_of = dict(dirty_of)
+        self.single = len(self.outputs) == 1
+        self.needed, self.inout, self.b = needed, inout, b
+        self.old = [n for n in inout if n in loads] if loads else []
+        # the storage that must not overlap: (a, b) with their spans' byte lengths (a function of
+        # the shapes, strides and dtypes, which the key fixes), compared by address per launch
+        self.pairs = [(a, bn, _span_len(values[a]), _span_len(values[bn])) for a, bn in prep.pairs]
+        self.grids = {}  # grid -> the saving forward's elements for it (0: none), once its checks passed
+        # Run.forward's aliases: outputs that are their dirty tensors, other tensors that are views
+        self.alias = [(n, dirty_of[n]) for n in self.outputs if values[n] is dirty[dirty_of[n]]]
+        alias = {n for n, _ in self.alias}
+        self.detach = [n for n in prep.tensors if n not in alias and (n in self.outputs or values[n]._base is not None)]
+        self.ck = {}  # (device, debug knobs) -> the CompiledKernel of the forward (direct launches)
+        self.direct = (launch.device == "cuda" and dk.fn is dk.jit and _cuda_stream is not None
+                       and hasattr(dk.jit, "run") and hasattr(dk.jit, "pre_run_hooks"))
+        self.per_call = launch.device == "cpu" or dk.check_races == "always"
+
+    def launch(self, dk, grid, args, kwargs):
+        """Launches the call through this plan; False (nothing done) when it must be bound."""
+        values = dict(zip(self.names, args))
+        for k in self.kw:
+            values[k] = kwargs[k]
+        for n, d in self.defaults:
+            values[n] = d
+        if type(grid) is tuple:
+            g = eval_grid(grid, None)
+        else:
+            meta = dict(values)
+            meta.update(self.options)
+            g = eval_grid(grid, meta)
+        launch = Launch(self.name, self.params, values, self.options, g, self.sig, self.device, None,
+                        self.runtime_names)
+        launch.call = (grid, args, kwargs)
+        prep = self.prep
+        if self.single:
+            t = values[self.outputs[0]]
+            d = t._base
+            dirty = [t if d is None else d]
+            dirty_of = self.dirty_of
+        else:
+            dirty, dirty_of = [], {}
+            for n in self.outputs:
+                t = values[n]
+                d = t._base
+                if d is None:
+                    d = t
+                k = next((i for i, e in enumerate(dirty) if e is d), None)
+                if k is None:
+                    k = len(dirty)
+                    dirty.append(d)
+                dirty_of[n] = k
+            if dirty_of != self.dirty_of:
+                return False
+        for a, b, la, lb in self.pairs:
+            x, y = values[a], values[b]
+            if la and lb:
+                pa, pb = x.data_ptr(), y.data_ptr()
+                if pa < pb + lb and pb < pa + la:
+                    raise ValueError(f"'{a}' and '{b}' share memory: kad differentiates kernels whose outputs "
+                                     f"do not alias their inputs or each other")
+        n = self.grids.get(g)
+        if n is None or self.per_call:  # the checks of a new grid; on the CPU, of every launch
+            dk._check_launch(launch, prep, self.b)
+            dk._check_races(launch, prep)
+            if n is None:
+                if len(self.grids) >= 64:
+                    self.grids.clear()
+                n = self.grids[g] = dk._save_numel(launch, prep)
+        old = {m: _copy_span(values[m]) for m in self.old} if self.old else {}
+        r = Run(dk, launch, self.ins, self.others, self.outputs, dirty, dirty_of, self.inout, old, prep)
+        r.plan = self
+        _KadFunction.apply(r, *[values[m] for m in self.ins], *[values[m] for m in self.others], *dirty)
+        return True
+
+    def forward(self, dk, launch):
+        """Runs the launch's forward (Run.forward): its saving forward where the plan has one for
+        this grid, else the kernel (on a GPU directly where it can); returns the saved buffer or None."""
+        if self.grids.get(launch.grid):
+            return dk._run_saving(launch, self.prep)
+        if self.device == "cpu":
+            return dk._run_forward(launch, self.prep, rebind=False)
+        grid, args, kwargs = launch.call
+        if not self.direct:
+            dk.fn[grid](*args, **kwargs)
+            return None
+        jit = dk.jit
+        ck = None
+        if not jit.pre_run_hooks and _globals_unchanged(jit):
+            h, x = _knobs.runtime.launch_enter_hook, _knobs.runtime.launch_exit_hook
+            if not (getattr(h, "calls", h) or getattr(x, "calls", x)):
+                values = launch.values
+                aligned = 0
+                for n in self.prep.tensors:
+                    aligned |= values[n].data_ptr()
+                if not aligned & 15:
+                    dev = _cuda_cur()
+                    ck = (dev, _knobs.runtime.debug, _knobs.compilation.instrumentation_mode)
+                    c = self.ck.get(ck)
+                    if c is not None:
+                        g = launch.grid
+                        c.run(g[0], g[1] if len(g) > 1 else 1, g[2] if len(g) > 2 else 1, _cuda_stream(dev),
+                              c.function, c.packed_metadata, None, None, None, *[values[n] for n in dk._binder.names])
+                        return None
+        c = jit.run(*args, grid=grid, warmup=False, **kwargs)
+        if ck is not None and getattr(c, "function", None) is not None and len(self.ck) < 16:
+            self.ck[ck] = c
+        return None
+
+
+def _globals_unchanged(jit):
+    """Whether the globals Triton's compilation of jit read still hold their values (its JIT checks
+    this on every launch and raises when one changed: the plan's direct launch then leaves the
+    launch to it)."""
+    for (name, _), (val, globals_dict) in jit.used_global_vals.items():
+        if globals_dict.get(name, _globals_unchanged) != val:
+            return False
+    return True
+
+
+def _span_len(t):
+    """The byte length of a tensor's span (0 when it is empty): _extent's without the address."""
+    n = t.nbytes
+    if n == 0:
+        return 0
+    return n if t.is_contiguous() else span_bytes(t)
 
 
 def _cached_config(tuner, call):

@@ -319,3 +319,89 @@ def test_a_launch_makes_no_reference_cycle():
     finally:
         if was:
             gc.enable()
+
+
+# ---------------------------------------------------------------- launch plans (autograd._Plan)
+
+
+class CountingBinds:
+    """Counts the bound launches (the binder's bind) of a decorated kernel: a launch that its _Plan
+    serves binds nothing."""
+
+    def __init__(self, dk):
+        self.n = 0
+        bind = dk._binder.bind
+
+        def counted(*a, **k):
+            self.n += 1
+            return bind(*a, **k)
+        dk._binder.bind = counted
+
+
+def test_a_repeat_launch_takes_its_plan_and_a_changed_layout_gets_another():
+    dk = _kernel()
+    c = CountingBinds(dk)
+    _launch(dk, 4, 7)
+    assert len(dk._plans) == 1
+    n = c.n
+    for _ in range(3):  # same key: the plan, no binding, the same gradients (checked by _launch)
+        _launch(dk, 4, 7)
+    assert c.n == n + 3 and len(dk._plans) == 1  # _launch's own dk.bind (for the signature) only
+    # a changed shape, stride (a view: another base layout), dtype or scalar: another key, bound once
+    for kw in (dict(rows=5, cols=7), dict(rows=4, cols=7, stride=9), dict(rows=4, cols=7, dtype=torch.float64),
+               dict(rows=4, cols=7, scale=0.25)):
+        before, plans = c.n, len(dk._plans)
+        kw = dict(kw)
+        _launch(dk, kw.pop("rows"), kw.pop("cols"), **kw)
+        assert c.n == before + 2 and len(dk._plans) == plans + 1, kw  # _launch's dk.bind, then the launch's
+        _launch(dk, 4, 7)  # the first key's plan is still there
+        assert len(dk._plans) == plans + 1
+
+
+def test_a_plan_keys_requires_grad_and_checks_addresses():
+    dk = _kernel()
+    kw = dict(BLOCK=16, SQUARE=False)
+    x = torch.randn(3, 5, device=DEVICE, requires_grad=True)
+    w = torch.randn(5, device=DEVICE, requires_grad=True)
+    for _ in range(2):
+        dk[(3,)](x, w, None, torch.empty(3, 5, device=DEVICE), 5, 5, 0.5, **kw)
+    assert len(dk._plans) == 1
+    # the same key (a fresh-looking output) whose storage is x's: refused on the plan's path too
+    with pytest.raises(ValueError, match="share memory"):
+        dk[(3,)](x, w, None, x.detach(), 5, 5, 0.5, **kw)
+    # w not requiring grad: another plan, no gradient for w
+    w2 = w.detach()
+    y = torch.empty(3, 5, device=DEVICE)
+    for _ in range(2):
+        y = torch.empty(3, 5, device=DEVICE)
+        dk[(3,)](x, w2, None, y, 5, 5, 0.5, **kw)
+    assert len(dk._plans) == 2
+    gx, = torch.autograd.grad(y.sum(), [x])
+    torch.testing.assert_close(gx, (w2 * 0.5).expand(3, 5), rtol=1e-6, atol=1e-6)
+
+
+def test_an_input_modified_after_a_planned_forward_is_detected():
+    dk = _kernel()
+    kw = dict(BLOCK=16, SQUARE=False)
+    for i in range(3):  # the second and third launches take the plan
+        x = torch.randn(3, 5, device=DEVICE).requires_grad_()
+        w = torch.randn(5, device=DEVICE, requires_grad=True)
+        xi = x * 1.0  # not a leaf: it can be modified in place
+        y = torch.empty(3, 5, device=DEVICE)
+        dk[(3,)](xi, w, None, y, 5, 5, 0.5, **kw)
+        xi.mul_(2.0)  # the saved input's version changes
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+    assert len(dk._plans) == 1
+
+
+def test_a_planned_launch_runs_the_cpu_checks_each_time():
+    if DEVICE != "cpu":
+        pytest.skip("the interpreter's checks")
+    dk = _kernel()
+    calls = []
+    races = dk._check_races
+    dk._check_races = lambda *a: (calls.append(1), races(*a))
+    for _ in range(3):
+        _launch(dk, 4, 7)
+    assert len(dk._plans) == 1 and len(calls) == 3
