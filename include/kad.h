@@ -155,7 +155,9 @@ KAD_API kad_kernel *kad_grad(kad_kernel *k, const char *wrt, const char *out);
  * filled on the same arguments and grid, and loads the saved loop results
  * instead of running those loops again.  Refused when k has nothing to
  * save (kad_save_slot(k) == 0). */
-enum { KAD_GRAD_ATOMICS = 1, KAD_GRAD_SAVED = 2 };
+/* KAD_GRAD_KERNELS_ONLY (kad_grad_module_ex only): the module's kernels alone,
+ * without the host part (the launcher and its helpers) that follows them. */
+enum { KAD_GRAD_ATOMICS = 1, KAD_GRAD_SAVED = 2, KAD_GRAD_KERNELS_ONLY = 4 };
 KAD_API kad_kernel *kad_grad_ex(kad_kernel *k, const char *wrt, const char *out, unsigned flags);
 
 /* ---- Saved loop results (docs/AD.md, "Saved loop results") ---- */

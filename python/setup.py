@@ -1,20 +1,26 @@
-"""Builds kad's C library into the package.
+"""Builds kad's C library and its command line into the package.
 
 The library is the repository's src/*.c (all but the CLI's main.c), compiled
 with the Makefile's flags into kad/libkad.so, which kad/_capi.py loads when
-it sits beside it.  Only a C11 compiler and libm are needed ($CC, default
-cc).  The sources are read from ../src, so build from a checkout:
-`pip install ./python`.
+it sits beside it.  The command line (src/main.c, what `make` builds as
+build/kad) is linked from the same objects into kad/bin/kad, a program of its
+own that the `kad` console script and `python -m kad` exec (kad/__main__.py):
+it runs in its own process, with its own stdio and exit status, and uses
+internal functions that libkad.so does not export.  Only a C11 compiler and
+libm are needed ($CC, default cc); the sources compile in parallel.  The
+sources are read from ../src, so build from a checkout: `pip install ./python`.
 
 The wheel is tagged py3-none-PLATFORM: its Python code is pure (the library
 is loaded with ctypes, not as an extension module), so one wheel serves every
-Python version, but it holds a shared library, so it is platform-specific.
-On glibc Linux the platform is manylinux_X_Y_ARCH where X.Y is the newest
-glibc symbol version the built library needs (at least 2.17), provided it
-links only against libraries every manylinux system has (libc, libm): what
-auditwheel would check.  Elsewhere, or without readelf, the plain platform
-tag (linux_x86_64) is used, which a registry such as PyPI refuses.
+Python version, but it holds a shared library and a program, so it is
+platform-specific.  On glibc Linux the platform is manylinux_X_Y_ARCH where
+X.Y is the newest glibc symbol version the built library or program needs (at
+least 2.17), provided they link only against libraries every manylinux system
+has (libc, libm): what auditwheel would check.  Elsewhere, or without readelf,
+the plain platform tag (linux_x86_64) is used, which a registry such as PyPI
+refuses.
 """
+import concurrent.futures
 import glob
 import os
 import platform
@@ -23,6 +29,7 @@ import shlex
 import shutil
 import subprocess
 import sysconfig
+import tempfile
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
@@ -42,16 +49,28 @@ def kad_version():
         return re.search(r'#define KAD_VERSION "([^"]+)"', f.read()).group(1)
 
 
-def compile_library(out):
-    srcs = sorted(p for p in glob.glob(os.path.join(REPO, "src", "*.c")) if os.path.basename(p) != "main.c")
-    if not srcs:
+def compile_kad(tmp, lib, cli):
+    """Compiles src/*.c once into objects under tmp, then links the library lib
+    (every object but main.c's) and the command line cli (all of them)."""
+    srcs = sorted(glob.glob(os.path.join(REPO, "src", "*.c")))
+    if not any(os.path.basename(p) == "main.c" for p in srcs):
         raise RuntimeError(f"no C sources under {REPO}/src: build the package from a kad checkout")
     cc = shlex.split(os.environ.get("CC", "cc"))
-    cmd = cc + ["-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-shared", "-DKAD_CHECKED", "-D_POSIX_C_SOURCE=200809L",
-                *srcs, "-lm", "-o", out]
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    print(" ".join(cmd))
-    subprocess.check_call(cmd)
+    flags = ["-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-DKAD_CHECKED", "-D_POSIX_C_SOURCE=200809L"]
+    objs = {p: os.path.join(tmp, os.path.basename(p)[:-2] + ".o") for p in srcs}
+
+    def run(cmd):
+        print(" ".join(cmd), flush=True)
+        subprocess.check_call(cmd)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        list(pool.map(run, [cc + flags + ["-c", p, "-o", o] for p, o in objs.items()]))
+    for out in (lib, cli):
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+    lib_objs = [o for p, o in objs.items() if os.path.basename(p) != "main.c"]
+    run(cc + ["-shared", *lib_objs, "-lm", "-o", lib])
+    run(cc + list(objs.values()) + ["-lm", "-o", cli])
+    os.chmod(cli, 0o755)
 
 
 # The libraries PEP 600 lets a manylinux wheel assume (those libkad can need).
@@ -59,42 +78,50 @@ MANYLINUX_LIBS = {"libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "li
                   "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"}
 
 
-def platform_tag(lib):
-    """The wheel's platform tag for the built library `lib` (see the module docstring)."""
+def platform_tag(files):
+    """The wheel's platform tag for the built library and program `files` (see the module docstring)."""
     plain = sysconfig.get_platform().replace("-", "_").replace(".", "_")
     readelf = shutil.which("readelf")
     if not plain.startswith("linux_") or readelf is None:
         return plain
-    dyn = subprocess.run([readelf, "-d", lib], capture_output=True, text=True, check=True).stdout
-    needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dyn))
-    if not needed <= MANYLINUX_LIBS:
-        return plain
-    syms = subprocess.run([readelf, "-V", lib], capture_output=True, text=True, check=True).stdout
-    glibc = [tuple(int(x) for x in m) for m in re.findall(r"GLIBC_(\d+)\.(\d+)", syms)]
-    if not glibc:  # not glibc (musl): no manylinux tag
-        return plain
-    major, minor = max(glibc + [(2, 17)])
+    glibc = [(2, 17)]
+    for f in files:
+        dyn = subprocess.run([readelf, "-d", f], capture_output=True, text=True, check=True).stdout
+        needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dyn))
+        if not needed <= MANYLINUX_LIBS:
+            return plain
+        syms = subprocess.run([readelf, "-V", f], capture_output=True, text=True, check=True).stdout
+        found = [tuple(int(x) for x in m) for m in re.findall(r"GLIBC_(\d+)\.(\d+)", syms)]
+        if not found:  # not glibc (musl): no manylinux tag
+            return plain
+        glibc += found
+    major, minor = max(glibc)
     return f"manylinux_{major}_{minor}_{platform.machine()}"
+
+
+# Where the built files lie in the package (kad/__main__.py and kad/_capi.py look for them there).
+LIB = os.path.join("kad", "libkad.so")
+CLI = os.path.join("kad", "bin", "kad")
 
 
 class BuildWithLibrary(build_py):
     def run(self):
         super().run()
-        compile_library(os.path.join(self.build_lib, "kad", "libkad.so"))
+        with tempfile.TemporaryDirectory(prefix="kad-objs-") as tmp:  # (two builds at once never share one)
+            compile_kad(tmp, os.path.join(self.build_lib, LIB), os.path.join(self.build_lib, CLI))
 
 
 class BdistWheel(bdist_wheel):
     """Tags the wheel py3-none-PLATFORM (see the module docstring)."""
 
     def get_tag(self):
-        lib = os.path.join(self.bdist_dir, "kad", "libkad.so") if self.bdist_dir else ""
-        if not os.path.exists(lib):
-            lib = os.path.join(self.get_finalized_command("build_py").build_lib, "kad", "libkad.so")
-        return "py3", "none", platform_tag(lib)
+        root = self.bdist_dir if self.bdist_dir and os.path.exists(os.path.join(self.bdist_dir, LIB)) else \
+            self.get_finalized_command("build_py").build_lib
+        return "py3", "none", platform_tag([os.path.join(root, LIB), os.path.join(root, CLI)])
 
 
 class BinaryDistribution(Distribution):
-    """The wheel holds a shared library: mark it platform-specific."""
+    """The wheel holds a shared library and a program: mark it platform-specific."""
 
     def has_ext_modules(self):
         return True

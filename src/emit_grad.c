@@ -20,6 +20,9 @@
 
 #include "kad_int.h"
 
+/* The comment line between a backward module's kernels and its host part (docs/GRAD.md). */
+#define KAD_LAUNCHER_MARK "# ---- the launcher --------------------------------------------------------------------------------"
+
 /* Comment and docstring lines stay within this many characters. */
 enum { LINE_LIMIT = 100 };
 
@@ -2073,7 +2076,20 @@ static void print_launch_check(Buf *out, Arena *a, const Func *bwd, const DefPar
     }
 }
 
-bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSpec *spec, Diags *d)
+/* The line that ends the kernels of a backward module and opens its host part (the launcher and
+ * its helpers), followed by a comment saying what the host part is. */
+static void print_launcher_separator(Buf *out, Arena *a, const char *lname)
+{
+    buf_puts(out, "\n\n" KAD_LAUNCHER_MARK "\n# ");
+    wrap(out, arena_printf(a, "Host code from here on: %s(grid, *args) checks a launch, allocates what the "
+                              "kernels above need and launches them. The kernels alone: kad grad --kernels-only, "
+                              "or kad.backward_source(..., kernels_only=True).", lname),
+         LINE_LIMIT, "# ", 2);
+    buf_putc(out, '\n');
+}
+
+bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSpec *spec, bool kernels_only,
+                          Diags *d)
 {
     Arena *a = out->a;
     int nfwd = fwd->nparams;
@@ -2158,7 +2174,6 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
                     return false;
             }
         }
-        print_gemm_helper(out, a, bwd);
     }
     for (int j = 0; bwd->gather && j < bwd->gather->n; j++) {
         const GatherIn *gi = &bwd->gather->in[j];
@@ -2181,6 +2196,15 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
         if (!emit_triton(out, gi->k, &go, d))
             return false;
     }
+    /* Kernels first, then the host part: a reader sees the math before the plumbing.  Only
+     * definitions follow (functions, tables, the launcher), none of which the kernels use. */
+    if (kernels_only) {
+        buf_printf(out, "\n\n# (kernels only: %s, the launcher, is left out)\n", lname);
+        return true;
+    }
+    print_launcher_separator(out, a, lname);
+    if (bwd->gemm)
+        print_gemm_helper(out, a, bwd);
     bool covers = false;
     for (int i = 0; i < bwd->covers.n; i++)
         covers |= bwd->covers.v[i].cover != NULL;

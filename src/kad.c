@@ -412,7 +412,7 @@ const char *kad_grad_module_ex(kad_kernel *k, const char *wrt, const char *out, 
     const Func *fw = grad_forward(c, k, flags, &spec);
     Func *bw = fw ? ad_backward(c->a, &c->d, fw, &spec) : NULL;
     Buf b = {.a = c->a};
-    if (bw && emit_triton_backward(&b, fw, bw, &spec, &c->d))
+    if (bw && emit_triton_backward(&b, fw, bw, &spec, (flags & KAD_GRAD_KERNELS_ONLY) != 0, &c->d))
         text = buf_str(&b);
     API_END(c);
     return text;

@@ -2016,8 +2016,11 @@ const char *emit_tma_flag(Arena *a, const Func *f, ValId p);
 /* emit_grad.c: appends the backward module of docs/GRAD.md: bwd (= ad_backward(fwd, spec)) as
  * @triton.jit <fwd>_bwd with the forward's parameters in the def's order, then the
  * gradient pointers, a header naming kernel, signature, inputs and outputs, and the
- * host launcher launch_<fwd>_bwd.  Returns false after a located error in d. */
-bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSpec *spec, Diags *d);
+ * host launcher launch_<fwd>_bwd.  Every kernel comes before the host part, which a
+ * separator comment opens; kernels_only: the module ends there (KAD_GRAD_KERNELS_ONLY).
+ * Returns false after a located error in d. */
+bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSpec *spec, bool kernels_only,
+                          Diags *d);
 /* emit_grad.c: the jvp module (docs/GRAD.md, "Forward mode"): jv (= ad_forward(fwd, spec)) as
  * @triton.jit <fwd>_jvp (the forward's parameters in the def's order, then the tangent pointers),
  * a header, and the host launcher launch_<fwd>_jvp.  False after a located error in d. */

@@ -3,7 +3,7 @@
  *   kad ir FILE.py:KERNEL --sig SIG [--unroll] [--no-simplify] [--include F.py]...
  *   kad emit FILE.py:KERNEL --sig SIG [same options as ir] | kad emit FILE.ir
  *   kad opt --pass NAME [--pass NAME]... [FILE.ir]      (stdin when no file)
- *   kad grad FILE.py:KERNEL --sig SIG --wrt X --out Y [-o F] [--ir]   (docs/GRAD.md)
+ *   kad grad FILE.py:KERNEL --sig SIG --wrt X --out Y [-o F] [--ir] [--kernels-only]   (docs/GRAD.md)
  *   kad jvp FILE.py:KERNEL --sig SIG --wrt X --out Y [-o F] [--ir]    (forward mode)
  *   kad check FILE.py:KERNEL --sig SIG --wrt X --out Y --grid G ...   (docs/AD.md)
  *   kad audit FILE.py:KERNEL --sig SIG [same options as ir] | kad audit FILE.ir
@@ -53,12 +53,13 @@ static const char usage[] =
     "      the access analysis: each load/store/atomic's address as an affine form, its verdicts\n"
     "  kad opt --pass NAME [--pass NAME]... [FILE.ir]\n"
     "      read textual IR (stdin when no FILE), run passes, print the IR\n"
-    "  kad grad FILE.py:KERNEL --sig SIG --wrt X,... --out Y,... [-o FILE] [--ir] [--atomics] [--include FILE.py]...\n"
-    "           [-I DIR]...\n"
+    "  kad grad FILE.py:KERNEL --sig SIG --wrt X,... --out Y,... [-o FILE] [--ir] [--atomics] [--kernels-only]\n"
+    "           [--include FILE.py]... [-I DIR]...\n"
     "  kad grad FILE.ir --wrt X,... --out Y,... [-o FILE] [--ir]\n"
-    "      print the backward as a Triton module with its launcher (docs/GRAD.md),\n"
-    "      or with --ir the backward kernel's IR (reverse mode; see docs/AD.md; the launcher's other\n"
-    "      kernels follow as # comments); --atomics:\n"
+    "      print the backward as a Triton module: its kernels, then their launcher (docs/GRAD.md);\n"
+    "      --kernels-only: the kernels alone, without the launcher; or with --ir the backward\n"
+    "      kernel's IR (reverse mode; see docs/AD.md; the launcher's other kernels follow as\n"
+    "      # comments); --atomics:\n"
     "      input gradients accumulated with atomic_add (nondeterministic) instead of the default;\n"
     "      --report: per taped loop, what is taped, recomputed, checkpointed (docs/GRAD.md);\n"
     "      --saved: the backward that loads the saved loop results (kad_saved) instead of running\n"
@@ -445,7 +446,8 @@ typedef struct AdArgs {
     bool ir;             /* grad --ir: print the backward IR instead of the Triton module */
     bool report;         /* grad --report: print the tape report instead of the module */
     long long while_cap, tape_budget; /* --while-cap, --tape-budget */
-    unsigned gflags;     /* grad --atomics: KAD_GRAD_ATOMICS; --saved: KAD_GRAD_SAVED */
+    unsigned gflags;     /* grad --atomics: KAD_GRAD_ATOMICS; --saved: KAD_GRAD_SAVED;
+                            --kernels-only: KAD_GRAD_KERNELS_ONLY */
     bool save_fwd;       /* grad --save-forward: the saving forward instead of the backward */
     bool race;           /* grad --race: the one-writer check module instead of the backward */
     bool jvp;            /* `kad jvp`: forward mode instead of grad */
@@ -489,6 +491,8 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
             x->report = true;
         else if (!check && !x->jvp && !strcmp(a, "--atomics"))
             x->gflags |= KAD_GRAD_ATOMICS;
+        else if (!check && !x->jvp && !strcmp(a, "--kernels-only"))
+            x->gflags |= KAD_GRAD_KERNELS_ONLY;
         else if (!x->jvp && !strcmp(a, "--saved")) {
             x->gflags |= KAD_GRAD_SAVED;
             x->o.saved = 1;

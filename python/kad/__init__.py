@@ -41,16 +41,37 @@ __all__ = ["Context", "KadError", "Kernel", "Pointer", "library_path", "version"
 __version__: str
 
 
+# What kad.differentiable and the rest of the PyTorch layer say when torch or triton is missing:
+# the tested CPU versions (README.md, "Install"; with CUDA, torch's own install instructions).
+_INSTALL_TORCH = ("pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu\n"
+                 "    pip install triton==3.6.0")
+
+
+def _torch_layer(module: str, name: str):
+    """kad.<name> from the PyTorch layer's module (imported on first use), or a
+    ModuleNotFoundError that says what to install when torch or triton is missing."""
+    import importlib
+    try:
+        mod = importlib.import_module(f".{module}", __name__)
+    except ModuleNotFoundError as e:
+        if e.name not in ("torch", "triton"):
+            raise
+        raise ModuleNotFoundError(
+            f"kad.{name} needs torch and triton, and {e.name} is not installed ({e}). The versions kad is "
+            f"tested with, on a CPU machine:\n    {_INSTALL_TORCH}\n(or pip install \"./python[torch]\" from a "
+            f"kad checkout; with CUDA, torch's own instructions). kad.Context and kad.Kernel need numpy "
+            f"alone.", name=e.name) from e
+    return getattr(mod, name)
+
+
 def __getattr__(name: str):
     if name == "__version__":
         return version()
     # The PyTorch layer is imported on first use: the C binding alone needs
     # only numpy, and `import kad` stays cheap for the tests that use it.
     if name in ("differentiable", "cache_dir", "DifferentiableKernel", "f64_mode"):
-        from . import autograd
-        return getattr(autograd, name)
+        return _torch_layer("autograd", name)
     if name in ("backward_source", "check_backward", "BackwardReport", "audit", "AuditReport", "AuditFinding",
                 "backward"):
-        from . import check
-        return getattr(check, name)
+        return _torch_layer("check", name)
     raise AttributeError(f"module 'kad' has no attribute {name!r}")

@@ -32,6 +32,7 @@ UNROLL_CONST_LOOPS = 1 << 0
 NO_SIMPLIFY = 1 << 1
 GRAD_ATOMICS = 1  # KAD_GRAD_ATOMICS
 GRAD_SAVED = 2  # KAD_GRAD_SAVED
+GRAD_KERNELS_ONLY = 4  # KAD_GRAD_KERNELS_ONLY
 _MODES = {"as_written": 0, "f64": 1}
 
 # Type aliases of the public signatures: a launch grid (an int or up to 3 ints) and a list of
@@ -459,12 +460,15 @@ class Kernel:
             self._ctx._fail("save_module")
         return _dec(text)
 
-    def grad_module(self, wrt: Names, out: Names, deterministic: bool = True, saved: bool = False) -> str:
+    def grad_module(self, wrt: Names, out: Names, deterministic: bool = True, saved: bool = False,
+                    kernels_only: bool = False) -> str:
         """The backward as a Python module text (kad_grad_module_ex,
-        docs/GRAD.md); deterministic and saved as for grad()."""
+        docs/GRAD.md): its kernels, then their launcher; deterministic and
+        saved as for grad(); kernels_only: the kernels alone."""
         fn = self._ctx._need("kad_grad_module_ex")
         self._ctx._begin()
-        flags = (0 if deterministic else GRAD_ATOMICS) | (GRAD_SAVED if saved else 0)
+        flags = ((0 if deterministic else GRAD_ATOMICS) | (GRAD_SAVED if saved else 0)
+                 | (GRAD_KERNELS_ONLY if kernels_only else 0))
         text = fn(self._k, _enc(_names(wrt)), _enc(_names(out)), flags)
         if text is None:
             self._ctx._fail("grad_module")

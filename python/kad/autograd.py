@@ -70,6 +70,7 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import os
+import re
 import secrets
 import sys
 import threading
@@ -128,6 +129,47 @@ def f64_mode(typed_as: "torch.dtype | None" = None) -> Iterator[None]:
 def _cpu_mode():
     """The interpreter mode of a CPU launch ("f64" inside f64_mode())."""
     return "f64" if _F64.get() else "as_written"
+
+
+_IR_RESULT = re.compile(r"^\s*%([\w.]+) = (\w+) ?(?:%([\w.]+))?.* : (\S+)$", re.M)
+_IR_PARAM = re.compile(r"%([\w.]+): (\*?\w+)")
+_NARROW = ("fp32", "fp16", "bf16", "fp8")
+
+
+def _warn_narrow(name, kernel, f64_inputs):
+    """Warns when float64 inputs (f64_inputs, a CPU launch outside f64_mode) meet a kernel that casts
+    float64 values to a narrower float (`.to(tl.float32)`): it computes in float32, so float64 finite
+    differences (torch.autograd.gradcheck) cannot match its gradients.  Read off the specialized IR's
+    casts (docs/IR.md), which name their operand and result types."""
+    if not f64_inputs:
+        return
+    ir = kernel.ir
+    types = dict(_IR_PARAM.findall(ir.split("\n", 1)[0]))
+    narrow = None
+    for res, op, arg, ty in _IR_RESULT.findall(ir):
+        types[res] = ty
+        if op == "cast" and types.get(arg, "").startswith("fp64") and ty.startswith(_NARROW):
+            narrow = ty.split("[")[0]
+            break
+    if narrow is None:
+        return
+    import warnings
+    warnings.warn(f"kad: {name} is launched with float64 tensors ({', '.join(f64_inputs)}) on the CPU, but it casts "
+                  f"float64 values to {narrow} (a .to(tl.float32) or the like), so it computes in {narrow}: its "
+                  f"outputs and gradients are {narrow}-accurate, and float64 finite differences "
+                  f"(torch.autograd.gradcheck) will not match them. To check its gradient in float64, run the "
+                  f"check inside `with kad.f64_mode():` (every value in double, casts included; docs/PYTHON.md)",
+                  stacklevel=_outside_stacklevel())
+
+
+def _outside_stacklevel():
+    """warnings.warn's stacklevel (from its caller) of the first frame outside kad and torch: the
+    user's launch."""
+    skip = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(torch.__file__)))
+    f, level = sys._getframe(2), 2
+    while f is not None and f.f_code.co_filename.startswith(skip):
+        f, level = f.f_back, level + 1
+    return level
 
 
 def run_cpu(kernel, grid, values, mode, written=None):
@@ -424,6 +466,13 @@ class Program:
             write_atomically(path, data)
         self.texts[key] = text
         return text
+
+    def kernels_text(self, sig, wrt, out, det=True):
+        """The backward module's kernels alone (kad.backward_source(...,
+        kernels_only=True)): generated on each call, never cached."""
+        fwd = self.forward(sig)
+        with self.lock:
+            return fwd.grad_module(wrt, out, deterministic=det, kernels_only=True)
 
     def jvp(self, sig, wrt, out):
         """The jvp kernel (kad_jvp) for the CPU interpreter."""
@@ -1435,6 +1484,9 @@ class DifferentiableKernel:
             prep = prep or self._prep(launch)
             k = prep.forward(self.program)
             tens = launch.values
+            if launch.mode != "f64" and not prep.narrow_warned:
+                prep.narrow_warned = True
+                _warn_narrow(self.__name__, k, [n for n in prep.inputs if tens[n].dtype == torch.float64])
             run_cpu(k, launch.grid, [tens[n] for n in prep.fwd_names], launch.mode)
             return
         grid, args, kwargs = launch.call
@@ -1599,6 +1651,7 @@ class _Prep:
         self.races_seen = set()  # the launch keys it passed
         self.launch_checks = {}  # a GPU backward's launcher -> its module's check_<kernel>_launch (False: none)
         self.launch_seen = set()  # (launcher, launch key) whose conditions held
+        self.narrow_warned = False  # _warn_narrow asked (a CPU launch outside f64_mode)
 
     def forward(self, program):
         """The compiled forward (CPU) and, in self.fwd_names, its parameters' names."""

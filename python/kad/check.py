@@ -68,15 +68,22 @@ def _dk(kernel):
     return kernel
 
 
-def backward_source(kernel: DifferentiableKernel, grid: Any, *args: Any, **kwargs: Any) -> str:
-    """The generated backward module for kernel[grid](*args, **kwargs)."""
+def backward_source(kernel: DifferentiableKernel, grid: Any, *args: Any, kernels_only: bool = False,
+                    **kwargs: Any) -> str:
+    """The generated backward module for kernel[grid](*args, **kwargs): its
+    kernels, then (after a `# ---- the launcher` comment) the host code that
+    launches them.  kernels_only=True: the kernels alone, the math without the
+    launcher (the module's text is not cached then)."""
     dk = _dk(kernel)
     launch = dk.bind(grid, args, kwargs, after_launch=True)
     tens = dict(launch.tensors())
     wrt = [n for n in dk.inputs if n in tens and tens[n].requires_grad]  # (an input passed None is absent)
     if not wrt:
         wrt = [n for n in dk.inputs if n in tens and tens[n].dtype in FLOAT_DTYPES]
-    return dk.program.module_text(launch.sig, wrt, [n for n in dk.outputs if n in tens], dk.deterministic)
+    out = [n for n in dk.outputs if n in tens]
+    if kernels_only:
+        return dk.program.kernels_text(launch.sig, wrt, out, dk.deterministic)
+    return dk.program.module_text(launch.sig, wrt, out, dk.deterministic)
 
 
 def backward(kernel: DifferentiableKernel, grid: Any, *args: Any, grads: Mapping[str, Any],

@@ -261,6 +261,75 @@ def test_generated_backward_runs_under_triton_interpreter(tmp_path, monkeypatch)
     assert p.returncode == 0 and "ok" in p.stdout, p.stdout + p.stderr
 
 
+def test_backward_source_puts_the_kernels_first(tmp_path, monkeypatch):
+    """The module's kernels, then a `# ---- the launcher` line, then the host code; kernels_only=True gives
+    the part before that line alone (a module that still compiles), the launcher left out."""
+    monkeypatch.setenv("KAD_CACHE_DIR", str(tmp_path / "cache"))
+    x, w = leaves(M=4, N=40)
+    y, r = torch.empty(4, 40), torch.empty(4)
+    src = kad.backward_source(rmsnorm, (4,), x, w, y, r, 40, 40, 40, 1e-6, BLOCK=64)
+    kernels, mark, host = src.partition("\n# ---- the launcher ")
+    assert mark and "launch_rmsnorm_bwd(grid, *args)" in host.split("\n\n")[0], host[:400]
+    assert kernels.count("@triton.jit") == src.count("@triton.jit") == 2  # the backward and its sum kernel
+    assert "def launch_rmsnorm_bwd(" in host and "def launch_" not in kernels
+    only = kad.backward_source(rmsnorm, (4,), x, w, y, r, 40, 40, 40, 1e-6, BLOCK=64, kernels_only=True)
+    assert only.startswith(kernels.rstrip("\n") + "\n") and "launch_rmsnorm_bwd(" not in only.split("\n")[-2]
+    assert "def launch_" not in only and len(only.splitlines()) * 3 < len(src.splitlines())
+    compile(only, "kernels.py", "exec")
+
+
+_MISSING_TORCH = """
+import sys
+sys.modules["torch"] = None  # as if torch were not installed
+import kad
+try:
+    kad.differentiable
+except ModuleNotFoundError as e:
+    print(e.name)
+    print(e)
+"""
+
+
+def test_missing_torch_says_what_to_install():
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = os.path.join(REPO, "python")
+    p = subprocess.run([sys.executable, "-c", _MISSING_TORCH], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    name, msg = p.stdout.split("\n", 1)
+    assert name == "torch"
+    assert "kad.differentiable needs torch and triton" in msg
+    assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in msg
+    assert "pip install triton==3.6.0" in msg
+
+
+def test_float64_into_a_float32_kernel_warns_outside_f64_mode():
+    """rmsnorm casts its loads to fp32: float64 tensors outside kad.f64_mode() compute in fp32, and gradcheck
+    fails with a bare Jacobian mismatch; kad says why and what to do, once per signature.  Inside f64_mode, and
+    for float32 tensors, nothing is said."""
+    import warnings
+    k = kad.differentiable(inputs=["x_ptr", "w_ptr"], outputs=["y_ptr", "rstd_ptr"])(rmsnorm.fn)
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(3, 10, dtype=torch.float64, generator=g, requires_grad=True)
+    w = torch.randn(10, dtype=torch.float64, generator=g, requires_grad=True)
+
+    def f(x, w):
+        y, r = torch.empty_like(x), torch.empty(x.shape[0], dtype=x.dtype)
+        k[(x.shape[0],)](x, w, y, r, x.stride(0), y.stride(0), x.shape[1], 1e-6, BLOCK=16)
+        return y
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning in f64 mode, none for float32 tensors
+        with kad.f64_mode():
+            assert torch.autograd.gradcheck(f, (x, w))
+        f(x.detach().float(), w.detach().float())
+    with pytest.warns(UserWarning, match=r"rmsnorm is launched with float64 tensors \(x_ptr, w_ptr\).*casts "
+                                         r"float64 values to fp32.*`with kad.f64_mode\(\):`") as rec:
+        with pytest.raises(RuntimeError, match="Jacobian mismatch"):
+            torch.autograd.gradcheck(f, (x, w))
+    assert len([r for r in rec if "kad.f64_mode" in str(r.message)]) == 1  # once, not per launch
+    assert rec[0].filename == __file__  # pointing at the launch
+
+
 # ---------------------------------------------------------------- errors
 
 
