@@ -32,6 +32,7 @@ UNROLL_CONST_LOOPS = 1 << 0
 NO_SIMPLIFY = 1 << 1
 GRAD_ATOMICS = 1  # KAD_GRAD_ATOMICS
 GRAD_SAVED = 2  # KAD_GRAD_SAVED
+GRAD_TRUSTED = 4  # KAD_GRAD_TRUSTED
 _MODES = {"as_written": 0, "f64": 1}
 
 # Type aliases of the public signatures: a launch grid (an int or up to 3 ints) and a list of
@@ -134,6 +135,7 @@ def _load():
             "kad_parse_ir": ([P, S, S], P),
             "kad_run_pass": ([P, S], I),
             "kad_kernel_ir": ([P], S),
+            "kad_kernel_trusted": ([P], S),
             "kad_kernel_nparams": ([P], I),
             "kad_kernel_param_name": ([P, I], S),
             "kad_kernel_param_type": ([P, I], S),
@@ -369,6 +371,13 @@ class Kernel:
         return _dec(self._ctx._lib.kad_kernel_ir(self._k))
 
     @property
+    def trusted(self) -> str:
+        """For a backward built with trusted=True: the buffers it loads as the forward stored them,
+        comma-separated ("" when none: the same kernel as without trusted)."""
+        self._ctx._handle()
+        return _dec(self._ctx._lib.kad_kernel_trusted(self._k))
+
+    @property
     def params(self) -> list[tuple[str, str]]:
         """Runtime parameters in call order: [(name, type)], e.g. ("x_ptr", "*fp32")."""
         self._ctx._handle()
@@ -414,16 +423,20 @@ class Kernel:
             self._ctx._fail("audit")
         return _dec(text)
 
-    def grad(self, wrt: Names, out: Names, deterministic: bool = True, saved: bool = False) -> "Kernel":
+    def grad(self, wrt: Names, out: Names, deterministic: bool = True, saved: bool = False,
+             trusted: bool = False) -> "Kernel":
         """The backward kernel (kad_grad_ex): this kernel's runtime parameters,
         then d_<out>..., then d_<wrt>...; wrt and out are lists of
         pointer-parameter names (or comma-separated strings).
         deterministic=False: input gradients accumulated with atomic_add.
         saved=True: the backward of the saving forward (save_forward), which
-        takes its kad_saved buffer after the runtime parameters."""
+        takes its kad_saved buffer after the runtime parameters.
+        trusted=True: the backward that loads the outputs and statistics the
+        forward stored instead of recomputing them (KAD_GRAD_TRUSTED): run it
+        only on buffers unchanged since the forward."""
         fn = self._ctx._need("kad_grad_ex")
         self._ctx._begin()
-        flags = (0 if deterministic else GRAD_ATOMICS) | (GRAD_SAVED if saved else 0)
+        flags = (0 if deterministic else GRAD_ATOMICS) | (GRAD_SAVED if saved else 0) | (GRAD_TRUSTED if trusted else 0)
         g = fn(self._k, _enc(_names(wrt)), _enc(_names(out)), flags)
         if not g:
             self._ctx._fail("grad")
@@ -459,12 +472,14 @@ class Kernel:
             self._ctx._fail("save_module")
         return _dec(text)
 
-    def grad_module(self, wrt: Names, out: Names, deterministic: bool = True, saved: bool = False) -> str:
+    def grad_module(self, wrt: Names, out: Names, deterministic: bool = True, saved: bool = False,
+                    trusted: bool = False) -> str:
         """The backward as a Python module text (kad_grad_module_ex,
-        docs/GRAD.md); deterministic and saved as for grad()."""
+        docs/GRAD.md); deterministic, saved and trusted as for grad() (a
+        trusted module's launcher takes outputs_unmodified=True)."""
         fn = self._ctx._need("kad_grad_module_ex")
         self._ctx._begin()
-        flags = (0 if deterministic else GRAD_ATOMICS) | (GRAD_SAVED if saved else 0)
+        flags = (0 if deterministic else GRAD_ATOMICS) | (GRAD_SAVED if saved else 0) | (GRAD_TRUSTED if trusted else 0)
         text = fn(self._k, _enc(_names(wrt)), _enc(_names(out)), flags)
         if text is None:
             self._ctx._fail("grad_module")
