@@ -336,9 +336,10 @@ def test_a_second_launch_into_the_same_buffers_is_seen():
 
 
 def test_gradcheck_f64_through_a_loaded_fp32_statistic():
-    # float64 inputs, an fp32 rstd buffer: kad's f64 mode runs the backward on a float64 copy of
-    # the buffer it loads (kept alive while the kernel runs: it was freed before, when only written
-    # buffers were kept)
+    # float64 inputs, an fp32 rstd buffer: f64 mode computes in float64, so the package does not
+    # trust the rounded buffer (it recomputes); the trusted backward itself runs on a float64 copy
+    # of a buffer it loads (kept alive while the kernel runs: it was freed before, when only
+    # written buffers were kept), checked by running it directly
     if DEVICE != "cpu":
         pytest.skip("f64_mode is the CPU interpreter's")
     k = _rms_k()
@@ -346,3 +347,55 @@ def test_gradcheck_f64_through_a_loaded_fp32_statistic():
     w = _rand(40, seed=2).double().requires_grad_()
     with kad.f64_mode():
         assert torch.autograd.gradcheck(lambda a, b: _rms(k, a, b)[0], (x, w), eps=1e-6, atol=1e-7, rtol=1e-5)
+        y, rstd = _rms(k, x.detach(), w.detach())
+    assert y.grad_fn is None
+    prog = k.program
+    g = prog.forward(_f64_sig()).grad(["x_ptr", "w_ptr"], ["y_ptr"], deterministic=False, trusted=True)
+    assert g.trusted == "rstd_ptr"
+    import kad.autograd as A
+    outs = []
+    for _ in range(2):
+        dy, dx, dw = torch.ones_like(y), torch.zeros_like(x), torch.zeros_like(w)
+        A.run_cpu(g, (4,), [x.detach(), w.detach(), y, rstd, 40, 40, 40, 1e-6, dy, dx, dw], "f64", written=[dx, dw])
+        outs.append(dx)
+    assert torch.equal(outs[0], outs[1]) and outs[0].abs().max() > 1e-3
+
+
+def _f64_sig():
+    return RMS_SIG.replace("x_ptr=*fp32,w_ptr=*fp32,y_ptr=*fp32", "x_ptr=*fp64,w_ptr=*fp64,y_ptr=*fp64")
+
+
+@pytest.mark.parametrize("kernel_file,kernel,sig,wrt,out", [
+    ("softmax.py", "softmax_kernel", SM_SIG, "input_ptr", "output_ptr"),
+    ("log_softmax.py", "log_softmax_kernel", LSM_SIG, "x_ptr", "y_ptr"),
+])
+def test_emitted_trusted_module_on_triton(kernel_file, kernel, sig, wrt, out, tmp_path):
+    """The generated Triton module of the trusted backward (the launcher's path), run after the
+    original kernel on Triton's interpreter (CPU) or the GPU: against torch float64 autograd."""
+    text = _cli("grad", os.path.join(KERNELS, kernel_file) + ":" + kernel, "--sig", sig, "--wrt", wrt,
+                "--out", out, "--trusted")
+    path = tmp_path / f"{kernel}_trusted_bwd.py"
+    path.write_text(text)
+    rows, n = 5, 37
+    x0 = _rand(rows, n, seed=21, scale=2.0)
+    dy = _rand(rows, n, seed=22)
+    with triton_cpu.interpreter(DEVICE):
+        bwd = triton_cpu.load_module(str(path), f"kad_trusted_{kernel}")
+        fwd = getattr(triton_cpu.corpus_module(kernel_file), kernel)
+        y = torch.empty_like(x0)
+        dx = torch.full_like(x0, float("nan"))
+        if kernel == "softmax_kernel":
+            grid, args, consts = (rows,), [y, x0, x0.stride(0), y.stride(0), n], dict(BLOCK_SIZE=64)
+        else:
+            grid, args, consts = (rows + 3,), [x0, y, x0.stride(0), y.stride(0), rows, n], dict(BLOCK_N=64)
+        triton_cpu.launch(fwd, grid, dict(zip([p for p in _names(sig)], args)), consts, DEVICE)
+        launch = getattr(bwd, f"launch_{kernel}_bwd")
+        launch(grid, *args, dy, dx, outputs_unmodified=True, **consts)
+    ref = torch.softmax if kernel == "softmax_kernel" else torch.log_softmax
+    xd = x0.double().cpu().requires_grad_()
+    want, = torch.autograd.grad(ref(xd, -1), xd, dy.double().cpu())
+    torch.testing.assert_close(dx.double().cpu(), want, rtol=1e-5, atol=1e-5)
+
+
+def _names(sig):
+    return [p.split("=")[0] for p in sig.split(",") if not p.split("=")[1][:1].isdigit()]
