@@ -1103,7 +1103,9 @@ class DifferentiableKernel:
         r = Run(self, launch, ins, others, outputs, dirty, dirty_of, inout, old, prep)
         writes = prep.writes(self._program or self.program)
         self._written_names.update(writes)
-        r.written = frozenset(i for i, n in enumerate(others) if n in writes)
+        # (float tensors only: a trusted backward loads float values; an int buffer kad cannot rule out
+        # as written, through a pointer of unknown provenance, is left alone)
+        r.written = frozenset(i for i, n in enumerate(others) if n in writes and tens[n].is_floating_point())
         for i in r.written:  # written in place: an earlier launch's trusted backward must see it
             increment_version(tens[others[i]])
         _KadFunction.apply(r, *[tens[n] for n in ins], *[tens[n] for n in others], *dirty)
@@ -1393,7 +1395,7 @@ class DifferentiableKernel:
         writes = prep.writes(self._program or self.program)
         self._written_names.update(writes)
         for n in prep.tensors:
-            if n in writes or n in prep.outputs:
+            if n in prep.outputs or (n in writes and tens[n].is_floating_point()):
                 increment_version(tens[n])
 
     def _bump_direct(self, args, kwargs):
@@ -1401,11 +1403,12 @@ class DifferentiableKernel:
         of the parameters a bound launch found written."""
         names = self._binder.names
         for i, v in enumerate(args):
-            if i < len(names) and isinstance(v, torch.Tensor) and (names[i] in self._written_names
-                                                                   or names[i] in self.outputs):
+            if i < len(names) and isinstance(v, torch.Tensor) and (
+                    names[i] in self.outputs or (names[i] in self._written_names and v.is_floating_point())):
                 increment_version(v)
         for n, v in kwargs.items():
-            if isinstance(v, torch.Tensor) and (n in self._written_names or n in self.outputs):
+            if isinstance(v, torch.Tensor) and (n in self.outputs or (n in self._written_names
+                                                                      and v.is_floating_point())):
                 increment_version(v)
 
     def _direct(self, args, kwargs, grad):
