@@ -211,6 +211,11 @@ def test_module_launcher_requires_the_promise(tmp_path):
     text = _cli("grad", os.path.join(KERNELS, "softmax.py") + ":softmax_kernel", "--sig", SM_SIG,
                 "--wrt", "input_ptr", "--out", "output_ptr", "--trusted")
     assert '_kad_trusted = ("output_ptr", )' in text
+    kernel = text[text.index("@triton.jit"):text.index("\n\n\n", text.index("@triton.jit"))]
+    assert "y = tl.load(out_start + col_offsets, mask=mask, other=0.0)" in kernel
+    assert "dx = y * (dy - tl.sum(dy * y, axis=0))" in kernel
+    for call in ("tl.max(", "tl.exp(", "tl.exp2(", " input_ptr +"):
+        assert call not in kernel, call
     assert "def launch_softmax_kernel_bwd(grid, *args, outputs_unmodified," in text
     assert "outputs_unmodified=True" in text.split("\n\n")[0]  # the header says so
     plain = _cli("grad", os.path.join(KERNELS, "softmax.py") + ":softmax_kernel", "--sig", SM_SIG,
