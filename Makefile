@@ -18,7 +18,7 @@ VPY     := $(VENV)/bin/python
 FUZZ_SECONDS ?= 60
 
 SRCS := src/util.c src/lex.c src/parse_py.c src/ast_dump.c src/sema_sig.c src/sema.c src/sema_stmt.c src/ir.c src/irparse.c \
-        src/sema_ops.c src/sema_builtins.c src/verify.c src/pass.c src/interp.c src/kad.c src/ad_analysis.c src/ad_finite.c src/ad_rev.c src/ad_plain.c src/ad_fold.c src/ad_gemm.c src/ad_gather.c src/ad_scatter.c src/ad_tape.c src/ad_gauge.c src/ad_save.c src/ad_spread.c src/ad_race.c src/ad_fwd.c src/ad_libm.c src/libm.c src/check.c src/emit_triton.c src/emit_expr.c src/emit_stmt.c \
+        src/sema_ops.c src/sema_builtins.c src/verify.c src/pass.c src/interp.c src/kad.c src/ad_analysis.c src/ad_finite.c src/ad_rev.c src/ad_plain.c src/ad_fold.c src/ad_gemm.c src/ad_gather.c src/ad_scatter.c src/ad_tape.c src/ad_gauge.c src/ad_save.c src/ad_trust.c src/ad_spread.c src/ad_race.c src/ad_fwd.c src/ad_libm.c src/libm.c src/check.c src/emit_triton.c src/emit_expr.c src/emit_stmt.c \
         src/emit_grad.c src/access.c src/access_decide.c src/access_cover.c src/audit.c
 HDRS := src/kad_int.h src/access_int.h src/ops.h include/kad.h
 

@@ -81,6 +81,11 @@ KAD_API int kad_run_pass(kad_kernel *k, const char *pass);
 /* The kernel's textual IR (owned by the context). */
 KAD_API const char *kad_kernel_ir(kad_kernel *k);
 
+/* For a backward built with KAD_GRAD_TRUSTED: the buffers it loads as the
+ * forward stored them, comma-separated ("" when it loads none: it is the
+ * backward built without the flag). */
+KAD_API const char *kad_kernel_trusted(kad_kernel *k);
+
 /* For a backward: the IR of the other kernels its launcher runs (the GEMM
  * form's, the fold's sum kernel, gather and scattered-site kernels), each
  * line a `#` comment, so that kad_kernel_ir's text followed by it still
@@ -156,8 +161,14 @@ KAD_API kad_kernel *kad_grad(kad_kernel *k, const char *wrt, const char *out);
  * instead of running those loops again.  Refused when k has nothing to
  * save (kad_save_slot(k) == 0). */
 /* KAD_GRAD_KERNELS_ONLY (kad_grad_module_ex only): the module's kernels alone,
- * without the host part (the launcher and its helpers) that follows them. */
-enum { KAD_GRAD_ATOMICS = 1, KAD_GRAD_SAVED = 2, KAD_GRAD_KERNELS_ONLY = 4 };
+ * without the host part (the launcher and its helpers) that follows them.
+ * KAD_GRAD_TRUSTED: the caller guarantees that k's output and scratch
+ * buffers still hold what the forward stored (the Python package checks
+ * their version counters): the backward loads a softmax's or log-softmax's
+ * output and a norm's stored statistics instead of recomputing them
+ * (docs/AD.md, "Trusted saved outputs").  Same parameters; wrong gradients
+ * if the buffers were changed, so only for callers that check. */
+enum { KAD_GRAD_ATOMICS = 1, KAD_GRAD_SAVED = 2, KAD_GRAD_KERNELS_ONLY = 4, KAD_GRAD_TRUSTED = 8 };
 KAD_API kad_kernel *kad_grad_ex(kad_kernel *k, const char *wrt, const char *out, unsigned flags);
 
 /* ---- Saved loop results (docs/AD.md, "Saved loop results") ---- */

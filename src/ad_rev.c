@@ -671,6 +671,66 @@ static bool load_saved(Ad *ad, Block *bb, int k)
     return true;
 }
 
+/* A pure value of fb defined at or after instruction k (the pointer and mask of a store that a
+ * trusted load, before it, needs), emitted into bb now with what it depends on; done marks the
+ * instructions emitted so, which clone_block then skips.  Earlier values are already mapped. */
+static ValId clone_early(Ad *ad, const Block *fb, Block *bb, int k, ValId v, uint8_t *done)
+{
+    const Inst *in = ad->def[v];
+    if (!in || in < fb->insts.v || in >= fb->insts.v + fb->insts.n || in - fb->insts.v < k)
+        return ad->pm[v];
+    int j = (int)(in - fb->insts.v);
+    if (done[j])
+        return ad->pm[v];
+    ASSERT(in->nres == 1 && !in->nregions && op_info[in->op].pure && !op_writes_memory(in->op) && in->op != OP_LOAD);
+    for (int i = 0; i < in->nargs; i++)
+        clone_early(ad, fb, bb, k, in->args[i], done);
+    ValId *args = map_args(ad, in, false);
+    Inst *ni = emit_like(ad, bb, in, args);
+    ad->pm[v] = ni->res[0];
+    name_after(ad, ni->res[0], "", v);
+    if (needs_shadow(ad, v))
+        clone_shadow(ad, bb, in);
+    done[j] = 1;
+    return ad->pm[v];
+}
+
+/* Whether clone_early can emit v before instruction k of fb: defined before it, or by pure ops. */
+static bool early_ok(const Ad *ad, const Block *fb, int k, ValId v, int depth)
+{
+    const Inst *in = ad->def[v];
+    if (!in || in < fb->insts.v || in >= fb->insts.v + fb->insts.n || in - fb->insts.v < k)
+        return true;
+    if (depth > 64 || in->nres != 1 || in->nregions || !op_info[in->op].pure || op_writes_memory(in->op) ||
+        in->op == OP_LOAD || in->op == OP_CUSTOM_VJP || in->op == OP_CUSTOM_JVP || in->op == OP_STOP_GRADIENT)
+        return false;
+    for (int i = 0; i < in->nargs; i++)
+        if (!early_ok(ad, fb, k, in->args[i], depth + 1))
+            return false;
+    return true;
+}
+
+/* The trusted value t (ad_trust.c) at instruction k of fb: loaded from where its store put it,
+ * under the store's mask, with t->other off it. */
+static void load_trusted(Ad *ad, const Block *fb, Block *bb, int k, const TrustVal *t, uint8_t *done)
+{
+    const Inst *st = t->store;
+    ValId args[3];
+    int na = 1;
+    unsigned flags = 0;
+    args[0] = clone_early(ad, fb, bb, k, st->args[0], done);
+    Type vt = fty(ad, t->v);
+    if (t->mask) {
+        args[na++] = clone_early(ad, fb, bb, k, t->mask, done);
+        args[na++] = ir_const_float(ad->bw, bb, vt, t->other, st->loc);
+        flags = IF_HAS_MASK | IF_HAS_OTHER;
+    }
+    Inst *ld = ir_emit(ad->bw, bb, OP_LOAD, args, na, &vt, 1, ad->def[t->v]->loc);
+    ld->flags = flags;
+    ad->pm[t->v] = ld->res[0];
+    name_after(ad, ld->res[0], "", t->v);
+}
+
 /* Copies fb into bb: stores and (scratch) atomics dropped, shadows made
  * for pointers into differentiated buffers, region-carried shadows added.
  * CL_YIELD: copy fb's terminating yield, extended by the shadows of the
@@ -678,8 +738,21 @@ static bool load_saved(Ad *ad, Block *bb, int k)
  * CL_SKIP_CHAIN: leave out linear-accumulator chains (adjoint loops). */
 static void clone_block(Ad *ad, const Block *fb, Block *bb, unsigned mode, const bool *ysh)
 {
+    uint8_t *done = NULL; /* instructions clone_early emitted already (trusted loads) */
     for (int k = 0; k < fb->insts.n; k++) {
         const Inst *in = &fb->insts.v[k];
+        if (done && done[k])
+            continue;
+        if (ad->trust && in->nres == 1 && ad->trust[in->res[0]] && ad->trust[in->res[0]]->block == fb) {
+            const TrustVal *t = ad->trust[in->res[0]];
+            if (early_ok(ad, fb, k, t->store->args[0], 0) && (!t->mask || early_ok(ad, fb, k, t->mask, 0))) {
+                if (!done)
+                    done = arena_alloc(ad->a, (size_t)fb->insts.n);
+                load_trusted(ad, fb, bb, k, t, done);
+                continue;
+            }
+            ad->trust[in->res[0]] = NULL; /* recomputed after all: its rule as written */
+        }
         switch (in->op) {
         case OP_STORE:
         case OP_ATOMIC_ADD:
@@ -2978,6 +3051,43 @@ static void adj_custom(Ad *ad, Block *bb, const Inst *in)
         }
 }
 
+/* The rules of the trusted values (ad_trust.c) in terms of their loaded primal y: the idiom's
+ * intermediates have no other use, so the whole adjoint of its operand w is this one. */
+static void adj_trusted(Em *e, const TrustVal *t)
+{
+    Ad *ad = e->ad;
+    ValId d = ad->adj[t->v];
+    if (!d || !ad_active(ad, t->v))
+        return;
+    ValId y = P(e, t->v), c = 0;
+    Type yt = bty(ad, y);
+    switch (t->kind) {
+    case TRUST_RECIP: /* y = 1/w: dw = -d*y*y */
+        c = e1(e, OP_NEG, e2(e, OP_MUL, e2(e, OP_MUL, d, y), y));
+        break;
+    case TRUST_RSQRT: /* y = w^(-1/2): dw = -d*y^3/2 */
+        c = e2(e, OP_MUL, e2(e, OP_MUL, e2(e, OP_MUL, d, y), e2(e, OP_MUL, y, y)), ec(e, d, -0.5));
+        break;
+    case TRUST_SOFTMAX: { /* dw = scale * y * (d - sum(d*y)) */
+        ValId r = ereduce(e, OP_SUM, e2(e, OP_MUL, d, y), t->axis, t->keep);
+        c = e2(e, OP_MUL, y, e2(e, OP_SUB, d, bcast_back(e, r, yt, t->axis, t->keep)));
+        if (t->scale != 1.0)
+            c = e2(e, OP_MUL, c, ec(e, c, t->scale));
+        break;
+    }
+    case TRUST_LOGSOFTMAX: { /* dw = d - exp(y) * sum(d) */
+        ValId r = ereduce(e, OP_SUM, d, t->axis, t->keep);
+        c = e2(e, OP_SUB, d, e2(e, OP_MUL, e1(e, OP_EXP, y), bcast_back(e, r, yt, t->axis, t->keep)));
+        if (t->scale != 1.0)
+            c = e2(e, OP_MUL, c, ec(e, c, t->scale));
+        break;
+    }
+    default:
+        ASSERT(0);
+    }
+    accum(e, t->w, c);
+}
+
 static void adj_block(Ad *ad, const Block *fb, Block *bb)
 {
     PendingVec pending = {0};
@@ -3021,7 +3131,10 @@ static void adj_block(Ad *ad, const Block *fb, Block *bb)
         default:
             if (op_differentiable(in->op) && in->nres == 1) {
                 Em e = {ad, bb, in->loc};
-                adj_rule(&e, in);
+                if (ad->trust && ad->trust[in->res[0]] && ad->trust[in->res[0]]->kind != TRUST_STAT)
+                    adj_trusted(&e, ad->trust[in->res[0]]);
+                else
+                    adj_rule(&e, in);
             }
             break;
         }
@@ -3106,6 +3219,7 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec,
         }
 
     /* The primal sweep, then the adjoint sweep. */
+    ad_trust_plan(ad);
     clone_block(ad, fwd->body, bw->body, 0, NULL);
     adj_block(ad, fwd->body, bw->body);
     site_inputs(ad);
@@ -3149,6 +3263,17 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec,
             for (int j = np; j < bw->nparams; j++)
                 if (bw->params[j] == ad->grad[i])
                     vec_push(a, bw->cleared, j);
+    if (ad->trust) { /* the buffers whose stored values the backward loads, in parameter order */
+        Buf names = {.a = a};
+        for (int i = 0; i < np; i++) {
+            bool any = false;
+            for (ValId v = 1; v < nv && !any; v++)
+                any = ad->trust[v] && ad->root[ad->trust[v]->store->args[0]] == i + 1;
+            if (any)
+                buf_printf(&names, "%s%s", names.len ? "," : "", fname(ad, fwd->params[i]));
+        }
+        bw->trusted = names.len ? buf_str(&names) : NULL;
+    }
     bw->guards.v = ad->guards.v; /* launch conditions (check_loop_store) */
     bw->guards.n = bw->guards.cap = ad->guards.n;
     return bw;

@@ -200,11 +200,17 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
     }
     buf_puts(&h, "\n");
     t.len = 0;
-    buf_printf(&t, "Launch it with %s(grid, *args, **constexprs): the forward's grid, the forward's runtime "
+    buf_printf(&t, "Launch it with %s(grid, *args, %s**constexprs): the forward's grid, the forward's runtime "
                    "arguments followed by the gradient buffers, and the constexprs as keywords "
                    "(see kad's docs/GRAD.md). Each program recomputes its part of the forward in "
                    "registers, then sweeps back.",
-               lname);
+               lname, bwd->trusted ? "outputs_unmodified=True, " : "");
+    if (bwd->trusted)
+        buf_printf(&t, " Trusted outputs: it loads %s as the forward stored them instead of recomputing them "
+                       "(a softmax's output, a norm's statistics), so those buffers must be unchanged since the "
+                       "forward ran on these arguments: outputs_unmodified=True is the caller's promise (kad's "
+                       "Python package checks their version counters; docs/AD.md, \"Trusted saved outputs\").",
+                   bwd->trusted);
     wrap(&h, buf_str(&t), LINE_LIMIT - 2, "", 0);
     buf_puts(&h, "\n");
     if (spec->grad_write) {
@@ -1767,8 +1773,9 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
             buf_printf(&key, ", args[%d].shape, args[%d].stride()", at0 + i - nfwd, at0 + i - nfwd);
         buf_printf(&key, ", args[%d].device", bwd->fold ? at0 + bwd->fold->in[0].slot - nfwd : at0);
     }
-    buf_printf(out, "\n\ndef %s(grid, *args, num_warps=None, num_stages=None, kad_tune=False, %s**constexprs):\n", lname,
-               bwd->fold && bwd->fold->axes ? "nfold=None, " : "");
+    bool trusted = jvp_nin == -1 && bwd->trusted;
+    buf_printf(out, "\n\ndef %s(grid, *args, %snum_warps=None, num_stages=None, kad_tune=False, %s**constexprs):\n", lname,
+               trusted ? "outputs_unmodified, " : "", bwd->fold && bwd->fold->axes ? "nfold=None, " : "");
     buf_puts(out, "    \"\"\"");
     Buf doc = {.a = a};
     if (jvp_nin >= 0)
@@ -1857,8 +1864,21 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_puts(&doc, " A host-side tensor descriptor (triton.tools.tensor_descriptor.TensorDescriptor) is passed "
                        "as the forward takes it and expanded here into the kernel's base, shape and strides; its "
                        "gradient is a tensor laid out like its base (or a descriptor of one).");
+    if (trusted)
+        buf_printf(&doc, " outputs_unmodified: must be True, the caller's promise that %s still hold what the "
+                         "forward stored on these arguments (this backward loads them instead of recomputing "
+                         "them: docs/AD.md, \"Trusted saved outputs\"); where that is not known, use the "
+                         "backward generated without trusted outputs.",
+                   bwd->trusted);
     wrap(out, buf_str(&doc), LINE_LIMIT, "    ", 7);
-    buf_puts(out, "\n    \"\"\"\n    names = (");
+    buf_puts(out, "\n    \"\"\"\n");
+    if (trusted)
+        buf_printf(out, "    if outputs_unmodified is not True:\n"
+                        "        raise ValueError(\"%s loads %s as the forward stored them: pass outputs_unmodified=True \"\n"
+                        "                         \"only when they are unchanged since the forward, else use the backward \"\n"
+                        "                         \"generated without trusted outputs (it recomputes them)\")\n",
+                   lname, bwd->trusted);
+    buf_puts(out, "    names = (");
     wrap(out, buf_str(&quoted), LINE_LIMIT - 1, "             ", 13);
     buf_puts(out, ")\n");
     if (fwd->descs.n) {
@@ -2226,6 +2246,18 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
     buf_printf(out, "\n\n# the package passes the forward's num_warps/num_stages to this launcher only when True: when\n"
                     "# the backward has a tl.dot, whose tiles follow the forward's warps (docs/GRAD.md)\n"
                     "_kad_forward_options = %s\n", has_dot(bwd) ? "True" : "False");
+    if (bwd->trusted) {
+        buf_puts(out, "# the buffers this backward loads as the forward stored them (docs/AD.md, \"Trusted saved outputs\"):\n"
+                      "# its launcher takes outputs_unmodified=True\n_kad_trusted = (");
+        const char *p = bwd->trusted;
+        while (*p) {
+            const char *q = strchr(p, ',');
+            size_t n = q ? (size_t)(q - p) : strlen(p);
+            buf_printf(out, "\"%.*s\", ", (int)n, p);
+            p += n + (q != NULL);
+        }
+        buf_puts(out, ")\n");
+    }
     print_launcher(out, a, bwd, o, nfwd, spec->nouts, fwd, kname, lname, -1);
     print_launch_check(out, a, bwd, o, nfwd, fwd);
     return true;

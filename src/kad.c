@@ -183,6 +183,8 @@ const char *kad_kernel_ir(kad_kernel *k)
     return k->ir;
 }
 
+const char *kad_kernel_trusted(kad_kernel *k) { return k && k->f->trusted ? k->f->trusted : ""; }
+
 /* Appends kernel f's IR to b as `#` comments, after a line saying what it is. */
 static void companion(Buf *b, Arena *a, const Func *f, const char *what)
 {
@@ -327,6 +329,7 @@ kad_kernel *kad_grad_ex(kad_kernel *k, const char *wrt, const char *out, unsigne
     kad_kernel *g = NULL;
     AdSpec spec = ad_spec(c, c->a, wrt, out);
     spec.atomics = (flags & KAD_GRAD_ATOMICS) != 0;
+    spec.trusted = (flags & KAD_GRAD_TRUSTED) != 0;
     const Func *fw = grad_forward(c, k, flags, &spec);
     Func *f = fw ? ad_backward(c->a, &c->d, fw, &spec) : NULL;
     if (f)
@@ -405,6 +408,7 @@ const char *kad_grad_module_ex(kad_kernel *k, const char *wrt, const char *out, 
     const char *text = NULL;
     AdSpec spec = ad_spec(c, c->a, wrt, out);
     spec.atomics = (flags & KAD_GRAD_ATOMICS) != 0;
+    spec.trusted = (flags & KAD_GRAD_TRUSTED) != 0;
     spec.grad_write = arena_alloc(c->a, sizeof *spec.grad_write * (size_t)(spec.nwrt + 1));
     spec.grad_when = arena_alloc(c->a, sizeof *spec.grad_when * (size_t)(spec.nwrt + 1));
     spec.grad_rmw = arena_alloc(c->a, sizeof *spec.grad_rmw * (size_t)(spec.nwrt + 1));

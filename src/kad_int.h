@@ -643,6 +643,9 @@ typedef struct Func {
     Vec(const char *) notes; /* a backward's choices of how loops are reversed (ad_gauge.c: a loop
                               * rewritten into two passes), stated in its header and in
                               * `kad grad --report` */
+    const char *trusted; /* a backward built with AdSpec.trusted that loads what the forward stored
+                          * (ad_trust.c): those buffers' names, comma-separated; else NULL.  Its
+                          * launcher takes outputs_unmodified=True (emit_grad.c) */
 } Func;
 
 /* The runtime arguments a caller passes to f: a folded backward's hidden
@@ -1514,6 +1517,8 @@ typedef struct AdSpec {
                               * d_<wrt[j]> with plain stores (checked at run time), or NULL */
     bool *grad_first;        /* out, optional (nwrt entries): with grad_rmw, the site the backward
                               * reaches first stores its gradient without reading (first_writer) */
+    bool trusted;            /* the outputs and scratch buffers hold what the forward stored (the
+                              * caller checked): the backward loads what ad_trust.c plans */
     const SavePlan *save;    /* the forward's last parameter is KAD_SAVE_PARAM, holding what the
                               * saving forward stored: the primal sweep loads the planned loops'
                               * results instead of running them (NULL: recompute everything) */
@@ -1810,6 +1815,31 @@ AdFinite ad_value_facts(Arena *a, const Func *f);
  * case there.  False when fi is NULL or fi->k is (strong zeros off). */
 bool ad_partial_unsafe(const AdFinite *fi, const Inst *in, int k);
 
+/* ad_trust.c: a forward value the trusted backward (AdSpec.trusted) loads from the buffer the
+ * forward stored it in, instead of recomputing it (docs/AD.md, "Trusted saved outputs"). */
+enum {
+    TRUST_STAT,       /* a scalar stored as it is: its primal is the load; its rule as written */
+    TRUST_RECIP,      /* y = 1 / w, loaded: dw = -dy * y * y */
+    TRUST_RSQRT,      /* y = 1 / sqrt(w) or rsqrt(w), loaded: dw = -dy * y^3 / 2 */
+    TRUST_SOFTMAX,    /* y = exp(w) / sum(exp(w)) (exp2: scale ln 2), loaded: dw = scale * y * (dy - sum(dy*y)) */
+    TRUST_LOGSOFTMAX, /* y = w - log(sum(exp(w))), loaded: dw = dy - exp(y) * sum(dy) */
+};
+typedef struct TrustVal {
+    int kind;          /* TRUST_* */
+    ValId v;           /* the forward value */
+    ValId w;           /* RECIP, RSQRT, SOFTMAX, LOGSOFTMAX: the operand its rule gives the adjoint */
+    ValId mask;        /* the store's mask, or 0 */
+    const Inst *store; /* the one store of v into its buffer */
+    const Block *block; /* the block holding v's definition and its store */
+    int axis;          /* SOFTMAX, LOGSOFTMAX: the reduced axis */
+    bool keep;         /* ... reduced with keep_dims */
+    double scale;      /* SOFTMAX: 1 (exp) or ln 2 (exp2), times the constants w was scaled by
+                        * on its way from w's operand (shifted); LOGSOFTMAX: those constants */
+    bool shifted;      /* w is replaced by the operand a of w = (a - bcast(row value)) * c: the
+                        * row value's adjoint is exactly zero (shift invariance) */
+    double other;      /* the load's value off the mask: 0, or -inf (LOGSOFTMAX) */
+} TrustVal;
+
 typedef struct Ad {
     Arena *a;
     Diags *d;
@@ -1844,6 +1874,7 @@ typedef struct Ad {
                   * gradient): i1 tile, true where the shadow is real; 0: everywhere */
     ValId *adj;  /* by ValId: accumulated adjoint (0 = zero so far) */
     ValId *grad; /* by param index: its gradient param in bw, or 0 */
+    TrustVal **trust; /* by fw ValId (AdSpec.trusted): what the backward loads (ad_trust.c), or NULL */
     ValId saved_base; /* bw: this program's slot of the saved loop results (AdSpec.save), once made */
     int *seen;   /* by ValId: scratch marks (collect_outside) */
     uint8_t *plain;    /* by param index: input gradient written with plain stores
@@ -1912,6 +1943,8 @@ ScanKind ad_scan_kind(const Func *f, const Inst *scan);
 bool ad_scan_select(const Inst *scan, int k, ValId *cond, bool *running_when_true);
 /* Stamps every value defined in b (regions included) with id. */
 void ad_mark_defs(Ad *ad, const Block *b, int id);
+/* ad_trust.c: fills ad->trust when ad->spec->trusted (else NULL). */
+void ad_trust_plan(Ad *ad);
 /* Does carried slot k of the for body `body` flow through a chain of
  * single-use instructions, each accepted by link(ad, use, operand position,
  * the value used), into the yield at position k, used nowhere else (no

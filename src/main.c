@@ -64,6 +64,9 @@ static const char usage[] =
     "      --report: per taped loop, what is taped, recomputed, checkpointed (docs/GRAD.md);\n"
     "      --saved: the backward that loads the saved loop results (kad_saved) instead of running\n"
     "      those loops; --save-forward: the saving forward that stores them (docs/AD.md);\n"
+    "      --trusted: the backward that loads the outputs and statistics the forward stored (a\n"
+    "      softmax's output, a norm's rstd) instead of recomputing them; only for callers that\n"
+    "      know those buffers are unchanged (docs/AD.md, \"Trusted saved outputs\");\n"
     "      --race: the check that no two programs or lanes write one element of an output\n"
     "  tapes (grad and check): [--tape-budget BYTES] checkpoint taped `for` loops above BYTES of\n"
     "      tape per launch; [--while-cap N] the tape capacity of a `while` loop kad finds no bound for\n"
@@ -497,6 +500,8 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
             x->gflags |= KAD_GRAD_SAVED;
             x->o.saved = 1;
         }
+        else if (!check && !x->jvp && !strcmp(a, "--trusted"))
+            x->gflags |= KAD_GRAD_TRUSTED;
         else if (!check && !x->jvp && !strcmp(a, "--save-forward"))
             x->save_fwd = true;
         else if (!check && !x->jvp && !strcmp(a, "--race"))

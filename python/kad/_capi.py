@@ -33,6 +33,7 @@ NO_SIMPLIFY = 1 << 1
 GRAD_ATOMICS = 1  # KAD_GRAD_ATOMICS
 GRAD_SAVED = 2  # KAD_GRAD_SAVED
 GRAD_KERNELS_ONLY = 4  # KAD_GRAD_KERNELS_ONLY
+GRAD_TRUSTED = 8  # KAD_GRAD_TRUSTED
 _MODES = {"as_written": 0, "f64": 1}
 
 # Type aliases of the public signatures: a launch grid (an int or up to 3 ints) and a list of
@@ -135,6 +136,7 @@ def _load():
             "kad_parse_ir": ([P, S, S], P),
             "kad_run_pass": ([P, S], I),
             "kad_kernel_ir": ([P], S),
+            "kad_kernel_trusted": ([P], S),
             "kad_kernel_nparams": ([P], I),
             "kad_kernel_param_name": ([P, I], S),
             "kad_kernel_param_type": ([P, I], S),
@@ -370,6 +372,13 @@ class Kernel:
         return _dec(self._ctx._lib.kad_kernel_ir(self._k))
 
     @property
+    def trusted(self) -> str:
+        """For a backward built with trusted=True: the buffers it loads as the forward stored them,
+        comma-separated ("" when none: the same kernel as without trusted)."""
+        self._ctx._handle()
+        return _dec(self._ctx._lib.kad_kernel_trusted(self._k))
+
+    @property
     def params(self) -> list[tuple[str, str]]:
         """Runtime parameters in call order: [(name, type)], e.g. ("x_ptr", "*fp32")."""
         self._ctx._handle()
@@ -415,16 +424,20 @@ class Kernel:
             self._ctx._fail("audit")
         return _dec(text)
 
-    def grad(self, wrt: Names, out: Names, deterministic: bool = True, saved: bool = False) -> "Kernel":
+    def grad(self, wrt: Names, out: Names, deterministic: bool = True, saved: bool = False,
+             trusted: bool = False) -> "Kernel":
         """The backward kernel (kad_grad_ex): this kernel's runtime parameters,
         then d_<out>..., then d_<wrt>...; wrt and out are lists of
         pointer-parameter names (or comma-separated strings).
         deterministic=False: input gradients accumulated with atomic_add.
         saved=True: the backward of the saving forward (save_forward), which
-        takes its kad_saved buffer after the runtime parameters."""
+        takes its kad_saved buffer after the runtime parameters.
+        trusted=True: the backward that loads the outputs and statistics the
+        forward stored instead of recomputing them (KAD_GRAD_TRUSTED): run it
+        only on buffers unchanged since the forward."""
         fn = self._ctx._need("kad_grad_ex")
         self._ctx._begin()
-        flags = (0 if deterministic else GRAD_ATOMICS) | (GRAD_SAVED if saved else 0)
+        flags = (0 if deterministic else GRAD_ATOMICS) | (GRAD_SAVED if saved else 0) | (GRAD_TRUSTED if trusted else 0)
         g = fn(self._k, _enc(_names(wrt)), _enc(_names(out)), flags)
         if not g:
             self._ctx._fail("grad")
@@ -461,14 +474,15 @@ class Kernel:
         return _dec(text)
 
     def grad_module(self, wrt: Names, out: Names, deterministic: bool = True, saved: bool = False,
-                    kernels_only: bool = False) -> str:
+                    kernels_only: bool = False, trusted: bool = False) -> str:
         """The backward as a Python module text (kad_grad_module_ex,
-        docs/GRAD.md): its kernels, then their launcher; deterministic and
-        saved as for grad(); kernels_only: the kernels alone."""
+        docs/GRAD.md): its kernels, then their launcher; deterministic,
+        saved and trusted as for grad() (a trusted module's launcher takes
+        outputs_unmodified=True); kernels_only: the kernels alone."""
         fn = self._ctx._need("kad_grad_module_ex")
         self._ctx._begin()
         flags = ((0 if deterministic else GRAD_ATOMICS) | (GRAD_SAVED if saved else 0)
-                 | (GRAD_KERNELS_ONLY if kernels_only else 0))
+                 | (GRAD_KERNELS_ONLY if kernels_only else 0) | (GRAD_TRUSTED if trusted else 0))
         text = fn(self._k, _enc(_names(wrt)), _enc(_names(out)), flags)
         if text is None:
             self._ctx._fail("grad_module")

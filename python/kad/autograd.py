@@ -384,16 +384,18 @@ class Program:
                 acc = self.access_of[sig] = k.param_access()
         return acc
 
-    def backward(self, sig, wrt, out, det=True, saved=False):
+    def backward(self, sig, wrt, out, det=True, saved=False, trusted=False):
         """The backward as a kad Kernel, for the CPU interpreter (det:
         deterministic, else input gradients accumulated with atomics; saved:
-        the backward of the saving forward, taking its buffer kad_saved)."""
-        key = (sig, tuple(wrt), tuple(out), det, saved)
+        the backward of the saving forward, taking its buffer kad_saved;
+        trusted: the one that loads the outputs and statistics the forward
+        stored, for buffers known to be unchanged)."""
+        key = (sig, tuple(wrt), tuple(out), det, saved, trusted)
         k = self.bwd.get(key)
         if k is None:
             fwd = self.forward(sig)
             with self.lock:
-                k = self.bwd[key] = fwd.grad(wrt, out, deterministic=det, saved=saved)
+                k = self.bwd[key] = fwd.grad(wrt, out, deterministic=det, saved=saved, trusted=trusted)
         return k
 
     def save_slot(self, sig):
@@ -442,26 +444,26 @@ class Program:
         self.modules[key] = mod
         return mod
 
-    def _key(self, sig, wrt, out, det, saved=False):
+    def _key(self, sig, wrt, out, det, saved=False, trusted=False):
         h = hashlib.sha256()
         for part in (_capi.version(), _capi.build_id(), self.digest, self.kernel, sig, ",".join(wrt), ",".join(out),
-                     "" if det else "atomics") + (("saved",) if saved else ()):
+                     "" if det else "atomics") + (("saved",) if saved else ()) + (("trusted",) if trusted else ()):
             h.update(part.encode() + b"\0")
         return h.hexdigest()
 
-    def module_text(self, sig, wrt, out, det=True, saved=False):
+    def module_text(self, sig, wrt, out, det=True, saved=False, trusted=False):
         """The backward module's text: from the disk cache, else generated
         (and written there, sealed, by an atomic rename)."""
-        key = (sig, tuple(wrt), tuple(out), det, saved)
+        key = (sig, tuple(wrt), tuple(out), det, saved, trusted)
         text = self.texts.get(key)
         if text is not None:
             return text
-        path = self.module_path(sig, wrt, out, det, saved)
+        path = self.module_path(sig, wrt, out, det, saved, trusted)
         text = read_sealed(path)  # None: missing, or not a complete module written by kad
         if text is None:
             fwd = self.forward(sig)
             with self.lock:
-                text = fwd.grad_module(wrt, out, deterministic=det, saved=saved)
+                text = fwd.grad_module(wrt, out, deterministic=det, saved=saved, trusted=trusted)
             text, data = seal(text)
             write_atomically(path, data)
         self.texts[key] = text
@@ -542,17 +544,18 @@ class Program:
                 text, "jvp_bwd", (sig, ",".join(wrt), ",".join(out), "jvp_bwd", "" if det else "atomics"))
         return mod
 
-    def module_path(self, sig, wrt, out, det=True, saved=False):
-        return os.path.join(cache_dir(), f"{self.kernel}_bwd_{self._key(sig, wrt, out, det, saved)[:40]}.py")
+    def module_path(self, sig, wrt, out, det=True, saved=False, trusted=False):
+        key = self._key(sig, wrt, out, det, saved, trusted)[:40]
+        return os.path.join(cache_dir(), f"{self.kernel}_bwd_{key}.py")
 
-    def module(self, sig, wrt, out, det=True, saved=False):
+    def module(self, sig, wrt, out, det=True, saved=False, trusted=False):
         """The imported backward module (GPU).  What is executed is the
         verified text of module_text, never bytes read again from the file."""
-        key = (sig, tuple(wrt), tuple(out), det, saved)
+        key = (sig, tuple(wrt), tuple(out), det, saved, trusted)
         mod = self.modules.get(key)
         if mod is None:
-            text = self.module_text(sig, wrt, out, det, saved)  # makes sure the complete file exists
-            path = self.module_path(sig, wrt, out, det, saved)
+            text = self.module_text(sig, wrt, out, det, saved, trusted)  # makes sure the complete file exists
+            path = self.module_path(sig, wrt, out, det, saved, trusted)
             name = "kad_bwd_" + os.path.basename(path)[:-3]
             loader = _SealedLoader(name, path, seal(text)[1].encode("utf-8"))
             spec = importlib.util.spec_from_file_location(name, path, loader=loader)
@@ -674,6 +677,9 @@ class Run:
         self.prep = prep  # the _Prep of the launch (of its signature before an autotuned launch)
         self.saved = None  # the saving forward's buffer (docs/AD.md, "Saved loop results"), or None
         self.plan = None  # the _Plan this launch took (its forward and aliases come from it), or None
+        self.versions = None  # the written tensors' version counters right after the forward (trusted())
+        self.written = frozenset()  # indices into others of the scratch tensors the kernel writes
+        self.scratch = {}  # those indices -> detached aliases (_KadFunction.forward)
 
     def forward(self):
         """Runs the kernel (its saving forward where kad saves loop results for the backward)."""
@@ -718,6 +724,25 @@ class Run:
             elif v._base is not None:
                 values[n] = v.detach()
 
+    def trusted(self):
+        """Whether the backward may load what the forward stored in its outputs (docs/AD.md, "Trusted
+        saved outputs"): every dirty tensor's version counter is what it was right after the forward
+        (an in-place change of an output, of a view of it or its base, or another launch writing it
+        bumps it).  Else the backward recomputes those values from the inputs.  The scratch tensors
+        (a norm's mean and rstd) are saved for backward: PyTorch itself refuses to unpack them when
+        they were changed in place."""
+        v = self.versions
+        if v is None or not self.dk.trust:
+            return False
+        kept = self.kept()
+        if getattr(self.launch, "mode", None) == "f64" and any(t.dtype != torch.float64 for t in kept):
+            return False  # f64 mode computes in float64: a narrower buffer holds its values rounded
+        return all(t._version == n for t, n in zip(kept, v))
+
+    def kept(self):
+        """The tensors the forward wrote: the dirty ones, then the written scratch ones."""
+        return list(self.dirty) + [self.scratch[i] for i in sorted(self.scratch)]
+
     def output_grad(self, n, dirty_grads):
         """The gradient of output n, in n's layout, from its dirty tensor's (per memory element when
         either overlaps itself: a view gradient is summed over the elements sharing one)."""
@@ -747,7 +772,12 @@ class _KadFunction(torch.autograd.Function):
         ni, no = len(run.inputs), len(run.others)
         run.forward()
         ctx.run = run
-        ctx.save_for_backward(*tensors[:ni + no])
+        # the scratch tensors the kernel writes (a norm's mean and rstd) are kept as detached aliases,
+        # not saved: the recomputing backward does not read them, and the trusted one checks their
+        # version counters itself (Run.trusted) instead of PyTorch refusing a changed one
+        w = run.written
+        run.scratch = {i: tensors[ni + i].detach() for i in w}
+        ctx.save_for_backward(*tensors[:ni], *[t for i, t in enumerate(tensors[ni:ni + no]) if i not in w])
         outs = tensors[ni + no:]
         ctx.mark_dirty(*outs)
         ctx.set_materialize_grads(False)
@@ -777,16 +807,36 @@ def second_derivative_error(kernel):
 
 def _backward(ctx, *grads):
     """_KadFunction's backward."""
-    return _backward_of(ctx.run, ctx.needs_input_grad, ctx.saved_tensors, grads)
+    return _backward_of(ctx.run, ctx.needs_input_grad, _unpack(ctx), grads, ctx.run.trusted())
 
 
-def _backward_of(run, needs, saved, grads):
+def _unpack(ctx):
+    """The tensors _KadFunction.forward kept: the inputs, then the other tensor arguments in order
+    (the saved ones, and the written scratch ones kept as detached aliases)."""
+    run = ctx.run
+    saved = ctx.saved_tensors
+    if not run.scratch:
+        return saved
+    ni = len(run.inputs)
+    rest = iter(saved[ni:])
+    return tuple(saved[:ni]) + tuple(run.scratch[i] if i in run.scratch else next(rest)
+                                     for i in range(len(run.others)))
+
+
+def _backward_of(run, needs, saved, grads, trusted=False):
     """_KadFunction's backward on its parts: needs (ctx.needs_input_grad), the saved tensors (the
-    inputs, then the other tensor arguments) and the dirty tensors' gradients."""
+    inputs, then the other tensor arguments) and the dirty tensors' gradients.  trusted: the
+    outputs hold what the forward stored (Run.trusted): the backward that loads them."""
     ni, no = len(run.inputs), len(run.others)
     # what to compute depends on which inputs need a gradient, which output gradients are None and
     # which outputs are in place: planned once per combination (_Prep.plan)
-    wrt, need_old, out, b = run.prep.plan(run, needs, tuple([g is None for g in grads]))
+    none = tuple([g is None for g in grads])
+    wrt, need_old, out, b = run.prep.plan(run, needs, none, trusted)
+    if trusted and b is not None and b[6]:
+        try:  # the trusted backward's own launch conditions (a statistic's one writer per element)
+            run.dk._check_launch(run.launch, run.prep, b)
+        except _capi.KadError:
+            wrt, need_old, out, b = run.prep.plan(run, needs, none, False)
     result = [None] * (ni + no + len(run.dirty))
     if b is not None:
         out_grads = {n: run.output_grad(n, grads) for n in out}
@@ -837,7 +887,7 @@ def _differentiable_backward(ctx, grads):
                 f"kad: second derivatives through the kad kernel '{name}' are not supported when the output "
                 f"'{n}' is a view of another tensor: pass a fresh tensor (e.g. torch.empty_like) for it, or "
                 f"compute this gradient without create_graph=True")
-    return (None, *_KadBackward.apply(run, ctx.needs_input_grad, *ctx.saved_tensors, *grads))
+    return (None, *_KadBackward.apply(run, ctx.needs_input_grad, *_unpack(ctx), *grads))
 
 
 def _laid_like(x, t=None):
@@ -968,10 +1018,12 @@ class DifferentiableKernel:
 
     def __init__(self, fn: Any, inputs: Sequence[str], outputs: Sequence[str], deterministic: bool = True,
                  tape_budget: int | None = None, while_cap: int | None = None, save: bool = True,
-                 check_races: str | bool = "first") -> None:
+                 check_races: str | bool = "first", trust_outputs: bool = True) -> None:
         self.fn = fn
         self.deterministic = bool(deterministic)
         self.save = bool(save)
+        self._written_names = set()  # parameters a bound launch found written (_bump_direct)
+        self.trust = bool(trust_outputs)
         if check_races not in ("first", "always", False):
             raise ValueError(f"kad.differentiable: check_races must be 'first', 'always' or False, "
                              f"got {check_races!r}")
@@ -1074,6 +1126,7 @@ class DifferentiableKernel:
         if self._direct(args, kwargs, grad):
             # CUDA tensors and nothing for autograd to do: the plain Triton launch, as the caller wrote it
             self.fn[grid](*args, **kwargs)
+            self._bump_direct(args, kwargs)
             return None
         # The hot path: binding with the signature cached by the call's fast key (_launch.Binder), then
         # the launch's _Prep by (signature, device).  What remains per call depends on the tensors
@@ -1106,6 +1159,7 @@ class DifferentiableKernel:
         needed = [n for n in ins if tens[n].requires_grad] if grad else None
         if not grad or not (needed or in_graph):
             self._run_forward(launch, prep, rebind=False)  # no backward: the config that ran is not needed
+            self._bump_written(tens, prep)
             return None
         self._check_for_autograd(tens, dirty, prep)
         loads = prep.loads(self._program or self.program)
@@ -1123,6 +1177,13 @@ class DifferentiableKernel:
         old = {n: _copy_span(tens[n]) for n in inout if n in loads} if loads else {}
         others = prep.others
         r = Run(self, launch, ins, others, outputs, dirty, dirty_of, inout, old, prep)
+        writes = prep.writes(self._program or self.program)
+        self._written_names.update(writes)
+        # (float tensors only: a trusted backward loads float values; an int buffer kad cannot rule out
+        # as written, through a pointer of unknown provenance, is left alone)
+        r.written = frozenset(i for i, n in enumerate(others) if n in writes and tens[n].is_floating_point())
+        for i in r.written:  # written in place: an earlier launch's trusted backward must see it
+            increment_version(tens[others[i]])
         if (pkey is not None and b is not None and not self._binder.wrappers
                 and launch.runtime_names is self._binder.runtime_names):
             # every check above passed: the next launch of this key repeats only what depends on the tensors'
@@ -1130,8 +1191,10 @@ class DifferentiableKernel:
             if len(self._plans) >= 4096:
                 self._plans.clear()
             self._plans[pkey] = _Plan(self, launch, prep, args, kwargs, needed, inout, dirty, dirty_of, b,
-                                               loads)
+                                      loads, r.written)
         _KadFunction.apply(r, *[tens[n] for n in ins], *[tens[n] for n in others], *dirty)
+        # after apply (mark_dirty bumped the outputs): a later change bumps them again
+        r.versions = tuple(t._version for t in r.kept())
         return None
 
     # ---------------------------------------------------------------- as custom operators (_ops.py)
@@ -1439,6 +1502,30 @@ class DifferentiableKernel:
             add(tuple(kwargs))
         return tuple(key)
 
+    def _bump_written(self, tens, prep):
+        """A launch autograd does not record wrote its outputs and scratch tensors in place: their
+        version counters say so (an earlier launch's trusted backward then recomputes, and a
+        PyTorch op that saved one refuses to run on changed data), as an in-place PyTorch op's
+        would."""
+        writes = prep.writes(self._program or self.program)
+        self._written_names.update(writes)
+        for n in prep.tensors:
+            if n in prep.outputs or (n in writes and tens[n].is_floating_point()):
+                increment_version(tens[n])
+
+    def _bump_direct(self, args, kwargs):
+        """_bump_written for a direct Triton launch (unbound): the declared outputs and the tensors
+        of the parameters a bound launch found written."""
+        names = self._binder.names
+        for i, v in enumerate(args):
+            if i < len(names) and isinstance(v, torch.Tensor) and (
+                    names[i] in self.outputs or (names[i] in self._written_names and v.is_floating_point())):
+                increment_version(v)
+        for n, v in kwargs.items():
+            if isinstance(v, torch.Tensor) and (n in self.outputs or (n in self._written_names
+                                                                      and v.is_floating_point())):
+                increment_version(v)
+
     def _direct(self, args, kwargs, grad):
         """Whether a launch can go straight to Triton, unbound: every declared input and output is
         given a CUDA tensor, every tensor argument is a CUDA tensor, and autograd has nothing to do
@@ -1564,8 +1651,8 @@ class DifferentiableKernel:
         if override:
             tens = dict(tens)
             tens.update(override)
-        wrt, out, ins, fn, fwd_names, uses = b or self._prep(launch).backward(self, launch, wrt, inout, out,
-                                                                              saved is not None)
+        wrt, out, ins, fn, fwd_names, uses, _ = b or self._prep(launch).backward(self, launch, wrt, inout, out,
+                                                                                 saved is not None)
         if not uses:
             saved = None
         elif launch.device == "cpu":
@@ -1642,7 +1729,7 @@ class _Prep:
         self.pair_names = list(dict.fromkeys(n for p in self.pairs for n in p))
         # the tensor parameters of a dtype kad does not differentiate (the signature types them)
         self.nonfloat = frozenset(n for n in self.tensors if launch.values[n].dtype not in FLOAT_DTYPES)
-        self.fwd = self.fwd_names = self._loads = None
+        self.fwd = self.fwd_names = self._loads = self._writes = None
         self.slot = None  # save_slot's answer
         self._saving = None  # the saving forward: its kad Kernel (CPU) or launcher (GPU)
         self.bwd = {}
@@ -1661,14 +1748,14 @@ class _Prep:
             self.fwd = k
         return self.fwd
 
-    def plan(self, run, needs, none):
+    def plan(self, run, needs, none, trusted=False):
         """(wrt, need_old, out, b) of a backward call: the inputs that need a
         gradient, the dirty tensors whose old value needs one, the outputs
         passed to the backward (those with a gradient and the in-place ones)
         and _Prep.backward's tuple for them (None when there is nothing to
         compute).  needs: ctx.needs_input_grad; none: per dirty tensor, whether
         its gradient is None.  Cached by (needs, none, in-place outputs)."""
-        key = (needs, none, tuple(run.inout), run.saved is not None)
+        key = (needs, none, tuple(run.inout), run.saved is not None, trusted)
         p = self.plans.get(key)
         if p is None:
             ni, no = len(run.inputs), len(run.others)
@@ -1679,9 +1766,15 @@ class _Prep:
             b = out = None
             if (wrt or need_old) and has:
                 out = [n for n in run.outputs if n in has or n in run.inout]
-                b = self.backward(run.dk, run.launch, wrt, run.inout, out, run.saved is not None)
+                b = self.backward(run.dk, run.launch, wrt, run.inout, out, run.saved is not None, trusted)
             p = self.plans[key] = (wrt, need_old, out, b)
         return p
+
+    def writes(self, program):
+        """The pointer parameters the kernel may store through."""
+        if self._writes is None:
+            self._writes = frozenset(n for n, bits in program.access(self.sig).items() if bits & 2)
+        return self._writes
 
     def loads(self, program):
         """The pointer parameters the kernel may load through."""
@@ -1689,7 +1782,7 @@ class _Prep:
             self._loads = frozenset(n for n, bits in program.access(self.sig).items() if bits & 1)
         return self._loads
 
-    def backward(self, dk, launch, wrt, inout, out, saved=False):
+    def backward(self, dk, launch, wrt, inout, out, saved=False, trusted=False):
         """(wrt, out, ins, fn, fwd_names, saved) of the backward for these
         gradient lists: wrt and out ordered as kad_grad wants them, ins the
         inputs among wrt that are not in place, fn the compiled backward
@@ -1699,31 +1792,40 @@ class _Prep:
         _kad_forward_options); saved: whether fn is the backward of the
         saving forward, which takes its buffer after the runtime arguments
         (asked with saved=True; False where kad could not make it: the
-        backward then recomputes everything)."""
-        key = (tuple(wrt), tuple(inout), tuple(out), saved)
+        backward then recomputes everything); trusted: the backward that
+        loads the outputs and statistics the forward stored (docs/AD.md,
+        "Trusted saved outputs"), for buffers known to be unchanged.  The
+        tuple's seventh entry says whether fn is that backward (False where
+        kad loads nothing stored: the two are the same kernel)."""
+        key = (tuple(wrt), tuple(inout), tuple(out), saved, trusted)
         b = self.bwd.get(key)
         if b is None:
             wrt_s, out_s = _grad_names(launch, wrt, inout, out)
             ins = [n for n in wrt_s if n not in inout]
             try:
-                b = self._backward(dk, launch, wrt_s, out_s, ins, saved)
+                b = self._backward(dk, launch, wrt_s, out_s, ins, saved, trusted)
             except _capi.KadError:
-                if not saved:
+                if not (saved or trusted):
                     raise
-                b = self.backward(dk, launch, wrt, inout, out, False)  # generation failed: recompute
+                # generation failed: recompute
+                b = self.backward(dk, launch, wrt, inout, out, saved and not trusted, False)
             self.bwd[key] = b
         return b
 
-    def _backward(self, dk, launch, wrt_s, out_s, ins, saved):
+    def _backward(self, dk, launch, wrt_s, out_s, ins, saved, trusted=False):
         if self.device == "cpu":
-            k = dk.program.backward(self.sig, wrt_s, out_s, dk.deterministic, saved)
+            k = dk.program.backward(self.sig, wrt_s, out_s, dk.deterministic, saved, trusted)
             names = [n for n, _ in k.params]
-            return (wrt_s, out_s, ins, k, names[:len(names) - len(out_s) - len(ins)], saved)
-        mod = dk.program.module(self.sig, wrt_s, out_s, dk.deterministic, saved)
+            return (wrt_s, out_s, ins, k, names[:len(names) - len(out_s) - len(ins)], saved,
+                    trusted and bool(k.trusted))
+        mod = dk.program.module(self.sig, wrt_s, out_s, dk.deterministic, saved, trusted)
         # the module says whether its launcher takes the forward's num_warps/num_stages (only
         # with a tl.dot: docs/GRAD.md, "Launch parameters")
-        return (wrt_s, out_s, ins, getattr(mod, f"launch_{launch.name}_bwd"),
-                getattr(mod, "_kad_forward_options", True), saved)
+        fn = getattr(mod, f"launch_{launch.name}_bwd")
+        uses = bool(getattr(mod, "_kad_trusted", ()))
+        if uses:  # a trusted module's launcher wants the promise spelled out
+            fn = _trusting(fn)
+        return (wrt_s, out_s, ins, fn, getattr(mod, "_kad_forward_options", True), saved, uses)
 
     def save_slot(self, dk):
         """fp32 elements per program the saving forward stores; 0 when the kernel has none (or kad
@@ -1778,9 +1880,9 @@ class _Plan:
 
     __slots__ = ("prep", "sig", "device", "names", "kw", "defaults", "options", "params", "runtime_names", "name",
                  "ins", "others", "outputs", "dirty_of", "single", "inout", "b", "old", "pairs", "grids", "alias",
-                 "detach", "needed", "ck", "direct", "per_call")
+                 "detach", "needed", "ck", "direct", "per_call", "written")
 
-    def __init__(self, dk, launch, prep, args, kwargs, needed, inout, dirty, dirty_of, b, loads):
+    def __init__(self, dk, launch, prep, args, kwargs, needed, inout, dirty, dirty_of, b, loads, written):
         binder = dk._binder
         values = launch.values
         self.prep, self.sig, self.device = prep, launch.sig, launch.device
@@ -1807,6 +1909,9 @@ class _Plan:
         self.direct = (launch.device == "cuda" and dk.fn is dk.jit and _cuda_stream is not None
                        and hasattr(dk.jit, "run") and hasattr(dk.jit, "pre_run_hooks"))
         self.per_call = launch.device == "cpu" or dk.check_races == "always"
+        # the float scratch tensors the kernel writes (indices into others: a function of the signature and
+        # the dtypes, which the key fixes), as Run.written
+        self.written = written
 
     def launch(self, dk, grid, args, kwargs):
         """Launches the call through this plan; False (nothing done) when it must be bound."""
@@ -1862,7 +1967,12 @@ class _Plan:
         old = {m: _copy_span(values[m]) for m in self.old} if self.old else {}
         r = Run(dk, launch, self.ins, self.others, self.outputs, dirty, dirty_of, self.inout, old, prep)
         r.plan = self
+        r.written = self.written
+        for i in r.written:  # written in place: an earlier launch's trusted backward must see it
+            increment_version(values[self.others[i]])
         _KadFunction.apply(r, *[values[m] for m in self.ins], *[values[m] for m in self.others], *dirty)
+        # after apply (mark_dirty bumped the outputs): a later change bumps them again
+        r.versions = tuple(t._version for t in r.kept())
         return True
 
     def forward(self, dk, launch):
@@ -1918,6 +2028,16 @@ def _span_len(t):
     return n if t.is_contiguous() else span_bytes(t)
 
 
+def _trusting(launcher):
+    """A trusted backward module's launcher with outputs_unmodified=True: the package checked the
+    outputs' version counters (Run.trusted)."""
+    def launch(*args, **kwargs):
+        return launcher(*args, outputs_unmodified=True, **kwargs)
+    launch.__module__ = launcher.__module__
+    launch.__name__ = launcher.__name__
+    return launch
+
+
 def _cached_config(tuner, call):
     """The config Triton's autotuner runs for this call (grid, args, kwargs) without timing any: its
     cache's entry for the call's key (Triton 3.6's key: the values of the key arguments, then the
@@ -1966,13 +2086,15 @@ def _extent(t):
     return p, p + (n if t.is_contiguous() else span_bytes(t))
 
 
+from torch.autograd.graph import increment_version  # noqa: E402
 from . import _ops  # noqa: E402  (the custom operators call back into this module)
 
 
 def differentiable(inputs: Sequence[str], outputs: Sequence[str],
                    deterministic: bool = True, tape_budget: int | None = None,
                    while_cap: int | None = None, save: bool = True,
-                   check_races: str | bool = "first") -> Callable[[Any], "DifferentiableKernel"]:
+                   check_races: str | bool = "first",
+                   trust_outputs: bool = True) -> Callable[[Any], "DifferentiableKernel"]:
     """Decorator: makes a @triton.jit kernel (also wrapped in triton.autotune
     or triton.heuristics) differentiable by PyTorch.
 
@@ -2000,7 +2122,13 @@ def differentiable(inputs: Sequence[str], outputs: Sequence[str],
     cannot prove (an index loaded from memory) it checks by running a
     generated check kernel on the launch's data: "first" (the default) on a
     GPU's first launch of each launch key and on every CPU launch, "always"
-    on every launch, False never.  Must be the outermost decorator."""
+    on every launch, False never.  trust_outputs: True (the default) lets the
+    backward load what the forward stored in the outputs and scratch buffers
+    (a softmax's output, a norm's rstd) instead of recomputing it, when the
+    outputs' version counters show them unchanged since the forward; a
+    changed output makes that backward recompute (docs/AD.md, "Trusted saved
+    outputs").  False: always recompute.  Must be the outermost decorator."""
     def wrap(fn: Any) -> DifferentiableKernel:
-        return DifferentiableKernel(fn, inputs, outputs, deterministic, tape_budget, while_cap, save, check_races)
+        return DifferentiableKernel(fn, inputs, outputs, deterministic, tape_budget, while_cap, save, check_races,
+                                    trust_outputs)
     return wrap
