@@ -348,10 +348,13 @@ def atomics_problems(kernel_id, text, wrt):
 
 def compiled_atomics(dk):
     """(atomic read-modify-write ops, kernels) over the compiled kernels of dk's generated backward
-    modules (CUDA: Triton's cache of each @triton.jit function; the interpreter compiles nothing)."""
+    modules (CUDA: Triton's cache of each @triton.jit function; the interpreter compiles nothing),
+    the one-writer check kernels (<kernel>_race, run before a forward) left out."""
     n_atomic = n_kernels = 0
     for mod in dk.program.modules.values():
-        for v in vars(mod).values():
+        for name, v in vars(mod).items():
+            if name.endswith("_race"):
+                continue  # the one-writer check (docs/AD.md): a forward's check, writing tag buffers only
             for entry in (getattr(v, "device_caches", None) or {}).values():
                 for ck in entry[0].values():
                     n_kernels += 1

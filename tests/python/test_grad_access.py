@@ -398,4 +398,4 @@ def test_reverse_tile_walk_overlapping(step0, step):
         y = torch.zeros_like(x)
         k[(2,)](x, y, 64, T=16, STEP0=step0, STEP=step, CDIV=True)
         return y
-    _compare(fn, lambda x: torch.where(written, _rms_rows(x), 0.0), [x])
+    _compare(fn, lambda x: torch.where(written.to(x.device), _rms_rows(x), 0.0), [x])

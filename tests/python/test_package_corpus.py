@@ -364,7 +364,7 @@ def _(g, small):
 @case("scan_mul", scan.scan_mul_kernel, ["x_ptr"], ["y_ptr"])
 def _(g, small):  # x * y written by hand: the general scan rule
     rows, n, bn = (2, 6, 8) if small else (3, 12, 16)
-    x = (0.5 + torch.rand(rows, n, generator=g, dtype=torch.float64)).to(DEVICE, torch.float32).requires_grad_()
+    x = (0.5 + torch.rand(rows, n, generator=g, dtype=torch.float64, device="cpu")).to(DEVICE, torch.float32).requires_grad_()
     y = torch.empty(rows, n)
     return (rows,), [x, y, n], dict(BLOCK=bn), dict(x_ptr=x), dict(y_ptr=y), \
         lambda t: dict(y_ptr=t["x_ptr"].cumprod(1))
@@ -379,7 +379,7 @@ def _general_scan(cid, one_d=False):
     @case(f"scan_general_{cid}" + ("_1d" if one_d else ""), getattr(scan_general, name), list(c.ins), list(c.outs))
     def _(g, small):
         m, n = (2, 8) if small else (4, 16)
-        xs = [(lo + (hi - lo) * torch.rand(m, n, generator=g, dtype=torch.float64)).to(DEVICE, torch.float32)
+        xs = [(lo + (hi - lo) * torch.rand(m, n, generator=g, dtype=torch.float64, device="cpu")).to(DEVICE, torch.float32)
               .requires_grad_() for lo, hi in (c.ranges[p] for p in c.ins)]
         outs = [torch.empty(m, n) for _ in c.outs]
         grid, kw = ((m,), dict(N=n, REVERSE=False)) if one_d else ((1,), dict(M=m, N=n, AXIS=1, REVERSE=False))

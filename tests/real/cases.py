@@ -1018,9 +1018,9 @@ def _la_fwd(decay):
 
 
 case("la_fwd_decay", LA, "lightning_attn.ops.triton.lightning_attn2", "_fwd_kernel", ["Q", "K", "V", "S"],
-     ["Out"], tol=1e-4)(_la_fwd(True))
+     ["Out"], tol=1e-4, gpu_tol=3e-2)(_la_fwd(True))
 case("la_fwd_no_decay", LA, "lightning_attn.ops.triton.lightning_attn2_no_decay", "_fwd_kernel", ["Q", "K", "V"],
-     ["Out"], tol=1e-4)(_la_fwd(False))
+     ["Out"], tol=1e-4, gpu_tol=3e-2)(_la_fwd(False))
 
 
 def _la_bwd_ref(t, n, decay, part):
@@ -1070,7 +1070,7 @@ for _mod, _decay in (("lightning_attn2", True), ("lightning_attn2_no_decay", Fal
     for _part in ("intra", "inter"):
         _ins = ["Q", "K", "V"] + (["S"] if _decay else []) + ["DO"] + (["DQ", "DK", "DV"] if _part == "inter" else [])
         case(f"la_bwd_{_part}{'_decay' if _decay else '_no_decay'}", LA, f"lightning_attn.ops.triton.{_mod}",
-             f"_bwd_{_part}_kernel", _ins, ["DQ", "DK", "DV"], tol=1e-4)(_la_bwd(_decay, _part))
+             f"_bwd_{_part}_kernel", _ins, ["DQ", "DK", "DV"], tol=1e-4, gpu_tol=3e-2)(_la_bwd(_decay, _part))
 
 
 # ---------------------------------------------------------------- triton-kernels 0.1.0 (Kernelize AI)

@@ -131,6 +131,8 @@ def main():
     ap.add_argument("--write-doc", action="store_true")
     ap.add_argument("--update-expected", action="store_true")
     ap.add_argument("-k", default="")
+    ap.add_argument("--exclude", default="", help="comma-separated case ids not to run (a kernel that faults the GPU "
+                    "leaves the process's CUDA context unusable for the cases after it)")
     ap.add_argument("-v", action="store_true", help="print kad's whole message for refusals")
     ap.add_argument("--part", default="1/1", help="I/N: run every N-th case starting at the I-th")
     ap.add_argument("--status-out", help="write 'case status detail' lines (for gpu_status.txt)")
@@ -140,7 +142,7 @@ def main():
     t0 = time.time()
     part, nparts = (int(x) for x in a.part.split("/"))
     for i, c in enumerate(corpus.CASES):
-        if a.k and a.k not in c.id:
+        if a.k and a.k not in c.id or c.id in a.exclude.split(","):
             continue
         if i % nparts != part - 1:
             continue
