@@ -444,7 +444,7 @@ def test_grouped_bodies_are_what_runs(tmp_path):
 
 # A grouped grid with fewer programs than the GPU has SMs (small matmuls: R iterations a program divide the
 # programs by R) runs each operand's one-iteration kernel (<kernel>_single, grid (tiles, trips)) instead:
-# the same sums in the same order, so the same bits.
+# the same sums in the same order, so the same bits (on a GPU; on the CPU interpreter numpy's matmul orders them).
 @pytest.mark.parametrize("m,n,k", [(70, 40, 330), (30, 50, 200)])
 def test_small_grids_run_the_one_iteration_kernels(tmp_path, m, n, k):
     text, path = module(tmp_path, sig=SIGR)
@@ -470,7 +470,12 @@ def test_small_grids_run_the_one_iteration_kernels(tmp_path, m, n, k):
         runs[fills] = (da, db, ran)
     singles = {"matmul_kernel_bwd_d_a_ptr_single", "matmul_kernel_bwd_d_b_ptr_single"}
     assert singles <= set(runs[False][2]) and not singles & set(runs[True][2]), runs
-    assert torch.equal(runs[True][0], runs[False][0]) and torch.equal(runs[True][1], runs[False][1])
+    if DEVICE != "cpu":
+        assert torch.equal(runs[True][0], runs[False][0]) and torch.equal(runs[True][1], runs[False][1])
+    else:  # Triton's CPU interpreter: tl.dot is numpy's matmul, whose summation order depends on the tile
+        # shapes and the CPU's BLAS kernels (bits differ between machines), not on kad's order
+        for x, y in ((runs[True][0], runs[False][0]), (runs[True][1], runs[False][1])):
+            torch.testing.assert_close(x, y, rtol=1e-6, atol=1e-5)
     _check_grads(runs[False][0], runs[False][1], a, b, dc, 1e-2 if DEVICE != "cpu" else 1e-5)
 
 
