@@ -2245,12 +2245,15 @@ static void map_carried(Ad *ad, Block *reg, const Inst *in, TapeLoop *tl, ValId 
                     if (dt.dt != DT_I64)
                         d = ir_op1(f, reg, OP_CAST, ot, d, loc);
                     ValId off = ir_op2(f, reg, OP_MUL, ot, d, int_like(ad, reg, t, dt, DT_I64, loc), loc);
+                    if (tl->neg[i])
+                        off = ir_op2(f, reg, OP_SUB, ot, int_like(ad, reg, ir_const_int(f, reg, type_scalar(DT_I64), 0, loc),
+                                                                   ot, DT_I64, loc), off, loc);
                     v = ir_op2(f, reg, OP_ADDPTR, ct, v, off, loc);
                     if (sv)
                         sv = ir_op2(f, reg, OP_ADDPTR, ct, sv, off, loc);
                 } else {
                     ValId adv = ir_op2(f, reg, OP_MUL, dt, d, int_like(ad, reg, t, dt, (Dtype)dt.dt, loc), loc);
-                    v = ir_op2(f, reg, OP_ADD, ct, v, adv, loc);
+                    v = ir_op2(f, reg, tl->neg[i] ? OP_SUB : OP_ADD, ct, v, adv, loc);
                 }
             }
             ad->pm[car[i]] = v;

@@ -153,17 +153,19 @@ static bool invariant_at(Ad *ad, ValId v, int id, int depth)
 bool ad_tape_invariant(Ad *ad, ValId v, int id) { return invariant_at(ad, v, id, 0); }
 
 /* Carried slot k of loop in advances by a loop-invariant step: its next
- * value is itself (*delta = 0), c + d or d + c (ints), addptr(c, d)
- * (pointers), d invariant; or (*inner, a `for` loop of the body) the
+ * value is itself (*delta = 0), c + d, d + c or c - d (ints; *neg for the
+ * last), addptr(c, d) (pointers), d invariant; or (*inner, a `for` loop of the body) the
  * result of an inner loop that starts from c and advances it by d per
  * inner iteration, over bounds invariant here and a constant step: a
  * pointer walked through sub-blocks, `for j in range(NSUB): p += SUB`.
  * id: the stamp of the body's values. */
-static bool affine_in(Ad *ad, const Block *body, int lead, int k, int id, ValId *delta, const Inst **inner)
+static bool affine_in(Ad *ad, const Block *body, int lead, int k, int id, ValId *delta, const Inst **inner,
+                      uint8_t *neg)
 {
     ValId c = body->params[lead + k], y = ad_block_term(body)->args[k];
     *delta = 0;
     *inner = NULL;
+    *neg = 0;
     if (y == c)
         return true;
     const Inst *d = ad->def[y];
@@ -177,7 +179,7 @@ static bool affine_in(Ad *ad, const Block *body, int lead, int k, int id, ValId 
         const Inst *deeper = NULL;
         if (j == d->nres || d->args[3 + j] != c || !st || st->op != OP_CONST || st->ival == 0 ||
             st->ival == INT64_MIN || !ad_tape_invariant(ad, d->args[0], id) || !ad_tape_invariant(ad, d->args[1], id) ||
-            !affine_in(ad, d->regions[0], 1, j, id, delta, &deeper) || deeper || !*delta)
+            !affine_in(ad, d->regions[0], 1, j, id, delta, &deeper, neg) || deeper || !*delta)
             return *delta = 0, false;
         *inner = d;
         return true;
@@ -188,12 +190,16 @@ static bool affine_in(Ad *ad, const Block *body, int lead, int k, int id, ValId 
         *delta = d->args[1];
     else if (d->op == OP_ADD && d->args[1] == c && ad_tape_invariant(ad, d->args[0], id))
         *delta = d->args[0];
+    else if (d->op == OP_SUB && d->args[0] == c && ad_tape_invariant(ad, d->args[1], id)) {
+        *delta = d->args[1];
+        *neg = 1;
+    }
     return *delta != 0;
 }
 
-static bool affine_slot(Ad *ad, const Inst *in, int k, int id, ValId *delta, const Inst **inner)
+static bool affine_slot(Ad *ad, const Inst *in, int k, int id, ValId *delta, const Inst **inner, uint8_t *neg)
 {
-    return affine_in(ad, in->regions[0], 1, k, id, delta, inner);
+    return affine_in(ad, in->regions[0], 1, k, id, delta, inner, neg);
 }
 
 /* A link of a chain that only feeds its own next value (a counter `cnt +=
@@ -240,6 +246,7 @@ static void tape_loop_arrays(Ad *ad, TapeLoop *tl, int n)
     tl->affine = arena_alloc(ad->a, (size_t)n + 1);
     tl->delta = arena_alloc(ad->a, sizeof(ValId) * (size_t)(n + 1));
     tl->inner = arena_alloc(ad->a, sizeof(const Inst *) * (size_t)(n + 1));
+    tl->neg = arena_alloc(ad->a, (size_t)n + 1);
 }
 
 /* Whether carried value c is an int or a pointer (recomputed, never taped). */
@@ -345,7 +352,7 @@ bool ad_tape_plan(Ad *ad, const Inst *in, const uint8_t *linear, const Inst *rep
             continue;
         }
         bool scalar = tape_scalar(ad, c);
-        ok &= tape_record(ad, &tl, in, k, c, scalar && affine_slot(ad, in, k, id, &tl.delta[k], &tl.inner[k]),
+        ok &= tape_record(ad, &tl, in, k, c, scalar && affine_slot(ad, in, k, id, &tl.delta[k], &tl.inner[k], &tl.neg[k]),
                           first ? first : "the last write of a store", &what);
     }
     if (!ok)
@@ -384,9 +391,10 @@ static bool while_bound(Ad *ad, const Inst *in, TapeLoop *tl, ValId c, int id, i
         if (cond->params[i] == d->args[0])
             k = i;
     const Inst *inner = NULL;
+    uint8_t neg = 0;
     ValId ub = d->args[1], delta = 0;
     const char *why = NULL;
-    if (k < 0 || fty(ad, ub).rank || ad->stamp[ub] == id || !affine_in(ad, body, 0, k, id, &delta, &inner) || inner || !delta)
+    if (k < 0 || fty(ad, ub).rank || ad->stamp[ub] == id || !affine_in(ad, body, 0, k, id, &delta, &inner, &neg) || inner || neg || !delta)
         return false;
     const Inst *sd = ad->def[delta];
     if (!sd || sd->op != OP_CONST || sd->ival <= 0 || fty(ad, cond->params[k]).dt == DT_PTR)
@@ -430,7 +438,7 @@ bool ad_tape_plan_while(Ad *ad, const Inst *in, const Inst *rep, int at)
         if (!uses(body, c))
             continue; /* not read by the body: nothing to record (the condition is not differentiated) */
         bool scalar = tape_scalar(ad, c);
-        ok &= tape_record(ad, &tl, in, k, c, scalar && affine_in(ad, body, 0, k, id, &tl.delta[k], &tl.inner[k]),
+        ok &= tape_record(ad, &tl, in, k, c, scalar && affine_in(ad, body, 0, k, id, &tl.delta[k], &tl.inner[k], &tl.neg[k]),
                           first ? first : "the last write of a store", &what);
     }
     if (!ok)

@@ -1672,6 +1672,7 @@ typedef struct TapeLoop {
     uint8_t *affine;         /* by carried slot: an int or pointer advanced by a loop-invariant
                               * step (or unchanged): recomputed as init + t * step, no tape */
     ValId *delta;            /* by carried slot (affine): the fw value of its step, 0: unchanged */
+    uint8_t *neg;            /* by carried slot (affine): advanced by -delta (c - d: an int counted down) */
     const struct Inst **inner; /* by carried slot (affine): the `for` loop in the body that advances it by
                                 * delta per inner iteration (its step: delta times that loop's trip
                                 * count, bounds invariant), or NULL: the body advances it by delta */
