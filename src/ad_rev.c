@@ -2664,7 +2664,8 @@ static void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl)
         ir_emit(f, oreg, OP_YIELD, y.args, y.na, NULL, 0, loc);
     }
     ValId *res = arena_alloc(ad->a, sizeof *res * (size_t)(nact + L.n + 1));
-    memcpy(res, ob->insts.v[idx].res, sizeof *res * (size_t)(nact + L.n));
+    if (nact + L.n) /* (a loop run backwards only for its stores carries nothing: no results) */
+        memcpy(res, ob->insts.v[idx].res, sizeof *res * (size_t)(nact + L.n));
     bind_adjoints(ad, &ob->insts.v[idx], L);
     for (int i = 0, r = 0; i < n; i++)
         if (act[i]) {
