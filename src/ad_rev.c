@@ -328,14 +328,13 @@ static ValId tape_iter(Ad *ad, Block *b, const Inst *loop, ValId iv, Loc loc)
     return ir_op2(f, b, OP_DIV, it, d, P0(ad, loop->args[2]), loc);
 }
 
-/* The trip count of taped `for` in (fw), in b: (max(ub - lb, 0) + step - 1)
- * / step, or with lb - ub and -step for a negative step (a constant:
- * ad_tape_plan). */
-static ValId tape_trips(Ad *ad, Block *b, const Inst *in)
+/* The trip count of `for` loop in (fw) with bounds and step lb, ub, step
+ * (bw values), in b: (max(ub - lb, 0) + step - 1) / step, or with lb - ub
+ * and -step for a negative step (a constant: ad_tape_plan, affine_in). */
+static ValId for_trips(Ad *ad, Block *b, const Inst *in, ValId lb, ValId ub, ValId step)
 {
     Func *f = ad->bw;
     Loc loc = in->loc;
-    ValId lb = P0(ad, in->args[0]), ub = P0(ad, in->args[1]), step = P0(ad, in->args[2]);
     Type it = bty(ad, lb);
     bool down = ad->def[in->args[2]]->ival < 0;
     ValId astep = down ? ir_op1(f, b, OP_NEG, it, step, loc) : step;
@@ -345,6 +344,12 @@ static ValId tape_trips(Ad *ad, Block *b, const Inst *in)
     ValId one = ir_const_int(f, b, it, 1, loc);
     return ir_op2(f, b, OP_DIV, it, ir_op2(f, b, OP_ADD, it, span, ir_op2(f, b, OP_SUB, it, astep, one, loc), loc),
                   astep, loc);
+}
+
+/* The trip count of taped `for` in, in b. */
+static ValId tape_trips(Ad *ad, Block *b, const Inst *in)
+{
+    return for_trips(ad, b, in, P0(ad, in->args[0]), P0(ad, in->args[1]), P0(ad, in->args[2]));
 }
 
 /* A checkpointed tape's segment length k = ceil(sqrt(trips)) (1 when
@@ -2188,22 +2193,14 @@ static ValId int_like(Ad *ad, Block *b, ValId x, Type like, Dtype dt, Loc loc)
     return x;
 }
 
-/* d (an int or pointer offset, scalar or tile) times the trip count of `for` loop lp, whose bounds
- * are invariant in the loop whose body's values carry stamp id and whose step is a constant:
- * max(ub - lb, 0) cdiv step (max(lb - ub, 0) cdiv -step for a negative step), in d's dtype. */
+/* d (an int or pointer offset, scalar or tile) times the trip count of `for` loop lp (for_trips),
+ * whose bounds are invariant in the loop whose body's values carry stamp id, in d's dtype. */
 static ValId times_trips(Ad *ad, Block *reg, const Inst *lp, ValId d, int id, Loc loc)
 {
-    Func *f = ad->bw;
-    ValId lb = clone_invariant(ad, reg, lp->args[0], id), ub = clone_invariant(ad, reg, lp->args[1], id);
-    int64_t step = ad->def[lp->args[2]]->ival;
-    Type it = ir_type(f, lb);
-    ValId span = step > 0 ? ir_op2(f, reg, OP_SUB, it, ub, lb, loc) : ir_op2(f, reg, OP_SUB, it, lb, ub, loc);
-    span = ir_op2(f, reg, OP_MAXIMUM, it, span, ir_const_int(f, reg, it, 0, loc), loc);
-    int64_t s = step > 0 ? step : -step;
-    ValId trips = ir_op2(f, reg, OP_DIV, it, ir_op2(f, reg, OP_ADD, it, span, ir_const_int(f, reg, it, s - 1, loc), loc),
-                         ir_const_int(f, reg, it, s, loc), loc);
-    Type dt = ir_type(f, d);
-    return ir_op2(f, reg, OP_MUL, dt, d, int_like(ad, reg, trips, dt, (Dtype)dt.dt, loc), loc);
+    ValId trips = for_trips(ad, reg, lp, clone_invariant(ad, reg, lp->args[0], id),
+                            clone_invariant(ad, reg, lp->args[1], id), clone_invariant(ad, reg, lp->args[2], id));
+    Type dt = ir_type(ad->bw, d);
+    return ir_op2(ad->bw, reg, OP_MUL, dt, d, int_like(ad, reg, trips, dt, (Dtype)dt.dt, loc), loc);
 }
 
 /* Maps the carried values of taped loop in's body for iteration t (in
