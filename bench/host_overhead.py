@@ -20,6 +20,8 @@ stubbed to a dispatch (see _stub_big_fills): a GPU's host pays a launch, not a C
                 its checks, zero-fills, scratch and launches (not on --device cpu)
   launcher (JIT)  the same with every launch through Triton's JIT (kernel[grid](...)) instead of the
                 module's direct launches of the compiled kernels (docs/GRAD.md, "Direct launches")
+  floor bwd     torch.autograd.grad through a Function whose backward only allocates the input
+                gradients: the engine's and a Python Function's own cost, a floor for every Function
   hand bwd      torch.autograd.grad through the hand-written Function, whose backward allocates
                 zeroed input gradients and calls the same generated launch_<kernel>_bwd kad uses
   kad bwd       torch.autograd.grad through kad's Function
@@ -221,6 +223,22 @@ class Hand(torch.autograd.Function):
         return (None, *dins, None)
 
 
+class Floor(torch.autograd.Function):
+    """The least a Python autograd.Function's backward costs: apply(*inputs, out) -> out, whose
+    backward only allocates the input gradients (uninitialized) and launches nothing: the engine's
+    work and the Function's call, which kad's and any hand-written Function pay (column "floor bwd")."""
+
+    @staticmethod
+    def forward(ctx, *tensors):
+        ctx.save_for_backward(*tensors[:-1])
+        ctx.mark_dirty(tensors[-1])
+        return tensors[-1]
+
+    @staticmethod
+    def backward(ctx, dout):
+        return (*[torch.empty_like(x) for x in ctx.saved_tensors], None)
+
+
 class HandSpec:
     """The launches of one kernel for Hand: fwd() runs the forward, bwd(dout, dins)
     the generated backward with the forward's runtime arguments."""
@@ -399,6 +417,8 @@ def measure(entry, device, iters, profile):
             rows["launcher (JIT)"] = timeit(lambda: spec.bwd(dy, dins), iters, device)
             mod._kad_ck = ck
             mod._kad_plans.clear()
+    y_floor = Floor.apply(*ins, out_tensor())
+    time_col("floor bwd", lambda: torch.autograd.grad(y_floor, ins, dy, retain_graph=True))
     time_col("hand bwd", lambda: torch.autograd.grad(y_hand, ins, dy, retain_graph=True))
     time_col("kad bwd", lambda: torch.autograd.grad(y_kad, ins, dy, retain_graph=True))
     time_col("hand f+b", lambda: torch.autograd.grad(hand_fwd(), ins, dy))
@@ -424,7 +444,7 @@ def measure(entry, device, iters, profile):
     return rows, device_rows
 
 
-COLUMNS = ["plain fwd", "kad fwd", "hand fwd", "kad fwd+grad", "launcher", "launcher (JIT)", "hand bwd", "kad bwd", "hand f+b",
+COLUMNS = ["plain fwd", "kad fwd", "hand fwd", "kad fwd+grad", "launcher", "launcher (JIT)", "floor bwd", "hand bwd", "kad bwd", "hand f+b",
            "kad f+b", "eager f+b"]
 
 

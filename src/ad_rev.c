@@ -724,14 +724,18 @@ static void load_trusted(Ad *ad, const Block *fb, Block *bb, int k, const TrustV
     int na = 1;
     unsigned flags = 0;
     args[0] = clone_early(ad, fb, bb, k, st->args[0], done);
-    Type vt = fty(ad, t->v);
+    Type vt = fty(ad, t->v), lt = vt;
+    if (t->narrow)
+        lt.dt = (uint8_t)t->narrow;
     if (t->mask) {
         args[na++] = clone_early(ad, fb, bb, k, t->mask, done);
-        args[na++] = ir_const_float(ad->bw, bb, vt, t->other, st->loc);
+        args[na++] = ir_const_float(ad->bw, bb, lt, t->other, st->loc);
         flags = IF_HAS_MASK | IF_HAS_OTHER;
     }
-    Inst *ld = ir_emit(ad->bw, bb, OP_LOAD, args, na, &vt, 1, ad->def[t->v]->loc);
+    Inst *ld = ir_emit(ad->bw, bb, OP_LOAD, args, na, &lt, 1, ad->def[t->v]->loc);
     ld->flags = flags;
+    if (t->narrow) /* the stored y rounded to the buffer's type, back in v's */
+        ld = ir_emit(ad->bw, bb, OP_CAST, &ld->res[0], 1, &vt, 1, ad->def[t->v]->loc);
     ad->pm[t->v] = ld->res[0];
     name_after(ad, ld->res[0], "", t->v);
 }

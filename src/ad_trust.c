@@ -21,9 +21,15 @@
  *     recomputed.
  *   - log-softmax (TRUST_LOGSOFTMAX): y = z - log(s), s = sum(exp(z)): its
  *     primal is load(p, m, other=-inf) and dz = dy - exp(y) * sum(dy).
+ *   - either stored through one cast to a narrower float (a bf16 or fp16
+ *     output): the load returns y rounded to that type, cast back; the
+ *     rule then reads the rounded y, as PyTorch's own softmax backward reads
+ *     its narrow saved output (TrustVal.narrow).
  *
  * Exactness.  Where the store's mask holds, the load returns the stored
- * value, the forward's own (the store must be the only write into that
+ * value, the forward's own (rounded to the buffer's type for a narrow
+ * softmax output: the one place a trusted backward reads a value that is
+ * not the forward's exactly) (the store must be the only write into that
  * buffer, outside loops, of a pure output or a scratch buffer, with one
  * writer per element across the grid: the race check for differentiated
  * outputs, access_injective for scratch).  Off the mask the loaded value
@@ -283,12 +289,25 @@ static void plan_block(Ad *ad, const Block *b)
             continue;
         ValId v = st->args[1];
         const Inst *d = def_of(ad, v);
+        /* a softmax stored through a cast to a narrower float (bf16, fp16 outputs): y itself, whose
+         * load then returns it rounded to the buffer's type */
+        int narrow = 0;
+        if (d && d->op == OP_CAST && d->nres == 1 && one_use(ad, v)) {
+            Dtype to = (Dtype)ad->fw->vals.v[v].ty.dt, from = (Dtype)ad->fw->vals.v[d->args[0]].ty.dt;
+            if (dtype_is_float(to) && dtype_is_float(from) && dtype_bits(to) < dtype_bits(from) &&
+                ad->fw->vals.v[st->args[0]].ty.elem == to) {
+                narrow = to;
+                v = d->args[0];
+                d = def_of(ad, v);
+            }
+        }
         Type vt = ad->fw->vals.v[v].ty;
         if (!d || d->nres != 1 || d->nregions || !dtype_is_float((Dtype)vt.dt) || op_writes_memory(d->op) ||
             d->op == OP_LOAD || d->op == OP_CONST || ad->trust[v])
             continue;
-        /* the value as it is: the buffer's element type is v's (no rounding between) */
-        if (ad->fw->vals.v[st->args[0]].ty.elem != vt.dt || !kept(ad, st))
+        /* the value as it is: the buffer's element type is v's (no rounding between), or v rounded
+         * by one cast, for the softmax forms only (below) */
+        if ((!narrow && ad->fw->vals.v[st->args[0]].ty.elem != vt.dt) || !kept(ad, st))
             continue;
         bool masked = (st->flags & IF_HAS_MASK) != 0;
         ValId m = masked ? st->args[2] : 0;
@@ -306,7 +325,9 @@ static void plan_block(Ad *ad, const Block *b)
                     t->scale = scale;
             }
         }
-        if (!t && !masked && vt.rank == 0) { /* a statistic: per row, a scalar */
+        if (t)
+            t->narrow = narrow;
+        if (!t && !narrow && !masked && vt.rank == 0) { /* a statistic: per row, a scalar */
             t = trust_new(ad, TRUST_STAT, v, st, b);
             if (d->op == OP_DIV && const_is(ad, d->args[0], 1.0)) {
                 const Inst *sq = def_of(ad, d->args[1]);

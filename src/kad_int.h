@@ -1839,6 +1839,8 @@ typedef struct TrustVal {
     bool shifted;      /* w is replaced by the operand a of w = (a - bcast(row value)) * c: the
                         * row value's adjoint is exactly zero (shift invariance) */
     double other;      /* the load's value off the mask: 0, or -inf (LOGSOFTMAX) */
+    int narrow;        /* SOFTMAX, LOGSOFTMAX stored through a float cast to a narrower type (bf16,
+                        * fp16): that type (the load returns v rounded to it, cast back), else 0 */
 } TrustVal;
 
 typedef struct Ad {

@@ -837,6 +837,14 @@ def _backward_of(run, needs, saved, grads, trusted=False):
             run.dk._check_launch(run.launch, run.prep, b)
         except _capi.KadError:
             wrt, need_old, out, b = run.prep.plan(run, needs, none, False)
+    if b is not None and run.plan is not None and not need_old:
+        fast = run.plan.fast.get(id(b))  # b lives in prep.bwd as long as the plan's prep
+        if fast is None:
+            fast = run.plan.fast[id(b)] = _fast_backward(run, b)
+        if fast:
+            r = _run_fast(run, fast, saved, grads)
+            if r is not None:
+                return r
     result = [None] * (ni + no + len(run.dirty))
     if b is not None:
         out_grads = {n: run.output_grad(n, grads) for n in out}
@@ -866,6 +874,57 @@ def _backward_of(run, needs, saved, grads, trusted=False):
                 else:
                     full.as_strided(y.size(), y.stride(), y.storage_offset() - base.storage_offset()).copy_(d[n])
             result[ni + no + i] = full
+    return (None, *result)
+
+
+def _fast_backward(run, b):
+    """The backward call of a plan's launches reduced to what varies per call (False where it does
+    not apply): on a GPU, for outputs that are their own dirty tensors, contiguous, not in place,
+    and contiguous inputs, with no old values -- the common case, where _run_backward's general
+    handling (views, overlapping layouts, in-place outputs, dtype conversions) has nothing to do.
+    (runtime, outs, ins, positions, options, uses, fn, total): the runtime arguments as (name,
+    index into the saved tensors or -1), the outputs passed as (name, dirty index), the input
+    gradients' tensors likewise, their places in the result, the launch options, whether the
+    launcher takes the saved buffer, the launcher, the result's length.  Every fact is one the
+    plan's launch key fixes (layouts, dtypes, devices, the options)."""
+    launch = run.launch
+    if launch.device != "cuda" or run.inout or run.old or run.dk._autotuned:
+        return False
+    _, out, ins, fn, fwd_opts, uses, _ = b
+    vals = launch.values
+    for n in out:
+        y = vals[n]
+        if y is not run.dirty[run.dirty_of[n]] or not y.is_contiguous():
+            return False
+    if not all(vals[n].is_contiguous() for n in ins):
+        return False
+    where = {n: i for i, n in enumerate(list(run.inputs) + list(run.others))}
+    opts = launch.options if fwd_opts else {}
+    opts = {k: opts[k] for k in ("num_warps", "num_stages") if k in opts}
+    return ([(n, where.get(n, -1)) for n in launch.runtime_names], [(n, run.dirty_of[n]) for n in out],
+            [(n, where.get(n, -1)) for n in ins], [run.inputs.index(n) for n in ins], opts, bool(uses), fn,
+            len(run.inputs) + len(run.others) + len(run.dirty))
+
+
+def _run_fast(run, fast, saved, grads):
+    """_KadFunction's backward on _fast_backward's plan; None where this call's output gradients
+    need _run_backward's handling (None, another dtype, device or layout)."""
+    rt, outs, ins, pos, opts, uses, fn, total = fast
+    vals = run.launch.values
+    gs = []
+    for n, j in outs:
+        g, y = grads[j], vals[n]
+        if g is None or g.dtype is not y.dtype or g.get_device() != y.get_device() or not g.is_contiguous():
+            return None
+        gs.append(g)
+    args = [saved[i] if i >= 0 else vals[n] for n, i in rt]
+    if uses and run.saved is not None:
+        args.append(run.saved)
+    ds = [torch.empty_like(saved[i] if i >= 0 else vals[n]) for n, i in ins]
+    fn(run.launch.grid, *args, *gs, *ds, **opts)
+    result = [None] * total
+    for p, d in zip(pos, ds):
+        result[p] = d
     return (None, *result)
 
 
@@ -1880,7 +1939,7 @@ class _Plan:
 
     __slots__ = ("prep", "sig", "device", "names", "kw", "defaults", "options", "params", "runtime_names", "name",
                  "ins", "others", "outputs", "dirty_of", "single", "inout", "b", "old", "pairs", "grids", "alias",
-                 "detach", "needed", "ck", "direct", "per_call", "written")
+                 "detach", "needed", "ck", "direct", "per_call", "written", "fast")
 
     def __init__(self, dk, launch, prep, args, kwargs, needed, inout, dirty, dirty_of, b, loads, written):
         binder = dk._binder
@@ -1912,6 +1971,7 @@ class _Plan:
         # the float scratch tensors the kernel writes (indices into others: a function of the signature and
         # the dtypes, which the key fixes), as Run.written
         self.written = written
+        self.fast = {}  # id of a _Prep.backward tuple -> _fast_backward's plan of its calls (False: none)
 
     def launch(self, dk, grid, args, kwargs):
         """Launches the call through this plan; False (nothing done) when it must be bound."""

@@ -406,3 +406,44 @@ def test_emitted_trusted_module_on_triton(kernel_file, kernel, sig, wrt, out, tm
 
 def _names(sig):
     return [p.split("=")[0] for p in sig.split(",") if not p.split("=")[1][:1].isdigit()]
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_narrow_output_is_loaded_rounded(name, dtype):
+    """A bf16 or fp16 softmax output (stored through a cast from fp32): the trusted backward loads
+    the rounded y, as PyTorch's own backward reads its narrow saved output.  Its gradient is within
+    the dtype's rounding of float64 autograd and of the recomputing backward's; an output changed in
+    place still gets the recomputing backward."""
+    make, shapes, ref = CASES[name]
+    x0 = _rand(*shapes[0], seed=31, scale=2.0).to(dtype)
+    dy = _rand(*shapes[0], seed=32).to(dtype)
+    x = x0.clone().requires_grad_()
+    y = make(True)(x)
+    run = y.grad_fn.run
+    assert run.trusted() and run.prep.plan(run, y.grad_fn.needs_input_grad, (False,), True)[3][6]  # loads y
+    g, = torch.autograd.grad(y, x, dy)
+    _, gr = _grads(make(False), [x0], dy)
+    xd = x0.double().cpu().requires_grad_()
+    want, = torch.autograd.grad(ref(xd), xd, dy.double().cpu())
+    tol = 1e-2 if dtype == torch.bfloat16 else 2e-3  # a few units of the dtype's rounding
+    scale = want.abs().max().item()
+    torch.testing.assert_close(g.double().cpu(), want, rtol=tol, atol=tol * scale)
+    torch.testing.assert_close(g.double().cpu(), gr[0].double().cpu(), rtol=tol, atol=tol * scale)
+    x = x0.clone().requires_grad_()
+    y = make(True)(x)
+    with torch.no_grad():
+        y.mul_(3.0).add_(1.0)
+    assert not _trusted_ran(y)
+    g, = torch.autograd.grad(y, x, dy)
+    torch.testing.assert_close(g.double().cpu(), want, rtol=tol, atol=tol * scale)
+
+
+def test_narrow_softmax_ir_loads_y_and_casts():
+    sig = SM_SIG.replace("*fp32", "*bf16")
+    ir = _cli("grad", os.path.join(KERNELS, "softmax.py") + ":softmax_kernel", "--sig", sig,
+              "--wrt", "input_ptr", "--out", "output_ptr", "--ir", "--trusted")
+    assert re.search(r"= load %\d+, mask %mask, other %\d+ : bf16\[64\]", ir), ir
+    assert re.search(r"%y = cast %\d+ : fp32\[64\]", ir), ir
+    for op in ("max", "exp"):
+        assert not re.search(rf"= {op} ", ir), op
