@@ -307,7 +307,7 @@ static void plan_block(Ad *ad, const Block *b)
             continue;
         /* the value as it is: the buffer's element type is v's (no rounding between), or v rounded
          * by one cast, for the softmax forms only (below) */
-        if ((!narrow && ad->fw->vals.v[st->args[0]].ty.elem != vt.dt) || !kept(ad, st))
+        if (!narrow && ad->fw->vals.v[st->args[0]].ty.elem != vt.dt)
             continue;
         bool masked = (st->flags & IF_HAS_MASK) != 0;
         ValId m = masked ? st->args[2] : 0;
@@ -343,7 +343,9 @@ static void plan_block(Ad *ad, const Block *b)
                 t->w = d->args[0];
             }
         }
-        if (t) {
+        /* the store must keep the value for the backward: checked (a launch guard added where it
+         * needs one) only for a value the backward would load */
+        if (t && kept(ad, st)) {
             t->mask = m;
             ad->trust[v] = t;
         }
