@@ -1,34 +1,12 @@
 # Stores inside loops that write one element in several iterations: the last write wins.  The
 # backward runs the loop backwards (a tape; without slots when nothing carried needs recording)
 # and each store reads its gradient and clears it (docs/AD.md; the package tests:
-# tests/python/test_loop_stores.py).
-# RUN: grad %s:last_value --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,T=i32,D=8' --wrt x_ptr --out y_ptr
-# RUN: grad %s:state_while --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,T=i32,D=8' --wrt x_ptr --out y_ptr
+# tests/python/test_loop_stores.py); the first two kernels are tests/kernels/loop_store.py's.
+# RUN: grad tests/kernels/loop_store.py:last_value --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,T=i32,D=8' --wrt x_ptr --out y_ptr
+# RUN: grad tests/kernels/loop_store.py:state_while --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,T=i32,D=8' --wrt x_ptr --out y_ptr
 # RUN: grad %s:subblocks_down --ir --sig 'x_ptr=*fp32,y_ptr=*fp32,NB=i32,NSUB=2,SUB=8' --wrt x_ptr --out y_ptr
 import triton
 import triton.language as tl
-
-
-@triton.jit
-def last_value(x_ptr, y_ptr, T, D: tl.constexpr):
-    row = tl.program_id(0)
-    offs = tl.arange(0, D)
-    for t in range(T):
-        x = tl.load(x_ptr + (row * T + t) * D + offs)
-        tl.store(y_ptr + row * D + offs, x * x * 0.5)
-
-
-@triton.jit
-def state_while(x_ptr, y_ptr, T, D: tl.constexpr):
-    row = tl.program_id(0)
-    offs = tl.arange(0, D)
-    h = tl.zeros([D], dtype=tl.float32)
-    t = 0
-    while t < T:
-        x = tl.load(x_ptr + (row * T + t) * D + offs)
-        h = h * x + 1.0
-        tl.store(y_ptr + row * D + offs, h)
-        t += 1
 
 
 @triton.jit
