@@ -11,16 +11,26 @@
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wmissing-prototypes -Wno-unused-parameter
-CPPFLAGS += -DKAD_CHECKED -D_POSIX_C_SOURCE=200809L
+CPPFLAGS += -DKAD_CHECKED -D_POSIX_C_SOURCE=200809L -Isrc
 PYTHON  ?= python3
 VENV    := .venv
 VPY     := $(VENV)/bin/python
 FUZZ_SECONDS ?= 60
 
-SRCS := src/util.c src/lex.c src/parse_py.c src/ast_dump.c src/sema_sig.c src/sema.c src/sema_stmt.c src/ir.c src/irparse.c \
-        src/sema_ops.c src/sema_builtins.c src/verify.c src/pass.c src/interp.c src/kad.c src/ad_analysis.c src/ad_finite.c src/ad_rev.c src/ad_plain.c src/ad_fold.c src/ad_gemm.c src/ad_gather.c src/ad_scatter.c src/ad_tape.c src/ad_gauge.c src/ad_save.c src/ad_trust.c src/ad_spread.c src/ad_race.c src/ad_fwd.c src/ad_libm.c src/libm.c src/check.c src/emit_triton.c src/emit_expr.c src/emit_stmt.c \
-        src/emit_grad.c src/access.c src/access_decide.c src/access_cover.c src/audit.c
-HDRS := src/kad_int.h src/access_int.h src/ops.h include/kad.h
+# One folder per stage (docs/ARCHITECTURE.md): base, front, ir, analysis, ad, emit; the API and
+# the command line at the top.
+SRCS := src/base/util.c \
+        src/front/lex.c src/front/parse_py.c src/front/ast_dump.c src/front/sema_sig.c src/front/sema.c \
+        src/front/sema_stmt.c src/front/sema_ops.c src/front/sema_builtins.c \
+        src/ir/ir.c src/ir/irparse.c src/ir/verify.c src/ir/pass.c src/ir/interp.c src/ir/libm.c \
+        src/analysis/access.c src/analysis/access_decide.c src/analysis/access_cover.c src/analysis/audit.c \
+        src/ad/ad_analysis.c src/ad/ad_finite.c src/ad/ad_rev.c src/ad/ad_plain.c src/ad/ad_fold.c \
+        src/ad/ad_gemm.c src/ad/ad_gather.c src/ad/ad_scatter.c src/ad/ad_tape.c src/ad/ad_gauge.c \
+        src/ad/ad_save.c src/ad/ad_trust.c src/ad/ad_spread.c src/ad/ad_race.c src/ad/ad_fwd.c \
+        src/ad/ad_libm.c src/ad/check.c \
+        src/emit/emit_triton.c src/emit/emit_expr.c src/emit/emit_stmt.c src/emit/emit_grad.c \
+        src/kad.c
+HDRS := src/kad_int.h src/analysis/access_int.h src/ir/ops.h include/kad.h
 
 PIC_OBJS    := $(SRCS:src/%.c=build/pic/%.o)
 ASAN_OBJS   := $(SRCS:src/%.c=build/asan/%.o)

@@ -1,6 +1,6 @@
 """Builds kad's C library and its command line into the package.
 
-The library is the repository's src/*.c (all but the CLI's main.c), compiled
+The library is the repository's src/**/*.c (all but the CLI's main.c), compiled
 with the Makefile's flags into kad/libkad.so, which kad/_capi.py loads when
 it sits beside it.  The command line (src/main.c, what `make` builds as
 build/kad) is linked from the same objects into kad/bin/kad, a program of its
@@ -50,13 +50,14 @@ def kad_version():
 
 
 def compile_kad(tmp, lib, cli):
-    """Compiles src/*.c once into objects under tmp, then links the library lib
-    (every object but main.c's) and the command line cli (all of them)."""
-    srcs = sorted(glob.glob(os.path.join(REPO, "src", "*.c")))
+    """Compiles src/**/*.c (a folder per stage) once into objects under tmp, then links the
+    library lib (every object but main.c's) and the command line cli (all of them)."""
+    srcs = sorted(glob.glob(os.path.join(REPO, "src", "**", "*.c"), recursive=True))
     if not any(os.path.basename(p) == "main.c" for p in srcs):
         raise RuntimeError(f"no C sources under {REPO}/src: build the package from a kad checkout")
     cc = shlex.split(os.environ.get("CC", "cc"))
-    flags = ["-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-DKAD_CHECKED", "-D_POSIX_C_SOURCE=200809L"]
+    flags = ["-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-DKAD_CHECKED", "-D_POSIX_C_SOURCE=200809L",
+             "-I" + os.path.join(REPO, "src")]
     objs = {p: os.path.join(tmp, os.path.basename(p)[:-2] + ".o") for p in srcs}
 
     def run(cmd):

@@ -37,7 +37,7 @@
 #include <stdint.h>
 
 #include "../include/kad.h"
-#include "ops.h"
+#include "ir/ops.h"
 
 #define KAD_VERSION_STRING "0.1.0"
 

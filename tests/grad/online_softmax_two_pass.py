@@ -1,4 +1,4 @@
-# Online-softmax loops reversed by a second pass with the final max (src/ad_gauge.c): the report
+# Online-softmax loops reversed by a second pass with the final max (src/ad/ad_gauge.c): the report
 # and header state the recognition and the tape's bytes before and after; the backward has a loop
 # computing the max alone (taped) and a loop of linear accumulators with the final max.  A
 # look-alike whose running sum also adds m_new keeps the full tape.  Each is checked against

@@ -4,5 +4,5 @@
 # saving forward against float64 finite differences of the forward, on kad's interpreter
 # (docs/AD.md, "Saved loop results"). The saving forward runs first on the check's inputs and
 # fills kad_saved; then the backward loads the online log-sum-exp's max and sum (which it splits
-# into two loops: src/ad_gauge.c), and the matmul's accumulator (in its GEMM form's dacc kernel).
+# into two loops: src/ad/ad_gauge.c), and the matmul's accumulator (in its GEMM form's dacc kernel).
 # Shown to fail with the loads' offsets swapped (by hand) and with KAD_TEST_MUTATE=exp (the first).

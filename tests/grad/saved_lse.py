@@ -1,7 +1,7 @@
 # RUN: grad %s:lse_rows --ir --saved --sig 'x_ptr=*bf16,y_ptr=*fp32,n_cols=i32,stride=i32,BLOCK=16' --wrt x_ptr --out y_ptr
 # ROUNDTRIP
 # The backward of the saving forward (docs/AD.md, "Saved loop results"): the online log-sum-exp
-# loop, which the backward splits into a max loop and a sum loop (src/ad_gauge.c), is not run:
+# loop, which the backward splits into a max loop and a sum loop (src/ad/ad_gauge.c), is not run:
 # its max and sum (the original loop's results, by value) are loaded from this program's slot
 # of kad_saved (the last runtime parameter), and only the adjoint's pass over the row remains.
 import triton

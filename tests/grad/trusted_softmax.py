@@ -1,6 +1,6 @@
 # RUN: grad %s:softmax --ir --trusted --sig 'x_ptr=*fp32,y_ptr=*fp32,n_cols=i32,BLOCK=32' --wrt x_ptr --out y_ptr
 # ROUNDTRIP
-# Trusted saved outputs (docs/AD.md, src/ad_trust.c): the backward loads y where the forward stored
+# Trusted saved outputs (docs/AD.md, src/ad/ad_trust.c): the backward loads y where the forward stored
 # it (under the store's mask, 0 elsewhere, which is y's value there: x is -inf off the mask) and
 # applies dx = y * (dy - sum(dy * y)); neither the row max nor exp nor the sum is recomputed.
 import triton

@@ -1,4 +1,4 @@
-"""Online-softmax loops reversed by a second pass with the final max (issue 9, src/ad_gauge.c).
+"""Online-softmax loops reversed by a second pass with the final max (issue 9, src/ad/ad_gauge.c).
 
 kad rewrites, for the backward only, a loop with a running max m and values rescaled by
 exp(m - m_new) into a loop computing the max alone (the only taped one) and a loop of linear

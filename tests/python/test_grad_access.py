@@ -1,4 +1,4 @@
-"""Stores inside loops that kad accepts since the access analysis (src/access.c)
+"""Stores inside loops that kad accepts since the access analysis (src/analysis/access.c)
 proves the iterations write distinct elements: the persistent row loop, offsets
 carried and advanced each iteration, pointers advanced each iteration, a 2-D tile
 swept by rows, nested loops.  Each backward is compared with PyTorch autograd of

@@ -1,4 +1,4 @@
-"""The GEMM form of a tiled matmul's operand gradients (src/ad_gemm.c, docs/AD.md "GEMM operand gradients").
+"""The GEMM form of a tiled matmul's operand gradients (src/ad/ad_gemm.c, docs/AD.md "GEMM operand gradients").
 
 The emitted module of tests/kernels/matmul.py's matmul_kernel holds no atomic for d_a/d_b on the
 launches where the programs map one to one onto the tile pairs, runs on Triton (CPU interpreter, or

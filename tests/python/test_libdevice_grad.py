@@ -1,4 +1,4 @@
-"""Every libdevice function kad differentiates (src/ad_libm.c), through the float64 checkers.
+"""Every libdevice function kad differentiates (src/ad/ad_libm.c), through the float64 checkers.
 
 One kernel per function, `y = libdevice.NAME(a[, b[, c]])` on inputs inside the function's
 domain (and an int32 tile `offs % 4 - 1` or `offs % 4` where the function takes an int):

@@ -1,4 +1,4 @@
-"""Saved loop results (src/ad_save.c, docs/AD.md "Saved loop results").
+"""Saved loop results (src/ad/ad_save.c, docs/AD.md "Saved loop results").
 
 Under autograd the package runs a kernel's saving forward (the kernel plus a store of its top-level
 loops' results) and the backward loads those results instead of running the loops again.  Checked
@@ -92,7 +92,7 @@ def test_matmul_backward_reads_the_buffer():
 
 
 def test_cross_entropy_saved_lse_statistics():
-    # the online log-sum-exp loop (reversed by a second pass, src/ad_gauge.c): its max and sum saved
+    # the online log-sum-exp loop (reversed by a second pass, src/ad/ad_gauge.c): its max and sum saved
     x0, labels = _rand(4, 100, seed=4), torch.randint(0, 100, (4,), generator=torch.Generator().manual_seed(5))
     labels = labels.to(DEVICE)
     res = {}
@@ -256,7 +256,7 @@ def test_float64_checker_through_saved_results():
 
 
 def test_saved_with_a_folded_weight_gradient():
-    # the backward folds w's gradient over the rows (its programs restructured: src/ad_fold.c);
+    # the backward folds w's gradient over the rows (its programs restructured: src/ad/ad_fold.c);
     # the saved sums are still each row's
     sl = triton_cpu.corpus_module("save_loops.py")
     x0, w0, dy = _rand(6, 40, seed=15), _rand(40, seed=16), _rand(6, 40, seed=17)

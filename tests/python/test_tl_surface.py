@@ -7,7 +7,7 @@
 - a row's status agrees with `kad builtins` (the names kad's builtin tables lower, generated
   from sema_builtins.c): "supported"/"differentiable" only for names kad lowers, "refused" only
   for names it does not; "differentiable" never for a builtin whose IR op AD has no rule for
-  (class 'N' in src/ops.h).
+  (class 'N' in src/ir/ops.h).
 """
 import importlib
 import os

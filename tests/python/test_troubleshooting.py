@@ -1,6 +1,6 @@
 """docs/TROUBLESHOOTING.md documents every message family of the C library.
 
-Extracts the format string of every diagnostic in src/*.c (calls of diag_error and of the
+Extracts the format string of every diagnostic in src/**/*.c (calls of diag_error and of the
 stages' wrappers around diag_verror) and checks that one of the backticked keys of the
 doc's C tables occurs in each (a key's `…` stands for any text; the message's %s/%d/...
 conversions are `…` too).  A new message fails this test until the doc has an entry for it.
@@ -56,10 +56,10 @@ def _strip_comments(s):
 
 
 def c_messages():
-    """[(file:line, normalized message)] of every diagnostic format string in src/*.c."""
+    """[(file:line, normalized message)] of every diagnostic format string in src/**/*.c."""
     call = re.compile(r"\b(%s)\s*\(" % "|".join(REPORTERS))
     out = []
-    for path in sorted(glob.glob(os.path.join(REPO, "src", "*.c"))):
+    for path in sorted(glob.glob(os.path.join(REPO, "src", "**", "*.c"), recursive=True)):
         if os.path.basename(path) == "main.c":  # the CLI's usage text, not a diagnostic
             continue
         with open(path, encoding="utf-8") as f:
@@ -73,7 +73,7 @@ def c_messages():
             where = f"{os.path.relpath(path, REPO)}:{s.count(chr(10), 0, m.start()) + 1}"
             out.append((where, CONV.sub("…", lit).replace('\\"', '"').replace("\\\\", "\\")))
     # a format kept in a named constant (ad_analysis.c's tape_msg)
-    for path in sorted(glob.glob(os.path.join(REPO, "src", "*.c"))):
+    for path in sorted(glob.glob(os.path.join(REPO, "src", "**", "*.c"), recursive=True)):
         with open(path, encoding="utf-8") as f:
             s = _strip_comments(f.read())
         for m in re.finditer(r"static const char \*const (\w+_msg)\s*=\s*", s):
@@ -120,7 +120,7 @@ def test_no_stale_c_entries():
     texts = [m for _, m in c_messages()]
     stale = [k for k in doc_keys("## Messages of the C library", "## Errors of the Python package")
              if not any(key_regex(k).search(t) for t in texts)]
-    assert not stale, f"keys that match no message of src/*.c: {stale}"
+    assert not stale, f"keys that match no message of src/**/*.c: {stale}"
 
 
 def test_python_entries_name_raised_text():

@@ -1,4 +1,4 @@
-"""Trusted saved outputs (src/ad_trust.c, docs/AD.md "Trusted saved outputs").
+"""Trusted saved outputs (src/ad/ad_trust.c, docs/AD.md "Trusted saved outputs").
 
 Under autograd the package keeps the outputs and, when their version counters show them unchanged
 since the forward, runs the backward that loads what the forward stored (a softmax's or

@@ -25,8 +25,8 @@
 /* libdevice functions kad has no tl.* op for (docs/LANGUAGE.md, "libdevice"):
  * elementwise, fp32/fp64 (sema checks the dtypes), printed as the libdevice
  * call of the name (the *_round ops: libdevice.add_rz for {round = rz}).
- * Their derivatives, both modes, are ad_libm_partial's (src/ad_libm.c); the
- * interpreter's values libm_eval's (src/libm.c).  Same columns as KAD_OPS. */
+ * Their derivatives, both modes, are ad_libm_partial's (src/ad/ad_libm.c); the
+ * interpreter's values libm_eval's (src/ir/libm.c).  Same columns as KAD_OPS. */
 #define KAD_LIBM_OPS(X) \
   X(OP_ASINH,        "asinh",          1,  1,  0,  1,  1, 'D') \
   X(OP_ACOSH,        "acosh",          1,  1,  0,  1,  1, 'D') \

@@ -1514,7 +1514,7 @@ static void adj_rule(Em *e, const Inst *in)
 #define LIBM_CASE(en, ...) case en:
     KAD_LIBM_OPS(LIBM_CASE)
 #undef LIBM_CASE
-    { /* libdevice functions: d * dy/da_k (src/ad_libm.c) */
+    { /* libdevice functions: d * dy/da_k (src/ad/ad_libm.c) */
         ValId pa[3] = {0, 0, 0};
         for (int k = 0; k < in->nargs; k++)
             pa[k] = P(e, in->args[k]);

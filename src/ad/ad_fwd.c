@@ -645,7 +645,7 @@ static ValId tan_rule(Em *e, const Inst *in)
 #define LIBM_CASE(en, ...) case en:
     KAD_LIBM_OPS(LIBM_CASE)
 #undef LIBM_CASE
-    { /* libdevice functions: sum of t_k * dy/da_k (src/ad_libm.c) */
+    { /* libdevice functions: sum of t_k * dy/da_k (src/ad/ad_libm.c) */
         ValId r = 0;
         for (int k = 0; k < in->nargs; k++)
             if (t[k]) {
