@@ -17,7 +17,7 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 FUZZ_SECONDS ?= 60
 
-# One folder per stage (docs/ARCHITECTURE.md): base, front, ir, analysis, ad, emit; the API and
+# One folder per stage (docs/ARCHITECTURE.md): base, front, ir, analysis, ad, plan, emit; the API and
 # the command line at the top.
 SRCS := src/base/util.c \
         src/front/lex.c src/front/parse_py.c src/front/ast_dump.c src/front/sema_sig.c src/front/sema.c \
@@ -28,9 +28,10 @@ SRCS := src/base/util.c \
         src/ad/ad_gemm.c src/ad/ad_gather.c src/ad/ad_scatter.c src/ad/ad_tape.c src/ad/ad_gauge.c \
         src/ad/ad_save.c src/ad/ad_trust.c src/ad/ad_spread.c src/ad/ad_race.c src/ad/ad_fwd.c \
         src/ad/ad_libm.c src/ad/check.c \
+        src/plan/program.c src/plan/run.c src/plan/text.c \
         src/emit/emit_triton.c src/emit/emit_expr.c src/emit/emit_stmt.c src/emit/emit_grad.c \
         src/kad.c
-HDRS := src/kad_int.h src/analysis/access_int.h src/ir/ops.h include/kad.h
+HDRS := src/kad_int.h src/analysis/access_int.h src/plan/plan.h src/ir/ops.h include/kad.h
 
 PIC_OBJS    := $(SRCS:src/%.c=build/pic/%.o)
 ASAN_OBJS   := $(SRCS:src/%.c=build/asan/%.o)

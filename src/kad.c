@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "plan/plan.h"
 
 struct kad_ctx {
     Arena *a;
@@ -19,7 +19,8 @@ struct kad_ctx {
 
 struct kad_kernel {
     kad_ctx *c;
-    Func *f;
+    Program *p; /* the kernel and, for a backward, its host steps (a kernel alone: one launch) */
+    Func *f;    /* p->main */
     const char *ir; /* cached text; reset when a pass changes f */
     const char *race_out;   /* the outputs race was planned for (NULL: none yet) */
     const RacePlan *race;   /* race_plan(f, race_out) */
@@ -110,12 +111,21 @@ int kad_add_source(kad_ctx *c, const char *filename, const char *text)
     return add_module(c, NULL, filename, text);
 }
 
-static kad_kernel *kernel_new(kad_ctx *c, Func *f)
+static kad_kernel *kernel_new(kad_ctx *c, Program *p)
 {
     kad_kernel *k = arena_alloc(c->a, sizeof *k);
     k->c = c;
-    k->f = f;
+    k->p = p;
+    k->f = p->main;
     return k;
+}
+
+/* A kernel alone as a Program: one launch. */
+static kad_kernel *kernel_of(kad_ctx *c, Func *f)
+{
+    Program *p = plan_new(c->a, f);
+    plan_steps(p);
+    return kernel_new(c, p);
 }
 
 kad_kernel *kad_specialize(kad_ctx *c, const char *kernel, const char *sig, unsigned flags)
@@ -140,7 +150,7 @@ kad_kernel *kad_specialize(kad_ctx *c, const char *kernel, const char *sig, unsi
     if (!ir_verify(f, &c->d))
         goto out;
 #endif
-    k = kernel_new(c, f);
+    k = kernel_of(c, f);
 out:
     API_END(c);
     return k;
@@ -153,9 +163,9 @@ kad_kernel *kad_parse_ir(kad_ctx *c, const char *filename, const char *text)
     const char *file = arena_strdup(c->a, filename);
     const char *copy = arena_strdup(c->a, text);
     diag_add_source(&c->d, file, copy);
-    Func *f = ir_parse(c->a, &c->d, file, copy);
-    if (f && ir_verify(f, &c->d))
-        k = kernel_new(c, f);
+    Program *p = plan_parse(c->a, &c->d, file, copy);
+    if (p && ir_verify(p->main, &c->d))
+        k = kernel_new(c, p);
     API_END(c);
     return k;
 }
@@ -178,12 +188,12 @@ const char *kad_kernel_ir(kad_kernel *k)
     kad_ctx *c = k->c;
     API_BEGIN(c, "");
     if (!k->ir)
-        k->ir = ir_to_string(c->a, k->f);
+        k->ir = plan_to_string(c->a, k->p);
     API_END(c);
     return k->ir;
 }
 
-const char *kad_kernel_trusted(kad_kernel *k) { return k && k->f->trusted ? k->f->trusted : ""; }
+const char *kad_kernel_trusted(kad_kernel *k) { return k && k->p->trusted ? k->p->trusted : ""; }
 
 /* Appends kernel f's IR to b as `#` comments, after a line saying what it is. */
 static void companion(Buf *b, Arena *a, const Func *f, const char *what)
@@ -201,24 +211,24 @@ const char *kad_kernel_ir_companions(kad_kernel *k)
 {
     kad_ctx *c = k->c;
     API_BEGIN(c, "");
-    const Func *f = k->f;
+    const Program *p = k->p;
     Buf b = {.a = c->a};
     buf_puts(&b, "");
-    if (f->gemm) {
-        companion(&b, c->a, f->gemm->first, "the GEMM form's dacc kernel (the forward's K loop again)");
-        for (int i = 0; i < f->gemm->n; i++) {
-            companion(&b, c->a, f->gemm->op[i].k,
-                      arena_printf(c->a, "the GEMM form's kernel of d_%s", f->gemm->op[i].name));
-            if (f->gemm->op[i].single)
-                companion(&b, c->a, f->gemm->op[i].single,
+    if (p->gemm) {
+        companion(&b, c->a, p->gemm->first, "the GEMM form's dacc kernel (the forward's K loop again)");
+        for (int i = 0; i < p->gemm->n; i++) {
+            companion(&b, c->a, p->gemm->op[i].k,
+                      arena_printf(c->a, "the GEMM form's kernel of d_%s", p->gemm->op[i].name));
+            if (p->gemm->op[i].single)
+                companion(&b, c->a, p->gemm->op[i].single,
                           arena_printf(c->a, "the GEMM form's one-iteration kernel of d_%s (small grids)",
-                                       f->gemm->op[i].name));
+                                       p->gemm->op[i].name));
         }
     }
-    if (f->fold && f->fold->sum)
-        companion(&b, c->a, f->fold->sum, "the sum kernel of the folded partials");
-    for (int j = 0; f->gather && j < f->gather->n; j++) {
-        const GatherIn *gi = &f->gather->in[j];
+    if (p->sum)
+        companion(&b, c->a, p->sum, "the sum kernel of the folded partials");
+    for (int j = 0; p->gather && j < p->gather->n; j++) {
+        const GatherIn *gi = &p->gather->in[j];
         companion(&b, c->a, gi->k,
                   arena_printf(c->a, gi->scatter ? "the scattered sites' kernel of d_%s" : "the gather kernel of d_%s",
                                gi->name));
@@ -227,11 +237,11 @@ const char *kad_kernel_ir_companions(kad_kernel *k)
     return buf_str(&b);
 }
 
-int kad_kernel_nparams(const kad_kernel *k) { return func_nargs(k->f); }
+int kad_kernel_nparams(const kad_kernel *k) { return plan_nargs(k->p); }
 
 const char *kad_kernel_param_name(const kad_kernel *k, int i)
 {
-    if (i < 0 || i >= func_nargs(k->f))
+    if (i < 0 || i >= plan_nargs(k->p))
         return NULL;
     const char *n = k->f->vals.v[k->f->params[i]].name;
     return n ? n : "";
@@ -239,7 +249,7 @@ const char *kad_kernel_param_name(const kad_kernel *k, int i)
 
 const char *kad_kernel_param_type(const kad_kernel *k, int i)
 {
-    if (i < 0 || i >= func_nargs(k->f))
+    if (i < 0 || i >= plan_nargs(k->p))
         return NULL;
     kad_ctx *c = k->c;
     API_BEGIN(c, NULL);
@@ -254,9 +264,9 @@ int kad_run(kad_kernel *k, const int64_t grid[3], const kad_arg *args, int nargs
     kad_ctx *c = k->c;
     API_BEGIN(c, -1);
     int rc = -1;
-    if (nargs != func_nargs(k->f)) {
+    if (nargs != plan_nargs(k->p)) {
         diag_error(&c->d, k->f->loc, "kernel '%s' takes %d runtime arguments, %d given", k->f->name,
-                   func_nargs(k->f), nargs);
+                   plan_nargs(k->p), nargs);
         goto out;
     }
     if (mode != KAD_RUN_AS_WRITTEN && mode != KAD_RUN_F64) {
@@ -266,7 +276,7 @@ int kad_run(kad_kernel *k, const int64_t grid[3], const kad_arg *args, int nargs
     InterpArg *ia = arena_alloc(c->a, sizeof *ia * (size_t)(nargs ? nargs : 1));
     for (int i = 0; i < nargs; i++)
         ia[i] = (InterpArg){args[i].data, args[i].nbytes, args[i].i, args[i].f};
-    if (interp_run(k->f, grid, ia, nargs, mode == KAD_RUN_F64 ? IM_F64 : IM_AS_WRITTEN, &c->d))
+    if (plan_run(k->p, grid, ia, nargs, mode == KAD_RUN_F64 ? IM_F64 : IM_AS_WRITTEN, &c->d))
         rc = 0;
 out:
     API_END(c);
@@ -331,9 +341,9 @@ kad_kernel *kad_grad_ex(kad_kernel *k, const char *wrt, const char *out, unsigne
     spec.atomics = (flags & KAD_GRAD_ATOMICS) != 0;
     spec.trusted = (flags & KAD_GRAD_TRUSTED) != 0;
     const Func *fw = grad_forward(c, k, flags, &spec);
-    Func *f = fw ? ad_backward(c->a, &c->d, fw, &spec) : NULL;
-    if (f)
-        g = kernel_new(c, f);
+    Program *p = fw ? ad_backward(c->a, &c->d, fw, &spec) : NULL;
+    if (p)
+        g = kernel_new(c, p);
     API_END(c);
     return g;
 }
@@ -414,7 +424,7 @@ const char *kad_grad_module_ex(kad_kernel *k, const char *wrt, const char *out, 
     spec.grad_rmw = arena_alloc(c->a, sizeof *spec.grad_rmw * (size_t)(spec.nwrt + 1));
     spec.grad_first = arena_alloc(c->a, sizeof *spec.grad_first * (size_t)(spec.nwrt + 1));
     const Func *fw = grad_forward(c, k, flags, &spec);
-    Func *bw = fw ? ad_backward(c->a, &c->d, fw, &spec) : NULL;
+    Program *bw = fw ? ad_backward(c->a, &c->d, fw, &spec) : NULL;
     Buf b = {.a = c->a};
     if (bw && emit_triton_backward(&b, fw, bw, &spec, (flags & KAD_GRAD_KERNELS_ONLY) != 0, &c->d))
         text = buf_str(&b);
@@ -513,7 +523,7 @@ kad_kernel *kad_save_forward(kad_kernel *k)
     API_BEGIN(c, NULL);
     const SavePlan *p;
     Func *sv = saving(c, k, &p);
-    kad_kernel *g = sv ? kernel_new(c, sv) : NULL;
+    kad_kernel *g = sv ? kernel_of(c, sv) : NULL;
     API_END(c);
     return g;
 }
@@ -549,7 +559,7 @@ kad_kernel *kad_jvp(kad_kernel *k, const char *wrt, const char *out)
     AdSpec spec = ad_spec(c, c->a, wrt, out);
     Func *f = ad_forward(c->a, &c->d, k->f, &spec);
     if (f)
-        g = kernel_new(c, f);
+        g = kernel_of(c, f);
     API_END(c);
     return g;
 }
@@ -677,7 +687,7 @@ const char *kad_tape_report(kad_kernel *g)
 {
     kad_ctx *c = g->c;
     API_BEGIN(c, NULL);
-    const char *text = tape_report(c->a, g->f);
+    const char *text = tape_report(c->a, g->p);
     API_END(c);
     return text;
 }

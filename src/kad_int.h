@@ -616,41 +616,30 @@ typedef struct Func {
     Vec(ConstParam) consts; /* constexpr parameters in signature order */
     Block *body;       /* params of body are unused (the kernel params live in `params`) */
     Loc loc;
-    const struct FoldPlan *fold; /* a folded backward (ad_fold.c): how to launch it, else NULL */
-    Vec(struct FuncGuard) guards; /* a backward's launch conditions (access.c): interp_run and
-                                   * the generated launcher refuse a launch that breaks one */
+    const struct FoldPlan *fold; /* a folded backward (ad_fold.c): its fold loop's hidden parameters,
+                                  * which the kernel's emitter prints; else NULL.  The rest of a
+                                  * backward's plan is its Program's (src/plan/plan.h) */
+    Vec(struct FuncGuard) guards; /* a backward's launch conditions (access.c): the Program's
+                                   * STEP_GUARDS and the launcher refuse a launch that breaks one */
     Vec(struct FuncFlag) flags;   /* a backward's i1 parameters that its launcher computes (plain
-                                   * stores proven for this launch): after the contract's */
-    Vec(struct FuncCover) covers; /* a backward's input gradients: when its launcher need not
-                                   * zero-fill them (access_cover), or why it must */
-    Vec(struct FuncTape) tapes;   /* a backward's scratch buffers for loops its reverse sweep runs
-                                   * backwards (ad_tape.c): parameters after the flags, allocated
-                                   * by its launcher and interp_run, not by the caller */
-    const struct GemmPlan *gemm;  /* a backward whose matmul operand gradients also have their own
-                                   * GEMM kernels (ad_gemm.c), run when the launch allows; else NULL */
-    const struct GatherPlan *gather; /* input gradients written by gather kernels of their own
-                                      * (ad_gather.c), after this kernel; else NULL */
-    const struct FuncSpread *spread; /* a backward whose loop the launcher may spread over more
-                                      * programs (ad_spread.c): its last parameter; else NULL */
+                                   * stores proven for this launch), after the contract's: the
+                                   * kernel's emitter makes them tl.constexpr; the Program's
+                                   * STEP_FLAG computes them */
     Vec(FuncDesc) descs; /* host-side tensor descriptor parameters, expanded (sema_sig.c) */
     Vec(ParamRange) ranges; /* runtime int parameters specialized to a range (in the IR text) */
     Vec(RangeHint) hints;   /* loops a range would make straight-line (sema; memory only) */
     Vec(Block *) rules; /* custom adjoint rules (OP_CUSTOM_VJP's ival indexes them): params =
                          * the helper's value arguments, then the result's adjoint; the region
                          * yields one adjoint per float argument.  Values live in vals. */
-    Vec(int) cleared;     /* a backward's output gradients (indices into params) its stores read and
-                           * clear: the launcher and interp_run pass it a copy of the caller's */
-    Vec(const char *) notes; /* a backward's choices of how loops are reversed (ad_gauge.c: a loop
-                              * rewritten into two passes), stated in its header and in
-                              * `kad grad --report` */
-    const char *trusted; /* a backward built with AdSpec.trusted that loads what the forward stored
-                          * (ad_trust.c): those buffers' names, comma-separated; else NULL.  Its
-                          * launcher takes outputs_unmodified=True (emit_grad.c) */
+    Vec(const char *) notes; /* a forward copy's notes (gauge_rewrite: loops rewritten into two
+                              * passes), which the backward's Program takes (Program.notes) */
 } Func;
 
-/* The runtime arguments a caller passes to f: a folded backward's hidden
- * parameters (spans, the forward's program count) are filled by its plan. */
-static inline int func_nargs(const Func *f);
+/* A backward as a program: kernels plus host steps (src/plan/plan.h). */
+typedef struct Program Program;
+/* f's parameters before a fold's hidden ones (spans, the forward's program counts).  A
+ * backward's contract, what its caller passes, is plan_nargs of its Program. */
+static inline int kernel_nargs(const Func *f);
 
 /* ------------------------------------------------------------------ */
 /* ir.c: construction, printing                                        */
@@ -669,8 +658,8 @@ bool ir_block_uses(const Block *b, ValId v);
  * it (def: by ValId, f->vals.n entries; parameters' entries left as they were). */
 void ir_index_defs(const Block *b, const Inst **def);
 /* A deep copy of f's body, values, parameters, constexprs and ranges, named
- * name, allocated in a; the launch plans (fold, gemm, gather), guards,
- * flags, covers, tapes, notes and hints are left empty. */
+ * name, allocated in a; its fold, guards, flags, notes and hints are left empty
+ * (a backward's other plan data is its Program's, not the kernel's). */
 Func *ir_func_clone(Arena *a, const Func *f, const char *name);
 /* The range of runtime parameter index param (Func.ranges), or NULL. */
 const ParamRange *ir_param_range(const Func *f, int param);
@@ -1378,7 +1367,7 @@ const char *tape_expr_op_name(int op);
  * allocate trips * programs * slot elements (uninitialized: each is
  * written before it is read). */
 typedef struct FuncTape {
-    ValId param;
+    ValId param;           /* the Program's main kernel's */
     const TapeExpr *trips; /* iterations per program, >= 0 once clamped */
     int64_t slot;          /* elements per (iteration, program) */
     Loc loc;               /* the loop (the forward's), or the kernel's for IR text */
@@ -1404,9 +1393,9 @@ typedef struct FuncTape {
 /* The description of f's tape j (header and `kad grad --report`): what is
  * taped, its bytes, trip count or capacity, what is recomputed, the
  * checkpoint schedule and recompute factor; lname: who allocates it. */
-const char *tape_describe(Arena *a, const Func *f, int j, const char *lname);
-/* `kad grad --report` for backward f: one paragraph per tape. */
-const char *tape_report(Arena *a, const Func *f);
+const char *tape_describe(Arena *a, const Program *P, int j, const char *lname);
+/* `kad grad --report` for backward P: one paragraph per tape. */
+const char *tape_report(Arena *a, const Program *P);
 
 /* ------------------------------------------------------------------ */
 /* audit.c: determinism audit (see docs/AD.md, "Determinism audit")    */
@@ -1453,6 +1442,19 @@ typedef struct FuncSpread {
                             * lanes (its launch defaults read it: emit_grad.c) */
     Loc loc;               /* the loop */
 } FuncSpread;
+/* The host plan a backward's kernel header carries in the IR text, between its constexprs and
+ * its body: `tape(...)` and `spread(...)` (the fold's is Func.fold).  The plan stage's data
+ * (Program.tapes, Program.spread), printed and parsed by ir.c and irparse.c because it names
+ * the kernel's values; plan_print and plan_parse (src/plan/text.c) use these. */
+typedef struct IrPlanText {
+    Vec(FuncTape) tapes;
+    const FuncSpread *spread;
+    Loc fold_loc; /* parsed: where a fold annotation stands (its sum kernel's location) */
+} IrPlanText;
+/* ir_print with the header's plan (pt may be NULL: none). */
+void ir_print_plan(Buf *b, const Func *f, const IrPlanText *pt);
+/* ir_parse that also reads the header's plan into *pt (allocated in a). */
+Func *ir_parse_plan(Arena *a, Diags *d, const char *file, const char *text, IrPlanText *pt);
 /* The lanes of a spread loop's tile after a split: a wider tile whose body
  * is lane by lane is split into tiles of this many. */
 #ifndef KAD_SPREAD_TILE
@@ -1464,15 +1466,15 @@ typedef struct FuncSpread {
 #define KAD_LANE_TILE 1024
 #endif
 #define KAD_SPREAD_PARAM "kad_spread"
-/* Spreads bw's loop when the rule of ad_spread.c holds (Func.spread set), else leaves it. */
-void ad_spread(Arena *a, Func *bw);
+/* Spreads P's main loop when the rule of ad_spread.c holds (P->spread set), else leaves it. */
+void ad_spread(Arena *a, Program *P);
 /* The lanes of f's one 1-D tile when f has no loop and computes lane by lane
  * (ad_spread.c's lanewise: elementwise ops, memory accesses, scalars
  * broadcast); 0 otherwise (also when f has no tile). */
 int32_t spread_lane_width(const Func *f);
 /* The S interp_run takes for f's launch on grid: 2 when its loop runs 2 or more
  * iterations in some program, else 1 (the rewrite is what the interpreter checks). */
-int64_t spread_cpu(const Func *f, const int64_t *iargs, const int64_t grid[3]);
+int64_t spread_cpu(const Program *P, const int64_t *iargs, const int64_t grid[3]);
 /* The plan of fwd (verified): NULL when nothing is worth saving. */
 const SavePlan *save_plan(Arena *a, const Func *fwd);
 /* fwd with one more parameter, KAD_SAVE_PARAM (*fp32), last; with stores,
@@ -1546,7 +1548,7 @@ int ad_mutation_by_name(const char *name);
 /* The backward kernel as kad hands it out: ad_reverse, then the simplify
  * pass (CSE, DCE: the primal sweep's dead stores' operands go away), with
  * ir_verify before and after.  NULL after an error. */
-Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec);
+Program *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec);
 /* Splits "x_ptr, w_ptr" at commas into trimmed names; returns the count. */
 int ad_split_names(Arena *a, const char *s, const char ***out);
 
@@ -1608,17 +1610,13 @@ typedef struct FoldPlan {
     ValId programs[3]; /* bw params (i32, last, by axis): G_k for each folded axis k, else 0 */
     int n;
     FoldInput *in;
-    Func *sum;         /* the one sum kernel of every input j (fold_sum_kernel): (part_j, d_j, span_j,
-                        * rows_j, dense_j for each j) [grid sum_j cdiv(span_j, FOLD_SUM_BLOCK)]:
-                        * d_j += the sum of its rows (FOLD_SUM_ROWS rows at a time, summed by a
-                        * reduction, in row order); dense_j != 0: d_j = the sum, stored at every
-                        * element of the span */
 } FoldPlan;
+/* The fold's one sum kernel of every input j (Program.sum): (part_j, d_j, span_j, rows_j, dense_j
+ * for each j) [grid sum_j cdiv(span_j, FOLD_SUM_BLOCK)]: d_j += the sum of its rows
+ * (FOLD_SUM_ROWS rows at a time, summed by a reduction, in row order); dense_j != 0: d_j = the
+ * sum, stored at every element of the span. */
 enum { FOLD_SUM_BLOCK = 64, FOLD_SUM_ROWS = 64, FOLD_CPU_PROGRAMS = 3, FOLD_ZERO_BLOCK = 1024 };
-static inline int func_nargs(const Func *f)
-{
-    return (f->fold ? f->fold->nargs : f->nparams) - f->flags.n - f->tapes.n - !!f->spread;
-}
+static inline int kernel_nargs(const Func *f) { return f->fold ? f->fold->nargs : f->nparams; }
 /* Folds bw (ad_backward's, before verification) along the grid axes `axes` (bits) for
  * the n inputs whose gradient parameters are params[slot[j]] (names[j]: the
  * inputs' names): see ad_fold.c.  False, bw unchanged, when a gradient
@@ -1639,7 +1637,7 @@ void ad_fold_pipeline(Arena *a, Func *f);
  * gradient pointer flows where the rewrite cannot follow it. */
 bool ad_site_rows(Arena *a, Func *bw, int slot, const char *name, ValId flag);
 Dtype fold_partial_dtype(Dtype dt);
-/* The one sum kernel of the n inputs in (their dt and pdt): see FoldPlan.sum. */
+/* The one sum kernel of the n inputs in (their dt and pdt): see above. */
 Func *fold_sum_kernel(Arena *a, const char *name, const FoldInput *in, int n, Loc loc);
 
 /* ------------------------------------------------------------------ */
@@ -1733,7 +1731,7 @@ const char *tape_expr_host(Arena *a, const TapeExpr *e, const Func *f, const cha
 const char *tape_host_helpers(void);
 /* The number of elements of f's tape j for a launch (0 when the loop
  * runs no iteration); false after a located error in d. */
-bool tape_elems(const Func *f, int j, const int64_t *iargs, const int64_t grid[3], int64_t *out, Diags *d);
+bool tape_elems(const Program *P, int j, const int64_t *iargs, const int64_t grid[3], int64_t *out, Diags *d);
 /* Binomial checkpointing (revolve) of a taped `for` loop under a tape
  * budget (docs/AD.md, "Bounded memory").  A plan is a list of rows of
  * RV_FIELDS int32 the backward kernel interprets in order, with the
@@ -1772,7 +1770,7 @@ const char *tape_revolve_helpers(void);
  * s, its rows, and the plan (malloc'ed, RV_FIELDS * rows int32, the caller frees) when plan
  * is not NULL; each may be NULL.  Each checkpointed tape of f gets an equal
  * share of the budget.  False after a located error in d. */
-bool tape_revolve_of(const Func *f, int j, const int64_t *iargs, const int64_t grid[3], int64_t *elems,
+bool tape_revolve_of(const Program *P, int j, const int64_t *iargs, const int64_t grid[3], int64_t *elems,
                      int64_t *slots, int64_t *nrows, int32_t **plan, Diags *d);
 
 /* ------------------------------------------------------------------ */
@@ -1848,6 +1846,7 @@ typedef struct Ad {
     Diags *d;
     const Func *fw;
     const AdSpec *spec;
+    Program *P;                /* the backward being built: its main kernel is bw (below) */
     /* facts (ad_analysis.c) */
     int nvals;                 /* fw->vals.n: size of the per-value arrays */
     int *role;                 /* by fw param index: AD_ROLE_* */
@@ -1862,7 +1861,7 @@ typedef struct Ad {
     uint8_t *stored;           /* by param index: some store/atomic writes through it */
     uint8_t *cleared;          /* by param index: an output stored at several sites whose writes may
                                 * meet (outside loops): its stores read their gradient and clear it,
-                                * in reverse order, from a private copy (Func.cleared) */
+                                * in reverse order, from a private copy (Program.cleared) */
     const Inst **first_store;  /* by param index: the first tl.store through it, or NULL */
     const Inst **first_atomic; /* by param index: the first atomic_add through it, or NULL */
     int *stamp;                /* by ValId: scratch marks (ad_mark_defs) */
@@ -2055,7 +2054,7 @@ const char *emit_tma_flag(Arena *a, const Func *f, ValId p);
  * host launcher launch_<fwd>_bwd.  Every kernel comes before the host part, which a
  * separator comment opens; kernels_only: the module ends there (KAD_GRAD_KERNELS_ONLY).
  * Returns false after a located error in d. */
-bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSpec *spec, bool kernels_only,
+bool emit_triton_backward(Buf *out, const Func *fwd, const Program *bwd, const AdSpec *spec, bool kernels_only,
                           Diags *d);
 /* emit_grad.c: the jvp module (docs/GRAD.md, "Forward mode"): jv (= ad_forward(fwd, spec)) as
  * @triton.jit <fwd>_jvp (the forward's parameters in the def's order, then the tangent pointers),
@@ -2286,11 +2285,16 @@ typedef enum InterpMode {
     IM_F64,        /* every float computed in double; float buffers hold doubles */
 } InterpMode;
 
-/* Runs every program of the grid, in order (x fastest).  Errors (out-of-
- * bounds access, failed device_assert, ...) name the source line and the
- * program id and stop the run.  Returns true on success. */
+/* Runs every program of f on one grid, in order (x fastest), with f's
+ * runtime arguments (nargs == f->nparams; its ranges are checked).  Errors
+ * (out-of-bounds access, failed device_assert, ...) name the source line and
+ * the program id and stop the run.  Returns true on success.  A backward's
+ * host steps (flags, tapes, several kernels) are plan_run's (src/plan/). */
 bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs,
                 InterpMode mode, Diags *d);
+/* Whether f's int arguments lie in the ranges it was specialized for (Func.ranges); false
+ * after a located error in d. */
+bool interp_ranges_hold(const Func *f, const InterpArg *args, Diags *d);
 
 /* ------------------------------------------------------------------ */
 /* ad_race.c: one writer per element of a differentiated output        */
@@ -2368,7 +2372,7 @@ typedef struct GemmOperand {
     const AccCover *cover; /* what that kernel's store reaches over its grid (tiles, trips): when it
                             * covers d_<name>'s view, the launcher skips its zero-fill; or NULL */
 } GemmOperand;
-/* How the GEMM form of a backward runs (Func.gemm).  Every kernel takes
+/* How the GEMM form of a backward runs (Program.gemm).  Every kernel takes
  * the backward's contract arguments, then kad_dacc (U * V * tile elements
  * of sdt), kad_tiles_u (U), kad_tiles_v (V).  first: the forward's grid,
  * stores each program's dacc tile at (u, v); then each operand kernel.
@@ -2389,7 +2393,7 @@ typedef struct GemmPlan {
 /* Gives bw (ad_backward's, verified) a GEMM plan for the n input gradients
  * params[slot[j]] (names[j]) when its pattern holds.  Returns NULL when it
  * did (bw->gemm set) or when d holds a kad bug; else why not (bw unchanged). */
-const char *ad_gemm(Arena *a, Func *bw, const int *slot, const char *const *names, int n, Diags *d);
+const char *ad_gemm(Arena *a, Program *P, const int *slot, const char *const *names, int n, Diags *d);
 /* e at one program of a launch (i32 semantics); false when undefined. */
 bool gemm_expr_eval(const TapeExpr *e, const int64_t *iargs, const int64_t grid[3], const int64_t pid[3],
                     int64_t *out);
@@ -2397,9 +2401,6 @@ bool gemm_expr_eval(const TapeExpr *e, const int64_t *iargs, const int64_t grid[
  * not map one to one onto [0, U) x [0, V). */
 bool gemm_tiles(const GemmPlan *pl, const int64_t *iargs, const int64_t grid[3], int64_t *nu, int64_t *nv,
                 int64_t *trips);
-/* Runs f's GEMM plan on the interpreter: 1 done, 0 the launch does not
- * allow it (run the atomic backward), -1 an error in d. */
-int gemm_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs, int imode, Diags *d);
 
 /* ------------------------------------------------------------------ */
 /* ad_gather.c: a stencil's input gradient as a gather                 */
@@ -2407,7 +2408,7 @@ int gemm_run(const Func *f, const int64_t grid[3], const InterpArg *args, int na
 
 enum { GATHER_SITES_MAX = 16 };
 /* One gathered input gradient: kernel k (its params: the backward's
- * contract, params [0, func_nargs)) runs on the forward's grid plus
+ * contract, params [0, plan_nargs)) runs on the forward's grid plus
  * grid_add[d] programs along each axis d and stores every element of
  * d_<name> that a site of the backward added into, once. */
 typedef struct GatherIn {
@@ -2416,7 +2417,7 @@ typedef struct GatherIn {
     Func *k;
     int64_t grid_add[3];
     int nsites;
-    int flag;            /* the index in Func.flags of the launch condition k needs (its stores
+    int flag;            /* the index in Program.flags of the launch condition k needs (its stores
                           * are distinct elements; when false, the backward's sites add with
                           * tl.atomic_add), or -1: always */
     Access *acc;         /* k's analysis, and the condition (NULL: none) */
@@ -2441,13 +2442,13 @@ typedef struct GatherPlan {
  * atomic_adds)?  NULL when it can, with *out its gather kernel (out->flag:
  * 0 always, 1 under out->cond, a condition on the kernel's grid in out->acc's
  * symbols), else why not. */
-const char *ad_gather_check(Arena *a, const Func *bw, int slot, const char *name, GatherIn *out);
+const char *ad_gather_check(Arena *a, const Program *P, int slot, const char *name, GatherIn *out);
 /* Gives bw (the final backward, of the same contract: its sites for x may
  * lie in a folded loop) the gather kernel gi of ad_gather_check: every
  * atomic_add into d_x is removed, or, when gi->cond, wrapped as
  * `if flag: pass else: atomic_add` with flag (a bw i1 param, a FuncFlag of
  * bw) given gi's condition.  False, bw unchanged, when flag does not fit. */
-bool ad_gather(Arena *a, Func *bw, const GatherIn *gi, ValId flag);
+bool ad_gather(Arena *a, Program *P, const GatherIn *gi, ValId flag);
 /* The sites of ad_strip_sites: the atomic_adds of b (regions included) through a
  * pointer der marks (der gets the pointers computed from marked ones, in program
  * order, a loop's carried pointer from a marked init), whose sattr is mark when mark
@@ -2467,19 +2468,11 @@ void ad_strip_sites(Func *bw, Block *b, uint8_t *der, const StripSites *how, int
 /* Does b (regions included) hold an atomic_add marked AD_SCATTER_MARK? */
 bool ad_has_scatter(const Block *b);
 /* Moves bw's marked atomic_adds into one kernel per input gradient (params[slot],
- * nfwd <= slot < func_nargs), a pruned copy of bw keeping only them and what they
- * need, launched after bw on the forward's grid (Func.gather, GatherIn.scatter).
+ * nfwd <= slot < plan_nargs), a pruned copy of bw keeping only them and what they
+ * need, launched after bw on the forward's grid (Program.gather, GatherIn.scatter).
  * bw must be a plain backward (no fold, GEMM form, gather, flags or tapes), and the
  * copies must read nothing a backward kernel writes.  False, bw unchanged, when
  * that does not hold: then the caller builds the backward without scattered sites. */
-bool ad_scatter_split(Arena *a, Func *bw, int nfwd);
-
-/* ad_fold.c: runs a folded backward's plan on the interpreter with at most
- * nfold programs along the axis (args: the contract's nargs; mode: InterpMode). */
-bool fold_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs, int mode,
-              int64_t nfold, Diags *d);
-/* interp_run of f alone (a folded backward's kernel without its plan). */
-bool interp_run_kernel(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs,
-                       InterpMode mode, Diags *d);
+bool ad_scatter_split(Arena *a, Program *P, int nfwd);
 
 #endif

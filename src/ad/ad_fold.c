@@ -564,7 +564,6 @@ bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *con
         *in = (FoldInput){.slot = slot[j], .name = names[j], .dt = dts[j], .pdt = pdt};
         in->span = ir_param_add(f, type_scalar(DT_I64), arena_printf(a, "kad_span_%s", names[j]), loc);
     }
-    plan->sum = fold_sum_kernel(a, arena_printf(a, "%s_sum", f->name), plan->in, plan->n, loc);
     Type i32 = type_scalar(DT_I32), i64 = type_scalar(DT_I64);
     for (int k = 0; k < 3; k++)
         if (axes & (1u << k))
@@ -889,108 +888,7 @@ bool ad_site_rows(Arena *a, Func *bw, int slot, const char *name, ValId flag)
     in->rows = k > 0 ? k : 1;
     plan->in = ins;
     plan->n++;
-    plan->sum = fold_sum_kernel(a, arena_printf(a, "%s_sum", f->name), plan->in, plan->n, loc);
     f->fold = plan;
     f->vals.v[p].name = arena_printf(a, "d_%s_part", name);
     return true;
-}
-
-/* ------------------------------------------------------------------ */
-/* Running the plan on the interpreter                                 */
-/* ------------------------------------------------------------------ */
-
-bool fold_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs, int imode,
-              int64_t nfold, Diags *d)
-{
-    InterpMode mode = (InterpMode)imode;
-    const FoldPlan *pl = f->fold;
-    int64_t T = 1;
-    for (int k = 0; k < 3; k++)
-        if (pl->axes & (1u << k))
-            T *= grid[k];
-    if (T <= 0 || grid[0] <= 0 || grid[1] <= 0 || grid[2] <= 0)
-        return true;
-    if (T > INT32_MAX) {
-        diag_error(d, f->loc, "the folded grid of '%s' has %lld programs: more than %d", f->name, (long long)T,
-                   INT32_MAX);
-        return false;
-    }
-    int64_t P = nfold > 0 && nfold < T ? nfold : T;
-    bool alone = true; /* one program along every unfolded axis: the kernel zeroes its rows */
-    for (int k = 0; k < 3; k++)
-        alone = alone && ((pl->axes & (1u << k)) || grid[k] == 1);
-    if (nargs != pl->nargs) {
-        diag_error(d, f->loc, "kernel '%s' takes %d runtime arguments, %d given", f->name, pl->nargs, nargs);
-        return false;
-    }
-    InterpArg *ia = calloc((size_t)f->nparams + 1, sizeof *ia);
-    void **parts = calloc((size_t)pl->n + 1, sizeof *parts);
-    int64_t *rows = calloc((size_t)pl->n + 1, sizeof *rows);
-    bool ok = ia && parts && rows;
-    if (!ok)
-        diag_error(d, f->loc, "out of memory");
-    for (int i = 0; ok && i < nargs; i++)
-        ia[i] = args[i];
-    for (int j = 0; ok && j < pl->n; j++) {
-        const FoldInput *in = &pl->in[j];
-        const InterpArg *g = &args[in->slot];
-        int64_t esz = mode == IM_F64 && dtype_is_float(in->dt) ? 8 : dtype_bits(in->dt) / 8;
-        int64_t psz = mode == IM_F64 ? 8 : dtype_bits(in->pdt) / 8;
-        int64_t span = esz > 0 ? g->nbytes / esz : 0;
-        rows[j] = !in->rows ? P : 1;
-        if (in->rows) { /* a row per site, or one (atomics) when the flag is false */
-            rows[j] = in->rows;
-            for (int i = 0; in->flag && i < f->nparams; i++)
-                if (f->params[i] == in->flag && i < nargs && !args[i].i)
-                    rows[j] = 1;
-        }
-        /* as the launcher: uninitialized (NaN here, so that an element read before it is
-         * written shows) where the kernel zeroes its own rows, else zero-filled */
-        size_t cnt = (size_t)(rows[j] * span > 0 ? rows[j] * span : 1);
-        parts[j] = alone && !in->rows ? malloc(cnt * (size_t)psz) : calloc(cnt, (size_t)psz);
-        for (size_t e = 0; parts[j] && alone && !in->rows && e < cnt; e++) {
-            if (psz == 8)
-                ((double *)parts[j])[e] = NAN;
-            else
-                ((float *)parts[j])[e] = NAN;
-        }
-        if (!parts[j]) {
-            diag_error(d, f->loc, "out of memory for the partials of d_%s", in->name);
-            ok = false;
-            break;
-        }
-        ia[in->slot] = (InterpArg){.data = parts[j], .nbytes = rows[j] * span * psz};
-        ia[pl->nargs + j] = (InterpArg){.i = span};
-    }
-    int64_t g2[3] = {grid[0], grid[1], grid[2]};
-    for (int k = 0, at = pl->nargs + pl->n; k < 3; k++)
-        if (pl->axes & (1u << k)) {
-            ia[at++] = (InterpArg){.i = grid[k]};
-            g2[k] = k == pl->axis ? P : 1;
-        }
-    if (ok)
-        ok = interp_run_kernel(f, g2, ia, f->nparams, mode, d);
-    InterpArg *sa = ok ? calloc((size_t)pl->n * 5 + 1, sizeof *sa) : NULL;
-    int64_t sg[3] = {0, 1, 1};
-    if (ok && !sa) {
-        diag_error(d, f->loc, "out of memory");
-        ok = false;
-    }
-    for (int j = 0; ok && j < pl->n; j++) { /* the one sum kernel, every input's blocks */
-        const InterpArg *g = &args[pl->in[j].slot];
-        int64_t span = ia[pl->nargs + j].i;
-        /* dense 0: the caller's d is zero-filled (or holds what to add to); its layout is unknown here */
-        InterpArg one[5] = {ia[pl->in[j].slot], *g, {.i = span}, {.i = rows[j]}, {.i = 0}};
-        memcpy(sa + 5 * j, one, sizeof one);
-        sg[0] += (span + FOLD_SUM_BLOCK - 1) / FOLD_SUM_BLOCK;
-    }
-    if (ok && sg[0] > 0)
-        ok = interp_run_kernel(pl->sum, sg, sa, 5 * pl->n, mode, d);
-    free(sa);
-    for (int j = 0; parts && j < pl->n; j++)
-        free(parts[j]);
-    free(parts);
-    free(rows);
-    free(ia);
-    return ok;
 }

@@ -48,7 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "plan/plan.h"
 
 typedef Vec(ValId) ValVec;
 
@@ -728,10 +728,11 @@ static int factor_arg(const Gat *g, const Inst *d)
     return -1;
 }
 
-static const char *build(Arena *a, const Func *bw, int slot, const char *name, Built *out)
+static const char *build(Arena *a, const Program *P, int slot, const char *name, Built *out)
 {
+    const Func *bw = P->main;
     Gat g0 = {.a = a, .bw = bw, .nv = bw->vals.n}, *g = &g0;
-    g->nc = func_nargs(bw);
+    g->nc = plan_nargs(P);
     if (slot < 0 || slot >= g->nc)
         return "its gradient is not a parameter of the backward's contract";
     int nv = g->nv;
@@ -989,10 +990,10 @@ static const char *build(Arena *a, const Func *bw, int slot, const char *name, B
     return NULL;
 }
 
-const char *ad_gather_check(Arena *a, const Func *bw, int slot, const char *name, GatherIn *out)
+const char *ad_gather_check(Arena *a, const Program *P, int slot, const char *name, GatherIn *out)
 {
     Built b = {0};
-    const char *why = build(a, bw, slot, name, &b);
+    const char *why = build(a, P, slot, name, &b);
     if (why)
         return why;
     *out = (GatherIn){name, slot, b.k, {b.grid_add[0], b.grid_add[1], b.grid_add[2]}, b.nsites,
@@ -1002,17 +1003,17 @@ const char *ad_gather_check(Arena *a, const Func *bw, int slot, const char *name
 
 /* Has b a store, an atomic or an assert (outside `if`s on a gather's flag
  * when skip_flags)? */
-static bool has_effects(const Func *bw, const Block *b, bool skip_flags)
+static bool has_effects(const Program *P, const Block *b, bool skip_flags)
 {
     for (int i = 0; i < b->insts.n; i++) {
         const Inst *in = &b->insts.v[i];
         if (op_writes_memory(in->op) || in->op == OP_ASSERT)
             return true;
         bool gflag = false;
-        for (int j = 0; skip_flags && in->op == OP_IF && j < bw->flags.n; j++)
-            gflag |= bw->flags.v[j].param == in->args[0] && bw->flags.v[j].grid_add;
+        for (int j = 0; skip_flags && in->op == OP_IF && j < P->main->flags.n; j++)
+            gflag |= P->main->flags.v[j].param == in->args[0] && P->main->flags.v[j].grid_add;
         for (int r = 0; !gflag && r < in->nregions; r++)
-            if (has_effects(bw, in->regions[r], skip_flags))
+            if (has_effects(P, in->regions[r], skip_flags))
                 return true;
     }
     return false;
@@ -1064,16 +1065,17 @@ void ad_strip_sites(Func *bw, Block *b, uint8_t *der, const StripSites *how, int
     }
 }
 
-bool ad_gather(Arena *a, Func *bw, const GatherIn *gin, ValId flag)
+bool ad_gather(Arena *a, Program *P, const GatherIn *gin, ValId flag)
 {
+    Func *bw = P->main;
     int fi = -1;
-    for (int j = 0; j < bw->flags.n; j++)
-        if (flag && bw->flags.v[j].param == flag)
+    for (int j = 0; j < P->main->flags.n; j++)
+        if (flag && P->main->flags.v[j].param == flag)
             fi = j;
-    if ((gin->cond != NULL) != (fi >= 0) || gin->slot >= func_nargs(bw))
+    if ((gin->cond != NULL) != (fi >= 0) || gin->slot >= plan_nargs(P))
         return false;
     if (fi >= 0) {
-        FuncFlag *fl = &bw->flags.v[fi];
+        FuncFlag *fl = &P->main->flags.v[fi];
         const AccCond **cv = arena_alloc(a, sizeof *cv);
         cv[0] = gin->cond;
         int64_t *ga = arena_alloc(a, sizeof(int64_t) * 3);
@@ -1086,10 +1088,10 @@ bool ad_gather(Arena *a, Func *bw, const GatherIn *gin, ValId flag)
     StripSites how = {.flag = fi >= 0 ? flag : 0};
     ad_strip_sites(bw, bw->body, der, &how, &n);
     pass_dce(bw, true);
-    GatherPlan *pl = (GatherPlan *)bw->gather;
+    GatherPlan *pl = (GatherPlan *)P->gather;
     if (!pl) {
         pl = arena_alloc(a, sizeof *pl);
-        bw->gather = pl;
+        P->gather = pl;
     }
     GatherIn *ins = arena_alloc(a, sizeof *ins * (size_t)(pl->n + 1));
     if (pl->n)
@@ -1099,7 +1101,7 @@ bool ad_gather(Arena *a, Func *bw, const GatherIn *gin, ValId flag)
     ins[pl->n].sites = NULL;
     pl->in = ins;
     pl->n++;
-    bool plain = !bw->fold && !bw->tapes.n;
-    pl->main = !plain || has_effects(bw, bw->body, true) ? 0 : !has_effects(bw, bw->body, false) ? 1 : 2;
+    bool plain = !bw->fold && !P->tapes.n;
+    pl->main = !plain || has_effects(P, bw->body, true) ? 0 : !has_effects(P, bw->body, false) ? 1 : 2;
     return true;
 }

@@ -38,13 +38,13 @@
  * plain stores of the GEMM kernels must be injective (access.c on the
  * generated kernel, possibly under a runtime condition evaluated too).
  * When a check fails, the launch runs the atomic backward, which stays in
- * the module.  The plan is Func.gemm; interp_run runs it the same way.
+ * the module.  The plan is Program.gemm; plan_run runs it the same way.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "plan/plan.h"
 
 enum { PD = 1, DATA = 2, REG = 4 }; /* per top-level value: depends on a program id, on memory, on a region */
 
@@ -188,7 +188,7 @@ static const TapeExpr *host(G *g, ValId v, int depth)
         return NULL;
     const Inst *in = g->def[v];
     if (!in) {
-        for (int i = 0; i < func_nargs(f); i++)
+        for (int i = 0; i < kernel_nargs(f); i++)
             if (f->params[i] == v)
                 return tape_expr_new(g->a, TX_PARAM, i, NULL, NULL);
         return NULL;
@@ -1063,9 +1063,10 @@ static int group_of(const G *g, const Inst *at, int64_t step, int64_t dacc, int6
 /* Entry point                                                         */
 /* ------------------------------------------------------------------ */
 
-const char *ad_gemm(Arena *a, Func *bw, const int *slot, const char *const *names, int n, Diags *d)
+const char *ad_gemm(Arena *a, Program *P, const int *slot, const char *const *names, int n, Diags *d)
 {
-    if (bw->fold || bw->flags.n || bw->tapes.n || bw->guards.n)
+    Func *bw = P->main;
+    if (bw->fold || P->main->flags.n || P->tapes.n || bw->guards.n)
         return "the backward already has a plan of its own (partials, flags, tapes or guards)";
     G g0 = {.a = a, .bw = bw, .nv = bw->vals.n}, *g = &g0;
     g->def = arena_alloc(a, sizeof(Inst *) * (size_t)g->nv);
@@ -1197,7 +1198,7 @@ const char *ad_gemm(Arena *a, Func *bw, const int *slot, const char *const *name
     pl->trips = tape_expr_new(a, TX_CDIV, 0, tape_expr_new(a, TX_SUB, 0, ub, lb), tape_expr_new(a, TX_CONST, sd->ival, NULL, NULL));
     pl->tile = (int64_t)bw->vals.v[g->data].ty.shape[0] * bw->vals.v[g->data].ty.shape[1];
     pl->sdt = sdt;
-    pl->nargs = func_nargs(bw);
+    pl->nargs = plan_nargs(P);
     pl->data = bw->vals.v[g->data].name ? bw->vals.v[g->data].name : "the accumulator's gradient";
     pl->first = first_kernel(g, sdt);
     pl->n = nat;
@@ -1261,12 +1262,12 @@ const char *ad_gemm(Arena *a, Func *bw, const int *slot, const char *const *name
     /* not simplified: its regions are shared with bw's (the forward's K loop) */
     if (!ir_verify(pl->first, d))
         return NULL;
-    bw->gemm = pl;
+    P->gemm = pl;
     return NULL;
 }
 
 /* ------------------------------------------------------------------ */
-/* The launch check and the run on the interpreter                     */
+/* The launch check (plan_run and the launcher)                        */
 /* ------------------------------------------------------------------ */
 
 bool gemm_tiles(const GemmPlan *pl, const int64_t *iargs, const int64_t grid[3], int64_t *nu, int64_t *nv,
@@ -1302,53 +1303,4 @@ bool gemm_tiles(const GemmPlan *pl, const int64_t *iargs, const int64_t grid[3],
     ok = ok && gemm_expr_eval(pl->trips, iargs, grid, (int64_t[3]){0, 0, 0}, &tr);
     *nu = U, *nv = V, *trips = tr > 0 ? tr : 0;
     return ok;
-}
-
-int gemm_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs, int imode, Diags *d)
-{
-    const GemmPlan *pl = f->gemm;
-    InterpMode mode = (InterpMode)imode;
-    int64_t *iargs = calloc((size_t)nargs + 4, sizeof *iargs), U = 0, V = 0, T = 0;
-    if (!iargs) {
-        diag_error(d, f->loc, "interpreter: out of memory");
-        return -1;
-    }
-    for (int k = 0; k < nargs; k++)
-        iargs[k] = args[k].i;
-    bool ok = gemm_tiles(pl, iargs, grid, &U, &V, &T);
-    iargs[nargs + 1] = U, iargs[nargs + 2] = V;
-    for (int i = 0; ok && i < pl->n; i++) {
-        bool holds = true;
-        int64_t g2[3] = {pl->op[i].own ? V : U, T, 1};
-        if (pl->op[i].cond && (!access_cond_eval(pl->op[i].acc, pl->op[i].cond, iargs, g2, &holds) || !holds))
-            ok = false;
-    }
-    free(iargs);
-    if (!ok)
-        return 0; /* the atomic backward */
-    int64_t esz = mode == IM_F64 ? 8 : dtype_bits(pl->sdt) / 8, n = U * V * pl->tile;
-    void *scratch = calloc((size_t)(n > 0 ? n : 1), (size_t)esz);
-    InterpArg *ia = calloc((size_t)nargs + 4, sizeof *ia);
-    bool good = scratch && ia;
-    if (!good)
-        diag_error(d, f->loc, "interpreter: out of memory for the dacc tiles");
-    for (int k = 0; good && k < nargs; k++)
-        ia[k] = args[k];
-    for (int i = 0; good && i < pl->n; i++) /* elements no tile writes: zero */
-        if (args[pl->op[i].slot].data)
-            memset(args[pl->op[i].slot].data, 0, (size_t)args[pl->op[i].slot].nbytes);
-    if (good) {
-        ia[nargs] = (InterpArg){.data = scratch, .nbytes = n * esz};
-        ia[nargs + 1] = (InterpArg){.i = U};
-        ia[nargs + 2] = (InterpArg){.i = V};
-        good = interp_run_kernel(pl->first, grid, ia, nargs + 3, mode, d);
-    }
-    for (int i = 0; good && i < pl->n; i++) { /* a 1-D grid: tiles x groups (GEMM_ORDER) */
-        int64_t R = pl->op[i].group, g2[3] = {(pl->op[i].own ? V : U) * ((T + R - 1) / R), 1, 1};
-        if (g2[0] > 0)
-            good = interp_run_kernel(pl->op[i].k, g2, ia, nargs + 3, mode, d);
-    }
-    free(scratch);
-    free(ia);
-    return good ? 1 : -1;
 }

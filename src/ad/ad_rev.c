@@ -46,7 +46,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "plan/plan.h"
 
 /* ln 2 and 2/sqrt(pi), spelled out: M_LN2 and M_2_SQRTPI are not C11. */
 #define AD_LN2 0.69314718055994530942
@@ -283,16 +283,16 @@ static void copy_loop_hints(Inst *dst, const Inst *src)
 /* ------------------------------------------------------------------ */
 
 /* The bw parameter of tl's tape, made on first use (after the flags,
- * before ad_fold's parameters), with its plan in bw->tapes. */
+ * before ad_fold's parameters), with its plan in the Program's tapes. */
 static ValId tape_param(Ad *ad, TapeLoop *tl)
 {
     if (!tl->param) {
         Func *bw = ad->bw;
-        tl->param = ir_param_add(bw, type_ptr(tl->dt, 0, NULL), arena_printf(ad->a, "kad_tape%d", bw->tapes.n),
+        tl->param = ir_param_add(bw, type_ptr(tl->dt, 0, NULL), arena_printf(ad->a, "kad_tape%d", ad->P->tapes.n),
                                  tl->loop->loc);
         FuncTape ft = {tl->param, tl->trips, tl->slot, tl->loop->loc, tl->what, tl->is_while, tl->bound,
                        tl->recomputed, tl->linear_names, tl->ckpt, ad->spec->tape_budget, tl->revolve};
-        vec_push(ad->a, bw->tapes, ft);
+        vec_push(ad->a, ad->P->tapes, ft);
     }
     return tl->param;
 }
@@ -3154,7 +3154,7 @@ static void adj_block(Ad *ad, const Block *fb, Block *bb)
 /* The backward kernel of fwd: params = fwd's params, then d_<out> per
  * output, then d_<wrt> per input; same grid.  Unsupported constructs are
  * located errors in d; returns NULL after any error.  fwd is unchanged. */
-static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec, const uint8_t *gmode,
+static Program *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec, const uint8_t *gmode,
                         bool nofold, bool scatter, uint8_t *plain_out)
 {
     Ad ad0 = {.a = a, .d = d, .fw = fwd, .spec = spec}, *ad = &ad0;
@@ -3173,6 +3173,7 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec,
 
     /* The backward kernel's signature. */
     Func *bw = ad->bw = ir_func_new(a, arena_printf(a, "%s_bwd", fwd->name), fwd->loc);
+    Program *P = ad->P = plan_new(a, bw);
     for (int i = 0; i < np; i++) {
         ValId p = fwd->params[i];
         ad->pm[p] = ir_param_add(bw, fty(ad, p), fname(ad, p), fwd->vals.v[p].loc);
@@ -3216,11 +3217,11 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec,
         if (ad->plain[i] == 2 || ad->plain[i] == 5 || ad->plain[i] == 7) {
             ad->flag[i] = ir_param_add(bw, type_scalar(DT_I1), arena_printf(a, "plain_d_%s", fname(ad, fwd->params[i])),
                                        fwd->loc);
-            vec_push(a, bw->flags, ((FuncFlag){ad->flag[i], ad->acc, ad->cond[i].v, ad->cond[i].n, NULL}));
+            vec_push(a, P->main->flags, ((FuncFlag){ad->flag[i], ad->acc, ad->cond[i].v, ad->cond[i].n, NULL}));
         } else if (gmode && gmode[i] == 2) { /* the gather's launch condition: ad_gather fills it in */
             ad->flag[i] = ir_param_add(bw, type_scalar(DT_I1), arena_printf(a, "gather_d_%s", fname(ad, fwd->params[i])),
                                        fwd->loc);
-            vec_push(a, bw->flags, ((FuncFlag){ad->flag[i], NULL, NULL, 0, NULL}));
+            vec_push(a, P->main->flags, ((FuncFlag){ad->flag[i], NULL, NULL, 0, NULL}));
         }
 
     /* The primal sweep, then the adjoint sweep. */
@@ -3247,7 +3248,7 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec,
                      : m >= 4 && !ad->first[i] ? "read-modify-writes add into it"
                      : !ad->wrote[i] ? "no store writes it"
                      : ad->cover_why[i] ? ad->cover_why[i] : "kad cannot describe what its stores reach";
-        vec_push(a, bw->covers, fc);
+        vec_push(a, P->covers, fc);
     }
     for (int j = 0; spec->grad_write && j < spec->nwrt; j++) {
         spec->grad_write[j] = "it is updated in place";
@@ -3267,7 +3268,7 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec,
         if (ad->role[i] == AD_ROLE_OUT && ad->cleared[i])
             for (int j = np; j < bw->nparams; j++)
                 if (bw->params[j] == ad->grad[i])
-                    vec_push(a, bw->cleared, j);
+                    vec_push(a, P->cleared, j);
     if (ad->trust) { /* the buffers whose stored values the backward loads, in parameter order */
         Buf names = {.a = a};
         for (int i = 0; i < np; i++) {
@@ -3277,18 +3278,21 @@ static Func *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec,
             if (any)
                 buf_printf(&names, "%s%s", names.len ? "," : "", fname(ad, fwd->params[i]));
         }
-        bw->trusted = names.len ? buf_str(&names) : NULL;
+        P->trusted = names.len ? buf_str(&names) : NULL;
     }
     bw->guards.v = ad->guards.v; /* launch conditions (check_loop_store) */
     bw->guards.n = bw->guards.cap = ad->guards.n;
-    return bw;
+    if (bw->fold) /* the partials' one sum kernel, run after the folded launch */
+        P->sum = fold_sum_kernel(a, arena_printf(a, "%s_sum", bw->name), bw->fold->in, bw->fold->n, bw->loc);
+    return P;
 }
 
 /* The input gradients a tiled matmul's K loop adds into with atomics get
  * GEMM kernels of their own (ad_gemm.c) when the pattern holds; the header
  * says so through grad_gemm.  False only on a kad bug (reported in d). */
-static bool gemm_inputs(Arena *a, Diags *d, const Func *fwd, Func *bw, const AdSpec *spec)
+static bool gemm_inputs(Arena *a, Diags *d, const Func *fwd, Program *P, const AdSpec *spec)
 {
+    const Func *bw = P->main;
     int n = 0, nfwd = fwd->nparams, *slot = arena_alloc(a, sizeof(int) * (size_t)(spec->nwrt + 1));
     const char **names = arena_alloc(a, sizeof(char *) * (size_t)(spec->nwrt + 1));
     for (int j = 0; j < spec->nwrt; j++) {
@@ -3298,7 +3302,7 @@ static bool gemm_inputs(Arena *a, Diags *d, const Func *fwd, Func *bw, const AdS
         for (int o = 0; o < spec->nouts; o++)
             inplace |= !strcmp(spec->outs[o], spec->wrt[j]);
         const char *dn = arena_printf(a, "d_%s", spec->wrt[j]);
-        for (int k = nfwd; !inplace && k < func_nargs(bw); k++)
+        for (int k = nfwd; !inplace && k < plan_nargs(P); k++)
             if (bw->vals.v[bw->params[k]].name && !strcmp(bw->vals.v[bw->params[k]].name, dn)) {
                 slot[n] = k;
                 names[n++] = spec->wrt[j];
@@ -3307,21 +3311,22 @@ static bool gemm_inputs(Arena *a, Diags *d, const Func *fwd, Func *bw, const AdS
     if (!n)
         return true;
     int before = d->nerrors;
-    const char *why = ad_gemm(a, bw, slot, names, n, d);
+    const char *why = ad_gemm(a, P, slot, names, n, d);
     (void)why; /* not matched: the atomics stay, with the header's reason */
     return d->nerrors == before;
 }
 
-/* ad_reverse, then simplification and verification (bw's notes from fwd). */
-static Func *reverse_simplified(Arena *a, Diags *d, const Func *orig, const Func *fwd, const AdSpec *spec,
-                                const uint8_t *gmode, bool nofold, bool scatter, uint8_t *plain_out)
+/* ad_reverse, then simplification and verification (the Program's notes from fwd). */
+static Program *reverse_simplified(Arena *a, Diags *d, const Func *orig, const Func *fwd, const AdSpec *spec,
+                                   const uint8_t *gmode, bool nofold, bool scatter, uint8_t *plain_out)
 {
-    Func *bw = ad_reverse(a, d, fwd, spec, gmode, nofold, scatter, plain_out);
-    if (!bw)
+    Program *P = ad_reverse(a, d, fwd, spec, gmode, nofold, scatter, plain_out);
+    if (!P)
         return NULL;
-    bw->notes.v = fwd->notes.v;
-    bw->notes.n = fwd->notes.n;
-    bw->notes.cap = fwd->notes.cap;
+    Func *bw = P->main;
+    P->notes.v = fwd->notes.v;
+    P->notes.n = fwd->notes.n;
+    P->notes.cap = fwd->notes.cap;
     /* A backward that does not verify is a kad bug; say so plainly. */
     bool ok = ad_gauge_fuse(bw) && ir_verify(bw, d) && pass_run(bw, "simplify", d);
     /* Each `while` of a backward recomputes one of the forward's, which
@@ -3334,15 +3339,16 @@ static Func *reverse_simplified(Arena *a, Diags *d, const Func *orig, const Func
         diag_note(d, orig->loc, "kad bug: the backward kernel of '%s' is invalid", orig->name);
         return NULL;
     }
-    return bw;
+    return P;
 }
 
-/* The index of d_<x> (fwd param i) among bw's params, or -1. */
-static int grad_slot(const Func *fwd, const Func *bw, int i)
+/* The index of d_<x> (fwd param i) among the contract's params of P's backward, or -1. */
+static int grad_slot(const Func *fwd, const Program *P, int i)
 {
+    const Func *bw = P->main;
     const char *x = fwd->vals.v[fwd->params[i]].name;
     const char *dn = x ? arena_printf(bw->a, "d_%s", x) : NULL;
-    for (int k = fwd->nparams; dn && k < func_nargs(bw); k++)
+    for (int k = fwd->nparams; dn && k < plan_nargs(P); k++)
         if (bw->vals.v[bw->params[k]].name && !strcmp(bw->vals.v[bw->params[k]].name, dn))
             return k;
     return -1;
@@ -3353,7 +3359,7 @@ static int grad_slot(const Func *fwd, const Func *bw, int i)
  * of ad_gather.c holds: a backward with those sites as atomics first, to
  * check the rule on, then the final one (the same when every candidate
  * passes).  NULL: none applies (bw stays). */
-static Func *gather_inputs(Arena *a, const Func *orig, const Func *fwd, const AdSpec *spec, const uint8_t *plain,
+static Program *gather_inputs(Arena *a, const Func *orig, const Func *fwd, const AdSpec *spec, const uint8_t *plain,
                            bool *ran)
 {
     int np = fwd->nparams, ncand = 0;
@@ -3375,14 +3381,14 @@ static Func *gather_inputs(Arena *a, const Func *orig, const Func *fwd, const Ad
     Diags scratch;
     diag_init(&scratch, a);
     /* the candidates' sites as top-level atomics, nothing folded: the rule's IR */
-    Func *bw = reverse_simplified(a, &scratch, orig, fwd, spec, cand, true, false, NULL);
-    if (!bw)
+    Program *P = reverse_simplified(a, &scratch, orig, fwd, spec, cand, true, false, NULL);
+    if (!P)
         return NULL;
     GatherIn *gin = arena_alloc(a, sizeof *gin * (size_t)(np + 1));
     int ng = 0;
     for (int i = 0; i < np; i++) {
-        int slot = cand[i] ? grad_slot(fwd, bw, i) : -1;
-        if (slot >= 0 && !ad_gather_check(a, bw, slot, fwd->vals.v[fwd->params[i]].name, &gin[i])) {
+        int slot = cand[i] ? grad_slot(fwd, P, i) : -1;
+        if (slot >= 0 && !ad_gather_check(a, P, slot, fwd->vals.v[fwd->params[i]].name, &gin[i])) {
             gm[i] = gin[i].cond ? 2 : 1;
             ng++;
         }
@@ -3390,85 +3396,89 @@ static Func *gather_inputs(Arena *a, const Func *orig, const Func *fwd, const Ad
     if (!ng)
         return NULL;
     /* the final backward: the gathered inputs' sites atomics (under their flags), the rest as today */
-    if (!(bw = reverse_simplified(a, &scratch, orig, fwd, spec, gm, false, false, NULL)))
+    if (!(P = reverse_simplified(a, &scratch, orig, fwd, spec, gm, false, false, NULL)))
         return NULL;
+    Func *bw = P->main;
     for (int i = 0; i < np; i++) {
         if (!gm[i])
             continue;
         ValId flag = 0;
         const char *dn = arena_printf(a, "gather_d_%s", fwd->vals.v[fwd->params[i]].name);
-        for (int j = 0; j < bw->flags.n; j++)
-            if (!strcmp(bw->vals.v[bw->flags.v[j].param].name, dn))
-                flag = bw->flags.v[j].param;
-        if (grad_slot(fwd, bw, i) != gin[i].slot || !ad_gather(a, bw, &gin[i], flag) || !ir_verify(bw, &scratch))
+        for (int j = 0; j < P->main->flags.n; j++)
+            if (!strcmp(bw->vals.v[P->main->flags.v[j].param].name, dn))
+                flag = P->main->flags.v[j].param;
+        if (grad_slot(fwd, P, i) != gin[i].slot || !ad_gather(a, P, &gin[i], flag) || !ir_verify(bw, &scratch))
             return NULL; /* not expected: the same contract */
         /* the zero-fill: skipped where the gather kernel stores every element of the view (what
          * its site of offset 0 reaches covers it, and the gather runs: its flag holds) */
-        for (int j = 0; j < bw->covers.n; j++)
-            if (bw->covers.v[j].param == bw->params[gin[i].slot]) {
-                FuncCover *fc = &bw->covers.v[j];
+        for (int j = 0; j < P->covers.n; j++)
+            if (P->covers.v[j].param == bw->params[gin[i].slot]) {
+                FuncCover *fc = &P->covers.v[j];
                 fc->acc = gin[i].cover_acc;
                 fc->cover = gin[i].cover;
                 fc->flag = flag;
                 fc->why = gin[i].cover ? NULL : gin[i].cover_why;
             }
     }
-    return bw;
+    return P;
 }
 
 /* The backward of fwd (gauge-rewritten; orig: as written), with scattered
  * sites (ad_plain.c) marked when scatter. */
-static Func *backward_of(Arena *a, Diags *d, const Func *orig, const Func *fwd, const AdSpec *spec, bool scatter)
+static Program *backward_of(Arena *a, Diags *d, const Func *orig, const Func *fwd, const AdSpec *spec,
+                            bool scatter)
 {
     uint8_t *plain = arena_alloc(a, (size_t)fwd->nparams + 1);
-    Func *bw = reverse_simplified(a, d, orig, fwd, spec, NULL, false, scatter, plain);
-    if (!bw)
+    Program *P = reverse_simplified(a, d, orig, fwd, spec, NULL, false, scatter, plain);
+    if (!P)
         return NULL;
     bool ran = false;
-    Func *gb = gather_inputs(a, orig, fwd, spec, plain, &ran);
+    Program *gb = gather_inputs(a, orig, fwd, spec, plain, &ran);
     if (gb) {
-        bw = gb;
+        P = gb;
     } else if (ran) { /* the spec's answers (grad_write, ...) are the last run's: today's again */
         Diags scratch;
         diag_init(&scratch, a);
-        bw = reverse_simplified(a, &scratch, orig, fwd, spec, NULL, false, scatter, NULL);
+        P = reverse_simplified(a, &scratch, orig, fwd, spec, NULL, false, scatter, NULL);
     }
-    if (!bw)
+    if (!P)
         return NULL;
-    if (!spec->atomics && !bw->gather && !gemm_inputs(a, d, fwd, bw, spec)) {
+    Func *bw = P->main;
+    if (!spec->atomics && !P->gather && !gemm_inputs(a, d, fwd, P, spec)) {
         diag_note(d, fwd->loc, "kad bug: the GEMM kernels of the backward of '%s' are invalid", fwd->name);
         return NULL;
     }
     /* adjoint dots on widened 16-bit tiles take the tiles as they are (exact); not where the
      * GEMM form or a gather took kernels of their own from bw (they keep its instructions) */
-    if (!bw->gemm && !bw->gather && pass_narrow_dots(bw, fwd->nparams) > 0 &&
+    if (!P->gemm && !P->gather && pass_narrow_dots(bw, fwd->nparams) > 0 &&
         !(pass_dce(bw, true) && ir_verify(bw, d))) {
         diag_note(d, fwd->loc, "kad bug: the backward kernel of '%s' is invalid", fwd->name);
         return NULL;
     }
-    return bw;
+    return P;
 }
 
-Func *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
+Program *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
 {
     const Func *orig = fwd;
     fwd = gauge_rewrite(a, fwd); /* online-softmax loops: two passes, the max alone taped */
-    Func *bw = backward_of(a, d, orig, fwd, spec, !spec->atomics);
+    Program *P = backward_of(a, d, orig, fwd, spec, !spec->atomics);
     /* scattered sites: a kernel of their own after bw, or, where the split does not
      * apply, the backward built without them (every site of those inputs atomic) */
-    if (bw && ad_has_scatter(bw->body) && !ad_scatter_split(a, bw, fwd->nparams)) {
+    if (P && ad_has_scatter(P->main->body) && !ad_scatter_split(a, P, fwd->nparams)) {
         Diags scratch;
         diag_init(&scratch, a);
-        bw = backward_of(a, &scratch, orig, fwd, spec, false);
-        if (!bw)
+        P = backward_of(a, &scratch, orig, fwd, spec, false);
+        if (!P)
             diag_note(d, orig->loc, "kad bug: the backward kernel of '%s' could not be built again", orig->name);
     }
-    if (bw) { /* a loop sharing nothing between iterations: the launcher may deal them to more programs */
-        ad_spread(a, bw);
-        if (bw->spread && !ir_verify(bw, d)) {
+    if (P) { /* a loop sharing nothing between iterations: the launcher may deal them to more programs */
+        ad_spread(a, P);
+        if (P->spread && !ir_verify(P->main, d)) {
             diag_note(d, orig->loc, "kad bug: the spread backward kernel of '%s' is invalid", orig->name);
             return NULL;
         }
+        plan_steps(P); /* the plan data is final: the host steps in order */
     }
-    return bw;
+    return P;
 }

@@ -28,7 +28,7 @@
  */
 #include <string.h>
 
-#include "kad_int.h"
+#include "plan/plan.h"
 
 static bool is_mark(const Inst *in)
 {
@@ -60,11 +60,12 @@ static void uses_of(const Block *b, uint8_t *used)
     }
 }
 
-bool ad_scatter_split(Arena *a, Func *bw, int nfwd)
+bool ad_scatter_split(Arena *a, Program *P, int nfwd)
 {
-    if (bw->fold || bw->gemm || bw->gather || bw->tapes.n)
+    Func *bw = P->main;
+    if (bw->fold || P->gemm || P->gather || P->tapes.n)
         return false;
-    int nc = func_nargs(bw);
+    int nc = plan_nargs(P);
     GatherIn *ins = arena_alloc(a, sizeof *ins * (size_t)(nc + 1));
     int nk = 0;
     for (int slot = nfwd; slot < nc; slot++) {
@@ -132,6 +133,6 @@ bool ad_scatter_split(Arena *a, Func *bw, int nfwd)
     pl->main = 0;
     bw->body = main->body;
     bw->vals = main->vals;
-    bw->gather = pl;
+    P->gather = pl;
     return true;
 }

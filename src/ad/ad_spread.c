@@ -17,7 +17,7 @@
  * of the new loop is the old iteration q / parts on lanes (q % parts) *
  * KAD_SPREAD_TILE onwards, so a row of few wide chunks has more to deal.
  *
- * S is the parameter kad_spread (an i32 after the flags; Func.spread), 1
+ * S is the parameter kad_spread (an i32 after the flags; Program.spread), 1
  * when the launch does not spread, which Triton specializes as the constant
  * 1.  Each (forward program, iteration) runs once, in one program, with the
  * same operations: the gradients are the same bits whatever S is.
@@ -42,9 +42,9 @@
  * that many lanes, which the rule above then takes (FuncSpread.lanes).
  *
  * Requires: a finished backward (ad_backward, after the scatter split).
- * Fills Func.spread; adds the parameter.
+ * Fills Program.spread; adds the parameter.
  */
-#include "kad_int.h"
+#include "plan/plan.h"
 
 /* The parameter (index) whose pointer v is offset from, or -1. */
 static int root_of(const Func *f, const Inst *const *def, ValId v, int depth)
@@ -53,7 +53,7 @@ static int root_of(const Func *f, const Inst *const *def, ValId v, int depth)
         return -1;
     const Inst *in = def[v];
     if (!in) {
-        for (int i = 0; i < func_nargs(f); i++)
+        for (int i = 0; i < kernel_nargs(f); i++)
             if (f->params[i] == v)
                 return i;
         return -1;
@@ -350,8 +350,9 @@ static int32_t lane_split(Arena *a, const Func *f, const Inst *insts, int n, Blo
  * an earlier part wrote), as spread_loop of a loop, and lanewise.  Returns the tile's
  * lanes; 0, bw unchanged, when it does not apply.  (Its launcher deals a
  * row's parts to at least 2 programs: emit_grad.c, print_spread_plan.) */
-static int32_t split_lanes(Arena *a, Func *bw, const Inst *const *def)
+static int32_t split_lanes(Arena *a, Program *P, const Inst *const *def)
 {
+    Func *bw = P->main;
     Block *b = bw->body;
     bool writes = false;
     for (int k = 0; k < b->insts.n; k++) {
@@ -383,7 +384,7 @@ static int32_t split_lanes(Arena *a, Func *bw, const Inst *const *def)
         vec_push(a, r->insts, body.insts.v[k]);
     split_tiles(bw, r, w, parts, off);
     ir_emit(bw, r, OP_YIELD, NULL, 0, NULL, 0, loc);
-    vec_push(a, bw->notes,
+    vec_push(a, P->notes,
              arena_printf(a, "line %d onwards: lane by lane on one tile of %d lanes, so the backward runs it as "
                              "%d parts of %d lanes (kad's loop over `part`: a thread holds a part's lanes, not "
                              "the whole tile's; the same operations on each lane, the same bits; docs/AD.md, "
@@ -465,13 +466,14 @@ static void divide_axis0(Func *f, Block *b, ValId s)
     }
 }
 
-void ad_spread(Arena *a, Func *bw)
+void ad_spread(Arena *a, Program *P)
 {
-    if (bw->fold || bw->gemm || bw->tapes.n || bw->spread || (bw->gather && bw->gather->main == 1))
+    Func *bw = P->main;
+    if (bw->fold || P->gemm || P->tapes.n || P->spread || (P->gather && P->gather->main == 1))
         return;
     const Inst **def = arena_alloc(a, sizeof *def * (size_t)(bw->vals.n + 1));
     ir_index_defs(bw->body, def);
-    int32_t lanes = split_lanes(a, bw, def);
+    int32_t lanes = split_lanes(a, P, def);
     if (lanes) { /* new values: index them too */
         def = arena_alloc(a, sizeof *def * (size_t)(bw->vals.n + 1));
         ir_index_defs(bw->body, def);
@@ -531,14 +533,14 @@ void ad_spread(Arena *a, Func *bw)
     sp->parts = parts;
     sp->lanes = lanes;
     sp->loc = loc;
-    bw->spread = sp;
+    P->spread = sp;
     pass_dce(bw, true); /* the bounds and step the rewrite replaced */
 }
 
-int64_t spread_cpu(const Func *f, const int64_t *iargs, const int64_t grid[3])
+int64_t spread_cpu(const Program *P, const int64_t *iargs, const int64_t grid[3])
 {
     int64_t lo = 0, hi = 0;
-    if (!f->spread || !tape_expr_bound(f->spread->trips, iargs, grid, &lo, &hi))
+    if (!P->spread || !tape_expr_bound(P->spread->trips, iargs, grid, &lo, &hi))
         return 1;
     return hi >= 2 ? 2 : 1;
 }

@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "plan/plan.h"
 
 static Type fty(const Ad *ad, ValId v) { return ad->fw->vals.v[v].ty; }
 
@@ -77,7 +77,7 @@ const TapeExpr *tape_expr_of(Arena *a, const Func *f, const Inst *const *def, Va
     }
     const Inst *in = def[v];
     if (!in) {
-        for (int i = 0; i < func_nargs(f); i++)
+        for (int i = 0; i < kernel_nargs(f); i++)
             if (f->params[i] == v)
                 return tape_expr_new(a, TX_PARAM, i, NULL, NULL);
         *why = "depends on the variable or a carried value of an enclosing loop";
@@ -704,9 +704,9 @@ static int64_t ceil_sqrt(int64_t x)
     return r + 1;
 }
 
-bool tape_elems(const Func *f, int j, const int64_t *iargs, const int64_t grid[3], int64_t *out, Diags *d)
+bool tape_elems(const Program *P, int j, const int64_t *iargs, const int64_t grid[3], int64_t *out, Diags *d)
 {
-    const FuncTape *t = &f->tapes.v[j];
+    const FuncTape *t = &P->tapes.v[j];
     int64_t lo = 0, trips = 0, n = 0;
     if (!tape_expr_bound(t->trips, iargs, grid, &lo, &trips)) {
         diag_error(d, t->loc, "cannot compute the trip count of this loop for its tape (a division by zero or "
@@ -716,7 +716,7 @@ bool tape_elems(const Func *f, int j, const int64_t *iargs, const int64_t grid[3
     if (trips < 0)
         trips = 0;
     if (t->revolve) /* the plan's head and the slots revolve_fit chose */
-        return tape_revolve_of(f, j, iargs, grid, out, NULL, NULL, NULL, d);
+        return tape_revolve_of(P, j, iargs, grid, out, NULL, NULL, NULL, d);
     if (t->ckpt) /* 2 * ceil(sqrt(trips)) slots: one segment and its checkpoints */
         trips = 2 * ceil_sqrt(trips);
     if (__builtin_mul_overflow(trips, grid[0], &n) || __builtin_mul_overflow(n, grid[1], &n) ||
@@ -729,9 +729,10 @@ bool tape_elems(const Func *f, int j, const int64_t *iargs, const int64_t grid[3
     return true;
 }
 
-const char *tape_describe(Arena *a, const Func *f, int j, const char *lname)
+const char *tape_describe(Arena *a, const Program *P, int j, const char *lname)
 {
-    const FuncTape *t = &f->tapes.v[j];
+    const Func *f = P->main;
+    const FuncTape *t = &P->tapes.v[j];
     int64_t esz = ir_type(f, t->param).elem == DT_F64 ? 8 : 4;
     Buf b = {.a = a};
     const char *trips = tape_expr_host(a, t->trips, f, NULL, NULL);
@@ -785,14 +786,14 @@ const char *tape_describe(Arena *a, const Func *f, int j, const char *lname)
     return buf_str(&b);
 }
 
-const char *tape_report(Arena *a, const Func *f)
+const char *tape_report(Arena *a, const Program *P)
 {
     Buf b = {.a = a};
-    buf_printf(&b, "%s: %d tape%s\n", f->name, f->tapes.n, f->tapes.n == 1 ? "" : "s");
-    for (int j = 0; j < f->notes.n; j++)
-        buf_printf(&b, "%s\n", f->notes.v[j]);
-    for (int j = 0; j < f->tapes.n; j++)
-        buf_printf(&b, "%s\n", tape_describe(a, f, j, "the launcher (or interp_run)"));
+    buf_printf(&b, "%s: %d tape%s\n", P->main->name, P->tapes.n, P->tapes.n == 1 ? "" : "s");
+    for (int j = 0; j < P->notes.n; j++)
+        buf_printf(&b, "%s\n", P->notes.v[j]);
+    for (int j = 0; j < P->tapes.n; j++)
+        buf_printf(&b, "%s\n", tape_describe(a, P, j, "the launcher (or interp_run)"));
     return buf_str(&b);
 }
 
@@ -1039,14 +1040,14 @@ const char *tape_revolve_helpers(void)
            "        return None\n\n";
 }
 
-/* The share of the budget of each checkpointed tape of f. */
-static int64_t tape_share(const Func *f)
+/* The share of the budget of each checkpointed tape of P. */
+static int64_t tape_share(const Program *P)
 {
     int64_t n = 0, budget = 0;
-    for (int j = 0; j < f->tapes.n; j++)
-        if (f->tapes.v[j].ckpt) {
+    for (int j = 0; j < P->tapes.n; j++)
+        if (P->tapes.v[j].ckpt) {
             n++;
-            budget = f->tapes.v[j].budget;
+            budget = P->tapes.v[j].budget;
         }
     return n ? budget / n : 0;
 }
@@ -1057,10 +1058,11 @@ static int64_t exact_int(const Func *f, const FuncTape *t)
     return ir_type(f, t->param).elem == DT_F64 ? (int64_t)1 << 53 : (int64_t)1 << 24;
 }
 
-bool tape_revolve_of(const Func *f, int j, const int64_t *iargs, const int64_t grid[3], int64_t *elems,
+bool tape_revolve_of(const Program *P, int j, const int64_t *iargs, const int64_t grid[3], int64_t *elems,
                      int64_t *slots, int64_t *nrows, int32_t **plan, Diags *d)
 {
-    const FuncTape *t = &f->tapes.v[j];
+    const Func *f = P->main;
+    const FuncTape *t = &P->tapes.v[j];
     int64_t esz = ir_type(f, t->param).elem == DT_F64 ? 8 : 4, lo = 0, trips = 0, programs = 0, s = 0, rows = 0;
     if (!tape_expr_bound(t->trips, iargs, grid, &lo, &trips)) {
         diag_error(d, t->loc, "cannot compute the trip count of this loop for its tape (a division by zero or "
@@ -1073,7 +1075,7 @@ bool tape_revolve_of(const Func *f, int j, const int64_t *iargs, const int64_t g
         diag_error(d, t->loc, "this loop runs too many iterations (%lld) for a revolve plan", (long long)trips);
         return false;
     }
-    int64_t share = tape_share(f);
+    int64_t share = tape_share(P);
     if (!revolve_fit(trips, programs, t->slot * esz, esz, share, &s, &rows) || RV_FIELDS * rows >= exact_int(f, t)) {
         int64_t one = (1 + RV_FIELDS * (trips > 0 ? revolve_plan(trips, 1, NULL, NULL) : 0)) * esz + programs * t->slot * esz;
         diag_error(d, t->loc, "this launch needs %lld bytes of tape even with revolve (one checkpoint slot and the "

@@ -37,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "plan/plan.h"
 
 /* splitmix64: small, seedable, good enough for test inputs. */
 typedef struct Rng {
@@ -81,6 +81,7 @@ typedef struct Chk {
     Arena *a;
     Diags *d;
     const Func *fw, *bw;
+    const Program *bp; /* the backward (bw its main kernel) */
     const CheckConfig *cfg;
     CParam *p;
     int np;
@@ -222,7 +223,16 @@ static void reset(Chk *c)
 
 static bool run(Chk *c, const Func *f, const InterpArg *args)
 {
-    if (interp_run(f, c->cfg->grid, args, func_nargs(f), IM_F64, c->d))
+    if (interp_run(f, c->cfg->grid, args, f->nparams, IM_F64, c->d))
+        return true;
+    c->failed_run = true;
+    return false;
+}
+
+/* The backward's run: its Program's steps. */
+static bool run_backward(Chk *c, const InterpArg *args)
+{
+    if (plan_run(c->bp, c->cfg->grid, args, plan_nargs(c->bp), IM_F64, c->d))
         return true;
     c->failed_run = true;
     return false;
@@ -393,7 +403,8 @@ const char *check_gradients(Arena *a, Diags *d, const Func *fwd, const AdSpec *s
         mspec.save = plan;
         spec = &mspec;
     }
-    const Func *bw = c->bw = ad_backward(a, d, plan ? save_kernel(a, fwd, plan, false) : fwd, spec);
+    const Program *bp = c->bp = ad_backward(a, d, plan ? save_kernel(a, fwd, plan, false) : fwd, spec);
+    const Func *bw = c->bw = bp ? bp->main : NULL;
     if (!bw)
         return NULL;
     if (!setup(c, spec))
@@ -418,7 +429,7 @@ const char *check_gradients(Arena *a, Diags *d, const Func *fwd, const AdSpec *s
         if (!run(c, sv, sargs))
             return NULL;
     }
-    for (int i = nb; i < func_nargs(bw); i++) {
+    for (int i = nb; i < plan_nargs(bp); i++) {
         const char *bn = bw->vals.v[bw->params[i]].name;
         for (int j = 0; bw->fold && j < bw->fold->n; j++)
             if (bw->fold->in[j].slot == i) /* the partials, in d_<x>'s place */
@@ -433,7 +444,7 @@ const char *check_gradients(Arena *a, Diags *d, const Func *fwd, const AdSpec *s
         c->bargs[i] = (InterpArg){.data = p->grad, .nbytes = (int64_t)p->nbytes};
     }
     reset(c);
-    if (!run(c, bw, c->bargs))
+    if (!run_backward(c, c->bargs))
         return NULL;
 
     Buf rep = {.a = a};

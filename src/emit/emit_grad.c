@@ -18,7 +18,7 @@
  */
 #include <string.h>
 
-#include "kad_int.h"
+#include "plan/plan.h"
 
 /* The comment line between a backward module's kernels and its host part (docs/GRAD.md). */
 #define KAD_LAUNCHER_MARK "# ---- the launcher --------------------------------------------------------------------------------"
@@ -142,9 +142,10 @@ static void print_range(Buf *b, const Func *f, int param)
         buf_printf(b, "[%lld:%lld]", (long long)r->lo, (long long)r->hi);
 }
 
-static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const AdSpec *spec,
+static const char *bwd_header(Arena *a, const Func *fwd, const Program *P, const AdSpec *spec,
                               const DefParam *o, int nfwd, const char *lname)
 {
+    const Func *bwd = P->main;
     Buf sig = {.a = a}, h = {.a = a};
     for (int k = 0; k < nfwd + bwd->consts.n; k++) {
         if (sig.len)
@@ -204,13 +205,13 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
                    "arguments followed by the gradient buffers, and the constexprs as keywords "
                    "(see kad's docs/GRAD.md). Each program recomputes its part of the forward in "
                    "registers, then sweeps back.",
-               lname, bwd->trusted ? "outputs_unmodified=True, " : "");
-    if (bwd->trusted)
+               lname, P->trusted ? "outputs_unmodified=True, " : "");
+    if (P->trusted)
         buf_printf(&t, " Trusted outputs: it loads %s as the forward stored them instead of recomputing them "
                        "(a softmax's output, a norm's statistics), so those buffers must be unchanged since the "
                        "forward ran on these arguments: outputs_unmodified=True is the caller's promise (kad's "
                        "Python package checks their version counters; docs/AD.md, \"Trusted saved outputs\").",
-                   bwd->trusted);
+                   P->trusted);
     wrap(&h, buf_str(&t), LINE_LIMIT - 2, "", 0);
     buf_puts(&h, "\n");
     if (spec->grad_write) {
@@ -231,13 +232,13 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
                                 : arena_printf(a, "axis %d", bwd->fold->axis);
             }
             const GemmOperand *go = NULL;
-            for (int j = 0; bwd->gemm && j < bwd->gemm->n; j++)
-                if (!strcmp(bwd->gemm->op[j].name, spec->wrt[i]))
-                    go = &bwd->gemm->op[j];
+            for (int j = 0; P->gemm && j < P->gemm->n; j++)
+                if (!strcmp(P->gemm->op[j].name, spec->wrt[i]))
+                    go = &P->gemm->op[j];
             const GatherIn *gi = NULL;
-            for (int j = 0; bwd->gather && j < bwd->gather->n; j++)
-                if (!strcmp(bwd->gather->in[j].name, spec->wrt[i]))
-                    gi = &bwd->gather->in[j];
+            for (int j = 0; P->gather && j < P->gather->n; j++)
+                if (!strcmp(P->gather->in[j].name, spec->wrt[i]))
+                    gi = &P->gather->in[j];
             if (gi && gi->scatter) {
                 /* how the backward writes the rest (the dense sites' mode) */
                 const char *how = spec->grad_rmw && spec->grad_rmw[i] ? "by read-modify-writes private to each program"
@@ -278,13 +279,13 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
                                "%s checks (once per launch shape) that the programs map one to one onto the tile "
                                "pairs and that those tiles are disjoint; else it runs %s_bwd, which accumulates "
                                "d_%s with tl.atomic_add (not deterministic).%s",
-                           spec->wrt[i], bwd->gemm->first->name, bwd->gemm->data, go->k->name, spec->wrt[i], lname,
+                           spec->wrt[i], P->gemm->first->name, P->gemm->data, go->k->name, spec->wrt[i], lname,
                            ident(a, fwd->name), spec->wrt[i],
-                           bwd->gemm->sdt == DT_BF16 || bwd->gemm->sdt == DT_F16
+                           P->gemm->sdt == DT_BF16 || P->gemm->sdt == DT_F16
                                ? arena_printf(a, " The %s tiles are stored in %s (rounded once from fp32, as the "
                                                  "forward's operands are %s) and multiplied with the operand tiles as "
                                                  "loaded, accumulating in fp32.",
-                                              bwd->gemm->data, dtype_name(bwd->gemm->sdt), dtype_name(bwd->gemm->sdt))
+                                              P->gemm->data, dtype_name(P->gemm->sdt), dtype_name(P->gemm->sdt))
                                : "");
             else if (fi && fi->rows)
                 buf_printf(&t, "d_%s is summed deterministically, without atomics%s%s%s: the forward reads %s at "
@@ -337,26 +338,26 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Func *bwd, const 
             buf_puts(&h, "\n");
         }
     }
-    for (int j = 0; j < bwd->notes.n; j++) {
-        wrap(&h, bwd->notes.v[j], LINE_LIMIT - 2, "    ", 0);
+    for (int j = 0; j < P->notes.n; j++) {
+        wrap(&h, P->notes.v[j], LINE_LIMIT - 2, "    ", 0);
         buf_puts(&h, "\n");
     }
-    if (bwd->spread) {
+    if (P->spread) {
         t.len = 0;
         /* a row's parts always take at least 2 programs (print_spread_plan), other loops only more */
         const char *few = "when the launch has fewer programs than twice the GPU's SMs";
-        const char *when = bwd->spread->lanes ? "" : arena_printf(a, "%s, ", few);
-        const char *how = bwd->spread->lanes ? arena_printf(a, ": at least 2, more %s", few) : "";
+        const char *when = P->spread->lanes ? "" : arena_printf(a, "%s, ", few);
+        const char *how = P->spread->lanes ? arena_printf(a, ": at least 2, more %s", few) : "";
         buf_printf(&t, "loop at line %d: its iterations share nothing, so %s%s deals each forward program's "
                        "iterations to %s programs (%s%s, at most the trip count), the grid's axis 0 times that; "
                        "the gradients are the same bits (docs/AD.md, \"Spreading a loop over programs\")",
-                   bwd->spread->loc.line, when, lname, KAD_SPREAD_PARAM, KAD_SPREAD_PARAM, how);
+                   P->spread->loc.line, when, lname, KAD_SPREAD_PARAM, KAD_SPREAD_PARAM, how);
         wrap(&h, buf_str(&t), LINE_LIMIT - 2, "    ", 0);
         buf_puts(&h, "\n");
     }
-    for (int j = 0; j < bwd->tapes.n; j++) {
+    for (int j = 0; j < P->tapes.n; j++) {
         t.len = 0;
-        buf_puts(&t, tape_describe(a, bwd, j, lname));
+        buf_puts(&t, tape_describe(a, P, j, lname));
         wrap(&h, buf_str(&t), LINE_LIMIT - 2, "    ", 0);
         buf_puts(&h, "\n");
     }
@@ -397,11 +398,11 @@ static const char *grad_name(Arena *a, const Func *bwd, int i)
 }
 
 /* The FuncCover of bwd param v, or NULL. */
-static const FuncCover *cover_of(const Func *bwd, ValId v)
+static const FuncCover *cover_of(const Program *P, ValId v)
 {
-    for (int j = 0; j < bwd->covers.n; j++)
-        if (bwd->covers.v[j].param == v)
-            return &bwd->covers.v[j];
+    for (int j = 0; j < P->covers.n; j++)
+        if (P->covers.v[j].param == v)
+            return &P->covers.v[j];
     return NULL;
 }
 
@@ -429,8 +430,9 @@ static int fold_buffers(const FoldPlan *pl, Dtype *dts)
  * extra kernel arguments and the sum kernel's grid and arguments.
  * at0: the plan's index of the first gradient (the contract's params
  * nfwd..); first_in: the contract's first input gradient. */
-static void print_fold_plan(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0, int first_in)
+static void print_fold_plan(Buf *out, Arena *a, const Program *P, int nfwd, int at0, int first_in)
 {
+    const Func *bwd = P->main;
     const FoldPlan *pl = bwd->fold;
     bool folded = pl->axes != 0;
     buf_printf(out, "    # deterministic sums: %spartials, one sum kernel (ad_fold)\n",
@@ -485,7 +487,7 @@ static void print_fold_plan(Buf *out, Arena *a, const Func *bwd, int nfwd, int a
         else
             buf_puts(out, "    dense = False  # it holds what to add to\n");
         if (!in->rows) {
-            const FuncCover *fc = in->load_store ? cover_of(bwd, bwd->params[in->slot]) : NULL;
+            const FuncCover *fc = in->load_store ? cover_of(P, bwd->params[in->slot]) : NULL;
             const char *cv = fc && fc->cover ? access_cover_host(fc->acc, fc->cover, "d", "_a", "_g") : NULL;
             buf_puts(out, "    rows = nfold\n");
             if (cv) {
@@ -732,7 +734,7 @@ static bool has_piped_fold(const Block *b)
  * values each element of f's tile sums, each with its own loads and masks (a
  * gather kernel's sites, else 1): the warps of a tile that many times larger,
  * at most 8 and at most one warp per 64 elements of the tile. */
-static void launch_defaults_of(const Func *f, int sites, int *warps, int *stages)
+static void launch_defaults_of(const Func *f, const FuncSpread *spread, int sites, int *warps, int *stages)
 {
     int64_t tile = 1, acc = 0, smem = 0;
     tile_scan(f, f->body, &tile, &acc, &smem);
@@ -750,7 +752,7 @@ static void launch_defaults_of(const Func *f, int sites, int *warps, int *stages
      * parts ran fastest on 8 warps, bench/lanes_sweep.py; 1024-lane SwiGLU and GeGLU tiles too,
      * GeGLU 2.40 -> 1.95 us at 256 rows and 22.2 -> 21.4 at 4096; on 512 lanes 4 warps against 2
      * went either way, SwiGLU bf16 4.4 -> 5.3 us, GeGLU 7.3 -> 6.7) */
-    int32_t lanes = f->spread ? f->spread->lanes : spread_lane_width(f);
+    int32_t lanes = spread ? spread->lanes : spread_lane_width(f);
     int64_t per = tile > 2048 ? 512 : 256; /* elements a warp: a long row's tile, 16 a thread */
     /* a pipelined fold loop's long rows: 1024 elements a warp, 4 warps for 4096 in any dtype (H200,
      * bench/warps_sweep.py: LayerNorm fp32 4096^2 74.0 -> 68.2 us on 4 warps instead of 8, RMSNorm
@@ -767,9 +769,9 @@ static void launch_defaults_of(const Func *f, int sites, int *warps, int *stages
     *stages = 0;
 }
 
-static void launch_defaults(const Func *f, int *warps, int *stages)
+static void launch_defaults(const Func *f, const FuncSpread *spread, int *warps, int *stages)
 {
-    launch_defaults_of(f, 1, warps, stages);
+    launch_defaults_of(f, spread, 1, warps, stages);
 }
 
 /* The launch options of one kernel: kad's defaults, the caller's num_warps
@@ -781,10 +783,10 @@ static const char *launch_options_of(Arena *a, int w, int s)
     return arena_printf(a, "dict({\"num_warps\": num_warps or %d}, **options)", w);
 }
 
-static const char *launch_options(Arena *a, const Func *f)
+static const char *launch_options(Arena *a, const Func *f, const FuncSpread *spread)
 {
     int w, s;
-    launch_defaults(f, &w, &s);
+    launch_defaults(f, spread, &w, &s);
     return launch_options_of(a, w, s);
 }
 
@@ -829,11 +831,12 @@ static void print_launch(Buf *out, Arena *a, const char *ind, const char *k, con
 /* After the folded kernel: the one sum kernel, d_<x> = the partials' rows
  * summed (stored) when d_<x> is dense, else d_<x> += them (zero-filled
  * before: the plan's zero). */
-static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, const char *kname, int nfwd, int at0, bool direct)
+static void print_fold_sums(Buf *out, Arena *a, const Program *P, const char *kname, int nfwd, int at0, bool direct)
 {
+    const Func *bwd = P->main;
     const FoldPlan *pl = bwd->fold;
     int w, st;
-    launch_defaults(pl->sum, &w, &st);
+    launch_defaults(P->sum, NULL, &w, &st);
     if (!direct) {
         buf_printf(out, "    %s[sgrid](", sum_name(a, kname));
         for (int j = 0; j < pl->n; j++)
@@ -850,7 +853,7 @@ static void print_fold_sums(Buf *out, Arena *a, const Func *bwd, const char *kna
         ptrs[2 * j + 1] = 5 * j + 1;
     }
     print_launch(out, a, "    ", sum_name(a, kname), "sgrid", buf_str(&c), ptrs, 2 * pl->n, 1,
-                 arena_printf(a, "%d", w), "None", NULL, tune_facts(a, pl->sum, NULL, 0, 0));
+                 arena_printf(a, "%d", w), "None", NULL, tune_facts(a, P->sum, NULL, 0, 0));
 }
 
 /* The SM count of a launch's device (the fold's nfold, the GEMM form's
@@ -1041,46 +1044,47 @@ static const char *tune_helper2(void)
 }
 
 /* Is bwd's param slot an operand gradient of its GEMM form? */
-static bool gemm_operand(const Func *bwd, int slot)
+static bool gemm_operand(const Program *P, int slot)
 {
-    for (int j = 0; bwd->gemm && j < bwd->gemm->n; j++)
-        if (bwd->gemm->op[j].slot == slot)
+    for (int j = 0; P->gemm && j < P->gemm->n; j++)
+        if (P->gemm->op[j].slot == slot)
             return true;
     return false;
 }
 
 /* The input gradients (the contract's params nfwd + nin..): zero-filled
  * here, except where the launch provably writes every element of the view
- * it is given (Func.covers, access_cover; under the flag of its plain
+ * it is given (Program.covers, access_cover; under the flag of its plain
  * stores when it has one: fconds, the flags' conditions for the host). */
-static void print_zero_fill(Buf *out, Arena *a, const Func *bwd, int nfwd, int nin, int at0,
+static void print_zero_fill(Buf *out, Arena *a, const Program *P, int nfwd, int nin, int at0,
                             const char *const *fconds, bool plan)
 {
-    int n = func_nargs(bwd);
+    const Func *bwd = P->main;
+    int n = plan_nargs(P);
     if (plan) /* in _kad_plan: the launcher zero-fills the gradients listed in zero */
         buf_puts(out, "    zero = []  # the input gradients the launcher zero-fills (indices into args)\n");
     if (nfwd + nin >= n)
         return;
     int ngemm = 0;
     for (int i = nfwd + nin; i < n; i++)
-        ngemm += gemm_operand(bwd, i);
+        ngemm += gemm_operand(P, i);
     if (ngemm == n - nfwd - nin)
         return; /* print_gemm zero-fills them all */
     buf_puts(out, "    # input gradients need no initialization: zero-filled here unless this launch writes every\n"
                   "    # element of the view given (the store's address and mask against d's shape and strides)\n");
     for (int i = nfwd + nin; i < n; i++) {
         const FuncCover *fc = NULL;
-        for (int j = 0; j < bwd->covers.n; j++)
-            if (bwd->covers.v[j].param == bwd->params[i])
-                fc = &bwd->covers.v[j];
+        for (int j = 0; j < P->covers.n; j++)
+            if (P->covers.v[j].param == bwd->params[i])
+                fc = &P->covers.v[j];
         const char *cv = fc && fc->cover ? access_cover_host(fc->acc, fc->cover, "d", "_a", "_g") : NULL;
         const char *flag = NULL;
-        for (int j = 0; cv && fc->flag && j < bwd->flags.n; j++)
-            if (bwd->flags.v[j].param == fc->flag)
+        for (int j = 0; cv && fc->flag && j < P->main->flags.n; j++)
+            if (P->main->flags.v[j].param == fc->flag)
                 flag = fconds ? fconds[j] : NULL;
         if (cv && fc->flag && !flag)
             cv = NULL;
-        if (gemm_operand(bwd, i)) /* print_gemm zero-fills it, where the GEMM form does not store it all */
+        if (gemm_operand(P, i)) /* print_gemm zero-fills it, where the GEMM form does not store it all */
             continue;
         bool folded = false;
         for (int j = 0; bwd->fold && j < bwd->fold->n; j++)
@@ -1125,16 +1129,17 @@ static void print_tdiv(Buf *out)
  * (a tuple, or a callable of the meta-parameters); then the input
  * gradients' zero-fills (print_zero_fill; nin: the output gradients before
  * them, at0: the launcher's index of the contract's param nfwd). */
-static void print_guards(Buf *out, Arena *a, const Func *bwd, int nfwd, int nin, int at0, bool plan)
+static void print_guards(Buf *out, Arena *a, const Program *P, int nfwd, int nin, int at0, bool plan)
 {
-    int ng = bwd->guards.n, nf = bwd->flags.n;
+    const Func *bwd = P->main;
+    int ng = bwd->guards.n, nf = P->main->flags.n;
     bool covers = false;
-    for (int i = 0; i < bwd->covers.n; i++)
-        covers |= bwd->covers.v[i].cover != NULL;
+    for (int i = 0; i < P->covers.n; i++)
+        covers |= P->covers.v[i].cover != NULL;
     if (plan && !nf)
         buf_puts(out, "    flags = []\n");
     if (!ng && !nf && !covers) {
-        print_zero_fill(out, a, bwd, nfwd, nin, at0, NULL, plan);
+        print_zero_fill(out, a, P, nfwd, nin, at0, NULL, plan);
         return;
     }
     buf_puts(out, "    # conditions on this launch, evaluated here: the arguments by name, the grid\n"
@@ -1151,7 +1156,7 @@ static void print_guards(Buf *out, Arena *a, const Func *bwd, int nfwd, int nin,
         if (i < ng) {
             conds[i] = access_cond_host((Access *)bwd->guards.v[i].acc, bwd->guards.v[i].cond, "_a", "_g");
         } else { /* a flag: the conjunction of its conditions */
-            const FuncFlag *fl = &bwd->flags.v[i - ng];
+            const FuncFlag *fl = &P->main->flags.v[i - ng];
             Buf all = {.a = a};
             const char *gname = fl->grid_add ? arena_printf(a, "(_g[0] + %lld, _g[1] + %lld, _g[2] + %lld)",
                                                             (long long)fl->grid_add[0], (long long)fl->grid_add[1],
@@ -1169,10 +1174,10 @@ static void print_guards(Buf *out, Arena *a, const Func *bwd, int nfwd, int nin,
         }
         div |= conds[i] && (strstr(conds[i], "_tdiv(") || strstr(conds[i], "_trem("));
     }
-    for (int i = 0; i < bwd->covers.n; i++) {
-        if (!bwd->covers.v[i].cover)
+    for (int i = 0; i < P->covers.n; i++) {
+        if (!P->covers.v[i].cover)
             continue;
-        const char *cv = access_cover_host(bwd->covers.v[i].acc, bwd->covers.v[i].cover, "d", "_a", "_g");
+        const char *cv = access_cover_host(P->covers.v[i].acc, P->covers.v[i].cover, "d", "_a", "_g");
         div |= cv && (strstr(cv, "_tdiv(") || strstr(cv, "_trem("));
     }
     if (div)
@@ -1197,32 +1202,33 @@ static void print_guards(Buf *out, Arena *a, const Func *bwd, int nfwd, int nin,
             buf_printf(out, "%sbool(%s)", j ? ", " : "", conds[ng + j] ? conds[ng + j] : "False");
         buf_puts(out, "]\n");
     }
-    print_zero_fill(out, a, bwd, nfwd, nin, at0, conds + ng, plan);
+    print_zero_fill(out, a, P, nfwd, nin, at0, conds + ng, plan);
 }
 
 /* The tape budget of bwd's checkpointed tapes (0: none). */
-static int64_t tape_budget_of(const Func *bwd)
+static int64_t tape_budget_of(const Program *P)
 {
-    for (int j = 0; j < bwd->tapes.n; j++)
-        if (bwd->tapes.v[j].ckpt)
-            return bwd->tapes.v[j].budget;
+    for (int j = 0; j < P->tapes.n; j++)
+        if (P->tapes.v[j].ckpt)
+            return P->tapes.v[j].budget;
     return 0;
 }
 
-/* The tapes (Func.tapes, ad_tape.c): scratch buffers appended to the
+/* The tapes (Program.tapes, ad_tape.c): scratch buffers appended to the
  * arguments after the flags, sized from the loops' trip counts for this
  * launch (uninitialized: the backward writes each element before it reads
  * it). */
-static void print_tapes(Buf *out, Arena *a, const Func *bwd, const char *lname)
+static void print_tapes(Buf *out, Arena *a, const Program *P, const char *lname)
 {
-    if (!bwd->tapes.n)
+    const Func *bwd = P->main;
+    if (!P->tapes.n)
         return;
     buf_puts(out, "    # tapes: the carried values of loops whose reverse sweep runs backwards, one slot per\n"
                   "    # (iteration, program); the trip counts from the arguments by name and the grid\n"
                   "    _ta = dict(zip(names, args))\n");
     bool bounded = false;
-    for (int j = 0; j < bwd->tapes.n; j++)
-        bounded |= bwd->tapes.v[j].bounded;
+    for (int j = 0; j < P->tapes.n; j++)
+        bounded |= P->tapes.v[j].bounded;
     if (bounded)
         buf_puts(out, "    _kad_bounded = []  # the tapes of `while` loops: (tape, line, capacity)\n");
     Buf meta = {.a = a};
@@ -1234,14 +1240,14 @@ static void print_tapes(Buf *out, Arena *a, const Func *bwd, const char *lname)
                   "    _dev = next(t.device for t in args if isinstance(t, torch.Tensor))\n"
                   "    args = list(args)\n");
     bool div = false;
-    const char **trips = arena_alloc(a, sizeof *trips * (size_t)(bwd->tapes.n + 1));
-    for (int j = 0; j < bwd->tapes.n; j++) {
-        trips[j] = tape_expr_host(a, bwd->tapes.v[j].trips, bwd, "_ta", "_tg");
+    const char **trips = arena_alloc(a, sizeof *trips * (size_t)(P->tapes.n + 1));
+    for (int j = 0; j < P->tapes.n; j++) {
+        trips[j] = tape_expr_host(a, P->tapes.v[j].trips, bwd, "_ta", "_tg");
         div |= strstr(trips[j], "_kad_tdiv(") || strstr(trips[j], "_kad_trem(");
     }
     bool pid = false;
-    for (int j = 0; j < bwd->tapes.n; j++)
-        pid |= tape_expr_has_pid(bwd->tapes.v[j].trips);
+    for (int j = 0; j < P->tapes.n; j++)
+        pid |= tape_expr_has_pid(P->tapes.v[j].trips);
     if (pid)
         buf_puts(out, tape_host_helpers());
     if (div)
@@ -1250,11 +1256,11 @@ static void print_tapes(Buf *out, Arena *a, const Func *bwd, const char *lname)
                       "        return q if (x < 0) == (y < 0) else -q\n\n"
                       "    def _kad_trem(x, y):\n"
                       "        return x - _kad_tdiv(x, y) * y\n\n");
-    int64_t budget = tape_budget_of(bwd), nck = 0;
+    int64_t budget = tape_budget_of(P), nck = 0;
     bool revolve = false;
-    for (int j = 0; j < bwd->tapes.n; j++) {
-        nck += bwd->tapes.v[j].ckpt;
-        revolve |= bwd->tapes.v[j].revolve;
+    for (int j = 0; j < P->tapes.n; j++) {
+        nck += P->tapes.v[j].ckpt;
+        revolve |= P->tapes.v[j].revolve;
     }
     if (budget)
         buf_puts(out, "    import math\n    _tapes_from = len(args)\n");
@@ -1262,8 +1268,8 @@ static void print_tapes(Buf *out, Arena *a, const Func *bwd, const char *lname)
         buf_puts(out, tape_revolve_helpers());
         buf_puts(out, "    _kad_rv = []  # this launch's revolve schedules, for the caller\n");
     }
-    for (int j = 0; j < bwd->tapes.n; j++) {
-        const FuncTape *t = &bwd->tapes.v[j];
+    for (int j = 0; j < P->tapes.n; j++) {
+        const FuncTape *t = &P->tapes.v[j];
         Type pt = ir_type(bwd, t->param);
         buf_printf(out, "    _trips = max(0, %s)  # the loop at line %d%s\n", trips[j], t->loc.line,
                    tape_expr_has_pid(t->trips) ? ": its largest over the programs" : "");
@@ -1323,15 +1329,15 @@ static void print_tapes(Buf *out, Arena *a, const Func *bwd, const char *lname)
                    (long long)budget, (long long)budget);
 }
 
-static bool has_bounded(const Func *bwd)
+static bool has_bounded(const Program *P)
 {
-    for (int j = 0; j < bwd->tapes.n; j++)
-        if (bwd->tapes.v[j].bounded)
+    for (int j = 0; j < P->tapes.n; j++)
+        if (P->tapes.v[j].bounded)
             return true;
     return false;
 }
 
-/* The GEMM form (Func.gemm, ad_gemm.c): when this launch's programs map
+/* The GEMM form (Program.gemm, ad_gemm.c): when this launch's programs map
  * one to one onto the tile pairs (checked once per launch shape, cached)
  * and the operand kernels' stores are disjoint, kernel 1 stores the dacc
  * tiles, then one kernel per operand gradient; else the atomic kernel. */
@@ -1360,16 +1366,17 @@ static void print_operand_fit(Buf *out, Arena *a, const Func *k, const char *til
                               const char *pad, const DefParam *o, int ndef, int nfwd)
 {
     int w, st;
-    launch_defaults(k, &w, &st);
+    launch_defaults(k, NULL, &w, &st);
     buf_printf(out, "%s        _kad_fit(%s, (%s, %s, 1), _c, {\"num_warps\": %d, \"num_stages\": %d}, _ck, _k and (%d, *_k),\n"
                     "%s                 kad_tune and ((_key, _dev, %d), %s))\n",
                pad, k->name, tiles, iters, w, st ? st : 3, slot, pad, slot, tune_facts(a, k, o, ndef, nfwd));
 }
 
-static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, int at0, int nfwd,
+static void print_gemm(Buf *out, Arena *a, const Program *P, const char *call, int at0, int nfwd,
                        const DefParam *o, int ndef)
 {
-    const GemmPlan *pl = bwd->gemm;
+    const Func *bwd = P->main;
+    const GemmPlan *pl = P->gemm;
     Buf meta = {.a = a};
     for (int i = 0; i < bwd->consts.n; i++)
         if (!bwd->consts.v[i].runtime)
@@ -1393,7 +1400,7 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
         }
         i++;
     }
-    for (int i = nfwd; i < func_nargs(bwd); i++)
+    for (int i = nfwd; i < plan_nargs(P); i++)
         buf_printf(&ts, "args[%d], ", at0 + i - nfwd);
     buf_puts(&ts, "_dacc");
     buf_puts(&gk, gk.len && !strchr(buf_str(&gk), ',') ? ",)" : ")");
@@ -1430,10 +1437,10 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
     buf_puts(out, "\n"
                   "            if not any(x.data_ptr() & 15 for x in _ts):\n"
                   "                _k = (_kad_cur(), *(x.dtype for x in _ts))\n");
-    const char *first_opts = launch_options(a, pl->first);
+    const char *first_opts = launch_options(a, pl->first, NULL);
     if (!has_dot(pl->first)) {
         int w, st;
-        launch_defaults(pl->first, &w, &st);
+        launch_defaults(pl->first, NULL, &w, &st);
         first_opts = st ? arena_printf(a, "{\"num_warps\": %d, \"num_stages\": %d}", w, st)
                         : arena_printf(a, "{\"num_warps\": %d}", w);
     }
@@ -1460,9 +1467,10 @@ static void print_gemm(Buf *out, Arena *a, const Func *bwd, const char *call, in
 }
 
 /* The module-level helper of the GEMM form: (U, V, trips) or None. */
-static void print_gemm_helper(Buf *out, Arena *a, const Func *bwd)
+static void print_gemm_helper(Buf *out, Arena *a, const Program *P)
 {
-    const GemmPlan *pl = bwd->gemm;
+    const Func *bwd = P->main;
+    const GemmPlan *pl = P->gemm;
     buf_puts(out, "\n\n_kad_gemm_plans = {}\n"
                   "_kad_fit_stages = {}  # (kernel, num_stages asked) -> the num_stages that fits in shared memory\n"
                   SMS_HELPER
@@ -1635,16 +1643,17 @@ static const char *call_text(Arena *a, const Func *bwd, const DefParam *o, int n
     return buf_str(&call);
 }
 
-/* The gather kernels (Func.gather, ad_gather.c): after the backward, each
+/* The gather kernels (Program.gather, ad_gather.c): after the backward, each
  * on the forward's grid plus its extra tiles, with the contract's
  * arguments (constexpr values in their places), under its flag when it
  * has one (else the backward's sites added with atomics). */
-static void print_gathers(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int ndef, int nargs,
+static void print_gathers(Buf *out, Arena *a, const Program *P, const DefParam *o, int ndef, int nargs,
                           const int *ptrs, int np)
 {
+    const Func *bwd = P->main;
     const char *call = call_text(a, bwd, o, ndef, nargs, false);
-    for (int j = 0; j < bwd->gather->n; j++) {
-        const GatherIn *gi = &bwd->gather->in[j];
+    for (int j = 0; j < P->gather->n; j++) {
+        const GatherIn *gi = &P->gather->in[j];
         if (gi->scatter)
             buf_printf(out, "    # d_%s: the scattered sites' additions, after the rest is written (ad_scatter)\n",
                        gi->name);
@@ -1656,7 +1665,7 @@ static void print_gathers(Buf *out, Arena *a, const Func *bwd, const DefParam *o
             cond = arena_printf(a, "min(_kg) > 0 and args[%d]", nargs + gi->flag);
         buf_printf(out, "    if %s:\n", cond);
         int w, st; /* each element sums nsites values (docs/GRAD.md, "Launch parameters") */
-        launch_defaults_of(gi->k, gi->scatter ? 1 : gi->nsites, &w, &st);
+        launch_defaults_of(gi->k, NULL, gi->scatter ? 1 : gi->nsites, &w, &st);
         print_launch(out, a, "        ", gi->k->name,
                      arena_printf(a, "(_kg[0] + %lld, _kg[1] + %lld, _kg[2] + %lld)", (long long)gi->grid_add[0],
                                   (long long)gi->grid_add[1], (long long)gi->grid_add[2]),
@@ -1675,20 +1684,21 @@ static void print_gathers(Buf *out, Arena *a, const Func *bwd, const DefParam *o
  * 88.6 -> 85.7 fp32, SwiGLU's 4096-lane rows 46.7 -> 46.0 and 86.0 -> 84.4:
  * more, shorter programs for the same lanes).  On the CPU (Triton's
  * interpreter) 2, as interp_run (spread_cpu). */
-static void print_spread_plan(Buf *out, Arena *a, const Func *bwd, int at0)
+static void print_spread_plan(Buf *out, Arena *a, const Program *P, int at0)
 {
+    const Func *bwd = P->main;
     buf_printf(out, "    # the loop at line %d, its iterations dealt to %s programs per forward program when the\n"
                     "    # launch leaves SMs idle: its trip count, the programs, twice the SM count\n",
-               bwd->spread->loc.line, KAD_SPREAD_PARAM);
+               P->spread->loc.line, KAD_SPREAD_PARAM);
     buf_puts(out, "    _sa = dict(zip(names, args))\n    _st = ");
-    wrap(out, arena_printf(a, "%s", tape_expr_host(a, bwd->spread->trips, bwd, "_sa", NULL)), LINE_LIMIT, "           ", 11);
+    wrap(out, arena_printf(a, "%s", tape_expr_host(a, P->spread->trips, bwd, "_sa", NULL)), LINE_LIMIT, "           ", 11);
     buf_printf(out, "\n    _sn, _sd = grid[0] * grid[1] * grid[2], args[%d].device\n", at0);
     buf_puts(out, "    _sw = 2 * _kad_sms(_sd) if _sd.type == \"cuda\" else 2 * _sn\n"
                   "    _ss = 1\n"
                   "    if 0 < _sn < _sw and _st > 1:\n"
                   "        _ss = min(_st, -(-_sw // _sn))\n"
                   "        _ss = -(-_st // -(-_st // _ss))  # as few as give each the same number of iterations\n");
-    if (bwd->spread->lanes)
+    if (P->spread->lanes)
         buf_puts(out, "    if _st > 1:  # a row in parts (kad's loop): at least 2 programs a row\n"
                       "        _ss = max(_ss, 2)\n");
     buf_puts(out, "    flags.append(_ss)\n");
@@ -1697,23 +1707,24 @@ static void print_spread_plan(Buf *out, Arena *a, const Func *bwd, int at0)
 /* The host launcher: checks the arguments and launches the kernel with
  * the constexprs in their places.  jvp_nin: a jvp's launcher (>= 0: its
  * tangent inputs), the backward's (-1), a saving forward's (-2). */
-static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int nfwd, int nins,
+static void print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o, int nfwd, int nins,
                            const Func *fwd, const char *kname, const char *lname, int jvp_nin)
 {
+    const Func *bwd = P->main;
     const char *fwd_name = fwd->name;
     int ndef = nfwd + bwd->consts.n, nc = 0, nspec = 0;
     const char *what = jvp_nin >= 0 ? "jvp" : jvp_nin == -2 ? "saving forward" : jvp_nin == -3 ? "race check"
                                                                                             : "backward";
     for (int i = 0; i < bwd->consts.n; i++)
         bwd->consts.v[i].runtime ? nspec++ : nc++;
-    int nargs = func_nargs(bwd) + nspec;
+    int nargs = plan_nargs(P) + nspec;
     /* the launcher's arguments: the def's runtime ones, then the gradients */
     const char **argn = arena_alloc(a, sizeof *argn * (size_t)(nargs + 1));
     int na = 0;
     for (int k = 0; k < ndef; k++)
         if (is_arg(bwd, o, k))
             argn[na++] = o[k].cnst ? bwd->consts.v[o[k].i].name : bwd->vals.v[bwd->params[o[k].i]].name;
-    for (int i = nfwd; i < func_nargs(bwd); i++)
+    for (int i = nfwd; i < plan_nargs(P); i++)
         argn[na++] = grad_name(a, bwd, i);
     ASSERT(na == nargs);
     Buf names = {.a = a}, quoted = {.a = a};
@@ -1722,7 +1733,7 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
         buf_printf(&names, "%s%s", i ? ", " : "", n ? n : "?");
         buf_printf(&quoted, "%s\"%s\"%s", i ? " " : "", n ? n : "?", nargs == 1 || i + 1 < nargs ? "," : "");
     }
-    int at0 = nargs - (func_nargs(bwd) - nfwd);
+    int at0 = nargs - (plan_nargs(P) - nfwd);
     Buf meta = {.a = a}; /* the constexprs' values, for a grid callable */
     for (int i = 0; i < bwd->consts.n; i++)
         if (!bwd->consts.v[i].runtime)
@@ -1730,10 +1741,10 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
     /* planned: the launch's decisions computed once per launch key (every launcher but the GEMM
      * form's); direct: its kernels launched through _kad_go (not with tapes, descriptors or TMA
      * flags, whose arguments the plan does not fix) */
-    bool plan = bwd->fold || !bwd->gemm;
+    bool plan = bwd->fold || !P->gemm;
     ValId *tg = arena_alloc(a, sizeof *tg * (size_t)(bwd->nparams + 1));
     int ntg = jvp_nin != -1 ? 0 : emit_tma_grads(bwd, nfwd, tg);
-    bool direct = plan && !bwd->tapes.n && !emit_has_desc(bwd) && !fwd->descs.n && !ntg;
+    bool direct = plan && !P->tapes.n && !emit_has_desc(bwd) && !fwd->descs.n && !ntg;
     Buf key = {.a = a}; /* a planned launch's key: what its plan depends on */
     if (plan) {
         buf_printf(out, "\n\ndef _kad_plan(names, grid, args, nfold):\n    \"\"\"");
@@ -1753,12 +1764,12 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                                    jvp_nin >= 0 ? "tangents" : jvp_nin == -2 ? "buffers" : "gradients"),
                  LINE_LIMIT, "    ", 7);
         buf_puts(out, "\n    \"\"\"\n");
-        print_guards(out, a, bwd, nfwd, nins, at0, true);
+        print_guards(out, a, P, nfwd, nins, at0, true);
         if (bwd->fold)
-            print_fold_plan(out, a, bwd, nfwd, at0, nfwd + nins);
+            print_fold_plan(out, a, P, nfwd, at0, nfwd + nins);
         else {
-            if (bwd->spread)
-                print_spread_plan(out, a, bwd, at0);
+            if (P->spread)
+                print_spread_plan(out, a, P, at0);
             buf_printf(out, "    return flags, zero, _kad_ck(args[%d].device)\n", at0);
         }
         buf_puts(&key, bwd->fold && bwd->fold->axes ? "grid, nfold" : "grid");
@@ -1769,11 +1780,11 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                 buf_printf(&key, ", args[%d], args[%d].__class__", i, i);
             i++;
         }
-        for (int i = nfwd + nins; i < func_nargs(bwd); i++)
+        for (int i = nfwd + nins; i < plan_nargs(P); i++)
             buf_printf(&key, ", args[%d].shape, args[%d].stride()", at0 + i - nfwd, at0 + i - nfwd);
         buf_printf(&key, ", args[%d].device", bwd->fold ? at0 + bwd->fold->in[0].slot - nfwd : at0);
     }
-    bool trusted = jvp_nin == -1 && bwd->trusted;
+    bool trusted = jvp_nin == -1 && P->trusted;
     buf_printf(out, "\n\ndef %s(grid, *args, %snum_warps=None, num_stages=None, kad_tune=False, %s**constexprs):\n", lname,
                trusted ? "outputs_unmodified, " : "", bwd->fold && bwd->fold->axes ? "nfold=None, " : "");
     buf_puts(out, "    \"\"\"");
@@ -1799,11 +1810,11 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                          "partials it fills). args: the forward's runtime arguments, then the gradient buffers "
                          "(%s).",
                    fwd_name, kname, buf_str(&names));
-    else if (bwd->gather) {
+    else if (P->gather) {
         Buf ks = {.a = a};
-        for (int j = 0; j < bwd->gather->n; j++)
-            buf_printf(&ks, "%s%s", j ? (j + 1 == bwd->gather->n ? " and " : ", ") : "", bwd->gather->in[j].k->name);
-        int m = bwd->gather->main;
+        for (int j = 0; j < P->gather->n; j++)
+            buf_printf(&ks, "%s%s", j ? (j + 1 == P->gather->n ? " and " : ", ") : "", P->gather->in[j].k->name);
+        int m = P->gather->main;
         buf_printf(&doc, "Runs the backward of %s: every kernel it needs (%s%s%s). args: the forward's "
                          "runtime arguments, then the gradient buffers (%s).",
                    fwd_name, m == 1 ? "" : kname, m == 2 ? " unless the gathers write everything, then "
@@ -1839,18 +1850,18 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                 buf_printf(&cs, "%s%s=%s", j++ ? ", " : "", bwd->consts.v[i].name, bwd->consts.v[i].value);
         buf_printf(&doc, " constexprs: only the specialized values, which are the defaults (%s).", buf_str(&cs));
     }
-    if (bwd->gemm)
+    if (P->gemm)
         buf_printf(&doc, " num_warps, num_stages: the forward's launch options, passed to the kernels with the "
                          "forward's tiles (%s, %s) when given; else kad's defaults for each kernel's tiles (always "
                          "for the GEMM operand kernels, whose tiles are their own).",
-                   ident(a, bwd->name), bwd->gemm->first->name);
-    else if (bwd->gather && bwd->gather->in[0].scatter)
+                   ident(a, bwd->name), P->gemm->first->name);
+    else if (P->gather && P->gather->in[0].scatter)
         buf_puts(&doc, " num_warps, num_stages: passed to every launch when given (but the scattered sites' "
                        "kernels take kad's warps for their own tiles); else kad's defaults for each kernel's tiles.");
     else
         buf_puts(&doc, " num_warps, num_stages: passed to every launch when given; else kad's defaults for each "
                        "kernel's tiles.");
-    if (direct || bwd->gemm)
+    if (direct || P->gemm)
         buf_puts(&doc, " kad_tune: each kernel's num_warps and num_stages timed on its first launch of each "
                        "launch key among a few, the fastest remembered; a choice never changes the results' bits "
                        "(docs/GRAD.md, \"Tuning\").");
@@ -1869,7 +1880,7 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                          "forward stored on these arguments (this backward loads them instead of recomputing "
                          "them: docs/AD.md, \"Trusted saved outputs\"); where that is not known, use the "
                          "backward generated without trusted outputs.",
-                   bwd->trusted);
+                   P->trusted);
     wrap(out, buf_str(&doc), LINE_LIMIT, "    ", 7);
     buf_puts(out, "\n    \"\"\"\n");
     if (trusted)
@@ -1877,7 +1888,7 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                         "        raise ValueError(\"%s loads %s as the forward stored them: pass outputs_unmodified=True \"\n"
                         "                         \"only when they are unchanged since the forward, else use the backward \"\n"
                         "                         \"generated without trusted outputs (it recomputes them)\")\n",
-                   lname, bwd->trusted);
+                   lname, P->trusted);
     buf_puts(out, "    names = (");
     wrap(out, buf_str(&quoted), LINE_LIMIT - 1, "             ", 13);
     buf_puts(out, ")\n");
@@ -1900,10 +1911,10 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
     buf_puts(out, "    if len(args) != len(names):\n");
     buf_printf(out, "        raise TypeError(f\"%s: expected {len(names)} arguments after the grid \"\n"
                     "                        f\"({', '.join(names)}), got {len(args)}\")\n", lname);
-    if (jvp_nin == -1 && bwd->cleared.n) { /* Func.cleared: the caller's output gradients stay as given */
+    if (jvp_nin == -1 && P->cleared.n) { /* Program.cleared: the caller's output gradients stay as given */
         Buf is = {.a = a};
-        for (int j = 0; j < bwd->cleared.n; j++)
-            buf_printf(&is, "%d, ", at0 + bwd->cleared.v[j] - nfwd);
+        for (int j = 0; j < P->cleared.n; j++)
+            buf_printf(&is, "%d, ", at0 + P->cleared.v[j] - nfwd);
         buf_printf(out, "    # outputs stored at several sites: their stores read their gradients and clear them (the\n"
                         "    # later store wins), on copies\n"
                         "    args = list(args)\n"
@@ -1974,9 +1985,9 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                           "        return\n");
         buf_puts(out, "    args = [*args, *flags]\n");
     } else {
-        print_guards(out, a, bwd, nfwd, nins, at0, false);
+        print_guards(out, a, P, nfwd, nins, at0, false);
     }
-    if (bwd->gather) { /* the forward's grid, for the gather kernels */
+    if (P->gather) { /* the forward's grid, for the gather kernels */
         if (plan) {
             buf_puts(out, "    _kg = grid  # the forward's grid\n");
         } else {
@@ -1994,13 +2005,13 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
     /* the call: runtime arguments in slices, constexpr values in their places */
     Buf call = {.a = a};
     buf_puts(&call, call_text(a, bwd, o, ndef, nargs, true));
-    print_tapes(out, a, bwd, lname);
+    print_tapes(out, a, P, lname);
     if (bwd->fold) {
         buf_puts(out, "    grid = fold_grid\n");
         print_fold(out, a, bwd, nfwd, at0);
     }
-    if (bwd->gemm)
-        print_gemm(out, a, bwd, buf_str(&call), at0, nfwd, o, ndef);
+    if (P->gemm)
+        print_gemm(out, a, P, buf_str(&call), at0, nfwd, o, ndef);
     if (nc)
         buf_puts(out, "    # the runtime arguments with the constexpr values in their places\n");
     if (emit_has_desc(bwd))
@@ -2014,34 +2025,34 @@ static void print_launcher(Buf *out, Arena *a, const Func *bwd, const DefParam *
                    at0 + pi - nfwd);
     }
     /* direct: the tensors among the call's values, the def's pointer parameters then the gradients */
-    int np = 0, *ptrs = arena_alloc(a, sizeof *ptrs * (size_t)(ndef + func_nargs(bwd) - nfwd + 1));
-    for (int k = 0; k < ndef + func_nargs(bwd) - nfwd; k++)
+    int np = 0, *ptrs = arena_alloc(a, sizeof *ptrs * (size_t)(ndef + plan_nargs(P) - nfwd + 1));
+    for (int k = 0; k < ndef + plan_nargs(P) - nfwd; k++)
         if (k >= ndef || (!o[k].cnst && ir_type(bwd, bwd->params[o[k].i]).dt == DT_PTR))
             ptrs[np++] = k;
     const char *ind = "    ";
-    if (bwd->gather && bwd->gather->main == 2) {
+    if (P->gather && P->gather->main == 2) {
         buf_puts(out, "    if not (");
-        for (int j = 0, k = 0; j < bwd->gather->n; j++)
-            if (bwd->gather->in[j].flag >= 0)
-                buf_printf(out, "%sargs[%d]", k++ ? " and " : "", nargs + bwd->gather->in[j].flag);
+        for (int j = 0, k = 0; j < P->gather->n; j++)
+            if (P->gather->in[j].flag >= 0)
+                buf_printf(out, "%sargs[%d]", k++ ? " and " : "", nargs + P->gather->in[j].flag);
         buf_puts(out, "):  # else it has nothing left to do: the gathers write its gradients\n");
         ind = "        ";
     }
-    if (!(bwd->gather && bwd->gather->main == 1)) {
+    if (!(P->gather && P->gather->main == 1)) {
         int w, st;
-        launch_defaults(bwd, &w, &st);
-        if (bwd->spread) /* S programs per forward program along axis 0 (the plan's last flag) */
+        launch_defaults(bwd, P->spread, &w, &st);
+        if (P->spread) /* S programs per forward program along axis 0 (the plan's last flag) */
             buf_printf(out, "%s_sg = (grid[0] * args[%d], grid[1], grid[2])  # %s programs per forward program\n",
-                       ind, nargs + bwd->flags.n, KAD_SPREAD_PARAM);
-        print_launch(out, a, ind, kname, bwd->spread ? "_sg" : "grid", buf_str(&call), direct ? ptrs : NULL, np, 0,
+                       ind, nargs + P->main->flags.n, KAD_SPREAD_PARAM);
+        print_launch(out, a, ind, kname, P->spread ? "_sg" : "grid", buf_str(&call), direct ? ptrs : NULL, np, 0,
                      arena_printf(a, "num_warps or %d", w), st ? arena_printf(a, "num_stages or %d", st) : "num_stages",
-                     launch_options(a, bwd), tune_facts(a, bwd, o, ndef, nfwd));
+                     launch_options(a, bwd, P->spread), tune_facts(a, bwd, o, ndef, nfwd));
     }
     if (bwd->fold)
-        print_fold_sums(out, a, bwd, kname, nfwd, at0, direct);
-    if (bwd->gather)
-        print_gathers(out, a, bwd, o, ndef, nargs, direct ? ptrs : NULL, np);
-    if (has_bounded(bwd))
+        print_fold_sums(out, a, P, kname, nfwd, at0, direct);
+    if (P->gather)
+        print_gathers(out, a, P, o, ndef, nargs, direct ? ptrs : NULL, np);
+    if (has_bounded(P))
         buf_puts(out, "    for _t, _line, _cap in _kad_bounded:  # the overflow flags: never a gradient from a partial tape\n"
                       "        if _t[0].item() != 0:\n"
                       "            raise RuntimeError(\"kad: the `while` loop at line %d ran more than %d iterations, \"\n"
@@ -2108,18 +2119,19 @@ static void print_launcher_separator(Buf *out, Arena *a, const char *lname)
     buf_putc(out, '\n');
 }
 
-bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSpec *spec, bool kernels_only,
+bool emit_triton_backward(Buf *out, const Func *fwd, const Program *P, const AdSpec *spec, bool kernels_only,
                           Diags *d)
 {
+    const Func *bwd = P->main;
     Arena *a = out->a;
     int nfwd = fwd->nparams;
-    ASSERT(func_nargs(bwd) == nfwd + spec->nouts + ad_spec_nwrt_only(spec) && bwd->consts.n == fwd->consts.n);
+    ASSERT(plan_nargs(P) == nfwd + spec->nouts + ad_spec_nwrt_only(spec) && bwd->consts.n == fwd->consts.n);
     const char *kname = arena_printf(a, "%s_bwd", ident(a, fwd->name));
     const char *lname = arena_printf(a, "launch_%s", kname);
     DefParam *o = def_order(a, bwd, nfwd);
     EmitOptions opt = {
         .name = kname,
-        .header = bwd_header(a, fwd, bwd, spec, o, nfwd, lname),
+        .header = bwd_header(a, fwd, P, spec, o, nfwd, lname),
         .backward = true,
         .nfwd = nfwd,
         .nouts = spec->nouts,
@@ -2143,11 +2155,11 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
             .jit_args = arena_printf(a, "do_not_specialize=[%s]", buf_str(&ns)),
         };
         buf_puts(out, "\n\n");
-        if (!emit_triton(out, pl->sum, &so, d))
+        if (!emit_triton(out, P->sum, &so, d))
             return false;
     }
-    if (bwd->gemm) {
-        const GemmPlan *pl = bwd->gemm;
+    if (P->gemm) {
+        const GemmPlan *pl = P->gemm;
         EmitOptions go = opt;
         go.name = pl->first->name;
         go.header = arena_printf(a, "the GEMM form, kernel 1: the backward without the K loop's operand gradients; "
@@ -2195,8 +2207,8 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
             }
         }
     }
-    for (int j = 0; bwd->gather && j < bwd->gather->n; j++) {
-        const GatherIn *gi = &bwd->gather->in[j];
+    for (int j = 0; P->gather && j < P->gather->n; j++) {
+        const GatherIn *gi = &P->gather->in[j];
         EmitOptions go = opt;
         go.name = gi->k->name;
         if (gi->scatter)
@@ -2223,13 +2235,13 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
         return true;
     }
     print_launcher_separator(out, a, lname);
-    if (bwd->gemm)
-        print_gemm_helper(out, a, bwd);
+    if (P->gemm)
+        print_gemm_helper(out, a, P);
     bool covers = false;
-    for (int i = 0; i < bwd->covers.n; i++)
-        covers |= bwd->covers.v[i].cover != NULL;
-    for (int i = 0; bwd->gemm && i < bwd->gemm->n; i++)
-        covers |= bwd->gemm->op[i].cover != NULL;
+    for (int i = 0; i < P->covers.n; i++)
+        covers |= P->covers.v[i].cover != NULL;
+    for (int i = 0; P->gemm && i < P->gemm->n; i++)
+        covers |= P->gemm->op[i].cover != NULL;
     if (covers)
         buf_printf(out, "\n\n%s", access_cover_helper());
     if (fwd->descs.n)
@@ -2238,7 +2250,7 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
         buf_puts(out, tma_helpers());
     if (bwd->fold)
         buf_printf(out, "\n\n%s", fold_dense_helper());
-    else if (bwd->spread && !bwd->gemm)
+    else if (P->spread && !P->gemm)
         buf_puts(out, "\n\n" SMS_HELPER);
     buf_printf(out, "%s%s%s%s", bwd->fold ? "" : "\n\n", launch_helper(), tune_helper(), tune_helper2());
     /* the package's question (docs/GRAD.md, "Launch parameters"): a dot's tiles follow the forward's
@@ -2246,10 +2258,10 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
     buf_printf(out, "\n\n# the package passes the forward's num_warps/num_stages to this launcher only when True: when\n"
                     "# the backward has a tl.dot, whose tiles follow the forward's warps (docs/GRAD.md)\n"
                     "_kad_forward_options = %s\n", has_dot(bwd) ? "True" : "False");
-    if (bwd->trusted) {
+    if (P->trusted) {
         buf_puts(out, "# the buffers this backward loads as the forward stored them (docs/AD.md, \"Trusted saved outputs\"):\n"
                       "# its launcher takes outputs_unmodified=True\n_kad_trusted = (");
-        const char *p = bwd->trusted;
+        const char *p = P->trusted;
         while (*p) {
             const char *q = strchr(p, ',');
             size_t n = q ? (size_t)(q - p) : strlen(p);
@@ -2258,7 +2270,7 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Func *bwd, const AdSp
         }
         buf_puts(out, ")\n");
     }
-    print_launcher(out, a, bwd, o, nfwd, spec->nouts, fwd, kname, lname, -1);
+    print_launcher(out, a, P, o, nfwd, spec->nouts, fwd, kname, lname, -1);
     print_launch_check(out, a, bwd, o, nfwd, fwd);
     return true;
 }
@@ -2308,7 +2320,7 @@ bool emit_triton_saving(Buf *out, const Func *fwd, const Func *sv, int64_t slot,
 {
     Arena *a = out->a;
     int nfwd = fwd->nparams;
-    ASSERT(func_nargs(sv) == nfwd + 1 && sv->consts.n == fwd->consts.n);
+    ASSERT(sv->nparams == nfwd + 1 && sv->consts.n == fwd->consts.n);
     const char *kname = arena_printf(a, "%s_fwd", ident(a, fwd->name));
     const char *lname = arena_printf(a, "launch_%s", kname);
     DefParam *o = def_order(a, sv, nfwd);
@@ -2332,7 +2344,7 @@ bool emit_triton_saving(Buf *out, const Func *fwd, const Func *sv, int64_t slot,
     if (!emit_forward_kernel(out, fwd, sv, kname, buf_str(&h), d))
         return false;
     buf_printf(out, "\n\n_kad_slot = %lld  # fp32 elements of %s per program\n", (long long)slot, KAD_SAVE_PARAM);
-    print_launcher(out, a, sv, o, nfwd, 1, fwd, kname, lname, -2);
+    print_launcher(out, a, plan_new(a, (Func *)sv), o, nfwd, 1, fwd, kname, lname, -2);
     return true;
 }
 
@@ -2340,7 +2352,7 @@ bool emit_triton_jvp(Buf *out, const Func *fwd, const Func *jv, const AdSpec *sp
 {
     Arena *a = out->a;
     int nfwd = fwd->nparams;
-    ASSERT(func_nargs(jv) == nfwd + spec->nouts + ad_spec_nwrt_only(spec) && jv->consts.n == fwd->consts.n);
+    ASSERT(jv->nparams == nfwd + spec->nouts + ad_spec_nwrt_only(spec) && jv->consts.n == fwd->consts.n);
     const char *kname = arena_printf(a, "%s_jvp", ident(a, fwd->name));
     const char *lname = arena_printf(a, "launch_%s", kname);
     DefParam *o = def_order(a, jv, nfwd);
@@ -2362,7 +2374,7 @@ bool emit_triton_jvp(Buf *out, const Func *fwd, const Func *jv, const AdSpec *sp
                lname);
     if (!emit_forward_kernel(out, fwd, jv, kname, buf_str(&h), d))
         return false;
-    print_launcher(out, a, jv, o, nfwd, func_nargs(jv) - nfwd, fwd, kname, lname, nin);
+    print_launcher(out, a, plan_new(a, (Func *)jv), o, nfwd, jv->nparams - nfwd, fwd, kname, lname, nin);
     return true;
 }
 
@@ -2405,7 +2417,7 @@ bool emit_triton_race(Buf *out, const Func *fwd, const RacePlan *p, Diags *d)
     if (p->kernel) {
         if (!emit_forward_kernel(out, fwd, rk, kname, buf_str(&h), d))
             return false;
-        print_launcher(out, a, rk, o, nfwd, 1, fwd, kname, lname, -3);
+        print_launcher(out, a, plan_new(a, (Func *)rk), o, nfwd, 1, fwd, kname, lname, -3);
     } else {
         buf_printf(out, "\"\"\"%s\n\"\"\"\n", buf_str(&h));
     }

@@ -1913,34 +1913,8 @@ static void run_grid(Interp *S, const XBlock *body)
             }
 }
 
-/* Writes the plan of f's revolve tape j (revolve_plan: its rows, then RV_FIELDS elements per row) into the head of
- * its buffer (elements of esz bytes) as exact floats. */
-static bool revolve_head(const Func *f, int j, const int64_t *iargs, const int64_t grid[3], void *buf,
-                         int64_t esz, Diags *d)
+bool interp_ranges_hold(const Func *f, const InterpArg *args, Diags *d)
 {
-    int32_t *plan = NULL;
-    int64_t rows = 0;
-    if (!tape_revolve_of(f, j, iargs, grid, NULL, NULL, &rows, &plan, d))
-        return false;
-    for (int64_t k = 0; k <= RV_FIELDS * rows; k++) {
-        double v = k ? plan[k - 1] : (double)rows;
-        if (esz == 8)
-            ((double *)buf)[k] = v;
-        else
-            ((float *)buf)[k] = (float)v;
-    }
-    free(plan);
-    return true;
-}
-
-bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs,
-                InterpMode mode, Diags *d)
-{
-    int nc = func_nargs(f);
-    if (nargs != nc) {
-        diag_error(d, f->loc, "kernel '%s' takes %d runtime arguments, %d given", f->name, nc, nargs);
-        return false;
-    }
     for (int i = 0; i < f->ranges.n; i++) { /* the ranges the kernel was specialized for */
         const ParamRange *r = &f->ranges.v[i];
         int64_t v = args[r->param].i;
@@ -1952,152 +1926,19 @@ bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int
             return false;
         }
     }
-    if (f->gemm) { /* the GEMM form when the launch allows it (ad_gemm.c), else the atomics below */
-        int r = gemm_run(f, grid, args, nargs, mode, d);
-        if (r)
-            return r > 0;
-    }
-    if (!f->guards.n && !f->flags.n && !f->fold && !f->tapes.n && !f->gather && !f->spread && !f->cleared.n)
-        return interp_run_kernel(f, grid, args, nargs, mode, d);
-    /* a backward's launch conditions, flags, tapes and spread, on the forward's grid */
-    int nt = f->tapes.n, next = nc + f->flags.n + nt + !!f->spread;
-    int64_t *iargs = calloc((size_t)nc + 1, sizeof *iargs);
-    InterpArg *ext = calloc((size_t)next + 1, sizeof *ext);
-    void **tapes = calloc((size_t)nt + 1, sizeof *tapes);
-    bool ok = iargs && ext && tapes;
-    if (!ok)
-        diag_error(d, f->loc, "interpreter: out of memory");
-    for (int k = 0; ok && k < nc; k++) {
-        iargs[k] = args[k].i;
-        ext[k] = args[k];
-    }
-    /* output gradients the backward reads and clears (Func.cleared): on copies, the caller's kept */
-    void **priv = calloc((size_t)f->cleared.n + 1, sizeof *priv);
-    ok = ok && priv;
-    for (int j = 0; ok && j < f->cleared.n; j++) {
-        InterpArg *g = &ext[f->cleared.v[j]];
-        priv[j] = malloc((size_t)(g->nbytes > 0 ? g->nbytes : 1));
-        if (!priv[j]) {
-            diag_error(d, f->loc, "interpreter: out of memory");
-            ok = false;
-            break;
-        }
-        if (g->nbytes > 0)
-            memcpy(priv[j], g->data, (size_t)g->nbytes);
-        g->data = priv[j];
-    }
-    if (ok)
-        ok = func_guards_hold(f, iargs, grid, d);
-    for (int j = 0; ok && j < f->flags.n; j++) {
-        bool holds = true; /* cannot evaluate: false, the atomics (always right) */
-        const int64_t *ga = f->flags.v[j].grid_add; /* a gather's condition: on its grid */
-        int64_t fg[3] = {grid[0] + (ga ? ga[0] : 0), grid[1] + (ga ? ga[1] : 0), grid[2] + (ga ? ga[2] : 0)};
-        for (int c = 0; c < f->flags.v[j].ncond && holds; c++)
-            if (!access_cond_eval(f->flags.v[j].acc, f->flags.v[j].cond[c], iargs, fg, &holds))
-                holds = false;
-        ext[nc + j] = (InterpArg){.i = holds};
-    }
-    for (int j = 0; ok && j < nt; j++) { /* tapes: uninitialized scratch, sized for this launch */
-        int64_t n = 0;
-        Type pt = ir_type(f, f->tapes.v[j].param);
-        int64_t esz = mode == IM_F64 ? 8 : dtype_bits((Dtype)pt.elem) / 8;
-        ok = tape_elems(f, j, iargs, grid, &n, d);
-        if (ok && n > (INT64_MAX / 16) / esz) {
-            diag_error(d, f->tapes.v[j].loc, "the tape of this loop is too large (%lld elements)", (long long)n);
-            ok = false;
-        }
-        if (ok) {
-            tapes[j] = malloc((size_t)(n > 0 ? n * esz : 1));
-            if (tapes[j]) /* NaN everywhere: a read of an element never written shows */
-                memset(tapes[j], 0xff, (size_t)(n > 0 ? n * esz : 1));
-            if (tapes[j] && f->tapes.v[j].bounded) /* a `while` loop's head: the overflow flag, clear */
-                memset(tapes[j], 0, (size_t)(KAD_TAPE_HEAD * esz));
-            if (!tapes[j]) {
-                diag_error(d, f->tapes.v[j].loc, "interpreter: out of memory for the tape of this loop");
-                ok = false;
-            }
-            if (ok && f->tapes.v[j].revolve) /* the plan's head: its rows, then (kind, a, b) each */
-                ok = revolve_head(f, j, iargs, grid, tapes[j], esz, d);
-            ext[nc + f->flags.n + j] = (InterpArg){.data = tapes[j], .nbytes = n * esz};
-        }
-    }
-    int64_t tbytes = 0, budget = 0;
-    for (int j = 0; ok && j < nt; j++) {
-        Type pt = ir_type(f, f->tapes.v[j].param);
-        tbytes += ext[nc + f->flags.n + j].nbytes / (mode == IM_F64 ? 8 : dtype_bits((Dtype)pt.elem) / 8) *
-                  (dtype_bits((Dtype)pt.elem) / 8); /* the bytes the launcher allocates */
-        if (f->tapes.v[j].ckpt)
-            budget = f->tapes.v[j].budget;
-    }
-    if (ok && budget && tbytes > budget) {
-        diag_error(d, f->loc, "this launch needs %lld bytes of tape even with checkpointing, above the tape "
-                              "budget of %lld bytes", (long long)tbytes, (long long)budget);
-        ok = false;
-    }
-    bool run_main = true, empty = grid[0] <= 0 || grid[1] <= 0 || grid[2] <= 0;
-    if (f->gather && f->gather->main == 1)
-        run_main = false;
-    if (f->gather && f->gather->main == 2) { /* not when every gather's flag holds */
-        run_main = false;
-        for (int j = 0; j < f->gather->n; j++)
-            run_main |= f->gather->in[j].flag >= 0 && !ext[nc + f->gather->in[j].flag].i;
-    }
-    int64_t sg[3] = {grid[0], grid[1], grid[2]}; /* a spread loop: S programs per forward program */
-    if (ok && f->spread) {
-        int64_t s = spread_cpu(f, iargs, grid);
-        ext[nc + f->flags.n + nt] = (InterpArg){.i = s};
-        sg[0] *= s;
-    }
-    if (ok && f->fold) /* a folded backward: its kernels, with the partials its plan allocates */
-        ok = fold_run(f, grid, ext, next, mode, FOLD_CPU_PROGRAMS, d);
-    else if (ok && run_main)
-        ok = interp_run_kernel(f, sg, ext, next, mode, d);
-    for (int j = 0; ok && !empty && f->gather && j < f->gather->n; j++) { /* then the gather kernels */
-        const GatherIn *gi = &f->gather->in[j];
-        if (gi->flag >= 0 && !ext[nc + gi->flag].i)
-            continue; /* the backward's atomics added it */
-        int64_t gg[3] = {grid[0] + gi->grid_add[0], grid[1] + gi->grid_add[1], grid[2] + gi->grid_add[2]};
-        ok = interp_run_kernel(gi->k, gg, ext, nc, mode, d);
-    }
-    for (int j = 0; ok && j < nt; j++) { /* a `while` loop's overflow flag: never a gradient from a partial tape */
-        const FuncTape *t = &f->tapes.v[j];
-        bool over = false;
-        if (t->bounded && tapes[j]) {
-            Type pt = ir_type(f, t->param);
-            if (mode == IM_F64 || pt.elem == DT_F64)
-                over = *(double *)tapes[j] != 0;
-            else
-                over = *(float *)tapes[j] != 0;
-        }
-        if (over) {
-            int64_t lo = 0, cap = 0;
-            tape_expr_bound(t->trips, iargs, grid, &lo, &cap);
-            diag_error(d, t->loc, "this `while` loop ran more than %lld iterations, the capacity of its tape: "
-                                  "the backward's gradients are invalid (raise the capacity with --while-cap, or "
-                                  "bound the loop with a counter compared with an argument)",
-                       (long long)cap);
-            ok = false;
-        }
-    }
-    for (int j = 0; tapes && j < nt; j++)
-        free(tapes[j]);
-    for (int k = 0; priv && k < f->cleared.n; k++)
-        free(priv[k]);
-    free(priv);
-    free(tapes);
-    free(iargs);
-    free(ext);
-    return ok;
+    return true;
 }
 
-bool interp_run_kernel(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs,
-                       InterpMode mode, Diags *d)
+bool interp_run(const Func *f, const int64_t grid[3], const InterpArg *args, int nargs, InterpMode mode,
+                Diags *d)
 {
     if (nargs != f->nparams) {
         diag_error(d, f->loc, "kernel '%s' takes %d runtime arguments, %d given", f->name,
                    f->nparams, nargs);
         return false;
     }
+    if (!interp_ranges_hold(f, args, d))
+        return false;
     for (int k = 0; k < 3; k++)
         if (grid[k] < 0 || grid[k] > INT32_MAX) {
             diag_error(d, f->loc, "grid dimension %d is %lld: must be in 0..%d", k,

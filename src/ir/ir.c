@@ -792,13 +792,8 @@ Func *ir_func_clone(Arena *a, const Func *f, const char *name)
     for (int i = 0; i < f->rules.n; i++)
         vec_push(a, c->rules, block_clone(a, f->rules.v[i]));
     c->fold = NULL;
-    c->gemm = NULL;
-    c->gather = NULL;
-    c->spread = NULL;
     memset(&c->guards, 0, sizeof c->guards);
     memset(&c->flags, 0, sizeof c->flags);
-    memset(&c->covers, 0, sizeof c->covers);
-    memset(&c->tapes, 0, sizeof c->tapes);
     memset(&c->notes, 0, sizeof c->notes);
     memset(&c->hints, 0, sizeof c->hints);
     return c;
@@ -812,8 +807,13 @@ const ParamRange *ir_param_range(const Func *f, int param)
     return NULL;
 }
 
-void ir_print(Buf *b, const Func *f)
+void ir_print(Buf *b, const Func *f) { ir_print_plan(b, f, NULL); }
+
+void ir_print_plan(Buf *b, const Func *f, const IrPlanText *pt)
 {
+    static const IrPlanText none;
+    if (!pt)
+        pt = &none;
     Printer p = {.b = b, .f = f};
     namer_init(&p.nm, b->a, f);
     buf_printf(b, "kernel @%s(", f->name ? f->name : "kernel");
@@ -834,26 +834,26 @@ void ir_print(Buf *b, const Func *f)
             buf_printf(b, "%s%s = %s", i ? ", " : "", f->consts.v[i].name, f->consts.v[i].value);
         buf_putc(b, ']');
     }
-    for (int j = 0; j < f->tapes.n; j++) { /* tape(%t trips EXPR slot N, ...) */
+    for (int j = 0; j < pt->tapes.n; j++) { /* tape(%t trips EXPR slot N, ...) */
         buf_puts(b, j ? ", " : " tape(");
-        put_val(&p, f->tapes.v[j].param);
+        put_val(&p, pt->tapes.v[j].param);
         buf_puts(b, " trips ");
-        put_tape_expr(&p, f->tapes.v[j].trips);
-        buf_printf(b, " slot %lld", (long long)f->tapes.v[j].slot);
-        if (f->tapes.v[j].bounded)
+        put_tape_expr(&p, pt->tapes.v[j].trips);
+        buf_printf(b, " slot %lld", (long long)pt->tapes.v[j].slot);
+        if (pt->tapes.v[j].bounded)
             buf_puts(b, " bounded");
-        if (f->tapes.v[j].ckpt)
-            buf_printf(b, " checkpointed %lld%s", (long long)f->tapes.v[j].budget, f->tapes.v[j].revolve ? " revolve" : "");
-        if (j + 1 == f->tapes.n)
+        if (pt->tapes.v[j].ckpt)
+            buf_printf(b, " checkpointed %lld%s", (long long)pt->tapes.v[j].budget, pt->tapes.v[j].revolve ? " revolve" : "");
+        if (j + 1 == pt->tapes.n)
             buf_putc(b, ')');
     }
-    if (f->spread) { /* spread(%s trips EXPR [lanes N]) */
+    if (pt->spread) { /* spread(%s trips EXPR [lanes N]) */
         buf_puts(b, " spread(");
-        put_val(&p, f->spread->param);
+        put_val(&p, pt->spread->param);
         buf_puts(b, " trips ");
-        put_tape_expr(&p, f->spread->trips);
-        if (f->spread->lanes)
-            buf_printf(b, " lanes %d", (int)f->spread->lanes);
+        put_tape_expr(&p, pt->spread->trips);
+        if (pt->spread->lanes)
+            buf_printf(b, " lanes %d", (int)pt->spread->lanes);
         buf_putc(b, ')');
     }
     if (f->fold) { /* fold(axes = [K...], programs = [%G...], %part = x: dtype span %span [rows N [flag %f]], ...) */

@@ -76,6 +76,7 @@ typedef struct P {
     int *table; /* open addressing: entry index + 1, 0 = empty */
     uint32_t mask;
     Vec(int) scope; /* entries defined in the open regions, innermost last */
+    IrPlanText *pt; /* the header's tapes and spread */
 } P;
 
 static _Noreturn void perr(P *p, Loc loc, const char *fmt, ...)
@@ -1087,11 +1088,11 @@ static void parse_consts(P *p)
 /* fold := 'fold' '(' 'axes' '=' '[' [INT (',' INT)*] ']' ',' 'programs' '=' '[' [%p (',' %p)*] ']'
  *          (',' %p '=' NAME ':' dtype 'span' %p ['rows' INT ['flag' %p]])* ')'
  * A folded backward's plan (ad_fold.c; axes = [] when only site rows);
- * its sum kernel follows from it. */
+ * its sum kernel follows from it (plan_parse builds it). */
 static void parse_fold(P *p)
 {
     Func *f = p->f;
-    Loc loc = p->tok.loc;
+    Loc loc = p->pt->fold_loc = p->tok.loc;
     expect_id(p, "fold");
     expect(p, P_LPAREN, "'(' after fold");
     expect_id(p, "axes");
@@ -1161,8 +1162,6 @@ static void parse_fold(P *p)
     expect(p, P_RPAREN, "')' after the fold plan");
     pl->n = ins.n;
     pl->in = ins.v;
-    if (pl->n)
-        pl->sum = fold_sum_kernel(p->a, arena_printf(p->a, "%s_sum", f->name), pl->in, pl->n, loc);
     int naxes = 0;
     for (int k = 0; k < 3; k++)
         naxes += (pl->axes >> k) & 1;
@@ -1275,12 +1274,12 @@ static void parse_tapes(P *p)
                 t.revolve = true;
             }
         }
-        vec_push(p->a, f->tapes, t);
+        vec_push(p->a, p->pt->tapes, t);
     } while (accept(p, P_COMMA));
     expect(p, P_RPAREN, "')' after the tapes");
-    for (int j = 0; j < f->tapes.n; j++) /* consecutive, at the end (a fold plan's follow, checked there) */
+    for (int j = 0; j < p->pt->tapes.n; j++) /* consecutive, at the end (a fold plan's follow, checked there) */
         for (int k = 0; k < j; k++)
-            if (f->tapes.v[k].param == f->tapes.v[j].param)
+            if (p->pt->tapes.v[k].param == p->pt->tapes.v[j].param)
                 perr(p, loc, "a tape parameter named twice");
 }
 
@@ -1310,7 +1309,7 @@ static void parse_spread(P *p)
         sp->lanes = (int32_t)n.ival;
     }
     expect(p, P_RPAREN, "')' after the spread");
-    f->spread = sp;
+    p->pt->spread = sp;
 }
 
 /* func := 'kernel' '@' NAME '(' [param (',' param)*] ')' [consts] [fold]
@@ -1357,17 +1356,17 @@ static void parse_func(P *p)
     if (at_id(p, "tape"))
         parse_tapes(p);
     if (at_id(p, "spread")) {
-        if (p->f->tapes.n)
+        if (p->pt->tapes.n)
             perr(p, p->tok.loc, "a backward with tapes has no spread loop");
         parse_spread(p);
     }
     if (at_id(p, "fold")) {
-        if (p->f->spread)
+        if (p->pt->spread)
             perr(p, p->tok.loc, "a folded backward has no spread loop");
         parse_fold(p);
     }
-    for (int j = 0, at0 = (p->f->fold ? p->f->fold->nargs : p->f->nparams) - p->f->tapes.n; j < p->f->tapes.n; j++)
-        if (at0 < 0 || p->f->params[at0 + j] != p->f->tapes.v[j].param)
+    for (int j = 0, at0 = (p->f->fold ? p->f->fold->nargs : p->f->nparams) - p->pt->tapes.n; j < p->pt->tapes.n; j++)
+        if (at0 < 0 || p->f->params[at0 + j] != p->pt->tapes.v[j].param)
             perr(p, p->tok.loc, "a backward's tape parameters come in the tape plan's order, after the others "
                                 "(before a fold plan's)");
     parse_region_body(p, p->f->body, 0);
@@ -1402,7 +1401,15 @@ static void parse_func(P *p)
 
 Func *ir_parse(Arena *a, Diags *d, const char *file, const char *text)
 {
+    IrPlanText pt = {0};
+    return ir_parse_plan(a, d, file, text, &pt);
+}
+
+Func *ir_parse_plan(Arena *a, Diags *d, const char *file, const char *text, IrPlanText *pt)
+{
     P p = {0};
+    *pt = (IrPlanText){0};
+    p.pt = pt;
     p.a = a;
     p.d = d;
     p.file = arena_strdup(a, file ? file : "<ir>");

@@ -127,7 +127,7 @@ static const char *ad_errors(Arena *a, const char *ir, const char *wrt, const ch
     spec.nouts = ad_split_names(a, out, &o);
     spec.wrt = w;
     spec.outs = o;
-    Func *g = ad_backward(a, &d, f, &spec);
+    Program *g = ad_backward(a, &d, f, &spec);
     (void)g; /* the diagnostics say everything */
     return diag_render(&d);
 }
@@ -213,18 +213,19 @@ static void test_ad_signature(T *t)
     Func *f = ad_load(a, &d, "rms_norm_weight");
     const char *wrt[] = {"w_ptr", "x_ptr"}, *outs[] = {"y_ptr"};
     AdSpec spec = {.wrt = wrt, .nwrt = 2, .outs = outs, .nouts = 1};
-    Func *g = f ? ad_backward(a, &d, f, &spec) : NULL;
+    Program *gp = f ? ad_backward(a, &d, f, &spec) : NULL;
+    Func *g = gp ? gp->main : NULL;
     CHECK(t, g != NULL);
     if (g) {
         /* the contract's parameters, then the fold's hidden ones (ad_fold.c): w is read by
          * every row program, so its gradient goes through per-program partials */
         const char *want[] = {"x_ptr", "w_ptr", "y_ptr", "r_ptr", "n", "eps", "d_y_ptr", "d_x_ptr",
                               "d_w_ptr_part", "plain_d_x_ptr", "kad_span_w_ptr", "kad_programs_0"};
-        CHECK(t, func_nargs(g) == 9 && g->nparams == 12 && g->flags.n == 1 && g->flags.v[0].param == g->params[9]);
+        CHECK(t, plan_nargs(gp) == 9 && g->nparams == 12 && g->flags.n == 1 && g->flags.v[0].param == g->params[9]);
         for (int i = 0; i < g->nparams && i < 12; i++)
             CHECK(t, strcmp(g->vals.v[g->params[i]].name, want[i]) == 0);
         CHECK(t, g->fold && g->fold->axis == 0 && g->fold->n == 1 && g->fold->in[0].slot == 8 &&
-                     !strcmp(g->fold->in[0].name, "w_ptr") && g->fold->sum && g->fold->in[0].load_store);
+                     !strcmp(g->fold->in[0].name, "w_ptr") && gp->sum && g->fold->in[0].load_store);
         const char *ir = ir_to_string(a, g);
         CHECK(t, strstr(ir, "kernel @rms_bwd(") == ir);
         /* every forward store removed, scratch rstd included: the stores left are d_x's
@@ -238,7 +239,8 @@ static void test_ad_signature(T *t)
     }
     /* deterministic=False: atomics, no fold */
     spec.atomics = true;
-    g = f ? ad_backward(a, &d, f, &spec) : NULL;
+    gp = f ? ad_backward(a, &d, f, &spec) : NULL;
+    g = gp ? gp->main : NULL;
     CHECK(t, g && !g->fold && g->nparams == 9);
     if (g) {
         const char *ir = ir_to_string(a, g);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kad_int.h"
+#include "plan/plan.h"
 
 typedef struct T {
     int passed, failed;

@@ -1,0 +1,117 @@
+/* plan.h: the plan stage's private header -- a backward is a Program.
+ *
+ * A Program is what a backward is at run time: its main kernel, the
+ * companion kernels its strategies made (the fold's sum kernel, the GEMM
+ * form's dacc and operand kernels, gather and scatter kernels), the host
+ * data those strategies planned (launch flags, tapes, zero-fill covers, the
+ * spread, the output gradients read on a private copy), and the ordered
+ * list of host steps that runs it.  The AD strategies (src/ad/) fill the
+ * plan data of the Program ad_backward returns; plan_steps orders the steps
+ * from it.  Three walkers read the steps:
+ *   - run.c (plan_run) executes them on the interpreter, each launch one
+ *     interp_run of one kernel on one grid;
+ *   - emit_grad.c prints the Triton launcher that does the same on a GPU;
+ *   - text.c prints and parses a Program in the IR's textual form (the
+ *     main kernel with its tape/spread/fold annotations).
+ * Another launcher emitter (a CUDA C host file) walks P->steps with
+ * plan_step_kernel and plan_step_grid_add, switching on Step.kind, exactly
+ * as plan_run does.
+ *
+ * The main kernel's parameters are, in order: the contract (the forward's,
+ * then the output gradients, then the input gradients: plan_nargs of them),
+ * the flags, the tapes, the spread's S, then the fold's hidden parameters.
+ * Three parts of the plan stay on the main kernel's Func because stages
+ * before this one read them: Func.fold (the kernel emitter prints the fold
+ * loop and its hidden parameters), Func.flags (the kernel emitter makes
+ * them tl.constexpr) and Func.guards (access_decide.c's func_guards_hold). */
+#ifndef KAD_PLAN_H
+#define KAD_PLAN_H
+
+#include "kad_int.h"
+
+/* One host step.  j indexes the table of the Program that its kind names. */
+typedef enum StepKind {
+    STEP_GEMM,        /* the GEMM form (P->gemm) when the launch allows it: the operand gradients
+                       * zeroed, the dacc kernel, each operand kernel; then the Program is done.
+                       * When the launch does not allow it, the steps after it run */
+    STEP_COPY,        /* output gradient params[P->cleared.v[j]] replaced by a private copy: the
+                       * backward's stores read and clear it (the caller's is kept) */
+    STEP_GUARDS,      /* the main kernel's launch conditions (Func.guards): refuse a launch that
+                       * breaks one */
+    STEP_FLAG,        /* flag j (P->main->flags.v[j]) computed for this launch: an i1 argument */
+    STEP_TAPE,        /* tape j (P->tapes.v[j]) allocated for this launch (its revolve plan or
+                       * `while` overflow flag in its head) */
+    STEP_TAPE_BUDGET, /* the tapes' bytes against the checkpointing budget */
+    STEP_ZERO,        /* input gradient cover j (P->covers.v[j]): zero-filled unless the launch
+                       * provably overwrites it.  The launcher's; the interpreter's callers pass
+                       * zeroed gradients, so plan_run does nothing */
+    STEP_SPREAD,      /* S, the programs each forward program's loop is dealt to (P->spread): an
+                       * argument, and the main launch's grid[0] times S */
+    STEP_LAUNCH,      /* the main kernel on the forward's grid (times S) */
+    STEP_LAUNCH_UNLESS_GATHERED, /* the same, skipped when every gather's flag holds
+                       * (GatherPlan.main == 2) */
+    STEP_FOLD,        /* a folded launch (Func.fold): the partials allocated, the main kernel on
+                       * the folded grid, then the sum kernel P->sum over every input's rows */
+    STEP_GATHER,      /* gather (or scatter) kernel P->gather->in[j] on the forward's grid plus
+                       * its grid_add, when its flag holds (or it has none) */
+    STEP_TAPE_CHECK,  /* tape j of a `while` loop: a launch that overflowed its capacity is an
+                       * error (never a gradient from a partial tape) */
+    STEP_COUNT
+} StepKind;
+
+typedef struct Step {
+    int kind; /* StepKind */
+    int j;    /* the index into the table the kind names; 0 otherwise */
+} Step;
+
+typedef struct Program {
+    Func *main;                 /* the backward kernel (or any kernel: a Program of one launch) */
+    Func *sum;                  /* the fold's sum kernel (fold_sum_kernel), when main->fold */
+    const GemmPlan *gemm;       /* the GEMM form of the matmul operand gradients (ad_gemm.c), or NULL */
+    const GatherPlan *gather;   /* input gradients written by kernels of their own after main
+                                 * (ad_gather.c, ad_scatter.c), or NULL */
+    const FuncSpread *spread;   /* main's loop the launcher may spread over more programs
+                                 * (ad_spread.c), or NULL */
+    Vec(FuncCover) covers;      /* per input gradient: when the launcher need not zero-fill it */
+    Vec(FuncTape) tapes;        /* main's scratch buffers for loops run backwards (ad_tape.c),
+                                 * parameters after the flags */
+    Vec(int) cleared;           /* output gradients (indices into main's params) its stores read
+                                 * and clear: run on a private copy of the caller's */
+    Vec(const char *) notes;    /* how loops are reversed (ad_gauge.c, ad_spread.c): the header's
+                                 * and `kad grad --report`'s */
+    const char *trusted;        /* built with AdSpec.trusted and loading what the forward stored:
+                                 * those buffers' names, comma-separated; else NULL (ad_trust.c) */
+    Vec(Step) steps;            /* the host steps in order (plan_steps) */
+} Program;
+
+/* A Program of f alone (no plan data, no steps until plan_steps). */
+Program *plan_new(Arena *a, Func *f);
+/* (Re)builds P->steps from its plan data, in the order plan_run executes them.  The AD driver
+ * and the parser call it once the plan data is final. */
+void plan_steps(Program *P);
+/* The arguments a caller passes: the contract (main's parameters without the flags, tapes, spread
+ * and the fold's). */
+int plan_nargs(const Program *P);
+/* A step's name, for messages and dumps ("launch", "fold", ...). */
+const char *plan_step_name(int kind);
+/* The kernel a launch step runs (STEP_LAUNCH*, STEP_FOLD: main; STEP_GATHER: the gather kernel);
+ * NULL for a host-only step.  STEP_GEMM launches several: P->gemm's. */
+const Func *plan_step_kernel(const Program *P, const Step *s);
+/* The programs a STEP_GATHER kernel adds to the forward's grid along each axis (else 0). */
+void plan_step_grid_add(const Program *P, const Step *s, int64_t out[3]);
+
+/* run.c: runs P's steps on the interpreter for the forward's grid and the contract's arguments
+ * (plan_nargs of them).  Errors as interp_run's. */
+bool plan_run(const Program *P, const int64_t grid[3], const InterpArg *args, int nargs, InterpMode mode,
+              Diags *d);
+
+/* text.c: the textual form of a Program: the main kernel's IR with its tape(...), spread(...) and
+ * fold(...) annotations (ir_print_plan); the companion kernels are not part of the text (kad grad
+ * --ir prints them after it as comments). */
+void plan_print(Buf *b, const Program *P);
+char *plan_to_string(Arena *a, const Program *P);
+/* Parses a kernel in textual IR and its annotations into a Program (the sum kernel of a fold
+ * annotation built from it), with its steps.  NULL after errors in d. */
+Program *plan_parse(Arena *a, Diags *d, const char *file, const char *text);
+
+#endif
