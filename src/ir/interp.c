@@ -2,7 +2,10 @@
  *
  * Job: execute a specialized kernel the way Triton would on an NVIDIA GPU,
  * program by program (x fastest, then y, then z), so that kernels and their
- * derivatives can be checked on the CPU.  docs/INTERPRETER.md states the
+ * derivatives can be checked on the CPU.  One kernel on one grid: a
+ * backward's host steps (flags, tapes, its other kernels) are the plan
+ * stage's runner's (src/plan/run.c, plan_run), which calls interp_run once
+ * per launch.  docs/INTERPRETER.md states the
  * semantics and every choice made where the GPU is not exactly reproducible.
  *
  * Requires: a verified Func (ir_verify): operand counts, types, shapes,

@@ -226,6 +226,15 @@ static void test_ad_signature(T *t)
             CHECK(t, strcmp(g->vals.v[g->params[i]].name, want[i]) == 0);
         CHECK(t, g->fold && g->fold->axis == 0 && g->fold->n == 1 && g->fold->in[0].slot == 8 &&
                      !strcmp(g->fold->in[0].name, "w_ptr") && gp->sum && g->fold->in[0].load_store);
+        /* the Program's host steps, in the order the runner and the launcher follow: the flag of
+         * d_x's plain stores, the zero-fills of both input gradients, the folded launch (with its
+         * sum kernel); the folded launch runs the main kernel */
+        Buf sb = {.a = a};
+        for (int i = 0; i < gp->steps.n; i++)
+            buf_printf(&sb, "%s%s", i ? " " : "", plan_step_name(gp->steps.v[i].kind));
+        CHECK(t, !strcmp(buf_str(&sb), "flag zero zero fold"));
+        CHECK(t, gp->steps.n == 4 && plan_step_kernel(gp, &gp->steps.v[3]) == g &&
+                     plan_step_kernel(gp, &gp->steps.v[0]) == NULL);
         const char *ir = ir_to_string(a, g);
         CHECK(t, strstr(ir, "kernel @rms_bwd(") == ir);
         /* every forward store removed, scratch rstd included: the stores left are d_x's
@@ -242,6 +251,7 @@ static void test_ad_signature(T *t)
     gp = f ? ad_backward(a, &d, f, &spec) : NULL;
     g = gp ? gp->main : NULL;
     CHECK(t, g && !g->fold && g->nparams == 9);
+    CHECK(t, gp && gp->steps.n >= 1 && gp->steps.v[gp->steps.n - 1].kind == STEP_LAUNCH && !gp->sum);
     if (g) {
         const char *ir = ir_to_string(a, g);
         CHECK(t, strstr(ir, "atomic_add %d_pw, %dw, mask %mask") != NULL);
