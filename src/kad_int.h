@@ -1636,7 +1636,8 @@ void ad_fold_pipeline(Arena *a, Func *f);
  * before ad_fold (which extends the plan).  False, bw unchanged, when a
  * gradient pointer flows where the rewrite cannot follow it. */
 bool ad_site_rows(Arena *a, Func *bw, int slot, const char *name, ValId flag);
-Dtype fold_partial_dtype(Dtype dt);
+/* The partials' dtype of a gradient of dtype dt (FoldInput.pdt): fp64 for fp64, else fp32. */
+static inline Dtype fold_partial_dtype(Dtype dt) { return dt == DT_F64 ? DT_F64 : DT_F32; }
 /* The one sum kernel of the n inputs in (their dt and pdt): see above. */
 Func *fold_sum_kernel(Arena *a, const char *name, const FoldInput *in, int n, Loc loc);
 

@@ -443,8 +443,6 @@ static void top_sites(Fold *F, const Block *b, AccVec *accs)
     }
 }
 
-Dtype fold_partial_dtype(Dtype dt) { return dt == DT_F64 ? DT_F64 : DT_F32; }
-
 /* The adding sites (atomic_adds) into input j's gradient in b, at any depth. */
 static int count_sites(const Fold *F, const Block *b, int j)
 {

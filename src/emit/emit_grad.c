@@ -1329,14 +1329,6 @@ static void print_tapes(Buf *out, Arena *a, const Program *P, const char *lname)
                    (long long)budget, (long long)budget);
 }
 
-static bool has_bounded(const Program *P)
-{
-    for (int j = 0; j < P->tapes.n; j++)
-        if (P->tapes.v[j].bounded)
-            return true;
-    return false;
-}
-
 /* The GEMM form (Program.gemm, ad_gemm.c): when this launch's programs map
  * one to one onto the tile pairs (checked once per launch shape, cached)
  * and the operand kernels' stores are disjoint, kernel 1 stores the dacc
@@ -2005,13 +1997,19 @@ static void print_launcher(Buf *out, Arena *a, const Program *P, const DefParam 
     /* the call: runtime arguments in slices, constexpr values in their places */
     Buf call = {.a = a};
     buf_puts(&call, call_text(a, bwd, o, ndef, nargs, true));
-    print_tapes(out, a, P, lname);
-    if (bwd->fold) {
-        buf_puts(out, "    grid = fold_grid\n");
-        print_fold(out, a, bwd, nfwd, at0);
+    /* the Program's steps, first what precedes the launches: the tapes' allocation, a fold's
+     * partials, the GEMM form's attempt (whose steps exclude each other's: no order among them
+     * shows); the flags, guards and zero-fills are _kad_plan's or print_guards' above */
+    for (int i = 0; i < P->steps.n; i++) {
+        const Step *s = &P->steps.v[i];
+        if (s->kind == STEP_TAPE && s->j == 0)
+            print_tapes(out, a, P, lname);
+        else if (s->kind == STEP_FOLD) {
+            buf_puts(out, "    grid = fold_grid\n");
+            print_fold(out, a, bwd, nfwd, at0);
+        } else if (s->kind == STEP_GEMM)
+            print_gemm(out, a, P, buf_str(&call), at0, nfwd, o, ndef);
     }
-    if (P->gemm)
-        print_gemm(out, a, P, buf_str(&call), at0, nfwd, o, ndef);
     if (nc)
         buf_puts(out, "    # the runtime arguments with the constexpr values in their places\n");
     if (emit_has_desc(bwd))
@@ -2029,38 +2027,63 @@ static void print_launcher(Buf *out, Arena *a, const Program *P, const DefParam 
     for (int k = 0; k < ndef + plan_nargs(P) - nfwd; k++)
         if (k >= ndef || (!o[k].cnst && ir_type(bwd, bwd->params[o[k].i]).dt == DT_PTR))
             ptrs[np++] = k;
-    const char *ind = "    ";
-    if (P->gather && P->gather->main == 2) {
-        buf_puts(out, "    if not (");
-        for (int j = 0, k = 0; j < P->gather->n; j++)
-            if (P->gather->in[j].flag >= 0)
-                buf_printf(out, "%sargs[%d]", k++ ? " and " : "", nargs + P->gather->in[j].flag);
-        buf_puts(out, "):  # else it has nothing left to do: the gathers write its gradients\n");
-        ind = "        ";
+    /* then the launches, in the Program's order: the main kernel (the spread's S programs per
+     * forward program; a fold's with its sum kernel after it), the gather kernels, the `while`
+     * tapes' overflow checks */
+    for (int i = 0; i < P->steps.n; i++) {
+        const Step *s = &P->steps.v[i];
+        const char *ind = "    ";
+        switch (s->kind) {
+        case STEP_LAUNCH_UNLESS_GATHERED:
+            buf_puts(out, "    if not (");
+            for (int j = 0, k = 0; j < P->gather->n; j++)
+                if (P->gather->in[j].flag >= 0)
+                    buf_printf(out, "%sargs[%d]", k++ ? " and " : "", nargs + P->gather->in[j].flag);
+            buf_puts(out, "):  # else it has nothing left to do: the gathers write its gradients\n");
+            ind = "        ";
+            /* fall through */
+        case STEP_LAUNCH:
+        case STEP_FOLD: {
+            int w, st;
+            launch_defaults(bwd, P->spread, &w, &st);
+            if (P->spread) /* S programs per forward program along axis 0 (the plan's last flag) */
+                buf_printf(out, "%s_sg = (grid[0] * args[%d], grid[1], grid[2])  # %s programs per forward program\n",
+                           ind, nargs + P->main->flags.n, KAD_SPREAD_PARAM);
+            print_launch(out, a, ind, kname, P->spread ? "_sg" : "grid", buf_str(&call), direct ? ptrs : NULL, np, 0,
+                         arena_printf(a, "num_warps or %d", w),
+                         st ? arena_printf(a, "num_stages or %d", st) : "num_stages",
+                         launch_options(a, bwd, P->spread), tune_facts(a, bwd, o, ndef, nfwd));
+            if (s->kind == STEP_FOLD)
+                print_fold_sums(out, a, P, kname, nfwd, at0, direct);
+            break;
+        }
+        case STEP_GATHER:
+            if (s->j == 0) /* every gather kernel, in order */
+                print_gathers(out, a, P, o, ndef, nargs, direct ? ptrs : NULL, np);
+            break;
+        case STEP_TAPE_CHECK:
+            if (i == 0 || P->steps.v[i - 1].kind != STEP_TAPE_CHECK) /* one loop over every bounded tape */
+                buf_puts(out, "    for _t, _line, _cap in _kad_bounded:  # the overflow flags: never a gradient from a partial tape\n"
+                              "        if _t[0].item() != 0:\n"
+                              "            raise RuntimeError(\"kad: the `while` loop at line %d ran more than %d iterations, \"\n"
+                              "                               \"the capacity of its tape; the gradients are invalid (raise the \"\n"
+                              "                               \"capacity: kad grad --while-cap N, or the loop's bound)\" % (_line, _cap))\n");
+            break;
+        default: break;
+        }
     }
-    if (!(P->gather && P->gather->main == 1)) {
-        int w, st;
-        launch_defaults(bwd, P->spread, &w, &st);
-        if (P->spread) /* S programs per forward program along axis 0 (the plan's last flag) */
-            buf_printf(out, "%s_sg = (grid[0] * args[%d], grid[1], grid[2])  # %s programs per forward program\n",
-                       ind, nargs + P->main->flags.n, KAD_SPREAD_PARAM);
-        print_launch(out, a, ind, kname, P->spread ? "_sg" : "grid", buf_str(&call), direct ? ptrs : NULL, np, 0,
-                     arena_printf(a, "num_warps or %d", w), st ? arena_printf(a, "num_stages or %d", st) : "num_stages",
-                     launch_options(a, bwd, P->spread), tune_facts(a, bwd, o, ndef, nfwd));
-    }
-    if (bwd->fold)
-        print_fold_sums(out, a, P, kname, nfwd, at0, direct);
-    if (P->gather)
-        print_gathers(out, a, P, o, ndef, nargs, direct ? ptrs : NULL, np);
-    if (has_bounded(P))
-        buf_puts(out, "    for _t, _line, _cap in _kad_bounded:  # the overflow flags: never a gradient from a partial tape\n"
-                      "        if _t[0].item() != 0:\n"
-                      "            raise RuntimeError(\"kad: the `while` loop at line %d ran more than %d iterations, \"\n"
-                      "                               \"the capacity of its tape; the gradients are invalid (raise the \"\n"
-                      "                               \"capacity: kad grad --while-cap N, or the loop's bound)\" % (_line, _cap))\n");
 }
 
 static const char *py_escaped(Arena *a, const char *text);
+
+/* A kernel that is not a backward (a saving forward, a jvp, a race check) as a Program of one
+ * launch, for print_launcher.  The launcher only reads it. */
+static const Program *alone(Arena *a, const Func *f)
+{
+    Program *p = plan_new(a, (Func *)f);
+    plan_steps(p);
+    return p;
+}
 
 /* check_<kernel>_launch(grid, *args): the backward's launch conditions (Func.guards) on the
  * forward's runtime arguments alone, so that the package refuses a launch before its forward
@@ -2344,7 +2367,7 @@ bool emit_triton_saving(Buf *out, const Func *fwd, const Func *sv, int64_t slot,
     if (!emit_forward_kernel(out, fwd, sv, kname, buf_str(&h), d))
         return false;
     buf_printf(out, "\n\n_kad_slot = %lld  # fp32 elements of %s per program\n", (long long)slot, KAD_SAVE_PARAM);
-    print_launcher(out, a, plan_new(a, (Func *)sv), o, nfwd, 1, fwd, kname, lname, -2);
+    print_launcher(out, a, alone(a, sv), o, nfwd, 1, fwd, kname, lname, -2);
     return true;
 }
 
@@ -2374,7 +2397,7 @@ bool emit_triton_jvp(Buf *out, const Func *fwd, const Func *jv, const AdSpec *sp
                lname);
     if (!emit_forward_kernel(out, fwd, jv, kname, buf_str(&h), d))
         return false;
-    print_launcher(out, a, plan_new(a, (Func *)jv), o, nfwd, jv->nparams - nfwd, fwd, kname, lname, nin);
+    print_launcher(out, a, alone(a, jv), o, nfwd, jv->nparams - nfwd, fwd, kname, lname, nin);
     return true;
 }
 
@@ -2417,7 +2440,7 @@ bool emit_triton_race(Buf *out, const Func *fwd, const RacePlan *p, Diags *d)
     if (p->kernel) {
         if (!emit_forward_kernel(out, fwd, rk, kname, buf_str(&h), d))
             return false;
-        print_launcher(out, a, plan_new(a, (Func *)rk), o, nfwd, 1, fwd, kname, lname, -3);
+        print_launcher(out, a, alone(a, rk), o, nfwd, 1, fwd, kname, lname, -3);
     } else {
         buf_printf(out, "\"\"\"%s\n\"\"\"\n", buf_str(&h));
     }
