@@ -214,24 +214,27 @@ const char *kad_kernel_ir_companions(kad_kernel *k)
     const Program *p = k->p;
     Buf b = {.a = c->a};
     buf_puts(&b, "");
-    if (p->gemm) {
-        companion(&b, c->a, p->gemm->first, "the GEMM form's dacc kernel (the forward's K loop again)");
-        for (int i = 0; i < p->gemm->n; i++) {
-            companion(&b, c->a, p->gemm->op[i].k,
-                      arena_printf(c->a, "the GEMM form's kernel of d_%s", p->gemm->op[i].name));
-            if (p->gemm->op[i].single)
-                companion(&b, c->a, p->gemm->op[i].single,
-                          arena_printf(c->a, "the GEMM form's one-iteration kernel of d_%s (small grids)",
-                                       p->gemm->op[i].name));
+    for (int i = 0; i < p->steps.n; i++) { /* the kernels the steps launch besides the main one, in order */
+        const Step *st = &p->steps.v[i];
+        if (st->kind == STEP_GEMM) {
+            companion(&b, c->a, p->gemm->first, "the GEMM form's dacc kernel (the forward's K loop again)");
+            for (int j = 0; j < p->gemm->n; j++) {
+                companion(&b, c->a, p->gemm->op[j].k,
+                          arena_printf(c->a, "the GEMM form's kernel of d_%s", p->gemm->op[j].name));
+                if (p->gemm->op[j].single)
+                    companion(&b, c->a, p->gemm->op[j].single,
+                              arena_printf(c->a, "the GEMM form's one-iteration kernel of d_%s (small grids)",
+                                           p->gemm->op[j].name));
+            }
+        } else if (st->kind == STEP_FOLD && p->sum) {
+            companion(&b, c->a, p->sum, "the sum kernel of the folded partials");
+        } else if (st->kind == STEP_GATHER) {
+            const GatherIn *gi = &p->gather->in[st->j];
+            companion(&b, c->a, gi->k,
+                      arena_printf(c->a, gi->scatter ? "the scattered sites' kernel of d_%s"
+                                                     : "the gather kernel of d_%s",
+                                   gi->name));
         }
-    }
-    if (p->sum)
-        companion(&b, c->a, p->sum, "the sum kernel of the folded partials");
-    for (int j = 0; p->gather && j < p->gather->n; j++) {
-        const GatherIn *gi = &p->gather->in[j];
-        companion(&b, c->a, gi->k,
-                  arena_printf(c->a, gi->scatter ? "the scattered sites' kernel of d_%s" : "the gather kernel of d_%s",
-                               gi->name));
     }
     API_END(c);
     return buf_str(&b);

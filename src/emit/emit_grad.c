@@ -1072,11 +1072,20 @@ static void print_zero_fill(Buf *out, Arena *a, const Program *P, int nfwd, int 
         return; /* print_gemm zero-fills them all */
     buf_puts(out, "    # input gradients need no initialization: zero-filled here unless this launch writes every\n"
                   "    # element of the view given (the store's address and mask against d's shape and strides)\n");
-    for (int i = nfwd + nin; i < n; i++) {
-        const FuncCover *fc = NULL;
-        for (int j = 0; j < P->covers.n; j++)
-            if (P->covers.v[j].param == bwd->params[i])
-                fc = &P->covers.v[j];
+    int nzero = 0;
+    for (int si = 0; si < P->steps.n; si++)
+        nzero += P->steps.v[si].kind == STEP_ZERO;
+    /* a gradient left out would keep what the caller's buffer held: every one has its step */
+    ASSERT(nzero == n - nfwd - nin);
+    for (int si = 0; si < P->steps.n; si++) { /* the Program's zero-fills, one per input gradient */
+        if (P->steps.v[si].kind != STEP_ZERO)
+            continue;
+        const FuncCover *fc = &P->covers.v[P->steps.v[si].j];
+        int i = nfwd + nin;
+        while (i < n && bwd->params[i] != fc->param)
+            i++;
+        if (i == n)
+            continue; /* not an input gradient of the contract */
         const char *cv = fc && fc->cover ? access_cover_host(fc->acc, fc->cover, "d", "_a", "_g") : NULL;
         const char *flag = NULL;
         for (int j = 0; cv && fc->flag && j < P->main->flags.n; j++)
@@ -1182,7 +1191,7 @@ static void print_guards(Buf *out, Arena *a, const Program *P, int nfwd, int nin
     }
     if (div)
         print_tdiv(out);
-    for (int i = 0; i < bwd->guards.n; i++) {
+    for (int i = 0; plan_find_step(P, STEP_GUARDS) >= 0 && i < bwd->guards.n; i++) {
         const FuncGuard *g = &bwd->guards.v[i];
         Buf msg = {.a = a};
         const char *m = arena_printf(a, "%s:%d:%d: %s", g->loc.file ? g->loc.file : "<kernel>", g->loc.line,
@@ -1198,8 +1207,11 @@ static void print_guards(Buf *out, Arena *a, const Program *P, int nfwd, int nin
     if (nf) {
         buf_puts(out, "    # plain stores where the access analysis proves them for this launch (tl.constexpr flags)\n");
         buf_puts(out, plan ? "    flags = [" : "    args = list(args) + [");
-        for (int j = 0; j < nf; j++)
-            buf_printf(out, "%sbool(%s)", j ? ", " : "", conds[ng + j] ? conds[ng + j] : "False");
+        for (int i = 0, k = 0; i < P->steps.n; i++) /* the Program's flags, in parameter order */
+            if (P->steps.v[i].kind == STEP_FLAG) {
+                int j = P->steps.v[i].j;
+                buf_printf(out, "%sbool(%s)", k++ ? ", " : "", conds[ng + j] ? conds[ng + j] : "False");
+            }
         buf_puts(out, "]\n");
     }
     print_zero_fill(out, a, P, nfwd, nin, at0, conds + ng, plan);

@@ -92,6 +92,8 @@ void plan_steps(Program *P);
 /* The arguments a caller passes: the contract (main's parameters without the flags, tapes, spread
  * and the fold's). */
 int plan_nargs(const Program *P);
+/* The index of P's first step of this kind, or -1. */
+int plan_find_step(const Program *P, int kind);
 /* A step's name, for messages and dumps ("launch", "fold", ...). */
 const char *plan_step_name(int kind);
 /* The kernel a launch step runs (STEP_LAUNCH*, STEP_FOLD: main; STEP_GATHER: the gather kernel);

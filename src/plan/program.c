@@ -71,6 +71,14 @@ const char *plan_step_name(int kind)
     return kind >= 0 && kind < STEP_COUNT ? names[kind] : "?";
 }
 
+int plan_find_step(const Program *P, int kind)
+{
+    for (int i = 0; i < P->steps.n; i++)
+        if (P->steps.v[i].kind == kind)
+            return i;
+    return -1;
+}
+
 const Func *plan_step_kernel(const Program *P, const Step *s)
 {
     switch (s->kind) {
