@@ -1,15 +1,17 @@
 /* emit_grad.c -- the backward module of `kad grad` (docs/GRAD.md).
  *
- * Job: wrap a backward kernel (ad_backward's Func) into the module that
+ * Job: wrap a backward (ad_backward's Program) into the module that
  * callers rely on: a header comment (kernel, signature, inputs, outputs,
  * kad version, how each input gradient is written), the @triton.jit <kernel>_bwd printed by
  * emit_triton in backward mode (the forward def's parameter order, then the
  * gradient pointers; sections "recompute the forward" / "reverse sweep"),
- * and the host function launch_<kernel>_bwd(grid, *args, num_warps=None,
- * num_stages=None, **constexprs) that checks its arguments and launches
- * everything the backward needs (today one kernel).
+ * its companion kernels, and the host function launch_<kernel>_bwd(grid,
+ * *args, num_warps=None, num_stages=None, **constexprs) that checks its
+ * arguments and does the Program's host steps (src/plan/plan.h) in their
+ * order: the flags, guards and zero-fills (per launch key in _kad_plan, or
+ * inline), the tapes, the fold's partials or the GEMM form, the launches.
  *
- * Requires: bwd = ad_backward(fwd, spec), so bwd's parameters are fwd's
+ * Requires: bwd = ad_backward(fwd, spec), so bwd's main parameters are fwd's
  * runtime parameters, then spec->nouts output gradients, then spec->nwrt
  * input gradients, and its constexprs are fwd's.  Guarantees: the module
  * is deterministic; the launcher rejects constexpr values other than the

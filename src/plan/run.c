@@ -349,6 +349,7 @@ bool plan_run(const Program *P, const int64_t grid[3], const InterpArg *args, in
               Diags *d)
 {
     const Func *f = P->main;
+    ASSERT(P->steps.n > 0); /* plan_steps ran: every Program launches something */
     int nc = plan_nargs(P);
     if (nargs != nc) {
         diag_error(d, f->loc, "kernel '%s' takes %d runtime arguments, %d given", f->name, nc, nargs);
