@@ -7,12 +7,13 @@
  * spread, the output gradients read on a private copy), and the ordered
  * list of host steps that runs it.  The AD strategies (src/ad/) fill the
  * plan data of the Program ad_backward returns; plan_steps orders the steps
- * from it.  Three walkers read the steps:
+ * from it.  The steps' walkers:
  *   - run.c (plan_run) executes them on the interpreter, each launch one
  *     interp_run of one kernel on one grid;
  *   - emit_grad.c prints the Triton launcher that does the same on a GPU;
- *   - text.c prints and parses a Program in the IR's textual form (the
- *     main kernel with its tape/spread/fold annotations).
+ *   - kad.c lists the companion kernels they launch (kad grad --ir).
+ * text.c prints and parses a Program in the IR's textual form (the main
+ * kernel with its tape/spread/fold annotations; plan_steps after parsing).
  * Another launcher emitter (a CUDA C host file) walks P->steps with
  * plan_step_kernel and plan_step_grid_add, switching on Step.kind, exactly
  * as plan_run does.
@@ -20,8 +21,8 @@
  * The main kernel's parameters are, in order: the contract (the forward's,
  * then the output gradients, then the input gradients: plan_nargs of them),
  * the flags, the tapes, the spread's S, then the fold's hidden parameters.
- * Three parts of the plan stay on the main kernel's Func because stages
- * before this one read them: Func.fold (the kernel emitter prints the fold
+ * Three parts of the plan stay on the main kernel's Func because files of
+ * other stages read them there: Func.fold (the kernel emitter prints the fold
  * loop and its hidden parameters), Func.flags (the kernel emitter makes
  * them tl.constexpr) and Func.guards (access_decide.c's func_guards_hold). */
 #ifndef KAD_PLAN_H
