@@ -66,6 +66,7 @@ typedef struct Step {
 } Step;
 
 typedef struct Program {
+    Arena *a;                   /* the Program's arena (plan_new's), which its steps grow in */
     Func *main;                 /* the backward kernel (or any kernel: a Program of one launch) */
     Func *sum;                  /* the fold's sum kernel (fold_sum_kernel), when main->fold */
     const GemmPlan *gemm;       /* the GEMM form of the matmul operand gradients (ad_gemm.c), or NULL */

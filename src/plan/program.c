@@ -14,6 +14,7 @@
 Program *plan_new(Arena *a, Func *f)
 {
     Program *P = arena_alloc(a, sizeof *P);
+    P->a = a;
     P->main = f;
     return P;
 }
@@ -23,7 +24,7 @@ int plan_nargs(const Program *P)
     return kernel_nargs(P->main) - P->main->flags.n - P->tapes.n - !!P->spread;
 }
 
-static void step(Program *P, int kind, int j) { vec_push(P->main->a, P->steps, ((Step){kind, j})); }
+static void step(Program *P, int kind, int j) { vec_push(P->a, P->steps, ((Step){kind, j})); }
 
 void plan_steps(Program *P)
 {

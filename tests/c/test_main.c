@@ -46,6 +46,7 @@ static void run_one(T *t, const char *name, void (*fn)(T *))
 #include "test_emit.c"
 #include "test_ad.c"
 #include "test_access.c"
+#include "test_plan.c"
 
 int main(void)
 {
@@ -57,6 +58,7 @@ int main(void)
     tests_emit(&t);
     tests_ad(&t);
     tests_access(&t);
+    tests_plan(&t);
     printf("c: %d passed, %d failed\n", t.passed, t.failed);
     return t.failed ? 1 : 0;
 }
