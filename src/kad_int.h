@@ -1308,7 +1308,7 @@ typedef struct FuncGuard {
  * the launch (then an input's gradient is written with plain stores or
  * private read-modify-writes, else with atomics).  The generated launcher
  * computes it on the host and passes it as a tl.constexpr, so Triton
- * compiles only the branch the launch takes; interp_run computes it with
+ * compiles only the branch the launch takes; plan_run computes it with
  * access_cond_eval (false when it cannot: atomics, always right). */
 typedef struct FuncFlag {
     ValId param;
@@ -1363,7 +1363,7 @@ const char *tape_expr_op_name(int op);
  * after the flags) holding, for every iteration t < trips of one `for`
  * loop and every program p (numbered x fastest), `slot` elements at
  * (t * programs + p) * slot: the loop-carried values its reverse sweep
- * needs at the start of iteration t.  The launcher and interp_run
+ * needs at the start of iteration t.  The launcher and plan_run
  * allocate trips * programs * slot elements (uninitialized: each is
  * written before it is read). */
 typedef struct FuncTape {
@@ -1472,7 +1472,7 @@ void ad_spread(Arena *a, Program *P);
  * (ad_spread.c's lanewise: elementwise ops, memory accesses, scalars
  * broadcast); 0 otherwise (also when f has no tile). */
 int32_t spread_lane_width(const Func *f);
-/* The S interp_run takes for f's launch on grid: 2 when its loop runs 2 or more
+/* The S plan_run takes for P's launch on grid: 2 when its loop runs 2 or more
  * iterations in some program, else 1 (the rewrite is what the interpreter checks). */
 int64_t spread_cpu(const Program *P, const int64_t *iargs, const int64_t grid[3]);
 /* The plan of fwd (verified): NULL when nothing is worth saving. */
@@ -2393,7 +2393,7 @@ typedef struct GemmPlan {
 } GemmPlan;
 /* Gives bw (ad_backward's, verified) a GEMM plan for the n input gradients
  * params[slot[j]] (names[j]) when its pattern holds.  Returns NULL when it
- * did (bw->gemm set) or when d holds a kad bug; else why not (bw unchanged). */
+ * did (P->gemm set) or when d holds a kad bug; else why not (P unchanged). */
 const char *ad_gemm(Arena *a, Program *P, const int *slot, const char *const *names, int n, Diags *d);
 /* e at one program of a launch (i32 semantics); false when undefined. */
 bool gemm_expr_eval(const TapeExpr *e, const int64_t *iargs, const int64_t grid[3], const int64_t pid[3],

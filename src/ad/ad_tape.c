@@ -11,7 +11,7 @@
  * This file plans a tape (which carried values, their place in a slot,
  * the tape's dtype) and extracts the loop's trip count as an expression
  * the host evaluates from a launch (the kernel's int arguments and the
- * grid), so that the launcher and interp_run allocate exactly
+ * grid), so that the launcher and plan_run allocate exactly
  * trips * programs * slot elements: the reverse loop never reads past
  * the tape.  What cannot be sized that way is refused with the reason.
  * ad_rev.c emits the stores and the reverse loop.
