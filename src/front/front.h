@@ -1,0 +1,157 @@
+/* front.h -- the front end's private header: what the files of src/front/
+ * share among themselves and no other stage sees.  Everything other stages
+ * call stays in kad_int.h (lex, parse_module, sema_specialize, ...).
+ *
+ * The builtins (sema_builtins.c and the files of its handlers):
+ * sema_builtins.c binds a call's arguments to a Builtin's parameters (a
+ * Call) and dispatches through its tables to one handler per builtin;
+ * the handlers live in the files named for their job:
+ *   sema_memory.c   creation, loads, stores, atomics, block pointers,
+ *                   tensor descriptors
+ *   sema_math.c     elementwise math, reductions, scans, dot, libdevice
+ *   sema_shapes.c   permutes, reshapes, broadcasts, join/split, gather,
+ *                   sort, histogram
+ *   sema_convert.c  casts, hints, assertions, random numbers, constexpr
+ *                   helpers, Python builtins
+ * and check their arguments with the helpers of sema_builtins.c below.
+ */
+#ifndef KAD_FRONT_H
+#define KAD_FRONT_H
+
+#include "kad_int.h"
+
+/* ------------------------------------------------------------------ */
+/* Builtin calls (sema_builtins.c)                                     */
+/* ------------------------------------------------------------------ */
+
+#define MAX_PARAMS 12 /* the most parameters of any builtin (tl.load has 8) */
+
+typedef struct Builtin Builtin;
+
+/* One call being lowered: the bound arguments by parameter slot. */
+typedef struct Call {
+    Lower *L;
+    const Builtin *def;           /* the table entry called */
+    const char *fname;            /* as the user wrote it: "tl.load", "x.to" */
+    int np;                       /* parameters of def */
+    const char *pname[MAX_PARAMS]; /* their names, for messages and keywords */
+    SVal a[MAX_PARAMS];           /* the argument bound to each parameter */
+    bool has[MAX_PARAMS];         /* whether the call gave one (else the default) */
+    Loc loc;                      /* the call, where every message points */
+} Call;
+
+typedef SVal (*BuiltinFn)(Call *c);
+
+/* One entry of a namespace's table. */
+struct Builtin {
+    const char *name; /* the name in its namespace: "load" */
+    BuiltinFn fn;
+    /* Parameters: "x,axis=,*shape": `=` marks optional ones, `*` collects
+     * the remaining positional arguments into a tuple.  NULL: the handler
+     * refuses the call whatever its arguments. */
+    const char *params;
+    int aux; /* handler-specific: an OpKind, a flag */
+};
+
+/* Argument helpers (sema_builtins.c): each reports a located error naming
+ * the argument and returns false (or 0) when it is not what is asked. */
+bool absent(Call *c, int i);
+bool arg_wrong(Call *c, int i, const char *what);
+bool arg_int(Call *c, int i, int64_t *out);
+bool arg_bool(Call *c, int i, bool dflt, bool *out);
+bool arg_str(Call *c, int i, const char *dflt, const char **out);
+bool arg_dtype(Call *c, int i, Dtype *out, Dtype *elem);
+bool int_list(Call *c, SVal x, bool allow_int, int64_t *out, int max, int *n, const char *what);
+SVal unwrap_iterable(SVal t);
+bool check_shape(Call *c, int rank, const int64_t *dims);
+bool arg_shape(Call *c, SVal x, int *rank, int32_t *shape);
+ValId to_value(Lower *L, SVal x, const char *ctx, Loc loc);
+ValId arg_tile(Call *c, int i);
+bool wrap_axis(Call *c, int64_t axis, int rank, int *out);
+/* A mask operand (sema_memory.c, also tl.device_assert's). */
+bool arg_mask(Call *c, int i, Opnd *o);
+
+/* Handler-specific bits of Builtin.aux that the tables set: math that is
+ * fp32 only (sema_math.c's b_math1), and libdevice's flags and rounding
+ * (b_libdevice). */
+enum { MF_FP32_ONLY = 1 << 16 };
+enum {
+    LD_ISFIN = OP_COUNT + 1, /* isfinited / finitef: not (isnan or isinf) */
+    LD_I32_RESULT = 1 << 17, /* libdevice returns int32 (isnan, isinf) */
+    LD_INT_OK = 1 << 18,     /* also accepts int32/int64 (abs) */
+    LD_ROUND_SHIFT = 20,     /* the *_round ops: the rounding (RND_*) at this bit */
+};
+#define LD_RZ (RND_RZ << LD_ROUND_SHIFT)
+#define LD_RD (RND_RD << LD_ROUND_SHIFT)
+#define LD_RU (RND_RU << LD_ROUND_SHIFT)
+
+/* The methods of a tensor descriptor (sema_memory.c), which lower_call
+ * dispatches to. */
+extern const Builtin desc_load_method, desc_store_method;
+
+/* The handlers, by file (the tables of sema_builtins.c name them). */
+/* sema_memory.c */
+SVal b_program_id(Call *c);
+SVal b_arange(Call *c);
+SVal b_full(Call *c);
+SVal b_zeros_like(Call *c);
+SVal b_make_block_ptr(Call *c);
+SVal b_advance(Call *c);
+SVal b_load(Call *c);
+SVal b_store(Call *c);
+SVal b_make_tensor_descriptor(Call *c);
+SVal b_desc_load(Call *c);
+SVal b_desc_store(Call *c);
+SVal b_atomic(Call *c);
+/* sema_math.c */
+SVal b_where(Call *c);
+SVal b_minmax2(Call *c);
+SVal b_clamp(Call *c);
+SVal b_math1(Call *c);
+SVal b_abs(Call *c);
+SVal b_fma(Call *c);
+SVal b_umulhi(Call *c);
+SVal b_fdiv(Call *c);
+SVal b_div_rn(Call *c);
+SVal b_sigmoid(Call *c);
+SVal b_cdiv(Call *c);
+SVal b_sum(Call *c);
+SVal b_maxmin(Call *c);
+SVal b_argmaxmin(Call *c);
+SVal b_scan(Call *c);
+SVal b_assoc_scan(Call *c);
+SVal b_softmax(Call *c);
+SVal b_dot(Call *c);
+SVal b_libdevice_int(Call *c);
+SVal b_libdevice(Call *c);
+SVal b_refuse(Call *c);
+/* sema_shapes.c */
+SVal b_permute(Call *c);
+SVal b_reshape(Call *c);
+SVal b_ravel(Call *c);
+SVal b_broadcast_to(Call *c);
+SVal b_broadcast(Call *c);
+SVal b_expand_dims(Call *c);
+SVal b_join(Call *c);
+SVal b_interleave(Call *c);
+SVal b_split(Call *c);
+SVal b_flip(Call *c);
+SVal b_gather(Call *c);
+SVal b_sort(Call *c);
+SVal b_histogram(Call *c);
+/* sema_convert.c */
+SVal b_cast(Call *c);
+SVal b_hint(Call *c);
+SVal b_static_assert(Call *c);
+SVal b_nothing(Call *c);
+SVal b_device_assert(Call *c);
+SVal b_rand(Call *c);
+SVal b_constexpr(Call *c);
+SVal b_loop_only(Call *c);
+SVal b_next_pow2(Call *c);
+SVal b_py_minmax(Call *c);
+SVal b_py_abs(Call *c);
+SVal b_py_conv(Call *c);
+SVal b_py_len(Call *c);
+
+#endif
