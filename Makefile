@@ -20,7 +20,8 @@ FUZZ_SECONDS ?= 60
 # One folder per stage (docs/ARCHITECTURE.md): base, front, ir, analysis, ad, emit; the API and
 # the command line at the top.
 SRCS := src/base/util.c \
-        src/front/lex.c src/front/parse_py.c src/front/ast_dump.c src/front/sema_sig.c src/front/sema.c \
+        src/front/lex.c src/front/parse_py.c src/front/parse_expr.c src/front/parse_stmt.c \
+        src/front/ast_dump.c src/front/sema_sig.c src/front/sema.c \
         src/front/sema_stmt.c src/front/sema_ops.c src/front/sema_builtins.c src/front/sema_memory.c \
         src/front/sema_math.c src/front/sema_shapes.c src/front/sema_convert.c \
         src/ir/ir.c src/ir/irparse.c src/ir/verify.c src/ir/pass.c src/ir/interp.c src/ir/libm.c \

@@ -18,6 +18,8 @@
 #ifndef KAD_FRONT_H
 #define KAD_FRONT_H
 
+#include <string.h>
+
 #include "kad_int.h"
 
 /* ------------------------------------------------------------------ */
@@ -153,5 +155,100 @@ SVal b_py_minmax(Call *c);
 SVal b_py_abs(Call *c);
 SVal b_py_conv(Call *c);
 SVal b_py_len(Call *c);
+
+/* ------------------------------------------------------------------ */
+/* The parser (parse_py.c, parse_expr.c, parse_stmt.c)                 */
+/* ------------------------------------------------------------------ */
+
+/* parse_py.c holds the parser's state, its errors and the AST
+ * construction, function definitions and the module level; parse_expr.c
+ * the expressions; parse_stmt.c the statements of kernels. */
+
+typedef Vec(Expr *) ExprVec;
+typedef Vec(Stmt *) StmtVec;
+
+typedef struct Parser {
+    Arena *a;
+    Diags *d;
+    const char *file;
+    Token *t;      /* the tokens, ending in TK_EOF */
+    int ntok;
+    int i;         /* the current token */
+    int rec;       /* recursion depth of the parse functions */
+    bool quiet;    /* parsing host code speculatively: errors are not reported */
+    bool failed;   /* an error in the current statement: unwind, then resync */
+    bool qfail;    /* an error while quiet (sticky until cleared): the speculation failed */
+    bool lazy;     /* parse_module_lazy: errors in jit functions are recorded on them */
+    Module *m;
+    Expr *bad;     /* returned after an error (an EX_NONE) */
+} Parser;
+
+/* ---- tokens ---- */
+
+static inline Token *peek(Parser *P) { return &P->t[P->i]; }
+static inline Token *peek2(Parser *P) { return &P->t[P->i + (P->t[P->i].kind != TK_EOF)]; }
+static inline Token *advance(Parser *P)
+{
+    Token *t = &P->t[P->i];
+    if (t->kind != TK_EOF)
+        P->i++;
+    return t;
+}
+static inline bool at(Parser *P, TokKind k) { return peek(P)->kind == k; }
+static inline bool accept(Parser *P, TokKind k)
+{
+    if (!at(P, k))
+        return false;
+    advance(P);
+    return true;
+}
+
+static inline bool tok_is_word(const Token *t, const char *w)
+{
+    /* strncmp stops at w's NUL, so a shorter w never reads past its end */
+    return t->kind == TK_NAME && t->text[0] == w[0] && !strncmp(t->text, w, (size_t)t->len) &&
+           w[t->len] == 0;
+}
+static inline bool at_kw(Parser *P, const char *w) { return tok_is_word(peek(P), w); }
+static inline bool accept_kw(Parser *P, const char *w)
+{
+    if (!at_kw(P, w))
+        return false;
+    advance(P);
+    return true;
+}
+
+/* The rest of the token helpers, errors and AST construction (parse_py.c). */
+bool tok_is_keyword(const Token *t);
+char *tok_str(Parser *P, const Token *t);
+const char *tok_desc(Parser *P, const Token *t);
+void perr(Parser *P, Loc loc, const char *fmt, ...);
+bool expect(Parser *P, TokKind k, const char *why);
+bool enter(Parser *P);
+void leave(Parser *P);
+Expr *new_expr(Parser *P, ExprKind k, Loc loc);
+Expr *finish(Parser *P, Expr *e);
+
+/* Copies a vector of Expr * into an arena array. */
+#define VEC_COPY(P, vec, out, nout)                                                   \
+    do {                                                                              \
+        (nout) = (vec).n;                                                             \
+        (out) = (vec).n ? arena_alloc((P)->a, sizeof *(vec).v * (size_t)(vec).n) : NULL; \
+        if ((vec).n)                                                                  \
+            memcpy((out), (vec).v, sizeof *(vec).v * (size_t)(vec).n);                \
+    } while (0)
+
+/* Expressions (parse_expr.c). */
+Expr *parse_test(Parser *P);
+Expr *parse_testlist(Parser *P, bool targets);
+
+/* Statements (parse_stmt.c): the skips by token structure and resync
+ * after an error, which module level uses too, and blocks. */
+void skip_line(Parser *P);
+void skip_block(Parser *P);
+void skip_stmt(Parser *P);
+void resync(Parser *P);
+Stmt *parse_small_stmt(Parser *P);
+Stmts parse_block(Parser *P, const char *what, int line);
 
 #endif

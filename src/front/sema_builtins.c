@@ -18,6 +18,11 @@
  * error naming it as the user wrote it ("tl.load", "libdevice.pow",
  * "x.to"); an argument kad would have to ignore silently is refused.
  *
+ * The files: this one holds the binding, the argument helpers, the tables
+ * and the dispatch (lower_global, lower_call); the handlers live in
+ * sema_memory.c, sema_math.c, sema_shapes.c and sema_convert.c, which
+ * share Call, Builtin and the helpers through front.h.
+ *
  * Requires: sema_ops.c (kad_int.h, "sema_ops.c and sema_builtins.c").
  * Guarantees: every handler reports its own errors once and returns
  * SV_ERROR after one; no output and no global state; memory from L->a.
