@@ -22,8 +22,9 @@ FUZZ_SECONDS ?= 60
 SRCS := src/base/util.c \
         src/front/lex.c src/front/parse_py.c src/front/parse_expr.c src/front/parse_stmt.c \
         src/front/ast_dump.c src/front/sema_sig.c src/front/sema.c \
-        src/front/sema_stmt.c src/front/sema_ops.c src/front/sema_builtins.c src/front/sema_memory.c \
-        src/front/sema_math.c src/front/sema_shapes.c src/front/sema_convert.c \
+        src/front/sema_stmt.c src/front/sema_ops.c src/front/sema_const.c src/front/sema_operators.c \
+        src/front/sema_builtins.c src/front/sema_memory.c src/front/sema_math.c \
+        src/front/sema_shapes.c src/front/sema_convert.c \
         src/ir/ir.c src/ir/irparse.c src/ir/verify.c src/ir/pass.c src/ir/interp.c src/ir/libm.c \
         src/analysis/access.c src/analysis/access_decide.c src/analysis/access_cover.c src/analysis/audit.c \
         src/ad/ad_analysis.c src/ad/ad_finite.c src/ad/ad_rev.c src/ad/ad_plain.c src/ad/ad_fold.c \

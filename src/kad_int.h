@@ -2,18 +2,24 @@
  *
  * Types shared by the stages, then, under a heading per file, the functions
  * each file exports.  Everything not declared here is static in its file,
- * except the helpers access.c shares with access_decide.c (access_int.h).
+ * except what the files of one folder share through its private header
+ * (front/front.h, analysis/access_int.h).
  *
  * Pipeline (kad.c: kad_specialize):
  *   lex.c      source text -> tokens (INDENT/DEDENT, locations)
  *   parse_py.c tokens -> Module (AST of the Triton subset of Python)
+ *              (expressions: parse_expr.c; statements: parse_stmt.c)
  *   ast_dump.c Module -> S-expression text (tests, `kad ast`)
  *   sema.c     Module + kernel name + signature -> Func (typed tile IR):
  *              names, expressions, inlining of helpers
  *   sema_sig.c signature strings; binding the kernel's parameters
  *   sema_stmt.c statements and control flow (if/for/while, early return)
- *   sema_ops.c typing and lowering of operators, attributes, conversions
+ *   sema_ops.c the value toolkit: SVals, Triton's promotion, emission
+ *   sema_const.c constexpr folding and text with Python semantics
+ *   sema_operators.c typing and lowering of operators, attributes, conversions
  *   sema_builtins.c tl.*, libdevice and Python builtins, tensor methods
+ *              (handlers: sema_memory.c, sema_math.c, sema_shapes.c,
+ *              sema_convert.c; the front end's own header: front/front.h)
  *   verify.c   checks a Func (run after every stage in checked builds)
  *   pass.c     IR passes (simplify, ...), by name for `kad opt --pass`
  *   ir.c       IR construction helpers and the printer
@@ -874,7 +880,7 @@ typedef struct Lower {
     Block *b;
 } Lower;
 
-/* sema_ops.c (lower_global and lower_call: sema_builtins.c) -- every
+/* sema_operators.c (lower_global and lower_call: sema_builtins.c) -- every
  * function reports its own errors (at loc) and returns SV_ERROR (or 0 for
  * ValId) after an error; given an SV_ERROR operand it returns SV_ERROR
  * without a new message. */

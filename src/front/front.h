@@ -14,6 +14,13 @@
  *   sema_convert.c  casts, hints, assertions, random numbers, constexpr
  *                   helpers, Python builtins
  * and check their arguments with the helpers of sema_builtins.c below.
+ *
+ * The operations on values: sema_ops.c (the ops_* toolkit of kad_int.h:
+ * SVals, Triton's promotion, emission, operands), sema_const.c (constexpr
+ * folding and text), sema_operators.c (the lower_* operators of kad_int.h).
+ *
+ * The parser: parse_py.c (state, errors, defs, module level),
+ * parse_expr.c (expressions), parse_stmt.c (statements).
  */
 #ifndef KAD_FRONT_H
 #define KAD_FRONT_H
@@ -250,5 +257,31 @@ void skip_stmt(Parser *P);
 void resync(Parser *P);
 Stmt *parse_small_stmt(Parser *P);
 Stmts parse_block(Parser *P, const char *what, int line);
+
+/* ------------------------------------------------------------------ */
+/* Operations on values (sema_ops.c, sema_const.c, sema_operators.c)   */
+/* ------------------------------------------------------------------ */
+
+/* SVal construction (sema_ops.c; the rest are kad_int.h's). */
+SVal sval_str(const char *s);
+SVal sval_ptr_dtype(Dtype elem);
+SVal sval_block_type(Type t, bool of_block);
+SVal dtype_unblock(SVal x);
+SVal sval_method(Lower *L, SVal self, const char *name);
+/* Triton's to_tensor_type of a Python number (sema_ops.c). */
+Dtype const_dtype(ConstVal c);
+/* The broadcast shape of two operands, and both materialized at dtype dt
+ * and that shape (sema_ops.c); false after an error naming op. */
+bool opnd_shape(Lower *L, const Opnd *a, const Opnd *b, int *rank, int32_t *shape, const char *op,
+                Loc loc);
+bool materialize_pair(Lower *L, const Opnd *a, const Opnd *b, Dtype dt, const char *op, Loc loc,
+                      ValId *va, ValId *vb);
+
+/* The operators as Python writes them, by BinOp and CmpOp (sema_const.c). */
+extern const char *const binop_sym[];
+extern const char *const cmp_sym[];
+/* A binary operator on two constants, folded with Python semantics
+ * (sema_const.c). */
+SVal fold_binop(Lower *L, BinOp op, SVal x, SVal y, Loc loc);
 
 #endif
