@@ -26,7 +26,8 @@ SRCS := src/base/util.c \
         src/front/sema_builtins.c src/front/sema_memory.c src/front/sema_math.c \
         src/front/sema_shapes.c src/front/sema_convert.c \
         src/ir/ir.c src/ir/irparse.c src/ir/verify.c src/ir/pass.c src/ir/interp.c src/ir/libm.c \
-        src/analysis/access.c src/analysis/access_decide.c src/analysis/access_cover.c src/analysis/audit.c \
+        src/analysis/access.c src/analysis/access_decide.c src/analysis/access_disjoint.c \
+        src/analysis/access_report.c src/analysis/access_cover.c src/analysis/audit.c \
         src/ad/ad_analysis.c src/ad/ad_finite.c src/ad/ad_rev.c src/ad/ad_plain.c src/ad/ad_fold.c \
         src/ad/ad_gemm.c src/ad/ad_gather.c src/ad/ad_scatter.c src/ad/ad_tape.c src/ad/ad_gauge.c \
         src/ad/ad_save.c src/ad/ad_trust.c src/ad/ad_spread.c src/ad/ad_race.c src/ad/ad_fwd.c \

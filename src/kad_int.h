@@ -1158,7 +1158,8 @@ SVal sval_host_tensor_desc(Lower *L, ValId base, const ValId *shape, const ValId
 void builtin_surface(Buf *b);
 
 /* ------------------------------------------------------------------ */
-/* access.c (forms), access_decide.c (decisions, conditions, report): */
+/* access.c (forms), access_decide.c, access_disjoint.c (decisions),  */
+/* access_report.c (conditions printed and evaluated, the report):    */
 /* affine access analysis (see docs/AD.md, "Access analysis")         */
 /* ------------------------------------------------------------------ */
 
