@@ -2079,12 +2079,12 @@ struct RacePlan;
 bool emit_triton_race(Buf *out, const Func *fwd, const struct RacePlan *p, Diags *d);
 
 /* ------------------------------------------------------------------ */
-/* emit_triton.c, emit_expr.c, emit_stmt.c: the emitter's internals    */
+/* emit_triton.c, emit_passes.c, emit_expr.c, emit_stmt.c: internals  */
 /* ------------------------------------------------------------------ */
 
 /* The state of one emit_triton call, shared by the emitter's three files
- * (the passes: emit_triton.c; expressions: emit_expr.c; statements:
- * emit_stmt.c).  The em_* functions are used by those files only. */
+ * (the passes: emit_passes.c, with emit_triton.c's driver; expressions:
+ * emit_expr.c; statements: emit_stmt.c).  The em_* functions are used by those files only. */
 
 /* A printed expression and the precedence of its outermost operator (PR_*,
  * emit_expr.c). */
@@ -2156,7 +2156,7 @@ typedef struct ValInfo {
     int8_t cx;         /* em_may_be_constexpr, once asked: 0 not yet, 1 no, 2 yes */
 } ValInfo;
 
-/* One emission: emit_triton.c's passes fill it, emit_expr.c and emit_stmt.c
+/* One emission: emit_passes.c's passes fill it, emit_expr.c and emit_stmt.c
  * print from it. */
 typedef struct Emitter {
     Arena *a;
@@ -2206,7 +2206,7 @@ static inline Type em_vtype(const Emitter *E, ValId v) { return E->f->vals.v[v].
 /* The name of the combine function of scan `in` (emit_triton.c). */
 const char *em_combine_name(Emitter *E, const Inst *in);
 
-/* emit_triton.c */
+/* emit_triton.c (em_error) and emit_passes.c (the rest) */
 
 /* A located error in E->d; nothing while measuring (the final print
  * reports it once). */
