@@ -44,7 +44,8 @@
  *
  * Limits (CPython has similar ones): parse recursion 1000, expression
  * trees 1000 levels deep; deeper input is a located error, never a stack
- * overflow, so later stages may recurse over the AST freely. *
+ * overflow, so later stages may recurse over the AST freely.
+ *
  * The files: this one holds the parser's state and errors, the AST
  * construction, function definitions and the module level; the
  * expressions are parse_expr.c's, the statements parse_stmt.c's (all three
