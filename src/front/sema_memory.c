@@ -221,16 +221,26 @@ static bool bp_coords(Call *c, int i, bool wide, SVal *out)
     return true;
 }
 
+/* The parts tl.make_block_ptr and tl.make_tensor_descriptor share: the
+ * base (argument 0, a scalar pointer), shape and strides (1 and 2, int64
+ * coordinates). */
+static bool bp_base_shape_strides(Call *c, SVal *parts)
+{
+    Lower *L = c->L;
+    SVal base = c->a[0];
+    if (base.kind != SV_VALUE || ops_type(L, base.v).dt != DT_PTR || ops_type(L, base.v).rank != 0) {
+        ops_fail(L, c->loc, "%s: 'base' must be a scalar pointer, got %s", c->fname, ops_describe(L, base));
+        return false;
+    }
+    parts[BP_BASE] = base;
+    return bp_coords(c, 1, true, &parts[BP_SHAPE]) && bp_coords(c, 2, true, &parts[BP_STRIDES]);
+}
+
 SVal b_make_block_ptr(Call *c)
 {
     Lower *L = c->L;
     SVal parts[BP_N];
-    SVal base = c->a[0];
-    if (base.kind != SV_VALUE || ops_type(L, base.v).dt != DT_PTR || ops_type(L, base.v).rank != 0)
-        return ops_fail(L, c->loc, "%s: 'base' must be a scalar pointer, got %s", c->fname, ops_describe(L, base));
-    parts[BP_BASE] = base;
-    if (!bp_coords(c, 1, true, &parts[BP_SHAPE]) || !bp_coords(c, 2, true, &parts[BP_STRIDES]) ||
-        !bp_coords(c, 3, false, &parts[BP_OFFSETS]))
+    if (!bp_base_shape_strides(c, parts) || !bp_coords(c, 3, false, &parts[BP_OFFSETS]))
         return sval_error();
     int64_t blk[KAD_MAX_RANK + 1], ord[KAD_MAX_RANK + 1];
     int nb, no;
@@ -610,12 +620,9 @@ SVal b_make_tensor_descriptor(Call *c)
 {
     Lower *L = c->L;
     SVal parts[BP_N];
-    SVal base = c->a[0];
-    if (base.kind != SV_VALUE || ops_type(L, base.v).dt != DT_PTR || ops_type(L, base.v).rank != 0)
-        return ops_fail(L, c->loc, "%s: 'base' must be a scalar pointer, got %s", c->fname, ops_describe(L, base));
-    parts[BP_BASE] = base;
-    if (!bp_coords(c, 1, true, &parts[BP_SHAPE]) || !bp_coords(c, 2, true, &parts[BP_STRIDES]))
+    if (!bp_base_shape_strides(c, parts))
         return sval_error();
+    SVal base = parts[BP_BASE];
     int64_t blk[KAD_MAX_RANK + 2];
     int nb;
     if (!int_list(c, c->a[3], true, blk, KAD_MAX_RANK + 1, &nb, "'block_shape'"))
