@@ -1,6 +1,6 @@
 /* front.h -- the front end's private header: what the files of src/front/
  * share among themselves and no other stage sees.  Everything other stages
- * call stays in kad_int.h (lex, parse_module, sema_specialize, ...).
+ * call stays in kad_int.h (lex, parse_module, sema_kernel, ...).
  *
  * The builtins (sema_builtins.c and the files of its handlers):
  * sema_builtins.c binds a call's arguments to a Builtin's parameters (a
@@ -192,6 +192,9 @@ typedef struct Parser {
 
 /* ---- tokens ---- */
 
+/* The token primitives, static inline here: each is a line or two, and as
+ * external functions `accept` would clash with POSIX accept() (a global
+ * symbol of the sanitizer and fuzzer builds' runtimes). */
 static inline Token *peek(Parser *P) { return &P->t[P->i]; }
 static inline Token *peek2(Parser *P) { return &P->t[P->i + (P->t[P->i].kind != TK_EOF)]; }
 static inline Token *advance(Parser *P)
