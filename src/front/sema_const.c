@@ -312,63 +312,9 @@ SVal ops_fold_compare(Lower *L, CmpOp op, SVal x, SVal y, Loc loc)
 /* repr() of constants                                                 */
 /* ------------------------------------------------------------------ */
 
-/* Python's repr of a float: the shortest digits that read back, fixed
- * notation for exponents in [-4, 16), else scientific with 2+ digit exponent. */
-static void repr_float(Buf *b, double f)
-{
-    if (isnan(f)) {
-        buf_puts(b, "nan");
-        return;
-    }
-    if (isinf(f)) {
-        buf_puts(b, f < 0 ? "-inf" : "inf");
-        return;
-    }
-    char tmp[40];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, f);
-        if (strtod(tmp, NULL) == f)
-            break;
-    }
-    /* tmp: [-]d[.ddd]e[+-]xx */
-    const char *p = tmp;
-    if (*p == '-') {
-        buf_putc(b, '-');
-        p++;
-    }
-    char digits[24];
-    int nd = 0;
-    for (; *p && *p != 'e'; p++)
-        if (*p != '.')
-            digits[nd++] = *p;
-    while (nd > 1 && digits[nd - 1] == '0')
-        nd--;
-    digits[nd] = 0;
-    int e = atoi(p + 1);
-    if (e >= -4 && e < 16) {
-        if (e < 0) {
-            buf_puts(b, "0.");
-            for (int i = 0; i < -e - 1; i++)
-                buf_putc(b, '0');
-            buf_puts(b, digits);
-        } else {
-            for (int i = 0; i <= e; i++)
-                buf_putc(b, i < nd ? digits[i] : '0');
-            buf_putc(b, '.');
-            if (nd > e + 1)
-                buf_puts(b, digits + e + 1);
-            else
-                buf_putc(b, '0');
-        }
-        return;
-    }
-    buf_putc(b, digits[0]);
-    if (nd > 1) {
-        buf_putc(b, '.');
-        buf_puts(b, digits + 1);
-    }
-    buf_printf(b, "e%c%02d", e < 0 ? '-' : '+', e < 0 ? -e : e);
-}
+/* Python's repr of a float (the shortest digits that read back, fixed
+ * notation for exponents in [-4, 16), else scientific with 2+ digit
+ * exponent) is what the IR printer writes: ir_format_float. */
 
 const char *const_repr(Arena *a, ConstVal c)
 {
@@ -377,7 +323,7 @@ const char *const_repr(Arena *a, ConstVal c)
     case CK_NONE: return "None";
     case CK_INT: buf_printf(&b, "%lld", (long long)c.i); break;
     case CK_BOOL: return c.i ? "True" : "False";
-    case CK_FLOAT: repr_float(&b, c.f); break;
+    case CK_FLOAT: ir_format_float(&b, c.f); break;
     case CK_STR:
         buf_putc(&b, '\'');
         for (const char *s = c.s ? c.s : ""; *s; s++) {
@@ -598,7 +544,7 @@ const char *const_format(Arena *a, ConstVal c, char conv, const char *spec, cons
         char tmp[1200];
         if (!t && prec < 0) {
             Buf r = {.a = a};
-            repr_float(&r, af);
+            ir_format_float(&r, af);
             snprintf(tmp, sizeof tmp, "%s", buf_str(&r));
         } else if (!t) { /* like 'g', but a fixed-point result keeps a '.0' */
             snprintf(tmp, sizeof tmp, "%.*g", prec ? prec : 1, af);
