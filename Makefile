@@ -20,18 +20,23 @@ FUZZ_SECONDS ?= 60
 # One folder per stage (docs/ARCHITECTURE.md): base, front, ir, analysis, ad, plan, emit; the API and
 # the command line at the top.
 SRCS := src/base/util.c \
-        src/front/lex.c src/front/parse_py.c src/front/ast_dump.c src/front/sema_sig.c src/front/sema.c \
-        src/front/sema_stmt.c src/front/sema_ops.c src/front/sema_builtins.c \
+        src/front/lex.c src/front/parse_py.c src/front/parse_expr.c src/front/parse_stmt.c \
+        src/front/ast_dump.c src/front/sema_sig.c src/front/sema.c \
+        src/front/sema_stmt.c src/front/sema_ops.c src/front/sema_const.c src/front/sema_operators.c \
+        src/front/sema_builtins.c src/front/sema_memory.c src/front/sema_math.c \
+        src/front/sema_shapes.c src/front/sema_convert.c \
         src/ir/ir.c src/ir/irparse.c src/ir/verify.c src/ir/pass.c src/ir/interp.c src/ir/libm.c \
-        src/analysis/access.c src/analysis/access_decide.c src/analysis/access_cover.c src/analysis/audit.c \
+        src/analysis/access.c src/analysis/access_decide.c src/analysis/access_disjoint.c \
+        src/analysis/access_report.c src/analysis/access_cover.c src/analysis/audit.c \
         src/ad/ad_analysis.c src/ad/ad_finite.c src/ad/ad_rev.c src/ad/ad_plain.c src/ad/ad_fold.c \
         src/ad/ad_gemm.c src/ad/ad_gather.c src/ad/ad_scatter.c src/ad/ad_tape.c src/ad/ad_gauge.c \
         src/ad/ad_save.c src/ad/ad_trust.c src/ad/ad_spread.c src/ad/ad_race.c src/ad/ad_fwd.c \
         src/ad/ad_libm.c src/ad/check.c \
         src/plan/program.c src/plan/run.c src/plan/text.c \
-        src/emit/emit_triton.c src/emit/emit_expr.c src/emit/emit_stmt.c src/emit/emit_grad.c \
+        src/emit/emit_triton.c src/emit/emit_passes.c src/emit/emit_expr.c src/emit/emit_stmt.c \
+        src/emit/emit_grad.c \
         src/kad.c
-HDRS := src/kad_int.h src/analysis/access_int.h src/plan/plan.h src/ir/ops.h include/kad.h
+HDRS := src/kad_int.h src/front/front.h src/analysis/access_int.h src/plan/plan.h src/emit/emit.h src/ir/ops.h include/kad.h
 
 PIC_OBJS    := $(SRCS:src/%.c=build/pic/%.o)
 ASAN_OBJS   := $(SRCS:src/%.c=build/asan/%.o)

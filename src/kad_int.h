@@ -2,18 +2,24 @@
  *
  * Types shared by the stages, then, under a heading per file, the functions
  * each file exports.  Everything not declared here is static in its file,
- * except the helpers access.c shares with access_decide.c (access_int.h).
+ * except what the files of one folder share through its private header
+ * (front/front.h, analysis/access_int.h).
  *
  * Pipeline (kad.c: kad_specialize):
  *   lex.c      source text -> tokens (INDENT/DEDENT, locations)
  *   parse_py.c tokens -> Module (AST of the Triton subset of Python)
+ *              (expressions: parse_expr.c; statements: parse_stmt.c)
  *   ast_dump.c Module -> S-expression text (tests, `kad ast`)
  *   sema.c     Module + kernel name + signature -> Func (typed tile IR):
  *              names, expressions, inlining of helpers
  *   sema_sig.c signature strings; binding the kernel's parameters
  *   sema_stmt.c statements and control flow (if/for/while, early return)
- *   sema_ops.c typing and lowering of operators, attributes, conversions
+ *   sema_ops.c the value toolkit: SVals, Triton's promotion, emission
+ *   sema_const.c constexpr folding and text with Python semantics
+ *   sema_operators.c typing and lowering of operators, attributes, conversions
  *   sema_builtins.c tl.*, libdevice and Python builtins, tensor methods
+ *              (handlers: sema_memory.c, sema_math.c, sema_shapes.c,
+ *              sema_convert.c; the front end's own header: front/front.h)
  *   verify.c   checks a Func (run after every stage in checked builds)
  *   pass.c     IR passes (simplify, ...), by name for `kad opt --pass`
  *   ir.c       IR construction helpers and the printer
@@ -863,7 +869,7 @@ typedef struct Lower {
     Block *b;
 } Lower;
 
-/* sema_ops.c (lower_global and lower_call: sema_builtins.c) -- every
+/* sema_operators.c (lower_global and lower_call: sema_builtins.c) -- every
  * function reports its own errors (at loc) and returns SV_ERROR (or 0 for
  * ValId) after an error; given an SV_ERROR operand it returns SV_ERROR
  * without a new message. */
@@ -1141,7 +1147,8 @@ SVal sval_host_tensor_desc(Lower *L, ValId base, const ValId *shape, const ValId
 void builtin_surface(Buf *b);
 
 /* ------------------------------------------------------------------ */
-/* access.c (forms), access_decide.c (decisions, conditions, report): */
+/* access.c (forms), access_decide.c, access_disjoint.c (decisions),  */
+/* access_report.c (conditions printed and evaluated, the report):    */
 /* affine access analysis (see docs/AD.md, "Access analysis")         */
 /* ------------------------------------------------------------------ */
 
@@ -2072,12 +2079,12 @@ struct RacePlan;
 bool emit_triton_race(Buf *out, const Func *fwd, const struct RacePlan *p, Diags *d);
 
 /* ------------------------------------------------------------------ */
-/* emit_triton.c, emit_expr.c, emit_stmt.c: the emitter's internals    */
+/* emit_triton.c, emit_passes.c, emit_expr.c, emit_stmt.c: internals  */
 /* ------------------------------------------------------------------ */
 
 /* The state of one emit_triton call, shared by the emitter's three files
- * (the passes: emit_triton.c; expressions: emit_expr.c; statements:
- * emit_stmt.c).  The em_* functions are used by those files only. */
+ * (the passes: emit_passes.c, with emit_triton.c's driver; expressions:
+ * emit_expr.c; statements: emit_stmt.c).  The em_* functions are used by those files only. */
 
 /* A printed expression and the precedence of its outermost operator (PR_*,
  * emit_expr.c). */
@@ -2149,7 +2156,7 @@ typedef struct ValInfo {
     int8_t cx;         /* em_may_be_constexpr, once asked: 0 not yet, 1 no, 2 yes */
 } ValInfo;
 
-/* One emission: emit_triton.c's passes fill it, emit_expr.c and emit_stmt.c
+/* One emission: emit_passes.c's passes fill it, emit_expr.c and emit_stmt.c
  * print from it. */
 typedef struct Emitter {
     Arena *a;
@@ -2199,7 +2206,7 @@ static inline Type em_vtype(const Emitter *E, ValId v) { return E->f->vals.v[v].
 /* The name of the combine function of scan `in` (emit_triton.c). */
 const char *em_combine_name(Emitter *E, const Inst *in);
 
-/* emit_triton.c */
+/* emit_triton.c (em_error) and emit_passes.c (the rest) */
 
 /* A located error in E->d; nothing while measuring (the final print
  * reports it once). */

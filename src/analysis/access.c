@@ -16,7 +16,8 @@
  * form with its reason, never guessed.  The decisions over the forms and
  * constraints (injectivity, disjointness, private footprints), and the
  * printing and evaluation of their runtime conditions, are in
- * access_decide.c; the types both files share are in access_int.h.
+ * access_decide.c, access_disjoint.c and access_report.c; the types the
+ * files share are in access_int.h.
  *
  * Assumption: integer offsets do not wrap (as the kernel itself assumes).
  *

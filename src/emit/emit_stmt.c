@@ -10,7 +10,7 @@
  * overwrites a variable a later one still reads, a cycle as one tuple
  * assignment.
  *
- * Requires: an Emitter after the passes 1-5 of emit_triton.c (dead,
+ * Requires: an Emitter after the passes 1-5 of emit_passes.c (dead,
  * inlined and constant values are no statements; classes have names).
  * While measuring (decide_inlining), control flow prints only its header
  * and the copies before it.  Guarantees: one statement per line, four
