@@ -31,17 +31,31 @@ SRCS := src/base/util.c \
         src/plan/program.c src/plan/run.c src/plan/text.c \
         src/emit/emit_triton.c src/emit/emit_expr.c src/emit/emit_stmt.c src/emit/emit_grad.c \
         src/kad.c
-HDRS := src/kad_int.h src/analysis/access_int.h src/plan/plan.h src/ir/ops.h include/kad.h
+HDRS := src/kad_int.h src/analysis/access_int.h src/plan/plan.h src/ir/ops.h src/emit/py/embed.h include/kad.h
+# The Python helpers the launchers print verbatim (src/emit/py/*.py), embedded as C arrays by
+# tools/embed.py (python/setup.py runs the same generator); compiled like the sources.
+GEN := build/gen/py_embed.c
 
-PIC_OBJS    := $(SRCS:src/%.c=build/pic/%.o)
-ASAN_OBJS   := $(SRCS:src/%.c=build/asan/%.o)
-UBSAN_OBJS  := $(SRCS:src/%.c=build/ubsan/%.o)
+PIC_OBJS    := $(SRCS:src/%.c=build/pic/%.o) build/pic/gen/py_embed.o
+ASAN_OBJS   := $(SRCS:src/%.c=build/asan/%.o) build/asan/gen/py_embed.o
+UBSAN_OBJS  := $(SRCS:src/%.c=build/ubsan/%.o) build/ubsan/gen/py_embed.o
 SAN_ASAN    := -fsanitize=address -fno-omit-frame-pointer
 SAN_UBSAN   := -fsanitize=undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
 .PHONY: all test demo asan ubsan fuzz bench clean venv ctest golden pytest real
 all: build/libkad.a build/libkad.so build/kad build/test_c
 
+$(GEN): tools/embed.py $(wildcard src/emit/py/*.py) src/emit/py/embed.h
+	$(PYTHON) tools/embed.py $@
+build/pic/gen/%.o: build/gen/%.c $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+build/asan/gen/%.o: build/gen/%.c $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_ASAN) -c $< -o $@
+build/ubsan/gen/%.o: build/gen/%.c $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_UBSAN) -c $< -o $@
 build/pic/%.o: src/%.c $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
@@ -81,9 +95,9 @@ ubsan: build/ubsan/kad build/ubsan/test_c
 	UBSAN_OPTIONS=print_stacktrace=1 $(PYTHON) tests/runtests.py --kad build/ubsan/kad --name ubsan
 
 # libFuzzer needs clang; tests/setup.sh installs it when missing.
-build/fuzz_frontend: fuzz/fuzz_frontend.c $(SRCS) $(HDRS)
+build/fuzz_frontend: fuzz/fuzz_frontend.c $(SRCS) $(GEN) $(HDRS)
 	@mkdir -p build
-	clang -g -O1 $(CPPFLAGS) -fsanitize=fuzzer,address,undefined -Isrc fuzz/fuzz_frontend.c $(SRCS) -lm -o $@
+	clang -g -O1 $(CPPFLAGS) -fsanitize=fuzzer,address,undefined -Isrc fuzz/fuzz_frontend.c $(SRCS) $(GEN) -lm -o $@
 fuzz: build/fuzz_frontend
 	@mkdir -p build/fuzz-corpus
 	for f in examples/*.py tests/kernels/*.py tests/sema/*.py; do \

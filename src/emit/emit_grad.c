@@ -20,6 +20,7 @@
  */
 #include <string.h>
 
+#include "emit/py/embed.h"
 #include "plan/plan.h"
 
 /* The comment line between a backward module's kernels and its host part (docs/GRAD.md). */
@@ -858,192 +859,13 @@ static void print_fold_sums(Buf *out, Arena *a, const Program *P, const char *kn
                  arena_printf(a, "%d", w), "None", NULL, tune_facts(a, P->sum, NULL, 0, 0));
 }
 
-/* The SM count of a launch's device (the fold's nfold, the GEMM form's
- * choice of operand kernels): module-level, asked once per device. */
-#define SMS_HELPER                                                                                    \
-    "_kad_sm_counts = {}\n"                                                                           \
-    "\n"                                                                                              \
-    "\n"                                                                                              \
-    "def _kad_sms(dev):\n"                                                                            \
-    "    \"\"\"The SM count of a CUDA device, asked once.\"\"\"\n"                                       \
-    "    n = _kad_sm_counts.get(dev)\n"                                                               \
-    "    if n is None:\n"                                                                             \
-    "        n = _kad_sm_counts[dev] = torch.cuda.get_device_properties(dev).multi_processor_count\n" \
-    "    return n\n"
-
-/* The helper of a folded backward's launcher: is d dense (its elements fill
- * its storage span, no gap, no overlap)?  Then its sum kernel stores every
- * element of the span and d needs no zero-fill. */
-static const char *fold_dense_helper(void)
-{
-    return "_kad_fill = None  # tests only: a value (NaN) filling the partials the launcher leaves uninitialized\n"
-           SMS_HELPER
-           "\n"
-           "\n"
-           "def _kad_dense(d):\n"
-           "    \"\"\"True when d's elements fill its storage span exactly (no gap between them, none shared):\n"
-           "    the sum kernel then stores every element of the span, and d needs no zero-fill.\"\"\"\n"
-           "    if not d.numel():\n"
-           "        return True\n"
-           "    n = 1\n"
-           "    for st, size in sorted(zip(d.stride(), d.shape)):\n"
-           "        if size != 1:\n"
-           "            if st != n:\n"
-           "                return False\n"
-           "            n *= size\n"
-           "    return True\n";
-}
-
-/* The helpers of every launcher: the plans by launch key (the GEMM form's
- * launcher keeps a plan of its own, per launch shape), and the direct launch
- * of a kernel Triton compiled before for the same specialization
- * (docs/GRAD.md, "Direct launches"). */
-static const char *launch_helper(void)
-{
-    return "_kad_plans = {}  # launch key -> _kad_plan's answer (a training loop launches the same shapes each step)\n"
-           "try:  # Triton's launch hooks (a profiler's), the current CUDA device and stream, read as Triton reads them\n"
-           "    _kad_hooks, _kad_cur, _kad_stream = (triton.knobs.runtime, torch._C._cuda_getDevice,\n"
-           "                                         torch._C._cuda_getCurrentRawStream)\n"
-           "except AttributeError:\n"
-           "    _kad_hooks = _kad_cur = _kad_stream = None\n"
-           "\n"
-           "\n"
-           "def _kad_ck(dev):\n"
-           "    \"\"\"A plan's compiled kernels (_kad_go): a dict on a CUDA device, else None (the JIT launches).\"\"\"\n"
-           "    return {} if dev.type == \"cuda\" and _kad_stream is not None else None\n"
-           "\n"
-           "\n"
-           "def _kad_go(k, grid, a, ck, key, num_warps, num_stages):\n"
-           "    \"\"\"k[grid](*a, num_warps=num_warps, num_stages=num_stages) (num_stages left out when None),\n"
-           "    a: every parameter of k in order (the constexpr values in their places), grid: 3 ints.\n"
-           "    key: what Triton's specialization of this launch depends on besides the plan's\n"
-           "    launch key (which fixes the scalar arguments and their types): the device, the launch\n"
-           "    options, the tensors' dtypes, every tensor 16-byte aligned; None when one is not. The kernel\n"
-           "    Triton's JIT returns for the first launch of a key is kept in ck (the plan's) and launched\n"
-           "    again by Triton's own launcher, without the JIT's per-launch binding and cache key. While a\n"
-           "    launch hook is set (a profiler's), every launch goes through the JIT.\"\"\"\n"
-           "    if key is not None:\n"
-           "        c = ck.get(key)\n"
-           "        h, x = _kad_hooks.launch_enter_hook, _kad_hooks.launch_exit_hook\n"
-           "        if c is not None and not (getattr(h, \"calls\", h) or getattr(x, \"calls\", x)):\n"
-           "            c.run(grid[0], grid[1], grid[2], _kad_stream(key[1]), c.function, c.packed_metadata, None, None,\n"
-           "                  None, *a)\n"
-           "            return\n"
-           "    if num_stages is None:\n"
-           "        c = k[grid](*a, num_warps=num_warps)\n"
-           "    else:\n"
-           "        c = k[grid](*a, num_warps=num_warps, num_stages=num_stages)\n"
-           "    if key is not None and getattr(c, \"function\", None) is not None and len(ck) < 64:\n"
-           "        ck[key] = c\n";
-}
-
-/* The helpers of kad_tune (docs/GRAD.md, "Tuning"), after launch_helper's. */
-static const char *tune_helper(void)
-{
-    return "\n"
-           "\n"
-           "_kad_tuned = {}  # (kernel, launch key, slot) -> the (num_warps, num_stages) _kad_tune chose\n"
-           "_kad_trials = {}  # the same keys -> each candidate's (num_warps, num_stages, ms or why not)\n"
-           "\n"
-           "\n"
-           "def _kad_tune(k, grid, a, tk, num_warps, num_stages, writes, exact, again, warps, stages):\n"
-           "    \"\"\"kad_tune=True (the package passes it when the forward was autotuned): the (num_warps,\n"
-           "    num_stages) of the fastest launch of k on grid with a, among the defaults (num_warps,\n"
-           "    num_stages) and the candidates: warps (-1: half, the same and twice the default; (): the\n"
-           "    default) times stages (-1: one less, the same and one more; (): the default). Chosen on the\n"
-           "    first launch of (k, *tk) (the launch key, the kernel's slot) and remembered. Each trial\n"
-           "    launches k on the real arguments; the tensors it writes (positions writes in a; None: every\n"
-           "    tensor) are restored before each trial and after the last, so the launch that follows finds\n"
-           "    them as they were. exact (k's results are reproducible bit for bit): a candidate whose results\n"
-           "    differ in any bit from the default's is never chosen. again: k's results do not depend on\n"
-           "    what it wrote before (no restore between timed launches). While a CUDA graph is captured: the\n"
-           "    defaults, not remembered.\"\"\"\n"
-           "    tk = (k, *tk)\n"
-           "    c = _kad_tuned.get(tk)\n"
-           "    if c is not None:\n"
-           "        return c\n"
-           "    ts = [x for x in a if isinstance(x, torch.Tensor)]\n"
-           "    cuda = ts[0].device.type == \"cuda\"\n"
-           "    if cuda and torch.cuda.is_current_stream_capturing():\n"
-           "        return num_warps, num_stages\n"
-           "    if warps == -1:\n"
-           "        warps = tuple(w for w in (num_warps // 2, num_warps, 2 * num_warps) if 1 <= w <= 16)\n"
-           "    if stages == -1:\n"
-           "        stages = (2, 3, 4) if num_stages is None else tuple(s for s in range(num_stages - 1, num_stages + 2) if s)\n"
-           "    cands = [(num_warps, num_stages)]\n"
-           "    for w in warps or (num_warps,):  # num_stages None is Triton's default, 3\n"
-           "        cands += [(w, s) for s in stages or (num_stages,) if (w, s) not in cands and\n"
-           "                  (w, s) != (num_warps, 3 if num_stages is None else num_stages)]\n"
-           "    best = ref = None\n"
-           "    log = []\n"
-           "    if len(cands) > 1:\n"
-           "        ws = ts if writes is None else [a[i] for i in writes if isinstance(a[i], torch.Tensor)]\n"
-           "        if writes is not None and len(ws) != len(writes):  # not tensors where kad said: keep them all\n"
-           "            ws = ts\n"
-           "        keep = [x.clone() for x in ws]\n"
-           "\n"
-           "        def restore():\n"
-           "            for x, y in zip(ws, keep):\n"
-           "                x.copy_(y)\n"
-           "        for w, s in cands:\n"
-           "            def run(w=w, s=s):\n"
-           "                if s is None:\n"
-           "                    k[grid](*a, num_warps=w)\n"
-           "                else:\n"
-           "                    k[grid](*a, num_warps=w, num_stages=s)\n"
-           "            restore()\n"
-           "            try:\n"
-           "                run()\n"
-           "            except triton.runtime.errors.OutOfResources:\n"
-           "                log.append((w, s, \"does not fit\"))\n"
-           "                continue\n"
-           "            except Exception as e:  # a candidate Triton cannot build: the default's error is the launch's\n"
-           "                if (w, s) == cands[0]:\n"
-           "                    raise\n"
-           "                log.append((w, s, f\"failed: {type(e).__name__}\"))\n"
-           "                continue\n"
-           "            if exact:  # the candidate's bits against the first candidate run's (the default's)\n"
-           "                got = [_kad_bits(x) for x in ws]\n"
-           "                if ref is None:\n"
-           "                    ref = got\n"
-           "                elif not all(torch.equal(x, y) for x, y in zip(got, ref)):\n"
-           "                    log.append((w, s, \"other bits\"))\n"
-           "                    continue\n"
-           "            t = _kad_time(run if again else lambda: (restore(), run()), cuda)\n"
-           "            log.append((w, s, t))\n"
-           "            if best is None or t < best[0]:\n"
-           "                best = (t, (w, s))\n"
-           "        restore()\n"
-           "    c = best[1] if best else (num_warps, num_stages)\n"
-           "    if len(_kad_tuned) >= 4096:\n"
-           "        _kad_tuned.clear()\n"
-           "        _kad_trials.clear()\n"
-           "    _kad_tuned[tk], _kad_trials[tk] = c, log\n"
-           "    return c\n";
-}
-
-/* The rest of tune_helper's helpers (a string of at most 4095 characters each). */
-static const char *tune_helper2(void)
-{
-    return "\n"
-           "\n"
-           "def _kad_bits(x):\n"
-           "    \"\"\"A copy of x whose torch.equal is bitwise (a float's bits as integers: NaN equals NaN).\"\"\"\n"
-           "    x = x.detach().contiguous()\n"
-           "    if x.is_floating_point():\n"
-           "        x = x.view({8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}[x.element_size()])\n"
-           "    return x.clone()\n"
-           "\n"
-           "\n"
-           "def _kad_time(f, cuda):\n"
-           "    \"\"\"f's time: the median of triton.testing.do_bench on CUDA; elsewhere (Triton's interpreter) one\n"
-           "    run's, which means little: the trials run there to be tested, not timed.\"\"\"\n"
-           "    if cuda:\n"
-           "        return triton.testing.do_bench(f, warmup=5, rep=20, return_mode=\"median\")\n"
-           "    t = time.perf_counter()\n"
-           "    f()\n"
-           "    return time.perf_counter() - t\n";
-}
+/* The module-level helpers of the launchers are sections of src/emit/py/launch.py (kad_py_*,
+ * embed.h): kad_py_sms, the SM count of a launch's device (the fold's nfold, the GEMM form's
+ * choice of operand kernels), asked once per device; kad_py_fold_fill and kad_py_dense, a folded
+ * backward's (is d dense? then its sum kernel stores every element of its span and d needs no
+ * zero-fill); kad_py_go, every launcher's plans by launch key and direct launches of a kernel
+ * Triton compiled before (docs/GRAD.md, "Direct launches"); kad_py_tune, kad_tune's (docs/GRAD.md,
+ * "Tuning"). */
 
 /* Is bwd's param slot an operand gradient of its GEMM form? */
 static bool gemm_operand(const Program *P, int slot)
@@ -1128,11 +950,7 @@ static void print_zero_fill(Buf *out, Arena *a, const Program *P, int nfwd, int 
  * functions of the host function being printed: its conditions (access_cond_host) call them. */
 static void print_tdiv(Buf *out)
 {
-    buf_puts(out, "    def _tdiv(x, y):  # Triton's // on integers truncates\n"
-                  "        q = abs(x) // abs(y)\n"
-                  "        return q if (x < 0) == (y < 0) else -q\n\n"
-                  "    def _trem(x, y):\n"
-                  "        return x - _tdiv(x, y) * y\n\n");
+    buf_puts(out, kad_py_host_tdiv);
 }
 
 /* The backward's launch conditions (Func.guards), checked on the host
@@ -1265,11 +1083,7 @@ static void print_tapes(Buf *out, Arena *a, const Program *P, const char *lname)
     if (pid)
         buf_puts(out, tape_host_helpers());
     if (div)
-        buf_puts(out, "\n    def _kad_tdiv(x, y):  # the kernel's // on integers truncates\n"
-                      "        q = abs(x) // abs(y)\n"
-                      "        return q if (x < 0) == (y < 0) else -q\n\n"
-                      "    def _kad_trem(x, y):\n"
-                      "        return x - _kad_tdiv(x, y) * y\n\n");
+        buf_puts(out, kad_py_host_kad_tdiv);
     int64_t budget = tape_budget_of(P), nck = 0;
     bool revolve = false;
     for (int j = 0; j < P->tapes.n; j++) {
@@ -1477,39 +1291,8 @@ static void print_gemm_helper(Buf *out, Arena *a, const Program *P)
 {
     const Func *bwd = P->main;
     const GemmPlan *pl = P->gemm;
-    buf_puts(out, "\n\n_kad_gemm_plans = {}\n"
-                  "_kad_fit_stages = {}  # (kernel, num_stages asked) -> the num_stages that fits in shared memory\n"
-                  SMS_HELPER
-                  "\n\n"
-                  "def _kad_fills(dev, programs):\n"
-                  "    \"\"\"Whether a grid of this many programs gives every SM of dev one (on the CPU, Triton's\n"
-                  "    interpreter: always).  An operand kernel owning R K iterations a program runs only then; else its\n"
-                  "    one-iteration form (R times the programs, the same sums bit for bit).\"\"\"\n"
-                  "    return dev.type != \"cuda\" or programs >= _kad_sms(dev)\n\n\n"
-                  "def _kad_fit(k, g, a, o, ck=None, key=None, tune=None):\n"
-                  "    \"\"\"Launches k on grid g (3 ints) through _kad_go (ck, key: its compiled kernels and their key\n"
-                  "    without the launch options, or None).  The GEMM kernels keep the forward's tiles, which may\n"
-                  "    not fit in shared memory at the num_stages asked for (the caller's): then with fewer, one less\n"
-                  "    at a time.  tune: (the tuning key, _kad_tune's facts of k) under kad_tune, else falsy.\"\"\"\n"
-                  "    if tune:\n"
-                  "        w, s = _kad_tune(k, g, a, tune[0], o[\"num_warps\"], o.get(\"num_stages\", 3), *tune[1:])\n"
-                  "        o = {\"num_warps\": w, \"num_stages\": s}\n"
-                  "    asked = o.get(\"num_stages\", 3)\n"
-                  "    ns = _kad_fit_stages.get((k, asked), asked)\n"
-                  "    while True:\n"
-                  "        try:\n"
-                  "            return _kad_go(k, g, a, ck, key and (*key, o[\"num_warps\"], ns), o[\"num_warps\"], ns)\n"
-                  "        except triton.runtime.errors.OutOfResources:\n"
-                  "            if ns <= 1:\n"
-                  "                raise\n"
-                  "        ns -= 1\n"
-                  "        _kad_fit_stages[k, asked] = ns\n\n\n"
-                  "def _kad_tdiv(x, y):  # the kernel's // on integers truncates\n"
-                  "    q = abs(x) // abs(y)\n"
-                  "    return q if (x < 0) == (y < 0) else -q\n\n\n"
-                  "def _kad_trem(x, y):\n"
-                  "    return x - _kad_tdiv(x, y) * y\n\n\n"
-                  "def _kad_gemm_plan(_ta, _tg):\n"
+    buf_printf(out, "%s%s%s", kad_py_gemm_state, kad_py_sms, kad_py_gemm_fit);
+    buf_puts(out, "def _kad_gemm_plan(_ta, _tg):\n"
                   "    \"\"\"(U, V, trips, covers) when the programs map one to one onto [0, U) x [0, V) through their\n"
                   "    tile ids and the operand kernels' stores are disjoint for this launch, covers saying per operand\n"
                   "    whether its tiles store every element of its gradient's view; else None (atomics).\"\"\"\n"
@@ -1556,66 +1339,9 @@ static void print_gemm_helper(Buf *out, Arena *a, const Program *P)
     buf_puts(out, "    return U, V, T, tuple(cov)\n");
 }
 
-/* The module-level helper of launchers whose forward takes host-side
- * tensor descriptors (Func.descs): a TensorDescriptor argument expanded
- * into the kernel's parameters, checked against the specialization. */
-static const char *descs_helper(void)
-{
-    return "\n\ndef _kad_descs(args, descs):\n"
-           "    \"\"\"args with each host-side tensor descriptor (base, shape, strides, block_shape, padding:\n"
-           "    triton.tools.tensor_descriptor.TensorDescriptor) expanded as the kernel takes it: base, shape,\n"
-           "    strides but the last (1).  descs: (position among the expanded arguments, rank, block shape,\n"
-           "    padding) in order; an argument there that is not a descriptor is taken as expanded already.\n"
-           "    A descriptor passed as a gradient buffer stands for its base.\"\"\"\n"
-           "    out, i = [], 0\n"
-           "    for at, rank, block, pad in descs:\n"
-           "        while len(out) < at and i < len(args):\n"
-           "            out.append(args[i])\n"
-           "            i += 1\n"
-           "        d = args[i] if i < len(args) else None\n"
-           "        if not (hasattr(d, \"base\") and hasattr(d, \"block_shape\")):\n"
-           "            continue\n"
-           "        if len(d.shape) != rank or tuple(int(b) for b in d.block_shape) != block:\n"
-           "            raise ValueError(f\"argument {i}: a tensor descriptor of block_shape {list(d.block_shape)}, \"\n"
-           "                             f\"but this module is specialized for {list(block)}: generate it for that \"\n"
-           "                             f\"signature\")\n"
-           "        if int(d.strides[-1]) != 1:\n"
-           "            raise ValueError(f\"argument {i}: a tensor descriptor's last stride must be 1, got \"\n"
-           "                             f\"{d.strides[-1]}\")\n"
-           "        if getattr(d, \"padding\", \"zero\") != pad:\n"
-           "            raise ValueError(f\"argument {i}: a tensor descriptor with padding {d.padding!r}, but this \"\n"
-           "                             f\"module is specialized for {pad!r}: generate it for that signature\")\n"
-           "        out += [d.base, *(int(s) for s in d.shape), *(int(s) for s in d.strides[:-1])]\n"
-           "        i += 1\n"
-           "    out += [a.base if hasattr(a, \"base\") and hasattr(a, \"block_shape\") else a for a in args[i:]]\n"
-           "    return out\n";
-}
-
-/* The module-level helpers of launchers whose kernels make tensor
- * descriptors (emit_has_desc): Triton's global-scratch allocator, and the
- * alignment a gradient's descriptor store (TMA) needs. */
-static const char *tma_helpers(void)
-{
-    return "\n\ndef _kad_tma_scratch(size, alignment, stream):\n"
-           "    import torch\n"
-           "    return torch.empty(size, dtype=torch.int8, device=\"cuda\")\n\n\n"
-           "def _kad_tma_allocator(args):\n"
-           "    \"\"\"The kernels make tensor descriptors (tl.make_tensor_descriptor), which Triton writes into\n"
-           "    global scratch memory from the allocator of triton.set_allocator on a GPU.  That allocator is\n"
-           "    unset by default and per thread (PyTorch runs backwards in a thread of its own): a torch one\n"
-           "    on the current device is set here when a CUDA tensor is passed and none is set.\"\"\"\n"
-           "    if not any(getattr(getattr(x, \"device\", None), \"type\", None) == \"cuda\" for x in args):\n"
-           "        return\n"
-           "    from triton.runtime import _allocation\n"
-           "    null = getattr(_allocation, \"NullAllocator\", None)\n"
-           "    if null is not None and isinstance(_allocation._allocator.get(), null):\n"
-           "        triton.set_allocator(_kad_tma_scratch)\n\n\n"
-           "def _kad_tma_ok(d):\n"
-           "    \"\"\"Whether the gradient d may be stored through a tensor descriptor (TMA): its base 16-byte\n"
-           "    aligned (its strides are the input's, which the forward's descriptor had).  Else the kernel\n"
-           "    stores through pointers (its TMA_ flag False).\"\"\"\n"
-           "    return hasattr(d, \"data_ptr\") and d.data_ptr() % 16 == 0\n";
-}
+/* The module-level helpers of launchers whose forward takes host-side tensor descriptors
+ * (Func.descs), kad_py_descs, and of launchers whose kernels make tensor descriptors
+ * (emit_has_desc), kad_py_tma, are sections of src/emit/py/launch.py (embed.h). */
 
 /* A launch's values in the def's order: the launcher's args in slices, the
  * constexpr values in their places. open: the last slice runs to the end of
@@ -2282,14 +2008,14 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Program *P, const AdS
     if (covers)
         buf_printf(out, "\n\n%s", access_cover_helper());
     if (fwd->descs.n)
-        buf_puts(out, descs_helper());
+        buf_puts(out, kad_py_descs);
     if (emit_has_desc(bwd))
-        buf_puts(out, tma_helpers());
+        buf_puts(out, kad_py_tma);
     if (bwd->fold)
-        buf_printf(out, "\n\n%s", fold_dense_helper());
+        buf_printf(out, "\n\n%s%s%s", kad_py_fold_fill, kad_py_sms, kad_py_dense);
     else if (P->spread && !P->gemm)
-        buf_puts(out, "\n\n" SMS_HELPER);
-    buf_printf(out, "%s%s%s%s", bwd->fold ? "" : "\n\n", launch_helper(), tune_helper(), tune_helper2());
+        buf_printf(out, "\n\n%s", kad_py_sms);
+    buf_printf(out, "%s%s%s", bwd->fold ? "" : "\n\n", kad_py_go, kad_py_tune);
     /* the package's question (docs/GRAD.md, "Launch parameters"): a dot's tiles follow the forward's
      * warps (an autotuned matmul's config); a kernel without one is better with kad's defaults */
     buf_printf(out, "\n\n# the package passes the forward's num_warps/num_stages to this launcher only when True: when\n"
@@ -2346,10 +2072,10 @@ static bool emit_forward_kernel(Buf *out, const Func *fwd, const Func *f, const 
     if (!emit_triton(out, f, &opt, d))
         return false;
     if (fwd->descs.n)
-        buf_puts(out, descs_helper());
+        buf_puts(out, kad_py_descs);
     if (emit_has_desc(f))
-        buf_puts(out, tma_helpers());
-    buf_printf(out, "\n\n%s%s%s", launch_helper(), tune_helper(), tune_helper2());
+        buf_puts(out, kad_py_tma);
+    buf_printf(out, "\n\n%s%s", kad_py_go, kad_py_tune);
     return true;
 }
 
