@@ -22,16 +22,19 @@ FUZZ_SECONDS ?= 60
 SRCS := src/base/util.c \
         src/front/lex.c src/front/parse_py.c src/front/ast_dump.c src/front/sema_sig.c src/front/sema.c \
         src/front/sema_stmt.c src/front/sema_ops.c src/front/sema_builtins.c \
-        src/ir/ir.c src/ir/irparse.c src/ir/verify.c src/ir/pass.c src/ir/interp.c src/ir/interp_ops.c src/ir/libm.c \
+        src/ir/ir.c src/ir/irparse.c src/ir/verify.c src/ir/pass.c src/ir/interp.c src/ir/interp_ops.c \
+        src/ir/libm.c \
         src/analysis/access.c src/analysis/access_decide.c src/analysis/access_cover.c src/analysis/audit.c \
         src/ad/ad_analysis.c src/ad/ad_finite.c src/ad/ad_rev.c src/ad/ad_plain.c src/ad/ad_fold.c \
         src/ad/ad_gemm.c src/ad/ad_gather.c src/ad/ad_scatter.c src/ad/ad_tape.c src/ad/ad_gauge.c \
         src/ad/ad_save.c src/ad/ad_trust.c src/ad/ad_spread.c src/ad/ad_race.c src/ad/ad_fwd.c \
         src/ad/ad_libm.c src/ad/check.c \
         src/plan/program.c src/plan/run.c src/plan/text.c \
-        src/emit/emit_triton.c src/emit/emit_expr.c src/emit/emit_stmt.c src/emit/emit_grad.c \
+        src/emit/emit_triton.c src/emit/emit_expr.c src/emit/emit_stmt.c \
+        src/emit/emit_grad.c src/emit/emit_grad_plan.c src/emit/emit_grad_launch.c \
         src/kad.c
-HDRS := src/kad_int.h src/analysis/access_int.h src/plan/plan.h src/ir/ops.h src/ir/ir_int.h src/emit/py/embed.h include/kad.h
+HDRS := src/kad_int.h src/analysis/access_int.h src/plan/plan.h src/ir/ops.h src/ir/ir_int.h \
+        src/emit/emit_grad.h src/emit/py/embed.h include/kad.h
 # The Python helpers the launchers print verbatim (src/emit/py/*.py), embedded as C arrays by
 # tools/embed.py (python/setup.py runs the same generator); compiled like the sources.
 GEN := build/gen/py_embed.c
