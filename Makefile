@@ -19,34 +19,51 @@ FUZZ_SECONDS ?= 60
 
 # One folder per stage (docs/ARCHITECTURE.md): base, front, ir, analysis, ad, plan, emit; the API and
 # the command line at the top.
-SRCS := src/base/util.c \
-        src/front/lex.c src/front/parse_py.c src/front/parse_expr.c src/front/parse_stmt.c \
-        src/front/ast_dump.c src/front/sema_sig.c src/front/sema.c \
-        src/front/sema_stmt.c src/front/sema_ops.c src/front/sema_const.c src/front/sema_operators.c \
-        src/front/sema_builtins.c src/front/sema_memory.c src/front/sema_math.c \
-        src/front/sema_shapes.c src/front/sema_convert.c \
-        src/ir/ir.c src/ir/irparse.c src/ir/verify.c src/ir/pass.c src/ir/interp.c src/ir/libm.c \
-        src/analysis/access.c src/analysis/access_decide.c src/analysis/access_disjoint.c \
-        src/analysis/access_report.c src/analysis/access_cover.c src/analysis/audit.c \
-        src/ad/ad_analysis.c src/ad/ad_finite.c src/ad/ad_rev.c src/ad/ad_plain.c src/ad/ad_fold.c \
-        src/ad/ad_gemm.c src/ad/ad_gather.c src/ad/ad_scatter.c src/ad/ad_tape.c src/ad/ad_gauge.c \
-        src/ad/ad_save.c src/ad/ad_trust.c src/ad/ad_spread.c src/ad/ad_race.c src/ad/ad_fwd.c \
-        src/ad/ad_libm.c src/ad/check.c \
-        src/plan/program.c src/plan/run.c src/plan/text.c \
-        src/emit/emit_triton.c src/emit/emit_passes.c src/emit/emit_expr.c src/emit/emit_stmt.c \
-        src/emit/emit_grad.c \
-        src/kad.c
-HDRS := src/kad_int.h src/front/front.h src/analysis/access_int.h src/plan/plan.h src/emit/emit.h src/ir/ops.h include/kad.h
+# (one list per folder, so that work on one stage edits its own lines)
+SRCS_BASE     := src/base/util.c
+SRCS_FRONT    := src/front/lex.c src/front/parse_py.c src/front/parse_expr.c src/front/parse_stmt.c \
+                 src/front/ast_dump.c src/front/sema_sig.c src/front/sema.c \
+                 src/front/sema_stmt.c src/front/sema_ops.c src/front/sema_const.c src/front/sema_operators.c \
+                 src/front/sema_builtins.c src/front/sema_memory.c src/front/sema_math.c \
+                 src/front/sema_shapes.c src/front/sema_convert.c
+SRCS_IR       := src/ir/ir.c src/ir/irparse.c src/ir/verify.c src/ir/pass.c src/ir/interp.c src/ir/interp_ops.c \
+                 src/ir/libm.c
+SRCS_ANALYSIS := src/analysis/access.c src/analysis/access_decide.c src/analysis/access_disjoint.c \
+                 src/analysis/access_report.c src/analysis/access_cover.c src/analysis/audit.c
+SRCS_AD       := src/ad/ad_analysis.c src/ad/ad_finite.c src/ad/ad_rev.c src/ad/ad_plain.c src/ad/ad_fold.c \
+                 src/ad/ad_gemm.c src/ad/ad_gather.c src/ad/ad_scatter.c src/ad/ad_tape.c src/ad/ad_gauge.c \
+                 src/ad/ad_save.c src/ad/ad_trust.c src/ad/ad_spread.c src/ad/ad_race.c src/ad/ad_fwd.c \
+                 src/ad/ad_libm.c src/ad/check.c
+SRCS_PLAN     := src/plan/program.c src/plan/run.c src/plan/text.c
+SRCS_EMIT     := src/emit/emit_triton.c src/emit/emit_passes.c src/emit/emit_expr.c src/emit/emit_stmt.c \
+                 src/emit/emit_grad.c src/emit/emit_grad_plan.c src/emit/emit_grad_launch.c
+SRCS := $(SRCS_BASE) $(SRCS_FRONT) $(SRCS_IR) $(SRCS_ANALYSIS) $(SRCS_AD) $(SRCS_PLAN) $(SRCS_EMIT) src/kad.c
+HDRS := src/kad_int.h src/front/front.h src/analysis/access_int.h src/plan/plan.h src/ir/ops.h src/ir/ir_int.h \
+        src/emit/emit.h src/emit/emit_grad.h src/emit/py/embed.h include/kad.h
+# The Python helpers the launchers print verbatim (src/emit/py/*.py), embedded as C arrays by
+# tools/embed.py (python/setup.py runs the same generator); compiled like the sources.
+GEN := build/gen/py_embed.c
 
-PIC_OBJS    := $(SRCS:src/%.c=build/pic/%.o)
-ASAN_OBJS   := $(SRCS:src/%.c=build/asan/%.o)
-UBSAN_OBJS  := $(SRCS:src/%.c=build/ubsan/%.o)
+PIC_OBJS    := $(SRCS:src/%.c=build/pic/%.o) build/pic/gen/py_embed.o
+ASAN_OBJS   := $(SRCS:src/%.c=build/asan/%.o) build/asan/gen/py_embed.o
+UBSAN_OBJS  := $(SRCS:src/%.c=build/ubsan/%.o) build/ubsan/gen/py_embed.o
 SAN_ASAN    := -fsanitize=address -fno-omit-frame-pointer
 SAN_UBSAN   := -fsanitize=undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
 .PHONY: all test demo asan ubsan fuzz bench clean venv ctest golden pytest real
 all: build/libkad.a build/libkad.so build/kad build/test_c
 
+$(GEN): tools/embed.py $(wildcard src/emit/py/*.py) src/emit/py/embed.h
+	$(PYTHON) tools/embed.py $@
+build/pic/gen/%.o: build/gen/%.c $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+build/asan/gen/%.o: build/gen/%.c $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_ASAN) -c $< -o $@
+build/ubsan/gen/%.o: build/gen/%.c $(HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_UBSAN) -c $< -o $@
 build/pic/%.o: src/%.c $(HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
@@ -86,9 +103,9 @@ ubsan: build/ubsan/kad build/ubsan/test_c
 	UBSAN_OPTIONS=print_stacktrace=1 $(PYTHON) tests/runtests.py --kad build/ubsan/kad --name ubsan
 
 # libFuzzer needs clang; tests/setup.sh installs it when missing.
-build/fuzz_frontend: fuzz/fuzz_frontend.c $(SRCS) $(HDRS)
+build/fuzz_frontend: fuzz/fuzz_frontend.c $(SRCS) $(GEN) $(HDRS)
 	@mkdir -p build
-	clang -g -O1 $(CPPFLAGS) -fsanitize=fuzzer,address,undefined -Isrc fuzz/fuzz_frontend.c $(SRCS) -lm -o $@
+	clang -g -O1 $(CPPFLAGS) -fsanitize=fuzzer,address,undefined -Isrc fuzz/fuzz_frontend.c $(SRCS) $(GEN) -lm -o $@
 fuzz: build/fuzz_frontend
 	@mkdir -p build/fuzz-corpus
 	for f in examples/*.py tests/kernels/*.py tests/sema/*.py; do \

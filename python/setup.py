@@ -1,8 +1,9 @@
 """Builds kad's C library and its command line into the package.
 
-The library is the repository's src/**/*.c (all but the CLI's main.c), compiled
-with the Makefile's flags into kad/libkad.so, which kad/_capi.py loads when
-it sits beside it.  The command line (src/main.c, what `make` builds as
+The library is the repository's src/**/*.c (all but the CLI's main.c) and the
+Python helpers its launchers print (src/emit/py/*.py, embedded into a C file by
+tools/embed.py, as the Makefile does), compiled with the Makefile's flags into
+kad/libkad.so, which kad/_capi.py loads when it sits beside it.  The command line (src/main.c, what `make` builds as
 build/kad) is linked from the same objects into kad/bin/kad, a program of its
 own that the `kad` console script and `python -m kad` exec (kad/__main__.py):
 it runs in its own process, with its own stdio and exit status, and uses
@@ -22,6 +23,7 @@ refuses.
 """
 import concurrent.futures
 import glob
+import importlib.util
 import os
 import platform
 import re
@@ -49,12 +51,25 @@ def kad_version():
         return re.search(r'#define KAD_VERSION "([^"]+)"', f.read()).group(1)
 
 
+def embed_helpers(out):
+    """Writes to out the C file of the Python helpers the launchers print (src/emit/py/*.py), by
+    the generator the Makefile runs (tools/embed.py's generate): the same bytes as build/gen/py_embed.c."""
+    spec = importlib.util.spec_from_file_location("kad_embed", os.path.join(REPO, "tools", "embed.py"))
+    embed = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(embed)
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(embed.generate(REPO))
+
+
 def compile_kad(tmp, lib, cli):
-    """Compiles src/**/*.c (a folder per stage) once into objects under tmp, then links the
-    library lib (every object but main.c's) and the command line cli (all of them)."""
+    """Compiles src/**/*.c (a folder per stage) and the embedded Python helpers (embed_helpers)
+    once into objects under tmp, then links the library lib (every object but main.c's) and the
+    command line cli (all of them)."""
     srcs = sorted(glob.glob(os.path.join(REPO, "src", "**", "*.c"), recursive=True))
     if not any(os.path.basename(p) == "main.c" for p in srcs):
         raise RuntimeError(f"no C sources under {REPO}/src: build the package from a kad checkout")
+    srcs.append(os.path.join(tmp, "py_embed.c"))
+    embed_helpers(srcs[-1])
     cc = shlex.split(os.environ.get("CC", "cc"))
     flags = ["-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-DKAD_CHECKED", "-D_POSIX_C_SOURCE=200809L",
              "-I" + os.path.join(REPO, "src")]
