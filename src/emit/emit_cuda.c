@@ -62,7 +62,7 @@ static const char *const keywords[] = {
     "thread_local", "alignas", "alignof", "char16_t", "char32_t", "threadIdx", "blockIdx", "blockDim",
     "gridDim", "warpSize", "dim3", "stream", "grid", "min", "max", "abs", "exp", "log", "sqrt", "pow",
     "floor", "ceil", "isnan", "isinf", "signbit", "assert", "printf", "main", "NAN", "INFINITY",
-    "grid_x", "grid_y", "grid_z", "err", NULL,
+    "grid_x", "grid_y", "grid_z", "err", "nan", "inf", "fmaf", "fmaxf", "fminf", "expf", "logf", NULL,
 };
 
 const char *cuda_ident(Arena *a, const char *name)
@@ -326,6 +326,23 @@ static void line(Cu *c, const char *fmt, ...)
     buf_putc(c->out, '\n');
 }
 
+/* Whether e is one call f(...): its first '(' closes at its end. */
+static bool is_call(const char *e)
+{
+    const char *p = e;
+    while (*p == '_' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z'))
+        p++;
+    if (p == e || *p != '(')
+        return false;
+    int depth = 0;
+    for (; *p; p++) {
+        depth += *p == '(' ? 1 : *p == ')' ? -1 : 0;
+        if (!depth)
+            return p[1] == 0;
+    }
+    return false;
+}
+
 /* Binds result v to the expression e: inlined into its one user when v has no source name, is
  * used once in block b (not by a yield) and e is short; else a `const T v = e;` line. */
 static void bind(Cu *c, const Block *b, ValId v, const char *e, bool pure, Loc loc)
@@ -337,7 +354,7 @@ static void bind(Cu *c, const Block *b, ValId v, const char *e, bool pure, Loc l
         for (const char *p = e; *p && simple; p++)
             simple = *p == '_' || *p == '.' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
                      (*p >= 'A' && *p <= 'Z');
-        c->var[v] = simple ? e : arena_printf(c->a, "(%s)", e);
+        c->var[v] = simple || is_call(e) ? e : arena_printf(c->a, "(%s)", e);
         c->inl[v] = true;
         return;
     }
@@ -538,7 +555,7 @@ static const char *convert(Cu *c, ValId v, Dtype to)
         return NULL;
     }
     if (is16(from)) /* exact in float: then as from fp32 */
-        return arena_printf(c->a, "(%s)%s", tn, up(c, v));
+        return to == DT_F32 ? up(c, v) : arena_printf(c->a, "(%s)%s", tn, up(c, v));
     return arena_printf(c->a, "(%s)%s", tn, x);
 }
 
@@ -727,7 +744,6 @@ static const char *combine_functor(Cu *c, const Inst *in)
     const char *ret = fresh(c, "kad_r");
     line(c, "%s %s;", ty, ret);
     const char *targets[1] = {ret};
-    c->depth = 0;
     print_block(c, rg, targets);
     line(c, "return %s;", ret);
     c->out = save;
@@ -987,7 +1003,7 @@ static void print_block(Cu *c, const Block *b, const char *const *yield_to)
                 assign(c, yield_to, in->args, in->nargs);
             continue;
         case OP_CONDITION:
-            line(c, "if (!(%s))", val(c, in->args[0]));
+            line(c, c->inl[in->args[0]] ? "if (!%s)" : "if (!%s)", val(c, in->args[0]));
             line(c, "    break;");
             continue;
         case OP_FOR: print_for(c, in); continue;

@@ -272,8 +272,10 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Fun
     int nfwd = fwd->nparams, nouts = spec->nouts, nin = spec->nwrt, nf = bwd->flags.n;
     int ncontract = nfwd + nouts + nin;
     if (bwd->nparams != ncontract + nf) {
-        diag_error(d, bwd->loc, "CUDA C emitter: the backward %s has %d parameters, expected %d (the forward's, "
-                                "the gradients, the flags)", bwd->name, bwd->nparams, ncontract + nf);
+        diag_error(d, bwd->loc, "CUDA C emitter: the backward %s has %d parameters, not the forward's %d, %d "
+                                "output and %d input gradients and %d flags (an input that is also an output, in "
+                                "place, shares one gradient): the CUDA C launcher does not print it yet",
+                   bwd->name, bwd->nparams, nfwd, nouts, nin, nf);
         return false;
     }
     for (int j = 0; j < nf; j++)
