@@ -1,0 +1,226 @@
+"""kad's CUDA C modules on a GPU (docs/EMIT.md, "CUDA C").
+
+    make && python3 -m pytest -q tests/gpu/test_cuda_emit_gpu.py
+
+Each module (`kad emit|grad ... --emit cuda`, printed by build/kad) is compiled with nvcc into a
+shared library and its extern "C" launcher called through ctypes on torch CUDA tensors:
+
+- test_softmax_forward / test_softmax_backward: the row softmax (tests/kernels/softmax.py, 100
+  columns in 128 lanes) and its backward against torch float64 autograd of the same math.
+- test_backward_bitwise: the softmax backward 20 times on the same inputs: every run's gradient
+  equals the first bit for bit (block reductions in a fixed order, plain stores).
+- test_leaky_relu_atomics: the --atomics backward (atomicAdd into the zero-filled gradient).
+- test_bf16_cast_where: a bf16 kernel with a mask, tl.where and casts, and its backward.
+- test_lane_ops: sum, max, min, argmax, argmin, reduce and scan with combine regions, cumsum
+  (and reverse), cumprod, gather and flip along the lanes (tests/emit_cuda/lane_ops.ir).
+- test_lanes_not_a_power_of_two: a block reduction over 100 lanes.
+
+Skipped without torch, CUDA or nvcc.
+"""
+import ctypes
+import os
+import shlex
+import shutil
+import subprocess
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+KAD = os.environ.get("KAD_BIN", os.path.join(REPO, "build", "kad"))
+NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+
+pytestmark = [
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"),
+    pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH"),
+]
+
+SOFTMAX = ("tests/kernels/softmax.py:softmax_kernel --sig 'output_ptr=*fp32,input_ptr=*fp32,input_row_stride=i32,"
+           "output_row_stride=i32,n_cols=i32,BLOCK_SIZE=128'")
+SOFTMAX_AD = " --wrt input_ptr --out output_ptr"
+LEAKY = ("tests/kernels/leaky_relu.py:leaky_relu_kernel --sig 'x_ptr=*fp32,y_ptr=*fp32,n_elements=i32,"
+         "NEGATIVE_SLOPE=0.01,BLOCK_SIZE=256'")
+CAST = "tests/emit_cuda/cast_where.py:cast_where --sig 'x_ptr=*bf16,y_ptr=*bf16,n=i32,alpha=fp32,BLOCK=128'"
+
+_P, _I32, _I64, _F32, _B = ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_float, ctypes.c_bool
+
+
+def _kad(cmd):
+    p = subprocess.run([KAD] + shlex.split(cmd), cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def _arch():
+    major, minor = torch.cuda.get_device_capability()
+    return "sm_%d%d" % (major, minor)
+
+
+def _lib(src, tmp_path, name):
+    """src compiled into tmp_path/name.so and loaded."""
+    cu, so = tmp_path / (name + ".cu"), tmp_path / (name + ".so")
+    cu.write_text(src)
+    p = subprocess.run([NVCC, "-std=c++17", "-arch=" + _arch(), "-O2", "-shared", "-Xcompiler", "-fPIC",
+                        str(cu), "-o", str(so)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return ctypes.CDLL(str(so))
+
+
+def _launch(lib, fn, grid, argtypes, args):
+    """Calls launch_<fn>(grid_x, grid_y, grid_z, *args, stream) and synchronizes; args: tensors
+    (their data pointers) and numbers, typed by argtypes."""
+    f = getattr(lib, fn)
+    f.restype = ctypes.c_int
+    f.argtypes = [ctypes.c_uint] * 3 + argtypes + [_P]
+    vals = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
+    g = tuple(grid) + (1,) * (3 - len(grid))
+    rc = f(*g, *vals, torch.cuda.current_stream().cuda_stream)
+    torch.cuda.synchronize()
+    assert rc == 0, "%s returned CUDA error %d" % (fn, rc)
+
+
+def _rel_err(got, want):
+    got, want = got.double(), want.double()
+    return ((got - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
+
+
+@pytest.fixture(scope="module")
+def softmax_libs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("softmax")
+    fwd = _lib(_kad("emit " + SOFTMAX + " --emit cuda"), d, "fwd")
+    bwd = _lib(_kad("grad " + SOFTMAX + SOFTMAX_AD + " --emit cuda"), d, "bwd")
+    return fwd, bwd
+
+
+ROWS, COLS = 300, 100
+FWD_TYPES = [_P, _P, _I32, _I32, _I32]
+BWD_TYPES = FWD_TYPES + [_P, _P, _I64]
+
+
+def _softmax_case(seed=0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(ROWS, COLS, device="cuda", generator=g) * 3
+    dy = torch.randn(ROWS, COLS, device="cuda", generator=g)
+    return x, dy
+
+
+def _softmax_bwd(bwd, x, dy):
+    y = torch.empty_like(x)
+    dx = torch.full_like(x, float("nan"))  # the launcher zero-fills it
+    _launch(bwd, "launch_softmax_kernel_bwd", (ROWS,), BWD_TYPES,
+            [y, x, x.stride(0), y.stride(0), COLS, dy, dx, dx.numel()])
+    return dx
+
+
+def test_softmax_forward(softmax_libs):
+    fwd, _ = softmax_libs
+    x, _ = _softmax_case()
+    y = torch.empty_like(x)
+    _launch(fwd, "launch_softmax_kernel", (ROWS,), FWD_TYPES, [y, x, x.stride(0), y.stride(0), COLS])
+    assert _rel_err(y, torch.softmax(x.double(), dim=1)) < 1e-5
+
+
+def test_softmax_backward(softmax_libs):
+    _, bwd = softmax_libs
+    x, dy = _softmax_case()
+    dx = _softmax_bwd(bwd, x, dy)
+    x64 = x.double().requires_grad_()
+    (ref,) = torch.autograd.grad(torch.softmax(x64, dim=1), x64, dy.double())
+    assert _rel_err(dx, ref) < 1e-5
+
+
+def test_backward_bitwise(softmax_libs):
+    _, bwd = softmax_libs
+    x, dy = _softmax_case(1)
+    first = _softmax_bwd(bwd, x, dy)
+    for _ in range(19):
+        again = _softmax_bwd(bwd, x, dy)
+        assert torch.equal(first.view(torch.int32), again.view(torch.int32))
+
+
+def test_leaky_relu_atomics(tmp_path):
+    n = 1000
+    fwd = _lib(_kad("emit " + LEAKY + " --emit cuda"), tmp_path, "fwd")
+    bwd = _lib(_kad("grad " + LEAKY + " --wrt x_ptr --out y_ptr --atomics --emit cuda"), tmp_path, "bwd")
+    x = torch.randn(n, device="cuda")
+    y = torch.empty_like(x)
+    grid = ((n + 255) // 256,)
+    _launch(fwd, "launch_leaky_relu_kernel", grid, [_P, _P, _I32], [x, y, n])
+    assert torch.equal(y, torch.nn.functional.leaky_relu(x, 0.01))
+    dy = torch.randn(n, device="cuda")
+    dx = torch.full_like(x, float("nan"))
+    _launch(bwd, "launch_leaky_relu_kernel_bwd", grid, [_P, _P, _I32, _P, _P, _I64], [x, y, n, dy, dx, n])
+    x64 = x.double().requires_grad_()
+    (ref,) = torch.autograd.grad(torch.nn.functional.leaky_relu(x64, 0.01), x64, dy.double())
+    assert _rel_err(dx, ref) < 1e-6
+
+
+def test_bf16_cast_where(tmp_path):
+    n, alpha = 1000, 0.7
+    fwd = _lib(_kad("emit " + CAST + " --emit cuda"), tmp_path, "fwd")
+    bwd = _lib(_kad("grad " + CAST + " --wrt x_ptr --out y_ptr --emit cuda"), tmp_path, "bwd")
+    x = (torch.randn(n, device="cuda") * 2).to(torch.bfloat16)
+    y = torch.empty_like(x)
+    grid = ((n + 127) // 128,)
+    _launch(fwd, "launch_cast_where", grid, [_P, _P, _I32, _F32], [x, y, n, alpha])
+
+    def ref_fn(t):
+        return torch.where(t > 0, t * torch.sigmoid(t), alpha * (torch.exp(t) - 1.0))
+
+    assert _rel_err(y, ref_fn(x.double())) < 1e-2
+    dy = torch.randn(n, device="cuda").to(torch.bfloat16)
+    dx = torch.full_like(x, float("nan"))
+    _launch(bwd, "launch_cast_where_bwd", grid, [_P, _P, _I32, _F32, _P, _P, _I64], [x, y, n, alpha, dy, dx, n])
+    x64 = x.double().requires_grad_()
+    (ref,) = torch.autograd.grad(ref_fn(x64), x64, dy.double())
+    assert _rel_err(dx, ref) < 2e-2
+
+
+def test_lane_ops(tmp_path):
+    lib = _lib(_kad("emit tests/emit_cuda/lane_ops.ir --emit cuda"), tmp_path, "lanes")
+    g = torch.Generator(device="cuda").manual_seed(3)
+    x = 0.9 + 0.2 * torch.rand(64, device="cuda", generator=g)
+    x[17] = 1.5  # a unique max and min, so argmax/argmin have one answer
+    x[40] = 0.5
+    idx = torch.randperm(64, device="cuda", generator=g).to(torch.int32)
+    y = torch.empty_like(x)
+    s = torch.empty(1, device="cuda")
+    k = torch.empty(1, device="cuda", dtype=torch.int32)
+    _launch(lib, "launch_lanes", (1,), [_P, _P, _P, _P, _P], [x, idx, y, s, k])
+    xd = x.double()
+    want_y = (xd.cumsum(0) + xd.flip(0).cumsum(0).flip(0) + xd.cumprod(0) + xd.cummax(0).values
+              + xd[idx.long()] + xd.flip(0))
+    assert _rel_err(y, want_y) < 1e-5
+    want_s = xd.sum() + xd.max() + xd.min() + xd.max()
+    assert abs(s.item() - want_s.item()) / abs(want_s.item()) < 1e-5
+    assert k.item() == 17 + 40 + int(idx.sum().item())
+
+
+LANES100 = """
+kernel @row_sum(%x_ptr: *fp32, %y_ptr: *fp32, %stride: i32) [BLOCK = 100] {
+  %pid = program_id 0 : i32
+  %row = mul %pid, %stride : i32
+  %base = addptr %x_ptr, %row : *fp32
+  %offs = arange 0 : i32[100]
+  %p = broadcast %base : *fp32[100]
+  %q = addptr %p, %offs : *fp32[100]
+  %x = load %q : fp32[100]
+  %s = sum %x {axis = 0} : fp32
+  %m = max %x {axis = 0} : fp32
+  %r = add %s, %m : fp32
+  %out = addptr %y_ptr, %pid : *fp32
+  store %out, %r
+}
+"""
+
+
+def test_lanes_not_a_power_of_two(tmp_path):
+    ir = tmp_path / "row_sum.ir"
+    ir.write_text(LANES100)
+    lib = _lib(_kad("emit %s --emit cuda" % ir), tmp_path, "row_sum")
+    x = torch.randn(50, 100, device="cuda")
+    y = torch.empty(50, device="cuda")
+    _launch(lib, "launch_row_sum", (50,), [_P, _P, _I32], [x, y, x.stride(0)])
+    xd = x.double()
+    assert _rel_err(y, xd.sum(1) + xd.max(1).values) < 1e-5
