@@ -250,22 +250,23 @@ static const char *zero(Cu *c, Dtype dt)
 
 /* ---- shapes: the lane count ---- */
 
-/* Checks every value of b (and its regions) for a shape the model prints: rank 0, or [L]. */
+/* Checks every value of b (and its regions) for a shape the model prints: rank 0, or [L]; the
+ * first one that is not is refused (one message: the others follow from it). */
 static void check_shapes(Cu *c, const Block *b)
 {
-    for (int i = 0; i < b->nparams; i++) {
+    for (int i = 0; i < b->nparams && c->ok; i++) {
         Type t = vty(c, b->params[i]);
         if (t.rank > 1 || (t.rank == 1 && t.shape[0] != c->L))
             refuse(c, c->f->vals.v[b->params[i]].loc, "%%%s has shape %s: the kernel's tiles are [%d]",
                    c->irname[b->params[i]], shape_str(c, t), c->L);
     }
-    for (int i = 0; i < b->insts.n; i++) {
+    for (int i = 0; i < b->insts.n && c->ok; i++) {
         const Inst *in = &b->insts.v[i];
-        for (int r = 0; r < in->nres; r++) {
+        for (int r = 0; r < in->nres && c->ok; r++) {
             Type t = vty(c, in->res[r]);
             if (t.rank > 1)
                 refuse(c, in->loc, "%%%s has shape %s: only scalars and 1-D tiles (a block's threads) are "
-                       "printed as CUDA C", c->irname[in->res[r]], shape_str(c, t));
+                       "printed as CUDA C yet", c->irname[in->res[r]], shape_str(c, t));
             else if (t.rank == 1 && t.shape[0] != c->L)
                 refuse(c, in->loc, "%%%s has shape %s, but the kernel's tiles are [%d]: all 1-D tiles of a "
                        "CUDA C kernel have one size, the block's thread count", c->irname[in->res[r]],
@@ -273,7 +274,7 @@ static void check_shapes(Cu *c, const Block *b)
         }
         if (in->op == OP_SCAN || in->op == OP_REDUCE)
             continue; /* a combine region's values are scalars */
-        for (int r = 0; r < in->nregions; r++)
+        for (int r = 0; r < in->nregions && c->ok; r++)
             check_shapes(c, in->regions[r]);
     }
 }

@@ -345,8 +345,12 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Fun
     launcher_open(out, a, bwd, arena_printf(a, "launch_%s", kname), names, ncontract, buf_str(&extra), o);
     for (int i = 0; i < bwd->guards.n; i++) {
         const FuncGuard *g = &bwd->guards.v[i];
+        char *msg = arena_strdup(a, g->msg);
+        for (char *q = msg; *q; q++)
+            if (*q == '\n' || *q == '\r')
+                *q = ' ';
         buf_printf(out, "    if (!(%s)) // %s:%d:%d: %s\n        return (int)%s;\n", gc[i],
-                   g->loc.file ? g->loc.file : "<kernel>", g->loc.line, g->loc.col, g->msg,
+                   g->loc.file ? g->loc.file : "<kernel>", g->loc.line, g->loc.col, msg,
                    rt(a, o, "ErrorInvalidValue"));
     }
     if (nf)
@@ -370,6 +374,11 @@ bool emit_cuda_jvp(Buf *out, Arena *a, Diags *d, const Func *fwd, const Func *jv
 {
     static const EmitCudaOpts none = {0};
     o = o ? o : &none;
+    if (jv->guards.n || jv->flags.n || jv->tapes.n || jv->fold || jv->spread) {
+        diag_error(d, jv->loc, "CUDA C emitter: the jvp %s has launch steps (guards, flags, tapes, a fold or a "
+                               "spread) that the CUDA C launcher does not print yet", jv->name);
+        return false;
+    }
     const char *kname = cuda_ident(a, arena_printf(a, "%s_jvp", fwd->name));
     EmitCudaOpts ko = *o;
     ko.name = kname;
