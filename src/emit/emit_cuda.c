@@ -43,6 +43,7 @@ typedef struct Cu {
     int L;               /* the lane count (block size) */
     unsigned helpers;    /* CU_H_* used */
     unsigned smem;       /* bit per Dtype: a shared buffer kad_smem_<dt>[L] is needed */
+    int smem_more[DT_COUNT]; /* further buffers kad_smem_<dt>_<k>[L], k = 1.. (several operands) */
     bool smem_idx;       /* kad_smem_idx[L] (argmax/argmin) */
     int ntmp;            /* tmpN counter */
     int ncomb;           /* combine functors printed */
@@ -723,6 +724,134 @@ static const char *smem(Cu *c, Dtype dt)
 
 static void print_block(Cu *c, const Block *b, const char *const *yield_to);
 
+/* Shared buffer number k (0: smem's) of dtype dt: operands of one reduce or scan need their own. */
+static const char *smem_k(Cu *c, Dtype dt, int k)
+{
+    if (!k)
+        return smem(c, dt);
+    if (c->smem_more[dt] < k)
+        c->smem_more[dt] = k;
+    return arena_printf(c->a, "kad_smem_%s_%d", dtype_name(dt), k);
+}
+
+/* A reduce or scan of several operands: its combine region as a functor taking the running
+ * values, the next ones and the results by reference, and a helper of its own that runs the
+ * fixed tree (reduce) or the Hillis-Steele scan over shared buffers, one per operand; the
+ * results are variables that the helper updates in place. */
+static void multi_lane_op(Cu *c, const Inst *in)
+{
+    const Block *rg = in->regions[0];
+    int n = in->nargs, read = 0;
+    for (int k = 0; k < in->nres; k++)
+        read += c->uses[in->res[k]];
+    if (!read)
+        return;
+    int id = c->ncomb++;
+    bool red = in->op == OP_REDUCE;
+    for (int k = 0; k < n; k++)
+        if (!is_lane(c, in->args[k]) || in->ival != 0) {
+            refuse(c, in->loc, "'%s' of %%%s %s: only along the lanes of 1-D tiles", op_info[in->op].name,
+                   c->irname[in->args[k]], shape_str(c, vty(c, in->args[k])));
+            return;
+        }
+    const char *fn = arena_printf(c->a, "kad_combine_%d", id);
+    Buf *save = c->out;
+    int sd = c->depth;
+    Buf body = {.a = c->a}, sig = {.a = c->a};
+    c->out = &body;
+    c->depth = 1;
+    const char **tys = arena_alloc(c->a, sizeof *tys * (size_t)n);
+    for (int k = 0; k < 2 * n; k++) {
+        const char *ty = ctype(c, rg->params[k], in->loc);
+        if (k < n)
+            tys[k] = ty;
+        c->var[rg->params[k]] = name_for(c, rg->params[k]);
+        buf_printf(&sig, "%s%s %s", k ? ", " : "", ty, c->var[rg->params[k]]);
+    }
+    const char **outs = arena_alloc(c->a, sizeof *outs * (size_t)n);
+    for (int k = 0; k < n; k++) {
+        outs[k] = fresh(c, arena_printf(c->a, "kad_r%d", k));
+        buf_printf(&sig, ", %s &%s", tys[k], outs[k]);
+    }
+    print_block(c, rg, outs);
+    c->out = save;
+    c->depth = sd;
+    if (!c->ok)
+        return;
+    Buf rs = {.a = c->a};
+    for (int k = 0; k < n; k++)
+        buf_printf(&rs, "%s%%%s", k ? ", " : "", c->irname[in->res[k]]);
+    Buf *P = &c->pre;
+    buf_printf(P, "// the combine function of %s (line %d)\nstruct %s {\n", buf_str(&rs), in->loc.line, fn);
+    buf_printf(P, "    __device__ void operator()(%s) const\n    {\n%s    }\n};\n", buf_str(&sig), buf_str(&body));
+    const char *hname = arena_printf(c->a, "kad_%s_%d", red ? "reduce" : "scan", id);
+    buf_printf(P, "__device__ void %s(", hname);
+    for (int k = 0; k < n; k++)
+        buf_printf(P, "%s%s &v%d, %s *buf%d", k ? ", " : "", tys[k], k, tys[k], k);
+    if (red)
+        buf_printf(P, ")\n{ // kad_block_reduce's fixed tree over %d operands\n    const int j = threadIdx.x;\n", n);
+    else
+        buf_printf(P, ", bool reverse)\n{ // kad_block_scan over %d operands\n"
+                      "    const int j = reverse ? %d - (int)threadIdx.x : (int)threadIdx.x;\n", n, c->L - 1);
+    for (int k = 0; k < n; k++)
+        buf_printf(P, "    buf%d[j] = v%d;\n", k, k);
+    buf_puts(P, "    __syncthreads();\n");
+    if (red) {
+        buf_printf(P, "    for (int n = %d; n > 1; n = (n + 1) / 2) {\n        const int h = (n + 1) / 2;\n"
+                      "        if (j < n - h) {\n", c->L);
+        for (int k = 0; k < n; k++)
+            buf_printf(P, "            %s r%d;\n", tys[k], k);
+        buf_printf(P, "            %s()(", fn);
+        for (int k = 0; k < n; k++)
+            buf_printf(P, "%sbuf%d[j]", k ? ", " : "", k);
+        for (int k = 0; k < n; k++)
+            buf_printf(P, ", buf%d[j + h]", k);
+        for (int k = 0; k < n; k++)
+            buf_printf(P, ", r%d", k);
+        buf_puts(P, ");\n");
+        for (int k = 0; k < n; k++)
+            buf_printf(P, "            buf%d[j] = r%d;\n", k, k);
+        buf_puts(P, "        }\n        __syncthreads();\n    }\n");
+        for (int k = 0; k < n; k++)
+            buf_printf(P, "    v%d = buf%d[0];\n", k, k);
+        buf_puts(P, "    __syncthreads();\n}\n\n");
+    } else {
+        buf_printf(P, "    for (int s = 1; s < %d; s *= 2) {\n", c->L);
+        for (int k = 0; k < n; k++)
+            buf_printf(P, "        const %s p%d = j >= s ? buf%d[j - s] : v%d;\n", tys[k], k, k, k);
+        buf_puts(P, "        __syncthreads();\n        if (j >= s) {\n");
+        for (int k = 0; k < n; k++)
+            buf_printf(P, "            %s r%d;\n", tys[k], k);
+        buf_printf(P, "            %s()(", fn);
+        for (int k = 0; k < n; k++)
+            buf_printf(P, "%sp%d", k ? ", " : "", k);
+        for (int k = 0; k < n; k++)
+            buf_printf(P, ", v%d", k);
+        for (int k = 0; k < n; k++)
+            buf_printf(P, ", r%d", k);
+        buf_puts(P, ");\n");
+        for (int k = 0; k < n; k++)
+            buf_printf(P, "            v%d = r%d;\n", k, k);
+        buf_puts(P, "        }\n");
+        for (int k = 0; k < n; k++)
+            buf_printf(P, "        buf%d[j] = v%d;\n", k, k);
+        buf_puts(P, "        __syncthreads();\n    }\n}\n\n");
+    }
+    /* the call: the results start as the operands */
+    Buf call = {.a = c->a};
+    int used[DT_COUNT] = {0};
+    for (int k = 0; k < n; k++) {
+        ValId r = in->res[k];
+        c->var[r] = declare(c, r, val(c, in->args[k]), in->loc);
+        Dtype dt = vdt(c, in->args[k]);
+        buf_printf(&call, "%s%s, %s", k ? ", " : "", c->var[r], smem_k(c, dt, used[dt]++));
+    }
+    if (red)
+        line(c, "%s(%s);", hname, buf_str(&call));
+    else
+        line(c, "%s(%s, %s);", hname, buf_str(&call), in->flags & IF_REVERSE ? "true" : "false");
+}
+
 /* A combine region (closed, scalars only) as a device functor kad_combine_N (one operand, one
  * result): its name, or NULL after a refusal. */
 static const char *combine_functor(Cu *c, const Inst *in)
@@ -758,6 +887,8 @@ static const char *combine_functor(Cu *c, const Inst *in)
 static void reduction(Cu *c, const Block *b, const Inst *in)
 {
     ValId x = in->args[0], r = in->res[0];
+    if (!c->uses[r])
+        return; /* unread: every thread skips it alike, barriers included */
     Dtype dt = vdt(c, x);
     if (!is_lane(c, x) || in->ival != 0 || (in->flags & IF_KEEP_DIMS)) {
         refuse(c, in->loc, "'%s' of %%%s %s: the CUDA C emitter reduces a 1-D tile along its lanes into a scalar",
@@ -791,6 +922,8 @@ static void reduction(Cu *c, const Block *b, const Inst *in)
 static void scan(Cu *c, const Block *b, const Inst *in)
 {
     ValId x = in->args[0], r = in->res[0];
+    if (!c->uses[r])
+        return;
     if (!is_lane(c, x) || in->ival != 0) {
         refuse(c, in->loc, "'%s' of %%%s %s: the CUDA C emitter scans a 1-D tile along its lanes",
                op_info[in->op].name, c->irname[x], shape_str(c, vty(c, x)));
@@ -1026,10 +1159,16 @@ static void print_block(Cu *c, const Block *b, const char *const *yield_to)
             memory(c, b, in);
             continue;
         case OP_SUM: case OP_MAX: case OP_MIN: case OP_ARGMAX: case OP_ARGMIN: case OP_REDUCE:
-            reduction(c, b, in);
+            if (op == OP_REDUCE && in->nargs > 1)
+                multi_lane_op(c, in);
+            else
+                reduction(c, b, in);
             continue;
         case OP_CUMSUM: case OP_CUMPROD: case OP_SCAN:
-            scan(c, b, in);
+            if (op == OP_SCAN && in->nargs > 1)
+                multi_lane_op(c, in);
+            else
+                scan(c, b, in);
             continue;
         case OP_GATHER: case OP_FLIP:
             permute_lanes(c, b, in);
@@ -1124,6 +1263,10 @@ bool emit_cuda_kernel(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCud
         if (c.smem & (1u << dt))
             buf_printf(out, "    __shared__ %s kad_smem_%s[%d];\n", cuda_dtype((Dtype)dt, c.o->hip),
                        dtype_name((Dtype)dt), c.L);
+    for (int dt = 0; dt < DT_COUNT; dt++)
+        for (int k = 1; k <= c.smem_more[dt]; k++)
+            buf_printf(out, "    __shared__ %s kad_smem_%s_%d[%d];\n", cuda_dtype((Dtype)dt, c.o->hip),
+                       dtype_name((Dtype)dt), k, c.L);
     if (c.smem_idx)
         buf_printf(out, "    __shared__ int32_t kad_smem_idx[%d];\n", c.L);
     buf_puts(out, buf_str(&body));

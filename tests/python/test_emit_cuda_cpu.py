@@ -230,3 +230,18 @@ kernel @row_sum(%x_ptr: *fp32, %y_ptr: *fp32, %stride: i32) [BLOCK = 100] {
     k((4,), x, y, 100)
     xd = x.double()
     assert _rel_err(y, xd.sum(1) + xd.max(1).values + xd.argmax(1).double()) < 1e-6
+
+
+def test_multi_operand_reduce_and_scan(tmp_path):
+    k = Kernel(_kad("emit tests/emit_cuda/multi_operand.ir --emit cuda"), tmp_path, "multi")
+    g = torch.Generator().manual_seed(5)
+    a = 0.5 + torch.rand(32, generator=g)
+    b = torch.randn(32, generator=g)
+    y, s = torch.empty(32), torch.empty(1)
+    k((1,), a, b, y, s)
+    A, H, want = 1.0, 0.0, []
+    for t in range(32):
+        A, H = A * a[t].item(), a[t].item() * H + b[t].item()
+        want.append(A + H)
+    assert _rel_err(y, torch.tensor(want, dtype=torch.float64)) < 1e-5
+    assert abs(s.item() - (b.max().item() + int(b.argmax()))) < 1e-5
