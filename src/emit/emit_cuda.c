@@ -689,6 +689,14 @@ static const char *expr(Cu *c, const Inst *in)
     default:
         break;
     }
+    if (op == OP_RAND || op == OP_RANDN || op == OP_RANDINT) {
+        Dtype ot = vdt(c, in->args[1]);
+        if (dtype_bits(ot) != 32 || !dtype_is_int(vdt(c, in->args[0])))
+            return NULL; /* 64-bit offsets: Philox 4x64 is not printed yet */
+        c->helpers |= CU_H_RAND;
+        return arena_printf(c->a, "kad_%s(%s, %s)", op == OP_RAND ? "rand" : op == OP_RANDN ? "randn" : "randint",
+                            a0, a1);
+    }
     if (fast_name(op)) {
         if (adt != DT_F32)
             return NULL;
@@ -1193,8 +1201,7 @@ static void print_block(Cu *c, const Block *b, const char *const *yield_to)
         }
         const char *e = NULL;
         if (op_info[op].nres == 1 && op_info[op].nregions == 0 && op != OP_DOT && op != OP_JOIN && op != OP_SPLIT &&
-            op != OP_SORT && op != OP_HISTOGRAM && op != OP_RAND && op != OP_RANDN && op != OP_RANDINT &&
-            op != OP_RESHAPE && op != OP_EXPAND_DIMS && op != OP_PERMUTE) {
+            op != OP_SORT && op != OP_HISTOGRAM && op != OP_RESHAPE && op != OP_EXPAND_DIMS && op != OP_PERMUTE) {
             for (int k = 0; k < in->nargs; k++) {
                 Dtype adt = vdt(c, in->args[k]);
                 if (adt != DT_PTR && !cuda_dtype(adt, c->o->hip)) {
@@ -1385,6 +1392,42 @@ static const char prelude_gather[] =
     "    return r;\n"
     "}\n\n";
 
+static const char prelude_rand[] =
+    "// Philox 4x32-10 as triton.language.random: counter (offset, 0, 0, 0), key the seed as uint64\n"
+    "// (low half, high half); tl.rand, tl.randn (Box-Muller) and tl.randint of the first draws.\n"
+    "__device__ inline void kad_philox(uint32_t c[4], uint64_t seed)\n"
+    "{\n"
+    "    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);\n"
+    "    for (int r = 0; r < 10; r++) {\n"
+    "        const uint64_t pb = (uint64_t)0xCD9E8D57u * c[2], pa = (uint64_t)0xD2511F53u * c[0];\n"
+    "        c[0] = (uint32_t)(pb >> 32) ^ c[1] ^ k0;\n"
+    "        c[2] = (uint32_t)(pa >> 32) ^ c[3] ^ k1;\n"
+    "        c[1] = (uint32_t)pb;\n"
+    "        c[3] = (uint32_t)pa;\n"
+    "        k0 += 0x9E3779B9u;\n"
+    "        k1 += 0xBB67AE85u;\n"
+    "    }\n"
+    "}\n"
+    "__device__ inline float kad_uniform(uint32_t x)\n"
+    "{ // uint_to_uniform_float: negatives folded onto the non-negatives, times 2^-31 (rounded down)\n"
+    "    const int32_t s = (int32_t)x < 0 ? (int32_t)~x : (int32_t)x;\n"
+    "    return (float)s * 4.6566127342e-10f;\n"
+    "}\n"
+    "__device__ inline uint32_t kad_randint(uint64_t seed, uint32_t offset)\n"
+    "{\n"
+    "    uint32_t c[4] = {offset, 0, 0, 0};\n"
+    "    kad_philox(c, seed);\n"
+    "    return c[0];\n"
+    "}\n"
+    "__device__ inline float kad_rand(uint64_t seed, uint32_t offset) { return kad_uniform(kad_randint(seed, offset)); }\n"
+    "__device__ inline float kad_randn(uint64_t seed, uint32_t offset)\n"
+    "{\n"
+    "    uint32_t c[4] = {offset, 0, 0, 0};\n"
+    "    kad_philox(c, seed);\n"
+    "    const float u1 = fmaxf(1.0e-7f, kad_uniform(c[0])), u2 = kad_uniform(c[1]);\n"
+    "    return sqrtf(-2.0f * logf(u1)) * cosf(6.283185307179586f * u2);\n"
+    "}\n\n";
+
 void emit_cuda_prelude(Buf *out, const EmitCudaOpts *o, unsigned helpers)
 {
     if (o && o->hip)
@@ -1400,4 +1443,6 @@ void emit_cuda_prelude(Buf *out, const EmitCudaOpts *o, unsigned helpers)
         buf_puts(out, prelude_scan);
     if (helpers & CU_H_GATHER)
         buf_puts(out, prelude_gather);
+    if (helpers & CU_H_RAND)
+        buf_puts(out, prelude_rand);
 }

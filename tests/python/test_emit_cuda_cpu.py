@@ -245,3 +245,36 @@ def test_multi_operand_reduce_and_scan(tmp_path):
         want.append(A + H)
     assert _rel_err(y, torch.tensor(want, dtype=torch.float64)) < 1e-5
     assert abs(s.item() - (b.max().item() + int(b.argmax()))) < 1e-5
+
+
+def _philox_rand(seed, offsets):
+    """tl.rand(seed, offsets) for 32-bit offsets (triton/language/random.py), in Python."""
+    out = []
+    for off in offsets:
+        c = [off & 0xFFFFFFFF, 0, 0, 0]
+        k0, k1 = seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF
+        for _ in range(10):
+            pb, pa = 0xCD9E8D57 * c[2], 0xD2511F53 * c[0]
+            c = [((pb >> 32) ^ c[1] ^ k0) & 0xFFFFFFFF, pb & 0xFFFFFFFF, ((pa >> 32) ^ c[3] ^ k1) & 0xFFFFFFFF,
+                 pa & 0xFFFFFFFF]
+            k0, k1 = (k0 + 0x9E3779B9) & 0xFFFFFFFF, (k1 + 0xBB67AE85) & 0xFFFFFFFF
+        s = c[0] - (1 << 32) if c[0] >= 1 << 31 else c[0]
+        s = -s - 1 if s < 0 else s
+        out.append(float(torch.tensor(float(s), dtype=torch.float32) * torch.tensor(4.6566127342e-10)))
+    return torch.tensor(out, dtype=torch.float32)
+
+
+def test_dropout_philox(tmp_path):
+    sig = "tests/kernels/dropout.py:seeded_dropout_kernel --sig 'x_ptr=*fp32,out_ptr=*fp32,n_elements=i32,p=fp32," \
+          "seed=i32,BLOCK_SIZE=128'"
+    fwd = Kernel(_kad("emit " + sig + " --emit cuda"), tmp_path, "fwd")
+    bwd = Kernel(_kad("grad " + sig + " --wrt x_ptr --out out_ptr --emit cuda"), tmp_path, "bwd")
+    n, p, seed = 300, 0.3, 1234
+    x, y = torch.randn(n), torch.empty(n)
+    fwd(((n + 127) // 128,), x, y, n, p, seed)
+    keep = _philox_rand(seed, range(n)) > p
+    assert 0.5 < keep.float().mean().item() < 0.9
+    assert torch.equal(y, torch.where(keep, x / torch.tensor(1 - p, dtype=torch.float32), torch.zeros(n)))
+    dy, dx = torch.randn(n), torch.zeros(n)
+    bwd(((n + 127) // 128,), x, y, n, p, seed, dy, dx, True)
+    assert torch.equal(dx, torch.where(keep, dy / torch.tensor(1 - p, dtype=torch.float32), torch.zeros(n)))
