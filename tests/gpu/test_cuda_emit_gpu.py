@@ -14,6 +14,10 @@ shared library and its extern "C" launcher called through ctypes on torch CUDA t
 - test_lane_ops: sum, max, min, argmax, argmin, reduce and scan with combine regions, cumsum
   (and reverse), cumprod, gather and flip along the lanes (tests/emit_cuda/lane_ops.ir).
 - test_lanes_not_a_power_of_two: a block reduction over 100 lanes.
+- test_multi_operand: reduce and scan of several operands (tests/emit_cuda/multi_operand.ir).
+- test_dropout: the Philox mask of tests/kernels/dropout.py against Triton's own kernel (when
+  triton is importable) and the backward regenerating it.
+- test_guard_refuses: a backward's launch guard (step >= 64) refuses a launch that breaks it.
 
 Skipped without torch, CUDA or nvcc.
 """
@@ -224,3 +228,67 @@ def test_lanes_not_a_power_of_two(tmp_path):
     _launch(lib, "launch_row_sum", (50,), [_P, _P, _I32], [x, y, x.stride(0)])
     xd = x.double()
     assert _rel_err(y, xd.sum(1) + xd.max(1).values) < 1e-5
+
+
+def test_multi_operand(tmp_path):
+    lib = _lib(_kad("emit tests/emit_cuda/multi_operand.ir --emit cuda"), tmp_path, "multi")
+    g = torch.Generator(device="cuda").manual_seed(5)
+    a = 0.5 + torch.rand(32, device="cuda", generator=g)
+    b = torch.randn(32, device="cuda", generator=g)
+    y, s = torch.empty(32, device="cuda"), torch.empty(1, device="cuda")
+    _launch(lib, "launch_multi", (1,), [_P, _P, _P, _P], [a, b, y, s])
+    A, H, want = 1.0, 0.0, []
+    for t in range(32):
+        A, H = A * a[t].item(), a[t].item() * H + b[t].item()
+        want.append(A + H)
+    assert _rel_err(y.cpu(), torch.tensor(want, dtype=torch.float64)) < 1e-5
+    assert abs(s.item() - (b.max().item() + int(b.argmax()))) < 1e-5
+
+
+DROPOUT = ("tests/kernels/dropout.py:seeded_dropout_kernel --sig 'x_ptr=*fp32,out_ptr=*fp32,n_elements=i32,p=fp32,"
+           "seed=i32,BLOCK_SIZE=128'")
+
+
+def test_dropout(tmp_path):
+    n, p, seed = 5000, 0.3, 1234
+    fwd = _lib(_kad("emit " + DROPOUT + " --emit cuda"), tmp_path, "fwd")
+    bwd = _lib(_kad("grad " + DROPOUT + " --wrt x_ptr --out out_ptr --emit cuda"), tmp_path, "bwd")
+    x, y = torch.randn(n, device="cuda"), torch.empty(n, device="cuda")
+    grid = ((n + 127) // 128,)
+    _launch(fwd, "launch_seeded_dropout_kernel", grid, [_P, _P, _I32, _F32, _I32], [x, y, n, p, seed])
+    keep = y != 0
+    assert 0.6 < keep.float().mean().item() < 0.8
+    try:
+        import sys
+        sys.path.insert(0, os.path.join(REPO, "tests"))
+        from kernels.dropout import seeded_dropout_kernel  # Triton's own kernel, when triton is here
+    except ImportError:
+        seeded_dropout_kernel = None
+    if seeded_dropout_kernel is not None:
+        want = torch.empty_like(x)
+        seeded_dropout_kernel[grid](x, want, n, p, seed, BLOCK_SIZE=128)
+        torch.cuda.synchronize()
+        assert torch.equal(keep, want != 0)  # the same Philox mask
+    dy, dx = torch.randn(n, device="cuda"), torch.empty(n, device="cuda")
+    _launch(bwd, "launch_seeded_dropout_kernel_bwd", grid, [_P, _P, _I32, _F32, _I32, _P, _P, _I64],
+            [x, y, n, p, seed, dy, dx, n])
+    assert torch.equal(dx != 0, keep & (dy != 0))
+    assert _rel_err(dx[keep], dy[keep] / (1 - p)) < 1e-6
+
+
+GUARD = ("tests/grad/guard_loop_stores.py:unknown_step_for --sig 'x_ptr=*fp32,y_ptr=*fp32,n=i32,step=i32,BLOCK=64' "
+         "--wrt x_ptr --out y_ptr")
+
+
+def test_guard_refuses(tmp_path):
+    bwd = _lib(_kad("grad " + GUARD + " --emit cuda"), tmp_path, "bwd")
+    n = 1000
+    f = bwd.launch_unknown_step_for_bwd
+    f.restype = ctypes.c_int
+    f.argtypes = [ctypes.c_uint] * 3 + [_P, _P, _I32, _I32, _P, _P, _I64, _P]
+    x, y, dy, dx = (torch.randn(n, device="cuda") for _ in range(4))
+    stream = torch.cuda.current_stream().cuda_stream
+    assert f(1, 1, 1, x.data_ptr(), y.data_ptr(), n, 32, dy.data_ptr(), dx.data_ptr(), n, stream) != 0
+    assert f(1, 1, 1, x.data_ptr(), y.data_ptr(), n, 64, dy.data_ptr(), dx.data_ptr(), n, stream) == 0
+    torch.cuda.synchronize()
+    assert torch.equal(dx, dy * 2.0)
