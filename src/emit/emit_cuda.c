@@ -39,6 +39,8 @@ typedef struct Cu {
     bool *noinline;      /* by ValId: read by a yield, a loop header or an alias: keeps its variable */
     const Inst **def;    /* by ValId: the defining instruction (ir_index_defs) */
     bool *inl;           /* by ValId: var is the inlined expression, not a variable */
+    uint8_t *prec;       /* by ValId: an inlined expression's top operator, C precedence: 3 (* / %),
+                            4 (+ -), 11 (&&), 12 (||); 0 unknown (its parentheses stay) */
     Vec(const char *) taken; /* C names in use */
     int L;               /* the lane count (block size) */
     unsigned helpers;    /* CU_H_* used */
@@ -169,6 +171,23 @@ static const char *ctype(Cu *c, ValId v, Loc loc)
 }
 
 static const char *val(Cu *c, ValId v) { return c->var[v] ? c->var[v] : "?"; }
+
+/* val(v) without the parentheses around an inlined expression, where it stands alone (a call's
+ * argument, the right-hand side of an assignment). */
+static const char *bare(Cu *c, ValId v)
+{
+    const char *e = val(c, v);
+    size_t n = strlen(e);
+    if (n < 2 || e[0] != '(' || e[n - 1] != ')')
+        return e;
+    int depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        depth += e[i] == '(' ? 1 : e[i] == ')' ? -1 : 0;
+        if (!depth && i + 1 < n)
+            return e; /* the first parenthesis closes before the end: (a) * (b) */
+    }
+    return arena_strndup(c->a, e + 1, n - 2);
+}
 
 /* v as a float (fp32) expression when it is fp16/bf16, else as it is. */
 static const char *up(Cu *c, ValId v)
@@ -515,6 +534,34 @@ static const char *binop_sym(int op)
     }
 }
 
+/* The C precedence of in's printed top operator, as Cu.prec (0: none of those). */
+static int top_prec(Cu *c, const Inst *in)
+{
+    Dtype dt = vdt(c, in->res[0]);
+    if (is16(dt) || (dtype_is_int(dt) && dt != DT_I1 && dtype_bits(dt) < 32))
+        return 0; /* a call or a cast around it */
+    switch (in->op) {
+    case OP_MUL: case OP_DIV: return 3;
+    case OP_REM: return dtype_is_float(dt) ? 0 : 3;
+    case OP_ADD: case OP_SUB: return 4;
+    case OP_AND: return dt == DT_I1 ? 11 : 0;
+    case OP_OR: return dt == DT_I1 ? 12 : 0;
+    default: return 0;
+    }
+}
+
+/* Operand v of a binary operator of precedence p (left or right): an inlined expression loses
+ * its parentheses where C's precedence and left-to-right grouping give the same tree (a + b * c,
+ * a * b / c for (a * b) / c, a && b && c); other operator mixes keep them. */
+static const char *opnd(Cu *c, ValId v, int p, bool right)
+{
+    int q = c->inl[v] ? c->prec[v] : 0;
+    bool arith = q && q <= 4 && p <= 4;
+    if ((arith && (right ? q < p : q <= p)) || (q && q == p && p >= 11 && !right))
+        return bare(c, v);
+    return val(c, v);
+}
+
 /* An int expression e of dtype dt narrower than int: C computes it in int, so cast it back. */
 static const char *narrow(Cu *c, Dtype dt, const char *e)
 {
@@ -617,12 +664,22 @@ static const char *expr(Cu *c, const Inst *in)
         if (fl) {
             if (op == OP_REM)
                 return down(c, dt, arena_printf(c->a, "fmod%s(%s, %s)", sfx, up(c, in->args[0]), up(c, in->args[1])));
-            return down(c, dt, arena_printf(c->a, "%s %s %s", up(c, in->args[0]), binop_sym(op), up(c, in->args[1])));
+            if (is16(dt))
+                return down(c, dt, arena_printf(c->a, "%s %s %s", up(c, in->args[0]), binop_sym(op), up(c, in->args[1])));
+            int p = top_prec(c, in);
+            return arena_printf(c->a, "%s %s %s", opnd(c, in->args[0], p, false), binop_sym(op),
+                                opnd(c, in->args[1], p, true));
         }
+        if (top_prec(c, in))
+            return arena_printf(c->a, "%s %s %s", opnd(c, in->args[0], top_prec(c, in), false), binop_sym(op),
+                                opnd(c, in->args[1], top_prec(c, in), true));
         return narrow(c, dt, arena_printf(c->a, "%s %s %s", a0, binop_sym(op), a1));
     case OP_AND: case OP_OR: case OP_XOR: case OP_SHL: case OP_SHR:
+        if (dt == DT_I1 && op != OP_XOR)
+            return arena_printf(c->a, "%s %s %s", opnd(c, in->args[0], top_prec(c, in), false),
+                                op == OP_AND ? "&&" : "||", opnd(c, in->args[1], top_prec(c, in), true));
         if (dt == DT_I1)
-            return arena_printf(c->a, "%s %s %s", a0, op == OP_AND ? "&&" : op == OP_OR ? "||" : "!=", a1);
+            return arena_printf(c->a, "%s != %s", a0, a1);
         return narrow(c, dt, arena_printf(c->a, "%s %s %s", a0, binop_sym(op), a1));
     case OP_LT: case OP_LE: case OP_GT: case OP_GE: case OP_EQ: case OP_NE:
         if (fl)
@@ -714,7 +771,7 @@ static const char *expr(Cu *c, const Inst *in)
         Buf b = {.a = c->a};
         buf_printf(&b, "%s%s(", m, sfx);
         for (int k = 0; k < in->nargs; k++)
-            buf_printf(&b, "%s%s", k ? ", " : "", up(c, in->args[k]));
+            buf_printf(&b, "%s%s", k ? ", " : "", is16(vdt(c, in->args[k])) ? up(c, in->args[k]) : bare(c, in->args[k]));
         buf_puts(&b, ")");
         return op == OP_ILOGB ? buf_str(&b) : down(c, dt, buf_str(&b));
     }
@@ -912,17 +969,17 @@ static void reduction(Cu *c, const Block *b, const Inst *in)
         c->helpers |= CU_H_ARG;
         c->smem_idx = true;
         e = arena_printf(c->a, "kad_block_%s<%d>(%s, %s, kad_smem_idx)", in->op == OP_ARGMAX ? "argmax" : "argmin",
-                         c->L, val(c, x), smem(c, dt));
+                         c->L, bare(c, x), smem(c, dt));
     } else if (in->op == OP_REDUCE) {
         const char *fn = combine_functor(c, in);
         if (!fn)
             return;
         c->helpers |= CU_H_REDUCE;
-        e = arena_printf(c->a, "kad_block_reduce<%d>(%s, %s, %s())", c->L, val(c, x), smem(c, dt), fn);
+        e = arena_printf(c->a, "kad_block_reduce<%d>(%s, %s, %s())", c->L, bare(c, x), smem(c, dt), fn);
     } else {
         c->helpers |= CU_H_REDUCE;
         const char *fn = in->op == OP_SUM ? "kad_add" : in->op == OP_MAX ? "kad_max" : "kad_min";
-        e = arena_printf(c->a, "kad_block_reduce<%d>(%s, %s, %s())", c->L, val(c, x), smem(c, dt), fn);
+        e = arena_printf(c->a, "kad_block_reduce<%d>(%s, %s, %s())", c->L, bare(c, x), smem(c, dt), fn);
     }
     bind(c, b, r, e, false, in->loc);
 }
@@ -945,7 +1002,7 @@ static void scan(Cu *c, const Block *b, const Inst *in)
         fn = arena_printf(c->a, "%s()", f2);
     }
     c->helpers |= CU_H_SCAN | CU_H_REDUCE;
-    bind(c, b, r, arena_printf(c->a, "kad_block_scan<%d>(%s, %s, %s, %s)", c->L, val(c, x), smem(c, vdt(c, x)),
+    bind(c, b, r, arena_printf(c->a, "kad_block_scan<%d>(%s, %s, %s, %s)", c->L, bare(c, x), smem(c, vdt(c, x)),
                                in->flags & IF_REVERSE ? "true" : "false", fn), false, in->loc);
 }
 
@@ -961,7 +1018,7 @@ static void permute_lanes(Cu *c, const Block *b, const Inst *in)
     const char *idx = in->op == OP_FLIP ? arena_printf(c->a, "%d - (int32_t)threadIdx.x", c->L - 1)
                                         : arena_printf(c->a, "(int)%s", val(c, in->args[1]));
     c->helpers |= CU_H_GATHER;
-    bind(c, b, r, arena_printf(c->a, "kad_block_gather<%d>(%s, %s, %s)", c->L, val(c, x), smem(c, vdt(c, x)), idx),
+    bind(c, b, r, arena_printf(c->a, "kad_block_gather<%d>(%s, %s, %s)", c->L, bare(c, x), smem(c, vdt(c, x)), idx),
          false, in->loc);
 }
 
@@ -990,7 +1047,7 @@ static void memory(Cu *c, const Block *b, const Inst *in)
         bind(c, b, in->res[0], e, false, in->loc);
         return;
     }
-    const char *v = val(c, in->args[1]);
+    const char *v = bare(c, in->args[1]);
     /* a scalar access is one per program: thread 0 makes it */
     const char *cond = !lane ? (mask ? arena_printf(c->a, "threadIdx.x == 0 && %s", mask) : "threadIdx.x == 0") : mask;
     if (in->op == OP_STORE) {
@@ -1219,6 +1276,7 @@ static void print_block(Cu *c, const Block *b, const char *const *yield_to)
                    in->nres ? "%" : "", in->nres ? c->irname[in->res[0]] : "", sh.len ? arena_printf(c->a, " of %s", buf_str(&sh)) : "");
             return;
         }
+        c->prec[in->res[0]] = (uint8_t)top_prec(c, in);
         bind(c, b, in->res[0], e, true, in->loc);
     }
 }
@@ -1236,6 +1294,7 @@ bool emit_cuda_kernel(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCud
     c.noinline = arena_alloc(a, sizeof *c.noinline * (size_t)nv);
     c.def = arena_alloc(a, sizeof *c.def * (size_t)nv);
     c.inl = arena_alloc(a, sizeof *c.inl * (size_t)nv);
+    c.prec = arena_alloc(a, sizeof *c.prec * (size_t)nv);
     ir_index_defs(f->body, c.def);
     for (int i = 0; i < nv; i++)
         if (!c.irname[i])
