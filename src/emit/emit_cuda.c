@@ -205,8 +205,8 @@ static const char *down(Cu *c, Dtype dt, const char *e)
 {
     if (dt == DT_F16)
         return arena_printf(c->a, "__float2half_rn(%s)", e);
-    if (dt == DT_BF16)
-        return arena_printf(c->a, "__float2bfloat16_rn(%s)", e);
+    if (dt == DT_BF16) /* HIP's __float2bfloat16 rounds to nearest even; it has no _rn name */
+        return arena_printf(c->a, c->o->hip ? "__float2bfloat16(%s)" : "__float2bfloat16_rn(%s)", e);
     return e;
 }
 
@@ -498,6 +498,8 @@ static const char *round_name(Cu *c, int op, Dtype dt, int rnd)
 {
     static const char *const r[4] = {"rn", "rz", "rd", "ru"};
     const char *m = r[rnd & 3];
+    if (c->o->hip && rnd != RND_RN)
+        return NULL; /* HIP has the round-to-nearest intrinsics only */
     bool d = dt == DT_F64;
     switch (op) {
     case OP_ADD_ROUND: return arena_printf(c->a, "__%sadd_%s", d ? "d" : "f", m);
@@ -591,6 +593,8 @@ static const char *convert(Cu *c, ValId v, Dtype to)
     if (is16(to)) {
         if (is16(from) || from == DT_F32)
             return down(c, to, up(c, v));
+        if (c->o->hip && to == DT_BF16 && dtype_bits(from) > 16)
+            return NULL; /* HIP's __double2bfloat16 rounds through float: twice */
         if (from == DT_F64)
             return arena_printf(c->a, to == DT_F16 ? "__double2half(%s)" : "__double2bfloat16(%s)", x);
         if (dtype_bits(from) <= 16) /* exact in float */
@@ -733,13 +737,15 @@ static const char *expr(Cu *c, const Inst *in)
     case OP_ADD_ROUND: case OP_SUB_ROUND: case OP_MUL_ROUND: case OP_DIV_ROUND:
         if (adt != DT_F32 && adt != DT_F64)
             return NULL;
+        if (!round_name(c, op, adt, (int)in->ival))
+            return NULL;
         return arena_printf(c->a, "%s(%s, %s)", round_name(c, op, adt, (int)in->ival), a0, a1);
     case OP_SQRT_ROUND: case OP_RCP_ROUND:
-        if (adt != DT_F32 && adt != DT_F64)
+        if ((adt != DT_F32 && adt != DT_F64) || !round_name(c, op, adt, (int)in->ival))
             return NULL;
         return arena_printf(c->a, "%s(%s)", round_name(c, op, adt, (int)in->ival), a0);
     case OP_FMA_ROUND:
-        if (adt != DT_F32 && adt != DT_F64)
+        if ((adt != DT_F32 && adt != DT_F64) || !round_name(c, op, adt, (int)in->ival))
             return NULL;
         return arena_printf(c->a, "%s(%s, %s, %s)", round_name(c, op, adt, (int)in->ival), a0, a1,
                             val(c, in->args[2]));
@@ -755,7 +761,7 @@ static const char *expr(Cu *c, const Inst *in)
                             a0, a1);
     }
     if (fast_name(op)) {
-        if (adt != DT_F32)
+        if (adt != DT_F32 || (op == OP_RSQRT_RN && c->o->hip))
             return NULL;
         return in->nargs == 2 ? arena_printf(c->a, "%s(%s, %s)", fast_name(op), a0, a1)
                               : arena_printf(c->a, "%s(%s)", fast_name(op), a0);
@@ -1061,7 +1067,7 @@ static void memory(Cu *c, const Block *b, const Inst *in)
     const char *fn = in->op == OP_ATOMIC_ADD ? "atomicAdd" : in->op == OP_ATOMIC_MAX ? "atomicMax"
                      : in->op == OP_ATOMIC_MIN ? "atomicMin" : "atomicExch";
     bool okdt = el == DT_I32 || el == DT_U32 || el == DT_U64 ||
-                (in->op == OP_ATOMIC_ADD && (el == DT_F32 || el == DT_F64 || is16(el))) ||
+                (in->op == OP_ATOMIC_ADD && (el == DT_F32 || el == DT_F64 || (is16(el) && !c->o->hip))) ||
                 (in->op == OP_ATOMIC_XCHG && el == DT_F32) ||
                 ((in->op == OP_ATOMIC_MAX || in->op == OP_ATOMIC_MIN) && el == DT_I64);
     if (!okdt) {
@@ -1272,8 +1278,9 @@ static void print_block(Cu *c, const Block *b, const char *const *yield_to)
             Buf sh = {.a = c->a};
             for (int k = 0; k < in->nargs && k < 3; k++)
                 buf_printf(&sh, "%s%%%s: %s", k ? ", " : "", c->irname[in->args[k]], shape_str(c, vty(c, in->args[k])));
-            refuse(c, in->loc, "'%s' (%s%s%s) has no CUDA C spelling in kad yet", op_info[op].name,
-                   in->nres ? "%" : "", in->nres ? c->irname[in->res[0]] : "", sh.len ? arena_printf(c->a, " of %s", buf_str(&sh)) : "");
+            refuse(c, in->loc, "'%s' (%s%s%s) has no %s spelling in kad yet", op_info[op].name,
+                   in->nres ? "%" : "", in->nres ? c->irname[in->res[0]] : "",
+                   sh.len ? arena_printf(c->a, " of %s", buf_str(&sh)) : "", c->o->hip ? "HIP" : "CUDA C");
             return;
         }
         c->prec[in->res[0]] = (uint8_t)top_prec(c, in);
