@@ -19,10 +19,14 @@ shared library and its extern "C" launcher called through ctypes on torch CUDA t
   triton is importable) and the backward regenerating it.
 - test_guard_refuses: a backward's launch guard (step >= 64) refuses a launch that breaks it.
 
-Skipped without torch, CUDA or nvcc.
+Without nvcc (looked up on PATH, $CUDA_HOME, /usr/local/cuda, torch's CUDA_HOME, the
+nvidia-cuda-nvcc wheel) the kernels are compiled by CuPy's RawModule (NVRTC) and each launcher is
+run in Python from its text (CupyModule: its checks, flags, zero-fill and launch).  Skipped
+without torch, CUDA, or both nvcc and CuPy.
 """
 import ctypes
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -30,14 +34,42 @@ import subprocess
 import pytest
 
 torch = pytest.importorskip("torch")
+numpy = pytest.importorskip("numpy")
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KAD = os.environ.get("KAD_BIN", os.path.join(REPO, "build", "kad"))
-NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+
+
+def _find_nvcc():
+    """nvcc on PATH, under $CUDA_HOME, /usr/local/cuda or torch's CUDA_HOME, or from the pip wheel
+    nvidia-cuda-nvcc; None when there is none."""
+    found = shutil.which("nvcc")
+    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    try:
+        from torch.utils.cpp_extension import CUDA_HOME
+        homes.append(CUDA_HOME)
+    except Exception:  # an old torch, or none installed with CUDA
+        pass
+    try:
+        import nvidia.cuda_nvcc
+        homes.append(os.path.dirname(nvidia.cuda_nvcc.__file__))
+    except Exception:
+        pass
+    for h in homes:
+        if not found and h and os.path.exists(os.path.join(h, "bin", "nvcc")):
+            found = os.path.join(h, "bin", "nvcc")
+    return found
+
+
+NVCC = _find_nvcc()
+try:
+    import cupy
+except Exception:  # not installed, or no CUDA for it
+    cupy = None
 
 pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"),
-    pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH"),
+    pytest.mark.skipif(NVCC is None and cupy is None, reason="neither nvcc nor CuPy (NVRTC) is available"),
 ]
 
 SOFTMAX = ("tests/kernels/softmax.py:softmax_kernel --sig 'output_ptr=*fp32,input_ptr=*fp32,input_row_stride=i32,"
@@ -61,8 +93,89 @@ def _arch():
     return "sm_%d%d" % (major, minor)
 
 
+MARK = "// ---- the launcher"
+
+# What NVRTC lacks of the module's includes (the CuPy path): fixed-width ints, INFINITY, NAN, assert.
+NVRTC_PRELUDE = """
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+typedef unsigned long long uintptr_t;
+#define INFINITY __int_as_float(0x7f800000)
+#define NAN __int_as_float(0x7fffffff)
+#define assert(c) ((void)0)
+"""
+
+
+def _c_to_py(expr):
+    """A launcher condition (C over int64 arguments and the grid) as a Python expression."""
+    e = expr.replace("(int64_t)", "").replace("&&", " and ").replace("||", " or ").replace("!(", " not (")
+    return re.sub(r"(\d+)LL\b", r"\1", e)
+
+
+class CupyModule:
+    """The module's kernels through CuPy's RawModule (NVRTC), its launchers run here in Python from
+    their text: range checks and guards evaluated, flags computed, input gradients zero-filled, the
+    kernel launched.  Used when there is no nvcc."""
+
+    def __init__(self, src):
+        kern, self.host = src.split(MARK, 1)
+        kern = "\n".join(l for l in kern.splitlines()
+                         if not re.match(r"#include <(cuda_runtime|assert|math|stdint)\.h>", l))
+        self.mod = cupy.RawModule(code=NVRTC_PRELUDE + kern, options=("-std=c++17",))
+        sig = r"__global__ void __launch_bounds__\(\d+\) (\w+)\(([^)]*)\)"
+        self.sigs = {m.group(1): m.group(2) for m in re.finditer(sig, kern)}
+
+    def call(self, fn, grid, args):
+        text = self.host[self.host.index("int %s(" % fn):]
+        params = [p.strip() for p in text[text.index("(") + 1:text.index(")\n{")].split(",")]
+        names = [re.split(r"[ *]+", p)[-1] for p in params[3:-1]]
+        env = dict(zip(names, args))
+        env.update(grid_x=grid[0], grid_y=grid[1], grid_z=grid[2])
+        lines = text[text.index("{\n") + 2:text.index("\n}\n")].splitlines()
+        for i, ln in enumerate(lines):
+            ln = ln.strip()
+            m = re.match(r"if \((.*)\)( //.*)?$", ln)
+            refusal = i + 1 < len(lines) and "return (int)" in lines[i + 1]
+            if m and refusal and "grid_x == 0" not in ln and "Success" not in ln:
+                if eval(_c_to_py(m.group(1)), {}, env):
+                    return 1  # refused: cudaErrorInvalidValue
+                continue
+            m = re.match(r"const bool (\w+) = (.*);$", ln)
+            if m:
+                env[m.group(1)] = bool(eval(_c_to_py(m.group(2)), {}, env))
+                continue
+            m = re.match(r"cudaError_t \w+ = cudaMemsetAsync\((\w+), 0,", ln)
+            if m:
+                env[m.group(1)].zero_()
+                continue
+            m = re.match(r"(\w+)<<<dim3\(grid_x, grid_y, grid_z\), (\d+), 0, stream>>>\((.*)\);$", ln)
+            if m:
+                kname, lanes, knames = m.group(1), int(m.group(2)), [a.strip() for a in m.group(3).split(",")]
+                ktypes = [p.rsplit(" ", 1)[0].strip() for p in self.sigs[kname].split(", ")]
+                kargs = []
+                for n, ty in zip(knames, ktypes):
+                    v = env[n]
+                    if isinstance(v, torch.Tensor):
+                        kargs.append(cupy.asarray(v.view(torch.uint8)))
+                    else:
+                        kargs.append({"int32_t": numpy.int32, "int64_t": numpy.int64, "float": numpy.float32,
+                                      "double": numpy.float64, "bool": numpy.bool_, "uint32_t": numpy.uint32}[ty](v))
+                if min(grid) > 0:
+                    self.mod.get_function(kname)(tuple(grid), (lanes, 1, 1), tuple(kargs))
+                return 0
+        raise AssertionError("no launch in " + fn)
+
+
 def _lib(src, tmp_path, name):
-    """src compiled into tmp_path/name.so and loaded."""
+    """src compiled with nvcc into tmp_path/name.so and loaded (ctypes); without nvcc, through CuPy."""
+    if NVCC is None:
+        return CupyModule(src)
     cu, so = tmp_path / (name + ".cu"), tmp_path / (name + ".so")
     cu.write_text(src)
     p = subprocess.run([NVCC, "-std=c++17", "-arch=" + _arch(), "-O2", "-shared", "-Xcompiler", "-fPIC",
@@ -71,16 +184,24 @@ def _lib(src, tmp_path, name):
     return ctypes.CDLL(str(so))
 
 
-def _launch(lib, fn, grid, argtypes, args):
-    """Calls launch_<fn>(grid_x, grid_y, grid_z, *args, stream) and synchronizes; args: tensors
-    (their data pointers) and numbers, typed by argtypes."""
-    f = getattr(lib, fn)
-    f.restype = ctypes.c_int
-    f.argtypes = [ctypes.c_uint] * 3 + argtypes + [_P]
-    vals = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
+def _call(lib, fn, grid, argtypes, args):
+    """launch_<fn>(grid_x, grid_y, grid_z, *args, stream), then a synchronize; its return code.
+    args: tensors and numbers, typed by argtypes (ctypes)."""
     g = tuple(grid) + (1,) * (3 - len(grid))
-    rc = f(*g, *vals, torch.cuda.current_stream().cuda_stream)
+    if isinstance(lib, CupyModule):
+        rc = lib.call(fn, g, list(args))
+    else:
+        f = getattr(lib, fn)
+        f.restype = ctypes.c_int
+        f.argtypes = [ctypes.c_uint] * 3 + argtypes + [_P]
+        vals = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
+        rc = f(*g, *vals, torch.cuda.current_stream().cuda_stream)
     torch.cuda.synchronize()
+    return rc
+
+
+def _launch(lib, fn, grid, argtypes, args):
+    rc = _call(lib, fn, grid, argtypes, args)
     assert rc == 0, "%s returned CUDA error %d" % (fn, rc)
 
 
@@ -283,12 +404,8 @@ GUARD = ("tests/grad/guard_loop_stores.py:unknown_step_for --sig 'x_ptr=*fp32,y_
 def test_guard_refuses(tmp_path):
     bwd = _lib(_kad("grad " + GUARD + " --emit cuda"), tmp_path, "bwd")
     n = 1000
-    f = bwd.launch_unknown_step_for_bwd
-    f.restype = ctypes.c_int
-    f.argtypes = [ctypes.c_uint] * 3 + [_P, _P, _I32, _I32, _P, _P, _I64, _P]
+    types = [_P, _P, _I32, _I32, _P, _P, _I64]
     x, y, dy, dx = (torch.randn(n, device="cuda") for _ in range(4))
-    stream = torch.cuda.current_stream().cuda_stream
-    assert f(1, 1, 1, x.data_ptr(), y.data_ptr(), n, 32, dy.data_ptr(), dx.data_ptr(), n, stream) != 0
-    assert f(1, 1, 1, x.data_ptr(), y.data_ptr(), n, 64, dy.data_ptr(), dx.data_ptr(), n, stream) == 0
-    torch.cuda.synchronize()
+    assert _call(bwd, "launch_unknown_step_for_bwd", (1,), types, [x, y, n, 32, dy, dx, n]) != 0
+    assert _call(bwd, "launch_unknown_step_for_bwd", (1,), types, [x, y, n, 64, dy, dx, n]) == 0
     assert torch.equal(dx, dy * 2.0)
