@@ -39,7 +39,8 @@ typedef struct Cu {
     bool *noinline;      /* by ValId: read by a yield, a loop header or an alias: keeps its variable */
     const Inst **def;    /* by ValId: the defining instruction (ir_index_defs) */
     bool *inl;           /* by ValId: var is the inlined expression, not a variable */
-    uint8_t *prec;       /* by ValId: an inlined expression's top operator, C precedence: 3 (* / %),
+    uint8_t *prec;       /* by ValId: an inlined expression's top operator, C precedence: 2 (a cast),
+                            3 (* / %),
                             4 (+ -), 11 (&&), 12 (||); 0 unknown (its parentheses stay) */
     Vec(const char *) taken; /* C names in use */
     int L;               /* the lane count (block size) */
@@ -536,6 +537,22 @@ static const char *binop_sym(int op)
     }
 }
 
+/* Whether e is a cast of a name, "(float)n": a unary expression. */
+static bool is_name_cast(const char *e)
+{
+    const char *p = e;
+    if (*p++ != '(')
+        return false;
+    while (*p == '_' || *p == ' ' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z'))
+        p++;
+    if (*p++ != ')' || !*p)
+        return false;
+    for (; *p; p++)
+        if (!(*p == '_' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+            return false;
+    return true;
+}
+
 /* The C precedence of in's printed top operator, as Cu.prec (0: none of those). */
 static int top_prec(Cu *c, const Inst *in)
 {
@@ -543,6 +560,8 @@ static int top_prec(Cu *c, const Inst *in)
     if (is16(dt) || (dtype_is_int(dt) && dt != DT_I1 && dtype_bits(dt) < 32))
         return 0; /* a call or a cast around it */
     switch (in->op) {
+    case OP_PROGRAM_ID: case OP_NUM_PROGRAMS: return 2; /* (int32_t)blockIdx.x */
+    case OP_ARANGE: return in->ival ? 4 : 2;
     case OP_MUL: case OP_DIV: return 3;
     case OP_REM: return dtype_is_float(dt) ? 0 : 3;
     case OP_ADD: case OP_SUB: return 4;
@@ -1283,7 +1302,7 @@ static void print_block(Cu *c, const Block *b, const char *const *yield_to)
                    sh.len ? arena_printf(c->a, " of %s", buf_str(&sh)) : "", c->o->hip ? "HIP" : "CUDA C");
             return;
         }
-        c->prec[in->res[0]] = (uint8_t)top_prec(c, in);
+        c->prec[in->res[0]] = (uint8_t)(op == OP_CAST && is_name_cast(e) ? 2 : top_prec(c, in));
         bind(c, b, in->res[0], e, true, in->loc);
     }
 }
