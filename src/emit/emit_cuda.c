@@ -52,6 +52,7 @@ typedef struct Cu {
     int ncomb;           /* combine functors printed */
     Buf pre;             /* functors of reduce/scan regions, printed before the kernel */
     int depth;           /* indentation, 4 spaces a level */
+    bool jidx;           /* val() reads per-thread arrays at kad_j (printing an array op's element) */
     bool ok;
 } Cu;
 
@@ -171,7 +172,16 @@ static const char *ctype(Cu *c, ValId v, Loc loc)
     return t.dt == DT_PTR ? arena_printf(c->a, "%s *", s) : s;
 }
 
-static const char *val(Cu *c, ValId v) { return c->var[v] ? c->var[v] : "?"; }
+static int width(Cu *c, ValId v);
+
+/* The C expression of v: its variable, or its inlined expression; an array's element kad_j while
+ * an array op is printed. */
+static const char *val(Cu *c, ValId v)
+{
+    if (!c->var[v])
+        return "?";
+    return c->jidx && width(c, v) ? arena_printf(c->a, "%s[kad_j]", c->var[v]) : c->var[v];
+}
 
 /* val(v) without the parentheses around an inlined expression, where it stands alone (a call's
  * argument, the right-hand side of an assignment). */
@@ -271,27 +281,41 @@ static const char *zero(Cu *c, Dtype dt)
 
 /* ---- shapes: the lane count ---- */
 
+/* The longest per-thread array of a tile [L, k]. */
+enum { CU_MAX_ROW = 64 };
+
+/* A shape the model prints: a scalar, [L], [L, k] with k <= CU_MAX_ROW (per-thread arrays), and
+ * uniform rows [k] and [1, k] of k <= CU_MAX_ROW (the same array in every thread). */
+static bool shape_ok(Cu *c, Type t)
+{
+    if (t.rank == 0 || (t.rank == 1 && (t.shape[0] == c->L || t.shape[0] <= CU_MAX_ROW)))
+        return true;
+    return t.rank == 2 && (t.shape[0] == c->L || t.shape[0] == 1) && t.shape[1] <= CU_MAX_ROW;
+}
+
 /* Checks every value of b (and its regions) for a shape the model prints: rank 0, or [L]; the
  * first one that is not is refused (one message: the others follow from it). */
 static void check_shapes(Cu *c, const Block *b)
 {
     for (int i = 0; i < b->nparams && c->ok; i++) {
         Type t = vty(c, b->params[i]);
-        if (t.rank > 1 || (t.rank == 1 && t.shape[0] != c->L))
-            refuse(c, c->f->vals.v[b->params[i]].loc, "%%%s has shape %s: the kernel's tiles are [%d]",
-                   c->irname[b->params[i]], shape_str(c, t), c->L);
+        if (!shape_ok(c, t))
+            refuse(c, c->f->vals.v[b->params[i]].loc, "%%%s has shape %s: the kernel's tiles are [%d] or [%d, k]",
+                   c->irname[b->params[i]], shape_str(c, t), c->L, c->L);
     }
     for (int i = 0; i < b->insts.n && c->ok; i++) {
         const Inst *in = &b->insts.v[i];
         for (int r = 0; r < in->nres && c->ok; r++) {
             Type t = vty(c, in->res[r]);
-            if (t.rank > 1)
-                refuse(c, in->loc, "%%%s has shape %s: only scalars and 1-D tiles (a block's threads) are "
-                       "printed as CUDA C yet", c->irname[in->res[r]], shape_str(c, t));
-            else if (t.rank == 1 && t.shape[0] != c->L)
-                refuse(c, in->loc, "%%%s has shape %s, but the kernel's tiles are [%d]: all 1-D tiles of a "
-                       "CUDA C kernel have one size, the block's thread count", c->irname[in->res[r]],
-                       shape_str(c, t), c->L);
+            if (t.rank > 2 || (t.rank == 2 && !shape_ok(c, t)))
+                refuse(c, in->loc, "%%%s has shape %s: only scalars, 1-D tiles (the block's %d threads, or a row "
+                       "of at most %d that every thread holds), tiles [%d, k] and [1, k] of k <= %d (per-thread "
+                       "arrays) are printed as CUDA C yet", c->irname[in->res[r]], shape_str(c, t), c->L, CU_MAX_ROW,
+                       c->L, CU_MAX_ROW);
+            else if (!shape_ok(c, t))
+                refuse(c, in->loc, "%%%s has shape %s, but the kernel's tiles are [%d]: a CUDA C kernel's 1-D tiles "
+                       "are its %d threads, or rows of at most %d elements that every thread holds",
+                       c->irname[in->res[r]], shape_str(c, t), c->L, c->L, CU_MAX_ROW);
         }
         if (in->op == OP_SCAN || in->op == OP_REDUCE)
             continue; /* a combine region's values are scalars */
@@ -300,21 +324,24 @@ static void check_shapes(Cu *c, const Block *b)
     }
 }
 
-/* The first 1-D tile size of b and its regions, or 0. */
-static int find_lanes(const Func *f, const Block *b)
+/* The lane count of b's values (and its regions'): the first axis of the largest tile [M, N] with
+ * M > 1 (its rows become per-thread arrays), else the largest 1-D tile (the others become rows
+ * that every thread holds); *two: the largest first axis of rank-2 tiles, *one: of 1-D tiles. */
+static void find_lanes(const Func *f, const Block *b, int *two, int *one)
 {
     for (int i = 0; i < b->insts.n; i++) {
         const Inst *in = &b->insts.v[i];
-        for (int r = 0; r < in->nres; r++)
-            if (f->vals.v[in->res[r]].ty.rank == 1)
-                return f->vals.v[in->res[r]].ty.shape[0];
-        for (int r = 0; r < in->nregions; r++) {
-            int l = find_lanes(f, in->regions[r]);
-            if (l)
-                return l;
+        for (int r = 0; r < in->nres; r++) {
+            Type t = f->vals.v[in->res[r]].ty;
+            int *m = t.rank == 2 ? two : t.rank == 1 ? one : NULL;
+            if (m && t.shape[0] > *m && (t.rank == 1 || t.shape[0] > 1))
+                *m = t.shape[0];
         }
+        if (in->op == OP_SCAN || in->op == OP_REDUCE)
+            continue;
+        for (int r = 0; r < in->nregions; r++)
+            find_lanes(f, in->regions[r], two, one);
     }
-    return 0;
 }
 
 static void count_uses(Cu *c, const Block *b)
@@ -394,6 +421,14 @@ static const char *declare(Cu *c, ValId v, const char *init, Loc loc)
 {
     const char *ty = ctype(c, v, loc), *n = name_for(c, v);
     const char *sp = ty[strlen(ty) - 1] == '*' ? "" : " ";
+    if (width(c, v)) { /* a per-thread array: copied element by element */
+        line(c, "%s%s%s[%d];", ty, sp, n, width(c, v));
+        if (init) {
+            line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", width(c, v));
+            line(c, "    %s[kad_j] = %s[kad_j];", n, init);
+        }
+        return n;
+    }
     if (init)
         line(c, "%s%s%s = %s;", ty, sp, n, init);
     else
@@ -1052,7 +1087,7 @@ static void permute_lanes(Cu *c, const Block *b, const Inst *in)
 static void memory(Cu *c, const Block *b, const Inst *in)
 {
     ValId p = in->args[0];
-    bool lane = is_lane(c, p);
+    bool lane = vty(c, p).rank >= 1; /* [L] or [L, 1]: thread i's element */
     Dtype el = (Dtype)vty(c, p).elem;
     if (!cuda_dtype(el, c->o->hip)) {
         refuse(c, in->loc, "'%s' of %s elements", op_info[in->op].name, dtype_name(el));
@@ -1120,7 +1155,232 @@ static void memory(Cu *c, const Block *b, const Inst *in)
     bind(c, b, r, e, false, in->loc);
 }
 
+/* ---- per-thread arrays: tiles [L, k] ---- */
+
+/* Whether type t is held per lane: its first axis is the block's threads (t is [L] or [L, k]). */
+static bool lanes_of(Cu *c, Type t) { return t.rank >= 1 && t.shape[0] == c->L && c->L > 1; }
+
+/* The per-thread array length of v: k for a tile [L, k] with k > 1 (thread i holds row i,
+ * `T v[k]`) and for a uniform row [k] or [1, k] (a tile whose first axis is not the threads:
+ * every thread holds all of it, alike); 0 for a scalar, a lane value [L] and [L, 1]. */
+static int width(Cu *c, ValId v)
+{
+    Type t = vty(c, v);
+    if (lanes_of(c, t))
+        return t.rank == 2 && t.shape[1] > 1 ? t.shape[1] : 0;
+    return t.rank ? (int)type_numel(t) : 0;
+}
+
+/* Whether v is a uniform row (every thread holds the same k elements). */
+static bool is_row(Cu *c, ValId v) { return vty(c, v).rank >= 1 && !lanes_of(c, vty(c, v)); }
+
+/* Prints `T r[k];` and a loop over kad_j assigning e (built with c->jidx: arrays read at kad_j). */
+static void array_assign(Cu *c, ValId r, const char *e, Loc loc)
+{
+    const char *ty = ctype(c, r, loc);
+    int k = width(c, r);
+    c->var[r] = name_for(c, r);
+    line(c, "%s%s%s[%d];", ty, ty[strlen(ty) - 1] == '*' ? "" : " ", c->var[r], k);
+    line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", k);
+    line(c, "    %s[kad_j] = %s;", c->var[r], e);
+}
+
+static const char *expr(Cu *c, const Inst *in);
+
+/* An instruction on tiles [L, k] (its result, or a store's pointer): element by element in each
+ * thread, or a reduction or scan along axis 1 in a fixed order (kad_j = 0, 1, ...).  False when
+ * in has no such tile (the caller prints it). */
+static bool array_inst(Cu *c, const Inst *in)
+{
+    ValId r = in->nres ? in->res[0] : 0, x = in->nargs ? in->args[0] : 0;
+    int op = in->op, kr = r ? width(c, r) : 0, kx = x ? width(c, x) : 0;
+    if (!kr && !kx)
+        return false;
+    if (op == OP_FOR || op == OP_IF || op == OP_WHILE || op == OP_YIELD || op == OP_CONDITION)
+        return false;
+    if (!c->uses[r] && r && op_info[op].pure && op != OP_SUM && op != OP_MAX && op != OP_MIN)
+        return true; /* unread */
+    if (op == OP_SPLIT && kx == 2 && !kr) { /* x[..., h]: one element of the row */
+        c->var[r] = arena_printf(c->a, "%s[%d]", val(c, x), (int)in->ival);
+        return true;
+    }
+    if (op == OP_JOIN && kr == 2) {
+        const char *ty = ctype(c, r, in->loc);
+        c->var[r] = name_for(c, r);
+        line(c, "const %s %s[2] = {%s, %s};", ty, c->var[r], bare(c, in->args[0]), bare(c, in->args[1]));
+        return true;
+    }
+    int last = x ? vty(c, x).rank - 1 : 0; /* a row's axis: the array's */
+    if ((op == OP_SUM || op == OP_MAX || op == OP_MIN || op == OP_ARGMAX || op == OP_ARGMIN) && kx && !kr &&
+        in->ival == last) {
+        bool fl = dtype_is_float(vdt(c, x)), f64 = vdt(c, x) == DT_F64, arg = op == OP_ARGMAX || op == OP_ARGMIN;
+        const char *ty = ctype(c, x, in->loc), *v = val(c, x);
+        c->var[r] = name_for(c, r);
+        const char *acc = arg ? fresh(c, arena_printf(c->a, "%s_best", c->var[r])) : c->var[r];
+        line(c, "%s %s = %s[0];", ty, acc, v);
+        if (arg)
+            line(c, "int32_t %s = 0;", c->var[r]);
+        line(c, "for (int kad_j = 1; kad_j < %d; kad_j++)%s", kx, arg ? " {" : "");
+        if (op == OP_SUM)
+            line(c, "    %s = %s + %s[kad_j];", acc, acc, v);
+        else if (op == OP_MAX || op == OP_MIN)
+            line(c, fl ? "    %s = %s(%s, %s[kad_j]);" : "    %s = kad_%s()(%s, %s[kad_j]);", acc,
+                 fl ? (op == OP_MAX ? (f64 ? "fmax" : "fmaxf") : (f64 ? "fmin" : "fminf")) : (op == OP_MAX ? "max" : "min"),
+                 acc, v);
+        else {
+            line(c, "    if (%s[kad_j] %s %s) {", v, op == OP_ARGMAX ? ">" : "<", acc);
+            line(c, "        %s = %s[kad_j];", acc, v);
+            line(c, "        %s = kad_j;", c->var[r]);
+            line(c, "    }");
+            line(c, "}");
+        }
+        if (!fl && (op == OP_MAX || op == OP_MIN))
+            c->helpers |= CU_H_REDUCE;
+        return true;
+    }
+    if ((op == OP_CUMSUM || op == OP_CUMPROD) && kx && kr == kx && in->ival == last) {
+        const char *ty = ctype(c, r, in->loc), *v = val(c, x);
+        bool rev = in->flags & IF_REVERSE;
+        c->var[r] = name_for(c, r);
+        line(c, "%s %s[%d];", ty, c->var[r], kr);
+        line(c, "%s[%d] = %s[%d];", c->var[r], rev ? kr - 1 : 0, v, rev ? kr - 1 : 0);
+        if (rev)
+            line(c, "for (int kad_j = %d; kad_j >= 0; kad_j--)", kr - 2);
+        else
+            line(c, "for (int kad_j = 1; kad_j < %d; kad_j++)", kr);
+        line(c, "    %s[kad_j] = %s[kad_j %s 1] %s %s[kad_j];", c->var[r], c->var[r], rev ? "+" : "-",
+             op == OP_CUMSUM ? "+" : "*", v);
+        return true;
+    }
+    if (op == OP_STORE || op_is_atomic(op) || op == OP_LOAD) {
+        int at = op == OP_LOAD ? 1 : 2;
+        c->jidx = true;
+        const char *p = val(c, x), *mask = in->flags & IF_HAS_MASK ? val(c, in->args[at]) : NULL;
+        Dtype el = (Dtype)vty(c, x).elem;
+        if (op == OP_LOAD) {
+            const char *other = in->flags & IF_HAS_OTHER ? val(c, in->args[at + 1]) : zero(c, el);
+            c->jidx = false;
+            array_assign(c, r, mask ? arena_printf(c->a, "%s ? *%s : %s", mask, p, other) : arena_printf(c->a, "*%s", p),
+                         in->loc);
+            return true;
+        }
+        const char *v = val(c, in->args[1]);
+        c->jidx = false;
+        if (op_is_atomic(op) && c->uses[r]) {
+            refuse(c, in->loc, "the old values of '%s' on a tile [L, k] (%%%s) are read: not printed yet",
+                   op_info[op].name, c->irname[r]);
+            return true;
+        }
+        if (op_is_atomic(op) && op != OP_ATOMIC_ADD) {
+            refuse(c, in->loc, "'%s' on a tile [L, k]: not printed yet", op_info[op].name);
+            return true;
+        }
+        if (op_is_atomic(op) && !(el == DT_F32 || el == DT_F64 || el == DT_I32 || el == DT_U32 ||
+                                  (is16(el) && !c->o->hip))) {
+            refuse(c, in->loc, "'%s' on %s elements has no CUDA atomic", op_info[op].name, dtype_name(el));
+            return true;
+        }
+        bool row = is_row(c, x); /* the same elements in every thread: thread 0 writes them */
+        if (row)
+            line(c, "if (threadIdx.x == 0)"), c->depth++;
+        line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", kx);
+        if (mask)
+            line(c, "    if (%s)", mask);
+        line(c, mask ? "        %s%s%s%s;" : "    %s%s%s%s;", op == OP_STORE ? "*" : "atomicAdd(", p,
+             op == OP_STORE ? " = " : ", ", op == OP_STORE ? v : arena_printf(c->a, "%s)", v));
+        if (row)
+            c->depth--;
+        return true;
+    }
+    if (op == OP_ARANGE && kr) { /* a row: start, start + 1, ... in every thread */
+        array_assign(c, r, in->ival ? arena_printf(c->a, "kad_j + %lld", (long long)in->ival) : "kad_j", in->loc);
+        return true;
+    }
+    if ((op == OP_EXPAND_DIMS || op == OP_RESHAPE) && kx == kr && is_row(c, x) == is_row(c, r) &&
+        (is_row(c, x) || type_same_shape(vty(c, x), vty(c, r)))) {
+        c->var[r] = c->var[x]; /* [k] and [1, k]: one row */
+        return true;
+    }
+    if (op == OP_BROADCAST && kx == 1 && kr != 1) { /* one element to many: each is x[0] */
+        if (!kr) {
+            c->var[r] = arena_printf(c->a, "%s[0]", val(c, x));
+            return true;
+        }
+        array_assign(c, r, arena_printf(c->a, "%s[0]", c->var[x]), in->loc);
+        return true;
+    }
+    if (op == OP_BROADCAST && kx && kx != kr) {
+        refuse(c, in->loc, "'broadcast' of %%%s %s to %s: not printed yet", c->irname[x], shape_str(c, vty(c, x)),
+               shape_str(c, vty(c, r)));
+        return true;
+    }
+    bool ew = op_info[op].elementwise || op == OP_BROADCAST || op == OP_CONST;
+    if (x && vty(c, x).rank && r && vty(c, r).rank && is_row(c, x) != is_row(c, r) && !op_info[op].elementwise &&
+        op != OP_BROADCAST) {
+        refuse(c, in->loc, "'%s' of %%%s %s into %s: between the block's threads and a row that every thread "
+               "holds (it would gather every lane); not printed yet", op_info[op].name, c->irname[x],
+               shape_str(c, vty(c, x)), shape_str(c, vty(c, r)));
+        return true;
+    }
+    if (!kr || !ew || op == OP_SPLIT || op == OP_JOIN || op == OP_GATHER || op == OP_FLIP ||
+        op == OP_EXPAND_DIMS || op == OP_RESHAPE || op == OP_PERMUTE) {
+        Buf sh = {.a = c->a};
+        type_print(&sh, vty(c, kr ? r : x));
+        refuse(c, in->loc, "'%s' on a tile %s (a per-thread array): not printed yet", op_info[op].name, buf_str(&sh));
+        return true;
+    }
+    if (op == OP_BROADCAST || op == OP_MULTIPLE_OF || op == OP_MAX_CONTIGUOUS || op == OP_STOP_GRADIENT) {
+        if (kx) { /* [L, k] to [L, k]: the same array */
+            c->var[r] = c->var[x];
+            return true;
+        }
+        c->jidx = true;
+        const char *e = bare(c, x);
+        c->jidx = false;
+        array_assign(c, r, e, in->loc);
+        return true;
+    }
+    for (int k = 0; k < in->nargs; k++) {
+        Dtype adt = vdt(c, in->args[k]);
+        if (adt != DT_PTR && !cuda_dtype(adt, c->o->hip)) {
+            refuse(c, in->loc, "'%s' of %s values", op_info[op].name, dtype_name(adt));
+            return true;
+        }
+    }
+    c->jidx = true;
+    const char *e = expr(c, in);
+    c->jidx = false;
+    if (!e) {
+        refuse(c, in->loc, "'%s' (%%%s) has no CUDA C spelling in kad yet", op_info[op].name, c->irname[r]);
+        return true;
+    }
+    array_assign(c, r, e, in->loc);
+    return true;
+}
+
 /* ---- control flow ---- */
+
+/* to = from (a variable holding a value of y's type); arrays element by element. */
+static void copy_to(Cu *c, const char *to, ValId y, const char *from)
+{
+    if (!strcmp(to, from))
+        return;
+    if (width(c, y)) {
+        line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", width(c, y));
+        line(c, "    %s[kad_j] = %s[kad_j];", to, from);
+    } else {
+        line(c, "%s = %s;", to, from);
+    }
+}
+
+/* A temporary array n holding a copy of y's array. */
+static void declare_copy(Cu *c, const char *n, ValId y)
+{
+    const char *ty = ctype(c, y, (Loc){0});
+    line(c, "%s%s%s[%d];", ty, ty[strlen(ty) - 1] == '*' ? "" : " ", n, width(c, y));
+    line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", width(c, y));
+    line(c, "    %s[kad_j] = %s[kad_j];", n, val(c, y));
+}
 
 /* Assigns the yielded values ys to the variables to (n of them), in parallel: through
  * temporaries when one of ys is a variable assigned before it is read. */
@@ -1132,18 +1392,21 @@ static void assign(Cu *c, const char *const *to, const ValId *ys, int n)
             clash = c->var[ys[k]] == to[j] || !strcmp(val(c, ys[k]), to[j]);
     if (!clash) {
         for (int k = 0; k < n; k++)
-            if (strcmp(to[k], val(c, ys[k])))
-                line(c, "%s = %s;", to[k], val(c, ys[k]));
+            copy_to(c, to[k], ys[k], val(c, ys[k]));
         return;
     }
     const char **tmp = arena_alloc(c->a, sizeof *tmp * (size_t)(n + 1));
     for (int k = 0; k < n; k++) {
         tmp[k] = fresh(c, arena_printf(c->a, "%s_next", to[k]));
+        if (width(c, ys[k])) {
+            declare_copy(c, tmp[k], ys[k]);
+            continue;
+        }
         const char *ty = ctype(c, ys[k], (Loc){0});
         line(c, "%s%s%s = %s;", ty, ty[strlen(ty) - 1] == '*' ? "" : " ", tmp[k], val(c, ys[k]));
     }
     for (int k = 0; k < n; k++)
-        line(c, "%s = %s;", to[k], tmp[k]);
+        copy_to(c, to[k], ys[k], tmp[k]);
 }
 
 static void print_for(Cu *c, const Inst *in)
@@ -1221,6 +1484,8 @@ static void print_block(Cu *c, const Block *b, const char *const *yield_to)
     for (int i = 0; i < b->insts.n && c->ok; i++) {
         const Inst *in = &b->insts.v[i];
         int op = in->op;
+        if (array_inst(c, in))
+            continue;
         switch (op) {
         case OP_YIELD:
             if (in->nargs)
@@ -1239,7 +1504,8 @@ static void print_block(Cu *c, const Block *b, const char *const *yield_to)
             c->var[in->res[0]] = c->var[in->args[0]];
             continue;
         case OP_RESHAPE: case OP_EXPAND_DIMS: case OP_PERMUTE:
-            if (type_same_shape(vty(c, in->res[0]), vty(c, in->args[0]))) {
+            if (type_numel(vty(c, in->res[0])) == type_numel(vty(c, in->args[0])) && !width(c, in->res[0]) &&
+                !width(c, in->args[0]) && (vty(c, in->res[0]).rank == 0) == (vty(c, in->args[0]).rank == 0)) {
                 c->var[in->res[0]] = c->var[in->args[0]];
                 continue;
             }
@@ -1325,9 +1591,9 @@ bool emit_cuda_kernel(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCud
     for (int i = 0; i < nv; i++)
         if (!c.irname[i])
             c.irname[i] = "?";
-    c.L = find_lanes(f, f->body);
-    if (!c.L)
-        c.L = 1;
+    int two = 0, one = 0;
+    find_lanes(f, f->body, &two, &one);
+    c.L = two ? two : one ? one : 1;
     check_shapes(&c, f->body);
     if (c.ok && c.L > 1024)
         refuse(&c, f->loc, "the kernel's tiles have %d lanes: a CUDA block has at most 1024 threads", c.L);

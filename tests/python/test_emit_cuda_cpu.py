@@ -278,3 +278,41 @@ def test_dropout_philox(tmp_path):
     dy, dx = torch.randn(n), torch.zeros(n)
     bwd(((n + 127) // 128,), x, y, n, p, seed, dy, dx, True)
     assert torch.equal(dx, torch.where(keep, dy / torch.tensor(1 - p, dtype=torch.float32), torch.zeros(n)))
+
+
+def test_rows_beside_lanes(tmp_path):
+    """tests/emit_cuda/rows.ir: y[0:32] = the sum of x[0:64] (a row of 32 that thread 0 stores)."""
+    k = Kernel(_kad("emit tests/emit_cuda/rows.ir --emit cuda"), tmp_path, "rows")
+    assert k.lanes == 64
+    x, y = torch.randn(64), torch.zeros(40)
+    k((1,), x, y)
+    assert _rel_err(y[:32], x.double().sum().expand(32)) < 1e-6
+    assert torch.equal(y[32:], torch.zeros(8))
+
+
+PTA = ("tests/emit_cuda/per_thread_arrays.py:scale_rows2d --sig 'x_ptr=*fp32,w_ptr=*fp32,y_ptr=*fp32,n_rows=i32,"
+       "BM=32,BN=4'")
+
+
+def test_per_thread_arrays(tmp_path):
+    fwd = Kernel(_kad("emit " + PTA + " --emit cuda"), tmp_path, "fwd")
+    bwd = Kernel(_kad("grad " + PTA + " --wrt x_ptr --out y_ptr --emit cuda"), tmp_path, "bwd")
+    assert fwd.lanes == 32
+    n = 50
+    x, w = torch.randn(n, 4), torch.randn(4)
+    y = torch.full((n, 4), float("nan"))
+    grid = ((n + 31) // 32,)
+    fwd(grid, x, w, y, n)
+
+    def f(xx, ww):
+        yy = xx * ww[None, :]
+        return yy / ((yy * yy).sum(1, keepdim=True) + 1.0)
+
+    assert _rel_err(y, f(x.double(), w.double())) < 1e-6
+    dy = torch.randn(n, 4)
+    x64 = x.double().requires_grad_()
+    (ref,) = torch.autograd.grad(f(x64, w.double()), x64, dy.double())
+    for plain in (True, False):
+        dx = torch.zeros(n, 4)
+        bwd(grid, x, w, y, n, dy, dx, plain)
+        assert _rel_err(dx, ref) < 1e-5
