@@ -18,6 +18,7 @@ shared library and its extern "C" launcher called through ctypes on torch CUDA t
 - test_dropout: the Philox mask of tests/kernels/dropout.py against Triton's own kernel (when
   triton is importable) and the backward regenerating it.
 - test_guard_refuses: a backward's launch guard (step >= 64) refuses a launch that breaks it.
+- test_per_thread_arrays: tiles [32, 4] as per-thread arrays (tests/emit_cuda/per_thread_arrays.py).
 
 Without nvcc (looked up on PATH, $CUDA_HOME, /usr/local/cuda, torch's CUDA_HOME, the
 nvidia-cuda-nvcc wheel) the kernels are compiled by CuPy's RawModule (NVRTC) and each launcher is
@@ -409,3 +410,30 @@ def test_guard_refuses(tmp_path):
     assert _call(bwd, "launch_unknown_step_for_bwd", (1,), types, [x, y, n, 32, dy, dx, n]) != 0
     assert _call(bwd, "launch_unknown_step_for_bwd", (1,), types, [x, y, n, 64, dy, dx, n]) == 0
     assert torch.equal(dx, dy * 2.0)
+
+
+PTA = ("tests/emit_cuda/per_thread_arrays.py:scale_rows2d --sig 'x_ptr=*fp32,w_ptr=*fp32,y_ptr=*fp32,n_rows=i32,"
+       "BM=32,BN=4'")
+
+
+def test_per_thread_arrays(tmp_path):
+    """Tiles [32, 4]: thread i holds row i as float x[4]; w a row every thread holds."""
+    fwd = _lib(_kad("emit " + PTA + " --emit cuda"), tmp_path, "fwd")
+    bwd = _lib(_kad("grad " + PTA + " --wrt x_ptr --out y_ptr --emit cuda"), tmp_path, "bwd")
+    n = 1000
+    x, w = torch.randn(n, 4, device="cuda"), torch.randn(4, device="cuda")
+    y = torch.empty(n, 4, device="cuda")
+    grid = ((n + 31) // 32,)
+    _launch(fwd, "launch_scale_rows2d", grid, [_P, _P, _P, _I32], [x, w, y, n])
+
+    def f(xx, ww):
+        yy = xx * ww[None, :]
+        return yy / ((yy * yy).sum(1, keepdim=True) + 1.0)
+
+    assert _rel_err(y, f(x.double(), w.double())) < 1e-5
+    dy = torch.randn(n, 4, device="cuda")
+    x64 = x.double().requires_grad_()
+    (ref,) = torch.autograd.grad(f(x64, w.double()), x64, dy.double())
+    dx = torch.empty(n, 4, device="cuda")
+    _launch(bwd, "launch_scale_rows2d_bwd", grid, [_P, _P, _P, _I32, _P, _P, _I64], [x, w, y, n, dy, dx, dx.numel()])
+    assert _rel_err(dx, ref) < 1e-5
