@@ -53,6 +53,7 @@ typedef struct Cu {
     Buf pre;             /* functors of reduce/scan regions, printed before the kernel */
     int depth;           /* indentation, 4 spaces a level */
     bool jidx;           /* val() reads per-thread arrays at kad_j (printing an array op's element) */
+    bool *splat;         /* by ValId: an array whose every element is var (a broadcast, a constant) */
     bool ok;
 } Cu;
 
@@ -180,7 +181,13 @@ static const char *val(Cu *c, ValId v)
 {
     if (!c->var[v])
         return "?";
-    return c->jidx && width(c, v) ? arena_printf(c->a, "%s[kad_j]", c->var[v]) : c->var[v];
+    return c->jidx && width(c, v) && !c->splat[v] ? arena_printf(c->a, "%s[kad_j]", c->var[v]) : c->var[v];
+}
+
+/* Element idx of array v (a splat's every element is its var). */
+static const char *elem_at(Cu *c, ValId v, const char *idx)
+{
+    return c->splat[v] ? c->var[v] : arena_printf(c->a, "%s[%s]", c->var[v], idx);
 }
 
 /* val(v) without the parentheses around an inlined expression, where it stands alone (a call's
@@ -349,6 +356,9 @@ static void count_uses(Cu *c, const Block *b)
     for (int i = 0; i < b->insts.n; i++) {
         const Inst *in = &b->insts.v[i];
         for (int k = 0; k < in->nargs; k++) {
+            const Inst *d = c->def[in->args[k]];
+            if (in->op == OP_FOR && k == 2 && d && d->op == OP_CONST && d->ival == 1)
+                continue; /* a step of 1 prints as i++ */
             c->uses[in->args[k]]++;
             c->ublock[in->args[k]] = b;
             if (in->op == OP_YIELD || in->op == OP_CONDITION || in->op == OP_FOR || in->op == OP_WHILE ||
@@ -417,15 +427,15 @@ static void bind(Cu *c, const Block *b, ValId v, const char *e, bool pure, Loc l
 }
 
 /* Declares a mutable variable for a loop's carried value or an if's result. */
-static const char *declare(Cu *c, ValId v, const char *init, Loc loc)
+static const char *declare(Cu *c, ValId v, ValId initv, Loc loc)
 {
-    const char *ty = ctype(c, v, loc), *n = name_for(c, v);
+    const char *ty = ctype(c, v, loc), *n = name_for(c, v), *init = initv ? val(c, initv) : NULL;
     const char *sp = ty[strlen(ty) - 1] == '*' ? "" : " ";
     if (width(c, v)) { /* a per-thread array: copied element by element */
         line(c, "%s%s%s[%d];", ty, sp, n, width(c, v));
-        if (init) {
+        if (initv) {
             line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", width(c, v));
-            line(c, "    %s[kad_j] = %s[kad_j];", n, init);
+            line(c, "    %s[kad_j] = %s;", n, elem_at(c, initv, "kad_j"));
         }
         return n;
     }
@@ -967,7 +977,7 @@ static void multi_lane_op(Cu *c, const Inst *in)
     int used[DT_COUNT] = {0};
     for (int k = 0; k < n; k++) {
         ValId r = in->res[k];
-        c->var[r] = declare(c, r, val(c, in->args[k]), in->loc);
+        c->var[r] = declare(c, r, in->args[k], in->loc);
         Dtype dt = vdt(c, in->args[k]);
         buf_printf(&call, "%s%s, %s", k ? ", " : "", c->var[r], smem_k(c, dt, used[dt]++));
     }
@@ -1201,7 +1211,7 @@ static bool array_inst(Cu *c, const Inst *in)
     if (!c->uses[r] && r && op_info[op].pure && op != OP_SUM && op != OP_MAX && op != OP_MIN)
         return true; /* unread */
     if (op == OP_SPLIT && kx == 2 && !kr) { /* x[..., h]: one element of the row */
-        c->var[r] = arena_printf(c->a, "%s[%d]", val(c, x), (int)in->ival);
+        c->var[r] = elem_at(c, x, in->ival ? "1" : "0");
         return true;
     }
     if (op == OP_JOIN && kr == 2) {
@@ -1217,19 +1227,21 @@ static bool array_inst(Cu *c, const Inst *in)
         const char *ty = ctype(c, x, in->loc), *v = val(c, x);
         c->var[r] = name_for(c, r);
         const char *acc = arg ? fresh(c, arena_printf(c->a, "%s_best", c->var[r])) : c->var[r];
-        line(c, "%s %s = %s[0];", ty, acc, v);
+        const char *v0 = elem_at(c, x, "0");
+        v = elem_at(c, x, "kad_j");
+        line(c, "%s %s = %s;", ty, acc, v0);
         if (arg)
             line(c, "int32_t %s = 0;", c->var[r]);
         line(c, "for (int kad_j = 1; kad_j < %d; kad_j++)%s", kx, arg ? " {" : "");
         if (op == OP_SUM)
-            line(c, "    %s = %s + %s[kad_j];", acc, acc, v);
+            line(c, "    %s = %s + %s;", acc, acc, v);
         else if (op == OP_MAX || op == OP_MIN)
-            line(c, fl ? "    %s = %s(%s, %s[kad_j]);" : "    %s = kad_%s()(%s, %s[kad_j]);", acc,
+            line(c, fl ? "    %s = %s(%s, %s);" : "    %s = kad_%s()(%s, %s);", acc,
                  fl ? (op == OP_MAX ? (f64 ? "fmax" : "fmaxf") : (f64 ? "fmin" : "fminf")) : (op == OP_MAX ? "max" : "min"),
                  acc, v);
         else {
-            line(c, "    if (%s[kad_j] %s %s) {", v, op == OP_ARGMAX ? ">" : "<", acc);
-            line(c, "        %s = %s[kad_j];", acc, v);
+            line(c, "    if (%s %s %s) {", v, op == OP_ARGMAX ? ">" : "<", acc);
+            line(c, "        %s = %s;", acc, v);
             line(c, "        %s = kad_j;", c->var[r]);
             line(c, "    }");
             line(c, "}");
@@ -1239,17 +1251,17 @@ static bool array_inst(Cu *c, const Inst *in)
         return true;
     }
     if ((op == OP_CUMSUM || op == OP_CUMPROD) && kx && kr == kx && in->ival == last) {
-        const char *ty = ctype(c, r, in->loc), *v = val(c, x);
+        const char *ty = ctype(c, r, in->loc);
         bool rev = in->flags & IF_REVERSE;
         c->var[r] = name_for(c, r);
         line(c, "%s %s[%d];", ty, c->var[r], kr);
-        line(c, "%s[%d] = %s[%d];", c->var[r], rev ? kr - 1 : 0, v, rev ? kr - 1 : 0);
+        line(c, "%s[%d] = %s;", c->var[r], rev ? kr - 1 : 0, elem_at(c, x, rev ? arena_printf(c->a, "%d", kr - 1) : "0"));
         if (rev)
             line(c, "for (int kad_j = %d; kad_j >= 0; kad_j--)", kr - 2);
         else
             line(c, "for (int kad_j = 1; kad_j < %d; kad_j++)", kr);
-        line(c, "    %s[kad_j] = %s[kad_j %s 1] %s %s[kad_j];", c->var[r], c->var[r], rev ? "+" : "-",
-             op == OP_CUMSUM ? "+" : "*", v);
+        line(c, "    %s[kad_j] = %s[kad_j %s 1] %s %s;", c->var[r], c->var[r], rev ? "+" : "-",
+             op == OP_CUMSUM ? "+" : "*", elem_at(c, x, "kad_j"));
         return true;
     }
     if (op == OP_STORE || op_is_atomic(op) || op == OP_LOAD) {
@@ -1299,14 +1311,12 @@ static bool array_inst(Cu *c, const Inst *in)
     if ((op == OP_EXPAND_DIMS || op == OP_RESHAPE) && kx == kr && is_row(c, x) == is_row(c, r) &&
         (is_row(c, x) || type_same_shape(vty(c, x), vty(c, r)))) {
         c->var[r] = c->var[x]; /* [k] and [1, k]: one row */
+        c->splat[r] = c->splat[x];
         return true;
     }
     if (op == OP_BROADCAST && kx == 1 && kr != 1) { /* one element to many: each is x[0] */
-        if (!kr) {
-            c->var[r] = arena_printf(c->a, "%s[0]", val(c, x));
-            return true;
-        }
-        array_assign(c, r, arena_printf(c->a, "%s[0]", c->var[x]), in->loc);
+        c->var[r] = elem_at(c, x, "0");
+        c->splat[r] = kr > 0;
         return true;
     }
     if (op == OP_BROADCAST && kx && kx != kr) {
@@ -1330,14 +1340,8 @@ static bool array_inst(Cu *c, const Inst *in)
         return true;
     }
     if (op == OP_BROADCAST || op == OP_MULTIPLE_OF || op == OP_MAX_CONTIGUOUS || op == OP_STOP_GRADIENT) {
-        if (kx) { /* [L, k] to [L, k]: the same array */
-            c->var[r] = c->var[x];
-            return true;
-        }
-        c->jidx = true;
-        const char *e = bare(c, x);
-        c->jidx = false;
-        array_assign(c, r, e, in->loc);
+        c->var[r] = c->var[x]; /* [1, k] to [L, k]: the same array; a value to all elements: a splat */
+        c->splat[r] = kx ? c->splat[x] : true;
         return true;
     }
     for (int k = 0; k < in->nargs; k++) {
@@ -1346,6 +1350,11 @@ static bool array_inst(Cu *c, const Inst *in)
             refuse(c, in->loc, "'%s' of %s values", op_info[op].name, dtype_name(adt));
             return true;
         }
+    }
+    if (op == OP_CONST) { /* every element alike */
+        c->var[r] = expr(c, in);
+        c->splat[r] = true;
+        return true;
     }
     c->jidx = true;
     const char *e = expr(c, in);
@@ -1367,7 +1376,8 @@ static void copy_to(Cu *c, const char *to, ValId y, const char *from)
         return;
     if (width(c, y)) {
         line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", width(c, y));
-        line(c, "    %s[kad_j] = %s[kad_j];", to, from);
+        line(c, "    %s[kad_j] = %s;", to,
+             from == c->var[y] ? elem_at(c, y, "kad_j") : arena_printf(c->a, "%s[kad_j]", from));
     } else {
         line(c, "%s = %s;", to, from);
     }
@@ -1379,7 +1389,7 @@ static void declare_copy(Cu *c, const char *n, ValId y)
     const char *ty = ctype(c, y, (Loc){0});
     line(c, "%s%s%s[%d];", ty, ty[strlen(ty) - 1] == '*' ? "" : " ", n, width(c, y));
     line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", width(c, y));
-    line(c, "    %s[kad_j] = %s[kad_j];", n, val(c, y));
+    line(c, "    %s[kad_j] = %s;", n, elem_at(c, y, "kad_j"));
 }
 
 /* Assigns the yielded values ys to the variables to (n of them), in parallel: through
@@ -1417,7 +1427,7 @@ static void print_for(Cu *c, const Inst *in)
     for (int k = 0; k < nc; k++) {
         ValId prm = body->params[k + 1], res = in->res[k];
         ValId nm = c->f->vals.v[prm].name || !c->f->vals.v[res].name ? prm : res;
-        vars[k] = declare(c, nm, val(c, in->args[3 + k]), in->loc);
+        vars[k] = declare(c, nm, in->args[3 + k], in->loc);
         c->var[prm] = c->var[res] = vars[k];
     }
     ValId iv = body->params[0];
@@ -1446,7 +1456,7 @@ static void print_if(Cu *c, const Inst *in)
 {
     const char **vars = arena_alloc(c->a, sizeof *vars * (size_t)(in->nres + 1));
     for (int k = 0; k < in->nres; k++)
-        vars[k] = c->var[in->res[k]] = declare(c, in->res[k], NULL, in->loc);
+        vars[k] = c->var[in->res[k]] = declare(c, in->res[k], 0, in->loc);
     line(c, "if (%s) {", val(c, in->args[0]));
     c->depth++;
     print_block(c, in->regions[0], vars);
@@ -1467,7 +1477,7 @@ static void print_while(Cu *c, const Inst *in)
     int n = in->nargs;
     const char **vars = arena_alloc(c->a, sizeof *vars * (size_t)(n + 1));
     for (int k = 0; k < n; k++) {
-        vars[k] = declare(c, cb->params[k], val(c, in->args[k]), in->loc);
+        vars[k] = declare(c, cb->params[k], in->args[k], in->loc);
         c->var[cb->params[k]] = c->var[bb->params[k]] = c->var[in->res[k]] = vars[k];
     }
     line(c, "while (true) {");
@@ -1587,6 +1597,7 @@ bool emit_cuda_kernel(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCud
     c.def = arena_alloc(a, sizeof *c.def * (size_t)nv);
     c.inl = arena_alloc(a, sizeof *c.inl * (size_t)nv);
     c.prec = arena_alloc(a, sizeof *c.prec * (size_t)nv);
+    c.splat = arena_alloc(a, sizeof *c.splat * (size_t)nv);
     ir_index_defs(f->body, c.def);
     for (int i = 0; i < nv; i++)
         if (!c.irname[i])

@@ -316,3 +316,17 @@ def test_per_thread_arrays(tmp_path):
         dx = torch.zeros(n, 4)
         bwd(grid, x, w, y, n, dy, dx, plain)
         assert _rel_err(dx, ref) < 1e-5
+
+
+def test_array_ops(tmp_path):
+    """tests/emit_cuda/array_ops.ir: acc = x * (0 + 1 + ... + n-1) carried as arrays, then its
+    cumsum along the row into y, and max + argmax of each row (through join and split) into z."""
+    k = Kernel(_kad("emit tests/emit_cuda/array_ops.ir --emit cuda"), tmp_path, "arrays")
+    assert k.lanes == 16
+    n = 5
+    x = torch.randn(16, 4)
+    y, z = torch.empty(16, 4), torch.empty(16)
+    k((1,), x, y, z, n)
+    acc = x.double() * sum(range(n))
+    assert _rel_err(y, acc.cumsum(1)) < 1e-6
+    assert _rel_err(z, acc.max(1).values + acc.argmax(1).double()) < 1e-6
