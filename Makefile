@@ -29,9 +29,9 @@ SRCS := src/base/util.c \
         src/ad/ad_save.c src/ad/ad_trust.c src/ad/ad_spread.c src/ad/ad_race.c src/ad/ad_fwd.c \
         src/ad/ad_libm.c src/ad/check.c \
         src/emit/emit_triton.c src/emit/emit_expr.c src/emit/emit_stmt.c src/emit/emit_grad.c \
-        src/emit/emit_cuda.c src/emit/emit_cuda_host.c \
+        src/emit/emit_cuda.c src/emit/emit_cuda_lanes.c src/emit/emit_cuda_host.c \
         src/kad.c
-HDRS := src/kad_int.h src/analysis/access_int.h src/ir/ops.h src/emit/emit_cuda.h include/kad.h
+HDRS := src/kad_int.h src/analysis/access_int.h src/ir/ops.h src/emit/emit_cuda.h src/emit/emit_cuda_int.h include/kad.h
 
 PIC_OBJS    := $(SRCS:src/%.c=build/pic/%.o)
 ASAN_OBJS   := $(SRCS:src/%.c=build/asan/%.o)

@@ -1,61 +1,31 @@
 /* emit_cuda.c -- an IR Func as a CUDA C (or HIP) `__global__` kernel.
  *
  * The model (docs/EMIT.md, "CUDA C"): a block's threads are the lanes of
- * the kernel's 1-D tiles.  Every 1-D tile of the kernel has one size L, the
- * block size; thread i holds lane i of every tile in one C variable; a
- * scalar (rank 0) is a C variable that every thread computes alike, so the
- * IR's control flow, whose conditions are scalars, is uniform across the
- * block and every thread reaches every __syncthreads().  program_id(a) is
- * blockIdx, num_programs(a) gridDim, `arange s` threadIdx.x + s.
+ * the kernel's tiles.  L, the block size, is the first axis of its tiles
+ * [L, k] (per-thread arrays) or the size of its largest 1-D tile; thread i
+ * holds lane i of every tile [L] in one C variable; a scalar (rank 0) is a C
+ * variable that every thread computes alike, and so is a row (a 1-D tile of
+ * another size, a tile [1, k]), so the IR's control flow, whose conditions
+ * are scalars, is uniform across the block and every thread reaches every
+ * __syncthreads().  program_id(a) is blockIdx, num_programs(a) gridDim,
+ * `arange s` threadIdx.x + s.
  *
- * Reductions, scans, gathers and flips along the lanes go through shared
- * memory in a fixed order (the helpers of the prelude), so their results
- * are the same bits on every run.  Memory ops with a mask become a
- * condition around the access; a scalar store or atomic (one per program in
- * the IR) is done by thread 0.
+ * This file: names, types, constants, expressions, memory ops (a mask is a
+ * condition around the access; a scalar store or atomic, one per program in
+ * the IR, is thread 0's), control flow and the kernel.  emit_cuda_lanes.c:
+ * reductions, scans and gathers along the lanes (shared memory, a fixed
+ * order: the same bits on every run), per-thread arrays, the prelude.
  *
  * Requires a verified Func.  Refuses, with a located error naming the value,
- * every op or shape it has no exact spelling for (tiles of rank 2 and more,
- * dot, sort, random numbers, fp8, ...).  It reads the IR alone.
+ * every op or shape it has no exact spelling for (tiles of rank 3, dot, sort,
+ * random numbers of 64-bit offsets, fp8, ...).  It reads the IR alone.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "emit/emit_cuda.h"
-
-/* The state of one kernel's emission. */
-typedef struct Cu {
-    Arena *a;
-    Diags *d;
-    const Func *f;
-    const EmitCudaOpts *o;
-    Buf *out;
-    const char **irname; /* ir_names: for messages */
-    const char **var;    /* by ValId: the C variable (or inlined expression) holding the value */
-    int *uses;           /* by ValId: operand uses, regions included */
-    const Block **ublock; /* by ValId: the block of its (last) user */
-    bool *noinline;      /* by ValId: read by a yield, a loop header or an alias: keeps its variable */
-    const Inst **def;    /* by ValId: the defining instruction (ir_index_defs) */
-    bool *inl;           /* by ValId: var is the inlined expression, not a variable */
-    uint8_t *prec;       /* by ValId: an inlined expression's top operator, C precedence: 2 (a cast),
-                            3 (* / %),
-                            4 (+ -), 11 (&&), 12 (||); 0 unknown (its parentheses stay) */
-    Vec(const char *) taken; /* C names in use */
-    int L;               /* the lane count (block size) */
-    unsigned helpers;    /* CU_H_* used */
-    unsigned smem;       /* bit per Dtype: a shared buffer kad_smem_<dt>[L] is needed */
-    int smem_more[DT_COUNT]; /* further buffers kad_smem_<dt>_<k>[L], k = 1.. (several operands) */
-    bool smem_idx;       /* kad_smem_idx[L] (argmax/argmin) */
-    int ntmp;            /* tmpN counter */
-    int ncomb;           /* combine functors printed */
-    Buf pre;             /* functors of reduce/scan regions, printed before the kernel */
-    int depth;           /* indentation, 4 spaces a level */
-    bool jidx;           /* val() reads per-thread arrays at kad_j (printing an array op's element) */
-    bool *splat;         /* by ValId: an array whose every element is var (a broadcast, a constant) */
-    bool ok;
-} Cu;
+#include "emit/emit_cuda_int.h"
 
 static const char *const keywords[] = {
     "auto", "bool", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
@@ -114,7 +84,7 @@ const char *cuda_dtype(Dtype dt, bool hip)
 
 /* ---- names, types, diagnostics ---- */
 
-static void refuse(Cu *c, Loc loc, const char *fmt, ...)
+void cu_refuse(Cu *c, Loc loc, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -124,7 +94,7 @@ static void refuse(Cu *c, Loc loc, const char *fmt, ...)
     c->ok = false;
 }
 
-static const char *shape_str(Cu *c, Type t)
+const char *cu_shape_str(Cu *c, Type t)
 {
     Buf b = {.a = c->a};
     type_print(&b, t);
@@ -132,7 +102,7 @@ static const char *shape_str(Cu *c, Type t)
 }
 
 /* A fresh C name for base (taken: suffixed _1, _2, ...). */
-static const char *fresh(Cu *c, const char *base)
+const char *cu_fresh(Cu *c, const char *base)
 {
     const char *s = base;
     for (int k = 1;; k++) {
@@ -148,53 +118,65 @@ static const char *fresh(Cu *c, const char *base)
 }
 
 /* The C variable for value v: its source name, or tmpN. */
-static const char *name_for(Cu *c, ValId v)
+const char *cu_name_for(Cu *c, ValId v)
 {
     const char *hint = c->f->vals.v[v].name;
     if (hint && *hint)
-        return fresh(c, cuda_ident(c->a, c->irname[v] ? c->irname[v] : hint));
-    return fresh(c, arena_printf(c->a, "tmp%d", c->ntmp++));
+        return cu_fresh(c, cuda_ident(c->a, c->irname[v] ? c->irname[v] : hint));
+    return cu_fresh(c, arena_printf(c->a, "tmp%d", c->ntmp++));
 }
 
-static Type vty(Cu *c, ValId v) { return c->f->vals.v[v].ty; }
-static Dtype vdt(Cu *c, ValId v) { return (Dtype)vty(c, v).dt; }
-static bool is16(Dtype dt) { return dt == DT_F16 || dt == DT_BF16; }
 
 /* The C type of value v (pointers: the pointee's type and '*'). */
-static const char *ctype(Cu *c, ValId v, Loc loc)
+const char *cu_ctype(Cu *c, ValId v, Loc loc)
 {
-    Type t = vty(c, v);
+    Type t = cu_vty(c, v);
     Dtype dt = t.dt == DT_PTR ? (Dtype)t.elem : (Dtype)t.dt;
     const char *s = cuda_dtype(dt, c->o->hip);
     if (!s) {
-        refuse(c, loc, "%%%s has type %s, which has no CUDA C spelling here", c->irname[v], shape_str(c, t));
+        cu_refuse(c, loc, "%%%s has type %s, which has no CUDA C spelling here", c->irname[v], cu_shape_str(c, t));
         return "void";
     }
     return t.dt == DT_PTR ? arena_printf(c->a, "%s *", s) : s;
 }
 
-static int width(Cu *c, ValId v);
+/* Whether type t is held per lane: its first axis is the block's threads (t is [L] or [L, k]). */
+bool cu_lanes_of(Cu *c, Type t) { return t.rank >= 1 && t.shape[0] == c->L && c->L > 1; }
+
+/* The per-thread array length of v: k for a tile [L, k] with k > 1 (thread i holds row i,
+ * `T v[k]`) and for a uniform row [k] or [1, k] (a tile whose first axis is not the threads:
+ * every thread holds all of it, alike); 0 for a scalar, a lane value [L] and [L, 1]. */
+int cu_width(Cu *c, ValId v)
+{
+    Type t = cu_vty(c, v);
+    if (cu_lanes_of(c, t))
+        return t.rank == 2 && t.shape[1] > 1 ? t.shape[1] : 0;
+    return t.rank ? (int)type_numel(t) : 0;
+}
+
+/* Whether v is a uniform row (every thread holds the same k elements). */
+bool cu_is_row(Cu *c, ValId v) { return cu_vty(c, v).rank >= 1 && !cu_lanes_of(c, cu_vty(c, v)); }
 
 /* The C expression of v: its variable, or its inlined expression; an array's element kad_j while
  * an array op is printed. */
-static const char *val(Cu *c, ValId v)
+const char *cu_val(Cu *c, ValId v)
 {
     if (!c->var[v])
         return "?";
-    return c->jidx && width(c, v) && !c->splat[v] ? arena_printf(c->a, "%s[kad_j]", c->var[v]) : c->var[v];
+    return c->jidx && cu_width(c, v) && !c->splat[v] ? arena_printf(c->a, "%s[kad_j]", c->var[v]) : c->var[v];
 }
 
 /* Element idx of array v (a splat's every element is its var). */
-static const char *elem_at(Cu *c, ValId v, const char *idx)
+const char *cu_elem_at(Cu *c, ValId v, const char *idx)
 {
     return c->splat[v] ? c->var[v] : arena_printf(c->a, "%s[%s]", c->var[v], idx);
 }
 
-/* val(v) without the parentheses around an inlined expression, where it stands alone (a call's
+/* cu_val(v) without the parentheses around an inlined expression, where it stands alone (a call's
  * argument, the right-hand side of an assignment). */
-static const char *bare(Cu *c, ValId v)
+const char *cu_bare(Cu *c, ValId v)
 {
-    const char *e = val(c, v);
+    const char *e = cu_val(c, v);
     size_t n = strlen(e);
     if (n < 2 || e[0] != '(' || e[n - 1] != ')')
         return e;
@@ -210,12 +192,12 @@ static const char *bare(Cu *c, ValId v)
 /* v as a float (fp32) expression when it is fp16/bf16, else as it is. */
 static const char *up(Cu *c, ValId v)
 {
-    Dtype dt = vdt(c, v);
+    Dtype dt = cu_vdt(c, v);
     if (dt == DT_F16)
-        return arena_printf(c->a, "__half2float(%s)", val(c, v));
+        return arena_printf(c->a, "__half2float(%s)", cu_val(c, v));
     if (dt == DT_BF16)
-        return arena_printf(c->a, "__bfloat162float(%s)", val(c, v));
-    return val(c, v);
+        return arena_printf(c->a, "__bfloat162float(%s)", cu_val(c, v));
+    return cu_val(c, v);
 }
 
 /* A float expression e rounded to 16-bit dtype dt (round to nearest even); e itself otherwise. */
@@ -232,7 +214,7 @@ static const char *down(Cu *c, Dtype dt, const char *e)
 static const char *flit(Cu *c, Dtype dt, double x)
 {
     bool dbl = dt == DT_F64;
-    double r = dbl ? x : dtype_round(is16(dt) ? dt : DT_F32, x);
+    double r = dbl ? x : dtype_round(cu_is16(dt) ? dt : DT_F32, x);
     const char *s;
     if (isnan(r))
         s = dbl ? "(double)NAN" : "NAN";
@@ -265,7 +247,7 @@ static const char *flit(Cu *c, Dtype dt, double x)
         if (r == 0 && signbit(r) && tmp[0] != '-')
             s = arena_printf(c->a, "-%s", s);
     }
-    return is16(dt) ? down(c, dt, s) : s;
+    return cu_is16(dt) ? down(c, dt, s) : s;
 }
 
 static const char *ilit(Cu *c, Dtype dt, int64_t v)
@@ -281,15 +263,13 @@ static const char *ilit(Cu *c, Dtype dt, int64_t v)
 }
 
 /* The zero of dtype dt (a masked load's lanes without `other`). */
-static const char *zero(Cu *c, Dtype dt)
+const char *cu_zero(Cu *c, Dtype dt)
 {
     return dtype_is_float(dt) ? flit(c, dt, 0.0) : ilit(c, dt, 0);
 }
 
 /* ---- shapes: the lane count ---- */
 
-/* The longest per-thread array of a tile [L, k]. */
-enum { CU_MAX_ROW = 64 };
 
 /* A shape the model prints: a scalar, [L], [L, k] with k <= CU_MAX_ROW (per-thread arrays), and
  * uniform rows [k] and [1, k] of k <= CU_MAX_ROW (the same array in every thread). */
@@ -305,24 +285,24 @@ static bool shape_ok(Cu *c, Type t)
 static void check_shapes(Cu *c, const Block *b)
 {
     for (int i = 0; i < b->nparams && c->ok; i++) {
-        Type t = vty(c, b->params[i]);
+        Type t = cu_vty(c, b->params[i]);
         if (!shape_ok(c, t))
-            refuse(c, c->f->vals.v[b->params[i]].loc, "%%%s has shape %s: the kernel's tiles are [%d] or [%d, k]",
-                   c->irname[b->params[i]], shape_str(c, t), c->L, c->L);
+            cu_refuse(c, c->f->vals.v[b->params[i]].loc, "%%%s has shape %s: the kernel's tiles are [%d] or [%d, k]",
+                   c->irname[b->params[i]], cu_shape_str(c, t), c->L, c->L);
     }
     for (int i = 0; i < b->insts.n && c->ok; i++) {
         const Inst *in = &b->insts.v[i];
         for (int r = 0; r < in->nres && c->ok; r++) {
-            Type t = vty(c, in->res[r]);
+            Type t = cu_vty(c, in->res[r]);
             if (t.rank > 2 || (t.rank == 2 && !shape_ok(c, t)))
-                refuse(c, in->loc, "%%%s has shape %s: only scalars, 1-D tiles (the block's %d threads, or a row "
+                cu_refuse(c, in->loc, "%%%s has shape %s: only scalars, 1-D tiles (the block's %d threads, or a row "
                        "of at most %d that every thread holds), tiles [%d, k] and [1, k] of k <= %d (per-thread "
-                       "arrays) are printed as CUDA C yet", c->irname[in->res[r]], shape_str(c, t), c->L, CU_MAX_ROW,
+                       "arrays) are printed as CUDA C yet", c->irname[in->res[r]], cu_shape_str(c, t), c->L, CU_MAX_ROW,
                        c->L, CU_MAX_ROW);
             else if (!shape_ok(c, t))
-                refuse(c, in->loc, "%%%s has shape %s, but the kernel's tiles are [%d]: a CUDA C kernel's 1-D tiles "
+                cu_refuse(c, in->loc, "%%%s has shape %s, but the kernel's tiles are [%d]: a CUDA C kernel's 1-D tiles "
                        "are its %d threads, or rows of at most %d elements that every thread holds",
-                       c->irname[in->res[r]], shape_str(c, t), c->L, c->L, CU_MAX_ROW);
+                       c->irname[in->res[r]], cu_shape_str(c, t), c->L, c->L, CU_MAX_ROW);
         }
         if (in->op == OP_SCAN || in->op == OP_REDUCE)
             continue; /* a combine region's values are scalars */
@@ -374,7 +354,7 @@ static void count_uses(Cu *c, const Block *b)
 
 /* ---- printing ---- */
 
-static void line(Cu *c, const char *fmt, ...)
+void cu_line(Cu *c, const char *fmt, ...)
 {
     for (int i = 0; i < c->depth + 1; i++)
         buf_puts(c->out, "    ");
@@ -404,9 +384,9 @@ static bool is_call(const char *e)
 
 /* Binds result v to the expression e: inlined into its one user when v has no source name, is
  * used once in block b (not by a yield) and e is short; else a `const T v = e;` line. */
-static void bind(Cu *c, const Block *b, ValId v, const char *e, bool pure, Loc loc)
+void cu_bind(Cu *c, const Block *b, ValId v, const char *e, bool pure, Loc loc)
 {
-    const char *ty = ctype(c, v, loc);
+    const char *ty = cu_ctype(c, v, loc);
     if (pure && !c->f->vals.v[v].name && c->uses[v] == 1 && c->ublock[v] == b && !c->noinline[v] &&
         strlen(e) <= 60) {
         bool simple = true;
@@ -419,34 +399,33 @@ static void bind(Cu *c, const Block *b, ValId v, const char *e, bool pure, Loc l
     }
     if (c->uses[v] == 0 && pure)
         return; /* dead: nothing reads it */
-    c->var[v] = name_for(c, v);
+    c->var[v] = cu_name_for(c, v);
     if (ty[strlen(ty) - 1] == '*') /* the pointer is constant, not what it points to */
-        line(c, "%sconst %s = %s;", ty, c->var[v], e);
+        cu_line(c, "%sconst %s = %s;", ty, c->var[v], e);
     else
-        line(c, "const %s %s = %s;", ty, c->var[v], e);
+        cu_line(c, "const %s %s = %s;", ty, c->var[v], e);
 }
 
 /* Declares a mutable variable for a loop's carried value or an if's result. */
-static const char *declare(Cu *c, ValId v, ValId initv, Loc loc)
+const char *cu_declare(Cu *c, ValId v, ValId initv, Loc loc)
 {
-    const char *ty = ctype(c, v, loc), *n = name_for(c, v), *init = initv ? val(c, initv) : NULL;
+    const char *ty = cu_ctype(c, v, loc), *n = cu_name_for(c, v), *init = initv ? cu_val(c, initv) : NULL;
     const char *sp = ty[strlen(ty) - 1] == '*' ? "" : " ";
-    if (width(c, v)) { /* a per-thread array: copied element by element */
-        line(c, "%s%s%s[%d];", ty, sp, n, width(c, v));
+    if (cu_width(c, v)) { /* a per-thread array: copied element by element */
+        cu_line(c, "%s%s%s[%d];", ty, sp, n, cu_width(c, v));
         if (initv) {
-            line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", width(c, v));
-            line(c, "    %s[kad_j] = %s;", n, elem_at(c, initv, "kad_j"));
+            cu_line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", cu_width(c, v));
+            cu_line(c, "    %s[kad_j] = %s;", n, cu_elem_at(c, initv, "kad_j"));
         }
         return n;
     }
     if (init)
-        line(c, "%s%s%s = %s;", ty, sp, n, init);
+        cu_line(c, "%s%s%s = %s;", ty, sp, n, init);
     else
-        line(c, "%s%s%s;", ty, sp, n);
+        cu_line(c, "%s%s%s;", ty, sp, n);
     return n;
 }
 
-static bool is_lane(Cu *c, ValId v) { return vty(c, v).rank == 1; }
 
 /* ---- expressions ---- */
 
@@ -601,8 +580,8 @@ static bool is_name_cast(const char *e)
 /* The C precedence of in's printed top operator, as Cu.prec (0: none of those). */
 static int top_prec(Cu *c, const Inst *in)
 {
-    Dtype dt = vdt(c, in->res[0]);
-    if (is16(dt) || (dtype_is_int(dt) && dt != DT_I1 && dtype_bits(dt) < 32))
+    Dtype dt = cu_vdt(c, in->res[0]);
+    if (cu_is16(dt) || (dtype_is_int(dt) && dt != DT_I1 && dtype_bits(dt) < 32))
         return 0; /* a call or a cast around it */
     switch (in->op) {
     case OP_PROGRAM_ID: case OP_NUM_PROGRAMS: return 2; /* (int32_t)blockIdx.x */
@@ -624,8 +603,8 @@ static const char *opnd(Cu *c, ValId v, int p, bool right)
     int q = c->inl[v] ? c->prec[v] : 0;
     bool arith = q && q <= 4 && p <= 4;
     if ((arith && (right ? q < p : q <= p)) || (q && q == p && p >= 11 && !right))
-        return bare(c, v);
-    return val(c, v);
+        return cu_bare(c, v);
+    return cu_val(c, v);
 }
 
 /* An int expression e of dtype dt narrower than int: C computes it in int, so cast it back. */
@@ -640,8 +619,8 @@ static const char *narrow(Cu *c, Dtype dt, const char *e)
  * zero for float to int, != 0 for i1).  NULL when there is no exact spelling. */
 static const char *convert(Cu *c, ValId v, Dtype to)
 {
-    Dtype from = vdt(c, v);
-    const char *x = val(c, v), *tn = cuda_dtype(to, c->o->hip);
+    Dtype from = cu_vdt(c, v);
+    const char *x = cu_val(c, v), *tn = cuda_dtype(to, c->o->hip);
     if (from == to)
         return x;
     if (from == DT_PTR || to == DT_PTR) {
@@ -654,8 +633,8 @@ static const char *convert(Cu *c, ValId v, Dtype to)
     if (to == DT_I1)
         return arena_printf(c->a, "(%s != %s)", dtype_is_float(from) ? up(c, v) : x,
                             dtype_is_float(from) ? "0.0f" : "0");
-    if (is16(to)) {
-        if (is16(from) || from == DT_F32)
+    if (cu_is16(to)) {
+        if (cu_is16(from) || from == DT_F32)
             return down(c, to, up(c, v));
         if (c->o->hip && to == DT_BF16 && dtype_bits(from) > 16)
             return NULL; /* HIP's __double2bfloat16 rounds through float: twice */
@@ -671,7 +650,7 @@ static const char *convert(Cu *c, ValId v, Dtype to)
             return arena_printf(c->a, to == DT_F16 ? "__ull2half_rn(%s)" : "__ull2bfloat16_rn(%s)", x);
         return NULL;
     }
-    if (is16(from)) /* exact in float: then as from fp32 */
+    if (cu_is16(from)) /* exact in float: then as from fp32 */
         return to == DT_F32 ? up(c, v) : arena_printf(c->a, "(%s)%s", tn, up(c, v));
     return arena_printf(c->a, "(%s)%s", tn, x);
 }
@@ -680,10 +659,10 @@ static const char *convert(Cu *c, ValId v, Dtype to)
 static const char *bitcast(Cu *c, const Inst *in)
 {
     ValId v = in->args[0];
-    Type t = vty(c, in->res[0]), s = vty(c, v);
-    const char *x = val(c, v);
+    Type t = cu_vty(c, in->res[0]), s = cu_vty(c, v);
+    const char *x = cu_val(c, v);
     if (t.dt == DT_PTR && s.dt == DT_PTR)
-        return arena_printf(c->a, "(%s)%s", ctype(c, in->res[0], in->loc), x);
+        return arena_printf(c->a, "(%s)%s", cu_ctype(c, in->res[0], in->loc), x);
     Dtype from = (Dtype)s.dt, to = (Dtype)t.dt;
     if (from == to)
         return x;
@@ -709,13 +688,13 @@ static const char *bitcast(Cu *c, const Inst *in)
 }
 
 /* The expression of a pure elementwise (or index) instruction, or NULL after a refusal. */
-static const char *expr(Cu *c, const Inst *in)
+const char *cu_expr(Cu *c, const Inst *in)
 {
     int op = in->op;
     ValId r = in->res[0];
-    Dtype dt = vdt(c, r), adt = in->nargs ? vdt(c, in->args[0]) : DT_VOID;
-    const char *a0 = in->nargs > 0 ? val(c, in->args[0]) : NULL;
-    const char *a1 = in->nargs > 1 ? val(c, in->args[1]) : NULL;
+    Dtype dt = cu_vdt(c, r), adt = in->nargs ? cu_vdt(c, in->args[0]) : DT_VOID;
+    const char *a0 = in->nargs > 0 ? cu_val(c, in->args[0]) : NULL;
+    const char *a1 = in->nargs > 1 ? cu_val(c, in->args[1]) : NULL;
     bool fl = dtype_is_float(adt);
     const char *sfx = adt == DT_F64 ? "" : "f"; /* fp32 and 16-bit (computed in fp32): the f suffix */
     switch (op) {
@@ -732,7 +711,7 @@ static const char *expr(Cu *c, const Inst *in)
         if (fl) {
             if (op == OP_REM)
                 return down(c, dt, arena_printf(c->a, "fmod%s(%s, %s)", sfx, up(c, in->args[0]), up(c, in->args[1])));
-            if (is16(dt))
+            if (cu_is16(dt))
                 return down(c, dt, arena_printf(c->a, "%s %s %s", up(c, in->args[0]), binop_sym(op), up(c, in->args[1])));
             int p = top_prec(c, in);
             return arena_printf(c->a, "%s %s %s", opnd(c, in->args[0], p, false), binop_sym(op),
@@ -785,11 +764,11 @@ static const char *expr(Cu *c, const Inst *in)
             return arena_printf(c->a, "1.0 / (1.0 + exp(-%s))", a0);
         return down(c, dt, arena_printf(c->a, "1.0f / (1.0f + expf(-%s))", up(c, in->args[0])));
     case OP_WHERE:
-        return arena_printf(c->a, "%s ? %s : %s", a0, a1, val(c, in->args[2]));
+        return arena_printf(c->a, "%s ? %s : %s", a0, a1, cu_val(c, in->args[2]));
     case OP_CAST: {
         if (dt == DT_PTR) {
             if (adt == DT_I64 || adt == DT_U64)
-                return arena_printf(c->a, "(%s)(uintptr_t)%s", ctype(c, r, in->loc), a0);
+                return arena_printf(c->a, "(%s)(uintptr_t)%s", cu_ctype(c, r, in->loc), a0);
             return NULL;
         }
         return convert(c, in->args[0], dt);
@@ -812,13 +791,13 @@ static const char *expr(Cu *c, const Inst *in)
         if ((adt != DT_F32 && adt != DT_F64) || !round_name(c, op, adt, (int)in->ival))
             return NULL;
         return arena_printf(c->a, "%s(%s, %s, %s)", round_name(c, op, adt, (int)in->ival), a0, a1,
-                            val(c, in->args[2]));
+                            cu_val(c, in->args[2]));
     default:
         break;
     }
     if (op == OP_RAND || op == OP_RANDN || op == OP_RANDINT) {
-        Dtype ot = vdt(c, in->args[1]);
-        if (dtype_bits(ot) != 32 || !dtype_is_int(vdt(c, in->args[0])))
+        Dtype ot = cu_vdt(c, in->args[1]);
+        if (dtype_bits(ot) != 32 || !dtype_is_int(cu_vdt(c, in->args[0])))
             return NULL; /* 64-bit offsets: Philox 4x64 is not printed yet */
         c->helpers |= CU_H_RAND;
         return arena_printf(c->a, "kad_%s(%s, %s)", op == OP_RAND ? "rand" : op == OP_RANDN ? "randn" : "randint",
@@ -834,262 +813,18 @@ static const char *expr(Cu *c, const Inst *in)
     if (m && op_info[op].elementwise && op != OP_POWI) {
         /* float math: fp32 (and 16-bit values, computed in fp32) with the f suffix */
         if (op == OP_JN || op == OP_YN) /* n (i32), x */
-            return down(c, dt, arena_printf(c->a, "%s%s(%s, %s)", m, vdt(c, in->args[1]) == DT_F64 ? "" : "f", a0,
+            return down(c, dt, arena_printf(c->a, "%s%s(%s, %s)", m, cu_vdt(c, in->args[1]) == DT_F64 ? "" : "f", a0,
                                             up(c, in->args[1])));
         if (op == OP_LDEXP)
             return down(c, dt, arena_printf(c->a, "%s%s(%s, %s)", m, sfx, up(c, in->args[0]), a1));
         Buf b = {.a = c->a};
         buf_printf(&b, "%s%s(", m, sfx);
         for (int k = 0; k < in->nargs; k++)
-            buf_printf(&b, "%s%s", k ? ", " : "", is16(vdt(c, in->args[k])) ? up(c, in->args[k]) : bare(c, in->args[k]));
+            buf_printf(&b, "%s%s", k ? ", " : "", cu_is16(cu_vdt(c, in->args[k])) ? up(c, in->args[k]) : cu_bare(c, in->args[k]));
         buf_puts(&b, ")");
         return op == OP_ILOGB ? buf_str(&b) : down(c, dt, buf_str(&b));
     }
     return NULL;
-}
-
-/* ---- reductions, scans, gathers (through shared memory) ---- */
-
-/* The shared buffer of dtype dt (declared at the kernel's top). */
-static const char *smem(Cu *c, Dtype dt)
-{
-    c->smem |= 1u << dt;
-    return arena_printf(c->a, "kad_smem_%s", dtype_name(dt));
-}
-
-static void print_block(Cu *c, const Block *b, const char *const *yield_to);
-
-/* Shared buffer number k (0: smem's) of dtype dt: operands of one reduce or scan need their own. */
-static const char *smem_k(Cu *c, Dtype dt, int k)
-{
-    if (!k)
-        return smem(c, dt);
-    if (c->smem_more[dt] < k)
-        c->smem_more[dt] = k;
-    return arena_printf(c->a, "kad_smem_%s_%d", dtype_name(dt), k);
-}
-
-/* A reduce or scan of several operands: its combine region as a functor taking the running
- * values, the next ones and the results by reference, and a helper of its own that runs the
- * fixed tree (reduce) or the Hillis-Steele scan over shared buffers, one per operand; the
- * results are variables that the helper updates in place. */
-static void multi_lane_op(Cu *c, const Inst *in)
-{
-    const Block *rg = in->regions[0];
-    int n = in->nargs, read = 0;
-    for (int k = 0; k < in->nres; k++)
-        read += c->uses[in->res[k]];
-    if (!read)
-        return;
-    int id = c->ncomb++;
-    bool red = in->op == OP_REDUCE;
-    for (int k = 0; k < n; k++)
-        if (!is_lane(c, in->args[k]) || in->ival != 0) {
-            refuse(c, in->loc, "'%s' of %%%s %s: only along the lanes of 1-D tiles", op_info[in->op].name,
-                   c->irname[in->args[k]], shape_str(c, vty(c, in->args[k])));
-            return;
-        }
-    const char *fn = arena_printf(c->a, "kad_combine_%d", id);
-    Buf *save = c->out;
-    int sd = c->depth;
-    Buf body = {.a = c->a}, sig = {.a = c->a};
-    c->out = &body;
-    c->depth = 1;
-    const char **tys = arena_alloc(c->a, sizeof *tys * (size_t)n);
-    for (int k = 0; k < 2 * n; k++) {
-        const char *ty = ctype(c, rg->params[k], in->loc);
-        if (k < n)
-            tys[k] = ty;
-        c->var[rg->params[k]] = name_for(c, rg->params[k]);
-        buf_printf(&sig, "%s%s %s", k ? ", " : "", ty, c->var[rg->params[k]]);
-    }
-    const char **outs = arena_alloc(c->a, sizeof *outs * (size_t)n);
-    for (int k = 0; k < n; k++) {
-        outs[k] = fresh(c, arena_printf(c->a, "kad_r%d", k));
-        buf_printf(&sig, ", %s &%s", tys[k], outs[k]);
-    }
-    print_block(c, rg, outs);
-    c->out = save;
-    c->depth = sd;
-    if (!c->ok)
-        return;
-    Buf rs = {.a = c->a};
-    for (int k = 0; k < n; k++)
-        buf_printf(&rs, "%s%%%s", k ? ", " : "", c->irname[in->res[k]]);
-    Buf *P = &c->pre;
-    buf_printf(P, "// the combine function of %s (line %d)\nstruct %s {\n", buf_str(&rs), in->loc.line, fn);
-    buf_printf(P, "    __device__ void operator()(%s) const\n    {\n%s    }\n};\n", buf_str(&sig), buf_str(&body));
-    const char *hname = arena_printf(c->a, "kad_%s_%d", red ? "reduce" : "scan", id);
-    buf_printf(P, "__device__ void %s(", hname);
-    for (int k = 0; k < n; k++)
-        buf_printf(P, "%s%s &v%d, %s *buf%d", k ? ", " : "", tys[k], k, tys[k], k);
-    if (red)
-        buf_printf(P, ")\n{ // kad_block_reduce's fixed tree over %d operands\n    const int j = threadIdx.x;\n", n);
-    else
-        buf_printf(P, ", bool reverse)\n{ // kad_block_scan over %d operands\n"
-                      "    const int j = reverse ? %d - (int)threadIdx.x : (int)threadIdx.x;\n", n, c->L - 1);
-    for (int k = 0; k < n; k++)
-        buf_printf(P, "    buf%d[j] = v%d;\n", k, k);
-    buf_puts(P, "    __syncthreads();\n");
-    if (red) {
-        buf_printf(P, "    for (int n = %d; n > 1; n = (n + 1) / 2) {\n        const int h = (n + 1) / 2;\n"
-                      "        if (j < n - h) {\n", c->L);
-        for (int k = 0; k < n; k++)
-            buf_printf(P, "            %s r%d;\n", tys[k], k);
-        buf_printf(P, "            %s()(", fn);
-        for (int k = 0; k < n; k++)
-            buf_printf(P, "%sbuf%d[j]", k ? ", " : "", k);
-        for (int k = 0; k < n; k++)
-            buf_printf(P, ", buf%d[j + h]", k);
-        for (int k = 0; k < n; k++)
-            buf_printf(P, ", r%d", k);
-        buf_puts(P, ");\n");
-        for (int k = 0; k < n; k++)
-            buf_printf(P, "            buf%d[j] = r%d;\n", k, k);
-        buf_puts(P, "        }\n        __syncthreads();\n    }\n");
-        for (int k = 0; k < n; k++)
-            buf_printf(P, "    v%d = buf%d[0];\n", k, k);
-        buf_puts(P, "    __syncthreads();\n}\n\n");
-    } else {
-        buf_printf(P, "    for (int s = 1; s < %d; s *= 2) {\n", c->L);
-        for (int k = 0; k < n; k++)
-            buf_printf(P, "        const %s p%d = j >= s ? buf%d[j - s] : v%d;\n", tys[k], k, k, k);
-        buf_puts(P, "        __syncthreads();\n        if (j >= s) {\n");
-        for (int k = 0; k < n; k++)
-            buf_printf(P, "            %s r%d;\n", tys[k], k);
-        buf_printf(P, "            %s()(", fn);
-        for (int k = 0; k < n; k++)
-            buf_printf(P, "%sp%d", k ? ", " : "", k);
-        for (int k = 0; k < n; k++)
-            buf_printf(P, ", v%d", k);
-        for (int k = 0; k < n; k++)
-            buf_printf(P, ", r%d", k);
-        buf_puts(P, ");\n");
-        for (int k = 0; k < n; k++)
-            buf_printf(P, "            v%d = r%d;\n", k, k);
-        buf_puts(P, "        }\n");
-        for (int k = 0; k < n; k++)
-            buf_printf(P, "        buf%d[j] = v%d;\n", k, k);
-        buf_puts(P, "        __syncthreads();\n    }\n}\n\n");
-    }
-    /* the call: the results start as the operands */
-    Buf call = {.a = c->a};
-    int used[DT_COUNT] = {0};
-    for (int k = 0; k < n; k++) {
-        ValId r = in->res[k];
-        c->var[r] = declare(c, r, in->args[k], in->loc);
-        Dtype dt = vdt(c, in->args[k]);
-        buf_printf(&call, "%s%s, %s", k ? ", " : "", c->var[r], smem_k(c, dt, used[dt]++));
-    }
-    if (red)
-        line(c, "%s(%s);", hname, buf_str(&call));
-    else
-        line(c, "%s(%s, %s);", hname, buf_str(&call), in->flags & IF_REVERSE ? "true" : "false");
-}
-
-/* A combine region (closed, scalars only) as a device functor kad_combine_N (one operand, one
- * result): its name, or NULL after a refusal. */
-static const char *combine_functor(Cu *c, const Inst *in)
-{
-    const Block *rg = in->regions[0];
-    if (in->nargs != 1 || rg->nparams != 2) {
-        refuse(c, in->loc, "'%s' of %d operands: the CUDA C emitter prints a combine region of one operand",
-               op_info[in->op].name, in->nargs);
-        return NULL;
-    }
-    const char *fn = arena_printf(c->a, "kad_combine_%d", c->ncomb++);
-    Buf *save = c->out;
-    int sd = c->depth;
-    Buf body = {.a = c->a};
-    c->out = &body;
-    c->depth = 1;
-    const char *ty = ctype(c, rg->params[0], in->loc);
-    const char *pa = c->var[rg->params[0]] = name_for(c, rg->params[0]);
-    const char *pb = c->var[rg->params[1]] = name_for(c, rg->params[1]);
-    const char *ret = fresh(c, "kad_r");
-    line(c, "%s %s;", ty, ret);
-    const char *targets[1] = {ret};
-    print_block(c, rg, targets);
-    line(c, "return %s;", ret);
-    c->out = save;
-    c->depth = sd;
-    buf_printf(&c->pre, "// the combine function of %%%s (line %d)\nstruct %s {\n"
-                        "    __device__ %s operator()(%s %s, %s %s) const\n    {\n%s    }\n};\n\n",
-               c->irname[in->res[0]], in->loc.line, fn, ty, ty, pa, ty, pb, buf_str(&body));
-    return fn;
-}
-
-static void reduction(Cu *c, const Block *b, const Inst *in)
-{
-    ValId x = in->args[0], r = in->res[0];
-    if (!c->uses[r])
-        return; /* unread: every thread skips it alike, barriers included */
-    Dtype dt = vdt(c, x);
-    if (!is_lane(c, x) || in->ival != 0 || (in->flags & IF_KEEP_DIMS)) {
-        refuse(c, in->loc, "'%s' of %%%s %s: the CUDA C emitter reduces a 1-D tile along its lanes into a scalar",
-               op_info[in->op].name, c->irname[x], shape_str(c, vty(c, x)));
-        return;
-    }
-    if (!cuda_dtype(dt, c->o->hip)) {
-        refuse(c, in->loc, "'%s' of %s", op_info[in->op].name, dtype_name(dt));
-        return;
-    }
-    const char *e;
-    if (in->op == OP_ARGMAX || in->op == OP_ARGMIN) {
-        c->helpers |= CU_H_ARG;
-        c->smem_idx = true;
-        e = arena_printf(c->a, "kad_block_%s<%d>(%s, %s, kad_smem_idx)", in->op == OP_ARGMAX ? "argmax" : "argmin",
-                         c->L, bare(c, x), smem(c, dt));
-    } else if (in->op == OP_REDUCE) {
-        const char *fn = combine_functor(c, in);
-        if (!fn)
-            return;
-        c->helpers |= CU_H_REDUCE;
-        e = arena_printf(c->a, "kad_block_reduce<%d>(%s, %s, %s())", c->L, bare(c, x), smem(c, dt), fn);
-    } else {
-        c->helpers |= CU_H_REDUCE;
-        const char *fn = in->op == OP_SUM ? "kad_add" : in->op == OP_MAX ? "kad_max" : "kad_min";
-        e = arena_printf(c->a, "kad_block_reduce<%d>(%s, %s, %s())", c->L, bare(c, x), smem(c, dt), fn);
-    }
-    bind(c, b, r, e, false, in->loc);
-}
-
-static void scan(Cu *c, const Block *b, const Inst *in)
-{
-    ValId x = in->args[0], r = in->res[0];
-    if (!c->uses[r])
-        return;
-    if (!is_lane(c, x) || in->ival != 0) {
-        refuse(c, in->loc, "'%s' of %%%s %s: the CUDA C emitter scans a 1-D tile along its lanes",
-               op_info[in->op].name, c->irname[x], shape_str(c, vty(c, x)));
-        return;
-    }
-    const char *fn = in->op == OP_CUMSUM ? "kad_add()" : in->op == OP_CUMPROD ? "kad_mul()" : NULL;
-    if (!fn) {
-        const char *f2 = combine_functor(c, in);
-        if (!f2)
-            return;
-        fn = arena_printf(c->a, "%s()", f2);
-    }
-    c->helpers |= CU_H_SCAN | CU_H_REDUCE;
-    bind(c, b, r, arena_printf(c->a, "kad_block_scan<%d>(%s, %s, %s, %s)", c->L, bare(c, x), smem(c, vdt(c, x)),
-                               in->flags & IF_REVERSE ? "true" : "false", fn), false, in->loc);
-}
-
-/* gather along the lanes and flip: lane i reads lane idx of src through shared memory. */
-static void permute_lanes(Cu *c, const Block *b, const Inst *in)
-{
-    ValId x = in->args[0], r = in->res[0];
-    if (!is_lane(c, x) || in->ival != 0) {
-        refuse(c, in->loc, "'%s' of %%%s %s: only along the lanes of a 1-D tile", op_info[in->op].name,
-               c->irname[x], shape_str(c, vty(c, x)));
-        return;
-    }
-    const char *idx = in->op == OP_FLIP ? arena_printf(c->a, "%d - (int32_t)threadIdx.x", c->L - 1)
-                                        : arena_printf(c->a, "(int)%s", val(c, in->args[1]));
-    c->helpers |= CU_H_GATHER;
-    bind(c, b, r, arena_printf(c->a, "kad_block_gather<%d>(%s, %s, %s)", c->L, bare(c, x), smem(c, vdt(c, x)), idx),
-         false, in->loc);
 }
 
 /* ---- memory ---- */
@@ -1097,33 +832,33 @@ static void permute_lanes(Cu *c, const Block *b, const Inst *in)
 static void memory(Cu *c, const Block *b, const Inst *in)
 {
     ValId p = in->args[0];
-    bool lane = vty(c, p).rank >= 1; /* [L] or [L, 1]: thread i's element */
-    Dtype el = (Dtype)vty(c, p).elem;
+    bool lane = cu_vty(c, p).rank >= 1; /* [L] or [L, 1]: thread i's element */
+    Dtype el = (Dtype)cu_vty(c, p).elem;
     if (!cuda_dtype(el, c->o->hip)) {
-        refuse(c, in->loc, "'%s' of %s elements", op_info[in->op].name, dtype_name(el));
+        cu_refuse(c, in->loc, "'%s' of %s elements", op_info[in->op].name, dtype_name(el));
         return;
     }
     int at = in->op == OP_LOAD ? 1 : 2;
-    const char *mask = in->flags & IF_HAS_MASK ? val(c, in->args[at]) : NULL;
-    const char *ptr = val(c, p);
+    const char *mask = in->flags & IF_HAS_MASK ? cu_val(c, in->args[at]) : NULL;
+    const char *ptr = cu_val(c, p);
     /* *(base + off) reads better as base[off] when the address was inlined */
     const Inst *pd = c->def[p];
     const char *elem = pd && pd->op == OP_ADDPTR && c->inl[p]
-                           ? arena_printf(c->a, "%s[%s]", val(c, pd->args[0]), val(c, pd->args[1]))
+                           ? arena_printf(c->a, "%s[%s]", cu_val(c, pd->args[0]), cu_val(c, pd->args[1]))
                            : arena_printf(c->a, "*%s", ptr);
     if (in->op == OP_LOAD) {
-        const char *other = in->flags & IF_HAS_OTHER ? val(c, in->args[at + 1]) : zero(c, el);
+        const char *other = in->flags & IF_HAS_OTHER ? cu_val(c, in->args[at + 1]) : cu_zero(c, el);
         const char *e = mask ? arena_printf(c->a, "%s ? %s : %s", mask, elem, other) : elem;
-        bind(c, b, in->res[0], e, false, in->loc);
+        cu_bind(c, b, in->res[0], e, false, in->loc);
         return;
     }
-    const char *v = bare(c, in->args[1]);
+    const char *v = cu_bare(c, in->args[1]);
     /* a scalar access is one per program: thread 0 makes it */
     const char *cond = !lane ? (mask ? arena_printf(c->a, "threadIdx.x == 0 && %s", mask) : "threadIdx.x == 0") : mask;
     if (in->op == OP_STORE) {
         if (cond)
-            line(c, "if (%s)", cond), c->depth++;
-        line(c, "%s = %s;", elem, v);
+            cu_line(c, "if (%s)", cond), c->depth++;
+        cu_line(c, "%s = %s;", elem, v);
         if (cond)
             c->depth--;
         return;
@@ -1131,17 +866,17 @@ static void memory(Cu *c, const Block *b, const Inst *in)
     const char *fn = in->op == OP_ATOMIC_ADD ? "atomicAdd" : in->op == OP_ATOMIC_MAX ? "atomicMax"
                      : in->op == OP_ATOMIC_MIN ? "atomicMin" : "atomicExch";
     bool okdt = el == DT_I32 || el == DT_U32 || el == DT_U64 ||
-                (in->op == OP_ATOMIC_ADD && (el == DT_F32 || el == DT_F64 || (is16(el) && !c->o->hip))) ||
+                (in->op == OP_ATOMIC_ADD && (el == DT_F32 || el == DT_F64 || (cu_is16(el) && !c->o->hip))) ||
                 (in->op == OP_ATOMIC_XCHG && el == DT_F32) ||
                 ((in->op == OP_ATOMIC_MAX || in->op == OP_ATOMIC_MIN) && el == DT_I64);
     if (!okdt) {
-        refuse(c, in->loc, "'%s' on %s elements has no CUDA atomic", op_info[in->op].name, dtype_name(el));
+        cu_refuse(c, in->loc, "'%s' on %s elements has no CUDA atomic", op_info[in->op].name, dtype_name(el));
         return;
     }
     ValId r = in->res[0];
     bool used = c->uses[r] > 0;
     if (used && !lane) {
-        refuse(c, in->loc, "the old value of a scalar '%s' (%%%s) is read: the CUDA C emitter makes a scalar atomic "
+        cu_refuse(c, in->loc, "the old value of a scalar '%s' (%%%s) is read: the CUDA C emitter makes a scalar atomic "
                "in thread 0 alone", op_info[in->op].name, c->irname[r]);
         return;
     }
@@ -1154,217 +889,15 @@ static void memory(Cu *c, const Block *b, const Inst *in)
         call = arena_printf(c->a, "%s(%s, %s)", fn, ptr, v);
     if (!used) {
         if (cond)
-            line(c, "if (%s)", cond), c->depth++;
-        line(c, "%s;", call);
+            cu_line(c, "if (%s)", cond), c->depth++;
+        cu_line(c, "%s;", call);
         if (cond)
             c->depth--;
         return;
     }
-    const char *e = mask ? arena_printf(c->a, "%s ? (%s)%s : %s", mask, cuda_dtype(el, c->o->hip), call, zero(c, el))
+    const char *e = mask ? arena_printf(c->a, "%s ? (%s)%s : %s", mask, cuda_dtype(el, c->o->hip), call, cu_zero(c, el))
                          : call;
-    bind(c, b, r, e, false, in->loc);
-}
-
-/* ---- per-thread arrays: tiles [L, k] ---- */
-
-/* Whether type t is held per lane: its first axis is the block's threads (t is [L] or [L, k]). */
-static bool lanes_of(Cu *c, Type t) { return t.rank >= 1 && t.shape[0] == c->L && c->L > 1; }
-
-/* The per-thread array length of v: k for a tile [L, k] with k > 1 (thread i holds row i,
- * `T v[k]`) and for a uniform row [k] or [1, k] (a tile whose first axis is not the threads:
- * every thread holds all of it, alike); 0 for a scalar, a lane value [L] and [L, 1]. */
-static int width(Cu *c, ValId v)
-{
-    Type t = vty(c, v);
-    if (lanes_of(c, t))
-        return t.rank == 2 && t.shape[1] > 1 ? t.shape[1] : 0;
-    return t.rank ? (int)type_numel(t) : 0;
-}
-
-/* Whether v is a uniform row (every thread holds the same k elements). */
-static bool is_row(Cu *c, ValId v) { return vty(c, v).rank >= 1 && !lanes_of(c, vty(c, v)); }
-
-/* Prints `T r[k];` and a loop over kad_j assigning e (built with c->jidx: arrays read at kad_j). */
-static void array_assign(Cu *c, ValId r, const char *e, Loc loc)
-{
-    const char *ty = ctype(c, r, loc);
-    int k = width(c, r);
-    c->var[r] = name_for(c, r);
-    line(c, "%s%s%s[%d];", ty, ty[strlen(ty) - 1] == '*' ? "" : " ", c->var[r], k);
-    line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", k);
-    line(c, "    %s[kad_j] = %s;", c->var[r], e);
-}
-
-static const char *expr(Cu *c, const Inst *in);
-
-/* An instruction on tiles [L, k] (its result, or a store's pointer): element by element in each
- * thread, or a reduction or scan along axis 1 in a fixed order (kad_j = 0, 1, ...).  False when
- * in has no such tile (the caller prints it). */
-static bool array_inst(Cu *c, const Inst *in)
-{
-    ValId r = in->nres ? in->res[0] : 0, x = in->nargs ? in->args[0] : 0;
-    int op = in->op, kr = r ? width(c, r) : 0, kx = x ? width(c, x) : 0;
-    if (!kr && !kx)
-        return false;
-    if (op == OP_FOR || op == OP_IF || op == OP_WHILE || op == OP_YIELD || op == OP_CONDITION)
-        return false;
-    if (!c->uses[r] && r && op_info[op].pure && op != OP_SUM && op != OP_MAX && op != OP_MIN)
-        return true; /* unread */
-    if (op == OP_SPLIT && kx == 2 && !kr) { /* x[..., h]: one element of the row */
-        c->var[r] = elem_at(c, x, in->ival ? "1" : "0");
-        return true;
-    }
-    if (op == OP_JOIN && kr == 2) {
-        const char *ty = ctype(c, r, in->loc);
-        c->var[r] = name_for(c, r);
-        line(c, "const %s %s[2] = {%s, %s};", ty, c->var[r], bare(c, in->args[0]), bare(c, in->args[1]));
-        return true;
-    }
-    int last = x ? vty(c, x).rank - 1 : 0; /* a row's axis: the array's */
-    if ((op == OP_SUM || op == OP_MAX || op == OP_MIN || op == OP_ARGMAX || op == OP_ARGMIN) && kx && !kr &&
-        in->ival == last) {
-        bool fl = dtype_is_float(vdt(c, x)), f64 = vdt(c, x) == DT_F64, arg = op == OP_ARGMAX || op == OP_ARGMIN;
-        const char *ty = ctype(c, x, in->loc), *v = val(c, x);
-        c->var[r] = name_for(c, r);
-        const char *acc = arg ? fresh(c, arena_printf(c->a, "%s_best", c->var[r])) : c->var[r];
-        const char *v0 = elem_at(c, x, "0");
-        v = elem_at(c, x, "kad_j");
-        line(c, "%s %s = %s;", ty, acc, v0);
-        if (arg)
-            line(c, "int32_t %s = 0;", c->var[r]);
-        line(c, "for (int kad_j = 1; kad_j < %d; kad_j++)%s", kx, arg ? " {" : "");
-        if (op == OP_SUM)
-            line(c, "    %s = %s + %s;", acc, acc, v);
-        else if (op == OP_MAX || op == OP_MIN)
-            line(c, fl ? "    %s = %s(%s, %s);" : "    %s = kad_%s()(%s, %s);", acc,
-                 fl ? (op == OP_MAX ? (f64 ? "fmax" : "fmaxf") : (f64 ? "fmin" : "fminf")) : (op == OP_MAX ? "max" : "min"),
-                 acc, v);
-        else {
-            line(c, "    if (%s %s %s) {", v, op == OP_ARGMAX ? ">" : "<", acc);
-            line(c, "        %s = %s;", acc, v);
-            line(c, "        %s = kad_j;", c->var[r]);
-            line(c, "    }");
-            line(c, "}");
-        }
-        if (!fl && (op == OP_MAX || op == OP_MIN))
-            c->helpers |= CU_H_REDUCE;
-        return true;
-    }
-    if ((op == OP_CUMSUM || op == OP_CUMPROD) && kx && kr == kx && in->ival == last) {
-        const char *ty = ctype(c, r, in->loc);
-        bool rev = in->flags & IF_REVERSE;
-        c->var[r] = name_for(c, r);
-        line(c, "%s %s[%d];", ty, c->var[r], kr);
-        line(c, "%s[%d] = %s;", c->var[r], rev ? kr - 1 : 0, elem_at(c, x, rev ? arena_printf(c->a, "%d", kr - 1) : "0"));
-        if (rev)
-            line(c, "for (int kad_j = %d; kad_j >= 0; kad_j--)", kr - 2);
-        else
-            line(c, "for (int kad_j = 1; kad_j < %d; kad_j++)", kr);
-        line(c, "    %s[kad_j] = %s[kad_j %s 1] %s %s;", c->var[r], c->var[r], rev ? "+" : "-",
-             op == OP_CUMSUM ? "+" : "*", elem_at(c, x, "kad_j"));
-        return true;
-    }
-    if (op == OP_STORE || op_is_atomic(op) || op == OP_LOAD) {
-        int at = op == OP_LOAD ? 1 : 2;
-        c->jidx = true;
-        const char *p = val(c, x), *mask = in->flags & IF_HAS_MASK ? val(c, in->args[at]) : NULL;
-        Dtype el = (Dtype)vty(c, x).elem;
-        if (op == OP_LOAD) {
-            const char *other = in->flags & IF_HAS_OTHER ? val(c, in->args[at + 1]) : zero(c, el);
-            c->jidx = false;
-            array_assign(c, r, mask ? arena_printf(c->a, "%s ? *%s : %s", mask, p, other) : arena_printf(c->a, "*%s", p),
-                         in->loc);
-            return true;
-        }
-        const char *v = val(c, in->args[1]);
-        c->jidx = false;
-        if (op_is_atomic(op) && c->uses[r]) {
-            refuse(c, in->loc, "the old values of '%s' on a tile [L, k] (%%%s) are read: not printed yet",
-                   op_info[op].name, c->irname[r]);
-            return true;
-        }
-        if (op_is_atomic(op) && op != OP_ATOMIC_ADD) {
-            refuse(c, in->loc, "'%s' on a tile [L, k]: not printed yet", op_info[op].name);
-            return true;
-        }
-        if (op_is_atomic(op) && !(el == DT_F32 || el == DT_F64 || el == DT_I32 || el == DT_U32 ||
-                                  (is16(el) && !c->o->hip))) {
-            refuse(c, in->loc, "'%s' on %s elements has no CUDA atomic", op_info[op].name, dtype_name(el));
-            return true;
-        }
-        bool row = is_row(c, x); /* the same elements in every thread: thread 0 writes them */
-        if (row)
-            line(c, "if (threadIdx.x == 0)"), c->depth++;
-        line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", kx);
-        if (mask)
-            line(c, "    if (%s)", mask);
-        line(c, mask ? "        %s%s%s%s;" : "    %s%s%s%s;", op == OP_STORE ? "*" : "atomicAdd(", p,
-             op == OP_STORE ? " = " : ", ", op == OP_STORE ? v : arena_printf(c->a, "%s)", v));
-        if (row)
-            c->depth--;
-        return true;
-    }
-    if (op == OP_ARANGE && kr) { /* a row: start, start + 1, ... in every thread */
-        array_assign(c, r, in->ival ? arena_printf(c->a, "kad_j + %lld", (long long)in->ival) : "kad_j", in->loc);
-        return true;
-    }
-    if ((op == OP_EXPAND_DIMS || op == OP_RESHAPE) && kx == kr && is_row(c, x) == is_row(c, r) &&
-        (is_row(c, x) || type_same_shape(vty(c, x), vty(c, r)))) {
-        c->var[r] = c->var[x]; /* [k] and [1, k]: one row */
-        c->splat[r] = c->splat[x];
-        return true;
-    }
-    if (op == OP_BROADCAST && kx == 1 && kr != 1) { /* one element to many: each is x[0] */
-        c->var[r] = elem_at(c, x, "0");
-        c->splat[r] = kr > 0;
-        return true;
-    }
-    if (op == OP_BROADCAST && kx && kx != kr) {
-        refuse(c, in->loc, "'broadcast' of %%%s %s to %s: not printed yet", c->irname[x], shape_str(c, vty(c, x)),
-               shape_str(c, vty(c, r)));
-        return true;
-    }
-    bool ew = op_info[op].elementwise || op == OP_BROADCAST || op == OP_CONST;
-    if (x && vty(c, x).rank && r && vty(c, r).rank && is_row(c, x) != is_row(c, r) && !op_info[op].elementwise &&
-        op != OP_BROADCAST) {
-        refuse(c, in->loc, "'%s' of %%%s %s into %s: between the block's threads and a row that every thread "
-               "holds (it would gather every lane); not printed yet", op_info[op].name, c->irname[x],
-               shape_str(c, vty(c, x)), shape_str(c, vty(c, r)));
-        return true;
-    }
-    if (!kr || !ew || op == OP_SPLIT || op == OP_JOIN || op == OP_GATHER || op == OP_FLIP ||
-        op == OP_EXPAND_DIMS || op == OP_RESHAPE || op == OP_PERMUTE) {
-        Buf sh = {.a = c->a};
-        type_print(&sh, vty(c, kr ? r : x));
-        refuse(c, in->loc, "'%s' on a tile %s (a per-thread array): not printed yet", op_info[op].name, buf_str(&sh));
-        return true;
-    }
-    if (op == OP_BROADCAST || op == OP_MULTIPLE_OF || op == OP_MAX_CONTIGUOUS || op == OP_STOP_GRADIENT) {
-        c->var[r] = c->var[x]; /* [1, k] to [L, k]: the same array; a value to all elements: a splat */
-        c->splat[r] = kx ? c->splat[x] : true;
-        return true;
-    }
-    for (int k = 0; k < in->nargs; k++) {
-        Dtype adt = vdt(c, in->args[k]);
-        if (adt != DT_PTR && !cuda_dtype(adt, c->o->hip)) {
-            refuse(c, in->loc, "'%s' of %s values", op_info[op].name, dtype_name(adt));
-            return true;
-        }
-    }
-    if (op == OP_CONST) { /* every element alike */
-        c->var[r] = expr(c, in);
-        c->splat[r] = true;
-        return true;
-    }
-    c->jidx = true;
-    const char *e = expr(c, in);
-    c->jidx = false;
-    if (!e) {
-        refuse(c, in->loc, "'%s' (%%%s) has no CUDA C spelling in kad yet", op_info[op].name, c->irname[r]);
-        return true;
-    }
-    array_assign(c, r, e, in->loc);
-    return true;
+    cu_bind(c, b, r, e, false, in->loc);
 }
 
 /* ---- control flow ---- */
@@ -1374,22 +907,22 @@ static void copy_to(Cu *c, const char *to, ValId y, const char *from)
 {
     if (!strcmp(to, from))
         return;
-    if (width(c, y)) {
-        line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", width(c, y));
-        line(c, "    %s[kad_j] = %s;", to,
-             from == c->var[y] ? elem_at(c, y, "kad_j") : arena_printf(c->a, "%s[kad_j]", from));
+    if (cu_width(c, y)) {
+        cu_line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", cu_width(c, y));
+        cu_line(c, "    %s[kad_j] = %s;", to,
+             from == c->var[y] ? cu_elem_at(c, y, "kad_j") : arena_printf(c->a, "%s[kad_j]", from));
     } else {
-        line(c, "%s = %s;", to, from);
+        cu_line(c, "%s = %s;", to, from);
     }
 }
 
 /* A temporary array n holding a copy of y's array. */
 static void declare_copy(Cu *c, const char *n, ValId y)
 {
-    const char *ty = ctype(c, y, (Loc){0});
-    line(c, "%s%s%s[%d];", ty, ty[strlen(ty) - 1] == '*' ? "" : " ", n, width(c, y));
-    line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", width(c, y));
-    line(c, "    %s[kad_j] = %s;", n, elem_at(c, y, "kad_j"));
+    const char *ty = cu_ctype(c, y, (Loc){0});
+    cu_line(c, "%s%s%s[%d];", ty, ty[strlen(ty) - 1] == '*' ? "" : " ", n, cu_width(c, y));
+    cu_line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", cu_width(c, y));
+    cu_line(c, "    %s[kad_j] = %s;", n, cu_elem_at(c, y, "kad_j"));
 }
 
 /* Assigns the yielded values ys to the variables to (n of them), in parallel: through
@@ -1399,21 +932,21 @@ static void assign(Cu *c, const char *const *to, const ValId *ys, int n)
     bool clash = false;
     for (int k = 0; k < n && !clash; k++)
         for (int j = 0; j < k && !clash; j++)
-            clash = c->var[ys[k]] == to[j] || !strcmp(val(c, ys[k]), to[j]);
+            clash = c->var[ys[k]] == to[j] || !strcmp(cu_val(c, ys[k]), to[j]);
     if (!clash) {
         for (int k = 0; k < n; k++)
-            copy_to(c, to[k], ys[k], val(c, ys[k]));
+            copy_to(c, to[k], ys[k], cu_val(c, ys[k]));
         return;
     }
     const char **tmp = arena_alloc(c->a, sizeof *tmp * (size_t)(n + 1));
     for (int k = 0; k < n; k++) {
-        tmp[k] = fresh(c, arena_printf(c->a, "%s_next", to[k]));
-        if (width(c, ys[k])) {
+        tmp[k] = cu_fresh(c, arena_printf(c->a, "%s_next", to[k]));
+        if (cu_width(c, ys[k])) {
             declare_copy(c, tmp[k], ys[k]);
             continue;
         }
-        const char *ty = ctype(c, ys[k], (Loc){0});
-        line(c, "%s%s%s = %s;", ty, ty[strlen(ty) - 1] == '*' ? "" : " ", tmp[k], val(c, ys[k]));
+        const char *ty = cu_ctype(c, ys[k], (Loc){0});
+        cu_line(c, "%s%s%s = %s;", ty, ty[strlen(ty) - 1] == '*' ? "" : " ", tmp[k], cu_val(c, ys[k]));
     }
     for (int k = 0; k < n; k++)
         copy_to(c, to[k], ys[k], tmp[k]);
@@ -1427,48 +960,48 @@ static void print_for(Cu *c, const Inst *in)
     for (int k = 0; k < nc; k++) {
         ValId prm = body->params[k + 1], res = in->res[k];
         ValId nm = c->f->vals.v[prm].name || !c->f->vals.v[res].name ? prm : res;
-        vars[k] = declare(c, nm, in->args[3 + k], in->loc);
+        vars[k] = cu_declare(c, nm, in->args[3 + k], in->loc);
         c->var[prm] = c->var[res] = vars[k];
     }
     ValId iv = body->params[0];
-    c->var[iv] = name_for(c, iv);
+    c->var[iv] = cu_name_for(c, iv);
     /* the step's sign decides the test; a constant step prints the plain one */
-    const char *st = val(c, in->args[2]);
+    const char *st = cu_val(c, in->args[2]);
     const Inst *sd = c->def[in->args[2]];
     bool known = sd && sd->op == OP_CONST && sd->ival != 0;
     long long stc = known ? (long long)sd->ival : 0;
     const char *test;
     if (known)
-        test = arena_printf(c->a, "%s %s %s", c->var[iv], stc > 0 ? "<" : ">", val(c, in->args[1]));
+        test = arena_printf(c->a, "%s %s %s", c->var[iv], stc > 0 ? "<" : ">", cu_val(c, in->args[1]));
     else
-        test = arena_printf(c->a, "%s > 0 ? %s < %s : %s > %s", st, c->var[iv], val(c, in->args[1]), c->var[iv],
-                            val(c, in->args[1]));
+        test = arena_printf(c->a, "%s > 0 ? %s < %s : %s > %s", st, c->var[iv], cu_val(c, in->args[1]), c->var[iv],
+                            cu_val(c, in->args[1]));
     const char *step = known && stc == 1 ? arena_printf(c->a, "%s++", c->var[iv])
                                          : arena_printf(c->a, "%s += %s", c->var[iv], st);
-    line(c, "for (%s %s = %s; %s; %s) {", ctype(c, iv, in->loc), c->var[iv], val(c, in->args[0]), test, step);
+    cu_line(c, "for (%s %s = %s; %s; %s) {", cu_ctype(c, iv, in->loc), c->var[iv], cu_val(c, in->args[0]), test, step);
     c->depth++;
-    print_block(c, body, vars);
+    cu_print_block(c, body, vars);
     c->depth--;
-    line(c, "}");
+    cu_line(c, "}");
 }
 
 static void print_if(Cu *c, const Inst *in)
 {
     const char **vars = arena_alloc(c->a, sizeof *vars * (size_t)(in->nres + 1));
     for (int k = 0; k < in->nres; k++)
-        vars[k] = c->var[in->res[k]] = declare(c, in->res[k], 0, in->loc);
-    line(c, "if (%s) {", val(c, in->args[0]));
+        vars[k] = c->var[in->res[k]] = cu_declare(c, in->res[k], 0, in->loc);
+    cu_line(c, "if (%s) {", cu_val(c, in->args[0]));
     c->depth++;
-    print_block(c, in->regions[0], vars);
+    cu_print_block(c, in->regions[0], vars);
     c->depth--;
     const Block *e = in->regions[1];
     if (e->insts.n > 1 || in->nres) {
-        line(c, "} else {");
+        cu_line(c, "} else {");
         c->depth++;
-        print_block(c, e, vars);
+        cu_print_block(c, e, vars);
         c->depth--;
     }
-    line(c, "}");
+    cu_line(c, "}");
 }
 
 static void print_while(Cu *c, const Inst *in)
@@ -1477,24 +1010,24 @@ static void print_while(Cu *c, const Inst *in)
     int n = in->nargs;
     const char **vars = arena_alloc(c->a, sizeof *vars * (size_t)(n + 1));
     for (int k = 0; k < n; k++) {
-        vars[k] = declare(c, cb->params[k], in->args[k], in->loc);
+        vars[k] = cu_declare(c, cb->params[k], in->args[k], in->loc);
         c->var[cb->params[k]] = c->var[bb->params[k]] = c->var[in->res[k]] = vars[k];
     }
-    line(c, "while (true) {");
+    cu_line(c, "while (true) {");
     c->depth++;
-    print_block(c, cb, NULL);
-    print_block(c, bb, vars);
+    cu_print_block(c, cb, NULL);
+    cu_print_block(c, bb, vars);
     c->depth--;
-    line(c, "}");
+    cu_line(c, "}");
 }
 
 /* The instructions of b; its terminator assigns its values to yield_to (a condition breaks). */
-static void print_block(Cu *c, const Block *b, const char *const *yield_to)
+void cu_print_block(Cu *c, const Block *b, const char *const *yield_to)
 {
     for (int i = 0; i < b->insts.n && c->ok; i++) {
         const Inst *in = &b->insts.v[i];
         int op = in->op;
-        if (array_inst(c, in))
+        if (cu_array_inst(c, in))
             continue;
         switch (op) {
         case OP_YIELD:
@@ -1502,8 +1035,8 @@ static void print_block(Cu *c, const Block *b, const char *const *yield_to)
                 assign(c, yield_to, in->args, in->nargs);
             continue;
         case OP_CONDITION:
-            line(c, c->inl[in->args[0]] ? "if (!%s)" : "if (!%s)", val(c, in->args[0]));
-            line(c, "    break;");
+            cu_line(c, c->inl[in->args[0]] ? "if (!%s)" : "if (!%s)", cu_val(c, in->args[0]));
+            cu_line(c, "    break;");
             continue;
         case OP_FOR: print_for(c, in); continue;
         case OP_IF: print_if(c, in); continue;
@@ -1514,8 +1047,8 @@ static void print_block(Cu *c, const Block *b, const char *const *yield_to)
             c->var[in->res[0]] = c->var[in->args[0]];
             continue;
         case OP_RESHAPE: case OP_EXPAND_DIMS: case OP_PERMUTE:
-            if (type_numel(vty(c, in->res[0])) == type_numel(vty(c, in->args[0])) && !width(c, in->res[0]) &&
-                !width(c, in->args[0]) && (vty(c, in->res[0]).rank == 0) == (vty(c, in->args[0]).rank == 0)) {
+            if (type_numel(cu_vty(c, in->res[0])) == type_numel(cu_vty(c, in->args[0])) && !cu_width(c, in->res[0]) &&
+                !cu_width(c, in->args[0]) && (cu_vty(c, in->res[0]).rank == 0) == (cu_vty(c, in->args[0]).rank == 0)) {
                 c->var[in->res[0]] = c->var[in->args[0]];
                 continue;
             }
@@ -1526,21 +1059,21 @@ static void print_block(Cu *c, const Block *b, const char *const *yield_to)
             continue;
         case OP_SUM: case OP_MAX: case OP_MIN: case OP_ARGMAX: case OP_ARGMIN: case OP_REDUCE:
             if (op == OP_REDUCE && in->nargs > 1)
-                multi_lane_op(c, in);
+                cu_multi_lane_op(c, in);
             else
-                reduction(c, b, in);
+                cu_reduction(c, b, in);
             continue;
         case OP_CUMSUM: case OP_CUMPROD: case OP_SCAN:
             if (op == OP_SCAN && in->nargs > 1)
-                multi_lane_op(c, in);
+                cu_multi_lane_op(c, in);
             else
-                scan(c, b, in);
+                cu_scan(c, b, in);
             continue;
         case OP_GATHER: case OP_FLIP:
-            permute_lanes(c, b, in);
+            cu_permute_lanes(c, b, in);
             continue;
         case OP_BARRIER:
-            line(c, "__syncthreads();");
+            cu_line(c, "__syncthreads();");
             continue;
         case OP_ASSERT: {
             const char *msg = in->sattr ? in->sattr : "";
@@ -1551,7 +1084,7 @@ static void print_block(Cu *c, const Block *b, const char *const *yield_to)
                 if ((unsigned char)*p >= ' ' && *p != 127)
                     buf_putc(&m, *p);
             }
-            line(c, "assert((%s) && \"%s\");", val(c, in->args[0]), buf_str(&m));
+            cu_line(c, "assert((%s) && \"%s\");", cu_val(c, in->args[0]), buf_str(&m));
             continue;
         }
         default:
@@ -1561,25 +1094,25 @@ static void print_block(Cu *c, const Block *b, const char *const *yield_to)
         if (op_info[op].nres == 1 && op_info[op].nregions == 0 && op != OP_DOT && op != OP_JOIN && op != OP_SPLIT &&
             op != OP_SORT && op != OP_HISTOGRAM && op != OP_RESHAPE && op != OP_EXPAND_DIMS && op != OP_PERMUTE) {
             for (int k = 0; k < in->nargs; k++) {
-                Dtype adt = vdt(c, in->args[k]);
+                Dtype adt = cu_vdt(c, in->args[k]);
                 if (adt != DT_PTR && !cuda_dtype(adt, c->o->hip)) {
-                    refuse(c, in->loc, "'%s' of %s values", op_info[op].name, dtype_name(adt));
+                    cu_refuse(c, in->loc, "'%s' of %s values", op_info[op].name, dtype_name(adt));
                     return;
                 }
             }
-            e = expr(c, in);
+            e = cu_expr(c, in);
         }
         if (!e) {
             Buf sh = {.a = c->a};
             for (int k = 0; k < in->nargs && k < 3; k++)
-                buf_printf(&sh, "%s%%%s: %s", k ? ", " : "", c->irname[in->args[k]], shape_str(c, vty(c, in->args[k])));
-            refuse(c, in->loc, "'%s' (%s%s%s) has no %s spelling in kad yet", op_info[op].name,
+                buf_printf(&sh, "%s%%%s: %s", k ? ", " : "", c->irname[in->args[k]], cu_shape_str(c, cu_vty(c, in->args[k])));
+            cu_refuse(c, in->loc, "'%s' (%s%s%s) has no %s spelling in kad yet", op_info[op].name,
                    in->nres ? "%" : "", in->nres ? c->irname[in->res[0]] : "",
                    sh.len ? arena_printf(c->a, " of %s", buf_str(&sh)) : "", c->o->hip ? "HIP" : "CUDA C");
             return;
         }
         c->prec[in->res[0]] = (uint8_t)(op == OP_CAST && is_name_cast(e) ? 2 : top_prec(c, in));
-        bind(c, b, in->res[0], e, true, in->loc);
+        cu_bind(c, b, in->res[0], e, true, in->loc);
     }
 }
 
@@ -1607,7 +1140,7 @@ bool emit_cuda_kernel(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCud
     c.L = two ? two : one ? one : 1;
     check_shapes(&c, f->body);
     if (c.ok && c.L > 1024)
-        refuse(&c, f->loc, "the kernel's tiles have %d lanes: a CUDA block has at most 1024 threads", c.L);
+        cu_refuse(&c, f->loc, "the kernel's tiles have %d lanes: a CUDA block has at most 1024 threads", c.L);
     if (!c.ok)
         return false;
     count_uses(&c, f->body);
@@ -1617,11 +1150,11 @@ bool emit_cuda_kernel(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCud
     Buf params = {.a = a};
     for (int i = 0; i < f->nparams; i++) {
         ValId p = f->params[i];
-        c.var[p] = fresh(&c, cuda_ident(a, c.irname[p]));
-        const char *ty = ctype(&c, p, f->vals.v[p].loc);
+        c.var[p] = cu_fresh(&c, cuda_ident(a, c.irname[p]));
+        const char *ty = cu_ctype(&c, p, f->vals.v[p].loc);
         buf_printf(&params, "%s%s%s%s", i ? ", " : "", ty, ty[strlen(ty) - 1] == '*' ? "" : " ", c.var[p]);
     }
-    print_block(&c, f->body, NULL);
+    cu_print_block(&c, f->body, NULL);
     if (!c.ok)
         return false;
     buf_puts(out, buf_str(&c.pre));
@@ -1645,166 +1178,4 @@ bool emit_cuda_kernel(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCud
     if (helpers)
         *helpers |= c.helpers;
     return true;
-}
-
-/* ---- the prelude ---- */
-
-static const char prelude_reduce[] =
-    "// Block reductions in a fixed order: each step combines lane i with lane i + h, h the upper\n"
-    "// half of the n lanes still live, until lane 0 holds the result, which every thread reads.\n"
-    "// The same order on every run: the same bits.\n"
-    "struct kad_add {\n"
-    "    template <typename T> __device__ T operator()(T a, T b) const { return a + b; }\n"
-    "};\n"
-    "struct kad_mul {\n"
-    "    template <typename T> __device__ T operator()(T a, T b) const { return a * b; }\n"
-    "};\n"
-    "struct kad_max { // maxnum: a NaN gives the other operand (tl.max)\n"
-    "    __device__ float operator()(float a, float b) const { return fmaxf(a, b); }\n"
-    "    __device__ double operator()(double a, double b) const { return fmax(a, b); }\n"
-    "    template <typename T> __device__ T operator()(T a, T b) const { return a > b ? a : b; }\n"
-    "};\n"
-    "struct kad_min {\n"
-    "    __device__ float operator()(float a, float b) const { return fminf(a, b); }\n"
-    "    __device__ double operator()(double a, double b) const { return fmin(a, b); }\n"
-    "    template <typename T> __device__ T operator()(T a, T b) const { return a < b ? a : b; }\n"
-    "};\n"
-    "\n"
-    "template <int L, typename T, typename F>\n"
-    "__device__ T kad_block_reduce(T v, T *buf, F combine)\n"
-    "{\n"
-    "    const int i = threadIdx.x;\n"
-    "    buf[i] = v;\n"
-    "    __syncthreads();\n"
-    "    for (int n = L; n > 1; n = (n + 1) / 2) {\n"
-    "        const int h = (n + 1) / 2;\n"
-    "        if (i < n - h)\n"
-    "            buf[i] = combine(buf[i], buf[i + h]);\n"
-    "        __syncthreads();\n"
-    "    }\n"
-    "    const T r = buf[0];\n"
-    "    __syncthreads(); // buf is free again for the next reduction\n"
-    "    return r;\n"
-    "}\n\n";
-
-static const char prelude_arg[] =
-    "// argmax / argmin in the same fixed order: the first index of the largest (smallest) value.\n"
-    "template <bool MAX, int L, typename T>\n"
-    "__device__ int32_t kad_block_argbest(T v, T *buf, int32_t *idx)\n"
-    "{\n"
-    "    const int i = threadIdx.x;\n"
-    "    buf[i] = v;\n"
-    "    idx[i] = i;\n"
-    "    __syncthreads();\n"
-    "    for (int n = L; n > 1; n = (n + 1) / 2) {\n"
-    "        const int h = (n + 1) / 2;\n"
-    "        if (i < n - h) {\n"
-    "            const T a = buf[i], b = buf[i + h];\n"
-    "            const int32_t ia = idx[i], ib = idx[i + h];\n"
-    "            const bool take_b = (MAX ? b > a : b < a) || (b == a && ib < ia);\n"
-    "            if (take_b) {\n"
-    "                buf[i] = b;\n"
-    "                idx[i] = ib;\n"
-    "            }\n"
-    "        }\n"
-    "        __syncthreads();\n"
-    "    }\n"
-    "    const int32_t r = idx[0];\n"
-    "    __syncthreads();\n"
-    "    return r;\n"
-    "}\n"
-    "template <int L, typename T> __device__ int32_t kad_block_argmax(T v, T *buf, int32_t *idx)\n"
-    "{\n"
-    "    return kad_block_argbest<true, L>(v, buf, idx);\n"
-    "}\n"
-    "template <int L, typename T> __device__ int32_t kad_block_argmin(T v, T *buf, int32_t *idx)\n"
-    "{\n"
-    "    return kad_block_argbest<false, L>(v, buf, idx);\n"
-    "}\n\n";
-
-static const char prelude_scan[] =
-    "// Inclusive scans along the lanes (Hillis-Steele, in a fixed order): step s combines the\n"
-    "// running value of position j - s with that of j; reverse scans from the last lane.\n"
-    "template <int L, typename T, typename F>\n"
-    "__device__ T kad_block_scan(T v, T *buf, bool reverse, F combine)\n"
-    "{\n"
-    "    const int j = reverse ? L - 1 - (int)threadIdx.x : (int)threadIdx.x;\n"
-    "    buf[j] = v;\n"
-    "    __syncthreads();\n"
-    "    for (int s = 1; s < L; s *= 2) {\n"
-    "        const T before = j >= s ? buf[j - s] : v;\n"
-    "        __syncthreads();\n"
-    "        if (j >= s)\n"
-    "            v = combine(before, v);\n"
-    "        buf[j] = v;\n"
-    "        __syncthreads();\n"
-    "    }\n"
-    "    return v;\n"
-    "}\n\n";
-
-static const char prelude_gather[] =
-    "// Lane i reads lane k of v (a gather or a flip along the lanes) through shared memory.\n"
-    "template <int L, typename T>\n"
-    "__device__ T kad_block_gather(T v, T *buf, int k)\n"
-    "{\n"
-    "    buf[threadIdx.x] = v;\n"
-    "    __syncthreads();\n"
-    "    const T r = buf[k];\n"
-    "    __syncthreads();\n"
-    "    return r;\n"
-    "}\n\n";
-
-static const char prelude_rand[] =
-    "// Philox 4x32-10 as triton.language.random: counter (offset, 0, 0, 0), key the seed as uint64\n"
-    "// (low half, high half); tl.rand, tl.randn (Box-Muller) and tl.randint of the first draws.\n"
-    "__device__ inline void kad_philox(uint32_t c[4], uint64_t seed)\n"
-    "{\n"
-    "    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);\n"
-    "    for (int r = 0; r < 10; r++) {\n"
-    "        const uint64_t pb = (uint64_t)0xCD9E8D57u * c[2], pa = (uint64_t)0xD2511F53u * c[0];\n"
-    "        c[0] = (uint32_t)(pb >> 32) ^ c[1] ^ k0;\n"
-    "        c[2] = (uint32_t)(pa >> 32) ^ c[3] ^ k1;\n"
-    "        c[1] = (uint32_t)pb;\n"
-    "        c[3] = (uint32_t)pa;\n"
-    "        k0 += 0x9E3779B9u;\n"
-    "        k1 += 0xBB67AE85u;\n"
-    "    }\n"
-    "}\n"
-    "__device__ inline float kad_uniform(uint32_t x)\n"
-    "{ // uint_to_uniform_float: negatives folded onto the non-negatives, times 2^-31 (rounded down)\n"
-    "    const int32_t s = (int32_t)x < 0 ? (int32_t)~x : (int32_t)x;\n"
-    "    return (float)s * 4.6566127342e-10f;\n"
-    "}\n"
-    "__device__ inline uint32_t kad_randint(uint64_t seed, uint32_t offset)\n"
-    "{\n"
-    "    uint32_t c[4] = {offset, 0, 0, 0};\n"
-    "    kad_philox(c, seed);\n"
-    "    return c[0];\n"
-    "}\n"
-    "__device__ inline float kad_rand(uint64_t seed, uint32_t offset) { return kad_uniform(kad_randint(seed, offset)); }\n"
-    "__device__ inline float kad_randn(uint64_t seed, uint32_t offset)\n"
-    "{\n"
-    "    uint32_t c[4] = {offset, 0, 0, 0};\n"
-    "    kad_philox(c, seed);\n"
-    "    const float u1 = fmaxf(1.0e-7f, kad_uniform(c[0])), u2 = kad_uniform(c[1]);\n"
-    "    return sqrtf(-2.0f * logf(u1)) * cosf(6.283185307179586f * u2);\n"
-    "}\n\n";
-
-void emit_cuda_prelude(Buf *out, const EmitCudaOpts *o, unsigned helpers)
-{
-    if (o && o->hip)
-        buf_puts(out, "#include <hip/hip_runtime.h>\n#include <hip/hip_fp16.h>\n#include <hip/hip_bf16.h>\n");
-    else
-        buf_puts(out, "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n");
-    buf_puts(out, "#include <assert.h>\n#include <math.h>\n#include <stdint.h>\n\n");
-    if (helpers & (CU_H_REDUCE | CU_H_SCAN))
-        buf_puts(out, prelude_reduce);
-    if (helpers & CU_H_ARG)
-        buf_puts(out, prelude_arg);
-    if (helpers & CU_H_SCAN)
-        buf_puts(out, prelude_scan);
-    if (helpers & CU_H_GATHER)
-        buf_puts(out, prelude_gather);
-    if (helpers & CU_H_RAND)
-        buf_puts(out, prelude_rand);
 }
