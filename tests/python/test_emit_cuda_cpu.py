@@ -330,3 +330,21 @@ def test_array_ops(tmp_path):
     acc = x.double() * sum(range(n))
     assert _rel_err(y, acc.cumsum(1)) < 1e-6
     assert _rel_err(z, acc.max(1).values + acc.argmax(1).double()) < 1e-6
+
+
+SWIGLU = ("tests/kernels/swiglu.py:swiglu_fwd_kernel --sig 'a_ptr=*fp32,b_ptr=*fp32,c_ptr=*fp32,row_stride=i32,"
+          "n_cols=i32,BLOCK_SIZE=64' --wrt a_ptr,b_ptr --out c_ptr")
+
+
+def test_swiglu_two_gradients(tmp_path):
+    """A 2-D grid (a row per program along axis 0, column blocks along axis 1), int64 row offsets
+    and two input gradients, each with its plain-store flag."""
+    bwd = Kernel(_kad("grad " + SWIGLU + " --emit cuda"), tmp_path, "bwd")
+    rows, cols = 3, 100
+    a, b, dc = torch.randn(rows, cols), torch.randn(rows, cols), torch.randn(rows, cols)
+    da, db = torch.zeros(rows, cols), torch.zeros(rows, cols)
+    nflags = len(bwd.types) - 8
+    bwd((rows, (cols + 63) // 64), a, b, torch.empty(rows, cols), cols, cols, dc, da, db, *([True] * nflags))
+    a64, b64 = a.double().requires_grad_(), b.double().requires_grad_()
+    ra, rb = torch.autograd.grad(torch.nn.functional.silu(a64) * b64, (a64, b64), dc.double())
+    assert _rel_err(da, ra) < 1e-6 and _rel_err(db, rb) < 1e-6
