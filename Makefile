@@ -36,10 +36,12 @@ SRCS_AD       := src/ad/ad_analysis.c src/ad/ad_finite.c src/ad/ad_rev.c src/ad/
                  src/ad/ad_libm.c src/ad/check.c
 SRCS_PLAN     := src/plan/program.c src/plan/run.c src/plan/text.c
 SRCS_EMIT     := src/emit/emit_triton.c src/emit/emit_passes.c src/emit/emit_expr.c src/emit/emit_stmt.c \
-                 src/emit/emit_grad.c src/emit/emit_grad_plan.c src/emit/emit_grad_launch.c
+                 src/emit/emit_grad.c src/emit/emit_grad_plan.c src/emit/emit_grad_launch.c \
+                 src/emit/emit_cuda.c src/emit/emit_cuda_lanes.c src/emit/emit_cuda_host.c
 SRCS := $(SRCS_BASE) $(SRCS_FRONT) $(SRCS_IR) $(SRCS_ANALYSIS) $(SRCS_AD) $(SRCS_PLAN) $(SRCS_EMIT) src/kad.c
 HDRS := src/kad_int.h src/front/front.h src/analysis/access_int.h src/plan/plan.h src/ir/ops.h src/ir/ir_int.h \
-        src/emit/emit.h src/emit/emit_grad.h src/emit/py/embed.h include/kad.h
+        src/emit/emit.h src/emit/emit_grad.h src/emit/py/embed.h src/emit/emit_cuda.h src/emit/emit_cuda_int.h \
+        include/kad.h
 # The Python helpers the launchers print verbatim (src/emit/py/*.py), embedded as C arrays by
 # tools/embed.py (python/setup.py runs the same generator); compiled like the sources.
 GEN := build/gen/py_embed.c

@@ -260,6 +260,15 @@ KAD_API kad_kernel *kad_jvp(kad_kernel *k, const char *wrt, const char *out);
  * num_stages=None, **constexprs), which checks its arguments and launches it.  Owned by the context; NULL with located diagnostics. */
 KAD_API const char *kad_jvp_module(kad_kernel *k, const char *wrt, const char *out);
 
+/* The CUDA C modules (docs/EMIT.md, "CUDA C"); hip != 0: HIP spelling.  kad_kernel_cuda: k's
+ * kernel and its launcher launch_<kernel>; kad_grad_module_cuda: the backward kernel <kernel>_bwd
+ * and launch_<kernel>_bwd (flags: KAD_GRAD_ATOMICS, KAD_GRAD_SAVED); kad_jvp_module_cuda: the
+ * jvp kernel and launch_<kernel>_jvp.  NULL after a located diagnostic (also for IR or a
+ * backward plan the CUDA C emitter refuses). */
+KAD_API const char *kad_kernel_cuda(kad_kernel *k, int hip);
+KAD_API const char *kad_grad_module_cuda(kad_kernel *k, const char *wrt, const char *out, unsigned flags, int hip);
+KAD_API const char *kad_jvp_module_cuda(kad_kernel *k, const char *wrt, const char *out, int hip);
+
 /* ---- Named modules (docs/LANGUAGE.md, "Imports") ---- */
 
 /* Adds a Python source file as the module of dotted name modname

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "plan/plan.h"
+#include "emit/emit_cuda.h"
 
 struct kad_ctx {
     Arena *a;
@@ -576,6 +577,55 @@ const char *kad_jvp_module(kad_kernel *k, const char *wrt, const char *out)
     Func *jv = ad_forward(c->a, &c->d, k->f, &spec);
     Buf b = {.a = c->a};
     if (jv && emit_triton_jvp(&b, k->f, jv, &spec, &c->d))
+        text = buf_str(&b);
+    API_END(c);
+    return text;
+}
+
+/* ---- CUDA C (docs/EMIT.md, "CUDA C") ---- */
+
+const char *kad_kernel_cuda(kad_kernel *k, int hip)
+{
+    kad_ctx *c = k->c;
+    API_BEGIN(c, NULL);
+    Buf b = {.a = c->a};
+    EmitCudaOpts o = {.hip = hip != 0};
+    bool ok = emit_cuda_module(&b, c->a, &c->d, k->f, &o);
+    API_END(c);
+    return ok ? buf_str(&b) : NULL;
+}
+
+const char *kad_grad_module_cuda(kad_kernel *k, const char *wrt, const char *out, unsigned flags, int hip)
+{
+    kad_ctx *c = k->c;
+    API_BEGIN(c, NULL);
+    const char *text = NULL;
+    AdSpec spec = ad_spec(c, c->a, wrt, out);
+    spec.atomics = (flags & KAD_GRAD_ATOMICS) != 0;
+    spec.grad_write = arena_alloc(c->a, sizeof *spec.grad_write * (size_t)(spec.nwrt + 1));
+    spec.grad_when = arena_alloc(c->a, sizeof *spec.grad_when * (size_t)(spec.nwrt + 1));
+    spec.grad_rmw = arena_alloc(c->a, sizeof *spec.grad_rmw * (size_t)(spec.nwrt + 1));
+    spec.grad_first = arena_alloc(c->a, sizeof *spec.grad_first * (size_t)(spec.nwrt + 1));
+    const Func *fw = grad_forward(c, k, flags, &spec);
+    Program *bw = fw ? ad_backward(c->a, &c->d, fw, &spec) : NULL;
+    Buf b = {.a = c->a};
+    EmitCudaOpts o = {.hip = hip != 0};
+    if (bw && emit_cuda_backward(&b, c->a, &c->d, fw, bw, &spec, &o))
+        text = buf_str(&b);
+    API_END(c);
+    return text;
+}
+
+const char *kad_jvp_module_cuda(kad_kernel *k, const char *wrt, const char *out, int hip)
+{
+    kad_ctx *c = k->c;
+    API_BEGIN(c, NULL);
+    const char *text = NULL;
+    AdSpec spec = ad_spec(c, c->a, wrt, out);
+    Func *jv = ad_forward(c->a, &c->d, k->f, &spec);
+    Buf b = {.a = c->a};
+    EmitCudaOpts o = {.hip = hip != 0};
+    if (jv && emit_cuda_jvp(&b, c->a, &c->d, k->f, jv, &spec, &o))
         text = buf_str(&b);
     API_END(c);
     return text;

@@ -79,6 +79,8 @@ static const char usage[] =
     "  kad jvp FILE.ir --wrt X,... --out Y,... [-o FILE] [--ir]\n"
     "      print the forward-mode derivative (outputs and their tangents in one pass) as a Triton\n"
     "      module with its launcher (docs/GRAD.md, \"Forward mode\"), or with --ir its IR\n"
+    "  --emit cuda|hip (emit, grad, jvp): print the module as CUDA C (or HIP) with an extern \"C\"\n"
+    "      host launcher instead of Triton (docs/EMIT.md, \"CUDA C\")\n"
     "  --rules FILE.py (ir, emit, audit, grad, check, jvp; repeatable): a file of custom derivatives\n"
     "      (@kad.vjp_of(helper), @kad.jvp_of(helper), kad.nondiff(helper)) for the kernel's helpers (docs/AD.md)\n"
     "  -I DIR: a package root where the kernel's imports are looked up (repeatable;\n"
@@ -287,6 +289,16 @@ static bool root_arg(int argc, char **argv, int *i, Roots *roots)
     return d != NULL;
 }
 
+/* --emit VALUE: triton (0), cuda (1), hip (2); false for anything else. */
+static bool emit_target(const char *v, int *cuda)
+{
+    if (!strcmp(v, "triton") || !strcmp(v, "cuda") || !strcmp(v, "hip")) {
+        *cuda = !strcmp(v, "cuda") ? 1 : !strcmp(v, "hip") ? 2 : 0;
+        return true;
+    }
+    return false;
+}
+
 /* `kad ir`, `kad emit` (mode 1: print the kernel as Triton source) and
  * `kad audit` (mode 2: the determinism audit); for emit and audit the
  * target may also be FILE.ir, textual IR. */
@@ -296,6 +308,7 @@ static int cmd_ir(int argc, char **argv, int mode)
     const char *cmd = audit ? "audit" : triton ? "emit" : "ir";
     const char *target = NULL, *sig = NULL;
     unsigned flags = 0;
+    int cuda = 0; /* emit --emit cuda (1) or hip (2): the CUDA C module instead of Triton */
     Roots roots = {0};
     kad_ctx *c = kad_ctx_new();
     if (!c)
@@ -309,6 +322,8 @@ static int cmd_ir(int argc, char **argv, int mode)
             sig = argv[i] + 6;
         else if (!strcmp(argv[i], "--unroll"))
             flags |= KAD_UNROLL_CONST_LOOPS;
+        else if (triton && !strcmp(argv[i], "--emit") && i + 1 < argc && emit_target(argv[i + 1], &cuda))
+            i++;
         else if (!strcmp(argv[i], "--no-simplify"))
             flags |= KAD_NO_SIMPLIFY;
         else if ((!strcmp(argv[i], "--include") || !strcmp(argv[i], "--rules")) && i + 1 < argc) {
@@ -327,7 +342,7 @@ static int cmd_ir(int argc, char **argv, int mode)
         char *text = slurp(target, "file");
         kad_kernel *k = text ? kad_parse_ir(c, target, text) : NULL;
         free(text);
-        const char *py = !k ? NULL : audit ? kad_audit(k) : kad_kernel_triton(k);
+        const char *py = !k ? NULL : audit ? kad_audit(k) : cuda ? kad_kernel_cuda(k, cuda == 2) : kad_kernel_triton(k);
         if (!py)
             return fail(c);
         fputs(py, stdout);
@@ -341,7 +356,11 @@ static int cmd_ir(int argc, char **argv, int mode)
         return 1;
     }
     kad_kernel *k = load_py_kernel(c, target, colon, &roots, sig, flags);
-    const char *text = !k ? NULL : audit ? kad_audit(k) : triton ? kad_kernel_triton(k) : kad_kernel_ir(k);
+    const char *text = !k                ? NULL
+                       : audit           ? kad_audit(k)
+                       : triton && cuda  ? kad_kernel_cuda(k, cuda == 2)
+                       : triton          ? kad_kernel_triton(k)
+                                         : kad_kernel_ir(k);
     if (!text)
         return fail(c);
     fputs(text, stdout);
@@ -454,6 +473,7 @@ typedef struct AdArgs {
     bool save_fwd;       /* grad --save-forward: the saving forward instead of the backward */
     bool race;           /* grad --race: the one-writer check module instead of the backward */
     bool jvp;            /* `kad jvp`: forward mode instead of grad */
+    int cuda;            /* --emit cuda (1) / hip (2): the CUDA C module instead of the Triton one */
     unsigned flags;
     Roots roots;
     kad_check_opts o;
@@ -506,6 +526,8 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
             x->save_fwd = true;
         else if (!check && !x->jvp && !strcmp(a, "--race"))
             x->race = true;
+        else if (!check && !strcmp(a, "--emit") && has && emit_target(v, &x->cuda))
+            i++;
         else if (!check && !strcmp(a, "-o") && has)
             x->outfile = argv[++i];
         else if ((!strcmp(a, "--include") || !strcmp(a, "--rules")) && has) {
@@ -623,7 +645,9 @@ static int cmd_ad(int argc, char **argv, bool check, bool jvp)
         rc = 1; /* usage errors were already explained on stderr */
     if (!rc && jvp) {
         kad_kernel *g = x.ir ? kad_jvp(k, x.wrt, x.out) : NULL;
-        const char *text = x.ir ? (g ? kad_kernel_ir(g) : NULL) : kad_jvp_module(k, x.wrt, x.out);
+        const char *text = x.ir     ? (g ? kad_kernel_ir(g) : NULL)
+                           : x.cuda ? kad_jvp_module_cuda(k, x.wrt, x.out, x.cuda == 2)
+                                    : kad_jvp_module(k, x.wrt, x.out);
         rc = text ? write_output(x.outfile, text) : 1;
     } else if (!rc && x.race) {
         const char *text = kad_race_module(k, x.out);
@@ -636,6 +660,7 @@ static int cmd_ad(int argc, char **argv, bool check, bool jvp)
         kad_kernel *g = x.ir || x.report ? kad_grad_ex(k, x.wrt, x.out, x.gflags) : NULL;
         const char *text = x.report ? (g ? kad_tape_report(g) : NULL)
                            : x.ir   ? (g ? ir_with_companions(a, g) : NULL)
+                           : x.cuda ? kad_grad_module_cuda(k, x.wrt, x.out, x.gflags, x.cuda == 2)
                                     : kad_grad_module_ex(k, x.wrt, x.out, x.gflags);
         rc = text ? write_output(x.outfile, text) : 1;
     } else if (!rc) {

@@ -18,7 +18,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DIRS = ["parse", "sema", "ir", "errors", "emit", "grad", "access", "audit", "jvp"]
+DIRS = ["parse", "sema", "ir", "errors", "emit", "grad", "access", "audit", "jvp", "emit_cuda"]
 
 
 def run_lines(path):

@@ -1,0 +1,410 @@
+/* emit_cuda_host.c -- CUDA C / HIP modules: header, prelude, kernel, host launcher.
+ *
+ * Job: wrap emit_cuda_kernel's kernel into a translation unit that compiles
+ * alone (nvcc, or hipcc with EmitCudaOpts.hip) and a host function
+ * `extern "C" int launch_<kernel>(grid_x, grid_y, grid_z, params..., stream)`
+ * that launches it with the lane count as blockDim.x and returns the launch's
+ * error code (0: cudaSuccess).  For a backward the launcher also does the
+ * plan's host steps that kad prints here: it refuses a launch that breaks a
+ * guard, computes the plain-store flags from the launch's arguments and grid
+ * (the access analysis's conditions, printed as C), and zero-fills the input
+ * gradients.  Plans with more steps (fold, gemm, gather, tapes, spread,
+ * cleared output gradients) are refused with a located error naming them.
+ *
+ * Requires: bwd = ad_backward(fwd, spec) (params: fwd's, spec->nouts output
+ * gradients, spec->nwrt input gradients, then the flags); jv = ad_forward.
+ */
+#include <string.h>
+
+#include "emit/emit_cuda.h"
+
+/* The comment line between a module's kernels and its host part. */
+#define CU_LAUNCHER_MARK "// ---- the launcher ---------------------------------------------------------------------------"
+
+/* "cuda" or "hip" followed by the rest of the runtime name. */
+static const char *rt(Arena *a, const EmitCudaOpts *o, const char *rest)
+{
+    return arena_printf(a, "%s%s", o->hip ? "hip" : "cuda", rest);
+}
+
+/* The C names of f's parameters (as emit_cuda_kernel names them: cuda_ident of the IR names). */
+static const char **param_names(Arena *a, const Func *f)
+{
+    const char **irn = ir_names(a, f);
+    const char **n = arena_alloc(a, sizeof *n * (size_t)(f->nparams + 1));
+    for (int i = 0; i < f->nparams; i++) {
+        const char *s = cuda_ident(a, irn[f->params[i]]);
+        for (int j = 0; j < i; j++) /* as emit_cuda_kernel's fresh(): a repeated name gets _1, ... */
+            if (!strcmp(n[j], s))
+                s = arena_printf(a, "%s_1", s);
+        n[i] = s;
+    }
+    return n;
+}
+
+static const char *param_type(Arena *a, const Func *f, int i, bool hip)
+{
+    Type t = f->vals.v[f->params[i]].ty;
+    Dtype dt = t.dt == DT_PTR ? (Dtype)t.elem : (Dtype)t.dt;
+    const char *s = cuda_dtype(dt, hip);
+    if (!s)
+        return NULL;
+    return t.dt == DT_PTR ? arena_printf(a, "%s *", s) : arena_printf(a, "%s ", s);
+}
+
+/* "x_ptr=*fp32, n=i32, BLOCK=1024": the signature f was specialized for. */
+static const char *sig_text(Arena *a, const Func *f, int nparams)
+{
+    const char **irn = ir_names(a, f);
+    Buf b = {.a = a};
+    for (int i = 0; i < nparams; i++) {
+        buf_printf(&b, "%s%s=", i ? ", " : "", irn[f->params[i]]);
+        type_print(&b, f->vals.v[f->params[i]].ty);
+    }
+    for (int i = 0; i < f->consts.n; i++)
+        buf_printf(&b, "%s%s=%s", b.len ? ", " : "", f->consts.v[i].name, f->consts.v[i].value);
+    return buf_str(&b);
+}
+
+/* Appends text as // comment lines of at most ~100 characters (continuations indented). */
+static void comment(Buf *out, Arena *a, const char *text)
+{
+    const char *p = text;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        const char *lead = "";
+        while (n > 96) { /* break at the last space before the limit */
+            size_t k = 96;
+            while (k > 20 && p[k] != ' ')
+                k--;
+            if (p[k] != ' ')
+                break;
+            buf_printf(out, "// %s%s\n", lead, arena_strndup(a, p, k));
+            p += k + 1;
+            n -= k + 1;
+            lead = "    ";
+        }
+        buf_printf(out, "// %s%s\n", lead, arena_strndup(a, p, n));
+        p += n + (nl ? 1 : 0);
+    }
+}
+
+/* ---- conditions of a launch, as C ---- */
+
+/* Monomial mo of analysis A as C (int64: the first symbol cast) without its sign, its
+ * coefficient's magnitude included; NULL when a symbol is not an int parameter or the grid. */
+static const char *mono_c(Arena *a, Access *A, const AccMono *mo, const char *const *names)
+{
+    Buf t = {.a = a};
+    int nsym = 0;
+    long long k = (long long)mo->k, ak = k < 0 ? -k : k;
+    if (ak != 1)
+        buf_printf(&t, "%lldLL", ak);
+    for (int s = 0; s < ACC_NSYM; s++) {
+        if (!mo->s[s])
+            continue;
+        int prm = -1, axis = -1, kind = access_sym(A, mo->s[s], &prm, &axis);
+        const char *cast = nsym || ak != 1 ? "" : "(int64_t)";
+        const char *sep = t.len ? " * " : "";
+        if (kind == 1)
+            buf_printf(&t, "%s%s%s", sep, cast, names[prm]);
+        else if (kind == 2)
+            buf_printf(&t, "%s%sgrid_%c", sep, cast, "xyz"[axis]);
+        else
+            return NULL;
+        nsym++;
+    }
+    if (!nsym && ak == 1)
+        buf_puts(&t, "1LL");
+    return buf_str(&t);
+}
+
+/* p >= 0 of analysis A as C over the launcher's names, the terms of p moved to the side where
+ * their sign is +: `(int64_t)stride >= n_cols`, `(int64_t)grid_y <= 1`; NULL as mono_c. */
+static const char *ineq_c(Arena *a, Access *A, const AccPoly *p, const char *const *names)
+{
+    Buf pos = {.a = a}, neg = {.a = a};
+    bool pos_sym = false;
+    for (int m = 0; m < p->n; m++) {
+        const AccMono *mo = &p->m[m];
+        if (!mo->k)
+            continue;
+        const char *t = mono_c(a, A, mo, names);
+        if (!t)
+            return NULL;
+        Buf *side = mo->k > 0 ? &pos : &neg;
+        buf_printf(side, "%s%s", side->len ? " + " : "", t);
+        bool sym = mo->s[0] != 0;
+        if (mo->k > 0)
+            pos_sym |= sym;
+    }
+    const char *P = pos.len ? buf_str(&pos) : "0", *N = neg.len ? buf_str(&neg) : "0";
+    if (!pos_sym && neg.len)
+        return arena_printf(a, "%s <= %s", N, P);
+    return arena_printf(a, "%s >= %s", P, N);
+}
+
+/* Condition c (every clause holds; a clause: one of its polynomials >= 0) as C; NULL when it names
+ * a value the launcher does not have. */
+static const char *cond_c(Arena *a, Access *A, const AccCond *c, const char *const *names)
+{
+    Buf b = {.a = a};
+    if (!c->n)
+        return "true";
+    for (int i = 0; i < c->n; i++) {
+        const AccClause *cl = &c->c[i];
+        if (i)
+            buf_puts(&b, " && ");
+        if (cl->n > 1 && c->n > 1)
+            buf_putc(&b, '(');
+        for (int j = 0; j < cl->n; j++) {
+            const char *p = ineq_c(a, A, &cl->p[j], names);
+            if (!p)
+                return NULL;
+            buf_printf(&b, "%s%s", j ? " || " : "", p);
+        }
+        if (cl->n > 1 && c->n > 1)
+            buf_putc(&b, ')');
+    }
+    return buf_str(&b);
+}
+
+/* ---- launchers ---- */
+
+/* Prints the launcher's signature line and its parameter checks (ranges); names: the C names of
+ * the first nargs parameters of f; extra: more parameters after them ("" or ", int64_t n"). */
+static void launcher_open(Buf *out, Arena *a, const Func *f, const char *lname, const char *const *names, int nargs,
+                          const char *extra, const EmitCudaOpts *o)
+{
+    buf_printf(out, "extern \"C\" int %s(unsigned grid_x, unsigned grid_y, unsigned grid_z", lname);
+    for (int i = 0; i < nargs; i++)
+        buf_printf(out, ",\n        %s%s", param_type(a, f, i, o->hip), names[i]);
+    buf_printf(out, "%s,\n        %s stream)\n{\n", extra, rt(a, o, "Stream_t"));
+    for (int i = 0; i < f->ranges.n; i++) {
+        const ParamRange *r = &f->ranges.v[i];
+        if (r->param < nargs)
+            buf_printf(out, "    if (%s < %lldLL || %s > %lldLL) // specialized for this range\n"
+                            "        return (int)%s;\n",
+                       names[r->param], (long long)r->lo, names[r->param], (long long)r->hi,
+                       rt(a, o, "ErrorInvalidValue"));
+    }
+}
+
+/* The launch of kernel kname with L threads per block and f's parameters (names), then the return. */
+static void launcher_launch(Buf *out, Arena *a, const Func *f, const char *kname, int L, const char *const *names,
+                            const EmitCudaOpts *o)
+{
+    Buf args = {.a = a};
+    for (int i = 0; i < f->nparams; i++)
+        buf_printf(&args, "%s%s", i ? ", " : "", names[i]);
+    buf_puts(out, "    if (grid_x == 0 || grid_y == 0 || grid_z == 0)\n        return 0; // no programs\n");
+    if (o->hip)
+        buf_printf(out, "    hipLaunchKernelGGL(%s, dim3(grid_x, grid_y, grid_z), dim3(%d), 0, stream, %s);\n", kname, L,
+                   buf_str(&args));
+    else
+        buf_printf(out, "    %s<<<dim3(grid_x, grid_y, grid_z), %d, 0, stream>>>(%s);\n", kname, L, buf_str(&args));
+    buf_printf(out, "    return (int)%s();\n}\n", rt(a, o, "GetLastError"));
+}
+
+static void header(Buf *out, Arena *a, const char *title, const Func *f, int nsig, int L, const char *more,
+                   const EmitCudaOpts *o)
+{
+    Buf t = {.a = a};
+    buf_printf(&t, "%s, generated by kad %s from the specialized IR as %s.\n", title, KAD_VERSION_STRING,
+               o->hip ? "HIP" : "CUDA C");
+    buf_printf(&t, "Specialized for: %s\n", sig_text(a, f, nsig));
+    buf_printf(&t, "The constexprs are built into the body. One thread per lane: blockDim.x = %d, thread i holding "
+                   "lane i of every tile; scalars are computed alike by every thread.\n", L);
+    if (more)
+        buf_puts(&t, more);
+    comment(out, a, buf_str(&t));
+    buf_putc(out, '\n');
+}
+
+bool emit_cuda_module(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCudaOpts *o)
+{
+    static const EmitCudaOpts none = {0};
+    o = o ? o : &none;
+    Buf k = {.a = a};
+    int L = 0;
+    unsigned h = 0;
+    if (!emit_cuda_kernel(&k, a, d, f, o, &L, &h))
+        return false;
+    const char *kname = cuda_ident(a, o->name ? o->name : f->name);
+    header(out, a, arena_printf(a, "Kernel %s", f->name), f, f->nparams, L,
+           arena_printf(a, "Launch it with launch_%s(grid_x, grid_y, grid_z, its arguments, stream), which returns "
+                           "the launch's error code (0: success).\n", kname), o);
+    emit_cuda_prelude(out, o, h);
+    buf_puts(out, buf_str(&k));
+    buf_printf(out, "\n%s\n\n", CU_LAUNCHER_MARK);
+    const char **names = param_names(a, f);
+    const char *lname = arena_printf(a, "launch_%s", kname);
+    launcher_open(out, a, f, lname, names, f->nparams, "", o);
+    launcher_launch(out, a, f, kname, L, names, o);
+    return true;
+}
+
+/* The plan pieces of P that this launcher does not print, as a refusal; true when there is none. */
+static bool simple_plan(Diags *d, Arena *a, const Program *P)
+{
+    const Func *bwd = P->main;
+    const char *what = bwd->fold ? "grid folding (a fold plan: partial sums and their sum kernel)"
+                       : P->gemm ? "GEMM kernels for the matmul operand gradients"
+                       : P->gather ? "gather kernels for the input gradients"
+                       : P->tapes.n ? "tapes (scratch buffers for loops reversed backwards)"
+                       : P->spread ? "a loop spread over more programs"
+                       : P->cleared.n ? "output gradients read and cleared (a copy of the caller's)"
+                                      : NULL;
+    if (!what)
+        return true;
+    diag_error(d, bwd->loc, "CUDA C emitter: the backward %s needs %s, which the CUDA C launcher does not do yet; "
+                            "its Triton module (`kad grad` without --emit) does", bwd->name, what);
+    return false;
+}
+
+bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Program *P, const AdSpec *spec,
+                        const EmitCudaOpts *o)
+{
+    static const EmitCudaOpts none = {0};
+    o = o ? o : &none;
+    if (!simple_plan(d, a, P))
+        return false;
+    const Func *bwd = P->main;
+    int nfwd = fwd->nparams, nouts = spec->nouts, nin = spec->nwrt, nf = bwd->flags.n;
+    int ncontract = nfwd + nouts + nin;
+    if (bwd->nparams != ncontract + nf) {
+        diag_error(d, bwd->loc, "CUDA C emitter: the backward %s has %d parameters, not the forward's %d, %d "
+                                "output and %d input gradients and %d flags (an input that is also an output, in "
+                                "place, shares one gradient): the CUDA C launcher does not print it yet",
+                   bwd->name, bwd->nparams, nfwd, nouts, nin, nf);
+        return false;
+    }
+    for (int j = 0; j < nf; j++)
+        if (bwd->flags.v[j].param != bwd->params[ncontract + j] || bwd->flags.v[j].grid_add) {
+            diag_error(d, bwd->loc, "CUDA C emitter: the backward %s has a flag the CUDA C launcher does not compute "
+                                    "(a gather kernel's grid)", bwd->name);
+            return false;
+        }
+    const char *kname = cuda_ident(a, arena_printf(a, "%s_bwd", fwd->name));
+    EmitCudaOpts ko = *o;
+    ko.name = kname;
+    Buf k = {.a = a};
+    int L = 0;
+    unsigned h = 0;
+    if (!emit_cuda_kernel(&k, a, d, bwd, &ko, &L, &h))
+        return false;
+    const char **names = param_names(a, bwd);
+    /* the launch's conditions: guards refuse it, flags choose plain stores */
+    const char **gc = arena_alloc(a, sizeof *gc * (size_t)(bwd->guards.n + 1));
+    for (int i = 0; i < bwd->guards.n; i++) {
+        const FuncGuard *g = &bwd->guards.v[i];
+        gc[i] = cond_c(a, g->acc, g->cond, names);
+        if (!gc[i]) {
+            diag_error(d, g->loc, "CUDA C emitter: %s, under a launch condition the CUDA C launcher cannot compute "
+                                  "from the arguments and the grid", g->msg);
+            return false;
+        }
+    }
+    const char **fc = arena_alloc(a, sizeof *fc * (size_t)(nf + 1));
+    for (int j = 0; j < nf; j++) {
+        const FuncFlag *fl = &bwd->flags.v[j];
+        Buf all = {.a = a};
+        for (int i = 0; i < fl->ncond; i++) {
+            const char *one = cond_c(a, fl->acc, fl->cond[i], names);
+            if (!one) {
+                all.len = 0;
+                break;
+            }
+            buf_printf(&all, fl->ncond > 1 ? "%s(%s)" : "%s%s", i ? " && " : "", one);
+        }
+        fc[j] = all.len ? buf_str(&all) : NULL; /* NULL: atomics, always right */
+    }
+    /* the header: what it differentiates and how each gradient is written */
+    Buf t = {.a = a};
+    buf_printf(&t, "Outputs:");
+    for (int i = 0; i < nouts; i++)
+        buf_printf(&t, " %s (gradient read from %s)%s", spec->outs[i], names[nfwd + i], i + 1 < nouts ? "," : ".");
+    buf_printf(&t, "\nInputs:");
+    for (int i = 0; i < nin; i++)
+        buf_printf(&t, " %s (gradient written into %s)%s", spec->wrt[i], names[nfwd + nouts + i],
+                   i + 1 < nin ? "," : ".");
+    buf_puts(&t, "\nEach program recomputes its part of the forward, then sweeps back. launch_");
+    buf_printf(&t, "%s zero-fills each input gradient (<name>_numel elements), then launches.\n", kname);
+    for (int j = 0; j < nf; j++) {
+        buf_printf(&t, "%s: plain stores (deterministic) when %s, else atomicAdd (the order of float additions "
+                       "is not deterministic).\n", names[ncontract + j], fc[j] ? fc[j] : "never");
+    }
+    if (spec->atomics)
+        buf_puts(&t, "Built with --atomics: the gradients are accumulated with atomicAdd.\n");
+    header(out, a, arena_printf(a, "Backward of kernel %s", fwd->name), fwd, nfwd, L, buf_str(&t), o);
+    emit_cuda_prelude(out, o, h);
+    buf_puts(out, buf_str(&k));
+    buf_printf(out, "\n%s\n\n", CU_LAUNCHER_MARK);
+    Buf extra = {.a = a};
+    for (int i = 0; i < nin; i++)
+        buf_printf(&extra, ",\n        int64_t %s_numel", names[nfwd + nouts + i]);
+    launcher_open(out, a, bwd, arena_printf(a, "launch_%s", kname), names, ncontract, buf_str(&extra), o);
+    for (int i = 0; i < bwd->guards.n; i++) {
+        const FuncGuard *g = &bwd->guards.v[i];
+        char *msg = arena_strdup(a, g->msg);
+        for (char *q = msg; *q; q++)
+            if (*q == '\n' || *q == '\r')
+                *q = ' ';
+        buf_printf(out, "    if (!(%s)) // %s:%d:%d: %s\n        return (int)%s;\n", gc[i],
+                   g->loc.file ? g->loc.file : "<kernel>", g->loc.line, g->loc.col, msg,
+                   rt(a, o, "ErrorInvalidValue"));
+    }
+    if (nf)
+        buf_puts(out, "    // plain stores where the access analysis proves them for this launch\n");
+    for (int j = 0; j < nf; j++)
+        buf_printf(out, "    const bool %s = %s;\n", names[ncontract + j], fc[j] ? fc[j] : "false");
+    for (int i = 0; i < nin; i++) {
+        int p = nfwd + nouts + i;
+        Type ty = bwd->vals.v[bwd->params[p]].ty;
+        buf_printf(out, "    %s err%d = %s(%s, 0, (size_t)%s_numel * sizeof(%s), stream);\n",
+                   rt(a, o, "Error_t"), i, rt(a, o, "MemsetAsync"), names[p], names[p],
+                   cuda_dtype((Dtype)ty.elem, o->hip));
+        buf_printf(out, "    if (err%d != %s)\n        return (int)err%d;\n", i, rt(a, o, "Success"), i);
+    }
+    launcher_launch(out, a, bwd, kname, L, names, o);
+    return true;
+}
+
+bool emit_cuda_jvp(Buf *out, Arena *a, Diags *d, const Func *fwd, const Func *jv, const AdSpec *spec,
+                   const EmitCudaOpts *o)
+{
+    static const EmitCudaOpts none = {0};
+    o = o ? o : &none;
+    if (jv->guards.n || jv->flags.n || jv->fold) {
+        diag_error(d, jv->loc, "CUDA C emitter: the jvp %s has launch steps (guards, flags or a fold) that the "
+                               "CUDA C launcher does not print yet", jv->name);
+        return false;
+    }
+    const char *kname = cuda_ident(a, arena_printf(a, "%s_jvp", fwd->name));
+    EmitCudaOpts ko = *o;
+    ko.name = kname;
+    Buf k = {.a = a};
+    int L = 0;
+    unsigned h = 0;
+    if (!emit_cuda_kernel(&k, a, d, jv, &ko, &L, &h))
+        return false;
+    Buf t = {.a = a};
+    buf_puts(&t, "Tangents of inputs:");
+    for (int i = 0; i < spec->nwrt; i++)
+        buf_printf(&t, " %s%s", spec->wrt[i], i + 1 < spec->nwrt ? "," : ".");
+    buf_puts(&t, " Tangents of outputs:");
+    for (int i = 0; i < spec->nouts; i++)
+        buf_printf(&t, " %s%s", spec->outs[i], i + 1 < spec->nouts ? "," : ".");
+    buf_printf(&t, "\nlaunch_%s takes the forward's arguments, then the tangent buffers (each laid out like its "
+                   "primal); elements the kernel does not write keep their tangent.\n", kname);
+    header(out, a, arena_printf(a, "Forward-mode derivative (jvp) of kernel %s", fwd->name), fwd, fwd->nparams, L,
+           buf_str(&t), o);
+    emit_cuda_prelude(out, o, h);
+    buf_puts(out, buf_str(&k));
+    buf_printf(out, "\n%s\n\n", CU_LAUNCHER_MARK);
+    const char **names = param_names(a, jv);
+    launcher_open(out, a, jv, arena_printf(a, "launch_%s", kname), names, jv->nparams, "", o);
+    launcher_launch(out, a, jv, kname, L, names, o);
+    return true;
+}

@@ -1,0 +1,599 @@
+/* emit_cuda_lanes.c -- the CUDA C emitter's work across a block's threads and within them.
+ *
+ * Reductions, scans, gathers and flips along the lanes of 1-D tiles go through shared memory in
+ * a fixed order (the prelude's helpers, or a helper per instruction for several operands), so a
+ * launch gives the same bits on every run; every thread reaches every barrier because the IR's
+ * control flow is uniform (scalar conditions).  Per-thread arrays (tiles [L, k]) and rows (tiles
+ * that every thread holds alike: [k], [1, k]) print as loops over kad_j, their reductions and
+ * scans along the array in order.  The prelude holds the device helpers a kernel calls.
+ */
+#include <string.h>
+
+#include "emit/emit_cuda_int.h"
+
+/* ---- reductions, scans, gathers (through shared memory) ---- */
+
+/* The shared buffer of dtype dt (declared at the kernel's top). */
+static const char *smem(Cu *c, Dtype dt)
+{
+    c->smem |= 1u << dt;
+    return arena_printf(c->a, "kad_smem_%s", dtype_name(dt));
+}
+
+/* Shared buffer number k (0: smem's) of dtype dt: operands of one reduce or scan need their own. */
+static const char *smem_k(Cu *c, Dtype dt, int k)
+{
+    if (!k)
+        return smem(c, dt);
+    if (c->smem_more[dt] < k)
+        c->smem_more[dt] = k;
+    return arena_printf(c->a, "kad_smem_%s_%d", dtype_name(dt), k);
+}
+
+/* A reduce or scan of several operands: its combine region as a functor taking the running
+ * values, the next ones and the results by reference, and a helper of its own that runs the
+ * fixed tree (reduce) or the Hillis-Steele scan over shared buffers, one per operand; the
+ * results are variables that the helper updates in place. */
+void cu_multi_lane_op(Cu *c, const Inst *in)
+{
+    const Block *rg = in->regions[0];
+    int n = in->nargs, read = 0;
+    for (int k = 0; k < in->nres; k++)
+        read += c->uses[in->res[k]];
+    if (!read)
+        return;
+    int id = c->ncomb++;
+    bool red = in->op == OP_REDUCE;
+    for (int k = 0; k < n; k++)
+        if (!cu_is_lane(c, in->args[k]) || in->ival != 0) {
+            cu_refuse(c, in->loc, "'%s' of %%%s %s: only along the lanes of 1-D tiles", op_info[in->op].name,
+                   c->irname[in->args[k]], cu_shape_str(c, cu_vty(c, in->args[k])));
+            return;
+        }
+    const char *fn = arena_printf(c->a, "kad_combine_%d", id);
+    Buf *save = c->out;
+    int sd = c->depth;
+    Buf body = {.a = c->a}, sig = {.a = c->a};
+    c->out = &body;
+    c->depth = 1;
+    const char **tys = arena_alloc(c->a, sizeof *tys * (size_t)n);
+    for (int k = 0; k < 2 * n; k++) {
+        const char *ty = cu_ctype(c, rg->params[k], in->loc);
+        if (k < n)
+            tys[k] = ty;
+        c->var[rg->params[k]] = cu_name_for(c, rg->params[k]);
+        buf_printf(&sig, "%s%s %s", k ? ", " : "", ty, c->var[rg->params[k]]);
+    }
+    const char **outs = arena_alloc(c->a, sizeof *outs * (size_t)n);
+    for (int k = 0; k < n; k++) {
+        outs[k] = cu_fresh(c, arena_printf(c->a, "kad_r%d", k));
+        buf_printf(&sig, ", %s &%s", tys[k], outs[k]);
+    }
+    cu_print_block(c, rg, outs);
+    c->out = save;
+    c->depth = sd;
+    if (!c->ok)
+        return;
+    Buf rs = {.a = c->a};
+    for (int k = 0; k < n; k++)
+        buf_printf(&rs, "%s%%%s", k ? ", " : "", c->irname[in->res[k]]);
+    Buf *P = &c->pre;
+    buf_printf(P, "// the combine function of %s (line %d)\nstruct %s {\n", buf_str(&rs), in->loc.line, fn);
+    buf_printf(P, "    __device__ void operator()(%s) const\n    {\n%s    }\n};\n", buf_str(&sig), buf_str(&body));
+    const char *hname = arena_printf(c->a, "kad_%s_%d", red ? "reduce" : "scan", id);
+    buf_printf(P, "__device__ void %s(", hname);
+    for (int k = 0; k < n; k++)
+        buf_printf(P, "%s%s &v%d, %s *buf%d", k ? ", " : "", tys[k], k, tys[k], k);
+    if (red)
+        buf_printf(P, ")\n{ // kad_block_reduce's fixed tree over %d operands\n    const int j = threadIdx.x;\n", n);
+    else
+        buf_printf(P, ", bool reverse)\n{ // kad_block_scan over %d operands\n"
+                      "    const int j = reverse ? %d - (int)threadIdx.x : (int)threadIdx.x;\n", n, c->L - 1);
+    for (int k = 0; k < n; k++)
+        buf_printf(P, "    buf%d[j] = v%d;\n", k, k);
+    buf_puts(P, "    __syncthreads();\n");
+    if (red) {
+        buf_printf(P, "    for (int n = %d; n > 1; n = (n + 1) / 2) {\n        const int h = (n + 1) / 2;\n"
+                      "        if (j < n - h) {\n", c->L);
+        for (int k = 0; k < n; k++)
+            buf_printf(P, "            %s r%d;\n", tys[k], k);
+        buf_printf(P, "            %s()(", fn);
+        for (int k = 0; k < n; k++)
+            buf_printf(P, "%sbuf%d[j]", k ? ", " : "", k);
+        for (int k = 0; k < n; k++)
+            buf_printf(P, ", buf%d[j + h]", k);
+        for (int k = 0; k < n; k++)
+            buf_printf(P, ", r%d", k);
+        buf_puts(P, ");\n");
+        for (int k = 0; k < n; k++)
+            buf_printf(P, "            buf%d[j] = r%d;\n", k, k);
+        buf_puts(P, "        }\n        __syncthreads();\n    }\n");
+        for (int k = 0; k < n; k++)
+            buf_printf(P, "    v%d = buf%d[0];\n", k, k);
+        buf_puts(P, "    __syncthreads();\n}\n\n");
+    } else {
+        buf_printf(P, "    for (int s = 1; s < %d; s *= 2) {\n", c->L);
+        for (int k = 0; k < n; k++)
+            buf_printf(P, "        const %s p%d = j >= s ? buf%d[j - s] : v%d;\n", tys[k], k, k, k);
+        buf_puts(P, "        __syncthreads();\n        if (j >= s) {\n");
+        for (int k = 0; k < n; k++)
+            buf_printf(P, "            %s r%d;\n", tys[k], k);
+        buf_printf(P, "            %s()(", fn);
+        for (int k = 0; k < n; k++)
+            buf_printf(P, "%sp%d", k ? ", " : "", k);
+        for (int k = 0; k < n; k++)
+            buf_printf(P, ", v%d", k);
+        for (int k = 0; k < n; k++)
+            buf_printf(P, ", r%d", k);
+        buf_puts(P, ");\n");
+        for (int k = 0; k < n; k++)
+            buf_printf(P, "            v%d = r%d;\n", k, k);
+        buf_puts(P, "        }\n");
+        for (int k = 0; k < n; k++)
+            buf_printf(P, "        buf%d[j] = v%d;\n", k, k);
+        buf_puts(P, "        __syncthreads();\n    }\n}\n\n");
+    }
+    /* the call: the results start as the operands */
+    Buf call = {.a = c->a};
+    int used[DT_COUNT] = {0};
+    for (int k = 0; k < n; k++) {
+        ValId r = in->res[k];
+        c->var[r] = cu_declare(c, r, in->args[k], in->loc);
+        Dtype dt = cu_vdt(c, in->args[k]);
+        buf_printf(&call, "%s%s, %s", k ? ", " : "", c->var[r], smem_k(c, dt, used[dt]++));
+    }
+    if (red)
+        cu_line(c, "%s(%s);", hname, buf_str(&call));
+    else
+        cu_line(c, "%s(%s, %s);", hname, buf_str(&call), in->flags & IF_REVERSE ? "true" : "false");
+}
+
+/* A combine region (closed, scalars only) as a device functor kad_combine_N (one operand, one
+ * result): its name, or NULL after a refusal. */
+static const char *combine_functor(Cu *c, const Inst *in)
+{
+    const Block *rg = in->regions[0];
+    if (in->nargs != 1 || rg->nparams != 2) {
+        cu_refuse(c, in->loc, "'%s' of %d operands: the CUDA C emitter prints a combine region of one operand",
+               op_info[in->op].name, in->nargs);
+        return NULL;
+    }
+    const char *fn = arena_printf(c->a, "kad_combine_%d", c->ncomb++);
+    Buf *save = c->out;
+    int sd = c->depth;
+    Buf body = {.a = c->a};
+    c->out = &body;
+    c->depth = 1;
+    const char *ty = cu_ctype(c, rg->params[0], in->loc);
+    const char *pa = c->var[rg->params[0]] = cu_name_for(c, rg->params[0]);
+    const char *pb = c->var[rg->params[1]] = cu_name_for(c, rg->params[1]);
+    const char *ret = cu_fresh(c, "kad_r");
+    cu_line(c, "%s %s;", ty, ret);
+    const char *targets[1] = {ret};
+    cu_print_block(c, rg, targets);
+    cu_line(c, "return %s;", ret);
+    c->out = save;
+    c->depth = sd;
+    buf_printf(&c->pre, "// the combine function of %%%s (line %d)\nstruct %s {\n"
+                        "    __device__ %s operator()(%s %s, %s %s) const\n    {\n%s    }\n};\n\n",
+               c->irname[in->res[0]], in->loc.line, fn, ty, ty, pa, ty, pb, buf_str(&body));
+    return fn;
+}
+
+void cu_reduction(Cu *c, const Block *b, const Inst *in)
+{
+    ValId x = in->args[0], r = in->res[0];
+    if (!c->uses[r])
+        return; /* unread: every thread skips it alike, barriers included */
+    Dtype dt = cu_vdt(c, x);
+    if (!cu_is_lane(c, x) || in->ival != 0 || (in->flags & IF_KEEP_DIMS)) {
+        cu_refuse(c, in->loc, "'%s' of %%%s %s: the CUDA C emitter reduces a 1-D tile along its lanes into a scalar",
+               op_info[in->op].name, c->irname[x], cu_shape_str(c, cu_vty(c, x)));
+        return;
+    }
+    if (!cuda_dtype(dt, c->o->hip)) {
+        cu_refuse(c, in->loc, "'%s' of %s", op_info[in->op].name, dtype_name(dt));
+        return;
+    }
+    const char *e;
+    if (in->op == OP_ARGMAX || in->op == OP_ARGMIN) {
+        c->helpers |= CU_H_ARG;
+        c->smem_idx = true;
+        e = arena_printf(c->a, "kad_block_%s<%d>(%s, %s, kad_smem_idx)", in->op == OP_ARGMAX ? "argmax" : "argmin",
+                         c->L, cu_bare(c, x), smem(c, dt));
+    } else if (in->op == OP_REDUCE) {
+        const char *fn = combine_functor(c, in);
+        if (!fn)
+            return;
+        c->helpers |= CU_H_REDUCE;
+        e = arena_printf(c->a, "kad_block_reduce<%d>(%s, %s, %s())", c->L, cu_bare(c, x), smem(c, dt), fn);
+    } else {
+        c->helpers |= CU_H_REDUCE;
+        const char *fn = in->op == OP_SUM ? "kad_add" : in->op == OP_MAX ? "kad_max" : "kad_min";
+        e = arena_printf(c->a, "kad_block_reduce<%d>(%s, %s, %s())", c->L, cu_bare(c, x), smem(c, dt), fn);
+    }
+    cu_bind(c, b, r, e, false, in->loc);
+}
+
+void cu_scan(Cu *c, const Block *b, const Inst *in)
+{
+    ValId x = in->args[0], r = in->res[0];
+    if (!c->uses[r])
+        return;
+    if (!cu_is_lane(c, x) || in->ival != 0) {
+        cu_refuse(c, in->loc, "'%s' of %%%s %s: the CUDA C emitter scans a 1-D tile along its lanes",
+               op_info[in->op].name, c->irname[x], cu_shape_str(c, cu_vty(c, x)));
+        return;
+    }
+    const char *fn = in->op == OP_CUMSUM ? "kad_add()" : in->op == OP_CUMPROD ? "kad_mul()" : NULL;
+    if (!fn) {
+        const char *f2 = combine_functor(c, in);
+        if (!f2)
+            return;
+        fn = arena_printf(c->a, "%s()", f2);
+    }
+    c->helpers |= CU_H_SCAN | CU_H_REDUCE;
+    cu_bind(c, b, r, arena_printf(c->a, "kad_block_scan<%d>(%s, %s, %s, %s)", c->L, cu_bare(c, x), smem(c, cu_vdt(c, x)),
+                               in->flags & IF_REVERSE ? "true" : "false", fn), false, in->loc);
+}
+
+/* gather along the lanes and flip: lane i reads lane idx of src through shared memory. */
+void cu_permute_lanes(Cu *c, const Block *b, const Inst *in)
+{
+    ValId x = in->args[0], r = in->res[0];
+    if (!cu_is_lane(c, x) || in->ival != 0) {
+        cu_refuse(c, in->loc, "'%s' of %%%s %s: only along the lanes of a 1-D tile", op_info[in->op].name,
+               c->irname[x], cu_shape_str(c, cu_vty(c, x)));
+        return;
+    }
+    const char *idx = in->op == OP_FLIP ? arena_printf(c->a, "%d - (int32_t)threadIdx.x", c->L - 1)
+                                        : arena_printf(c->a, "(int)%s", cu_val(c, in->args[1]));
+    c->helpers |= CU_H_GATHER;
+    cu_bind(c, b, r, arena_printf(c->a, "kad_block_gather<%d>(%s, %s, %s)", c->L, cu_bare(c, x), smem(c, cu_vdt(c, x)), idx),
+         false, in->loc);
+}
+
+/* ---- per-thread arrays: tiles [L, k] ---- */
+
+/* Prints `T r[k];` and a loop over kad_j assigning e (built with c->jidx: arrays read at kad_j). */
+static void array_assign(Cu *c, ValId r, const char *e, Loc loc)
+{
+    const char *ty = cu_ctype(c, r, loc);
+    int k = cu_width(c, r);
+    c->var[r] = cu_name_for(c, r);
+    cu_line(c, "%s%s%s[%d];", ty, ty[strlen(ty) - 1] == '*' ? "" : " ", c->var[r], k);
+    cu_line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", k);
+    cu_line(c, "    %s[kad_j] = %s;", c->var[r], e);
+}
+
+/* An instruction on tiles [L, k] (its result, or a store's pointer): element by element in each
+ * thread, or a reduction or scan along axis 1 in a fixed order (kad_j = 0, 1, ...).  False when
+ * in has no such tile (the caller prints it). */
+bool cu_array_inst(Cu *c, const Inst *in)
+{
+    ValId r = in->nres ? in->res[0] : 0, x = in->nargs ? in->args[0] : 0;
+    int op = in->op, kr = r ? cu_width(c, r) : 0, kx = x ? cu_width(c, x) : 0;
+    if (!kr && !kx)
+        return false;
+    if (op == OP_FOR || op == OP_IF || op == OP_WHILE || op == OP_YIELD || op == OP_CONDITION)
+        return false;
+    if (!c->uses[r] && r && op_info[op].pure && op != OP_SUM && op != OP_MAX && op != OP_MIN)
+        return true; /* unread */
+    if (op == OP_SPLIT && kx == 2 && !kr) { /* x[..., h]: one element of the row */
+        c->var[r] = cu_elem_at(c, x, in->ival ? "1" : "0");
+        return true;
+    }
+    if (op == OP_JOIN && kr == 2) {
+        const char *ty = cu_ctype(c, r, in->loc);
+        c->var[r] = cu_name_for(c, r);
+        cu_line(c, "const %s %s[2] = {%s, %s};", ty, c->var[r], cu_bare(c, in->args[0]), cu_bare(c, in->args[1]));
+        return true;
+    }
+    int last = x ? cu_vty(c, x).rank - 1 : 0; /* a row's axis: the array's */
+    if ((op == OP_SUM || op == OP_MAX || op == OP_MIN || op == OP_ARGMAX || op == OP_ARGMIN) && kx && !kr &&
+        in->ival == last) {
+        bool fl = dtype_is_float(cu_vdt(c, x)), f64 = cu_vdt(c, x) == DT_F64, arg = op == OP_ARGMAX || op == OP_ARGMIN;
+        const char *ty = cu_ctype(c, x, in->loc), *v = cu_val(c, x);
+        c->var[r] = cu_name_for(c, r);
+        const char *acc = arg ? cu_fresh(c, arena_printf(c->a, "%s_best", c->var[r])) : c->var[r];
+        const char *v0 = cu_elem_at(c, x, "0");
+        v = cu_elem_at(c, x, "kad_j");
+        cu_line(c, "%s %s = %s;", ty, acc, v0);
+        if (arg)
+            cu_line(c, "int32_t %s = 0;", c->var[r]);
+        cu_line(c, "for (int kad_j = 1; kad_j < %d; kad_j++)%s", kx, arg ? " {" : "");
+        if (op == OP_SUM)
+            cu_line(c, "    %s = %s + %s;", acc, acc, v);
+        else if (op == OP_MAX || op == OP_MIN)
+            cu_line(c, fl ? "    %s = %s(%s, %s);" : "    %s = kad_%s()(%s, %s);", acc,
+                 fl ? (op == OP_MAX ? (f64 ? "fmax" : "fmaxf") : (f64 ? "fmin" : "fminf")) : (op == OP_MAX ? "max" : "min"),
+                 acc, v);
+        else {
+            cu_line(c, "    if (%s %s %s) {", v, op == OP_ARGMAX ? ">" : "<", acc);
+            cu_line(c, "        %s = %s;", acc, v);
+            cu_line(c, "        %s = kad_j;", c->var[r]);
+            cu_line(c, "    }");
+            cu_line(c, "}");
+        }
+        if (!fl && (op == OP_MAX || op == OP_MIN))
+            c->helpers |= CU_H_REDUCE;
+        return true;
+    }
+    if ((op == OP_CUMSUM || op == OP_CUMPROD) && kx && kr == kx && in->ival == last) {
+        const char *ty = cu_ctype(c, r, in->loc);
+        bool rev = in->flags & IF_REVERSE;
+        c->var[r] = cu_name_for(c, r);
+        cu_line(c, "%s %s[%d];", ty, c->var[r], kr);
+        cu_line(c, "%s[%d] = %s;", c->var[r], rev ? kr - 1 : 0, cu_elem_at(c, x, rev ? arena_printf(c->a, "%d", kr - 1) : "0"));
+        if (rev)
+            cu_line(c, "for (int kad_j = %d; kad_j >= 0; kad_j--)", kr - 2);
+        else
+            cu_line(c, "for (int kad_j = 1; kad_j < %d; kad_j++)", kr);
+        cu_line(c, "    %s[kad_j] = %s[kad_j %s 1] %s %s;", c->var[r], c->var[r], rev ? "+" : "-",
+             op == OP_CUMSUM ? "+" : "*", cu_elem_at(c, x, "kad_j"));
+        return true;
+    }
+    if (op == OP_STORE || op_is_atomic(op) || op == OP_LOAD) {
+        int at = op == OP_LOAD ? 1 : 2;
+        c->jidx = true;
+        const char *p = cu_val(c, x), *mask = in->flags & IF_HAS_MASK ? cu_val(c, in->args[at]) : NULL;
+        Dtype el = (Dtype)cu_vty(c, x).elem;
+        if (op == OP_LOAD) {
+            const char *other = in->flags & IF_HAS_OTHER ? cu_val(c, in->args[at + 1]) : cu_zero(c, el);
+            c->jidx = false;
+            array_assign(c, r, mask ? arena_printf(c->a, "%s ? *%s : %s", mask, p, other) : arena_printf(c->a, "*%s", p),
+                         in->loc);
+            return true;
+        }
+        const char *v = cu_val(c, in->args[1]);
+        c->jidx = false;
+        if (op_is_atomic(op) && c->uses[r]) {
+            cu_refuse(c, in->loc, "the old values of '%s' on a tile [L, k] (%%%s) are read: not printed yet",
+                   op_info[op].name, c->irname[r]);
+            return true;
+        }
+        if (op_is_atomic(op) && op != OP_ATOMIC_ADD) {
+            cu_refuse(c, in->loc, "'%s' on a tile [L, k]: not printed yet", op_info[op].name);
+            return true;
+        }
+        if (op_is_atomic(op) && !(el == DT_F32 || el == DT_F64 || el == DT_I32 || el == DT_U32 ||
+                                  (cu_is16(el) && !c->o->hip))) {
+            cu_refuse(c, in->loc, "'%s' on %s elements has no CUDA atomic", op_info[op].name, dtype_name(el));
+            return true;
+        }
+        bool row = cu_is_row(c, x); /* the same elements in every thread: thread 0 writes them */
+        if (row)
+            cu_line(c, "if (threadIdx.x == 0)"), c->depth++;
+        cu_line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", kx);
+        if (mask)
+            cu_line(c, "    if (%s)", mask);
+        cu_line(c, mask ? "        %s%s%s%s;" : "    %s%s%s%s;", op == OP_STORE ? "*" : "atomicAdd(", p,
+             op == OP_STORE ? " = " : ", ", op == OP_STORE ? v : arena_printf(c->a, "%s)", v));
+        if (row)
+            c->depth--;
+        return true;
+    }
+    if (op == OP_ARANGE && kr) { /* a row: start, start + 1, ... in every thread */
+        array_assign(c, r, in->ival ? arena_printf(c->a, "kad_j + %lld", (long long)in->ival) : "kad_j", in->loc);
+        return true;
+    }
+    if ((op == OP_EXPAND_DIMS || op == OP_RESHAPE) && kx == kr && cu_is_row(c, x) == cu_is_row(c, r) &&
+        (cu_is_row(c, x) || type_same_shape(cu_vty(c, x), cu_vty(c, r)))) {
+        c->var[r] = c->var[x]; /* [k] and [1, k]: one row */
+        c->splat[r] = c->splat[x];
+        return true;
+    }
+    if (op == OP_BROADCAST && kx == 1 && kr != 1) { /* one element to many: each is x[0] */
+        c->var[r] = cu_elem_at(c, x, "0");
+        c->splat[r] = kr > 0;
+        return true;
+    }
+    if (op == OP_BROADCAST && kx && kx != kr) {
+        cu_refuse(c, in->loc, "'broadcast' of %%%s %s to %s: not printed yet", c->irname[x], cu_shape_str(c, cu_vty(c, x)),
+               cu_shape_str(c, cu_vty(c, r)));
+        return true;
+    }
+    bool ew = op_info[op].elementwise || op == OP_BROADCAST || op == OP_CONST;
+    if (x && cu_vty(c, x).rank && r && cu_vty(c, r).rank && cu_is_row(c, x) != cu_is_row(c, r) && !op_info[op].elementwise &&
+        op != OP_BROADCAST) {
+        cu_refuse(c, in->loc, "'%s' of %%%s %s into %s: between the block's threads and a row that every thread "
+               "holds (it would gather every lane); not printed yet", op_info[op].name, c->irname[x],
+               cu_shape_str(c, cu_vty(c, x)), cu_shape_str(c, cu_vty(c, r)));
+        return true;
+    }
+    if (!kr || !ew || op == OP_SPLIT || op == OP_JOIN || op == OP_GATHER || op == OP_FLIP ||
+        op == OP_EXPAND_DIMS || op == OP_RESHAPE || op == OP_PERMUTE) {
+        Buf sh = {.a = c->a};
+        type_print(&sh, cu_vty(c, kr ? r : x));
+        cu_refuse(c, in->loc, "'%s' on a tile %s (a per-thread array): not printed yet", op_info[op].name, buf_str(&sh));
+        return true;
+    }
+    if (op == OP_BROADCAST || op == OP_MULTIPLE_OF || op == OP_MAX_CONTIGUOUS || op == OP_STOP_GRADIENT) {
+        c->var[r] = c->var[x]; /* [1, k] to [L, k]: the same array; a value to all elements: a splat */
+        c->splat[r] = kx ? c->splat[x] : true;
+        return true;
+    }
+    for (int k = 0; k < in->nargs; k++) {
+        Dtype adt = cu_vdt(c, in->args[k]);
+        if (adt != DT_PTR && !cuda_dtype(adt, c->o->hip)) {
+            cu_refuse(c, in->loc, "'%s' of %s values", op_info[op].name, dtype_name(adt));
+            return true;
+        }
+    }
+    if (op == OP_CONST) { /* every element alike */
+        c->var[r] = cu_expr(c, in);
+        c->splat[r] = true;
+        return true;
+    }
+    c->jidx = true;
+    const char *e = cu_expr(c, in);
+    c->jidx = false;
+    if (!e) {
+        cu_refuse(c, in->loc, "'%s' (%%%s) has no CUDA C spelling in kad yet", op_info[op].name, c->irname[r]);
+        return true;
+    }
+    array_assign(c, r, e, in->loc);
+    return true;
+}
+
+/* ---- the prelude ---- */
+
+static const char prelude_reduce[] =
+    "// Block reductions in a fixed order: each step combines lane i with lane i + h, h the upper\n"
+    "// half of the n lanes still live, until lane 0 holds the result, which every thread reads.\n"
+    "// The same order on every run: the same bits.\n"
+    "struct kad_add {\n"
+    "    template <typename T> __device__ T operator()(T a, T b) const { return a + b; }\n"
+    "};\n"
+    "struct kad_mul {\n"
+    "    template <typename T> __device__ T operator()(T a, T b) const { return a * b; }\n"
+    "};\n"
+    "struct kad_max { // maxnum: a NaN gives the other operand (tl.max)\n"
+    "    __device__ float operator()(float a, float b) const { return fmaxf(a, b); }\n"
+    "    __device__ double operator()(double a, double b) const { return fmax(a, b); }\n"
+    "    template <typename T> __device__ T operator()(T a, T b) const { return a > b ? a : b; }\n"
+    "};\n"
+    "struct kad_min {\n"
+    "    __device__ float operator()(float a, float b) const { return fminf(a, b); }\n"
+    "    __device__ double operator()(double a, double b) const { return fmin(a, b); }\n"
+    "    template <typename T> __device__ T operator()(T a, T b) const { return a < b ? a : b; }\n"
+    "};\n"
+    "\n"
+    "template <int L, typename T, typename F>\n"
+    "__device__ T kad_block_reduce(T v, T *buf, F combine)\n"
+    "{\n"
+    "    const int i = threadIdx.x;\n"
+    "    buf[i] = v;\n"
+    "    __syncthreads();\n"
+    "    for (int n = L; n > 1; n = (n + 1) / 2) {\n"
+    "        const int h = (n + 1) / 2;\n"
+    "        if (i < n - h)\n"
+    "            buf[i] = combine(buf[i], buf[i + h]);\n"
+    "        __syncthreads();\n"
+    "    }\n"
+    "    const T r = buf[0];\n"
+    "    __syncthreads(); // buf is free again for the next reduction\n"
+    "    return r;\n"
+    "}\n\n";
+
+static const char prelude_arg[] =
+    "// argmax / argmin in the same fixed order: the first index of the largest (smallest) value.\n"
+    "template <bool MAX, int L, typename T>\n"
+    "__device__ int32_t kad_block_argbest(T v, T *buf, int32_t *idx)\n"
+    "{\n"
+    "    const int i = threadIdx.x;\n"
+    "    buf[i] = v;\n"
+    "    idx[i] = i;\n"
+    "    __syncthreads();\n"
+    "    for (int n = L; n > 1; n = (n + 1) / 2) {\n"
+    "        const int h = (n + 1) / 2;\n"
+    "        if (i < n - h) {\n"
+    "            const T a = buf[i], b = buf[i + h];\n"
+    "            const int32_t ia = idx[i], ib = idx[i + h];\n"
+    "            const bool take_b = (MAX ? b > a : b < a) || (b == a && ib < ia);\n"
+    "            if (take_b) {\n"
+    "                buf[i] = b;\n"
+    "                idx[i] = ib;\n"
+    "            }\n"
+    "        }\n"
+    "        __syncthreads();\n"
+    "    }\n"
+    "    const int32_t r = idx[0];\n"
+    "    __syncthreads();\n"
+    "    return r;\n"
+    "}\n"
+    "template <int L, typename T> __device__ int32_t kad_block_argmax(T v, T *buf, int32_t *idx)\n"
+    "{\n"
+    "    return kad_block_argbest<true, L>(v, buf, idx);\n"
+    "}\n"
+    "template <int L, typename T> __device__ int32_t kad_block_argmin(T v, T *buf, int32_t *idx)\n"
+    "{\n"
+    "    return kad_block_argbest<false, L>(v, buf, idx);\n"
+    "}\n\n";
+
+static const char prelude_scan[] =
+    "// Inclusive scans along the lanes (Hillis-Steele, in a fixed order): step s combines the\n"
+    "// running value of position j - s with that of j; reverse scans from the last lane.\n"
+    "template <int L, typename T, typename F>\n"
+    "__device__ T kad_block_scan(T v, T *buf, bool reverse, F combine)\n"
+    "{\n"
+    "    const int j = reverse ? L - 1 - (int)threadIdx.x : (int)threadIdx.x;\n"
+    "    buf[j] = v;\n"
+    "    __syncthreads();\n"
+    "    for (int s = 1; s < L; s *= 2) {\n"
+    "        const T before = j >= s ? buf[j - s] : v;\n"
+    "        __syncthreads();\n"
+    "        if (j >= s)\n"
+    "            v = combine(before, v);\n"
+    "        buf[j] = v;\n"
+    "        __syncthreads();\n"
+    "    }\n"
+    "    return v;\n"
+    "}\n\n";
+
+static const char prelude_gather[] =
+    "// Lane i reads lane k of v (a gather or a flip along the lanes) through shared memory.\n"
+    "template <int L, typename T>\n"
+    "__device__ T kad_block_gather(T v, T *buf, int k)\n"
+    "{\n"
+    "    buf[threadIdx.x] = v;\n"
+    "    __syncthreads();\n"
+    "    const T r = buf[k];\n"
+    "    __syncthreads();\n"
+    "    return r;\n"
+    "}\n\n";
+
+static const char prelude_rand[] =
+    "// Philox 4x32-10 as triton.language.random: counter (offset, 0, 0, 0), key the seed as uint64\n"
+    "// (low half, high half); tl.rand, tl.randn (Box-Muller) and tl.randint of the first draws.\n"
+    "__device__ inline void kad_philox(uint32_t c[4], uint64_t seed)\n"
+    "{\n"
+    "    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);\n"
+    "    for (int r = 0; r < 10; r++) {\n"
+    "        const uint64_t pb = (uint64_t)0xCD9E8D57u * c[2], pa = (uint64_t)0xD2511F53u * c[0];\n"
+    "        c[0] = (uint32_t)(pb >> 32) ^ c[1] ^ k0;\n"
+    "        c[2] = (uint32_t)(pa >> 32) ^ c[3] ^ k1;\n"
+    "        c[1] = (uint32_t)pb;\n"
+    "        c[3] = (uint32_t)pa;\n"
+    "        k0 += 0x9E3779B9u;\n"
+    "        k1 += 0xBB67AE85u;\n"
+    "    }\n"
+    "}\n"
+    "__device__ inline float kad_uniform(uint32_t x)\n"
+    "{ // uint_to_uniform_float: negatives folded onto the non-negatives, times 2^-31 (rounded down)\n"
+    "    const int32_t s = (int32_t)x < 0 ? (int32_t)~x : (int32_t)x;\n"
+    "    return (float)s * 4.6566127342e-10f;\n"
+    "}\n"
+    "__device__ inline uint32_t kad_randint(uint64_t seed, uint32_t offset)\n"
+    "{\n"
+    "    uint32_t c[4] = {offset, 0, 0, 0};\n"
+    "    kad_philox(c, seed);\n"
+    "    return c[0];\n"
+    "}\n"
+    "__device__ inline float kad_rand(uint64_t seed, uint32_t offset) { return kad_uniform(kad_randint(seed, offset)); }\n"
+    "__device__ inline float kad_randn(uint64_t seed, uint32_t offset)\n"
+    "{\n"
+    "    uint32_t c[4] = {offset, 0, 0, 0};\n"
+    "    kad_philox(c, seed);\n"
+    "    const float u1 = fmaxf(1.0e-7f, kad_uniform(c[0])), u2 = kad_uniform(c[1]);\n"
+    "    return sqrtf(-2.0f * logf(u1)) * cosf(6.283185307179586f * u2);\n"
+    "}\n\n";
+
+void emit_cuda_prelude(Buf *out, const EmitCudaOpts *o, unsigned helpers)
+{
+    if (o && o->hip)
+        buf_puts(out, "#include <hip/hip_runtime.h>\n#include <hip/hip_fp16.h>\n#include <hip/hip_bf16.h>\n");
+    else
+        buf_puts(out, "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n");
+    buf_puts(out, "#include <assert.h>\n#include <math.h>\n#include <stdint.h>\n\n");
+    if (helpers & (CU_H_REDUCE | CU_H_SCAN))
+        buf_puts(out, prelude_reduce);
+    if (helpers & CU_H_ARG)
+        buf_puts(out, prelude_arg);
+    if (helpers & CU_H_SCAN)
+        buf_puts(out, prelude_scan);
+    if (helpers & CU_H_GATHER)
+        buf_puts(out, prelude_gather);
+    if (helpers & CU_H_RAND)
+        buf_puts(out, prelude_rand);
+}

@@ -1,0 +1,84 @@
+// A CPU stand-in for the CUDA runtime, for tests/python/test_emit_cuda.py only: it lets g++ compile
+// kad's emitted CUDA C kernels (the part before the launcher) as host code and run each block
+// with one std::thread per thread of the block (threadIdx, blockIdx thread_local; __syncthreads a
+// std::barrier; __shared__ a function-static array, one block at a time).  Not a CUDA
+// implementation: just enough of the device API that the emitter prints.
+#pragma once
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+
+struct kad_dim3 {
+    unsigned x, y, z;
+};
+inline thread_local kad_dim3 threadIdx, blockIdx;
+inline kad_dim3 gridDim, blockDim;
+inline std::barrier<> *kad_barrier;
+inline std::mutex kad_atomic_mutex;
+
+#define __global__
+#define __device__
+#define __host__
+#define __shared__ static
+#define __launch_bounds__(n)
+#define __restrict__
+
+inline void __syncthreads() { kad_barrier->arrive_and_wait(); }
+
+template <typename T, typename U> inline T atomicAdd(T *p, U v)
+{
+    std::lock_guard<std::mutex> g(kad_atomic_mutex);
+    T old = *p;
+    *p = (T)(old + v);
+    return old;
+}
+template <typename T> inline T atomicMax(T *p, T v)
+{
+    std::lock_guard<std::mutex> g(kad_atomic_mutex);
+    T old = *p;
+    *p = old > v ? old : v;
+    return old;
+}
+template <typename T> inline T atomicMin(T *p, T v)
+{
+    std::lock_guard<std::mutex> g(kad_atomic_mutex);
+    T old = *p;
+    *p = old < v ? old : v;
+    return old;
+}
+template <typename T> inline T atomicExch(T *p, T v)
+{
+    std::lock_guard<std::mutex> g(kad_atomic_mutex);
+    T old = *p;
+    *p = v;
+    return old;
+}
+
+using std::isinf;
+using std::isnan;
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+inline float exp10f(float x) { return std::pow(10.0f, x); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __expf(float x) { return std::exp(x); }
+inline float __sinf(float x) { return std::sin(x); }
+inline float __cosf(float x) { return std::cos(x); }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fadd_rz(float a, float b)
+{ // a + b rounded toward zero: from the exact double sum (exact for floats of close exponents)
+    double s = (double)a + (double)b;
+    float f = (float)s;
+    if ((double)f != s && std::fabs((double)f) > std::fabs(s))
+        f = std::nextafter(f, 0.0f);
+    return f;
+}
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __saturatef(float x) { return x > 0 ? (x < 1 ? x : 1.0f) : 0.0f; }
+inline uint32_t __umulhi(uint32_t a, uint32_t b) { return (uint32_t)(((uint64_t)a * b) >> 32); }
+inline int32_t __mulhi(int32_t a, int32_t b) { return (int32_t)(((int64_t)a * b) >> 32); }
+inline int32_t __float_as_int(float x) { int32_t i; std::memcpy(&i, &x, 4); return i; }
+inline uint32_t __float_as_uint(float x) { uint32_t i; std::memcpy(&i, &x, 4); return i; }
+inline float __int_as_float(int32_t i) { float x; std::memcpy(&x, &i, 4); return x; }
+inline float __uint_as_float(uint32_t i) { float x; std::memcpy(&x, &i, 4); return x; }
