@@ -275,6 +275,51 @@ static kad_kernel *load_py_kernel(kad_ctx *c, const char *target, const char *co
     return k;
 }
 
+/* Whether FILE of "FILE:KERNEL" is CUDA C or HIP source (.cu, .cuh, .hip, .cpp). */
+static bool is_cuda_file(const char *target, const char *colon)
+{
+    static const char *const exts[] = {".cu", ".cuh", ".hip", ".cpp"};
+    for (size_t k = 0; k < sizeof exts / sizeof *exts; k++) {
+        size_t n = strlen(exts[k]);
+        if ((size_t)(colon - target) > n && !strncmp(colon - n, exts[k], n))
+            return true;
+    }
+    return false;
+}
+
+/* Specializes KERNEL of a CUDA/HIP file for the template arguments sig and
+ * the block dims "BX[,BY,BZ]" (default 256). */
+static kad_kernel *load_cuda_kernel(kad_ctx *c, const char *target, const char *colon, const char *sig,
+                                    const char *block, unsigned flags)
+{
+    int dims[3] = {256, 1, 1};
+    if (block) {
+        const char *q = block;
+        for (int k = 0; k < 3; k++) {
+            char *end;
+            long v = strtol(q, &end, 10);
+            if (end == q || v < 1 || v > 4096 || (*end && *end != ',')) {
+                fprintf(stderr, "kad: --block takes BX[,BY,BZ], positive integers, got '%s'\n", block);
+                return NULL;
+            }
+            dims[k] = (int)v;
+            if (!*end)
+                break;
+            q = end + 1;
+        }
+    }
+    char *path = malloc((size_t)(colon - target) + 1);
+    if (!path)
+        return NULL;
+    memcpy(path, target, (size_t)(colon - target));
+    path[colon - target] = 0;
+    char *text = slurp(path, "file");
+    int rc = text ? kad_add_cuda_source(c, path, text) : -1;
+    free(text);
+    free(path);
+    return rc == 0 ? kad_specialize_cuda(c, colon + 1, sig, dims, flags) : NULL;
+}
+
 /* Reads `-I DIR` / `-IDIR` at argv[*i]; whether it was one. */
 static bool root_arg(int argc, char **argv, int *i, Roots *roots)
 {
@@ -294,7 +339,7 @@ static int cmd_ir(int argc, char **argv, int mode)
 {
     bool triton = mode == 1, audit = mode == 2;
     const char *cmd = audit ? "audit" : triton ? "emit" : "ir";
-    const char *target = NULL, *sig = NULL;
+    const char *target = NULL, *sig = NULL, *block = NULL;
     unsigned flags = 0;
     Roots roots = {0};
     kad_ctx *c = kad_ctx_new();
@@ -307,6 +352,8 @@ static int cmd_ir(int argc, char **argv, int mode)
             sig = argv[++i];
         else if (!strncmp(argv[i], "--sig=", 6))
             sig = argv[i] + 6;
+        else if (!strcmp(argv[i], "--block") && i + 1 < argc)
+            block = argv[++i];
         else if (!strcmp(argv[i], "--unroll"))
             flags |= KAD_UNROLL_CONST_LOOPS;
         else if (!strcmp(argv[i], "--no-simplify"))
@@ -340,7 +387,8 @@ static int cmd_ir(int argc, char **argv, int mode)
         kad_ctx_free(c);
         return 1;
     }
-    kad_kernel *k = load_py_kernel(c, target, colon, &roots, sig, flags);
+    kad_kernel *k = is_cuda_file(target, colon) ? load_cuda_kernel(c, target, colon, sig, block, flags)
+                                                : load_py_kernel(c, target, colon, &roots, sig, flags);
     const char *text = !k ? NULL : audit ? kad_audit(k) : triton ? kad_kernel_triton(k) : kad_kernel_ir(k);
     if (!text)
         return fail(c);
@@ -445,6 +493,7 @@ static int cmd_ast(int argc, char **argv)
 /* Options shared by `grad` and `check`. */
 typedef struct AdArgs {
     const char *target, *sig, *wrt, *out;
+    const char *block;   /* --block BX[,BY,BZ]: a CUDA kernel's block */
     const char *outfile; /* grad -o FILE: write the module there instead of stdout */
     bool ir;             /* grad --ir: print the backward IR instead of the Triton module */
     bool report;         /* grad --report: print the tape report instead of the module */
@@ -482,6 +531,8 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
             x->wrt = argv[++i];
         else if (!strcmp(a, "--out") && has)
             x->out = argv[++i];
+        else if (!strcmp(a, "--block") && has)
+            x->block = argv[++i];
         else if (!strcmp(a, "--unroll"))
             x->flags |= KAD_UNROLL_CONST_LOOPS;
         else if (!check && !strcmp(a, "--ir"))
@@ -559,7 +610,7 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
 /* FILE.ir, or FILE.py:KERNEL specialized for sig.  NULL after an error
  * (diagnostics in c) or a usage error (*usage_err set). */
 static kad_kernel *load_target(kad_ctx *c, const char *target, const Roots *roots, const char *sig,
-                               unsigned flags, int *usage_err)
+                               const char *block, unsigned flags, int *usage_err)
 {
     size_t n = strlen(target);
     if (n > 3 && !strcmp(target + n - 3, ".ir")) {
@@ -576,6 +627,8 @@ static kad_kernel *load_target(kad_ctx *c, const char *target, const Roots *root
         *usage_err = 1;
         return NULL;
     }
+    if (is_cuda_file(target, colon))
+        return load_cuda_kernel(c, target, colon, sig, block, flags);
     return load_py_kernel(c, target, colon, roots, sig, flags);
 }
 
@@ -618,7 +671,7 @@ static int cmd_ad(int argc, char **argv, bool check, bool jvp)
     AdArgs x = {.shapes = {.a = a}, .args = {.a = a}, .ranges = {.a = a}, .jvp = jvp};
     int rc = parse_ad_args(c, argc, argv, check, &x);
     int usage_err = 0;
-    kad_kernel *k = rc ? NULL : load_target(c, x.target, &x.roots, x.sig, x.flags, &usage_err);
+    kad_kernel *k = rc ? NULL : load_target(c, x.target, &x.roots, x.sig, x.block, x.flags, &usage_err);
     if (!rc && !k)
         rc = 1; /* usage errors were already explained on stderr */
     if (!rc && jvp) {
