@@ -851,6 +851,8 @@ static void parse_function(P *p, CuTParam *tps, int ntps, bool glob, bool dev)
     fn->tparams = tps;
     fn->ntparams = ntps;
     fn->ret = parse_type(p);
+    bool g2 = false, d2 = false, h2 = false;
+    parse_specs(p, &g2, &d2, &h2); /* void __launch_bounds__(256) k(...) */
     fn->loc = peek(p)->loc;
     if (peek(p)->kind != CT_IDENT) {
         diag_error(p->d, peek(p)->loc, "expected the function's name");

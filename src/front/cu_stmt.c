@@ -300,7 +300,7 @@ static void attempt(Lw *L, const LoopDesc *ld, const bool *car, const Type *ty, 
         Block *b = ir_block_new(f);
         regs[r] = b;
         if (ld->kind == LD_FOR)
-            (void)ir_block_param_add(f, b, ir_type(f, ld->lb), ld->var, ld->vloc);
+            (void)ir_block_param_add(f, b, ir_type(f, ld->lb), ld->varying ? NULL : ld->var, ld->vloc);
         for (int i = 0; i < n0; i++)
             if (car[i]) {
                 Var *v = &L->env.v[i];
@@ -334,6 +334,8 @@ static void attempt(Lw *L, const LoopDesc *ld, const bool *car, const Type *ty, 
                 CVal k = {.t = ld->vty, .v = iv};
                 i = cu_binop(L, "+", ld->a, cu_binop(L, "*", k, ld->s, loc), loc);
                 i = cu_convert(L, i, ld->vty, loc);
+                if (!f->vals.v[i.v].name)
+                    f->vals.v[i.v].name = ld->var;
                 ValId in = cu_truth(L, cu_binop(L, ld->le ? "<=" : "<", i, ld->b, loc), loc);
                 mit = cu_and(L, mcar, in, loc);
                 cu_set_m(L, mit);
