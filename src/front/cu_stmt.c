@@ -516,11 +516,129 @@ static bool canonical(Lw *L, const CuStmt *s, Canon *c)
     return true;
 }
 
+/* Whether e's value is at least 0 in every lane and depends on the lane:
+ * threadIdx (unsigned), a variable holding the lane index, their casts and
+ * products with nonnegative constants. */
+static bool nonneg_lane(Lw *L, const CuExpr *e)
+{
+    if (e->kind == CE_MEMBER && !e->arrow && e->l->kind == CE_IDENT && !strcmp(e->l->name, "threadIdx") &&
+        !cu_lookup(L, "threadIdx"))
+        return true;
+    if (e->kind == CE_IDENT && !strncmp(e->name, "hipThreadIdx_", 13) && !cu_lookup(L, e->name))
+        return true;
+    if (e->kind == CE_IDENT) {
+        Var *v = cu_lookup(L, e->name);
+        return v && v->kind == VK_VAL && v->val.v && cu_is_lane(L, v->val.v);
+    }
+    if (e->kind == CE_CAST && e->l && !e->args)
+        return nonneg_lane(L, e->l);
+    if (e->kind == CE_BINARY && !strcmp(e->op, "*")) {
+        int64_t k;
+        return (nonneg_lane(L, e->l) && cu_const_eval(L, e->r, &k) && k >= 0) ||
+               (nonneg_lane(L, e->r) && cu_const_eval(L, e->l, &k) && k >= 0);
+    }
+    return false;
+}
+
+/* A loop start a = u + t with u the same in every thread and t >= 0 in
+ * every lane (nonneg_lane): u, converted to type t, so that the loop's
+ * trip count bounds every lane's by a scalar expression. */
+static bool split_start(Lw *L, const CuExpr *e, const CuTy *t, CVal *u)
+{
+    if (nonneg_lane(L, e)) {
+        *u = cu_const_int(L, t, 0, e->loc);
+        return true;
+    }
+    if (e->kind == CE_CAST && e->l && !e->args) {
+        const CuTy *ct = cu_resolve_type(L, e->type);
+        return ct && ct->k == TY_INT && dtype_bits(ct->dt) >= 32 && split_start(L, e->l, t, u);
+    }
+    if (e->kind == CE_BINARY && !strcmp(e->op, "+")) {
+        const CuExpr *lane = nonneg_lane(L, e->r) ? e->r : nonneg_lane(L, e->l) ? e->l : NULL;
+        if (!lane)
+            return false;
+        CVal x = cu_expr(L, lane == e->r ? e->l : e->r);
+        if (!x.v || tiled(L, x.v) || x.t->k != TY_INT)
+            return false;
+        *u = cu_convert(L, x, t, e->loc);
+        return true;
+    }
+    return false;
+}
+
+/* for (T i = CONST; cond; step) whose condition and step fold to constants
+ * for at most 64 iterations (a tree reduction's `s >>= 1` too): unrolled,
+ * the variable a constant in each copy.  False when the loop is not one. */
+static bool try_unroll(Lw *L, const CuStmt *s)
+{
+    if (!s->init || s->init->kind != CS_DECL || s->init->ndecls != 1 || s->init->decls[0].ndims ||
+        !s->init->decls[0].init || !s->e || !s->step)
+        return false;
+    const CuDecl *dc = &s->init->decls[0];
+    Loc loc = s->loc;
+    const CuTy *t = cu_resolve_type(L, s->init->type);
+    int64_t v;
+    if (!t || t->k != TY_INT || stmt_assigns(s->body, dc->name) || !cu_const_eval(L, dc->init, &v))
+        return false;
+    int64_t vals[64];
+    int n = 0, nb = L->env.n;
+    bool ok = true;
+    Diags quiet, *d = L->d;
+    diag_init(&quiet, L->a);
+    L->d = &quiet;
+    Var *iv = cu_declare(L, dc->name, VK_VAL, t, dc->loc);
+    iv->val = cu_const_int(L, t, v, loc);
+    for (;;) {
+        int64_t c;
+        L->env.v[nb].val = cu_const_int(L, t, v, loc);
+        if (!cu_const_eval(L, s->e, &c)) {
+            ok = false;
+            break;
+        }
+        if (!c)
+            break;
+        if (n == 64) {
+            ok = false;
+            break;
+        }
+        vals[n++] = v;
+        (void)cu_expr(L, s->step);
+        if (quiet.nerrors || !L->env.v[nb].val.cst) {
+            ok = false;
+            break;
+        }
+        v = L->env.v[nb].val.ci;
+    }
+    L->d = d;
+    L->env.n = nb;
+    if (!ok)
+        return false;
+    bool jumps = has_jump(s->body, false);
+    Var *brk = cu_declare(L, "$brk", VK_VAL, cu_scalar_ty(L, TY_BOOL, DT_I1), loc);
+    brk->val = (CVal){.t = brk->t, .v = L->fls};
+    int nb2 = L->env.n;
+    for (int k = 0; k < n; k++) {
+        Var *x = cu_declare(L, dc->name, VK_VAL, t, dc->loc);
+        x->val = cu_const_int(L, t, vals[k], loc);
+        Var *cnt = cu_declare(L, "$cnt", VK_VAL, brk->t, loc);
+        cnt->val = (CVal){.t = brk->t, .v = L->fls};
+        cu_stmt(L, s->body);
+        if (jumps)
+            cu_set_m(L, cu_or(L, cu_m(L), cu_lookup(L, "$cnt")->val.v, loc));
+        L->env.n = nb2;
+    }
+    cu_set_m(L, cu_or(L, cu_m(L), cu_lookup(L, "$brk")->val.v, loc));
+    L->env.n = nb;
+    return true;
+}
+
 static void lower_for(Lw *L, const CuStmt *s)
 {
     int nbase = L->env.n;
     Canon c;
     Loc loc = s->loc;
+    if (try_unroll(L, s))
+        return;
     if (canonical(L, s, &c)) {
         CVal a = cu_convert(L, cu_expr(L, c.dc->init), c.t, c.dc->loc);
         CVal b = cu_expr(L, c.bound);
@@ -531,38 +649,6 @@ static void lower_for(Lw *L, const CuStmt *s)
             st = cu_binop(L, "-", cu_const_int(L, c.t, 0, loc), st, loc), st = cu_convert(L, st, c.t, loc);
         const CuTy *ct = b.t && b.t->k == TY_INT ? b.t : c.t;
         (void)ct;
-        if (a.cst && b.cst && st.cst && st.ci != 0 && b.t->k == TY_INT) {
-            /* unroll: the variable a constant in each copy */
-            int64_t trips = 0, v = a.ci;
-            for (; trips <= 64; trips++) {
-                CVal cv = cu_const_int(L, c.t, v, loc);
-                CVal t = cu_binop(L, c.cmp, cv, b, loc);
-                if (!t.cst || !t.ci)
-                    break;
-                v = cu_const_int(L, c.t, v + st.ci, loc).ci;
-            }
-            if (trips <= 64) {
-                bool jumps = has_jump(s->body, false);
-                Var *brk = cu_declare(L, "$brk", VK_VAL, cu_scalar_ty(L, TY_BOOL, DT_I1), loc);
-                brk->val = (CVal){.t = brk->t, .v = L->fls};
-                int nb = L->env.n;
-                v = a.ci;
-                for (int64_t k = 0; k < trips; k++) {
-                    Var *iv = cu_declare(L, c.dc->name, VK_VAL, c.t, c.dc->loc);
-                    iv->val = cu_const_int(L, c.t, v, loc);
-                    Var *cnt = cu_declare(L, "$cnt", VK_VAL, brk->t, loc);
-                    cnt->val = (CVal){.t = brk->t, .v = L->fls};
-                    cu_stmt(L, s->body);
-                    if (jumps)
-                        cu_set_m(L, cu_or(L, cu_m(L), cu_lookup(L, "$cnt")->val.v, loc));
-                    L->env.n = nb;
-                    v = cu_const_int(L, c.t, v + st.ci, loc).ci;
-                }
-                cu_set_m(L, cu_or(L, cu_m(L), cu_lookup(L, "$brk")->val.v, loc));
-                L->env.n = nbase;
-                return;
-            }
-        }
         bool up = !strcmp(c.cmp, "<") || !strcmp(c.cmp, "<="), le = !strcmp(c.cmp, "<=");
         bool st_ok = st.v && !tiled(L, st.v) && (st.cst ? (up ? st.ci > 0 : st.ci < 0) : up && !c.neg);
         if (b.v && b.t->k != TY_STRUCT && b.t->k != TY_PTR && st_ok && (up || !strcmp(c.cmp, ">") || !strcmp(c.cmp, ">="))) {
@@ -585,11 +671,20 @@ static void lower_for(Lw *L, const CuStmt *s)
                 /* per-thread start or bound: k over the largest trip count of the block's lanes */
                 CVal bb = le ? cu_binop(L, "+", b, cu_const_int(L, c.t, 1, loc), loc) : b;
                 CVal one = cu_const_int(L, c.t, 1, loc);
-                CVal n = cu_binop(L, "/", cu_binop(L, "-", cu_binop(L, "+", cu_binop(L, "-", bb, a, loc), st, loc), one, loc),
+                CVal u;
+                bool scalar_bound = !tiled(L, bb.v) && dtype_is_signed(c.t->dt) && split_start(L, c.dc->init, c.t, &u);
+                CVal from = scalar_bound ? u : a;
+                CVal n = cu_binop(L, "/", cu_binop(L, "-", cu_binop(L, "+", cu_binop(L, "-", bb, from, loc), st, loc), one, loc),
                                   st, loc);
                 n = cu_convert(L, n, c.t, loc);
-                ValId run = cu_and(L, cu_m(L), cu_truth(L, cu_binop(L, "<", a, bb, loc), loc), loc);
-                ValId t = cu_where(L, run, n.v, cu_cint(L, c.t->dt, 0, loc), loc);
+                ValId t;
+                if (scalar_bound) {
+                    /* the lanes start at u or later: max((b - u + s - 1) / s, 0) iterations bound them all */
+                    t = ir_op2(L->f, L->b, OP_MAXIMUM, type_scalar(c.t->dt), n.v, cu_cint(L, c.t->dt, 0, loc), loc);
+                } else {
+                    ValId run = cu_and(L, cu_m(L), cu_truth(L, cu_binop(L, "<", a, bb, loc), loc), loc);
+                    t = cu_where(L, run, n.v, cu_cint(L, c.t->dt, 0, loc), loc);
+                }
                 if (tiled(L, t)) {
                     Inst *mx = ir_emit(L->f, L->b, OP_MAX, &t, 1, (Type[]){type_scalar(c.t->dt)}, 1, loc);
                     mx->ival = 0;
@@ -671,6 +766,10 @@ CVal cu_shared_read(Lw *L, Var *v, CVal idx, Loc loc)
         Inst *sum = ir_emit(f, L->b, OP_SUM, &sel, 1, (Type[]){type_scalar(v->t->dt)}, 1, loc);
         sum->ival = 0;
         r.v = sum->res[0];
+        return r;
+    }
+    if (cu_is_lane(L, idx.v) && v->len == L->lp) {
+        r.v = v->val.v; /* each thread reads its own element */
         return r;
     }
     ValId j = cu_where(L, cu_m(L), idx.v, cu_cint(L, DT_I32, 0, loc), loc);
