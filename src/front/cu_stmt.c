@@ -40,7 +40,7 @@ static bool tiled(Lw *L, ValId v) { return v && ir_type(L->f, v).rank > 0; }
 
 /* ---- syntactic scans ---- */
 
-static bool expr_assigns(const CuExpr *e, const char *name)
+static bool expr_assigns(Lw *L, const CuExpr *e, const char *name)
 {
     if (!e)
         return false;
@@ -50,44 +50,50 @@ static bool expr_assigns(const CuExpr *e, const char *name)
         e->l && e->l->kind == CE_IDENT && !strcmp(e->l->name, name))
         return true;
     if (e->kind == CE_CALL)
-        for (int i = 0; i < e->nargs; i++)
-            if (e->args[i]->kind == CE_IDENT && !strcmp(e->args[i]->name, name))
-                return true; /* maybe a reference parameter */
-    if (expr_assigns(e->c, name) || expr_assigns(e->l, name) || expr_assigns(e->r, name))
+        for (int u = 0; u < L->nunits; u++)
+            for (int k = 0; k < L->units[u]->funcs.n; k++) {
+                const CuFunc *fn = L->units[u]->funcs.v[k];
+                if (strcmp(fn->name, e->name))
+                    continue;
+                for (int i = 0; i < e->nargs && i < fn->nparams; i++)
+                    if (fn->params[i].type->ref && e->args[i]->kind == CE_IDENT && !strcmp(e->args[i]->name, name))
+                        return true; /* a reference parameter */
+            }
+    if (expr_assigns(L, e->c, name) || expr_assigns(L, e->l, name) || expr_assigns(L, e->r, name))
         return true;
     for (int i = 0; i < e->nargs; i++)
-        if (expr_assigns(e->args[i], name))
+        if (expr_assigns(L, e->args[i], name))
             return true;
     return false;
 }
 
-static bool stmt_assigns(const CuStmt *s, const char *name)
+static bool stmt_assigns(Lw *L, const CuStmt *s, const char *name)
 {
     if (!s)
         return false;
-    if (expr_assigns(s->e, name) || expr_assigns(s->step, name) || stmt_assigns(s->init, name) ||
-        stmt_assigns(s->body, name) || stmt_assigns(s->els, name))
+    if (expr_assigns(L, s->e, name) || expr_assigns(L, s->step, name) || stmt_assigns(L, s->init, name) ||
+        stmt_assigns(L, s->body, name) || stmt_assigns(L, s->els, name))
         return true;
     for (int i = 0; i < s->n; i++)
-        if (stmt_assigns(s->list[i], name))
+        if (stmt_assigns(L, s->list[i], name))
             return true;
     for (int i = 0; i < s->ndecls; i++)
-        if (expr_assigns(s->decls[i].init, name))
+        if (expr_assigns(L, s->decls[i].init, name))
             return true;
     return false;
 }
 
 /* Whether any name of e is assigned in s. */
-static bool names_assigned(const CuExpr *e, const CuStmt *s)
+static bool names_assigned(Lw *L, const CuExpr *e, const CuStmt *s)
 {
     if (!e)
         return false;
-    if (e->kind == CE_IDENT && stmt_assigns(s, e->name))
+    if (e->kind == CE_IDENT && stmt_assigns(L, s, e->name))
         return true;
-    if (names_assigned(e->c, s) || names_assigned(e->l, s) || names_assigned(e->r, s))
+    if (names_assigned(L, e->c, s) || names_assigned(L, e->l, s) || names_assigned(L, e->r, s))
         return true;
     for (int i = 0; i < e->nargs; i++)
-        if (names_assigned(e->args[i], s))
+        if (names_assigned(L, e->args[i], s))
             return true;
     return e->kind == CE_CALL; /* a call may read memory the body writes */
 }
@@ -326,6 +332,7 @@ static void attempt(Lw *L, const LoopDesc *ld, const bool *car, const Type *ty, 
             mit = cu_and(L, mcar, c, loc);
             cu_set_m(L, mit);
         }
+        bool uniform_c = ld->kind == LD_WHILE && mit != mcar && !tiled(L, while_cond(L, ld));
         int nb = L->env.n;
         if (ld->kind == LD_FOR) {
             ValId iv = b->params[0];
@@ -353,6 +360,8 @@ static void attempt(Lw *L, const LoopDesc *ld, const bool *car, const Type *ty, 
         }
         if (ld->is_do)
             cu_lookup(L, "$first")->val.v = L->fls;
+        if (uniform_c && cu_m(L) == mit)
+            cu_set_m(L, mcar); /* the condition held in every lane that ran */
         if (ld->kind == LD_FOR && ld->varying) {
             /* lanes past their bound stay in $m (they come back after the loop) */
             ValId mend = cu_m(L);
@@ -510,7 +519,7 @@ static bool canonical(Lw *L, const CuStmt *s, Canon *c)
         neg = st->op[0] == '-';
     } else
         return false;
-    if (stmt_assigns(s->body, dc->name) || names_assigned(e->r, s->body) || (sv && names_assigned(sv, s->body)))
+    if (stmt_assigns(L, s->body, dc->name) || names_assigned(L, e->r, s->body) || (sv && names_assigned(L, sv, s->body)))
         return false;
     *c = (Canon){dc, t, e->op, e->r, sv, neg};
     return true;
@@ -578,7 +587,7 @@ static bool try_unroll(Lw *L, const CuStmt *s)
     Loc loc = s->loc;
     const CuTy *t = cu_resolve_type(L, s->init->type);
     int64_t v;
-    if (!t || t->k != TY_INT || stmt_assigns(s->body, dc->name) || !cu_const_eval(L, dc->init, &v))
+    if (!t || t->k != TY_INT || stmt_assigns(L, s->body, dc->name) || !cu_const_eval(L, dc->init, &v))
         return false;
     int64_t vals[64];
     int n = 0, nb = L->env.n;
