@@ -95,7 +95,13 @@ static bool names_assigned(Lw *L, const CuExpr *e, const CuStmt *s)
     for (int i = 0; i < e->nargs; i++)
         if (names_assigned(L, e->args[i], s))
             return true;
-    return e->kind == CE_CALL; /* a call may read memory the body writes */
+    if (e->kind != CE_CALL)
+        return false;
+    for (int u = 0; u < L->nunits; u++) /* a device function may read memory the body writes */
+        for (int k = 0; k < L->units[u]->funcs.n; k++)
+            if (!strcmp(L->units[u]->funcs.v[k]->name, e->name))
+                return true;
+    return !strcmp(e->name, "__ldg") || !strncmp(e->name, "atomic", 6);
 }
 
 /* break/continue of this loop (not of nested ones), or a return. */
@@ -281,6 +287,11 @@ typedef struct LoopDesc {
 /* The condition of a while attempt, evaluated in the current block. */
 static ValId while_cond(Lw *L, const LoopDesc *ld)
 {
+    if (ld->varying) { /* i = a + k * s < b, k counting the iterations */
+        CVal k = cu_lookup(L, "$k")->val;
+        CVal i = cu_convert(L, cu_binop(L, "+", ld->a, cu_binop(L, "*", k, ld->s, ld->loc), ld->loc), ld->vty, ld->loc);
+        return cu_truth(L, cu_binop(L, ld->le ? "<=" : "<", i, ld->b, ld->loc), ld->loc);
+    }
     ValId c = ld->cond ? cu_truth(L, cu_expr(L, ld->cond), ld->cond->loc) : L->tru;
     if (ld->is_do)
         c = cu_or(L, cu_lookup(L, "$first")->val.v, c, ld->loc);
@@ -323,17 +334,28 @@ static void attempt(Lw *L, const LoopDesc *ld, const bool *car, const Type *ty, 
             continue;
         }
         ValId mcar = cu_m(L), mit = mcar;
-        if (ld->kind == LD_WHILE) {
+        if (ld->kind == LD_WHILE && ld->varying) {
+            ValId c = while_cond(L, ld);
+            mit = cu_and(L, mcar, c, loc);
+            cu_set_m(L, mit);
+        } else if (ld->kind == LD_WHILE) {
             ValId c = while_cond(L, ld);
             if (tiled(L, c)) {
                 Var *brk = cu_lookup(L, "$brk");
                 brk->val.v = cu_or(L, brk->val.v, cu_and(L, mcar, cu_not(L, c, loc), loc), loc);
             }
-            mit = cu_and(L, mcar, c, loc);
+            if (tiled(L, c)) /* a uniform condition held, or the body would not run */
+                mit = cu_and(L, mcar, c, loc);
             cu_set_m(L, mit);
         }
         bool uniform_c = ld->kind == LD_WHILE && mit != mcar && !tiled(L, while_cond(L, ld));
         int nb = L->env.n;
+        if (ld->kind == LD_WHILE && ld->varying) {
+            CVal k = cu_lookup(L, "$k")->val;
+            CVal i = cu_convert(L, cu_binop(L, "+", ld->a, cu_binop(L, "*", k, ld->s, loc), loc), ld->vty, loc);
+            Var *v = cu_declare(L, ld->var, VK_VAL, ld->vty, ld->vloc);
+            v->val = i;
+        }
         if (ld->kind == LD_FOR) {
             ValId iv = b->params[0];
             CVal i = {.t = ld->vty, .v = iv};
@@ -362,7 +384,11 @@ static void attempt(Lw *L, const LoopDesc *ld, const bool *car, const Type *ty, 
             cu_lookup(L, "$first")->val.v = L->fls;
         if (uniform_c && cu_m(L) == mit)
             cu_set_m(L, mcar); /* the condition held in every lane that ran */
-        if (ld->kind == LD_FOR && ld->varying) {
+        if (ld->kind == LD_WHILE && ld->varying) {
+            Var *k = cu_lookup(L, "$k");
+            k->val = cu_convert(L, cu_binop(L, "+", k->val, cu_const_int(L, ld->vty, 1, loc), loc), ld->vty, loc);
+        }
+        if (ld->varying) {
             /* lanes past their bound stay in $m (they come back after the loop) */
             ValId mend = cu_m(L);
             cu_set_m(L, mend == mit ? mcar : cu_and(L, mcar, cu_or(L, cu_not(L, mit, loc), mend, loc), loc));
@@ -381,6 +407,10 @@ static void lower_loop(Lw *L, LoopDesc *ld)
     if (ld->is_do) {
         Var *first = cu_declare(L, "$first", VK_VAL, brk->t, loc);
         first->val = (CVal){.t = brk->t, .v = L->tru};
+    }
+    if (ld->kind == LD_WHILE && ld->varying) {
+        Var *k = cu_declare(L, "$k", VK_VAL, ld->vty, loc);
+        k->val = cu_const_int(L, ld->vty, 0, loc);
     }
     int n0 = L->env.n;
     for (int i = 0; i < n0; i++)
@@ -686,6 +716,19 @@ static void lower_for(Lw *L, const CuStmt *s)
                 CVal n = cu_binop(L, "/", cu_binop(L, "-", cu_binop(L, "+", cu_binop(L, "-", bb, from, loc), st, loc), one, loc),
                                   st, loc);
                 n = cu_convert(L, n, c.t, loc);
+                if (!scalar_bound) {
+                    /* no scalar bound of the lanes' trip counts: a while loop counting k (its tape's
+                       capacity is AdSpec.while_cap), the lane mask recomputed from k */
+                    ld.kind = LD_WHILE;
+                    ld.varying = true;
+                    ld.le = le;
+                    ld.a = a;
+                    ld.s = st;
+                    ld.b = b;
+                    lower_loop(L, &ld);
+                    L->env.n = nbase;
+                    return;
+                }
                 ValId t;
                 if (scalar_bound) {
                     /* the lanes start at u or later: max((b - u + s - 1) / s, 0) iterations bound them all */
