@@ -1205,7 +1205,7 @@ static Var *array_elem(Lw *L, const CuExpr *e, CVal *idx)
         return NULL;
     }
     const CuTy *it = ty_int(L);
-    CVal flat = cu_convert(L, cu_expr(L, ix[n - 1]), it, e->loc);
+    CVal flat = cu_convert(L, cu_expr(L, ix[0]), it, e->loc); /* ix[0]: the last subscript */
     if (n == 2) {
         CVal hi = cu_convert(L, cu_expr(L, ix[1]), it, e->loc);
         flat = cu_binop(L, "+", cu_binop(L, "*", hi, cu_const_int(L, it, v->dims[1], e->loc), e->loc), flat, e->loc);

@@ -306,6 +306,23 @@ static void end_iteration(Lw *L, const LoopDesc *ld)
         cu_set_m(L, cu_or(L, cu_m(L), cnt->val.v, ld->loc));
 }
 
+/* Per-lane masks (i1 tiles: $m, $brk, bool variables) are carried through
+ * loops as fp32 tiles of 0.0 and 1.0: an exact encoding that a backward's
+ * tape records like any float (it records no integers), so that a loop with
+ * a per-thread break stays differentiable.  phys_type: the carried type. */
+static Type phys_type(Type t) { return t.dt == DT_I1 && t.rank ? type_with_dtype(t, DT_F32) : t; }
+static ValId to_phys(Lw *L, ValId v, Type t, Loc loc)
+{
+    return phys_type(t).dt == t.dt ? v : ir_op1(L->f, L->b, OP_CAST, phys_type(t), v, loc);
+}
+static ValId from_phys(Lw *L, ValId v, Type t, Loc loc)
+{
+    if (phys_type(t).dt == t.dt)
+        return v;
+    ValId z = ir_const_float(L->f, L->b, phys_type(t), 0.0, loc);
+    return ir_op2(L->f, L->b, OP_NE, t, v, z, loc);
+}
+
 /* One attempt: the loop's regions with the carried variables car[0..n)
  * of types ty as parameters.  Leaves the env at the body's end. */
 static void attempt(Lw *L, const LoopDesc *ld, const bool *car, const Type *ty, int n0, Block **regs, ValId *params)
@@ -318,15 +335,15 @@ static void attempt(Lw *L, const LoopDesc *ld, const bool *car, const Type *ty, 
         regs[r] = b;
         if (ld->kind == LD_FOR)
             (void)ir_block_param_add(f, b, ir_type(f, ld->lb), ld->varying ? NULL : ld->var, ld->vloc);
+        L->b = b;
         for (int i = 0; i < n0; i++)
             if (car[i]) {
                 Var *v = &L->env.v[i];
-                ValId p = ir_block_param_add(f, b, ty[i], v->name[0] == '$' ? NULL : v->name, loc);
-                v->val.v = p;
+                ValId p = ir_block_param_add(f, b, phys_type(ty[i]), v->name[0] == '$' ? NULL : v->name, loc);
+                v->val.v = from_phys(L, p, ty[i], loc);
                 v->val.cst = false;
-                params[i] = p;
+                params[i] = v->val.v;
             }
-        L->b = b;
         if (ld->kind == LD_WHILE && r == 0) {
             ValId c = while_cond(L, ld);
             ValId cc = cu_any(L, cu_and(L, cu_m(L), c, loc), loc);
@@ -472,15 +489,15 @@ static void lower_loop(Lw *L, LoopDesc *ld)
     Vec(int) idx = {0};
     for (int i = 0; i < n0; i++)
         if (car[i]) {
-            vec_push(L->a, ys, to_type(L, end[i].val.v, ty[i], loc));
-            vec_push(L->a, tys, ty[i]);
+            vec_push(L->a, ys, to_phys(L, to_type(L, end[i].val.v, ty[i], loc), ty[i], loc));
+            vec_push(L->a, tys, phys_type(ty[i]));
             vec_push(L->a, idx, i);
         }
     ir_emit(f, body, OP_YIELD, ys.v, ys.n, NULL, 0, loc);
     L->b = outer;
     restore(L, e0, n0);
     for (int k = 0; k < idx.n; k++)
-        vec_push(L->a, inits, to_type(L, e0[idx.v[k]].val.v, tys.v[k], loc));
+        vec_push(L->a, inits, to_phys(L, to_type(L, e0[idx.v[k]].val.v, ty[idx.v[k]], loc), ty[idx.v[k]], loc));
     Inst *in;
     if (ld->kind == LD_FOR) {
         ValId *args = arena_alloc(L->a, sizeof *args * (size_t)(inits.n + 3));
@@ -498,7 +515,7 @@ static void lower_loop(Lw *L, LoopDesc *ld)
     in->nregions = nr;
     for (int k = 0; k < idx.n; k++) {
         Var *v = &L->env.v[idx.v[k]];
-        v->val.v = in->res[k];
+        v->val.v = from_phys(L, in->res[k], ty[idx.v[k]], loc);
         v->val.cst = false;
         f->vals.v[in->res[k]].name = v->name[0] == '$' ? NULL : v->name;
         if (v->kind == VK_SHARED) {
