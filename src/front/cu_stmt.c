@@ -810,7 +810,8 @@ CVal cu_shared_read(Lw *L, Var *v, CVal idx, Loc loc)
     CVal r = {.t = v->t};
     if (!idx.v)
         return r;
-    if (v->dirty && !(v->dirty_idx && same_index(L, idx.v, v->dirty_idx))) {
+    /* without a barrier a thread sees only its own writes: the same per-thread index */
+    if (v->dirty && !(v->dirty_idx && tiled(L, idx.v) && same_index(L, idx.v, v->dirty_idx))) {
         diag_error(L->d, loc,
                    "this read of __shared__ '%s' needs a __syncthreads() after the writes to it: other threads' "
                    "writes are not visible yet (a read of shared memory without the barrier it needs)", v->name);
