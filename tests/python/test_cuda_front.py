@@ -172,3 +172,45 @@ def test_layernorm_warp_shuffles():
 def test_refusal_is_located():
     with pytest.raises(_capi.KadError, match=r"race_store.cu:5:19: error: data race"):
         cuda_kernel(os.path.join("errors", "race_store.cu"), "last", (64,))
+
+
+def test_dot_atomic_shfl_down():
+    k = cuda_kernel("constructs.cu", "dot_atomic", (64,))
+    n = 150
+    a, b, out = randn(n), randn(n), torch.zeros(1, dtype=torch.float64)
+    args = {"a": a, "b": b, "out": out, "n": n}
+    run_forward(k, 3, args)
+    close(out, (a * b).sum().reshape(1))
+    d = randn(1)
+    g = run_backward(k, 3, args, ["a", "b"], ["out"], {"out": d})
+    close(g["a"], b * d)
+    close(g["b"], a * d)
+
+
+def test_transpose_and_break():
+    k = cuda_kernel("transpose_tile.cu", "transpose", (16, 16))
+    R, C = 40, 27
+    x, y = randn(R, C), torch.zeros(C, R, dtype=torch.float64)
+    run_forward(k, (2, 3), {"in": x, "out": y, "rows": R, "cols": C})
+    close(y, x.t())
+    k = cuda_kernel("transpose_tile.cu", "first_negative", (32,))
+    n, K = 40, 6
+    x, y = randn(n, K), torch.zeros(n, dtype=torch.float64)
+    run_forward(k, 2, {"x": x, "y": y, "n": n, "K": K})
+    want = torch.stack([sum((v * v for v in row[: next((j for j, v in enumerate(row) if v < -0.5), K)]),
+                            torch.tensor(0.0, dtype=torch.float64)) for row in x])
+    close(y, want)
+
+
+def test_per_thread_trip_count_and_do_while():
+    k = cuda_kernel("constructs.cu", "iterate", (32,))
+    n, maxit = 40, 3
+    x, y = randn(n), torch.zeros(n, dtype=torch.float64)
+    run_forward(k, 2, {"x": x, "y": y, "n": n, "maxit": maxit})
+    want = x.clone()
+    for i in range(n):
+        v = want[i]
+        for _ in range(min(1 + i % 4, maxit)):
+            v = v * 0.5 + torch.sin(v)
+        want[i] = v + 0.125 * (0 + 2 + 4)
+    close(y, want)
