@@ -951,9 +951,13 @@ static ValId shuffle(Lw *L, const char *name, CVal v, CVal arg, int width, Loc l
         src = op2(L, OP_OR, base, op2(L, OP_AND, op2(L, OP_XOR, lane, arg.v, loc), w1, loc), loc);
     } else if (strstr(name, "down")) {
         ValId l2 = op2(L, OP_ADD, lane, arg.v, loc);
-        src = cu_where(L, op2(L, OP_LT, l2, cu_cint(L, DT_I32, width, loc), loc), op2(L, OP_ADD, t, arg.v, loc), t, loc);
+        ValId in = op2(L, OP_LT, l2, cu_cint(L, DT_I32, width, loc), loc);
+        ValId from = op2(L, OP_ADD, t, arg.v, loc);
+        src = cu_where(L, in, from, t, loc);
     } else if (strstr(name, "up")) {
-        src = cu_where(L, op2(L, OP_GE, lane, arg.v, loc), op2(L, OP_SUB, t, arg.v, loc), t, loc);
+        ValId in = op2(L, OP_GE, lane, arg.v, loc);
+        ValId from = op2(L, OP_SUB, t, arg.v, loc);
+        src = cu_where(L, in, from, t, loc);
     } else {
         src = op2(L, OP_OR, base, op2(L, OP_AND, arg.v, w1, loc), loc);
     }
@@ -1039,8 +1043,11 @@ static CVal call_builtin(Lw *L, const CuExpr *e, bool *handled)
         {"__hadd", "+"}, {"__hsub", "-"}, {"__hmul", "*"}, {"__hdiv", "/"}, {"__dadd", "+"},
     };
     for (size_t k = 0; k < sizeof hops / sizeof *hops; k++)
-        if (!strcmp(hops[k].name, n) && na == 2)
-            return cu_binop(L, hops[k].op, cu_expr(L, e->args[0]), cu_expr(L, e->args[1]), loc);
+        if (!strcmp(hops[k].name, n) && na == 2) {
+            CVal a = cu_expr(L, e->args[0]);
+            CVal b = cu_expr(L, e->args[1]);
+            return cu_binop(L, hops[k].op, a, b, loc);
+        }
     if (!strcmp(n, "__hneg") && na == 1) {
         CVal a = cu_expr(L, e->args[0]);
         return a.v ? (CVal){.t = a.t, .v = ir_op1(L->f, L->b, OP_NEG, ir_type(L->f, a.v), a.v, loc)} : bad(L);
@@ -1735,21 +1742,21 @@ CVal cu_call_device(Lw *L, const CuFunc *fn, const CuExpr *call_e)
             v->val = a;
         }
     }
-    Var *rv = NULL;
+    int retpos = -1;
     if (L->ret_ty->k != TY_VOID) {
+        retpos = L->env.n;
         if (L->ret_ty->k == TY_STRUCT) {
-            rv = cu_declare(L, "$ret", VK_STRUCT, L->ret_ty, fn->loc);
+            cu_declare(L, "$ret", VK_STRUCT, L->ret_ty, fn->loc);
             for (int k = 0; k < L->ret_ty->st->n; k++) {
                 Var *fv = cu_declare(L, arena_printf(L->a, "$ret.%s", L->ret_ty->st->fname[k]), VK_VAL,
                                      L->ret_ty->st->fty[k], fn->loc);
                 fv->val = cu_zero(L, L->ret_ty->st->fty[k], loc);
             }
         } else {
-            rv = cu_declare(L, "$ret", VK_VAL, L->ret_ty, fn->loc);
+            Var *rv = cu_declare(L, "$ret", VK_VAL, L->ret_ty, fn->loc);
             rv->val = cu_zero(L, L->ret_ty, loc);
         }
     }
-    int retpos = rv ? (int)(rv - L->env.v) : -1;
     cu_stmt(L, fn->body);
     CVal r = {.t = L->ret_ty};
     if (retpos >= 0) {

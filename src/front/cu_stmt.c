@@ -513,11 +513,12 @@ static void lower_loop(Lw *L, LoopDesc *ld)
     for (int r = 0; r < nr; r++)
         in->regions[r] = regs[r];
     in->nregions = nr;
+    ValId *res = in->res; /* in moves when the block grows below */
     for (int k = 0; k < idx.n; k++) {
         Var *v = &L->env.v[idx.v[k]];
-        v->val.v = from_phys(L, in->res[k], ty[idx.v[k]], loc);
+        f->vals.v[res[k]].name = v->name[0] == '$' ? NULL : v->name;
+        v->val.v = from_phys(L, res[k], ty[idx.v[k]], loc);
         v->val.cst = false;
-        f->vals.v[in->res[k]].name = v->name[0] == '$' ? NULL : v->name;
         if (v->kind == VK_SHARED) {
             v->dirty = end[idx.v[k]].dirty;
             v->dirty_idx = 0;
@@ -670,14 +671,15 @@ static bool try_unroll(Lw *L, const CuStmt *s)
     if (!ok)
         return false;
     bool jumps = has_jump(s->body, false);
-    Var *brk = cu_declare(L, "$brk", VK_VAL, cu_scalar_ty(L, TY_BOOL, DT_I1), loc);
-    brk->val = (CVal){.t = brk->t, .v = L->fls};
+    const CuTy *bt = cu_scalar_ty(L, TY_BOOL, DT_I1);
+    Var *brk = cu_declare(L, "$brk", VK_VAL, bt, loc);
+    brk->val = (CVal){.t = bt, .v = L->fls};
     int nb2 = L->env.n;
     for (int k = 0; k < n; k++) {
         Var *x = cu_declare(L, dc->name, VK_VAL, t, dc->loc);
         x->val = cu_const_int(L, t, vals[k], loc);
-        Var *cnt = cu_declare(L, "$cnt", VK_VAL, brk->t, loc);
-        cnt->val = (CVal){.t = brk->t, .v = L->fls};
+        Var *cnt = cu_declare(L, "$cnt", VK_VAL, bt, loc);
+        cnt->val = (CVal){.t = bt, .v = L->fls};
         cu_stmt(L, s->body);
         if (jumps)
             cu_set_m(L, cu_or(L, cu_m(L), cu_lookup(L, "$cnt")->val.v, loc));
@@ -878,7 +880,8 @@ void cu_shared_write(Lw *L, Var *v, CVal idx, CVal x, Loc loc)
             ValId ci = ir_op1(f, L->b, OP_CAST, type_tile(DT_I32, 1, &s), mt, loc);
             Inst *cs = ir_emit(f, L->b, OP_SUM, &ci, 1, (Type[]){type_scalar(DT_I32)}, 1, loc);
             cs->ival = 0;
-            ValId ok = ir_op2(f, L->b, OP_LE, type_scalar(DT_I1), cs->res[0], cu_cint(L, DT_I32, 1, loc), loc);
+            ValId nw = cs->res[0], one = cu_cint(L, DT_I32, 1, loc);
+            ValId ok = ir_op2(f, L->b, OP_LE, type_scalar(DT_I1), nw, one, loc);
             Inst *as = ir_emit(f, L->b, OP_ASSERT, &ok, 1, NULL, 0, loc);
             as->sattr = race;
             ValId z = dtype_is_float(v->t->dt) ? ir_const_float(f, L->b, type_scalar(v->t->dt), 0.0, loc)
@@ -904,15 +907,15 @@ void cu_shared_write(Lw *L, Var *v, CVal idx, CVal x, Loc loc)
         ValId e1 = expand(L, ar, 1, type_tile(DT_I32, 2, (int32_t[]){n, 1}), loc);
         ValId j = cu_bcast(L, cu_where(L, m, idx.v, cu_cint(L, DT_I32, -1, loc), loc), loc);
         ValId j1 = expand(L, j, 0, type_tile(DT_I32, 2, (int32_t[]){1, L->lp}), loc);
-        ValId hit = ir_op2(f, b, OP_EQ, b2, ir_op1(f, b, OP_BROADCAST, t2, e1, loc),
-                           ir_op1(f, b, OP_BROADCAST, t2, j1, loc), loc);
+        ValId eb = ir_op1(f, b, OP_BROADCAST, t2, e1, loc), jb = ir_op1(f, b, OP_BROADCAST, t2, j1, loc);
+        ValId hit = ir_op2(f, b, OP_EQ, b2, eb, jb, loc);
         Type xt2 = type_tile(v->t->dt, 2, sh);
         ValId xv = cu_bcast(L, x.v, loc);
         ValId x1 = expand(L, xv, 0, type_tile(v->t->dt, 2, (int32_t[]){1, L->lp}), loc);
         ValId z = dtype_is_float(v->t->dt) ? ir_const_float(f, b, type_scalar(v->t->dt), 0.0, loc)
                                            : cu_cint(L, v->t->dt, 0, loc);
-        ValId sel = ir_op3(f, b, OP_WHERE, xt2, hit, ir_op1(f, b, OP_BROADCAST, xt2, x1, loc),
-                           ir_op1(f, b, OP_BROADCAST, xt2, z, loc), loc);
+        ValId xb = ir_op1(f, b, OP_BROADCAST, xt2, x1, loc), zb = ir_op1(f, b, OP_BROADCAST, xt2, z, loc);
+        ValId sel = ir_op3(f, b, OP_WHERE, xt2, hit, xb, zb, loc);
         Inst *sm = ir_emit(f, b, OP_SUM, &sel, 1, &vt, 1, loc);
         sm->ival = 1;
         ValId vals = sm->res[0];
