@@ -7,6 +7,7 @@
  *   kad jvp FILE.py:KERNEL --sig SIG --wrt X --out Y [-o F] [--ir]    (forward mode)
  *   kad check FILE.py:KERNEL --sig SIG --wrt X --out Y --grid G ...   (docs/AD.md)
  *   kad audit FILE.py:KERNEL --sig SIG [same options as ir] | kad audit FILE.ir
+ *   kad ir|emit|audit|grad|jvp|check FILE.cu:KERNEL --block BX[,BY,BZ] [--sig TARGS] ...  (CUDA C / HIP)
  *   kad ast FILE.py
  *   kad builtins
  *   kad version
@@ -83,6 +84,9 @@ static const char usage[] =
     "      (@kad.vjp_of(helper), @kad.jvp_of(helper), kad.nondiff(helper)) for the kernel's helpers (docs/AD.md)\n"
     "  -I DIR: a package root where the kernel's imports are looked up (repeatable;\n"
     "      the kernel file's own package root comes first)\n"
+    "  CUDA C / HIP kernels (docs/LANGUAGE.md, \"CUDA C / HIP kernels\"): FILE.cu:KERNEL (.cu .cuh .hip .cpp)\n"
+    "      instead of FILE.py:KERNEL in ir, emit, audit, grad, jvp, check, with --block BX[,BY,BZ] (the\n"
+    "      block, default 256) and --sig TEMPLATE_ARGS ('scalar_t=fp32,BLOCK=256', extern __shared__ sizes)\n"
     "  kad ast FILE.py\n"
     "      print the syntax tree of a kernel file\n"
     "  kad revolve TRIPS SLOTS [--plan] | kad revolve TRIPS --programs N --slot-bytes B --budget BYTES [--plan]\n"
