@@ -22,7 +22,7 @@ FUZZ_SECONDS ?= 60
 SRCS := src/base/util.c \
         src/front/lex.c src/front/parse_py.c src/front/ast_dump.c src/front/sema_sig.c src/front/sema.c \
         src/front/sema_stmt.c src/front/sema_ops.c src/front/sema_builtins.c \
-        src/front/cu_lex.c src/front/cu_parse.c src/front/cu_lower.c src/front/cu_stmt.c \
+        src/front/cu_lex.c src/front/cu_parse.c src/front/cu_lower.c src/front/cu_builtins.c src/front/cu_stmt.c src/front/cu_kernel.c \
         src/ir/ir.c src/ir/irparse.c src/ir/verify.c src/ir/pass.c src/ir/interp.c src/ir/libm.c \
         src/analysis/access.c src/analysis/access_decide.c src/analysis/access_cover.c src/analysis/audit.c \
         src/ad/ad_analysis.c src/ad/ad_finite.c src/ad/ad_rev.c src/ad/ad_plain.c src/ad/ad_fold.c \

@@ -8,7 +8,10 @@
  *   cu_parse.c  tokens -> CuUnit: structs, __global__/__device__ functions
  *               (templates kept unexpanded), explicit instantiations; host
  *               code skipped
- *   cu_lower.c  CuUnit + kernel + template arguments + block dims -> Func
+ *   cu_lower.c  CuUnit + kernel + template arguments + block dims -> Func:
+ *               types, values and expressions (cu_builtins.c: the builtins;
+ *               cu_stmt.c: statements, control flow, shared memory; cu_kernel.c:
+ *               device functions and the kernel entry point cu_lower)
  * Everything lives in the compilation's arena; errors are located Diags.
  */
 #ifndef KAD_CU_H
@@ -276,9 +279,32 @@ ValId cu_truth(Lw *L, CVal x, Loc loc);         /* i1, scalar or tile */
 CVal cu_expr(Lw *L, const CuExpr *e);
 void cu_assign(Lw *L, const CuExpr *lhs, CVal v, Loc loc);
 CVal cu_zero(Lw *L, const CuTy *t, Loc loc);
-CVal cu_call_device(Lw *L, const CuFunc *fn, const CuExpr *call);
 bool cu_is_lane(Lw *L, ValId v);
 bool cu_const_eval(Lw *L, const CuExpr *e, int64_t *out); /* an integer constant expression */
+
+/* cu_lower.c: the value toolkit cu_builtins.c lowers with */
+const CuTy *cu_ty_int(Lw *L);
+const CuTy *cu_ty_bool(Lw *L);
+bool cu_is_tile(Lw *L, ValId v);
+ValId cu_op2(Lw *L, OpKind op, ValId x, ValId y, Loc loc); /* broadcast to one shape; i1 for comparisons */
+const CuTy *cu_promote(Lw *L, const CuTy *t);               /* the integer promotions */
+const CuTy *cu_common(Lw *L, const CuTy *a, const CuTy *b); /* the usual arithmetic conversions */
+bool cu_is_num(const CuTy *t);
+CVal cu_bad(Lw *L);                                          /* the value after an error */
+const CuTy *cu_vec_type(Lw *L, const char *name);            /* float4 ...; NULL if not one */
+CVal cu_load_ptr(Lw *L, CVal p, Loc loc);                    /* *p under $m */
+
+CVal cu_var_value(Lw *L, Var *v, Loc loc);                   /* a variable's value (a struct from its fields) */
+CVal cu_struct_value(Lw *L, Var *v, Loc loc);
+const CuFunc *cu_find_func(Lw *L, const char *name);          /* the first function of the units named so */
+const CuTy *cu_base_type(Lw *L, const char *n, Loc loc);      /* a type name, without pointers */
+CVal cu_const_float(Lw *L, const CuTy *t, double v, Loc loc);
+
+/* cu_builtins.c: a call of a builtin; *handled false when name is none */
+CVal cu_call_builtin(Lw *L, const CuExpr *e, bool *handled);
+
+/* cu_kernel.c: a call of a __device__ function, inlined (the entry point cu_lower is above) */
+CVal cu_call_device(Lw *L, const CuFunc *fn, const CuExpr *call);
 
 /* cu_stmt.c */
 void cu_stmt(Lw *L, const CuStmt *s);
