@@ -25,7 +25,9 @@ SRCS_FRONT    := src/front/lex.c src/front/parse_py.c src/front/parse_expr.c src
                  src/front/ast_dump.c src/front/sema_sig.c src/front/sema.c \
                  src/front/sema_stmt.c src/front/sema_ops.c src/front/sema_const.c src/front/sema_operators.c \
                  src/front/sema_builtins.c src/front/sema_memory.c src/front/sema_math.c \
-                 src/front/sema_shapes.c src/front/sema_convert.c
+                 src/front/sema_shapes.c src/front/sema_convert.c \
+                 src/front/cu_lex.c src/front/cu_parse.c src/front/cu_lower.c src/front/cu_builtins.c \
+                 src/front/cu_stmt.c src/front/cu_kernel.c
 SRCS_IR       := src/ir/ir.c src/ir/irparse.c src/ir/verify.c src/ir/pass.c src/ir/interp.c src/ir/interp_ops.c \
                  src/ir/libm.c
 SRCS_ANALYSIS := src/analysis/access.c src/analysis/access_decide.c src/analysis/access_disjoint.c \
@@ -39,7 +41,7 @@ SRCS_EMIT     := src/emit/emit_triton.c src/emit/emit_passes.c src/emit/emit_exp
                  src/emit/emit_grad.c src/emit/emit_grad_plan.c src/emit/emit_grad_launch.c \
                  src/emit/emit_cuda.c src/emit/emit_cuda_lanes.c src/emit/emit_cuda_host.c
 SRCS := $(SRCS_BASE) $(SRCS_FRONT) $(SRCS_IR) $(SRCS_ANALYSIS) $(SRCS_AD) $(SRCS_PLAN) $(SRCS_EMIT) src/kad.c
-HDRS := src/kad_int.h src/front/front.h src/analysis/access_int.h src/plan/plan.h src/ir/ops.h src/ir/ir_int.h \
+HDRS := src/kad_int.h src/front/front.h src/front/cu.h src/analysis/access_int.h src/plan/plan.h src/ir/ops.h src/ir/ir_int.h \
         src/emit/emit.h src/emit/emit_grad.h src/emit/py/embed.h src/emit/emit_cuda.h src/emit/emit_cuda_int.h \
         include/kad.h
 # The Python helpers the launchers print verbatim (src/emit/py/*.py), embedded as C arrays by
@@ -112,6 +114,8 @@ fuzz: build/fuzz_frontend
 	@mkdir -p build/fuzz-corpus
 	for f in examples/*.py tests/kernels/*.py tests/sema/*.py; do \
 	    [ -f "$$f" ] && (echo; cat "$$f") > build/fuzz-corpus/seed-$$(basename $$f); done; true
+	for f in tests/cuda/*.cu tests/cuda/*.hip; do \
+	    [ -f "$$f" ] && (echo "cu:BLOCK=64,scalar_t=fp32"; cat "$$f") > build/fuzz-corpus/seed-$$(basename $$f); done; true
 	build/fuzz_frontend -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=8192 \
 	    -dict=fuzz/python.dict build/fuzz-corpus
 

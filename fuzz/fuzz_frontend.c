@@ -1,7 +1,8 @@
 /* fuzz_frontend.c -- libFuzzer target for the front ends.
  *
  * The input is split at its first newline: the first line is a signature,
- * the rest a Python module.  The module goes through the lexer, the parser
+ * the rest a Python module (or, after a first line "cu:TARGS", a CUDA C
+ * file: fuzz_cuda).  The module goes through the lexer, the parser
  * and, for its first @triton.jit function, sema and the verifier.  The whole
  * input is also read as textual IR.  Memory is capped by the arena limit, so
  * exhaustion is an error path, not a crash.  Build and run: `make fuzz`.
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "kad_int.h"
+#include "front/cu.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -70,6 +72,32 @@ static void fuzz_ir(Arena *a, Diags *d, const char *sig, const char *text)
     }
 }
 
+/* The CUDA C / HIP front end (an input whose signature line starts with
+ * "cu:"; the rest of that line is the template arguments, the kernel is the
+ * file's first __global__ function, the block 64 threads, or 8x4 when the
+ * line's last byte is odd): preprocessor, parser, lowering, the verifier,
+ * simplify and the printer. */
+static void fuzz_cuda(Arena *a, Diags *d, const char *sig, const char *src)
+{
+    diag_add_source(d, "fuzz.cu", src);
+    int n = 0;
+    CuTok *toks = cu_lex(a, d, "fuzz.cu", src, &n);
+    CuUnit *u = cu_parse(a, d, "fuzz.cu", toks, n);
+    if (!u || d->nerrors)
+        return;
+    for (int i = 0; i < u->funcs.n; i++) {
+        if (!u->funcs.v[i]->is_global)
+            continue;
+        size_t len = strlen(sig);
+        bool two_d = len && (sig[len - 1] & 1);
+        CuSpec spec = {.targs = sig + 3, .block = {two_d ? 8 : 64, two_d ? 4 : 1, 1}};
+        Func *f = cu_lower(a, d, &u, 1, u->funcs.v[i]->name, &spec);
+        if (f && ir_verify(f, d) && pass_run(f, "simplify", d) && ir_verify(f, d))
+            (void)ir_to_string(a, f);
+        break;
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *buf = malloc(size + 1);
@@ -85,7 +113,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sig = buf;
         src = nl + 1;
     }
-    fuzz_in_arena(fuzz_python, sig, src);
+    if (!strncmp(sig, "cu:", 3))
+        fuzz_in_arena(fuzz_cuda, sig, src);
+    else
+        fuzz_in_arena(fuzz_python, sig, src);
     if (nl)
         *nl = '\n';
     fuzz_in_arena(fuzz_ir, "", buf);

@@ -323,6 +323,21 @@ KAD_API int kad_set_tape_options(kad_ctx *c, long long while_cap, long long tape
  * module's header.  Text owned by the context; "no tapes" when g has none. */
 KAD_API const char *kad_tape_report(kad_kernel *g);
 
+/* ---- CUDA C / HIP kernels (docs/LANGUAGE.md, "CUDA C / HIP kernels") ---- */
+
+/* Adds a .cu/.cuh/.hip/.cpp file: its preprocessor subset runs, its device
+ * code is parsed (host code skipped).  0, or -1 with diagnostics. */
+KAD_API int kad_add_cuda_source(kad_ctx *c, const char *filename, const char *text);
+/* Specializes the __global__ function `kernel` of the CUDA sources added to
+ * c: targs gives template arguments and extern __shared__ sizes
+ * ("scalar_t=fp32,BLOCK=256,smem=512"; NULL or "" when the file's one
+ * explicit instantiation or none is needed), block the block's dimensions
+ * (blockDim.x, .y, .z; 0 reads as 1).  The result is a kad_kernel like
+ * kad_specialize's: kad_grad, kad_jvp, kad_check and kad_run apply, with
+ * the grid's programs as the CUDA blocks.  NULL after an error. */
+KAD_API kad_kernel *kad_specialize_cuda(kad_ctx *c, const char *kernel, const char *targs, const int block[3],
+                                        unsigned flags);
+
 #ifdef __cplusplus
 }
 #endif

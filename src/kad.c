@@ -10,12 +10,14 @@
 
 #include "plan/plan.h"
 #include "emit/emit_cuda.h"
+#include "front/cu.h"
 
 struct kad_ctx {
     Arena *a;
     Diags d;
     Vec(Module *) mods;
     int64_t while_cap, tape_budget; /* kad_set_tape_options */
+    Vec(struct CuUnit *) cuda; /* kad_add_cuda_source */
 };
 
 struct kad_kernel {
@@ -743,4 +745,50 @@ const char *kad_tape_report(kad_kernel *g)
     const char *text = tape_report(c->a, g->p);
     API_END(c);
     return text;
+}
+
+/* ---- CUDA C / HIP kernels ---- */
+
+int kad_add_cuda_source(kad_ctx *c, const char *filename, const char *text)
+{
+    API_BEGIN(c, -1);
+    const char *file = arena_strdup(c->a, filename);
+    const char *copy = arena_strdup(c->a, text);
+    diag_add_source(&c->d, file, copy);
+    int before = c->d.nerrors, n = 0;
+    CuTok *toks = cu_lex(c->a, &c->d, file, copy, &n);
+    CuUnit *u = c->d.nerrors == before ? cu_parse(c->a, &c->d, file, toks, n) : NULL;
+    bool ok = u && c->d.nerrors == before;
+    if (ok)
+        vec_push(c->a, c->cuda, u);
+    API_END(c);
+    return ok ? 0 : -1;
+}
+
+/* The same stages as kad_specialize's after the front end. */
+kad_kernel *kad_specialize_cuda(kad_ctx *c, const char *kernel, const char *targs, const int block[3],
+                                unsigned flags)
+{
+    API_BEGIN(c, NULL);
+    kad_kernel *k = NULL;
+    CuSpec spec = {.targs = targs && *targs ? arena_strdup(c->a, targs) : NULL};
+    for (int i = 0; i < 3; i++)
+        spec.block[i] = block ? block[i] : (i == 0 ? 1 : 1);
+    Func *f = cu_lower(c->a, &c->d, c->cuda.v, c->cuda.n, kernel, &spec);
+    if (!f)
+        goto out;
+#ifdef KAD_CHECKED
+    if (!ir_verify(f, &c->d))
+        goto out;
+#endif
+    if (!(flags & KAD_NO_SIMPLIFY) && !pass_run(f, "simplify", &c->d))
+        goto out;
+#ifdef KAD_CHECKED
+    if (!ir_verify(f, &c->d))
+        goto out;
+#endif
+    k = kernel_of(c, f);
+out:
+    API_END(c);
+    return k;
 }

@@ -7,6 +7,7 @@
  *   kad jvp FILE.py:KERNEL --sig SIG --wrt X --out Y [-o F] [--ir]    (forward mode)
  *   kad check FILE.py:KERNEL --sig SIG --wrt X --out Y --grid G ...   (docs/AD.md)
  *   kad audit FILE.py:KERNEL --sig SIG [same options as ir] | kad audit FILE.ir
+ *   kad ir|emit|audit|grad|jvp|check FILE.cu:KERNEL --block BX[,BY,BZ] [--sig TARGS] ...  (CUDA C / HIP)
  *   kad ast FILE.py
  *   kad builtins
  *   kad version
@@ -40,6 +41,7 @@ typedef struct Roots {
     int n;
 } Roots;
 
+/* The usage text, in two literals (ISO C caps one literal at 4095 characters): put_usage. */
 static const char usage[] =
     "usage:\n"
     "  kad ir FILE.py:KERNEL --sig SIG [--unroll] [--no-simplify] [--include FILE.py]... [-I DIR]...\n"
@@ -69,7 +71,8 @@ static const char usage[] =
     "      know those buffers are unchanged (docs/AD.md, \"Trusted saved outputs\");\n"
     "      --race: the check that no two programs or lanes write one element of an output\n"
     "  tapes (grad and check): [--tape-budget BYTES] checkpoint taped `for` loops above BYTES of\n"
-    "      tape per launch; [--while-cap N] the tape capacity of a `while` loop kad finds no bound for\n"
+    "      tape per launch; [--while-cap N] the tape capacity of a `while` loop kad finds no bound for\n";
+static const char usage_more[] =
     "  kad check FILE.py:KERNEL --sig SIG --wrt X,... --out Y,... --grid NX[,NY,NZ]\n"
     "            --shape P=64x128... --arg N=VALUE... [--range P=LO:HI]... [--seed N]\n"
     "            [--dirs K] [--elem-limit N] [--rtol X]      (or FILE.ir instead of FILE.py:KERNEL)\n"
@@ -85,6 +88,9 @@ static const char usage[] =
     "      (@kad.vjp_of(helper), @kad.jvp_of(helper), kad.nondiff(helper)) for the kernel's helpers (docs/AD.md)\n"
     "  -I DIR: a package root where the kernel's imports are looked up (repeatable;\n"
     "      the kernel file's own package root comes first)\n"
+    "  CUDA C / HIP kernels (docs/LANGUAGE.md, \"CUDA C / HIP kernels\"): FILE.cu:KERNEL (.cu .cuh .hip .cpp)\n"
+    "      instead of FILE.py:KERNEL in ir, emit, audit, grad, jvp, check, with --block BX[,BY,BZ] (the\n"
+    "      block, default 256) and --sig TEMPLATE_ARGS ('scalar_t=fp32,BLOCK=256', extern __shared__ sizes)\n"
     "  kad ast FILE.py\n"
     "      print the syntax tree of a kernel file\n"
     "  kad revolve TRIPS SLOTS [--plan] | kad revolve TRIPS --programs N --slot-bytes B --budget BYTES [--plan]\n"
@@ -92,6 +98,12 @@ static const char usage[] =
     "  kad builtins\n"
     "      the names of triton.language kad knows: NAME supported|refused AD-class (docs/LANGUAGE.md)\n"
     "  kad version\n";
+
+static void put_usage(void)
+{
+    fputs(usage, stderr);
+    fputs(usage_more, stderr);
+}
 
 static char *slurp(const char *path, const char *what)
 {
@@ -277,6 +289,51 @@ static kad_kernel *load_py_kernel(kad_ctx *c, const char *target, const char *co
     return k;
 }
 
+/* Whether FILE of "FILE:KERNEL" is CUDA C or HIP source (.cu, .cuh, .hip, .cpp). */
+static bool is_cuda_file(const char *target, const char *colon)
+{
+    static const char *const exts[] = {".cu", ".cuh", ".hip", ".cpp"};
+    for (size_t k = 0; k < sizeof exts / sizeof *exts; k++) {
+        size_t n = strlen(exts[k]);
+        if ((size_t)(colon - target) > n && !strncmp(colon - n, exts[k], n))
+            return true;
+    }
+    return false;
+}
+
+/* Specializes KERNEL of a CUDA/HIP file for the template arguments sig and
+ * the block dims "BX[,BY,BZ]" (default 256). */
+static kad_kernel *load_cuda_kernel(kad_ctx *c, const char *target, const char *colon, const char *sig,
+                                    const char *block, unsigned flags)
+{
+    int dims[3] = {256, 1, 1};
+    if (block) {
+        const char *q = block;
+        for (int k = 0; k < 3; k++) {
+            char *end;
+            long v = strtol(q, &end, 10);
+            if (end == q || v < 1 || v > 4096 || (*end && *end != ',')) {
+                fprintf(stderr, "kad: --block takes BX[,BY,BZ], positive integers, got '%s'\n", block);
+                return NULL;
+            }
+            dims[k] = (int)v;
+            if (!*end)
+                break;
+            q = end + 1;
+        }
+    }
+    char *path = malloc((size_t)(colon - target) + 1);
+    if (!path)
+        return NULL;
+    memcpy(path, target, (size_t)(colon - target));
+    path[colon - target] = 0;
+    char *text = slurp(path, "file");
+    int rc = text ? kad_add_cuda_source(c, path, text) : -1;
+    free(text);
+    free(path);
+    return rc == 0 ? kad_specialize_cuda(c, colon + 1, sig, dims, flags) : NULL;
+}
+
 /* Reads `-I DIR` / `-IDIR` at argv[*i]; whether it was one. */
 static bool root_arg(int argc, char **argv, int *i, Roots *roots)
 {
@@ -306,7 +363,7 @@ static int cmd_ir(int argc, char **argv, int mode)
 {
     bool triton = mode == 1, audit = mode == 2;
     const char *cmd = audit ? "audit" : triton ? "emit" : "ir";
-    const char *target = NULL, *sig = NULL;
+    const char *target = NULL, *sig = NULL, *block = NULL;
     unsigned flags = 0;
     int cuda = 0; /* emit --emit cuda (1) or hip (2): the CUDA C module instead of Triton */
     Roots roots = {0};
@@ -320,6 +377,8 @@ static int cmd_ir(int argc, char **argv, int mode)
             sig = argv[++i];
         else if (!strncmp(argv[i], "--sig=", 6))
             sig = argv[i] + 6;
+        else if (!strcmp(argv[i], "--block") && i + 1 < argc)
+            block = argv[++i];
         else if (!strcmp(argv[i], "--unroll"))
             flags |= KAD_UNROLL_CONST_LOOPS;
         else if (triton && !strcmp(argv[i], "--emit") && i + 1 < argc && emit_target(argv[i + 1], &cuda))
@@ -332,7 +391,8 @@ static int cmd_ir(int argc, char **argv, int mode)
         } else if (argv[i][0] != '-' && !target)
             target = argv[i];
         else {
-            fprintf(stderr, "kad %s: unexpected argument '%s'\n%s", cmd, argv[i], usage);
+            fprintf(stderr, "kad %s: unexpected argument '%s'\n", cmd, argv[i]);
+            put_usage();
             kad_ctx_free(c);
             return 1;
         }
@@ -351,11 +411,13 @@ static int cmd_ir(int argc, char **argv, int mode)
     }
     const char *colon = target ? strrchr(target, ':') : NULL;
     if (!colon || colon == target || !colon[1]) {
-        fprintf(stderr, "kad %s: expected FILE.py:KERNEL\n%s", cmd, usage);
+        fprintf(stderr, "kad %s: expected FILE.py:KERNEL\n", cmd);
+            put_usage();
         kad_ctx_free(c);
         return 1;
     }
-    kad_kernel *k = load_py_kernel(c, target, colon, &roots, sig, flags);
+    kad_kernel *k = is_cuda_file(target, colon) ? load_cuda_kernel(c, target, colon, sig, block, flags)
+                                                : load_py_kernel(c, target, colon, &roots, sig, flags);
     const char *text = !k                ? NULL
                        : audit           ? kad_audit(k)
                        : triton && cuda  ? kad_kernel_cuda(k, cuda == 2)
@@ -379,7 +441,8 @@ static int cmd_opt(int argc, char **argv)
         else if (argv[i][0] != '-' && !file)
             file = argv[i];
         else {
-            fprintf(stderr, "kad opt: unexpected argument '%s'\n%s", argv[i], usage);
+            fprintf(stderr, "kad opt: unexpected argument '%s'\n", argv[i]);
+            put_usage();
             return 1;
         }
     }
@@ -407,7 +470,7 @@ static int cmd_opt(int argc, char **argv)
 static int cmd_access(int argc, char **argv)
 {
     if (argc > 1) {
-        fputs(usage, stderr);
+        put_usage();
         return 1;
     }
     char *text = slurp(argc ? argv[0] : NULL, "file");
@@ -434,7 +497,7 @@ static int cmd_access(int argc, char **argv)
 static int cmd_ast(int argc, char **argv)
 {
     if (argc != 1) {
-        fputs(usage, stderr);
+        put_usage();
         return 1;
     }
     char *text = slurp(argv[0], "file");
@@ -464,6 +527,7 @@ static int cmd_ast(int argc, char **argv)
 /* Options shared by `grad` and `check`. */
 typedef struct AdArgs {
     const char *target, *sig, *wrt, *out;
+    const char *block;   /* --block BX[,BY,BZ]: a CUDA kernel's block */
     const char *outfile; /* grad -o FILE: write the module there instead of stdout */
     bool ir;             /* grad --ir: print the backward IR instead of the Triton module */
     bool report;         /* grad --report: print the tape report instead of the module */
@@ -502,6 +566,8 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
             x->wrt = argv[++i];
         else if (!strcmp(a, "--out") && has)
             x->out = argv[++i];
+        else if (!strcmp(a, "--block") && has)
+            x->block = argv[++i];
         else if (!strcmp(a, "--unroll"))
             x->flags |= KAD_UNROLL_CONST_LOOPS;
         else if (!check && !strcmp(a, "--ir"))
@@ -564,7 +630,8 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
             goto bad;
         continue;
     bad:
-        fprintf(stderr, "kad %s: unexpected argument '%s'\n%s", cmd, a, usage);
+        fprintf(stderr, "kad %s: unexpected argument '%s'\n", cmd, a);
+            put_usage();
         return 1;
     }
     if (kad_set_tape_options(c, x->while_cap, x->tape_budget) != 0) {
@@ -572,7 +639,8 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
         return 1;
     }
     if (!x->target || !x->wrt || !x->out) {
-        fprintf(stderr, "kad %s: expected a kernel, --wrt and --out\n%s", cmd, usage);
+        fprintf(stderr, "kad %s: expected a kernel, --wrt and --out\n", cmd);
+            put_usage();
         return 1;
     }
     return 0;
@@ -581,7 +649,7 @@ static int parse_ad_args(kad_ctx *c, int argc, char **argv, bool check, AdArgs *
 /* FILE.ir, or FILE.py:KERNEL specialized for sig.  NULL after an error
  * (diagnostics in c) or a usage error (*usage_err set). */
 static kad_kernel *load_target(kad_ctx *c, const char *target, const Roots *roots, const char *sig,
-                               unsigned flags, int *usage_err)
+                               const char *block, unsigned flags, int *usage_err)
 {
     size_t n = strlen(target);
     if (n > 3 && !strcmp(target + n - 3, ".ir")) {
@@ -594,10 +662,13 @@ static kad_kernel *load_target(kad_ctx *c, const char *target, const Roots *root
     }
     const char *colon = strrchr(target, ':');
     if (!colon || colon == target || !colon[1]) {
-        fprintf(stderr, "kad: expected FILE.py:KERNEL or FILE.ir, got '%s'\n%s", target, usage);
+        fprintf(stderr, "kad: expected FILE.py:KERNEL or FILE.ir, got '%s'\n", target);
+            put_usage();
         *usage_err = 1;
         return NULL;
     }
+    if (is_cuda_file(target, colon))
+        return load_cuda_kernel(c, target, colon, sig, block, flags);
     return load_py_kernel(c, target, colon, roots, sig, flags);
 }
 
@@ -640,7 +711,7 @@ static int cmd_ad(int argc, char **argv, bool check, bool jvp)
     AdArgs x = {.shapes = {.a = a}, .args = {.a = a}, .ranges = {.a = a}, .jvp = jvp};
     int rc = parse_ad_args(c, argc, argv, check, &x);
     int usage_err = 0;
-    kad_kernel *k = rc ? NULL : load_target(c, x.target, &x.roots, x.sig, x.flags, &usage_err);
+    kad_kernel *k = rc ? NULL : load_target(c, x.target, &x.roots, x.sig, x.block, x.flags, &usage_err);
     if (!rc && !k)
         rc = 1; /* usage errors were already explained on stderr */
     if (!rc && jvp) {
@@ -757,7 +828,7 @@ static int cmd_revolve(int argc, char **argv)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fputs(usage, stderr);
+        put_usage();
         return 1;
     }
     const char *cmd = argv[1];
@@ -797,6 +868,7 @@ int main(int argc, char **argv)
         fputs(usage, stdout);
         return 0;
     }
-    fprintf(stderr, "kad: unknown command '%s'\n%s", cmd, usage);
+    fprintf(stderr, "kad: unknown command '%s'\n", cmd);
+            put_usage();
     return 1;
 }

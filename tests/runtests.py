@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Golden-file test runner for the kad command line (stdlib only).
 
-Every test file under tests/{parse,sema,ir,errors} (*.py, *.ir) holds one or more
+Every test file under tests/{parse,sema,ir,errors,...} (*.py, *.ir; tests/cuda: *.cu, *.hip, `// RUN:`) holds one or more
 lines `# RUN: <kad arguments>`; `%s` stands for the file's path and a trailing
 `< %s` feeds the file on stdin.  Expected stdout lives in NAME.out (exit status
 0 required), expected stderr in NAME.err (exit status 1 required).  A line
@@ -18,7 +18,8 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DIRS = ["parse", "sema", "ir", "errors", "emit", "grad", "access", "audit", "jvp", "emit_cuda"]
+DIRS = ["parse", "sema", "ir", "errors", "emit", "grad", "access", "audit", "jvp", "emit_cuda", "cuda"]
+CUDA_EXTS = (".cu", ".cuh", ".hip", ".cpp")
 
 
 def run_lines(path):
@@ -29,7 +30,9 @@ def run_lines(path):
         s = line.strip()
         if s.startswith("# RUN:"):
             runs.append(s[len("# RUN:"):].strip())
-        elif s == "# ROUNDTRIP":
+        elif s.startswith("// RUN:") and path.endswith(CUDA_EXTS):
+            runs.append(s[len("// RUN:"):].strip())
+        elif s in ("# ROUNDTRIP", "// ROUNDTRIP"):
             roundtrip = True
     return runs, roundtrip
 
@@ -132,7 +135,7 @@ def main():
             continue
         for dirpath, _, names in os.walk(full):
             for n in sorted(names):
-                if n.endswith((".py", ".ir")):
+                if n.endswith((".py", ".ir")) or (d == "cuda" and n.endswith(CUDA_EXTS)):
                     files.append(os.path.join(dirpath, n))
     files.sort()
     if a.filter:

@@ -84,7 +84,7 @@ const char *cuda_dtype(Dtype dt, bool hip)
 
 /* ---- names, types, diagnostics ---- */
 
-void cu_refuse(Cu *c, Loc loc, const char *fmt, ...)
+void ecu_refuse(Cu *c, Loc loc, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -94,7 +94,7 @@ void cu_refuse(Cu *c, Loc loc, const char *fmt, ...)
     c->ok = false;
 }
 
-const char *cu_shape_str(Cu *c, Type t)
+const char *ecu_shape_str(Cu *c, Type t)
 {
     Buf b = {.a = c->a};
     type_print(&b, t);
@@ -102,7 +102,7 @@ const char *cu_shape_str(Cu *c, Type t)
 }
 
 /* A fresh C name for base (taken: suffixed _1, _2, ...). */
-const char *cu_fresh(Cu *c, const char *base)
+const char *ecu_fresh(Cu *c, const char *base)
 {
     const char *s = base;
     for (int k = 1;; k++) {
@@ -118,65 +118,65 @@ const char *cu_fresh(Cu *c, const char *base)
 }
 
 /* The C variable for value v: its source name, or tmpN. */
-const char *cu_name_for(Cu *c, ValId v)
+const char *ecu_name_for(Cu *c, ValId v)
 {
     const char *hint = c->f->vals.v[v].name;
     if (hint && *hint)
-        return cu_fresh(c, cuda_ident(c->a, c->irname[v] ? c->irname[v] : hint));
-    return cu_fresh(c, arena_printf(c->a, "tmp%d", c->ntmp++));
+        return ecu_fresh(c, cuda_ident(c->a, c->irname[v] ? c->irname[v] : hint));
+    return ecu_fresh(c, arena_printf(c->a, "tmp%d", c->ntmp++));
 }
 
 
 /* The C type of value v (pointers: the pointee's type and '*'). */
-const char *cu_ctype(Cu *c, ValId v, Loc loc)
+const char *ecu_ctype(Cu *c, ValId v, Loc loc)
 {
     Type t = cu_vty(c, v);
     Dtype dt = t.dt == DT_PTR ? (Dtype)t.elem : (Dtype)t.dt;
     const char *s = cuda_dtype(dt, c->o->hip);
     if (!s) {
-        cu_refuse(c, loc, "%%%s has type %s, which has no CUDA C spelling here", c->irname[v], cu_shape_str(c, t));
+        ecu_refuse(c, loc, "%%%s has type %s, which has no CUDA C spelling here", c->irname[v], ecu_shape_str(c, t));
         return "void";
     }
     return t.dt == DT_PTR ? arena_printf(c->a, "%s *", s) : s;
 }
 
 /* Whether type t is held per lane: its first axis is the block's threads (t is [L] or [L, k]). */
-bool cu_lanes_of(Cu *c, Type t) { return t.rank >= 1 && t.shape[0] == c->L && c->L > 1; }
+bool ecu_lanes_of(Cu *c, Type t) { return t.rank >= 1 && t.shape[0] == c->L && c->L > 1; }
 
 /* The per-thread array length of v: k for a tile [L, k] with k > 1 (thread i holds row i,
  * `T v[k]`) and for a uniform row [k] or [1, k] (a tile whose first axis is not the threads:
  * every thread holds all of it, alike); 0 for a scalar, a lane value [L] and [L, 1]. */
-int cu_width(Cu *c, ValId v)
+int ecu_width(Cu *c, ValId v)
 {
     Type t = cu_vty(c, v);
-    if (cu_lanes_of(c, t))
+    if (ecu_lanes_of(c, t))
         return t.rank == 2 && t.shape[1] > 1 ? t.shape[1] : 0;
     return t.rank ? (int)type_numel(t) : 0;
 }
 
 /* Whether v is a uniform row (every thread holds the same k elements). */
-bool cu_is_row(Cu *c, ValId v) { return cu_vty(c, v).rank >= 1 && !cu_lanes_of(c, cu_vty(c, v)); }
+bool ecu_is_row(Cu *c, ValId v) { return cu_vty(c, v).rank >= 1 && !ecu_lanes_of(c, cu_vty(c, v)); }
 
 /* The C expression of v: its variable, or its inlined expression; an array's element kad_j while
  * an array op is printed. */
-const char *cu_val(Cu *c, ValId v)
+const char *ecu_val(Cu *c, ValId v)
 {
     if (!c->var[v])
         return "?";
-    return c->jidx && cu_width(c, v) && !c->splat[v] ? arena_printf(c->a, "%s[kad_j]", c->var[v]) : c->var[v];
+    return c->jidx && ecu_width(c, v) && !c->splat[v] ? arena_printf(c->a, "%s[kad_j]", c->var[v]) : c->var[v];
 }
 
 /* Element idx of array v (a splat's every element is its var). */
-const char *cu_elem_at(Cu *c, ValId v, const char *idx)
+const char *ecu_elem_at(Cu *c, ValId v, const char *idx)
 {
     return c->splat[v] ? c->var[v] : arena_printf(c->a, "%s[%s]", c->var[v], idx);
 }
 
-/* cu_val(v) without the parentheses around an inlined expression, where it stands alone (a call's
+/* ecu_val(v) without the parentheses around an inlined expression, where it stands alone (a call's
  * argument, the right-hand side of an assignment). */
-const char *cu_bare(Cu *c, ValId v)
+const char *ecu_bare(Cu *c, ValId v)
 {
-    const char *e = cu_val(c, v);
+    const char *e = ecu_val(c, v);
     size_t n = strlen(e);
     if (n < 2 || e[0] != '(' || e[n - 1] != ')')
         return e;
@@ -194,10 +194,10 @@ static const char *up(Cu *c, ValId v)
 {
     Dtype dt = cu_vdt(c, v);
     if (dt == DT_F16)
-        return arena_printf(c->a, "__half2float(%s)", cu_val(c, v));
+        return arena_printf(c->a, "__half2float(%s)", ecu_val(c, v));
     if (dt == DT_BF16)
-        return arena_printf(c->a, "__bfloat162float(%s)", cu_val(c, v));
-    return cu_val(c, v);
+        return arena_printf(c->a, "__bfloat162float(%s)", ecu_val(c, v));
+    return ecu_val(c, v);
 }
 
 /* A float expression e rounded to 16-bit dtype dt (round to nearest even); e itself otherwise. */
@@ -263,7 +263,7 @@ static const char *ilit(Cu *c, Dtype dt, int64_t v)
 }
 
 /* The zero of dtype dt (a masked load's lanes without `other`). */
-const char *cu_zero(Cu *c, Dtype dt)
+const char *ecu_zero(Cu *c, Dtype dt)
 {
     return dtype_is_float(dt) ? flit(c, dt, 0.0) : ilit(c, dt, 0);
 }
@@ -287,22 +287,22 @@ static void check_shapes(Cu *c, const Block *b)
     for (int i = 0; i < b->nparams && c->ok; i++) {
         Type t = cu_vty(c, b->params[i]);
         if (!shape_ok(c, t))
-            cu_refuse(c, c->f->vals.v[b->params[i]].loc, "%%%s has shape %s: the kernel's tiles are [%d] or [%d, k]",
-                   c->irname[b->params[i]], cu_shape_str(c, t), c->L, c->L);
+            ecu_refuse(c, c->f->vals.v[b->params[i]].loc, "%%%s has shape %s: the kernel's tiles are [%d] or [%d, k]",
+                   c->irname[b->params[i]], ecu_shape_str(c, t), c->L, c->L);
     }
     for (int i = 0; i < b->insts.n && c->ok; i++) {
         const Inst *in = &b->insts.v[i];
         for (int r = 0; r < in->nres && c->ok; r++) {
             Type t = cu_vty(c, in->res[r]);
             if (t.rank > 2 || (t.rank == 2 && !shape_ok(c, t)))
-                cu_refuse(c, in->loc, "%%%s has shape %s: only scalars, 1-D tiles (the block's %d threads, or a row "
+                ecu_refuse(c, in->loc, "%%%s has shape %s: only scalars, 1-D tiles (the block's %d threads, or a row "
                        "of at most %d that every thread holds), tiles [%d, k] and [1, k] of k <= %d (per-thread "
-                       "arrays) are printed as CUDA C yet", c->irname[in->res[r]], cu_shape_str(c, t), c->L, CU_MAX_ROW,
+                       "arrays) are printed as CUDA C yet", c->irname[in->res[r]], ecu_shape_str(c, t), c->L, CU_MAX_ROW,
                        c->L, CU_MAX_ROW);
             else if (!shape_ok(c, t))
-                cu_refuse(c, in->loc, "%%%s has shape %s, but the kernel's tiles are [%d]: a CUDA C kernel's 1-D tiles "
+                ecu_refuse(c, in->loc, "%%%s has shape %s, but the kernel's tiles are [%d]: a CUDA C kernel's 1-D tiles "
                        "are its %d threads, or rows of at most %d elements that every thread holds",
-                       c->irname[in->res[r]], cu_shape_str(c, t), c->L, c->L, CU_MAX_ROW);
+                       c->irname[in->res[r]], ecu_shape_str(c, t), c->L, c->L, CU_MAX_ROW);
         }
         if (in->op == OP_SCAN || in->op == OP_REDUCE)
             continue; /* a combine region's values are scalars */
@@ -354,7 +354,7 @@ static void count_uses(Cu *c, const Block *b)
 
 /* ---- printing ---- */
 
-void cu_line(Cu *c, const char *fmt, ...)
+void ecu_line(Cu *c, const char *fmt, ...)
 {
     for (int i = 0; i < c->depth + 1; i++)
         buf_puts(c->out, "    ");
@@ -384,9 +384,9 @@ static bool is_call(const char *e)
 
 /* Binds result v to the expression e: inlined into its one user when v has no source name, is
  * used once in block b (not by a yield) and e is short; else a `const T v = e;` line. */
-void cu_bind(Cu *c, const Block *b, ValId v, const char *e, bool pure, Loc loc)
+void ecu_bind(Cu *c, const Block *b, ValId v, const char *e, bool pure, Loc loc)
 {
-    const char *ty = cu_ctype(c, v, loc);
+    const char *ty = ecu_ctype(c, v, loc);
     if (pure && !c->f->vals.v[v].name && c->uses[v] == 1 && c->ublock[v] == b && !c->noinline[v] &&
         strlen(e) <= 60) {
         bool simple = true;
@@ -399,30 +399,30 @@ void cu_bind(Cu *c, const Block *b, ValId v, const char *e, bool pure, Loc loc)
     }
     if (c->uses[v] == 0 && pure)
         return; /* dead: nothing reads it */
-    c->var[v] = cu_name_for(c, v);
+    c->var[v] = ecu_name_for(c, v);
     if (ty[strlen(ty) - 1] == '*') /* the pointer is constant, not what it points to */
-        cu_line(c, "%sconst %s = %s;", ty, c->var[v], e);
+        ecu_line(c, "%sconst %s = %s;", ty, c->var[v], e);
     else
-        cu_line(c, "const %s %s = %s;", ty, c->var[v], e);
+        ecu_line(c, "const %s %s = %s;", ty, c->var[v], e);
 }
 
 /* Declares a mutable variable for a loop's carried value or an if's result. */
-const char *cu_declare(Cu *c, ValId v, ValId initv, Loc loc)
+const char *ecu_declare(Cu *c, ValId v, ValId initv, Loc loc)
 {
-    const char *ty = cu_ctype(c, v, loc), *n = cu_name_for(c, v), *init = initv ? cu_val(c, initv) : NULL;
+    const char *ty = ecu_ctype(c, v, loc), *n = ecu_name_for(c, v), *init = initv ? ecu_val(c, initv) : NULL;
     const char *sp = ty[strlen(ty) - 1] == '*' ? "" : " ";
-    if (cu_width(c, v)) { /* a per-thread array: copied element by element */
-        cu_line(c, "%s%s%s[%d];", ty, sp, n, cu_width(c, v));
+    if (ecu_width(c, v)) { /* a per-thread array: copied element by element */
+        ecu_line(c, "%s%s%s[%d];", ty, sp, n, ecu_width(c, v));
         if (initv) {
-            cu_line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", cu_width(c, v));
-            cu_line(c, "    %s[kad_j] = %s;", n, cu_elem_at(c, initv, "kad_j"));
+            ecu_line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", ecu_width(c, v));
+            ecu_line(c, "    %s[kad_j] = %s;", n, ecu_elem_at(c, initv, "kad_j"));
         }
         return n;
     }
     if (init)
-        cu_line(c, "%s%s%s = %s;", ty, sp, n, init);
+        ecu_line(c, "%s%s%s = %s;", ty, sp, n, init);
     else
-        cu_line(c, "%s%s%s;", ty, sp, n);
+        ecu_line(c, "%s%s%s;", ty, sp, n);
     return n;
 }
 
@@ -603,8 +603,8 @@ static const char *opnd(Cu *c, ValId v, int p, bool right)
     int q = c->inl[v] ? c->prec[v] : 0;
     bool arith = q && q <= 4 && p <= 4;
     if ((arith && (right ? q < p : q <= p)) || (q && q == p && p >= 11 && !right))
-        return cu_bare(c, v);
-    return cu_val(c, v);
+        return ecu_bare(c, v);
+    return ecu_val(c, v);
 }
 
 /* An int expression e of dtype dt narrower than int: C computes it in int, so cast it back. */
@@ -620,7 +620,7 @@ static const char *narrow(Cu *c, Dtype dt, const char *e)
 static const char *convert(Cu *c, ValId v, Dtype to)
 {
     Dtype from = cu_vdt(c, v);
-    const char *x = cu_val(c, v), *tn = cuda_dtype(to, c->o->hip);
+    const char *x = ecu_val(c, v), *tn = cuda_dtype(to, c->o->hip);
     if (from == to)
         return x;
     if (from == DT_PTR || to == DT_PTR) {
@@ -660,9 +660,9 @@ static const char *bitcast(Cu *c, const Inst *in)
 {
     ValId v = in->args[0];
     Type t = cu_vty(c, in->res[0]), s = cu_vty(c, v);
-    const char *x = cu_val(c, v);
+    const char *x = ecu_val(c, v);
     if (t.dt == DT_PTR && s.dt == DT_PTR)
-        return arena_printf(c->a, "(%s)%s", cu_ctype(c, in->res[0], in->loc), x);
+        return arena_printf(c->a, "(%s)%s", ecu_ctype(c, in->res[0], in->loc), x);
     Dtype from = (Dtype)s.dt, to = (Dtype)t.dt;
     if (from == to)
         return x;
@@ -688,13 +688,13 @@ static const char *bitcast(Cu *c, const Inst *in)
 }
 
 /* The expression of a pure elementwise (or index) instruction, or NULL after a refusal. */
-const char *cu_expr(Cu *c, const Inst *in)
+const char *ecu_expr(Cu *c, const Inst *in)
 {
     int op = in->op;
     ValId r = in->res[0];
     Dtype dt = cu_vdt(c, r), adt = in->nargs ? cu_vdt(c, in->args[0]) : DT_VOID;
-    const char *a0 = in->nargs > 0 ? cu_val(c, in->args[0]) : NULL;
-    const char *a1 = in->nargs > 1 ? cu_val(c, in->args[1]) : NULL;
+    const char *a0 = in->nargs > 0 ? ecu_val(c, in->args[0]) : NULL;
+    const char *a1 = in->nargs > 1 ? ecu_val(c, in->args[1]) : NULL;
     bool fl = dtype_is_float(adt);
     const char *sfx = adt == DT_F64 ? "" : "f"; /* fp32 and 16-bit (computed in fp32): the f suffix */
     switch (op) {
@@ -764,11 +764,11 @@ const char *cu_expr(Cu *c, const Inst *in)
             return arena_printf(c->a, "1.0 / (1.0 + exp(-%s))", a0);
         return down(c, dt, arena_printf(c->a, "1.0f / (1.0f + expf(-%s))", up(c, in->args[0])));
     case OP_WHERE:
-        return arena_printf(c->a, "%s ? %s : %s", a0, a1, cu_val(c, in->args[2]));
+        return arena_printf(c->a, "%s ? %s : %s", a0, a1, ecu_val(c, in->args[2]));
     case OP_CAST: {
         if (dt == DT_PTR) {
             if (adt == DT_I64 || adt == DT_U64)
-                return arena_printf(c->a, "(%s)(uintptr_t)%s", cu_ctype(c, r, in->loc), a0);
+                return arena_printf(c->a, "(%s)(uintptr_t)%s", ecu_ctype(c, r, in->loc), a0);
             return NULL;
         }
         return convert(c, in->args[0], dt);
@@ -791,7 +791,7 @@ const char *cu_expr(Cu *c, const Inst *in)
         if ((adt != DT_F32 && adt != DT_F64) || !round_name(c, op, adt, (int)in->ival))
             return NULL;
         return arena_printf(c->a, "%s(%s, %s, %s)", round_name(c, op, adt, (int)in->ival), a0, a1,
-                            cu_val(c, in->args[2]));
+                            ecu_val(c, in->args[2]));
     default:
         break;
     }
@@ -820,7 +820,7 @@ const char *cu_expr(Cu *c, const Inst *in)
         Buf b = {.a = c->a};
         buf_printf(&b, "%s%s(", m, sfx);
         for (int k = 0; k < in->nargs; k++)
-            buf_printf(&b, "%s%s", k ? ", " : "", cu_is16(cu_vdt(c, in->args[k])) ? up(c, in->args[k]) : cu_bare(c, in->args[k]));
+            buf_printf(&b, "%s%s", k ? ", " : "", cu_is16(cu_vdt(c, in->args[k])) ? up(c, in->args[k]) : ecu_bare(c, in->args[k]));
         buf_puts(&b, ")");
         return op == OP_ILOGB ? buf_str(&b) : down(c, dt, buf_str(&b));
     }
@@ -835,30 +835,30 @@ static void memory(Cu *c, const Block *b, const Inst *in)
     bool lane = cu_vty(c, p).rank >= 1; /* [L] or [L, 1]: thread i's element */
     Dtype el = (Dtype)cu_vty(c, p).elem;
     if (!cuda_dtype(el, c->o->hip)) {
-        cu_refuse(c, in->loc, "'%s' of %s elements", op_info[in->op].name, dtype_name(el));
+        ecu_refuse(c, in->loc, "'%s' of %s elements", op_info[in->op].name, dtype_name(el));
         return;
     }
     int at = in->op == OP_LOAD ? 1 : 2;
-    const char *mask = in->flags & IF_HAS_MASK ? cu_val(c, in->args[at]) : NULL;
-    const char *ptr = cu_val(c, p);
+    const char *mask = in->flags & IF_HAS_MASK ? ecu_val(c, in->args[at]) : NULL;
+    const char *ptr = ecu_val(c, p);
     /* *(base + off) reads better as base[off] when the address was inlined */
     const Inst *pd = c->def[p];
     const char *elem = pd && pd->op == OP_ADDPTR && c->inl[p]
-                           ? arena_printf(c->a, "%s[%s]", cu_val(c, pd->args[0]), cu_val(c, pd->args[1]))
+                           ? arena_printf(c->a, "%s[%s]", ecu_val(c, pd->args[0]), ecu_val(c, pd->args[1]))
                            : arena_printf(c->a, "*%s", ptr);
     if (in->op == OP_LOAD) {
-        const char *other = in->flags & IF_HAS_OTHER ? cu_val(c, in->args[at + 1]) : cu_zero(c, el);
+        const char *other = in->flags & IF_HAS_OTHER ? ecu_val(c, in->args[at + 1]) : ecu_zero(c, el);
         const char *e = mask ? arena_printf(c->a, "%s ? %s : %s", mask, elem, other) : elem;
-        cu_bind(c, b, in->res[0], e, false, in->loc);
+        ecu_bind(c, b, in->res[0], e, false, in->loc);
         return;
     }
-    const char *v = cu_bare(c, in->args[1]);
+    const char *v = ecu_bare(c, in->args[1]);
     /* a scalar access is one per program: thread 0 makes it */
     const char *cond = !lane ? (mask ? arena_printf(c->a, "threadIdx.x == 0 && %s", mask) : "threadIdx.x == 0") : mask;
     if (in->op == OP_STORE) {
         if (cond)
-            cu_line(c, "if (%s)", cond), c->depth++;
-        cu_line(c, "%s = %s;", elem, v);
+            ecu_line(c, "if (%s)", cond), c->depth++;
+        ecu_line(c, "%s = %s;", elem, v);
         if (cond)
             c->depth--;
         return;
@@ -870,13 +870,13 @@ static void memory(Cu *c, const Block *b, const Inst *in)
                 (in->op == OP_ATOMIC_XCHG && el == DT_F32) ||
                 ((in->op == OP_ATOMIC_MAX || in->op == OP_ATOMIC_MIN) && el == DT_I64);
     if (!okdt) {
-        cu_refuse(c, in->loc, "'%s' on %s elements has no CUDA atomic", op_info[in->op].name, dtype_name(el));
+        ecu_refuse(c, in->loc, "'%s' on %s elements has no CUDA atomic", op_info[in->op].name, dtype_name(el));
         return;
     }
     ValId r = in->res[0];
     bool used = c->uses[r] > 0;
     if (used && !lane) {
-        cu_refuse(c, in->loc, "the old value of a scalar '%s' (%%%s) is read: the CUDA C emitter makes a scalar atomic "
+        ecu_refuse(c, in->loc, "the old value of a scalar '%s' (%%%s) is read: the CUDA C emitter makes a scalar atomic "
                "in thread 0 alone", op_info[in->op].name, c->irname[r]);
         return;
     }
@@ -889,15 +889,15 @@ static void memory(Cu *c, const Block *b, const Inst *in)
         call = arena_printf(c->a, "%s(%s, %s)", fn, ptr, v);
     if (!used) {
         if (cond)
-            cu_line(c, "if (%s)", cond), c->depth++;
-        cu_line(c, "%s;", call);
+            ecu_line(c, "if (%s)", cond), c->depth++;
+        ecu_line(c, "%s;", call);
         if (cond)
             c->depth--;
         return;
     }
-    const char *e = mask ? arena_printf(c->a, "%s ? (%s)%s : %s", mask, cuda_dtype(el, c->o->hip), call, cu_zero(c, el))
+    const char *e = mask ? arena_printf(c->a, "%s ? (%s)%s : %s", mask, cuda_dtype(el, c->o->hip), call, ecu_zero(c, el))
                          : call;
-    cu_bind(c, b, r, e, false, in->loc);
+    ecu_bind(c, b, r, e, false, in->loc);
 }
 
 /* ---- control flow ---- */
@@ -907,22 +907,22 @@ static void copy_to(Cu *c, const char *to, ValId y, const char *from)
 {
     if (!strcmp(to, from))
         return;
-    if (cu_width(c, y)) {
-        cu_line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", cu_width(c, y));
-        cu_line(c, "    %s[kad_j] = %s;", to,
-             from == c->var[y] ? cu_elem_at(c, y, "kad_j") : arena_printf(c->a, "%s[kad_j]", from));
+    if (ecu_width(c, y)) {
+        ecu_line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", ecu_width(c, y));
+        ecu_line(c, "    %s[kad_j] = %s;", to,
+             from == c->var[y] ? ecu_elem_at(c, y, "kad_j") : arena_printf(c->a, "%s[kad_j]", from));
     } else {
-        cu_line(c, "%s = %s;", to, from);
+        ecu_line(c, "%s = %s;", to, from);
     }
 }
 
 /* A temporary array n holding a copy of y's array. */
 static void declare_copy(Cu *c, const char *n, ValId y)
 {
-    const char *ty = cu_ctype(c, y, (Loc){0});
-    cu_line(c, "%s%s%s[%d];", ty, ty[strlen(ty) - 1] == '*' ? "" : " ", n, cu_width(c, y));
-    cu_line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", cu_width(c, y));
-    cu_line(c, "    %s[kad_j] = %s;", n, cu_elem_at(c, y, "kad_j"));
+    const char *ty = ecu_ctype(c, y, (Loc){0});
+    ecu_line(c, "%s%s%s[%d];", ty, ty[strlen(ty) - 1] == '*' ? "" : " ", n, ecu_width(c, y));
+    ecu_line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", ecu_width(c, y));
+    ecu_line(c, "    %s[kad_j] = %s;", n, ecu_elem_at(c, y, "kad_j"));
 }
 
 /* Assigns the yielded values ys to the variables to (n of them), in parallel: through
@@ -932,21 +932,21 @@ static void assign(Cu *c, const char *const *to, const ValId *ys, int n)
     bool clash = false;
     for (int k = 0; k < n && !clash; k++)
         for (int j = 0; j < k && !clash; j++)
-            clash = c->var[ys[k]] == to[j] || !strcmp(cu_val(c, ys[k]), to[j]);
+            clash = c->var[ys[k]] == to[j] || !strcmp(ecu_val(c, ys[k]), to[j]);
     if (!clash) {
         for (int k = 0; k < n; k++)
-            copy_to(c, to[k], ys[k], cu_val(c, ys[k]));
+            copy_to(c, to[k], ys[k], ecu_val(c, ys[k]));
         return;
     }
     const char **tmp = arena_alloc(c->a, sizeof *tmp * (size_t)(n + 1));
     for (int k = 0; k < n; k++) {
-        tmp[k] = cu_fresh(c, arena_printf(c->a, "%s_next", to[k]));
-        if (cu_width(c, ys[k])) {
+        tmp[k] = ecu_fresh(c, arena_printf(c->a, "%s_next", to[k]));
+        if (ecu_width(c, ys[k])) {
             declare_copy(c, tmp[k], ys[k]);
             continue;
         }
-        const char *ty = cu_ctype(c, ys[k], (Loc){0});
-        cu_line(c, "%s%s%s = %s;", ty, ty[strlen(ty) - 1] == '*' ? "" : " ", tmp[k], cu_val(c, ys[k]));
+        const char *ty = ecu_ctype(c, ys[k], (Loc){0});
+        ecu_line(c, "%s%s%s = %s;", ty, ty[strlen(ty) - 1] == '*' ? "" : " ", tmp[k], ecu_val(c, ys[k]));
     }
     for (int k = 0; k < n; k++)
         copy_to(c, to[k], ys[k], tmp[k]);
@@ -960,48 +960,48 @@ static void print_for(Cu *c, const Inst *in)
     for (int k = 0; k < nc; k++) {
         ValId prm = body->params[k + 1], res = in->res[k];
         ValId nm = c->f->vals.v[prm].name || !c->f->vals.v[res].name ? prm : res;
-        vars[k] = cu_declare(c, nm, in->args[3 + k], in->loc);
+        vars[k] = ecu_declare(c, nm, in->args[3 + k], in->loc);
         c->var[prm] = c->var[res] = vars[k];
     }
     ValId iv = body->params[0];
-    c->var[iv] = cu_name_for(c, iv);
+    c->var[iv] = ecu_name_for(c, iv);
     /* the step's sign decides the test; a constant step prints the plain one */
-    const char *st = cu_val(c, in->args[2]);
+    const char *st = ecu_val(c, in->args[2]);
     const Inst *sd = c->def[in->args[2]];
     bool known = sd && sd->op == OP_CONST && sd->ival != 0;
     long long stc = known ? (long long)sd->ival : 0;
     const char *test;
     if (known)
-        test = arena_printf(c->a, "%s %s %s", c->var[iv], stc > 0 ? "<" : ">", cu_val(c, in->args[1]));
+        test = arena_printf(c->a, "%s %s %s", c->var[iv], stc > 0 ? "<" : ">", ecu_val(c, in->args[1]));
     else
-        test = arena_printf(c->a, "%s > 0 ? %s < %s : %s > %s", st, c->var[iv], cu_val(c, in->args[1]), c->var[iv],
-                            cu_val(c, in->args[1]));
+        test = arena_printf(c->a, "%s > 0 ? %s < %s : %s > %s", st, c->var[iv], ecu_val(c, in->args[1]), c->var[iv],
+                            ecu_val(c, in->args[1]));
     const char *step = known && stc == 1 ? arena_printf(c->a, "%s++", c->var[iv])
                                          : arena_printf(c->a, "%s += %s", c->var[iv], st);
-    cu_line(c, "for (%s %s = %s; %s; %s) {", cu_ctype(c, iv, in->loc), c->var[iv], cu_val(c, in->args[0]), test, step);
+    ecu_line(c, "for (%s %s = %s; %s; %s) {", ecu_ctype(c, iv, in->loc), c->var[iv], ecu_val(c, in->args[0]), test, step);
     c->depth++;
-    cu_print_block(c, body, vars);
+    ecu_print_block(c, body, vars);
     c->depth--;
-    cu_line(c, "}");
+    ecu_line(c, "}");
 }
 
 static void print_if(Cu *c, const Inst *in)
 {
     const char **vars = arena_alloc(c->a, sizeof *vars * (size_t)(in->nres + 1));
     for (int k = 0; k < in->nres; k++)
-        vars[k] = c->var[in->res[k]] = cu_declare(c, in->res[k], 0, in->loc);
-    cu_line(c, "if (%s) {", cu_val(c, in->args[0]));
+        vars[k] = c->var[in->res[k]] = ecu_declare(c, in->res[k], 0, in->loc);
+    ecu_line(c, "if (%s) {", ecu_val(c, in->args[0]));
     c->depth++;
-    cu_print_block(c, in->regions[0], vars);
+    ecu_print_block(c, in->regions[0], vars);
     c->depth--;
     const Block *e = in->regions[1];
     if (e->insts.n > 1 || in->nres) {
-        cu_line(c, "} else {");
+        ecu_line(c, "} else {");
         c->depth++;
-        cu_print_block(c, e, vars);
+        ecu_print_block(c, e, vars);
         c->depth--;
     }
-    cu_line(c, "}");
+    ecu_line(c, "}");
 }
 
 static void print_while(Cu *c, const Inst *in)
@@ -1010,24 +1010,24 @@ static void print_while(Cu *c, const Inst *in)
     int n = in->nargs;
     const char **vars = arena_alloc(c->a, sizeof *vars * (size_t)(n + 1));
     for (int k = 0; k < n; k++) {
-        vars[k] = cu_declare(c, cb->params[k], in->args[k], in->loc);
+        vars[k] = ecu_declare(c, cb->params[k], in->args[k], in->loc);
         c->var[cb->params[k]] = c->var[bb->params[k]] = c->var[in->res[k]] = vars[k];
     }
-    cu_line(c, "while (true) {");
+    ecu_line(c, "while (true) {");
     c->depth++;
-    cu_print_block(c, cb, NULL);
-    cu_print_block(c, bb, vars);
+    ecu_print_block(c, cb, NULL);
+    ecu_print_block(c, bb, vars);
     c->depth--;
-    cu_line(c, "}");
+    ecu_line(c, "}");
 }
 
 /* The instructions of b; its terminator assigns its values to yield_to (a condition breaks). */
-void cu_print_block(Cu *c, const Block *b, const char *const *yield_to)
+void ecu_print_block(Cu *c, const Block *b, const char *const *yield_to)
 {
     for (int i = 0; i < b->insts.n && c->ok; i++) {
         const Inst *in = &b->insts.v[i];
         int op = in->op;
-        if (cu_array_inst(c, in))
+        if (ecu_array_inst(c, in))
             continue;
         switch (op) {
         case OP_YIELD:
@@ -1035,8 +1035,8 @@ void cu_print_block(Cu *c, const Block *b, const char *const *yield_to)
                 assign(c, yield_to, in->args, in->nargs);
             continue;
         case OP_CONDITION:
-            cu_line(c, c->inl[in->args[0]] ? "if (!%s)" : "if (!%s)", cu_val(c, in->args[0]));
-            cu_line(c, "    break;");
+            ecu_line(c, c->inl[in->args[0]] ? "if (!%s)" : "if (!%s)", ecu_val(c, in->args[0]));
+            ecu_line(c, "    break;");
             continue;
         case OP_FOR: print_for(c, in); continue;
         case OP_IF: print_if(c, in); continue;
@@ -1047,8 +1047,8 @@ void cu_print_block(Cu *c, const Block *b, const char *const *yield_to)
             c->var[in->res[0]] = c->var[in->args[0]];
             continue;
         case OP_RESHAPE: case OP_EXPAND_DIMS: case OP_PERMUTE:
-            if (type_numel(cu_vty(c, in->res[0])) == type_numel(cu_vty(c, in->args[0])) && !cu_width(c, in->res[0]) &&
-                !cu_width(c, in->args[0]) && (cu_vty(c, in->res[0]).rank == 0) == (cu_vty(c, in->args[0]).rank == 0)) {
+            if (type_numel(cu_vty(c, in->res[0])) == type_numel(cu_vty(c, in->args[0])) && !ecu_width(c, in->res[0]) &&
+                !ecu_width(c, in->args[0]) && (cu_vty(c, in->res[0]).rank == 0) == (cu_vty(c, in->args[0]).rank == 0)) {
                 c->var[in->res[0]] = c->var[in->args[0]];
                 continue;
             }
@@ -1059,21 +1059,21 @@ void cu_print_block(Cu *c, const Block *b, const char *const *yield_to)
             continue;
         case OP_SUM: case OP_MAX: case OP_MIN: case OP_ARGMAX: case OP_ARGMIN: case OP_REDUCE:
             if (op == OP_REDUCE && in->nargs > 1)
-                cu_multi_lane_op(c, in);
+                ecu_multi_lane_op(c, in);
             else
-                cu_reduction(c, b, in);
+                ecu_reduction(c, b, in);
             continue;
         case OP_CUMSUM: case OP_CUMPROD: case OP_SCAN:
             if (op == OP_SCAN && in->nargs > 1)
-                cu_multi_lane_op(c, in);
+                ecu_multi_lane_op(c, in);
             else
-                cu_scan(c, b, in);
+                ecu_scan(c, b, in);
             continue;
         case OP_GATHER: case OP_FLIP:
-            cu_permute_lanes(c, b, in);
+            ecu_permute_lanes(c, b, in);
             continue;
         case OP_BARRIER:
-            cu_line(c, "__syncthreads();");
+            ecu_line(c, "__syncthreads();");
             continue;
         case OP_ASSERT: {
             const char *msg = in->sattr ? in->sattr : "";
@@ -1084,7 +1084,7 @@ void cu_print_block(Cu *c, const Block *b, const char *const *yield_to)
                 if ((unsigned char)*p >= ' ' && *p != 127)
                     buf_putc(&m, *p);
             }
-            cu_line(c, "assert((%s) && \"%s\");", cu_val(c, in->args[0]), buf_str(&m));
+            ecu_line(c, "assert((%s) && \"%s\");", ecu_val(c, in->args[0]), buf_str(&m));
             continue;
         }
         default:
@@ -1096,23 +1096,23 @@ void cu_print_block(Cu *c, const Block *b, const char *const *yield_to)
             for (int k = 0; k < in->nargs; k++) {
                 Dtype adt = cu_vdt(c, in->args[k]);
                 if (adt != DT_PTR && !cuda_dtype(adt, c->o->hip)) {
-                    cu_refuse(c, in->loc, "'%s' of %s values", op_info[op].name, dtype_name(adt));
+                    ecu_refuse(c, in->loc, "'%s' of %s values", op_info[op].name, dtype_name(adt));
                     return;
                 }
             }
-            e = cu_expr(c, in);
+            e = ecu_expr(c, in);
         }
         if (!e) {
             Buf sh = {.a = c->a};
             for (int k = 0; k < in->nargs && k < 3; k++)
-                buf_printf(&sh, "%s%%%s: %s", k ? ", " : "", c->irname[in->args[k]], cu_shape_str(c, cu_vty(c, in->args[k])));
-            cu_refuse(c, in->loc, "'%s' (%s%s%s) has no %s spelling in kad yet", op_info[op].name,
+                buf_printf(&sh, "%s%%%s: %s", k ? ", " : "", c->irname[in->args[k]], ecu_shape_str(c, cu_vty(c, in->args[k])));
+            ecu_refuse(c, in->loc, "'%s' (%s%s%s) has no %s spelling in kad yet", op_info[op].name,
                    in->nres ? "%" : "", in->nres ? c->irname[in->res[0]] : "",
                    sh.len ? arena_printf(c->a, " of %s", buf_str(&sh)) : "", c->o->hip ? "HIP" : "CUDA C");
             return;
         }
         c->prec[in->res[0]] = (uint8_t)(op == OP_CAST && is_name_cast(e) ? 2 : top_prec(c, in));
-        cu_bind(c, b, in->res[0], e, true, in->loc);
+        ecu_bind(c, b, in->res[0], e, true, in->loc);
     }
 }
 
@@ -1140,7 +1140,7 @@ bool emit_cuda_kernel(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCud
     c.L = two ? two : one ? one : 1;
     check_shapes(&c, f->body);
     if (c.ok && c.L > 1024)
-        cu_refuse(&c, f->loc, "the kernel's tiles have %d lanes: a CUDA block has at most 1024 threads", c.L);
+        ecu_refuse(&c, f->loc, "the kernel's tiles have %d lanes: a CUDA block has at most 1024 threads", c.L);
     if (!c.ok)
         return false;
     count_uses(&c, f->body);
@@ -1150,11 +1150,11 @@ bool emit_cuda_kernel(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCud
     Buf params = {.a = a};
     for (int i = 0; i < f->nparams; i++) {
         ValId p = f->params[i];
-        c.var[p] = cu_fresh(&c, cuda_ident(a, c.irname[p]));
-        const char *ty = cu_ctype(&c, p, f->vals.v[p].loc);
+        c.var[p] = ecu_fresh(&c, cuda_ident(a, c.irname[p]));
+        const char *ty = ecu_ctype(&c, p, f->vals.v[p].loc);
         buf_printf(&params, "%s%s%s%s", i ? ", " : "", ty, ty[strlen(ty) - 1] == '*' ? "" : " ", c.var[p]);
     }
-    cu_print_block(&c, f->body, NULL);
+    ecu_print_block(&c, f->body, NULL);
     if (!c.ok)
         return false;
     buf_puts(out, buf_str(&c.pre));

@@ -46,34 +46,34 @@ enum { CU_MAX_ROW = 64 };
 static inline Type cu_vty(Cu *c, ValId v) { return c->f->vals.v[v].ty; }
 static inline Dtype cu_vdt(Cu *c, ValId v) { return (Dtype)cu_vty(c, v).dt; }
 static inline bool cu_is16(Dtype dt) { return dt == DT_F16 || dt == DT_BF16; }
-/* A 1-D tile: its lanes are the block's threads (rows are caught first by cu_array_inst). */
+/* A 1-D tile: its lanes are the block's threads (rows are caught first by ecu_array_inst). */
 static inline bool cu_is_lane(Cu *c, ValId v) { return cu_vty(c, v).rank == 1; }
 
 /* emit_cuda.c */
-void cu_refuse(Cu *c, Loc loc, const char *fmt, ...);   /* a located refusal; c->ok = false */
-const char *cu_shape_str(Cu *c, Type t);                /* "fp32[16,4]" */
-const char *cu_fresh(Cu *c, const char *base);          /* an unused C name: base, base_1, ... */
-const char *cu_name_for(Cu *c, ValId v);                /* v's C variable: its source name or tmpN */
-const char *cu_ctype(Cu *c, ValId v, Loc loc);          /* "float", "__half *" */
-bool cu_lanes_of(Cu *c, Type t);                        /* [L] or [L, k]: per thread */
-int cu_width(Cu *c, ValId v);                           /* a per-thread array's length, or 0 */
-bool cu_is_row(Cu *c, ValId v);                         /* a row every thread holds alike */
-const char *cu_val(Cu *c, ValId v);                     /* v's C expression (element kad_j: c->jidx) */
-const char *cu_elem_at(Cu *c, ValId v, const char *idx); /* element idx of array v */
-const char *cu_bare(Cu *c, ValId v);                    /* cu_val without enclosing parentheses */
-const char *cu_zero(Cu *c, Dtype dt);                   /* the zero of dt */
-void cu_line(Cu *c, const char *fmt, ...);              /* one indented statement line */
+void ecu_refuse(Cu *c, Loc loc, const char *fmt, ...);   /* a located refusal; c->ok = false */
+const char *ecu_shape_str(Cu *c, Type t);                /* "fp32[16,4]" */
+const char *ecu_fresh(Cu *c, const char *base);          /* an unused C name: base, base_1, ... */
+const char *ecu_name_for(Cu *c, ValId v);                /* v's C variable: its source name or tmpN */
+const char *ecu_ctype(Cu *c, ValId v, Loc loc);          /* "float", "__half *" */
+bool ecu_lanes_of(Cu *c, Type t);                        /* [L] or [L, k]: per thread */
+int ecu_width(Cu *c, ValId v);                           /* a per-thread array's length, or 0 */
+bool ecu_is_row(Cu *c, ValId v);                         /* a row every thread holds alike */
+const char *ecu_val(Cu *c, ValId v);                     /* v's C expression (element kad_j: c->jidx) */
+const char *ecu_elem_at(Cu *c, ValId v, const char *idx); /* element idx of array v */
+const char *ecu_bare(Cu *c, ValId v);                    /* ecu_val without enclosing parentheses */
+const char *ecu_zero(Cu *c, Dtype dt);                   /* the zero of dt */
+void ecu_line(Cu *c, const char *fmt, ...);              /* one indented statement line */
 /* binds result v to expression e: inlined into its one user, or a `const T v = e;` line */
-void cu_bind(Cu *c, const Block *b, ValId v, const char *e, bool pure, Loc loc);
-const char *cu_declare(Cu *c, ValId v, ValId init, Loc loc); /* a mutable variable (init: 0 none) */
-const char *cu_expr(Cu *c, const Inst *in);             /* a pure instruction's expression, or NULL */
-void cu_print_block(Cu *c, const Block *b, const char *const *yield_to);
+void ecu_bind(Cu *c, const Block *b, ValId v, const char *e, bool pure, Loc loc);
+const char *ecu_declare(Cu *c, ValId v, ValId init, Loc loc); /* a mutable variable (init: 0 none) */
+const char *ecu_expr(Cu *c, const Inst *in);             /* a pure instruction's expression, or NULL */
+void ecu_print_block(Cu *c, const Block *b, const char *const *yield_to);
 
 /* emit_cuda_lanes.c */
-void cu_reduction(Cu *c, const Block *b, const Inst *in);   /* sum max min argmax argmin reduce */
-void cu_scan(Cu *c, const Block *b, const Inst *in);        /* cumsum cumprod scan */
-void cu_multi_lane_op(Cu *c, const Inst *in);               /* reduce/scan of several operands */
-void cu_permute_lanes(Cu *c, const Block *b, const Inst *in); /* gather, flip */
-bool cu_array_inst(Cu *c, const Inst *in);                  /* an op on per-thread arrays or rows */
+void ecu_reduction(Cu *c, const Block *b, const Inst *in);   /* sum max min argmax argmin reduce */
+void ecu_scan(Cu *c, const Block *b, const Inst *in);        /* cumsum cumprod scan */
+void ecu_multi_lane_op(Cu *c, const Inst *in);               /* reduce/scan of several operands */
+void ecu_permute_lanes(Cu *c, const Block *b, const Inst *in); /* gather, flip */
+bool ecu_array_inst(Cu *c, const Inst *in);                  /* an op on per-thread arrays or rows */
 
 #endif

@@ -34,7 +34,7 @@ static const char *smem_k(Cu *c, Dtype dt, int k)
  * values, the next ones and the results by reference, and a helper of its own that runs the
  * fixed tree (reduce) or the Hillis-Steele scan over shared buffers, one per operand; the
  * results are variables that the helper updates in place. */
-void cu_multi_lane_op(Cu *c, const Inst *in)
+void ecu_multi_lane_op(Cu *c, const Inst *in)
 {
     const Block *rg = in->regions[0];
     int n = in->nargs, read = 0;
@@ -46,8 +46,8 @@ void cu_multi_lane_op(Cu *c, const Inst *in)
     bool red = in->op == OP_REDUCE;
     for (int k = 0; k < n; k++)
         if (!cu_is_lane(c, in->args[k]) || in->ival != 0) {
-            cu_refuse(c, in->loc, "'%s' of %%%s %s: only along the lanes of 1-D tiles", op_info[in->op].name,
-                   c->irname[in->args[k]], cu_shape_str(c, cu_vty(c, in->args[k])));
+            ecu_refuse(c, in->loc, "'%s' of %%%s %s: only along the lanes of 1-D tiles", op_info[in->op].name,
+                   c->irname[in->args[k]], ecu_shape_str(c, cu_vty(c, in->args[k])));
             return;
         }
     const char *fn = arena_printf(c->a, "kad_combine_%d", id);
@@ -58,18 +58,18 @@ void cu_multi_lane_op(Cu *c, const Inst *in)
     c->depth = 1;
     const char **tys = arena_alloc(c->a, sizeof *tys * (size_t)n);
     for (int k = 0; k < 2 * n; k++) {
-        const char *ty = cu_ctype(c, rg->params[k], in->loc);
+        const char *ty = ecu_ctype(c, rg->params[k], in->loc);
         if (k < n)
             tys[k] = ty;
-        c->var[rg->params[k]] = cu_name_for(c, rg->params[k]);
+        c->var[rg->params[k]] = ecu_name_for(c, rg->params[k]);
         buf_printf(&sig, "%s%s %s", k ? ", " : "", ty, c->var[rg->params[k]]);
     }
     const char **outs = arena_alloc(c->a, sizeof *outs * (size_t)n);
     for (int k = 0; k < n; k++) {
-        outs[k] = cu_fresh(c, arena_printf(c->a, "kad_r%d", k));
+        outs[k] = ecu_fresh(c, arena_printf(c->a, "kad_r%d", k));
         buf_printf(&sig, ", %s &%s", tys[k], outs[k]);
     }
-    cu_print_block(c, rg, outs);
+    ecu_print_block(c, rg, outs);
     c->out = save;
     c->depth = sd;
     if (!c->ok)
@@ -138,14 +138,14 @@ void cu_multi_lane_op(Cu *c, const Inst *in)
     int used[DT_COUNT] = {0};
     for (int k = 0; k < n; k++) {
         ValId r = in->res[k];
-        c->var[r] = cu_declare(c, r, in->args[k], in->loc);
+        c->var[r] = ecu_declare(c, r, in->args[k], in->loc);
         Dtype dt = cu_vdt(c, in->args[k]);
         buf_printf(&call, "%s%s, %s", k ? ", " : "", c->var[r], smem_k(c, dt, used[dt]++));
     }
     if (red)
-        cu_line(c, "%s(%s);", hname, buf_str(&call));
+        ecu_line(c, "%s(%s);", hname, buf_str(&call));
     else
-        cu_line(c, "%s(%s, %s);", hname, buf_str(&call), in->flags & IF_REVERSE ? "true" : "false");
+        ecu_line(c, "%s(%s, %s);", hname, buf_str(&call), in->flags & IF_REVERSE ? "true" : "false");
 }
 
 /* A combine region (closed, scalars only) as a device functor kad_combine_N (one operand, one
@@ -154,7 +154,7 @@ static const char *combine_functor(Cu *c, const Inst *in)
 {
     const Block *rg = in->regions[0];
     if (in->nargs != 1 || rg->nparams != 2) {
-        cu_refuse(c, in->loc, "'%s' of %d operands: the CUDA C emitter prints a combine region of one operand",
+        ecu_refuse(c, in->loc, "'%s' of %d operands: the CUDA C emitter prints a combine region of one operand",
                op_info[in->op].name, in->nargs);
         return NULL;
     }
@@ -164,14 +164,14 @@ static const char *combine_functor(Cu *c, const Inst *in)
     Buf body = {.a = c->a};
     c->out = &body;
     c->depth = 1;
-    const char *ty = cu_ctype(c, rg->params[0], in->loc);
-    const char *pa = c->var[rg->params[0]] = cu_name_for(c, rg->params[0]);
-    const char *pb = c->var[rg->params[1]] = cu_name_for(c, rg->params[1]);
-    const char *ret = cu_fresh(c, "kad_r");
-    cu_line(c, "%s %s;", ty, ret);
+    const char *ty = ecu_ctype(c, rg->params[0], in->loc);
+    const char *pa = c->var[rg->params[0]] = ecu_name_for(c, rg->params[0]);
+    const char *pb = c->var[rg->params[1]] = ecu_name_for(c, rg->params[1]);
+    const char *ret = ecu_fresh(c, "kad_r");
+    ecu_line(c, "%s %s;", ty, ret);
     const char *targets[1] = {ret};
-    cu_print_block(c, rg, targets);
-    cu_line(c, "return %s;", ret);
+    ecu_print_block(c, rg, targets);
+    ecu_line(c, "return %s;", ret);
     c->out = save;
     c->depth = sd;
     buf_printf(&c->pre, "// the combine function of %%%s (line %d)\nstruct %s {\n"
@@ -180,19 +180,19 @@ static const char *combine_functor(Cu *c, const Inst *in)
     return fn;
 }
 
-void cu_reduction(Cu *c, const Block *b, const Inst *in)
+void ecu_reduction(Cu *c, const Block *b, const Inst *in)
 {
     ValId x = in->args[0], r = in->res[0];
     if (!c->uses[r])
         return; /* unread: every thread skips it alike, barriers included */
     Dtype dt = cu_vdt(c, x);
     if (!cu_is_lane(c, x) || in->ival != 0 || (in->flags & IF_KEEP_DIMS)) {
-        cu_refuse(c, in->loc, "'%s' of %%%s %s: the CUDA C emitter reduces a 1-D tile along its lanes into a scalar",
-               op_info[in->op].name, c->irname[x], cu_shape_str(c, cu_vty(c, x)));
+        ecu_refuse(c, in->loc, "'%s' of %%%s %s: the CUDA C emitter reduces a 1-D tile along its lanes into a scalar",
+               op_info[in->op].name, c->irname[x], ecu_shape_str(c, cu_vty(c, x)));
         return;
     }
     if (!cuda_dtype(dt, c->o->hip)) {
-        cu_refuse(c, in->loc, "'%s' of %s", op_info[in->op].name, dtype_name(dt));
+        ecu_refuse(c, in->loc, "'%s' of %s", op_info[in->op].name, dtype_name(dt));
         return;
     }
     const char *e;
@@ -200,29 +200,29 @@ void cu_reduction(Cu *c, const Block *b, const Inst *in)
         c->helpers |= CU_H_ARG;
         c->smem_idx = true;
         e = arena_printf(c->a, "kad_block_%s<%d>(%s, %s, kad_smem_idx)", in->op == OP_ARGMAX ? "argmax" : "argmin",
-                         c->L, cu_bare(c, x), smem(c, dt));
+                         c->L, ecu_bare(c, x), smem(c, dt));
     } else if (in->op == OP_REDUCE) {
         const char *fn = combine_functor(c, in);
         if (!fn)
             return;
         c->helpers |= CU_H_REDUCE;
-        e = arena_printf(c->a, "kad_block_reduce<%d>(%s, %s, %s())", c->L, cu_bare(c, x), smem(c, dt), fn);
+        e = arena_printf(c->a, "kad_block_reduce<%d>(%s, %s, %s())", c->L, ecu_bare(c, x), smem(c, dt), fn);
     } else {
         c->helpers |= CU_H_REDUCE;
         const char *fn = in->op == OP_SUM ? "kad_add" : in->op == OP_MAX ? "kad_max" : "kad_min";
-        e = arena_printf(c->a, "kad_block_reduce<%d>(%s, %s, %s())", c->L, cu_bare(c, x), smem(c, dt), fn);
+        e = arena_printf(c->a, "kad_block_reduce<%d>(%s, %s, %s())", c->L, ecu_bare(c, x), smem(c, dt), fn);
     }
-    cu_bind(c, b, r, e, false, in->loc);
+    ecu_bind(c, b, r, e, false, in->loc);
 }
 
-void cu_scan(Cu *c, const Block *b, const Inst *in)
+void ecu_scan(Cu *c, const Block *b, const Inst *in)
 {
     ValId x = in->args[0], r = in->res[0];
     if (!c->uses[r])
         return;
     if (!cu_is_lane(c, x) || in->ival != 0) {
-        cu_refuse(c, in->loc, "'%s' of %%%s %s: the CUDA C emitter scans a 1-D tile along its lanes",
-               op_info[in->op].name, c->irname[x], cu_shape_str(c, cu_vty(c, x)));
+        ecu_refuse(c, in->loc, "'%s' of %%%s %s: the CUDA C emitter scans a 1-D tile along its lanes",
+               op_info[in->op].name, c->irname[x], ecu_shape_str(c, cu_vty(c, x)));
         return;
     }
     const char *fn = in->op == OP_CUMSUM ? "kad_add()" : in->op == OP_CUMPROD ? "kad_mul()" : NULL;
@@ -233,23 +233,23 @@ void cu_scan(Cu *c, const Block *b, const Inst *in)
         fn = arena_printf(c->a, "%s()", f2);
     }
     c->helpers |= CU_H_SCAN | CU_H_REDUCE;
-    cu_bind(c, b, r, arena_printf(c->a, "kad_block_scan<%d>(%s, %s, %s, %s)", c->L, cu_bare(c, x), smem(c, cu_vdt(c, x)),
+    ecu_bind(c, b, r, arena_printf(c->a, "kad_block_scan<%d>(%s, %s, %s, %s)", c->L, ecu_bare(c, x), smem(c, cu_vdt(c, x)),
                                in->flags & IF_REVERSE ? "true" : "false", fn), false, in->loc);
 }
 
 /* gather along the lanes and flip: lane i reads lane idx of src through shared memory. */
-void cu_permute_lanes(Cu *c, const Block *b, const Inst *in)
+void ecu_permute_lanes(Cu *c, const Block *b, const Inst *in)
 {
     ValId x = in->args[0], r = in->res[0];
     if (!cu_is_lane(c, x) || in->ival != 0) {
-        cu_refuse(c, in->loc, "'%s' of %%%s %s: only along the lanes of a 1-D tile", op_info[in->op].name,
-               c->irname[x], cu_shape_str(c, cu_vty(c, x)));
+        ecu_refuse(c, in->loc, "'%s' of %%%s %s: only along the lanes of a 1-D tile", op_info[in->op].name,
+               c->irname[x], ecu_shape_str(c, cu_vty(c, x)));
         return;
     }
     const char *idx = in->op == OP_FLIP ? arena_printf(c->a, "%d - (int32_t)threadIdx.x", c->L - 1)
-                                        : arena_printf(c->a, "(int)%s", cu_val(c, in->args[1]));
+                                        : arena_printf(c->a, "(int)%s", ecu_val(c, in->args[1]));
     c->helpers |= CU_H_GATHER;
-    cu_bind(c, b, r, arena_printf(c->a, "kad_block_gather<%d>(%s, %s, %s)", c->L, cu_bare(c, x), smem(c, cu_vdt(c, x)), idx),
+    ecu_bind(c, b, r, arena_printf(c->a, "kad_block_gather<%d>(%s, %s, %s)", c->L, ecu_bare(c, x), smem(c, cu_vdt(c, x)), idx),
          false, in->loc);
 }
 
@@ -258,21 +258,21 @@ void cu_permute_lanes(Cu *c, const Block *b, const Inst *in)
 /* Prints `T r[k];` and a loop over kad_j assigning e (built with c->jidx: arrays read at kad_j). */
 static void array_assign(Cu *c, ValId r, const char *e, Loc loc)
 {
-    const char *ty = cu_ctype(c, r, loc);
-    int k = cu_width(c, r);
-    c->var[r] = cu_name_for(c, r);
-    cu_line(c, "%s%s%s[%d];", ty, ty[strlen(ty) - 1] == '*' ? "" : " ", c->var[r], k);
-    cu_line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", k);
-    cu_line(c, "    %s[kad_j] = %s;", c->var[r], e);
+    const char *ty = ecu_ctype(c, r, loc);
+    int k = ecu_width(c, r);
+    c->var[r] = ecu_name_for(c, r);
+    ecu_line(c, "%s%s%s[%d];", ty, ty[strlen(ty) - 1] == '*' ? "" : " ", c->var[r], k);
+    ecu_line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", k);
+    ecu_line(c, "    %s[kad_j] = %s;", c->var[r], e);
 }
 
 /* An instruction on tiles [L, k] (its result, or a store's pointer): element by element in each
  * thread, or a reduction or scan along axis 1 in a fixed order (kad_j = 0, 1, ...).  False when
  * in has no such tile (the caller prints it). */
-bool cu_array_inst(Cu *c, const Inst *in)
+bool ecu_array_inst(Cu *c, const Inst *in)
 {
     ValId r = in->nres ? in->res[0] : 0, x = in->nargs ? in->args[0] : 0;
-    int op = in->op, kr = r ? cu_width(c, r) : 0, kx = x ? cu_width(c, x) : 0;
+    int op = in->op, kr = r ? ecu_width(c, r) : 0, kx = x ? ecu_width(c, x) : 0;
     if (!kr && !kx)
         return false;
     if (op == OP_FOR || op == OP_IF || op == OP_WHILE || op == OP_YIELD || op == OP_CONDITION)
@@ -280,94 +280,94 @@ bool cu_array_inst(Cu *c, const Inst *in)
     if (!c->uses[r] && r && op_info[op].pure && op != OP_SUM && op != OP_MAX && op != OP_MIN)
         return true; /* unread */
     if (op == OP_SPLIT && kx == 2 && !kr) { /* x[..., h]: one element of the row */
-        c->var[r] = cu_elem_at(c, x, in->ival ? "1" : "0");
+        c->var[r] = ecu_elem_at(c, x, in->ival ? "1" : "0");
         return true;
     }
     if (op == OP_JOIN && kr == 2) {
-        const char *ty = cu_ctype(c, r, in->loc);
-        c->var[r] = cu_name_for(c, r);
-        cu_line(c, "const %s %s[2] = {%s, %s};", ty, c->var[r], cu_bare(c, in->args[0]), cu_bare(c, in->args[1]));
+        const char *ty = ecu_ctype(c, r, in->loc);
+        c->var[r] = ecu_name_for(c, r);
+        ecu_line(c, "const %s %s[2] = {%s, %s};", ty, c->var[r], ecu_bare(c, in->args[0]), ecu_bare(c, in->args[1]));
         return true;
     }
     int last = x ? cu_vty(c, x).rank - 1 : 0; /* a row's axis: the array's */
     if ((op == OP_SUM || op == OP_MAX || op == OP_MIN || op == OP_ARGMAX || op == OP_ARGMIN) && kx && !kr &&
         in->ival == last) {
         bool fl = dtype_is_float(cu_vdt(c, x)), f64 = cu_vdt(c, x) == DT_F64, arg = op == OP_ARGMAX || op == OP_ARGMIN;
-        const char *ty = cu_ctype(c, x, in->loc), *v = cu_val(c, x);
-        c->var[r] = cu_name_for(c, r);
-        const char *acc = arg ? cu_fresh(c, arena_printf(c->a, "%s_best", c->var[r])) : c->var[r];
-        const char *v0 = cu_elem_at(c, x, "0");
-        v = cu_elem_at(c, x, "kad_j");
-        cu_line(c, "%s %s = %s;", ty, acc, v0);
+        const char *ty = ecu_ctype(c, x, in->loc), *v = ecu_val(c, x);
+        c->var[r] = ecu_name_for(c, r);
+        const char *acc = arg ? ecu_fresh(c, arena_printf(c->a, "%s_best", c->var[r])) : c->var[r];
+        const char *v0 = ecu_elem_at(c, x, "0");
+        v = ecu_elem_at(c, x, "kad_j");
+        ecu_line(c, "%s %s = %s;", ty, acc, v0);
         if (arg)
-            cu_line(c, "int32_t %s = 0;", c->var[r]);
-        cu_line(c, "for (int kad_j = 1; kad_j < %d; kad_j++)%s", kx, arg ? " {" : "");
+            ecu_line(c, "int32_t %s = 0;", c->var[r]);
+        ecu_line(c, "for (int kad_j = 1; kad_j < %d; kad_j++)%s", kx, arg ? " {" : "");
         if (op == OP_SUM)
-            cu_line(c, "    %s = %s + %s;", acc, acc, v);
+            ecu_line(c, "    %s = %s + %s;", acc, acc, v);
         else if (op == OP_MAX || op == OP_MIN)
-            cu_line(c, fl ? "    %s = %s(%s, %s);" : "    %s = kad_%s()(%s, %s);", acc,
+            ecu_line(c, fl ? "    %s = %s(%s, %s);" : "    %s = kad_%s()(%s, %s);", acc,
                  fl ? (op == OP_MAX ? (f64 ? "fmax" : "fmaxf") : (f64 ? "fmin" : "fminf")) : (op == OP_MAX ? "max" : "min"),
                  acc, v);
         else {
-            cu_line(c, "    if (%s %s %s) {", v, op == OP_ARGMAX ? ">" : "<", acc);
-            cu_line(c, "        %s = %s;", acc, v);
-            cu_line(c, "        %s = kad_j;", c->var[r]);
-            cu_line(c, "    }");
-            cu_line(c, "}");
+            ecu_line(c, "    if (%s %s %s) {", v, op == OP_ARGMAX ? ">" : "<", acc);
+            ecu_line(c, "        %s = %s;", acc, v);
+            ecu_line(c, "        %s = kad_j;", c->var[r]);
+            ecu_line(c, "    }");
+            ecu_line(c, "}");
         }
         if (!fl && (op == OP_MAX || op == OP_MIN))
             c->helpers |= CU_H_REDUCE;
         return true;
     }
     if ((op == OP_CUMSUM || op == OP_CUMPROD) && kx && kr == kx && in->ival == last) {
-        const char *ty = cu_ctype(c, r, in->loc);
+        const char *ty = ecu_ctype(c, r, in->loc);
         bool rev = in->flags & IF_REVERSE;
-        c->var[r] = cu_name_for(c, r);
-        cu_line(c, "%s %s[%d];", ty, c->var[r], kr);
-        cu_line(c, "%s[%d] = %s;", c->var[r], rev ? kr - 1 : 0, cu_elem_at(c, x, rev ? arena_printf(c->a, "%d", kr - 1) : "0"));
+        c->var[r] = ecu_name_for(c, r);
+        ecu_line(c, "%s %s[%d];", ty, c->var[r], kr);
+        ecu_line(c, "%s[%d] = %s;", c->var[r], rev ? kr - 1 : 0, ecu_elem_at(c, x, rev ? arena_printf(c->a, "%d", kr - 1) : "0"));
         if (rev)
-            cu_line(c, "for (int kad_j = %d; kad_j >= 0; kad_j--)", kr - 2);
+            ecu_line(c, "for (int kad_j = %d; kad_j >= 0; kad_j--)", kr - 2);
         else
-            cu_line(c, "for (int kad_j = 1; kad_j < %d; kad_j++)", kr);
-        cu_line(c, "    %s[kad_j] = %s[kad_j %s 1] %s %s;", c->var[r], c->var[r], rev ? "+" : "-",
-             op == OP_CUMSUM ? "+" : "*", cu_elem_at(c, x, "kad_j"));
+            ecu_line(c, "for (int kad_j = 1; kad_j < %d; kad_j++)", kr);
+        ecu_line(c, "    %s[kad_j] = %s[kad_j %s 1] %s %s;", c->var[r], c->var[r], rev ? "+" : "-",
+             op == OP_CUMSUM ? "+" : "*", ecu_elem_at(c, x, "kad_j"));
         return true;
     }
     if (op == OP_STORE || op_is_atomic(op) || op == OP_LOAD) {
         int at = op == OP_LOAD ? 1 : 2;
         c->jidx = true;
-        const char *p = cu_val(c, x), *mask = in->flags & IF_HAS_MASK ? cu_val(c, in->args[at]) : NULL;
+        const char *p = ecu_val(c, x), *mask = in->flags & IF_HAS_MASK ? ecu_val(c, in->args[at]) : NULL;
         Dtype el = (Dtype)cu_vty(c, x).elem;
         if (op == OP_LOAD) {
-            const char *other = in->flags & IF_HAS_OTHER ? cu_val(c, in->args[at + 1]) : cu_zero(c, el);
+            const char *other = in->flags & IF_HAS_OTHER ? ecu_val(c, in->args[at + 1]) : ecu_zero(c, el);
             c->jidx = false;
             array_assign(c, r, mask ? arena_printf(c->a, "%s ? *%s : %s", mask, p, other) : arena_printf(c->a, "*%s", p),
                          in->loc);
             return true;
         }
-        const char *v = cu_val(c, in->args[1]);
+        const char *v = ecu_val(c, in->args[1]);
         c->jidx = false;
         if (op_is_atomic(op) && c->uses[r]) {
-            cu_refuse(c, in->loc, "the old values of '%s' on a tile [L, k] (%%%s) are read: not printed yet",
+            ecu_refuse(c, in->loc, "the old values of '%s' on a tile [L, k] (%%%s) are read: not printed yet",
                    op_info[op].name, c->irname[r]);
             return true;
         }
         if (op_is_atomic(op) && op != OP_ATOMIC_ADD) {
-            cu_refuse(c, in->loc, "'%s' on a tile [L, k]: not printed yet", op_info[op].name);
+            ecu_refuse(c, in->loc, "'%s' on a tile [L, k]: not printed yet", op_info[op].name);
             return true;
         }
         if (op_is_atomic(op) && !(el == DT_F32 || el == DT_F64 || el == DT_I32 || el == DT_U32 ||
                                   (cu_is16(el) && !c->o->hip))) {
-            cu_refuse(c, in->loc, "'%s' on %s elements has no CUDA atomic", op_info[op].name, dtype_name(el));
+            ecu_refuse(c, in->loc, "'%s' on %s elements has no CUDA atomic", op_info[op].name, dtype_name(el));
             return true;
         }
-        bool row = cu_is_row(c, x); /* the same elements in every thread: thread 0 writes them */
+        bool row = ecu_is_row(c, x); /* the same elements in every thread: thread 0 writes them */
         if (row)
-            cu_line(c, "if (threadIdx.x == 0)"), c->depth++;
-        cu_line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", kx);
+            ecu_line(c, "if (threadIdx.x == 0)"), c->depth++;
+        ecu_line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", kx);
         if (mask)
-            cu_line(c, "    if (%s)", mask);
-        cu_line(c, mask ? "        %s%s%s%s;" : "    %s%s%s%s;", op == OP_STORE ? "*" : "atomicAdd(", p,
+            ecu_line(c, "    if (%s)", mask);
+        ecu_line(c, mask ? "        %s%s%s%s;" : "    %s%s%s%s;", op == OP_STORE ? "*" : "atomicAdd(", p,
              op == OP_STORE ? " = " : ", ", op == OP_STORE ? v : arena_printf(c->a, "%s)", v));
         if (row)
             c->depth--;
@@ -377,35 +377,35 @@ bool cu_array_inst(Cu *c, const Inst *in)
         array_assign(c, r, in->ival ? arena_printf(c->a, "kad_j + %lld", (long long)in->ival) : "kad_j", in->loc);
         return true;
     }
-    if ((op == OP_EXPAND_DIMS || op == OP_RESHAPE) && kx == kr && cu_is_row(c, x) == cu_is_row(c, r) &&
-        (cu_is_row(c, x) || type_same_shape(cu_vty(c, x), cu_vty(c, r)))) {
+    if ((op == OP_EXPAND_DIMS || op == OP_RESHAPE) && kx == kr && ecu_is_row(c, x) == ecu_is_row(c, r) &&
+        (ecu_is_row(c, x) || type_same_shape(cu_vty(c, x), cu_vty(c, r)))) {
         c->var[r] = c->var[x]; /* [k] and [1, k]: one row */
         c->splat[r] = c->splat[x];
         return true;
     }
     if (op == OP_BROADCAST && kx == 1 && kr != 1) { /* one element to many: each is x[0] */
-        c->var[r] = cu_elem_at(c, x, "0");
+        c->var[r] = ecu_elem_at(c, x, "0");
         c->splat[r] = kr > 0;
         return true;
     }
     if (op == OP_BROADCAST && kx && kx != kr) {
-        cu_refuse(c, in->loc, "'broadcast' of %%%s %s to %s: not printed yet", c->irname[x], cu_shape_str(c, cu_vty(c, x)),
-               cu_shape_str(c, cu_vty(c, r)));
+        ecu_refuse(c, in->loc, "'broadcast' of %%%s %s to %s: not printed yet", c->irname[x], ecu_shape_str(c, cu_vty(c, x)),
+               ecu_shape_str(c, cu_vty(c, r)));
         return true;
     }
     bool ew = op_info[op].elementwise || op == OP_BROADCAST || op == OP_CONST;
-    if (x && cu_vty(c, x).rank && r && cu_vty(c, r).rank && cu_is_row(c, x) != cu_is_row(c, r) && !op_info[op].elementwise &&
+    if (x && cu_vty(c, x).rank && r && cu_vty(c, r).rank && ecu_is_row(c, x) != ecu_is_row(c, r) && !op_info[op].elementwise &&
         op != OP_BROADCAST) {
-        cu_refuse(c, in->loc, "'%s' of %%%s %s into %s: between the block's threads and a row that every thread "
+        ecu_refuse(c, in->loc, "'%s' of %%%s %s into %s: between the block's threads and a row that every thread "
                "holds (it would gather every lane); not printed yet", op_info[op].name, c->irname[x],
-               cu_shape_str(c, cu_vty(c, x)), cu_shape_str(c, cu_vty(c, r)));
+               ecu_shape_str(c, cu_vty(c, x)), ecu_shape_str(c, cu_vty(c, r)));
         return true;
     }
     if (!kr || !ew || op == OP_SPLIT || op == OP_JOIN || op == OP_GATHER || op == OP_FLIP ||
         op == OP_EXPAND_DIMS || op == OP_RESHAPE || op == OP_PERMUTE) {
         Buf sh = {.a = c->a};
         type_print(&sh, cu_vty(c, kr ? r : x));
-        cu_refuse(c, in->loc, "'%s' on a tile %s (a per-thread array): not printed yet", op_info[op].name, buf_str(&sh));
+        ecu_refuse(c, in->loc, "'%s' on a tile %s (a per-thread array): not printed yet", op_info[op].name, buf_str(&sh));
         return true;
     }
     if (op == OP_BROADCAST || op == OP_MULTIPLE_OF || op == OP_MAX_CONTIGUOUS || op == OP_STOP_GRADIENT) {
@@ -416,20 +416,20 @@ bool cu_array_inst(Cu *c, const Inst *in)
     for (int k = 0; k < in->nargs; k++) {
         Dtype adt = cu_vdt(c, in->args[k]);
         if (adt != DT_PTR && !cuda_dtype(adt, c->o->hip)) {
-            cu_refuse(c, in->loc, "'%s' of %s values", op_info[op].name, dtype_name(adt));
+            ecu_refuse(c, in->loc, "'%s' of %s values", op_info[op].name, dtype_name(adt));
             return true;
         }
     }
     if (op == OP_CONST) { /* every element alike */
-        c->var[r] = cu_expr(c, in);
+        c->var[r] = ecu_expr(c, in);
         c->splat[r] = true;
         return true;
     }
     c->jidx = true;
-    const char *e = cu_expr(c, in);
+    const char *e = ecu_expr(c, in);
     c->jidx = false;
     if (!e) {
-        cu_refuse(c, in->loc, "'%s' (%%%s) has no CUDA C spelling in kad yet", op_info[op].name, c->irname[r]);
+        ecu_refuse(c, in->loc, "'%s' (%%%s) has no CUDA C spelling in kad yet", op_info[op].name, c->irname[r]);
         return true;
     }
     array_assign(c, r, e, in->loc);

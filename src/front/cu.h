@@ -1,0 +1,316 @@
+/* cu.h -- the CUDA C / HIP front end's private header (cu_lex.c, cu_parse.c,
+ * cu_lower.c).
+ *
+ * A per-thread kernel is lowered to kad's tile IR with a block's threads as
+ * the lanes of one 1-D tile (docs/LANGUAGE.md, "CUDA C / HIP kernels"):
+ *   cu_lex.c    text -> tokens, with the preprocessor subset (#define, #if,
+ *               #include of the runtime headers) applied
+ *   cu_parse.c  tokens -> CuUnit: structs, __global__/__device__ functions
+ *               (templates kept unexpanded), explicit instantiations; host
+ *               code skipped
+ *   cu_lower.c  CuUnit + kernel + template arguments + block dims -> Func:
+ *               types, values and expressions (cu_builtins.c: the builtins;
+ *               cu_stmt.c: statements, control flow, shared memory; cu_kernel.c:
+ *               device functions and the kernel entry point cu_lower)
+ * Everything lives in the compilation's arena; errors are located Diags.
+ */
+#ifndef KAD_CU_H
+#define KAD_CU_H
+
+#include "kad_int.h"
+
+/* ---- tokens (cu_lex.c) ---- */
+
+typedef enum CuTokKind { CT_EOF, CT_IDENT, CT_INT, CT_FLOAT, CT_STRING, CT_CHAR, CT_PUNCT } CuTokKind;
+
+typedef struct CuTok {
+    CuTokKind kind;
+    Loc loc;
+    const char *text; /* NUL-terminated copy (arena) */
+    int64_t ival;     /* CT_INT, CT_CHAR */
+    double fval;      /* CT_FLOAT */
+    bool is_unsigned, is_long; /* CT_INT suffixes u, l/ll */
+    bool is_f32;      /* CT_FLOAT with suffix f */
+    bool bol;         /* first token of a line (directives) */
+} CuTok;
+
+/* Tokenizes and preprocesses text; returns the tokens ending in CT_EOF.
+ * Errors go to d (located). */
+CuTok *cu_lex(Arena *a, Diags *d, const char *file, const char *text, int *ntok);
+
+/* ---- the AST (cu_parse.c) ---- */
+
+/* A type as written: base name ("float", "unsigned int", "float4", a struct
+ * or template parameter name), pointer depth, qualifiers. */
+typedef struct CuTypeSpec {
+    const char *name;
+    int nptr;
+    bool is_const;
+    bool ref; /* `&` (a device function's parameter by reference) */
+    Loc loc;
+} CuTypeSpec;
+
+typedef enum CuExprKind {
+    CE_IDENT, CE_INT, CE_FLOAT, CE_BOOL, CE_STRING,
+    CE_UNARY,  /* op: "-", "+", "!", "~", "*", "&", "++pre", "--pre", "post++", "post--" */
+    CE_BINARY, /* op: "+" ... "&&", "||", ",": l, r */
+    CE_ASSIGN, /* op: "=", "+=", ...: l, r */
+    CE_COND,   /* c ? l : r */
+    CE_CALL,   /* callee (name), targs, args */
+    CE_INDEX,  /* l[r] */
+    CE_MEMBER, /* l.name or l->name (arrow) */
+    CE_CAST,   /* (type) l, static_cast<type>(l), reinterpret_cast, ... */
+    CE_SIZEOF, /* sizeof(type) */
+    CE_INIT,   /* {a, b, ...}: args */
+} CuExprKind;
+
+typedef struct CuExpr CuExpr;
+typedef struct CuTArg { /* a template argument: a type or a constant expression */
+    CuTypeSpec *type;
+    CuExpr *expr;
+} CuTArg;
+
+struct CuExpr {
+    CuExprKind kind;
+    Loc loc;
+    const char *op;
+    const char *name;  /* CE_IDENT, CE_CALL (callee), CE_MEMBER */
+    bool arrow;        /* CE_MEMBER */
+    CuExpr *c, *l, *r;
+    CuExpr **args;
+    int nargs;
+    CuTArg *targs;
+    int ntargs;
+    CuTypeSpec *type; /* CE_CAST, CE_SIZEOF */
+    const CuTok *tok;  /* literals */
+};
+
+typedef enum CuStmtKind {
+    CS_DECL, CS_EXPR, CS_IF, CS_FOR, CS_WHILE, CS_DO, CS_BREAK, CS_CONTINUE,
+    CS_RETURN, CS_BLOCK, CS_EMPTY,
+} CuStmtKind;
+
+typedef struct CuStmt CuStmt;
+typedef struct CuDecl { /* one declarator of a declaration */
+    const char *name;
+    CuExpr *dims[4]; /* array dimensions (NULL inside [] of extern __shared__) */
+    int ndims;
+    bool unsized;    /* extern __shared__ T s[]; */
+    CuExpr *init;
+    Loc loc;
+} CuDecl;
+
+struct CuStmt {
+    CuStmtKind kind;
+    Loc loc;
+    CuExpr *e;          /* CS_EXPR, CS_IF/WHILE/DO cond, CS_FOR cond, CS_RETURN value */
+    CuExpr *step;       /* CS_FOR */
+    CuStmt *init;       /* CS_FOR */
+    CuStmt *body, *els; /* CS_IF (then, else), loops (body) */
+    CuStmt **list;      /* CS_BLOCK */
+    int n;
+    CuTypeSpec *type;   /* CS_DECL */
+    CuDecl *decls;
+    int ndecls;
+    bool shared, is_extern, is_static; /* CS_DECL: __shared__, extern */
+};
+
+typedef struct CuParam {
+    CuTypeSpec *type;
+    const char *name;
+    Loc loc;
+} CuParam;
+
+typedef struct CuTParam { /* template <typename T> or template <int N> */
+    const char *name;
+    bool is_type;
+    CuTypeSpec *type; /* a non-type parameter's type */
+    Loc loc;
+} CuTParam;
+
+typedef struct CuFunc {
+    const char *name;
+    Loc loc;
+    bool is_global, is_device;
+    CuTypeSpec *ret;
+    CuParam *params;
+    int nparams;
+    CuTParam *tparams;
+    int ntparams;
+    CuStmt *body;
+} CuFunc;
+
+typedef struct CuField {
+    CuTypeSpec *type;
+    const char *name;
+} CuField;
+typedef struct CuStruct {
+    const char *name;
+    CuField *fields;
+    int nfields;
+    Loc loc;
+} CuStruct;
+
+typedef struct CuInst { /* template __global__ void k<float, 256>(...); */
+    const char *name;
+    CuTArg *targs;
+    int ntargs;
+    Loc loc;
+} CuInst;
+
+typedef struct CuUnit {
+    const char *file;
+    Vec(CuFunc *) funcs;
+    Vec(CuStruct *) structs;
+    Vec(CuInst) insts;
+    Vec(CuField) typedefs; /* typedef T name; using name = T; (file scope) */
+} CuUnit;
+
+/* Parses the tokens of a file: device code into a CuUnit, host code
+ * skipped.  NULL only after a hard error; errors go to d. */
+CuUnit *cu_parse(Arena *a, Diags *d, const char *file, const CuTok *toks, int ntok);
+
+/* ---- lowering (cu_lower.c) ---- */
+
+typedef struct CuSpec {
+    const char *targs; /* "scalar_t=fp32,BLOCK=256" or NULL */
+    int block[3];      /* blockDim; 0 entries read as 1 */
+} CuSpec;
+
+/* Lowers kernel `name` of the units (the first that defines it) for spec.
+ * NULL after an error (located in d). */
+Func *cu_lower(Arena *a, Diags *d, CuUnit **units, int nunits, const char *name, const CuSpec *spec);
+
+/* ---- the lowering's state, shared by cu_lower.c and cu_stmt.c ---- */
+
+/* C types of values.  Vector types (float4) and user structs are TY_STRUCT;
+ * a pointer to a struct whose fields share one dtype is an IR pointer to
+ * that dtype, indexed in units of the struct's field count. */
+enum { TY_VOID, TY_BOOL, TY_INT, TY_FLOAT, TY_PTR, TY_STRUCT };
+typedef struct CuTy CuTy;
+typedef struct CuSInfo {
+    const char *name;
+    int n;
+    const char **fname;
+    const CuTy **fty;
+} CuSInfo;
+struct CuTy {
+    int k;            /* TY_* */
+    Dtype dt;         /* TY_BOOL (i1), TY_INT, TY_FLOAT; TY_PTR: the IR pointee */
+    const CuTy *elem; /* TY_PTR */
+    const CuSInfo *st; /* TY_STRUCT */
+};
+
+/* A C value: its type and IR value (rank 0: the same in every thread of
+ * the block; rank 1: one lane per thread); structs by their fields.
+ * cst: a compile-time constant (ci or cf), for array sizes, template
+ * arguments and loops kad unrolls. */
+typedef struct CVal {
+    const CuTy *t;
+    ValId v;
+    struct CVal *f; /* TY_STRUCT: t->st->n fields */
+    bool cst;
+    int64_t ci;
+    double cf;
+} CVal;
+
+/* A name in scope.  Local arrays and struct variables are a head plus one
+ * VK_VAL variable per element ("a[3]") or field ("v.x"), so that merging
+ * at joins and loop carrying treat every piece alike.  Names starting with
+ * '$' are the lowering's own: "$m" the threads executing (an i1 scalar or
+ * lane tile), "$brk" the threads that left the innermost loop by break,
+ * "$cnt" those that continued in this iteration, "$ret" a device
+ * function's result. */
+enum { VK_VAL, VK_ARRAY, VK_SHARED, VK_STRUCT, VK_TYPE };
+typedef struct Var {
+    const char *name;
+    int kind;
+    const CuTy *t;   /* VK_VAL: its type; VK_ARRAY/VK_SHARED: the element's; VK_TYPE: the bound type */
+    CVal val;        /* VK_VAL; VK_SHARED: the block's array as one tile [len] */
+    ValId decl_m;    /* $m where it was declared: assignments under another mask merge */
+    int len, ndims, dims[2]; /* arrays */
+    bool dirty;      /* VK_SHARED: written since the last __syncthreads() */
+    ValId dirty_idx; /* the index those writes used when all used one value, else 0 */
+    Loc loc;
+} Var;
+
+typedef struct Lw {
+    Arena *a;
+    Diags *d;
+    Func *f;
+    Block *b;                 /* where lowering emits */
+    Block *top;               /* the kernel's body (constants that every region sees) */
+    CuUnit **units;
+    int nunits;
+    int bdim[3], nl, lp, warp; /* block dims, threads, lanes (power of two), warpSize */
+    ValId tid;                /* i32[lp]: the thread's linear index */
+    ValId active;             /* i1 mask of the lanes < nl (or the scalar true) */
+    ValId tru, fls;           /* i1 scalar constants */
+    Vec(Var) env;
+    int frame;                /* env index where the current function's names start */
+    int depth;                /* device function inlining depth */
+    const CuFunc *fn;
+    const CuTy *ret_ty;
+    const char *targs;        /* CuSpec.targs */
+    Vec(CuSInfo *) vecs;      /* vector types made so far */
+    Vec(ValId) lanes;         /* values equal to the lane index tid (threadIdx.x of 1-D blocks, converted) */
+} Lw;
+
+/* cu_lower.c */
+Type cu_ir_type(Lw *L, const CuTy *t, bool tile);
+const CuTy *cu_scalar_ty(Lw *L, int k, Dtype dt);
+const CuTy *cu_resolve_type(Lw *L, const CuTypeSpec *ts);
+Var *cu_lookup(Lw *L, const char *name);
+Var *cu_declare(Lw *L, const char *name, int kind, const CuTy *t, Loc loc);
+void cu_set(Lw *L, Var *v, CVal x, Loc loc);   /* an assignment: merged under $m */
+ValId cu_m(Lw *L);                               /* the current $m */
+void cu_set_m(Lw *L, ValId m);
+ValId cu_and(Lw *L, ValId a, ValId b, Loc loc);  /* masks, folding true/false */
+ValId cu_or(Lw *L, ValId a, ValId b, Loc loc);
+ValId cu_not(Lw *L, ValId a, Loc loc);
+ValId cu_any(Lw *L, ValId m, Loc loc);           /* an i1 scalar: some lane of m is set */
+ValId cu_bcast(Lw *L, ValId v, Loc loc);         /* a scalar as a lane tile */
+ValId cu_where(Lw *L, ValId c, ValId a, ValId b, Loc loc);
+ValId cu_cint(Lw *L, Dtype dt, int64_t v, Loc loc);
+CVal cu_const_int(Lw *L, const CuTy *t, int64_t v, Loc loc);
+CVal cu_convert(Lw *L, CVal x, const CuTy *to, Loc loc);
+CVal cu_binop(Lw *L, const char *op, CVal x, CVal y, Loc loc);
+ValId cu_truth(Lw *L, CVal x, Loc loc);         /* i1, scalar or tile */
+CVal cu_expr(Lw *L, const CuExpr *e);
+void cu_assign(Lw *L, const CuExpr *lhs, CVal v, Loc loc);
+CVal cu_zero(Lw *L, const CuTy *t, Loc loc);
+bool cu_is_lane(Lw *L, ValId v);
+bool cu_const_eval(Lw *L, const CuExpr *e, int64_t *out); /* an integer constant expression */
+
+/* cu_lower.c: the value toolkit cu_builtins.c lowers with */
+const CuTy *cu_ty_int(Lw *L);
+const CuTy *cu_ty_bool(Lw *L);
+bool cu_is_tile(Lw *L, ValId v);
+ValId cu_op2(Lw *L, OpKind op, ValId x, ValId y, Loc loc); /* broadcast to one shape; i1 for comparisons */
+const CuTy *cu_promote(Lw *L, const CuTy *t);               /* the integer promotions */
+const CuTy *cu_common(Lw *L, const CuTy *a, const CuTy *b); /* the usual arithmetic conversions */
+bool cu_is_num(const CuTy *t);
+CVal cu_bad(Lw *L);                                          /* the value after an error */
+const CuTy *cu_vec_type(Lw *L, const char *name);            /* float4 ...; NULL if not one */
+CVal cu_load_ptr(Lw *L, CVal p, Loc loc);                    /* *p under $m */
+
+CVal cu_var_value(Lw *L, Var *v, Loc loc);                   /* a variable's value (a struct from its fields) */
+CVal cu_struct_value(Lw *L, Var *v, Loc loc);
+const CuFunc *cu_find_func(Lw *L, const char *name);          /* the first function of the units named so */
+const CuTy *cu_base_type(Lw *L, const char *n, Loc loc);      /* a type name, without pointers */
+CVal cu_const_float(Lw *L, const CuTy *t, double v, Loc loc);
+
+/* cu_builtins.c: a call of a builtin; *handled false when name is none */
+CVal cu_call_builtin(Lw *L, const CuExpr *e, bool *handled);
+
+/* cu_kernel.c: a call of a __device__ function, inlined (the entry point cu_lower is above) */
+CVal cu_call_device(Lw *L, const CuFunc *fn, const CuExpr *call);
+
+/* cu_stmt.c */
+void cu_stmt(Lw *L, const CuStmt *s);
+void cu_declare_stmt(Lw *L, const CuStmt *s);
+CVal cu_shared_read(Lw *L, Var *v, CVal idx, Loc loc);
+void cu_shared_write(Lw *L, Var *v, CVal idx, CVal x, Loc loc);
+void cu_syncthreads(Lw *L, Loc loc);
+
+#endif

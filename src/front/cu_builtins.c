@@ -1,0 +1,327 @@
+/* cu_builtins.c -- the builtins CUDA C / HIP kernels call, lowered to the IR:
+ * the math library (float and double forms, C++ overloads by the argument's
+ * type), min/max/abs, conversions (__float2half and friends, bit casts),
+ * half arithmetic, __syncthreads and the fences, __ldg, atomicAdd, warp
+ * shuffles (a gather within each warp, refused outside a converged warp),
+ * vector constructors (make_float4), isnan/isinf, assert.  cu_lower.c
+ * calls cu_call_builtin for a name that is no __device__ function.
+ */
+#include <string.h>
+
+#include "front/cu.h"
+
+typedef struct MathFn {
+    const char *name;
+    OpKind op;
+    char ty; /* 'f' float, 'd' double, 0: by the argument (C++ overloads) */
+    int nargs;
+} MathFn;
+
+static const MathFn math_fns[] = {
+    {"exp", OP_EXP, 0, 1}, {"expf", OP_EXP, 'f', 1}, {"__expf", OP_EXP, 'f', 1},
+    {"exp2", OP_EXP2, 0, 1}, {"exp2f", OP_EXP2, 'f', 1}, {"expm1", OP_EXPM1, 0, 1}, {"expm1f", OP_EXPM1, 'f', 1},
+    {"exp10", OP_EXP10, 0, 1}, {"exp10f", OP_EXP10, 'f', 1}, {"__exp10f", OP_EXP10, 'f', 1},
+    {"log", OP_LOG, 0, 1}, {"logf", OP_LOG, 'f', 1}, {"__logf", OP_LOG, 'f', 1},
+    {"log2", OP_LOG2, 0, 1}, {"log2f", OP_LOG2, 'f', 1}, {"__log2f", OP_LOG2, 'f', 1},
+    {"log10", OP_LOG10, 0, 1}, {"log10f", OP_LOG10, 'f', 1}, {"__log10f", OP_LOG10, 'f', 1},
+    {"log1p", OP_LOG1P, 0, 1}, {"log1pf", OP_LOG1P, 'f', 1},
+    {"sqrt", OP_SQRT, 0, 1}, {"sqrtf", OP_SQRT, 'f', 1}, {"__fsqrt_rn", OP_SQRT, 'f', 1},
+    {"rsqrt", OP_RSQRT, 0, 1}, {"rsqrtf", OP_RSQRT, 'f', 1}, {"cbrt", OP_CBRT, 0, 1}, {"cbrtf", OP_CBRT, 'f', 1},
+    {"sin", OP_SIN, 0, 1}, {"sinf", OP_SIN, 'f', 1}, {"__sinf", OP_SIN, 'f', 1},
+    {"cos", OP_COS, 0, 1}, {"cosf", OP_COS, 'f', 1}, {"__cosf", OP_COS, 'f', 1},
+    {"tan", OP_TAN, 0, 1}, {"tanf", OP_TAN, 'f', 1}, {"__tanf", OP_TAN, 'f', 1},
+    {"asin", OP_ASIN, 0, 1}, {"asinf", OP_ASIN, 'f', 1}, {"acos", OP_ACOS, 0, 1}, {"acosf", OP_ACOS, 'f', 1},
+    {"atan", OP_ATAN, 0, 1}, {"atanf", OP_ATAN, 'f', 1}, {"sinh", OP_SINH, 0, 1}, {"sinhf", OP_SINH, 'f', 1},
+    {"cosh", OP_COSH, 0, 1}, {"coshf", OP_COSH, 'f', 1}, {"tanh", OP_TANH, 0, 1}, {"tanhf", OP_TANH, 'f', 1},
+    {"asinh", OP_ASINH, 0, 1}, {"asinhf", OP_ASINH, 'f', 1}, {"acosh", OP_ACOSH, 0, 1}, {"acoshf", OP_ACOSH, 'f', 1},
+    {"atanh", OP_ATANH, 0, 1}, {"atanhf", OP_ATANH, 'f', 1},
+    {"erf", OP_ERF, 0, 1}, {"erff", OP_ERF, 'f', 1}, {"erfc", OP_ERFC, 0, 1}, {"erfcf", OP_ERFC, 'f', 1},
+    {"erfinv", OP_ERFINV, 0, 1}, {"erfinvf", OP_ERFINV, 'f', 1}, {"normcdf", OP_NORMCDF, 0, 1},
+    {"normcdff", OP_NORMCDF, 'f', 1}, {"lgamma", OP_LGAMMA, 0, 1}, {"lgammaf", OP_LGAMMA, 'f', 1},
+    {"tgamma", OP_TGAMMA, 0, 1}, {"tgammaf", OP_TGAMMA, 'f', 1},
+    {"floor", OP_FLOOR, 0, 1}, {"floorf", OP_FLOOR, 'f', 1}, {"ceil", OP_CEIL, 0, 1}, {"ceilf", OP_CEIL, 'f', 1},
+    {"trunc", OP_TRUNC, 0, 1}, {"truncf", OP_TRUNC, 'f', 1}, {"rint", OP_RINT, 0, 1}, {"rintf", OP_RINT, 'f', 1},
+    {"nearbyint", OP_RINT, 0, 1}, {"nearbyintf", OP_RINT, 'f', 1},
+    {"fabs", OP_ABS, 0, 1}, {"fabsf", OP_ABS, 'f', 1}, {"__saturatef", OP_SATURATE, 'f', 1},
+    {"pow", OP_POW, 0, 2}, {"powf", OP_POW, 'f', 2}, {"__powf", OP_POW, 'f', 2},
+    {"atan2", OP_ATAN2, 0, 2}, {"atan2f", OP_ATAN2, 'f', 2}, {"fmax", OP_MAXIMUM, 0, 2},
+    {"fmaxf", OP_MAXIMUM, 'f', 2}, {"fmin", OP_MINIMUM, 0, 2}, {"fminf", OP_MINIMUM, 'f', 2},
+    {"fmod", OP_REM, 0, 2}, {"fmodf", OP_REM, 'f', 2}, {"hypot", OP_HYPOT, 0, 2}, {"hypotf", OP_HYPOT, 'f', 2},
+    {"copysign", OP_COPYSIGN, 0, 2}, {"copysignf", OP_COPYSIGN, 'f', 2}, {"fdim", OP_FDIM, 0, 2},
+    {"fdimf", OP_FDIM, 'f', 2}, {"__fdividef", OP_DIV, 'f', 2}, {"__fdiv_rn", OP_DIV, 'f', 2},
+    {"__fmul_rn", OP_MUL, 'f', 2}, {"__fadd_rn", OP_ADD, 'f', 2}, {"__fsub_rn", OP_SUB, 'f', 2},
+    {"__dmul_rn", OP_MUL, 'd', 2}, {"__dadd_rn", OP_ADD, 'd', 2}, {"__ddiv_rn", OP_DIV, 'd', 2},
+    {"fma", OP_FMA, 0, 3}, {"fmaf", OP_FMA, 'f', 3}, {"__fmaf_rn", OP_FMA, 'f', 3}, {"__fma_rn", OP_FMA, 'd', 3},
+};
+
+static CVal call_math(Lw *L, const MathFn *m, CVal *a, Loc loc)
+{
+    const CuTy *t;
+    if (m->ty == 'f')
+        t = cu_scalar_ty(L, TY_FLOAT, DT_F32);
+    else if (m->ty == 'd')
+        t = cu_scalar_ty(L, TY_FLOAT, DT_F64);
+    else {
+        t = a[0].t;
+        for (int i = 1; i < m->nargs; i++)
+            t = cu_common(L, t, a[i].t);
+        if (t->k != TY_FLOAT)
+            t = cu_scalar_ty(L, TY_FLOAT, DT_F64); /* sqrt(int) calls the double overload */
+        if (t->dt == DT_F16 || t->dt == DT_BF16)
+            t = cu_scalar_ty(L, TY_FLOAT, DT_F32);
+    }
+    bool tile = false;
+    for (int i = 0; i < m->nargs; i++) {
+        if (!cu_is_num(a[i].t) || !a[i].v) {
+            diag_error(L->d, loc, "'%s' takes numbers", m->name);
+            return cu_bad(L);
+        }
+        a[i] = cu_convert(L, a[i], t, loc);
+        tile |= cu_is_tile(L, a[i].v);
+    }
+    ValId args[3];
+    for (int i = 0; i < m->nargs; i++)
+        args[i] = tile ? cu_bcast(L, a[i].v, loc) : a[i].v;
+    Type rt = ir_type(L->f, args[0]);
+    CVal r = {.t = t};
+    r.v = ir_emit(L->f, L->b, m->op, args, m->nargs, &rt, 1, loc)->res[0];
+    return r;
+}
+
+/* The lane the value comes from in a warp shuffle; 0 when refused. */
+static ValId shuffle(Lw *L, const char *name, CVal v, CVal arg, int width, Loc loc)
+{
+    ValId m = cu_m(L);
+    if (cu_is_tile(L, m) && m != L->active) {
+        diag_error(L->d, loc,
+                   "'%s' inside divergent control flow: a shuffle needs its whole warp converged (move it out of "
+                   "the branch that depends on threadIdx)", name);
+        return 0;
+    }
+    if (L->nl % L->warp && L->nl > L->warp) {
+        diag_error(L->d, loc, "'%s' with %d threads per block: warp shuffles need whole warps of %d threads", name,
+                   L->nl, L->warp);
+        return 0;
+    }
+    if (width > L->lp)
+        width = L->lp;
+    const CuTy *it = cu_ty_int(L);
+    arg = cu_convert(L, arg, it, loc);
+    ValId t = L->tid, w1 = cu_cint(L, DT_I32, width - 1, loc);
+    ValId lane = cu_op2(L, OP_AND, t, w1, loc);
+    ValId base = cu_op2(L, OP_SUB, t, lane, loc);
+    ValId src;
+    if (strstr(name, "xor")) {
+        src = cu_op2(L, OP_OR, base, cu_op2(L, OP_AND, cu_op2(L, OP_XOR, lane, arg.v, loc), w1, loc), loc);
+    } else if (strstr(name, "down")) {
+        ValId l2 = cu_op2(L, OP_ADD, lane, arg.v, loc);
+        ValId in = cu_op2(L, OP_LT, l2, cu_cint(L, DT_I32, width, loc), loc);
+        ValId from = cu_op2(L, OP_ADD, t, arg.v, loc);
+        src = cu_where(L, in, from, t, loc);
+    } else if (strstr(name, "up")) {
+        ValId in = cu_op2(L, OP_GE, lane, arg.v, loc);
+        ValId from = cu_op2(L, OP_SUB, t, arg.v, loc);
+        src = cu_where(L, in, from, t, loc);
+    } else {
+        src = cu_op2(L, OP_OR, base, cu_op2(L, OP_AND, arg.v, w1, loc), loc);
+    }
+    (void)v;
+    return src;
+}
+
+CVal cu_call_builtin(Lw *L, const CuExpr *e, bool *handled)
+{
+    const char *n = e->name;
+    Loc loc = e->loc;
+    int na = e->nargs;
+    *handled = true;
+    for (size_t k = 0; k < sizeof math_fns / sizeof *math_fns; k++)
+        if (!strcmp(math_fns[k].name, n)) {
+            if (na != math_fns[k].nargs) {
+                diag_error(L->d, loc, "'%s' takes %d arguments, %d given", n, math_fns[k].nargs, na);
+                return cu_bad(L);
+            }
+            CVal a[3];
+            for (int i = 0; i < na; i++)
+                a[i] = cu_expr(L, e->args[i]);
+            return call_math(L, &math_fns[k], a, loc);
+        }
+    if (!strcmp(n, "__syncthreads") || !strcmp(n, "__syncwarp") || !strcmp(n, "__threadfence") ||
+        !strcmp(n, "__threadfence_block") || !strcmp(n, "printf")) {
+        if (!strcmp(n, "__syncthreads"))
+            cu_syncthreads(L, loc);
+        else if (!strcmp(n, "__syncwarp") && cu_is_tile(L, cu_m(L)) && cu_m(L) != L->active)
+            diag_error(L->d, loc, "'__syncwarp' inside divergent control flow is not supported");
+        return (CVal){.t = cu_scalar_ty(L, TY_VOID, DT_VOID)};
+    }
+    if (!strcmp(n, "min") || !strcmp(n, "max") || !strcmp(n, "umin") || !strcmp(n, "umax") || !strcmp(n, "abs") ||
+        !strcmp(n, "llabs") || !strcmp(n, "labs")) {
+        bool un = !strcmp(n, "abs") || !strcmp(n, "llabs") || !strcmp(n, "labs");
+        if (na != (un ? 1 : 2)) {
+            diag_error(L->d, loc, "'%s' takes %d arguments", n, un ? 1 : 2);
+            return cu_bad(L);
+        }
+        CVal a = cu_expr(L, e->args[0]);
+        if (!a.v || !cu_is_num(a.t))
+            return cu_bad(L);
+        if (un) {
+            a = cu_convert(L, a, cu_promote(L, a.t), loc);
+            return (CVal){.t = a.t, .v = ir_op1(L->f, L->b, OP_ABS, ir_type(L->f, a.v), a.v, loc)};
+        }
+        CVal b = cu_expr(L, e->args[1]);
+        if (!b.v || !cu_is_num(b.t))
+            return cu_bad(L);
+        const CuTy *t = cu_common(L, a.t, b.t);
+        a = cu_convert(L, a, t, loc), b = cu_convert(L, b, t, loc);
+        return (CVal){.t = t, .v = cu_op2(L, strstr(n, "min") ? OP_MINIMUM : OP_MAXIMUM, a.v, b.v, loc)};
+    }
+    struct { const char *name; Dtype to; } convs[] = {
+        {"__float2half", DT_F16}, {"__float2half_rn", DT_F16}, {"__double2half", DT_F16}, {"__half2float", DT_F32},
+        {"__float2bfloat16", DT_BF16}, {"__float2bfloat16_rn", DT_BF16}, {"__bfloat162float", DT_F32},
+        {"__int2float_rn", DT_F32}, {"__uint2float_rn", DT_F32}, {"__float2int_rz", DT_I32},
+        {"__double2float_rn", DT_F32}, {"__int2double_rn", DT_F64}, {"__ll2float_rn", DT_F32},
+        {"__float2ll_rz", DT_I64}, {"__float2uint_rz", DT_U32}, {"__half2float_rn", DT_F32},
+        {"__float2int_rn", DT_I32}, {"__float2int_rd", DT_I32}, {"__float2int_ru", DT_I32},
+        {"__double2int_rz", DT_I32},
+    };
+    for (size_t k = 0; k < sizeof convs / sizeof *convs; k++)
+        if (!strcmp(convs[k].name, n)) {
+            if (na != 1) {
+                diag_error(L->d, loc, "'%s' takes one argument", n);
+                return cu_bad(L);
+            }
+            CVal a = cu_expr(L, e->args[0]);
+            if (!a.v || !cu_is_num(a.t))
+                return cu_bad(L);
+            const char *r = n + strlen(n) - 3;
+            if (!strcmp(r, "_rn") && !dtype_is_float(convs[k].to) && a.t->k == TY_FLOAT)
+                a.v = ir_op1(L->f, L->b, OP_RINT, ir_type(L->f, a.v), a.v, loc), a.cst = false;
+            else if (!strcmp(r, "_rd") && a.t->k == TY_FLOAT)
+                a.v = ir_op1(L->f, L->b, OP_FLOOR, ir_type(L->f, a.v), a.v, loc), a.cst = false;
+            else if (!strcmp(r, "_ru") && a.t->k == TY_FLOAT)
+                a.v = ir_op1(L->f, L->b, OP_CEIL, ir_type(L->f, a.v), a.v, loc), a.cst = false;
+            Dtype to = convs[k].to;
+            return cu_convert(L, a, cu_scalar_ty(L, dtype_is_float(to) ? TY_FLOAT : TY_INT, to), loc);
+        }
+    static const struct { const char *name; const char *op; } hops[] = {
+        {"__hadd", "+"}, {"__hsub", "-"}, {"__hmul", "*"}, {"__hdiv", "/"}, {"__dadd", "+"},
+    };
+    for (size_t k = 0; k < sizeof hops / sizeof *hops; k++)
+        if (!strcmp(hops[k].name, n) && na == 2) {
+            CVal a = cu_expr(L, e->args[0]);
+            CVal b = cu_expr(L, e->args[1]);
+            return cu_binop(L, hops[k].op, a, b, loc);
+        }
+    if (!strcmp(n, "__hneg") && na == 1) {
+        CVal a = cu_expr(L, e->args[0]);
+        return a.v ? (CVal){.t = a.t, .v = ir_op1(L->f, L->b, OP_NEG, ir_type(L->f, a.v), a.v, loc)} : cu_bad(L);
+    }
+    if (!strcmp(n, "__ldg") && na == 1) {
+        CVal p = cu_expr(L, e->args[0]);
+        if (!p.v || p.t->k != TY_PTR) {
+            diag_error(L->d, loc, "'__ldg' takes a pointer");
+            return cu_bad(L);
+        }
+        return cu_load_ptr(L, p, loc);
+    }
+    if ((!strcmp(n, "atomicAdd") || !strcmp(n, "atomicAdd_block") || !strcmp(n, "unsafeAtomicAdd")) && na == 2) {
+        CVal p = cu_expr(L, e->args[0]);
+        CVal v = cu_expr(L, e->args[1]);
+        if (!p.v || p.t->k != TY_PTR || p.t->elem->k == TY_STRUCT || !v.v) {
+            if (p.t && p.t->k != TY_PTR)
+                diag_error(L->d, e->args[0]->loc, "atomicAdd takes a pointer into global memory");
+            return cu_bad(L);
+        }
+        v = cu_convert(L, v, p.t->elem, loc);
+        ValId pt = cu_bcast(L, p.v, loc), vt = cu_bcast(L, v.v, loc), m = cu_m(L);
+        Type rt = ir_type(L->f, vt);
+        Inst *in;
+        if (m == L->tru)
+            in = ir_emit(L->f, L->b, OP_ATOMIC_ADD, (ValId[]){pt, vt}, 2, &rt, 1, loc);
+        else {
+            in = ir_emit(L->f, L->b, OP_ATOMIC_ADD, (ValId[]){pt, vt, cu_bcast(L, m, loc)}, 3, &rt, 1, loc);
+            in->flags |= IF_HAS_MASK;
+        }
+        return (CVal){.t = p.t->elem, .v = in->res[0]};
+    }
+    if (!strncmp(n, "__shfl", 6)) {
+        bool sync = strstr(n, "_sync") != NULL;
+        int first = sync ? 1 : 0;
+        const char *kind = n + 6;
+        bool known = !strcmp(kind, "_xor_sync") || !strcmp(kind, "_down_sync") || !strcmp(kind, "_up_sync") ||
+                     !strcmp(kind, "_sync") || !strcmp(kind, "_xor") || !strcmp(kind, "_down") ||
+                     !strcmp(kind, "_up") || !*kind;
+        if (!known || na < first + 2 || na > first + 3) {
+            diag_error(L->d, loc, "'%s' is not a warp shuffle kad knows (or has the wrong arguments)", n);
+            return cu_bad(L);
+        }
+        CVal v = cu_expr(L, e->args[first]);
+        CVal arg = cu_expr(L, e->args[first + 1]);
+        int width = L->warp;
+        if (na == first + 3) {
+            int64_t w;
+            if (!cu_const_eval(L, e->args[first + 2], &w) || w < 1 || w > L->warp || (w & (w - 1))) {
+                diag_error(L->d, e->args[first + 2]->loc, "a shuffle's width must be a constant power of two <= %d",
+                           L->warp);
+                return cu_bad(L);
+            }
+            width = (int)w;
+        }
+        if (!v.v || !cu_is_num(v.t) || !arg.v)
+            return cu_bad(L);
+        if (!cu_is_tile(L, v.v))
+            return v; /* every lane holds the same value */
+        ValId src = shuffle(L, n, v, arg, width, loc);
+        if (!src)
+            return cu_bad(L);
+        Type rt = ir_type(L->f, v.v);
+        Inst *in = ir_emit(L->f, L->b, OP_GATHER, (ValId[]){v.v, src}, 2, &rt, 1, loc);
+        in->ival = 0;
+        return (CVal){.t = v.t, .v = in->res[0]};
+    }
+    if (!strncmp(n, "make_", 5)) {
+        const CuTy *t = cu_vec_type(L, n + 5);
+        if (!t || na != t->st->n) {
+            diag_error(L->d, loc, "'%s' is not a vector constructor kad knows (or has the wrong arguments)", n);
+            return cu_bad(L);
+        }
+        CVal x = {.t = t};
+        x.f = arena_alloc(L->a, sizeof *x.f * (size_t)na);
+        for (int i = 0; i < na; i++)
+            x.f[i] = cu_convert(L, cu_expr(L, e->args[i]), t->st->fty[i], loc);
+        return x;
+    }
+    if ((!strcmp(n, "isnan") || !strcmp(n, "isinf") || !strcmp(n, "__isnanf") || !strcmp(n, "isfinite")) && na == 1) {
+        CVal a = cu_expr(L, e->args[0]);
+        if (!a.v || a.t->k != TY_FLOAT)
+            return (CVal){.t = cu_ty_bool(L), .v = L->fls};
+        if (!strcmp(n, "isfinite")) {
+            ValId i1 = ir_op1(L->f, L->b, OP_ISINF, type_with_dtype(ir_type(L->f, a.v), DT_I1), a.v, loc);
+            ValId i2 = ir_op1(L->f, L->b, OP_ISNAN, type_with_dtype(ir_type(L->f, a.v), DT_I1), a.v, loc);
+            return (CVal){.t = cu_ty_bool(L), .v = cu_not(L, cu_or(L, i1, i2, loc), loc)};
+        }
+        OpKind k = strstr(n, "nan") ? OP_ISNAN : OP_ISINF;
+        return (CVal){.t = cu_ty_bool(L), .v = ir_op1(L->f, L->b, k, type_with_dtype(ir_type(L->f, a.v), DT_I1), a.v, loc)};
+    }
+    if ((!strcmp(n, "__float_as_int") || !strcmp(n, "__int_as_float") || !strcmp(n, "__float_as_uint") ||
+         !strcmp(n, "__uint_as_float")) && na == 1) {
+        CVal a = cu_expr(L, e->args[0]);
+        Dtype to = !strcmp(n, "__float_as_int") ? DT_I32 : !strcmp(n, "__float_as_uint") ? DT_U32 : DT_F32;
+        Dtype from = to == DT_F32 ? (strstr(n, "uint") ? DT_U32 : DT_I32) : DT_F32;
+        a = cu_convert(L, a, cu_scalar_ty(L, from == DT_F32 ? TY_FLOAT : TY_INT, from), loc);
+        if (!a.v)
+            return cu_bad(L);
+        return (CVal){.t = cu_scalar_ty(L, to == DT_F32 ? TY_FLOAT : TY_INT, to),
+                      .v = ir_op1(L->f, L->b, OP_BITCAST, type_with_dtype(ir_type(L->f, a.v), to), a.v, loc)};
+    }
+    if (!strcmp(n, "assert") && na == 1) {
+        ValId c = cu_truth(L, cu_expr(L, e->args[0]), loc);
+        c = cu_or(L, c, cu_not(L, cu_m(L), loc), loc);
+        Inst *in = ir_emit(L->f, L->b, OP_ASSERT, &c, 1, NULL, 0, loc);
+        in->sattr = arena_printf(L->a, "%s:%d: assertion failed", loc.file, loc.line);
+        return (CVal){.t = cu_scalar_ty(L, TY_VOID, DT_VOID)};
+    }
+    *handled = false;
+    return cu_bad(L);
+}
+

@@ -1,0 +1,340 @@
+/* cu_kernel.c -- device functions (inlined at each call: template arguments
+ * explicit or deduced from the arguments, parameters by value or by
+ * reference, the result through "$ret" merged under the mask of each
+ * return) and the kernel entry point cu_lower: template arguments from the
+ * signature string or the file's one explicit instantiation, the lanes
+ * (tid, the active mask), the parameters (a struct by value as one IR
+ * parameter per member), then the body.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "front/cu.h"
+
+/* ---- device functions ---- */
+
+CVal cu_call_device(Lw *L, const CuFunc *fn, const CuExpr *call_e)
+{
+    Loc loc = call_e->loc;
+    if (L->depth > 32) {
+        diag_error(L->d, loc, "'%s': device functions nested too deep (recursion is not supported)", fn->name);
+        return cu_bad(L);
+    }
+    if (call_e->nargs != fn->nparams) {
+        diag_error(L->d, loc, "'%s' takes %d arguments, %d given", fn->name, fn->nparams, call_e->nargs);
+        return cu_bad(L);
+    }
+    /* arguments in the caller's scope */
+    CVal *args = arena_alloc(L->a, sizeof *args * (size_t)(fn->nparams + 1));
+    for (int i = 0; i < fn->nparams; i++)
+        args[i] = fn->params[i].type->ref ? (CVal){0} : cu_expr(L, call_e->args[i]);
+    for (int i = 0; i < fn->nparams; i++)
+        if (fn->params[i].type->ref && call_e->args[i]->kind != CE_IDENT) {
+            diag_error(L->d, call_e->args[i]->loc, "a reference parameter takes a variable");
+            return cu_bad(L);
+        } else if (fn->params[i].type->ref)
+            args[i] = cu_expr(L, call_e->args[i]);
+    int env0 = L->env.n, frame0 = L->frame;
+    const CuFunc *fn0 = L->fn;
+    const CuTy *ret0 = L->ret_ty;
+    ValId m0 = cu_m(L);
+    /* template arguments: explicit, then deduced from the arguments */
+    Vec(Var) tb = {0};
+    for (int i = 0; i < fn->ntparams; i++) {
+        const CuTParam *tp = &fn->tparams[i];
+        Var v = {.name = tp->name, .loc = tp->loc};
+        if (i < call_e->ntargs) {
+            const CuTArg *ta = &call_e->targs[i];
+            if (tp->is_type && ta->type) {
+                v.kind = VK_TYPE;
+                v.t = cu_resolve_type(L, ta->type);
+            } else if (!tp->is_type && ta->expr) {
+                v.kind = VK_VAL;
+                CVal c = cu_expr(L, ta->expr);
+                v.t = cu_resolve_type(L, tp->type);
+                v.val = cu_convert(L, c, v.t, loc);
+                if (!v.val.cst)
+                    diag_error(L->d, ta->expr->loc, "template argument '%s' must be a constant", tp->name);
+            } else {
+                diag_error(L->d, loc, "template argument %d of '%s' is of the wrong kind", i + 1, fn->name);
+            }
+        } else if (tp->is_type) {
+            for (int j = 0; j < fn->nparams && !v.t; j++)
+                if (!strcmp(fn->params[j].type->name, tp->name) && args[j].t) {
+                    const CuTy *at = args[j].t;
+                    int np = fn->params[j].type->nptr;
+                    if (np == 1 && at->k == TY_PTR)
+                        v.t = at->elem;
+                    else if (np == 0 && at->k != TY_PTR)
+                        v.t = at;
+                }
+            v.kind = VK_TYPE;
+            if (!v.t) {
+                diag_error(L->d, loc, "cannot deduce template parameter '%s' of '%s': give it, as %s<float>(...)",
+                           tp->name, fn->name, fn->name);
+                return cu_bad(L);
+            }
+        } else {
+            diag_error(L->d, loc, "template parameter '%s' of '%s' needs an explicit argument", tp->name, fn->name);
+            return cu_bad(L);
+        }
+        vec_push(L->a, tb, v);
+    }
+    L->frame = L->env.n;
+    for (int i = 0; i < tb.n; i++) {
+        Var *v = cu_declare(L, tb.v[i].name, tb.v[i].kind, tb.v[i].t, tb.v[i].loc);
+        v->val = tb.v[i].val;
+    }
+    L->fn = fn;
+    L->ret_ty = cu_resolve_type(L, fn->ret);
+    if (!L->ret_ty)
+        L->ret_ty = cu_scalar_ty(L, TY_VOID, DT_VOID);
+    L->depth++;
+    for (int i = 0; i < fn->nparams; i++) {
+        const CuParam *pr = &fn->params[i];
+        const CuTy *pt = cu_resolve_type(L, pr->type);
+        if (!pt || !args[i].t)
+            continue;
+        CVal a = cu_convert(L, args[i], pt, loc);
+        const char *pn = pr->name ? pr->name : arena_printf(L->a, "$arg%d", i);
+        if (pt->k == TY_STRUCT) {
+            cu_declare(L, pn, VK_STRUCT, pt, pr->loc);
+            for (int k = 0; k < pt->st->n; k++) {
+                Var *fv = cu_declare(L, arena_printf(L->a, "%s.%s", pn, pt->st->fname[k]), VK_VAL, pt->st->fty[k],
+                                     pr->loc);
+                fv->val = a.f ? a.f[k] : cu_zero(L, pt->st->fty[k], loc);
+            }
+        } else {
+            Var *v = cu_declare(L, pn, VK_VAL, pt, pr->loc);
+            v->val = a;
+        }
+    }
+    int retpos = -1;
+    if (L->ret_ty->k != TY_VOID) {
+        retpos = L->env.n;
+        if (L->ret_ty->k == TY_STRUCT) {
+            cu_declare(L, "$ret", VK_STRUCT, L->ret_ty, fn->loc);
+            for (int k = 0; k < L->ret_ty->st->n; k++) {
+                Var *fv = cu_declare(L, arena_printf(L->a, "$ret.%s", L->ret_ty->st->fname[k]), VK_VAL,
+                                     L->ret_ty->st->fty[k], fn->loc);
+                fv->val = cu_zero(L, L->ret_ty->st->fty[k], loc);
+            }
+        } else {
+            Var *rv = cu_declare(L, "$ret", VK_VAL, L->ret_ty, fn->loc);
+            rv->val = cu_zero(L, L->ret_ty, loc);
+        }
+    }
+    cu_stmt(L, fn->body);
+    CVal r = {.t = L->ret_ty};
+    if (retpos >= 0) {
+        Var *rvv = &L->env.v[retpos];
+        r = rvv->kind == VK_STRUCT ? cu_struct_value(L, rvv, loc) : rvv->val;
+    }
+    /* reference parameters: copy back */
+    CVal *outs = arena_alloc(L->a, sizeof *outs * (size_t)(fn->nparams + 1));
+    for (int i = 0; i < fn->nparams; i++)
+        if (fn->params[i].type->ref && fn->params[i].name) {
+            Var *v = cu_lookup(L, fn->params[i].name);
+            outs[i] = v ? cu_var_value(L, v, loc) : (CVal){0};
+        }
+    L->env.n = env0;
+    L->frame = frame0;
+    L->fn = fn0;
+    L->ret_ty = ret0;
+    L->depth--;
+    cu_set_m(L, m0);
+    for (int i = 0; i < fn->nparams; i++)
+        if (fn->params[i].type->ref && outs[i].t)
+            cu_assign(L, call_e->args[i], outs[i], loc);
+    return r;
+}
+
+/* ---- the kernel ---- */
+
+/* The value of "NAME=VALUE" in a template-argument string, or NULL. */
+static const char *targ_of(Lw *L, const char *name)
+{
+    const char *s = L->targs;
+    size_t n = strlen(name);
+    while (s && *s) {
+        const char *e = strchr(s, ',');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (len > n && !strncmp(s, name, n) && s[n] == '=')
+            return arena_strndup(L->a, s + n + 1, len - n - 1);
+        s = e ? e + 1 : NULL;
+    }
+    return NULL;
+}
+
+static const CuTy *sig_type(Lw *L, const char *s)
+{
+    static const struct { const char *n; int k; Dtype dt; } m[] = {
+        {"fp32", TY_FLOAT, DT_F32}, {"float", TY_FLOAT, DT_F32}, {"fp64", TY_FLOAT, DT_F64},
+        {"double", TY_FLOAT, DT_F64}, {"fp16", TY_FLOAT, DT_F16}, {"half", TY_FLOAT, DT_F16},
+        {"bf16", TY_FLOAT, DT_BF16}, {"i32", TY_INT, DT_I32}, {"int", TY_INT, DT_I32}, {"i64", TY_INT, DT_I64},
+        {"u32", TY_INT, DT_U32}, {"u64", TY_INT, DT_U64},
+    };
+    for (size_t k = 0; k < sizeof m / sizeof *m; k++)
+        if (!strcmp(s, m[k].n))
+            return cu_scalar_ty(L, m[k].k, m[k].dt);
+    return cu_base_type(L, s, (Loc){"<sig>", 1, 1});
+}
+
+Func *cu_lower(Arena *a, Diags *d, CuUnit **units, int nunits, const char *name, const CuSpec *spec)
+{
+    Lw Lv = {.a = a, .d = d, .units = units, .nunits = nunits, .targs = spec->targs};
+    Lw *L = &Lv;
+    const CuFunc *fn = cu_find_func(L, name);
+    Loc nl = {"<kernel>", 1, 1};
+    if (!fn || !fn->is_global) {
+        Buf b = {.a = a};
+        for (int u = 0; u < nunits; u++)
+            for (int i = 0; i < units[u]->funcs.n; i++)
+                if (units[u]->funcs.v[i]->is_global)
+                    buf_printf(&b, "%s%s", b.len ? ", " : "", units[u]->funcs.v[i]->name);
+        diag_error(d, fn ? fn->loc : nl, "no __global__ function '%s' in the file (its kernels: %s)", name,
+                   b.len ? buf_str(&b) : "none");
+        return NULL;
+    }
+    for (int k = 0; k < 3; k++)
+        L->bdim[k] = spec->block[k] > 0 ? spec->block[k] : 1;
+    L->nl = L->bdim[0] * L->bdim[1] * L->bdim[2];
+    if (L->nl > 4096) {
+        diag_error(d, fn->loc, "a block of %d threads: kad lowers blocks of at most 4096 threads", L->nl);
+        return NULL;
+    }
+    L->lp = 1;
+    while (L->lp < L->nl)
+        L->lp *= 2;
+    L->warp = 32;
+    const char *w = strrchr(fn->loc.file, '.');
+    if (w && !strcmp(w, ".hip"))
+        L->warp = 64;
+    Func *f = ir_func_new(a, fn->name, fn->loc);
+    L->f = f;
+    L->b = L->top = f->body;
+    L->fn = fn;
+    L->ret_ty = cu_scalar_ty(L, TY_VOID, DT_VOID);
+    L->tru = ir_const_int(f, f->body, type_scalar(DT_I1), 1, fn->loc);
+    L->fls = ir_const_int(f, f->body, type_scalar(DT_I1), 0, fn->loc);
+    /* template parameters: --sig NAME=VALUE, else the one explicit instantiation */
+    const CuInst *inst = NULL;
+    int ninst = 0;
+    for (int u = 0; u < nunits; u++)
+        for (int i = 0; i < units[u]->insts.n; i++)
+            if (!strcmp(units[u]->insts.v[i].name, name))
+                inst = &units[u]->insts.v[i], ninst++;
+    int before = d->nerrors;
+    for (int i = 0; i < fn->ntparams; i++) {
+        const CuTParam *tp = &fn->tparams[i];
+        const char *given = tp->name ? targ_of(L, tp->name) : NULL;
+        Var v = {.name = tp->name, .loc = tp->loc};
+        if (given) {
+            if (tp->is_type) {
+                v.kind = VK_TYPE;
+                v.t = sig_type(L, given);
+            } else {
+                v.kind = VK_VAL;
+                v.t = cu_resolve_type(L, tp->type);
+                char *end;
+                long long x = strtoll(given, &end, 0);
+                if (*end || end == given) {
+                    if (!strcmp(given, "true") || !strcmp(given, "false"))
+                        x = given[0] == 't';
+                    else
+                        diag_error(d, tp->loc, "template parameter '%s' takes an integer, --sig gives '%s'", tp->name,
+                                   given);
+                }
+                v.val = cu_const_int(L, v.t, x, tp->loc);
+            }
+        } else if (inst && ninst == 1 && i < inst->ntargs) {
+            const CuTArg *ta = &inst->targs[i];
+            if (tp->is_type && ta->type) {
+                v.kind = VK_TYPE;
+                v.t = cu_resolve_type(L, ta->type);
+            } else if (!tp->is_type && ta->expr) {
+                v.kind = VK_VAL;
+                v.t = cu_resolve_type(L, tp->type);
+                int64_t x = 0;
+                if (!cu_const_eval(L, ta->expr, &x))
+                    diag_error(d, ta->expr->loc, "template argument '%s' must be an integer constant", tp->name);
+                v.val = cu_const_int(L, v.t, x, tp->loc);
+            } else
+                diag_error(d, inst->loc, "template argument %d is of the wrong kind", i + 1);
+        } else {
+            diag_error(d, tp->loc,
+                       ninst > 1 ? "template parameter '%s': the file instantiates '%s' several times; choose one "
+                                   "with --sig %s=..."
+                                 : "template parameter '%s' of '%s' has no value: give it with --sig %s=...",
+                       tp->name, name, tp->name);
+            continue;
+        }
+        if (!tp->is_type && v.t) {
+            ConstParam cp = {.name = tp->name, .value = arena_printf(a, "%lld", (long long)v.val.ci), .pos = 0};
+            vec_push(a, f->consts, cp);
+        }
+        Var *dv = cu_declare(L, v.name, v.kind, v.t, v.loc);
+        dv->val = v.val;
+    }
+    if (d->nerrors != before)
+        return NULL;
+    /* lanes: tid = arange(0, Lp); lanes >= nl are off */
+    int32_t s = L->lp;
+    Inst *ar = ir_emit(f, f->body, OP_ARANGE, NULL, 0, (Type[]){type_tile(DT_I32, 1, &s)}, 1, fn->loc);
+    ar->ival = 0;
+    L->tid = ar->res[0];
+    f->vals.v[L->tid].name = "tid";
+    if (L->nl < L->lp)
+        L->active = cu_op2(L, OP_LT, L->tid, cu_cint(L, DT_I32, L->nl, fn->loc), fn->loc);
+    else
+        L->active = L->tru;
+    Var *mv = cu_declare(L, "$m", VK_VAL, cu_ty_bool(L), fn->loc);
+    mv->val = (CVal){.t = cu_ty_bool(L), .v = L->active};
+    mv->decl_m = L->active;
+    /* parameters: pointers and numbers; structs by value become one parameter per member */
+    for (int i = 0; i < fn->nparams; i++) {
+        const CuParam *pr = &fn->params[i];
+        const CuTy *t = cu_resolve_type(L, pr->type);
+        if (!t || !pr->name)
+            continue;
+        if (pr->type->ref) {
+            diag_error(d, pr->loc, "a kernel's parameter cannot be a reference");
+            continue;
+        }
+        if (t->k == TY_STRUCT) {
+            cu_declare(L, pr->name, VK_STRUCT, t, pr->loc);
+            for (int k = 0; k < t->st->n; k++) {
+                const CuTy *ft = t->st->fty[k];
+                if (ft->k == TY_STRUCT) {
+                    diag_error(d, pr->loc, "a kernel's struct parameter with nested structs is not supported");
+                    continue;
+                }
+                const char *pn = arena_printf(a, "%s_%s", pr->name, t->st->fname[k]);
+                ValId pv = ir_param_add(f, type_scalar(ft->dt), pn, pr->loc);
+                Var *fv = cu_declare(L, arena_printf(a, "%s.%s", pr->name, t->st->fname[k]), VK_VAL, ft, pr->loc);
+                fv->val = (CVal){.t = ft, .v = pv};
+            }
+            continue;
+        }
+        if (t->k == TY_VOID) {
+            diag_error(d, pr->loc, "a void parameter");
+            continue;
+        }
+        if (t->k == TY_PTR && t->elem->k == TY_STRUCT) {
+            for (int k = 0; k < t->elem->st->n; k++)
+                if (t->elem->st->fty[k]->k == TY_STRUCT || t->elem->st->fty[k]->dt != t->dt)
+                    diag_error(d, pr->loc, "a pointer to struct '%s' needs members of one number type",
+                               t->elem->st->name);
+        }
+        ValId pv = ir_param_add(f, cu_ir_type(L, t, false), pr->name, pr->loc);
+        Var *v = cu_declare(L, pr->name, VK_VAL, t, pr->loc);
+        v->val = (CVal){.t = t, .v = pv};
+    }
+    if (d->nerrors != before)
+        return NULL;
+    L->frame = 0;
+    cu_stmt(L, fn->body);
+    if (d->nerrors != before)
+        return NULL;
+    return f;
+}
