@@ -44,9 +44,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "ad/ad.h"
 
-typedef Vec(ValId) ValVec;
 
 typedef struct Fold {
     Arena *a;
@@ -889,4 +888,52 @@ bool ad_site_rows(Arena *a, Func *bw, int slot, const char *name, ValId flag)
     f->fold = plan;
     f->vals.v[p].name = arena_printf(a, "d_%s_part", name);
     return true;
+}
+
+
+/* The inputs ad_plain_inputs chose to fold (plain 3): their atomic_adds
+ * become per-program partials and a sum kernel (ad_fold.c).  When the fold
+ * cannot follow a gradient pointer, they stay atomics, and say why. */
+void fold_inputs(Ad *ad)
+{
+    const Func *fw = ad->fw;
+    int n = 0, *slot = arena_alloc(ad->a, sizeof(int) * (size_t)(fw->nparams + 1));
+    const char **names = arena_alloc(ad->a, sizeof(char *) * (size_t)(fw->nparams + 1));
+    for (int i = 0; i < fw->nparams; i++) {
+        if (ad->plain[i] != 3)
+            continue;
+        for (int k = 0; k < ad->bw->nparams; k++)
+            if (ad->bw->params[k] == ad->grad[i])
+                slot[n] = k;
+        names[n++] = fname(ad, fw->params[i]);
+    }
+    if (n && !ad_fold(ad->a, ad->bw, ad->fold_axes, slot, names, n))
+        for (int i = 0; i < fw->nparams; i++)
+            if (ad->plain[i] == 3) {
+                ad->plain[i] = 0;
+                ad->why[i] = "it is shared across programs, and kad could not follow its gradient pointers "
+                             "to sum them per program";
+            }
+}
+
+/* The inputs ad_plain_inputs gave site rows (plain 6, 7): their atomic_adds
+ * become plain stores into one row of partials per site (ad_site_rows).
+ * When the rewrite cannot follow a gradient pointer, atomics stay. */
+void site_inputs(Ad *ad)
+{
+    const Func *fw = ad->fw;
+    for (int i = 0; i < fw->nparams; i++) {
+        if (ad->plain[i] != 6 && ad->plain[i] != 7)
+            continue;
+        int slot = -1;
+        for (int k = 0; k < ad->bw->nparams; k++)
+            if (ad->bw->params[k] == ad->grad[i])
+                slot = k;
+        if (slot < 0 || !ad_site_rows(ad->a, ad->bw, slot, fname(ad, fw->params[i]),
+                                      ad->plain[i] == 7 ? ad->flag[i] : 0)) {
+            ad->plain[i] = 0;
+            ad->why[i] = "it is loaded at several sites that programs may share, and kad could not follow its "
+                         "gradient pointers to give each site its own row of partials";
+        }
+    }
 }

@@ -1,0 +1,241 @@
+/* ad.h: the AD stage's private header -- what the files of src/ad/ share.
+ *
+ * Included by src/ad/ files only: the other stages see the AD stage through
+ * what kad_int.h declares (ad_backward, ad_forward, the Program).  It holds
+ *   - Em, where a rule emits code (the function built, its block, the
+ *     forward instruction's Loc), for reverse mode (Em.ad) and forward mode
+ *     (Em.f) alike, and the IR builder helpers on it (build.c): one
+ *     definition of each for both modes;
+ *   - reverse mode's accessors of Ad (kad_int.h) and forward mode's state
+ *     (Fd) with its accessors;
+ *   - what the files of each mode call across files: the reverse sweep
+ *     (sweep_rev.c), its rules (rules_rev.c), its tapes (tape_rev.c), the
+ *     ways of writing an input gradient (write/), the driver (backward.c);
+ *     the forward sweep (sweep_fwd.c) and its rules (rules_fwd.c). */
+#ifndef KAD_AD_H
+#define KAD_AD_H
+
+#include "plan/plan.h"
+
+/* ln 2 and 2/sqrt(pi), spelled out: M_LN2 and M_2_SQRTPI are not C11. */
+#define AD_LN2 0.69314718055994530942
+#define AD_2_SQRTPI 1.12837916709551257390
+
+typedef Vec(ValId) ValVec;
+
+/* ---- Forward mode's state (sweep_fwd.c) ---- */
+
+enum { R_NONE = 0, R_UNKNOWN = -1, R_MANY = -2 };
+
+typedef struct Fd {
+    Arena *a;
+    Diags *d;
+    const Func *fw;
+    const AdSpec *spec;
+    int nvals, np;
+    int *role;     /* by param index: AD_ROLE_* */
+    int *root;     /* by ValId (pointers): param + 1, R_UNKNOWN, R_MANY, R_NONE */
+    uint8_t *tv;   /* by ValId: a float with a tangent */
+    uint8_t *sv;   /* by ValId: a pointer with a shadow */
+    int *nuses;    /* by ValId */
+    int *jcov;     /* by ValId: uses as operand 0 of a custom_jvp (whose rule gives the tangent) */
+    bool changed;
+    Func *jv;
+    ValId *pm, *tm, *sm; /* by ValId: primal copy, tangent (0: zero), shadow */
+    AdFinite fin;        /* which partials need a strong zero (ad_finite.c) */
+    int errors;
+} Fd;
+
+static inline Type fd_ty(const Fd *f, ValId v) { return f->fw->vals.v[v].ty; }
+static inline const char *fd_name(const Fd *f, ValId v) { return f->fw->vals.v[v].name; }
+static inline bool is_float(Type t) { return t.dt != DT_PTR && dtype_is_float((Dtype)t.dt); }
+
+/* ---- Where rules emit code, for both modes ---- */
+
+/* The function being built (the backward or the jvp kernel), the block
+ * code goes to and the forward instruction's Loc; the mode's state in ad
+ * (reverse) or f (forward), the other NULL. */
+typedef struct Em {
+    Func *g;
+    Block *b;
+    Loc loc;
+    Ad *ad;
+    Fd *f;
+} Em;
+
+static inline Em em_rev(Ad *ad, Block *b, Loc loc) { return (Em){ad->bw, b, loc, ad, NULL}; }
+static inline Em em_fwd(Fd *f, Block *b, Loc loc) { return (Em){f->jv, b, loc, NULL, f}; }
+/* The type of a value of the function being built. */
+static inline Type ety(const Em *e, ValId v) { return e->g->vals.v[v].ty; }
+
+/* build.c: the IR builders of both modes' rules.  Each emits into e->b
+ * with e->loc; an operand's type is its type in e->g. */
+ValId e1(Em *e, OpKind op, ValId x);
+ValId e2(Em *e, OpKind op, ValId x, ValId y);
+ValId ecmp(Em *e, OpKind op, ValId x, ValId y);
+ValId ewhere(Em *e, ValId c, ValId x, ValId y);
+/* A float constant shaped like `like`. */
+ValId ec(Em *e, ValId like, double v);
+ValId ezero(Em *e, Type t);
+/* x cast to dt (x itself when it has dt). */
+ValId ecast(Em *e, ValId x, Dtype dt);
+ValId ereduce(Em *e, OpKind op, ValId x, int axis, bool keep);
+ValId eshape(Em *e, OpKind op, ValId x, Type to, int64_t ival);
+ValId epermute(Em *e, ValId x, const int32_t *perm);
+/* A reduction's value (or adjoint) r broadcast back to x's shape xt. */
+ValId bcast_back(Em *e, ValId r, Type xt, int axis, bool keep);
+/* The adjoint of a broadcast from xt: sum over the broadcast axes. */
+ValId unbroadcast(Em *e, ValId d, Type xt);
+/* x with a new axis `at` of size n (broadcast), the other axes as x's. */
+ValId ewiden(Em *e, ValId x, int at, int32_t n);
+/* arange(0, n) of dtype dt along axis `at` of a tile of type like. */
+ValId eiota(Em *e, Type like, int at, Dtype dt);
+
+/* ---- Reverse mode: accessors of Ad (kad_int.h) ---- */
+
+/* The type of fw value v; a reduce's combine-region value as a tile while
+ * adj_reduce applies the region lane by lane (ad->lanes). */
+static inline Type fty(const Ad *ad, ValId v)
+{
+    Type t = ad->fw->vals.v[v].ty;
+    if (ad->lanes && ad->lanes[v])
+        t = type_with_shape(t, ad->lane_ty.rank, ad->lane_ty.shape);
+    return t;
+}
+static inline Type bty(const Ad *ad, ValId v) { return ad->bw->vals.v[v].ty; }
+static inline const char *fname(const Ad *ad, ValId v) { return ad->fw->vals.v[v].name; }
+
+/* A pointer into a differentiated buffer: it gets a shadow. */
+static inline bool needs_shadow(const Ad *ad, ValId v)
+{
+    return fty(ad, v).dt == DT_PTR && ad_root_role(ad, v) != AD_ROLE_NONE;
+}
+
+/* The adjoint dtype: fp16/bf16/fp8 adjoints accumulate in fp32 (for fp8
+ * this is also the straight-through rule: a cast to fp8 passes its
+ * adjoint unchanged, docs/AD.md). */
+static inline Type adt(Type t)
+{
+    if (t.dt == DT_F16 || t.dt == DT_BF16 || dtype_is_fp8((Dtype)t.dt))
+        t.dt = DT_F32;
+    return t;
+}
+
+/* Names a bw value after a fw value, with a prefix ("d", "d_"), unless it
+ * already has a name. */
+static inline void name_after(Ad *ad, ValId bv, const char *prefix, ValId fv)
+{
+    const char *n = fv ? fname(ad, fv) : NULL;
+    if (!bv || ad->bw->vals.v[bv].name || !n)
+        return;
+    ad->bw->vals.v[bv].name = arena_printf(ad->a, "%s%s", prefix, n);
+}
+static inline ValId P0(const Ad *ad, ValId v)
+{
+    ASSERT(v > 0 && ad->pm[v] > 0);
+    return ad->pm[v];
+}
+
+static inline ValId S0(const Ad *ad, ValId v)
+{
+    ASSERT(v > 0 && ad->sm[v] > 0);
+    return ad->sm[v];
+}
+
+
+/* ---- Forward mode: accessors of Fd ---- */
+
+static inline void fd_name_after(Fd *f, ValId jv, const char *prefix, ValId fv)
+{
+    const char *n = fv ? fd_name(f, fv) : NULL;
+    if (!jv || f->jv->vals.v[jv].name || !n)
+        return;
+    f->jv->vals.v[jv].name = arena_printf(f->a, "%s%s", prefix, n);
+}
+
+static inline void fd_fail(Fd *f, Loc loc, const char *fmt, const char *arg)
+{
+    diag_error(f->d, loc, fmt, arg ? arg : "?");
+    f->errors++;
+}
+
+static inline ValId PF(const Fd *f, ValId v)
+{
+    ASSERT(v > 0 && f->pm[v] > 0);
+    return f->pm[v];
+}
+
+/* ---- Reverse mode across files ---- */
+
+/* backward.c */
+Program *reverse_simplified(Arena *a, Diags *d, const Func *orig, const Func *fwd, const AdSpec *spec, const uint8_t *gmode, bool nofold, bool scatter, uint8_t *plain_out);
+
+/* write/gather.c */
+Program *gather_inputs(Arena *a, const Func *orig, const Func *fwd, const AdSpec *spec, const uint8_t *plain, bool *ran);
+
+/* write/gemm.c */
+bool gemm_inputs(Arena *a, Diags *d, const Func *fwd, Program *P, const AdSpec *spec);
+
+/* write/fold.c */
+void fold_inputs(Ad *ad);
+void site_inputs(Ad *ad);
+
+/* clone_block's modes */
+enum { CL_YIELD = 1, CL_SKIP_CHAIN = 2 };
+
+/* The operands and result types of a rebuilt region op or terminator. */
+typedef struct Slots {
+    ValId *args; /* operands */
+    Type *tys;   /* result types (unused for terminators) */
+    int na, nt;
+} Slots;
+
+/* The primal of fw value v in the current scope, in its adjoint dtype. */
+static inline ValId P(Em *e, ValId v) { return ecast(e, P0(e->ad, v), (Dtype)adt(fty(e->ad, v)).dt); }
+
+
+/* tape_rev.c */
+ValId tape_trips(Ad *ad, Block *b, const Inst *in);
+ValId tape_seg_len(Ad *ad, Block *b, ValId trips, Loc loc);
+void tape_record(Ad *ad, Block *reg, TapeLoop *tl);
+void clone_tape_while(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl);
+void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl);
+
+/* rules_rev.c */
+void zm_set(Ad *ad, ValId v, ValId m, bool sel);
+ValId eselect(Em *e, ValId c, ValId d, bool take);
+void adj_scan(Em *e, const Inst *in);
+void adj_rule(Em *e, const Inst *in);
+void adj_reduce(Em *e, const Inst *in);
+void accum(Em *e, ValId v, ValId c);
+
+/* sweep_rev.c */
+Inst *emit_like(Ad *ad, Block *b, const Inst *in, const ValId *args);
+void copy_combine_body(Ad *ad, Block *rb, const Block *fr, ValId *m, const Loc *yloc);
+Slots slots_new(Ad *ad, int cap);
+bool *shadow_flags(Ad *ad, const ValId *vs, int n);
+ValId param_like(Ad *ad, Block *b, ValId v, const char *prefix);
+ValVec collect_outside(Ad *ad, const Inst *in);
+void clone_block(Ad *ad, const Block *fb, Block *bb, unsigned mode, const bool *ysh);
+const ValId *carriers(const Inst *in);
+void bind_results(Ad *ad, const Inst *in, const Inst *ni, const bool *sh);
+void bind_adjoints(Ad *ad, const Inst *ni, ValVec L);
+ValId adj_param(Ad *ad, Block *reg, ValId v);
+ValId adj_or_zero(Em *e, ValId v);
+void adj_block(Ad *ad, const Block *fb, Block *bb);
+void add_params(Ad *ad, Block *reg, const Block *fr, int nlead, const bool *skip, const bool *sh);
+void add_carried(Ad *ad, Slots *s, const ValId *fv, const ValId *rt, int n, const bool *skip, const bool *sh);
+void add_adjoints(Em *e, Slots *s, ValVec L);
+Program *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec, const uint8_t *gmode, bool nofold, bool scatter, uint8_t *plain_out);
+
+/* ---- Forward mode across files ---- */
+
+/* sweep_fwd.c */
+Inst *emit_copy(Em *e, const Inst *in, const ValId *args, int nargs, Type rt);
+void emit_block(Fd *f, const Block *fb, Block *jb);
+
+/* rules_fwd.c */
+ValId TZ(Em *e, ValId v);
+ValId tan_rule(Em *e, const Inst *in);
+
+#endif
