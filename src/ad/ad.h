@@ -91,6 +91,12 @@ ValId ewiden(Em *e, ValId x, int at, int32_t n);
 /* arange(0, n) of dtype dt along axis `at` of a tile of type like. */
 ValId eiota(Em *e, Type like, int at, Dtype dt);
 
+/* ad_analysis.c: resolves spec's names to parameter roles (role, by parameter index, zeroed:
+ * AD_ROLE_*), for both modes; false after located errors in d.  Reverse mode (forward false)
+ * refuses fp8 buffers (their gradients would be rounded to 2 or 3 bits, and fp8 has no
+ * atomic_add); forward mode needs an input as well as an output. */
+bool ad_assign_roles(Diags *d, const Func *f, const AdSpec *spec, int *role, bool forward);
+
 /* ---- Reverse mode: accessors of Ad (kad_int.h) ---- */
 
 /* The type of fw value v; a reduce's combine-region value as a tile while

@@ -34,7 +34,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "ad/ad.h"
 
 /* Ad.root: 0 unknown / not a pointer, p+1 derives from parameter p,
  * ROOT_AMBIG read from memory (or converted), ROOT_SET(s) one of the
@@ -65,14 +65,14 @@ typedef Vec(StoreSite) SiteVec;
 /* Small helpers                                                       */
 /* ------------------------------------------------------------------ */
 
-static Type fty(const Ad *ad, ValId v) { return ad->fw->vals.v[v].ty; }
-static const char *fname(const Ad *ad, ValId v) { return ad->fw->vals.v[v].name; }
 
+/* The type of fw value v as the forward has it (not ad.h's fty: no lanes). */
+static Type fw_ty(const Ad *ad, ValId v) { return ad->fw->vals.v[v].ty; }
 static bool is_float_type(Type t) { return t.dt != DT_PTR && dtype_is_float((Dtype)t.dt); }
 
 bool ad_active(const Ad *ad, ValId v)
 {
-    return v > 0 && ad->varied[v] && ad->useful[v] && is_float_type(fty(ad, v));
+    return v > 0 && ad->varied[v] && ad->useful[v] && is_float_type(fw_ty(ad, v));
 }
 
 /* Is parameter p a candidate of root code r? */
@@ -133,37 +133,35 @@ static const char *display(const Ad *ad, ValId v, ValId alt)
 /* 1. Roles                                                            */
 /* ------------------------------------------------------------------ */
 
-/* Resolves the names of spec to parameter roles; errors at the kernel. */
-static bool assign_roles(Ad *ad)
+bool ad_assign_roles(Diags *d, const Func *f, const AdSpec *spec, int *role, bool forward)
 {
-    const Func *f = ad->fw;
     bool ok = true;
     for (int pass = 0; pass < 2; pass++) {
-        const char *const *names = pass ? ad->spec->outs : ad->spec->wrt;
-        int n = pass ? ad->spec->nouts : ad->spec->nwrt;
+        const char *const *names = pass ? spec->outs : spec->wrt;
+        int n = pass ? spec->nouts : spec->nwrt;
         for (int i = 0; i < n; i++) {
             int found = -1;
             for (int p = 0; p < f->nparams; p++) {
-                const char *pn = fname(ad, f->params[p]);
+                const char *pn = f->vals.v[f->params[p]].name;
                 if (pn && !strcmp(pn, names[i]))
                     found = p;
             }
             if (found < 0) {
-                diag_error(ad->d, f->loc, "kernel '%s' has no runtime parameter '%s' (to differentiate %s)",
+                diag_error(d, f->loc, "kernel '%s' has no runtime parameter '%s' (to differentiate %s)",
                            f->name, names[i], pass ? "as an output" : "with respect to");
                 ok = false;
                 continue;
             }
-            Type t = fty(ad, f->params[found]);
+            Type t = f->vals.v[f->params[found]].ty;
+            Loc at = f->vals.v[f->params[found]].loc;
             if (t.dt != DT_PTR || !dtype_is_float((Dtype)t.elem)) {
-                diag_error(ad->d, ad->fw->vals.v[f->params[found]].loc,
-                           "'%s' is not a pointer to floating-point data: it cannot be differentiated",
+                diag_error(d, at, "'%s' is not a pointer to floating-point data: it cannot be differentiated",
                            names[i]);
                 ok = false;
                 continue;
             }
-            if (dtype_is_fp8((Dtype)t.elem)) {
-                diag_error(ad->d, ad->fw->vals.v[f->params[found]].loc,
+            if (!forward && dtype_is_fp8((Dtype)t.elem)) {
+                diag_error(d, at,
                            "'%s' points to %s data: kad does not differentiate fp8 buffers (their "
                            "gradients would be rounded to 2 or 3 mantissa bits and fp8 has no "
                            "atomic_add); load them and differentiate the float32 values cast from them",
@@ -171,21 +169,24 @@ static bool assign_roles(Ad *ad)
                 ok = false;
                 continue;
             }
-            if (pass && ad->role[found] == AD_ROLE_IN) { /* in wrt and in outs: updated in place */
-                ad->role[found] = AD_ROLE_INOUT;
+            if (pass && role[found] == AD_ROLE_IN) { /* in wrt and in outs: updated in place */
+                role[found] = AD_ROLE_INOUT;
                 continue;
             }
-            if (ad->role[found] != AD_ROLE_NONE) {
-                diag_error(ad->d, ad->fw->vals.v[f->params[found]].loc,
-                           "'%s' is named twice as %s", names[i], pass ? "an output" : "an input");
+            if (role[found] != AD_ROLE_NONE) {
+                diag_error(d, at, "'%s' is named twice as %s", names[i], pass ? "an output" : "an input");
                 ok = false;
                 continue;
             }
-            ad->role[found] = pass ? AD_ROLE_OUT : AD_ROLE_IN;
+            role[found] = pass ? AD_ROLE_OUT : AD_ROLE_IN;
         }
     }
-    if (ok && !ad->spec->nouts) {
-        diag_error(ad->d, f->loc, "no differentiated output given");
+    if (ok && !spec->nouts) {
+        diag_error(d, f->loc, "no differentiated output given");
+        ok = false;
+    }
+    if (ok && forward && !spec->nwrt) {
+        diag_error(d, f->loc, "no differentiated input given");
         ok = false;
     }
     return ok;
@@ -375,11 +376,11 @@ static void forward_inst(Ad *ad, const Inst *in)
         for (int i = 0; i < in->nargs; i++)
             v = v || ad->varied[in->args[i]];
         for (int i = 0; i < in->nres; i++)
-            set_flag(ad, ad->varied, in->res[i], v && is_float_type(fty(ad, in->res[i])));
+            set_flag(ad, ad->varied, in->res[i], v && is_float_type(fw_ty(ad, in->res[i])));
         if (ad_scan_kind(ad->fw, in) == SCAN_OTHER) { /* the general rule differentiates the region */
             const Block *r = in->regions[0];
             for (int i = 0; i < r->nparams; i++)
-                set_flag(ad, ad->varied, r->params[i], v && is_float_type(fty(ad, r->params[i])));
+                set_flag(ad, ad->varied, r->params[i], v && is_float_type(fw_ty(ad, r->params[i])));
             forward_block(ad, r);
         }
         return;
@@ -390,22 +391,22 @@ static void forward_inst(Ad *ad, const Inst *in)
         int n = in->nargs;
         for (int i = 0; i < n; i++) {
             bool v = ad->varied[in->args[i]] || ad->varied[y->args[i]];
-            set_flag(ad, ad->varied, r->params[i], v && is_float_type(fty(ad, r->params[i])));
-            set_flag(ad, ad->varied, r->params[n + i], v && is_float_type(fty(ad, r->params[i])));
+            set_flag(ad, ad->varied, r->params[i], v && is_float_type(fw_ty(ad, r->params[i])));
+            set_flag(ad, ad->varied, r->params[n + i], v && is_float_type(fw_ty(ad, r->params[i])));
         }
         forward_block(ad, r);
         for (int i = 0; i < n; i++)
             set_flag(ad, ad->varied, in->res[i],
-                     (ad->varied[in->args[i]] || ad->varied[y->args[i]]) && is_float_type(fty(ad, in->res[i])));
+                     (ad->varied[in->args[i]] || ad->varied[y->args[i]]) && is_float_type(fw_ty(ad, in->res[i])));
         return;
     }
     case OP_LOAD: {
         ValId res = in->res[0];
-        if (fty(ad, res).dt == DT_PTR) {
+        if (fw_ty(ad, res).dt == DT_PTR) {
             join_root(ad, res, ROOT_AMBIG); /* a pointer read from memory */
             return;
         }
-        bool v = ad_role_reads(ad_root_role(ad, in->args[0])) && is_float_type(fty(ad, res));
+        bool v = ad_role_reads(ad_root_role(ad, in->args[0])) && is_float_type(fw_ty(ad, res));
         if (in->flags & IF_HAS_OTHER)
             v = v || ad->varied[in->args[2]];
         set_flag(ad, ad->varied, res, v);
@@ -417,7 +418,7 @@ static void forward_inst(Ad *ad, const Inst *in)
     if (in->nres != 1)
         return;
     ValId res = in->res[0];
-    if (fty(ad, res).dt == DT_PTR) {
+    if (fw_ty(ad, res).dt == DT_PTR) {
         if (is_ptr_shape_op(op))
             join_root(ad, res, ad->root[in->args[0]]);
         else if (op == OP_WHERE) {
@@ -427,7 +428,7 @@ static void forward_inst(Ad *ad, const Inst *in)
             join_root(ad, res, ROOT_AMBIG); /* bitcast or anything else: unknown */
         return;
     }
-    if (op_differentiable(op) && is_float_type(fty(ad, res))) {
+    if (op_differentiable(op) && is_float_type(fw_ty(ad, res))) {
         bool v = false;
         for (int i = 0; i < in->nargs; i++)
             v = v || ad->varied[in->args[i]];
@@ -583,7 +584,7 @@ static void analyze(Ad *ad)
 {
     for (int i = 0; i < ad->fw->nparams; i++) {
         ValId p = ad->fw->params[i];
-        if (fty(ad, p).dt == DT_PTR)
+        if (fw_ty(ad, p).dt == DT_PTR)
             ad->root[p] = i + 1;
     }
     /* Monotone facts over a finite lattice: a few rounds reach the fixpoint
@@ -693,7 +694,7 @@ static bool zero_const(const Ad *ad, ValId v)
     const Inst *in = ad->def[v];
     while (in && (in->op == OP_BROADCAST || in->op == OP_EXPAND_DIMS))
         in = ad->def[in->args[0]];
-    return in && in->op == OP_CONST && is_float_type(fty(ad, in->res[0])) && in->fval == 0.0;
+    return in && in->op == OP_CONST && is_float_type(fw_ty(ad, in->res[0])) && in->fval == 0.0;
 }
 
 /* Is v a float NaN constant (through broadcasts)? */
@@ -702,7 +703,7 @@ static bool nan_const(const Ad *ad, ValId v)
     const Inst *in = ad->def[v];
     while (in && (in->op == OP_BROADCAST || in->op == OP_EXPAND_DIMS))
         in = ad->def[in->args[0]];
-    return in && in->op == OP_CONST && is_float_type(fty(ad, in->res[0])) && isnan(in->fval);
+    return in && in->op == OP_CONST && is_float_type(fw_ty(ad, in->res[0])) && isnan(in->fval);
 }
 
 /* The class of the result of `in` from its operands' classes. */
@@ -721,7 +722,7 @@ static Sh sh_rule(const Ad *ad, const Inst *in, const Sh *cls)
     case OP_MIN:
         return x;
     case OP_CAST: /* a float conversion is the identity in exact arithmetic */
-        if (is_float_type(fty(ad, in->args[0])) && is_float_type(fty(ad, in->res[0])))
+        if (is_float_type(fw_ty(ad, in->args[0])) && is_float_type(fw_ty(ad, in->res[0])))
             return x;
         break;
     case OP_NEG:
@@ -910,7 +911,7 @@ static bool running_extreme(const Ad *ad, const Inst *in, int i)
     const Inst *e = ad->def[n];
     return e && (e->op == OP_MAXIMUM || e->op == OP_MINIMUM) && (e->args[0] == p || e->args[1] == p) &&
            e->args[0] != e->args[1] && ad->nuses[p] == 1 && ad->nuses[n] == 1 &&
-           type_numel(fty(ad, in->res[i])) == 1;
+           type_numel(fw_ty(ad, in->res[i])) == 1;
 }
 
 /* Pins m (and for a loop's running extreme its carried chain) and what
@@ -944,7 +945,7 @@ static void find_shift_invariant(Ad *ad, const Block *b)
         const Inst *in = &b->insts.v[i];
         for (int r = 0; r < in->nregions; r++)
             find_shift_invariant(ad, in->regions[r]);
-        if ((in->op == OP_MAX || in->op == OP_MIN) && type_numel(fty(ad, in->res[0])) == 1)
+        if ((in->op == OP_MAX || in->op == OP_MIN) && type_numel(fw_ty(ad, in->res[0])) == 1)
             try_drop(ad, in->res[0], NULL, 0);
         for (int k = 0; in->op == OP_FOR && k < in->nres; k++)
             if (running_extreme(ad, in, k))
@@ -1031,7 +1032,7 @@ static bool linear_link(Ad *ad, const Inst *use, int pos, ValId cur)
     default:
         return false;
     }
-    return type_eq(fty(ad, use->res[0]), fty(ad, cur));
+    return type_eq(fw_ty(ad, use->res[0]), fw_ty(ad, cur));
 }
 
 static bool has_rule(OpKind op)
@@ -1066,7 +1067,7 @@ typedef struct Aff {
 static bool const_int(const Ad *ad, ValId v, int64_t *k)
 {
     for (const Inst *in = ad->def[v]; in; in = ad->def[in->args[0]]) {
-        if (in->op == OP_CONST && !is_float_type(fty(ad, v))) {
+        if (in->op == OP_CONST && !is_float_type(fw_ty(ad, v))) {
             *k = in->ival;
             return true;
         }
@@ -1087,7 +1088,7 @@ static bool aff_of(const Ad *ad, ValId v, ValId iv, int id, Aff *out, int depth)
         out->civ = 1;
         return true;
     }
-    if (ad->stamp[v] != id && fty(ad, v).rank == 0)
+    if (ad->stamp[v] != id && fw_ty(ad, v).rank == 0)
         return true;
     const Inst *in = ad->def[v];
     if (!in || depth > 64)
@@ -1099,7 +1100,7 @@ static bool aff_of(const Ad *ad, ValId v, ValId iv, int id, Aff *out, int depth)
         return true;
     case OP_ARANGE:
         out->lo = in->ival;
-        out->hi = in->ival + fty(ad, v).shape[0] - 1;
+        out->hi = in->ival + fw_ty(ad, v).shape[0] - 1;
         return true;
     case OP_BROADCAST:
     case OP_EXPAND_DIMS:
@@ -1108,8 +1109,8 @@ static bool aff_of(const Ad *ad, ValId v, ValId iv, int id, Aff *out, int depth)
     case OP_MAX_CONTIGUOUS:
         return aff_of(ad, in->args[0], iv, id, out, depth + 1);
     case OP_CAST:
-        if (dtype_is_float((Dtype)fty(ad, in->args[0]).dt) ||
-            dtype_bits((Dtype)fty(ad, v).dt) < dtype_bits((Dtype)fty(ad, in->args[0]).dt))
+        if (dtype_is_float((Dtype)fw_ty(ad, in->args[0]).dt) ||
+            dtype_bits((Dtype)fw_ty(ad, v).dt) < dtype_bits((Dtype)fw_ty(ad, in->args[0]).dt))
             return false;
         return aff_of(ad, in->args[0], iv, id, out, depth + 1);
     case OP_ADD:
@@ -1218,7 +1219,7 @@ static void check_loop_store(Ad *ad, const Inst *st, ValId p)
  * an over-approximation, so a failed proof never refuses a store. */
 static bool same_address_lanes(Ad *ad, ValId p)
 {
-    if (type_numel(fty(ad, p)) <= 1)
+    if (type_numel(fw_ty(ad, p)) <= 1)
         return false;
     Aff a;
     int id = ++ad->gen; /* stamps no value: nothing is "in the loop" */
@@ -1449,7 +1450,7 @@ static bool validate_set_access(Ad *ad, const Inst *in)
     const char *what = in->op == OP_LOAD ? "load" : in->op == OP_STORE ? "store" : "atomic_add";
     const char *names = root_name(ad, p);
     int role = AD_ROLE_NONE;
-    Type pt = fty(ad, p);
+    Type pt = fw_ty(ad, p);
     for (int q = 0; q < ad->fw->nparams; q++) {
         if (!ad_root_has(ad, p, q))
             continue;
@@ -1467,7 +1468,7 @@ static bool validate_set_access(Ad *ad, const Inst *in)
             why = "is a differentiated input, which must only be read";
         else if (rq != AD_ROLE_NONE && role != AD_ROLE_NONE && rq != role)
             why = "does not share the role of the other differentiated candidates";
-        else if (fty(ad, ad->fw->params[q]).elem != pt.elem)
+        else if (fw_ty(ad, ad->fw->params[q]).elem != pt.elem)
             why = "has another element type";
         if (why) {
             diag_error(ad->d, in->loc, "cannot differentiate a %s through a pointer selected among '%s': '%s' %s",
@@ -1740,7 +1741,7 @@ static void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *l
         }
         default:
             if ((op == OP_GATHER || op == OP_SORT) && ad_active(ad, in->res[0]) &&
-                fty(ad, in->args[0]).rank >= KAD_MAX_RANK)
+                fw_ty(ad, in->args[0]).rank >= KAD_MAX_RANK)
                 diag_error(ad->d, in->loc, "cannot differentiate '%s' of a rank-%d tile: its adjoint works on a "
                            "tile with one more axis and kad's tiles have at most %d", op_info[op].name,
                            KAD_MAX_RANK, KAD_MAX_RANK);
@@ -1779,7 +1780,7 @@ bool ad_analyze(Ad *ad)
 {
     alloc_facts(ad);
     int before = ad->d->nerrors;
-    if (!assign_roles(ad))
+    if (!ad_assign_roles(ad->d, ad->fw, ad->spec, ad->role, false))
         return false;
     analyze(ad);
     drop_shift_invariant(ad);

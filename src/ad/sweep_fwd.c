@@ -178,58 +178,6 @@ static void count_uses(Fd *f, const Block *b)
     }
 }
 
-/* Resolves spec's names to roles (errors at the kernel or the parameter). */
-static bool assign_roles(Fd *f)
-{
-    const Func *fw = f->fw;
-    bool ok = true;
-    for (int pass = 0; pass < 2; pass++) {
-        const char *const *names = pass ? f->spec->outs : f->spec->wrt;
-        int n = pass ? f->spec->nouts : f->spec->nwrt;
-        for (int i = 0; i < n; i++) {
-            int found = -1;
-            for (int p = 0; p < fw->nparams; p++) {
-                const char *pn = fd_name(f, fw->params[p]);
-                if (pn && !strcmp(pn, names[i]))
-                    found = p;
-            }
-            if (found < 0) {
-                diag_error(f->d, fw->loc, "kernel '%s' has no runtime parameter '%s' (to differentiate %s)",
-                           fw->name, names[i], pass ? "as an output" : "with respect to");
-                ok = false;
-                continue;
-            }
-            Type t = fd_ty(f, fw->params[found]);
-            if (t.dt != DT_PTR || !dtype_is_float((Dtype)t.elem)) {
-                diag_error(f->d, fw->vals.v[fw->params[found]].loc,
-                           "'%s' is not a pointer to floating-point data: it cannot be differentiated", names[i]);
-                ok = false;
-                continue;
-            }
-            if (pass && f->role[found] == AD_ROLE_IN) {
-                f->role[found] = AD_ROLE_INOUT;
-                continue;
-            }
-            if (f->role[found] != AD_ROLE_NONE) {
-                diag_error(f->d, fw->vals.v[fw->params[found]].loc, "'%s' is named twice as %s", names[i],
-                           pass ? "an output" : "an input");
-                ok = false;
-                continue;
-            }
-            f->role[found] = pass ? AD_ROLE_OUT : AD_ROLE_IN;
-        }
-    }
-    if (ok && !f->spec->nouts) {
-        diag_error(f->d, fw->loc, "no differentiated output given");
-        ok = false;
-    }
-    if (ok && !f->spec->nwrt) {
-        diag_error(f->d, fw->loc, "no differentiated input given");
-        ok = false;
-    }
-    return ok;
-}
-
 /* ------------------------------------------------------------------ */
 /* 2. Emission                                                         */
 /* ------------------------------------------------------------------ */
@@ -608,7 +556,7 @@ static Func *ad_jvp_raw(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
     f->pm = arena_alloc(a, sizeof(ValId) * (size_t)nv);
     f->tm = arena_alloc(a, sizeof(ValId) * (size_t)nv);
     f->sm = arena_alloc(a, sizeof(ValId) * (size_t)nv);
-    if (!assign_roles(f))
+    if (!ad_assign_roles(d, fwd, spec, f->role, true))
         return NULL;
     for (int i = 0; i < np; i++) {
         ValId p = fwd->params[i];
