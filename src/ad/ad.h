@@ -90,6 +90,9 @@ ValId unbroadcast(Em *e, ValId d, Type xt);
 ValId ewiden(Em *e, ValId x, int at, int32_t n);
 /* arange(0, n) of dtype dt along axis `at` of a tile of type like. */
 ValId eiota(Em *e, Type like, int at, Dtype dt);
+/* The stable rank of each lane of x along its last axis (sort, topk: IF_REVERSE in flags is
+ * descending), after an assert with nan_msg that x holds no NaN. */
+ValId esort_rank(Em *e, ValId x, unsigned flags, const char *nan_msg);
 
 /* ad_analysis.c: resolves spec's names to parameter roles (role, by parameter index, zeroed:
  * AD_ROLE_*), for both modes; false after located errors in d.  Reverse mode (forward false)

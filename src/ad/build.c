@@ -120,3 +120,23 @@ ValId eiota(Em *e, Type like, int at, Dtype dt)
     v = eshape(e, OP_RESHAPE, v, type_tile(dt, like.rank, one), 0);
     return eshape(e, OP_BROADCAST, v, type_with_dtype(like, dt), 0);
 }
+
+/* The stable rank of each lane of x along its last axis, for sort and topk
+ * (IF_REVERSE in flags: descending): rank[j] = #{l : x[l] before x[j]} +
+ * #{l < j : x[l] == x[j]}, an i32 tile of x's shape, so that equal values
+ * get distinct ranks (a compare over a [.., n, n] tile and a sum).  NaNs
+ * would give no order: it asserts first that there are none (nan_msg). */
+ValId esort_rank(Em *e, ValId x, unsigned flags, const char *nan_msg)
+{
+    Type xt = ety(e, x);
+    int r = xt.rank;
+    int32_t n = xt.shape[r - 1];
+    Inst *as = ir_emit(e->g, e->b, OP_ASSERT, (ValId[]){ecmp(e, OP_EQ, x, x)}, 1, NULL, 0, e->loc);
+    as->sattr = nan_msg;
+    ValId xj = ewiden(e, x, r, n), xl = ewiden(e, x, r - 1, n); /* [.., j, l] */
+    ValId before = ecmp(e, flags & IF_REVERSE ? OP_GT : OP_LT, xl, xj);
+    Type tt = ety(e, xj);
+    ValId lj = ecmp(e, OP_LT, eiota(e, tt, r, DT_I32), eiota(e, tt, r - 1, DT_I32));
+    ValId tie = e2(e, OP_AND, ecmp(e, OP_EQ, xl, xj), lj);
+    return ereduce(e, OP_SUM, ecast(e, e2(e, OP_OR, before, tie), DT_I32), r, false);
+}

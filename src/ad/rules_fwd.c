@@ -71,19 +71,9 @@ static ValId cumprod_tangent(Em *e, const Inst *in, ValId x, ValId tx)
  * adjoint does), so ty[i] = sum_j (rank[j] == i) tx[j]. */
 static ValId sort_tangent(Em *e, const Inst *in, ValId x, ValId tx, Type yt)
 {
-    Fd *f = e->f;
-    Type xt = ety(e, x);
-    int r = xt.rank;
-    int32_t n = xt.shape[r - 1], k = yt.shape[r - 1];
-    Inst *as = ir_emit(f->jv, e->b, OP_ASSERT, (ValId[]){ecmp(e, OP_EQ, x, x)}, 1, NULL, 0, e->loc);
-    as->sattr = "the tangent of tl.sort/tl.topk needs values without NaN";
-    ValId xj = ewiden(e, x, r, n), xl = ewiden(e, x, r - 1, n); /* [.., j, l] */
-    ValId before = ecmp(e, in->flags & IF_REVERSE ? OP_GT : OP_LT, xl, xj);
-    Type tt = ety(e, xj);
-    ValId lj = ecmp(e, OP_LT, eiota(e, tt, r, DT_I32), eiota(e, tt, r - 1, DT_I32));
-    ValId tie = e2(e, OP_AND, ecmp(e, OP_EQ, xl, xj), lj);
-    ValId bef = ir_op1(f->jv, e->b, OP_CAST, type_with_dtype(tt, DT_I32), e2(e, OP_OR, before, tie), e->loc);
-    ValId rank = esum(e, bef, r, type_with_dtype(xt, DT_I32)); /* [.., j] */
+    int r = ety(e, x).rank;
+    int32_t k = yt.shape[r - 1];
+    ValId rank = esort_rank(e, x, in->flags, "the tangent of tl.sort/tl.topk needs values without NaN"); /* [.., j] */
     ValId rw = ewiden(e, rank, r - 1, k), tw = ewiden(e, tx, r - 1, k); /* [.., i, j] */
     ValId hit = ecmp(e, OP_EQ, rw, eiota(e, ety(e, rw), r - 1, DT_I32));
     ValId sel = ewhere(e, hit, tw, ezero(e, ety(e, tw)));

@@ -82,14 +82,7 @@ static ValId sort_adjoint(Em *e, const Inst *in, ValId d)
     Type xt = bty(ad, x);
     int r = xt.rank;
     int32_t n = xt.shape[r - 1], k = (int32_t)in->ival;
-    Inst *as = ir_emit(ad->bw, e->b, OP_ASSERT, (ValId[]){ecmp(e, OP_EQ, x, x)}, 1, NULL, 0, e->loc);
-    as->sattr = "the backward of tl.sort/tl.topk needs values without NaN";
-    ValId xj = ewiden(e, x, r, n), xl = ewiden(e, x, r - 1, n); /* [.., j, l] */
-    ValId before = ecmp(e, in->flags & IF_REVERSE ? OP_GT : OP_LT, xl, xj);
-    Type tt = bty(ad, xj);
-    ValId lj = ecmp(e, OP_LT, eiota(e, tt, r, DT_I32), eiota(e, tt, r - 1, DT_I32));
-    ValId tie = e2(e, OP_AND, ecmp(e, OP_EQ, xl, xj), lj);
-    ValId rank = ereduce(e, OP_SUM, ecast(e, e2(e, OP_OR, before, tie), DT_I32), r, false);
+    ValId rank = esort_rank(e, x, in->flags, "the backward of tl.sort/tl.topk needs values without NaN");
     ValId idx = rank;
     if (k < n)
         idx = e2(e, OP_MINIMUM, rank, ir_const_int(ad->bw, e->b, bty(ad, rank), k - 1, e->loc));
