@@ -90,6 +90,12 @@ ValId unbroadcast(Em *e, ValId d, Type xt);
 ValId ewiden(Em *e, ValId x, int at, int32_t n);
 /* arange(0, n) of dtype dt along axis `at` of a tile of type like. */
 ValId eiota(Em *e, Type like, int at, Dtype dt);
+/* The rules' arithmetic (rules_rev.c, rules_fwd.c), on the Em e in scope. */
+#define MUL(x, z) e2(e, OP_MUL, (x), (z))
+#define DIV(x, z) e2(e, OP_DIV, (x), (z))
+#define ADD(x, z) e2(e, OP_ADD, (x), (z))
+#define SUB(x, z) e2(e, OP_SUB, (x), (z))
+#define NEG(x) e1(e, OP_NEG, (x))
 /* The stable rank of each lane of x along its last axis (sort, topk: IF_REVERSE in flags is
  * descending), after an assert with nan_msg that x holds no NaN. */
 ValId esort_rank(Em *e, ValId x, unsigned flags, const char *nan_msg);

@@ -1,6 +1,6 @@
 /* ad_analysis.c -- what reverse-mode AD differentiates, and what it refuses.
  *
- * Job: the decisions ad_rev.c's sweeps rely on, made once over the whole
+ * Job: the decisions the reverse sweep (sweep_rev.c) relies on, made once over the whole
  * forward kernel before any backward code is emitted (docs/AD.md):
  *
  *   1. roles: the names of the AdSpec resolved to pointer parameters
@@ -28,7 +28,7 @@
  * returns true only when no error was reported; then every active value
  * has an adjoint rule, every load/store of a differentiated buffer has a
  * known parameter, and every output element's last write is known, which
- * is what ad_rev.c's emission assumes without checking again.  fw is not
+ * is what the reverse sweep (sweep_rev.c) assumes without checking again.  fw is not
  * modified.
  */
 #include <math.h>

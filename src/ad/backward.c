@@ -1,3 +1,26 @@
+/* backward.c -- ad_backward: the reverse-mode driver and its strategy order.
+ *
+ * Job: a forward kernel's backward as a Program (plan.h).  The ways of
+ * writing an input gradient are tried in this one order:
+ *   1. gauge_rewrite (ad_gauge.c): online-softmax loops in two passes;
+ *   2. ad_reverse (sweep_rev.c) with write/plain.c's decision per input
+ *      (plain stores, read-modify-writes, the fold and site rows of
+ *      write/fold.c, scattered sites marked for write/scatter.c), then
+ *      simplification (reverse_simplified);
+ *   3. gathers (write/gather.c, gather_inputs) for the site-row inputs
+ *      whose rule holds;
+ *   4. the GEMM form (write/gemm.c, gemm_inputs) for the matmul operands
+ *      still written with atomics, unless --atomics or a gather;
+ *   5. narrowed adjoint dots (pass_narrow_dots), unless 3 or 4 took kernels;
+ *   6. scattered sites split into a kernel of their own (write/scatter.c),
+ *      or the backward built again without them;
+ *   7. the spread of a loop over programs (write/spread.c);
+ *   8. plan_steps: the Program's host steps from its plan data.
+ *
+ * Requires: a verified fwd.  Guarantees: a Program whose kernels verify, or
+ * NULL with located errors; fwd unchanged.  Also the AdSpec helpers
+ * ad_mutation_by_name and ad_split_names.
+ */
 #include <math.h>
 #include <string.h>
 
@@ -59,7 +82,7 @@ Program *reverse_simplified(Arena *a, Diags *d, const Func *orig, const Func *fw
 }
 
 /* The backward of fwd (gauge-rewritten; orig: as written), with scattered
- * sites (ad_plain.c) marked when scatter. */
+ * sites (write/plain.c) marked when scatter. */
 static Program *backward_of(Arena *a, Diags *d, const Func *orig, const Func *fwd, const AdSpec *spec,
                             bool scatter)
 {

@@ -1,3 +1,16 @@
+/* build.c -- the IR builders of both AD modes' rules.
+ *
+ * Job: one definition of each small builder the derivative rules emit code
+ * with (a unary or binary op, a compare, a where, a float constant shaped
+ * like a value, a cast, a reduction, a shape op, a broadcast back from a
+ * reduction and its adjoint, a widened axis, an iota, sort's stable rank),
+ * for reverse mode (rules_rev.c, sweep_rev.c, tape_rev.c) and forward mode
+ * (rules_fwd.c, sweep_fwd.c) alike.  Each emits into Em.b of Em.g at Em.loc,
+ * an operand's type being its type in Em.g (ad.h).
+ *
+ * Requires: operands defined in Em.g.  Guarantees: only appends
+ * instructions to Em.b; reads no mode's state.
+ */
 #include <math.h>
 #include <string.h>
 

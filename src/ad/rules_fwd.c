@@ -1,3 +1,16 @@
+/* rules_fwd.c -- forward mode's derivative rules (tangents).
+ *
+ * Job: tan_rule, every tangent rule one case per op (its reverse-mode twin,
+ * adj_rule, is in rules_rev.c), with the tangents of cumprod (a linear
+ * recurrence scan), sort and topk (the tangents follow the values by stable
+ * rank), a custom_jvp's rule body, and the strong zeros of partials that
+ * would be inf or NaN where their tangent is zero (ad_finite.c).  The
+ * forward sweep (sweep_fwd.c) calls tan_rule after copying each instruction.
+ *
+ * Requires: Fd's facts (which values have tangents).  Guarantees: the
+ * tangent of the instruction's result, in its primal's dtype, or 0 for zero;
+ * refusals are located errors (fd_fail).
+ */
 #include <math.h>
 #include <string.h>
 
@@ -124,11 +137,6 @@ ValId tan_rule(Em *e, const Inst *in)
         a[k] = PF(f, in->args[k]);
         t[k] = f->tm[in->args[k]];
     }
-#define MUL(x, z) e2(e, OP_MUL, (x), (z))
-#define DIV(x, z) e2(e, OP_DIV, (x), (z))
-#define ADD(x, z) e2(e, OP_ADD, (x), (z))
-#define SUB(x, z) e2(e, OP_SUB, (x), (z))
-#define NEG(x) e1(e, OP_NEG, (x))
 #define K(v) ec(e, py, (v))
 #define T0 (t[0] ? t[0] : ezero(e, yt))
 #define SZ(k, x) strong_zero(e, in, (k), t[k], (x))
@@ -290,11 +298,6 @@ ValId tan_rule(Em *e, const Inst *in)
         fd_fail(f, in->loc, "forward mode: no tangent rule for '%s'", op_info[in->op].name);
         return 0;
     }
-#undef MUL
-#undef DIV
-#undef ADD
-#undef SUB
-#undef NEG
 #undef K
 #undef T0
 #undef SZ

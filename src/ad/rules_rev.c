@@ -1,3 +1,18 @@
+/* rules_rev.c -- reverse mode's derivative rules (adjoints).
+ *
+ * Job: adj_rule, every adjoint rule one case per op, neighbours together
+ * (its forward-mode twin, tan_rule, is in rules_fwd.c), and what the rules
+ * share: accumulating an adjoint (accum), the structural zeros of untaken
+ * branches (strong_zero, zm_*), the adjoints of gather, sort, cumprod and
+ * the extrema, the reduces and scans with combine regions (adj_reduce,
+ * adj_scan).  The reverse sweep (sweep_rev.c) calls them instruction by
+ * instruction, backwards, with the primals of the current scope in Ad.pm.
+ *
+ * Requires: ad_analyze's facts (only active values get adjoints; every
+ * active op has a rule, validate_block refused the rest).  Guarantees: code
+ * appended to Em.b only; Ad.adj updated for the operands of the instruction.
+ * Adjoints of fp16/bf16 values are carried in fp32 (adt()).
+ */
 #include <math.h>
 #include <string.h>
 
@@ -300,11 +315,6 @@ void adj_rule(Em *e, const Inst *in)
     ASSERT(in->nargs <= 3);
 #define ACT(v) ad_active(ad, (v))
 #define GIVE(k, x) give(e, in, c, (k), (x))
-#define MUL(x, z) e2(e, OP_MUL, (x), (z))
-#define DIV(x, z) e2(e, OP_DIV, (x), (z))
-#define ADD(x, z) e2(e, OP_ADD, (x), (z))
-#define SUB(x, z) e2(e, OP_SUB, (x), (z))
-#define NEG(x) e1(e, OP_NEG, (x))
 #define K(v) ec(e, d, (v))
     switch ((OpKind)in->op) {
     /* arithmetic */
@@ -594,11 +604,6 @@ void adj_rule(Em *e, const Inst *in)
     merge_contribs(e, in, c);
 #undef ACT
 #undef GIVE
-#undef MUL
-#undef DIV
-#undef ADD
-#undef SUB
-#undef NEG
 #undef K
 }
 

@@ -1,4 +1,4 @@
-/* ad_fwd.c -- forward-mode automatic differentiation (JVP) of the tile IR.
+/* sweep_fwd.c -- forward-mode automatic differentiation (JVP) of the tile IR.
  *
  * Job: from a forward kernel `fwd` and the names of its differentiated
  * inputs and outputs (AdSpec, as for reverse mode), build ONE kernel that
@@ -24,7 +24,7 @@
  *   1. facts (mark_block, to a fixpoint over loops): pointer provenance,
  *      which floats have tangents, which pointers have shadows;
  *   2. emission (emit_block): a copy of each instruction, then its tangent
- *      rule (tan_rule, one case per op) or shadow; refusals are located
+ *      rule (tan_rule in rules_fwd.c, one case per op) or shadow; refusals are located
  *      errors at the instruction.
  *
  * Requires: a verified fwd.  Guarantees: a new Func in `a` that verifies,

@@ -1,3 +1,52 @@
+/* sweep_rev.c -- reverse-mode automatic differentiation: the two sweeps.
+ *
+ * Job: from a forward kernel `fwd` and the names of its differentiated
+ * inputs (read-only pointer params), outputs (write-only pointer params)
+ * and in-place buffers (named as both: read, then written),
+ * build the backward kernel as IR (docs/AD.md has the full contract):
+ *
+ *   kernel @k_bwd(<fwd params>, %d_y_ptr..., %d_x_ptr...) {
+ *     <primal sweep: fwd's body with every store removed, plus shadow
+ *      pointers into the gradient buffers>
+ *     <adjoint sweep: fwd's instructions walked backwards>
+ *   }
+ *
+ * Nothing from the forward goes through memory: the primal sweep recomputes
+ * every value in registers ("recompute in kernel", AD-NOTES.md).  A region
+ * (if/for/while) is handled by recomputing its primal body inside the
+ * adjoint region, so a value is always available in the scope where its
+ * adjoint rule needs it.
+ *
+ * Stages of ad_reverse (called by backward.c's driver, which tries the
+ * other ways of writing an input gradient around it):
+ *   1. ad_analyze (ad_analysis.c): roles, provenance, activity, shift
+ *      invariance and validation.  Every construct AD cannot handle
+ *      exactly is refused there with a located error; emission starts only
+ *      when it found nothing, and relies on its facts without checking
+ *      them again.
+ *   2. emission: the primal sweep (clone_block), then the adjoint sweep
+ *      (adj_block), whose per-op rules all sit in adj_rule (rules_rev.c);
+ *      loops run backwards through tapes are tape_rev.c's.  Contributions
+ *      to one value from one op are summed before they are accumulated
+ *      (x * x: (d * x) * 2), loads through one pointer and mask in one
+ *      block share one atomic_add, and a store overwritten by a later
+ *      store through the same pointer gets the gradient only on the lanes
+ *      the later one leaves alone.  Loads from tensor descriptors (IF_DESC)
+ *      keep their descriptor operands in the primal sweep; of the gradient
+ *      writes only a plain store (one adder per element) becomes a store
+ *      through a descriptor of the gradient, and the output-gradient load
+ *      of a descriptor store into a pure output a descriptor load
+ *      (desc_grad_access): atomics, read-modify-writes, fold partials and
+ *      site rows stay pointer writes.
+ *   3. the fold and site rows (write/fold.c: fold_inputs, site_inputs), then
+ *      the Program's covers, cleared outputs and trusted buffers.
+ *
+ * Requires: a verified fwd.  Guarantees: the result is a new Func in `a`
+ * (fwd is not modified) that verifies; or NULL with located errors.
+ * Adjoints of fp16/bf16 values are carried in fp32 (adt()); every adjoint
+ * value is named after its primal (`x` -> `dx`), shadow pointers `d_` +
+ * name.
+ */
 #include <math.h>
 #include <string.h>
 
@@ -1058,7 +1107,7 @@ Program *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec, con
     ad_plain_inputs(ad);
     if (plain_out)
         memcpy(plain_out, ad->plain, (size_t)np);
-    /* inputs ad_backward gathers (ad_gather.c): atomic sites, which it rewrites */
+    /* inputs ad_backward gathers (write/gather.c): atomic sites, which it rewrites */
     for (int i = 0; gmode && i < np; i++)
         if (gmode[i]) {
             ad->plain[i] = 0;

@@ -1,3 +1,16 @@
+/* tape_rev.c -- the reverse sweep's tapes: loops run backwards.
+ *
+ * Job: emitting what ad_tape.c planned (docs/AD.md, "Tapes"): the tape
+ * parameters and their Program entries, the records the primal sweep stores
+ * per iteration (tape_record, clone_tape_while), and the adjoint of a taped
+ * loop (adj_tape_loop): a reverse loop over the tape, or revolve's segments
+ * recomputed from checkpoints (adj_revolve), with the carried values, their
+ * shadows and the outside values' adjoints mapped per iteration.
+ *
+ * Requires: the loop's TapeLoop (ad_tape_plan); called by sweep_rev.c's
+ * clone_region_op and adj_loop.  Guarantees: a tape of the Program's
+ * (P->tapes) per taped loop, read back in reverse iteration order.
+ */
 #include <math.h>
 #include <string.h>
 

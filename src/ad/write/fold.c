@@ -1,4 +1,4 @@
-/* ad_fold.c -- deterministic shared gradients: grid folding and partials.
+/* write/fold.c -- deterministic shared gradients: grid folding and partials.
  *
  * Job: a weight or bias read by every program along one grid axis (RMSNorm's
  * w, read by every row program) gets its gradient from all of them.  Float
@@ -28,7 +28,7 @@
  * tile's lanes differ from one access to the next, and replicated lanes
  * must all read before any writes).
  *
- * Requires (ad_rev.c decides, from access.c): per folded input one adding
+ * Requires (write/plain.c decides, from access.c): per folded input one adding
  * site whose address does not depend on tl.program_id(axis), whose lanes are
  * distinct elements, and whose elements no two programs differing in another
  * grid axis share.  Keeps: the backward's contract (launch_K_bwd / the
@@ -38,6 +38,10 @@
  * Breaks nothing else: a value the transformation cannot follow (a pointer
  * into the gradient carried in a way it does not know) makes ad_fold return
  * false, and ad_rev falls back to atomics.
+ *
+ * Decided by write/plain.c (plain 3: fold; 6, 7: site rows); fold_inputs
+ * and site_inputs, at the end of this file, apply it to ad_reverse's
+ * backward, or fall back to atomics and say why.
  */
 #include <math.h>
 #include <stdint.h>
@@ -892,7 +896,7 @@ bool ad_site_rows(Arena *a, Func *bw, int slot, const char *name, ValId flag)
 
 
 /* The inputs ad_plain_inputs chose to fold (plain 3): their atomic_adds
- * become per-program partials and a sum kernel (ad_fold.c).  When the fold
+ * become per-program partials and a sum kernel (write/fold.c).  When the fold
  * cannot follow a gradient pointer, they stay atomics, and say why. */
 void fold_inputs(Ad *ad)
 {

@@ -1,4 +1,4 @@
-/* ad_gather.c -- a stencil's input gradient as a gather.
+/* write/gather.c -- a stencil's input gradient as a gather.
  *
  * Job: a stencil reads its input x at n sites (a 3x3 box filter's nine
  * taps), and its backward adds each site's adjoint with tl.atomic_add at
@@ -42,6 +42,10 @@
  * condition on the gather kernel's grid).  Grid axes without positions have
  * grid_add 0 and their programs must be one (the condition says so, or the
  * store is not injective).
+ *
+ * gather_inputs, at the end of this file, decides which site-row inputs
+ * (write/plain.c's 6, 7) become gathers: a backward with their sites as
+ * atomics to check the rule on, then the final one with its gather kernels.
  */
 #include <math.h>
 #include <stdint.h>
@@ -1119,7 +1123,7 @@ static int grad_slot(const Func *fwd, const Program *P, int i)
 
 /* The input gradients that site rows would sum (plain 6, 7) become
  * gathers where the rule
- * of ad_gather.c holds: a backward with those sites as atomics first, to
+ * of write/gather.c holds: a backward with those sites as atomics first, to
  * check the rule on, then the final one (the same when every candidate
  * passes).  NULL: none applies (bw stays). */
 Program *gather_inputs(Arena *a, const Func *orig, const Func *fwd, const AdSpec *spec, const uint8_t *plain,

@@ -1,4 +1,4 @@
-/* ad_gemm.c -- deterministic operand gradients of a tiled matmul.
+/* write/gemm.c -- deterministic operand gradients of a tiled matmul.
  *
  * Job: in a tiled matmul (`for k: acc = tl.dot(a_tile, b_tile, acc)`, then
  * an epilogue and a store of C), every program of a tile row reads the same
@@ -39,6 +39,9 @@
  * generated kernel, possibly under a runtime condition evaluated too).
  * When a check fails, the launch runs the atomic backward, which stays in
  * the module.  The plan is Program.gemm; plan_run runs it the same way.
+ *
+ * gemm_inputs, at the end of this file, picks the inputs backward.c's
+ * driver gives this way (those still written with atomics) and calls ad_gemm.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -1306,7 +1309,7 @@ bool gemm_tiles(const GemmPlan *pl, const int64_t *iargs, const int64_t grid[3],
 }
 
 /* The input gradients a tiled matmul's K loop adds into with atomics get
- * GEMM kernels of their own (ad_gemm.c) when the pattern holds; the header
+ * GEMM kernels of their own (write/gemm.c) when the pattern holds; the header
  * says so through grad_gemm.  False only on a kad bug (reported in d). */
 bool gemm_inputs(Arena *a, Diags *d, const Func *fwd, Program *P, const AdSpec *spec)
 {

@@ -1,4 +1,4 @@
-/* ad_plain.c -- how each input gradient of a backward is written.
+/* write/plain.c -- how each input gradient of a backward is written.
  *
  * Job: decide, per differentiated input, whether the backward can write its
  * gradient without atomics (docs/AD.md, "Deterministic input gradients"):
@@ -6,13 +6,17 @@
  * under a condition the launcher evaluates), read-modify-writes private to
  * the program for several load sites (4, or 5 under a condition), per-program
  * partials for an input every program along some grid axes reads (3: grid
- * folding, ad_fold.c); otherwise atomics, with the reason in ad->why.
+ * folding, write/fold.c); otherwise atomics, with the reason in ad->why.
  *
  * Requires: ad_analyze's facts (roles, provenance, activity) and ad->spec.
  * Fills ad->plain, why, when, cond, cover (what a plain store reaches, for
  * the launcher's zero-fill: access_cover) and fold_axes; ad->acc holds the
  * forward's access analysis when one was needed.  Emits nothing: adj_load
- * (ad_rev.c) writes what was decided.
+ * (sweep_rev.c) writes what was decided.
+ *
+ * The decision is the other ways' too: fold and site rows (write/fold.c),
+ * scattered sites (write/scatter.c); the gathers (write/gather.c) and the
+ * GEMM form (write/gemm.c) are tried after it by backward.c.
  */
 #include <string.h>
 
@@ -84,7 +88,7 @@ static unsigned used_axes(const Block *b)
 
 /* Input i, read at the one site l whose address does not depend on the
  * program ids of `indep`: can its gradient be summed deterministically by
- * folding the grid (ad_fold.c)?  The folded axes are those the kernel uses
+ * folding the grid (write/fold.c)?  The folded axes are those the kernel uses
  * and the address ignores (every axis when the kernel uses none); the lanes
  * of l must be distinct elements (a tile holding one element twice would
  * lose an addition), and programs differing in another used axis must not

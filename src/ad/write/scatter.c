@@ -1,11 +1,11 @@
-/* ad_scatter.c -- scattered sites in a kernel of their own.
+/* write/scatter.c -- scattered sites in a kernel of their own.
  *
  * Job: cross-entropy reads its logits row in a loop (a dense site: each
  * element of d_logits has one writer, a plain store) and the target logit
  * at a loaded label (a scattered site: kad cannot express where it lands).
  * In one kernel the two must both be atomics: another program's label may
  * point into this program's row, and a plain store could overwrite its
- * addition.  ad_plain.c (scatter_split) gives the dense sites their plain
+ * addition.  write/plain.c (scatter_split) gives the dense sites their plain
  * mode and marks the scattered ones; adj_load adds those with atomic_adds
  * tagged AD_SCATTER_MARK.  Here they move into a kernel of their own,
  * launched after the backward on the forward's grid (docs/AD.md,
