@@ -106,6 +106,44 @@ ValId esort_rank(Em *e, ValId x, unsigned flags, const char *nan_msg);
  * atomic_add); forward mode needs an input as well as an output. */
 bool ad_assign_roles(Diags *d, const Func *f, const AdSpec *spec, int *role, bool forward);
 
+/* ---- Reverse mode: the analysis (ad_analysis.c, ad_shift.c, ad_validate.c) ---- */
+
+/* Ad.root: 0 unknown / not a pointer, p+1 derives from parameter p,
+ * ROOT_AMBIG read from memory (or converted), ROOT_SET(s) one of the
+ * parameters of provenance set s (a `tl.where`, or values chosen in the
+ * branches of an `if` or the iterations of a loop). */
+#define ROOT_AMBIG (-1)
+#define ROOT_SET(s) (-2 - (s))
+#define SET_OF(r) (-2 - (r))
+
+/* Where a store to an output sits: its block and `if` nesting, so that two
+ * stores in the two branches of one `if` are known to be mutually
+ * exclusive, and two in one block to run in program order. */
+typedef struct IfStep {
+    const Inst *inst; /* an enclosing `if` */
+    int region;       /* 0: then, 1: else */
+} IfStep;
+typedef struct StoreSite {
+    const Inst *store;
+    const Block *block; /* the block holding the store */
+    int root;           /* Ad.root code of the pointer (a parameter or a set) */
+    const IfStep *path; /* enclosing ifs, outermost first */
+    int npath;
+    int loop_depth;
+} StoreSite;
+typedef Vec(StoreSite) SiteVec;
+/* Where a block sits: the instruction (index i of block b) whose region it
+ * is, and where that block sits in turn (NULL for the kernel's body). */
+typedef struct BlockPos {
+    const Block *b;
+    int i;
+    const struct BlockPos *up;
+} BlockPos;
+
+/* The type of fw value v as the forward has it (not ad.h's fty: no lanes). */
+static inline Type fw_ty(const Ad *ad, ValId v) { return ad->fw->vals.v[v].ty; }
+static inline bool is_float_type(Type t) { return t.dt != DT_PTR && dtype_is_float((Dtype)t.dt); }
+
 /* ---- Reverse mode: accessors of Ad (kad_int.h) ---- */
 
 /* The type of fw value v; a reduce's combine-region value as a tile while
@@ -181,6 +219,20 @@ static inline ValId PF(const Fd *f, ValId v)
 }
 
 /* ---- Reverse mode across files ---- */
+
+/* ad_validate.c */
+void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *loop, const IfStep *path, int npath, SiteVec *sites, const BlockPos *up);
+
+/* ad_shift.c */
+bool an_nan_const(const Ad *ad, ValId v);
+void drop_shift_invariant(Ad *ad);
+
+/* ad_analysis.c */
+const char *an_root_name(const Ad *ad, ValId v);
+const char *an_param_name(const Ad *ad, int p);
+const char *an_display(const Ad *ad, ValId v, ValId alt);
+bool an_root_has(const Ad *ad, int r, int p);
+void an_useful_block(Ad *ad, const Block *b);
 
 /* backward.c */
 Program *reverse_simplified(Arena *a, Diags *d, const Func *orig, const Func *fwd, const AdSpec *spec, const uint8_t *gmode, bool nofold, bool scatter, uint8_t *plain_out);
