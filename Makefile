@@ -24,11 +24,12 @@ SRCS := src/base/util.c \
         src/front/sema_stmt.c src/front/sema_ops.c src/front/sema_builtins.c \
         src/ir/ir.c src/ir/irparse.c src/ir/verify.c src/ir/pass.c src/ir/interp.c src/ir/libm.c \
         src/analysis/access.c src/analysis/access_decide.c src/analysis/access_cover.c src/analysis/audit.c \
-        src/ad/ad_analysis.c src/ad/ad_shift.c src/ad/ad_validate.c src/ad/ad_finite.c src/ad/build.c src/ad/rules_rev.c src/ad/rules_fwd.c \
-        src/ad/sweep_rev.c src/ad/tape_rev.c src/ad/backward.c src/ad/sweep_fwd.c \
+        src/ad/ad_analysis.c src/ad/ad_shift.c src/ad/ad_validate.c src/ad/ad_finite.c \
+        src/ad/build.c src/ad/rules_rev.c src/ad/rules_fwd.c src/ad/sweep_rev.c src/ad/tape_rev.c \
+        src/ad/backward.c src/ad/sweep_fwd.c src/ad/ad_tape.c src/ad/ad_gauge.c src/ad/ad_save.c \
+        src/ad/ad_trust.c src/ad/ad_race.c src/ad/ad_libm.c src/ad/check.c \
         src/ad/write/plain.c src/ad/write/fold.c src/ad/write/gemm.c src/ad/write/gather.c \
-        src/ad/write/scatter.c src/ad/write/spread.c src/ad/ad_tape.c src/ad/ad_gauge.c \
-        src/ad/ad_save.c src/ad/ad_trust.c src/ad/ad_race.c src/ad/ad_libm.c src/ad/check.c \
+        src/ad/write/scatter.c src/ad/write/spread.c \
         src/plan/program.c src/plan/run.c src/plan/text.c \
         src/emit/emit_triton.c src/emit/emit_expr.c src/emit/emit_stmt.c src/emit/emit_grad.c \
         src/kad.c
