@@ -144,6 +144,21 @@ typedef struct BlockPos {
 static inline Type fw_ty(const Ad *ad, ValId v) { return ad->fw->vals.v[v].ty; }
 static inline bool is_float_type(Type t) { return t.dt != DT_PTR && dtype_is_float((Dtype)t.dt); }
 
+/* ad_analysis.c: how a for, while or if passes a forward fixpoint's facts, for both modes' facts
+ * (ad_analysis.c's provenance and varied, sweep_fwd.c's tangents and shadows): the operands into
+ * the regions' carried parameters, each region walked, the yields back into the parameters, the
+ * parameters (an if: the yields) into the results.  flow joins one value's facts into another's;
+ * walk visits a block. */
+typedef struct FactWalk {
+    void *ctx;
+    void (*flow)(void *ctx, ValId to, ValId from);
+    void (*walk)(void *ctx, const Block *b);
+} FactWalk;
+void ad_flow_regions(const Inst *in, const FactWalk *w);
+/* ad_analysis.c: adds to nuses[v] each use of v in b (regions included), and to jcov[v] (when
+ * not NULL) each use as operand 0 of a custom_jvp. */
+void ad_count_uses(const Block *b, int *nuses, int *jcov);
+
 /* ---- Reverse mode: accessors of Ad (kad_int.h) ---- */
 
 /* The type of fw value v; a reduce's combine-region value as a tile while

@@ -305,46 +305,62 @@ static bool is_ptr_shape_op(OpKind op)
 
 static void forward_block(Ad *ad, const Block *b);
 
-/* Forward facts (root, varied) of one instruction's results. */
-static void forward_inst(Ad *ad, const Inst *in)
+void ad_flow_regions(const Inst *in, const FactWalk *w)
 {
-    OpKind op = (OpKind)in->op;
-    switch (op) {
+    switch (in->op) {
     case OP_FOR: {
         const Block *r = in->regions[0];
         int nc = in->nargs - 3;
         for (int i = 0; i < nc; i++)
-            flow(ad, r->params[1 + i], in->args[3 + i]);
-        forward_block(ad, r);
+            w->flow(w->ctx, r->params[1 + i], in->args[3 + i]);
+        w->walk(w->ctx, r);
         const Inst *y = ad_block_term(r);
         for (int i = 0; i < nc; i++) {
-            flow(ad, r->params[1 + i], y->args[i]);
-            flow(ad, in->res[i], r->params[1 + i]);
+            w->flow(w->ctx, r->params[1 + i], y->args[i]);
+            w->flow(w->ctx, in->res[i], r->params[1 + i]);
         }
         return;
     }
     case OP_WHILE: {
         const Block *c = in->regions[0], *body = in->regions[1];
         for (int i = 0; i < in->nargs; i++)
-            flow(ad, c->params[i], in->args[i]);
-        forward_block(ad, c);
+            w->flow(w->ctx, c->params[i], in->args[i]);
+        w->walk(w->ctx, c);
         for (int i = 0; i < in->nres; i++)
-            flow(ad, body->params[i], c->params[i]);
-        forward_block(ad, body);
+            w->flow(w->ctx, body->params[i], c->params[i]);
+        w->walk(w->ctx, body);
         const Inst *y = ad_block_term(body);
         for (int i = 0; i < in->nres; i++) {
-            flow(ad, c->params[i], y->args[i]);
-            flow(ad, in->res[i], c->params[i]);
+            w->flow(w->ctx, c->params[i], y->args[i]);
+            w->flow(w->ctx, in->res[i], c->params[i]);
         }
         return;
     }
     case OP_IF:
         for (int r = 0; r < 2; r++) {
-            forward_block(ad, in->regions[r]);
+            w->walk(w->ctx, in->regions[r]);
             const Inst *y = ad_block_term(in->regions[r]);
             for (int i = 0; i < in->nres; i++)
-                flow(ad, in->res[i], y->args[i]);
+                w->flow(w->ctx, in->res[i], y->args[i]);
         }
+        return;
+    default:
+        ASSERT(!"a region op");
+    }
+}
+
+static void fact_flow(void *ad, ValId to, ValId from) { flow(ad, to, from); }
+static void fact_walk(void *ad, const Block *b) { forward_block(ad, b); }
+
+/* Forward facts (root, varied) of one instruction's results. */
+static void forward_inst(Ad *ad, const Inst *in)
+{
+    OpKind op = (OpKind)in->op;
+    switch (op) {
+    case OP_FOR:
+    case OP_WHILE:
+    case OP_IF:
+        ad_flow_regions(in, &(FactWalk){ad, fact_flow, fact_walk});
         return;
     case OP_SCAN: { /* every result depends on every input (the region is closed) */
         bool v = false;
@@ -532,13 +548,24 @@ void an_useful_block(Ad *ad, const Block *b)
             backward_inst(ad, &b->insts.v[i]);
 }
 
-/* Definitions and use counts, for validation messages and checks. */
+void ad_count_uses(const Block *b, int *nuses, int *jcov)
+{
+    for (int k = 0; k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        for (int j = 0; j < in->nargs; j++)
+            nuses[in->args[j]]++;
+        if (jcov && in->op == OP_CUSTOM_JVP)
+            jcov[in->args[0]]++;
+        for (int r = 0; r < in->nregions; r++)
+            ad_count_uses(in->regions[r], nuses, jcov);
+    }
+}
+
+/* Definitions (and use counts: ad_count_uses), for validation messages and checks. */
 static void index_block(Ad *ad, const Block *b)
 {
     for (int i = 0; i < b->insts.n; i++) {
         const Inst *in = &b->insts.v[i];
-        for (int k = 0; k < in->nargs; k++)
-            ad->nuses[in->args[k]]++;
         for (int k = 0; k < in->nres; k++)
             ad->def[in->res[k]] = in;
         for (int r = 0; r < in->nregions; r++)
@@ -570,6 +597,7 @@ static void analyze(Ad *ad)
         if (!ad->changed)
             break;
     }
+    ad_count_uses(ad->fw->body, ad->nuses, NULL);
     index_block(ad, ad->fw->body);
 }
 

@@ -67,36 +67,17 @@ static void flow(Fd *f, ValId to, ValId from)
 
 static void mark_block(Fd *f, const Block *b);
 
+static void fact_flow(void *f, ValId to, ValId from) { flow(f, to, from); }
+static void fact_walk(void *f, const Block *b) { mark_block(f, b); }
+
 static void mark_inst(Fd *f, const Inst *in)
 {
     int op = in->op;
     switch (op) {
     case OP_FOR:
-    case OP_WHILE: {
-        int nfix = op == OP_FOR ? 3 : 0, lead = op == OP_FOR ? 1 : 0;
-        for (int r = 0; r < in->nregions; r++) {
-            const Block *reg = in->regions[r];
-            for (int k = 0; k < in->nres; k++)
-                flow(f, reg->params[lead + k], in->args[nfix + k]);
-        }
-        for (int r = 0; r < in->nregions; r++)
-            mark_block(f, in->regions[r]);
-        const Block *body = in->regions[op == OP_FOR ? 0 : 1];
-        const Inst *y = ad_block_term(body);
-        for (int k = 0; k < in->nres; k++)
-            for (int r = 0; r < in->nregions; r++)
-                flow(f, in->regions[r]->params[lead + k], y->args[k]);
-        for (int k = 0; k < in->nres; k++)
-            flow(f, in->res[k], in->regions[0]->params[lead + k]);
-        return;
-    }
+    case OP_WHILE:
     case OP_IF:
-        for (int r = 0; r < 2; r++) {
-            mark_block(f, in->regions[r]);
-            const Inst *y = ad_block_term(in->regions[r]);
-            for (int k = 0; k < in->nres; k++)
-                flow(f, in->res[k], y->args[k]);
-        }
+        ad_flow_regions(in, &(FactWalk){f, fact_flow, fact_walk});
         return;
     case OP_LOAD: {
         ValId r = in->res[0];
@@ -163,19 +144,6 @@ static void mark_block(Fd *f, const Block *b)
 {
     for (int k = 0; k < b->insts.n; k++)
         mark_inst(f, &b->insts.v[k]);
-}
-
-static void count_uses(Fd *f, const Block *b)
-{
-    for (int k = 0; k < b->insts.n; k++) {
-        const Inst *in = &b->insts.v[k];
-        for (int j = 0; j < in->nargs; j++)
-            f->nuses[in->args[j]]++;
-        if (in->op == OP_CUSTOM_JVP)
-            f->jcov[in->args[0]]++;
-        for (int r = 0; r < in->nregions; r++)
-            count_uses(f, in->regions[r]);
-    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -564,7 +532,7 @@ static Func *ad_jvp_raw(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
             f->root[p] = i + 1;
         f->sv[p] = f->role[i] != AD_ROLE_NONE;
     }
-    count_uses(f, fwd->body);
+    ad_count_uses(fwd->body, f->nuses, f->jcov);
     do {
         f->changed = false;
         mark_block(f, fwd->body);
