@@ -124,9 +124,12 @@ static ValId strong_zero(Em *e, const Inst *in, int k, ValId t, ValId x)
     return ewhere(e, ecmp(e, OP_EQ, t, ec(e, t, 0.0)), ec(e, x, 0.0), x);
 }
 
-/* The tangent of in's result y (tv[y] set): one case per op.  t0..t2 are
- * the operands' tangents (0: zero), a0..a2 their primal copies; SZ(k, x)
- * gives operand k's term x its strong zero. */
+/* The tangent of in's result y (tv[y] set): one case per op, in adj_rule's
+ * order (rules_rev.c), so that an op's two rules read side by side; then the
+ * ops reverse mode handles outside adj_rule (stop_gradient, custom_vjp) and
+ * the libdevice functions.  t0..t2 are the operands' tangents (0: zero),
+ * a0..a2 their primal copies; SZ(k, x) gives operand k's term x its strong
+ * zero. */
 ValId tan_rule(Em *e, const Inst *in)
 {
     Fd *f = e->f;
@@ -224,19 +227,25 @@ ValId tan_rule(Em *e, const Inst *in)
     case OP_EXPAND_DIMS:
     case OP_RESHAPE:
     case OP_PERMUTE:
-    case OP_SUM:
-    case OP_CUMSUM:
-    case OP_SPLIT:
-    case OP_FLIP:
         return emit_copy(e, in, &t[0], 1, yt)->res[0];
     case OP_JOIN: { /* linear in both halves */
         ValId tj[2] = {t[0] ? t[0] : ezero(e, fd_ty(f, in->args[0])), t[1] ? t[1] : ezero(e, fd_ty(f, in->args[1]))};
         return emit_copy(e, in, tj, 2, yt)->res[0];
     }
+    case OP_SPLIT: /* linear */
+        return emit_copy(e, in, &t[0], 1, yt)->res[0];
+    case OP_CUSTOM_JVP:
+        return jvp_rule_tangent(e, in);
+    case OP_FLIP:
+        return emit_copy(e, in, &t[0], 1, yt)->res[0];
     case OP_GATHER: { /* linear in src; the index has no tangent */
         ValId tg[2] = {T0, a[1]};
         return emit_copy(e, in, tg, 2, yt)->res[0];
     }
+    case OP_SORT:
+        return sort_tangent(e, in, a[0], T0, yt);
+    case OP_SUM:
+        return emit_copy(e, in, &t[0], 1, yt)->res[0];
     case OP_MAX:
     case OP_MIN: { /* lanes equal to the result share evenly (reverse mode's rule) */
         int axis = (int)in->ival;
@@ -252,6 +261,10 @@ ValId tan_rule(Em *e, const Inst *in)
         si->op = OP_SUM;
         return DIV(si->res[0], cnt);
     }
+    case OP_CUMSUM:
+        return emit_copy(e, in, &t[0], 1, yt)->res[0];
+    case OP_CUMPROD:
+        return cumprod_tangent(e, in, a[0], T0);
     case OP_DOT: { /* t = ta@b + a@tb + tacc */
         ValId r = TZ(e, in->args[2]);
         if (t[0]) {
@@ -264,10 +277,6 @@ ValId tan_rule(Em *e, const Inst *in)
         }
         return r;
     }
-    case OP_CUMPROD:
-        return cumprod_tangent(e, in, a[0], T0);
-    case OP_SORT:
-        return sort_tangent(e, in, a[0], T0, yt);
     case OP_STOP_GRADIENT:
         return 0; /* no tangent: kad.nondiff / kad_stop_gradient */
     case OP_CUSTOM_VJP:
@@ -279,8 +288,6 @@ ValId tan_rule(Em *e, const Inst *in)
                          "forward mode needs a @kad.jvp_of rule for the helper (its automatic tangent would "
                          "disagree with the vjp rule)%s", "");
         return 0;
-    case OP_CUSTOM_JVP:
-        return jvp_rule_tangent(e, in);
 #define LIBM_CASE(en, ...) case en:
     KAD_LIBM_OPS(LIBM_CASE)
 #undef LIBM_CASE

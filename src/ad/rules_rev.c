@@ -301,7 +301,8 @@ static ValId extremum_adjoint(Em *e, ValId fx, ValId fy, ValId d, int axis, bool
     return ewhere(e, m, e2(e, OP_DIV, db, cb), ec(e, db, 0.0));
 }
 
-/* Every adjoint rule, one case per op, neighbours together.  d is the
+/* Every adjoint rule, one case per op, neighbours together (tan_rule in
+ * rules_fwd.c has forward mode's in the same order).  d is the
  * adjoint of the result y; GIVE(k, x) adds x to operand k's adjoint
  * (inactive operands ignore it; ACT() saves emitting code for them). */
 void adj_rule(Em *e, const Inst *in)
