@@ -552,7 +552,7 @@ static void validate_carried(Ad *ad, const Inst *in, const ValId *vs)
 /* path/npath: the enclosing ifs (for StoreSite); loop: the innermost
  * enclosing loop, loop_depth: how many loops enclose b. */
 void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *loop, const IfStep *path,
-                           int npath, SiteVec *sites, const BlockPos *up)
+                    int npath, SiteVec *sites, const BlockPos *up)
 {
     for (int i = 0; i < b->insts.n; i++) {
         const Inst *in = &b->insts.v[i];

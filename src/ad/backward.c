@@ -57,7 +57,7 @@ int ad_split_names(Arena *a, const char *s, const char ***out)
 
 /* ad_reverse, then simplification and verification (the Program's notes from fwd). */
 Program *reverse_simplified(Arena *a, Diags *d, const Func *orig, const Func *fwd, const AdSpec *spec,
-                                   const uint8_t *gmode, bool nofold, bool scatter, uint8_t *plain_out)
+                            const uint8_t *gmode, bool nofold, bool scatter, uint8_t *plain_out)
 {
     Program *P = ad_reverse(a, d, fwd, spec, gmode, nofold, scatter, plain_out);
     if (!P)
@@ -81,15 +81,17 @@ Program *reverse_simplified(Arena *a, Diags *d, const Func *orig, const Func *fw
     return P;
 }
 
-/* The backward of fwd (gauge-rewritten; orig: as written), with scattered
- * sites (write/plain.c) marked when scatter. */
+/* Steps 2 to 5 of the header's list: the backward of fwd (gauge-rewritten;
+ * orig: as written), with scattered sites (write/plain.c) marked when scatter. */
 static Program *backward_of(Arena *a, Diags *d, const Func *orig, const Func *fwd, const AdSpec *spec,
                             bool scatter)
 {
     uint8_t *plain = arena_alloc(a, (size_t)fwd->nparams + 1);
+    /* 2. the reverse sweep with write/plain.c's decision per input */
     Program *P = reverse_simplified(a, d, orig, fwd, spec, NULL, false, scatter, plain);
     if (!P)
         return NULL;
+    /* 3. gathers for the site-row inputs whose rule holds */
     bool ran = false;
     Program *gb = gather_inputs(a, orig, fwd, spec, plain, &ran);
     if (gb) {
@@ -102,11 +104,12 @@ static Program *backward_of(Arena *a, Diags *d, const Func *orig, const Func *fw
     if (!P)
         return NULL;
     Func *bw = P->main;
+    /* 4. the GEMM form for the matmul operands still written with atomics */
     if (!spec->atomics && !P->gather && !gemm_inputs(a, d, fwd, P, spec)) {
         diag_note(d, fwd->loc, "kad bug: the GEMM kernels of the backward of '%s' are invalid", fwd->name);
         return NULL;
     }
-    /* adjoint dots on widened 16-bit tiles take the tiles as they are (exact); not where the
+    /* 5. adjoint dots on widened 16-bit tiles take the tiles as they are (exact); not where the
      * GEMM form or a gather took kernels of their own from bw (they keep its instructions) */
     if (!P->gemm && !P->gather && pass_narrow_dots(bw, fwd->nparams) > 0 &&
         !(pass_dce(bw, true) && ir_verify(bw, d))) {
@@ -119,9 +122,9 @@ static Program *backward_of(Arena *a, Diags *d, const Func *orig, const Func *fw
 Program *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
 {
     const Func *orig = fwd;
-    fwd = gauge_rewrite(a, fwd); /* online-softmax loops: two passes, the max alone taped */
+    fwd = gauge_rewrite(a, fwd); /* 1. online-softmax loops: two passes, the max alone taped */
     Program *P = backward_of(a, d, orig, fwd, spec, !spec->atomics);
-    /* scattered sites: a kernel of their own after bw, or, where the split does not
+    /* 6. scattered sites: a kernel of their own after bw, or, where the split does not
      * apply, the backward built without them (every site of those inputs atomic) */
     if (P && ad_has_scatter(P->main->body) && !ad_scatter_split(a, P, fwd->nparams)) {
         Diags scratch;
@@ -130,13 +133,13 @@ Program *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
         if (!P)
             diag_note(d, orig->loc, "kad bug: the backward kernel of '%s' could not be built again", orig->name);
     }
-    if (P) { /* a loop sharing nothing between iterations: the launcher may deal them to more programs */
+    if (P) { /* 7. a loop sharing nothing between iterations: the launcher may deal them to more programs */
         ad_spread(a, P);
         if (P->spread && !ir_verify(P->main, d)) {
             diag_note(d, orig->loc, "kad bug: the spread backward kernel of '%s' is invalid", orig->name);
             return NULL;
         }
-        plan_steps(P); /* the plan data is final: the host steps in order */
+        plan_steps(P); /* 8. the plan data is final: the host steps in order */
     }
     return P;
 }

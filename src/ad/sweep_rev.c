@@ -116,7 +116,7 @@ Slots slots_new(Ad *ad, int cap)
  * whose types the results take) may be NULL for a terminator; fv may be
  * NULL for an `if`, whose results have no operands. */
 void add_carried(Ad *ad, Slots *s, const ValId *fv, const ValId *rt, int n, const bool *skip,
-                        const bool *sh)
+                 const bool *sh)
 {
     for (int shadow = 0; shadow < 2; shadow++)
         for (int i = 0; i < n; i++) {
@@ -1058,7 +1058,7 @@ void adj_block(Ad *ad, const Block *fb, Block *bb)
  * output, then d_<wrt> per input; same grid.  Unsupported constructs are
  * located errors in d; returns NULL after any error.  fwd is unchanged. */
 Program *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec, const uint8_t *gmode,
-                        bool nofold, bool scatter, uint8_t *plain_out)
+                     bool nofold, bool scatter, uint8_t *plain_out)
 {
     Ad ad0 = {.a = a, .d = d, .fw = fwd, .spec = spec}, *ad = &ad0;
     if (!ad_analyze(ad))

@@ -1127,7 +1127,7 @@ static int grad_slot(const Func *fwd, const Program *P, int i)
  * check the rule on, then the final one (the same when every candidate
  * passes).  NULL: none applies (bw stays). */
 Program *gather_inputs(Arena *a, const Func *orig, const Func *fwd, const AdSpec *spec, const uint8_t *plain,
-                           bool *ran)
+                       bool *ran)
 {
     int np = fwd->nparams, ncand = 0;
     uint8_t *cand = arena_alloc(a, (size_t)np + 1), *gm = arena_alloc(a, (size_t)np + 1);
