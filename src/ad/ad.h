@@ -23,6 +23,9 @@
 
 typedef Vec(ValId) ValVec;
 
+/* A float value (not a pointer). */
+static inline bool is_float(Type t) { return t.dt != DT_PTR && dtype_is_float((Dtype)t.dt); }
+
 /* ---- Forward mode's state (sweep_fwd.c) ---- */
 
 enum { R_NONE = 0, R_UNKNOWN = -1, R_MANY = -2 };
@@ -48,7 +51,6 @@ typedef struct Fd {
 
 static inline Type fd_ty(const Fd *f, ValId v) { return f->fw->vals.v[v].ty; }
 static inline const char *fd_name(const Fd *f, ValId v) { return f->fw->vals.v[v].name; }
-static inline bool is_float(Type t) { return t.dt != DT_PTR && dtype_is_float((Dtype)t.dt); }
 
 /* ---- Where rules emit code, for both modes ---- */
 
@@ -142,7 +144,6 @@ typedef struct BlockPos {
 
 /* The type of fw value v as the forward has it (not ad.h's fty: no lanes). */
 static inline Type fw_ty(const Ad *ad, ValId v) { return ad->fw->vals.v[v].ty; }
-static inline bool is_float_type(Type t) { return t.dt != DT_PTR && dtype_is_float((Dtype)t.dt); }
 
 /* ad_analysis.c: how a for, while or if passes a forward fixpoint's facts, for both modes' facts
  * (ad_analysis.c's provenance and varied, sweep_fwd.c's tangents and shadows): the operands into
@@ -198,6 +199,8 @@ static inline void name_after(Ad *ad, ValId bv, const char *prefix, ValId fv)
         return;
     ad->bw->vals.v[bv].name = arena_printf(ad->a, "%s%s", prefix, n);
 }
+
+/* The primal copy (P0) and shadow (S0) of fw value v in the current scope. */
 static inline ValId P0(const Ad *ad, ValId v)
 {
     ASSERT(v > 0 && ad->pm[v] > 0);
@@ -209,7 +212,6 @@ static inline ValId S0(const Ad *ad, ValId v)
     ASSERT(v > 0 && ad->sm[v] > 0);
     return ad->sm[v];
 }
-
 
 /* ---- Forward mode: accessors of Fd ---- */
 
@@ -235,89 +237,101 @@ static inline ValId PF(const Fd *f, ValId v)
 
 /* ---- Reverse mode across files ---- */
 
-/* ad_validate.c */
-void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *loop, const IfStep *path, int npath, SiteVec *sites, const BlockPos *up);
-
-/* ad_shift.c */
-bool an_nan_const(const Ad *ad, ValId v);
-void drop_shift_invariant(Ad *ad);
-
-/* ad_analysis.c */
-const char *an_root_name(const Ad *ad, ValId v);
+/* The analysis (ad_analysis.c, ad_shift.c, ad_validate.c), for messages and stages. */
+bool an_root_has(const Ad *ad, int r, int p);       /* is parameter p a candidate of root code r? */
 const char *an_param_name(const Ad *ad, int p);
-const char *an_display(const Ad *ad, ValId v, ValId alt);
-bool an_root_has(const Ad *ad, int r, int p);
-void an_useful_block(Ad *ad, const Block *b);
+const char *an_root_name(const Ad *ad, ValId v);    /* v's parameter(s), quoted as '%s' */
+const char *an_display(const Ad *ad, ValId v, ValId alt); /* how a value is called in messages */
+void an_useful_block(Ad *ad, const Block *b);       /* the backward facts (useful) of b */
+bool an_nan_const(const Ad *ad, ValId v);           /* a float NaN constant (through broadcasts)? */
+void drop_shift_invariant(Ad *ad);                  /* stage 3 (ad_shift.c) */
+/* Stage 4 (ad_validate.c) on b: path/npath its enclosing ifs, loop the innermost enclosing loop,
+ * loop_depth how many loops enclose it, sites the output stores met so far, up where b sits. */
+void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *loop, const IfStep *path,
+                    int npath, SiteVec *sites, const BlockPos *up);
 
-/* backward.c */
-Program *reverse_simplified(Arena *a, Diags *d, const Func *orig, const Func *fwd, const AdSpec *spec, const uint8_t *gmode, bool nofold, bool scatter, uint8_t *plain_out);
-
-/* write/gather.c */
-Program *gather_inputs(Arena *a, const Func *orig, const Func *fwd, const AdSpec *spec, const uint8_t *plain, bool *ran);
-
-/* write/gemm.c */
-bool gemm_inputs(Arena *a, Diags *d, const Func *fwd, Program *P, const AdSpec *spec);
-
-/* write/fold.c */
-void fold_inputs(Ad *ad);
-void site_inputs(Ad *ad);
-
-/* clone_block's modes */
+/* sweep_rev.c: the sweeps.  ad_reverse builds the backward Program of fwd; gmode (inputs a gather
+ * kernel writes), nofold, scatter and plain_out are backward.c's and write/gather.c's. */
+Program *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec, const uint8_t *gmode,
+                    bool nofold, bool scatter, uint8_t *plain_out);
+/* clone_block's modes: copy fb's terminating yield (extended by the shadows ysh marks); leave
+ * out linear-accumulator chains (adjoint loops). */
 enum { CL_YIELD = 1, CL_SKIP_CHAIN = 2 };
-
-/* The operands and result types of a rebuilt region op or terminator. */
+/* The primal sweep: fb copied into bb without stores, with shadow pointers. */
+void clone_block(Ad *ad, const Block *fb, Block *bb, unsigned mode, const bool *ysh);
+/* The adjoint sweep: fb's instructions walked backwards into bb. */
+void adj_block(Ad *ad, const Block *fb, Block *bb);
+/* A copy of `in` (attributes, result types, Loc) with new operands. */
+Inst *emit_like(Ad *ad, Block *b, const Inst *in, const ValId *args);
+/* A closed combine region's body fr copied into rb, its values renamed through m; the yield at
+ * yloc (NULL: at each instruction's own location). */
+void copy_combine_body(Ad *ad, Block *rb, const Block *fr, ValId *m, const Loc *yloc);
+/* Region ops rebuilt with more operands and results than in fw: the forward's carried values,
+ * then the shadows of the carried pointers, then in adjoint regions the adjoints of outside
+ * values.  These fill and bind those lists in that one order, for both sweeps. */
 typedef struct Slots {
     ValId *args; /* operands */
     Type *tys;   /* result types (unused for terminators) */
     int na, nt;
 } Slots;
+Slots slots_new(Ad *ad, int cap);
+bool *shadow_flags(Ad *ad, const ValId *vs, int n); /* sh[i]: carried slot i needs a shadow */
+const ValId *carriers(const Inst *in); /* the fw values carrying each result through the regions */
+ValId param_like(Ad *ad, Block *b, ValId v, const char *prefix); /* a param mirroring fw value v */
+void add_carried(Ad *ad, Slots *s, const ValId *fv, const ValId *rt, int n, const bool *skip,
+                 const bool *sh);
+void add_params(Ad *ad, Block *reg, const Block *fr, int nlead, const bool *skip, const bool *sh);
+void bind_results(Ad *ad, const Inst *in, const Inst *ni, const bool *sh);
+/* The active values defined outside in's regions and used inside them: their adjoints leave the
+ * adjoint region as its last results (add_adjoints, bind_adjoints). */
+ValVec collect_outside(Ad *ad, const Inst *in);
+void add_adjoints(Em *e, Slots *s, ValVec L);
+void bind_adjoints(Ad *ad, const Inst *ni, ValVec L);
+ValId adj_param(Ad *ad, Block *reg, ValId v); /* a region param carrying v's adjoint */
+ValId adj_or_zero(Em *e, ValId v);            /* v's adjoint, or a zero of its adjoint type */
 
+/* rules_rev.c: the adjoint rules. */
+void adj_rule(Em *e, const Inst *in);   /* every op's adjoint, one case per op */
+void adj_reduce(Em *e, const Inst *in); /* a reduce with a combine region */
+void adj_scan(Em *e, const Inst *in);   /* a scan: a rule per recognized combine, else general */
+void accum(Em *e, ValId v, ValId c);    /* adj[v] += c (cast to v's adjoint dtype); active v only */
 /* The primal of fw value v in the current scope, in its adjoint dtype. */
 static inline ValId P(Em *e, ValId v) { return ecast(e, P0(e->ad, v), (Dtype)adt(fty(e->ad, v)).dt); }
-
-
-/* tape_rev.c */
-ValId tape_trips(Ad *ad, Block *b, const Inst *in);
-ValId tape_seg_len(Ad *ad, Block *b, ValId trips, Loc loc);
-void tape_record(Ad *ad, Block *reg, TapeLoop *tl);
-void clone_tape_while(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl);
-void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl);
-
-/* rules_rev.c */
+/* Structural zeros (docs/AD.md, "Untaken branches: exact zeros"): v's mask m, sel when it is a
+ * selection's; d on the lanes where c is take, 0 elsewhere, with its structural zeros. */
 void zm_set(Ad *ad, ValId v, ValId m, bool sel);
 ValId eselect(Em *e, ValId c, ValId d, bool take);
-void adj_scan(Em *e, const Inst *in);
-void adj_rule(Em *e, const Inst *in);
-void adj_reduce(Em *e, const Inst *in);
-void accum(Em *e, ValId v, ValId c);
 
-/* sweep_rev.c */
-Inst *emit_like(Ad *ad, Block *b, const Inst *in, const ValId *args);
-void copy_combine_body(Ad *ad, Block *rb, const Block *fr, ValId *m, const Loc *yloc);
-Slots slots_new(Ad *ad, int cap);
-bool *shadow_flags(Ad *ad, const ValId *vs, int n);
-ValId param_like(Ad *ad, Block *b, ValId v, const char *prefix);
-ValVec collect_outside(Ad *ad, const Inst *in);
-void clone_block(Ad *ad, const Block *fb, Block *bb, unsigned mode, const bool *ysh);
-const ValId *carriers(const Inst *in);
-void bind_results(Ad *ad, const Inst *in, const Inst *ni, const bool *sh);
-void bind_adjoints(Ad *ad, const Inst *ni, ValVec L);
-ValId adj_param(Ad *ad, Block *reg, ValId v);
-ValId adj_or_zero(Em *e, ValId v);
-void adj_block(Ad *ad, const Block *fb, Block *bb);
-void add_params(Ad *ad, Block *reg, const Block *fr, int nlead, const bool *skip, const bool *sh);
-void add_carried(Ad *ad, Slots *s, const ValId *fv, const ValId *rt, int n, const bool *skip, const bool *sh);
-void add_adjoints(Em *e, Slots *s, ValVec L);
-Program *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec, const uint8_t *gmode, bool nofold, bool scatter, uint8_t *plain_out);
+/* tape_rev.c: taped loops (ad_tape.c plans them). */
+ValId tape_trips(Ad *ad, Block *b, const Inst *in);            /* the trip count of taped `for` in */
+ValId tape_seg_len(Ad *ad, Block *b, ValId trips, Loc loc);    /* k = ceil(sqrt(trips)), as the host's */
+void tape_emit_record(Ad *ad, Block *reg, TapeLoop *tl);       /* the primal sweep's tape stores */
+void clone_tape_while(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl); /* a taped `while`'s copy */
+void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl);    /* its adjoint, backwards */
+
+/* write/: the ways of writing an input gradient that act on a finished reverse sweep. */
+void fold_inputs(Ad *ad); /* write/fold.c: plain 3's atomic_adds into partials and a sum kernel */
+void site_inputs(Ad *ad); /* write/fold.c: plain 6, 7's into one row of partials per site */
+/* write/gather.c: the site-row inputs that become gathers (a Program with their kernels), or NULL;
+ * *ran when it built a backward. */
+Program *gather_inputs(Arena *a, const Func *orig, const Func *fwd, const AdSpec *spec,
+                       const uint8_t *plain, bool *ran);
+/* write/gemm.c: the GEMM form for the inputs still written with atomics; false on a kad bug. */
+bool gemm_inputs(Arena *a, Diags *d, const Func *fwd, Program *P, const AdSpec *spec);
+
+/* backward.c: ad_reverse, then simplification and verification. */
+Program *reverse_simplified(Arena *a, Diags *d, const Func *orig, const Func *fwd, const AdSpec *spec,
+                            const uint8_t *gmode, bool nofold, bool scatter, uint8_t *plain_out);
 
 /* ---- Forward mode across files ---- */
 
-/* sweep_fwd.c */
-Inst *emit_copy(Em *e, const Inst *in, const ValId *args, int nargs, Type rt);
+/* sweep_fwd.c: the forward sweep over fb into jb; a copy of `in` with other operands and result
+ * type rt. */
 void emit_block(Fd *f, const Block *fb, Block *jb);
+Inst *emit_copy(Em *e, const Inst *in, const ValId *args, int nargs, Type rt);
 
-/* rules_fwd.c */
-ValId TZ(Em *e, ValId v);
-ValId tan_rule(Em *e, const Inst *in);
+/* rules_fwd.c: the tangent rules. */
+ValId tan_rule(Em *e, const Inst *in); /* the tangent of in's result, one case per op */
+ValId TZ(Em *e, ValId v);              /* fw value v's tangent, or a zero of its type */
 
 #endif

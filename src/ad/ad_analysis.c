@@ -47,7 +47,7 @@
 
 bool ad_active(const Ad *ad, ValId v)
 {
-    return v > 0 && ad->varied[v] && ad->useful[v] && is_float_type(fw_ty(ad, v));
+    return v > 0 && ad->varied[v] && ad->useful[v] && is_float(fw_ty(ad, v));
 }
 
 /* Is parameter p a candidate of root code r? */
@@ -258,7 +258,7 @@ static ScanKind scan_select(const Func *f, const Inst *scan)
     for (int k = 0; k < scan->nres; k++) {
         ValId c;
         bool first;
-        if (!is_float_type(f->vals.v[scan->res[k]].ty))
+        if (!is_float(f->vals.v[scan->res[k]].ty))
             continue;
         if (!ad_scan_select(scan, k, &c, &first))
             return SCAN_OTHER;
@@ -367,11 +367,11 @@ static void forward_inst(Ad *ad, const Inst *in)
         for (int i = 0; i < in->nargs; i++)
             v = v || ad->varied[in->args[i]];
         for (int i = 0; i < in->nres; i++)
-            set_flag(ad, ad->varied, in->res[i], v && is_float_type(fw_ty(ad, in->res[i])));
+            set_flag(ad, ad->varied, in->res[i], v && is_float(fw_ty(ad, in->res[i])));
         if (ad_scan_kind(ad->fw, in) == SCAN_OTHER) { /* the general rule differentiates the region */
             const Block *r = in->regions[0];
             for (int i = 0; i < r->nparams; i++)
-                set_flag(ad, ad->varied, r->params[i], v && is_float_type(fw_ty(ad, r->params[i])));
+                set_flag(ad, ad->varied, r->params[i], v && is_float(fw_ty(ad, r->params[i])));
             forward_block(ad, r);
         }
         return;
@@ -382,13 +382,13 @@ static void forward_inst(Ad *ad, const Inst *in)
         int n = in->nargs;
         for (int i = 0; i < n; i++) {
             bool v = ad->varied[in->args[i]] || ad->varied[y->args[i]];
-            set_flag(ad, ad->varied, r->params[i], v && is_float_type(fw_ty(ad, r->params[i])));
-            set_flag(ad, ad->varied, r->params[n + i], v && is_float_type(fw_ty(ad, r->params[i])));
+            set_flag(ad, ad->varied, r->params[i], v && is_float(fw_ty(ad, r->params[i])));
+            set_flag(ad, ad->varied, r->params[n + i], v && is_float(fw_ty(ad, r->params[i])));
         }
         forward_block(ad, r);
         for (int i = 0; i < n; i++)
             set_flag(ad, ad->varied, in->res[i],
-                     (ad->varied[in->args[i]] || ad->varied[y->args[i]]) && is_float_type(fw_ty(ad, in->res[i])));
+                     (ad->varied[in->args[i]] || ad->varied[y->args[i]]) && is_float(fw_ty(ad, in->res[i])));
         return;
     }
     case OP_LOAD: {
@@ -397,7 +397,7 @@ static void forward_inst(Ad *ad, const Inst *in)
             join_root(ad, res, ROOT_AMBIG); /* a pointer read from memory */
             return;
         }
-        bool v = ad_role_reads(ad_root_role(ad, in->args[0])) && is_float_type(fw_ty(ad, res));
+        bool v = ad_role_reads(ad_root_role(ad, in->args[0])) && is_float(fw_ty(ad, res));
         if (in->flags & IF_HAS_OTHER)
             v = v || ad->varied[in->args[2]];
         set_flag(ad, ad->varied, res, v);
@@ -419,7 +419,7 @@ static void forward_inst(Ad *ad, const Inst *in)
             join_root(ad, res, ROOT_AMBIG); /* bitcast or anything else: unknown */
         return;
     }
-    if (op_differentiable(op) && is_float_type(fw_ty(ad, res))) {
+    if (op_differentiable(op) && is_float(fw_ty(ad, res))) {
         bool v = false;
         for (int i = 0; i < in->nargs; i++)
             v = v || ad->varied[in->args[i]];

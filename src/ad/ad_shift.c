@@ -109,7 +109,7 @@ static bool zero_const(const Ad *ad, ValId v)
     const Inst *in = ad->def[v];
     while (in && (in->op == OP_BROADCAST || in->op == OP_EXPAND_DIMS))
         in = ad->def[in->args[0]];
-    return in && in->op == OP_CONST && is_float_type(fw_ty(ad, in->res[0])) && in->fval == 0.0;
+    return in && in->op == OP_CONST && is_float(fw_ty(ad, in->res[0])) && in->fval == 0.0;
 }
 
 /* Is v a float NaN constant (through broadcasts)? */
@@ -118,7 +118,7 @@ bool an_nan_const(const Ad *ad, ValId v)
     const Inst *in = ad->def[v];
     while (in && (in->op == OP_BROADCAST || in->op == OP_EXPAND_DIMS))
         in = ad->def[in->args[0]];
-    return in && in->op == OP_CONST && is_float_type(fw_ty(ad, in->res[0])) && isnan(in->fval);
+    return in && in->op == OP_CONST && is_float(fw_ty(ad, in->res[0])) && isnan(in->fval);
 }
 
 /* The class of the result of `in` from its operands' classes. */
@@ -137,7 +137,7 @@ static Sh sh_rule(const Ad *ad, const Inst *in, const Sh *cls)
     case OP_MIN:
         return x;
     case OP_CAST: /* a float conversion is the identity in exact arithmetic */
-        if (is_float_type(fw_ty(ad, in->args[0])) && is_float_type(fw_ty(ad, in->res[0])))
+        if (is_float(fw_ty(ad, in->args[0])) && is_float(fw_ty(ad, in->res[0])))
             return x;
         break;
     case OP_NEG:

@@ -119,7 +119,7 @@ typedef struct Aff {
 static bool const_int(const Ad *ad, ValId v, int64_t *k)
 {
     for (const Inst *in = ad->def[v]; in; in = ad->def[in->args[0]]) {
-        if (in->op == OP_CONST && !is_float_type(fw_ty(ad, v))) {
+        if (in->op == OP_CONST && !is_float(fw_ty(ad, v))) {
             *k = in->ival;
             return true;
         }

@@ -213,7 +213,7 @@ static void clone_region_op(Ad *ad, Block *bb, const Inst *in)
         add_params(ad, reg, in->regions[r], lead_params(in), NULL, sh);
         TapeLoop *tl = in->op == OP_FOR ? ad_tape_of(ad, in) : NULL;
         if (tl && !tl->revolve) /* revolve: the plan recomputes from the initial values */
-            tape_record(ad, reg, tl);
+            tape_emit_record(ad, reg, tl);
         clone_block(ad, in->regions[r], reg, CL_YIELD, sh);
     }
     bind_results(ad, in, &bb->insts.v[idx], sh);

@@ -2,7 +2,7 @@
  *
  * Job: emitting what ad_tape.c planned (docs/AD.md, "Tapes"): the tape
  * parameters and their Program entries, the records the primal sweep stores
- * per iteration (tape_record, clone_tape_while), and the adjoint of a taped
+ * per iteration (tape_emit_record, clone_tape_while), and the adjoint of a taped
  * loop (adj_tape_loop): a reverse loop over the tape, or revolve's segments
  * recomputed from checkpoints (adj_revolve), with the carried values, their
  * shadows and the outside values' adjoints mapped per iteration.
@@ -123,7 +123,7 @@ static ValId tape_load(Ad *ad, Block *b, const TapeLoop *tl, ValId base, Type vt
     return vt.dt != tl->dt ? ir_op1(f, b, OP_CAST, vt, v, loc) : v;
 }
 
-void tape_record(Ad *ad, Block *reg, TapeLoop *tl)
+void tape_emit_record(Ad *ad, Block *reg, TapeLoop *tl)
 {
     const Inst *in = tl->loop;
     const Block *fr = in->regions[0];
