@@ -73,12 +73,11 @@ static void fact_walk(void *f, const Block *b) { mark_block(f, b); }
 static void mark_inst(Fd *f, const Inst *in)
 {
     int op = in->op;
-    switch (op) {
-    case OP_FOR:
-    case OP_WHILE:
-    case OP_IF:
+    if (op == OP_FOR || op == OP_WHILE || op == OP_IF) { /* the regions' flows as reverse mode's */
         ad_flow_regions(in, &(FactWalk){f, fact_flow, fact_walk});
         return;
+    }
+    switch (op) {
     case OP_LOAD: {
         ValId r = in->res[0];
         if (fd_ty(f, r).dt == DT_PTR) {
@@ -104,20 +103,10 @@ static void mark_inst(Fd *f, const Inst *in)
         mark_block(f, reg);
         return;
     }
-    case OP_STORE:
-    case OP_ATOMIC_ADD:
-    case OP_ATOMIC_MAX:
-    case OP_ATOMIC_MIN:
-    case OP_ATOMIC_XCHG:
-    case OP_YIELD:
-    case OP_CONDITION:
-    case OP_ASSERT:
-    case OP_BARRIER:
-        return;
     default:
         break;
     }
-    if (in->nres != 1)
+    if (in->nres != 1 || op_writes_memory(op)) /* terminators, asserts, stores, atomics' old values */
         return;
     ValId r = in->res[0];
     Type rt = fd_ty(f, r);
