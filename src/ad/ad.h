@@ -309,7 +309,22 @@ void tape_emit_record(Ad *ad, Block *reg, TapeLoop *tl);       /* the primal swe
 void clone_tape_while(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl); /* a taped `while`'s copy */
 void adj_tape_loop(Ad *ad, Block *bb, const Inst *in, TapeLoop *tl);    /* its adjoint, backwards */
 
-/* write/: the ways of writing an input gradient that act on a finished reverse sweep. */
+/* write/: each way of writing an input gradient decides (asked by write/plain.c's
+ * ad_plain_inputs, per input), then acts on the finished reverse sweep. */
+typedef Vec(const Inst *) InstPtrVec;
+/* write/plain.c: input i's mode from its active loads ls (plain stores, read-modify-writes, else
+ * the fold's decision); whether the launcher can evaluate condition c (a flag). */
+void decide_loads(Ad *ad, Access **Ap, int i, const InstPtrVec *ls);
+bool cond_checkable(Access *A, const AccCond *c);
+/* write/fold.c: the grid axes b's program ids use (bits); the fold of input i read at the one
+ * site l whose address ignores the program ids of indep (plain 3); site rows for input i loaded at
+ * the sites ls (plain 6, 7). */
+unsigned used_axes(const Block *b);
+void fold_candidate(Ad *ad, Access *A, int i, const Inst *l, unsigned indep);
+bool site_rows(Ad *ad, Access *A, int i, const InstPtrVec *ls);
+/* write/scatter.c: input i's loads split into scattered sites (a kernel of their own) and the
+ * rest (decide_loads); true when marked. */
+bool scatter_split(Ad *ad, Access **Ap, int i, const InstPtrVec *ls);
 void fold_inputs(Ad *ad); /* write/fold.c: plain 3's atomic_adds into partials and a sum kernel */
 void site_inputs(Ad *ad); /* write/fold.c: plain 6, 7's into one row of partials per site */
 /* write/gather.c: the site-row inputs that become gathers (a Program with their kernels), or NULL;
