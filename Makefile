@@ -32,16 +32,18 @@ SRCS_IR       := src/ir/ir.c src/ir/irparse.c src/ir/verify.c src/ir/pass.c src/
                  src/ir/libm.c
 SRCS_ANALYSIS := src/analysis/access.c src/analysis/access_decide.c src/analysis/access_disjoint.c \
                  src/analysis/access_report.c src/analysis/access_cover.c src/analysis/audit.c
-SRCS_AD       := src/ad/ad_analysis.c src/ad/ad_finite.c src/ad/ad_rev.c src/ad/ad_plain.c src/ad/ad_fold.c \
-                 src/ad/ad_gemm.c src/ad/ad_gather.c src/ad/ad_scatter.c src/ad/ad_tape.c src/ad/ad_gauge.c \
-                 src/ad/ad_save.c src/ad/ad_trust.c src/ad/ad_spread.c src/ad/ad_race.c src/ad/ad_fwd.c \
-                 src/ad/ad_libm.c src/ad/check.c
+SRCS_AD       := src/ad/ad_analysis.c src/ad/ad_shift.c src/ad/ad_validate.c src/ad/ad_finite.c \
+                 src/ad/build.c src/ad/rules_rev.c src/ad/rules_fwd.c src/ad/sweep_rev.c src/ad/tape_rev.c \
+                 src/ad/backward.c src/ad/sweep_fwd.c src/ad/ad_tape.c src/ad/ad_gauge.c src/ad/ad_save.c \
+                 src/ad/ad_trust.c src/ad/ad_race.c src/ad/ad_libm.c src/ad/check.c \
+                 src/ad/write/plain.c src/ad/write/fold.c src/ad/write/gemm.c src/ad/write/gather.c \
+                 src/ad/write/scatter.c src/ad/write/spread.c
 SRCS_PLAN     := src/plan/program.c src/plan/run.c src/plan/text.c
 SRCS_EMIT     := src/emit/emit_triton.c src/emit/emit_passes.c src/emit/emit_expr.c src/emit/emit_stmt.c \
                  src/emit/emit_grad.c src/emit/emit_grad_plan.c src/emit/emit_grad_launch.c \
                  src/emit/emit_cuda.c src/emit/emit_cuda_lanes.c src/emit/emit_cuda_host.c
 SRCS := $(SRCS_BASE) $(SRCS_FRONT) $(SRCS_IR) $(SRCS_ANALYSIS) $(SRCS_AD) $(SRCS_PLAN) $(SRCS_EMIT) src/kad.c
-HDRS := src/kad_int.h src/front/front.h src/front/cu.h src/analysis/access_int.h src/plan/plan.h src/ir/ops.h src/ir/ir_int.h \
+HDRS := src/kad_int.h src/front/front.h src/front/cu.h src/analysis/access_int.h src/plan/plan.h src/ad/ad.h src/ir/ops.h src/ir/ir_int.h \
         src/emit/emit.h src/emit/emit_grad.h src/emit/py/embed.h src/emit/emit_cuda.h src/emit/emit_cuda_int.h \
         include/kad.h
 # The Python helpers the launchers print verbatim (src/emit/py/*.py), embedded as C arrays by

@@ -73,7 +73,11 @@ def compile_kad(tmp, lib, cli):
     cc = shlex.split(os.environ.get("CC", "cc"))
     flags = ["-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-DKAD_CHECKED", "-D_POSIX_C_SOURCE=200809L",
              "-I" + os.path.join(REPO, "src")]
-    objs = {p: os.path.join(tmp, os.path.basename(p)[:-2] + ".o") for p in srcs}
+    # objects named by the source's path under src/ (two folders may hold files of one name)
+    def obj(p):
+        rel = os.path.relpath(p, os.path.join(REPO, "src")) if p.startswith(REPO) else os.path.basename(p)
+        return os.path.join(tmp, rel[:-2].replace(os.sep, "__") + ".o")
+    objs = {p: obj(p) for p in srcs}
 
     def run(cmd):
         print(" ".join(cmd), flush=True)

@@ -386,7 +386,7 @@ bool ad_partial_unsafe(const AdFinite *fi, const Inst *in, int k)
 #define IS(v, bits) ((FACTS(v) & (bits)) == (bits))
     ValId a = in->args[0], b = in->nargs > 1 ? in->args[1] : 0, y = in->res[0];
     switch ((OpKind)in->op) {
-    /* the partial of operand k, as the rules in ad_rev.c (adj_rule) and ad_fwd.c (tan_rule) compute it */
+    /* the partial of operand k, as the rules in rules_rev.c (adj_rule) and rules_fwd.c (tan_rule) compute it */
     case OP_MUL: /* b, a */
         return !IS(in->args[1 - k], VK_FIN);
     case OP_FMA: /* b, a, 1 */

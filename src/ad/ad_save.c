@@ -1,6 +1,6 @@
 /* ad_save.c -- loop results the forward saves for the backward.
  *
- * Job: the backward recomputes the forward in registers (ad_rev.c), so a
+ * Job: the backward recomputes the forward in registers (sweep_rev.c), so a
  * kernel whose forward runs a loop over memory (a matmul's K loop, an
  * online log-sum-exp over a vocabulary) pays that loop again in its
  * backward.  When the forward is launched through kad (the Python package
@@ -25,7 +25,7 @@
  * ValIds, and gauge_rewrite (ad_gauge.c) defines the results of the two
  * loops it splits an online-softmax loop into with the original loop's
  * ValIds, so both become loads.  Only the adjoint of such a loop still runs
- * (ad_rev.c builds it from the forward's loop as before); a taped loop keeps
+ * (sweep_rev.c builds it from the forward's loop as before); a taped loop keeps
  * its primal copy, which records the tape.
  *
  * Exactness: the saved values are the forward's own, stored in fp32
@@ -33,7 +33,7 @@
  * would compute when both compute the same function of the same inputs: the
  * saving forward is this IR emitted, like the backward's recompute.  The
  * buffer is indexed by the linear program id (tl.program_id and
- * tl.num_programs), which ad_fold.c and ad_gather.c rewrite consistently
+ * tl.num_programs), which write/fold.c and write/gather.c rewrite consistently
  * when they restructure the backward's programs, as for tapes.
  */
 #include <string.h>

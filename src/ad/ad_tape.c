@@ -3,7 +3,7 @@
  * Job: a `for` loop carrying a value the reverse sweep needs per
  * iteration (a running max, a rescaled running sum, a recurrence
  * h = a * h + x) cannot be reversed by today's forward-running adjoint
- * loop (ad_rev.c, linear accumulators).  Its backward instead records, in
+ * loop (sweep_rev.c, linear accumulators).  Its backward instead records, in
  * the primal sweep, the carried values at the start of every iteration in
  * a scratch buffer (the tape), and runs the adjoint loop backwards,
  * reading them back (docs/AD.md, "Tapes").
@@ -14,7 +14,7 @@
  * grid), so that the launcher and plan_run allocate exactly
  * trips * programs * slot elements: the reverse loop never reads past
  * the tape.  What cannot be sized that way is refused with the reason.
- * ad_rev.c emits the stores and the reverse loop.
+ * tape_rev.c emits the stores and the reverse loop.
  *
  *   for %i = lb to ub step S iter_args(m = m0) { ...; yield m' }
  * becomes, in the backward:

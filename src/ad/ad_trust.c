@@ -1,6 +1,6 @@
 /* ad_trust.c -- forward values a trusted backward loads from the buffers the forward stored them in.
  *
- * Job: the backward recomputes the forward in registers (ad_rev.c), because
+ * Job: the backward recomputes the forward in registers (sweep_rev.c), because
  * it cannot know that an output buffer still holds what the forward wrote.
  * Under autograd it can: the package keeps the outputs and checks their
  * version counters before the backward (python/kad/autograd.py).  With

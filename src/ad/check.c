@@ -1,6 +1,6 @@
 /* check.c -- the gradient checker: AD against float64 finite differences.
  *
- * Job: the independent reference for ad_rev.c.  For a forward kernel and
+ * Job: the independent reference for reverse mode (sweep_rev.c).  For a forward kernel and
  * an AdSpec it builds the backward kernel, then on the interpreter in
  * float64 (IM_F64: every float buffer holds doubles, nothing is rounded):
  *

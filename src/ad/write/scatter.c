@@ -1,12 +1,13 @@
-/* ad_scatter.c -- scattered sites in a kernel of their own.
+/* write/scatter.c -- scattered sites in a kernel of their own.
  *
  * Job: cross-entropy reads its logits row in a loop (a dense site: each
  * element of d_logits has one writer, a plain store) and the target logit
  * at a loaded label (a scattered site: kad cannot express where it lands).
  * In one kernel the two must both be atomics: another program's label may
  * point into this program's row, and a plain store could overwrite its
- * addition.  ad_plain.c (scatter_split) gives the dense sites their plain
- * mode and marks the scattered ones; adj_load adds those with atomic_adds
+ * addition.  scatter_split (the decision, at the end of this file, which
+ * write/plain.c asks first) gives the dense sites their plain mode and
+ * marks the scattered ones; adj_load adds those with atomic_adds
  * tagged AD_SCATTER_MARK.  Here they move into a kernel of their own,
  * launched after the backward on the forward's grid (docs/AD.md,
  * "Scattered sites"):
@@ -28,7 +29,7 @@
  */
 #include <string.h>
 
-#include "plan/plan.h"
+#include "ad/ad.h"
 
 static bool is_mark(const Inst *in)
 {
@@ -135,4 +136,50 @@ bool ad_scatter_split(Arena *a, Program *P, int nfwd)
     bw->vals = main->vals;
     P->gather = pl;
     return true;
+}
+
+/* ---- The decision (write/plain.c asks, per input) ---- */
+
+/* Scattered sites (docs/AD.md, "Scattered sites"): input i's loads ls
+ * split into those whose address depends on a value kad cannot express (a
+ * label read from memory: cross-entropy's target logit) and the others.
+ * When both exist and the others alone get plain stores (1; 2 under a
+ * launch flag) or private read-modify-writes (4, 5), the scattered ones
+ * are marked (ad->scat): adj_load adds them with atomic_adds that
+ * ad_scatter_split moves into a kernel of their own, run after the
+ * backward has written the rest.  True when marked (the mode is decided);
+ * else everything is as before the attempt. */
+bool scatter_split(Ad *ad, Access **Ap, int i, const InstPtrVec *ls)
+{
+    if (!ad->scat || ls->n < 2)
+        return false;
+    if (!*Ap)
+        *Ap = ad->acc = access_analyze(ad->a, ad->fw);
+    InstPtrVec rest = {0}, scat = {0};
+    for (int k = 0; k < ls->n; k++) {
+        const Inst *l = ls->v[k];
+        bool unknown = ad->root[l->args[0]] == i + 1 &&
+                       (access_base(*Ap, l) != i ||
+                        access_injective(*Ap, l, ACC_VARY_PIDS | ACC_VARY_LOOPS | ACC_VARY_LANES).v == ACC_UNKNOWN);
+        if (unknown)
+            vec_push(ad->a, scat, l);
+        else
+            vec_push(ad->a, rest, l);
+    }
+    if (!scat.n || !rest.n)
+        return false;
+    unsigned axes = ad->fold_axes;
+    decide_loads(ad, Ap, i, &rest);
+    if (ad->plain[i] == 1 || ad->plain[i] == 2 || ad->plain[i] == 4 || ad->plain[i] == 5) {
+        for (int k = 0; k < scat.n; k++)
+            ad->scat[scat.v[k]->res[0]] = 1;
+        return true;
+    }
+    ad->plain[i] = 0;
+    ad->why[i] = ad->when[i] = ad->cover_why[i] = NULL;
+    ad->cover[i] = NULL;
+    ad->first[i] = NULL;
+    ad->cond[i].n = 0;
+    ad->fold_axes = axes;
+    return false;
 }

@@ -1,4 +1,4 @@
-/* ad_spread.c -- a backward's loop spread over more programs.
+/* write/spread.c -- a backward's loop spread over more programs.
  *
  * Job: a backward runs on the forward's grid, one program per forward
  * program.  When its work is one top-level `for` loop whose iterations

@@ -1,4 +1,4 @@
-/* ad_gemm.c -- deterministic operand gradients of a tiled matmul.
+/* write/gemm.c -- deterministic operand gradients of a tiled matmul.
  *
  * Job: in a tiled matmul (`for k: acc = tl.dot(a_tile, b_tile, acc)`, then
  * an epilogue and a store of C), every program of a tile row reads the same
@@ -39,12 +39,15 @@
  * generated kernel, possibly under a runtime condition evaluated too).
  * When a check fails, the launch runs the atomic backward, which stays in
  * the module.  The plan is Program.gemm; plan_run runs it the same way.
+ *
+ * gemm_inputs, at the end of this file, picks the inputs backward.c's
+ * driver gives this way (those still written with atomics) and calls ad_gemm.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan/plan.h"
+#include "ad/ad.h"
 
 enum { PD = 1, DATA = 2, REG = 4 }; /* per top-level value: depends on a program id, on memory, on a region */
 
@@ -1303,4 +1306,33 @@ bool gemm_tiles(const GemmPlan *pl, const int64_t *iargs, const int64_t grid[3],
     ok = ok && gemm_expr_eval(pl->trips, iargs, grid, (int64_t[3]){0, 0, 0}, &tr);
     *nu = U, *nv = V, *trips = tr > 0 ? tr : 0;
     return ok;
+}
+
+/* The input gradients a tiled matmul's K loop adds into with atomics get
+ * GEMM kernels of their own (write/gemm.c) when the pattern holds; the header
+ * says so through grad_gemm.  False only on a kad bug (reported in d). */
+bool gemm_inputs(Arena *a, Diags *d, const Func *fwd, Program *P, const AdSpec *spec)
+{
+    const Func *bw = P->main;
+    int n = 0, nfwd = fwd->nparams, *slot = arena_alloc(a, sizeof(int) * (size_t)(spec->nwrt + 1));
+    const char **names = arena_alloc(a, sizeof(char *) * (size_t)(spec->nwrt + 1));
+    for (int j = 0; j < spec->nwrt; j++) {
+        if (spec->grad_write && !spec->grad_write[j])
+            continue; /* already plain */
+        bool inplace = false;
+        for (int o = 0; o < spec->nouts; o++)
+            inplace |= !strcmp(spec->outs[o], spec->wrt[j]);
+        const char *dn = arena_printf(a, "d_%s", spec->wrt[j]);
+        for (int k = nfwd; !inplace && k < plan_nargs(P); k++)
+            if (bw->vals.v[bw->params[k]].name && !strcmp(bw->vals.v[bw->params[k]].name, dn)) {
+                slot[n] = k;
+                names[n++] = spec->wrt[j];
+            }
+    }
+    if (!n)
+        return true;
+    int before = d->nerrors;
+    const char *why = ad_gemm(a, P, slot, names, n, d);
+    (void)why; /* not matched: the atomics stay, with the header's reason */
+    return d->nerrors == before;
 }

@@ -1,4 +1,4 @@
-/* ad_fold.c -- deterministic shared gradients: grid folding and partials.
+/* write/fold.c -- deterministic shared gradients: grid folding and partials.
  *
  * Job: a weight or bias read by every program along one grid axis (RMSNorm's
  * w, read by every row program) gets its gradient from all of them.  Float
@@ -28,7 +28,7 @@
  * tile's lanes differ from one access to the next, and replicated lanes
  * must all read before any writes).
  *
- * Requires (ad_rev.c decides, from access.c): per folded input one adding
+ * Requires (fold_candidate decides, from access.c): per folded input one adding
  * site whose address does not depend on tl.program_id(axis), whose lanes are
  * distinct elements, and whose elements no two programs differing in another
  * grid axis share.  Keeps: the backward's contract (launch_K_bwd / the
@@ -37,16 +37,20 @@
  * is provably written) and one sum kernel adds every input's rows.
  * Breaks nothing else: a value the transformation cannot follow (a pointer
  * into the gradient carried in a way it does not know) makes ad_fold return
- * false, and ad_rev falls back to atomics.
+ * false, and the backward falls back to atomics.
+ *
+ * At the end of this file: the decision (fold_candidate: plain 3, the fold;
+ * site_rows: plain 6, 7, a row of partials per site), which write/plain.c
+ * asks per input; fold_inputs and site_inputs, which apply it to
+ * ad_reverse's backward, or fall back to atomics and say why.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "ad/ad.h"
 
-typedef Vec(ValId) ValVec;
 
 typedef struct Fold {
     Arena *a;
@@ -888,5 +892,152 @@ bool ad_site_rows(Arena *a, Func *bw, int slot, const char *name, ValId flag)
     plan->n++;
     f->fold = plan;
     f->vals.v[p].name = arena_printf(a, "d_%s_part", name);
+    return true;
+}
+
+
+/* The inputs ad_plain_inputs chose to fold (plain 3): their atomic_adds
+ * become per-program partials and a sum kernel (write/fold.c).  When the fold
+ * cannot follow a gradient pointer, they stay atomics, and say why. */
+void fold_inputs(Ad *ad)
+{
+    const Func *fw = ad->fw;
+    int n = 0, *slot = arena_alloc(ad->a, sizeof(int) * (size_t)(fw->nparams + 1));
+    const char **names = arena_alloc(ad->a, sizeof(char *) * (size_t)(fw->nparams + 1));
+    for (int i = 0; i < fw->nparams; i++) {
+        if (ad->plain[i] != 3)
+            continue;
+        for (int k = 0; k < ad->bw->nparams; k++)
+            if (ad->bw->params[k] == ad->grad[i])
+                slot[n] = k;
+        names[n++] = fname(ad, fw->params[i]);
+    }
+    if (n && !ad_fold(ad->a, ad->bw, ad->fold_axes, slot, names, n))
+        for (int i = 0; i < fw->nparams; i++)
+            if (ad->plain[i] == 3) {
+                ad->plain[i] = 0;
+                ad->why[i] = "it is shared across programs, and kad could not follow its gradient pointers "
+                             "to sum them per program";
+            }
+}
+
+/* The inputs ad_plain_inputs gave site rows (plain 6, 7): their atomic_adds
+ * become plain stores into one row of partials per site (ad_site_rows).
+ * When the rewrite cannot follow a gradient pointer, atomics stay. */
+void site_inputs(Ad *ad)
+{
+    const Func *fw = ad->fw;
+    for (int i = 0; i < fw->nparams; i++) {
+        if (ad->plain[i] != 6 && ad->plain[i] != 7)
+            continue;
+        int slot = -1;
+        for (int k = 0; k < ad->bw->nparams; k++)
+            if (ad->bw->params[k] == ad->grad[i])
+                slot = k;
+        if (slot < 0 || !ad_site_rows(ad->a, ad->bw, slot, fname(ad, fw->params[i]),
+                                      ad->plain[i] == 7 ? ad->flag[i] : 0)) {
+            ad->plain[i] = 0;
+            ad->why[i] = "it is loaded at several sites that programs may share, and kad could not follow its "
+                         "gradient pointers to give each site its own row of partials";
+        }
+    }
+}
+
+/* ---- The decision (write/plain.c asks, per input) ---- */
+
+/* The grid axes whose tl.program_id or tl.num_programs b uses (bits). */
+unsigned used_axes(const Block *b)
+{
+    unsigned u = 0;
+    for (int k = 0; b && k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        if ((in->op == OP_PROGRAM_ID || in->op == OP_NUM_PROGRAMS) && in->ival >= 0 && in->ival < 3)
+            u |= 1u << in->ival;
+        for (int r = 0; r < in->nregions; r++)
+            u |= used_axes(in->regions[r]);
+    }
+    return u;
+}
+
+/* Input i, read at the one site l whose address does not depend on the
+ * program ids of `indep`: can its gradient be summed deterministically by
+ * folding the grid (write/fold.c)?  The folded axes are those the kernel uses
+ * and the address ignores (every axis when the kernel uses none); the lanes
+ * of l must be distinct elements (a tile holding one element twice would
+ * lose an addition), and programs differing in another used axis must not
+ * share an element (they run at once on one row of partials: access_private
+ * over those axes).  Marks plain[i] = 3 and the axes in ad->fold_axes (one
+ * set of axes per backward: an input needing other axes keeps atomics). */
+void fold_candidate(Ad *ad, Access *A, int i, const Inst *l, unsigned indep)
+{
+    unsigned used = used_axes(ad->fw->body);
+    unsigned axes = used ? indep & used : 1;
+    if (!axes)
+        return;
+    unsigned others = used & ~axes;
+    if (others) { /* programs differing in another axis run at once on one row of partials */
+        const Inst *one[1] = {l};
+        AccResult pr = access_private(A, one, 1, others);
+        if (pr.v != ACC_PROVEN) {
+            ad->why[i] = arena_printf(ad->a, "it is shared across programs, and kad cannot prove that programs "
+                                             "along the other grid axes read distinct elements%s%s%s",
+                                      pr.why ? " (" : "", pr.why ? pr.why : "", pr.why ? ")" : "");
+            return;
+        }
+    }
+    AccResult lanes = access_injective(A, l, ACC_VARY_LANES);
+    if (lanes.v != ACC_PROVEN) {
+        ad->why[i] = "it is shared across programs, and kad cannot prove that one load's lanes read distinct "
+                     "elements";
+        return;
+    }
+    if (ad->fold_axes && ad->fold_axes != axes) {
+        ad->why[i] = "it is shared across programs along other grid axes than another input kad folds";
+        return;
+    }
+    ad->fold_axes = axes;
+    ad->plain[i] = 3;
+    ad->why[i] = NULL;
+    /* what the load reaches: a top-level site's rows of partials are written there (ad_fold's
+     * load_store), so the launcher may leave them uninitialized when it covers a dense d_x */
+    ad->cover[i] = access_cover(A, l, &ad->cover_why[i]);
+}
+
+/* Input i is loaded at several sites that programs may share (a stencil's
+ * taps: neighbouring tiles read overlapping halos), but each site alone
+ * reads distinct elements over the whole launch (programs, iterations and
+ * lanes).  Then each site stores its adjoint into its own row of partials
+ * and a sum kernel adds the rows in order (plain 6, ad_site_rows); when
+ * that holds only under conditions the launcher evaluates, under their
+ * conjunction, with atomics when it fails (plain 7).  At most
+ * SITE_ROWS_MAX sites: the partials cost a row of the gradient's size per
+ * site. */
+enum { SITE_ROWS_MAX = 16 };
+bool site_rows(Ad *ad, Access *A, int i, const InstPtrVec *ls)
+{
+    if (ls->n > SITE_ROWS_MAX)
+        return false;
+    AccCondVec conds = {0};
+    for (int k = 0; k < ls->n; k++) {
+        AccResult r = access_injective(A, ls->v[k], ACC_VARY_PIDS | ACC_VARY_LOOPS | ACC_VARY_LANES);
+        if (r.v == ACC_PROVEN)
+            continue;
+        if (r.v != ACC_PROVEN_IF || !cond_checkable(A, r.cond))
+            return false;
+        access_cond_conj(A, &conds, r.cond);
+    }
+    Buf py = {.a = ad->a};
+    for (int j = 0; j < conds.n; j++) {
+        const char *c = access_cond_python(A, conds.v[j]);
+        if (!c)
+            return false;
+        buf_printf(&py, conds.n > 1 ? "%s(%s)" : "%s%s", j ? " and " : "", c);
+    }
+    ad->plain[i] = conds.n ? 7 : 6;
+    ad->cond[i] = conds;
+    ad->when[i] = conds.n ? buf_str(&py) : NULL;
+    ad->why[i] = conds.n ? arena_printf(ad->a, "it is loaded at several sites that programs may share, each of "
+                                               "which reads distinct elements only when %s", buf_str(&py))
+                         : NULL;
     return true;
 }

@@ -1,4 +1,4 @@
-/* ad_plain.c -- how each input gradient of a backward is written.
+/* write/plain.c -- how each input gradient of a backward is written.
  *
  * Job: decide, per differentiated input, whether the backward can write its
  * gradient without atomics (docs/AD.md, "Deterministic input gradients"):
@@ -6,21 +6,26 @@
  * under a condition the launcher evaluates), read-modify-writes private to
  * the program for several load sites (4, or 5 under a condition), per-program
  * partials for an input every program along some grid axes reads (3: grid
- * folding, ad_fold.c); otherwise atomics, with the reason in ad->why.
+ * folding, write/fold.c); otherwise atomics, with the reason in ad->why.
  *
  * Requires: ad_analyze's facts (roles, provenance, activity) and ad->spec.
  * Fills ad->plain, why, when, cond, cover (what a plain store reaches, for
  * the launcher's zero-fill: access_cover) and fold_axes; ad->acc holds the
  * forward's access analysis when one was needed.  Emits nothing: adj_load
- * (ad_rev.c) writes what was decided.
+ * (sweep_rev.c) writes what was decided.
+ *
+ * ad_plain_inputs asks each way in turn, per input: the scattered sites
+ * (scatter_split, write/scatter.c), the plain stores and read-modify-writes
+ * (decide_loads, here), the fold and site rows (fold_candidate, site_rows,
+ * write/fold.c).  The gathers (write/gather.c) and the GEMM form
+ * (write/gemm.c) decide after the reverse sweep, in backward.c's order.
  */
 #include <string.h>
 
-#include "kad_int.h"
+#include "ad/ad.h"
 
 /* The loads of fw (regions included) that may read through parameter i
  * and get an adjoint: the only writers of d_<i> in the backward. */
-typedef Vec(const Inst *) InstPtrVec;
 static void input_loads(const Ad *ad, const Block *b, int i, InstPtrVec *out)
 {
     for (int k = 0; b && k < b->insts.n; k++) {
@@ -50,7 +55,7 @@ static const Block *block_of(const Block *b, const Inst *x)
 
 /* Can the launcher evaluate the condition (a Python expression over its
  * arguments and grid)?  Then the input's flag is a constexpr parameter. */
-static bool cond_checkable(Access *A, const AccCond *c)
+bool cond_checkable(Access *A, const AccCond *c)
 {
     return access_cond_host(A, c, "_a", "_g") != NULL;
 }
@@ -67,66 +72,9 @@ static bool cond_checkable(Access *A, const AccCond *c)
  * iteration only, and a site of one program may meet another program's.
  * Anything else (several sites, a pointer selected among parameters, a
  * runtime condition, an unknown address) keeps the atomics, with the
- * reason in ad->why. */
-/* The grid axes whose tl.program_id or tl.num_programs b uses (bits). */
-static unsigned used_axes(const Block *b)
-{
-    unsigned u = 0;
-    for (int k = 0; b && k < b->insts.n; k++) {
-        const Inst *in = &b->insts.v[k];
-        if ((in->op == OP_PROGRAM_ID || in->op == OP_NUM_PROGRAMS) && in->ival >= 0 && in->ival < 3)
-            u |= 1u << in->ival;
-        for (int r = 0; r < in->nregions; r++)
-            u |= used_axes(in->regions[r]);
-    }
-    return u;
-}
-
-/* Input i, read at the one site l whose address does not depend on the
- * program ids of `indep`: can its gradient be summed deterministically by
- * folding the grid (ad_fold.c)?  The folded axes are those the kernel uses
- * and the address ignores (every axis when the kernel uses none); the lanes
- * of l must be distinct elements (a tile holding one element twice would
- * lose an addition), and programs differing in another used axis must not
- * share an element (they run at once on one row of partials: access_private
- * over those axes).  Marks plain[i] = 3 and the axes in ad->fold_axes (one
- * set of axes per backward: an input needing other axes keeps atomics). */
-static void fold_candidate(Ad *ad, Access *A, int i, const Inst *l, unsigned indep)
-{
-    unsigned used = used_axes(ad->fw->body);
-    unsigned axes = used ? indep & used : 1;
-    if (!axes)
-        return;
-    unsigned others = used & ~axes;
-    if (others) { /* programs differing in another axis run at once on one row of partials */
-        const Inst *one[1] = {l};
-        AccResult pr = access_private(A, one, 1, others);
-        if (pr.v != ACC_PROVEN) {
-            ad->why[i] = arena_printf(ad->a, "it is shared across programs, and kad cannot prove that programs "
-                                             "along the other grid axes read distinct elements%s%s%s",
-                                      pr.why ? " (" : "", pr.why ? pr.why : "", pr.why ? ")" : "");
-            return;
-        }
-    }
-    AccResult lanes = access_injective(A, l, ACC_VARY_LANES);
-    if (lanes.v != ACC_PROVEN) {
-        ad->why[i] = "it is shared across programs, and kad cannot prove that one load's lanes read distinct "
-                     "elements";
-        return;
-    }
-    if (ad->fold_axes && ad->fold_axes != axes) {
-        ad->why[i] = "it is shared across programs along other grid axes than another input kad folds";
-        return;
-    }
-    ad->fold_axes = axes;
-    ad->plain[i] = 3;
-    ad->why[i] = NULL;
-    /* what the load reaches: a top-level site's rows of partials are written there (ad_fold's
-     * load_store), so the launcher may leave them uninitialized when it covers a dense d_x */
-    ad->cover[i] = access_cover(A, l, &ad->cover_why[i]);
-}
-
-/* Input i's gradient mode from a verdict: `proven` when r is PROVEN; when
+ * reason in ad->why.  (The conditions of this rule: decide_loads, below.)
+ *
+ * Input i's gradient mode from a verdict: `proven` when r is PROVEN; when
  * it is PROVEN_IF, `cond` under r's condition (the launcher's flag) if the
  * launcher can evaluate it, with why_if (a format taking the condition)
  * saying why the atomics remain when it fails.  False for other verdicts. */
@@ -147,45 +95,6 @@ static bool take_verdict(Ad *ad, Access *A, int i, AccResult r, int proven, int 
         vec_push(ad->a, ad->cond[i], r.cond);
         ad->when[i] = py;
     }
-    return true;
-}
-
-/* Input i is loaded at several sites that programs may share (a stencil's
- * taps: neighbouring tiles read overlapping halos), but each site alone
- * reads distinct elements over the whole launch (programs, iterations and
- * lanes).  Then each site stores its adjoint into its own row of partials
- * and a sum kernel adds the rows in order (plain 6, ad_site_rows); when
- * that holds only under conditions the launcher evaluates, under their
- * conjunction, with atomics when it fails (plain 7).  At most
- * SITE_ROWS_MAX sites: the partials cost a row of the gradient's size per
- * site. */
-enum { SITE_ROWS_MAX = 16 };
-static bool site_rows(Ad *ad, Access *A, int i, const InstPtrVec *ls)
-{
-    if (ls->n > SITE_ROWS_MAX)
-        return false;
-    AccCondVec conds = {0};
-    for (int k = 0; k < ls->n; k++) {
-        AccResult r = access_injective(A, ls->v[k], ACC_VARY_PIDS | ACC_VARY_LOOPS | ACC_VARY_LANES);
-        if (r.v == ACC_PROVEN)
-            continue;
-        if (r.v != ACC_PROVEN_IF || !cond_checkable(A, r.cond))
-            return false;
-        access_cond_conj(A, &conds, r.cond);
-    }
-    Buf py = {.a = ad->a};
-    for (int j = 0; j < conds.n; j++) {
-        const char *c = access_cond_python(A, conds.v[j]);
-        if (!c)
-            return false;
-        buf_printf(&py, conds.n > 1 ? "%s(%s)" : "%s%s", j ? " and " : "", c);
-    }
-    ad->plain[i] = conds.n ? 7 : 6;
-    ad->cond[i] = conds;
-    ad->when[i] = conds.n ? buf_str(&py) : NULL;
-    ad->why[i] = conds.n ? arena_printf(ad->a, "it is loaded at several sites that programs may share, each of "
-                                               "which reads distinct elements only when %s", buf_str(&py))
-                         : NULL;
     return true;
 }
 
@@ -331,7 +240,7 @@ static void first_writer(Ad *ad, Access *A, int i, const InstPtrVec *ls)
 }
 
 /* Decides input i's mode from its active loads ls (ad_plain_inputs). */
-static void decide_loads(Ad *ad, Access **Ap, int i, const InstPtrVec *ls)
+void decide_loads(Ad *ad, Access **Ap, int i, const InstPtrVec *ls)
 {
     const Func *fw = ad->fw;
     const char **why = &ad->why[i];
@@ -388,50 +297,6 @@ static void decide_loads(Ad *ad, Access **Ap, int i, const InstPtrVec *ls)
         *why = arena_printf(ad->a, "the load is not injective (%s)", r.why);
     else
         *why = arena_printf(ad->a, "kad cannot tell whether the load is injective (%s)", r.why);
-}
-
-/* Scattered sites (docs/AD.md, "Scattered sites"): input i's loads ls
- * split into those whose address depends on a value kad cannot express (a
- * label read from memory: cross-entropy's target logit) and the others.
- * When both exist and the others alone get plain stores (1; 2 under a
- * launch flag) or private read-modify-writes (4, 5), the scattered ones
- * are marked (ad->scat): adj_load adds them with atomic_adds that
- * ad_scatter_split moves into a kernel of their own, run after the
- * backward has written the rest.  True when marked (the mode is decided);
- * else everything is as before the attempt. */
-static bool scatter_split(Ad *ad, Access **Ap, int i, const InstPtrVec *ls)
-{
-    if (!ad->scat || ls->n < 2)
-        return false;
-    if (!*Ap)
-        *Ap = ad->acc = access_analyze(ad->a, ad->fw);
-    InstPtrVec rest = {0}, scat = {0};
-    for (int k = 0; k < ls->n; k++) {
-        const Inst *l = ls->v[k];
-        bool unknown = ad->root[l->args[0]] == i + 1 &&
-                       (access_base(*Ap, l) != i ||
-                        access_injective(*Ap, l, ACC_VARY_PIDS | ACC_VARY_LOOPS | ACC_VARY_LANES).v == ACC_UNKNOWN);
-        if (unknown)
-            vec_push(ad->a, scat, l);
-        else
-            vec_push(ad->a, rest, l);
-    }
-    if (!scat.n || !rest.n)
-        return false;
-    unsigned axes = ad->fold_axes;
-    decide_loads(ad, Ap, i, &rest);
-    if (ad->plain[i] == 1 || ad->plain[i] == 2 || ad->plain[i] == 4 || ad->plain[i] == 5) {
-        for (int k = 0; k < scat.n; k++)
-            ad->scat[scat.v[k]->res[0]] = 1;
-        return true;
-    }
-    ad->plain[i] = 0;
-    ad->why[i] = ad->when[i] = ad->cover_why[i] = NULL;
-    ad->cover[i] = NULL;
-    ad->first[i] = NULL;
-    ad->cond[i].n = 0;
-    ad->fold_axes = axes;
-    return false;
 }
 
 void ad_plain_inputs(Ad *ad)

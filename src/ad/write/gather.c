@@ -1,4 +1,4 @@
-/* ad_gather.c -- a stencil's input gradient as a gather.
+/* write/gather.c -- a stencil's input gradient as a gather.
  *
  * Job: a stencil reads its input x at n sites (a 3x3 box filter's nine
  * taps), and its backward adds each site's adjoint with tl.atomic_add at
@@ -42,15 +42,18 @@
  * condition on the gather kernel's grid).  Grid axes without positions have
  * grid_add 0 and their programs must be one (the condition says so, or the
  * store is not injective).
+ *
+ * gather_inputs, at the end of this file, decides which site-row inputs
+ * (write/plain.c's 6, 7) become gathers: a backward with their sites as
+ * atomics to check the rule on, then the final one with its gather kernels.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan/plan.h"
+#include "ad/ad.h"
 
-typedef Vec(ValId) ValVec;
 
 typedef struct Gat {
     Arena *a;
@@ -1104,4 +1107,85 @@ bool ad_gather(Arena *a, Program *P, const GatherIn *gin, ValId flag)
     bool plain = !bw->fold && !P->tapes.n;
     pl->main = !plain || has_effects(P, bw->body, true) ? 0 : !has_effects(P, bw->body, false) ? 1 : 2;
     return true;
+}
+
+/* The index of d_<x> (fwd param i) among the contract's params of P's backward, or -1. */
+static int grad_slot(const Func *fwd, const Program *P, int i)
+{
+    const Func *bw = P->main;
+    const char *x = fwd->vals.v[fwd->params[i]].name;
+    const char *dn = x ? arena_printf(bw->a, "d_%s", x) : NULL;
+    for (int k = fwd->nparams; dn && k < plan_nargs(P); k++)
+        if (bw->vals.v[bw->params[k]].name && !strcmp(bw->vals.v[bw->params[k]].name, dn))
+            return k;
+    return -1;
+}
+
+/* The input gradients that site rows would sum (plain 6, 7) become
+ * gathers where the rule
+ * of write/gather.c holds: a backward with those sites as atomics first, to
+ * check the rule on, then the final one (the same when every candidate
+ * passes).  NULL: none applies (bw stays). */
+Program *gather_inputs(Arena *a, const Func *orig, const Func *fwd, const AdSpec *spec, const uint8_t *plain,
+                       bool *ran)
+{
+    int np = fwd->nparams, ncand = 0;
+    uint8_t *cand = arena_alloc(a, (size_t)np + 1), *gm = arena_alloc(a, (size_t)np + 1);
+    for (int i = 0; i < np; i++) {
+        bool out = false;
+        const char *x = fwd->vals.v[fwd->params[i]].name;
+        for (int o = 0; x && o < spec->nouts; o++)
+            out |= !strcmp(spec->outs[o], x);
+        bool wrt = false;
+        for (int j = 0; x && j < spec->nwrt; j++)
+            wrt |= !strcmp(spec->wrt[j], x);
+        if (wrt && !out && (plain[i] == 6 || plain[i] == 7))
+            cand[i] = 1, ncand++;
+    }
+    if (!ncand)
+        return NULL;
+    *ran = true;
+    Diags scratch;
+    diag_init(&scratch, a);
+    /* the candidates' sites as top-level atomics, nothing folded: the rule's IR */
+    Program *P = reverse_simplified(a, &scratch, orig, fwd, spec, cand, true, false, NULL);
+    if (!P)
+        return NULL;
+    GatherIn *gin = arena_alloc(a, sizeof *gin * (size_t)(np + 1));
+    int ng = 0;
+    for (int i = 0; i < np; i++) {
+        int slot = cand[i] ? grad_slot(fwd, P, i) : -1;
+        if (slot >= 0 && !ad_gather_check(a, P, slot, fwd->vals.v[fwd->params[i]].name, &gin[i])) {
+            gm[i] = gin[i].cond ? 2 : 1;
+            ng++;
+        }
+    }
+    if (!ng)
+        return NULL;
+    /* the final backward: the gathered inputs' sites atomics (under their flags), the rest as today */
+    if (!(P = reverse_simplified(a, &scratch, orig, fwd, spec, gm, false, false, NULL)))
+        return NULL;
+    Func *bw = P->main;
+    for (int i = 0; i < np; i++) {
+        if (!gm[i])
+            continue;
+        ValId flag = 0;
+        const char *dn = arena_printf(a, "gather_d_%s", fwd->vals.v[fwd->params[i]].name);
+        for (int j = 0; j < P->main->flags.n; j++)
+            if (!strcmp(bw->vals.v[P->main->flags.v[j].param].name, dn))
+                flag = P->main->flags.v[j].param;
+        if (grad_slot(fwd, P, i) != gin[i].slot || !ad_gather(a, P, &gin[i], flag) || !ir_verify(bw, &scratch))
+            return NULL; /* not expected: the same contract */
+        /* the zero-fill: skipped where the gather kernel stores every element of the view (what
+         * its site of offset 0 reaches covers it, and the gather runs: its flag holds) */
+        for (int j = 0; j < P->covers.n; j++)
+            if (P->covers.v[j].param == bw->params[gin[i].slot]) {
+                FuncCover *fc = &P->covers.v[j];
+                fc->acc = gin[i].cover_acc;
+                fc->cover = gin[i].cover;
+                fc->flag = flag;
+                fc->why = gin[i].cover ? NULL : gin[i].cover_why;
+            }
+    }
+    return P;
 }
