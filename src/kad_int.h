@@ -672,6 +672,8 @@ const ParamRange *ir_param_range(const Func *f, int param);
 ValId ir_value_new(Func *f, Type ty, const char *name, Loc loc);
 ValId ir_param_add(Func *f, Type ty, const char *name, Loc loc);
 Block *ir_block_new(Func *f);
+/* b's terminator (its last instruction), or NULL when b is empty. */
+const Inst *ir_block_term(const Block *b);
 ValId ir_block_param_add(Func *f, Block *b, Type ty, const char *name, Loc loc);
 /* Appends an instruction; args copied; nres results created with the given
  * types (may be NULL when nres == 0).  Returns the instruction, valid until
@@ -1293,13 +1295,11 @@ const AccCover *access_cover(Access *A, const Inst *mem, const char **why);
 /* The check as a Python expression, true only when every element of the
  * view of `tensor` (a Python expression for a torch.Tensor) is reached:
  * int parameter p as args["p"], the grid as grid[k] (args and grid: the
- * names given); a call of the function access_cover_helper defines.  NULL
- * when a coefficient names a value not computed from them. */
+ * names given); a call of _kad_covers, the Python helper the launcher
+ * prints before them (src/emit/py/cover.py, embedded as kad_py_covers).
+ * NULL when a coefficient names a value not computed from them. */
 const char *access_cover_host(Access *A, const AccCover *c, const char *tensor, const char *args,
                               const char *grid);
-/* The Python source (a module-level def of _kad_covers) that
- * access_cover_host's expressions call. */
-const char *access_cover_helper(void);
 
 /* A launch condition of a backward kernel: its gradient is right only
  * when cond holds (a store in a loop proven to write distinct elements
@@ -1733,9 +1733,11 @@ bool tape_expr_has_pid(const TapeExpr *e);
  * bare p when args is NULL), the grid as GRID[k] (tl.num_programs(k) when
  * grid is NULL), tl.program_id(k) as tl.program_id(k) when grid is NULL,
  * else the expression is in interval form: calls of the helpers of
- * tape_host_helpers() on (lo, hi) pairs, the program id (0, GRID[k] - 1). */
+ * kad_py_tape_interval (src/emit/py/tape.py, printed by the launcher) on
+ * (lo, hi) pairs, the program id (0, GRID[k] - 1). */
 const char *tape_expr_host(Arena *a, const TapeExpr *e, const Func *f, const char *args, const char *grid);
-/* The Python source of the interval helpers tape_expr_host's interval form calls. */
+/* The Python source of the interval helpers tape_expr_host's interval form calls.  Unused: the emitter prints kad_py_tape_interval (src/emit/py/tape.py) itself; to be deleted
+ * with its definition in ad_tape.c (issue 35: ad must not reach into emit's Python). */
 const char *tape_host_helpers(void);
 /* The number of elements of f's tape j for a launch (0 when the loop
  * runs no iteration); false after a located error in d. */
@@ -1771,7 +1773,8 @@ int64_t revolve_plan(int64_t trips, int64_t s, int32_t *out, int64_t *advanced);
 bool revolve_fit(int64_t trips, int64_t programs, int64_t slot_bytes, int64_t esz, int64_t budget, int64_t *s,
                  int64_t *rows);
 /* The Python source of the launcher's mirror of revolve_fit and revolve_plan
- * (_kad_revolve_fit, _kad_revolve_plan): the same plans. */
+ * (_kad_revolve_fit, _kad_revolve_plan): the same plans.  Unused: the emitter prints kad_py_tape_revolve itself; to be deleted with its definition in
+ * ad_tape.c (issue 35). */
 const char *tape_revolve_helpers(void);
 /* f's revolve tape j for a launch: its elements (the plan's head: the
  * number of rows, then the rows, as floats; then s slots per program),

@@ -580,7 +580,7 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Program *P, const AdS
     for (int i = 0; P->gemm && i < P->gemm->n; i++)
         covers |= P->gemm->op[i].cover != NULL;
     if (covers)
-        buf_printf(out, "\n\n%s", access_cover_helper());
+        buf_printf(out, "\n\n%s", kad_py_covers);
     if (fwd->descs.n)
         buf_puts(out, kad_py_descs);
     if (emit_has_desc(bwd))

@@ -409,7 +409,7 @@ static void print_tapes(Buf *out, Arena *a, const Program *P, const char *lname)
     for (int j = 0; j < P->tapes.n; j++)
         pid |= tape_expr_has_pid(P->tapes.v[j].trips);
     if (pid)
-        buf_puts(out, tape_host_helpers());
+        buf_puts(out, kad_py_tape_interval);
     if (div)
         buf_puts(out, kad_py_host_kad_tdiv);
     int64_t budget = tape_budget_of(P), nck = 0;
@@ -421,7 +421,7 @@ static void print_tapes(Buf *out, Arena *a, const Program *P, const char *lname)
     if (budget)
         buf_puts(out, "    import math\n    _tapes_from = len(args)\n");
     if (revolve) {
-        buf_puts(out, tape_revolve_helpers());
+        buf_puts(out, kad_py_tape_revolve);
         buf_puts(out, "    _kad_rv = []  # this launch's revolve schedules, for the caller\n");
     }
     for (int j = 0; j < P->tapes.n; j++) {

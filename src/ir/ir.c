@@ -86,6 +86,8 @@ ValId ir_param_add(Func *f, Type ty, const char *name, Loc loc)
 
 Block *ir_block_new(Func *f) { return arena_alloc(f->a, sizeof(Block)); }
 
+const Inst *ir_block_term(const Block *b) { return b->insts.n ? &b->insts.v[b->insts.n - 1] : NULL; }
+
 ValId ir_block_param_add(Func *f, Block *b, Type ty, const char *name, Loc loc)
 {
     ValId v = ir_value_new(f, ty, name, loc);
