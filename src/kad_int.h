@@ -539,7 +539,7 @@ static inline int ir_desc_rank(const Inst *in) { return (in->nargs - ir_desc_at(
 enum { LH_STAGES, LH_UNROLL, LH_GIVEN, LH_TRUE, LH_N };
 enum { LHB_FLATTEN = 1, LHB_WARP_SPECIALIZE = 2, LHB_NO_ACC_MULTI_BUFFER = 4, LHB_DISABLE_LICM = 8 };
 /* The hints' names (tl.range keywords) and the bit of each boolean one. */
-extern const struct LoopHint { const char *name; int bit; } loop_hints[6];
+extern const struct LoopHint { const char *name; int bit; } ir_loop_hints[6];
 
 /* A region: parameters, then instructions; the last instruction of a
  * region of for/if/while-body is OP_YIELD, of a while-cond OP_CONDITION.
@@ -1365,7 +1365,7 @@ const TapeExpr *tape_expr_of(Arena *a, const Func *f, const struct Inst *const *
  * minimum), else -1. */
 int tape_expr_op(int op);
 /* The IR text's name of a TX_ operation (add ... cdiv), or NULL (ir.c). */
-const char *tape_expr_op_name(int op);
+const char *ir_tape_expr_op_name(int op);
 /* A tape of a backward kernel: a scratch buffer (pointer parameter param,
  * after the flags) holding, for every iteration t < trips of one `for`
  * loop and every program p (numbered x fastest), `slot` elements at
@@ -2046,7 +2046,7 @@ typedef struct DefParam {
 /* The def's parameters in order: the first nfwd runtime parameters and every
  * constexpr at its ConstParam.pos; when a position is unknown (IR read from
  * text), the constexprs follow the runtime ones.  nfwd + consts.n entries. */
-DefParam *def_order(Arena *a, const Func *f, int nfwd);
+DefParam *emit_def_order(Arena *a, const Func *f, int nfwd);
 /* Whether f holds an access made from a tensor descriptor (IF_DESC), which
  * emit_triton prints as tl.make_tensor_descriptor: Triton then needs a
  * global-scratch allocator at launch (triton.set_allocator). */
@@ -2180,7 +2180,7 @@ typedef struct Emitter {
     /* the names in use (open addressing) */
     const char **set;
     uint32_t mask;
-    const char **ubase; /* unique_name's bases (same mask) and per base the next */
+    const char **ubase; /* emit_unique_name's bases (same mask) and per base the next */
     int *unext;         /* suffix to try: every smaller one is taken (names are never freed) */
     int ntmp;
     const char *kname;      /* the printed function's name */
@@ -2265,7 +2265,7 @@ void em_print_block(Emitter *E, Buf *b, const Block *blk, InstInfo *infos, int d
 /* Rounding of the *_round ops (ival): round to nearest even, toward zero,
  * down, up; libdevice's suffixes. */
 enum { RND_RN, RND_RZ, RND_RD, RND_RU };
-extern const char *const rounding_names[4];
+extern const char *const libm_rounding_names[4];
 bool op_is_libm(int op);
 /* The operand index that is an i32 (ldexp, powi: 1; jn, yn: 0), or -1. */
 int libm_int_operand(int op);

@@ -19,7 +19,7 @@
  * access_decide.c, access_disjoint.c and access_report.c; the types the
  * files share are in access_int.h.
  *
- * Assumption: integer offsets do not wrap (as the kernel itself assumes).
+ * Assumption: integer offsets do not emit_wrap (as the kernel itself assumes).
  *
  * Requires: a verified Func that stays unchanged.  Keeps: the Func.
  * Guarantees: forms are built lazily (ac_site_form) and memoized per value;
