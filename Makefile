@@ -35,10 +35,10 @@ SRCS_ANALYSIS := src/analysis/access.c src/analysis/access_decide.c src/analysis
 SRCS_AD       := src/ad/ad_analysis.c src/ad/ad_shift.c src/ad/ad_validate.c src/ad/ad_finite.c \
                  src/ad/build.c src/ad/rules_rev.c src/ad/rules_fwd.c src/ad/sweep_rev.c src/ad/tape_rev.c \
                  src/ad/backward.c src/ad/sweep_fwd.c src/ad/ad_tape.c src/ad/ad_gauge.c src/ad/ad_save.c \
-                 src/ad/ad_trust.c src/ad/ad_race.c src/ad/ad_libm.c src/ad/check.c \
+                 src/ad/ad_trust.c src/ad/ad_race.c src/ad/ad_libm.c \
                  src/ad/write/plain.c src/ad/write/fold.c src/ad/write/gemm.c src/ad/write/gather.c \
                  src/ad/write/scatter.c src/ad/write/spread.c
-SRCS_PLAN     := src/plan/program.c src/plan/run.c src/plan/text.c
+SRCS_PLAN     := src/plan/program.c src/plan/run.c src/plan/text.c src/plan/check.c
 SRCS_EMIT     := src/emit/emit_triton.c src/emit/emit_passes.c src/emit/emit_expr.c src/emit/emit_stmt.c \
                  src/emit/emit_grad.c src/emit/emit_grad_plan.c src/emit/emit_grad_launch.c \
                  src/emit/emit_cuda.c src/emit/emit_cuda_lanes.c src/emit/emit_cuda_host.c

@@ -539,7 +539,7 @@ static inline int ir_desc_rank(const Inst *in) { return (in->nargs - ir_desc_at(
 enum { LH_STAGES, LH_UNROLL, LH_GIVEN, LH_TRUE, LH_N };
 enum { LHB_FLATTEN = 1, LHB_WARP_SPECIALIZE = 2, LHB_NO_ACC_MULTI_BUFFER = 4, LHB_DISABLE_LICM = 8 };
 /* The hints' names (tl.range keywords) and the bit of each boolean one. */
-extern const struct LoopHint { const char *name; int bit; } loop_hints[6];
+extern const struct LoopHint { const char *name; int bit; } ir_loop_hints[6];
 
 /* A region: parameters, then instructions; the last instruction of a
  * region of for/if/while-body is OP_YIELD, of a while-cond OP_CONDITION.
@@ -672,6 +672,8 @@ const ParamRange *ir_param_range(const Func *f, int param);
 ValId ir_value_new(Func *f, Type ty, const char *name, Loc loc);
 ValId ir_param_add(Func *f, Type ty, const char *name, Loc loc);
 Block *ir_block_new(Func *f);
+/* b's terminator (its last instruction), or NULL when b is empty. */
+const Inst *ir_block_term(const Block *b);
 ValId ir_block_param_add(Func *f, Block *b, Type ty, const char *name, Loc loc);
 /* Appends an instruction; args copied; nres results created with the given
  * types (may be NULL when nres == 0).  Returns the instruction, valid until
@@ -1293,13 +1295,11 @@ const AccCover *access_cover(Access *A, const Inst *mem, const char **why);
 /* The check as a Python expression, true only when every element of the
  * view of `tensor` (a Python expression for a torch.Tensor) is reached:
  * int parameter p as args["p"], the grid as grid[k] (args and grid: the
- * names given); a call of the function access_cover_helper defines.  NULL
- * when a coefficient names a value not computed from them. */
+ * names given); a call of _kad_covers, the Python helper the launcher
+ * prints before them (src/emit/py/cover.py, embedded as kad_py_covers).
+ * NULL when a coefficient names a value not computed from them. */
 const char *access_cover_host(Access *A, const AccCover *c, const char *tensor, const char *args,
                               const char *grid);
-/* The Python source (a module-level def of _kad_covers) that
- * access_cover_host's expressions call. */
-const char *access_cover_helper(void);
 
 /* A launch condition of a backward kernel: its gradient is right only
  * when cond holds (a store in a loop proven to write distinct elements
@@ -1365,7 +1365,7 @@ const TapeExpr *tape_expr_of(Arena *a, const Func *f, const struct Inst *const *
  * minimum), else -1. */
 int tape_expr_op(int op);
 /* The IR text's name of a TX_ operation (add ... cdiv), or NULL (ir.c). */
-const char *tape_expr_op_name(int op);
+const char *ir_tape_expr_op_name(int op);
 /* A tape of a backward kernel: a scratch buffer (pointer parameter param,
  * after the flags) holding, for every iteration t < trips of one `for`
  * loop and every program p (numbered x fastest), `slot` elements at
@@ -1733,10 +1733,9 @@ bool tape_expr_has_pid(const TapeExpr *e);
  * bare p when args is NULL), the grid as GRID[k] (tl.num_programs(k) when
  * grid is NULL), tl.program_id(k) as tl.program_id(k) when grid is NULL,
  * else the expression is in interval form: calls of the helpers of
- * tape_host_helpers() on (lo, hi) pairs, the program id (0, GRID[k] - 1). */
+ * kad_py_tape_interval (src/emit/py/tape.py, printed by the launcher) on
+ * (lo, hi) pairs, the program id (0, GRID[k] - 1). */
 const char *tape_expr_host(Arena *a, const TapeExpr *e, const Func *f, const char *args, const char *grid);
-/* The Python source of the interval helpers tape_expr_host's interval form calls. */
-const char *tape_host_helpers(void);
 /* The number of elements of f's tape j for a launch (0 when the loop
  * runs no iteration); false after a located error in d. */
 bool tape_elems(const Program *P, int j, const int64_t *iargs, const int64_t grid[3], int64_t *out, Diags *d);
@@ -1770,9 +1769,6 @@ int64_t revolve_plan(int64_t trips, int64_t s, int32_t *out, int64_t *advanced);
  * does not (or out of memory).  *rows: the plan's rows. */
 bool revolve_fit(int64_t trips, int64_t programs, int64_t slot_bytes, int64_t esz, int64_t budget, int64_t *s,
                  int64_t *rows);
-/* The Python source of the launcher's mirror of revolve_fit and revolve_plan
- * (_kad_revolve_fit, _kad_revolve_plan): the same plans. */
-const char *tape_revolve_helpers(void);
 /* f's revolve tape j for a launch: its elements (the plan's head: the
  * number of rows, then the rows, as floats; then s slots per program),
  * s, its rows, and the plan (malloc'ed, RV_FIELDS * rows int32, the caller frees) when plan
@@ -2043,7 +2039,7 @@ typedef struct DefParam {
 /* The def's parameters in order: the first nfwd runtime parameters and every
  * constexpr at its ConstParam.pos; when a position is unknown (IR read from
  * text), the constexprs follow the runtime ones.  nfwd + consts.n entries. */
-DefParam *def_order(Arena *a, const Func *f, int nfwd);
+DefParam *emit_def_order(Arena *a, const Func *f, int nfwd);
 /* Whether f holds an access made from a tensor descriptor (IF_DESC), which
  * emit_triton prints as tl.make_tensor_descriptor: Triton then needs a
  * global-scratch allocator at launch (triton.set_allocator). */
@@ -2177,7 +2173,7 @@ typedef struct Emitter {
     /* the names in use (open addressing) */
     const char **set;
     uint32_t mask;
-    const char **ubase; /* unique_name's bases (same mask) and per base the next */
+    const char **ubase; /* emit_unique_name's bases (same mask) and per base the next */
     int *unext;         /* suffix to try: every smaller one is taken (names are never freed) */
     int ntmp;
     const char *kname;      /* the printed function's name */
@@ -2262,7 +2258,7 @@ void em_print_block(Emitter *E, Buf *b, const Block *blk, InstInfo *infos, int d
 /* Rounding of the *_round ops (ival): round to nearest even, toward zero,
  * down, up; libdevice's suffixes. */
 enum { RND_RN, RND_RZ, RND_RD, RND_RU };
-extern const char *const rounding_names[4];
+extern const char *const libm_rounding_names[4];
 bool op_is_libm(int op);
 /* The operand index that is an i32 (ldexp, powi: 1; jn, yn: 0), or -1. */
 int libm_int_operand(int op);

@@ -34,7 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emit/py/embed.h"
 #include "plan/plan.h"
 
 static Type fty(const Ad *ad, ValId v) { return ad->fw->vals.v[v].ty; }
@@ -614,7 +613,7 @@ static void host_print(Buf *b, const TapeExpr *e, const Func *f, const char *arg
     buf_putc(b, ')');
 }
 
-/* e in interval form: each node a (lo, hi) pair; helpers from tape_host_helpers. */
+/* e in interval form: each node a (lo, hi) pair; helpers: kad_py_tape_interval, src/emit/py/tape.py. */
 static void host_print_iv(Buf *b, const TapeExpr *e, const Func *f, const char *args, const char *grid)
 {
     static const char *const fn[] = {[TX_ADD] = "add", [TX_SUB] = "sub", [TX_MUL] = "mul", [TX_DIV] = "div",
@@ -650,11 +649,6 @@ const char *tape_expr_host(Arena *a, const TapeExpr *e, const Func *f, const cha
         host_print(&b, e, f, args, grid);
     }
     return buf_str(&b);
-}
-
-const char *tape_host_helpers(void)
-{
-    return kad_py_tape_interval; /* src/emit/py/tape.py */
 }
 
 /* ceil(sqrt(x)), x >= 0, exactly (the kernel's tape_seg_len). */
@@ -935,11 +929,6 @@ bool revolve_fit(int64_t trips, int64_t programs, int64_t slot_bytes, int64_t es
         k = k > 1 && k - dec < 1 ? 1 : k - (dec > 1 ? dec : 1); /* never past one slot untried */
     }
     return false;
-}
-
-const char *tape_revolve_helpers(void)
-{
-    return kad_py_tape_revolve; /* src/emit/py/tape.py */
 }
 
 /* The share of the budget of each checkpointed tape of P. */

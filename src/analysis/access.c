@@ -19,7 +19,7 @@
  * access_decide.c, access_disjoint.c and access_report.c; the types the
  * files share are in access_int.h.
  *
- * Assumption: integer offsets do not wrap (as the kernel itself assumes).
+ * Assumption: integer offsets do not emit_wrap (as the kernel itself assumes).
  *
  * Requires: a verified Func that stays unchanged.  Keeps: the Func.
  * Guarantees: forms are built lazily (ac_site_form) and memoized per value;
@@ -624,10 +624,10 @@ static const AcForm *induction(Access *A, ValId v, int l, int k)
     ValId init, next;
     if (loop->op == OP_FOR) {
         init = loop->args[3 + k - 1];
-        next = ad_block_term(loop->regions[0])->args[k - 1];
+        next = ir_block_term(loop->regions[0])->args[k - 1];
     } else {
         init = loop->args[k];
-        next = ad_block_term(loop->regions[1])->args[k];
+        next = ir_block_term(loop->regions[1])->args[k];
     }
     const AcForm *fi = form_of(A, init);
     if (fi->why)
@@ -1073,7 +1073,7 @@ static void walk(Access *A, const Block *b, WalkCtx *c)
                 walk(A, in->regions[0], &sub);
             } else {
                 walk(A, in->regions[0], &sub);
-                vec_push(A->a, sub.conds, ad_block_term(in->regions[0])->args[0]);
+                vec_push(A->a, sub.conds, ir_block_term(in->regions[0])->args[0]);
                 walk(A, in->regions[1], &sub);
             }
         } else if (in->op == OP_IF) {

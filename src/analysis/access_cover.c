@@ -10,7 +10,7 @@
  * address's program ids (extent: the grid), lanes (the tile's size) and
  * `for` iteration counters (bounded by their loop's clause); the clauses
  * are the mask's comparisons, read exactly.  The host check itself (the
- * helper access_cover_helper returns, run by the launcher) bounds each
+ * helper _kad_covers of src/emit/py/cover.py, run by the launcher) bounds each
  * variable by the clauses on it alone, merges variables whose clause is on
  * their mixed-radix index (`offs < n` with offs = pid * BLOCK + lane) into
  * one dense run, and asks that each dimension of the view (positive
@@ -31,7 +31,6 @@
 #include <string.h>
 
 #include "access_int.h"
-#include "emit/py/embed.h"
 
 enum { CV_PID, CV_LANE, CV_LOOP };
 
@@ -255,10 +254,11 @@ const char *access_cover_host(Access *A, const AccCover *c, const char *tensor, 
     return buf_str(&b);
 }
 
-/* The host check: everything is a Python int by then.  Runs: (stride,
- * extent) sets {stride * u : 0 <= u < extent}; the written set holds every
+/* The host check the calls above make is _kad_covers, in
+ * src/emit/py/cover.py: the emitter prints it into the launcher (the
+ * analysis only writes the calls).  Everything is a Python int by then.
+ * Runs: (stride, extent) sets {stride * u : 0 <= u < extent}; the written set holds every
  * sum of one element per run.  A view dimension of stride st falls in the
  * run (s, e) when s divides st and s <= st < s * e; the dimensions in one
  * run must together stay below its extent (then every element's offset is
  * a sum of one element per run). */
-const char *access_cover_helper(void) { return kad_py_covers; } /* src/emit/py/cover.py */

@@ -17,7 +17,7 @@
  * the host (access_cond_host) and evaluates for given arguments
  * (access_cond_eval, func_guards_hold); access_report is `kad access`.
  *
- * Assumptions: integer offsets do not wrap (as the kernel itself assumes);
+ * Assumptions: integer offsets do not emit_wrap (as the kernel itself assumes);
  * a symbol bounding an enabled lane from above (`cols < n`) is at least 1
  * when the domain is not empty (an empty domain is trivially injective).
  *
@@ -74,7 +74,7 @@ static bool loop_max(Access *A, const AccPoly *lb, const AccPoly *ub, int64_t st
 }
 
 /* The largest value of variable v, if known. */
-bool var_max(Dec *D, int v, AccPoly *mx)
+bool access_var_max(Dec *D, int v, AccPoly *mx)
 {
     Access *A = D->A;
     AccPoly one = ac_pconst(1);
@@ -147,7 +147,7 @@ static int64_t group_low(Dec *D, const int *ord, int k, const AcForm *c)
 
 /* Bounds of the group G (the first k variables of the order) from
  * constraints on exactly that group: f_G = q * c_G with q >= 0. */
-int group_alts(Dec *D, const int *ord, int k, AccPoly *out, int nout)
+int access_group_alts(Dec *D, const int *ord, int k, AccPoly *out, int nout)
 {
     int got = 0;
     for (int i = 0; i < D->cs->n && got < nout; i++) {
@@ -195,7 +195,7 @@ int group_alts(Dec *D, const int *ord, int k, AccPoly *out, int nout)
 }
 
 /* Static truth of p >= 0: 1 true, 0 false (a negative constant), -1 unknown. */
-int ptruth(const Facts *F, const AccPoly *p)
+int access_ptruth(const Facts *F, const AccPoly *p)
 {
     int64_t k;
     if (ac_pis_const(p, &k))
@@ -230,11 +230,11 @@ static AccPoly undiv(Access *A, const AccPoly *p)
     return ac_padd(&r, &x, &kd, 1) ? r : *p;
 }
 
-int add_clause(Dec *D, AccCond *cond, const AccPoly *alts, int n)
+int access_add_clause(Dec *D, AccCond *cond, const AccPoly *alts, int n)
 {
     AccClause c = {0};
     for (int i = 0; i < n; i++) {
-        int t = ptruth(&D->F, &alts[i]);
+        int t = access_ptruth(&D->F, &alts[i]);
         if (t == 1)
             return 1;
         if (t == -1 && c.n < ACC_NALT)
@@ -254,7 +254,7 @@ int add_clause(Dec *D, AccCond *cond, const AccPoly *alts, int n)
 /* The facts a condition's one-alternative clauses `s - k >= 0` (k >= 1,
  * s one symbol) give: s >= 1.  A decision whose result requires those
  * clauses anyway (divisors >= 1) may assume them in every order. */
-void facts_of_cond(Facts *F, const AccCond *c)
+void access_facts_of_cond(Facts *F, const AccCond *c)
 {
     for (int i = 0; i < c->n; i++) {
         const AccPoly *p = &c->c[i].p[0];
@@ -291,7 +291,7 @@ static int prune(const Facts *F, AccPoly *sp, int n)
             if (j == i)
                 continue;
             AccPoly d;
-            if (!ac_padd(&d, &sp[i], &sp[j], -1) || ptruth(F, &d) != 1)
+            if (!ac_padd(&d, &sp[i], &sp[j], -1) || access_ptruth(F, &d) != 1)
                 continue; /* sp[i] >= sp[j]: drop i, unless equal and i comes first */
             drop = !(ac_peq(&sp[i], &sp[j]) && i < j);
         }
@@ -301,7 +301,7 @@ static int prune(const Facts *F, AccPoly *sp, int n)
     return m;
 }
 
-bool chain(Dec *D, const int *ord, AccCond *cond)
+bool access_chain(Dec *D, const int *ord, AccCond *cond)
 {
     AccPoly span[NSPAN];
     int ns = 1;
@@ -322,11 +322,11 @@ bool chain(Dec *D, const int *ord, AccCond *cond)
          * down) separates like one with |a|: its spans are |a| * extent
          * (group bounds from constraints need coefficients >= 0) */
         if (k >= D->nskip && ac_padd(&neg, &(AccPoly){0}, a, -1) && ac_padd(&nm1, &neg, &one, -1) &&
-            ptruth(&D->F, &nm1) == 1)
+            access_ptruth(&D->F, &nm1) == 1)
             a = &neg;
         /* a variable that need not be recovered needs a >= 0 only (its span
          * starts at 0); the others a >= 1 */
-        if (!ac_padd(&am1, a, &one, k < D->nskip ? 0 : -1) || !add_clause(D, cond, &am1, 1)) {
+        if (!ac_padd(&am1, a, &one, k < D->nskip ? 0 : -1) || !access_add_clause(D, cond, &am1, 1)) {
             ok = false;
             break;
         }
@@ -339,7 +339,7 @@ bool chain(Dec *D, const int *ord, AccCond *cond)
             for (int s = 0; s < ns && na < ACC_NALT; s++)
                 if (ac_padd(&alts[na], &am1, &span[s], -1))
                     na++;
-            if (!na || !add_clause(D, cond, alts, na)) {
+            if (!na || !access_add_clause(D, cond, alts, na)) {
                 ok = false;
                 break;
             }
@@ -348,11 +348,11 @@ bool chain(Dec *D, const int *ord, AccCond *cond)
         AccPoly ext[ACC_NALT + 1]; /* spans of a * v alone */
         int ne = 0, order[1] = {ord[k]};
         AccPoly mx;
-        if (var_max(D, D->var[ord[k]], &mx) && ac_pmul(&ext[ne], a, &mx))
+        if (access_var_max(D, D->var[ord[k]], &mx) && ac_pmul(&ext[ne], a, &mx))
             ne++;
-        ne += group_alts(D, order, 1, &ext[ne], ACC_NALT);
+        ne += access_group_alts(D, order, 1, &ext[ne], ACC_NALT);
         AccPoly nspan[NSPAN];
-        int nn = k > 0 ? group_alts(D, ord, k + 1, nspan, ACC_NALT) : 0;
+        int nn = k > 0 ? access_group_alts(D, ord, k + 1, nspan, ACC_NALT) : 0;
         for (int s = 0; s < ns; s++)
             for (int e = 0; e < ne && nn < NSPAN; e++)
                 if (ac_padd(&nspan[nn], &span[s], &ext[e], 1))
@@ -362,7 +362,7 @@ bool chain(Dec *D, const int *ord, AccCond *cond)
          * `m0 + lanes < M`): the first j variables' span plus its bound */
         for (int j = 1; j < k && k < AC_NTERM; j++) {
             AccPoly g[ACC_NALT];
-            int ng = group_alts(D, ord + j, k - j + 1, g, ACC_NALT);
+            int ng = access_group_alts(D, ord + j, k - j + 1, g, ACC_NALT);
             for (int s = 0; s < nh[j]; s++)
                 for (int e = 0; e < ng && nn < NSPAN; e++)
                     if (ac_padd(&nspan[nn], &hist[j][s], &g[e], 1))
@@ -384,7 +384,7 @@ bool chain(Dec *D, const int *ord, AccCond *cond)
     return ok;
 }
 
-int coef_rank(const AccPoly *p)
+int access_coef_rank(const AccPoly *p)
 {
     int deg = 0;
     int64_t mag = 0;
@@ -401,7 +401,7 @@ int coef_rank(const AccPoly *p)
     return deg * 1000000 + (int)(mag > 999999 ? 999999 : mag);
 }
 
-bool next_perm(int *a, int n)
+bool access_next_perm(int *a, int n)
 {
     int i = n - 2;
     while (i >= 0 && a[i] >= a[i + 1])
@@ -422,9 +422,9 @@ bool next_perm(int *a, int n)
     return true;
 }
 
-int64_t iabs(int64_t x) { return x < 0 ? -x : x; }
+int64_t access_iabs(int64_t x) { return x < 0 ? -x : x; }
 
-int64_t gcd64(int64_t a, int64_t b)
+int64_t access_gcd64(int64_t a, int64_t b)
 {
     while (b) {
         int64_t t = a % b;
@@ -450,7 +450,7 @@ static void split_const(const AccPoly *p, AccPoly *rest, int64_t *k)
 /* Does clause x imply clause y?  When each alternative `q + k >= 0` of x
  * implies one of y: one with the same non-constant part q and a constant
  * at least k. */
-bool clause_implies(const AccClause *x, const AccClause *y)
+bool access_clause_implies(const AccClause *x, const AccClause *y)
 {
     for (int i = 0; i < x->n; i++) {
         AccPoly qx, qy;
@@ -468,14 +468,14 @@ bool clause_implies(const AccClause *x, const AccClause *y)
 }
 
 /* Drops, in place and keeping the order, the clauses of v[0..*n) another
- * one implies (clause_implies; of equivalent ones, the first stays). */
-void drop_implied(AccClause *v, int *n)
+ * one implies (access_clause_implies; of equivalent ones, the first stays). */
+void access_drop_implied(AccClause *v, int *n)
 {
     int m = 0;
     for (int j = 0; j < *n; j++) {
         bool implied = false;
         for (int i = 0; i < *n && !implied; i++)
-            implied = i != j && clause_implies(&v[i], &v[j]) && (i < j || !clause_implies(&v[j], &v[i]));
+            implied = i != j && access_clause_implies(&v[i], &v[j]) && (i < j || !access_clause_implies(&v[j], &v[i]));
         if (!implied)
             v[m++] = v[j];
     }
@@ -485,10 +485,10 @@ void drop_implied(AccClause *v, int *n)
 /* Drops the clauses another clause implies: of `stride >= 1 and stride >=
  * 16`, `stride >= 16` stays; of `(s >= W + 1 or s >= n) and (s >= W or s
  * >= n)`, the first.  The condition means the same. */
-static void cond_tighten(AccCond *c) { drop_implied(c->c, &c->n); }
+static void cond_tighten(AccCond *c) { access_drop_implied(c->c, &c->n); }
 
 /* x and y (NULL: none) as one condition in the arena. */
-const AccCond *cond_join(Access *A, const AccCond *x, const AccCond *y)
+const AccCond *access_cond_join(Access *A, const AccCond *x, const AccCond *y)
 {
     AccCond *c = arena_alloc(A->a, sizeof *c);
     *c = *x;
@@ -504,7 +504,7 @@ const AccCond *cond_join(Access *A, const AccCond *x, const AccCond *y)
     return c;
 }
 
-AccResult res(AccVerdict v, const char *why, const AccCond *c) { return (AccResult){v, why, c}; }
+AccResult access_res(AccVerdict v, const char *why, const AccCond *c) { return (AccResult){v, why, c}; }
 
 /* x or y as one conjunction (distributed: every clause of x joined with
  * every clause of y), in *out; false when it does not fit (a clause of
@@ -513,7 +513,7 @@ AccResult res(AccVerdict v, const char *why, const AccCond *c) { return (AccResu
  * part the weaker (larger constant) stays: `s - 1 >= 0 or s - 8 >= 0` is
  * `s >= 1`.  Two orders' conditions each suffice, so their disjunction
  * does: the launch passes when either nesting of the strides holds. */
-bool cond_or(const AccCond *x, const AccCond *y, AccCond *out)
+bool access_cond_or(const AccCond *x, const AccCond *y, AccCond *out)
 {
     AccClause v[ACC_NCLAUSE * ACC_NCLAUSE];
     int nv = 0;
@@ -541,7 +541,7 @@ bool cond_or(const AccCond *x, const AccCond *y, AccCond *out)
             }
             v[nv++] = c;
         }
-    drop_implied(v, &nv);
+    access_drop_implied(v, &nv);
     if (nv > ACC_NCLAUSE)
         return false;
     out->n = nv;
@@ -553,7 +553,7 @@ bool cond_or(const AccCond *x, const AccCond *y, AccCond *out)
  * symbol s, bound s from both sides with nothing between (`16*s >= 1` and
  * `0 >= 15*s`): c never holds.  An order whose condition cannot hold loses
  * to one whose condition can (every order's condition suffices). */
-bool cond_unsat(const AccCond *c)
+bool access_cond_unsat(const AccCond *c)
 {
     int sym[ACC_NCLAUSE];
     int64_t k[ACC_NCLAUSE], k0[ACC_NCLAUSE];
@@ -613,7 +613,7 @@ static bool poly_degenerate(const AccPoly *p)
  * order's condition cannot hold or holds only on degenerate launches: its
  * alternatives, products of symbols (`16*nprog1*stride >= ...`) counting 4,
  * a clause whose every alternative is degenerate 1000. */
-int cond_weight(const AccCond *c)
+int access_cond_weight(const AccCond *c)
 {
     int w = 0;
     for (int i = 0; i < c->n; i++) {
@@ -635,7 +635,7 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
                         bool skip_unused_lanes)
 {
     if (f->why)
-        return res(ACC_UNKNOWN, f->why, NULL);
+        return access_res(ACC_UNKNOWN, f->why, NULL);
     Dec D = {A, f, cs, ac_base_facts(A), 0, {0}, {{0}}, shape, rank, 0, {0}};
     ac_add_facts(A, cs, &D.F);
     /* symbols must not vary */
@@ -645,8 +645,8 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
             for (int s = 0; s < ACC_NSYM && p->m[k].s[s]; s++) {
                 const AcSym *y = &A->syms.v[p->m[k].s[s] - 1];
                 if (y->dep & vary)
-                    return res(ACC_UNKNOWN,
-                               arena_printf(A->a, "the offset depends on '%s', which kad cannot express",
+                    return access_res(ACC_UNKNOWN,
+                                      arena_printf(A->a, "the offset depends on '%s', which kad cannot express",
                                             ac_vname(A, y->v)),
                                NULL);
             }
@@ -667,8 +667,8 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
         const AcVar *x = &A->vars.v[D.var[i]];
         AccPoly dm1;
         if (D.var[i] >= V_DYN && x->kind != VK_LOOP &&
-            (!ac_padd(&dm1, &x->d, &one, -1) || !add_clause(&D, &extra, &dm1, 1)))
-            return res(ACC_UNKNOWN, "a divisor that may be < 1", NULL);
+            (!ac_padd(&dm1, &x->d, &one, -1) || !access_add_clause(&D, &extra, &dm1, 1)))
+            return access_res(ACC_UNKNOWN, "a divisor that may be < 1", NULL);
     }
     for (int v = 0; v < 64; v++) {
         if (!(vary >> v & 1))
@@ -677,13 +677,13 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
             /* an axis the kernel never reads: injective only on a grid of one program there */
             AccPoly c = ac_pconst(1);
             AccPoly np = ac_psym(ac_sym_intern(A, SYM_NPROG, 0, v, 0));
-            if (!ac_padd(&c, &c, &np, -1) || !add_clause(&D, &extra, &c, 1))
-                return res(ACC_UNKNOWN, ac_too_big, NULL);
+            if (!ac_padd(&c, &c, &np, -1) || !access_add_clause(&D, &extra, &c, 1))
+                return access_res(ACC_UNKNOWN, ac_too_big, NULL);
             continue;
         }
         AccPoly mx;
         int64_t mk;
-        bool trivial = v >= V_LANE && v < V_DYN && var_max(&D, v, &mx) && ac_pis_const(&mx, &mk) && mk == 0;
+        bool trivial = v >= V_LANE && v < V_DYN && access_var_max(&D, v, &mx) && ac_pis_const(&mx, &mk) && mk == 0;
         if (trivial)
             continue;
         bool direct = false, via = false, has_div = false, has_mod = false, pair = false;
@@ -729,8 +729,8 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
                     !(ac_fdeps(A, x->e) >> v & 1))
                     continue;
                 AccResult sr = decide(A, x->e, cs, vary & ac_fdeps(A, x->e), shape, rank, skip_unused_lanes);
-                if (sr.v == ACC_PROVEN_IF && !cond_merge(&extra, sr.cond))
-                    return res(ACC_UNKNOWN, "the condition is too long", NULL);
+                if (sr.v == ACC_PROVEN_IF && !access_cond_merge(&extra, sr.cond))
+                    return access_res(ACC_UNKNOWN, "the condition is too long", NULL);
                 paired = sr.v == ACC_PROVEN || sr.v == ACC_PROVEN_IF;
             }
         if (paired)
@@ -738,8 +738,8 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
         if (!via) {
             if (v >= V_LANE && v < V_DYN && skip_unused_lanes)
                 continue;
-            return res(ACC_NOT_INJECTIVE,
-                       arena_printf(A->a, "the offset does not depend on %s%s", var_str(A, v),
+            return access_res(ACC_NOT_INJECTIVE,
+                              arena_printf(A->a, "the offset does not depend on %s%s", access_var_str(A, v),
                                     v < V_LANE ? arena_printf(A->a, " (programs along axis %d collide "
                                                                     "when tl.num_programs(%d) > 1)",
                                                               v, v)
@@ -748,42 +748,43 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
         }
         AccPoly mx2;
         int64_t m2;
-        if (has_mod && !has_div && mod_d > 0 && var_max(&D, v, &mx2) && ac_pis_const(&mx2, &m2) && m2 >= mod_d)
-            return res(ACC_NOT_INJECTIVE,
-                       arena_printf(A->a, "%s = 0 and %s = %lld reach the same element (the offset depends "
+        if (has_mod && !has_div && mod_d > 0 && access_var_max(&D, v, &mx2) && ac_pis_const(&mx2, &m2) && m2 >= mod_d)
+            return access_res(ACC_NOT_INJECTIVE,
+                              arena_printf(A->a, "%s = 0 and %s = %lld reach the same element (the offset depends "
                                           "on it only modulo %lld)",
-                                    var_str(A, v), var_str(A, v), (long long)mod_d, (long long)mod_d),
+                                    access_var_str(A, v), access_var_str(A, v), (long long)mod_d, (long long)mod_d),
                        NULL);
-        return res(ACC_UNKNOWN,
-                   arena_printf(A->a, "the offset depends on %s only through '//' or '%%'", var_str(A, v)),
-                   NULL);
+        return access_res(ACC_UNKNOWN,
+                          arena_printf(A->a, "the offset depends on %s only through '//' or '%%'", access_var_str(A, v)),
+                          NULL);
     }
     if (D.n == 0)
-        return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL)) : res(ACC_PROVEN, NULL, NULL);
+        return extra.n ? access_res(ACC_PROVEN_IF, NULL, access_cond_join(A, &extra, NULL))
+                       : access_res(ACC_PROVEN, NULL, NULL);
     /* a witness: two variables with constant coefficients that cancel */
     for (int i = 0; i < D.n; i++)
         for (int j = i + 1; j < D.n; j++) {
             int64_t a, b;
             if (!ac_pis_const(&D.coef[i], &a) || !ac_pis_const(&D.coef[j], &b) || !a || !b)
                 continue;
-            int64_t g = gcd64(iabs(a), iabs(b)), di = iabs(b) / g, dj = iabs(a) / g;
+            int64_t g = access_gcd64(access_iabs(a), access_iabs(b)), di = access_iabs(b) / g, dj = access_iabs(a) / g;
             AccPoly mi, mj;
             int64_t xi, xj;
-            bool bi = var_max(&D, D.var[i], &mi), bj = var_max(&D, D.var[j], &mj);
+            bool bi = access_var_max(&D, D.var[i], &mi), bj = access_var_max(&D, D.var[j], &mj);
             bool ki = bi && ac_pis_const(&mi, &xi), kj = bj && ac_pis_const(&mj, &xj);
             bool pi = D.var[i] < V_LANE, pj = D.var[j] < V_LANE; /* num_programs large enough */
             if ((ki ? xi >= di : pi) && (kj ? xj >= dj : pj) && (ki || pi) && (kj || pj))
-                return res(ACC_NOT_INJECTIVE,
-                           arena_printf(A->a, "%s + %lld and %s %c %lld reach the same element%s%s",
-                                        var_str(A, D.var[i]), (long long)di, var_str(A, D.var[j]),
+                return access_res(ACC_NOT_INJECTIVE,
+                                  arena_printf(A->a, "%s + %lld and %s %c %lld reach the same element%s%s",
+                                        access_var_str(A, D.var[i]), (long long)di, access_var_str(A, D.var[j]),
                                         (a > 0) == (b > 0) ? '-' : '+', (long long)dj,
                                         pi || pj ? " (given enough programs)" : "",
                                         cs->n ? " where both are enabled" : ""),
                            NULL);
         }
     if (D.n > 6)
-        return res(ACC_UNKNOWN, "too many varying terms", NULL);
-    facts_of_cond(&D.F, &extra); /* the result requires them: every order may assume them */
+        return access_res(ACC_UNKNOWN, "too many varying terms", NULL);
+    access_facts_of_cond(&D.F, &extra); /* the result requires them: every order may assume them */
     /* the heuristic order: small coefficients first */
     int ord[AC_NTERM];
     for (int i = 0; i < D.n; i++)
@@ -801,7 +802,7 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
                     if (ac_fcoef((AcForm *)cs->v[c], V_LANE + k))
                         assoc[i] = k;
     }
-#define ORD_KEY(i) ((int64_t)(4 - assoc[i]) * 100000000 + coef_rank(&D.coef[i]))
+#define ORD_KEY(i) ((int64_t)(4 - assoc[i]) * 100000000 + access_coef_rank(&D.coef[i]))
     for (int i = 1; i < D.n; i++)
         for (int j = i; j > 0 && ORD_KEY(ord[j]) < ORD_KEY(ord[j - 1]); j--) {
             int t = ord[j];
@@ -809,14 +810,15 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
             ord[j - 1] = t;
         }
     AccCond *best = arena_alloc(A->a, sizeof *best), tmp;
-    bool have = chain(&D, ord, best), unsat = have && cond_unsat(best);
-    bool weak = have && (unsat || cond_weight(best) >= 1000); /* other orders may do better */
+    bool have = access_chain(&D, ord, best), unsat = have && access_cond_unsat(best);
+    bool weak = have && (unsat || access_cond_weight(best) >= 1000); /* other orders may do better */
     have = have && !unsat;
     if (have && best->n == 0)
-        return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL)) : res(ACC_PROVEN, NULL, NULL);
+        return extra.n ? access_res(ACC_PROVEN_IF, NULL, access_cond_join(A, &extra, NULL))
+                       : access_res(ACC_PROVEN, NULL, NULL);
     /* the heuristic order ties symbolic strides by axis index: the orders that
      * only exchange the program ids among their places join its condition
-     * with `or` (cond_or), so the launch, not the kernel's numbering of the
+     * with `or` (access_cond_or), so the launch, not the kernel's numbering of the
      * axes, decides which stride nests inside the other; an order whose
      * condition holds only on degenerate launches is left out */
     if (have && !weak) {
@@ -826,17 +828,18 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
                 at[np++] = i;
         for (int i = 0; i < np; i++)
             pp[i] = i;
-        while (np > 1 && next_perm(pp, np)) {
+        while (np > 1 && access_next_perm(pp, np)) {
             int o2[AC_NTERM];
             memcpy(o2, ord, sizeof o2[0] * (size_t)D.n);
             for (int i = 0; i < np; i++)
                 o2[at[i]] = ord[at[pp[i]]];
             AccCond orc;
-            if (!chain(&D, o2, &tmp) || cond_unsat(&tmp) || cond_weight(&tmp) >= 1000)
+            if (!access_chain(&D, o2, &tmp) || access_cond_unsat(&tmp) || access_cond_weight(&tmp) >= 1000)
                 continue;
             if (tmp.n == 0)
-                return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL)) : res(ACC_PROVEN, NULL, NULL);
-            if (cond_or(best, &tmp, &orc) && cond_join(A, &extra, &orc))
+                return extra.n ? access_res(ACC_PROVEN_IF, NULL, access_cond_join(A, &extra, NULL))
+                               : access_res(ACC_PROVEN, NULL, NULL);
+            if (access_cond_or(best, &tmp, &orc) && access_cond_join(A, &extra, &orc))
                 *best = orc;
         }
     }
@@ -844,23 +847,23 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
     for (int i = 0; i < D.n; i++)
         perm[i] = i;
     do {
-        if (chain(&D, perm, &tmp) && !cond_unsat(&tmp)) {
+        if (access_chain(&D, perm, &tmp) && !access_cond_unsat(&tmp)) {
             if (tmp.n == 0)
-                return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL))
-                               : res(ACC_PROVEN, NULL, NULL);
+                return extra.n ? access_res(ACC_PROVEN_IF, NULL, access_cond_join(A, &extra, NULL))
+                               : access_res(ACC_PROVEN, NULL, NULL);
             /* the heuristic order's condition wins over others; when it cannot hold (or only on
              * degenerate launches), the least demanding other one */
-            if (!have || (weak && cond_weight(&tmp) < cond_weight(best))) {
+            if (!have || (weak && access_cond_weight(&tmp) < access_cond_weight(best))) {
                 *best = tmp;
                 have = true;
             }
         }
-    } while (next_perm(perm, D.n));
+    } while (access_next_perm(perm, D.n));
     if (!have)
-        return res(ACC_UNKNOWN, "no order of the terms separates them (their extents are unknown, or some "
+        return access_res(ACC_UNKNOWN, "no order of the terms separates them (their extents are unknown, or some "
                                 "coefficient is too small)", NULL);
-    const AccCond *c = cond_join(A, &extra, best);
-    return c ? res(ACC_PROVEN_IF, NULL, c) : res(ACC_UNKNOWN, "the condition is too long", NULL);
+    const AccCond *c = access_cond_join(A, &extra, best);
+    return c ? access_res(ACC_PROVEN_IF, NULL, c) : access_res(ACC_UNKNOWN, "the condition is too long", NULL);
 }
 
 static uint64_t vary_mask(const AcSite *s, int vary)
@@ -879,7 +882,7 @@ AccResult access_injective(Access *A, const Inst *mem, int vary)
 {
     AcSite *s = ac_site_of(A, mem);
     if (!s)
-        return res(ACC_UNKNOWN, "not a memory access", NULL);
+        return access_res(ACC_UNKNOWN, "not a memory access", NULL);
     const AcForm *f = ac_site_form(A, s);
     Cons cs = ac_site_cons(A, s);
     Type t = ac_vty(A, mem->args[0]);

@@ -5,7 +5,7 @@
  * program's footprint over all its sites of a buffer is its own
  * (access_private: no other program touches an element it touches).
  *
- * Both reuse access_decide.c's dominance chain (a Dec over the sites'
+ * Both reuse access_decide.c's dominance access_chain (a Dec over the sites'
  * varied variables, the mixed-radix argument): two sites are disjoint
  * when their ranges over the variables they do not share cannot meet, or
  * when the chain recovers the shared variables from the address; a
@@ -42,12 +42,13 @@ static bool form_bound(Dec *D, const AcForm *f, uint64_t shared, bool hi, AccPol
         const AccPoly *c = &f->t[i].c;
         AccPoly neg, nm1, mx, t;
         bool pos = ac_pnonneg(&D->F, c);
-        bool negc = ac_padd(&neg, &(AccPoly){0}, c, -1) && ac_padd(&nm1, &neg, &one, -1) && ptruth(&D->F, &nm1) == 1;
+        bool negc = ac_padd(&neg, &(AccPoly){0}, c, -1) && ac_padd(&nm1, &neg, &one, -1) &&
+                    access_ptruth(&D->F, &nm1) == 1;
         if (!pos && !negc)
             return false;
         if (pos != hi)
             continue; /* this side of the term is its value at 0 */
-        if (!var_max(D, v, &mx) || !ac_pmul(&t, c, &mx) || !ac_padd(&b, &b, &t, 1))
+        if (!access_var_max(D, v, &mx) || !ac_pmul(&t, c, &mx) || !ac_padd(&b, &b, &t, 1))
             return false;
     }
     *out = b;
@@ -78,7 +79,7 @@ static AccResult disjoint_ranges(Access *A, AcSite *sx, AcSite *sy, uint64_t sha
                 continue;
             AccPoly *o = ac_fcoef((AcForm *)f[1 - k], v);
             if ((d & ~shared) || !o || !ac_peq(o, &f[k]->t[i].c))
-                return res(ACC_UNKNOWN, "the two addresses differ in more than a constant", NULL);
+                return access_res(ACC_UNKNOWN, "the two addresses differ in more than a constant", NULL);
         }
     for (int k = 0; k < 2; k++) /* symbols fixed where the shared variables are */
         for (int i = -1; i < f[k]->nt; i++) {
@@ -86,7 +87,7 @@ static AccResult disjoint_ranges(Access *A, AcSite *sx, AcSite *sy, uint64_t sha
             for (int m = 0; m < p->n; m++)
                 for (int y = 0; y < ACC_NSYM && p->m[m].s[y]; y++)
                     if (A->syms.v[p->m[m].s[y] - 1].dep & ~shared)
-                        return res(ACC_UNKNOWN, "the two addresses depend on a value kad cannot express", NULL);
+                        return access_res(ACC_UNKNOWN, "the two addresses depend on a value kad cannot express", NULL);
         }
     AccPoly lo[2], hi[2];
     Facts F = ac_base_facts(A);
@@ -97,7 +98,7 @@ static AccResult disjoint_ranges(Access *A, AcSite *sx, AcSite *sy, uint64_t sha
         ac_add_facts(A, &cs, &D.F);
         F.pos |= D.F.pos; /* used only on pairs where both sites have a point */
         if (!form_bound(&D, f[k], shared, false, &lo[k]) || !form_bound(&D, f[k], shared, true, &hi[k]))
-            return res(ACC_UNKNOWN, "the range of one of the two addresses is unknown", NULL);
+            return access_res(ACC_UNKNOWN, "the range of one of the two addresses is unknown", NULL);
     }
     /* the shared terms cancel: compare the rest (c0 and the other terms) */
     AccPoly alts[2], one = ac_pconst(1);
@@ -109,21 +110,21 @@ static AccResult disjoint_ranges(Access *A, AcSite *sx, AcSite *sy, uint64_t sha
     }
     Dec D = {A, f[0], NULL, F, 0, {0}, {{0}}, NULL, 0, 0, {0}};
     AccCond *c = arena_alloc(A->a, sizeof *c);
-    if (!na || !add_clause(&D, c, alts, na))
-        return res(ACC_UNKNOWN, "the two ranges may overlap", NULL);
-    return c->n ? res(ACC_PROVEN_IF, NULL, c) : res(ACC_PROVEN, NULL, NULL);
+    if (!na || !access_add_clause(&D, c, alts, na))
+        return access_res(ACC_UNKNOWN, "the two ranges may overlap", NULL);
+    return c->n ? access_res(ACC_PROVEN_IF, NULL, c) : access_res(ACC_PROVEN, NULL, NULL);
 }
 
 AccResult access_disjoint(Access *A, const Inst *x, const Inst *y)
 {
     AcSite *sx = ac_site_of(A, x), *sy = ac_site_of(A, y);
     if (!sx || !sy)
-        return res(ACC_UNKNOWN, "not a memory access", NULL);
+        return access_res(ACC_UNKNOWN, "not a memory access", NULL);
     const AcForm *fx = ac_site_form(A, sx), *fy = ac_site_form(A, sy);
     if (fx->why || fy->why)
-        return res(ACC_UNKNOWN, fx->why ? fx->why : fy->why, NULL);
+        return access_res(ACC_UNKNOWN, fx->why ? fx->why : fy->why, NULL);
     if (fx->base != fy->base)
-        return res(ACC_PROVEN, NULL, NULL); /* different parameters (aliasing is the caller's matter) */
+        return access_res(ACC_PROVEN, NULL, NULL); /* different parameters (aliasing is the caller's matter) */
     /* x's elements lie below y's, or above: max(fx) < min(fy) over the
      * lanes their masks enable.  With equal variable parts, that is a
      * comparison of the constants against the span of the lanes. */
@@ -133,7 +134,7 @@ AccResult access_disjoint(Access *A, const Inst *x, const Inst *y)
     ux->base = uy->base = 0;
     const AcForm *dlt = ac_fadd(A, uy, ux, -1);
     if (dlt->why)
-        return res(ACC_UNKNOWN, dlt->why, NULL);
+        return access_res(ACC_UNKNOWN, dlt->why, NULL);
     AcForm *vx = ac_fnew(A);
     *vx = *fx;
     vx->c0 = ac_pconst(0);
@@ -163,12 +164,12 @@ AccResult access_disjoint(Access *A, const Inst *x, const Inst *y)
         int ord[AC_NTERM] = {0};
         for (int i = 0; i < D.n; i++)
             ord[i] = i;
-        ns = group_alts(&D, ord, D.n, spans, ACC_NALT);
+        ns = access_group_alts(&D, ord, D.n, spans, ACC_NALT);
         AccPoly sum = ac_pconst(0);
         bool ok = true;
         for (int i = 0; i < D.n && ok; i++) {
             AccPoly mx, t;
-            ok = ac_pnonneg(&D.F, &D.coef[i]) && var_max(&D, D.var[i], &mx) && ac_pmul(&t, &D.coef[i], &mx) &&
+            ok = ac_pnonneg(&D.F, &D.coef[i]) && access_var_max(&D, D.var[i], &mx) && ac_pmul(&t, &D.coef[i], &mx) &&
                  ac_padd(&sum, &sum, &t, 1);
         }
         if (ok && ns < ACC_NALT)
@@ -188,20 +189,21 @@ AccResult access_disjoint(Access *A, const Inst *x, const Inst *y)
                 alts[na++] = d;
         }
         AccCond c = {0};
-        if (na && add_clause(&D, &c, alts, na)) {
+        if (na && access_add_clause(&D, &c, alts, na)) {
             if (c.n == 0)
-                return res(ACC_PROVEN, NULL, NULL);
+                return access_res(ACC_PROVEN, NULL, NULL);
             if (!cond->n)
                 *cond = c;
         }
     }
     if (cond->n)
-        return res(ACC_PROVEN_IF, NULL, cond);
+        return access_res(ACC_PROVEN_IF, NULL, cond);
     int64_t dk, sk;
-    if (!cx.n && !cy.n && ns == 1 && ac_pis_const(&dlt->c0, &dk) && ac_pis_const(&spans[0], &sk) && iabs(dk) <= sk)
-        return res(ACC_NOT_INJECTIVE, arena_printf(A->a, "the ranges overlap (%lld apart, each %lld wide)",
-                                                   (long long)iabs(dk), (long long)sk + 1), NULL);
-    return res(ACC_UNKNOWN, "the two ranges may overlap", NULL);
+    if (!cx.n && !cy.n && ns == 1 && ac_pis_const(&dlt->c0, &dk) && ac_pis_const(&spans[0], &sk) &&
+        access_iabs(dk) <= sk)
+        return access_res(ACC_NOT_INJECTIVE, arena_printf(A->a, "the ranges overlap (%lld apart, each %lld wide)",
+                                                          (long long)access_iabs(dk), (long long)sk + 1), NULL);
+    return access_res(ACC_UNKNOWN, "the two ranges may overlap", NULL);
 }
 
 /* ------------------------------------------------------------------ */
@@ -221,7 +223,7 @@ typedef struct PrivSite {
 static uint64_t var_deps(const Access *A, int v) { return v < V_DYN ? (uint64_t)1 << v : A->vars.v[v].dep; }
 
 /* Appends the clauses of x to c (without duplicates); false when full. */
-bool cond_merge(AccCond *c, const AccCond *x)
+bool access_cond_merge(AccCond *c, const AccCond *x)
 {
     for (int i = 0; i < x->n; i++) {
         bool dup = false;
@@ -279,7 +281,7 @@ static const char *priv_witness(Access *A, const PrivSite *s, uint64_t outer)
             if (w < V_LANE || w >= V_DYN || w - V_LANE >= s->rank || !ac_pis_const(&f->t[j].c, &b) || !b ||
                 var_tied(A, f, &s->cs, w))
                 continue;
-            int64_t g = gcd64(iabs(a), iabs(b)), du = iabs(b) / g, dw = iabs(a) / g;
+            int64_t g = access_gcd64(access_iabs(a), access_iabs(b)), du = access_iabs(b) / g, dw = access_iabs(a) / g;
             if (s->shape[w - V_LANE] - 1 >= dw)
                 return arena_printf(A->a, "programs pid%d = p and p + %lld touch the same element (lane%d "
                                           "shifted by %lld; given enough programs)",
@@ -308,7 +310,7 @@ static PrivSite *rev_negative(Access *A, PrivSite *ps, int n, uint64_t outer)
             AccPoly neg, nm1, mx, one = ac_pconst(1);
             if (v < V_DYN || x->kind != VK_LOOP || x->rev || (var_deps(A, v) & outer) ||
                 !ac_padd(&neg, &(AccPoly){0}, &ps[i].f->t[t].c, -1) || !ac_padd(&nm1, &neg, &one, -1) ||
-                ptruth(&D.F, &nm1) != 1 || !var_max(&D, v, &mx))
+                access_ptruth(&D.F, &nm1) != 1 || !access_var_max(&D, v, &mx))
                 continue;
             int nv = ac_var_rev(A, v, &mx);
             if (nv < 0)
@@ -341,7 +343,7 @@ static AccResult priv_recover(Access *A, PrivSite *ps, int n, const int *up, int
     AccPoly one = ac_pconst(1);
     for (int i = 0; i < nu; i++)
         if (up[i] == k)
-            return res(ACC_PROVEN, NULL, NULL);
+            return access_res(ACC_PROVEN, NULL, NULL);
     for (int i = 0; i < nu; i++) {
         const AcVar *x = &A->vars.v[up[i]];
         if (up[i] < V_DYN || x->kind != VK_DIV || !(ac_fdeps(A, x->e) >> k & 1))
@@ -357,10 +359,10 @@ static AccResult priv_recover(Access *A, PrivSite *ps, int n, const int *up, int
                 sub[s].f = x->e;
             }
             AccResult r = priv_core(A, sub, n, (uint64_t)1 << k, depth + 1);
-            if (r.v == ACC_PROVEN_IF && !cond_merge(extra, r.cond))
-                return res(ACC_UNKNOWN, "the condition is too long", NULL);
+            if (r.v == ACC_PROVEN_IF && !access_cond_merge(extra, r.cond))
+                return access_res(ACC_UNKNOWN, "the condition is too long", NULL);
             if (r.v == ACC_PROVEN || r.v == ACC_PROVEN_IF)
-                return res(ACC_PROVEN, NULL, NULL);
+                return access_res(ACC_PROVEN, NULL, NULL);
         }
     }
     for (int i = 0; i < nu; i++) { /* pid // d or pid % d alone, d constant: a witness */
@@ -369,8 +371,8 @@ static AccResult priv_recover(Access *A, PrivSite *ps, int n, const int *up, int
         const AccPoly *c1 = up[i] >= V_DYN && x->kind != VK_LOOP ? ac_fcoef((AcForm *)x->e, k) : NULL;
         if (!c1 || x->e->nt != 1 || !ac_peq(c1, &one) || !ac_pis_const(&x->d, &d) || d < 2)
             continue;
-        return res(ACC_NOT_INJECTIVE,
-                   x->kind == VK_DIV
+        return access_res(ACC_NOT_INJECTIVE,
+                          x->kind == VK_DIV
                        ? arena_printf(A->a, "programs pid%d = 0 and pid%d = 1 touch the same elements (the "
                                             "address depends on it only through '// %lld')",
                                       k, k, (long long)d)
@@ -379,20 +381,20 @@ static AccResult priv_recover(Access *A, PrivSite *ps, int n, const int *up, int
                                       k, k, (long long)d, (long long)d),
                    NULL);
     }
-    return res(ACC_UNKNOWN,
-               arena_printf(A->a, "the address depends on pid%d only through '//' or '%%' kad cannot invert", k),
-               NULL);
+    return access_res(ACC_UNKNOWN,
+                      arena_printf(A->a, "the address depends on pid%d only through '//' or '%%' kad cannot invert", k),
+                      NULL);
 }
 
 /* The footprints of programs differing in a pid of `outer` (var bits) are
  * disjoint: every variable depending on those pids is recovered by a
- * dominance chain (the "up" variables, common to every site with equal
+ * dominance access_chain (the "up" variables, common to every site with equal
  * coefficients), below which each site's other variables and its constant
  * offset form a bounded per-program part that need not be recovered. */
 static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int depth)
 {
     if (depth > 3)
-        return res(ACC_UNKNOWN, "'//' and '%' nested too deeply", NULL);
+        return access_res(ACC_UNKNOWN, "'//' and '%' nested too deeply", NULL);
     AccCond extra = {0};
     Dec D0 = {A, ps[0].f, &ps[0].cs, ac_base_facts(A), 0, {0}, {{0}}, ps[0].shape, ps[0].rank, 0, {0}};
     AccPoly one = ac_pconst(1);
@@ -402,7 +404,7 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
     AccPoly *off = arena_alloc(A->a, sizeof *off * (size_t)n);
     for (int i = 0; i < n; i++)
         if (!ac_padd(&off[i], &ps[i].f->c0, &ps[0].f->c0, -1))
-            return res(ACC_UNKNOWN, ac_too_big, NULL);
+            return access_res(ACC_UNKNOWN, ac_too_big, NULL);
     int low = -1;
     /* pass 0: statically; 1: with clauses whose symbolic monomials are all
      * positive (likely to hold: 16*%num_steps >= 16); 2: any clauses */
@@ -414,19 +416,19 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
                 AccPoly d;
                 Facts F = ac_base_facts(A);
                 ac_add_facts(A, &ps[i].fcs, &F);
-                int t = ac_padd(&d, &off[i], &off[L], -1) ? ptruth(&F, &d) : 0;
+                int t = ac_padd(&d, &off[i], &off[L], -1) ? access_ptruth(&F, &d) : 0;
                 bool likely = pass == 2;
                 for (int k = 0; k < d.n && !likely; k++)
                     likely = d.m[k].s[0] != 0;
                 for (int k = 0; k < d.n && likely && pass == 1; k++)
                     likely = !d.m[k].s[0] || d.m[k].k > 0;
-                ok = t == 1 || (pass > 0 && likely && t == -1 && add_clause(&D0, &c, &d, 1));
+                ok = t == 1 || (pass > 0 && likely && t == -1 && access_add_clause(&D0, &c, &d, 1));
             }
-            if (ok && (!c.n || cond_merge(&extra, &c)))
+            if (ok && (!c.n || access_cond_merge(&extra, &c)))
                 low = L;
         }
     if (low < 0)
-        return res(ACC_UNKNOWN, "the sites' offsets differ by an amount kad cannot order", NULL);
+        return access_res(ACC_UNKNOWN, "the sites' offsets differ by an amount kad cannot order", NULL);
     for (int i = 0; i < n; i++)
         if (i != low)
             ac_padd(&off[i], &off[i], &off[low], -1);
@@ -437,8 +439,8 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
             int v = ps[i].f->t[t].var;
             if (v >= V_DYN && A->vars.v[v].kind != VK_LOOP) { /* divisors must be >= 1 */
                 AccPoly dm1;
-                if (!ac_padd(&dm1, &A->vars.v[v].d, &one, -1) || !add_clause(&D0, &extra, &dm1, 1))
-                    return res(ACC_UNKNOWN, "a divisor that may be < 1", NULL);
+                if (!ac_padd(&dm1, &A->vars.v[v].d, &one, -1) || !access_add_clause(&D0, &extra, &dm1, 1))
+                    return access_res(ACC_UNKNOWN, "a divisor that may be < 1", NULL);
             }
             bool common = var_common(ps, n, v), seen = false;
             for (int j = 0; j < nu; j++)
@@ -449,7 +451,7 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
                 continue;
             if (var_deps(A, v) & outer) {
                 if (!common)
-                    return res(ACC_UNKNOWN, "the sites place the programs differently", NULL);
+                    return access_res(ACC_UNKNOWN, "the sites place the programs differently", NULL);
                 up[nu++] = v;
             } else if (common && i == 0) {
                 com[nc++] = v;
@@ -462,8 +464,8 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
         for (int i = 0; i < nu; i++)
             dep |= var_deps(A, up[i]) >> k & 1;
         if (!dep)
-            return res(ACC_NOT_INJECTIVE,
-                       arena_printf(A->a, "the address does not depend on pid%d: the programs along axis %d "
+            return access_res(ACC_NOT_INJECTIVE,
+                              arena_printf(A->a, "the address does not depend on pid%d: the programs along axis %d "
                                           "touch the same elements (when tl.num_programs(%d) > 1)",
                                     k, k, k),
                        NULL);
@@ -471,7 +473,7 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
     for (int i = 0; i < n; i++) {
         const char *w = priv_witness(A, &ps[i], outer);
         if (w)
-            return res(ACC_NOT_INJECTIVE, w, NULL);
+            return access_res(ACC_NOT_INJECTIVE, w, NULL);
     }
     for (int k = 0; k < V_LANE; k++) {
         if (!(outer >> k & 1))
@@ -503,7 +505,7 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
                         if (ac_fcoef((AcForm *)cs->v[c], V_LANE + k))
                             assoc = k;
             int at = hn++;
-            int64_t kk = (int64_t)(4 - assoc) * 100000000 + coef_rank(&f->t[i].c);
+            int64_t kk = (int64_t)(4 - assoc) * 100000000 + access_coef_rank(&f->t[i].c);
             while (at > 0 && key[at - 1] > kk) {
                 hord[at] = hord[at - 1];
                 key[at] = key[at - 1];
@@ -562,7 +564,7 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
                     Dec D = {A, f, &ps[s].cs, ac_base_facts(A), 0, {0}, {{0}}, ps[s].shape, ps[s].rank, 0,
                              off[s]};
                     ac_add_facts(A, &ps[s].fcs, &D.F);
-                    facts_of_cond(&D.F, &extra);
+                    access_facts_of_cond(&D.F, &extra);
                     for (int t = 0; t < f->nt; t++) { /* the others, small coefficients first */
                         bool in_up = false;
                         for (int j = 0; j < nuv; j++)
@@ -570,7 +572,7 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
                         if (in_up)
                             continue;
                         int at = D.n++;
-                        while (at > 0 && coef_rank(&D.coef[at - 1]) > coef_rank(&f->t[t].c)) {
+                        while (at > 0 && access_coef_rank(&D.coef[at - 1]) > access_coef_rank(&f->t[t].c)) {
                             D.var[at] = D.var[at - 1];
                             D.coef[at] = D.coef[at - 1];
                             at--;
@@ -588,18 +590,18 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
                     for (int j = 0; j < D.n; j++)
                         ord[j] = j;
                     AccCond cs;
-                    ok = chain(&D, ord, &cs) && cond_merge(&c, &cs);
+                    ok = access_chain(&D, ord, &cs) && access_cond_merge(&c, &cs);
                 }
-                if (!ok || cond_unsat(&c))
+                if (!ok || access_cond_unsat(&c))
                     continue;
                 if (c.n == 0)
-                    return extra.n ? res(ACC_PROVEN_IF, NULL, cond_join(A, &extra, NULL))
-                                   : res(ACC_PROVEN, NULL, NULL);
+                    return extra.n ? access_res(ACC_PROVEN_IF, NULL, access_cond_join(A, &extra, NULL))
+                                   : access_res(ACC_PROVEN, NULL, NULL);
                 if (!have) {
                     best = first = c;
                     have = true;
-                } else if (size < 0 && cond_weight(&c) < 1000) {
-                    cond_or(&best, &c, &best); /* kept alone when the disjunction does not fit */
+                } else if (size < 0 && access_cond_weight(&c) < 1000) {
+                    access_cond_or(&best, &c, &best); /* kept alone when the disjunction does not fit */
                 }
                 /* when its first order gives a condition, the heuristic selection
                  * tries every order of its up variables (up to three: the grid's
@@ -607,45 +609,45 @@ static AccResult priv_core(Access *A, PrivSite *ps, int n, uint64_t outer, int d
                  * only on degenerate launches): which axis has the larger stride
                  * is the launch's matter, not the order the kernel numbers its
                  * axes in */
-            } while ((size >= 0 || (have && nuv <= 3 && !A->priv_one_order)) && next_perm(perm, nuv));
+            } while ((size >= 0 || (have && nuv <= 3 && !A->priv_one_order)) && access_next_perm(perm, nuv));
             if (size < 0)
                 break;
         }
 done:
     if (!have)
-        return res(ACC_UNKNOWN, "no order of the terms separates the programs' elements (their extents are "
+        return access_res(ACC_UNKNOWN, "no order of the terms separates the programs' elements (their extents are "
                                 "unknown, or some coefficient is too small)", NULL);
-    const AccCond *c = cond_join(A, &extra, &best);
+    const AccCond *c = access_cond_join(A, &extra, &best);
     if (!c) /* the disjunction too long with the divisors' clauses: the first order's alone */
-        c = cond_join(A, &extra, &first);
-    return c ? res(ACC_PROVEN_IF, NULL, c) : res(ACC_UNKNOWN, "the condition is too long", NULL);
+        c = access_cond_join(A, &extra, &first);
+    return c ? access_res(ACC_PROVEN_IF, NULL, c) : access_res(ACC_UNKNOWN, "the condition is too long", NULL);
 }
 
 AccResult access_private(Access *A, const Inst *const *mems, int n, unsigned axes)
 {
     axes &= 7;
     if (n <= 0 || !axes)
-        return res(ACC_PROVEN, NULL, NULL);
+        return access_res(ACC_PROVEN, NULL, NULL);
     PrivSite *ps = arena_alloc(A->a, sizeof *ps * (size_t)n);
     int base = 0;
     uint64_t dep = 0;
     for (int i = 0; i < n; i++) {
         AcSite *s = ac_site_of(A, mems[i]);
         if (!s)
-            return res(ACC_UNKNOWN, "not a memory access", NULL);
+            return access_res(ACC_UNKNOWN, "not a memory access", NULL);
         const AcForm *f = ac_site_form(A, s);
         if (f->why)
-            return res(ACC_UNKNOWN, f->why, NULL);
+            return access_res(ACC_UNKNOWN, f->why, NULL);
         if (i && f->base != base)
-            return res(ACC_UNKNOWN, "the accesses go through different parameters", NULL);
+            return access_res(ACC_UNKNOWN, "the accesses go through different parameters", NULL);
         base = f->base;
         for (int t = -1; t < f->nt; t++) { /* symbols must be fixed by the launch */
             const AccPoly *p = t < 0 ? &f->c0 : &f->t[t].c;
             for (int k = 0; k < p->n; k++)
                 for (int y = 0; y < ACC_NSYM && p->m[k].s[y]; y++)
                     if (A->syms.v[p->m[k].s[y] - 1].dep)
-                        return res(ACC_UNKNOWN,
-                                   arena_printf(A->a, "the offset depends on '%s', which kad cannot express",
+                        return access_res(ACC_UNKNOWN,
+                                          arena_printf(A->a, "the offset depends on '%s', which kad cannot express",
                                                 ac_vname(A, A->syms.v[p->m[k].s[y] - 1].v)),
                                    NULL);
         }
@@ -669,42 +671,42 @@ AccResult access_private(Access *A, const Inst *const *mems, int n, unsigned axe
             continue;
         if (!(A->pid_axes >> k & 1) && !(dep >> k & 1)) {
             AccPoly c = ac_pconst(1), np = ac_psym(ac_sym_intern(A, SYM_NPROG, 0, k, 0));
-            if (!ac_padd(&c, &c, &np, -1) || !add_clause(&D0, &extra, &c, 1))
-                return res(ACC_UNKNOWN, ac_too_big, NULL);
+            if (!ac_padd(&c, &c, &np, -1) || !access_add_clause(&D0, &extra, &c, 1))
+                return access_res(ACC_UNKNOWN, ac_too_big, NULL);
             continue;
         }
         outer |= (uint64_t)1 << k;
     }
-    AccResult r = outer ? priv_core(A, ps, n, outer, 0) : res(ACC_PROVEN, NULL, NULL);
-    if (r.v == ACC_UNKNOWN && outer && !A->priv_one_order) { /* the first orders alone (cond_or) */
+    AccResult r = outer ? priv_core(A, ps, n, outer, 0) : access_res(ACC_PROVEN, NULL, NULL);
+    if (r.v == ACC_UNKNOWN && outer && !A->priv_one_order) { /* the first orders alone (access_cond_or) */
         A->priv_one_order = true;
         r = priv_core(A, ps, n, outer, 0);
         A->priv_one_order = false;
     }
     if (!extra.n || (r.v != ACC_PROVEN && r.v != ACC_PROVEN_IF))
         return r;
-    const AccCond *c = cond_join(A, &extra, r.cond);
+    const AccCond *c = access_cond_join(A, &extra, r.cond);
     if (!c && outer && !A->priv_one_order) {
         A->priv_one_order = true;
         r = priv_core(A, ps, n, outer, 0);
         A->priv_one_order = false;
         if (r.v != ACC_PROVEN && r.v != ACC_PROVEN_IF)
             return r;
-        c = cond_join(A, &extra, r.cond);
+        c = access_cond_join(A, &extra, r.cond);
     }
-    return c ? res(ACC_PROVEN_IF, NULL, c) : res(ACC_UNKNOWN, "the condition is too long", NULL);
+    return c ? access_res(ACC_PROVEN_IF, NULL, c) : access_res(ACC_UNKNOWN, "the condition is too long", NULL);
 }
 
 AccResult access_disjoint_all(Access *A, const Inst *x, const Inst *y)
 {
     AcSite *sx = ac_site_of(A, x), *sy = ac_site_of(A, y);
     if (!sx || !sy)
-        return res(ACC_UNKNOWN, "not a memory access", NULL);
+        return access_res(ACC_UNKNOWN, "not a memory access", NULL);
     const AcForm *fx = ac_site_form(A, sx), *fy = ac_site_form(A, sy);
     if (fx->why || fy->why)
-        return res(ACC_UNKNOWN, fx->why ? fx->why : fy->why, NULL);
+        return access_res(ACC_UNKNOWN, fx->why ? fx->why : fy->why, NULL);
     if (fx->base != fy->base)
-        return res(ACC_PROVEN, NULL, NULL);
+        return access_res(ACC_PROVEN, NULL, NULL);
     if (!sx->loops && !sy->loops)
         return access_disjoint(A, x, y);
     return disjoint_ranges(A, sx, sy, 7);

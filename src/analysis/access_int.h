@@ -3,7 +3,7 @@
  * access.c builds the analysis (the affine form and the constraints of
  * every memory instruction); access_decide.c decides over them
  * (injectivity), access_disjoint.c over several sites (disjointness,
- * private footprints) with access_decide.c's chain; access_report.c prints
+ * private footprints) with access_decide.c's access_chain; access_report.c prints
  * and evaluates the runtime conditions and writes the report;
  * access_cover.c describes what a store covers.
  * This header holds what they need: the variable and symbol numbering, the
@@ -181,46 +181,46 @@ typedef struct Dec {
 } Dec;
 
 /* The largest value of variable v, if known. */
-bool var_max(Dec *D, int v, AccPoly *mx);
+bool access_var_max(Dec *D, int v, AccPoly *mx);
 /* Bounds of the group of the first k variables of order ord from the
  * constraints on exactly that group (alternatives, up to nout). */
-int group_alts(Dec *D, const int *ord, int k, AccPoly *out, int nout);
+int access_group_alts(Dec *D, const int *ord, int k, AccPoly *out, int nout);
 /* Static truth of p >= 0: 1 true, 0 false (a negative constant), -1 unknown. */
-int ptruth(const Facts *F, const AccPoly *p);
+int access_ptruth(const Facts *F, const AccPoly *p);
 /* Adds clause (one of alts >= 0) to cond; returns 0 when it is false. */
-int add_clause(Dec *D, AccCond *cond, const AccPoly *alts, int n);
+int access_add_clause(Dec *D, AccCond *cond, const AccPoly *alts, int n);
 /* The facts (s >= 1) a condition's clauses `s - k >= 0` give. */
-void facts_of_cond(Facts *F, const AccCond *c);
+void access_facts_of_cond(Facts *F, const AccCond *c);
 /* The mixed-radix argument over the variables in order ord: each
  * coefficient exceeds the span of the earlier ones (what cannot be shown
  * statically is added to cond); false when it fails. */
-bool chain(Dec *D, const int *ord, AccCond *cond);
-int coef_rank(const AccPoly *p);
-bool next_perm(int *a, int n);
-int64_t iabs(int64_t x);
-int64_t gcd64(int64_t a, int64_t b);
+bool access_chain(Dec *D, const int *ord, AccCond *cond);
+int access_coef_rank(const AccPoly *p);
+bool access_next_perm(int *a, int n);
+int64_t access_iabs(int64_t x);
+int64_t access_gcd64(int64_t a, int64_t b);
 
 /* Conditions: whether clause x implies y; the clauses of v that no other
  * implies (in place); x and y (NULL: none) as one condition; a verdict
  * with its reason and condition; x or y as one conjunction (false when it
  * does not fit); whether c never holds; how demanding c looks, for
  * choosing among orders. */
-bool clause_implies(const AccClause *x, const AccClause *y);
-void drop_implied(AccClause *v, int *n);
-const AccCond *cond_join(Access *A, const AccCond *x, const AccCond *y);
-AccResult res(AccVerdict v, const char *why, const AccCond *c);
-bool cond_or(const AccCond *x, const AccCond *y, AccCond *out);
-bool cond_unsat(const AccCond *c);
-int cond_weight(const AccCond *c);
+bool access_clause_implies(const AccClause *x, const AccClause *y);
+void access_drop_implied(AccClause *v, int *n);
+const AccCond *access_cond_join(Access *A, const AccCond *x, const AccCond *y);
+AccResult access_res(AccVerdict v, const char *why, const AccCond *c);
+bool access_cond_or(const AccCond *x, const AccCond *y, AccCond *out);
+bool access_cond_unsat(const AccCond *c);
+int access_cond_weight(const AccCond *c);
 
 /* access_disjoint.c: appends the clauses of x to c (without duplicates);
  * false when full. */
-bool cond_merge(AccCond *c, const AccCond *x);
+bool access_cond_merge(AccCond *c, const AccCond *x);
 
 /* access_report.c: a polynomial (as Python when py) and a variable in
  * messages. */
-const char *poly_str(Access *A, const AccPoly *p, bool py);
-const char *var_str(Access *A, int v);
+const char *access_poly_str(Access *A, const AccPoly *p, bool py);
+const char *access_var_str(Access *A, int v);
 
 /* ------------------------------------------------------------------ */
 /* access_report.c: the printing access_cover.c needs                 */

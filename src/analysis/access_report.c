@@ -80,7 +80,7 @@ static void mono_print(Access *A, Buf *b, const AccMono *m, int64_t k, bool py, 
     }
 }
 
-const char *poly_str(Access *A, const AccPoly *p, bool py)
+const char *access_poly_str(Access *A, const AccPoly *p, bool py)
 {
     Buf b = {A->a, NULL, 0, 0};
     bool ok = true;
@@ -110,7 +110,7 @@ static const char *ineq_str(Access *A, const AccPoly *p, bool py)
             ac_padd_mono(&r, m);
         }
     }
-    const char *ls = poly_str(A, &l, py), *rs = poly_str(A, &r, py);
+    const char *ls = access_poly_str(A, &l, py), *rs = access_poly_str(A, &r, py);
     return ls && rs ? arena_printf(A->a, "%s >= %s", ls, rs) : NULL;
 }
 
@@ -143,7 +143,7 @@ static const char *host_str(Access *A, const AccCond *c, const AccPoly *p, const
 {
     A->host_args = args;
     A->host_grid = grid;
-    const char *s = c ? cond_str(A, c, true) : poly_str(A, p, true);
+    const char *s = c ? cond_str(A, c, true) : access_poly_str(A, p, true);
     A->host_args = A->host_grid = NULL;
     return s;
 }
@@ -193,7 +193,7 @@ static bool val_eval(Access *A, ValId v, const int64_t *params, const int64_t gr
         *out = x - y;
         return true;
     case OP_MUL:
-        if (iabs(x) > (1 << 20) && iabs(y) > (1 << 20))
+        if (access_iabs(x) > (1 << 20) && access_iabs(y) > (1 << 20))
             return false;
         *out = x * y;
         return true;
@@ -227,7 +227,7 @@ static bool peval(Access *A, const AccPoly *p, const int64_t *params, const int6
                 x = params[k];
             } else if (!val_eval(A, y->v, params, grid, 0, &x))
                 return false;
-            if (!ac_in_limit(x) || !ac_in_limit(m) || (iabs(m) > (1 << 20) && iabs(x) > (1 << 20)))
+            if (!ac_in_limit(x) || !ac_in_limit(m) || (access_iabs(m) > (1 << 20) && access_iabs(x) > (1 << 20)))
                 return false;
             m *= x;
         }
@@ -258,7 +258,7 @@ bool access_cond_eval(Access *A, const AccCond *c, const int64_t *params, const 
 
 static const char *form_str(Access *A, const AcForm *f);
 
-const char *var_str(Access *A, int v)
+const char *access_var_str(Access *A, int v)
 {
     if (v < V_LANE)
         return arena_printf(A->a, "pid%d", v);
@@ -275,9 +275,9 @@ const char *var_str(Access *A, int v)
     }
     if (x->swz) /* a grouped swizzle's row or column (access.c swizzle) */
         return arena_printf(A->a, "swizzle_%s(%s; %s)", x->kind == VK_DIV ? "m" : "n", form_str(A, x->e),
-                            poly_str(A, &x->d, false));
+                            access_poly_str(A, &x->d, false));
     return arena_printf(A->a, "(%s %s %s)", form_str(A, x->e), x->kind == VK_DIV ? "//" : "%",
-                        poly_str(A, &x->d, false));
+                        access_poly_str(A, &x->d, false));
 }
 
 static const char *form_str(Access *A, const AcForm *f)
@@ -291,20 +291,21 @@ static const char *form_str(Access *A, const AcForm *f)
     for (int i = 0; i < f->nt; i++) {
         const AccPoly *c = &f->t[i].c;
         int64_t k;
-        const char *vs = var_str(A, f->t[i].var);
+        const char *vs = access_var_str(A, f->t[i].var);
         if (any)
             buf_puts(&b, " + ");
         if (ac_pis_const(c, &k) && k == 1)
             buf_puts(&b, vs);
         else if (c->n == 1)
-            buf_printf(&b, "%s*%s", poly_str(A, c, false), vs);
+            buf_printf(&b, "%s*%s", access_poly_str(A, c, false), vs);
         else
-            buf_printf(&b, "(%s)*%s", poly_str(A, c, false), vs);
+            buf_printf(&b, "(%s)*%s", access_poly_str(A, c, false), vs);
         any = true;
     }
     if (f->c0.n || !any)
-        buf_printf(&b, "%s%s", any ? " + " : "", f->c0.n > 1 && any ? arena_printf(A->a, "(%s)", poly_str(A, &f->c0, false))
-                                                                    : poly_str(A, &f->c0, false));
+        buf_printf(&b, "%s%s", any ? " + " : "",
+                   f->c0.n > 1 && any ? arena_printf(A->a, "(%s)", access_poly_str(A, &f->c0, false))
+                                      : access_poly_str(A, &f->c0, false));
     return buf_str(&b);
 }
 
@@ -413,7 +414,7 @@ void access_cond_conj(Access *A, AccCondVec *out, const AccCond *c)
         for (int i = 0; i < x->n; i++)
             vec_push(A->a, all, x->c[i]);
     }
-    drop_implied(all.v, &all.n);
+    access_drop_implied(all.v, &all.n);
     out->n = 0;
     for (int i = 0; i < all.n; i += ACC_NCLAUSE) {
         AccCond *one = arena_alloc(A->a, sizeof *one);
@@ -429,7 +430,7 @@ bool access_cond_implies(const AccCondVec *x, const AccCond *y)
         bool some = false;
         for (int k = 0; k < x->n && !some; k++)
             for (int i = 0; i < x->v[k]->n && !some; i++)
-                some = clause_implies(&x->v[k]->c[i], &y->c[j]);
+                some = access_clause_implies(&x->v[k]->c[i], &y->c[j]);
         if (!some)
             return false;
     }

@@ -17,23 +17,23 @@ enum { LINE_LIMIT = 100 };
 
 /* emit_triton.c: the ops that open a loop, or any region; the
  * descriptor an IF_DESC access of info prints through (pass 1 asks). */
-bool is_loop(OpKind op);
-bool is_cf(OpKind op);
-void desc_choose(Emitter *E, InstInfo *info);
+bool emit_is_loop(OpKind op);
+bool emit_is_cf(OpKind op);
+void emit_desc_choose(Emitter *E, InstInfo *info);
 
 /* emit_passes.c: the names in use, a name marked used, a fresh name from
  * base (base itself, else base_1, base_2, ...). */
-bool name_used(const Emitter *E, const char *s);
-void name_add(Emitter *E, const char *s);
-const char *unique_name(Emitter *E, const char *base);
+bool emit_name_used(const Emitter *E, const char *s);
+void emit_name_add(Emitter *E, const char *s);
+const char *emit_unique_name(Emitter *E, const char *base);
 
 /* emit_passes.c: the passes, in the order the driver runs them. */
-void scan_block(Emitter *E, const Block *b, InstInfo *infos, InstInfo *parent, int region, int depth);
-void mark_dead(Emitter *E);
-void decide_inlining(Emitter *E);
-void liveness(Emitter *E);
-void coalesce(Emitter *E);
-void coalesce_names(Emitter *E);
-void assign_names(Emitter *E, const char *kname);
+void emit_scan_block(Emitter *E, const Block *b, InstInfo *infos, InstInfo *parent, int region, int depth);
+void emit_mark_dead(Emitter *E);
+void emit_decide_inlining(Emitter *E);
+void emit_liveness(Emitter *E);
+void emit_coalesce(Emitter *E);
+void emit_coalesce_names(Emitter *E);
+void emit_assign_names(Emitter *E, const char *kname);
 
 #endif

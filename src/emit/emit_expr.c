@@ -14,7 +14,7 @@
  *
  * Requires: an Emitter after the scan (InstInfo.eff, ValInfo.cnst, and
  * ValInfo.inl for operands printed inside their user).  While measuring
- * (decide_inlining) variables print as placeholders; afterwards as their
+ * (emit_decide_inlining) variables print as placeholders; afterwards as their
  * classes' names, and em_var_name records the classes an expression reads
  * (Emitter.reads, for parallel moves).  Guarantees: an expression computes
  * what the IR computes, or the construct is a located error (em_error);

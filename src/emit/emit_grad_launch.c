@@ -1,9 +1,9 @@
 /* emit_grad_launch.c -- the launches a backward module's launcher prints, and their tuning.
  *
- * Job: each kernel's launch defaults from its tiles (launch_defaults, launch_options), what
- * kad_tune may try and must keep (tune_facts), one launch through _kad_go (print_launch), the
- * fold's sum kernels (print_fold_sums), the GEMM form (print_gemm, print_gemm_helper), the gather
- * and scatter kernels (print_gathers) and the spread's S (print_spread_plan).  print_launcher
+ * Job: each kernel's launch defaults from its tiles (emit_launch_defaults, emit_launch_options), what
+ * kad_tune may try and must keep (emit_tune_facts), one launch through _kad_go (emit_print_launch), the
+ * fold's sum kernels (emit_print_fold_sums), the GEMM form (emit_print_gemm, emit_print_gemm_helper), the gather
+ * and scatter kernels (emit_print_gathers) and the spread's S (emit_print_spread_plan).  emit_print_launcher
  * (emit_grad_plan.c) calls them in the Program's step order (docs/GRAD.md).
  */
 #include <string.h>
@@ -96,7 +96,7 @@ static void tile_scan(const Func *f, const Block *b, int64_t *tile, int64_t *acc
 }
 
 /* Has f a tl.dot (tile_scan's dot tiles)? */
-bool has_dot(const Func *f)
+bool emit_has_dot(const Func *f)
 {
     int64_t tile = 1, acc = 0, smem = 0;
     tile_scan(f, f->body, &tile, &acc, &smem);
@@ -134,11 +134,11 @@ static void tune_scan(const Block *b, bool *lp, bool *ord, bool *at)
  * pos(p): k's parameter p's position in the values, p < nfwd through the
  * def's order o (ndef entries), the gradients and the parameters after them
  * following; o NULL: the parameters in order. */
-const char *tune_facts(Arena *a, const Func *k, const DefParam *o, int ndef, int nfwd)
+const char *emit_tune_facts(Arena *a, const Func *k, const DefParam *o, int ndef, int nfwd)
 {
     bool lp = false, ord = false, at = false;
     tune_scan(k->body, &lp, &ord, &at);
-    bool dot = has_dot(k);
+    bool dot = emit_has_dot(k);
     uint8_t *w = arena_alloc(a, (size_t)k->nparams + 1), *r = arena_alloc(a, (size_t)k->nparams + 1);
     memset(w, 0, (size_t)k->nparams + 1);
     memset(r, 0, (size_t)k->nparams + 1);
@@ -217,7 +217,7 @@ static void launch_defaults_of(const Func *f, const FuncSpread *spread, int site
     *stages = 0;
 }
 
-void launch_defaults(const Func *f, const FuncSpread *spread, int *warps, int *stages)
+void emit_launch_defaults(const Func *f, const FuncSpread *spread, int *warps, int *stages)
 {
     launch_defaults_of(f, spread, 1, warps, stages);
 }
@@ -231,10 +231,10 @@ static const char *launch_options_of(Arena *a, int w, int s)
     return arena_printf(a, "dict({\"num_warps\": num_warps or %d}, **options)", w);
 }
 
-const char *launch_options(Arena *a, const Func *f, const FuncSpread *spread)
+const char *emit_launch_options(Arena *a, const Func *f, const FuncSpread *spread)
 {
     int w, s;
-    launch_defaults(f, spread, &w, &s);
+    emit_launch_defaults(f, spread, &w, &s);
     return launch_options_of(a, w, s);
 }
 
@@ -245,7 +245,7 @@ const char *launch_options(Arena *a, const Func *f, const FuncSpread *spread)
  * tells this launch's kernels apart in the plan), else through Triton's JIT
  * with the options jit. warps, stages: _kad_go's num_warps and num_stages
  * (Python expressions; stages "None" leaves them to Triton). */
-void print_launch(Buf *out, Arena *a, const char *ind, const char *k, const char *g, const char *call,
+void emit_print_launch(Buf *out, Arena *a, const char *ind, const char *k, const char *g, const char *call,
                          const int *ptrs, int np, int slot, const char *warps, const char *stages, const char *jit,
                          const char *facts)
 {
@@ -260,18 +260,18 @@ void print_launch(Buf *out, Arena *a, const char *ind, const char *k, const char
     }
     const char *c8 = arena_printf(a, "%s        ", ind), *c10 = arena_printf(a, "%s          ", ind);
     buf_printf(out, "%s_c = (", ind);
-    wrap(out, arena_printf(a, "%s%s)", call, strchr(call, ',') ? "" : ","), LINE_LIMIT, c10,
+    emit_wrap(out, arena_printf(a, "%s%s)", call, strchr(call, ',') ? "" : ","), LINE_LIMIT, c10,
          strlen(ind) + 6);
     buf_printf(out, "\n%s_w, _s = %s, %s\n", ind, warps, stages);
     buf_printf(out, "%sif kad_tune:  # num_warps and num_stages timed on the first launch of this key\n%s    _w, _s = ",
                ind, ind);
-    wrap(out, arena_printf(a, "_kad_tune(%s, %s, _c, (key, %d), _w, _s, %s)", k, g, slot, facts), LINE_LIMIT, c8,
-         strlen(ind) + 13);
+    emit_wrap(out, arena_printf(a, "_kad_tune(%s, %s, _c, (key, %d), _w, _s, %s)", k, g, slot, facts), LINE_LIMIT, c8,
+              strlen(ind) + 13);
     buf_printf(out, "\n%s_k = None  # the compiled kernel's key (_kad_go): on CUDA, every tensor 16-byte aligned\n"
                     "%sif ck is not None and not (", ind, ind);
-    wrap(out, arena_printf(a, "%s) & 15:", buf_str(&al)), LINE_LIMIT, c8, strlen(ind) + 27);
+    emit_wrap(out, arena_printf(a, "%s) & 15:", buf_str(&al)), LINE_LIMIT, c8, strlen(ind) + 27);
     buf_printf(out, "\n%s    _k = (", ind);
-    wrap(out, arena_printf(a, "%d, _kad_cur(), _w, _s%s)", slot, buf_str(&dts)), LINE_LIMIT, c10,
+    emit_wrap(out, arena_printf(a, "%d, _kad_cur(), _w, _s%s)", slot, buf_str(&dts)), LINE_LIMIT, c10,
          strlen(ind) + 10);
     buf_printf(out, "\n%s_kad_go(%s, %s, _c, ck, _k, _w, _s)\n", ind, k, g);
 }
@@ -279,14 +279,14 @@ void print_launch(Buf *out, Arena *a, const char *ind, const char *k, const char
 /* After the folded kernel: the one sum kernel, d_<x> = the partials' rows
  * summed (stored) when d_<x> is dense, else d_<x> += them (zero-filled
  * before: the plan's zero). */
-void print_fold_sums(Buf *out, Arena *a, const Program *P, const char *kname, int nfwd, int at0, bool direct)
+void emit_print_fold_sums(Buf *out, Arena *a, const Program *P, const char *kname, int nfwd, int at0, bool direct)
 {
     const Func *bwd = P->main;
     const FoldPlan *pl = bwd->fold;
     int w, st;
-    launch_defaults(P->sum, NULL, &w, &st);
+    emit_launch_defaults(P->sum, NULL, &w, &st);
     if (!direct) {
-        buf_printf(out, "    %s[sgrid](", sum_name(a, kname));
+        buf_printf(out, "    %s[sgrid](", emit_sum_name(a, kname));
         for (int j = 0; j < pl->n; j++)
             buf_printf(out, "%sargs[%d], d_in[%d], *sums[%d]", j ? ",\n        " : "", at0 + pl->in[j].slot - nfwd, j,
                        j);
@@ -300,8 +300,8 @@ void print_fold_sums(Buf *out, Arena *a, const Program *P, const char *kname, in
         ptrs[2 * j] = 5 * j;
         ptrs[2 * j + 1] = 5 * j + 1;
     }
-    print_launch(out, a, "    ", sum_name(a, kname), "sgrid", buf_str(&c), ptrs, 2 * pl->n, 1,
-                 arena_printf(a, "%d", w), "None", NULL, tune_facts(a, P->sum, NULL, 0, 0));
+    emit_print_launch(out, a, "    ", emit_sum_name(a, kname), "sgrid", buf_str(&c), ptrs, 2 * pl->n, 1,
+                      arena_printf(a, "%d", w), "None", NULL, emit_tune_facts(a, P->sum, NULL, 0, 0));
 }
 
 /* The module-level helpers of the launchers are sections of src/emit/py/launch.py (kad_py_*,
@@ -341,13 +341,13 @@ static void print_operand_fit(Buf *out, Arena *a, const Func *k, const char *til
                               const char *pad, const DefParam *o, int ndef, int nfwd)
 {
     int w, st;
-    launch_defaults(k, NULL, &w, &st);
+    emit_launch_defaults(k, NULL, &w, &st);
     buf_printf(out, "%s        _kad_fit(%s, (%s, %s, 1), _c, {\"num_warps\": %d, \"num_stages\": %d}, _ck, _k and (%d, *_k),\n"
                     "%s                 kad_tune and ((_key, _dev, %d), %s))\n",
-               pad, k->name, tiles, iters, w, st ? st : 3, slot, pad, slot, tune_facts(a, k, o, ndef, nfwd));
+               pad, k->name, tiles, iters, w, st ? st : 3, slot, pad, slot, emit_tune_facts(a, k, o, ndef, nfwd));
 }
 
-void print_gemm(Buf *out, Arena *a, const Program *P, const char *call, int at0, int nfwd,
+void emit_print_gemm(Buf *out, Arena *a, const Program *P, const char *call, int at0, int nfwd,
                        const DefParam *o, int ndef)
 {
     const Func *bwd = P->main;
@@ -364,7 +364,7 @@ void print_gemm(Buf *out, Arena *a, const Program *P, const char *call, int at0,
      * kernels' arguments (_c): the forward's pointer arguments, the gradients, the scratch */
     Buf gk = {.a = a}, ts = {.a = a};
     for (int k = 0, i = 0; k < ndef; k++) {
-        if (!is_arg(bwd, o, k))
+        if (!emit_is_arg(bwd, o, k))
             continue;
         if (!o[k].cnst) { /* (a specialized argument's value is the signature's: checked above) */
             Dtype dt = (Dtype)ir_type(bwd, bwd->params[o[k].i]).dt;
@@ -383,7 +383,7 @@ void print_gemm(Buf *out, Arena *a, const Program *P, const char *call, int at0,
         buf_printf(&gk, ", args[%d].shape, args[%d].stride()", at0 + pl->op[i].slot - nfwd,
                    at0 + pl->op[i].slot - nfwd);
     buf_puts(out, "    _tg = tuple(_tg) + (1,) * (3 - len(_tg))\n    _key = (_tg, (");
-    wrap(out, arena_printf(a, "%s)", buf_str(&gk)), LINE_LIMIT, "            ", 13);
+    emit_wrap(out, arena_printf(a, "%s)", buf_str(&gk)), LINE_LIMIT, "            ", 13);
     buf_printf(out, "\n    _plan = _kad_gemm_plans.get(_key)\n"
                     "    _dev = args[%d].device\n"
                     "    if _plan is None:\n"
@@ -408,19 +408,19 @@ void print_gemm(Buf *out, Arena *a, const Program *P, const char *call, int at0,
     buf_puts(out, "        _k = None  # the kernels' key (_kad_go) less the options: on CUDA, every tensor 16-byte aligned\n"
                   "        if _ck is not None:\n"
                   "            _ts = (");
-    wrap(out, arena_printf(a, "%s)", buf_str(&ts)), LINE_LIMIT, "                   ", 19);
+    emit_wrap(out, arena_printf(a, "%s)", buf_str(&ts)), LINE_LIMIT, "                   ", 19);
     buf_puts(out, "\n"
                   "            if not any(x.data_ptr() & 15 for x in _ts):\n"
                   "                _k = (_kad_cur(), *(x.dtype for x in _ts))\n");
-    const char *first_opts = launch_options(a, pl->first, NULL);
-    if (!has_dot(pl->first)) {
+    const char *first_opts = emit_launch_options(a, pl->first, NULL);
+    if (!emit_has_dot(pl->first)) {
         int w, st;
-        launch_defaults(pl->first, NULL, &w, &st);
+        emit_launch_defaults(pl->first, NULL, &w, &st);
         first_opts = st ? arena_printf(a, "{\"num_warps\": %d, \"num_stages\": %d}", w, st)
                         : arena_printf(a, "{\"num_warps\": %d}", w);
     }
     buf_printf(out, "        _kad_fit(%s, _tg, _c, %s, _ck, _k and (0, *_k),\n                 kad_tune and ((_key, _dev, 0), %s))\n",
-               pl->first->name, first_opts, tune_facts(a, pl->first, o, ndef, nfwd));
+               pl->first->name, first_opts, emit_tune_facts(a, pl->first, o, ndef, nfwd));
     for (int i = 0; i < pl->n; i++) {
         const GemmOperand *op = &pl->op[i];
         const char *tiles = op->own ? "_V" : "_U";
@@ -442,7 +442,7 @@ void print_gemm(Buf *out, Arena *a, const Program *P, const char *call, int at0,
 }
 
 /* The module-level helper of the GEMM form: (U, V, trips) or None. */
-void print_gemm_helper(Buf *out, Arena *a, const Program *P)
+void emit_print_gemm_helper(Buf *out, Arena *a, const Program *P)
 {
     const Func *bwd = P->main;
     const GemmPlan *pl = P->gemm;
@@ -488,7 +488,7 @@ void print_gemm_helper(Buf *out, Arena *a, const Program *P)
                    pl->op[i].own ? "V" : "U");
         buf_printf(out, "    d = _ta[\"%s\"]\n", bwd->vals.v[bwd->params[pl->op[i].slot]].name);
         buf_puts(out, "    cov.append(bool(");
-        wrap(out, arena_printf(a, "%s))", cv), LINE_LIMIT, "        ", 16);
+        emit_wrap(out, arena_printf(a, "%s))", cv), LINE_LIMIT, "        ", 16);
         buf_puts(out, "\n");
     }
     buf_puts(out, "    return U, V, T, tuple(cov)\n");
@@ -502,13 +502,13 @@ void print_gemm_helper(Buf *out, Arena *a, const Program *P)
  * constexpr values in their places. open: the last slice runs to the end of
  * args (the flags and extras appended after the contract's nargs), else it
  * stops at nargs. */
-const char *call_text(Arena *a, const Func *bwd, const DefParam *o, int ndef, int nargs, bool open)
+const char *emit_call_text(Arena *a, const Func *bwd, const DefParam *o, int ndef, int nargs, bool open)
 {
     Buf call = {.a = a};
     int from = 0, at = 0;
     for (int k = 0; k <= ndef; k++) {
         bool end = k == ndef;
-        if (!end && is_arg(bwd, o, k)) {
+        if (!end && emit_is_arg(bwd, o, k)) {
             at++;
             continue;
         }
@@ -534,11 +534,11 @@ const char *call_text(Arena *a, const Func *bwd, const DefParam *o, int ndef, in
  * on the forward's grid plus its extra tiles, with the contract's
  * arguments (constexpr values in their places), under its flag when it
  * has one (else the backward's sites added with atomics). */
-void print_gathers(Buf *out, Arena *a, const Program *P, const DefParam *o, int ndef, int nargs,
+void emit_print_gathers(Buf *out, Arena *a, const Program *P, const DefParam *o, int ndef, int nargs,
                           const int *ptrs, int np)
 {
     const Func *bwd = P->main;
-    const char *call = call_text(a, bwd, o, ndef, nargs, false);
+    const char *call = emit_call_text(a, bwd, o, ndef, nargs, false);
     for (int j = 0; j < P->gather->n; j++) {
         const GatherIn *gi = &P->gather->in[j];
         if (gi->scatter)
@@ -553,12 +553,12 @@ void print_gathers(Buf *out, Arena *a, const Program *P, const DefParam *o, int 
         buf_printf(out, "    if %s:\n", cond);
         int w, st; /* each element sums nsites values (docs/GRAD.md, "Launch parameters") */
         launch_defaults_of(gi->k, NULL, gi->scatter ? 1 : gi->nsites, &w, &st);
-        print_launch(out, a, "        ", gi->k->name,
-                     arena_printf(a, "(_kg[0] + %lld, _kg[1] + %lld, _kg[2] + %lld)", (long long)gi->grid_add[0],
+        emit_print_launch(out, a, "        ", gi->k->name,
+                          arena_printf(a, "(_kg[0] + %lld, _kg[1] + %lld, _kg[2] + %lld)", (long long)gi->grid_add[0],
                                   (long long)gi->grid_add[1], (long long)gi->grid_add[2]),
                      call, ptrs, np, 2 + j, arena_printf(a, gi->scatter ? "%d" : "num_warps or %d", w),
                      st ? arena_printf(a, "num_stages or %d", st) : "num_stages", launch_options_of(a, w, st),
-                     tune_facts(a, gi->k, o, ndef, ndef - bwd->consts.n));
+                     emit_tune_facts(a, gi->k, o, ndef, ndef - bwd->consts.n));
     }
 }
 
@@ -571,14 +571,15 @@ void print_gathers(Buf *out, Arena *a, const Program *P, const DefParam *o, int 
  * 88.6 -> 85.7 fp32, SwiGLU's 4096-lane rows 46.7 -> 46.0 and 86.0 -> 84.4:
  * more, shorter programs for the same lanes).  On the CPU (Triton's
  * interpreter) 2, as interp_run (spread_cpu). */
-void print_spread_plan(Buf *out, Arena *a, const Program *P, int at0)
+void emit_print_spread_plan(Buf *out, Arena *a, const Program *P, int at0)
 {
     const Func *bwd = P->main;
     buf_printf(out, "    # the loop at line %d, its iterations dealt to %s programs per forward program when the\n"
                     "    # launch leaves SMs idle: its trip count, the programs, twice the SM count\n",
                P->spread->loc.line, KAD_SPREAD_PARAM);
     buf_puts(out, "    _sa = dict(zip(names, args))\n    _st = ");
-    wrap(out, arena_printf(a, "%s", tape_expr_host(a, P->spread->trips, bwd, "_sa", NULL)), LINE_LIMIT, "           ", 11);
+    emit_wrap(out, arena_printf(a, "%s", tape_expr_host(a, P->spread->trips, bwd, "_sa", NULL)), LINE_LIMIT,
+              "           ", 11);
     buf_printf(out, "\n    _sn, _sd = grid[0] * grid[1] * grid[2], args[%d].device\n", at0);
     buf_puts(out, "    _sw = 2 * _kad_sms(_sd) if _sd.type == \"cuda\" else 2 * _sn\n"
                   "    _ss = 1\n"

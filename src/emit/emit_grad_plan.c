@@ -1,6 +1,6 @@
 /* emit_grad_plan.c -- a backward module's launcher: launch_KERNEL_bwd and its plan per launch key.
  *
- * Job: print_launcher, the host function that checks its arguments and walks the Program's steps
+ * Job: emit_print_launcher, the host function that checks its arguments and walks the Program's steps
  * (src/plan/plan.h) in their order, and the parts of it that plan a launch: the fold's partials
  * and nfold (print_fold_plan, print_fold), the input gradients' zero-fills (print_zero_fill,
  * from Program.covers), the launch conditions (print_guards), the tapes and their checkpointing
@@ -14,7 +14,7 @@
 
 /* Whether def position k is an argument of the launcher: a runtime
  * parameter, or one Triton specializes to a constant (None, 1). */
-bool is_arg(const Func *bwd, const DefParam *o, int k)
+bool emit_is_arg(const Func *bwd, const DefParam *o, int k)
 {
     return !o[k].cnst || bwd->consts.v[o[k].i].runtime;
 }
@@ -126,7 +126,7 @@ static void print_fold_plan(Buf *out, Arena *a, const Program *P, int nfwd, int 
                 buf_printf(out, "    # else uninitialized rows are right only where its one site (stored once per program,\n"
                                 "    # at the load's addresses) reaches every element of a dense d\n"
                                 "    clear%d = clear%d or not (alone or ", b, b);
-                wrap(out, arena_printf(a, "dense and %s)", cv), LINE_LIMIT, "            ", 30);
+                emit_wrap(out, arena_printf(a, "dense and %s)", cv), LINE_LIMIT, "            ", 30);
                 buf_puts(out, "\n");
             } else {
                 buf_printf(out, "    clear%d = clear%d or not alone  # several programs share a row: none may zero it\n", b, b);
@@ -221,7 +221,7 @@ static void print_zero_fill(Buf *out, Arena *a, const Program *P, int nfwd, int 
     for (int i = nfwd + nin; i < n; i++)
         ngemm += gemm_operand(P, i);
     if (ngemm == n - nfwd - nin)
-        return; /* print_gemm zero-fills them all */
+        return; /* emit_print_gemm zero-fills them all */
     buf_puts(out, "    # input gradients need no initialization: zero-filled here unless this launch writes every\n"
                   "    # element of the view given (the store's address and mask against d's shape and strides)\n");
     int nzero = 0;
@@ -245,7 +245,7 @@ static void print_zero_fill(Buf *out, Arena *a, const Program *P, int nfwd, int 
                 flag = fconds ? fconds[j] : NULL;
         if (cv && fc->flag && !flag)
             cv = NULL;
-        if (gemm_operand(P, i)) /* print_gemm zero-fills it, where the GEMM form does not store it all */
+        if (gemm_operand(P, i)) /* emit_print_gemm zero-fills it, where the GEMM form does not store it all */
             continue;
         bool folded = false;
         for (int j = 0; bwd->fold && j < bwd->fold->n; j++)
@@ -253,7 +253,7 @@ static void print_zero_fill(Buf *out, Arena *a, const Program *P, int nfwd, int 
         if (folded && plan) /* print_fold_plan decides */
             continue;
         buf_printf(out, "    d = args[%d]  # %s\n", at0 + i - nfwd, grad_name(a, bwd, i));
-        if (folded) { /* the sum kernel stores into a dense d (print_fold_sums) */
+        if (folded) { /* the sum kernel stores into a dense d (emit_print_fold_sums) */
             buf_puts(out, "    if not _kad_dense(d):\n"
                           "        d.zero_()  # its sum kernel adds into it (a dense d it overwrites entirely)\n");
             continue;
@@ -262,21 +262,21 @@ static void print_zero_fill(Buf *out, Arena *a, const Program *P, int nfwd, int 
         if (!cv) {
             const char *why = fc && fc->why ? fc->why : "kad cannot print its check for the host";
             buf_printf(out, "    %s  # ", zero);
-            wrap(out, why, LINE_LIMIT, "    # ", 18);
+            emit_wrap(out, why, LINE_LIMIT, "    # ", 18);
             buf_puts(out, "\n");
             continue;
         }
         /* inside the parentheses, the lines may break at any space */
         buf_puts(out, "    ");
-        wrap(out, flag ? arena_printf(a, "if not ((%s) and %s):", flag, cv) : arena_printf(a, "if not (%s):", cv),
-             LINE_LIMIT, "            ", 4);
+        emit_wrap(out, flag ? arena_printf(a, "if not ((%s) and %s):", flag, cv) : arena_printf(a, "if not (%s):", cv),
+                  LINE_LIMIT, "            ", 4);
         buf_printf(out, "\n        %s\n", zero);
     }
 }
 
 /* Python's stand-ins for Triton's truncating // and % on integers (_tdiv, _trem), as nested
  * functions of the host function being printed: its conditions (access_cond_host) call them. */
-void print_tdiv(Buf *out)
+void emit_print_tdiv(Buf *out)
 {
     buf_puts(out, kad_py_host_tdiv);
 }
@@ -338,7 +338,7 @@ static void print_guards(Buf *out, Arena *a, const Program *P, int nfwd, int nin
         div |= cv && (strstr(cv, "_tdiv(") || strstr(cv, "_trem("));
     }
     if (div)
-        print_tdiv(out);
+        emit_print_tdiv(out);
     for (int i = 0; plan_find_step(P, STEP_GUARDS) >= 0 && i < bwd->guards.n; i++) {
         const FuncGuard *g = &bwd->guards.v[i];
         Buf msg = {.a = a};
@@ -409,7 +409,7 @@ static void print_tapes(Buf *out, Arena *a, const Program *P, const char *lname)
     for (int j = 0; j < P->tapes.n; j++)
         pid |= tape_expr_has_pid(P->tapes.v[j].trips);
     if (pid)
-        buf_puts(out, tape_host_helpers());
+        buf_puts(out, kad_py_tape_interval);
     if (div)
         buf_puts(out, kad_py_host_kad_tdiv);
     int64_t budget = tape_budget_of(P), nck = 0;
@@ -421,7 +421,7 @@ static void print_tapes(Buf *out, Arena *a, const Program *P, const char *lname)
     if (budget)
         buf_puts(out, "    import math\n    _tapes_from = len(args)\n");
     if (revolve) {
-        buf_puts(out, tape_revolve_helpers());
+        buf_puts(out, kad_py_tape_revolve);
         buf_puts(out, "    _kad_rv = []  # this launch's revolve schedules, for the caller\n");
     }
     for (int j = 0; j < P->tapes.n; j++) {
@@ -488,7 +488,7 @@ static void print_tapes(Buf *out, Arena *a, const Program *P, const char *lname)
 /* The host launcher: checks the arguments and launches the kernel with
  * the constexprs in their places.  jvp_nin: a jvp's launcher (>= 0: its
  * tangent inputs), the backward's (-1), a saving forward's (-2). */
-void print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o, int nfwd, int nins,
+void emit_print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o, int nfwd, int nins,
                            const Func *fwd, const char *kname, const char *lname, int jvp_nin)
 {
     const Func *bwd = P->main;
@@ -503,7 +503,7 @@ void print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o, int
     const char **argn = arena_alloc(a, sizeof *argn * (size_t)(nargs + 1));
     int na = 0;
     for (int k = 0; k < ndef; k++)
-        if (is_arg(bwd, o, k))
+        if (emit_is_arg(bwd, o, k))
             argn[na++] = o[k].cnst ? bwd->consts.v[o[k].i].name : bwd->vals.v[bwd->params[o[k].i]].name;
     for (int i = nfwd; i < plan_nargs(P); i++)
         argn[na++] = grad_name(a, bwd, i);
@@ -530,14 +530,14 @@ void print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o, int
     if (plan) {
         buf_printf(out, "\n\ndef _kad_plan(names, grid, args, nfold):\n    \"\"\"");
         if (bwd->fold)
-            wrap(out, arena_printf(a, "What %s needs that depends only on its launch key (the grid, nfold, the "
+            emit_wrap(out, arena_printf(a, "What %s needs that depends only on its launch key (the grid, nfold, the "
                                       "scalar arguments and their types, the input gradients' shapes, strides and "
                                       "device): the launch's conditions, the gradients to zero-fill, the partials, "
                                       "both kernels' grids and their arguments that are not tensors, a dict for "
                                       "the compiled kernels (_kad_go). Computed once per key (_kad_plans).", lname),
                  LINE_LIMIT, "    ", 7);
         else
-            wrap(out, arena_printf(a, "What %s needs that depends only on its launch key (the grid, the scalar "
+            emit_wrap(out, arena_printf(a, "What %s needs that depends only on its launch key (the grid, the scalar "
                                       "arguments and their types, the %s' shapes and strides, the device): the "
                                       "launch's conditions, the %s to zero-fill, a dict for the compiled kernels "
                                       "(_kad_go). Computed once per key (_kad_plans).",
@@ -550,12 +550,12 @@ void print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o, int
             print_fold_plan(out, a, P, nfwd, at0, nfwd + nins);
         else {
             if (P->spread)
-                print_spread_plan(out, a, P, at0);
+                emit_print_spread_plan(out, a, P, at0);
             buf_printf(out, "    return flags, zero, _kad_ck(args[%d].device)\n", at0);
         }
         buf_puts(&key, bwd->fold && bwd->fold->axes ? "grid, nfold" : "grid");
         for (int k = 0, i = 0; k < ndef; k++) {
-            if (!is_arg(bwd, o, k))
+            if (!emit_is_arg(bwd, o, k))
                 continue;
             if (!o[k].cnst && ir_type(bwd, bwd->params[o[k].i]).dt != DT_PTR)
                 buf_printf(&key, ", args[%d], args[%d].__class__", i, i);
@@ -580,7 +580,7 @@ void print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o, int
         buf_printf(&doc, "Runs %s: %s with its stores into the differentiated outputs replaced by exchanges "
                          "into int64 tag buffers passed in their places (zeros, laid out like them), every other "
                          "write left out; counts the collisions into %s (two per store). Called by "
-                         "check_%s_races.", kname, fwd_name, KAD_RACE_PARAM, ident(a, fwd_name));
+                         "check_%s_races.", kname, fwd_name, KAD_RACE_PARAM, emit_ident(a, fwd_name));
     else if (jvp_nin == -2)
         buf_printf(&doc, "Runs %s: %s as written, plus a store of the results of its loops the backward "
                          "would otherwise run again. args: the forward's runtime arguments, then the buffer "
@@ -635,7 +635,7 @@ void print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o, int
         buf_printf(&doc, " num_warps, num_stages: the forward's launch options, passed to the kernels with the "
                          "forward's tiles (%s, %s) when given; else kad's defaults for each kernel's tiles (always "
                          "for the GEMM operand kernels, whose tiles are their own).",
-                   ident(a, bwd->name), P->gemm->first->name);
+                   emit_ident(a, bwd->name), P->gemm->first->name);
     else if (P->gather && P->gather->in[0].scatter)
         buf_puts(&doc, " num_warps, num_stages: passed to every launch when given (but the scattered sites' "
                        "kernels take kad's warps for their own tiles); else kad's defaults for each kernel's tiles.");
@@ -662,7 +662,7 @@ void print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o, int
                          "them: docs/AD.md, \"Trusted saved outputs\"); where that is not known, use the "
                          "backward generated without trusted outputs.",
                    P->trusted);
-    wrap(out, buf_str(&doc), LINE_LIMIT, "    ", 7);
+    emit_wrap(out, buf_str(&doc), LINE_LIMIT, "    ", 7);
     buf_puts(out, "\n    \"\"\"\n");
     if (trusted)
         buf_printf(out, "    if outputs_unmodified is not True:\n"
@@ -671,7 +671,7 @@ void print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o, int
                         "                         \"generated without trusted outputs (it recomputes them)\")\n",
                    lname, P->trusted);
     buf_puts(out, "    names = (");
-    wrap(out, buf_str(&quoted), LINE_LIMIT - 1, "             ", 13);
+    emit_wrap(out, buf_str(&quoted), LINE_LIMIT - 1, "             ", 13);
     buf_puts(out, ")\n");
     if (fwd->descs.n) {
         Buf ds = {.a = a};
@@ -706,7 +706,7 @@ void print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o, int
     }
     /* runtime arguments Triton specializes: the body has their values built in */
     for (int k = 0, at = 0; k < ndef; k++) {
-        if (!is_arg(bwd, o, k))
+        if (!emit_is_arg(bwd, o, k))
             continue;
         if (o[k].cnst) {
             const ConstParam *cp = &bwd->consts.v[o[k].i];
@@ -750,7 +750,7 @@ void print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o, int
                         "    grid = tuple(grid) + (1,) * (3 - len(grid))\n"
                         "    key = (",
                    buf_str(&meta));
-        wrap(out, arena_printf(a, "%s)", buf_str(&key)), LINE_LIMIT, "           ", 11);
+        emit_wrap(out, arena_printf(a, "%s)", buf_str(&key)), LINE_LIMIT, "           ", 11);
         buf_printf(out, "\n    plan = _kad_plans.get(key)\n"
                       "    if plan is None:\n"
                       "        if len(_kad_plans) >= 4096:\n"
@@ -785,7 +785,7 @@ void print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o, int
                       "        options[\"num_stages\"] = num_stages\n");
     /* the call: runtime arguments in slices, constexpr values in their places */
     Buf call = {.a = a};
-    buf_puts(&call, call_text(a, bwd, o, ndef, nargs, true));
+    buf_puts(&call, emit_call_text(a, bwd, o, ndef, nargs, true));
     /* the Program's steps, first what precedes the launches: the tapes' allocation, a fold's
      * partials, the GEMM form's attempt (whose steps exclude each other's: no order among them
      * shows); the flags, guards and zero-fills are _kad_plan's or print_guards' above */
@@ -797,7 +797,7 @@ void print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o, int
             buf_puts(out, "    grid = fold_grid\n");
             print_fold(out, a, bwd, nfwd, at0);
         } else if (s->kind == STEP_GEMM)
-            print_gemm(out, a, P, buf_str(&call), at0, nfwd, o, ndef);
+            emit_print_gemm(out, a, P, buf_str(&call), at0, nfwd, o, ndef);
     }
     if (nc)
         buf_puts(out, "    # the runtime arguments with the constexpr values in their places\n");
@@ -834,21 +834,22 @@ void print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o, int
         case STEP_LAUNCH:
         case STEP_FOLD: {
             int w, st;
-            launch_defaults(bwd, P->spread, &w, &st);
+            emit_launch_defaults(bwd, P->spread, &w, &st);
             if (P->spread) /* S programs per forward program along axis 0 (the plan's last flag) */
                 buf_printf(out, "%s_sg = (grid[0] * args[%d], grid[1], grid[2])  # %s programs per forward program\n",
                            ind, nargs + P->main->flags.n, KAD_SPREAD_PARAM);
-            print_launch(out, a, ind, kname, P->spread ? "_sg" : "grid", buf_str(&call), direct ? ptrs : NULL, np, 0,
-                         arena_printf(a, "num_warps or %d", w),
-                         st ? arena_printf(a, "num_stages or %d", st) : "num_stages",
-                         launch_options(a, bwd, P->spread), tune_facts(a, bwd, o, ndef, nfwd));
+            emit_print_launch(out, a, ind, kname, P->spread ? "_sg" : "grid", buf_str(&call), direct ? ptrs : NULL,
+                              np, 0,
+                              arena_printf(a, "num_warps or %d", w),
+                              st ? arena_printf(a, "num_stages or %d", st) : "num_stages",
+                              emit_launch_options(a, bwd, P->spread), emit_tune_facts(a, bwd, o, ndef, nfwd));
             if (s->kind == STEP_FOLD)
-                print_fold_sums(out, a, P, kname, nfwd, at0, direct);
+                emit_print_fold_sums(out, a, P, kname, nfwd, at0, direct);
             break;
         }
         case STEP_GATHER:
             if (s->j == 0) /* every gather kernel, in order */
-                print_gathers(out, a, P, o, ndef, nargs, direct ? ptrs : NULL, np);
+                emit_print_gathers(out, a, P, o, ndef, nargs, direct ? ptrs : NULL, np);
             break;
         case STEP_TAPE_CHECK:
             if (i == 0 || P->steps.v[i - 1].kind != STEP_TAPE_CHECK) /* one loop over every bounded tape */

@@ -40,7 +40,7 @@ static uint32_t hash_str(const char *s)
     return h;
 }
 
-bool name_used(const Emitter *E, const char *s)
+bool emit_name_used(const Emitter *E, const char *s)
 {
     for (uint32_t i = hash_str(s) & E->mask;; i = (i + 1) & E->mask) {
         if (!E->set[i])
@@ -50,7 +50,7 @@ bool name_used(const Emitter *E, const char *s)
     }
 }
 
-void name_add(Emitter *E, const char *s)
+void emit_name_add(Emitter *E, const char *s)
 {
     uint32_t i = hash_str(s) & E->mask;
     while (E->set[i])
@@ -86,21 +86,21 @@ const char *em_py_ident(Arena *a, const char *h)
 }
 
 /* A fresh name from base: base itself, else base_1, base_2, ... */
-const char *unique_name(Emitter *E, const char *base)
+const char *emit_unique_name(Emitter *E, const char *base)
 {
     const char *s = base;
-    if (name_used(E, s)) {
+    if (emit_name_used(E, s)) {
         uint32_t i = hash_str(base) & E->mask;
         while (E->ubase[i] && strcmp(E->ubase[i], base))
             i = (i + 1) & E->mask;
         int n = E->ubase[i] ? E->unext[i] : 1;
         do
             s = arena_printf(E->a, "%s_%d", base, n++);
-        while (name_used(E, s));
+        while (emit_name_used(E, s));
         E->ubase[i] = base;
         E->unext[i] = n;
     }
-    name_add(E, s);
+    emit_name_add(E, s);
     return s;
 }
 
@@ -108,8 +108,8 @@ static const char *fresh_tmp(Emitter *E)
 {
     for (;;) {
         const char *s = arena_printf(E->a, "tmp%d", E->ntmp++);
-        if (!name_used(E, s)) {
-            name_add(E, s);
+        if (!emit_name_used(E, s)) {
+            emit_name_add(E, s);
             return s;
         }
     }
@@ -383,7 +383,7 @@ static void define(Emitter *E, ValId v, InstInfo *di, const Block *b, InstInfo *
     x->depth = depth;
 }
 
-void scan_block(Emitter *E, const Block *b, InstInfo *infos, InstInfo *parent, int region, int depth)
+void emit_scan_block(Emitter *E, const Block *b, InstInfo *infos, InstInfo *parent, int region, int depth)
 {
     for (int i = 0; i < b->insts.n; i++) {
         InstInfo *info = &infos[i];
@@ -402,7 +402,7 @@ void scan_block(Emitter *E, const Block *b, InstInfo *infos, InstInfo *parent, i
             return;
         }
         choose_operands(E, info);
-        desc_choose(E, info);
+        emit_desc_choose(E, info);
         info->effects = op_writes_memory(op) || op == OP_ASSERT || op == OP_BARRIER;
         if (op == OP_SCAN || op == OP_REDUCE) /* the combine region prints as its own function (emit_combines) */
             vec_push(E->a, E->scans, in);
@@ -421,7 +421,7 @@ void scan_block(Emitter *E, const Block *b, InstInfo *infos, InstInfo *parent, i
                     define(E, rb->params[k], NULL, rb, info, depth + 1);
                 if (op == OP_FOR && rb->nparams > 0)
                     E->vi[rb->params[0]].iv = true;
-                scan_block(E, rb, info->reg[r], info, r, depth + 1);
+                emit_scan_block(E, rb, info->reg[r], info, r, depth + 1);
                 for (int k = 0; k < rb->insts.n; k++)
                     info->effects |= info->reg[r][k].effects;
             }
@@ -461,7 +461,7 @@ static void count_uses(Emitter *E)
  * (broadcasts that every user performs implicitly, constants, and dead
  * code the IR may still hold).  Users come after their operands in print
  * order, so one backward sweep finds chains of dead code. */
-void mark_dead(Emitter *E)
+void emit_mark_dead(Emitter *E)
 {
     count_uses(E);
     for (int k = E->order.n - 1; k >= 0; k--) {
@@ -487,7 +487,7 @@ static bool inline_candidate(Emitter *E, ValId v, InstInfo *user)
     if (x->cnst || !x->defi || x->nuses != 1 || x->blk != user->blk || x->param)
         return false;
     const Inst *d = x->defi->in;
-    if (d->nres != 1 || is_cf((OpKind)d->op) || d->nregions || op_is_atomic(d->op))
+    if (d->nres != 1 || emit_is_cf((OpKind)d->op) || d->nregions || op_is_atomic(d->op))
         return false; /* scan and reduce print as statements */
     if (!op_info[d->op].pure && d->op != OP_LOAD)
         return false;
@@ -516,7 +516,7 @@ static size_t longest_line(const char *s)
 /* Decides, in print order, which operands are printed inside their user;
  * a user whose line would pass LINE_LIMIT names its longest inlined
  * operand instead, until it fits. */
-void decide_inlining(Emitter *E)
+void emit_decide_inlining(Emitter *E)
 {
     E->measuring = true;
     for (int k = 0; k < E->order.n; k++) {
@@ -623,7 +623,7 @@ static void note_use(Emitter *E, ValId v, InstInfo *user, int pos)
     ValInfo *x = &E->vi[v];
     InstInfo *c = user;
     for (InstInfo *p = user->parent; p && p->depth >= x->depth; c = p, p = p->parent) {
-        if (is_loop((OpKind)p->in->op)) {
+        if (emit_is_loop((OpKind)p->in->op)) {
             if (4 * p->end > pos)
                 pos = 4 * p->end;
         } else if (p->in->op == OP_IF && c->region == 1) {
@@ -636,7 +636,7 @@ static void note_use(Emitter *E, ValId v, InstInfo *user, int pos)
         x->last_pos = pos;
 }
 
-void liveness(Emitter *E)
+void emit_liveness(Emitter *E)
 {
     for (int i = 0; i < E->f->nparams; i++) {
         ValId p = E->f->params[i];
@@ -718,7 +718,7 @@ static void hint_from_load(Emitter *E, ValId v)
     x->prio = 1;
 }
 
-void coalesce(Emitter *E)
+void emit_coalesce(Emitter *E)
 {
     for (int v = 1; v < E->nvals; v++)
         if (E->vi[v].var) {
@@ -939,7 +939,7 @@ static void join_named(Emitter *E, NameClasses *C, int ra, int rb)
     head_key(E, C, root);
 }
 
-void coalesce_names(Emitter *E)
+void emit_coalesce_names(Emitter *E)
 {
     int n = E->nvals;
     NameClasses C;
@@ -1058,7 +1058,7 @@ static void name_class(Emitter *E, ValId v)
     ValInfo *r = &E->vi[em_find(E, v)];
     if (r->name)
         return;
-    r->name = r->hint ? unique_name(E, r->hint) : fresh_tmp(E);
+    r->name = r->hint ? emit_unique_name(E, r->hint) : fresh_tmp(E);
 }
 
 static void name_block(Emitter *E, const Block *b, InstInfo *infos)
@@ -1075,7 +1075,7 @@ static void name_block(Emitter *E, const Block *b, InstInfo *infos)
     }
 }
 
-void assign_names(Emitter *E, const char *kname)
+void emit_assign_names(Emitter *E, const char *kname)
 {
     uint32_t cap = 64;
     while (cap < 4u * (uint32_t)E->nvals + 256)
@@ -1085,19 +1085,19 @@ void assign_names(Emitter *E, const char *kname)
     E->unext = arena_alloc(E->a, cap * sizeof *E->unext);
     E->mask = cap - 1;
     for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
-        name_add(E, reserved[i]);
-    name_add(E, kname);
+        emit_name_add(E, reserved[i]);
+    emit_name_add(E, kname);
     for (int i = 0; i < E->f->consts.n; i++) {
         const char *c = em_py_ident(E->a, E->f->consts.v[i].name);
-        if (c && !name_used(E, c))
-            name_add(E, c);
+        if (c && !emit_name_used(E, c))
+            emit_name_add(E, c);
     }
     /* kernel parameters keep their names (launches pass them by keyword) */
     for (int i = 0; i < E->f->nparams; i++) {
         ValId p = E->f->params[i];
         ValInfo *r = &E->vi[em_find(E, p)];
         const char *h = em_py_ident(E->a, E->f->vals.v[p].name);
-        r->name = unique_name(E, h ? h : arena_printf(E->a, "arg%d", i));
+        r->name = emit_unique_name(E, h ? h : arena_printf(E->a, "arg%d", i));
     }
     name_block(E, E->f->body, E->body);
 }

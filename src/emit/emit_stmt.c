@@ -12,7 +12,7 @@
  *
  * Requires: an Emitter after the passes 1-5 of emit_passes.c (dead,
  * inlined and constant values are no statements; classes have names).
- * While measuring (decide_inlining), control flow prints only its header
+ * While measuring (emit_decide_inlining), control flow prints only its header
  * and the copies before it.  Guarantees: one statement per line, four
  * spaces per depth, `pass` in an empty body; a construct without a Triton
  * spelling is a located error (em_error).
@@ -159,11 +159,11 @@ static const char *range_call(Emitter *E, InstInfo *info)
     Buf b = {.a = E->a};
     buf_printf(&b, "tl.range(%s", range_args(E, info));
     for (int h = 0; h < 6; h++) {
-        int bit = loop_hints[h].bit;
+        int bit = ir_loop_hints[h].bit;
         if (bit && (in->ints[LH_GIVEN] & bit))
-            buf_printf(&b, ", %s=%s", loop_hints[h].name, (in->ints[LH_TRUE] & bit) ? "True" : "False");
+            buf_printf(&b, ", %s=%s", ir_loop_hints[h].name, (in->ints[LH_TRUE] & bit) ? "True" : "False");
         else if (!bit && in->ints[h == 0 ? LH_STAGES : LH_UNROLL] >= 0)
-            buf_printf(&b, ", %s=%d", loop_hints[h].name, (int)in->ints[h == 0 ? LH_STAGES : LH_UNROLL]);
+            buf_printf(&b, ", %s=%d", ir_loop_hints[h].name, (int)in->ints[h == 0 ? LH_STAGES : LH_UNROLL]);
     }
     buf_putc(&b, ')');
     return buf_str(&b);

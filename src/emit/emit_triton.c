@@ -41,7 +41,7 @@
  * Loads and stores made from tensor descriptors (IF_DESC) print as
  * desc.load / desc.store, each descriptor made once at the top of the
  * kernel where its base, shape and strides are parameters or constants
- * (desc_choose, print_descs); their pointer tiles and masks are then dead
+ * (emit_desc_choose, print_descs); their pointer tiles and masks are then dead
  * code, except under a backward's TMA_<d_x> flag, whose else-branch stores
  * through the pointers.
  *
@@ -83,9 +83,9 @@ void em_error(Emitter *E, Loc loc, const char *fmt, ...)
     E->failed = true;
 }
 
-bool is_loop(OpKind op) { return op == OP_FOR || op == OP_WHILE; }
+bool emit_is_loop(OpKind op) { return op == OP_FOR || op == OP_WHILE; }
 
-bool is_cf(OpKind op) { return op == OP_FOR || op == OP_IF || op == OP_WHILE; }
+bool emit_is_cf(OpKind op) { return op == OP_FOR || op == OP_IF || op == OP_WHILE; }
 
 /* ------------------------------------------------------------------ */
 /* Tensor descriptors (IF_DESC accesses printed as TMA)                */
@@ -156,7 +156,7 @@ const char *emit_tma_flag(Arena *a, const Func *f, ValId p)
  * pointer tile, mask and `other` are then not printed (their operands
  * dropped from eff, so that their computation is dead code), except under
  * a backward's TMA flag, whose else-branch stores through the pointers. */
-void desc_choose(Emitter *E, InstInfo *info)
+void emit_desc_choose(Emitter *E, InstInfo *info)
 {
     const Inst *in = info->in;
     if ((in->op != OP_LOAD && in->op != OP_STORE) || !(in->flags & IF_DESC))
@@ -315,8 +315,8 @@ static void name_descs(Emitter *E)
         EmDesc *d = &E->descs.v[j];
         if (d->flag) {
             const char *fl = emit_tma_flag(E->a, E->f, d->flag);
-            if (!name_used(E, fl))
-                name_add(E, fl);
+            if (!emit_name_used(E, fl))
+                emit_name_add(E, fl);
         }
         if (!d->hoist)
             continue;
@@ -329,7 +329,7 @@ static void name_descs(Emitter *E)
                            : n > 5 && !strcmp(bn + n - 5, "_desc") ? arena_strndup(E->a, bn, n - 5)
                                                                     : bn;
         const char *want = arena_printf(E->a, "%s_desc", stem);
-        d->name = unique_name(E, name_used(E, want) ? arena_printf(E->a, "%s_tma", stem) : want);
+        d->name = emit_unique_name(E, emit_name_used(E, want) ? arena_printf(E->a, "%s_tma", stem) : want);
     }
 }
 
@@ -351,7 +351,7 @@ static void comment_lines(Buf *b, const char *text)
     }
 }
 
-DefParam *def_order(Arena *a, const Func *f, int nfwd)
+DefParam *emit_def_order(Arena *a, const Func *f, int nfwd)
 {
     int n = nfwd + f->consts.n;
     DefParam *o = arena_alloc(a, sizeof *o * (size_t)(n + 1));
@@ -465,7 +465,7 @@ static void print_module(Emitter *E, Buf *out, const char *kname, const char *bo
      * parameters specialized to None or 1 plain, then the gradients. */
     Vec(const char *) ps = {0};
     if (bwd) {
-        DefParam *o = def_order(E->a, f, opt->nfwd);
+        DefParam *o = emit_def_order(E->a, f, opt->nfwd);
         for (int k = 0; k < opt->nfwd + f->consts.n; k++) {
             if (o[k].cnst) {
                 const ConstParam *cp = &f->consts.v[o[k].i];
@@ -691,18 +691,18 @@ bool emit_triton(Buf *out, const Func *f, const EmitOptions *opt, Diags *d)
     E->body = arena_alloc(E->a, sizeof(InstInfo) * (size_t)((body ? body->insts.n : 0) + 1));
     E->counter = 1;
     if (body)
-        scan_block(E, body, E->body, NULL, 0, 0);
+        emit_scan_block(E, body, E->body, NULL, 0, 0);
     if (E->failed)
         return false;
-    mark_dead(E);
-    decide_inlining(E);
-    liveness(E);
+    emit_mark_dead(E);
+    emit_decide_inlining(E);
+    emit_liveness(E);
     for (int k = 0; k < E->order.n; k++)
         for (int r = 0; r < E->order.v[k]->in->nres; r++)
             em_may_be_constexpr(E, E->order.v[k]->in->res[r]);
-    coalesce(E);
-    coalesce_names(E);
-    assign_names(E, kname);
+    emit_coalesce(E);
+    emit_coalesce_names(E);
+    emit_assign_names(E, kname);
     name_descs(E);
     if (E->scans.n)
         emit_combines(E);

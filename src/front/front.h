@@ -64,19 +64,19 @@ struct Builtin {
 
 /* Argument helpers (sema_builtins.c): each reports a located error naming
  * the argument and returns false (or 0) when it is not what is asked. */
-bool absent(Call *c, int i);
+bool sema_absent(Call *c, int i);
 bool arg_wrong(Call *c, int i, const char *what);
 bool arg_int(Call *c, int i, int64_t *out);
 bool arg_bool(Call *c, int i, bool dflt, bool *out);
 bool arg_str(Call *c, int i, const char *dflt, const char **out);
 bool arg_dtype(Call *c, int i, Dtype *out, Dtype *elem);
-bool int_list(Call *c, SVal x, bool allow_int, int64_t *out, int max, int *n, const char *what);
-SVal unwrap_iterable(SVal t);
-bool check_shape(Call *c, int rank, const int64_t *dims);
+bool sema_int_list(Call *c, SVal x, bool allow_int, int64_t *out, int max, int *n, const char *what);
+SVal sema_unwrap_iterable(SVal t);
+bool sema_check_shape(Call *c, int rank, const int64_t *dims);
 bool arg_shape(Call *c, SVal x, int *rank, int32_t *shape);
-ValId to_value(Lower *L, SVal x, const char *ctx, Loc loc);
+ValId sema_to_value(Lower *L, SVal x, const char *ctx, Loc loc);
 ValId arg_tile(Call *c, int i);
-bool wrap_axis(Call *c, int64_t axis, int rank, int *out);
+bool sema_wrap_axis(Call *c, int64_t axis, int rank, int *out);
 /* A mask operand (sema_memory.c, also tl.device_assert's). */
 bool arg_mask(Call *c, int i, Opnd *o);
 
@@ -96,7 +96,7 @@ enum {
 
 /* The methods of a tensor descriptor (sema_memory.c), which lower_call
  * dispatches to. */
-extern const Builtin desc_load_method, desc_store_method;
+extern const Builtin sema_desc_load_method, sema_desc_store_method;
 
 /* The handlers, by file (the tables of sema_builtins.c name them). */
 /* sema_memory.c */
@@ -232,12 +232,12 @@ static inline bool accept_kw(Parser *P, const char *w)
 bool tok_is_keyword(const Token *t);
 char *tok_str(Parser *P, const Token *t);
 const char *tok_desc(Parser *P, const Token *t);
-void perr(Parser *P, Loc loc, const char *fmt, ...);
-bool expect(Parser *P, TokKind k, const char *why);
-bool enter(Parser *P);
-void leave(Parser *P);
-Expr *new_expr(Parser *P, ExprKind k, Loc loc);
-Expr *finish(Parser *P, Expr *e);
+void parse_perr(Parser *P, Loc loc, const char *fmt, ...);
+bool parse_expect(Parser *P, TokKind k, const char *why);
+bool parse_enter(Parser *P);
+void parse_leave(Parser *P);
+Expr *parse_new_expr(Parser *P, ExprKind k, Loc loc);
+Expr *parse_finish(Parser *P, Expr *e);
 
 /* Copies a vector of Expr * into an arena array. */
 #define VEC_COPY(P, vec, out, nout)                                                   \
@@ -252,12 +252,12 @@ Expr *finish(Parser *P, Expr *e);
 Expr *parse_test(Parser *P);
 Expr *parse_testlist(Parser *P, bool targets);
 
-/* Statements (parse_stmt.c): the skips by token structure and resync
+/* Statements (parse_stmt.c): the skips by token structure and parse_resync
  * after an error, which module level uses too, and blocks. */
-void skip_line(Parser *P);
-void skip_block(Parser *P);
-void skip_stmt(Parser *P);
-void resync(Parser *P);
+void parse_skip_line(Parser *P);
+void parse_skip_block(Parser *P);
+void parse_skip_stmt(Parser *P);
+void parse_resync(Parser *P);
 Stmt *parse_small_stmt(Parser *P);
 Stmts parse_block(Parser *P, const char *what, int line);
 
@@ -269,22 +269,22 @@ Stmts parse_block(Parser *P, const char *what, int line);
 SVal sval_str(const char *s);
 SVal sval_ptr_dtype(Dtype elem);
 SVal sval_block_type(Type t, bool of_block);
-SVal dtype_unblock(SVal x);
+SVal sema_dtype_unblock(SVal x);
 SVal sval_method(Lower *L, SVal self, const char *name);
 /* Triton's to_tensor_type of a Python number (sema_ops.c). */
 Dtype const_dtype(ConstVal c);
 /* The broadcast shape of two operands, and both materialized at dtype dt
  * and that shape (sema_ops.c); false after an error naming op. */
-bool opnd_shape(Lower *L, const Opnd *a, const Opnd *b, int *rank, int32_t *shape, const char *op,
-                Loc loc);
-bool materialize_pair(Lower *L, const Opnd *a, const Opnd *b, Dtype dt, const char *op, Loc loc,
-                      ValId *va, ValId *vb);
+bool sema_opnd_shape(Lower *L, const Opnd *a, const Opnd *b, int *rank, int32_t *shape, const char *op,
+                     Loc loc);
+bool sema_materialize_pair(Lower *L, const Opnd *a, const Opnd *b, Dtype dt, const char *op, Loc loc,
+                           ValId *va, ValId *vb);
 
 /* The operators as Python writes them, by BinOp and CmpOp (sema_const.c). */
-extern const char *const binop_sym[];
-extern const char *const cmp_sym[];
+extern const char *const sema_binop_sym[];
+extern const char *const sema_cmp_sym[];
 /* A binary operator on two constants, folded with Python semantics
  * (sema_const.c). */
-SVal fold_binop(Lower *L, BinOp op, SVal x, SVal y, Loc loc);
+SVal sema_fold_binop(Lower *L, BinOp op, SVal x, SVal y, Loc loc);
 
 #endif

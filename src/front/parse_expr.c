@@ -7,7 +7,7 @@
  *
  * Each parse function has its grammar rule above it.  Locations follow
  * parse_py.c's file comment (operators at the operator, calls at the
- * callee, subscripts at the `[`); every Expr goes through finish(), which
+ * callee, subscripts at the `[`); every Expr goes through parse_finish(), which
  * keeps the tree-depth limit.
  *
  * Requires: front.h (the Parser and its token helpers, parse_py.c).
@@ -34,11 +34,11 @@ static bool refuse_unsupported_atom(Parser *P, Token *t)
     };
     for (size_t k = 0; k < sizeof words / sizeof words[0]; k++)
         if (tok_is_word(t, words[k].word)) {
-            perr(P, t->loc, "%s", words[k].msg);
+            parse_perr(P, t->loc, "%s", words[k].msg);
             return true;
         }
     if (tok_is_keyword(t)) {
-        perr(P, t->loc, "invalid syntax: unexpected keyword '%.*s'", t->len, t->text);
+        parse_perr(P, t->loc, "invalid syntax: unexpected keyword '%.*s'", t->len, t->text);
         return true;
     }
     return false;
@@ -87,7 +87,7 @@ static Expr *parse_field_expr(Parser *P, const Token *t, const char *s, const ch
         s++;
     Loc at0 = loc_in_token(t, s);
     if (s == e) {
-        perr(P, at0, "f-string: valid expression required before '%c'", *e);
+        parse_perr(P, at0, "f-string: valid expression required before '%c'", *e);
         return P->bad;
     }
     const char *text = arena_printf(P->a, "(%.*s)", (int)(e - s), s);
@@ -96,7 +96,7 @@ static Expr *parse_field_expr(Parser *P, const Token *t, const char *s, const ch
     int n;
     Token *toks = lex(P->a, &scratch, P->file, text, &n);
     if (scratch.nerrors) {
-        perr(P, at0, "f-string: invalid expression: %s", scratch.list.n ? scratch.list.v[0].msg : "?");
+        parse_perr(P, at0, "f-string: invalid expression: %s", scratch.list.n ? scratch.list.v[0].msg : "?");
         return P->bad;
     }
     for (int k = 0; k < n; k++) {
@@ -111,7 +111,7 @@ static Expr *parse_field_expr(Parser *P, const Token *t, const char *s, const ch
     Expr *x = parse_test(&Q);
     /* the whole text must be one expression: then come ')' and NEWLINE */
     if (!Q.failed && !(at(&Q, TK_RPAREN) && peek2(&Q)->kind == TK_NEWLINE))
-        perr(&Q, peek(&Q)->loc, "f-string: expecting '}', found %s", tok_desc(&Q, peek(&Q)));
+        parse_perr(&Q, peek(&Q)->loc, "f-string: expecting '}', found %s", tok_desc(&Q, peek(&Q)));
     P->failed = Q.failed;
     P->qfail = Q.qfail;
     return P->failed ? P->bad : x;
@@ -134,7 +134,8 @@ static bool parse_fstring_token(Parser *P, const Token *t, ExprVec *parts)
         bool at_end = p >= end;
         if (!at_end && !raw && *p == '\\' && p + 1 < end) {
             if (p[1] == 'N' && p[2] == '{') {
-                perr(P, loc_in_token(t, p), "\\N{...} escapes are not supported by kad; write the character itself");
+                parse_perr(P, loc_in_token(t, p),
+                           "\\N{...} escapes are not supported by kad; write the character itself");
                 return false;
             }
             p += p[1] == '{' || p[1] == '}' ? 1 : 2;
@@ -145,7 +146,7 @@ static bool parse_fstring_token(Parser *P, const Token *t, ExprVec *parts)
             continue;
         }
         if (!at_end && *p == '}') {
-            perr(P, loc_in_token(t, p), "f-string: single '}' is not allowed");
+            parse_perr(P, loc_in_token(t, p), "f-string: single '}' is not allowed");
             return false;
         }
         if (!at_end && *p != '{') {
@@ -157,10 +158,10 @@ static bool parse_fstring_token(Parser *P, const Token *t, ExprVec *parts)
             const char *line_start = lit - (ll.col - 1);
             const char *str = lex_fstring_text(P->a, &scratch, P->file, ll.line, line_start, lit, p, raw);
             if (scratch.nerrors) {
-                perr(P, scratch.list.v[0].loc, "%s", scratch.list.v[0].msg);
+                parse_perr(P, scratch.list.v[0].loc, "%s", scratch.list.v[0].msg);
                 return false;
             }
-            Expr *e = new_expr(P, EX_STR, ll);
+            Expr *e = parse_new_expr(P, EX_STR, ll);
             e->str = str;
             vec_push(P->a, *parts, e);
         }
@@ -196,24 +197,24 @@ static bool parse_fstring_token(Parser *P, const Token *t, ExprVec *parts)
         if (!ee)
             ee = p;
         if (p >= end) {
-            perr(P, loc_in_token(t, open), "f-string: expecting '}'");
+            parse_perr(P, loc_in_token(t, open), "f-string: expecting '}'");
             return false;
         }
         Expr *value = parse_field_expr(P, t, es, ee);
         if (P->failed)
             return false;
-        Expr *f = new_expr(P, EX_FORMAT, value->loc);
+        Expr *f = parse_new_expr(P, EX_FORMAT, value->loc);
         f->fmt.value = value;
         f->fmt.spec = "";
         if (selfdoc) {
-            Expr *e = new_expr(P, EX_STR, loc_in_token(t, es));
+            Expr *e = parse_new_expr(P, EX_STR, loc_in_token(t, es));
             e->str = arena_strndup(P->a, es, (size_t)(p - es));
             vec_push(P->a, *parts, e);
         }
         if (*p == '!') {
             char c = p + 1 < end ? p[1] : 0;
             if (c != 's' && c != 'r' && c != 'a') {
-                perr(P, loc_in_token(t, p), "f-string: invalid conversion character: expected 's', 'r', or 'a'");
+                parse_perr(P, loc_in_token(t, p), "f-string: invalid conversion character: expected 's', 'r', or 'a'");
                 return false;
             }
             f->fmt.conv = c;
@@ -223,8 +224,8 @@ static bool parse_fstring_token(Parser *P, const Token *t, ExprVec *parts)
             const char *ss = ++p;
             while (p < end && *p != '}') {
                 if (*p == '{') {
-                    perr(P, loc_in_token(t, p),
-                         "nested replacement fields in an f-string's format spec are not supported by kad");
+                    parse_perr(P, loc_in_token(t, p),
+                               "nested replacement fields in an f-string's format spec are not supported by kad");
                     return false;
                 }
                 p++;
@@ -234,10 +235,10 @@ static bool parse_fstring_token(Parser *P, const Token *t, ExprVec *parts)
             f->fmt.conv = 'r'; /* {x=} is {x!r} without a format spec */
         }
         if (p >= end || *p != '}') {
-            perr(P, loc_in_token(t, p < end ? p : open), "f-string: expecting '}'");
+            parse_perr(P, loc_in_token(t, p < end ? p : open), "f-string: expecting '}'");
             return false;
         }
-        f = finish(P, f);
+        f = parse_finish(P, f);
         vec_push(P->a, *parts, f);
         lit = ++p;
     }
@@ -257,12 +258,12 @@ static Expr *parse_strings(Parser *P)
         /* the prefix letters before the quote */
         for (const char *c = t->text; *c != '\'' && *c != '"'; c++) {
             if (*c == 't' || *c == 'T') {
-                perr(P, t->loc, "template strings (t\"...\") are not supported in Triton kernels");
+                parse_perr(P, t->loc, "template strings (t\"...\") are not supported in Triton kernels");
                 return P->bad;
             }
             is_f |= *c == 'f' || *c == 'F';
             if (*c == 'b' || *c == 'B') {
-                perr(P, t->loc, "bytes literals are not supported in Triton kernels");
+                parse_perr(P, t->loc, "bytes literals are not supported in Triton kernels");
                 return P->bad;
             }
         }
@@ -273,14 +274,14 @@ static Expr *parse_strings(Parser *P)
         for (int k = (int)(quote - t->text); !raw && k + 2 < t->len; k++)
             if (t->text[k] == '\\') {
                 if (t->text[k + 1] == 'N' && t->text[k + 2] == '{') {
-                    perr(P, t->loc, "\\N{...} escapes are not supported by kad; write the character itself");
+                    parse_perr(P, t->loc, "\\N{...} escapes are not supported by kad; write the character itself");
                     return P->bad;
                 }
                 k++; /* skip the escaped character */
             }
         if (is_f || fstr) {
             if (!fstr && b.len) { /* the plain literals before the first f-string */
-                Expr *e = new_expr(P, EX_STR, first->loc);
+                Expr *e = parse_new_expr(P, EX_STR, first->loc);
                 e->str = arena_strdup(P->a, buf_str(&b));
                 vec_push(P->a, parts, e);
             }
@@ -289,7 +290,7 @@ static Expr *parse_strings(Parser *P)
                 if (!parse_fstring_token(P, t, &parts))
                     return P->bad;
             } else {
-                Expr *e = new_expr(P, EX_STR, t->loc);
+                Expr *e = parse_new_expr(P, EX_STR, t->loc);
                 e->str = t->str;
                 vec_push(P->a, parts, e);
             }
@@ -298,11 +299,11 @@ static Expr *parse_strings(Parser *P)
         buf_puts(&b, t->str);
     }
     if (fstr) {
-        Expr *e = new_expr(P, EX_FSTRING, first->loc);
+        Expr *e = parse_new_expr(P, EX_FSTRING, first->loc);
         VEC_COPY(P, parts, e->seq.xs, e->seq.n);
-        return finish(P, e);
+        return parse_finish(P, e);
     }
-    Expr *e = new_expr(P, EX_STR, first->loc);
+    Expr *e = parse_new_expr(P, EX_STR, first->loc);
     e->str = arena_strdup(P->a, buf_str(&b));
     return e;
 }
@@ -315,14 +316,14 @@ static void parse_seq_items(Parser *P, TokKind close, const char *what, ExprVec 
     *trailing = false;
     while (!at(P, close)) {
         if (at(P, TK_STAR) || at(P, TK_DSTAR)) {
-            perr(P, peek(P)->loc, "starred expressions are not supported in Triton kernels");
+            parse_perr(P, peek(P)->loc, "starred expressions are not supported in Triton kernels");
             return;
         }
         Expr *x = parse_test(P);
         if (P->failed)
             return;
         if (at_kw(P, "for") || at_kw(P, "async")) {
-            perr(P, peek(P)->loc, "comprehensions are not supported in Triton kernels");
+            parse_perr(P, peek(P)->loc, "comprehensions are not supported in Triton kernels");
             return;
         }
         vec_push(P->a, *out, x);
@@ -331,7 +332,7 @@ static void parse_seq_items(Parser *P, TokKind close, const char *what, ExprVec 
             break;
         *trailing = true;
     }
-    expect(P, close, what);
+    parse_expect(P, close, what);
 }
 
 /* atom: NAME | INT | FLOAT | STRING+ | 'True' | 'False' | 'None'
@@ -343,29 +344,29 @@ static Expr *parse_atom(Parser *P)
     case TK_NAME: {
         if (tok_is_word(t, "True") || tok_is_word(t, "False")) {
             advance(P);
-            Expr *e = new_expr(P, EX_BOOL, t->loc);
+            Expr *e = parse_new_expr(P, EX_BOOL, t->loc);
             e->bval = t->text[0] == 'T';
             return e;
         }
         if (tok_is_word(t, "None")) {
             advance(P);
-            return new_expr(P, EX_NONE, t->loc);
+            return parse_new_expr(P, EX_NONE, t->loc);
         }
         if (refuse_unsupported_atom(P, t))
             return P->bad;
         advance(P);
-        Expr *e = new_expr(P, EX_NAME, t->loc);
+        Expr *e = parse_new_expr(P, EX_NAME, t->loc);
         e->name = tok_str(P, t);
         return e;
     }
     case TK_INT: {
         advance(P);
         if (t->big) {
-            perr(P, t->loc, "integer literal %.*s is too large: kad's integer constants are signed 64-bit",
-                 t->len, t->text);
+            parse_perr(P, t->loc, "integer literal %.*s is too large: kad's integer constants are signed 64-bit",
+                       t->len, t->text);
             return P->bad;
         }
-        Expr *e = new_expr(P, EX_INT, t->loc);
+        Expr *e = parse_new_expr(P, EX_INT, t->loc);
         e->ival = t->ival;
         return e;
     }
@@ -373,10 +374,10 @@ static Expr *parse_atom(Parser *P)
         advance(P);
         char last = t->text[t->len - 1];
         if (last == 'j' || last == 'J') {
-            perr(P, t->loc, "complex literals are not supported in Triton kernels");
+            parse_perr(P, t->loc, "complex literals are not supported in Triton kernels");
             return P->bad;
         }
-        Expr *e = new_expr(P, EX_FLOAT, t->loc);
+        Expr *e = parse_new_expr(P, EX_FLOAT, t->loc);
         e->fval = t->fval;
         return e;
     }
@@ -385,11 +386,11 @@ static Expr *parse_atom(Parser *P)
     case TK_LPAREN: {
         advance(P);
         if (accept(P, TK_RPAREN)) {
-            Expr *e = new_expr(P, EX_TUPLE, t->loc);
+            Expr *e = parse_new_expr(P, EX_TUPLE, t->loc);
             return e; /* () */
         }
         if (at(P, TK_NAME) && peek2(P)->kind == TK_WALRUS) {
-            perr(P, peek2(P)->loc, "assignment expressions (':=') are not supported in Triton kernels");
+            parse_perr(P, peek2(P)->loc, "assignment expressions (':=') are not supported in Triton kernels");
             return P->bad;
         }
         ExprVec xs = {0};
@@ -399,9 +400,9 @@ static Expr *parse_atom(Parser *P)
             return P->bad;
         if (xs.n == 1 && !trailing)
             return xs.v[0]; /* (x) is just x */
-        Expr *e = new_expr(P, EX_TUPLE, t->loc);
+        Expr *e = parse_new_expr(P, EX_TUPLE, t->loc);
         VEC_COPY(P, xs, e->seq.xs, e->seq.n);
-        return finish(P, e);
+        return parse_finish(P, e);
     }
     case TK_LBRACKET: {
         advance(P);
@@ -410,18 +411,18 @@ static Expr *parse_atom(Parser *P)
         parse_seq_items(P, TK_RBRACKET, "to close the list", &xs, &trailing);
         if (P->failed)
             return P->bad;
-        Expr *e = new_expr(P, EX_LIST, t->loc);
+        Expr *e = parse_new_expr(P, EX_LIST, t->loc);
         VEC_COPY(P, xs, e->seq.xs, e->seq.n);
-        return finish(P, e);
+        return parse_finish(P, e);
     }
     case TK_LBRACE:
-        perr(P, t->loc, "dict and set displays are not supported in Triton kernels");
+        parse_perr(P, t->loc, "dict and set displays are not supported in Triton kernels");
         return P->bad;
     case TK_ELLIPSIS:
-        perr(P, t->loc, "'...' (Ellipsis) is not supported in Triton kernels");
+        parse_perr(P, t->loc, "'...' (Ellipsis) is not supported in Triton kernels");
         return P->bad;
     default:
-        perr(P, t->loc, "expected an expression, found %s", tok_desc(P, t));
+        parse_perr(P, t->loc, "expected an expression, found %s", tok_desc(P, t));
         return P->bad;
     }
 }
@@ -436,8 +437,8 @@ static Expr *parse_call(Parser *P, Expr *func)
     while (!at(P, TK_RPAREN)) {
         Token *t = peek(P);
         if (t->kind == TK_STAR || t->kind == TK_DSTAR) {
-            perr(P, t->loc, "'%s' argument unpacking is not supported in Triton kernels",
-                 t->kind == TK_STAR ? "*" : "**");
+            parse_perr(P, t->loc, "'%s' argument unpacking is not supported in Triton kernels",
+                       t->kind == TK_STAR ? "*" : "**");
             return P->bad;
         }
         if (t->kind == TK_NAME && peek2(P)->kind == TK_ASSIGN && !tok_is_keyword(t)) {
@@ -446,7 +447,7 @@ static Expr *parse_call(Parser *P, Expr *func)
             Keyword kw = {tok_str(P, t), NULL, t->loc};
             for (int k = 0; k < kws.n; k++)
                 if (!strcmp(kws.v[k].name, kw.name)) {
-                    perr(P, t->loc, "keyword argument repeated: '%s'", kw.name);
+                    parse_perr(P, t->loc, "keyword argument repeated: '%s'", kw.name);
                     return P->bad;
                 }
             kw.value = parse_test(P);
@@ -455,18 +456,18 @@ static Expr *parse_call(Parser *P, Expr *func)
             vec_push(P->a, kws, kw);
         } else {
             if (t->kind == TK_NAME && peek2(P)->kind == TK_WALRUS) {
-                perr(P, peek2(P)->loc, "assignment expressions (':=') are not supported in Triton kernels");
+                parse_perr(P, peek2(P)->loc, "assignment expressions (':=') are not supported in Triton kernels");
                 return P->bad;
             }
             Expr *x = parse_test(P);
             if (P->failed)
                 return P->bad;
             if (at_kw(P, "for") || at_kw(P, "async")) {
-                perr(P, peek(P)->loc, "generator expressions are not supported in Triton kernels");
+                parse_perr(P, peek(P)->loc, "generator expressions are not supported in Triton kernels");
                 return P->bad;
             }
             if (kws.n) {
-                perr(P, x->loc, "positional argument follows keyword argument");
+                parse_perr(P, x->loc, "positional argument follows keyword argument");
                 return P->bad;
             }
             vec_push(P->a, args, x);
@@ -474,14 +475,14 @@ static Expr *parse_call(Parser *P, Expr *func)
         if (!accept(P, TK_COMMA))
             break;
     }
-    if (!expect(P, TK_RPAREN, "to close the call's arguments"))
+    if (!parse_expect(P, TK_RPAREN, "to close the call's arguments"))
         return P->bad;
-    Expr *e = new_expr(P, EX_CALL, func->loc);
+    Expr *e = parse_new_expr(P, EX_CALL, func->loc);
     e->call.func = func;
     VEC_COPY(P, args, e->call.args, e->call.nargs);
     e->call.kw = kws.n ? kws.v : NULL;
     e->call.nkw = kws.n;
-    return finish(P, e);
+    return parse_finish(P, e);
 }
 
 /* subscript: test | [test] ':' [test] [':' [test]] */
@@ -490,7 +491,7 @@ static Expr *parse_subscript_item(Parser *P)
     Token *t = peek(P);
     Expr *lo = NULL;
     if (t->kind == TK_STAR) {
-        perr(P, t->loc, "starred expressions are not supported in Triton kernels");
+        parse_perr(P, t->loc, "starred expressions are not supported in Triton kernels");
         return P->bad;
     }
     if (!at(P, TK_COLON)) {
@@ -499,7 +500,7 @@ static Expr *parse_subscript_item(Parser *P)
             return lo;
     }
     advance(P); /* : */
-    Expr *e = new_expr(P, EX_SLICE, t->loc);
+    Expr *e = parse_new_expr(P, EX_SLICE, t->loc);
     e->slice.lo = lo;
     if (!at(P, TK_COLON) && !at(P, TK_COMMA) && !at(P, TK_RBRACKET)) {
         e->slice.hi = parse_test(P);
@@ -511,7 +512,7 @@ static Expr *parse_subscript_item(Parser *P)
         if (P->failed)
             return P->bad;
     }
-    return finish(P, e);
+    return parse_finish(P, e);
 }
 
 /* trailer: '[' subscript (',' subscript)* [','] ']' */
@@ -520,7 +521,7 @@ static Expr *parse_index(Parser *P, Expr *value)
     Token *open = advance(P); /* [ */
     ExprVec idx = {0};
     if (at(P, TK_RBRACKET)) {
-        perr(P, peek(P)->loc, "expected an index inside '[]'");
+        parse_perr(P, peek(P)->loc, "expected an index inside '[]'");
         return P->bad;
     }
     bool trailing = false;
@@ -534,7 +535,7 @@ static Expr *parse_index(Parser *P, Expr *value)
             break;
         trailing = true;
     }
-    if (!expect(P, TK_RBRACKET, "to close the subscript"))
+    if (!parse_expect(P, TK_RBRACKET, "to close the subscript"))
         return P->bad;
     if (idx.n == 1 && !trailing && idx.v[0]->kind == EX_TUPLE && idx.v[0]->seq.n > 0) {
         /* x[(a, b)] is x[a, b] in Python */
@@ -543,10 +544,10 @@ static Expr *parse_index(Parser *P, Expr *value)
         for (int k = 0; k < tup->seq.n; k++)
             vec_push(P->a, idx, tup->seq.xs[k]);
     }
-    Expr *e = new_expr(P, EX_SUBSCRIPT, open->loc);
+    Expr *e = parse_new_expr(P, EX_SUBSCRIPT, open->loc);
     e->sub.value = value;
     VEC_COPY(P, idx, e->sub.index, e->sub.nindex);
-    return finish(P, e);
+    return parse_finish(P, e);
 }
 
 /* primary: atom trailer*
@@ -563,14 +564,14 @@ static Expr *parse_primary(Parser *P)
             advance(P);
             Token *n = peek(P);
             if (n->kind != TK_NAME) {
-                perr(P, n->loc, "expected an attribute name after '.', found %s", tok_desc(P, n));
+                parse_perr(P, n->loc, "expected an attribute name after '.', found %s", tok_desc(P, n));
                 return P->bad;
             }
             advance(P);
-            Expr *x = new_expr(P, EX_ATTR, n->loc);
+            Expr *x = parse_new_expr(P, EX_ATTR, n->loc);
             x->attr.value = e;
             x->attr.name = tok_str(P, n);
-            e = finish(P, x);
+            e = parse_finish(P, x);
         } else {
             break;
         }
@@ -589,11 +590,11 @@ static Expr *parse_power(Parser *P)
     Expr *r = parse_factor(P);
     if (P->failed)
         return P->bad;
-    Expr *e = new_expr(P, EX_BINOP, op->loc);
+    Expr *e = parse_new_expr(P, EX_BINOP, op->loc);
     e->bin.op = BO_POW;
     e->bin.l = l;
     e->bin.r = r;
-    return finish(P, e);
+    return parse_finish(P, e);
 }
 
 /* factor: ('+' | '-' | '~') factor | power */
@@ -615,21 +616,21 @@ static Expr *parse_factor(Parser *P)
         peek2(P)->kind != TK_DSTAR && peek2(P)->kind != TK_DOT && peek2(P)->kind != TK_LPAREN &&
         peek2(P)->kind != TK_LBRACKET) {
         Token *n = advance(P);
-        Expr *e = new_expr(P, EX_INT, n->loc);
+        Expr *e = parse_new_expr(P, EX_INT, n->loc);
         e->ival = INT64_MIN;
         e->loc = t->loc;
         return e;
     }
-    if (!enter(P))
+    if (!parse_enter(P))
         return P->bad;
     Expr *x = parse_factor(P);
-    leave(P);
+    parse_leave(P);
     if (P->failed)
         return P->bad;
-    Expr *e = new_expr(P, EX_UNOP, t->loc);
+    Expr *e = parse_new_expr(P, EX_UNOP, t->loc);
     e->un.op = op;
     e->un.x = x;
-    return finish(P, e);
+    return parse_finish(P, e);
 }
 
 /* Binary operator levels, loosest first:
@@ -668,11 +669,11 @@ static Expr *parse_binary(Parser *P, int level)
         Expr *r = parse_binary(P, level + 1);
         if (P->failed)
             break;
-        Expr *e = new_expr(P, EX_BINOP, op->loc);
+        Expr *e = parse_new_expr(P, EX_BINOP, op->loc);
         e->bin.op = lv->op[k];
         e->bin.l = l;
         e->bin.r = r;
-        l = finish(P, e);
+        l = parse_finish(P, e);
     }
     return P->failed ? P->bad : l;
 }
@@ -728,12 +729,12 @@ static Expr *parse_comparison(Parser *P)
     }
     if (!ops.n)
         return first;
-    Expr *e = new_expr(P, EX_COMPARE, loc);
+    Expr *e = parse_new_expr(P, EX_COMPARE, loc);
     e->cmp.first = first;
     e->cmp.ops = ops.v;
     e->cmp.rest = rest.v;
     e->cmp.n = ops.n;
-    return finish(P, e);
+    return parse_finish(P, e);
 }
 
 /* not_test: 'not' not_test | comparison */
@@ -742,16 +743,16 @@ static Expr *parse_not(Parser *P)
     if (!at_kw(P, "not"))
         return parse_comparison(P);
     Token *t = advance(P);
-    if (!enter(P))
+    if (!parse_enter(P))
         return P->bad;
     Expr *x = parse_not(P);
-    leave(P);
+    parse_leave(P);
     if (P->failed)
         return P->bad;
-    Expr *e = new_expr(P, EX_UNOP, t->loc);
+    Expr *e = parse_new_expr(P, EX_UNOP, t->loc);
     e->un.op = UO_NOT;
     e->un.x = x;
-    return finish(P, e);
+    return parse_finish(P, e);
 }
 
 /* and_test: not_test ('and' not_test)*     or_test: and_test ('or' and_test)* */
@@ -770,40 +771,40 @@ static Expr *parse_boolop(Parser *P, BoolOpKind kind)
             return P->bad;
         vec_push(P->a, xs, x);
     }
-    Expr *e = new_expr(P, EX_BOOLOP, loc);
+    Expr *e = parse_new_expr(P, EX_BOOLOP, loc);
     e->boolop.op = kind;
     e->boolop.xs = xs.v;
     e->boolop.n = xs.n;
-    return finish(P, e);
+    return parse_finish(P, e);
 }
 
 /* test: or_test ['if' or_test 'else' test] */
 Expr *parse_test(Parser *P)
 {
-    if (!enter(P))
+    if (!parse_enter(P))
         return P->bad;
     Expr *x = parse_boolop(P, BL_OR);
     if (!P->failed && at_kw(P, "if")) {
         Token *kw = advance(P);
         Expr *cond = parse_boolop(P, BL_OR);
         if (!P->failed && !at_kw(P, "else"))
-            perr(P, peek(P)->loc, "expected 'else' in the conditional expression, found %s",
-                 tok_desc(P, peek(P)));
+            parse_perr(P, peek(P)->loc, "expected 'else' in the conditional expression, found %s",
+                       tok_desc(P, peek(P)));
         if (!P->failed) {
             advance(P);
             Expr *els = parse_test(P);
             if (!P->failed) {
-                Expr *e = new_expr(P, EX_IFEXP, kw->loc);
+                Expr *e = parse_new_expr(P, EX_IFEXP, kw->loc);
                 e->ifexp.cond = cond;
                 e->ifexp.then = x;
                 e->ifexp.els = els;
-                x = finish(P, e);
+                x = parse_finish(P, e);
             }
         }
     }
     if (!P->failed && at(P, TK_WALRUS))
-        perr(P, peek(P)->loc, "assignment expressions (':=') are not supported in Triton kernels");
-    leave(P);
+        parse_perr(P, peek(P)->loc, "assignment expressions (':=') are not supported in Triton kernels");
+    parse_leave(P);
     return P->failed ? P->bad : x;
 }
 
@@ -817,7 +818,7 @@ Expr *parse_testlist(Parser *P, bool targets)
     bool comma = false;
     for (;;) {
         if (at(P, TK_STAR)) {
-            perr(P, peek(P)->loc, "starred expressions are not supported in Triton kernels");
+            parse_perr(P, peek(P)->loc, "starred expressions are not supported in Triton kernels");
             return P->bad;
         }
         Expr *x = targets ? parse_binary(P, 0) : parse_test(P);
@@ -836,8 +837,8 @@ Expr *parse_testlist(Parser *P, bool targets)
     }
     if (!comma)
         return xs.v[0];
-    Expr *e = new_expr(P, EX_TUPLE, t->loc);
+    Expr *e = parse_new_expr(P, EX_TUPLE, t->loc);
     VEC_COPY(P, xs, e->seq.xs, e->seq.n);
-    return finish(P, e);
+    return parse_finish(P, e);
 }
 

@@ -105,7 +105,7 @@ const char *tok_desc(Parser *P, const Token *t)
 
 /* ---- errors ---- */
 
-void perr(Parser *P, Loc loc, const char *fmt, ...)
+void parse_perr(Parser *P, Loc loc, const char *fmt, ...)
 {
     if (P->failed)
         return; /* one error per statement: the rest would be noise */
@@ -121,31 +121,31 @@ void perr(Parser *P, Loc loc, const char *fmt, ...)
 }
 
 /* "expected ')' to close the call, found 'x'" */
-bool expect(Parser *P, TokKind k, const char *why)
+bool parse_expect(Parser *P, TokKind k, const char *why)
 {
     if (accept(P, k))
         return true;
-    perr(P, peek(P)->loc, "expected '%s'%s%s, found %s", tok_kind_name(k), why ? " " : "", why ? why : "",
-         tok_desc(P, peek(P)));
+    parse_perr(P, peek(P)->loc, "expected '%s'%s%s, found %s", tok_kind_name(k), why ? " " : "", why ? why : "",
+               tok_desc(P, peek(P)));
     return false;
 }
 
-/* Guards the recursion of the parse functions; every successful enter()
- * is paired with a leave(). */
-bool enter(Parser *P)
+/* Guards the recursion of the parse functions; every successful parse_enter()
+ * is paired with a parse_leave(). */
+bool parse_enter(Parser *P)
 {
     if (P->rec >= MAX_RECURSION) {
-        perr(P, peek(P)->loc, "too deeply nested (more than %d levels)", MAX_RECURSION);
+        parse_perr(P, peek(P)->loc, "too deeply nested (more than %d levels)", MAX_RECURSION);
         return false;
     }
     P->rec++;
     return true;
 }
-void leave(Parser *P) { P->rec--; }
+void parse_leave(Parser *P) { P->rec--; }
 
 /* ---- AST construction ---- */
 
-Expr *new_expr(Parser *P, ExprKind k, Loc loc)
+Expr *parse_new_expr(Parser *P, ExprKind k, Loc loc)
 {
     PExpr *pe = arena_alloc(P->a, sizeof *pe);
     pe->e.kind = k;
@@ -158,7 +158,7 @@ static int edepth(const Expr *e) { return e ? ((const PExpr *)e)->depth : 0; }
 
 /* Records the depth of a finished composite node (1 + its deepest child)
  * and enforces the limit. */
-Expr *finish(Parser *P, Expr *e)
+Expr *parse_finish(Parser *P, Expr *e)
 {
     int d = 0;
 #define KID(x) do { int d_ = edepth(x); if (d_ > d) d = d_; } while (0)
@@ -191,7 +191,7 @@ Expr *finish(Parser *P, Expr *e)
 #undef KID
     ((PExpr *)e)->depth = d + 1;
     if (d + 1 > MAX_TREE_DEPTH) {
-        perr(P, e->loc, "expression too deeply nested (more than %d levels)", MAX_TREE_DEPTH);
+        parse_perr(P, e->loc, "expression too deeply nested (more than %d levels)", MAX_TREE_DEPTH);
         return P->bad;
     }
     return e;
@@ -203,27 +203,27 @@ Expr *finish(Parser *P, Expr *e)
  * param: NAME [':' test] ['=' test]     (no *args, **kwargs, '/' or '*') */
 static bool parse_params(Parser *P, FuncDef *fn)
 {
-    if (!expect(P, TK_LPAREN, "after the function name"))
+    if (!parse_expect(P, TK_LPAREN, "after the function name"))
         return false;
     Vec(Param) ps = {0};
     bool seen_default = false;
     while (!at(P, TK_RPAREN)) {
         Token *t = peek(P);
         if (t->kind == TK_STAR || t->kind == TK_DSTAR || t->kind == TK_SLASH) {
-            perr(P, t->loc,
-                 "'%s' in a kernel's parameter list is not supported by kad (use plain parameters)",
-                 tok_kind_name(t->kind));
+            parse_perr(P, t->loc,
+                       "'%s' in a kernel's parameter list is not supported by kad (use plain parameters)",
+                       tok_kind_name(t->kind));
             return false;
         }
         if (t->kind != TK_NAME || tok_is_keyword(t)) {
-            perr(P, t->loc, "expected a parameter name, found %s", tok_desc(P, t));
+            parse_perr(P, t->loc, "expected a parameter name, found %s", tok_desc(P, t));
             return false;
         }
         advance(P);
         Param p = {tok_str(P, t), NULL, NULL, t->loc};
         for (int k = 0; k < ps.n; k++)
             if (!strcmp(ps.v[k].name, p.name)) {
-                perr(P, t->loc, "duplicate parameter '%s' in function definition", p.name);
+                parse_perr(P, t->loc, "duplicate parameter '%s' in function definition", p.name);
                 return false;
             }
         if (accept(P, TK_COLON))
@@ -232,7 +232,7 @@ static bool parse_params(Parser *P, FuncDef *fn)
             p.dflt = parse_test(P);
             seen_default = true;
         } else if (!P->failed && seen_default) {
-            perr(P, t->loc, "parameter '%s' without a default follows a parameter with a default", p.name);
+            parse_perr(P, t->loc, "parameter '%s' without a default follows a parameter with a default", p.name);
         }
         if (P->failed)
             return false;
@@ -240,7 +240,7 @@ static bool parse_params(Parser *P, FuncDef *fn)
         if (!accept(P, TK_COMMA))
             break;
     }
-    if (!expect(P, TK_RPAREN, "to close the parameter list"))
+    if (!parse_expect(P, TK_RPAREN, "to close the parameter list"))
         return false;
     fn->params = ps.v;
     fn->nparams = ps.n;
@@ -254,7 +254,7 @@ static FuncDef *parse_funcdef(Parser *P, Decorator *decos, int ndecos)
     Token *def = advance(P);
     Token *name = peek(P);
     if (name->kind != TK_NAME || tok_is_keyword(name)) {
-        perr(P, name->loc, "expected a function name after 'def', found %s", tok_desc(P, name));
+        parse_perr(P, name->loc, "expected a function name after 'def', found %s", tok_desc(P, name));
         return NULL;
     }
     advance(P);
@@ -361,13 +361,13 @@ static void parse_import(Parser *P, bool alt)
             Token *nt = peek(P);
             char *dotted = parse_dotted(P);
             if (!dotted) {
-                perr(P, nt->loc, "expected a module name after 'import', found %s", tok_desc(P, nt));
+                parse_perr(P, nt->loc, "expected a module name after 'import', found %s", tok_desc(P, nt));
                 return;
             }
             Import im = {NULL, dotted, nt->loc};
             if (accept_kw(P, "as")) {
                 if (!at(P, TK_NAME)) {
-                    perr(P, peek(P)->loc, "expected a name after 'as'");
+                    parse_perr(P, peek(P)->loc, "expected a name after 'as'");
                     return;
                 }
                 im.alias = tok_str(P, advance(P));
@@ -395,11 +395,11 @@ static void parse_import(Parser *P, bool alt)
     if (dotted)
         buf_puts(&mod, dotted);
     if (!mod.len) {
-        perr(P, peek(P)->loc, "expected a module name after 'from', found %s", tok_desc(P, peek(P)));
+        parse_perr(P, peek(P)->loc, "expected a module name after 'from', found %s", tok_desc(P, peek(P)));
         return;
     }
     if (!accept_kw(P, "import")) {
-        perr(P, peek(P)->loc, "expected 'import', found %s", tok_desc(P, peek(P)));
+        parse_perr(P, peek(P)->loc, "expected 'import', found %s", tok_desc(P, peek(P)));
         return;
     }
     if (accept(P, TK_STAR))
@@ -412,7 +412,7 @@ static void parse_import(Parser *P, bool alt)
             break; /* trailing comma */
         Token *nt = peek(P);
         if (nt->kind != TK_NAME || tok_is_keyword(nt)) {
-            perr(P, nt->loc, "expected a name to import, found %s", tok_desc(P, nt));
+            parse_perr(P, nt->loc, "expected a name to import, found %s", tok_desc(P, nt));
             return;
         }
         advance(P);
@@ -421,7 +421,7 @@ static void parse_import(Parser *P, bool alt)
                      nt->loc};
         if (accept_kw(P, "as")) {
             if (!at(P, TK_NAME)) {
-                perr(P, peek(P)->loc, "expected a name after 'as'");
+                parse_perr(P, peek(P)->loc, "expected a name after 'as'");
                 return;
             }
             im.alias = tok_str(P, advance(P));
@@ -429,7 +429,7 @@ static void parse_import(Parser *P, bool alt)
         add_import(P, im, alt);
     } while (accept(P, TK_COMMA));
     if (paren)
-        expect(P, TK_RPAREN, "to close the import list");
+        parse_expect(P, TK_RPAREN, "to close the import list");
 }
 
 /* Whether a decorator's qualified name is Triton's jit: triton.jit and
@@ -463,7 +463,7 @@ static void parse_plain_def(Parser *P, Decorator *decos, int ndecos)
     P->failed = false;
     if (!ok) {
         P->i = start;
-        skip_stmt(P);
+        parse_skip_stmt(P);
         return;
     }
     fn->is_jit = false;
@@ -556,7 +556,7 @@ static bool parse_jit_assign(Parser *P)
         add_func(P, alias);
     }
     P->i = end;
-    skip_stmt(P);
+    parse_skip_stmt(P);
     return true;
 }
 
@@ -574,7 +574,7 @@ static void parse_jit_def_lazy(Parser *P, Decorator *decos, int ndecos)
     FuncDef *fn = parse_funcdef(P, decos, ndecos);
     bool def_failed = !fn;
     if (def_failed)
-        resync(P); /* an error in the def line */
+        parse_resync(P); /* an error in the def line */
     P->d = outer;
     if (!fn) {
         if (name->kind != TK_NAME || tok_is_keyword(name) || !own.nerrors) {
@@ -643,7 +643,7 @@ static void parse_decorated(Parser *P, bool conditional)
         } else {
             dc.name = "<expression>"; /* Python 3.9 allows any expression here */
         }
-        skip_line(P); /* the decorator's arguments are host code */
+        parse_skip_line(P); /* the decorator's arguments are host code */
         vec_push(P->a, decos, dc);
     }
     if (at_kw(P, "def") && !jit && !conditional) {
@@ -651,7 +651,7 @@ static void parse_decorated(Parser *P, bool conditional)
         return;
     }
     if (!at_kw(P, "def") || !jit || conditional) {
-        skip_stmt(P); /* def, class or async def of host code */
+        parse_skip_stmt(P); /* def, class or async def of host code */
         return;
     }
     if (P->lazy) {
@@ -662,7 +662,7 @@ static void parse_decorated(Parser *P, bool conditional)
     if (fn)
         add_func(P, fn);
     else
-        resync(P); /* an error in the def line */
+        parse_resync(P); /* an error in the def line */
 }
 
 /* Collects the names bound by an assignment target. */
@@ -695,7 +695,7 @@ static void parse_module_assign(Parser *P)
                                        (peek2(P)->kind >= TK_PLUSEQ && peek2(P)->kind <= TK_ATEQ) ||
                                        peek2(P)->kind == TK_COLON))
             drop_global(P, tok_str(P, first));
-        skip_stmt(P);
+        parse_skip_stmt(P);
         return;
     }
     if (s->kind == ST_ASSIGN) {
@@ -729,11 +729,11 @@ static void parse_module_assign(Parser *P)
             vec_push(P->a, P->m->nondiff, s->expr);
     }
     /* `A = 1; B = 2`: the next statement of the line */
-    if (accept(P, TK_SEMI) && at(P, TK_NAME) && !tok_is_keyword(peek(P)) && enter(P)) {
+    if (accept(P, TK_SEMI) && at(P, TK_NAME) && !tok_is_keyword(peek(P)) && parse_enter(P)) {
         parse_module_assign(P);
-        leave(P);
+        parse_leave(P);
     } else if (!accept(P, TK_NEWLINE)) {
-        skip_stmt(P);
+        parse_skip_stmt(P);
     }
 }
 
@@ -743,16 +743,16 @@ static void parse_module_stmts(Parser *P, bool conditional);
  * skip its header, and collect the imports of its block. */
 static void parse_module_compound(Parser *P)
 {
-    skip_line(P);
+    parse_skip_line(P);
     if (!at(P, TK_INDENT))
         return;
     advance(P);
-    if (!enter(P)) {
+    if (!parse_enter(P)) {
         P->failed = false;
         return;
     }
     parse_module_stmts(P, true);
-    leave(P);
+    parse_leave(P);
     accept(P, TK_DEDENT);
 }
 
@@ -769,7 +769,7 @@ static void parse_module_stmts(Parser *P, bool conditional)
         }
         if (t->kind == TK_INDENT) {
             diag_error(P->d, t->loc, "unexpected indent");
-            skip_block(P);
+            parse_skip_block(P);
             continue;
         }
         if (t->kind == TK_AT) {
@@ -777,11 +777,11 @@ static void parse_module_stmts(Parser *P, bool conditional)
         } else if (tok_is_word(t, "import") || tok_is_word(t, "from")) {
             parse_import(P, conditional);
             if (!P->failed && !at(P, TK_SEMI) && !at(P, TK_EOF))
-                expect(P, TK_NEWLINE, "at the end of the import");
+                parse_expect(P, TK_NEWLINE, "at the end of the import");
             if (P->failed)
-                skip_stmt(P);
+                parse_skip_stmt(P);
             else if (accept(P, TK_SEMI))
-                skip_stmt(P); /* what follows `;` is host code */
+                parse_skip_stmt(P); /* what follows `;` is host code */
             else
                 accept(P, TK_NEWLINE);
         } else if (t->kind == TK_NAME && !tok_is_keyword(t) && !conditional) {
@@ -796,7 +796,7 @@ static void parse_module_stmts(Parser *P, bool conditional)
             if (is_compound)
                 parse_module_compound(P);
             else
-                skip_stmt(P);
+                parse_skip_stmt(P);
         }
     }
 }
@@ -812,7 +812,7 @@ static Module *parse_module_mode(Arena *a, Diags *d, const char *file, const cha
     P.t = lex(a, d, file, text, &P.ntok);
     P.m = arena_alloc(a, sizeof *P.m);
     P.m->file = file;
-    P.bad = new_expr(&P, EX_NONE, (Loc){file, 1, 1});
+    P.bad = parse_new_expr(&P, EX_NONE, (Loc){file, 1, 1});
     /* After lexical errors (an unclosed bracket above all) the token
      * structure is unreliable and parse errors would only be echoes. */
     if (d->nerrors == before) {

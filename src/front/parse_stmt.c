@@ -1,13 +1,13 @@
 /* parse_stmt.c -- the statements of @triton.jit functions: expression
  * statements, =, op=, annotated =, if/elif/else, for, while, return, pass,
  * break, continue, assert and nested def, blocks by INDENT/DEDENT, and the
- * skipping of statements by their token structure (host code, resync
+ * skipping of statements by their token structure (host code, parse_resync
  * after an error).  Python statements Triton kernels do not have
  * (with/try/raise/del/global/match, ...) are located errors naming them.
  *
  * Requires: front.h (the Parser, parse_expr.c's parse_test and
  * parse_testlist).  Guarantees: one error per statement; after one the
- * parser skips to the next statement (resync), so several are reported.
+ * parser skips to the next statement (parse_resync), so several are reported.
  */
 #include <string.h>
 
@@ -24,7 +24,7 @@ static Stmt *new_stmt(Parser *P, StmtKind k, Loc loc)
 }
 
 /* Skips the rest of the logical line (through its NEWLINE). */
-void skip_line(Parser *P)
+void parse_skip_line(Parser *P)
 {
     while (!at(P, TK_NEWLINE) && !at(P, TK_EOF) && !at(P, TK_INDENT) && !at(P, TK_DEDENT))
         advance(P);
@@ -32,7 +32,7 @@ void skip_line(Parser *P)
 }
 
 /* At an INDENT: skips through the matching DEDENT. */
-void skip_block(Parser *P)
+void parse_skip_block(Parser *P)
 {
     int depth = 0;
     do {
@@ -47,21 +47,21 @@ void skip_block(Parser *P)
 }
 
 /* Skips one statement by its structure: its line and an indented block. */
-void skip_stmt(Parser *P)
+void parse_skip_stmt(Parser *P)
 {
-    skip_line(P);
+    parse_skip_line(P);
     if (at(P, TK_INDENT))
-        skip_block(P);
+        parse_skip_block(P);
 }
 
 /* After an error: skips to the next statement of the current block,
  * together with the elif/else/except/finally clauses of a failed
  * compound statement (they would only produce echoes). */
-void resync(Parser *P)
+void parse_resync(Parser *P)
 {
-    skip_stmt(P);
+    parse_skip_stmt(P);
     while (at_kw(P, "elif") || at_kw(P, "else") || at_kw(P, "except") || at_kw(P, "finally"))
-        skip_stmt(P);
+        parse_skip_stmt(P);
 }
 
 /* Whether e can be assigned to (Python's rule, minus starred targets). */
@@ -94,7 +94,7 @@ static bool check_target(Parser *P, Expr *e, bool tuple_ok)
     };
     const char *w = (unsigned)e->kind < sizeof what / sizeof what[0] && what[e->kind] ? what[e->kind]
                                                                                       : "this expression";
-    perr(P, e->loc, "cannot assign to %s", w);
+    parse_perr(P, e->loc, "cannot assign to %s", w);
     return false;
 }
 
@@ -131,7 +131,7 @@ static Stmt *parse_expr_stmt(Parser *P)
         Expr *value = NULL;
         while (accept(P, TK_ASSIGN)) {
             if (at_kw(P, "yield")) {
-                perr(P, peek(P)->loc, "'yield' is not supported in Triton kernels");
+                parse_perr(P, peek(P)->loc, "'yield' is not supported in Triton kernels");
                 return NULL;
             }
             value = parse_testlist(P, false);
@@ -152,7 +152,7 @@ static Stmt *parse_expr_stmt(Parser *P)
     if (k >= TK_PLUSEQ && k <= TK_ATEQ) {
         Token *op = advance(P);
         if (x->kind == EX_TUPLE || x->kind == EX_LIST) {
-            perr(P, op->loc, "augmented assignment to a tuple is not possible");
+            parse_perr(P, op->loc, "augmented assignment to a tuple is not possible");
             return NULL;
         }
         if (!check_target(P, x, false))
@@ -169,7 +169,7 @@ static Stmt *parse_expr_stmt(Parser *P)
     if (k == TK_COLON) {
         Token *colon = advance(P);
         if (x->kind == EX_TUPLE || x->kind == EX_LIST) {
-            perr(P, colon->loc, "only a single target can be annotated");
+            parse_perr(P, colon->loc, "only a single target can be annotated");
             return NULL;
         }
         if (!check_target(P, x, false))
@@ -224,7 +224,7 @@ Stmt *parse_small_stmt(Parser *P)
     }
     for (size_t k = 0; k < sizeof refused_stmts / sizeof refused_stmts[0]; k++)
         if (tok_is_word(t, refused_stmts[k].word)) {
-            perr(P, t->loc, "%s are not supported in Triton kernels", refused_stmts[k].what);
+            parse_perr(P, t->loc, "%s are not supported in Triton kernels", refused_stmts[k].what);
             return NULL;
         }
     return parse_expr_stmt(P);
@@ -244,7 +244,7 @@ static void parse_simple_stmts(Parser *P, StmtVec *out)
             break;
     }
     if (!at(P, TK_EOF))
-        expect(P, TK_NEWLINE, "at the end of the statement");
+        parse_expect(P, TK_NEWLINE, "at the end of the statement");
 }
 
 static void parse_stmt(Parser *P, StmtVec *out);
@@ -254,7 +254,7 @@ static void parse_stmt(Parser *P, StmtVec *out);
 Stmts parse_block(Parser *P, const char *what, int line)
 {
     StmtVec body = {0};
-    if (!expect(P, TK_COLON, arena_printf(P->a, "at the end of the '%s' line", what)))
+    if (!parse_expect(P, TK_COLON, arena_printf(P->a, "at the end of the '%s' line", what)))
         return (Stmts){0};
     if (!at(P, TK_NEWLINE)) {
         parse_simple_stmts(P, &body);
@@ -262,20 +262,20 @@ Stmts parse_block(Parser *P, const char *what, int line)
     }
     advance(P);
     if (!at(P, TK_INDENT)) {
-        perr(P, peek(P)->loc, "expected an indented block after '%s' statement on line %d", what, line);
+        parse_perr(P, peek(P)->loc, "expected an indented block after '%s' statement on line %d", what, line);
         return (Stmts){0};
     }
     advance(P);
-    if (!enter(P))
+    if (!parse_enter(P))
         return (Stmts){0};
     while (!at(P, TK_DEDENT) && !at(P, TK_EOF)) {
         parse_stmt(P, &body);
         if (P->failed) {
-            resync(P);
+            parse_resync(P);
             P->failed = false;
         }
     }
-    leave(P);
+    parse_leave(P);
     accept(P, TK_DEDENT);
     return (Stmts){body.v, body.n};
 }
@@ -293,10 +293,10 @@ static Stmt *parse_if(Parser *P, const char *word)
     if (P->failed)
         return NULL;
     if (at_kw(P, "elif")) {
-        if (!enter(P))
+        if (!parse_enter(P))
             return NULL;
         Stmt *e = parse_if(P, "elif");
-        leave(P);
+        parse_leave(P);
         if (!e)
             return NULL;
         Stmt **v = arena_alloc(P->a, sizeof *v);
@@ -319,7 +319,7 @@ static Stmt *parse_for(Parser *P)
     if (P->failed || !check_target(P, s->for_.target, true))
         return NULL;
     if (!accept_kw(P, "in")) {
-        perr(P, peek(P)->loc, "expected 'in' after the loop variable, found %s", tok_desc(P, peek(P)));
+        parse_perr(P, peek(P)->loc, "expected 'in' after the loop variable, found %s", tok_desc(P, peek(P)));
         return NULL;
     }
     s->for_.iter = parse_testlist(P, false);
@@ -369,7 +369,7 @@ static void parse_stmt(Parser *P, StmtVec *out)
     Token *t = peek(P);
     Stmt *s = NULL;
     if (t->kind == TK_INDENT) {
-        perr(P, t->loc, "unexpected indent");
+        parse_perr(P, t->loc, "unexpected indent");
         return;
     }
     if (tok_is_word(t, "if")) {
@@ -381,13 +381,13 @@ static void parse_stmt(Parser *P, StmtVec *out)
     } else if (tok_is_word(t, "def") || t->kind == TK_AT) {
         s = new_stmt(P, ST_FUNCDEF, t->loc);
         while (at(P, TK_AT)) /* decorators of the nested def */
-            skip_line(P);
-        skip_stmt(P);
+            parse_skip_line(P);
+        parse_skip_stmt(P);
     } else if (tok_is_word(t, "elif") || tok_is_word(t, "else")) {
-        perr(P, t->loc, "'%.*s' without a matching 'if'", t->len, t->text);
+        parse_perr(P, t->loc, "'%.*s' without a matching 'if'", t->len, t->text);
         return;
     } else if (tok_is_word(t, "except") || tok_is_word(t, "finally") || is_match_stmt(P)) {
-        perr(P, t->loc, "'%.*s' statements are not supported in Triton kernels", t->len, t->text);
+        parse_perr(P, t->loc, "'%.*s' statements are not supported in Triton kernels", t->len, t->text);
         return;
     } else {
         parse_simple_stmts(P, out);

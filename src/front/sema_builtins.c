@@ -113,7 +113,7 @@ static bool bind(Lower *L, Call *c, const Builtin *def, const char *fname, const
     return true;
 }
 
-bool absent(Call *c, int i) { return !c->has[i] || sval_is_none(c->a[i]); }
+bool sema_absent(Call *c, int i) { return !c->has[i] || sval_is_none(c->a[i]); }
 
 /* Reports that argument i is not what: "tl.sum: 'axis' must be a constexpr
  * int, got fp32[16]". */
@@ -137,7 +137,7 @@ bool arg_int(Call *c, int i, int64_t *out)
 bool arg_bool(Call *c, int i, bool dflt, bool *out)
 {
     *out = dflt;
-    if (absent(c, i))
+    if (sema_absent(c, i))
         return true;
     SVal x = c->a[i];
     if (x.kind != SV_CONST)
@@ -149,7 +149,7 @@ bool arg_bool(Call *c, int i, bool dflt, bool *out)
 bool arg_str(Call *c, int i, const char *dflt, const char **out)
 {
     *out = dflt;
-    if (absent(c, i))
+    if (sema_absent(c, i))
         return true;
     SVal x = c->a[i];
     if (x.kind != SV_CONST || x.c.kind != CK_STR)
@@ -179,7 +179,7 @@ bool arg_dtype(Call *c, int i, Dtype *out, Dtype *elem)
 }
 
 /* A tuple/list of constexpr ints (or, with allow_int, one int). */
-bool int_list(Call *c, SVal x, bool allow_int, int64_t *out, int max, int *n, const char *what)
+bool sema_int_list(Call *c, SVal x, bool allow_int, int64_t *out, int max, int *n, const char *what)
 {
     if (sval_is_int(x) && allow_int) {
         out[0] = x.c.i;
@@ -210,7 +210,7 @@ bool int_list(Call *c, SVal x, bool allow_int, int64_t *out, int max, int *n, co
 
 /* Unwraps f(x, (a, b)) written as f(x, a, b): a vararg tuple holding one
  * tuple is that tuple (Triton's _unwrap_iterable). */
-SVal unwrap_iterable(SVal t)
+SVal sema_unwrap_iterable(SVal t)
 {
     if (t.kind == SV_TUPLE && t.n == 1 && t.elts[0].kind == SV_TUPLE)
         return t.elts[0];
@@ -218,7 +218,7 @@ SVal unwrap_iterable(SVal t)
 }
 
 /* Checks a tile shape the way Triton's block_type does. */
-bool check_shape(Call *c, int rank, const int64_t *dims)
+bool sema_check_shape(Call *c, int rank, const int64_t *dims)
 {
     Diags *d = c->L->d;
     if (rank > KAD_MAX_RANK) {
@@ -247,9 +247,9 @@ bool arg_shape(Call *c, SVal x, int *rank, int32_t *shape)
 {
     int64_t d[KAD_MAX_RANK + 1];
     int n;
-    if (!int_list(c, x, false, d, KAD_MAX_RANK, &n, "the shape"))
+    if (!sema_int_list(c, x, false, d, KAD_MAX_RANK, &n, "the shape"))
         return false;
-    if (!check_shape(c, n, d))
+    if (!sema_check_shape(c, n, d))
         return false;
     for (int i = 0; i < n; i++)
         shape[i] = (int32_t)d[i];
@@ -258,7 +258,7 @@ bool arg_shape(Call *c, SVal x, int *rank, int32_t *shape)
 }
 
 /* A number or value as a value of its own type (Triton's to_tensor). */
-ValId to_value(Lower *L, SVal x, const char *ctx, Loc loc)
+ValId sema_to_value(Lower *L, SVal x, const char *ctx, Loc loc)
 {
     Opnd o;
     if (!ops_opnd(L, x, false, &o, ctx, loc))
@@ -278,7 +278,7 @@ ValId arg_tile(Call *c, int i)
 }
 
 /* Normalizes an axis (negative counts from the end). */
-bool wrap_axis(Call *c, int64_t axis, int rank, int *out)
+bool sema_wrap_axis(Call *c, int64_t axis, int rank, int *out)
 {
     if (axis < -rank || axis >= rank) {
         diag_error(c->L->d, c->loc, "%s: axis %lld is out of range for a tile of rank %d", c->fname,
@@ -814,7 +814,7 @@ SVal lower_call(Lower *L, SVal fn, const SVal *args, int nargs, const char *cons
         def = strcmp(fn.qual, "to") == 0 ? &to_method : find_in(tl_builtins, fn.qual);
         if (sval_is_tensor_desc(s)) {
             fname = arena_printf(L->a, "desc.%s", fn.qual);
-            def = strcmp(fn.qual, "load") == 0 ? &desc_load_method : &desc_store_method;
+            def = strcmp(fn.qual, "load") == 0 ? &sema_desc_load_method : &sema_desc_store_method;
         }
         ASSERT(def);
         if (!def)

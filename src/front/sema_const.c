@@ -45,8 +45,8 @@ bool sval_truthy(SVal x)
     return x.kind != SV_NONE;
 }
 
-const char *const binop_sym[] = {"+", "-", "*", "/", "//", "%", "**", "<<", ">>", "&", "|", "^", "@"};
-const char *const cmp_sym[] = {"<", "<=", ">", ">=", "==", "!=", "is", "is not", "in", "not in"};
+const char *const sema_binop_sym[] = {"+", "-", "*", "/", "//", "%", "**", "<<", ">>", "&", "|", "^", "@"};
+const char *const sema_cmp_sym[] = {"<", "<=", ">", ">=", "==", "!=", "is", "is not", "in", "not in"};
 
 SVal ops_overflow(Lower *L, const char *op, Loc loc)
 {
@@ -79,7 +79,7 @@ static void py_fdivmod(double a, double b, double *fdiv, double *fmod_)
 
 static SVal fold_int(Lower *L, BinOp op, int64_t a, int64_t b, bool both_bool, Loc loc)
 {
-    const char *sym = binop_sym[op];
+    const char *sym = sema_binop_sym[op];
     int64_t r;
     switch (op) {
     case BO_ADD: if (__builtin_add_overflow(a, b, &r)) return ops_overflow(L, sym, loc); return sval_int(r);
@@ -143,7 +143,7 @@ static SVal fold_int(Lower *L, BinOp op, int64_t a, int64_t b, bool both_bool, L
 
 static SVal fold_float(Lower *L, BinOp op, double a, double b, Loc loc)
 {
-    const char *sym = binop_sym[op];
+    const char *sym = sema_binop_sym[op];
     double q, m;
     switch (op) {
     case BO_ADD: return sval_float(a + b);
@@ -174,9 +174,9 @@ static SVal fold_float(Lower *L, BinOp op, double a, double b, Loc loc)
     return ops_fail(L, loc, "unsupported operand types for '%s': float and float", sym);
 }
 
-SVal fold_binop(Lower *L, BinOp op, SVal x, SVal y, Loc loc)
+SVal sema_fold_binop(Lower *L, BinOp op, SVal x, SVal y, Loc loc)
 {
-    const char *sym = binop_sym[op];
+    const char *sym = sema_binop_sym[op];
     /* tuples: + concatenates, * by an int repeats (shapes: [1] * N) */
     if (x.kind == SV_TUPLE && y.kind == SV_TUPLE && op == BO_ADD) {
         SVal *e = arena_alloc(L->a, sizeof *e * (size_t)(x.n + y.n + 1));
@@ -265,7 +265,7 @@ SVal ops_fold_compare(Lower *L, CmpOp op, SVal x, SVal y, Loc loc)
         bool eq = sval_eq(x, y, &ok);
         if (!ok && op != CO_IS && op != CO_ISNOT)
             return ops_fail(L, loc, "cannot compare %s and %s with '%s'", ops_describe(L, x),
-                            ops_describe(L, y), cmp_sym[op]);
+                            ops_describe(L, y), sema_cmp_sym[op]);
         return sval_bool((op == CO_EQ || op == CO_IS) ? eq : !eq);
     }
     case CO_IN:
@@ -278,7 +278,7 @@ SVal ops_fold_compare(Lower *L, CmpOp op, SVal x, SVal y, Loc loc)
             found = strstr(y.c.s, x.c.s) != NULL;
         } else {
             return ops_fail(L, loc, "'%s' needs a constexpr tuple or string on the right, got %s",
-                            cmp_sym[op], ops_describe(L, y));
+                            sema_cmp_sym[op], ops_describe(L, y));
         }
         return sval_bool(op == CO_IN ? found : !found);
     }
@@ -298,7 +298,7 @@ SVal ops_fold_compare(Lower *L, CmpOp op, SVal x, SVal y, Loc loc)
         c = strcmp(x.c.s, y.c.s);
     } else {
         return ops_fail(L, loc, "cannot compare %s and %s with '%s'", ops_describe(L, x), ops_describe(L, y),
-                        cmp_sym[op]);
+                        sema_cmp_sym[op]);
     }
     switch (op) {
     case CO_LT: return sval_bool(c < 0);

@@ -93,7 +93,7 @@ SVal b_cast(Call *c)
     }
     if (!arg_dtype(c, 1, &dt, &elem) || !arg_bool(c, 3, false, &bitcast))
         return sval_error();
-    if (!absent(c, 2) && !arg_str(c, 2, NULL, &rounding))
+    if (!sema_absent(c, 2) && !arg_str(c, 2, NULL, &rounding))
         return sval_error();
     return cast_to(c, c->a[0], dt, elem, bitcast, rounding);
 }
@@ -105,7 +105,7 @@ SVal b_hint(Call *c)
     ValId x = arg_tile(c, 0);
     int64_t v[KAD_MAX_RANK + 1];
     int n;
-    if (!x || !int_list(c, c->a[1], true, v, KAD_MAX_RANK, &n, "the values"))
+    if (!x || !sema_int_list(c, c->a[1], true, v, KAD_MAX_RANK, &n, "the values"))
         return sval_error();
     Type t = ops_type(L, x);
     int want = c->def->aux == OP_MULTIPLE_OF && t.rank == 0 ? 1 : t.rank;
@@ -154,7 +154,7 @@ SVal b_device_assert(Call *c)
     SVal x = c->a[0];
     ValId v;
     if (x.kind == SV_CONST && x.c.kind != CK_STR && x.c.kind != CK_DTYPE) {
-        if (const_truthy(x.c) && absent(c, 2))
+        if (const_truthy(x.c) && sema_absent(c, 2))
             return sval_none();
         v = ir_const_int(L->f, L->b, type_scalar(DT_I1), const_truthy(x.c), c->loc);
     } else if (x.kind == SV_VALUE && ops_type(L, x.v).dt != DT_PTR) {
@@ -163,7 +163,7 @@ SVal b_device_assert(Call *c)
         return ops_fail(L, c->loc, "tl.device_assert: the condition must be a tensor or a number, got %s",
                         ops_describe(L, x));
     }
-    if (!absent(c, 2)) { /* cond | ~mask */
+    if (!sema_absent(c, 2)) { /* cond | ~mask */
         Opnd m;
         if (!arg_mask(c, 2, &m))
             return sval_error();
@@ -181,15 +181,15 @@ SVal b_device_assert(Call *c)
 SVal b_rand(Call *c)
 {
     Lower *L = c->L;
-    if (!absent(c, 2)) {
+    if (!sema_absent(c, 2)) {
         int64_t r;
         if (!arg_int(c, 2, &r))
             return sval_error();
         if (r != 10)
             return ops_fail(L, c->loc, "%s: only the default n_rounds=10 is supported by kad", c->fname);
     }
-    ValId seed = to_value(L, c->a[0], c->fname, c->loc);
-    ValId off = seed ? to_value(L, c->a[1], c->fname, c->loc) : 0;
+    ValId seed = sema_to_value(L, c->a[0], c->fname, c->loc);
+    ValId off = seed ? sema_to_value(L, c->a[1], c->fname, c->loc) : 0;
     if (!seed || !off)
         return sval_error();
     Type ts = ops_type(L, seed), to = ops_type(L, off);

@@ -66,7 +66,7 @@ SVal b_where(Call *c)
 /* PropagateNan.NONE is what kad's maximum/minimum implement. */
 static bool check_propagate_nan(Call *c, int i)
 {
-    if (absent(c, i))
+    if (sema_absent(c, i))
         return true;
     SVal x = c->a[i];
     if (x.kind == SV_BUILTIN && strcmp(x.qual, "triton.language.PropagateNan.NONE") == 0)
@@ -125,7 +125,7 @@ static bool check_math_dtype(Call *c, Type t, bool fp32_only, bool int_ok)
 /* x as a value whose dtype check_math_dtype accepts. */
 static ValId math_operand(Call *c, SVal x, bool fp32_only)
 {
-    ValId v = to_value(c->L, x, c->fname, c->loc);
+    ValId v = sema_to_value(c->L, x, c->fname, c->loc);
     return v && check_math_dtype(c, ops_type(c->L, v), fp32_only, false) ? v : 0;
 }
 
@@ -140,7 +140,7 @@ SVal b_math1(Call *c)
 SVal b_abs(Call *c)
 {
     Lower *L = c->L;
-    ValId x = to_value(L, c->a[0], c->fname, c->loc);
+    ValId x = sema_to_value(L, c->a[0], c->fname, c->loc);
     if (!x)
         return sval_error();
     Type t = ops_type(L, x);
@@ -157,7 +157,7 @@ static bool unify_n(Call *c, const SVal *in, int n, ValId *out)
 {
     Lower *L = c->L;
     if (n == 1)
-        return (out[0] = to_value(L, in[0], c->fname, c->loc)) != 0;
+        return (out[0] = sema_to_value(L, in[0], c->fname, c->loc)) != 0;
     SVal cur[3];
     for (int i = 0; i < n; i++)
         cur[i] = in[i];
@@ -204,7 +204,7 @@ SVal b_fdiv(Call *c)
     bool ieee;
     if (!arg_bool(c, 2, false, &ieee))
         return sval_error();
-    ValId x = to_value(L, c->a[0], c->fname, c->loc), y = to_value(L, c->a[1], c->fname, c->loc);
+    ValId x = sema_to_value(L, c->a[0], c->fname, c->loc), y = sema_to_value(L, c->a[1], c->fname, c->loc);
     if (!x || !y)
         return sval_error();
     Type tx = ops_type(L, x), ty = ops_type(L, y);
@@ -282,7 +282,7 @@ static ValId reduce(Call *c, OpKind op, ValId x, SVal axis_sv, bool keep_dims)
                        ops_describe(L, axis_sv));
             return 0;
         }
-        if (!wrap_axis(c, axis_sv.c.i, t.rank, &axis))
+        if (!sema_wrap_axis(c, axis_sv.c.i, t.rank, &axis))
             return 0;
     }
     int32_t shape[KAD_MAX_RANK];
@@ -326,7 +326,7 @@ SVal b_sum(Call *c)
     if (!x || !arg_bool(c, 2, false, &keep))
         return sval_error();
     Dtype dt = sum_dtype((Dtype)ops_type(c->L, x).dt);
-    if (!absent(c, 3) && !arg_dtype(c, 3, &dt, NULL))
+    if (!sema_absent(c, 3) && !arg_dtype(c, 3, &dt, NULL))
         return sval_error();
     if (dtype_is_fp8(dt))
         return ops_fail(c->L, c->loc, "%s: a sum of %s values is computed in fp8 by Triton, which kad does not "
@@ -397,7 +397,7 @@ SVal b_scan(Call *c)
         dt = DT_F32;
     if (c->def->aux == OP_CUMSUM) {
         dt = sum_dtype(dt);
-        if (!absent(c, 3) && !arg_dtype(c, 3, &dt, NULL))
+        if (!sema_absent(c, 3) && !arg_dtype(c, 3, &dt, NULL))
             return sval_error();
     }
     if (dtype_is_fp8(dt))
@@ -405,9 +405,9 @@ SVal b_scan(Call *c)
                         "convert with .to(tl.float32) first", c->fname, dtype_name(dt));
     int64_t a = 0;
     int axis;
-    if (!absent(c, 1) && !arg_int(c, 1, &a))
+    if (!sema_absent(c, 1) && !arg_int(c, 1, &a))
         return sval_error();
-    if (!wrap_axis(c, a, t.rank, &axis))
+    if (!sema_wrap_axis(c, a, t.rank, &axis))
         return sval_error();
     x = ops_cast(L, x, dt, c->loc);
     return sval_value(ops_emit_attr(L, (OpKind)c->def->aux, ops_type(L, x), x, axis, rev ? IF_REVERSE : 0,
@@ -426,7 +426,7 @@ SVal b_softmax(Call *c)
     bool keep, ieee;
     if (!x || !arg_bool(c, 2, false, &keep) || !arg_bool(c, 3, false, &ieee))
         return sval_error();
-    SVal dim = absent(c, 1) ? sval_int(0) : c->a[1];
+    SVal dim = sema_absent(c, 1) ? sval_int(0) : c->a[1];
     /* Triton's definition: z = x - max(x, dim); num = exp(z); num / sum(num, dim) */
     Dtype mdt = max_dtype((Dtype)ops_type(L, x).dt, false);
     ValId m = reduce(c, OP_MAX, ops_cast(L, x, mdt, c->loc), dim, keep);
@@ -475,7 +475,7 @@ SVal b_dot(Call *c)
                         ops_tystr(L, tb));
     /* precision */
     int prec = DP_DEFAULT;
-    if (!absent(c, 3)) {
+    if (!sema_absent(c, 3)) {
         const char *s;
         if (!arg_str(c, 3, "", &s))
             return sval_error();
@@ -489,9 +489,9 @@ SVal b_dot(Call *c)
             return ops_fail(L, c->loc, "tl.dot: input_precision must be 'tf32', 'tf32x3' or 'ieee', got '%s'",
                             s);
     }
-    if (!absent(c, 4)) {
+    if (!sema_absent(c, 4)) {
         bool tf32;
-        if (!absent(c, 3))
+        if (!sema_absent(c, 3))
             return ops_fail(L, c->loc, "tl.dot: only one of input_precision and allow_tf32 may be given");
         if (!arg_bool(c, 4, true, &tf32))
             return sval_error();
@@ -499,13 +499,13 @@ SVal b_dot(Call *c)
     }
     if (dt != DT_F32)
         prec = DP_DEFAULT; /* the precision only concerns fp32 inputs */
-    if (!absent(c, 5)) {
+    if (!sema_absent(c, 5)) {
         int64_t k;
         if (!arg_int(c, 5, &k))
             return sval_error();
     }
     Dtype out = DT_F32;
-    if (!absent(c, 6) && !arg_dtype(c, 6, &out, NULL))
+    if (!sema_absent(c, 6) && !arg_dtype(c, 6, &out, NULL))
         return sval_error();
     Dtype rdt;
     if (dtype_is_int(dt)) {
@@ -531,7 +531,7 @@ SVal b_dot(Call *c)
     shape[r - 1] = tb.shape[r - 1];
     Type rt = type_tile(rdt, r, shape);
     ValId acc;
-    if (absent(c, 2)) {
+    if (sema_absent(c, 2)) {
         acc = ops_emit_zero(L, rt, c->loc);
     } else {
         acc = arg_tile(c, 2);
@@ -567,7 +567,7 @@ SVal b_libdevice_int(Call *c)
     int op = c->def->aux & 0xffff, ni = libm_int_operand(op);
     ValId v[2];
     for (int k = 0; k < 2; k++)
-        if (!(v[k] = to_value(L, c->a[k], c->fname, c->loc)))
+        if (!(v[k] = sema_to_value(L, c->a[k], c->fname, c->loc)))
             return sval_error();
     Type ti = ops_type(L, v[ni]), tf = ops_type(L, v[1 - ni]);
     if (op == OP_POWI && ti.dt != DT_I32 && !dtype_is_float((Dtype)ti.dt))

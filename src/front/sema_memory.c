@@ -54,7 +54,7 @@ SVal b_arange(Call *c)
     if ((n & (n - 1)) != 0)
         return ops_fail(L, c->loc, "tl.arange range must be a power of 2, got %lld (%lld to %lld)",
                         (long long)n, (long long)s, (long long)e);
-    if (!check_shape(c, 1, &n))
+    if (!sema_check_shape(c, 1, &n))
         return sval_error();
     int32_t shape[1] = {(int32_t)n};
     return sval_value(ops_emit_attr(L, OP_ARANGE, type_tile(DT_I32, 1, shape), 0, s, 0, c->loc));
@@ -244,8 +244,8 @@ SVal b_make_block_ptr(Call *c)
         return sval_error();
     int64_t blk[KAD_MAX_RANK + 1], ord[KAD_MAX_RANK + 1];
     int nb, no;
-    if (!int_list(c, c->a[4], true, blk, KAD_MAX_RANK, &nb, "'block_shape'") || !check_shape(c, nb, blk) ||
-        !int_list(c, c->a[5], true, ord, KAD_MAX_RANK, &no, "'order'"))
+    if (!sema_int_list(c, c->a[4], true, blk, KAD_MAX_RANK, &nb, "'block_shape'") || !sema_check_shape(c, nb, blk) ||
+        !sema_int_list(c, c->a[5], true, ord, KAD_MAX_RANK, &no, "'order'"))
         return sval_error();
     if (nb == 0)
         return ops_fail(L, c->loc, "%s: 'block_shape' must not be empty", c->fname);
@@ -313,11 +313,11 @@ SVal b_advance(Call *c)
 static bool bp_boundary_check(Call *c, int i, int rank, bool *check)
 {
     memset(check, 0, sizeof *check * (size_t)rank);
-    if (absent(c, i) || (c->a[i].kind == SV_TUPLE && c->a[i].n == 0))
+    if (sema_absent(c, i) || (c->a[i].kind == SV_TUPLE && c->a[i].n == 0))
         return true;
     int64_t d[KAD_MAX_RANK + 1];
     int n;
-    if (!int_list(c, c->a[i], true, d, KAD_MAX_RANK, &n, "'boundary_check'"))
+    if (!sema_int_list(c, c->a[i], true, d, KAD_MAX_RANK, &n, "'boundary_check'"))
         return false;
     for (int k = 0; k < n; k++) {
         if (d[k] < 0 || d[k] >= rank) {
@@ -401,7 +401,7 @@ static bool bp_rewrite(Call *c, int mslot, int bcslot, int padslot)
     Lower *L = c->L;
     SVal bp = c->a[0];
     bool is_load = padslot >= 0;
-    if (!absent(c, mslot) || (is_load && !absent(c, 2))) {
+    if (!sema_absent(c, mslot) || (is_load && !sema_absent(c, 2))) {
         diag_error(L->d, c->loc, "%s: 'mask' and 'other' cannot be given with a block pointer; use "
                    "boundary_check and padding_option", c->fname);
         return false;
@@ -480,7 +480,7 @@ SVal b_load(Call *c)
 {
     static const char *const cache[] = {".ca", ".cg", ".cv", NULL};
     Lower *L = c->L;
-    if (sval_is_tensor_desc(c->a[0]) && c->def != &desc_load_method)
+    if (sval_is_tensor_desc(c->a[0]) && c->def != &sema_desc_load_method)
         return ops_fail(L, c->loc, "tl.load: a tensor descriptor is loaded with desc.load(offsets)");
     if (c->a[0].kind == SV_BLOCKPTR && !bp_rewrite(c, 1, 3, 4))
         return sval_error();
@@ -488,7 +488,7 @@ SVal b_load(Call *c)
     if (!p)
         return sval_error();
     Type pt = ops_type(L, p);
-    bool has_mask = !absent(c, 1), has_other = !absent(c, 2);
+    bool has_mask = !sema_absent(c, 1), has_other = !sema_absent(c, 2);
     if (has_other && !has_mask)
         return ops_fail(L, c->loc, "tl.load: 'other' cannot be given without 'mask'");
     if (boundary_check_given(c, 3))
@@ -545,7 +545,7 @@ static SVal store_like(Call *c, OpKind op, ValId p, const char *ptr_value)
 {
     Lower *L = c->L;
     Type pt = ops_type(L, p);
-    bool has_mask = !absent(c, 2);
+    bool has_mask = !sema_absent(c, 2);
     Opnd v, m = {0};
     if (!ops_opnd(L, c->a[1], true, &v, arena_printf(L->a, "%s value", c->fname), c->loc))
         return sval_error();
@@ -583,7 +583,7 @@ static SVal store_like(Call *c, OpKind op, ValId p, const char *ptr_value)
 SVal b_store(Call *c)
 {
     static const char *const cache[] = {".wb", ".cg", ".cs", ".wt", NULL};
-    if (sval_is_tensor_desc(c->a[0]) && c->def != &desc_store_method)
+    if (sval_is_tensor_desc(c->a[0]) && c->def != &sema_desc_store_method)
         return ops_fail(c->L, c->loc, "tl.store: a tensor descriptor is stored with desc.store(offsets, value)");
     if (c->a[0].kind == SV_BLOCKPTR && !bp_store_value(c))
         return sval_error();
@@ -625,7 +625,7 @@ SVal b_make_tensor_descriptor(Call *c)
     SVal base = parts[BP_BASE];
     int64_t blk[KAD_MAX_RANK + 2];
     int nb;
-    if (!int_list(c, c->a[3], true, blk, KAD_MAX_RANK + 1, &nb, "'block_shape'"))
+    if (!sema_int_list(c, c->a[3], true, blk, KAD_MAX_RANK + 1, &nb, "'block_shape'"))
         return sval_error();
     int nd = parts[BP_SHAPE].n;
     if (nd < 1 || nd > 5)
@@ -633,7 +633,7 @@ SVal b_make_tensor_descriptor(Call *c)
     if (parts[BP_STRIDES].n != nd || nb != nd)
         return ops_fail(L, c->loc, "%s: shape, strides and block_shape must have the same length (got %d, %d and %d)",
                         c->fname, nd, parts[BP_STRIDES].n, nb);
-    if (!check_shape(c, nb, blk))
+    if (!sema_check_shape(c, nb, blk))
         return sval_error();
     Dtype elem = (Dtype)ops_type(L, base.v).elem;
     int bytes = dtype_bytes(elem);
@@ -709,7 +709,8 @@ static bool desc_block_ptr(Call *c, SVal *bp)
  * dimension boundary-checked; value and padding where given. */
 static SVal desc_access(Call *c, SVal bp, const SVal *value, const char *pad)
 {
-    Call t = {.L = c->L, .def = value ? &desc_store_method : &desc_load_method, .fname = c->fname, .loc = c->loc};
+    Call t = {.L = c->L, .def = value ? &sema_desc_store_method : &sema_desc_load_method, .fname = c->fname,
+              .loc = c->loc};
     static const char *const load_names[] = {"pointer", "mask", "other", "boundary_check", "padding_option",
                                               "cache_modifier", "eviction_policy", "volatile"};
     static const char *const store_names[] = {"pointer", "value", "mask", "boundary_check", "cache_modifier",
@@ -792,8 +793,8 @@ SVal b_desc_store(Call *c)
     return desc_access(c, bp, &v, NULL);
 }
 
-const Builtin desc_load_method = {"load", b_desc_load, "self,offsets", 0};
-const Builtin desc_store_method = {"store", b_desc_store, "self,offsets,value", 0};
+const Builtin sema_desc_load_method = {"load", b_desc_load, "self,offsets", 0};
+const Builtin sema_desc_store_method = {"store", b_desc_store, "self,offsets,value", 0};
 
 /* tl.atomic_add, atomic_max, atomic_min, atomic_xchg (c->def->aux: the op): the dtypes
  * Triton's semantic accepts for each (atomic_add: 16 bits or more; max and min: 32- and

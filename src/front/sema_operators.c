@@ -26,7 +26,7 @@
 /* ptr + int, int + ptr, ptr - int -> addptr. */
 static SVal pointer_arith(Lower *L, BinOp op, SVal x, SVal y, const char *ctx, Loc loc)
 {
-    const char *sym = binop_sym[op];
+    const char *sym = sema_binop_sym[op];
     Opnd a, b;
     if (!ops_opnd(L, x, false, &a, ctx, loc) || !ops_opnd(L, y, false, &b, ctx, loc))
         return sval_error();
@@ -46,7 +46,7 @@ static SVal pointer_arith(Lower *L, BinOp op, SVal x, SVal y, const char *ctx, L
         return ops_fail(L, loc, "pointer offsets must be integers, got %s in '%s'", ops_tystr(L, o->ty), sym);
     int rank;
     int32_t shape[KAD_MAX_RANK];
-    if (!opnd_shape(L, &a, &b, &rank, shape, ctx, loc))
+    if (!sema_opnd_shape(L, &a, &b, &rank, shape, ctx, loc))
         return sval_error();
     Dtype odt = (Dtype)o->ty.dt;
     if (op == BO_SUB && ops_unsigned(odt) && !o->is_const)
@@ -72,7 +72,7 @@ static SVal pointer_arith(Lower *L, BinOp op, SVal x, SVal y, const char *ctx, L
 
 static SVal binop_values(Lower *L, BinOp op, SVal x, SVal y, Loc loc)
 {
-    const char *sym = binop_sym[op];
+    const char *sym = sema_binop_sym[op];
     char ctx[16];
     snprintf(ctx, sizeof ctx, "'%s'", sym);
     if (op == BO_MATMUL)
@@ -122,7 +122,7 @@ static SVal binop_values(Lower *L, BinOp op, SVal x, SVal y, Loc loc)
     default: break;
     }
     ValId va, vb;
-    if (!materialize_pair(L, &a, &b, dt, ctx, loc, &va, &vb))
+    if (!sema_materialize_pair(L, &a, &b, dt, ctx, loc, &va, &vb))
         return sval_error();
     static const OpKind ops[] = {OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_DIV, OP_REM, OP_POW,
                                  OP_SHL, OP_SHR, OP_AND, OP_OR, OP_XOR};
@@ -156,7 +156,7 @@ static SVal dtype_attr(Lower *L, SVal x, const char *name, Loc loc)
             return ops_fail(L, loc, "%s has no attribute '%s' in kad", ops_describe(L, x), name);
         }
         if (strcmp(name, "element_ty") == 0 || strcmp(name, "scalar") == 0)
-            return dtype_unblock(x);
+            return sema_dtype_unblock(x);
         if (strcmp(name, "shape") == 0 || strcmp(name, "numel") == 0) {
             SVal e[KAD_MAX_RANK];
             int64_t numel = 1;
@@ -265,7 +265,7 @@ SVal lower_binop(Lower *L, BinOp op, SVal x, SVal y, Loc loc)
         return sval_error();
     if (x.kind == SV_VALUE || y.kind == SV_VALUE)
         return binop_values(L, op, x, y, loc);
-    return fold_binop(L, op, x, y, loc);
+    return sema_fold_binop(L, op, x, y, loc);
 }
 
 SVal lower_unop(Lower *L, UnOp op, SVal x, Loc loc)
@@ -328,20 +328,20 @@ SVal lower_compare(Lower *L, CmpOp op, SVal x, SVal y, Loc loc)
         /* a tensor is never None (nor any constant) */
         if (sval_is_none(x) || sval_is_none(y) || x.kind != y.kind)
             return sval_bool(op == CO_ISNOT);
-        return ops_fail(L, loc, "'%s' between tensors is not supported", cmp_sym[op]);
+        return ops_fail(L, loc, "'%s' between tensors is not supported", sema_cmp_sym[op]);
     }
     if (op == CO_IN || op == CO_NOTIN)
-        return ops_fail(L, loc, "'%s' is not supported on tensors", cmp_sym[op]);
+        return ops_fail(L, loc, "'%s' is not supported on tensors", sema_cmp_sym[op]);
     char ctx[16];
-    snprintf(ctx, sizeof ctx, "'%s'", cmp_sym[op]);
+    snprintf(ctx, sizeof ctx, "'%s'", sema_cmp_sym[op]);
     Opnd a, b;
     if (!ops_opnd(L, x, false, &a, ctx, loc) || !ops_opnd(L, y, false, &b, ctx, loc))
         return sval_error();
     if (a.ty.dt == DT_PTR || b.ty.dt == DT_PTR)
         return ops_fail(L, loc, "comparing pointers is not supported by kad yet (%s %s %s)",
-                        ops_tystr(L, a.ty), cmp_sym[op], ops_tystr(L, b.ty));
+                        ops_tystr(L, a.ty), sema_cmp_sym[op], ops_tystr(L, b.ty));
     ValId va, vb;
-    if (!materialize_pair(L, &a, &b, ops_unify_dtype(L, &a, &b, false, ctx, loc), ctx, loc, &va, &vb))
+    if (!sema_materialize_pair(L, &a, &b, ops_unify_dtype(L, &a, &b, false, ctx, loc), ctx, loc, &va, &vb))
         return sval_error();
     static const OpKind ops[] = {OP_LT, OP_LE, OP_GT, OP_GE, OP_EQ, OP_NE};
     Type t = ops_type(L, va);

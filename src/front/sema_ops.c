@@ -86,7 +86,7 @@ SVal sval_block_type(Type t, bool of_block)
 }
 
 /* The elements' dtype of a block type, else x itself. */
-SVal dtype_unblock(SVal x)
+SVal sema_dtype_unblock(SVal x)
 {
     x.c.brank = 0;
     memset(x.c.bshape, 0, sizeof x.c.bshape);
@@ -515,8 +515,8 @@ Dtype ops_unify_dtype(Lower *L, const Opnd *a, const Opnd *b, bool divmod, const
     return r;
 }
 
-bool opnd_shape(Lower *L, const Opnd *a, const Opnd *b, int *rank, int32_t *shape, const char *op,
-                Loc loc)
+bool sema_opnd_shape(Lower *L, const Opnd *a, const Opnd *b, int *rank, int32_t *shape, const char *op,
+                     Loc loc)
 {
     if (ops_bcast_shape(a->ty.rank, a->ty.shape, b->ty.rank, b->ty.shape, rank, shape))
         return true;
@@ -527,12 +527,12 @@ bool opnd_shape(Lower *L, const Opnd *a, const Opnd *b, int *rank, int32_t *shap
 
 /* Materializes a and b as dtype dt (DT_VOID: an error was reported) at
  * their broadcast shape. */
-bool materialize_pair(Lower *L, const Opnd *a, const Opnd *b, Dtype dt, const char *op, Loc loc,
-                      ValId *va, ValId *vb)
+bool sema_materialize_pair(Lower *L, const Opnd *a, const Opnd *b, Dtype dt, const char *op, Loc loc,
+                           ValId *va, ValId *vb)
 {
     int rank;
     int32_t shape[KAD_MAX_RANK];
-    if (dt == DT_VOID || !opnd_shape(L, a, b, &rank, shape, op, loc))
+    if (dt == DT_VOID || !sema_opnd_shape(L, a, b, &rank, shape, op, loc))
         return false;
     *va = ops_materialize(L, a, dt, rank, shape, loc);
     *vb = ops_materialize(L, b, dt, rank, shape, loc);
@@ -547,6 +547,6 @@ bool ops_unify2(Lower *L, SVal x, SVal y, bool weak, bool divmod, const char *op
     Opnd a, b;
     if (!ops_opnd_pair(L, x, y, weak, &a, &b, op, loc))
         return false;
-    return materialize_pair(L, &a, &b, ops_unify_dtype(L, &a, &b, divmod, op, loc), op, loc, vx, vy);
+    return sema_materialize_pair(L, &a, &b, ops_unify_dtype(L, &a, &b, divmod, op, loc), op, loc, vx, vy);
 }
 

@@ -26,7 +26,7 @@ SVal b_permute(Call *c)
     ValId x = arg_tile(c, 0);
     if (!x)
         return sval_error();
-    SVal dims = unwrap_iterable(c->has[1] ? c->a[1] : sval_tuple(L, NULL, 0));
+    SVal dims = sema_unwrap_iterable(c->has[1] ? c->a[1] : sval_tuple(L, NULL, 0));
     if (c->def->aux && dims.kind == SV_TUPLE && dims.n == 0) { /* trans(): swap the two axes */
         SVal d[2] = {sval_int(1), sval_int(0)};
         dims = sval_tuple(L, d, 2);
@@ -34,7 +34,7 @@ SVal b_permute(Call *c)
     Type t = ops_type(L, x);
     int64_t d[KAD_MAX_RANK + 1];
     int n;
-    if (!int_list(c, dims, false, d, KAD_MAX_RANK, &n, "the dims"))
+    if (!sema_int_list(c, dims, false, d, KAD_MAX_RANK, &n, "the dims"))
         return sval_error();
     if (n != t.rank)
         return ops_fail(L, c->loc, "%s: %d dims given for a tile of rank %d (%s)", c->fname, n, t.rank,
@@ -55,7 +55,7 @@ static SVal reshape(Call *c, ValId x, SVal shp)
     Lower *L = c->L;
     int rank;
     int32_t shape[KAD_MAX_RANK];
-    if (!arg_shape(c, unwrap_iterable(shp), &rank, shape))
+    if (!arg_shape(c, sema_unwrap_iterable(shp), &rank, shape))
         return sval_error();
     Type t = ops_type(L, x);
     if (rank == 0)
@@ -93,10 +93,10 @@ SVal b_ravel(Call *c)
 SVal b_broadcast_to(Call *c)
 {
     Lower *L = c->L;
-    ValId x = to_value(L, c->a[0], c->fname, c->loc);
+    ValId x = sema_to_value(L, c->a[0], c->fname, c->loc);
     int rank;
     int32_t shape[KAD_MAX_RANK];
-    if (!x || !c->has[1] || !arg_shape(c, unwrap_iterable(c->a[1]), &rank, shape))
+    if (!x || !c->has[1] || !arg_shape(c, sema_unwrap_iterable(c->a[1]), &rank, shape))
         return x && !c->has[1] ? ops_fail(L, c->loc, "%s() missing required argument 'shape'", c->fname)
                                : sval_error();
     Type t = ops_type(L, x);
@@ -116,8 +116,8 @@ SVal b_broadcast_to(Call *c)
 SVal b_broadcast(Call *c)
 {
     Lower *L = c->L;
-    ValId x = to_value(L, c->a[0], c->fname, c->loc);
-    ValId y = x ? to_value(L, c->a[1], c->fname, c->loc) : 0;
+    ValId x = sema_to_value(L, c->a[0], c->fname, c->loc);
+    ValId y = x ? sema_to_value(L, c->a[1], c->fname, c->loc) : 0;
     if (!x || !y)
         return sval_error();
     Type tx = ops_type(L, x), ty = ops_type(L, y);
@@ -134,12 +134,12 @@ SVal b_broadcast(Call *c)
 SVal b_expand_dims(Call *c)
 {
     Lower *L = c->L;
-    ValId x = to_value(L, c->a[0], c->fname, c->loc);
+    ValId x = sema_to_value(L, c->a[0], c->fname, c->loc);
     if (!x)
         return sval_error();
     int64_t ax[KAD_MAX_RANK + 1];
     int n;
-    if (!int_list(c, c->a[1], true, ax, KAD_MAX_RANK, &n, "the axis"))
+    if (!sema_int_list(c, c->a[1], true, ax, KAD_MAX_RANK, &n, "the axis"))
         return sval_error();
     Type t = ops_type(L, x);
     int nd = t.rank + n;
@@ -148,7 +148,7 @@ SVal b_expand_dims(Call *c)
                         nd, KAD_MAX_RANK);
     int axes[KAD_MAX_RANK];
     for (int i = 0; i < n; i++) {
-        if (!wrap_axis(c, ax[i], nd, &axes[i]))
+        if (!sema_wrap_axis(c, ax[i], nd, &axes[i]))
             return sval_error();
         for (int j = 0; j < i; j++)
             if (axes[j] == axes[i])
@@ -260,7 +260,7 @@ SVal b_flip(Call *c)
     if (!x)
         return sval_error();
     Type t = ops_type(L, x);
-    if (absent(c, 1))
+    if (sema_absent(c, 1))
         return ops_fail(L, c->loc, "%s: 'dim' must be given (Triton 3.6's tl.flip fails without it)", c->fname);
     int64_t d;
     int axis;
@@ -268,7 +268,7 @@ SVal b_flip(Call *c)
         return sval_error();
     if (t.rank == 0)
         return ops_fail(L, c->loc, "%s requires a tile, got the scalar %s", c->fname, ops_tystr(L, t));
-    if (!wrap_axis(c, d, t.rank, &axis))
+    if (!sema_wrap_axis(c, d, t.rank, &axis))
         return sval_error();
     if (t.dt == DT_I1)
         return ops_fail(L, c->loc, "%s of int1 is not supported (Triton 3.6 bitcasts to an integer of the "
@@ -294,7 +294,7 @@ SVal b_gather(Call *c)
     int axis;
     if (st.rank == 0)
         return ops_fail(L, c->loc, "%s requires tiles, got the scalar %s", c->fname, ops_tystr(L, st));
-    if (!wrap_axis(c, a, st.rank, &axis))
+    if (!sema_wrap_axis(c, a, st.rank, &axis))
         return sval_error();
     for (int d = 0; d < st.rank; d++)
         if (d != axis && st.shape[d] != it.shape[d])
@@ -321,7 +321,7 @@ SVal b_sort(Call *c)
         return ops_fail(L, c->loc, "%s requires a tile, got the scalar %s", c->fname, ops_tystr(L, t));
     int di = topk ? 2 : 1;
     int64_t dim = t.rank - 1, k = t.shape[t.rank - 1];
-    if (!absent(c, di) && !arg_int(c, di, &dim))
+    if (!sema_absent(c, di) && !arg_int(c, di, &dim))
         return sval_error();
     if (dim != t.rank - 1)
         return ops_fail(L, c->loc, "%s: only minor dimension is currently supported (dim must be None or %d, "
@@ -367,8 +367,8 @@ SVal b_histogram(Call *c)
                         (long long)nb);
     ValId args[2] = {x, 0};
     int n = 1;
-    if (!absent(c, 2)) {
-        ValId m = to_value(L, c->a[2], c->fname, c->loc);
+    if (!sema_absent(c, 2)) {
+        ValId m = sema_to_value(L, c->a[2], c->fname, c->loc);
         if (!m)
             return sval_error();
         Type mt = ops_type(L, m);

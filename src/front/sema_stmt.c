@@ -761,11 +761,11 @@ static void exec_ir_for(Sema *S, const Stmt *st, const SVal *b, const Loc *bl, c
     bind_carried(S, &c, in->res);
 }
 
-/* The index of a tl.range scheduling hint in loop_hints, or -1. */
+/* The index of a tl.range scheduling hint in ir_loop_hints, or -1. */
 static int loop_hint_index(const char *name)
 {
     for (int h = 0; h < 6; h++)
-        if (!strcmp(loop_hints[h].name, name))
+        if (!strcmp(ir_loop_hints[h].name, name))
             return h;
     return -1;
 }
@@ -812,18 +812,18 @@ static void exec_range_for(Sema *S, const Stmt *st, int rk)
             } else if (sval_is_none(v)) {
                 /* None: Triton's default */
             } else if (v.kind != SV_CONST || (v.c.kind != CK_INT && v.c.kind != CK_BOOL) ||
-                       (!loop_hints[h].bit && (v.c.i < 0 || v.c.i > INT32_MAX))) {
+                       (!ir_loop_hints[h].bit && (v.c.i < 0 || v.c.i > INT32_MAX))) {
                 diag_error(S->d, kw->loc, "%s(): '%s' must be a constexpr %s, got %s", fname, kw->name,
-                           loop_hints[h].bit ? "bool" : "int >= 0", sema_describe(S, v));
+                           ir_loop_hints[h].bit ? "bool" : "int >= 0", sema_describe(S, v));
                 bad = true;
             } else {
                 has_hints = true;
-                if (!loop_hints[h].bit) {
+                if (!ir_loop_hints[h].bit) {
                     hints[h == 0 ? LH_STAGES : LH_UNROLL] = (int32_t)v.c.i;
                 } else {
-                    hints[LH_GIVEN] |= loop_hints[h].bit;
+                    hints[LH_GIVEN] |= ir_loop_hints[h].bit;
                     if (v.c.i)
-                        hints[LH_TRUE] |= loop_hints[h].bit;
+                        hints[LH_TRUE] |= ir_loop_hints[h].bit;
                 }
             }
         } else {

@@ -44,7 +44,7 @@
  * (XBlocks, slots), the control flow (for, scan and reduce regions, if,
  * while, assert), the constants filled once per run and the run over the
  * grid; interp_ops.c the number formats, Philox and the operations
- * (exec_inst, the switch the blocks run); ir_int.h the state they share.
+ * (interp_exec_inst, the switch the blocks run); ir_int.h the state they share.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -65,7 +65,7 @@
 /* ------------------------------------------------------------------ */
 
 /* Bytes per lane of a value of type t. */
-size_t lane_bytes(Type t) { return t.dt == DT_PTR ? sizeof(PtrLane) : 8; }
+size_t interp_lane_bytes(Type t) { return t.dt == DT_PTR ? sizeof(PtrLane) : 8; }
 
 /* Storage bytes of one element of dtype dt in a buffer (float buffers hold
  * doubles in IM_F64). */
@@ -74,7 +74,7 @@ int access_size(const Interp *S, Dtype dt)
     return S->f64 && dtype_is_float((Dtype)dt) ? 8 : dtype_bytes(dt);
 }
 
-int rk_of(const Interp *S, Dtype dt)
+int interp_rk_of(const Interp *S, Dtype dt)
 {
     if (S->f64)
         return R_NONE;
@@ -89,7 +89,7 @@ int rk_of(const Interp *S, Dtype dt)
     }
 }
 
-int cls_of(Type t)
+int interp_cls_of(Type t)
 {
     if (t.dt == DT_PTR)
         return C_PTR;
@@ -98,7 +98,7 @@ int cls_of(Type t)
     return t.dt == DT_U64 ? C_U64 : C_INT;
 }
 
-Type vtype(const Interp *S, ValId v) { return S->f->vals.v[v].ty; }
+Type interp_vtype(const Interp *S, ValId v) { return S->f->vals.v[v].ty; }
 
 /* Writes " (program (x, y, z), lane L)" for lane `lane` of a value of type
  * t; lanes of 2-D and larger tiles as multi-indices; no lane for scalars. */
@@ -124,7 +124,7 @@ static void where_str(Buf *b, const Interp *S, Type t, int64_t lane)
 
 /* Reports an error at loc and leaves the run.  With lane >= 0 the message
  * ends with the program id and the lane of a value of type t. */
-_Noreturn void fail(Interp *S, Loc loc, Type t, int64_t lane, const char *fmt, ...)
+_Noreturn void interp_fail(Interp *S, Loc loc, Type t, int64_t lane, const char *fmt, ...)
 {
     Buf b = {.a = S->d->a};
     va_list ap;
@@ -138,12 +138,12 @@ _Noreturn void fail(Interp *S, Loc loc, Type t, int64_t lane, const char *fmt, .
 }
 
 /* An operation the verifier should have refused. */
-_Noreturn void unsupported(Interp *S, const XInst *xi)
+_Noreturn void interp_unsupported(Interp *S, const XInst *xi)
 {
     Buf b = {.a = S->d->a};
     const Inst *in = xi->in;
     buf_printf(&b, "interpreter: '%s' on ", op_info[in->op].name);
-    type_print(&b, in->nargs ? vtype(S, in->args[0]) : vtype(S, in->res[0]));
+    type_print(&b, in->nargs ? interp_vtype(S, in->args[0]) : interp_vtype(S, in->res[0]));
     buf_puts(&b, " is not supported");
     diag_error(S->d, in->loc, "%s", buf_str(&b));
     longjmp(*S->jb, 2);
@@ -161,21 +161,21 @@ static void prepare_inst(Interp *S, XInst *xi, const Inst *in)
     xi->op = in->op;
     xi->rdt = DT_VOID;
     if (in->nres >= 1) {
-        Type rt = vtype(S, in->res[0]);
+        Type rt = interp_vtype(S, in->res[0]);
         xi->rdt = (Dtype)rt.dt;
-        xi->rk = (uint8_t)rk_of(S, (Dtype)rt.dt);
+        xi->rk = (uint8_t)interp_rk_of(S, (Dtype)rt.dt);
         if (dtype_is_int((Dtype)rt.dt))
-            xi->ifmt = int_fmt((Dtype)rt.dt);
+            xi->ifmt = interp_int_fmt((Dtype)rt.dt);
         xi->r = S->slot[in->res[0]];
         xi->n = type_numel(rt);
     }
     if (in->nargs >= 1) {
-        Type t0 = vtype(S, in->args[0]);
-        xi->cls = (uint8_t)cls_of(t0);
+        Type t0 = interp_vtype(S, in->args[0]);
+        xi->cls = (uint8_t)interp_cls_of(t0);
         if (in->nres < 1)
             xi->n = type_numel(t0);
         if (in->nres < 1 && dtype_is_int((Dtype)t0.dt))
-            xi->ifmt = int_fmt((Dtype)t0.dt);
+            xi->ifmt = interp_int_fmt((Dtype)t0.dt);
         xi->x = S->slot[in->args[0]];
     }
     if (in->nargs >= 2)
@@ -214,8 +214,8 @@ static XBlock *prepare_block(Interp *S, const Block *b)
     if (xb->term && xb->term->op == OP_YIELD && b->nparams && yield_needs_tmp(b, xb->term)) {
         xb->tmp = arena_alloc(S->a, sizeof *xb->tmp * (size_t)b->nparams);
         for (int k = 0; k < b->nparams; k++) {
-            Type t = vtype(S, b->params[k]);
-            xb->tmp[k] = arena_alloc(S->a, lane_bytes(t) * (size_t)type_numel(t));
+            Type t = interp_vtype(S, b->params[k]);
+            xb->tmp[k] = arena_alloc(S->a, interp_lane_bytes(t) * (size_t)type_numel(t));
         }
     }
     return xb;
@@ -237,7 +237,7 @@ static bool alloc_slots(Interp *S)
                        buf_str(&b), (long long)n, (long long)MAX_TILE_NUMEL);
             return false;
         }
-        S->slot[v] = arena_alloc(S->a, lane_bytes(t) * (size_t)n);
+        S->slot[v] = arena_alloc(S->a, interp_lane_bytes(t) * (size_t)n);
     }
     return true;
 }
@@ -253,7 +253,7 @@ static bool fill_invariant(Interp *S, const XInst *xi)
     switch (xi->op) {
     case OP_CONST:
         if (dtype_is_float(xi->rdt)) {
-            double v = round_rk(xi->rk, in->fval);
+            double v = interp_round_rk(xi->rk, in->fval);
             LOOP(xi->n) ((double *)xi->r)[i] = v;
         } else if (xi->rdt != DT_PTR) {
             int64_t v = xi->rdt == DT_I1 ? in->ival != 0 : iwrap((uint64_t)in->ival, xi->ifmt);
@@ -275,7 +275,7 @@ static void fill_invariants(Interp *S, const XBlock *xb)
     for (int i = 0; i < xb->n; i++) {
         const XInst *xi = &xb->v[i];
         if (xi->op == OP_CONST && xi->rdt == DT_PTR)
-            unsupported(S, xi);
+            interp_unsupported(S, xi);
         fill_invariant(S, xi);
         for (int k = 0; k < 2; k++)
             if (xi->reg[k])
@@ -285,8 +285,8 @@ static void fill_invariants(Interp *S, const XBlock *xb)
 
 static void copy_value(Interp *S, ValId dst, ValId src)
 {
-    Type t = vtype(S, dst);
-    copy_lanes(S->slot[dst], S->slot[src], type_numel(t), lane_bytes(t));
+    Type t = interp_vtype(S, dst);
+    interp_copy_lanes(S->slot[dst], S->slot[src], type_numel(t), interp_lane_bytes(t));
 }
 
 /* Assigns the yield of xb to the params dst[first..] as one parallel
@@ -303,28 +303,28 @@ static void assign_yield(Interp *S, const XBlock *xb, const ValId *dst, int ndst
     }
     int first = xb->b->nparams - ndst; /* tmp is indexed by block param */
     for (int j = 0; j < ndst; j++) {
-        Type t = vtype(S, dst[j]);
-        copy_lanes(xb->tmp[first + j], S->slot[y->args[j]], type_numel(t), lane_bytes(t));
+        Type t = interp_vtype(S, dst[j]);
+        interp_copy_lanes(xb->tmp[first + j], S->slot[y->args[j]], type_numel(t), interp_lane_bytes(t));
     }
     for (int j = 0; j < ndst; j++) {
-        Type t = vtype(S, dst[j]);
-        copy_lanes(S->slot[dst[j]], xb->tmp[first + j], type_numel(t), lane_bytes(t));
+        Type t = interp_vtype(S, dst[j]);
+        interp_copy_lanes(S->slot[dst[j]], xb->tmp[first + j], type_numel(t), interp_lane_bytes(t));
     }
 }
 
 static void exec_block(Interp *S, const XBlock *xb);
 
-void for_op(Interp *S, const XInst *xi)
+void interp_for_op(Interp *S, const XInst *xi)
 {
     const Inst *in = xi->in;
     const XBlock *body = xi->reg[0];
     const Block *b = body->b;
-    Type it = vtype(S, in->args[0]);
+    Type it = interp_vtype(S, in->args[0]);
     bool u64 = it.dt == DT_U64;
     int64_t lb = *(int64_t *)xi->x, ub = *(int64_t *)xi->y, st = *(int64_t *)xi->z;
     if (st == 0)
-        fail(S, in->loc, it, -1, "for loop step is zero (program (%lld, %lld, %lld))",
-             (long long)S->pid[0], (long long)S->pid[1], (long long)S->pid[2]);
+        interp_fail(S, in->loc, it, -1, "for loop step is zero (program (%lld, %lld, %lld))",
+                    (long long)S->pid[0], (long long)S->pid[1], (long long)S->pid[2]);
     int nc = in->nargs - 3;
     ASSERT(b->nparams == nc + 1 && in->nres == nc);
     for (int j = 0; j < nc; j++)
@@ -355,7 +355,7 @@ void for_op(Interp *S, const XInst *xi)
  * values (params 0..n-1) and the next element (params n..2n-1) go through
  * the region; the first element along the scan's direction is itself.
  * Every lane is 8 bytes (no pointers: verified). */
-void scan_region_op(Interp *S, const XInst *xi)
+void interp_scan_region_op(Interp *S, const XInst *xi)
 {
     const Inst *in = xi->in;
     const XBlock *cb = xi->reg[0];
@@ -364,7 +364,7 @@ void scan_region_op(Interp *S, const XInst *xi)
     int n = in->nargs;
     ASSERT(y && y->nargs == n && b->nparams == 2 * n);
     int64_t O, L, I;
-    axis_view(vtype(S, in->args[0]), (int)in->ival, &O, &L, &I);
+    interp_axis_view(interp_vtype(S, in->args[0]), (int)in->ival, &O, &L, &I);
     bool rev = (in->flags & IF_REVERSE) != 0;
     for (int64_t o = 0; o < O; o++)
         for (int64_t i = 0; i < I; i++) {
@@ -394,7 +394,7 @@ void scan_region_op(Interp *S, const XInst *xi)
  * n..2n-1); the first element is itself.  Triton combines in a tree: the
  * same, up to rounding, for a combine_fn that is associative and
  * commutative (docs/LANGUAGE.md). */
-void reduce_region_op(Interp *S, const XInst *xi)
+void interp_reduce_region_op(Interp *S, const XInst *xi)
 {
     const Inst *in = xi->in;
     const XBlock *cb = xi->reg[0];
@@ -403,7 +403,7 @@ void reduce_region_op(Interp *S, const XInst *xi)
     int n = in->nargs;
     ASSERT(y && y->nargs == n && b->nparams == 2 * n);
     int64_t O, L, I;
-    axis_view(vtype(S, in->args[0]), (int)in->ival, &O, &L, &I);
+    interp_axis_view(interp_vtype(S, in->args[0]), (int)in->ival, &O, &L, &I);
     for (int64_t o = 0; o < O; o++)
         for (int64_t i = 0; i < I; i++) {
             char *acc[16], *src[16];
@@ -425,7 +425,7 @@ void reduce_region_op(Interp *S, const XInst *xi)
         }
 }
 
-void if_op(Interp *S, const XInst *xi)
+void interp_if_op(Interp *S, const XInst *xi)
 {
     const Inst *in = xi->in;
     const XBlock *taken = *(const int64_t *)xi->x ? xi->reg[0] : xi->reg[1];
@@ -436,7 +436,7 @@ void if_op(Interp *S, const XInst *xi)
         copy_value(S, in->res[j], y->args[j]);
 }
 
-void while_op(Interp *S, const XInst *xi)
+void interp_while_op(Interp *S, const XInst *xi)
 {
     const Inst *in = xi->in;
     const XBlock *cond = xi->reg[0], *body = xi->reg[1];
@@ -451,10 +451,10 @@ void while_op(Interp *S, const XInst *xi)
         if (!*(const int64_t *)S->slot[cond->term->args[0]])
             break;
         if (iter >= MAX_WHILE_ITERS)
-            fail(S, in->loc, vtype(S, cond->term->args[0]), -1,
-                 "while loop ran more than %lld iterations (program (%lld, %lld, %lld))",
-                 (long long)MAX_WHILE_ITERS, (long long)S->pid[0], (long long)S->pid[1],
-                 (long long)S->pid[2]);
+            interp_fail(S, in->loc, interp_vtype(S, cond->term->args[0]), -1,
+                        "while loop ran more than %lld iterations (program (%lld, %lld, %lld))",
+                        (long long)MAX_WHILE_ITERS, (long long)S->pid[0], (long long)S->pid[1],
+                        (long long)S->pid[2]);
         for (int j = 0; j < nc; j++)
             copy_value(S, bb->params[j], cb->params[j]);
         exec_block(S, body);
@@ -469,23 +469,23 @@ void while_op(Interp *S, const XInst *xi)
         copy_value(S, in->res[j], cb->params[j]);
 }
 
-void assert_op(Interp *S, const XInst *xi)
+void interp_assert_op(Interp *S, const XInst *xi)
 {
     const int64_t *c = xi->x;
     const Inst *in = xi->in;
     LOOP(xi->n) {
         if (!c[i]) {
-            Type t = vtype(S, in->args[0]);
+            Type t = interp_vtype(S, in->args[0]);
             if (in->sattr && *in->sattr)
-                fail(S, in->loc, t, i, "device_assert failed: %s", in->sattr);
-            fail(S, in->loc, t, i, "device_assert failed");
+                interp_fail(S, in->loc, t, i, "device_assert failed: %s", in->sattr);
+            interp_fail(S, in->loc, t, i, "device_assert failed");
         }
     }
 }
 static void exec_block(Interp *S, const XBlock *xb)
 {
     for (int i = 0; i < xb->n; i++)
-        exec_inst(S, &xb->v[i]);
+        interp_exec_inst(S, &xb->v[i]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -514,12 +514,12 @@ static bool bind_args(Interp *S, const InterpArg *args)
             for (int64_t k = 0; k < n; k++)
                 p[k] = (PtrLane){0, i + 1};
         } else if (dtype_is_float((Dtype)t.dt)) {
-            double x = round_rk(rk_of(S, (Dtype)t.dt), args[i].f);
+            double x = interp_round_rk(interp_rk_of(S, (Dtype)t.dt), args[i].f);
             for (int64_t k = 0; k < n; k++)
                 ((double *)S->slot[v])[k] = x;
         } else {
             int64_t x = t.dt == DT_I1 ? args[i].i != 0
-                                      : iwrap((uint64_t)args[i].i, int_fmt((Dtype)t.dt));
+                                      : iwrap((uint64_t)args[i].i, interp_int_fmt((Dtype)t.dt));
             for (int64_t k = 0; k < n; k++)
                 ((int64_t *)S->slot[v])[k] = x;
         }

@@ -2,7 +2,7 @@
  *
  * Job: the number formats (rounding to a dtype, halves and fp8, int formats and conversions, the
  * loads and stores of a buffer's elements), Philox as Triton's random.py computes it, every
- * elementwise, memory, shape, reduction, sort, dot and random operation, and exec_inst, the
+ * elementwise, memory, shape, reduction, sort, dot and random operation, and interp_exec_inst, the
  * switch over them that interp.c's blocks run.  The representation, the guarantees and the
  * error convention are interp.c's (its header comment); the state is ir_int.h's Interp.
  */
@@ -24,7 +24,7 @@ static double round_bf16(double x) { return dtype_round(DT_BF16, x); }
 /* Rounding a double to fp32 with a C cast is a single correct rounding;
  * for +, -, *, / and sqrt of operands of a narrower format, computing in
  * double first and rounding once is also correctly rounded (53 >= 2p+2). */
-double round_rk(int rk, double x)
+double interp_round_rk(int rk, double x)
 {
     switch (rk) {
     case R_F32: return (double)(float)x;
@@ -55,7 +55,7 @@ static void round_array(int rk, double *r, int64_t n)
     case R_NONE: break;
     default:
         for (int64_t i = 0; i < n; i++)
-            r[i] = round_rk(rk, r[i]);
+            r[i] = interp_round_rk(rk, r[i]);
         break;
     }
 }
@@ -100,7 +100,7 @@ static uint16_t bf16_encode(double x)
         return (uint16_t)((u >> 16 & 0x8000) | 0x7fc0);
     return (uint16_t)(u >> 16);
 }
-IntFmt int_fmt(Dtype dt)
+IntFmt interp_int_fmt(Dtype dt)
 {
     int w = dtype_bits(dt);
     return (IntFmt){(uint8_t)(64 - w), !dtype_is_signed(dt)};
@@ -140,7 +140,7 @@ static double int_to_float(int64_t v, bool u64, int rk)
         return u64 ? (double)(uint64_t)v : (double)v;
     uint64_t mag = u64 || v >= 0 ? (uint64_t)v : 0 - (uint64_t)v;
     double d = u64_to_double_odd(mag);
-    return round_rk(rk, !u64 && v < 0 ? -d : d);
+    return interp_round_rk(rk, !u64 && v < 0 ? -d : d);
 }
 
 /* A float converted to an int dtype: truncation toward zero, saturating
@@ -400,7 +400,7 @@ static void float_binop(Interp *S, const XInst *xi)
     case OP_MAXIMUM: LOOP(n) r[i] = fmaxnum(a[i], b[i]); break;
     case OP_MINIMUM: LOOP(n) r[i] = fminnum(a[i], b[i]); break;
     case OP_ATAN2: LOOP(n) r[i] = atan2(a[i], b[i]); break;
-    default: unsupported(S, xi);
+    default: interp_unsupported(S, xi);
     }
     round_array(xi->rk, r, n);
 }
@@ -421,7 +421,7 @@ static double fma_round(double a, double b, double c, int rk)
         if (!(u & 1))
             s = nextafter(s, err > 0 ? INFINITY : -INFINITY);
     }
-    return round_rk(rk, s);
+    return interp_round_rk(rk, s);
 }
 
 /* A libdevice op (ops.h, KAD_LIBM_OPS), lane by lane: libm_eval's values,
@@ -437,7 +437,7 @@ static void libm_op(Interp *S, const XInst *xi)
         if (k != ni)
             fa[k] = op3[k];
     if (!fa[ni == 0 ? 1 : 0])
-        unsupported(S, xi);
+        interp_unsupported(S, xi);
     bool f32 = xi->rk == R_F32;
     if (in->op == OP_ILOGB) {
         int64_t *r = xi->r;
@@ -466,8 +466,8 @@ static void int_binop(Interp *S, const XInst *xi)
     case OP_REM:
         LOOP(n) {
             if (b[i] == 0)
-                fail(S, xi->in->loc, vtype(S, xi->in->res[0]), i, "integer %s by zero",
-                     xi->op == OP_DIV ? "division" : "remainder");
+                interp_fail(S, xi->in->loc, interp_vtype(S, xi->in->res[0]), i, "integer %s by zero",
+                            xi->op == OP_DIV ? "division" : "remainder");
             if (u64) {
                 uint64_t q = (uint64_t)a[i] / (uint64_t)b[i], m = (uint64_t)a[i] % (uint64_t)b[i];
                 r[i] = (int64_t)(xi->op == OP_DIV ? q : m);
@@ -513,7 +513,7 @@ static void int_binop(Interp *S, const XInst *xi)
             LOOP(n) r[i] = iwrap((((uint64_t)a[i] & mask) * ((uint64_t)b[i] & mask)) >> w, F);
         }
         break;
-    default: unsupported(S, xi);
+    default: interp_unsupported(S, xi);
     }
 }
 
@@ -588,14 +588,14 @@ static void unary(Interp *S, const XInst *xi)
         } else {
             double (*fn)(double) = unary_fn(op);
             if (!fn)
-                unsupported(S, xi);
+                interp_unsupported(S, xi);
             LOOP(n) r[i] = fn(a[i]);
         }
         round_array(xi->rk, r, n);
         return;
     }
     if (xi->cls == C_PTR)
-        unsupported(S, xi);
+        interp_unsupported(S, xi);
     const int64_t *a = xi->x;
     int64_t *r = xi->r;
     IntFmt F = xi->ifmt;
@@ -608,12 +608,12 @@ static void unary(Interp *S, const XInst *xi)
             LOOP(n) r[i] = a[i] < 0 ? iwrap(0 - (uint64_t)a[i], F) : a[i];
         break;
     case OP_NOT: LOOP(n) r[i] = iwrap(~(uint64_t)a[i], F); break;
-    default: unsupported(S, xi);
+    default: interp_unsupported(S, xi);
     }
 }
 
 /* Copies n lanes of lb bytes each. */
-void copy_lanes(void *dst, const void *src, int64_t n, size_t lb)
+void interp_copy_lanes(void *dst, const void *src, int64_t n, size_t lb)
 {
     if (dst != src)
         memcpy(dst, src, (size_t)n * lb);
@@ -636,19 +636,19 @@ static void where_op(const XInst *xi)
 
 static void cast_op(Interp *S, const XInst *xi)
 {
-    Type st = vtype(S, xi->in->args[0]);
+    Type st = interp_vtype(S, xi->in->args[0]);
     Dtype sdt = (Dtype)st.dt, rdt = xi->rdt;
     int64_t n = xi->n;
     bool sf = dtype_is_float(sdt), rf = dtype_is_float(rdt);
     if (sdt == DT_PTR || rdt == DT_PTR) {
         if (sdt == DT_PTR && rdt == DT_PTR) {
-            copy_lanes(xi->r, xi->x, n, sizeof(PtrLane));
+            interp_copy_lanes(xi->r, xi->x, n, sizeof(PtrLane));
             return;
         }
-        unsupported(S, xi);
+        interp_unsupported(S, xi);
     }
     if (sf && rf) {
-        copy_lanes(xi->r, xi->x, n, 8);
+        interp_copy_lanes(xi->r, xi->x, n, 8);
         round_array(xi->rk, xi->r, n);
     } else if (!sf && rf) {
         const int64_t *a = xi->x;
@@ -675,15 +675,15 @@ static void cast_op(Interp *S, const XInst *xi)
  * are those of the declared dtype). */
 static void bitcast_op(Interp *S, const XInst *xi)
 {
-    Type st = vtype(S, xi->in->args[0]);
+    Type st = interp_vtype(S, xi->in->args[0]);
     Dtype sdt = (Dtype)st.dt, rdt = xi->rdt;
     int64_t n = xi->n;
     if (sdt == DT_PTR || rdt == DT_PTR) {
         if (sdt == DT_PTR && rdt == DT_PTR) {
-            copy_lanes(xi->r, xi->x, n, sizeof(PtrLane));
+            interp_copy_lanes(xi->r, xi->x, n, sizeof(PtrLane));
             return;
         }
-        unsupported(S, xi);
+        interp_unsupported(S, xi);
     }
     bool sf = dtype_is_float(sdt), rf = dtype_is_float(rdt);
     LOOP(n) {
@@ -707,19 +707,19 @@ static void bitcast_op(Interp *S, const XInst *xi)
 static _Noreturn void access_error(Interp *S, const XInst *xi, const PtrLane *p, int64_t i,
                                    int es, const char *what)
 {
-    Type pt = vtype(S, xi->in->args[0]);
+    Type pt = interp_vtype(S, xi->in->args[0]);
     int64_t bi = p->buf - 1;
     if (bi < 0 || bi >= S->f->nparams || !S->bufs[bi].name)
-        fail(S, xi->in->loc, pt, i, "%s through an invalid pointer", what);
+        interp_fail(S, xi->in->loc, pt, i, "%s through an invalid pointer", what);
     const Buffer *B = &S->bufs[bi];
     int64_t off = p->off;
     if (off < 0 || off > B->nbytes - es) {
         int64_t el = off / es - (off % es < 0); /* floor division */
-        fail(S, xi->in->loc, pt, i, "out-of-bounds %s '%s': element %lld of %lld", what, B->name,
-             (long long)el, (long long)(B->nbytes / es));
+        interp_fail(S, xi->in->loc, pt, i, "out-of-bounds %s '%s': element %lld of %lld", what, B->name,
+                    (long long)el, (long long)(B->nbytes / es));
     }
-    fail(S, xi->in->loc, pt, i, "misaligned %s '%s': byte offset %lld is not a multiple of %d",
-         what, B->name, (long long)off, es);
+    interp_fail(S, xi->in->loc, pt, i, "misaligned %s '%s': byte offset %lld is not a multiple of %d",
+                what, B->name, (long long)off, es);
 }
 
 /* The address of lane i of a pointer operand for an access of es bytes (a
@@ -751,7 +751,7 @@ static void load_op(Interp *S, const XInst *xi)
     const int64_t *other = (in->flags & IF_HAS_OTHER) ? S->slot[in->args[m ? 2 : 1]] : NULL;
     Dtype dt = xi->rdt;
     if (dt == DT_PTR)
-        unsupported(S, xi);
+        interp_unsupported(S, xi);
     int es = access_size(S, dt);
     int64_t *r = xi->r; /* raw 8-byte lanes: doubles or int64 */
     bool fl = dtype_is_float(dt);
@@ -775,9 +775,9 @@ static void store_op(Interp *S, const XInst *xi)
     const Inst *in = xi->in;
     const PtrLane *p = xi->x;
     const int64_t *m = mask_of(S, in, 2);
-    Dtype dt = (Dtype)vtype(S, in->args[1]).dt;
+    Dtype dt = (Dtype)interp_vtype(S, in->args[1]).dt;
     if (dt == DT_PTR)
-        unsupported(S, xi);
+        interp_unsupported(S, xi);
     int es = access_size(S, dt);
     bool fl = dtype_is_float(dt);
     LOOP(xi->n) {
@@ -823,11 +823,11 @@ static void atomic_op(Interp *S, const XInst *xi)
     const int64_t *m = mask_of(S, in, 2);
     Dtype dt = xi->rdt;
     if (dt == DT_PTR)
-        unsupported(S, xi);
+        interp_unsupported(S, xi);
     int es = access_size(S, dt);
     bool fl = dtype_is_float(dt);
-    int rk = rk_of(S, dt);
-    IntFmt F = int_fmt(fl ? DT_I64 : dt);
+    int rk = interp_rk_of(S, dt);
+    IntFmt F = interp_int_fmt(fl ? DT_I64 : dt);
     LOOP(xi->n) {
         if (m && !m[i]) {
             ((int64_t *)xi->r)[i] = 0;
@@ -836,7 +836,7 @@ static void atomic_op(Interp *S, const XInst *xi)
         uint8_t *addr = lane_addr(S, xi, &p[i], i, es, op_info[op].name);
         if (fl) {
             double old = load_float(addr, dt, S->f64);
-            store_float(addr, dt, S->f64, round_rk(rk, atomic_float(op, old, ((const double *)xi->y)[i])));
+            store_float(addr, dt, S->f64, interp_round_rk(rk, atomic_float(op, old, ((const double *)xi->y)[i])));
             ((double *)xi->r)[i] = old;
         } else {
             int64_t old = load_int(addr, dt);
@@ -852,7 +852,7 @@ static void addptr_op(Interp *S, const XInst *xi)
     const PtrLane *p = xi->x;
     const int64_t *o = xi->y;
     PtrLane *r = xi->r;
-    Type pt = vtype(S, xi->in->args[0]);
+    Type pt = interp_vtype(S, xi->in->args[0]);
     uint64_t es = (uint64_t)access_size(S, (Dtype)pt.elem);
     LOOP(xi->n) {
         r[i].buf = p[i].buf;
@@ -901,8 +901,8 @@ static void gather(void *dst, const void *src, Type rt, const int64_t sst[KAD_MA
 
 static void broadcast_op(Interp *S, const XInst *xi)
 {
-    Type st = vtype(S, xi->in->args[0]), rt = vtype(S, xi->in->res[0]);
-    size_t lb = lane_bytes(rt);
+    Type st = interp_vtype(S, xi->in->args[0]), rt = interp_vtype(S, xi->in->res[0]);
+    size_t lb = interp_lane_bytes(rt);
     if (st.rank == 0 || type_numel(st) == 1) {
         if (lb == 8) {
             int64_t v = *(const int64_t *)xi->x, *r = xi->r;
@@ -925,16 +925,16 @@ static void broadcast_op(Interp *S, const XInst *xi)
 static void permute_op(Interp *S, const XInst *xi)
 {
     const Inst *in = xi->in;
-    Type st = vtype(S, in->args[0]), rt = vtype(S, in->res[0]);
+    Type st = interp_vtype(S, in->args[0]), rt = interp_vtype(S, in->res[0]);
     int64_t sst[KAD_MAX_RANK], pst[KAD_MAX_RANK];
     strides_of(st, sst);
     for (int k = 0; k < rt.rank; k++)
         pst[k] = sst[in->ints[k]]; /* result axis k is source axis perm[k] */
-    gather(xi->r, xi->x, rt, pst, lane_bytes(rt));
+    gather(xi->r, xi->x, rt, pst, interp_lane_bytes(rt));
 }
 
 /* The [outer, len, inner] view of a tile around `axis`. */
-void axis_view(Type t, int axis, int64_t *outer, int64_t *len, int64_t *inner)
+void interp_axis_view(Type t, int axis, int64_t *outer, int64_t *len, int64_t *inner)
 {
     *outer = *inner = 1;
     for (int k = 0; k < axis; k++)
@@ -952,9 +952,9 @@ void axis_view(Type t, int axis, int64_t *outer, int64_t *len, int64_t *inner)
 static void reduce_op(Interp *S, const XInst *xi)
 {
     const Inst *in = xi->in;
-    Type st = vtype(S, in->args[0]);
+    Type st = interp_vtype(S, in->args[0]);
     int64_t O, L, I;
-    axis_view(st, (int)in->ival, &O, &L, &I);
+    interp_axis_view(st, (int)in->ival, &O, &L, &I);
     int op = xi->op;
     bool fl = xi->cls == C_FLOAT, u64 = xi->cls == C_U64;
     for (int64_t o = 0; o < O; o++)
@@ -972,13 +972,13 @@ static void reduce_op(Interp *S, const XInst *xi)
                     case OP_MIN: acc = fminnum(acc, v); break;
                     case OP_ARGMAX: if (!(acc > v || acc == v)) { acc = v; best = k; } break;
                     case OP_ARGMIN: if (!(acc < v || acc == v)) { acc = v; best = k; } break;
-                    default: unsupported(S, xi);
+                    default: interp_unsupported(S, xi);
                     }
                 }
                 if (op == OP_ARGMAX || op == OP_ARGMIN)
                     ((int64_t *)xi->r)[out] = best;
                 else
-                    ((double *)xi->r)[out] = round_rk(xi->rk, acc);
+                    ((double *)xi->r)[out] = interp_round_rk(xi->rk, acc);
             } else {
                 const int64_t *a = xi->x;
                 int64_t acc = a[base], best = 0;
@@ -992,7 +992,7 @@ static void reduce_op(Interp *S, const XInst *xi)
                     case OP_MIN: if (lt) acc = v; break;
                     case OP_ARGMAX: if (gt) { acc = v; best = k; } break;
                     case OP_ARGMIN: if (lt) { acc = v; best = k; } break;
-                    default: unsupported(S, xi);
+                    default: interp_unsupported(S, xi);
                     }
                 }
                 ((int64_t *)xi->r)[out] =
@@ -1006,9 +1006,9 @@ static void reduce_op(Interp *S, const XInst *xi)
 static void scan_op(Interp *S, const XInst *xi)
 {
     const Inst *in = xi->in;
-    Type st = vtype(S, in->args[0]);
+    Type st = interp_vtype(S, in->args[0]);
     int64_t O, L, I;
-    axis_view(st, (int)in->ival, &O, &L, &I);
+    interp_axis_view(st, (int)in->ival, &O, &L, &I);
     bool rev = (in->flags & IF_REVERSE) != 0, prod = xi->op == OP_CUMPROD;
     bool fl = xi->cls == C_FLOAT;
     for (int64_t o = 0; o < O; o++)
@@ -1021,7 +1021,7 @@ static void scan_op(Interp *S, const XInst *xi)
                 if (fl) {
                     double v = ((const double *)xi->x)[at];
                     facc = prod ? facc * v : facc + v;
-                    ((double *)xi->r)[at] = round_rk(xi->rk, facc);
+                    ((double *)xi->r)[at] = interp_round_rk(xi->rk, facc);
                 } else {
                     uint64_t v = (uint64_t)((const int64_t *)xi->x)[at];
                     iacc = prod ? iacc * v : iacc + v;
@@ -1055,7 +1055,7 @@ static void split_op(const XInst *xi)
 static void flip_op(Interp *S, const XInst *xi)
 {
     int64_t O, L, I;
-    axis_view(vtype(S, xi->in->args[0]), (int)xi->in->ival, &O, &L, &I);
+    interp_axis_view(interp_vtype(S, xi->in->args[0]), (int)xi->in->ival, &O, &L, &I);
     const int64_t *x = xi->x;
     int64_t *r = xi->r;
     for (int64_t o = 0; o < O; o++)
@@ -1070,7 +1070,7 @@ static void flip_op(Interp *S, const XInst *xi)
 static void gather_op(Interp *S, const XInst *xi)
 {
     const Inst *in = xi->in;
-    Type st = vtype(S, in->args[0]), it = vtype(S, in->args[1]);
+    Type st = interp_vtype(S, in->args[0]), it = interp_vtype(S, in->args[1]);
     int axis = (int)in->ival;
     int64_t sst[KAD_MAX_RANK], idx[KAD_MAX_RANK] = {0};
     strides_of(st, sst);
@@ -1080,8 +1080,8 @@ static void gather_op(Interp *S, const XInst *xi)
     for (int64_t i = 0; i < xi->n; i++) {
         int64_t v = ix[i];
         if ((u64 && (uint64_t)v >= (uint64_t)st.shape[axis]) || (!u64 && (v < 0 || v >= st.shape[axis])))
-            fail(S, in->loc, it, i, "gather index %lld is out of range for axis %d of size %d", (long long)v,
-                 axis, (int)st.shape[axis]);
+            interp_fail(S, in->loc, it, i, "gather index %lld is out of range for axis %d of size %d", (long long)v,
+                        axis, (int)st.shape[axis]);
         int64_t so = v * sst[axis];
         for (int k = 0; k < st.rank; k++)
             if (k != axis)
@@ -1119,7 +1119,7 @@ static int cmp_u64(const void *a, const void *b)
 static void sort_op(Interp *S, const XInst *xi)
 {
     const Inst *in = xi->in;
-    Type st = vtype(S, in->args[0]);
+    Type st = interp_vtype(S, in->args[0]);
     int64_t L = st.shape[st.rank - 1], k = in->ival, rows = type_numel(st) / L;
     bool desc = (in->flags & IF_REVERSE) != 0;
     /* a full ascending sort runs in the result; otherwise in scratch (topk) */
@@ -1144,7 +1144,7 @@ static void sort_op(Interp *S, const XInst *xi)
 static void histogram_op(Interp *S, const XInst *xi)
 {
     const Inst *in = xi->in;
-    Type xt = vtype(S, in->args[0]);
+    Type xt = interp_vtype(S, in->args[0]);
     const int64_t *x = xi->x, *m = in->nargs > 1 ? xi->y : NULL;
     int64_t *r = xi->r, nb = in->ival;
     bool u64 = xt.dt == DT_U64;
@@ -1153,8 +1153,8 @@ static void histogram_op(Interp *S, const XInst *xi)
         if (m && !m[i])
             continue;
         if ((u64 && (uint64_t)x[i] >= (uint64_t)nb) || (!u64 && (x[i] < 0 || x[i] >= nb)))
-            fail(S, in->loc, xt, i, "histogram value %lld is outside the %lld bins", (long long)x[i],
-                 (long long)nb);
+            interp_fail(S, in->loc, xt, i, "histogram value %lld is outside the %lld bins", (long long)x[i],
+                        (long long)nb);
         r[x[i]]++;
     }
 }
@@ -1165,13 +1165,13 @@ static void histogram_op(Interp *S, const XInst *xi)
 static void dot_op(Interp *S, const XInst *xi)
 {
     const Inst *in = xi->in;
-    Type at = vtype(S, in->args[0]), bt = vtype(S, in->args[1]);
+    Type at = interp_vtype(S, in->args[0]), bt = interp_vtype(S, in->args[1]);
     int r = at.rank;
     int64_t B = r == 3 ? at.shape[0] : 1;
     int64_t M = at.shape[r - 2], K = at.shape[r - 1], N = bt.shape[r - 1];
     bool fl = xi->cls == C_FLOAT;
-    if (fl != dtype_is_float(xi->rdt) || cls_of(bt) != xi->cls || xi->cls == C_PTR)
-        unsupported(S, xi);
+    if (fl != dtype_is_float(xi->rdt) || interp_cls_of(bt) != xi->cls || xi->cls == C_PTR)
+        interp_unsupported(S, xi);
     for (int64_t bb = 0; bb < B; bb++) {
         int64_t ao = bb * M * K, bo = bb * K * N, ro = bb * M * N;
         if (fl) {
@@ -1189,7 +1189,7 @@ static void dot_op(Interp *S, const XInst *xi)
                         rrow[j] += aik * brow[j];
                 }
             for (int64_t i = 0; i < M * N; i++)
-                res[i] = round_rk(xi->rk, res[i] + c[i]);
+                res[i] = interp_round_rk(xi->rk, res[i] + c[i]);
         } else {
             const int64_t *a = (const int64_t *)xi->x + ao, *b = (const int64_t *)xi->y + bo;
             const int64_t *c = (const int64_t *)xi->z + ro;
@@ -1214,11 +1214,11 @@ static void dot_op(Interp *S, const XInst *xi)
 static void random_op(Interp *S, const XInst *xi)
 {
     const Inst *in = xi->in;
-    Type ot = vtype(S, in->args[1]);
+    Type ot = interp_vtype(S, in->args[1]);
     int ow = dtype_bits((Dtype)ot.dt);
     if (ow != 32 && ow != 64)
-        fail(S, in->loc, ot, -1, "%s: offsets must be 32- or 64-bit integers, got %s",
-             op_info[in->op].name, dtype_name((Dtype)ot.dt));
+        interp_fail(S, in->loc, ot, -1, "%s: offsets must be 32- or 64-bit integers, got %s",
+                    op_info[in->op].name, dtype_name((Dtype)ot.dt));
     uint64_t seed = (uint64_t)*(const int64_t *)xi->x; /* seed.to(tl.uint64) */
     const int64_t *off = xi->y;
     LOOP(xi->n) {
@@ -1245,7 +1245,7 @@ static void random_op(Interp *S, const XInst *xi)
 
 /* ------------------------------------------------------------------ */
 
-void exec_inst(Interp *S, const XInst *xi)
+void interp_exec_inst(Interp *S, const XInst *xi)
 {
     switch (xi->op) {
     case OP_CONST:
@@ -1258,7 +1258,7 @@ void exec_inst(Interp *S, const XInst *xi)
         if (xi->cls == C_FLOAT)
             float_binop(S, xi);
         else if (xi->cls == C_PTR)
-            unsupported(S, xi);
+            interp_unsupported(S, xi);
         else
             int_binop(S, xi);
         break;
@@ -1267,7 +1267,7 @@ void exec_inst(Interp *S, const XInst *xi)
         break;
     case OP_FMA: {
         if (xi->cls != C_FLOAT)
-            unsupported(S, xi);
+            interp_unsupported(S, xi);
         const double *a = xi->x, *b = xi->y, *c = xi->z;
         double *r = xi->r;
         LOOP(xi->n) r[i] = fma_round(a[i], b[i], c[i], xi->rk);
@@ -1288,7 +1288,7 @@ void exec_inst(Interp *S, const XInst *xi)
     case OP_CUSTOM_JVP:
     case OP_EXPAND_DIMS:
     case OP_RESHAPE:
-        copy_lanes(xi->r, xi->x, xi->n, lane_bytes(vtype(S, xi->in->res[0])));
+        interp_copy_lanes(xi->r, xi->x, xi->n, interp_lane_bytes(interp_vtype(S, xi->in->res[0])));
         break;
     case OP_BROADCAST: broadcast_op(S, xi); break;
     case OP_PERMUTE: permute_op(S, xi); break;
@@ -1308,18 +1308,18 @@ void exec_inst(Interp *S, const XInst *xi)
     case OP_LOAD: load_op(S, xi); break;
     case OP_STORE: store_op(S, xi); break;
     case OP_ATOMIC_ADD: case OP_ATOMIC_MAX: case OP_ATOMIC_MIN: case OP_ATOMIC_XCHG: atomic_op(S, xi); break;
-    case OP_ASSERT: assert_op(S, xi); break;
+    case OP_ASSERT: interp_assert_op(S, xi); break;
     case OP_BARRIER: break; /* one thread per program: accesses are already in order */
-    case OP_FOR: for_op(S, xi); break;
-    case OP_IF: if_op(S, xi); break;
-    case OP_WHILE: while_op(S, xi); break;
-    case OP_SCAN: scan_region_op(S, xi); break;
-    case OP_REDUCE: reduce_region_op(S, xi); break;
+    case OP_FOR: interp_for_op(S, xi); break;
+    case OP_IF: interp_if_op(S, xi); break;
+    case OP_WHILE: interp_while_op(S, xi); break;
+    case OP_SCAN: interp_scan_region_op(S, xi); break;
+    case OP_REDUCE: interp_reduce_region_op(S, xi); break;
     default:
         if (unary_fn(xi->op) || xi->op == OP_NEG || xi->op == OP_ABS || xi->op == OP_NOT ||
             xi->op == OP_ISNAN || xi->op == OP_ISINF)
             unary(S, xi);
         else
-            unsupported(S, xi);
+            interp_unsupported(S, xi);
     }
 }

@@ -86,6 +86,8 @@ ValId ir_param_add(Func *f, Type ty, const char *name, Loc loc)
 
 Block *ir_block_new(Func *f) { return arena_alloc(f->a, sizeof(Block)); }
 
+const Inst *ir_block_term(const Block *b) { return b->insts.n ? &b->insts.v[b->insts.n - 1] : NULL; }
+
 ValId ir_block_param_add(Func *f, Block *b, Type ty, const char *name, Loc loc)
 {
     ValId v = ir_value_new(f, ty, name, loc);
@@ -445,7 +447,7 @@ static bool is_reduction(OpKind op)
     return op == OP_SUM || op == OP_MAX || op == OP_MIN || op == OP_ARGMAX || op == OP_ARGMIN;
 }
 
-const struct LoopHint loop_hints[6] = {
+const struct LoopHint ir_loop_hints[6] = {
     {"num_stages", 0}, {"loop_unroll_factor", 0}, {"flatten", LHB_FLATTEN},
     {"warp_specialize", LHB_WARP_SPECIALIZE}, {"disallow_acc_multi_buffer", LHB_NO_ACC_MULTI_BUFFER},
     {"disable_licm", LHB_DISABLE_LICM},
@@ -482,7 +484,7 @@ static void put_attrs(Printer *p, const Inst *in)
         buf_printf(b, " {bins = %lld}", (long long)in->ival);
     } else if (op == OP_ADD_ROUND || op == OP_SUB_ROUND || op == OP_MUL_ROUND || op == OP_DIV_ROUND ||
                op == OP_SQRT_ROUND || op == OP_RCP_ROUND || op == OP_FMA_ROUND) {
-        buf_printf(b, " {round = %s}", rounding_names[in->ival & 3]);
+        buf_printf(b, " {round = %s}", libm_rounding_names[in->ival & 3]);
     } else if (op == OP_ASSERT) {
         buf_puts(b, " {msg = ");
         put_string(b, in->sattr ? in->sattr : "");
@@ -570,11 +572,12 @@ static void print_inst(Printer *p, const Inst *in, int depth)
         if (in->nints == LH_N) { /* hints {num_stages = 3, flatten = 1} */
             const char *sep = " hints {";
             for (int h = 0; h < 6; h++) {
-                int v = loop_hints[h].bit ? ((in->ints[LH_GIVEN] & loop_hints[h].bit) ? (in->ints[LH_TRUE] & loop_hints[h].bit) != 0 : -1)
-                                          : in->ints[h == 0 ? LH_STAGES : LH_UNROLL];
+                int bit = ir_loop_hints[h].bit;
+                int v = bit ? ((in->ints[LH_GIVEN] & bit) ? (in->ints[LH_TRUE] & bit) != 0 : -1)
+                            : in->ints[h == 0 ? LH_STAGES : LH_UNROLL];
                 if (v < 0)
                     continue;
-                buf_printf(b, "%s%s = %d", sep, loop_hints[h].name, v);
+                buf_printf(b, "%s%s = %d", sep, ir_loop_hints[h].name, v);
                 sep = ", ";
             }
             buf_puts(b, "}");
@@ -675,7 +678,7 @@ static void print_block(Printer *p, const Block *blk, int depth)
 static const char *const tx_names[] = {[TX_ADD] = "add", [TX_SUB] = "sub", [TX_MUL] = "mul", [TX_DIV] = "div",
                                        [TX_REM] = "rem", [TX_MAX] = "max", [TX_MIN] = "min", [TX_CDIV] = "cdiv"};
 
-const char *tape_expr_op_name(int op) { return op >= TX_ADD && op <= TX_CDIV ? tx_names[op] : NULL; }
+const char *ir_tape_expr_op_name(int op) { return op >= TX_ADD && op <= TX_CDIV ? tx_names[op] : NULL; }
 
 /* A tape's trip count: INT, %param, grid(K), or OP(x, y). */
 static void put_tape_expr(Printer *p, const TapeExpr *e)

@@ -77,25 +77,25 @@ typedef struct Interp {
 #define LOOP(n) for (int64_t i = 0; i < (n); i++)
 
 /* interp.c: the state's helpers, errors, control flow */
-size_t lane_bytes(Type t);
+size_t interp_lane_bytes(Type t);
 int access_size(const Interp *S, Dtype dt);
-int rk_of(const Interp *S, Dtype dt);
-int cls_of(Type t);
-Type vtype(const Interp *S, ValId v);
-_Noreturn void fail(Interp *S, Loc loc, Type t, int64_t lane, const char *fmt, ...);
-_Noreturn void unsupported(Interp *S, const XInst *xi);
-void for_op(Interp *S, const XInst *xi);
-void scan_region_op(Interp *S, const XInst *xi);
-void reduce_region_op(Interp *S, const XInst *xi);
-void if_op(Interp *S, const XInst *xi);
-void while_op(Interp *S, const XInst *xi);
-void assert_op(Interp *S, const XInst *xi);
+int interp_rk_of(const Interp *S, Dtype dt);
+int interp_cls_of(Type t);
+Type interp_vtype(const Interp *S, ValId v);
+_Noreturn void interp_fail(Interp *S, Loc loc, Type t, int64_t lane, const char *fmt, ...);
+_Noreturn void interp_unsupported(Interp *S, const XInst *xi);
+void interp_for_op(Interp *S, const XInst *xi);
+void interp_scan_region_op(Interp *S, const XInst *xi);
+void interp_reduce_region_op(Interp *S, const XInst *xi);
+void interp_if_op(Interp *S, const XInst *xi);
+void interp_while_op(Interp *S, const XInst *xi);
+void interp_assert_op(Interp *S, const XInst *xi);
 
 /* interp_ops.c: number formats, lane copies, the operations */
-double round_rk(int rk, double x);
-IntFmt int_fmt(Dtype dt);
-void copy_lanes(void *dst, const void *src, int64_t n, size_t lb);
-void axis_view(Type t, int axis, int64_t *outer, int64_t *len, int64_t *inner);
-void exec_inst(Interp *S, const XInst *xi);
+double interp_round_rk(int rk, double x);
+IntFmt interp_int_fmt(Dtype dt);
+void interp_copy_lanes(void *dst, const void *src, int64_t n, size_t lb);
+void interp_axis_view(Type t, int axis, int64_t *outer, int64_t *len, int64_t *inner);
+void interp_exec_inst(Interp *S, const XInst *xi);
 
 #endif

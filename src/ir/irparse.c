@@ -578,7 +578,7 @@ static void apply_attrs(P *p, Inst *in, const Attr *as, int n, Loc oploc)
                     op == OP_SQRT_ROUND || op == OP_RCP_ROUND || op == OP_FMA_ROUND) && !strcmp(a->key, "round")) {
             want = A_ID;
             int k = 0;
-            while (k < 4 && !(a->kind == A_ID && !strcmp(a->s, rounding_names[k])))
+            while (k < 4 && !(a->kind == A_ID && !strcmp(a->s, libm_rounding_names[k])))
                 k++;
             if (a->kind == A_ID && k == 4)
                 perr(p, a->loc, "unknown rounding '%s' (expected rn, rz, rd or ru)", a->s);
@@ -715,18 +715,18 @@ static void parse_for(P *p, Block *b, const Tok *res, int nres, Loc loc, int dep
         has_hints = true;
         for (int i = 0; i < na; i++) {
             int h = 0;
-            while (h < 6 && strcmp(loop_hints[h].name, as[i].key) != 0)
+            while (h < 6 && strcmp(ir_loop_hints[h].name, as[i].key) != 0)
                 h++;
             if (h == 6 || as[i].kind != A_INT || as[i].ival < 0 || as[i].ival > INT32_MAX ||
-                (loop_hints[h].bit && as[i].ival > 1))
+                (ir_loop_hints[h].bit && as[i].ival > 1))
                 perr(p, as[i].loc, "'for' hints: expected num_stages, loop_unroll_factor (ints >= 0) or flatten, "
                      "warp_specialize, disallow_acc_multi_buffer, disable_licm (0 or 1), found '%s'", as[i].key);
-            if (!loop_hints[h].bit) {
+            if (!ir_loop_hints[h].bit) {
                 hints[h == 0 ? LH_STAGES : LH_UNROLL] = (int32_t)as[i].ival;
             } else {
-                hints[LH_GIVEN] |= loop_hints[h].bit;
+                hints[LH_GIVEN] |= ir_loop_hints[h].bit;
                 if (as[i].ival)
-                    hints[LH_TRUE] |= loop_hints[h].bit;
+                    hints[LH_TRUE] |= ir_loop_hints[h].bit;
             }
         }
     }
@@ -1222,7 +1222,8 @@ static const TapeExpr *parse_tape_expr(P *p, int depth)
     }
     e->op = -1;
     for (int op = TX_ADD; op <= TX_CDIV; op++)
-        if (strlen(tape_expr_op_name(op)) == (size_t)nm.len && !strncmp(tape_expr_op_name(op), nm.text, (size_t)nm.len))
+        if (strlen(ir_tape_expr_op_name(op)) == (size_t)nm.len &&
+            !strncmp(ir_tape_expr_op_name(op), nm.text, (size_t)nm.len))
             e->op = op;
     if (e->op < 0)
         perr(p, nm.loc, "unknown trip count operation '%.*s'", nm.len, nm.text);

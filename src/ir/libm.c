@@ -24,7 +24,7 @@ double y1(double);
 double jn(int, double);
 double yn(int, double);
 
-const char *const rounding_names[4] = {"rn", "rz", "rd", "ru"};
+const char *const libm_rounding_names[4] = {"rn", "rz", "rd", "ru"};
 
 bool op_is_libm(int op)
 {
@@ -54,7 +54,7 @@ const char *libm_name(Arena *a, int op, int64_t ival)
     if (op == OP_POWI)
         return "pow";
     if (len > 6 && !strcmp(n + len - 6, "_round"))
-        return arena_printf(a, "%.*s_%s", (int)(len - 6), n, rounding_names[ival & 3]);
+        return arena_printf(a, "%.*s_%s", (int)(len - 6), n, libm_rounding_names[ival & 3]);
     return n;
 }
 

@@ -10,6 +10,7 @@
 
 #include "kad_int.h"
 #include "plan/plan.h"
+#include "emit/py/embed.h"
 
 typedef struct T {
     int passed, failed;

@@ -1,4 +1,4 @@
-"""The zero-fill cover check of a backward's launcher (access_cover.c's access_cover_helper).
+"""The zero-fill cover check of a backward's launcher (kad_py_covers; access_cover.c writes the calls).
 
 The section (see launch.py) is printed at module level when a launcher checks a cover.
 """

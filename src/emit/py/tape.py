@@ -1,4 +1,4 @@
-"""The tape helpers of a backward's launcher (ad_tape.c's tape_host_helpers and tape_revolve_helpers).
+"""The tape helpers of a backward's launcher (kad_py_tape_interval, kad_py_tape_revolve).
 
 The sections (see launch.py) are printed nested in the launcher's host function, at _kad_host's
 indent; the revolve helpers follow its `import math`.

@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Which stage calls which: the link-level graph of src/'s folders, and its edges against the pipeline.
+
+src/ has one folder per stage, in pipeline order (docs/ARCHITECTURE.md): base, front, ir,
+analysis, ad, plan, emit; then src/kad.c and src/main.c (here: top).  A stage may call its own
+folder and any earlier one; a call into a later stage is an edge against the pipeline, and with the
+later stage calling back it makes an import circle across stages (issue 35).  The order checked is
+
+    base < ir < front < analysis < ad < plan < emit < top
+
+-- the pipeline's, but for the IR before the front end: a front end's output is the IR, which sema
+builds with ir.c's constructors and op table (as clang links LLVM's lib/IR), so the IR is a
+library below every front end (the Python subset's, CUDA C's, irparse.c's) and the rule between
+the two folders is that ir never calls a front end.  The graph is read from the built objects, not the sources: `nm` lists what each
+object defines and what it leaves undefined, so an edge is a real link dependency -- a function
+or table referenced by name, whatever header declared it, whatever macro spelled the call -- and
+static helpers, which cannot cross a file, do not show.  A symbol defined in no object of the
+library (libc, libm) is no edge.
+
+    tools/stage_deps.py [BUILD_DIR]      (default build/pic; main.c is read from build/main.o if
+                                          there, else compiled from src/main.c into a temp file)
+    --allow FILE:SYMBOL                  an edge to tolerate (repeatable): the caller's object
+                                          path relative to BUILD_DIR, and the callee symbol
+    --quiet                              print the offending edges only
+
+Prints the folder graph (edges with how many symbols each carries) and every edge against the
+pipeline as `caller file -> callee symbol (callee file)`; exits 1 when one is not allowed, 2 when
+the objects cannot be read.  stdlib only; the graph logic (`parse_nm`, `graph`, `backward`) takes
+`nm` text, so it can be tested on a fake.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+ORDER = ("base", "ir", "front", "analysis", "ad", "plan", "emit", "top")
+RANK = {name: i for i, name in enumerate(ORDER)}
+# build/pic/gen/py_embed.o holds the launchers' Python helpers (src/emit/py/), the emitter's data
+FOLDER_ALIAS = {"gen": "emit"}
+# nm's letters for a symbol an object defines (text, data, bss, read-only, common, weak)
+DEFINED = set("TDBRCVWGS")
+
+
+def stage_of(relpath):
+    """The stage of an object path relative to the build dir: its first folder, or top for
+    build/pic/kad.o and main.o."""
+    parts = relpath.replace(os.sep, "/").split("/")
+    if len(parts) == 1:
+        return "top"
+    folder = FOLDER_ALIAS.get(parts[0], parts[0])
+    if folder not in RANK:
+        raise ValueError("%s: folder %r is not a stage of %s" % (relpath, parts[0], ", ".join(ORDER)))
+    return folder
+
+
+def parse_nm(text):
+    """`nm` output of one object -> (defined, undefined): sets of global symbol names."""
+    defined, undefined = set(), set()
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == 2 and f[0] == "U":
+            undefined.add(f[1])
+        elif len(f) == 3 and f[1] in DEFINED:
+            defined.add(f[2])
+    return defined, undefined
+
+
+def graph(objects):
+    """objects: {relpath: nm text}.  Returns (edges, owner): edges is a sorted list of
+    (caller file, callee symbol, callee file) for every reference that another object of the
+    set resolves; owner maps each defined symbol to its file."""
+    owner, needs = {}, {}
+    for path in sorted(objects):
+        d, u = parse_nm(objects[path])
+        needs[path] = u
+        for s in d:
+            if s in owner:
+                raise ValueError("%s is defined in %s and %s" % (s, owner[s], path))
+            owner[s] = path
+    edges = sorted((path, s, owner[s]) for path, u in needs.items() for s in u if s in owner)
+    return edges, owner
+
+
+def folder_graph(edges):
+    """{(caller stage, callee stage): number of distinct symbols}, edges inside a stage left out."""
+    g = {}
+    for caller, sym, callee in edges:
+        a, b = stage_of(caller), stage_of(callee)
+        if a != b:
+            g[(a, b)] = g.get((a, b), 0) + 1
+    return g
+
+
+def backward(edges):
+    """The edges from a stage into a later one."""
+    return [e for e in edges if RANK[stage_of(e[0])] < RANK[stage_of(e[2])]]
+
+
+def read_objects(build):
+    """nm output of every object under build whose source still exists (src/X.c for X.o, or the
+    generated gen/ files): an object left from a source that was moved or split is skipped."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    objs = {}
+    for dirpath, _, files in os.walk(build):
+        for f in files:
+            if f.endswith(".o"):
+                path = os.path.join(dirpath, f)
+                rel = os.path.relpath(path, build)
+                if not rel.startswith("gen" + os.sep) and \
+                        not os.path.exists(os.path.join(root, "src", rel[:-2] + ".c")):
+                    continue
+                objs[os.path.relpath(path, build)] = subprocess.run(
+                    ["nm", path], check=True, capture_output=True, text=True).stdout
+    return objs
+
+
+def main_object(build, tmp):
+    """build/main.o when the build made one, else src/main.c compiled (syntax only matters: nm
+    needs its undefined symbols) into tmp."""
+    for cand in (os.path.join(build, "main.o"), os.path.join(os.path.dirname(build), "main.o")):
+        if os.path.exists(cand):
+            return cand
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    src = os.path.join(root, "src", "main.c")
+    if not os.path.exists(src):
+        return None
+    out = os.path.join(tmp, "main.o")
+    cc = os.environ.get("CC", "cc")
+    subprocess.run([cc, "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-DKAD_CHECKED",
+                    "-I" + os.path.join(root, "src"), "-I" + os.path.join(root, "include"),
+                    "-c", src, "-o", out], check=True, capture_output=True)
+    return out
+
+
+def report(edges, allow, quiet=False, out=sys.stdout):
+    """Prints the graph and the offending edges; returns the edges against the pipeline that are
+    not in allow (a set of (caller file, symbol))."""
+    bad = backward(edges)
+    if not quiet:
+        g = folder_graph(edges)
+        print("stage graph (caller -> callee: symbols), order %s" % " < ".join(ORDER), file=out)
+        for (a, b) in sorted(g, key=lambda k: (RANK[k[0]], RANK[k[1]])):
+            mark = "   <-- against the pipeline" if RANK[a] < RANK[b] else ""
+            print("  %-8s -> %-8s %4d%s" % (a, b, g[(a, b)], mark), file=out)
+    new = [e for e in bad if (e[0], e[1]) not in allow]
+    used = {(e[0], e[1]) for e in bad}
+    for caller, sym, callee in bad:
+        tag = "allowed" if (caller, sym) in allow else "BACKWARD"
+        print("%s: %s -> %s (%s)" % (tag, caller, sym, callee), file=out)
+    for caller, sym in sorted(allow - used):
+        print("stale allow (no such edge now): %s:%s" % (caller, sym), file=out)
+    print("%d edges against the pipeline, %d allowed, %d not" % (len(bad), len(bad) - len(new), len(new)),
+          file=out)
+    return new
+
+
+def main(argv):
+    build, allow, quiet = "build/pic", set(), False
+    it = iter(argv)
+    for a in it:
+        if a == "--allow":
+            caller, _, sym = next(it).rpartition(":")
+            allow.add((caller, sym))
+        elif a == "--quiet":
+            quiet = True
+        elif a.startswith("-"):
+            print(__doc__, file=sys.stderr)
+            return 2
+        else:
+            build = a
+    if not os.path.isdir(build):
+        print("stage_deps: no build dir %s (run make)" % build, file=sys.stderr)
+        return 2
+    objs = read_objects(build)
+    if not objs:
+        print("stage_deps: no objects under %s" % build, file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as tmp:
+        m = main_object(build, tmp)
+        if m and "main.o" not in objs:
+            objs["main.o"] = subprocess.run(["nm", m], check=True, capture_output=True, text=True).stdout
+    edges, _ = graph(objs)
+    return 1 if report(edges, allow, quiet) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
