@@ -71,6 +71,14 @@ def __getattr__(name: str):
     # only numpy, and `import kad` stays cheap for the tests that use it.
     if name in ("differentiable", "cache_dir", "DifferentiableKernel", "f64_mode"):
         return _torch_layer("autograd", name)
+    if name == "cuda":  # kad.cuda: CUDA C / HIP kernels as autograd ops (imported on first use)
+        import importlib
+        try:
+            return importlib.import_module(".cuda", __name__)
+        except ModuleNotFoundError as e:
+            if e.name != "torch":
+                raise
+            return _torch_layer("cuda", "differentiable") and None
     if name in ("backward_source", "check_backward", "BackwardReport", "audit", "AuditReport", "AuditFinding",
                 "backward"):
         return _torch_layer("check", name)
