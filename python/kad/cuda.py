@@ -26,6 +26,8 @@ import torch
 
 from . import _capi
 from ._capi import KadError
+from torch.autograd.graph import increment_version
+
 from .autograd import _cpu_mode, run_cpu
 
 __all__ = ["differentiable", "CudaKernel", "backward_source"]
@@ -151,6 +153,9 @@ class CudaKernel:
                  deterministic: bool = True) -> None:
         if isinstance(inputs, str) or isinstance(outputs, str):
             raise TypeError("kad.cuda.differentiable: inputs and outputs are lists of parameter names")
+        if not outputs:
+            raise ValueError("kad.cuda.differentiable: outputs=[...] names the pointer parameters the kernel "
+                             "writes whose gradients flow back (at least one)")
         self.filename, self.text = _read_source(source, kernel)
         self.kernel = kernel
         self.inputs = tuple(inputs)
@@ -280,12 +285,17 @@ class CudaKernel:
             if n in self.inputs and not ty.startswith("*"):
                 raise ValueError(f"kad.cuda: {name}: input '{n}' is {_c_type(ty)}: inputs are pointers "
                                  f"(a float scalar's gradient is not supported)")
-        for i, (n, ty) in enumerate(params):
-            if spec.access.get(n, 0) & 2 and n not in self.outputs:
-                raise ValueError(f"kad.cuda: {name}: the kernel writes '{n}', which is not among outputs= "
-                                 f"{list(self.outputs)}: declare it (its values would otherwise go unchecked "
-                                 f"into the backward)")
         return mode, device
+
+    def _check_undeclared(self, by):
+        """A tensor that requires grad passed to a pointer declared neither input nor output: kad would
+        read it as a constant and its gradient would silently be missing."""
+        for n, v in by.items():
+            if isinstance(v, torch.Tensor) and v.requires_grad and v.is_floating_point() \
+                    and n not in self.inputs and n not in self.outputs:
+                raise ValueError(f"kad.cuda: {self.kernel}: argument '{n}' is a tensor that requires grad, but "
+                                 f"'{n}' is not in inputs={list(self.inputs)}: its gradient would be silently "
+                                 f"missing; add it to inputs=[...], or pass {n}.detach()")
 
     def run(self, grid, block, args, shared_mem=0, stream=None):
         grid = _dims(grid, "grid", self.kernel)
@@ -305,6 +315,8 @@ class CudaKernel:
         values = [a.item() if isinstance(a, torch.Tensor) and not p[1].startswith("*") else a
                   for a, p in zip(args, params)]
         by = dict(zip(names, values))
+        if torch.is_grad_enabled():
+            self._check_undeclared(by)
         inputs = [n for n in self.inputs if by[n].requires_grad] if torch.is_grad_enabled() else []
         outs = [n for n in names if n in self.outputs]
         if not inputs:
@@ -349,15 +361,22 @@ class _Run:
         self.others = [n for n, v in zip(names, values) if isinstance(v, torch.Tensor)
                        and n not in inputs and n not in outs]
         self.slots = inputs + self.others + [n for n in outs if n not in inputs]
-        self.saved = [n for n in inputs + self.others if n not in outs]
-        # outputs the kernel also reads (updated in place): the backward recomputes from their old value
+        acc = spec.access
+        # the scratch tensors the kernel writes (not declared outputs: a norm's mean and rstd)
+        self.scratch = [n for n in self.others if acc.get(n, 0) & 2]
+        self.saved = [n for n in inputs + self.others if n not in outs and n not in self.scratch]
+        # buffers the kernel reads and writes (outputs updated in place, scratch it accumulates into):
+        # the backward recomputes from their value before the launch
         self.old = {n: v.detach().clone() for n, v in zip(names, values)
-                    if n in outs and spec.access.get(n, 0) & 1}
+                    if (n in outs or n in self.scratch) and acc.get(n, 0) & 1}
 
     def forward(self):
         self.values = [v.detach() if isinstance(v, torch.Tensor) else v for v in self.values]
         by = dict(zip(self.names, self.values))
-        run_cpu(self.spec.k, self.grid, self.values, self.mode, written=[by[n] for n in self.outs])
+        run_cpu(self.spec.k, self.grid, self.values, self.mode,
+                written=[by[n] for n in self.outs + self.scratch])
+        for n in self.scratch:
+            increment_version(by[n])  # written through a pointer: what autograd saved of it is stale
 
 
 class _CudaFunction(torch.autograd.Function):
@@ -386,11 +405,16 @@ class _CudaFunction(torch.autograd.Function):
         g = run.spec.grad(tuple(need), tuple(run.outs), run.dk.deterministic)
         by = dict(zip(run.names, run.values))
         by.update(zip(run.saved, saved))
+        gacc = g.param_access()
+        for n in run.outs + run.scratch:
+            if n not in run.old and gacc.get(n, 0) & 1 and n in by:
+                # the forward never reads it, so a recomputing backward does not either
+                raise KadError(f"kad.cuda: {run.dk.kernel}: the backward reads '{n}', which the forward only "
+                               f"writes: kad's backward would read what the forward stored; refused")
         for n, v in run.old.items():
             by[n] = v.clone()  # the value before the launch (the backward may recompute into it)
-        gacc = g.param_access()
         for n, _ in g.params:
-            if n in by and n in run.outs and n not in run.old and gacc.get(n, 0) & 2:
+            if n in by and (n in run.outs or n in run.scratch) and n not in run.old and gacc.get(n, 0) & 2:
                 by[n] = torch.empty_like(by[n])  # the backward recomputes the output: not into the user's
         dout = {}
         for n, gr in zip(run.outs, grads):

@@ -198,9 +198,8 @@ def test_launch_limits_and_names():
     with pytest.raises(ValueError, match=r"'z' of inputs/outputs is not a parameter of square"):
         kad.cuda.differentiable(src("square.cu"), "square", inputs=["z"], outputs=["y"])[1, 256](
             torch.zeros(10), torch.zeros(10), 10)
-    with pytest.raises(ValueError, match=r"writes 'y', which is not among outputs="):
-        kad.cuda.differentiable(src("square.cu"), "square", inputs=["x"], outputs=[])[1, 256](
-            torch.zeros(10, requires_grad=True), torch.zeros(10), 10)
+    with pytest.raises(ValueError, match=r"outputs=\[...\] names the pointer parameters"):
+        kad.cuda.differentiable(src("square.cu"), "square", inputs=["x"], outputs=[])
     with pytest.raises(TypeError, match=r"k\[grid, block\]"):
         square()[4]
 
@@ -284,3 +283,43 @@ def test_buffer_updated_in_place():
     close(g, ref_grads(ref, [x0], dy)[0])
     with kad.f64_mode(), pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         k[2, 64](randn(n).requires_grad_(), n, m)
+
+
+SCRATCH = """
+__global__ void scale_note(const float* x, float* y, float* first, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 3.0f * x[i] * x[i];
+    if (i == 0) first[0] = x[0];
+}
+"""
+
+
+def test_undeclared_scratch_written_and_undeclared_grad_refused():
+    k = kad.cuda.differentiable(SCRATCH, "scale_note", inputs=["x"], outputs=["y"])
+    n = 40
+    with kad.f64_mode():
+        x, y, first = randn(n).requires_grad_(), torch.zeros(n, dtype=F64), torch.zeros(1, dtype=F64)
+        v = first._version
+        k[1, 64](x, y, first, n)
+        assert first.item() == x[0].item() and first._version > v
+        first.fill_(7)  # scratch changed after the forward: the gradient does not depend on it
+        g, = torch.autograd.grad(y.sum(), x)
+    close(g, 6 * x.detach())
+    with kad.f64_mode(), pytest.raises(ValueError, match=r"argument 'first' is a tensor that requires grad"):
+        k[1, 64](x, torch.zeros(n, dtype=F64), torch.zeros(1, dtype=F64, requires_grad=True), n)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_swish_half_types_from_dtype(dtype):
+    k = kad.cuda.differentiable(src("swish_hip.hip"), "swish", inputs=["x"], outputs=["y"])
+    n = 300
+    x, y = randn(n, dtype=dtype).requires_grad_(), torch.zeros(n, dtype=dtype)
+    k[2, 128](x, y, n)
+    assert k.specialization(128, [x, y, n])[0]["scalar_t"] == dtype
+    x64 = x.detach().double()
+    tol = 1e-2 if dtype == torch.float16 else 5e-2
+    assert torch.allclose(y.double(), x64 * torch.sigmoid(x64), rtol=tol, atol=tol)
+    g, = torch.autograd.grad(y, x, torch.ones(n, dtype=dtype))
+    want = ref_grads(lambda x: x * torch.sigmoid(x), [x64], torch.ones(n, dtype=F64))[0]
+    assert g.dtype == dtype and torch.allclose(g.double(), want, rtol=tol, atol=tol)
