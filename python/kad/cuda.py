@@ -229,6 +229,33 @@ class CudaKernel:
             template[t] = dt
         return template, self._spec(template, block)
 
+    # ---- the GPU path: nvcc-compiled modules ----
+
+    def _forward_so(self, spec, template):
+        key = ("fwd", id(spec))
+        hit = spec.grads.get(key)
+        if hit is None:
+            text = forward_stub(self.text, self.kernel, spec.params, template)
+            inc = [os.path.dirname(os.path.abspath(self.filename))] if os.path.isfile(self.filename) else []
+            lib = build_module(text, self.kernel, _arch(torch.cuda.current_device()), inc)
+            fname = f"kad_launch_{self.kernel}"
+            fn = getattr(lib, fname)
+            fn.restype = __import__("ctypes").c_int
+            hit = spec.grads[key] = (lib, fn, _parse_launcher(text, fname))
+        return hit
+
+    def _backward_so(self, spec, wrt, out):
+        key = ("bwd", wrt, out)
+        hit = spec.grads.get(key)
+        if hit is None:
+            text = spec.k.grad_module_cuda(list(wrt), list(out), deterministic=self.deterministic)
+            lib = build_module(text, self.kernel + "_bwd", _arch(torch.cuda.current_device()))
+            fname = f"launch_{self.kernel}_bwd"
+            fn = getattr(lib, fname)
+            fn.restype = __import__("ctypes").c_int
+            hit = spec.grads[key] = (lib, fn, _parse_launcher(text, fname))
+        return hit
+
     # ---- launch ----
 
     def _bind(self, spec, args):
@@ -301,14 +328,14 @@ class CudaKernel:
         grid = _dims(grid, "grid", self.kernel)
         block = _dims(block, "block", self.kernel)
         args = list(args)
-        devs = {a.device.type for a in args if isinstance(a, torch.Tensor)}
-        if "cuda" in devs:
-            raise NotImplementedError(
-                f"kad.cuda: {self.kernel}: CUDA tensors are not supported yet by kad.cuda (the forward and "
-                f"the generated backward compiled at run time are issue 37's next step); run on CPU tensors, "
-                f"or compile kad.cuda.backward_source(...) yourself")
-        _check_limits(self.kernel, grid, block)
-        _, spec = self.specialization(block, args)
+        devs = {a.device for a in args if isinstance(a, torch.Tensor)}
+        dev = next(iter(devs)) if len(devs) == 1 else None
+        on_gpu = dev is not None and dev.type == "cuda"
+        if on_gpu and self.hip:
+            raise NotImplementedError(f"kad.cuda: {self.kernel}: a HIP source on CUDA tensors: kad.cuda compiles "
+                                      f"CUDA C with nvcc; the HIP spelling runs on CPU tensors")
+        _check_limits(self.kernel, grid, block, _device_limits(dev) if on_gpu else None)
+        template, spec = self.specialization(block, args)
         mode, _ = self._bind(spec, args)
         params = spec.params
         names = [n for n, _ in params]
@@ -319,8 +346,9 @@ class CudaKernel:
             self._check_undeclared(by)
         inputs = [n for n in self.inputs if by[n].requires_grad] if torch.is_grad_enabled() else []
         outs = [n for n in names if n in self.outputs]
+        launch = _Launch(self, spec, template, grid, block, mode, dev if on_gpu else None, shared_mem, stream)
         if not inputs:
-            run_cpu(spec.k, grid, values, mode, written=[by[n] for n in outs])
+            launch.forward(values, [by[n] for n in outs])
             return _result([by[n] for n in outs])
         for n in outs:
             for m in names:
@@ -330,7 +358,10 @@ class CudaKernel:
         # the backward's launch conditions (a loop's stores distinct only for N >= 64...): refused
         # now, located, rather than after the forward when the backward runs
         spec.grad(tuple(inputs), tuple(outs), self.deterministic).check_launch(grid, values)
-        run = _Run(self, spec, grid, values, names, inputs, outs, mode)
+        if on_gpu:  # compiled (or refused, located) before the forward runs
+            self._forward_so(spec, template)
+            self._backward_so(spec, tuple(inputs), tuple(outs))
+        run = _Run(launch, values, names, inputs, outs)
         return _CudaFunction.apply(run, *[by[n] for n in run.slots])
 
 
@@ -352,8 +383,9 @@ class _Run:
     docs/AD.md "In-place buffers") is one slot: marked dirty, its gradient that of its value
     before the launch, which the backward reads from a copy taken before the forward."""
 
-    def __init__(self, dk, spec, grid, values, names, inputs, outs, mode):
-        self.dk, self.spec, self.grid, self.mode = dk, spec, grid, mode
+    def __init__(self, launch, values, names, inputs, outs):
+        self.launch = launch
+        self.dk, self.spec, self.grid, self.mode = launch.dk, launch.spec, launch.grid, launch.mode
         self.names = names
         self.values = values  # C order; tensors replaced by detached aliases in forward
         self.inputs = inputs  # input names whose tensors need their gradient
@@ -361,7 +393,7 @@ class _Run:
         self.others = [n for n, v in zip(names, values) if isinstance(v, torch.Tensor)
                        and n not in inputs and n not in outs]
         self.slots = inputs + self.others + [n for n in outs if n not in inputs]
-        acc = spec.access
+        acc = self.spec.access
         # the scratch tensors the kernel writes (not declared outputs: a norm's mean and rstd)
         self.scratch = [n for n in self.others if acc.get(n, 0) & 2]
         self.saved = [n for n in inputs + self.others if n not in outs and n not in self.scratch]
@@ -373,8 +405,7 @@ class _Run:
     def forward(self):
         self.values = [v.detach() if isinstance(v, torch.Tensor) else v for v in self.values]
         by = dict(zip(self.names, self.values))
-        run_cpu(self.spec.k, self.grid, self.values, self.mode,
-                written=[by[n] for n in self.outs + self.scratch])
+        self.launch.forward(self.values, [by[n] for n in self.outs + self.scratch])
         for n in self.scratch:
             increment_version(by[n])  # written through a pointer: what autograd saved of it is stale
 
@@ -432,11 +463,228 @@ class _CudaFunction(torch.autograd.Function):
         if missing:
             raise KadError(f"kad.cuda: {run.dk.kernel}: the backward takes {missing}, which this binding does "
                            f"not know (a kad version mismatch?)")
-        run_cpu(g, run.grid, {n: by[n] for n, _ in g.params}, run.mode, written=list(dx.values()))
+        run.launch.backward(g, need, run.outs, by, dx)
         for i, n in enumerate(run.slots):
             if n in dx:
                 result[1 + i] = dx[n]
         return tuple(result)
+
+
+class _Launch:
+    """Where one launch runs: kad's interpreter (device None) or the GPU, through the forward and
+    the backward compiled by nvcc (_compiled)."""
+
+    def __init__(self, dk, spec, template, grid, block, mode, device, shared_mem, stream):
+        self.dk, self.spec, self.template, self.grid, self.block = dk, spec, template, grid, block
+        self.mode, self.device, self.shared_mem, self.stream = mode, device, int(shared_mem or 0), stream
+
+    def _stream(self):
+        s = self.stream
+        if s is None:
+            s = torch.cuda.current_stream(self.device)
+        return getattr(s, "cuda_stream", s)
+
+    def forward(self, values, written):
+        if self.device is None:
+            run_cpu(self.spec.k, self.grid, values, self.mode, written=written)
+            return
+        lib, fn, sig = self.dk._forward_so(self.spec, self.template)
+        _call(fn, sig, dict(zip([n for n, _ in self.spec.params], values)),
+              self.grid, self._stream(), block=self.block, shared_mem=self.shared_mem, name=self.dk.kernel)
+
+    def backward(self, g, need, outs, by, dx):
+        if self.device is None:
+            run_cpu(g, self.grid, {n: by[n] for n, _ in g.params}, self.mode, written=list(dx.values()))
+            return
+        lib, fn, sig = self.dk._backward_so(self.spec, tuple(need), tuple(outs))
+        _call(fn, sig, by, self.grid, self._stream(), name=self.dk.kernel + "_bwd")
+
+
+def _device_limits(dev):
+    """(max block dims, max threads per block, max grid dims) of a CUDA device (CUDA's common
+    limits where torch does not say)."""
+    p = torch.cuda.get_device_properties(dev)
+    threads = getattr(p, "max_threads_per_block", _MAX_THREADS)
+    bdims = tuple(getattr(p, "max_threads_dim", None) or _MAX_BLOCK)
+    gdims = tuple(getattr(p, "max_grid_size", None) or _MAX_GRID)
+    return bdims[:3], threads, gdims[:3]
+
+
+_C_CTYPES = {"float": "c_float", "double": "c_double", "int32_t": "c_int32", "int64_t": "c_int64",
+             "int": "c_int", "unsigned": "c_uint", "uint32_t": "c_uint32", "uint64_t": "c_uint64",
+             "bool": "c_bool", "int16_t": "c_int16", "int8_t": "c_int8", "uint8_t": "c_uint8"}
+
+
+def _parse_launcher(text, fname):
+    """[(name, ctype, is_pointer)] of extern "C" int fname(...) in text: the launcher's ABI."""
+    import ctypes
+    m = re.search(r'extern "C" int ' + re.escape(fname) + r"\(([^)]*)\)", text)
+    if not m:
+        raise KadError(f"kad.cuda: the generated module has no launcher {fname}")
+    sig = []
+    for part in m.group(1).split(","):
+        part = " ".join(part.split())
+        name = re.findall(r"[A-Za-z_]\w*", part)[-1]
+        decl = part[: part.rindex(name)].strip()
+        if "*" in decl or decl in ("cudaStream_t", "hipStream_t"):
+            sig.append((name, ctypes.c_void_p, "*" in decl))
+        else:
+            base = decl.replace("const ", "").strip()
+            if base not in _C_CTYPES:
+                raise KadError(f"kad.cuda: launcher {fname}: parameter type {decl!r} unknown to this binding")
+            sig.append((name, getattr(ctypes, _C_CTYPES[base]), False))
+    return sig
+
+
+def _call(fn, sig, by, grid, stream, block=None, shared_mem=0, name=""):
+    """Calls a compiled launcher: grid_x.., block_x.. (the forward's), shared_mem, the parameters
+    by name (<d_x>_numel from d_x), stream."""
+    extra = {"grid_x": grid[0], "grid_y": grid[1], "grid_z": grid[2], "stream": stream,
+             "kad_shared_mem": shared_mem}
+    if block is not None:
+        extra.update(block_x=block[0], block_y=block[1], block_z=block[2])
+    args = []
+    for n, ct, is_ptr in sig:
+        if n in extra:
+            v = extra[n]
+        elif n.endswith("_numel") and n[: -len("_numel")] in by:
+            v = by[n[: -len("_numel")]].numel()
+        elif n in by:
+            v = by[n]
+        else:
+            raise KadError(f"kad.cuda: launcher of {name} takes '{n}', which this binding does not know")
+        if isinstance(v, torch.Tensor):
+            v = v.data_ptr() if is_ptr else v.item()
+        args.append(ct(v))
+    rc = fn(*args)
+    if rc != 0:
+        raise RuntimeError(f"kad.cuda: the launch of {name} failed: CUDA error {rc} "
+                           f"({_cuda_error_name(rc)}; cudaErrorInvalidValue: a guard of the launch refused it, "
+                           f"see the module's header: kad.cuda.backward_source)")
+
+
+def _cuda_error_name(rc):
+    try:
+        import ctypes
+        rt = ctypes.CDLL("libcudart.so")
+        rt.cudaGetErrorName.restype = ctypes.c_char_p
+        return rt.cudaGetErrorName(int(rc)).decode()
+    except OSError:
+        return "cudaError " + str(rc)
+
+
+def _nvcc():
+    """The nvcc to compile with: $KAD_NVCC, $CUDA_HOME/bin/nvcc, or nvcc on PATH."""
+    import shutil
+    for c in (os.environ.get("KAD_NVCC"),
+              os.path.join(os.environ["CUDA_HOME"], "bin", "nvcc") if os.environ.get("CUDA_HOME") else None,
+              shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
+        if c and os.path.isfile(c):
+            return c
+    raise RuntimeError("kad.cuda: CUDA tensors need nvcc to compile the kernel and its backward (set KAD_NVCC "
+                       "or CUDA_HOME, or put nvcc on PATH); CPU tensors run on kad's interpreter without it")
+
+
+_SO_LOCK = threading.Lock()
+_LOADED = {}  # path -> ctypes.CDLL (a process loads each module once)
+compile_log = []  # (module name, seconds, cached): what the GPU path compiled, for measurement
+
+
+def _arch(dev):
+    major, minor = torch.cuda.get_device_capability(dev)
+    return f"sm_{major}{minor}"
+
+
+def build_module(text, name, arch, include=()):
+    """A CUDA C module text compiled by nvcc into a shared library, cached on disk by the hash of
+    the text, nvcc's version, the arch and the flags (kad.cache_dir()/cuda/<hash>.so): the
+    library's path.  compile_log records the seconds each took."""
+    import ctypes
+    import hashlib
+    import subprocess
+    import tempfile
+    import time
+
+    from .autograd import cache_dir
+    nvcc = _nvcc()
+    flags = ["-O3", "-shared", "-Xcompiler", "-fPIC", f"-arch={arch}", "-std=c++17"] + [f"-I{d}" for d in include]
+    with _SO_LOCK:
+        ver = _nvcc_version(nvcc)
+        key = hashlib.sha256("\0".join([text, ver, " ".join(flags), _capi.build_id()]).encode()).hexdigest()[:32]
+        d = os.path.join(cache_dir(), "cuda")
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, f"{name}-{key}.so")
+        if path in _LOADED:
+            return _LOADED[path]
+        cached = os.path.exists(path)
+        t0 = time.perf_counter()
+        if not cached:
+            with tempfile.TemporaryDirectory(dir=d) as tmp:
+                src = os.path.join(tmp, name + ".cu")
+                with open(src, "w") as f:
+                    f.write(text)
+                out = os.path.join(tmp, name + ".so")
+                r = subprocess.run([nvcc, *flags, "-o", out, src], capture_output=True, text=True)
+                if r.returncode != 0:
+                    raise KadError(f"kad.cuda: nvcc failed on {name}:\n{r.stderr.strip()}")
+                os.replace(out, path)  # the same file system: no reader sees a partial file
+        lib = ctypes.CDLL(path)
+        compile_log.append((name, time.perf_counter() - t0, cached))
+        _LOADED[path] = lib
+        return lib
+
+
+_NVCC_VER = {}
+
+
+def _nvcc_version(nvcc):
+    import subprocess
+    v = _NVCC_VER.get(nvcc)
+    if v is None:
+        v = _NVCC_VER[nvcc] = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    return v
+
+
+def _template_header(text, kernel):
+    """The template parameter names of kernel, in order ([] for none)."""
+    pat = re.compile(r"template\s*<([^<>]*)>\s*(?:__global__|[^;{}()]*?\b__global__)[^;{}]*?\b"
+                     + re.escape(kernel) + r"\s*\(")
+    m = pat.search(text)
+    if not m:
+        return []
+    return [p.split("=", 1)[0].split()[-1] for p in m.group(1).split(",") if p.strip()]
+
+
+_KAD_TO_CXX = {"fp32": "float", "fp64": "double", "fp16": "__half", "bf16": "__nv_bfloat16", "i32": "int32_t",
+               "i64": "int64_t", "i16": "int16_t", "i8": "int8_t", "u8": "uint8_t", "u32": "uint32_t",
+               "u64": "uint64_t", "i1": "bool"}
+
+
+def forward_stub(text, kernel, params, template):
+    """The user's source followed by an extern "C" launcher of its kernel (the forward compiled
+    as written: the instantiation for template, the arguments in the C signature's order)."""
+    names = _template_header(text, kernel)
+    targs = []
+    for t in names:
+        if t not in template:
+            raise KadError(f"kad.cuda: {kernel}: template parameter '{t}' has no value for the GPU launch: "
+                           f"give it with template={{'{t}': ...}}")
+        v = template[t]
+        v = _DTYPE_TO_KAD.get(v, v) if isinstance(v, torch.dtype) else v
+        targs.append(_KAD_TO_CXX.get(v, str(v)) if isinstance(v, str) else str(int(v)))
+    inst = kernel + (f"<{', '.join(targs)}>" if names else "")
+    decl = []
+    for n, ty in params:
+        e = ty.lstrip("*").split("[", 1)[0]
+        decl.append(f"{_KAD_TO_CXX[e]} {'*' if ty.startswith('*') else ''}{n}")
+    return (text + "\n\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <stdint.h>\n"
+            "// kad.cuda: the forward's launcher\n"
+            f'extern "C" int kad_launch_{kernel}(unsigned grid_x, unsigned grid_y, unsigned grid_z, '
+            "unsigned block_x, unsigned block_y, unsigned block_z, unsigned kad_shared_mem, "
+            + "".join(d + ", " for d in decl) + "cudaStream_t stream)\n{\n"
+            f"    {inst}<<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), kad_shared_mem, "
+            f"stream>>>({', '.join(n for n, _ in params)});\n"
+            "    return (int)cudaGetLastError();\n}\n")
 
 
 def differentiable(source: str, kernel: str, inputs: Sequence[str], outputs: Sequence[str],

@@ -323,3 +323,30 @@ def test_swish_half_types_from_dtype(dtype):
     g, = torch.autograd.grad(y, x, torch.ones(n, dtype=dtype))
     want = ref_grads(lambda x: x * torch.sigmoid(x), [x64], torch.ones(n, dtype=F64))[0]
     assert g.dtype == dtype and torch.allclose(g.double(), want, rtol=tol, atol=tol)
+
+
+# ---- the GPU path's compile step (runs without a GPU where nvcc is installed) ----
+
+def test_gpu_modules_compile_and_cache(tmp_path, monkeypatch):
+    import shutil
+    from kad import cuda as kc
+    if not shutil.which("nvcc") and not os.path.isfile("/usr/local/cuda/bin/nvcc"):
+        pytest.skip("no nvcc")
+    monkeypatch.setenv("KAD_CACHE_DIR", str(tmp_path))
+    k = square()
+    t, spec = k.specialization(256)
+    stub = kc.forward_stub(k.text, "square", spec.params, t)
+    assert "square<<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), kad_shared_mem, stream>>>" in stub
+    bwd = kad.cuda.backward_source(k, 256)
+    kc.compile_log.clear()
+    for text, name in ((stub, "square"), (bwd, "square_bwd")):
+        lib = kc.build_module(text, name, "sm_90")
+        fname = "kad_launch_square" if name == "square" else "launch_square_bwd"
+        assert hasattr(lib, fname)
+        sig = [n for n, _, _ in kc._parse_launcher(text, fname)]
+        assert sig[:3] == ["grid_x", "grid_y", "grid_z"] and sig[-1] == "stream"
+    assert [c for _, _, c in kc.compile_log] == [False, False]
+    kc._LOADED.clear()
+    kc.build_module(bwd, "square_bwd", "sm_90")  # from the disk cache
+    assert kc.compile_log[-1][2] is True
+    assert len(list((tmp_path / "cuda").glob("*.so"))) == 2
