@@ -204,7 +204,13 @@ class CudaKernel:
             for t in self._types:
                 rest = {u: "fp32" for u in self._types if u != t}
                 a = self._spec({**base, **rest, t: "fp32"}, block).params
-                b = self._spec({**base, **rest, t: "fp64"}, block).params
+                for other in ("fp64", "fp16"):  # a kernel refused for double may take half
+                    try:
+                        b = self._spec({**base, **rest, t: other}, block).params
+                        break
+                    except KadError:
+                        if other == "fp16":
+                            raise
                 uses[t] = [i for i, (p, q) in enumerate(zip(a, b)) if p[1] != q[1]]
             self._uses[key] = uses
         return uses
