@@ -30,7 +30,7 @@ from torch.autograd.graph import increment_version
 
 from .autograd import _cpu_mode, run_cpu
 
-__all__ = ["differentiable", "CudaKernel", "backward_source"]
+__all__ = ["differentiable", "kernel", "CudaKernel", "backward_source", "check_backward", "compile_log"]
 
 # torch dtype <-> kad element type (the C types of include/kad.h's param types)
 _DTYPE_TO_KAD = {
@@ -150,10 +150,10 @@ class CudaKernel:
 
     def __init__(self, source: str, kernel: str, inputs: Sequence[str], outputs: Sequence[str],
                  template: Mapping[str, Any] | None = None, hip: bool | None = None,
-                 deterministic: bool = True) -> None:
+                 deterministic: bool = True, _plain: bool = False) -> None:
         if isinstance(inputs, str) or isinstance(outputs, str):
             raise TypeError("kad.cuda.differentiable: inputs and outputs are lists of parameter names")
-        if not outputs:
+        if not outputs and not _plain:
             raise ValueError("kad.cuda.differentiable: outputs=[...] names the pointer parameters the kernel "
                              "writes whose gradients flow back (at least one)")
         self.filename, self.text = _read_source(source, kernel)
@@ -716,3 +716,80 @@ def backward_source(k: CudaKernel, block, *args: Any, template: Mapping[str, Any
     outs = [n for n, _ in spec.params if n in k.outputs]
     return spec.k.grad_module_cuda(list(wrt or k.inputs), outs, deterministic=k.deterministic,
                                    hip=k.hip if hip is None else hip)
+
+
+def kernel(source: str, kernel: str, template: Mapping[str, Any] | None = None,
+           hip: bool | None = None) -> CudaKernel:
+    """A CUDA C / HIP kernel launched as k[grid, block](*args) without autograd (a hand-written
+    backward kernel for check_backward): CPU tensors on kad's interpreter, CUDA ones compiled."""
+    return CudaKernel(source, kernel, (), (), template=template, hip=hip, _plain=True)
+
+
+def check_backward(k: CudaKernel, grid, block, args: Sequence[Any], my_backward,
+                   seed: int = 0):
+    """Compares a hand-written backward with kad's gradient of k[grid, block](*args) and with a
+    float64 reference (kad's backward on the interpreter in f64 mode, on CPU copies), as
+    kad.check_backward does for Triton kernels.  Runs the forward on args (the outputs are
+    written), draws seeded normal output gradients and calls my_backward(*args, *d_outs) (the
+    forward's arguments after it ran, then one gradient per declared output in C order), which
+    returns the input gradients: a tensor, a tuple in the order of inputs=, or a dict by name.
+    To run a backward kernel of CUDA C there: kad.cuda.kernel(source, name)[grid, block](...).
+    Returns kad.check's BackwardReport (str(): the table; .ok)."""
+    from .autograd import f64_mode
+    from .check import _FLOOR, BackwardReport, InputReport, _compare
+    if not isinstance(k, CudaKernel):
+        raise TypeError("kad.cuda.check_backward: pass the kernel kad.cuda.differentiable returned")
+    grid, block = _dims(grid, "grid", k.kernel), _dims(block, "block", k.kernel)
+    args = list(args)
+    _, spec = k.specialization(block, args)
+    k._bind(spec, args)
+    names = [n for n, _ in spec.params]
+    pre = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
+    by = dict(zip(names, pre))
+    outs = [n for n in names if n in k.outputs]
+    wrt = [n for n in k.inputs if by[n].is_floating_point()]
+    gen = torch.Generator().manual_seed(seed)
+    d_outs = [torch.randn(by[n].shape, generator=gen, dtype=torch.float64).to(by[n].dtype).to(by[n].device)
+              for n in outs]
+
+    def grads(values, cast):
+        """kad's gradients of wrt through the autograd path, on copies of the pre-launch values."""
+        leaves = {n: cast(by[n]).requires_grad_() for n in wrt}
+        call = [leaves[n].clone() if n in leaves else cast(v) if isinstance(v, torch.Tensor) else v
+                for n, v in zip(names, values)]
+        with torch.enable_grad():
+            r = k[grid, block](*call)
+        ys = r if isinstance(r, tuple) else (r,)
+        gs = torch.autograd.grad(ys, [leaves[n] for n in wrt], [cast(d) for d in d_outs], allow_unused=True)
+        return {n: (torch.zeros_like(leaves[n]) if g is None else g) for n, g in zip(wrt, gs)}
+
+    mine = grads(pre, lambda t: t.detach().clone())
+    with f64_mode():
+        ref = grads(pre, lambda t: t.detach().to("cpu", torch.float64 if t.is_floating_point() else t.dtype).clone())
+    with torch.no_grad():
+        k[grid, block](*args)
+        theirs = my_backward(*args, *d_outs)
+    if isinstance(theirs, torch.Tensor):
+        theirs = (theirs,)
+    if isinstance(theirs, (tuple, list)):
+        if len(theirs) != len(k.inputs):
+            raise ValueError(f"my_backward returned {len(theirs)} gradients for the {len(k.inputs)} inputs "
+                             f"{list(k.inputs)}")
+        theirs = dict(zip(k.inputs, theirs))
+    if not isinstance(theirs, dict):
+        raise TypeError("my_backward must return a tensor, a tuple of tensors in the order of the inputs, or a "
+                        "dict name -> tensor")
+    rows = []
+    for n in wrt:
+        u = theirs.get(n)
+        if u is None:
+            continue
+        ak, rk, wk = _compare(u, mine[n])
+        af, rf, wf = _compare(u, ref[n])
+        _, base, _ = _compare(mine[n], ref[n])
+        tol = max(_FLOOR.get(by[n].dtype, 1e-4), 4 * base)
+        rows.append(InputReport(n, str(by[n].dtype).replace("torch.", ""), ak, rk, wk, af, rf, wf, base, tol,
+                                rf <= tol))
+    if not rows:
+        raise ValueError("my_backward returned no gradient for any differentiable input")
+    return BackwardReport(k.kernel, rows)

@@ -350,3 +350,33 @@ def test_gpu_modules_compile_and_cache(tmp_path, monkeypatch):
     kc.build_module(bwd, "square_bwd", "sm_90")  # from the disk cache
     assert kc.compile_log[-1][2] is True
     assert len(list((tmp_path / "cuda").glob("*.so"))) == 2
+
+
+# ---- check_backward: a hand-written backward kernel ----
+
+MY_BWD = """
+__global__ void square_bwd(const float* x, const float* dy, float* dx, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dx[i] = FACTOR * x[i] * dy[i];
+}
+"""
+
+
+@pytest.mark.parametrize("factor, ok", [("2.0f", True), ("2.01f", False)])
+def test_check_backward_hand_written_kernel(factor, ok):
+    k = square()
+    bk = kad.cuda.kernel(MY_BWD.replace("FACTOR", factor), "square_bwd")
+    n = 700
+
+    def my_backward(x, y, n, dy):
+        dx = torch.zeros_like(x)
+        bk[3, 256](x, dy, dx, n)
+        return dx
+
+    x, y = randn(n, dtype=torch.float32), torch.zeros(n)
+    rep = kad.cuda.check_backward(k, 3, 256, (x, y, n), my_backward)
+    assert rep.ok is ok, str(rep)
+    assert torch.allclose(y, x * x)  # the forward ran on the arguments
+    r = rep["x"]
+    assert r.kad_vs_f64 < 1e-6 and (r.rel_vs_f64 < 1e-6 if ok else r.rel_vs_f64 > 1e-3)
