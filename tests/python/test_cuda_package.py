@@ -380,3 +380,43 @@ def test_check_backward_hand_written_kernel(factor, ok):
     assert torch.allclose(y, x * x)  # the forward ran on the arguments
     r = rep["x"]
     assert r.kad_vs_f64 < 1e-6 and (r.rel_vs_f64 < 1e-6 if ok else r.rel_vs_f64 > 1e-3)
+
+
+TWO_OUT_GATHER = """
+__global__ void two_out(const float* x, const int* idx, float* y, float* z, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = x[idx[i]];
+        y[i] = sinf(v);
+        z[i] = v * x[i];
+    }
+}
+"""
+
+
+def test_two_outputs_and_an_index_buffer():
+    k = kad.cuda.differentiable(TWO_OUT_GATHER, "two_out", inputs=["x"], outputs=["y", "z"])
+    n = 90
+    x = randn(n).requires_grad_()
+    idx = torch.randint(0, n, (n,), generator=gen, dtype=torch.int32)
+    y, z = torch.zeros(n, dtype=F64), torch.zeros(n, dtype=F64)
+
+    def ref(x):
+        v = x[idx.long()]
+        return torch.sin(v), v * x
+
+    with kad.f64_mode():
+        r = k[(2,), (64,)](x, idx, y, z, n)
+        assert r[0] is y and r[1] is z
+        wy, wz = ref(x.detach())
+        close(y, wy)
+        close(z, wz)
+        dy, dz = randn(n), randn(n)
+        g, = torch.autograd.grad((y, z), x, (dy, dz))
+    xr = x.detach().clone().requires_grad_()
+    want, = torch.autograd.grad(ref(xr), xr, (dy, dz))
+    close(g, want)
+    with kad.f64_mode(), pytest.raises(TypeError, match=r"argument 'idx' is int\*, which needs a torch.int32 "
+                                                        r"tensor, got torch.int64"):
+        k[2, 64](x, idx.long(), y, z, n)
