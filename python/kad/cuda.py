@@ -237,25 +237,25 @@ class CudaKernel:
 
     # ---- the GPU path: nvcc-compiled modules ----
 
-    def _forward_so(self, spec, template):
-        key = ("fwd", id(spec))
+    def _forward_so(self, spec, template, dev):
+        key = ("fwd", _arch(dev))
         hit = spec.grads.get(key)
         if hit is None:
             text = forward_stub(self.text, self.kernel, spec.params, template)
             inc = [os.path.dirname(os.path.abspath(self.filename))] if os.path.isfile(self.filename) else []
-            lib = build_module(text, self.kernel, _arch(torch.cuda.current_device()), inc)
+            lib = build_module(text, self.kernel, _arch(dev), inc)
             fname = f"kad_launch_{self.kernel}"
             fn = getattr(lib, fname)
             fn.restype = __import__("ctypes").c_int
             hit = spec.grads[key] = (lib, fn, _parse_launcher(text, fname))
         return hit
 
-    def _backward_so(self, spec, wrt, out):
-        key = ("bwd", wrt, out)
+    def _backward_so(self, spec, wrt, out, dev):
+        key = ("bwd", wrt, out, _arch(dev))
         hit = spec.grads.get(key)
         if hit is None:
             text = spec.k.grad_module_cuda(list(wrt), list(out), deterministic=self.deterministic)
-            lib = build_module(text, self.kernel + "_bwd", _arch(torch.cuda.current_device()))
+            lib = build_module(text, self.kernel + "_bwd", _arch(dev))
             fname = f"launch_{self.kernel}_bwd"
             fn = getattr(lib, fname)
             fn.restype = __import__("ctypes").c_int
@@ -365,8 +365,8 @@ class CudaKernel:
         # now, located, rather than after the forward when the backward runs
         spec.grad(tuple(inputs), tuple(outs), self.deterministic).check_launch(grid, values)
         if on_gpu:  # compiled (or refused, located) before the forward runs
-            self._forward_so(spec, template)
-            self._backward_so(spec, tuple(inputs), tuple(outs))
+            self._forward_so(spec, template, dev)
+            self._backward_so(spec, tuple(inputs), tuple(outs), dev)
         run = _Run(launch, values, names, inputs, outs)
         return _CudaFunction.apply(run, *[by[n] for n in run.slots])
 
@@ -494,16 +494,18 @@ class _Launch:
         if self.device is None:
             run_cpu(self.spec.k, self.grid, values, self.mode, written=written)
             return
-        lib, fn, sig = self.dk._forward_so(self.spec, self.template)
-        _call(fn, sig, dict(zip([n for n, _ in self.spec.params], values)),
-              self.grid, self._stream(), block=self.block, shared_mem=self.shared_mem, name=self.dk.kernel)
+        lib, fn, sig = self.dk._forward_so(self.spec, self.template, self.device)
+        with torch.cuda.device(self.device):
+            _call(fn, sig, dict(zip([n for n, _ in self.spec.params], values)),
+                  self.grid, self._stream(), block=self.block, shared_mem=self.shared_mem, name=self.dk.kernel)
 
     def backward(self, g, need, outs, by, dx):
         if self.device is None:
             run_cpu(g, self.grid, {n: by[n] for n, _ in g.params}, self.mode, written=list(dx.values()))
             return
-        lib, fn, sig = self.dk._backward_so(self.spec, tuple(need), tuple(outs))
-        _call(fn, sig, by, self.grid, self._stream(), name=self.dk.kernel + "_bwd")
+        lib, fn, sig = self.dk._backward_so(self.spec, tuple(need), tuple(outs), self.device)
+        with torch.cuda.device(self.device):
+            _call(fn, sig, by, self.grid, self._stream(), name=self.dk.kernel + "_bwd")
 
 
 def _device_limits(dev):
