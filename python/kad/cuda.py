@@ -19,8 +19,8 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Union
 
 import torch
 
@@ -29,6 +29,11 @@ from ._capi import KadError
 from torch.autograd.graph import increment_version
 
 from .autograd import _cpu_mode, run_cpu
+
+if TYPE_CHECKING:
+    from .check import BackwardReport
+
+Dims = Union[int, Sequence[int]]  # a grid or a block: an int or up to 3 ints
 
 __all__ = ["differentiable", "kernel", "CudaKernel", "backward_source", "check_backward", "compile_log"]
 
@@ -174,12 +179,12 @@ class CudaKernel:
         return f"kad.cuda.differentiable({self.filename!r}, {self.kernel!r}, inputs={list(self.inputs)}, " \
                f"outputs={list(self.outputs)})"
 
-    def __getitem__(self, launch):
+    def __getitem__(self, launch: tuple[Dims, Dims]) -> Callable[..., Any]:
         if not isinstance(launch, tuple) or len(launch) != 2:
             raise TypeError(f"kad.cuda: launch {self.kernel} as k[grid, block](*args), got k[{launch!r}]")
         grid, block = _dims(launch[0], "grid", self.kernel), _dims(launch[1], "block", self.kernel)
 
-        def call(*args, shared_mem=0, stream=None):
+        def call(*args: Any, shared_mem: int = 0, stream: Any = None) -> Any:
             return self.run(grid, block, args, shared_mem=shared_mem, stream=stream)
         return call
 
@@ -215,7 +220,8 @@ class CudaKernel:
             self._uses[key] = uses
         return uses
 
-    def specialization(self, block, args=(), template=None):
+    def specialization(self, block: Dims, args: Sequence[Any] = (),
+                       template: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], _Spec]:
         """(template arguments, kad Kernel) of a launch with this block and these arguments: the
         type template parameters not given by template= take the dtype of the first tensor argument
         whose parameter uses them (AT_DISPATCH's rule; every such tensor must then agree)."""
@@ -330,7 +336,7 @@ class CudaKernel:
                                  f"'{n}' is not in inputs={list(self.inputs)}: its gradient would be silently "
                                  f"missing; add it to inputs=[...], or pass {n}.detach()")
 
-    def run(self, grid, block, args, shared_mem=0, stream=None):
+    def run(self, grid: Dims, block: Dims, args: Sequence[Any], shared_mem: int = 0, stream: Any = None) -> Any:
         grid = _dims(grid, "grid", self.kernel)
         block = _dims(block, "block", self.kernel)
         args = list(args)
@@ -603,7 +609,7 @@ def _arch(dev):
     return f"sm_{major}{minor}"
 
 
-def build_module(text, name, arch, include=()):
+def build_module(text: str, name: str, arch: str, include: Sequence[str] = ()) -> Any:
     """A CUDA C module text compiled by nvcc into a shared library, cached on disk by the hash of
     the text, nvcc's version, the arch and the flags (kad.cache_dir()/cuda/<hash>.so): the
     library's path.  compile_log records the seconds each took."""
@@ -668,7 +674,7 @@ _KAD_TO_CXX = {"fp32": "float", "fp64": "double", "fp16": "__half", "bf16": "__n
                "u64": "uint64_t", "i1": "bool"}
 
 
-def forward_stub(text, kernel, params, template):
+def forward_stub(text: str, kernel: str, params: Sequence[tuple[str, str]], template: Mapping[str, Any]) -> str:
     """The user's source followed by an extern "C" launcher of its kernel (the forward compiled
     as written: the instantiation for template, the arguments in the C signature's order)."""
     names = _template_header(text, kernel)
@@ -706,7 +712,7 @@ def differentiable(source: str, kernel: str, inputs: Sequence[str], outputs: Seq
     return CudaKernel(source, kernel, inputs, outputs, template=template, hip=hip, deterministic=deterministic)
 
 
-def backward_source(k: CudaKernel, block, *args: Any, template: Mapping[str, Any] | None = None,
+def backward_source(k: CudaKernel, block: Dims, *args: Any, template: Mapping[str, Any] | None = None,
                     wrt: Sequence[str] | None = None, hip: bool | None = None) -> str:
     """The CUDA C (HIP for a .hip source, or hip=True) module of k's backward for this block
     (kad_grad_module_cuda; docs/EMIT.md "CUDA C"): <kernel>_bwd and its launcher
@@ -727,8 +733,8 @@ def kernel(source: str, kernel: str, template: Mapping[str, Any] | None = None,
     return CudaKernel(source, kernel, (), (), template=template, hip=hip, _plain=True)
 
 
-def check_backward(k: CudaKernel, grid, block, args: Sequence[Any], my_backward,
-                   seed: int = 0):
+def check_backward(k: CudaKernel, grid: Dims, block: Dims, args: Sequence[Any], my_backward: Callable[..., Any],
+                   seed: int = 0) -> "BackwardReport":
     """Compares a hand-written backward with kad's gradient of k[grid, block](*args) and with a
     float64 reference (kad's backward on the interpreter in f64 mode, on CPU copies), as
     kad.check_backward does for Triton kernels.  Runs the forward on args (the outputs are
