@@ -572,9 +572,9 @@ def _call(fn, sig, by, grid, stream, block=None, shared_mem=0, name=""):
         args.append(ct(v))
     rc = fn(*args)
     if rc != 0:
-        raise RuntimeError(f"kad.cuda: the launch of {name} failed: CUDA error {rc} "
-                           f"({_cuda_error_name(rc)}; cudaErrorInvalidValue: a guard of the launch refused it, "
-                           f"see the module's header: kad.cuda.backward_source)")
+        why = (": cudaErrorInvalidValue is a guard of the backward refusing the launch, the module's header "
+               "(kad.cuda.backward_source) says which" if name.endswith("_bwd") else "")
+        raise RuntimeError(f"kad.cuda: the launch of {name} failed: CUDA error {rc} ({_cuda_error_name(rc)}){why}")
 
 
 def _cuda_error_name(rc):
