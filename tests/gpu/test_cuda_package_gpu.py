@@ -65,13 +65,19 @@ def test_square():
 
 
 SWISH = os.path.join(REPO, "tests", "cuda", "swish_hip.hip")
+HIP_AS_CUDA = """#include <cuda_runtime.h>
+#define hipBlockDim_x blockDim.x
+#define hipGridDim_x gridDim.x
+#define hipBlockIdx_x blockIdx.x
+#define hipThreadIdx_x threadIdx.x
+"""
 
 
 def test_swish_template():
     # the HIP file's kernel in CUDA spelling (nvcc compiles CUDA C): the same per-thread code
     with open(SWISH) as f:
         text = f.read()
-    text = text.replace("#include <hip/hip_runtime.h>", "#include <cuda_runtime.h>")
+    text = text.replace("#include <hip/hip_runtime.h>", HIP_AS_CUDA)
     k = kad.cuda.differentiable(text, "swish", inputs=["x"], outputs=["y"], hip=False)
     n = 5000
     grad_check(lambda x: x * torch.sigmoid(x), k, 8, 128, randn(n), (n,))
