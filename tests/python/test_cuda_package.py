@@ -420,3 +420,67 @@ def test_two_outputs_and_an_index_buffer():
     with kad.f64_mode(), pytest.raises(TypeError, match=r"argument 'idx' is int\*, which needs a torch.int32 "
                                                         r"tensor, got torch.int64"):
         k[2, 64](x, idx.long(), y, z, n)
+
+
+def test_transpose_shared_tile_and_break():
+    k = kad.cuda.differentiable(src("transpose_tile.cu"), "transpose", inputs=["in"], outputs=["out"])
+    R, C = 40, 27
+    x, y = randn(R, C).requires_grad_(), torch.zeros(C, R, dtype=F64)
+    check(k, (2, 3), (16, 16), (x, y, R, C), [x], [y], lambda x: x.t().contiguous())
+    k = kad.cuda.differentiable(src("transpose_tile.cu"), "first_negative", inputs=["x"], outputs=["y"])
+    n, K = 40, 6
+    x, y = randn(n, K).requires_grad_(), torch.zeros(n, dtype=F64)
+
+    def ref(x):
+        stop = [next((j for j, v in enumerate(row.tolist()) if v < -0.5), K) for row in x.detach()]
+        return torch.stack([(x[i, :stop[i]] ** 2).sum() for i in range(n)])
+
+    check(k, 2, 32, (x, y, n, K), [x], [y], ref)
+
+
+def test_iterate_per_thread_trip_count():
+    k = kad.cuda.differentiable(src("constructs.cu"), "iterate", inputs=["x"], outputs=["y"])
+    n, maxit = 40, 3
+
+    def ref(x):
+        out = []
+        for i in range(n):
+            v = x[i]
+            for _ in range(min(1 + i % 4, maxit)):
+                v = v * 0.5 + torch.sin(v)
+            out.append(v + 0.125 * (0 + 2 + 4))
+        return torch.stack(out)
+
+    x, y = randn(n).requires_grad_(), torch.zeros(n, dtype=F64)
+    check(k, 2, 32, (x, y, n, maxit), [x], [y], ref)
+
+
+def test_struct_by_value_is_one_argument_per_member():
+    k = kad.cuda.differentiable(src("constructs.cu"), "affine_act", inputs=["x"], outputs=["y"])
+    n = 50
+    x, y = randn(n).requires_grad_(), torch.zeros(n, dtype=F64)
+    sign = torch.tensor([1.0 if i % 2 == 0 else -1.0 for i in range(n)], dtype=F64)
+
+    def ref(x):
+        v = x * 1.5 - 0.25
+        a = torch.where(v < 0, float(torch.tensor(0.1, dtype=torch.float32)) * v, v * v) * 1.75  # 0.1f
+        return a * sign
+
+    check(k, 2, 32, (x, y, n, 1.5, -0.25, 1), [x], [y], ref)  # p = {1.5, -0.25, 1}: p_scale, p_shift, p_mode
+    with pytest.raises(TypeError, match=r"affine_act takes 6 arguments \(float\* x, float\* y, int n, float "
+                                        r"p_scale, float p_shift, int p_mode\), 4 given"):
+        k[2, 32](x, y, n, 1.5)
+
+
+def test_extern_shared_size_from_template():
+    k = kad.cuda.differentiable(src("constructs.cu"), "window_sum", inputs=["x"], outputs=["y"],
+                                template={"tile": 40})
+    n = 64
+    w = torch.arange(1, 9, dtype=F64)
+
+    def ref(x):
+        xp = torch.cat([x, torch.zeros(8, dtype=F64)])
+        return torch.stack([(xp[i:i + 8] * w).sum() if (i % 32) + 8 <= 40 else None for i in range(n)])
+
+    x, y = randn(n).requires_grad_(), torch.zeros(n, dtype=F64)
+    check(k, 2, 32, (x, y, n), [x], [y], ref)
