@@ -484,3 +484,30 @@ def test_extern_shared_size_from_template():
 
     x, y = randn(n).requires_grad_(), torch.zeros(n, dtype=F64)
     check(k, 2, 32, (x, y, n), [x], [y], ref)
+
+
+# the other kernels of tests/cuda/: torch.autograd.gradcheck (float64 finite differences) in f64 mode
+OTHERS = [
+    ("bias_gelu.cu", "bias_gelu", ["x", "bias"], (2, 5), 32, {}, lambda x, b, y: (x, b, y, 5, 40),
+     [(5, 40), (40,)], (5, 40)),
+    ("float4_lanes.cu", "scale_sq4", ["x"], 2, 64, {}, lambda x, y: (x, y, 0.75, 100), [(400,)], (400,)),
+    ("newton_while.cu", "newton", ["x"], 1, 32, {}, lambda x, y: (x, y), [(32,)], (32,)),
+    ("uniform_if.cu", "uniform_scale", ["x"], 2, 64, {}, lambda x, y: (x, y, 100, 0), [(100,)], (100,)),
+    ("uniform_if.cu", "uniform_scale", ["x"], 2, 64, {}, lambda x, y: (x, y, 100, 1), [(100,)], (100,)),
+    ("host_and_half.cu", "scale_shift", ["x"], 1, 64, {"T": torch.float16, "UNROLL": 2},
+     lambda x, y: (x, y, 100, 0.5), [(100,)], (100,)),
+]
+
+
+@pytest.mark.parametrize("case", OTHERS, ids=lambda c: f"{c[1]}")
+def test_gradcheck_other_kernels(case):
+    fname, name, inputs, grid, block, template, argf, shapes, yshape = case
+    k = kad.cuda.differentiable(src(fname), name, inputs=inputs, outputs=["y"], template=template)
+
+    def f(*xs):
+        y = torch.zeros(yshape, dtype=F64)
+        return k[grid, block](*argf(*xs, y))
+
+    xs = [randn(*s).requires_grad_() for s in shapes]
+    with kad.f64_mode():
+        assert torch.autograd.gradcheck(f, xs, eps=1e-6, atol=1e-6, rtol=1e-5)
