@@ -19,6 +19,9 @@ PyTorch users need one decorator (docs/PYTHON.md):
 Custom derivatives of @triton.jit helpers live in a rules file the kernel
 never imports (kad.vjp_of, kad.nondiff; docs/AD.md "Custom derivatives").
 
+CUDA C / HIP kernels: kad.cuda.differentiable(path_or_text, kernel, inputs=[...],
+outputs=[...]) launched as k[grid, block](*args) (docs/PYTHON.md, "CUDA C / HIP kernels").
+
 CPU tensors run on kad's C interpreter, CUDA tensors with Triton.  The C
 library's own binding (Context, Kernel) is here too:
 
@@ -33,7 +36,7 @@ from .rules import jvp_of, nondiff, vjp_of
 
 __all__ = ["Context", "KadError", "Kernel", "Pointer", "library_path", "version", "differentiable",
            "backward_source", "check_backward", "cache_dir", "f64_mode", "audit", "__version__",
-           "vjp_of", "jvp_of", "nondiff", "backward"]
+           "vjp_of", "jvp_of", "nondiff", "backward", "cuda"]
 
 # kad.__version__ is the loaded C library's version (KAD_VERSION in include/kad.h, which
 # python/setup.py also reads for the package metadata): one source of truth.  It is looked
@@ -71,6 +74,14 @@ def __getattr__(name: str):
     # only numpy, and `import kad` stays cheap for the tests that use it.
     if name in ("differentiable", "cache_dir", "DifferentiableKernel", "f64_mode"):
         return _torch_layer("autograd", name)
+    if name == "cuda":  # kad.cuda: CUDA C / HIP kernels as autograd ops (imported on first use)
+        import importlib
+        try:
+            return importlib.import_module(".cuda", __name__)
+        except ModuleNotFoundError as e:
+            if e.name != "torch":
+                raise
+            return _torch_layer("cuda", "differentiable") and None
     if name in ("backward_source", "check_backward", "BackwardReport", "audit", "AuditReport", "AuditFinding",
                 "backward"):
         return _torch_layer("check", name)

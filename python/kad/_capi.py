@@ -166,6 +166,12 @@ def _load():
             "kad_race_check": ([P, S, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(_KadArg), I, I], I),
             "kad_race_module": ([P, S], S),
             "kad_check_launch": ([P, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64), I], I),
+            # CUDA C / HIP (docs/LANGUAGE.md "CUDA C / HIP kernels", docs/EMIT.md "CUDA C")
+            "kad_add_cuda_source": ([P, S, S], I),
+            "kad_specialize_cuda": ([P, S, S, ctypes.POINTER(I), U], P),
+            "kad_kernel_cuda": ([P, I], S),
+            "kad_grad_module_cuda": ([P, S, S, U, I], S),
+            "kad_jvp_module_cuda": ([P, S, S, I], S),
         }
         for name, (argtypes, restype) in sigs.items():
             fn = getattr(lib, name)
@@ -312,6 +318,27 @@ class Context:
         k = self._lib.kad_specialize(self._c, _enc(kernel), _enc(sig), flags)
         if not k:
             self._fail(f"specialize({kernel!r})")
+        return Kernel(self, k)
+
+    def add_cuda_source(self, filename: str, text: str) -> None:
+        """Adds a CUDA C / HIP file (.cu, .cuh, .hip, .cpp; kad_add_cuda_source): its device code."""
+        fn = self._need("kad_add_cuda_source")
+        self._begin()
+        if fn(self._c, _enc(filename), _enc(text)) != 0:
+            self._fail(f"add_cuda_source({filename!r})")
+
+    def specialize_cuda(self, kernel: str, targs: str, block: Sequence[int], flags: int = 0) -> "Kernel":
+        """Specializes the __global__ function kernel (kad_specialize_cuda): targs the template
+        arguments and extern __shared__ sizes ("scalar_t=fp32,BLOCK=256"), block (bx[, by[, bz]])."""
+        fn = self._need("kad_specialize_cuda")
+        b = list(map(int, block))
+        if not 1 <= len(b) <= 3:
+            raise ValueError("block must have 1 to 3 dimensions")
+        dims = (ctypes.c_int * 3)(*(b + [1] * (3 - len(b))))
+        self._begin()
+        k = fn(self._c, _enc(kernel), _enc(targs or ""), dims, int(flags))
+        if not k:
+            self._fail(f"specialize_cuda({kernel!r})")
         return Kernel(self, k)
 
     def parse_ir(self, name: str, text: str) -> "Kernel":
@@ -486,6 +513,36 @@ class Kernel:
         text = fn(self._k, _enc(_names(wrt)), _enc(_names(out)), flags)
         if text is None:
             self._ctx._fail("grad_module")
+        return _dec(text)
+
+    def cuda_module(self, hip: bool = False) -> str:
+        """The kernel as a CUDA C (hip: HIP) module with its launcher (kad_kernel_cuda)."""
+        fn = self._ctx._need("kad_kernel_cuda")
+        self._ctx._begin()
+        text = fn(self._k, 1 if hip else 0)
+        if text is None:
+            self._ctx._fail("kernel_cuda")
+        return _dec(text)
+
+    def grad_module_cuda(self, wrt: Names, out: Names, deterministic: bool = True, saved: bool = False,
+                         hip: bool = False) -> str:
+        """The backward as a CUDA C (hip: HIP) module (kad_grad_module_cuda, docs/EMIT.md "CUDA C"):
+        <kernel>_bwd and extern "C" launch_<kernel>_bwd."""
+        fn = self._ctx._need("kad_grad_module_cuda")
+        self._ctx._begin()
+        flags = (0 if deterministic else GRAD_ATOMICS) | (GRAD_SAVED if saved else 0)
+        text = fn(self._k, _enc(_names(wrt)), _enc(_names(out)), flags, 1 if hip else 0)
+        if text is None:
+            self._ctx._fail("grad_module_cuda")
+        return _dec(text)
+
+    def jvp_module_cuda(self, wrt: Names, out: Names, hip: bool = False) -> str:
+        """The forward-mode kernel as a CUDA C (hip: HIP) module (kad_jvp_module_cuda)."""
+        fn = self._ctx._need("kad_jvp_module_cuda")
+        self._ctx._begin()
+        text = fn(self._k, _enc(_names(wrt)), _enc(_names(out)), 1 if hip else 0)
+        if text is None:
+            self._ctx._fail("jvp_module_cuda")
         return _dec(text)
 
     def jvp(self, wrt: Names, out: Names) -> "Kernel":
