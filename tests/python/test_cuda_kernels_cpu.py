@@ -1,0 +1,173 @@
+"""The per-thread kernels of tests/cuda/ through kad's CUDA C modules, run without a GPU: per-thread
+source -> `kad emit|grad|jvp ... --emit cuda` -> the module's kernel compiled by g++ against the
+CPU stand-in of tests/python/cuda_shim/ (one std::thread per lane, __syncthreads a barrier) ->
+results against torch float64 (autograd for the backward, torch.func.jvp for the tangents).
+
+The launcher is not compiled here (it calls the CUDA runtime): it is read from the module's text
+and done in Python as it is written — its guards refuse, its plain-store flags are computed from
+the launch's grid and arguments, the buffers it zero-fills are zeroed.  The GPU runs of the same
+modules (and of the kernels' own sources) are tests/gpu/test_cuda_kernels_gpu.py; the cases, their
+torch math and the emitter's expected refusals are tests/python/cuda_kernel_cases.py.
+
+    /work/main/.venv/bin/python -m pytest -q tests/python/test_cuda_kernels_cpu.py
+
+Skipped without g++ (C++20) or torch.
+"""
+import ctypes
+import os
+import shutil
+import subprocess
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import cuda_kernel_cases as cc  # noqa: E402
+
+SHIM = os.path.join(cc.REPO, "tests", "python", "cuda_shim")
+GXX = shutil.which("g++")
+
+pytestmark = pytest.mark.skipif(GXX is None, reason="g++ is not on PATH")
+
+
+class ShimKernel:
+    """The module's kernel built for the CPU with a driver that runs each block with one thread per
+    lane; call(grid, values) does what the launcher does, then runs the kernel."""
+
+    def __init__(self, src, fn, tmp_path, name):
+        self.launcher = cc.Launcher(src, fn)
+        self.lanes, self.kparams = cc.kernel_signature(src, self.launcher.kernel)
+        assert self.lanes == self.launcher.lanes
+        kern = src[:src.index(cc.MARK)]
+        params = cc.kernel_params_text(src, self.launcher.kernel)
+        names = [n for _, n in self.kparams]
+        driver = """
+#include <thread>
+#include <vector>
+extern "C" void kad_run(unsigned kad_gx, unsigned kad_gy, unsigned kad_gz, %s)
+{
+    gridDim = {kad_gx, kad_gy, kad_gz};
+    blockDim = {%d, 1, 1};
+    for (unsigned kad_z = 0; kad_z < kad_gz; kad_z++)
+        for (unsigned kad_y = 0; kad_y < kad_gy; kad_y++)
+            for (unsigned kad_x = 0; kad_x < kad_gx; kad_x++) {
+                std::barrier<> kad_bar(%d);
+                kad_barrier = &kad_bar;
+                std::vector<std::thread> kad_ts;
+                for (unsigned kad_t = 0; kad_t < %d; kad_t++)
+                    kad_ts.emplace_back([=] {
+                        threadIdx = {kad_t, 0, 0};
+                        blockIdx = {kad_x, kad_y, kad_z};
+                        %s(%s);
+                    });
+                for (auto &kad_th : kad_ts)
+                    kad_th.join();
+            }
+}
+""" % (params, self.lanes, self.lanes, self.lanes, self.launcher.kernel, ", ".join(names))
+        cpp, so = tmp_path / (name + ".cpp"), tmp_path / (name + ".so")
+        cpp.write_text(kern + driver)
+        p = subprocess.run([GXX, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-I", SHIM, str(cpp), "-o",
+                            str(so)], capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-4000:]
+        self.fn = ctypes.CDLL(str(so)).kad_run
+        self.fn.restype = None
+        self.fn.argtypes = [ctypes.c_uint] * 3 + [t for t, _ in self.kparams]
+
+    def call(self, grid, values):
+        """values: the launcher's parameters by name (tensors, numbers); the flags it computed."""
+        L = self.launcher
+        missing = [n for _, n in L.params if n not in values]
+        assert not missing, missing
+        g = tuple(grid) + (1,) * (3 - len(grid))
+        assert not L.refuses(g, values), L.refuses(g, values)
+        flags = L.flag_values(g, values)
+        for z in L.zeroed:
+            values[z].zero_()
+        env = dict(values)
+        env.update(flags)
+        args = [env[a] for a in L.kargs]
+        self.fn(*g, *[a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args])
+        return flags
+
+
+def _device(case, v):
+    return {n: (t.to(case.dtype).contiguous() if isinstance(t, torch.Tensor) else t) for n, t in v.items()}
+
+
+FWD_CASES = [c for c in cc.CASES if c.id != "uniform_scale_x0"]
+
+
+@pytest.mark.parametrize("case,mode", cc.modes_params(FWD_CASES, ["emit"], pytest))
+def test_forward(case, mode, tmp_path):
+    """kad's forward module (kad emit --emit cuda) on the shim against the torch math."""
+    src = cc.kad_module(case, mode)
+    k = ShimKernel(src, case.launcher(mode), tmp_path, "fwd")
+    v = cc.inputs(case)
+    dv = _device(case, v)
+    k.call(case.grid, dv)
+    want = case.ref(v)
+    for o in case.out:
+        assert cc.rel_err(dv[o], want[o]) < case.tol, o
+
+
+def run_backward(k, case, v, d_outs):
+    dv = _device(case, v)
+    for o in case.out:
+        dv["d_" + o] = d_outs[o].to(case.dtype).contiguous()
+    for n in case.wrt:
+        dv["d_" + n] = torch.full_like(dv[n], float("nan"))  # the launcher zero-fills it
+        dv["d_%s_numel" % n] = dv[n].numel()
+    flags = k.call(case.grid, dv)
+    return {n: dv["d_" + n] for n in case.wrt}, flags
+
+
+@pytest.mark.parametrize("case,mode", cc.modes_params(cc.CASES, ["bwd", "atomics"], pytest))
+def test_backward(case, mode, tmp_path):
+    """kad's backward module on the shim against torch float64 autograd of the same math; the
+    default backward's plain-store flags are true for these launches, its kernel without the
+    atomics fallback has no atomicAdd (unless the module says it always uses atomics), and the
+    --atomics one gives the same gradients."""
+    src = cc.kad_module(case, mode)
+    k = ShimKernel(src, case.launcher(mode), tmp_path, mode)
+    v = cc.inputs(case)
+    g = torch.Generator().manual_seed(1)
+    d_outs = {o: cc._randn(g, *v[o].shape).to(case.dtype).double() for o in case.out}
+    got, flags = run_backward(k, case, v, d_outs)
+    want = cc.reference_grads(case, v, d_outs)
+    for n in case.wrt:
+        assert cc.rel_err(got[n], want[n]) < case.tol, (n, cc.rel_err(got[n], want[n]))
+    if mode == "bwd":
+        assert all(flags.values()), flags
+        if not case.atomic_bwd:  # (d): atomics only in the fallback that these launches do not take
+            assert "atomicAdd" not in cc.strip_fallbacks(src)
+    else:
+        assert "Built with --atomics" in src
+
+
+@pytest.mark.parametrize("case,mode", cc.modes_params(FWD_CASES, ["jvp"], pytest))
+def test_jvp(case, mode, tmp_path):
+    """kad's forward-mode module on the shim: outputs and tangents against torch.func.jvp (float64)."""
+    src = cc.kad_module(case, mode)
+    k = ShimKernel(src, case.launcher(mode), tmp_path, "jvp")
+    v = cc.inputs(case)
+    g = torch.Generator().manual_seed(2)
+    tan = {n: cc._randn(g, *v[n].shape).to(case.dtype).double() for n in case.wrt}
+    dv = _device(case, v)
+    for n in case.wrt:
+        dv["t_" + n] = tan[n].to(case.dtype).contiguous()
+    for o in case.out:
+        dv["t_" + o] = torch.zeros_like(dv[o])
+    k.call(case.grid, dv)
+    prim, want = cc.reference_jvp(case, v, tan)
+    for o in case.out:
+        assert cc.rel_err(dv[o], prim[o]) < case.tol, o
+        assert cc.rel_err(dv["t_" + o], want[o]) < case.tol, o
+
+
+def test_strip_fallbacks():
+    """The helper (d) relies on: the else branch of a plain-store flag goes, the rest stays."""
+    src = ("__global__ void k(bool plain_d_x) {\n    if (plain_d_x) {\n        if (m) { *p = v; }\n    } else {\n"
+           "        if (m) { atomicAdd(p, v); }\n    }\n    atomicAdd(q, w);\n}\n" + cc.MARK + "\n")
+    s = cc.strip_fallbacks(src)
+    assert "atomicAdd(p, v)" not in s and "*p = v" in s and "atomicAdd(q, w)" in s
