@@ -426,3 +426,50 @@ def reference_jvp(case, v, tangents):
 def rel_err(got, want):
     got, want = got.double().cpu(), want.double().cpu()
     return ((got - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
+
+
+# ---- the kernels' own sources, for nvcc ------------------------------------------------------
+
+# HIP's spelling on CUDA, for the .hip kernels: the test's include directory holds this as
+# hip/hip_runtime.h (the source's own #include), so nvcc compiles the file unchanged.
+HIP_COMPAT = """// hip/hip_runtime.h for nvcc (tests only): HIP's thread-index names onto CUDA's.
+#pragma once
+#include <cuda_runtime.h>
+#include <stdint.h>
+#define hipThreadIdx_x threadIdx.x
+#define hipThreadIdx_y threadIdx.y
+#define hipThreadIdx_z threadIdx.z
+#define hipBlockIdx_x blockIdx.x
+#define hipBlockIdx_y blockIdx.y
+#define hipBlockIdx_z blockIdx.z
+#define hipBlockDim_x blockDim.x
+#define hipBlockDim_y blockDim.y
+#define hipBlockDim_z blockDim.z
+#define hipGridDim_x gridDim.x
+#define hipGridDim_y gridDim.y
+#define hipGridDim_z gridDim.z
+"""
+
+
+def original_launcher_name(case):
+    return "kt_launch_" + case.id
+
+
+def original_source(case, incdir):
+    """A translation unit that #includes the kernel's own file unchanged and adds an extern "C"
+    launcher kt_launch_<id>(grid_x, grid_y, grid_z, <cparams>, stream) with the case's block and
+    dynamic shared memory; writes the HIP compatibility header under incdir."""
+    os.makedirs(os.path.join(incdir, "hip"), exist_ok=True)
+    with open(os.path.join(incdir, "hip", "hip_runtime.h"), "w") as f:
+        f.write(HIP_COMPAT)
+    block = tuple(case.block) + (1,) * (3 - len(case.block))
+    call = case.ccall or ", ".join(n for _, n in parse_params(case.cparams))
+    return """#include "%s"
+
+extern "C" int %s(unsigned grid_x, unsigned grid_y, unsigned grid_z, %s, void *stream)
+{
+    %s<<<dim3(grid_x, grid_y, grid_z), dim3(%d, %d, %d), %d, (cudaStream_t)stream>>>(%s);
+    return (int)cudaGetLastError();
+}
+""" % (os.path.join(CUDA_DIR, case.file), original_launcher_name(case), case.cparams, case.tname or case.kernel,
+       block[0], block[1], block[2], case.smem, call)
