@@ -473,3 +473,35 @@ extern "C" int %s(unsigned grid_x, unsigned grid_y, unsigned grid_z, %s, void *s
 }
 """ % (os.path.join(CUDA_DIR, case.file), original_launcher_name(case), case.cparams, case.tname or case.kernel,
        block[0], block[1], block[2], case.smem, call)
+
+
+def launch_values(case, v, device="cpu", d_outs=None, tangents=None):
+    """The launcher's arguments by name for inputs v (cc.inputs): the forward's parameters in the
+    kernel's dtype on device, then for a backward d_<out> (given), d_<in> (NaN: the launcher
+    zero-fills them) and d_<in>_numel, for a jvp t_<in> (given) and t_<out> (zeros)."""
+    dv = {n: (t.to(device=device, dtype=case.dtype).contiguous() if isinstance(t, torch.Tensor) else t)
+          for n, t in v.items()}
+    for o, t in (d_outs or {}).items():
+        dv["d_" + o] = t.to(device=device, dtype=case.dtype).contiguous()
+    if d_outs is not None:
+        for n in case.wrt:
+            dv["d_" + n] = torch.full_like(dv[n], float("nan"))
+            dv["d_%s_numel" % n] = dv[n].numel()
+    for n, t in (tangents or {}).items():
+        dv["t_" + n] = t.to(device=device, dtype=case.dtype).contiguous()
+    if tangents is not None:
+        for o in case.out:
+            dv["t_" + o] = torch.zeros_like(dv[o])
+    return dv
+
+
+def output_grads(case, v, seed=1):
+    """The output gradients (random, in the kernel's dtype, as float64)."""
+    g = torch.Generator().manual_seed(seed)
+    return {o: _randn(g, *v[o].shape).to(case.dtype).double() for o in case.out}
+
+
+def input_tangents(case, v, seed=2):
+    """The input tangents (random, in the kernel's dtype, as float64)."""
+    g = torch.Generator().manual_seed(seed)
+    return {n: _randn(g, *v[n].shape).to(case.dtype).double() for n in case.wrt}
