@@ -315,7 +315,8 @@ CASES = [
     Case("box3x3", "box3x3.cu", "box3x3", (8, 4), (3, 4), ["in"], ["out"],
          lambda g: {"in": _randn(g, 13, 21), "out": _zeros(13, 21), "H": 13, "W": 21},
          _box_ref, refuse={"bwd": FOLD}, cparams="float *in, float *out, int H, int W",
-         note="the default backward needs a fold; --atomics runs (up to 9 float atomics per element: no bitwise claim)"),
+         note="the default backward needs a fold; --atomics runs (up to 9 float atomics per element: "
+              "no bitwise claim)"),
     Case("swish_hip", "swish_hip.hip", "swish", (128,), (2,), ["x"], ["y"],
          lambda g: {"x": _randn(g, 1000, scale=3.0), "y": _zeros(1000), "n": 1000},
          lambda v: {"y": v["x"] * torch.sigmoid(v["x"])},

@@ -2,6 +2,9 @@
 source -> `kad emit|grad|jvp ... --emit cuda` -> the module's kernel compiled by g++ against the
 CPU stand-in of tests/python/cuda_shim/ (one std::thread per lane, __syncthreads a barrier) ->
 results against torch float64 (autograd for the backward, torch.func.jvp for the tangents).
+Also each kernel's own source (test_original_on_shim: 2-D blocks, shared memory, warp shuffles,
+HIP spelling) on the shim, and the table's torch math against kad's interpreter
+(test_reference_math).
 
 The launcher is not compiled here (it calls the CUDA runtime): it is read from the module's text
 and done in Python as it is written — its guards refuse, its plain-store flags are computed from
@@ -171,3 +174,97 @@ def test_reference_math(case):
         # Newton's stopping test (|r*r - v| <= 1e-6 v) stay
         tol = 1e-6 if case.id == "newton_while" else 1e-8
         assert cc.rel_err(args[o], want[o]) < tol, (o, cc.rel_err(args[o], want[o]))
+
+
+# What the kernels' own sources use beyond the shim (tests/python/cuda_shim/ serves kad's modules):
+# warp shuffles (through a per-block exchange buffer and the block's barrier: every thread of the
+# block calls them together, as the kernels here do), float4, __ldg, min, warpSize.
+ORIGINAL_PRELUDE = """
+#include <algorithm>
+#include <cuda_runtime.h>
+#define __forceinline__ inline
+#define warpSize 32
+struct float4 { float x, y, z, w; };
+inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+template <typename T> inline T __ldg(const T *p) { return *p; }
+using std::min;
+using std::max;
+inline double kad_shfl_buf[1024];
+inline unsigned kad_tid() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
+template <typename T> inline T kad_shfl(T v, unsigned src)
+{
+    unsigned t = kad_tid();
+    kad_shfl_buf[t] = (double)v;
+    __syncthreads();
+    T r = (T)kad_shfl_buf[src];
+    __syncthreads();
+    return r;
+}
+template <typename T> inline T __shfl_xor_sync(unsigned, T v, int o)
+{
+    unsigned t = kad_tid();
+    return kad_shfl(v, (t & ~31u) | ((t & 31u) ^ (unsigned)o));
+}
+template <typename T> inline T __shfl_down_sync(unsigned, T v, int o)
+{
+    unsigned t = kad_tid();
+    return kad_shfl(v, (t & 31u) + (unsigned)o < 32u ? t + (unsigned)o : t);
+}
+"""
+
+
+@pytest.mark.parametrize("case", [c for c in FWD_CASES if c.original], ids=lambda c: c.id)
+def test_original_on_shim(case, tmp_path):
+    """The kernel's own source (the GPU test's table entry: template arguments, wrapper parameters,
+    block) compiled by g++ against the shim and run one std::thread per CUDA thread, 2-D blocks
+    included, against the table's torch math: the GPU test's forward check, without a GPU.  An
+    extern __shared__ array becomes a static one of the launch's size (the one edit of the text)."""
+    with open(os.path.join(cc.CUDA_DIR, case.file)) as f:
+        text = f.read()
+    ext = "extern __shared__ float tile[];"  # constructs.cu's window_sum (launched with tile=40)
+    text = text.replace(ext, "static float tile[%d];" % (case.smem // 4 if case.smem else 40))
+    inc = tmp_path / "inc"
+    cc.original_source(case, str(inc))  # the HIP compatibility header
+    bx, by, bz = tuple(case.block) + (1,) * (3 - len(case.block))
+    call = case.ccall or ", ".join(n for _, n in cc.parse_params(case.cparams))
+    driver = """
+#include <thread>
+#include <vector>
+extern "C" void kad_run(unsigned kad_gx, unsigned kad_gy, unsigned kad_gz, %s)
+{
+    gridDim = {kad_gx, kad_gy, kad_gz};
+    blockDim = {%d, %d, %d};
+    const unsigned kad_n = %d;
+    for (unsigned kad_z = 0; kad_z < kad_gz; kad_z++)
+        for (unsigned kad_y = 0; kad_y < kad_gy; kad_y++)
+            for (unsigned kad_x = 0; kad_x < kad_gx; kad_x++) {
+                std::barrier<> kad_bar(kad_n);
+                kad_barrier = &kad_bar;
+                std::vector<std::thread> kad_ts;
+                for (unsigned kad_t = 0; kad_t < kad_n; kad_t++)
+                    kad_ts.emplace_back([=] {
+                        threadIdx = {kad_t %% %d, (kad_t / %d) %% %d, kad_t / %d};
+                        blockIdx = {kad_x, kad_y, kad_z};
+                        %s(%s);
+                    });
+                for (auto &kad_th : kad_ts)
+                    kad_th.join();
+            }
+}
+""" % (case.cparams, bx, by, bz, bx * by * bz, bx, bx, by, bx * by, case.tname or case.kernel, call)
+    cpp, so = tmp_path / "orig.cpp", tmp_path / "orig.so"
+    cpp.write_text(ORIGINAL_PRELUDE + text + driver)
+    p = subprocess.run([GXX, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-I", SHIM, "-I", str(inc),
+                        "-x", "c++", str(cpp), "-o", str(so)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-4000:]
+    fn = ctypes.CDLL(str(so)).kad_run
+    params = cc.parse_params(case.cparams)
+    fn.restype = None
+    fn.argtypes = [ctypes.c_uint] * 3 + [t for t, _ in params]
+    v = cc.inputs(case)
+    dv = cc.launch_values(case, v)
+    g = tuple(case.grid) + (1,) * (3 - len(case.grid))
+    fn(*g, *[dv[n].data_ptr() if isinstance(dv[n], torch.Tensor) else dv[n] for _, n in params])
+    want = case.ref(v)
+    for o in case.out:
+        assert cc.rel_err(dv[o], want[o]) < case.tol, (o, cc.rel_err(dv[o], want[o]))
