@@ -232,21 +232,7 @@ def test_jvp(case, mode, built):
     _check_outputs(case, dv, want, "t_")
 
 
-# The Swish's backward as a person writes it, in HIP's spelling (the compatibility header maps it
-# onto CUDA): dy * s * (1 + x * (1 - s)), s = sigmoid(x), over the same grid-stride loop.
-SWISH_BWD = """#include <hip/hip_runtime.h>
-
-__global__ void swish_bwd_hand(const float* __restrict__ x, const float* __restrict__ dy, float* __restrict__ dx,
-                               int64_t n)
-{
-    const int64_t stride = (int64_t)hipBlockDim_x * hipGridDim_x;
-    for (int64_t i = (int64_t)hipBlockIdx_x * hipBlockDim_x + hipThreadIdx_x; i < n; i += stride) {
-        const float v = x[i];
-        const float s = 1.0f / (1.0f + expf(-v));
-        dx[i] = dy[i] * s * (1.0f + v * (1.0f - s));
-    }
-}
-
+SWISH_BWD = cc.SWISH_BWD_HAND + """
 extern "C" int launch_swish_bwd_hand(unsigned grid_x, unsigned grid_y, unsigned grid_z,
                                      float *x, float *dy, float *dx, int64_t n, void *stream)
 {
@@ -267,7 +253,7 @@ def test_swish_hand_written_backward(built, tmp_path):
     x, dy = v["x"].float().cuda(), d_outs["y"].float().cuda()
     dx = torch.full_like(x, float("nan"))
     _call(lib, "launch_swish_bwd_hand", (case.grid[0],),
-          [(P, "x"), (P, "dy"), (P, "dx"), (ctypes.c_int64, "n")], {"x": x, "dy": dy, "dx": dx, "n": v["n"]})
+          cc.parse_params(cc.SWISH_BWD_HAND_PARAMS), {"x": x, "dy": dy, "dx": dx, "n": v["n"]})
     want = cc.reference_grads(case, v, d_outs)["x"]
     assert cc.rel_err(dx, want) < case.tol
     assert cc.rel_err(got["x"], dx) < case.tol

@@ -506,3 +506,21 @@ def input_tangents(case, v, seed=2):
     """The input tangents (random, in the kernel's dtype, as float64)."""
     g = torch.Generator().manual_seed(seed)
     return {n: _randn(g, *v[n].shape).to(case.dtype).double() for n in case.wrt}
+
+
+# The Swish's backward as a person writes it, in HIP's spelling (through HIP_COMPAT on nvcc and
+# on the CPU shim): dx = dy * s * (1 + x * (1 - s)), s = sigmoid(x), over the same grid-stride loop.
+SWISH_BWD_HAND = """#include <hip/hip_runtime.h>
+
+__global__ void swish_bwd_hand(const float* __restrict__ x, const float* __restrict__ dy, float* __restrict__ dx,
+                               int64_t n)
+{
+    const int64_t stride = (int64_t)hipBlockDim_x * hipGridDim_x;
+    for (int64_t i = (int64_t)hipBlockIdx_x * hipBlockDim_x + hipThreadIdx_x; i < n; i += stride) {
+        const float v = x[i];
+        const float s = 1.0f / (1.0f + expf(-v));
+        dx[i] = dy[i] * s * (1.0f + v * (1.0f - s));
+    }
+}
+"""
+SWISH_BWD_HAND_PARAMS = "float *x, float *dy, float *dx, int64_t n"

@@ -213,20 +213,12 @@ template <typename T> inline T __shfl_down_sync(unsigned, T v, int o)
 """
 
 
-@pytest.mark.parametrize("case", [c for c in FWD_CASES if c.original], ids=lambda c: c.id)
-def test_original_on_shim(case, tmp_path):
-    """The kernel's own source (the GPU test's table entry: template arguments, wrapper parameters,
-    block) compiled by g++ against the shim and run one std::thread per CUDA thread, 2-D blocks
-    included, against the table's torch math: the GPU test's forward check, without a GPU.  An
-    extern __shared__ array becomes a static one of the launch's size (the one edit of the text)."""
-    with open(os.path.join(cc.CUDA_DIR, case.file)) as f:
-        text = f.read()
-    ext = "extern __shared__ float tile[];"  # constructs.cu's window_sum (launched with tile=40)
-    text = text.replace(ext, "static float tile[%d];" % (case.smem // 4 if case.smem else 40))
+def _shim_build(case, text, cparams, call, tmp_path):
+    """text (a kernel source, HIP spelling allowed) and a driver kad_run(grid, cparams) that runs
+    `call` in one std::thread per thread of case.block, built for the CPU shim: (function, params)."""
     inc = tmp_path / "inc"
     cc.original_source(case, str(inc))  # the HIP compatibility header
     bx, by, bz = tuple(case.block) + (1,) * (3 - len(case.block))
-    call = case.ccall or ", ".join(n for _, n in cc.parse_params(case.cparams))
     driver = """
 #include <thread>
 #include <vector>
@@ -245,22 +237,37 @@ extern "C" void kad_run(unsigned kad_gx, unsigned kad_gy, unsigned kad_gz, %s)
                     kad_ts.emplace_back([=] {
                         threadIdx = {kad_t %% %d, (kad_t / %d) %% %d, kad_t / %d};
                         blockIdx = {kad_x, kad_y, kad_z};
-                        %s(%s);
+                        %s;
                     });
                 for (auto &kad_th : kad_ts)
                     kad_th.join();
             }
 }
-""" % (case.cparams, bx, by, bz, bx * by * bz, bx, bx, by, bx * by, case.tname or case.kernel, call)
+""" % (cparams, bx, by, bz, bx * by * bz, bx, bx, by, bx * by, call)
     cpp, so = tmp_path / "orig.cpp", tmp_path / "orig.so"
     cpp.write_text(ORIGINAL_PRELUDE + text + driver)
     p = subprocess.run([GXX, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-I", SHIM, "-I", str(inc),
                         "-x", "c++", str(cpp), "-o", str(so)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-4000:]
     fn = ctypes.CDLL(str(so)).kad_run
-    params = cc.parse_params(case.cparams)
+    params = cc.parse_params(cparams)
     fn.restype = None
     fn.argtypes = [ctypes.c_uint] * 3 + [t for t, _ in params]
+    return fn, params
+
+
+@pytest.mark.parametrize("case", [c for c in FWD_CASES if c.original], ids=lambda c: c.id)
+def test_original_on_shim(case, tmp_path):
+    """The kernel's own source (the GPU test's table entry: template arguments, wrapper parameters,
+    block) compiled by g++ against the shim and run one std::thread per CUDA thread, 2-D blocks
+    included, against the table's torch math: the GPU test's forward check, without a GPU.  An
+    extern __shared__ array becomes a static one of the launch's size (the one edit of the text)."""
+    with open(os.path.join(cc.CUDA_DIR, case.file)) as f:
+        text = f.read()
+    ext = "extern __shared__ float tile[];"  # constructs.cu's window_sum (launched with tile=40)
+    text = text.replace(ext, "static float tile[%d];" % (case.smem // 4 if case.smem else 40))
+    call = case.ccall or ", ".join(n for _, n in cc.parse_params(case.cparams))
+    fn, params = _shim_build(case, text, case.cparams, "%s(%s)" % (case.tname or case.kernel, call), tmp_path)
     v = cc.inputs(case)
     dv = cc.launch_values(case, v)
     g = tuple(case.grid) + (1,) * (3 - len(case.grid))
@@ -268,3 +275,22 @@ extern "C" void kad_run(unsigned kad_gx, unsigned kad_gy, unsigned kad_gz, %s)
     want = case.ref(v)
     for o in case.out:
         assert cc.rel_err(dv[o], want[o]) < case.tol, (o, cc.rel_err(dv[o], want[o]))
+
+
+def test_swish_hand_written_backward(tmp_path):
+    """A hand-written HIP-spelling backward of the Swish on the shim against kad's backward module
+    (on the shim) and torch float64 autograd (the GPU test does the same on the device)."""
+    case = next(c for c in cc.CASES if c.id == "swish_hip")
+    fn, params = _shim_build(case, cc.SWISH_BWD_HAND, cc.SWISH_BWD_HAND_PARAMS, "swish_bwd_hand(x, dy, dx, n)",
+                             tmp_path)
+    v = cc.inputs(case)
+    d_outs = cc.output_grads(case, v)
+    x, dy = v["x"].float(), d_outs["y"].float()
+    dx = torch.full_like(x, float("nan"))
+    fn(case.grid[0], 1, 1, x.data_ptr(), dy.data_ptr(), dx.data_ptr(), v["n"])
+    want = cc.reference_grads(case, v, d_outs)["x"]
+    assert cc.rel_err(dx, want) < case.tol
+    k = ShimKernel(cc.kad_module(case, "bwd"), case.launcher("bwd"), tmp_path, "bwd")
+    dv = cc.launch_values(case, v, d_outs=d_outs)
+    k.call(case.grid, dv)
+    assert cc.rel_err(dv["d_x"], dx) < case.tol
