@@ -24,7 +24,7 @@
  * Three parts of the plan stay on the main kernel's Func because files of
  * other stages read them there: Func.fold (the kernel emitter prints the fold
  * loop and its hidden parameters), Func.flags (the kernel emitter makes
- * them tl.constexpr) and Func.guards (access_decide.c's func_guards_hold). */
+ * them tl.constexpr) and Func.guards (access_report.c's func_guards_hold). */
 #ifndef KAD_PLAN_H
 #define KAD_PLAN_H
 
