@@ -3,7 +3,8 @@
  * Types shared by the stages, then, under a heading per file, the functions
  * each file exports.  Everything not declared here is static in its file,
  * except what the files of one folder share through its private header
- * (front/front.h, analysis/access_int.h).
+ * (front/front.h, front/cu.h, analysis/access_int.h, ir/ir_int.h, ad/ad.h,
+ * emit/emit_grad.h, emit/emit_cuda_int.h; plan/plan.h: the Program).
  *
  * Pipeline (kad.c: kad_specialize):
  *   lex.c      source text -> tokens (INDENT/DEDENT, locations)
@@ -622,7 +623,7 @@ typedef struct Func {
     Vec(ConstParam) consts; /* constexpr parameters in signature order */
     Block *body;       /* params of body are unused (the kernel params live in `params`) */
     Loc loc;
-    const struct FoldPlan *fold; /* a folded backward (ad_fold.c): its fold loop's hidden parameters,
+    const struct FoldPlan *fold; /* a folded backward (write/fold.c): its fold loop's hidden parameters,
                                   * which the kernel's emitter prints; else NULL.  The rest of a
                                   * backward's plan is its Program's (src/plan/plan.h) */
     Vec(struct FuncGuard) guards; /* a backward's launch conditions (access.c): the Program's
@@ -1235,7 +1236,7 @@ AccResult access_injective(Access *A, const Inst *mem, int vary);
 bool access_pid_independent(Access *A, const Inst *mem, unsigned *axes);
 /* mem's address as base parameter (*base, an index into f->params) + c0 +
  * sum_k pid[k] * tl.program_id(k) + terms over the tile's lanes only; false
- * when it is unknown or has a loop, `//` or `%` term (ad_gather.c). */
+ * when it is unknown or has a loop, `//` or `%` term (write/gather.c). */
 bool access_pid_form(Access *A, const Inst *mem, int *base, AccPoly *c0, AccPoly pid[3]);
 /* Do two accesses through one base parameter, in one program and one
  * iteration of their common loops, touch disjoint elements (on the lanes
@@ -1323,7 +1324,7 @@ typedef struct FuncFlag {
     const AccCond *const *cond; /* true when every one holds */
     int ncond;
     const int64_t *grid_add; /* NULL: cond's num_programs are the forward's grid; else a gather
-                              * kernel's (ad_gather.c): the forward's plus grid_add[k] along axis k */
+                              * kernel's (write/gather.c): the forward's plus grid_add[k] along axis k */
 } FuncFlag;
 /* An input gradient of a backward kernel (its parameter) that the launch
  * overwrites entirely when `cover` holds for the gradient tensor's view
@@ -1436,7 +1437,7 @@ typedef struct SavePlan {
 } SavePlan;
 /* The parameter a saving (or loading) kernel takes the buffer by. */
 #define KAD_SAVE_PARAM "kad_saved"
-/* A backward's spread (ad_spread.c, docs/AD.md "Spreading a loop over
+/* A backward's spread (write/spread.c, docs/AD.md "Spreading a loop over
  * programs"): its last parameter, KAD_SPREAD_PARAM (i32), is S, the programs
  * each forward program's loop iterations are dealt to; the main kernel then
  * runs on the grid (G0 * S, G1, G2).  trips: the loop's trip count for the
@@ -1444,9 +1445,9 @@ typedef struct SavePlan {
 typedef struct FuncSpread {
     ValId param;
     const TapeExpr *trips; /* iterations to deal: the loop's trip count times parts */
-    int parts;             /* > 1: the loop's tile split into this many (ad_spread.c) */
+    int parts;             /* > 1: the loop's tile split into this many (write/spread.c) */
     int32_t lanes;         /* > 0: the loop is split_lanes', over parts of a tile of this many
-                            * lanes (its launch defaults read it: emit_grad.c) */
+                            * lanes (its launch defaults read it: emit_grad_launch.c) */
     Loc loc;               /* the loop */
 } FuncSpread;
 /* The host plan a backward's kernel header carries in the IR text, between its constexprs and
@@ -1468,15 +1469,15 @@ Func *ir_parse_plan(Arena *a, Diags *d, const char *file, const char *text, IrPl
 #define KAD_SPREAD_TILE 8192
 #endif
 /* The lanes of each part a loop-free lane-by-lane backward on a wider tile
- * runs its tile in (ad_spread.c, split_lanes). */
+ * runs its tile in (write/spread.c, split_lanes). */
 #ifndef KAD_LANE_TILE
 #define KAD_LANE_TILE 1024
 #endif
 #define KAD_SPREAD_PARAM "kad_spread"
-/* Spreads P's main loop when the rule of ad_spread.c holds (P->spread set), else leaves it. */
+/* Spreads P's main loop when the rule of write/spread.c holds (P->spread set), else leaves it. */
 void ad_spread(Arena *a, Program *P);
 /* The lanes of f's one 1-D tile when f has no loop and computes lane by lane
- * (ad_spread.c's lanewise: elementwise ops, memory accesses, scalars
+ * (write/spread.c's lanewise: elementwise ops, memory accesses, scalars
  * broadcast); 0 otherwise (also when f has no tile). */
 int32_t spread_lane_width(const Func *f);
 /* The S plan_run takes for P's launch on grid: 2 when its loop runs 2 or more
@@ -1500,7 +1501,7 @@ ValId save_slot_at(Func *f, Block *b, ValId iter, int64_t slot, Loc loc);
 ValId save_elems(Func *f, Block *b, ValId base, Type vt, int64_t off, Loc loc);
 
 /* ------------------------------------------------------------------ */
-/* ad_rev.c: reverse-mode AD (see docs/AD.md)                          */
+/* backward.c: reverse-mode AD (see docs/AD.md)                       */
 /* ------------------------------------------------------------------ */
 
 /* What to differentiate, by pointer-parameter name. */
@@ -1560,7 +1561,7 @@ Program *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec);
 int ad_split_names(Arena *a, const char *s, const char ***out);
 
 /* ------------------------------------------------------------------ */
-/* ad_fwd.c: forward-mode AD (JVP; see docs/AD.md, "Forward mode")      */
+/* sweep_fwd.c: forward-mode AD (JVP; see docs/AD.md, "Forward mode")   */
 /* ------------------------------------------------------------------ */
 
 /* The jvp kernel of fwd: one pass computing fwd's outputs and their
@@ -1572,16 +1573,16 @@ int ad_split_names(Arena *a, const char *s, const char ***out);
 Func *ad_forward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec);
 
 /* ------------------------------------------------------------------ */
-/* ad_plain.c: how each input gradient is written                       */
+/* write/plain.c: how each input gradient is written                  */
 /* ------------------------------------------------------------------ */
 
 /* Decides ad->plain (and why/when/cond/fold_axes) per differentiated input
- * of ad (after ad_analyze; ad->plain etc. allocated): see ad_plain.c. */
+ * of ad (after ad_analyze; ad->plain etc. allocated): see write/plain.c. */
 typedef struct Ad Ad;
 void ad_plain_inputs(Ad *ad);
 
 /* ------------------------------------------------------------------ */
-/* ad_fold.c: deterministic shared gradients (grid folding, partials)   */
+/* write/fold.c: deterministic shared gradients (grid folding, partials) */
 /* ------------------------------------------------------------------ */
 
 /* One input whose gradient is summed through partials. */
@@ -1626,14 +1627,14 @@ enum { FOLD_SUM_BLOCK = 64, FOLD_SUM_ROWS = 64, FOLD_CPU_PROGRAMS = 3, FOLD_ZERO
 static inline int kernel_nargs(const Func *f) { return f->fold ? f->fold->nargs : f->nparams; }
 /* Folds bw (ad_backward's, before verification) along the grid axes `axes` (bits) for
  * the n inputs whose gradient parameters are params[slot[j]] (names[j]: the
- * inputs' names): see ad_fold.c.  False, bw unchanged, when a gradient
+ * inputs' names): see write/fold.c.  False, bw unchanged, when a gradient
  * pointer flows where the fold cannot follow it. */
 bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *const *names, int n);
 /* Marks a folded backward's fold loop for Triton's software pipelining
- * (tl.range num_stages=3) where that is safe and fits (ad_fold.c); after
+ * (tl.range num_stages=3) where that is safe and fits (write/fold.c); after
  * the backward's last simplify. */
 void ad_fold_pipeline(Arena *a, Func *f);
-/* Site rows (ad_plain's plain 6 and 7): the gradient of the input whose
+/* Site rows (Ad.plain 6 and 7): the gradient of the input whose
  * gradient parameter is params[slot] (x: its name) is added at several
  * sites, each adding to distinct elements over the whole launch, but two
  * sites may meet across programs (a stencil's taps).  Each site k then
@@ -1778,7 +1779,7 @@ bool tape_revolve_of(const Program *P, int j, const int64_t *iargs, const int64_
                      int64_t *slots, int64_t *nrows, int32_t **plan, Diags *d);
 
 /* ------------------------------------------------------------------ */
-/* ad_analysis.c: what AD differentiates and what it refuses            */
+/* ad_analysis.c, ad_validate.c: what AD differentiates and refuses     */
 /* ------------------------------------------------------------------ */
 
 /* What a pointer parameter is to AD.  AD_ROLE_INOUT: named both in wrt and
@@ -1790,7 +1791,7 @@ static inline bool ad_role_reads(int role) { return role == AD_ROLE_IN || role =
 static inline bool ad_role_writes(int role) { return role == AD_ROLE_OUT || role == AD_ROLE_INOUT; }
 
 /* The state of one differentiation (ad_reverse): the facts ad_analyze
- * computes about fw, then the maps ad_rev.c's sweeps fill.  Arrays "by
+ * computes about fw, then the maps sweep_rev.c's sweeps fill.  Arrays "by
  * ValId" are indexed by fw values (nvals entries). */
 /* Strong zeros (ad_finite.c; docs/AD.md, "Untaken branches: exact zeros").
  * What is KNOWN of a forward value, lane by lane (0: nothing): */
@@ -1872,7 +1873,7 @@ typedef struct Ad {
     int gen;                   /* the last generation handed out for stamp/seen */
     bool changed;              /* facts fixpoint: something changed this round */
     Vec(uint8_t *) psets;      /* provenance sets: root -2 - s is psets.v[s], nparams flags */
-    /* emission (ad_rev.c) */
+    /* emission (sweep_rev.c, rules_rev.c, tape_rev.c) */
     Func *bw;
     ValId *pm;   /* by ValId: its primal copy in the current bw scope */
     ValId *sm;   /* by ValId (pointers): its shadow (gradient-buffer pointer) */
@@ -1885,7 +1886,7 @@ typedef struct Ad {
     int *seen;   /* by ValId: scratch marks (collect_outside) */
     uint8_t *plain;    /* by param index: input gradient written with plain stores
                         * (1), or with them when flag[i] holds, else atomics (2), or
-                        * summed through per-program partials (3, ad_fold.c), or added
+                        * summed through per-program partials (3, write/fold.c), or added
                         * by read-modify-writes private to the program (4; when flag[i]
                         * holds, else atomics: 5), or stored per site into rows of
                         * partials (6; when flag[i] holds, else atomics: 7; ad_site_rows) */
@@ -1902,9 +1903,9 @@ typedef struct Ad {
                          * runs before every other site, writing each element once
                          * (first_writer): its adjoint is stored without reading d_<x>, and
                          * cover describes what it reaches; or NULL */
-    unsigned fold_axes; /* plain 3 (summed through partials, ad_fold.c): the grid axes folded, or 0 */
+    unsigned fold_axes; /* plain 3 (summed through partials, write/fold.c): the grid axes folded, or 0 */
     uint8_t *scat;     /* by fw ValId (a load's result), or NULL (not asked for): a scattered site
-                        * (ad_plain.c, scatter_split): adj_load adds its adjoint with an atomic_add
+                        * (write/scatter.c, scatter_split): adj_load adds its adjoint with an atomic_add
                         * marked AD_SCATTER_MARK, which ad_scatter_split moves into a kernel run
                         * after the backward */
     Access *acc;       /* fw's access analysis, or NULL */
@@ -1914,7 +1915,7 @@ typedef struct Ad {
     const Inst *rev_store; /* the last of them (for messages) */
     Vec(struct TapeLoop) tapes; /* the loops whose reverse sweep reads a tape (ad_tape.c) */
     const uint8_t *lanes; /* by ValId, or NULL: the values of a reduce's combine region while
-                           * adj_reduce applies it to tiles; ad_rev.c types them lane_ty's shape */
+                           * adj_reduce applies it to tiles; rules_rev.c types them lane_ty's shape */
     Type lane_ty;
     AdFinite fin; /* which partials need a strong zero (ad_finite.c) */
     Vec(ValId) zm; /* by bw value: an i1 of its shape, true on the lanes where that adjoint (or
@@ -1955,7 +1956,7 @@ void ad_trust_plan(Ad *ad);
  * single-use instructions, each accepted by link(ad, use, operand position,
  * the value used), into the yield at position k, used nowhere else (no
  * nested region reads a value of the chain)?  Then marks the chain's values
- * in ad->chain (only then).  Linear accumulators (ad_analysis.c) and
+ * in ad->chain (only then).  Linear accumulators (ad_validate.c) and
  * self-feeding counters (ad_tape.c) are such chains. */
 bool ad_carried_chain(Ad *ad, const Block *body, int k, bool (*link)(Ad *, const Inst *, int, ValId));
 /* Is the store at position k of b overwritten on every lane by a later
@@ -2339,7 +2340,7 @@ const char *race_message(Arena *a, const Func *fwd, const RacePlan *p, int s, bo
 bool race_run(const Func *fwd, const RacePlan *p, const int64_t grid[3], const InterpArg *args, int nargs,
               InterpMode mode, Diags *d);
 /* ------------------------------------------------------------------ */
-/* ad_gemm.c: deterministic operand gradients of a tiled matmul        */
+/* write/gemm.c: deterministic operand gradients of a tiled matmul     */
 /* ------------------------------------------------------------------ */
 
 enum { GEMM_MAX_GROUP = 8 }; /* the most K iterations one program of an operand kernel owns */
@@ -2363,9 +2364,9 @@ typedef struct GemmOperand {
     int own;            /* 0: the program's id is u (loops over v), 1: v */
     int group;          /* R: the K iterations one program owns (grid (tiles * cdiv(trips, R), 1, 1)) */
     bool wide;          /* k computes them as one tile R times as wide along the K axis (one dot),
-                         * not as R loop bodies (ad_gemm.c, "Widening") */
+                         * not as R loop bodies (write/gemm.c, "Widening") */
     int chunk;          /* > 0: k and single sum over the other tile id's lanes in chunks of this many
-                         * (one dot per chunk into the accumulator; ad_gemm.c, "Chunks"); 0: whole */
+                         * (one dot per chunk into the accumulator; write/gemm.c, "Chunks"); 0: whole */
     Func *k;
     Func *single;       /* when R > 1: the one-iteration kernel (grid (tiles, trips), named
                          * <k>_single), which the launcher runs instead of k when k's grid has
@@ -2407,7 +2408,7 @@ bool gemm_tiles(const GemmPlan *pl, const int64_t *iargs, const int64_t grid[3],
                 int64_t *trips);
 
 /* ------------------------------------------------------------------ */
-/* ad_gather.c: a stencil's input gradient as a gather                 */
+/* write/gather.c: a stencil's input gradient as a gather              */
 /* ------------------------------------------------------------------ */
 
 enum { GATHER_SITES_MAX = 16 };
@@ -2466,7 +2467,7 @@ typedef struct StripSites {
 } StripSites;
 void ad_strip_sites(Func *bw, Block *b, uint8_t *der, const StripSites *how, int *n);
 
-/* ad_scatter.c: scattered sites in a kernel of their own (docs/AD.md, "Scattered sites").
+/* write/scatter.c: scattered sites in a kernel of their own (docs/AD.md, "Scattered sites").
  * The sattr of the atomic_adds adj_load makes for them. */
 #define AD_SCATTER_MARK "kad_scatter"
 /* Does b (regions included) hold an atomic_add marked AD_SCATTER_MARK? */

@@ -705,7 +705,7 @@ static void adj_loop(Ad *ad, Block *bb, const Inst *in)
  * (ptr, value [, mask]).
  *
  * The store at position k of fb may be overwritten by later stores of fb
- * through the same pointer (ad_analysis.c accepts no other repeated
+ * through the same pointer (ad_validate.c accepts no other repeated
  * stores): the output keeps the last write of each lane, so this value
  * gets the gradient only on the lanes no later store writes --
  * where(mask2, 0, load(d_y, mask1)) -- and none at all after a later
@@ -1143,7 +1143,7 @@ Program *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec, con
             fc.flag = ad->flag[i];
         if ((m == 1 || m == 2 || ((m == 4 || m == 5) && ad->first[i])) && ad->wrote[i] && ad->cover[i])
             fc.cover = ad->cover[i];
-        else if (m == 3 && ad->cover[i]) /* a folded input: what its partials' rows get (emit_grad.c) */
+        else if (m == 3 && ad->cover[i]) /* a folded input: what its partials' rows get (emit_grad_plan.c) */
             fc.cover = ad->cover[i], fc.why = "its sum kernel adds into it";
         else
             fc.why = m == 0   ? "atomic_adds add into it"

@@ -1,7 +1,7 @@
 /* access_cover.c -- coverage: does a launch write every element of a view?
  *
  * Job: for the one load site through which the forward reads an input x
- * (the backward stores d_x with the same address and mask: ad_plain.c,
+ * (the backward stores d_x with the same address and mask: write/plain.c,
  * modes 1 and 2), describe the set of elements the launch reaches,
  *     { sum_v c_v * v : 0 <= v < e_v, every mask clause holds },
  * so that the generated launcher can check, for the gradient tensor it is

@@ -312,7 +312,7 @@ void emit_print_fold_sums(Buf *out, Arena *a, const Program *P, const char *knam
  * Triton compiled before (docs/GRAD.md, "Direct launches"); kad_py_tune, kad_tune's (docs/GRAD.md,
  * "Tuning"). */
 
-/* The GEMM form (Program.gemm, ad_gemm.c): when this launch's programs map
+/* The GEMM form (Program.gemm, write/gemm.c): when this launch's programs map
  * one to one onto the tile pairs (checked once per launch shape, cached)
  * and the operand kernels' stores are disjoint, kernel 1 stores the dacc
  * tiles, then one kernel per operand gradient; else the atomic kernel. */
@@ -530,7 +530,7 @@ const char *emit_call_text(Arena *a, const Func *bwd, const DefParam *o, int nde
     return buf_str(&call);
 }
 
-/* The gather kernels (Program.gather, ad_gather.c): after the backward, each
+/* The gather kernels (Program.gather, write/gather.c): after the backward, each
  * on the forward's grid plus its extra tiles, with the contract's
  * arguments (constexpr values in their places), under its flag when it
  * has one (else the backward's sites added with atomics). */
@@ -562,7 +562,7 @@ void emit_print_gathers(Buf *out, Arena *a, const Program *P, const DefParam *o,
     }
 }
 
-/* A spread backward's S in its plan (ad_spread.c), appended to the flags
+/* A spread backward's S in its plan (write/spread.c), appended to the flags
  * (KAD_SPREAD_PARAM follows them): the fewest programs per forward program
  * that give the launch twice the SM count, at most the loop's trip count,
  * each taking the same number of iterations; 1 when the launch has that
@@ -570,7 +570,7 @@ void emit_print_gathers(Buf *out, Arena *a, const Program *P, const DefParam *o,
  * at least 2 (on an H200, GeGLU 4096 x 4096 ran 59.3 -> 54.6 us bf16 and
  * 88.6 -> 85.7 fp32, SwiGLU's 4096-lane rows 46.7 -> 46.0 and 86.0 -> 84.4:
  * more, shorter programs for the same lanes).  On the CPU (Triton's
- * interpreter) 2, as interp_run (spread_cpu). */
+ * interpreter) 2, as plan_run (spread_cpu). */
 void emit_print_spread_plan(Buf *out, Arena *a, const Program *P, int at0)
 {
     const Func *bwd = P->main;

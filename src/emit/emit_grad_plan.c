@@ -55,7 +55,7 @@ static int fold_buffers(const FoldPlan *pl, Dtype *dts)
     return nb;
 }
 
-/* The fold's part of _kad_plan (ad_fold.c), after the conditions and
+/* The fold's part of _kad_plan (write/fold.c), after the conditions and
  * zero-fills (flags, zero defined): the grid folded to nfold programs
  * along its first folded axis, each input's span, rows, density and
  * whether its partials may stay uninitialized, the buffers' sizes, the

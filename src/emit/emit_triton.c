@@ -436,7 +436,7 @@ static void print_module(Emitter *E, Buf *out, const char *kname, const char *bo
             buf_puts(out, "from triton.language.extra import libdevice\n");
         if (bwd && f->fold)
             buf_puts(out, "import math\nimport time\n\nimport torch\n");
-        else if (bwd) /* the launcher's plans, direct launches and tuning (emit_grad.c) */
+        else if (bwd) /* the launcher's plans, direct launches and tuning (emit_grad_plan.c, emit_grad_launch.c) */
             buf_puts(out, "import time\n\nimport torch\n");
         buf_puts(out, "\n\n");
     }
@@ -545,7 +545,7 @@ static bool reads_marked(const Inst *in, bool *mark)
 /* The body of a backward kernel in its two sections: the top-level
  * statements before the first one that reads an output gradient's data
  * (the forward recomputed, with the pointer arithmetic of the gradients
- * that ad_rev replays next to the forward's), and the rest (the reverse
+ * that the primal sweep, sweep_rev.c, replays next to the forward's), and the rest (the reverse
  * sweep). */
 static void print_backward_body(Emitter *E, Buf *text)
 {

@@ -1,5 +1,5 @@
 /* cu.h -- the CUDA C / HIP front end's private header (cu_lex.c, cu_parse.c,
- * cu_lower.c).
+ * cu_lower.c, cu_stmt.c, cu_builtins.c, cu_kernel.c).
  *
  * A per-thread kernel is lowered to kad's tile IR with a block's threads as
  * the lanes of one 1-D tile (docs/LANGUAGE.md, "CUDA C / HIP kernels"):
@@ -170,7 +170,7 @@ typedef struct CuUnit {
  * skipped.  NULL only after a hard error; errors go to d. */
 CuUnit *cu_parse(Arena *a, Diags *d, const char *file, const CuTok *toks, int ntok);
 
-/* ---- lowering (cu_lower.c) ---- */
+/* ---- lowering (cu_kernel.c: cu_lower) ---- */
 
 typedef struct CuSpec {
     const char *targs; /* "scalar_t=fp32,BLOCK=256" or NULL */
@@ -181,7 +181,7 @@ typedef struct CuSpec {
  * NULL after an error (located in d). */
 Func *cu_lower(Arena *a, Diags *d, CuUnit **units, int nunits, const char *name, const CuSpec *spec);
 
-/* ---- the lowering's state, shared by cu_lower.c and cu_stmt.c ---- */
+/* ---- the lowering's state, shared by cu_lower.c, cu_stmt.c, cu_builtins.c and cu_kernel.c ---- */
 
 /* C types of values.  Vector types (float4) and user structs are TY_STRUCT;
  * a pointer to a struct whose fields share one dtype is an IR pointer to

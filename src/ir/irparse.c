@@ -1087,7 +1087,7 @@ static void parse_consts(P *p)
 
 /* fold := 'fold' '(' 'axes' '=' '[' [INT (',' INT)*] ']' ',' 'programs' '=' '[' [%p (',' %p)*] ']'
  *          (',' %p '=' NAME ':' dtype 'span' %p ['rows' INT ['flag' %p]])* ')'
- * A folded backward's plan (ad_fold.c; axes = [] when only site rows);
+ * A folded backward's plan (write/fold.c; axes = [] when only site rows);
  * its sum kernel follows from it (plan_parse builds it). */
 static void parse_fold(P *p)
 {
@@ -1285,7 +1285,7 @@ static void parse_tapes(P *p)
 }
 
 /* spread := 'spread' '(' %p 'trips' texpr ['lanes' INT] ')'
- * A backward's spread loop (ad_spread.c): its i32 parameter, the last; the
+ * A backward's spread loop (write/spread.c): its i32 parameter, the last; the
  * tile's lanes when the loop is split_lanes'. */
 static void parse_spread(P *p)
 {

@@ -10,7 +10,7 @@
  * from it.  The steps' walkers:
  *   - run.c (plan_run) executes them on the interpreter, each launch one
  *     interp_run of one kernel on one grid;
- *   - emit_grad.c prints the Triton launcher that does the same on a GPU;
+ *   - emit_grad_plan.c prints the Triton launcher that does the same on a GPU;
  *   - kad.c lists the companion kernels they launch (kad grad --ir).
  * text.c prints and parses a Program in the IR's textual form (the main
  * kernel with its tape/spread/fold annotations; plan_steps after parsing).
@@ -24,7 +24,7 @@
  * Three parts of the plan stay on the main kernel's Func because files of
  * other stages read them there: Func.fold (the kernel emitter prints the fold
  * loop and its hidden parameters), Func.flags (the kernel emitter makes
- * them tl.constexpr) and Func.guards (access_decide.c's func_guards_hold). */
+ * them tl.constexpr) and Func.guards (access_report.c's func_guards_hold). */
 #ifndef KAD_PLAN_H
 #define KAD_PLAN_H
 
@@ -69,17 +69,17 @@ typedef struct Program {
     Arena *a;                   /* the Program's arena (plan_new's), which its steps grow in */
     Func *main;                 /* the backward kernel (or any kernel: a Program of one launch) */
     Func *sum;                  /* the fold's sum kernel (fold_sum_kernel), when main->fold */
-    const GemmPlan *gemm;       /* the GEMM form of the matmul operand gradients (ad_gemm.c), or NULL */
+    const GemmPlan *gemm;       /* the GEMM form of the matmul operand gradients (write/gemm.c), or NULL */
     const GatherPlan *gather;   /* input gradients written by kernels of their own after main
-                                 * (ad_gather.c, ad_scatter.c), or NULL */
+                                 * (write/gather.c, write/scatter.c), or NULL */
     const FuncSpread *spread;   /* main's loop the launcher may spread over more programs
-                                 * (ad_spread.c), or NULL */
+                                 * (write/spread.c), or NULL */
     Vec(FuncCover) covers;      /* per input gradient: when the launcher need not zero-fill it */
     Vec(FuncTape) tapes;        /* main's scratch buffers for loops run backwards (ad_tape.c),
                                  * parameters after the flags */
     Vec(int) cleared;           /* output gradients (indices into main's params) its stores read
                                  * and clear: run on a private copy of the caller's */
-    Vec(const char *) notes;    /* how loops are reversed (ad_gauge.c, ad_spread.c): the header's
+    Vec(const char *) notes;    /* how loops are reversed (ad_gauge.c, write/spread.c): the header's
                                  * and `kad grad --report`'s */
     const char *trusted;        /* built with AdSpec.trusted and loading what the forward stored:
                                  * those buffers' names, comma-separated; else NULL (ad_trust.c) */

@@ -3,7 +3,7 @@
  * The AD strategies fill a Program's plan data (flags, tapes, covers, the
  * fold's sum kernel, the GEMM form, gathers, the spread); plan_steps then
  * lays the host steps out in the one order the runner (run.c) and the
- * launcher (emit_grad.c) follow:
+ * launcher (emit_grad_plan.c) follow:
  *   the GEMM form (when the launch allows it, the whole backward), private
  *   copies of cleared output gradients, the guards, the flags, the tapes and
  *   their budget, the zero-fills, the spread, the main launch (or the folded

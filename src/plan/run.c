@@ -17,7 +17,7 @@
 #include <string.h>
 
 /* ------------------------------------------------------------------ */
-/* The folded launch and its sum kernel (ad_fold.c's plan)             */
+/* The folded launch and its sum kernel (write/fold.c's plan)         */
 /* ------------------------------------------------------------------ */
 
 /* Runs a folded backward with at most nfold programs along the folded axis (args: its
@@ -119,7 +119,7 @@ static bool run_fold(const Program *Pg, const int64_t grid[3], const InterpArg *
 }
 
 /* ------------------------------------------------------------------ */
-/* The GEMM form (ad_gemm.c's plan)                                    */
+/* The GEMM form (write/gemm.c's plan)                                */
 /* ------------------------------------------------------------------ */
 
 /* Runs P's GEMM form: 1 done, 0 the launch does not allow it (the steps after it run: the

@@ -1,4 +1,4 @@
-/* test_ad.c -- reverse-mode AD (ad_rev.c) checked by the float64
+/* test_ad.c -- reverse-mode AD (ad_backward, backward.c) checked by the float64
  * finite-difference checker (check.c), and the checker checked by a
  * deliberately broken rule.
  *
@@ -217,7 +217,7 @@ static void test_ad_signature(T *t)
     Func *g = gp ? gp->main : NULL;
     CHECK(t, g != NULL);
     if (g) {
-        /* the contract's parameters, then the fold's hidden ones (ad_fold.c): w is read by
+        /* the contract's parameters, then the fold's hidden ones (src/ad/write/fold.c): w is read by
          * every row program, so its gradient goes through per-program partials */
         const char *want[] = {"x_ptr", "w_ptr", "y_ptr", "r_ptr", "n", "eps", "d_y_ptr", "d_x_ptr",
                               "d_w_ptr_part", "plain_d_x_ptr", "kad_span_w_ptr", "kad_programs_0"};

@@ -1,4 +1,4 @@
-/* test_interp.c -- the CPU interpreter (interp.c) on kernels written in
+/* test_interp.c -- the CPU interpreter (interp.c, interp_ops.c) on kernels written in
  * textual IR: memory and masks, reductions, control flow, rounding of
  * fp16/bf16, IM_F64, integer semantics, shape ops, dot, Philox, errors. */
 

@@ -78,7 +78,7 @@ NO_ATOMICS_AT_ALL = {"swiglu", "geglu", "rms_norm", "layer_norm", "softmax", "bi
                      "pm_swiglu", "pm_rms_norm", "pm_layer_norm", "pm_softmax",
                      "corpus:swiglu", "corpus:geglu", "corpus:rms_norm", "corpus:layer_norm_chunked",
                      "corpus:softmax_strided", "corpus:bias_add_2d_grid",
-                     # the GEMM form (ad_gemm.c): its launcher runs the atomic fallback only for a grid
+                     # the GEMM form (src/ad/write/gemm.c): its launcher runs the atomic fallback only for a grid
                      # that does not map one to one onto the tiles, which this launch's is not
                      "corpus:matmul_relu_tf32"}
 

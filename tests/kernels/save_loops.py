@@ -52,7 +52,7 @@ def wide_acc(x_ptr, y_ptr, n, WIDE: tl.constexpr):
 @triton.jit
 def rms_chunked(x_ptr, w_ptr, y_ptr, n_cols, stride, eps, BLOCK: tl.constexpr):
     # two top-level loops: the sum of squares, then y = x * rstd * w chunk by chunk; w is read by
-    # every row's program, so its gradient is folded (src/ad/ad_fold.c) while the sum is saved
+    # every row's program, so its gradient is folded (src/ad/write/fold.c) while the sum is saved
     row = tl.program_id(0)
     ss = 0.0
     for start in range(0, n_cols, BLOCK):

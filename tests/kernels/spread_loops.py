@@ -1,4 +1,4 @@
-"""Row kernels whose backward is one loop over a row's chunks (src/ad/ad_spread.c, docs/AD.md
+"""Row kernels whose backward is one loop over a row's chunks (src/ad/write/spread.c, docs/AD.md
 "Spreading a loop over programs"): one program per row, BLOCK-wide chunks.
 
 row_softplus's backward (dx = dy * sigmoid(x), chunk by chunk) shares nothing between

@@ -286,7 +286,7 @@ def test_old_callers_zero_filled_buffers(tmp_path):
     assert torch.equal(res[0], res[1])
 
 
-# ------------------------------------------------------------------ folded gradients (ad_fold.c)
+# ------------------------------------------------------------------ folded gradients (src/ad/write/fold.c)
 
 
 @triton.jit

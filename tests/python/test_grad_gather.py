@@ -1,4 +1,4 @@
-"""The gather form of a stencil's input gradient (docs/AD.md, "Gather"; src/ad/ad_gather.c).
+"""The gather form of a stencil's input gradient (docs/AD.md, "Gather"; src/ad/write/gather.c).
 
 When every site reading an input is a function of the programs' positions pid * BLOCK +
 tl.arange(0, BLOCK) shifted by a constant, kad writes its gradient with a kernel of its own that

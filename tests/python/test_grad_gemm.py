@@ -1,4 +1,4 @@
-"""The GEMM form of a tiled matmul's operand gradients (src/ad/ad_gemm.c, docs/AD.md "GEMM operand gradients").
+"""The GEMM form of a tiled matmul's operand gradients (src/ad/write/gemm.c, docs/AD.md "GEMM operand gradients").
 
 The emitted module of tests/kernels/matmul.py's matmul_kernel holds no atomic for d_a/d_b on the
 launches where the programs map one to one onto the tile pairs, runs on Triton (CPU interpreter, or
@@ -175,7 +175,7 @@ def test_16bit_operands_dot_in_16bit_and_match_torch(tmp_path, dt):
 
 @pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16])
 def test_16bit_on_kads_interpreter(dt):
-    # CPU tensors: kad's interpreter runs the plan (gemm_run) with the dacc tiles in dt
+    # CPU tensors: kad's interpreter runs the plan (plan_run's run_gemm) with the dacc tiles in dt
     import kad
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: `import kernels`
     from kernels import matmul
@@ -201,7 +201,7 @@ def test_16bit_on_kads_interpreter(dt):
     assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1])
 
 
-# Grouped K iterations (ad_gemm.c operand_kernel): each operand program owns R consecutive K iterations and
+# Grouped K iterations (src/ad/write/gemm.c operand_kernel): each operand program owns R consecutive K iterations and
 # loads each dacc tile once for them: d_b (a 64-row gradient tile) as R = 4 loop bodies, whose iterations past
 # the trip count (the last group's) recompute the group's first iteration with their stores masked off; d_a as
 # one tile twice as wide along K (R = 2, "Widening"), its elements past the trip count masked off.  Trip counts
@@ -212,7 +212,7 @@ SIGR = SIG.replace("BLOCK_M=16,BLOCK_N=16,BLOCK_K=16", "BLOCK_M=64,BLOCK_N=16,BL
 def test_grouped_module_text(tmp_path):
     text, _ = module(tmp_path, sig=SIGR)
     # d_a: the K iterations side by side, one dot on tiles twice as wide (along the tile's columns); d_b, whose
-    # K axis is its tile's rows: 4 loop bodies, 4 dots (ad_gemm.c, "Widening")
+    # K axis is its tile's rows: 4 loop bodies, 4 dots (src/ad/write/gemm.c, "Widening")
     assert "the GEMM form: d_a_ptr, 2 K iterations per program as one tile 2 times as wide" in text
     assert "the GEMM form: d_b_ptr, 4 tiles per program" in text
     body = text.split("def matmul_kernel_bwd_d_a_ptr(")[1].split("\n\n\n")[0]
@@ -482,7 +482,7 @@ def test_small_grids_run_the_one_iteration_kernels(tmp_path, m, n, k):
 @pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("m,n,k", [(70, 40, 330), (70, 40, 50), (30, 50, 256), (70, 146, 330)])
 def test_grouped_on_kads_interpreter(dt, m, n, k):
-    # CPU tensors: kad's interpreter runs the grouped operand kernels (gemm_run, grid (tiles, cdiv(trips, R)))
+    # CPU tensors: kad's interpreter runs the grouped operand kernels (run_gemm, grid (tiles, cdiv(trips, R)))
     import kad
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: `import kernels`
     from kernels import matmul
@@ -549,7 +549,7 @@ def test_chunks_are_what_runs(tmp_path):
 
 @pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16])
 def test_chunked_on_kads_interpreter(dt):
-    # CPU tensors: kad's interpreter runs the chunked operand kernels (gemm_run)
+    # CPU tensors: kad's interpreter runs the chunked operand kernels (plan_run's run_gemm)
     import kad
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: `import kernels`
     from kernels import matmul

@@ -1,4 +1,4 @@
-"""Scattered sites in a kernel of their own (docs/AD.md, "Scattered sites"; src/ad/ad_scatter.c).
+"""Scattered sites in a kernel of their own (docs/AD.md, "Scattered sites"; src/ad/write/scatter.c).
 
 An input read densely (each element by one program) and at an index loaded from memory: the
 backward stores the dense part, then `<kernel>_bwd_scatter_<x>` adds the scattered part with

@@ -1,4 +1,4 @@
-"""Forward mode (kad jvp, src/ad/ad_fwd.c) against independent references, on kad's interpreter in float64.
+"""Forward mode (kad jvp, src/ad/sweep_fwd.c) against independent references, on kad's interpreter in float64.
 
 For every corpus case that kad grad differentiates (test_grad_check.GRAD, refusals left out) and the
 loop kernels of tests/kernels/tape_loops.py:

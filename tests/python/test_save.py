@@ -256,7 +256,7 @@ def test_float64_checker_through_saved_results():
 
 
 def test_saved_with_a_folded_weight_gradient():
-    # the backward folds w's gradient over the rows (its programs restructured: src/ad/ad_fold.c);
+    # the backward folds w's gradient over the rows (its programs restructured: src/ad/write/fold.c);
     # the saved sums are still each row's
     sl = triton_cpu.corpus_module("save_loops.py")
     x0, w0, dy = _rand(6, 40, seed=15), _rand(40, seed=16), _rand(6, 40, seed=17)

@@ -1,4 +1,4 @@
-"""A backward's loop spread over more programs (src/ad/ad_spread.c, docs/AD.md "Spreading a loop over
+"""A backward's loop spread over more programs (src/ad/write/spread.c, docs/AD.md "Spreading a loop over
 programs").
 
 A backward whose work is one loop sharing nothing between iterations takes the parameter
@@ -128,7 +128,7 @@ def test_cross_entropy_saved_backward_spread(rows, V, block):
 
 
 # ---------------------------------------------------------------------------------------------
-# Lanes in parts (split_lanes in src/ad/ad_spread.c, docs/AD.md "Lanes in parts"): a loop-free
+# Lanes in parts (split_lanes in src/ad/write/spread.c, docs/AD.md "Lanes in parts"): a loop-free
 # backward that is lane by lane on one tile wider than KAD_LANE_TILE lanes runs in parts of that
 # many, in kad's loop over `part`, which is then spread like any loop.
 

@@ -428,7 +428,7 @@ def test_checkpointed_recurrence_fails_with_a_broken_rule():
 
 def test_checkpointed_tape_stays_under_the_budget():
     # T = 64: a full tape would take 64 * 2 * 64 = 8192 bytes; with one slot per program revolve
-    # needs its plan and 128 bytes.  interp_run refuses a launch whose tape does not fit: exactly
+    # needs its plan and 128 bytes.  plan_run refuses a launch whose tape does not fit: exactly
     # that size passes, one byte less is refused.
     one = _rv_bytes(64, 1)
     assert one < 64 * 2 * 64

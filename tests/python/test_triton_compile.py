@@ -83,7 +83,7 @@ def jit_functions(text, path, modname):
 def specialization(fn, sig, ints_one, tapes=None, folds=()):
     """(signature, constexprs) for triton.compile of fn."""
     signature, consts = {}, {}
-    # a folded backward (ad_fold.c): partials, spans, the forward's program count, and the one
+    # a folded backward (write/fold.c): partials, spans, the forward's program count, and the one
     # sum kernel <k>_bwd_sum(part, d, span, nfold, dense), each suffixed _<x> when several inputs
     # (folds: the inputs, in the order of the main kernel's d_<x>_part parameters)
     fold = {}
@@ -104,17 +104,17 @@ def specialization(fn, sig, ints_one, tapes=None, folds=()):
             fold[n] = "i32"
         elif n.startswith("plain_d_"):  # the launcher's flag: the plain-store branch
             fold[n] = "True"
-        elif n.startswith("gather_d_"):  # the launcher's flag: the gather kernel writes d_<x> (ad_gather.c)
+        elif n.startswith("gather_d_"):  # the launcher's flag: the gather kernel writes d_<x> (write/gather.c)
             fold[n] = "True"
         elif n.startswith("TMA_d_"):  # the launcher's flag: a gradient stored through a descriptor (TMA)
             fold[n] = "True"
         elif n.startswith("kad_tape"):  # a tape (ad_tape.c): its dtype from the launcher's allocation
             fold[n] = "*fp64" if tapes.get(n) == "float64" else "*fp32"
-        elif n == "kad_dacc":  # the GEMM form's dacc scratch (ad_gemm.c): its dtype from the launcher's allocation
+        elif n == "kad_dacc":  # the GEMM form's dacc scratch (write/gemm.c): its dtype from the launcher's allocation
             fold[n] = {"float64": "*fp64", "bfloat16": "*bf16", "float16": "*fp16"}.get(tapes.get(n), "*fp32")
         elif n in ("kad_tiles_u", "kad_tiles_v"):  # the GEMM form's tile counts
             fold[n] = "i32"
-        elif n == "kad_spread":  # programs per forward program (ad_spread.c): 1 is specialized by ints_one
+        elif n == "kad_spread":  # programs per forward program (write/spread.c): 1 is specialized by ints_one
             fold[n] = "i32"
     for p in fn.params:
         n = p.name

@@ -72,7 +72,7 @@ def c_messages():
                 continue
             where = f"{os.path.relpath(path, REPO)}:{s.count(chr(10), 0, m.start()) + 1}"
             out.append((where, CONV.sub("…", lit).replace('\\"', '"').replace("\\\\", "\\")))
-    # a format kept in a named constant (ad_analysis.c's tape_msg)
+    # a format kept in a named constant (ad_race.c's race_programs_msg and race_lanes_msg)
     for path in sorted(glob.glob(os.path.join(REPO, "src", "**", "*.c"), recursive=True)):
         with open(path, encoding="utf-8") as f:
             s = _strip_comments(f.read())

@@ -1310,7 +1310,7 @@ bool gemm_tiles(const GemmPlan *pl, const int64_t *iargs, const int64_t grid[3],
 
 /* The input gradients a tiled matmul's K loop adds into with atomics get
  * GEMM kernels of their own (write/gemm.c) when the pattern holds; the header
- * says so through grad_gemm.  False only on a kad bug (reported in d). */
+ * says so from Program.gemm (emit_grad.c).  False only on a kad bug (reported in d). */
 bool gemm_inputs(Arena *a, Diags *d, const Func *fwd, Program *P, const AdSpec *spec)
 {
     const Func *bw = P->main;

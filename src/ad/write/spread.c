@@ -349,7 +349,7 @@ static int32_t lane_split(Arena *a, const Func *f, const Inst *insts, int n, Blo
  * the same bits.  Needs order_free of the body (a part must not read what
  * an earlier part wrote), as spread_loop of a loop, and lanewise.  Returns the tile's
  * lanes; 0, bw unchanged, when it does not apply.  (Its launcher deals a
- * row's parts to at least 2 programs: emit_grad.c, print_spread_plan.) */
+ * row's parts to at least 2 programs: emit_grad_launch.c, print_spread_plan.) */
 static int32_t split_lanes(Arena *a, Program *P, const Inst *const *def)
 {
     Func *bw = P->main;

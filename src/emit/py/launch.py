@@ -1,4 +1,5 @@
-"""The launch helpers of kad's backward and jvp modules: emit_grad.c prints these sections verbatim.
+"""The launch helpers of kad's backward and jvp modules: emit_grad.c, emit_grad_plan.c and emit_grad_launch.c
+print these sections verbatim.
 
 Each `# kad-embed: NAME` ... `# kad-end` section is the text, byte for byte, that the emitter prints
 (tools/embed.py embeds it as the C array kad_py_NAME, declared in embed.h); what lies outside the
