@@ -96,10 +96,12 @@ def backward(edges):
     return [e for e in edges if RANK[stage_of(e[0])] < RANK[stage_of(e[2])]]
 
 
-def read_objects(build):
-    """nm output of every object under build whose source still exists (src/X.c for X.o, or the
-    generated gen/ files): an object left from a source that was moved or split is skipped."""
+def read_objects(build, src=None):
+    """nm output of every object under build whose source still exists (SRC/X.c for X.o, or the
+    generated gen/ files; SRC: the repository's src/ unless given): an object left in a build
+    tree from a source that was moved or split is skipped."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    src = src or os.path.join(root, "src")
     objs = {}
     for dirpath, _, files in os.walk(build):
         for f in files:
@@ -107,7 +109,7 @@ def read_objects(build):
                 path = os.path.join(dirpath, f)
                 rel = os.path.relpath(path, build)
                 if not rel.startswith("gen" + os.sep) and \
-                        not os.path.exists(os.path.join(root, "src", rel[:-2] + ".c")):
+                        not os.path.exists(os.path.join(src, rel[:-2] + ".c")):
                     continue
                 objs[os.path.relpath(path, build)] = subprocess.run(
                     ["nm", path], check=True, capture_output=True, text=True).stdout
@@ -155,7 +157,7 @@ def report(edges, allow, quiet=False, out=sys.stdout):
 
 
 def main(argv):
-    build, allow, quiet = "build/pic", set(), False
+    build, allow, quiet, src = "build/pic", set(), False, None
     it = iter(argv)
     for a in it:
         if a == "--allow":
@@ -163,6 +165,8 @@ def main(argv):
             allow.add((caller, sym))
         elif a == "--quiet":
             quiet = True
+        elif a == "--src":
+            src = next(it)
         elif a.startswith("-"):
             print(__doc__, file=sys.stderr)
             return 2
@@ -171,7 +175,7 @@ def main(argv):
     if not os.path.isdir(build):
         print("stage_deps: no build dir %s (run make)" % build, file=sys.stderr)
         return 2
-    objs = read_objects(build)
+    objs = read_objects(build, src)
     if not objs:
         print("stage_deps: no objects under %s" % build, file=sys.stderr)
         return 2

@@ -83,8 +83,8 @@ def test_parse_nm_letters():
     assert d == {"f", "tab", "ro", "bss"} and u == {"g"}
 
 
-def run_tool(build, *allow):
-    args = [sys.executable, TOOL, build, "--quiet"]
+def run_tool(build, *allow, extra=()):
+    args = [sys.executable, TOOL, build, "--quiet", *extra]
     for caller, sym in allow:
         args += ["--allow", "%s:%s" % (caller, sym)]
     return subprocess.run(args, capture_output=True, text=True, cwd=REPO)
@@ -106,6 +106,10 @@ def test_build_check_fails_on_a_bad_edge(tmp_path):
     src.write_text("extern const char kad_py_covers[];\nconst char *ir_bad(void);\n"
                    "const char *ir_bad(void) { return kad_py_covers; }\n")
     subprocess.run([os.environ.get("CC", "cc"), "-c", str(src), "-o", str(pic / "ir" / "bad.o")], check=True)
-    p = run_tool(str(pic), *sorted(ALLOWED))
+    # the tool reads only objects whose source exists: a source tree with ir/bad.c beside the real ones
+    tree = tmp_path / "src"
+    shutil.copytree(os.path.join(REPO, "src"), tree)
+    shutil.copy(src, tree / "ir" / "bad.c")
+    p = run_tool(str(pic), *sorted(ALLOWED), extra=("--src", str(tree)))
     assert p.returncode == 1
     assert "BACKWARD: ir/bad.o -> kad_py_covers (gen/py_embed.o)" in p.stdout
