@@ -8,8 +8,9 @@
  * plan's host steps that kad prints here: it refuses a launch that breaks a
  * guard, computes the plain-store flags from the launch's arguments and grid
  * (the access analysis's conditions, printed as C), and zero-fills the input
- * gradients.  Plans with more steps (fold, gemm, gather, tapes, spread,
- * cleared output gradients) are refused with a located error naming them.
+ * gradients, and runs the kernel on a private copy of each output gradient
+ * it reads and clears (STEP_COPY).  Plans with more steps (fold, gemm,
+ * gather, tapes, spread) are refused with a located error naming them.
  *
  * Requires: bwd = ad_backward(fwd, spec) (params: fwd's, spec->nouts output
  * gradients, spec->nwrt input gradients, then the flags); jv = ad_forward.
@@ -192,19 +193,31 @@ static void launcher_open(Buf *out, Arena *a, const Func *f, const char *lname, 
 }
 
 /* The launch of kernel kname with L threads per block and f's parameters (names), then the return. */
-static void launcher_launch(Buf *out, Arena *a, const Func *f, const char *kname, int L, const char *const *names,
-                            const EmitCudaOpts *o)
+static void launcher_launch_with(Buf *out, Arena *a, const Func *f, const char *kname, int L,
+                                 const char *const *names, const char *pre, const char *post, const EmitCudaOpts *o)
 {
     Buf args = {.a = a};
     for (int i = 0; i < f->nparams; i++)
         buf_printf(&args, "%s%s", i ? ", " : "", names[i]);
     buf_puts(out, "    if (grid_x == 0 || grid_y == 0 || grid_z == 0)\n        return 0; // no programs\n");
+    buf_puts(out, pre);
     if (o->hip)
         buf_printf(out, "    hipLaunchKernelGGL(%s, dim3(grid_x, grid_y, grid_z), dim3(%d), 0, stream, %s);\n", kname, L,
                    buf_str(&args));
     else
         buf_printf(out, "    %s<<<dim3(grid_x, grid_y, grid_z), %d, 0, stream>>>(%s);\n", kname, L, buf_str(&args));
-    buf_printf(out, "    return (int)%s();\n}\n", rt(a, o, "GetLastError"));
+    if (!*post) {
+        buf_printf(out, "    return (int)%s();\n}\n", rt(a, o, "GetLastError"));
+        return;
+    }
+    buf_printf(out, "    %s errl = %s();\n%s    return (int)errl;\n}\n", rt(a, o, "Error_t"), rt(a, o, "GetLastError"),
+               post);
+}
+
+static void launcher_launch(Buf *out, Arena *a, const Func *f, const char *kname, int L, const char *const *names,
+                            const EmitCudaOpts *o)
+{
+    launcher_launch_with(out, a, f, kname, L, names, "", "", o);
 }
 
 static void header(Buf *out, Arena *a, const char *title, const Func *f, int nsig, int L, const char *more,
@@ -254,7 +267,6 @@ static bool simple_plan(Diags *d, Arena *a, const Program *P)
                        : P->gather ? "gather kernels for the input gradients"
                        : P->tapes.n ? "tapes (scratch buffers for loops reversed backwards)"
                        : P->spread ? "a loop spread over more programs"
-                       : P->cleared.n ? "output gradients read and cleared (a copy of the caller's)"
                                       : NULL;
     if (!what)
         return true;
@@ -335,8 +347,18 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         buf_printf(&t, "%s: plain stores (deterministic) when %s, else atomicAdd (the order of float additions "
                        "is not deterministic).\n", names[ncontract + j], fc[j] ? fc[j] : "never");
     }
+    if (P->cleared.n) {
+        buf_puts(&t, "The backward reads and clears");
+        for (int j = 0; j < P->cleared.n; j++)
+            buf_printf(&t, "%s %s", j ? "," : "", names[P->cleared.v[j]]);
+        buf_printf(&t, ": launch_%s runs it on a private copy of each (<name>_numel elements), the caller's kept.\n",
+                   kname);
+    }
     if (spec->atomics)
         buf_puts(&t, "Built with --atomics: the gradients are accumulated with atomicAdd.\n");
+    else if (!nf && ir_block_has_op(bwd->body, OP_ATOMIC_ADD))
+        buf_puts(&t, "Input gradients are accumulated with atomicAdd: the order of those float additions is not "
+                     "deterministic, so results may differ in the last bits from run to run.\n");
     header(out, a, arena_printf(a, "Backward of kernel %s", fwd->name), fwd, nfwd, L, buf_str(&t), o);
     emit_cuda_prelude(out, o, h);
     buf_puts(out, buf_str(&k));
@@ -344,6 +366,8 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
     Buf extra = {.a = a};
     for (int i = 0; i < nin; i++)
         buf_printf(&extra, ",\n        int64_t %s_numel", names[nfwd + nouts + i]);
+    for (int j = 0; j < P->cleared.n; j++)
+        buf_printf(&extra, ",\n        int64_t %s_numel", names[P->cleared.v[j]]);
     launcher_open(out, a, bwd, arena_printf(a, "launch_%s", kname), names, ncontract, buf_str(&extra), o);
     for (int i = 0; i < bwd->guards.n; i++) {
         const FuncGuard *g = &bwd->guards.v[i];
@@ -367,7 +391,35 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
                    cuda_dtype((Dtype)ty.elem, o->hip));
         buf_printf(out, "    if (err%d != %s)\n        return (int)err%d;\n", i, rt(a, o, "Success"), i);
     }
-    launcher_launch(out, a, bwd, kname, L, names, o);
+    /* STEP_COPY: each output gradient the backward reads and clears, on a private copy (plan_run's) */
+    Buf pre = {.a = a}, post = {.a = a}, frees = {.a = a};
+    const char **knames = names;
+    if (P->cleared.n) {
+        knames = arena_alloc(a, sizeof *knames * (size_t)(bwd->nparams + 1));
+        for (int i = 0; i < bwd->nparams; i++)
+            knames[i] = names[i];
+        buf_puts(&pre, "    // the output gradients the backward reads and clears: on private copies, the caller's kept\n");
+    }
+    for (int j = 0; j < P->cleared.n; j++) {
+        int p = P->cleared.v[j];
+        Type ty = bwd->vals.v[bwd->params[p]].ty;
+        const char *el = cuda_dtype((Dtype)ty.elem, o->hip), *cp = arena_printf(a, "%s_copy", names[p]);
+        const char *bytes = arena_printf(a, "(size_t)(%s_numel > 0 ? %s_numel : 1) * sizeof(%s)", names[p], names[p], el);
+        buf_printf(&pre, "    %s *%s = NULL;\n", el, cp);
+        buf_printf(&pre, "    %s errc%d = %s((void **)&%s, %s, stream);\n", rt(a, o, "Error_t"), j,
+                   rt(a, o, "MallocAsync"), cp, bytes);
+        buf_printf(&pre, "    if (errc%d == %s)\n        errc%d = %s(%s, %s, (size_t)%s_numel * sizeof(%s), %s, stream);\n", j,
+                   rt(a, o, "Success"), j, rt(a, o, "MemcpyAsync"), cp, names[p], names[p], el,
+                   rt(a, o, "MemcpyDeviceToDevice"));
+        buf_printf(&pre, "    if (errc%d != %s) {\n%s", j, rt(a, o, "Success"), buf_str(&frees));
+        buf_printf(&pre, "        if (%s)\n            %s(%s, stream);\n        return (int)errc%d;\n    }\n", cp,
+                   rt(a, o, "FreeAsync"), cp, j);
+        buf_printf(&frees, "        %s(%s, stream);\n", rt(a, o, "FreeAsync"), cp);
+        buf_printf(&post, "    %s(%s, stream);\n", rt(a, o, "FreeAsync"), cp);
+        knames[p] = cp;
+    }
+    launcher_launch_with(out, a, bwd, kname, L, knames, pre.len ? buf_str(&pre) : "", post.len ? buf_str(&post) : "",
+                         o);
     return true;
 }
 

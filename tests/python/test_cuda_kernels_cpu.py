@@ -89,6 +89,8 @@ extern "C" void kad_run(unsigned kad_gx, unsigned kad_gy, unsigned kad_gz, %s)
             values[z].zero_()
         env = dict(values)
         env.update(flags)
+        for cp, orig in L.copies:  # the launcher's private copies (the caller's kept)
+            env[cp] = values[orig].clone()
         args = [env[a] for a in L.kargs]
         self.fn(*g, *[a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args])
         return flags
