@@ -123,7 +123,10 @@ def test_backward(case, mode, tmp_path):
     v = cc.inputs(case)
     d_outs = cc.output_grads(case, v)
     dv = cc.launch_values(case, v, d_outs=d_outs)
+    given = {o: dv["d_" + o].clone() for o in case.out}
     flags = k.call(case.grid, dv)
+    for o in case.out:  # a backward that clears its output gradient runs on the launcher's copy
+        assert torch.equal(dv["d_" + o], given[o]), "the caller's d_%s changed" % o
     got = {n: dv["d_" + n] for n in case.wrt}
     want = cc.reference_grads(case, v, d_outs)
     for n in case.wrt:
@@ -132,6 +135,8 @@ def test_backward(case, mode, tmp_path):
         assert all(flags.values()), flags
         if not case.atomic_bwd:  # (d): atomics only in the fallback that these launches do not take
             assert "atomicAdd" not in cc.strip_fallbacks(src)
+        elif not flags:  # atomics on every launch: the header says the bits may differ
+            assert "Input gradients are accumulated with atomicAdd" in src
     else:
         assert "Built with --atomics" in src
 
