@@ -258,6 +258,52 @@ bool emit_cuda_module(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCud
     return true;
 }
 
+/* Tape trip count e (a TapeExpr over the contract's int parameters and the grid) as C over the
+ * launcher's names: every operation a kad_tx_* helper that sets kad_bad on a division by zero or an
+ * overflow (tape_expr_bound's refusals); NULL when it names the program id (a per-program count). */
+static const char *tape_c(Arena *a, const TapeExpr *e, const Func *f, const char *const *names)
+{
+    static const char *const fn[] = {[TX_ADD] = "add", [TX_SUB] = "sub", [TX_MUL] = "mul", [TX_DIV] = "div",
+                                     [TX_REM] = "rem", [TX_MAX] = "max", [TX_MIN] = "min", [TX_CDIV] = "cdiv"};
+    switch (e->op) {
+    case TX_CONST: return arena_printf(a, "%lldLL", (long long)e->v);
+    case TX_PARAM: return e->v >= 0 && e->v < f->nparams ? arena_printf(a, "(int64_t)%s", names[e->v]) : NULL;
+    case TX_GRID: return e->v >= 0 && e->v < 3 ? arena_printf(a, "(int64_t)grid_%c", "xyz"[e->v]) : NULL;
+    case TX_ADD: case TX_SUB: case TX_MUL: case TX_DIV: case TX_REM: case TX_MAX: case TX_MIN: case TX_CDIV: {
+        const char *x = tape_c(a, e->x, f, names), *y = x ? tape_c(a, e->y, f, names) : NULL;
+        return y ? arena_printf(a, "kad_tx_%s(%s, %s, &kad_bad)", fn[e->op], x, y) : NULL;
+    }
+    default: return NULL;
+    }
+}
+
+/* The launcher's helpers for tape sizes (printed once, before a launcher with tapes). */
+static const char CU_TAPE_HELPERS[] =
+    "// Tape sizes: the trip counts' int64 arithmetic as the kernel's (truncating division); a division by\n"
+    "// zero or an overflow sets *bad and the launch is refused.\n"
+    "static inline int64_t kad_tx_add(int64_t a, int64_t b, bool *bad)\n"
+    "{\n    int64_t r = 0;\n    if (__builtin_add_overflow(a, b, &r))\n        *bad = true;\n    return r;\n}\n"
+    "static inline int64_t kad_tx_sub(int64_t a, int64_t b, bool *bad)\n"
+    "{\n    int64_t r = 0;\n    if (__builtin_sub_overflow(a, b, &r))\n        *bad = true;\n    return r;\n}\n"
+    "static inline int64_t kad_tx_mul(int64_t a, int64_t b, bool *bad)\n"
+    "{\n    int64_t r = 0;\n    if (__builtin_mul_overflow(a, b, &r))\n        *bad = true;\n    return r;\n}\n"
+    "static inline int64_t kad_tx_div(int64_t a, int64_t b, bool *bad)\n"
+    "{\n    if (b == 0 || (a == INT64_MIN && b == -1)) {\n        *bad = true;\n        return 0;\n    }\n"
+    "    return a / b;\n}\n"
+    "static inline int64_t kad_tx_rem(int64_t a, int64_t b, bool *bad)\n"
+    "{\n    if (b == 0 || (a == INT64_MIN && b == -1)) {\n        *bad = true;\n        return 0;\n    }\n"
+    "    return a % b;\n}\n"
+    "static inline int64_t kad_tx_max(int64_t a, int64_t b, bool *bad) { return (void)bad, a > b ? a : b; }\n"
+    "static inline int64_t kad_tx_min(int64_t a, int64_t b, bool *bad) { return (void)bad, a < b ? a : b; }\n"
+    "static inline int64_t kad_tx_cdiv(int64_t a, int64_t b, bool *bad)\n"
+    "{\n    if (b <= 0 || a < 0 || a > INT64_MAX - b) {\n        *bad = true;\n        return 0;\n    }\n"
+    "    return (a + b - 1) / b;\n}\n"
+    "// Elements of a tape: trips (clamped at 0) per program and slot elements per iteration and program.\n"
+    "static inline int64_t kad_tape_numel(int64_t trips, unsigned gx, unsigned gy, unsigned gz, int64_t slot,\n"
+    "                                     bool *bad)\n"
+    "{\n    int64_t n = kad_tx_mul(kad_tx_mul(kad_tx_mul(kad_tx_max(trips, 0, bad), gx, bad), gy, bad), gz, bad);\n"
+    "    n = kad_tx_mul(n, slot, bad);\n    if (n > (INT64_MAX >> 4))\n        *bad = true;\n    return n;\n}\n\n";
+
 /* The plan pieces of P that this launcher does not print, as a refusal; true when there is none. */
 static bool simple_plan(Diags *d, Arena *a, const Program *P)
 {
@@ -265,9 +311,16 @@ static bool simple_plan(Diags *d, Arena *a, const Program *P)
     const char *what = bwd->fold ? "grid folding (a fold plan: partial sums and their sum kernel)"
                        : P->gemm ? "GEMM kernels for the matmul operand gradients"
                        : P->gather ? "gather kernels for the input gradients"
-                       : P->tapes.n ? "tapes (scratch buffers for loops reversed backwards)"
                        : P->spread ? "a loop spread over more programs"
                                       : NULL;
+    for (int j = 0; !what && j < P->tapes.n; j++) {
+        const FuncTape *t = &P->tapes.v[j];
+        what = t->bounded ? "tapes of `while` loops (a capacity and an overflow flag the launcher checks)"
+               : t->revolve || t->ckpt ? "checkpointed tapes (a tape budget)"
+               : !tape_c(a, t->trips, bwd, param_names(a, bwd)) ? "tapes (scratch buffers for loops reversed backwards) "
+                                                                  "whose size names the program id"
+                                                                : NULL;
+    }
     if (!what)
         return true;
     diag_error(d, bwd->loc, "CUDA C emitter: the backward %s needs %s, which the CUDA C launcher does not do yet; "
@@ -284,8 +337,8 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         return false;
     const Func *bwd = P->main;
     int nfwd = fwd->nparams, nouts = spec->nouts, nin = spec->nwrt, nf = bwd->flags.n;
-    int ncontract = nfwd + nouts + nin;
-    if (bwd->nparams != ncontract + nf) {
+    int ncontract = nfwd + nouts + nin, nt = P->tapes.n;
+    if (bwd->nparams != ncontract + nf + nt) {
         diag_error(d, bwd->loc, "CUDA C emitter: the backward %s has %d parameters, not the forward's %d, %d "
                                 "output and %d input gradients and %d flags (an input that is also an output, in "
                                 "place, shares one gradient): the CUDA C launcher does not print it yet",
@@ -354,6 +407,8 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         buf_printf(&t, ": launch_%s runs it on a private copy of each (<name>_numel elements), the caller's kept.\n",
                    kname);
     }
+    for (int j = 0; j < nt; j++)
+        buf_printf(&t, "%s\n", tape_describe(a, P, j, arena_printf(a, "launch_%s", kname)));
     if (spec->atomics)
         buf_puts(&t, "Built with --atomics: the gradients are accumulated with atomicAdd.\n");
     else if (!nf && ir_block_has_op(bwd->body, OP_ATOMIC_ADD))
@@ -368,6 +423,8 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         buf_printf(&extra, ",\n        int64_t %s_numel", names[nfwd + nouts + i]);
     for (int j = 0; j < P->cleared.n; j++)
         buf_printf(&extra, ",\n        int64_t %s_numel", names[P->cleared.v[j]]);
+    if (nt)
+        buf_puts(out, CU_TAPE_HELPERS);
     launcher_open(out, a, bwd, arena_printf(a, "launch_%s", kname), names, ncontract, buf_str(&extra), o);
     for (int i = 0; i < bwd->guards.n; i++) {
         const FuncGuard *g = &bwd->guards.v[i];
@@ -391,15 +448,40 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
                    cuda_dtype((Dtype)ty.elem, o->hip));
         buf_printf(out, "    if (err%d != %s)\n        return (int)err%d;\n", i, rt(a, o, "Success"), i);
     }
-    /* STEP_COPY: each output gradient the backward reads and clears, on a private copy (plan_run's) */
     Buf pre = {.a = a}, post = {.a = a}, frees = {.a = a};
     const char **knames = names;
-    if (P->cleared.n) {
+    if (P->cleared.n || nt) {
         knames = arena_alloc(a, sizeof *knames * (size_t)(bwd->nparams + 1));
         for (int i = 0; i < bwd->nparams; i++)
             knames[i] = names[i];
-        buf_puts(&pre, "    // the output gradients the backward reads and clears: on private copies, the caller's kept\n");
     }
+    /* STEP_TAPE: each tape allocated for this launch, uninitialized (each element written before it is read) */
+    if (nt)
+        buf_puts(&pre, "    // the tapes, sized for this launch (plan_run's tape_elems)\n    bool kad_bad = false;\n");
+    for (int j = 0; j < nt; j++) {
+        const FuncTape *tj = &P->tapes.v[j];
+        buf_printf(&pre, "    const int64_t kad_tape%d_numel = kad_tape_numel(%s, grid_x, grid_y, grid_z, %lldLL, &kad_bad);\n",
+                   j, tape_c(a, tj->trips, bwd, names), (long long)tj->slot);
+    }
+    if (nt)
+        buf_printf(&pre, "    if (kad_bad) // a tape's trip count divides by zero or overflows, or the tape is too large\n"
+                         "        return (int)%s;\n", rt(a, o, "ErrorInvalidValue"));
+    for (int j = 0; j < nt; j++) {
+        int p = ncontract + nf + j;
+        Type ty = bwd->vals.v[bwd->params[p]].ty;
+        const char *el = cuda_dtype((Dtype)ty.elem, o->hip), *tp = arena_printf(a, "kad_tape%d", j);
+        buf_printf(&pre, "    %s *%s = NULL;\n", el, tp);
+        buf_printf(&pre, "    %s errt%d = %s((void **)&%s, (size_t)(%s_numel > 0 ? %s_numel : 1) * sizeof(%s), stream);\n",
+                   rt(a, o, "Error_t"), j, rt(a, o, "MallocAsync"), tp, tp, tp, el);
+        buf_printf(&pre, "    if (errt%d != %s) {\n%s        return (int)errt%d;\n    }\n", j, rt(a, o, "Success"),
+                   buf_str(&frees), j);
+        buf_printf(&frees, "        %s(%s, stream);\n", rt(a, o, "FreeAsync"), tp);
+        buf_printf(&post, "    %s(%s, stream);\n", rt(a, o, "FreeAsync"), tp);
+        knames[p] = tp;
+    }
+    /* STEP_COPY: each output gradient the backward reads and clears, on a private copy (plan_run's) */
+    if (P->cleared.n)
+        buf_puts(&pre, "    // the output gradients the backward reads and clears: on private copies, the caller's kept\n");
     for (int j = 0; j < P->cleared.n; j++) {
         int p = P->cleared.v[j];
         Type ty = bwd->vals.v[bwd->params[p]].ty;

@@ -91,6 +91,8 @@ extern "C" void kad_run(unsigned kad_gx, unsigned kad_gy, unsigned kad_gz, %s)
         env.update(flags)
         for cp, orig in L.copies:  # the launcher's private copies (the caller's kept)
             env[cp] = values[orig].clone()
+        for tp, n in L.tape_sizes(g, values).items():  # uninitialized scratch: NaN, so a read before a write shows
+            env[tp] = torch.full((max(n, 1),), float("nan"), dtype=torch.float64)
         args = [env[a] for a in L.kargs]
         self.fn(*g, *[a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args])
         return flags
