@@ -8,8 +8,9 @@
  * plan's host steps that kad prints here: it refuses a launch that breaks a
  * guard, computes the plain-store flags from the launch's arguments and grid
  * (the access analysis's conditions, printed as C), and zero-fills the input
- * gradients.  Plans with more steps (fold, gemm, gather, tapes, spread,
- * cleared output gradients) are refused with a located error naming them.
+ * gradients, and runs the kernel on a private copy of each output gradient
+ * it reads and clears (STEP_COPY).  Plans with more steps (fold, gemm,
+ * gather, tapes, spread) are refused with a located error naming them.
  *
  * Requires: bwd = ad_backward(fwd, spec) (params: fwd's, spec->nouts output
  * gradients, spec->nwrt input gradients, then the flags); jv = ad_forward.
@@ -192,19 +193,31 @@ static void launcher_open(Buf *out, Arena *a, const Func *f, const char *lname, 
 }
 
 /* The launch of kernel kname with L threads per block and f's parameters (names), then the return. */
-static void launcher_launch(Buf *out, Arena *a, const Func *f, const char *kname, int L, const char *const *names,
-                            const EmitCudaOpts *o)
+static void launcher_launch_with(Buf *out, Arena *a, const Func *f, const char *kname, int L,
+                                 const char *const *names, const char *pre, const char *post, const EmitCudaOpts *o)
 {
     Buf args = {.a = a};
     for (int i = 0; i < f->nparams; i++)
         buf_printf(&args, "%s%s", i ? ", " : "", names[i]);
     buf_puts(out, "    if (grid_x == 0 || grid_y == 0 || grid_z == 0)\n        return 0; // no programs\n");
+    buf_puts(out, pre);
     if (o->hip)
         buf_printf(out, "    hipLaunchKernelGGL(%s, dim3(grid_x, grid_y, grid_z), dim3(%d), 0, stream, %s);\n", kname, L,
                    buf_str(&args));
     else
         buf_printf(out, "    %s<<<dim3(grid_x, grid_y, grid_z), %d, 0, stream>>>(%s);\n", kname, L, buf_str(&args));
-    buf_printf(out, "    return (int)%s();\n}\n", rt(a, o, "GetLastError"));
+    if (!*post) {
+        buf_printf(out, "    return (int)%s();\n}\n", rt(a, o, "GetLastError"));
+        return;
+    }
+    buf_printf(out, "    %s errl = %s();\n%s    return (int)errl;\n}\n", rt(a, o, "Error_t"), rt(a, o, "GetLastError"),
+               post);
+}
+
+static void launcher_launch(Buf *out, Arena *a, const Func *f, const char *kname, int L, const char *const *names,
+                            const EmitCudaOpts *o)
+{
+    launcher_launch_with(out, a, f, kname, L, names, "", "", o);
 }
 
 static void header(Buf *out, Arena *a, const char *title, const Func *f, int nsig, int L, const char *more,
@@ -245,6 +258,52 @@ bool emit_cuda_module(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCud
     return true;
 }
 
+/* Tape trip count e (a TapeExpr over the contract's int parameters and the grid) as C over the
+ * launcher's names: every operation a kad_tx_* helper that sets kad_bad on a division by zero or an
+ * overflow (tape_expr_bound's refusals); NULL when it names the program id (a per-program count). */
+static const char *tape_c(Arena *a, const TapeExpr *e, const Func *f, const char *const *names)
+{
+    static const char *const fn[] = {[TX_ADD] = "add", [TX_SUB] = "sub", [TX_MUL] = "mul", [TX_DIV] = "div",
+                                     [TX_REM] = "rem", [TX_MAX] = "max", [TX_MIN] = "min", [TX_CDIV] = "cdiv"};
+    switch (e->op) {
+    case TX_CONST: return arena_printf(a, "%lldLL", (long long)e->v);
+    case TX_PARAM: return e->v >= 0 && e->v < f->nparams ? arena_printf(a, "(int64_t)%s", names[e->v]) : NULL;
+    case TX_GRID: return e->v >= 0 && e->v < 3 ? arena_printf(a, "(int64_t)grid_%c", "xyz"[e->v]) : NULL;
+    case TX_ADD: case TX_SUB: case TX_MUL: case TX_DIV: case TX_REM: case TX_MAX: case TX_MIN: case TX_CDIV: {
+        const char *x = tape_c(a, e->x, f, names), *y = x ? tape_c(a, e->y, f, names) : NULL;
+        return y ? arena_printf(a, "kad_tx_%s(%s, %s, &kad_bad)", fn[e->op], x, y) : NULL;
+    }
+    default: return NULL;
+    }
+}
+
+/* The launcher's helpers for tape sizes (printed once, before a launcher with tapes). */
+static const char CU_TAPE_HELPERS[] =
+    "// Tape sizes: the trip counts' int64 arithmetic as the kernel's (truncating division); a division by\n"
+    "// zero or an overflow sets *bad and the launch is refused.\n"
+    "static inline int64_t kad_tx_add(int64_t a, int64_t b, bool *bad)\n"
+    "{\n    int64_t r = 0;\n    if (__builtin_add_overflow(a, b, &r))\n        *bad = true;\n    return r;\n}\n"
+    "static inline int64_t kad_tx_sub(int64_t a, int64_t b, bool *bad)\n"
+    "{\n    int64_t r = 0;\n    if (__builtin_sub_overflow(a, b, &r))\n        *bad = true;\n    return r;\n}\n"
+    "static inline int64_t kad_tx_mul(int64_t a, int64_t b, bool *bad)\n"
+    "{\n    int64_t r = 0;\n    if (__builtin_mul_overflow(a, b, &r))\n        *bad = true;\n    return r;\n}\n"
+    "static inline int64_t kad_tx_div(int64_t a, int64_t b, bool *bad)\n"
+    "{\n    if (b == 0 || (a == INT64_MIN && b == -1)) {\n        *bad = true;\n        return 0;\n    }\n"
+    "    return a / b;\n}\n"
+    "static inline int64_t kad_tx_rem(int64_t a, int64_t b, bool *bad)\n"
+    "{\n    if (b == 0 || (a == INT64_MIN && b == -1)) {\n        *bad = true;\n        return 0;\n    }\n"
+    "    return a % b;\n}\n"
+    "static inline int64_t kad_tx_max(int64_t a, int64_t b, bool *bad) { return (void)bad, a > b ? a : b; }\n"
+    "static inline int64_t kad_tx_min(int64_t a, int64_t b, bool *bad) { return (void)bad, a < b ? a : b; }\n"
+    "static inline int64_t kad_tx_cdiv(int64_t a, int64_t b, bool *bad)\n"
+    "{\n    if (b <= 0 || a < 0 || a > INT64_MAX - b) {\n        *bad = true;\n        return 0;\n    }\n"
+    "    return (a + b - 1) / b;\n}\n"
+    "// Elements of a tape: trips (clamped at 0) per program and slot elements per iteration and program.\n"
+    "static inline int64_t kad_tape_numel(int64_t trips, unsigned gx, unsigned gy, unsigned gz, int64_t slot,\n"
+    "                                     bool *bad)\n"
+    "{\n    int64_t n = kad_tx_mul(kad_tx_mul(kad_tx_mul(kad_tx_max(trips, 0, bad), gx, bad), gy, bad), gz, bad);\n"
+    "    n = kad_tx_mul(n, slot, bad);\n    if (n > (INT64_MAX >> 4))\n        *bad = true;\n    return n;\n}\n\n";
+
 /* The plan pieces of P that this launcher does not print, as a refusal; true when there is none. */
 static bool simple_plan(Diags *d, Arena *a, const Program *P)
 {
@@ -252,10 +311,16 @@ static bool simple_plan(Diags *d, Arena *a, const Program *P)
     const char *what = bwd->fold ? "grid folding (a fold plan: partial sums and their sum kernel)"
                        : P->gemm ? "GEMM kernels for the matmul operand gradients"
                        : P->gather ? "gather kernels for the input gradients"
-                       : P->tapes.n ? "tapes (scratch buffers for loops reversed backwards)"
                        : P->spread ? "a loop spread over more programs"
-                       : P->cleared.n ? "output gradients read and cleared (a copy of the caller's)"
                                       : NULL;
+    for (int j = 0; !what && j < P->tapes.n; j++) {
+        const FuncTape *t = &P->tapes.v[j];
+        what = t->bounded ? "tapes of `while` loops (a capacity and an overflow flag the launcher checks)"
+               : t->revolve || t->ckpt ? "checkpointed tapes (a tape budget)"
+               : !tape_c(a, t->trips, bwd, param_names(a, bwd)) ? "tapes (scratch buffers for loops reversed backwards) "
+                                                                  "whose size names the program id"
+                                                                : NULL;
+    }
     if (!what)
         return true;
     diag_error(d, bwd->loc, "CUDA C emitter: the backward %s needs %s, which the CUDA C launcher does not do yet; "
@@ -272,8 +337,8 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         return false;
     const Func *bwd = P->main;
     int nfwd = fwd->nparams, nouts = spec->nouts, nin = spec->nwrt, nf = bwd->flags.n;
-    int ncontract = nfwd + nouts + nin;
-    if (bwd->nparams != ncontract + nf) {
+    int ncontract = nfwd + nouts + nin, nt = P->tapes.n;
+    if (bwd->nparams != ncontract + nf + nt) {
         diag_error(d, bwd->loc, "CUDA C emitter: the backward %s has %d parameters, not the forward's %d, %d "
                                 "output and %d input gradients and %d flags (an input that is also an output, in "
                                 "place, shares one gradient): the CUDA C launcher does not print it yet",
@@ -335,8 +400,20 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         buf_printf(&t, "%s: plain stores (deterministic) when %s, else atomicAdd (the order of float additions "
                        "is not deterministic).\n", names[ncontract + j], fc[j] ? fc[j] : "never");
     }
+    if (P->cleared.n) {
+        buf_puts(&t, "The backward reads and clears");
+        for (int j = 0; j < P->cleared.n; j++)
+            buf_printf(&t, "%s %s", j ? "," : "", names[P->cleared.v[j]]);
+        buf_printf(&t, ": launch_%s runs it on a private copy of each (<name>_numel elements), the caller's kept.\n",
+                   kname);
+    }
+    for (int j = 0; j < nt; j++)
+        buf_printf(&t, "%s\n", tape_describe(a, P, j, arena_printf(a, "launch_%s", kname)));
     if (spec->atomics)
         buf_puts(&t, "Built with --atomics: the gradients are accumulated with atomicAdd.\n");
+    else if (!nf && ir_block_has_op(bwd->body, OP_ATOMIC_ADD))
+        buf_puts(&t, "Input gradients are accumulated with atomicAdd: the order of those float additions is not "
+                     "deterministic, so results may differ in the last bits from run to run.\n");
     header(out, a, arena_printf(a, "Backward of kernel %s", fwd->name), fwd, nfwd, L, buf_str(&t), o);
     emit_cuda_prelude(out, o, h);
     buf_puts(out, buf_str(&k));
@@ -344,6 +421,10 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
     Buf extra = {.a = a};
     for (int i = 0; i < nin; i++)
         buf_printf(&extra, ",\n        int64_t %s_numel", names[nfwd + nouts + i]);
+    for (int j = 0; j < P->cleared.n; j++)
+        buf_printf(&extra, ",\n        int64_t %s_numel", names[P->cleared.v[j]]);
+    if (nt)
+        buf_puts(out, CU_TAPE_HELPERS);
     launcher_open(out, a, bwd, arena_printf(a, "launch_%s", kname), names, ncontract, buf_str(&extra), o);
     for (int i = 0; i < bwd->guards.n; i++) {
         const FuncGuard *g = &bwd->guards.v[i];
@@ -367,7 +448,60 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
                    cuda_dtype((Dtype)ty.elem, o->hip));
         buf_printf(out, "    if (err%d != %s)\n        return (int)err%d;\n", i, rt(a, o, "Success"), i);
     }
-    launcher_launch(out, a, bwd, kname, L, names, o);
+    Buf pre = {.a = a}, post = {.a = a}, frees = {.a = a};
+    const char **knames = names;
+    if (P->cleared.n || nt) {
+        knames = arena_alloc(a, sizeof *knames * (size_t)(bwd->nparams + 1));
+        for (int i = 0; i < bwd->nparams; i++)
+            knames[i] = names[i];
+    }
+    /* STEP_TAPE: each tape allocated for this launch, uninitialized (each element written before it is read) */
+    if (nt)
+        buf_puts(&pre, "    // the tapes, sized for this launch (plan_run's tape_elems)\n    bool kad_bad = false;\n");
+    for (int j = 0; j < nt; j++) {
+        const FuncTape *tj = &P->tapes.v[j];
+        buf_printf(&pre, "    const int64_t kad_tape%d_numel = kad_tape_numel(%s, grid_x, grid_y, grid_z, %lldLL, &kad_bad);\n",
+                   j, tape_c(a, tj->trips, bwd, names), (long long)tj->slot);
+    }
+    if (nt)
+        buf_printf(&pre, "    if (kad_bad) // a tape's trip count divides by zero or overflows, or the tape is too large\n"
+                         "        return (int)%s;\n", rt(a, o, "ErrorInvalidValue"));
+    for (int j = 0; j < nt; j++) {
+        int p = ncontract + nf + j;
+        Type ty = bwd->vals.v[bwd->params[p]].ty;
+        const char *el = cuda_dtype((Dtype)ty.elem, o->hip), *tp = arena_printf(a, "kad_tape%d", j);
+        buf_printf(&pre, "    %s *%s = NULL;\n", el, tp);
+        buf_printf(&pre, "    %s errt%d = %s((void **)&%s, (size_t)(%s_numel > 0 ? %s_numel : 1) * sizeof(%s), stream);\n",
+                   rt(a, o, "Error_t"), j, rt(a, o, "MallocAsync"), tp, tp, tp, el);
+        buf_printf(&pre, "    if (errt%d != %s) {\n%s        return (int)errt%d;\n    }\n", j, rt(a, o, "Success"),
+                   buf_str(&frees), j);
+        buf_printf(&frees, "        %s(%s, stream);\n", rt(a, o, "FreeAsync"), tp);
+        buf_printf(&post, "    %s(%s, stream);\n", rt(a, o, "FreeAsync"), tp);
+        knames[p] = tp;
+    }
+    /* STEP_COPY: each output gradient the backward reads and clears, on a private copy (plan_run's) */
+    if (P->cleared.n)
+        buf_puts(&pre, "    // the output gradients the backward reads and clears: on private copies, the caller's kept\n");
+    for (int j = 0; j < P->cleared.n; j++) {
+        int p = P->cleared.v[j];
+        Type ty = bwd->vals.v[bwd->params[p]].ty;
+        const char *el = cuda_dtype((Dtype)ty.elem, o->hip), *cp = arena_printf(a, "%s_copy", names[p]);
+        const char *bytes = arena_printf(a, "(size_t)(%s_numel > 0 ? %s_numel : 1) * sizeof(%s)", names[p], names[p], el);
+        buf_printf(&pre, "    %s *%s = NULL;\n", el, cp);
+        buf_printf(&pre, "    %s errc%d = %s((void **)&%s, %s, stream);\n", rt(a, o, "Error_t"), j,
+                   rt(a, o, "MallocAsync"), cp, bytes);
+        buf_printf(&pre, "    if (errc%d == %s)\n        errc%d = %s(%s, %s, (size_t)%s_numel * sizeof(%s), %s, stream);\n", j,
+                   rt(a, o, "Success"), j, rt(a, o, "MemcpyAsync"), cp, names[p], names[p], el,
+                   rt(a, o, "MemcpyDeviceToDevice"));
+        buf_printf(&pre, "    if (errc%d != %s) {\n%s", j, rt(a, o, "Success"), buf_str(&frees));
+        buf_printf(&pre, "        if (%s)\n            %s(%s, stream);\n        return (int)errc%d;\n    }\n", cp,
+                   rt(a, o, "FreeAsync"), cp, j);
+        buf_printf(&frees, "        %s(%s, stream);\n", rt(a, o, "FreeAsync"), cp);
+        buf_printf(&post, "    %s(%s, stream);\n", rt(a, o, "FreeAsync"), cp);
+        knames[p] = cp;
+    }
+    launcher_launch_with(out, a, bwd, kname, L, knames, pre.len ? buf_str(&pre) : "", post.len ? buf_str(&post) : "",
+                         o);
     return true;
 }
 

@@ -28,8 +28,9 @@ MARK = "// ---- the launcher"
 
 # The emitter's messages (src/emit/emit_cuda_host.c, emit_cuda.c) for the refusals below.
 FOLD = r"needs grid folding \(a fold plan"
-TAPES = r"needs tapes \(scratch buffers"
-CLEARED = r"needs output gradients read and cleared"
+TAPES = r"needs tapes of `while` loops \(a capacity and an overflow flag"
+LANE_ROW = r"'reshape' of %tid i32\[32\] into i32\[1,32\]: between the block's threads and a row"
+WARP_PARTS = r"has shape i32\[2,1\]: only scalars"
 GATHER_ROW = r"between the block's threads and a row that every thread holds"
 GATHER_ARRAY = r"'gather' on a tile fp32\[64\] \(a per-thread array\)"
 SHARED_LANES = r"has shape i32\[256\], but the kernel's tiles are \[272\]"
@@ -140,6 +141,20 @@ def _c_to_py(expr):
     return re.sub(r"(\d+)LL\b", r"\1", e)
 
 
+def _tdiv(a, b):
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+# The launcher's kad_tx_* helpers (tape sizes) in Python: C's truncating division and remainder.
+_TAPE_HELPERS = {
+    "kad_tx_add": lambda a, b: a + b, "kad_tx_sub": lambda a, b: a - b, "kad_tx_mul": lambda a, b: a * b,
+    "kad_tx_div": _tdiv, "kad_tx_rem": lambda a, b: a - b * _tdiv(a, b), "kad_tx_max": max, "kad_tx_min": min,
+    "kad_tx_cdiv": lambda a, b: (a + b - 1) // b,
+    "kad_tape_numel": lambda trips, gx, gy, gz, slot: max(trips, 0) * gx * gy * gz * slot,
+}
+
+
 class Launcher:
     """A module's launcher read from its text: its parameters (after grid_x, grid_y, grid_z), the
     plain-store flags and launch guards it computes, its kernel and the kernel's arguments."""
@@ -161,11 +176,21 @@ class Launcher:
         self.kernel, self.lanes = m.group(1), int(m.group(2))
         self.kargs = [a.strip() for a in m.group(3).split(",")]
         self.zeroed = re.findall(r"cudaMemsetAsync\((\w+), 0,", body)
+        # output gradients the backward runs on private copies: (copy, caller's)
+        self.copies = re.findall(r"cudaMemcpyAsync\((\w+), (\w+),", body)
+        # tapes the launcher allocates: (name, its element count as C)
+        self.tapes = re.findall(r"const int64_t (\w+)_numel = (.*);", body)
 
     def env(self, grid, args):
         e = {n: (v if not isinstance(v, torch.Tensor) else 0) for n, v in args.items()}
-        e.update(grid_x=grid[0], grid_y=grid[1], grid_z=grid[2])
+        e.update(grid_x=grid[0], grid_y=grid[1], grid_z=grid[2], kad_bad=False)
         return e
+
+    def tape_sizes(self, grid, args):
+        """The element count of each tape the launcher allocates for this launch."""
+        e = self.env(grid, args)
+        e.update(_TAPE_HELPERS)
+        return {n: int(eval(_c_to_py(c.replace(", &kad_bad", "")), {}, e)) for n, c in self.tapes}
 
     def flag_values(self, grid, args):
         """The flags the launcher computes for this launch (True: plain stores)."""
@@ -324,22 +349,22 @@ CASES = [
     Case("softmax_rows", "softmax_rows.cu", "softmax_rows", (32,), (3,), ["x"], ["y"],
          lambda g: {"x": _randn(g, 3, 50, scale=2.0), "y": _zeros(3, 50), "ncols": 50},
          lambda v: {"y": torch.softmax(v["x"], 1)},
-         sig="BLOCK=32", refuse={"bwd": TAPES, "atomics": TAPES}, tname="softmax_rows<32>",
+         sig="BLOCK=32", refuse={"bwd": LANE_ROW, "atomics": LANE_ROW}, tname="softmax_rows<32>",
          cparams="float *x, float *y, int ncols"),
     Case("layernorm_warp", "layernorm_warp.cu", "layernorm", (64,), (3,), ["x", "gamma", "beta"], ["y"],
          lambda g: {"x": _randn(g, 3, 80), "gamma": _randn(g, 80), "beta": _randn(g, 80), "y": _zeros(3, 80),
                     "n": 80, "eps": 1e-5},
          lambda v: {"y": torch.nn.functional.layer_norm(v["x"], (v["n"],), v["gamma"], v["beta"], eps=v["eps"])},
-         sig="BLOCK=64", refuse={"emit": GATHER_ARRAY, "bwd": FOLD, "atomics": TAPES, "jvp": GATHER_ARRAY},
+         sig="BLOCK=64", refuse={"emit": GATHER_ARRAY, "bwd": FOLD, "atomics": WARP_PARTS, "jvp": GATHER_ARRAY},
          tname="layernorm<64>", cparams="float *x, float *gamma, float *beta, float *y, int n, float eps",
          tol=1e-4),
     Case("recurrence", "recurrence.cu", "recurrence", (64,), (2,), ["x", "w"], ["h"],
-         lambda g: {"x": _randn(g, 7, 100), "w": _randn(g, 100, scale=0.5), "h": _zeros(7, 100), "T": 7, "N": 100},
-         _recurrence_ref, refuse={"bwd": TAPES, "atomics": TAPES},
+         lambda g: {"x": _randn(g, 7, 128), "w": _randn(g, 128, scale=0.5), "h": _zeros(7, 128), "T": 7, "N": 128},
+         _recurrence_ref,
          cparams="float *x, float *w, float *h, int T, int N"),
     Case("float4_lanes", "float4_lanes.cu", "scale_sq4", (64,), (2,), ["x"], ["y"],
          lambda g: {"x": _randn(g, 400), "y": _zeros(400), "alpha": 0.75, "n4": 100},
-         _scale_sq4_ref, refuse={"bwd": CLEARED, "atomics": CLEARED},
+         _scale_sq4_ref,
          cparams="float *x, float *y, float alpha, int n4"),
     Case("bias_gelu", "bias_gelu.cu", "bias_gelu", (32,), (2, 5), ["x", "bias"], ["y"],
          lambda g: {"x": _randn(g, 5, 40, scale=2.0), "bias": _randn(g, 40), "y": _zeros(5, 40), "rows": 5, "cols": 40},
@@ -366,7 +391,7 @@ CASES = [
     Case("scale_shift_half", "host_and_half.cu", "scale_shift", (64,), (1,), ["x"], ["y"],
          lambda g: {"x": _half(_randn(g, 100)), "y": _zeros(100), "n": 100, "a": 0.5},
          lambda v: {"y": v["a"] * v["x"] + torch.exp(-v["x"] ** 2)},
-         dtype=torch.float16, refuse={"bwd": CLEARED, "atomics": CLEARED}, original=False, tol=2e-3,
+         dtype=torch.float16, original=False, tol=2e-3,
          note="its source includes torch/extension.h: the GPU forward runs kad's emitted forward only"),
     Case("newton_while", "newton_while.cu", "newton", (32,), (1,), ["x"], ["y"],
          lambda g: {"x": _randn(g, 32, scale=2.0), "y": _zeros(32)},
@@ -379,7 +404,7 @@ CASES = [
          cparams="float *in, float *out, int rows, int cols"),
     Case("first_negative", "transpose_tile.cu", "first_negative", (32,), (2,), ["x"], ["y"],
          lambda g: {"x": _randn(g, 40, 6), "y": _zeros(40), "n": 40, "K": 6},
-         _first_negative_ref, refuse={"bwd": TAPES, "atomics": TAPES}, cparams="float *x, float *y, int n, int K"),
+         _first_negative_ref, cparams="float *x, float *y, int n, int K"),
     Case("uniform_scale", "uniform_if.cu", "uniform_scale", (64,), (2,), ["x"], ["y"],
          lambda g: {"x": _randn(g, 100), "y": _zeros(100), "n": 100, "mode": 1},
          _uniform_ref, cparams="float *x, float *y, int n, int mode", atomic_bwd=True,
@@ -485,6 +510,8 @@ def launch_values(case, v, device="cpu", d_outs=None, tangents=None):
     for o, t in (d_outs or {}).items():
         dv["d_" + o] = t.to(device=device, dtype=case.dtype).contiguous()
     if d_outs is not None:
+        for o in case.out:
+            dv["d_%s_numel" % o] = dv["d_" + o].numel()
         for n in case.wrt:
             dv["d_" + n] = torch.full_like(dv[n], float("nan"))
             dv["d_%s_numel" % n] = dv[n].numel()

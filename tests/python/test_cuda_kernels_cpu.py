@@ -89,6 +89,10 @@ extern "C" void kad_run(unsigned kad_gx, unsigned kad_gy, unsigned kad_gz, %s)
             values[z].zero_()
         env = dict(values)
         env.update(flags)
+        for cp, orig in L.copies:  # the launcher's private copies (the caller's kept)
+            env[cp] = values[orig].clone()
+        for tp, n in L.tape_sizes(g, values).items():  # uninitialized scratch: NaN, so a read before a write shows
+            env[tp] = torch.full((max(n, 1),), float("nan"), dtype=torch.float64)
         args = [env[a] for a in L.kargs]
         self.fn(*g, *[a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args])
         return flags
@@ -121,7 +125,10 @@ def test_backward(case, mode, tmp_path):
     v = cc.inputs(case)
     d_outs = cc.output_grads(case, v)
     dv = cc.launch_values(case, v, d_outs=d_outs)
+    given = {o: dv["d_" + o].clone() for o in case.out}
     flags = k.call(case.grid, dv)
+    for o in case.out:  # a backward that clears its output gradient runs on the launcher's copy
+        assert torch.equal(dv["d_" + o], given[o]), "the caller's d_%s changed" % o
     got = {n: dv["d_" + n] for n in case.wrt}
     want = cc.reference_grads(case, v, d_outs)
     for n in case.wrt:
@@ -130,6 +137,8 @@ def test_backward(case, mode, tmp_path):
         assert all(flags.values()), flags
         if not case.atomic_bwd:  # (d): atomics only in the fallback that these launches do not take
             assert "atomicAdd" not in cc.strip_fallbacks(src)
+        elif not flags:  # atomics on every launch: the header says the bits may differ
+            assert "Input gradients are accumulated with atomicAdd" in src
     else:
         assert "Built with --atomics" in src
 
