@@ -59,6 +59,8 @@ def test_module_shape(rel, cmd):
         assert "cudaMemsetAsync" in launch  # the input gradients are zero-filled
         if "--atomics" in cmd:
             assert "plain_d_" not in src and "atomicAdd(" in src
+        elif "// Input gradients are accumulated with atomicAdd" in src:
+            assert "plain_d_" not in src and "atomicAdd(" in src  # the header says so (atomic_header)
         else:  # plain stores under the flag the launcher computes
             assert "if (plain_d_" in src and "const bool plain_d_" in launch
 
