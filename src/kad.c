@@ -131,6 +131,24 @@ static kad_kernel *kernel_of(kad_ctx *c, Func *f)
     return kernel_new(c, p);
 }
 
+/* The rest of the pipeline for a kernel a front end lowered (either front end): the IR verified,
+ * simplified (unless KAD_NO_SIMPLIFY), verified again, as a kernel of one launch.  NULL after
+ * errors in c->d. */
+static kad_kernel *lowered(kad_ctx *c, Func *f, unsigned flags)
+{
+#ifdef KAD_CHECKED
+    if (!ir_verify(f, &c->d))
+        return NULL;
+#endif
+    if (!(flags & KAD_NO_SIMPLIFY) && !pass_run(f, "simplify", &c->d))
+        return NULL;
+#ifdef KAD_CHECKED
+    if (!ir_verify(f, &c->d))
+        return NULL;
+#endif
+    return kernel_of(c, f);
+}
+
 kad_kernel *kad_specialize(kad_ctx *c, const char *kernel, const char *sig, unsigned flags)
 {
     API_BEGIN(c, NULL);
@@ -141,19 +159,7 @@ kad_kernel *kad_specialize(kad_ctx *c, const char *kernel, const char *sig, unsi
         goto out;
     SemaOptions opt = {.unroll_const_loops = (flags & KAD_UNROLL_CONST_LOOPS) != 0};
     Func *f = sema_kernel(c->a, &c->d, c->mods.v, c->mods.n, kernel, &s, &opt);
-    if (!f)
-        goto out;
-#ifdef KAD_CHECKED
-    if (!ir_verify(f, &c->d))
-        goto out;
-#endif
-    if (!(flags & KAD_NO_SIMPLIFY) && !pass_run(f, "simplify", &c->d))
-        goto out;
-#ifdef KAD_CHECKED
-    if (!ir_verify(f, &c->d))
-        goto out;
-#endif
-    k = kernel_of(c, f);
+    k = f ? lowered(c, f, flags) : NULL;
 out:
     API_END(c);
     return k;
@@ -765,30 +771,16 @@ int kad_add_cuda_source(kad_ctx *c, const char *filename, const char *text)
     return ok ? 0 : -1;
 }
 
-/* The same stages as kad_specialize's after the front end. */
+/* The same stages as kad_specialize's after the front end (lowered). */
 kad_kernel *kad_specialize_cuda(kad_ctx *c, const char *kernel, const char *targs, const int block[3],
                                 unsigned flags)
 {
     API_BEGIN(c, NULL);
-    kad_kernel *k = NULL;
     CuSpec spec = {.targs = targs && *targs ? arena_strdup(c->a, targs) : NULL};
     for (int i = 0; i < 3; i++)
-        spec.block[i] = block ? block[i] : (i == 0 ? 1 : 1);
+        spec.block[i] = block ? block[i] : 1;
     Func *f = cu_lower(c->a, &c->d, c->cuda.v, c->cuda.n, kernel, &spec);
-    if (!f)
-        goto out;
-#ifdef KAD_CHECKED
-    if (!ir_verify(f, &c->d))
-        goto out;
-#endif
-    if (!(flags & KAD_NO_SIMPLIFY) && !pass_run(f, "simplify", &c->d))
-        goto out;
-#ifdef KAD_CHECKED
-    if (!ir_verify(f, &c->d))
-        goto out;
-#endif
-    k = kernel_of(c, f);
-out:
+    kad_kernel *k = f ? lowered(c, f, flags) : NULL;
     API_END(c);
     return k;
 }
