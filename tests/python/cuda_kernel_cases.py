@@ -24,6 +24,48 @@ import torch
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KAD = os.environ.get("KAD_BIN", os.path.join(REPO, "build", "kad"))
 CUDA_DIR = os.path.join(REPO, "tests", "cuda")
+
+
+SHIM = os.path.join(REPO, "tests", "python", "cuda_shim")
+SHIM_DRIVER = """
+#include <thread>
+#include <vector>
+extern "C" void kad_run(unsigned kad_gx, unsigned kad_gy, unsigned kad_gz, %s)
+{
+    gridDim = {kad_gx, kad_gy, kad_gz};
+    blockDim = {%d, 1, 1};
+    for (unsigned kad_z = 0; kad_z < kad_gz; kad_z++)
+        for (unsigned kad_y = 0; kad_y < kad_gy; kad_y++)
+            for (unsigned kad_x = 0; kad_x < kad_gx; kad_x++) {
+                std::barrier<> kad_bar(%d);
+                kad_barrier = &kad_bar;
+                std::vector<std::thread> kad_ts;
+                for (unsigned kad_t = 0; kad_t < %d; kad_t++)
+                    kad_ts.emplace_back([=] {
+                        threadIdx = {kad_t, 0, 0};
+                        blockIdx = {kad_x, kad_y, kad_z};
+                        %s(%s);
+                    });
+                for (auto &kad_th : kad_ts)
+                    kad_th.join();
+            }
+}
+"""
+
+
+def shim_run(gxx, kern, params, names, lanes, kernel, tmp_path, name):
+    """kern (the emitted kernels' text) compiled by g++ against the CPU stand-in of the CUDA API
+    (tests/python/cuda_shim/) with a driver `kad_run(grid_x, grid_y, grid_z, params...)` that runs
+    every block of the grid, one std::thread per lane; returns kad_run from the loaded library
+    (restype None; the caller sets argtypes)."""
+    cpp, so = tmp_path / (name + ".cpp"), tmp_path / (name + ".so")
+    cpp.write_text(kern + SHIM_DRIVER % (params, lanes, lanes, lanes, kernel, ", ".join(names)))
+    p = subprocess.run([gxx, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-I", SHIM, str(cpp), "-o",
+                        str(so)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-4000:]
+    fn = ctypes.CDLL(str(so)).kad_run
+    fn.restype = None
+    return fn
 MARK = "// ---- the launcher"
 
 # The emitter's messages (src/emit/emit_cuda_host.c, emit_cuda.c) for the refusals below.

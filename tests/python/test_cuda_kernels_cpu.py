@@ -27,7 +27,7 @@ torch = pytest.importorskip("torch")
 
 import cuda_kernel_cases as cc  # noqa: E402
 
-SHIM = os.path.join(cc.REPO, "tests", "python", "cuda_shim")
+SHIM = cc.SHIM
 GXX = shutil.which("g++")
 
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ is not on PATH")
@@ -44,37 +44,7 @@ class ShimKernel:
         kern = src[:src.index(cc.MARK)]
         params = cc.kernel_params_text(src, self.launcher.kernel)
         names = [n for _, n in self.kparams]
-        driver = """
-#include <thread>
-#include <vector>
-extern "C" void kad_run(unsigned kad_gx, unsigned kad_gy, unsigned kad_gz, %s)
-{
-    gridDim = {kad_gx, kad_gy, kad_gz};
-    blockDim = {%d, 1, 1};
-    for (unsigned kad_z = 0; kad_z < kad_gz; kad_z++)
-        for (unsigned kad_y = 0; kad_y < kad_gy; kad_y++)
-            for (unsigned kad_x = 0; kad_x < kad_gx; kad_x++) {
-                std::barrier<> kad_bar(%d);
-                kad_barrier = &kad_bar;
-                std::vector<std::thread> kad_ts;
-                for (unsigned kad_t = 0; kad_t < %d; kad_t++)
-                    kad_ts.emplace_back([=] {
-                        threadIdx = {kad_t, 0, 0};
-                        blockIdx = {kad_x, kad_y, kad_z};
-                        %s(%s);
-                    });
-                for (auto &kad_th : kad_ts)
-                    kad_th.join();
-            }
-}
-""" % (params, self.lanes, self.lanes, self.lanes, self.launcher.kernel, ", ".join(names))
-        cpp, so = tmp_path / (name + ".cpp"), tmp_path / (name + ".so")
-        cpp.write_text(kern + driver)
-        p = subprocess.run([GXX, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-I", SHIM, str(cpp), "-o",
-                            str(so)], capture_output=True, text=True, timeout=300)
-        assert p.returncode == 0, p.stderr[-4000:]
-        self.fn = ctypes.CDLL(str(so)).kad_run
-        self.fn.restype = None
+        self.fn = cc.shim_run(GXX, kern, params, names, self.lanes, self.launcher.kernel, tmp_path, name)
         self.fn.argtypes = [ctypes.c_uint] * 3 + [t for t, _ in self.kparams]
 
     def call(self, grid, values):

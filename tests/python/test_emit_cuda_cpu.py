@@ -20,9 +20,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import cuda_kernel_cases as cc  # noqa: E402  (the shim's driver, shared with test_cuda_kernels_cpu.py)
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KAD = os.environ.get("KAD_BIN", os.path.join(REPO, "build", "kad"))
-SHIM = os.path.join(REPO, "tests", "python", "cuda_shim")
 GXX = shutil.which("g++")
 MARK = "// ---- the launcher"
 
@@ -59,37 +60,7 @@ class Kernel:
                 ty, nm = ty + " *", nm[1:]
             self.types.append(ctypes.c_void_p if ty.strip().endswith("*") else CTYPES[ty.strip()])
             names.append(nm)
-        driver = """
-#include <thread>
-#include <vector>
-extern "C" void kad_run(unsigned gx, unsigned gy, unsigned gz, %s)
-{
-    gridDim = {gx, gy, gz};
-    blockDim = {%d, 1, 1};
-    for (unsigned z = 0; z < gz; z++)
-        for (unsigned y = 0; y < gy; y++)
-            for (unsigned x = 0; x < gx; x++) {
-                std::barrier<> bar(%d);
-                kad_barrier = &bar;
-                std::vector<std::thread> ts;
-                for (unsigned t = 0; t < %d; t++)
-                    ts.emplace_back([=] {
-                        threadIdx = {t, 0, 0};
-                        blockIdx = {x, y, z};
-                        %s(%s);
-                    });
-                for (auto &th : ts)
-                    th.join();
-            }
-}
-""" % (params, self.lanes, self.lanes, self.lanes, kname, ", ".join(names))
-        cpp, so = tmp_path / (name + ".cpp"), tmp_path / (name + ".so")
-        cpp.write_text(kern + driver)
-        p = subprocess.run([GXX, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-I", SHIM, str(cpp), "-o",
-                            str(so)], capture_output=True, text=True, timeout=300)
-        assert p.returncode == 0, p.stderr[-4000:]
-        self.fn = ctypes.CDLL(str(so)).kad_run
-        self.fn.restype = None
+        self.fn = cc.shim_run(GXX, kern, params, names, self.lanes, kname, tmp_path, name)
         self.fn.argtypes = [ctypes.c_uint] * 3 + self.types
 
     def __call__(self, grid, *args):
