@@ -256,13 +256,21 @@ def check_backward(kernel: DifferentiableKernel, grid: Any, args: Sequence[Any],
         mine = dk._run_backward(launch, wrt, [], out, dict(zip(out, d_outs)), {})
         ref = _reference_f64(dk, launch, wrt, out, d_outs)
         theirs = my_backward(*args, *d_outs, **kwargs)
+    return _backward_report(dk.__name__, theirs, list(dk.inputs), wrt, mine, ref, tens)
+
+
+def _backward_report(name, theirs, inputs, wrt, mine, ref, tens):
+    """The BackwardReport of my_backward's gradients `theirs` (a tensor, a tuple in the order of
+    `inputs`, or a dict name -> tensor) against kad's backward (`mine`) and the float64 reference
+    (`ref`), per input of `wrt` it returned; tens: name -> the input tensor (its dtype sets the
+    tolerance floor).  Shared by check_backward and kad.cuda.check_backward."""
     if isinstance(theirs, torch.Tensor):
         theirs = (theirs,)
     if isinstance(theirs, (tuple, list)):
-        if len(theirs) != len(dk.inputs):
-            raise ValueError(f"my_backward returned {len(theirs)} gradients for the {len(dk.inputs)} inputs "
-                             f"{dk.inputs}")
-        theirs = dict(zip(dk.inputs, theirs))
+        if len(theirs) != len(inputs):
+            raise ValueError(f"my_backward returned {len(theirs)} gradients for the {len(inputs)} inputs "
+                             f"{inputs}")
+        theirs = dict(zip(inputs, theirs))
     if not isinstance(theirs, dict):
         raise TypeError("my_backward must return a tensor, a tuple of tensors in the order of the inputs, or a "
                         "dict name -> tensor")
@@ -274,12 +282,12 @@ def check_backward(kernel: DifferentiableKernel, grid: Any, args: Sequence[Any],
         ak, rk, wk = _compare(u, mine[n])
         af, rf, wf = _compare(u, ref[n])
         _, base, _ = _compare(mine[n], ref[n])
-        tol = max(_FLOOR[tens[n].dtype], 4 * base)
+        tol = max(_FLOOR.get(tens[n].dtype, 1e-4), 4 * base)
         rows.append(InputReport(n, str(tens[n].dtype).replace("torch.", ""), ak, rk, wk, af, rf, wf, base, tol,
                                 rf <= tol))
     if not rows:
         raise ValueError("my_backward returned no gradient for any differentiable input")
-    return BackwardReport(dk.__name__, rows)
+    return BackwardReport(name, rows)
 
 
 @dataclasses.dataclass

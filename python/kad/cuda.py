@@ -744,7 +744,7 @@ def check_backward(k: CudaKernel, grid: Dims, block: Dims, args: Sequence[Any], 
     To run a backward kernel of CUDA C there: kad.cuda.kernel(source, name)[grid, block](...).
     Returns kad.check's BackwardReport (str(): the table; .ok)."""
     from .autograd import f64_mode
-    from .check import _FLOOR, BackwardReport, InputReport, _compare
+    from .check import _backward_report
     if not isinstance(k, CudaKernel):
         raise TypeError("kad.cuda.check_backward: pass the kernel kad.cuda.differentiable returned")
     grid, block = _dims(grid, "grid", k.kernel), _dims(block, "block", k.kernel)
@@ -777,27 +777,4 @@ def check_backward(k: CudaKernel, grid: Dims, block: Dims, args: Sequence[Any], 
     with torch.no_grad():
         k[grid, block](*args)
         theirs = my_backward(*args, *d_outs)
-    if isinstance(theirs, torch.Tensor):
-        theirs = (theirs,)
-    if isinstance(theirs, (tuple, list)):
-        if len(theirs) != len(k.inputs):
-            raise ValueError(f"my_backward returned {len(theirs)} gradients for the {len(k.inputs)} inputs "
-                             f"{list(k.inputs)}")
-        theirs = dict(zip(k.inputs, theirs))
-    if not isinstance(theirs, dict):
-        raise TypeError("my_backward must return a tensor, a tuple of tensors in the order of the inputs, or a "
-                        "dict name -> tensor")
-    rows = []
-    for n in wrt:
-        u = theirs.get(n)
-        if u is None:
-            continue
-        ak, rk, wk = _compare(u, mine[n])
-        af, rf, wf = _compare(u, ref[n])
-        _, base, _ = _compare(mine[n], ref[n])
-        tol = max(_FLOOR.get(by[n].dtype, 1e-4), 4 * base)
-        rows.append(InputReport(n, str(by[n].dtype).replace("torch.", ""), ak, rk, wk, af, rf, wf, base, tol,
-                                rf <= tol))
-    if not rows:
-        raise ValueError("my_backward returned no gradient for any differentiable input")
-    return BackwardReport(k.kernel, rows)
+    return _backward_report(k.kernel, theirs, list(k.inputs), wrt, mine, ref, by)
