@@ -607,8 +607,14 @@ def run(args):
                         # a training loop's first step: an autotuned kernel's first launch of a shape
                         # goes through the autotuner as written; later launches run kad's saving
                         # forward (docs/AD.md, "Saved loop results"), as the graphs timed below do
-                        graphs(fwd[peer], b.make, d, dt, device, 99)  # run, then dropped
+                        # and its first backwards (compiled, then recorded into the native backward
+                        # node later forwards get: docs/PYTHON.md, "Native backward nodes")
+                        for ins_, y_, dy_, _ in graphs(fwd[peer], b.make, d, dt, device, 99):
+                            torch.autograd.grad(y_, ins_, dy_)
                     gs = graphs(fwd[peer], b.make, d, dt, device, 0)
+                    if peer == "kad":
+                        why = sorted({str(p.native_why) for p in kad_k._plans.values()})
+                        log(f"{b.name} {dname}: kad's backward node {gs[0][1].grad_fn.name()} (native: {why})")
                     if ref is None:
                         ref = reference(b, d, gs)
                     row["err"][peer] = rel_err(gs, b.peer_ref(d, gs) if b.peer_ref else ref)

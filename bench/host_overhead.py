@@ -404,9 +404,12 @@ def measure(entry, device, iters, profile):
         dk[grid](*a2, **kwargs)
         return o
 
+    for _ in range(3):  # a training loop's first steps: compiled, then recorded (native backward node)
+        torch.autograd.grad(kad_fwd(), ins, dy)
     time_col("hand fwd", hand_fwd)
     time_col("kad fwd+grad", kad_fwd)
     y_hand, y_kad = hand_fwd(), kad_fwd()
+    print(f"{name}: kad's backward node: {y_kad.grad_fn.name()}", file=sys.stderr)
     if device != "cpu":  # the generated launch_<kernel>_bwd alone, gradient buffers given
         dins = [torch.empty_like(x) for x in ins]
         time_col("launcher", lambda: spec.bwd(dy, dins))

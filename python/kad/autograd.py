@@ -836,15 +836,21 @@ def _backward_of(run, needs, saved, grads, trusted=False):
         try:  # the trusted backward's own launch conditions (a statistic's one writer per element)
             run.dk._check_launch(run.launch, run.prep, b)
         except _capi.KadError:
+            trusted = False
             wrt, need_old, out, b = run.prep.plan(run, needs, none, False)
     if b is not None and run.plan is not None and not need_old:
         fast = run.plan.fast.get(id(b))  # b lives in prep.bwd as long as the plan's prep
         if fast is None:
             fast = run.plan.fast[id(b)] = _fast_backward(run, b)
         if fast:
-            r = _run_fast(run, fast, saved, grads)
+            r = _run_fast(run, fast, saved, grads, trusted, needs)
             if r is not None:
                 return r
+        elif run.plan.native_tries:
+            run.plan.native_why = "the backward takes the general path (_fast_backward does not apply)"
+    elif run.plan is not None and run.plan.native_tries:
+        run.plan.native_why = ("the backward takes the general path (old values, or no plan for this "
+                               "combination of gradients)")
     result = [None] * (ni + no + len(run.dirty))
     if b is not None:
         out_grads = {n: run.output_grad(n, grads) for n in out}
@@ -906,9 +912,10 @@ def _fast_backward(run, b):
             len(run.inputs) + len(run.others) + len(run.dirty))
 
 
-def _run_fast(run, fast, saved, grads):
+def _run_fast(run, fast, saved, grads, trusted=False, needs=None):
     """_KadFunction's backward on _fast_backward's plan; None where this call's output gradients
-    need _run_backward's handling (None, another dtype, device or layout)."""
+    need _run_backward's handling (None, another dtype, device or layout).  Where the plan may get
+    a native backward node (_native.py), the call is recorded into its recipe."""
     rt, outs, ins, pos, opts, uses, fn, total = fast
     vals = run.launch.values
     gs = []
@@ -921,11 +928,58 @@ def _run_fast(run, fast, saved, grads):
     if uses and run.saved is not None:
         args.append(run.saved)
     ds = [torch.empty_like(saved[i] if i >= 0 else vals[n]) for n, i in ins]
-    fn(run.launch.grid, *args, *gs, *ds, **opts)
+    plan = run.plan
+    if (plan.native_tries > 0 and len(outs) == len(run.dirty) and all(i >= 0 for _, i in ins)
+            and not (plan.nat is not None and plan.nat.has(bool(trusted)))):
+        _native_record(run, plan, fast, saved, gs, ds, args, trusted, needs)
+    else:
+        fn(run.launch.grid, *args, *gs, *ds, **opts)
     result = [None] * total
     for p, d in zip(pos, ds):
         result[p] = d
     return (None, *result)
+
+
+def _native_record(run, plan, fast, saved, gs, ds, args, trusted, needs):
+    """Runs _run_fast's launcher call recorded (_native.record) and, when every step could be
+    recorded, makes the plan's native backward node recipe for this trusted-ness
+    (docs/PYTHON.md, "Native backward nodes"); else runs the call as usual."""
+    rt, outs, ins, pos, opts, uses, fn, total = fast
+    mod = _native.module()
+    if mod is None:  # being compiled, or not available (no compiler): the Python Function serves
+        if _native.why() is not None:
+            plan.native_tries = 0
+        fn(run.launch.grid, *args, *gs, *ds, **opts)
+        return
+    ns, nd = len(saved), len(run.dirty)
+    has_buf = bool(uses and run.saved is not None)
+    known = [(t, i) for i, t in enumerate(saved)] + [(t, ns + j) for j, t in enumerate(run.dirty)]
+    if has_buf:
+        known.append((run.saved, ns + nd))
+    g0 = ns + nd + has_buf
+    known += [(g, g0 + j) for (_, j), g in zip(outs, gs)]
+    d0 = g0 + nd
+    known += [(d, d0 + k) for k, d in enumerate(ds)]
+    steps, dev = _native.record(fn, run.launch.grid, args, gs, ds, opts, known)
+    if steps is None:
+        plan.native_tries -= 1
+        plan.native_why = dev or "a step of the launcher has no recipe step"
+        return
+    recipe = mod.recipe(ns, nd, has_buf, [i for _, i in ins], list(pos), [y.dtype for y in run.dirty], steps,
+                        dev or 0, None)
+    if plan.nat is None:
+        plan.nat = mod.Holder(_native_fallback, run.dk.__name__)
+    plan.nat.set(bool(trusted), recipe)
+    plan.native_needs = needs
+
+
+def _native_fallback(run, saved, grads):
+    """A native backward node's call of what its recipe does not cover: _KadFunction's backward on
+    the same parts (the general path; _KadBackward under create_graph=True)."""
+    needs = run.plan.native_needs
+    if torch.is_grad_enabled():
+        return _KadBackward.apply(run, needs, *saved, *grads)
+    return _backward_of(run, needs, saved, grads, run.trusted())[1:]
 
 
 def _differentiable_backward(ctx, grads):
@@ -1939,7 +1993,8 @@ class _Plan:
 
     __slots__ = ("prep", "sig", "device", "names", "kw", "defaults", "options", "params", "runtime_names", "name",
                  "ins", "others", "outputs", "dirty_of", "single", "inout", "b", "old", "pairs", "grids", "alias",
-                 "detach", "needed", "ck", "direct", "per_call", "written", "fast")
+                 "detach", "needed", "ck", "direct", "per_call", "written", "fast", "nat", "native_tries",
+                 "native_needs", "native_why")
 
     def __init__(self, dk, launch, prep, args, kwargs, needed, inout, dirty, dirty_of, b, loads, written):
         binder = dk._binder
@@ -1972,6 +2027,13 @@ class _Plan:
         # the dtypes, which the key fixes), as Run.written
         self.written = written
         self.fast = {}  # id of a _Prep.backward tuple -> _fast_backward's plan of its calls (False: none)
+        # the native backward node (_native.py): its Holder of recipes, the recording attempts left
+        # (on a GPU, for plain outputs that need no gradient of their old values), the node's needs
+        self.nat = None
+        self.native_tries = 3 if (self.direct and not inout and not self.old and _native_wanted()
+                                  and not any(values[n].requires_grad for n in self.outputs)) else 0
+        self.native_needs = None
+        self.native_why = None if self.native_tries else "not a direct GPU launch with fresh outputs, or KAD_NATIVE=0"
 
     def launch(self, dk, grid, args, kwargs):
         """Launches the call through this plan; False (nothing done) when it must be bound."""
@@ -2030,7 +2092,18 @@ class _Plan:
         r.written = self.written
         for i in r.written:  # written in place: an earlier launch's trusted backward must see it
             increment_version(values[self.others[i]])
-        _KadFunction.apply(r, *[values[m] for m in self.ins], *[values[m] for m in self.others], *dirty)
+        nat = self.nat
+        if nat is not None and not any(t.requires_grad for t in dirty):
+            # the native backward node (_native.py): the kernel runs, then the node is attached
+            ins = [values[m] for m in self.ins]
+            others = [values[m] for m in self.others]
+            r.forward()
+            w = r.written
+            r.scratch = {i: others[i].detach() for i in w}
+            _native.module().attach(nat, r, ins, others, [i not in w for i in range(len(others))], dirty, r.saved,
+                                    sorted(w), bool(dk.trust))
+        else:
+            _KadFunction.apply(r, *[values[m] for m in self.ins], *[values[m] for m in self.others], *dirty)
         # after apply (mark_dirty bumped the outputs): a later change bumps them again
         r.versions = tuple(t._version for t in r.kept())
         return True
@@ -2095,6 +2168,7 @@ def _trusting(launcher):
         return launcher(*args, outputs_unmodified=True, **kwargs)
     launch.__module__ = launcher.__module__
     launch.__name__ = launcher.__name__
+    launch.__wrapped__ = launcher
     return launch
 
 
@@ -2147,6 +2221,16 @@ def _extent(t):
 
 
 from torch.autograd.graph import increment_version  # noqa: E402
+from . import _native  # noqa: E402
+
+
+def _native_wanted():
+    """Whether planned GPU launches may get a native backward node (KAD_NATIVE, default on); the
+    extension's build starts here, in the background."""
+    if os.environ.get("KAD_NATIVE", "1") == "0":
+        return False
+    _native.module()
+    return _native.why() is None
 from . import _ops  # noqa: E402  (the custom operators call back into this module)
 
 

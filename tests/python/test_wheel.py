@@ -95,6 +95,7 @@ def test_wheel_builds_installs_and_runs(wheel, tmp_path):
     with zipfile.ZipFile(whl) as z:
         names = set(z.namelist())
         assert "kad/libkad.so" in names and "kad/py.typed" in names and "kad/__init__.py" in names
+        assert "kad/_native.cpp" in names  # the native backward node, compiled on first GPU use
         assert "kad/bin/kad" in names and "kad/__main__.py" in names, sorted(names)
         assert (z.getinfo("kad/bin/kad").external_attr >> 16) & 0o111, "kad/bin/kad is not executable in the wheel"
         info = f"kad-{version}.dist-info"

@@ -1,0 +1,383 @@
+// _native.cpp: the backward node of a planned kad launch, in C++ (docs/PYTHON.md, "Native
+// backward nodes").
+//
+// A Python autograd.Function costs its backward a call from the autograd engine's thread into
+// Python (the GIL, the Function's unpacking, _make_grads) before anything is launched; eager
+// PyTorch's nodes are C++ and pay none of it.  This node is the backward of one launch key of a
+// decorated kernel: what the generated launcher did for that key, recorded once by the Python
+// package (_native.py) as a Recipe -- the buffers it allocates and zero-fills, the kernels
+// Triton compiled for it and their arguments (tensor slots and byte offsets, scalar bits) --
+// replayed here with cuLaunchKernel on the current stream.  Anything the recipe does not cover
+// (an output gradient that is None or of another dtype or layout, an unaligned pointer, a
+// changed output under a trusted backward, create_graph=True) calls the Python backward instead
+// (Holder.fallback), so both give the same numbers.
+//
+// Built on first use by _native.py (g++, torch's headers); nothing here prints or exits.
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <torch/csrc/autograd/saved_variable.h>
+#include <torch/csrc/autograd/variable.h>
+#include <torch/csrc/utils/pybind.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
+#include <c10/core/DeviceGuard.h>
+
+#include <dlfcn.h>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace py = pybind11;
+using torch::autograd::Node;
+using torch::autograd::SavedVariable;
+using torch::autograd::variable_list;
+
+namespace {
+
+typedef int (*cu_launch_t)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                           unsigned bz, unsigned shared, void *stream, void **params, void **extra);
+
+// One kernel argument: a pointer (slot, byte offset) or a scalar's bytes.
+struct Arg {
+    int slot = -1;      // >= 0: a tensor slot's data pointer plus offset
+    int64_t offset = 0; // bytes
+    uint64_t bits = 0;  // a scalar's bytes (slot < 0), little-endian, size bytes
+    int size = 8;
+};
+
+// One step of the backward: allocate a buffer, zero a slot, or launch a kernel.
+struct Step {
+    enum Kind { ALLOC, ZERO, LAUNCH } kind = LAUNCH;
+    int slot = -1;             // ALLOC, ZERO: the slot
+    int64_t nbytes = 0;        // ALLOC: bytes
+    bool zero = false;         // ALLOC: zero-filled
+    void *function = nullptr;  // LAUNCH: the CUfunction
+    unsigned grid[3] = {1, 1, 1};
+    unsigned threads = 128, shared = 0;
+    std::vector<Arg> args;
+};
+
+// Slots: [0, nsaved) the saved tensors (inputs, then other tensors), [nsaved, +ndirty) the outputs
+// (the dirty tensors), then the saving forward's buffer (when has_buf), the output gradients
+// (ndirty), the input gradients (one per entry of dsrc: empty_like of that slot), the buffers the
+// steps allocate.
+struct Recipe {
+    int nsaved = 0, ndirty = 0, nslots = 0;
+    bool has_buf = false;
+    std::vector<int> dsrc;             // per input gradient: the slot it is shaped like
+    std::vector<int> dpos;             // per input gradient: its place among the node's outputs
+    std::vector<c10::ScalarType> gdt;  // per output gradient: its dtype
+    std::vector<Step> steps;
+    int device = 0;
+    py::object test_launch;            // tests only: called instead of cuLaunchKernel (CPU)
+    int first_grad() const { return nsaved + ndirty + (has_buf ? 1 : 0); }
+};
+
+struct Holder {
+    std::shared_ptr<Recipe> recipe[2];  // [trusted]; read and set with std::atomic_load/store
+    py::object fallback;                // fallback(run, saved tuple, grads tuple) -> tuple of gradients
+    std::string name;
+    std::shared_ptr<Recipe> get(int t) const { return std::atomic_load(&recipe[t]); }
+    void set(int t, std::shared_ptr<Recipe> r) { std::atomic_store(&recipe[t], std::move(r)); }
+};
+
+cu_launch_t cu_launch()
+{
+    // looked up once: a function pointer of the driver, not state of kad's
+    static cu_launch_t f = [] {
+        void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+        return h ? reinterpret_cast<cu_launch_t>(dlsym(h, "cuLaunchKernel")) : nullptr;
+    }();
+    return f;
+}
+
+void run_steps(const Recipe &r, std::vector<at::Tensor> &slot)
+{
+    void *stream = nullptr;
+    bool cuda = slot[r.nsaved].is_cuda();
+    if (cuda) {
+        c10::impl::VirtualGuardImpl impl(c10::DeviceType::CUDA);
+        stream = impl.getStream(slot[r.nsaved].device()).native_handle();
+    }
+    for (const Step &s : r.steps) {
+        if (s.kind == Step::ALLOC) {
+            auto opt = slot[r.nsaved].options().dtype(at::kByte);
+            slot[s.slot] = s.zero ? at::zeros({s.nbytes}, opt) : at::empty({s.nbytes}, opt);
+            continue;
+        }
+        if (s.kind == Step::ZERO) {
+            slot[s.slot].zero_();
+            continue;
+        }
+        std::vector<uint64_t> store(s.args.size() + 2, 0);
+        std::vector<void *> params(s.args.size() + 2);
+        for (size_t i = 0; i < s.args.size(); i++) {
+            const Arg &a = s.args[i];
+            if (a.slot >= 0)
+                store[i] = reinterpret_cast<uint64_t>(slot[a.slot].data_ptr()) + (uint64_t)a.offset;
+            else
+                store[i] = a.bits;
+            params[i] = &store[i];
+        }
+        // Triton's two hidden parameters (global and profile scratch): null, the recipe has none
+        params[s.args.size()] = &store[s.args.size()];
+        params[s.args.size() + 1] = &store[s.args.size() + 1];
+        if (!r.test_launch.is_none()) {
+            py::gil_scoped_acquire g;
+            py::list vals;
+            for (size_t i = 0; i < s.args.size(); i++)
+                vals.append(py::make_tuple(s.args[i].slot >= 0, store[i], s.args[i].size));
+            r.test_launch(reinterpret_cast<uintptr_t>(s.function),
+                          py::make_tuple(s.grid[0], s.grid[1], s.grid[2]), s.threads, s.shared, vals);
+            continue;
+        }
+        cu_launch_t f = cu_launch();
+        TORCH_CHECK(f != nullptr, "kad: the native backward node could not find cuLaunchKernel in libcuda.so.1");
+        int rc = f(s.function, s.grid[0], s.grid[1], s.grid[2], s.threads, 1, 1, s.shared, stream,
+                   params.data(), nullptr);
+        TORCH_CHECK(rc == 0, "kad: cuLaunchKernel failed (CUresult ", rc, ") in the backward of a kad kernel");
+    }
+}
+
+struct KadNode : public Node {
+    std::shared_ptr<Holder> holder;
+    std::vector<SavedVariable> saved;   // inputs and other tensors saved for backward
+    std::vector<at::Tensor> plain;      // the same slots where not saved (scratch aliases), else undefined
+    std::vector<bool> is_saved;
+    std::vector<at::Tensor> dirty;      // detached aliases of the outputs
+    at::Tensor buf;                     // the saving forward's buffer, or undefined
+    std::vector<at::Tensor> kept;       // trusted check: tensors whose versions must not have moved
+    std::vector<int64_t> versions;
+    bool trust = false;
+    py::object run;                     // the Python Run, for the fallback
+    size_t nout = 0;
+    bool released = false;
+
+    KadNode() : Node() {}
+    ~KadNode() override
+    {
+        if (run || holder) {
+            py::gil_scoped_acquire g;
+            run = py::object();
+            holder.reset();
+        }
+    }
+    std::string name() const override { return "KadBackward<" + (holder ? holder->name : std::string()) + ">"; }
+    void release_variables() override
+    {
+        for (auto &s : saved)
+            s.reset_data();
+        plain.clear();
+        dirty.clear();
+        buf = at::Tensor();
+        kept.clear();
+        released = true;
+    }
+
+    variable_list apply(variable_list &&grads) override
+    {
+        TORCH_CHECK(!released, "Trying to backward through the graph a second time (or directly access saved "
+                    "tensors after they have already been freed). Specify retain_graph=True if you need to "
+                    "backward through the graph a second time.");
+        std::vector<at::Tensor> sv(saved.size());
+        for (size_t i = 0; i < saved.size(); i++)
+            sv[i] = is_saved[i] ? saved[i].unpack() : plain[i];
+        bool trusted = false;
+        if (trust) {
+            trusted = true;
+            for (size_t i = 0; i < kept.size(); i++)
+                if (kept[i]._version() != versions[i])
+                    trusted = false;
+        }
+        std::shared_ptr<Recipe> r = holder->get(trusted ? 1 : 0);
+        bool ok = r && !at::GradMode::is_enabled() && (int)grads.size() == r->ndirty;
+        for (size_t j = 0; ok && j < grads.size(); j++) {
+            const at::Tensor &g = grads[j];
+            ok = g.defined() && g.scalar_type() == r->gdt[j] && g.device() == dirty[j].device() && g.is_contiguous();
+        }
+        if (ok) {
+            std::vector<at::Tensor> slot(r->nslots);
+            for (size_t i = 0; i < sv.size(); i++)
+                slot[i] = sv[i];
+            for (int j = 0; j < r->ndirty; j++)
+                slot[r->nsaved + j] = dirty[j];
+            if (r->has_buf)
+                slot[r->nsaved + r->ndirty] = buf;
+            int g0 = r->first_grad();
+            for (int j = 0; j < r->ndirty; j++)
+                slot[g0 + j] = grads[j];
+            int d0 = g0 + r->ndirty;
+            for (size_t k = 0; k < r->dsrc.size(); k++)
+                slot[d0 + k] = at::empty_like(slot[r->dsrc[k]]);
+            // every pointer 16-byte aligned, as when the kernels were compiled (Triton's specialization)
+            for (const Step &s : r->steps)
+                for (const Arg &a : s.args)
+                    if (a.slot >= 0 && a.slot < d0 && slot[a.slot].defined() &&
+                        ((reinterpret_cast<uint64_t>(slot[a.slot].data_ptr()) + (uint64_t)a.offset) & 15))
+                        ok = false;
+            if (ok) {
+                c10::OptionalDeviceGuard guard;
+                if (slot[r->nsaved].is_cuda())
+                    guard.reset_device(slot[r->nsaved].device());
+                run_steps(*r, slot);
+                variable_list out(nout);
+                for (size_t k = 0; k < r->dpos.size(); k++)
+                    out[r->dpos[k]] = slot[d0 + k];
+                return out;
+            }
+        }
+        // the Python backward: the general path, its conversions, create_graph=True
+        py::gil_scoped_acquire g;
+        py::tuple st(sv.size()), gt(grads.size());
+        for (size_t i = 0; i < sv.size(); i++)
+            st[i] = py::cast(sv[i]);
+        for (size_t j = 0; j < grads.size(); j++)
+            gt[j] = grads[j].defined() ? py::cast(grads[j]) : py::none();
+        py::object res = holder->fallback(run, st, gt);
+        variable_list out(nout);
+        size_t k = 0;
+        for (py::handle h : res) {
+            if (k < nout && !h.is_none())
+                out[k] = h.cast<at::Tensor>();
+            k++;
+        }
+        return out;
+    }
+};
+
+template <class T>
+auto make_node()
+{
+    if constexpr (std::is_base_of_v<c10::intrusive_ptr_target, T>)
+        return c10::make_intrusive<T>();
+    else
+        return std::shared_ptr<T>(new T(), [](T *p) { delete p; });
+}
+
+// Makes the node of one launch whose kernel has run: inputs and others as the Python Function
+// receives them (their edges), saved[i] whether others' slot i is saved (version-checked) or
+// kept as an alias (scratch); the dirty tensors become the node's outputs (their version bumped,
+// as mark_dirty does).
+void attach(std::shared_ptr<Holder> holder, py::object run, std::vector<at::Tensor> ins,
+            std::vector<at::Tensor> others, std::vector<bool> save_other, std::vector<at::Tensor> dirty,
+            c10::optional<at::Tensor> buf, std::vector<int64_t> scratch, bool trust)
+{
+    auto node = make_node<KadNode>();
+    variable_list edges_of;
+    edges_of.reserve(ins.size() + others.size() + dirty.size());
+    for (auto &t : ins)
+        edges_of.push_back(t);
+    for (auto &t : others)
+        edges_of.push_back(t);
+    for (auto &t : dirty)
+        edges_of.push_back(t);
+    node->set_next_edges(torch::autograd::collect_next_edges(edges_of));
+    node->nout = edges_of.size();
+    size_t ns = ins.size() + others.size();
+    node->saved.reserve(ns);
+    node->plain.resize(ns);
+    node->is_saved.resize(ns);
+    for (size_t i = 0; i < ns; i++) {
+        const at::Tensor &t = i < ins.size() ? ins[i] : others[i - ins.size()];
+        bool s = i < ins.size() || save_other[i - ins.size()];
+        node->is_saved[i] = s;
+        if (s)
+            node->saved.emplace_back(t, false);
+        else {
+            node->saved.emplace_back();
+            node->plain[i] = t.detach();
+        }
+    }
+    for (auto &y : dirty) {
+        torch::autograd::impl::bump_version(y);
+        torch::autograd::set_history(y, node);
+        node->dirty.push_back(y.detach());
+    }
+    if (buf)
+        node->buf = *buf;
+    node->kept = node->dirty;
+    for (int64_t i : scratch)
+        node->kept.push_back(node->plain[ins.size() + i]);
+    for (auto &t : node->kept)
+        node->versions.push_back(t._version());
+    node->trust = trust;
+    node->holder = std::move(holder);
+    node->run = std::move(run);
+}
+
+std::shared_ptr<Recipe> make_recipe(int nsaved, int ndirty, bool has_buf, std::vector<int> dsrc, std::vector<int> dpos,
+                                    std::vector<c10::ScalarType> gdt, py::list steps, int device,
+                                    py::object test_launch)
+{
+    auto r = std::make_shared<Recipe>();
+    r->nsaved = nsaved;
+    r->ndirty = ndirty;
+    r->has_buf = has_buf;
+    r->dsrc = std::move(dsrc);
+    r->dpos = std::move(dpos);
+    r->gdt = std::move(gdt);
+    r->device = device;
+    r->test_launch = std::move(test_launch);
+    int n = r->first_grad() + ndirty + (int)r->dsrc.size();
+    TORCH_CHECK(r->gdt.size() == (size_t)ndirty && r->dpos.size() == r->dsrc.size(), "kad: malformed recipe");
+    for (py::handle h : steps) {
+        py::tuple t = h.cast<py::tuple>();
+        std::string kind = t[0].cast<std::string>();
+        Step s;
+        if (kind == "alloc") {
+            s.kind = Step::ALLOC;
+            s.slot = t[1].cast<int>();
+            s.nbytes = t[2].cast<int64_t>();
+            s.zero = t[3].cast<bool>();
+            TORCH_CHECK(s.slot == n, "kad: a recipe's buffers are numbered in order");
+            n++;
+        } else if (kind == "zero") {
+            s.kind = Step::ZERO;
+            s.slot = t[1].cast<int>();
+        } else if (kind == "launch") {
+            s.function = reinterpret_cast<void *>(t[1].cast<uintptr_t>());
+            py::tuple g = t[2].cast<py::tuple>();
+            for (int k = 0; k < 3; k++)
+                s.grid[k] = g[k].cast<unsigned>();
+            s.threads = t[3].cast<unsigned>();
+            s.shared = t[4].cast<unsigned>();
+            for (py::handle ah : t[5].cast<py::list>()) {
+                py::tuple at_ = ah.cast<py::tuple>();
+                Arg a;
+                a.slot = at_[0].cast<int>();
+                a.offset = at_[1].cast<int64_t>();
+                a.bits = at_[2].cast<uint64_t>();
+                a.size = at_[3].cast<int>();
+                s.args.push_back(a);
+            }
+        } else {
+            TORCH_CHECK(false, "kad: unknown recipe step ", kind);
+        }
+        TORCH_CHECK(s.slot < n, "kad: a recipe step names an unknown slot");
+        for (const Arg &a : s.args)
+            TORCH_CHECK(a.slot < n, "kad: a recipe argument names an unknown slot");
+        r->steps.push_back(std::move(s));
+    }
+    r->nslots = n;
+    return r;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
+{
+    py::class_<Recipe, std::shared_ptr<Recipe>>(m, "Recipe");
+    py::class_<Holder, std::shared_ptr<Holder>>(m, "Holder")
+        .def(py::init([](py::object fallback, std::string name) {
+            auto h = std::make_shared<Holder>();
+            h->fallback = std::move(fallback);
+            h->name = std::move(name);
+            return h;
+        }))
+        .def("set", [](Holder &h, bool trusted, std::shared_ptr<Recipe> r) { h.set(trusted ? 1 : 0, std::move(r)); })
+        .def("has", [](Holder &h, bool trusted) { return (bool)h.get(trusted ? 1 : 0); });
+    m.def("recipe", &make_recipe);
+    m.def("attach", &attach);
+}

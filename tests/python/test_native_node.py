@@ -1,0 +1,218 @@
+"""The native backward node (python/kad/_native.cpp, _native.py; docs/PYTHON.md, "Native backward
+nodes") on the CPU: the C++ node replays a recipe, with a Python stand-in for cuLaunchKernel that
+runs the "kernel" on the raw pointers it is given, and calls the Python fallback for what the
+recipe does not cover.  The GPU suites run the real launches (tests/gpu)."""
+import ctypes
+import os
+import types
+
+import numpy as np
+import pytest
+import torch
+
+from kad import _native
+
+
+@pytest.fixture(scope="module")
+def mod(tmp_path_factory):
+    return _native.build(cache=str(tmp_path_factory.mktemp("native")))
+
+
+def _arr(ptr, n):
+    return np.ctypeslib.as_array((ctypes.c_float * n).from_address(ptr))
+
+
+class Kernel:
+    """d = scale * g (+ x * 0): the stand-in's kernel, on the pointers the node passes."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, fn, grid, threads, shared, vals):
+        self.calls.append((fn, grid, threads, shared, vals))
+        (_, px, _), (_, pg, _), (_, pd, _), (_, n, _), (_, sbits, _) = vals
+        scale = np.frombuffer(int(sbits).to_bytes(8, "little")[:4], dtype=np.float32)[0]
+        _arr(pd, n)[:] = scale * _arr(pg, n)
+
+
+def _setup(mod, n=8, trust=False, recipes=(0,), fallback=None, scale=2.0):
+    x = torch.randn(n, requires_grad=True)
+    y = torch.empty(n)
+    with torch.no_grad():
+        y.copy_(scale * x)
+    k = Kernel()
+    sbits = int.from_bytes(np.float32(scale).tobytes().ljust(8, b"\0"), "little")
+    steps = [("zero", 3), ("launch", 77, (1, 1, 1), 128, 0,
+                           [(0, 0, 0, 8), (2, 0, 0, 8), (3, 0, 0, 8), (-1, 0, n, 4), (-1, 0, sbits, 4)])]
+    called = []
+
+    def fb(run, saved, grads):
+        called.append((run, saved, grads))
+        g = grads[0]
+        return (None if g is None else scale * g, None)
+
+    h = mod.Holder(fallback or fb, "test_kernel")
+    for t in recipes:
+        h.set(bool(t), mod.recipe(1, 1, False, [0], [0], [torch.float32], steps, 0, k))
+    run = types.SimpleNamespace()
+    mod.attach(h, run, [x], [], [], [y], None, [], trust)
+    return x, y, k, called, run
+
+
+def test_replays_the_recipe(mod):
+    x, y, k, called, _ = _setup(mod)
+    assert y.grad_fn is not None and "KadBackward<test_kernel>" in y.grad_fn.name()
+    gy = torch.randn(8)
+    (gx,) = torch.autograd.grad(y, x, gy)
+    assert torch.equal(gx, 2.0 * gy)
+    assert not called and len(k.calls) == 1
+    fn, grid, threads, shared, vals = k.calls[0]
+    assert (fn, grid, threads, shared) == (77, (1, 1, 1), 128, 0)
+    assert vals[0] == (True, x.data_ptr(), 8) and vals[1] == (True, gy.data_ptr(), 8)
+    assert vals[2][0] and vals[2][1] == gx.data_ptr()  # the gradient the node allocated
+
+
+def test_a_gradient_outside_the_recipe_takes_the_fallback(mod):
+    x, y, k, called, run = _setup(mod, n=16)
+    gy = torch.randn(4, 4).t().reshape(-1)  # contiguous after reshape: make a strided one instead
+    gy = torch.randn(32)[::2]
+    (gx,) = torch.autograd.grad(y, x, gy)
+    assert torch.equal(gx, 2.0 * gy) and len(called) == 1 and not k.calls
+    assert called[0][0] is run and called[0][1][0] is not None
+
+
+def test_an_input_changed_after_the_forward_is_refused(mod):
+    x, y, k, called, _ = _setup(mod)
+    with torch.no_grad():
+        x.add_(1)  # a leaf changed in place: its version moves
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        torch.autograd.grad(y, x, torch.ones(8))
+
+
+def test_a_second_backward_without_retain_graph_is_refused(mod):
+    x, y, k, called, _ = _setup(mod)
+    torch.autograd.grad(y, x, torch.ones(8))
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        torch.autograd.grad(y, x, torch.ones(8))
+    x, y, k, called, _ = _setup(mod)
+    torch.autograd.grad(y, x, torch.ones(8), retain_graph=True)
+    torch.autograd.grad(y, x, torch.ones(8))
+    assert len(k.calls) == 2
+
+
+def test_trusted_recipe_only_while_the_output_is_unchanged(mod):
+    # only a trusted recipe: an output changed in place after the forward takes the fallback
+    x, y, k, called, _ = _setup(mod, trust=True, recipes=(1,))
+    torch.autograd.grad(y, x, torch.ones(8), retain_graph=True)
+    assert len(k.calls) == 1 and not called
+    x2, y2, k2, called2, _ = _setup(mod, trust=True, recipes=(1,))
+    with torch.no_grad():
+        y2.mul_(1.0)
+    torch.autograd.grad(y2, x2, torch.ones(8))
+    assert not k2.calls and len(called2) == 1
+
+
+def test_create_graph_takes_the_fallback(mod):
+    x, y, k, called, _ = _setup(mod)
+    torch.autograd.grad(y, x, torch.ones(8), create_graph=True)
+    assert len(called) == 1 and not k.calls
+
+
+def test_unaligned_pointer_takes_the_fallback(mod):
+    n = 8
+    base = torch.randn(n + 1, requires_grad=True)
+    x = base[1:]  # 4 bytes past a 16-byte aligned start: Triton's specialization differs
+    y = torch.empty(n)
+    k = Kernel()
+    steps = [("launch", 1, (1, 1, 1), 32, 0, [(0, 0, 0, 8), (2, 0, 0, 8), (3, 0, 0, 8), (-1, 0, n, 4),
+                                                (-1, 0, int.from_bytes(np.float32(1).tobytes(), "little"), 4)])]
+    called = []
+    h = mod.Holder(lambda run, s, g: called.append(1) or (g[0], None), "k")
+    h.set(False, mod.recipe(1, 1, False, [0], [0], [torch.float32], steps, 0, k))
+    mod.attach(h, None, [x], [], [], [y], None, [], False)
+    torch.autograd.grad(y, base, torch.ones(n))
+    assert called and not k.calls
+
+
+def test_malformed_recipes_are_refused(mod):
+    with pytest.raises(RuntimeError, match="unknown slot"):
+        mod.recipe(1, 1, False, [0], [0], [torch.float32], [("zero", 9)], 0, None)
+    with pytest.raises(RuntimeError, match="unknown recipe step"):
+        mod.recipe(1, 1, False, [0], [0], [torch.float32], [("copy", 1)], 0, None)
+
+
+# ---- the recorder -------------------------------------------------------------------------------
+
+class _Md:
+    num_warps, shared, num_ctas = 4, 1024, 1
+    launch_cooperative_grid = launch_pdl = False
+    global_scratch_size = profile_scratch_size = 0
+
+
+class _Compiled:
+    def __init__(self, sig):
+        self.function = 4242
+        self.metadata = _Md()
+        self.src = types.SimpleNamespace(signature=sig)
+
+
+def _launcher(src, ck):
+    """A stand-in of a generated launcher module: `launch` defined by src in globals of its own
+    holding _kad_go (which records what it is asked to launch), _kad_hooks, torch and ck."""
+    hooks = types.SimpleNamespace(launch_enter_hook=None, launch_exit_hook=None)
+    launched = []
+
+    def go(k, grid, a, ck, key, num_warps, num_stages):
+        launched.append(a)
+
+    g = {"_kad_go": go, "_kad_hooks": hooks, "torch": torch, "ck": ck}
+    exec(src, g)
+    return g["launch"], launched
+
+
+def test_record_reads_allocations_zero_fills_and_arguments():
+    sig = {"x": "*fp32", "part": "*fp32", "d": "*fp32", "n": "i32", "eps": "fp32", "B": "constexpr"}
+    fn, launched = _launcher(
+        "def launch(grid, x, d):\n"
+        "    part = torch.zeros(2 * 16, dtype=torch.float32)\n"
+        "    d.zero_()\n"
+        "    _kad_go(None, grid, (x, part[16:], d, 7, 1.5, 64), ck, ('k', 0), 4, None)\n",
+        {("k", 0): _Compiled(sig)})
+    x, d = torch.randn(8), torch.empty(8)
+    steps, dev = _native.record(fn, (3, 1, 1), [x], [], [d], {}, [(x, 0), (d, 1)])
+    assert launched and dev == 0
+    assert steps[0] == ("alloc", 2, 128, True) and steps[1] == ("zero", 1)
+    kind, f, grid, threads, shared, args = steps[2]
+    assert (kind, f, grid, threads, shared) == ("launch", 4242, (3, 1, 1), 128, 1024)
+    assert args[0] == (0, 0, 0, 8) and args[1] == (2, 64, 0, 8) and args[2] == (1, 0, 0, 8)
+    assert args[3] == (-1, 0, 7, 4)
+    assert args[4] == (-1, 0, int.from_bytes(np.float32(1.5).tobytes(), "little"), 4)
+    assert len(args) == 5  # the constexpr is not passed
+
+
+def test_record_refuses_what_it_cannot_replay():
+    ck = {("k", 0): _Compiled({"x": "*fp32", "d": "*fp32"})}
+    x, d = torch.randn(8), torch.empty(8)
+    known = [(x, 0), (d, 1)]
+    # host work the recipe has no step for
+    fn, _ = _launcher("def launch(grid, x, d):\n    d.copy_(x)\n"
+                      "    _kad_go(None, grid, (x, d), ck, ('k', 0), 4, None)\n", ck)
+    steps, why = _native.record(fn, (1, 1, 1), [x], [], [d], {}, known)
+    assert steps is None and "copy_" in why
+    # a kernel not compiled yet (Triton's JIT launches it)
+    fn, _ = _launcher("def launch(grid, x, d):\n    _kad_go(None, grid, (x, d), {}, ('k', 0), 4, None)\n", ck)
+    steps, why = _native.record(fn, (1, 1, 1), [x], [], [d], {}, known)
+    assert steps is None and "not compiled" in why
+    # a tensor the node would not hold
+    fn, _ = _launcher("def launch(grid, x, d):\n"
+                      "    _kad_go(None, grid, (x, torch.randn(3)[1:]), ck, ('k', 0), 4, None)\n", ck)
+    assert _native.record(fn, (1, 1, 1), [x], [], [d], {}, known)[0] is None
+    # a pointer argument that is not a tensor, a scalar type the recipe cannot pack
+    fn, _ = _launcher("def launch(grid, x, d):\n    _kad_go(None, grid, (x, 3), ck, ('k', 0), 4, None)\n", ck)
+    assert _native.record(fn, (1, 1, 1), [x], [], [d], {}, known)[0] is None
+
+
+def test_kad_native_0_turns_it_off(monkeypatch):
+    monkeypatch.setenv("KAD_NATIVE", "0")
+    ld = _native._Loader()
+    assert ld.get() is None and ld.error == "KAD_NATIVE=0"
