@@ -18,10 +18,12 @@
 #include <torch/csrc/autograd/saved_variable.h>
 #include <torch/csrc/autograd/variable.h>
 #include <torch/csrc/utils/pybind.h>
+#include <torch/csrc/autograd/python_variable.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/core/DeviceGuard.h>
 
 #include <dlfcn.h>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -151,16 +153,19 @@ struct KadNode : public Node {
     std::vector<at::Tensor> kept;       // trusted check: tensors whose versions must not have moved
     std::vector<int64_t> versions;
     bool trust = false;
-    py::object run;                     // the Python Run, for the fallback
+    py::object run;                     // the Python Run, for the fallback (None: made by make_run)
+    py::object make_run;                // make_run(detached tensors, versions) -> the Run (native forwards)
+    std::vector<at::Tensor> fargs;      // those detached tensors, by the forward's tensor positions
     size_t nout = 0;
     bool released = false;
 
     KadNode() : Node() {}
     ~KadNode() override
     {
-        if (run || holder) {
+        if (run || holder || make_run) {
             py::gil_scoped_acquire g;
             run = py::object();
+            make_run = py::object();
             holder.reset();
         }
     }
@@ -235,6 +240,12 @@ struct KadNode : public Node {
             st[i] = py::cast(sv[i]);
         for (size_t j = 0; j < grads.size(); j++)
             gt[j] = grads[j].defined() ? py::cast(grads[j]) : py::none();
+        if (run.is_none() && !make_run.is_none()) {
+            py::tuple ft(fargs.size());
+            for (size_t i = 0; i < fargs.size(); i++)
+                ft[i] = py::cast(fargs[i]);
+            run = make_run(ft, py::cast(versions));
+        }
         py::object res = holder->fallback(run, st, gt);
         variable_list out(nout);
         size_t k = 0;
@@ -260,11 +271,12 @@ auto make_node()
 // receives them (their edges), saved[i] whether others' slot i is saved (version-checked) or
 // kept as an alias (scratch); the dirty tensors become the node's outputs (their version bumped,
 // as mark_dirty does).
-void attach(std::shared_ptr<Holder> holder, py::object run, std::vector<at::Tensor> ins,
-            std::vector<at::Tensor> others, std::vector<bool> save_other, std::vector<at::Tensor> dirty,
-            c10::optional<at::Tensor> buf, std::vector<int64_t> scratch, bool trust)
+template <class P>
+void attach_impl(P &node, std::shared_ptr<Holder> holder, py::object run, const std::vector<at::Tensor> &ins,
+                 const std::vector<at::Tensor> &others, const std::vector<bool> &save_other,
+                 const std::vector<at::Tensor> &dirty, c10::optional<at::Tensor> buf,
+                 const std::vector<int64_t> &scratch, bool trust)
 {
-    auto node = make_node<KadNode>();
     variable_list edges_of;
     edges_of.reserve(ins.size() + others.size() + dirty.size());
     for (auto &t : ins)
@@ -306,6 +318,106 @@ void attach(std::shared_ptr<Holder> holder, py::object run, std::vector<at::Tens
     node->holder = std::move(holder);
     node->run = std::move(run);
 }
+
+void attach(std::shared_ptr<Holder> holder, py::object run, std::vector<at::Tensor> ins,
+            std::vector<at::Tensor> others, std::vector<bool> save_other, std::vector<at::Tensor> dirty,
+            c10::optional<at::Tensor> buf, std::vector<int64_t> scratch, bool trust)
+{
+    auto node = make_node<KadNode>();
+    attach_impl(node, std::move(holder), std::move(run), ins, others, save_other, dirty, buf, scratch, trust);
+}
+
+// The forward of a planned launch whose backward node is native (docs/PYTHON.md, "Native backward
+// nodes"): the arguments' tensors at fixed positions, the kernel Triton compiled for the key
+// launched directly, then the node attached.  launch() answers False (nothing done) where a
+// condition of the recipe does not hold; the Python plan then launches.
+struct Fwd {
+    void *function = nullptr;
+    unsigned grid[3] = {1, 1, 1};
+    unsigned threads = 128, shared = 0;
+    std::vector<Arg> kargs;             // slot: a position in the arguments
+    std::vector<int> tensors;           // positions of every tensor argument
+    std::vector<int> ins, others, outs; // positions
+    std::vector<bool> save_other;
+    std::vector<int64_t> scratch;       // indices into others the kernel writes
+    std::vector<std::array<int64_t, 4>> pairs;  // positions and byte spans that must not overlap
+    size_t nargs = 0;
+    int device = 0;
+    bool trust = false;
+    std::shared_ptr<Holder> holder;
+    py::object make_run;
+    py::object test_launch;
+
+    bool launch(py::tuple args)
+    {
+        if (args.size() != nargs)
+            return false;
+        std::vector<at::Tensor> t(nargs);
+        for (int p : tensors) {
+            py::handle h = args[p];
+            if (!THPVariable_Check(h.ptr()))
+                return false;
+            t[p] = THPVariable_Unpack(h.ptr());
+            if ((reinterpret_cast<uint64_t>(t[p].data_ptr()) & 15) || (test_launch.is_none() && !t[p].is_cuda()))
+                return false;
+        }
+        return go(t);
+    }
+
+    bool go(std::vector<at::Tensor> &t)
+    {
+        for (int p : outs)
+            if (t[p].is_view() || t[p].requires_grad())
+                return false;
+        for (auto &q : pairs) {
+            uint64_t a = reinterpret_cast<uint64_t>(t[q[0]].data_ptr()), b = reinterpret_cast<uint64_t>(t[q[1]].data_ptr());
+            if (q[2] && q[3] && a < b + (uint64_t)q[3] && b < a + (uint64_t)q[2])
+                return false;  // the Python plan raises its error
+        }
+        void *stream = nullptr;
+        if (test_launch.is_none()) {
+            c10::impl::VirtualGuardImpl impl(c10::DeviceType::CUDA);
+            if (impl.getDevice().index() != device || t[outs[0]].device().index() != device)
+                return false;
+            stream = impl.getStream(t[outs[0]].device()).native_handle();
+        }
+        for (int64_t i : scratch)
+            torch::autograd::impl::bump_version(t[others[i]]);
+        std::vector<uint64_t> store(kargs.size() + 2, 0);
+        std::vector<void *> params(kargs.size() + 2);
+        for (size_t i = 0; i < kargs.size(); i++) {
+            store[i] = kargs[i].slot >= 0 ? reinterpret_cast<uint64_t>(t[kargs[i].slot].data_ptr()) : kargs[i].bits;
+            params[i] = &store[i];
+        }
+        params[kargs.size()] = &store[kargs.size()];
+        params[kargs.size() + 1] = &store[kargs.size() + 1];
+        if (!test_launch.is_none()) {
+            py::list vals;
+            for (size_t i = 0; i < kargs.size(); i++)
+                vals.append(py::make_tuple(kargs[i].slot >= 0, store[i], kargs[i].size));
+            test_launch(reinterpret_cast<uintptr_t>(function), py::make_tuple(grid[0], grid[1], grid[2]), threads,
+                        shared, vals);
+        } else {
+            cu_launch_t f = cu_launch();
+            TORCH_CHECK(f != nullptr, "kad: the native forward could not find cuLaunchKernel in libcuda.so.1");
+            int rc = f(function, grid[0], grid[1], grid[2], threads, 1, 1, shared, stream, params.data(), nullptr);
+            TORCH_CHECK(rc == 0, "kad: cuLaunchKernel failed (CUresult ", rc, ") in the forward of a kad kernel");
+        }
+        std::vector<at::Tensor> vi, vo, vd;
+        for (int p : ins)
+            vi.push_back(t[p]);
+        for (int p : others)
+            vo.push_back(t[p]);
+        for (int p : outs)
+            vd.push_back(t[p]);
+        auto node = make_node<KadNode>();
+        attach_impl(node, holder, py::none(), vi, vo, save_other, vd, c10::nullopt, scratch, trust);
+        node->make_run = make_run;
+        for (int p : tensors)
+            node->fargs.push_back(t[p].detach());
+        return true;
+    }
+};
 
 std::shared_ptr<Recipe> make_recipe(int nsaved, int ndirty, bool has_buf, std::vector<int> dsrc, std::vector<int> dpos,
                                     std::vector<c10::ScalarType> gdt, py::list steps, int device,
@@ -378,6 +490,45 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
         }))
         .def("set", [](Holder &h, bool trusted, std::shared_ptr<Recipe> r) { h.set(trusted ? 1 : 0, std::move(r)); })
         .def("has", [](Holder &h, bool trusted) { return (bool)h.get(trusted ? 1 : 0); });
+    py::class_<Fwd, std::shared_ptr<Fwd>>(m, "Forward").def("launch", &Fwd::launch);
+    m.def("forward", [](py::tuple kernel, std::vector<int> tensors, std::vector<int> ins, std::vector<int> others,
+                        std::vector<int> outs, std::vector<bool> save_other, std::vector<int64_t> scratch,
+                        std::vector<std::array<int64_t, 4>> pairs, size_t nargs, int device, bool trust,
+                        std::shared_ptr<Holder> holder, py::object make_run, py::object test_launch) {
+        auto f = std::make_shared<Fwd>();
+        f->function = reinterpret_cast<void *>(kernel[0].cast<uintptr_t>());
+        py::tuple g = kernel[1].cast<py::tuple>();
+        for (int k = 0; k < 3; k++)
+            f->grid[k] = g[k].cast<unsigned>();
+        f->threads = kernel[2].cast<unsigned>();
+        f->shared = kernel[3].cast<unsigned>();
+        for (py::handle ah : kernel[4].cast<py::list>()) {
+            py::tuple at_ = ah.cast<py::tuple>();
+            Arg a;
+            a.slot = at_[0].cast<int>();
+            a.bits = at_[1].cast<uint64_t>();
+            a.size = at_[2].cast<int>();
+            TORCH_CHECK(a.slot < (int)nargs, "kad: a forward argument names an unknown position");
+            f->kargs.push_back(a);
+        }
+        TORCH_CHECK(!outs.empty() && save_other.size() == others.size(), "kad: malformed forward recipe");
+        for (int p : tensors)
+            TORCH_CHECK(p >= 0 && p < (int)nargs, "kad: a forward tensor names an unknown position");
+        f->tensors = std::move(tensors);
+        f->ins = std::move(ins);
+        f->others = std::move(others);
+        f->outs = std::move(outs);
+        f->save_other = std::move(save_other);
+        f->scratch = std::move(scratch);
+        f->pairs = std::move(pairs);
+        f->nargs = nargs;
+        f->device = device;
+        f->trust = trust;
+        f->holder = std::move(holder);
+        f->make_run = std::move(make_run);
+        f->test_launch = std::move(test_launch);
+        return f;
+    });
     m.def("recipe", &make_recipe);
     m.def("attach", &attach);
 }

@@ -66,6 +66,7 @@ before the launch only when the kernel loads from the buffer.
 """
 import contextlib
 import contextvars
+import functools
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -973,6 +974,85 @@ def _native_record(run, plan, fast, saved, gs, ds, args, trusted, needs):
     plan.native_needs = needs
 
 
+def _native_forward(plan, dk, grid, g, args, kwargs, values):
+    """Makes the plan's C++ forward (plan.nfwd: _native.cpp's Forward), which later launches of
+    the key take instead of plan.launch: the forward kernel Triton compiled for the key launched
+    directly, then the native backward node attached.  Only for what it can do without the Python
+    plan: a tuple grid, no saving forward, no old values, no per-call checks, positional tensors,
+    outputs that are their own dirty tensors; else nothing (plan.launch serves)."""
+    plan.nfwd_tried = True
+    mod = _native.module()
+    if (mod is None or plan.nat is None or type(grid) is not tuple or plan.per_call or plan.old or plan.grids.get(g)
+            or plan.inout or any(isinstance(v, torch.Tensor) for v in kwargs.values())):
+        return
+    key = next(iter(plan.ck), None)
+    c = plan.ck.get(key) if len(plan.ck) == 1 else None
+    if c is None or getattr(c, "function", None) is None:
+        plan.nfwd_tried = False  # not compiled yet: asked again at the next launch
+        return
+    md = c.metadata
+    if (getattr(md, "num_ctas", 1) != 1 or getattr(md, "launch_cooperative_grid", False) or getattr(md, "launch_pdl", False)
+            or getattr(md, "global_scratch_size", 0) or getattr(md, "profile_scratch_size", 0)
+            or getattr(md, "tensordesc_meta", None)):
+        return
+    names = dk._binder.names
+    sig = list(c.src.signature.values())
+    pos = {n: i for i, n in enumerate(plan.names)}
+    if len(sig) != len(names) or any(n not in pos for n in plan.prep.tensors):
+        return
+    if plan.dirty_of != {n: i for i, n in enumerate(plan.outputs)}:
+        return
+    kargs = []
+    for n, ty in zip(names, sig):
+        if ty == "constexpr":
+            continue
+        v = values[n]
+        if not isinstance(ty, str):
+            return
+        if ty.startswith("*"):
+            if not isinstance(v, torch.Tensor) or n not in pos:
+                return
+            kargs.append((pos[n], 0, 8))
+        else:
+            b = _native._scalar(ty, v)
+            if b is None:
+                return
+            kargs.append((-1, b[0], b[1]))
+    tens = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    w = plan.written
+    g3 = tuple(g) + (1,) * (3 - len(g))
+    template = [None if isinstance(a, torch.Tensor) else a for a in args]
+    make_run = functools.partial(_native_run, plan, dk, grid, tuple(tens), template, dict(kwargs))
+    plan.nfwd = mod.forward((int(c.function), g3, 32 * md.num_warps, md.shared, kargs), tens,
+                            [pos[n] for n in plan.ins], [pos[n] for n in plan.others], [pos[n] for n in plan.outputs],
+                            [i not in w for i in range(len(plan.others))], sorted(w),
+                            [(pos[a], pos[b], la, lb) for a, b, la, lb in plan.pairs], len(args), key[0],
+                            bool(dk.trust), plan.nat, make_run, None)
+    plan.nfwd_key = key
+
+
+def _native_run(plan, dk, grid, tens, template, kwargs, dets, versions):
+    """The Run of a launch the C++ forward made (for its node's Python fallback): the plan's
+    binding of the launch's detached tensors (dets, at positions tens) and the key's scalars."""
+    args = list(template)
+    for p, t in zip(tens, dets):
+        args[p] = t
+    values = dict(zip(plan.names, args))
+    for k in plan.kw:
+        values[k] = kwargs[k]
+    for n, d in plan.defaults:
+        values[n] = d
+    launch = Launch(plan.name, plan.params, values, plan.options, eval_grid(grid, None), plan.sig, plan.device, None,
+                    plan.runtime_names)
+    r = Run(dk, launch, plan.ins, plan.others, plan.outputs, [values[n] for n in plan.outputs], dict(plan.dirty_of),
+            plan.inout, {}, plan.prep)
+    r.plan = plan
+    r.written = plan.written
+    r.scratch = {i: values[plan.others[i]] for i in plan.written}
+    r.versions = tuple(versions)
+    return r
+
+
 def _native_fallback(run, saved, grads):
     """A native backward node's call of what its recipe does not cover: _KadFunction's backward on
     the same parts (the general path; _KadBackward under create_graph=True)."""
@@ -1232,8 +1312,12 @@ class DifferentiableKernel:
                     plan = self._plans.get(pkey)
                 except TypeError:  # a grid tuple holding something unhashable
                     plan = pkey = None
-                if plan is not None and plan.launch(self, grid, args, kwargs):
-                    return None
+                if plan is not None:
+                    nf = plan.nfwd
+                    if nf is not None and plan.native_ok(self) and nf.launch(args):
+                        return None
+                    if plan.launch(self, grid, args, kwargs):
+                        return None
         else:
             pkey = None
         if self._direct(args, kwargs, grad):
@@ -1994,7 +2078,7 @@ class _Plan:
     __slots__ = ("prep", "sig", "device", "names", "kw", "defaults", "options", "params", "runtime_names", "name",
                  "ins", "others", "outputs", "dirty_of", "single", "inout", "b", "old", "pairs", "grids", "alias",
                  "detach", "needed", "ck", "direct", "per_call", "written", "fast", "nat", "native_tries",
-                 "native_needs", "native_why")
+                 "native_needs", "native_why", "nfwd", "nfwd_tried", "nfwd_key")
 
     def __init__(self, dk, launch, prep, args, kwargs, needed, inout, dirty, dirty_of, b, loads, written):
         binder = dk._binder
@@ -2034,6 +2118,9 @@ class _Plan:
                                   and not any(values[n].requires_grad for n in self.outputs)) else 0
         self.native_needs = None
         self.native_why = None if self.native_tries else "not a direct GPU launch with fresh outputs, or KAD_NATIVE=0"
+        self.nfwd = None  # the C++ forward (_native_forward), once the node has a recipe
+        self.nfwd_tried = False
+        self.nfwd_key = None  # the compiled forward's key in ck it launches
 
     def launch(self, dk, grid, args, kwargs):
         """Launches the call through this plan; False (nothing done) when it must be bound."""
@@ -2102,11 +2189,23 @@ class _Plan:
             r.scratch = {i: others[i].detach() for i in w}
             _native.module().attach(nat, r, ins, others, [i not in w for i in range(len(others))], dirty, r.saved,
                                     sorted(w), bool(dk.trust))
+            if not self.nfwd_tried:
+                _native_forward(self, dk, grid, g, args, kwargs, values)
         else:
             _KadFunction.apply(r, *[values[m] for m in self.ins], *[values[m] for m in self.others], *dirty)
         # after apply (mark_dirty bumped the outputs): a later change bumps them again
         r.versions = tuple(t._version for t in r.kept())
         return True
+
+    def native_ok(self, dk):
+        """Whether the C++ forward (_native_forward) may launch now: what a direct launch checks per
+        call on the Python side (no pre-run or launch hook, the globals the compilation read
+        unchanged, the same current device and Triton knobs as the kernel it holds)."""
+        jit = dk.jit
+        h, x = _knobs.runtime.launch_enter_hook, _knobs.runtime.launch_exit_hook
+        return (not jit.pre_run_hooks and not (getattr(h, "calls", h) or getattr(x, "calls", x))
+                and self.nfwd_key == (_cuda_cur(), _knobs.runtime.debug, _knobs.compilation.instrumentation_mode)
+                and _globals_unchanged(jit))
 
     def forward(self, dk, launch):
         """Runs the launch's forward (Run.forward): its saving forward where the plan has one for

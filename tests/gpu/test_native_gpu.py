@@ -110,6 +110,8 @@ def test_native_node_matches_the_python_path(name, dt):
         got.append(torch.autograd.grad(y, ins, dy))
     assert not nodes[0].startswith("KadBackward<"), nodes  # the Python Function until recorded
     assert all(n.startswith("KadBackward<") for n in nodes[3:]), (nodes, [p.native_why for p in k._plans.values()])
+    # and the forward launched by the C++ forward (_native_forward) from then on
+    assert any(p.nfwd is not None for p in k._plans.values()), [p.nfwd_tried for p in k._plans.values()]
     for g in got[1:]:  # deterministic backwards: the same bits on either path
         for a, b in zip(g, got[0]):
             assert torch.equal(a, b)

@@ -216,3 +216,54 @@ def test_kad_native_0_turns_it_off(monkeypatch):
     monkeypatch.setenv("KAD_NATIVE", "0")
     ld = _native._Loader()
     assert ld.get() is None and ld.error == "KAD_NATIVE=0"
+
+
+# ---- the C++ forward ----------------------------------------------------------------------------
+
+def test_native_forward_launches_and_attaches_the_node(mod):
+    n = 8
+    launched = []
+
+    def fwd_kernel(fn, grid, threads, shared, vals):
+        launched.append((fn, grid, threads, shared, vals))
+        (_, px, _), (_, py_, _), (_, m, _) = vals
+        _arr(py_, m)[:] = 2.0 * _arr(px, m)
+
+    k = Kernel()
+    sbits = int.from_bytes(np.float32(2.0).tobytes().ljust(8, b"\0"), "little")
+    steps = [("launch", 77, (1, 1, 1), 128, 0, [(0, 0, 0, 8), (2, 0, 0, 8), (3, 0, 0, 8), (-1, 0, n, 4),
+                                                  (-1, 0, sbits, 4)])]
+    made = []
+
+    def fb(run, saved, grads):
+        return (2.0 * grads[0], None)
+
+    def make_run(dets, versions):
+        made.append((dets, versions))
+        return "run"
+
+    h = mod.Holder(fb, "fwd_kernel")
+    h.set(False, mod.recipe(1, 1, False, [0], [0], [torch.float32], steps, 0, k))
+    # args (x, y, n): x input at 0, y output at 1; the kernel's parameters x, y, n (n = 8 as bits)
+    f = mod.forward((55, (2, 1, 1), 64, 16, [(0, 0, 8), (1, 0, 8), (-1, n, 4)]), [0, 1], [0], [], [1], [], [], [],
+                    3, 0, False, h, make_run, fwd_kernel)
+    x = torch.randn(n, requires_grad=True)
+    y = torch.empty(n)
+    assert f.launch((x, y, n))
+    assert torch.equal(y.detach(), 2.0 * x.detach()) and y.grad_fn.name() == "KadBackward<fwd_kernel>"
+    fn, grid, threads, shared, vals = launched[0]
+    assert (fn, grid, threads, shared) == (55, (2, 1, 1), 64, 16) and vals[0] == (True, x.data_ptr(), 8)
+    gy = torch.randn(n)
+    (gx,) = torch.autograd.grad(y, x, gy)
+    assert torch.equal(gx, 2.0 * gy) and not made
+    # the fallback of a node the forward made builds its Run first (make_run)
+    y2 = torch.empty(n)
+    assert f.launch((x, y2, n))
+    torch.autograd.grad(y2, x, torch.randn(32)[::4])
+    assert len(made) == 1 and len(made[0][0]) == 2 and made[0][1] == [y2._version]
+    # what the forward does not cover: nothing done
+    assert not f.launch((x, y, n, 1))  # another argument count
+    assert not f.launch((x, 3.0, n))  # not a tensor
+    yv = torch.empty(2 * n)[n:]
+    assert not f.launch((x, yv, n))  # an output that is a view
+    assert not f.launch((x, torch.empty(n, requires_grad=True), n))  # an output that requires grad
