@@ -829,8 +829,8 @@ class _CudaBackward(torch.autograd.Function):
             t = fresh()
             for n in outs:
                 t["d_t_" + n] = grads[run.dirty_of[n]].to(by[n].dtype).contiguous().clone()
-            for n in wrt:
-                t["d_" + n] = torch.zeros_like(by[n])
+            for n in wrt:  # (d_<x>_part: a folded gradient, as in _backward)
+                t["d_" + n] = t["d_" + n + "_part"] = torch.zeros_like(by[n])
             launch.jvp_grad(wrt_t, outs_t, t, [t[n] for n in run.outs + run.scratch]
                             + [t["t_" + n] for n in outs] + [t["d_" + n] for n in wrt])
             for n in need_x:
