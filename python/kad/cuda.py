@@ -52,6 +52,8 @@ _KAD_TO_C = {
 _KAD_TO_DTYPE = {v: k for k, v in _DTYPE_TO_KAD.items()}
 _KAD_TO_DTYPE["u8"] = torch.uint8
 _FLOATS = ("fp32", "fp64", "fp16", "bf16")
+_INT_RANGE = {"i32": (-2**31, 2**31 - 1), "u32": (0, 2**32 - 1), "i64": (-2**63, 2**63 - 1), "u64": (0, 2**64 - 1),
+              "i16": (-2**15, 2**15 - 1), "i8": (-128, 127), "u8": (0, 255)}
 
 # CUDA's launch limits (every CUDA device since compute capability 2.0; HIP's are the same or larger)
 _MAX_BLOCK = (1024, 1024, 64)
@@ -222,7 +224,10 @@ class CudaKernel:
             raise TypeError(f"kad.cuda: launch {self.kernel} as k[grid, block](*args), got k[{launch!r}]")
         grid, block = _dims(launch[0], "grid", self.kernel), _dims(launch[1], "block", self.kernel)
 
-        def call(*args: Any, shared_mem: int = 0, stream: Any = None) -> Any:
+        def call(*args: Any, shared_mem: int = 0, stream: Any = None, **by_name: Any) -> Any:
+            if by_name:
+                raise TypeError(f"kad.cuda: {self.kernel}: arguments are passed in the C signature's order, "
+                                f"positionally, as in a <<<grid, block>>> launch; got {', '.join(by_name)}=")
             return self.run(grid, block, args, shared_mem=shared_mem, stream=stream)
         return call
 
@@ -374,6 +379,11 @@ class CudaKernel:
                         raise TypeError(f"kad.cuda: {name}: argument '{n}' is {_c_type(ty)}: got {v!r}")
                 elif isinstance(v, float) or not isinstance(v, int):
                     raise TypeError(f"kad.cuda: {name}: argument '{n}' is {_c_type(ty)}, an integer: got {v!r}")
+                elif ty in _INT_RANGE and not _INT_RANGE[ty][0] <= v <= _INT_RANGE[ty][1]:
+                    lo, hi = _INT_RANGE[ty]
+                    raise ValueError(f"kad.cuda: {name}: argument '{n}' is {_c_type(ty)}, which holds {lo} to {hi}: "
+                                     f"{v} does not fit (the kernel would see it wrapped); change the C type to "
+                                     f"int64_t or pass a smaller value")
         for n, ty in params:
             if n in self.outputs and not ty.startswith("*"):
                 raise ValueError(f"kad.cuda: {name}: output '{n}' is {_c_type(ty)}, not a pointer")
