@@ -420,7 +420,8 @@ def table(results):
             if at is not None and row.get("atomic_sites"):
                 at = f"{at} ({row['atomic_sites']} fallback)" if at != row["atomic_sites"] else at
             first = row.get("first_s")
-            lines.append(f"| {r['kernel']} | {r['shape']} | {peer} | {fmt_t(row['bwd_s'])} | {fmt_t(row['fwd_bwd_s'])} | "
+            lines.append(f"| {r['kernel']} | {r['shape']} | {peer} | {fmt_t(row['bwd_s'])} | "
+                         f"{fmt_t(row['fwd_bwd_s'])} | "
                          f"{fmt_t(row['bwd_device_s'])} | {row['err']:.1e} | {'' if at is None else at} | "
                          f"{'' if first is None else f'{first:.2f}'} |")
     return "\n".join(lines)
@@ -438,7 +439,8 @@ def ratios(results):
         for h in ("hand", "hand-gather", "hand-scatter"):
             if h in p:
                 key = "bwd_device_s" if kad_row["bwd_device_s"] is not None else "bwd_s"
-                parts.append(f"bwd kad/{h} {kad_row[key] / p[h][key]:.2f}x ({'device' if key == 'bwd_device_s' else 'user'})")
+                where = "device" if key == "bwd_device_s" else "user"
+                parts.append(f"bwd kad/{h} {kad_row[key] / p[h][key]:.2f}x ({where})")
         if "eager" in p:
             parts.append(f"fwd+bwd kad/eager {kad_row['fwd_bwd_s'] / p['eager']['fwd_bwd_s']:.2f}x (user)")
         comp = ", ".join(f"{m} {s:.2f} s{' (cached)' if c else ''}" for m, s, c in kad_row.get("compile_s") or [])
@@ -476,7 +478,8 @@ def main(argv=None):
         results.append({"kernel": b.name, "shape": b.shapes, "peers": rows, "expected": list(b.hands)})
         print(f"{b.name}: done", file=sys.stderr)
     dev_name = torch.cuda.get_device_name(0) if dev == "cuda" else "CPU (kad's interpreter)"
-    cmd = "PYTHONPATH=python python3 bench/cuda.py" + "".join(f" {x}" for x in (argv if argv is not None else sys.argv[1:]))
+    argv = sys.argv[1:] if argv is None else argv
+    cmd = "PYTHONPATH=python python3 bench/cuda.py" + "".join(f" {x}" for x in argv)
     text = "\n".join([
         BEGIN,
         f"{datetime.date.today().isoformat()}, {dev_name}, torch {torch.__version__}, `{cmd}`",

@@ -823,8 +823,10 @@ class _CudaBackward(torch.autograd.Function):
 
         def fresh():  # fresh outputs (the jvp kernel writes them again), copies of the scratch buffers
             t = dict(by)
-            for n in run.outs + run.scratch:
-                t[n] = torch.empty_like(by[n]) if n in run.outs else by[n].clone()
+            for n in run.outs:
+                t[n] = torch.empty_like(by[n])
+            for n in run.scratch:  # (one the kernel accumulates into: its value before the launch)
+                t[n] = (run.old[n] if n in run.old else by[n]).clone()
             for n in wrt:
                 t["t_" + n] = torch.zeros_like(by[n]) if v_of[n] is None else v_of[n].to(by[n].dtype).contiguous()
             for n in outs:
