@@ -43,7 +43,7 @@ from .autograd import layout_may_overlap, memory_tangent, overlaps
 
 __all__ = ["kernel_key", "launch", "launch_bwd"]
 
-_KERNELS = weakref.WeakValueDictionary()  # kernel id -> DifferentiableKernel
+_KERNELS = weakref.WeakValueDictionary()  # kernel id -> DifferentiableKernel (or kad.cuda CudaKernel)
 _DECODED = {}  # key -> (kernel, layout, grids)
 
 
@@ -58,6 +58,17 @@ def _kernel_id(dk):
             kid = f"{base}#{i}"
         _KERNELS[kid] = dk
         dk._op_id = kid
+    return kid
+
+
+def register_kernel(base, dk):
+    """Registers dk (a kad.cuda kernel: it has the _op_* methods and inputs of DifferentiableKernel)
+    under an id made from base, unique in this process: the id its operator keys carry."""
+    kid, i = base, 1
+    while kid in _KERNELS:
+        i += 1
+        kid = f"{base}#{i}"
+    _KERNELS[kid] = dk
     return kid
 
 

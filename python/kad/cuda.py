@@ -28,7 +28,8 @@ from . import _capi
 from ._capi import KadError
 from torch.autograd.graph import increment_version
 
-from .autograd import _cpu_mode, run_cpu
+from . import _ops
+from .autograd import _compiling, _cpu_mode, _forward_ad, _functorch_active, run_cpu
 
 if TYPE_CHECKING:
     from .check import BackwardReport
@@ -51,6 +52,8 @@ _KAD_TO_C = {
 _KAD_TO_DTYPE = {v: k for k, v in _DTYPE_TO_KAD.items()}
 _KAD_TO_DTYPE["u8"] = torch.uint8
 _FLOATS = ("fp32", "fp64", "fp16", "bf16")
+_INT_RANGE = {"i32": (-2**31, 2**31 - 1), "u32": (0, 2**32 - 1), "i64": (-2**63, 2**63 - 1), "u64": (0, 2**64 - 1),
+              "i16": (-2**15, 2**15 - 1), "i8": (-128, 127), "u8": (0, 255)}
 
 # CUDA's launch limits (every CUDA device since compute capability 2.0; HIP's are the same or larger)
 _MAX_BLOCK = (1024, 1024, 64)
@@ -91,6 +94,21 @@ def _check_limits(name, grid, block, limits=None):
         if g > m:
             raise ValueError(f"kad.cuda: {name}: grid dimension {'xyz'[i]} is {g}, above the device's limit "
                              f"of {m} (grid {grid})")
+
+
+def _check_shared_mem(name, shared_mem, dev):
+    """A ValueError for a dynamic shared memory size that is not an int in [0, the device's
+    per-block limit] (48 KiB without a device: what a launch gets without opting in)."""
+    if not isinstance(shared_mem, int) or isinstance(shared_mem, bool) or shared_mem < 0:
+        raise ValueError(f"kad.cuda: {name}: shared_mem={shared_mem!r}: the dynamic shared memory is a "
+                         f"number of bytes, an int >= 0")
+    limit = 48 * 1024
+    if dev is not None:
+        p = torch.cuda.get_device_properties(dev)
+        limit = getattr(p, "shared_memory_per_block", limit)
+    if shared_mem > limit:
+        raise ValueError(f"kad.cuda: {name}: shared_mem={shared_mem} bytes is above the device's limit of "
+                         f"{limit} bytes per block (a launch without cudaFuncSetAttribute's opt-in)")
 
 
 def _read_source(source, kernel):
@@ -149,6 +167,26 @@ class _Spec:
                 g = self.grads[key] = self.k.grad(list(wrt), list(out), deterministic=det)
             return g
 
+    def jvp(self, wrt, out):
+        """kad's jvp kernel (kad_jvp): the runtime parameters, then t_<wrt>..., t_<out>..."""
+        key = ("jvp", wrt, out)
+        with self.lock:
+            k = self.grads.get(key)
+            if k is None:
+                k = self.grads[key] = self.k.jvp(list(wrt), list(out))
+            return k
+
+    def jvp_grad(self, wrt, out, det):
+        """The reverse mode of the jvp kernel w.r.t. the primal inputs wrt for cotangents on its
+        output tangents (second derivatives): the jvp kernel's parameters, d_t_<out>..., d_<wrt>..."""
+        key = ("jvp_grad", wrt, out, det)
+        jk = self.jvp(wrt, out)
+        with self.lock:
+            k = self.grads.get(key)
+            if k is None:
+                k = self.grads[key] = jk.grad(list(wrt), ["t_" + n for n in out], deterministic=det)
+            return k
+
 
 class CudaKernel:
     """A differentiable CUDA C / HIP kernel: k[grid, block](*args, shared_mem=0, stream=None)."""
@@ -171,6 +209,8 @@ class CudaKernel:
         self._types = _template_types(self.text, kernel)
         self._ctx = _capi.Context()
         self._ctx.add_cuda_source(self.filename, self.text)  # errors in the source: now, located
+        self.__name__ = kernel  # (kad's operators name the kernel so in their errors)
+        self._op_id = _ops.register_kernel(f"kad.cuda:{self.filename}:{kernel}", self)
         self._specs = {}
         self._uses = {}  # (non-type targs, block) -> {type template parameter: indices of the params using it}
         self._lock = threading.Lock()
@@ -184,7 +224,10 @@ class CudaKernel:
             raise TypeError(f"kad.cuda: launch {self.kernel} as k[grid, block](*args), got k[{launch!r}]")
         grid, block = _dims(launch[0], "grid", self.kernel), _dims(launch[1], "block", self.kernel)
 
-        def call(*args: Any, shared_mem: int = 0, stream: Any = None) -> Any:
+        def call(*args: Any, shared_mem: int = 0, stream: Any = None, **by_name: Any) -> Any:
+            if by_name:
+                raise TypeError(f"kad.cuda: {self.kernel}: arguments are passed in the C signature's order, "
+                                f"positionally, as in a <<<grid, block>>> launch; got {', '.join(by_name)}=")
             return self.run(grid, block, args, shared_mem=shared_mem, stream=stream)
         return call
 
@@ -256,6 +299,24 @@ class CudaKernel:
             hit = spec.grads[key] = (lib, fn, _parse_launcher(text, fname))
         return hit
 
+    def _generated_so(self, spec, kind, wrt, out, dev):
+        """(launcher, its ABI) of the generated jvp (kind "jvp": launch_<kernel>_jvp) or of the
+        jvp kernel's reverse mode ("jvp_bwd": launch_<kernel>_jvp_bwd), compiled by nvcc."""
+        key = (kind, wrt, out, _arch(dev))
+        hit = spec.grads.get(key)
+        if hit is None:
+            if kind == "jvp":
+                text = spec.k.jvp_module_cuda(list(wrt), list(out))
+            else:
+                text = spec.jvp(wrt, out).grad_module_cuda(list(wrt), ["t_" + n for n in out],
+                                                           deterministic=self.deterministic)
+            lib = build_module(text, f"{self.kernel}_{kind}", _arch(dev))
+            fname = f"launch_{self.kernel}_{kind}"
+            fn = getattr(lib, fname)
+            fn.restype = __import__("ctypes").c_int
+            hit = spec.grads[key] = (fn, _parse_launcher(text, fname))
+        return hit
+
     def _backward_so(self, spec, wrt, out, dev):
         key = ("bwd", wrt, out, _arch(dev))
         hit = spec.grads.get(key)
@@ -318,6 +379,11 @@ class CudaKernel:
                         raise TypeError(f"kad.cuda: {name}: argument '{n}' is {_c_type(ty)}: got {v!r}")
                 elif isinstance(v, float) or not isinstance(v, int):
                     raise TypeError(f"kad.cuda: {name}: argument '{n}' is {_c_type(ty)}, an integer: got {v!r}")
+                elif ty in _INT_RANGE and not _INT_RANGE[ty][0] <= v <= _INT_RANGE[ty][1]:
+                    lo, hi = _INT_RANGE[ty]
+                    raise ValueError(f"kad.cuda: {name}: argument '{n}' is {_c_type(ty)}, which holds {lo} to {hi}: "
+                                     f"{v} does not fit (the kernel would see it wrapped); change the C type to "
+                                     f"int64_t or pass a smaller value")
         for n, ty in params:
             if n in self.outputs and not ty.startswith("*"):
                 raise ValueError(f"kad.cuda: {name}: output '{n}' is {_c_type(ty)}, not a pointer")
@@ -337,9 +403,65 @@ class CudaKernel:
                                  f"missing; add it to inputs=[...], or pass {n}.detach()")
 
     def run(self, grid: Dims, block: Dims, args: Sequence[Any], shared_mem: int = 0, stream: Any = None) -> Any:
+        if _compiling() or _functorch_active() or _forward_ad._current_level >= 0:
+            # torch.compile traces this (dynamo) / a torch.func transform or forward mode runs: the
+            # launch is a call of kad's custom operators (_ops.py), shared with the Triton path
+            return self._run_op(grid, block, args, shared_mem, func=not _compiling())
         grid = _dims(grid, "grid", self.kernel)
         block = _dims(block, "block", self.kernel)
-        args = list(args)
+        launch, values, names = self._prepare(grid, block, list(args), shared_mem, stream)
+        spec = launch.spec
+        by = dict(zip(names, values))
+        grad = torch.is_grad_enabled()
+        if grad:
+            self._check_undeclared(by)
+        acc = spec.access
+        outs = [n for n in names if n in self.outputs]
+        others = [n for n in names if isinstance(by[n], torch.Tensor) and n not in self.outputs
+                  and n not in self.inputs]
+        scratch = [n for n in others if acc.get(n, 0) & 2]
+        # the tensors autograd sees modified in place: the outputs, or their bases when they are views
+        # (after an in-place change of a base, every view of it reads its history from the base)
+        dirty, dirty_of = [], {}
+        for n in outs:
+            t = by[n]
+            d = t if t._base is None else t._base
+            i = next((j for j, e in enumerate(dirty) if e is d), None)
+            if i is None:
+                i = len(dirty)
+                dirty.append(d)
+            dirty_of[n] = i
+        ins = [n for n in names if n in self.inputs and n not in self.outputs]
+        needed = [n for n in ins if by[n].requires_grad] if grad else []
+        in_graph = grad and any(d.requires_grad for d in dirty)
+        if not (needed or in_graph):
+            launch.forward(values, [by[n] for n in outs + scratch])
+            for n in outs + scratch:
+                increment_version(by[n])  # written through a pointer: what autograd saved of it is stale
+            return _result([by[n] for n in outs])
+        for n in outs:
+            for m in names:
+                if m != n and isinstance(by[m], torch.Tensor) and _shares(by[n], by[m]):
+                    raise ValueError(f"kad.cuda: {self.kernel}: output '{n}' shares memory with '{m}': kad "
+                                     f"differentiates kernels whose outputs are buffers of their own")
+        # outputs updated in place: declared inputs too, loaded by the kernel, or already part of the
+        # graph; the gradient of their value before the launch flows back (docs/AD.md, "In-place buffers")
+        inout = [n for n in outs if n in self.inputs or dirty[dirty_of[n]].requires_grad or acc.get(n, 0) & 1]
+        # the backward's launch conditions (a loop's stores distinct only for N >= 64...): refused
+        # now, located, rather than after the forward when the backward runs
+        wrt = tuple(needed + inout)
+        spec.grad(wrt, tuple(outs), self.deterministic).check_launch(grid, values)
+        if launch.device is not None:  # compiled (or refused, located) before the forward runs
+            self._forward_so(spec, launch.template, launch.device)
+            self._backward_so(spec, wrt, tuple(outs), launch.device)
+        run = _Run(launch, values, names, ins, others, scratch, outs, dirty, dirty_of, inout)
+        _CudaFunction.apply(run, *[by[n] for n in ins + others], *dirty)
+        return _result([by[n] for n in outs])
+
+    def _prepare(self, grid, block, args, shared_mem, stream):
+        """(_Launch, argument values in C order (tensors as passed, scalars as Python numbers),
+        parameter names) of one launch, its arguments checked against the C signature and the
+        device's limits."""
         devs = {a.device for a in args if isinstance(a, torch.Tensor)}
         dev = next(iter(devs)) if len(devs) == 1 else None
         on_gpu = dev is not None and dev.type == "cuda"
@@ -347,34 +469,128 @@ class CudaKernel:
             raise NotImplementedError(f"kad.cuda: {self.kernel}: a HIP source on CUDA tensors: kad.cuda compiles "
                                       f"CUDA C with nvcc; the HIP spelling runs on CPU tensors")
         _check_limits(self.kernel, grid, block, _device_limits(dev) if on_gpu else None)
+        _check_shared_mem(self.kernel, shared_mem, dev if on_gpu else None)
         template, spec = self.specialization(block, args)
         mode, _ = self._bind(spec, args)
         params = spec.params
-        names = [n for n, _ in params]
         values = [a.item() if isinstance(a, torch.Tensor) and not p[1].startswith("*") else a
                   for a, p in zip(args, params)]
-        by = dict(zip(names, values))
-        if torch.is_grad_enabled():
-            self._check_undeclared(by)
-        inputs = [n for n in self.inputs if by[n].requires_grad] if torch.is_grad_enabled() else []
-        outs = [n for n in names if n in self.outputs]
         launch = _Launch(self, spec, template, grid, block, mode, dev if on_gpu else None, shared_mem, stream)
-        if not inputs:
-            launch.forward(values, [by[n] for n in outs])
-            return _result([by[n] for n in outs])
-        for n in outs:
-            for m in names:
-                if m != n and isinstance(by[m], torch.Tensor) and _shares(by[n], by[m]):
-                    raise ValueError(f"kad.cuda: {self.kernel}: output '{n}' shares memory with '{m}': kad "
-                                     f"differentiates kernels whose outputs are buffers of their own")
-        # the backward's launch conditions (a loop's stores distinct only for N >= 64...): refused
-        # now, located, rather than after the forward when the backward runs
-        spec.grad(tuple(inputs), tuple(outs), self.deterministic).check_launch(grid, values)
-        if on_gpu:  # compiled (or refused, located) before the forward runs
-            self._forward_so(spec, template, dev)
-            self._backward_so(spec, tuple(inputs), tuple(outs), dev)
-        run = _Run(launch, values, names, inputs, outs)
-        return _CudaFunction.apply(run, *[by[n] for n in run.slots])
+        return launch, values, [n for n, _ in params]
+
+    # ---- as kad's custom operators (_ops.py): torch.compile, torch.func, forward mode ----
+
+    def _run_op(self, grid, block, args, shared_mem, func):
+        """The launch as kad::launch (under torch.compile traced by dynamo: plain Python on the
+        call's arguments; _op_names runs as a constant).  The operator returns the outputs' new
+        values, copied into the outputs: they are still written in place."""
+        grid = _dims(grid, "grid", self.kernel)
+        block = _dims(block, "block", self.kernel)
+        args = list(args)
+        names = _op_names(self._op_id, block, tuple(str(a.dtype) if isinstance(a, torch.Tensor) else None
+                                                     for a in args), len(args))
+        ins, others, outs, ints, floats, layout = [], [], [], [], [], []
+        for n, v in zip(names, args):
+            if isinstance(v, torch.Tensor):
+                lst, kind = (outs, "o") if n in self.outputs else (ins, "i") if n in self.inputs else (others, "t")
+                layout.append((n, kind, len(lst)))
+                lst.append(v)
+            elif isinstance(v, (bool, str)) or v is None:
+                layout.append((n, "c", v))
+            elif isinstance(v, (int, torch.SymInt)):
+                layout.append((n, "I", len(ints)))
+                ints.append(v)
+            elif isinstance(v, (float, torch.SymFloat)):
+                layout.append((n, "F", len(floats)))
+                floats.append(v)
+            else:
+                raise TypeError(f"kad.cuda: {self.kernel}: argument '{n}': got {type(v).__name__}")
+        if torch.is_grad_enabled():
+            for n, k, i in layout:
+                if k == "t" and others[i].requires_grad and others[i].is_floating_point():
+                    raise ValueError(f"kad.cuda: {self.kernel}: argument '{n}' is a tensor that requires grad, "
+                                     f"but '{n}' is not in inputs={list(self.inputs)}: its gradient would be "
+                                     f"silently missing; add it to inputs=[...], or pass {n}.detach()")
+        layout.append((_BLOCK_KEY, "c", ",".join(map(str, block))))
+        layout.append((_SMEM_KEY, "c", int(shared_mem or 0)))
+        key = _ops.kernel_key(self._op_id, tuple(layout), (3,))
+        flat = list(grid)
+        if func:  # torch.func / forward mode: through a Function with setup_context
+            new = _ops.Function.apply(key, (len(ins), len(others), ints, floats, flat), *ins, *others, *outs)
+        else:
+            new = torch.ops.kad.launch(key, ins, others, outs, ints, floats, flat)
+        for o, v in zip(outs, new):
+            o.copy_(v)
+        return _result(outs)
+
+    def _op_launch(self, grid, kw):
+        """(_Launch, values, names) of an operator call: kw the arguments by name in C order, then
+        the block and the dynamic shared memory (_run_op's layout)."""
+        block = tuple(int(b) for b in kw[_BLOCK_KEY].split(","))
+        args = [v for n, v in kw.items() if n not in (_BLOCK_KEY, _SMEM_KEY)]
+        return self._prepare(_dims(grid, "grid", self.kernel), block, args, kw[_SMEM_KEY], None)
+
+    def _op_forward(self, grid, kw):
+        """kad::launch's forward, grad mode off; a tensor the kernel stores through that is not a
+        declared output is refused (the operator declares it read only)."""
+        launch, values, names = self._op_launch(grid, kw)
+        acc = launch.spec.access
+        written = [n for n, v in zip(names, values) if isinstance(v, torch.Tensor) and acc.get(n, 0) & 2
+                   and n not in self.outputs]
+        if written:
+            raise ValueError(f"kad.cuda: {self.kernel} stores through {', '.join(repr(n) for n in written)}, "
+                             f"which kad.cuda.differentiable does not declare: under torch.compile and torch.func "
+                             f"a kernel may write only its declared outputs; add {written[0]!r} to outputs=[...]")
+        by = dict(zip(names, values))
+        launch.forward(values, [by[n] for n in names if n in self.outputs])
+
+    def _op_loads(self, kw):
+        """The pointer parameters the kernel loads through (any grid)."""
+        launch, _, names = self._op_launch((1,), kw)
+        acc = launch.spec.access
+        return {n for n in names if acc.get(n, 0) & 1}
+
+    def _op_backward(self, grid, kw, need_in, need_out, grads):
+        """kad::launch_bwd: name -> gradient of the inputs need_in and of the outputs' values before
+        the launch need_out, for the output gradients grads (name -> tensor); kw holds the values
+        before the launch."""
+        launch, values, names = self._op_launch(grid, kw)
+        acc = launch.spec.access
+        outs = [n for n in names if n in self.outputs]
+        inout = [n for n in outs if n in self.inputs or n in need_out or acc.get(n, 0) & 1]
+        by = dict(zip(names, values))
+        old = {n: by[n] for n in inout if acc.get(n, 0) & 1}
+        d = _backward(launch, list(need_in), inout, outs, [], by, old, grads)
+        return {n: d[n] for n in list(need_in) + list(need_out)}
+
+    def _op_jvp(self, grid, kw, t_ins, t_outs):
+        """Forward mode (_ops.jvp_launch): kad's jvp kernel on the call kw (the outputs' tensors are
+        written with the new values), writing the outputs' tangents into t_outs (name -> tensor
+        holding the tangent of the output's value before the launch) from the inputs' t_ins."""
+        launch, values, names = self._op_launch(grid, kw)
+        by = dict(zip(names, values))
+        outs = [n for n in names if n in self.outputs]
+        wrt = [n for n in names if n in self.inputs and (n in t_ins or n in t_outs)]
+        tangent = {**t_ins, **t_outs}  # an in-place name: one tangent, its old value's
+        for n in wrt + outs:
+            by["t_" + n] = tangent[n]
+        launch.jvp(tuple(wrt), tuple(outs), by, [by[n] for n in outs] + [tangent[n] for n in outs])
+
+
+_BLOCK_KEY, _SMEM_KEY = "kad.block", "kad.shared_mem"  # _run_op's layout entries beyond the parameters
+
+
+@torch.compiler.assume_constant_result
+def _op_names(kid, block, dtypes, nargs):
+    """The C parameter names of the kernel kid for a launch with this block and tensors of these
+    dtypes (None: not a tensor); dynamo runs it as a constant (specializing is kad's C code)."""
+    k = _ops._KERNELS[kid]
+    stand_in = [torch.empty(0, dtype=getattr(torch, d.split(".")[-1])) if d else 0 for d in dtypes]
+    names = [n for n, _ in k.specialization(block, stand_in)[1].params]
+    if nargs != len(names):
+        sig = ", ".join(names)
+        raise TypeError(f"kad.cuda: {k.kernel} takes {len(names)} arguments ({sig}), {nargs} given")
+    return tuple(names)
 
 
 def _shares(a, b):
@@ -387,104 +603,256 @@ def _result(outs):
     return None if not outs else outs[0] if len(outs) == 1 else tuple(outs)
 
 
+def _alias(v, orig, detached):
+    """v detached: the detached dirty tensor where v is one of orig (the dirty tensors)."""
+    if not isinstance(v, torch.Tensor):
+        return v
+    for o, d in zip(orig, detached):
+        if v is o:
+            return d
+    return v.detach()
+
+
+def _cut(g, base, y):
+    """The part of a dirty tensor's gradient g that belongs to the output y, a view of base
+    (or base itself), laid out like y."""
+    if g is None or y is base:
+        return g
+    if g.stride() != base.stride():
+        full = torch.empty_strided(base.size(), base.stride(), dtype=g.dtype, device=g.device)
+        full.copy_(g)
+        g = full
+    return g.as_strided(y.size(), y.stride(), y.storage_offset() - base.storage_offset())
+
+
+def _backward(launch, need, inout, outs, scratch, by, old, out_grads):
+    """kad's backward of one launch: name -> gradient of the inputs need and of the values before
+    the launch of the in-place outputs inout, for out_grads (output name -> gradient or None).
+    by: the launch's values by name (tensors not written by this function; old: the in-place
+    outputs' values before the launch where the kernel loads them)."""
+    dk, spec = launch.dk, launch.spec
+    wrt = tuple(need) + tuple(inout)
+    g = spec.grad(wrt, tuple(outs), dk.deterministic)
+    gacc = g.param_access()
+    by = dict(by)
+    for n in outs + scratch:
+        if n not in old and gacc.get(n, 0) & 1 and n in by and n not in inout:
+            # the forward never reads it, so a recomputing backward does not either
+            raise KadError(f"kad.cuda: {dk.kernel}: the backward reads '{n}', which the forward only "
+                           f"writes: kad's backward would read what the forward stored; refused")
+    for n, v in old.items():
+        by[n] = v.clone()  # the value before the launch (the backward may recompute into it)
+    for n, _ in g.params:
+        if n in by and (n in outs or n in scratch) and n not in old and gacc.get(n, 0) & 2:
+            by[n] = torch.empty_like(by[n])  # the backward recomputes the output: not into the user's
+    dx = {}
+    for n in outs:
+        y, gr = by[n], out_grads.get(n)
+        d = torch.zeros_like(y) if gr is None else gr.to(y.dtype).contiguous().clone()
+        by["d_" + n] = d
+        if n in inout:  # one buffer: the output's gradient in, the old value's out
+            dx[n] = by["d_" + n + "_part"] = d
+    for n in need:
+        # d_<x>_part: a folded or site-rows gradient, whose partials and sum the interpreter's
+        # plan runs itself into the gradient passed there (docs/AD.md, "Folding")
+        dx[n] = by["d_" + n] = by["d_" + n + "_part"] = torch.zeros_like(by[n])
+    missing = [n for n, _ in g.params if n not in by]
+    if missing:
+        raise KadError(f"kad.cuda: {dk.kernel}: the backward takes {missing}, which this binding does "
+                       f"not know (a kad version mismatch?)")
+    launch.backward(g, wrt, tuple(outs), by, dx)
+    return dx
+
+
 class _Run:
     """One differentiable launch, forward to backward: detached aliases only.
 
-    The Function's tensor arguments (slots) are the inputs needing gradients, the other tensors,
-    then the outputs not among the inputs.  An output that is also an input (updated in place,
-    docs/AD.md "In-place buffers") is one slot: marked dirty, its gradient that of its value
-    before the launch, which the backward reads from a copy taken before the forward."""
+    The Function's tensor arguments (slots) are the declared inputs (not outputs), the other
+    tensors (read-only data, scratch the kernel writes), then the dirty tensors: the outputs, or
+    their bases for views.  An output updated in place (inout: a declared input too, loaded by the
+    kernel, or part of the graph) gets the gradient of its value before the launch, read from a
+    copy taken before the forward where the kernel loads it; elements the kernel does not write
+    pass their gradient through."""
 
-    def __init__(self, launch, values, names, inputs, outs):
+    def __init__(self, launch, values, names, ins, others, scratch, outs, dirty, dirty_of, inout):
         self.launch = launch
         self.dk, self.spec, self.grid, self.mode = launch.dk, launch.spec, launch.grid, launch.mode
         self.names = names
         self.values = values  # C order; tensors replaced by detached aliases in forward
-        self.inputs = inputs  # input names whose tensors need their gradient
-        self.outs = outs
-        self.others = [n for n, v in zip(names, values) if isinstance(v, torch.Tensor)
-                       and n not in inputs and n not in outs]
-        self.slots = inputs + self.others + [n for n in outs if n not in inputs]
+        self.ins, self.others, self.scratch, self.outs = ins, others, scratch, outs
+        self.dirty, self.dirty_of, self.inout = dirty, dirty_of, inout
+        self.saved = [n for n in ins + others if n not in scratch]
         acc = self.spec.access
-        # the scratch tensors the kernel writes (not declared outputs: a norm's mean and rstd)
-        self.scratch = [n for n in self.others if acc.get(n, 0) & 2]
-        self.saved = [n for n in inputs + self.others if n not in outs and n not in self.scratch]
         # buffers the kernel reads and writes (outputs updated in place, scratch it accumulates into):
         # the backward recomputes from their value before the launch
         self.old = {n: v.detach().clone() for n, v in zip(names, values)
-                    if (n in outs or n in self.scratch) and acc.get(n, 0) & 1}
+                    if (n in outs or n in scratch) and acc.get(n, 0) & 1}
 
     def forward(self):
-        self.values = [v.detach() if isinstance(v, torch.Tensor) else v for v in self.values]
+        orig = self.dirty
+        self.dirty = [d.detach() for d in orig]
+        # detached aliases; an output that is its own dirty tensor keeps `values[i] is dirty[j]`
+        self.values = [_alias(v, orig, self.dirty) for v in self.values]
         by = dict(zip(self.names, self.values))
         self.launch.forward(self.values, [by[n] for n in self.outs + self.scratch])
         for n in self.scratch:
             increment_version(by[n])  # written through a pointer: what autograd saved of it is stale
 
+    def first_order(self, needs, saved, grads):
+        """The Function's backward without its leading None: needs (per slot), the saved tensors
+        (Run.saved's order), the dirty tensors' gradients."""
+        ni, no = len(self.ins), len(self.others)
+        need = [n for n, nd in zip(self.ins, needs[:ni]) if nd]
+        need_old = [i for i in range(len(self.dirty)) if needs[ni + no + i]]
+        result = [None] * (ni + no + len(self.dirty))
+        if not (need or need_old) or all(g is None for g in grads):
+            return result
+        by = dict(zip(self.names, self.values))
+        by.update(zip(self.saved, saved))
+        out_grads = {n: _cut(grads[self.dirty_of[n]], self.dirty[self.dirty_of[n]], by[n]) for n in self.outs}
+        d = _backward(self.launch, need, self.inout, self.outs, self.scratch, by, self.old, out_grads)
+        for i, n in enumerate(self.ins):
+            if n in d:
+                result[i] = d[n]
+        for i in need_old:
+            # the old value's gradient: the dirty tensor's gradient with each in-place output's part
+            # replaced by what the backward made
+            base, g = self.dirty[i], grads[i]
+            full = torch.empty_strided(base.size(), base.stride(), dtype=base.dtype, device=base.device)
+            if g is None:
+                full.zero_()
+            else:
+                full.copy_(g)
+            for n in self.inout:
+                if self.dirty_of[n] == i:
+                    y = by[n]
+                    part = full if y is base else \
+                        full.as_strided(y.size(), y.stride(), y.storage_offset() - base.storage_offset())
+                    part.copy_(d[n])
+            result[ni + no + i] = full
+        return result
+
 
 class _CudaFunction(torch.autograd.Function):
-    """apply(run, *slots) -> the outputs (marked dirty), in C order."""
+    """apply(run, *ins, *others, *dirty) -> the dirty tensors (marked so)."""
 
     @staticmethod
     def forward(ctx, run, *tensors):
         run.forward()
         ctx.run = run
-        t = dict(zip(run.slots, tensors))
+        t = dict(zip(run.ins + run.others, tensors))
         ctx.save_for_backward(*[t[n] for n in run.saved])
-        outs = [t[n] for n in run.outs]
-        ctx.mark_dirty(*outs)
+        dirty = tensors[len(run.ins) + len(run.others):]
+        ctx.mark_dirty(*dirty)
         ctx.set_materialize_grads(False)
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        return dirty[0] if len(dirty) == 1 else tuple(dirty)
 
     @staticmethod
     def backward(ctx, *grads):
         run = ctx.run
         saved = ctx.saved_tensors  # PyTorch refuses here an input changed in place since the forward
-        needs = dict(zip(run.slots, ctx.needs_input_grad[1:]))
-        need = [n for n in run.inputs if needs[n]]
-        result = [None] * (1 + len(run.slots))
-        if not need or all(g is None for g in grads):
-            return tuple(result)
-        g = run.spec.grad(tuple(need), tuple(run.outs), run.dk.deterministic)
+        needs = ctx.needs_input_grad[1:]
+        if torch.is_grad_enabled():
+            # create_graph=True: the same gradients, computed by a differentiable op
+            _check_second_order(run)
+            return (None, *_CudaBackward.apply(run, needs, *saved, *grads))
+        return (None, *run.first_order(needs, saved, grads))
+
+
+def _check_second_order(run):
+    name = run.dk.kernel
+    if run.inout:
+        raise RuntimeError(
+            f"kad.cuda: second derivatives through '{name}' are not supported for outputs updated in place "
+            f"({', '.join(repr(n) for n in run.inout)}: declared as inputs too, loaded by the kernel, or already "
+            f"part of the graph): pass fresh output tensors (e.g. torch.empty_like), or compute this gradient "
+            f"without create_graph=True")
+    by = dict(zip(run.names, run.values))
+    for n in run.outs:
+        if by[n] is not run.dirty[run.dirty_of[n]]:
+            raise RuntimeError(
+                f"kad.cuda: second derivatives through '{name}' are not supported when the output '{n}' is a "
+                f"view of another tensor: pass a fresh tensor (e.g. torch.empty_like), or compute this "
+                f"gradient without create_graph=True")
+
+
+class _CudaBackward(torch.autograd.Function):
+    """The backward of a kad.cuda launch as a differentiable op (create_graph=True), as
+    autograd._KadBackward for Triton kernels: apply(run, needs, *saved, *dirty_grads) -> the
+    slots' gradients gx = J(x)^T gy.  Its backward, given the cotangents v of the gx, runs kad's
+    jvp kernel K_jvp of the forward: gy's gradient is J(x) v (K_jvp's output tangents for the
+    input tangents v), x's is H_gy v = d/dx <gy, J(x) v> (the reverse mode of K_jvp for the
+    cotangent gy on its output tangents).  The other tensor arguments are constants; third
+    derivatives are refused."""
+
+    @staticmethod
+    def forward(ctx, run, needs, *tensors):
+        ns = len(run.saved)
+        saved, grads = tensors[:ns], tensors[ns:]
+        res = run.first_order(needs, saved, grads)
+        ctx.run, ctx.needs = run, needs
+        ctx.consts = [t.detach() for t in saved]
+        ctx.save_for_backward(*saved, *grads)
+        ctx.set_materialize_grads(False)
+        return tuple(res)
+
+    @staticmethod
+    def backward(ctx, *vs):
+        run = ctx.run
+        if torch.is_grad_enabled():
+            raise RuntimeError(
+                f"kad.cuda: third derivatives through '{run.dk.kernel}' are not supported: the backward of its "
+                f"backward is not differentiable; take at most two derivatives through kad kernels")
+        ns, ni, no = len(run.saved), len(run.ins), len(run.others)
+        tensors = ctx.saved_tensors
+        saved, grads = tensors[:ns], tensors[ns:]
+        need = ctx.needs_input_grad[2:]  # per saved tensor, then per dirty gradient
         by = dict(zip(run.names, run.values))
-        by.update(zip(run.saved, saved))
-        gacc = g.param_access()
-        for n in run.outs + run.scratch:
-            if n not in run.old and gacc.get(n, 0) & 1 and n in by:
-                # the forward never reads it, so a recomputing backward does not either
-                raise KadError(f"kad.cuda: {run.dk.kernel}: the backward reads '{n}', which the forward only "
-                               f"writes: kad's backward would read what the forward stored; refused")
-        for n, v in run.old.items():
-            by[n] = v.clone()  # the value before the launch (the backward may recompute into it)
-        for n, _ in g.params:
-            if n in by and (n in run.outs or n in run.scratch) and n not in run.old and gacc.get(n, 0) & 2:
-                by[n] = torch.empty_like(by[n])  # the backward recomputes the output: not into the user's
-        dout = {}
-        for n, gr in zip(run.outs, grads):
-            y = by[n]
-            dout[n] = torch.zeros_like(y) if gr is None else gr.to(y.dtype).contiguous().clone()
-            by["d_" + n] = dout[n]
-        dx = {}
-        for n in need:
-            # an in-place one: one buffer, the output's gradient in, the old value's out
-            dx[n] = dout[n] if n in dout else torch.zeros_like(by[n])
-            # d_<x>_part: a folded or site-rows gradient, whose partials and sum the interpreter's
-            # plan runs itself into the gradient passed there (docs/AD.md, "Folding")
-            by["d_" + n] = by["d_" + n + "_part"] = dx[n]
-        missing = [n for n, _ in g.params if n not in by]
-        if missing:
-            raise KadError(f"kad.cuda: {run.dk.kernel}: the backward takes {missing}, which this binding does "
-                           f"not know (a kad version mismatch?)")
-        run.launch.backward(g, need, run.outs, by, dx)
-        for i, n in enumerate(run.slots):
-            if n in dx:
-                result[1 + i] = dx[n]
-        return tuple(result)
+        by.update(zip(run.saved, [t.detach() for t in saved]))
+        wrt = [n for i, n in enumerate(run.ins) if ctx.needs[i]]  # the inputs gx was computed for
+        v_of = {n: vs[i] for i, n in enumerate(run.ins) if n in wrt}
+        outs = [n for n in run.outs if grads[run.dirty_of[n]] is not None]
+        pos = {n: i for i, n in enumerate(run.saved)}
+        need_x = [n for n in wrt if n in pos and need[pos[n]]]
+        need_y = [n for n in outs if need[ns + run.dirty_of[n]]]
+        result = [None] * (ns + len(grads))
+        if not wrt or not outs or not (need_x or need_y) or all(v_of[n] is None for n in wrt):
+            return (None, None, *result)
+        launch = run.launch
+        wrt_t, outs_t = tuple(wrt), tuple(outs)
+
+        def fresh():  # fresh outputs (the jvp kernel writes them again), copies of the scratch buffers
+            t = dict(by)
+            for n in run.outs:
+                t[n] = torch.empty_like(by[n])
+            for n in run.scratch:  # (one the kernel accumulates into: its value before the launch)
+                t[n] = (run.old[n] if n in run.old else by[n]).clone()
+            for n in wrt:
+                t["t_" + n] = torch.zeros_like(by[n]) if v_of[n] is None else v_of[n].to(by[n].dtype).contiguous()
+            for n in outs:
+                t["t_" + n] = torch.zeros_like(by[n])
+            return t
+        if need_y:  # J(x) v
+            t = fresh()
+            launch.jvp(wrt_t, outs_t, t, [t[n] for n in run.outs + run.scratch] + [t["t_" + n] for n in outs])
+            for n in need_y:
+                result[ns + run.dirty_of[n]] = t["t_" + n]
+        if need_x:  # H_gy v: the reverse mode of the jvp kernel
+            t = fresh()
+            for n in outs:
+                t["d_t_" + n] = grads[run.dirty_of[n]].to(by[n].dtype).contiguous().clone()
+            for n in wrt:  # (d_<x>_part: a folded gradient, as in _backward)
+                t["d_" + n] = t["d_" + n + "_part"] = torch.zeros_like(by[n])
+            launch.jvp_grad(wrt_t, outs_t, t, [t[n] for n in run.outs + run.scratch]
+                            + [t["t_" + n] for n in outs] + [t["d_" + n] for n in wrt])
+            for n in need_x:
+                result[pos[n]] = t["d_" + n]
+        return (None, None, *result)
 
 
 class _Launch:
     """Where one launch runs: kad's interpreter (device None) or the GPU, through the forward and
-    the backward compiled by nvcc (_compiled)."""
+    the generated kernels compiled by nvcc."""
 
     def __init__(self, dk, spec, template, grid, block, mode, device, shared_mem, stream):
         self.dk, self.spec, self.template, self.grid, self.block = dk, spec, template, grid, block
@@ -505,13 +873,33 @@ class _Launch:
             _call(fn, sig, dict(zip([n for n, _ in self.spec.params], values)),
                   self.grid, self._stream(), block=self.block, shared_mem=self.shared_mem, name=self.dk.kernel)
 
-    def backward(self, g, need, outs, by, dx):
+    def backward(self, g, wrt, outs, by, dx):
         if self.device is None:
             run_cpu(g, self.grid, {n: by[n] for n, _ in g.params}, self.mode, written=list(dx.values()))
             return
-        lib, fn, sig = self.dk._backward_so(self.spec, tuple(need), tuple(outs), self.device)
+        lib, fn, sig = self.dk._backward_so(self.spec, tuple(wrt), tuple(outs), self.device)
         with torch.cuda.device(self.device):
             _call(fn, sig, by, self.grid, self._stream(), name=self.dk.kernel + "_bwd")
+
+    def jvp(self, wrt, outs, by, written):
+        """kad's jvp kernel (outputs and their tangents t_<out> from t_<wrt>), arguments by name."""
+        if self.device is None:
+            k = self.spec.jvp(wrt, outs)
+            run_cpu(k, self.grid, {n: by[n] for n, _ in k.params}, self.mode, written=written)
+            return
+        fn, sig = self.dk._generated_so(self.spec, "jvp", wrt, outs, self.device)
+        with torch.cuda.device(self.device):
+            _call(fn, sig, by, self.grid, self._stream(), name=self.dk.kernel + "_jvp")
+
+    def jvp_grad(self, wrt, outs, by, written):
+        """The reverse mode of the jvp kernel: d_<wrt> from d_t_<out>, arguments by name."""
+        if self.device is None:
+            k = self.spec.jvp_grad(wrt, outs, self.dk.deterministic)
+            run_cpu(k, self.grid, {n: by[n] for n, _ in k.params}, self.mode, written=written)
+            return
+        fn, sig = self.dk._generated_so(self.spec, "jvp_bwd", wrt, outs, self.device)
+        with torch.cuda.device(self.device):
+            _call(fn, sig, by, self.grid, self._stream(), name=self.dk.kernel + "_jvp_bwd")
 
 
 def _device_limits(dev):

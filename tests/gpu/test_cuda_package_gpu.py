@@ -116,3 +116,35 @@ def test_launch_limits():
     x = torch.zeros(10, device=DEV)
     with pytest.raises(ValueError, match="above the device's limit"):
         k[1, 2048](x, torch.zeros_like(x), 10)
+
+
+def _square_fn():
+    k = kad.cuda.differentiable(os.path.join(CUDA, "square.cu"), "square", inputs=["x"], outputs=["y"])
+
+    def f(x):
+        y = torch.empty_like(x)
+        k[(x.numel() + 255) // 256, 256](x, y, x.numel())
+        return y
+    return f
+
+
+def test_compile_func_forward_mode_and_double_backward():
+    # the paths of test_cuda_autograd.py on CUDA tensors: torch.compile(fullgraph=True) and torch.func
+    # through kad's operators, forward mode through the generated launch_square_jvp, a second
+    # derivative through launch_square_jvp and launch_square_jvp_bwd (all compiled by nvcc)
+    f = _square_fn()
+    n = 3000
+    x64, v64, w64 = randn(n), randn(n), randn(n)
+    x, v, w = (t.float().to(DEV) for t in (x64, v64, w64))
+    xg = x.clone().requires_grad_()
+    torch.compile(lambda x: (f(x) * v).sum(), fullgraph=True)(xg).backward()
+    assert torch.allclose(xg.grad.double().cpu(), 2 * x64 * v64, rtol=1e-5, atol=1e-5)
+    g = torch.func.grad(lambda x: (f(x) * v).sum())(x)
+    assert torch.allclose(g.double().cpu(), 2 * x64 * v64, rtol=1e-5, atol=1e-5)
+    out, tan = torch.func.jvp(f, (x,), (v,))
+    assert torch.allclose(tan.double().cpu(), 2 * x64 * v64, rtol=1e-5, atol=1e-5)
+    xg = x.clone().requires_grad_()
+    gx, = torch.autograd.grad(f(xg), xg, v, create_graph=True)
+    gg, = torch.autograd.grad(gx, xg, w)
+    assert torch.allclose(gg.double().cpu(), 2 * v64 * w64, rtol=1e-5, atol=1e-5)
+    report_compiles()

@@ -511,3 +511,26 @@ def test_gradcheck_other_kernels(case):
     xs = [randn(*s).requires_grad_() for s in shapes]
     with kad.f64_mode():
         assert torch.autograd.gradcheck(f, xs, eps=1e-6, atol=1e-6, rtol=1e-5)
+
+
+def test_scalar_out_of_range_shared_mem_and_keywords():
+    x, y = torch.zeros(10), torch.zeros(10)
+    with pytest.raises(ValueError, match=r"argument 'n' is int, which holds -2147483648 to 2147483647: "
+                                         r"2147483648 does not fit.*int64_t"):
+        square()[1, 256](x, y, 2**31)
+    with pytest.raises(ValueError, match=r"shared_mem=65536 bytes is above the device's limit of 49152"):
+        square()[1, 256](x, y, 10, shared_mem=65536)
+    with pytest.raises(ValueError, match=r"shared_mem=-1: the dynamic shared memory is a number of bytes"):
+        square()[1, 256](x, y, 10, shared_mem=-1)
+    with pytest.raises(TypeError, match=r"arguments are passed in the C signature's order, positionally.*n="):
+        square()[1, 256](x, y, n=10)
+
+
+def test_errors_under_torch_compile():
+    # the argument count is checked while dynamo traces; the dtype when the operator runs
+    k = square()
+    with pytest.raises(Exception, match=r"square takes 3 arguments \(x, y, n\), 2 given"):
+        torch.compile(lambda x, y: k[1, 256](x, y), fullgraph=True)(torch.zeros(10), torch.zeros(10))
+    with pytest.raises(Exception, match=r"argument 'x' is float\*, which needs a torch.float32 tensor"):
+        torch.compile(lambda x, y: k[1, 256](x, y, 10), fullgraph=True)(torch.zeros(10, dtype=F64),
+                                                                         torch.zeros(10))

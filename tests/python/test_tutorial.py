@@ -1,6 +1,6 @@
 """Every code block of docs/TUTORIAL.md runs.
 
-Blocks are taken in order: ```python file=NAME blocks are written to NAME in a fresh
+Blocks are taken in order: ```python file=NAME (or cuda file=NAME) blocks are written to NAME in a fresh
 folder, ```python blocks are joined into one script run there (on the CPU; kad's package from
 this checkout, its library build/libkad.so), ```sh blocks run there with `kad` on PATH
 (build/kad), and ```python gpu blocks join the script only when a CUDA device is present (else
@@ -34,7 +34,7 @@ def test_tutorial_blocks_run(tmp_path):
     env["KAD_CACHE_DIR"] = str(tmp_path / "cache")
     script, shells = [], []
     for info, code in bs:
-        if info.startswith("python file="):
+        if re.fullmatch(r"\w+ file=\S+", info):  # (python file=..., cuda file=...)
             (tmp_path / info.split("=", 1)[1]).write_text(code)
         elif info == "python":
             script.append(code)
@@ -49,7 +49,8 @@ def test_tutorial_blocks_run(tmp_path):
     r = subprocess.run([sys.executable, "tutorial.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    for needle in ("CPU forward and backward agree with PyTorch", "gradcheck in float64: PASS", "loss "):
+    for needle in ("CPU forward and backward agree with PyTorch", "gradcheck in float64: PASS", "loss ",
+                   "kad.cuda: the generated backward replaces the hand-written one"):
         assert needle in r.stdout
     if not gpu:
         print("no CUDA device: the tutorial's `python gpu` block did not run")
@@ -58,3 +59,9 @@ def test_tutorial_blocks_run(tmp_path):
                            timeout=300)
         assert r.returncode == 0, f"{code}\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
     assert (tmp_path / "bwd.py").exists()
+
+
+def test_tutorial_cuda_pair_is_the_example_file():
+    # section 9's kernel pair is examples/cuda/softplus_ext.cu, verbatim
+    with open(os.path.join(REPO, "examples", "cuda", "softplus_ext.cu"), encoding="utf-8") as f:
+        assert ("cuda file=softplus_ext.cu", f.read()) in blocks()
