@@ -17,7 +17,7 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 FUZZ_SECONDS ?= 60
 
-# One folder per stage (docs/ARCHITECTURE.md): base, front, ir, analysis, ad, plan, emit; the API and
+# One folder per stage (docs/ARCHITECTURE.md): base, ir, front, analysis, plan, ad, emit, check; the API and
 # the command line at the top.
 # (one list per folder, so that work on one stage edits its own lines)
 SRCS_BASE     := src/base/util.c
@@ -38,11 +38,13 @@ SRCS_AD       := src/ad/ad_analysis.c src/ad/ad_shift.c src/ad/ad_validate.c src
                  src/ad/ad_trust.c src/ad/ad_race.c src/ad/ad_libm.c \
                  src/ad/write/plain.c src/ad/write/fold.c src/ad/write/gemm.c src/ad/write/gather.c \
                  src/ad/write/scatter.c src/ad/write/spread.c
-SRCS_PLAN     := src/plan/program.c src/plan/run.c src/plan/text.c src/plan/check.c
+SRCS_PLAN     := src/plan/program.c src/plan/run.c src/plan/text.c src/plan/tape.c src/plan/fold_sum.c
 SRCS_EMIT     := src/emit/emit_triton.c src/emit/emit_passes.c src/emit/emit_expr.c src/emit/emit_stmt.c \
                  src/emit/emit_grad.c src/emit/emit_grad_plan.c src/emit/emit_grad_launch.c \
                  src/emit/emit_cuda.c src/emit/emit_cuda_lanes.c src/emit/emit_cuda_host.c
-SRCS := $(SRCS_BASE) $(SRCS_FRONT) $(SRCS_IR) $(SRCS_ANALYSIS) $(SRCS_AD) $(SRCS_PLAN) $(SRCS_EMIT) src/kad.c
+SRCS_CHECK    := src/check/check.c
+SRCS := $(SRCS_BASE) $(SRCS_FRONT) $(SRCS_IR) $(SRCS_ANALYSIS) $(SRCS_PLAN) $(SRCS_AD) $(SRCS_EMIT) $(SRCS_CHECK) \
+        src/kad.c
 HDRS := src/kad_int.h src/front/front.h src/front/cu.h src/analysis/access_int.h src/plan/plan.h src/ad/ad.h src/ir/ops.h src/ir/ir_int.h \
         src/emit/emit.h src/emit/emit_grad.h src/emit/py/embed.h src/emit/emit_cuda.h src/emit/emit_cuda_int.h \
         include/kad.h

@@ -1398,12 +1398,6 @@ typedef struct FuncTape {
                             * s slots per program (revolve_fit, the budget shared equally among
                             * f's checkpointed tapes) */
 } FuncTape;
-/* The description of f's tape j (header and `kad grad --report`): what is
- * taped, its bytes, trip count or capacity, what is recomputed, the
- * checkpoint schedule and recompute factor; lname: who allocates it. */
-const char *tape_describe(Arena *a, const Program *P, int j, const char *lname);
-/* `kad grad --report` for backward P: one paragraph per tape. */
-const char *tape_report(Arena *a, const Program *P);
 
 /* ------------------------------------------------------------------ */
 /* audit.c: determinism audit (see docs/AD.md, "Determinism audit")    */
@@ -1480,9 +1474,6 @@ void ad_spread(Arena *a, Program *P);
  * (write/spread.c's lanewise: elementwise ops, memory accesses, scalars
  * broadcast); 0 otherwise (also when f has no tile). */
 int32_t spread_lane_width(const Func *f);
-/* The S plan_run takes for P's launch on grid: 2 when its loop runs 2 or more
- * iterations in some program, else 1 (the rewrite is what the interpreter checks). */
-int64_t spread_cpu(const Program *P, const int64_t *iargs, const int64_t grid[3]);
 /* The plan of fwd (verified): NULL when nothing is worth saving. */
 const SavePlan *save_plan(Arena *a, const Func *fwd);
 /* fwd with one more parameter, KAD_SAVE_PARAM (*fp32), last; with stores,
@@ -1646,8 +1637,6 @@ void ad_fold_pipeline(Arena *a, Func *f);
 bool ad_site_rows(Arena *a, Func *bw, int slot, const char *name, ValId flag);
 /* The partials' dtype of a gradient of dtype dt (FoldInput.pdt): fp64 for fp64, else fp32. */
 static inline Dtype fold_partial_dtype(Dtype dt) { return dt == DT_F64 ? DT_F64 : DT_F32; }
-/* The one sum kernel of the n inputs in (their dt and pdt): see above. */
-Func *fold_sum_kernel(Arena *a, const char *name, const FoldInput *in, int n, Loc loc);
 
 /* ------------------------------------------------------------------ */
 /* ad_gauge.c: online-softmax loops reversed by a second pass           */
@@ -1724,59 +1713,6 @@ bool ad_tape_plan_while(struct Ad *ad, const struct Inst *in, const struct Inst 
 bool ad_tape_invariant(struct Ad *ad, ValId v, int id);
 /* The tape of fw loop in, or NULL when it has none. */
 TapeLoop *ad_tape_of(struct Ad *ad, const struct Inst *in);
-/* Bounds e over a launch's programs (iargs: by param index; grid): every
- * value e takes in a program lies in [*lo, *hi]; false on a possible
- * division by zero or an overflow. */
-bool tape_expr_bound(const TapeExpr *e, const int64_t *iargs, const int64_t grid[3], int64_t *lo, int64_t *hi);
-/* Whether e names tl.program_id (then its host form bounds it). */
-bool tape_expr_has_pid(const TapeExpr *e);
-/* e as a Python expression: int parameter p as ARGS["p"] (names from f;
- * bare p when args is NULL), the grid as GRID[k] (tl.num_programs(k) when
- * grid is NULL), tl.program_id(k) as tl.program_id(k) when grid is NULL,
- * else the expression is in interval form: calls of the helpers of
- * kad_py_tape_interval (src/emit/py/tape.py, printed by the launcher) on
- * (lo, hi) pairs, the program id (0, GRID[k] - 1). */
-const char *tape_expr_host(Arena *a, const TapeExpr *e, const Func *f, const char *args, const char *grid);
-/* The number of elements of f's tape j for a launch (0 when the loop
- * runs no iteration); false after a located error in d. */
-bool tape_elems(const Program *P, int j, const int64_t *iargs, const int64_t grid[3], int64_t *out, Diags *d);
-/* Binomial checkpointing (revolve) of a taped `for` loop under a tape
- * budget (docs/AD.md, "Bounded memory").  A plan is a list of rows of
- * RV_FIELDS int32 the backward kernel interprets in order, with the
- * loop's carried values in registers at iteration `cur` (0 and the loop's
- * initial values at the start); a row does, in this order: */
-enum {
-    RV_RESTORE = 0, /* >= 0: load the registers from this slot, which holds iteration RV_AT: cur = RV_AT */
-    RV_AT = 1,
-    RV_ADVANCE = 2, /* run the body this many times from cur (recomputing), cur += it */
-    RV_STORE = 3,   /* >= 0: store the registers to this slot */
-    RV_REVERSE = 4, /* 1: the adjoint of iteration cur (its body recomputed from the registers) */
-    RV_FIELDS = 5
-};
-/* C(s + t, s): the most iterations s checkpoint slots reverse with each
- * iteration advanced at most t times (saturates at INT64_MAX). */
-int64_t revolve_beta(int64_t s, int64_t t);
-/* The smallest t with revolve_beta(s, t) >= trips (s >= 1). */
-int64_t revolve_reps(int64_t trips, int64_t s);
-/* The plan reversing iterations trips - 1 .. 0 (each exactly once, in
- * that order) with s >= 1 slots (slot 0: the initial values) and
- * t = revolve_reps(trips, s): its rows written to out (RV_FIELDS int32 each) when
- * out is not NULL; returns the number of rows, *advanced the iterations
- * the plan recomputes (may be NULL); -1 when out of memory. */
-int64_t revolve_plan(int64_t trips, int64_t s, int32_t *out, int64_t *advanced);
-/* Revolve's choice for a launch: the most slots s <= trips whose tape
- * (the plan's head, 1 + RV_FIELDS * rows elements of esz bytes, then s slots of
- * slot_bytes per program) fits in budget bytes; false when even one slot
- * does not (or out of memory).  *rows: the plan's rows. */
-bool revolve_fit(int64_t trips, int64_t programs, int64_t slot_bytes, int64_t esz, int64_t budget, int64_t *s,
-                 int64_t *rows);
-/* f's revolve tape j for a launch: its elements (the plan's head: the
- * number of rows, then the rows, as floats; then s slots per program),
- * s, its rows, and the plan (malloc'ed, RV_FIELDS * rows int32, the caller frees) when plan
- * is not NULL; each may be NULL.  Each checkpointed tape of f gets an equal
- * share of the budget.  False after a located error in d. */
-bool tape_revolve_of(const Program *P, int j, const int64_t *iargs, const int64_t grid[3], int64_t *elems,
-                     int64_t *slots, int64_t *nrows, int32_t **plan, Diags *d);
 
 /* ------------------------------------------------------------------ */
 /* ad_analysis.c, ad_validate.c: what AD differentiates and refuses     */
@@ -1975,7 +1911,7 @@ int ad_spec_nwrt_only(const AdSpec *spec);
 bool ad_root_has(const Ad *ad, ValId v, int p);
 
 /* ------------------------------------------------------------------ */
-/* check.c: the float64 finite-difference gradient checker             */
+/* check/check.c: the float64 finite-difference gradient checker       */
 /* ------------------------------------------------------------------ */
 
 typedef struct CheckConfig {
@@ -2399,13 +2335,6 @@ typedef struct GemmPlan {
  * params[slot[j]] (names[j]) when its pattern holds.  Returns NULL when it
  * did (P->gemm set) or when d holds a kad bug; else why not (P unchanged). */
 const char *ad_gemm(Arena *a, Program *P, const int *slot, const char *const *names, int n, Diags *d);
-/* e at one program of a launch (i32 semantics); false when undefined. */
-bool gemm_expr_eval(const TapeExpr *e, const int64_t *iargs, const int64_t grid[3], const int64_t pid[3],
-                    int64_t *out);
-/* The launch's tile counts U, V and K trips; false when the programs do
- * not map one to one onto [0, U) x [0, V). */
-bool gemm_tiles(const GemmPlan *pl, const int64_t *iargs, const int64_t grid[3], int64_t *nu, int64_t *nv,
-                int64_t *trips);
 
 /* ------------------------------------------------------------------ */
 /* write/gather.c: a stencil's input gradient as a gather              */

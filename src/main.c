@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "kad_int.h"
+#include "plan/plan.h"
 
 #ifndef PATH_MAX
 #define PATH_MAX 4096

@@ -2,16 +2,22 @@
 """Which stage calls which: the link-level graph of src/'s folders, and its edges against the pipeline.
 
 src/ has one folder per stage, in pipeline order (docs/ARCHITECTURE.md): base, front, ir,
-analysis, ad, plan, emit; then src/kad.c and src/main.c (here: top).  A stage may call its own
-folder and any earlier one; a call into a later stage is an edge against the pipeline, and with the
-later stage calling back it makes an import circle across stages (issue 35).  The order checked is
+analysis, plan, ad, emit, check; then src/kad.c and src/main.c (here: top).  A stage may call its
+own folder and any earlier one; a call into a later stage is an edge against the pipeline, and with
+the later stage calling back it makes an import circle across stages (issue 35).  The order checked is
 
-    base < ir < front < analysis < ad < plan < emit < top
+    base < ir < front < analysis < plan < ad < emit < check < top
 
--- the pipeline's, but for the IR before the front end: a front end's output is the IR, which sema
-builds with ir.c's constructors and op table (as clang links LLVM's lib/IR), so the IR is a
-library below every front end (the Python subset's, CUDA C's, irparse.c's) and the rule between
-the two folders is that ir never calls a front end.  The graph is read from the built objects, not the sources: `nm` lists what each
+-- the pipeline's, but for two data structures placed below the stages that produce them.  The IR
+before the front end: a front end's output is the IR, which sema builds with ir.c's constructors
+and op table (as clang links LLVM's lib/IR), so the IR is a library below every front end (the
+Python subset's, CUDA C's, irparse.c's) and the rule between the two folders is that ir never calls
+a front end.  The plan before AD, for the same reason: a backward is a Program (plan.h), which the
+AD strategies fill; its steps, its runner on the interpreter, its text and the evaluation of its
+data (tape sizes, revolve, the fold's sum kernel) read only the Program, so plan never calls AD.
+The gradient checker (check/) runs AD's output against finite differences: it calls AD, plan and
+the interpreter and nothing calls it but the API, so it sits after them (after emit, which it does
+not call either).  The graph is read from the built objects, not the sources: `nm` lists what each
 object defines and what it leaves undefined, so an edge is a real link dependency -- a function
 or table referenced by name, whatever header declared it, whatever macro spelled the call -- and
 static helpers, which cannot cross a file, do not show.  A symbol defined in no object of the
@@ -33,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 
-ORDER = ("base", "ir", "front", "analysis", "ad", "plan", "emit", "top")
+ORDER = ("base", "ir", "front", "analysis", "plan", "ad", "emit", "check", "top")
 RANK = {name: i for i, name in enumerate(ORDER)}
 # build/pic/gen/py_embed.o holds the launchers' Python helpers (src/emit/py/), the emitter's data
 FOLDER_ALIAS = {"gen": "emit"}

@@ -508,7 +508,7 @@ static Block *plain_for(Ad *ad, Block *b, ValId n, const ValId *init, const Type
 }
 
 /* A taped loop under revolve (tl->revolve): one loop over the rows of the
- * plan in the tape's head (ad_tape.c, revolve_plan), carrying the adjoints
+ * plan in the tape's head (plan/tape.c, revolve_plan), carrying the adjoints
  * (as adj_for_open), the taped values in registers and their iteration
  * cur.  Each row runs four loops in order, so the kernel needs no
  * branches: restore from a slot (0 or 1 trips), advance (a recomputing

@@ -14,6 +14,10 @@
  *   - kad.c lists the companion kernels they launch (kad grad --ir).
  * text.c prints and parses a Program in the IR's textual form (the main
  * kernel with its tape/spread/fold annotations; plan_steps after parsing).
+ * tape.c evaluates and describes the tapes' plan data for the host, and
+ * fold_sum.c builds the fold's sum kernel from its plan data: the plan
+ * stage reads a Program's data without calling the AD that made it (the
+ * order base < ir < front < analysis < plan < ad; tools/stage_deps.py).
  * Another launcher emitter (a CUDA C host file) walks P->steps with
  * plan_step_kernel and plan_step_grid_add, switching on Step.kind, exactly
  * as plan_run does.
@@ -117,5 +121,71 @@ char *plan_to_string(Arena *a, const Program *P);
 /* Parses a kernel in textual IR and its annotations into a Program (the sum kernel of a fold
  * annotation built from it), with its steps.  NULL after errors in d. */
 Program *plan_parse(Arena *a, Diags *d, const char *file, const char *text);
+
+/* tape.c: a Program's tapes on the host (planned by ad_tape.c): trip counts bounded and printed,
+ * a launch's tape sizes, revolve's schedule, the tapes' descriptions. */
+/* Bounds e over a launch's programs (iargs: by param index; grid): every
+ * value e takes in a program lies in [*lo, *hi]; false on a possible
+ * division by zero or an overflow. */
+bool tape_expr_bound(const TapeExpr *e, const int64_t *iargs, const int64_t grid[3], int64_t *lo, int64_t *hi);
+/* Whether e names tl.program_id (then its host form bounds it). */
+bool tape_expr_has_pid(const TapeExpr *e);
+/* e as a Python expression: int parameter p as ARGS["p"] (names from f;
+ * bare p when args is NULL), the grid as GRID[k] (tl.num_programs(k) when
+ * grid is NULL), tl.program_id(k) as tl.program_id(k) when grid is NULL,
+ * else the expression is in interval form: calls of the helpers of
+ * kad_py_tape_interval (src/emit/py/tape.py, printed by the launcher) on
+ * (lo, hi) pairs, the program id (0, GRID[k] - 1). */
+const char *tape_expr_host(Arena *a, const TapeExpr *e, const Func *f, const char *args, const char *grid);
+/* The number of elements of f's tape j for a launch (0 when the loop
+ * runs no iteration); false after a located error in d. */
+bool tape_elems(const Program *P, int j, const int64_t *iargs, const int64_t grid[3], int64_t *out, Diags *d);
+/* Binomial checkpointing (revolve) of a taped `for` loop under a tape
+ * budget (docs/AD.md, "Bounded memory").  A plan is a list of rows of
+ * RV_FIELDS int32 the backward kernel interprets in order, with the
+ * loop's carried values in registers at iteration `cur` (0 and the loop's
+ * initial values at the start); a row does, in this order: */
+enum {
+    RV_RESTORE = 0, /* >= 0: load the registers from this slot, which holds iteration RV_AT: cur = RV_AT */
+    RV_AT = 1,
+    RV_ADVANCE = 2, /* run the body this many times from cur (recomputing), cur += it */
+    RV_STORE = 3,   /* >= 0: store the registers to this slot */
+    RV_REVERSE = 4, /* 1: the adjoint of iteration cur (its body recomputed from the registers) */
+    RV_FIELDS = 5
+};
+/* C(s + t, s): the most iterations s checkpoint slots reverse with each
+ * iteration advanced at most t times (saturates at INT64_MAX). */
+int64_t revolve_beta(int64_t s, int64_t t);
+/* The smallest t with revolve_beta(s, t) >= trips (s >= 1). */
+int64_t revolve_reps(int64_t trips, int64_t s);
+/* The plan reversing iterations trips - 1 .. 0 (each exactly once, in
+ * that order) with s >= 1 slots (slot 0: the initial values) and
+ * t = revolve_reps(trips, s): its rows written to out (RV_FIELDS int32 each) when
+ * out is not NULL; returns the number of rows, *advanced the iterations
+ * the plan recomputes (may be NULL); -1 when out of memory. */
+int64_t revolve_plan(int64_t trips, int64_t s, int32_t *out, int64_t *advanced);
+/* Revolve's choice for a launch: the most slots s <= trips whose tape
+ * (the plan's head, 1 + RV_FIELDS * rows elements of esz bytes, then s slots of
+ * slot_bytes per program) fits in budget bytes; false when even one slot
+ * does not (or out of memory).  *rows: the plan's rows. */
+bool revolve_fit(int64_t trips, int64_t programs, int64_t slot_bytes, int64_t esz, int64_t budget, int64_t *s,
+                 int64_t *rows);
+/* f's revolve tape j for a launch: its elements (the plan's head: the
+ * number of rows, then the rows, as floats; then s slots per program),
+ * s, its rows, and the plan (malloc'ed, RV_FIELDS * rows int32, the caller frees) when plan
+ * is not NULL; each may be NULL.  Each checkpointed tape of f gets an equal
+ * share of the budget.  False after a located error in d. */
+bool tape_revolve_of(const Program *P, int j, const int64_t *iargs, const int64_t grid[3], int64_t *elems,
+                     int64_t *slots, int64_t *nrows, int32_t **plan, Diags *d);
+/* The description of f's tape j (header and `kad grad --report`): what is
+ * taped, its bytes, trip count or capacity, what is recomputed, the
+ * checkpoint schedule and recompute factor; lname: who allocates it. */
+const char *tape_describe(Arena *a, const Program *P, int j, const char *lname);
+/* `kad grad --report` for backward P: one paragraph per tape. */
+const char *tape_report(Arena *a, const Program *P);
+
+/* fold_sum.c: the fold's one sum kernel of the n inputs in (their dt and pdt; the contract: FOLD_SUM_BLOCK
+ * in kad_int.h), Program.sum. */
+Func *fold_sum_kernel(Arena *a, const char *name, const FoldInput *in, int n, Loc loc);
 
 #endif

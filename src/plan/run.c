@@ -122,6 +122,76 @@ static bool run_fold(const Program *Pg, const int64_t grid[3], const InterpArg *
 /* The GEMM form (write/gemm.c's plan)                                */
 /* ------------------------------------------------------------------ */
 
+/* e at one program (pid) of a launch, with the kernel's i32 semantics
+ * (truncating division); false on a division by zero or an overflow. */
+static bool gemm_expr_eval(const TapeExpr *e, const int64_t *iargs, const int64_t grid[3], const int64_t pid[3],
+                           int64_t *out)
+{
+    int64_t x = 0, y = 0;
+    switch (e->op) {
+    case TX_CONST: *out = e->v; return true;
+    case TX_PARAM: *out = iargs[e->v]; return true;
+    case TX_GRID: *out = grid[e->v]; return true;
+    case TX_PID: *out = pid[e->v]; return true;
+    default: break;
+    }
+    if (!gemm_expr_eval(e->x, iargs, grid, pid, &x) || !gemm_expr_eval(e->y, iargs, grid, pid, &y))
+        return false;
+    int64_t r;
+    switch (e->op) {
+    case TX_ADD: r = x + y; break;
+    case TX_SUB: r = x - y; break;
+    case TX_MUL: r = x * y; break;
+    case TX_DIV: if (!y) return false; r = x / y; break;
+    case TX_REM: if (!y) return false; r = x % y; break;
+    case TX_MAX: r = x > y ? x : y; break;
+    case TX_MIN: r = x < y ? x : y; break;
+    case TX_CDIV: if (y <= 0) return false; r = (x + y - 1) / y; break;
+    default: return false;
+    }
+    if (r < INT32_MIN || r > INT32_MAX)
+        return false;
+    *out = r;
+    return true;
+}
+
+/* The launch's tile counts U, V and K trips; false when the programs do
+ * not map one to one onto [0, U) x [0, V) (the launcher checks the same). */
+static bool gemm_tiles(const GemmPlan *pl, const int64_t *iargs, const int64_t grid[3], int64_t *nu, int64_t *nv,
+                       int64_t *trips)
+{
+    int64_t P = grid[0] * grid[1] * grid[2], U = 0, V = 0, pid[3], u, v;
+    if (P <= 0 || P > (1 << 24))
+        return false;
+    int64_t *us = malloc(sizeof(int64_t) * (size_t)P), *vs = malloc(sizeof(int64_t) * (size_t)P);
+    bool ok = us && vs;
+    int64_t i = 0;
+    for (pid[2] = 0; ok && pid[2] < grid[2]; pid[2]++)
+        for (pid[1] = 0; ok && pid[1] < grid[1]; pid[1]++)
+            for (pid[0] = 0; ok && pid[0] < grid[0]; pid[0]++, i++) {
+                ok = gemm_expr_eval(pl->id[0], iargs, grid, pid, &u) && gemm_expr_eval(pl->id[1], iargs, grid, pid, &v) &&
+                     u >= 0 && v >= 0;
+                us[i] = u, vs[i] = v;
+                U = ok && u + 1 > U ? u + 1 : U;
+                V = ok && v + 1 > V ? v + 1 : V;
+            }
+    ok = ok && U * V == P;
+    uint8_t *seen = ok ? calloc((size_t)P, 1) : NULL;
+    ok = ok && seen;
+    for (i = 0; ok && i < P; i++) {
+        int64_t t = us[i] * V + vs[i];
+        ok = !seen[t];
+        seen[t] = 1;
+    }
+    free(seen);
+    free(us);
+    free(vs);
+    int64_t tr = 0;
+    ok = ok && gemm_expr_eval(pl->trips, iargs, grid, (int64_t[3]){0, 0, 0}, &tr);
+    *nu = U, *nv = V, *trips = tr > 0 ? tr : 0;
+    return ok;
+}
+
 /* Runs P's GEMM form: 1 done, 0 the launch does not allow it (the steps after it run: the
  * atomic backward), -1 an error in d. */
 static int run_gemm(const Program *P, const int64_t grid[3], const InterpArg *args, int nargs, InterpMode mode,
@@ -177,6 +247,17 @@ static int run_gemm(const Program *P, const int64_t grid[3], const InterpArg *ar
 /* ------------------------------------------------------------------ */
 /* Tapes                                                               */
 /* ------------------------------------------------------------------ */
+
+/* The S plan_run takes for P's launch on grid: 2 when its loop runs 2 or more
+ * iterations in some program, else 1 (the rewrite is what the interpreter checks;
+ * the launcher picks S to fill the GPU). */
+static int64_t spread_cpu(const Program *P, const int64_t *iargs, const int64_t grid[3])
+{
+    int64_t lo = 0, hi = 0;
+    if (!P->spread || !tape_expr_bound(P->spread->trips, iargs, grid, &lo, &hi))
+        return 1;
+    return hi >= 2 ? 2 : 1;
+}
 
 /* Writes the plan of P's revolve tape j (revolve_plan: its rows, then RV_FIELDS elements per row) into the head of
  * its buffer (elements of esz bytes) as exact floats. */

@@ -7,7 +7,7 @@ Buffers in neither list are constants (integer data) or scratch (saved
 statistics such as LayerNorm's Mean/Rstd when they are not differentiated,
 integer outputs such as argmax): the backward drops their stores.
 
-The checker (src/plan/check.c, docs/AD.md "The checker") builds the backward
+The checker (src/check/check.c, docs/AD.md "The checker") builds the backward
 kernel, runs forward and backward on kad's interpreter in float64 and
 compares the gradient with central finite differences along random
 directions and, for inputs of at most ELEM_LIMIT elements, per element; it

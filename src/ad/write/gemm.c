@@ -217,38 +217,6 @@ static const TapeExpr *host(G *g, ValId v, int depth)
     return y ? tape_expr_new(g->a, op, 0, x, y) : NULL;
 }
 
-/* e at one program (pid) of a launch, with the kernel's i32 semantics
- * (truncating division); false on a division by zero or an overflow. */
-bool gemm_expr_eval(const TapeExpr *e, const int64_t *iargs, const int64_t grid[3], const int64_t pid[3], int64_t *out)
-{
-    int64_t x = 0, y = 0;
-    switch (e->op) {
-    case TX_CONST: *out = e->v; return true;
-    case TX_PARAM: *out = iargs[e->v]; return true;
-    case TX_GRID: *out = grid[e->v]; return true;
-    case TX_PID: *out = pid[e->v]; return true;
-    default: break;
-    }
-    if (!gemm_expr_eval(e->x, iargs, grid, pid, &x) || !gemm_expr_eval(e->y, iargs, grid, pid, &y))
-        return false;
-    int64_t r;
-    switch (e->op) {
-    case TX_ADD: r = x + y; break;
-    case TX_SUB: r = x - y; break;
-    case TX_MUL: r = x * y; break;
-    case TX_DIV: if (!y) return false; r = x / y; break;
-    case TX_REM: if (!y) return false; r = x % y; break;
-    case TX_MAX: r = x > y ? x : y; break;
-    case TX_MIN: r = x < y ? x : y; break;
-    case TX_CDIV: if (y <= 0) return false; r = (x + y - 1) / y; break;
-    default: return false;
-    }
-    if (r < INT32_MIN || r > INT32_MAX)
-        return false;
-    *out = r;
-    return true;
-}
-
 /* ------------------------------------------------------------------ */
 /* Building the kernels                                                */
 /* ------------------------------------------------------------------ */
@@ -1267,45 +1235,6 @@ const char *ad_gemm(Arena *a, Program *P, const int *slot, const char *const *na
         return NULL;
     P->gemm = pl;
     return NULL;
-}
-
-/* ------------------------------------------------------------------ */
-/* The launch check (plan_run and the launcher)                        */
-/* ------------------------------------------------------------------ */
-
-bool gemm_tiles(const GemmPlan *pl, const int64_t *iargs, const int64_t grid[3], int64_t *nu, int64_t *nv,
-                int64_t *trips)
-{
-    int64_t P = grid[0] * grid[1] * grid[2], U = 0, V = 0, pid[3], u, v;
-    if (P <= 0 || P > (1 << 24))
-        return false;
-    int64_t *us = malloc(sizeof(int64_t) * (size_t)P), *vs = malloc(sizeof(int64_t) * (size_t)P);
-    bool ok = us && vs;
-    int64_t i = 0;
-    for (pid[2] = 0; ok && pid[2] < grid[2]; pid[2]++)
-        for (pid[1] = 0; ok && pid[1] < grid[1]; pid[1]++)
-            for (pid[0] = 0; ok && pid[0] < grid[0]; pid[0]++, i++) {
-                ok = gemm_expr_eval(pl->id[0], iargs, grid, pid, &u) && gemm_expr_eval(pl->id[1], iargs, grid, pid, &v) &&
-                     u >= 0 && v >= 0;
-                us[i] = u, vs[i] = v;
-                U = ok && u + 1 > U ? u + 1 : U;
-                V = ok && v + 1 > V ? v + 1 : V;
-            }
-    ok = ok && U * V == P;
-    uint8_t *seen = ok ? calloc((size_t)P, 1) : NULL;
-    ok = ok && seen;
-    for (i = 0; ok && i < P; i++) {
-        int64_t t = us[i] * V + vs[i];
-        ok = !seen[t];
-        seen[t] = 1;
-    }
-    free(seen);
-    free(us);
-    free(vs);
-    int64_t tr = 0;
-    ok = ok && gemm_expr_eval(pl->trips, iargs, grid, (int64_t[3]){0, 0, 0}, &tr);
-    *nu = U, *nv = V, *trips = tr > 0 ? tr : 0;
-    return ok;
 }
 
 /* The input gradients a tiled matmul's K loop adds into with atomics get

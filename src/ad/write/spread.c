@@ -536,11 +536,3 @@ void ad_spread(Arena *a, Program *P)
     P->spread = sp;
     pass_dce(bw, true); /* the bounds and step the rewrite replaced */
 }
-
-int64_t spread_cpu(const Program *P, const int64_t *iargs, const int64_t grid[3])
-{
-    int64_t lo = 0, hi = 0;
-    if (!P->spread || !tape_expr_bound(P->spread->trips, iargs, grid, &lo, &hi))
-        return 1;
-    return hi >= 2 ? 2 : 1;
-}
