@@ -179,8 +179,13 @@ static void launcher_open(Buf *out, Arena *a, const Func *f, const char *lname, 
                           const char *extra, const EmitCudaOpts *o)
 {
     buf_printf(out, "extern \"C\" int %s(unsigned grid_x, unsigned grid_y, unsigned grid_z", lname);
-    for (int i = 0; i < nargs; i++)
-        buf_printf(out, ",\n        %s%s", param_type(a, f, i, o->hip), names[i]);
+    for (int i = 0; i < nargs; i++) {
+        const char *ty = param_type(a, f, i, o->hip);
+        for (int j = 0; f->fold && j < f->fold->n; j++) /* a folded gradient: the caller's dtype, not the partials' */
+            if (f->fold->in[j].slot == i)
+                ty = arena_printf(a, "%s *", cuda_dtype(f->fold->in[j].dt, o->hip));
+        buf_printf(out, ",\n        %s%s", ty, names[i]);
+    }
     buf_printf(out, "%s,\n        %s stream)\n{\n", extra, rt(a, o, "Stream_t"));
     for (int i = 0; i < f->ranges.n; i++) {
         const ParamRange *r = &f->ranges.v[i];
@@ -652,10 +657,12 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         buf_printf(out, "    const bool %s = %s;\n", names[ncontract + j], fc[j] ? fc[j] : "false");
     for (int i = 0; i < nin; i++) {
         int p = nfwd + nouts + i;
-        Type ty = bwd->vals.v[bwd->params[p]].ty;
+        Dtype el = (Dtype)bwd->vals.v[bwd->params[p]].ty.elem;
+        for (int j = 0; bwd->fold && j < bwd->fold->n; j++) /* a folded gradient: the caller's dtype */
+            if (bwd->fold->in[j].slot == p)
+                el = bwd->fold->in[j].dt;
         buf_printf(out, "    %s err%d = %s(%s, 0, (size_t)%s_numel * sizeof(%s), stream);\n",
-                   rt(a, o, "Error_t"), i, rt(a, o, "MemsetAsync"), names[p], names[p],
-                   cuda_dtype((Dtype)ty.elem, o->hip));
+                   rt(a, o, "Error_t"), i, rt(a, o, "MemsetAsync"), names[p], names[p], cuda_dtype(el, o->hip));
         buf_printf(out, "    if (err%d != %s)\n        return (int)err%d;\n", i, rt(a, o, "Success"), i);
     }
     Buf pre = {.a = a}, post = {.a = a}, frees = {.a = a}, then = {.a = a};
