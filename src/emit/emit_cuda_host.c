@@ -9,8 +9,11 @@
  * guard, computes the plain-store flags from the launch's arguments and grid
  * (the access analysis's conditions, printed as C), and zero-fills the input
  * gradients, and runs the kernel on a private copy of each output gradient
- * it reads and clears (STEP_COPY).  Plans with more steps (fold, gemm,
- * gather, tapes, spread) are refused with a located error naming them.
+ * it reads and clears (STEP_COPY); a fold (STEP_FOLD) allocates the
+ * partials, launches the folded grid and then a sum kernel printed here
+ * (the rows added in a fixed order).  Plans with more steps (gemm, gather,
+ * some tapes, spread, a fold with tapes) are refused with a located error
+ * naming them.
  *
  * Requires: bwd = ad_backward(fwd, spec) (params: fwd's, spec->nouts output
  * gradients, spec->nwrt input gradients, then the flags); jv = ad_forward.

@@ -69,7 +69,7 @@ def shim_run(gxx, kern, params, names, lanes, kernel, tmp_path, name):
 MARK = "// ---- the launcher"
 
 # The emitter's messages (src/emit/emit_cuda_host.c, emit_cuda.c) for the refusals below.
-FOLD = r"needs grid folding \(a fold plan"
+FOLD_TAPES = r"needs grid folding and tapes together"
 TAPES = r"needs tapes of `while` loops \(a capacity and an overflow flag"
 LANE_ROW = r"'reshape' of %tid i32\[32\] into i32\[1,32\]: between the block's threads and a row"
 WARP_PARTS = r"has shape i32\[2,1\]: only scalars"
@@ -107,6 +107,8 @@ class Case:
     bitwise: bool = True      # the default backward gives the same bits on every run
     fwd_atomic: bool = False  # the forward accumulates into its output (zero it first)
     atomic_bwd: bool = False  # the default backward needs atomics (several programs write an element)
+    flags_hold: bool = True   # the default backward's plain-store flags are true for this launch (else all
+                              # false: its atomics fallback, checked so that a stronger analysis is noticed)
     tol: float = 2e-5         # relative to the reference's max |value|, fp32 on the device
     note: str = ""
 
@@ -404,10 +406,17 @@ CASES = [
          lambda v: {"y": v["x"] * v["x"]},
          cparams="float *x, float *y, int n"),
     Case("box3x3", "box3x3.cu", "box3x3", (8, 4), (3, 4), ["in"], ["out"],
-         lambda g: {"in": _randn(g, 13, 21), "out": _zeros(13, 21), "H": 13, "W": 21},
+         lambda g: {"in": _randn(g, 13, 24), "out": _zeros(13, 24), "H": 13, "W": 24},
          _box_ref, cparams="float *in, float *out, int H, int W",
          note="the default backward stores each tap's gradient into its own row of partials and a sum "
-              "kernel adds the 9 rows in a fixed order; --atomics: up to 9 float atomics per element"),
+              "kernel adds the 9 rows in a fixed order (the flag: W >= 8 * grid_x); --atomics: up to 9 "
+              "float atomics per element"),
+    Case("box3x3_ragged", "box3x3.cu", "box3x3", (8, 4), (3, 4), ["in"], ["out"],
+         lambda g: {"in": _randn(g, 13, 21), "out": _zeros(13, 21), "H": 13, "W": 21},
+         _box_ref, cparams="float *in, float *out, int H, int W", flags_hold=False, bitwise=False,
+         note="W = 21 < 8 * grid_x: the access analysis does not use the taps' `x < W` masks, so it cannot "
+              "prove each tap's elements distinct across the blocks; the flag is false and the taps add "
+              "into one row of partials with atomicAdd (right, not bitwise)"),
     Case("swish_hip", "swish_hip.hip", "swish", (128,), (2,), ["x"], ["y"],
          lambda g: {"x": _randn(g, 1000, scale=3.0), "y": _zeros(1000), "n": 1000},
          lambda v: {"y": v["x"] * torch.sigmoid(v["x"])},
@@ -421,7 +430,7 @@ CASES = [
          lambda g: {"x": _randn(g, 3, 80), "gamma": _randn(g, 80), "beta": _randn(g, 80), "y": _zeros(3, 80),
                     "n": 80, "eps": 1e-5},
          lambda v: {"y": torch.nn.functional.layer_norm(v["x"], (v["n"],), v["gamma"], v["beta"], eps=v["eps"])},
-         sig="BLOCK=64", refuse={"emit": GATHER_ARRAY, "bwd": FOLD, "atomics": WARP_PARTS, "jvp": GATHER_ARRAY},
+         sig="BLOCK=64", refuse={"emit": GATHER_ARRAY, "bwd": FOLD_TAPES, "atomics": WARP_PARTS, "jvp": GATHER_ARRAY},
          tname="layernorm<64>", cparams="float *x, float *gamma, float *beta, float *y, int n, float eps",
          tol=1e-4),
     Case("recurrence", "recurrence.cu", "recurrence", (64,), (2,), ["x", "w"], ["h"],
@@ -453,7 +462,7 @@ CASES = [
     Case("window_sum", "constructs.cu", "window_sum", (32,), (2,), ["x"], ["y"],
          lambda g: {"x": _randn(g, 64), "y": _zeros(64), "n": 64},
          _window_ref, sig="tile=40",
-         refuse={"emit": GATHER_ROW, "bwd": FOLD, "atomics": WINDOW_ATOMICS, "jvp": GATHER_ROW},
+         refuse={"emit": GATHER_ROW, "bwd": WINDOW_ATOMICS, "atomics": WINDOW_ATOMICS, "jvp": GATHER_ROW},
          cparams="float *x, float *y, int n", smem=40 * 4),
     Case("scale_shift_half", "host_and_half.cu", "scale_shift", (64,), (1,), ["x"], ["y"],
          lambda g: {"x": _half(_randn(g, 100)), "y": _zeros(100), "n": 100, "a": 0.5},
