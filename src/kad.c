@@ -615,6 +615,8 @@ const char *kad_grad_module_cuda(kad_kernel *k, const char *wrt, const char *out
     spec.grad_rmw = arena_alloc(c->a, sizeof *spec.grad_rmw * (size_t)(spec.nwrt + 1));
     spec.grad_first = arena_alloc(c->a, sizeof *spec.grad_first * (size_t)(spec.nwrt + 1));
     const Func *fw = grad_forward(c, k, flags, &spec);
+    if (fw) /* a fold's zeroing loop one element per thread of the module's blocks */
+        spec.fold_zero_block = emit_cuda_lane_count(fw);
     Program *bw = fw ? ad_backward(c->a, &c->d, fw, &spec) : NULL;
     Buf b = {.a = c->a};
     EmitCudaOpts o = {.hip = hip != 0};

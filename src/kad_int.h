@@ -1520,6 +1520,9 @@ typedef struct AdSpec {
                               * reaches first stores its gradient without reading (first_writer) */
     bool trusted;            /* the outputs and scratch buffers hold what the forward stored (the
                               * caller checked): the backward loads what ad_trust.c plans */
+    int fold_zero_block;     /* the tile of a fold's loop zeroing its rows of partials (0:
+                              * FOLD_ZERO_BLOCK); the CUDA C module passes its lane count, so that
+                              * the loop runs one element per thread */
     const SavePlan *save;    /* the forward's last parameter is KAD_SAVE_PARAM, holding what the
                               * saving forward stored: the primal sweep loads the planned loops'
                               * results instead of running them (NULL: recompute everything) */
@@ -1620,7 +1623,7 @@ static inline int kernel_nargs(const Func *f) { return f->fold ? f->fold->nargs 
  * the n inputs whose gradient parameters are params[slot[j]] (names[j]: the
  * inputs' names): see write/fold.c.  False, bw unchanged, when a gradient
  * pointer flows where the fold cannot follow it. */
-bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *const *names, int n);
+bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *const *names, int n, int zero_block);
 /* Marks a folded backward's fold loop for Triton's software pipelining
  * (tl.range num_stages=3) where that is safe and fits (write/fold.c); after
  * the backward's last simplify. */

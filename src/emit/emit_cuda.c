@@ -1116,6 +1116,13 @@ void ecu_print_block(Cu *c, const Block *b, const char *const *yield_to)
     }
 }
 
+int emit_cuda_lane_count(const Func *f)
+{
+    int two = 0, one = 0;
+    find_lanes(f, f->body, &two, &one);
+    return two ? two : one ? one : 1;
+}
+
 bool emit_cuda_kernel(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCudaOpts *o, int *lanes,
                       unsigned *helpers)
 {
@@ -1135,9 +1142,7 @@ bool emit_cuda_kernel(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCud
     for (int i = 0; i < nv; i++)
         if (!c.irname[i])
             c.irname[i] = "?";
-    int two = 0, one = 0;
-    find_lanes(f, f->body, &two, &one);
-    c.L = two ? two : one ? one : 1;
+    c.L = emit_cuda_lane_count(f);
     check_shapes(&c, f->body);
     if (c.ok && c.L > 1024)
         ecu_refuse(&c, f->loc, "the kernel's tiles have %d lanes: a CUDA block has at most 1024 threads", c.L);

@@ -34,6 +34,9 @@ enum {
 bool emit_cuda_kernel(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCudaOpts *o, int *lanes,
                       unsigned *helpers);
 /* The includes and the device helpers of the CU_H_* set helpers (a module's prelude). */
+/* The lane count emit_cuda_kernel gives f (the first axis of its largest [M, N] tile, else its
+ * largest 1-D tile; 1 without tiles), before any check of its shapes. */
+int emit_cuda_lane_count(const Func *f);
 void emit_cuda_prelude(Buf *out, const EmitCudaOpts *o, unsigned helpers);
 
 /* A forward kernel f as a module (emit_cuda_host.c): header comment, prelude, the kernel, and

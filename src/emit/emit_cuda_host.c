@@ -9,8 +9,11 @@
  * guard, computes the plain-store flags from the launch's arguments and grid
  * (the access analysis's conditions, printed as C), and zero-fills the input
  * gradients, and runs the kernel on a private copy of each output gradient
- * it reads and clears (STEP_COPY).  Plans with more steps (fold, gemm,
- * gather, tapes, spread) are refused with a located error naming them.
+ * it reads and clears (STEP_COPY); a fold (STEP_FOLD) allocates the
+ * partials, launches the folded grid and then a sum kernel printed here
+ * (the rows added in a fixed order).  Plans with more steps (gemm, gather,
+ * some tapes, spread, a fold with tapes) are refused with a located error
+ * naming them.
  *
  * Requires: bwd = ad_backward(fwd, spec) (params: fwd's, spec->nouts output
  * gradients, spec->nwrt input gradients, then the flags); jv = ad_forward.
@@ -179,8 +182,13 @@ static void launcher_open(Buf *out, Arena *a, const Func *f, const char *lname, 
                           const char *extra, const EmitCudaOpts *o)
 {
     buf_printf(out, "extern \"C\" int %s(unsigned grid_x, unsigned grid_y, unsigned grid_z", lname);
-    for (int i = 0; i < nargs; i++)
-        buf_printf(out, ",\n        %s%s", param_type(a, f, i, o->hip), names[i]);
+    for (int i = 0; i < nargs; i++) {
+        const char *ty = param_type(a, f, i, o->hip);
+        for (int j = 0; f->fold && j < f->fold->n; j++) /* a folded gradient: the caller's dtype, not the partials' */
+            if (f->fold->in[j].slot == i)
+                ty = arena_printf(a, "%s *", cuda_dtype(f->fold->in[j].dt, o->hip));
+        buf_printf(out, ",\n        %s%s", ty, names[i]);
+    }
     buf_printf(out, "%s,\n        %s stream)\n{\n", extra, rt(a, o, "Stream_t"));
     for (int i = 0; i < f->ranges.n; i++) {
         const ParamRange *r = &f->ranges.v[i];
@@ -193,25 +201,42 @@ static void launcher_open(Buf *out, Arena *a, const Func *f, const char *lname, 
 }
 
 /* The launch of kernel kname with L threads per block and f's parameters (names), then the return. */
-static void launcher_launch_with(Buf *out, Arena *a, const Func *f, const char *kname, int L,
-                                 const char *const *names, const char *pre, const char *post, const EmitCudaOpts *o)
+/* One launch statement of kname (grid: the dim3's arguments, block: blockDim.x), indented by ind. */
+static void launch_stmt(Buf *out, const char *ind, const char *kname, const char *grid, int block, const char *args,
+                        const EmitCudaOpts *o)
+{
+    if (o->hip)
+        buf_printf(out, "%shipLaunchKernelGGL(%s, dim3(%s), dim3(%d), 0, stream, %s);\n", ind, kname, grid, block,
+                   args);
+    else
+        buf_printf(out, "%s%s<<<dim3(%s), %d, 0, stream>>>(%s);\n", ind, kname, grid, block, args);
+}
+
+/* The launch of kernel kname with L threads per block and f's parameters (names), then the return.
+ * grid: the launch's dim3 arguments (NULL: the forward's grid); then: launches after it (each
+ * skipped once errl holds an error), post: the frees before the return. */
+static void launcher_launch_grid(Buf *out, Arena *a, const Func *f, const char *kname, int L,
+                                 const char *const *names, const char *grid, const char *pre, const char *then,
+                                 const char *post, const EmitCudaOpts *o)
 {
     Buf args = {.a = a};
     for (int i = 0; i < f->nparams; i++)
         buf_printf(&args, "%s%s", i ? ", " : "", names[i]);
     buf_puts(out, "    if (grid_x == 0 || grid_y == 0 || grid_z == 0)\n        return 0; // no programs\n");
     buf_puts(out, pre);
-    if (o->hip)
-        buf_printf(out, "    hipLaunchKernelGGL(%s, dim3(grid_x, grid_y, grid_z), dim3(%d), 0, stream, %s);\n", kname, L,
-                   buf_str(&args));
-    else
-        buf_printf(out, "    %s<<<dim3(grid_x, grid_y, grid_z), %d, 0, stream>>>(%s);\n", kname, L, buf_str(&args));
-    if (!*post) {
+    launch_stmt(out, "    ", kname, grid ? grid : "grid_x, grid_y, grid_z", L, buf_str(&args), o);
+    if (!*post && !*then) {
         buf_printf(out, "    return (int)%s();\n}\n", rt(a, o, "GetLastError"));
         return;
     }
-    buf_printf(out, "    %s errl = %s();\n%s    return (int)errl;\n}\n", rt(a, o, "Error_t"), rt(a, o, "GetLastError"),
-               post);
+    buf_printf(out, "    %s errl = %s();\n%s%s    return (int)errl;\n}\n", rt(a, o, "Error_t"),
+               rt(a, o, "GetLastError"), then, post);
+}
+
+static void launcher_launch_with(Buf *out, Arena *a, const Func *f, const char *kname, int L,
+                                 const char *const *names, const char *pre, const char *post, const EmitCudaOpts *o)
+{
+    launcher_launch_grid(out, a, f, kname, L, names, NULL, pre, "", post, o);
 }
 
 static void launcher_launch(Buf *out, Arena *a, const Func *f, const char *kname, int L, const char *const *names,
@@ -304,11 +329,198 @@ static const char CU_TAPE_HELPERS[] =
     "{\n    int64_t n = kad_tx_mul(kad_tx_mul(kad_tx_mul(kad_tx_max(trips, 0, bad), gx, bad), gy, bad), gz, bad);\n"
     "    n = kad_tx_mul(n, slot, bad);\n    if (n > (INT64_MAX >> 4))\n        *bad = true;\n    return n;\n}\n\n";
 
+/* ---- the fold (write/fold.c's plan, as plan_run's run_fold runs it) ---- */
+
+enum { CU_FOLD_SUM_THREADS = 256 };
+
+/* The fold's parameters after the flags and tapes: a span per input, then a program count per
+ * folded axis (0 without a fold). */
+static int fold_nparams(const FoldPlan *pl)
+{
+    int n = pl ? pl->n : 0;
+    for (int k = 0; pl && k < 3; k++)
+        n += (pl->axes >> k) & 1u;
+    return n;
+}
+
+/* The sum kernel's name for input j: one kernel per pair of (partials, gradient) dtypes, the first
+ * pair's `<kname>_sum`, another's suffixed with the gradient's dtype. */
+static const char *fold_sum_name(Arena *a, const FoldPlan *pl, int j, const char *kname)
+{
+    bool same0 = pl->in[j].dt == pl->in[0].dt && pl->in[j].pdt == pl->in[0].pdt;
+    return same0 ? arena_printf(a, "%s_sum", kname) : arena_printf(a, "%s_sum_%s", kname, dtype_name(pl->in[j].dt));
+}
+
+/* The fold's sum kernels: d = the rows of its partials added in the order 0, 1, ..., rows - 1, one
+ * thread per element of the span (deterministic; the launcher zero-fills nothing for them, every
+ * element is stored).  False after a located error (a gradient dtype without a conversion). */
+static bool fold_sum_kernels(Buf *out, Arena *a, Diags *d, const Func *bwd, const char *kname,
+                             const EmitCudaOpts *o)
+{
+    const FoldPlan *pl = bwd->fold;
+    for (int j = 0; j < pl->n; j++) {
+        const FoldInput *in = &pl->in[j];
+        bool seen = false;
+        for (int i = 0; i < j && !seen; i++)
+            seen = pl->in[i].dt == in->dt && pl->in[i].pdt == in->pdt;
+        if (seen)
+            continue;
+        const char *pt = cuda_dtype(in->pdt, o->hip), *dt = cuda_dtype(in->dt, o->hip), *store = NULL;
+        if (in->dt == in->pdt)
+            store = "acc";
+        else if (in->dt == DT_F16 && in->pdt == DT_F32)
+            store = "__float2half_rn(acc)";
+        else if (in->dt == DT_BF16 && in->pdt == DT_F32)
+            store = o->hip ? "__float2bfloat16(acc)" : "__float2bfloat16_rn(acc)";
+        else if (in->pdt == DT_F32 || in->pdt == DT_F64)
+            store = arena_printf(a, "(%s)acc", dt);
+        if (!pt || !dt || !store) {
+            diag_error(d, bwd->loc, "CUDA C emitter: the fold of the backward %s sums %s partials into a %s "
+                                    "gradient, which the CUDA C sum kernel does not convert", bwd->name,
+                       dtype_name(in->pdt), dtype_name(in->dt));
+            return false;
+        }
+        buf_printf(out, "\n// %s of the fold: d = the rows of its partials (%s) added in a fixed order, row 0 first\n"
+                        "// (deterministic); one thread per element of the gradient.\n",
+                   fold_sum_name(a, pl, j, kname), pt);
+        buf_printf(out, "extern \"C\" __global__ void __launch_bounds__(%d) %s(const %s *__restrict__ part, "
+                        "%s *__restrict__ d, int64_t span, int64_t rows)\n{\n",
+                   CU_FOLD_SUM_THREADS, fold_sum_name(a, pl, j, kname), pt, dt);
+        buf_printf(out, "    const int64_t e = (int64_t)blockIdx.x * %d + (int64_t)threadIdx.x;\n"
+                        "    if (e >= span)\n        return;\n"
+                        "    %s acc = 0;\n"
+                        "    for (int64_t r = 0; r < rows; r++)\n        acc += part[r * span + e];\n"
+                        "    d[e] = %s;\n}\n", CU_FOLD_SUM_THREADS, pt, store);
+    }
+    return true;
+}
+
+/* The header's lines on the fold: how each folded gradient is summed. */
+static void fold_describe(Buf *t, Arena *a, const Func *bwd, const char *const *names, const char *kname)
+{
+    const FoldPlan *pl = bwd->fold;
+    for (int j = 0; j < pl->n; j++) {
+        const FoldInput *in = &pl->in[j];
+        const char *dn = names[in->slot], *flag = NULL;
+        for (int i = 0; in->flag && i < bwd->nparams; i++)
+            if (bwd->params[i] == in->flag)
+                flag = names[i];
+        if (!in->rows)
+            buf_printf(t, "%s: deterministic, without atomics: the programs reading the same elements of %s are "
+                          "folded onto kad_nfold programs (kad_fold_programs), each summing into its own row of %s "
+                          "partials in program order; %s_sum adds the rows in a fixed order.\n", dn, in->name,
+                       dtype_name(in->pdt), kname);
+        else
+            buf_printf(t, "%s: each of the %d sites reading %s stores into its own row of %s partials%s; %s_sum adds "
+                          "the rows in a fixed order.\n", dn, in->rows, in->name, dtype_name(in->pdt),
+                       flag ? arena_printf(a, " when %s holds (else one row, added into with atomicAdd: not "
+                                              "deterministic)", flag) : "", kname);
+    }
+}
+
+/* The launcher's helper choosing the folded programs (printed before a launcher that folds). */
+static const char CU_FOLD_HELPER[] =
+    "// The programs a folded backward runs along its folded axis: two per SM, at most half the forward's\n"
+    "// programs (at least 1). The gradients' bits depend on this count, which depends on the device alone.\n"
+    "static inline unsigned kad_fold_programs(int64_t programs)\n"
+    "{\n"
+    "    int dev = 0, sms = 0;\n"
+    "    if (%sGetDevice(&dev) != %sSuccess || %sDeviceGetAttribute(&sms, %s, dev) != %sSuccess || sms < 1)\n"
+    "        sms = 1;\n"
+    "    int64_t p = 2 * (int64_t)sms, half = (programs + 1) / 2;\n"
+    "    p = p < half ? p : half;\n"
+    "    return (unsigned)(p < 1 ? 1 : p);\n"
+    "}\n\n";
+
+static void fold_helper(Buf *out, const FoldPlan *pl, const EmitCudaOpts *o)
+{
+    if (!pl || !pl->axes)
+        return;
+    const char *r = o->hip ? "hip" : "cuda";
+    buf_printf(out, CU_FOLD_HELPER, r, r, r, o->hip ? "hipDeviceAttributeMultiprocessorCount"
+                                                   : "cudaDevAttrMultiProcessorCount", r);
+}
+
+/* The fold's host steps (run_fold's): into pre the folded programs, the spans and the partials
+ * (zero-filled: the kernel's own zeroing of its rows, when it does it, finds zeros), knames[slot]
+ * the partials; *grid the folded launch's dim3; into then the sum kernels' launches, into post and
+ * frees the partials' frees. */
+static void fold_steps(Arena *a, const Func *bwd, const char *kname, const char *const *names, const char **knames,
+                       const char **grid, Buf *pre, Buf *then, Buf *post, Buf *frees, const EmitCudaOpts *o)
+{
+    const FoldPlan *pl = bwd->fold;
+    const char *inval = rt(a, o, "ErrorInvalidValue"), *ok = rt(a, o, "Success");
+    Buf who = {.a = a};
+    for (int j = 0; j < pl->n; j++)
+        buf_printf(&who, "%s%s", j ? (j + 1 < pl->n ? ", " : " and ") : "", pl->in[j].name);
+    if (pl->axes) {
+        Buf T = {.a = a}, ax = {.a = a};
+        for (int k = 0; k < 3; k++)
+            if (pl->axes & (1u << k)) {
+                buf_printf(&T, "%s(int64_t)grid_%c", T.len ? " * " : "", "xyz"[k]);
+                buf_printf(&ax, "%s%c", ax.len ? ", " : "", "xyz"[k]);
+            }
+        buf_printf(pre, "    // the fold (deterministic sums): the forward's programs along %s are run by kad_nfold programs,\n"
+                        "    // program q running q, q + kad_nfold, ... in order and summing the gradients of %s into its\n"
+                        "    // own row of partials; the sum kernel adds the rows in a fixed order\n",
+                   buf_str(&ax), buf_str(&who));
+        buf_printf(pre, "    const int64_t kad_programs = %s;\n    if (kad_programs > INT32_MAX)\n        return (int)%s;\n",
+                   buf_str(&T), inval);
+        buf_puts(pre, "    const unsigned kad_nfold = kad_fold_programs(kad_programs);\n");
+        for (int k = 0, at = pl->nargs + pl->n; k < 3; k++)
+            if (pl->axes & (1u << k))
+                buf_printf(pre, "    const int32_t %s = (int32_t)grid_%c;\n", names[at++], "xyz"[k]);
+    } else {
+        buf_printf(pre, "    // deterministic sums: each site adding into the gradient of %s has its own row of partials\n"
+                        "    // (one row, added into with atomics, when its flag is false); the sum kernel adds the rows\n"
+                        "    // in a fixed order\n", buf_str(&who));
+    }
+    Buf g = {.a = a};
+    for (int k = 0; k < 3; k++)
+        buf_printf(&g, "%s%s", k ? ", " : "",
+                   !(pl->axes & (1u << k)) ? arena_printf(a, "grid_%c", "xyz"[k]) : k == pl->axis ? "kad_nfold" : "1");
+    *grid = buf_str(&g);
+    for (int j = 0; j < pl->n; j++) {
+        const FoldInput *in = &pl->in[j];
+        const char *dn = names[in->slot], *span = names[pl->nargs + j];
+        const char *part = arena_printf(a, "%s_part", dn), *rows = arena_printf(a, "kad_rows_%s", cuda_ident(a, in->name));
+        const char *pt = cuda_dtype(in->pdt, o->hip);
+        const char *flag = NULL;
+        for (int i = 0; in->flag && i < bwd->nparams; i++)
+            if (bwd->params[i] == in->flag)
+                flag = names[i];
+        buf_printf(pre, "    const int64_t %s = %s_numel;\n", span, dn);
+        if (!in->rows)
+            buf_printf(pre, "    const int64_t %s = kad_nfold; // a row per folded program\n", rows);
+        else if (flag)
+            buf_printf(pre, "    const int64_t %s = %s ? %dLL : 1LL; // a row per site\n", rows, flag, in->rows);
+        else
+            buf_printf(pre, "    const int64_t %s = %dLL; // a row per site\n", rows, in->rows);
+        buf_printf(pre, "    if (%s > 0 && %s > INT64_MAX / 16 / %s)\n        return (int)%s;\n", span, rows, span, inval);
+        buf_printf(pre, "    %s *%s = NULL;\n", pt, part);
+        buf_printf(pre, "    %s errf%d = %s((void **)&%s, (size_t)(%s * %s > 0 ? %s * %s : 1) * sizeof(%s), stream);\n",
+                   rt(a, o, "Error_t"), j, rt(a, o, "MallocAsync"), part, rows, span, rows, span, pt);
+        buf_printf(pre, "    if (errf%d == %s)\n        errf%d = %s(%s, 0, (size_t)(%s * %s) * sizeof(%s), stream);\n", j, ok,
+                   j, rt(a, o, "MemsetAsync"), part, rows, span, pt);
+        buf_printf(pre, "    if (errf%d != %s) {\n%s", j, ok, buf_str(frees));
+        buf_printf(pre, "        if (%s)\n            %s(%s, stream);\n        return (int)errf%d;\n    }\n", part,
+                   rt(a, o, "FreeAsync"), part, j);
+        buf_printf(frees, "        %s(%s, stream);\n", rt(a, o, "FreeAsync"), part);
+        buf_printf(post, "    %s(%s, stream);\n", rt(a, o, "FreeAsync"), part);
+        knames[in->slot] = part;
+        buf_printf(then, "    if (errl == %s && %s > 0) {\n", ok, span);
+        launch_stmt(then, "        ", fold_sum_name(a, pl, j, kname),
+                    arena_printf(a, "(unsigned)((%s + %d) / %d)", span, CU_FOLD_SUM_THREADS - 1, CU_FOLD_SUM_THREADS),
+                    CU_FOLD_SUM_THREADS, arena_printf(a, "%s, %s, %s, %s", part, dn, span, rows), o);
+        buf_printf(then, "        errl = %s();\n    }\n", rt(a, o, "GetLastError"));
+    }
+}
+
 /* The plan pieces of P that this launcher does not print, as a refusal; true when there is none. */
 static bool simple_plan(Diags *d, Arena *a, const Program *P)
 {
     const Func *bwd = P->main;
-    const char *what = bwd->fold ? "grid folding (a fold plan: partial sums and their sum kernel)"
+    const char *what = bwd->fold && P->tapes.n ? "grid folding and tapes together (a folded kernel's tapes)"
                        : P->gemm ? "GEMM kernels for the matmul operand gradients"
                        : P->gather ? "gather kernels for the input gradients"
                        : P->spread ? "a loop spread over more programs"
@@ -338,7 +550,8 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
     const Func *bwd = P->main;
     int nfwd = fwd->nparams, nouts = spec->nouts, nin = spec->nwrt, nf = bwd->flags.n;
     int ncontract = nfwd + nouts + nin, nt = P->tapes.n;
-    if (bwd->nparams != ncontract + nf + nt) {
+    int nfp = fold_nparams(bwd->fold);
+    if (bwd->nparams != ncontract + nf + nt + nfp || (bwd->fold && bwd->fold->nargs != ncontract + nf + nt)) {
         diag_error(d, bwd->loc, "CUDA C emitter: the backward %s has %d parameters, not the forward's %d, %d "
                                 "output and %d input gradients and %d flags (an input that is also an output, in "
                                 "place, shares one gradient): the CUDA C launcher does not print it yet",
@@ -357,9 +570,11 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
     Buf k = {.a = a};
     int L = 0;
     unsigned h = 0;
-    if (!emit_cuda_kernel(&k, a, d, bwd, &ko, &L, &h))
+    if (!emit_cuda_kernel(&k, a, d, bwd, &ko, &L, &h) || (bwd->fold && !fold_sum_kernels(&k, a, d, bwd, kname, o)))
         return false;
     const char **names = param_names(a, bwd);
+    for (int j = 0; bwd->fold && j < bwd->fold->n; j++) /* the caller's gradient, not the kernel's partials */
+        names[bwd->fold->in[j].slot] = cuda_ident(a, arena_printf(a, "d_%s", bwd->fold->in[j].name));
     /* the launch's conditions: guards refuse it, flags choose plain stores */
     const char **gc = arena_alloc(a, sizeof *gc * (size_t)(bwd->guards.n + 1));
     for (int i = 0; i < bwd->guards.n; i++) {
@@ -409,6 +624,8 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
     }
     for (int j = 0; j < nt; j++)
         buf_printf(&t, "%s\n", tape_describe(a, P, j, arena_printf(a, "launch_%s", kname)));
+    if (bwd->fold)
+        fold_describe(&t, a, bwd, names, kname);
     if (spec->atomics)
         buf_puts(&t, "Built with --atomics: the gradients are accumulated with atomicAdd.\n");
     else if (!nf && ir_block_has_op(bwd->body, OP_ATOMIC_ADD))
@@ -425,6 +642,7 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         buf_printf(&extra, ",\n        int64_t %s_numel", names[P->cleared.v[j]]);
     if (nt)
         buf_puts(out, CU_TAPE_HELPERS);
+    fold_helper(out, bwd->fold, o);
     launcher_open(out, a, bwd, arena_printf(a, "launch_%s", kname), names, ncontract, buf_str(&extra), o);
     for (int i = 0; i < bwd->guards.n; i++) {
         const FuncGuard *g = &bwd->guards.v[i];
@@ -442,15 +660,17 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         buf_printf(out, "    const bool %s = %s;\n", names[ncontract + j], fc[j] ? fc[j] : "false");
     for (int i = 0; i < nin; i++) {
         int p = nfwd + nouts + i;
-        Type ty = bwd->vals.v[bwd->params[p]].ty;
+        Dtype el = (Dtype)bwd->vals.v[bwd->params[p]].ty.elem;
+        for (int j = 0; bwd->fold && j < bwd->fold->n; j++) /* a folded gradient: the caller's dtype */
+            if (bwd->fold->in[j].slot == p)
+                el = bwd->fold->in[j].dt;
         buf_printf(out, "    %s err%d = %s(%s, 0, (size_t)%s_numel * sizeof(%s), stream);\n",
-                   rt(a, o, "Error_t"), i, rt(a, o, "MemsetAsync"), names[p], names[p],
-                   cuda_dtype((Dtype)ty.elem, o->hip));
+                   rt(a, o, "Error_t"), i, rt(a, o, "MemsetAsync"), names[p], names[p], cuda_dtype(el, o->hip));
         buf_printf(out, "    if (err%d != %s)\n        return (int)err%d;\n", i, rt(a, o, "Success"), i);
     }
-    Buf pre = {.a = a}, post = {.a = a}, frees = {.a = a};
-    const char **knames = names;
-    if (P->cleared.n || nt) {
+    Buf pre = {.a = a}, post = {.a = a}, frees = {.a = a}, then = {.a = a};
+    const char **knames = names, *grid = NULL;
+    if (P->cleared.n || nt || bwd->fold) {
         knames = arena_alloc(a, sizeof *knames * (size_t)(bwd->nparams + 1));
         for (int i = 0; i < bwd->nparams; i++)
             knames[i] = names[i];
@@ -500,8 +720,11 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         buf_printf(&post, "    %s(%s, stream);\n", rt(a, o, "FreeAsync"), cp);
         knames[p] = cp;
     }
-    launcher_launch_with(out, a, bwd, kname, L, knames, pre.len ? buf_str(&pre) : "", post.len ? buf_str(&post) : "",
-                         o);
+    /* STEP_FOLD: the partials, the folded launch, then the sum kernel */
+    if (bwd->fold)
+        fold_steps(a, bwd, kname, names, knames, &grid, &pre, &then, &post, &frees, o);
+    launcher_launch_grid(out, a, bwd, kname, L, knames, grid, pre.len ? buf_str(&pre) : "",
+                         then.len ? buf_str(&then) : "", post.len ? buf_str(&post) : "", o);
     return true;
 }
 

@@ -100,14 +100,15 @@ def test_backward_bitwise():
 
 
 def test_refused_before_forward():
-    # box3x3's deterministic backward folds the grid, which the CUDA C launcher does not print yet
-    # (docs/EMIT.md, "CUDA C"): refused, located, before the forward runs
-    k = kad.cuda.differentiable(os.path.join(CUDA, "box3x3.cu"), "box3x3", inputs=["in"], outputs=["out"])
-    H, W = 13, 21
-    x = randn(H, W).float().to(DEV).requires_grad_()
-    y = torch.zeros(H, W, device=DEV)
-    with pytest.raises(kad.KadError, match=r"box3x3.cu:\d+:\d+: error: CUDA C emitter"):
-        k[(3, 4), (8, 4)](x, y, H, W)
+    # softmax_rows' backward moves the lanes into a row (the adjoint of its shared-memory reads), which
+    # the CUDA C emitter does not print yet (docs/EMIT.md, "CUDA C"): refused, located, before the
+    # forward runs
+    k = kad.cuda.differentiable(os.path.join(CUDA, "softmax_rows.cu"), "softmax_rows", inputs=["x"], outputs=["y"],
+                                template={"BLOCK": 32})
+    x = randn(3, 50).float().to(DEV).requires_grad_()
+    y = torch.zeros(3, 50, device=DEV)
+    with pytest.raises(kad.KadError, match=r"softmax_rows.cu:\d+:\d+: error: CUDA C emitter"):
+        k[3, 32](x, y, 50)
     assert torch.all(y == 0)
 
 

@@ -69,7 +69,7 @@ def shim_run(gxx, kern, params, names, lanes, kernel, tmp_path, name):
 MARK = "// ---- the launcher"
 
 # The emitter's messages (src/emit/emit_cuda_host.c, emit_cuda.c) for the refusals below.
-FOLD = r"needs grid folding \(a fold plan"
+FOLD_TAPES = r"needs grid folding and tapes together"
 TAPES = r"needs tapes of `while` loops \(a capacity and an overflow flag"
 LANE_ROW = r"'reshape' of %tid i32\[32\] into i32\[1,32\]: between the block's threads and a row"
 WARP_PARTS = r"has shape i32\[2,1\]: only scalars"
@@ -107,6 +107,8 @@ class Case:
     bitwise: bool = True      # the default backward gives the same bits on every run
     fwd_atomic: bool = False  # the forward accumulates into its output (zero it first)
     atomic_bwd: bool = False  # the default backward needs atomics (several programs write an element)
+    flags_hold: bool = True   # the default backward's plain-store flags are true for this launch (else all
+                              # false: its atomics fallback, checked so that a stronger analysis is noticed)
     tol: float = 2e-5         # relative to the reference's max |value|, fp32 on the device
     note: str = ""
 
@@ -179,7 +181,9 @@ def parse_params(text):
 
 def _c_to_py(expr):
     """A launcher condition (C over int64 arguments and the grid) as a Python expression."""
-    e = expr.replace("(int64_t)", "").replace("&&", " and ").replace("||", " or ").replace("!(", " not (")
+    e = re.sub(r"\((?:int64_t|int32_t|unsigned)\)", "", expr)
+    e = e.replace("&&", " and ").replace("||", " or ").replace("!(", " not (")
+    e = re.sub(r"(\w+) \? (\w+) : (\w+)", r"(\2 if \1 else \3)", e)  # the fold's rows: flag ? 9LL : 1LL
     return re.sub(r"(\d+)LL\b", r"\1", e)
 
 
@@ -214,19 +218,41 @@ class Launcher:
             m = re.match(r"\s*if \((.*)\)( //.*)?$", ln)
             if m and i + 1 < len(lines) and "return (int)cudaErrorInvalidValue" in lines[i + 1]:
                 self.guards.append(m.group(1))
-        m = re.search(r"(\w+)<<<dim3\(grid_x, grid_y, grid_z\), (\d+), 0, stream>>>\((.*)\);", body)
-        self.kernel, self.lanes = m.group(1), int(m.group(2))
-        self.kargs = [a.strip() for a in m.group(3).split(",")]
+        # the launches in order: (kernel, its grid's dim3 arguments, lanes, arguments); the first is the
+        # main kernel (on the forward's grid, or the fold's), the others a fold's sum kernels
+        self.launches = [(m.group(1), [g.strip() for g in m.group(2).split(",")], int(m.group(3)),
+                          [a.strip() for a in m.group(4).split(",")])
+                         for m in re.finditer(r"(\w+)<<<dim3\((.*?)\), (\d+), 0, stream>>>\((.*)\);", body)]
+        self.kernel, self.grid, self.lanes, self.kargs = self.launches[0]
+        # the fold's values (programs, spans, rows: `const T kad_... = C;` in order) and partials:
+        # (name, C type, rows, span)
+        self.fold = [(n, c) for n, c in re.findall(r"const (?:int64_t|int32_t|unsigned) (kad_\w+) = (.*?);", body)
+                     if not n.endswith("_numel")]  # the tapes' sizes: tape_sizes
+        self.parts = [(m.group(2), m.group(1), m.group(3), m.group(4)) for m in re.finditer(
+            r"(\w+) \*(\w+) = NULL;\n.*MallocAsync\(\(void \*\*\)&\2, \(size_t\)\((\w+) \* (\w+) > 0", body)]
         self.zeroed = re.findall(r"cudaMemsetAsync\((\w+), 0,", body)
+        self.zeroed = [z for z in self.zeroed if z not in [p for p, _, _, _ in self.parts]]  # the caller's only
         # output gradients the backward runs on private copies: (copy, caller's)
         self.copies = re.findall(r"cudaMemcpyAsync\((\w+), (\w+),", body)
         # tapes the launcher allocates: (name, its element count as C)
         self.tapes = re.findall(r"const int64_t (\w+)_numel = (.*);", body)
 
-    def env(self, grid, args):
+    def env(self, grid, args, nfold=2):
+        """The launcher's scalars for a launch: the arguments, the grid, the flags and the fold's values
+        (nfold: what kad_fold_programs returns here, at most the programs; any count gives the same
+        gradients up to rounding)."""
         e = {n: (v if not isinstance(v, torch.Tensor) else 0) for n, v in args.items()}
-        e.update(grid_x=grid[0], grid_y=grid[1], grid_z=grid[2], kad_bad=False)
+        e.update(grid_x=grid[0], grid_y=grid[1], grid_z=grid[2], kad_bad=False, INT32_MAX=2 ** 31 - 1,
+                 INT64_MAX=2 ** 63 - 1, kad_fold_programs=lambda t: max(1, min(nfold, t)))
+        e.update({n: bool(eval(_c_to_py(c), {}, e)) for n, c in self.flags.items()})
+        for n, c in self.fold:
+            e[n] = int(eval(_c_to_py(c), {}, e))
         return e
+
+    def grid_of(self, launch, env):
+        """A launch's grid (three ints) for the launcher's values env."""
+        g = [int(eval(_c_to_py(x), {}, env)) for x in launch[1]]
+        return tuple(g) + (1,) * (3 - len(g))
 
     def tape_sizes(self, grid, args):
         """The element count of each tape the launcher allocates for this launch."""
@@ -380,10 +406,17 @@ CASES = [
          lambda v: {"y": v["x"] * v["x"]},
          cparams="float *x, float *y, int n"),
     Case("box3x3", "box3x3.cu", "box3x3", (8, 4), (3, 4), ["in"], ["out"],
+         lambda g: {"in": _randn(g, 13, 24), "out": _zeros(13, 24), "H": 13, "W": 24},
+         _box_ref, cparams="float *in, float *out, int H, int W",
+         note="the default backward stores each tap's gradient into its own row of partials and a sum "
+              "kernel adds the 9 rows in a fixed order (the flag: W >= 8 * grid_x); --atomics: up to 9 "
+              "float atomics per element"),
+    Case("box3x3_ragged", "box3x3.cu", "box3x3", (8, 4), (3, 4), ["in"], ["out"],
          lambda g: {"in": _randn(g, 13, 21), "out": _zeros(13, 21), "H": 13, "W": 21},
-         _box_ref, refuse={"bwd": FOLD}, cparams="float *in, float *out, int H, int W",
-         note="the default backward needs a fold; --atomics runs (up to 9 float atomics per element: "
-              "no bitwise claim)"),
+         _box_ref, cparams="float *in, float *out, int H, int W", flags_hold=False, bitwise=False,
+         note="W = 21 < 8 * grid_x: the access analysis does not use the taps' `x < W` masks, so it cannot "
+              "prove each tap's elements distinct across the blocks; the flag is false and the taps add "
+              "into one row of partials with atomicAdd (right, not bitwise)"),
     Case("swish_hip", "swish_hip.hip", "swish", (128,), (2,), ["x"], ["y"],
          lambda g: {"x": _randn(g, 1000, scale=3.0), "y": _zeros(1000), "n": 1000},
          lambda v: {"y": v["x"] * torch.sigmoid(v["x"])},
@@ -397,7 +430,7 @@ CASES = [
          lambda g: {"x": _randn(g, 3, 80), "gamma": _randn(g, 80), "beta": _randn(g, 80), "y": _zeros(3, 80),
                     "n": 80, "eps": 1e-5},
          lambda v: {"y": torch.nn.functional.layer_norm(v["x"], (v["n"],), v["gamma"], v["beta"], eps=v["eps"])},
-         sig="BLOCK=64", refuse={"emit": GATHER_ARRAY, "bwd": FOLD, "atomics": WARP_PARTS, "jvp": GATHER_ARRAY},
+         sig="BLOCK=64", refuse={"emit": GATHER_ARRAY, "bwd": FOLD_TAPES, "atomics": WARP_PARTS, "jvp": GATHER_ARRAY},
          tname="layernorm<64>", cparams="float *x, float *gamma, float *beta, float *y, int n, float eps",
          tol=1e-4),
     Case("recurrence", "recurrence.cu", "recurrence", (64,), (2,), ["x", "w"], ["h"],
@@ -411,8 +444,9 @@ CASES = [
     Case("bias_gelu", "bias_gelu.cu", "bias_gelu", (32,), (2, 5), ["x", "bias"], ["y"],
          lambda g: {"x": _randn(g, 5, 40, scale=2.0), "bias": _randn(g, 40), "y": _zeros(5, 40), "rows": 5, "cols": 40},
          lambda v: {"y": _gelu_tanh(v["x"] + v["bias"][None, :])},
-         refuse={"bwd": FOLD}, cparams="float *x, float *bias, float *y, int rows, int cols",
-         note="the default backward needs a fold (d_bias sums over rows); --atomics runs"),
+         cparams="float *x, float *bias, float *y, int rows, int cols",
+         note="the default backward folds the rows (d_bias: partials per folded program, a fixed-order sum "
+              "kernel); --atomics runs"),
     Case("affine_act", "constructs.cu", "affine_act", (32,), (2,), ["x"], ["y"],
          lambda g: {"x": _randn(g, 50), "y": _zeros(50), "n": 50, "p_scale": 1.5, "p_shift": -0.25, "p_mode": 1},
          _affine_ref, cparams="float *x, float *y, int n, float p_scale, float p_shift, int p_mode",
@@ -428,7 +462,7 @@ CASES = [
     Case("window_sum", "constructs.cu", "window_sum", (32,), (2,), ["x"], ["y"],
          lambda g: {"x": _randn(g, 64), "y": _zeros(64), "n": 64},
          _window_ref, sig="tile=40",
-         refuse={"emit": GATHER_ROW, "bwd": FOLD, "atomics": WINDOW_ATOMICS, "jvp": GATHER_ROW},
+         refuse={"emit": GATHER_ROW, "bwd": WINDOW_ATOMICS, "atomics": WINDOW_ATOMICS, "jvp": GATHER_ROW},
          cparams="float *x, float *y, int n", smem=40 * 4),
     Case("scale_shift_half", "host_and_half.cu", "scale_shift", (64,), (1,), ["x"], ["y"],
          lambda g: {"x": _half(_randn(g, 100)), "y": _zeros(100), "n": 100, "a": 0.5},

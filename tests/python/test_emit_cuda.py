@@ -87,8 +87,8 @@ def test_hip_spelling():
 
 
 def test_refusal_is_located():
-    p = subprocess.run([KAD, "grad", "tests/grad/fold_pipeline.py:scale_rows", "--sig",
-                        "x_ptr=*fp32,w_ptr=*fp32,y_ptr=*fp32,BLOCK=8", "--wrt", "x_ptr,w_ptr", "--out", "y_ptr",
-                        "--emit", "cuda"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    p = subprocess.run([KAD, "grad", "tests/cuda/layernorm_warp.cu:layernorm", "--sig", "BLOCK=64", "--block", "64",
+                        "--wrt", "x,gamma,beta", "--out", "y", "--emit", "cuda"], cwd=REPO, capture_output=True,
+                       text=True, timeout=120)
     assert p.returncode == 1 and not p.stdout
-    assert "tests/grad/fold_pipeline.py:" in p.stderr and "grid folding" in p.stderr
+    assert "tests/cuda/layernorm_warp.cu:" in p.stderr and "grid folding and tapes" in p.stderr

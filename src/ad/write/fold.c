@@ -329,14 +329,14 @@ static int count_sites(const Fold *F, const Block *b, int j)
 /* At the top of the folded body: when the grid has one program along
  * every axis not folded (tl.num_programs(k) == 1), program q alone writes
  * its rows of the partials, and zeroes them first (every element of each
- * row: for z in range(0, span, FOLD_ZERO_BLOCK)), then a barrier orders
+ * row: for z in range(0, span, FOLD_ZERO_BLOCK or AdSpec.fold_zero_block)), then a barrier orders
  * those stores before the sites' (other threads may hold the same
  * elements).  So the launcher allocates the partials uninitialized: a row
  * element no site writes reads 0 in the sum kernel.  With several programs
  * along an unfolded axis (a bias's column blocks), they share the row and
  * none may zero it: the launcher zero-fills the partials then, unless it
  * proves that the sites write every element (FoldInput.load_store). */
-static void zero_rows(Func *f, Block *nb, unsigned axes, const ValId *rows, const FoldInput *in, int n, Loc loc)
+static void zero_rows(Func *f, Block *nb, unsigned axes, const ValId *rows, const FoldInput *in, int n, int zb, Loc loc)
 {
     Type i32 = type_scalar(DT_I32), i64 = type_scalar(DT_I64), i1 = type_scalar(DT_I1);
     ValId cond = 0;
@@ -356,12 +356,12 @@ static void zero_rows(Func *f, Block *nb, unsigned axes, const ValId *rows, cons
         idx = nb->insts.n - 1;
         b = ir_inst_add_region(f, &nb->insts.v[idx]);
     }
-    int32_t sz[1] = {FOLD_ZERO_BLOCK};
+    int32_t sz[1] = {zb > 0 ? zb : FOLD_ZERO_BLOCK};
     Type t64 = type_tile(DT_I64, 1, sz), ta = type_tile(DT_I32, 1, sz), t1 = type_tile(DT_I1, 1, sz);
     for (int j = 0; j < n; j++) {
         Type pt = ir_type(f, rows[j]);
         Type tp = type_tile(pt.elem, 1, sz), pp = type_ptr(pt.elem, 1, sz);
-        ValId fa[3] = {ir_const_int(f, b, i64, 0, loc), in[j].span, ir_const_int(f, b, i64, FOLD_ZERO_BLOCK, loc)};
+        ValId fa[3] = {ir_const_int(f, b, i64, 0, loc), in[j].span, ir_const_int(f, b, i64, sz[0], loc)};
         ir_emit(f, b, OP_FOR, fa, 3, NULL, 0, loc);
         Block *r = ir_inst_add_region(f, &b->insts.v[b->insts.n - 1]);
         ValId z = ir_block_param_add(f, r, i64, "z", loc);
@@ -382,7 +382,7 @@ static void zero_rows(Func *f, Block *nb, unsigned axes, const ValId *rows, cons
     ir_emit(f, nb, OP_BARRIER, NULL, 0, NULL, 0, loc);
 }
 
-bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *const *names, int n)
+bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *const *names, int n, int zero_block)
 {
     Func *f = bw;
     Fold F0 = {.a = a, .f = f, .axes = axes}, *F = &F0;
@@ -462,7 +462,7 @@ bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *con
                          ir_op2(f, nb, OP_MUL, i64, q64, plan->in[n0 + j].span, loc), loc);
         f->vals.v[rows[j]].name = arena_printf(a, "d_%s_row", names[j]);
     }
-    zero_rows(f, nb, axes, rows, plan->in + n0, n, loc);
+    zero_rows(f, nb, axes, rows, plan->in + n0, n, zero_block, loc);
     /* accumulator types: the sites' pointer shapes */
     const Inst **def = arena_alloc(a, sizeof *def * (size_t)(F->nv + 1));
     uint8_t *memo = arena_alloc(a, (size_t)F->nv + 1);
@@ -778,7 +778,7 @@ void fold_inputs(Ad *ad)
                 slot[n] = k;
         names[n++] = fname(ad, fw->params[i]);
     }
-    if (n && !ad_fold(ad->a, ad->bw, ad->fold_axes, slot, names, n))
+    if (n && !ad_fold(ad->a, ad->bw, ad->fold_axes, slot, names, n, ad->spec->fold_zero_block))
         for (int i = 0; i < fw->nparams; i++)
             if (ad->plain[i] == 3) {
                 ad->plain[i] = 0;
