@@ -35,8 +35,9 @@ typedef struct CuTok {
 } CuTok;
 
 /* Tokenizes and preprocesses text; returns the tokens ending in CT_EOF.
+ * A quoted #include is read beside the including file, else in dirs[0..ndirs).
  * Errors go to d (located). */
-CuTok *cu_lex(Arena *a, Diags *d, const char *file, const char *text, int *ntok);
+CuTok *cu_lex(Arena *a, Diags *d, const char *file, const char *text, const char *const *dirs, int ndirs, int *ntok);
 
 /* ---- the AST (cu_parse.c) ---- */
 

@@ -577,7 +577,7 @@ typedef struct Cond {
     Loc loc;
 } Cond;
 
-CuTok *cu_lex(Arena *a, Diags *d, const char *file, const char *text, int *ntok)
+CuTok *cu_lex(Arena *a, Diags *d, const char *file, const char *text, const char *const *dirs, int ndirs, int *ntok)
 {
     TokVec raw = {0};
     lex_raw(a, d, file, text, &raw);
@@ -677,24 +677,35 @@ CuTok *cu_lex(Arena *a, Diags *d, const char *file, const char *text, int *ntok)
                     diag_error(d, dl, "malformed #include");
                 } else if (!known_header(h)) {
                     Loc hl = nargs ? args[0].loc : dl;
-                    if (args[0].kind != CT_STRING) {
+                    /* "h": beside the including file, then in the include directories; <h>: there */
+                    bool quoted = args[0].kind == CT_STRING;
+                    const char *path = quoted ? include_path(a, hl.file, h) : h;
+                    char *text2 = quoted ? read_file(a, path, NULL) : NULL;
+                    for (int k = 0; k < ndirs && !text2 && h[0] != '/'; k++) {
+                        Buf pb = {.a = a};
+                        buf_printf(&pb, "%s/%s", dirs[k], h);
+                        text2 = read_file(a, buf_str(&pb), NULL);
+                        if (text2)
+                            path = buf_str(&pb);
+                    }
+                    if (!quoted && !text2) {
                         diag_error(d, hl,
-                                   "#include <%s>: kad knows the CUDA/HIP runtime, C/C++ and PyTorch headers and "
-                                   "reads quoted includes (\"%s\") relative to the including file; this one it cannot "
-                                   "find: paste what the kernel needs from it, or include it with quotes", h, h);
+                                   "#include <%s>: kad knows the CUDA/HIP runtime, C/C++ and PyTorch headers, and "
+                                   "reads other headers from the include directories (-I DIR, include_dirs=[...]); "
+                                   "this one is in none: add its directory, or paste what the kernel needs from it",
+                                   h);
                     } else {
-                        const char *path = include_path(a, hl.file, h);
                         bool skip = false;
                         for (int k = 0; k < once.n; k++)
                             skip = skip || !strcmp(once.v[k], path);
-                        char *text2 = skip ? NULL : read_file(a, path, NULL);
                         if (skip) {
                             /* #pragma once: already included */
                         } else if (!text2) {
                             diag_error(d, hl,
                                        "#include \"%s\": cannot read '%s' (a quoted include is read relative to the "
-                                       "directory of the file that includes it; a source given as text has none: "
-                                       "pass its path)", h, path);
+                                       "directory of the file that includes it, then in the include directories: "
+                                       "-I DIR, include_dirs=[...]; a source given as text has no directory: pass "
+                                       "its path)", h, path);
                         } else if (++nincludes > CU_MAX_INCLUDES) {
                             diag_error(d, hl,
                                        "#include \"%s\": more than %d files included (an include cycle without a "
