@@ -81,7 +81,7 @@ static void fuzz_cuda(Arena *a, Diags *d, const char *sig, const char *src)
 {
     diag_add_source(d, "fuzz.cu", src);
     int n = 0;
-    CuTok *toks = cu_lex(a, d, "fuzz.cu", src, &n);
+    CuTok *toks = cu_lex(a, d, "fuzz.cu", src, NULL, 0, &n);
     CuUnit *u = cu_parse(a, d, "fuzz.cu", toks, n);
     if (!u || d->nerrors)
         return;

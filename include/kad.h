@@ -328,6 +328,10 @@ KAD_API const char *kad_tape_report(kad_kernel *g);
 /* Adds a .cu/.cuh/.hip/.cpp file: its preprocessor subset runs, its device
  * code is parsed (host code skipped).  0, or -1 with diagnostics. */
 KAD_API int kad_add_cuda_source(kad_ctx *c, const char *filename, const char *text);
+/* Adds dir to the directories where a quoted #include "h" of the CUDA
+ * sources added after it is looked for when it is not beside the file that
+ * includes it (nvcc's -I), in the order added.  0, or -1. */
+KAD_API int kad_add_cuda_include_dir(kad_ctx *c, const char *dir);
 /* Specializes the __global__ function `kernel` of the CUDA sources added to
  * c: targs gives template arguments and extern __shared__ sizes
  * ("scalar_t=fp32,BLOCK=256,smem=512"; NULL or "" when the file's one

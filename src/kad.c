@@ -18,6 +18,7 @@ struct kad_ctx {
     Vec(Module *) mods;
     int64_t while_cap, tape_budget; /* kad_set_tape_options */
     Vec(struct CuUnit *) cuda; /* kad_add_cuda_source */
+    Vec(const char *) cuda_dirs; /* kad_add_cuda_include_dir */
 };
 
 struct kad_kernel {
@@ -757,6 +758,14 @@ const char *kad_tape_report(kad_kernel *g)
 
 /* ---- CUDA C / HIP kernels ---- */
 
+int kad_add_cuda_include_dir(kad_ctx *c, const char *dir)
+{
+    API_BEGIN(c, -1);
+    vec_push(c->a, c->cuda_dirs, arena_strdup(c->a, dir));
+    API_END(c);
+    return 0;
+}
+
 int kad_add_cuda_source(kad_ctx *c, const char *filename, const char *text)
 {
     API_BEGIN(c, -1);
@@ -764,7 +773,7 @@ int kad_add_cuda_source(kad_ctx *c, const char *filename, const char *text)
     const char *copy = arena_strdup(c->a, text);
     diag_add_source(&c->d, file, copy);
     int before = c->d.nerrors, n = 0;
-    CuTok *toks = cu_lex(c->a, &c->d, file, copy, &n);
+    CuTok *toks = cu_lex(c->a, &c->d, file, copy, c->cuda_dirs.v, c->cuda_dirs.n, &n);
     CuUnit *u = c->d.nerrors == before ? cu_parse(c->a, &c->d, file, toks, n) : NULL;
     bool ok = u && c->d.nerrors == before;
     if (ok)

@@ -36,7 +36,7 @@
 #define PATH_MAX 4096
 #endif
 
-/* Package roots: -I DIR, in order. */
+/* Package roots: -I DIR, in order (for CUDA sources: the include directories). */
 typedef struct Roots {
     const char *v[64];
     int n;
@@ -91,7 +91,8 @@ static const char usage_more[] =
     "      the kernel file's own package root comes first)\n"
     "  CUDA C / HIP kernels (docs/LANGUAGE.md, \"CUDA C / HIP kernels\"): FILE.cu:KERNEL (.cu .cuh .hip .cpp)\n"
     "      instead of FILE.py:KERNEL in ir, emit, audit, grad, jvp, check, with --block BX[,BY,BZ] (the\n"
-    "      block, default 256) and --sig TEMPLATE_ARGS ('scalar_t=fp32,BLOCK=256', extern __shared__ sizes)\n"
+    "      block, default 256) and --sig TEMPLATE_ARGS ('scalar_t=fp32,BLOCK=256', extern __shared__ sizes);\n"
+    "      -I DIR: where a quoted #include not beside its file is looked for (nvcc's -I)\n"
     "  kad ast FILE.py\n"
     "      print the syntax tree of a kernel file\n"
     "  kad revolve TRIPS SLOTS [--plan] | kad revolve TRIPS --programs N --slot-bytes B --budget BYTES [--plan]\n"
@@ -305,8 +306,12 @@ static bool is_cuda_file(const char *target, const char *colon)
 /* Specializes KERNEL of a CUDA/HIP file for the template arguments sig and
  * the block dims "BX[,BY,BZ]" (default 256). */
 static kad_kernel *load_cuda_kernel(kad_ctx *c, const char *target, const char *colon, const char *sig,
-                                    const char *block, unsigned flags)
+                                    const char *block, unsigned flags, const Roots *roots)
 {
+    /* -I DIR: where a quoted #include not beside its file is looked for, as nvcc's -I */
+    for (int i = 0; i < roots->n; i++)
+        if (kad_add_cuda_include_dir(c, roots->v[i]) != 0)
+            return NULL;
     int dims[3] = {256, 1, 1};
     if (block) {
         const char *q = block;
@@ -417,7 +422,7 @@ static int cmd_ir(int argc, char **argv, int mode)
         kad_ctx_free(c);
         return 1;
     }
-    kad_kernel *k = is_cuda_file(target, colon) ? load_cuda_kernel(c, target, colon, sig, block, flags)
+    kad_kernel *k = is_cuda_file(target, colon) ? load_cuda_kernel(c, target, colon, sig, block, flags, &roots)
                                                 : load_py_kernel(c, target, colon, &roots, sig, flags);
     const char *text = !k                ? NULL
                        : audit           ? kad_audit(k)
@@ -669,7 +674,7 @@ static kad_kernel *load_target(kad_ctx *c, const char *target, const Roots *root
         return NULL;
     }
     if (is_cuda_file(target, colon))
-        return load_cuda_kernel(c, target, colon, sig, block, flags);
+        return load_cuda_kernel(c, target, colon, sig, block, flags, roots);
     return load_py_kernel(c, target, colon, roots, sig, flags);
 }
 

@@ -168,6 +168,7 @@ def _load():
             "kad_check_launch": ([P, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64), I], I),
             # CUDA C / HIP (docs/LANGUAGE.md "CUDA C / HIP kernels", docs/EMIT.md "CUDA C")
             "kad_add_cuda_source": ([P, S, S], I),
+            "kad_add_cuda_include_dir": ([P, S], I),
             "kad_specialize_cuda": ([P, S, S, ctypes.POINTER(I), U], P),
             "kad_kernel_cuda": ([P, I], S),
             "kad_grad_module_cuda": ([P, S, S, U, I], S),
@@ -319,6 +320,14 @@ class Context:
         if not k:
             self._fail(f"specialize({kernel!r})")
         return Kernel(self, k)
+
+    def add_cuda_include_dir(self, path: str) -> None:
+        """Adds a directory where quoted #includes of later CUDA sources are looked for when not
+        beside the including file (kad_add_cuda_include_dir; nvcc's -I)."""
+        fn = self._need("kad_add_cuda_include_dir")
+        self._begin()
+        if fn(self._c, _enc(path)) != 0:
+            self._fail(f"add_cuda_include_dir({path!r})")
 
     def add_cuda_source(self, filename: str, text: str) -> None:
         """Adds a CUDA C / HIP file (.cu, .cuh, .hip, .cpp; kad_add_cuda_source): its device code."""

@@ -193,7 +193,7 @@ class CudaKernel:
 
     def __init__(self, source: str, kernel: str, inputs: Sequence[str], outputs: Sequence[str],
                  template: Mapping[str, Any] | None = None, hip: bool | None = None,
-                 deterministic: bool = True, _plain: bool = False) -> None:
+                 deterministic: bool = True, _plain: bool = False, include_dirs: Sequence[str] = ()) -> None:
         if isinstance(inputs, str) or isinstance(outputs, str):
             raise TypeError("kad.cuda.differentiable: inputs and outputs are lists of parameter names")
         if not outputs and not _plain:
@@ -208,6 +208,11 @@ class CudaKernel:
         self.deterministic = deterministic
         self._types = _template_types(self.text, kernel)
         self._ctx = _capi.Context()
+        if isinstance(include_dirs, str):
+            raise TypeError("kad.cuda: include_dirs is a list of directories")
+        self.include_dirs = tuple(os.path.abspath(os.fspath(d)) for d in include_dirs)
+        for d in self.include_dirs:
+            self._ctx.add_cuda_include_dir(d)
         self._ctx.add_cuda_source(self.filename, self.text)  # errors in the source: now, located
         self.__name__ = kernel  # (kad's operators name the kernel so in their errors)
         self._op_id = _ops.register_kernel(f"kad.cuda:{self.filename}:{kernel}", self)
@@ -292,6 +297,7 @@ class CudaKernel:
         if hit is None:
             text = forward_stub(self.text, self.kernel, spec.params, template)
             inc = [os.path.dirname(os.path.abspath(self.filename))] if os.path.isfile(self.filename) else []
+            inc += list(self.include_dirs)  # nvcc's -I, as kad's front end read them
             lib = build_module(text, self.kernel, _arch(dev), inc)
             fname = f"kad_launch_{self.kernel}"
             fn = getattr(lib, fname)
@@ -1091,13 +1097,16 @@ def forward_stub(text: str, kernel: str, params: Sequence[tuple[str, str]], temp
 
 def differentiable(source: str, kernel: str, inputs: Sequence[str], outputs: Sequence[str],
                    template: Mapping[str, Any] | None = None, hip: bool | None = None,
-                   deterministic: bool = True) -> CudaKernel:
+                   deterministic: bool = True, include_dirs: Sequence[str] = ()) -> CudaKernel:
     """A CUDA C / HIP __global__ function as a differentiable kernel (docs/PYTHON.md, "CUDA C /
     HIP kernels"): source a path or the source text, kernel the function's name, inputs the
     pointer parameters to differentiate, outputs those it writes.  template: template arguments
     ({"BLOCK": 256, "scalar_t": torch.float32}; type parameters left out take the dtypes of the
-    tensors passed).  Launch as k[grid, block](*args), arguments in the C signature's order."""
-    return CudaKernel(source, kernel, inputs, outputs, template=template, hip=hip, deterministic=deterministic)
+    tensors passed).  include_dirs: where quoted #includes not beside the file are looked for
+    (nvcc's -I; a path source's own headers beside it need none).  Launch as k[grid,
+    block](*args), arguments in the C signature's order."""
+    return CudaKernel(source, kernel, inputs, outputs, template=template, hip=hip, deterministic=deterministic,
+                      include_dirs=include_dirs)
 
 
 def backward_source(k: CudaKernel, block: Dims, *args: Any, template: Mapping[str, Any] | None = None,

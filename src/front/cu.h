@@ -35,8 +35,9 @@ typedef struct CuTok {
 } CuTok;
 
 /* Tokenizes and preprocesses text; returns the tokens ending in CT_EOF.
+ * A quoted #include is read beside the including file, else in dirs[0..ndirs).
  * Errors go to d (located). */
-CuTok *cu_lex(Arena *a, Diags *d, const char *file, const char *text, int *ntok);
+CuTok *cu_lex(Arena *a, Diags *d, const char *file, const char *text, const char *const *dirs, int ndirs, int *ntok);
 
 /* ---- the AST (cu_parse.c) ---- */
 
@@ -149,6 +150,8 @@ typedef struct CuStruct {
     CuField *fields;
     int nfields;
     Loc loc;
+    bool host;    /* has a member that is not a number field (a method, an array, torch::Tensor...): */
+    Loc host_loc; /* the first such member; refused where a kernel uses the struct, host code may */
 } CuStruct;
 
 typedef struct CuInst { /* template __global__ void k<float, 256>(...); */
@@ -305,6 +308,8 @@ CVal cu_call_builtin(Lw *L, const CuExpr *e, bool *handled);
 
 /* cu_kernel.c: a call of a __device__ function, inlined (the entry point cu_lower is above) */
 CVal cu_call_device(Lw *L, const CuFunc *fn, const CuExpr *call);
+/* Whether s may assign the variable `name` (an assignment, ++/--, &, a reference argument). */
+bool cu_stmt_assigns(Lw *L, const CuStmt *s, const char *name);
 
 /* cu_stmt.c */
 void cu_stmt(Lw *L, const CuStmt *s);

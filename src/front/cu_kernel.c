@@ -13,6 +13,88 @@
 
 /* ---- device functions ---- */
 
+/* Whether e has a side effect (an assignment, ++/--, a call) or names
+ * `name` (NULL: no name). */
+static bool expr_effects(const CuExpr *e, const char *name)
+{
+    if (!e)
+        return false;
+    if (e->kind == CE_ASSIGN || e->kind == CE_CALL || (e->kind == CE_UNARY && strlen(e->op) > 1))
+        return true;
+    if (name && e->kind == CE_IDENT && !strcmp(e->name, name))
+        return true;
+    if (expr_effects(e->c, name) || expr_effects(e->l, name) || expr_effects(e->r, name))
+        return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_effects(e->args[i], name))
+            return true;
+    return false;
+}
+
+/* Whether argument i of call e, for the reference parameter i of fn, is
+ * one kad binds: a variable, or an element `a[idx]` of a pointer or array.
+ * An element is copied in at the call and back at its end (when fn may
+ * assign it), which is C++'s binding provided the binding cannot move and
+ * fn cannot reach the element another way: idx has no side effects and
+ * names no variable the call passes by reference, and no other argument
+ * is a pointer.  Two elements of one array: elem_refs_distinct. */
+static bool ref_arg_ok(Lw *L, const CuFunc *fn, const CuExpr *e, int i, const CVal *vals)
+{
+    const CuExpr *a = e->args[i];
+    if (a->kind == CE_IDENT)
+        return true;
+    if (a->kind != CE_INDEX || !a->l || a->l->kind != CE_IDENT) {
+        diag_error(L->d, a->loc, "a reference parameter takes a variable or an element a[i] of an array or pointer "
+                                 "named by a variable: copy this value into a local variable and pass that");
+        return false;
+    }
+    if (expr_effects(a->r, NULL)) {
+        diag_error(L->d, a->r->loc, "the index of an element passed by reference has a side effect or a call: "
+                                    "compute it into a local variable first");
+        return false;
+    }
+    for (int j = 0; j < e->nargs && j < fn->nparams; j++) {
+        const CuExpr *b = e->args[j];
+        if (j != i && fn->params[j].type->ref && b->kind == CE_IDENT &&
+            (expr_effects(a->r, b->name) || !strcmp(a->l->name, b->name))) {
+            diag_error(L->d, b->loc, "'%s' is passed by reference and also names the element '%s[...]' passed by "
+                                     "reference: the binding would move; pass a copy", b->name, a->l->name);
+            return false;
+        }
+        if (j != i && !fn->params[j].type->ref && vals[j].t && vals[j].t->k == TY_PTR) {
+            diag_error(L->d, b->loc, "'%s' receives a pointer and a reference to an element of memory: kad copies "
+                                     "the element in and out, which C++ means only if '%s' cannot reach it through "
+                                     "the pointer; pass the element's value, or its index", fn->name, fn->name);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Two elements of one array passed by reference to one call must be two
+ * elements (aliases would see each other's writes, copies do not): an
+ * assert, checked where the forward runs. */
+static void elem_refs_distinct(Lw *L, const CuFunc *fn, const CuExpr *e, Loc loc)
+{
+    for (int i = 0; i < e->nargs && i < fn->nparams; i++)
+        for (int j = i + 1; j < e->nargs && j < fn->nparams; j++) {
+            const CuExpr *a = e->args[i], *b = e->args[j];
+            if (!fn->params[i].type->ref || !fn->params[j].type->ref || a->kind != CE_INDEX ||
+                b->kind != CE_INDEX || strcmp(a->l->name, b->l->name))
+                continue;
+            CVal ia = cu_expr(L, a->r), ib = cu_expr(L, b->r);
+            if (!ia.v || !ib.v)
+                continue;
+            CVal ne = cu_binop(L, "!=", ia, ib, loc);
+            if (!ne.v)
+                continue;
+            ValId c = cu_or(L, cu_truth(L, ne, loc), cu_not(L, cu_m(L), loc), loc);
+            Inst *in = ir_emit(L->f, L->b, OP_ASSERT, &c, 1, NULL, 0, loc);
+            in->sattr = arena_printf(L->a, "%s:%d:%d: '%s' receives '%s[...]' twice by reference, the same element", 
+                                     b->loc.file, b->loc.line, b->loc.col, fn->name, a->l->name);
+        }
+}
+
 CVal cu_call_device(Lw *L, const CuFunc *fn, const CuExpr *call_e)
 {
     Loc loc = call_e->loc;
@@ -29,11 +111,12 @@ CVal cu_call_device(Lw *L, const CuFunc *fn, const CuExpr *call_e)
     for (int i = 0; i < fn->nparams; i++)
         args[i] = fn->params[i].type->ref ? (CVal){0} : cu_expr(L, call_e->args[i]);
     for (int i = 0; i < fn->nparams; i++)
-        if (fn->params[i].type->ref && call_e->args[i]->kind != CE_IDENT) {
-            diag_error(L->d, call_e->args[i]->loc, "a reference parameter takes a variable");
+        if (fn->params[i].type->ref && !ref_arg_ok(L, fn, call_e, i, args)) {
             return cu_bad(L);
-        } else if (fn->params[i].type->ref)
+        } else if (fn->params[i].type->ref) {
             args[i] = cu_expr(L, call_e->args[i]);
+        }
+    elem_refs_distinct(L, fn, call_e, loc);
     int env0 = L->env.n, frame0 = L->frame;
     const CuFunc *fn0 = L->fn;
     const CuTy *ret0 = L->ret_ty;
@@ -144,8 +227,14 @@ CVal cu_call_device(Lw *L, const CuFunc *fn, const CuExpr *call_e)
     L->depth--;
     cu_set_m(L, m0);
     for (int i = 0; i < fn->nparams; i++)
-        if (fn->params[i].type->ref && outs[i].t)
-            cu_assign(L, call_e->args[i], outs[i], loc);
+        if (fn->params[i].type->ref && outs[i].t) {
+            /* an element goes back to memory only when fn may have changed it: a const& of an
+             * input's element stores nothing */
+            const CuExpr *a = call_e->args[i];
+            if (a->kind == CE_IDENT ||
+                (!fn->params[i].type->is_const && cu_stmt_assigns(L, fn->body, fn->params[i].name)))
+                cu_assign(L, a, outs[i], loc);
+        }
     return r;
 }
 

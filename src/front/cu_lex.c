@@ -2,12 +2,16 @@
  *
  * Two steps: the text becomes raw tokens (each marked when it starts a
  * line, so that `#` lines are directives); then the directives run in order
- * over them: object-like and function-like #define (no # or ##), #undef,
+ * over them: object-like and function-like #define (with # and ##), #undef,
  * #if/#ifdef/#ifndef/#elif/#else/#endif with integer expressions and
- * defined(), #pragma and #error skipped or reported, #include of the
- * runtime headers ignored and of anything else refused (a kernel's own
- * headers are not read: paste the code, or add the file as a source of its
- * own).  Macros expand with the usual rule that a macro is not expanded
+ * defined(), #pragma and #error skipped or reported.  #include of the
+ * runtime and host-library headers (CUDA, HIP, C/C++, torch, ATen, c10,
+ * thrust...) is ignored: what a kernel uses from them is either a name the
+ * front end knows or an unknown name refused where it is used.  A quoted
+ * #include "h" is read as nvcc reads it, relative to the directory of the
+ * file that includes it, and its raw tokens are spliced in place of the
+ * directive (so macros, conditionals and #pragma once span files; each
+ * token keeps its own file's location).  Macros expand with the usual rule that a macro is not expanded
  * inside its own expansion.  Expanded tokens keep the location of the use.
  * Comments, backslash-newlines and string literals are handled; host code
  * is tokenized like device code (the parser skips it).
@@ -221,14 +225,124 @@ static void expand_list(Pre *P, const CuTok *toks, int n, TokVec *out, Loc use, 
     }
 }
 
+/* The index of the parameter of m that t names (__VA_ARGS__: the one after
+ * the named ones), or -1. */
+static int param_index(const Macro *m, const CuTok *t)
+{
+    if (!m->func || t->kind != CT_IDENT)
+        return -1;
+    for (int q = 0; q < m->nparams; q++)
+        if (!strcmp(m->params[q], t->text))
+            return q;
+    return m->variadic && !strcmp(t->text, "__VA_ARGS__") ? m->nparams : -1;
+}
+
+/* `#x`: the argument's spelling as a string literal, one space where its
+ * tokens were apart, quotes and backslashes of its literals escaped. */
+static CuTok stringize(Pre *P, const TokVec *arg, Loc use)
+{
+    Buf b = {.a = P->a};
+    buf_puts(&b, "\"");
+    for (int k = 0; k < arg->n; k++) {
+        const CuTok *t = &arg->v[k];
+        if (k && !(t->loc.line == arg->v[k - 1].loc.line &&
+                   t->loc.col == arg->v[k - 1].loc.col + (int)strlen(arg->v[k - 1].text)))
+            buf_puts(&b, " ");
+        for (const char *c = t->text; *c; c++) {
+            if ((t->kind == CT_STRING || t->kind == CT_CHAR) && (*c == '"' || *c == '\\'))
+                buf_puts(&b, "\\");
+            buf_printf(&b, "%c", *c);
+        }
+    }
+    buf_puts(&b, "\"");
+    return (CuTok){.kind = CT_STRING, .loc = use, .text = buf_str(&b)};
+}
+
+/* `l ## r`: the one token that the two spellings make together, relexed;
+ * an error when they make none or several. */
+static CuTok paste(Pre *P, const CuTok *l, const CuTok *r, Loc at)
+{
+    Buf b = {.a = P->a};
+    buf_printf(&b, "%s%s", l->text, r->text);
+    const char *text = buf_str(&b);
+    TokVec tv = {0};
+    Diags quiet;
+    diag_init(&quiet, P->a);
+    lex_raw(P->a, &quiet, at.file, text, &tv);
+    if (quiet.nerrors || tv.n != 2) {
+        diag_error(P->d, at, "'##' pastes '%s' and '%s' into '%s', which is not one token", l->text, r->text, text);
+        return *l;
+    }
+    CuTok t = tv.v[0];
+    t.loc = at;
+    t.bol = false;
+    return t;
+}
+
+/* The body of m with its parameters replaced by args[0..nargs): an
+ * argument is macro-expanded first unless it is the operand of # or ##
+ * (C11 6.10.3.1); `#p` stringizes, `a ## b` pastes the tokens at its
+ * sides.  An empty operand of ## leaves the other side as it is. */
+static void substitute(Pre *P, const Macro *m, const TokVec *args, int nargs, TokVec *out, Loc use)
+{
+    static const TokVec none = {0};
+    for (int k = 0; k < m->nbody; k++) {
+        const CuTok *t = &m->body[k];
+        int pi = param_index(m, t);
+        const TokVec *arg = pi >= 0 ? (pi < nargs ? &args[pi] : &none) : NULL;
+        if (m->func && is_p(t, "#")) {
+            int qi = k + 1 < m->nbody ? param_index(m, &m->body[k + 1]) : -1;
+            if (qi < 0) {
+                diag_error(P->d, t->loc, "'#' in a function-like macro must be followed by a parameter's name");
+                continue;
+            }
+            vec_push(P->a, *out, stringize(P, qi < nargs ? &args[qi] : &none, use));
+            k++;
+            continue;
+        }
+        if (is_p(t, "##")) {
+            if (k + 1 >= m->nbody || k == 0) {
+                diag_error(P->d, t->loc, "'##' cannot be at either end of a macro body");
+                continue;
+            }
+            const CuTok *rt = &m->body[++k];
+            int ri = param_index(m, rt);
+            const CuTok *rv = rt;
+            int rn = 1;
+            if (ri >= 0) {
+                rv = ri < nargs ? args[ri].v : NULL;
+                rn = ri < nargs ? args[ri].n : 0;
+            }
+            int start = 0;
+            if (rn && out->n) {
+                out->v[out->n - 1] = paste(P, &out->v[out->n - 1], &rv[0], use);
+                start = 1;
+            }
+            for (int q = start; q < rn; q++)
+                vec_push(P->a, *out, rv[q]);
+            continue;
+        }
+        if (!arg) {
+            vec_push(P->a, *out, *t);
+        } else if (k + 1 < m->nbody && is_p(&m->body[k + 1], "##")) {
+            for (int q = 0; q < arg->n; q++)
+                vec_push(P->a, *out, arg->v[q]);
+        } else {
+            expand_list(P, arg->v, arg->n, out, use, false);
+        }
+    }
+}
+
 static bool expand_one(Pre *P, const CuTok *toks, int n, int *i, TokVec *out, Loc use)
 {
     Macro *m = find_macro(P, toks[*i].text);
     if (!m || m->busy)
         return false;
     if (!m->func) {
+        TokVec subst = {0};
+        substitute(P, m, NULL, 0, &subst, use);
         m->busy = true;
-        expand_list(P, m->body, m->nbody, out, use, false);
+        expand_list(P, subst.v, subst.n, out, use, false);
         m->busy = false;
         return true;
     }
@@ -271,27 +385,9 @@ static bool expand_one(Pre *P, const CuTok *toks, int n, int *i, TokVec *out, Lo
         *i = j;
         return true;
     }
-    /* substitute the fully expanded arguments, then rescan */
+    /* substitute the arguments (expanded, except next to # and ##), then rescan */
     TokVec subst = {0};
-    for (int k = 0; k < m->nbody; k++) {
-        const CuTok *t = &m->body[k];
-        if (t->kind == CT_PUNCT && (!strcmp(t->text, "#") || !strcmp(t->text, "##"))) {
-            diag_error(P->d, t->loc, "'%s' in a macro body is not supported: write the tokens out", t->text);
-            continue;
-        }
-        int pi = -1;
-        if (t->kind == CT_IDENT) {
-            for (int q = 0; q < m->nparams; q++)
-                if (!strcmp(m->params[q], t->text))
-                    pi = q;
-            if (m->variadic && !strcmp(t->text, "__VA_ARGS__"))
-                pi = m->nparams;
-        }
-        if (pi >= 0 && pi < args.n)
-            expand_list(P, args.v[pi].v, args.v[pi].n, &subst, use, false);
-        else if (pi < 0)
-            vec_push(P->a, subst, *t);
-    }
+    substitute(P, m, args.v, args.n, &subst, use);
     m->busy = true;
     expand_list(P, subst.v, subst.n, out, use, false);
     m->busy = false;
@@ -447,7 +543,32 @@ static bool known_header(const char *h)
     for (size_t k = 0; k < sizeof known / sizeof *known; k++)
         if (!strcmp(h, known[k]))
             return true;
+    /* the host side of PyTorch extensions and the CUDA/HIP libraries: declarations the device
+     * code of a per-thread kernel does not take numbers from */
+    static const char *const dirs[] = {
+        "torch/", "ATen/", "c10/", "thrust/", "cub/", "hipcub/", "pybind11/", "cuda/", "hip/", "curand",
+        "hiprand", "cooperative_groups/", "crt/",
+    };
+    for (size_t k = 0; k < sizeof dirs / sizeof *dirs; k++)
+        if (!strncmp(h, dirs[k], strlen(dirs[k])))
+            return true;
     return false;
+}
+
+/* At most this many #include files read into one source: a bound on an
+ * include cycle that has neither a guard nor #pragma once. */
+#define CU_MAX_INCLUDES 256
+
+/* The path of a quoted #include "h" written in file `from`: h relative to
+ * from's directory (h itself when absolute or when from has none). */
+static const char *include_path(Arena *a, const char *from, const char *h)
+{
+    const char *slash = strrchr(from, '/');
+    if (h[0] == '/' || !slash)
+        return arena_strdup(a, h);
+    Buf b = {.a = a};
+    buf_printf(&b, "%.*s/%s", (int)(slash - from), from, h);
+    return buf_str(&b);
 }
 
 /* Conditional stack entry: whether this group is taken, whether one was. */
@@ -456,12 +577,14 @@ typedef struct Cond {
     Loc loc;
 } Cond;
 
-CuTok *cu_lex(Arena *a, Diags *d, const char *file, const char *text, int *ntok)
+CuTok *cu_lex(Arena *a, Diags *d, const char *file, const char *text, const char *const *dirs, int ndirs, int *ntok)
 {
     TokVec raw = {0};
     lex_raw(a, d, file, text, &raw);
     Pre P = {.a = a, .d = d};
     Vec(Cond) conds = {0};
+    Vec(const char *) once = {0}; /* files that said #pragma once */
+    int nincludes = 0;
     bool on = true;
     int i = 0;
     while (raw.v[i].kind != CT_EOF) {
@@ -550,12 +673,61 @@ CuTok *cu_lex(Arena *a, Diags *d, const char *file, const char *text, int *ntok)
                         buf_puts(&b, args[k].text);
                     h = arena_strdup(a, buf_str(&b));
                 }
-                if (!h)
+                if (!h) {
                     diag_error(d, dl, "malformed #include");
-                else if (!known_header(h))
-                    diag_error(d, nargs ? args[0].loc : dl,
-                               "#include \"%s\": kad reads one file and knows only the CUDA/HIP runtime and C "
-                               "library headers; paste what the kernel needs from it into this file", h);
+                } else if (!known_header(h)) {
+                    Loc hl = nargs ? args[0].loc : dl;
+                    /* "h": beside the including file, then in the include directories; <h>: there */
+                    bool quoted = args[0].kind == CT_STRING;
+                    const char *path = quoted ? include_path(a, hl.file, h) : h;
+                    char *text2 = quoted ? read_file(a, path, NULL) : NULL;
+                    for (int k = 0; k < ndirs && !text2 && h[0] != '/'; k++) {
+                        Buf pb = {.a = a};
+                        buf_printf(&pb, "%s/%s", dirs[k], h);
+                        text2 = read_file(a, buf_str(&pb), NULL);
+                        if (text2)
+                            path = buf_str(&pb);
+                    }
+                    if (!quoted && !text2) {
+                        diag_error(d, hl,
+                                   "#include <%s>: kad knows the CUDA/HIP runtime, C/C++ and PyTorch headers, and "
+                                   "reads other headers from the include directories (-I DIR, include_dirs=[...]); "
+                                   "this one is in none: add its directory, or paste what the kernel needs from it",
+                                   h);
+                    } else {
+                        bool skip = false;
+                        for (int k = 0; k < once.n; k++)
+                            skip = skip || !strcmp(once.v[k], path);
+                        if (skip) {
+                            /* #pragma once: already included */
+                        } else if (!text2) {
+                            diag_error(d, hl,
+                                       "#include \"%s\": cannot read '%s' (a quoted include is read relative to the "
+                                       "directory of the file that includes it, then in the include directories: "
+                                       "-I DIR, include_dirs=[...]; a source given as text has no directory: pass "
+                                       "its path)", h, path);
+                        } else if (++nincludes > CU_MAX_INCLUDES) {
+                            diag_error(d, hl,
+                                       "#include \"%s\": more than %d files included (an include cycle without a "
+                                       "guard or #pragma once?)", h, CU_MAX_INCLUDES);
+                        } else {
+                            /* splice the header's raw tokens in place of the directive */
+                            diag_add_source(d, path, text2);
+                            TokVec hv = {0};
+                            lex_raw(a, d, path, text2, &hv);
+                            TokVec nv = {0};
+                            vec_reserve(a, nv, raw.n + hv.n);
+                            memcpy(nv.v, raw.v, (size_t)e * sizeof *nv.v);
+                            memcpy(nv.v + e, hv.v, (size_t)(hv.n - 1) * sizeof *nv.v);
+                            memcpy(nv.v + e + hv.n - 1, raw.v + e, (size_t)(raw.n - e) * sizeof *nv.v);
+                            nv.n = raw.n + hv.n - 1;
+                            raw = nv;
+                        }
+                    }
+                }
+            } else if (!strcmp(dn, "pragma") && nargs >= 1 && args[0].kind == CT_IDENT &&
+                       !strcmp(args[0].text, "once")) {
+                vec_push(a, once, t->loc.file);
             } else if (!strcmp(dn, "error")) {
                 diag_error(d, dl, "#error in the kernel file");
             } else if (!strcmp(dn, "pragma") || !strcmp(dn, "line") || !*dn) {

@@ -139,6 +139,14 @@ const CuTy *cu_base_type(Lw *L, const char *n, Loc loc)
             const CuStruct *s = U->structs.v[i];
             if (!s->name || strcmp(s->name, n))
                 continue;
+            if (s->host) {
+                diag_error(L->d, loc,
+                           "struct '%s' has a member that is not a number (a method, an array or a host type such as "
+                           "torch::Tensor, first at %s:%d:%d): kad lowers structs of numbers only; pass what the "
+                           "kernel reads from it as parameters", n, s->host_loc.file, s->host_loc.line,
+                           s->host_loc.col);
+                return NULL;
+            }
             CuSInfo *si = arena_alloc(L->a, sizeof *si);
             si->name = s->name;
             si->n = s->nfields;

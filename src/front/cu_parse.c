@@ -61,7 +61,7 @@ static const char *const builtin_types[] = {
     "void", "bool", "char", "short", "int", "long", "unsigned", "signed", "float", "double", "size_t",
     "ptrdiff_t", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t",
     "half", "__half", "__nv_bfloat16", "nv_bfloat16", "hip_bfloat16", "__hip_bfloat16", "auto", "float2",
-    "float3", "float4", "double2", "double3", "double4", "int2", "int3", "int4", "uint2", "uint4", "dim3",
+    "float3", "float4", "double2", "double3", "double4", "int2", "int3", "int4", "uint2", "uint3", "uint4", "dim3",
     "longlong", "uint", "__int64",
 };
 
@@ -98,7 +98,8 @@ static bool type_starts(P *p)
     if (is_qual(t->text))
         return true;
     if (!strcmp(t->text, "std") && is(peekn(p, 1), "::"))
-        return true;
+        /* std::size_t x starts a declaration, std::tan(x) an expression */
+        return peekn(p, 2)->kind == CT_IDENT && is_type_name(p, peekn(p, 2)->text);
     return is_type_name(p, t->text);
 }
 
@@ -764,24 +765,31 @@ static bool parse_struct(P *p, bool tdef)
         vec_push(p->a, p->u->structs, st);
     while (!is(peek(p), "}") && peek(p)->kind != CT_EOF && p->errs_here < 8) {
         if (!type_starts(p)) {
-            diag_error(p->d, peek(p)->loc, "only data members are supported in a struct used by a kernel");
-            p->errs_here++;
+            /* a host struct (torch::Tensor members, constructors...): refused only where a kernel uses it */
+            if (!st->host)
+                st->host = true, st->host_loc = peek(p)->loc;
             skip_item(p);
             continue;
         }
         CuTypeSpec *ty = parse_type(p);
         for (;;) {
             CuField f = {ty, NULL};
-            if (peek(p)->kind == CT_IDENT)
+            if (peek(p)->kind == CT_IDENT) {
                 f.name = next(p)->text;
-            else {
+            } else if (is(peek(p), "(")) {
+                /* a constructor: host code unless a kernel uses the struct */
+                if (!st->host)
+                    st->host = true, st->host_loc = ty->loc;
+                skip_item(p);
+                break;
+            } else {
                 diag_error(p->d, peek(p)->loc, "expected a member name");
                 p->errs_here++;
                 break;
             }
             if (is(peek(p), "[") || is(peek(p), "(")) {
-                diag_error(p->d, peek(p)->loc, "array and function members are not supported in a kernel's struct");
-                p->errs_here++;
+                if (!st->host)
+                    st->host = true, st->host_loc = peek(p)->loc;
                 skip_item(p);
                 break;
             }

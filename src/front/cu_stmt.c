@@ -67,15 +67,15 @@ static bool expr_assigns(Lw *L, const CuExpr *e, const char *name)
     return false;
 }
 
-static bool stmt_assigns(Lw *L, const CuStmt *s, const char *name)
+bool cu_stmt_assigns(Lw *L, const CuStmt *s, const char *name)
 {
     if (!s)
         return false;
-    if (expr_assigns(L, s->e, name) || expr_assigns(L, s->step, name) || stmt_assigns(L, s->init, name) ||
-        stmt_assigns(L, s->body, name) || stmt_assigns(L, s->els, name))
+    if (expr_assigns(L, s->e, name) || expr_assigns(L, s->step, name) || cu_stmt_assigns(L, s->init, name) ||
+        cu_stmt_assigns(L, s->body, name) || cu_stmt_assigns(L, s->els, name))
         return true;
     for (int i = 0; i < s->n; i++)
-        if (stmt_assigns(L, s->list[i], name))
+        if (cu_stmt_assigns(L, s->list[i], name))
             return true;
     for (int i = 0; i < s->ndecls; i++)
         if (expr_assigns(L, s->decls[i].init, name))
@@ -88,7 +88,7 @@ static bool names_assigned(Lw *L, const CuExpr *e, const CuStmt *s)
 {
     if (!e)
         return false;
-    if (e->kind == CE_IDENT && stmt_assigns(L, s, e->name))
+    if (e->kind == CE_IDENT && cu_stmt_assigns(L, s, e->name))
         return true;
     if (names_assigned(L, e->c, s) || names_assigned(L, e->l, s) || names_assigned(L, e->r, s))
         return true;
@@ -567,7 +567,7 @@ static bool canonical(Lw *L, const CuStmt *s, Canon *c)
         neg = st->op[0] == '-';
     } else
         return false;
-    if (stmt_assigns(L, s->body, dc->name) || names_assigned(L, e->r, s->body) || (sv && names_assigned(L, sv, s->body)))
+    if (cu_stmt_assigns(L, s->body, dc->name) || names_assigned(L, e->r, s->body) || (sv && names_assigned(L, sv, s->body)))
         return false;
     *c = (Canon){dc, t, e->op, e->r, sv, neg};
     return true;
@@ -635,7 +635,7 @@ static bool try_unroll(Lw *L, const CuStmt *s)
     Loc loc = s->loc;
     const CuTy *t = cu_resolve_type(L, s->init->type);
     int64_t v;
-    if (!t || t->k != TY_INT || stmt_assigns(L, s->body, dc->name) || !cu_const_eval(L, dc->init, &v))
+    if (!t || t->k != TY_INT || cu_stmt_assigns(L, s->body, dc->name) || !cu_const_eval(L, dc->init, &v))
         return false;
     int64_t vals[64];
     int n = 0, nb = L->env.n;
