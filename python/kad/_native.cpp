@@ -240,7 +240,7 @@ struct KadNode : public Node {
             st[i] = py::cast(sv[i]);
         for (size_t j = 0; j < grads.size(); j++)
             gt[j] = grads[j].defined() ? py::cast(grads[j]) : py::none();
-        if (run.is_none() && !make_run.is_none()) {
+        if (run.is_none() && make_run && !make_run.is_none()) {
             py::tuple ft(fargs.size());
             for (size_t i = 0; i < fargs.size(); i++)
                 ft[i] = py::cast(fargs[i]);
