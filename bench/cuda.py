@@ -46,6 +46,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "python"))
+sys.path.insert(0, HERE)  # bench/gpu.py (gpu_only)
 
 import torch  # noqa: E402
 
@@ -297,19 +298,10 @@ class Timer:
 
 
 def device_time(f, calls=10):
-    """Seconds of device time per call of f: every kernel's and memset's duration (torch.profiler)."""
-    from torch.profiler import ProfilerActivity, profile
-    f()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            f()
-        torch.cuda.synchronize()
-    total = 0.0
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA:
-            total += e.device_time if hasattr(e, "device_time") else e.cuda_time
-    return total / calls / 1e6
+    """Seconds of device time per call of f (bench/gpu.py's gpu_only: every kernel's and memset's
+    duration from torch.profiler)."""
+    from gpu import gpu_only
+    return gpu_only(f, calls) / 1e6
 
 
 def rel_err(gs, ref):

@@ -95,11 +95,64 @@ cu_launch_t cu_launch()
     return f;
 }
 
+// Launches s (a LAUNCH step): its tensor arguments are slot[a.slot]'s address plus a.offset, the
+// others their bits; Triton's two hidden parameters (global and profile scratch) null, as the
+// recipe has none.  test_launch (the tests' stand-in, CPU) is called instead of cuLaunchKernel.
+void launch_step(const Step &s, const std::vector<at::Tensor> &slot, void *stream, const py::object &test_launch,
+                 const char *what)
+{
+    size_t n = s.args.size();
+    std::vector<uint64_t> store(n + 2, 0);
+    std::vector<void *> params(n + 2);
+    for (size_t i = 0; i < n; i++) {
+        const Arg &a = s.args[i];
+        store[i] = a.slot >= 0 ? reinterpret_cast<uint64_t>(slot[a.slot].data_ptr()) + (uint64_t)a.offset : a.bits;
+    }
+    for (size_t i = 0; i < n + 2; i++)
+        params[i] = &store[i];
+    if (!test_launch.is_none()) {
+        py::gil_scoped_acquire g;
+        py::list vals;
+        for (size_t i = 0; i < n; i++)
+            vals.append(py::make_tuple(s.args[i].slot >= 0, store[i], s.args[i].size));
+        test_launch(reinterpret_cast<uintptr_t>(s.function), py::make_tuple(s.grid[0], s.grid[1], s.grid[2]),
+                    s.threads, s.shared, vals);
+        return;
+    }
+    cu_launch_t f = cu_launch();
+    TORCH_CHECK(f != nullptr, "kad: the native ", what, " could not find cuLaunchKernel in libcuda.so.1");
+    int rc = f(s.function, s.grid[0], s.grid[1], s.grid[2], s.threads, 1, 1, s.shared, stream, params.data(), nullptr);
+    TORCH_CHECK(rc == 0, "kad: cuLaunchKernel failed (CUresult ", rc, ") in the ", what, " of a kad kernel");
+}
+
+// A LAUNCH step from its Python form t[at:] = (function, (gx, gy, gz), threads, shared,
+// [(slot, offset, bits, size), ...]); every slot below nslots.
+Step parse_launch(py::tuple t, size_t at, int nslots)
+{
+    Step s;
+    s.function = reinterpret_cast<void *>(t[at].cast<uintptr_t>());
+    py::tuple g = t[at + 1].cast<py::tuple>();
+    for (int k = 0; k < 3; k++)
+        s.grid[k] = g[k].cast<unsigned>();
+    s.threads = t[at + 2].cast<unsigned>();
+    s.shared = t[at + 3].cast<unsigned>();
+    for (py::handle ah : t[at + 4].cast<py::list>()) {
+        py::tuple q = ah.cast<py::tuple>();
+        Arg a;
+        a.slot = q[0].cast<int>();
+        a.offset = q[1].cast<int64_t>();
+        a.bits = q[2].cast<uint64_t>();
+        a.size = q[3].cast<int>();
+        TORCH_CHECK(a.slot < nslots, "kad: a recipe argument names an unknown slot");
+        s.args.push_back(a);
+    }
+    return s;
+}
+
 void run_steps(const Recipe &r, std::vector<at::Tensor> &slot)
 {
     void *stream = nullptr;
-    bool cuda = slot[r.nsaved].is_cuda();
-    if (cuda) {
+    if (slot[r.nsaved].is_cuda()) {
         c10::impl::VirtualGuardImpl impl(c10::DeviceType::CUDA);
         stream = impl.getStream(slot[r.nsaved].device()).native_handle();
     }
@@ -107,39 +160,11 @@ void run_steps(const Recipe &r, std::vector<at::Tensor> &slot)
         if (s.kind == Step::ALLOC) {
             auto opt = slot[r.nsaved].options().dtype(at::kByte);
             slot[s.slot] = s.zero ? at::zeros({s.nbytes}, opt) : at::empty({s.nbytes}, opt);
-            continue;
-        }
-        if (s.kind == Step::ZERO) {
+        } else if (s.kind == Step::ZERO) {
             slot[s.slot].zero_();
-            continue;
+        } else {
+            launch_step(s, slot, stream, r.test_launch, "backward");
         }
-        std::vector<uint64_t> store(s.args.size() + 2, 0);
-        std::vector<void *> params(s.args.size() + 2);
-        for (size_t i = 0; i < s.args.size(); i++) {
-            const Arg &a = s.args[i];
-            if (a.slot >= 0)
-                store[i] = reinterpret_cast<uint64_t>(slot[a.slot].data_ptr()) + (uint64_t)a.offset;
-            else
-                store[i] = a.bits;
-            params[i] = &store[i];
-        }
-        // Triton's two hidden parameters (global and profile scratch): null, the recipe has none
-        params[s.args.size()] = &store[s.args.size()];
-        params[s.args.size() + 1] = &store[s.args.size() + 1];
-        if (!r.test_launch.is_none()) {
-            py::gil_scoped_acquire g;
-            py::list vals;
-            for (size_t i = 0; i < s.args.size(); i++)
-                vals.append(py::make_tuple(s.args[i].slot >= 0, store[i], s.args[i].size));
-            r.test_launch(reinterpret_cast<uintptr_t>(s.function),
-                          py::make_tuple(s.grid[0], s.grid[1], s.grid[2]), s.threads, s.shared, vals);
-            continue;
-        }
-        cu_launch_t f = cu_launch();
-        TORCH_CHECK(f != nullptr, "kad: the native backward node could not find cuLaunchKernel in libcuda.so.1");
-        int rc = f(s.function, s.grid[0], s.grid[1], s.grid[2], s.threads, 1, 1, s.shared, stream,
-                   params.data(), nullptr);
-        TORCH_CHECK(rc == 0, "kad: cuLaunchKernel failed (CUresult ", rc, ") in the backward of a kad kernel");
     }
 }
 
@@ -332,10 +357,7 @@ void attach(std::shared_ptr<Holder> holder, py::object run, std::vector<at::Tens
 // launched directly, then the node attached.  launch() answers False (nothing done) where a
 // condition of the recipe does not hold; the Python plan then launches.
 struct Fwd {
-    void *function = nullptr;
-    unsigned grid[3] = {1, 1, 1};
-    unsigned threads = 128, shared = 0;
-    std::vector<Arg> kargs;             // slot: a position in the arguments
+    Step kernel;                        // its arguments' slots: positions in the call's arguments
     std::vector<int> tensors;           // positions of every tensor argument
     std::vector<int> ins, others, outs; // positions
     std::vector<bool> save_other;
@@ -383,26 +405,7 @@ struct Fwd {
         }
         for (int64_t i : scratch)
             torch::autograd::impl::bump_version(t[others[i]]);
-        std::vector<uint64_t> store(kargs.size() + 2, 0);
-        std::vector<void *> params(kargs.size() + 2);
-        for (size_t i = 0; i < kargs.size(); i++) {
-            store[i] = kargs[i].slot >= 0 ? reinterpret_cast<uint64_t>(t[kargs[i].slot].data_ptr()) : kargs[i].bits;
-            params[i] = &store[i];
-        }
-        params[kargs.size()] = &store[kargs.size()];
-        params[kargs.size() + 1] = &store[kargs.size() + 1];
-        if (!test_launch.is_none()) {
-            py::list vals;
-            for (size_t i = 0; i < kargs.size(); i++)
-                vals.append(py::make_tuple(kargs[i].slot >= 0, store[i], kargs[i].size));
-            test_launch(reinterpret_cast<uintptr_t>(function), py::make_tuple(grid[0], grid[1], grid[2]), threads,
-                        shared, vals);
-        } else {
-            cu_launch_t f = cu_launch();
-            TORCH_CHECK(f != nullptr, "kad: the native forward could not find cuLaunchKernel in libcuda.so.1");
-            int rc = f(function, grid[0], grid[1], grid[2], threads, 1, 1, shared, stream, params.data(), nullptr);
-            TORCH_CHECK(rc == 0, "kad: cuLaunchKernel failed (CUresult ", rc, ") in the forward of a kad kernel");
-        }
+        launch_step(kernel, t, stream, test_launch, "forward");
         std::vector<at::Tensor> vi, vo, vd;
         for (int p : ins)
             vi.push_back(t[p]);
@@ -449,27 +452,11 @@ std::shared_ptr<Recipe> make_recipe(int nsaved, int ndirty, bool has_buf, std::v
             s.kind = Step::ZERO;
             s.slot = t[1].cast<int>();
         } else if (kind == "launch") {
-            s.function = reinterpret_cast<void *>(t[1].cast<uintptr_t>());
-            py::tuple g = t[2].cast<py::tuple>();
-            for (int k = 0; k < 3; k++)
-                s.grid[k] = g[k].cast<unsigned>();
-            s.threads = t[3].cast<unsigned>();
-            s.shared = t[4].cast<unsigned>();
-            for (py::handle ah : t[5].cast<py::list>()) {
-                py::tuple at_ = ah.cast<py::tuple>();
-                Arg a;
-                a.slot = at_[0].cast<int>();
-                a.offset = at_[1].cast<int64_t>();
-                a.bits = at_[2].cast<uint64_t>();
-                a.size = at_[3].cast<int>();
-                s.args.push_back(a);
-            }
+            s = parse_launch(t, 1, n);
         } else {
             TORCH_CHECK(false, "kad: unknown recipe step ", kind);
         }
         TORCH_CHECK(s.slot < n, "kad: a recipe step names an unknown slot");
-        for (const Arg &a : s.args)
-            TORCH_CHECK(a.slot < n, "kad: a recipe argument names an unknown slot");
         r->steps.push_back(std::move(s));
     }
     r->nslots = n;
@@ -496,21 +483,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
                         std::vector<std::array<int64_t, 4>> pairs, size_t nargs, int device, bool trust,
                         std::shared_ptr<Holder> holder, py::object make_run, py::object test_launch) {
         auto f = std::make_shared<Fwd>();
-        f->function = reinterpret_cast<void *>(kernel[0].cast<uintptr_t>());
-        py::tuple g = kernel[1].cast<py::tuple>();
-        for (int k = 0; k < 3; k++)
-            f->grid[k] = g[k].cast<unsigned>();
-        f->threads = kernel[2].cast<unsigned>();
-        f->shared = kernel[3].cast<unsigned>();
-        for (py::handle ah : kernel[4].cast<py::list>()) {
-            py::tuple at_ = ah.cast<py::tuple>();
-            Arg a;
-            a.slot = at_[0].cast<int>();
-            a.bits = at_[1].cast<uint64_t>();
-            a.size = at_[2].cast<int>();
-            TORCH_CHECK(a.slot < (int)nargs, "kad: a forward argument names an unknown position");
-            f->kargs.push_back(a);
-        }
+        f->kernel = parse_launch(kernel, 0, (int)nargs);
         TORCH_CHECK(!outs.empty() && save_other.size() == others.size(), "kad: malformed forward recipe");
         for (int p : tensors)
             TORCH_CHECK(p >= 0 && p < (int)nargs, "kad: a forward tensor names an unknown position");

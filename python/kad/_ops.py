@@ -89,6 +89,32 @@ def _decode_const(v):
     return v
 
 
+def split_args(pairs, inputs, outputs, other=None):
+    """The operators' argument lists of a call's (name, value) pairs: (ins, others, outs, ints,
+    floats, layout), layout saying per name where its value went ("i", "t", "o": tensor lists;
+    "I", "F": ints, floats; "c": a constant kept in the key).  other(name, value) is asked for a
+    value of any other type (raise to refuse it); without it such a value is a constant."""
+    ins, others, outs, ints, floats, layout = [], [], [], [], [], []
+    for n, v in pairs:
+        if isinstance(v, torch.Tensor):
+            lst, kind = (outs, "o") if n in outputs else (ins, "i") if n in inputs else (others, "t")
+            layout.append((n, kind, len(lst)))
+            lst.append(v)
+        elif v is None or isinstance(v, (bool, str)):  # (an absent input or output: a constant)
+            layout.append((n, "c", v))
+        elif isinstance(v, (int, torch.SymInt)):
+            layout.append((n, "I", len(ints)))
+            ints.append(v)
+        elif isinstance(v, (float, torch.SymFloat)):
+            layout.append((n, "F", len(floats)))
+            floats.append(v)
+        else:
+            if other is not None:
+                other(n, v)
+            layout.append((n, "c", v))
+    return ins, others, outs, ints, floats, layout
+
+
 @torch.compiler.assume_constant_result
 def kernel_key(kid, layout, grid_dims):
     """The operators' key of a call (traced code calls it; dynamo runs it as a constant; every

@@ -1012,12 +1012,12 @@ def _native_forward(plan, dk, grid, g, args, kwargs, values):
         if ty.startswith("*"):
             if not isinstance(v, torch.Tensor) or n not in pos:
                 return
-            kargs.append((pos[n], 0, 8))
+            kargs.append((pos[n], 0, 0, 8))
         else:
             b = _native._scalar(ty, v)
             if b is None:
                 return
-            kargs.append((-1, b[0], b[1]))
+            kargs.append((-1, 0, b[0], b[1]))
     tens = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
     w = plan.written
     g3 = tuple(g) + (1,) * (3 - len(g))
@@ -1402,22 +1402,8 @@ class DifferentiableKernel:
         names = self._binder.names
         if len(args) > len(names):
             raise TypeError(f"{self.__name__}() takes {len(names)} arguments, {len(args)} given")
-        ins, others, outs, ints, floats, layout = [], [], [], [], [], []
-        for n, v in list(zip(names, args)) + list(kwargs.items()):
-            if isinstance(v, torch.Tensor):
-                lst, kind = (outs, "o") if n in self.outputs else (ins, "i") if n in self.inputs else (others, "t")
-                layout.append((n, kind, len(lst)))
-                lst.append(v)
-            elif v is None or isinstance(v, (bool, str)):  # (an absent input or output: a constant)
-                layout.append((n, "c", v))
-            elif isinstance(v, (int, torch.SymInt)):
-                layout.append((n, "I", len(ints)))
-                ints.append(v)
-            elif isinstance(v, (float, torch.SymFloat)):
-                layout.append((n, "F", len(floats)))
-                floats.append(v)
-            else:
-                layout.append((n, "c", v))
+        ins, others, outs, ints, floats, layout = _ops.split_args(list(zip(names, args)) + list(kwargs.items()),
+                                                                  self.inputs, self.outputs)
         if not outs:
             raise no_output_error(self.outputs)  # before tracing goes further
         if others and torch.is_grad_enabled():

@@ -495,22 +495,10 @@ class CudaKernel:
         args = list(args)
         names = _op_names(self._op_id, block, tuple(str(a.dtype) if isinstance(a, torch.Tensor) else None
                                                      for a in args), len(args))
-        ins, others, outs, ints, floats, layout = [], [], [], [], [], []
-        for n, v in zip(names, args):
-            if isinstance(v, torch.Tensor):
-                lst, kind = (outs, "o") if n in self.outputs else (ins, "i") if n in self.inputs else (others, "t")
-                layout.append((n, kind, len(lst)))
-                lst.append(v)
-            elif isinstance(v, (bool, str)) or v is None:
-                layout.append((n, "c", v))
-            elif isinstance(v, (int, torch.SymInt)):
-                layout.append((n, "I", len(ints)))
-                ints.append(v)
-            elif isinstance(v, (float, torch.SymFloat)):
-                layout.append((n, "F", len(floats)))
-                floats.append(v)
-            else:
-                raise TypeError(f"kad.cuda: {self.kernel}: argument '{n}': got {type(v).__name__}")
+        def refuse(n, v):
+            raise TypeError(f"kad.cuda: {self.kernel}: argument '{n}': got {type(v).__name__}")
+        ins, others, outs, ints, floats, layout = _ops.split_args(zip(names, args), self.inputs, self.outputs,
+                                                                  refuse)
         if torch.is_grad_enabled():
             for n, k, i in layout:
                 if k == "t" and others[i].requires_grad and others[i].is_floating_point():

@@ -245,7 +245,7 @@ def test_native_forward_launches_and_attaches_the_node(mod):
     h = mod.Holder(fb, "fwd_kernel")
     h.set(False, mod.recipe(1, 1, False, [0], [0], [torch.float32], steps, 0, k))
     # args (x, y, n): x input at 0, y output at 1; the kernel's parameters x, y, n (n = 8 as bits)
-    f = mod.forward((55, (2, 1, 1), 64, 16, [(0, 0, 8), (1, 0, 8), (-1, n, 4)]), [0, 1], [0], [], [1], [], [], [],
+    f = mod.forward((55, (2, 1, 1), 64, 16, [(0, 0, 0, 8), (1, 0, 0, 8), (-1, 0, n, 4)]), [0, 1], [0], [], [1], [], [], [],
                     3, 0, False, h, make_run, fwd_kernel)
     x = torch.randn(n, requires_grad=True)
     y = torch.empty(n)
