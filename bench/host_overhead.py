@@ -29,7 +29,10 @@ stubbed to a dispatch (see _stub_big_fills): a GPU's host pays a launch, not a C
   eager f+b     the same math in torch ops (SwiGLU, RMSNorm, softmax 64 x 1024): forward, then torch.autograd.grad
 
 Each figure: time.perf_counter over --iters calls after a warm-up, torch.cuda.synchronize only at
-the ends, median of 5 repetitions, in microseconds per call.  On --device cuda a second table gives
+the ends, in microseconds per call.  The columns that compare with each other are timed interleaved
+(15 repetitions alternating between them, median of each): the forwards (plain, kad, hand, kad
+with grad), the backwards (floor, hand, kad), the forward + backward (hand, kad, eager); the
+launcher columns alone (median of 5).  On --device cuda a second table gives
 each call's device time (bench/gpu.py's gpu_only: every kernel's and memset's duration from
 torch.profiler, mean of 20 calls): a row whose per-call figure is close to its device time is bound
 by the GPU's work (the 4096 x 4096 norms' launches), not by the host.
@@ -53,6 +56,7 @@ internal time.
 """
 import argparse
 import cProfile
+import functools
 import os
 import pstats
 import statistics
@@ -357,6 +361,27 @@ def timeit(fn, iters, device, reps=5):
     return statistics.median(out)
 
 
+def timeit_interleaved(fns, iters, device, reps=15):
+    """timeit for several calls compared with each other: the repetitions alternate between them
+    (rep 1 of each, then rep 2 of each, ...), so that a drift of the host's speed during the run
+    (other tenants, clocks) falls on every column alike; median over reps per call."""
+    sync = torch.cuda.synchronize if device == "cuda" else _nop
+    for fn in fns.values():
+        for _ in range(max(3, iters // 20)):
+            fn()
+    sync()
+    out = {k: [] for k in fns}
+    for _ in range(reps):
+        for k, fn in fns.items():
+            sync()
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                fn()
+            sync()
+            out[k].append((time.perf_counter() - t0) / iters * 1e6)
+    return {k: statistics.median(v) for k, v in out.items()}
+
+
 def measure(entry, device, iters, profile):
     name, fn, inputs, outputs, make, launch = entry[:6]
     det = entry[6] if len(entry) > 6 else True
@@ -374,9 +399,10 @@ def measure(entry, device, iters, profile):
     tdev = "cpu" if device == "stub" else device
     t0, _ = make(tdev, False)
     grid, args, kwargs = launch(t0)
+    fwd = {}  # the forward columns, compared with each other: timed interleaved below
     if device == "cuda":
-        time_col("plain fwd", lambda: fn[grid](*args, **kwargs))
-    time_col("kad fwd", lambda: dk[grid](*args, **kwargs))
+        fwd["plain fwd"] = functools.partial(lambda g, a, k: fn[g](*a, **k), grid, args, kwargs)
+    fwd["kad fwd"] = functools.partial(lambda g, a, k: dk[g](*a, **k), grid, args, kwargs)
 
     # inputs that require grad
     t, oname = make(tdev, True)
@@ -406,8 +432,10 @@ def measure(entry, device, iters, profile):
 
     for _ in range(3):  # a training loop's first steps: compiled, then recorded (native backward node)
         torch.autograd.grad(kad_fwd(), ins, dy)
-    time_col("hand fwd", hand_fwd)
-    time_col("kad fwd+grad", kad_fwd)
+    fwd["hand fwd"] = hand_fwd
+    fwd["kad fwd+grad"] = kad_fwd
+    rows.update(timeit_interleaved(fwd, iters, device))
+    fns.update(fwd)
     y_hand, y_kad = hand_fwd(), kad_fwd()
     print(f"{name}: kad's backward node: {y_kad.grad_fn.name()}", file=sys.stderr)
     if device != "cpu":  # the generated launch_<kernel>_bwd alone, gradient buffers given
@@ -421,14 +449,19 @@ def measure(entry, device, iters, profile):
             mod._kad_ck = ck
             mod._kad_plans.clear()
     y_floor = Floor.apply(*ins, out_tensor())
-    time_col("floor bwd", lambda: torch.autograd.grad(y_floor, ins, dy, retain_graph=True))
-    time_col("hand bwd", lambda: torch.autograd.grad(y_hand, ins, dy, retain_graph=True))
-    time_col("kad bwd", lambda: torch.autograd.grad(y_kad, ins, dy, retain_graph=True))
-    time_col("hand f+b", lambda: torch.autograd.grad(hand_fwd(), ins, dy))
-    time_col("kad f+b", lambda: torch.autograd.grad(kad_fwd(), ins, dy))
+    bwd = {"floor bwd": lambda: torch.autograd.grad(y_floor, ins, dy, retain_graph=True),
+           "hand bwd": lambda: torch.autograd.grad(y_hand, ins, dy, retain_graph=True),
+           "kad bwd": lambda: torch.autograd.grad(y_kad, ins, dy, retain_graph=True)}
+    rows.update(timeit_interleaved(bwd, iters, device))
+    fns.update(bwd)
+    # the fwd+bwd columns are compared with each other (the target: kad's <= eager's): timed interleaved
+    fb = {"hand f+b": lambda: torch.autograd.grad(hand_fwd(), ins, dy),
+          "kad f+b": lambda: torch.autograd.grad(kad_fwd(), ins, dy)}
     eager = EAGER.get(name)
     if eager is not None and device == "cuda":  # on the CPU the eager ops would be the CPU's real work
-        time_col("eager f+b", lambda: torch.autograd.grad(eager(*ins), ins, dy))
+        fb["eager f+b"] = lambda: torch.autograd.grad(eager(*ins), ins, dy)
+    rows.update(timeit_interleaved(fb, iters, device))
+    fns.update(fb)
     if device == "cuda":  # the device time of each call: a host figure at or below it is the GPU's, not the host's
         from gpu import gpu_only
         device_rows = {col: gpu_only(f, 20) for col, f in fns.items()}
@@ -469,7 +502,7 @@ def main():
     torch.manual_seed(0)
     dev = (torch.cuda.get_device_name() if a.device == "cuda" else
            "CPU, kad's CUDA host path, Triton launches stubbed" if a.device == "stub" else "CPU (device work stubbed)")
-    print(f"kad host overhead, {dev}, torch {torch.__version__}, kad {kad.version()}, {iters} calls x 5, "
+    print(f"kad host overhead, {dev}, torch {torch.__version__}, kad {kad.version()}, {iters} calls x 15 (interleaved), "
           f"median, us per call")
     cols = [c for c in COLUMNS if (a.device == "cuda" or c not in ("plain fwd", "launcher (JIT)", "eager f+b"))
             and (a.device != "cpu" or c != "launcher")]

@@ -355,7 +355,9 @@ void attach(std::shared_ptr<Holder> holder, py::object run, std::vector<at::Tens
 // The forward of a planned launch whose backward node is native (docs/PYTHON.md, "Native backward
 // nodes"): the arguments' tensors at fixed positions, the kernel Triton compiled for the key
 // launched directly, then the node attached.  launch() answers False (nothing done) where a
-// condition of the recipe does not hold; the Python plan then launches.
+// condition of the recipe does not hold; the Python plan then launches.  Without a holder it is the
+// launch of a call autograd has nothing to do with (no node): the kernel launched, then the
+// versions of the tensors at outs bumped (what the Python direct launch's _bump_direct does).
 struct Fwd {
     Step kernel;                        // its arguments' slots: positions in the call's arguments
     std::vector<int> tensors;           // positions of every tensor argument
@@ -388,8 +390,8 @@ struct Fwd {
 
     bool go(std::vector<at::Tensor> &t)
     {
-        for (int p : outs)
-            if (t[p].is_view() || t[p].requires_grad())
+        for (size_t k = 0; holder && k < outs.size(); k++)
+            if (t[outs[k]].is_view() || t[outs[k]].requires_grad())
                 return false;
         for (auto &q : pairs) {
             uint64_t a = reinterpret_cast<uint64_t>(t[q[0]].data_ptr()), b = reinterpret_cast<uint64_t>(t[q[1]].data_ptr());
@@ -406,6 +408,11 @@ struct Fwd {
         for (int64_t i : scratch)
             torch::autograd::impl::bump_version(t[others[i]]);
         launch_step(kernel, t, stream, test_launch, "forward");
+        if (!holder) {
+            for (int p : outs)
+                torch::autograd::impl::bump_version(t[p]);
+            return true;
+        }
         std::vector<at::Tensor> vi, vo, vd;
         for (int p : ins)
             vi.push_back(t[p]);

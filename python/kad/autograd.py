@@ -990,45 +990,98 @@ def _native_forward(plan, dk, grid, g, args, kwargs, values):
     if c is None or getattr(c, "function", None) is None:
         plan.nfwd_tried = False  # not compiled yet: asked again at the next launch
         return
-    md = c.metadata
-    if (getattr(md, "num_ctas", 1) != 1 or getattr(md, "launch_cooperative_grid", False) or getattr(md, "launch_pdl", False)
-            or getattr(md, "global_scratch_size", 0) or getattr(md, "profile_scratch_size", 0)
-            or getattr(md, "tensordesc_meta", None)):
-        return
-    names = dk._binder.names
-    sig = list(c.src.signature.values())
     pos = {n: i for i, n in enumerate(plan.names)}
-    if len(sig) != len(names) or any(n not in pos for n in plan.prep.tensors):
+    if any(n not in pos for n in plan.prep.tensors) or plan.dirty_of != {n: i for i, n in enumerate(plan.outputs)}:
         return
-    if plan.dirty_of != {n: i for i, n in enumerate(plan.outputs)}:
+    kernel = _native_kernel(dk, c, g, values, pos)
+    if kernel is None:
         return
-    kargs = []
-    for n, ty in zip(names, sig):
-        if ty == "constexpr":
-            continue
-        v = values[n]
-        if not isinstance(ty, str):
-            return
-        if ty.startswith("*"):
-            if not isinstance(v, torch.Tensor) or n not in pos:
-                return
-            kargs.append((pos[n], 0, 0, 8))
-        else:
-            b = _native._scalar(ty, v)
-            if b is None:
-                return
-            kargs.append((-1, 0, b[0], b[1]))
     tens = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
     w = plan.written
-    g3 = tuple(g) + (1,) * (3 - len(g))
     template = [None if isinstance(a, torch.Tensor) else a for a in args]
     make_run = functools.partial(_native_run, plan, dk, grid, tuple(tens), template, dict(kwargs))
-    plan.nfwd = mod.forward((int(c.function), g3, 32 * md.num_warps, md.shared, kargs), tens,
+    plan.nfwd = mod.forward(kernel, tens,
                             [pos[n] for n in plan.ins], [pos[n] for n in plan.others], [pos[n] for n in plan.outputs],
                             [i not in w for i in range(len(plan.others))], sorted(w),
                             [(pos[a], pos[b], la, lb) for a, b, la, lb in plan.pairs], len(args), key[0],
                             bool(dk.trust), plan.nat, make_run, None)
     plan.nfwd_key = key
+
+
+def _native_kernel(dk, c, g, values, pos):
+    """The launch of compiled kernel c over grid g as _native.cpp's forward takes it: (function,
+    grid, threads, shared memory, arguments), each tensor argument the call's argument at pos[name],
+    each scalar its bits; None when the kernel cannot be launched so (a launch option or parameter
+    kind the C++ forward does not handle: the Python paths serve)."""
+    md = c.metadata
+    if (getattr(md, "num_ctas", 1) != 1 or getattr(md, "launch_cooperative_grid", False) or getattr(md, "launch_pdl", False)
+            or getattr(md, "global_scratch_size", 0) or getattr(md, "profile_scratch_size", 0)
+            or getattr(md, "tensordesc_meta", None)):
+        return None
+    names = dk._binder.names
+    sig = list(c.src.signature.values())
+    if len(sig) != len(names):
+        return None
+    kargs = []
+    for n, ty in zip(names, sig):
+        if ty == "constexpr":
+            continue
+        if not isinstance(ty, str) or n not in values:
+            return None
+        v = values[n]
+        if ty.startswith("*"):
+            if not isinstance(v, torch.Tensor) or n not in pos:
+                return None
+            kargs.append((pos[n], 0, 0, 8))
+        else:
+            b = _native._scalar(ty, v)
+            if b is None:
+                return None
+            kargs.append((-1, 0, b[0], b[1]))
+    return (int(c.function), tuple(g) + (1,) * (3 - len(g)), 32 * md.num_warps, md.shared, kargs)
+
+
+class _Direct:
+    """A repeat of a launch autograd has nothing to do with (DifferentiableKernel._direct: CUDA tensors,
+    nothing requires grad), by launch key: the kernel Triton compiled for the key's first launch,
+    launched from C++ (_native.cpp's Forward without a node), which also bumps the versions of the
+    outputs and of the tensors kad found written (as _bump_direct)."""
+
+    __slots__ = ("nf", "key", "nwritten")
+
+    def __init__(self, nf, key, nwritten):
+        self.nf, self.key, self.nwritten = nf, key, nwritten
+
+
+def _direct_native(dk, grid, args, kwargs, c):
+    """The _Direct of a direct launch whose kernel Triton compiled is c, or None: a tuple grid, a plain
+    JITFunction, every runtime parameter given positionally (constexprs may be keywords), no tensor
+    keyword; the extension built."""
+    mod = _native.module()
+    if mod is None or type(grid) is not tuple or getattr(c, "function", None) is None:
+        return None
+    if any(isinstance(v, torch.Tensor) for v in kwargs.values()):
+        return None
+    names = dk._binder.names
+    if len(args) > len(names):
+        return None
+    values = dict(zip(names, args))
+    values.update((k, v) for k, v in kwargs.items() if k in dk._binder.position)
+    pos = {n: i for i, n in enumerate(names[:len(args)])}
+    try:
+        g = eval_grid(grid, None)
+    except Exception:  # noqa: BLE001 -- a grid kad's evaluation does not take: Triton's JIT launches it
+        return None
+    kernel = _native_kernel(dk, c, g, values, pos)
+    if kernel is None:
+        return None
+    tens = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    bump = [i for i in tens if names[i] in dk.outputs or (names[i] in dk._written_names and args[i].is_floating_point())]
+    if not bump:
+        return None
+    key = (_cuda_cur(), _knobs.runtime.debug, _knobs.compilation.instrumentation_mode)
+    nf = mod.forward(kernel, tens, [], [], bump, [], [], [], len(args), key[0], False, None, None, None)
+    return _Direct(nf, key, len(dk._written_names))
 
 
 def _native_run(plan, dk, grid, tens, template, kwargs, dets, versions):
@@ -1252,6 +1305,7 @@ class DifferentiableKernel:
                               lambda sig: self.program.forward(sig).range_hints(), outputs=self.outputs)
         self._preps = {}
         self._plans = {}  # launch key (_plan_key) -> _Plan
+        self._dplans = {}  # launch key (_plan_key) -> _Direct (launches autograd has nothing to do with)
         # _direct's positions of the declared parameters (sorted), and all their names
         declared = dict.fromkeys(self.inputs + self.outputs)
         self._declared_pos = sorted(names.index(n) for n in declared)
@@ -1322,8 +1376,7 @@ class DifferentiableKernel:
             pkey = None
         if self._direct(args, kwargs, grad):
             # CUDA tensors and nothing for autograd to do: the plain Triton launch, as the caller wrote it
-            self.fn[grid](*args, **kwargs)
-            self._bump_direct(args, kwargs)
+            self._launch_direct(grid, args, kwargs, pkey)
             return None
         # The hot path: binding with the signature cached by the call's fast key (_launch.Binder), then
         # the launch's _Prep by (signature, device).  What remains per call depends on the tensors
@@ -1708,6 +1761,40 @@ class DifferentiableKernel:
             if isinstance(v, torch.Tensor) and (n in self.outputs or (n in self._written_names
                                                                       and v.is_floating_point())):
                 increment_version(v)
+
+    def _launch_direct(self, grid, args, kwargs, pkey):
+        """A launch _direct allows: repeated launches of a key (pkey, or computed here when grad mode
+        is off) go to the kernel Triton compiled for its first launch, from C++ (_Direct); the first
+        one, and whatever the C++ launch declines, to Triton's JIT."""
+        jit = self.jit
+        if self.fn is not jit or jit.pre_run_hooks:
+            self.fn[grid](*args, **kwargs)
+            self._bump_direct(args, kwargs)
+            return
+        if pkey is None:
+            pkey = self._plan_key(grid, args, kwargs)
+        try:
+            d = self._dplans.get(pkey) if pkey is not None else None
+        except TypeError:  # a grid tuple holding something unhashable
+            d = pkey = None
+        if d is not None:
+            h, x = _knobs.runtime.launch_enter_hook, _knobs.runtime.launch_exit_hook
+            if d.nf is None:  # a launch the C++ forward does not take
+                pass
+            elif (d.nwritten == len(self._written_names) and not (getattr(h, "calls", h) or getattr(x, "calls", x))
+                    and d.key == (_cuda_cur(), _knobs.runtime.debug, _knobs.compilation.instrumentation_mode)
+                    and _globals_unchanged(jit) and d.nf.launch(args)):
+                return
+        c = jit.run(*args, grid=grid, warmup=False, **kwargs)
+        self._bump_direct(args, kwargs)
+        if pkey is not None and (d is None or d.nwritten != len(self._written_names)):
+            if len(self._dplans) >= 4096:
+                self._dplans.clear()
+            d = _direct_native(self, grid, args, kwargs, c)
+            if d is not None:
+                self._dplans[pkey] = d
+            elif _native.module() is not None or _native.why() is not None:  # not while the extension builds
+                self._dplans[pkey] = _Direct(None, None, len(self._written_names))
 
     def _direct(self, args, kwargs, grad):
         """Whether a launch can go straight to Triton, unbound: every declared input and output is

@@ -148,3 +148,28 @@ def test_native_node_falls_back_where_the_recipe_does_not_apply(name):
     with torch.no_grad():
         y.mul_(3.0)
     close(torch.autograd.grad(y, ins, dy))
+
+
+@pytest.mark.parametrize("grad_mode", [True, False], ids=["grad-on", "no-grad"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_launches_without_autograd_take_the_cpp_launch(name, grad_mode):
+    """A launch autograd has nothing to do with (nothing requires grad, or grad mode off) repeats
+    through the kernel Triton compiled for its first launch, launched from C++ (_Direct): the same
+    bits as the plain Triton launch, the output's version bumped."""
+    (fn, ins_, outs_), ins, fwd, _ = CASES[name]("cuda", torch.float32)
+    k = kad.differentiable(inputs=ins_, outputs=outs_)(fn)
+    saved = [t.requires_grad for t in ins]
+    for t in ins:
+        t.requires_grad_(False)
+    try:
+        with torch.set_grad_enabled(grad_mode):
+            ref = fwd(fn)  # the plain Triton launch
+            ys = [fwd(k) for _ in range(4)]
+    finally:
+        for t, r in zip(ins, saved):
+            t.requires_grad_(r)
+    assert all(y.grad_fn is None for y in ys)
+    assert any(d.nf is not None for d in k._dplans.values()), list(k._dplans.values())
+    for y in ys:
+        assert torch.equal(y, ref)
+        assert y._version >= 1

@@ -267,3 +267,27 @@ def test_native_forward_launches_and_attaches_the_node(mod):
     yv = torch.empty(2 * n)[n:]
     assert not f.launch((x, yv, n))  # an output that is a view
     assert not f.launch((x, torch.empty(n, requires_grad=True), n))  # an output that requires grad
+
+
+def test_native_forward_without_a_holder_launches_and_bumps_versions_only(mod):
+    """The C++ launch of a call autograd has nothing to do with (kad.autograd._Direct): the kernel
+    launched, the versions of the tensors at outs bumped, no node; views are fine there."""
+    n = 8
+    launched = []
+
+    def fwd_kernel(fn, grid, threads, shared, vals):
+        launched.append((fn, grid, threads, shared, vals))
+        (_, px, _), (_, py_, _), (_, m, _) = vals
+        _arr(py_, m)[:] = 3.0 * _arr(px, m)
+
+    f = mod.forward((55, (1, 1, 1), 32, 0, [(0, 0, 0, 8), (1, 0, 0, 8), (-1, 0, n, 4)]), [0, 1], [], [], [1], [], [],
+                    [], 3, 0, False, None, None, fwd_kernel)
+    x = torch.randn(n)
+    base = torch.empty(2 * n)
+    y = base[:n]
+    v = y._version
+    assert f.launch((x, y, n))
+    assert torch.equal(y, 3.0 * x) and y.grad_fn is None and y._version == v + 1 and x._version == 0
+    assert len(launched) == 1 and launched[0][4][1] == (True, y.data_ptr(), 8)
+    assert not f.launch((x, y))  # another argument count: nothing done
+    assert len(launched) == 1
