@@ -3,6 +3,7 @@
 
     torchrun --nproc_per_node 2 tests/gpu/distributed.py                         # 2 GPUs, NCCL
     torchrun --nproc_per_node 2 tests/gpu/distributed.py --device cpu --backend gloo
+    torchrun --nproc_per_node 2 tests/gpu/distributed.py --backend gloo --share-gpu  # 2 ranks, 1 GPU
     python tests/gpu/distributed.py [--device cpu]                               # one process
 
 The model: two residual blocks x + swiglu(rms_norm(x) W_gate, rms_norm(x) W_up) W_down and a final
@@ -239,9 +240,12 @@ def setup(args):
     if args.device == "cuda":
         if not torch.cuda.is_available():
             raise SystemExit("distributed.py: CUDA is not available (use --device cpu --backend gloo)")
+        if args.share_gpu:  # several ranks per GPU (gloo: NCCL refuses two ranks on one device)
+            local %= torch.cuda.device_count()
         torch.cuda.set_device(local)
         device = torch.device("cuda", local)
-        dist.init_process_group(args.backend, timeout=datetime.timedelta(seconds=args.timeout), device_id=device)
+        dev_id = {"device_id": device} if args.backend == "nccl" else {}
+        dist.init_process_group(args.backend, timeout=datetime.timedelta(seconds=args.timeout), **dev_id)
     else:
         device = torch.device("cpu")
         dist.init_process_group(args.backend, timeout=datetime.timedelta(seconds=args.timeout))
@@ -252,7 +256,7 @@ def setup(args):
 
 
 def barrier(device):
-    if device.type == "cuda":
+    if device.type == "cuda" and dist.get_backend() == "nccl":
         dist.barrier(device_ids=[device.index])
     else:
         dist.barrier()
@@ -369,6 +373,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--backend", default=None, help="nccl (cuda) or gloo (cpu) by default")
+    ap.add_argument("--share-gpu", action="store_true",
+                    help="put rank r on cuda:(r mod the GPU count), for more ranks than GPUs (with --backend gloo)")
     ap.add_argument("--rows", type=int, default=None, help="global batch rows (default 64 cuda, 8 cpu)")
     ap.add_argument("--dim", type=int, default=None)
     ap.add_argument("--hidden", type=int, default=None)
