@@ -180,7 +180,9 @@ struct KadNode : public Node {
     bool trust = false;
     py::object run;                     // the Python Run, for the fallback (None: made by make_run)
     py::object make_run;                // make_run(detached tensors, versions) -> the Run (native forwards)
-    std::vector<at::Tensor> fargs;      // those detached tensors, by the forward's tensor positions
+    std::vector<at::Tensor> fargs;      // those detached tensors, by the forward's tensor positions,
+                                        // or, when fslot is set, made at the fallback from the slots:
+    std::vector<int> fslot;             // per tensor position, its index in sv (inputs, others), then dirty
     size_t nout = 0;
     bool released = false;
 
@@ -266,9 +268,16 @@ struct KadNode : public Node {
         for (size_t j = 0; j < grads.size(); j++)
             gt[j] = grads[j].defined() ? py::cast(grads[j]) : py::none();
         if (run.is_none() && make_run && !make_run.is_none()) {
-            py::tuple ft(fargs.size());
-            for (size_t i = 0; i < fargs.size(); i++)
-                ft[i] = py::cast(fargs[i]);
+            size_t nf = fslot.empty() ? fargs.size() : fslot.size();
+            py::tuple ft(nf);
+            for (size_t i = 0; i < nf; i++) {
+                if (fslot.empty())
+                    ft[i] = py::cast(fargs[i]);
+                else if ((size_t)fslot[i] < sv.size())
+                    ft[i] = py::cast(sv[fslot[i]].detach());
+                else
+                    ft[i] = py::cast(dirty[fslot[i] - sv.size()]);
+            }
             run = make_run(ft, py::cast(versions));
         }
         py::object res = holder->fallback(run, st, gt);
@@ -282,6 +291,14 @@ struct KadNode : public Node {
         return out;
     }
 };
+
+// t.detach() without the dispatcher (the forward's hot path makes two per launch): a tensor of the
+// same storage, sizes, strides and version counter, without autograd's metadata.
+at::Tensor alias_of(const at::Tensor &t)
+{
+    const c10::TensorImpl *impl = t.unsafeGetTensorImpl();
+    return at::Tensor(impl->shallow_copy_and_detach(impl->version_counter(), false));
+}
 
 template <class T>
 auto make_node()
@@ -324,13 +341,13 @@ void attach_impl(P &node, std::shared_ptr<Holder> holder, py::object run, const 
             node->saved.emplace_back(t, false);
         else {
             node->saved.emplace_back();
-            node->plain[i] = t.detach();
+            node->plain[i] = alias_of(t);
         }
     }
     for (auto &y : dirty) {
         torch::autograd::impl::bump_version(y);
         torch::autograd::set_history(y, node);
-        node->dirty.push_back(y.detach());
+        node->dirty.push_back(alias_of(y));
     }
     if (buf)
         node->buf = *buf;
@@ -352,6 +369,76 @@ void attach(std::shared_ptr<Holder> holder, py::object run, std::vector<at::Tens
     attach_impl(node, std::move(holder), std::move(run), ins, others, save_other, dirty, buf, scratch, trust);
 }
 
+// One argument of the call whose launch key made a Forward (DifferentiableKernel._plan_key's fields):
+// a tensor's Python type, dtype, device, requires_grad, is_leaf, sizes and strides and its base's;
+// another argument's type and value.
+struct ArgKey {
+    PyTypeObject *type = nullptr;
+    bool tensor = false;
+    py::object value;  // not a tensor: compared with == (a float bitwise, as the key's hex does)
+    c10::ScalarType dtype = c10::ScalarType::Undefined, bdtype = c10::ScalarType::Undefined;
+    c10::Device device{c10::kCPU};
+    bool rg = false, leaf = false, view = false, brg = false, bleaf = false;
+    std::vector<int64_t> sizes, strides, bsizes, bstrides;
+};
+
+bool same_value(PyObject *a, PyObject *b)
+{
+    if (PyFloat_Check(a)) {
+        double x = PyFloat_AS_DOUBLE(a), y = PyFloat_AS_DOUBLE(b);
+        return std::memcmp(&x, &y, sizeof x) == 0;
+    }
+    int r = PyObject_RichCompareBool(a, b, Py_EQ);
+    if (r < 0)
+        PyErr_Clear();
+    return r == 1;
+}
+
+ArgKey key_of(py::handle h)
+{
+    ArgKey k;
+    k.type = Py_TYPE(h.ptr());
+    k.tensor = THPVariable_Check(h.ptr());
+    if (!k.tensor) {
+        k.value = py::reinterpret_borrow<py::object>(h);
+        return k;
+    }
+    const at::Tensor &t = THPVariable_Unpack(h.ptr());
+    k.dtype = t.scalar_type();
+    k.device = t.device();
+    k.rg = t.requires_grad();
+    k.leaf = t.is_leaf();
+    k.sizes = t.sizes().vec();
+    k.strides = t.strides().vec();
+    k.view = t.is_view();
+    if (k.view) {
+        const at::TensorBase &b = t._base();
+        k.brg = b.requires_grad();
+        k.bleaf = b.is_leaf();
+        k.bdtype = b.scalar_type();
+        k.bsizes = b.sizes().vec();
+        k.bstrides = b.strides().vec();
+    }
+    return k;
+}
+
+bool key_holds(const ArgKey &k, py::handle h)
+{
+    if (Py_TYPE(h.ptr()) != k.type)
+        return false;
+    if (!k.tensor)
+        return same_value(h.ptr(), k.value.ptr());
+    const at::Tensor &t = THPVariable_Unpack(h.ptr());
+    if (t.scalar_type() != k.dtype || t.device() != k.device || t.requires_grad() != k.rg || t.is_leaf() != k.leaf ||
+        t.sizes() != c10::IntArrayRef(k.sizes) || t.strides() != c10::IntArrayRef(k.strides) || t.is_view() != k.view)
+        return false;
+    if (!k.view)
+        return true;
+    const at::TensorBase &b = t._base();
+    return b.requires_grad() == k.brg && b.is_leaf() == k.bleaf && b.scalar_type() == k.bdtype &&
+           b.sizes() == c10::IntArrayRef(k.bsizes) && b.strides() == c10::IntArrayRef(k.bstrides);
+}
+
 // The forward of a planned launch whose backward node is native (docs/PYTHON.md, "Native backward
 // nodes"): the arguments' tensors at fixed positions, the kernel Triton compiled for the key
 // launched directly, then the node attached.  launch() answers False (nothing done) where a
@@ -371,12 +458,24 @@ struct Fwd {
     std::shared_ptr<Holder> holder;
     py::object make_run;
     py::object test_launch;
+    std::vector<int> fslot;  // per tensor position, the node's slot that holds it (KadNode::fslot), or empty
+
+    // the launch key of the call that made it (keyed()): launch_keyed takes only calls of that key
+    std::vector<ArgKey> key;
+    py::object kgrid;
+    std::vector<std::pair<py::object, ArgKey>> kkw;
+    bool has_key = false;
 
     bool launch(py::tuple args)
     {
         if (args.size() != nargs)
             return false;
         std::vector<at::Tensor> t(nargs);
+        return unpack(args, t) && go(t);
+    }
+
+    bool unpack(const py::tuple &args, std::vector<at::Tensor> &t)
+    {
         for (int p : tensors) {
             py::handle h = args[p];
             if (!THPVariable_Check(h.ptr()))
@@ -385,7 +484,43 @@ struct Fwd {
             if ((reinterpret_cast<uint64_t>(t[p].data_ptr()) & 15) || (test_launch.is_none() && !t[p].is_cuda()))
                 return false;
         }
-        return go(t);
+        return true;
+    }
+
+    // Records the launch key of (grid, args, kwargs), a call whose _plan_key is the plan's.
+    void keyed(py::tuple grid, py::tuple args, py::dict kwargs)
+    {
+        key.clear();
+        kkw.clear();
+        for (py::handle h : args)
+            key.push_back(key_of(h));
+        for (auto item : kwargs)
+            kkw.emplace_back(py::reinterpret_borrow<py::object>(item.first), key_of(item.second));
+        kgrid = grid;
+        has_key = args.size() == nargs;
+    }
+
+    // launch() for a call whose launch key is the recorded one (its fields compared here, not
+    // computed in Python); False when it is not, or when launch() declines.
+    bool launch_keyed(py::handle grid, py::tuple args, py::dict kwargs)
+    {
+        if (!has_key || args.size() != nargs || (size_t)PyDict_Size(kwargs.ptr()) != kkw.size() ||
+            !PyTuple_CheckExact(grid.ptr()) || !same_value(grid.ptr(), kgrid.ptr()))
+            return false;
+        for (auto &kv : kkw) {
+            PyObject *v = PyDict_GetItemWithError(kwargs.ptr(), kv.first.ptr());
+            if (v == nullptr) {
+                PyErr_Clear();
+                return false;
+            }
+            if (!key_holds(kv.second, v))
+                return false;
+        }
+        for (size_t i = 0; i < nargs; i++)
+            if (!key_holds(key[i], args[i]))
+                return false;
+        std::vector<at::Tensor> t(nargs);
+        return unpack(args, t) && go(t);
     }
 
     bool go(std::vector<at::Tensor> &t)
@@ -423,8 +558,11 @@ struct Fwd {
         auto node = make_node<KadNode>();
         attach_impl(node, holder, py::none(), vi, vo, save_other, vd, c10::nullopt, scratch, trust);
         node->make_run = make_run;
-        for (int p : tensors)
-            node->fargs.push_back(t[p].detach());
+        if (fslot.empty())
+            for (int p : tensors)
+                node->fargs.push_back(t[p].detach());
+        else
+            node->fslot = fslot;
         return true;
     }
 };
@@ -484,7 +622,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
         }))
         .def("set", [](Holder &h, bool trusted, std::shared_ptr<Recipe> r) { h.set(trusted ? 1 : 0, std::move(r)); })
         .def("has", [](Holder &h, bool trusted) { return (bool)h.get(trusted ? 1 : 0); });
-    py::class_<Fwd, std::shared_ptr<Fwd>>(m, "Forward").def("launch", &Fwd::launch);
+    py::class_<Fwd, std::shared_ptr<Fwd>>(m, "Forward")
+        .def("launch", &Fwd::launch)
+        .def("keyed", &Fwd::keyed)
+        .def("launch_keyed", &Fwd::launch_keyed)
+        .def_readonly("has_key", &Fwd::has_key);
     m.def("forward", [](py::tuple kernel, std::vector<int> tensors, std::vector<int> ins, std::vector<int> others,
                         std::vector<int> outs, std::vector<bool> save_other, std::vector<int64_t> scratch,
                         std::vector<std::array<int64_t, 4>> pairs, size_t nargs, int device, bool trust,
@@ -507,6 +649,25 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
         f->holder = std::move(holder);
         f->make_run = std::move(make_run);
         f->test_launch = std::move(test_launch);
+        // where the fallback's Run finds each tensor argument: an input's or other's slot, or an output's
+        size_t ni = f->ins.size(), no = f->others.size();
+        for (int p : f->tensors) {
+            int at = -1;
+            for (size_t i = 0; at < 0 && i < ni; i++)
+                if (f->ins[i] == p)
+                    at = (int)i;
+            for (size_t j = 0; at < 0 && j < no; j++)
+                if (f->others[j] == p)
+                    at = (int)(ni + j);
+            for (size_t k = 0; at < 0 && k < f->outs.size(); k++)
+                if (f->outs[k] == p)
+                    at = (int)(ni + no + k);
+            if (at < 0) {
+                f->fslot.clear();
+                break;
+            }
+            f->fslot.push_back(at);
+        }
         return f;
     });
     m.def("recipe", &make_recipe);

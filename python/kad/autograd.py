@@ -1306,6 +1306,7 @@ class DifferentiableKernel:
         self._preps = {}
         self._plans = {}  # launch key (_plan_key) -> _Plan
         self._dplans = {}  # launch key (_plan_key) -> _Direct (launches autograd has nothing to do with)
+        self._hot = ()  # (plan, f64 typing, its keyed C++ Forward) of the latest native launches' keys, up to 4
         # _direct's positions of the declared parameters (sorted), and all their names
         declared = dict.fromkeys(self.inputs + self.outputs)
         self._declared_pos = sorted(names.index(n) for n in declared)
@@ -1359,6 +1360,11 @@ class DifferentiableKernel:
             return self._run_op(grid, args, kwargs, not _compiling())
         grad = torch.is_grad_enabled()
         if grad and not self._autotuned:
+            # the keys of the latest native launches, their fields compared in C++ (_native.cpp's
+            # Forward.launch_keyed): a training loop's repeat costs no _plan_key
+            for plan, f64, nf in self._hot:
+                if f64 is _F64.get() and plan.native_ok(self) and nf.launch_keyed(grid, args, kwargs):
+                    return None
             # a launch key seen before (docs/PYTHON.md, "Caches"): its _Plan does the rest
             pkey = self._plan_key(grid, args, kwargs)
             if pkey is not None:
@@ -1368,8 +1374,12 @@ class DifferentiableKernel:
                     plan = pkey = None
                 if plan is not None:
                     nf = plan.nfwd
-                    if nf is not None and plan.native_ok(self) and nf.launch(args):
-                        return None
+                    if nf is not None and plan.native_ok(self):
+                        if not nf.has_key:  # before the launch, which gives the outputs their history
+                            nf.keyed(grid, args, kwargs)
+                        if nf.launch(args):
+                            self._hot = ((plan, pkey[1], nf), *[h for h in self._hot[:3] if h[0] is not plan])
+                            return None
                     if plan.launch(self, grid, args, kwargs):
                         return None
         else:
@@ -1440,6 +1450,7 @@ class DifferentiableKernel:
             # addresses (_Plan)
             if len(self._plans) >= 4096:
                 self._plans.clear()
+                self._hot = ()
             self._plans[pkey] = _Plan(self, launch, prep, args, kwargs, needed, inout, dirty, dirty_of, b,
                                       loads, r.written)
         _KadFunction.apply(r, *[tens[n] for n in ins], *[tens[n] for n in others], *dirty)

@@ -173,3 +173,47 @@ def test_launches_without_autograd_take_the_cpp_launch(name, grad_mode):
     for y in ys:
         assert torch.equal(y, ref)
         assert y._version >= 1
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_repeats_of_the_previous_key_are_checked_in_cpp(name, monkeypatch):
+    """A repeat of the previous native launch's key (a training loop's step) is recognized by the
+    C++ forward (Forward.launch_keyed) without DifferentiableKernel._plan_key, also with other
+    tensors of the same key; a call of another key (an input that does not require grad) computes
+    its key in Python and takes its own plan."""
+    (fn, ins_, outs_), ins, fwd, ref_fn = CASES[name]("cuda", torch.float32)
+    k = kad.differentiable(inputs=ins_, outputs=outs_)(fn)
+    dy = torch.randn(ins[0].shape[0], 1000, device="cuda")
+    first = [torch.autograd.grad(fwd(k), ins, dy) for _ in range(4)][-1]
+    assert k._hot and k._hot[0][2].has_key
+    calls = []
+    key = type(k)._plan_key
+
+    def counted(self, *a):
+        calls.append(1)
+        return key(self, *a)
+    monkeypatch.setattr(type(k), "_plan_key", counted)
+    y = fwd(k)
+    assert not calls and y.grad_fn.name().startswith("KadBackward<")
+    for a, b in zip(torch.autograd.grad(y, ins, dy), first):
+        assert torch.equal(a, b)
+
+    def close(gs, xs, wrt):
+        x64 = [t.detach().double().requires_grad_(i in wrt) for i, t in enumerate(xs)]
+        ref = torch.autograd.grad(ref_fn(*x64), [x64[i] for i in wrt], dy.double())
+        for a, r in zip(gs, ref):
+            assert ((a.double() - r).abs().max() / r.abs().max()).item() < 1e-4
+    # new values in the same tensors: still no key computed, the gradient of the new values
+    with torch.no_grad():
+        ins[0].mul_(0.5).add_(0.25)
+    y = fwd(k)
+    assert not calls
+    close(torch.autograd.grad(y, ins, dy), ins, range(len(ins)))
+    if len(ins) > 1:
+        ins[-1].requires_grad_(False)
+        try:
+            y = fwd(k)
+            assert calls  # another key: computed in Python
+            close(torch.autograd.grad(y, ins[:-1], dy), ins, range(len(ins) - 1))
+        finally:
+            ins[-1].requires_grad_(True)

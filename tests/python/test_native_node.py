@@ -261,6 +261,10 @@ def test_native_forward_launches_and_attaches_the_node(mod):
     assert f.launch((x, y2, n))
     torch.autograd.grad(y2, x, torch.randn(32)[::4])
     assert len(made) == 1 and len(made[0][0]) == 2 and made[0][1] == [y2._version]
+    # the Run's tensors come from the node's slots (the input, the output), detached
+    dets = made[0][0]
+    assert [d.data_ptr() for d in dets] == [x.data_ptr(), y2.data_ptr()]
+    assert not any(d.requires_grad for d in dets)
     # what the forward does not cover: nothing done
     assert not f.launch((x, y, n, 1))  # another argument count
     assert not f.launch((x, 3.0, n))  # not a tensor
@@ -291,3 +295,59 @@ def test_native_forward_without_a_holder_launches_and_bumps_versions_only(mod):
     assert len(launched) == 1 and launched[0][4][1] == (True, y.data_ptr(), 8)
     assert not f.launch((x, y))  # another argument count: nothing done
     assert len(launched) == 1
+
+
+def test_native_forward_keyed_takes_only_calls_of_its_launch_key(mod):
+    """Forward.launch_keyed (DifferentiableKernel.run's repeat of the previous native launch): the
+    launch key's fields of every argument, the keywords and the grid compared in C++; a call of
+    another key launches nothing (the Python path then computes its key)."""
+    n = 8
+    launched = []
+
+    def fwd_kernel(fn, grid, threads, shared, vals):
+        launched.append(vals)
+        (_, px, _), (_, py_, _), (_, m, _) = vals
+        _arr(py_, m)[:] = 2.0 * _arr(px, m)
+
+    h = mod.Holder(lambda run, saved, grads: (2.0 * grads[0], None), "fwd_kernel")
+    steps = [("launch", 77, (1, 1, 1), 128, 0, [(0, 0, 0, 8), (2, 0, 0, 8), (3, 0, 0, 8), (-1, 0, n, 4),
+                                                  (-1, 0, 0, 4)])]
+    h.set(False, mod.recipe(1, 1, False, [0], [0], [torch.float32], steps, 0, Kernel()))
+    f = mod.forward((55, (1, 1, 1), 64, 0, [(0, 0, 0, 8), (1, 0, 0, 8), (-1, 0, n, 4)]), [0, 1], [0], [], [1], [], [],
+                    [], 4, 0, False, h, None, fwd_kernel)
+    x = torch.randn(n, requires_grad=True)
+    kw = dict(BLOCK=16, FLAG=True)
+    assert not f.has_key and not f.launch_keyed((1,), (x, torch.empty(n), n, 0.5), kw)  # not keyed yet
+    f.keyed((1,), (x, torch.empty(n), n, 0.5), kw)
+    assert f.has_key
+    y = torch.empty(n)
+    assert f.launch_keyed((1,), (x, y, n, 0.5), dict(FLAG=True, BLOCK=16))  # keywords in another order
+    assert torch.equal(y.detach(), 2.0 * x.detach()) and y.grad_fn.name() == "KadBackward<fwd_kernel>"
+    assert len(launched) == 1
+    xh = torch.randn(n, dtype=torch.float64, requires_grad=True)
+    other = [
+        ((2,), (x, torch.empty(n), n, 0.5), kw),  # the grid
+        ([1], (x, torch.empty(n), n, 0.5), kw),  # a grid that is not a tuple
+        ((1,), (x, torch.empty(n), n + 1, 0.5), kw),  # an int's value
+        ((1,), (x, torch.empty(n), True, 0.5), kw),  # an int's type (True == 1 for ==)
+        ((1,), (x, torch.empty(n), n, 0.25), kw),  # a float's value
+        ((1,), (x, torch.empty(n), n, 1), kw),  # a float given as an int
+        ((1,), (xh, torch.empty(n), n, 0.5), kw),  # a tensor's dtype
+        ((1,), (x.detach(), torch.empty(n), n, 0.5), kw),  # requires_grad
+        ((1,), (x * 1, torch.empty(n), n, 0.5), kw),  # is_leaf
+        ((1,), (torch.randn(2 * n, requires_grad=True)[:n], torch.empty(n), n, 0.5), kw),  # a view
+        ((1,), (x, torch.empty(n + 1)[:n], n, 0.5), kw),  # an output that is a view
+        ((1,), (x, torch.empty(2 * n)[::2], n, 0.5), kw),  # strides
+        ((1,), (x, torch.empty(n), n, 0.5), dict(BLOCK=16, FLAG=1)),  # a keyword's type
+        ((1,), (x, torch.empty(n), n, 0.5), dict(BLOCK=32, FLAG=True)),  # a keyword's value
+        ((1,), (x, torch.empty(n), n, 0.5), dict(BLOCK=16)),  # a keyword missing
+        ((1,), (x, torch.empty(n), n, 0.5), dict(BLOCK=16, FLAG=True, X=1)),  # one more
+        ((1,), (x, torch.empty(n), n), kw),  # the argument count
+        ((1,), (x, torch.nn.Parameter(torch.empty(n), requires_grad=False), n, 0.5), kw),  # a tensor's type
+    ]
+    for grid, args, k in other:
+        assert not f.launch_keyed(grid, args, k), (grid, args, k)
+    assert len(launched) == 1
+    f.keyed((1,), (x, torch.empty(n), n, -0.0), kw)
+    assert not f.launch_keyed((1,), (x, torch.empty(n), n, 0.0), kw)  # -0.0 and 0.0 are other keys
+    assert f.launch_keyed((1,), (x, torch.empty(n), n, -0.0), kw) and len(launched) == 2
