@@ -24,6 +24,9 @@ ROTATE graphs on different random inputs.  Two timers, both medians:
                      in L2, as they would in a training step), median over repetitions of the
                      per-call mean; do_bench's cache clearing would hide the host's launch work
                      behind the clearing kernel, and that work is what these rows measure.
+The peers of a row are timed interleaved (CUDA): ROUNDS rounds, each timing every peer once
+(do_bench over 30 ms, or 3 repetitions of the loop), each peer's figure the median of its rounds,
+so that a drift of the host's speed during the row falls on every peer alike.
 
 On CUDA each peer's backward is also run 10 times under torch.profiler: its device time alone
 (every kernel's and memset's duration summed, gpu_only), printed as a second table, so that a row
@@ -76,6 +79,7 @@ from kernels import (box_filter, cross_entropy, geglu, layer_norm, linear_attent
 DOC = os.path.join(REPO, "docs", "BENCHMARKS.md")
 BEGIN, END = "<!-- gpu.py begin -->", "<!-- gpu.py end -->"
 ROTATE = 3
+ROUNDS = 5  # interleaved timing rounds per row (CUDA; one with --quick)
 LOOP = 50
 COPY_BYTES = 1 << 30
 VOCAB = 131072
@@ -394,13 +398,13 @@ class Timer:
                 times.append((time.perf_counter() - t0) * 1e3)
             return statistics.median(times)
         if kind == "bench":
-            warmup, rep = (5, 20) if self.quick else (20, 80)
+            warmup, rep = (5, 20) if self.quick else (10, 30)  # each of the ROUNDS rounds
             return triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
         for _ in range(5):
             fn()
         torch.cuda.synchronize()
         per_call = []
-        for _ in range(5 if self.quick else 15):
+        for _ in range(5 if self.quick else 3):  # each of the ROUNDS rounds: 15 in all
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             for _ in range(LOOP):
@@ -598,6 +602,7 @@ def run(args):
                 fwd["compile"] = lambda t, comp=comp: comp(**t)
                 fwd["hand"] = lambda t, d=d: b.hand(_hand(), t, d)
             ref = None
+            built = {}  # peer -> its graphs, timed below
             for peer in PEERS:
                 if peer not in fwd:
                     row["t"][peer] = None
@@ -621,10 +626,8 @@ def run(args):
                     if peer == "hand" and row["err"][peer] > tolerance(b, dt):
                         raise SystemExit(f"bench/gpu.py: hand-written {b.name} {dname} {row['shape']}: max rel "
                                          f"error {row['err'][peer]:.2e} > {tolerance(b, dt):g}")
-                    row["t"][peer] = timer(backward_fn(gs), kind)
-                    if device == "cuda":
-                        row["g"][peer] = gpu_only(backward_fn(gs))
-                    del gs
+                    backward_fn(gs)()  # the first timed call's work (a peer that fails, fails here)
+                    built[peer] = gs
                 except SystemExit:
                     raise
                 except Exception as e:  # a peer that cannot be built: "—" and a note
@@ -632,6 +635,18 @@ def run(args):
                     msg = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
                     notes.append(f"{b.name} {dname} {row['shape']}, {peer}: {type(e).__name__}: {msg}")
                     log(f"{b.name} {dname}: {peer} failed: {type(e).__name__}: {msg}")
+            # the peers timed interleaved: ROUNDS rounds, each timing every peer once, the median of
+            # each peer's rounds, so that a drift of the host's speed during the row (other tenants,
+            # clocks) falls on every peer alike (the host-bound rows move 2-3x between runs otherwise)
+            times = {peer: [] for peer in built}
+            for _ in range(1 if args.quick or device != "cuda" else ROUNDS):
+                for peer, gs in built.items():
+                    times[peer].append(timer(backward_fn(gs), kind))
+            for peer, gs in built.items():
+                row["t"][peer] = statistics.median(times[peer])
+                if device == "cuda":
+                    row["g"][peer] = gpu_only(backward_fn(gs))
+            del built
             rows.append(row)
             if args.save:  # after every row: a run stopped by a time limit keeps the rows it measured
                 save(result(), args.save)
