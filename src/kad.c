@@ -453,7 +453,7 @@ int kad_check_launch(kad_kernel *k, const int64_t grid[3], const int64_t *iargs,
     int64_t *ia = arena_alloc(c->a, sizeof *ia * (size_t)(np + 1));
     for (int i = 0; i < n && i < np; i++)
         ia[i] = iargs[i];
-    int rc = func_guards_hold(k->f, ia, grid, &c->d) ? 0 : -1;
+    int rc = func_guards_hold(k->p->guards.v, k->p->guards.n, ia, grid, &c->d) ? 0 : -1;
     API_END(c);
     return rc;
 }

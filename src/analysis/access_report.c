@@ -389,10 +389,10 @@ int access_sym(Access *A, int id, int *param, int *axis)
     return 0;
 }
 
-bool func_guards_hold(const Func *f, const int64_t *iargs, const int64_t grid[3], Diags *d)
+bool func_guards_hold(const FuncGuard *gs, int n, const int64_t *iargs, const int64_t grid[3], Diags *d)
 {
-    for (int i = 0; i < f->guards.n; i++) {
-        const FuncGuard *g = &f->guards.v[i];
+    for (int i = 0; i < n; i++) {
+        const FuncGuard *g = &gs[i];
         bool holds = false;
         if (!access_cond_eval(g->acc, g->cond, iargs, grid, &holds)) {
             diag_error(d, g->loc, "%s (kad cannot evaluate the condition for this launch)", g->msg);

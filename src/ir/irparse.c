@@ -1178,7 +1178,7 @@ static void parse_fold(P *p)
     for (int j = 0; j < pl->n; j++)
         if (f->params[pl->nargs + j] != pl->in[j].span || pl->in[j].slot >= pl->nargs)
             perr(p, loc, "a fold plan's span parameters follow the contract's parameters, in its inputs' order");
-    f->fold = pl;
+    p->pt->fold = pl;
 }
 
 /* texpr := INT | %p | ('grid' | 'pid') '(' INT ')' | OP '(' texpr ',' texpr ')'
@@ -1366,7 +1366,7 @@ static void parse_func(P *p)
             perr(p, p->tok.loc, "a folded backward has no spread loop");
         parse_fold(p);
     }
-    for (int j = 0, at0 = (p->f->fold ? p->f->fold->nargs : p->f->nparams) - p->pt->tapes.n; j < p->pt->tapes.n; j++)
+    for (int j = 0, at0 = (p->pt->fold ? p->pt->fold->nargs : p->f->nparams) - p->pt->tapes.n; j < p->pt->tapes.n; j++)
         if (at0 < 0 || p->f->params[at0 + j] != p->pt->tapes.v[j].param)
             perr(p, p->tok.loc, "a backward's tape parameters come in the tape plan's order, after the others "
                                 "(before a fold plan's)");

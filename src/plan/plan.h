@@ -25,10 +25,10 @@
  * The main kernel's parameters are, in order: the contract (the forward's,
  * then the output gradients, then the input gradients: plan_nargs of them),
  * the flags, the tapes, the spread's S, then the fold's hidden parameters.
- * Three parts of the plan stay on the main kernel's Func because files of
- * other stages read them there: Func.fold (the kernel emitter prints the fold
- * loop and its hidden parameters), Func.flags (the kernel emitter makes
- * them tl.constexpr) and Func.guards (access_report.c's func_guards_hold). */
+ * No part of the plan lives on a kernel's Func: the kernel emitters take the
+ * fold and the flags from the Program (EmitOptions.fold and .flags; the CUDA C
+ * emitter reads the Program), and the guards are evaluated from
+ * P->guards (access_report.c's func_guards_hold). */
 #ifndef KAD_PLAN_H
 #define KAD_PLAN_H
 
@@ -41,9 +41,9 @@ typedef enum StepKind {
                        * When the launch does not allow it, the steps after it run */
     STEP_COPY,        /* output gradient params[P->cleared.v[j]] replaced by a private copy: the
                        * backward's stores read and clear it (the caller's is kept) */
-    STEP_GUARDS,      /* the main kernel's launch conditions (Func.guards): refuse a launch that
+    STEP_GUARDS,      /* the main kernel's launch conditions (P->guards): refuse a launch that
                        * breaks one */
-    STEP_FLAG,        /* flag j (P->main->flags.v[j]) computed for this launch: an i1 argument */
+    STEP_FLAG,        /* flag j (P->flags.v[j]) computed for this launch: an i1 argument */
     STEP_TAPE,        /* tape j (P->tapes.v[j]) allocated for this launch (its revolve plan or
                        * `while` overflow flag in its head) */
     STEP_TAPE_BUDGET, /* the tapes' bytes against the checkpointing budget */
@@ -55,7 +55,7 @@ typedef enum StepKind {
     STEP_LAUNCH,      /* the main kernel on the forward's grid (times S) */
     STEP_LAUNCH_UNLESS_GATHERED, /* the same, skipped when every gather's flag holds
                        * (GatherPlan.main == 2) */
-    STEP_FOLD,        /* a folded launch (Func.fold): the partials allocated, the main kernel on
+    STEP_FOLD,        /* a folded launch (P->fold): the partials allocated, the main kernel on
                        * the folded grid, then the sum kernel P->sum over every input's rows */
     STEP_GATHER,      /* gather (or scatter) kernel P->gather->in[j] on the forward's grid plus
                        * its grid_add, when its flag holds (or it has none) */
@@ -72,12 +72,20 @@ typedef struct Step {
 typedef struct Program {
     Arena *a;                   /* the Program's arena (plan_new's), which its steps grow in */
     Func *main;                 /* the backward kernel (or any kernel: a Program of one launch) */
-    Func *sum;                  /* the fold's sum kernel (fold_sum_kernel), when main->fold */
+    const FoldPlan *fold;       /* a folded backward (write/fold.c): main's fold loop over the
+                                 * forward's programs and its hidden parameters, after the spread's
+                                 * (the kernel emitters print them); else NULL */
+    Func *sum;                  /* the fold's sum kernel (fold_sum_kernel), when fold */
     const GemmPlan *gemm;       /* the GEMM form of the matmul operand gradients (write/gemm.c), or NULL */
     const GatherPlan *gather;   /* input gradients written by kernels of their own after main
                                  * (write/gather.c, write/scatter.c), or NULL */
     const FuncSpread *spread;   /* main's loop the launcher may spread over more programs
                                  * (write/spread.c), or NULL */
+    Vec(FuncGuard) guards;      /* main's launch conditions (access.c): STEP_GUARDS and the
+                                 * launcher refuse a launch that breaks one */
+    Vec(FuncFlag) flags;        /* main's i1 parameters after the contract's, computed per launch
+                                 * (plain stores proven for it): STEP_FLAG; the kernel emitters make
+                                 * them tl.constexpr */
     Vec(FuncCover) covers;      /* per input gradient: when the launcher need not zero-fill it */
     Vec(FuncTape) tapes;        /* main's scratch buffers for loops run backwards (ad_tape.c),
                                  * parameters after the flags */

@@ -21,22 +21,21 @@ Program *plan_new(Arena *a, Func *f)
 
 int plan_nargs(const Program *P)
 {
-    return kernel_nargs(P->main) - P->main->flags.n - P->tapes.n - !!P->spread;
+    return (P->fold ? P->fold->nargs : P->main->nparams) - P->flags.n - P->tapes.n - !!P->spread;
 }
 
 static void step(Program *P, int kind, int j) { vec_push(P->a, P->steps, ((Step){kind, j})); }
 
 void plan_steps(Program *P)
 {
-    const Func *f = P->main;
     P->steps.n = 0;
     if (P->gemm)
         step(P, STEP_GEMM, 0);
     for (int j = 0; j < P->cleared.n; j++)
         step(P, STEP_COPY, j);
-    if (f->guards.n)
+    if (P->guards.n)
         step(P, STEP_GUARDS, 0);
-    for (int j = 0; j < P->main->flags.n; j++)
+    for (int j = 0; j < P->flags.n; j++)
         step(P, STEP_FLAG, j);
     for (int j = 0; j < P->tapes.n; j++)
         step(P, STEP_TAPE, j);
@@ -47,7 +46,7 @@ void plan_steps(Program *P)
     if (P->spread)
         step(P, STEP_SPREAD, 0);
     int main = P->gather ? P->gather->main : 0;
-    if (f->fold)
+    if (P->fold)
         step(P, STEP_FOLD, 0);
     else if (main == 0)
         step(P, STEP_LAUNCH, 0);

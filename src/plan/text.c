@@ -3,7 +3,7 @@
  * The text of a backward is its main kernel's IR, whose header carries the
  * plan that names the kernel's values: `tape(...)`, `spread(...)` (printed
  * and read by ir.c and irparse.c from an IrPlanText) and `fold(...)`
- * (Func.fold).  The companion kernels are not part of it: the parser
+ * (Program.fold).  The companion kernels are not part of it: the parser
  * builds the fold's sum kernel from its annotation, and a backward's GEMM
  * form, gathers, flags, covers and cleared gradients, which the text does
  * not state, are those of a Program rebuilt by kad grad.
@@ -12,7 +12,7 @@
 
 void plan_print(Buf *b, const Program *P)
 {
-    IrPlanText pt = {.spread = P->spread};
+    IrPlanText pt = {.spread = P->spread, .fold = P->fold};
     pt.tapes.v = P->tapes.v;
     pt.tapes.n = pt.tapes.cap = P->tapes.n;
     ir_print_plan(b, P->main, &pt);
@@ -35,8 +35,9 @@ Program *plan_parse(Arena *a, Diags *d, const char *file, const char *text)
     P->tapes.v = pt.tapes.v;
     P->tapes.n = P->tapes.cap = pt.tapes.n;
     P->spread = pt.spread;
-    if (f->fold && f->fold->n) /* the partials' one sum kernel follows from the fold annotation */
-        P->sum = fold_sum_kernel(a, arena_printf(a, "%s_sum", f->name), f->fold->in, f->fold->n, pt.fold_loc);
+    P->fold = pt.fold;
+    if (P->fold && P->fold->n) /* the partials' one sum kernel follows from the fold annotation */
+        P->sum = fold_sum_kernel(a, arena_printf(a, "%s_sum", f->name), P->fold->in, P->fold->n, pt.fold_loc);
     plan_steps(P);
     return P;
 }
