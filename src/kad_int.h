@@ -1287,6 +1287,17 @@ const AccCover *access_cover(Access *A, const Inst *mem, const char **why);
 const char *access_cover_host(Access *A, const AccCover *c, const char *tensor, const char *args,
                               const char *grid);
 
+/* access_text.c: a condition and a cover as a Program's text (docs/IR.md, "Programs"), the
+ * contract's int parameters named pnames[0..np) (the main kernel's printed names, without
+ * '%').  Reading: symbols interned in A (an Access over the kernel pnames names), NULL with
+ * *err (the message) when the text at s is not one; else where it ends. */
+void access_cond_text(Buf *b, Access *A, const AccCond *c, const char *const *pnames, int np);
+void access_cover_text(Buf *b, Access *A, const AccCover *c, const char *const *pnames, int np);
+const char *access_cond_read(Access *A, const char *s, const char *const *pnames, int np, const AccCond **out,
+                             const char **err);
+const char *access_cover_read(Access *A, const char *s, const char *const *pnames, int np, const AccCover **out,
+                              const char **err);
+
 /* A launch condition of a backward kernel: its gradient is right only
  * when cond holds (a store in a loop proven to write distinct elements
  * under it).  Symbols: the forward's int parameters, which are the
@@ -1437,12 +1448,15 @@ typedef struct IrPlanText {
     Vec(FuncTape) tapes;
     const FuncSpread *spread;
     const struct FoldPlan *fold;
-    Loc fold_loc; /* parsed: where a fold annotation stands (its sum kernel's location) */
 } IrPlanText;
 /* ir_print with the header's plan (pt may be NULL: none). */
 void ir_print_plan(Buf *b, const Func *f, const IrPlanText *pt);
 /* ir_parse that also reads the header's plan into *pt (allocated in a). */
 Func *ir_parse_plan(Arena *a, Diags *d, const char *file, const char *text, IrPlanText *pt);
+/* The same for the kernel at *pos in src (line *line of file), where the text may go on: *pos
+ * and *line are left at the token after the kernel (its rules included). */
+Func *ir_parse_next(Arena *a, Diags *d, const char *file, const char *src, const char **pos, int *line,
+                    IrPlanText *pt);
 /* The lanes of a spread loop's tile after a split: a wider tile whose body
  * is lane by lane is split into tiles of this many. */
 #ifndef KAD_SPREAD_TILE

@@ -873,6 +873,8 @@ void ir_print_plan(Buf *b, const Func *f, const IrPlanText *pt)
             put_val(&p, f->params[pl->in[j].slot]);
             buf_printf(b, " = %s: %s span ", pl->in[j].name, dtype_name(pl->in[j].dt));
             put_val(&p, pl->in[j].span);
+            if (pl->in[j].load_store)
+                buf_puts(b, " load_store");
             if (pl->in[j].rows)
                 buf_printf(b, " rows %d", pl->in[j].rows);
             if (pl->in[j].flag) {

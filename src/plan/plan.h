@@ -10,10 +10,12 @@
  * from it.  The steps' walkers:
  *   - run.c (plan_run) executes them on the interpreter, each launch one
  *     interp_run of one kernel on one grid;
- *   - emit_grad_plan.c prints the Triton launcher that does the same on a GPU;
- *   - kad.c lists the companion kernels they launch (kad grad --ir).
- * text.c prints and parses a Program in the IR's textual form (the main
- * kernel with its tape/spread/fold annotations; plan_steps after parsing).
+ *   - emit_grad_plan.c prints the Triton launcher that does the same on a GPU.
+ * text.c prints and parses a Program in the IR's textual form: the main
+ * kernel (its header's tape/spread/fold annotations), the companion kernels
+ * as kernels of their own, then a `plan { ... }` with the rest of the plan
+ * data and the steps (kad grad --ir; kad_parse_ir reads it back, the
+ * companions from the text).
  * tape.c evaluates and describes the tapes' plan data for the host, and
  * fold_sum.c builds the fold's sum kernel from its plan data: the plan
  * stage reads a Program's data without calling the AD that made it (the
@@ -113,6 +115,10 @@ const char *plan_step_name(int kind);
 /* The kernel a launch step runs (STEP_LAUNCH*, STEP_FOLD: main; STEP_GATHER: the gather kernel);
  * NULL for a host-only step.  STEP_GEMM launches several: P->gemm's. */
 const Func *plan_step_kernel(const Program *P, const Step *s);
+/* P's companion kernels in the order its text prints them: the fold's sum kernel, the GEMM form's
+ * dacc kernel and each operand's kernel (then its one-iteration kernel), the gather and scatter
+ * kernels.  Returns how many; out (room for that many) may be NULL. */
+int plan_companions(const Program *P, const Func **out);
 /* The programs a STEP_GATHER kernel adds to the forward's grid along each axis (else 0). */
 void plan_step_grid_add(const Program *P, const Step *s, int64_t out[3]);
 
@@ -121,13 +127,16 @@ void plan_step_grid_add(const Program *P, const Step *s, int64_t out[3]);
 bool plan_run(const Program *P, const int64_t grid[3], const InterpArg *args, int nargs, InterpMode mode,
               Diags *d);
 
-/* text.c: the textual form of a Program: the main kernel's IR with its tape(...), spread(...) and
- * fold(...) annotations (ir_print_plan); the companion kernels are not part of the text (kad grad
- * --ir prints them after it as comments). */
+/* text.c: the textual form of a Program (docs/IR.md, "Programs"): the main kernel's IR with its
+ * tape(...), spread(...) and fold(...) annotations (ir_print_plan), each companion kernel's IR
+ * (plan_companions' order), then, unless P is one kernel launched once, `plan { ... }`: guards,
+ * flags, covers, cleared gradients, the sum kernel, the GEMM form, gathers, notes, trusted
+ * buffers, steps. */
 void plan_print(Buf *b, const Program *P);
 char *plan_to_string(Arena *a, const Program *P);
-/* Parses a kernel in textual IR and its annotations into a Program (the sum kernel of a fold
- * annotation built from it), with its steps.  NULL after errors in d. */
+/* Parses that text into a Program: its kernels (the companions read from the text, not rebuilt),
+ * its plan data (conditions over one Access of the main kernel), its steps (the plan's, else
+ * plan_steps').  print(parse(print(P))) == print(P).  NULL after errors in d. */
 Program *plan_parse(Arena *a, Diags *d, const char *file, const char *text);
 
 /* tape.c: a Program's tapes on the host (planned by ad_tape.c): trip counts bounded and printed,

@@ -90,6 +90,26 @@ const Func *plan_step_kernel(const Program *P, const Step *s)
     }
 }
 
+int plan_companions(const Program *P, const Func **out)
+{
+    int n = 0;
+#define PUT(k) (out ? (void)(out[n] = (k)) : (void)0, n++)
+    if (P->sum)
+        PUT(P->sum);
+    if (P->gemm) {
+        PUT(P->gemm->first);
+        for (int j = 0; j < P->gemm->n; j++) {
+            PUT(P->gemm->op[j].k);
+            if (P->gemm->op[j].single)
+                PUT(P->gemm->op[j].single);
+        }
+    }
+    for (int j = 0; P->gather && j < P->gather->n; j++)
+        PUT(P->gather->in[j].k);
+#undef PUT
+    return n;
+}
+
 void plan_step_grid_add(const Program *P, const Step *s, int64_t out[3])
 {
     for (int k = 0; k < 3; k++)
