@@ -31,7 +31,7 @@ SRCS_FRONT    := src/front/lex.c src/front/parse_py.c src/front/parse_expr.c src
 SRCS_IR       := src/ir/ir.c src/ir/irparse.c src/ir/verify.c src/ir/pass.c src/ir/interp.c src/ir/interp_ops.c \
                  src/ir/libm.c
 SRCS_ANALYSIS := src/analysis/access.c src/analysis/access_decide.c src/analysis/access_disjoint.c \
-                 src/analysis/access_report.c src/analysis/access_cover.c src/analysis/audit.c
+                 src/analysis/access_report.c src/analysis/access_cover.c src/analysis/access_text.c src/analysis/audit.c
 SRCS_AD       := src/ad/ad_analysis.c src/ad/ad_shift.c src/ad/ad_validate.c src/ad/ad_finite.c \
                  src/ad/build.c src/ad/rules_rev.c src/ad/rules_fwd.c src/ad/sweep_rev.c src/ad/tape_rev.c \
                  src/ad/backward.c src/ad/sweep_fwd.c src/ad/ad_tape.c src/ad/ad_gauge.c src/ad/ad_save.c \

@@ -78,19 +78,16 @@ KAD_API kad_kernel *kad_parse_ir(kad_ctx *c, const char *filename, const char *t
  * Returns 0 or -1. */
 KAD_API int kad_run_pass(kad_kernel *k, const char *pass);
 
-/* The kernel's textual IR (owned by the context). */
+/* The kernel's textual IR (owned by the context).  For a backward (kad_grad), its
+ * Program: the main kernel, the other kernels its launcher runs (the fold's sum
+ * kernel, the GEMM form's, gather and scattered-site kernels) and its plan with
+ * the host steps (docs/IR.md, "Programs"); kad_parse_ir reads it back. */
 KAD_API const char *kad_kernel_ir(kad_kernel *k);
 
 /* For a backward built with KAD_GRAD_TRUSTED: the buffers it loads as the
  * forward stored them, comma-separated ("" when it loads none: it is the
  * backward built without the flag). */
 KAD_API const char *kad_kernel_trusted(kad_kernel *k);
-
-/* For a backward: the IR of the other kernels its launcher runs (the GEMM
- * form's, the fold's sum kernel, gather and scattered-site kernels), each
- * line a `#` comment, so that kad_kernel_ir's text followed by it still
- * parses as the one backward kernel; "" when there are none. */
-KAD_API const char *kad_kernel_ir_companions(kad_kernel *k);
 
 /* Runtime parameters of a specialized kernel, in call order: what kad_run
  * takes.  Runtime parameters the signature specialized as Triton does

@@ -174,7 +174,14 @@ kad_kernel *kad_parse_ir(kad_ctx *c, const char *filename, const char *text)
     const char *copy = arena_strdup(c->a, text);
     diag_add_source(&c->d, file, copy);
     Program *p = plan_parse(c->a, &c->d, file, copy);
-    if (p && ir_verify(p->main, &c->d))
+    bool ok = p && ir_verify(p->main, &c->d);
+    int n = ok ? plan_companions(p, NULL) : 0;
+    const Func **ks = arena_alloc(c->a, sizeof *ks * (size_t)(n + 1));
+    if (ok)
+        plan_companions(p, ks);
+    for (int i = 0; ok && i < n; i++)
+        ok = ir_verify(ks[i], &c->d);
+    if (ok)
         k = kernel_new(c, p);
     API_END(c);
     return k;
@@ -204,51 +211,6 @@ const char *kad_kernel_ir(kad_kernel *k)
 }
 
 const char *kad_kernel_trusted(kad_kernel *k) { return k && k->p->trusted ? k->p->trusted : ""; }
-
-/* Appends kernel f's IR to b as `#` comments, after a line saying what it is. */
-static void companion(Buf *b, Arena *a, const Func *f, const char *what)
-{
-    buf_printf(b, "\n# %s, %s (run by the launcher; not part of the text above):\n", f->name, what);
-    for (const char *p = ir_to_string(a, f); *p;) {
-        const char *e = strchr(p, '\n');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        buf_printf(b, "# %.*s\n", (int)n, p);
-        p += n + (e != NULL);
-    }
-}
-
-const char *kad_kernel_ir_companions(kad_kernel *k)
-{
-    kad_ctx *c = k->c;
-    API_BEGIN(c, "");
-    const Program *p = k->p;
-    Buf b = {.a = c->a};
-    buf_puts(&b, "");
-    for (int i = 0; i < p->steps.n; i++) { /* the kernels the steps launch besides the main one, in order */
-        const Step *st = &p->steps.v[i];
-        if (st->kind == STEP_GEMM) {
-            companion(&b, c->a, p->gemm->first, "the GEMM form's dacc kernel (the forward's K loop again)");
-            for (int j = 0; j < p->gemm->n; j++) {
-                companion(&b, c->a, p->gemm->op[j].k,
-                          arena_printf(c->a, "the GEMM form's kernel of d_%s", p->gemm->op[j].name));
-                if (p->gemm->op[j].single)
-                    companion(&b, c->a, p->gemm->op[j].single,
-                              arena_printf(c->a, "the GEMM form's one-iteration kernel of d_%s (small grids)",
-                                           p->gemm->op[j].name));
-            }
-        } else if (st->kind == STEP_FOLD && p->sum) {
-            companion(&b, c->a, p->sum, "the sum kernel of the folded partials");
-        } else if (st->kind == STEP_GATHER) {
-            const GatherIn *gi = &p->gather->in[st->j];
-            companion(&b, c->a, gi->k,
-                      arena_printf(c->a, gi->scatter ? "the scattered sites' kernel of d_%s"
-                                                     : "the gather kernel of d_%s",
-                                   gi->name));
-        }
-    }
-    API_END(c);
-    return buf_str(&b);
-}
 
 int kad_kernel_nparams(const kad_kernel *k) { return plan_nargs(k->p); }
 
@@ -453,7 +415,7 @@ int kad_check_launch(kad_kernel *k, const int64_t grid[3], const int64_t *iargs,
     int64_t *ia = arena_alloc(c->a, sizeof *ia * (size_t)(np + 1));
     for (int i = 0; i < n && i < np; i++)
         ia[i] = iargs[i];
-    int rc = func_guards_hold(k->f, ia, grid, &c->d) ? 0 : -1;
+    int rc = func_guards_hold(k->p->guards.v, k->p->guards.n, ia, grid, &c->d) ? 0 : -1;
     API_END(c);
     return rc;
 }

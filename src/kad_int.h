@@ -623,30 +623,16 @@ typedef struct Func {
     Vec(ConstParam) consts; /* constexpr parameters in signature order */
     Block *body;       /* params of body are unused (the kernel params live in `params`) */
     Loc loc;
-    const struct FoldPlan *fold; /* a folded backward (write/fold.c): its fold loop's hidden parameters,
-                                  * which the kernel's emitter prints; else NULL.  The rest of a
-                                  * backward's plan is its Program's (src/plan/plan.h) */
-    Vec(struct FuncGuard) guards; /* a backward's launch conditions (access.c): the Program's
-                                   * STEP_GUARDS and the launcher refuse a launch that breaks one */
-    Vec(struct FuncFlag) flags;   /* a backward's i1 parameters that its launcher computes (plain
-                                   * stores proven for this launch), after the contract's: the
-                                   * kernel's emitter makes them tl.constexpr; the Program's
-                                   * STEP_FLAG computes them */
     Vec(FuncDesc) descs; /* host-side tensor descriptor parameters, expanded (sema_sig.c) */
     Vec(ParamRange) ranges; /* runtime int parameters specialized to a range (in the IR text) */
     Vec(RangeHint) hints;   /* loops a range would make straight-line (sema; memory only) */
     Vec(Block *) rules; /* custom adjoint rules (OP_CUSTOM_VJP's ival indexes them): params =
                          * the helper's value arguments, then the result's adjoint; the region
                          * yields one adjoint per float argument.  Values live in vals. */
-    Vec(const char *) notes; /* a forward copy's notes (gauge_rewrite: loops rewritten into two
-                              * passes), which the backward's Program takes (Program.notes) */
 } Func;
 
 /* A backward as a program: kernels plus host steps (src/plan/plan.h). */
 typedef struct Program Program;
-/* f's parameters before a fold's hidden ones (spans, the forward's program counts).  A
- * backward's contract, what its caller passes, is plan_nargs of its Program. */
-static inline int kernel_nargs(const Func *f);
 
 /* ------------------------------------------------------------------ */
 /* ir.c: construction, printing                                        */
@@ -664,9 +650,8 @@ bool ir_block_uses(const Block *b, ValId v);
 /* def[v] = the instruction defining v, for every result in b and the regions nested in
  * it (def: by ValId, f->vals.n entries; parameters' entries left as they were). */
 void ir_index_defs(const Block *b, const Inst **def);
-/* A deep copy of f's body, values, parameters, constexprs and ranges, named
- * name, allocated in a; its fold, guards, flags, notes and hints are left empty
- * (a backward's other plan data is its Program's, not the kernel's). */
+/* A deep copy of f's body, values, parameters, constexprs, ranges and rules, named
+ * name, allocated in a; its hints are left empty. */
 Func *ir_func_clone(Arena *a, const Func *f, const char *name);
 /* The range of runtime parameter index param (Func.ranges), or NULL. */
 const ParamRange *ir_param_range(const Func *f, int param);
@@ -1302,6 +1287,17 @@ const AccCover *access_cover(Access *A, const Inst *mem, const char **why);
 const char *access_cover_host(Access *A, const AccCover *c, const char *tensor, const char *args,
                               const char *grid);
 
+/* access_text.c: a condition and a cover as a Program's text (docs/IR.md, "Programs"), the
+ * contract's int parameters named pnames[0..np) (the main kernel's printed names, without
+ * '%').  Reading: symbols interned in A (an Access over the kernel pnames names), NULL with
+ * *err (the message) when the text at s is not one; else where it ends. */
+void access_cond_text(Buf *b, Access *A, const AccCond *c, const char *const *pnames, int np);
+void access_cover_text(Buf *b, Access *A, const AccCover *c, const char *const *pnames, int np);
+const char *access_cond_read(Access *A, const char *s, const char *const *pnames, int np, const AccCond **out,
+                             const char **err);
+const char *access_cover_read(Access *A, const char *s, const char *const *pnames, int np, const AccCover **out,
+                              const char **err);
+
 /* A launch condition of a backward kernel: its gradient is right only
  * when cond holds (a store in a loop proven to write distinct elements
  * under it).  Symbols: the forward's int parameters, which are the
@@ -1338,10 +1334,10 @@ typedef struct FuncCover {
     const AccCover *cover; /* NULL: always zero-filled, because of why */
     const char *why;
 } FuncCover;
-/* Does every guard of f hold for these int arguments (by index into
- * f->params) and grid?  False after a located error in d otherwise (also
- * when a condition cannot be evaluated). */
-bool func_guards_hold(const Func *f, const int64_t *iargs, const int64_t grid[3], Diags *d);
+/* Does each of the n guards g hold for these int arguments (by index into
+ * the kernel's params) and grid?  False after a located error in d otherwise
+ * (also when a condition cannot be evaluated). */
+bool func_guards_hold(const FuncGuard *g, int n, const int64_t *iargs, const int64_t grid[3], Diags *d);
 
 /* An integer the host computes from a launch (ad_tape.c): a tape's trip
  * count.  TX_PARAM: the value of int parameter number v (an index into
@@ -1445,18 +1441,22 @@ typedef struct FuncSpread {
     Loc loc;               /* the loop */
 } FuncSpread;
 /* The host plan a backward's kernel header carries in the IR text, between its constexprs and
- * its body: `tape(...)` and `spread(...)` (the fold's is Func.fold).  The plan stage's data
- * (Program.tapes, Program.spread), printed and parsed by ir.c and irparse.c because it names
- * the kernel's values; plan_print and plan_parse (src/plan/text.c) use these. */
+ * its body: `tape(...)`, `spread(...)` and `fold(...)`.  The plan stage's data (Program.tapes,
+ * Program.spread, Program.fold), printed and parsed by ir.c and irparse.c because it names the
+ * kernel's values; plan_print and plan_parse (src/plan/text.c) use these. */
 typedef struct IrPlanText {
     Vec(FuncTape) tapes;
     const FuncSpread *spread;
-    Loc fold_loc; /* parsed: where a fold annotation stands (its sum kernel's location) */
+    const struct FoldPlan *fold;
 } IrPlanText;
 /* ir_print with the header's plan (pt may be NULL: none). */
 void ir_print_plan(Buf *b, const Func *f, const IrPlanText *pt);
 /* ir_parse that also reads the header's plan into *pt (allocated in a). */
 Func *ir_parse_plan(Arena *a, Diags *d, const char *file, const char *text, IrPlanText *pt);
+/* The same for the kernel at *pos in src (line *line of file), where the text may go on: *pos
+ * and *line are left at the token after the kernel (its rules included). */
+Func *ir_parse_next(Arena *a, Diags *d, const char *file, const char *src, const char **pos, int *line,
+                    IrPlanText *pt);
 /* The lanes of a spread loop's tile after a split: a wider tile whose body
  * is lane by lane is split into tiles of this many. */
 #ifndef KAD_SPREAD_TILE
@@ -1618,18 +1618,17 @@ typedef struct FoldPlan {
  * (FOLD_SUM_ROWS rows at a time, summed by a reduction, in row order); dense_j != 0: d_j = the
  * sum, stored at every element of the span. */
 enum { FOLD_SUM_BLOCK = 64, FOLD_SUM_ROWS = 64, FOLD_CPU_PROGRAMS = 3, FOLD_ZERO_BLOCK = 1024 };
-static inline int kernel_nargs(const Func *f) { return f->fold ? f->fold->nargs : f->nparams; }
-/* Folds bw (ad_backward's, before verification) along the grid axes `axes` (bits) for
+/* Folds bw = P->main (ad_backward's, before verification), its plan P->fold, along the grid axes `axes` (bits) for
  * the n inputs whose gradient parameters are params[slot[j]] (names[j]: the
  * inputs' names): see write/fold.c.  False, bw unchanged, when a gradient
  * pointer flows where the fold cannot follow it. */
-bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *const *names, int n, int zero_block);
+bool ad_fold(Arena *a, Program *P, unsigned axes, const int *slot, const char *const *names, int n, int zero_block);
 /* Marks a folded backward's fold loop for Triton's software pipelining
  * (tl.range num_stages=3) where that is safe and fits (write/fold.c); after
  * the backward's last simplify. */
-void ad_fold_pipeline(Arena *a, Func *f);
-/* Site rows (Ad.plain 6 and 7): the gradient of the input whose
- * gradient parameter is params[slot] (x: its name) is added at several
+void ad_fold_pipeline(Arena *a, const Program *P);
+/* Site rows (Ad.plain 6 and 7), in bw = P->main and its plan P->fold: the gradient of the input
+ * whose gradient parameter is params[slot] (x: its name) is added at several
  * sites, each adding to distinct elements over the whole launch, but two
  * sites may meet across programs (a stencil's taps).  Each site k then
  * stores into row k of a partials buffer (plain stores: no atomics), and
@@ -1637,7 +1636,7 @@ void ad_fold_pipeline(Arena *a, Func *f);
  * 0; when it is false at run time, the sites atomic_add into row 0.  Run
  * before ad_fold (which extends the plan).  False, bw unchanged, when a
  * gradient pointer flows where the rewrite cannot follow it. */
-bool ad_site_rows(Arena *a, Func *bw, int slot, const char *name, ValId flag);
+bool ad_site_rows(Arena *a, Program *P, int slot, const char *name, ValId flag);
 /* The partials' dtype of a gradient of dtype dt (FoldInput.pdt): fp64 for fp64, else fp32. */
 static inline Dtype fold_partial_dtype(Dtype dt) { return dt == DT_F64 ? DT_F64 : DT_F32; }
 
@@ -1649,8 +1648,9 @@ static inline Dtype fold_partial_dtype(Dtype dt) { return dt == DT_F64 ? DT_F64 
  * rescaled by exp(m - m_new) plus terms linear in exp(s - m_new); docs/AD.md, "Online
  * softmax: a second pass instead of a tape") replaced by a loop computing the max alone and
  * a loop accumulating the c with the final max, in a copy allocated in a, with one note per
- * rewritten loop in its `notes`; fwd itself when no loop matches.  Only AD sees the copy. */
-const Func *gauge_rewrite(Arena *a, const Func *fwd);
+ * rewritten loop in *notes (*nnotes of them: the backward's Program.notes); fwd itself, and no
+ * notes, when no loop matches.  Only AD sees the copy. */
+const Func *gauge_rewrite(Arena *a, const Func *fwd, const char ***notes, int *nnotes);
 /* In a backward made from such a copy: each pair of loops 1 and 2 whose primal copies
  * stand in one block, loop 1 writing nothing (its max not taped) and both flat, becomes one
  * loop computing the max and loop 2's accumulators rescaled by it, as the forward's online
@@ -1963,6 +1963,12 @@ typedef struct EmitOptions {
     bool combine;       /* a scan's combine function (emit_triton builds these itself): the Func's
                          * params are the region's, its body the region, whose yield prints as
                          * `return` */
+    /* With backward: the main kernel's plan as its Program holds it (src/plan/plan.h); NULL and 0
+     * for any other kernel (companions, forwards, jvps). */
+    const struct FoldPlan *fold; /* Program.fold: the fold loop and its hidden parameters, which
+                                  * Triton does not specialize */
+    const struct FuncFlag *flags; /* Program.flags: the parameters printed as tl.constexpr */
+    int nflags;
 } EmitOptions;
 
 /* Appends to out a Python module holding f as one @triton.jit function

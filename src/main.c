@@ -678,13 +678,6 @@ static kad_kernel *load_target(kad_ctx *c, const char *target, const Roots *root
     return load_py_kernel(c, target, colon, roots, sig, flags);
 }
 
-/* grad --ir: the backward kernel's IR, then its launcher's other kernels as comments. */
-static const char *ir_with_companions(Arena *a, kad_kernel *g)
-{
-    const char *ir = kad_kernel_ir(g), *more = kad_kernel_ir_companions(g);
-    return ir && more && *more ? arena_printf(a, "%s%s", ir, more) : ir;
-}
-
 /* Writes text to path (stdout when NULL); 0, or 1 after a message. */
 static int write_output(const char *path, const char *text)
 {
@@ -736,7 +729,7 @@ static int cmd_ad(int argc, char **argv, bool check, bool jvp)
     } else if (!rc && !check) {
         kad_kernel *g = x.ir || x.report ? kad_grad_ex(k, x.wrt, x.out, x.gflags) : NULL;
         const char *text = x.report ? (g ? kad_tape_report(g) : NULL)
-                           : x.ir   ? (g ? ir_with_companions(a, g) : NULL)
+                           : x.ir   ? (g ? kad_kernel_ir(g) : NULL)
                            : x.cuda ? kad_grad_module_cuda(k, x.wrt, x.out, x.gflags, x.cuda == 2)
                                     : kad_grad_module_ex(k, x.wrt, x.out, x.gflags);
         rc = text ? write_output(x.outfile, text) : 1;

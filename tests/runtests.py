@@ -5,8 +5,9 @@ Every test file under tests/{parse,sema,ir,errors,...} (*.py, *.ir; tests/cuda: 
 lines `# RUN: <kad arguments>`; `%s` stands for the file's path and a trailing
 `< %s` feeds the file on stdin.  Expected stdout lives in NAME.out (exit status
 0 required), expected stderr in NAME.err (exit status 1 required).  A line
-`# ROUNDTRIP` also feeds the output (textual IR) back through
-`kad opt --pass verify` and requires the identical text.
+`# ROUNDTRIP` also feeds the output of each RUN line that prints IR (`ir`, `opt`,
+`--ir`: a kernel, or a backward's Program) back through `kad opt --pass verify`
+and requires the identical text.
 
 Prints one line per test and `golden: N passed, N failed`; exits 1 on failure.
 `--update` rewrites expected files from the current output (review the diff).
@@ -99,15 +100,16 @@ def check_file(kad, path, update, timeout):
         want = f.read()
     if got_out != want:
         return "stdout differs:\n" + diff(want, got_out)
-    if roundtrip:
-        p = subprocess.run([kad, "opt", "--pass", "verify"], input=got_out.encode(),
+    for cmd, out in zip(runs, outs) if roundtrip else ():
+        args = shlex.split(cmd)
+        if args[0] not in ("ir", "opt") and "--ir" not in args:
+            continue
+        p = subprocess.run([kad, "opt", "--pass", "verify"], input=out.encode(),
                            capture_output=True, timeout=timeout)
         back = p.stdout.decode("utf-8", "replace")
-        # `#` comments (grad --ir's other kernels of the launcher) are not part of the IR
-        ir_only = "".join(l for l in got_out.splitlines(keepends=True) if not l.startswith("#")).rstrip("\n") + "\n"
-        if p.returncode != 0 or back != ir_only:
-            return "round trip through the IR parser differs:\n" + (
-                p.stderr.decode()[:600] if p.returncode else diff(ir_only, back))
+        if p.returncode != 0 or back != out:
+            return "round trip through the IR parser differs (%s):\n" % cmd + (
+                p.stderr.decode()[:600] if p.returncode else diff(out, back))
     return None
 
 

@@ -605,8 +605,10 @@ static Block *copy_block(Arena *a, const Block *b)
     return nb;
 }
 
-const Func *gauge_rewrite(Arena *a, const Func *fwd)
+const Func *gauge_rewrite(Arena *a, const Func *fwd, const char ***notes, int *nnotes)
 {
+    *notes = NULL;
+    *nnotes = 0;
     Func *f = arena_alloc(a, sizeof *f);
     *f = *fwd;
     f->a = a;
@@ -614,16 +616,14 @@ const Func *gauge_rewrite(Arena *a, const Func *fwd)
     memcpy(f->vals.v, fwd->vals.v, sizeof *f->vals.v * (size_t)fwd->vals.n);
     f->vals.cap = fwd->vals.n;
     f->body = copy_block(a, fwd->body);
-    memset(&f->notes, 0, sizeof f->notes);
     Gauge g = {.a = a, .f = f, .nzero = fwd->vals.n};
     g.zero = arena_alloc(a, sizeof *g.zero * (size_t)g.nzero);
     mark_zeros(&g, f->body);
     if (!rewrite_block(&g, f->body))
         return fwd;
     pass_dce(f, false); /* loop 1's copies of what only loop 2 needs (the loads of v) */
-    f->notes.v = g.notes.v;
-    f->notes.n = g.notes.n;
-    f->notes.cap = g.notes.cap;
+    *notes = g.notes.v;
+    *nnotes = g.notes.n;
     return f;
 }
 

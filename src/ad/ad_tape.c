@@ -79,7 +79,7 @@ const TapeExpr *tape_expr_of(Arena *a, const Func *f, const Inst *const *def, Va
     }
     const Inst *in = def[v];
     if (!in) {
-        for (int i = 0; i < kernel_nargs(f); i++)
+        for (int i = 0; i < f->nparams; i++)
             if (f->params[i] == v)
                 return tape_expr_new(a, TX_PARAM, i, NULL, NULL);
         *why = "depends on the variable or a carried value of an enclosing loop";

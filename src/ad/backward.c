@@ -55,7 +55,7 @@ int ad_split_names(Arena *a, const char *s, const char ***out)
     return v.n;
 }
 
-/* ad_reverse, then simplification and verification (the Program's notes from fwd). */
+/* ad_reverse, then simplification and verification. */
 Program *reverse_simplified(Arena *a, Diags *d, const Func *orig, const Func *fwd, const AdSpec *spec,
                             const uint8_t *gmode, bool nofold, bool scatter, uint8_t *plain_out)
 {
@@ -63,9 +63,6 @@ Program *reverse_simplified(Arena *a, Diags *d, const Func *orig, const Func *fw
     if (!P)
         return NULL;
     Func *bw = P->main;
-    P->notes.v = fwd->notes.v;
-    P->notes.n = fwd->notes.n;
-    P->notes.cap = fwd->notes.cap;
     /* A backward that does not verify is a kad bug; say so plainly. */
     bool ok = ad_gauge_fuse(bw) && ir_verify(bw, d) && pass_run(bw, "simplify", d);
     /* Each `while` of a backward recomputes one of the forward's, which
@@ -73,7 +70,7 @@ Program *reverse_simplified(Arena *a, Diags *d, const Func *orig, const Func *fw
     if (ok)
         ok = pass_dce(bw, true);
     if (ok)
-        ad_fold_pipeline(a, bw);
+        ad_fold_pipeline(a, P);
     if (!ok || !ir_verify(bw, d)) {
         diag_note(d, orig->loc, "kad bug: the backward kernel of '%s' is invalid", orig->name);
         return NULL;
@@ -122,7 +119,9 @@ static Program *backward_of(Arena *a, Diags *d, const Func *orig, const Func *fw
 Program *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
 {
     const Func *orig = fwd;
-    fwd = gauge_rewrite(a, fwd); /* 1. online-softmax loops: two passes, the max alone taped */
+    const char **notes; /* the rewritten loops', the header's and `kad grad --report`'s */
+    int nnotes;
+    fwd = gauge_rewrite(a, fwd, &notes, &nnotes); /* 1. online-softmax loops: two passes, the max alone taped */
     Program *P = backward_of(a, d, orig, fwd, spec, !spec->atomics);
     /* 6. scattered sites: a kernel of their own after bw, or, where the split does not
      * apply, the backward built without them (every site of those inputs atomic) */
@@ -134,6 +133,8 @@ Program *ad_backward(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec)
             diag_note(d, orig->loc, "kad bug: the backward kernel of '%s' could not be built again", orig->name);
     }
     if (P) { /* 7. a loop sharing nothing between iterations: the launcher may deal them to more programs */
+        P->notes.v = notes;
+        P->notes.n = P->notes.cap = nnotes;
         ad_spread(a, P);
         if (P->spread && !ir_verify(P->main, d)) {
             diag_note(d, orig->loc, "kad bug: the spread backward kernel of '%s' is invalid", orig->name);

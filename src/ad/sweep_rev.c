@@ -1120,11 +1120,11 @@ Program *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec, con
         if (ad->plain[i] == 2 || ad->plain[i] == 5 || ad->plain[i] == 7) {
             ad->flag[i] = ir_param_add(bw, type_scalar(DT_I1), arena_printf(a, "plain_d_%s", fname(ad, fwd->params[i])),
                                        fwd->loc);
-            vec_push(a, P->main->flags, ((FuncFlag){ad->flag[i], ad->acc, ad->cond[i].v, ad->cond[i].n, NULL}));
+            vec_push(a, P->flags, ((FuncFlag){ad->flag[i], ad->acc, ad->cond[i].v, ad->cond[i].n, NULL}));
         } else if (gmode && gmode[i] == 2) { /* the gather's launch condition: ad_gather fills it in */
             ad->flag[i] = ir_param_add(bw, type_scalar(DT_I1), arena_printf(a, "gather_d_%s", fname(ad, fwd->params[i])),
                                        fwd->loc);
-            vec_push(a, P->main->flags, ((FuncFlag){ad->flag[i], NULL, NULL, 0, NULL}));
+            vec_push(a, P->flags, ((FuncFlag){ad->flag[i], NULL, NULL, 0, NULL}));
         }
 
     /* The primal sweep, then the adjoint sweep. */
@@ -1183,10 +1183,10 @@ Program *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec, con
         }
         P->trusted = names.len ? buf_str(&names) : NULL;
     }
-    bw->guards.v = ad->guards.v; /* launch conditions (check_loop_store) */
-    bw->guards.n = bw->guards.cap = ad->guards.n;
-    if (bw->fold) /* the partials' one sum kernel, run after the folded launch */
-        P->sum = fold_sum_kernel(a, arena_printf(a, "%s_sum", bw->name), bw->fold->in, bw->fold->n, bw->loc);
+    P->guards.v = ad->guards.v; /* launch conditions (check_loop_store) */
+    P->guards.n = P->guards.cap = ad->guards.n;
+    if (P->fold) /* the partials' one sum kernel, run after the folded launch */
+        P->sum = fold_sum_kernel(a, arena_printf(a, "%s_sum", bw->name), P->fold->in, P->fold->n, bw->loc);
     return P;
 }
 

@@ -178,7 +178,7 @@ int ac_sym_intern(Access *A, int kind, ValId v, int axis, uint64_t dep)
     for (int i = 0; i < A->syms.n; i++)
         if (A->syms.v[i].kind == kind && A->syms.v[i].v == v && A->syms.v[i].axis == axis)
             return i + 1;
-    AcSym s = {kind, v, axis, dep};
+    AcSym s = {kind, v, axis, dep, NULL, NULL};
     vec_push(A->a, A->syms, s);
     return A->syms.n;
 }

@@ -32,31 +32,6 @@
 
 #include "access_int.h"
 
-enum { CV_PID, CV_LANE, CV_LOOP };
-
-typedef struct CovVar {
-    int var;   /* the access analysis's variable id */
-    int kind;  /* CV_* */
-    int ext;   /* CV_PID: grid axis; CV_LANE: the tile's size along the lane axis */
-    AccPoly c; /* the address's coefficient */
-} CovVar;
-
-/* sum_k a[k] * v[idx[k]] < bound */
-typedef struct CovClause {
-    int n;
-    int idx[AC_NTERM];
-    AccPoly a[AC_NTERM];
-    AccPoly bound;
-} CovClause;
-
-struct AccCover {
-    int nv;
-    CovVar v[AC_NTERM];
-    Vec(CovClause) cl;
-    Vec(AccPoly) neg;    /* each must be < 0 */
-    unsigned nonempty;   /* grid axes the address does not use: at least one program there */
-};
-
 /* Where x sits in b: 1 when it is in b, or in `for` bodies and `if`
  * branches only, whose conditions (negated in `else` branches) are
  * appended to *conds, read exactly; -1 under another construct (`while`)

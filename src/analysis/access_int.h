@@ -43,9 +43,12 @@ typedef struct AcForm {
 
 typedef struct AcSym {
     int kind;
-    ValId v;   /* SYM_PARAM, SYM_VAL */
+    ValId v;   /* SYM_PARAM, SYM_VAL; 0: a SYM_VAL read from text (access_text.c) */
     int axis;  /* SYM_NPROG */
     uint64_t dep; /* vars (pids, loops) it may depend on */
+    const TapeExpr *expr; /* v = 0: the value over the int parameters (TX_PARAM: an index into
+                           * f->params), constants and the grid; NULL: kad cannot compute it */
+    const char *name;     /* v = 0: the symbol as the text names it */
 } AcSym;
 
 typedef struct AcVar {
@@ -99,6 +102,32 @@ struct Access {
     unsigned pid_axes; /* the grid axes some tl.program_id reads */
     const char *host_args, *host_grid; /* printing for the host (access_cond_host), else NULL */
     bool priv_one_order; /* access_private: no disjunction of orders (a retry when it is too long) */
+};
+
+/* A cover (access_cover.c; its text: access_text.c). */
+enum { CV_PID, CV_LANE, CV_LOOP };
+
+typedef struct CovVar {
+    int var;   /* the access analysis's variable id (-1: read from text) */
+    int kind;  /* CV_* */
+    int ext;   /* CV_PID: grid axis; CV_LANE: the tile's size along the lane axis */
+    AccPoly c; /* the address's coefficient */
+} CovVar;
+
+/* sum_k a[k] * v[idx[k]] < bound */
+typedef struct CovClause {
+    int n;
+    int idx[AC_NTERM];
+    AccPoly a[AC_NTERM];
+    AccPoly bound;
+} CovClause;
+
+struct AccCover {
+    int nv;
+    CovVar v[AC_NTERM];
+    Vec(CovClause) cl;
+    Vec(AccPoly) neg;    /* each must be < 0 */
+    unsigned nonempty;   /* grid axes the address does not use: at least one program there */
 };
 
 /* Facts: the symbols known >= 1 (num_programs; upper bounds of enabled

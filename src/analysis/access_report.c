@@ -50,9 +50,35 @@ static const char *val_expr(Access *A, ValId v, int depth)
     return x && y ? arena_printf(A->a, "(%s %s %s)", x, op, y) : NULL;
 }
 
+/* A symbol read from text (access_text.c) as val_expr prints a value: e over f's int
+ * parameters, constants and the grid; NULL when kad cannot compute it. */
+static const char *expr_str(Access *A, const TapeExpr *e, int depth)
+{
+    if (!e || depth > 32)
+        return NULL;
+    if (e->op == TX_CONST)
+        return arena_printf(A->a, "%lld", (long long)e->v);
+    if (e->op == TX_PARAM) {
+        const char *n = ac_vname(A, A->f->params[e->v]);
+        return A->host_args ? arena_printf(A->a, "%s[\"%s\"]", A->host_args, n) : n;
+    }
+    if (e->op == TX_GRID)
+        return A->host_grid ? arena_printf(A->a, "%s[%d]", A->host_grid, (int)e->v)
+                            : arena_printf(A->a, "tl.num_programs(%d)", (int)e->v);
+    const char *x = expr_str(A, e->x, depth + 1), *y = expr_str(A, e->y, depth + 1);
+    if (!x || !y)
+        return NULL;
+    if (A->host_args && (e->op == TX_DIV || e->op == TX_REM))
+        return arena_printf(A->a, "%s(%s, %s)", e->op == TX_DIV ? "_tdiv" : "_trem", x, y);
+    const char *op = e->op == TX_ADD ? "+" : e->op == TX_SUB ? "-" : e->op == TX_MUL ? "*" : e->op == TX_DIV ? "//" : "%";
+    return arena_printf(A->a, "(%s %s %s)", x, op, y);
+}
+
 static const char *sym_str(Access *A, int id, bool py)
 {
     const AcSym *s = &A->syms.v[id - 1];
+    if (s->kind == SYM_VAL && !s->v) /* read from text */
+        return py ? expr_str(A, s->expr, 0) : s->name;
     if (s->kind == SYM_NPROG && A->host_grid)
         return arena_printf(A->a, "%s[%d]", A->host_grid, s->axis);
     if (s->kind == SYM_NPROG)
@@ -208,6 +234,43 @@ static bool val_eval(Access *A, ValId v, const int64_t *params, const int64_t gr
     }
 }
 
+/* expr_str's expression evaluated as val_eval evaluates a value. */
+static bool expr_eval(const TapeExpr *e, const int64_t *params, const int64_t grid[3], int depth, int64_t *out)
+{
+    int64_t x, y;
+    if (!e || depth > 32)
+        return false;
+    switch (e->op) {
+    case TX_CONST: *out = e->v; return true;
+    case TX_PARAM:
+        if (!params)
+            return false;
+        *out = params[e->v];
+        return true;
+    case TX_GRID: *out = grid[e->v]; return true;
+    default: break;
+    }
+    if (!expr_eval(e->x, params, grid, depth + 1, &x) || !expr_eval(e->y, params, grid, depth + 1, &y) ||
+        !ac_in_limit(x) || !ac_in_limit(y))
+        return false;
+    switch (e->op) {
+    case TX_ADD: *out = x + y; return true;
+    case TX_SUB: *out = x - y; return true;
+    case TX_MUL:
+        if (access_iabs(x) > (1 << 20) && access_iabs(y) > (1 << 20))
+            return false;
+        *out = x * y;
+        return true;
+    case TX_DIV:
+    case TX_REM:
+        if (!y)
+            return false;
+        *out = e->op == TX_DIV ? x / y : x % y;
+        return true;
+    default: return false;
+    }
+}
+
 static bool peval(Access *A, const AccPoly *p, const int64_t *params, const int64_t grid[3], int64_t *out)
 {
     int64_t r = 0;
@@ -225,7 +288,7 @@ static bool peval(Access *A, const AccPoly *p, const int64_t *params, const int6
                 if (k == A->f->nparams)
                     return false;
                 x = params[k];
-            } else if (!val_eval(A, y->v, params, grid, 0, &x))
+            } else if (!y->v ? !expr_eval(y->expr, params, grid, 0, &x) : !val_eval(A, y->v, params, grid, 0, &x))
                 return false;
             if (!ac_in_limit(x) || !ac_in_limit(m) || (access_iabs(m) > (1 << 20) && access_iabs(x) > (1 << 20)))
                 return false;
@@ -389,10 +452,10 @@ int access_sym(Access *A, int id, int *param, int *axis)
     return 0;
 }
 
-bool func_guards_hold(const Func *f, const int64_t *iargs, const int64_t grid[3], Diags *d)
+bool func_guards_hold(const FuncGuard *gs, int n, const int64_t *iargs, const int64_t grid[3], Diags *d)
 {
-    for (int i = 0; i < f->guards.n; i++) {
-        const FuncGuard *g = &f->guards.v[i];
+    for (int i = 0; i < n; i++) {
+        const FuncGuard *g = &gs[i];
         bool holds = false;
         if (!access_cond_eval(g->acc, g->cond, iargs, grid, &holds)) {
             diag_error(d, g->loc, "%s (kad cannot evaluate the condition for this launch)", g->msg);

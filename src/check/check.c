@@ -431,9 +431,9 @@ const char *check_gradients(Arena *a, Diags *d, const Func *fwd, const AdSpec *s
     }
     for (int i = nb; i < plan_nargs(bp); i++) {
         const char *bn = bw->vals.v[bw->params[i]].name;
-        for (int j = 0; bw->fold && j < bw->fold->n; j++)
-            if (bw->fold->in[j].slot == i) /* the partials, in d_<x>'s place */
-                bn = arena_printf(a, "d_%s", bw->fold->in[j].name);
+        for (int j = 0; bp->fold && j < bp->fold->n; j++)
+            if (bp->fold->in[j].slot == i) /* the partials, in d_<x>'s place */
+                bn = arena_printf(a, "d_%s", bp->fold->in[j].name);
         int k = bn && !strncmp(bn, "d_", 2) ? find_param(c, bn + 2, strlen(bn + 2)) : -1;
         ASSERT(k >= 0 && c->p[k].role);
         CParam *p = &c->p[k];

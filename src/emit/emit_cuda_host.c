@@ -177,16 +177,17 @@ static const char *cond_c(Arena *a, Access *A, const AccCond *c, const char *con
 /* ---- launchers ---- */
 
 /* Prints the launcher's signature line and its parameter checks (ranges); names: the C names of
- * the first nargs parameters of f; extra: more parameters after them ("" or ", int64_t n"). */
-static void launcher_open(Buf *out, Arena *a, const Func *f, const char *lname, const char *const *names, int nargs,
-                          const char *extra, const EmitCudaOpts *o)
+ * the first nargs parameters of f; extra: more parameters after them ("" or ", int64_t n");
+ * fold: a backward's (Program.fold), or NULL. */
+static void launcher_open(Buf *out, Arena *a, const Func *f, const FoldPlan *fold, const char *lname,
+                          const char *const *names, int nargs, const char *extra, const EmitCudaOpts *o)
 {
     buf_printf(out, "extern \"C\" int %s(unsigned grid_x, unsigned grid_y, unsigned grid_z", lname);
     for (int i = 0; i < nargs; i++) {
         const char *ty = param_type(a, f, i, o->hip);
-        for (int j = 0; f->fold && j < f->fold->n; j++) /* a folded gradient: the caller's dtype, not the partials' */
-            if (f->fold->in[j].slot == i)
-                ty = arena_printf(a, "%s *", cuda_dtype(f->fold->in[j].dt, o->hip));
+        for (int j = 0; fold && j < fold->n; j++) /* a folded gradient: the caller's dtype, not the partials' */
+            if (fold->in[j].slot == i)
+                ty = arena_printf(a, "%s *", cuda_dtype(fold->in[j].dt, o->hip));
         buf_printf(out, ",\n        %s%s", ty, names[i]);
     }
     buf_printf(out, "%s,\n        %s stream)\n{\n", extra, rt(a, o, "Stream_t"));
@@ -278,7 +279,7 @@ bool emit_cuda_module(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCud
     buf_printf(out, "\n%s\n\n", CU_LAUNCHER_MARK);
     const char **names = param_names(a, f);
     const char *lname = arena_printf(a, "launch_%s", kname);
-    launcher_open(out, a, f, lname, names, f->nparams, "", o);
+    launcher_open(out, a, f, NULL, lname, names, f->nparams, "", o);
     launcher_launch(out, a, f, kname, L, names, o);
     return true;
 }
@@ -354,10 +355,11 @@ static const char *fold_sum_name(Arena *a, const FoldPlan *pl, int j, const char
 /* The fold's sum kernels: d = the rows of its partials added in the order 0, 1, ..., rows - 1, one
  * thread per element of the span (deterministic; the launcher zero-fills nothing for them, every
  * element is stored).  False after a located error (a gradient dtype without a conversion). */
-static bool fold_sum_kernels(Buf *out, Arena *a, Diags *d, const Func *bwd, const char *kname,
+static bool fold_sum_kernels(Buf *out, Arena *a, Diags *d, const Program *P, const char *kname,
                              const EmitCudaOpts *o)
 {
-    const FoldPlan *pl = bwd->fold;
+    const Func *bwd = P->main;
+    const FoldPlan *pl = P->fold;
     for (int j = 0; j < pl->n; j++) {
         const FoldInput *in = &pl->in[j];
         bool seen = false;
@@ -396,9 +398,10 @@ static bool fold_sum_kernels(Buf *out, Arena *a, Diags *d, const Func *bwd, cons
 }
 
 /* The header's lines on the fold: how each folded gradient is summed. */
-static void fold_describe(Buf *t, Arena *a, const Func *bwd, const char *const *names, const char *kname)
+static void fold_describe(Buf *t, Arena *a, const Program *P, const char *const *names, const char *kname)
 {
-    const FoldPlan *pl = bwd->fold;
+    const Func *bwd = P->main;
+    const FoldPlan *pl = P->fold;
     for (int j = 0; j < pl->n; j++) {
         const FoldInput *in = &pl->in[j];
         const char *dn = names[in->slot], *flag = NULL;
@@ -445,10 +448,11 @@ static void fold_helper(Buf *out, const FoldPlan *pl, const EmitCudaOpts *o)
  * (zero-filled: the kernel's own zeroing of its rows, when it does it, finds zeros), knames[slot]
  * the partials; *grid the folded launch's dim3; into then the sum kernels' launches, into post and
  * frees the partials' frees. */
-static void fold_steps(Arena *a, const Func *bwd, const char *kname, const char *const *names, const char **knames,
+static void fold_steps(Arena *a, const Program *P, const char *kname, const char *const *names, const char **knames,
                        const char **grid, Buf *pre, Buf *then, Buf *post, Buf *frees, const EmitCudaOpts *o)
 {
-    const FoldPlan *pl = bwd->fold;
+    const Func *bwd = P->main;
+    const FoldPlan *pl = P->fold;
     const char *inval = rt(a, o, "ErrorInvalidValue"), *ok = rt(a, o, "Success");
     Buf who = {.a = a};
     for (int j = 0; j < pl->n; j++)
@@ -520,7 +524,7 @@ static void fold_steps(Arena *a, const Func *bwd, const char *kname, const char 
 static bool simple_plan(Diags *d, Arena *a, const Program *P)
 {
     const Func *bwd = P->main;
-    const char *what = bwd->fold && P->tapes.n ? "grid folding and tapes together (a folded kernel's tapes)"
+    const char *what = P->fold && P->tapes.n ? "grid folding and tapes together (a folded kernel's tapes)"
                        : P->gemm ? "GEMM kernels for the matmul operand gradients"
                        : P->gather ? "gather kernels for the input gradients"
                        : P->spread ? "a loop spread over more programs"
@@ -548,10 +552,10 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
     if (!simple_plan(d, a, P))
         return false;
     const Func *bwd = P->main;
-    int nfwd = fwd->nparams, nouts = spec->nouts, nin = spec->nwrt, nf = bwd->flags.n;
+    int nfwd = fwd->nparams, nouts = spec->nouts, nin = spec->nwrt, nf = P->flags.n;
     int ncontract = nfwd + nouts + nin, nt = P->tapes.n;
-    int nfp = fold_nparams(bwd->fold);
-    if (bwd->nparams != ncontract + nf + nt + nfp || (bwd->fold && bwd->fold->nargs != ncontract + nf + nt)) {
+    int nfp = fold_nparams(P->fold);
+    if (bwd->nparams != ncontract + nf + nt + nfp || (P->fold && P->fold->nargs != ncontract + nf + nt)) {
         diag_error(d, bwd->loc, "CUDA C emitter: the backward %s has %d parameters, not the forward's %d, %d "
                                 "output and %d input gradients and %d flags (an input that is also an output, in "
                                 "place, shares one gradient): the CUDA C launcher does not print it yet",
@@ -559,7 +563,7 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         return false;
     }
     for (int j = 0; j < nf; j++)
-        if (bwd->flags.v[j].param != bwd->params[ncontract + j] || bwd->flags.v[j].grid_add) {
+        if (P->flags.v[j].param != bwd->params[ncontract + j] || P->flags.v[j].grid_add) {
             diag_error(d, bwd->loc, "CUDA C emitter: the backward %s has a flag the CUDA C launcher does not compute "
                                     "(a gather kernel's grid)", bwd->name);
             return false;
@@ -570,15 +574,15 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
     Buf k = {.a = a};
     int L = 0;
     unsigned h = 0;
-    if (!emit_cuda_kernel(&k, a, d, bwd, &ko, &L, &h) || (bwd->fold && !fold_sum_kernels(&k, a, d, bwd, kname, o)))
+    if (!emit_cuda_kernel(&k, a, d, bwd, &ko, &L, &h) || (P->fold && !fold_sum_kernels(&k, a, d, P, kname, o)))
         return false;
     const char **names = param_names(a, bwd);
-    for (int j = 0; bwd->fold && j < bwd->fold->n; j++) /* the caller's gradient, not the kernel's partials */
-        names[bwd->fold->in[j].slot] = cuda_ident(a, arena_printf(a, "d_%s", bwd->fold->in[j].name));
+    for (int j = 0; P->fold && j < P->fold->n; j++) /* the caller's gradient, not the kernel's partials */
+        names[P->fold->in[j].slot] = cuda_ident(a, arena_printf(a, "d_%s", P->fold->in[j].name));
     /* the launch's conditions: guards refuse it, flags choose plain stores */
-    const char **gc = arena_alloc(a, sizeof *gc * (size_t)(bwd->guards.n + 1));
-    for (int i = 0; i < bwd->guards.n; i++) {
-        const FuncGuard *g = &bwd->guards.v[i];
+    const char **gc = arena_alloc(a, sizeof *gc * (size_t)(P->guards.n + 1));
+    for (int i = 0; i < P->guards.n; i++) {
+        const FuncGuard *g = &P->guards.v[i];
         gc[i] = cond_c(a, g->acc, g->cond, names);
         if (!gc[i]) {
             diag_error(d, g->loc, "CUDA C emitter: %s, under a launch condition the CUDA C launcher cannot compute "
@@ -588,7 +592,7 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
     }
     const char **fc = arena_alloc(a, sizeof *fc * (size_t)(nf + 1));
     for (int j = 0; j < nf; j++) {
-        const FuncFlag *fl = &bwd->flags.v[j];
+        const FuncFlag *fl = &P->flags.v[j];
         Buf all = {.a = a};
         for (int i = 0; i < fl->ncond; i++) {
             const char *one = cond_c(a, fl->acc, fl->cond[i], names);
@@ -624,8 +628,8 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
     }
     for (int j = 0; j < nt; j++)
         buf_printf(&t, "%s\n", tape_describe(a, P, j, arena_printf(a, "launch_%s", kname)));
-    if (bwd->fold)
-        fold_describe(&t, a, bwd, names, kname);
+    if (P->fold)
+        fold_describe(&t, a, P, names, kname);
     if (spec->atomics)
         buf_puts(&t, "Built with --atomics: the gradients are accumulated with atomicAdd.\n");
     else if (!nf && ir_block_has_op(bwd->body, OP_ATOMIC_ADD))
@@ -642,10 +646,10 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         buf_printf(&extra, ",\n        int64_t %s_numel", names[P->cleared.v[j]]);
     if (nt)
         buf_puts(out, CU_TAPE_HELPERS);
-    fold_helper(out, bwd->fold, o);
-    launcher_open(out, a, bwd, arena_printf(a, "launch_%s", kname), names, ncontract, buf_str(&extra), o);
-    for (int i = 0; i < bwd->guards.n; i++) {
-        const FuncGuard *g = &bwd->guards.v[i];
+    fold_helper(out, P->fold, o);
+    launcher_open(out, a, bwd, P->fold, arena_printf(a, "launch_%s", kname), names, ncontract, buf_str(&extra), o);
+    for (int i = 0; i < P->guards.n; i++) {
+        const FuncGuard *g = &P->guards.v[i];
         char *msg = arena_strdup(a, g->msg);
         for (char *q = msg; *q; q++)
             if (*q == '\n' || *q == '\r')
@@ -661,16 +665,16 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
     for (int i = 0; i < nin; i++) {
         int p = nfwd + nouts + i;
         Dtype el = (Dtype)bwd->vals.v[bwd->params[p]].ty.elem;
-        for (int j = 0; bwd->fold && j < bwd->fold->n; j++) /* a folded gradient: the caller's dtype */
-            if (bwd->fold->in[j].slot == p)
-                el = bwd->fold->in[j].dt;
+        for (int j = 0; P->fold && j < P->fold->n; j++) /* a folded gradient: the caller's dtype */
+            if (P->fold->in[j].slot == p)
+                el = P->fold->in[j].dt;
         buf_printf(out, "    %s err%d = %s(%s, 0, (size_t)%s_numel * sizeof(%s), stream);\n",
                    rt(a, o, "Error_t"), i, rt(a, o, "MemsetAsync"), names[p], names[p], cuda_dtype(el, o->hip));
         buf_printf(out, "    if (err%d != %s)\n        return (int)err%d;\n", i, rt(a, o, "Success"), i);
     }
     Buf pre = {.a = a}, post = {.a = a}, frees = {.a = a}, then = {.a = a};
     const char **knames = names, *grid = NULL;
-    if (P->cleared.n || nt || bwd->fold) {
+    if (P->cleared.n || nt || P->fold) {
         knames = arena_alloc(a, sizeof *knames * (size_t)(bwd->nparams + 1));
         for (int i = 0; i < bwd->nparams; i++)
             knames[i] = names[i];
@@ -721,8 +725,8 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         knames[p] = cp;
     }
     /* STEP_FOLD: the partials, the folded launch, then the sum kernel */
-    if (bwd->fold)
-        fold_steps(a, bwd, kname, names, knames, &grid, &pre, &then, &post, &frees, o);
+    if (P->fold)
+        fold_steps(a, P, kname, names, knames, &grid, &pre, &then, &post, &frees, o);
     launcher_launch_grid(out, a, bwd, kname, L, knames, grid, pre.len ? buf_str(&pre) : "",
                          then.len ? buf_str(&then) : "", post.len ? buf_str(&post) : "", o);
     return true;
@@ -733,11 +737,6 @@ bool emit_cuda_jvp(Buf *out, Arena *a, Diags *d, const Func *fwd, const Func *jv
 {
     static const EmitCudaOpts none = {0};
     o = o ? o : &none;
-    if (jv->guards.n || jv->flags.n || jv->fold) {
-        diag_error(d, jv->loc, "CUDA C emitter: the jvp %s has launch steps (guards, flags or a fold) that the "
-                               "CUDA C launcher does not print yet", jv->name);
-        return false;
-    }
     const char *kname = cuda_ident(a, arena_printf(a, "%s_jvp", fwd->name));
     EmitCudaOpts ko = *o;
     ko.name = kname;
@@ -761,7 +760,7 @@ bool emit_cuda_jvp(Buf *out, Arena *a, Diags *d, const Func *fwd, const Func *jv
     buf_puts(out, buf_str(&k));
     buf_printf(out, "\n%s\n\n", CU_LAUNCHER_MARK);
     const char **names = param_names(a, jv);
-    launcher_open(out, a, jv, arena_printf(a, "launch_%s", kname), names, jv->nparams, "", o);
+    launcher_open(out, a, jv, NULL, arena_printf(a, "launch_%s", kname), names, jv->nparams, "", o);
     launcher_launch(out, a, jv, kname, L, names, o);
     return true;
 }

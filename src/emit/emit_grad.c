@@ -129,10 +129,10 @@ static const char *first_note(const AdSpec *spec, int i)
                : "";
 }
 
-/* A gather's launch condition (FuncFlag j of bwd) as Triton would write it. */
-static const char *flag_python(Arena *a, const Func *bwd, int j)
+/* A gather's launch condition (FuncFlag j of P) as Triton would write it. */
+static const char *flag_python(Arena *a, const Program *P, int j)
 {
-    const FuncFlag *fl = &bwd->flags.v[j];
+    const FuncFlag *fl = &P->flags.v[j];
     Buf b = {.a = a};
     for (int c = 0; c < fl->ncond; c++) {
         const char *one = access_cond_python(fl->acc, fl->cond[c]);
@@ -227,17 +227,17 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Program *P, const
         for (int i = 0; i < spec->nwrt; i++) {
             t.len = 0;
             const FoldInput *fi = NULL;
-            for (int j = 0; bwd->fold && j < bwd->fold->n; j++)
-                if (!strcmp(bwd->fold->in[j].name, spec->wrt[i]))
-                    fi = &bwd->fold->in[j];
+            for (int j = 0; P->fold && j < P->fold->n; j++)
+                if (!strcmp(P->fold->in[j].name, spec->wrt[i]))
+                    fi = &P->fold->in[j];
             const char *axes = NULL;
             if (fi) {
-                unsigned m = bwd->fold->axes;
+                unsigned m = P->fold->axes;
                 axes = m == 5   ? "axes 0 and 2"
                        : m == 3 ? "axes 0 and 1"
                        : m == 6 ? "axes 1 and 2"
                        : m == 7 ? "axes 0, 1 and 2"
-                                : arena_printf(a, "axis %d", bwd->fold->axis);
+                                : arena_printf(a, "axis %d", P->fold->axis);
             }
             const GemmOperand *go = NULL;
             for (int j = 0; P->gemm && j < P->gemm->n; j++)
@@ -272,7 +272,7 @@ static const char *bwd_header(Arena *a, const Func *fwd, const Program *P, const
                                "position that reads the element) and stores it once with tl.store "
                                "(deterministic, without atomics or partials)%s.",
                            spec->wrt[i], gi->flag >= 0 ? " when " : "",
-                           gi->flag >= 0 ? flag_python(a, bwd, gi->flag) : "",
+                           gi->flag >= 0 ? flag_python(a, P, gi->flag) : "",
                            gi->flag >= 0 ? " holds for the launch, on the gather kernel's grid (the launcher "
                                            "checks it and passes the answer as a tl.constexpr)" : "",
                            spec->wrt[i], gi->nsites, gi->k->name, (long long)gi->grid_add[0],
@@ -399,11 +399,12 @@ static const Program *alone(Arena *a, const Func *f)
     return p;
 }
 
-/* check_<kernel>_launch(grid, *args): the backward's launch conditions (Func.guards) on the
+/* check_<kernel>_launch(grid, *args): the backward's launch conditions (Program.guards) on the
  * forward's runtime arguments alone, so that the package refuses a launch before its forward
  * runs (an in-place forward would otherwise have overwritten its buffer by then). */
-static void print_launch_check(Buf *out, Arena *a, const Func *bwd, const DefParam *o, int nfwd, const Func *fwd)
+static void print_launch_check(Buf *out, Arena *a, const Program *P, const DefParam *o, int nfwd, const Func *fwd)
 {
+    const Func *bwd = P->main;
     Buf names = {.a = a}, meta = {.a = a};
     for (int k = 0; k < nfwd + bwd->consts.n; k++)
         if (emit_is_arg(bwd, o, k))
@@ -418,7 +419,7 @@ static void print_launch_check(Buf *out, Arena *a, const Func *bwd, const DefPar
                               "runtime arguments.", fwd->name),
          LINE_LIMIT, "    ", 7);
     buf_printf(out, "\n    \"\"\"\n");
-    if (!bwd->guards.n || fwd->descs.n) { /* (host-side descriptors: their launcher checks, expanded) */
+    if (!P->guards.n || fwd->descs.n) { /* (host-side descriptors: their launcher checks, expanded) */
         buf_puts(out, "    return\n");
         return;
     }
@@ -427,17 +428,17 @@ static void print_launch_check(Buf *out, Arena *a, const Func *bwd, const DefPar
                     "    _g = tuple(grid({**_a%s}) if callable(grid) else grid)\n"
                     "    _g = _g + (1,) * (3 - len(_g))\n", buf_str(&meta));
     Buf conds = {.a = a};
-    const char **c = arena_alloc(a, sizeof *c * (size_t)bwd->guards.n);
-    for (int i = 0; i < bwd->guards.n; i++) {
-        c[i] = access_cond_host((Access *)bwd->guards.v[i].acc, bwd->guards.v[i].cond, "_a", "_g");
+    const char **c = arena_alloc(a, sizeof *c * (size_t)P->guards.n);
+    for (int i = 0; i < P->guards.n; i++) {
+        c[i] = access_cond_host((Access *)P->guards.v[i].acc, P->guards.v[i].cond, "_a", "_g");
         buf_puts(&conds, c[i] ? c[i] : "");
     }
     if (strstr(buf_str(&conds), "_tdiv(") || strstr(buf_str(&conds), "_trem(")) {
         buf_puts(out, "\n");
         emit_print_tdiv(out);
     }
-    for (int i = 0; i < bwd->guards.n; i++) {
-        const FuncGuard *g = &bwd->guards.v[i];
+    for (int i = 0; i < P->guards.n; i++) {
+        const FuncGuard *g = &P->guards.v[i];
         const char *m = arena_printf(a, "%s:%d:%d: error: %s", g->loc.file ? g->loc.file : "<kernel>", g->loc.line,
                                      g->loc.col, g->msg);
         buf_printf(out, "    if not (%s):\n        raise ValueError(\"%s\")\n", c[i] ? c[i] : "False", py_escaped(a, m));
@@ -472,11 +473,14 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Program *P, const AdS
         .backward = true,
         .nfwd = nfwd,
         .nouts = spec->nouts,
+        .fold = P->fold,
+        .flags = P->flags.v,
+        .nflags = P->flags.n,
     };
     if (!emit_triton(out, bwd, &opt, d))
         return false;
-    if (bwd->fold) {
-        const FoldPlan *pl = bwd->fold;
+    if (P->fold) {
+        const FoldPlan *pl = P->fold;
         Buf hd = {.a = a}, ns = {.a = a};
         for (int j = 0; j < pl->n; j++) {
             const char *x = pl->n > 1 ? arena_printf(a, "_%s", pl->in[j].name) : "";
@@ -498,6 +502,9 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Program *P, const AdS
     if (P->gemm) {
         const GemmPlan *pl = P->gemm;
         EmitOptions go = opt;
+        go.fold = NULL; /* the main kernel's plan, not the GEMM kernels' */
+        go.flags = NULL;
+        go.nflags = 0;
         go.name = pl->first->name;
         go.header = arena_printf(a, "the GEMM form, kernel 1: the backward without the K loop's operand gradients; "
                                     "stores each program's %s tile at its tile pair (u, v) of kad_dacc", pl->data);
@@ -547,6 +554,9 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Program *P, const AdS
     for (int j = 0; P->gather && j < P->gather->n; j++) {
         const GatherIn *gi = &P->gather->in[j];
         EmitOptions go = opt;
+        go.fold = NULL; /* the main kernel's plan, not the gather kernel's */
+        go.flags = NULL;
+        go.nflags = 0;
         go.name = gi->k->name;
         if (gi->scatter)
             go.header = arena_printf(a, "d_%s at the %d scattered site%s (addresses kad cannot express), added with "
@@ -585,11 +595,11 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Program *P, const AdS
         buf_puts(out, kad_py_descs);
     if (emit_has_desc(bwd))
         buf_puts(out, kad_py_tma);
-    if (bwd->fold)
+    if (P->fold)
         buf_printf(out, "\n\n%s%s%s", kad_py_fold_fill, kad_py_sms, kad_py_dense);
     else if (P->spread && !P->gemm)
         buf_printf(out, "\n\n%s", kad_py_sms);
-    buf_printf(out, "%s%s%s", bwd->fold ? "" : "\n\n", kad_py_go, kad_py_tune);
+    buf_printf(out, "%s%s%s", P->fold ? "" : "\n\n", kad_py_go, kad_py_tune);
     /* the package's question (docs/GRAD.md, "Launch parameters"): a dot's tiles follow the forward's
      * warps (an autotuned matmul's config); a kernel without one is better with kad's defaults */
     buf_printf(out, "\n\n# the package passes the forward's num_warps/num_stages to this launcher only when True: when\n"
@@ -608,7 +618,7 @@ bool emit_triton_backward(Buf *out, const Func *fwd, const Program *P, const AdS
         buf_puts(out, ")\n");
     }
     emit_print_launcher(out, a, P, o, nfwd, spec->nouts, fwd, kname, lname, -1);
-    print_launch_check(out, a, bwd, o, nfwd, fwd);
+    print_launch_check(out, a, P, o, nfwd, fwd);
     return true;
 }
 

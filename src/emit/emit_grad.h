@@ -27,8 +27,8 @@ void emit_print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o
 /* emit_grad_launch.c */
 bool emit_has_dot(const Func *f);
 const char *emit_tune_facts(Arena *a, const Func *k, const DefParam *o, int ndef, int nfwd);
-void emit_launch_defaults(const Func *f, const FuncSpread *spread, int *warps, int *stages);
-const char *emit_launch_options(Arena *a, const Func *f, const FuncSpread *spread);
+void emit_launch_defaults(const Func *f, const FuncSpread *spread, bool folded, int *warps, int *stages);
+const char *emit_launch_options(Arena *a, const Func *f, const FuncSpread *spread, bool folded);
 void emit_print_launch(Buf *out, Arena *a, const char *ind, const char *k, const char *g, const char *call,
                        const int *ptrs, int np, int slot, const char *warps, const char *stages, const char *jit,
                        const char *facts);

@@ -182,7 +182,8 @@ static bool has_piped_fold(const Block *b)
  * values each element of f's tile sums, each with its own loads and masks (a
  * gather kernel's sites, else 1): the warps of a tile that many times larger,
  * at most 8 and at most one warp per 64 elements of the tile. */
-static void launch_defaults_of(const Func *f, const FuncSpread *spread, int sites, int *warps, int *stages)
+static void launch_defaults_of(const Func *f, const FuncSpread *spread, bool folded, int sites, int *warps,
+                               int *stages)
 {
     int64_t tile = 1, acc = 0, smem = 0;
     tile_scan(f, f->body, &tile, &acc, &smem);
@@ -205,7 +206,7 @@ static void launch_defaults_of(const Func *f, const FuncSpread *spread, int site
     /* a pipelined fold loop's long rows: 1024 elements a warp, 4 warps for 4096 in any dtype (H200,
      * bench/warps_sweep.py: LayerNorm fp32 4096^2 74.0 -> 68.2 us on 4 warps instead of 8, RMSNorm
      * 59.5 -> 58.6; bf16 had 4 already, 8 slower) */
-    if (f->fold && has_piped_fold(f->body) && tile > 2048)
+    if (folded && has_piped_fold(f->body) && tile > 2048)
         per = 1024;
     while (w < 16 && (int64_t)w * per < tile)
         w *= 2;
@@ -217,9 +218,9 @@ static void launch_defaults_of(const Func *f, const FuncSpread *spread, int site
     *stages = 0;
 }
 
-void emit_launch_defaults(const Func *f, const FuncSpread *spread, int *warps, int *stages)
+void emit_launch_defaults(const Func *f, const FuncSpread *spread, bool folded, int *warps, int *stages)
 {
-    launch_defaults_of(f, spread, 1, warps, stages);
+    launch_defaults_of(f, spread, folded, 1, warps, stages);
 }
 
 /* The launch options of one kernel: kad's defaults, the caller's num_warps
@@ -231,10 +232,10 @@ static const char *launch_options_of(Arena *a, int w, int s)
     return arena_printf(a, "dict({\"num_warps\": num_warps or %d}, **options)", w);
 }
 
-const char *emit_launch_options(Arena *a, const Func *f, const FuncSpread *spread)
+const char *emit_launch_options(Arena *a, const Func *f, const FuncSpread *spread, bool folded)
 {
     int w, s;
-    emit_launch_defaults(f, spread, &w, &s);
+    emit_launch_defaults(f, spread, folded, &w, &s);
     return launch_options_of(a, w, s);
 }
 
@@ -281,10 +282,9 @@ void emit_print_launch(Buf *out, Arena *a, const char *ind, const char *k, const
  * before: the plan's zero). */
 void emit_print_fold_sums(Buf *out, Arena *a, const Program *P, const char *kname, int nfwd, int at0, bool direct)
 {
-    const Func *bwd = P->main;
-    const FoldPlan *pl = bwd->fold;
+    const FoldPlan *pl = P->fold;
     int w, st;
-    emit_launch_defaults(P->sum, NULL, &w, &st);
+    emit_launch_defaults(P->sum, NULL, false, &w, &st);
     if (!direct) {
         buf_printf(out, "    %s[sgrid](", emit_sum_name(a, kname));
         for (int j = 0; j < pl->n; j++)
@@ -341,7 +341,7 @@ static void print_operand_fit(Buf *out, Arena *a, const Func *k, const char *til
                               const char *pad, const DefParam *o, int ndef, int nfwd)
 {
     int w, st;
-    emit_launch_defaults(k, NULL, &w, &st);
+    emit_launch_defaults(k, NULL, false, &w, &st);
     buf_printf(out, "%s        _kad_fit(%s, (%s, %s, 1), _c, {\"num_warps\": %d, \"num_stages\": %d}, _ck, _k and (%d, *_k),\n"
                     "%s                 kad_tune and ((_key, _dev, %d), %s))\n",
                pad, k->name, tiles, iters, w, st ? st : 3, slot, pad, slot, emit_tune_facts(a, k, o, ndef, nfwd));
@@ -412,10 +412,10 @@ void emit_print_gemm(Buf *out, Arena *a, const Program *P, const char *call, int
     buf_puts(out, "\n"
                   "            if not any(x.data_ptr() & 15 for x in _ts):\n"
                   "                _k = (_kad_cur(), *(x.dtype for x in _ts))\n");
-    const char *first_opts = emit_launch_options(a, pl->first, NULL);
+    const char *first_opts = emit_launch_options(a, pl->first, NULL, false);
     if (!emit_has_dot(pl->first)) {
         int w, st;
-        emit_launch_defaults(pl->first, NULL, &w, &st);
+        emit_launch_defaults(pl->first, NULL, false, &w, &st);
         first_opts = st ? arena_printf(a, "{\"num_warps\": %d, \"num_stages\": %d}", w, st)
                         : arena_printf(a, "{\"num_warps\": %d}", w);
     }
@@ -552,7 +552,7 @@ void emit_print_gathers(Buf *out, Arena *a, const Program *P, const DefParam *o,
             cond = arena_printf(a, "min(_kg) > 0 and args[%d]", nargs + gi->flag);
         buf_printf(out, "    if %s:\n", cond);
         int w, st; /* each element sums nsites values (docs/GRAD.md, "Launch parameters") */
-        launch_defaults_of(gi->k, NULL, gi->scatter ? 1 : gi->nsites, &w, &st);
+        launch_defaults_of(gi->k, NULL, false, gi->scatter ? 1 : gi->nsites, &w, &st);
         emit_print_launch(out, a, "        ", gi->k->name,
                           arena_printf(a, "(_kg[0] + %lld, _kg[1] + %lld, _kg[2] + %lld)", (long long)gi->grid_add[0],
                                   (long long)gi->grid_add[1], (long long)gi->grid_add[2]),

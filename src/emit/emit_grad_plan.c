@@ -21,12 +21,12 @@ bool emit_is_arg(const Func *bwd, const DefParam *o, int k)
 
 /* The name of gradient parameter i in the contract: a folded input's
  * partials stand in d_<x>'s place. */
-static const char *grad_name(Arena *a, const Func *bwd, int i)
+static const char *grad_name(Arena *a, const Program *P, int i)
 {
-    for (int j = 0; bwd->fold && j < bwd->fold->n; j++)
-        if (bwd->fold->in[j].slot == i)
-            return arena_printf(a, "d_%s", bwd->fold->in[j].name);
-    return bwd->vals.v[bwd->params[i]].name;
+    for (int j = 0; P->fold && j < P->fold->n; j++)
+        if (P->fold->in[j].slot == i)
+            return arena_printf(a, "d_%s", P->fold->in[j].name);
+    return P->main->vals.v[P->main->params[i]].name;
 }
 
 /* The FuncCover of bwd param v, or NULL. */
@@ -65,7 +65,7 @@ static int fold_buffers(const FoldPlan *pl, Dtype *dts)
 static void print_fold_plan(Buf *out, Arena *a, const Program *P, int nfwd, int at0, int first_in)
 {
     const Func *bwd = P->main;
-    const FoldPlan *pl = bwd->fold;
+    const FoldPlan *pl = P->fold;
     bool folded = pl->axes != 0;
     buf_printf(out, "    # deterministic sums: %spartials, one sum kernel (ad_fold)\n",
                folded ? "the grid folded along its axis, " : "");
@@ -109,7 +109,7 @@ static void print_fold_plan(Buf *out, Arena *a, const Program *P, int nfwd, int 
         const FoldInput *in = &pl->in[j];
         int at = at0 + in->slot - nfwd, b = dts[0] == in->pdt ? 0 : 1;
         bool grad = in->slot >= first_in; /* an in-place buffer's gradient (never folded today) adds */
-        buf_printf(out, "    d = args[%d]  # %s\n", at, grad_name(a, bwd, in->slot));
+        buf_printf(out, "    d = args[%d]  # %s\n", at, grad_name(a, P, in->slot));
         buf_puts(out, "    span = 1 + sum((n - 1) * s for n, s in zip(d.shape, d.stride())) if d.numel() else 0\n");
         if (grad)
             buf_printf(out, "    dense = _kad_dense(d)\n"
@@ -133,8 +133,8 @@ static void print_fold_plan(Buf *out, Arena *a, const Program *P, int nfwd, int 
             }
         } else {
             int fl = -1;
-            for (int k = 0; k < bwd->flags.n; k++)
-                if (bwd->flags.v[k].param == in->flag)
+            for (int k = 0; k < P->flags.n; k++)
+                if (P->flags.v[k].param == in->flag)
                     fl = k;
             if (in->flag && fl >= 0)
                 buf_printf(out, "    rows = %d if flags[%d] else 1  # a row per site; atomics into one\n", in->rows, fl);
@@ -165,9 +165,9 @@ static void print_fold_plan(Buf *out, Arena *a, const Program *P, int nfwd, int 
  * when the plan says so; _kad_fill, a value tests set, fills what would
  * stay uninitialized), their slices in the gradients' places, the spans
  * and program counts appended. */
-static void print_fold(Buf *out, Arena *a, const Func *bwd, int nfwd, int at0)
+static void print_fold(Buf *out, Arena *a, const Program *P, int nfwd, int at0)
 {
-    const FoldPlan *pl = bwd->fold;
+    const FoldPlan *pl = P->fold;
     Dtype dts[2];
     int nb = fold_buffers(pl, dts);
     buf_puts(out, "    dev, alloc = alloc\n");
@@ -240,19 +240,19 @@ static void print_zero_fill(Buf *out, Arena *a, const Program *P, int nfwd, int 
             continue; /* not an input gradient of the contract */
         const char *cv = fc && fc->cover ? access_cover_host(fc->acc, fc->cover, "d", "_a", "_g") : NULL;
         const char *flag = NULL;
-        for (int j = 0; cv && fc->flag && j < P->main->flags.n; j++)
-            if (P->main->flags.v[j].param == fc->flag)
+        for (int j = 0; cv && fc->flag && j < P->flags.n; j++)
+            if (P->flags.v[j].param == fc->flag)
                 flag = fconds ? fconds[j] : NULL;
         if (cv && fc->flag && !flag)
             cv = NULL;
         if (gemm_operand(P, i)) /* emit_print_gemm zero-fills it, where the GEMM form does not store it all */
             continue;
         bool folded = false;
-        for (int j = 0; bwd->fold && j < bwd->fold->n; j++)
-            folded |= bwd->fold->in[j].slot == i;
+        for (int j = 0; P->fold && j < P->fold->n; j++)
+            folded |= P->fold->in[j].slot == i;
         if (folded && plan) /* print_fold_plan decides */
             continue;
-        buf_printf(out, "    d = args[%d]  # %s\n", at0 + i - nfwd, grad_name(a, bwd, i));
+        buf_printf(out, "    d = args[%d]  # %s\n", at0 + i - nfwd, grad_name(a, P, i));
         if (folded) { /* the sum kernel stores into a dense d (emit_print_fold_sums) */
             buf_puts(out, "    if not _kad_dense(d):\n"
                           "        d.zero_()  # its sum kernel adds into it (a dense d it overwrites entirely)\n");
@@ -281,7 +281,7 @@ void emit_print_tdiv(Buf *out)
     buf_puts(out, kad_py_host_tdiv);
 }
 
-/* The backward's launch conditions (Func.guards), checked on the host
+/* The backward's launch conditions (Program.guards), checked on the host
  * before the launch: the arguments by name, the grid as Triton takes it
  * (a tuple, or a callable of the meta-parameters); then the input
  * gradients' zero-fills (print_zero_fill; nin: the output gradients before
@@ -289,7 +289,7 @@ void emit_print_tdiv(Buf *out)
 static void print_guards(Buf *out, Arena *a, const Program *P, int nfwd, int nin, int at0, bool plan)
 {
     const Func *bwd = P->main;
-    int ng = bwd->guards.n, nf = P->main->flags.n;
+    int ng = P->guards.n, nf = P->flags.n;
     bool covers = false;
     for (int i = 0; i < P->covers.n; i++)
         covers |= P->covers.v[i].cover != NULL;
@@ -311,9 +311,9 @@ static void print_guards(Buf *out, Arena *a, const Program *P, int nfwd, int nin
     const char **conds = arena_alloc(a, sizeof *conds * (size_t)(ng + nf + 1));
     for (int i = 0; i < ng + nf; i++) {
         if (i < ng) {
-            conds[i] = access_cond_host((Access *)bwd->guards.v[i].acc, bwd->guards.v[i].cond, "_a", "_g");
+            conds[i] = access_cond_host((Access *)P->guards.v[i].acc, P->guards.v[i].cond, "_a", "_g");
         } else { /* a flag: the conjunction of its conditions */
-            const FuncFlag *fl = &P->main->flags.v[i - ng];
+            const FuncFlag *fl = &P->flags.v[i - ng];
             Buf all = {.a = a};
             const char *gname = fl->grid_add ? arena_printf(a, "(_g[0] + %lld, _g[1] + %lld, _g[2] + %lld)",
                                                             (long long)fl->grid_add[0], (long long)fl->grid_add[1],
@@ -339,8 +339,8 @@ static void print_guards(Buf *out, Arena *a, const Program *P, int nfwd, int nin
     }
     if (div)
         emit_print_tdiv(out);
-    for (int i = 0; plan_find_step(P, STEP_GUARDS) >= 0 && i < bwd->guards.n; i++) {
-        const FuncGuard *g = &bwd->guards.v[i];
+    for (int i = 0; plan_find_step(P, STEP_GUARDS) >= 0 && i < P->guards.n; i++) {
+        const FuncGuard *g = &P->guards.v[i];
         Buf msg = {.a = a};
         const char *m = arena_printf(a, "%s:%d:%d: %s", g->loc.file ? g->loc.file : "<kernel>", g->loc.line,
                                      g->loc.col, g->msg);
@@ -506,7 +506,7 @@ void emit_print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o
         if (emit_is_arg(bwd, o, k))
             argn[na++] = o[k].cnst ? bwd->consts.v[o[k].i].name : bwd->vals.v[bwd->params[o[k].i]].name;
     for (int i = nfwd; i < plan_nargs(P); i++)
-        argn[na++] = grad_name(a, bwd, i);
+        argn[na++] = grad_name(a, P, i);
     ASSERT(na == nargs);
     Buf names = {.a = a}, quoted = {.a = a};
     for (int i = 0; i < nargs; i++) {
@@ -522,14 +522,14 @@ void emit_print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o
     /* planned: the launch's decisions computed once per launch key (every launcher but the GEMM
      * form's); direct: its kernels launched through _kad_go (not with tapes, descriptors or TMA
      * flags, whose arguments the plan does not fix) */
-    bool plan = bwd->fold || !P->gemm;
+    bool plan = P->fold || !P->gemm;
     ValId *tg = arena_alloc(a, sizeof *tg * (size_t)(bwd->nparams + 1));
     int ntg = jvp_nin != -1 ? 0 : emit_tma_grads(bwd, nfwd, tg);
     bool direct = plan && !P->tapes.n && !emit_has_desc(bwd) && !fwd->descs.n && !ntg;
     Buf key = {.a = a}; /* a planned launch's key: what its plan depends on */
     if (plan) {
         buf_printf(out, "\n\ndef _kad_plan(names, grid, args, nfold):\n    \"\"\"");
-        if (bwd->fold)
+        if (P->fold)
             emit_wrap(out, arena_printf(a, "What %s needs that depends only on its launch key (the grid, nfold, the "
                                       "scalar arguments and their types, the input gradients' shapes, strides and "
                                       "device): the launch's conditions, the gradients to zero-fill, the partials, "
@@ -546,14 +546,14 @@ void emit_print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o
                  LINE_LIMIT, "    ", 7);
         buf_puts(out, "\n    \"\"\"\n");
         print_guards(out, a, P, nfwd, nins, at0, true);
-        if (bwd->fold)
+        if (P->fold)
             print_fold_plan(out, a, P, nfwd, at0, nfwd + nins);
         else {
             if (P->spread)
                 emit_print_spread_plan(out, a, P, at0);
             buf_printf(out, "    return flags, zero, _kad_ck(args[%d].device)\n", at0);
         }
-        buf_puts(&key, bwd->fold && bwd->fold->axes ? "grid, nfold" : "grid");
+        buf_puts(&key, P->fold && P->fold->axes ? "grid, nfold" : "grid");
         for (int k = 0, i = 0; k < ndef; k++) {
             if (!emit_is_arg(bwd, o, k))
                 continue;
@@ -563,11 +563,11 @@ void emit_print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o
         }
         for (int i = nfwd + nins; i < plan_nargs(P); i++)
             buf_printf(&key, ", args[%d].shape, args[%d].stride()", at0 + i - nfwd, at0 + i - nfwd);
-        buf_printf(&key, ", args[%d].device", bwd->fold ? at0 + bwd->fold->in[0].slot - nfwd : at0);
+        buf_printf(&key, ", args[%d].device", P->fold ? at0 + P->fold->in[0].slot - nfwd : at0);
     }
     bool trusted = jvp_nin == -1 && P->trusted;
     buf_printf(out, "\n\ndef %s(grid, *args, %snum_warps=None, num_stages=None, kad_tune=False, %s**constexprs):\n", lname,
-               trusted ? "outputs_unmodified, " : "", bwd->fold && bwd->fold->axes ? "nfold=None, " : "");
+               trusted ? "outputs_unmodified, " : "", P->fold && P->fold->axes ? "nfold=None, " : "");
     buf_puts(out, "    \"\"\"");
     Buf doc = {.a = a};
     if (jvp_nin >= 0)
@@ -586,7 +586,7 @@ void emit_print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o
                          "would otherwise run again. args: the forward's runtime arguments, then the buffer "
                          "%s (fp32, _kad_slot elements per program, each program's slot written whole).",
                    kname, fwd_name, KAD_SAVE_PARAM);
-    else if (bwd->fold)
+    else if (P->fold)
         buf_printf(&doc, "Runs the backward of %s: every kernel it needs (%s, then the sum kernel of the "
                          "partials it fills). args: the forward's runtime arguments, then the gradient buffers "
                          "(%s).",
@@ -648,10 +648,10 @@ void emit_print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o
                        "(docs/GRAD.md, \"Tuning\").");
     else
         buf_puts(&doc, " kad_tune: accepted, no effect (this launcher's kernels are launched through Triton's JIT).");
-    if (bwd->fold && bwd->fold->axes)
+    if (P->fold && P->fold->axes)
         buf_printf(&doc, " nfold: the programs (along grid axis %d) that sum the shared gradients (default: 2 per "
                          "SM, at most half the forward's programs); the sums' last bits depend on it and on nothing else.",
-                   bwd->fold->axis);
+                   P->fold->axis);
     if (fwd->descs.n)
         buf_puts(&doc, " A host-side tensor descriptor (triton.tools.tensor_descriptor.TensorDescriptor) is passed "
                        "as the forward takes it and expanded here into the kernel's base, shape and strides; its "
@@ -756,12 +756,12 @@ void emit_print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o
                       "        if len(_kad_plans) >= 4096:\n"
                       "            _kad_plans.clear()\n"
                       "        plan = _kad_plans[key] = _kad_plan(names, grid, args, %s)\n",
-                   bwd->fold && bwd->fold->axes ? "nfold" : "None");
-        buf_puts(out, bwd->fold ? "    flags, zero, fold_grid, extra, alloc, sgrid, sums, ck = plan\n"
+                   P->fold && P->fold->axes ? "nfold" : "None");
+        buf_puts(out, P->fold ? "    flags, zero, fold_grid, extra, alloc, sgrid, sums, ck = plan\n"
                                 : "    flags, zero, ck = plan\n");
         buf_puts(out, "    for i in zero:\n"
                       "        args[i].zero_()\n");
-        if (bwd->fold)
+        if (P->fold)
             buf_puts(out, "    if fold_grid is None:\n"
                           "        return\n");
         buf_puts(out, "    args = [*args, *flags]\n");
@@ -795,7 +795,7 @@ void emit_print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o
             print_tapes(out, a, P, lname);
         else if (s->kind == STEP_FOLD) {
             buf_puts(out, "    grid = fold_grid\n");
-            print_fold(out, a, bwd, nfwd, at0);
+            print_fold(out, a, P, nfwd, at0);
         } else if (s->kind == STEP_GEMM)
             emit_print_gemm(out, a, P, buf_str(&call), at0, nfwd, o, ndef);
     }
@@ -834,15 +834,15 @@ void emit_print_launcher(Buf *out, Arena *a, const Program *P, const DefParam *o
         case STEP_LAUNCH:
         case STEP_FOLD: {
             int w, st;
-            emit_launch_defaults(bwd, P->spread, &w, &st);
+            emit_launch_defaults(bwd, P->spread, P->fold != NULL, &w, &st);
             if (P->spread) /* S programs per forward program along axis 0 (the plan's last flag) */
                 buf_printf(out, "%s_sg = (grid[0] * args[%d], grid[1], grid[2])  # %s programs per forward program\n",
-                           ind, nargs + P->main->flags.n, KAD_SPREAD_PARAM);
+                           ind, nargs + P->flags.n, KAD_SPREAD_PARAM);
             emit_print_launch(out, a, ind, kname, P->spread ? "_sg" : "grid", buf_str(&call), direct ? ptrs : NULL,
                               np, 0,
                               arena_printf(a, "num_warps or %d", w),
                               st ? arena_printf(a, "num_stages or %d", st) : "num_stages",
-                              emit_launch_options(a, bwd, P->spread), emit_tune_facts(a, bwd, o, ndef, nfwd));
+                              emit_launch_options(a, bwd, P->spread, P->fold != NULL), emit_tune_facts(a, bwd, o, ndef, nfwd));
             if (s->kind == STEP_FOLD)
                 emit_print_fold_sums(out, a, P, kname, nfwd, at0, direct);
             break;

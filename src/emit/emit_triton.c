@@ -434,7 +434,7 @@ static void print_module(Emitter *E, Buf *out, const char *kname, const char *bo
         buf_puts(out, "import triton\nimport triton.language as tl\n");
         if (E->libdevice)
             buf_puts(out, "from triton.language.extra import libdevice\n");
-        if (bwd && f->fold)
+        if (bwd && opt->fold)
             buf_puts(out, "import math\nimport time\n\nimport torch\n");
         else if (bwd) /* the launcher's plans, direct launches and tuning (emit_grad_plan.c, emit_grad_launch.c) */
             buf_puts(out, "import time\n\nimport torch\n");
@@ -445,10 +445,10 @@ static void print_module(Emitter *E, Buf *out, const char *kname, const char *bo
     if (E->helpers)
         buf_puts(out, E->helpers);
     const char *jit_args = opt ? opt->jit_args : NULL;
-    if (bwd && f->fold) {
+    if (bwd && opt->fold) {
         Buf j = {.a = E->a};
         buf_puts(&j, "do_not_specialize=[");
-        for (int i = f->fold->nargs, n = 0; i < f->nparams; i++)
+        for (int i = opt->fold->nargs, n = 0; i < f->nparams; i++)
             buf_printf(&j, "%s\"%s\"", n++ ? ", " : "", E->vi[em_find(E, f->params[i])].name);
         buf_putc(&j, ']');
         jit_args = buf_str(&j);
@@ -478,8 +478,8 @@ static void print_module(Emitter *E, Buf *out, const char *kname, const char *bo
         }
         for (int i = opt->nfwd; i < f->nparams; i++) {
             const char *n = E->vi[em_find(E, f->params[i])].name;
-            for (int j = 0; j < f->flags.n; j++) /* computed by the launcher: Triton compiles the branch taken */
-                if (f->flags.v[j].param == f->params[i])
+            for (int j = 0; j < opt->nflags; j++) /* computed by the launcher: Triton compiles the branch taken */
+                if (opt->flags[j].param == f->params[i])
                     n = arena_printf(E->a, "%s: tl.constexpr", n);
             vec_push(E->a, ps, n);
         }
@@ -551,8 +551,8 @@ static void print_backward_body(Emitter *E, Buf *text)
 {
     const Func *f = E->f;
     const Block *body = f->body;
-    if (f->fold && f->fold->axes) { /* ad_fold: one loop over the forward's programs */
-        const FoldPlan *pl = f->fold;
+    const FoldPlan *pl = E->opt->fold;
+    if (pl && pl->axes) { /* ad_fold: one loop over the forward's programs */
         Buf c = {.a = E->a};
         buf_puts(&c, "folded grid (deterministic sums): this program runs the forward's programs ");
         if (pl->axes & (pl->axes - 1))

@@ -794,10 +794,6 @@ Func *ir_func_clone(Arena *a, const Func *f, const char *name)
     c->rules.n = c->rules.cap = 0;
     for (int i = 0; i < f->rules.n; i++)
         vec_push(a, c->rules, block_clone(a, f->rules.v[i]));
-    c->fold = NULL;
-    memset(&c->guards, 0, sizeof c->guards);
-    memset(&c->flags, 0, sizeof c->flags);
-    memset(&c->notes, 0, sizeof c->notes);
     memset(&c->hints, 0, sizeof c->hints);
     return c;
 }
@@ -859,8 +855,8 @@ void ir_print_plan(Buf *b, const Func *f, const IrPlanText *pt)
             buf_printf(b, " lanes %d", (int)pt->spread->lanes);
         buf_putc(b, ')');
     }
-    if (f->fold) { /* fold(axes = [K...], programs = [%G...], %part = x: dtype span %span [rows N [flag %f]], ...) */
-        const FoldPlan *pl = f->fold;
+    if (pt->fold) { /* fold(axes = [K...], programs = [%G...], %part = x: dtype span %span [rows N [flag %f]], ...) */
+        const FoldPlan *pl = pt->fold;
         buf_puts(b, " fold(axes = [");
         for (int k = 0, n = 0; k < 3; k++)
             if (pl->axes & (1u << k))
@@ -877,6 +873,8 @@ void ir_print_plan(Buf *b, const Func *f, const IrPlanText *pt)
             put_val(&p, f->params[pl->in[j].slot]);
             buf_printf(b, " = %s: %s span ", pl->in[j].name, dtype_name(pl->in[j].dt));
             put_val(&p, pl->in[j].span);
+            if (pl->in[j].load_store)
+                buf_puts(b, " load_store");
             if (pl->in[j].rows)
                 buf_printf(b, " rows %d", pl->in[j].rows);
             if (pl->in[j].flag) {

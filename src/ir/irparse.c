@@ -20,7 +20,9 @@
  * parsed Func gives the same names back.
  *
  * The first error stops the parse (longjmp to ir_parse): later errors would
- * mostly be consequences of the first.
+ * mostly be consequences of the first.  ir_parse_next reads one kernel of a
+ * longer text (a Program's: plan/text.c reads its kernels one after the other
+ * and its plan), leaving the position after it.
  */
 #include <errno.h>
 #include <math.h>
@@ -76,7 +78,7 @@ typedef struct P {
     int *table; /* open addressing: entry index + 1, 0 = empty */
     uint32_t mask;
     Vec(int) scope; /* entries defined in the open regions, innermost last */
-    IrPlanText *pt; /* the header's tapes and spread */
+    IrPlanText *pt; /* the header's tapes, spread and fold */
 } P;
 
 static _Noreturn void perr(P *p, Loc loc, const char *fmt, ...)
@@ -1086,13 +1088,13 @@ static void parse_consts(P *p)
 }
 
 /* fold := 'fold' '(' 'axes' '=' '[' [INT (',' INT)*] ']' ',' 'programs' '=' '[' [%p (',' %p)*] ']'
- *          (',' %p '=' NAME ':' dtype 'span' %p ['rows' INT ['flag' %p]])* ')'
+ *          (',' %p '=' NAME ':' dtype 'span' %p ['load_store'] ['rows' INT ['flag' %p]])* ')'
  * A folded backward's plan (write/fold.c; axes = [] when only site rows);
- * its sum kernel follows from it (plan_parse builds it). */
+ * its sum kernel is a kernel of the Program's text (plan_parse reads it). */
 static void parse_fold(P *p)
 {
     Func *f = p->f;
-    Loc loc = p->pt->fold_loc = p->tok.loc;
+    Loc loc = p->tok.loc;
     expect_id(p, "fold");
     expect(p, P_LPAREN, "'(' after fold");
     expect_id(p, "axes");
@@ -1138,6 +1140,10 @@ static void parse_fold(P *p)
         in.dt = dtype_parse(dt.text, (size_t)dt.len);
         expect_id(p, "span");
         in.span = parse_use(p);
+        if (at_id(p, "load_store")) {
+            next(p);
+            in.load_store = true;
+        }
         if (at_id(p, "rows")) {
             next(p);
             Tok r = expect(p, P_INT, "the number of site rows");
@@ -1178,7 +1184,7 @@ static void parse_fold(P *p)
     for (int j = 0; j < pl->n; j++)
         if (f->params[pl->nargs + j] != pl->in[j].span || pl->in[j].slot >= pl->nargs)
             perr(p, loc, "a fold plan's span parameters follow the contract's parameters, in its inputs' order");
-    f->fold = pl;
+    p->pt->fold = pl;
 }
 
 /* texpr := INT | %p | ('grid' | 'pid') '(' INT ')' | OP '(' texpr ',' texpr ')'
@@ -1258,8 +1264,8 @@ static void parse_tapes(P *p)
         t.trips = parse_tape_expr(p, 0);
         expect_id(p, "slot");
         Tok n = expect(p, P_INT, "the elements of a tape slot");
-        if (n.ival < 1 || n.ival > INT32_MAX)
-            perr(p, n.loc, "a tape slot holds 1 to 2**31 - 1 elements");
+        if (n.ival < 0 || n.ival > INT32_MAX) /* 0: a loop whose reverse reads nothing back (ad_tape.c) */
+            perr(p, n.loc, "a tape slot holds 0 to 2**31 - 1 elements");
         t.slot = n.ival;
         if (at_id(p, "bounded")) { /* a `while` loop's: a capacity, a head first */
             next(p);
@@ -1366,7 +1372,7 @@ static void parse_func(P *p)
             perr(p, p->tok.loc, "a folded backward has no spread loop");
         parse_fold(p);
     }
-    for (int j = 0, at0 = (p->f->fold ? p->f->fold->nargs : p->f->nparams) - p->pt->tapes.n; j < p->pt->tapes.n; j++)
+    for (int j = 0, at0 = (p->pt->fold ? p->pt->fold->nargs : p->f->nparams) - p->pt->tapes.n; j < p->pt->tapes.n; j++)
         if (at0 < 0 || p->f->params[at0 + j] != p->pt->tapes.v[j].param)
             perr(p, p->tok.loc, "a backward's tape parameters come in the tape plan's order, after the others "
                                 "(before a fold plan's)");
@@ -1396,8 +1402,6 @@ static void parse_func(P *p)
         scope_close(p, mark);
         skip_nls(p);
     }
-    if (!at(p, P_EOF))
-        perr(p, p->tok.loc, "expected the end of the input after the kernel, found %s", tok_desc(p, &p->tok));
 }
 
 Func *ir_parse(Arena *a, Diags *d, const char *file, const char *text)
@@ -1422,5 +1426,34 @@ Func *ir_parse_plan(Arena *a, Diags *d, const char *file, const char *text, IrPl
         return NULL;
     next(&p);
     parse_func(&p);
+    if (!at(&p, P_EOF))
+        perr(&p, p.tok.loc, "expected the end of the input after the kernel, found %s", tok_desc(&p, &p.tok));
+    return p.f;
+}
+
+Func *ir_parse_next(Arena *a, Diags *d, const char *file, const char *src, const char **pos, int *line,
+                    IrPlanText *pt)
+{
+    P p = {0};
+    *pt = (IrPlanText){0};
+    p.pt = pt;
+    p.a = a;
+    p.d = d;
+    p.file = arena_strdup(a, file ? file : "<ir>");
+    p.src = src;
+    p.pos = *pos;
+    p.line = *line;
+    p.line_start = *pos;
+    while (p.line_start > src && p.line_start[-1] != '\n')
+        p.line_start--;
+    p.mask = 255;
+    p.table = arena_alloc(a, 256 * sizeof *p.table);
+    if (setjmp(p.fail))
+        return NULL;
+    next(&p);
+    parse_func(&p);
+    /* where the next token starts (a value or '@' name's text is after its sigil) */
+    *pos = p.tok.text - (p.tok.kind == P_VAL || p.tok.kind == P_AT);
+    *line = p.tok.loc.line;
     return p.f;
 }

@@ -7,7 +7,8 @@
  * the kernel AD differentiated, and its contract (five parameters per
  * input, cdiv(span, FOLD_SUM_BLOCK) programs each) is the one plan_run's
  * STEP_FOLD and the launcher launch it with, so it lives with them: the AD
- * driver (sweep_rev.c) and plan_parse build it from the same data.
+ * driver (sweep_rev.c) builds it from that data (a Program's text carries
+ * it as a kernel, which plan_parse reads).
  *
  * Requires: n >= 1 inputs.  Keeps: everything (builds a new Func). */
 #include "plan/plan.h"

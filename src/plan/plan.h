@@ -10,10 +10,12 @@
  * from it.  The steps' walkers:
  *   - run.c (plan_run) executes them on the interpreter, each launch one
  *     interp_run of one kernel on one grid;
- *   - emit_grad_plan.c prints the Triton launcher that does the same on a GPU;
- *   - kad.c lists the companion kernels they launch (kad grad --ir).
- * text.c prints and parses a Program in the IR's textual form (the main
- * kernel with its tape/spread/fold annotations; plan_steps after parsing).
+ *   - emit_grad_plan.c prints the Triton launcher that does the same on a GPU.
+ * text.c prints and parses a Program in the IR's textual form: the main
+ * kernel (its header's tape/spread/fold annotations), the companion kernels
+ * as kernels of their own, then a `plan { ... }` with the rest of the plan
+ * data and the steps (kad grad --ir; kad_parse_ir reads it back, the
+ * companions from the text).
  * tape.c evaluates and describes the tapes' plan data for the host, and
  * fold_sum.c builds the fold's sum kernel from its plan data: the plan
  * stage reads a Program's data without calling the AD that made it (the
@@ -25,10 +27,10 @@
  * The main kernel's parameters are, in order: the contract (the forward's,
  * then the output gradients, then the input gradients: plan_nargs of them),
  * the flags, the tapes, the spread's S, then the fold's hidden parameters.
- * Three parts of the plan stay on the main kernel's Func because files of
- * other stages read them there: Func.fold (the kernel emitter prints the fold
- * loop and its hidden parameters), Func.flags (the kernel emitter makes
- * them tl.constexpr) and Func.guards (access_report.c's func_guards_hold). */
+ * No part of the plan lives on a kernel's Func: the kernel emitters take the
+ * fold and the flags from the Program (EmitOptions.fold and .flags; the CUDA C
+ * emitter reads the Program), and the guards are evaluated from
+ * P->guards (access_report.c's func_guards_hold). */
 #ifndef KAD_PLAN_H
 #define KAD_PLAN_H
 
@@ -41,9 +43,9 @@ typedef enum StepKind {
                        * When the launch does not allow it, the steps after it run */
     STEP_COPY,        /* output gradient params[P->cleared.v[j]] replaced by a private copy: the
                        * backward's stores read and clear it (the caller's is kept) */
-    STEP_GUARDS,      /* the main kernel's launch conditions (Func.guards): refuse a launch that
+    STEP_GUARDS,      /* the main kernel's launch conditions (P->guards): refuse a launch that
                        * breaks one */
-    STEP_FLAG,        /* flag j (P->main->flags.v[j]) computed for this launch: an i1 argument */
+    STEP_FLAG,        /* flag j (P->flags.v[j]) computed for this launch: an i1 argument */
     STEP_TAPE,        /* tape j (P->tapes.v[j]) allocated for this launch (its revolve plan or
                        * `while` overflow flag in its head) */
     STEP_TAPE_BUDGET, /* the tapes' bytes against the checkpointing budget */
@@ -55,7 +57,7 @@ typedef enum StepKind {
     STEP_LAUNCH,      /* the main kernel on the forward's grid (times S) */
     STEP_LAUNCH_UNLESS_GATHERED, /* the same, skipped when every gather's flag holds
                        * (GatherPlan.main == 2) */
-    STEP_FOLD,        /* a folded launch (Func.fold): the partials allocated, the main kernel on
+    STEP_FOLD,        /* a folded launch (P->fold): the partials allocated, the main kernel on
                        * the folded grid, then the sum kernel P->sum over every input's rows */
     STEP_GATHER,      /* gather (or scatter) kernel P->gather->in[j] on the forward's grid plus
                        * its grid_add, when its flag holds (or it has none) */
@@ -72,12 +74,20 @@ typedef struct Step {
 typedef struct Program {
     Arena *a;                   /* the Program's arena (plan_new's), which its steps grow in */
     Func *main;                 /* the backward kernel (or any kernel: a Program of one launch) */
-    Func *sum;                  /* the fold's sum kernel (fold_sum_kernel), when main->fold */
+    const FoldPlan *fold;       /* a folded backward (write/fold.c): main's fold loop over the
+                                 * forward's programs and its hidden parameters, after the spread's
+                                 * (the kernel emitters print them); else NULL */
+    Func *sum;                  /* the fold's sum kernel (fold_sum_kernel), when fold */
     const GemmPlan *gemm;       /* the GEMM form of the matmul operand gradients (write/gemm.c), or NULL */
     const GatherPlan *gather;   /* input gradients written by kernels of their own after main
                                  * (write/gather.c, write/scatter.c), or NULL */
     const FuncSpread *spread;   /* main's loop the launcher may spread over more programs
                                  * (write/spread.c), or NULL */
+    Vec(FuncGuard) guards;      /* main's launch conditions (access.c): STEP_GUARDS and the
+                                 * launcher refuse a launch that breaks one */
+    Vec(FuncFlag) flags;        /* main's i1 parameters after the contract's, computed per launch
+                                 * (plain stores proven for it): STEP_FLAG; the kernel emitters make
+                                 * them tl.constexpr */
     Vec(FuncCover) covers;      /* per input gradient: when the launcher need not zero-fill it */
     Vec(FuncTape) tapes;        /* main's scratch buffers for loops run backwards (ad_tape.c),
                                  * parameters after the flags */
@@ -105,6 +115,10 @@ const char *plan_step_name(int kind);
 /* The kernel a launch step runs (STEP_LAUNCH*, STEP_FOLD: main; STEP_GATHER: the gather kernel);
  * NULL for a host-only step.  STEP_GEMM launches several: P->gemm's. */
 const Func *plan_step_kernel(const Program *P, const Step *s);
+/* P's companion kernels in the order its text prints them: the fold's sum kernel, the GEMM form's
+ * dacc kernel and each operand's kernel (then its one-iteration kernel), the gather and scatter
+ * kernels.  Returns how many; out (room for that many) may be NULL. */
+int plan_companions(const Program *P, const Func **out);
 /* The programs a STEP_GATHER kernel adds to the forward's grid along each axis (else 0). */
 void plan_step_grid_add(const Program *P, const Step *s, int64_t out[3]);
 
@@ -113,13 +127,16 @@ void plan_step_grid_add(const Program *P, const Step *s, int64_t out[3]);
 bool plan_run(const Program *P, const int64_t grid[3], const InterpArg *args, int nargs, InterpMode mode,
               Diags *d);
 
-/* text.c: the textual form of a Program: the main kernel's IR with its tape(...), spread(...) and
- * fold(...) annotations (ir_print_plan); the companion kernels are not part of the text (kad grad
- * --ir prints them after it as comments). */
+/* text.c: the textual form of a Program (docs/IR.md, "Programs"): the main kernel's IR with its
+ * tape(...), spread(...) and fold(...) annotations (ir_print_plan), each companion kernel's IR
+ * (plan_companions' order), then, unless P is one kernel launched once, `plan { ... }`: guards,
+ * flags, covers, cleared gradients, the sum kernel, the GEMM form, gathers, notes, trusted
+ * buffers, steps. */
 void plan_print(Buf *b, const Program *P);
 char *plan_to_string(Arena *a, const Program *P);
-/* Parses a kernel in textual IR and its annotations into a Program (the sum kernel of a fold
- * annotation built from it), with its steps.  NULL after errors in d. */
+/* Parses that text into a Program: its kernels (the companions read from the text, not rebuilt),
+ * its plan data (conditions over one Access of the main kernel), its steps (the plan's, else
+ * plan_steps').  print(parse(print(P))) == print(P).  NULL after errors in d. */
 Program *plan_parse(Arena *a, Diags *d, const char *file, const char *text);
 
 /* tape.c: a Program's tapes on the host (planned by ad_tape.c): trip counts bounded and printed,

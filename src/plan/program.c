@@ -21,22 +21,21 @@ Program *plan_new(Arena *a, Func *f)
 
 int plan_nargs(const Program *P)
 {
-    return kernel_nargs(P->main) - P->main->flags.n - P->tapes.n - !!P->spread;
+    return (P->fold ? P->fold->nargs : P->main->nparams) - P->flags.n - P->tapes.n - !!P->spread;
 }
 
 static void step(Program *P, int kind, int j) { vec_push(P->a, P->steps, ((Step){kind, j})); }
 
 void plan_steps(Program *P)
 {
-    const Func *f = P->main;
     P->steps.n = 0;
     if (P->gemm)
         step(P, STEP_GEMM, 0);
     for (int j = 0; j < P->cleared.n; j++)
         step(P, STEP_COPY, j);
-    if (f->guards.n)
+    if (P->guards.n)
         step(P, STEP_GUARDS, 0);
-    for (int j = 0; j < P->main->flags.n; j++)
+    for (int j = 0; j < P->flags.n; j++)
         step(P, STEP_FLAG, j);
     for (int j = 0; j < P->tapes.n; j++)
         step(P, STEP_TAPE, j);
@@ -47,7 +46,7 @@ void plan_steps(Program *P)
     if (P->spread)
         step(P, STEP_SPREAD, 0);
     int main = P->gather ? P->gather->main : 0;
-    if (f->fold)
+    if (P->fold)
         step(P, STEP_FOLD, 0);
     else if (main == 0)
         step(P, STEP_LAUNCH, 0);
@@ -89,6 +88,26 @@ const Func *plan_step_kernel(const Program *P, const Step *s)
     case STEP_GATHER: return P->gather->in[s->j].k;
     default: return NULL;
     }
+}
+
+int plan_companions(const Program *P, const Func **out)
+{
+    int n = 0;
+#define PUT(k) (out ? (void)(out[n] = (k)) : (void)0, n++)
+    if (P->sum)
+        PUT(P->sum);
+    if (P->gemm) {
+        PUT(P->gemm->first);
+        for (int j = 0; j < P->gemm->n; j++) {
+            PUT(P->gemm->op[j].k);
+            if (P->gemm->op[j].single)
+                PUT(P->gemm->op[j].single);
+        }
+    }
+    for (int j = 0; P->gather && j < P->gather->n; j++)
+        PUT(P->gather->in[j].k);
+#undef PUT
+    return n;
 }
 
 void plan_step_grid_add(const Program *P, const Step *s, int64_t out[3])

@@ -26,7 +26,7 @@ static bool run_fold(const Program *Pg, const int64_t grid[3], const InterpArg *
                      int64_t nfold, Diags *d)
 {
     const Func *f = Pg->main;
-    const FoldPlan *pl = f->fold;
+    const FoldPlan *pl = Pg->fold;
     int64_t T = 1;
     for (int k = 0; k < 3; k++)
         if (pl->axes & (1u << k))
@@ -322,9 +322,9 @@ static bool run_step(Run *R, const Step *s)
         g->data = R->priv[s->j];
         return true;
     }
-    case STEP_GUARDS: return func_guards_hold(f, R->iargs, grid, d);
+    case STEP_GUARDS: return func_guards_hold(P->guards.v, P->guards.n, R->iargs, grid, d);
     case STEP_FLAG: {
-        const FuncFlag *fl = &P->main->flags.v[s->j];
+        const FuncFlag *fl = &P->flags.v[s->j];
         bool holds = true; /* cannot evaluate: false, the atomics (always right) */
         const int64_t *ga = fl->grid_add; /* a gather's condition: on its grid */
         int64_t fg[3] = {grid[0] + (ga ? ga[0] : 0), grid[1] + (ga ? ga[1] : 0), grid[2] + (ga ? ga[2] : 0)};
@@ -358,14 +358,14 @@ static bool run_step(Run *R, const Step *s)
         }
         if (ok && t->revolve) /* the plan's head: its rows, then (kind, a, b) each */
             ok = revolve_head(P, j, R->iargs, grid, buf, esz, d);
-        ext[nc + P->main->flags.n + j] = (InterpArg){.data = buf, .nbytes = n * esz};
+        ext[nc + P->flags.n + j] = (InterpArg){.data = buf, .nbytes = n * esz};
         return ok;
     }
     case STEP_TAPE_BUDGET: {
         int64_t tbytes = 0, budget = 0;
         for (int j = 0; j < P->tapes.n; j++) {
             Type pt = ir_type(f, P->tapes.v[j].param);
-            tbytes += ext[nc + P->main->flags.n + j].nbytes / (R->mode == IM_F64 ? 8 : dtype_bits((Dtype)pt.elem) / 8) *
+            tbytes += ext[nc + P->flags.n + j].nbytes / (R->mode == IM_F64 ? 8 : dtype_bits((Dtype)pt.elem) / 8) *
                       (dtype_bits((Dtype)pt.elem) / 8); /* the bytes the launcher allocates */
             if (P->tapes.v[j].ckpt)
                 budget = P->tapes.v[j].budget;
@@ -380,7 +380,7 @@ static bool run_step(Run *R, const Step *s)
     case STEP_ZERO: return true; /* the interpreter's callers pass zeroed gradients */
     case STEP_SPREAD: {
         int64_t sp = spread_cpu(P, R->iargs, grid);
-        ext[nc + P->main->flags.n + P->tapes.n] = (InterpArg){.i = sp};
+        ext[nc + P->flags.n + P->tapes.n] = (InterpArg){.i = sp};
         R->sg[0] *= sp;
         return true;
     }
@@ -450,7 +450,7 @@ bool plan_run(const Program *P, const int64_t grid[3], const InterpArg *args, in
     /* a backward's launch conditions, flags, tapes and spread, on the forward's grid */
     int nt = P->tapes.n;
     Run R = {.P = P, .f = f, .mode = mode, .d = d, .grid = grid, .nc = nc};
-    R.next = nc + P->main->flags.n + nt + !!P->spread;
+    R.next = nc + P->flags.n + nt + !!P->spread;
     R.iargs = calloc((size_t)nc + 1, sizeof *R.iargs);
     R.ext = calloc((size_t)R.next + 1, sizeof *R.ext);
     R.tapes = calloc((size_t)nt + 1, sizeof *R.tapes);

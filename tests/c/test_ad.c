@@ -221,11 +221,11 @@ static void test_ad_signature(T *t)
          * every row program, so its gradient goes through per-program partials */
         const char *want[] = {"x_ptr", "w_ptr", "y_ptr", "r_ptr", "n", "eps", "d_y_ptr", "d_x_ptr",
                               "d_w_ptr_part", "plain_d_x_ptr", "kad_span_w_ptr", "kad_programs_0"};
-        CHECK(t, plan_nargs(gp) == 9 && g->nparams == 12 && g->flags.n == 1 && g->flags.v[0].param == g->params[9]);
+        CHECK(t, plan_nargs(gp) == 9 && g->nparams == 12 && gp->flags.n == 1 && gp->flags.v[0].param == g->params[9]);
         for (int i = 0; i < g->nparams && i < 12; i++)
             CHECK(t, strcmp(g->vals.v[g->params[i]].name, want[i]) == 0);
-        CHECK(t, g->fold && g->fold->axis == 0 && g->fold->n == 1 && g->fold->in[0].slot == 8 &&
-                     !strcmp(g->fold->in[0].name, "w_ptr") && gp->sum && g->fold->in[0].load_store);
+        CHECK(t, gp->fold && gp->fold->axis == 0 && gp->fold->n == 1 && gp->fold->in[0].slot == 8 &&
+                     !strcmp(gp->fold->in[0].name, "w_ptr") && gp->sum && gp->fold->in[0].load_store);
         /* the Program's host steps, in the order the runner and the launcher follow: the flag of
          * d_x's plain stores, the zero-fills of both input gradients, the folded launch (with its
          * sum kernel); the folded launch runs the main kernel */
@@ -250,7 +250,7 @@ static void test_ad_signature(T *t)
     spec.atomics = true;
     gp = f ? ad_backward(a, &d, f, &spec) : NULL;
     g = gp ? gp->main : NULL;
-    CHECK(t, g && !g->fold && g->nparams == 9);
+    CHECK(t, g && !gp->fold && g->nparams == 9);
     CHECK(t, gp && gp->steps.n >= 1 && gp->steps.v[gp->steps.n - 1].kind == STEP_LAUNCH && !gp->sum);
     if (g) {
         const char *ir = ir_to_string(a, g);

@@ -61,3 +61,4 @@ def matmul_bp(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
         b_bp = tl.advance(b_bp, (BK, 0))
     c_bp = tl.make_block_ptr(c_ptr, (M, N), (stride_cm, 1), (pid_m * BM, pid_n * BN), (BM, BN), (1, 0))
     tl.store(c_bp, acc.to(c_ptr.dtype.element_ty), boundary_check=(0, 1))
+# ROUNDTRIP

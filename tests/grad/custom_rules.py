@@ -66,3 +66,4 @@ def stopped(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask)
     tl.store(y_ptr + offs, x * kad_stop_gradient(x), mask=mask)
+# ROUNDTRIP

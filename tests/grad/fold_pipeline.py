@@ -30,3 +30,4 @@ def scale_chunks(x_ptr, w_ptr, y_ptr, n, BLOCK: tl.constexpr):
     for start in range(0, n, BLOCK):
         offs = tl.program_id(0) * n + start + tl.arange(0, BLOCK)
         tl.store(y_ptr + offs, tl.load(x_ptr + offs) * w)
+# ROUNDTRIP

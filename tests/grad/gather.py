@@ -51,3 +51,4 @@ def rowmix(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     mid = tl.load(x_ptr + i, mask=i < n, other=0.0)
     right = tl.load(x_ptr + i + 1, mask=i + 1 < n, other=0.0)
     tl.store(y_ptr + i, left * right + mid * tl.sum(mid, axis=0), mask=i < n)
+# ROUNDTRIP

@@ -56,3 +56,4 @@ def rotary(q_ptr, cos_ptr, sin_ptr, HALF: tl.constexpr):
     o1 = x1 * c - x2 * s
     o2 = x2 * c + x1 * s
     tl.store(ptrs, tl.where(half == 0, o1[None, :], o2[None, :]))
+# ROUNDTRIP

@@ -51,3 +51,4 @@ def both_branches(y_ptr, n, a, BLOCK: tl.constexpr):
     else:
         out = tl.load(p, mask=mask) * a
     tl.store(p, out, mask=mask)
+# ROUNDTRIP

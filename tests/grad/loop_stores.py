@@ -43,3 +43,4 @@ def atomic_colsum(x_ptr, out_ptr, M, BLOCK: tl.constexpr):
     for r in range(tl.program_id(0), M, tl.num_programs(0)):
         x = tl.load(x_ptr + r * BLOCK + cols)
         tl.atomic_add(out_ptr + cols, x * x)
+# ROUNDTRIP

@@ -23,3 +23,4 @@ def attn(q_ptr, k_ptr, v_ptr, o_ptr, D: tl.constexpr):
     p = tl.where(rows[:, None] >= rows[None, :], s, 0.0)
     o = tl.dot(p.to(v.dtype), v)
     tl.store(o_ptr + offs, o.to(o_ptr.dtype.element_ty))
+# ROUNDTRIP

@@ -35,3 +35,4 @@ def norm_rows(x_ptr, w_ptr, y_ptr, stride, N, BLOCK: tl.constexpr):
         x = tl.load(x_ptr + cols, mask=m, other=0.0)
         w = tl.load(w_ptr + cols, mask=m, other=0.0)
         tl.store(y_ptr + cols, (x - mean) * rstd * w, mask=m)
+# ROUNDTRIP

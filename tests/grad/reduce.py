@@ -15,3 +15,4 @@
 # RUN: check tests/kernels/reduce.py:affine_compose_kernel --sig 'a_ptr=*fp32,b_ptr=*fp32,A_ptr=*fp32,h_ptr=*fp32,T=i32,D=i32,BLOCK_T=16,BLOCK_D=4' --wrt a_ptr,b_ptr --out h_ptr --grid 1 --shape a_ptr=11x3 --shape b_ptr=11x3 --shape A_ptr=3 --shape h_ptr=3 --arg T=11 --arg D=3 --range a_ptr=0.5:1.3
 # RUN: check tests/kernels/reduce.py:method_reduce_kernel --sig 'x_ptr=*fp32,y_ptr=*fp32,c_ptr=*fp32,M=i32,N=i32,BLOCK_M=2,BLOCK_N=16' --wrt x_ptr --out y_ptr,c_ptr --grid 2 --shape x_ptr=3x13 --shape y_ptr=3 --shape c_ptr=3x13 --arg M=3 --arg N=13
 # RUN: grad tests/kernels/reduce.py:welford_kernel --sig 'x_ptr=*fp32,var_ptr=*fp32,mean_ptr=*fp32,M=i32,N=i32,correction=fp32,BLOCK_M=2,BLOCK_N=8' --wrt x_ptr --out var_ptr,mean_ptr --ir
+# ROUNDTRIP

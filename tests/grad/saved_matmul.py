@@ -22,3 +22,4 @@ def mm_relu(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
         acc = tl.dot(a, b, acc)
     c = tl.maximum(acc, 0.0)
     tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], c, mask=(rm[:, None] < M) & (rn[None, :] < N))
+# ROUNDTRIP

@@ -78,3 +78,4 @@ def decay_scan(w_ptr, x_ptr, h_ptr, T, D: tl.constexpr, BT: tl.constexpr):
     x = tl.load(x_ptr + offs, mask=m, other=0.0)
     _, h = tl.associative_scan((a, x), 0, affine)
     tl.store(h_ptr + offs, h, mask=m)
+# ROUNDTRIP

@@ -103,3 +103,4 @@ def store_select(x_ptr, y1_ptr, y2_ptr, s_ptr, BLOCK: tl.constexpr):
     x = tl.load(x_ptr + pid * BLOCK + offs)
     dst = tl.where(pid == 0, y1_ptr, tl.where(pid == 1, y2_ptr, s_ptr))
     tl.store(dst + offs, tl.exp(x))
+# ROUNDTRIP

@@ -27,3 +27,4 @@ def two_masks(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     a = tl.load(x_ptr + offs, mask=m, other=0.0)
     b = tl.load(x_ptr + offs, mask=m & (offs % 2 == 0), other=0.0)
     tl.store(y_ptr + offs, a * tl.exp(b), mask=m)
+# ROUNDTRIP

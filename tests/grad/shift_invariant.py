@@ -240,3 +240,4 @@ def persistent_lse(x_ptr, y_ptr, R, n, BLOCK: tl.constexpr):
             x = tl.load(x_ptr + r * n + c + cols, mask=c + cols < n, other=-float("inf"))
             s += tl.sum(tl.exp(x - m), axis=0)
         tl.store(y_ptr + r, m + tl.log(s))
+# ROUNDTRIP

@@ -53,3 +53,4 @@ def cross2d(x_ptr, y_ptr, H, W, stride, BH: tl.constexpr, BW: tl.constexpr):
         v = tl.load(x_ptr + rr * stride + cc, mask=m, other=0.0)
         acc += v * v if d == 0 else v
     tl.store(y_ptr + r * W + c, acc, mask=(r < H) & (c < W))
+# ROUNDTRIP

@@ -16,3 +16,4 @@ def before_loop(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     for start in range(0, n, BLOCK):
         offs = start + tl.arange(0, BLOCK)
         tl.store(y_ptr + offs, tl.load(x_ptr + offs) * 2.0)
+# ROUNDTRIP

@@ -69,3 +69,4 @@ def disjoint_halves(x_ptr, y_ptr, stride, HALF: tl.constexpr):
     b = tl.load(x_ptr + row * stride + HALF + offs)
     tl.store(y_ptr + row * stride + offs, a * 2.0 - b * b)
     tl.store(y_ptr + row * stride + HALF + offs, b * 3.0 + a * b)
+# ROUNDTRIP

@@ -206,3 +206,4 @@ def down_loop(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
         x = tl.load(x_ptr + c + cols)
         h = tl.sigmoid(h) * x + x
     tl.store(y_ptr + cols, h)
+# ROUNDTRIP

@@ -138,3 +138,4 @@ def decay_causal(x_ptr, y_ptr, T, BLOCK: tl.constexpr):
 # A trip count that depends on the program id under a budget: two-level checkpointing.
 # RUN: grad %s:decay_causal --report --tape-budget 4096 --sig 'x_ptr=*fp32,y_ptr=*fp32,T=i32,BLOCK=8' --wrt x_ptr --out y_ptr
 # RUN: check %s:decay_causal --tape-budget 4096 --sig 'x_ptr=*fp32,y_ptr=*fp32,T=i32,BLOCK=8' --wrt x_ptr --out y_ptr --grid 3 --shape x_ptr=7x8 --shape y_ptr=3x8 --arg T=7
+# ROUNDTRIP

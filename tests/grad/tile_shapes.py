@@ -28,3 +28,4 @@ def pick_sort(x_ptr, i_ptr, y_ptr, t_ptr, N: tl.constexpr, K: tl.constexpr):
     g = tl.gather(x, i, 0)
     tl.store(y_ptr + row * K + tl.arange(0, K), g * tl.sort(g))
     tl.store(t_ptr + row * 2 + tl.arange(0, 2), tl.topk(tl.sin(x), 3))
+# ROUNDTRIP

@@ -382,9 +382,9 @@ static void zero_rows(Func *f, Block *nb, unsigned axes, const ValId *rows, cons
     ir_emit(f, nb, OP_BARRIER, NULL, 0, NULL, 0, loc);
 }
 
-bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *const *names, int n, int zero_block)
+bool ad_fold(Arena *a, Program *P, unsigned axes, const int *slot, const char *const *names, int n, int zero_block)
 {
-    Func *f = bw;
+    Func *f = P->main;
     Fold F0 = {.a = a, .f = f, .axes = axes}, *F = &F0;
     int axis = 0;
     while (!(axes & (1u << axis)))
@@ -416,9 +416,9 @@ bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *con
 
     /* new parameters: the spans, the forward's program counts (after the
      * site rows' inputs when ad_site_rows made a plan) */
-    FoldPlan *plan = f->fold ? (FoldPlan *)f->fold : arena_alloc(a, sizeof *plan); /* ours: arena */
-    int n0 = f->fold ? plan->n : 0;
-    if (!f->fold)
+    FoldPlan *plan = P->fold ? (FoldPlan *)P->fold : arena_alloc(a, sizeof *plan); /* ours: arena */
+    int n0 = P->fold ? plan->n : 0;
+    if (!P->fold)
         plan->nargs = f->nparams;
     plan->axis = axis;
     plan->axes = axes;
@@ -562,7 +562,7 @@ bool ad_fold(Arena *a, Func *bw, unsigned axes, const int *slot, const char *con
     ir_emit(f, r, OP_YIELD, ys.v, ys.n, NULL, 0, loc);
     for (int j = 0; j < n; j++)
         f->vals.v[f->params[slot[j]]].name = arena_printf(a, "d_%s_part", names[j]);
-    f->fold = plan;
+    P->fold = plan;
     return true;
 }
 
@@ -640,9 +640,10 @@ static void pipe_scan(Arena *a, Pipe *P, const Block *b)
  * parameters are distinct buffers, kad's contract for gradient buffers),
  * every access's base a parameter, no loop nested inside, and three
  * stages of the loads' tiles within 160 KiB of shared memory. */
-void ad_fold_pipeline(Arena *a, Func *f)
+void ad_fold_pipeline(Arena *a, const Program *Pg)
 {
-    if (!f->fold || !f->fold->axes)
+    Func *f = Pg->main;
+    if (!Pg->fold || !Pg->fold->axes)
         return;
     const Inst **def = arena_alloc(a, sizeof *def * (size_t)(f->vals.n + 1));
     ir_index_defs(f->body, def);
@@ -650,7 +651,7 @@ void ad_fold_pipeline(Arena *a, Func *f)
     for (int k = 0; k < f->body->insts.n; k++) {
         Inst *in = &f->body->insts.v[k];
         const Inst *st = in->op == OP_FOR ? def[in->args[2]] : NULL;
-        if (st && st->op == OP_NUM_PROGRAMS && st->ival == f->fold->axis)
+        if (st && st->op == OP_NUM_PROGRAMS && st->ival == Pg->fold->axis)
             loop = in;
     }
     if (!loop)
@@ -721,10 +722,10 @@ static void site_rewrite(Fold *F, Block *b, ValId span, ValId flag, Dtype pdt, i
     }
 }
 
-bool ad_site_rows(Arena *a, Func *bw, int slot, const char *name, ValId flag)
+bool ad_site_rows(Arena *a, Program *P, int slot, const char *name, ValId flag)
 {
-    Func *f = bw;
-    if (f->fold && f->fold->axes)
+    Func *f = P->main;
+    if (P->fold && P->fold->axes)
         return false; /* run before ad_fold */
     Fold F0 = {.a = a, .f = f}, *F = &F0;
     F->nv = f->vals.n;
@@ -739,7 +740,7 @@ bool ad_site_rows(Arena *a, Func *bw, int slot, const char *name, ValId flag)
     }
     retype(F, pdt);
     Loc loc = f->loc;
-    FoldPlan *plan = (FoldPlan *)f->fold; /* ours (an earlier call): arena */
+    FoldPlan *plan = (FoldPlan *)P->fold; /* ours (an earlier call): arena */
     if (!plan) {
         plan = arena_alloc(a, sizeof *plan);
         plan->axis = -1;
@@ -756,7 +757,7 @@ bool ad_site_rows(Arena *a, Func *bw, int slot, const char *name, ValId flag)
     in->rows = k > 0 ? k : 1;
     plan->in = ins;
     plan->n++;
-    f->fold = plan;
+    P->fold = plan;
     f->vals.v[p].name = arena_printf(a, "d_%s_part", name);
     return true;
 }
@@ -778,7 +779,7 @@ void fold_inputs(Ad *ad)
                 slot[n] = k;
         names[n++] = fname(ad, fw->params[i]);
     }
-    if (n && !ad_fold(ad->a, ad->bw, ad->fold_axes, slot, names, n, ad->spec->fold_zero_block))
+    if (n && !ad_fold(ad->a, ad->P, ad->fold_axes, slot, names, n, ad->spec->fold_zero_block))
         for (int i = 0; i < fw->nparams; i++)
             if (ad->plain[i] == 3) {
                 ad->plain[i] = 0;
@@ -800,7 +801,7 @@ void site_inputs(Ad *ad)
         for (int k = 0; k < ad->bw->nparams; k++)
             if (ad->bw->params[k] == ad->grad[i])
                 slot = k;
-        if (slot < 0 || !ad_site_rows(ad->a, ad->bw, slot, fname(ad, fw->params[i]),
+        if (slot < 0 || !ad_site_rows(ad->a, ad->P, slot, fname(ad, fw->params[i]),
                                       ad->plain[i] == 7 ? ad->flag[i] : 0)) {
             ad->plain[i] = 0;
             ad->why[i] = "it is loaded at several sites that programs may share, and kad could not follow its "

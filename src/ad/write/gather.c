@@ -1013,8 +1013,8 @@ static bool has_effects(const Program *P, const Block *b, bool skip_flags)
         if (op_writes_memory(in->op) || in->op == OP_ASSERT)
             return true;
         bool gflag = false;
-        for (int j = 0; skip_flags && in->op == OP_IF && j < P->main->flags.n; j++)
-            gflag |= P->main->flags.v[j].param == in->args[0] && P->main->flags.v[j].grid_add;
+        for (int j = 0; skip_flags && in->op == OP_IF && j < P->flags.n; j++)
+            gflag |= P->flags.v[j].param == in->args[0] && P->flags.v[j].grid_add;
         for (int r = 0; !gflag && r < in->nregions; r++)
             if (has_effects(P, in->regions[r], skip_flags))
                 return true;
@@ -1072,13 +1072,13 @@ bool ad_gather(Arena *a, Program *P, const GatherIn *gin, ValId flag)
 {
     Func *bw = P->main;
     int fi = -1;
-    for (int j = 0; j < P->main->flags.n; j++)
-        if (flag && P->main->flags.v[j].param == flag)
+    for (int j = 0; j < P->flags.n; j++)
+        if (flag && P->flags.v[j].param == flag)
             fi = j;
     if ((gin->cond != NULL) != (fi >= 0) || gin->slot >= plan_nargs(P))
         return false;
     if (fi >= 0) {
-        FuncFlag *fl = &P->main->flags.v[fi];
+        FuncFlag *fl = &P->flags.v[fi];
         const AccCond **cv = arena_alloc(a, sizeof *cv);
         cv[0] = gin->cond;
         int64_t *ga = arena_alloc(a, sizeof(int64_t) * 3);
@@ -1104,7 +1104,7 @@ bool ad_gather(Arena *a, Program *P, const GatherIn *gin, ValId flag)
     ins[pl->n].sites = NULL;
     pl->in = ins;
     pl->n++;
-    bool plain = !bw->fold && !P->tapes.n;
+    bool plain = !P->fold && !P->tapes.n;
     pl->main = !plain || has_effects(P, bw->body, true) ? 0 : !has_effects(P, bw->body, false) ? 1 : 2;
     return true;
 }
@@ -1171,9 +1171,9 @@ Program *gather_inputs(Arena *a, const Func *orig, const Func *fwd, const AdSpec
             continue;
         ValId flag = 0;
         const char *dn = arena_printf(a, "gather_d_%s", fwd->vals.v[fwd->params[i]].name);
-        for (int j = 0; j < P->main->flags.n; j++)
-            if (!strcmp(bw->vals.v[P->main->flags.v[j].param].name, dn))
-                flag = P->main->flags.v[j].param;
+        for (int j = 0; j < P->flags.n; j++)
+            if (!strcmp(bw->vals.v[P->flags.v[j].param].name, dn))
+                flag = P->flags.v[j].param;
         if (grad_slot(fwd, P, i) != gin[i].slot || !ad_gather(a, P, &gin[i], flag) || !ir_verify(bw, &scratch))
             return NULL; /* not expected: the same contract */
         /* the zero-fill: skipped where the gather kernel stores every element of the view (what

@@ -191,7 +191,7 @@ static const TapeExpr *host(G *g, ValId v, int depth)
         return NULL;
     const Inst *in = g->def[v];
     if (!in) {
-        for (int i = 0; i < kernel_nargs(f); i++)
+        for (int i = 0; i < f->nparams; i++)
             if (f->params[i] == v)
                 return tape_expr_new(g->a, TX_PARAM, i, NULL, NULL);
         return NULL;
@@ -1037,7 +1037,7 @@ static int group_of(const G *g, const Inst *at, int64_t step, int64_t dacc, int6
 const char *ad_gemm(Arena *a, Program *P, const int *slot, const char *const *names, int n, Diags *d)
 {
     Func *bw = P->main;
-    if (bw->fold || P->main->flags.n || P->tapes.n || bw->guards.n)
+    if (P->fold || P->flags.n || P->tapes.n || P->guards.n)
         return "the backward already has a plan of its own (partials, flags, tapes or guards)";
     G g0 = {.a = a, .bw = bw, .nv = bw->vals.n}, *g = &g0;
     g->def = arena_alloc(a, sizeof(Inst *) * (size_t)g->nv);

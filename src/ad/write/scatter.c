@@ -64,7 +64,7 @@ static void uses_of(const Block *b, uint8_t *used)
 bool ad_scatter_split(Arena *a, Program *P, int nfwd)
 {
     Func *bw = P->main;
-    if (bw->fold || P->gemm || P->gather || P->tapes.n)
+    if (P->fold || P->gemm || P->gather || P->tapes.n)
         return false;
     int nc = plan_nargs(P);
     GatherIn *ins = arena_alloc(a, sizeof *ins * (size_t)(nc + 1));

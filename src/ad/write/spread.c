@@ -53,7 +53,7 @@ static int root_of(const Func *f, const Inst *const *def, ValId v, int depth)
         return -1;
     const Inst *in = def[v];
     if (!in) {
-        for (int i = 0; i < kernel_nargs(f); i++)
+        for (int i = 0; i < f->nparams; i++)
             if (f->params[i] == v)
                 return i;
         return -1;
@@ -469,7 +469,7 @@ static void divide_axis0(Func *f, Block *b, ValId s)
 void ad_spread(Arena *a, Program *P)
 {
     Func *bw = P->main;
-    if (bw->fold || P->gemm || P->tapes.n || P->spread || (P->gather && P->gather->main == 1))
+    if (P->fold || P->gemm || P->tapes.n || P->spread || (P->gather && P->gather->main == 1))
         return;
     const Inst **def = arena_alloc(a, sizeof *def * (size_t)(bw->vals.n + 1));
     ir_index_defs(bw->body, def);
