@@ -1457,6 +1457,10 @@ Func *ir_parse_plan(Arena *a, Diags *d, const char *file, const char *text, IrPl
  * and *line are left at the token after the kernel (its rules included). */
 Func *ir_parse_next(Arena *a, Diags *d, const char *file, const char *src, const char **pos, int *line,
                     IrPlanText *pt);
+/* Reads the quoted string at s (s[0] == '"'; the escapes \n \t \" \\ and \xHH but \x00): its
+ * text in a and *end after the closing quote; NULL on an error, with *err the message and *at
+ * where it stands (irparse.c). */
+const char *ir_string_read(Arena *a, const char *s, const char **end, const char **at, const char **err);
 /* The lanes of a spread loop's tile after a split: a wider tile whose body
  * is lane by lane is split into tiles of this many. */
 #ifndef KAD_SPREAD_TILE

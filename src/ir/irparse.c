@@ -177,14 +177,25 @@ static void lex_number(P *p, Tok *t, const char *s)
 }
 
 /* "..." with escapes \" \\ \n \t \xNN. */
-static void lex_string(P *p, Tok *t, const char *s)
+/* Reads the quoted string at s (s[0] == '"'): the escapes \n \t \" \\ and \xHH (not \x00).
+ * Returns its text in a and *end after the closing quote; NULL on an error, with *err the
+ * message and *at where it stands.  The IR's lexer and a Program's text (plan/text.c) read
+ * strings with it. */
+static const char *str_fail(const char **at, const char **err, const char *where, const char *msg)
 {
-    Buf b = {.a = p->a};
+    *at = where, *err = msg;
+    return NULL;
+}
+
+const char *ir_string_read(Arena *a, const char *s, const char **end, const char **at, const char **err)
+{
+    Buf b = {.a = a};
+    buf_puts(&b, "");
     const char *q = s + 1;
     for (;;) {
         char c = *q;
         if (c == '\0' || c == '\n')
-            perr(p, t->loc, "unterminated string");
+            return str_fail(at, err, s, "unterminated string");
         q++;
         if (c == '"')
             break;
@@ -199,21 +210,34 @@ static void lex_string(P *p, Tok *t, const char *s)
             buf_putc(&b, '\t');
         else if (c == '"' || c == '\\')
             buf_putc(&b, c);
-        else if (c == 'x' && strchr("0123456789abcdefABCDEF", q[0]) && q[0] &&
-                 strchr("0123456789abcdefABCDEF", q[1]) && q[1]) {
+        else if (c == 'x' && q[0] && strchr("0123456789abcdefABCDEF", q[0]) && q[1] &&
+                 strchr("0123456789abcdefABCDEF", q[1])) {
             char hex[3] = {q[0], q[1], 0};
             int v = (int)strtol(hex, NULL, 16);
             if (v == 0)
-                perr(p, loc_here(p, q - 2), "'\\x00' is not allowed in a string");
+                return str_fail(at, err, q - 2, "'\\x00' is not allowed in a string");
             buf_putc(&b, (char)v);
             q += 2;
         } else {
-            perr(p, loc_here(p, q - 2), "unknown escape sequence in string");
+            return str_fail(at, err, q - 2, "unknown escape sequence in string");
         }
     }
+    *end = q;
+    return buf_str(&b);
+}
+
+static void lex_string(P *p, Tok *t, const char *s)
+{
+    const char *end, *at, *err;
+    const char *text = ir_string_read(p->a, s, &end, &at, &err);
+    if (!text) {
+        if (at == s)
+            perr(p, t->loc, "%s", err);
+        perr(p, loc_here(p, at), "%s", err);
+    }
     t->kind = P_STR;
-    t->str = arena_strdup(p->a, buf_str(&b));
-    t->len = (int)(q - s);
+    t->str = text;
+    t->len = (int)(end - s);
 }
 
 /* Scans the token at p->pos into p->tok. */
@@ -1410,18 +1434,30 @@ Func *ir_parse(Arena *a, Diags *d, const char *file, const char *text)
     return ir_parse_plan(a, d, file, text, &pt);
 }
 
+
+/* A parser of the text src from pos (line line of file), the header's plan into *pt. */
+static void parser_init(P *p, Arena *a, Diags *d, const char *file, const char *src, const char *pos, int line,
+                        IrPlanText *pt)
+{
+    *p = (P){0};
+    *pt = (IrPlanText){0};
+    p->pt = pt;
+    p->a = a;
+    p->d = d;
+    p->file = arena_strdup(a, file ? file : "<ir>");
+    p->src = src;
+    p->pos = p->line_start = pos;
+    p->line = line;
+    while (p->line_start > src && p->line_start[-1] != '\n')
+        p->line_start--;
+    p->mask = 255;
+    p->table = arena_alloc(a, 256 * sizeof *p->table);
+}
+
 Func *ir_parse_plan(Arena *a, Diags *d, const char *file, const char *text, IrPlanText *pt)
 {
-    P p = {0};
-    *pt = (IrPlanText){0};
-    p.pt = pt;
-    p.a = a;
-    p.d = d;
-    p.file = arena_strdup(a, file ? file : "<ir>");
-    p.src = p.pos = p.line_start = text ? text : "";
-    p.line = 1;
-    p.mask = 255;
-    p.table = arena_alloc(a, 256 * sizeof *p.table);
+    P p;
+    parser_init(&p, a, d, file, text ? text : "", text ? text : "", 1, pt);
     if (setjmp(p.fail))
         return NULL;
     next(&p);
@@ -1434,20 +1470,8 @@ Func *ir_parse_plan(Arena *a, Diags *d, const char *file, const char *text, IrPl
 Func *ir_parse_next(Arena *a, Diags *d, const char *file, const char *src, const char **pos, int *line,
                     IrPlanText *pt)
 {
-    P p = {0};
-    *pt = (IrPlanText){0};
-    p.pt = pt;
-    p.a = a;
-    p.d = d;
-    p.file = arena_strdup(a, file ? file : "<ir>");
-    p.src = src;
-    p.pos = *pos;
-    p.line = *line;
-    p.line_start = *pos;
-    while (p.line_start > src && p.line_start[-1] != '\n')
-        p.line_start--;
-    p.mask = 255;
-    p.table = arena_alloc(a, 256 * sizeof *p.table);
+    P p;
+    parser_init(&p, a, d, file, src, *pos, *line, pt);
     if (setjmp(p.fail))
         return NULL;
     next(&p);

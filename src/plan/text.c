@@ -377,35 +377,12 @@ static const char *string(Rd *r)
     skip(r, false);
     if (*r->s != '"')
         rerr(r, r->s, "expected a string");
-    Buf b = {.a = r->a};
-    buf_puts(&b, "");
-    const char *q = r->s + 1;
-    for (;;) {
-        char c = *q;
-        if (!c || c == '\n')
-            rerr(r, r->s, "unterminated string");
-        q++;
-        if (c == '"')
-            break;
-        if (c != '\\') {
-            buf_putc(&b, c);
-            continue;
-        }
-        c = *q++;
-        if (c == 'n' || c == 't')
-            buf_putc(&b, c == 'n' ? '\n' : '\t');
-        else if (c == '"' || c == '\\')
-            buf_putc(&b, c);
-        else if (c == 'x' && q[0] && q[1] && strchr("0123456789abcdefABCDEF", q[0]) &&
-                 strchr("0123456789abcdefABCDEF", q[1]) && strtol((char[3]){q[0], q[1], 0}, NULL, 16)) {
-            buf_putc(&b, (char)strtol((char[3]){q[0], q[1], 0}, NULL, 16));
-            q += 2;
-        } else {
-            rerr(r, q - 2, "unknown escape sequence in string");
-        }
-    }
-    r->s = q;
-    return buf_str(&b);
+    const char *end, *at, *err;
+    const char *text = ir_string_read(r->a, r->s, &end, &at, &err);
+    if (!text)
+        rerr(r, at, "%s", err);
+    r->s = end;
+    return text;
 }
 
 /* %p: the index of the main kernel's parameter it names. */

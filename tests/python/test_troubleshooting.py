@@ -17,7 +17,7 @@ DOC = os.path.join(REPO, "docs", "TROUBLESHOOTING.md")
 # The functions that report an error with a printf format: diag_error itself and the wrappers of
 # diag_verror (each stage's own).  A function added to report errors must be listed here.
 REPORTERS = ("diag_error", "em_error", "fail", "interp_fail", "fd_fail", "perr", "parse_perr", "lex_error", "ops_fail", "err",
-             "rerr")
+             "rerr", "str_fail")
 CONV = re.compile(r"%[-+ #0]*(?:\*|\d+)?(?:\.(?:\*|\d+))?(?:hh|h|ll|l|z|j|t)?[diouxXeEfgGcsp%]")
 STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
 SPACE = re.compile(r"\s*")
