@@ -665,8 +665,9 @@ CuTok *cu_lex(Arena *a, Diags *d, const char *file, const char *text, const char
                     m->name = NULL;
             } else if (!strcmp(dn, "include")) {
                 const char *h = NULL;
-                if (nargs >= 1 && args[0].kind == CT_STRING) {
-                    h = arena_strndup(a, args[0].text + 1, strlen(args[0].text) - 2);
+                size_t hlen = nargs >= 1 && args[0].kind == CT_STRING ? strlen(args[0].text) : 0;
+                if (hlen >= 2 && args[0].text[hlen - 1] == '"') {
+                    h = arena_strndup(a, args[0].text + 1, hlen - 2);
                 } else if (nargs >= 1 && is_p(&args[0], "<")) {
                     Buf b = {.a = a};
                     for (int k = 1; k < nargs && !is_p(&args[k], ">"); k++)
