@@ -118,7 +118,7 @@ fuzz: build/fuzz_frontend
 	@mkdir -p build/fuzz-corpus
 	for f in examples/*.py tests/kernels/*.py tests/sema/*.py; do \
 	    [ -f "$$f" ] && (echo; cat "$$f") > build/fuzz-corpus/seed-$$(basename $$f); done; true
-	for f in tests/cuda/*.cu tests/cuda/*.hip; do \
+	for f in tests/cuda/*.cu tests/cuda/*.hip tests/cuda_wild/*.cu tests/cuda_wild/*.hip; do \
 	    [ -f "$$f" ] && (echo "cu:BLOCK=64,scalar_t=fp32"; cat "$$f") > build/fuzz-corpus/seed-$$(basename $$f); done; true
 	build/fuzz_frontend -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=8192 \
 	    -dict=fuzz/python.dict build/fuzz-corpus

@@ -93,11 +93,18 @@ typedef struct Chk {
 /* Configuration strings                                               */
 /* ------------------------------------------------------------------ */
 
+/* The parameter named name[0..n); a '.' in the name matches a '_' of the parameter's (a struct
+ * passed by value is one parameter per member, "p_scale", which the source spells p.scale). */
 static int find_param(Chk *c, const char *name, size_t n)
 {
-    for (int i = 0; i < c->np; i++)
-        if (strlen(c->p[i].name) == n && !memcmp(c->p[i].name, name, n))
+    for (int i = 0; i < c->np; i++) {
+        const char *pn = c->p[i].name;
+        bool same = strlen(pn) == n;
+        for (size_t k = 0; same && k < n; k++)
+            same = pn[k] == name[k] || (name[k] == '.' && pn[k] == '_');
+        if (same)
             return i;
+    }
     return -1;
 }
 

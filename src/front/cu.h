@@ -89,6 +89,8 @@ struct CuExpr {
 typedef enum CuStmtKind {
     CS_DECL, CS_EXPR, CS_IF, CS_FOR, CS_WHILE, CS_DO, CS_BREAK, CS_CONTINUE,
     CS_RETURN, CS_BLOCK, CS_EMPTY,
+    CS_SWITCH, /* switch (e) body: body a CS_BLOCK whose items include the labels */
+    CS_CASE,   /* a label of the enclosing switch's body: `case e:`, or `default:` (e NULL) */
 } CuStmtKind;
 
 typedef struct CuStmt CuStmt;
@@ -167,6 +169,7 @@ typedef struct CuUnit {
     Vec(CuStruct *) structs;
     Vec(CuInst) insts;
     Vec(CuField) typedefs; /* typedef T name; using name = T; (file scope) */
+    Vec(CuStmt *) consts;  /* file-scope constants: [static] constexpr/const T name = ...; (CS_DECL) */
 } CuUnit;
 
 /* Parses the tokens of a file: device code into a CuUnit, host code
@@ -251,12 +254,18 @@ typedef struct Lw {
     ValId tru, fls;           /* i1 scalar constants */
     Vec(Var) env;
     int frame;                /* env index where the current function's names start */
+    int g0, g1;               /* env [g0, g1): the file-scope constants, seen from every frame */
     int depth;                /* device function inlining depth */
     const CuFunc *fn;
     const CuTy *ret_ty;
     const char *targs;        /* CuSpec.targs */
     Vec(CuSInfo *) vecs;      /* vector types made so far */
     Vec(ValId) lanes;         /* values equal to the lane index tid (threadIdx.x of 1-D blocks, converted) */
+    /* warp-uniform values (cu_warp_uniform): tiles equal in the lanes of each warp, so that a mask
+     * made of them leaves every warp converged (one warp per row: `if (tid / 32 >= rows) return;`) */
+    Vec(ValId) wuni;          /* tiles proven warp-uniform */
+    Vec(ValId) wlane;         /* tid plus a nonnegative scalar multiple of warpSize */
+    Vec(ValId) wmul;          /* scalars that are nonnegative multiples of warpSize */
 } Lw;
 
 /* cu_lower.c */
@@ -283,6 +292,7 @@ CVal cu_expr(Lw *L, const CuExpr *e);
 void cu_assign(Lw *L, const CuExpr *lhs, CVal v, Loc loc);
 CVal cu_zero(Lw *L, const CuTy *t, Loc loc);
 bool cu_is_lane(Lw *L, ValId v);
+bool cu_warp_uniform(Lw *L, ValId v);            /* a scalar, or a tile equal in each warp's lanes */
 bool cu_const_eval(Lw *L, const CuExpr *e, int64_t *out); /* an integer constant expression */
 
 /* cu_lower.c: the value toolkit cu_builtins.c lowers with */
@@ -306,6 +316,8 @@ CVal cu_const_float(Lw *L, const CuTy *t, double v, Loc loc);
 /* cu_builtins.c: a call of a builtin; *handled false when name is none */
 CVal cu_call_builtin(Lw *L, const CuExpr *e, bool *handled);
 
+/* cu_kernel.c: the value of "NAME=VALUE" in the template-argument string (CuSpec.targs), or NULL */
+const char *cu_targ(Lw *L, const char *name);
 /* cu_kernel.c: a call of a __device__ function, inlined (the entry point cu_lower is above) */
 CVal cu_call_device(Lw *L, const CuFunc *fn, const CuExpr *call);
 /* Whether s may assign the variable `name` (an assignment, ++/--, &, a reference argument). */

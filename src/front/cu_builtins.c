@@ -6,6 +6,7 @@
  * vector constructors (make_float4), isnan/isinf, assert.  cu_lower.c
  * calls cu_call_builtin for a name that is no __device__ function.
  */
+#include <math.h>
 #include <string.h>
 
 #include "front/cu.h"
@@ -72,6 +73,8 @@ static CVal call_math(Lw *L, const MathFn *m, CVal *a, Loc loc)
     }
     bool tile = false;
     for (int i = 0; i < m->nargs; i++) {
+        if (a[i].t && cu_is_num(a[i].t) && !a[i].v)
+            return cu_bad(L); /* an argument that failed (its error is given) */
         if (!cu_is_num(a[i].t) || !a[i].v) {
             diag_error(L->d, loc, "'%s' takes numbers", m->name);
             return cu_bad(L);
@@ -92,10 +95,10 @@ static CVal call_math(Lw *L, const MathFn *m, CVal *a, Loc loc)
 static ValId shuffle(Lw *L, const char *name, CVal v, CVal arg, int width, Loc loc)
 {
     ValId m = cu_m(L);
-    if (cu_is_tile(L, m) && m != L->active) {
+    if (cu_is_tile(L, m) && m != L->active && !cu_warp_uniform(L, m)) {
         diag_error(L->d, loc,
                    "'%s' inside divergent control flow: a shuffle needs its whole warp converged (move it out of "
-                   "the branch that depends on threadIdx)", name);
+                   "the branch that depends on threadIdx, or branch on the warp: threadIdx.x / warpSize)", name);
         return 0;
     }
     if (L->nl % L->warp && L->nl > L->warp) {
@@ -129,12 +132,54 @@ static ValId shuffle(Lw *L, const char *name, CVal v, CVal arg, int width, Loc l
     return src;
 }
 
+/* std::numeric_limits<T>::NAME() for the number types kad lowers. */
+static CVal numeric_limit(Lw *L, const CuExpr *e, const char *what)
+{
+    const CuTy *t = e->ntargs == 1 && e->targs[0].type ? cu_resolve_type(L, e->targs[0].type) : NULL;
+    if (!t || !cu_is_num(t)) {
+        diag_error(L->d, e->loc, "std::numeric_limits takes one number type");
+        return cu_bad(L);
+    }
+    if (t->k == TY_FLOAT) {
+        static const struct { Dtype dt; double max, min, eps; } fl[] = {
+            {DT_F32, 3.4028234663852886e38, 1.1754943508222875e-38, 1.1920928955078125e-07},
+            {DT_F64, 1.7976931348623157e308, 2.2250738585072014e-308, 2.220446049250313e-16},
+            {DT_F16, 65504.0, 6.103515625e-05, 0.0009765625},
+            {DT_BF16, 3.3895313892515355e38, 1.1754943508222875e-38, 0.0078125},
+        };
+        for (size_t k = 0; k < sizeof fl / sizeof *fl; k++) {
+            if (fl[k].dt != t->dt)
+                continue;
+            double v = !strcmp(what, "infinity") ? INFINITY : !strcmp(what, "quiet_NaN") ? NAN
+                     : !strcmp(what, "max") ? fl[k].max : !strcmp(what, "lowest") ? -fl[k].max
+                     : !strcmp(what, "min") ? fl[k].min : !strcmp(what, "epsilon") ? fl[k].eps : 0.0;
+            if (v == 0.0)
+                break;
+            return cu_const_float(L, t, v, e->loc);
+        }
+    } else if (t->k == TY_INT) {
+        int bits = dtype_bits(t->dt);
+        bool sg = dtype_is_signed(t->dt);
+        int64_t mx = bits >= 64 ? (sg ? INT64_MAX : -1) : sg ? (int64_t)((1ull << (bits - 1)) - 1) : (int64_t)((1ull << bits) - 1);
+        int64_t mn = sg ? (bits >= 64 ? INT64_MIN : -(int64_t)(1ull << (bits - 1))) : 0;
+        if (!strcmp(what, "max"))
+            return cu_const_int(L, t, mx, e->loc);
+        if (!strcmp(what, "min") || !strcmp(what, "lowest"))
+            return cu_const_int(L, t, mn, e->loc);
+    }
+    diag_error(L->d, e->loc, "std::numeric_limits<%s>::%s is not one kad knows (max, min, lowest, epsilon, infinity, "
+               "quiet_NaN)", e->targs[0].type->name, what);
+    return cu_bad(L);
+}
+
 CVal cu_call_builtin(Lw *L, const CuExpr *e, bool *handled)
 {
     const char *n = e->name;
     Loc loc = e->loc;
     int na = e->nargs;
     *handled = true;
+    if (!strncmp(n, "numeric_limits::", 16))
+        return numeric_limit(L, e, n + 16);
     for (size_t k = 0; k < sizeof math_fns / sizeof *math_fns; k++)
         if (!strcmp(math_fns[k].name, n)) {
             if (na != math_fns[k].nargs) {

@@ -241,7 +241,7 @@ CVal cu_call_device(Lw *L, const CuFunc *fn, const CuExpr *call_e)
 /* ---- the kernel ---- */
 
 /* The value of "NAME=VALUE" in a template-argument string, or NULL. */
-static const char *targ_of(Lw *L, const char *name)
+const char *cu_targ(Lw *L, const char *name)
 {
     const char *s = L->targs;
     size_t n = strlen(name);
@@ -316,7 +316,7 @@ Func *cu_lower(Arena *a, Diags *d, CuUnit **units, int nunits, const char *name,
     int before = d->nerrors;
     for (int i = 0; i < fn->ntparams; i++) {
         const CuTParam *tp = &fn->tparams[i];
-        const char *given = tp->name ? targ_of(L, tp->name) : NULL;
+        const char *given = tp->name ? cu_targ(L, tp->name) : NULL;
         Var v = {.name = tp->name, .loc = tp->loc};
         if (given) {
             if (tp->is_type) {
@@ -375,11 +375,28 @@ Func *cu_lower(Arena *a, Diags *d, CuUnit **units, int nunits, const char *name,
     f->vals.v[L->tid].name = "tid";
     if (L->nl < L->lp)
         L->active = cu_op2(L, OP_LT, L->tid, cu_cint(L, DT_I32, L->nl, fn->loc), fn->loc);
+    if (L->nl < L->lp && L->nl % L->warp == 0)
+        vec_push(a, L->wuni, L->active); /* whole warps are on or off */
     else
         L->active = L->tru;
     Var *mv = cu_declare(L, "$m", VK_VAL, cu_ty_bool(L), fn->loc);
     mv->val = (CVal){.t = cu_ty_bool(L), .v = L->active};
     mv->decl_m = L->active;
+    /* the file-scope constants, visible from every function (cu_lookup); one that does not lower
+     * (it calls host code, say) is left out: a kernel that uses it gets an unknown name */
+    L->g0 = L->env.n;
+    for (int u = 0; u < nunits; u++)
+        for (int i = 0; i < units[u]->consts.n; i++) {
+            Diags quiet;
+            diag_init(&quiet, a);
+            L->d = &quiet;
+            int n0 = L->env.n;
+            cu_declare_stmt(L, units[u]->consts.v[i]);
+            if (quiet.nerrors)
+                L->env.n = n0;
+            L->d = d;
+        }
+    L->g1 = L->env.n;
     /* parameters: pointers and numbers; structs by value become one parameter per member */
     for (int i = 0; i < fn->nparams; i++) {
         const CuParam *pr = &fn->params[i];

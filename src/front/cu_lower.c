@@ -190,8 +190,15 @@ const CuTy *cu_resolve_type(Lw *L, const CuTypeSpec *ts)
 Var *cu_lookup(Lw *L, const char *name)
 {
     for (int i = L->env.n - 1; i >= 0; i--) {
-        if (i < L->frame && name[0] != '$')
-            break;
+        if (i < L->frame && name[0] != '$') {
+            /* below the current function's frame only the file-scope constants are in scope */
+            if (i >= L->g1) {
+                i = L->g1;
+                continue;
+            }
+            if (i < L->g0)
+                break;
+        }
         if (L->env.v[i].name && !strcmp(L->env.v[i].name, name))
             return &L->env.v[i];
     }
@@ -211,6 +218,59 @@ Var *cu_declare(Lw *L, const char *name, int kind, const CuTy *t, Loc loc)
 
 static Loc here(const CuExpr *e) { return e->loc; }
 
+/* ---- warp-uniform values ---- */
+
+static bool has_val(const ValId *v, int n, ValId x)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] == x)
+            return true;
+    return false;
+}
+
+bool cu_warp_uniform(Lw *L, ValId v) { return !cu_is_tile(L, v) || has_val(L->wuni.v, L->wuni.n, v); }
+
+static void mark_uniform(Lw *L, ValId r)
+{
+    if (cu_is_tile(L, r) && !has_val(L->wuni.v, L->wuni.n, r))
+        vec_push(L->a, L->wuni, r);
+}
+
+/* tid + k * warpSize, k >= 0 a scalar: its quotient by a multiple of warpSize is warp-uniform */
+static bool warp_lane(Lw *L, ValId v) { return cu_is_lane(L, v) || has_val(L->wlane.v, L->wlane.n, v); }
+
+/* A scalar known to be a nonnegative multiple of warpSize. */
+static bool warp_mul(Lw *L, CVal x)
+{
+    if (x.cst && x.t && x.t->k == TY_INT)
+        return x.ci >= 0 && x.ci % L->warp == 0;
+    return x.v && !cu_is_tile(L, x.v) && has_val(L->wmul.v, L->wmul.n, x.v);
+}
+
+/* A scalar known to be nonnegative: an unsigned value or a constant >= 0. */
+static bool nonneg(Lw *L, CVal x)
+{
+    if (x.cst && x.t && x.t->k == TY_INT)
+        return x.ci >= 0;
+    return x.v && !cu_is_tile(L, x.v) && x.t && x.t->k == TY_INT && !dtype_is_signed(x.t->dt);
+}
+
+/* Warp facts of r = x op y (cu_binop): multiples of warpSize, lanes offset by them, and
+ * their quotients by a multiple of warpSize (warp-uniform). */
+static void warp_facts(Lw *L, OpKind k, CVal x, CVal y, ValId r)
+{
+    int w = L->warp;
+    bool xt = x.v && cu_is_tile(L, x.v), yt = y.v && cu_is_tile(L, y.v);
+    if (k == OP_MUL && !xt && !yt && ((warp_mul(L, x) && nonneg(L, y)) || (warp_mul(L, y) && nonneg(L, x))))
+        vec_push(L->a, L->wmul, r);
+    if (k == OP_ADD && ((xt && warp_lane(L, x.v) && !yt && warp_mul(L, y)) ||
+                        (yt && warp_lane(L, y.v) && !xt && warp_mul(L, x))))
+        vec_push(L->a, L->wlane, r);
+    if (xt && warp_lane(L, x.v) && y.cst && y.t->k == TY_INT &&
+        ((k == OP_DIV && y.ci > 0 && y.ci % w == 0) || (k == OP_SHR && y.ci >= 0 && y.ci < 31 && (1 << y.ci) % w == 0)))
+        mark_uniform(L, r);
+}
+
 ValId cu_cint(Lw *L, Dtype dt, int64_t v, Loc loc) { return ir_const_int(L->f, L->b, type_scalar(dt), v, loc); }
 
 ValId cu_bcast(Lw *L, ValId v, Loc loc)
@@ -219,7 +279,9 @@ ValId cu_bcast(Lw *L, ValId v, Loc loc)
     if (t.rank)
         return v;
     int32_t s = L->lp;
-    return ir_op1(L->f, L->b, OP_BROADCAST, type_with_shape(t, 1, &s), v, loc);
+    ValId r = ir_op1(L->f, L->b, OP_BROADCAST, type_with_shape(t, 1, &s), v, loc);
+    vec_push(L->a, L->wuni, r);
+    return r;
 }
 
 bool cu_is_tile(Lw *L, ValId v) { return ir_type(L->f, v).rank > 0; }
@@ -233,21 +295,29 @@ ValId cu_where(Lw *L, ValId c, ValId a, ValId b, Loc loc)
     if (a == b)
         return a;
     bool t = cu_is_tile(L, c) || cu_is_tile(L, a) || cu_is_tile(L, b);
+    bool uni = cu_warp_uniform(L, c) && cu_warp_uniform(L, a) && cu_warp_uniform(L, b);
     if (t)
         c = cu_bcast(L, c, loc), a = cu_bcast(L, a, loc), b = cu_bcast(L, b, loc);
-    return ir_op3(L->f, L->b, OP_WHERE, ir_type(L->f, a), c, a, b, loc);
+    ValId r = ir_op3(L->f, L->b, OP_WHERE, ir_type(L->f, a), c, a, b, loc);
+    if (uni)
+        mark_uniform(L, r);
+    return r;
 }
 
 /* A binary IR op on x and y, broadcast to a common shape; the result has
  * x's dtype (i1 for comparisons). */
 ValId cu_op2(Lw *L, OpKind op, ValId x, ValId y, Loc loc)
 {
+    bool uni = cu_warp_uniform(L, x) && cu_warp_uniform(L, y);
     if (cu_is_tile(L, x) || cu_is_tile(L, y))
         x = cu_bcast(L, x, loc), y = cu_bcast(L, y, loc);
     Type t = ir_type(L->f, x);
     if (op == OP_LT || op == OP_LE || op == OP_GT || op == OP_GE || op == OP_EQ || op == OP_NE)
         t = type_with_dtype(t, DT_I1);
-    return ir_op2(L->f, L->b, op, t, x, y, loc);
+    ValId r = ir_op2(L->f, L->b, op, t, x, y, loc);
+    if (uni)
+        mark_uniform(L, r);
+    return r;
 }
 
 ValId cu_and(Lw *L, ValId a, ValId b, Loc loc)
@@ -278,7 +348,10 @@ ValId cu_not(Lw *L, ValId a, Loc loc)
         return L->fls;
     if (a == L->fls)
         return L->tru;
-    return ir_op1(L->f, L->b, OP_NOT, ir_type(L->f, a), a, loc);
+    ValId r = ir_op1(L->f, L->b, OP_NOT, ir_type(L->f, a), a, loc);
+    if (cu_warp_uniform(L, a))
+        mark_uniform(L, r);
+    return r;
 }
 
 ValId cu_any(Lw *L, ValId m, Loc loc)
@@ -421,6 +494,12 @@ CVal cu_convert(Lw *L, CVal x, const CuTy *to, Loc loc)
     r.v = ir_op1(L->f, L->b, OP_CAST, t, x.v, loc);
     if (to->k == TY_INT && x.t->k == TY_INT && dtype_bits(to->dt) >= 16 && cu_is_lane(L, x.v))
         vec_push(L->a, L->lanes, r.v); /* the lane index fits every such type */
+    else if (to->k == TY_INT && x.t->k == TY_INT && dtype_bits(to->dt) >= 32 && warp_lane(L, x.v))
+        vec_push(L->a, L->wlane, r.v);
+    if (cu_warp_uniform(L, x.v))
+        mark_uniform(L, r.v);
+    if (to->k == TY_INT && x.t->k == TY_INT && dtype_bits(to->dt) >= 32 && warp_mul(L, x))
+        vec_push(L->a, L->wmul, r.v);
     return r;
 }
 
@@ -610,6 +689,7 @@ CVal cu_binop(Lw *L, const char *op, CVal x, CVal y, Loc loc)
     }
     CVal r = {.t = cmp ? cu_ty_bool(L) : t};
     r.v = cu_op2(L, k, x.v, yv, loc);
+    warp_facts(L, k, x, y, r.v);
     return r;
 }
 
@@ -691,6 +771,8 @@ CVal cu_var_value(Lw *L, Var *v, Loc loc)
 {
     if (v->kind == VK_STRUCT)
         return cu_struct_value(L, v, loc);
+    if (v->kind == VK_SHARED && v->ndims == 0) /* a __shared__ scalar */
+        return cu_shared_read(L, v, cu_const_int(L, cu_ty_int(L), 0, loc), loc);
     if (v->kind != VK_VAL) {
         diag_error(L->d, loc, "'%s' is an array: index it", v->name);
         return cu_bad(L);
@@ -1034,6 +1116,10 @@ void cu_assign(Lw *L, const CuExpr *lhs, CVal v, Loc loc)
             for (int i = 0; i < si->n; i++)
                 cu_assign(L, &(CuExpr){.kind = CE_IDENT, .loc = lhs->loc,
                                        .name = arena_printf(L->a, "%s.%s", name, si->fname[i])}, v.f[i], loc);
+            return;
+        }
+        if (var->kind == VK_SHARED && var->ndims == 0) {
+            cu_shared_write(L, var, cu_const_int(L, cu_ty_int(L), 0, loc), cu_convert(L, v, var->t, loc), loc);
             return;
         }
         if (var->kind != VK_VAL) {

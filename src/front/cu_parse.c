@@ -347,6 +347,19 @@ static CuExpr *parse_primary(P *p)
         }
         CuExpr *e = mk(p, CE_IDENT, loc);
         e->name = name;
+        if (!strcmp(name, "numeric_limits") && is(peek(p), "<")) {
+            /* std::numeric_limits<T>::infinity(): a call named "numeric_limits::infinity" */
+            e->kind = CE_CALL;
+            e->targs = parse_targs(p, &e->ntargs);
+            expect(p, "::");
+            if (peek(p)->kind == CT_IDENT)
+                e->name = arena_printf(p->a, "numeric_limits::%s", next(p)->text);
+            else
+                diag_error(p->d, peek(p)->loc, "expected a member of std::numeric_limits"), p->errs_here++;
+            if (is(peek(p), "("))
+                e->args = parse_args(p, &e->nargs);
+            return e;
+        }
         if (is(peek(p), "<") && targs_follow(p, name)) {
             e->kind = CE_CALL;
             e->targs = parse_targs(p, &e->ntargs);
@@ -535,7 +548,7 @@ static CuStmt *parse_decl(P *p, bool need_semi)
             s->is_extern = true;
         else if (is(t, "static"))
             s->is_static = true;
-        else if (!is(t, "__device__") && !is(t, "__restrict__"))
+        else if (!is(t, "__device__") && !is(t, "__restrict__") && !is(t, "__constant__"))
             break;
         next(p);
     }
@@ -697,7 +710,29 @@ static CuStmt *parse_stmt(P *p)
         expect(p, ";");
         return s;
     }
-    if (is(t, "switch") || is(t, "goto") || is(t, "case")) {
+    if (is(t, "switch")) {
+        next(p);
+        CuStmt *s = mks(p, CS_SWITCH, loc);
+        expect(p, "(");
+        s->e = parse_expr(p);
+        expect(p, ")");
+        if (!is(peek(p), "{")) {
+            diag_error(p->d, peek(p)->loc, "expected '{' after switch (...)");
+            p->errs_here++;
+            return s;
+        }
+        s->body = parse_block(p);
+        return s;
+    }
+    if (is(t, "case") || (is(t, "default") && is(peekn(p, 1), ":"))) {
+        next(p);
+        CuStmt *s = mks(p, CS_CASE, loc);
+        if (is(t, "case"))
+            s->e = parse_cond(p);
+        expect(p, ":");
+        return s;
+    }
+    if (is(t, "goto")) {
         diag_error(p->d, loc, "'%s' is not supported in kernels: write it with if/else", t->text);
         p->errs_here++;
         next(p);
@@ -904,6 +939,31 @@ static void parse_function(P *p, CuTParam *tps, int ntps, bool glob, bool dev)
     fn->body = parse_block(p);
 }
 
+/* Whether the file-scope item at item0 (specifiers already read up to p->i)
+ * declares constants: `const` or `constexpr` among its tokens before the
+ * type's end, a type, a name and `=` (or `[` for a constant array), no
+ * function.  p->i is restored. */
+static bool const_item(P *p, int item0)
+{
+    bool is_const = false;
+    for (int k = item0; k < p->i; k++)
+        is_const = is_const || is(&p->t[k], "constexpr") || is(&p->t[k], "__constant__");
+    while (is(peek(p), "static") || is(peek(p), "__device__") || is(peek(p), "__constant__"))
+        next(p);
+    if (!type_starts(p))
+        return false;
+    int save = p->i;
+    Diags quiet, *d = p->d;
+    diag_init(&quiet, p->a);
+    p->d = &quiet;
+    CuTypeSpec *ty = parse_type(p);
+    is_const = is_const || ty->is_const;
+    bool ok = is_const && ty->nptr == 0 && peek(p)->kind == CT_IDENT && (is(peekn(p, 1), "=") || is(peekn(p, 1), "["));
+    p->d = d;
+    p->i = save;
+    return ok && !quiet.nerrors;
+}
+
 CuUnit *cu_parse(Arena *a, Diags *d, const char *file, const CuTok *toks, int ntok)
 {
     P p = {.a = a, .d = d, .t = toks, .n = ntok};
@@ -1009,8 +1069,16 @@ CuUnit *cu_parse(Arena *a, Diags *d, const char *file, const CuTok *toks, int nt
             tps = v.v;
             ntps = v.n;
         }
+        int item0 = p.i;
         bool glob = false, dev = false, host = false;
         parse_specs(&p, &glob, &dev, &host);
+        if (!tps && const_item(&p, item0)) {
+            /* a file-scope constant: `constexpr int kTile = 4;`, `static const float C = 0.5f;` */
+            p.i = item0;
+            CuStmt *s = parse_decl(&p, true);
+            vec_push(a, p.u->consts, s);
+            continue;
+        }
         if ((glob || dev) && type_starts(&p)) {
             /* __device__ variables (__constant__ arrays too) are not functions */
             int save = p.i;

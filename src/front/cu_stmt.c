@@ -308,8 +308,8 @@ static void end_iteration(Lw *L, const LoopDesc *ld)
 
 /* Per-lane masks (i1 tiles: $m, $brk, bool variables) are carried through
  * loops as fp32 tiles of 0.0 and 1.0: an exact encoding that a backward's
- * tape records like any float (it records no integers), so that a loop with
- * a per-thread break stays differentiable.  phys_type: the carried type. */
+ * tape records like any float (an int on a tape would make it float64), so
+ * that a loop with a per-thread break stays differentiable.  phys_type: the carried type. */
 static Type phys_type(Type t) { return t.dt == DT_I1 && t.rank ? type_with_dtype(t, DT_F32) : t; }
 static ValId to_phys(Lw *L, ValId v, Type t, Loc loc)
 {
@@ -972,15 +972,7 @@ void cu_declare_stmt(Lw *L, const CuStmt *s)
             int dims[2] = {1, 1}, nd = dc->ndims;
             int64_t len = 1;
             if (dc->unsized) {
-                const char *given = NULL;
-                size_t nl = strlen(dc->name);
-                for (const char *p = L->targs; p && *p;) {
-                    const char *e = strchr(p, ',');
-                    size_t n = e ? (size_t)(e - p) : strlen(p);
-                    if (n > nl && !strncmp(p, dc->name, nl) && p[nl] == '=')
-                        given = arena_strndup(L->a, p + nl + 1, n - nl - 1);
-                    p = e ? e + 1 : NULL;
-                }
+                const char *given = cu_targ(L, dc->name);
                 if (!given || atoi(given) <= 0) {
                     diag_error(L->d, dc->loc,
                                "extern __shared__ '%s' is sized at launch: give its number of elements with --sig %s=N",
@@ -991,8 +983,10 @@ void cu_declare_stmt(Lw *L, const CuStmt *s)
                 nd = 1;
                 dims[0] = (int)len;
             } else {
-                if (nd < 1 || nd > 2) {
-                    diag_error(L->d, dc->loc, "__shared__ '%s': one- or two-dimensional arrays only", dc->name);
+                if (nd > 2) {
+                    /* (nd == 0: a scalar, `__shared__ float s_rstd;`, one element) */
+                    diag_error(L->d, dc->loc, "__shared__ '%s': a scalar, or one- or two-dimensional arrays only",
+                               dc->name);
                     continue;
                 }
                 for (int i = 0; i < nd; i++) {
@@ -1105,6 +1099,70 @@ void cu_declare_stmt(Lw *L, const CuStmt *s)
 
 /* ---- statements ---- */
 
+/* switch: the threads run from the label their value matches (default: none
+ * does) to a `break` or the body's end, falling through labels, as masks:
+ * $m starts empty and each label adds the threads it matches; `break` clears
+ * threads into a $brk of the switch's own (continue and return act on the
+ * enclosing loop and function as anywhere).  After the body, $m is the
+ * threads that ran to the end, broke, or matched no label without a default. */
+static void lower_switch(Lw *L, const CuStmt *s)
+{
+    CVal v = cu_expr(L, s->e);
+    if (!v.t || (v.t->k != TY_INT && v.t->k != TY_BOOL)) {
+        if (v.t && v.v)
+            diag_error(L->d, s->e->loc, "a switch needs an integer value");
+        return;
+    }
+    v = cu_convert(L, v, cu_promote(L, v.t), s->e->loc);
+    const CuStmt *body = s->body;
+    int n = body ? body->n : 0;
+    ValId *match = arena_alloc(L->a, sizeof *match * (size_t)(n + 1));
+    int64_t *vals = arena_alloc(L->a, sizeof *vals * (size_t)(n + 1));
+    ValId any = L->fls;
+    bool has_default = false;
+    for (int i = 0; i < n; i++) {
+        const CuStmt *c = body->list[i];
+        if (c->kind != CS_CASE)
+            continue;
+        if (!c->e) {
+            if (has_default)
+                diag_error(L->d, c->loc, "a second 'default' label in one switch");
+            has_default = true;
+            continue;
+        }
+        int64_t k;
+        if (!cu_const_eval(L, c->e, &k)) {
+            diag_error(L->d, c->e->loc, "a case label must be an integer constant");
+            return;
+        }
+        for (int j = 0; j < i; j++)
+            if (match[j] && vals[j] == k)
+                diag_error(L->d, c->e->loc, "case %lld appears twice in one switch", (long long)k);
+        vals[i] = k;
+        match[i] = cu_truth(L, cu_binop(L, "==", v, cu_const_int(L, v.t, k, c->e->loc), c->e->loc), c->e->loc);
+        any = cu_or(L, any, match[i], c->e->loc);
+    }
+    int n0 = L->env.n;
+    ValId m0 = cu_m(L);
+    Var *brk = cu_declare(L, "$brk", VK_VAL, cu_ty_bool(L), s->loc);
+    brk->val = (CVal){.t = cu_ty_bool(L), .v = L->fls};
+    cu_set_m(L, L->fls);
+    for (int i = 0; i < n; i++) {
+        const CuStmt *c = body->list[i];
+        if (c->kind == CS_CASE) {
+            ValId in = c->e ? match[i] : cu_not(L, any, c->loc);
+            cu_set_m(L, cu_or(L, cu_m(L), cu_and(L, m0, in, c->loc), c->loc));
+        } else {
+            cu_stmt(L, c);
+        }
+    }
+    ValId out = cu_or(L, cu_m(L), cu_lookup(L, "$brk")->val.v, s->loc);
+    if (!has_default)
+        out = cu_or(L, out, cu_and(L, m0, cu_not(L, any, s->loc), s->loc), s->loc);
+    L->env.n = n0;
+    cu_set_m(L, out);
+}
+
 void cu_stmt(Lw *L, const CuStmt *s)
 {
     if (!s)
@@ -1145,6 +1203,13 @@ void cu_stmt(Lw *L, const CuStmt *s)
         lower_loop(L, &ld);
         return;
     }
+    case CS_SWITCH:
+        lower_switch(L, s);
+        return;
+    case CS_CASE:
+        diag_error(L->d, s->loc, "'%s' outside the body of a switch (a label inside a nested block is not supported)",
+                   s->e ? "case" : "default");
+        return;
     case CS_BREAK:
     case CS_CONTINUE: {
         Var *t = cu_lookup(L, s->kind == CS_BREAK ? "$brk" : "$cnt");
