@@ -193,7 +193,8 @@ class CudaKernel:
 
     def __init__(self, source: str, kernel: str, inputs: Sequence[str], outputs: Sequence[str],
                  template: Mapping[str, Any] | None = None, hip: bool | None = None,
-                 deterministic: bool = True, _plain: bool = False, include_dirs: Sequence[str] = ()) -> None:
+                 deterministic: bool = True, _plain: bool = False, include_dirs: Sequence[str] = (),
+                 while_cap: int = 0) -> None:
         if isinstance(inputs, str) or isinstance(outputs, str):
             raise TypeError("kad.cuda.differentiable: inputs and outputs are lists of parameter names")
         if not outputs and not _plain:
@@ -208,6 +209,8 @@ class CudaKernel:
         self.deterministic = deterministic
         self._types = _template_types(self.text, kernel)
         self._ctx = _capi.Context()
+        if while_cap:  # the tape capacity of a `while` loop kad finds no bound for (kad grad --while-cap)
+            self._ctx.set_tape_options(while_cap, 0)
         if isinstance(include_dirs, str):
             raise TypeError("kad.cuda: include_dirs is a list of directories")
         self.include_dirs = tuple(os.path.abspath(os.fspath(d)) for d in include_dirs)
@@ -953,10 +956,18 @@ def _call(fn, sig, by, grid, stream, block=None, shared_mem=0, name=""):
             v = v.data_ptr() if is_ptr else v.item()
         args.append(ct(v))
     rc = fn(*args)
+    if rc == _TAPE_OVERFLOW:
+        raise KadError(f"kad.cuda: the launch of {name}: a `while` loop ran more iterations than the capacity of "
+                       f"its tape, so the backward has no valid gradients (raise the capacity: while_cap=, or "
+                       f"bound the loop with a counter compared with an argument; the module's header, "
+                       f"kad.cuda.backward_source, gives the capacity)")
     if rc != 0:
         why = (": cudaErrorInvalidValue is a guard of the backward refusing the launch, the module's header "
                "(kad.cuda.backward_source) says which" if name.endswith("_bwd") else "")
         raise RuntimeError(f"kad.cuda: the launch of {name} failed: CUDA error {rc} ({_cuda_error_name(rc)}){why}")
+
+
+_TAPE_OVERFLOW = -2  # KAD_TAPE_OVERFLOW of the generated launchers (emit_cuda_host.c)
 
 
 def _cuda_error_name(rc):
@@ -1085,16 +1096,18 @@ def forward_stub(text: str, kernel: str, params: Sequence[tuple[str, str]], temp
 
 def differentiable(source: str, kernel: str, inputs: Sequence[str], outputs: Sequence[str],
                    template: Mapping[str, Any] | None = None, hip: bool | None = None,
-                   deterministic: bool = True, include_dirs: Sequence[str] = ()) -> CudaKernel:
+                   deterministic: bool = True, include_dirs: Sequence[str] = (), while_cap: int = 0) -> CudaKernel:
     """A CUDA C / HIP __global__ function as a differentiable kernel (docs/PYTHON.md, "CUDA C /
     HIP kernels"): source a path or the source text, kernel the function's name, inputs the
     pointer parameters to differentiate, outputs those it writes.  template: template arguments
     ({"BLOCK": 256, "scalar_t": torch.float32}; type parameters left out take the dtypes of the
     tensors passed).  include_dirs: where quoted #includes not beside the file are looked for
-    (nvcc's -I; a path source's own headers beside it need none).  Launch as k[grid,
-    block](*args), arguments in the C signature's order."""
+    (nvcc's -I; a path source's own headers beside it need none).  while_cap: the tape capacity of
+    a `while` loop whose trip count kad finds no bound for (its backward records each iteration;
+    default 1024 iterations).  Launch as k[grid, block](*args), arguments in the C
+    signature's order."""
     return CudaKernel(source, kernel, inputs, outputs, template=template, hip=hip, deterministic=deterministic,
-                      include_dirs=include_dirs)
+                      include_dirs=include_dirs, while_cap=while_cap)
 
 
 def backward_source(k: CudaKernel, block: Dims, *args: Any, template: Mapping[str, Any] | None = None,

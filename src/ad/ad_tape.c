@@ -251,7 +251,8 @@ static void tape_loop_arrays(Ad *ad, TapeLoop *tl, int n)
     tl->neg = arena_alloc(ad->a, (size_t)n + 1);
 }
 
-/* Whether carried value c is an int or a pointer (recomputed, never taped). */
+/* Whether carried value c is an int or a pointer (recomputed when affine; an int of <= 32 bits taped
+ * otherwise, see tape_record). */
 static bool tape_scalar(Ad *ad, ValId c)
 {
     Type t = fty(ad, c);
@@ -270,13 +271,18 @@ static bool tape_record(Ad *ad, TapeLoop *tl, const Inst *in, int k, ValId c, bo
             tl->affine[k] = 1; /* recomputed from the iteration number */
             return true;
         }
-        diag_error(ad->d, in->loc,
-                   "loop-carried %s '%s' of a loop whose reverse sweep reads a tape (for '%s'): kad "
-                   "recomputes such a value only when each iteration advances it by the same amount "
-                   "(p += step, step loop-invariant) and records only float values (not supported yet; "
-                   "compute it from the loop variable instead)",
-                   t.dt == DT_PTR ? "pointer" : "integer", name_of(ad, c, in->res[k]), first);
-        return false;
+        if (t.dt == DT_PTR || dtype_bits((Dtype)t.dt) > 32) {
+            diag_error(ad->d, in->loc,
+                       "loop-carried %s '%s' of a loop whose reverse sweep reads a tape (for '%s'): kad "
+                       "recomputes such a value only when each iteration advances it by the same amount "
+                       "(p += step, step loop-invariant), and records integers of at most 32 bits (a "
+                       "float64 holds them exactly), not %s (compute it from the loop variable, or make "
+                       "it an int)",
+                       t.dt == DT_PTR ? "pointer" : "integer", name_of(ad, c, in->res[k]), first,
+                       t.dt == DT_PTR ? "pointers" : dtype_name((Dtype)t.dt));
+            return false;
+        }
+        tl->dt = DT_F64; /* an int of <= 32 bits (a counter advanced only by some iterations): exact in f64 */
     }
     if (t.dt == DT_F64)
         tl->dt = DT_F64;

@@ -324,6 +324,9 @@ static const char CU_TAPE_HELPERS[] =
     "__attribute__((unused)) static inline int64_t kad_tx_cdiv(int64_t a, int64_t b, bool *bad)\n"
     "{\n    if (b <= 0 || a < 0 || a > INT64_MAX - b) {\n        *bad = true;\n        return 0;\n    }\n"
     "    return (a + b - 1) / b;\n}\n"
+    "// What a launcher returns when a `while` loop ran past the capacity of its tape (no runtime error's code):\n"
+    "// the gradients would come from a partial tape, so there are none; raise the capacity (--while-cap).\n"
+    "#define KAD_TAPE_OVERFLOW (-2)\n"
     "// Elements of a tape: trips (clamped at 0) per program and slot elements per iteration and program.\n"
     "static inline int64_t kad_tape_numel(int64_t trips, unsigned gx, unsigned gy, unsigned gz, int64_t slot,\n"
     "                                     bool *bad)\n"
@@ -520,19 +523,20 @@ static void fold_steps(Arena *a, const Program *P, const char *kname, const char
     }
 }
 
+/* Whether tape j of P is a `while` loop's (a capacity and an overflow flag in its head). */
+static bool tj_bounded(const Program *P, int j) { return P->tapes.v[j].bounded; }
+
 /* The plan pieces of P that this launcher does not print, as a refusal; true when there is none. */
 static bool simple_plan(Diags *d, Arena *a, const Program *P)
 {
     const Func *bwd = P->main;
-    const char *what = P->fold && P->tapes.n ? "grid folding and tapes together (a folded kernel's tapes)"
-                       : P->gemm ? "GEMM kernels for the matmul operand gradients"
+    const char *what = P->gemm ? "GEMM kernels for the matmul operand gradients"
                        : P->gather ? "gather kernels for the input gradients"
                        : P->spread ? "a loop spread over more programs"
                                       : NULL;
     for (int j = 0; !what && j < P->tapes.n; j++) {
         const FuncTape *t = &P->tapes.v[j];
-        what = t->bounded ? "tapes of `while` loops (a capacity and an overflow flag the launcher checks)"
-               : t->revolve || t->ckpt ? "checkpointed tapes (a tape budget)"
+        what = t->revolve || t->ckpt ? "checkpointed tapes (a tape budget)"
                : !tape_c(a, t->trips, bwd, param_names(a, bwd)) ? "tapes (scratch buffers for loops reversed backwards) "
                                                                   "whose size names the program id"
                                                                 : NULL;
@@ -684,8 +688,12 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         buf_puts(&pre, "    // the tapes, sized for this launch (plan_run's tape_elems)\n    bool kad_bad = false;\n");
     for (int j = 0; j < nt; j++) {
         const FuncTape *tj = &P->tapes.v[j];
-        buf_printf(&pre, "    const int64_t kad_tape%d_numel = kad_tape_numel(%s, grid_x, grid_y, grid_z, %lldLL, &kad_bad);\n",
-                   j, tape_c(a, tj->trips, bwd, names), (long long)tj->slot);
+        if (tj->bounded)
+            buf_printf(&pre, "    // tape %d is a `while` loop's: its capacity of iterations, and a head of %d elements (the overflow flag)\n",
+                       j, KAD_TAPE_HEAD);
+        buf_printf(&pre, "    const int64_t kad_tape%d_numel = %skad_tape_numel(%s, grid_x, grid_y, grid_z, %lldLL, &kad_bad)%s;\n",
+                   j, tj->bounded ? "kad_tx_add(" : "", tape_c(a, tj->trips, bwd, names), (long long)tj->slot,
+                   tj->bounded ? arena_printf(a, ", %d, &kad_bad)", KAD_TAPE_HEAD) : "");
     }
     if (nt)
         buf_printf(&pre, "    if (kad_bad) // a tape's trip count divides by zero or overflows, or the tape is too large\n"
@@ -697,8 +705,11 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         buf_printf(&pre, "    %s *%s = NULL;\n", el, tp);
         buf_printf(&pre, "    %s errt%d = %s((void **)&%s, (size_t)(%s_numel > 0 ? %s_numel : 1) * sizeof(%s), stream);\n",
                    rt(a, o, "Error_t"), j, rt(a, o, "MallocAsync"), tp, tp, tp, el);
-        buf_printf(&pre, "    if (errt%d != %s) {\n%s        return (int)errt%d;\n    }\n", j, rt(a, o, "Success"),
-                   buf_str(&frees), j);
+        if (tj_bounded(P, j)) /* a `while` loop's tape: its head (the overflow flag) cleared */
+            buf_printf(&pre, "    if (errt%d == %s)\n        errt%d = %s(%s, 0, %d * sizeof(%s), stream);\n", j,
+                       rt(a, o, "Success"), j, rt(a, o, "MemsetAsync"), tp, KAD_TAPE_HEAD, el);
+        buf_printf(&pre, "    if (errt%d != %s) {\n%s        if (%s)\n            %s(%s, stream);\n        return (int)errt%d;\n    }\n",
+                   j, rt(a, o, "Success"), buf_str(&frees), tp, rt(a, o, "FreeAsync"), tp, j);
         buf_printf(&frees, "        %s(%s, stream);\n", rt(a, o, "FreeAsync"), tp);
         buf_printf(&post, "    %s(%s, stream);\n", rt(a, o, "FreeAsync"), tp);
         knames[p] = tp;
@@ -724,9 +735,31 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         buf_printf(&post, "    %s(%s, stream);\n", rt(a, o, "FreeAsync"), cp);
         knames[p] = cp;
     }
+    /* STEP_TAPE_CHECK: a `while` loop that ran past its tape's capacity raised the flag in the tape's
+     * head; the launcher reads it back (a synchronization) and fails the launch, never a gradient
+     * from a partial tape */
+    bool over = false;
+    for (int j = 0; j < nt; j++) {
+        if (!tj_bounded(P, j))
+            continue;
+        Type ty = bwd->vals.v[bwd->params[ncontract + nf + j]].ty;
+        const char *el = cuda_dtype((Dtype)ty.elem, o->hip);
+        if (!over)
+            buf_puts(&then, "    bool kad_over = false; // a `while` loop ran past the capacity of its tape\n");
+        over = true;
+        buf_printf(&then, "    if (errl == %s) {\n        %s kad_flag%d = 0;\n", rt(a, o, "Success"), el, j);
+        buf_printf(&then, "        errl = %s(&kad_flag%d, kad_tape%d, sizeof(%s), %s, stream);\n",
+                   rt(a, o, "MemcpyAsync"), j, j, el, rt(a, o, "MemcpyDeviceToHost"));
+        buf_printf(&then, "        if (errl == %s)\n            errl = %s(stream);\n", rt(a, o, "Success"),
+                   rt(a, o, "StreamSynchronize"));
+        buf_printf(&then, "        kad_over = kad_over || (errl == %s && kad_flag%d != 0);\n    }\n",
+                   rt(a, o, "Success"), j);
+    }
     /* STEP_FOLD: the partials, the folded launch, then the sum kernel */
     if (P->fold)
         fold_steps(a, P, kname, names, knames, &grid, &pre, &then, &post, &frees, o);
+    if (over) /* after every free: KAD_TAPE_OVERFLOW, which no runtime error's code is */
+        buf_printf(&post, "    if (errl == %s && kad_over)\n        return KAD_TAPE_OVERFLOW;\n", rt(a, o, "Success"));
     launcher_launch_grid(out, a, bwd, kname, L, knames, grid, pre.len ? buf_str(&pre) : "",
                          then.len ? buf_str(&then) : "", post.len ? buf_str(&post) : "", o);
     return true;

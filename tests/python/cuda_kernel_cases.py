@@ -69,8 +69,6 @@ def shim_run(gxx, kern, params, names, lanes, kernel, tmp_path, name):
 MARK = "// ---- the launcher"
 
 # The emitter's messages (src/emit/emit_cuda_host.c, emit_cuda.c) for the refusals below.
-FOLD_TAPES = r"needs grid folding and tapes together"
-TAPES = r"needs tapes of `while` loops \(a capacity and an overflow flag"
 LANE_ROW = r"'reshape' of %tid i32\[32\] into i32\[1,32\]: between the block's threads and a row"
 WARP_PARTS = r"has shape i32\[2,1\]: only scalars"
 GATHER_ROW = r"between the block's threads and a row that every thread holds"
@@ -230,8 +228,11 @@ class Launcher:
                      if not n.endswith("_numel")]  # the tapes' sizes: tape_sizes
         self.parts = [(m.group(2), m.group(1), m.group(3), m.group(4)) for m in re.finditer(
             r"(\w+) \*(\w+) = NULL;\n.*MallocAsync\(\(void \*\*\)&\2, \(size_t\)\((\w+) \* (\w+) > 0", body)]
+        # `while` loops' tapes: their heads (the overflow flag at element 0) cleared, read back after the launch
+        self.heads = {m.group(1): int(m.group(2)) for m in re.finditer(
+            r"cudaMemsetAsync\((kad_tape\d+), 0, (\d+) \* sizeof", body)}
         self.zeroed = re.findall(r"cudaMemsetAsync\((\w+), 0,", body)
-        self.zeroed = [z for z in self.zeroed if z not in [p for p, _, _, _ in self.parts]]  # the caller's only
+        self.zeroed = [z for z in self.zeroed if z not in [p for p, _, _, _ in self.parts] and z not in self.heads]
         # output gradients the backward runs on private copies: (copy, caller's)
         self.copies = re.findall(r"cudaMemcpyAsync\((\w+), (\w+),", body)
         # tapes the launcher allocates: (name, its element count as C)
@@ -430,7 +431,7 @@ CASES = [
          lambda g: {"x": _randn(g, 3, 80), "gamma": _randn(g, 80), "beta": _randn(g, 80), "y": _zeros(3, 80),
                     "n": 80, "eps": 1e-5},
          lambda v: {"y": torch.nn.functional.layer_norm(v["x"], (v["n"],), v["gamma"], v["beta"], eps=v["eps"])},
-         sig="BLOCK=64", refuse={"emit": GATHER_ARRAY, "bwd": FOLD_TAPES, "atomics": WARP_PARTS, "jvp": GATHER_ARRAY},
+         sig="BLOCK=64", refuse={"emit": GATHER_ARRAY, "bwd": WARP_PARTS, "atomics": WARP_PARTS, "jvp": GATHER_ARRAY},
          tname="layernorm<64>", cparams="float *x, float *gamma, float *beta, float *y, int n, float eps",
          tol=1e-4),
     Case("recurrence", "recurrence.cu", "recurrence", (64,), (2,), ["x", "w"], ["h"],
@@ -453,7 +454,7 @@ CASES = [
          ccall="x, y, n, Affine{p_scale, p_shift, p_mode}"),
     Case("iterate", "constructs.cu", "iterate", (32,), (2,), ["x"], ["y"],
          lambda g: {"x": _randn(g, 40), "y": _zeros(40), "n": 40, "maxit": 6},
-         _iterate_ref, refuse={"bwd": TAPES, "atomics": TAPES}, cparams="float *x, float *y, int n, int maxit"),
+         _iterate_ref, cparams="float *x, float *y, int n, int maxit"),
     Case("dot_atomic", "constructs.cu", "dot_atomic", (64,), (3,), ["a", "b"], ["out"],
          lambda g: {"a": _randn(g, 150), "b": _randn(g, 150), "out": _zeros(1), "n": 150},
          lambda v: {"out": (v["a"] * v["b"]).sum().reshape(1)},
@@ -472,7 +473,7 @@ CASES = [
     Case("newton_while", "newton_while.cu", "newton", (32,), (1,), ["x"], ["y"],
          lambda g: {"x": _randn(g, 32, scale=2.0), "y": _zeros(32)},
          lambda v: {"y": torch.sqrt(v["x"] ** 2 + 1.0)},
-         refuse={"bwd": TAPES, "atomics": TAPES}, cparams="float *x, float *y"),
+         cparams="float *x, float *y"),
     Case("transpose", "transpose_tile.cu", "transpose", (16, 16), (2, 3), ["in"], ["out"],
          lambda g: {"in": _randn(g, 40, 27), "out": _zeros(27, 40), "rows": 40, "cols": 27},
          lambda v: {"out": v["in"].t().contiguous()},

@@ -70,6 +70,8 @@ class ShimKernel:
             env[cp] = values[orig].clone()
         for tp, n in L.tape_sizes(g, values).items():  # uninitialized scratch: NaN, so a read before a write shows
             env[tp] = torch.full((max(n, 1),), float("nan"), dtype=torch.float64)
+            if tp in L.heads:  # a `while` loop's tape: the head (its overflow flag) cleared
+                env[tp][:L.heads[tp]] = 0
         for part, cty, rows, span in L.parts:  # the fold's partials, zero-filled
             env[part] = torch.zeros(max(env[rows] * env[span], 1),
                                     dtype={"float": torch.float32, "double": torch.float64}[cty])
@@ -77,6 +79,8 @@ class ShimKernel:
             kg = L.grid_of(launch, env)
             args = [env[a] for a in launch[3]]
             self.fns[launch[0]](*kg, *[a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args])
+            for tp in L.heads:  # the launcher reads the flag back: a raised one fails the launch
+                assert env[tp][0].item() == 0, "the `while` loop ran past its tape's capacity (%s)" % tp
         return flags
 
 

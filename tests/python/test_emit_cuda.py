@@ -91,4 +91,4 @@ def test_refusal_is_located():
                         "--wrt", "x,gamma,beta", "--out", "y", "--emit", "cuda"], cwd=REPO, capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 1 and not p.stdout
-    assert "tests/cuda/layernorm_warp.cu:" in p.stderr and "grid folding and tapes" in p.stderr
+    assert "tests/cuda/layernorm_warp.cu:30:19:" in p.stderr and "has shape i32[2,1]" in p.stderr
