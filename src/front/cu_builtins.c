@@ -8,6 +8,8 @@
  */
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
 #include "front/cu.h"
 
 typedef struct MathFn {
