@@ -45,9 +45,21 @@ SRCS_EMIT     := src/emit/emit_triton.c src/emit/emit_passes.c src/emit/emit_exp
 SRCS_CHECK    := src/check/check.c
 SRCS := $(SRCS_BASE) $(SRCS_FRONT) $(SRCS_IR) $(SRCS_ANALYSIS) $(SRCS_PLAN) $(SRCS_AD) $(SRCS_EMIT) $(SRCS_CHECK) \
         src/kad.c
-HDRS := src/kad_int.h src/front/front.h src/front/cu.h src/analysis/access_int.h src/plan/plan.h src/ad/ad.h src/ir/ops.h src/ir/ir_int.h \
-        src/emit/emit.h src/emit/emit_grad.h src/emit/py/embed.h src/emit/emit_cuda.h src/emit/emit_cuda_int.h \
+# One header per stage (docs/ARCHITECTURE.md), and each folder's private ones.  Objects depend on
+# the headers they include through the compiler's dependency files (-MMD -MP, included below);
+# HDRS is for the target that compiles the sources without them (the fuzzer).
+HDRS := src/base/base.h \
+        src/ir/ir.h src/ir/ops.h src/ir/ir_int.h \
+        src/front/triton.h src/front/cuda.h src/front/front.h src/front/cu.h \
+        src/analysis/analysis.h src/analysis/access_int.h \
+        src/plan/plan.h \
+        src/ad/autodiff.h src/ad/ad_int.h src/ad/ad.h \
+        src/emit/emit_triton.h src/emit/emit.h src/emit/emit_grad.h src/emit/emit_cuda.h src/emit/emit_cuda_int.h \
+        src/emit/py/embed.h \
+        src/check/check.h \
         include/kad.h
+# Each object's (and each directly compiled program's) header dependencies, written as it compiles.
+DEPFLAGS = -MMD -MP -MT $@ -MF $@.d
 # The Python helpers the launchers print verbatim (src/emit/py/*.py), embedded as C arrays by
 # tools/embed.py (python/setup.py runs the same generator); compiled like the sources.
 GEN := build/gen/py_embed.c
@@ -63,24 +75,24 @@ all: build/libkad.a build/libkad.so build/kad build/test_c
 
 $(GEN): tools/embed.py $(wildcard src/emit/py/*.py) src/emit/py/embed.h
 	$(PYTHON) tools/embed.py $@
-build/pic/gen/%.o: build/gen/%.c $(HDRS)
+build/pic/gen/%.o: build/gen/%.c
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
-build/asan/gen/%.o: build/gen/%.c $(HDRS)
+	$(CC) $(WARN) $(CPPFLAGS) $(DEPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+build/asan/gen/%.o: build/gen/%.c
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_ASAN) -c $< -o $@
-build/ubsan/gen/%.o: build/gen/%.c $(HDRS)
+	$(CC) $(WARN) $(CPPFLAGS) $(DEPFLAGS) -O1 -g $(SAN_ASAN) -c $< -o $@
+build/ubsan/gen/%.o: build/gen/%.c
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_UBSAN) -c $< -o $@
-build/pic/%.o: src/%.c $(HDRS)
+	$(CC) $(WARN) $(CPPFLAGS) $(DEPFLAGS) -O1 -g $(SAN_UBSAN) -c $< -o $@
+build/pic/%.o: src/%.c
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
-build/asan/%.o: src/%.c $(HDRS)
+	$(CC) $(WARN) $(CPPFLAGS) $(DEPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+build/asan/%.o: src/%.c
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_ASAN) -c $< -o $@
-build/ubsan/%.o: src/%.c $(HDRS)
+	$(CC) $(WARN) $(CPPFLAGS) $(DEPFLAGS) -O1 -g $(SAN_ASAN) -c $< -o $@
+build/ubsan/%.o: src/%.c
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_UBSAN) -c $< -o $@
+	$(CC) $(WARN) $(CPPFLAGS) $(DEPFLAGS) -O1 -g $(SAN_UBSAN) -c $< -o $@
 
 # one compilation of each source serves both libraries: hidden visibility limits only what
 # libkad.so exports, and the static links of kad and test_c resolve every symbol
@@ -88,20 +100,23 @@ build/libkad.a: $(PIC_OBJS)
 	rm -f $@ && ar rcs $@ $^
 build/libkad.so: $(PIC_OBJS)
 	$(CC) -shared -o $@ $^ -lm
-build/kad: src/main.c build/libkad.a $(HDRS)
-	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) src/main.c build/libkad.a -lm -o $@
-build/test_c: $(wildcard tests/c/*.c) build/libkad.a $(HDRS)
-	$(CC) $(WARN) $(CPPFLAGS) $(CFLAGS) -Isrc tests/c/test_main.c build/libkad.a -lm -o $@
+build/kad: src/main.c build/libkad.a
+	$(CC) $(WARN) $(CPPFLAGS) $(DEPFLAGS) $(CFLAGS) src/main.c build/libkad.a -lm -o $@
+build/test_c: $(wildcard tests/c/*.c) build/libkad.a
+	$(CC) $(WARN) $(CPPFLAGS) $(DEPFLAGS) $(CFLAGS) -Isrc tests/c/test_main.c build/libkad.a -lm -o $@
 
 # Sanitizer builds: the CLI and the C tests, then the C tests and the golden tests.
 build/asan/kad: src/main.c $(ASAN_OBJS)
-	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_ASAN) src/main.c $(ASAN_OBJS) -lm -o $@
+	$(CC) $(WARN) $(CPPFLAGS) $(DEPFLAGS) -O1 -g $(SAN_ASAN) src/main.c $(ASAN_OBJS) -lm -o $@
 build/asan/test_c: $(wildcard tests/c/*.c) $(ASAN_OBJS)
-	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_ASAN) -Isrc tests/c/test_main.c $(ASAN_OBJS) -lm -o $@
+	$(CC) $(WARN) $(CPPFLAGS) $(DEPFLAGS) -O1 -g $(SAN_ASAN) -Isrc tests/c/test_main.c $(ASAN_OBJS) -lm -o $@
 build/ubsan/kad: src/main.c $(UBSAN_OBJS)
-	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_UBSAN) src/main.c $(UBSAN_OBJS) -lm -o $@
+	$(CC) $(WARN) $(CPPFLAGS) $(DEPFLAGS) -O1 -g $(SAN_UBSAN) src/main.c $(UBSAN_OBJS) -lm -o $@
 build/ubsan/test_c: $(wildcard tests/c/*.c) $(UBSAN_OBJS)
-	$(CC) $(WARN) $(CPPFLAGS) -O1 -g $(SAN_UBSAN) -Isrc tests/c/test_main.c $(UBSAN_OBJS) -lm -o $@
+	$(CC) $(WARN) $(CPPFLAGS) $(DEPFLAGS) -O1 -g $(SAN_UBSAN) -Isrc tests/c/test_main.c $(UBSAN_OBJS) -lm -o $@
+
+-include $(PIC_OBJS:%=%.d) $(ASAN_OBJS:%=%.d) $(UBSAN_OBJS:%=%.d) \
+         build/kad.d build/test_c.d build/asan/kad.d build/asan/test_c.d build/ubsan/kad.d build/ubsan/test_c.d
 
 asan: build/asan/kad build/asan/test_c
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 build/asan/test_c

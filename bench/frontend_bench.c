@@ -10,7 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "kad_int.h"
+#include "../include/kad.h"
+#include "base/base.h"
 
 static double now_ms(void)
 {

@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "front/cuda.h"
+#include "front/triton.h"
 #include "front/cu.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

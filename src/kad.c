@@ -8,9 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../include/kad.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "front/cuda.h"
+#include "front/triton.h"
+#include "analysis/analysis.h"
 #include "plan/plan.h"
+#include "ad/autodiff.h"
 #include "emit/emit_cuda.h"
-#include "front/cu.h"
+#include "emit/emit_triton.h"
+#include "check/check.h"
 
 struct kad_ctx {
     Arena *a;

@@ -29,7 +29,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "../include/kad.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "front/triton.h"
+#include "analysis/analysis.h"
 #include "plan/plan.h"
 
 #ifndef PATH_MAX

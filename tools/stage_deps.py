@@ -28,11 +28,20 @@ library (libc, libm) is no edge.
     --allow FILE:SYMBOL                  an edge to tolerate (repeatable): the caller's object
                                           path relative to BUILD_DIR, and the callee symbol
     --quiet                              print the offending edges only
+    --src SRC                            the source tree whose objects count and whose includes
+                                          are checked (default src/)
 
 Prints the folder graph (edges with how many symbols each carries) and every edge against the
 pipeline as `caller file -> callee symbol (callee file)`; exits 1 when one is not allowed, 2 when
 the objects cannot be read.  stdlib only; the graph logic (`parse_nm`, `graph`, `backward`) takes
 `nm` text, so it can be tested on a fake.
+
+It also checks the sources' `#include "..."` lines against the same order (`include_violations`,
+read from SRC, src/ unless --src gives another tree): a .c or .h of stage X may include the public
+header of a stage <= X (PUBLIC_HEADERS: one or two per stage, include/kad.h for the top) and the
+private headers of its own folder, nothing else -- no header of a later stage, no other folder's
+private header.  Each offending line prints as `INCLUDE: file: "header" (why)` and makes the exit
+status 1; there is no allow list for these.
 """
 import os
 import subprocess
@@ -140,6 +149,82 @@ def main_object(build, tmp):
     return out
 
 
+# The stages' public headers (paths as included, relative to src/; include/kad.h as src/'s files
+# spell it).  Every other header under src/FOLDER/ is that folder's private one.
+PUBLIC_HEADERS = {
+    "base/base.h": "base",
+    "ir/ir.h": "ir",
+    "front/triton.h": "front",
+    "front/cuda.h": "front",
+    "analysis/analysis.h": "analysis",
+    "plan/plan.h": "plan",
+    "ad/autodiff.h": "ad",
+    "emit/emit_triton.h": "emit",
+    "emit/emit_cuda.h": "emit",
+    "check/check.h": "check",
+    "../include/kad.h": "top",
+}
+
+
+def includes_of(text):
+    """The quoted includes of a C file's text, as (line number, header) in order."""
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if s.startswith("#"):
+            rest = s[1:].lstrip()
+            if rest.startswith("include") and '"' in rest:
+                out.append((n, rest.split('"')[1]))
+    return out
+
+
+def header_path(src, file_rel, inc):
+    """The header an include of file_rel (relative to src) names, relative to src: beside the file
+    when it is there (as the compiler looks first), else from src/ (-Isrc)."""
+    here = os.path.normpath(os.path.join(os.path.dirname(file_rel), inc)).replace(os.sep, "/")
+    if os.path.exists(os.path.join(src, here)):
+        return here
+    return os.path.normpath(inc).replace(os.sep, "/")
+
+
+def include_violations(src):
+    """Every include in src's .c and .h files against the order: a list of
+    (file, line, header, why), file and header relative to src."""
+    bad = []
+    for dirpath, _, files in os.walk(src):
+        for f in sorted(files):
+            if not f.endswith((".c", ".h")):
+                continue
+            path = os.path.join(dirpath, f)
+            rel = os.path.relpath(path, src).replace(os.sep, "/")
+            mine = stage_of(rel)
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                incs = includes_of(fh.read())
+            for n, inc in incs:
+                h = header_path(src, rel, inc)
+                if h in PUBLIC_HEADERS:
+                    theirs = PUBLIC_HEADERS[h]
+                    if RANK[theirs] > RANK[mine]:
+                        bad.append((rel, n, inc, "the header of %s, a later stage than %s" % (theirs, mine)))
+                    continue
+                if h.startswith("../"):
+                    bad.append((rel, n, inc, "not a header of src/"))
+                    continue
+                folder = stage_of(h)
+                if "/" not in h:
+                    bad.append((rel, n, inc, "a header at src/'s top, which no stage may include"))
+                elif folder != mine:
+                    bad.append((rel, n, inc, "a private header of %s" % folder))
+    return sorted(bad)
+
+
+def report_includes(bad, out=sys.stdout):
+    for rel, n, inc, why in bad:
+        print('INCLUDE: %s:%d: "%s" (%s)' % (rel, n, inc, why), file=out)
+    print("%d includes against the stages" % len(bad), file=out)
+    return bad
+
+
 def report(edges, allow, quiet=False, out=sys.stdout):
     """Prints the graph and the offending edges; returns the edges against the pipeline that are
     not in allow (a set of (caller file, symbol))."""
@@ -190,7 +275,10 @@ def main(argv):
         if m and "main.o" not in objs:
             objs["main.o"] = subprocess.run(["nm", m], check=True, capture_output=True, text=True).stdout
     edges, _ = graph(objs)
-    return 1 if report(edges, allow, quiet) else 0
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    bad_edges = report(edges, allow, quiet)
+    bad_includes = report_includes(include_violations(src or os.path.join(root, "src")))
+    return 1 if bad_edges or bad_includes else 0
 
 
 if __name__ == "__main__":

@@ -1,12 +1,15 @@
 /* ad.h: the AD stage's private header -- what the files of src/ad/ share.
  *
  * Included by src/ad/ files only: the other stages see the AD stage through
- * what kad_int.h declares (ad_backward, ad_forward, the Program).  It holds
+ * what ad/autodiff.h declares (ad_backward, ad_forward; the Program is
+ * plan/plan.h's).  The state of one differentiation (Ad) and what AD's
+ * files call across files are ad/ad_int.h's, which this header includes.
+ * It holds
  *   - Em, where a rule emits code (the function built, its block, the
  *     forward instruction's Loc), for reverse mode (Em.ad) and forward mode
  *     (Em.f) alike, and the IR builder helpers on it (build.c): one
  *     definition of each for both modes;
- *   - reverse mode's accessors of Ad (kad_int.h) and forward mode's state
+ *   - reverse mode's accessors of Ad (ad_int.h) and forward mode's state
  *     (Fd) with its accessors;
  *   - what the files of each mode call across files: the reverse sweep
  *     (sweep_rev.c), its rules (rules_rev.c), its tapes (tape_rev.c), the
@@ -15,7 +18,12 @@
 #ifndef KAD_AD_H
 #define KAD_AD_H
 
+#include "base/base.h"
+#include "ir/ir.h"
+#include "analysis/analysis.h"
 #include "plan/plan.h"
+#include "ad/autodiff.h"
+#include "ad/ad_int.h"
 
 /* ln 2 and 2/sqrt(pi), spelled out: M_LN2 and M_2_SQRTPI are not C11. */
 #define AD_LN2 0.69314718055994530942
@@ -160,7 +168,7 @@ void ad_flow_regions(const Inst *in, const FactWalk *w);
  * not NULL) each use as operand 0 of a custom_jvp. */
 void ad_count_uses(const Block *b, int *nuses, int *jcov);
 
-/* ---- Reverse mode: accessors of Ad (kad_int.h) ---- */
+/* ---- Reverse mode: accessors of Ad (ad_int.h) ---- */
 
 /* The type of fw value v; a reduce's combine-region value as a tile while
  * adj_reduce applies the region lane by lane (ad->lanes). */

@@ -25,7 +25,7 @@
  *      iterations only where their addresses are proven disjoint.
  *
  * Requires: a verified forward Func and an Ad with a, d, fw and spec set.
- * Guarantees: ad_analyze fills the fact arrays of the Ad (kad_int.h) and
+ * Guarantees: ad_analyze fills the fact arrays of the Ad (ad_int.h) and
  * returns true only when no error was reported; then every active value
  * has an adjoint rule, every load/store of a differentiated buffer has a
  * known parameter, and every output element's last write is known, which
@@ -36,7 +36,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
+#include "ad/autodiff.h"
 #include "ad/ad.h"
+#include "ad/ad_int.h"
 
 
 /* ------------------------------------------------------------------ */

@@ -26,7 +26,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "ad/ad_int.h"
 
 typedef struct Vk {
     Arena *a;

@@ -22,7 +22,9 @@
  * it on the same axes, and the rescaled c the same as its new terms); anything else keeps
  * the loop as it is (today's tape).  Loop 1 is the original max chain, so the max's tie
  * convention is kad's usual one. */
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "ad/ad_int.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -18,7 +18,9 @@
  */
 #include <math.h>
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "ad/ad_int.h"
 
 #define LM_PI 3.14159265358979323846
 #define LM_LN2 0.69314718055994530942

@@ -28,7 +28,10 @@
  *
  * Requires: fwd verified and accepted by AD for (wrt, outs) (the stores' roots are outputs or
  * scratch; atomic results unused).  Keeps fwd unchanged. */
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "analysis/analysis.h"
+#include "ad/autodiff.h"
 
 #include <stdlib.h>
 #include <string.h>

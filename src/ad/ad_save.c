@@ -38,7 +38,10 @@
  */
 #include <string.h>
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "ad/autodiff.h"
+#include "ad/ad_int.h"
 
 static bool saveable_dtype(Dtype dt) { return dt == DT_F32 || dt == DT_F16 || dt == DT_BF16; }
 

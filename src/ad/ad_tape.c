@@ -36,7 +36,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
 #include "plan/plan.h"
+#include "ad/ad_int.h"
 
 static Type fty(const Ad *ad, ValId v) { return ad->fw->vals.v[v].ty; }
 

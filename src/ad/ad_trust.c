@@ -44,7 +44,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "analysis/analysis.h"
+#include "ad/ad_int.h"
 
 static const Inst *def_of(const Ad *ad, ValId v) { return v > 0 && v < ad->nvals ? ad->def[v] : NULL; }
 

@@ -20,7 +20,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
+#include "analysis/analysis.h"
 #include "ad/ad.h"
+#include "ad/ad_int.h"
 
 /* ------------------------------------------------------------------ */
 /* 4. Validation                                                       */

@@ -24,7 +24,12 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
+#include "plan/plan.h"
+#include "ad/autodiff.h"
 #include "ad/ad.h"
+#include "ad/ad_int.h"
 
 int ad_mutation_by_name(const char *name)
 {

@@ -14,6 +14,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
 #include "ad/ad.h"
 
 ValId e1(Em *e, OpKind op, ValId x)

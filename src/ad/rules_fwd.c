@@ -14,7 +14,10 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
 #include "ad/ad.h"
+#include "ad/ad_int.h"
 
 
 /* fw value v's tangent, or a zero of its type. */

@@ -16,7 +16,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
+#include "ad/autodiff.h"
 #include "ad/ad.h"
+#include "ad/ad_int.h"
 
 /* ------------------------------------------------------------------ */
 /* Adjoint sweep                                                       */

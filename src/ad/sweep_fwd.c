@@ -32,7 +32,11 @@
  */
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
+#include "ad/autodiff.h"
 #include "ad/ad.h"
+#include "ad/ad_int.h"
 
 /* ------------------------------------------------------------------ */
 /* 1. Facts                                                            */

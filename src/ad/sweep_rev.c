@@ -50,7 +50,13 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
+#include "analysis/analysis.h"
+#include "plan/plan.h"
+#include "ad/autodiff.h"
 #include "ad/ad.h"
+#include "ad/ad_int.h"
 
 /* ------------------------------------------------------------------ */
 /* Primal sweep: clone without stores, with shadow pointers            */
@@ -804,7 +810,7 @@ static bool earlier_load(const Block *fb, int k, ValId p, ValId m)
 /* The gradient access st of descriptor access `in` (a load's plain
  * adjoint store, or a store's output-gradient load; the gradient laid out
  * like the base) made through the descriptor of the gradient: in's
- * descriptor operands, the base's shadow for the base (kad_int.h,
+ * descriptor operands, the base's shadow for the base (ir.h,
  * ir_desc_at).  Only where ok (st's mask is in's own, and the caller's
  * conditions); the other gradient accesses (atomics, read-modify-writes,
  * fold partials, site rows, in-place outputs) stay pointer accesses. */

@@ -14,7 +14,12 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
+#include "plan/plan.h"
+#include "ad/autodiff.h"
 #include "ad/ad.h"
+#include "ad/ad_int.h"
 
 /* ------------------------------------------------------------------ */
 /* Tapes (ad_tape.c plans them; docs/AD.md, "Tapes")                   */

@@ -30,7 +30,10 @@
  */
 #include <string.h>
 
-#include "access_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "analysis/analysis.h"
+#include "analysis/access_int.h"
 
 /* Where x sits in b: 1 when it is in b, or in `for` bodies and `if`
  * branches only, whose conditions (negated in `else` branches) are

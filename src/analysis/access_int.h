@@ -9,12 +9,14 @@
  * This header holds what they need: the variable and symbol numbering, the
  * types behind Access, and the helpers of access.c that the decisions
  * call.  Only the access*.c files include it; the
- * rest of kad sees the API in kad_int.h.
+ * rest of kad sees the API in analysis/analysis.h.
  */
 #ifndef ACCESS_INT_H
 #define ACCESS_INT_H
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "analysis/analysis.h"
 
 #define AC_NTERM 10
 #define AC_LIMIT ((int64_t)1 << 40) /* beyond this, give up (no overflow) */

@@ -13,7 +13,10 @@
  */
 #include <string.h>
 
-#include "access_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "analysis/analysis.h"
+#include "analysis/access_int.h"
 
 /* ------------------------------------------------------------------ */
 /* Printing and evaluation                                             */

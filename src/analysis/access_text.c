@@ -35,7 +35,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "access_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "analysis/analysis.h"
+#include "analysis/access_int.h"
 
 /* ------------------------------------------------------------------ */
 /* Printing                                                            */

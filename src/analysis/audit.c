@@ -16,7 +16,9 @@
  */
 #include <string.h>
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "analysis/analysis.h"
 
 /* Dependence bits of a value: on program ids, on tl.num_programs, on tile
  * lanes, and (bit T_PARAM + i) on int parameter i. */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "base/base.h"
 
 _Noreturn void die_(const char *file, int line, const char *fmt, ...)
 {

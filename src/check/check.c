@@ -37,7 +37,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
 #include "plan/plan.h"
+#include "ad/autodiff.h"
+#include "check/check.h"
 
 /* splitmix64: small, seedable, good enough for test inputs. */
 typedef struct Rng {

@@ -25,6 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
+#include "emit/emit_cuda.h"
 #include "emit/emit_cuda_int.h"
 
 static const char *const keywords[] = {

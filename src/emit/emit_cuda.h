@@ -12,8 +12,10 @@
 #ifndef KAD_EMIT_CUDA_H
 #define KAD_EMIT_CUDA_H
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
 #include "plan/plan.h"
+#include "ad/autodiff.h"
 
 typedef struct EmitCudaOpts {
     bool hip;          /* HIP spelling: hip_runtime.h, __hip_bfloat16, hipLaunchKernelGGL */

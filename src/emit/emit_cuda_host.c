@@ -20,6 +20,11 @@
  */
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
+#include "analysis/analysis.h"
+#include "plan/plan.h"
+#include "ad/autodiff.h"
 #include "emit/emit_cuda.h"
 
 /* The comment line between a module's kernels and its host part. */

@@ -6,6 +6,8 @@
 #ifndef KAD_EMIT_CUDA_INT_H
 #define KAD_EMIT_CUDA_INT_H
 
+#include "base/base.h"
+#include "ir/ir.h"
 #include "emit/emit_cuda.h"
 
 /* The state of one kernel's emission. */

@@ -9,6 +9,9 @@
  */
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
+#include "emit/emit_cuda.h"
 #include "emit/emit_cuda_int.h"
 
 /* ---- reductions, scans, gathers (through shared memory) ---- */

@@ -25,7 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "emit/emit_triton.h"
+#include "emit/emit.h"
 
 /* Python operator precedence, loosest to tightest (the language reference,
  * "Operator precedence").  Comparisons chain, so a comparison operand of a

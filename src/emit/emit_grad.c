@@ -27,6 +27,12 @@
  */
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
+#include "analysis/analysis.h"
+#include "plan/plan.h"
+#include "ad/autodiff.h"
+#include "emit/emit_triton.h"
 #include "emit/emit_grad.h"
 #include "emit/py/embed.h"
 

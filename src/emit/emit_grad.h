@@ -8,7 +8,10 @@
 #ifndef KAD_EMIT_GRAD_H
 #define KAD_EMIT_GRAD_H
 
+#include "base/base.h"
+#include "ir/ir.h"
 #include "plan/plan.h"
+#include "emit/emit_triton.h"
 
 /* Comment and docstring lines stay within this many characters. */
 enum { LINE_LIMIT = 100 };

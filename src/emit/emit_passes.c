@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emit.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "emit/emit.h"
 
 /* ------------------------------------------------------------------ */
 /* Names                                                               */

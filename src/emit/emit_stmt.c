@@ -19,7 +19,10 @@
  */
 #include <string.h>
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "emit/emit_triton.h"
+#include "emit/emit.h"
 
 /* ------------------------------------------------------------------ */
 /* Statements                                                          */

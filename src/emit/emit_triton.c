@@ -63,14 +63,17 @@
  * emit_expr.c prints one instruction as a Python expression (constants,
  * operators, calls, Triton's typing), emit_stmt.c as statements
  * (assignments, control flow, parallel moves).  Their shared state
- * (Emitter, InstInfo, ValInfo) is declared in kad_int.h, what only
- * emit_triton.c and emit_passes.c share in emit.h.
+ * (Emitter, InstInfo, ValInfo) and the helpers they call across files
+ * are declared in emit.h, the entry points in emit_triton.h.
  */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "emit.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "emit/emit_triton.h"
+#include "emit/emit.h"
 
 void em_error(Emitter *E, Loc loc, const char *fmt, ...)
 {

@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "front/triton.h"
 
 /* ---- the AST dump (tests, `kad ast`) ---- */
 

@@ -13,11 +13,13 @@
  *               cu_stmt.c: statements, control flow, shared memory; cu_kernel.c:
  *               device functions and the kernel entry point cu_lower)
  * Everything lives in the compilation's arena; errors are located Diags.
+ * The entry points (cu_lex, cu_parse, cu_lower) are front/cuda.h's.
  */
 #ifndef KAD_CU_H
 #define KAD_CU_H
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
 
 /* ---- tokens (cu_lex.c) ---- */
 
@@ -33,11 +35,6 @@ typedef struct CuTok {
     bool is_f32;      /* CT_FLOAT with suffix f */
     bool bol;         /* first token of a line (directives) */
 } CuTok;
-
-/* Tokenizes and preprocesses text; returns the tokens ending in CT_EOF.
- * A quoted #include is read beside the including file, else in dirs[0..ndirs).
- * Errors go to d (located). */
-CuTok *cu_lex(Arena *a, Diags *d, const char *file, const char *text, const char *const *dirs, int ndirs, int *ntok);
 
 /* ---- the AST (cu_parse.c) ---- */
 
@@ -171,21 +168,6 @@ typedef struct CuUnit {
     Vec(CuField) typedefs; /* typedef T name; using name = T; (file scope) */
     Vec(CuStmt *) consts;  /* file-scope constants: [static] constexpr/const T name = ...; (CS_DECL) */
 } CuUnit;
-
-/* Parses the tokens of a file: device code into a CuUnit, host code
- * skipped.  NULL only after a hard error; errors go to d. */
-CuUnit *cu_parse(Arena *a, Diags *d, const char *file, const CuTok *toks, int ntok);
-
-/* ---- lowering (cu_kernel.c: cu_lower) ---- */
-
-typedef struct CuSpec {
-    const char *targs; /* "scalar_t=fp32,BLOCK=256" or NULL */
-    int block[3];      /* blockDim; 0 entries read as 1 */
-} CuSpec;
-
-/* Lowers kernel `name` of the units (the first that defines it) for spec.
- * NULL after an error (located in d). */
-Func *cu_lower(Arena *a, Diags *d, CuUnit **units, int nunits, const char *name, const CuSpec *spec);
 
 /* ---- the lowering's state, shared by cu_lower.c, cu_stmt.c, cu_builtins.c and cu_kernel.c ---- */
 

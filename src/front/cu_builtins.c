@@ -9,6 +9,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
 #include "front/cu.h"
 
 typedef struct MathFn {

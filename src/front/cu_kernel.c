@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
+#include "front/cuda.h"
 #include "front/cu.h"
 
 /* ---- device functions ---- */

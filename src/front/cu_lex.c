@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "front/cuda.h"
 #include "front/cu.h"
 
 typedef Vec(CuTok) TokVec;

@@ -22,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
+#include "front/cuda.h"
 #include "front/cu.h"
 
 /* ---- types ---- */

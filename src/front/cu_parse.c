@@ -13,6 +13,8 @@
  */
 #include <string.h>
 
+#include "base/base.h"
+#include "front/cuda.h"
 #include "front/cu.h"
 
 typedef struct P {

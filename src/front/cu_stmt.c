@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
 #include "front/cu.h"
 
 static Type tile_of(Lw *L, Dtype dt)

@@ -39,7 +39,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "front/triton.h"
 
 static const char *tok_names[TK_COUNT] = {
 #define X(e, s) [e] = s,

@@ -16,7 +16,9 @@
  */
 #include <string.h>
 
-#include "front.h"
+#include "base/base.h"
+#include "front/triton.h"
+#include "front/front.h"
 
 /* ---- expressions ---- */
 

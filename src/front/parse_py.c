@@ -53,7 +53,9 @@
  */
 #include <string.h>
 
-#include "front.h"
+#include "base/base.h"
+#include "front/triton.h"
+#include "front/front.h"
 
 enum { MAX_RECURSION = 1000, MAX_TREE_DEPTH = 1000 };
 

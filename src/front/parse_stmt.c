@@ -11,7 +11,9 @@
  */
 #include <string.h>
 
-#include "front.h"
+#include "base/base.h"
+#include "front/triton.h"
+#include "front/front.h"
 
 /* ---- statements ---- */
 

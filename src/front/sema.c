@@ -8,7 +8,7 @@
  * explicit yields), static_range unrolling, early `return`, and inlining of
  * @triton.jit helpers.  Every operation on values (operators, tl.*
  * builtins, methods, attributes, conversions) is delegated to sema_ops.c
- * through the lower_* interface of kad_int.h.
+ * through the lower_* interface of front.h.
  *
  * The stage is three files:
  *   sema_sig.c   signature strings; binding the kernel's parameters
@@ -20,7 +20,7 @@
  *                `while`, merging of paths into region results, loop-
  *                carried variables, unrolling, early `return`
  * They share the state (Sema, Frame) and the functions declared in
- * kad_int.h under "sema.c, sema_sig.c and sema_stmt.c".
+ * front.h under "sema.c, sema_sig.c and sema_stmt.c".
  *
  * Model: an expression evaluates to an SVal; a name is bound to an SVal in
  * the environment (Env) of the current Frame, one Frame per inlined call.
@@ -36,7 +36,10 @@
  */
 #include <string.h>
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "front/triton.h"
+#include "front/front.h"
 
 /* Deeper nesting of helper calls than this is taken for recursion. */
 #define MAX_INLINE_DEPTH 64

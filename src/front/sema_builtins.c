@@ -23,7 +23,7 @@
  * sema_memory.c, sema_math.c, sema_shapes.c and sema_convert.c, which
  * share Call, Builtin and the helpers through front.h.
  *
- * Requires: sema_ops.c (kad_int.h, "sema_ops.c and sema_builtins.c").
+ * Requires: sema_ops.c (front.h, "sema_ops.c and sema_builtins.c").
  * Guarantees: every handler reports its own errors once and returns
  * SV_ERROR after one; no output and no global state; memory from L->a.
  */
@@ -31,7 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "front.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "front/triton.h"
+#include "front/front.h"
 
 /* ------------------------------------------------------------------ */
 /* Builtin calls: argument binding                                     */
@@ -690,7 +693,7 @@ static SVal dtype_method(Lower *L, SVal self, const char *name, int nargs, int n
 }
 
 /* ------------------------------------------------------------------ */
-/* The interface (kad_int.h)                                           */
+/* The interface (front.h)                                              */
 /* ------------------------------------------------------------------ */
 
 const char *builtin_user_name(Arena *a, const char *qual)

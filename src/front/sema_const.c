@@ -17,7 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "front.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "front/triton.h"
+#include "front/front.h"
 
 /* ------------------------------------------------------------------ */
 /* Constant folding with Python semantics                              */

@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "front.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "front/triton.h"
+#include "front/front.h"
 
 /* ------------------------------------------------------------------ */
 /* Builtins: conversions and hints                                     */

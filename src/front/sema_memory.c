@@ -17,7 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "front.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "front/triton.h"
+#include "front/front.h"
 
 /* ------------------------------------------------------------------ */
 /* Builtins: program structure, creation, memory                        */
@@ -159,7 +162,7 @@ static const char *const evict_policies[] = {"evict_last", "evict_first", NULL};
 /* Block pointers                                                      */
 /* ------------------------------------------------------------------ */
 
-/* A block pointer (SV_BLOCKPTR, kad_int.h) lives only in sema: tl.load and
+/* A block pointer (SV_BLOCKPTR, front.h) lives only in sema: tl.load and
  * tl.store lower it to the tile of pointers
  *     base + sum_d (offsets[d] + arange(0, block[d])) * strides[d]
  * (axis d of the block along axis d of the tile) and, for the dimensions in
@@ -725,7 +728,7 @@ static SVal desc_access(Call *c, SVal bp, const SVal *value, const char *pad)
         dims[k] = sval_int(k);
     t.a[0] = bp, t.has[0] = true;
     t.a[3] = sval_tuple(c->L, dims, rank), t.has[3] = true;
-    /* the descriptor's operands (kad_int.h, ir_desc_at), made before the access they follow */
+    /* the descriptor's operands (ir.h, ir_desc_at), made before the access they follow */
     Lower *L = c->L;
     ValId dops[3 * KAD_MAX_RANK];
     int nd = 0;

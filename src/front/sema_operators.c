@@ -1,4 +1,4 @@
-/* sema_operators.c -- the operations sema.c hands over (kad_int.h, the
+/* sema_operators.c -- the operations sema.c hands over (front.h, the
  * lower_* functions): Python's binary and unary operators, comparisons,
  * `and`/`or`, subscripts, attributes (of values, dtypes and block types),
  * conversions to a value, a dtype or a truth value; pointer arithmetic
@@ -17,7 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "front.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "front/triton.h"
+#include "front/front.h"
 
 /* ------------------------------------------------------------------ */
 /* Binary operators on values                                          */
@@ -130,7 +133,7 @@ static SVal binop_values(Lower *L, BinOp op, SVal x, SVal y, Loc loc)
 }
 
 /* ------------------------------------------------------------------ */
-/* The interface (kad_int.h, "sema_operators.c")                       */
+/* The interface (front.h, "sema_operators.c")                          */
 /* ------------------------------------------------------------------ */
 
 /* Attributes of a dtype constant. */

@@ -49,7 +49,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "front.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "front/triton.h"
+#include "front/front.h"
 
 /* ------------------------------------------------------------------ */
 /* SVal construction and description                                   */
@@ -430,7 +433,7 @@ ValId ops_permute(Lower *L, ValId v, const int32_t *perm, Loc loc)
 /* Operands: Python numbers and runtime values, unified Triton's way   */
 /* ------------------------------------------------------------------ */
 
-/* (Opnd is declared in kad_int.h: sema_builtins.c makes masks of them.) */
+/* (Opnd is declared in front.h: sema_builtins.c makes masks of them.) */
 
 /* Makes an operand of a number or a value; anything else is an error
  * naming ctx ("'+'", "tl.where"). */

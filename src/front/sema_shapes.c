@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "front.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "front/front.h"
 
 /* Builtins: shapes                                                    */
 /* ------------------------------------------------------------------ */

@@ -17,7 +17,7 @@
  * whether it is a runtime scalar type or a dtype constant (tl.float32).
  *
  * Requires: util.c (dtypes, diagnostics); for binding, sema.c's state and
- * helpers (kad_int.h, "sema.c, sema_sig.c and sema_stmt.c").  Guarantees:
+ * helpers (front.h, "sema.c, sema_sig.c and sema_stmt.c").  Guarantees:
  * sig_parse reports the first error at its column in "<sig>" and returns
  * false; binding reports every bad entry or parameter, one error each.
  */
@@ -25,7 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "front/triton.h"
+#include "front/front.h"
 
 /* ------------------------------------------------------------------ */
 /* Signatures                                                          */

@@ -32,7 +32,10 @@
  */
 #include <string.h>
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "front/triton.h"
+#include "front/front.h"
 
 /* Upper bound on the iterations of an unrolled loop (static_range, --unroll). */
 #define MAX_UNROLL 65536

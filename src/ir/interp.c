@@ -50,6 +50,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
 #include "ir/ir_int.h"
 
 /* Tiles larger than this are refused (a located error) instead of being

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
 #include "ir/ir_int.h"
 /* ------------------------------------------------------------------ */
 /* Number formats                                                      */

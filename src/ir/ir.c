@@ -22,7 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
 
 const OpInfo op_info[OP_COUNT] = {
 #define X(e, name, nargs, nres, nreg, pure, ew, diff) [e] = {name, nargs, nres, nreg, pure, ew, diff},

@@ -4,7 +4,8 @@
 #ifndef KAD_IR_INT_H
 #define KAD_IR_INT_H
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
 
 /* How a float result is rounded to its dtype. */
 enum { R_NONE, R_F32, R_F16, R_BF16, R_F8E5, R_F8E4NV, R_F8E4B15 };

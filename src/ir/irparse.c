@@ -30,7 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
 
 #define MAX_DEPTH 100  /* regions nested deeper are refused */
 #define MAX_VALUES 256 /* operands / results / iter_args of one instruction */
@@ -968,7 +969,7 @@ static void parse_inst(P *p, Block *b, int depth)
             if (nargs == MAX_VALUES)
                 perr(p, p->tok.loc, "too many operands");
             if (mem && at_id(p, "desc")) {
-                /* a tensor descriptor's operands (kad_int.h, ir_desc_at); the verifier checks them */
+                /* a tensor descriptor's operands (ir.h, ir_desc_at); the verifier checks them */
                 if (op_is_atomic(op) || nargs < nfixed || (flags & IF_DESC))
                     perr(p, p->tok.loc, "'desc' must follow the other operands of 'load' or 'store'");
                 flags |= IF_DESC;

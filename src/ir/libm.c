@@ -13,7 +13,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
 
 /* POSIX (XSI) Bessel functions: glibc's libm has them, C11's <math.h>
  * declares them only with _XOPEN_SOURCE. */

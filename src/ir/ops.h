@@ -3,7 +3,7 @@
  * Every op is listed here once.  The OpKind enum, the name table used by the
  * printer and the parser, the verifier's arity checks and the per-mode
  * "has a derivative rule" checks are all generated from these rows, so an op
- * cannot be half-added.  Include after defining X (see kad_int.h).
+ * cannot be half-added.  Include after defining X (see ir.h).
  *
  * Columns:
  *   enum      OP_ name
@@ -203,7 +203,7 @@
   /* tl.debug_barrier(): a program's memory accesses before it are seen by all its threads after it.  Made by AD \
      only (sweep_rev.c, in-place gradients); sema drops the forward's, which kad's semantics do not need */ \
   X(OP_BARRIER,        "barrier",        0,  0,  0,  0,  0, 'Z') \
-  /* structured control flow (see kad_int.h, "Structured control flow") */ \
+  /* structured control flow (see ir.h, "Structured control flow") */ \
   X(OP_FOR,            "for",           -1, -1,  1,  0,  0, 'C') /* lb, ub, step, inits... ; region params: iv, carried... */ \
   X(OP_IF,             "if",             1, -1,  2,  0,  0, 'C') /* cond (i1 scalar); regions then, else */ \
   X(OP_WHILE,          "while",         -1, -1,  2,  0,  0, 'C') /* inits...; regions cond (ends in condition), body */ \

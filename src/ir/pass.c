@@ -20,7 +20,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
 
 /* ------------------------------------------------------------------ */
 /* Shared helpers                                                      */

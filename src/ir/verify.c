@@ -24,7 +24,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
 
 /* Definition state of a value during the walk. */
 enum { VS_UNDEF, VS_LIVE, VS_DEAD };
@@ -213,7 +214,7 @@ static void check_memory(V *v, const Inst *in, Type *rt)
         err(v, in, "'other' must have the result type %s, got %s", tstr(v, val), tstr(v, ty(v, in->args[2])));
         return;
     }
-    /* a tensor descriptor's operands (kad_int.h, ir_desc_at): base, shape[r], strides[r - 1], offsets[r] */
+    /* a tensor descriptor's operands (ir.h, ir_desc_at): base, shape[r], strides[r - 1], offsets[r] */
     for (int k = 0; k < 3 * r; k++) {
         Type t = ty(v, in->args[at + k]);
         if (k == 0 ? t.dt != DT_PTR || t.rank != 0 || t.elem != p.elem

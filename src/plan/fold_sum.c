@@ -11,6 +11,8 @@
  * it as a kernel, which plan_parse reads).
  *
  * Requires: n >= 1 inputs.  Keeps: everything (builds a new Func). */
+#include "base/base.h"
+#include "ir/ir.h"
 #include "plan/plan.h"
 
 /* store p, v [, mask m] (m == 0: unmasked) at the end of b. */

@@ -1,4 +1,4 @@
-/* plan.h: the plan stage's private header -- a backward is a Program.
+/* plan.h: the plan stage's header -- a backward is a Program.
  *
  * A Program is what a backward is at run time: its main kernel, the
  * companion kernels its strategies made (the fold's sum kernel, the GEMM
@@ -30,11 +30,150 @@
  * No part of the plan lives on a kernel's Func: the kernel emitters take the
  * fold and the flags from the Program (EmitOptions.fold and .flags; the CUDA C
  * emitter reads the Program), and the guards are evaluated from
- * P->guards (access_report.c's func_guards_hold). */
+ * P->guards (access_report.c's func_guards_hold).
+ *
+ * Before the Program: the plan data the AD strategies fill (flags, covers,
+ * the fold's sum kernel, tape heads, the GEMM form, gathers); the tapes,
+ * the spread and the fold's plan are ir/ir.h's (the IR text prints them in
+ * a kernel's header).  Included by the plan's files and by the later
+ * stages (AD, the emitters, the checker, kad.c, main.c). */
 #ifndef KAD_PLAN_H
 #define KAD_PLAN_H
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "analysis/analysis.h"
+
+/* A backward as a program: kernels plus host steps (src/plan/plan.h). */
+typedef struct Program Program;
+
+/* ------------------------------------------------------------------ */
+/* The plan data of a backward (filled by AD's strategies)            */
+/* ------------------------------------------------------------------ */
+
+/* A flag of a backward kernel: an i1 parameter, true when cond holds for
+ * the launch (then an input's gradient is written with plain stores or
+ * private read-modify-writes, else with atomics).  The generated launcher
+ * computes it on the host and passes it as a tl.constexpr, so Triton
+ * compiles only the branch the launch takes; plan_run computes it with
+ * access_cond_eval (false when it cannot: atomics, always right). */
+typedef struct FuncFlag {
+    ValId param;
+    Access *acc;
+    const AccCond *const *cond; /* true when every one holds */
+    int ncond;
+    const int64_t *grid_add; /* NULL: cond's num_programs are the forward's grid; else a gather
+                              * kernel's (write/gather.c): the forward's plus grid_add[k] along axis k */
+} FuncFlag;
+/* An input gradient of a backward kernel (its parameter) that the launch
+ * overwrites entirely when `cover` holds for the gradient tensor's view
+ * (and, when flag is not 0, the FuncFlag of that parameter holds: the
+ * plain stores are taken): then the launcher does not zero-fill it.  One
+ * per input gradient. */
+typedef struct FuncCover {
+    ValId param;
+    ValId flag;
+    Access *acc;
+    const AccCover *cover; /* NULL: always zero-filled, because of why */
+    const char *why;
+} FuncCover;
+/* The fold's one sum kernel of every input j (Program.sum): (part_j, d_j, span_j, rows_j, dense_j
+ * for each j) [grid sum_j cdiv(span_j, FOLD_SUM_BLOCK)]: d_j += the sum of its rows
+ * (FOLD_SUM_ROWS rows at a time, summed by a reduction, in row order); dense_j != 0: d_j = the
+ * sum, stored at every element of the span. */
+enum { FOLD_SUM_BLOCK = 64, FOLD_SUM_ROWS = 64, FOLD_CPU_PROGRAMS = 3, FOLD_ZERO_BLOCK = 1024 };
+/* Elements before a `while` tape's slots: element 0 is its overflow flag. */
+#define KAD_TAPE_HEAD 4
+/* ------------------------------------------------------------------ */
+/* write/gemm.c: deterministic operand gradients of a tiled matmul     */
+/* ------------------------------------------------------------------ */
+
+enum { GEMM_MAX_GROUP = 8 }; /* the most K iterations one program of an operand kernel owns */
+/* The launch order of an operand kernel k: a 1-D grid of tiles x groups
+ * (groups = cdiv(trips, R)); program p takes, within blocks of GEMM_ORDER
+ * consecutive tile ids, first = p / (GEMM_ORDER * groups) * GEMM_ORDER,
+ * rows = min(tiles - first, GEMM_ORDER), tile id first + (p % (GEMM_ORDER *
+ * groups)) % rows and K group (p % (GEMM_ORDER * groups)) / rows: programs
+ * running together share both operands in L2 (a bijection onto [0, tiles) x
+ * [0, groups); each element's sum order is unchanged). */
+enum { GEMM_ORDER = 8 };
+/* The contraction chunk of the operand kernels (GemmOperand.chunk). */
+enum { GEMM_CHUNK = 64 };
+/* One operand gradient of the plan: kernel k (grid (tiles of its own id *
+ * cdiv(trips, group), 1, 1), in GEMM_ORDER's order) writes d_<name> = bw param `slot` with plain stores:
+ * those of the one-iteration kernel (grid (tiles, trips)), which are
+ * disjoint when cond holds (NULL: always; symbols: its params, its grid). */
+typedef struct GemmOperand {
+    const char *name;
+    int slot;
+    int own;            /* 0: the program's id is u (loops over v), 1: v */
+    int group;          /* R: the K iterations one program owns (grid (tiles * cdiv(trips, R), 1, 1)) */
+    bool wide;          /* k computes them as one tile R times as wide along the K axis (one dot),
+                         * not as R loop bodies (write/gemm.c, "Widening") */
+    int chunk;          /* > 0: k and single sum over the other tile id's lanes in chunks of this many
+                         * (one dot per chunk into the accumulator; write/gemm.c, "Chunks"); 0: whole */
+    Func *k;
+    Func *single;       /* when R > 1: the one-iteration kernel (grid (tiles, trips), named
+                         * <k>_single), which the launcher runs instead of k when k's grid has
+                         * fewer programs than the GPU has SMs (the same sums, bit for bit);
+                         * else NULL */
+    Access *acc;        /* of the one-iteration kernel (R = 1), whose stores k's are */
+    const AccCond *cond;
+    const AccCover *cover; /* what that kernel's store reaches over its grid (tiles, trips): when it
+                            * covers d_<name>'s view, the launcher skips its zero-fill; or NULL */
+} GemmOperand;
+/* How the GEMM form of a backward runs (Program.gemm).  Every kernel takes
+ * the backward's contract arguments, then kad_dacc (U * V * tile elements
+ * of sdt), kad_tiles_u (U), kad_tiles_v (V).  first: the forward's grid,
+ * stores each program's dacc tile at (u, v); then each operand kernel.
+ * Valid for a launch when the programs map one to one onto [0, U) x [0, V)
+ * through id[0], id[1] (checked per launch) and each operand's cond holds;
+ * else the atomic backward (the Func itself) runs. */
+typedef struct GemmPlan {
+    Func *first;
+    const TapeExpr *id[2];  /* u, v over the grid, program ids and int params */
+    const TapeExpr *trips;  /* the K loop's iterations */
+    int64_t tile;           /* elements of one dacc tile */
+    Dtype sdt;              /* the scratch's dtype */
+    int nargs;              /* the contract's arguments */
+    const char *data;       /* the name of the tile the loop reads (dacc) */
+    int n;
+    GemmOperand op[2];
+} GemmPlan;
+/* ------------------------------------------------------------------ */
+/* write/gather.c: a stencil's input gradient as a gather              */
+/* ------------------------------------------------------------------ */
+
+/* One gathered input gradient: kernel k (its params: the backward's
+ * contract, params [0, plan_nargs)) runs on the forward's grid plus
+ * grid_add[d] programs along each axis d and stores every element of
+ * d_<name> that a site of the backward added into, once. */
+typedef struct GatherIn {
+    const char *name;
+    int slot;            /* the backward's param d_<name> */
+    Func *k;
+    int64_t grid_add[3];
+    int nsites;
+    int flag;            /* the index in Program.flags of the launch condition k needs (its stores
+                          * are distinct elements; when false, the backward's sites add with
+                          * tl.atomic_add), or -1: always */
+    Access *acc;         /* k's analysis, and the condition (NULL: none) */
+    const AccCond *cond;
+    const Inst *const *sites; /* ad_gather_check's: the sites in its bw */
+    bool scatter;        /* not a gather: k adds the scattered sites' adjoints with atomic_adds
+                          * after the backward stored the rest (ad_scatter_split); nsites of
+                          * them, grid_add 0, flag -1 */
+    Access *cover_acc;   /* a gather: what k stores at least (the site of offset 0 in the backward
+                          * ad_gather_check read, analysed by cover_acc), or NULL with cover_why */
+    const AccCover *cover;
+    const char *cover_why;
+} GatherIn;
+typedef struct GatherPlan {
+    int n;
+    GatherIn *in;
+    int main;            /* the backward kernel itself: 0 launched, 1 not (nothing left to do), 2 launched
+                          * unless every gather's flag holds (then it has nothing left to do) */
+} GatherPlan;
 
 /* One host step.  j indexes the table of the Program that its kind names. */
 typedef enum StepKind {
@@ -202,7 +341,7 @@ const char *tape_describe(Arena *a, const Program *P, int j, const char *lname);
 const char *tape_report(Arena *a, const Program *P);
 
 /* fold_sum.c: the fold's one sum kernel of the n inputs in (their dt and pdt; the contract: FOLD_SUM_BLOCK
- * in kad_int.h), Program.sum. */
+ * above), Program.sum. */
 Func *fold_sum_kernel(Arena *a, const char *name, const FoldInput *in, int n, Loc loc);
 
 #endif

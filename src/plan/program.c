@@ -9,6 +9,8 @@
  *   their budget, the zero-fills, the spread, the main launch (or the folded
  *   one with its sum), the gather kernels, the tapes' overflow checks.
  * Requires: the plan data final.  Keeps: everything else.  */
+#include "base/base.h"
+#include "ir/ir.h"
 #include "plan/plan.h"
 
 Program *plan_new(Arena *a, Func *f)

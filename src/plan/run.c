@@ -10,6 +10,9 @@
  * caller's: interpreter callers pass zeroed input gradients.
  * Requires: P's steps built (plan_steps).  Keeps: the caller's buffers but
  * the gradients the backward writes. */
+#include "base/base.h"
+#include "ir/ir.h"
+#include "analysis/analysis.h"
 #include "plan/plan.h"
 
 #include <math.h>

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
 #include "plan/plan.h"
 
 /* ------------------------------------------------------------------ */

@@ -23,6 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
+#include "analysis/analysis.h"
 #include "plan/plan.h"
 
 /* ------------------------------------------------------------------ */

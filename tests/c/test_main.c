@@ -8,9 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kad_int.h"
+#include "base/base.h"
+#include "ir/ir.h"
+#include "front/triton.h"
+#include "analysis/analysis.h"
 #include "plan/plan.h"
+#include "ad/autodiff.h"
+#include "emit/emit_triton.h"
 #include "emit/py/embed.h"
+#include "check/check.h"
 
 typedef struct T {
     int passed, failed;

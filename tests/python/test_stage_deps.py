@@ -5,7 +5,8 @@ a symbol defined in a later stage (base < ir < front < analysis < plan < ad < em
 main.c; the docstring there says why ir comes before front and plan before ad).  No edge against
 the pipeline is left, so none is allowed: the build test fails on any.  The graph logic is tested on
 fake nm text, and the check on a copy of the build with one bad object, so that the check itself can
-be seen to fail.
+be seen to fail.  The sources' includes follow the same order (each stage's public header, its own
+folder's private ones): checked on the repository's src/, on a fake tree and through the tool.
 """
 import importlib.util
 import os
@@ -102,3 +103,69 @@ def test_build_check_fails_on_a_bad_edge(tmp_path):
     p = run_tool(str(pic), extra=("--src", str(tree)))
     assert p.returncode == 1
     assert "BACKWARD: ir/bad.o -> kad_py_covers (gen/py_embed.o)" in p.stdout
+
+
+def write_tree(root, files):
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def test_include_rule_on_a_fake_tree(tmp_path):
+    write_tree(tmp_path, {
+        "base/base.h": "#include <stdint.h>\n",
+        "base/util.c": '#include "base/base.h"\n',
+        "ir/ir.h": '#include "base/base.h"\n#include "ir/ops.h"\n',
+        "ir/ops.h": "",
+        "ir/ir_int.h": '#include "ir/ir.h"\n',
+        "ir/interp.c": '#include "ir/ir.h"\n#include "ir/ir_int.h"\n',
+        # the IR must not see a front end's header
+        "ir/pass.c": '#include "ir/ir.h"\n#include "front/triton.h"\n',
+        "front/triton.h": '#include "ir/ir.h"\n',
+        "front/front.h": '#include "front/triton.h"\n',
+        # its own private header, spelled beside the file
+        "front/lex.c": '#include "front.h"\n',
+        # another folder's private header
+        "front/sema.c": '#include "front/front.h"\n#  include "ir/ir_int.h"\n',
+        "ad/ad_int.h": '#include "plan/plan.h"\n',
+        "ad/write/fold.c": '#include "ad/ad_int.h"\n',
+        "plan/plan.h": '#include "ad/autodiff.h"\n',
+        "ad/autodiff.h": "",
+        "kad.c": '#include "../include/kad.h"\n#include "check/check.h"\n#include "front/front.h"\n'
+                 '#include "kad_int.h"\n',
+        "kad_int.h": "",
+        "check/check.h": "",
+    })
+    assert sd.includes_of('/* #include "x.h" */\n#include <a.h>\n# include "b.h"\n') == [(3, "b.h")]
+    got = [(f, n, h) for f, n, h, _ in sd.include_violations(str(tmp_path))]
+    assert got == [
+        ("front/sema.c", 2, "ir/ir_int.h"),
+        ("ir/pass.c", 2, "front/triton.h"),
+        ("kad.c", 3, "front/front.h"),
+        ("kad.c", 4, "kad_int.h"),
+        ("plan/plan.h", 1, "ad/autodiff.h"),
+    ]
+    why = {(f, h): w for f, _, h, w in sd.include_violations(str(tmp_path))}
+    assert why[("ir/pass.c", "front/triton.h")] == "the header of front, a later stage than ir"
+    assert why[("front/sema.c", "ir/ir_int.h")] == "a private header of ir"
+
+
+def test_repository_includes_follow_the_stages():
+    assert sd.include_violations(os.path.join(REPO, "src")) == []
+    # every stage's public header exists, and the one internal header is gone
+    for h in sd.PUBLIC_HEADERS:
+        assert os.path.exists(os.path.join(REPO, "src", h)), h
+    assert not os.path.exists(os.path.join(REPO, "src", "kad_int.h"))
+
+
+@pytest.mark.skipif(not os.path.isdir(BUILD), reason="no build/pic (run make)")
+def test_build_check_fails_on_a_bad_include(tmp_path):
+    tree = tmp_path / "src"
+    shutil.copytree(os.path.join(REPO, "src"), tree)
+    with open(tree / "ir" / "pass.c", "a") as f:
+        f.write('#include "ad/autodiff.h"\n')
+    p = run_tool(BUILD, extra=("--src", str(tree)))
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert '"ad/autodiff.h" (the header of ad, a later stage than ir)' in p.stdout
+    assert "1 includes against the stages" in p.stdout

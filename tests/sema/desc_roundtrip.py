@@ -1,5 +1,5 @@
 # A load and a store made from tensor descriptors keep the descriptor as operands after `desc`
-# (base, shape, strides but the last, offsets; kad_int.h ir_desc_at): the printed IR reads back
+# (base, shape, strides but the last, offsets; ir/ir.h ir_desc_at): the printed IR reads back
 # unchanged through kad's IR parser (padding "nan": the load's other is a NaN constant).
 # ROUNDTRIP
 # RUN: ir %s:tile --sig 'x_ptr=*fp16,y_ptr=*fp32,M=i32,N=i32,stride=i64,BM=16,BN=8'

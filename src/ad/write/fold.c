@@ -51,7 +51,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
+#include "analysis/analysis.h"
+#include "plan/plan.h"
 #include "ad/ad.h"
+#include "ad/ad_int.h"
 
 
 typedef struct Fold {

@@ -47,7 +47,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
+#include "analysis/analysis.h"
+#include "plan/plan.h"
+#include "ad/autodiff.h"
 #include "ad/ad.h"
+#include "ad/ad_int.h"
 
 enum { PD = 1, DATA = 2, REG = 4 }; /* per top-level value: depends on a program id, on memory, on a region */
 
@@ -781,7 +787,7 @@ static Func *operand_kernel(G *g, const Inst *at, int own, const char *name, Dty
         ub64 = ir_op1(f, b, OP_CAST, i64, ub, loc);
     }
     ValId mine, j;
-    if (ordered) { /* a 1-D grid of tiles x groups, in blocks of GEMM_ORDER tile ids (kad_int.h); in i64:
+    if (ordered) { /* a 1-D grid of tiles x groups, in blocks of GEMM_ORDER tile ids (plan.h); in i64:
                     * (ub - lb + step - 1) and GEMM_ORDER * groups cannot wrap */
         ValId pid = ir_op1(f, b, OP_CAST, i64, ir_emit(f, b, OP_PROGRAM_ID, NULL, 0, &i32, 1, loc)->res[0], loc);
         ValId one = ir_const_int(f, b, i64, 1, loc);

@@ -22,7 +22,11 @@
  */
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
+#include "analysis/analysis.h"
 #include "ad/ad.h"
+#include "ad/ad_int.h"
 
 /* The loads of fw (regions included) that may read through parameter i
  * and get an adjoint: the only writers of d_<i> in the backward. */

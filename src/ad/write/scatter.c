@@ -29,7 +29,12 @@
  */
 #include <string.h>
 
+#include "base/base.h"
+#include "ir/ir.h"
+#include "analysis/analysis.h"
+#include "plan/plan.h"
 #include "ad/ad.h"
+#include "ad/ad_int.h"
 
 static bool is_mark(const Inst *in)
 {

@@ -44,7 +44,11 @@
  * Requires: a finished backward (ad_backward, after the scatter split).
  * Fills Program.spread; adds the parameter.
  */
+#include "base/base.h"
+#include "ir/ir.h"
 #include "plan/plan.h"
+#include "ad/autodiff.h"
+#include "ad/ad_int.h"
 
 /* The parameter (index) whose pointer v is offset from, or -1. */
 static int root_of(const Func *f, const Inst *const *def, ValId v, int depth)
