@@ -1,0 +1,82 @@
+"""tests/cuda_wild's kernels (the table of tests/python/test_cuda_wild.py) through
+kad.cuda.differentiable on CUDA tensors: the source's forward and kad's CUDA C backward compiled
+by nvcc, outputs and gradients against PyTorch's float64 autograd of the same math (float32
+tensors: rtol 1e-4 of the largest value), and the backward 20 times bitwise equal to the first.
+A backward the CUDA C emitter refuses (KadError naming "CUDA C emitter") is an xfail with its
+message: the table says which, and a refusal that disappears shows as XPASS.
+
+    make && python3 -m pytest -q tests/gpu/test_cuda_wild_gpu.py [-k NAME]
+Skipped without torch, CUDA or nvcc.
+"""
+import os
+import shutil
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+if not (os.environ.get("KAD_NVCC") or shutil.which("nvcc") or os.path.isfile("/usr/local/cuda/bin/nvcc")):
+    pytest.skip("no nvcc", allow_module_level=True)
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "tests", "python"))
+
+import kad  # noqa: E402
+import test_cuda_wild as w  # noqa: E402
+
+F64 = torch.float64
+# the CUDA C emitter's refusals today (src/emit/emit_cuda*.c): a block's threads moved into a row or
+# a [len, lanes] tile of a shared array written at another thread's index
+REFUSED = {
+    "tree_reduce_l2norm": "has shape", "warp_per_row_softmax": "between the block's threads and a row",
+    "layernorm_smem": "between the block's threads and a row", "tiled_matmul_smem": "between the block's threads",
+    "block_reduce_rmsnorm": "has shape",
+}
+
+
+@pytest.mark.parametrize("name", sorted(w.CASES))
+def test_wild_kernel_on_gpu(name):
+    c = w.CASES[name]
+    g = torch.Generator().manual_seed(sum(map(ord, name)))
+    args, ref = c.make(g)
+    low = c.dtype if c.dtype != F64 else torch.float32
+    dev = [a.to(low).cuda() if isinstance(a, torch.Tensor) and a.is_floating_point() else
+           a.cuda() if isinstance(a, torch.Tensor) else a for a in args]
+    k = kad.cuda.differentiable(os.path.join(w.WILD, c.file), c.kernel, inputs=c.inputs, outputs=c.outputs,
+                                template=c.template or None)
+    params = [n for n, _ in k.specialization(c.block, list(dev), c.template or None)[1].params]
+    by = dict(zip(params, dev))
+    xs = [by[n].clone().requires_grad_() for n in c.inputs]
+    run = list(dev)
+    for n, x in zip(c.inputs, xs):
+        run[params.index(n)] = x
+    outs = [by[n].clone() for n in c.outputs]
+    for n, o in zip(c.outputs, outs):
+        run[params.index(n)] = o
+    try:
+        k[c.grid, c.block](*run)
+    except kad.KadError as e:
+        if name in REFUSED and "CUDA C emitter" in str(e) and REFUSED[name] in str(e):
+            pytest.xfail("kad refuses its CUDA C backward: " + str(e).splitlines()[0])
+        raise
+    assert name not in REFUSED, "the CUDA C emitter no longer refuses %s: take it out of REFUSED" % name
+    torch.cuda.synchronize()
+    xr = [x.detach().cpu().to(F64).requires_grad_() for x in xs]
+    want = ref(*xr)
+    tol = max(c.tol, 1e-4)
+    for n, o, wv in zip(c.outputs, outs, want):
+        w.close(o.cpu(), wv, tol, "%s: output %s" % (name, n))
+    dys = [torch.randn(o.shape, generator=g, dtype=F64).to(o.dtype) for o in outs]
+    got = torch.autograd.grad(outs, xs, [d.cuda() for d in dys], allow_unused=True, retain_graph=True)
+    wgrad = torch.autograd.grad(want, xr, [d.to(F64) for d in dys], allow_unused=True)
+    for n, a, b in zip(c.inputs, got, wgrad):
+        a = torch.zeros_like(b) if a is None else a.cpu()
+        b = torch.zeros_like(a) if b is None else b
+        w.close(a, b, tol, "%s: gradient of %s" % (name, n))
+    for _ in range(19):  # deterministic: the same bits every run
+        again = torch.autograd.grad(outs, xs, [d.cuda() for d in dys], allow_unused=True, retain_graph=True)
+        for a, b in zip(got, again):
+            if a is not None:
+                assert torch.equal(a, b), "%s: the backward's bits differ between runs" % name
