@@ -1179,6 +1179,10 @@ bool emit_cuda_kernel(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCud
                        dtype_name((Dtype)dt), k, c.L);
     if (c.smem_idx)
         buf_printf(out, "    __shared__ int32_t kad_smem_idx[%d];\n", c.L);
+    for (int dt = 0; dt < DT_COUNT; dt++)
+        if (c.smem_cols & (1u << dt))
+            buf_printf(out, "    __shared__ %s kad_cols_%s[%d];\n", cuda_dtype((Dtype)dt, c.o->hip),
+                       dtype_name((Dtype)dt), CU_COLS);
     buf_puts(out, buf_str(&body));
     buf_puts(out, "}\n");
     if (lanes)

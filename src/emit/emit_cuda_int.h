@@ -33,6 +33,7 @@ typedef struct Cu {
     unsigned smem;       /* bit per Dtype: a shared buffer kad_smem_<dt>[L] is needed */
     int smem_more[DT_COUNT]; /* further buffers kad_smem_<dt>_<k>[L], k = 1.. (several operands) */
     bool smem_idx;       /* kad_smem_idx[L] (argmax/argmin) */
+    unsigned smem_cols;  /* bit per Dtype: kad_cols_<dt>[CU_COLS] (reductions of [L, k] across the threads) */
     int ntmp;            /* tmpN counter */
     int ncomb;           /* combine functors printed */
     Buf pre;             /* functors of reduce/scan regions, printed before the kernel */
@@ -44,6 +45,9 @@ typedef struct Cu {
 
 /* The longest per-thread array of a tile [L, k], and of a row. */
 enum { CU_MAX_ROW = 64 };
+/* The elements of the shared buffer through which a reduction of [L, k] across the threads goes
+ * (columns in chunks of CU_COLS / L). */
+enum { CU_COLS = 2048 };
 
 static inline Type cu_vty(Cu *c, ValId v) { return c->f->vals.v[v].ty; }
 static inline Dtype cu_vdt(Cu *c, ValId v) { return (Dtype)cu_vty(c, v).dt; }

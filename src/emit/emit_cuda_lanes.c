@@ -269,6 +269,61 @@ static void array_assign(Cu *c, ValId r, const char *e, Loc loc)
     ecu_line(c, "    %s[kad_j] = %s;", c->var[r], e);
 }
 
+/* A reduction of a per-thread array [L, k] across the threads (axis 0): element j of the result is
+ * the combination of element j of every thread's array, in the order of the threads (thread 0's
+ * first: the same bits on every run).  The arrays go through kad_cols_<dt> in chunks of kc columns;
+ * the result is a lane tile (k == L: thread j keeps column j) or a row every thread holds (kr). */
+static void cross_threads(Cu *c, const Inst *in, int kx, int kr)
+{
+    ValId x = in->args[0], r = in->res[0];
+    Dtype dt = cu_vdt(c, x);
+    int L = c->L, kc = CU_COLS / L < kx ? CU_COLS / L : kx;
+    if (kc < 1) {
+        ecu_refuse(c, in->loc, "'%s' of %%%s %s across %d threads: not printed yet", op_info[in->op].name,
+                   c->irname[x], ecu_shape_str(c, cu_vty(c, x)), L);
+        return;
+    }
+    c->smem_cols |= 1u << dt;
+    bool fl = dtype_is_float(dt), f64 = dt == DT_F64;
+    const char *buf = arena_printf(c->a, "kad_cols_%s", dtype_name(dt)), *ty = ecu_ctype(c, x, in->loc);
+    const char *comb = in->op == OP_SUM ? NULL
+                     : fl ? (in->op == OP_MAX ? (f64 ? "fmax" : "fmaxf") : (f64 ? "fmin" : "fminf"))
+                          : in->op == OP_MAX ? "kad_max()" : "kad_min()";
+    bool lanes = !kr; /* k == L: the result's lanes are the columns */
+    c->var[r] = ecu_name_for(c, r);
+    if (lanes)
+        ecu_line(c, "%s %s = %s;", ty, c->var[r], ecu_zero(c, dt));
+    else
+        ecu_line(c, "%s %s[%d];", ty, c->var[r], kr);
+    ecu_line(c, "// '%s' of %s across the block's threads, in their order: %d columns at a time", op_info[in->op].name,
+             ecu_shape_str(c, cu_vty(c, x)), kc);
+    ecu_line(c, "for (int kad_c0 = 0; kad_c0 < %d; kad_c0 += %d) {", kx, kc);
+    c->depth++;
+    ecu_line(c, "__syncthreads();");
+    ecu_line(c, "for (int kad_j = 0; kad_j < %d && kad_c0 + kad_j < %d; kad_j++)", kc, kx);
+    ecu_line(c, "    %s[threadIdx.x * %d + kad_j] = %s;", buf, kc, ecu_elem_at(c, x, "kad_c0 + kad_j"));
+    ecu_line(c, "__syncthreads();");
+    if (lanes)
+        ecu_line(c, "for (int kad_j = (int)threadIdx.x - kad_c0; kad_j >= 0 && kad_j < %d; kad_j = %d) {", kc, kc);
+    else
+        ecu_line(c, "for (int kad_j = 0; kad_j < %d && kad_c0 + kad_j < %d; kad_j++) {", kc, kx);
+    c->depth++;
+    ecu_line(c, "%s kad_s = %s[kad_j];", ty, buf);
+    ecu_line(c, "for (int kad_i = 1; kad_i < %d; kad_i++)", L);
+    if (comb)
+        ecu_line(c, "    kad_s = %s(kad_s, %s[kad_i * %d + kad_j]);", comb, buf, kc);
+    else
+        ecu_line(c, "    kad_s = kad_s + %s[kad_i * %d + kad_j];", buf, kc);
+    ecu_line(c, lanes ? "%s = kad_s;" : "%s[kad_c0 + kad_j] = kad_s;", c->var[r]);
+    c->depth--;
+    ecu_line(c, "}");
+    c->depth--;
+    ecu_line(c, "}");
+    ecu_line(c, "__syncthreads();");
+    if (!fl && comb)
+        c->helpers |= CU_H_REDUCE;
+}
+
 /* An instruction on tiles [L, k] (its result, or a store's pointer): element by element in each
  * thread, or a reduction or scan along axis 1 in a fixed order (kad_j = 0, 1, ...).  False when
  * in has no such tile (the caller prints it). */
@@ -320,6 +375,11 @@ bool ecu_array_inst(Cu *c, const Inst *in)
         }
         if (!fl && (op == OP_MAX || op == OP_MIN))
             c->helpers |= CU_H_REDUCE;
+        return true;
+    }
+    if ((op == OP_SUM || op == OP_MAX || op == OP_MIN) && kx && in->ival == 0 && cu_vty(c, x).rank == 2 &&
+        ecu_lanes_of(c, cu_vty(c, x))) {
+        cross_threads(c, in, kx, kr);
         return true;
     }
     if ((op == OP_CUMSUM || op == OP_CUMPROD) && kx && kr == kx && in->ival == last) {
@@ -394,6 +454,28 @@ bool ecu_array_inst(Cu *c, const Inst *in)
     if (op == OP_BROADCAST && kx && kx != kr) {
         ecu_refuse(c, in->loc, "'broadcast' of %%%s %s to %s: not printed yet", c->irname[x], ecu_shape_str(c, cu_vty(c, x)),
                ecu_shape_str(c, cu_vty(c, r)));
+        return true;
+    }
+    Type tr = r ? cu_vty(c, r) : (Type){0};
+    if ((op == OP_EXPAND_DIMS || op == OP_RESHAPE) && cu_is_lane(c, x) && !ecu_is_row(c, x) && tr.rank == 2 &&
+        tr.shape[0] == 1 && tr.shape[1] == c->L) {
+        /* the block's lanes into a row that every thread holds ([L] -> [1, L]): each thread writes its
+         * lane into shared memory, then reads them all (an all-gather; the barriers order it against
+         * the buffer's other uses) */
+        const char *buf = smem(c, cu_vdt(c, x)), *ty = ecu_ctype(c, r, in->loc);
+        c->var[r] = ecu_name_for(c, r);
+        ecu_line(c, "__syncthreads();");
+        ecu_line(c, "%s[threadIdx.x] = %s;", buf, ecu_bare(c, x));
+        ecu_line(c, "__syncthreads();");
+        ecu_line(c, "%s %s[%d];", ty, c->var[r], kr);
+        ecu_line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", kr);
+        ecu_line(c, "    %s[kad_j] = %s[kad_j];", c->var[r], buf);
+        ecu_line(c, "__syncthreads();");
+        return true;
+    }
+    if (op == OP_RESHAPE && ecu_is_row(c, x) && kx == c->L && r && cu_is_lane(c, r) && !ecu_is_row(c, r)) {
+        /* a row every thread holds into the block's lanes ([1, L] -> [L]): thread i takes element i */
+        ecu_bind(c, NULL, r, ecu_elem_at(c, x, "threadIdx.x"), true, in->loc);
         return true;
     }
     bool ew = op_info[op].elementwise || op == OP_BROADCAST || op == OP_CONST;

@@ -182,6 +182,32 @@ CVal cu_call_builtin(Lw *L, const CuExpr *e, bool *handled)
     *handled = true;
     if (!strncmp(n, "numeric_limits::", 16))
         return numeric_limit(L, e, n + 16);
+    if (!strcmp(n, "static_assert")) { /* static_assert(cond[, "message"]): checked when the kernel is lowered */
+        int64_t ok = 0;
+        if (na < 1 || na > 2 || !cu_const_eval(L, e->args[0], &ok)) {
+            diag_error(L->d, loc, "static_assert needs a constant condition (and an optional message string)");
+            return cu_bad(L);
+        }
+        if (!ok) {
+            const char *msg = na == 2 && e->args[1]->kind == CE_STRING ? e->args[1]->tok->text : NULL;
+            diag_error(L->d, loc, "static_assert failed for this specialization%s%s", msg ? ": " : "", msg ? msg : "");
+        }
+        return (CVal){.t = cu_scalar_ty(L, TY_VOID, DT_VOID)};
+    }
+    if (!strcmp(n, "is_same")) { /* std::is_same<A, B>::value: the same C type */
+        const CuTy *a = e->ntargs == 2 && e->targs[0].type ? cu_resolve_type(L, e->targs[0].type) : NULL;
+        const CuTy *b = a && e->targs[1].type ? cu_resolve_type(L, e->targs[1].type) : NULL;
+        if (!b) {
+            diag_error(L->d, loc, "std::is_same takes two types");
+            return cu_bad(L);
+        }
+        bool same = a == b || (a->k == b->k && a->dt == b->dt && a->k != TY_PTR && a->k != TY_STRUCT);
+        if (a->k == TY_PTR && b->k == TY_PTR)
+            same = a->elem == b->elem || (a->elem->k == b->elem->k && a->elem->dt == b->elem->dt);
+        if (a->k == TY_STRUCT && b->k == TY_STRUCT)
+            same = a->st == b->st;
+        return (CVal){.t = cu_ty_bool(L), .v = same ? L->tru : L->fls, .cst = true, .ci = same};
+    }
     for (size_t k = 0; k < sizeof math_fns / sizeof *math_fns; k++)
         if (!strcmp(math_fns[k].name, n)) {
             if (na != math_fns[k].nargs) {

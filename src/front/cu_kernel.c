@@ -309,6 +309,21 @@ Func *cu_lower(Arena *a, Diags *d, CuUnit **units, int nunits, const char *name,
     L->ret_ty = cu_scalar_ty(L, TY_VOID, DT_VOID);
     L->tru = ir_const_int(f, f->body, type_scalar(DT_I1), 1, fn->loc);
     L->fls = ir_const_int(f, f->body, type_scalar(DT_I1), 0, fn->loc);
+    /* the file-scope constants, visible from every function (cu_lookup); one that does not lower
+     * (it calls host code, say) is left out: a kernel that uses it gets an unknown name */
+    L->g0 = L->env.n;
+    for (int u = 0; u < nunits; u++)
+        for (int i = 0; i < units[u]->consts.n; i++) {
+            Diags quiet;
+            diag_init(&quiet, a);
+            L->d = &quiet;
+            int n0 = L->env.n;
+            cu_declare_stmt(L, units[u]->consts.v[i]);
+            if (quiet.nerrors)
+                L->env.n = n0;
+            L->d = d;
+        }
+    L->g1 = L->env.n;
     /* template parameters: --sig NAME=VALUE, else the one explicit instantiation */
     const CuInst *inst = NULL;
     int ninst = 0;
@@ -385,21 +400,6 @@ Func *cu_lower(Arena *a, Diags *d, CuUnit **units, int nunits, const char *name,
     Var *mv = cu_declare(L, "$m", VK_VAL, cu_ty_bool(L), fn->loc);
     mv->val = (CVal){.t = cu_ty_bool(L), .v = L->active};
     mv->decl_m = L->active;
-    /* the file-scope constants, visible from every function (cu_lookup); one that does not lower
-     * (it calls host code, say) is left out: a kernel that uses it gets an unknown name */
-    L->g0 = L->env.n;
-    for (int u = 0; u < nunits; u++)
-        for (int i = 0; i < units[u]->consts.n; i++) {
-            Diags quiet;
-            diag_init(&quiet, a);
-            L->d = &quiet;
-            int n0 = L->env.n;
-            cu_declare_stmt(L, units[u]->consts.v[i]);
-            if (quiet.nerrors)
-                L->env.n = n0;
-            L->d = d;
-        }
-    L->g1 = L->env.n;
     /* parameters: pointers and numbers; structs by value become one parameter per member */
     for (int i = 0; i < fn->nparams; i++) {
         const CuParam *pr = &fn->params[i];

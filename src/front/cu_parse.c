@@ -214,8 +214,8 @@ static CuTArg *parse_targs(P *p, int *n)
     expect(p, "<");
     while (!is(peek(p), ">") && peek(p)->kind != CT_EOF) {
         CuTArg ta = {0};
-        if (type_starts(p))
-            ta.type = parse_type(p);
+        if (type_starts(p) && !(peekn(p, 1)->kind == CT_PUNCT && is(peekn(p, 1), "::")))
+            ta.type = parse_type(p); /* (Act::kRelu, an enumerator, is a constant) */
         else {
             /* a constant: parsed above the comparisons so that '>' closes the list */
             ta.expr = parse_bin(p, 8);
@@ -320,7 +320,7 @@ static CuExpr *parse_primary(P *p)
             expect(p, ")");
             return e;
         }
-        if (type_starts(p) && !is(t, "auto")) {
+        if (type_starts(p) && !is(t, "auto") && !is(peekn(p, 1), "::")) {
             /* a function-style cast or constructor: float(x), float4{...}, make_* are calls */
             CuTypeSpec *ty = parse_type(p);
             CuExpr *e = mk(p, CE_CAST, loc);
@@ -349,6 +349,19 @@ static CuExpr *parse_primary(P *p)
         }
         CuExpr *e = mk(p, CE_IDENT, loc);
         e->name = name;
+        if ((!strcmp(name, "is_same") || !strcmp(name, "is_same_v")) && is(peek(p), "<")) {
+            /* std::is_same<A, B>::value, std::is_same_v<A, B>: a call named "is_same" of two types */
+            e->kind = CE_CALL;
+            e->name = "is_same";
+            e->targs = parse_targs(p, &e->ntargs);
+            if (!strcmp(name, "is_same") && accept(p, "::")) {
+                if (!(peek(p)->kind == CT_IDENT && is(peek(p), "value")))
+                    diag_error(p->d, peek(p)->loc, "expected 'value' after std::is_same<...>::"), p->errs_here++;
+                else
+                    next(p);
+            }
+            return e;
+        }
         if (!strcmp(name, "numeric_limits") && is(peek(p), "<")) {
             /* std::numeric_limits<T>::infinity(): a call named "numeric_limits::infinity" */
             e->kind = CE_CALL;
@@ -649,6 +662,7 @@ static CuStmt *parse_stmt(P *p)
     if (is(t, "if")) {
         next(p);
         CuStmt *s = mks(p, CS_IF, loc);
+        accept(p, "constexpr"); /* if constexpr: a constant condition, and kad lowers only the branch taken */
         expect(p, "(");
         s->e = parse_expr(p);
         expect(p, ")");
@@ -856,6 +870,65 @@ static bool parse_struct(P *p, bool tdef)
     return true;
 }
 
+/* enum [class|struct] NAME [: T] { A, B = e, ... };  The type is an int (a typedef of NAME), each
+ * enumerator a file-scope constant `constexpr int A = ...;` (scoped ones named by their last part:
+ * Act::kRelu is kRelu). */
+static void parse_enum(P *p)
+{
+    expect(p, "enum");
+    if (!accept(p, "class"))
+        accept(p, "struct");
+    const char *name = peek(p)->kind == CT_IDENT ? next(p)->text : NULL;
+    CuTypeSpec *base = arena_alloc(p->a, sizeof *base);
+    base->name = "int";
+    base->loc = peek(p)->loc;
+    if (accept(p, ":") && type_starts(p))
+        base = parse_type(p);
+    if (name)
+        vec_push(p->a, p->u->typedefs, ((CuField){base, name}));
+    if (!accept(p, "{")) {
+        skip_item(p);
+        return;
+    }
+    CuExpr *prev = NULL;
+    int64_t k = 0;
+    while (peek(p)->kind == CT_IDENT && p->errs_here < 8) {
+        const CuTok *id = next(p);
+        CuExpr *v;
+        if (accept(p, "=")) {
+            v = parse_cond(p);
+            prev = v, k = 0;
+        } else if (prev) { /* the previous explicit value plus k */
+            CuExpr *one = mk(p, CE_BINARY, id->loc);
+            CuTok *t = arena_alloc(p->a, sizeof *t);
+            *t = (CuTok){.kind = CT_INT, .loc = id->loc, .text = arena_printf(p->a, "%lld", (long long)++k), .ival = k};
+            CuExpr *lit = mk(p, CE_INT, id->loc);
+            lit->tok = t;
+            one->op = "+", one->l = prev, one->r = lit;
+            v = one;
+        } else {
+            CuTok *t = arena_alloc(p->a, sizeof *t);
+            *t = (CuTok){.kind = CT_INT, .loc = id->loc, .text = arena_printf(p->a, "%lld", (long long)k), .ival = k};
+            v = mk(p, CE_INT, id->loc);
+            v->tok = t;
+            k++;
+        }
+        CuStmt *s = mks(p, CS_DECL, id->loc);
+        CuTypeSpec *ty = arena_alloc(p->a, sizeof *ty);
+        *ty = *base;
+        ty->is_const = true;
+        s->type = ty;
+        s->decls = arena_alloc(p->a, sizeof *s->decls);
+        s->decls[0] = (CuDecl){.name = id->text, .init = v, .loc = id->loc};
+        s->ndecls = 1;
+        vec_push(p->a, p->u->consts, s);
+        if (!accept(p, ","))
+            break;
+    }
+    expect(p, "}");
+    accept(p, ";");
+}
+
 /* The specifiers before a function: __global__, __device__, __host__,
  * __forceinline__, inline, static, __launch_bounds__(...), extern "C". */
 static void parse_specs(P *p, bool *glob, bool *dev, bool *host)
@@ -1018,6 +1091,10 @@ CuUnit *cu_parse(Arena *a, Diags *d, const char *file, const CuTok *toks, int nt
                 }
             }
             skip_item(&p);
+            continue;
+        }
+        if (is(t, "enum")) {
+            parse_enum(&p);
             continue;
         }
         if (is(t, "struct")) {

@@ -543,15 +543,41 @@ typedef struct Canon {
     const char *cmp; /* "<", "<=", ">", ">=", "!=" */
     const CuExpr *bound, *step;
     bool neg;        /* i -= s / i-- */
+    bool outer;      /* for (; i < b; i += s) over a variable declared before: it gets its exit value */
 } Canon;
+
+/* for (; i < b; i += s) (or <=, ++i) with i an int variable of the enclosing code and no jump out
+ * of the body: the canonical loop from i's value, a declarator `i = i` made for it (*dc). */
+static bool outer_var_loop(Lw *L, const CuStmt *s, CuDecl *dc, const CuTy **t)
+{
+    const CuExpr *e = s->e;
+    if (s->init || !e || !s->step || e->kind != CE_BINARY || e->l->kind != CE_IDENT ||
+        (strcmp(e->op, "<") && strcmp(e->op, "<=")) || has_jump(s->body, false))
+        return false;
+    Var *v = cu_lookup(L, e->l->name);
+    if (!v || v->kind != VK_VAL || !v->t || v->t->k != TY_INT || !v->val.v)
+        return false;
+    const CuExpr *st = s->step;
+    bool up = (st->kind == CE_UNARY && strstr(st->op, "++")) || (st->kind == CE_ASSIGN && !strcmp(st->op, "+="));
+    if (!up)
+        return false;
+    CuExpr *self = arena_alloc(L->a, sizeof *self);
+    *self = (CuExpr){.kind = CE_IDENT, .loc = e->l->loc, .name = e->l->name};
+    *dc = (CuDecl){.name = e->l->name, .init = self, .loc = e->l->loc};
+    *t = v->t;
+    return true;
+}
 
 static bool canonical(Lw *L, const CuStmt *s, Canon *c)
 {
-    if (!s->init || s->init->kind != CS_DECL || s->init->ndecls != 1 || !s->init->decls[0].init ||
-        s->init->decls[0].ndims || !s->e || !s->step)
+    CuDecl *od = arena_alloc(L->a, sizeof *od);
+    const CuTy *ot = NULL;
+    bool outer = outer_var_loop(L, s, od, &ot);
+    if (!outer && (!s->init || s->init->kind != CS_DECL || s->init->ndecls != 1 || !s->init->decls[0].init ||
+                   s->init->decls[0].ndims || !s->e || !s->step))
         return false;
-    const CuDecl *dc = &s->init->decls[0];
-    const CuTy *t = cu_resolve_type(L, s->init->type);
+    const CuDecl *dc = outer ? od : &s->init->decls[0];
+    const CuTy *t = outer ? ot : cu_resolve_type(L, s->init->type);
     if (!t || t->k != TY_INT)
         return false;
     const CuExpr *e = s->e;
@@ -571,8 +597,24 @@ static bool canonical(Lw *L, const CuStmt *s, Canon *c)
         return false;
     if (cu_stmt_assigns(L, s->body, dc->name) || names_assigned(L, e->r, s->body) || (sv && names_assigned(L, sv, s->body)))
         return false;
-    *c = (Canon){dc, t, e->op, e->r, sv, neg};
+    *c = (Canon){dc, t, e->op, e->r, sv, neg, outer};
     return true;
+}
+
+/* After a canonical loop over an outer variable (Canon.outer, counting up from a to b, b + 1 for
+ * `<=`, by st > 0): the variable's value at the loop's exit, a + max(cdiv(b - a, st), 0) * st, as C
+ * leaves it (no jump leaves the body early). */
+static void outer_exit(Lw *L, const Canon *c, CVal a, CVal b, CVal st, bool le, Loc loc)
+{
+    if (!c->outer)
+        return;
+    CVal one = cu_const_int(L, c->t, 1, loc), zero = cu_const_int(L, c->t, 0, loc);
+    CVal bb = le ? cu_binop(L, "+", b, one, loc) : b;
+    CVal n = cu_binop(L, "/", cu_binop(L, "-", cu_binop(L, "+", cu_binop(L, "-", bb, a, loc), st, loc), one, loc), st, loc);
+    CVal run = cu_binop(L, "<", a, bb, loc);
+    n = (CVal){.t = n.t, .v = cu_where(L, cu_truth(L, run, loc), cu_convert(L, n, c->t, loc).v, zero.v, loc)};
+    CVal x = cu_convert(L, cu_binop(L, "+", a, cu_binop(L, "*", n, st, loc), loc), c->t, loc);
+    cu_assign(L, &(CuExpr){.kind = CE_IDENT, .loc = loc, .name = c->dc->name}, x, loc);
 }
 
 /* Whether e's value is at least 0 in every lane and depends on the lane:
@@ -725,6 +767,7 @@ static void lower_for(Lw *L, const CuStmt *s)
                     ld.ub = cu_binop(L, "-", b, cu_const_int(L, c.t, 1, loc), loc).v;
                 lower_loop(L, &ld);
                 L->env.n = nbase;
+                outer_exit(L, &c, a, b, st, le, loc);
                 return;
             }
             if (up) {
@@ -748,12 +791,14 @@ static void lower_for(Lw *L, const CuStmt *s)
                     ld.b = b;
                     lower_loop(L, &ld);
                     L->env.n = nbase;
+                    outer_exit(L, &c, a, b, st, le, loc);
                     return;
                 }
                 ValId t;
                 if (scalar_bound) {
                     /* the lanes start at u or later: max((b - u + s - 1) / s, 0) iterations bound them all */
-                    t = ir_op2(L->f, L->b, OP_MAXIMUM, type_scalar(c.t->dt), n.v, cu_cint(L, c.t->dt, 0, loc), loc);
+                    /* (n is a tile when the block's padding lanes are masked: their divisor kept nonzero) */
+                    t = cu_op2(L, OP_MAXIMUM, n.v, cu_cint(L, c.t->dt, 0, loc), loc);
                 } else {
                     ValId run = cu_and(L, cu_m(L), cu_truth(L, cu_binop(L, "<", a, bb, loc), loc), loc);
                     t = cu_where(L, run, n.v, cu_cint(L, c.t->dt, 0, loc), loc);
@@ -773,6 +818,7 @@ static void lower_for(Lw *L, const CuStmt *s)
                 ld.b = b;
                 lower_loop(L, &ld);
                 L->env.n = nbase;
+                outer_exit(L, &c, a, b, st, le, loc);
                 return;
             }
         }

@@ -425,8 +425,30 @@ CASES = [
     Case("softmax_rows", "softmax_rows.cu", "softmax_rows", (32,), (3,), ["x"], ["y"],
          lambda g: {"x": _randn(g, 3, 50, scale=2.0), "y": _zeros(3, 50), "ncols": 50},
          lambda v: {"y": torch.softmax(v["x"], 1)},
-         sig="BLOCK=32", refuse={"bwd": LANE_ROW, "atomics": LANE_ROW}, tname="softmax_rows<32>",
+         sig="BLOCK=32", tname="softmax_rows<32>",
          cparams="float *x, float *y, int ncols"),
+    Case("warp_per_row_softmax", "../cuda_wild/w05_warp_softmax.cu", "softmax_warp", (64,), (2,), ["x"], ["y"],
+         lambda g: {"x": _randn(g, 3, 70, scale=2.0), "y": _zeros(3, 70), "rows": 3, "cols": 70},
+         lambda v: {"y": torch.softmax(v["x"], 1)},
+         cparams="float *x, float *y, int rows, int cols", original=False,
+         note="one warp per row, two a block (block 1's second warp returns at once): the shuffles under a "
+              "warp-uniform mask; the backward all-gathers the lanes and sums the one-hot across the threads. "
+              "Its own source is not run (original=False): the CPU stand-in's shuffles wait for the whole block, "
+              "which the warp that returned never reaches"),
+    Case("layernorm_smem", "../cuda_wild/w14_layernorm_smem.cu", "layer_norm_fwd", (64,), (3,), ["X", "W", "B"], ["Y"],
+         lambda g: {"X": _randn(g, 3, 90), "W": _randn(g, 90), "B": _randn(g, 90), "Y": _zeros(3, 90),
+                    "mean_out": _zeros(3), "rstd_out": _zeros(3), "N": 90, "eps": 1e-5},
+         lambda v: {"Y": torch.nn.functional.layer_norm(v["X"], (v["N"],), v["W"], v["B"], eps=v["eps"])},
+         sig="BLOCK=64", tname="layer_norm_fwd<64>",
+         cparams="float *X, float *W, float *B, float *Y, float *mean_out, float *rstd_out, int N, float eps",
+         tol=1e-4, note="two shared-memory tree reductions (sum and sum of squares), statistics written by thread 0"),
+    Case("tiled_matmul", "../cuda_wild/w26_tiled_mm.cu", "matmul_tiled", (8, 8), (2, 2), ["A", "B"], ["C"],
+         lambda g: {"A": _randn(g, 12, 10), "B": _randn(g, 10, 13), "C": _zeros(12, 13), "M": 12, "N": 13, "K": 10},
+         lambda v: {"C": v["A"] @ v["B"]},
+         cparams="float *A, float *B, float *C, int M, int N, int K", tol=1e-4, atomic_bwd=True, bitwise=False,
+         note="the classic 8x8 shared-memory tiled matmul: its gradients d_A (d_B) sum over the blocks along "
+              "x (y), which kad's CUDA C backward adds with atomicAdd (no fold for a sum over a grid axis of "
+              "a 2-D grid here): right, not bitwise"),
     Case("layernorm_warp", "layernorm_warp.cu", "layernorm", (64,), (3,), ["x", "gamma", "beta"], ["y"],
          lambda g: {"x": _randn(g, 3, 80), "gamma": _randn(g, 80), "beta": _randn(g, 80), "y": _zeros(3, 80),
                     "n": 80, "eps": 1e-5},

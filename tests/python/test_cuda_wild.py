@@ -262,6 +262,99 @@ def prefix_until_neg(g):
     return [x, torch.zeros(r, dtype=F64), r, c], ref
 
 
+def enum_act(block):
+    def make(g):
+        r, c = 3, 100
+        x, b = rn(g, r, c), rn(g, c)
+        return [x, b, torch.zeros(r, c, dtype=F64), r, c], lambda x, b: ((x + b) * torch.sigmoid(x + b),)
+    return make
+
+
+def axpby(g):
+    n, a, b = 100, 1.5, -0.5
+    x, y = rn(g, n), rn(g, n)
+    return [n, a, x, b, y, torch.zeros(n, dtype=F64)], lambda x, y: (a * x + b * y,)
+
+
+def loop_var_after(g):
+    n = 100
+    x = rn(g, n)
+
+    def ref(x):
+        t = torch.arange(32)
+        acc = torch.stack([(x[k::32] ** 2).sum() for k in range(32)])
+        exit_i = t + 32 * ((n - t + 31) // 32)  # the first i >= n of thread t's sequence
+        return acc, exit_i.to(F64) * x[:32]
+    return [x, torch.zeros(32, dtype=F64), torch.zeros(32, dtype=F64), n], ref
+
+
+def fixed_point(g):
+    n = 32
+    x = rn(g, n).abs() + 0.5
+
+    def ref(x):
+        z = torch.zeros_like(x)
+        done = torch.zeros(n, dtype=torch.bool)
+        for it in range(1, 51):
+            z2 = 0.5 * (z + x / (1 + z * z))
+            stop = ((z2 - z).abs().detach() < f32(1e-6)) | (it >= 50)
+            z = torch.where(done, z, z2)
+            done = done | stop
+        return (z,)
+    return [x, torch.zeros(n, dtype=F64), n], ref
+
+
+def swiglu_pairs(g):
+    n = 50
+    gu = rn(g, 2 * n)
+
+    def ref(gu):
+        gg, u = gu[0::2], gu[1::2]
+        return (gg * torch.sigmoid(gg) * u,)
+    return [gu, torch.zeros(n, dtype=F64), n], ref
+
+
+def add3d(g):
+    X, Y, Z = 20, 3, 2
+    a, b = rn(g, Z, Y, X), rn(g, Z, Y, X)
+    return [a, b, torch.zeros(Z, Y, X, dtype=F64), X, Y, Z], lambda a, b: (a * b + torch.sin(a),)
+
+
+def scale_rows(g):
+    r, c = 3, 100
+    x, sc = rn(g, r, c), rn(g, r)
+    # 32 threads of 4 columns cover 128 >= 100 columns
+    return [x, sc, torch.zeros(r, c, dtype=F64), c], lambda x, sc: (x * sc[:, None],)
+
+
+def softclip(g):
+    n, t = 50, 0.8
+    x = rn(g, n) * 2
+
+    def ref(x):
+        hi = t + torch.log(1 + x - t)
+        lo = -t - torch.log(1 - x - t)
+        return (torch.where(x > t, hi, torch.where(x < -t, lo, x)),)
+    return [x, torch.zeros(n, dtype=F64), n, t], ref
+
+
+def quant(g):
+    n, scale = 50, 0.05
+    x = rn(g, n) * 3
+
+    def ref(x):
+        # (a float argument is the number passed, in float64 mode; the literal 0.1f is a float)
+        q = torch.clamp(torch.round((x / scale).detach()), -127, 127)  # round half to even, as __float2int_rn
+        return (q * scale + f32(0.1) * x,)
+    return [x, torch.zeros(n, dtype=F64), n, scale], ref
+
+
+def cast_scale(g):
+    n, a = 50, 0.5
+    x = rn(g, n)
+    return [x, torch.zeros(n, dtype=F64), n, a], lambda x: (a * x * x,)
+
+
 CASES = {
     "caffe_loop_elu": Case("w01_caffe_loop.cu", "elu_forward_kernel", ["in"], ["out"], (2,), (64,), elu),
     "extern_c_softplus": Case("w02_extern_c.cu", "softplus_f32", ["x"], ["y"], (2,), (64,), softplus),
@@ -299,6 +392,16 @@ CASES = {
     "atomic_index_add": Case("w29_index_add.cu", "index_add", ["src"], ["out"], (4,), (32,), index_add),
     "while_counter_tape": Case("../cuda/while_counter.cu", "prefix_until_neg", ["x"], ["y"], (1,), (32,),
                                prefix_until_neg),
+    "enum_template_silu": Case("w33_enum_tparam.cu", "bias_act", ["x", "b"], ["y"], (1, 3), (128,), enum_act(2)),
+    "empty_for_init": Case("w34_empty_for_init.cu", "axpby", ["x", "y"], ["out"], (2,), (32,), axpby),
+    "loop_var_after": Case("w35_loop_var_after.cu", "k", ["x"], ["y", "last"], (1,), (32,), loop_var_after),
+    "while_true_break": Case("w36_while_true.cu", "fixed_point", ["x"], ["y"], (1,), (32,), fixed_point),
+    "float2_pairs": Case("w37_float2_pairs.cu", "swiglu_pairs", ["gu"], ["out"], (2,), (32,), swiglu_pairs),
+    "grid_3d": Case("w38_grid_3d.cu", "add3d", ["a", "b"], ["c"], (2, 3, 2), (16,), add3d),
+    "unroll_count_syncwarp": Case("w39_unroll_count.cu", "scale_rows", ["x", "s"], ["y"], (3,), (32,), scale_rows),
+    "if_else_return": Case("w40_if_else_return.cu", "softclip_kernel", ["x"], ["y"], (2,), (32,), softclip),
+    "round_to_int": Case("w41_round_int.cu", "quant_dequant", ["x"], ["y"], (2,), (32,), quant),
+    "if_constexpr": Case("w42_if_constexpr.cu", "cast_scale", ["x"], ["y"], (2,), (32,), cast_scale),
     "helpers_huber": Case("w32_clamp_helper.cu", "huber_loss", ["pred", "tgt"], ["out"], (2,), (32,), huber),
 }
 

@@ -251,6 +251,16 @@ def test_dropout_philox(tmp_path):
     assert torch.equal(dx, torch.where(keep, dy / torch.tensor(1 - p, dtype=torch.float32), torch.zeros(n)))
 
 
+def test_outer_allgather(tmp_path):
+    """tests/emit_cuda/outer_allgather.py: y = x[:, None] * x[None, :] (16 x 16), the row x[None, :]
+    all-gathered from the lanes through shared memory."""
+    k = Kernel(_kad("emit tests/emit_cuda/outer_allgather.py:outer --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=16' "
+                    "--emit cuda"), tmp_path, "outer")
+    x, y = torch.randn(16), torch.zeros(256)
+    k((1,), x, y)
+    assert torch.equal(y.reshape(16, 16), x[:, None] * x[None, :])
+
+
 def test_rows_beside_lanes(tmp_path):
     """tests/emit_cuda/rows.ir: y[0:32] = the sum of x[0:64] (a row of 32 that thread 0 stores)."""
     k = Kernel(_kad("emit tests/emit_cuda/rows.ir --emit cuda"), tmp_path, "rows")

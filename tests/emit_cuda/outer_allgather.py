@@ -1,4 +1,6 @@
-# Tiles of rank 2 have no per-thread spelling yet: a located error naming the value and its shape.
+# An outer product: x[None, :] moves the block's lanes into a row every thread holds (an all-gather
+# through shared memory), then each thread holds its row of x[:, None] * x[None, :] as an array.
+# Run on the CPU stand-in by tests/python/test_emit_cuda_cpu.py (test_outer_allgather).
 # RUN: emit %s:outer --sig 'x_ptr=*fp32,y_ptr=*fp32,BLOCK=16' --emit cuda
 import triton
 import triton.language as tl
