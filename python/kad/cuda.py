@@ -122,6 +122,20 @@ def _read_source(source, kernel):
     return f"<{kernel}>.cu", source
 
 
+_C_SIZES = {"float": 4, "double": 8, "half": 2, "__half": 2, "__nv_bfloat16": 2, "nv_bfloat16": 2, "int": 4,
+            "unsigned": 4, "unsigned int": 4, "int32_t": 4, "uint32_t": 4, "int64_t": 8, "uint64_t": 8, "long long": 8,
+            "char": 1, "unsigned char": 1, "int8_t": 1, "uint8_t": 1, "short": 2, "int16_t": 2, "float2": 8,
+            "float4": 16, "double2": 16, "int2": 8, "int4": 16}
+_EXTERN_SHARED = re.compile(r"extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?"
+                            r"((?:unsigned\s+|long\s+)?[A-Za-z_]\w*)\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?"
+                            r"([A-Za-z_]\w*)\s*\[\s*\]")
+
+
+def _extern_shared(text):
+    """(name, C element type) of each `extern __shared__ T name[]` of the source."""
+    return [(m.group(2), " ".join(m.group(1).split())) for m in _EXTERN_SHARED.finditer(text)]
+
+
 def _template_types(text, kernel):
     """The names of the type template parameters (`typename T`, `class T`) of the __global__
     function kernel, read off the source's `template <...>` header in front of it; () for none.
@@ -246,7 +260,13 @@ class CudaKernel:
         with self._lock:
             s = self._specs.get(key)
             if s is None:
-                s = self._specs[key] = _Spec(self._ctx.specialize_cuda(self.kernel, key[0], block))
+                try:
+                    s = self._specs[key] = _Spec(self._ctx.specialize_cuda(self.kernel, key[0], block))
+                except KadError as e:
+                    if "is sized at launch" not in str(e):
+                        raise
+                    raise KadError(f"{e}\n(kad.cuda: the launch's shared_mem= bytes size it, or template="
+                                   f"{{'NAME': elements}})") from None
             return s
 
     def _type_params(self, block, template):
@@ -272,12 +292,24 @@ class CudaKernel:
         return uses
 
     def specialization(self, block: Dims, args: Sequence[Any] = (),
-                       template: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], _Spec]:
+                       template: Mapping[str, Any] | None = None,
+                       shared_mem: int = 0) -> tuple[dict[str, Any], _Spec]:
         """(template arguments, kad Kernel) of a launch with this block and these arguments: the
         type template parameters not given by template= take the dtype of the first tensor argument
-        whose parameter uses them (AT_DISPATCH's rule; every such tensor must then agree)."""
+        whose parameter uses them (AT_DISPATCH's rule; every such tensor must then agree); an
+        `extern __shared__ T name[]` not given by template= holds shared_mem // sizeof(T) elements
+        (the launch's dynamic shared memory, as CUDA sizes it)."""
         block = _dims(block, "block", self.kernel)
         template = {**self.template, **(template or {})}
+        for name, ctype in _extern_shared(self.text):
+            if name in template or not shared_mem:
+                continue
+            size = _C_SIZES.get(ctype)
+            if size is None and ctype in template:  # a template type: its dtype's size
+                size = torch.empty((), dtype=template[ctype]).element_size() \
+                    if isinstance(template[ctype], torch.dtype) else None
+            if size:
+                template[name] = shared_mem // size
         for t, idx in self._type_params(block, template).items():
             if t in template:
                 continue
@@ -479,7 +511,7 @@ class CudaKernel:
                                       f"CUDA C with nvcc; the HIP spelling runs on CPU tensors")
         _check_limits(self.kernel, grid, block, _device_limits(dev) if on_gpu else None)
         _check_shared_mem(self.kernel, shared_mem, dev if on_gpu else None)
-        template, spec = self.specialization(block, args)
+        template, spec = self.specialization(block, args, shared_mem=shared_mem)
         mode, _ = self._bind(spec, args)
         params = spec.params
         values = [a.item() if isinstance(a, torch.Tensor) and not p[1].startswith("*") else a

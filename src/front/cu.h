@@ -237,6 +237,7 @@ typedef struct Lw {
     Vec(Var) env;
     int frame;                /* env index where the current function's names start */
     int g0, g1;               /* env [g0, g1): the file-scope constants, seen from every frame */
+    const CuDecl *ext;        /* the kernel's extern __shared__ array (CUDA gives them all one address) */
     int depth;                /* device function inlining depth */
     const CuFunc *fn;
     const CuTy *ret_ty;

@@ -76,7 +76,7 @@ static bool is_type_name(P *p, const char *s)
         if (!strcmp(p->tnames.v[k], s))
             return true;
     for (int k = 0; k < p->u->structs.n; k++)
-        if (!strcmp(p->u->structs.v[k]->name, s))
+        if (p->u->structs.v[k]->name && !strcmp(p->u->structs.v[k]->name, s)) /* (an anonymous struct has none) */
             return true;
     for (int k = 0; k < p->u->typedefs.n; k++)
         if (!strcmp(p->u->typedefs.v[k].name, s))
@@ -866,6 +866,10 @@ static bool parse_struct(P *p, bool tdef)
         vec_push(p->a, p->u->structs, st);
     st->fields = fs.v;
     st->nfields = fs.n;
+    if (!tdef && peek(p)->kind == CT_IDENT) { /* struct {...} g;: a variable of file scope, host data */
+        skip_item(p);
+        return true;
+    }
     expect(p, ";");
     return true;
 }

@@ -1020,6 +1020,14 @@ void cu_declare_stmt(Lw *L, const CuStmt *s)
             int dims[2] = {1, 1}, nd = dc->ndims;
             int64_t len = 1;
             if (dc->unsized) {
+                if (L->ext && L->ext != dc) {
+                    diag_error(L->d, dc->loc,
+                               "a second extern __shared__ array ('%s', the first '%s' at line %d): CUDA starts every "
+                               "extern __shared__ array at the same address, so the two alias; declare one array and "
+                               "index it at offsets", dc->name, L->ext->name, L->ext->loc.line);
+                    continue;
+                }
+                L->ext = dc;
                 const char *given = cu_targ(L, dc->name);
                 if (!given || atoi(given) <= 0) {
                     diag_error(L->d, dc->loc,

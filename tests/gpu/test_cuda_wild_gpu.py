@@ -44,7 +44,7 @@ def test_wild_kernel_on_gpu(name):
            a.cuda() if isinstance(a, torch.Tensor) else a for a in args]
     k = kad.cuda.differentiable(os.path.join(w.WILD, c.file), c.kernel, inputs=c.inputs, outputs=c.outputs,
                                 template=c.template or None)
-    params = [n for n, _ in k.specialization(c.block, list(dev), c.template or None)[1].params]
+    params = [n for n, _ in k.specialization(c.block, list(dev), c.template or None, shared_mem=c.smem)[1].params]
     by = dict(zip(params, dev))
     xs = [by[n].clone().requires_grad_() for n in c.inputs]
     run = list(dev)
@@ -54,7 +54,7 @@ def test_wild_kernel_on_gpu(name):
     for n, o in zip(c.outputs, outs):
         run[params.index(n)] = o
     try:
-        k[c.grid, c.block](*run)
+        k[c.grid, c.block](*run, shared_mem=c.smem)
     except kad.KadError as e:
         if name in REFUSED and "CUDA C emitter" in str(e) and REFUSED[name] in str(e):
             pytest.xfail("kad refuses its CUDA C backward: " + str(e).splitlines()[0])

@@ -41,6 +41,7 @@ class Case:
     template: dict = field(default_factory=dict)
     dtype: torch.dtype = F64  # the float tensors' dtype (half/bf16 kernels: their own, checked loosely)
     tol: float = 1e-9
+    smem: int = 0  # dynamic shared memory (bytes) for an extern __shared__ array
 
 
 def f32(c):
@@ -355,6 +356,47 @@ def cast_scale(g):
     return [x, torch.zeros(n, dtype=F64), n, a], lambda x: (a * x * x,)
 
 
+def sumsq_norm_half(g):
+    r, c = 3, 100
+    x = rn(g, r, c, dtype=torch.float16)
+    return [x, torch.zeros(r, c, dtype=torch.float16), c], \
+        lambda x: (x * torch.rsqrt((x * x).mean(1, keepdim=True) + f32(1e-6)),)
+
+
+def ring_conv(g):
+    n = 50
+    x, w = rn(g, n), rn(g, 5)
+
+    def ref(x, w):
+        i = torch.arange(n)
+        return (sum(w[k] * x[(i + (k * 3) % 5) % n] for k in range(5)),)
+    return [x, w, torch.zeros(n, dtype=F64), n], ref
+
+
+def dot_double(g):
+    n = 100
+    a, b = rn(g, n), rn(g, n)
+    return [a, b, torch.zeros(1, dtype=F64), n], lambda a, b: ((a * b).sum().reshape(1),)
+
+
+def vec4_math(g):
+    n = 100
+    x, gg = rn(g, n), rn(g, n)
+
+    def ref(x, gg):
+        X, G = x.reshape(-1, 4), gg.reshape(-1, 4)
+        r = torch.stack([X[:, 0] / (1 + G[:, 0].abs()), (X[:, 1].abs() + 1) ** f32(1.5),
+                         torch.minimum(X[:, 2], G[:, 2]) + torch.maximum(X[:, 2], G[:, 2]), X[:, 3] * G[:, 3]], 1)
+        return (r.reshape(-1),)
+    return [x, gg, torch.zeros(n, dtype=F64), n // 4], ref
+
+
+def wave_softmax(g):
+    r, n = 3, 50
+    x = rn(g, r, n)
+    return [x, torch.zeros(r, n, dtype=F64), n], lambda x: (torch.softmax(x, 1),)
+
+
 CASES = {
     "caffe_loop_elu": Case("w01_caffe_loop.cu", "elu_forward_kernel", ["in"], ["out"], (2,), (64,), elu),
     "extern_c_softplus": Case("w02_extern_c.cu", "softplus_f32", ["x"], ["y"], (2,), (64,), softplus),
@@ -402,6 +444,12 @@ CASES = {
     "if_else_return": Case("w40_if_else_return.cu", "softclip_kernel", ["x"], ["y"], (2,), (32,), softclip),
     "round_to_int": Case("w41_round_int.cu", "quant_dequant", ["x"], ["y"], (2,), (32,), quant),
     "if_constexpr": Case("w42_if_constexpr.cu", "cast_scale", ["x"], ["y"], (2,), (32,), cast_scale),
+    "dyn_smem_half_norm": Case("w43_dyn_smem_half.cu", "row_sumsq_norm", ["x"], ["y"], (3,), (64,), sumsq_norm_half,
+                               dtype=torch.float16, tol=2e-2, smem=2 * 4),
+    "local_array_do_while": Case("w44_local_array_do.cu", "ring_conv", ["x", "w"], ["y"], (2,), (32,), ring_conv),
+    "atomic_double_dot": Case("w45_atomic_double.cu", "dot_partial", ["a", "b"], ["out"], (2,), (32,), dot_double),
+    "float4_ldg_math": Case("w46_float4_ldg_math.cu", "vec4_ldg", ["x", "g"], ["y"], (1,), (32,), vec4_math),
+    "hip_wave_softmax": Case("w47_wave_softmax.hip", "wave_softmax", ["x"], ["y"], (3,), (64,), wave_softmax),
     "helpers_huber": Case("w32_clamp_helper.cu", "huber_loss", ["pred", "tgt"], ["out"], (2,), (32,), huber),
 }
 
@@ -421,7 +469,7 @@ def test_wild_kernel_against_torch(name):
     args, ref = c.make(g)
     k = kad.cuda.differentiable(os.path.join(WILD, c.file), c.kernel, inputs=c.inputs, outputs=c.outputs,
                                 template=c.template or None)
-    params = [n for n, _ in k.specialization(c.block, list(args), c.template or None)[1].params]
+    params = [n for n, _ in k.specialization(c.block, list(args), c.template or None, shared_mem=c.smem)[1].params]
     assert len(params) == len(args), params
     by = dict(zip(params, args))
     xs = [by[n].clone().requires_grad_() for n in c.inputs]
@@ -432,7 +480,7 @@ def test_wild_kernel_against_torch(name):
     for n, o in zip(c.outputs, outs):
         run[params.index(n)] = o
     with kad.f64_mode():
-        k[c.grid, c.block](*run)
+        k[c.grid, c.block](*run, shared_mem=c.smem)
     # the reference, in float64 from the same (rounded) inputs
     xr = [x.detach().to(F64).requires_grad_() for x in xs]
     want = ref(*xr)
