@@ -371,8 +371,19 @@ ValId cu_any(Lw *L, ValId m, Loc loc)
     return cu_op2(L, OP_NE, mx, cu_cint(L, DT_I32, 0, loc), loc);
 }
 
-ValId cu_m(Lw *L) { return cu_lookup(L, "$m")->val.v; }
-void cu_set_m(Lw *L, ValId m) { cu_lookup(L, "$m")->val.v = m; }
+/* The threads executing: $m, or every thread outside a function (the file-scope constants are
+ * lowered before the kernel declares $m). */
+ValId cu_m(Lw *L)
+{
+    Var *m = cu_lookup(L, "$m");
+    return m ? m->val.v : L->tru;
+}
+void cu_set_m(Lw *L, ValId m)
+{
+    Var *v = cu_lookup(L, "$m");
+    if (v)
+        v->val.v = m;
+}
 
 /* ---- constants and conversions ---- */
 
