@@ -238,6 +238,7 @@ typedef struct Lw {
     int frame;                /* env index where the current function's names start */
     int g0, g1;               /* env [g0, g1): the file-scope constants, seen from every frame */
     const CuDecl *ext;        /* the kernel's extern __shared__ array (CUDA gives them all one address) */
+    Vec(Diag) bad_consts;     /* file-scope constants that did not lower: msg their name, loc their error's */
     int depth;                /* device function inlining depth */
     const CuFunc *fn;
     const CuTy *ret_ty;

@@ -839,6 +839,15 @@ static CVal ident(Lw *L, const CuExpr *e)
         diag_error(L->d, e->loc, "'%s' is used by its members .x, .y, .z", n);
         return cu_bad(L);
     }
+    for (int i = 0; i < L->bad_consts.n; i++) { /* a file-scope constant that did not lower: why */
+        const Diag *b = &L->bad_consts.v[i];
+        const char *sep = strchr(b->msg, '\x1f');
+        if (sep && (size_t)(sep - b->msg) == strlen(n) && !strncmp(b->msg, n, strlen(n))) {
+            diag_error(L->d, e->loc, "'%s' is a file-scope constant that kad cannot evaluate (%s:%d:%d: %s)", n,
+                       b->loc.file, b->loc.line, b->loc.col, sep + 1);
+            return cu_bad(L);
+        }
+    }
     diag_error(L->d, e->loc, "unknown name '%s'", n);
     return cu_bad(L);
 }
