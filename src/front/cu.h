@@ -247,9 +247,7 @@ typedef struct Lw {
     Vec(ValId) lanes;         /* values equal to the lane index tid (threadIdx.x of 1-D blocks, converted) */
     /* warp-uniform values (cu_warp_uniform): tiles equal in the lanes of each warp, so that a mask
      * made of them leaves every warp converged (one warp per row: `if (tid / 32 >= rows) return;`) */
-    Vec(ValId) wuni;          /* tiles proven warp-uniform */
-    Vec(ValId) wlane;         /* tid plus a nonnegative scalar multiple of warpSize */
-    Vec(ValId) wmul;          /* scalars that are nonnegative multiples of warpSize */
+    Vec(uint8_t) warpf;       /* by ValId: CU_W_* facts (0 past the end) */
 } Lw;
 
 /* cu_lower.c */
@@ -277,6 +275,10 @@ void cu_assign(Lw *L, const CuExpr *lhs, CVal v, Loc loc);
 CVal cu_zero(Lw *L, const CuTy *t, Loc loc);
 bool cu_is_lane(Lw *L, ValId v);
 bool cu_warp_uniform(Lw *L, ValId v);            /* a scalar, or a tile equal in each warp's lanes */
+/* warp facts of a value (Lw.warpf): a tile proven warp-uniform; tid plus a nonnegative scalar
+ * multiple of warpSize; a scalar that is a nonnegative multiple of warpSize */
+enum { CU_W_UNIFORM = 1, CU_W_LANE = 2, CU_W_MUL = 4 };
+void cu_warp_mark(Lw *L, ValId v, unsigned fact);
 bool cu_const_eval(Lw *L, const CuExpr *e, int64_t *out); /* an integer constant expression */
 
 /* cu_lower.c: the value toolkit cu_builtins.c lowers with */

@@ -401,7 +401,7 @@ Func *cu_lower(Arena *a, Diags *d, CuUnit **units, int nunits, const char *name,
     if (L->nl < L->lp)
         L->active = cu_op2(L, OP_LT, L->tid, cu_cint(L, DT_I32, L->nl, fn->loc), fn->loc);
     if (L->nl < L->lp && L->nl % L->warp == 0)
-        vec_push(a, L->wuni, L->active); /* whole warps are on or off */
+        cu_warp_mark(L, L->active, CU_W_UNIFORM); /* whole warps are on or off */
     else
         L->active = L->tru;
     Var *mv = cu_declare(L, "$m", VK_VAL, cu_ty_bool(L), fn->loc);

@@ -223,31 +223,32 @@ static Loc here(const CuExpr *e) { return e->loc; }
 
 /* ---- warp-uniform values ---- */
 
-static bool has_val(const ValId *v, int n, ValId x)
+static bool has_fact(Lw *L, ValId v, unsigned fact) { return v < L->warpf.n && (L->warpf.v[v] & fact); }
+
+void cu_warp_mark(Lw *L, ValId v, unsigned fact)
 {
-    for (int i = 0; i < n; i++)
-        if (v[i] == x)
-            return true;
-    return false;
+    while (L->warpf.n <= v)
+        vec_push(L->a, L->warpf, 0);
+    L->warpf.v[v] |= (uint8_t)fact;
 }
 
-bool cu_warp_uniform(Lw *L, ValId v) { return !cu_is_tile(L, v) || has_val(L->wuni.v, L->wuni.n, v); }
+bool cu_warp_uniform(Lw *L, ValId v) { return !cu_is_tile(L, v) || has_fact(L, v, CU_W_UNIFORM); }
 
 static void mark_uniform(Lw *L, ValId r)
 {
-    if (cu_is_tile(L, r) && !has_val(L->wuni.v, L->wuni.n, r))
-        vec_push(L->a, L->wuni, r);
+    if (cu_is_tile(L, r))
+        cu_warp_mark(L, r, CU_W_UNIFORM);
 }
 
 /* tid + k * warpSize, k >= 0 a scalar: its quotient by a multiple of warpSize is warp-uniform */
-static bool warp_lane(Lw *L, ValId v) { return cu_is_lane(L, v) || has_val(L->wlane.v, L->wlane.n, v); }
+static bool warp_lane(Lw *L, ValId v) { return cu_is_lane(L, v) || has_fact(L, v, CU_W_LANE); }
 
 /* A scalar known to be a nonnegative multiple of warpSize. */
 static bool warp_mul(Lw *L, CVal x)
 {
     if (x.cst && x.t && x.t->k == TY_INT)
         return x.ci >= 0 && x.ci % L->warp == 0;
-    return x.v && !cu_is_tile(L, x.v) && has_val(L->wmul.v, L->wmul.n, x.v);
+    return x.v && !cu_is_tile(L, x.v) && has_fact(L, x.v, CU_W_MUL);
 }
 
 /* A scalar known to be nonnegative: an unsigned value or a constant >= 0. */
@@ -265,10 +266,10 @@ static void warp_facts(Lw *L, OpKind k, CVal x, CVal y, ValId r)
     int w = L->warp;
     bool xt = x.v && cu_is_tile(L, x.v), yt = y.v && cu_is_tile(L, y.v);
     if (k == OP_MUL && !xt && !yt && ((warp_mul(L, x) && nonneg(L, y)) || (warp_mul(L, y) && nonneg(L, x))))
-        vec_push(L->a, L->wmul, r);
+        cu_warp_mark(L, r, CU_W_MUL);
     if (k == OP_ADD && ((xt && warp_lane(L, x.v) && !yt && warp_mul(L, y)) ||
                         (yt && warp_lane(L, y.v) && !xt && warp_mul(L, x))))
-        vec_push(L->a, L->wlane, r);
+        cu_warp_mark(L, r, CU_W_LANE);
     if (xt && warp_lane(L, x.v) && y.cst && y.t->k == TY_INT &&
         ((k == OP_DIV && y.ci > 0 && y.ci % w == 0) || (k == OP_SHR && y.ci >= 0 && y.ci < 31 && (1 << y.ci) % w == 0)))
         mark_uniform(L, r);
@@ -283,7 +284,7 @@ ValId cu_bcast(Lw *L, ValId v, Loc loc)
         return v;
     int32_t s = L->lp;
     ValId r = ir_op1(L->f, L->b, OP_BROADCAST, type_with_shape(t, 1, &s), v, loc);
-    vec_push(L->a, L->wuni, r);
+    cu_warp_mark(L, r, CU_W_UNIFORM);
     return r;
 }
 
@@ -509,11 +510,11 @@ CVal cu_convert(Lw *L, CVal x, const CuTy *to, Loc loc)
     if (to->k == TY_INT && x.t->k == TY_INT && dtype_bits(to->dt) >= 16 && cu_is_lane(L, x.v))
         vec_push(L->a, L->lanes, r.v); /* the lane index fits every such type */
     else if (to->k == TY_INT && x.t->k == TY_INT && dtype_bits(to->dt) >= 32 && warp_lane(L, x.v))
-        vec_push(L->a, L->wlane, r.v);
+        cu_warp_mark(L, r.v, CU_W_LANE);
     if (cu_warp_uniform(L, x.v))
         mark_uniform(L, r.v);
     if (to->k == TY_INT && x.t->k == TY_INT && dtype_bits(to->dt) >= 32 && warp_mul(L, x))
-        vec_push(L->a, L->wmul, r.v);
+        cu_warp_mark(L, r.v, CU_W_MUL);
     return r;
 }
 

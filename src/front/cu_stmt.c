@@ -547,32 +547,33 @@ typedef struct Canon {
 } Canon;
 
 /* for (; i < b; i += s) (or <=, ++i) with i an int variable of the enclosing code and no jump out
- * of the body: the canonical loop from i's value, a declarator `i = i` made for it (*dc). */
-static bool outer_var_loop(Lw *L, const CuStmt *s, CuDecl *dc, const CuTy **t)
+ * of the body: the canonical loop from i's value; a declarator `i = i` made for it, or NULL. */
+static const CuDecl *outer_var_loop(Lw *L, const CuStmt *s, const CuTy **t)
 {
     const CuExpr *e = s->e;
     if (s->init || !e || !s->step || e->kind != CE_BINARY || e->l->kind != CE_IDENT ||
         (strcmp(e->op, "<") && strcmp(e->op, "<=")) || has_jump(s->body, false))
-        return false;
+        return NULL;
     Var *v = cu_lookup(L, e->l->name);
     if (!v || v->kind != VK_VAL || !v->t || v->t->k != TY_INT || !v->val.v)
-        return false;
+        return NULL;
     const CuExpr *st = s->step;
     bool up = (st->kind == CE_UNARY && strstr(st->op, "++")) || (st->kind == CE_ASSIGN && !strcmp(st->op, "+="));
     if (!up)
-        return false;
+        return NULL;
     CuExpr *self = arena_alloc(L->a, sizeof *self);
     *self = (CuExpr){.kind = CE_IDENT, .loc = e->l->loc, .name = e->l->name};
+    CuDecl *dc = arena_alloc(L->a, sizeof *dc);
     *dc = (CuDecl){.name = e->l->name, .init = self, .loc = e->l->loc};
     *t = v->t;
-    return true;
+    return dc;
 }
 
 static bool canonical(Lw *L, const CuStmt *s, Canon *c)
 {
-    CuDecl *od = arena_alloc(L->a, sizeof *od);
     const CuTy *ot = NULL;
-    bool outer = outer_var_loop(L, s, od, &ot);
+    const CuDecl *od = outer_var_loop(L, s, &ot);
+    bool outer = od != NULL;
     if (!outer && (!s->init || s->init->kind != CS_DECL || s->init->ndecls != 1 || !s->init->decls[0].init ||
                    s->init->decls[0].ndims || !s->e || !s->step))
         return false;

@@ -42,17 +42,7 @@ def test_wild_kernel_on_gpu(name):
     low = c.dtype if c.dtype != F64 else torch.float32
     dev = [a.to(low).cuda() if isinstance(a, torch.Tensor) and a.is_floating_point() else
            a.cuda() if isinstance(a, torch.Tensor) else a for a in args]
-    k = kad.cuda.differentiable(os.path.join(w.WILD, c.file), c.kernel, inputs=c.inputs, outputs=c.outputs,
-                                template=c.template or None)
-    params = [n for n, _ in k.specialization(c.block, list(dev), c.template or None, shared_mem=c.smem)[1].params]
-    by = dict(zip(params, dev))
-    xs = [by[n].clone().requires_grad_() for n in c.inputs]
-    run = list(dev)
-    for n, x in zip(c.inputs, xs):
-        run[params.index(n)] = x
-    outs = [by[n].clone() for n in c.outputs]
-    for n, o in zip(c.outputs, outs):
-        run[params.index(n)] = o
+    k, run, xs, outs = w.prepare(c, dev)
     try:
         k[c.grid, c.block](*run, shared_mem=c.smem)
     except kad.KadError as e:

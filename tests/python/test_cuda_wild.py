@@ -462,23 +462,28 @@ def close(got, want, tol, what):
     assert err <= tol * scale, "%s: max abs error %.3g (tolerance %.3g)" % (what, err, tol * scale)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_wild_kernel_against_torch(name):
-    c = CASES[name]
-    g = torch.Generator().manual_seed(sum(map(ord, name)))
-    args, ref = c.make(g)
+def prepare(c, args):
+    """The kernel of case c and a launch's arguments for args (in the C order): the inputs
+    replaced by leaf copies that require grad (xs), the outputs by copies the kernel writes (outs)."""
     k = kad.cuda.differentiable(os.path.join(WILD, c.file), c.kernel, inputs=c.inputs, outputs=c.outputs,
                                 template=c.template or None)
     params = [n for n, _ in k.specialization(c.block, list(args), c.template or None, shared_mem=c.smem)[1].params]
     assert len(params) == len(args), params
     by = dict(zip(params, args))
     xs = [by[n].clone().requires_grad_() for n in c.inputs]
-    run = list(args)
-    for n, x in zip(c.inputs, xs):
-        run[params.index(n)] = x
     outs = [by[n].clone() for n in c.outputs]
-    for n, o in zip(c.outputs, outs):
-        run[params.index(n)] = o
+    run = list(args)
+    for n, t in list(zip(c.inputs, xs)) + list(zip(c.outputs, outs)):
+        run[params.index(n)] = t
+    return k, run, xs, outs
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_wild_kernel_against_torch(name):
+    c = CASES[name]
+    g = torch.Generator().manual_seed(sum(map(ord, name)))
+    args, ref = c.make(g)
+    k, run, xs, outs = prepare(c, args)
     with kad.f64_mode():
         k[c.grid, c.block](*run, shared_mem=c.smem)
     # the reference, in float64 from the same (rounded) inputs
