@@ -2,6 +2,7 @@
 
     PYTHONPATH=python python3 bench/cuda.py [--quick] [--only NAME,...] [--device cuda|cpu]
                                             [--write-doc] [--save F.json] [--keep-cache]
+                                            [--breakdown]
 
 Benchmarks (forwards from tests/cuda, the kernels kad.cuda.differentiable differentiates):
   Swish       the grid-stride Swish (tests/cuda/swish_hip.hip, spelled as CUDA C), fp32
@@ -304,6 +305,23 @@ def device_time(f, calls=10):
     return gpu_only(f, calls) / 1e6
 
 
+def breakdown(f, calls=10):
+    """[(kernel or memset name, device microseconds per call)] of f, longest first (torch.profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+    f()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            f()
+        torch.cuda.synchronize()
+    per = {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            t = e.device_time if hasattr(e, "device_time") else e.cuda_time
+            per[e.name[:60]] = per.get(e.name[:60], 0.0) + t / calls
+    return sorted(per.items(), key=lambda kv: -kv[1])
+
+
 def rel_err(gs, ref):
     return max(((g.double() - r).abs().max() / r.abs().max().clamp_min(1e-30)).item() for g, r in zip(gs, ref))
 
@@ -338,7 +356,7 @@ def _reason(e):
     return f"{type(e).__name__}: {msg[0] if msg else ''}"[:300]
 
 
-def run_bench(b, dev, timer, notes):
+def run_bench(b, dev, timer, notes, split=False):
     """The rows of one benchmark: {peer: {...}} in PEERS order."""
     g = torch.Generator().manual_seed(0)
     ins, _ = b.make(g)
@@ -400,6 +418,9 @@ def run_bench(b, dev, timer, notes):
             notes.append(f"{b.name}: {peer} — {_reason(e)}")
             continue
         row.update(info.get(peer, {}))
+        if split and dev == "cuda":
+            parts = ", ".join(f"{n} {t:.1f}" for n, t in breakdown(bwd))
+            print(f"  {b.name} {peer} bwd device µs: {parts}", flush=True)
         rows[peer] = row
     return rows
 
@@ -462,6 +483,7 @@ def main(argv=None):
     ap.add_argument("--save", default="")
     ap.add_argument("--keep-cache", action="store_true", help="compile into kad's usual cache directory")
     ap.add_argument("--reps", type=int, default=0)
+    ap.add_argument("--breakdown", action="store_true", help="print each peer's backward kernels' device times")
     a = ap.parse_args(argv)
     dev = a.device
     want = [w.strip().lower() for w in a.only.split(",") if w.strip()]
@@ -477,7 +499,7 @@ def main(argv=None):
         if want and name.lower() not in want:
             continue
         b = mk(dev, a.quick)
-        rows = run_bench(b, dev, timer, notes)
+        rows = run_bench(b, dev, timer, notes, a.breakdown)
         results.append({"kernel": b.name, "shape": b.shapes, "peers": rows, "expected": list(b.hands)})
         print(f"{b.name}: done", file=sys.stderr)
     dev_name = torch.cuda.get_device_name(0) if dev == "cuda" else "CPU (kad's interpreter)"

@@ -333,6 +333,8 @@ class CudaKernel:
             text = forward_stub(self.text, self.kernel, spec.params, template)
             inc = [os.path.dirname(os.path.abspath(self.filename))] if os.path.isfile(self.filename) else []
             inc += list(self.include_dirs)  # nvcc's -I, as kad's front end read them
+            if self.hip:  # <hip/hip_runtime.h> and friends, mapped to CUDA's names
+                inc.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "hip_on_cuda"))
             lib = build_module(text, self.kernel, _arch(dev), inc)
             fname = f"kad_launch_{self.kernel}"
             fn = getattr(lib, fname)
@@ -499,6 +501,22 @@ class CudaKernel:
         _CudaFunction.apply(run, *[by[n] for n in ins + others], *dirty)
         return _result([by[n] for n in outs])
 
+    def _check_hip_on_cuda(self):
+        """A HIP source on CUDA tensors: nvcc compiles it through kad's HIP-on-CUDA headers
+        (hip_on_cuda/hip/*.h), unless its kernels use the warp: kad reads a .hip file with AMD's
+        64-lane wavefronts, an NVIDIA warp has 32 lanes, so the two would compute different things."""
+        if getattr(torch.version, "hip", None):
+            raise NotImplementedError(f"kad.cuda: {self.kernel}: ROCm tensors: kad.cuda compiles with nvcc, not "
+                                      f"hipcc; the HIP source runs on CPU tensors")
+        body = re.sub(r"//[^\n]*|/\*.*?\*/", " ", self.text, flags=re.S)
+        warp = re.search(r"\b(__shfl\w*|warpSize|__ballot\w*|__any\w*|__all\w*|__activemask|__lane_id)\b", body)
+        if warp and self.filename.endswith(".hip"):
+            raise NotImplementedError(
+                f"kad.cuda: {self.kernel}: this HIP source uses the warp ({warp.group(1)}), which kad reads as AMD's "
+                f"64-lane wavefront (a .hip file); on an NVIDIA GPU a warp has 32 lanes, so the kernel nvcc would "
+                f"run is not the one kad differentiates. Run it on CPU tensors (kad's interpreter), or give it "
+                f"as CUDA C (a .cu file, 32-lane warps)")
+
     def _prepare(self, grid, block, args, shared_mem, stream):
         """(_Launch, argument values in C order (tensors as passed, scalars as Python numbers),
         parameter names) of one launch, its arguments checked against the C signature and the
@@ -507,8 +525,7 @@ class CudaKernel:
         dev = next(iter(devs)) if len(devs) == 1 else None
         on_gpu = dev is not None and dev.type == "cuda"
         if on_gpu and self.hip:
-            raise NotImplementedError(f"kad.cuda: {self.kernel}: a HIP source on CUDA tensors: kad.cuda compiles "
-                                      f"CUDA C with nvcc; the HIP spelling runs on CPU tensors")
+            self._check_hip_on_cuda()
         _check_limits(self.kernel, grid, block, _device_limits(dev) if on_gpu else None)
         _check_shared_mem(self.kernel, shared_mem, dev if on_gpu else None)
         template, spec = self.specialization(block, args, shared_mem=shared_mem)
@@ -677,14 +694,22 @@ def _backward(launch, need, inout, outs, scratch, by, old, out_grads):
     dx = {}
     for n in outs:
         y, gr = by[n], out_grads.get(n)
-        d = torch.zeros_like(y) if gr is None else gr.to(y.dtype).contiguous().clone()
+        if gr is None:
+            d = torch.zeros_like(y)
+        else:
+            d = gr.to(y.dtype).contiguous()
+            if n in inout or gacc.get("d_" + n, 0) & 2:
+                d = d.clone()  # the backward writes it: not into autograd's tensor
         by["d_" + n] = d
         if n in inout:  # one buffer: the output's gradient in, the old value's out
             dx[n] = by["d_" + n + "_part"] = d
+    # the generated CUDA C launcher zero-fills every input gradient itself (cudaMemsetAsync); kad's
+    # interpreter adds into what it is given
+    fresh = torch.zeros_like if launch.device is None else torch.empty_like
     for n in need:
         # d_<x>_part: a folded or site-rows gradient, whose partials and sum the interpreter's
         # plan runs itself into the gradient passed there (docs/AD.md, "Folding")
-        dx[n] = by["d_" + n] = by["d_" + n + "_part"] = torch.zeros_like(by[n])
+        dx[n] = by["d_" + n] = by["d_" + n + "_part"] = fresh(by[n])
     missing = [n for n, _ in g.params if n not in by]
     if missing:
         raise KadError(f"kad.cuda: {dk.kernel}: the backward takes {missing}, which this binding does "
@@ -1046,7 +1071,9 @@ def build_module(text: str, name: str, arch: str, include: Sequence[str] = ()) -
 
     from .autograd import cache_dir
     nvcc = _nvcc()
-    flags = ["-O3", "-shared", "-Xcompiler", "-fPIC", f"-arch={arch}", "-std=c++17"] + [f"-I{d}" for d in include]
+    flags = ["-O3", "-shared", "-Xcompiler", "-fPIC", f"-arch={arch}", "-std=c++17",
+             # constexpr host functions in device code (std::numeric_limits), as PyTorch's extensions build
+             "--expt-relaxed-constexpr"] + [f"-I{d}" for d in include]
     with _SO_LOCK:
         ver = _nvcc_version(nvcc)
         key = hashlib.sha256("\0".join([text, ver, " ".join(flags), _capi.build_id()]).encode()).hexdigest()[:32]
@@ -1099,11 +1126,61 @@ _KAD_TO_CXX = {"fp32": "float", "fp64": "double", "fp16": "__half", "bf16": "__n
                "u64": "uint64_t", "i1": "bool"}
 
 
+def _source_params(text, kernel):
+    """The C parameter names of the __global__ function kernel, in order (comments and default
+    arguments dropped), or None where its declaration is not found."""
+    body = re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
+    m = re.search(r"\b__global__\b[^;{}]*?\b" + re.escape(kernel) + r"\s*\(", body)
+    if not m:
+        return None
+    i, depth, start, parts = m.end(), 1, m.end(), []
+    while i < len(body) and depth:
+        c = body[i]
+        if c in "(<[":
+            depth += 1
+        elif c in ")>]":
+            depth -= 1
+        if (c == "," and depth == 1) or depth == 0:
+            parts.append(body[start:i])
+            start = i + 1
+        i += 1
+    names = []
+    for part in parts:
+        part = part.split("=", 1)[0].strip()
+        if not part or part == "void":
+            continue
+        ids = re.findall(r"[A-Za-z_]\w*", re.sub(r"\[[^\]]*\]", "", part))
+        if not ids:
+            return None
+        names.append(ids[-1])
+    return names
+
+
+# the forward's launcher passes each argument through one of these: a pointer converts to the
+# kernel's parameter type (float2 *, a struct's pointer, const or not), a number to its C type
+# (an enum's too); a struct by value is built from its members in order
+_STUB_HELPERS = """
+struct kad_ptr { void *p; template <typename T> __host__ operator T *() const { return (T *)p; } };
+template <typename V> struct kad_num { V v; template <typename T> __host__ operator T() const { return (T)v; } };
+"""
+
+
 def forward_stub(text: str, kernel: str, params: Sequence[tuple[str, str]], template: Mapping[str, Any]) -> str:
     """The user's source followed by an extern "C" launcher of its kernel (the forward compiled
-    as written: the instantiation for template, the arguments in the C signature's order)."""
+    as written: the instantiation for template, the arguments in the C signature's order).  The
+    launcher takes kad's parameters (a struct by value as one parameter per member, `p_scale`,
+    a vector type's pointer as its element's) and passes each to the kernel's own parameter."""
     names = _template_header(text, kernel)
     targs = []
+    if any(t not in template for t in names):
+        # kad's front end took the file's one explicit instantiation: the launcher calls it too
+        body = re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
+        insts = {" ".join(m.group(1).split()) for m in re.finditer(
+            r"\btemplate\s+(?:__global__\s+)?void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?"
+            + re.escape(kernel) + r"\s*<([^;{}]*?)>\s*\(", body)}
+        if len(insts) == 1:
+            names = []
+            targs = [next(iter(insts))]
     for t in names:
         if t not in template:
             raise KadError(f"kad.cuda: {kernel}: template parameter '{t}' has no value for the GPU launch: "
@@ -1111,18 +1188,37 @@ def forward_stub(text: str, kernel: str, params: Sequence[tuple[str, str]], temp
         v = template[t]
         v = _DTYPE_TO_KAD.get(v, v) if isinstance(v, torch.dtype) else v
         targs.append(_KAD_TO_CXX.get(v, str(v)) if isinstance(v, str) else str(int(v)))
-    inst = kernel + (f"<{', '.join(targs)}>" if names else "")
-    decl = []
+    inst = kernel + (f"<{', '.join(targs)}>" if targs else "")
+    decl, conv = [], {}
     for n, ty in params:
         e = ty.lstrip("*").split("[", 1)[0]
         decl.append(f"{_KAD_TO_CXX[e]} {'*' if ty.startswith('*') else ''}{n}")
+        conv[n] = f"kad_ptr{{(void *){n}}}" if ty.startswith("*") else f"kad_num<{_KAD_TO_CXX[e]}>{{{n}}}"
+    flat = [n for n, _ in params]
+    cnames = _source_params(text, kernel) or flat
+    args, i = [], 0
+    for c in cnames:
+        if i < len(flat) and flat[i] == c:
+            args.append(conv[c])
+            i += 1
+            continue
+        members = []
+        while i < len(flat) and flat[i].startswith(c + "_"):
+            members.append(flat[i])
+            i += 1
+        if not members:  # not the declaration kad read: pass kad's parameters as they are
+            args, i = [conv[n] for n in flat], len(flat)
+            break
+        args.append("{" + ", ".join(members) + "}")
+    if i != len(flat):
+        args = [conv[n] for n in flat]
     return (text + "\n\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <stdint.h>\n"
-            "// kad.cuda: the forward's launcher\n"
+            "// kad.cuda: the forward's launcher\n" + _STUB_HELPERS +
             f'extern "C" int kad_launch_{kernel}(unsigned grid_x, unsigned grid_y, unsigned grid_z, '
             "unsigned block_x, unsigned block_y, unsigned block_z, unsigned kad_shared_mem, "
             + "".join(d + ", " for d in decl) + "cudaStream_t stream)\n{\n"
             f"    {inst}<<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), kad_shared_mem, "
-            f"stream>>>({', '.join(n for n, _ in params)});\n"
+            f"stream>>>({', '.join(args)});\n"
             "    return (int)cudaGetLastError();\n}\n")
 
 

@@ -31,6 +31,59 @@
 /* ------------------------------------------------------------------ */
 
 
+static int uses_in(const Block *body, ValId v, const Inst **use, int *pos)
+{
+    int n = 0;
+    for (int i = 0; i < body->insts.n; i++) {
+        const Inst *in = &body->insts.v[i];
+        for (int j = 0; j < in->nargs; j++)
+            if (in->args[j] == v) {
+                n++;
+                *use = in;
+                *pos = j;
+            }
+        for (int r = 0; r < in->nregions; r++)
+            if (ir_block_uses(in->regions[r], v))
+                return -1;
+    }
+    return n;
+}
+
+/* cur's two uses, when they are a link t = link(cur, x) and w = where(m, t, cur) (or where(m,
+ * cur, t)), t used only there: w = cur + where(m, x, 0), the same link (the per-thread lowering's
+ * masked loop bodies: `s += a[i]` under the lanes' mask).  The where's adjoint gives cur the lanes
+ * off and t the lanes on, which the link passes to cur: cur's adjoint is w's in every iteration. */
+static const Inst *masked_update(Ad *ad, const Block *body, ValId cur, bool (*link)(Ad *, const Inst *, int, ValId))
+{
+    const Inst *l = NULL, *w = NULL;
+    int lpos = -1;
+    for (int i = 0; i < body->insts.n; i++) {
+        const Inst *in = &body->insts.v[i];
+        for (int j = 0; j < in->nargs; j++) {
+            if (in->args[j] != cur)
+                continue;
+            if (in->op == OP_WHERE && j > 0 && in->args[0] != cur && !w)
+                w = in;
+            else if (!l) {
+                l = in;
+                lpos = j;
+            } else
+                return NULL;
+        }
+    }
+    if (!l || !w || l->nres != 1 || l->nregions || !link(ad, l, lpos, cur))
+        return NULL;
+    ValId t = l->res[0];
+    int tpos = w->args[1] == cur ? 2 : 1;
+    if (w->args[tpos] != t || w->args[3 - tpos] != cur || !type_eq(fw_ty(ad, w->res[0]), fw_ty(ad, cur)))
+        return NULL;
+    const Inst *u = NULL;
+    int upos = -1;
+    if (uses_in(body, t, &u, &upos) != 1 || u != w)
+        return NULL;
+    return w;
+}
+
 bool ad_carried_chain(Ad *ad, const Block *body, int k, bool (*link)(Ad *, const Inst *, int, ValId))
 {
     ValId cur = body->params[1 + k];
@@ -50,6 +103,15 @@ bool ad_carried_chain(Ad *ad, const Block *body, int k, bool (*link)(Ad *, const
             for (int r = 0; r < in->nregions; r++)
                 if (ir_block_uses(in->regions[r], cur))
                     return false;
+        }
+        if (nuse == 2) { /* a masked update where(m, cur + x, cur): the lanes off keep cur */
+            const Inst *w = masked_update(ad, body, cur, link);
+            if (!w || nmarks + 2 > (int)(sizeof marks / sizeof marks[0]))
+                return false;
+            marks[nmarks++] = w->args[w->args[1] == cur ? 2 : 1];
+            marks[nmarks++] = w->res[0];
+            cur = w->res[0];
+            continue;
         }
         if (nuse != 1)
             return false;

@@ -1187,6 +1187,12 @@ bool emit_cuda_kernel(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCud
     buf_puts(out, "}\n");
     if (lanes)
         *lanes = c.L;
+    for (int v = 1; v < f->vals.n; v++) /* half types: cuda_fp16.h / cuda_bf16.h in the prelude */
+        for (int e = 0; e < 2; e++) {
+            Dtype t = (Dtype)(e ? f->vals.v[v].ty.elem : f->vals.v[v].ty.dt);
+            if (t == DT_F16 || t == DT_BF16)
+                c.helpers |= CU_H_HALF;
+        }
     if (helpers)
         *helpers |= c.helpers;
     return true;

@@ -666,10 +666,10 @@ static const char prelude_rand[] =
 
 void emit_cuda_prelude(Buf *out, const EmitCudaOpts *o, unsigned helpers)
 {
-    if (o && o->hip)
-        buf_puts(out, "#include <hip/hip_runtime.h>\n#include <hip/hip_fp16.h>\n#include <hip/hip_bf16.h>\n");
-    else
-        buf_puts(out, "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n");
+    bool hip = o && o->hip;
+    buf_puts(out, hip ? "#include <hip/hip_runtime.h>\n" : "#include <cuda_runtime.h>\n");
+    if (helpers & CU_H_HALF) /* they double nvcc's time: only where a value is half */
+        buf_puts(out, hip ? "#include <hip/hip_fp16.h>\n#include <hip/hip_bf16.h>\n" : "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n");
     buf_puts(out, "#include <assert.h>\n#include <math.h>\n#include <stdint.h>\n\n");
     if (helpers & (CU_H_REDUCE | CU_H_SCAN))
         buf_puts(out, prelude_reduce);

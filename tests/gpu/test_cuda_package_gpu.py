@@ -100,15 +100,16 @@ def test_backward_bitwise():
 
 
 def test_refused_before_forward():
-    # softmax_rows' backward moves the lanes into a row (the adjoint of its shared-memory reads), which
-    # the CUDA C emitter does not print yet (docs/EMIT.md, "CUDA C"): refused, located, before the
-    # forward runs
-    k = kad.cuda.differentiable(os.path.join(CUDA, "softmax_rows.cu"), "softmax_rows", inputs=["x"], outputs=["y"],
-                                template={"BLOCK": 32})
-    x = randn(3, 50).float().to(DEV).requires_grad_()
-    y = torch.zeros(3, 50, device=DEV)
-    with pytest.raises(kad.KadError, match=r"softmax_rows.cu:\d+:\d+: error: CUDA C emitter"):
-        k[3, 32](x, y, 50)
+    # layernorm_warp's backward writes its warps' partials into shared memory at another thread's
+    # index ([warps, 1] tiles), which the CUDA C emitter does not print yet (docs/EMIT.md, "CUDA C"):
+    # refused, located, before the forward runs
+    k = kad.cuda.differentiable(os.path.join(CUDA, "layernorm_warp.cu"), "layernorm", inputs=["x", "gamma", "beta"],
+                                outputs=["y"], template={"BLOCK": 64})
+    x = randn(3, 80).float().to(DEV).requires_grad_()
+    gamma, beta = randn(80).float().to(DEV), randn(80).float().to(DEV)
+    y = torch.zeros(3, 80, device=DEV)
+    with pytest.raises(kad.KadError, match=r"layernorm_warp.cu:\d+:\d+: error: CUDA C emitter"):
+        k[3, 64](x, gamma, beta, y, 80, 1e-5)
     assert torch.all(y == 0)
 
 

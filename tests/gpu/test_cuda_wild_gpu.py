@@ -29,9 +29,14 @@ import test_cuda_wild as w  # noqa: E402
 F64 = torch.float64
 # the CUDA C emitter's refusals today (src/emit/emit_cuda*.c): a shared array longer than the block
 # (tree_reduce: sdata[256] with 64 threads) or written at another thread's index ([len, 1] tiles)
-REFUSED = {"tree_reduce_l2norm": "has shape", "block_reduce_rmsnorm": "has shape"}
-# backwards that add with atomicAdd (right, not bitwise): the matmul's gradients sum over a grid axis
-ATOMIC = {"tiled_matmul_smem"}
+REFUSED = {"tree_reduce_l2norm": "has shape", "block_reduce_rmsnorm": "has shape", "dyn_smem_half_norm": "has shape"}
+# backwards that add with atomicAdd (right, not bitwise; each header says so): the matmul's gradients
+# sum over a grid axis; the embedding's rows gather at indices loaded from memory (a scatter at data
+# positions); the bias of a 2-D block is read by the block's rows at once (lanes that share an
+# element: no fold)
+ATOMIC = {"tiled_matmul_smem", "embedding_gather", "bias_residual_2d"}
+# HIP sources whose kernels use the warp: kad reads them with 64-lane wavefronts, refused on CUDA
+WAVE64 = {"hip_wave_softmax"}
 
 
 @pytest.mark.parametrize("name", sorted(w.CASES))
@@ -42,7 +47,16 @@ def test_wild_kernel_on_gpu(name):
     low = c.dtype if c.dtype != F64 else torch.float32
     dev = [a.to(low).cuda() if isinstance(a, torch.Tensor) and a.is_floating_point() else
            a.cuda() if isinstance(a, torch.Tensor) else a for a in args]
+    # a pointer the C signature types otherwise (double *, a float * next to bf16 data) gets its own dtype
+    params = w.prepare(c, dev)[0].specialization(c.block, dev, c.template or None, shared_mem=c.smem)[1].params
+    want_dt = {"fp32": torch.float32, "fp64": F64, "fp16": torch.float16, "bf16": torch.bfloat16}
+    dev = [a.to(want_dt[ty[1:].split("[")[0]]) if isinstance(a, torch.Tensor) and a.is_floating_point()
+           and ty.startswith("*") and ty[1:].split("[")[0] in want_dt else a for a, (_, ty) in zip(dev, params)]
     k, run, xs, outs = w.prepare(c, dev)
+    if name in WAVE64:
+        with pytest.raises(NotImplementedError, match="64-lane wavefront"):
+            k[c.grid, c.block](*run, shared_mem=c.smem)
+        return
     try:
         k[c.grid, c.block](*run, shared_mem=c.smem)
     except kad.KadError as e:

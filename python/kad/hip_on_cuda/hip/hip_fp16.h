@@ -1,0 +1,3 @@
+// kad.cuda's HIP-on-CUDA header (see hip_runtime.h)
+#pragma once
+#include "hip_runtime.h"
