@@ -160,9 +160,18 @@ typedef struct CuInst { /* template __global__ void k<float, 256>(...); */
     Loc loc;
 } CuInst;
 
+/* A __global__ or __device__ function kad could not parse: its errors, reported only where a
+ * kernel asked for, or a function called, has its name (one unreadable function refuses no other). */
+typedef struct CuBroken {
+    const char *name; /* NULL where the name itself could not be read */
+    Diag *diags;
+    int ndiags;
+} CuBroken;
+
 typedef struct CuUnit {
     const char *file;
     Vec(CuFunc *) funcs;
+    Vec(CuBroken) broken;
     Vec(CuStruct *) structs;
     Vec(CuInst) insts;
     Vec(CuField) typedefs; /* typedef T name; using name = T; (file scope) */
@@ -295,6 +304,10 @@ CVal cu_load_ptr(Lw *L, CVal p, Loc loc);                    /* *p under $m */
 
 CVal cu_var_value(Lw *L, Var *v, Loc loc);                   /* a variable's value (a struct from its fields) */
 CVal cu_struct_value(Lw *L, Var *v, Loc loc);
+/* The errors of a function of name that kad could not parse (CuUnit.broken), reported into L->d
+ * (after "'name' is a function of the file that kad could not read" at use, when use.file is set):
+ * true if there was one. */
+bool cu_report_broken(Lw *L, const char *name, Loc use);
 const CuFunc *cu_find_func(Lw *L, const char *name);          /* the first function of the units named so */
 const CuTy *cu_base_type(Lw *L, const char *n, Loc loc);      /* a type name, without pointers */
 CVal cu_const_float(Lw *L, const CuTy *t, double v, Loc loc);

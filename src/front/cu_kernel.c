@@ -278,6 +278,8 @@ Func *cu_lower(Arena *a, Diags *d, CuUnit **units, int nunits, const char *name,
     Lw *L = &Lv;
     const CuFunc *fn = cu_find_func(L, name);
     Loc nl = {"<kernel>", 1, 1};
+    if (!fn && cu_report_broken(L, name, (Loc){0}))
+        return NULL;
     if (!fn || !fn->is_global) {
         Buf b = {.a = a};
         for (int u = 0; u < nunits; u++)

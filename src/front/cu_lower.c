@@ -961,6 +961,27 @@ static void store_ptr(Lw *L, CVal p, CVal v, Loc loc)
 
 /* ---- calls ---- */
 
+bool cu_report_broken(Lw *L, const char *name, Loc use)
+{
+    for (int u = 0; u < L->nunits; u++)
+        for (int i = 0; i < L->units[u]->broken.n; i++) {
+            const CuBroken *b = &L->units[u]->broken.v[i];
+            if (!b->name || strcmp(b->name, name))
+                continue;
+            if (use.file)
+                diag_error(L->d, use, "'%s' is a function of the file that kad could not read:", name);
+            for (int k = 0; k < b->ndiags; k++) {
+                const Diag *g = &b->diags[k];
+                if (g->kind == DG_ERROR)
+                    diag_error(L->d, g->loc, "%s", g->msg);
+                else
+                    diag_note(L->d, g->loc, "%s", g->msg);
+            }
+            return true;
+        }
+    return false;
+}
+
 const CuFunc *cu_find_func(Lw *L, const char *name)
 {
     for (int u = 0; u < L->nunits; u++)
@@ -978,6 +999,8 @@ static CVal call(Lw *L, const CuExpr *e)
         CVal r = cu_call_builtin(L, e, &handled);
         if (handled)
             return r;
+        if (cu_report_broken(L, e->name, e->loc))
+            return cu_bad(L);
         diag_error(L->d, e->loc, "unknown function '%s' (kad knows the CUDA math library, shuffles, atomicAdd, "
                                  "__ldg and the __device__ functions of the file)", e->name);
         return cu_bad(L);

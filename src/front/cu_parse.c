@@ -1043,6 +1043,39 @@ static bool const_item(P *p, int item0)
     return ok && !quiet.nerrors;
 }
 
+/* One function of file scope, parsed with its own diagnostics: where it fails, it is dropped and
+ * its errors kept in the unit's broken list (cu_lower reports them where the function is used),
+ * and the parse goes on after the item (from item0, by balanced brackets). */
+static void parse_item_function(P *p, int item0, CuTParam *tps, int ntps, bool glob, bool dev)
+{
+    Diags fd, *dd = p->d;
+    diag_init(&fd, p->a);
+    p->d = &fd;
+    int nfuncs = p->u->funcs.n, name_at = p->i;
+    parse_function(p, tps, ntps, glob, dev);
+    p->d = dd;
+    for (int i = 0; i < fd.list.n; i++) /* notes and warnings of a function that parses stay */
+        if (!fd.nerrors)
+            vec_push(p->a, dd->list, fd.list.v[i]);
+    if (!fd.nerrors)
+        return;
+    p->u->funcs.n = nfuncs; /* pushed before its body: not a function kad can lower */
+    /* the name: the identifier before the parameters' parenthesis */
+    const char *name = NULL;
+    for (int i = name_at; i + 1 < p->n && p->t[i].kind != CT_EOF; i++) {
+        if (is(&p->t[i + 1], "(") && p->t[i].kind == CT_IDENT && !is(&p->t[i], "__launch_bounds__")) {
+            name = p->t[i].text;
+            break;
+        }
+        if (is(&p->t[i], "{") || is(&p->t[i], ";"))
+            break;
+    }
+    CuBroken b = {.name = name, .diags = fd.list.v, .ndiags = fd.list.n};
+    vec_push(p->a, p->u->broken, b);
+    p->i = item0;
+    skip_item(p);
+}
+
 CuUnit *cu_parse(Arena *a, Diags *d, const char *file, const CuTok *toks, int ntok)
 {
     P p = {.a = a, .d = d, .t = toks, .n = ntok};
@@ -1174,7 +1207,7 @@ CuUnit *cu_parse(Arena *a, Diags *d, const char *file, const CuTok *toks, int nt
             p.d = dd;
             p.i = save;
             if (isfn) {
-                parse_function(&p, tps, ntps, glob, dev);
+                parse_item_function(&p, item0, tps, ntps, glob, dev);
                 continue;
             }
         }
