@@ -1212,7 +1212,9 @@ def forward_stub(text: str, kernel: str, params: Sequence[tuple[str, str]], temp
         args.append("{" + ", ".join(members) + "}")
     if i != len(flat):
         args = [conv[n] for n in flat]
-    return (text + "\n\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <stdint.h>\n"
+    half = any(ty.lstrip("*").split("[", 1)[0] in ("fp16", "bf16") for _, ty in params)
+    return (text + "\n\n" + ("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n" if half else "")
+            + "#include <stdint.h>\n"
             "// kad.cuda: the forward's launcher\n" + _STUB_HELPERS +
             f'extern "C" int kad_launch_{kernel}(unsigned grid_x, unsigned grid_y, unsigned grid_z, '
             "unsigned block_x, unsigned block_y, unsigned block_z, unsigned kad_shared_mem, "

@@ -309,6 +309,18 @@ static ValId extremum_adjoint(Em *e, ValId fx, ValId fy, ValId d, int axis, bool
  * rules_fwd.c has forward mode's in the same order).  d is the
  * adjoint of the result y; GIVE(k, x) adds x to operand k's adjoint
  * (inactive operands ignore it; ACT() saves emitting code for them). */
+/* v is the float constant 1 (through broadcasts) */
+static bool float_one(const Ad *ad, ValId v)
+{
+    for (const Inst *in = ad->def[v]; in; in = ad->def[in->args[0]]) {
+        if (in->op == OP_CONST)
+            return is_float(fw_ty(ad, v)) && in->fval == 1.0;
+        if (in->op != OP_BROADCAST && in->op != OP_EXPAND_DIMS)
+            return false;
+    }
+    return false;
+}
+
 void adj_rule(Em *e, const Inst *in)
 {
     Ad *ad = e->ad;
@@ -338,11 +350,11 @@ void adj_rule(Em *e, const Inst *in)
         if (ACT(a1))
             GIVE(1, a1 == a0 && c[0] ? c[0] : MUL(d, P(e, a0)));
         break;
-    case OP_DIV: /* y = a/b: da = d/b, db = -d*y/b */
+    case OP_DIV: /* y = a/b: da = d/b, db = -d*y/b; y = 1/b (a sigmoid's): db = -d*y*y, no division */
         if (ACT(a0))
             GIVE(0, DIV(d, P(e, a1)));
         if (ACT(a1))
-            GIVE(1, NEG(DIV(MUL(d, P(e, y)), P(e, a1))));
+            GIVE(1, float_one(ad, a0) ? NEG(MUL(MUL(d, P(e, y)), P(e, y))) : NEG(DIV(MUL(d, P(e, y)), P(e, a1))));
         break;
     case OP_REM: /* float fmod: y = a - trunc(a/b)*b */
         GIVE(0, d);
