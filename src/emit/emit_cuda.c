@@ -981,6 +981,13 @@ static void print_for(Cu *c, const Inst *in)
                             ecu_val(c, in->args[1]));
     const char *step = known && stc == 1 ? arena_printf(c->a, "%s++", c->var[iv])
                                          : arena_printf(c->a, "%s += %s", c->var[iv], st);
+    /* a loop over memory with a trip count known only at run time (a grid-stride loop): not
+     * unrolled. nvcc's 4x unrolling keeps four iterations' values live (Swish's backward launcher
+     * on an H200: 48 registers instead of 28, 109 us instead of 87 with its memset;
+     * docs/BENCHMARKS.md) where the other warps already hide the loads' latency */
+    const Inst *lo = c->def[in->args[0]], *hi = c->def[in->args[1]];
+    if ((!lo || lo->op != OP_CONST || !hi || hi->op != OP_CONST) && ir_block_has_op(body, OP_LOAD))
+        ecu_line(c, "#pragma unroll 1");
     ecu_line(c, "for (%s %s = %s; %s; %s) {", ecu_ctype(c, iv, in->loc), c->var[iv], ecu_val(c, in->args[0]), test, step);
     c->depth++;
     ecu_print_block(c, body, vars);
