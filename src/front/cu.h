@@ -88,6 +88,7 @@ typedef enum CuStmtKind {
     CS_RETURN, CS_BLOCK, CS_EMPTY,
     CS_SWITCH, /* switch (e) body: body a CS_BLOCK whose items include the labels */
     CS_CASE,   /* a label of the enclosing switch's body: `case e:`, or `default:` (e NULL) */
+    CS_TYPEDEF, /* `using name = T;` / `typedef T name;` in a body: type, decls[0].name */
 } CuStmtKind;
 
 typedef struct CuStmt CuStmt;

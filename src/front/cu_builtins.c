@@ -174,6 +174,42 @@ static CVal numeric_limit(Lw *L, const CuExpr *e, const char *what)
     return cu_bad(L);
 }
 
+static const MathFn *math_fn(const char *name)
+{
+    for (size_t k = 0; k < sizeof math_fns / sizeof *math_fns; k++)
+        if (!strcmp(math_fns[k].name, name))
+            return &math_fns[k];
+    return NULL;
+}
+
+/* sincosf(v, &s, &c) (sincos for double): s = sin(v), c = cos(v), stored through the two
+ * pointers: `&local` assigns the variable, any other pointer expression p its element *p. */
+static CVal sincos_call(Lw *L, const CuExpr *e, bool f32)
+{
+    if (e->nargs != 3) {
+        diag_error(L->d, e->loc, "'%s' takes 3 arguments (the angle and two pointers), %d given", e->name, e->nargs);
+        return cu_bad(L);
+    }
+    CVal v = cu_expr(L, e->args[0]);
+    if (!v.v || !cu_is_num(v.t))
+        return cu_bad(L);
+    CVal r[2] = {call_math(L, math_fn(f32 ? "sinf" : "sin"), &v, e->loc),
+                 call_math(L, math_fn(f32 ? "cosf" : "cos"), &v, e->loc)};
+    for (int k = 0; k < 2; k++) {
+        const CuExpr *p = e->args[1 + k], *lhs = p;
+        if (p->kind == CE_UNARY && !strcmp(p->op, "&"))
+            lhs = p->l;
+        else {
+            CuExpr *d = arena_alloc(L->a, sizeof *d);
+            *d = (CuExpr){.kind = CE_UNARY, .loc = p->loc, .op = "*", .l = (CuExpr *)p};
+            lhs = d;
+        }
+        if (r[k].v)
+            cu_assign(L, lhs, r[k], p->loc);
+    }
+    return (CVal){.t = cu_scalar_ty(L, TY_VOID, DT_VOID)};
+}
+
 CVal cu_call_builtin(Lw *L, const CuExpr *e, bool *handled)
 {
     const char *n = e->name;
@@ -208,6 +244,8 @@ CVal cu_call_builtin(Lw *L, const CuExpr *e, bool *handled)
             same = a->st == b->st;
         return (CVal){.t = cu_ty_bool(L), .v = same ? L->tru : L->fls, .cst = true, .ci = same};
     }
+    if (!strcmp(n, "sincosf") || !strcmp(n, "__sincosf") || !strcmp(n, "sincos"))
+        return sincos_call(L, e, n[strlen(n) - 1] == 'f');
     for (size_t k = 0; k < sizeof math_fns / sizeof *math_fns; k++)
         if (!strcmp(math_fns[k].name, n)) {
             if (na != math_fns[k].nargs) {

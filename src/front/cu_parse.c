@@ -649,12 +649,49 @@ static CuStmt *parse_block(P *p)
     return s;
 }
 
+/* `using name = T;` or `typedef T name;` in a function's body: a type name from here to the end of
+ * the function for the parser (p->tnames), of its block for the lowering (CS_TYPEDEF). */
+static CuStmt *parse_local_typedef(P *p, Loc loc)
+{
+    const char *name = NULL;
+    CuTypeSpec *ty = NULL;
+    if (accept(p, "using")) {
+        name = next(p)->text;
+        expect(p, "=");
+        ty = parse_type(p);
+    } else {
+        expect(p, "typedef");
+        ty = parse_type(p);
+        if (peek(p)->kind != CT_IDENT) {
+            diag_error(p->d, peek(p)->loc, "expected the typedef's name");
+            return mks(p, CS_EMPTY, loc);
+        }
+        name = next(p)->text;
+    }
+    expect(p, ";");
+    CuStmt *s = mks(p, CS_TYPEDEF, loc);
+    s->type = ty;
+    s->decls = arena_alloc(p->a, sizeof *s->decls);
+    s->decls[0] = (CuDecl){.name = name, .loc = loc};
+    s->ndecls = 1;
+    vec_push(p->a, p->tnames, name);
+    return s;
+}
+
 static CuStmt *parse_stmt(P *p)
 {
     const CuTok *t = peek(p);
     Loc loc = t->loc;
     if (is(t, "{"))
         return parse_block(p);
+    if ((is(t, "using") && peekn(p, 1)->kind == CT_IDENT && is(peekn(p, 2), "=")) || is(t, "typedef"))
+        return parse_local_typedef(p, loc);
+    if (is(t, "using")) { /* using namespace std; using std::max;: names kad reads anyway */
+        while (!is(peek(p), ";") && peek(p)->kind != CT_EOF)
+            next(p);
+        accept(p, ";");
+        return mks(p, CS_EMPTY, loc);
+    }
     if (is(t, ";")) {
         next(p);
         return mks(p, CS_EMPTY, loc);

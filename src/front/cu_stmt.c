@@ -1263,6 +1263,12 @@ void cu_stmt(Lw *L, const CuStmt *s)
     case CS_SWITCH:
         lower_switch(L, s);
         return;
+    case CS_TYPEDEF: {
+        const CuTy *ty = cu_resolve_type(L, s->type);
+        if (ty)
+            cu_declare(L, s->decls[0].name, VK_TYPE, ty, s->loc);
+        return;
+    }
     case CS_CASE:
         diag_error(L->d, s->loc, "'%s' outside the body of a switch (a label inside a nested block is not supported)",
                    s->e ? "case" : "default");
