@@ -430,6 +430,7 @@ static bool while_bound(Ad *ad, const Inst *in, TapeLoop *tl, ValId c, int id, i
 
 bool ad_tape_plan_while(Ad *ad, const Inst *in, const Inst *rep, int at)
 {
+    (void)rep; /* its report names the carried values, a store the iterations order only generically */
     const Block *cond = in->regions[0], *body = in->regions[1];
     int n = in->nres;
     const char *first = NULL;

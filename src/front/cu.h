@@ -40,8 +40,11 @@ typedef struct CuTok {
 
 /* A type as written: base name ("float", "unsigned int", "float4", a struct
  * or template parameter name), pointer depth, qualifiers. */
+typedef struct CuTArg CuTArg;
 typedef struct CuTypeSpec {
-    const char *name;
+    const char *name;  /* "cub::BlockReduce" with targs; "NAME::TempStorage" */
+    struct CuTArg *targs;
+    int ntargs;
     int nptr;
     bool is_const;
     bool ref; /* `&` (a device function's parameter by reference) */
@@ -63,10 +66,10 @@ typedef enum CuExprKind {
 } CuExprKind;
 
 typedef struct CuExpr CuExpr;
-typedef struct CuTArg { /* a template argument: a type or a constant expression */
+struct CuTArg { /* a template argument: a type or a constant expression */
     CuTypeSpec *type;
     CuExpr *expr;
-} CuTArg;
+};
 
 struct CuExpr {
     CuExprKind kind;
@@ -184,7 +187,7 @@ typedef struct CuUnit {
 /* C types of values.  Vector types (float4) and user structs are TY_STRUCT;
  * a pointer to a struct whose fields share one dtype is an IR pointer to
  * that dtype, indexed in units of the struct's field count. */
-enum { TY_VOID, TY_BOOL, TY_INT, TY_FLOAT, TY_PTR, TY_STRUCT };
+enum { TY_VOID, TY_BOOL, TY_INT, TY_FLOAT, TY_PTR, TY_STRUCT, TY_CUB };
 typedef struct CuTy CuTy;
 typedef struct CuSInfo {
     const char *name;
@@ -197,7 +200,10 @@ struct CuTy {
     Dtype dt;         /* TY_BOOL (i1), TY_INT, TY_FLOAT; TY_PTR: the IR pointee */
     const CuTy *elem; /* TY_PTR */
     const CuSInfo *st; /* TY_STRUCT */
+    int cub;           /* TY_CUB: CUB_BLOCK_REDUCE (elem: its value type) or CUB_TEMP */
+    int64_t cub_threads; /* TY_CUB: the block's threads cub reduces over */
 };
+enum { CUB_BLOCK_REDUCE = 1, CUB_TEMP = 2 };
 
 /* A C value: its type and IR value (rank 0: the same in every thread of
  * the block; rank 1: one lane per thread); structs by their fields.
@@ -219,7 +225,7 @@ typedef struct CVal {
  * lane tile), "$brk" the threads that left the innermost loop by break,
  * "$cnt" those that continued in this iteration, "$ret" a device
  * function's result. */
-enum { VK_VAL, VK_ARRAY, VK_SHARED, VK_STRUCT, VK_TYPE };
+enum { VK_VAL, VK_ARRAY, VK_SHARED, VK_STRUCT, VK_TYPE, VK_CUB /* a cub TempStorage: a name, no value */ };
 typedef struct Var {
     const char *name;
     int kind;

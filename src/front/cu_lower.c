@@ -174,10 +174,63 @@ const CuTy *cu_base_type(Lw *L, const char *n, Loc loc)
     return NULL;
 }
 
+/* cub::BlockReduce<T, THREADS[, ALGORITHM, ...]>: TY_CUB of elem T; its ::TempStorage. */
+static const CuTy *cub_type(Lw *L, const CuTypeSpec *ts)
+{
+    size_t n = strlen(ts->name), k = strlen("::TempStorage");
+    if (n > k && !strcmp(ts->name + n - k, "::TempStorage")) {
+        CuTypeSpec base = *ts;
+        base.name = arena_strndup(L->a, ts->name, n - k);
+        base.nptr = 0;
+        const CuTy *b = cu_resolve_type(L, &base);
+        if (!b || b->k != TY_CUB || b->cub != CUB_BLOCK_REDUCE) {
+            diag_error(L->d, ts->loc, "'%s': kad knows TempStorage of cub::BlockReduce only", ts->name);
+            return NULL;
+        }
+        CuTy *t = arena_alloc(L->a, sizeof *t);
+        *t = *b;
+        t->cub = CUB_TEMP;
+        return t;
+    }
+    int64_t threads = 0;
+    const CuTy *el = ts->ntargs >= 2 && ts->targs[0].type ? cu_resolve_type(L, ts->targs[0].type) : NULL;
+    if (!el || (el->k != TY_INT && el->k != TY_FLOAT) || !ts->targs[1].expr ||
+        !cu_const_eval(L, ts->targs[1].expr, &threads) || threads <= 0) {
+        diag_error(L->d, ts->loc, "cub::BlockReduce<T, THREADS>: T a number type, THREADS a constant");
+        return NULL;
+    }
+    if (ts->ntargs > 2 && ts->ntargs != 5 && ts->ntargs != 3) {
+        diag_error(L->d, ts->loc, "cub::BlockReduce takes T, BLOCK_DIM_X[, ALGORITHM[, BLOCK_DIM_Y, BLOCK_DIM_Z]]");
+        return NULL;
+    }
+    int64_t dims = threads;
+    for (int i = 3; i < ts->ntargs; i++) {
+        int64_t d = 0;
+        if (!ts->targs[i].expr || !cu_const_eval(L, ts->targs[i].expr, &d) || d <= 0) {
+            diag_error(L->d, ts->loc, "cub::BlockReduce's block dimensions must be constants");
+            return NULL;
+        }
+        dims *= d;
+    }
+    CuTy *t = arena_alloc(L->a, sizeof *t);
+    *t = (CuTy){.k = TY_CUB, .elem = el, .cub = CUB_BLOCK_REDUCE, .dt = (Dtype)0};
+    t->st = NULL;
+    t->cub_threads = dims;
+    return t;
+}
+
 const CuTy *cu_resolve_type(Lw *L, const CuTypeSpec *ts)
 {
     if (!strcmp(ts->name, "auto"))
         return NULL;
+    if (!strncmp(ts->name, "cub::BlockReduce", 16) || strstr(ts->name, "::TempStorage")) {
+        const CuTy *c = cub_type(L, ts);
+        if (c && ts->nptr) {
+            diag_error(L->d, ts->loc, "a pointer to a cub type is not supported");
+            return NULL;
+        }
+        return c;
+    }
     const CuTy *t = cu_base_type(L, ts->name, ts->loc);
     if (!t)
         return cu_scalar_ty(L, TY_INT, DT_I32);
@@ -802,6 +855,10 @@ static CVal ident(Lw *L, const CuExpr *e)
 {
     const char *n = e->name;
     Var *v = cu_lookup(L, n);
+    if (v && v->kind == VK_CUB) {
+        diag_error(L->d, e->loc, "'%s' is a cub TempStorage: only BlockReduce(%s).Sum/Reduce(...) use it", n, n);
+        return cu_bad(L);
+    }
     if (v && v->kind != VK_TYPE)
         return cu_var_value(L, v, e->loc);
     CVal r;
@@ -991,9 +1048,98 @@ const CuFunc *cu_find_func(Lw *L, const char *name)
     return NULL;
 }
 
+/* BlockReduce(temp).Sum(v[, num_valid]) / .Reduce(v, cub::Sum() | cub::Max() | cub::Min()[, num_valid]):
+ * the block's reduction, given to every thread (CUB defines it in thread 0 only); all the block's
+ * threads must reach it, as CUB requires. */
+static CVal cub_reduce(Lw *L, const CuTy *br, const CuExpr *e)
+{
+    Loc loc = e->loc;
+    bool sum = !strcmp(e->name, ".Sum");
+    if (!sum && strcmp(e->name, ".Reduce")) {
+        diag_error(L->d, loc, "cub::BlockReduce::%s: kad knows Sum and Reduce", e->name + 1);
+        return cu_bad(L);
+    }
+    int nv = sum ? 1 : 2;
+    if (e->nargs != nv && e->nargs != nv + 1) {
+        diag_error(L->d, loc, "cub::BlockReduce::%s takes %s[, num_valid]", e->name + 1, sum ? "(v" : "(v, op");
+        return cu_bad(L);
+    }
+    OpKind op = OP_SUM;
+    if (!sum) {
+        const CuExpr *f = e->args[1];
+        const char *fn = f->kind == CE_CALL && !f->nargs ? f->name : NULL;
+        if (fn && (!strcmp(fn, "Max") || !strcmp(fn, "Min") || !strcmp(fn, "Sum")))
+            op = !strcmp(fn, "Max") ? OP_MAX : !strcmp(fn, "Min") ? OP_MIN : OP_SUM;
+        else {
+            diag_error(L->d, f->loc, "cub::BlockReduce::Reduce: kad knows the operators cub::Sum(), cub::Max() "
+                                     "and cub::Min()");
+            return cu_bad(L);
+        }
+    }
+    if (br->cub_threads != L->nl) {
+        diag_error(L->d, loc, "cub::BlockReduce over %lld threads in a block of %d", (long long)br->cub_threads, L->nl);
+        return cu_bad(L);
+    }
+    if (cu_m(L) != L->active) {
+        diag_error(L->d, loc, "cub::BlockReduce inside divergent control flow: every thread of the block must call it");
+        return cu_bad(L);
+    }
+    const CuTy *t = br->elem;
+    CVal v = cu_convert(L, cu_expr(L, e->args[0]), t, loc);
+    if (!v.v)
+        return cu_bad(L);
+    ValId x = cu_is_tile(L, v.v) ? v.v : cu_bcast(L, v.v, loc), on = L->active;
+    if (e->nargs == nv + 1) { /* the first num_valid threads */
+        CVal nvd = cu_convert(L, cu_expr(L, e->args[nv]), cu_scalar_ty(L, TY_INT, DT_I32), loc);
+        if (!nvd.v)
+            return cu_bad(L);
+        on = cu_and(L, on, cu_op2(L, OP_LT, L->tid, nvd.v, loc), loc);
+    }
+    ValId id;
+    if (t->k == TY_FLOAT)
+        id = cu_const_float(L, t, op == OP_SUM ? 0.0 : op == OP_MAX ? -INFINITY : INFINITY, loc).v;
+    else if (op == OP_SUM)
+        id = cu_cint(L, t->dt, 0, loc);
+    else if (t->dt == DT_I32 || t->dt == DT_I64 || t->dt == DT_U32) {
+        int64_t lo = t->dt == DT_I32 ? INT32_MIN : t->dt == DT_I64 ? INT64_MIN : 0;
+        int64_t hi = t->dt == DT_I32 ? INT32_MAX : t->dt == DT_I64 ? INT64_MAX : (int64_t)UINT32_MAX;
+        id = cu_cint(L, t->dt, op == OP_MAX ? lo : hi, loc);
+    } else {
+        diag_error(L->d, loc, "cub::BlockReduce's Max/Min of %s: kad reduces floats and 32/64-bit ints", ty_str(L, t));
+        return cu_bad(L);
+    }
+    x = cu_where(L, on, x, id, loc);
+    Inst *in = ir_emit(L->f, L->b, op, &x, 1, (Type[]){type_scalar(t->dt)}, 1, loc);
+    in->ival = 0;
+    return (CVal){.t = t, .v = in->res[0]};
+}
+
 static CVal call(Lw *L, const CuExpr *e)
 {
     bool handled;
+    if (e->name[0] == '.') { /* obj.method(args): only cub::BlockReduce(temp)'s */
+        const CuExpr *o = e->l;
+        const CuTy *bt = o && o->kind == CE_CAST ? cu_resolve_type(L, o->type) : NULL;
+        if (!bt || bt->k != TY_CUB || bt->cub != CUB_BLOCK_REDUCE) {
+            diag_error(L->d, e->loc, "a method call ('%s'): kad knows cub::BlockReduce(temp).Sum/Reduce only",
+                       e->name + 1);
+            return cu_bad(L);
+        }
+        const CuExpr *tmp = o->nargs == 1 ? o->args[0] : NULL;
+        Var *tv = tmp && tmp->kind == CE_IDENT ? cu_lookup(L, tmp->name) : NULL;
+        if (!tv || tv->kind != VK_CUB) {
+            diag_error(L->d, o->loc, "cub::BlockReduce(temp): temp is a __shared__ BlockReduce::TempStorage");
+            return cu_bad(L);
+        }
+        if (tv->dirty) { /* CUB's rule: a TempStorage is reused only after a barrier */
+            diag_error(L->d, o->loc, "'%s' is used by a second cub::BlockReduce without a __syncthreads() between "
+                                     "(CUB needs one before its TempStorage is reused: the first reduction's threads "
+                                     "may still read it)", tmp->name);
+            return cu_bad(L);
+        }
+        tv->dirty = true;
+        return cub_reduce(L, bt, e);
+    }
     const CuFunc *fn = cu_find_func(L, e->name);
     if (!fn) {
         CVal r = cu_call_builtin(L, e, &handled);

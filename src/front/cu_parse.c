@@ -99,11 +99,15 @@ static bool type_starts(P *p)
         return false;
     if (is_qual(t->text))
         return true;
+    if (!strcmp(t->text, "cub") && is(peekn(p, 1), "::") && is(peekn(p, 2), "BlockReduce"))
+        return true;
     if (!strcmp(t->text, "std") && is(peekn(p, 1), "::"))
         /* std::size_t x starts a declaration, std::tan(x) an expression */
         return peekn(p, 2)->kind == CT_IDENT && is_type_name(p, peekn(p, 2)->text);
     return is_type_name(p, t->text);
 }
+
+static CuTArg *parse_targs(P *p, int *n);
 
 /* type := qual* base qual* ('*' qual*)* ['&'] */
 static CuTypeSpec *parse_type(P *p)
@@ -116,6 +120,15 @@ static CuTypeSpec *parse_type(P *p)
         const CuTok *t = peek(p);
         if (t->kind != CT_IDENT)
             break;
+        if (!words && !strcmp(t->text, "cub") && is(peekn(p, 1), "::") && is(peekn(p, 2), "BlockReduce") &&
+            is(peekn(p, 3), "<")) {
+            /* cub::BlockReduce<T, THREADS[, ...]>, and its ::TempStorage */
+            next(p), next(p), next(p);
+            ty->targs = parse_targs(p, &ty->ntargs);
+            buf_puts(&b, "cub::BlockReduce");
+            words++;
+            break;
+        }
         if (is_qual(t->text)) {
             if (!strcmp(t->text, "const"))
                 ty->is_const = true;
@@ -158,6 +171,10 @@ static CuTypeSpec *parse_type(P *p)
         p->errs_here++;
         ty->name = "int";
         return ty;
+    }
+    if (is(peek(p), "::") && is(peekn(p, 1), "TempStorage")) { /* BlockReduce::TempStorage */
+        next(p), next(p);
+        buf_puts(&b, "::TempStorage");
     }
     ty->name = arena_strdup(p->a, buf_str(&b));
     while (is(peek(p), "*")) {
@@ -320,7 +337,8 @@ static CuExpr *parse_primary(P *p)
             expect(p, ")");
             return e;
         }
-        if (type_starts(p) && !is(t, "auto") && !is(peekn(p, 1), "::")) {
+        bool cubt = !strcmp(t->text, "cub") && is(peekn(p, 1), "::") && is(peekn(p, 2), "BlockReduce");
+        if (type_starts(p) && !is(t, "auto") && (!is(peekn(p, 1), "::") || cubt)) {
             /* a function-style cast or constructor: float(x), float4{...}, make_* are calls */
             CuTypeSpec *ty = parse_type(p);
             CuExpr *e = mk(p, CE_CAST, loc);
@@ -421,6 +439,11 @@ static CuExpr *parse_postfix(P *p)
                 return e;
             }
             x->name = next(p)->text;
+            if (!x->arrow && is(peek(p), "(")) { /* obj.method(args): a call named ".method" of l */
+                x->kind = CE_CALL;
+                x->name = arena_printf(p->a, ".%s", x->name);
+                x->args = parse_args(p, &x->nargs);
+            }
             e = x;
         } else if (is(t, "++") || is(t, "--")) {
             next(p);
@@ -942,7 +965,8 @@ static void parse_enum(P *p)
         } else if (prev) { /* the previous explicit value plus k */
             CuExpr *one = mk(p, CE_BINARY, id->loc);
             CuTok *t = arena_alloc(p->a, sizeof *t);
-            *t = (CuTok){.kind = CT_INT, .loc = id->loc, .text = arena_printf(p->a, "%lld", (long long)++k), .ival = k};
+            k++;
+            *t = (CuTok){.kind = CT_INT, .loc = id->loc, .text = arena_printf(p->a, "%lld", (long long)k), .ival = k};
             CuExpr *lit = mk(p, CE_INT, id->loc);
             lit->tok = t;
             one->op = "+", one->l = prev, one->r = lit;

@@ -997,7 +997,7 @@ void cu_syncthreads(Lw *L, Loc loc)
         return;
     }
     for (int i = 0; i < L->env.n; i++)
-        if (L->env.v[i].kind == VK_SHARED)
+        if (L->env.v[i].kind == VK_SHARED || L->env.v[i].kind == VK_CUB)
             L->env.v[i].dirty = false, L->env.v[i].dirty_idx = 0;
 }
 
@@ -1011,6 +1011,14 @@ void cu_declare_stmt(Lw *L, const CuStmt *s)
         const CuTy *t = t0;
         if (s->is_static && !s->shared) {
             diag_error(L->d, dc->loc, "static local variables are not supported in kernels");
+            continue;
+        }
+        if (t && t->k == TY_CUB) { /* __shared__ BlockReduce::TempStorage temp;: no memory of kad's */
+            if (t->cub != CUB_TEMP || dc->ndims || dc->init)
+                diag_error(L->d, dc->loc, "'%s': a cub::BlockReduce is made in an expression, "
+                                          "BlockReduce(temp).Sum(v), from a __shared__ TempStorage", dc->name);
+            else
+                cu_declare(L, dc->name, VK_CUB, t, dc->loc);
             continue;
         }
         if (s->shared) {

@@ -397,6 +397,19 @@ def wave_softmax(g):
     return [x, torch.zeros(r, n, dtype=F64), n], lambda x: (torch.softmax(x, 1),)
 
 
+def cub_rms(g):
+    r, n, eps = 3, 150, 1e-6
+    x, w = rn(g, r, n), rn(g, n)
+    return [x, w, torch.zeros(r, n, dtype=F64), n, eps], \
+        lambda x, w: (x * torch.rsqrt((x * x).mean(1, keepdim=True) + f32(eps)) * w,)
+
+
+def cub_softmax(g):
+    r, n = 3, 90
+    x = rn(g, r, n)
+    return [x, torch.zeros(r, n, dtype=F64), n], lambda x: (torch.softmax(x, 1),)
+
+
 CASES = {
     "caffe_loop_elu": Case("w01_caffe_loop.cu", "elu_forward_kernel", ["in"], ["out"], (2,), (64,), elu),
     "extern_c_softplus": Case("w02_extern_c.cu", "softplus_f32", ["x"], ["y"], (2,), (64,), softplus),
@@ -450,6 +463,8 @@ CASES = {
     "atomic_double_dot": Case("w45_atomic_double.cu", "dot_partial", ["a", "b"], ["out"], (2,), (32,), dot_double),
     "float4_ldg_math": Case("w46_float4_ldg_math.cu", "vec4_ldg", ["x", "g"], ["y"], (1,), (32,), vec4_math),
     "hip_wave_softmax": Case("w47_wave_softmax.hip", "wave_softmax", ["x"], ["y"], (3,), (64,), wave_softmax),
+    "cub_rmsnorm": Case("w48_cub_rmsnorm.cu", "rms_rows", ["x", "w"], ["y"], (3,), (64,), cub_rms),
+    "cub_softmax": Case("w49_cub_softmax.cu", "cub_softmax", ["x"], ["y"], (3,), (128,), cub_softmax),
     "helpers_huber": Case("w32_clamp_helper.cu", "huber_loss", ["pred", "tgt"], ["out"], (2,), (32,), huber),
 }
 
