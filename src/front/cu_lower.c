@@ -223,6 +223,18 @@ const CuTy *cu_resolve_type(Lw *L, const CuTypeSpec *ts)
 {
     if (!strcmp(ts->name, "auto"))
         return NULL;
+    if (!strcmp(ts->name, "at::acc_type") || !strcmp(ts->name, "at::opmath_type")) {
+        /* PyTorch's accumulation types on CUDA: half, bf16 and float accumulate in float, double
+         * in double, integers in int64_t (acc_type; opmath_type keeps them) */
+        const CuTy *t = ts->ntargs >= 1 && ts->targs[0].type ? cu_resolve_type(L, ts->targs[0].type) : NULL;
+        if (!t || (t->k != TY_FLOAT && t->k != TY_INT && t->k != TY_BOOL) || ts->nptr) {
+            diag_error(L->d, ts->loc, "%s<T>: T a number type", ts->name);
+            return cu_scalar_ty(L, TY_FLOAT, DT_F32);
+        }
+        if (t->k == TY_FLOAT)
+            return cu_scalar_ty(L, TY_FLOAT, t->dt == DT_F64 ? DT_F64 : DT_F32);
+        return !strcmp(ts->name, "at::acc_type") ? cu_scalar_ty(L, TY_INT, DT_I64) : t;
+    }
     if (!strncmp(ts->name, "cub::BlockReduce", 16) || strstr(ts->name, "::TempStorage")) {
         const CuTy *c = cub_type(L, ts);
         if (c && ts->nptr) {

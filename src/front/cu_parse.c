@@ -91,6 +91,8 @@ static bool is_qual(const char *s)
            !strcmp(s, "constexpr") || !strcmp(s, "register");
 }
 
+static const char *torch_type(P *p);
+
 /* Whether a type starts here (after storage qualifiers). */
 static bool type_starts(P *p)
 {
@@ -99,7 +101,7 @@ static bool type_starts(P *p)
         return false;
     if (is_qual(t->text))
         return true;
-    if (!strcmp(t->text, "cub") && is(peekn(p, 1), "::") && is(peekn(p, 2), "BlockReduce"))
+    if ((!strcmp(t->text, "cub") && is(peekn(p, 1), "::") && is(peekn(p, 2), "BlockReduce")) || torch_type(p))
         return true;
     if (!strcmp(t->text, "std") && is(peekn(p, 1), "::"))
         /* std::size_t x starts a declaration, std::tan(x) an expression */
@@ -108,6 +110,24 @@ static bool type_starts(P *p)
 }
 
 static CuTArg *parse_targs(P *p, int *n);
+
+/* PyTorch's device types (at::, c10::, torch:: spellings): kad's name for the one starting here, or
+ * NULL: at::Half and at::BFloat16 are __half and __nv_bfloat16; at::acc_type<T, is_cuda> and
+ * at::opmath_type<T> are resolved by the lowering. */
+static const char *torch_type(P *p)
+{
+    const CuTok *ns = peek(p), *nm = peekn(p, 2);
+    if (ns->kind != CT_IDENT || !is(peekn(p, 1), "::") || nm->kind != CT_IDENT ||
+        !(is(ns, "at") || is(ns, "c10") || is(ns, "torch")))
+        return NULL;
+    if (is(nm, "Half"))
+        return "__half";
+    if (is(nm, "BFloat16"))
+        return "__nv_bfloat16";
+    if ((is(nm, "acc_type") || is(nm, "opmath_type")) && is(peekn(p, 3), "<"))
+        return is(nm, "acc_type") ? "at::acc_type" : "at::opmath_type";
+    return NULL;
+}
 
 /* type := qual* base qual* ('*' qual*)* ['&'] */
 static CuTypeSpec *parse_type(P *p)
@@ -120,6 +140,15 @@ static CuTypeSpec *parse_type(P *p)
         const CuTok *t = peek(p);
         if (t->kind != CT_IDENT)
             break;
+        const char *pt = !words ? torch_type(p) : NULL;
+        if (pt) { /* at::Half, c10::BFloat16, at::acc_type<T, true>, at::opmath_type<T> */
+            next(p), next(p), next(p);
+            if (!strcmp(pt, "at::acc_type") || !strcmp(pt, "at::opmath_type"))
+                ty->targs = parse_targs(p, &ty->ntargs);
+            buf_puts(&b, pt);
+            words++;
+            break;
+        }
         if (!words && !strcmp(t->text, "cub") && is(peekn(p, 1), "::") && is(peekn(p, 2), "BlockReduce") &&
             is(peekn(p, 3), "<")) {
             /* cub::BlockReduce<T, THREADS[, ...]>, and its ::TempStorage */
@@ -231,7 +260,8 @@ static CuTArg *parse_targs(P *p, int *n)
     expect(p, "<");
     while (!is(peek(p), ">") && peek(p)->kind != CT_EOF) {
         CuTArg ta = {0};
-        if (type_starts(p) && !(peekn(p, 1)->kind == CT_PUNCT && is(peekn(p, 1), "::")))
+        if (type_starts(p) && (!(peekn(p, 1)->kind == CT_PUNCT && is(peekn(p, 1), "::")) || torch_type(p) ||
+                               is(peek(p), "cub")))
             ta.type = parse_type(p); /* (Act::kRelu, an enumerator, is a constant) */
         else {
             /* a constant: parsed above the comparisons so that '>' closes the list */
@@ -337,7 +367,8 @@ static CuExpr *parse_primary(P *p)
             expect(p, ")");
             return e;
         }
-        bool cubt = !strcmp(t->text, "cub") && is(peekn(p, 1), "::") && is(peekn(p, 2), "BlockReduce");
+        bool cubt = (!strcmp(t->text, "cub") && is(peekn(p, 1), "::") && is(peekn(p, 2), "BlockReduce")) ||
+                    torch_type(p);
         if (type_starts(p) && !is(t, "auto") && (!is(peekn(p, 1), "::") || cubt)) {
             /* a function-style cast or constructor: float(x), float4{...}, make_* are calls */
             CuTypeSpec *ty = parse_type(p);
@@ -1006,7 +1037,8 @@ static void parse_specs(P *p, bool *glob, bool *dev, bool *host)
             *dev = true;
         else if (is(t, "__host__"))
             *host = true;
-        else if (is(t, "__launch_bounds__")) {
+        else if (is(t, "__launch_bounds__") || is(t, "C10_LAUNCH_BOUNDS_1") || is(t, "C10_LAUNCH_BOUNDS_2")) {
+            /* C10_LAUNCH_BOUNDS_*: PyTorch's spelling of __launch_bounds__ (c10/macros/Macros.h) */
             next(p);
             int n;
             (void)parse_args(p, &n);
@@ -1014,7 +1046,8 @@ static void parse_specs(P *p, bool *glob, bool *dev, bool *host)
         } else if (is(t, "extern") && peekn(p, 1)->kind == CT_STRING) {
             next(p);
         } else if (!(is(t, "__forceinline__") || is(t, "inline") || is(t, "static") || is(t, "__inline__") ||
-                     is(t, "__noinline__") || is(t, "constexpr") || is(t, "__attribute__")))
+                     is(t, "__noinline__") || is(t, "constexpr") || is(t, "__attribute__") ||
+                     is(t, "C10_LAUNCH_BOUNDS_0") || is(t, "C10_HOST_DEVICE") || is(t, "C10_DEVICE")))
             return;
         if (is(t, "__attribute__")) {
             next(p);

@@ -214,3 +214,53 @@ def test_per_thread_trip_count_and_do_while():
             v = v * 0.5 + torch.sin(v)
         want[i] = v + 0.125 * (0 + 2 + 4)
     close(y, want)
+
+
+# ---- this file's newer constructs: forward against torch, backward against autograd ----
+
+def gelu_exact(x):
+    return 0.5 * x * (1 + torch.erf(x * 0.7071067811865476))
+
+
+def test_torch_device_types():
+    # at::acc_type<double, true> is double: the kernel's erff is still float's (C++'s erff(double)
+    # converts), hence the loose tolerance of the forward
+    k = cuda_kernel("torch_types.cu", "gelu_acc", (128,), "scalar_t=fp64")
+    n = 300
+    x, y = randn(n), torch.zeros(n, dtype=torch.float64)
+    run_forward(k, 3, {"x": x, "y": y, "n": n})
+    close(y, gelu_exact(x), 1e-6)
+    dy = randn(n)
+    g = run_backward(k, 3, {"x": x, "y": y, "n": n}, ["x"], ["y"], {"y": dy})
+    close(g["x"], autograd(gelu_exact, {"x": x}, ["x"], dy)["x"], 1e-6)
+
+
+def test_cub_block_reduce():
+    k = cuda_kernel("cub_block_reduce.cu", "center", (64,))
+    r, n = 3, 100
+    x, y = randn(r, n), torch.zeros(r, n, dtype=torch.float64)
+    run_forward(k, r, {"x": x, "y": y, "n": n})
+    close(y, (x - x.mean(1, keepdim=True)) ** 2, 1e-5)  # float accumulators (the kernel's)
+    dy = randn(r, n)
+    g = run_backward(k, r, {"x": x, "y": y, "n": n}, ["x"], ["y"], {"y": dy})
+    want = autograd(lambda x: (x - x.mean(1, keepdim=True)) ** 2, {"x": x}, ["x"], dy)["x"]
+    close(g["x"], want, 1e-4)
+
+
+def test_sincos_and_local_typedef():
+    k = cuda_kernel("sincos.cu", "polar", (64,))
+    n = 100
+    th, r, xy = randn(n), randn(n), torch.zeros(2 * n, dtype=torch.float64)
+    run_forward(k, 2, {"th": th, "r": r, "xy": xy, "n": n})
+    close(xy, torch.stack([r * torch.cos(th), r * torch.sin(th)], 1).reshape(-1))
+    dxy = randn(2 * n)
+    g = run_backward(k, 2, {"th": th, "r": r, "xy": xy, "n": n}, ["th", "r"], ["xy"], {"xy": dxy})
+    want = autograd(lambda th, r: torch.stack([r * torch.cos(th), r * torch.sin(th)], 1).reshape(-1),
+                    {"th": th, "r": r}, ["th", "r"], dxy)
+    close(g["th"], want["th"])
+    close(g["r"], want["r"])
+    k = cuda_kernel("local_typedef.cu", "k", (64,))
+    x, y = randn(n), torch.zeros(n, dtype=torch.float64)
+    run_forward(k, 2, {"x": x, "y": y, "n": n})
+    xf = x.float().double()  # the inner acc_t is float: w = (float)x
+    close(y, xf + x * x, 1e-6)
