@@ -344,6 +344,53 @@ static bool same_address_lanes(Ad *ad, ValId p)
     return aff_of(ad, p, 0, id, &a, 0) && a.lo == a.hi;
 }
 
+/* v is the same on every lane: a scalar, a constant, a scalar broadcast. */
+static bool lane_uniform(const Ad *ad, ValId v)
+{
+    if (type_numel(fw_ty(ad, v)) <= 1)
+        return true;
+    const Inst *in = ad->def[v];
+    return in && (in->op == OP_CONST || (in->op == OP_BROADCAST && type_numel(fw_ty(ad, in->args[0])) <= 1));
+}
+
+/* v differs on every lane of a 1-D tile: the lanes' arange, through integer casts that keep it
+ * (not narrower than 32 bits) and the addition of a uniform value. */
+static bool lane_distinct(const Ad *ad, ValId v, int depth)
+{
+    const Inst *in = ad->def[v];
+    if (!in || depth > 8 || fw_ty(ad, v).rank != 1)
+        return false;
+    switch (in->op) {
+    case OP_ARANGE:
+        return true;
+    case OP_CAST: {
+        Dtype t = (Dtype)fw_ty(ad, v).dt;
+        return dtype_is_int(t) && dtype_bits(t) >= 32 && lane_distinct(ad, in->args[0], depth + 1);
+    }
+    case OP_ADD:
+    case OP_SUB:
+        return (lane_uniform(ad, in->args[1]) && lane_distinct(ad, in->args[0], depth + 1)) ||
+               (in->op == OP_ADD && lane_uniform(ad, in->args[0]) && lane_distinct(ad, in->args[1], depth + 1));
+    default:
+        return false;
+    }
+}
+
+/* The mask m is true on at most one lane: `lane == u` (threadIdx.x == 0) for u the same on every
+ * lane, possibly and-ed with anything. */
+static bool one_lane_mask(const Ad *ad, ValId m, int depth)
+{
+    const Inst *in = ad->def[m];
+    if (!in || depth > 8)
+        return false;
+    if (in->op == OP_AND)
+        return one_lane_mask(ad, in->args[0], depth + 1) || one_lane_mask(ad, in->args[1], depth + 1);
+    if (in->op != OP_EQ)
+        return false;
+    return (lane_distinct(ad, in->args[0], 0) && lane_uniform(ad, in->args[1])) ||
+           (lane_distinct(ad, in->args[1], 0) && lane_uniform(ad, in->args[0]));
+}
+
 /* Are two stores mutually exclusive: in different branches of one `if`? */
 static bool sites_exclusive(const StoreSite *x, const StoreSite *y)
 {
@@ -734,7 +781,7 @@ void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *loop, co
                 vec_push(ad->a, *sites, site);
                 if (loop_depth > 0)
                     check_loop_store(ad, in, p);
-                if (same_address_lanes(ad, p))
+                if (same_address_lanes(ad, p) && !(in->nargs > 2 && one_lane_mask(ad, in->args[2], 0)))
                     diag_error(ad->d, in->loc,
                                "every lane of this store writes the same address of output '%s'; "
                                "store a scalar instead", an_root_name(ad, p));

@@ -257,6 +257,14 @@ CVal cu_call_builtin(Lw *L, const CuExpr *e, bool *handled)
                 a[i] = cu_expr(L, e->args[i]);
             return call_math(L, &math_fns[k], a, loc);
         }
+    if (!strcmp(n, "__activemask")) { /* in converged code of whole warps: every lane */
+        if (na || (cu_is_tile(L, cu_m(L)) && cu_m(L) != L->active) || L->nl % L->warp) {
+            diag_error(L->d, loc, "__activemask() %s: kad knows it in code every thread of whole warps runs (the "
+                                  "full mask)", na ? "takes no arguments" : "in divergent control flow");
+            return cu_bad(L);
+        }
+        return cu_const_int(L, cu_scalar_ty(L, TY_INT, DT_U32), L->warp == 64 ? -1 : 0xffffffffLL, loc);
+    }
     if (!strcmp(n, "__syncthreads") || !strcmp(n, "__syncwarp") || !strcmp(n, "__threadfence") ||
         !strcmp(n, "__threadfence_block") || !strcmp(n, "printf")) {
         if (!strcmp(n, "__syncthreads"))

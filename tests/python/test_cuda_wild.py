@@ -410,6 +410,12 @@ def cub_softmax(g):
     return [x, torch.zeros(r, n, dtype=F64), n], lambda x: (torch.softmax(x, 1),)
 
 
+def row_norm(g):
+    r, n = 3, 70
+    x = rn(g, r, n)
+    return [x, torch.zeros(r, dtype=F64), n], lambda x: (torch.sqrt((x * x).sum(1)),)
+
+
 CASES = {
     "caffe_loop_elu": Case("w01_caffe_loop.cu", "elu_forward_kernel", ["in"], ["out"], (2,), (64,), elu),
     "extern_c_softplus": Case("w02_extern_c.cu", "softplus_f32", ["x"], ["y"], (2,), (64,), softplus),
@@ -465,6 +471,7 @@ CASES = {
     "hip_wave_softmax": Case("w47_wave_softmax.hip", "wave_softmax", ["x"], ["y"], (3,), (64,), wave_softmax),
     "cub_rmsnorm": Case("w48_cub_rmsnorm.cu", "rms_rows", ["x", "w"], ["y"], (3,), (64,), cub_rms),
     "cub_softmax": Case("w49_cub_softmax.cu", "cub_softmax", ["x"], ["y"], (3,), (128,), cub_softmax),
+    "activemask_row_norm": Case("w50_activemask_norm.cu", "row_norm_warp", ["x"], ["out"], (3,), (32,), row_norm),
     "helpers_huber": Case("w32_clamp_helper.cu", "huber_loss", ["pred", "tgt"], ["out"], (2,), (32,), huber),
 }
 
