@@ -294,6 +294,18 @@ static void need_reverse(Ad *ad, const Inst *st)
     ad->rev_store = st;
 }
 
+/* A condition that multiplies two runtime values (`cols >= rows*cols`: one row): found through
+ * an ordering of the terms that launches rarely satisfy. */
+static bool cond_nonlinear(const AccCond *c)
+{
+    for (int i = 0; c && i < c->n; i++)
+        for (int j = 0; j < c->c[i].n; j++)
+            for (int k = 0; k < c->c[i].p[j].n; k++)
+                if (c->c[i].p[j].m[k].s[1])
+                    return true;
+    return false;
+}
+
 static void check_loop_store(Ad *ad, const Inst *st, ValId p)
 {
     AccResult r;
@@ -301,6 +313,8 @@ static void check_loop_store(Ad *ad, const Inst *st, ValId p)
     Access *acc = ad->vacc;
     if (k == LS_DISTINCT)
         return;
+    if (k == LS_GUARDED && ad->root[p] > 0 && cond_nonlinear(r.cond))
+        k = LS_REPEATS; /* the last-write sweep is right for every launch: no guard that would refuse most */
     if (k == LS_GUARDED) {
         FuncGuard g = {acc, r.cond, st->loc,
                        arena_printf(ad->a, "store to output '%s' inside a loop: the backward is right only when "

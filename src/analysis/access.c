@@ -1170,6 +1170,26 @@ bool access_params(Access *A, int nparams, uint8_t *w, uint8_t *r, const char *s
 /* Constraints                                                         */
 /* ------------------------------------------------------------------ */
 
+/* The constraint `a OP b` (OP a comparison) as a form < 0. */
+static void cmp_cons(Access *A, OpKind op, ValId a, ValId b, Cons *out, bool *exact)
+{
+    Dtype dt = (Dtype)ac_vty(A, a).dt;
+    if (dt == DT_PTR || !dtype_is_int(dt) || !dtype_is_signed(dt)) {
+        *exact = false; /* unsigned comparisons: not the integers' order */
+        if (dt == DT_PTR)
+            return;
+    }
+    bool flip = op == OP_GT || op == OP_GE;
+    const AcForm *x = form_of(A, flip ? b : a), *y = form_of(A, flip ? a : b);
+    const AcForm *c = ac_fadd(A, x, y, -1);
+    if (op == OP_LE || op == OP_GE)
+        c = ac_fadd(A, c, fpoly(A, ac_pconst(1)), -1);
+    if (!c->why)
+        vec_push(A->a, *out, c);
+    else
+        *exact = false;
+}
+
 /* The constraints an i1 value implies where it is true.  *exact is
  * cleared when they may be weaker than m (a part of m they leave out). */
 static void cons_of(Access *A, ValId m, Cons *out, int depth, bool *exact)
@@ -1179,7 +1199,6 @@ static void cons_of(Access *A, ValId m, Cons *out, int depth, bool *exact)
         *exact = false;
         return;
     }
-    const AcForm *x, *y, *c = NULL;
     switch (in->op) {
     case OP_AND:
         cons_of(A, in->args[0], out, depth + 1, exact);
@@ -1210,28 +1229,23 @@ static void cons_of(Access *A, ValId m, Cons *out, int depth, bool *exact)
         }
         return;
     }
+    case OP_NOT: { /* not(a < b) is a >= b: the negated comparison (the `else` of a per-thread `if`) */
+        const Inst *cmp = A->def[in->args[0]];
+        int neg = !cmp ? 0 : cmp->op == OP_LT ? OP_GE : cmp->op == OP_LE ? OP_GT : cmp->op == OP_GT ? OP_LE
+                                                  : cmp->op == OP_GE ? OP_LT : 0;
+        if (!neg) {
+            *exact = false;
+            return;
+        }
+        cmp_cons(A, (OpKind)neg, cmp->args[0], cmp->args[1], out, exact);
+        return;
+    }
     case OP_LT:
     case OP_LE:
     case OP_GT:
-    case OP_GE: {
-        Dtype dt = (Dtype)ac_vty(A, in->args[0]).dt;
-        if (dt == DT_PTR || !dtype_is_int(dt) || !dtype_is_signed(dt)) {
-            *exact = false; /* unsigned comparisons: not the integers' order */
-            if (dt == DT_PTR)
-                return;
-        }
-        bool flip = in->op == OP_GT || in->op == OP_GE;
-        x = form_of(A, in->args[flip ? 1 : 0]);
-        y = form_of(A, in->args[flip ? 0 : 1]);
-        c = ac_fadd(A, x, y, -1);
-        if (in->op == OP_LE || in->op == OP_GE)
-            c = ac_fadd(A, c, fpoly(A, ac_pconst(1)), -1);
-        if (!c->why)
-            vec_push(A->a, *out, c);
-        else
-            *exact = false;
+    case OP_GE:
+        cmp_cons(A, (OpKind)in->op, in->args[0], in->args[1], out, exact);
         return;
-    }
     default:
         *exact = false;
         return;
@@ -1258,6 +1272,23 @@ Cons ac_site_cons(Access *A, AcSite *s)
         if (!c->why)
             vec_push(A->a, cs, c);
     }
+    /* Sums of two constraints that cancel variables: x < 0 and y < 0 over the integers give
+     * x + y + 1 < 0, implied, so adding it keeps every proof a proof; it bounds a group the two do
+     * not bound alone (a vector body's scalar tail: `i < n` in the `else` of `i + 3 < n` gives
+     * the tail's counter < 3) */
+    int n0 = cs.n;
+    AccPoly one = ac_pconst(1);
+    for (int i = 0; i < n0 && n0 <= 12; i++)
+        for (int j = i + 1; j < n0; j++) {
+            const AcForm *x = cs.v[i], *y = cs.v[j], *sum = ac_fadd(A, x, y, 1);
+            if (sum->why || !sum->nt || sum->nt >= x->nt || sum->nt >= y->nt)
+                continue;
+            AcForm *d = arena_alloc(A->a, sizeof *d);
+            *d = *sum;
+            if (!ac_padd(&d->c0, &sum->c0, &one, 1))
+                continue;
+            vec_push(A->a, cs, d);
+        }
     return cs;
 }
 

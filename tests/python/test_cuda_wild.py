@@ -416,6 +416,12 @@ def row_norm(g):
     return [x, torch.zeros(r, dtype=F64), n], lambda x: (torch.sqrt((x * x).sum(1)),)
 
 
+def axpby4(g):
+    n, a, b = 203, 1.5, 0.5
+    x, y = rn(g, n), rn(g, n)
+    return [x, y, torch.zeros(n, dtype=F64), a, b, n], lambda x, y: (a * x * x + b * y,)
+
+
 CASES = {
     "caffe_loop_elu": Case("w01_caffe_loop.cu", "elu_forward_kernel", ["in"], ["out"], (2,), (64,), elu),
     "extern_c_softplus": Case("w02_extern_c.cu", "softplus_f32", ["x"], ["y"], (2,), (64,), softplus),
@@ -472,6 +478,7 @@ CASES = {
     "cub_rmsnorm": Case("w48_cub_rmsnorm.cu", "rms_rows", ["x", "w"], ["y"], (3,), (64,), cub_rms),
     "cub_softmax": Case("w49_cub_softmax.cu", "cub_softmax", ["x"], ["y"], (3,), (128,), cub_softmax),
     "activemask_row_norm": Case("w50_activemask_norm.cu", "row_norm_warp", ["x"], ["out"], (3,), (32,), row_norm),
+    "float4_scalar_tail": Case("w51_float4_tail.cu", "axpby4", ["x", "yin"], ["out"], (2,), (32,), axpby4),
     "helpers_huber": Case("w32_clamp_helper.cu", "huber_loss", ["pred", "tgt"], ["out"], (2,), (32,), huber),
 }
 
