@@ -307,18 +307,10 @@ def device_time(f, calls=10):
 
 def breakdown(f, calls=10):
     """[(kernel or memset name, device microseconds per call)] of f, longest first (torch.profiler)."""
-    from torch.profiler import ProfilerActivity, profile
-    f()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            f()
-        torch.cuda.synchronize()
+    from gpu import device_events
     per = {}
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA:
-            t = e.device_time if hasattr(e, "device_time") else e.cuda_time
-            per[e.name[:60]] = per.get(e.name[:60], 0.0) + t / calls
+    for name, t in device_events(f, calls).items():
+        per[name[:60]] = per.get(name[:60], 0.0) + t
     return sorted(per.items(), key=lambda kv: -kv[1])
 
 

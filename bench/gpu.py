@@ -455,9 +455,9 @@ def kad_backward(b, dt, R=4096, C=4096):
     return backward_fn(graphs(kad_forward(k, b, d), b.make, d, dt, "cuda", 0))
 
 
-def gpu_only(f, calls=10):
-    """Microseconds of device time per call of f: every kernel's and memset's duration from
-    torch.profiler, summed (the host's work and the gaps between kernels left out)."""
+def device_events(f, calls=10):
+    """{kernel or memset name: microseconds of device time per call of f} (torch.profiler, after
+    one call to warm up)."""
     from torch.profiler import ProfilerActivity, profile
     f()
     torch.cuda.synchronize()
@@ -465,11 +465,18 @@ def gpu_only(f, calls=10):
         for _ in range(calls):
             f()
         torch.cuda.synchronize()
-    total = 0.0
+    per = {}
     for e in prof.events():
         if e.device_type == torch.autograd.DeviceType.CUDA:
-            total += e.device_time if hasattr(e, "device_time") else e.cuda_time
-    return total / calls
+            t = e.device_time if hasattr(e, "device_time") else e.cuda_time
+            per[e.name] = per.get(e.name, 0.0) + t / calls
+    return per
+
+
+def gpu_only(f, calls=10):
+    """Microseconds of device time per call of f: every kernel's and memset's duration from
+    torch.profiler, summed (the host's work and the gaps between kernels left out)."""
+    return sum(device_events(f, calls).values())
 
 
 def dot_rate(timer, d, dt, device):
