@@ -156,13 +156,36 @@ def test_only_some_inputs_need_grad():
     assert g.shape == (N,) and torch.isfinite(g).all() and g.abs().sum() > 0
 
 
+STRIDED_ROWS = r"""
+__global__ void rows(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ h, int T, int N,
+                     int stride)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N)
+        return;
+    float s = 0.0f;
+    for (int t = 0; t < T; t++) {
+        s = tanhf(w[i] * s + x[t * N + i]);
+        h[t * stride + i] = s;
+    }
+}
+"""
+
+
 def test_backward_launch_condition_refused_before_forward():
-    k = kad.cuda.differentiable(src("recurrence.cu"), "recurrence", inputs=["x", "w"], outputs=["h"])
+    # the time steps' rows are `stride` apart: they are distinct only when stride >= N (a guard of
+    # the backward, checked at the launch); recurrence.cu's `i < N` is proven without one
+    k = kad.cuda.differentiable(STRIDED_ROWS, "rows", inputs=["x", "w"], outputs=["h"])
     T, N = 3, 20
-    x, w, h = randn(T, N), randn(N).requires_grad_(), torch.zeros(T, N, dtype=F64)
-    with kad.f64_mode(), pytest.raises(kad.KadError, match=r"recurrence.cu:16:22: error: .*needs N >= 64"):
-        k[1, 64](x, w, h, T, N)
+    x, w, h = randn(T, N), randn(N).requires_grad_(), torch.zeros(T * N, dtype=F64)
+    with kad.f64_mode(), pytest.raises(kad.KadError, match=r"<rows>.cu:11:27: error: .*needs stride >= 1 and "
+                                                           r"\(stride >= 64 or stride >= N\)"):
+        k[1, 64](x, w, h, T, N, 10)
     assert torch.all(h == 0)  # nothing ran
+    with kad.f64_mode():
+        k[1, 64](x, w, h, T, N, N)  # stride == N: the guard holds
+        g, = torch.autograd.grad(h.sum(), w)
+    assert torch.isfinite(g).all() and g.abs().sum() > 0
 
 
 # ---- what a user gets wrong ----
