@@ -307,6 +307,7 @@ typedef struct Ad {
     Vec(FuncGuard) guards; /* launch conditions the backward needs (check_loop_store) */
     Access *vacc;          /* the access analysis of fw for the validation's proofs, once made */
     int nrev;              /* stores whose enclosing loops must run backwards (need_reverse) */
+    int varstep_loops;     /* `for` loops of a step not constant around the block being validated */
     const Inst *rev_store; /* the last of them (for messages) */
     Vec(struct TapeLoop) tapes; /* the loops whose reverse sweep reads a tape (ad_tape.c) */
     const uint8_t *lanes; /* by ValId, or NULL: the values of a reduce's combine region while

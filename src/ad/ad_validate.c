@@ -294,18 +294,6 @@ static void need_reverse(Ad *ad, const Inst *st)
     ad->rev_store = st;
 }
 
-/* A condition that multiplies two runtime values (`cols >= rows*cols`: one row): found through
- * an ordering of the terms that launches rarely satisfy. */
-static bool cond_nonlinear(const AccCond *c)
-{
-    for (int i = 0; c && i < c->n; i++)
-        for (int j = 0; j < c->c[i].n; j++)
-            for (int k = 0; k < c->c[i].p[j].n; k++)
-                if (c->c[i].p[j].m[k].s[1])
-                    return true;
-    return false;
-}
-
 static void check_loop_store(Ad *ad, const Inst *st, ValId p)
 {
     AccResult r;
@@ -313,8 +301,9 @@ static void check_loop_store(Ad *ad, const Inst *st, ValId p)
     Access *acc = ad->vacc;
     if (k == LS_DISTINCT)
         return;
-    if (k == LS_GUARDED && ad->root[p] > 0 && cond_nonlinear(r.cond))
-        k = LS_REPEATS; /* the last-write sweep is right for every launch: no guard that would refuse most */
+    if (k == LS_GUARDED && ad->root[p] > 0 && !ad->varstep_loops && access_cond_param_product(acc, r.cond))
+        k = LS_REPEATS; /* the last-write sweep (tapes of loops of constant steps, whiles) is right for
+                         * every launch: no guard that would refuse most */
     if (k == LS_GUARDED) {
         FuncGuard g = {acc, r.cond, st->loc,
                        arena_printf(ad->a, "store to output '%s' inside a loop: the backward is right only when "
@@ -828,7 +817,11 @@ void validate_block(Ad *ad, const Block *b, int loop_depth, const Inst *loop, co
              * sweep visits the iterations backwards, on a tape; planned after the body (at the
              * loop's place in the tapes' order) */
             int at = ad->tapes.n, nrev = ad->nrev;
+            int64_t step = 0;
+            bool varstep = !const_int(ad, in->args[2], &step); /* its reverse tape is not supported */
+            ad->varstep_loops += varstep;
             validate_block(ad, r, loop_depth + 1, in, path, npath, sites, &here);
+            ad->varstep_loops -= varstep;
             if (tape || ad->nrev > nrev)
                 ad_tape_plan(ad, in, lin, ad->nrev > nrev ? ad->rev_store : NULL, at);
             break;

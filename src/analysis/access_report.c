@@ -166,6 +166,23 @@ static const char *cond_str(Access *A, const AccCond *c, bool py)
 
 const char *access_cond_python(Access *A, const AccCond *c) { return cond_str(A, c, true); }
 
+bool access_cond_param_product(Access *A, const AccCond *c)
+{
+    for (int i = 0; c && i < c->n; i++)
+        for (int j = 0; j < c->c[i].n; j++)
+            for (int k = 0; k < c->c[i].p[j].n; k++) {
+                const AccMono *m = &c->c[i].p[j].m[k];
+                if (!m->s[1])
+                    continue;
+                bool params = true;
+                for (int s = 0; s < ACC_NSYM && m->s[s]; s++)
+                    params &= A->syms.v[m->s[s] - 1].kind == SYM_PARAM;
+                if (params)
+                    return true;
+            }
+    return false;
+}
+
 /* c (or, when NULL, p) as Python for the host: parameters as args["p"],
  * tl.num_programs(k) as grid[k]. */
 static const char *host_str(Access *A, const AccCond *c, const AccPoly *p, const char *args, const char *grid)

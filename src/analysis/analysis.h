@@ -116,6 +116,10 @@ AccResult access_disjoint_all(Access *A, const Inst *x, const Inst *y);
  * parameter names (`stride >= n_cols`, `tl.num_programs(0) * s >= 1`);
  * NULL when it names a value that is not a parameter. */
 const char *access_cond_python(Access *A, const AccCond *c);
+/* c multiplies two of the kernel's parameters in some term (`cols >= rows*cols`: launches of one
+ * row), none of them a grid size: a condition the proof's ordering found, which launches rarely
+ * meet. */
+bool access_cond_param_product(Access *A, const AccCond *c);
 /* Evaluates the condition for runtime values of the int parameters (by
  * index into f->params; others ignored) and the grid.  False when it names
  * a value not computed from int parameters, constants and num_programs by
