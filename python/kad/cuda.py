@@ -1189,9 +1189,10 @@ def forward_stub(text: str, kernel: str, params: Sequence[tuple[str, str]], temp
         v = _DTYPE_TO_KAD.get(v, v) if isinstance(v, torch.dtype) else v
         targs.append(_KAD_TO_CXX.get(v, str(v)) if isinstance(v, str) else str(int(v)))
     inst = kernel + (f"<{', '.join(targs)}>" if targs else "")
-    decl, conv = [], {}
+    decl, conv, half = [], {}, False
     for n, ty in params:
         e = ty.lstrip("*").split("[", 1)[0]
+        half |= e in ("fp16", "bf16")
         decl.append(f"{_KAD_TO_CXX[e]} {'*' if ty.startswith('*') else ''}{n}")
         conv[n] = f"kad_ptr{{(void *){n}}}" if ty.startswith("*") else f"kad_num<{_KAD_TO_CXX[e]}>{{{n}}}"
     flat = [n for n, _ in params]
@@ -1202,8 +1203,8 @@ def forward_stub(text: str, kernel: str, params: Sequence[tuple[str, str]], temp
             args.append(conv[c])
             i += 1
             continue
-        members = []
-        while i < len(flat) and flat[i].startswith(c + "_"):
+        members = []  # a struct by value: kad's parameters c_<member>, none of them a C parameter itself
+        while i < len(flat) and flat[i].startswith(c + "_") and flat[i] not in cnames:
             members.append(flat[i])
             i += 1
         if not members:  # not the declaration kad read: pass kad's parameters as they are
@@ -1212,7 +1213,6 @@ def forward_stub(text: str, kernel: str, params: Sequence[tuple[str, str]], temp
         args.append("{" + ", ".join(members) + "}")
     if i != len(flat):
         args = [conv[n] for n in flat]
-    half = any(ty.lstrip("*").split("[", 1)[0] in ("fp16", "bf16") for _, ty in params)
     return (text + "\n\n" + ("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n" if half else "")
             + "#include <stdint.h>\n"
             "// kad.cuda: the forward's launcher\n" + _STUB_HELPERS +

@@ -164,8 +164,9 @@ typedef struct CuInst { /* template __global__ void k<float, 256>(...); */
     Loc loc;
 } CuInst;
 
-/* A __global__ or __device__ function kad could not parse: its errors, reported only where a
- * kernel asked for, or a function called, has its name (one unreadable function refuses no other). */
+/* A name whose definition kad could not read, and its errors, reported only where the name is
+ * used: a __global__ or __device__ function that did not parse (CuUnit.broken: one unreadable
+ * function refuses no other), a file-scope constant that did not lower (Lw.bad_consts). */
 typedef struct CuBroken {
     const char *name; /* NULL where the name itself could not be read */
     Diag *diags;
@@ -254,7 +255,7 @@ typedef struct Lw {
     int frame;                /* env index where the current function's names start */
     int g0, g1;               /* env [g0, g1): the file-scope constants, seen from every frame */
     const CuDecl *ext;        /* the kernel's extern __shared__ array (CUDA gives them all one address) */
-    Vec(Diag) bad_consts;     /* file-scope constants that did not lower: msg their name, loc their error's */
+    Vec(CuBroken) bad_consts; /* file-scope constants that did not lower: each name and its first error */
     int depth;                /* device function inlining depth */
     const CuFunc *fn;
     const CuTy *ret_ty;

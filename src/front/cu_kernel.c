@@ -326,11 +326,8 @@ Func *cu_lower(Arena *a, Diags *d, CuUnit **units, int nunits, const char *name,
                 continue;
             L->env.n = n0;
             const CuStmt *cs = units[u]->consts.v[i];
-            const Diag *why = quiet.list.n ? &quiet.list.v[0] : NULL;
             for (int k = 0; k < cs->ndecls; k++) /* kept, so that a kernel using one is told why */
-                vec_push(a, L->bad_consts, ((Diag){.kind = DG_ERROR, .loc = why ? why->loc : cs->decls[k].loc,
-                                                   .msg = arena_printf(a, "%s\x1f%s", cs->decls[k].name,
-                                                                       why ? why->msg : "")}));
+                vec_push(a, L->bad_consts, ((CuBroken){cs->decls[k].name, quiet.list.v, quiet.list.n ? 1 : 0}));
         }
     L->g1 = L->env.n;
     /* template parameters: --sig NAME=VALUE, else the one explicit instantiation */

@@ -213,9 +213,7 @@ static const CuTy *cub_type(Lw *L, const CuTypeSpec *ts)
         dims *= d;
     }
     CuTy *t = arena_alloc(L->a, sizeof *t);
-    *t = (CuTy){.k = TY_CUB, .elem = el, .cub = CUB_BLOCK_REDUCE, .dt = (Dtype)0};
-    t->st = NULL;
-    t->cub_threads = dims;
+    *t = (CuTy){.k = TY_CUB, .elem = el, .cub = CUB_BLOCK_REDUCE, .cub_threads = dims};
     return t;
 }
 
@@ -910,13 +908,13 @@ static CVal ident(Lw *L, const CuExpr *e)
         return cu_bad(L);
     }
     for (int i = 0; i < L->bad_consts.n; i++) { /* a file-scope constant that did not lower: why */
-        const Diag *b = &L->bad_consts.v[i];
-        const char *sep = strchr(b->msg, '\x1f');
-        if (sep && (size_t)(sep - b->msg) == strlen(n) && !strncmp(b->msg, n, strlen(n))) {
-            diag_error(L->d, e->loc, "'%s' is a file-scope constant that kad cannot evaluate (%s:%d:%d: %s)", n,
-                       b->loc.file, b->loc.line, b->loc.col, sep + 1);
-            return cu_bad(L);
-        }
+        const CuBroken *b = &L->bad_consts.v[i];
+        if (strcmp(b->name, n))
+            continue;
+        Loc at = b->ndiags ? b->diags[0].loc : e->loc;
+        diag_error(L->d, e->loc, "'%s' is a file-scope constant that kad cannot evaluate (%s:%d:%d: %s)", n,
+                   at.file, at.line, at.col, b->ndiags ? b->diags[0].msg : "");
+        return cu_bad(L);
     }
     diag_error(L->d, e->loc, "unknown name '%s'", n);
     return cu_bad(L);

@@ -127,3 +127,56 @@ def test_lens_undistortion_package():
         assert torch.allclose(torch.stack([xd, yd], 1), uv.detach(), atol=1e-10)
         assert (out - uv.detach()).abs().max() > 1e-4  # the distortion is not the identity
         assert torch.autograd.gradcheck(undistort, (uv, params), eps=1e-6, atol=1e-7, rtol=1e-6)
+
+
+def test_bev_pool_package_and_its_hand_written_backward():
+    """conch_cuda_ext's pillar pooling (bev_pool_kernel.cu, from bevfusion; in the pinned
+    conch-triton-kernels wheel): points gathered at data-dependent intervals and stored at
+    data-dependent cells. kad's forward and backward on CPU tensors against a reference written
+    here, and the library's hand-written bev_pool_grad_kernel checked by kad.cuda.check_backward."""
+    torch = pytest.importorskip("torch")
+    import kad
+    spec = importlib.util.find_spec("conch_cuda_ext")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("conch-triton-kernels is not installed (tests/real/requirements.txt)")
+    path = os.path.join(list(spec.submodule_search_locations)[0], "ops", "vision", "bev_pool", "bev_pool_kernel.cu")
+    g = torch.Generator().manual_seed(0)
+    B, D, H, W, C, n_int = 1, 2, 3, 4, 5, 7
+    lens = torch.randint(1, 4, (n_int,), generator=g, dtype=torch.int32)
+    starts = torch.cumsum(torch.cat([torch.zeros(1, dtype=torch.int32), lens[:-1]]), 0).to(torch.int32)
+    n = int(lens.sum())
+    geom = torch.zeros(n, 4, dtype=torch.int32)  # (h, w, d, b) of each point's cell, one cell per interval
+    for k, cid in enumerate(torch.randperm(B * D * H * W, generator=g)[:n_int].tolist()):
+        geom[starts[k]:starts[k] + lens[k]] = torch.tensor([(cid // W) % H, cid % W, (cid // (W * H)) % D,
+                                                            cid // (W * H * D)], dtype=torch.int32)
+
+    def ref(x):
+        o = torch.zeros(B * D * H * W * C, dtype=torch.float64)
+        for k in range(n_int):
+            s, ln = int(starts[k]), int(lens[k])
+            h, w, d, b = geom[s].tolist()
+            base = ((b * D + d) * H + h) * W * C + w * C
+            o = o.index_add(0, torch.arange(base, base + C), x[s:s + ln].sum(0))
+        return o.view(B, D, H, W, C)
+
+    fwd = kad.cuda.differentiable(path, "bev_pool_kernel", inputs=["x"], outputs=["out"])
+    grid = (n_int * C + 255) // 256
+    x = torch.randn(n, C, generator=g, dtype=torch.float64).requires_grad_()
+    out = torch.zeros(B, D, H, W, C, dtype=torch.float64)
+    with kad.f64_mode():
+        fwd[grid, 256](B, D, H, W, n, C, n_int, x, geom, starts, lens, out)
+    want = ref(x)
+    assert torch.equal(out, want.detach())
+    dy = torch.randn(out.shape, generator=g, dtype=torch.float64)
+    got, = torch.autograd.grad(out, x, dy)
+    assert torch.equal(got, torch.autograd.grad(want, x, dy)[0])
+    hand = kad.cuda.kernel(path, "bev_pool_grad_kernel")
+
+    def my_backward(b, d, h, w, n_, c, ni, x_, geom_, st, ln, out_, d_out):
+        xg = torch.zeros_like(x_)
+        hand[grid, 256](b, d, h, w, n_, c, ni, d_out.contiguous(), geom_, st, ln, xg)
+        return xg
+    with kad.f64_mode():
+        rep = kad.cuda.check_backward(fwd, grid, 256, [B, D, H, W, n, C, n_int, x.detach(), geom, starts, lens,
+                                                       torch.zeros_like(out)], my_backward)
+    assert "PASS" in str(rep), rep

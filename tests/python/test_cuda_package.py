@@ -557,3 +557,17 @@ def test_errors_under_torch_compile():
     with pytest.raises(Exception, match=r"argument 'x' is float\*, which needs a torch.float32 tensor"):
         torch.compile(lambda x, y: k[1, 256](x, y, 10), fullgraph=True)(torch.zeros(10, dtype=F64),
                                                                          torch.zeros(10))
+
+
+def test_forward_stub_passes_the_kernels_own_parameters():
+    # the GPU forward's launcher takes kad's parameters (a struct by value as one per member) and
+    # builds the kernel's: the struct from its members in order, a parameter that only shares the
+    # struct's prefix (s_c) passed as itself, pointers converted to the parameter's type
+    from kad import cuda as kc
+    src = ("struct S { float a; float b; };\n"
+           "__global__ void k(const float2* __restrict__ x, S s, float s_c, int n) { }\n")
+    params = [("x", "*fp32"), ("s_a", "fp32"), ("s_b", "fp32"), ("s_c", "fp32"), ("n", "i32")]
+    stub = kc.forward_stub(src, "k", params, {})
+    assert "k<<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), kad_shared_mem, stream>>>(" \
+           "kad_ptr{(void *)x}, {s_a, s_b}, kad_num<float>{s_c}, kad_num<int32_t>{n});" in stub
+    assert "cuda_fp16.h" not in stub  # no half parameter
