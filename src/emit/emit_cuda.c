@@ -297,6 +297,8 @@ static void check_shapes(Cu *c, const Block *b)
         const Inst *in = &b->insts.v[i];
         for (int r = 0; r < in->nres && c->ok; r++) {
             Type t = cu_vty(c, in->res[r]);
+            if (c->absorbed[in->res[r]])
+                continue; /* not printed: a scatter-add reads it */
             if (t.rank > 2 || (t.rank == 2 && !shape_ok(c, t)))
                 ecu_refuse(c, in->loc, "%%%s has shape %s: only scalars, 1-D tiles (the block's %d threads, or a row "
                        "of at most %d that every thread holds), tiles [%d, k] and [1, k] of k <= %d (per-thread "
@@ -366,6 +368,21 @@ void ecu_line(Cu *c, const char *fmt, ...)
     buf_puts(c->out, arena_vprintf(c->a, fmt, ap));
     va_end(ap);
     buf_putc(c->out, '\n');
+}
+
+/* assert(x && "message"): the message as a C string (quotes and backslashes escaped, control
+ * characters dropped); x is element kad_j of an array while c->jidx is set. */
+void ecu_print_assert(Cu *c, const Inst *in)
+{
+    const char *msg = in->sattr ? in->sattr : "";
+    Buf m = {.a = c->a};
+    for (const char *p = msg; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            buf_putc(&m, '\\');
+        if ((unsigned char)*p >= ' ' && *p != 127)
+            buf_putc(&m, *p);
+    }
+    ecu_line(c, "assert((%s) && \"%s\");", ecu_val(c, in->args[0]), buf_str(&m));
 }
 
 /* Whether e is one call f(...): its first '(' closes at its end. */
@@ -1037,6 +1054,12 @@ void ecu_print_block(Cu *c, const Block *b, const char *const *yield_to)
     for (int i = 0; i < b->insts.n && c->ok; i++) {
         const Inst *in = &b->insts.v[i];
         int op = in->op;
+        if (in->nres && c->absorbed[in->res[0]])
+            continue; /* read only by scatter-adds, which print without it */
+        if (in->nres && c->scat_idx[in->res[0]]) {
+            ecu_scatter_add(c, b, in);
+            continue;
+        }
         if (ecu_array_inst(c, in))
             continue;
         switch (op) {
@@ -1085,18 +1108,9 @@ void ecu_print_block(Cu *c, const Block *b, const char *const *yield_to)
         case OP_BARRIER:
             ecu_line(c, "__syncthreads();");
             continue;
-        case OP_ASSERT: {
-            const char *msg = in->sattr ? in->sattr : "";
-            Buf m = {.a = c->a};
-            for (const char *p = msg; *p; p++) {
-                if (*p == '"' || *p == '\\')
-                    buf_putc(&m, '\\');
-                if ((unsigned char)*p >= ' ' && *p != 127)
-                    buf_putc(&m, *p);
-            }
-            ecu_line(c, "assert((%s) && \"%s\");", ecu_val(c, in->args[0]), buf_str(&m));
+        case OP_ASSERT:
+            ecu_print_assert(c, in);
             continue;
-        }
         default:
             break;
         }
@@ -1148,17 +1162,21 @@ bool emit_cuda_kernel(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCud
     c.inl = arena_alloc(a, sizeof *c.inl * (size_t)nv);
     c.prec = arena_alloc(a, sizeof *c.prec * (size_t)nv);
     c.splat = arena_alloc(a, sizeof *c.splat * (size_t)nv);
+    c.scat_idx = arena_alloc(a, sizeof *c.scat_idx * (size_t)nv);
+    c.scat_d = arena_alloc(a, sizeof *c.scat_d * (size_t)nv);
+    c.absorbed = arena_alloc(a, sizeof *c.absorbed * (size_t)nv);
     ir_index_defs(f->body, c.def);
     for (int i = 0; i < nv; i++)
         if (!c.irname[i])
             c.irname[i] = "?";
     c.L = emit_cuda_lane_count(f);
+    count_uses(&c, f->body);
+    ecu_find_scatters(&c, f->body);
     check_shapes(&c, f->body);
     if (c.ok && c.L > 1024)
         ecu_refuse(&c, f->loc, "the kernel's tiles have %d lanes: a CUDA block has at most 1024 threads", c.L);
     if (!c.ok)
         return false;
-    count_uses(&c, f->body);
     Buf body = {.a = a};
     c.out = &body;
     /* the parameters keep their names */

@@ -33,6 +33,8 @@ enum {
     CU_H_GATHER = 8,  /* kad_block_gather */
     CU_H_RAND = 16,   /* kad_rand, kad_randn, kad_randint (Philox 4x32-10, as tl.rand) */
     CU_H_HALF = 32,   /* __half / __nv_bfloat16 values: the fp16 and bf16 headers (slow to compile) */
+    CU_H_SCATTER = 64, /* kad_block_scatter_add */
+    CU_H_SCATTER_ROW = 128, /* kad_block_scatter_row */
 };
 bool emit_cuda_kernel(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCudaOpts *o, int *lanes,
                       unsigned *helpers);

@@ -40,6 +40,8 @@ typedef struct Cu {
     int depth;           /* indentation, 4 spaces a level */
     bool jidx;           /* val() reads per-thread arrays at kad_j (printing an array op's element) */
     bool *splat;         /* by ValId: an array whose every element is var (a broadcast, a constant) */
+    ValId *scat_idx, *scat_d; /* by ValId of a sum: a scatter-add along the lanes (ecu_find_scatters) */
+    bool *absorbed;      /* by ValId: a value only such scatter-adds read (not printed) */
     bool ok;
 } Cu;
 
@@ -63,6 +65,7 @@ const char *ecu_name_for(Cu *c, ValId v);                /* v's C variable: its 
 const char *ecu_ctype(Cu *c, ValId v, Loc loc);          /* "float", "__half *" */
 bool ecu_lanes_of(Cu *c, Type t);                        /* [L] or [L, k]: per thread */
 int ecu_width(Cu *c, ValId v);                           /* a per-thread array's length, or 0 */
+void ecu_print_assert(Cu *c, const Inst *in);              /* assert(x && "message") */
 bool ecu_is_row(Cu *c, ValId v);                         /* a row every thread holds alike */
 const char *ecu_val(Cu *c, ValId v);                     /* v's C expression (element kad_j: c->jidx) */
 const char *ecu_elem_at(Cu *c, ValId v, const char *idx); /* element idx of array v */
@@ -79,6 +82,8 @@ void ecu_print_block(Cu *c, const Block *b, const char *const *yield_to);
 void ecu_reduction(Cu *c, const Block *b, const Inst *in);   /* sum max min argmax argmin reduce */
 void ecu_scan(Cu *c, const Block *b, const Inst *in);        /* cumsum cumprod scan */
 void ecu_multi_lane_op(Cu *c, const Inst *in);               /* reduce/scan of several operands */
+void ecu_find_scatters(Cu *c, const Block *b);            /* sets scat_idx, scat_d, absorbed */
+void ecu_scatter_add(Cu *c, const Block *b, const Inst *in); /* prints a sum scat_idx marks */
 void ecu_permute_lanes(Cu *c, const Block *b, const Inst *in); /* gather, flip */
 bool ecu_array_inst(Cu *c, const Inst *in);                  /* an op on per-thread arrays or rows */
 

@@ -189,7 +189,8 @@ void ecu_reduction(Cu *c, const Block *b, const Inst *in)
     if (!c->uses[r])
         return; /* unread: every thread skips it alike, barriers included */
     Dtype dt = cu_vdt(c, x);
-    if (!cu_is_lane(c, x) || in->ival != 0 || (in->flags & IF_KEEP_DIMS)) {
+    bool one = cu_vty(c, r).rank && type_numel(cu_vty(c, r)) == 1; /* kept dims: [1], every thread's alike */
+    if (!cu_is_lane(c, x) || in->ival != 0 || ((in->flags & IF_KEEP_DIMS) && !one)) {
         ecu_refuse(c, in->loc, "'%s' of %%%s %s: the CUDA C emitter reduces a 1-D tile along its lanes into a scalar",
                op_info[in->op].name, c->irname[x], ecu_shape_str(c, cu_vty(c, x)));
         return;
@@ -216,6 +217,7 @@ void ecu_reduction(Cu *c, const Block *b, const Inst *in)
         e = arena_printf(c->a, "kad_block_reduce<%d>(%s, %s, %s())", c->L, ecu_bare(c, x), smem(c, dt), fn);
     }
     ecu_bind(c, b, r, e, false, in->loc);
+    c->splat[r] = one; /* a row [1]: its element is the variable */
 }
 
 void ecu_scan(Cu *c, const Block *b, const Inst *in)
@@ -254,6 +256,172 @@ void ecu_permute_lanes(Cu *c, const Block *b, const Inst *in)
     c->helpers |= CU_H_GATHER;
     ecu_bind(c, b, r, arena_printf(c->a, "kad_block_gather<%d>(%s, %s, %s)", c->L, ecu_bare(c, x), smem(c, cu_vdt(c, x)), idx),
          false, in->loc);
+}
+
+/* ---- scatter-adds along the lanes ---- */
+
+/* The adjoint of a gather along the lanes (src/ad/rules_rev.c, gather_adjoint) is a one-hot sum
+ *   d_src[j] = sum over lanes i of where(idx[i] == j, d[i], 0)        (a tile [L, L], axis 0)
+ * which, printed as a per-thread array, would hold L elements a thread; a write of a __shared__
+ * array at another thread's index (src/front/cu_stmt.c) is the same sum over a tile [L, n] into a
+ * row [n], and its count of writers the sum of the one-hot itself.  These recognize the IR,
+ * whatever the passes left of it: sum(where(eq(col(idx), iota), col(d), 0), axis 0) or
+ * sum(cast(eq(col(idx), iota)), axis 0) (d = 1), with col(v) = broadcast(expand_dims(v [L], 1)
+ * [L, 1]) and iota = broadcast(reshape(arange(0, n)) [1, n]), the eq's operands in either order;
+ * the sum prints as kad_block_scatter_add (n = L: lane j's element) or kad_block_scatter_row
+ * (n <= 64 and n <= L: a row every thread holds). */
+
+static const Inst *def_op(Cu *c, ValId v, int op)
+{
+    const Inst *d = v ? c->def[v] : NULL;
+    return d && d->op == op ? d : NULL;
+}
+
+/* The [L] value v is a column of: broadcast([L, 1] <- expand_dims/reshape of v [L]); 0 if none. */
+static ValId lane_column(Cu *c, ValId x)
+{
+    const Inst *b = def_op(c, x, OP_BROADCAST);
+    if (!b || cu_vty(c, b->args[0]).rank != 2 || cu_vty(c, b->args[0]).shape[0] != c->L ||
+        cu_vty(c, b->args[0]).shape[1] != 1)
+        return 0;
+    const Inst *e = c->def[b->args[0]];
+    if (!e || !((e->op == OP_EXPAND_DIMS && e->ival == 1) || e->op == OP_RESHAPE))
+        return 0;
+    ValId v = e->args[0];
+    Type t = cu_vty(c, v);
+    return t.rank == 1 && t.shape[0] == c->L ? v : 0;
+}
+
+/* Whether x is arange(0, n) along axis 1 of a tile [L, n]: broadcast([1, n] <- reshape/expand_dims
+ * of arange 0 [n], through casts between integer types). */
+static bool lane_iota(Cu *c, ValId x, int n)
+{
+    const Inst *b = def_op(c, x, OP_BROADCAST);
+    if (!b || cu_vty(c, b->args[0]).rank != 2 || cu_vty(c, b->args[0]).shape[0] != 1)
+        return false;
+    const Inst *e = c->def[b->args[0]];
+    if (!e || !((e->op == OP_EXPAND_DIMS && e->ival == 0) || e->op == OP_RESHAPE))
+        return false;
+    ValId v = e->args[0];
+    while (def_op(c, v, OP_CAST) && !dtype_is_float(cu_vdt(c, v)) && !dtype_is_float(cu_vdt(c, c->def[v]->args[0])))
+        v = c->def[v]->args[0];
+    const Inst *ar = def_op(c, v, OP_ARANGE);
+    return ar && ar->ival == 0 && cu_vty(c, v).rank == 1 && cu_vty(c, v).shape[0] == n;
+}
+
+/* Whether x is 0 in every element: a constant 0, or its broadcast. */
+static bool all_zero(Cu *c, ValId x)
+{
+    const Inst *b = def_op(c, x, OP_BROADCAST);
+    if (b)
+        x = b->args[0];
+    const Inst *k = def_op(c, x, OP_CONST);
+    return k && (dtype_is_float(cu_vdt(c, x)) ? k->fval == 0.0 : k->ival == 0);
+}
+
+static void absorb_use(Cu *c, int *pat, ValId v)
+{
+    if (v)
+        pat[v]++;
+}
+
+/* Marks each scatter-add of b (its regions included): c->scat_idx/scat_d of the sum, and the
+ * pattern's [L, L], [L, 1] and [1, L] values c->absorbed when nothing else reads them (those are
+ * not printed).  Needs c->uses and c->def. */
+static void find_in(Cu *c, const Block *b, int *pat, ValId *cand, int *ncand)
+{
+    for (int i = 0; i < b->insts.n; i++) {
+        const Inst *in = &b->insts.v[i];
+        for (int r = 0; r < in->nregions; r++)
+            if (in->op != OP_SCAN && in->op != OP_REDUCE)
+                find_in(c, in->regions[r], pat, cand, ncand);
+        if (in->op != OP_SUM || in->ival != 0 || in->nargs != 1 || (in->flags & IF_KEEP_DIMS))
+            continue;
+        Type xt = cu_vty(c, in->args[0]), rt = cu_vty(c, in->res[0]);
+        int n = xt.rank == 2 ? xt.shape[1] : 0;
+        if (xt.rank != 2 || xt.shape[0] != c->L || rt.rank != 1 || c->L < 2 || n > c->L || (n < c->L && n > CU_MAX_ROW))
+            continue;
+        const Inst *w = def_op(c, in->args[0], OP_WHERE), *one = def_op(c, in->args[0], OP_CAST);
+        ValId d = 0, cond = 0;
+        if (w && all_zero(c, w->args[2]) && (d = lane_column(c, w->args[1])))
+            cond = w->args[0];
+        else if (one && cu_vdt(c, one->args[0]) == DT_I1)
+            cond = one->args[0]; /* the count of the lanes that target j: d = 1 */
+        const Inst *eq = def_op(c, cond, OP_EQ);
+        if (!eq)
+            continue;
+        ValId idx = 0;
+        if (lane_iota(c, eq->args[1], n))
+            idx = lane_column(c, eq->args[0]);
+        else if (lane_iota(c, eq->args[0], n))
+            idx = lane_column(c, eq->args[1]);
+        if (!idx || dtype_is_float(cu_vdt(c, idx)))
+            continue;
+        c->scat_idx[in->res[0]] = idx;
+        c->scat_d[in->res[0]] = d;
+        /* the pattern's values, outermost first: each is absorbed once all its reads are the pattern's */
+        ValId vs[] = {in->args[0], cond, w ? w->args[1] : 0, w ? w->args[2] : 0, eq->args[0], eq->args[1]};
+        absorb_use(c, pat, in->args[0]);
+        for (size_t k = 0; k < sizeof vs / sizeof vs[0]; k++)
+            cand[(*ncand)++] = vs[k];
+    }
+}
+
+void ecu_find_scatters(Cu *c, const Block *b)
+{
+    int nv = c->f->vals.n, ncand = 0;
+    int *pat = arena_alloc(c->a, sizeof *pat * (size_t)nv);
+    ValId *cand = arena_alloc(c->a, sizeof *cand * (size_t)nv * 6);
+    find_in(c, b, pat, cand, &ncand);
+    /* a fixpoint: a candidate all of whose reads are absorbed values' is absorbed, and its
+     * operands (and those of the [L, 1] / [1, L] value under a broadcast) become candidates */
+    for (bool more = true; more;) {
+        more = false;
+        for (int k = 0; k < ncand; k++) {
+            ValId v = cand[k];
+            if (!v || c->absorbed[v] || !c->def[v] || pat[v] != c->uses[v] || cu_vty(c, v).rank != 2)
+                continue;
+            c->absorbed[v] = more = true;
+            const Inst *d = c->def[v];
+            for (int a = 0; a < d->nargs; a++) {
+                absorb_use(c, pat, d->args[a]);
+                if (cu_vty(c, d->args[a]).rank == 2 && ncand < nv * 6)
+                    cand[ncand++] = d->args[a];
+            }
+        }
+    }
+}
+
+/* The sum c->scat_idx marks: r = kad_block_scatter_add<L>(d, idx, ...), thread j getting the sum
+ * of d over the lanes whose idx is j, in lane order; a row r[n] every thread holds alike through
+ * kad_block_scatter_row<L, n>.  d = 0: the count of those lanes (each adds 1). */
+void ecu_scatter_add(Cu *c, const Block *b, const Inst *in)
+{
+    ValId r = in->res[0], d = c->scat_d[r], idx = c->scat_idx[r];
+    Dtype dt = cu_vdt(c, r);
+    if (dt != DT_F32 && dt != DT_F64 && dt != DT_I32) {
+        ecu_refuse(c, in->loc, "the scatter-add along the lanes into %%%s (%s values, the adjoint of a gather or a "
+                   "__shared__ write at another thread's index): only fp32, fp64 and i32 are printed yet",
+                   c->irname[r], dtype_name(dt));
+        return;
+    }
+    if (!c->uses[r])
+        return; /* unread: every thread skips it alike, barriers included */
+    const char *ty = ecu_ctype(c, r, in->loc);
+    const char *v = d ? ecu_bare(c, d) : arena_printf(c->a, "(%s)1", ty);
+    c->smem_idx = true;
+    int n = cu_vty(c, r).shape[0];
+    c->helpers |= ecu_is_row(c, r) ? CU_H_SCATTER_ROW : CU_H_SCATTER;
+    if (!ecu_is_row(c, r)) {
+        ecu_bind(c, b, r, arena_printf(c->a, "kad_block_scatter_add<%d>(%s, (int)%s, %s, kad_smem_idx)", c->L, v,
+                                       ecu_val(c, idx), smem(c, dt)),
+                 false, in->loc);
+        return;
+    }
+    c->var[r] = ecu_name_for(c, r);
+    ecu_line(c, "%s %s[%d];", ty, c->var[r], n);
+    ecu_line(c, "kad_block_scatter_row<%d, %d>(%s, (int)%s, %s, kad_smem_idx, %s);", c->L, n, v, ecu_val(c, idx),
+             smem(c, dt), c->var[r]);
 }
 
 /* ---- per-thread arrays: tiles [L, k] ---- */
@@ -337,6 +505,15 @@ bool ecu_array_inst(Cu *c, const Inst *in)
         return false;
     if (!c->uses[r] && r && op_info[op].pure && op != OP_SUM && op != OP_MAX && op != OP_MIN)
         return true; /* unread */
+    if (op == OP_ASSERT) { /* every element of the array holds */
+        ecu_line(c, "for (int kad_j = 0; kad_j < %d; kad_j++)", kx);
+        c->depth++;
+        c->jidx = true;
+        ecu_print_assert(c, in);
+        c->jidx = false;
+        c->depth--;
+        return true;
+    }
     if (op == OP_SPLIT && kx == 2 && !kr) { /* x[..., h]: one element of the row */
         c->var[r] = ecu_elem_at(c, x, in->ival ? "1" : "0");
         return true;
@@ -478,6 +655,21 @@ bool ecu_array_inst(Cu *c, const Inst *in)
         ecu_bind(c, NULL, r, ecu_elem_at(c, x, "threadIdx.x"), true, in->loc);
         return true;
     }
+    if (op == OP_GATHER && ecu_is_row(c, x) && cu_vty(c, x).rank == 1 && !c->splat[x] && in->ival == 0) {
+        /* from a row every thread holds: each thread reads its own copy at the index */
+        ValId k = in->args[1];
+        if (ecu_is_row(c, k)) {
+            c->jidx = true;
+            const char *e = ecu_elem_at(c, x, ecu_bare(c, k));
+            c->jidx = false;
+            array_assign(c, r, e, in->loc);
+        } else
+            ecu_bind(c, NULL, r, ecu_elem_at(c, x, ecu_bare(c, k)), true, in->loc);
+        return true;
+    }
+    if ((op == OP_SUM || op == OP_MAX || op == OP_MIN || op == OP_ARGMAX || op == OP_ARGMIN || op == OP_REDUCE) &&
+        in->nargs == 1 && !kx && kr == 1 && cu_is_lane(c, x))
+        return false; /* the block's lanes into [1]: a block reduction (ecu_reduction) */
     bool ew = op_info[op].elementwise || op == OP_BROADCAST || op == OP_CONST;
     if (x && cu_vty(c, x).rank && r && cu_vty(c, r).rank && ecu_is_row(c, x) != ecu_is_row(c, r) && !op_info[op].elementwise &&
         op != OP_BROADCAST) {
@@ -628,6 +820,74 @@ static const char prelude_gather[] =
     "    return r;\n"
     "}\n\n";
 
+static const char prelude_scatter[] =
+    "// Lane j's sum of v over the lanes i whose k is j, in the order of i (a scatter-add along the\n"
+    "// lanes: the adjoint of a gather).  Where the lanes adding a nonzero v target distinct lanes (a\n"
+    "// permutation, a step of a tree reduction) each target has one writer: every lane writes its\n"
+    "// number into its target's slot of own[], and if every lane finds its own number there, lane j\n"
+    "// takes the value of the lane in own[j].  Else (two lanes target one) each lane adds up all the\n"
+    "// lanes' values that target it, in lane order.  No atomics: the same bits on every run.\n"
+    "template <int L, typename T>\n"
+    "__device__ T kad_block_scatter_add(T v, int k, T *buf, int *own)\n"
+    "{\n"
+    "    const int i = threadIdx.x;\n"
+    "    const bool live = !(v == (T)0) && k >= 0 && k < L;\n"
+    "    buf[i] = v;\n"
+    "    own[i] = -1;\n"
+    "    __syncthreads();\n"
+    "    if (live)\n"
+    "        own[k] = i; // several writers: one of them stays, the others see it\n"
+    "    __syncthreads();\n"
+    "    T r = (T)0;\n"
+    "    if (!__syncthreads_or(live && own[k] != i)) {\n"
+    "        const int w = own[i];\n"
+    "        if (w >= 0)\n"
+    "            r = buf[w];\n"
+    "    } else {\n"
+    "        own[i] = k;\n"
+    "        __syncthreads();\n"
+    "        for (int l = 0; l < L; l++)\n"
+    "            if (own[l] == i)\n"
+    "                r = r + buf[l];\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "    return r;\n"
+    "}\n\n";
+
+static const char prelude_scatter_row[] =
+    "// kad_block_scatter_add into a row out[N] that every thread gets alike (N <= L): a __shared__\n"
+    "// array's elements written at other threads' indices, or their count of writers; a k out of\n"
+    "// range adds nothing.  One writer a target: its value; else the lanes' values in lane order.\n"
+    "template <int L, int N, typename T>\n"
+    "__device__ void kad_block_scatter_row(T v, int k, T *buf, int *own, T *out)\n"
+    "{\n"
+    "    const int i = threadIdx.x;\n"
+    "    const bool live = !(v == (T)0) && k >= 0 && k < N;\n"
+    "    buf[i] = v;\n"
+    "    own[i] = -1;\n"
+    "    __syncthreads();\n"
+    "    if (live)\n"
+    "        own[k] = i;\n"
+    "    __syncthreads();\n"
+    "    if (!__syncthreads_or(live && own[k] != i)) {\n"
+    "        for (int j = 0; j < N; j++) {\n"
+    "            const int w = own[j];\n"
+    "            out[j] = w >= 0 ? buf[w] : (T)0;\n"
+    "        }\n"
+    "    } else {\n"
+    "        own[i] = live ? k : -1;\n"
+    "        __syncthreads();\n"
+    "        for (int j = 0; j < N; j++)\n"
+    "            out[j] = (T)0;\n"
+    "        for (int l = 0; l < L; l++) {\n"
+    "            const int t = own[l];\n"
+    "            if (t >= 0)\n"
+    "                out[t] = out[t] + buf[l];\n"
+    "        }\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "}\n\n";
+
 static const char prelude_rand[] =
     "// Philox 4x32-10 as triton.language.random: counter (offset, 0, 0, 0), key the seed as uint64\n"
     "// (low half, high half); tl.rand, tl.randn (Box-Muller) and tl.randint of the first draws.\n"
@@ -679,6 +939,10 @@ void emit_cuda_prelude(Buf *out, const EmitCudaOpts *o, unsigned helpers)
         buf_puts(out, prelude_scan);
     if (helpers & CU_H_GATHER)
         buf_puts(out, prelude_gather);
+    if (helpers & CU_H_SCATTER)
+        buf_puts(out, prelude_scatter);
+    if (helpers & CU_H_SCATTER_ROW)
+        buf_puts(out, prelude_scatter_row);
     if (helpers & CU_H_RAND)
         buf_puts(out, prelude_rand);
 }

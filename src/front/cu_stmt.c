@@ -948,29 +948,30 @@ void cu_shared_write(Lw *L, Var *v, CVal idx, CVal x, Loc loc)
     } else if (cu_is_lane(L, idx.v) && v->len == L->lp) {
         s_new = cu_where(L, m, cu_bcast(L, x.v, loc), v->val.v, loc);
     } else {
-        /* [len, lanes]: element e takes the value of the thread writing it */
-        int32_t sh[2] = {n, L->lp};
+        /* [lanes, len]: element e takes the value of the thread writing it (the lanes first, as every
+           per-thread tile: thread i's row i says which element it writes) */
+        int32_t sh[2] = {L->lp, n};
         Type t2 = type_tile(DT_I32, 2, sh), b2 = type_tile(DT_I1, 2, sh);
         Block *b = L->b;
         ValId ar = arange_n(L, v->len, loc);
-        ValId e1 = expand(L, ar, 1, type_tile(DT_I32, 2, (int32_t[]){n, 1}), loc);
+        ValId e1 = expand(L, ar, 0, type_tile(DT_I32, 2, (int32_t[]){1, n}), loc);
         ValId j = cu_bcast(L, cu_where(L, m, idx.v, cu_cint(L, DT_I32, -1, loc), loc), loc);
-        ValId j1 = expand(L, j, 0, type_tile(DT_I32, 2, (int32_t[]){1, L->lp}), loc);
+        ValId j1 = expand(L, j, 1, type_tile(DT_I32, 2, (int32_t[]){L->lp, 1}), loc);
         ValId eb = ir_op1(f, b, OP_BROADCAST, t2, e1, loc), jb = ir_op1(f, b, OP_BROADCAST, t2, j1, loc);
-        ValId hit = ir_op2(f, b, OP_EQ, b2, eb, jb, loc);
+        ValId hit = ir_op2(f, b, OP_EQ, b2, jb, eb, loc);
         Type xt2 = type_tile(v->t->dt, 2, sh);
         ValId xv = cu_bcast(L, x.v, loc);
-        ValId x1 = expand(L, xv, 0, type_tile(v->t->dt, 2, (int32_t[]){1, L->lp}), loc);
+        ValId x1 = expand(L, xv, 1, type_tile(v->t->dt, 2, (int32_t[]){L->lp, 1}), loc);
         ValId z = dtype_is_float(v->t->dt) ? ir_const_float(f, b, type_scalar(v->t->dt), 0.0, loc)
                                            : cu_cint(L, v->t->dt, 0, loc);
         ValId xb = ir_op1(f, b, OP_BROADCAST, xt2, x1, loc), zb = ir_op1(f, b, OP_BROADCAST, xt2, z, loc);
         ValId sel = ir_op3(f, b, OP_WHERE, xt2, hit, xb, zb, loc);
         Inst *sm = ir_emit(f, b, OP_SUM, &sel, 1, &vt, 1, loc);
-        sm->ival = 1;
+        sm->ival = 0;
         ValId vals = sm->res[0];
         ValId hc = ir_op1(f, b, OP_CAST, t2, hit, loc);
         Inst *cn = ir_emit(f, b, OP_SUM, &hc, 1, (Type[]){type_tile(DT_I32, 1, &n)}, 1, loc);
-        cn->ival = 1;
+        cn->ival = 0;
         ValId cnt = cn->res[0];
         if (!cu_is_lane(L, idx.v)) {
             ValId ok = ir_op2(f, b, OP_LE, type_tile(DT_I1, 1, &n), cnt,

@@ -28,9 +28,8 @@ import test_cuda_wild as w  # noqa: E402
 
 F64 = torch.float64
 # the CUDA C emitter's refusals today (src/emit/emit_cuda*.c): a shared array longer than the block
-# (tree_reduce: sdata[256] with 64 threads) or written at another thread's index ([len, 1] tiles)
-REFUSED = {"tree_reduce_l2norm": "has shape", "block_reduce_rmsnorm": "has shape", "dyn_smem_half_norm": "has shape",
-           "cub_softmax": "not printed yet"}  # the max's adjoint: a sum of the block's lanes into a row
+# and than a row a thread holds (tree_reduce: sdata[256] with 64 threads)
+REFUSED = {"tree_reduce_l2norm": "has shape"}
 # backwards that add with atomicAdd (right, not bitwise; each header says so): the matmul's gradients
 # sum over a grid axis; the embedding's rows gather at indices loaded from memory (a scatter at data
 # positions); the bias of a 2-D block is read by the block's rows at once (lanes that share an

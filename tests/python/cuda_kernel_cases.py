@@ -69,12 +69,7 @@ def shim_run(gxx, kern, params, names, lanes, kernel, tmp_path, name):
 MARK = "// ---- the launcher"
 
 # The emitter's messages (src/emit/emit_cuda_host.c, emit_cuda.c) for the refusals below.
-LANE_ROW = r"'reshape' of %tid i32\[32\] into i32\[1,32\]: between the block's threads and a row"
-WARP_PARTS = r"has shape i32\[2,1\]: only scalars"
-GATHER_ROW = r"between the block's threads and a row that every thread holds"
-GATHER_ARRAY = r"'gather' on a tile fp32\[64\] \(a per-thread array\)"
-SHARED_LANES = r"has shape i32\[256\], but the kernel's tiles are \[272\]"
-WINDOW_ATOMICS = r"has shape i32\[32,1\]: only scalars"
+SHARED_LANES = r"has shape fp32\[272\], but the kernel's tiles are \[256\]"
 
 
 class Refused(Exception):
@@ -395,6 +390,13 @@ def _first_negative_ref(v):
     return {"y": (alive * x * x).sum(1)}
 
 
+def _pairs_ref(v):
+    x, w, n = v["x"], v["w"], v["n"]
+    t = torch.arange(n)
+    base, lane = (t // 64) * 64, t % 64
+    return {"y": x[base + lane // 2] * w + x[base + (lane ^ 1)] ** 2}
+
+
 def _uniform_ref(v):
     x = v["x"]
     s = 2.0 if v["mode"] > 0 else x[0]
@@ -453,8 +455,7 @@ CASES = [
          lambda g: {"x": _randn(g, 3, 80), "gamma": _randn(g, 80), "beta": _randn(g, 80), "y": _zeros(3, 80),
                     "n": 80, "eps": 1e-5},
          lambda v: {"y": torch.nn.functional.layer_norm(v["x"], (v["n"],), v["gamma"], v["beta"], eps=v["eps"])},
-         sig="BLOCK=64", refuse={"emit": GATHER_ARRAY, "bwd": WARP_PARTS, "atomics": WARP_PARTS, "jvp": GATHER_ARRAY},
-         tname="layernorm<64>", cparams="float *x, float *gamma, float *beta, float *y, int n, float eps",
+         sig="BLOCK=64", tname="layernorm<64>", cparams="float *x, float *gamma, float *beta, float *y, int n, float eps",
          tol=1e-4),
     Case("recurrence", "recurrence.cu", "recurrence", (64,), (2,), ["x", "w"], ["h"],
          lambda g: {"x": _randn(g, 7, 128), "w": _randn(g, 128, scale=0.5), "h": _zeros(7, 128), "T": 7, "N": 128},
@@ -485,7 +486,6 @@ CASES = [
     Case("window_sum", "constructs.cu", "window_sum", (32,), (2,), ["x"], ["y"],
          lambda g: {"x": _randn(g, 64), "y": _zeros(64), "n": 64},
          _window_ref, sig="tile=40",
-         refuse={"emit": GATHER_ROW, "bwd": WINDOW_ATOMICS, "atomics": WINDOW_ATOMICS, "jvp": GATHER_ROW},
          cparams="float *x, float *y, int n", smem=40 * 4),
     Case("scale_shift_half", "host_and_half.cu", "scale_shift", (64,), (1,), ["x"], ["y"],
          lambda g: {"x": _half(_randn(g, 100)), "y": _zeros(100), "n": 100, "a": 0.5},
@@ -504,6 +504,11 @@ CASES = [
     Case("first_negative", "transpose_tile.cu", "first_negative", (32,), (2,), ["x"], ["y"],
          lambda g: {"x": _randn(g, 40, 6), "y": _zeros(40), "n": 40, "K": 6},
          _first_negative_ref, cparams="float *x, float *y, int n, int K"),
+    Case("shared_pairs", "shared_pairs.cu", "shared_pairs", (64,), (3,), ["x", "w"], ["y"],
+         lambda g: {"x": _randn(g, 192), "w": _randn(g, 192), "y": _zeros(192), "n": 192},
+         _pairs_ref, cparams="float *x, float *w, float *y, int n",
+         note="tile[t / 2] and tile[t ^ 1]: the adjoints of the two reads are scatter-adds along the lanes, "
+              "one with two threads adding into an element (its ordered path), one a permutation"),
     Case("uniform_scale", "uniform_if.cu", "uniform_scale", (64,), (2,), ["x"], ["y"],
          lambda g: {"x": _randn(g, 100), "y": _zeros(100), "n": 100, "mode": 1},
          _uniform_ref, cparams="float *x, float *y, int n, int mode", atomic_bwd=True,

@@ -87,8 +87,9 @@ def test_hip_spelling():
 
 
 def test_refusal_is_located():
-    p = subprocess.run([KAD, "grad", "tests/cuda/layernorm_warp.cu:layernorm", "--sig", "BLOCK=64", "--block", "64",
-                        "--wrt", "x,gamma,beta", "--out", "y", "--emit", "cuda"], cwd=REPO, capture_output=True,
+    # the padded 16 x 17 tile of the transpose: a __shared__ array longer than the block's 256 threads
+    p = subprocess.run([KAD, "grad", "tests/cuda/transpose_tile.cu:transpose", "--block", "16,16",
+                        "--wrt", "in", "--out", "out", "--emit", "cuda"], cwd=REPO, capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 1 and not p.stdout
-    assert "tests/cuda/layernorm_warp.cu:30:19:" in p.stderr and "has shape i32[2,1]" in p.stderr
+    assert "tests/cuda/transpose_tile.cu:10:22:" in p.stderr and "has shape fp32[272]" in p.stderr

@@ -4,6 +4,7 @@
 // std::barrier; __shared__ a function-static array, one block at a time).  Not a CUDA
 // implementation: just enough of the device API that the emitter prints.
 #pragma once
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -26,6 +27,22 @@ inline std::mutex kad_atomic_mutex;
 #define __restrict__
 
 inline void __syncthreads() { kad_barrier->arrive_and_wait(); }
+
+// __syncthreads_or: a barrier that returns whether any thread's p was nonzero (a count that
+// thread (0, 0, 0) clears once every thread has read it).
+inline std::atomic<int> kad_or_count{0};
+inline int __syncthreads_or(int p)
+{
+    if (p)
+        kad_or_count.fetch_add(1);
+    kad_barrier->arrive_and_wait();
+    const int r = kad_or_count.load() != 0;
+    kad_barrier->arrive_and_wait();
+    if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)
+        kad_or_count.store(0);
+    kad_barrier->arrive_and_wait();
+    return r;
+}
 
 template <typename T, typename U> inline T atomicAdd(T *p, U v)
 {
