@@ -972,6 +972,42 @@ static void assign(Cu *c, const char *const *to, const ValId *ys, int n)
         copy_to(c, to[k], ys[k], tmp[k]);
 }
 
+/* A loop-carried scalar that only accumulates a block reduction each iteration, acc' = acc +
+ * sum(x) with x a lane tile (a reverse sweep's adjoint of a value every thread shares): each
+ * thread adds its lane of x into a variable of its own, and one block reduction after the loop
+ * adds them up, instead of a reduction (and its barriers) per iteration.  The additions are
+ * reassociated (each thread's in iteration order, then the fixed tree): other bits than the IR's
+ * order, the same on every run.  Declares the accumulators; the number found. */
+static int hoist_sums(Cu *c, const Inst *in, const char *const *vars)
+{
+    const Block *body = in->regions[0];
+    const Inst *yl = body->insts.n ? &body->insts.v[body->insts.n - 1] : NULL;
+    int nc = in->nargs - 3, found = 0;
+    if (!yl || yl->op != OP_YIELD || yl->nargs != nc)
+        return 0;
+    for (int k = 0; k < nc; k++) {
+        ValId prm = body->params[k + 1], y = yl->args[k];
+        const Inst *ad = c->def[y];
+        Dtype dt = cu_vdt(c, y);
+        if (!ad || ad->op != OP_ADD || cu_vty(c, y).rank || (dt != DT_F32 && dt != DT_F64) || c->uses[prm] != 1 ||
+            c->uses[y] != 1)
+            continue;
+        ValId t = ad->args[0] == prm ? ad->args[1] : ad->args[1] == prm ? ad->args[0] : 0;
+        const Inst *sm = t ? c->def[t] : NULL;
+        if (!sm || sm->op != OP_SUM || sm->ival != 0 || c->uses[t] != 1 || !cu_is_lane(c, sm->args[0]) ||
+            ecu_is_row(c, sm->args[0]) || cu_vdt(c, sm->args[0]) != dt || (sm->flags & IF_KEEP_DIMS))
+            continue;
+        c->lane_acc[y] = ecu_fresh(c, arena_printf(c->a, "%s_lanes", vars[k]));
+        c->hoisted[t] = true;
+        c->var[y] = vars[k];
+        c->helpers |= CU_H_REDUCE;
+        ecu_line(c, "%s %s = %s; // this thread's part of %s's sums over the block, reduced after the loop",
+                 ecu_ctype(c, y, in->loc), c->lane_acc[y], ecu_zero(c, dt), vars[k]);
+        found++;
+    }
+    return found;
+}
+
 static void print_for(Cu *c, const Inst *in)
 {
     const Block *body = in->regions[0];
@@ -1002,6 +1038,7 @@ static void print_for(Cu *c, const Inst *in)
      * unrolled. nvcc's 4x unrolling keeps four iterations' values live (Swish's backward launcher
      * on an H200: 48 registers instead of 28, 109 us instead of 87 with its memset;
      * docs/BENCHMARKS.md) where the other warps already hide the loads' latency */
+    int nh = hoist_sums(c, in, vars);
     const Inst *lo = c->def[in->args[0]], *hi = c->def[in->args[1]];
     if ((!lo || lo->op != OP_CONST || !hi || hi->op != OP_CONST) && ir_block_has_op(body, OP_LOAD))
         ecu_line(c, "#pragma unroll 1");
@@ -1010,6 +1047,12 @@ static void print_for(Cu *c, const Inst *in)
     ecu_print_block(c, body, vars);
     c->depth--;
     ecu_line(c, "}");
+    for (int k = 0; k < nc && nh; k++) {
+        ValId y = body->insts.v[body->insts.n - 1].args[k];
+        if (c->lane_acc[y])
+            ecu_line(c, "%s = %s + kad_block_reduce<%d>(%s, %s, kad_add());", vars[k], vars[k], c->L, c->lane_acc[y],
+                     ecu_smem(c, cu_vdt(c, y)));
+    }
 }
 
 static void print_if(Cu *c, const Inst *in)
@@ -1058,6 +1101,14 @@ void ecu_print_block(Cu *c, const Block *b, const char *const *yield_to)
             continue; /* read only by scatter-adds, which print without it */
         if (in->nres && c->scat_idx[in->res[0]]) {
             ecu_scatter_add(c, b, in);
+            continue;
+        }
+        if (in->nres && c->hoisted[in->res[0]])
+            continue; /* its lanes go into an accumulator (hoist_sums) */
+        if (in->nres && c->lane_acc[in->res[0]]) {
+            const Inst *sm = c->def[c->hoisted[in->args[0]] ? in->args[0] : in->args[1]];
+            const char *acc = c->lane_acc[in->res[0]];
+            ecu_line(c, "%s = %s + %s;", acc, acc, ecu_val(c, sm->args[0]));
             continue;
         }
         if (ecu_array_inst(c, in))
@@ -1165,6 +1216,8 @@ bool emit_cuda_kernel(Buf *out, Arena *a, Diags *d, const Func *f, const EmitCud
     c.scat_idx = arena_alloc(a, sizeof *c.scat_idx * (size_t)nv);
     c.scat_d = arena_alloc(a, sizeof *c.scat_d * (size_t)nv);
     c.absorbed = arena_alloc(a, sizeof *c.absorbed * (size_t)nv);
+    c.lane_acc = arena_alloc(a, sizeof *c.lane_acc * (size_t)nv);
+    c.hoisted = arena_alloc(a, sizeof *c.hoisted * (size_t)nv);
     ir_index_defs(f->body, c.def);
     for (int i = 0; i < nv; i++)
         if (!c.irname[i])

@@ -42,6 +42,9 @@ typedef struct Cu {
     bool *splat;         /* by ValId: an array whose every element is var (a broadcast, a constant) */
     ValId *scat_idx, *scat_d; /* by ValId of a sum: a scatter-add along the lanes (ecu_find_scatters) */
     bool *absorbed;      /* by ValId: a value only such scatter-adds read (not printed) */
+    const char **lane_acc; /* by ValId of `acc + sum(x)` in a for body: the per-thread accumulator
+                              that stands for it (print_for's hoisted sums) */
+    bool *hoisted;       /* by ValId of such a sum: not printed (reduced once after the loop) */
     bool ok;
 } Cu;
 
@@ -65,6 +68,7 @@ const char *ecu_name_for(Cu *c, ValId v);                /* v's C variable: its 
 const char *ecu_ctype(Cu *c, ValId v, Loc loc);          /* "float", "__half *" */
 bool ecu_lanes_of(Cu *c, Type t);                        /* [L] or [L, k]: per thread */
 int ecu_width(Cu *c, ValId v);                           /* a per-thread array's length, or 0 */
+const char *ecu_smem(Cu *c, Dtype dt);                   /* kad_smem_<dt>, declared */
 void ecu_print_assert(Cu *c, const Inst *in);              /* assert(x && "message") */
 bool ecu_is_row(Cu *c, ValId v);                         /* a row every thread holds alike */
 const char *ecu_val(Cu *c, ValId v);                     /* v's C expression (element kad_j: c->jidx) */

@@ -17,7 +17,7 @@
 /* ---- reductions, scans, gathers (through shared memory) ---- */
 
 /* The shared buffer of dtype dt (declared at the kernel's top). */
-static const char *smem(Cu *c, Dtype dt)
+const char *ecu_smem(Cu *c, Dtype dt)
 {
     c->smem |= 1u << dt;
     return arena_printf(c->a, "kad_smem_%s", dtype_name(dt));
@@ -27,7 +27,7 @@ static const char *smem(Cu *c, Dtype dt)
 static const char *smem_k(Cu *c, Dtype dt, int k)
 {
     if (!k)
-        return smem(c, dt);
+        return ecu_smem(c, dt);
     if (c->smem_more[dt] < k)
         c->smem_more[dt] = k;
     return arena_printf(c->a, "kad_smem_%s_%d", dtype_name(dt), k);
@@ -204,17 +204,17 @@ void ecu_reduction(Cu *c, const Block *b, const Inst *in)
         c->helpers |= CU_H_ARG;
         c->smem_idx = true;
         e = arena_printf(c->a, "kad_block_%s<%d>(%s, %s, kad_smem_idx)", in->op == OP_ARGMAX ? "argmax" : "argmin",
-                         c->L, ecu_bare(c, x), smem(c, dt));
+                         c->L, ecu_bare(c, x), ecu_smem(c, dt));
     } else if (in->op == OP_REDUCE) {
         const char *fn = combine_functor(c, in);
         if (!fn)
             return;
         c->helpers |= CU_H_REDUCE;
-        e = arena_printf(c->a, "kad_block_reduce<%d>(%s, %s, %s())", c->L, ecu_bare(c, x), smem(c, dt), fn);
+        e = arena_printf(c->a, "kad_block_reduce<%d>(%s, %s, %s())", c->L, ecu_bare(c, x), ecu_smem(c, dt), fn);
     } else {
         c->helpers |= CU_H_REDUCE;
         const char *fn = in->op == OP_SUM ? "kad_add" : in->op == OP_MAX ? "kad_max" : "kad_min";
-        e = arena_printf(c->a, "kad_block_reduce<%d>(%s, %s, %s())", c->L, ecu_bare(c, x), smem(c, dt), fn);
+        e = arena_printf(c->a, "kad_block_reduce<%d>(%s, %s, %s())", c->L, ecu_bare(c, x), ecu_smem(c, dt), fn);
     }
     ecu_bind(c, b, r, e, false, in->loc);
     c->splat[r] = one; /* a row [1]: its element is the variable */
@@ -238,7 +238,7 @@ void ecu_scan(Cu *c, const Block *b, const Inst *in)
         fn = arena_printf(c->a, "%s()", f2);
     }
     c->helpers |= CU_H_SCAN | CU_H_REDUCE;
-    ecu_bind(c, b, r, arena_printf(c->a, "kad_block_scan<%d>(%s, %s, %s, %s)", c->L, ecu_bare(c, x), smem(c, cu_vdt(c, x)),
+    ecu_bind(c, b, r, arena_printf(c->a, "kad_block_scan<%d>(%s, %s, %s, %s)", c->L, ecu_bare(c, x), ecu_smem(c, cu_vdt(c, x)),
                                in->flags & IF_REVERSE ? "true" : "false", fn), false, in->loc);
 }
 
@@ -254,7 +254,7 @@ void ecu_permute_lanes(Cu *c, const Block *b, const Inst *in)
     const char *idx = in->op == OP_FLIP ? arena_printf(c->a, "%d - (int32_t)threadIdx.x", c->L - 1)
                                         : arena_printf(c->a, "(int)%s", ecu_val(c, in->args[1]));
     c->helpers |= CU_H_GATHER;
-    ecu_bind(c, b, r, arena_printf(c->a, "kad_block_gather<%d>(%s, %s, %s)", c->L, ecu_bare(c, x), smem(c, cu_vdt(c, x)), idx),
+    ecu_bind(c, b, r, arena_printf(c->a, "kad_block_gather<%d>(%s, %s, %s)", c->L, ecu_bare(c, x), ecu_smem(c, cu_vdt(c, x)), idx),
          false, in->loc);
 }
 
@@ -414,14 +414,14 @@ void ecu_scatter_add(Cu *c, const Block *b, const Inst *in)
     c->helpers |= ecu_is_row(c, r) ? CU_H_SCATTER_ROW : CU_H_SCATTER;
     if (!ecu_is_row(c, r)) {
         ecu_bind(c, b, r, arena_printf(c->a, "kad_block_scatter_add<%d>(%s, (int)%s, %s, kad_smem_idx)", c->L, v,
-                                       ecu_val(c, idx), smem(c, dt)),
+                                       ecu_val(c, idx), ecu_smem(c, dt)),
                  false, in->loc);
         return;
     }
     c->var[r] = ecu_name_for(c, r);
     ecu_line(c, "%s %s[%d];", ty, c->var[r], n);
     ecu_line(c, "kad_block_scatter_row<%d, %d>(%s, (int)%s, %s, kad_smem_idx, %s);", c->L, n, v, ecu_val(c, idx),
-             smem(c, dt), c->var[r]);
+             ecu_smem(c, dt), c->var[r]);
 }
 
 /* ---- per-thread arrays: tiles [L, k] ---- */
@@ -639,7 +639,7 @@ bool ecu_array_inst(Cu *c, const Inst *in)
         /* the block's lanes into a row that every thread holds ([L] -> [1, L]): each thread writes its
          * lane into shared memory, then reads them all (an all-gather; the barriers order it against
          * the buffer's other uses) */
-        const char *buf = smem(c, cu_vdt(c, x)), *ty = ecu_ctype(c, r, in->loc);
+        const char *buf = ecu_smem(c, cu_vdt(c, x)), *ty = ecu_ctype(c, r, in->loc);
         c->var[r] = ecu_name_for(c, r);
         ecu_line(c, "__syncthreads();");
         ecu_line(c, "%s[threadIdx.x] = %s;", buf, ecu_bare(c, x));
@@ -717,8 +717,8 @@ bool ecu_array_inst(Cu *c, const Inst *in)
 
 static const char prelude_reduce[] =
     "// Block reductions in a fixed order: each step combines lane i with lane i + h, h the upper\n"
-    "// half of the n lanes still live, until lane 0 holds the result, which every thread reads.\n"
-    "// The same order on every run: the same bits.\n"
+    "// half of the n lanes still live, until lane 0 holds the result, which every thread reads\n"
+    "// (kad_block_reduce_tree).  The same order on every run: the same bits.\n"
     "struct kad_add {\n"
     "    template <typename T> __device__ T operator()(T a, T b) const { return a + b; }\n"
     "};\n"
@@ -737,7 +737,7 @@ static const char prelude_reduce[] =
     "};\n"
     "\n"
     "template <int L, typename T, typename F>\n"
-    "__device__ T kad_block_reduce(T v, T *buf, F combine)\n"
+    "__device__ T kad_block_reduce_tree(T v, T *buf, F combine)\n"
     "{\n"
     "    const int i = threadIdx.x;\n"
     "    buf[i] = v;\n"
@@ -751,6 +751,56 @@ static const char prelude_reduce[] =
     "    const T r = buf[0];\n"
     "    __syncthreads(); // buf is free again for the next reduction\n"
     "    return r;\n"
+    "}\n\n";
+
+/* CUDA: where the block is whole warps and T is a type shuffles move, the same kind of fixed tree
+ * in registers (two barriers instead of one per step); HIP keeps the tree in shared memory (its
+ * wavefronts are 32 or 64 lanes). */
+static const char prelude_reduce_cuda[] =
+    "// With whole warps: each warp's fixed tree by shuffles (lane i takes lane i + o, o = 16, 8, 4,\n"
+    "// 2, 1), the warps' partials through buf, then every warp the same tree over them (lane i takes\n"
+    "// i + o where that is below the warp count), lane 0's result to all: the same bits everywhere.\n"
+    "template <typename T> struct kad_shuffles { static constexpr bool ok = false; };\n"
+    "template <> struct kad_shuffles<float> { static constexpr bool ok = true; };\n"
+    "template <> struct kad_shuffles<double> { static constexpr bool ok = true; };\n"
+    "template <> struct kad_shuffles<int> { static constexpr bool ok = true; };\n"
+    "template <> struct kad_shuffles<unsigned> { static constexpr bool ok = true; };\n"
+    "template <> struct kad_shuffles<long long> { static constexpr bool ok = true; };\n"
+    "template <> struct kad_shuffles<unsigned long long> { static constexpr bool ok = true; };\n"
+    "template <> struct kad_shuffles<long> { static constexpr bool ok = true; };\n"
+    "template <> struct kad_shuffles<unsigned long> { static constexpr bool ok = true; };\n"
+    "\n"
+    "template <int L, typename T, typename F>\n"
+    "__device__ T kad_block_reduce(T v, T *buf, F combine)\n"
+    "{\n"
+    "    if constexpr (L % 32 == 0 && kad_shuffles<T>::ok) {\n"
+    "        constexpr int W = L / 32;\n"
+    "        const int i = threadIdx.x, lane = i % 32;\n"
+    "        for (int o = 16; o > 0; o /= 2)\n"
+    "            v = combine(v, __shfl_down_sync(0xffffffffu, v, o));\n"
+    "        if (W == 1)\n"
+    "            return __shfl_sync(0xffffffffu, v, 0);\n"
+    "        if (lane == 0)\n"
+    "            buf[i / 32] = v;\n"
+    "        __syncthreads();\n"
+    "        T w = buf[lane < W ? lane : 0];\n"
+    "        for (int o = 16; o > 0; o /= 2) {\n"
+    "            const T u = __shfl_down_sync(0xffffffffu, w, o);\n"
+    "            if (lane + o < W)\n"
+    "                w = combine(w, u);\n"
+    "        }\n"
+    "        __syncthreads(); // buf is free again for the next reduction\n"
+    "        return __shfl_sync(0xffffffffu, w, 0);\n"
+    "    } else {\n"
+    "        return kad_block_reduce_tree<L>(v, buf, combine);\n"
+    "    }\n"
+    "}\n\n";
+
+static const char prelude_reduce_hip[] =
+    "template <int L, typename T, typename F>\n"
+    "__device__ T kad_block_reduce(T v, T *buf, F combine)\n"
+    "{\n"
+    "    return kad_block_reduce_tree<L>(v, buf, combine);\n"
     "}\n\n";
 
 static const char prelude_arg[] =
@@ -931,8 +981,10 @@ void emit_cuda_prelude(Buf *out, const EmitCudaOpts *o, unsigned helpers)
     if (helpers & CU_H_HALF) /* they double nvcc's time: only where a value is half */
         buf_puts(out, hip ? "#include <hip/hip_fp16.h>\n#include <hip/hip_bf16.h>\n" : "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n");
     buf_puts(out, "#include <assert.h>\n#include <math.h>\n#include <stdint.h>\n\n");
-    if (helpers & (CU_H_REDUCE | CU_H_SCAN))
+    if (helpers & (CU_H_REDUCE | CU_H_SCAN)) {
         buf_puts(out, prelude_reduce);
+        buf_puts(out, hip ? prelude_reduce_hip : prelude_reduce_cuda);
+    }
     if (helpers & CU_H_ARG)
         buf_puts(out, prelude_arg);
     if (helpers & CU_H_SCAN)

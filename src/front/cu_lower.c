@@ -1058,7 +1058,8 @@ const CuFunc *cu_find_func(Lw *L, const char *name)
     return NULL;
 }
 
-/* BlockReduce(temp).Sum(v[, num_valid]) / .Reduce(v, cub::Sum() | cub::Max() | cub::Min()[, num_valid]):
+/* BlockReduce(temp).Sum(v[, num_valid]) / .Reduce(v, cub::Sum() | cub::Max() | cub::Min() | cuda::maximum<>()
+ * | cuda::minimum<>() | cuda::std::plus<>()[, num_valid]):
  * the block's reduction, given to every thread (CUB defines it in thread 0 only); all the block's
  * threads must reach it, as CUB requires. */
 static CVal cub_reduce(Lw *L, const CuTy *br, const CuExpr *e)
@@ -1078,11 +1079,16 @@ static CVal cub_reduce(Lw *L, const CuTy *br, const CuExpr *e)
     if (!sum) {
         const CuExpr *f = e->args[1];
         const char *fn = f->kind == CE_CALL && !f->nargs ? f->name : NULL;
-        if (fn && (!strcmp(fn, "Max") || !strcmp(fn, "Min") || !strcmp(fn, "Sum")))
-            op = !strcmp(fn, "Max") ? OP_MAX : !strcmp(fn, "Min") ? OP_MIN : OP_SUM;
+        /* cub::Max() before CUDA 13; cuda::maximum<>() (CCCL) since */
+        if (fn && (!strcmp(fn, "Max") || !strcmp(fn, "maximum")))
+            op = OP_MAX;
+        else if (fn && (!strcmp(fn, "Min") || !strcmp(fn, "minimum")))
+            op = OP_MIN;
+        else if (fn && (!strcmp(fn, "Sum") || !strcmp(fn, "plus")))
+            op = OP_SUM;
         else {
-            diag_error(L->d, f->loc, "cub::BlockReduce::Reduce: kad knows the operators cub::Sum(), cub::Max() "
-                                     "and cub::Min()");
+            diag_error(L->d, f->loc, "cub::BlockReduce::Reduce: kad knows the operators cub::Sum(), cub::Max(), "
+                                     "cub::Min() and CCCL's cuda::maximum<>(), cuda::minimum<>(), cuda::std::plus<>()");
             return cu_bad(L);
         }
     }

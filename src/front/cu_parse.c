@@ -427,6 +427,15 @@ static CuExpr *parse_primary(P *p)
         if (is(peek(p), "<") && targs_follow(p, name)) {
             e->kind = CE_CALL;
             e->targs = parse_targs(p, &e->ntargs);
+        } else if (is(peek(p), "<") && (!strcmp(name, "maximum") || !strcmp(name, "minimum") || !strcmp(name, "plus"))) {
+            /* CCCL's operator objects for cub (cuda::maximum<>(), cuda::std::plus<float>{}): a call of
+               no arguments named after them */
+            e->kind = CE_CALL;
+            e->targs = parse_targs(p, &e->ntargs);
+            if (accept(p, "{")) {
+                expect(p, "}");
+                return e;
+            }
         }
         if (is(peek(p), "(")) {
             e->kind = CE_CALL;

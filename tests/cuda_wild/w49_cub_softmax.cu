@@ -1,4 +1,5 @@
-// A row softmax with CUB: the row's max by BlockReduce::Reduce(v, cub::Max()), its sum by Sum with
+// A row softmax with CUB: the row's max by BlockReduce::Reduce(v, cuda::maximum<>()) (CUDA 13 has no
+// cub::Max), its sum by Sum with
 // num_valid (the threads past the row's end hold nothing), `using` for the BlockReduce type.
 #include <cub/cub.cuh>
 
@@ -12,7 +13,7 @@ __global__ void cub_softmax(const float* __restrict__ x, float* __restrict__ y, 
     float m = -INFINITY;
     for (int c = threadIdx.x; c < cols; c += THREADS)
         m = fmaxf(m, xr[c]);
-    float bm = BR(tmp).Reduce(m, cub::Max());
+    float bm = BR(tmp).Reduce(m, cuda::maximum<>());
     if (threadIdx.x == 0)
         s_max = bm;
     __syncthreads();

@@ -100,17 +100,15 @@ def test_backward_bitwise():
 
 
 def test_refused_before_forward():
-    # layernorm_warp's backward writes its warps' partials into shared memory at another thread's
-    # index ([warps, 1] tiles), which the CUDA C emitter does not print yet (docs/EMIT.md, "CUDA C"):
+    # the transpose's padded 16 x 17 __shared__ tile is longer than the block and than a row a thread
+    # holds (272 elements), which the CUDA C emitter does not print yet (docs/EMIT.md, "CUDA C"):
     # refused, located, before the forward runs
-    k = kad.cuda.differentiable(os.path.join(CUDA, "layernorm_warp.cu"), "layernorm", inputs=["x", "gamma", "beta"],
-                                outputs=["y"], template={"BLOCK": 64})
-    x = randn(3, 80).float().to(DEV).requires_grad_()
-    gamma, beta = randn(80).float().to(DEV), randn(80).float().to(DEV)
-    y = torch.zeros(3, 80, device=DEV)
-    with pytest.raises(kad.KadError, match=r"layernorm_warp.cu:\d+:\d+: error: CUDA C emitter"):
-        k[3, 64](x, gamma, beta, y, 80, 1e-5)
-    assert torch.all(y == 0)
+    k = kad.cuda.differentiable(os.path.join(CUDA, "transpose_tile.cu"), "transpose", inputs=["in"], outputs=["out"])
+    x = randn(40, 27).float().to(DEV).requires_grad_()
+    out = torch.zeros(27, 40, device=DEV)
+    with pytest.raises(kad.KadError, match=r"transpose_tile.cu:\d+:\d+: error: CUDA C emitter"):
+        k[(2, 3), (16, 16)](x, out, 40, 27)
+    assert torch.all(out == 0)
 
 
 def test_launch_limits():

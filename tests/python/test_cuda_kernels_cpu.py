@@ -186,27 +186,6 @@ inline float4 make_float4(float x, float y, float z, float w) { return float4{x,
 template <typename T> inline T __ldg(const T *p) { return *p; }
 using std::min;
 using std::max;
-inline double kad_shfl_buf[1024];
-inline unsigned kad_tid() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
-template <typename T> inline T kad_shfl(T v, unsigned src)
-{
-    unsigned t = kad_tid();
-    kad_shfl_buf[t] = (double)v;
-    __syncthreads();
-    T r = (T)kad_shfl_buf[src];
-    __syncthreads();
-    return r;
-}
-template <typename T> inline T __shfl_xor_sync(unsigned, T v, int o)
-{
-    unsigned t = kad_tid();
-    return kad_shfl(v, (t & ~31u) | ((t & 31u) ^ (unsigned)o));
-}
-template <typename T> inline T __shfl_down_sync(unsigned, T v, int o)
-{
-    unsigned t = kad_tid();
-    return kad_shfl(v, (t & 31u) + (unsigned)o < 32u ? t + (unsigned)o : t);
-}
 """
 
 

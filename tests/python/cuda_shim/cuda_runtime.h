@@ -44,6 +44,38 @@ inline int __syncthreads_or(int p)
     return r;
 }
 
+// Warp shuffles: every thread of the block calls them (kad's modules: uniform control flow; the
+// kernels' own sources: a converged block), each writes its value, a barrier, each reads its
+// source lane, a barrier.  Warps of 32 threads, numbered by the flattened thread index.
+inline unsigned char kad_shfl_buf[1024][8];
+inline unsigned kad_tid() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
+template <typename T> inline T kad_shfl(T v, unsigned src)
+{
+    static_assert(sizeof(T) <= 8, "a shuffle of at most 8 bytes");
+    unsigned t = kad_tid();
+    std::memcpy(kad_shfl_buf[t], &v, sizeof v);
+    __syncthreads();
+    T r;
+    std::memcpy(&r, kad_shfl_buf[src], sizeof r);
+    __syncthreads();
+    return r;
+}
+template <typename T> inline T __shfl_xor_sync(unsigned, T v, int o)
+{
+    unsigned t = kad_tid();
+    return kad_shfl(v, (t & ~31u) | ((t & 31u) ^ (unsigned)o));
+}
+template <typename T> inline T __shfl_down_sync(unsigned, T v, int o)
+{
+    unsigned t = kad_tid();
+    return kad_shfl(v, (t & 31u) + (unsigned)o < 32u ? t + (unsigned)o : t);
+}
+template <typename T> inline T __shfl_sync(unsigned, T v, int src)
+{
+    unsigned t = kad_tid();
+    return kad_shfl(v, (t & ~31u) | ((unsigned)src & 31u));
+}
+
 template <typename T, typename U> inline T atomicAdd(T *p, U v)
 {
     std::lock_guard<std::mutex> g(kad_atomic_mutex);
