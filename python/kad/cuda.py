@@ -16,6 +16,7 @@ torch.autograd.Function.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -96,6 +97,18 @@ def _check_limits(name, grid, block, limits=None):
                              f"of {m} (grid {grid})")
 
 
+_PROPS: dict = {}
+
+
+def _props(dev):
+    """torch.cuda.get_device_properties(dev), once per device index (each call costs microseconds)."""
+    i = dev.index if dev.index is not None else torch.cuda.current_device()
+    p = _PROPS.get(i)
+    if p is None:
+        p = _PROPS[i] = torch.cuda.get_device_properties(i)
+    return p
+
+
 def _check_shared_mem(name, shared_mem, dev):
     """A ValueError for a dynamic shared memory size that is not an int in [0, the device's
     per-block limit] (48 KiB without a device: what a launch gets without opting in)."""
@@ -104,8 +117,7 @@ def _check_shared_mem(name, shared_mem, dev):
                          f"number of bytes, an int >= 0")
     limit = 48 * 1024
     if dev is not None:
-        p = torch.cuda.get_device_properties(dev)
-        limit = getattr(p, "shared_memory_per_block", limit)
+        limit = getattr(_props(dev), "shared_memory_per_block", limit)
     if shared_mem > limit:
         raise ValueError(f"kad.cuda: {name}: shared_mem={shared_mem} bytes is above the device's limit of "
                          f"{limit} bytes per block (a launch without cudaFuncSetAttribute's opt-in)")
@@ -180,6 +192,22 @@ class _Spec:
             if g is None:
                 g = self.grads[key] = self.k.grad(list(wrt), list(out), deterministic=det)
             return g
+
+    def grad_access(self, wrt, out, det):
+        """param_access() of grad(wrt, out, det), computed once."""
+        key = ("access", wrt, out, det)
+        a = self.grads.get(key)
+        if a is None:
+            a = self.grads[key] = self.grad(wrt, out, det).param_access()
+        return a
+
+    def check_launch(self, wrt, out, det, grid, values):
+        """grad(wrt, out, det).check_launch(grid, values), once per grid and integer arguments
+        (what the conditions read): a launch that passed is not checked again."""
+        key = ("checked", wrt, out, det, grid, tuple(v for v in values if isinstance(v, int)))
+        if key not in self.grads:
+            self.grad(wrt, out, det).check_launch(grid, values)
+            self.grads[key] = True
 
     def jvp(self, wrt, out):
         """kad's jvp kernel (kad_jvp): the runtime parameters, then t_<wrt>..., t_<out>..."""
@@ -301,7 +329,10 @@ class CudaKernel:
         (the launch's dynamic shared memory, as CUDA sizes it)."""
         block = _dims(block, "block", self.kernel)
         template = {**self.template, **(template or {})}
-        for name, ctype in _extern_shared(self.text):
+        ext = self.__dict__.get("_ext_shared")
+        if ext is None:
+            ext = self._ext_shared = _extern_shared(self.text)
+        for name, ctype in ext:
             if name in template or not shared_mem:
                 continue
             size = _C_SIZES.get(ctype)
@@ -378,12 +409,13 @@ class CudaKernel:
         """Checks the arguments against the C signature: count, tensor vs scalar, dtype, contiguity."""
         params = spec.params
         name = self.kernel
-        sig = ", ".join(f"{_c_type(t)} {n}" for n, t in params)
         if len(args) != len(params):
+            sig = ", ".join(f"{_c_type(t)} {n}" for n, t in params)
             raise TypeError(f"kad.cuda: {name} takes {len(params)} arguments ({sig}), {len(args)} given")
         known = {n for n, _ in params}
         for n in self.inputs + self.outputs:
             if n not in known:
+                sig = ", ".join(f"{_c_type(t)} {n}" for n, t in params)
                 raise ValueError(f"kad.cuda: {name}: '{n}' of inputs/outputs is not a parameter of {name}({sig})")
         mode = _cpu_mode()
         device = None
@@ -493,7 +525,7 @@ class CudaKernel:
         # the backward's launch conditions (a loop's stores distinct only for N >= 64...): refused
         # now, located, rather than after the forward when the backward runs
         wrt = tuple(needed + inout)
-        spec.grad(wrt, tuple(outs), self.deterministic).check_launch(grid, values)
+        spec.check_launch(wrt, tuple(outs), self.deterministic, grid, values)
         if launch.device is not None:  # compiled (or refused, located) before the forward runs
             self._forward_so(spec, launch.template, launch.device)
             self._backward_so(spec, wrt, tuple(outs), launch.device)
@@ -524,8 +556,9 @@ class CudaKernel:
         devs = {a.device for a in args if isinstance(a, torch.Tensor)}
         dev = next(iter(devs)) if len(devs) == 1 else None
         on_gpu = dev is not None and dev.type == "cuda"
-        if on_gpu and self.hip:
+        if on_gpu and self.hip and not self.__dict__.get("_hip_ok"):
             self._check_hip_on_cuda()
+            self._hip_ok = True  # it reads the source alone
         _check_limits(self.kernel, grid, block, _device_limits(dev) if on_gpu else None)
         _check_shared_mem(self.kernel, shared_mem, dev if on_gpu else None)
         template, spec = self.specialization(block, args, shared_mem=shared_mem)
@@ -679,7 +712,7 @@ def _backward(launch, need, inout, outs, scratch, by, old, out_grads):
     dk, spec = launch.dk, launch.spec
     wrt = tuple(need) + tuple(inout)
     g = spec.grad(wrt, tuple(outs), dk.deterministic)
-    gacc = g.param_access()
+    gacc = spec.grad_access(wrt, tuple(outs), dk.deterministic)
     by = dict(by)
     for n in outs + scratch:
         if n not in old and gacc.get(n, 0) & 1 and n in by and n not in inout:
@@ -904,6 +937,13 @@ class _CudaBackward(torch.autograd.Function):
         return (None, None, *result)
 
 
+def _on_device(dev):
+    """torch.cuda.device(dev), or nothing to do where dev is the current device already."""
+    if dev.index is None or dev.index == torch.cuda.current_device():
+        return contextlib.nullcontext()
+    return torch.cuda.device(dev)
+
+
 class _Launch:
     """Where one launch runs: kad's interpreter (device None) or the GPU, through the forward and
     the generated kernels compiled by nvcc."""
@@ -915,6 +955,9 @@ class _Launch:
     def _stream(self):
         s = self.stream
         if s is None:
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what Triton's launcher reads
+            if raw is not None:
+                return raw(self.device.index if self.device.index is not None else torch.cuda.current_device())
             s = torch.cuda.current_stream(self.device)
         return getattr(s, "cuda_stream", s)
 
@@ -923,7 +966,7 @@ class _Launch:
             run_cpu(self.spec.k, self.grid, values, self.mode, written=written)
             return
         lib, fn, sig = self.dk._forward_so(self.spec, self.template, self.device)
-        with torch.cuda.device(self.device):
+        with _on_device(self.device):
             _call(fn, sig, dict(zip([n for n, _ in self.spec.params], values)),
                   self.grid, self._stream(), block=self.block, shared_mem=self.shared_mem, name=self.dk.kernel)
 
@@ -932,7 +975,7 @@ class _Launch:
             run_cpu(g, self.grid, {n: by[n] for n, _ in g.params}, self.mode, written=list(dx.values()))
             return
         lib, fn, sig = self.dk._backward_so(self.spec, tuple(wrt), tuple(outs), self.device)
-        with torch.cuda.device(self.device):
+        with _on_device(self.device):
             _call(fn, sig, by, self.grid, self._stream(), name=self.dk.kernel + "_bwd")
 
     def jvp(self, wrt, outs, by, written):
@@ -942,7 +985,7 @@ class _Launch:
             run_cpu(k, self.grid, {n: by[n] for n, _ in k.params}, self.mode, written=written)
             return
         fn, sig = self.dk._generated_so(self.spec, "jvp", wrt, outs, self.device)
-        with torch.cuda.device(self.device):
+        with _on_device(self.device):
             _call(fn, sig, by, self.grid, self._stream(), name=self.dk.kernel + "_jvp")
 
     def jvp_grad(self, wrt, outs, by, written):
@@ -952,14 +995,14 @@ class _Launch:
             run_cpu(k, self.grid, {n: by[n] for n, _ in k.params}, self.mode, written=written)
             return
         fn, sig = self.dk._generated_so(self.spec, "jvp_bwd", wrt, outs, self.device)
-        with torch.cuda.device(self.device):
+        with _on_device(self.device):
             _call(fn, sig, by, self.grid, self._stream(), name=self.dk.kernel + "_jvp_bwd")
 
 
 def _device_limits(dev):
     """(max block dims, max threads per block, max grid dims) of a CUDA device (CUDA's common
     limits where torch does not say)."""
-    p = torch.cuda.get_device_properties(dev)
+    p = _props(dev)
     threads = getattr(p, "max_threads_per_block", _MAX_THREADS)
     bdims = tuple(getattr(p, "max_threads_dim", None) or _MAX_BLOCK)
     gdims = tuple(getattr(p, "max_grid_size", None) or _MAX_GRID)
@@ -994,24 +1037,28 @@ def _parse_launcher(text, fname):
 
 def _call(fn, sig, by, grid, stream, block=None, shared_mem=0, name=""):
     """Calls a compiled launcher: grid_x.., block_x.. (the forward's), shared_mem, the parameters
-    by name (<d_x>_numel from d_x), stream."""
+    by name (<d_x>_numel from d_x), stream.  The launcher's argtypes are set once (ctypes then
+    converts the Python numbers itself)."""
     extra = {"grid_x": grid[0], "grid_y": grid[1], "grid_z": grid[2], "stream": stream,
              "kad_shared_mem": shared_mem}
     if block is not None:
-        extra.update(block_x=block[0], block_y=block[1], block_z=block[2])
+        extra["block_x"], extra["block_y"], extra["block_z"] = block
+    if getattr(fn, "_kad_sig", None) is not sig:
+        fn.argtypes = [ct for _, ct, _ in sig]
+        fn._kad_sig = sig
     args = []
     for n, ct, is_ptr in sig:
         if n in extra:
             v = extra[n]
-        elif n.endswith("_numel") and n[: -len("_numel")] in by:
-            v = by[n[: -len("_numel")]].numel()
         elif n in by:
             v = by[n]
+        elif n.endswith("_numel") and n[: -len("_numel")] in by:
+            v = by[n[: -len("_numel")]].numel()
         else:
             raise KadError(f"kad.cuda: launcher of {name} takes '{n}', which this binding does not know")
         if isinstance(v, torch.Tensor):
             v = v.data_ptr() if is_ptr else v.item()
-        args.append(ct(v))
+        args.append(v)
     rc = fn(*args)
     if rc == _TAPE_OVERFLOW:
         raise KadError(f"kad.cuda: the launch of {name}: a `while` loop ran more iterations than the capacity of "
@@ -1055,8 +1102,8 @@ compile_log = []  # (module name, seconds, cached): what the GPU path compiled, 
 
 
 def _arch(dev):
-    major, minor = torch.cuda.get_device_capability(dev)
-    return f"sm_{major}{minor}"
+    p = _props(dev)
+    return f"sm_{p.major}{p.minor}"
 
 
 def build_module(text: str, name: str, arch: str, include: Sequence[str] = ()) -> Any:
