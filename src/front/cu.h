@@ -63,9 +63,11 @@ typedef enum CuExprKind {
     CE_CAST,   /* (type) l, static_cast<type>(l), reinterpret_cast, ... */
     CE_SIZEOF, /* sizeof(type) */
     CE_INIT,   /* {a, b, ...}: args */
+    CE_LAMBDA, /* [captures](params) -> ret { body }: fn (a CuFunc named "lambda"), capture */
 } CuExprKind;
 
 typedef struct CuExpr CuExpr;
+struct CuFunc;
 struct CuTArg { /* a template argument: a type or a constant expression */
     CuTypeSpec *type;
     CuExpr *expr;
@@ -84,6 +86,8 @@ struct CuExpr {
     int ntargs;
     CuTypeSpec *type; /* CE_CAST, CE_SIZEOF */
     const CuTok *tok;  /* literals */
+    struct CuFunc *fn; /* CE_LAMBDA: its parameters and body */
+    bool by_copy;      /* CE_LAMBDA: some capture is by value ([=], [x]) */
 };
 
 typedef enum CuStmtKind {
@@ -226,7 +230,8 @@ typedef struct CVal {
  * lane tile), "$brk" the threads that left the innermost loop by break,
  * "$cnt" those that continued in this iteration, "$ret" a device
  * function's result. */
-enum { VK_VAL, VK_ARRAY, VK_SHARED, VK_STRUCT, VK_TYPE, VK_CUB /* a cub TempStorage: a name, no value */ };
+enum { VK_VAL, VK_ARRAY, VK_SHARED, VK_STRUCT, VK_TYPE, VK_CUB /* a cub TempStorage: a name, no value */,
+       VK_LAMBDA /* a local lambda: lam, and for a by-value capture the values when it was made */ };
 typedef struct Var {
     const char *name;
     int kind;
@@ -234,6 +239,9 @@ typedef struct Var {
     CVal val;        /* VK_VAL; VK_SHARED: the block's array as one tile [len] */
     ValId decl_m;    /* $m where it was declared: assignments under another mask merge */
     int len, ndims, dims[2]; /* arrays */
+    const CuExpr *lam; /* VK_LAMBDA: the CE_LAMBDA */
+    int snap0, nsnap; /* VK_LAMBDA by value: env[snap0, snap0 + nsnap) when it was made, their values in snap */
+    ValId *snap;
     bool dirty;      /* VK_SHARED: written since the last __syncthreads() */
     ValId dirty_idx; /* the index those writes used when all used one value, else 0 */
     Loc loc;
@@ -258,7 +266,8 @@ typedef struct Lw {
     Vec(CuBroken) bad_consts; /* file-scope constants that did not lower: each name and its first error */
     int depth;                /* device function inlining depth */
     const CuFunc *fn;
-    const CuTy *ret_ty;
+    const CuTy *ret_ty;       /* NULL while an auto return type is not known yet (ret_auto) */
+    bool ret_auto;            /* the function being inlined deduces its return type (a lambda, `auto f()`) */
     const char *targs;        /* CuSpec.targs */
     Vec(CuSInfo *) vecs;      /* vector types made so far */
     Vec(ValId) lanes;         /* values equal to the lane index tid (threadIdx.x of 1-D blocks, converted) */
@@ -329,6 +338,10 @@ const char *cu_targ(Lw *L, const char *name);
 CVal cu_call_device(Lw *L, const CuFunc *fn, const CuExpr *call);
 /* Whether s may assign the variable `name` (an assignment, ++/--, &, a reference argument). */
 bool cu_stmt_assigns(Lw *L, const CuStmt *s, const char *name);
+bool cu_stmt_mentions(const CuStmt *s, const char *name); /* the identifier name occurs in s */
+bool cu_stmt_declares(const CuStmt *s, const char *name); /* s declares a variable name */
+CVal cu_call_lambda(Lw *L, Var *lam, const CuExpr *call_e);
+CVal cu_inline_call(Lw *L, const CuFunc *fn, const CuExpr *call_e, bool keep_frame);
 
 /* cu_stmt.c */
 void cu_stmt(Lw *L, const CuStmt *s);

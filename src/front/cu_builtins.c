@@ -134,6 +134,59 @@ static ValId shuffle(Lw *L, const char *name, CVal v, CVal arg, int width, Loc l
     return src;
 }
 
+/* __ballot_sync(mask, p): per lane, the bits of its warp's lanes whose p holds (lanes outside the
+ * current mask give 0): each lane's bit, then an OR across the warp by xor-shuffles (butterfly:
+ * every lane gets the whole word).  u32 for 32-lane warps, u64 for 64-lane wavefronts. */
+static CVal ballot(Lw *L, const char *name, CVal p, Loc loc)
+{
+    ValId c = cu_truth(L, p, loc);
+    if (!c)
+        return cu_bad(L);
+    Dtype dt = L->warp == 64 ? DT_U64 : DT_U32;
+    const CuTy *wt = cu_scalar_ty(L, TY_INT, dt);
+    if (!shuffle(L, name, p, cu_const_int(L, cu_ty_int(L), 1, loc), L->warp, loc))
+        return cu_bad(L); /* the shuffles' rules: a converged warp */
+    ValId lane = cu_op2(L, OP_AND, L->tid, cu_cint(L, DT_I32, L->warp - 1, loc), loc);
+    CVal lw = cu_convert(L, (CVal){.t = cu_ty_int(L), .v = lane}, wt, loc);
+    ValId bit = cu_op2(L, OP_SHL, cu_bcast(L, cu_cint(L, dt, 1, loc), loc), lw.v, loc);
+    ValId on = cu_and(L, cu_bcast(L, c, loc), cu_bcast(L, cu_m(L), loc), loc);
+    ValId v = cu_where(L, on, bit, cu_bcast(L, cu_cint(L, dt, 0, loc), loc), loc);
+    for (int o = L->warp / 2; o > 0; o /= 2) {
+        ValId src = shuffle(L, "__shfl_xor_sync", (CVal){.t = wt, .v = v}, cu_const_int(L, cu_ty_int(L), o, loc),
+                            L->warp, loc);
+        if (!src)
+            return cu_bad(L);
+        Type rt = ir_type(L->f, v);
+        Inst *g = ir_emit(L->f, L->b, OP_GATHER, (ValId[]){v, src}, 2, &rt, 1, loc);
+        g->ival = 0;
+        v = cu_op2(L, OP_OR, v, g->res[0], loc);
+    }
+    return (CVal){.t = wt, .v = v};
+}
+
+/* __popc(x) / __popcll(x): the bits set, by the SWAR sums (pairs, nibbles, bytes, then a multiply
+ * that adds the bytes into the top one). */
+static CVal popcount(Lw *L, CVal x, bool wide, Loc loc)
+{
+    Dtype dt = wide ? DT_U64 : DT_U32;
+    x = cu_convert(L, x, cu_scalar_ty(L, TY_INT, dt), loc);
+    if (!x.v)
+        return cu_bad(L);
+    ValId v = x.v;
+    uint64_t m1 = 0x5555555555555555ull, m2 = 0x3333333333333333ull, m4 = 0x0f0f0f0f0f0f0f0full,
+             h = 0x0101010101010101ull;
+    if (!wide)
+        m1 &= 0xffffffffu, m2 &= 0xffffffffu, m4 &= 0xffffffffu, h &= 0xffffffffu;
+#define K(c) cu_cint(L, dt, (int64_t)(c), loc)
+    v = cu_op2(L, OP_SUB, v, cu_op2(L, OP_AND, cu_op2(L, OP_SHR, v, K(1), loc), K(m1), loc), loc);
+    v = cu_op2(L, OP_ADD, cu_op2(L, OP_AND, v, K(m2), loc), cu_op2(L, OP_AND, cu_op2(L, OP_SHR, v, K(2), loc), K(m2), loc),
+               loc);
+    v = cu_op2(L, OP_AND, cu_op2(L, OP_ADD, v, cu_op2(L, OP_SHR, v, K(4), loc), loc), K(m4), loc);
+    v = cu_op2(L, OP_SHR, cu_op2(L, OP_MUL, v, K(h), loc), K(wide ? 56 : 24), loc);
+#undef K
+    return cu_convert(L, (CVal){.t = cu_scalar_ty(L, TY_INT, dt), .v = v}, cu_ty_int(L), loc);
+}
+
 /* std::numeric_limits<T>::NAME() for the number types kad lowers. */
 static CVal numeric_limit(Lw *L, const CuExpr *e, const char *what)
 {
@@ -257,6 +310,27 @@ CVal cu_call_builtin(Lw *L, const CuExpr *e, bool *handled)
                 a[i] = cu_expr(L, e->args[i]);
             return call_math(L, &math_fns[k], a, loc);
         }
+    if ((!strcmp(n, "__ballot_sync") && na == 2) || (!strcmp(n, "__ballot") && na == 1)) {
+        CVal p = cu_expr(L, e->args[na - 1]);
+        return p.v ? ballot(L, n, p, loc) : cu_bad(L);
+    }
+    if ((!strcmp(n, "__any_sync") || !strcmp(n, "__all_sync")) && na == 2) {
+        /* any: some lane's bit; all: the bits of every lane the current mask holds */
+        CVal p = cu_expr(L, e->args[1]);
+        CVal b = p.v ? ballot(L, n, p, loc) : cu_bad(L);
+        if (!b.v)
+            return cu_bad(L);
+        CVal ref = !strcmp(n, "__any_sync") ? cu_const_int(L, b.t, 0, loc)
+                                            : ballot(L, n, (CVal){.t = cu_ty_bool(L), .v = L->tru}, loc);
+        if (!ref.v)
+            return cu_bad(L);
+        ValId r = cu_op2(L, !strcmp(n, "__any_sync") ? OP_NE : OP_EQ, b.v, cu_bcast(L, ref.v, loc), loc);
+        return cu_convert(L, (CVal){.t = cu_ty_bool(L), .v = r}, cu_ty_int(L), loc);
+    }
+    if ((!strcmp(n, "__popc") || !strcmp(n, "__popcll")) && na == 1) {
+        CVal x = cu_expr(L, e->args[0]);
+        return x.v ? popcount(L, x, !strcmp(n, "__popcll"), loc) : cu_bad(L);
+    }
     if (!strcmp(n, "__activemask")) { /* in converged code of whole warps: every lane */
         if (na || (cu_is_tile(L, cu_m(L)) && cu_m(L) != L->active) || L->nl % L->warp) {
             diag_error(L->d, loc, "__activemask() %s: kad knows it in code every thread of whole warps runs (the "

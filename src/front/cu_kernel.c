@@ -98,7 +98,43 @@ static void elem_refs_distinct(Lw *L, const CuFunc *fn, const CuExpr *e, Loc loc
         }
 }
 
+/* The first `return` of s in source order (NULL if none); *top: whether it is a statement of
+ * s itself (not inside a branch or a loop). */
+static const CuStmt *first_return(const CuStmt *s, bool *top, bool at_top)
+{
+    if (!s)
+        return NULL;
+    if (s->kind == CS_RETURN) {
+        *top = at_top;
+        return s;
+    }
+    const CuStmt *kids[3] = {s->init, s->body, s->els};
+    if (s->kind == CS_BLOCK)
+        for (int i = 0; i < s->n; i++) {
+            const CuStmt *r = first_return(s->list[i], top, at_top);
+            if (r)
+                return r;
+        }
+    for (int k = 0; k < 3; k++) {
+        const CuStmt *r = first_return(kids[k], top, false);
+        if (r)
+            return r;
+    }
+    for (int i = 0; s->kind != CS_BLOCK && i < s->n; i++) {
+        const CuStmt *r = first_return(s->list[i], top, false);
+        if (r)
+            return r;
+    }
+    return NULL;
+}
+
 CVal cu_call_device(Lw *L, const CuFunc *fn, const CuExpr *call_e)
+{
+    return cu_inline_call(L, fn, call_e, false);
+}
+
+/* fn inlined at the call call_e; keep_frame (a lambda): the caller's names stay visible. */
+CVal cu_inline_call(Lw *L, const CuFunc *fn, const CuExpr *call_e, bool keep_frame)
 {
     Loc loc = call_e->loc;
     if (L->depth > 32) {
@@ -123,6 +159,18 @@ CVal cu_call_device(Lw *L, const CuFunc *fn, const CuExpr *call_e)
     int env0 = L->env.n, frame0 = L->frame;
     const CuFunc *fn0 = L->fn;
     const CuTy *ret0 = L->ret_ty;
+    bool auto0 = L->ret_auto;
+    bool deduce = !fn->ret || !strcmp(fn->ret->name, "auto");
+    if (deduce) { /* a lambda without `-> T`, `auto f(...)`: the type of its first return */
+        bool top = false;
+        const CuStmt *r1 = first_return(fn->body, &top, true);
+        if (r1 && r1->e && !top) {
+            diag_error(L->d, r1->loc, "kad deduces the return type of '%s' from a return at the top of its body, "
+                                      "not inside a branch or loop: give it (`-> float` after a lambda's "
+                                      "parameters, or the function's type)", fn->name);
+            return cu_bad(L);
+        }
+    }
     ValId m0 = cu_m(L);
     /* template arguments: explicit, then deduced from the arguments */
     Vec(Var) tb = {0};
@@ -166,14 +214,16 @@ CVal cu_call_device(Lw *L, const CuFunc *fn, const CuExpr *call_e)
         }
         vec_push(L->a, tb, v);
     }
-    L->frame = L->env.n;
+    if (!keep_frame)
+        L->frame = L->env.n;
     for (int i = 0; i < tb.n; i++) {
         Var *v = cu_declare(L, tb.v[i].name, tb.v[i].kind, tb.v[i].t, tb.v[i].loc);
         v->val = tb.v[i].val;
     }
     L->fn = fn;
-    L->ret_ty = cu_resolve_type(L, fn->ret);
-    if (!L->ret_ty)
+    L->ret_auto = deduce;
+    L->ret_ty = deduce ? NULL : cu_resolve_type(L, fn->ret);
+    if (!L->ret_ty && !deduce)
         L->ret_ty = cu_scalar_ty(L, TY_VOID, DT_VOID);
     L->depth++;
     for (int i = 0; i < fn->nparams; i++) {
@@ -196,7 +246,10 @@ CVal cu_call_device(Lw *L, const CuFunc *fn, const CuExpr *call_e)
         }
     }
     int retpos = -1;
-    if (L->ret_ty->k != TY_VOID) {
+    if (deduce) {
+        retpos = L->env.n;
+        cu_declare(L, "$ret", VK_VAL, NULL, fn->loc); /* typed by the first return */
+    } else if (L->ret_ty->k != TY_VOID) {
         retpos = L->env.n;
         if (L->ret_ty->k == TY_STRUCT) {
             cu_declare(L, "$ret", VK_STRUCT, L->ret_ty, fn->loc);
@@ -211,8 +264,8 @@ CVal cu_call_device(Lw *L, const CuFunc *fn, const CuExpr *call_e)
         }
     }
     cu_stmt(L, fn->body);
-    CVal r = {.t = L->ret_ty};
-    if (retpos >= 0) {
+    CVal r = {.t = L->ret_ty ? L->ret_ty : cu_scalar_ty(L, TY_VOID, DT_VOID)};
+    if (retpos >= 0 && L->env.v[retpos].t) {
         Var *rvv = &L->env.v[retpos];
         r = rvv->kind == VK_STRUCT ? cu_struct_value(L, rvv, loc) : rvv->val;
     }
@@ -227,6 +280,7 @@ CVal cu_call_device(Lw *L, const CuFunc *fn, const CuExpr *call_e)
     L->frame = frame0;
     L->fn = fn0;
     L->ret_ty = ret0;
+    L->ret_auto = auto0;
     L->depth--;
     cu_set_m(L, m0);
     for (int i = 0; i < fn->nparams; i++)

@@ -1156,6 +1156,9 @@ static CVal call(Lw *L, const CuExpr *e)
         tv->dirty = true;
         return cub_reduce(L, bt, e);
     }
+    Var *lam = cu_lookup(L, e->name);
+    if (lam && lam->kind == VK_LAMBDA)
+        return cu_call_lambda(L, lam, e);
     const CuFunc *fn = cu_find_func(L, e->name);
     if (!fn) {
         CVal r = cu_call_builtin(L, e, &handled);
@@ -1501,6 +1504,10 @@ CVal cu_expr(Lw *L, const CuExpr *e)
     }
     case CE_INIT:
         diag_error(L->d, loc, "a braced list is only an initializer");
+        return cu_bad(L);
+    case CE_LAMBDA:
+        diag_error(L->d, loc, "kad calls a lambda by the name it is given: `auto f = [&](float v) { ... };`, "
+                              "then f(x)");
         return cu_bad(L);
     case CE_COND: {
         ValId c = cu_truth(L, cu_expr(L, e->c), loc);

@@ -292,10 +292,14 @@ static CuExpr **parse_args(P *p, int *n)
 
 static CuExpr *parse_unary(P *p);
 
+static CuExpr *parse_lambda(P *p);
+
 static CuExpr *parse_primary(P *p)
 {
     const CuTok *t = peek(p);
     Loc loc = t->loc;
+    if (is(t, "["))
+        return parse_lambda(p);
     if (t->kind == CT_INT || t->kind == CT_CHAR) {
         next(p);
         CuExpr *e = mk(p, CE_INT, loc);
@@ -1068,23 +1072,9 @@ static void parse_specs(P *p, bool *glob, bool *dev, bool *host)
     }
 }
 
-static void parse_function(P *p, CuTParam *tps, int ntps, bool glob, bool dev)
+/* A function's (or lambda's) parameter list `(T a, U b)` into fn. */
+static void parse_params(P *p, CuFunc *fn)
 {
-    CuFunc *fn = arena_alloc(p->a, sizeof *fn);
-    fn->is_global = glob;
-    fn->is_device = dev;
-    fn->tparams = tps;
-    fn->ntparams = ntps;
-    fn->ret = parse_type(p);
-    bool g2 = false, d2 = false, h2 = false;
-    parse_specs(p, &g2, &d2, &h2); /* void __launch_bounds__(256) k(...) */
-    fn->loc = peek(p)->loc;
-    if (peek(p)->kind != CT_IDENT) {
-        diag_error(p->d, peek(p)->loc, "expected the function's name");
-        skip_item(p);
-        return;
-    }
-    fn->name = next(p)->text;
     Vec(CuParam) ps = {0};
     expect(p, "(");
     if (is(peek(p), "void") && is(peekn(p, 1), ")"))
@@ -1108,6 +1098,58 @@ static void parse_function(P *p, CuTParam *tps, int ntps, bool glob, bool dev)
     expect(p, ")");
     fn->params = ps.v;
     fn->nparams = ps.n;
+}
+
+/* A lambda, at its '[': [captures](params) mutable -> ret { body } (params optional). */
+static CuExpr *parse_lambda(P *p)
+{
+    CuExpr *e = mk(p, CE_LAMBDA, peek(p)->loc);
+    CuFunc *fn = arena_alloc(p->a, sizeof *fn);
+    fn->name = "lambda";
+    fn->loc = e->loc;
+    fn->is_device = true;
+    e->fn = fn;
+    expect(p, "[");
+    while (!is(peek(p), "]") && peek(p)->kind != CT_EOF) {
+        const CuTok *t = next(p);
+        if (is(t, "=") || (t->kind == CT_IDENT && !is(t, "this") && !(p->i >= 2 && is(&p->t[p->i - 2], "&"))))
+            e->by_copy = true; /* [=], [x]: by value ([&], [&x] by reference) */
+    }
+    expect(p, "]");
+    if (is(peek(p), "("))
+        parse_params(p, fn);
+    while (peek(p)->kind == CT_IDENT && (is(peek(p), "mutable") || is(peek(p), "constexpr") ||
+                                         is(peek(p), "__device__") || is(peek(p), "__host__") || is(peek(p), "noexcept")))
+        next(p);
+    if (accept(p, "->"))
+        fn->ret = parse_type(p);
+    if (!is(peek(p), "{")) {
+        diag_error(p->d, peek(p)->loc, "expected the lambda's body");
+        p->errs_here++;
+        return e;
+    }
+    fn->body = parse_block(p);
+    return e;
+}
+
+static void parse_function(P *p, CuTParam *tps, int ntps, bool glob, bool dev)
+{
+    CuFunc *fn = arena_alloc(p->a, sizeof *fn);
+    fn->is_global = glob;
+    fn->is_device = dev;
+    fn->tparams = tps;
+    fn->ntparams = ntps;
+    fn->ret = parse_type(p);
+    bool g2 = false, d2 = false, h2 = false;
+    parse_specs(p, &g2, &d2, &h2); /* void __launch_bounds__(256) k(...) */
+    fn->loc = peek(p)->loc;
+    if (peek(p)->kind != CT_IDENT) {
+        diag_error(p->d, peek(p)->loc, "expected the function's name");
+        skip_item(p);
+        return;
+    }
+    fn->name = next(p)->text;
+    parse_params(p, fn);
     while (peek(p)->kind == CT_IDENT && (is(peek(p), "const") || is(peek(p), "noexcept")))
         next(p);
     if (accept(p, ";"))

@@ -85,6 +85,129 @@ bool cu_stmt_assigns(Lw *L, const CuStmt *s, const char *name)
     return false;
 }
 
+static bool expr_mentions(const CuExpr *e, const char *name)
+{
+    if (!e)
+        return false;
+    if ((e->kind == CE_IDENT || e->kind == CE_CALL) && e->name && !strcmp(e->name, name))
+        return true;
+    if (e->kind == CE_LAMBDA && e->fn && cu_stmt_mentions(e->fn->body, name))
+        return true;
+    if (expr_mentions(e->c, name) || expr_mentions(e->l, name) || expr_mentions(e->r, name))
+        return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_mentions(e->args[i], name))
+            return true;
+    return false;
+}
+
+bool cu_stmt_mentions(const CuStmt *s, const char *name)
+{
+    if (!s)
+        return false;
+    if (expr_mentions(s->e, name) || expr_mentions(s->step, name) || cu_stmt_mentions(s->init, name) ||
+        cu_stmt_mentions(s->body, name) || cu_stmt_mentions(s->els, name))
+        return true;
+    for (int i = 0; i < s->n; i++)
+        if (cu_stmt_mentions(s->list[i], name))
+            return true;
+    for (int i = 0; i < s->ndecls; i++)
+        if (expr_mentions(s->decls[i].init, name))
+            return true;
+    return false;
+}
+
+bool cu_stmt_declares(const CuStmt *s, const char *name)
+{
+    if (!s)
+        return false;
+    if (s->kind == CS_DECL)
+        for (int i = 0; i < s->ndecls; i++)
+            if (s->decls[i].name && !strcmp(s->decls[i].name, name))
+                return true;
+    if (cu_stmt_declares(s->init, name) || cu_stmt_declares(s->body, name) || cu_stmt_declares(s->els, name))
+        return true;
+    for (int i = 0; i < s->n; i++)
+        if (cu_stmt_declares(s->list[i], name))
+            return true;
+    return false;
+}
+
+/* Whether e assigns an element or member of name (name[i] = ..., name.x += ..., ++name[i]). */
+static bool expr_assigns_part(const CuExpr *e, const char *name)
+{
+    if (!e)
+        return false;
+    bool wr = e->kind == CE_ASSIGN || (e->kind == CE_UNARY && strlen(e->op) > 1 && (strchr(e->op, '+') || strchr(e->op, '-')));
+    if (wr && e->l && (e->l->kind == CE_INDEX || e->l->kind == CE_MEMBER)) {
+        const CuExpr *b = e->l;
+        while (b && (b->kind == CE_INDEX || (b->kind == CE_MEMBER && !b->arrow)))
+            b = b->l;
+        if (b && b->kind == CE_IDENT && !strcmp(b->name, name))
+            return true;
+    }
+    if (expr_assigns_part(e->c, name) || expr_assigns_part(e->l, name) || expr_assigns_part(e->r, name))
+        return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_assigns_part(e->args[i], name))
+            return true;
+    return false;
+}
+
+static bool stmt_assigns_part(const CuStmt *s, const char *name)
+{
+    if (!s)
+        return false;
+    if (expr_assigns_part(s->e, name) || expr_assigns_part(s->step, name) || stmt_assigns_part(s->init, name) ||
+        stmt_assigns_part(s->body, name) || stmt_assigns_part(s->els, name))
+        return true;
+    for (int i = 0; i < s->n; i++)
+        if (stmt_assigns_part(s->list[i], name))
+            return true;
+    for (int i = 0; i < s->ndecls; i++)
+        if (expr_assigns_part(s->decls[i].init, name))
+            return true;
+    return false;
+}
+
+/* A call of the lambda lam (a VK_LAMBDA variable): its body inlined where the enclosing
+ * function's names stay visible (captures read at the call), refused where that would not be
+ * C++'s meaning: the body assigns a variable of the enclosing function (kad's syntactic scans
+ * would not see it), or a variable captured by value changed after the lambda was made. */
+CVal cu_call_lambda(Lw *L, Var *lam, const CuExpr *call_e)
+{
+    const CuFunc *fn = lam->lam->fn;
+    int self = (int)(lam - L->env.v);
+    for (int i = L->frame; i < self; i++) {
+        const Var *ov = &L->env.v[i];
+        if (!ov->name || strchr(ov->name, '[') || strchr(ov->name, '.') || ov->name[0] == '$' ||
+            ov->kind == VK_TYPE || cu_stmt_declares(fn->body, ov->name))
+            continue;
+        bool param = false;
+        for (int k = 0; k < fn->nparams; k++)
+            param |= fn->params[k].name && !strcmp(fn->params[k].name, ov->name);
+        if (param)
+            continue;
+        if (cu_stmt_assigns(L, fn->body, ov->name) || stmt_assigns_part(fn->body, ov->name)) {
+            diag_error(L->d, call_e->loc, "the lambda '%s' (line %d) assigns '%s' of the enclosing function: kad "
+                                          "inlines lambdas that compute values (and write memory); return the new "
+                                          "value instead", lam->name, lam->loc.line, ov->name);
+            return cu_bad(L);
+        }
+    }
+    for (int k = 0; k < lam->nsnap; k++) {
+        const Var *ov = &L->env.v[lam->snap0 + k];
+        if (ov->kind == VK_VAL && ov->val.v != lam->snap[k] && ov->name && cu_stmt_mentions(fn->body, ov->name)) {
+            diag_error(L->d, call_e->loc, "the lambda '%s' (line %d) captures '%s' by value, and '%s' changed after "
+                                          "the lambda was made: kad reads captured variables at the call; capture "
+                                          "by reference ([&]), or make the lambda after the change",
+                       lam->name, lam->loc.line, ov->name, ov->name);
+            return cu_bad(L);
+        }
+    }
+    return cu_inline_call(L, fn, call_e, true);
+}
+
 /* Whether any name of e is assigned in s. */
 static bool names_assigned(Lw *L, const CuExpr *e, const CuStmt *s)
 {
@@ -1119,6 +1242,23 @@ void cu_declare_stmt(Lw *L, const CuStmt *s)
                 diag_error(L->d, init->loc, "an array is initialized with a braced list");
             continue;
         }
+        if (dc->init && dc->init->kind == CE_LAMBDA) {
+            if (t0 || dc->ndims) {
+                diag_error(L->d, dc->loc, "a lambda is held by an `auto` variable: auto %s = [...](...) { ... };",
+                           dc->name);
+                continue;
+            }
+            Var *lv = cu_declare(L, dc->name, VK_LAMBDA, NULL, dc->loc);
+            lv->lam = dc->init;
+            if (dc->init->by_copy) { /* the values it captures, as they are now */
+                lv->snap0 = L->frame;
+                lv->nsnap = (int)(lv - L->env.v) - L->frame;
+                lv->snap = arena_alloc(L->a, sizeof *lv->snap * (size_t)(lv->nsnap + 1));
+                for (int i = 0; i < lv->nsnap; i++)
+                    lv->snap[i] = L->env.v[L->frame + i].val.v;
+            }
+            continue;
+        }
         CVal x = {0};
         if (dc->init) {
             if (dc->init->kind == CE_INIT && t && t->k == TY_STRUCT) {
@@ -1300,12 +1440,23 @@ void cu_stmt(Lw *L, const CuStmt *s)
                 return;
             }
             CVal v = cu_expr(L, s->e);
+            if (!L->ret_ty && L->ret_auto && v.t) { /* the first return (at the body's top): its type */
+                Var *rv = cu_lookup(L, "$ret");
+                L->ret_ty = rv->t = v.t;
+                if (v.t->k == TY_STRUCT) {
+                    diag_error(L->d, s->e->loc, "'%s' returns a struct: give its return type", L->fn->name);
+                    return;
+                }
+                rv->val = cu_zero(L, v.t, s->loc);
+            }
+            if (!L->ret_ty)
+                return;
             if (L->ret_ty->k == TY_VOID) {
                 diag_error(L->d, s->e->loc, "'%s' returns void", L->fn->name);
                 return;
             }
             cu_assign(L, &(CuExpr){.kind = CE_IDENT, .loc = s->loc, .name = "$ret"}, v, s->loc);
-        } else if (L->depth && L->ret_ty->k != TY_VOID) {
+        } else if (L->depth && L->ret_ty && L->ret_ty->k != TY_VOID) {
             diag_error(L->d, s->loc, "'%s' must return a value", L->fn->name);
         }
         cu_set_m(L, L->fls);

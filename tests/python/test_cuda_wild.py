@@ -422,6 +422,27 @@ def axpby4(g):
     return [x, y, torch.zeros(n, dtype=F64), a, b, n], lambda x, y: (a * x * x + b * y,)
 
 
+def gelu_bias(g):
+    rows, cols = 3, 45
+    x, b = rn(g, rows, cols), rn(g, cols)
+    return [x, b, torch.zeros(rows, cols, dtype=F64), rows, cols], \
+        lambda x, b: (torch.nn.functional.gelu(x + b[None, :]),)
+
+
+def vote(g):
+    n = 100
+    x = rn(g, n)
+
+    def ref(x):
+        v = torch.cat([x, torch.zeros(128 - n, dtype=x.dtype)]).reshape(4, 32)  # grid 2 x block 64: 4 warps
+        pos = (v > 0).sum(1, keepdim=True).to(x.dtype)
+        big = (v > 1.5).any(1, keepdim=True).to(x.dtype)
+        ok = (v > -2.5).all(1, keepdim=True).to(x.dtype)
+        y = v * pos + big + 2.0 * ok + v[:, :1] * v
+        return (y.reshape(-1)[:n],)
+    return [x, torch.zeros(n, dtype=F64), n], ref
+
+
 CASES = {
     "caffe_loop_elu": Case("w01_caffe_loop.cu", "elu_forward_kernel", ["in"], ["out"], (2,), (64,), elu),
     "extern_c_softplus": Case("w02_extern_c.cu", "softplus_f32", ["x"], ["y"], (2,), (64,), softplus),
@@ -479,6 +500,9 @@ CASES = {
     "cub_softmax": Case("w49_cub_softmax.cu", "cub_softmax", ["x"], ["y"], (3,), (128,), cub_softmax),
     "activemask_row_norm": Case("w50_activemask_norm.cu", "row_norm_warp", ["x"], ["out"], (3,), (32,), row_norm),
     "float4_scalar_tail": Case("w51_float4_tail.cu", "axpby4", ["x", "yin"], ["out"], (2,), (32,), axpby4),
+    "lambda_gelu_bias": Case("w52_lambdas.cu", "gelu_bias", ["x", "b"], ["y"], (3,), (32,), gelu_bias,
+                             tol=1e-7),  # 0.70710678f: 1/sqrt(2) to 8 digits
+    "warp_vote_popc": Case("w53_warp_vote.cu", "vote", ["x"], ["y"], (2,), (64,), vote),
     "helpers_huber": Case("w32_clamp_helper.cu", "huber_loss", ["pred", "tgt"], ["out"], (2,), (32,), huber),
 }
 
