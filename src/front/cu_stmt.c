@@ -85,37 +85,46 @@ bool cu_stmt_assigns(Lw *L, const CuStmt *s, const char *name)
     return false;
 }
 
-static bool expr_mentions(const CuExpr *e, const char *name)
+/* Whether some expression of s (its statements' expressions, steps and initializers, nested
+ * statements included) satisfies pred(e, name); pred looks into e's own operands itself. */
+static bool stmt_any(const CuStmt *s, bool (*pred)(const CuExpr *, const char *), const char *name)
 {
-    if (!e)
+    if (!s)
         return false;
-    if ((e->kind == CE_IDENT || e->kind == CE_CALL) && e->name && !strcmp(e->name, name))
+    if (pred(s->e, name) || pred(s->step, name) || stmt_any(s->init, pred, name) || stmt_any(s->body, pred, name) ||
+        stmt_any(s->els, pred, name))
         return true;
-    if (e->kind == CE_LAMBDA && e->fn && cu_stmt_mentions(e->fn->body, name))
-        return true;
-    if (expr_mentions(e->c, name) || expr_mentions(e->l, name) || expr_mentions(e->r, name))
-        return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (expr_mentions(e->args[i], name))
+    for (int i = 0; i < s->n; i++)
+        if (stmt_any(s->list[i], pred, name))
+            return true;
+    for (int i = 0; i < s->ndecls; i++)
+        if (pred(s->decls[i].init, name))
             return true;
     return false;
 }
 
-bool cu_stmt_mentions(const CuStmt *s, const char *name)
+/* Whether e, or an operand of e, satisfies here(x, name). */
+static bool expr_any(const CuExpr *e, bool (*here)(const CuExpr *, const char *), const char *name)
 {
-    if (!s)
+    if (!e)
         return false;
-    if (expr_mentions(s->e, name) || expr_mentions(s->step, name) || cu_stmt_mentions(s->init, name) ||
-        cu_stmt_mentions(s->body, name) || cu_stmt_mentions(s->els, name))
+    if (here(e, name) || expr_any(e->c, here, name) || expr_any(e->l, here, name) || expr_any(e->r, here, name))
         return true;
-    for (int i = 0; i < s->n; i++)
-        if (cu_stmt_mentions(s->list[i], name))
-            return true;
-    for (int i = 0; i < s->ndecls; i++)
-        if (expr_mentions(s->decls[i].init, name))
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_any(e->args[i], here, name))
             return true;
     return false;
 }
+
+static bool names(const CuExpr *e, const char *name)
+{
+    return ((e->kind == CE_IDENT || e->kind == CE_CALL) && e->name && !strcmp(e->name, name)) ||
+           (e->kind == CE_LAMBDA && e->fn && cu_stmt_mentions(e->fn->body, name));
+}
+
+static bool expr_mentions(const CuExpr *e, const char *name) { return expr_any(e, names, name); }
+
+bool cu_stmt_mentions(const CuStmt *s, const char *name) { return stmt_any(s, expr_mentions, name); }
 
 bool cu_stmt_declares(const CuStmt *s, const char *name)
 {
@@ -133,42 +142,21 @@ bool cu_stmt_declares(const CuStmt *s, const char *name)
     return false;
 }
 
-/* Whether e assigns an element or member of name (name[i] = ..., name.x += ..., ++name[i]). */
-static bool expr_assigns_part(const CuExpr *e, const char *name)
+/* Whether e itself assigns an element or member of name (name[i] = ..., name.x += ..., ++name[i]). */
+static bool assigns_part(const CuExpr *e, const char *name)
 {
-    if (!e)
-        return false;
     bool wr = e->kind == CE_ASSIGN || (e->kind == CE_UNARY && strlen(e->op) > 1 && (strchr(e->op, '+') || strchr(e->op, '-')));
-    if (wr && e->l && (e->l->kind == CE_INDEX || e->l->kind == CE_MEMBER)) {
-        const CuExpr *b = e->l;
-        while (b && (b->kind == CE_INDEX || (b->kind == CE_MEMBER && !b->arrow)))
-            b = b->l;
-        if (b && b->kind == CE_IDENT && !strcmp(b->name, name))
-            return true;
-    }
-    if (expr_assigns_part(e->c, name) || expr_assigns_part(e->l, name) || expr_assigns_part(e->r, name))
-        return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (expr_assigns_part(e->args[i], name))
-            return true;
-    return false;
+    if (!wr || !e->l || (e->l->kind != CE_INDEX && e->l->kind != CE_MEMBER))
+        return false;
+    const CuExpr *b = e->l;
+    while (b && (b->kind == CE_INDEX || (b->kind == CE_MEMBER && !b->arrow)))
+        b = b->l;
+    return b && b->kind == CE_IDENT && !strcmp(b->name, name);
 }
 
-static bool stmt_assigns_part(const CuStmt *s, const char *name)
-{
-    if (!s)
-        return false;
-    if (expr_assigns_part(s->e, name) || expr_assigns_part(s->step, name) || stmt_assigns_part(s->init, name) ||
-        stmt_assigns_part(s->body, name) || stmt_assigns_part(s->els, name))
-        return true;
-    for (int i = 0; i < s->n; i++)
-        if (stmt_assigns_part(s->list[i], name))
-            return true;
-    for (int i = 0; i < s->ndecls; i++)
-        if (expr_assigns_part(s->decls[i].init, name))
-            return true;
-    return false;
-}
+static bool expr_assigns_part(const CuExpr *e, const char *name) { return expr_any(e, assigns_part, name); }
+
+static bool stmt_assigns_part(const CuStmt *s, const char *name) { return stmt_any(s, expr_assigns_part, name); }
 
 /* A call of the lambda lam (a VK_LAMBDA variable): its body inlined where the enclosing
  * function's names stay visible (captures read at the call), refused where that would not be
