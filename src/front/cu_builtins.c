@@ -187,6 +187,101 @@ static CVal popcount(Lw *L, CVal x, bool wide, Loc loc)
     return cu_convert(L, (CVal){.t = cu_scalar_ty(L, TY_INT, dt), .v = v}, cu_ty_int(L), loc);
 }
 
+/* A pair (x, y) of vector type t (half2, float2, ...), each converted to its field's type. */
+static CVal pair(Lw *L, const CuTy *t, CVal a, CVal b, Loc loc)
+{
+    if (!t || !a.v || !b.v)
+        return cu_bad(L);
+    CVal x = {.t = t};
+    x.f = arena_alloc(L->a, sizeof *x.f * 2);
+    x.f[0] = cu_convert(L, a, t->st->fty[0], loc);
+    x.f[1] = cu_convert(L, b, t->st->fty[1], loc);
+    return x;
+}
+
+/* Field k of a two-field vector value v ('.x' or '.y'); bad unless v is one. */
+static CVal half_of(Lw *L, CVal v, int k, const char *fn, Loc loc)
+{
+    if (!v.t || v.t->k != TY_STRUCT || v.t->st->n != 2 || !v.f) {
+        diag_error(L->d, loc, "'%s' takes a pair (__half2, __nv_bfloat162, float2)", fn);
+        return cu_bad(L);
+    }
+    return v.f[k];
+}
+
+/* The paired half intrinsics of cuda_fp16.h / cuda_bf16.h (__hadd2, __half22float2, __low2float,
+ * ...) on two-field vectors: each lane of the pair as the scalar intrinsic would compute it.
+ * handled false when n is none of them. */
+static CVal half_pairs(Lw *L, const CuExpr *e, const char *n, bool *handled)
+{
+    Loc loc = e->loc;
+    int na = e->nargs;
+    bool bf = strstr(n, "bfloat16") != NULL;
+    const CuTy *h2 = cu_vec_type(L, bf ? "__nv_bfloat162" : "__half2"), *f2 = cu_vec_type(L, "float2");
+    const CuTy *h = cu_scalar_ty(L, TY_FLOAT, bf ? DT_BF16 : DT_F16), *f = cu_scalar_ty(L, TY_FLOAT, DT_F32);
+    static const struct { const char *name; const char *op; } ops2[] = {
+        {"__hadd2", "+"}, {"__hsub2", "-"}, {"__hmul2", "*"}, {"__h2div", "/"}, {"__hadd2_rn", "+"},
+        {"__hmul2_rn", "*"}, {"__hsub2_rn", "-"},
+    };
+    for (size_t k = 0; k < sizeof ops2 / sizeof *ops2; k++)
+        if (!strcmp(n, ops2[k].name) && na == 2) {
+            CVal a = cu_expr(L, e->args[0]), b = cu_expr(L, e->args[1]);
+            CVal a0 = half_of(L, a, 0, n, loc), a1 = half_of(L, a, 1, n, loc);
+            CVal b0 = half_of(L, b, 0, n, loc), b1 = half_of(L, b, 1, n, loc);
+            if (!a0.v || !b0.v)
+                return cu_bad(L);
+            return pair(L, a.t, cu_binop(L, ops2[k].op, a0, b0, loc), cu_binop(L, ops2[k].op, a1, b1, loc), loc);
+        }
+    if (!strcmp(n, "__hfma2") && na == 3) {
+        CVal a = cu_expr(L, e->args[0]), b = cu_expr(L, e->args[1]), c = cu_expr(L, e->args[2]);
+        CVal r[2];
+        for (int k = 0; k < 2; k++) { /* one rounding, as the fused op: in float, then to half */
+            CVal ak = half_of(L, a, k, n, loc), bk = half_of(L, b, k, n, loc), ck = half_of(L, c, k, n, loc);
+            if (!ak.v || !bk.v || !ck.v)
+                return cu_bad(L);
+            CVal p = cu_binop(L, "*", cu_convert(L, ak, f, loc), cu_convert(L, bk, f, loc), loc);
+            r[k] = cu_binop(L, "+", p, cu_convert(L, ck, f, loc), loc);
+        }
+        return pair(L, a.t, r[0], r[1], loc);
+    }
+    if (!strcmp(n, "__hneg2") && na == 1) {
+        CVal a = cu_expr(L, e->args[0]);
+        CVal a0 = half_of(L, a, 0, n, loc), a1 = half_of(L, a, 1, n, loc);
+        if (!a0.v)
+            return cu_bad(L);
+        return pair(L, a.t, (CVal){.t = a0.t, .v = ir_op1(L->f, L->b, OP_NEG, ir_type(L->f, a0.v), a0.v, loc)},
+                    (CVal){.t = a1.t, .v = ir_op1(L->f, L->b, OP_NEG, ir_type(L->f, a1.v), a1.v, loc)}, loc);
+    }
+    if ((!strcmp(n, "__half22float2") || !strcmp(n, "__bfloat1622float2")) && na == 1) {
+        CVal a = cu_expr(L, e->args[0]);
+        return pair(L, f2, half_of(L, a, 0, n, loc), half_of(L, a, 1, n, loc), loc);
+    }
+    if ((!strcmp(n, "__float22half2_rn") || !strcmp(n, "__float22bfloat162_rn")) && na == 1) {
+        CVal a = cu_expr(L, e->args[0]);
+        return pair(L, h2, half_of(L, a, 0, n, loc), half_of(L, a, 1, n, loc), loc);
+    }
+    if ((!strcmp(n, "__floats2half2_rn") || !strcmp(n, "__halves2half2") || !strcmp(n, "__floats2bfloat162_rn") ||
+         !strcmp(n, "__halves2bfloat162")) && na == 2)
+        return pair(L, h2, cu_expr(L, e->args[0]), cu_expr(L, e->args[1]), loc);
+    if ((!strcmp(n, "__float2half2_rn") || !strcmp(n, "__half2half2") || !strcmp(n, "__float2bfloat162_rn") ||
+         !strcmp(n, "__bfloat162bfloat162")) && na == 1) {
+        CVal a = cu_expr(L, e->args[0]);
+        return pair(L, h2, a, a, loc);
+    }
+    static const struct { const char *name; int k; bool to_float; } parts[] = {
+        {"__low2float", 0, true}, {"__high2float", 1, true}, {"__low2half", 0, false}, {"__high2half", 1, false},
+        {"__low2bfloat16", 0, false}, {"__high2bfloat16", 1, false},
+    };
+    for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)
+        if (!strcmp(n, parts[k].name) && na == 1) {
+            CVal a = cu_expr(L, e->args[0]);
+            CVal v = half_of(L, a, parts[k].k, n, loc);
+            return v.v ? cu_convert(L, v, parts[k].to_float ? f : v.t ? v.t : h, loc) : cu_bad(L);
+        }
+    *handled = false;
+    return cu_bad(L);
+}
+
 /* std::numeric_limits<T>::NAME() for the number types kad lowers. */
 static CVal numeric_limit(Lw *L, const CuExpr *e, const char *what)
 {
@@ -471,6 +566,13 @@ CVal cu_call_builtin(Lw *L, const CuExpr *e, bool *handled)
         Inst *in = ir_emit(L->f, L->b, OP_GATHER, (ValId[]){v.v, src}, 2, &rt, 1, loc);
         in->ival = 0;
         return (CVal){.t = v.t, .v = in->res[0]};
+    }
+    if (!strncmp(n, "__h", 3) || !strncmp(n, "__low2", 6) || !strncmp(n, "__high2", 7) || strstr(n, "half2") ||
+        strstr(n, "bfloat162")) {
+        bool h = true;
+        CVal r = half_pairs(L, e, n, &h);
+        if (h)
+            return r;
     }
     if (!strncmp(n, "make_", 5)) {
         const CuTy *t = cu_vec_type(L, n + 5);

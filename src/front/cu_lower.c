@@ -73,11 +73,19 @@ const CuTy *cu_vec_type(Lw *L, const char *name)
 {
     static const struct { const char *p; Dtype dt; } bases[] = {
         {"float", DT_F32}, {"double", DT_F64}, {"int", DT_I32}, {"uint", DT_U32}, {"long", DT_I64},
+        {"__half", DT_F16}, {"__nv_bfloat16", DT_BF16},
     };
+    /* the half pairs: half2 is __half2, nv_bfloat162 is __nv_bfloat162 */
+    if (!strcmp(name, "half2"))
+        name = "__half2";
+    else if (!strcmp(name, "nv_bfloat162"))
+        name = "__nv_bfloat162";
     for (size_t k = 0; k < sizeof bases / sizeof *bases; k++) {
         size_t n = strlen(bases[k].p);
         if (strncmp(name, bases[k].p, n) || !name[n] || name[n] < '2' || name[n] > '4' || name[n + 1])
             continue;
+        if ((bases[k].dt == DT_F16 || bases[k].dt == DT_BF16) && name[n] != '2')
+            continue; /* no half3 */
         for (int i = 0; i < L->vecs.n; i++)
             if (!strcmp(L->vecs.v[i]->name, name)) {
                 CuTy *t = arena_alloc(L->a, sizeof *t);

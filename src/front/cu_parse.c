@@ -64,7 +64,7 @@ static const char *const builtin_types[] = {
     "ptrdiff_t", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t",
     "half", "__half", "__nv_bfloat16", "nv_bfloat16", "hip_bfloat16", "__hip_bfloat16", "auto", "float2",
     "float3", "float4", "double2", "double3", "double4", "int2", "int3", "int4", "uint2", "uint3", "uint4", "dim3",
-    "longlong", "uint", "__int64",
+    "longlong", "uint", "__int64", "half2", "__half2", "__nv_bfloat162", "nv_bfloat162",
 };
 
 static bool is_type_name(P *p, const char *s)

@@ -443,6 +443,16 @@ def vote(g):
     return [x, torch.zeros(n, dtype=F64), n], ref
 
 
+def scale_tanh2(g):
+    n2 = 45
+    x, b = rn(g, 2 * n2, dtype=torch.float16), rn(g, 2, dtype=torch.float16)
+
+    def ref(x, b):
+        v = x.reshape(-1, 2) * 0.5 + b[None, :]
+        return ((torch.tanh(v * v) + v).reshape(-1),)
+    return [x, b, torch.zeros(2 * n2, dtype=torch.float16), n2], ref
+
+
 CASES = {
     "caffe_loop_elu": Case("w01_caffe_loop.cu", "elu_forward_kernel", ["in"], ["out"], (2,), (64,), elu),
     "extern_c_softplus": Case("w02_extern_c.cu", "softplus_f32", ["x"], ["y"], (2,), (64,), softplus),
@@ -503,6 +513,8 @@ CASES = {
     "lambda_gelu_bias": Case("w52_lambdas.cu", "gelu_bias", ["x", "b"], ["y"], (3,), (32,), gelu_bias,
                              tol=1e-7),  # 0.70710678f: 1/sqrt(2) to 8 digits
     "warp_vote_popc": Case("w53_warp_vote.cu", "vote", ["x"], ["y"], (2,), (64,), vote),
+    "half2_pairs": Case("w54_half2.cu", "scale_tanh2", ["x", "b"], ["y"], (2,), (32,), scale_tanh2,
+                        dtype=torch.float16, tol=2e-2),
     "helpers_huber": Case("w32_clamp_helper.cu", "huber_loss", ["pred", "tgt"], ["out"], (2,), (32,), huber),
 }
 
