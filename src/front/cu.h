@@ -192,7 +192,8 @@ typedef struct CuUnit {
 /* C types of values.  Vector types (float4) and user structs are TY_STRUCT;
  * a pointer to a struct whose fields share one dtype is an IR pointer to
  * that dtype, indexed in units of the struct's field count. */
-enum { TY_VOID, TY_BOOL, TY_INT, TY_FLOAT, TY_PTR, TY_STRUCT, TY_CUB };
+enum { TY_VOID, TY_BOOL, TY_INT, TY_FLOAT, TY_PTR, TY_STRUCT, TY_CUB,
+       TY_CG /* a cooperative group: cub_threads its size (the block's threads, or a tile's) */ };
 typedef struct CuTy CuTy;
 typedef struct CuSInfo {
     const char *name;
@@ -206,7 +207,8 @@ struct CuTy {
     const CuTy *elem; /* TY_PTR */
     const CuSInfo *st; /* TY_STRUCT */
     int cub;           /* TY_CUB: CUB_BLOCK_REDUCE (elem: its value type) or CUB_TEMP */
-    int64_t cub_threads; /* TY_CUB: the block's threads cub reduces over */
+    int64_t cub_threads; /* TY_CUB: the block's threads cub reduces over; TY_CG: the group's threads */
+    bool cg_tile;      /* TY_CG: a thread_block_tile (else the thread_block) */
 };
 enum { CUB_BLOCK_REDUCE = 1, CUB_TEMP = 2 };
 
@@ -341,6 +343,8 @@ bool cu_stmt_assigns(Lw *L, const CuStmt *s, const char *name);
 bool cu_stmt_mentions(const CuStmt *s, const char *name); /* the identifier name occurs in s */
 bool cu_stmt_declares(const CuStmt *s, const char *name); /* s declares a variable name */
 CVal cu_call_lambda(Lw *L, Var *lam, const CuExpr *call_e);
+CVal cu_cg_method(Lw *L, const CuExpr *e, CVal g); /* group.sync(), .thread_rank(), .shfl_down(v, d)... */
+const CuTy *cu_cg_type(Lw *L, bool tile, int64_t n, Loc loc); /* a group of n threads (tile: a tile) */
 CVal cu_inline_call(Lw *L, const CuFunc *fn, const CuExpr *call_e, bool keep_frame);
 
 /* cu_stmt.c */

@@ -282,6 +282,138 @@ static CVal half_pairs(Lw *L, const CuExpr *e, const char *n, bool *handled)
     return cu_bad(L);
 }
 
+/* ---- cooperative groups ---- */
+
+const CuTy *cu_cg_type(Lw *L, bool tile, int64_t n, Loc loc)
+{
+    if (tile && (n < 1 || n > L->warp || (n & (n - 1)) || L->nl % n)) {
+        diag_error(L->d, loc, "cg::thread_block_tile<%lld>: kad knows tiles of a power of two threads up to the "
+                              "warp (%d) that divide the block (%d threads)", (long long)n, L->warp, L->nl);
+        return NULL;
+    }
+    CuTy *t = arena_alloc(L->a, sizeof *t);
+    *t = (CuTy){.k = TY_CG, .cub_threads = n, .cg_tile = tile};
+    return t;
+}
+
+/* A shuffle within the group g's lanes (width: the tile's size; the block: refused). */
+static CVal cg_shuffle(Lw *L, const char *kind, const char *method, const CuTy *g, CVal v, CVal arg, Loc loc)
+{
+    if (!g->cg_tile) {
+        diag_error(L->d, loc, "'%s' of a thread_block: shuffles are a tile's (cg::tiled_partition<32>(block))", method);
+        return cu_bad(L);
+    }
+    if (!v.v || !cu_is_num(v.t) || !arg.v)
+        return cu_bad(L);
+    if (!cu_is_tile(L, v.v))
+        return v; /* every lane holds the same value */
+    ValId src = shuffle(L, kind, v, arg, (int)g->cub_threads, loc);
+    if (!src)
+        return cu_bad(L);
+    Type rt = ir_type(L->f, v.v);
+    Inst *in = ir_emit(L->f, L->b, OP_GATHER, (ValId[]){v.v, src}, 2, &rt, 1, loc);
+    in->ival = 0;
+    return (CVal){.t = v.t, .v = in->res[0]};
+}
+
+/* cg::reduce(tile, v, op): every lane of the tile gets op over its lanes, by xor-shuffle
+ * butterflies (each pair of lanes combines the same two values, so every lane gets the same bits). */
+static CVal cg_reduce(Lw *L, const CuExpr *e)
+{
+    Loc loc = e->loc;
+    if (e->nargs != 3) {
+        diag_error(L->d, loc, "cg::reduce takes (tile, value, op)");
+        return cu_bad(L);
+    }
+    CVal g = cu_expr(L, e->args[0]);
+    CVal v = cu_expr(L, e->args[1]);
+    const CuExpr *f = e->args[2];
+    const char *fn = f->kind == CE_CALL && !f->nargs ? f->name : NULL;
+    const char *op = !fn ? NULL : !strcmp(fn, "plus") ? "+" : !strcmp(fn, "bit_and") ? "&" : !strcmp(fn, "bit_or") ? "|"
+                     : !strcmp(fn, "bit_xor") ? "^" : NULL;
+    bool mx = fn && (!strcmp(fn, "greater") || !strcmp(fn, "maximum")),
+         mn = fn && (!strcmp(fn, "less") || !strcmp(fn, "minimum"));
+    if (!g.t || g.t->k != TY_CG || !g.t->cg_tile) {
+        diag_error(L->d, e->args[0]->loc, "cg::reduce reduces over a thread_block_tile");
+        return cu_bad(L);
+    }
+    if (!op && !mx && !mn) {
+        diag_error(L->d, f->loc, "cg::reduce: kad knows the operators cg::plus, cg::greater, cg::less, cg::bit_and, "
+                                 "cg::bit_or, cg::bit_xor (and CCCL's maximum/minimum)");
+        return cu_bad(L);
+    }
+    if (!v.v || !cu_is_num(v.t))
+        return cu_bad(L);
+    for (int o = (int)g.t->cub_threads / 2; o > 0; o /= 2) {
+        CVal u = cg_shuffle(L, "__shfl_xor_sync", "reduce", g.t, v, cu_const_int(L, cu_ty_int(L), o, loc), loc);
+        if (!u.v)
+            return cu_bad(L);
+        if (op)
+            v = cu_binop(L, op, v, u, loc);
+        else {
+            ValId a = cu_bcast(L, v.v, loc), b = cu_bcast(L, u.v, loc);
+            bool fl = v.t->k == TY_FLOAT;
+            ValId r = fl ? cu_op2(L, mx ? OP_MAXIMUM : OP_MINIMUM, a, b, loc)
+                         : cu_where(L, cu_op2(L, mx ? OP_GT : OP_LT, a, b, loc), a, b, loc);
+            v = (CVal){.t = v.t, .v = r};
+        }
+    }
+    return v;
+}
+
+CVal cu_cg_method(Lw *L, const CuExpr *e, CVal g)
+{
+    Loc loc = e->loc;
+    const char *m = e->name + 1;
+    int na = e->nargs;
+    if (!g.t || g.t->k != TY_CG)
+        return cu_bad(L);
+    const CuTy *u32 = cu_scalar_ty(L, TY_INT, DT_U32);
+    int64_t n = g.t->cub_threads;
+    if (!strcmp(m, "sync") && !na) {
+        if (!g.t->cg_tile)
+            cu_syncthreads(L, loc);
+        else if (cu_is_tile(L, cu_m(L)) && cu_m(L) != L->active && !cu_warp_uniform(L, cu_m(L)))
+            diag_error(L->d, loc, "a tile's sync() inside divergent control flow is not supported");
+        return (CVal){.t = cu_scalar_ty(L, TY_VOID, DT_VOID)};
+    }
+    if ((!strcmp(m, "size") || !strcmp(m, "num_threads")) && !na)
+        return cu_const_int(L, u32, n, loc);
+    if (!strcmp(m, "thread_rank") && !na) {
+        ValId r = g.t->cg_tile ? cu_op2(L, OP_AND, L->tid, cu_cint(L, DT_I32, n - 1, loc), loc) : L->tid;
+        return cu_convert(L, (CVal){.t = cu_ty_int(L), .v = r}, u32, loc);
+    }
+    if (g.t->cg_tile && (!strcmp(m, "meta_group_rank") || !strcmp(m, "meta_group_size")) && !na) {
+        if (!strcmp(m, "meta_group_size"))
+            return cu_const_int(L, u32, L->nl / n, loc);
+        ValId r = cu_op2(L, OP_DIV, L->tid, cu_cint(L, DT_I32, n, loc), loc);
+        return cu_convert(L, (CVal){.t = cu_ty_int(L), .v = r}, u32, loc);
+    }
+    static const struct { const char *m; const char *as; } shf[] = {
+        {"shfl", "__shfl_sync"}, {"shfl_down", "__shfl_down_sync"}, {"shfl_up", "__shfl_up_sync"},
+        {"shfl_xor", "__shfl_xor_sync"},
+    };
+    for (size_t k = 0; k < sizeof shf / sizeof *shf; k++)
+        if (!strcmp(m, shf[k].m) && na == 2)
+            return cg_shuffle(L, shf[k].as, m, g.t, cu_expr(L, e->args[0]), cu_expr(L, e->args[1]), loc);
+    if (g.t->cg_tile && (!strcmp(m, "any") || !strcmp(m, "all") || !strcmp(m, "ballot")) && na == 1 && n == L->warp) {
+        CVal p = cu_expr(L, e->args[0]);
+        CVal b = p.v ? ballot(L, "ballot", p, loc) : cu_bad(L);
+        if (!b.v || !strcmp(m, "ballot"))
+            return b;
+        CVal ref = !strcmp(m, "any") ? cu_const_int(L, b.t, 0, loc)
+                                     : ballot(L, "all", (CVal){.t = cu_ty_bool(L), .v = L->tru}, loc);
+        if (!ref.v)
+            return cu_bad(L);
+        ValId r = cu_op2(L, !strcmp(m, "any") ? OP_NE : OP_EQ, b.v, cu_bcast(L, ref.v, loc), loc);
+        return cu_convert(L, (CVal){.t = cu_ty_bool(L), .v = r}, cu_ty_int(L), loc);
+    }
+    diag_error(L->d, loc, "'%s' of a cooperative group: kad knows sync, size, num_threads, thread_rank, "
+                          "meta_group_rank, meta_group_size, shfl, shfl_down, shfl_up, shfl_xor (tiles) and any, "
+                          "all, ballot (tiles of a whole warp)", m);
+    return cu_bad(L);
+}
+
 /* std::numeric_limits<T>::NAME() for the number types kad lowers. */
 static CVal numeric_limit(Lw *L, const CuExpr *e, const char *what)
 {
@@ -405,6 +537,24 @@ CVal cu_call_builtin(Lw *L, const CuExpr *e, bool *handled)
                 a[i] = cu_expr(L, e->args[i]);
             return call_math(L, &math_fns[k], a, loc);
         }
+    if (!strcmp(n, "this_thread_block") && !na)
+        return (CVal){.t = cu_cg_type(L, false, L->nl, loc)};
+    if (!strcmp(n, "tiled_partition") && na == 1) {
+        const CuExpr *ge = e->args[0];
+        Var *gv = ge->kind == CE_IDENT ? cu_lookup(L, ge->name) : NULL;
+        CVal g = gv && gv->t && gv->t->k == TY_CG ? gv->val : cu_expr(L, ge);
+        int64_t tn = 0;
+        if (!g.t || g.t->k != TY_CG || g.t->cg_tile || e->ntargs != 1 || !e->targs[0].expr ||
+            !cu_const_eval(L, e->targs[0].expr, &tn)) {
+            diag_error(L->d, loc, "kad knows cg::tiled_partition<N>(block) with N a constant and block the "
+                                  "thread_block");
+            return cu_bad(L);
+        }
+        const CuTy *t = cu_cg_type(L, true, tn, loc);
+        return t ? (CVal){.t = t} : cu_bad(L);
+    }
+    if (!strcmp(n, "reduce") && na == 3)
+        return cg_reduce(L, e);
     if ((!strcmp(n, "__ballot_sync") && na == 2) || (!strcmp(n, "__ballot") && na == 1)) {
         CVal p = cu_expr(L, e->args[na - 1]);
         return p.v ? ballot(L, n, p, loc) : cu_bad(L);

@@ -284,7 +284,7 @@ CVal cu_inline_call(Lw *L, const CuFunc *fn, const CuExpr *call_e, bool keep_fra
     L->depth--;
     cu_set_m(L, m0);
     for (int i = 0; i < fn->nparams; i++)
-        if (fn->params[i].type->ref && outs[i].t) {
+        if (fn->params[i].type->ref && outs[i].t && outs[i].t->k != TY_CG) {
             /* an element goes back to memory only when fn may have changed it: a const& of an
              * input's element stores nothing */
             const CuExpr *a = call_e->args[i];

@@ -229,6 +229,17 @@ const CuTy *cu_resolve_type(Lw *L, const CuTypeSpec *ts)
 {
     if (!strcmp(ts->name, "auto"))
         return NULL;
+    if (!strncmp(ts->name, "cg::", 4)) { /* cooperative groups: the block, and tiles of it */
+        if (!strcmp(ts->name, "cg::thread_block") && !ts->ntargs && !ts->nptr)
+            return cu_cg_type(L, false, L->nl, ts->loc);
+        int64_t n = 0;
+        if (!strcmp(ts->name, "cg::thread_block_tile") && ts->ntargs == 1 && ts->targs[0].expr && !ts->nptr &&
+            cu_const_eval(L, ts->targs[0].expr, &n))
+            return cu_cg_type(L, true, n, ts->loc);
+        diag_error(L->d, ts->loc, "%s: kad knows cooperative_groups' thread_block and thread_block_tile<N> (N a "
+                                  "constant), as values", ts->name);
+        return NULL;
+    }
     if (!strcmp(ts->name, "at::acc_type") || !strcmp(ts->name, "at::opmath_type")) {
         /* PyTorch's accumulation types on CUDA: half, bf16 and float accumulate in float, double
          * in double, integers in int64_t (acc_type; opmath_type keeps them) */
@@ -863,9 +874,8 @@ CVal cu_var_value(Lw *L, Var *v, Loc loc)
         diag_error(L->d, loc, "'%s' is an array: index it", v->name);
         return cu_bad(L);
     }
-    if (!v->val.v && v->t->k != TY_STRUCT) {
+    if (!v->val.v && v->t && v->t->k != TY_STRUCT && v->t->k != TY_CG) /* (a group has no IR value) */
         v->val = cu_zero(L, v->t, loc);
-    }
     return v->val;
 }
 
@@ -1141,11 +1151,22 @@ static CVal cub_reduce(Lw *L, const CuTy *br, const CuExpr *e)
 static CVal call(Lw *L, const CuExpr *e)
 {
     bool handled;
+    if (e->name[0] == '.' && e->l && (e->l->kind == CE_IDENT || e->l->kind == CE_CALL)) {
+        /* a cooperative group's method: the object a group variable, or a call making one */
+        Var *gv = e->l->kind == CE_IDENT ? cu_lookup(L, e->l->name) : NULL;
+        bool cg = gv && gv->kind == VK_VAL && gv->t && gv->t->k == TY_CG;
+        if (!cg && e->l->kind == CE_CALL && e->l->name[0] != '.' &&
+            (!strcmp(e->l->name, "this_thread_block") || !strcmp(e->l->name, "tiled_partition")))
+            cg = true;
+        if (cg)
+            return cu_cg_method(L, e, gv ? gv->val : cu_expr(L, e->l));
+    }
     if (e->name[0] == '.') { /* obj.method(args): only cub::BlockReduce(temp)'s */
         const CuExpr *o = e->l;
         const CuTy *bt = o && o->kind == CE_CAST ? cu_resolve_type(L, o->type) : NULL;
         if (!bt || bt->k != TY_CUB || bt->cub != CUB_BLOCK_REDUCE) {
-            diag_error(L->d, e->loc, "a method call ('%s'): kad knows cub::BlockReduce(temp).Sum/Reduce only",
+            diag_error(L->d, e->loc, "a method call ('%s'): kad knows cub::BlockReduce(temp).Sum/Reduce and "
+                                     "cooperative groups' methods only",
                        e->name + 1);
             return cu_bad(L);
         }

@@ -93,6 +93,22 @@ static bool is_qual(const char *s)
 
 static const char *torch_type(P *p);
 
+/* cooperative_groups' group types (cg:: or cooperative_groups::, any alias naming the namespace
+ * `cg`): the type's name when one starts here, else NULL. */
+static const char *cg_type(P *p)
+{
+    const CuTok *ns = peek(p), *nm = peekn(p, 2);
+    if (ns->kind != CT_IDENT || !is(peekn(p, 1), "::") || nm->kind != CT_IDENT ||
+        !(is(ns, "cg") || is(ns, "cooperative_groups")))
+        return NULL;
+    static const char *const names[] = {"thread_block", "thread_block_tile", "thread_group", "coalesced_group",
+                                        "grid_group"};
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++)
+        if (is(nm, names[k]))
+            return names[k];
+    return NULL;
+}
+
 /* Whether a type starts here (after storage qualifiers). */
 static bool type_starts(P *p)
 {
@@ -101,7 +117,8 @@ static bool type_starts(P *p)
         return false;
     if (is_qual(t->text))
         return true;
-    if ((!strcmp(t->text, "cub") && is(peekn(p, 1), "::") && is(peekn(p, 2), "BlockReduce")) || torch_type(p))
+    if ((!strcmp(t->text, "cub") && is(peekn(p, 1), "::") && is(peekn(p, 2), "BlockReduce")) || torch_type(p) ||
+        cg_type(p))
         return true;
     if (!strcmp(t->text, "std") && is(peekn(p, 1), "::"))
         /* std::size_t x starts a declaration, std::tan(x) an expression */
@@ -146,6 +163,15 @@ static CuTypeSpec *parse_type(P *p)
             if (!strcmp(pt, "at::acc_type") || !strcmp(pt, "at::opmath_type"))
                 ty->targs = parse_targs(p, &ty->ntargs);
             buf_puts(&b, pt);
+            words++;
+            break;
+        }
+        const char *cgt = !words ? cg_type(p) : NULL;
+        if (cgt) { /* cg::thread_block, cg::thread_block_tile<32> */
+            next(p), next(p), next(p);
+            if (is(peek(p), "<"))
+                ty->targs = parse_targs(p, &ty->ntargs);
+            buf_printf(&b, "cg::%s", cgt);
             words++;
             break;
         }
@@ -431,7 +457,12 @@ static CuExpr *parse_primary(P *p)
         if (is(peek(p), "<") && targs_follow(p, name)) {
             e->kind = CE_CALL;
             e->targs = parse_targs(p, &e->ntargs);
-        } else if (is(peek(p), "<") && (!strcmp(name, "maximum") || !strcmp(name, "minimum") || !strcmp(name, "plus"))) {
+        } else if (is(peek(p), "<") && !strcmp(name, "tiled_partition")) {
+            e->kind = CE_CALL; /* cg::tiled_partition<32>(block) */
+            e->targs = parse_targs(p, &e->ntargs);
+        } else if (is(peek(p), "<") && (!strcmp(name, "maximum") || !strcmp(name, "minimum") || !strcmp(name, "plus") ||
+                                        !strcmp(name, "greater") || !strcmp(name, "less") ||
+                                        !strcmp(name, "bit_and") || !strcmp(name, "bit_or") || !strcmp(name, "bit_xor"))) {
             /* CCCL's operator objects for cub (cuda::maximum<>(), cuda::std::plus<float>{}): a call of
                no arguments named after them */
             e->kind = CE_CALL;

@@ -262,7 +262,10 @@ static void restore(Lw *L, const Var *v, int n)
     L->env.n = n;
     memcpy(L->env.v, v, sizeof *v * (size_t)n);
 }
-static bool carries(const Var *v) { return v->kind == VK_VAL || v->kind == VK_SHARED; }
+/* A variable with an IR value: not a cooperative group (a name, no value) nor a deduced return
+ * type not known yet. */
+static bool valued(const Var *v) { return v->kind == VK_VAL && v->t && v->t->k != TY_CG; }
+static bool carries(const Var *v) { return valued(v) || v->kind == VK_SHARED; }
 
 /* v converted to type t (a broadcast of a scalar to lanes) in the current block. */
 static ValId to_type(Lw *L, ValId v, Type t, Loc loc)
@@ -287,7 +290,7 @@ static void uniform_if(Lw *L, ValId c, const CuStmt *s)
     Block *outer = L->b;
     int n0 = L->env.n;
     for (int i = 0; i < n0; i++) /* uninitialized variables get their value before the branches */
-        if (L->env.v[i].kind == VK_VAL && !L->env.v[i].val.v && L->env.v[i].t->k != TY_STRUCT &&
+        if (valued(&L->env.v[i]) && !L->env.v[i].val.v && L->env.v[i].t->k != TY_STRUCT &&
             L->env.v[i].t->k != TY_PTR)
             ensure(L, &L->env.v[i], s->loc);
     Var *e0 = snap(L, n0);
@@ -544,7 +547,7 @@ static void lower_loop(Lw *L, LoopDesc *ld)
     }
     int n0 = L->env.n;
     for (int i = 0; i < n0; i++)
-        if (L->env.v[i].kind == VK_VAL && !L->env.v[i].val.v && L->env.v[i].t->k != TY_STRUCT &&
+        if (valued(&L->env.v[i]) && !L->env.v[i].val.v && L->env.v[i].t->k != TY_STRUCT &&
             L->env.v[i].t->k != TY_PTR)
             ensure(L, &L->env.v[i], loc);
     Var *e0 = snap(L, n0);
@@ -1247,6 +1250,23 @@ void cu_declare_stmt(Lw *L, const CuStmt *s)
             }
             continue;
         }
+        /* `auto x = f(...)` is evaluated once, here: it may make a cooperative group */
+        CVal pre = {0};
+        bool have = !t && dc->init && dc->init->kind == CE_CALL;
+        if (have)
+            pre = cu_expr(L, dc->init);
+        if ((t && t->k == TY_CG) || (have && pre.t && pre.t->k == TY_CG)) {
+            /* a cooperative group: cg::this_thread_block(), cg::tiled_partition<N>(block) */
+            CVal g = have ? pre : dc->init ? cu_expr(L, dc->init) : (CVal){0};
+            if (!g.t || g.t->k != TY_CG || (t && (t->cg_tile != g.t->cg_tile || t->cub_threads != g.t->cub_threads))) {
+                diag_error(L->d, dc->loc, "'%s': a cooperative group is made by cg::this_thread_block() or "
+                                          "cg::tiled_partition<N>(block), of its declared size", dc->name);
+                continue;
+            }
+            Var *v = cu_declare(L, dc->name, VK_VAL, g.t, dc->loc);
+            v->val = g;
+            continue;
+        }
         CVal x = {0};
         if (dc->init) {
             if (dc->init->kind == CE_INIT && t && t->k == TY_STRUCT) {
@@ -1261,7 +1281,7 @@ void cu_declare_stmt(Lw *L, const CuStmt *s)
                 else
                     diag_error(L->d, dc->init->loc, "a braced list with %d values for one variable", dc->init->nargs);
             } else
-                x = cu_expr(L, dc->init);
+                x = have ? pre : cu_expr(L, dc->init);
             if (!t)
                 t = x.t;
             if (t && x.t)

@@ -453,6 +453,19 @@ def scale_tanh2(g):
     return [x, b, torch.zeros(2 * n2, dtype=torch.float16), n2], ref
 
 
+def rms_cg(g):
+    rows, n = 3, 70
+    x, w = rn(g, rows, n), rn(g, n)
+
+    def ref(x, w):
+        r = torch.rsqrt((x * x).sum(1, keepdim=True) / n + 1e-5)
+        # each warp's largest |x[t % n]|, t its 32 threads (block of 64: warps 0..31, 32..63)
+        a = x.abs()[:, torch.arange(64) % n].reshape(rows, 2, 32).amax(2)  # [rows, 2]
+        mx = a[:, (torch.arange(n) % 64) // 32]  # the warp of the thread that writes column c
+        return (x * r * w[None, :] + 0.01 * mx,)
+    return [x, w, torch.zeros(rows, n, dtype=F64), n], ref
+
+
 CASES = {
     "caffe_loop_elu": Case("w01_caffe_loop.cu", "elu_forward_kernel", ["in"], ["out"], (2,), (64,), elu),
     "extern_c_softplus": Case("w02_extern_c.cu", "softplus_f32", ["x"], ["y"], (2,), (64,), softplus),
@@ -513,6 +526,7 @@ CASES = {
     "lambda_gelu_bias": Case("w52_lambdas.cu", "gelu_bias", ["x", "b"], ["y"], (3,), (32,), gelu_bias,
                              tol=1e-7),  # 0.70710678f: 1/sqrt(2) to 8 digits
     "warp_vote_popc": Case("w53_warp_vote.cu", "vote", ["x"], ["y"], (2,), (64,), vote),
+    "coop_groups_rms": Case("w55_coop_groups.cu", "rms_cg", ["x", "w"], ["y"], (3,), (64,), rms_cg, tol=1e-7),
     "half2_pairs": Case("w54_half2.cu", "scale_tanh2", ["x", "b"], ["y"], (2,), (32,), scale_tanh2,
                         dtype=torch.float16, tol=2e-2),
     "helpers_huber": Case("w32_clamp_helper.cu", "huber_loss", ["pred", "tgt"], ["out"], (2,), (32,), huber),
