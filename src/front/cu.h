@@ -320,6 +320,7 @@ bool cu_is_num(const CuTy *t);
 CVal cu_bad(Lw *L);                                          /* the value after an error */
 const CuTy *cu_vec_type(Lw *L, const char *name);            /* float4 ...; NULL if not one */
 CVal cu_load_ptr(Lw *L, CVal p, Loc loc);                    /* *p under $m */
+void cu_store_ptr(Lw *L, CVal p, CVal v, Loc loc);           /* *p = v under $m */
 
 CVal cu_var_value(Lw *L, Var *v, Loc loc);                   /* a variable's value (a struct from its fields) */
 CVal cu_struct_value(Lw *L, Var *v, Loc loc);

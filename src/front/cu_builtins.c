@@ -654,6 +654,55 @@ CVal cu_call_builtin(Lw *L, const CuExpr *e, bool *handled)
         CVal a = cu_expr(L, e->args[0]);
         return a.v ? (CVal){.t = a.t, .v = ir_op1(L->f, L->b, OP_NEG, ir_type(L->f, a.v), a.v, loc)} : cu_bad(L);
     }
+    if ((!strcmp(n, "__frcp_rn") || !strcmp(n, "__drcp_rn")) && na == 1) { /* 1 / x, correctly rounded */
+        bool d = n[2] == 'd';
+        const CuTy *t = cu_scalar_ty(L, TY_FLOAT, d ? DT_F64 : DT_F32);
+        CVal a = cu_convert(L, cu_expr(L, e->args[0]), t, loc);
+        return a.v ? cu_binop(L, "/", cu_convert(L, cu_const_int(L, cu_ty_int(L), 1, loc), t, loc), a, loc) : cu_bad(L);
+    }
+    if ((!strcmp(n, "__syncthreads_or") || !strcmp(n, "__syncthreads_and") || !strcmp(n, "__syncthreads_count")) &&
+        na == 1) {
+        /* a barrier, then over the block's threads: whether any / every predicate holds, or how many */
+        CVal p = cu_expr(L, e->args[0]);
+        ValId c = p.v ? cu_truth(L, p, loc) : 0;
+        if (!c)
+            return cu_bad(L);
+        cu_syncthreads(L, loc);
+        ValId on = cu_and(L, cu_bcast(L, c, loc), cu_bcast(L, cu_m(L), loc), loc);
+        ValId one = cu_where(L, on, cu_bcast(L, cu_cint(L, DT_I32, 1, loc), loc), cu_bcast(L, cu_cint(L, DT_I32, 0, loc), loc),
+                             loc);
+        Inst *sm = ir_emit(L->f, L->b, OP_SUM, &one, 1, (Type[]){type_scalar(DT_I32)}, 1, loc);
+        sm->ival = 0;
+        ValId cnt = sm->res[0];
+        if (!strcmp(n, "__syncthreads_count"))
+            return (CVal){.t = cu_ty_int(L), .v = cnt};
+        ValId r = !strcmp(n, "__syncthreads_or") ? cu_op2(L, OP_GT, cnt, cu_cint(L, DT_I32, 0, loc), loc)
+                                                 : cu_op2(L, OP_GE, cnt, cu_cint(L, DT_I32, L->nl, loc), loc);
+        return cu_convert(L, (CVal){.t = cu_ty_bool(L), .v = r}, cu_ty_int(L), loc);
+    }
+    static const char *const ldc[] = {"__ldcs", "__ldcg", "__ldca", "__ldlu", "__ldcv"};
+    for (size_t k = 0; k < sizeof ldc / sizeof *ldc; k++)
+        if (!strcmp(n, ldc[k]) && na == 1) { /* loads with a cache hint: loads */
+            CVal p = cu_expr(L, e->args[0]);
+            if (!p.v || p.t->k != TY_PTR) {
+                diag_error(L->d, loc, "'%s' takes a pointer", n);
+                return cu_bad(L);
+            }
+            return cu_load_ptr(L, p, loc);
+        }
+    static const char *const stc[] = {"__stcs", "__stcg", "__stwb", "__stwt"};
+    for (size_t k = 0; k < sizeof stc / sizeof *stc; k++)
+        if (!strcmp(n, stc[k]) && na == 2) { /* stores with a cache hint: stores */
+            CVal p = cu_expr(L, e->args[0]);
+            CVal v = cu_expr(L, e->args[1]);
+            if (!p.v || p.t->k != TY_PTR || !v.v) {
+                if (p.v && p.t->k != TY_PTR)
+                    diag_error(L->d, loc, "'%s' takes a pointer and a value", n);
+                return cu_bad(L);
+            }
+            cu_store_ptr(L, p, v, loc);
+            return (CVal){.t = cu_scalar_ty(L, TY_VOID, DT_VOID)};
+        }
     if (!strcmp(n, "__ldg") && na == 1) {
         CVal p = cu_expr(L, e->args[0]);
         if (!p.v || p.t->k != TY_PTR) {

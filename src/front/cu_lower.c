@@ -1028,7 +1028,7 @@ CVal cu_load_ptr(Lw *L, CVal p, Loc loc)
     return (CVal){.t = et, .v = load_at(L, p.v, loc)};
 }
 
-static void store_ptr(Lw *L, CVal p, CVal v, Loc loc)
+void cu_store_ptr(Lw *L, CVal p, CVal v, Loc loc)
 {
     const CuTy *et = p.t->elem;
     v = cu_convert(L, v, et, loc);
@@ -1400,7 +1400,7 @@ void cu_assign(Lw *L, const CuExpr *lhs, CVal v, Loc loc)
     CVal p;
     if (lvalue_ptr(L, lhs, &p)) {
         if (p.v)
-            store_ptr(L, p, v, loc);
+            cu_store_ptr(L, p, v, loc);
         return;
     }
     diag_error(L->d, lhs->loc, "this expression cannot be assigned to");

@@ -466,6 +466,18 @@ def rms_cg(g):
     return [x, w, torch.zeros(rows, n, dtype=F64), n], ref
 
 
+def vote_scale(g):
+    n = 100
+    x = rn(g, n)
+
+    def ref(x):
+        v = torch.cat([x, torch.zeros(128 - n, dtype=x.dtype)]).reshape(2, 64)  # grid 2 x block 64
+        pos = (v > 0).sum(1, keepdim=True).to(x.dtype)
+        big = (v > 1.5).any(1, keepdim=True).to(x.dtype)
+        return ((v / (1.0 + pos) + big * v).reshape(-1)[:n],)
+    return [x, torch.zeros(n, dtype=F64), n], ref
+
+
 CASES = {
     "caffe_loop_elu": Case("w01_caffe_loop.cu", "elu_forward_kernel", ["in"], ["out"], (2,), (64,), elu),
     "extern_c_softplus": Case("w02_extern_c.cu", "softplus_f32", ["x"], ["y"], (2,), (64,), softplus),
@@ -526,6 +538,7 @@ CASES = {
     "lambda_gelu_bias": Case("w52_lambdas.cu", "gelu_bias", ["x", "b"], ["y"], (3,), (32,), gelu_bias,
                              tol=1e-7),  # 0.70710678f: 1/sqrt(2) to 8 digits
     "warp_vote_popc": Case("w53_warp_vote.cu", "vote", ["x"], ["y"], (2,), (64,), vote),
+    "block_vote_cache_hints": Case("w56_block_vote.cu", "vote_scale", ["x"], ["y"], (2,), (64,), vote_scale),
     "coop_groups_rms": Case("w55_coop_groups.cu", "rms_cg", ["x", "w"], ["y"], (3,), (64,), rms_cg, tol=1e-7),
     "half2_pairs": Case("w54_half2.cu", "scale_tanh2", ["x", "b"], ["y"], (2,), (32,), scale_tanh2,
                         dtype=torch.float16, tol=2e-2),
