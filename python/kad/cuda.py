@@ -477,7 +477,34 @@ class CudaKernel:
                                  f"'{n}' is not in inputs={list(self.inputs)}: its gradient would be silently "
                                  f"missing; add it to inputs=[...], or pass {n}.detach()")
 
+    def _expand_accessors(self, args):
+        """args with each tensor passed for a PackedTensorAccessor parameter followed by its sizes and
+        strides (kad's parameters NAME, NAME_size<k>, NAME_stride<k>)."""
+        acc = self.__dict__.get("_accessors")
+        if acc is None:
+            acc = self._accessors = _accessor_params(self.text, self.kernel)
+        if not acc:
+            return list(args)
+        cnames = _source_params(self.text, self.kernel) or []
+        out = []
+        for i, a in enumerate(args):
+            name = cnames[i] if i < len(cnames) else None
+            if name not in acc:
+                out.append(a)
+                continue
+            if not isinstance(a, torch.Tensor) or a.dim() != acc[name]:
+                raise TypeError(f"kad.cuda: {self.kernel}: argument '{name}' is a {acc[name]}-dimensional tensor "
+                                f"accessor: pass a tensor of {acc[name]} dimensions, got "
+                                f"{tuple(a.shape) if isinstance(a, torch.Tensor) else type(a).__name__}")
+            if a.device.type != "cpu":
+                raise NotImplementedError(f"kad.cuda: {self.kernel}: kernels taking a PackedTensorAccessor run on "
+                                          f"CPU tensors (kad's interpreter) only: the GPU launch would need torch's "
+                                          f"headers in nvcc's build, which kad.cuda does not set up yet")
+            out += [a, *a.shape, *a.stride()]
+        return out
+
     def run(self, grid: Dims, block: Dims, args: Sequence[Any], shared_mem: int = 0, stream: Any = None) -> Any:
+        args = self._expand_accessors(args)
         if _compiling() or _functorch_active() or _forward_ad._current_level >= 0:
             # torch.compile traces this (dynamo) / a torch.func transform or forward mode runs: the
             # launch is a call of kad's custom operators (_ops.py), shared with the Triton path
@@ -1203,6 +1230,27 @@ def _source_params(text, kernel):
     return names
 
 
+_ACCESSOR = re.compile(r"PackedTensorAccessor(?:32|64)\s*<[^,<>]+,\s*(\d+)")
+
+
+def _accessor_params(text, kernel):
+    """{C parameter name: rank} of the kernel's torch::PackedTensorAccessor32/64 parameters (kad
+    lowers each to its data pointer NAME and the ints NAME_size<k>, NAME_stride<k>)."""
+    body = re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
+    m = re.search(r"\b__global__\b[^;{}]*?\b" + re.escape(kernel) + r"\s*\(", body)
+    if not m or "PackedTensorAccessor" not in body:
+        return {}
+    i, depth = m.end(), 1
+    while i < len(body) and depth:
+        depth += body[i] == "("
+        depth -= body[i] == ")"
+        i += 1
+    out = {}
+    for a in re.finditer(_ACCESSOR.pattern + r"[^>]*>\s*(?:const\s+)?([A-Za-z_]\w*)", body[m.end():i]):
+        out[a.group(2)] = int(a.group(1))
+    return out
+
+
 # the forward's launcher passes each argument through one of these: a pointer converts to the
 # kernel's parameter type (float2 *, a struct's pointer, const or not), a number to its C type
 # (an enum's too); a struct by value is built from its members in order
@@ -1295,7 +1343,7 @@ def backward_source(k: CudaKernel, block: Dims, *args: Any, template: Mapping[st
     launch's arguments, optional).  wrt: the inputs to differentiate (default: k's inputs)."""
     if not isinstance(k, CudaKernel):
         raise TypeError("kad.cuda.backward_source: pass the kernel kad.cuda.differentiable returned")
-    _, spec = k.specialization(block, list(args), template)
+    _, spec = k.specialization(block, k._expand_accessors(args), template)
     outs = [n for n, _ in spec.params if n in k.outputs]
     return spec.k.grad_module_cuda(list(wrt or k.inputs), outs, deterministic=k.deterministic,
                                    hip=k.hip if hip is None else hip)

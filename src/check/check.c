@@ -68,6 +68,8 @@ typedef struct CParam {
     bool is_ptr, is_float; /* is_float: float scalar, or pointer to floats */
     int role;              /* 0 other, 1 differentiated input, 2 differentiated output, 3 both (in place) */
     int64_t n;             /* pointer: element count */
+    int64_t dims[8];       /* pointer: the --shape's dimensions (ndims of them) */
+    int ndims;
     bool has_range;
     double lo, hi;         /* input distribution */
     int64_t ival;          /* scalar value */
@@ -156,6 +158,7 @@ static bool kv_shape(Chk *c, CParam *p, const char *v, size_t n, Loc loc)
     }
     char *s = arena_strndup(c->a, v, n), *end;
     int64_t total = 1;
+    p->ndims = 0;
     for (char *q = s;;) {
         long long k = strtoll(q, &end, 10);
         if (end == q || k <= 0 || total > ((int64_t)1 << 40) / k) {
@@ -163,6 +166,9 @@ static bool kv_shape(Chk *c, CParam *p, const char *v, size_t n, Loc loc)
             return false;
         }
         total *= k;
+        if (p->ndims < 8)
+            p->dims[p->ndims] = k;
+        p->ndims++;
         if (*end == 'x' || *end == 'X')
             q = end + 1;
         else if (!*end)
@@ -322,6 +328,32 @@ static bool setup(Chk *c, const AdSpec *spec)
     if (cfg->grid[0] < 1 || cfg->grid[1] < 1 || cfg->grid[2] < 1) {
         diag_error(c->d, f->loc, "the grid must have at least one program in every dimension");
         ok = false;
+    }
+    for (int i = 0; i < c->np; i++) { /* a tensor accessor's NAME_size<k> / NAME_stride<k>: from NAME's --shape */
+        CParam *p = &c->p[i];
+        for (int j = 0; j < c->np && !p->is_ptr && !p->has_value; j++) {
+            const CParam *q = &c->p[j];
+            size_t ln = strlen(q->name);
+            if (!q->is_ptr || !q->ndims || q->ndims > 8 || strncmp(p->name, q->name, ln) || p->name[ln] != '_')
+                continue;
+            const char *rest = p->name + ln + 1, *num = NULL;
+            bool stride = !strncmp(rest, "stride", 6);
+            if (!strncmp(rest, "size", 4))
+                num = rest + 4;
+            else if (stride)
+                num = rest + 6;
+            if (!num || *num < '0' || *num > '9' || num[1])
+                continue;
+            int k = *num - '0';
+            if (k >= q->ndims)
+                continue;
+            int64_t v = stride ? 1 : q->dims[k];
+            for (int m = k + 1; stride && m < q->ndims; m++)
+                v *= q->dims[m];
+            p->ival = v;
+            p->fval = (double)v;
+            p->has_value = true;
+        }
     }
     for (int i = 0; i < c->np; i++) {
         CParam *p = &c->p[i];

@@ -193,7 +193,8 @@ typedef struct CuUnit {
  * a pointer to a struct whose fields share one dtype is an IR pointer to
  * that dtype, indexed in units of the struct's field count. */
 enum { TY_VOID, TY_BOOL, TY_INT, TY_FLOAT, TY_PTR, TY_STRUCT, TY_CUB,
-       TY_CG /* a cooperative group: cub_threads its size (the block's threads, or a tile's) */ };
+       TY_CG /* a cooperative group: cub_threads its size (the block's threads, or a tile's) */,
+       TY_ACC /* torch::PackedTensorAccessor32/64<T, N>: elem T, cub_threads N, dt the index type */ };
 typedef struct CuTy CuTy;
 typedef struct CuSInfo {
     const char *name;
@@ -233,7 +234,8 @@ typedef struct CVal {
  * "$cnt" those that continued in this iteration, "$ret" a device
  * function's result. */
 enum { VK_VAL, VK_ARRAY, VK_SHARED, VK_STRUCT, VK_TYPE, VK_CUB /* a cub TempStorage: a name, no value */,
-       VK_LAMBDA /* a local lambda: lam, and for a by-value capture the values when it was made */ };
+       VK_LAMBDA /* a local lambda: lam, and for a by-value capture the values when it was made */,
+       VK_ACC /* a PackedTensorAccessor: val its data pointer, "NAME.size<k>" / "NAME.stride<k>" its fields */ };
 typedef struct Var {
     const char *name;
     int kind;
@@ -320,7 +322,8 @@ bool cu_is_num(const CuTy *t);
 CVal cu_bad(Lw *L);                                          /* the value after an error */
 const CuTy *cu_vec_type(Lw *L, const char *name);            /* float4 ...; NULL if not one */
 CVal cu_load_ptr(Lw *L, CVal p, Loc loc);                    /* *p under $m */
-void cu_store_ptr(Lw *L, CVal p, CVal v, Loc loc);           /* *p = v under $m */
+void cu_store_ptr(Lw *L, CVal p, CVal v, Loc loc);
+const CuTy *cu_ptr_ty(Lw *L, const CuTy *elem);              /* pointer to elem */           /* *p = v under $m */
 
 CVal cu_var_value(Lw *L, Var *v, Loc loc);                   /* a variable's value (a struct from its fields) */
 CVal cu_struct_value(Lw *L, Var *v, Loc loc);

@@ -485,6 +485,22 @@ Func *cu_lower(Arena *a, Diags *d, CuUnit **units, int nunits, const char *name,
             }
             continue;
         }
+        if (t->k == TY_ACC) {
+            /* a PackedTensorAccessor: its data pointer `NAME`, then NAME_size<k> and NAME_stride<k> */
+            const CuTy *ptr = cu_ptr_ty(L, t->elem);
+            Var *av = cu_declare(L, pr->name, VK_ACC, t, pr->loc);
+            av->val = (CVal){.t = ptr, .v = ir_param_add(f, cu_ir_type(L, ptr, false), pr->name, pr->loc)};
+            const CuTy *it = cu_scalar_ty(L, TY_INT, t->dt);
+            for (int side = 0; side < 2; side++)
+                for (int k = 0; k < t->cub_threads; k++) {
+                    const char *what = side ? "stride" : "size";
+                    ValId pv = ir_param_add(f, type_scalar(t->dt), arena_printf(a, "%s_%s%d", pr->name, what, k),
+                                            pr->loc);
+                    Var *fv = cu_declare(L, arena_printf(a, "%s.%s%d", pr->name, what, k), VK_VAL, it, pr->loc);
+                    fv->val = (CVal){.t = it, .v = pv};
+                }
+            continue;
+        }
         if (t->k == TY_VOID) {
             diag_error(d, pr->loc, "a void parameter");
             continue;

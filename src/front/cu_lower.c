@@ -37,7 +37,7 @@ const CuTy *cu_scalar_ty(Lw *L, int k, Dtype dt)
     return t;
 }
 
-static const CuTy *ptr_to(Lw *L, const CuTy *elem)
+const CuTy *cu_ptr_ty(Lw *L, const CuTy *elem)
 {
     CuTy *t = arena_alloc(L->a, sizeof *t);
     t->k = TY_PTR;
@@ -229,6 +229,19 @@ const CuTy *cu_resolve_type(Lw *L, const CuTypeSpec *ts)
 {
     if (!strcmp(ts->name, "auto"))
         return NULL;
+    if (!strncmp(ts->name, "torch::PackedTensorAccessor", 27)) { /* <T, N, traits>: a tensor's view */
+        int64_t n = 0;
+        const CuTy *el = ts->ntargs >= 2 && ts->targs[0].type ? cu_resolve_type(L, ts->targs[0].type) : NULL;
+        if (!el || !cu_is_num(el) || !ts->targs[1].expr || !cu_const_eval(L, ts->targs[1].expr, &n) || n < 1 || n > 6 ||
+            ts->nptr) {
+            diag_error(L->d, ts->loc, "%s<T, N, traits>: T a number type, N a constant from 1 to 6, by value",
+                       ts->name);
+            return NULL;
+        }
+        CuTy *t = arena_alloc(L->a, sizeof *t);
+        *t = (CuTy){.k = TY_ACC, .elem = el, .cub_threads = n, .dt = strstr(ts->name, "64") ? DT_I64 : DT_I32};
+        return t;
+    }
     if (!strncmp(ts->name, "cg::", 4)) { /* cooperative groups: the block, and tiles of it */
         if (!strcmp(ts->name, "cg::thread_block") && !ts->ntargs && !ts->nptr)
             return cu_cg_type(L, false, L->nl, ts->loc);
@@ -265,9 +278,9 @@ const CuTy *cu_resolve_type(Lw *L, const CuTypeSpec *ts)
         return cu_scalar_ty(L, TY_INT, DT_I32);
     if (ts->nptr > 1) {
         diag_error(L->d, ts->loc, "pointers to pointers are not supported");
-        return ptr_to(L, t);
+        return cu_ptr_ty(L, t);
     }
-    return ts->nptr ? ptr_to(L, t) : t;
+    return ts->nptr ? cu_ptr_ty(L, t) : t;
 }
 
 /* ---- names ---- */
@@ -887,6 +900,11 @@ static CVal ident(Lw *L, const CuExpr *e)
         diag_error(L->d, e->loc, "'%s' is a cub TempStorage: only BlockReduce(%s).Sum/Reduce(...) use it", n, n);
         return cu_bad(L);
     }
+    if (v && v->kind == VK_ACC) {
+        diag_error(L->d, e->loc, "'%s' is a tensor accessor: kad reads it as %s[i][j]..., %s.size(d), %s.stride(d) or "
+                                 "%s.data() in the kernel (not passed to a __device__ function yet)", n, n, n, n, n);
+        return cu_bad(L);
+    }
     if (v && v->kind != VK_TYPE)
         return cu_var_value(L, v, e->loc);
     CVal r;
@@ -1148,9 +1166,51 @@ static CVal cub_reduce(Lw *L, const CuTy *br, const CuExpr *e)
     return (CVal){.t = t, .v = in->res[0]};
 }
 
+/* The accessor a[i0][i1]... indexes (its base a VK_ACC variable), its depth in *depth; NULL when e
+ * is not an accessor's index. */
+static Var *acc_chain(Lw *L, const CuExpr *e, const CuExpr **ix, int *depth)
+{
+    int n = 0;
+    const CuExpr *b = e;
+    while (b && b->kind == CE_INDEX && n < 8) {
+        ix[n++] = b->r;
+        b = b->l;
+    }
+    Var *v = b && b->kind == CE_IDENT ? cu_lookup(L, b->name) : NULL;
+    if (!v || v->kind != VK_ACC)
+        return NULL;
+    for (int i = 0; i < n / 2; i++) { /* outermost index first */
+        const CuExpr *t = ix[i];
+        ix[i] = ix[n - 1 - i];
+        ix[n - 1 - i] = t;
+    }
+    *depth = n;
+    return v;
+}
+
+/* A field ("size" or "stride", axis k) of accessor a. */
+static CVal acc_field(Lw *L, const Var *a, const char *what, int k, Loc loc)
+{
+    Var *f = cu_lookup(L, arena_printf(L->a, "%s.%s%d", a->name, what, k));
+    return f ? cu_var_value(L, f, loc) : cu_bad(L);
+}
+
 static CVal call(Lw *L, const CuExpr *e)
 {
     bool handled;
+    if (e->name[0] == '.' && e->l && e->l->kind == CE_IDENT && cu_lookup(L, e->l->name) &&
+        cu_lookup(L, e->l->name)->kind == VK_ACC) { /* a.size(d), a.stride(d), a.data() */
+        Var *a = cu_lookup(L, e->l->name);
+        int64_t d = -1;
+        if (!strcmp(e->name, ".data") && !e->nargs)
+            return a->val;
+        if ((!strcmp(e->name, ".size") || !strcmp(e->name, ".stride")) && e->nargs == 1 &&
+            cu_const_eval(L, e->args[0], &d) && d >= 0 && d < a->t->cub_threads)
+            return acc_field(L, a, e->name + 1, (int)d, e->loc);
+        diag_error(L->d, e->loc, "'%s' of the accessor '%s': kad knows size(d) and stride(d) with d a constant below "
+                                 "%lld, and data()", e->name + 1, a->name, (long long)a->t->cub_threads);
+        return cu_bad(L);
+    }
     if (e->name[0] == '.' && e->l && (e->l->kind == CE_IDENT || e->l->kind == CE_CALL)) {
         /* a cooperative group's method: the object a group variable, or a call making one */
         Var *gv = e->l->kind == CE_IDENT ? cu_lookup(L, e->l->name) : NULL;
@@ -1284,6 +1344,27 @@ static void local_write(Lw *L, Var *v, CVal idx, CVal x, Loc loc)
 /* The pointer an lvalue p[i] / *p / p->f / &... stands for; false if e is not one. */
 static bool lvalue_ptr(Lw *L, const CuExpr *e, CVal *out)
 {
+    const CuExpr *ix[8];
+    int depth = 0;
+    Var *acc = e->kind == CE_INDEX ? acc_chain(L, e, ix, &depth) : NULL;
+    if (acc) { /* a[i][j][k]: data + i * stride0 + j * stride1 + k * stride2 */
+        int64_t rank = acc->t->cub_threads;
+        if (depth != rank) {
+            diag_error(L->d, e->loc, "'%s' is a %lld-dimensional accessor indexed with %d subscripts: kad reads "
+                                     "and writes its elements, a[i][j]... with all %lld", acc->name, (long long)rank,
+                       depth, (long long)rank);
+            *out = (CVal){0};
+            return true;
+        }
+        const CuTy *it = cu_scalar_ty(L, TY_INT, acc->t->dt);
+        CVal off = cu_const_int(L, it, 0, e->loc);
+        for (int k = 0; k < depth; k++) {
+            CVal i = cu_convert(L, cu_expr(L, ix[k]), it, e->loc);
+            off = cu_binop(L, "+", off, cu_binop(L, "*", i, acc_field(L, acc, "stride", k, e->loc), e->loc), e->loc);
+        }
+        *out = off.v ? ptr_add(L, acc->val, off, false, e->loc) : (CVal){0};
+        return true;
+    }
     if (e->kind == CE_INDEX) {
         CVal idx;
         if (array_elem(L, e, &idx) || (e->l->kind == CE_IDENT && cu_lookup(L, e->l->name) &&
@@ -1328,7 +1409,7 @@ static bool lvalue_ptr(Lw *L, const CuExpr *e, CVal *out)
                     *out = (CVal){0};
                     return true;
                 }
-                CVal r = {.t = ptr_to(L, st->st->fty[i])};
+                CVal r = {.t = cu_ptr_ty(L, st->st->fty[i])};
                 r.v = i ? cu_op2(L, OP_ADDPTR, base.v, cu_cint(L, DT_I32, i, e->loc), e->loc) : base.v;
                 *out = r;
                 return true;

@@ -143,6 +143,8 @@ static const char *torch_type(P *p)
         return "__nv_bfloat16";
     if ((is(nm, "acc_type") || is(nm, "opmath_type")) && is(peekn(p, 3), "<"))
         return is(nm, "acc_type") ? "at::acc_type" : "at::opmath_type";
+    if ((is(nm, "PackedTensorAccessor32") || is(nm, "PackedTensorAccessor64")) && is(peekn(p, 3), "<"))
+        return is(nm, "PackedTensorAccessor32") ? "torch::PackedTensorAccessor32" : "torch::PackedTensorAccessor64";
     return NULL;
 }
 
@@ -160,7 +162,7 @@ static CuTypeSpec *parse_type(P *p)
         const char *pt = !words ? torch_type(p) : NULL;
         if (pt) { /* at::Half, c10::BFloat16, at::acc_type<T, true>, at::opmath_type<T> */
             next(p), next(p), next(p);
-            if (!strcmp(pt, "at::acc_type") || !strcmp(pt, "at::opmath_type"))
+            if (!strcmp(pt, "at::acc_type") || !strcmp(pt, "at::opmath_type") || !strncmp(pt, "torch::Packed", 13))
                 ty->targs = parse_targs(p, &ty->ntargs);
             buf_puts(&b, pt);
             words++;

@@ -571,3 +571,29 @@ def test_forward_stub_passes_the_kernels_own_parameters():
     assert "k<<<dim3(grid_x, grid_y, grid_z), dim3(block_x, block_y, block_z), kad_shared_mem, stream>>>(" \
            "kad_ptr{(void *)x}, {s_a, s_b}, kad_num<float>{s_c}, kad_num<int32_t>{n});" in stub
     assert "cuda_fp16.h" not in stub  # no half parameter
+
+
+def test_packed_tensor_accessor():
+    # torch::PackedTensorAccessor32 parameters take tensors: kad.cuda passes each as its data pointer,
+    # sizes and strides; forward and gradients against torch float64 autograd of the same math
+    k = kad.cuda.differentiable(os.path.join(CUDA, "accessor.cu"), "gated_cell", inputs=["gates", "old_cell"],
+                                outputs=["new_h", "new_cell"])
+    B, S = 3, 40
+    gates = randn(B, 3, S).requires_grad_()
+    old = randn(B, S).requires_grad_()
+    h, c = torch.zeros(B, S, dtype=F64), torch.zeros(B, S, dtype=F64)
+    with kad.f64_mode():
+        k[(2, B), 32](gates, old, h, c)
+    ig, og, cand = torch.sigmoid(gates[:, 0]), torch.sigmoid(gates[:, 1]), torch.tanh(gates[:, 2])
+    cell = old + cand * ig
+    hr = torch.tanh(cell) * og
+    assert torch.allclose(h, hr, atol=1e-12) and torch.allclose(c, cell, atol=1e-12)
+    dh, dc = randn(B, S), randn(B, S)
+    with kad.f64_mode():
+        got = torch.autograd.grad([h, c], [gates, old], [dh, dc])
+    want = torch.autograd.grad([hr, cell], [gates, old], [dh, dc])
+    for a, b in zip(got, want):
+        assert torch.allclose(a, b, atol=1e-12)
+    with pytest.raises(TypeError, match="3-dimensional tensor accessor"):
+        k[(2, B), 32](gates.detach()[0], old, h, c)
+    assert "gates_stride1" in kad.cuda.backward_source(k, 32, gates, old, h, c)
