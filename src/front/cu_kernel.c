@@ -295,6 +295,110 @@ CVal cu_inline_call(Lw *L, const CuFunc *fn, const CuExpr *call_e, bool keep_fra
     return r;
 }
 
+/* ---- a thread's own stores, forwarded to its later loads ---- */
+
+/* Whether values a and b are the same computation: one value, or pure instructions of the same
+ * op, attributes and type over the same computations (the address of `a[n][c]` lowered twice). */
+static bool same_calc(const Func *f, const Inst *const *def, ValId a, ValId b, int depth)
+{
+    if (a == b)
+        return true;
+    const Inst *x = def[a], *y = def[b];
+    if (!x || !y || depth > 12 || x->op != y->op || !op_info[x->op].pure || x->nres != 1 || y->nres != 1 ||
+        x->nregions || y->nregions || x->nargs != y->nargs || x->ival != y->ival || x->fval != y->fval ||
+        x->flags != y->flags || !type_eq(f->vals.v[a].ty, f->vals.v[b].ty))
+        return false;
+    for (int k = 0; k < x->nargs; k++)
+        if (!same_calc(f, def, x->args[k], y->args[k], depth + 1))
+            return false;
+    return true;
+}
+
+/* The parameter a pointer value is an offset of (through addptr and broadcast), or 0. */
+static ValId ptr_base(const Inst *const *def, ValId p)
+{
+    for (int n = 0; n < 64 && p; n++) {
+        const Inst *d = def[p];
+        if (!d)
+            return p;
+        if (d->op != OP_ADDPTR && d->op != OP_BROADCAST)
+            return 0;
+        p = d->args[0];
+    }
+    return 0;
+}
+
+typedef struct OwnStore {
+    ValId ptr, mask, val, base;
+} OwnStore;
+
+/* In CUDA C a thread's loads see its own earlier stores (program order): a load of the address a
+ * store of the same block wrote under the same mask, with no other write of that buffer, barrier
+ * or atomic between, is the stored value (the masked-off lanes its `other`).  Reading back an
+ * output the thread just wrote (`new_cell[n][c]` after storing it) then needs no load of an
+ * output, which the backward could not recompute.  repl: the loads' replacements. */
+static void forward_block(Func *f, const Inst *const *def, Block *b, ValId *repl)
+{
+    Vec(OwnStore) st = {0};
+    for (int i = 0; i < b->insts.n; i++) {
+        Inst *in = &b->insts.v[i];
+        for (int k = 0; k < in->nargs; k++)
+            while (repl[in->args[k]])
+                in->args[k] = repl[in->args[k]];
+        for (int r = 0; r < in->nregions; r++)
+            forward_block(f, def, in->regions[r], repl);
+        if (in->op == OP_STORE) {
+            ValId base = ptr_base(def, in->args[0]);
+            int w = 0; /* another address of the same buffer may be this one: forget those */
+            for (int k = 0; k < st.n; k++)
+                if (base && st.v[k].base != base)
+                    st.v[w++] = st.v[k];
+            st.n = w;
+            if (base)
+                vec_push(f->a, st, ((OwnStore){in->args[0], in->flags & IF_HAS_MASK ? in->args[2] : 0, in->args[1],
+                                                base}));
+            continue;
+        }
+        if (in->op == OP_LOAD && st.n) {
+            ValId m = in->flags & IF_HAS_MASK ? in->args[1] : 0;
+            for (int k = st.n - 1; k >= 0; k--) {
+                const OwnStore *o = &st.v[k];
+                if (!same_calc(f, def, o->ptr, in->args[0], 0) || (m != o->mask && !(m && o->mask &&
+                                                                                   same_calc(f, def, m, o->mask, 0))) ||
+                    !type_eq(f->vals.v[o->val].ty, f->vals.v[in->res[0]].ty))
+                    continue;
+                if (!m) {
+                    repl[in->res[0]] = o->val;
+                } else { /* where(mask, stored, other): the load's lanes, and its masked-off ones */
+                    Type t = f->vals.v[in->res[0]].ty;
+                    ValId other = in->flags & IF_HAS_OTHER ? in->args[2] : 0;
+                    if (!other)
+                        break; /* (a masked load without `other`: left as it is) */
+                    in->op = OP_WHERE;
+                    in->args[0] = m;
+                    in->args[1] = o->val;
+                    in->args[2] = other;
+                    in->nargs = 3;
+                    in->flags = 0;
+                    (void)t;
+                }
+                break;
+            }
+            continue;
+        }
+        if (ir_inst_writes(in)) /* an atomic, a barrier, a region that writes */
+            st.n = 0;
+    }
+}
+
+static void forward_own_stores(Func *f)
+{
+    const Inst **def = arena_alloc(f->a, sizeof *def * (size_t)(f->vals.n + 1));
+    ValId *repl = arena_alloc(f->a, sizeof *repl * (size_t)(f->vals.n + 1));
+    ir_index_defs(f->body, def);
+    forward_block(f, (const Inst *const *)def, f->body, repl);
+}
+
 /* ---- the kernel ---- */
 
 /* The value of "NAME=VALUE" in a template-argument string, or NULL. */
@@ -521,5 +625,6 @@ Func *cu_lower(Arena *a, Diags *d, CuUnit **units, int nunits, const char *name,
     cu_stmt(L, fn->body);
     if (d->nerrors != before)
         return NULL;
+    forward_own_stores(f);
     return f;
 }
