@@ -134,6 +134,23 @@ static ValId shuffle(Lw *L, const char *name, CVal v, CVal arg, int width, Loc l
     return src;
 }
 
+/* v read from lane `shuffle`'s source (kind: the __shfl* name; width: the lanes it spans): a
+ * gather along the lanes; v itself where every lane holds it. */
+static CVal shuffled(Lw *L, const char *kind, CVal v, CVal arg, int width, Loc loc)
+{
+    if (!v.v || !cu_is_num(v.t) || !arg.v)
+        return cu_bad(L);
+    if (!cu_is_tile(L, v.v))
+        return v; /* every lane holds the same value */
+    ValId src = shuffle(L, kind, v, arg, width, loc);
+    if (!src)
+        return cu_bad(L);
+    Type rt = ir_type(L->f, v.v);
+    Inst *in = ir_emit(L->f, L->b, OP_GATHER, (ValId[]){v.v, src}, 2, &rt, 1, loc);
+    in->ival = 0;
+    return (CVal){.t = v.t, .v = in->res[0]};
+}
+
 /* __ballot_sync(mask, p): per lane, the bits of its warp's lanes whose p holds (lanes outside the
  * current mask give 0): each lane's bit, then an OR across the warp by xor-shuffles (butterfly:
  * every lane gets the whole word).  u32 for 32-lane warps, u64 for 64-lane wavefronts. */
@@ -303,17 +320,7 @@ static CVal cg_shuffle(Lw *L, const char *kind, const char *method, const CuTy *
         diag_error(L->d, loc, "'%s' of a thread_block: shuffles are a tile's (cg::tiled_partition<32>(block))", method);
         return cu_bad(L);
     }
-    if (!v.v || !cu_is_num(v.t) || !arg.v)
-        return cu_bad(L);
-    if (!cu_is_tile(L, v.v))
-        return v; /* every lane holds the same value */
-    ValId src = shuffle(L, kind, v, arg, (int)g->cub_threads, loc);
-    if (!src)
-        return cu_bad(L);
-    Type rt = ir_type(L->f, v.v);
-    Inst *in = ir_emit(L->f, L->b, OP_GATHER, (ValId[]){v.v, src}, 2, &rt, 1, loc);
-    in->ival = 0;
-    return (CVal){.t = v.t, .v = in->res[0]};
+    return shuffled(L, kind, v, arg, (int)g->cub_threads, loc);
 }
 
 /* cg::reduce(tile, v, op): every lane of the tile gets op over its lanes, by xor-shuffle
@@ -754,17 +761,7 @@ CVal cu_call_builtin(Lw *L, const CuExpr *e, bool *handled)
             }
             width = (int)w;
         }
-        if (!v.v || !cu_is_num(v.t) || !arg.v)
-            return cu_bad(L);
-        if (!cu_is_tile(L, v.v))
-            return v; /* every lane holds the same value */
-        ValId src = shuffle(L, n, v, arg, width, loc);
-        if (!src)
-            return cu_bad(L);
-        Type rt = ir_type(L->f, v.v);
-        Inst *in = ir_emit(L->f, L->b, OP_GATHER, (ValId[]){v.v, src}, 2, &rt, 1, loc);
-        in->ival = 0;
-        return (CVal){.t = v.t, .v = in->res[0]};
+        return shuffled(L, n, v, arg, width, loc);
     }
     if (!strncmp(n, "__h", 3) || !strncmp(n, "__low2", 6) || !strncmp(n, "__high2", 7) || strstr(n, "half2") ||
         strstr(n, "bfloat162")) {
