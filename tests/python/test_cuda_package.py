@@ -597,3 +597,27 @@ def test_packed_tensor_accessor():
     with pytest.raises(TypeError, match="3-dimensional tensor accessor"):
         k[(2, B), 32](gates.detach()[0], old, h, c)
     assert "gates_stride1" in kad.cuda.backward_source(k, 32, gates, old, h, c)
+
+
+@pytest.mark.parametrize("scale, ok", [("", True), (" * 1.01f", False)])
+def test_check_backward_box_filter_atomic_scatter(scale, ok):
+    # the 3x3 box filter's hand-written backward as its authors write it: each output pixel scatters
+    # dy / count to the taps it read, with atomicAdd (bench/kernels/cuda_hand.cu); checked against
+    # kad's gradient and a float64 reference, and a wrong one (1% too large) caught
+    src = open(os.path.join(ROOT, "bench", "kernels", "cuda_hand.cu"), encoding="utf-8").read()
+    src = src.replace("float g = dy[y * W + x] / count;", "float g = dy[y * W + x] / count%s;" % scale)
+    k = kad.cuda.differentiable(os.path.join(CUDA, "box3x3.cu"), "box3x3", inputs=["in"], outputs=["out"])
+    scatter = kad.cuda.kernel(src, "box3x3_bwd_scatter")
+    H, W = 13, 21
+    grid, block = (3, 4), (8, 4)
+
+    def my_backward(x, y, H_, W_, dy):
+        dx = torch.zeros_like(x)
+        scatter[grid, block](dy, dx, H_, W_)
+        return dx
+
+    x, y = randn(H, W, dtype=torch.float32), torch.zeros(H, W)
+    rep = kad.cuda.check_backward(k, grid, block, (x, y, H, W), my_backward)
+    assert rep.ok is ok, str(rep)
+    r = rep["in"]
+    assert r.kad_vs_f64 < 1e-6 and (r.rel_vs_f64 < 1e-6 if ok else r.rel_vs_f64 > 1e-3)
