@@ -481,11 +481,11 @@ class CudaKernel:
         """args with each tensor passed for a PackedTensorAccessor parameter followed by its sizes and
         strides (kad's parameters NAME, NAME_size<k>, NAME_stride<k>)."""
         acc = self.__dict__.get("_accessors")
-        if acc is None:
-            acc = self._accessors = _accessor_params(self.text, self.kernel)
+        if acc is None:  # the source's, read once: (accessor ranks by name, the C parameter names)
+            acc = self._accessors = (_accessor_params(self.text, self.kernel), _source_params(self.text, self.kernel) or [])
+        acc, cnames = acc
         if not acc:
             return list(args)
-        cnames = _source_params(self.text, self.kernel) or []
         out = []
         for i, a in enumerate(args):
             name = cnames[i] if i < len(cnames) else None

@@ -370,7 +370,6 @@ static void forward_block(Func *f, const Inst *const *def, Block *b, ValId *repl
                 if (!m) {
                     repl[in->res[0]] = o->val;
                 } else { /* where(mask, stored, other): the load's lanes, and its masked-off ones */
-                    Type t = f->vals.v[in->res[0]].ty;
                     ValId other = in->flags & IF_HAS_OTHER ? in->args[2] : 0;
                     if (!other)
                         break; /* (a masked load without `other`: left as it is) */
@@ -380,7 +379,6 @@ static void forward_block(Func *f, const Inst *const *def, Block *b, ValId *repl
                     in->args[2] = other;
                     in->nargs = 3;
                     in->flags = 0;
-                    (void)t;
                 }
                 break;
             }
