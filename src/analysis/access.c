@@ -1190,6 +1190,31 @@ static void cmp_cons(Access *A, OpKind op, ValId a, ValId b, Cons *out, bool *ex
         *exact = false;
 }
 
+static void cons_of(Access *A, ValId m, Cons *out, int depth, bool *exact);
+
+/* The constraints not(m) implies: not(a < b) is a >= b (the `else` of a per-thread `if`), not(x or
+ * y) is not(x) and not(y) (`if (x >= W || y >= H) return;`), not(not(x)) is x. */
+static void cons_not(Access *A, ValId m, Cons *out, int depth, bool *exact)
+{
+    const Inst *in = A->def[m];
+    if (in && depth <= 16 && in->op == OP_OR) {
+        cons_not(A, in->args[0], out, depth + 1, exact);
+        cons_not(A, in->args[1], out, depth + 1, exact);
+        return;
+    }
+    if (in && in->op == OP_NOT) {
+        cons_of(A, in->args[0], out, depth + 1, exact);
+        return;
+    }
+    int neg = !in ? 0 : in->op == OP_LT ? OP_GE : in->op == OP_LE ? OP_GT : in->op == OP_GT ? OP_LE
+                                            : in->op == OP_GE ? OP_LT : 0;
+    if (!neg || depth > 16) {
+        *exact = false;
+        return;
+    }
+    cmp_cons(A, (OpKind)neg, in->args[0], in->args[1], out, exact);
+}
+
 /* The constraints an i1 value implies where it is true.  *exact is
  * cleared when they may be weaker than m (a part of m they leave out). */
 static void cons_of(Access *A, ValId m, Cons *out, int depth, bool *exact)
@@ -1229,17 +1254,9 @@ static void cons_of(Access *A, ValId m, Cons *out, int depth, bool *exact)
         }
         return;
     }
-    case OP_NOT: { /* not(a < b) is a >= b: the negated comparison (the `else` of a per-thread `if`) */
-        const Inst *cmp = A->def[in->args[0]];
-        int neg = !cmp ? 0 : cmp->op == OP_LT ? OP_GE : cmp->op == OP_LE ? OP_GT : cmp->op == OP_GT ? OP_LE
-                                                  : cmp->op == OP_GE ? OP_LT : 0;
-        if (!neg) {
-            *exact = false;
-            return;
-        }
-        cmp_cons(A, (OpKind)neg, cmp->args[0], cmp->args[1], out, exact);
+    case OP_NOT:
+        cons_not(A, in->args[0], out, depth + 1, exact);
         return;
-    }
     case OP_LT:
     case OP_LE:
     case OP_GT:
@@ -1412,10 +1429,12 @@ bool access_pid_form(Access *A, const Inst *mem, int *base, AccPoly *c0, AccPoly
         pid[k] = (AccPoly){0};
     for (int i = 0; i < f->nt; i++) {
         int v = f->t[i].var;
+        const AcVar *x = v >= V_DYN ? &A->vars.v[v] : NULL;
+        uint64_t lanes = (((uint64_t)1 << (V_DYN - V_LANE)) - 1) << V_LANE;
         if (v >= V_PID && v < V_PID + 3)
             pid[v - V_PID] = f->t[i].c;
-        else if (v < V_LANE || v >= V_DYN)
-            return false; /* a loop, // or % term */
+        else if (x && !((x->kind == VK_DIV || x->kind == VK_MOD) && !(x->dep & ~lanes)))
+            return false; /* a loop term, or // or % of more than lanes */
     }
     return true;
 }

@@ -100,8 +100,9 @@ AccResult access_injective(Access *A, const Inst *mem, int vary);
  * Returns false when the address is unknown. */
 bool access_pid_independent(Access *A, const Inst *mem, unsigned *axes);
 /* mem's address as base parameter (*base, an index into f->params) + c0 +
- * sum_k pid[k] * tl.program_id(k) + terms over the tile's lanes only; false
- * when it is unknown or has a loop, `//` or `%` term (write/gather.c). */
+ * sum_k pid[k] * tl.program_id(k) + terms over the tile's lanes only (`//`
+ * and `%` of lanes included: a 2-D block's tid / BX, tid % BX); false when it
+ * is unknown or has a loop term, or `//` or `%` of more (write/gather.c). */
 bool access_pid_form(Access *A, const Inst *mem, int *base, AccPoly *c0, AccPoly pid[3]);
 /* Do two accesses through one base parameter, in one program and one
  * iteration of their common loops, touch disjoint elements (on the lanes

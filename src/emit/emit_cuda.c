@@ -1060,11 +1060,19 @@ static void print_if(Cu *c, const Inst *in)
     const char **vars = arena_alloc(c->a, sizeof *vars * (size_t)(in->nres + 1));
     for (int k = 0; k < in->nres; k++)
         vars[k] = c->var[in->res[k]] = ecu_declare(c, in->res[k], 0, in->loc);
+    const Block *e = in->regions[1];
+    if (!in->nres && in->regions[0]->insts.n <= 1 && e->insts.n > 1) { /* `if c: pass else: ...` (a gather's flag) */
+        ecu_line(c, "if (!%s) {", ecu_val(c, in->args[0]));
+        c->depth++;
+        ecu_print_block(c, e, vars);
+        c->depth--;
+        ecu_line(c, "}");
+        return;
+    }
     ecu_line(c, "if (%s) {", ecu_val(c, in->args[0]));
     c->depth++;
     ecu_print_block(c, in->regions[0], vars);
     c->depth--;
-    const Block *e = in->regions[1];
     if (e->insts.n > 1 || in->nres) {
         ecu_line(c, "} else {");
         c->depth++;

@@ -101,9 +101,14 @@ static void comment(Buf *out, Arena *a, const char *text)
 
 /* ---- conditions of a launch, as C ---- */
 
+/* The launch's grid, as the conditions of the main kernel name it. */
+static const char *const main_grid[3] = {"grid_x", "grid_y", "grid_z"};
+
 /* Monomial mo of analysis A as C (int64: the first symbol cast) without its sign, its
- * coefficient's magnitude included; NULL when a symbol is not an int parameter or the grid. */
-static const char *mono_c(Arena *a, Access *A, const AccMono *mo, const char *const *names)
+ * coefficient's magnitude included, grid axis k printed as grid[k]; NULL when a symbol is not an
+ * int parameter or the grid. */
+static const char *mono_c(Arena *a, Access *A, const AccMono *mo, const char *const *names,
+                          const char *const *grid)
 {
     Buf t = {.a = a};
     int nsym = 0;
@@ -119,7 +124,7 @@ static const char *mono_c(Arena *a, Access *A, const AccMono *mo, const char *co
         if (kind == 1)
             buf_printf(&t, "%s%s%s", sep, cast, names[prm]);
         else if (kind == 2)
-            buf_printf(&t, "%s%sgrid_%c", sep, cast, "xyz"[axis]);
+            buf_printf(&t, "%s%s%s", sep, cast, grid[axis]);
         else
             return NULL;
         nsym++;
@@ -131,7 +136,8 @@ static const char *mono_c(Arena *a, Access *A, const AccMono *mo, const char *co
 
 /* p >= 0 of analysis A as C over the launcher's names, the terms of p moved to the side where
  * their sign is +: `(int64_t)stride >= n_cols`, `(int64_t)grid_y <= 1`; NULL as mono_c. */
-static const char *ineq_c(Arena *a, Access *A, const AccPoly *p, const char *const *names)
+static const char *ineq_c(Arena *a, Access *A, const AccPoly *p, const char *const *names,
+                          const char *const *grid)
 {
     Buf pos = {.a = a}, neg = {.a = a};
     bool pos_sym = false;
@@ -139,7 +145,7 @@ static const char *ineq_c(Arena *a, Access *A, const AccPoly *p, const char *con
         const AccMono *mo = &p->m[m];
         if (!mo->k)
             continue;
-        const char *t = mono_c(a, A, mo, names);
+        const char *t = mono_c(a, A, mo, names, grid);
         if (!t)
             return NULL;
         Buf *side = mo->k > 0 ? &pos : &neg;
@@ -154,9 +160,11 @@ static const char *ineq_c(Arena *a, Access *A, const AccPoly *p, const char *con
     return arena_printf(a, "%s >= %s", P, N);
 }
 
-/* Condition c (every clause holds; a clause: one of its polynomials >= 0) as C; NULL when it names
- * a value the launcher does not have. */
-static const char *cond_c(Arena *a, Access *A, const AccCond *c, const char *const *names)
+/* Condition c (every clause holds; a clause: one of its polynomials >= 0) as C, over the launcher's
+ * names and grid (main_grid, or a gather kernel's); NULL when it names a value the launcher does not
+ * have. */
+static const char *cond_c(Arena *a, Access *A, const AccCond *c, const char *const *names,
+                          const char *const *grid)
 {
     Buf b = {.a = a};
     if (!c->n)
@@ -168,7 +176,7 @@ static const char *cond_c(Arena *a, Access *A, const AccCond *c, const char *con
         if (cl->n > 1 && c->n > 1)
             buf_putc(&b, '(');
         for (int j = 0; j < cl->n; j++) {
-            const char *p = ineq_c(a, A, &cl->p[j], names);
+            const char *p = ineq_c(a, A, &cl->p[j], names, grid);
             if (!p)
                 return NULL;
             buf_printf(&b, "%s%s", j ? " || " : "", p);
@@ -219,18 +227,25 @@ static void launch_stmt(Buf *out, const char *ind, const char *kname, const char
 }
 
 /* The launch of kernel kname with L threads per block and f's parameters (names), then the return.
- * grid: the launch's dim3 arguments (NULL: the forward's grid); then: launches after it (each
- * skipped once errl holds an error), post: the frees before the return. */
+ * grid: the launch's dim3 arguments (NULL: the forward's grid); when: NULL (always), a C condition
+ * the launch is under, or "" (the kernel is not launched: a comment says so); then: launches after
+ * it (each skipped once errl holds an error), post: the frees before the return. */
 static void launcher_launch_grid(Buf *out, Arena *a, const Func *f, const char *kname, int L,
-                                 const char *const *names, const char *grid, const char *pre, const char *then,
-                                 const char *post, const EmitCudaOpts *o)
+                                 const char *const *names, const char *grid, const char *when, const char *pre,
+                                 const char *then, const char *post, const EmitCudaOpts *o)
 {
     Buf args = {.a = a};
     for (int i = 0; i < f->nparams; i++)
         buf_printf(&args, "%s%s", i ? ", " : "", names[i]);
     buf_puts(out, "    if (grid_x == 0 || grid_y == 0 || grid_z == 0)\n        return 0; // no programs\n");
     buf_puts(out, pre);
-    launch_stmt(out, "    ", kname, grid ? grid : "grid_x, grid_y, grid_z", L, buf_str(&args), o);
+    if (when && !*when)
+        buf_printf(out, "    // %s has nothing left to do: the gather kernels write every input gradient\n", kname);
+    else if (when)
+        buf_printf(out, "    if (%s) // else the gather kernels write every input gradient\n", when);
+    if (!when || *when)
+        launch_stmt(out, when ? "        " : "    ", kname, grid ? grid : "grid_x, grid_y, grid_z", L,
+                    buf_str(&args), o);
     if (!*post && !*then) {
         buf_printf(out, "    return (int)%s();\n}\n", rt(a, o, "GetLastError"));
         return;
@@ -242,7 +257,7 @@ static void launcher_launch_grid(Buf *out, Arena *a, const Func *f, const char *
 static void launcher_launch_with(Buf *out, Arena *a, const Func *f, const char *kname, int L,
                                  const char *const *names, const char *pre, const char *post, const EmitCudaOpts *o)
 {
-    launcher_launch_grid(out, a, f, kname, L, names, NULL, pre, "", post, o);
+    launcher_launch_grid(out, a, f, kname, L, names, NULL, NULL, pre, "", post, o);
 }
 
 static void launcher_launch(Buf *out, Arena *a, const Func *f, const char *kname, int L, const char *const *names,
@@ -528,6 +543,81 @@ static void fold_steps(Arena *a, const Program *P, const char *kname, const char
     }
 }
 
+/* ---- gather kernels (Program.gather, write/gather.c) ---- */
+
+/* The grid of a kernel launched on the forward's plus add[k] programs along axis k (NULL: none). */
+static const char *const *grid_of(Arena *a, const int64_t *add)
+{
+    if (!add)
+        return main_grid;
+    const char **g = arena_alloc(a, sizeof *g * 3);
+    for (int k = 0; k < 3; k++)
+        g[k] = add[k] ? arena_printf(a, "(grid_%c + %lldu)", "xyz"[k], (long long)add[k]) : main_grid[k];
+    return g;
+}
+
+/* The gather (and scatter) kernels of P, after the backward's, into out. */
+static bool gather_kernels(Buf *out, Arena *a, Diags *d, const Program *P, const EmitCudaOpts *o, unsigned *h)
+{
+    for (int j = 0; j < P->gather->n; j++) {
+        const Func *k = P->gather->in[j].k;
+        EmitCudaOpts ko = *o;
+        ko.name = cuda_ident(a, k->name);
+        int L = 0;
+        buf_putc(out, '\n');
+        if (!emit_cuda_kernel(out, a, d, k, &ko, &L, h))
+            return false;
+    }
+    return true;
+}
+
+/* The header's lines on the gathered input gradients; fc: the flags' conditions as C. */
+static void gather_describe(Buf *t, Arena *a, const Program *P, const char *const *names, const char *const *fc,
+                            int ncontract)
+{
+    for (int j = 0; j < P->gather->n; j++) {
+        const GatherIn *gi = &P->gather->in[j];
+        const char *k = cuda_ident(a, gi->k->name);
+        if (gi->scatter) {
+            buf_printf(t, "d_%s: the scattered sites' additions, by %s after the rest is written (atomicAdd).\n",
+                       gi->name, k);
+            continue;
+        }
+        buf_printf(t, "d_%s: gathered by %s: each element sums the %d sites that read it in a fixed order and is "
+                      "stored once (deterministic, no atomics)", gi->name, k, gi->nsites);
+        if (gi->flag >= 0)
+            buf_printf(t, " when %s, else added with atomicAdd by the backward kernel (%s)",
+                       fc[gi->flag] ? fc[gi->flag] : "never", names[ncontract + gi->flag]);
+        buf_puts(t, ".\n");
+    }
+}
+
+/* STEP_GATHER: each gather kernel after the backward's, on the forward's grid plus its grid_add,
+ * under its flag; *when: the backward kernel's own launch condition (GatherPlan.main). */
+static void gather_steps(Arena *a, const Program *P, const char *const *knames, int ncontract, const char **when,
+                         Buf *then, const EmitCudaOpts *o)
+{
+    const GatherPlan *gp = P->gather;
+    Buf all = {.a = a};
+    for (int j = 0; j < gp->n; j++) {
+        const GatherIn *gi = &gp->in[j];
+        const char *flag = gi->flag >= 0 ? knames[ncontract + gi->flag] : NULL;
+        if (flag)
+            buf_printf(&all, "%s%s", all.len ? " && " : "", flag);
+        Buf args = {.a = a};
+        for (int i = 0; i < gi->k->nparams; i++)
+            buf_printf(&args, "%s%s", i ? ", " : "", knames[i]);
+        const char *const *g = grid_of(a, gi->grid_add);
+        int L = emit_cuda_lane_count(gi->k);
+        buf_printf(then, "    if (errl == %s%s%s) { // d_%s: %s\n", rt(a, o, "Success"), flag ? " && " : "",
+                   flag ? flag : "", gi->name, gi->scatter ? "the scattered sites" : "gathered");
+        launch_stmt(then, "        ", cuda_ident(a, gi->k->name), arena_printf(a, "%s, %s, %s", g[0], g[1], g[2]), L,
+                    buf_str(&args), o);
+        buf_printf(then, "        errl = %s();\n    }\n", rt(a, o, "GetLastError"));
+    }
+    *when = gp->main == 1 ? "" : gp->main == 2 ? (all.len ? arena_printf(a, "!(%s)", buf_str(&all)) : "") : NULL;
+}
+
 /* Whether tape j of P is a `while` loop's (a capacity and an overflow flag in its head). */
 static bool tj_bounded(const Program *P, int j) { return P->tapes.v[j].bounded; }
 
@@ -536,7 +626,7 @@ static bool simple_plan(Diags *d, Arena *a, const Program *P)
 {
     const Func *bwd = P->main;
     const char *what = P->gemm ? "GEMM kernels for the matmul operand gradients"
-                       : P->gather ? "gather kernels for the input gradients"
+                       : P->gather && P->fold ? "gather kernels with a folded grid"
                        : P->spread ? "a loop spread over more programs"
                                       : NULL;
     for (int j = 0; !what && j < P->tapes.n; j++) {
@@ -572,9 +662,9 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         return false;
     }
     for (int j = 0; j < nf; j++)
-        if (P->flags.v[j].param != bwd->params[ncontract + j] || P->flags.v[j].grid_add) {
-            diag_error(d, bwd->loc, "CUDA C emitter: the backward %s has a flag the CUDA C launcher does not compute "
-                                    "(a gather kernel's grid)", bwd->name);
+        if (P->flags.v[j].param != bwd->params[ncontract + j]) {
+            diag_error(d, bwd->loc, "CUDA C emitter: the backward %s has a flag out of the launcher's order",
+                       bwd->name);
             return false;
         }
     const char *kname = cuda_ident(a, arena_printf(a, "%s_bwd", fwd->name));
@@ -583,7 +673,8 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
     Buf k = {.a = a};
     int L = 0;
     unsigned h = 0;
-    if (!emit_cuda_kernel(&k, a, d, bwd, &ko, &L, &h) || (P->fold && !fold_sum_kernels(&k, a, d, P, kname, o)))
+    if (!emit_cuda_kernel(&k, a, d, bwd, &ko, &L, &h) || (P->fold && !fold_sum_kernels(&k, a, d, P, kname, o)) ||
+        (P->gather && !gather_kernels(&k, a, d, P, o, &h)))
         return false;
     const char **names = param_names(a, bwd);
     for (int j = 0; P->fold && j < P->fold->n; j++) /* the caller's gradient, not the kernel's partials */
@@ -592,7 +683,7 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
     const char **gc = arena_alloc(a, sizeof *gc * (size_t)(P->guards.n + 1));
     for (int i = 0; i < P->guards.n; i++) {
         const FuncGuard *g = &P->guards.v[i];
-        gc[i] = cond_c(a, g->acc, g->cond, names);
+        gc[i] = cond_c(a, g->acc, g->cond, names, main_grid);
         if (!gc[i]) {
             diag_error(d, g->loc, "CUDA C emitter: %s, under a launch condition the CUDA C launcher cannot compute "
                                   "from the arguments and the grid", g->msg);
@@ -604,7 +695,7 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         const FuncFlag *fl = &P->flags.v[j];
         Buf all = {.a = a};
         for (int i = 0; i < fl->ncond; i++) {
-            const char *one = cond_c(a, fl->acc, fl->cond[i], names);
+            const char *one = cond_c(a, fl->acc, fl->cond[i], names, grid_of(a, fl->grid_add));
             if (!one) {
                 all.len = 0;
                 break;
@@ -625,9 +716,13 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
     buf_puts(&t, "\nEach program recomputes its part of the forward, then sweeps back. launch_");
     buf_printf(&t, "%s zero-fills each input gradient (<name>_numel elements), then launches.\n", kname);
     for (int j = 0; j < nf; j++) {
+        if (P->flags.v[j].grid_add)
+            continue; /* a gather's: gather_describe */
         buf_printf(&t, "%s: plain stores (deterministic) when %s, else atomicAdd (the order of float additions "
                        "is not deterministic).\n", names[ncontract + j], fc[j] ? fc[j] : "never");
     }
+    if (P->gather)
+        gather_describe(&t, a, P, names, fc, ncontract);
     if (P->cleared.n) {
         buf_puts(&t, "The backward reads and clears");
         for (int j = 0; j < P->cleared.n; j++)
@@ -765,7 +860,10 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         fold_steps(a, P, kname, names, knames, &grid, &pre, &then, &post, &frees, o);
     if (over) /* after every free: KAD_TAPE_OVERFLOW, which no runtime error's code is */
         buf_printf(&post, "    if (errl == %s && kad_over)\n        return KAD_TAPE_OVERFLOW;\n", rt(a, o, "Success"));
-    launcher_launch_grid(out, a, bwd, kname, L, knames, grid, pre.len ? buf_str(&pre) : "",
+    const char *when = NULL;
+    if (P->gather)
+        gather_steps(a, P, knames, ncontract, &when, &then, o);
+    launcher_launch_grid(out, a, bwd, kname, L, knames, grid, when, pre.len ? buf_str(&pre) : "",
                          then.len ? buf_str(&then) : "", post.len ? buf_str(&post) : "", o);
     return true;
 }

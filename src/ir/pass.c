@@ -346,6 +346,8 @@ typedef struct S {
     int *buckets;
     uint32_t nbuckets; /* power of two */
     uint32_t epoch;    /* bumped at every instruction that may write memory: loads match within one */
+    uint8_t *bop;      /* by ValId: the op of an i1 `and` or `not` kept (0: another) */
+    ValId (*barg)[2];  /* ... and its (renamed) operands */
 } S;
 
 static ValId rep(S *s, ValId v)
@@ -384,6 +386,23 @@ static bool is_const_eq(S *s, ValId v, double x)
     if (dtype_is_float((Dtype)t.dt))
         return c->x == x && !signbit(c->x) == !signbit(x);
     return dtype_is_int((Dtype)t.dt) && (double)c->i == x;
+}
+
+/* or(and(a, not b), and(a, b)), the operands of either `and` in either order: a (a masked loop's
+ * lanes after a `continue`, those that took it or-ed with those that did not), or 0. */
+static ValId absorb(S *s, ValId x, ValId y)
+{
+    if (s->bop[x] != OP_AND || s->bop[y] != OP_AND)
+        return 0;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            ValId a = s->barg[x][i], p = s->barg[x][1 - i], q = s->barg[y][1 - j];
+            if (a != s->barg[y][j])
+                continue;
+            if ((s->bop[p] == OP_NOT && s->barg[p][0] == q) || (s->bop[q] == OP_NOT && s->barg[q][0] == p))
+                return a;
+        }
+    return 0;
 }
 
 /* Exact identities of a binary op: the value it equals, or 0; *zero set
@@ -426,6 +445,8 @@ static ValId identity(S *s, const Inst *in, bool *zero)
     }
     if ((in->op == OP_AND || in->op == OP_OR) && in_ && x == y) /* x & x, x | x */
         return x;
+    if (in->op == OP_OR && t.dt == DT_I1)
+        return absorb(s, x, y);
     return 0;
 }
 
@@ -637,6 +658,11 @@ static void simplify_block(S *s, Block *b)
                 c.i = dtype_wrap((Dtype)t.dt, (uint64_t)in.ival);
             s->cv[in.res[0]] = c;
         }
+        if ((in.op == OP_AND || in.op == OP_NOT) && in.nres == 1 && tyv(s, in.res[0]).dt == DT_I1) {
+            s->bop[in.res[0]] = (uint8_t)in.op;
+            s->barg[in.res[0]][0] = in.args[0];
+            s->barg[in.res[0]][1] = in.nargs > 1 ? in.args[1] : 0;
+        }
         vec_push(s->f->a, b->insts, in);
     }
 }
@@ -647,6 +673,8 @@ static bool pass_simplify(Func *f)
     S s = {.f = f, .a = a};
     s.repl = arena_alloc(a, (size_t)f->vals.n * sizeof *s.repl);
     s.cv = arena_alloc(a, (size_t)f->vals.n * sizeof *s.cv);
+    s.bop = arena_alloc(a, (size_t)f->vals.n);
+    s.barg = arena_alloc(a, (size_t)f->vals.n * sizeof *s.barg);
     s.nbuckets = 1024;
     while (s.nbuckets < (uint32_t)f->vals.n)
         s.nbuckets *= 2;

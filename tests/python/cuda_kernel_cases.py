@@ -177,7 +177,7 @@ def _c_to_py(expr):
     e = re.sub(r"\((?:int64_t|int32_t|unsigned)\)", "", expr)
     e = e.replace("&&", " and ").replace("||", " or ").replace("!(", " not (")
     e = re.sub(r"(\w+) \? (\w+) : (\w+)", r"(\2 if \1 else \3)", e)  # the fold's rows: flag ? 9LL : 1LL
-    return re.sub(r"(\d+)LL\b", r"\1", e)
+    return re.sub(r"(\d+)(?:LL|u)\b", r"\1", e)
 
 
 def _tdiv(a, b):
@@ -212,10 +212,16 @@ class Launcher:
             if m and i + 1 < len(lines) and "return (int)cudaErrorInvalidValue" in lines[i + 1]:
                 self.guards.append(m.group(1))
         # the launches in order: (kernel, its grid's dim3 arguments, lanes, arguments); the first is the
-        # main kernel (on the forward's grid, or the fold's), the others a fold's sum kernels
-        self.launches = [(m.group(1), [g.strip() for g in m.group(2).split(",")], int(m.group(3)),
-                          [a.strip() for a in m.group(4).split(",")])
-                         for m in re.finditer(r"(\w+)<<<dim3\((.*?)\), (\d+), 0, stream>>>\((.*)\);", body)]
+        # main kernel (on the forward's grid, or the fold's), the others a fold's sum kernels or the
+        # gather kernels; whens: each one's condition as C (the line before it: `if (C)` or
+        # `if (errl == cudaSuccess && C) {`), or None
+        self.launches, self.whens = [], []
+        for m in re.finditer(r"(\w+)<<<dim3\((.*?)\), (\d+), 0, stream>>>\((.*)\);", body):
+            self.launches.append((m.group(1), [g.strip() for g in m.group(2).split(",")], int(m.group(3)),
+                                  [a.strip() for a in m.group(4).split(",")]))
+            before = body[:m.start()].rstrip("\n ").splitlines()[-1]
+            w = re.match(r"\s*if \((?:errl == cudaSuccess(?: && )?)?(.*?)\)(?: \{| //.*)?$", before)
+            self.whens.append(w.group(1) if w and w.group(1) else None)
         self.kernel, self.grid, self.lanes, self.kargs = self.launches[0]
         # the fold's values (programs, spans, rows: `const T kad_... = C;` in order) and partials:
         # (name, C type, rows, span)
@@ -283,17 +289,22 @@ def kernel_params_text(src, name):
 
 
 def strip_fallbacks(src):
-    """The module's kernels with the atomics fallback of each plain-store flag removed: the `else`
-    branch of every `if (plain_...) {...} else {...}`.  What is left is what a launch with the
+    """The module's kernels with the atomics fallback of each plain-store or gather flag removed: the
+    `else` branch of every `if (plain_...) {...} else {...}` and every `if (!gather_...) {...}`.  What is left is what a launch with the
     flag true runs."""
     kern = code_only(src)
     out, i = [], 0
     while True:
-        j = kern.find("if (plain_", i)
+        m = re.compile(r"if \((!?)(?:plain|gather)_").search(kern, i)
+        j = m.start() if m else -1
         if j < 0:
             out.append(kern[i:])
             return "".join(out)
         k = _close(kern, kern.index("{", j))
+        if m.group(1):  # `if (!gather_x) {...}`: the fallback alone
+            out.append(kern[i:j])
+            i = k + 1
+            continue
         rest = kern[k + 1:]
         m = re.match(r"\s*else\s*\{", rest)
         out.append(kern[i:k + 1])
@@ -416,10 +427,9 @@ CASES = [
               "float atomics per element"),
     Case("box3x3_ragged", "box3x3.cu", "box3x3", (8, 4), (3, 4), ["in"], ["out"],
          lambda g: {"in": _randn(g, 13, 21), "out": _zeros(13, 21), "H": 13, "W": 21},
-         _box_ref, cparams="float *in, float *out, int H, int W", flags_hold=False, bitwise=False,
-         note="W = 21 < 8 * grid_x: the access analysis does not use the taps' `x < W` masks, so it cannot "
-              "prove each tap's elements distinct across the blocks; the flag is false and the taps add "
-              "into one row of partials with atomicAdd (right, not bitwise)"),
+         _box_ref, cparams="float *in, float *out, int H, int W",
+         note="W = 21 < 8 * grid_x, ragged blocks: the gather kernel's stores are distinct by the taps' "
+              "`!(xx < 0 || xx >= W || ...)` masks, which every contribution has (no condition on the grid)"),
     Case("swish_hip", "swish_hip.hip", "swish", (128,), (2,), ["x"], ["y"],
          lambda g: {"x": _randn(g, 1000, scale=3.0), "y": _zeros(1000), "n": 1000},
          lambda v: {"y": v["x"] * torch.sigmoid(v["x"])},

@@ -75,7 +75,9 @@ class ShimKernel:
         for part, cty, rows, span in L.parts:  # the fold's partials, zero-filled
             env[part] = torch.zeros(max(env[rows] * env[span], 1),
                                     dtype={"float": torch.float32, "double": torch.float64}[cty])
-        for launch in L.launches:  # the main kernel, then a fold's sum kernels
+        for launch, when in zip(L.launches, L.whens):  # the main kernel, then a fold's sum kernels, gathers
+            if when is not None and not eval(cc._c_to_py(when), {}, env):
+                continue
             kg = L.grid_of(launch, env)
             args = [env[a] for a in launch[3]]
             self.fns[launch[0]](*kg, *[a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args])

@@ -61,8 +61,9 @@ def test_module_shape(rel, cmd):
             assert "plain_d_" not in src and "atomicAdd(" in src
         elif "// Input gradients are accumulated with atomicAdd" in src:
             assert "plain_d_" not in src and "atomicAdd(" in src  # the header says so (atomic_header)
-        else:  # plain stores under the flag the launcher computes
-            assert "if (plain_d_" in src and "const bool plain_d_" in launch
+        else:  # plain stores (or a gather kernel) under the flag the launcher computes
+            assert ("if (plain_d_" in src and "const bool plain_d_" in launch) or \
+                ("if (!gather_d_" in src and "const bool gather_d_" in launch)
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: the CUDA C modules are not compiled here")

@@ -72,6 +72,7 @@ typedef struct Gat {
     int8_t *pax;          /* by bw ValId: d + 1 when it is P_d */
     int8_t *pat;          /* by bw ValId: the tile axis of P_d */
     int64_t B[3];         /* B_d, 0: no position along d */
+    int64_t ds[3], dn[3]; /* P_d's lane digit: (lane / ds) % B_d of lanes 0 .. dn - 1 (a tl.arange: 1, B_d) */
     int8_t (*ax)[3];      /* by bw ValId: the tile axis carrying P_d, or -1 */
     uint8_t *axst;        /* 0: not computed, 1: ok, 2: refused */
     uint8_t *lanes;       /* by bw ValId: the tile axes along which it depends on lanes other than
@@ -113,20 +114,95 @@ static bool const_int(const Gat *g, ValId v, int64_t *k)
     return true;
 }
 
-/* add(broadcast(pid_d * B), arange(0, B)) of i32[B], the arange possibly
- * expanded to more axes of 1 (`pid * B + tl.arange(0, B)[:, None]`): P_d,
- * along the tile axis of the arange (pax: d + 1, pat: that axis). */
+/* v with its casts between integer types of 32 and 64 bits stripped: the
+ * values they carry here (program ids, lane indices, positions) are
+ * non-negative and below 2^31, which those casts keep. */
+static ValId strip_icasts(const Gat *g, ValId v)
+{
+    for (const Inst *in = g->def[v]; in && in->op == OP_CAST; in = g->def[v]) {
+        Dtype to = (Dtype)ir_type(g->bw, v).dt, from = (Dtype)ir_type(g->bw, in->args[0]).dt;
+        if (!dtype_is_int(to) || !dtype_is_int(from) || to == DT_I1 || from == DT_I1 || dtype_bits(to) < 32 ||
+            dtype_bits(from) < 32)
+            break;
+        v = in->args[0];
+    }
+    return v;
+}
+
+/* v = (arange(0, n) / s) % e of a rank-1 tile (a block's thread index split
+ * into the coordinates of a 2-D or 3-D block: tid % BX, tid / BX,
+ * (tid / BX) % BY), either operation absent (s = 1, e = n / s), n a
+ * multiple of s * e: the lane digit (s, e, n). */
+static bool lane_digit(const Gat *g, ValId v, int64_t *s, int64_t *e, int64_t *n)
+{
+    int64_t c, mod = 0, div = 1;
+    v = strip_icasts(g, v);
+    const Inst *in = g->def[v];
+    if (in && in->op == OP_REM && const_int(g, in->args[1], &c) && c > 0) {
+        mod = c;
+        v = strip_icasts(g, in->args[0]);
+        in = g->def[v];
+    }
+    if (in && in->op == OP_DIV && const_int(g, in->args[1], &c) && c > 0) {
+        div = c;
+        v = strip_icasts(g, in->args[0]);
+        in = g->def[v];
+    }
+    Type t = ir_type(g->bw, v);
+    if (!in || in->op != OP_ARANGE || in->ival != 0 || t.rank != 1 || t.shape[0] % div)
+        return false;
+    *n = t.shape[0], *s = div, *e = mod ? mod : *n / div;
+    return (*n / div) % *e == 0;
+}
+
+/* Marks v as P_d with block blk, lane digit (s, n) along tile axis at, unless
+ * another block or digit is P_d's already (then v is not a position: a later
+ * use refuses). */
+static void mark_position(Gat *g, ValId v, int d, int64_t blk, int64_t s, int64_t n, int at)
+{
+    if (g->B[d] && (g->B[d] != blk || g->ds[d] != s || g->dn[d] != n))
+        return;
+    g->B[d] = blk, g->ds[d] = s, g->dn[d] = n;
+    g->pax[v] = (int8_t)(d + 1);
+    g->pat[v] = (int8_t)at;
+}
+
+/* pid_d * B (or pid_d: B = 1), its integer casts stripped: d, or -1. */
+static int pid_times(const Gat *g, ValId v, int64_t *blk)
+{
+    const Inst *m = g->def[strip_icasts(g, v)], *pid = NULL;
+    if (m && m->op == OP_MUL) {
+        for (int u = 0; u < 2 && !pid; u++) {
+            const Inst *p = g->def[strip_icasts(g, m->args[u])];
+            if (p && p->op == OP_PROGRAM_ID && const_int(g, m->args[1 - u], blk))
+                pid = p;
+        }
+    } else if (m && m->op == OP_PROGRAM_ID) {
+        pid = m, *blk = 1;
+    }
+    return pid && pid->ival >= 0 && pid->ival <= 2 ? (int)pid->ival : -1;
+}
+
+/* The positions P_d: add(broadcast(pid_d * B), arange(0, B)) of i32[B], the
+ * arange possibly expanded to more axes of 1 (`pid * B + tl.arange(0, B)[:,
+ * None]`), along the tile axis of the arange; or, of a rank-1 i32 tile,
+ * pid_d * B + (arange(0, n) / s) % B with casts between 32- and 64-bit
+ * integers anywhere in it (`blockIdx.y * blockDim.y + threadIdx.y` of a 2-D
+ * block, lowered as (u32)pid * BY + (u32)(tid / BX)): pax d + 1, pat the
+ * tile axis, (ds, dn) its lane digit. */
 static void find_positions(Gat *g)
 {
     const Block *b = g->bw->body;
     for (int i = 0; i < b->insts.n; i++) {
         const Inst *in = &b->insts.v[i];
-        if (in->op != OP_ADD)
+        if (in->nres != 1)
             continue;
-        Type t = ir_type(g->bw, in->res[0]);
+        ValId v = in->res[0];
+        Type t = ir_type(g->bw, v);
         if (t.rank < 1 || !dtype_is_int((Dtype)t.dt))
             continue;
-        for (int s = 0; s < 2; s++) {
+        bool done = false;
+        for (int s = 0; in->op == OP_ADD && s < 2 && !done; s++) {
             const Inst *ar = g->def[in->args[s]], *bc = g->def[in->args[1 - s]];
             int at = 0; /* the arange's axis in t */
             while (ar && ar->op == OP_EXPAND_DIMS) {
@@ -141,28 +217,50 @@ static void find_positions(Gat *g)
             bool ones = t.shape[at] == blk32;
             for (int ax = 0; ax < t.rank; ax++)
                 ones = ones && (ax == at || t.shape[ax] == 1);
-            if (!ones || ir_type(g->bw, bc->args[0]).rank != 0)
-                continue;
-            const Inst *m = g->def[bc->args[0]], *pid = NULL;
             int64_t blk = 0;
-            if (m && m->op == OP_MUL) {
-                for (int u = 0; u < 2 && !pid; u++)
-                    if (g->def[m->args[u]] && g->def[m->args[u]]->op == OP_PROGRAM_ID && const_int(g, m->args[1 - u], &blk))
-                        pid = g->def[m->args[u]];
-            } else if (m && m->op == OP_PROGRAM_ID) {
-                pid = m, blk = 1;
-            }
-            if (!pid || blk != blk32 || pid->ival < 0 || pid->ival > 2)
+            int d = ones && ir_type(g->bw, bc->args[0]).rank == 0 ? pid_times(g, bc->args[0], &blk) : -1;
+            if (d < 0 || blk != blk32)
                 continue;
-            int d = (int)pid->ival;
-            if (g->B[d] && g->B[d] != blk)
-                continue; /* another block along d: not a position (a later use refuses) */
-            g->B[d] = blk;
-            g->pax[in->res[0]] = (int8_t)(d + 1);
-            g->pat[in->res[0]] = (int8_t)at;
-            break;
+            mark_position(g, v, d, blk, 1, blk, at);
+            done = true;
+        }
+        if (done || t.rank != 1 || t.dt != DT_I32)
+            continue;
+        const Inst *sum = g->def[strip_icasts(g, v)];
+        for (int s = 0; sum && sum->op == OP_ADD && s < 2; s++) {
+            const Inst *bc = g->def[strip_icasts(g, sum->args[1 - s])];
+            int64_t blk = 0, ds, de, dn;
+            int d = bc && bc->op == OP_BROADCAST && ir_type(g->bw, bc->args[0]).rank == 0
+                        ? pid_times(g, bc->args[0], &blk)
+                        : -1;
+            if (d >= 0 && lane_digit(g, sum->args[s], &ds, &de, &dn) && de == blk) {
+                mark_position(g, v, d, blk, ds, dn, 0);
+                break;
+            }
         }
     }
+}
+
+/* Are the lane digits of P_d and P_e disjoint (they split one thread index)? */
+static bool digits_disjoint(const Gat *g, int d, int e)
+{
+    return g->ds[d] * g->B[d] <= g->ds[e] || g->ds[e] * g->B[e] <= g->ds[d];
+}
+
+/* Do the digits of the positions along tile axis ax of length len (m: the tile axis of each P_d)
+ * together name every lane of it (each lane one position tuple)? */
+static bool digits_cover(const Gat *g, const int8_t m[3], int ax, int64_t len)
+{
+    int64_t s = 1;
+    for (bool grew = true; grew && s < len;) {
+        grew = false;
+        for (int d = 0; d < 3 && !grew; d++)
+            if (m[d] == ax && g->ds[d] == s && g->dn[d] == len) {
+                s *= g->B[d];
+                grew = true;
+            }
+    }
+    return s == len;
 }
 
 static bool refuse(Gat *g, const char *why)
@@ -270,7 +368,7 @@ static bool axes_of(Gat *g, ValId v, int8_t out[3])
         if (r[d] >= 0 && (ln >> r[d] & 1))
             ok = refuse(g, "a site combines a position with a lane index (tl.arange) along one tile axis");
         for (int e = d + 1; ok && e < 3; e++)
-            if (r[d] >= 0 && r[d] == r[e])
+            if (r[d] >= 0 && r[d] == r[e] && !digits_disjoint(g, d, e))
                 ok = refuse(g, "a site has two positions along one tile axis");
     }
     g->axst[v] = ok ? 1 : 2;
@@ -828,13 +926,9 @@ static const char *build(Arena *a, const Program *P, int slot, const char *name,
             }
         }
         Type t = ir_type(bw, in->args[1]);
-        for (int ax = 0; ax < t.rank; ax++) {
-            bool carried = false;
-            for (int d = 0; d < 3; d++)
-                carried |= m[d] == ax;
-            if (!carried && t.shape[ax] > 1)
+        for (int ax = 0; ax < t.rank; ax++)
+            if (t.shape[ax] > 1 && !digits_cover(g, m, ax, t.shape[ax]))
                 return "a site's lanes along a tile axis without a position add into one element";
-        }
         unsigned Dk = 0;
         for (int d = 0; d < 3; d++)
             Dk |= m[d] >= 0 ? 1u << d : 0;
@@ -922,11 +1016,15 @@ static const char *build(Arena *a, const Program *P, int slot, const char *name,
         ValId pid = pi->res[0];
         ValId t = tlo[d] ? ir_op2(K, g->kb, OP_ADD, i32, pid, kconst_int(g, i32, tlo[d]), gloc(g)) : pid;
         ValId qb = ir_op2(K, g->kb, OP_MUL, i32, t, kconst_int(g, i32, g->B[d]), gloc(g));
-        int32_t shp[1] = {(int32_t)g->B[d]};
+        int32_t shp[1] = {(int32_t)g->dn[d]};
         Type qt = type_tile(DT_I32, 1, shp);
         Inst *ai = ir_emit(K, g->kb, OP_ARANGE, NULL, 0, &qt, 1, gloc(g));
         ai->ival = 0;
-        ValId ar = ai->res[0];
+        ValId ar = ai->res[0]; /* its lane digit: (lane / ds) % B */
+        if (g->ds[d] > 1)
+            ar = ir_op2(K, g->kb, OP_DIV, qt, ar, kconst_int(g, qt, g->ds[d]), gloc(g));
+        if (g->ds[d] * g->B[d] < g->dn[d])
+            ar = ir_op2(K, g->kb, OP_REM, qt, ar, kconst_int(g, qt, g->B[d]), gloc(g));
         g->Q[d] = ir_op2(K, g->kb, OP_ADD, qt, ir_op1(K, g->kb, OP_BROADCAST, qt, qb, gloc(g)), ar, gloc(g));
         K->vals.v[g->Q[d]].name = arena_printf(a, "q%d", d);
         g->lim[d] = ir_op2(K, g->kb, OP_MUL, i32, g->np[d], kconst_int(g, i32, g->B[d]), gloc(g));
