@@ -19,7 +19,9 @@
  * Soundness: a variable the address does not use is taken at 0 (its clause
  * terms dropped; its range must not be empty); anything kad cannot read
  * exactly -- a mask part that is not a signed integer comparison of affine
- * forms, an enclosing `if` or `while`, `//` and `%` variables, a nonzero
+ * forms, an enclosing `if` or `while`, `//` and `%` variables (but a lane's
+ * digits (lane / s) % e, independent columns of its index: a 2-D block's
+ * tid % BX and tid / BX, each a lane variable of its own extent), a nonzero
  * constant offset, symbols that vary inside the launch -- is no
  * description (NULL and the reason): the launcher then zero-fills, which is
  * always right.  The host check only ever answers "covered" with a witness
@@ -85,6 +87,65 @@ static bool is_for_var(const Access *A, const AcSite *s, int var)
     return false;
 }
 
+/* Is form f exactly variable v (coefficient 1, no constant, no base)? */
+static bool form_is_var(const AcForm *f, int v)
+{
+    int64_t k;
+    return !f->why && !f->base && !f->c0.n && f->nt == 1 && f->t[0].var == v && ac_pis_const(&f->t[0].c, &k) &&
+           k == 1;
+}
+
+/* Variable v as a digit of a lane: (lane / s) % e of lane axis *k (a `//` or `%` of a lane by a
+ * constant, or a `%` of such a `//`: a 2-D block's tid % BX, tid / BX), with n = the axis's lanes a
+ * multiple of s * e. */
+static bool lane_digit(const Access *A, int v, Type pt, int *k, int64_t *s, int64_t *e)
+{
+    const AcVar *x = &A->vars.v[v];
+    int64_t c;
+    if ((x->kind != VK_DIV && x->kind != VK_MOD) || x->swz || !ac_pis_const(&x->d, &c) || c < 1 || !x->e ||
+        x->e->nt != 1)
+        return false;
+    int u = x->e->t[0].var;
+    *s = 1, *e = 0;
+    if (x->kind == VK_MOD && u >= V_DYN && A->vars.v[u].kind == VK_DIV) { /* (lane / s) % c */
+        const AcVar *y = &A->vars.v[u];
+        int64_t c1;
+        if (y->swz || !ac_pis_const(&y->d, &c1) || c1 < 1 || !y->e || y->e->nt != 1 || !form_is_var(x->e, u))
+            return false;
+        *s = c1, *e = c;
+        u = y->e->t[0].var;
+        x = y;
+    }
+    if (u < V_LANE || u >= V_DYN || !form_is_var(x->e, u))
+        return false;
+    *k = u - V_LANE;
+    int64_t n = *k < pt.rank ? pt.shape[*k] : 1;
+    if (!*e)
+        *s = x->kind == VK_DIV ? c : 1, *e = x->kind == VK_DIV ? n / c : c;
+    return *e >= 1 && n % (*s * *e) == 0;
+}
+
+/* Do the lane digits among c's variables (dig[j]: set, its lane axis lax[j] and (s[j], e[j])) vary
+ * independently over all their values: per lane axis, sorted by s, each s a multiple of the one
+ * before's s * e (disjoint columns of a mixed radix), and no digit's lane used whole too? */
+static bool digits_independent(const AccCover *c, const bool *dig, const int *lax, const int64_t *s,
+                               const int64_t *e)
+{
+    for (int i = 0; i < c->nv; i++) {
+        if (!dig[i])
+            continue;
+        for (int j = 0; j < c->nv; j++) {
+            if (j == i)
+                continue;
+            if (!dig[j] && c->v[j].kind == CV_LANE && c->v[j].var == V_LANE + lax[i])
+                return false; /* the lane itself, and a digit of it */
+            if (dig[j] && lax[j] == lax[i] && s[j] >= s[i] && s[j] % (s[i] * e[i]))
+                return false;
+        }
+    }
+    return true;
+}
+
 static const AccCover *refuse(const char **why, const char *w)
 {
     if (why)
@@ -116,9 +177,13 @@ const AccCover *access_cover(Access *A, const Inst *mem, const char **why)
     AccCover *c = arena_alloc(A->a, sizeof *c);
     Type pt = ac_vty(A, mem->args[0]);
     unsigned used = 0;
+    bool dig[AC_NTERM] = {0};
+    int lax[AC_NTERM] = {0};
+    int64_t ds[AC_NTERM] = {0}, de[AC_NTERM] = {0};
     for (int i = 0; i < f->nt; i++) {
         int v = f->t[i].var;
         CovVar cv = {v, 0, 0, f->t[i].c};
+        int64_t e64 = 0;
         if (v < V_LANE) {
             cv.kind = CV_PID;
             cv.ext = v - V_PID;
@@ -128,6 +193,10 @@ const AccCover *access_cover(Access *A, const Inst *mem, const char **why)
             cv.ext = v - V_LANE < pt.rank ? pt.shape[v - V_LANE] : 1;
         } else if (A->vars.v[v].kind == VK_LOOP && is_for_var(A, s, v)) {
             cv.kind = CV_LOOP;
+        } else if (lane_digit(A, v, pt, &lax[c->nv], &ds[c->nv], &e64) && e64 <= INT32_MAX) {
+            cv.kind = CV_LANE; /* a digit of a lane: its own extent */
+            cv.ext = (int)e64;
+            dig[c->nv] = true, de[c->nv] = e64;
         } else {
             return refuse(why, "its address uses `//`, `%` or a `while` loop's iterations");
         }
@@ -135,6 +204,8 @@ const AccCover *access_cover(Access *A, const Inst *mem, const char **why)
             return refuse(why, "a coefficient of its address changes within the launch");
         c->v[c->nv++] = cv;
     }
+    if (!digits_independent(c, dig, lax, ds, de))
+        return refuse(why, "its address uses a lane and `//` or `%` of it, or digits of a lane that overlap");
     c->nonempty = 7u & ~used;
     for (int i = 0; i < cs.n; i++) {
         const AcForm *g = cs.v[i];
@@ -240,3 +311,61 @@ const char *access_cover_host(Access *A, const AccCover *c, const char *tensor, 
  * run (s, e) when s divides st and s <= st < s * e; the dimensions in one
  * run must together stay below its extent (then every element's offset is
  * a sum of one element per run). */
+
+/* The same check in C (the CUDA C launcher's, for a dense gradient of `numel` elements): statements
+ * that set the bool `out` by a call of kad_covers (src/emit/emit_cuda_host.c prints it), each of
+ * the cover's polynomials printed by poly (NULL: it cannot; then so does this). */
+const char *access_cover_c(Access *A, const AccCover *c, const char *numel, const char *out, AccPolyText poly,
+                           void *ctx)
+{
+    Buf st = {A->a, NULL, 0, 0}, ex = {A->a, NULL, 0, 0}, cn = {A->a, NULL, 0, 0}, ci = {A->a, NULL, 0, 0};
+    Buf ca = {A->a, NULL, 0, 0}, cb = {A->a, NULL, 0, 0}, ng = {A->a, NULL, 0, 0};
+    for (int j = 0; j < c->nv; j++) {
+        const CovVar *v = &c->v[j];
+        const char *s = poly(ctx, A, &v->c);
+        if (!s)
+            return NULL;
+        buf_printf(&st, "%s, ", s);
+        if (v->kind == CV_PID)
+            buf_printf(&ex, "(int64_t)grid_%c, ", "xyz"[v->ext]);
+        else if (v->kind == CV_LANE)
+            buf_printf(&ex, "%dLL, ", v->ext);
+        else
+            buf_puts(&ex, "-1LL, ");
+    }
+    for (int i = 0; i < c->cl.n; i++) {
+        const CovClause *cl = &c->cl.v[i];
+        const char *s = poly(ctx, A, &cl->bound);
+        if (!s)
+            return NULL;
+        buf_printf(&cb, "%s, ", s);
+        buf_printf(&cn, "%d, ", cl->n);
+        for (int k = 0; k < cl->n; k++) {
+            if (!(s = poly(ctx, A, &cl->a[k])))
+                return NULL;
+            buf_printf(&ci, "%d, ", cl->idx[k]);
+            buf_printf(&ca, "%s, ", s);
+        }
+    }
+    int nn = 0;
+    for (int i = 0; i < c->neg.n; i++, nn++) {
+        const char *s = poly(ctx, A, &c->neg.v[i]);
+        if (!s)
+            return NULL;
+        buf_printf(&ng, "%s, ", s);
+    }
+    for (int k = 0; k < 3; k++)
+        if (c->nonempty >> k & 1)
+            buf_printf(&ng, "-(int64_t)grid_%c, ", "xyz"[k]), nn++;
+    /* each array ends with an unused 0: none is empty */
+    return arena_printf(A->a,
+                        "    {\n"
+                        "        const int64_t kad_st[] = {%s0}, kad_ext[] = {%s0};\n"
+                        "        const int kad_cn[] = {%s0}, kad_ci[] = {%s0};\n"
+                        "        const int64_t kad_ca[] = {%s0}, kad_cb[] = {%s0}, kad_neg[] = {%s0};\n"
+                        "        %s = kad_covers(%s, %d, kad_st, kad_ext, %d, kad_cn, kad_ci, kad_ca, kad_cb, %d, "
+                        "kad_neg);\n"
+                        "    }\n",
+                        buf_str(&st), buf_str(&ex), buf_str(&cn), buf_str(&ci), buf_str(&ca), buf_str(&cb),
+                        buf_str(&ng), out, numel, c->nv, c->cl.n, nn);
+}

@@ -172,6 +172,16 @@ const AccCover *access_cover(Access *A, const Inst *mem, const char **why);
 const char *access_cover_host(Access *A, const AccCover *c, const char *tensor, const char *args,
                               const char *grid);
 
+/* A polynomial of an analysis as text in the caller's language (its symbols: the int parameters and
+ * the grid), or NULL when it names something else. */
+typedef const char *(*AccPolyText)(void *ctx, Access *A, const AccPoly *p);
+/* The check in C for a dense gradient of numel elements (the expression naming its element count):
+ * statements setting the bool out by a call of kad_covers, the C twin of _kad_covers that the CUDA C
+ * launcher prints (src/emit/emit_cuda_host.c), grid axis k as grid_x, grid_y, grid_z; NULL when poly
+ * cannot print a polynomial. */
+const char *access_cover_c(Access *A, const AccCover *c, const char *numel, const char *out, AccPolyText poly,
+                           void *ctx);
+
 /* access_text.c: a condition and a cover as a Program's text (docs/IR.md, "Programs"), the
  * contract's int parameters named pnames[0..np) (the main kernel's printed names, without
  * '%').  Reading: symbols interned in A (an Access over the kernel pnames names), NULL with

@@ -160,6 +160,30 @@ static const char *ineq_c(Arena *a, Access *A, const AccPoly *p, const char *con
     return arena_printf(a, "%s >= %s", P, N);
 }
 
+/* What poly_c prints with. */
+typedef struct PolyCtx {
+    Arena *a;
+    const char *const *names;
+} PolyCtx;
+
+/* Polynomial p of analysis A as C over the launcher's names and its grid (an AccPolyText; ctx a
+ * PolyCtx), or NULL as mono_c. */
+static const char *poly_c(void *ctx, Access *A, const AccPoly *p)
+{
+    const PolyCtx *pc = ctx;
+    Buf b = {.a = pc->a};
+    for (int m = 0; m < p->n; m++) {
+        const AccMono *mo = &p->m[m];
+        if (!mo->k)
+            continue;
+        const char *t = mono_c(pc->a, A, mo, pc->names, main_grid);
+        if (!t)
+            return NULL;
+        buf_printf(&b, "%s%s", mo->k < 0 ? (b.len ? " - " : "-") : (b.len ? " + " : ""), t);
+    }
+    return b.len ? arena_printf(pc->a, "(%s)", buf_str(&b)) : "0LL";
+}
+
 /* Condition c (every clause holds; a clause: one of its polynomials >= 0) as C, over the launcher's
  * names and grid (main_grid, or a gather kernel's); NULL when it names a value the launcher does not
  * have. */
@@ -618,6 +642,128 @@ static void gather_steps(Arena *a, const Program *P, const char *const *knames, 
     *when = gp->main == 1 ? "" : gp->main == 2 ? (all.len ? arena_printf(a, "!(%s)", buf_str(&all)) : "") : NULL;
 }
 
+/* The host check of a zero-fill's cover (access_cover_c writes its calls): the C twin of
+ * src/emit/py/cover.py's _kad_covers for a dense gradient of numel elements. */
+static const char CU_COVER_HELPER[] =
+    "// kad_covers: true only when the launch writes every element of a dense gradient of numel elements\n"
+    "// (kad's access_cover.c): it writes sum(st[v] * v) for 0 <= v < ext[v] (-1: no extent) where every\n"
+    "// clause sum(ca * v) < cb holds (clause i on the cn[i] variables ci) and every neg is < 0. Each\n"
+    "// variable is bounded by its clauses alone; the variables of a clause on several make one dense run\n"
+    "// (their mixed-radix index); the runs merged, [0, numel) must fall in one of stride 1.\n"
+    "static bool kad_covers(int64_t numel, int nv, const int64_t *st, const int64_t *ext, int ncl, const int *cn,\n"
+    "                       const int *ci, const int64_t *ca, const int64_t *cb, int nneg, const int64_t *neg)\n"
+    "{\n"
+    "    enum { M = 16 };\n"
+    "    if (numel <= 0)\n"
+    "        return true;\n"
+    "    if (nv > M || ncl > M)\n"
+    "        return false;\n"
+    "    for (int i = 0; i < nneg; i++)\n"
+    "        if (neg[i] >= 0)\n"
+    "            return false;\n"
+    "    int64_t e[M];\n"
+    "    int at[M + 1], grp[M];\n"
+    "    for (int v = 0; v < nv; v++)\n"
+    "        e[v] = ext[v], grp[v] = -1;\n"
+    "    for (int i = 0, o = 0; i < ncl; o += cn[i++]) {\n"
+    "        at[i] = o;\n"
+    "        if (cn[i] != 1)\n"
+    "            continue;\n"
+    "        if (ca[o] < 1)\n"
+    "            return false;\n"
+    "        int64_t b = kad_cdiv(cb[i], ca[o]);\n"
+    "        e[ci[o]] = e[ci[o]] < 0 || b < e[ci[o]] ? b : e[ci[o]];\n"
+    "    }\n"
+    "    for (int v = 0; v < nv; v++)\n"
+    "        if (e[v] <= 0)\n"
+    "            return false;\n"
+    "    for (int i = 0; i < ncl; i++) { /* the clauses on several variables, grouped by their set */\n"
+    "        if (cn[i] == 1)\n"
+    "            continue;\n"
+    "        int g = grp[ci[at[i]]];\n"
+    "        for (int k = 0; k < cn[i]; k++)\n"
+    "            if (grp[ci[at[i] + k]] != g)\n"
+    "                return false;\n"
+    "        if (g >= 0) { /* the same set as clause g's? */\n"
+    "            int n = 0;\n"
+    "            for (int v = 0; v < nv; v++)\n"
+    "                n += grp[v] == g;\n"
+    "            if (n != cn[i])\n"
+    "                return false;\n"
+    "            continue;\n"
+    "        }\n"
+    "        for (int k = 0; k < cn[i]; k++)\n"
+    "            grp[ci[at[i] + k]] = i;\n"
+    "    }\n"
+    "    return kad_covers_runs(numel, nv, st, e, grp, ncl, cn, ci, ca, cb, at);\n"
+    "}\n\n";
+static const char CU_COVER_RUNS[] =
+    "// kad_covers' second half: the runs, merged from stride 1 up.\n"
+    "static int64_t kad_cdiv(int64_t x, int64_t y) { return x / y + (x % y != 0 && x > 0); }\n"
+    "static bool kad_covers_runs(int64_t numel, int nv, const int64_t *st, const int64_t *e, const int *grp, int ncl,\n"
+    "                            const int *cn, const int *ci, const int64_t *ca, const int64_t *cb, const int *at)\n"
+    "{\n"
+    "    enum { M = 16 };\n"
+    "    int64_t rs[M + M], rn[M + M];\n"
+    "    int nr = 0;\n"
+    "    for (int g = 0; g < ncl; g++) { /* each group: one dense run */\n"
+    "        int ord[M], n = 0;\n"
+    "        for (int v = 0; v < nv; v++)\n"
+    "            if (grp[v] == g) {\n"
+    "                int k = n++;\n"
+    "                for (; k > 0 && st[ord[k - 1]] > st[v]; k--)\n"
+    "                    ord[k] = ord[k - 1];\n"
+    "                ord[k] = v;\n"
+    "            }\n"
+    "        if (!n)\n"
+    "            continue;\n"
+    "        int64_t s = st[ord[0]], len = 1;\n"
+    "        if (s < 1)\n"
+    "            return false;\n"
+    "        for (int k = 0; k < n; k++) {\n"
+    "            if (st[ord[k]] != s * len || e[ord[k]] > INT64_MAX / 4 / len)\n"
+    "                return false;\n"
+    "            len *= e[ord[k]];\n"
+    "        }\n"
+    "        for (int i = 0; i < ncl; i++) {\n"
+    "            if (cn[i] == 1 || grp[ci[at[i]]] != g)\n"
+    "                continue;\n"
+    "            int64_t a0 = 0;\n"
+    "            for (int k = 0; k < cn[i]; k++)\n"
+    "                a0 = ci[at[i] + k] == ord[0] ? ca[at[i] + k] : a0;\n"
+    "            if (a0 < 1)\n"
+    "                return false;\n"
+    "            for (int k = 0; k < cn[i]; k++)\n"
+    "                if (ca[at[i] + k] * s != a0 * st[ci[at[i] + k]])\n"
+    "                    return false;\n"
+    "            int64_t b = kad_cdiv(cb[i], a0);\n"
+    "            len = b < len ? b : len;\n"
+    "        }\n"
+    "        if (len <= 0)\n"
+    "            return false;\n"
+    "        rs[nr] = s, rn[nr++] = len;\n"
+    "    }\n"
+    "    for (int v = 0; v < nv; v++)\n"
+    "        if (grp[v] < 0)\n"
+    "            rs[nr] = st[v], rn[nr++] = e[v];\n"
+    "    int64_t ms = 0, mn = 0; /* the merged run of stride 1, from the runs in order of (stride, length) */\n"
+    "    bool used[M + M] = {false};\n"
+    "    for (bool grew = true; grew;) {\n"
+    "        grew = false;\n"
+    "        int best = -1;\n"
+    "        for (int r = 0; r < nr; r++)\n"
+    "            if (!used[r] && rs[r] >= 1 && rn[r] > 1 && rs[r] == (ms ? ms * mn : 1) &&\n"
+    "                (best < 0 || rn[r] < rn[best]))\n"
+    "                best = r;\n"
+    "        if (best >= 0 && (ms ? rn[best] <= INT64_MAX / 4 / mn : true)) {\n"
+    "            used[best] = grew = true;\n"
+    "            mn = ms ? mn * rn[best] : rn[best];\n"
+    "            ms = 1;\n"
+    "        }\n"
+    "    }\n"
+    "    return numel == 1 || (ms == 1 && numel - 1 < mn);\n"
+    "}\n\n";
+
 /* Whether tape j of P is a `while` loop's (a capacity and an overflow flag in its head). */
 static bool tj_bounded(const Program *P, int j) { return P->tapes.v[j].bounded; }
 
@@ -748,8 +894,36 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         buf_printf(&extra, ",\n        int64_t %s_numel", names[nfwd + nouts + i]);
     for (int j = 0; j < P->cleared.n; j++)
         buf_printf(&extra, ",\n        int64_t %s_numel", names[P->cleared.v[j]]);
+    /* STEP_ZERO: a gradient whose zero-fill the launch may make unneeded (its cover, under its flag) */
+    const char **covt = arena_alloc(a, sizeof *covt * (size_t)(nin + 1)), **cflag = arena_alloc(a, sizeof *cflag * (size_t)(nin + 1));
+    bool anycov = false;
+    PolyCtx pc = {a, names};
+    for (int i = 0; i < nin; i++) {
+        int p = nfwd + nouts + i;
+        bool folded = false;
+        for (int j = 0; P->fold && j < P->fold->n; j++)
+            folded |= P->fold->in[j].slot == p;
+        for (int j = 0; !folded && j < P->covers.n; j++) {
+            const FuncCover *fcv = &P->covers.v[j];
+            if (fcv->param != bwd->params[p] || !fcv->cover)
+                continue;
+            int fj = -1;
+            for (int q = 0; fcv->flag && q < nf; q++)
+                fj = P->flags.v[q].param == fcv->flag ? q : fj;
+            if (fcv->flag && (fj < 0 || !fc[fj]))
+                continue; /* under a flag the launcher cannot compute: zero-filled */
+            covt[i] = access_cover_c(fcv->acc, fcv->cover, arena_printf(a, "%s_numel", names[p]),
+                                     arena_printf(a, "kad_cover%d", i), poly_c, &pc);
+            cflag[i] = fj >= 0 ? names[ncontract + fj] : NULL;
+            anycov |= covt[i] != NULL;
+        }
+    }
     if (nt)
         buf_puts(out, CU_TAPE_HELPERS);
+    if (anycov) {
+        buf_puts(out, CU_COVER_RUNS);
+        buf_puts(out, CU_COVER_HELPER);
+    }
     fold_helper(out, P->fold, o);
     launcher_open(out, a, bwd, P->fold, arena_printf(a, "launch_%s", kname), names, ncontract, buf_str(&extra), o);
     for (int i = 0; i < P->guards.n; i++) {
@@ -772,8 +946,15 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         for (int j = 0; P->fold && j < P->fold->n; j++) /* a folded gradient: the caller's dtype */
             if (P->fold->in[j].slot == p)
                 el = P->fold->in[j].dt;
-        buf_printf(out, "    %s err%d = %s(%s, 0, (size_t)%s_numel * sizeof(%s), stream);\n",
-                   rt(a, o, "Error_t"), i, rt(a, o, "MemsetAsync"), names[p], names[p], cuda_dtype(el, o->hip));
+        const char *cv = covt[i];
+        if (cv)
+            buf_printf(out, "    // %s: zero-filled unless this launch writes every element (access_cover)\n"
+                            "    bool kad_cover%d = false;\n%s%s", names[p], i, cflag[i] ? arena_printf(a, "    if (%s)\n", cflag[i]) : "",
+                       cv);
+        buf_printf(out, "    %s err%d = %s;\n", rt(a, o, "Error_t"), i, rt(a, o, "Success"));
+        buf_printf(out, "%s    %serr%d = %s(%s, 0, (size_t)%s_numel * sizeof(%s), stream);\n",
+                   cv ? arena_printf(a, "    if (!kad_cover%d)\n", i) : "", cv ? "    " : "", i,
+                   rt(a, o, "MemsetAsync"), names[p], names[p], cuda_dtype(el, o->hip));
         buf_printf(out, "    if (err%d != %s)\n        return (int)err%d;\n", i, rt(a, o, "Success"), i);
     }
     Buf pre = {.a = a}, post = {.a = a}, frees = {.a = a}, then = {.a = a};

@@ -180,6 +180,17 @@ def _c_to_py(expr):
     return re.sub(r"(\d+)(?:LL|u)\b", r"\1", e)
 
 
+def _load_cover_py():
+    """_kad_covers_now of src/emit/py/cover.py (the Python launchers' check), loaded from the source."""
+    ns = {}
+    with open(os.path.join(REPO, "src", "emit", "py", "cover.py"), encoding="utf-8") as f:
+        exec(compile(f.read(), "cover.py", "exec"), ns)
+    return ns["_kad_covers_now"]
+
+
+kad_covers_py = _load_cover_py()
+
+
 def _tdiv(a, b):
     q = abs(a) // abs(b)
     return q if (a < 0) == (b < 0) else -q
@@ -234,6 +245,14 @@ class Launcher:
             r"cudaMemsetAsync\((kad_tape\d+), 0, (\d+) \* sizeof", body)}
         self.zeroed = re.findall(r"cudaMemsetAsync\((\w+), 0,", body)
         self.zeroed = [z for z in self.zeroed if z not in [p for p, _, _, _ in self.parts] and z not in self.heads]
+        # zero-fills the launcher skips when the launch writes every element: gradient -> (the flag the
+        # check is under or None, its arrays by name as C, kad_covers' arguments as C)
+        self.covers = {}
+        for m in re.finditer(r"// (\w+): zero-filled unless this launch writes every element \(access_cover\)\n"
+                             r"\s*bool kad_cover\d+ = false;\n(?:\s*if \((\w+)\)\n)?\s*\{\n(.*?)\n\s*\}\n", body, re.S):
+            arrays = dict(re.findall(r"(kad_\w+)\[\] = \{(.*?)\}", m.group(3)))
+            call = re.search(r"kad_covers\((.*)\);", m.group(3)).group(1)
+            self.covers[m.group(1)] = (m.group(2), arrays, call)
         # output gradients the backward runs on private copies: (copy, caller's)
         self.copies = re.findall(r"cudaMemcpyAsync\((\w+), (\w+),", body)
         # tapes the launcher allocates: (name, its element count as C)
@@ -250,6 +269,25 @@ class Launcher:
         for n, c in self.fold:
             e[n] = int(eval(_c_to_py(c), {}, e))
         return e
+
+    def covered(self, name, env):
+        """Does the launcher skip the zero-fill of gradient `name` for the launcher's values env (its
+        cover check, done by kad's Python twin of kad_covers: src/emit/py/cover.py)?"""
+        if name not in self.covers:
+            return False
+        flag, arrays, call = self.covers[name]
+        if flag and not env[flag]:
+            return False
+        a = {k: [int(eval(_c_to_py(x), {}, env)) for x in v.split(",") if x.strip()] for k, v in arrays.items()}
+        args = [t.strip() for t in call.split(",")]
+        numel, nv, ncl, nneg = [int(eval(_c_to_py(args[i]), {}, env)) for i in (0, 1, 4, 9)]
+        vs = {j: (a["kad_st"][j], a["kad_ext"][j] if a["kad_ext"][j] >= 0 else None) for j in range(nv)}
+        clauses, o = [], 0
+        for i in range(ncl):
+            n = a["kad_cn"][i]
+            clauses.append((a["kad_cb"][i], tuple(a["kad_ci"][o:o + n]), tuple(a["kad_ca"][o:o + n])))
+            o += n
+        return kad_covers_py((numel,), (1,), vs, clauses, a["kad_neg"][:nneg])
 
     def grid_of(self, launch, env):
         """A launch's grid (three ints) for the launcher's values env."""
@@ -422,9 +460,9 @@ CASES = [
     Case("box3x3", "box3x3.cu", "box3x3", (8, 4), (3, 4), ["in"], ["out"],
          lambda g: {"in": _randn(g, 13, 24), "out": _zeros(13, 24), "H": 13, "W": 24},
          _box_ref, cparams="float *in, float *out, int H, int W",
-         note="the default backward stores each tap's gradient into its own row of partials and a sum "
-              "kernel adds the 9 rows in a fixed order (the flag: W >= 8 * grid_x); --atomics: up to 9 "
-              "float atomics per element"),
+         note="the default backward is a gather kernel on the grid plus 2 blocks along x and y: each "
+              "thread sums the 9 taps that read its pixel in a fixed order and stores once (no zero-fill: "
+              "the launch writes every element, kad_covers); --atomics: up to 9 float atomics per element"),
     Case("box3x3_ragged", "box3x3.cu", "box3x3", (8, 4), (3, 4), ["in"], ["out"],
          lambda g: {"in": _randn(g, 13, 21), "out": _zeros(13, 21), "H": 13, "W": 21},
          _box_ref, cparams="float *in, float *out, int H, int W",

@@ -61,11 +61,12 @@ class ShimKernel:
         g = tuple(grid) + (1,) * (3 - len(grid))
         assert not L.refuses(g, values), L.refuses(g, values)
         flags = L.flag_values(g, values)
-        for z in L.zeroed:
-            values[z].zero_()
         env = dict(values)
         env.update(L.env(g, values))
         env.update(values)
+        for z in L.zeroed:  # unless the launch writes every element (then its NaNs must all go)
+            if not L.covered(z, env):
+                values[z].zero_()
         for cp, orig in L.copies:  # the launcher's private copies (the caller's kept)
             env[cp] = values[orig].clone()
         for tp, n in L.tape_sizes(g, values).items():  # uninitialized scratch: NaN, so a read before a write shows
@@ -272,3 +273,59 @@ def test_swish_hand_written_backward(tmp_path):
     dv = cc.launch_values(case, v, d_outs=d_outs)
     k.call(case.grid, dv)
     assert cc.rel_err(dv["d_x"], dx) < case.tol
+
+
+def test_cover_check_in_c_matches_python(tmp_path):
+    """The CUDA C launcher's kad_covers (printed into box3x3's backward module) against its Python
+    twin _kad_covers_now (src/emit/py/cover.py) on random cover problems of a dense gradient: 2-D
+    boxes of programs and lane digits (pid * B + lane, pid * B * W + lane * W), their bounds, extra
+    single-variable clauses, negative strides, nonzero negs, other element counts."""
+    case = next(c for c in cc.CASES if c.id == "box3x3")
+    src = cc.kad_module(case, "bwd")
+    host = src[src.index(cc.MARK):]
+    helper = host[host.index("// kad_covers' second half"):host.index('extern "C" int launch_')]
+    cpp = tmp_path / "cover.cpp"
+    cpp.write_text("#include <stdint.h>\n#include <stdbool.h>\n" + helper +
+                   'extern "C" int kad_covers_c(int64_t numel, int nv, const int64_t *st, const int64_t *ext, '
+                   "int ncl, const int *cn, const int *ci, const int64_t *ca, const int64_t *cb, int nneg, "
+                   "const int64_t *neg) { return kad_covers(numel, nv, st, ext, ncl, cn, ci, ca, cb, nneg, neg); }\n")
+    so = tmp_path / "cover.so"
+    subprocess.run([GXX, "-std=c++17", "-O1", "-Wall", "-Werror", "-shared", "-fPIC", str(cpp), "-o", str(so)],
+                   check=True, capture_output=True)
+    lib = ctypes.CDLL(str(so))
+    import random
+    rnd = random.Random(7)
+    I64 = ctypes.c_int64
+    answers = {True: 0, False: 0}
+    for _ in range(3000):
+        W, H = rnd.randint(1, 40), rnd.randint(1, 20)
+        bx, by = rnd.choice([1, 2, 4, 8]), rnd.choice([1, 2, 4])
+        gx, gy = rnd.randint(0, 12), rnd.randint(1, 8)
+        # vars: pid0 (stride bx), pid1 (bx... * W), lane x (1), lane y (W)
+        st = [bx, by * W, 1, W]
+        ext = [gx, gy, bx, by]
+        if rnd.random() < 0.1:
+            st[rnd.randrange(4)] += rnd.choice([-1, 1])
+        if rnd.random() < 0.1:
+            ext[rnd.randrange(2)] = -1  # no extent: a clause must bound it
+        clauses = [(W + rnd.choice([0, 0, 0, -1, 1]), (0, 2), (bx, 1)), (H, (1, 3), (by, 1))]
+        if rnd.random() < 0.3:
+            clauses.append((rnd.randint(-1, 12), (rnd.randrange(4),), (rnd.randint(0, 3),)))
+        if rnd.random() < 0.1:
+            clauses.append((W, (0, 3), (bx, 1)))  # a set overlapping another clause's
+        rnd.shuffle(clauses)
+        negs = [-1] if rnd.random() < 0.9 else [0]
+        numel = W * H + rnd.choice([0, 0, 0, -1, 1, -W * H])
+        vs = {j: (st[j], ext[j] if ext[j] >= 0 else None) for j in range(4)}
+        want = bool(cc.kad_covers_py((numel,), (1,), vs, clauses, negs))
+        cn = [len(c[1]) for c in clauses]
+        ci = [i for c in clauses for i in c[1]]
+        ca = [k for c in clauses for k in c[2]]
+        cb = [c[0] for c in clauses]
+        arr = lambda t, xs: (t * max(len(xs), 1))(*xs)  # noqa: E731
+        got = bool(lib.kad_covers_c(I64(numel), 4, arr(I64, st), arr(I64, ext), len(clauses),
+                                    arr(ctypes.c_int, cn), arr(ctypes.c_int, ci), arr(I64, ca), arr(I64, cb),
+                                    len(negs), arr(I64, negs)))
+        assert got == want, (numel, vs, clauses, negs, got, want)
+        answers[want] += 1
+    assert min(answers.values()) > 300, answers  # both answers well represented
