@@ -321,10 +321,12 @@ def rel_err(gs, ref):
 def count_atomics(text, launch=None):
     """(atomic call sites in a generated CUDA C module, those its launch reaches): a site behind
     a plain-store flag (the header's `plain_d_x: plain stores (deterministic) when COND, else
-    atomicAdd`) is the fallback, not reached when every flag's COND holds for launch (names ->
+    atomicAdd`) or a gather's (`d_x: gathered by K: ... when COND, else added with atomicAdd`) is
+    the fallback, not reached when every flag's COND holds for launch (names ->
     ints: grid_x.., the scalar arguments); None where a COND is not one this evaluates."""
     header = "\n".join(line[2:].strip() for line in text.splitlines() if line.startswith("//"))
     conds = re.findall(r"plain_d_\w+: plain stores \(deterministic\) when (.*?),\s*else atomic", header, flags=re.S)
+    conds += re.findall(r"d_\w+: gathered by \w+: .*? when (.*?),\s*else\s+added\s+with\s+atomicAdd", header, flags=re.S)
     body = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
     sites = len(re.findall(r"\batomic[A-Z]\w*\s*\(", body))
     if not conds:

@@ -860,7 +860,8 @@ bool emit_cuda_backward(Buf *out, Arena *a, Diags *d, const Func *fwd, const Pro
         buf_printf(&t, " %s (gradient written into %s)%s", spec->wrt[i], names[nfwd + nouts + i],
                    i + 1 < nin ? "," : ".");
     buf_puts(&t, "\nEach program recomputes its part of the forward, then sweeps back. launch_");
-    buf_printf(&t, "%s zero-fills each input gradient (<name>_numel elements), then launches.\n", kname);
+    buf_printf(&t, "%s zero-fills each input gradient (<name>_numel elements) unless the launch provably writes "
+                   "every element of it, then launches.\n", kname);
     for (int j = 0; j < nf; j++) {
         if (P->flags.v[j].grid_add)
             continue; /* a gather's: gather_describe */

@@ -346,8 +346,9 @@ typedef struct S {
     int *buckets;
     uint32_t nbuckets; /* power of two */
     uint32_t epoch;    /* bumped at every instruction that may write memory: loads match within one */
-    uint8_t *bop;      /* by ValId: the op of an i1 `and` or `not` kept (0: another) */
-    ValId (*barg)[2];  /* ... and its (renamed) operands */
+    uint8_t *bop;      /* by ValId: the op of an i1 `and` or `not`, a `where` or a float `add` kept (0:
+                        * another) */
+    ValId (*barg)[3];  /* ... and its (renamed) operands */
 } S;
 
 static ValId rep(S *s, ValId v)
@@ -386,6 +387,21 @@ static bool is_const_eq(S *s, ValId v, double x)
     if (dtype_is_float((Dtype)t.dt))
         return c->x == x && !signbit(c->x) == !signbit(x);
     return dtype_is_int((Dtype)t.dt) && (double)c->i == x;
+}
+
+/* where(c, 0.0, x) + where(c, x, 0.0) in either order, c and x the same and 0.0 the literal +0.0: x
+ * (then the caller adds 0.0; IEEE addition commutes, so either branch is x + 0.0 exactly), or 0.  The
+ * adjoint of a value carried through `where(c, v + t, v)` (a masked loop, `continue`). */
+static ValId where_pair(S *s, ValId x, ValId y)
+{
+    if (s->bop[x] != OP_WHERE || s->bop[y] != OP_WHERE || s->barg[x][0] != s->barg[y][0])
+        return 0;
+    ValId a1 = s->barg[x][1], a2 = s->barg[x][2], b1 = s->barg[y][1], b2 = s->barg[y][2];
+    if (is_const_eq(s, a1, 0) && is_const_eq(s, b2, 0) && a2 == b1)
+        return a2;
+    if (is_const_eq(s, a2, 0) && is_const_eq(s, b1, 0) && a1 == b2)
+        return a1;
+    return 0;
 }
 
 /* or(and(a, not b), and(a, b)), the operands of either `and` in either order: a (a masked loop's
@@ -447,6 +463,8 @@ static ValId identity(S *s, const Inst *in, bool *zero)
         return x;
     if (in->op == OP_OR && t.dt == DT_I1)
         return absorb(s, x, y);
+    if (in->op == OP_ADD && fl && is_const_eq(s, y, 0) && s->bop[x] == OP_ADD && is_const_eq(s, s->barg[x][1], 0))
+        return x; /* (x + 0.0) + 0.0: x + 0.0 is x but -0.0 made +0.0, and adding 0.0 again changes nothing */
     return 0;
 }
 
@@ -635,6 +653,14 @@ static void simplify_block(S *s, Block *b)
             s->repl[in.res[0]] = pick;
             continue;
         }
+        /* where(c, 0.0, x) + where(c, x, 0.0): x + 0.0 */
+        if (in.op == OP_ADD && in.nres == 1 && dtype_is_float((Dtype)tyv(s, in.res[0]).dt)) {
+            ValId x = where_pair(s, in.args[0], in.args[1]);
+            Type t = tyv(s, in.res[0]);
+            ValId z = !x ? 0 : is_const_eq(s, s->barg[in.args[0]][1], 0) ? s->barg[in.args[0]][1] : s->barg[in.args[0]][2];
+            if (x && type_eq(tyv(s, x), t) && type_eq(tyv(s, z), t))
+                in.args[0] = x, in.args[1] = z;
+        }
         try_fold(s, &in);
         bool zero;
         ValId same = in.op == OP_CONST ? 0 : identity(s, &in, &zero);
@@ -658,10 +684,13 @@ static void simplify_block(S *s, Block *b)
                 c.i = dtype_wrap((Dtype)t.dt, (uint64_t)in.ival);
             s->cv[in.res[0]] = c;
         }
-        if ((in.op == OP_AND || in.op == OP_NOT) && in.nres == 1 && tyv(s, in.res[0]).dt == DT_I1) {
+        bool kept = (in.op == OP_AND || in.op == OP_NOT) && in.nres == 1 && tyv(s, in.res[0]).dt == DT_I1;
+        kept |= (in.op == OP_WHERE || (in.op == OP_ADD && dtype_is_float((Dtype)tyv(s, in.res[0]).dt))) &&
+                in.nres == 1;
+        if (kept) {
             s->bop[in.res[0]] = (uint8_t)in.op;
-            s->barg[in.res[0]][0] = in.args[0];
-            s->barg[in.res[0]][1] = in.nargs > 1 ? in.args[1] : 0;
+            for (int k = 0; k < 3; k++)
+                s->barg[in.res[0]][k] = k < in.nargs ? in.args[k] : 0;
         }
         vec_push(s->f->a, b->insts, in);
     }
