@@ -999,6 +999,8 @@ static const AcForm *compute(Access *A, ValId v)
                                     op_info[in->op].name, in->loc.line));
 }
 
+const AcForm *ac_form_of(Access *A, ValId v) { return form_of(A, v); }
+
 static const AcForm *form_of(Access *A, ValId v)
 {
     if (A->memo[v])

@@ -146,6 +146,112 @@ static bool digits_independent(const AccCover *c, const bool *dig, const int *la
     return true;
 }
 
+/* Does clause cl (sum a_u * u < bound over c's variables) imply constraint b < 0 (an affine form
+ * over the analysis's variables): b's terms are cl's with the same coefficients, its constant is
+ * -bound, and cl's other terms have coefficients >= 0 (the variables are >= 0)? */
+static bool clause_implies(Access *A, const AccCover *c, const CovClause *cl, const AcForm *b)
+{
+    AccPoly nb;
+    if (b->why || b->base || !ac_padd(&nb, &(AccPoly){0}, &cl->bound, -1) || !ac_peq(&b->c0, &nb))
+        return false;
+    bool in[AC_NTERM] = {false};
+    for (int t = 0; t < b->nt; t++) {
+        int u = -1;
+        for (int k = 0; k < cl->n; k++)
+            u = c->v[cl->idx[k]].var == b->t[t].var ? k : u;
+        if (u < 0 || !ac_peq(&b->t[t].c, &cl->a[u]))
+            return false;
+        in[u] = true;
+    }
+    Facts F = ac_base_facts(A);
+    for (int k = 0; k < cl->n; k++)
+        if (!in[k] && !ac_pnonneg(&F, &cl->a[k]))
+            return false;
+    return true;
+}
+
+/* Does the `for` loop of variable cv.var (lower bound 0, step 1) run at least as long as clause cl
+ * (sum a_u * u < bound, a_k on the loop's counter k) holds for some lane: its trip count is
+ * div(bound - sum_{u in U} a_u * u + a_k - 1, a_k), possibly max-ed with 0, U some of the clause's
+ * other variables, the rest with coefficients >= 0?  (A grid-stride loop `for (i = start; i < n;
+ * i += stride)` lowers to k < cdiv(n - start0, stride) with i = start + k * stride.)  Then every
+ * k >= 0 where the clause holds is an iteration: a_k * k < bound - sum_all <= bound - sum_U, so the
+ * numerator is positive and the truncating division is ceil((bound - sum_U) / a_k) > k. */
+static bool clause_implies(Access *A, const AccCover *c, const CovClause *cl, const AcForm *b);
+
+static bool loop_by_clause(Access *A, const AccCover *c, int j, const CovClause *cl, const AcForm *bound)
+{
+    if (bound && clause_implies(A, c, cl, bound))
+        return true; /* the loop runs while `bound` holds, which cl implies */
+    const AcLoop *L = NULL;
+    for (int i = 0; i < A->loops.n && !L; i++)
+        if (A->loops.v[i].var == c->v[j].var)
+            L = &A->loops.v[i];
+    int at = -1;
+    for (int k = 0; k < cl->n; k++)
+        at = cl->idx[k] == j ? k : at;
+    if (!L || L->in->op != OP_FOR || at < 0)
+        return false;
+    const AccPoly *lb = ac_poly_of(A, L->in->args[0]), *step = ac_poly_of(A, L->in->args[2]);
+    int64_t k0, k1;
+    if (!lb || !step || !ac_pis_const(lb, &k0) || k0 || !ac_pis_const(step, &k1) || k1 != 1)
+        return false;
+    const Inst *ub = A->def[L->in->args[1]];
+    if (ub && ub->op == OP_MAXIMUM) { /* max(x, 0): at least x */
+        const AccPoly *z0 = ac_poly_of(A, ub->args[0]), *z1 = ac_poly_of(A, ub->args[1]);
+        int64_t z;
+        int keep = z1 && ac_pis_const(z1, &z) && !z ? 0 : z0 && ac_pis_const(z0, &z) && !z ? 1 : -1;
+        ub = keep < 0 ? NULL : A->def[ub->args[keep]];
+    }
+    if (!ub || ub->op != OP_DIV)
+        return false;
+    const AccPoly *ak = &cl->a[at], *d = ac_poly_of(A, ub->args[1]);
+    const AcForm *e = ac_form_of(A, ub->args[0]);
+    Facts F = ac_base_facts(A);
+    AccPoly one = ac_pconst(1), akm1, want;
+    if (!d || !ac_peq(d, ak) || e->why || e->base || !ac_padd(&akm1, ak, &one, -1) || !ac_pnonneg(&F, &akm1) ||
+        !ac_padd(&want, &cl->bound, &akm1, 1) || !ac_peq(&e->c0, &want))
+        return false;
+    bool inU[AC_NTERM] = {false};
+    for (int t = 0; t < e->nt; t++) {
+        int u = -1;
+        for (int k = 0; k < cl->n; k++)
+            u = k != at && c->v[cl->idx[k]].var == e->t[t].var ? k : u;
+        AccPoly neg;
+        if (u < 0 || !ac_padd(&neg, &(AccPoly){0}, &cl->a[u], -1) || !ac_peq(&e->t[t].c, &neg))
+            return false;
+        inU[u] = true;
+    }
+    for (int k = 0; k < cl->n; k++)
+        if (k != at && !inU[k] && !ac_pnonneg(&F, &cl->a[k]))
+            return false;
+    return true;
+}
+
+/* Is constraint g the bound `iv < ub` of a `for` loop (ac_site_cons_exact's: form(iv) - form(ub) <
+ * 0, iv = lb + step * k) over counter k among c's variables, which the host check could not use as
+ * it is: a trip count that varies within the launch (a symbol depending on the program id: a
+ * grid-stride loop's cdiv, kad's CUDA C lowering), or terms on other variables (a Triton
+ * `range(pid * B, n, P * B)`)?  Its index in c, or -1. */
+static int loop_bound_clause(Access *A, const AccCover *c, const AcForm *g)
+{
+    if (g->why || (g->nt <= 1 && invariant(A, &g->c0)))
+        return -1;
+    for (int j = 0; j < c->nv; j++) {
+        if (c->v[j].kind != CV_LOOP)
+            continue;
+        for (int i = 0; i < A->loops.n; i++) {
+            const Inst *L = A->loops.v[i].in;
+            if (A->loops.v[i].var != c->v[j].var || L->op != OP_FOR)
+                continue;
+            const AcForm *b = ac_fadd(A, ac_form_of(A, L->regions[0]->params[0]), ac_form_of(A, L->args[1]), -1);
+            if (!b->why && ac_feq(b, g))
+                return j;
+        }
+    }
+    return -1;
+}
+
 static const AccCover *refuse(const char **why, const char *w)
 {
     if (why)
@@ -207,10 +313,16 @@ const AccCover *access_cover(Access *A, const Inst *mem, const char **why)
     if (!digits_independent(c, dig, lax, ds, de))
         return refuse(why, "its address uses a lane and `//` or `%` of it, or digits of a lane that overlap");
     c->nonempty = 7u & ~used;
+    const AcForm *dropped[AC_NTERM] = {NULL}; /* a loop's bound left out: its loop_by_clause must hold */
     for (int i = 0; i < cs.n; i++) {
         const AcForm *g = cs.v[i];
         CovClause cl = {0};
         bool nonpos = true;
+        int lj = loop_bound_clause(A, c, g);
+        if (lj >= 0) {
+            dropped[lj] = g;
+            continue;
+        }
         if (g->why || !invariant(A, &g->c0))
             return refuse(why, "a clause of its mask kad cannot read");
         for (int k = 0; k < g->nt; k++) {
@@ -243,11 +355,14 @@ const AccCover *access_cover(Access *A, const Inst *mem, const char **why)
             return refuse(why, ac_too_big);
         vec_push(A->a, c->cl, cl);
     }
-    /* every loop variable of the address needs a bound */
+    /* every loop variable of the address needs a bound: a clause on it alone, or a clause its loop
+     * runs for (a grid-stride loop: the host check then bounds it by that clause's group) */
     for (int j = 0; j < c->nv; j++) {
         bool bounded = c->v[j].kind != CV_LOOP;
-        for (int i = 0; i < c->cl.n && !bounded; i++)
+        for (int i = 0; i < c->cl.n && !bounded && !dropped[j]; i++)
             bounded = c->cl.v[i].n == 1 && c->cl.v[i].idx[0] == j;
+        for (int i = 0; i < c->cl.n && !bounded; i++)
+            bounded = c->cl.v[i].n > 1 && loop_by_clause(A, c, j, &c->cl.v[i], dropped[j]);
         if (!bounded)
             return refuse(why, "a loop of its address has no bound kad can read");
     }

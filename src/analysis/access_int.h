@@ -168,6 +168,7 @@ uint64_t ac_fdeps(const Access *A, const AcForm *f);
 Type ac_vty(const Access *A, ValId v);
 const char *ac_vname(const Access *A, ValId v);
 const AccPoly *ac_poly_of(Access *A, ValId v);
+const AcForm *ac_form_of(Access *A, ValId v); /* v's affine form (why set: none) */
 Facts ac_base_facts(const Access *A);
 /* Sites and their constraints */
 AcSite *ac_site_of(Access *A, const Inst *mem);

@@ -279,7 +279,8 @@ def test_cover_check_in_c_matches_python(tmp_path):
     """The CUDA C launcher's kad_covers (printed into box3x3's backward module) against its Python
     twin _kad_covers_now (src/emit/py/cover.py) on random cover problems of a dense gradient: 2-D
     boxes of programs and lane digits (pid * B + lane, pid * B * W + lane * W), their bounds, extra
-    single-variable clauses, negative strides, nonzero negs, other element counts."""
+    single-variable clauses, grid-stride loop counters without an extent (bounded by their group's
+    clause), negative strides, nonzero negs, other element counts."""
     case = next(c for c in cc.CASES if c.id == "box3x3")
     src = cc.kad_module(case, "bwd")
     host = src[src.index(cc.MARK):]
@@ -309,21 +310,28 @@ def test_cover_check_in_c_matches_python(tmp_path):
         if rnd.random() < 0.1:
             ext[rnd.randrange(2)] = -1  # no extent: a clause must bound it
         clauses = [(W + rnd.choice([0, 0, 0, -1, 1]), (0, 2), (bx, 1)), (H, (1, 3), (by, 1))]
-        if rnd.random() < 0.3:
-            clauses.append((rnd.randint(-1, 12), (rnd.randrange(4),), (rnd.randint(0, 3),)))
+        for _ in range(rnd.choice([0, 0, 1, 2])):  # clauses on one variable (two may bound one)
+            clauses.append((rnd.randint(-3, 12), (rnd.randrange(4),), (rnd.randint(0, 3),)))
+        if rnd.random() < 0.25:  # a grid-stride loop's counter: stride bx * gx, no extent
+            st.append(bx * max(gx, 1) + rnd.choice([0, 0, 0, 1]))
+            ext.append(-1)
+            clauses[0] = (clauses[0][0], (0, 2, 4), (bx, 1, st[4]))
+            if rnd.random() < 0.3:
+                st[4], ext[4], ext[0] = st[0], gx, -1  # the extent-less variable not the group's last
         if rnd.random() < 0.1:
             clauses.append((W, (0, 3), (bx, 1)))  # a set overlapping another clause's
         rnd.shuffle(clauses)
         negs = [-1] if rnd.random() < 0.9 else [0]
         numel = W * H + rnd.choice([0, 0, 0, -1, 1, -W * H])
-        vs = {j: (st[j], ext[j] if ext[j] >= 0 else None) for j in range(4)}
+        nv = len(st)
+        vs = {j: (st[j], ext[j] if ext[j] >= 0 else None) for j in range(nv)}
         want = bool(cc.kad_covers_py((numel,), (1,), vs, clauses, negs))
         cn = [len(c[1]) for c in clauses]
         ci = [i for c in clauses for i in c[1]]
         ca = [k for c in clauses for k in c[2]]
         cb = [c[0] for c in clauses]
         arr = lambda t, xs: (t * max(len(xs), 1))(*xs)  # noqa: E731
-        got = bool(lib.kad_covers_c(I64(numel), 4, arr(I64, st), arr(I64, ext), len(clauses),
+        got = bool(lib.kad_covers_c(I64(numel), nv, arr(I64, st), arr(I64, ext), len(clauses),
                                     arr(ctypes.c_int, cn), arr(ctypes.c_int, ci), arr(I64, ca), arr(I64, cb),
                                     len(negs), arr(I64, negs)))
         assert got == want, (numel, vs, clauses, negs, got, want)

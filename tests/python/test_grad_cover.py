@@ -87,6 +87,17 @@ def chunked(x_ptr, y_ptr, n_cols, stride, BLOCK: tl.constexpr):
         tl.store(y_ptr + row * n_cols + cols, tl.exp(x) * x, mask=m)
 
 
+@triton.jit
+def grid_stride(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    """A grid-stride loop: program p takes blocks p, p + P, p + 2P, ... (its trip count depends on
+    p: kad proves the loop runs while its `offs < n` holds, access_cover.c's loop_by_clause)."""
+    for start in range(tl.program_id(0) * BLOCK, n, tl.num_programs(0) * BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        m = offs < n
+        x = tl.load(x_ptr + offs, mask=m, other=0.0)
+        tl.store(y_ptr + offs, x * tl.sin(x), mask=m)
+
+
 def _launcher(kernel, sig, wrt, out, file=HERE):
     p = triton_cpu.run_kad(["grad", f"{file}:{kernel}", "--sig", sig, "--wrt", wrt, "--out", out])
     assert p.returncode == 0, p.stderr
@@ -149,6 +160,25 @@ def test_elementwise(tmp_path, n, numel, nprog, covered):
     xr = x.cpu().to(torch.float64).requires_grad_()
     reach = min(n, nprog * 128)
     (xr[:reach] * torch.sin(xr[:reach]) * dy64[:reach]).sum().backward()
+    _close(d, xr.grad, "d_x", src)
+
+
+@pytest.mark.parametrize("n,numel,nprog,covered", [
+    (1000, 1000, 3, True),     # 3 programs of 128 stride over 1000: every element, in 3 rounds
+    (1000, 1000, 9, True),     # more programs than blocks: the last ones run no iteration
+    (700, 1000, 3, False),     # n < numel: elements 700.. stay 0
+])
+def test_grid_stride_loop(tmp_path, n, numel, nprog, covered):
+    g = torch.Generator().manual_seed(9)
+    x64 = torch.randn(numel, generator=g, dtype=torch.float64)
+    dy64 = torch.randn(numel, generator=g, dtype=torch.float64)
+    x = _dev(x64)
+    d = _nan_view((numel,), (1,))
+    filled, src = _run(tmp_path, "grid_stride", "x_ptr=*fp32,y_ptr=*fp32,n=i32,BLOCK=128", "x_ptr", "y_ptr",
+                       (nprog,), [x, torch.zeros_like(x), n], [_dev(dy64)], {"x_ptr": d})
+    assert ("x_ptr" not in filled) == covered, src
+    xr = x.cpu().to(torch.float64).requires_grad_()
+    (xr[:n] * torch.sin(xr[:n]) * dy64[:n]).sum().backward()
     _close(d, xr.grad, "d_x", src)
 
 

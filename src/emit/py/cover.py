@@ -37,7 +37,10 @@ def _kad_covers_now(shape, strides, vs, clauses, negs):
             ext[ids[0]] = b if ext[ids[0]] is None else min(ext[ids[0]], b)
         else:
             multi.setdefault(tuple(sorted(ids)), []).append((bound, dict(zip(ids, coefs))))
-    if any(e is None or e <= 0 for e in ext.values()):
+    # a variable without an extent (a grid-stride loop's counter, whose loop runs while its clause
+    # holds: access_cover.c proves it) is bounded by its group's clauses, as the group's largest stride
+    grouped = {v for ids in multi for v in ids}
+    if any(e is None and v not in grouped or e is not None and e <= 0 for v, e in ext.items()):
         return False
     runs, seen = [], set()
     for ids, cls in multi.items():  # a clause on several: their mixed-radix index, one dense run
@@ -48,15 +51,15 @@ def _kad_covers_now(shape, strides, vs, clauses, negs):
         s, n = vs[order[0]][0], 1
         if s < 1:
             return False
-        for v in order:
-            if vs[v][0] != s * n:
+        for i, v in enumerate(order):
+            if vs[v][0] != s * n or (ext[v] is None and i != len(order) - 1):
                 return False
-            n *= ext[v]
+            n = None if ext[v] is None else n * ext[v]
         for bound, a in cls:
             a0 = a[order[0]]
             if a0 < 1 or any(a[v] * s != a0 * vs[v][0] for v in order):
                 return False
-            n = min(n, -(-bound // a0))
+            n = -(-bound // a0) if n is None else min(n, -(-bound // a0))
         if n <= 0:
             return False
         runs.append((s, n))
