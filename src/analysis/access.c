@@ -1235,6 +1235,26 @@ static void cons_of(Access *A, ValId m, Cons *out, int depth, bool *exact)
         if (!in->ival)
             *exact = false;
         return;
+    case OP_OR: { /* what both sides imply: a bound of one form with the weaker constant */
+        Cons l = {0}, r = {0};
+        bool el = true, er = true;
+        cons_of(A, in->args[0], &l, depth + 1, &el);
+        cons_of(A, in->args[1], &r, depth + 1, &er);
+        for (int i = 0; i < l.n; i++)
+            for (int j = 0; j < r.n; j++) {
+                const AcForm *x = l.v[i], *y = r.v[j];
+                AccPoly dc;
+                int64_t k;
+                bool same = !x->why && !y->why && x->base == y->base && x->nt == y->nt &&
+                            ac_padd(&dc, &x->c0, &y->c0, -1) && ac_pis_const(&dc, &k);
+                for (int t = 0; same && t < x->nt; t++)
+                    same = x->t[t].var == y->t[t].var && ac_peq(&x->t[t].c, &y->t[t].c);
+                if (same) /* x < 0 or y < 0, y = x - k: the smaller constant is implied by both */
+                    vec_push(A->a, *out, k <= 0 ? x : y);
+            }
+        *exact = false;
+        return;
+    }
     case OP_BROADCAST:
     case OP_EXPAND_DIMS:
     case OP_PERMUTE:

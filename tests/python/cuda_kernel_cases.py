@@ -385,6 +385,18 @@ def _box_ref(v):
                                                   count_include_pad=False)[0, 0]}
 
 
+def _lap5_ref(v):
+    u = v["u"]
+    inner = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4 * u[1:-1, 1:-1]
+    return {"out": torch.nn.functional.pad(inner, (1, 1, 1, 1))}
+
+
+def _blur1d_ref(v):
+    x = v["x"]
+    z = x.new_zeros(1)
+    return {"y": 0.25 * torch.cat([z, x[:-1]]) + 0.5 * x + 0.25 * torch.cat([x[1:], z])}
+
+
 def _recurrence_ref(v):
     x, w = v["x"], v["w"]
     s, hs = torch.zeros_like(w), []
@@ -463,6 +475,14 @@ CASES = [
          note="the default backward is a gather kernel on the grid plus 2 blocks along x and y: each "
               "thread sums the 9 taps that read its pixel in a fixed order and stores once (no zero-fill: "
               "the launch writes every element, kad_covers); --atomics: up to 9 float atomics per element"),
+    Case("lap5", "stencils.cu", "lap5", (8, 4), (3, 4), ["u"], ["out"],
+         lambda g: {"u": _randn(g, 13, 21), "out": _zeros(13, 21), "H": 13, "W": 21},
+         _lap5_ref, cparams="const float *u, float *out, int H, int W",
+         note="a gather kernel (5 taps, an early return at the border, a size_t index): its stores are "
+              "distinct by the hull of the taps' masks"),
+    Case("blur1d", "stencils.cu", "blur1d", (64,), (3,), ["x"], ["y"],
+         lambda g: {"x": _randn(g, 150), "y": _zeros(150), "n": 150},
+         _blur1d_ref, cparams="const float *x, float *y, int n", note="a 1-D gather, the neighbours under `?:`"),
     Case("box3x3_ragged", "box3x3.cu", "box3x3", (8, 4), (3, 4), ["in"], ["out"],
          lambda g: {"in": _randn(g, 13, 21), "out": _zeros(13, 21), "H": 13, "W": 21},
          _box_ref, cparams="float *in, float *out, int H, int W",

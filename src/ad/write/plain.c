@@ -102,26 +102,31 @@ static bool take_verdict(Ad *ad, Access *A, int i, AccResult r, int proven, int 
     return true;
 }
 
-/* Has c a clause `k - (positive terms) >= 0` (k > 0: an upper bound on
- * sizes or program counts, as `63 >= n`) that the conjunction x does not
+/* Has c a clause whose every alternative is `k - (positive terms) >= 0`
+ * (k >= 0, some k > 0 when there is one alternative: an upper bound on
+ * sizes or program counts, as `63 >= n`, or `W <= 0 || 3 * W <= 17` of a
+ * 2-D stencil's rows private to a block) that the conjunction x does not
  * imply? */
 static bool bounds_size(const AccCondVec *x, const AccCond *c)
 {
     for (int j = 0; j < c->n; j++) {
         const AccClause *cl = &c->c[j];
-        if (cl->n != 1)
-            continue;
-        const AccPoly *p = &cl->p[0];
-        int64_t k0 = 0;
-        bool neg = p->n > 0;
-        for (int m = 0; m < p->n; m++) {
-            if (!p->m[m].s[0])
-                k0 += p->m[m].k;
-            else
-                neg = neg && p->m[m].k < 0;
+        bool upper = cl->n > 0, pos = false;
+        for (int d = 0; d < cl->n && upper; d++) {
+            const AccPoly *p = &cl->p[d];
+            int64_t k0 = 0;
+            bool neg = p->n > 0, sym = false;
+            for (int m = 0; m < p->n; m++) {
+                if (!p->m[m].s[0])
+                    k0 += p->m[m].k;
+                else
+                    neg = neg && p->m[m].k < 0, sym = true;
+            }
+            upper = neg && sym && k0 >= 0;
+            pos = pos || k0 > 0;
         }
         AccCond one = {.n = 1, .c = {*cl}};
-        if (neg && k0 > 0 && !access_cond_implies(x, &one))
+        if (upper && (pos || cl->n > 1) && !access_cond_implies(x, &one))
             return true;
     }
     return false;
