@@ -713,6 +713,25 @@ static AccResult decide(Access *A, const AcForm *f, const Cons *cs, uint64_t var
                 }
             }
         }
+        /* q % d and q // d of one d give q: when q = v // d0 (a 3-D block's (tid / BX) % BY and
+         * (tid / BX) / BY), q is there as if it were a term, for the pair below */
+        for (int i = 0; i < D.n && has_mod && ndiv < AC_NTERM; i++) {
+            const AcVar *y = D.var[i] >= V_DYN ? &A->vars.v[D.var[i]] : NULL;
+            int u = y && y->kind == VK_MOD && !y->swz && y->e->nt == 1 && !y->e->base ? y->e->t[0].var : -1;
+            const AcVar *q = u >= V_DYN && u < A->vars.n ? &A->vars.v[u] : NULL;
+            AccPoly *cq = q && q->kind == VK_DIV && !q->swz && q->e->nt == 1 ? ac_fcoef((AcForm *)q->e, v) : NULL;
+            AccPoly *cy = y && u >= 0 ? ac_fcoef((AcForm *)y->e, u) : NULL;
+            if (!cq || !ac_peq(cq, &one) || !cy || !ac_peq(cy, &one))
+                continue;
+            for (int j = 0; j < D.n; j++) {
+                const AcVar *z = D.var[j] >= V_DYN ? &A->vars.v[D.var[j]] : NULL;
+                if (z && z->kind == VK_DIV && !z->swz && ac_feq(z->e, y->e) && ac_peq(&z->d, &y->d)) {
+                    divs[ndiv++] = q;
+                    has_div = true;
+                    break;
+                }
+            }
+        }
         /* v // d and v % d of one d (and one kind: plain or swizzled) give v */
         for (int i = 0; i < D.n && has_div && has_mod && !pair; i++) {
             const AcVar *y = D.var[i] >= V_DYN ? &A->vars.v[D.var[i]] : NULL;

@@ -837,8 +837,10 @@ static CVal builtin_index(Lw *L, const char *base, const char *fld, Loc loc)
         if (bz > 1)
             t = cu_op2(L, OP_REM, t, cu_cint(L, DT_I32, by, loc), loc);
     }
-    if (axis == 2 && bx * by > 1)
-        t = cu_op2(L, OP_DIV, t, cu_cint(L, DT_I32, bx * by, loc), loc);
+    if (axis == 2 && bx > 1) /* (tid / BX) / BY: the quotient threadIdx.y takes % BY, so that the */
+        t = cu_op2(L, OP_DIV, t, cu_cint(L, DT_I32, bx, loc), loc); /* two are digits of one value */
+    if (axis == 2 && by > 1)
+        t = cu_op2(L, OP_DIV, t, cu_cint(L, DT_I32, by, loc), loc);
     int32_t s = L->lp;
     CVal r = {.t = u32, .v = ir_op1(L->f, L->b, OP_CAST, type_tile(DT_U32, 1, &s), t, loc)};
     if (t == L->tid)

@@ -397,6 +397,16 @@ def _blur1d_ref(v):
     return {"y": 0.25 * torch.cat([z, x[:-1]]) + 0.5 * x + 0.25 * torch.cat([x[1:], z])}
 
 
+def _ew3_ref(v):
+    return {"out": torch.sin(v["a"]) * v["a"]}
+
+
+def _vol3_ref(v):
+    a, b = v["a"], v["b"]
+    z = a.new_zeros(1, *a.shape[1:])
+    return {"out": b * (torch.cat([a[1:], z]) - torch.cat([z, a[:-1]])) + torch.sin(a)}
+
+
 def _recurrence_ref(v):
     x, w = v["x"], v["w"]
     s, hs = torch.zeros_like(w), []
@@ -483,6 +493,16 @@ CASES = [
     Case("blur1d", "stencils.cu", "blur1d", (64,), (3,), ["x"], ["y"],
          lambda g: {"x": _randn(g, 150), "y": _zeros(150), "n": 150},
          _blur1d_ref, cparams="const float *x, float *y, int n", note="a 1-D gather, the neighbours under `?:`"),
+    Case("ew3", "block3d.cu", "ew3", (4, 2, 2), (2, 3, 3), ["a"], ["out"],
+         lambda g: {"a": _randn(g, 6, 6, 8), "out": _zeros(6, 6, 8), "D": 6, "H": 6, "W": 8},
+         _ew3_ref, cparams="const float *a, float *out, int D, int H, int W",
+         note="3-D blocks: plain stores where the blocks tile the volume (the split of the thread index "
+              "into x, y, z digits read as injective)"),
+    Case("vol3", "block3d.cu", "vol3", (4, 2, 2), (2, 3, 3), ["a", "b"], ["out"],
+         lambda g: {"a": _randn(g, 6, 6, 8), "b": _randn(g, 6, 6, 8), "out": _zeros(6, 6, 8),
+                    "D": 6, "H": 6, "W": 8},
+         _vol3_ref, cparams="const float *a, const float *b, float *out, int D, int H, int W",
+         note="3-D blocks, a central difference along z: site rows for a, a plain store for b"),
     Case("box3x3_ragged", "box3x3.cu", "box3x3", (8, 4), (3, 4), ["in"], ["out"],
          lambda g: {"in": _randn(g, 13, 21), "out": _zeros(13, 21), "H": 13, "W": 21},
          _box_ref, cparams="float *in, float *out, int H, int W",
