@@ -95,33 +95,37 @@ static bool form_is_var(const AcForm *f, int v)
            k == 1;
 }
 
-/* Variable v as a digit of a lane: (lane / s) % e of lane axis *k (a `//` or `%` of a lane by a
- * constant, or a `%` of such a `//`: a 2-D block's tid % BX, tid / BX), with n = the axis's lanes a
- * multiple of s * e. */
+/* Variable v as a digit of a lane: (lane / s) % e of lane axis *k (a `%` by a constant, optional,
+ * of `//`s by constants of a lane: a 2-D block's tid % BX, tid / BX, a 3-D block's (tid / BX) % BY
+ * and (tid / BX) / BY), with n = the axis's lanes a multiple of s * e. */
 static bool lane_digit(const Access *A, int v, Type pt, int *k, int64_t *s, int64_t *e)
 {
     const AcVar *x = &A->vars.v[v];
-    int64_t c;
-    if ((x->kind != VK_DIV && x->kind != VK_MOD) || x->swz || !ac_pis_const(&x->d, &c) || c < 1 || !x->e ||
-        x->e->nt != 1)
-        return false;
-    int u = x->e->t[0].var;
-    *s = 1, *e = 0;
-    if (x->kind == VK_MOD && u >= V_DYN && A->vars.v[u].kind == VK_DIV) { /* (lane / s) % c */
-        const AcVar *y = &A->vars.v[u];
-        int64_t c1;
-        if (y->swz || !ac_pis_const(&y->d, &c1) || c1 < 1 || !y->e || y->e->nt != 1 || !form_is_var(x->e, u))
+    int64_t c, mod = 0;
+    *s = 1;
+    for (int depth = 0;; depth++) {
+        if ((x->kind != VK_DIV && x->kind != VK_MOD) || (x->kind == VK_MOD && depth) || x->swz ||
+            !ac_pis_const(&x->d, &c) || c < 1 || !x->e || x->e->nt != 1)
             return false;
-        *s = c1, *e = c;
-        u = y->e->t[0].var;
-        x = y;
+        int u = x->e->t[0].var;
+        if (!form_is_var(x->e, u))
+            return false;
+        if (x->kind == VK_MOD)
+            mod = c;
+        else if (*s > INT32_MAX / c)
+            return false;
+        else
+            *s *= c;
+        if (u >= V_LANE && u < V_DYN) {
+            *k = u - V_LANE;
+            break;
+        }
+        if (u < V_DYN || depth > 4)
+            return false;
+        x = &A->vars.v[u];
     }
-    if (u < V_LANE || u >= V_DYN || !form_is_var(x->e, u))
-        return false;
-    *k = u - V_LANE;
     int64_t n = *k < pt.rank ? pt.shape[*k] : 1;
-    if (!*e)
-        *s = x->kind == VK_DIV ? c : 1, *e = x->kind == VK_DIV ? n / c : c;
+    *e = mod ? mod : n / *s;
     return *e >= 1 && n % (*s * *e) == 0;
 }
 

@@ -407,6 +407,13 @@ def _vol3_ref(v):
     return {"out": b * (torch.cat([a[1:], z]) - torch.cat([z, a[:-1]])) + torch.sin(a)}
 
 
+def _zsmooth_ref(v):
+    a = v["a"]
+    z = a.new_zeros(1, *a.shape[1:])
+    s = torch.cat([z, a[:-1]]) + a + torch.cat([a[1:], z])
+    return {"out": s * s}
+
+
 def _recurrence_ref(v):
     x, w = v["x"], v["w"]
     s, hs = torch.zeros_like(w), []
@@ -503,6 +510,11 @@ CASES = [
                     "D": 6, "H": 6, "W": 8},
          _vol3_ref, cparams="const float *a, const float *b, float *out, int D, int H, int W",
          note="3-D blocks, a central difference along z: site rows for a, a plain store for b"),
+    Case("zsmooth", "block3d.cu", "zsmooth", (4, 2, 2), (2, 3, 3), ["a"], ["out"],
+         lambda g: {"a": _randn(g, 6, 6, 8), "out": _zeros(6, 6, 8), "D": 6, "H": 6, "W": 8},
+         _zsmooth_ref, cparams="const float *a, float *out, int D, int H, int W",
+         note="3-D blocks, a smoothing along z with `continue`: a gather kernel on the grid plus 2 blocks "
+              "along z"),
     Case("box3x3_ragged", "box3x3.cu", "box3x3", (8, 4), (3, 4), ["in"], ["out"],
          lambda g: {"in": _randn(g, 13, 21), "out": _zeros(13, 21), "H": 13, "W": 21},
          _box_ref, cparams="float *in, float *out, int H, int W",

@@ -131,8 +131,9 @@ static ValId strip_icasts(const Gat *g, ValId v)
 
 /* v = (arange(0, n) / s) % e of a rank-1 tile (a block's thread index split
  * into the coordinates of a 2-D or 3-D block: tid % BX, tid / BX,
- * (tid / BX) % BY), either operation absent (s = 1, e = n / s), n a
- * multiple of s * e: the lane digit (s, e, n). */
+ * (tid / BX) % BY, (tid / BX) / BY: the divisions' product is s), either
+ * operation absent (s = 1, e = n / s), n a multiple of s * e: the lane
+ * digit (s, e, n). */
 static bool lane_digit(const Gat *g, ValId v, int64_t *s, int64_t *e, int64_t *n)
 {
     int64_t c, mod = 0, div = 1;
@@ -143,8 +144,8 @@ static bool lane_digit(const Gat *g, ValId v, int64_t *s, int64_t *e, int64_t *n
         v = strip_icasts(g, in->args[0]);
         in = g->def[v];
     }
-    if (in && in->op == OP_DIV && const_int(g, in->args[1], &c) && c > 0) {
-        div = c;
+    while (in && in->op == OP_DIV && const_int(g, in->args[1], &c) && c > 0 && div <= INT32_MAX / c) {
+        div *= c; /* (tid / BX) / BY of a 3-D block: tid / (BX * BY) */
         v = strip_icasts(g, in->args[0]);
         in = g->def[v];
     }
@@ -835,6 +836,21 @@ static int factor_arg(const Gat *g, const Inst *d)
     return -1;
 }
 
+/* lane / s on the gather kernel's rank-1 tile qt of n lanes, divided as the forward divides it:
+ * by the extents of the digits below s in turn when they chain up to s ((lane / BX) / BY of a 3-D
+ * block, which the access analysis reads as digits of lane / BX), else at once. */
+static ValId lane_quotient(Gat *g, int64_t s, int64_t n, Type qt)
+{
+    for (int d = 0; s > 1 && d < 3; d++)
+        if (g->B[d] && g->dn[d] == n && g->ds[d] < s && g->ds[d] * g->B[d] == s)
+            return ir_op2(g->k, g->kb, OP_DIV, qt, lane_quotient(g, g->ds[d], n, qt), kconst_int(g, qt, g->B[d]),
+                          gloc(g));
+    Inst *ai = ir_emit(g->k, g->kb, OP_ARANGE, NULL, 0, &qt, 1, gloc(g));
+    ai->ival = 0;
+    ValId ar = ai->res[0];
+    return s > 1 ? ir_op2(g->k, g->kb, OP_DIV, qt, ar, kconst_int(g, qt, s), gloc(g)) : ar;
+}
+
 static const char *build(Arena *a, const Program *P, int slot, const char *name, Built *out)
 {
     const Func *bw = P->main;
@@ -1018,11 +1034,7 @@ static const char *build(Arena *a, const Program *P, int slot, const char *name,
         ValId qb = ir_op2(K, g->kb, OP_MUL, i32, t, kconst_int(g, i32, g->B[d]), gloc(g));
         int32_t shp[1] = {(int32_t)g->dn[d]};
         Type qt = type_tile(DT_I32, 1, shp);
-        Inst *ai = ir_emit(K, g->kb, OP_ARANGE, NULL, 0, &qt, 1, gloc(g));
-        ai->ival = 0;
-        ValId ar = ai->res[0]; /* its lane digit: (lane / ds) % B */
-        if (g->ds[d] > 1)
-            ar = ir_op2(K, g->kb, OP_DIV, qt, ar, kconst_int(g, qt, g->ds[d]), gloc(g));
+        ValId ar = lane_quotient(g, g->ds[d], g->dn[d], qt); /* its lane digit: (lane / ds) % B */
         if (g->ds[d] * g->B[d] < g->dn[d])
             ar = ir_op2(K, g->kb, OP_REM, qt, ar, kconst_int(g, qt, g->B[d]), gloc(g));
         g->Q[d] = ir_op2(K, g->kb, OP_ADD, qt, ir_op1(K, g->kb, OP_BROADCAST, qt, qb, gloc(g)), ar, gloc(g));
