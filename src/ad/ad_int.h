@@ -298,6 +298,11 @@ typedef struct Ad {
                          * runs before every other site, writing each element once
                          * (first_writer): its adjoint is stored without reading d_<x>, and
                          * cover describes what it reaches; or NULL */
+    int64_t *rmw_lanes; /* by param index (plain 4, 5): L when every element of d_<x> the program
+                         * touches is touched by one lane of its rank-1 tiles of L lanes only
+                         * (access_lane_private): the barriers around its read-modify-writes
+                         * then carry L (`barrier {lanes = L}`), which a backend that runs each
+                         * lane as one thread in program order may drop; else 0 */
     unsigned fold_axes; /* plain 3 (summed through partials, write/fold.c): the grid axes folded, or 0 */
     uint8_t *scat;     /* by fw ValId (a load's result), or NULL (not asked for): a scattered site
                         * (write/scatter.c, scatter_split): adj_load adds its adjoint with an atomic_add

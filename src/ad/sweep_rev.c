@@ -890,7 +890,7 @@ static void adj_load(Ad *ad, Block *bb, const Block *fb, int k, PendingVec *pend
             st->flags = bm ? IF_HAS_MASK : 0;
             ad->wrote[r - 1] = 1;
         } else {
-            ir_emit(ad->bw, wb, OP_BARRIER, NULL, 0, NULL, 0, in->loc);
+            ir_emit(ad->bw, wb, OP_BARRIER, NULL, 0, NULL, 0, in->loc)->ival = ad->rmw_lanes[r - 1];
             ValId la[3] = {args[0], bm, ir_const_float(ad->bw, wb, vt, 0.0, in->loc)};
             Inst *ld = ir_emit(ad->bw, wb, OP_LOAD, la, bm ? 3 : 1, &vt, 1, in->loc);
             ld->flags = bm ? IF_HAS_MASK | IF_HAS_OTHER : 0;
@@ -903,7 +903,7 @@ static void adj_load(Ad *ad, Block *bb, const Block *fb, int k, PendingVec *pend
             ValId sa[3] = {args[0], st32.dt == vt.dt ? sum32 : ir_op1(ad->bw, wb, OP_CAST, vt, sum32, in->loc), bm};
             Inst *st = ir_emit(ad->bw, wb, OP_STORE, sa, bm ? 3 : 2, NULL, 0, in->loc);
             st->flags = bm ? IF_HAS_MASK : 0;
-            ir_emit(ad->bw, wb, OP_BARRIER, NULL, 0, NULL, 0, in->loc);
+            ir_emit(ad->bw, wb, OP_BARRIER, NULL, 0, NULL, 0, in->loc)->ival = ad->rmw_lanes[r - 1];
         }
         if (plain == 5) {
             Inst *at = ir_emit(ad->bw, fb2, OP_ATOMIC_ADD, args, bm ? 3 : 2, &vt, 1, in->loc);
@@ -1109,6 +1109,7 @@ Program *ad_reverse(Arena *a, Diags *d, const Func *fwd, const AdSpec *spec, con
     ad->wrote = arena_alloc(a, (size_t)np + 1);
     ad->cover_why = arena_alloc(a, sizeof(const char *) * (size_t)(np + 1));
     ad->first = arena_alloc(a, sizeof(const Inst *) * (size_t)(np + 1));
+    ad->rmw_lanes = arena_alloc(a, sizeof(int64_t) * (size_t)(np + 1));
     ad->fold_axes = 0;
     ad_plain_inputs(ad);
     if (plain_out)

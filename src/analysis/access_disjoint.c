@@ -714,3 +714,93 @@ AccResult access_disjoint_all(Access *A, const Inst *x, const Inst *y)
         return access_disjoint(A, x, y);
     return disjoint_ranges(A, sx, sy, 7);
 }
+
+/* p's monomials with k reduced modulo L (those that vanish dropped) into r;
+ * false when r would hold a symbol that may differ between two points of one
+ * program (one depending on a loop or a lane). */
+static bool lane_residue(const Access *A, const AccPoly *p, int64_t L, uint64_t fixed, AccPoly *r)
+{
+    *r = ac_pconst(0);
+    r->n = 0;
+    for (int k = 0; k < p->n; k++) {
+        AccMono m = p->m[k];
+        m.k %= L;
+        if (m.k < 0) /* k = L * q + r, 0 <= r < L */
+            m.k += L;
+        if (!m.k)
+            continue;
+        for (int y = 0; y < ACC_NSYM && m.s[y]; y++)
+            if (A->syms.v[m.s[y] - 1].dep & ~fixed) /* not fixed within one program */
+                return false;
+        if (!ac_padd_mono(r, m))
+            return false;
+    }
+    return true;
+}
+
+bool access_lane_private(Access *A, const Inst *const *mems, int n, unsigned fixed_axes, int64_t *len)
+{
+    uint64_t fixed = fixed_axes & 7;
+    /* Each site's address as R + lane + L * Z (Z any integer: a loop's
+     * counter, a symbol, a lane's `//`): R the terms whose coefficients are
+     * not multiples of L, which may name only the program ids of fixed_axes
+     * and symbols fixed by them, and must be the same for every site.  Two
+     * accesses of one program then meet only where lane - lane' is a
+     * multiple of L, so lane = lane' (0 <= lane < L). */
+    int base = 0;
+    int64_t L = 0;
+    AccPoly R0c[AC_NTERM + 1];
+    int R0v[AC_NTERM + 1], nr0 = 0;
+    for (int i = 0; i < n; i++) {
+        AcSite *s = ac_site_of(A, mems[i]);
+        if (!s)
+            return false;
+        const AcForm *f = ac_site_form(A, s);
+        Type t = ac_vty(A, mems[i]->args[0]);
+        if (f->why || (i && f->base != base) || t.rank != 1 || t.shape[0] < 2 || (i && t.shape[0] != L))
+            return false;
+        base = f->base;
+        L = t.shape[0];
+        AccPoly Rc[AC_NTERM + 1];
+        int Rv[AC_NTERM + 1], nr = 0;
+        bool lane = false;
+        for (int k = 0; k < f->nt; k++) {
+            int v = f->t[k].var;
+            int64_t one = 0;
+            if (v == V_LANE) {
+                if (!ac_pis_const(&f->t[k].c, &one) || one != 1)
+                    return false;
+                lane = true;
+                continue;
+            }
+            if (v > V_LANE && v < V_DYN)
+                return false;
+            AccPoly r;
+            bool pidlike = v < V_LANE ? (fixed >> v & 1) != 0
+                                      : v >= V_DYN && A->vars.v[v].kind != VK_LOOP && !(A->vars.v[v].dep & ~fixed);
+            if (!lane_residue(A, &f->t[k].c, L, fixed, &r) || (r.n && !pidlike))
+                return false;
+            if (r.n)
+                Rv[nr] = v, Rc[nr++] = r;
+        }
+        AccPoly r0;
+        if (!lane || !lane_residue(A, &f->c0, L, fixed, &r0))
+            return false;
+        Rv[nr] = -1, Rc[nr++] = r0;
+        if (!i) {
+            memcpy(R0c, Rc, sizeof Rc[0] * (size_t)nr);
+            memcpy(R0v, Rv, sizeof Rv[0] * (size_t)nr);
+            nr0 = nr;
+            continue;
+        }
+        if (nr != nr0)
+            return false;
+        for (int k = 0; k < nr; k++)
+            if (Rv[k] != R0v[k] || !ac_peq(&Rc[k], &R0c[k]))
+                return false;
+    }
+    if (n <= 0)
+        return false;
+    *len = L;
+    return true;
+}

@@ -143,6 +143,14 @@ int access_sym(Access *A, int id, int *param, int *axis);
  * witness (two programs reaching one element); data-dependent addresses
  * are UNKNOWN. */
 AccResult access_private(Access *A, const Inst *const *mems, int n, unsigned axes);
+/* Is every element the n accesses mems (one base parameter, rank-1 tiles of one length L) touch
+ * in one program touched by one lane only, over every site, loop iteration and enabled lane?  A
+ * program here: fixed program ids along fixed_axes (bit k: axis k; 7 for a launch's program; fewer
+ * where a fold turns the other ids into a loop's counter).  Proven from the forms alone: each
+ * address is R + lane + L * (an integer), R the same for every site and fixed within a program.
+ * Then *len = L.  (A backend whose lanes are threads, each in program order, needs no barrier
+ * between such read-modify-writes: docs/AD.md.) */
+bool access_lane_private(Access *A, const Inst *const *mems, int n, unsigned fixed_axes, int64_t *len);
 /* The condition as a Python expression for the host: int parameter p as
  * args["p"], tl.num_programs(k) as grid[k] (args and grid: the names
  * given); NULL when it names a value that is not computed from them. */

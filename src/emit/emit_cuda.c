@@ -1165,7 +1165,11 @@ void ecu_print_block(Cu *c, const Block *b, const char *const *yield_to)
             ecu_permute_lanes(c, b, in);
             continue;
         case OP_BARRIER:
-            ecu_line(c, "__syncthreads();");
+            /* {lanes = L} with L the block's threads: it orders read-modify-writes of elements each
+             * of which one lane, here one thread, touches; a thread's own accesses are in program
+             * order already */
+            if (in->ival != c->L)
+                ecu_line(c, "__syncthreads();");
             continue;
         case OP_ASSERT:
             ecu_print_assert(c, in);

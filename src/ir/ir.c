@@ -486,6 +486,8 @@ static void put_attrs(Printer *p, const Inst *in)
     } else if (op == OP_ADD_ROUND || op == OP_SUB_ROUND || op == OP_MUL_ROUND || op == OP_DIV_ROUND ||
                op == OP_SQRT_ROUND || op == OP_RCP_ROUND || op == OP_FMA_ROUND) {
         buf_printf(b, " {round = %s}", libm_rounding_names[in->ival & 3]);
+    } else if (op == OP_BARRIER && in->ival) {
+        buf_printf(b, " {lanes = %lld}", (long long)in->ival);
     } else if (op == OP_ASSERT) {
         buf_puts(b, " {msg = ");
         put_string(b, in->sattr ? in->sattr : "");

@@ -559,7 +559,8 @@ static void apply_attrs(P *p, Inst *in, const Attr *as, int n, Loc oploc)
     bool has_axis = is_reduction(op) || op == OP_CUMSUM || op == OP_CUMPROD || op == OP_EXPAND_DIMS ||
                     op == OP_FLIP || op == OP_GATHER;
     /* the one integer attribute of split, sort, histogram */
-    const char *int_key = op == OP_SPLIT ? "half" : op == OP_SORT ? "k" : op == OP_HISTOGRAM ? "bins" : NULL;
+    const char *int_key = op == OP_SPLIT ? "half" : op == OP_SORT ? "k" : op == OP_HISTOGRAM ? "bins"
+                        : op == OP_BARRIER ? "lanes" : NULL;
     bool seen_int = false;
     bool has_list = op == OP_PERMUTE || op == OP_MULTIPLE_OF || op == OP_MAX_CONTIGUOUS;
     const char *list_key = op == OP_PERMUTE ? "perm" : "values";
@@ -626,7 +627,7 @@ static void apply_attrs(P *p, Inst *in, const Attr *as, int n, Loc oploc)
         perr(p, oploc, "'%s' needs the attribute {rule = N}", name);
     if (has_axis && !seen_axis)
         perr(p, oploc, "'%s' needs the attribute {axis = N}", name);
-    if (int_key && !seen_int)
+    if (int_key && !seen_int && op != OP_BARRIER) /* a plain barrier has none */
         perr(p, oploc, "'%s' needs the attribute {%s = N}", name, int_key);
     if (has_list && !seen_list)
         perr(p, oploc, "'%s' needs the attribute {%s = [...]}", name, list_key);

@@ -201,7 +201,9 @@
   X(OP_ATOMIC_XCHG,    "atomic_xchg",   -1,  1,  0,  0,  1, 'M') /* as atomic_add: out = value -> old */ \
   X(OP_ASSERT,         "assert",         1,  0,  0,  0,  0, 'Z') /* device_assert: cond (i1, any shape); sattr = message */ \
   /* tl.debug_barrier(): a program's memory accesses before it are seen by all its threads after it.  Made by AD \
-     only (sweep_rev.c, in-place gradients); sema drops the forward's, which kad's semantics do not need */ \
+     only (sweep_rev.c, in-place gradients); sema drops the forward's, which kad's semantics do not need. \
+     ival L > 0 ({lanes = L}): it orders only read-modify-writes whose elements each belong to one lane \
+     of L (access_lane_private): a backend running each of L lanes as one thread may drop it */ \
   X(OP_BARRIER,        "barrier",        0,  0,  0,  0,  0, 'Z') \
   /* structured control flow (see ir.h, "Structured control flow") */ \
   X(OP_FOR,            "for",           -1, -1,  1,  0,  0, 'C') /* lb, ub, step, inits... ; region params: iv, carried... */ \

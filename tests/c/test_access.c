@@ -937,6 +937,122 @@ static void test_access_private_brute_force(T *t)
     CHECK(t, proven > 100 && refuted > 50);
 }
 
+/* A loop over a row, the offsets row*stride + lane + S*t + K (t the loop's counter, for the
+ * loop `off = 0 to N step S`) and, in a second loop, row*stride + lane + S*t + K2. */
+static char *acc_lane_family(Arena *a, int S, int K, int K2, int B)
+{
+    return arena_printf(a,
+                        "kernel @lanes(%%x: *fp32, %%stride: i32, %%N: i32) [BLOCK = 8] {\n"
+                        "  %%row = program_id 0 : i32\n"
+                        "  %%r = mul %%row, %%stride : i32\n"
+                        "  %%xr = addptr %%x, %%r : *fp32\n"
+                        "  %%0 = const 0 : i32\n"
+                        "  %%1 = const %d : i32\n"
+                        "  for %%off = %%0 to %%N step %%1 {\n"
+                        "    %%2 = arange 0 : i32[8]\n"
+                        "    %%b = const %d : i32[8]\n"
+                        "    %%2b = mul %%2, %%b : i32[8]\n"
+                        "    %%3 = broadcast %%off : i32[8]\n"
+                        "    %%c = add %%3, %%2b : i32[8]\n"
+                        "    %%k = const %d : i32[8]\n"
+                        "    %%ck = add %%c, %%k : i32[8]\n"
+                        "    %%4 = broadcast %%xr : *fp32[8]\n"
+                        "    %%5 = addptr %%4, %%ck : *fp32[8]\n"
+                        "    %%v = load %%5 : fp32[8]\n"
+                        "    %%w = const 1.0 : fp32[8]\n"
+                        "    store %%5, %%w\n"
+                        "    yield\n"
+                        "  }\n"
+                        "  for %%off.1 = %%0 to %%N step %%1 {\n"
+                        "    %%6 = arange 0 : i32[8]\n"
+                        "    %%7 = broadcast %%off.1 : i32[8]\n"
+                        "    %%c.1 = add %%7, %%6 : i32[8]\n"
+                        "    %%k2 = const %d : i32[8]\n"
+                        "    %%ck2 = add %%c.1, %%k2 : i32[8]\n"
+                        "    %%8 = broadcast %%xr : *fp32[8]\n"
+                        "    %%9 = addptr %%8, %%ck2 : *fp32[8]\n"
+                        "    %%u = load %%9 : fp32[8]\n"
+                        "    yield\n"
+                        "  }\n"
+                        "}\n",
+                        S, B, K, K2);
+}
+
+/* access_lane_private: a proof must hold for every trip count and stride (brute force: two lanes
+ * of one program, any iterations of either loop, never meet), and the kernels it is built for
+ * (a row walked by strided loops at several sites: softmax, LayerNorm) are proven. */
+static void test_access_lane_private(T *t)
+{
+    int proven = 0, wrong = 0, refused_meeting = 0;
+    static const int steps[] = {8, 16, 4, 12, 24}, ks[] = {0, 8, -8, 3, 16, 5};
+    for (int si = 0; si < 5; si++)
+        for (int ki = 0; ki < 6; ki++)
+            for (int k2 = 0; k2 < 6; k2++)
+                for (int B = 1; B <= 2; B++) {
+                    int S = steps[si], K = ks[ki], K2 = ks[k2];
+                    Arena *a = arena_new(0);
+                    Func *f = acc_parse(a, acc_lane_family(a, S, K, K2, B));
+                    CHECK(t, f);
+                    if (!f) {
+                        arena_free(a);
+                        continue;
+                    }
+                    Access *A = access_analyze(a, f);
+                    const Inst *ms[4];
+                    int n = acc_sites_of(A, 0, ms);
+                    int64_t L = 0;
+                    bool ok = n == 3 && access_lane_private(A, ms, n, 7, &L);
+                    /* the offsets of site s (0, 1: the first loop's load and store; 2: the second
+                     * loop's load), lane l, iteration i */
+                    bool meet = false;
+                    for (int s1 = 0; s1 < 3 && !meet; s1++)
+                        for (int s2 = 0; s2 < 3 && !meet; s2++)
+                            for (int l1 = 0; l1 < 8 && !meet; l1++)
+                                for (int l2 = 0; l2 < 8 && !meet; l2++)
+                                    for (int i1 = 0; i1 < 6 && !meet; i1++)
+                                        for (int i2 = 0; i2 < 6 && !meet; i2++) {
+                                            int64_t o1 = (int64_t)S * i1 + (s1 < 2 ? l1 * B + K : l1 + K2);
+                                            int64_t o2 = (int64_t)S * i2 + (s2 < 2 ? l2 * B + K : l2 + K2);
+                                            meet = l1 != l2 && o1 == o2;
+                                        }
+                    if (ok && (meet || L != 8)) {
+                        wrong++;
+                        printf("  wrong lane proof: S=%d K=%d K2=%d B=%d\n", S, K, K2, B);
+                    }
+                    proven += ok;
+                    refused_meeting += !ok && meet;
+                    arena_free(a);
+                }
+    CHECK(t, wrong == 0);
+    CHECK(t, proven >= 20);
+    CHECK(t, refused_meeting > 20);
+    /* LayerNorm's three loops over x's row: proven, 64 lanes; overlapping windows: not */
+    Arena *a = arena_new(0);
+    Func *f = acc_parse(a, acc_priv_ln3);
+    CHECK(t, f);
+    if (f) {
+        Access *A = access_analyze(a, f);
+        const Inst *ms[16];
+        int n = acc_sites_of(A, 0, ms);
+        int64_t L = 0;
+        CHECK(t, n == 3 && access_lane_private(A, ms, n, 7, &L) && L == 64);
+        /* the row's program id a fold's loop counter: row * stride moves the lanes' elements */
+        CHECK(t, !access_lane_private(A, ms, n, 0, &L));
+    }
+    f = acc_parse(a, acc_priv_windows);
+    CHECK(t, f);
+    if (f) {
+        Access *A = access_analyze(a, f);
+        const Inst *ms[16];
+        int n = acc_sites_of(A, 0, ms);
+        int64_t L = 0;
+        CHECK(t, n == 1 && access_lane_private(A, ms, n, 7, &L)); /* one site, one lane per element */
+        n = acc_sites_of(A, 1, ms);
+        CHECK(t, n == 1 && access_lane_private(A, ms, n, 7, &L) && L == 32);
+    }
+    arena_free(a);
+}
+
 /* Two halves of a head, y + t*st + h*sh + cols and y + t*st + h*sh + 4 +
  * cols (cols < 4), with t = pid ta and h = pid 1 - ta: a rotary embedding
  * on grid (tokens, heads) or (heads, tokens).  The footprints' privacy
@@ -1317,6 +1433,7 @@ static void tests_access(T *t)
     RUN(t, test_access_gather_unknown);
     RUN(t, test_access_private);
     RUN(t, test_access_private_brute_force);
+    RUN(t, test_access_lane_private);
     RUN(t, test_access_masked_shift_brute_force);
     RUN(t, test_access_chunk_group_brute_force);
     RUN(t, test_access_grid_order_brute_force);

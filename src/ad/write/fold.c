@@ -64,6 +64,9 @@ typedef struct Fold {
     Func *f;
     unsigned axes;       /* the folded grid axes (bits) */
     uint8_t *derived;    /* by ValId (< nv): input j + 1 whose gradient pointer this is, or 0 */
+    int64_t *lanes;      /* by input j: L when its sites' elements each belong to one lane of L in
+                          * the folded program (access_lane_private): their read-modify-writes'
+                          * barriers carry it ({lanes = L}); else 0 */
     ValId *map;          /* by ValId (< nv): the value to use instead (rewrites), or 0 */
     int nv;              /* the size of derived and map */
 } Fold;
@@ -244,7 +247,8 @@ static void rebuild(Fold *F, Block *b, bool top, AccVec *accs, ValId pid, ValId 
         Type pt = ir_type(f, p);
         ValId v = site_value(F, b, &in, pdt);
         if (!top) { /* read-modify-write of this program's own row */
-            ir_emit(f, b, OP_BARRIER, NULL, 0, NULL, 0, in.loc);
+            int64_t lanes = F->lanes[der(F, p) - 1];
+            ir_emit(f, b, OP_BARRIER, NULL, 0, NULL, 0, in.loc)->ival = lanes;
             Type vt = type_tile(pdt, pt.rank, pt.shape);
             ValId la[3] = {p, m, ir_const_float(f, b, vt, 0.0, in.loc)};
             Inst *ld = ir_emit(f, b, OP_LOAD, la, masked ? 3 : 1, &vt, 1, in.loc);
@@ -252,7 +256,7 @@ static void rebuild(Fold *F, Block *b, bool top, AccVec *accs, ValId pid, ValId 
             ValId old_v = ld->res[0];
             ValId sum = ir_op2(f, b, OP_ADD, vt, old_v, v, in.loc);
             emit_store(f, b, p, sum, m, in.loc);
-            ir_emit(f, b, OP_BARRIER, NULL, 0, NULL, 0, in.loc);
+            ir_emit(f, b, OP_BARRIER, NULL, 0, NULL, 0, in.loc)->ival = lanes;
             continue;
         }
         /* register accumulation; stored on the last iteration */
@@ -387,6 +391,40 @@ static void zero_rows(Func *f, Block *nb, unsigned axes, const ValId *rows, cons
     ir_emit(f, nb, OP_BARRIER, NULL, 0, NULL, 0, loc);
 }
 
+/* The memory instructions of b (regions included) through input gradients: sites[j] those of
+ * input j; false when one is not an atomic_add. */
+static bool gradient_sites(const Fold *F, const Block *b, InstPtrVec *sites)
+{
+    for (int k = 0; k < b->insts.n; k++) {
+        const Inst *in = &b->insts.v[k];
+        bool mem = in->op == OP_LOAD || op_writes_memory(in->op);
+        int j = mem ? der(F, in->args[0]) : 0;
+        if (j && in->op != OP_ATOMIC_ADD)
+            return false;
+        if (j)
+            vec_push(F->a, sites[j - 1], in);
+        for (int r = 0; r < in->nregions; r++)
+            if (!gradient_sites(F, in->regions[r], sites))
+                return false;
+    }
+    return true;
+}
+
+/* F->lanes: per input, whether each element of its row in the folded program belongs to one lane
+ * (access_lane_private with the folded axes' program ids varying: they become the fold loop's
+ * counter).  Asked of the backward before the fold rewrites it. */
+static void fold_lanes(Fold *F, int n)
+{
+    F->lanes = arena_alloc(F->a, sizeof(int64_t) * (size_t)(n + 1));
+    InstPtrVec *sites = arena_alloc(F->a, sizeof *sites * (size_t)(n + 1));
+    if (!gradient_sites(F, F->f->body, sites))
+        return;
+    Access *A = access_analyze(F->a, F->f);
+    for (int j = 0; j < n; j++)
+        if (sites[j].n && !access_lane_private(A, sites[j].v, sites[j].n, 7u & ~F->axes, &F->lanes[j]))
+            F->lanes[j] = 0;
+}
+
 bool ad_fold(Arena *a, Program *P, unsigned axes, const int *slot, const char *const *names, int n, int zero_block)
 {
     Func *f = P->main;
@@ -409,6 +447,7 @@ bool ad_fold(Arena *a, Program *P, unsigned axes, const int *slot, const char *c
         if (!derive_block(F, f->body, &changed))
             return false;
     }
+    fold_lanes(F, n);
     Loc loc = f->loc;
     Block *old = f->body;
     AccVec accs = {0};

@@ -270,8 +270,13 @@ void decide_loads(Ad *ad, Access **Ap, int i, const InstPtrVec *ls)
         if (!*Ap)
             *Ap = ad->acc = access_analyze(ad->a, fw);
         private_sites(ad, *Ap, i, ls);
-        if (ad->plain[i] == 4 || ad->plain[i] == 5)
+        if (ad->plain[i] == 4 || ad->plain[i] == 5) {
             first_writer(ad, *Ap, i, ls);
+            /* an input the forward also writes (in place) has its gradient read at the
+             * stores' addresses too: keep the barriers */
+            if (!ad->first_store[i] && !ad->first_atomic[i] && !access_lane_private(*Ap, ls->v, ls->n, 7, &ad->rmw_lanes[i]))
+                ad->rmw_lanes[i] = 0;
+        }
         return;
     }
     if (!ls->n) { /* nothing writes d_x */
