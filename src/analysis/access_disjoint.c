@@ -720,8 +720,7 @@ AccResult access_disjoint_all(Access *A, const Inst *x, const Inst *y)
  * program (one depending on a loop or a lane). */
 static bool lane_residue(const Access *A, const AccPoly *p, int64_t L, uint64_t fixed, AccPoly *r)
 {
-    *r = ac_pconst(0);
-    r->n = 0;
+    *r = (AccPoly){0};
     for (int k = 0; k < p->n; k++) {
         AccMono m = p->m[k];
         m.k %= L;
@@ -741,6 +740,8 @@ static bool lane_residue(const Access *A, const AccPoly *p, int64_t L, uint64_t 
 bool access_lane_private(Access *A, const Inst *const *mems, int n, unsigned fixed_axes, int64_t *len)
 {
     uint64_t fixed = fixed_axes & 7;
+    if (n <= 0)
+        return false;
     /* Each site's address as R + lane + L * Z (Z any integer: a loop's
      * counter, a symbol, a lane's `//`): R the terms whose coefficients are
      * not multiples of L, which may name only the program ids of fixed_axes
@@ -799,8 +800,6 @@ bool access_lane_private(Access *A, const Inst *const *mems, int n, unsigned fix
             if (Rv[k] != R0v[k] || !ac_peq(&Rc[k], &R0c[k]))
                 return false;
     }
-    if (n <= 0)
-        return false;
     *len = L;
     return true;
 }

@@ -978,6 +978,18 @@ static char *acc_lane_family(Arena *a, int S, int K, int K2, int B)
                         S, B, K, K2);
 }
 
+/* access_lane_private over the sites of parameter param of the kernel text, which must be nsites */
+static bool acc_lane_priv(Arena *a, const char *text, int param, unsigned fixed, int nsites, int64_t *L)
+{
+    Func *f = acc_parse(a, text);
+    if (!f)
+        return false;
+    Access *A = access_analyze(a, f);
+    const Inst *ms[16];
+    int n = acc_sites_of(A, param, ms);
+    return n == nsites && access_lane_private(A, ms, n, fixed, L);
+}
+
 /* access_lane_private: a proof must hold for every trip count and stride (brute force: two lanes
  * of one program, any iterations of either loop, never meet), and the kernels it is built for
  * (a row walked by strided loops at several sites: softmax, LayerNorm) are proven. */
@@ -1026,30 +1038,15 @@ static void test_access_lane_private(T *t)
     CHECK(t, wrong == 0);
     CHECK(t, proven >= 20);
     CHECK(t, refused_meeting > 20);
-    /* LayerNorm's three loops over x's row: proven, 64 lanes; overlapping windows: not */
+    /* LayerNorm's three loops over x's row: proven, 64 lanes, unless the row's program id is a
+     * fold's loop counter (row * stride then moves the lanes' elements); the windows kernel's
+     * single sites: one lane per element */
     Arena *a = arena_new(0);
-    Func *f = acc_parse(a, acc_priv_ln3);
-    CHECK(t, f);
-    if (f) {
-        Access *A = access_analyze(a, f);
-        const Inst *ms[16];
-        int n = acc_sites_of(A, 0, ms);
-        int64_t L = 0;
-        CHECK(t, n == 3 && access_lane_private(A, ms, n, 7, &L) && L == 64);
-        /* the row's program id a fold's loop counter: row * stride moves the lanes' elements */
-        CHECK(t, !access_lane_private(A, ms, n, 0, &L));
-    }
-    f = acc_parse(a, acc_priv_windows);
-    CHECK(t, f);
-    if (f) {
-        Access *A = access_analyze(a, f);
-        const Inst *ms[16];
-        int n = acc_sites_of(A, 0, ms);
-        int64_t L = 0;
-        CHECK(t, n == 1 && access_lane_private(A, ms, n, 7, &L)); /* one site, one lane per element */
-        n = acc_sites_of(A, 1, ms);
-        CHECK(t, n == 1 && access_lane_private(A, ms, n, 7, &L) && L == 32);
-    }
+    int64_t L = 0;
+    CHECK(t, acc_lane_priv(a, acc_priv_ln3, 0, 7, 3, &L) && L == 64);
+    CHECK(t, !acc_lane_priv(a, acc_priv_ln3, 0, 0, 3, &L));
+    CHECK(t, acc_lane_priv(a, acc_priv_windows, 0, 7, 1, &L));
+    CHECK(t, acc_lane_priv(a, acc_priv_windows, 1, 7, 1, &L) && L == 32);
     arena_free(a);
 }
 
